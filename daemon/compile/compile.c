@@ -1,0 +1,103 @@
+/* The pass list and the plan's lifetime. See compile.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/compile/passes.h"
+
+static const struct {
+    const char *name;
+    int (*run)(gxd_cstate *st);
+} s_passes[] = {
+    {"verify", gxd_pass_verify},
+    {"infer", gxd_pass_infer},
+    {"memplan", gxd_pass_memplan},
+    {"plan", gxd_pass_plan},
+};
+
+static uint64_t s_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+int gxd_names_get(const gxd_names *t, const char *name)
+{
+    if (!t->cap)
+        return -1;
+    for (size_t i = s_hash(name) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        if (!t->key[i])
+            return -1;
+        if (strcmp(t->key[i], name) == 0)
+            return t->val[i];
+    }
+}
+
+bool gxd_names_put(gxd_names *t, const char *name, int val, bool *dup)
+{
+    *dup = false;
+    if (!t->cap)
+        return false;
+    for (size_t i = s_hash(name) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        if (!t->key[i]) {
+            t->key[i] = name;
+            t->val[i] = val;
+            return true;
+        }
+        if (strcmp(t->key[i], name) == 0) {
+            *dup = true;
+            return false;
+        }
+    }
+}
+
+void gxd_plan_destroy(gxd_plan **pp)
+{
+    if (!pp || !*pp)
+        return;
+    gxd_plan *p = *pp;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        free(p->steps[i].in);
+        free(p->steps[i].out);
+    }
+    free(p->steps);
+    free(p->values);
+    free(p->inputs);
+    free(p->outputs);
+    free(p);
+    *pp = NULL;
+}
+
+static int s_run(const gx_graph *g, const gx_view *inputs, const gxd_compile_limits *lim,
+                 size_t npasses, gxd_plan **out, char *err, size_t errlen)
+{
+    gxd_cstate st = {.g = g, .lim = lim, .inputs = inputs, .err = err, .errlen = errlen};
+    int rc = GX_ENOMEM;
+    *out = NULL;
+    if (!(st.plan = calloc(1, sizeof *st.plan)))
+        return gx_errf(err, errlen, rc, "out of memory");
+    for (size_t i = 0; i < npasses; i++)
+        if ((rc = s_passes[i].run(&st)) < 0)
+            break;
+    free(st.names.key);
+    free(st.names.val);
+    if (rc < 0)
+        gxd_plan_destroy(&st.plan);
+    *out = st.plan;
+    return rc;
+}
+
+int gxd_verify(const gx_graph *g, const gxd_compile_limits *lim, char *err, size_t errlen)
+{
+    gxd_plan *p = NULL;
+    int rc = s_run(g, NULL, lim, 1, &p, err, errlen);
+    gxd_plan_destroy(&p);
+    return rc;
+}
+
+int gxd_compile(const gx_graph *g, const gx_view *inputs, const gxd_compile_limits *lim,
+                gxd_plan **out, char *err, size_t errlen)
+{
+    return s_run(g, inputs, lim, sizeof s_passes / sizeof s_passes[0], out, err, errlen);
+}

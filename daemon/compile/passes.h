@@ -1,0 +1,38 @@
+/*
+ * State shared by the compiler passes while one plan is built. Internal to
+ * daemon/compile/.
+ */
+#ifndef GXD_PASSES_H
+#define GXD_PASSES_H
+
+#include "daemon/compile/compile.h"
+
+typedef struct gxd_names {
+    size_t cap; /* power of two */
+    const char **key;
+    int *val;
+} gxd_names;
+
+typedef struct gxd_cstate {
+    const gx_graph *g;
+    const gxd_compile_limits *lim;
+    const gx_view *inputs; /* concrete input shapes; NULL when only verifying */
+    gxd_plan *plan;
+    gxd_names names; /* value name -> index in plan->values */
+    char *err;
+    size_t errlen;
+} gxd_cstate;
+
+/* The passes, in order (see compile.h). Each returns GX_OK or an error
+ * status with a message in st->err. */
+int gxd_pass_verify(gxd_cstate *st);
+int gxd_pass_infer(gxd_cstate *st);
+int gxd_pass_memplan(gxd_cstate *st);
+int gxd_pass_plan(gxd_cstate *st);
+
+/* Name table: -1 if absent. */
+int gxd_names_get(const gxd_names *t, const char *name);
+/* Insert; false if present already or ENOMEM (*dup tells which). */
+bool gxd_names_put(gxd_names *t, const char *name, int val, bool *dup);
+
+#endif

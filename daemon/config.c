@@ -1,0 +1,886 @@
+/*
+ * gexecd configuration (see config.h). The table s_keys is the single source
+ * of truth: gxd_config_init applies its defaults, the YAML loader and
+ * gxd_config_set look keys up in it and validate through it, and
+ * gxd_config_dump walks it. Adding a key means a field in gxd_config, a row
+ * here, and a documented line in conf/gexecd.yaml.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include <gexec/status.h>
+
+#include "daemon/config.h"
+#include "daemon/topo.h"
+#include "libclient/internal.h"
+
+/* ---- the table ---------------------------------------------------------- */
+
+typedef enum s_type {
+    S_STRING,   /* char *; check() validates */
+    S_STRLIST,  /* char *[max] + int count; check() validates each entry */
+    S_INT,      /* int64_t in [min, max] */
+    S_SIZE,     /* int64_t bytes in [min, max]; accepts 64M, 1G (powers of 1024) */
+    S_LOGLEVEL, /* gxd_log_level by name */
+} s_type;
+
+/* S_STRING: "" and "default" store NULL (the built-in default applies). */
+#define S_NULL_IS_DEFAULT 1u
+
+/* Validates one string value; writes "'v' is not ..." to why on failure. */
+typedef int (*s_check_fn)(const char *v, char *why, size_t whylen);
+
+typedef struct s_key {
+    const char *name; /* dotted: "queue.max_jobs" */
+    s_type type;
+    size_t off;       /* the field in gxd_config */
+    size_t count_off; /* S_STRLIST: the int entry count */
+    int64_t min, max; /* S_INT, S_SIZE: inclusive range; S_STRLIST: max entries,
+                       * at most GXD_MAX_ENDPOINTS (the arrays in this file) */
+    s_check_fn check; /* S_STRING, S_STRLIST: may be NULL */
+    unsigned flags;
+    const char *def;  /* default, parsed like any other value */
+    const char *doc;  /* one line, printed by gxd_config_dump */
+} s_key;
+
+static int s_check_endpoint(const char *v, char *why, size_t whylen);
+static int s_check_tcp(const char *v, char *why, size_t whylen);
+static int s_check_cpus(const char *v, char *why, size_t whylen);
+
+#define S_KIB INT64_C(1024)
+#define S_MIB (S_KIB * 1024)
+#define S_GIB (S_MIB * 1024)
+#define S_PIB (S_GIB * 1024 * 1024)
+#define S_OFF(field) offsetof(gxd_config, field)
+
+/* Keys of one section stay together: gxd_config_dump relies on it. */
+static const s_key s_keys[] = {
+    {.name = "socket", .type = S_STRING, .off = S_OFF(socket), .check = s_check_endpoint,
+     .flags = S_NULL_IS_DEFAULT, .def = "default",
+     .doc = "main endpoint (ipc:// or tcp://); default: $GEXEC_SOCKET, else "
+            "ipc:///run/gexec/gexecd.sock as root, else under $XDG_RUNTIME_DIR"},
+    {.name = "tcp", .type = S_STRLIST, .off = S_OFF(tcp), .count_off = S_OFF(n_tcp),
+     .max = GXD_MAX_ENDPOINTS, .check = s_check_tcp, .def = "",
+     .doc = "extra tcp:// endpoints; there is no authentication, so bind loopback only "
+            "(tcp://127.0.0.1:5555)"},
+    {.name = "cpus", .type = S_STRING, .off = S_OFF(cpus), .check = s_check_cpus, .def = "all",
+     .doc = "CPUs to run workers on, one worker per core: \"all\" or OS numbers like \"0-3,6\""},
+    {.name = "log_level", .type = S_LOGLEVEL, .off = S_OFF(log_level), .def = "info",
+     .doc = "error, warn, info or debug"},
+    {.name = "queue.max_jobs", .type = S_INT, .off = S_OFF(queue_max_jobs), .min = 1,
+     .max = 1000000, .def = "1024",
+     .doc = "jobs waiting to run; beyond it RUN is refused with GX_EQUEUEFULL"},
+    {.name = "queue.max_bytes", .type = S_SIZE, .off = S_OFF(queue_max_bytes), .min = S_KIB,
+     .max = S_PIB, .def = "1G",
+     .doc = "input bytes held by waiting jobs; beyond it RUN is refused with GX_EQUEUEFULL"},
+    {.name = "limits.max_message_bytes", .type = S_SIZE, .off = S_OFF(limits_max_message_bytes),
+     .min = S_KIB, .max = S_PIB, .def = "1G", .doc = "largest message frame accepted"},
+    {.name = "limits.max_tensor_bytes", .type = S_SIZE, .off = S_OFF(limits_max_tensor_bytes),
+     .min = S_KIB, .max = S_PIB, .def = "1G",
+     .doc = "largest tensor: input, constant or intermediate value"},
+    {.name = "limits.max_nodes", .type = S_INT, .off = S_OFF(limits_max_nodes), .min = 1,
+     .max = 100000000, .def = "100000", .doc = "nodes in one graph"},
+    {.name = "limits.max_arena_bytes", .type = S_SIZE, .off = S_OFF(limits_max_arena_bytes),
+     .min = S_KIB, .max = S_PIB, .def = "4G",
+     .doc = "memory arena of one job (all its intermediate values)"},
+    {.name = "graphs.max", .type = S_INT, .off = S_OFF(graphs_max), .min = 1, .max = 1000000,
+     .def = "256", .doc = "compiled graphs kept; the least recently used beyond are dropped"},
+    {.name = "shutdown_grace_ms", .type = S_INT, .off = S_OFF(shutdown_grace_ms), .min = 0,
+     .max = 3600000, .def = "10000",
+     .doc = "on SIGTERM, wait this long for running jobs (keep below systemd's TimeoutStopSec)"},
+};
+#define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
+
+/* ---- value checks and parsers ------------------------------------------- */
+
+/* Values are quoted in messages, cut to a readable length. */
+#define S_Q "'%.80s'"
+
+static int s_why(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int s_why(char *why, size_t whylen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    return GX_ECONFIG;
+}
+
+static bool s_has_prefix(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int s_check_endpoint(const char *v, char *why, size_t whylen)
+{
+    static const char *const transports[] = {"ipc://", "tcp://", "inproc://"};
+    for (size_t i = 0; i < sizeof transports / sizeof transports[0]; i++)
+        if (s_has_prefix(v, transports[i]) && v[strlen(transports[i])] != '\0')
+            return GX_OK;
+    return s_why(why, whylen, S_Q " is not an endpoint (ipc:///path/to/sock or tcp://host:port)",
+                 v);
+}
+
+static int s_check_tcp(const char *v, char *why, size_t whylen)
+{
+    if (s_has_prefix(v, "tcp://") && v[6] != '\0')
+        return GX_OK;
+    return s_why(why, whylen, S_Q " is not a tcp:// endpoint (tcp://127.0.0.1:5555)", v);
+}
+
+static int s_check_cpus(const char *v, char *why, size_t whylen)
+{
+    return gxd_topo_cpus_check(v, why, whylen);
+}
+
+/* Strict decimal integer: optional sign, digits, nothing else. */
+static int s_parse_int(const char *v, int64_t *out, char *why, size_t whylen)
+{
+    if (!*v)
+        return s_why(why, whylen, "no value given");
+    const char *p = v + (*v == '-' || *v == '+');
+    if (*p < '0' || *p > '9')
+        return s_why(why, whylen, S_Q " is not an integer", v);
+    errno = 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (*end)
+        return s_why(why, whylen, S_Q " is not an integer", v);
+    if (errno == ERANGE)
+        return s_why(why, whylen, S_Q " is too large", v);
+    *out = x;
+    return GX_OK;
+}
+
+/* Bytes: digits, then optionally K, M, G, T or P (either case, powers of
+ * 1024) and an optional "B" or "iB": 512, 64M, 64MiB, 1g, 4GB. */
+static int s_parse_size(const char *v, int64_t *out, char *why, size_t whylen)
+{
+    if (!*v)
+        return s_why(why, whylen, "no value given");
+    if (*v < '0' || *v > '9')
+        return s_why(why, whylen, S_Q " is not a size (bytes, or with a suffix: 64M, 1G)", v);
+    errno = 0;
+    char *p;
+    unsigned long long x = strtoull(v, &p, 10);
+    if (errno == ERANGE || x > INT64_MAX)
+        return s_why(why, whylen, S_Q " is too large", v);
+    static const char units[] = "KMGTP";
+    int64_t mult = 1;
+    const char *u = *p ? strchr(units, *p >= 'a' ? *p - ('a' - 'A') : *p) : NULL;
+    if (u) {
+        for (const char *q = units; q <= u; q++)
+            mult *= 1024;
+        p++;
+        if (p[0] == 'i' && p[1] == 'B')
+            p += 2;
+        else if (*p == 'B' || *p == 'b')
+            p++;
+    } else if (*p == 'B' || *p == 'b') {
+        p++;
+    }
+    if (*p)
+        return s_why(why, whylen, S_Q " is not a size (bytes, or with a suffix: 64M, 1G)", v);
+    if (x > (unsigned long long)(INT64_MAX / mult))
+        return s_why(why, whylen, S_Q " is too large", v);
+    *out = (int64_t)x * mult;
+    return GX_OK;
+}
+
+/* "1G" when exact, else plain bytes. */
+static char *s_fmt_size(int64_t v, char *buf, size_t len)
+{
+    static const char units[] = "KMGTP";
+    int u = -1;
+    while (v != 0 && u + 1 < (int)sizeof units - 1 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, len, "%" PRId64, v);
+    else
+        snprintf(buf, len, "%" PRId64 "%c", v, units[u]);
+    return buf;
+}
+
+static int s_range(const s_key *k, int64_t x, char *why, size_t whylen)
+{
+    if (x >= k->min && x <= k->max)
+        return GX_OK;
+    if (k->type == S_SIZE) {
+        char a[32], b[32], c[32];
+        return s_why(why, whylen, "value %s out of range [%s, %s]", s_fmt_size(x, a, sizeof a),
+                     s_fmt_size(k->min, b, sizeof b), s_fmt_size(k->max, c, sizeof c));
+    }
+    return s_why(why, whylen, "value %" PRId64 " out of range [%" PRId64 ", %" PRId64 "]", x,
+                 k->min, k->max);
+}
+
+/* ---- setting one key ---------------------------------------------------- */
+
+static void *s_field(gxd_config *c, const s_key *k)
+{
+    return (char *)c + k->off;
+}
+
+static const void *s_cfield(const gxd_config *c, const s_key *k)
+{
+    return (const char *)c + k->off;
+}
+
+static int *s_count(gxd_config *c, const s_key *k)
+{
+    return (int *)((char *)c + k->count_off);
+}
+
+/* Replace a string list with n entries, each checked. */
+static int s_set_list(gxd_config *c, const s_key *k, const char *const *items, size_t n,
+                      char *why, size_t whylen)
+{
+    if (n > (size_t)k->max)
+        return s_why(why, whylen, "%zu entries given, at most %" PRId64 " allowed", n, k->max);
+    for (size_t i = 0; i < n; i++) {
+        if (!*items[i])
+            return s_why(why, whylen, "entry %zu is empty", i + 1);
+        int rc = k->check ? k->check(items[i], why, whylen) : GX_OK;
+        if (rc < 0)
+            return rc;
+    }
+    char *fresh[GXD_MAX_ENDPOINTS];
+    for (size_t i = 0; i < n; i++) {
+        fresh[i] = gx_strdup(items[i]);
+        if (!fresh[i]) {
+            while (i > 0)
+                free(fresh[--i]);
+            s_why(why, whylen, "out of memory");
+            return GX_ENOMEM;
+        }
+    }
+    char **arr = s_field(c, k);
+    int *count = s_count(c, k);
+    for (int i = 0; i < *count; i++) {
+        free(arr[i]);
+        arr[i] = NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        arr[i] = fresh[i];
+    *count = (int)n;
+    return GX_OK;
+}
+
+/* A list given as one string: comma-separated, spaces around entries
+ * ignored, "" is the empty list. */
+static int s_set_list_string(gxd_config *c, const s_key *k, const char *v, char *why,
+                             size_t whylen)
+{
+    char *copy = gx_strdup(v);
+    if (!copy) {
+        s_why(why, whylen, "out of memory");
+        return GX_ENOMEM;
+    }
+    const char *items[GXD_MAX_ENDPOINTS];
+    size_t n = 0;
+    int rc = GX_OK;
+    char *p = copy;
+    while (*p == ' ')
+        p++;
+    if (*p) {
+        for (char *tok = p;; n++) {
+            char *comma = strchr(tok, ',');
+            if (comma)
+                *comma = '\0';
+            while (*tok == ' ')
+                tok++;
+            for (char *e = tok + strlen(tok); e > tok && e[-1] == ' ';)
+                *--e = '\0';
+            if (n >= (size_t)k->max) {
+                rc = s_why(why, whylen, "more than %" PRId64 " entries given", k->max);
+                goto out;
+            }
+            items[n] = tok;
+            if (!comma) {
+                n++;
+                break;
+            }
+            tok = comma + 1;
+        }
+    }
+    rc = s_set_list(c, k, items, n, why, whylen);
+out:
+    free(copy);
+    return rc;
+}
+
+/* Parse v for key k and store it in c. On failure c is unchanged and why
+ * holds the reason ("'abc' is not an integer"). */
+static int s_set_value(gxd_config *c, const s_key *k, const char *v, char *why, size_t whylen)
+{
+    int rc;
+    switch (k->type) {
+    case S_STRING: {
+        char *fresh = NULL;
+        if (!((k->flags & S_NULL_IS_DEFAULT) && (!*v || strcmp(v, "default") == 0))) {
+            rc = k->check ? k->check(v, why, whylen) : GX_OK;
+            if (rc < 0)
+                return rc;
+            fresh = gx_strdup(v);
+            if (!fresh) {
+                s_why(why, whylen, "out of memory");
+                return GX_ENOMEM;
+            }
+        }
+        char **dst = s_field(c, k);
+        free(*dst);
+        *dst = fresh;
+        return GX_OK;
+    }
+    case S_STRLIST:
+        return s_set_list_string(c, k, v, why, whylen);
+    case S_INT:
+    case S_SIZE: {
+        int64_t x = 0;
+        rc = k->type == S_INT ? s_parse_int(v, &x, why, whylen) : s_parse_size(v, &x, why, whylen);
+        if (rc < 0)
+            return rc;
+        rc = s_range(k, x, why, whylen);
+        if (rc < 0)
+            return rc;
+        *(int64_t *)s_field(c, k) = x;
+        return GX_OK;
+    }
+    case S_LOGLEVEL: {
+        gxd_log_level lvl;
+        if (gxd_log_level_parse(v, &lvl) < 0) {
+            char names[64] = "";
+            for (int i = 0; i < GXD_LOG_LEVEL_COUNT; i++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                         i ? ", " : "", gxd_log_level_name((gxd_log_level)i));
+            return s_why(why, whylen, S_Q " is not a log level (%s)", v, names);
+        }
+        *(gxd_log_level *)s_field(c, k) = lvl;
+        return GX_OK;
+    }
+    }
+    abort(); /* not reached: every type is handled above */
+}
+
+static const s_key *s_find(const char *name)
+{
+    for (size_t i = 0; i < S_NKEYS; i++)
+        if (strcmp(s_keys[i].name, name) == 0)
+            return &s_keys[i];
+    return NULL;
+}
+
+/* True when name is a section: some key starts with "name.". */
+static bool s_is_section(const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < S_NKEYS; i++)
+        if (strncmp(s_keys[i].name, name, n) == 0 && s_keys[i].name[n] == '.')
+            return true;
+    return false;
+}
+
+/* Edit distance, for "did you mean". Names longer than 63 never match. */
+static size_t s_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return SIZE_MAX;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* "unknown key 'queue.max_job' (did you mean 'queue.max_jobs'?)" */
+static void s_unknown(const char *name, char *why, size_t whylen)
+{
+    const char *best = NULL;
+    size_t bestd = 3; /* suggest only close matches */
+    for (size_t i = 0; i < S_NKEYS; i++) {
+        size_t d = s_distance(name, s_keys[i].name);
+        if (d < bestd) {
+            bestd = d;
+            best = s_keys[i].name;
+        }
+    }
+    if (best)
+        s_why(why, whylen, "unknown key " S_Q " (did you mean '%s'?)", name, best);
+    else
+        s_why(why, whylen, "unknown key " S_Q, name);
+}
+
+/* ---- init, fini, copy ---------------------------------------------------- */
+
+void gxd_config_init(gxd_config *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < S_NKEYS; i++) {
+        if (s_keys[i].type == S_STRLIST && s_keys[i].max > GXD_MAX_ENDPOINTS) {
+            fprintf(stderr, "%s:%d: %s: list longer than GXD_MAX_ENDPOINTS\n", __FILE__,
+                    __LINE__, s_keys[i].name);
+            abort();
+        }
+        char why[256];
+        int rc = s_set_value(c, &s_keys[i], s_keys[i].def, why, sizeof why);
+        if (rc == GX_ECONFIG) { /* a bad row in the table: a bug, not a config error */
+            fprintf(stderr, "%s:%d: default of %s: %s\n", __FILE__, __LINE__, s_keys[i].name,
+                    why);
+            abort();
+        }
+        /* GX_ENOMEM leaves the field NULL or empty: each has a safe meaning */
+    }
+}
+
+void gxd_config_fini(gxd_config *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < S_NKEYS; i++) {
+        const s_key *k = &s_keys[i];
+        switch (k->type) {
+        case S_STRING:
+            free(*(char **)s_field(c, k));
+            break;
+        case S_STRLIST: {
+            char **arr = s_field(c, k);
+            for (int j = 0; j < *s_count(c, k); j++)
+                free(arr[j]);
+            break;
+        }
+        case S_INT:
+        case S_SIZE:
+        case S_LOGLEVEL:
+            break;
+        }
+    }
+    memset(c, 0, sizeof *c);
+}
+
+/* Deep copy of src into dst (uninitialised). GX_ENOMEM leaves dst empty. */
+static int s_copy(gxd_config *dst, const gxd_config *src)
+{
+    *dst = *src;
+    for (size_t i = 0; i < S_NKEYS; i++) { /* first drop borrowed pointers */
+        const s_key *k = &s_keys[i];
+        if (k->type == S_STRING)
+            *(char **)s_field(dst, k) = NULL;
+        else if (k->type == S_STRLIST)
+            *s_count(dst, k) = 0;
+    }
+    for (size_t i = 0; i < S_NKEYS; i++) {
+        const s_key *k = &s_keys[i];
+        if (k->type == S_STRING) {
+            const char *s = *(char *const *)s_cfield(src, k);
+            if (s && !(*(char **)s_field(dst, k) = gx_strdup(s)))
+                goto nomem;
+        } else if (k->type == S_STRLIST) {
+            char *const *from = s_cfield(src, k);
+            char **to = s_field(dst, k);
+            int n = *(const int *)((const char *)src + k->count_off);
+            for (int j = 0; j < n; j++) {
+                if (!(to[j] = gx_strdup(from[j])))
+                    goto nomem;
+                *s_count(dst, k) = j + 1;
+            }
+        }
+    }
+    return GX_OK;
+nomem:
+    gxd_config_fini(dst);
+    return GX_ENOMEM;
+}
+
+/* ---- gxd_config_set ------------------------------------------------------ */
+
+int gxd_config_set(gxd_config *c, const char *key, const char *value, char *err,
+                   size_t errlen)
+{
+    char why[384];
+    const s_key *k = key ? s_find(key) : NULL;
+    if (!k) {
+        s_unknown(key ? key : "", why, sizeof why);
+        return gx_errf(err, errlen, GX_ECONFIG, "%s", why);
+    }
+    int rc = s_set_value(c, k, value ? value : "", why, sizeof why);
+    if (rc < 0)
+        return gx_errf(err, errlen, rc, "%s: %s", k->name, why);
+    return GX_OK;
+}
+
+/* ---- gxd_config_load ----------------------------------------------------- */
+
+/* Config files are small; this bounds what a wrong path can make us read. */
+#define S_FILE_MAX (1024 * 1024)
+
+typedef struct s_loader {
+    gxd_config *c;
+    yaml_document_t *doc;
+    const char *path;
+    char *err;
+    size_t errlen;
+    size_t set_at[S_NKEYS]; /* line where each key was set (duplicates), 0 = not yet */
+} s_loader;
+
+static int s_errat(s_loader *L, yaml_mark_t m, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int s_errat(s_loader *L, yaml_mark_t m, int status, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return gx_errf(L->err, L->errlen, status, "%s:%zu:%zu: %s", L->path, m.line + 1,
+                   m.column + 1, msg);
+}
+
+/* The text of a scalar node, or NULL if it holds a NUL byte. YAML's null
+ * (empty, ~, null) reads as "": the key's "no value" (default endpoint,
+ * empty list), or "no value given" for a number. */
+static const char *s_scalar(yaml_node_t *n)
+{
+    const char *v = (const char *)n->data.scalar.value;
+    if (strlen(v) != n->data.scalar.length)
+        return NULL;
+    if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+        (!strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL")))
+        return "";
+    return v;
+}
+
+static int s_load_value(s_loader *L, const s_key *k, yaml_node_t *val)
+{
+    char why[384];
+    int rc;
+    if (val->type == YAML_SCALAR_NODE) {
+        const char *v = s_scalar(val);
+        if (!v)
+            return s_errat(L, val->start_mark, GX_ECONFIG, "%s: value contains a NUL byte",
+                           k->name);
+        rc = s_set_value(L->c, k, v, why, sizeof why);
+        if (rc < 0)
+            return s_errat(L, val->start_mark, rc, "%s: %s", k->name, why);
+        return GX_OK;
+    }
+    if (val->type != YAML_SEQUENCE_NODE || k->type != S_STRLIST)
+        return s_errat(L, val->start_mark, GX_ECONFIG, "%s: expected a single value, not a %s",
+                       k->name, val->type == YAML_SEQUENCE_NODE ? "list" : "mapping");
+
+    const char *items[GXD_MAX_ENDPOINTS];
+    size_t n = 0;
+    for (yaml_node_item_t *it = val->data.sequence.items.start;
+         it < val->data.sequence.items.top; it++, n++) {
+        yaml_node_t *item = yaml_document_get_node(L->doc, *it);
+        if (n >= (size_t)k->max)
+            return s_errat(L, item->start_mark, GX_ECONFIG,
+                           "%s: more than %" PRId64 " entries given", k->name, k->max);
+        const char *v = item->type == YAML_SCALAR_NODE ? s_scalar(item) : NULL;
+        if (!v || !*v)
+            return s_errat(L, item->start_mark, GX_ECONFIG,
+                           "%s: entry %zu must be a non-empty string", k->name, n + 1);
+        rc = k->check ? k->check(v, why, sizeof why) : GX_OK;
+        if (rc < 0)
+            return s_errat(L, item->start_mark, rc, "%s: %s", k->name, why);
+        items[n] = v;
+    }
+    rc = s_set_list(L->c, k, items, n, why, sizeof why);
+    if (rc < 0)
+        return s_errat(L, val->start_mark, rc, "%s: %s", k->name, why);
+    return GX_OK;
+}
+
+/* Apply every key of a mapping; prefix is "" at the top, else "queue". */
+static int s_load_map(s_loader *L, yaml_node_t *map, const char *prefix)
+{
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *key = yaml_document_get_node(L->doc, pr->key);
+        yaml_node_t *val = yaml_document_get_node(L->doc, pr->value);
+        const char *kn = key->type == YAML_SCALAR_NODE ? s_scalar(key) : NULL;
+        if (!kn || !*kn)
+            return s_errat(L, key->start_mark, GX_ECONFIG, "keys must be non-empty names");
+        char name[128];
+        int len = snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", kn);
+        char why[384];
+        const s_key *k = len < (int)sizeof name ? s_find(name) : NULL;
+        bool section = len < (int)sizeof name && s_is_section(name);
+
+        if (val->type == YAML_MAPPING_NODE && section) {
+            int rc = s_load_map(L, val, name);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        if (!k && section)
+            return s_errat(L, val->start_mark, GX_ECONFIG,
+                           "%s: expected a mapping of %s.* keys", name, name);
+        if (!k) {
+            s_unknown(name, why, sizeof why);
+            return s_errat(L, key->start_mark, GX_ECONFIG, "%s", why);
+        }
+        size_t idx = (size_t)(k - s_keys);
+        if (L->set_at[idx])
+            return s_errat(L, key->start_mark, GX_ECONFIG, "%s: set twice (first on line %zu)",
+                           k->name, L->set_at[idx]);
+        L->set_at[idx] = key->start_mark.line + 1;
+        int rc = s_load_value(L, k, val);
+        if (rc < 0)
+            return rc;
+    }
+    return GX_OK;
+}
+
+/* Line and column of a byte offset (for libyaml reader errors, which carry
+ * only the offset). */
+static yaml_mark_t s_mark_at(const char *text, size_t len, size_t offset)
+{
+    yaml_mark_t m = {0};
+    for (size_t i = 0; i < offset && i < len; i++) {
+        if (text[i] == '\n') {
+            m.line++;
+            m.column = 0;
+        } else {
+            m.column++;
+        }
+    }
+    return m;
+}
+
+static int s_yaml_error(s_loader *L, yaml_parser_t *p, const char *text, size_t len)
+{
+    if (p->error == YAML_MEMORY_ERROR)
+        return gx_errf(L->err, L->errlen, GX_ENOMEM, "%s: out of memory", L->path);
+    yaml_mark_t m = p->error == YAML_READER_ERROR ? s_mark_at(text, len, p->problem_offset)
+                                                  : p->problem_mark;
+    const char *problem = p->problem ? p->problem : "malformed YAML";
+    if (p->context)
+        return s_errat(L, m, GX_ECONFIG, "YAML syntax error: %s (%s at line %zu, column %zu)",
+                       problem, p->context, p->context_mark.line + 1,
+                       p->context_mark.column + 1);
+    return s_errat(L, m, GX_ECONFIG, "YAML syntax error: %s", problem);
+}
+
+/* Read the whole file into a NUL-terminated buffer (caller frees). */
+static int s_read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gx_errf(err, errlen, GX_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = malloc(S_FILE_MAX + 1);
+    if (!buf) {
+        fclose(f);
+        return gx_errf(err, errlen, GX_ENOMEM, "%s: out of memory", path);
+    }
+    size_t n = fread(buf, 1, S_FILE_MAX + 1, f);
+    int rc = GX_OK;
+    if (ferror(f))
+        rc = gx_errf(err, errlen, GX_EIO, "%s: cannot read: %s", path, strerror(errno));
+    else if (n > S_FILE_MAX)
+        rc = gx_errf(err, errlen, GX_ECONFIG, "%s: larger than %d bytes; not a config file?",
+                     path, S_FILE_MAX);
+    fclose(f);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *outlen = n;
+    return GX_OK;
+}
+
+/* Loads into a copy of c and installs it only when the whole file is good,
+ * so a failed load leaves c as it was. */
+int gxd_config_load(gxd_config *c, const char *path, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = s_read_file(path, &text, &len, err, errlen);
+    if (rc < 0)
+        return rc;
+
+    gxd_config next;
+    rc = s_copy(&next, c);
+    if (rc < 0) {
+        free(text);
+        return gx_errf(err, errlen, rc, "%s: out of memory", path);
+    }
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    s_loader L = {.c = &next, .doc = &doc, .path = path, .err = err, .errlen = errlen};
+    if (!yaml_parser_initialize(&parser)) {
+        rc = gx_errf(err, errlen, GX_ENOMEM, "%s: out of memory", path);
+        goto fini_next;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        rc = s_yaml_error(&L, &parser, text, len);
+        goto delete_parser;
+    }
+    /* An empty file, or one holding only comments or "~", sets nothing. */
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    const char *rv = root && root->type == YAML_SCALAR_NODE ? s_scalar(root) : NULL;
+    if (root && root->type == YAML_MAPPING_NODE)
+        rc = s_load_map(&L, root, "");
+    else if (root && !(rv && !*rv))
+        rc = s_errat(&L, root->start_mark, GX_ECONFIG,
+                     "expected a mapping of keys (key: value) at the top level");
+    yaml_document_delete(&doc);
+    if (rc < 0)
+        goto delete_parser;
+
+    /* A second document ("---" followed by more keys) is a mistake. */
+    if (!yaml_parser_load(&parser, &doc)) {
+        rc = s_yaml_error(&L, &parser, text, len);
+        goto delete_parser;
+    }
+    root = yaml_document_get_root_node(&doc);
+    if (root)
+        rc = s_errat(&L, root->start_mark, GX_ECONFIG,
+                     "a second YAML document; the file must hold one");
+    yaml_document_delete(&doc);
+
+delete_parser:
+    yaml_parser_delete(&parser);
+fini_next:
+    free(text);
+    if (rc < 0) {
+        gxd_config_fini(&next);
+        return rc;
+    }
+    gxd_config_fini(c);
+    *c = next;
+    return GX_OK;
+}
+
+/* ---- gxd_config_dump ----------------------------------------------------- */
+
+/* A YAML double-quoted string. */
+static void s_dump_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(out, "\\x%02x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static void s_dump_value(FILE *out, const gxd_config *c, const s_key *k)
+{
+    const void *f = s_cfield(c, k);
+    switch (k->type) {
+    case S_STRING: {
+        const char *s = *(char *const *)f;
+        if (!s)
+            fputs((k->flags & S_NULL_IS_DEFAULT) ? "default" : "\"\"", out);
+        else
+            s_dump_string(out, s);
+        break;
+    }
+    case S_STRLIST: {
+        char *const *arr = f;
+        int n = *(const int *)((const char *)c + k->count_off);
+        fputc('[', out);
+        for (int i = 0; i < n; i++) {
+            if (i)
+                fputs(", ", out);
+            s_dump_string(out, arr[i]);
+        }
+        fputc(']', out);
+        break;
+    }
+    case S_INT:
+        fprintf(out, "%" PRId64, *(const int64_t *)f);
+        break;
+    case S_SIZE: {
+        char buf[32];
+        fputs(s_fmt_size(*(const int64_t *)f, buf, sizeof buf), out);
+        break;
+    }
+    case S_LOGLEVEL:
+        fputs(gxd_log_level_name(*(const gxd_log_level *)f), out);
+        break;
+    }
+}
+
+/* Length of the section part of a dotted name ("queue" in "queue.max_jobs"),
+ * 0 for a top-level key. */
+static size_t s_section_len(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot ? (size_t)(dot - name) : 0;
+}
+
+/* Length of the longest run of whole leading components that sections a and
+ * b (of lengths na, nb) share: 5 for "queue" and "queue", 0 for "queue" and
+ * "queues". */
+static size_t s_common_sections(const char *a, size_t na, const char *b, size_t nb)
+{
+    size_t common = 0;
+    for (size_t j = 0;; j++) {
+        bool end_a = j == na || a[j] == '.', end_b = j == nb || b[j] == '.';
+        if (j > 0 && end_a && end_b)
+            common = j; /* a[0..j) == b[0..j), ending at a boundary in both */
+        if (j == na || j == nb || a[j] != b[j])
+            return common;
+    }
+}
+
+void gxd_config_dump(const gxd_config *c, FILE *out)
+{
+    fputs("# gexecd configuration: every key with its current value\n", out);
+    const char *prev = "";
+    size_t prevsec = 0;
+    for (size_t i = 0; i < S_NKEYS; i++) {
+        const s_key *k = &s_keys[i];
+        size_t sec = s_section_len(k->name);
+        /* Open the sections this key is in that the previous key was not. */
+        size_t common = s_common_sections(k->name, sec, prev, prevsec);
+        int depth = 0;
+        for (size_t j = 0; j < common; j++)
+            depth += k->name[j] == '.';
+        depth += common > 0;
+        for (size_t start = common ? common + 1 : 0; start < sec;) {
+            const char *dot = memchr(k->name + start, '.', sec - start);
+            size_t end = dot ? (size_t)(dot - k->name) : sec;
+            fprintf(out, "%*s%.*s:\n", 2 * depth, "", (int)(end - start), k->name + start);
+            depth++;
+            start = end + 1;
+        }
+        const char *leaf = k->name + (sec ? sec + 1 : 0);
+        fprintf(out, "%*s# %s\n%*s%s: ", 2 * depth, "", k->doc, 2 * depth, "", leaf);
+        s_dump_value(out, c, k);
+        fputc('\n', out);
+        prev = k->name;
+        prevsec = sec;
+    }
+}

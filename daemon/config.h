@@ -1,0 +1,47 @@
+/*
+ * gexecd configuration. Every key is one row of the table in config.c
+ * (name, type, range, default, doc); conf/gexecd.yaml documents each with its
+ * default. The YAML file uses nested maps ("queue: {max_jobs: 64}") that map
+ * onto dotted keys ("queue.max_jobs"). Command line flags are applied with
+ * gxd_config_set after the file.
+ */
+#ifndef GXD_CONFIG_H
+#define GXD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "daemon/log.h"
+
+#define GXD_MAX_ENDPOINTS 8
+
+typedef struct gxd_config {
+    char *socket;                    /* "socket": main endpoint; NULL = gx_default_endpoint() */
+    char *tcp[GXD_MAX_ENDPOINTS];    /* "tcp": extra endpoints, list of strings */
+    int n_tcp;
+    char *cpus;                      /* "cpus": "all" or a list of OS CPU numbers "0-3,6" */
+    gxd_log_level log_level;         /* "log_level" */
+    int64_t queue_max_jobs;          /* "queue.max_jobs" */
+    int64_t queue_max_bytes;         /* "queue.max_bytes": input bytes held by queued jobs */
+    int64_t limits_max_message_bytes;/* "limits.max_message_bytes": one frame */
+    int64_t limits_max_tensor_bytes; /* "limits.max_tensor_bytes": one tensor (inputs, values) */
+    int64_t limits_max_nodes;        /* "limits.max_nodes" per graph */
+    int64_t limits_max_arena_bytes;  /* "limits.max_arena_bytes" per job */
+    int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
+    int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
+} gxd_config;
+
+/* Fill with the built-in defaults. Pair with gxd_config_fini. */
+void gxd_config_init(gxd_config *c);
+void gxd_config_fini(gxd_config *c);
+/* Apply a YAML file on top of c. On error returns GX_ECONFIG (or GX_EIO) and
+ * writes "path:line:column: reason" to err; c may be partly updated. */
+int gxd_config_load(gxd_config *c, const char *path, char *err, size_t errlen);
+/* Set one dotted key from a string (command line flags). GX_ECONFIG with
+ * "key: reason" in err for an unknown key or a bad value. */
+int gxd_config_set(gxd_config *c, const char *key, const char *value, char *err,
+                   size_t errlen);
+/* Print every key with its current value as YAML (gexecd --print-config). */
+void gxd_config_dump(const gxd_config *c, FILE *out);
+
+#endif

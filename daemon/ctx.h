@@ -1,0 +1,52 @@
+/*
+ * The daemon's state: one struct passed explicitly everywhere, no mutable
+ * globals, so tests can run two daemons in one process.
+ */
+#ifndef GXD_CTX_H
+#define GXD_CTX_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/models.h"
+#include "daemon/queue.h"
+#include "daemon/topo.h"
+
+struct gxd_pool;
+
+/* Counters, written by the I/O thread only. */
+typedef struct gxd_stats {
+    uint64_t requests;        /* every message received */
+    uint64_t protocol_errors; /* malformed messages answered with an error */
+    uint64_t loads;
+    uint64_t runs_ok, runs_failed;
+    uint64_t cancelled, expired, rejected_full;
+    uint64_t compile_count;
+    int64_t compute_us_total, queue_us_total;
+} gxd_stats;
+
+typedef struct gxd_ctx {
+    gxd_config cfg;
+    gxd_log log;
+    gxd_topo *topo;
+    gxd_compile_limits limits;
+    gxd_queue queue;
+    gxd_models models;
+    struct gxd_pool *pool;
+
+    void *zctx, *router;
+    char endpoint[512];
+    int signal_fd; /* SIGTERM/SIGINT/SIGHUP */
+    int done_fd;   /* eventfd: workers finished jobs */
+    pthread_mutex_t done_mu;
+    gxd_job *done_head, *done_tail;
+
+    bool stopping;
+    int64_t started_us;
+    gxd_stats stats;
+} gxd_ctx;
+
+#endif

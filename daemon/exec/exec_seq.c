@@ -1,0 +1,35 @@
+/* The sequential executor. */
+#include <string.h>
+
+#include "daemon/exec/exec.h"
+
+int gxd_exec_seq(const gxd_plan *plan, void *arena, const gx_view *inputs, atomic_bool *cancel)
+{
+    for (size_t i = 0; i < plan->n_inputs; i++) {
+        const gxd_value *v = &plan->values[plan->inputs[i]];
+        if (v->nbytes)
+            memcpy(gxd_exec_value_data(plan, arena, plan->inputs[i]), inputs[i].data, v->nbytes);
+    }
+    gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
+    for (size_t s = 0; s < plan->n_steps; s++) {
+        if (atomic_load_explicit(cancel, memory_order_relaxed))
+            return GX_ECANCELLED;
+        const gxd_step *st = &plan->steps[s];
+        for (int k = 0; k < st->n_in; k++) {
+            if (st->in[k] < 0) {
+                memset(&in[k], 0, sizeof in[k]);
+                in[k].ndim = -1;
+                continue;
+            }
+            in[k] = plan->values[st->in[k]].view;
+            in[k].data = gxd_exec_value_data(plan, arena, st->in[k]);
+        }
+        for (int k = 0; k < st->n_out; k++) {
+            out[k] = plan->values[st->out[k]].view;
+            out[k].data = gxd_exec_value_data(plan, arena, st->out[k]);
+        }
+        gx_kargs ka = {st->attr, st->n_in, in, st->n_out, out, 0, 1};
+        st->kernel(&ka);
+    }
+    return GX_OK;
+}

@@ -1,0 +1,81 @@
+/*
+ * A job: one LOAD or RUN request from a client, from the moment the I/O
+ * thread decoded it until its single final reply is sent. The I/O thread
+ * creates it; a worker fills in the result; the I/O thread sends the reply
+ * and destroys it. Exactly one reply per job.
+ */
+#ifndef GXD_JOB_H
+#define GXD_JOB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "ops/op.h"
+
+struct gxd_model;
+
+typedef enum gxd_job_kind {
+    GXD_JOB_LOAD,
+    GXD_JOB_RUN,
+} gxd_job_kind;
+
+#define GXD_MAX_IDENTITY 256
+
+typedef struct gxd_job_input {
+    char *name;
+    gx_view view;      /* data points into frame */
+    zmq_msg_t frame;   /* the received tensor bytes, not copied */
+} gxd_job_input;
+
+typedef struct gxd_job_output {
+    char *name;
+    gx_view view;      /* data: malloc'ed, handed to ZeroMQ with the reply */
+    size_t nbytes;
+} gxd_job_output;
+
+typedef struct gxd_job {
+    gxd_job_kind kind;
+    uint8_t identity[GXD_MAX_IDENTITY]; /* ROUTER routing id of the client */
+    size_t identity_len;
+    uint64_t id;                        /* client's correlation id */
+    struct gxd_model *model;            /* a reference */
+
+    size_t n_in, n_want;
+    gxd_job_input *in;
+    char **want; /* requested output names (none: graph outputs) */
+
+    int priority;
+    gx_mode mode;
+    int64_t deadline_us; /* CLOCK_MONOTONIC; 0 = none */
+    size_t bytes;        /* input bytes, counted against queue.max_bytes */
+    uint64_t seq;        /* arrival order */
+    atomic_bool cancel;
+
+    /* timing (CLOCK_MONOTONIC us) */
+    int64_t t_enqueue, t_start, t_exec, t_end, compile_us;
+
+    /* result, written by the worker */
+    int status;
+    char message[1024];
+    gx_mode ran_mode;
+    int workers;
+    char reason[160];
+    size_t n_out;
+    gxd_job_output *out;
+
+    struct gxd_job *next; /* done list link */
+} gxd_job;
+
+/* A new empty job; caller owns it. NULL on ENOMEM. */
+gxd_job *gxd_job_new(gxd_job_kind kind, const void *identity, size_t identity_len, uint64_t id);
+/* Frees inputs, outputs, the model reference. Accepts NULL; sets *j = NULL. */
+void gxd_job_destroy(gxd_job **j);
+/* Record a failure (first one wins). Returns status. */
+int gxd_job_fail(gxd_job *j, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Monotonic clock in microseconds. */
+int64_t gxd_now_us(void);
+
+#endif

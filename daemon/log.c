@@ -1,0 +1,150 @@
+/*
+ * Daemon logging (see log.h). Every line is formatted into a local buffer and
+ * handed to the kernel with one write(2), so lines from different threads
+ * never interleave. Under systemd the line starts with the syslog priority
+ * ("<6>listening on ..."), which journald strips and records; otherwise with a
+ * UTC timestamp, the program name and pid, and the level.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gexec/status.h>
+
+#include "daemon/log.h"
+
+/* Longest line written; longer messages are cut and end in "...". */
+#define S_LINE_MAX 2048
+
+static const char *const s_names[] = {
+#define S_NAME(e, name, prio) [GXD_LOG_##e] = name,
+    GXD_LOG_LEVEL_LIST(S_NAME)
+#undef S_NAME
+};
+static const char *const s_tags[] = {
+#define S_TAG(e, name, prio) [GXD_LOG_##e] = #e,
+    GXD_LOG_LEVEL_LIST(S_TAG)
+#undef S_TAG
+};
+static const int s_prios[] = {
+#define S_PRIO(e, name, prio) [GXD_LOG_##e] = prio,
+    GXD_LOG_LEVEL_LIST(S_PRIO)
+#undef S_PRIO
+};
+_Static_assert(sizeof s_names / sizeof s_names[0] == GXD_LOG_LEVEL_COUNT, "level names");
+_Static_assert(sizeof s_tags / sizeof s_tags[0] == GXD_LOG_LEVEL_COUNT, "level tags");
+_Static_assert(sizeof s_prios / sizeof s_prios[0] == GXD_LOG_LEVEL_COUNT, "level priorities");
+
+/* True when stderr is the journal stream systemd set up for us. JOURNAL_STREAM
+ * is "device:inode" of that stream; it is inherited by children whose stderr
+ * may point elsewhere, so it only counts when it matches fd 2 (the check
+ * sd_journal_stream_fd's documentation recommends). */
+static bool s_stderr_is_journal(void)
+{
+    const char *e = getenv("JOURNAL_STREAM");
+    if (!e || !*e)
+        return false;
+    unsigned long long dev, ino;
+    if (sscanf(e, "%llu:%llu", &dev, &ino) != 2)
+        return false;
+    struct stat st;
+    if (fstat(STDERR_FILENO, &st) < 0)
+        return false;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+void gxd_log_init(gxd_log *lg, gxd_log_level level)
+{
+    lg->level = level;
+    lg->journal = s_stderr_is_journal();
+}
+
+int gxd_log_level_parse(const char *name, gxd_log_level *out)
+{
+    if (!name)
+        return GX_EINVAL;
+    for (int i = 0; i < GXD_LOG_LEVEL_COUNT; i++) {
+        if (strcasecmp(name, s_names[i]) == 0) {
+            *out = (gxd_log_level)i;
+            return GX_OK;
+        }
+    }
+    return GX_EINVAL;
+}
+
+const char *gxd_log_level_name(gxd_log_level level)
+{
+    if ((int)level < 0 || level >= GXD_LOG_LEVEL_COUNT)
+        return "unknown";
+    return s_names[level];
+}
+
+/* Write all of buf to stderr in one write(2) (retried only if interrupted or
+ * cut short, which a pipe or terminal does not do for a line this size). */
+static void s_write_all(const char *buf, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, buf, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* nowhere left to report it */
+        }
+        buf += w;
+        n -= (size_t)w;
+    }
+}
+
+void gxd_log_write(const gxd_log *lg, gxd_log_level level, const char *fmt, ...)
+{
+    int saved_errno = errno; /* callers may log between a failure and strerror(errno) */
+    if ((int)level < 0 || level >= GXD_LOG_LEVEL_COUNT)
+        level = GXD_LOG_ERROR;
+
+    char line[S_LINE_MAX];
+    size_t n;
+    if (lg->journal) {
+        n = (size_t)snprintf(line, sizeof line, "<%d>", s_prios[level]);
+    } else {
+        struct timespec ts;
+        struct tm tm;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
+        n += (size_t)snprintf(line + n, sizeof line - n, ".%03ldZ gexecd[%ld] %s: ",
+                              ts.tv_nsec / 1000000L, (long)getpid(), s_tags[level]);
+    }
+    size_t head = n;
+
+    /* Room for the message, keeping one byte for '\n' (and one for the NUL
+     * vsnprintf always writes). */
+    va_list ap;
+    va_start(ap, fmt);
+    errno = saved_errno;
+    int m = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        m = 0;
+    if ((size_t)m >= sizeof line - n - 1) {
+        n = sizeof line - 2;
+        memcpy(line + n - 3, "...", 3);
+    } else {
+        n += (size_t)m;
+    }
+    while (n > head && line[n - 1] == '\n')
+        n--;
+    /* One record per line: an embedded newline would start a journal entry
+     * without priority (or a plain line without timestamp). */
+    for (size_t i = head; i < n; i++)
+        if (line[i] == '\n' || line[i] == '\r')
+            line[i] = ' ';
+    line[n++] = '\n';
+    s_write_all(line, n);
+    errno = saved_errno;
+}

@@ -1,0 +1,45 @@
+/*
+ * Daemon logging. The level is checked before the arguments are evaluated.
+ * Lines go to stderr; under systemd (JOURNAL_STREAM set) they carry the
+ * "<N>" priority prefix the journal understands, otherwise a timestamp.
+ *
+ *     GXD_LOG(&ctx->log, GXD_LOG_INFO, "listening on %s", ep);
+ */
+#ifndef GXD_LOG_H
+#define GXD_LOG_H
+
+#include <stdbool.h>
+
+/* X(enum suffix, config name, syslog priority) */
+#define GXD_LOG_LEVEL_LIST(X)                                                 \
+    X(ERROR, "error", 3)                                                      \
+    X(WARN, "warn", 4)                                                        \
+    X(INFO, "info", 6)                                                        \
+    X(DEBUG, "debug", 7)
+
+typedef enum gxd_log_level {
+#define GXD_LOG_ENUM(e, name, prio) GXD_LOG_##e,
+    GXD_LOG_LEVEL_LIST(GXD_LOG_ENUM)
+#undef GXD_LOG_ENUM
+    GXD_LOG_LEVEL_COUNT
+} gxd_log_level;
+
+typedef struct gxd_log {
+    gxd_log_level level;
+    bool journal; /* stderr is connected to the journal */
+} gxd_log;
+
+void gxd_log_init(gxd_log *lg, gxd_log_level level);
+/* "error", "warn", "info", "debug"; GX_OK or GX_EINVAL. */
+int gxd_log_level_parse(const char *name, gxd_log_level *out);
+const char *gxd_log_level_name(gxd_log_level level);
+void gxd_log_write(const gxd_log *lg, gxd_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define GXD_LOG(lg, lvl, ...)                                                 \
+    do {                                                                      \
+        if ((lvl) <= (lg)->level)                                             \
+            gxd_log_write((lg), (lvl), __VA_ARGS__);                          \
+    } while (0)
+
+#endif

@@ -1,0 +1,201 @@
+/*
+ * gexecd: the gexec daemon. Reads the config (built-in defaults, then the
+ * file, then flags), starts the workers and serves until SIGTERM.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "daemon/ctx.h"
+#include "daemon/server.h"
+
+static void s_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gexecd [options]\n"
+            "  -c, --config FILE      YAML config (default: none, built-in defaults)\n"
+            "  -s, --socket EP        main endpoint (default: $GEXEC_SOCKET, else\n"
+            "                         ipc:///run/gexec/gexecd.sock as root, else under\n"
+            "                         $XDG_RUNTIME_DIR or /tmp)\n"
+            "      --tcp EP           extra tcp:// endpoint (repeatable)\n"
+            "      --cpus LIST        CPUs to own: 'all' or a list like 0-3,6\n"
+            "  -l, --log-level LEVEL  error, warn, info, debug\n"
+            "  -f, --foreground       do not detach (systemd, tests)\n"
+            "      --print-config     print the effective config as YAML and exit\n"
+            "  -V, --version          print the version and exit\n"
+            "  -h, --help             this text\n");
+}
+
+/*
+ * Debian's OpenBLAS (0.3.21) does not recognise recent AVX-512 CPUs and falls
+ * back to SSE3 kernels, about 5x slower. Its core type is chosen when the
+ * library loads, before main, from OPENBLAS_CORETYPE; so when the CPU has
+ * AVX-512 and nobody chose a core type, set it and re-execute once.
+ */
+static void s_select_blas_core(char **argv)
+{
+    if (getenv("OPENBLAS_CORETYPE") || getenv("GEXECD_NO_BLAS_REEXEC"))
+        return;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+        return;
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    setenv("GEXECD_NO_BLAS_REEXEC", "1", 1);
+    execv("/proc/self/exe", argv);
+    /* could not re-execute: go on with the default kernels */
+}
+
+static void s_probe_cuda(gxd_ctx *ctx)
+{
+#ifdef HAVE_CUDA
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0)
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "CUDA: no usable device (%s); serving on CPU",
+                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    else
+        GXD_LOG(&ctx->log, GXD_LOG_INFO,
+                "CUDA: %d device(s) present; the CUDA backend is not built yet, serving on CPU", n);
+#else
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "built without CUDA; serving on CPU");
+#endif
+}
+
+/* Fork; the parent waits until the child reports ready (exit 0) or an
+ * error (exit 1), so `gexecd` returning means it is serving. Returns the
+ * write end of the report pipe in the child. */
+static int s_detach(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        fprintf(stderr, "gexecd: pipe: %s\n", strerror(errno));
+        exit(1);
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "gexecd: fork: %s\n", strerror(errno));
+        exit(1);
+    }
+    if (pid > 0) {
+        close(fds[1]);
+        char buf[1024];
+        ssize_t n = read(fds[0], buf, sizeof buf - 1);
+        if (n == 1 && buf[0] == '\0')
+            exit(0);
+        buf[n > 0 ? n : 0] = '\0';
+        fprintf(stderr, "gexecd: %s\n", n > 0 ? buf : "failed to start");
+        exit(1);
+    }
+    close(fds[0]);
+    setsid();
+    if (!freopen("/dev/null", "r", stdin))
+        return fds[1];
+    return fds[1];
+}
+
+static void s_report(int fd, const char *msg)
+{
+    if (fd < 0)
+        return;
+    ssize_t n = write(fd, msg, strlen(msg) + (msg[0] ? 0 : 1));
+    (void)n;
+    close(fd);
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_TCP = 256, OPT_CPUS, OPT_PRINT };
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},   {"socket", required_argument, NULL, 's'},
+        {"tcp", required_argument, NULL, OPT_TCP},   {"cpus", required_argument, NULL, OPT_CPUS},
+        {"log-level", required_argument, NULL, 'l'}, {"foreground", no_argument, NULL, 'f'},
+        {"print-config", no_argument, NULL, OPT_PRINT}, {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    };
+    s_select_blas_core(argv);
+
+    static gxd_ctx ctx; /* large; zeroed */
+    const char *config_path = NULL;
+    const char *flag_keys[64];
+    const char *flag_vals[64];
+    int n_flags = 0;
+    char tcp_list[4096] = ""; /* repeated --tcp flags, joined for the "tcp" key */
+    bool foreground = false, print = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "c:s:l:fVh", opts, NULL)) != -1) {
+        const char *key = NULL;
+        switch (c) {
+        case 'c': config_path = optarg; break;
+        case 's': key = "socket"; break;
+        case OPT_TCP:
+            snprintf(tcp_list + strlen(tcp_list), sizeof tcp_list - strlen(tcp_list), "%s%s",
+                     tcp_list[0] ? "," : "", optarg);
+            break;
+        case OPT_CPUS: key = "cpus"; break;
+        case 'l': key = "log_level"; break;
+        case 'f': foreground = true; break;
+        case OPT_PRINT: print = true; break;
+        case 'V': printf("gexecd %s\n", PACKAGE_VERSION); return 0;
+        case 'h': s_usage(stdout); return 0;
+        default: s_usage(stderr); return 2;
+        }
+        if (key && n_flags < 64) {
+            flag_keys[n_flags] = key;
+            flag_vals[n_flags++] = optarg;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gexecd: unexpected argument '%s'\n", argv[optind]);
+        s_usage(stderr);
+        return 2;
+    }
+
+    char err[1024];
+    gxd_config_init(&ctx.cfg);
+    if (config_path && gxd_config_load(&ctx.cfg, config_path, err, sizeof err) < 0) {
+        fprintf(stderr, "gexecd: %s\n", err);
+        gxd_config_fini(&ctx.cfg);
+        return 2;
+    }
+    if (tcp_list[0] && n_flags < 64) {
+        flag_keys[n_flags] = "tcp";
+        flag_vals[n_flags++] = tcp_list;
+    }
+    for (int i = 0; i < n_flags; i++)
+        if (gxd_config_set(&ctx.cfg, flag_keys[i], flag_vals[i], err, sizeof err) < 0) {
+            fprintf(stderr, "gexecd: --%s: %s\n", flag_keys[i], err);
+            gxd_config_fini(&ctx.cfg);
+            return 2;
+        }
+    if (print) {
+        gxd_config_dump(&ctx.cfg, stdout);
+        gxd_config_fini(&ctx.cfg);
+        return 0;
+    }
+    gxd_log_init(&ctx.log, ctx.cfg.log_level);
+
+    int report_fd = foreground ? -1 : s_detach();
+    int status = 1;
+    if (gxd_server_init(&ctx, err, sizeof err) < 0) {
+        GXD_LOG(&ctx.log, GXD_LOG_ERROR, "%s", err);
+        s_report(report_fd, err);
+    } else {
+        s_probe_cuda(&ctx);
+        GXD_LOG(&ctx.log, GXD_LOG_INFO, "gexecd %s serving on %s (pid %d)", PACKAGE_VERSION,
+                ctx.endpoint, (int)getpid());
+        s_report(report_fd, "");
+        status = gxd_server_run(&ctx);
+    }
+    gxd_server_fini(&ctx);
+    gxd_config_fini(&ctx.cfg);
+    return status;
+}

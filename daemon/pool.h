@@ -1,0 +1,30 @@
+/*
+ * The worker pool: one thread per owned core, pinned to it. Workers block on
+ * the queue (no spinning), run one job at a time in their own arena, and
+ * hand finished jobs back to the I/O thread. The pool never runs more busy
+ * threads than the cores the daemon owns.
+ */
+#ifndef GXD_POOL_H
+#define GXD_POOL_H
+
+#include "daemon/ctx.h"
+
+typedef struct gxd_pool gxd_pool;
+
+/* Start one worker per owned core. GX_OK or GX_ENOMEM/GX_EINTERNAL. */
+int gxd_pool_start(gxd_ctx *ctx, gxd_pool **out, char *err, size_t errlen);
+/* Wait for every worker to exit (the queue must be closed first). */
+void gxd_pool_join(gxd_pool **p);
+int gxd_pool_size(const gxd_pool *p);
+/* Ask the running job (identity, id) to stop; true if it was running. */
+bool gxd_pool_cancel(gxd_pool *p, const void *identity, size_t identity_len, uint64_t id);
+/* Ask every running job to stop (shutdown after the grace period). */
+void gxd_pool_cancel_all(gxd_pool *p);
+/* Jobs running right now. */
+int gxd_pool_busy(gxd_pool *p);
+
+/* Run one job on the calling thread with the given arena (grown as needed);
+ * fills the job's result. Used by the workers and by tests. */
+void gxd_job_execute(gxd_ctx *ctx, gxd_job *j, void **arena, size_t *arena_cap);
+
+#endif

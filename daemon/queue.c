@@ -1,0 +1,183 @@
+/* Priority queue of jobs (binary heap). See queue.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/queue.h"
+
+int gxd_queue_init(gxd_queue *q, size_t max_jobs, size_t max_bytes)
+{
+    memset(q, 0, sizeof *q);
+    q->max_jobs = max_jobs;
+    q->max_bytes = max_bytes;
+    if (pthread_mutex_init(&q->mu, NULL) != 0)
+        return GX_ENOMEM;
+    if (pthread_cond_init(&q->cv, NULL) != 0) {
+        pthread_mutex_destroy(&q->mu);
+        return GX_ENOMEM;
+    }
+    return GX_OK;
+}
+
+void gxd_queue_fini(gxd_queue *q)
+{
+    free(q->heap);
+    pthread_cond_destroy(&q->cv);
+    pthread_mutex_destroy(&q->mu);
+}
+
+/* a runs before b */
+static bool s_before(const gxd_job *a, const gxd_job *b)
+{
+    return a->priority != b->priority ? a->priority > b->priority : a->seq < b->seq;
+}
+
+static void s_swap(gxd_queue *q, size_t i, size_t k)
+{
+    gxd_job *t = q->heap[i];
+    q->heap[i] = q->heap[k];
+    q->heap[k] = t;
+}
+
+static void s_up(gxd_queue *q, size_t i)
+{
+    while (i > 0 && s_before(q->heap[i], q->heap[(i - 1) / 2])) {
+        s_swap(q, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static void s_down(gxd_queue *q, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < q->n && s_before(q->heap[l], q->heap[m]))
+            m = l;
+        if (r < q->n && s_before(q->heap[r], q->heap[m]))
+            m = r;
+        if (m == i)
+            return;
+        s_swap(q, i, m);
+        i = m;
+    }
+}
+
+/* Remove heap[i]; caller holds the lock. */
+static gxd_job *s_take(gxd_queue *q, size_t i)
+{
+    gxd_job *j = q->heap[i];
+    q->heap[i] = q->heap[--q->n];
+    if (i < q->n) {
+        s_down(q, i);
+        s_up(q, i);
+    }
+    q->bytes -= j->bytes;
+    j->next = NULL;
+    return j;
+}
+
+int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen)
+{
+    int rc = GX_OK;
+    pthread_mutex_lock(&q->mu);
+    if (q->closed)
+        rc = gx_errf(err, errlen, GX_ESHUTDOWN, "the daemon is shutting down");
+    else if (q->n >= q->max_jobs)
+        rc = gx_errf(err, errlen, GX_EQUEUEFULL,
+                     "job queue full (%zu jobs queued, queue.max_jobs = %zu); retry later",
+                     q->n, q->max_jobs);
+    else if (j->bytes > q->max_bytes - q->bytes)
+        rc = gx_errf(err, errlen, GX_EQUEUEFULL,
+                     "job queue full (%zu input bytes queued + %zu > queue.max_bytes = %zu); retry later",
+                     q->bytes, j->bytes, q->max_bytes);
+    else if (!gx_grow(&q->heap, &q->cap, q->n + 1, sizeof *q->heap))
+        rc = gx_errf(err, errlen, GX_ENOMEM, "out of memory queueing the job");
+    if (rc == GX_OK) {
+        j->seq = q->next_seq++;
+        q->heap[q->n++] = j;
+        q->bytes += j->bytes;
+        s_up(q, q->n - 1);
+        pthread_cond_signal(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+gxd_job *gxd_queue_pop(gxd_queue *q)
+{
+    gxd_job *j = NULL;
+    pthread_mutex_lock(&q->mu);
+    while (!q->closed && q->n == 0)
+        pthread_cond_wait(&q->cv, &q->mu);
+    if (!q->closed)
+        j = s_take(q, 0);
+    pthread_mutex_unlock(&q->mu);
+    return j;
+}
+
+gxd_job *gxd_queue_remove(gxd_queue *q, const void *identity, size_t identity_len, uint64_t id)
+{
+    gxd_job *j = NULL;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < q->n; i++) {
+        const gxd_job *c = q->heap[i];
+        if (c->id == id && c->identity_len == identity_len &&
+            memcmp(c->identity, identity, identity_len) == 0) {
+            j = s_take(q, i);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return j;
+}
+
+gxd_job *gxd_queue_expire(gxd_queue *q, int64_t now)
+{
+    gxd_job *list = NULL;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < q->n;) {
+        if (q->heap[i]->deadline_us && q->heap[i]->deadline_us <= now) {
+            gxd_job *j = s_take(q, i);
+            j->next = list;
+            list = j;
+            i = 0; /* the heap moved; rescan (expiries are rare) */
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return list;
+}
+
+int64_t gxd_queue_next_deadline(gxd_queue *q)
+{
+    int64_t d = 0;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < q->n; i++)
+        if (q->heap[i]->deadline_us && (!d || q->heap[i]->deadline_us < d))
+            d = q->heap[i]->deadline_us;
+    pthread_mutex_unlock(&q->mu);
+    return d;
+}
+
+gxd_job *gxd_queue_close(gxd_queue *q)
+{
+    gxd_job *list = NULL;
+    pthread_mutex_lock(&q->mu);
+    q->closed = true;
+    while (q->n > 0) {
+        gxd_job *j = s_take(q, q->n - 1);
+        j->next = list;
+        list = j;
+    }
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return list;
+}
+
+size_t gxd_queue_len(gxd_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    size_t n = q->n;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}

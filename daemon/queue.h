@@ -1,0 +1,46 @@
+/*
+ * The job queue: highest priority first, arrival order within a priority;
+ * bounded in jobs and in input bytes (a push beyond either fails at once
+ * with GX_EQUEUEFULL, nobody blocks); deadlines swept by the I/O thread;
+ * removal by (client, correlation id) for cancellation. Thread-safe: the I/O
+ * thread pushes, sweeps and removes, workers pop.
+ */
+#ifndef GXD_QUEUE_H
+#define GXD_QUEUE_H
+
+#include <pthread.h>
+
+#include "daemon/job.h"
+
+typedef struct gxd_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    gxd_job **heap;
+    size_t n, cap;
+    size_t max_jobs, max_bytes, bytes;
+    uint64_t next_seq;
+    bool closed;
+} gxd_queue;
+
+int gxd_queue_init(gxd_queue *q, size_t max_jobs, size_t max_bytes);
+/* The queue must be empty (drained) and no worker waiting. */
+void gxd_queue_fini(gxd_queue *q);
+/* Enqueue; ownership moves in on GX_OK. GX_EQUEUEFULL or GX_ESHUTDOWN
+ * (queue closed) with a message otherwise; the caller keeps the job. */
+int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen);
+/* Block until a job is available and take it (caller owns it), or return
+ * NULL once the queue is closed. */
+gxd_job *gxd_queue_pop(gxd_queue *q);
+/* Take the queued job (identity, id) out, or NULL if it is not queued. */
+gxd_job *gxd_queue_remove(gxd_queue *q, const void *identity, size_t identity_len, uint64_t id);
+/* Take out every job whose deadline is <= now; returns them as a list
+ * linked through job->next (caller owns them). */
+gxd_job *gxd_queue_expire(gxd_queue *q, int64_t now);
+/* Earliest deadline among queued jobs, or 0 if none has one. */
+int64_t gxd_queue_next_deadline(gxd_queue *q);
+/* Close: wake every popper (they get NULL) and refuse further pushes.
+ * Returns every queued job as a list (caller owns them). */
+gxd_job *gxd_queue_close(gxd_queue *q);
+size_t gxd_queue_len(gxd_queue *q);
+
+#endif

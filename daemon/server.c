@@ -1,0 +1,730 @@
+/* The I/O thread. See server.h and docs/protocol.md. */
+#include <config.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "daemon/pool.h"
+#include "daemon/server.h"
+#include "libclient/wire.h"
+
+#define GXD_MAX_FRAMES 1026 /* header + up to 1024 input tensors (+1 to detect more) */
+#define GXD_MAX_MSG_INPUTS (GXD_MAX_FRAMES - 2)
+
+/* One received request. */
+typedef struct s_req {
+    zmq_msg_t identity;
+    const msgpack_object *hdr;
+    uint64_t id;
+    const char *type; /* reply type */
+    zmq_msg_t *frames; /* tensor frames after the header */
+    size_t nframes;
+    char err[1024];
+} s_req;
+
+/* ---- replies ---- */
+
+typedef struct s_reply {
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+} s_reply;
+
+/* Begin a reply map; extra is the number of fields the caller adds. */
+static void s_reply_begin(s_reply *r, const char *type, uint64_t id, int status,
+                          const char *message, size_t extra)
+{
+    msgpack_sbuffer_init(&r->sb);
+    msgpack_packer_init(&r->pk, &r->sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&r->pk, 4 + (message ? 1 : 0) + extra);
+    gx_mp_pack_str(&r->pk, "v");
+    msgpack_pack_int(&r->pk, GX_PROTOCOL_VERSION);
+    gx_mp_pack_str(&r->pk, "type");
+    gx_mp_pack_str(&r->pk, type);
+    gx_mp_pack_str(&r->pk, "id");
+    msgpack_pack_uint64(&r->pk, id);
+    gx_mp_pack_str(&r->pk, "status");
+    gx_mp_pack_str(&r->pk, gx_status_name(status));
+    if (message) {
+        gx_mp_pack_str(&r->pk, "message");
+        gx_mp_pack_str(&r->pk, message);
+    }
+}
+
+static void s_free_buf(void *data, void *hint)
+{
+    free(data);
+}
+
+/* Send the reply (and the job's output tensors, whose buffers move to
+ * ZeroMQ) to identity. A client that went away is not an error. */
+static void s_reply_send(gxd_ctx *ctx, const void *identity, size_t identity_len, s_reply *r,
+                         gxd_job *j)
+{
+    size_t nout = j ? j->n_out : 0;
+    int rc = zmq_send(ctx->router, identity, identity_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (rc >= 0)
+        rc = zmq_send(ctx->router, r->sb.data, r->sb.size, (nout ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
+    for (size_t i = 0; rc >= 0 && i < nout; i++) {
+        zmq_msg_t m;
+        gxd_job_output *o = &j->out[i];
+        if (zmq_msg_init_data(&m, o->view.data, o->nbytes, s_free_buf, NULL) != 0) {
+            rc = -1;
+            break;
+        }
+        o->view.data = NULL; /* ZeroMQ frees it */
+        rc = zmq_msg_send(&m, ctx->router, (i + 1 < nout ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
+        if (rc < 0)
+            zmq_msg_close(&m);
+    }
+    if (rc < 0)
+        GXD_LOG(&ctx->log, GXD_LOG_DEBUG, "reply to a client dropped: %s", zmq_strerror(zmq_errno()));
+    msgpack_sbuffer_destroy(&r->sb);
+}
+
+static void s_reply_error(gxd_ctx *ctx, const s_req *rq, int status, const char *message)
+{
+    s_reply r;
+    s_reply_begin(&r, rq->type, rq->id, status, message, 0);
+    s_reply_send(ctx, zmq_msg_data((zmq_msg_t *)&rq->identity), zmq_msg_size((zmq_msg_t *)&rq->identity), &r, NULL);
+}
+
+/* The final reply of a job; counts it in the statistics. */
+static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
+{
+    s_reply r;
+    bool ok = j->status == GX_OK;
+    const char *type = j->kind == GXD_JOB_LOAD ? "LOAD" : "RUN";
+    gxd_stats *st = &ctx->stats;
+    if (j->status == GX_ECANCELLED)
+        st->cancelled++;
+    else if (j->status == GX_ETIMEDOUT)
+        st->expired++;
+    if (j->kind == GXD_JOB_LOAD) {
+        s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, 1);
+        gx_mp_pack_str(&r.pk, "graph_id");
+        gx_mp_pack_str(&r.pk, j->model->id.hex);
+        s_reply_send(ctx, j->identity, j->identity_len, &r, NULL);
+        return;
+    }
+    ok ? st->runs_ok++ : st->runs_failed++;
+    if (j->compile_us)
+        st->compile_count++;
+    int64_t queue_us = (j->t_start ? j->t_start : j->t_end) - j->t_enqueue;
+    int64_t compute_us = j->t_exec ? j->t_end - j->t_exec : 0;
+    st->queue_us_total += queue_us;
+    st->compute_us_total += compute_us;
+    s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, ok ? 2 : 1);
+    gx_mp_pack_str(&r.pk, "run");
+    msgpack_pack_map(&r.pk, 7);
+    gx_mp_pack_str(&r.pk, "mode");
+    gx_mp_pack_str(&r.pk, gx_mode_name(j->ran_mode));
+    gx_mp_pack_str(&r.pk, "device");
+    gx_mp_pack_str(&r.pk, "cpu");
+    gx_mp_pack_str(&r.pk, "workers");
+    msgpack_pack_int(&r.pk, j->workers);
+    gx_mp_pack_str(&r.pk, "queue_us");
+    msgpack_pack_int64(&r.pk, queue_us);
+    gx_mp_pack_str(&r.pk, "compute_us");
+    msgpack_pack_int64(&r.pk, compute_us);
+    gx_mp_pack_str(&r.pk, "compile_us");
+    msgpack_pack_int64(&r.pk, j->compile_us);
+    gx_mp_pack_str(&r.pk, "reason");
+    gx_mp_pack_str(&r.pk, j->reason);
+    if (ok) {
+        gx_mp_pack_str(&r.pk, "outputs");
+        msgpack_pack_array(&r.pk, j->n_out);
+        for (size_t i = 0; i < j->n_out; i++)
+            gx_wire_pack_tensor_desc(&r.pk, j->out[i].name, j->out[i].view.dtype,
+                                     j->out[i].view.ndim, j->out[i].view.shape);
+    }
+    s_reply_send(ctx, j->identity, j->identity_len, &r, ok ? j : NULL);
+}
+
+/* Answer and free a list of jobs that will not run. */
+static void s_fail_list(gxd_ctx *ctx, gxd_job *list, int status, const char *why)
+{
+    while (list) {
+        gxd_job *j = list;
+        list = j->next;
+        j->t_end = gxd_now_us();
+        gxd_job_fail(j, status, "%s", why);
+        s_reply_job(ctx, j);
+        gxd_job_destroy(&j);
+    }
+}
+
+void gxd_server_job_done(gxd_ctx *ctx, gxd_job *j)
+{
+    j->next = NULL;
+    pthread_mutex_lock(&ctx->done_mu);
+    if (ctx->done_tail)
+        ctx->done_tail->next = j;
+    else
+        ctx->done_head = j;
+    ctx->done_tail = j;
+    pthread_mutex_unlock(&ctx->done_mu);
+    uint64_t one = 1;
+    ssize_t n = write(ctx->done_fd, &one, sizeof one);
+    (void)n; /* an eventfd write only fails on counter overflow */
+}
+
+static void s_flush_done(gxd_ctx *ctx)
+{
+    uint64_t cnt;
+    ssize_t n = read(ctx->done_fd, &cnt, sizeof cnt);
+    (void)n;
+    pthread_mutex_lock(&ctx->done_mu);
+    gxd_job *list = ctx->done_head;
+    ctx->done_head = ctx->done_tail = NULL;
+    pthread_mutex_unlock(&ctx->done_mu);
+    while (list) {
+        gxd_job *j = list;
+        list = j->next;
+        s_reply_job(ctx, j);
+        gxd_job_destroy(&j);
+    }
+}
+
+/* ---- request handlers ---- */
+
+static int s_enqueue(gxd_ctx *ctx, s_req *rq, gxd_job *j)
+{
+    j->t_enqueue = gxd_now_us();
+    int rc = gxd_queue_push(&ctx->queue, j, rq->err, sizeof rq->err);
+    if (rc == GX_EQUEUEFULL)
+        ctx->stats.rejected_full++;
+    return rc;
+}
+
+static gxd_job *s_new_job(s_req *rq, gxd_job_kind kind)
+{
+    return gxd_job_new(kind, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), rq->id);
+}
+
+static int s_decode_graph(gxd_ctx *ctx, s_req *rq, const msgpack_object *o, gxd_model **out)
+{
+    gx_wire_limits lim = {ctx->limits.max_nodes, ctx->limits.max_tensor_bytes};
+    gx_graph *g = NULL;
+    int rc = gx_wire_unpack_graph(o, &lim, &g, rq->err, sizeof rq->err);
+    if (rc < 0)
+        return rc;
+    *out = gxd_models_add(&ctx->models, &g);
+    gx_graph_destroy(&g);
+    return *out ? GX_OK : gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+}
+
+static int s_handle_ping(gxd_ctx *ctx, s_req *rq)
+{
+    s_reply r;
+    s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 0);
+    s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
+    return GX_OK;
+}
+
+static int s_handle_load(gxd_ctx *ctx, s_req *rq)
+{
+    gxd_model *mdl = NULL;
+    const msgpack_object *go = gx_mp_find(rq->hdr, "graph");
+    if (!go)
+        return gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "LOAD: missing field 'graph'");
+    int rc = s_decode_graph(ctx, rq, go, &mdl);
+    if (rc < 0)
+        return rc;
+    ctx->stats.loads++;
+    gxd_job *j = s_new_job(rq, GXD_JOB_LOAD);
+    if (!j) {
+        gxd_model_release(&mdl);
+        return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    }
+    j->model = mdl;
+    if ((rc = s_enqueue(ctx, rq, j)) < 0)
+        gxd_job_destroy(&j);
+    return rc;
+}
+
+static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
+{
+    char *err = rq->err;
+    size_t errlen = sizeof rq->err;
+    const msgpack_object *h = rq->hdr, *o;
+    const msgpack_object *gid = gx_mp_find(h, "graph_id"), *graph = gx_mp_find(h, "graph");
+    int64_t v;
+    int rc;
+    if (!gid == !graph)
+        return gx_errf(err, errlen, GX_EPROTO, "RUN: give exactly one of 'graph_id' and 'graph'");
+    if (gid) {
+        char *hex = NULL;
+        if ((rc = gx_mp_strdup(gid, "graph_id", &hex, err, errlen)) < 0)
+            return rc;
+        j->model = gxd_models_find(&ctx->models, hex);
+        if (!j->model)
+            rc = gx_errf(err, errlen, GX_ENOTFOUND,
+                         "graph %.64s is not loaded (send LOAD first; idle graphs are evicted beyond graphs.max)",
+                         hex);
+        free(hex);
+        if (rc < 0)
+            return rc;
+    } else if ((rc = s_decode_graph(ctx, rq, graph, &j->model)) < 0) {
+        return rc;
+    }
+
+    const msgpack_object *ins = gx_mp_find(h, "inputs");
+    if (!ins || ins->type != MSGPACK_OBJECT_ARRAY)
+        return gx_errf(err, errlen, GX_EPROTO, "RUN: 'inputs' must be an array of tensor descriptors");
+    if (ins->via.array.size != rq->nframes)
+        return gx_errf(err, errlen, GX_EPROTO,
+                       "RUN: %u input descriptors but %zu tensor frames follow the header",
+                       ins->via.array.size, rq->nframes);
+    if (!(j->in = calloc(rq->nframes + 1, sizeof *j->in)))
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < rq->nframes; i++) {
+        gxd_job_input *in = &j->in[i];
+        size_t nbytes;
+        char what[32];
+        snprintf(what, sizeof what, "inputs[%zu]", i);
+        zmq_msg_init(&in->frame);
+        j->n_in = i + 1;
+        if ((rc = gx_wire_unpack_tensor_desc(&ins->via.array.ptr[i], what, ctx->limits.max_tensor_bytes,
+                                             &in->name, &in->view.dtype, &in->view.ndim,
+                                             in->view.shape, &nbytes, err, errlen)) < 0)
+            return rc;
+        if (zmq_msg_size(&rq->frames[i]) != nbytes)
+            return gx_errf(err, errlen, GX_EPROTO,
+                           "input '%s': its frame has %zu bytes but dtype and shape need %zu",
+                           in->name, zmq_msg_size(&rq->frames[i]), nbytes);
+        zmq_msg_move(&in->frame, &rq->frames[i]); /* the bytes stay where ZeroMQ put them */
+        in->view.data = zmq_msg_data(&in->frame);
+        in->view.numel = nbytes / gx_dtype_size(in->view.dtype);
+        j->bytes += nbytes;
+    }
+
+    if ((o = gx_mp_find(h, "outputs")) && !(o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 0)) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > GXD_MAX_MSG_INPUTS)
+            return gx_errf(err, errlen, GX_EPROTO, "RUN: 'outputs' must be an array of names");
+        if (!(j->want = calloc(o->via.array.size, sizeof *j->want)))
+            return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < o->via.array.size; i++, j->n_want++)
+            if ((rc = gx_mp_strdup(&o->via.array.ptr[i], "outputs[]", &j->want[i], err, errlen)) < 0)
+                return rc;
+    }
+    if ((o = gx_mp_find(h, "priority"))) {
+        if ((rc = gx_mp_int(o, "priority", -100, 100, &v, err, errlen)) < 0)
+            return rc;
+        j->priority = (int)v;
+    }
+    if ((o = gx_mp_find(h, "deadline_ms"))) {
+        if ((rc = gx_mp_int(o, "deadline_ms", 0, INT64_MAX / 1000 - gxd_now_us() / 1000, &v, err, errlen)) < 0)
+            return rc;
+        j->deadline_us = v ? gxd_now_us() + v * 1000 : 0;
+    }
+    j->mode = GX_MODE_AUTO;
+    if ((o = gx_mp_find(h, "mode"))) {
+        char *m = NULL;
+        if ((rc = gx_mp_strdup(o, "mode", &m, err, errlen)) < 0)
+            return rc;
+        rc = gx_mode_parse(m, &j->mode);
+        if (rc < 0)
+            rc = gx_errf(err, errlen, GX_EINVAL,
+                         "unknown mode '%s' (auto, seq, intra, inter, replica)", m);
+        free(m);
+        if (rc < 0)
+            return rc;
+    }
+    return GX_OK;
+}
+
+static int s_handle_run(gxd_ctx *ctx, s_req *rq)
+{
+    gxd_job *j = s_new_job(rq, GXD_JOB_RUN);
+    if (!j)
+        return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    int rc = s_decode_run(ctx, rq, j);
+    if (rc == GX_OK)
+        rc = s_enqueue(ctx, rq, j);
+    if (rc < 0) {
+        if (rc != GX_EQUEUEFULL)
+            ctx->stats.runs_failed++;
+        gxd_job_destroy(&j);
+    }
+    return rc;
+}
+
+static int s_handle_cancel(gxd_ctx *ctx, s_req *rq)
+{
+    int64_t target;
+    int rc = gx_mp_int(gx_mp_find(rq->hdr, "target"), "CANCEL: target", 0, INT64_MAX, &target,
+                       rq->err, sizeof rq->err);
+    if (rc < 0)
+        return rc;
+    const void *ident = zmq_msg_data(&rq->identity);
+    size_t ilen = zmq_msg_size(&rq->identity);
+    const char *what;
+    gxd_job *j = gxd_queue_remove(&ctx->queue, ident, ilen, (uint64_t)target);
+    if (j) {
+        j->next = NULL;
+        s_fail_list(ctx, j, GX_ECANCELLED, "cancelled by the client while queued");
+        what = "cancelled while queued";
+    } else if (gxd_pool_cancel(ctx->pool, ident, ilen, (uint64_t)target)) {
+        what = "cancellation requested; the job stops at its next step";
+    } else {
+        return gx_errf(rq->err, sizeof rq->err, GX_ENOTFOUND,
+                       "no queued or running job %lld from this client (already answered?)",
+                       (long long)target);
+    }
+    s_reply r;
+    s_reply_begin(&r, rq->type, rq->id, GX_OK, what, 0);
+    s_reply_send(ctx, ident, ilen, &r, NULL);
+    return GX_OK;
+}
+
+static void s_pack_kv(msgpack_packer *pk, const char *k, int64_t v)
+{
+    gx_mp_pack_str(pk, k);
+    msgpack_pack_int64(pk, v);
+}
+
+static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
+{
+    const gxd_stats *st = &ctx->stats;
+    char topo[256];
+    s_reply r;
+    s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
+    gx_mp_pack_str(&r.pk, "stats");
+    msgpack_pack_map(&r.pk, 18);
+    gx_mp_pack_str(&r.pk, "version");
+    gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
+    gx_mp_pack_str(&r.pk, "topology");
+    gx_mp_pack_str(&r.pk, gxd_topo_describe(ctx->topo, topo, sizeof topo));
+    s_pack_kv(&r.pk, "uptime_ms", (gxd_now_us() - ctx->started_us) / 1000);
+    s_pack_kv(&r.pk, "workers", gxd_pool_size(ctx->pool));
+    s_pack_kv(&r.pk, "workers_busy", gxd_pool_busy(ctx->pool));
+    s_pack_kv(&r.pk, "queue_length", (int64_t)gxd_queue_len(&ctx->queue));
+    s_pack_kv(&r.pk, "graphs_loaded", (int64_t)ctx->models.n);
+    s_pack_kv(&r.pk, "requests", (int64_t)st->requests);
+    s_pack_kv(&r.pk, "protocol_errors", (int64_t)st->protocol_errors);
+    s_pack_kv(&r.pk, "loads", (int64_t)st->loads);
+    s_pack_kv(&r.pk, "runs_ok", (int64_t)st->runs_ok);
+    s_pack_kv(&r.pk, "runs_failed", (int64_t)st->runs_failed);
+    s_pack_kv(&r.pk, "cancelled", (int64_t)st->cancelled);
+    s_pack_kv(&r.pk, "expired", (int64_t)st->expired);
+    s_pack_kv(&r.pk, "rejected_queue_full", (int64_t)st->rejected_full);
+    s_pack_kv(&r.pk, "plans_compiled", (int64_t)st->compile_count);
+    s_pack_kv(&r.pk, "queue_us_total", st->queue_us_total);
+    s_pack_kv(&r.pk, "compute_us_total", st->compute_us_total);
+    s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
+    return GX_OK;
+}
+
+/* The request table: checked (type known, frames allowed) before a handler
+ * runs. A handler either replies itself or returns an error status with a
+ * message in rq->err, which becomes the error reply. */
+static const struct {
+    const char *name;
+    int (*handle)(gxd_ctx *ctx, s_req *rq);
+    size_t max_frames; /* tensor frames after the header */
+} s_requests[] = {
+    {"PING", s_handle_ping, 0},     {"LOAD", s_handle_load, 0},
+    {"RUN", s_handle_run, GXD_MAX_MSG_INPUTS}, {"CANCEL", s_handle_cancel, 0},
+    {"STATS", s_handle_stats, 0},
+};
+
+static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len, bool overflow)
+{
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    int rc = gx_wire_unpack(hdr, hdr_len, &up, rq->err, sizeof rq->err);
+    int64_t v = 0;
+    if (rc == GX_OK && up.data.type != MSGPACK_OBJECT_MAP)
+        rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "header: expected a msgpack map");
+    rq->hdr = &up.data;
+    if (rc == GX_OK && gx_mp_int(gx_mp_find(rq->hdr, "id"), "id", 0, INT64_MAX, &v, rq->err,
+                                 sizeof rq->err) == GX_OK)
+        rq->id = (uint64_t)v;
+    if (rc == GX_OK &&
+        (rc = gx_mp_int(gx_mp_find(rq->hdr, "v"), "v (protocol version)", 0, INT32_MAX, &v, rq->err,
+                        sizeof rq->err)) == GX_OK &&
+        v != GX_PROTOCOL_VERSION)
+        rc = gx_errf(rq->err, sizeof rq->err, GX_EVERSION,
+                     "protocol version %lld is not supported (this daemon speaks %d)", (long long)v,
+                     GX_PROTOCOL_VERSION);
+    if (rc == GX_OK && !gx_mp_find(rq->hdr, "id"))
+        rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "id: missing (a correlation id is required)");
+    size_t i = 0, n = sizeof s_requests / sizeof s_requests[0];
+    if (rc == GX_OK) {
+        const msgpack_object *t = gx_mp_find(rq->hdr, "type");
+        while (i < n && !gx_mp_streq(t, s_requests[i].name))
+            i++;
+        if (i == n) {
+            char tname[64] = "?";
+            if (t && t->type == MSGPACK_OBJECT_STR)
+                snprintf(tname, sizeof tname, "%.*s", (int)(t->via.str.size < 40 ? t->via.str.size : 40),
+                         t->via.str.ptr);
+            rc = gx_errf(rq->err, sizeof rq->err, GX_EREQUEST,
+                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS)", tname);
+        } else {
+            rq->type = s_requests[i].name;
+            if (overflow || rq->nframes > s_requests[i].max_frames)
+                rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO,
+                             "%s: too many frames (at most %zu tensor frames)", rq->type,
+                             s_requests[i].max_frames);
+        }
+    }
+    if (rc == GX_OK && ctx->stopping)
+        rc = gx_errf(rq->err, sizeof rq->err, GX_ESHUTDOWN, "the daemon is shutting down");
+    if (rc == GX_OK)
+        rc = s_requests[i].handle(ctx, rq);
+    else
+        ctx->stats.protocol_errors++;
+    if (rc < 0)
+        s_reply_error(ctx, rq, rc, rq->err[0] ? rq->err : gx_strerror(rc));
+    msgpack_unpacked_destroy(&up);
+}
+
+/* Receive one multipart message and handle it. */
+static void s_on_request(gxd_ctx *ctx)
+{
+    s_req rq;
+    memset(&rq, 0, sizeof rq);
+    rq.type = "ERROR";
+    zmq_msg_init(&rq.identity);
+    if (zmq_msg_recv(&rq.identity, ctx->router, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&rq.identity);
+        return;
+    }
+    ctx->stats.requests++;
+    zmq_msg_t hdr, *frames = calloc(GXD_MAX_FRAMES, sizeof *frames);
+    zmq_msg_init(&hdr);
+    bool have_hdr = false, overflow = false;
+    int more = zmq_msg_more(&rq.identity);
+    while (more) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, ctx->router, 0) < 0) {
+            zmq_msg_close(&m);
+            break;
+        }
+        more = zmq_msg_more(&m);
+        if (!have_hdr) {
+            zmq_msg_move(&hdr, &m);
+            have_hdr = true;
+        } else if (frames && rq.nframes < GXD_MAX_FRAMES) {
+            zmq_msg_init(&frames[rq.nframes]);
+            zmq_msg_move(&frames[rq.nframes++], &m);
+        } else {
+            overflow = true;
+        }
+        zmq_msg_close(&m);
+    }
+    rq.frames = frames;
+    if (!frames) {
+        s_reply_error(ctx, &rq, GX_ENOMEM, "out of memory receiving the request");
+    } else if (!have_hdr) {
+        ctx->stats.protocol_errors++;
+        s_reply_error(ctx, &rq, GX_EPROTO, "empty message: expected a msgpack header frame");
+    } else {
+        s_dispatch(ctx, &rq, zmq_msg_data(&hdr), zmq_msg_size(&hdr), overflow);
+    }
+    for (size_t i = 0; i < rq.nframes; i++)
+        zmq_msg_close(&frames[i]);
+    free(frames);
+    zmq_msg_close(&hdr);
+    zmq_msg_close(&rq.identity);
+}
+
+/* ---- lifetime ---- */
+
+/* For ipc:// endpoints: create the socket's directory, and refuse to steal
+ * the socket of a daemon that is still answering there. */
+static int s_prepare_ipc(gxd_ctx *ctx, const char *ep, char *err, size_t errlen)
+{
+    if (strncmp(ep, "ipc://", 6) != 0)
+        return GX_OK;
+    const char *path = ep + 6;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            return gx_errf(err, errlen, GX_EIO, "cannot create %s for %s: %s", dir, ep, strerror(errno));
+    }
+    if (access(path, F_OK) != 0)
+        return GX_OK;
+    char cerr[128];
+    gx_client *c = gx_client_new(ep, cerr, sizeof cerr);
+    int alive = GX_ECONNECT;
+    if (c) {
+        gx_client_set_timeout(c, 300);
+        alive = gx_client_ping(c);
+        gx_client_destroy(&c);
+    }
+    if (alive == GX_OK)
+        return gx_errf(err, errlen, GX_EBUSY, "another gexecd is already serving %s", ep);
+    return GX_OK;
+}
+
+static int s_bind(gxd_ctx *ctx, const char *ep, char *err, size_t errlen)
+{
+    int rc = s_prepare_ipc(ctx, ep, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (zmq_bind(ctx->router, ep) != 0)
+        return gx_errf(err, errlen, GX_EIO, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "listening on %s", ep);
+    return GX_OK;
+}
+
+int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
+{
+    int rc;
+    ctx->signal_fd = ctx->done_fd = -1;
+    ctx->started_us = gxd_now_us();
+    pthread_mutex_init(&ctx->done_mu, NULL);
+    ctx->limits = (gxd_compile_limits){ctx->cfg.limits_max_nodes, ctx->cfg.limits_max_tensor_bytes,
+                                       ctx->cfg.limits_max_arena_bytes};
+    gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
+    if ((rc = gxd_queue_init(&ctx->queue, (size_t)ctx->cfg.queue_max_jobs,
+                             (size_t)ctx->cfg.queue_max_bytes)) < 0)
+        return gx_errf(err, errlen, rc, "cannot create the job queue");
+
+    /* Signals arrive through a signalfd polled by the I/O thread; block them
+     * before any thread starts so every thread inherits the mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if ((ctx->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
+        (ctx->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        return gx_errf(err, errlen, GX_EINTERNAL, "signalfd/eventfd: %s", strerror(errno));
+
+    if ((rc = gxd_topo_new(ctx->cfg.cpus, &ctx->topo, err, errlen)) < 0)
+        return rc;
+    char desc[256];
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "topology: %s", gxd_topo_describe(ctx->topo, desc, sizeof desc));
+
+    if (!(ctx->zctx = zmq_ctx_new()) || !(ctx->router = zmq_socket(ctx->zctx, ZMQ_ROUTER)))
+        return gx_errf(err, errlen, GX_EINTERNAL, "zmq: %s", zmq_strerror(zmq_errno()));
+    int one = 1, hwm = 100000, linger = 2000;
+    int64_t maxmsg = ctx->cfg.limits_max_message_bytes;
+    zmq_setsockopt(ctx->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(ctx->router, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(ctx->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(ctx->router, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(ctx->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (ctx->cfg.socket && *ctx->cfg.socket)
+        snprintf(ctx->endpoint, sizeof ctx->endpoint, "%s", ctx->cfg.socket);
+    else
+        gx_default_endpoint(ctx->endpoint, sizeof ctx->endpoint);
+    if ((rc = s_bind(ctx, ctx->endpoint, err, errlen)) < 0)
+        return rc;
+    for (int i = 0; i < ctx->cfg.n_tcp; i++)
+        if ((rc = s_bind(ctx, ctx->cfg.tcp[i], err, errlen)) < 0)
+            return rc;
+
+    if ((rc = gxd_pool_start(ctx, &ctx->pool, err, errlen)) < 0)
+        return rc;
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "%d workers started", gxd_pool_size(ctx->pool));
+    return GX_OK;
+}
+
+static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
+{
+    zmq_pollitem_t items[] = {
+        {ctx->router, 0, ZMQ_POLLIN, 0},
+        {NULL, ctx->done_fd, ZMQ_POLLIN, 0},
+        {NULL, ctx->signal_fd, ZMQ_POLLIN, 0},
+    };
+    if (zmq_poll(items, 3, timeout_ms) < 0)
+        return;
+    if (items[1].revents & ZMQ_POLLIN)
+        s_flush_done(ctx);
+    if (items[2].revents & ZMQ_POLLIN) {
+        struct signalfd_siginfo si;
+        while (read(ctx->signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (si.ssi_signo == SIGHUP) {
+                GXD_LOG(&ctx->log, GXD_LOG_INFO, "SIGHUP ignored (restart to apply a new config)");
+                continue;
+            }
+            if (!ctx->stopping)
+                GXD_LOG(&ctx->log, GXD_LOG_INFO, "signal %u: shutting down", si.ssi_signo);
+            ctx->stopping = true;
+        }
+    }
+    /* Bounded burst so replies and signals are not starved by a flood. */
+    for (int i = 0; i < 256 && (items[0].revents & ZMQ_POLLIN); i++) {
+        int events = 0;
+        size_t len = sizeof events;
+        if (zmq_getsockopt(ctx->router, ZMQ_EVENTS, &events, &len) != 0 || !(events & ZMQ_POLLIN))
+            break;
+        s_on_request(ctx);
+    }
+    s_fail_list(ctx, gxd_queue_expire(&ctx->queue, gxd_now_us()), GX_ETIMEDOUT,
+                "deadline expired while the job was queued");
+}
+
+int gxd_server_run(gxd_ctx *ctx)
+{
+    sd_notify(0, "READY=1");
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "ready");
+    while (!ctx->stopping) {
+        long timeout = 1000;
+        int64_t d = gxd_queue_next_deadline(&ctx->queue);
+        if (d) {
+            int64_t left = (d - gxd_now_us() + 999) / 1000;
+            timeout = left < 0 ? 0 : left < timeout ? (long)left : timeout;
+        }
+        s_poll_once(ctx, timeout);
+    }
+    sd_notify(0, "STOPPING=1");
+    s_fail_list(ctx, gxd_queue_close(&ctx->queue), GX_ESHUTDOWN,
+                "the daemon is shutting down; the job was not started");
+    int64_t grace_end = gxd_now_us() + ctx->cfg.shutdown_grace_ms * 1000;
+    bool cancelled = false;
+    while (gxd_pool_busy(ctx->pool) > 0) {
+        if (!cancelled && gxd_now_us() >= grace_end) {
+            GXD_LOG(&ctx->log, GXD_LOG_WARN, "grace period over: cancelling running jobs");
+            gxd_pool_cancel_all(ctx->pool);
+            cancelled = true;
+        }
+        s_poll_once(ctx, 50);
+    }
+    gxd_pool_join(&ctx->pool);
+    s_flush_done(ctx);
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "stopped");
+    return 0;
+}
+
+void gxd_server_fini(gxd_ctx *ctx)
+{
+    if (ctx->pool) {
+        s_fail_list(ctx, gxd_queue_close(&ctx->queue), GX_ESHUTDOWN, "the daemon is shutting down");
+        gxd_pool_join(&ctx->pool);
+    }
+    if (ctx->done_fd >= 0)
+        s_flush_done(ctx);
+    if (ctx->router)
+        zmq_close(ctx->router);
+    if (ctx->zctx)
+        zmq_ctx_term(ctx->zctx);
+    ctx->router = ctx->zctx = NULL;
+    gxd_models_fini(&ctx->models);
+    gxd_queue_fini(&ctx->queue);
+    gxd_topo_destroy(&ctx->topo);
+    if (ctx->signal_fd >= 0)
+        close(ctx->signal_fd);
+    if (ctx->done_fd >= 0)
+        close(ctx->done_fd);
+    ctx->signal_fd = ctx->done_fd = -1;
+    pthread_mutex_destroy(&ctx->done_mu);
+}

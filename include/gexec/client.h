@@ -1,0 +1,155 @@
+/*
+ * Talking to gexecd. A gx_client is one DEALER connection; use it from one
+ * thread at a time (open one client per thread for parallel submitters).
+ *
+ *     char err[256];
+ *     gx_client *c = gx_client_new(NULL, err, sizeof err);  // $GEXEC_SOCKET or default
+ *     gx_request *rq = gx_request_new();
+ *     gx_request_set_graph(rq, g);                 // or gx_request_set_graph_id
+ *     gx_request_add_input(rq, "x", x);            // copied when sent
+ *     gx_result *r = NULL;
+ *     if (gx_client_run(c, rq, &r) == GX_OK) {
+ *         gx_tensor *y = gx_result_take_output(r, 0);   // now yours
+ *         ...
+ *     } else if (r)
+ *         fprintf(stderr, "%s\n", gx_result_message(r));
+ *     gx_result_destroy(&r);
+ *     gx_request_destroy(&rq);
+ *     gx_client_destroy(&c);
+ *
+ * No function here aborts or exits; errors come back as negative statuses,
+ * and gx_client_last_error() holds the message of the latest one.
+ */
+#ifndef GEXEC_CLIENT_H
+#define GEXEC_CLIENT_H
+
+#include <stdbool.h>
+#include <gexec/graph.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GX_PROTOCOL_VERSION 1
+
+/* Parallel execution modes a job may request; AUTO lets the daemon choose. */
+#define GX_MODE_LIST(X)                                                       \
+    X(AUTO, "auto")                                                           \
+    X(SEQ, "seq")                                                             \
+    X(INTRA, "intra")                                                         \
+    X(INTER, "inter")                                                         \
+    X(REPLICA, "replica")
+
+typedef enum gx_mode {
+#define GX_MODE_ENUM(e, name) GX_MODE_##e,
+    GX_MODE_LIST(GX_MODE_ENUM)
+#undef GX_MODE_ENUM
+    GX_MODE_COUNT
+} gx_mode;
+
+GX_EXPORT const char *gx_mode_name(gx_mode m);
+/* GX_OK and *m set, or GX_EINVAL for an unknown name. */
+GX_EXPORT int gx_mode_parse(const char *name, gx_mode *m);
+
+/* Graph ids are the hex SHA-256 of the graph's canonical encoding. */
+typedef struct gx_graph_id {
+    char hex[65];
+} gx_graph_id;
+
+/* The endpoint clients and daemon use when none is given: $GEXEC_SOCKET,
+ * else ipc:///run/gexec/gexecd.sock as root, else under $XDG_RUNTIME_DIR
+ * (or /tmp). Writes at most len bytes (NUL included) to buf. */
+GX_EXPORT int gx_default_endpoint(char *buf, size_t len);
+
+typedef struct gx_client gx_client;
+typedef struct gx_request gx_request;
+typedef struct gx_result gx_result;
+typedef struct gx_job gx_job;
+
+/* Connect (lazily, as ZeroMQ does) to endpoint, or the default if NULL.
+ * Caller owns the client. NULL on failure with a message in err. */
+GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errlen);
+/* Closes the connection; outstanding gx_job handles become unusable
+ * (they must still be destroyed). Accepts NULL; sets *c = NULL. */
+GX_EXPORT void gx_client_destroy(gx_client **c);
+/* Reply timeout of the synchronous calls in ms (-1: wait forever).
+ * Default 60000. */
+GX_EXPORT void gx_client_set_timeout(gx_client *c, int timeout_ms);
+/* Message of the latest failure on this client; owned by the client. */
+GX_EXPORT const char *gx_client_last_error(const gx_client *c);
+
+/* Round trip to the daemon. GX_ECONNECT if no reply within the timeout. */
+GX_EXPORT int gx_client_ping(gx_client *c);
+/* Send the graph; the daemon verifies and compiles it and answers its id. */
+GX_EXPORT int gx_client_load(gx_client *c, const gx_graph *g, gx_graph_id *id);
+/* Daemon statistics as a JSON object; *json is malloc'ed, caller frees. */
+GX_EXPORT int gx_client_stats(gx_client *c, char **json);
+
+/* ---- requests ---- */
+
+/* A new RUN request (mode auto, priority 0, no deadline). Caller owns it. */
+GX_EXPORT gx_request *gx_request_new(void);
+GX_EXPORT void gx_request_destroy(gx_request **rq);
+/* Run a loaded graph by id. */
+GX_EXPORT int gx_request_set_graph_id(gx_request *rq, const gx_graph_id *id);
+/* Carry the graph inline. The graph is borrowed: it must outlive every
+ * submit of this request. */
+GX_EXPORT int gx_request_set_graph(gx_request *rq, const gx_graph *g);
+/* Add a named input; the tensor is borrowed and copied when submitted. */
+GX_EXPORT int gx_request_add_input(gx_request *rq, const char *name, const gx_tensor *t);
+/* Ask for a value by name; with none added, the graph's outputs come back. */
+GX_EXPORT int gx_request_add_output(gx_request *rq, const char *name);
+/* Higher runs first; range [-100, 100]. */
+GX_EXPORT int gx_request_set_priority(gx_request *rq, int priority);
+/* Relative deadline: a job not finished in ms milliseconds gets GX_ETIMEDOUT. */
+GX_EXPORT int gx_request_set_deadline_ms(gx_request *rq, int64_t ms);
+GX_EXPORT int gx_request_set_mode(gx_request *rq, gx_mode mode);
+
+/* ---- running ---- */
+
+/* Submit and wait. Returns the job's status; *out (caller owns) is set
+ * whenever the daemon answered, also on error, so the message can be read. */
+GX_EXPORT int gx_client_run(gx_client *c, const gx_request *rq, gx_result **out);
+/* Submit without waiting. *job is owned by the caller. */
+GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job);
+/* Wait up to timeout_ms (-1: forever) for the job's reply. GX_ETIMEDOUT if
+ * it has not come yet (the job stays valid); otherwise as gx_client_run. */
+GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out);
+/* Ask the daemon to cancel the job; its reply then carries GX_ECANCELLED
+ * unless it had already finished. Still wait for (or destroy) the job. */
+GX_EXPORT int gx_job_cancel(gx_job *job);
+/* The job's correlation id (unique per client). */
+GX_EXPORT uint64_t gx_job_id(const gx_job *job);
+/* Forget the job (a late reply is discarded). Accepts NULL; sets *job = NULL. */
+GX_EXPORT void gx_job_destroy(gx_job **job);
+
+/* ---- results ---- */
+
+/* How the job ran, as the daemon reported it. */
+typedef struct gx_run_info {
+    char mode[16];     /* "seq", ... */
+    char device[32];   /* "cpu" */
+    int workers;       /* threads that ran the job */
+    int64_t queue_us;  /* time in the queue */
+    int64_t compute_us;/* time executing (compile excluded) */
+    int64_t compile_us;/* time compiling a plan for this job (0 if cached) */
+    char reason[160];  /* why this mode */
+} gx_run_info;
+
+GX_EXPORT int gx_result_status(const gx_result *r);
+/* Error message ("" on success); owned by the result. */
+GX_EXPORT const char *gx_result_message(const gx_result *r);
+GX_EXPORT const gx_run_info *gx_result_info(const gx_result *r);
+GX_EXPORT size_t gx_result_output_count(const gx_result *r);
+/* Name of output i; owned by the result. */
+GX_EXPORT const char *gx_result_output_name(const gx_result *r, size_t i);
+/* Output i, owned by the result (NULL if taken or out of range). */
+GX_EXPORT const gx_tensor *gx_result_output(const gx_result *r, size_t i);
+/* Output i, ownership moves to the caller. */
+GX_EXPORT gx_tensor *gx_result_take_output(gx_result *r, size_t i);
+GX_EXPORT void gx_result_destroy(gx_result **r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,73 @@
+/*
+ * Tensors: a dtype, a shape and a dense row-major buffer the tensor owns.
+ *
+ *     int64_t shape[2] = {2, 3};
+ *     gx_tensor *t = gx_tensor_new(GX_F32, 2, shape);
+ *     float *p = gx_tensor_data(t);
+ *     ...
+ *     gx_tensor_destroy(&t);          // accepts NULL, sets t to NULL
+ */
+#ifndef GEXEC_TENSOR_H
+#define GEXEC_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gexec/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GX_MAX_DIMS 8
+
+/* X(enum suffix, wire/YAML name, element size in bytes, numpy descr) */
+#define GX_DTYPE_LIST(X)                                                      \
+    X(F32, "float32", 4, "<f4")                                               \
+    X(F16, "float16", 2, "<f2")                                               \
+    X(BF16, "bfloat16", 2, NULL)                                              \
+    X(F64, "float64", 8, "<f8")                                               \
+    X(I64, "int64", 8, "<i8")                                                 \
+    X(I32, "int32", 4, "<i4")                                                 \
+    X(I8, "int8", 1, "|i1")                                                   \
+    X(U8, "uint8", 1, "|u1")                                                  \
+    X(BOOL, "bool", 1, "|b1")
+
+typedef enum gx_dtype {
+#define GX_DTYPE_ENUM(e, name, size, descr) GX_##e,
+    GX_DTYPE_LIST(GX_DTYPE_ENUM)
+#undef GX_DTYPE_ENUM
+    GX_DTYPE_COUNT
+} gx_dtype;
+
+/* "float32" etc.; NULL if dt is out of range. Static storage. */
+GX_EXPORT const char *gx_dtype_name(gx_dtype dt);
+/* Parse "float32" (also "f32"); returns GX_OK and sets *dt, or GX_EDTYPE. */
+GX_EXPORT int gx_dtype_parse(const char *name, gx_dtype *dt);
+/* Element size in bytes; 0 if dt is out of range. */
+GX_EXPORT size_t gx_dtype_size(gx_dtype dt);
+
+typedef struct gx_tensor gx_tensor;
+
+/* A new zero-filled tensor. ndim in [0, GX_MAX_DIMS], dims >= 0.
+ * Returns NULL on bad arguments, overflow or out of memory. Caller owns it. */
+GX_EXPORT gx_tensor *gx_tensor_new(gx_dtype dt, int ndim, const int64_t *shape);
+/* Like gx_tensor_new, then copies nbytes from data (must match the size). */
+GX_EXPORT gx_tensor *gx_tensor_new_copy(gx_dtype dt, int ndim, const int64_t *shape,
+                                        const void *data, size_t nbytes);
+/* Frees the tensor and its buffer; accepts NULL and *t == NULL; sets *t = NULL. */
+GX_EXPORT void gx_tensor_destroy(gx_tensor **t);
+
+GX_EXPORT gx_dtype gx_tensor_dtype(const gx_tensor *t);
+GX_EXPORT int gx_tensor_ndim(const gx_tensor *t);
+/* Pointer to the tensor's ndim dims; valid while the tensor lives. */
+GX_EXPORT const int64_t *gx_tensor_shape(const gx_tensor *t);
+GX_EXPORT int64_t gx_tensor_numel(const gx_tensor *t);
+GX_EXPORT size_t gx_tensor_nbytes(const gx_tensor *t);
+/* The data buffer (64-byte aligned); owned by the tensor. */
+GX_EXPORT void *gx_tensor_data(gx_tensor *t);
+GX_EXPORT const void *gx_tensor_cdata(const gx_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,762 @@
+/*
+ * libgexec's connection: one DEALER socket, requests tagged with correlation
+ * ids, replies matched to the request (or job) waiting for them.
+ * See include/gexec/client.h and docs/protocol.md.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "libclient/wire.h"
+
+#define GX_DEFAULT_TIMEOUT_MS 60000
+
+struct gx_result {
+    int status;
+    char *message;
+    gx_run_info info;
+    size_t n_out;
+    char **names;
+    gx_tensor **tensors;
+    gx_graph_id graph_id; /* LOAD */
+    char *stats_json;     /* STATS */
+};
+
+struct gx_job {
+    gx_client *client; /* NULL once the client is gone */
+    uint64_t id;
+    gx_result *result; /* set when the reply arrived */
+    gx_job *next;      /* client's list of pending jobs */
+};
+
+struct gx_client {
+    void *zctx;
+    void *sock;
+    int timeout_ms;
+    uint64_t next_id;
+    gx_job *pending;
+    char endpoint[512];
+    char last_error[1024];
+};
+
+struct gx_request {
+    gx_graph_id graph_id;
+    bool has_id;
+    const gx_graph *graph;
+    size_t n_in, cap_in;
+    struct {
+        char *name;
+        const gx_tensor *t;
+    } *in;
+    size_t n_out, cap_out;
+    char **out;
+    int priority;
+    int64_t deadline_ms;
+    gx_mode mode;
+};
+
+/* ---- modes and endpoints ---- */
+
+static const char *const s_mode_names[] = {
+#define GX_MODE_NAME(e, name) name,
+    GX_MODE_LIST(GX_MODE_NAME)
+#undef GX_MODE_NAME
+};
+_Static_assert(sizeof s_mode_names / sizeof s_mode_names[0] == GX_MODE_COUNT, "modes");
+
+GX_EXPORT const char *gx_mode_name(gx_mode m)
+{
+    return (unsigned)m < GX_MODE_COUNT ? s_mode_names[m] : "?";
+}
+
+GX_EXPORT int gx_mode_parse(const char *name, gx_mode *m)
+{
+    for (int i = 0; name && i < GX_MODE_COUNT; i++)
+        if (strcmp(name, s_mode_names[i]) == 0) {
+            *m = (gx_mode)i;
+            return GX_OK;
+        }
+    return GX_EINVAL;
+}
+
+GX_EXPORT int gx_default_endpoint(char *buf, size_t len)
+{
+    const char *env = getenv("GEXEC_SOCKET");
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+    if (env && *env)
+        n = snprintf(buf, len, "%s", env);
+    else if (geteuid() == 0)
+        n = snprintf(buf, len, "ipc:///run/gexec/gexecd.sock");
+    else if (xdg && *xdg)
+        n = snprintf(buf, len, "ipc://%s/gexecd.sock", xdg);
+    else
+        n = snprintf(buf, len, "ipc:///tmp/gexecd-%u.sock", (unsigned)geteuid());
+    return n < 0 || (size_t)n >= len ? GX_ELIMIT : GX_OK;
+}
+
+/* ---- client ---- */
+
+static int s_fail(gx_client *c, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int s_fail(gx_client *c, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->last_error, sizeof c->last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errlen)
+{
+    gx_client *c = calloc(1, sizeof *c);
+    if (!c) {
+        gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    c->timeout_ms = GX_DEFAULT_TIMEOUT_MS;
+    c->next_id = 1;
+    if (endpoint)
+        snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
+    else
+        gx_default_endpoint(c->endpoint, sizeof c->endpoint);
+    int linger = 0;
+    if (!(c->zctx = zmq_ctx_new()) || !(c->sock = zmq_socket(c->zctx, ZMQ_DEALER)) ||
+        zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_connect(c->sock, c->endpoint) != 0) {
+        gx_errf(err, errlen, GX_ECONNECT, "cannot connect to %s: %s", c->endpoint,
+                zmq_strerror(zmq_errno()));
+        gx_client_destroy(&c);
+        return NULL;
+    }
+    return c;
+}
+
+GX_EXPORT void gx_client_destroy(gx_client **cp)
+{
+    if (!cp || !*cp)
+        return;
+    gx_client *c = *cp;
+    for (gx_job *j = c->pending; j; j = j->next)
+        j->client = NULL;
+    if (c->sock)
+        zmq_close(c->sock);
+    if (c->zctx)
+        zmq_ctx_term(c->zctx);
+    free(c);
+    *cp = NULL;
+}
+
+GX_EXPORT void gx_client_set_timeout(gx_client *c, int timeout_ms)
+{
+    if (c)
+        c->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
+}
+
+GX_EXPORT const char *gx_client_last_error(const gx_client *c)
+{
+    return c ? c->last_error : "no client";
+}
+
+/* ---- results ---- */
+
+GX_EXPORT void gx_result_destroy(gx_result **rp)
+{
+    if (!rp || !*rp)
+        return;
+    gx_result *r = *rp;
+    for (size_t i = 0; i < r->n_out; i++) {
+        free(r->names[i]);
+        gx_tensor_destroy(&r->tensors[i]);
+    }
+    free(r->names);
+    free(r->tensors);
+    free(r->message);
+    free(r->stats_json);
+    free(r);
+    *rp = NULL;
+}
+
+GX_EXPORT int gx_result_status(const gx_result *r) { return r ? r->status : GX_EINVAL; }
+GX_EXPORT const char *gx_result_message(const gx_result *r)
+{
+    return r && r->message ? r->message : "";
+}
+GX_EXPORT const gx_run_info *gx_result_info(const gx_result *r) { return r ? &r->info : NULL; }
+GX_EXPORT size_t gx_result_output_count(const gx_result *r) { return r ? r->n_out : 0; }
+
+GX_EXPORT const char *gx_result_output_name(const gx_result *r, size_t i)
+{
+    return r && i < r->n_out ? r->names[i] : NULL;
+}
+
+GX_EXPORT const gx_tensor *gx_result_output(const gx_result *r, size_t i)
+{
+    return r && i < r->n_out ? r->tensors[i] : NULL;
+}
+
+GX_EXPORT gx_tensor *gx_result_take_output(gx_result *r, size_t i)
+{
+    if (!r || i >= r->n_out)
+        return NULL;
+    gx_tensor *t = r->tensors[i];
+    r->tensors[i] = NULL;
+    return t;
+}
+
+/* ---- msgpack -> JSON (for STATS) ---- */
+
+typedef struct s_buf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} s_buf;
+
+static void s_buf_put(s_buf *b, const char *s, size_t n)
+{
+    if (b->oom || !gx_grow(&b->p, &b->cap, b->n + n + 1, 1)) {
+        b->oom = true;
+        return;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void s_json(s_buf *b, const msgpack_object *o)
+{
+    char tmp[64];
+    switch (o->type) {
+    case MSGPACK_OBJECT_NIL:
+        s_buf_put(b, "null", 4);
+        break;
+    case MSGPACK_OBJECT_BOOLEAN:
+        s_buf_put(b, o->via.boolean ? "true" : "false", o->via.boolean ? 4 : 5);
+        break;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        s_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%" PRIu64, o->via.u64));
+        break;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        s_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%" PRId64, o->via.i64));
+        break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        s_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%.6g", o->via.f64));
+        break;
+    case MSGPACK_OBJECT_STR:
+        s_buf_put(b, "\"", 1);
+        for (uint32_t i = 0; i < o->via.str.size; i++) {
+            unsigned char ch = (unsigned char)o->via.str.ptr[i];
+            if (ch == '"' || ch == '\\')
+                s_buf_put(b, "\\", 1), s_buf_put(b, (const char *)&ch, 1);
+            else if (ch < 0x20)
+                s_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "\\u%04x", ch));
+            else
+                s_buf_put(b, (const char *)&ch, 1);
+        }
+        s_buf_put(b, "\"", 1);
+        break;
+    case MSGPACK_OBJECT_ARRAY:
+        s_buf_put(b, "[", 1);
+        for (uint32_t i = 0; i < o->via.array.size; i++) {
+            if (i)
+                s_buf_put(b, ",", 1);
+            s_json(b, &o->via.array.ptr[i]);
+        }
+        s_buf_put(b, "]", 1);
+        break;
+    case MSGPACK_OBJECT_MAP:
+        s_buf_put(b, "{", 1);
+        for (uint32_t i = 0; i < o->via.map.size; i++) {
+            if (i)
+                s_buf_put(b, ",", 1);
+            s_json(b, &o->via.map.ptr[i].key);
+            s_buf_put(b, ":", 1);
+            s_json(b, &o->via.map.ptr[i].val);
+        }
+        s_buf_put(b, "}", 1);
+        break;
+    case MSGPACK_OBJECT_BIN:
+    case MSGPACK_OBJECT_EXT:
+        s_buf_put(b, "null", 4);
+        break;
+    }
+}
+
+/* ---- replies ---- */
+
+static void s_copy_str(const msgpack_object *o, char *dst, size_t len)
+{
+    dst[0] = '\0';
+    if (o && o->type == MSGPACK_OBJECT_STR)
+        snprintf(dst, len, "%.*s", (int)o->via.str.size, o->via.str.ptr);
+}
+
+static int64_t s_get_i64(const msgpack_object *o)
+{
+    int64_t v = 0;
+    gx_mp_int(o, "", INT64_MIN, INT64_MAX, &v, NULL, 0);
+    return v;
+}
+
+/* Build a result from a reply header and its tensor frames. */
+static int s_parse_reply(const msgpack_object *h, zmq_msg_t *frames, size_t nframes,
+                         gx_result **out, char *err, size_t errlen)
+{
+    gx_result *r = calloc(1, sizeof *r);
+    if (!r)
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    *out = r;
+    char status[64], msg[1024];
+    s_copy_str(gx_mp_find(h, "status"), status, sizeof status);
+    s_copy_str(gx_mp_find(h, "message"), msg, sizeof msg);
+    r->status = strcmp(status, "GX_OK") == 0 ? GX_OK : gx_status_from_name(status);
+    r->message = strdup(msg);
+    s_copy_str(gx_mp_find(h, "graph_id"), r->graph_id.hex, sizeof r->graph_id.hex);
+    const msgpack_object *run = gx_mp_find(h, "run");
+    if (run) {
+        s_copy_str(gx_mp_find(run, "mode"), r->info.mode, sizeof r->info.mode);
+        s_copy_str(gx_mp_find(run, "device"), r->info.device, sizeof r->info.device);
+        s_copy_str(gx_mp_find(run, "reason"), r->info.reason, sizeof r->info.reason);
+        r->info.workers = (int)s_get_i64(gx_mp_find(run, "workers"));
+        r->info.queue_us = s_get_i64(gx_mp_find(run, "queue_us"));
+        r->info.compute_us = s_get_i64(gx_mp_find(run, "compute_us"));
+        r->info.compile_us = s_get_i64(gx_mp_find(run, "compile_us"));
+    }
+    const msgpack_object *stats = gx_mp_find(h, "stats");
+    if (stats) {
+        s_buf b = {0};
+        s_json(&b, stats);
+        if (b.oom) {
+            free(b.p);
+            return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+        }
+        r->stats_json = b.p;
+    }
+    const msgpack_object *outs = gx_mp_find(h, "outputs");
+    if (!outs)
+        return GX_OK;
+    if (outs->type != MSGPACK_OBJECT_ARRAY || outs->via.array.size != nframes)
+        return gx_errf(err, errlen, GX_EPROTO, "reply lists %u outputs but carries %zu frames",
+                       outs->type == MSGPACK_OBJECT_ARRAY ? outs->via.array.size : 0, nframes);
+    r->names = calloc(nframes + 1, sizeof *r->names);
+    r->tensors = calloc(nframes + 1, sizeof *r->tensors);
+    if (!r->names || !r->tensors)
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nframes; i++) {
+        gx_dtype dt;
+        int ndim;
+        int64_t shape[GX_MAX_DIMS];
+        size_t nbytes;
+        int rc = gx_wire_unpack_tensor_desc(&outs->via.array.ptr[i], "outputs", INT64_MAX,
+                                            &r->names[i], &dt, &ndim, shape, &nbytes, err, errlen);
+        if (rc < 0)
+            return rc;
+        r->n_out = i + 1;
+        if (zmq_msg_size(&frames[i]) != nbytes)
+            return gx_errf(err, errlen, GX_EPROTO, "output '%s': frame has %zu bytes, expected %zu",
+                           r->names[i], zmq_msg_size(&frames[i]), nbytes);
+        r->tensors[i] = gx_tensor_new_copy(dt, ndim, shape, zmq_msg_data(&frames[i]), nbytes);
+        if (!r->tensors[i])
+            return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    }
+    return GX_OK;
+}
+
+static int64_t s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#define GX_MAX_REPLY_FRAMES 1025
+
+/* Receive one reply within timeout_ms and hand it to its pending job.
+ * GX_OK, GX_ETIMEDOUT (nothing came) or GX_EPROTO/GX_ENOMEM. */
+static int s_recv_one(gx_client *c, int timeout_ms)
+{
+    zmq_pollitem_t it = {c->sock, 0, ZMQ_POLLIN, 0};
+    int n = zmq_poll(&it, 1, timeout_ms);
+    if (n < 0)
+        return s_fail(c, GX_EIO, "poll: %s", zmq_strerror(zmq_errno()));
+    if (n == 0)
+        return GX_ETIMEDOUT;
+    zmq_msg_t *frames = calloc(GX_MAX_REPLY_FRAMES, sizeof *frames);
+    if (!frames)
+        return s_fail(c, GX_ENOMEM, "out of memory");
+    size_t nf = 0;
+    int more = 1, rc = GX_OK;
+    while (more) {
+        zmq_msg_t tmp;
+        zmq_msg_init(&tmp);
+        if (zmq_msg_recv(&tmp, c->sock, 0) < 0) {
+            zmq_msg_close(&tmp);
+            rc = s_fail(c, GX_EIO, "recv: %s", zmq_strerror(zmq_errno()));
+            break;
+        }
+        more = zmq_msg_more(&tmp);
+        if (nf < GX_MAX_REPLY_FRAMES)
+            frames[nf++] = tmp;
+        else
+            zmq_msg_close(&tmp);
+    }
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    if (rc == GX_OK && nf > 0) {
+        char err[512];
+        rc = gx_wire_unpack(zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]), &up, err, sizeof err);
+        if (rc < 0)
+            s_fail(c, rc, "bad reply from daemon: %s", err);
+        int64_t id = 0;
+        if (rc == GX_OK &&
+            gx_mp_int(gx_mp_find(&up.data, "id"), "id", 0, INT64_MAX, &id, NULL, 0) == GX_OK) {
+            for (gx_job *j = c->pending; j; j = j->next) {
+                if (j->id != (uint64_t)id || j->result)
+                    continue;
+                gx_result *r = NULL;
+                int prc = s_parse_reply(&up.data, frames + 1, nf - 1, &r, err, sizeof err);
+                if (prc < 0 && r) {
+                    r->status = prc;
+                    free(r->message);
+                    r->message = strdup(err);
+                }
+                j->result = r;
+                break;
+            }
+        }
+    }
+    msgpack_unpacked_destroy(&up);
+    for (size_t i = 0; i < nf; i++)
+        zmq_msg_close(&frames[i]);
+    free(frames);
+    return rc;
+}
+
+static void s_job_unlink(gx_job *job)
+{
+    gx_client *c = job->client;
+    if (!c)
+        return;
+    for (gx_job **pp = &c->pending; *pp; pp = &(*pp)->next)
+        if (*pp == job) {
+            *pp = job->next;
+            break;
+        }
+    job->client = NULL;
+}
+
+GX_EXPORT void gx_job_destroy(gx_job **jp)
+{
+    if (!jp || !*jp)
+        return;
+    s_job_unlink(*jp);
+    gx_result_destroy(&(*jp)->result);
+    free(*jp);
+    *jp = NULL;
+}
+
+GX_EXPORT uint64_t gx_job_id(const gx_job *job) { return job ? job->id : 0; }
+
+GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
+{
+    if (out)
+        *out = NULL;
+    if (!job)
+        return GX_EINVAL;
+    gx_client *c = job->client;
+    if (!c && !job->result)
+        return GX_EINVAL;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : s_now_ms() + timeout_ms;
+    while (!job->result) {
+        int64_t left = timeout_ms < 0 ? -1 : deadline - s_now_ms();
+        if (timeout_ms >= 0 && left < 0)
+            left = 0;
+        int rc = s_recv_one(c, (int)(left > INT32_MAX ? INT32_MAX : left));
+        if (rc == GX_ETIMEDOUT)
+            return s_fail(c, GX_ETIMEDOUT, "no reply from %s within %d ms (is gexecd running?)",
+                          c->endpoint, timeout_ms);
+        if (rc < 0)
+            return rc;
+    }
+    gx_result *r = job->result;
+    job->result = NULL;
+    if (c)
+        s_job_unlink(job);
+    int status = r->status;
+    if (status < 0 && c)
+        s_fail(c, status, "%s: %s", gx_status_name(status), gx_result_message(r));
+    if (out)
+        *out = r;
+    else
+        gx_result_destroy(&r);
+    return status;
+}
+
+/* Send header (sbuffer) plus frames; registers a pending job. */
+static int s_send(gx_client *c, const msgpack_sbuffer *hdr, const gx_request *rq,
+                  uint64_t id, gx_job **jobp)
+{
+    gx_job *job = calloc(1, sizeof *job);
+    if (!job)
+        return s_fail(c, GX_ENOMEM, "out of memory");
+    size_t nframes = rq ? rq->n_in : 0;
+    int rc = zmq_send(c->sock, hdr->data, hdr->size, nframes ? ZMQ_SNDMORE : 0);
+    for (size_t i = 0; rc >= 0 && i < nframes; i++)
+        rc = zmq_send(c->sock, rq->in[i].t->data, rq->in[i].t->nbytes,
+                      i + 1 < nframes ? ZMQ_SNDMORE : 0);
+    if (rc < 0) {
+        free(job);
+        return s_fail(c, GX_ECONNECT, "send to %s: %s", c->endpoint, zmq_strerror(zmq_errno()));
+    }
+    job->client = c;
+    job->id = id;
+    job->next = c->pending;
+    c->pending = job;
+    *jobp = job;
+    return GX_OK;
+}
+
+static void s_pack_head(msgpack_packer *pk, const char *type, uint64_t id, size_t extra)
+{
+    msgpack_pack_map(pk, 3 + extra);
+    gx_mp_pack_str(pk, "v");
+    msgpack_pack_int(pk, GX_PROTOCOL_VERSION);
+    gx_mp_pack_str(pk, "type");
+    gx_mp_pack_str(pk, type);
+    gx_mp_pack_str(pk, "id");
+    msgpack_pack_uint64(pk, id);
+}
+
+/* A request with no payload beyond the header fields packed by fill. */
+static int s_simple(gx_client *c, const char *type, const gx_graph *graph, uint64_t target,
+                    gx_result **out)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t id = c->next_id++;
+    s_pack_head(&pk, type, id, graph || target ? 1 : 0);
+    if (graph) {
+        gx_mp_pack_str(&pk, "graph");
+        gx_wire_pack_graph(&pk, graph);
+    } else if (target) {
+        gx_mp_pack_str(&pk, "target");
+        msgpack_pack_uint64(&pk, target);
+    }
+    gx_job *job = NULL;
+    int rc = s_send(c, &sb, NULL, id, &job);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc < 0)
+        return rc;
+    rc = gx_job_wait(job, c->timeout_ms, out);
+    if (rc == GX_ETIMEDOUT)
+        rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (is gexecd running?)",
+                    c->endpoint, c->timeout_ms);
+    gx_job_destroy(&job);
+    return rc;
+}
+
+GX_EXPORT int gx_client_ping(gx_client *c)
+{
+    if (!c)
+        return GX_EINVAL;
+    gx_result *r = NULL;
+    int rc = s_simple(c, "PING", NULL, 0, &r);
+    gx_result_destroy(&r);
+    return rc;
+}
+
+GX_EXPORT int gx_client_load(gx_client *c, const gx_graph *g, gx_graph_id *id)
+{
+    if (!c || !g)
+        return GX_EINVAL;
+    gx_result *r = NULL;
+    int rc = s_simple(c, "LOAD", g, 0, &r);
+    if (rc == GX_OK && id)
+        *id = r->graph_id;
+    gx_result_destroy(&r);
+    return rc;
+}
+
+GX_EXPORT int gx_client_stats(gx_client *c, char **json)
+{
+    if (!c || !json)
+        return GX_EINVAL;
+    *json = NULL;
+    gx_result *r = NULL;
+    int rc = s_simple(c, "STATS", NULL, 0, &r);
+    if (rc == GX_OK) {
+        *json = r->stats_json;
+        r->stats_json = NULL;
+        if (!*json)
+            rc = s_fail(c, GX_EPROTO, "STATS reply without stats");
+    }
+    gx_result_destroy(&r);
+    return rc;
+}
+
+GX_EXPORT int gx_job_cancel(gx_job *job)
+{
+    if (!job || !job->client)
+        return GX_EINVAL;
+    gx_client *c = job->client;
+    gx_result *r = NULL;
+    int rc = s_simple(c, "CANCEL", NULL, job->id, &r);
+    gx_result_destroy(&r);
+    return rc;
+}
+
+/* ---- requests ---- */
+
+GX_EXPORT gx_request *gx_request_new(void)
+{
+    return calloc(1, sizeof(gx_request));
+}
+
+GX_EXPORT void gx_request_destroy(gx_request **rqp)
+{
+    if (!rqp || !*rqp)
+        return;
+    gx_request *rq = *rqp;
+    for (size_t i = 0; i < rq->n_in; i++)
+        free(rq->in[i].name);
+    for (size_t i = 0; i < rq->n_out; i++)
+        free(rq->out[i]);
+    free(rq->in);
+    free(rq->out);
+    free(rq);
+    *rqp = NULL;
+}
+
+GX_EXPORT int gx_request_set_graph_id(gx_request *rq, const gx_graph_id *id)
+{
+    if (!rq || !id || strlen(id->hex) != 64)
+        return GX_EINVAL;
+    rq->graph_id = *id;
+    rq->has_id = true;
+    rq->graph = NULL;
+    return GX_OK;
+}
+
+GX_EXPORT int gx_request_set_graph(gx_request *rq, const gx_graph *g)
+{
+    if (!rq || !g)
+        return GX_EINVAL;
+    rq->graph = g;
+    rq->has_id = false;
+    return GX_OK;
+}
+
+GX_EXPORT int gx_request_add_input(gx_request *rq, const char *name, const gx_tensor *t)
+{
+    if (!rq || !name || !*name || !t)
+        return GX_EINVAL;
+    if (!gx_grow(&rq->in, &rq->cap_in, rq->n_in + 1, sizeof *rq->in))
+        return GX_ENOMEM;
+    if (!(rq->in[rq->n_in].name = strdup(name)))
+        return GX_ENOMEM;
+    rq->in[rq->n_in++].t = t;
+    return GX_OK;
+}
+
+GX_EXPORT int gx_request_add_output(gx_request *rq, const char *name)
+{
+    if (!rq || !name || !*name)
+        return GX_EINVAL;
+    if (!gx_grow(&rq->out, &rq->cap_out, rq->n_out + 1, sizeof *rq->out))
+        return GX_ENOMEM;
+    if (!(rq->out[rq->n_out] = strdup(name)))
+        return GX_ENOMEM;
+    rq->n_out++;
+    return GX_OK;
+}
+
+GX_EXPORT int gx_request_set_priority(gx_request *rq, int priority)
+{
+    if (!rq || priority < -100 || priority > 100)
+        return GX_EINVAL;
+    rq->priority = priority;
+    return GX_OK;
+}
+
+GX_EXPORT int gx_request_set_deadline_ms(gx_request *rq, int64_t ms)
+{
+    if (!rq || ms < 0)
+        return GX_EINVAL;
+    rq->deadline_ms = ms;
+    return GX_OK;
+}
+
+GX_EXPORT int gx_request_set_mode(gx_request *rq, gx_mode mode)
+{
+    if (!rq || (unsigned)mode >= GX_MODE_COUNT)
+        return GX_EINVAL;
+    rq->mode = mode;
+    return GX_OK;
+}
+
+GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
+{
+    if (job)
+        *job = NULL;
+    if (!c || !rq || !job)
+        return GX_EINVAL;
+    if (!rq->has_id && !rq->graph)
+        return s_fail(c, GX_EINVAL, "request names no graph (set a graph or a graph id)");
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t id = c->next_id++;
+    s_pack_head(&pk, "RUN", id, 6);
+    if (rq->has_id) {
+        gx_mp_pack_str(&pk, "graph_id");
+        gx_mp_pack_str(&pk, rq->graph_id.hex);
+    } else {
+        gx_mp_pack_str(&pk, "graph");
+        gx_wire_pack_graph(&pk, rq->graph);
+    }
+    gx_mp_pack_str(&pk, "inputs");
+    msgpack_pack_array(&pk, rq->n_in);
+    for (size_t i = 0; i < rq->n_in; i++)
+        gx_wire_pack_tensor_desc(&pk, rq->in[i].name, rq->in[i].t->dtype, rq->in[i].t->ndim,
+                                 rq->in[i].t->shape);
+    gx_mp_pack_str(&pk, "outputs");
+    msgpack_pack_array(&pk, rq->n_out);
+    for (size_t i = 0; i < rq->n_out; i++)
+        gx_mp_pack_str(&pk, rq->out[i]);
+    gx_mp_pack_str(&pk, "priority");
+    msgpack_pack_int(&pk, rq->priority);
+    gx_mp_pack_str(&pk, "deadline_ms");
+    msgpack_pack_int64(&pk, rq->deadline_ms);
+    gx_mp_pack_str(&pk, "mode");
+    gx_mp_pack_str(&pk, gx_mode_name(rq->mode));
+    int rc = s_send(c, &sb, rq, id, job);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+GX_EXPORT int gx_client_run(gx_client *c, const gx_request *rq, gx_result **out)
+{
+    if (out)
+        *out = NULL;
+    gx_job *job = NULL;
+    int rc = gx_client_submit(c, rq, &job);
+    if (rc < 0)
+        return rc;
+    rc = gx_job_wait(job, c->timeout_ms, out);
+    if (rc == GX_ETIMEDOUT && !(out && *out))
+        rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (is gexecd running?)",
+                    c->endpoint, c->timeout_ms);
+    gx_job_destroy(&job);
+    return rc;
+}

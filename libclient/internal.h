@@ -1,0 +1,118 @@
+/*
+ * Internal definitions shared by libgexec and gexecd: the bodies of the
+ * public opaque types (tensor, graph, node, attribute) and small helpers.
+ * Nothing here is installed or exported.
+ */
+#ifndef GX_INTERNAL_H
+#define GX_INTERNAL_H
+
+#define GX_BUILDING 1
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <gexec/gexec.h>
+
+#define GX_ALIGN 64
+
+struct gx_tensor {
+    gx_dtype dtype;
+    int ndim;
+    int64_t shape[GX_MAX_DIMS];
+    int64_t numel;
+    size_t nbytes;
+    void *data; /* GX_ALIGN-aligned, owned (free()) */
+};
+
+/* X(enum suffix, wire name) */
+#define GX_ATTR_TYPE_LIST(X)                                                  \
+    X(INT, "int")                                                             \
+    X(FLOAT, "float")                                                         \
+    X(STRING, "string")                                                       \
+    X(INTS, "ints")                                                           \
+    X(FLOATS, "floats")                                                       \
+    X(TENSOR, "tensor")
+
+typedef enum gx_attr_type {
+#define GX_ATTR_ENUM(e, name) GX_ATTR_##e,
+    GX_ATTR_TYPE_LIST(GX_ATTR_ENUM)
+#undef GX_ATTR_ENUM
+    GX_ATTR_TYPE_COUNT
+} gx_attr_type;
+
+const char *gx_attr_type_name(gx_attr_type t);
+
+typedef struct gx_attr {
+    char *name;
+    gx_attr_type type;
+    int64_t i;      /* INT */
+    double f;       /* FLOAT */
+    char *s;        /* STRING */
+    int64_t *ints;  /* INTS, n entries */
+    double *floats; /* FLOATS, n entries */
+    size_t n;
+    gx_tensor *t;   /* TENSOR */
+} gx_attr;
+
+struct gx_node {
+    char *op;
+    char *name;
+    size_t n_in, n_out, n_attr;
+    char **in;  /* "" = omitted optional input */
+    char **out;
+    gx_attr *attr;
+};
+
+/* A declared graph input or output. For outputs dtype may be GX_DTYPE_COUNT
+ * and ndim -1 (not declared). shape[i] == -1 is a symbolic dim. */
+typedef struct gx_value_decl {
+    char *name;
+    gx_dtype dtype;
+    int ndim;
+    int64_t shape[GX_MAX_DIMS];
+} gx_value_decl;
+
+typedef struct gx_const {
+    char *name;
+    gx_tensor *t;
+} gx_const;
+
+struct gx_graph {
+    char *name;
+    size_t n_inputs, n_outputs, n_consts, n_nodes;
+    size_t cap_inputs, cap_outputs, cap_consts, cap_nodes;
+    gx_value_decl *inputs;
+    gx_value_decl *outputs;
+    gx_const *consts;
+    gx_node **nodes; /* pointers, so gx_node handles stay valid */
+};
+
+/* Adds an output declaration with dtype/shape (ndim -1: undeclared). */
+int gx_graph_add_output_decl(gx_graph *g, const char *name, gx_dtype dt, int ndim,
+                             const int64_t *shape);
+
+/* Element count of a shape; -1 on negative dims or overflow past limit. */
+int64_t gx_shape_numel(int ndim, const int64_t *shape, int64_t limit);
+/* Size in bytes of a tensor of dt and shape; 0 and false on overflow. */
+bool gx_shape_nbytes(gx_dtype dt, int ndim, const int64_t *shape, size_t *nbytes);
+/* Writes "[2,3,4]" into buf. Returns buf. */
+char *gx_shape_str(int ndim, const int64_t *shape, char *buf, size_t len);
+
+/* Adopt an aligned buffer as a tensor (takes ownership of data, freed with
+ * free()). Returns NULL (and frees data) on bad shape or ENOMEM. */
+gx_tensor *gx_tensor_adopt(gx_dtype dt, int ndim, const int64_t *shape, void *data);
+
+/* Aligned allocation helpers (free with free()). */
+void *gx_aligned_alloc(size_t nbytes);
+
+/* printf into an error buffer (err may be NULL); returns status unchanged,
+ * so `return gx_errf(err, len, GX_EINVAL, "bad %s", x);` reads naturally. */
+int gx_errf(char *err, size_t errlen, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+char *gx_strdup(const char *s);
+
+/* Grow *arr (element size elem) so it holds at least need elements. */
+bool gx_grow(void *arr, size_t *cap, size_t need, size_t elem);
+
+#endif

@@ -1,0 +1,154 @@
+/* Dense tensors, dtypes and shape arithmetic. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libclient/internal.h"
+
+static const struct {
+    const char *name;
+    size_t size;
+} s_dtypes[] = {
+#define GX_DTYPE_ROW(e, name, size, descr) {name, size},
+    GX_DTYPE_LIST(GX_DTYPE_ROW)
+#undef GX_DTYPE_ROW
+};
+_Static_assert(sizeof s_dtypes / sizeof s_dtypes[0] == GX_DTYPE_COUNT, "dtype table");
+
+GX_EXPORT const char *gx_dtype_name(gx_dtype dt)
+{
+    return (unsigned)dt < GX_DTYPE_COUNT ? s_dtypes[dt].name : NULL;
+}
+
+GX_EXPORT size_t gx_dtype_size(gx_dtype dt)
+{
+    return (unsigned)dt < GX_DTYPE_COUNT ? s_dtypes[dt].size : 0;
+}
+
+GX_EXPORT int gx_dtype_parse(const char *name, gx_dtype *dt)
+{
+    static const char *const s_short[GX_DTYPE_COUNT] = {
+        [GX_F32] = "f32", [GX_F16] = "f16", [GX_BF16] = "bf16", [GX_F64] = "f64",
+        [GX_I64] = "i64", [GX_I32] = "i32", [GX_I8] = "i8",     [GX_U8] = "u8",
+        [GX_BOOL] = "bool",
+    };
+    if (!name)
+        return GX_EDTYPE;
+    for (int i = 0; i < GX_DTYPE_COUNT; i++) {
+        if (strcmp(name, s_dtypes[i].name) == 0 || strcmp(name, s_short[i]) == 0) {
+            *dt = (gx_dtype)i;
+            return GX_OK;
+        }
+    }
+    return GX_EDTYPE;
+}
+
+int64_t gx_shape_numel(int ndim, const int64_t *shape, int64_t limit)
+{
+    if (ndim < 0 || ndim > GX_MAX_DIMS)
+        return -1;
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return -1;
+        if (shape[i] != 0 && n > limit / shape[i])
+            return -1;
+        n *= shape[i];
+    }
+    return n <= limit ? n : -1;
+}
+
+bool gx_shape_nbytes(gx_dtype dt, int ndim, const int64_t *shape, size_t *nbytes)
+{
+    size_t es = gx_dtype_size(dt);
+    if (es == 0)
+        return false;
+    int64_t n = gx_shape_numel(ndim, shape, INT64_MAX / (int64_t)es);
+    if (n < 0 || (uint64_t)n * es > SIZE_MAX / 2)
+        return false;
+    *nbytes = (size_t)n * es;
+    return true;
+}
+
+char *gx_shape_str(int ndim, const int64_t *shape, char *buf, size_t len)
+{
+    size_t off = 0;
+    if (len == 0)
+        return buf;
+    buf[0] = '\0';
+    off += (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, i ? ",%lld" : "%lld",
+                                (long long)shape[i]);
+    if (off < len)
+        snprintf(buf + off, len - off, "]");
+    return buf;
+}
+
+void *gx_aligned_alloc(size_t nbytes)
+{
+    size_t n = (nbytes + GX_ALIGN - 1) / GX_ALIGN * GX_ALIGN;
+    return aligned_alloc(GX_ALIGN, n ? n : GX_ALIGN);
+}
+
+gx_tensor *gx_tensor_adopt(gx_dtype dt, int ndim, const int64_t *shape, void *data)
+{
+    size_t nbytes;
+    gx_tensor *t = NULL;
+    if (ndim < 0 || ndim > GX_MAX_DIMS || (ndim > 0 && !shape) ||
+        !gx_shape_nbytes(dt, ndim, shape, &nbytes) || !(t = calloc(1, sizeof *t))) {
+        free(data);
+        return NULL;
+    }
+    t->dtype = dt;
+    t->ndim = ndim;
+    if (ndim > 0)
+        memcpy(t->shape, shape, (size_t)ndim * sizeof shape[0]);
+    t->numel = (int64_t)(nbytes / gx_dtype_size(dt));
+    t->nbytes = nbytes;
+    t->data = data;
+    return t;
+}
+
+GX_EXPORT gx_tensor *gx_tensor_new(gx_dtype dt, int ndim, const int64_t *shape)
+{
+    size_t nbytes;
+    if (ndim < 0 || ndim > GX_MAX_DIMS || (ndim > 0 && !shape) ||
+        !gx_shape_nbytes(dt, ndim, shape, &nbytes))
+        return NULL;
+    void *data = gx_aligned_alloc(nbytes);
+    if (!data)
+        return NULL;
+    memset(data, 0, nbytes);
+    return gx_tensor_adopt(dt, ndim, shape, data);
+}
+
+GX_EXPORT gx_tensor *gx_tensor_new_copy(gx_dtype dt, int ndim, const int64_t *shape,
+                                        const void *data, size_t nbytes)
+{
+    gx_tensor *t = gx_tensor_new(dt, ndim, shape);
+    if (t && t->nbytes != nbytes) {
+        gx_tensor_destroy(&t);
+        return NULL;
+    }
+    if (t && nbytes)
+        memcpy(t->data, data, nbytes);
+    return t;
+}
+
+GX_EXPORT void gx_tensor_destroy(gx_tensor **t)
+{
+    if (!t || !*t)
+        return;
+    free((*t)->data);
+    free(*t);
+    *t = NULL;
+}
+
+GX_EXPORT gx_dtype gx_tensor_dtype(const gx_tensor *t) { return t->dtype; }
+GX_EXPORT int gx_tensor_ndim(const gx_tensor *t) { return t->ndim; }
+GX_EXPORT const int64_t *gx_tensor_shape(const gx_tensor *t) { return t->shape; }
+GX_EXPORT int64_t gx_tensor_numel(const gx_tensor *t) { return t->numel; }
+GX_EXPORT size_t gx_tensor_nbytes(const gx_tensor *t) { return t->nbytes; }
+GX_EXPORT void *gx_tensor_data(gx_tensor *t) { return t->data; }
+GX_EXPORT const void *gx_tensor_cdata(const gx_tensor *t) { return t->data; }

@@ -1,0 +1,71 @@
+/*
+ * The wire codec (docs/protocol.md): msgpack encoding of graphs, tensor
+ * descriptors and message headers, shared by libgexec and gexecd.
+ *
+ * Decoding is written for hostile input: gx_wire_unpack first walks the
+ * bytes without allocating (gx_wire_check), so a header claiming 2^32
+ * elements or nesting 10^6 deep is refused before msgpack-c allocates, and
+ * every getter names the field it rejects ("nodes[3].inputs[0]: expected a
+ * string").
+ */
+#ifndef GX_WIRE_H
+#define GX_WIRE_H
+
+#include <msgpack.h>
+
+#include "libclient/internal.h"
+
+#define GX_WIRE_MAX_DEPTH 32
+#define GX_WIRE_MAX_NAME 1024
+
+typedef struct gx_wire_limits {
+    int64_t max_nodes;
+    int64_t max_tensor_bytes;
+} gx_wire_limits;
+
+/* Check that buf holds exactly one well-formed msgpack object whose
+ * container counts fit in the remaining bytes and whose depth is at most
+ * max_depth. GX_OK or GX_EPROTO with a message. Allocates nothing. */
+int gx_wire_check(const void *buf, size_t len, int max_depth, char *err, size_t errlen);
+/* gx_wire_check, then unpack into *out (msgpack_unpacked_init'ed by the
+ * caller, destroyed by the caller with msgpack_unpacked_destroy). */
+int gx_wire_unpack(const void *buf, size_t len, msgpack_unpacked *out, char *err,
+                   size_t errlen);
+
+/* ---- reading msgpack maps ---- */
+
+/* Value of key in map o, or NULL (also when o is not a map). */
+const msgpack_object *gx_mp_find(const msgpack_object *o, const char *key);
+/* A string value as a new NUL-terminated copy (caller frees). Rejects
+ * non-strings, embedded NULs and strings over GX_WIRE_MAX_NAME bytes. */
+int gx_mp_strdup(const msgpack_object *o, const char *what, char **out, char *err,
+                 size_t errlen);
+/* Integer value (positive or negative msgpack int) within [lo, hi]. */
+int gx_mp_int(const msgpack_object *o, const char *what, int64_t lo, int64_t hi,
+              int64_t *out, char *err, size_t errlen);
+/* Compare a msgpack string with a C string. */
+bool gx_mp_streq(const msgpack_object *o, const char *s);
+
+/* ---- packing ---- */
+
+void gx_mp_pack_str(msgpack_packer *pk, const char *s);
+/* Tensor descriptor {name, dtype, shape}; data travels separately. */
+void gx_wire_pack_tensor_desc(msgpack_packer *pk, const char *name, gx_dtype dt, int ndim,
+                              const int64_t *shape);
+/* Decode a descriptor; *name is a new string (caller frees), *nbytes the
+ * data size it implies (checked against max_bytes). */
+int gx_wire_unpack_tensor_desc(const msgpack_object *o, const char *what, int64_t max_bytes,
+                               char **name, gx_dtype *dt, int *ndim, int64_t *shape,
+                               size_t *nbytes, char *err, size_t errlen);
+
+/* The canonical encoding of g: fixed key order, attributes sorted by name,
+ * floats as float64. Equal graphs encode to equal bytes. */
+void gx_wire_pack_graph(msgpack_packer *pk, const gx_graph *g);
+/* Decode a graph; *out is new (caller owns). GX_EPROTO / GX_ELIMIT /
+ * GX_EDTYPE / GX_ESHAPE with a message naming the field on failure. */
+int gx_wire_unpack_graph(const msgpack_object *o, const gx_wire_limits *lim, gx_graph **out,
+                         char *err, size_t errlen);
+/* SHA-256 of the canonical encoding, in hex. */
+void gx_wire_graph_id(const gx_graph *g, gx_graph_id *id);
+
+#endif

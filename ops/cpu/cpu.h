@@ -1,0 +1,69 @@
+/*
+ * Inside the CPU backend: the kernel declarations that ops/cpu/kernels.c
+ * lists, how a kernel finds its share of the work, and the one strided
+ * iterator that broadcasting and transposing kernels walk.
+ *
+ *     int64_t lo, hi;
+ *     gx_cpu_share(k, y->numel, GX_CPU_LINE, &lo, &hi);   // my elements
+ *     gx_nditer it;
+ *     gx_nditer_init(&it, y->ndim, y->shape, 2, strides); // broadcast strides
+ *     gx_nditer_seek(&it, lo, hi);
+ *     gx_nditer_run r;
+ *     while (gx_nditer_next(&it, &r))
+ *         row(r.n, y + r.y, a + r.off[0], b + r.off[1]);  // inner stride it.step[i]
+ */
+#ifndef GX_OPS_CPU_H
+#define GX_OPS_CPU_H
+
+#include "ops/schema.h"
+
+/* gx_cpu_ADD ... gx_cpu_IDENTITY, one per op, in ops/cpu/<family>.c. */
+#define GX_CPU_KERNEL_DECL(e, name) void gx_cpu_##e(const gx_kargs *k);
+GX_OP_LIST(GX_CPU_KERNEL_DECL)
+#undef GX_CPU_KERNEL_DECL
+
+/* Floats in a 64-byte cache line: element shares are multiples of this so
+ * that two threads never write the same line. */
+#define GX_CPU_LINE 16
+
+/* Share ith of nth of n work units: [*lo, *hi), balanced, boundaries on
+ * multiples of align (except the end, n); shares of all ith tile [0, n). */
+void gx_cpu_share(const gx_kargs *k, int64_t n, int64_t align, int64_t *lo, int64_t *hi);
+
+/* Element strides of a contiguous tensor of shape in[0..nin) seen from an
+ * output of rank nout >= nin it broadcasts to (dims aligned from the right):
+ * strides[0..nout) is 0 where the input's dim is 1 or missing. */
+void gx_bcast_strides(int nout, int nin, const int64_t *in, int64_t *strides);
+
+#define GX_NDITER_MAX_IN 2
+
+/* Walks a contiguous output of some shape in runs along its innermost dim,
+ * tracking where each input (given by element strides per output dim) is.
+ * Output dims of size 1 are dropped and dims contiguous in every operand
+ * are merged, so same-shape and scalar-broadcast operands become one run. */
+typedef struct gx_nditer {
+    int ndim, n_in;
+    int64_t shape[GX_MAX_DIMS];
+    int64_t stride[GX_NDITER_MAX_IN][GX_MAX_DIMS];
+    int64_t step[GX_NDITER_MAX_IN]; /* stride of each input along a run */
+    int64_t pos, end;
+    int64_t idx[GX_MAX_DIMS];
+    int64_t off[GX_NDITER_MAX_IN];
+} gx_nditer;
+
+/* One run: n output elements from element y, input i from element off[i]
+ * advancing by the iterator's step[i]. */
+typedef struct gx_nditer_run {
+    int64_t y, n;
+    int64_t off[GX_NDITER_MAX_IN];
+} gx_nditer_run;
+
+/* strides[i] points at ndim strides of input i (n_in <= GX_NDITER_MAX_IN). */
+void gx_nditer_init(gx_nditer *it, int ndim, const int64_t *shape, int n_in,
+                    const int64_t *const *strides);
+/* Restricts the walk to output elements [lo, hi). */
+void gx_nditer_seek(gx_nditer *it, int64_t lo, int64_t hi);
+/* The next run, or false when [lo, hi) is done. */
+bool gx_nditer_next(gx_nditer *it, gx_nditer_run *r);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * Softmax on the CPU (opset 13: along one axis), numerically stable: the
+ * maximum along the axis is subtracted before exp. The tensor is viewed as
+ * [outer, n, inner] with n the axis; a thread's share is a range of outer
+ * rows when inner == 1, else a range of the outer * inner columns.
+ */
+#include "ops/cpu/cpu.h"
+#include "ops/cpu/vmath.h"
+
+/* Columns handled together in the strided case: two stack rows of floats. */
+#define S_COLS 256
+
+/* One contiguous row of n > 0 elements. */
+static void s_softmax_row(int64_t n, float *restrict y, const float *restrict x)
+{
+    float mx = x[0];
+    for (int64_t i = 1; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = gx_v_expf(x[i] - mx);
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += y[i];
+    const float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++)
+        y[i] *= inv;
+}
+
+/* w <= S_COLS neighbouring columns of n > 0 elements each, element j of
+ * column c at [j * inner + c]. Every loop runs along the columns, so it is
+ * contiguous and vectorises. */
+static void s_softmax_cols(int64_t n, int64_t inner, int64_t w, float *restrict y,
+                           const float *restrict x)
+{
+    float mx[S_COLS], sum[S_COLS];
+    for (int64_t c = 0; c < w; c++) {
+        mx[c] = x[c];
+        sum[c] = 0.0f;
+    }
+    for (int64_t j = 1; j < n; j++) {
+        const float *xr = x + j * inner;
+        for (int64_t c = 0; c < w; c++)
+            mx[c] = xr[c] > mx[c] ? xr[c] : mx[c];
+    }
+    for (int64_t j = 0; j < n; j++) {
+        const float *xr = x + j * inner;
+        float *yr = y + j * inner;
+        for (int64_t c = 0; c < w; c++) {
+            const float e = gx_v_expf(xr[c] - mx[c]);
+            yr[c] = e;
+            sum[c] += e;
+        }
+    }
+    for (int64_t c = 0; c < w; c++)
+        sum[c] = 1.0f / sum[c];
+    for (int64_t j = 0; j < n; j++) {
+        float *yr = y + j * inner;
+        for (int64_t c = 0; c < w; c++)
+            yr[c] *= sum[c];
+    }
+}
+
+void gx_cpu_SOFTMAX(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    int axis = x->ndim - 1;
+    gx_axis_norm(k->attr[GX_SOFTMAX_AXIS].i, x->ndim, &axis);
+    const int64_t outer = gx_shape_numel(axis, x->shape, INT64_MAX);
+    const int64_t n = x->shape[axis];
+    const int64_t inner = gx_shape_numel(x->ndim - axis - 1, x->shape + axis + 1, INT64_MAX);
+    const float *px = x->data;
+    float *py = y->data;
+    int64_t lo, hi;
+    if (y->numel == 0)
+        return;
+    if (inner == 1) {
+        gx_cpu_share(k, outer, 1, &lo, &hi);
+        for (int64_t o = lo; o < hi; o++)
+            s_softmax_row(n, py + o * n, px + o * n);
+        return;
+    }
+    gx_cpu_share(k, outer * inner, GX_CPU_LINE, &lo, &hi);
+    for (int64_t u = lo; u < hi;) {
+        int64_t o = u / inner, c0 = u % inner;
+        int64_t c1 = inner - c0 < hi - u ? inner : c0 + (hi - u);
+        for (int64_t c = c0; c < c1; c += S_COLS) {
+            int64_t w = c1 - c < S_COLS ? c1 - c : S_COLS;
+            int64_t off = o * n * inner + c;
+            s_softmax_cols(n, inner, w, py + off, px + off);
+        }
+        u += c1 - c0;
+    }
+}

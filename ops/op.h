@@ -1,0 +1,157 @@
+/*
+ * The op library: one list of ops, a schema per op (arity, attributes with
+ * defaults, shape/dtype inference, cost estimate, flags) and kernels per
+ * device. Adding an op:
+ *   1. add a row to GX_OP_LIST below;
+ *   2. write its schema in ops/schema_*.c and list it in ops/schema.c;
+ *   3. write its CPU kernel in ops/cpu/ and list it in ops/cpu/kernels.c;
+ *   4. add conformance cases to tests/check_ops.c.
+ * The compiler refuses a switch over gx_op that misses one (-Wswitch-enum),
+ * and the tables are static_assert'ed to have GX_OP_COUNT rows.
+ *
+ * Semantics, names and attributes follow the ONNX operator specification
+ * (opset 13+), numpy-style broadcasting included.
+ */
+#ifndef GX_OPS_OP_H
+#define GX_OPS_OP_H
+
+#include "libclient/internal.h"
+
+/* X(enum suffix, ONNX op name) */
+#define GX_OP_LIST(X)                                                         \
+    X(ADD, "Add")                                                             \
+    X(SUB, "Sub")                                                             \
+    X(MUL, "Mul")                                                             \
+    X(DIV, "Div")                                                             \
+    X(RELU, "Relu")                                                           \
+    X(SIGMOID, "Sigmoid")                                                     \
+    X(TANH, "Tanh")                                                           \
+    X(EXP, "Exp")                                                             \
+    X(MATMUL, "MatMul")                                                       \
+    X(GEMM, "Gemm")                                                           \
+    X(SOFTMAX, "Softmax")                                                     \
+    X(RESHAPE, "Reshape")                                                     \
+    X(TRANSPOSE, "Transpose")                                                 \
+    X(CONCAT, "Concat")                                                       \
+    X(IDENTITY, "Identity")
+
+typedef enum gx_op {
+#define GX_OP_ENUM(e, name) GX_OP_##e,
+    GX_OP_LIST(GX_OP_ENUM)
+#undef GX_OP_ENUM
+    GX_OP_COUNT
+} gx_op;
+
+/* ONNX name of op; static storage. */
+const char *gx_op_name(gx_op op);
+/* Find an op by ONNX name (case-sensitive). GX_OK or GX_EOP. */
+int gx_op_lookup(const char *name, gx_op *op);
+
+#define GX_MAX_ATTRS 16
+#define GX_MAX_OP_INPUTS 64
+
+/* A tensor as inference and kernels see it. During inference data is
+ * non-NULL only for constants; in kernels it points into the job's arena
+ * (or at a constant) and is GX_ALIGN-aligned. */
+typedef struct gx_view {
+    gx_dtype dtype;
+    int ndim;
+    int64_t shape[GX_MAX_DIMS];
+    int64_t numel;
+    void *data;
+} gx_view;
+
+/* One attribute a schema accepts. Defaults: def_i for INT, def_f for FLOAT,
+ * def_s for STRING; INTS/FLOATS/TENSOR default to empty (n == 0 / NULL). */
+typedef struct gx_attr_spec {
+    const char *name;
+    gx_attr_type type;
+    bool required;
+    int64_t def_i;
+    double def_f;
+    const char *def_s;
+} gx_attr_spec;
+
+/* An attribute resolved against its spec: the graph's value or the default.
+ * Pointers borrow from the graph node (or the spec), which outlives the plan. */
+typedef struct gx_attrval {
+    bool set; /* given in the graph */
+    int64_t i;
+    double f;
+    const char *s;
+    const int64_t *ints;
+    const double *floats;
+    size_t n;
+    const gx_tensor *t;
+} gx_attrval;
+
+/* Schema flags */
+#define GX_OPF_ELEMENTWISE (1u << 0)   /* out[i] depends on in[i] only (after broadcast) */
+#define GX_OPF_BATCH_COUPLED (1u << 1) /* mixes samples of a batch (seed 002 sync op) */
+#define GX_OPF_SHAPE_ONLY (1u << 2)    /* moves bytes; any dtype */
+
+/* Everything shape inference sees for one node. in[i].data is non-NULL for
+ * constant inputs (e.g. Reshape's shape). An omitted optional input has
+ * ndim == -1. infer fills out[i].dtype, ndim and shape. */
+typedef struct gx_infer {
+    const gx_attrval *attr; /* indexed like the schema's attrs */
+    int n_in;
+    const gx_view *in;
+    int n_out;
+    gx_view *out;
+    char *err; /* message on failure, without the node name (caller adds it) */
+    size_t errlen;
+} gx_infer;
+
+/* Estimated work of one node, from its inferred shapes. */
+typedef struct gx_cost {
+    double flops;
+    double bytes; /* bytes read + written */
+} gx_cost;
+
+typedef struct gx_op_schema {
+    int min_in, max_in;
+    int min_out, max_out;
+    const gx_attr_spec *attrs;
+    int n_attrs;
+    unsigned flags;
+    /* Check attribute values and input dtypes/shapes, set output dtypes and
+     * shapes. Returns GX_OK, or GX_ESHAPE / GX_EDTYPE / GX_EATTR /
+     * GX_EUNSUPPORTED with a message in ic->err. */
+    int (*infer)(gx_infer *ic);
+    /* Cost estimate; called after a successful infer with outputs filled. */
+    gx_cost (*cost)(const gx_infer *ic);
+} gx_op_schema;
+
+/* Schema of op; never NULL for op < GX_OP_COUNT. Static storage. */
+const gx_op_schema *gx_op_schema_get(gx_op op);
+
+/* Resolve a node's attributes against the op's schema into out[n_attrs]:
+ * unknown names, wrong types (an INT is accepted where a FLOAT is expected)
+ * and missing required attributes are GX_EATTR with a message. */
+int gx_op_resolve_attrs(gx_op op, const gx_node *node, gx_attrval *out, char *err,
+                        size_t errlen);
+
+/* Arguments of one kernel call. The kernel computes the share ith of nth
+ * (0 <= ith < nth) of the node's work; with nth == 1 it does all of it.
+ * Kernels never allocate and never fail: everything that could fail was
+ * checked by infer. Outputs never overlap inputs. */
+typedef struct gx_kargs {
+    const gx_attrval *attr;
+    int n_in;
+    const gx_view *in;
+    int n_out;
+    const gx_view *out;
+    int ith, nth;
+} gx_kargs;
+
+typedef void (*gx_kernel_fn)(const gx_kargs *k);
+
+/* CPU kernel of op; never NULL for op < GX_OP_COUNT. */
+gx_kernel_fn gx_cpu_kernel(gx_op op);
+
+/* numpy broadcasting of two shapes into out; false if incompatible. */
+bool gx_broadcast_shape(int na, const int64_t *a, int nb, const int64_t *b, int *nout,
+                        int64_t *out);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * Inside the op library: the per-op schema objects that ops/schema.c lists,
+ * the attribute positions shared by schemas and kernels, and the helpers that
+ * every infer function uses. Not installed; include ops/op.h elsewhere.
+ */
+#ifndef GX_OPS_SCHEMA_H
+#define GX_OPS_SCHEMA_H
+
+#include "ops/op.h"
+
+/* One schema object per op, gx_schema_ADD ... gx_schema_IDENTITY, defined in
+ * ops/schema_*.c. ops/schema.c builds its table from GX_OP_LIST, so an op
+ * without a schema is a link error. */
+#define GX_SCHEMA_DECL(e, name) extern const gx_op_schema gx_schema_##e;
+GX_OP_LIST(GX_SCHEMA_DECL)
+#undef GX_SCHEMA_DECL
+
+/* Attribute positions in gx_infer.attr / gx_kargs.attr. The schemas' spec
+ * arrays are built with these as designated indices, so they cannot drift. */
+enum { GX_GEMM_ALPHA, GX_GEMM_BETA, GX_GEMM_TRANSA, GX_GEMM_TRANSB, GX_GEMM_NATTRS };
+enum { GX_SOFTMAX_AXIS, GX_SOFTMAX_NATTRS };
+enum { GX_RESHAPE_ALLOWZERO, GX_RESHAPE_NATTRS };
+enum { GX_TRANSPOSE_PERM, GX_TRANSPOSE_NATTRS };
+enum { GX_CONCAT_AXIS, GX_CONCAT_NATTRS };
+
+/* Longest text gx_shape_str writes for GX_MAX_DIMS dims. */
+#define GX_SHAPE_STRLEN (GX_MAX_DIMS * 21 + 3)
+
+/* printf into ic->err; returns status. */
+int gx_infer_errf(gx_infer *ic, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* GX_OK when input i is present and float32; else GX_ESHAPE (missing) or
+ * GX_EDTYPE "<op>: <dtype> not supported (float32 only)". */
+int gx_infer_need_f32(gx_infer *ic, const char *op, int i);
+/* GX_OK when input i is present (any dtype); else GX_ESHAPE. */
+int gx_infer_need(gx_infer *ic, const char *op, int i);
+/* Sets an output's dtype, shape and numel. */
+void gx_view_set(gx_view *v, gx_dtype dt, int ndim, const int64_t *shape);
+/* Elements of a view computed from its shape (0 for an omitted one). */
+int64_t gx_view_numel(const gx_view *v);
+/* Bytes of a view computed from its shape and dtype (0 for an omitted one). */
+double gx_view_bytes(const gx_view *v);
+/* Bytes of all present inputs and outputs: the bytes term of most costs. */
+double gx_infer_io_bytes(const gx_infer *ic);
+/* Normalises axis (negative counts from the end) into [0, rank); false if
+ * it is out of range. */
+bool gx_axis_norm(int64_t axis, int rank, int *out);
+
+#endif

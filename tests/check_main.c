@@ -1,0 +1,26 @@
+/*
+ * The one Check runner: every module's suite is listed here.
+ * Run a single suite with CK_RUN_SUITE=wire, a single case with CK_RUN_CASE.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tests/testutil.h"
+
+int main(void)
+{
+    Suite *(*const suites[])(void) = {
+        status_suite, wire_suite,   npy_suite,  yaml_suite,    ops_suite, memplan_suite,
+        queue_suite,  config_suite, topo_suite, e2e_suite, hostile_suite,
+    };
+    SRunner *sr = srunner_create(NULL);
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
+        srunner_add_suite(sr, suites[i]());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    int run = srunner_ntests_run(sr);
+    srunner_free(sr);
+    printf("%d passed, %d failed\n", run - failed, failed);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

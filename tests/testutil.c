@@ -1,0 +1,123 @@
+/* Shared test helpers (see testutil.h). */
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gexec/gexec.h>
+
+#include "tests/testutil.h"
+
+bool gxt_allclose(const float *a, const float *b, size_t n, float rtol, float atol)
+{
+    for (size_t i = 0; i < n; i++) {
+        bool same_nan = isnan(a[i]) && isnan(b[i]);
+        if (!same_nan && !(fabsf(a[i] - b[i]) <= atol + rtol * fabsf(b[i]))) {
+            fprintf(stderr, "allclose: element %zu: got %.9g, want %.9g\n", i, (double)a[i],
+                    (double)b[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+const char *gxt_srcpath(const char *rel)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s", GX_TEST_SRCDIR, rel);
+    return buf;
+}
+
+char *gxt_tmpdir(void)
+{
+    char tmpl[] = "/tmp/gexec-test-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    ck_assert_msg(d != NULL, "mkdtemp: %s", strerror(errno));
+    return strdup(d);
+}
+
+static int s_rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+void gxt_rmtree(const char *dir)
+{
+    if (dir)
+        nftw(dir, s_rm, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void gxt_daemon_start(gxt_daemon *d, const char *const *extra_args)
+{
+    memset(d, 0, sizeof *d);
+    d->dir = gxt_tmpdir();
+    snprintf(d->endpoint, sizeof d->endpoint, "ipc://%s/gexecd.sock", d->dir);
+    const char *bin = getenv("GEXECD");
+    char path[4096];
+    if (!bin) {
+        snprintf(path, sizeof path, "%s/daemon/gexecd", GX_TEST_BUILDDIR);
+        bin = path;
+    }
+    const char *argv[64] = {bin, "--foreground", "--socket", d->endpoint, "--log-level",
+                            getenv("GXT_LOG_LEVEL") ? getenv("GXT_LOG_LEVEL") : "warn"};
+    int argc = 6;
+    for (int i = 0; extra_args && extra_args[i] && argc < 62; i++)
+        argv[argc++] = extra_args[i];
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execv(bin, (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    d->pid = pid;
+    char err[256];
+    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "client: %s", err);
+    gx_client_set_timeout(c, 200);
+    int rc = GX_ECONNECT;
+    for (int i = 0; i < 150 && rc != GX_OK; i++) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            d->pid = 0;
+            ck_abort_msg("gexecd exited during start (status %d)", st);
+        }
+        rc = gx_client_ping(c);
+    }
+    gx_client_destroy(&c);
+    ck_assert_msg(rc == GX_OK, "gexecd did not answer PING: %s", gx_strerror(rc));
+}
+
+int gxt_daemon_stop(gxt_daemon *d)
+{
+    int result = -1;
+    if (d->pid > 0) {
+        kill(d->pid, SIGTERM);
+        int st = 0;
+        for (int i = 0; i < 300; i++) {
+            if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+                result = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+                d->pid = 0;
+                break;
+            }
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (d->pid > 0) {
+            kill(d->pid, SIGKILL);
+            waitpid(d->pid, &st, 0);
+            d->pid = 0;
+        }
+    }
+    gxt_rmtree(d->dir);
+    free(d->dir);
+    d->dir = NULL;
+    return result;
+}

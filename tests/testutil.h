@@ -1,0 +1,49 @@
+/*
+ * Shared test helpers: the suite list, float comparison, and a real gexecd
+ * started on a temporary socket for end-to-end tests.
+ */
+#ifndef GX_TESTUTIL_H
+#define GX_TESTUTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+Suite *status_suite(void);
+Suite *wire_suite(void);
+Suite *npy_suite(void);
+Suite *yaml_suite(void);
+Suite *ops_suite(void);
+Suite *memplan_suite(void);
+Suite *queue_suite(void);
+Suite *config_suite(void);
+Suite *topo_suite(void);
+Suite *e2e_suite(void);
+Suite *hostile_suite(void);
+
+/* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
+ * mismatch to stderr. */
+bool gxt_allclose(const float *a, const float *b, size_t n, float rtol, float atol);
+
+/* Path of a file in the source tree (tests/data/..., examples/...); static
+ * buffer, valid until the next call. */
+const char *gxt_srcpath(const char *rel);
+/* A fresh temporary directory (mkdtemp); caller removes it with gxt_rmtree. */
+char *gxt_tmpdir(void);
+void gxt_rmtree(const char *dir);
+
+/* A gexecd child process on ipc://<tmpdir>/gexecd.sock. */
+typedef struct gxt_daemon {
+    pid_t pid;
+    char *dir;
+    char endpoint[512];
+} gxt_daemon;
+
+/* Start the built gexecd with extra arguments (NULL-terminated, may be NULL)
+ * and wait until it answers PING. Fails the test on error. */
+void gxt_daemon_start(gxt_daemon *d, const char *const *extra_args);
+/* SIGTERM, wait for exit; returns the exit status (or -1 if killed). */
+int gxt_daemon_stop(gxt_daemon *d);
+
+#endif
