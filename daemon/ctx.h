@@ -39,7 +39,7 @@ typedef struct gxd_ctx {
 
     void *zctx, *router;
     char endpoint[512];
-    int signal_fd; /* SIGTERM/SIGINT/SIGHUP */
+    int signal_fd; /* read end of the signal pipe (SIGTERM/SIGINT/SIGHUP) */
     int done_fd;   /* eventfd: workers finished jobs */
     pthread_mutex_t done_mu;
     gxd_job *done_head, *done_tail;

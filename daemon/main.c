@@ -35,23 +35,25 @@ static void s_usage(FILE *out)
 }
 
 /*
- * Debian's OpenBLAS (0.3.21) does not recognise recent AVX-512 CPUs and falls
- * back to SSE3 kernels, about 5x slower. Its core type is chosen when the
- * library loads, before main, from OPENBLAS_CORETYPE; so when the CPU has
- * AVX-512 and nobody chose a core type, set it and re-execute once.
+ * OpenBLAS reads its settings when the library loads, before main:
+ * - OPENBLAS_NUM_THREADS: gexecd's workers own the cores, so BLAS must not
+ *   start a thread pool of its own (oversubscription);
+ * - OPENBLAS_CORETYPE: Debian's OpenBLAS 0.3.21 does not recognise recent
+ *   AVX-512 CPUs and falls back to SSE3 kernels, about 5x slower.
+ * So set what the user did not, and re-execute once.
  */
-static void s_select_blas_core(char **argv)
+static void s_configure_blas(char **argv)
 {
-    if (getenv("OPENBLAS_CORETYPE") || getenv("GEXECD_NO_BLAS_REEXEC"))
+    if (getenv("GEXECD_BLAS_CONFIGURED"))
         return;
+    setenv("GEXECD_BLAS_CONFIGURED", "1", 1);
+    setenv("OPENBLAS_NUM_THREADS", "1", 0);
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
-        return;
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-    setenv("GEXECD_NO_BLAS_REEXEC", "1", 1);
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
     execv("/proc/self/exe", argv);
-    /* could not re-execute: go on with the default kernels */
+    /* could not re-execute: go on with the library's defaults */
 }
 
 static void s_probe_cuda(gxd_ctx *ctx)
@@ -121,7 +123,7 @@ int main(int argc, char **argv)
         {"print-config", no_argument, NULL, OPT_PRINT}, {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
-    s_select_blas_core(argv);
+    s_configure_blas(argv);
 
     static gxd_ctx ctx; /* large; zeroed */
     const char *config_path = NULL;

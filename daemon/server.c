@@ -2,12 +2,12 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -541,6 +541,38 @@ static void s_on_request(gxd_ctx *ctx)
 
 /* ---- lifetime ---- */
 
+/* Signals may land on any thread (libraries start threads of their own
+ * before main), so the handler only writes the signal number to a pipe the
+ * I/O thread polls. The pipe is the one piece of process-wide state: signal
+ * dispositions are process-wide too. */
+static int s_signal_pipe[2] = {-1, -1};
+
+static void s_on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t n = write(s_signal_pipe[1], &b, 1);
+    (void)n;
+    errno = saved;
+}
+
+static int s_install_signals(gxd_ctx *ctx, char *err, size_t errlen)
+{
+    if (s_signal_pipe[0] < 0 && pipe2(s_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return gx_errf(err, errlen, GX_EINTERNAL, "pipe: %s", strerror(errno));
+    ctx->signal_fd = s_signal_pipe[0];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return GX_OK;
+}
+
 /* For ipc:// endpoints: create the socket's directory, and refuse to steal
  * the socket of a daemon that is still answering there. */
 static int s_prepare_ipc(gxd_ctx *ctx, const char *ep, char *err, size_t errlen)
@@ -595,18 +627,10 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
                              (size_t)ctx->cfg.queue_max_bytes)) < 0)
         return gx_errf(err, errlen, rc, "cannot create the job queue");
 
-    /* Signals arrive through a signalfd polled by the I/O thread; block them
-     * before any thread starts so every thread inherits the mask. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    if ((ctx->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
-        (ctx->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
-        return gx_errf(err, errlen, GX_EINTERNAL, "signalfd/eventfd: %s", strerror(errno));
+    if ((rc = s_install_signals(ctx, err, errlen)) < 0)
+        return rc;
+    if ((ctx->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        return gx_errf(err, errlen, GX_EINTERNAL, "eventfd: %s", strerror(errno));
 
     if ((rc = gxd_topo_new(ctx->cfg.cpus, &ctx->topo, err, errlen)) < 0)
         return rc;
@@ -650,14 +674,14 @@ static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
     if (items[1].revents & ZMQ_POLLIN)
         s_flush_done(ctx);
     if (items[2].revents & ZMQ_POLLIN) {
-        struct signalfd_siginfo si;
-        while (read(ctx->signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
-            if (si.ssi_signo == SIGHUP) {
+        unsigned char sig;
+        while (read(ctx->signal_fd, &sig, 1) == 1) {
+            if (sig == SIGHUP) {
                 GXD_LOG(&ctx->log, GXD_LOG_INFO, "SIGHUP ignored (restart to apply a new config)");
                 continue;
             }
             if (!ctx->stopping)
-                GXD_LOG(&ctx->log, GXD_LOG_INFO, "signal %u: shutting down", si.ssi_signo);
+                GXD_LOG(&ctx->log, GXD_LOG_INFO, "%s: shutting down", strsignal(sig));
             ctx->stopping = true;
         }
     }
@@ -721,8 +745,6 @@ void gxd_server_fini(gxd_ctx *ctx)
     gxd_models_fini(&ctx->models);
     gxd_queue_fini(&ctx->queue);
     gxd_topo_destroy(&ctx->topo);
-    if (ctx->signal_fd >= 0)
-        close(ctx->signal_fd);
     if (ctx->done_fd >= 0)
         close(ctx->done_fd);
     ctx->signal_fd = ctx->done_fd = -1;

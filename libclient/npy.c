@@ -31,6 +31,13 @@
 /* Non-regular files (pipes) are read whole; refuse more than this. */
 #define S_MAX_STREAM ((size_t)1 << 34)
 
+/* numpy's descr of each dtype (NULL: numpy has none). */
+static const char *const s_descrs[GX_DTYPE_COUNT] = {
+#define S_DESCR(e, name, size, descr) descr,
+    GX_DTYPE_LIST(S_DESCR)
+#undef S_DESCR
+};
+
 /* What the header says, once checked. */
 typedef struct s_npy_header {
     gx_dtype dtype;
@@ -152,11 +159,6 @@ static int s_shape(s_lexer *lx, s_npy_header *h, const char *src, char *err, siz
 
 static int s_descr(const char *d, gx_dtype *dt, const char *src, char *err, size_t errlen)
 {
-    static const char *const descrs[GX_DTYPE_COUNT] = {
-#define S_DESCR(e, name, size, descr) descr,
-        GX_DTYPE_LIST(S_DESCR)
-#undef S_DESCR
-    };
     /* Byte order: '<' little, '|' not applicable, '=' native (little-endian
      * on every host gexec runs on), '>' and '!' big; for one-byte types the
      * order does not matter. */
@@ -164,7 +166,7 @@ static int s_descr(const char *d, gx_dtype *dt, const char *src, char *err, size
     bool big = order == '>' || order == '!';
     if (big || order == '<' || order == '|' || order == '=') {
         for (int i = 0; i < GX_DTYPE_COUNT; i++) {
-            if (!descrs[i] || strcmp(descrs[i] + 1, d + 1) != 0)
+            if (!s_descrs[i] || strcmp(s_descrs[i] + 1, d + 1) != 0)
                 continue;
             if (big && gx_dtype_size((gx_dtype)i) > 1)
                 return gx_errf(err, errlen, GX_EDTYPE,
@@ -526,19 +528,14 @@ static size_t s_format_header(const gx_tensor *t, const char *descr, char *buf, 
 
 GX_EXPORT int gx_npy_save(const char *path, const gx_tensor *t, char *err, size_t errlen)
 {
-    static const char *const descrs[GX_DTYPE_COUNT] = {
-#define S_DESCR(e, name, size, descr) descr,
-        GX_DTYPE_LIST(S_DESCR)
-#undef S_DESCR
-    };
     if (!path || !t)
         return gx_errf(err, errlen, GX_EINVAL, "gx_npy_save: no %s", path ? "tensor" : "path");
-    if ((unsigned)t->dtype >= GX_DTYPE_COUNT || !descrs[t->dtype])
+    if ((unsigned)t->dtype >= GX_DTYPE_COUNT || !s_descrs[t->dtype])
         return gx_errf(err, errlen, GX_EDTYPE, "%s: numpy has no dtype %s", path,
                        gx_dtype_name(t->dtype) ? gx_dtype_name(t->dtype) : "(invalid)");
 
     char hdr[512];
-    size_t hn = s_format_header(t, descrs[t->dtype], hdr, sizeof hdr);
+    size_t hn = s_format_header(t, s_descrs[t->dtype], hdr, sizeof hdr);
     if (hn == 0)
         return gx_errf(err, errlen, GX_EINTERNAL, "%s: npy header does not fit", path);
 

@@ -136,11 +136,27 @@ static void s_print_tensor(const char *name, const gx_tensor *t)
     printf("\n");
 }
 
+/* mkdir -p */
+static int s_mkdirs(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 static int s_write_outputs(const opts *o, gx_result *r)
 {
     if (!o->outdir)
         return 0;
-    if (mkdir(o->outdir, 0755) != 0 && errno != EEXIST)
+    if (s_mkdirs(o->outdir) != 0)
         return s_die("cannot create %s: %s", o->outdir, strerror(errno));
     for (size_t i = 0; i < gx_result_output_count(r); i++) {
         char path[4096], err[512], name[256];
@@ -199,9 +215,10 @@ static int s_cmd_run(const opts *o)
         int rc = gx_client_run(c, rq, &r);
         lat[k] = s_now_us() - t0;
         if (rc < 0) {
-            s_die("%s", r ? gx_result_message(r) : gx_client_last_error(c));
             if (r)
-                fprintf(stderr, "gexec-submit: status %s\n", gx_status_name(rc));
+                s_die("%s: %s", gx_status_name(rc), gx_result_message(r));
+            else
+                s_die("%s", gx_client_last_error(c));
             goto out;
         }
         compute_sum += gx_result_info(r)->compute_us;

@@ -2,20 +2,26 @@
  * YAML graph files (docs/graph-format.md) into a gx_graph, through the public
  * graph builder.
  *
- * libyaml's document API loads the whole file into a node tree; this file
- * walks the tree against a fixed schema (top level -> section lists -> entry
- * maps -> small lists), so recursion depth is bounded by the schema, never by
- * the input. Every error is "source:line:column: path: reason", the position
- * being libyaml's 1-based mark of the offending node and the path naming the
- * entry ("nodes[2].attrs.alpha").
+ * Two steps:
+ *  1. libyaml's event parser feeds a compact tree (s_tree): 20 bytes a node
+ *     plus its text, about five times the file's size in all, where
+ *     libyaml's own document API costs some 170 bytes a scalar. Nesting is
+ *     capped at S_MAX_DEPTH, which also keeps libyaml's scanner linear (its
+ *     cost per token grows with the flow nesting level).
+ *  2. A walk of the tree against the fixed schema (top level -> section
+ *     lists -> entry maps -> small lists) calls the graph builder. Recursion
+ *     depth is bounded by the schema, never by the input.
  *
- * Aliases (*x) are allowed, but each node fetch counts against a budget
- * proportional to the document size, so a file cannot make the walk
- * quadratic by aliasing a large list many times.
+ * Every error is "source:line:column: path: reason", the position being the
+ * 1-based mark of the offending node and the path naming the entry
+ * ("nodes[2].attrs.alpha"). Aliases (*x) are allowed, but each node fetch
+ * counts against a budget proportional to the document size, so a file
+ * cannot make the walk quadratic by aliasing a large list many times.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <float.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,17 +33,68 @@
 #include "libclient/internal.h"
 
 #define S_MAX_FILE ((size_t)1 << 30)
+/* The schema nests 6 deep (top, nodes, node, attrs, tensor, data). */
+#define S_MAX_DEPTH 32
 /* Far above any op's attribute count; bounds the duplicate check. */
 #define S_MAX_ATTRS 256
 
+/* ---- the tree ----------------------------------------------------------- */
+
+typedef enum s_type {
+    S_SCALAR,
+    S_SEQ,
+    S_MAP,
+} s_type;
+
+typedef struct s_node {
+    uint32_t line, col; /* 1-based */
+    uint32_t n;         /* scalar: length in bytes; list: items; map: pairs */
+    uint32_t off;       /* scalar: offset in text; list, map: offset in kids
+                         * (a map's kids are key, value, key, value...) */
+    uint8_t type;       /* s_type */
+    bool quoted;        /* a scalar written quoted or as a block */
+} s_node;
+
+/* An anchor in the open-addressing table: text offset of its name, node. */
+typedef struct s_anchor {
+    uint32_t name;
+    uint32_t node;
+    bool used;
+} s_anchor;
+
+/* A collection being read: its node, where its kids start on the pending
+ * stack, and its anchor (text offset, or UINT32_MAX). */
+typedef struct s_open {
+    uint32_t node;
+    size_t first;
+    uint32_t anchor;
+} s_open;
+
+typedef struct s_tree {
+    s_node *nodes;
+    size_t n_nodes, cap_nodes;
+    uint32_t *kids;
+    size_t n_kids, cap_kids;
+    uint32_t *pending; /* kids of the open collections */
+    size_t n_pending, cap_pending;
+    char *text; /* scalar values and anchor names, NUL-terminated */
+    size_t n_text, cap_text;
+    s_anchor *anchors;
+    size_t n_anchors, cap_anchors; /* cap is 0 or a power of two */
+    s_open open[S_MAX_DEPTH];
+    int depth;
+    bool has_root;
+    uint32_t root;
+} s_tree;
+
 typedef struct s_ctx {
-    yaml_document_t *doc;
+    s_tree t;
     const char *src;
     const char *base_dir;
     char *err;
     size_t errlen;
-    int status;       /* the first error, once set */
-    size_t visits;    /* node fetches so far */
+    int status;    /* the first error, once set */
+    size_t visits; /* node fetches so far */
     size_t max_visits;
 } s_ctx;
 
@@ -55,25 +112,254 @@ typedef enum s_num {
     S_NUM_RANGE, /* looks like a number but is out of range */
 } s_num;
 
-/* ---- errors and node access -------------------------------------------- */
+/* ---- errors ------------------------------------------------------------- */
 
-static int s_failv(s_ctx *c, const yaml_mark_t *m, int status, const char *fmt, va_list ap)
+static int s_failv(s_ctx *c, size_t line, size_t col, int status, const char *fmt, va_list ap)
 {
     char msg[768];
     vsnprintf(msg, sizeof msg, fmt, ap);
     c->status = status;
-    return gx_errf(c->err, c->errlen, status, "%s:%zu:%zu: %s", c->src, m ? m->line + 1 : 1,
-                   m ? m->column + 1 : 1, msg);
+    return gx_errf(c->err, c->errlen, status, "%s:%zu:%zu: %s", c->src, line, col, msg);
 }
 
-__attribute__((format(printf, 4, 5))) static int s_fail(s_ctx *c, const yaml_node_t *n,
-                                                        int status, const char *fmt, ...)
+/* An error at node n (NULL: the start of the file). */
+__attribute__((format(printf, 4, 5))) static int s_fail(s_ctx *c, const s_node *n, int status,
+                                                        const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int rc = s_failv(c, n ? &n->start_mark : NULL, status, fmt, ap);
+    int rc = s_failv(c, n ? n->line : 1, n ? n->col : 1, status, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+/* An error at a libyaml mark (0-based). */
+__attribute__((format(printf, 4, 5))) static int s_fail_at(s_ctx *c, const yaml_mark_t *m,
+                                                           int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = s_failv(c, m->line + 1, m->column + 1, status, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* ---- building the tree from events -------------------------------------- */
+
+static void s_tree_fini(s_tree *t)
+{
+    free(t->nodes);
+    free(t->kids);
+    free(t->pending);
+    free(t->text);
+    free(t->anchors);
+    memset(t, 0, sizeof *t);
+}
+
+/* Copy len bytes of s into the text arena; UINT32_MAX on ENOMEM. */
+static uint32_t s_text_add(s_tree *t, const char *s, size_t len)
+{
+    if (len >= UINT32_MAX - t->n_text || !gx_grow(&t->text, &t->cap_text, t->n_text + len + 1, 1))
+        return UINT32_MAX;
+    uint32_t off = (uint32_t)t->n_text;
+    if (len)
+        memcpy(t->text + off, s, len);
+    t->text[off + len] = '\0';
+    t->n_text += len + 1;
+    return off;
+}
+
+/* An anchor name into the text arena. */
+static uint32_t s_name_add(s_tree *t, const yaml_char_t *name)
+{
+    return s_text_add(t, (const char *)name, strlen((const char *)name));
+}
+
+static size_t s_hash(const char *s)
+{
+    size_t h = 14695981039346656037u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The slot for anchor name in the table (cap > 0): its own or an empty one. */
+static s_anchor *s_anchor_slot(s_tree *t, const char *name)
+{
+    size_t mask = t->cap_anchors - 1;
+    for (size_t i = s_hash(name) & mask;; i = (i + 1) & mask) {
+        s_anchor *a = &t->anchors[i];
+        if (!a->used || strcmp(t->text + a->name, name) == 0)
+            return a;
+    }
+}
+
+/* Define (or redefine, as YAML allows) anchor at text offset name. */
+static bool s_anchor_set(s_tree *t, uint32_t name, uint32_t node)
+{
+    if ((t->n_anchors + 1) * 2 > t->cap_anchors) {
+        size_t ncap = t->cap_anchors ? t->cap_anchors * 2 : 64;
+        s_anchor *old = t->anchors, *na = calloc(ncap, sizeof *na);
+        if (!na)
+            return false;
+        size_t ocap = t->cap_anchors;
+        t->anchors = na;
+        t->cap_anchors = ncap;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].used)
+                *s_anchor_slot(t, t->text + old[i].name) = old[i];
+        free(old);
+    }
+    s_anchor *a = s_anchor_slot(t, t->text + name);
+    if (!a->used)
+        t->n_anchors++;
+    *a = (s_anchor){.name = name, .node = node, .used = true};
+    return true;
+}
+
+static bool s_anchor_get(s_tree *t, const char *name, uint32_t *node)
+{
+    if (!t->cap_anchors)
+        return false;
+    s_anchor *a = s_anchor_slot(t, name);
+    if (a->used)
+        *node = a->node;
+    return a->used;
+}
+
+/* A new node at mark m; UINT32_MAX on ENOMEM or too many nodes. */
+static uint32_t s_node_add(s_tree *t, s_type type, const yaml_mark_t *m)
+{
+    if (t->n_nodes >= UINT32_MAX - 1 ||
+        !gx_grow(&t->nodes, &t->cap_nodes, t->n_nodes + 1, sizeof *t->nodes))
+        return UINT32_MAX;
+    s_node *n = &t->nodes[t->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->type = (uint8_t)type;
+    n->line = m->line + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(m->line + 1);
+    n->col = m->column + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(m->column + 1);
+    return (uint32_t)t->n_nodes++;
+}
+
+/* A finished node: the root, or the next kid of the innermost collection. */
+static bool s_attach(s_tree *t, uint32_t node)
+{
+    if (t->depth == 0) {
+        t->root = node;
+        t->has_root = true;
+        return true;
+    }
+    if (!gx_grow(&t->pending, &t->cap_pending, t->n_pending + 1, sizeof *t->pending))
+        return false;
+    t->pending[t->n_pending++] = node;
+    return true;
+}
+
+/* Close the innermost collection: move its kids from pending to kids. */
+static bool s_close(s_tree *t)
+{
+    s_open *o = &t->open[--t->depth];
+    size_t count = t->n_pending - o->first;
+    s_node *n = &t->nodes[o->node];
+    if (t->n_kids + count >= UINT32_MAX ||
+        !gx_grow(&t->kids, &t->cap_kids, t->n_kids + count, sizeof *t->kids))
+        return false;
+    if (count)
+        memcpy(t->kids + t->n_kids, t->pending + o->first, count * sizeof *t->kids);
+    n->off = (uint32_t)t->n_kids;
+    n->n = (uint32_t)(n->type == S_MAP ? count / 2 : count);
+    t->n_kids += count;
+    t->n_pending = o->first;
+    if (o->anchor != UINT32_MAX && !s_anchor_set(t, o->anchor, o->node))
+        return false;
+    return s_attach(t, o->node);
+}
+
+/* Explicit tags are refused: "!" (non-specific) is the only one allowed. */
+static int s_check_tag(s_ctx *c, const yaml_char_t *tag, const yaml_mark_t *m)
+{
+    if (tag && strcmp((const char *)tag, "!") != 0)
+        return s_fail_at(c, m, GX_EFORMAT, "explicit YAML tags (%s) are not supported",
+                         (const char *)tag);
+    return GX_OK;
+}
+
+/* One event into the tree. *done is set at the end of the first document. */
+static int s_event(s_ctx *c, const yaml_event_t *e, bool *done)
+{
+    s_tree *t = &c->t;
+    const yaml_mark_t *m = &e->start_mark;
+    uint32_t node, text, anchor = UINT32_MAX;
+    int rc;
+
+    switch (e->type) {
+    case YAML_NO_EVENT:
+    case YAML_STREAM_START_EVENT:
+    case YAML_STREAM_END_EVENT:
+    case YAML_DOCUMENT_START_EVENT:
+        return GX_OK;
+    case YAML_DOCUMENT_END_EVENT:
+        *done = true;
+        return GX_OK;
+    case YAML_ALIAS_EVENT:
+        if (!s_anchor_get(t, (const char *)e->data.alias.anchor, &node))
+            return s_fail_at(c, m, GX_EFORMAT, "undefined alias '*%s'",
+                             (const char *)e->data.alias.anchor);
+        return s_attach(t, node) ? GX_OK : s_fail_at(c, m, GX_ENOMEM, "out of memory");
+    case YAML_SCALAR_EVENT:
+        if ((rc = s_check_tag(c, e->data.scalar.tag, m)) < 0)
+            return rc;
+        node = s_node_add(t, S_SCALAR, m);
+        text = node == UINT32_MAX ? UINT32_MAX
+                                  : s_text_add(t, (const char *)e->data.scalar.value,
+                                               e->data.scalar.length);
+        if (text == UINT32_MAX)
+            return s_fail_at(c, m, GX_ENOMEM, "out of memory");
+        t->nodes[node].off = text;
+        t->nodes[node].n = (uint32_t)e->data.scalar.length;
+        t->nodes[node].quoted = e->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+        if (e->data.scalar.anchor && ((anchor = s_name_add(t, e->data.scalar.anchor)) ==
+                                          UINT32_MAX ||
+                                      !s_anchor_set(t, anchor, node)))
+            return s_fail_at(c, m, GX_ENOMEM, "out of memory");
+        return s_attach(t, node) ? GX_OK : s_fail_at(c, m, GX_ENOMEM, "out of memory");
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT: {
+        bool seq = e->type == YAML_SEQUENCE_START_EVENT;
+        const yaml_char_t *tag = seq ? e->data.sequence_start.tag : e->data.mapping_start.tag;
+        if ((rc = s_check_tag(c, tag, m)) < 0)
+            return rc;
+        if (t->depth == S_MAX_DEPTH)
+            return s_fail_at(c, m, GX_ELIMIT, "nesting deeper than %d levels", S_MAX_DEPTH);
+        const yaml_char_t *name = seq ? e->data.sequence_start.anchor
+                                      : e->data.mapping_start.anchor;
+        if ((node = s_node_add(t, seq ? S_SEQ : S_MAP, m)) == UINT32_MAX ||
+            (name && (anchor = s_name_add(t, name)) == UINT32_MAX))
+            return s_fail_at(c, m, GX_ENOMEM, "out of memory");
+        /* the anchor is defined when the collection closes */
+        t->open[t->depth++] = (s_open){.node = node, .first = t->n_pending, .anchor = anchor};
+        return GX_OK;
+    }
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        if (t->depth == 0 || !t->nodes) /* libyaml balances its events */
+            return s_fail_at(c, m, GX_EINTERNAL, "unbalanced YAML events");
+        return s_close(t) ? GX_OK : s_fail_at(c, m, GX_ENOMEM, "out of memory");
+    }
+    return GX_OK;
+}
+
+/* ---- node access -------------------------------------------------------- */
+
+static const char *s_str(const s_ctx *c, const s_node *n)
+{
+    return c->t.text + n->off;
+}
+
+/* Item i of a list, or entry i of a map's key, value, key, value... */
+static uint32_t s_kid(const s_ctx *c, const s_node *n, size_t i)
+{
+    return c->t.kids[n->off + i];
 }
 
 /* Format an entry path ("nodes[2].attrs.alpha") for messages; truncation
@@ -87,69 +373,65 @@ __attribute__((format(printf, 3, 4))) static void s_path(char *buf, size_t len,
     va_end(ap);
 }
 
-/* Node idx of the document, or NULL with the error set (alias budget spent,
- * explicit tag). at is where to report. */
-static yaml_node_t *s_get(s_ctx *c, int idx, const yaml_node_t *at, const char *path)
+/* Node idx of the tree, or NULL with the error set when the alias budget
+ * is spent. at is where to report. */
+static const s_node *s_get(s_ctx *c, uint32_t idx, const s_node *at, const char *path)
 {
-    yaml_node_t *n = yaml_document_get_node(c->doc, idx);
-    if (!n) {
-        s_fail(c, at, GX_EFORMAT, "%s: missing value", path);
+    if (idx >= c->t.n_nodes) {
+        s_fail(c, at, GX_EINTERNAL, "%s: bad node index", path);
         return NULL;
     }
+    const s_node *n = &c->t.nodes[idx];
     if (++c->visits > c->max_visits) {
         s_fail(c, n, GX_ELIMIT, "%s: too many alias expansions", path);
-        return NULL;
-    }
-    const char *def = n->type == YAML_SCALAR_NODE     ? YAML_DEFAULT_SCALAR_TAG
-                      : n->type == YAML_SEQUENCE_NODE ? YAML_DEFAULT_SEQUENCE_TAG
-                                                      : YAML_DEFAULT_MAPPING_TAG;
-    if (n->tag && strcmp((const char *)n->tag, def) != 0) {
-        s_fail(c, n, GX_EFORMAT, "%s: explicit YAML tags (%s) are not supported", path,
-               (const char *)n->tag);
         return NULL;
     }
     return n;
 }
 
-static const char *s_kind(const yaml_node_t *n)
+static const char *s_type_name(s_type type)
 {
-    return n->type == YAML_SCALAR_NODE     ? "a scalar"
-           : n->type == YAML_SEQUENCE_NODE ? "a list"
-           : n->type == YAML_MAPPING_NODE  ? "a map"
-                                           : "nothing";
+    switch (type) {
+    case S_SCALAR: return "a scalar";
+    case S_SEQ: return "a list";
+    case S_MAP: return "a map";
+    }
+    return "nothing";
 }
 
-static bool s_is_plain(const yaml_node_t *n)
+static const char *s_kind(const s_node *n)
 {
-    return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    return s_type_name((s_type)n->type);
 }
 
-static int s_expect(s_ctx *c, const yaml_node_t *n, yaml_node_type_t type, const char *path)
+static bool s_is_plain(const s_node *n)
+{
+    return n->type == S_SCALAR && !n->quoted;
+}
+
+static int s_expect(s_ctx *c, const s_node *n, s_type type, const char *path)
 {
     if (n->type == type)
         return GX_OK;
-    return s_fail(c, n, GX_EFORMAT, "%s: expected %s, got %s", path,
-                  type == YAML_SCALAR_NODE     ? "a scalar"
-                  : type == YAML_SEQUENCE_NODE ? "a list"
-                                               : "a map",
+    return s_fail(c, n, GX_EFORMAT, "%s: expected %s, got %s", path, s_type_name(type),
                   s_kind(n));
 }
 
 /* The text of a scalar node; an error for other nodes and embedded NULs. */
-static int s_text(s_ctx *c, const yaml_node_t *n, const char *path, const char **out)
+static int s_text(s_ctx *c, const s_node *n, const char *path, const char **out)
 {
-    int rc = s_expect(c, n, YAML_SCALAR_NODE, path);
+    int rc = s_expect(c, n, S_SCALAR, path);
     if (rc < 0)
         return rc;
-    const char *s = (const char *)n->data.scalar.value;
-    if (strlen(s) != n->data.scalar.length)
+    const char *s = s_str(c, n);
+    if (strlen(s) != n->n)
         return s_fail(c, n, GX_EFORMAT, "%s: contains a NUL character", path);
     *out = s;
     return GX_OK;
 }
 
 /* A non-empty name. */
-static int s_name(s_ctx *c, const yaml_node_t *n, const char *path, const char **out)
+static int s_name(s_ctx *c, const s_node *n, const char *path, const char **out)
 {
     int rc = s_text(c, n, path, out);
     if (rc < 0)
@@ -161,44 +443,39 @@ static int s_name(s_ctx *c, const yaml_node_t *n, const char *path, const char *
 
 /* Check a map's keys: scalars, each in allowed (NULL-terminated), no
  * duplicates. */
-static int s_check_keys(s_ctx *c, const yaml_node_t *map, const char *path,
+static int s_check_keys(s_ctx *c, const s_node *map, const char *path,
                         const char *const *allowed)
 {
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = s_get(c, p->key, map, path);
-        const char *ks;
+    for (size_t i = 0; i < map->n; i++) {
+        const s_node *k = s_get(c, s_kid(c, map, 2 * i), map, path);
         if (!k)
             return c->status;
-        if (k->type != YAML_SCALAR_NODE)
+        if (k->type != S_SCALAR)
             return s_fail(c, k, GX_EFORMAT, "%s: keys must be scalars, got %s", path, s_kind(k));
-        ks = (const char *)k->data.scalar.value;
+        const char *ks = s_str(c, k);
         bool known = false;
         for (const char *const *a = allowed; *a && !known; a++)
             known = strcmp(*a, ks) == 0;
         if (!known)
             return s_fail(c, k, GX_EFORMAT, "%s: unknown key '%s'", path, ks);
-        for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
-            yaml_node_t *k2 = yaml_document_get_node(c->doc, q->key);
-            if (k2 && strcmp((const char *)k2->data.scalar.value, ks) == 0)
+        /* the keys before are known and distinct: at most a few */
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s_str(c, &c->t.nodes[s_kid(c, map, 2 * j)]), ks) == 0)
                 return s_fail(c, k, GX_EFORMAT, "%s: duplicate key '%s'", path, ks);
-        }
     }
     return GX_OK;
 }
 
 /* The value of key in map (keys already checked), or NULL if absent. A
  * missing required key sets the error, as does a failed fetch; *rc tells. */
-static yaml_node_t *s_lookup(s_ctx *c, const yaml_node_t *map, const char *key, bool required,
-                             const char *path, int *rc)
+static const s_node *s_lookup(s_ctx *c, const s_node *map, const char *key, bool required,
+                              const char *path, int *rc)
 {
     *rc = GX_OK;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        if (k && k->type == YAML_SCALAR_NODE &&
-            strcmp((const char *)k->data.scalar.value, key) == 0) {
-            yaml_node_t *v = s_get(c, p->value, k, path);
+    for (size_t i = 0; i < map->n; i++) {
+        const s_node *k = &c->t.nodes[s_kid(c, map, 2 * i)];
+        if (k->type == S_SCALAR && strcmp(s_str(c, k), key) == 0) {
+            const s_node *v = s_get(c, s_kid(c, map, 2 * i + 1), k, path);
             if (!v)
                 *rc = c->status;
             return v;
@@ -274,7 +551,7 @@ static s_num s_number(const char *s, int64_t *iv, double *fv)
 
 /* ---- dtypes and shapes -------------------------------------------------- */
 
-static int s_dtype(s_ctx *c, const yaml_node_t *n, const char *path, gx_dtype *dt)
+static int s_dtype(s_ctx *c, const s_node *n, const char *path, gx_dtype *dt)
 {
     const char *s = NULL;
     int rc = s_text(c, n, path, &s);
@@ -301,20 +578,20 @@ static bool s_is_ident(const char *s)
     return true;
 }
 
-static int s_shape(s_ctx *c, const yaml_node_t *n, const char *path, s_shape_mode mode,
+static int s_shape(s_ctx *c, const s_node *n, const char *path, s_shape_mode mode,
                    int *ndim, int64_t *shape)
 {
-    int rc = s_expect(c, n, YAML_SEQUENCE_NODE, path);
+    int rc = s_expect(c, n, S_SEQ, path);
     if (rc < 0)
         return rc;
-    size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    size_t count = (size_t)n->n;
     if (count > GX_MAX_DIMS)
         return s_fail(c, n, GX_ELIMIT, "%s: %zu dimensions, at most %d are supported", path,
                       count, GX_MAX_DIMS);
     char ipath[160];
     for (size_t i = 0; i < count; i++) {
         s_path(ipath, sizeof ipath, "%s[%zu]", path, i);
-        yaml_node_t *d = s_get(c, n->data.sequence.items.start[i], n, ipath);
+        const s_node *d = s_get(c, s_kid(c, n, i), n, ipath);
         const char *s = NULL;
         int64_t iv = 0;
         double fv;
@@ -381,7 +658,7 @@ static bool s_to_half(double x, int ebits, int mbits, uint16_t *out)
 /* ---- tensors ------------------------------------------------------------ */
 
 /* One inline value of dtype dt into p (element i). */
-static int s_value(s_ctx *c, const yaml_node_t *n, const char *path, gx_dtype dt, void *p,
+static int s_value(s_ctx *c, const s_node *n, const char *path, gx_dtype dt, void *p,
                    size_t i)
 {
     const char *s = NULL;
@@ -462,16 +739,15 @@ static int s_value(s_ctx *c, const yaml_node_t *n, const char *path, gx_dtype dt
 }
 
 /* Inline data: a flat list (or one scalar) of exactly numel values. */
-static int s_inline(s_ctx *c, const yaml_node_t *data, const char *path, gx_dtype dt, int ndim,
+static int s_inline(s_ctx *c, const s_node *data, const char *path, gx_dtype dt, int ndim,
                     const int64_t *shape, gx_tensor **out)
 {
     char sbuf[256], ipath[192];
-    bool one = data->type == YAML_SCALAR_NODE;
-    if (!one && data->type != YAML_SEQUENCE_NODE)
+    bool one = data->type == S_SCALAR;
+    if (!one && data->type != S_SEQ)
         return s_fail(c, data, GX_EFORMAT, "%s: expected a flat list of values, got %s", path,
                       s_kind(data));
-    size_t count = one ? 1
-                       : (size_t)(data->data.sequence.items.top - data->data.sequence.items.start);
+    size_t count = one ? 1 : (size_t)data->n;
     size_t nbytes;
     if (!gx_shape_nbytes(dt, ndim, shape, &nbytes))
         return s_fail(c, data, GX_ELIMIT, "%s: shape %s is too large", path,
@@ -490,7 +766,7 @@ static int s_inline(s_ctx *c, const yaml_node_t *data, const char *path, gx_dtyp
     } else {
         for (size_t i = 0; i < count && rc == GX_OK; i++) {
             s_path(ipath, sizeof ipath, "%s[%zu]", path, i);
-            yaml_node_t *v = s_get(c, data->data.sequence.items.start[i], data, ipath);
+            const s_node *v = s_get(c, s_kid(c, data, i), data, ipath);
             rc = v ? s_value(c, v, ipath, dt, p, i) : c->status;
         }
     }
@@ -503,7 +779,7 @@ static int s_inline(s_ctx *c, const yaml_node_t *data, const char *path, gx_dtyp
 }
 
 /* A tensor from a .npy file named relative to the YAML file's directory. */
-static int s_npy_file(s_ctx *c, const yaml_node_t *fn, const char *path, gx_tensor **out)
+static int s_npy_file(s_ctx *c, const s_node *fn, const char *path, gx_tensor **out)
 {
     const char *file;
     int rc = s_name(c, fn, path, &file);
@@ -526,7 +802,7 @@ static int s_npy_file(s_ctx *c, const yaml_node_t *fn, const char *path, gx_tens
 
 /* A tensor map: {dtype, shape, data} or {file} (dtype and shape then check
  * the file). The caller has checked the keys. */
-static int s_tensor(s_ctx *c, const yaml_node_t *map, const char *path, gx_tensor **out)
+static int s_tensor(s_ctx *c, const s_node *map, const char *path, gx_tensor **out)
 {
     char kpath[192], sa[256], sb[256];
     int rc;
@@ -535,10 +811,10 @@ static int s_tensor(s_ctx *c, const yaml_node_t *map, const char *path, gx_tenso
     int64_t shape[GX_MAX_DIMS];
 
     *out = NULL;
-    yaml_node_t *data = s_lookup(c, map, "data", false, path, &rc);
+    const s_node *data = s_lookup(c, map, "data", false, path, &rc);
     if (rc < 0)
         return rc;
-    yaml_node_t *file = s_lookup(c, map, "file", false, path, &rc);
+    const s_node *file = s_lookup(c, map, "file", false, path, &rc);
     if (rc < 0)
         return rc;
     if (data && file)
@@ -546,13 +822,13 @@ static int s_tensor(s_ctx *c, const yaml_node_t *map, const char *path, gx_tenso
     if (!data && !file)
         return s_fail(c, map, GX_EFORMAT, "%s: needs 'data' (with dtype and shape) or 'file'",
                       path);
-    yaml_node_t *dtn = s_lookup(c, map, "dtype", data != NULL, path, &rc);
+    const s_node *dtn = s_lookup(c, map, "dtype", data != NULL, path, &rc);
     if (rc < 0)
         return rc;
     s_path(kpath, sizeof kpath, "%s.dtype", path);
     if (dtn && (rc = s_dtype(c, dtn, kpath, &dt)) < 0)
         return rc;
-    yaml_node_t *shn = s_lookup(c, map, "shape", data != NULL, path, &rc);
+    const s_node *shn = s_lookup(c, map, "shape", data != NULL, path, &rc);
     if (rc < 0)
         return rc;
     s_path(kpath, sizeof kpath, "%s.shape", path);
@@ -587,22 +863,21 @@ static int s_tensor(s_ctx *c, const yaml_node_t *map, const char *path, gx_tenso
 /* ---- sections ----------------------------------------------------------- */
 
 /* Calls fn for each item of the list under key (absent: nothing). */
-typedef int (*s_item_fn)(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *path);
+typedef int (*s_item_fn)(s_ctx *c, gx_graph *g, const s_node *item, const char *path);
 
-static int s_each(s_ctx *c, gx_graph *g, const yaml_node_t *root, const char *key, bool required,
+static int s_each(s_ctx *c, gx_graph *g, const s_node *root, const char *key, bool required,
                   s_item_fn fn)
 {
     int rc;
-    yaml_node_t *list = s_lookup(c, root, key, required, "top level", &rc);
+    const s_node *list = s_lookup(c, root, key, required, "top level", &rc);
     if (!list)
         return rc;
-    if ((rc = s_expect(c, list, YAML_SEQUENCE_NODE, key)) < 0)
+    if ((rc = s_expect(c, list, S_SEQ, key)) < 0)
         return rc;
     char path[64];
-    for (yaml_node_item_t *it = list->data.sequence.items.start; it < list->data.sequence.items.top;
-         it++) {
-        s_path(path, sizeof path, "%s[%zu]", key, (size_t)(it - list->data.sequence.items.start));
-        yaml_node_t *item = s_get(c, *it, list, path);
+    for (size_t i = 0; i < list->n; i++) {
+        s_path(path, sizeof path, "%s[%zu]", key, i);
+        const s_node *item = s_get(c, s_kid(c, list, i), list, path);
         if (!item)
             return c->status;
         if ((rc = fn(c, g, item, path)) < 0)
@@ -611,13 +886,13 @@ static int s_each(s_ctx *c, gx_graph *g, const yaml_node_t *root, const char *ke
     return GX_OK;
 }
 
-static int s_builder_fail(s_ctx *c, const yaml_node_t *n, int rc, const char *path,
+static int s_builder_fail(s_ctx *c, const s_node *n, int rc, const char *path,
                           const char *what)
 {
     return s_fail(c, n, rc, "%s: cannot add %s: %s", path, what, gx_strerror(rc));
 }
 
-static int s_input(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *path)
+static int s_input(s_ctx *c, gx_graph *g, const s_node *item, const char *path)
 {
     static const char *const keys[] = {"name", "dtype", "shape", NULL};
     char kpath[96];
@@ -626,16 +901,16 @@ static int s_input(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *p
     int ndim, rc;
     int64_t shape[GX_MAX_DIMS];
 
-    if ((rc = s_expect(c, item, YAML_MAPPING_NODE, path)) < 0 ||
+    if ((rc = s_expect(c, item, S_MAP, path)) < 0 ||
         (rc = s_check_keys(c, item, path, keys)) < 0)
         return rc;
-    yaml_node_t *nn = s_lookup(c, item, "name", true, path, &rc);
+    const s_node *nn = s_lookup(c, item, "name", true, path, &rc);
     if (!nn)
         return rc;
-    yaml_node_t *dn = s_lookup(c, item, "dtype", true, path, &rc);
+    const s_node *dn = s_lookup(c, item, "dtype", true, path, &rc);
     if (!dn)
         return rc;
-    yaml_node_t *sn = s_lookup(c, item, "shape", true, path, &rc);
+    const s_node *sn = s_lookup(c, item, "shape", true, path, &rc);
     if (!sn)
         return rc;
     s_path(kpath, sizeof kpath, "%s.name", path);
@@ -652,7 +927,7 @@ static int s_input(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *p
     return GX_OK;
 }
 
-static int s_output(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *path)
+static int s_output(s_ctx *c, gx_graph *g, const s_node *item, const char *path)
 {
     static const char *const keys[] = {"name", "dtype", "shape", NULL};
     char kpath[96];
@@ -661,26 +936,26 @@ static int s_output(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *
     int ndim = -1, rc;
     int64_t shape[GX_MAX_DIMS];
 
-    if (item->type == YAML_SCALAR_NODE) {
+    if (item->type == S_SCALAR) {
         if ((rc = s_name(c, item, path, &name)) < 0)
             return rc;
     } else {
-        if ((rc = s_expect(c, item, YAML_MAPPING_NODE, path)) < 0 ||
+        if ((rc = s_expect(c, item, S_MAP, path)) < 0 ||
             (rc = s_check_keys(c, item, path, keys)) < 0)
             return rc;
-        yaml_node_t *nn = s_lookup(c, item, "name", true, path, &rc);
+        const s_node *nn = s_lookup(c, item, "name", true, path, &rc);
         if (!nn)
             return rc;
         s_path(kpath, sizeof kpath, "%s.name", path);
         if ((rc = s_name(c, nn, kpath, &name)) < 0)
             return rc;
-        yaml_node_t *dn = s_lookup(c, item, "dtype", false, path, &rc);
+        const s_node *dn = s_lookup(c, item, "dtype", false, path, &rc);
         if (rc < 0)
             return rc;
         s_path(kpath, sizeof kpath, "%s.dtype", path);
         if (dn && (rc = s_dtype(c, dn, kpath, &dt)) < 0)
             return rc;
-        yaml_node_t *sn = s_lookup(c, item, "shape", false, path, &rc);
+        const s_node *sn = s_lookup(c, item, "shape", false, path, &rc);
         if (rc < 0)
             return rc;
         s_path(kpath, sizeof kpath, "%s.shape", path);
@@ -694,7 +969,7 @@ static int s_output(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *
     return GX_OK;
 }
 
-static int s_constant(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *path)
+static int s_constant(s_ctx *c, gx_graph *g, const s_node *item, const char *path)
 {
     static const char *const keys[] = {"name", "dtype", "shape", "data", "file", NULL};
     char kpath[96];
@@ -702,10 +977,10 @@ static int s_constant(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char
     gx_tensor *t;
     int rc;
 
-    if ((rc = s_expect(c, item, YAML_MAPPING_NODE, path)) < 0 ||
+    if ((rc = s_expect(c, item, S_MAP, path)) < 0 ||
         (rc = s_check_keys(c, item, path, keys)) < 0)
         return rc;
-    yaml_node_t *nn = s_lookup(c, item, "name", true, path, &rc);
+    const s_node *nn = s_lookup(c, item, "name", true, path, &rc);
     if (!nn)
         return rc;
     s_path(kpath, sizeof kpath, "%s.name", path);
@@ -718,12 +993,39 @@ static int s_constant(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char
     return GX_OK;
 }
 
+/* The items of a list attribute as numbers, into ints and floats (v->n
+ * each); *any_float tells whether one is not an integer. */
+static int s_attr_list(s_ctx *c, const s_node *v, const char *path, int64_t *ints,
+                       double *floats, bool *any_float)
+{
+    char ipath[192];
+    int rc;
+    for (size_t i = 0; i < v->n; i++) {
+        s_path(ipath, sizeof ipath, "%s[%zu]", path, i);
+        const s_node *e = s_get(c, s_kid(c, v, i), v, ipath);
+        const char *s = NULL;
+        if (!e)
+            return c->status;
+        if ((rc = s_text(c, e, ipath, &s)) < 0)
+            return rc;
+        s_num kind = s_is_plain(e) ? s_number(s, &ints[i], &floats[i]) : S_NUM_NONE;
+        if (kind == S_NUM_NONE)
+            return s_fail(c, e, GX_EATTR,
+                          "%s: '%s' is not a number (list attributes hold ints or floats)", ipath,
+                          s);
+        if (kind == S_NUM_RANGE)
+            return s_fail(c, e, GX_EATTR, "%s: %s is out of range", ipath, s);
+        *any_float |= kind == S_NUM_FLOAT;
+    }
+    return GX_OK;
+}
+
 /* One attribute, typed from its YAML form (see docs/graph-format.md). */
-static int s_attr(s_ctx *c, gx_node *node, const char *name, const yaml_node_t *v,
+static int s_attr(s_ctx *c, gx_node *node, const char *name, const s_node *v,
                   const char *path)
 {
     int rc;
-    if (v->type == YAML_SCALAR_NODE) {
+    if (v->type == S_SCALAR) {
         const char *s = NULL;
         int64_t iv = 0;
         double fv = 0;
@@ -735,47 +1037,20 @@ static int s_attr(s_ctx *c, gx_node *node, const char *name, const yaml_node_t *
         rc = kind == S_NUM_INT     ? gx_node_set_int(node, name, iv)
              : kind == S_NUM_FLOAT ? gx_node_set_float(node, name, fv)
                                    : gx_node_set_string(node, name, s);
-    } else if (v->type == YAML_SEQUENCE_NODE) {
-        size_t count = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    } else if (v->type == S_SEQ) {
+        size_t count = (size_t)v->n;
         int64_t *ints = malloc((count ? count : 1) * sizeof *ints);
         double *floats = malloc((count ? count : 1) * sizeof *floats);
-        bool any_float = false, reported = false;
-        char ipath[192];
-        if (!ints || !floats) {
-            free(ints);
-            free(floats);
-            return s_fail(c, v, GX_ENOMEM, "%s: out of memory", path);
-        }
-        rc = GX_OK;
-        for (size_t i = 0; i < count && rc == GX_OK; i++) {
-            s_path(ipath, sizeof ipath, "%s[%zu]", path, i);
-            yaml_node_t *e = s_get(c, v->data.sequence.items.start[i], v, ipath);
-            const char *s = NULL;
-            reported = true; /* any failure in here is reported at once */
-            if (!e) {
-                rc = c->status;
-                break;
-            }
-            if ((rc = s_text(c, e, ipath, &s)) < 0)
-                break;
-            s_num kind = s_is_plain(e) ? s_number(s, &ints[i], &floats[i]) : S_NUM_NONE;
-            if (kind == S_NUM_NONE)
-                rc = s_fail(c, e, GX_EATTR,
-                            "%s: '%s' is not a number (list attributes hold ints or floats)",
-                            ipath, s);
-            else if (kind == S_NUM_RANGE)
-                rc = s_fail(c, e, GX_EATTR, "%s: %s is out of range", ipath, s);
-            any_float |= kind == S_NUM_FLOAT;
-        }
-        if (rc == GX_OK) {
-            reported = false;
-            rc = any_float ? gx_node_set_floats(node, name, floats, count)
-                           : gx_node_set_ints(node, name, ints, count);
-        }
+        bool any_float = false;
+        int lrc = ints && floats ? s_attr_list(c, v, path, ints, floats, &any_float)
+                                 : s_fail(c, v, GX_ENOMEM, "%s: out of memory", path);
+        rc = lrc < 0     ? lrc
+             : any_float ? gx_node_set_floats(node, name, floats, count)
+                         : gx_node_set_ints(node, name, ints, count);
         free(ints);
         free(floats);
-        if (rc < 0 && reported)
-            return rc;
+        if (lrc < 0)
+            return lrc; /* reported */
     } else {
         static const char *const keys[] = {"dtype", "shape", "data", "file", NULL};
         gx_tensor *t;
@@ -789,20 +1064,20 @@ static int s_attr(s_ctx *c, gx_node *node, const char *name, const yaml_node_t *
 }
 
 /* A list of value names; "" (omitted optional input) only if allow_empty. */
-static int s_names(s_ctx *c, const yaml_node_t *list, const char *path, bool allow_empty,
+static int s_names(s_ctx *c, const s_node *list, const char *path, bool allow_empty,
                    const char ***out, size_t *count)
 {
-    int rc = s_expect(c, list, YAML_SEQUENCE_NODE, path);
+    int rc = s_expect(c, list, S_SEQ, path);
     if (rc < 0)
         return rc;
-    size_t n = (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
+    size_t n = (size_t)list->n;
     const char **names = calloc(n ? n : 1, sizeof *names);
     if (!names)
         return s_fail(c, list, GX_ENOMEM, "%s: out of memory", path);
     char ipath[128];
     for (size_t i = 0; i < n; i++) {
         s_path(ipath, sizeof ipath, "%s[%zu]", path, i);
-        yaml_node_t *e = s_get(c, list->data.sequence.items.start[i], list, ipath);
+        const s_node *e = s_get(c, s_kid(c, list, i), list, ipath);
         rc = !e            ? c->status
              : allow_empty ? s_text(c, e, ipath, &names[i])
                            : s_name(c, e, ipath, &names[i]);
@@ -816,7 +1091,7 @@ static int s_names(s_ctx *c, const yaml_node_t *list, const char *path, bool all
     return GX_OK;
 }
 
-static int s_node(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *path)
+static int s_op_node(s_ctx *c, gx_graph *g, const s_node *item, const char *path)
 {
     static const char *const keys[] = {"op", "name", "inputs", "outputs", "attrs", NULL};
     char kpath[96], apath[192];
@@ -825,32 +1100,32 @@ static int s_node(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *pa
     size_t n_in = 0, n_out = 0;
     int rc;
 
-    if ((rc = s_expect(c, item, YAML_MAPPING_NODE, path)) < 0 ||
+    if ((rc = s_expect(c, item, S_MAP, path)) < 0 ||
         (rc = s_check_keys(c, item, path, keys)) < 0)
         return rc;
-    yaml_node_t *opn = s_lookup(c, item, "op", true, path, &rc);
+    const s_node *opn = s_lookup(c, item, "op", true, path, &rc);
     if (!opn)
         return rc;
     s_path(kpath, sizeof kpath, "%s.op", path);
     if ((rc = s_name(c, opn, kpath, &op)) < 0)
         return rc;
-    yaml_node_t *nn = s_lookup(c, item, "name", false, path, &rc);
+    const s_node *nn = s_lookup(c, item, "name", false, path, &rc);
     if (rc < 0)
         return rc;
     s_path(kpath, sizeof kpath, "%s.name", path);
     if (nn && (rc = s_name(c, nn, kpath, &name)) < 0)
         return rc;
-    yaml_node_t *in = s_lookup(c, item, "inputs", true, path, &rc);
+    const s_node *in = s_lookup(c, item, "inputs", true, path, &rc);
     if (!in)
         return rc;
-    yaml_node_t *out = s_lookup(c, item, "outputs", true, path, &rc);
+    const s_node *out = s_lookup(c, item, "outputs", true, path, &rc);
     if (!out)
         return rc;
-    yaml_node_t *attrs = s_lookup(c, item, "attrs", false, path, &rc);
+    const s_node *attrs = s_lookup(c, item, "attrs", false, path, &rc);
     if (rc < 0)
         return rc;
     s_path(kpath, sizeof kpath, "%s.attrs", path);
-    if (attrs && (rc = s_expect(c, attrs, YAML_MAPPING_NODE, kpath)) < 0)
+    if (attrs && (rc = s_expect(c, attrs, S_MAP, kpath)) < 0)
         return rc;
 
     s_path(kpath, sizeof kpath, "%s.inputs", path);
@@ -867,13 +1142,12 @@ static int s_node(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *pa
     if (!attrs)
         goto free_names;
     s_path(kpath, sizeof kpath, "%s.attrs", path);
-    if ((size_t)(attrs->data.mapping.pairs.top - attrs->data.mapping.pairs.start) > S_MAX_ATTRS) {
+    if (attrs->n > S_MAX_ATTRS) {
         rc = s_fail(c, attrs, GX_ELIMIT, "%s: more than %d attributes", kpath, S_MAX_ATTRS);
         goto free_names;
     }
-    for (yaml_node_pair_t *p = attrs->data.mapping.pairs.start; p < attrs->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = s_get(c, p->key, attrs, kpath);
+    for (size_t i = 0; i < attrs->n; i++) {
+        const s_node *k = s_get(c, s_kid(c, attrs, 2 * i), attrs, kpath);
         const char *aname;
         if (!k) {
             rc = c->status;
@@ -881,15 +1155,14 @@ static int s_node(s_ctx *c, gx_graph *g, const yaml_node_t *item, const char *pa
         }
         if ((rc = s_name(c, k, kpath, &aname)) < 0)
             goto free_names;
-        for (yaml_node_pair_t *q = attrs->data.mapping.pairs.start; q < p; q++) {
-            yaml_node_t *k2 = yaml_document_get_node(c->doc, q->key);
-            if (k2 && strcmp((const char *)k2->data.scalar.value, aname) == 0) {
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(s_str(c, &c->t.nodes[s_kid(c, attrs, 2 * j)]), aname) == 0) {
                 rc = s_fail(c, k, GX_EATTR, "%s: duplicate attribute '%s'", kpath, aname);
                 goto free_names;
             }
         }
         s_path(apath, sizeof apath, "%s.attrs.%s", path, aname);
-        yaml_node_t *v = s_get(c, p->value, k, apath);
+        const s_node *v = s_get(c, s_kid(c, attrs, 2 * i + 1), k, apath);
         if (!v) {
             rc = c->status;
             goto free_names;
@@ -943,17 +1216,17 @@ static int s_syntax_error(s_ctx *c, yaml_parser_t *p, const char *text, size_t l
 static int s_build(s_ctx *c, gx_graph **out)
 {
     static const char *const keys[] = {"name", "inputs", "outputs", "constants", "nodes", NULL};
-    yaml_node_t *root = yaml_document_get_root_node(c->doc);
+    const s_node *root = c->t.has_root ? &c->t.nodes[c->t.root] : NULL;
     const char *name = NULL;
     int rc;
 
     if (!root)
         return gx_errf(c->err, c->errlen, GX_EFORMAT, "%s:1:1: empty graph file", c->src);
-    if (root->type != YAML_MAPPING_NODE)
+    if (root->type != S_MAP)
         return s_fail(c, root, GX_EFORMAT, "top level: expected a map, got %s", s_kind(root));
     if ((rc = s_check_keys(c, root, "top level", keys)) < 0)
         return rc;
-    yaml_node_t *nn = s_lookup(c, root, "name", false, "top level", &rc);
+    const s_node *nn = s_lookup(c, root, "name", false, "top level", &rc);
     if (rc < 0)
         return rc;
     if (nn && (rc = s_name(c, nn, "name", &name)) < 0)
@@ -963,13 +1236,41 @@ static int s_build(s_ctx *c, gx_graph **out)
         return gx_errf(c->err, c->errlen, GX_ENOMEM, "%s:1:1: out of memory", c->src);
     if ((rc = s_each(c, g, root, "inputs", false, s_input)) < 0 ||
         (rc = s_each(c, g, root, "constants", false, s_constant)) < 0 ||
-        (rc = s_each(c, g, root, "nodes", true, s_node)) < 0 ||
+        (rc = s_each(c, g, root, "nodes", true, s_op_node)) < 0 ||
         (rc = s_each(c, g, root, "outputs", true, s_output)) < 0) {
         gx_graph_destroy(&g);
         return rc;
     }
     *out = g;
     return GX_OK;
+}
+
+/* Parse the first document of the stream into c->t; refuse a second. */
+static int s_load(s_ctx *c, yaml_parser_t *p, const char *text, size_t len)
+{
+    yaml_event_t e;
+    bool done = false, end = false;
+    int rc = GX_OK;
+    while (!done && !end) {
+        if (!yaml_parser_parse(p, &e))
+            return s_syntax_error(c, p, text, len);
+        end = e.type == YAML_STREAM_END_EVENT;
+        rc = s_event(c, &e, &done);
+        yaml_event_delete(&e);
+        if (rc < 0)
+            return rc;
+    }
+    if (end)
+        return GX_OK; /* no document at all */
+    /* A second document is a mistake (a stray '---'), not something to
+     * ignore. */
+    if (!yaml_parser_parse(p, &e))
+        return s_syntax_error(c, p, text, len);
+    if (e.type != YAML_STREAM_END_EVENT)
+        rc = s_fail_at(c, &e.start_mark, GX_EFORMAT,
+                       "more than one YAML document in a graph file");
+    yaml_event_delete(&e);
+    return rc;
 }
 
 GX_EXPORT int gx_graph_parse_yaml(const char *text, size_t len, const char *base_dir,
@@ -987,40 +1288,28 @@ GX_EXPORT int gx_graph_parse_yaml(const char *text, size_t len, const char *base
                        src, len, S_MAX_FILE);
 
     yaml_parser_t parser;
-    yaml_document_t doc;
-    s_ctx c = {.doc = &doc, .src = src, .base_dir = base_dir, .err = err, .errlen = errlen};
+    s_ctx c = {.src = src, .base_dir = base_dir, .err = err, .errlen = errlen};
     int rc;
 
     if (!yaml_parser_initialize(&parser))
         return gx_errf(err, errlen, GX_ENOMEM, "%s:1:1: out of memory", src);
     yaml_parser_set_input_string(&parser, (const unsigned char *)(text ? text : ""), len);
     yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = s_syntax_error(&c, &parser, text, len);
-        goto free_parser;
-    }
-    c.max_visits = 4 * (size_t)(doc.nodes.top - doc.nodes.start) + 4096;
-    rc = s_build(&c, out);
-    if (rc == GX_OK) {
-        /* A second document is a mistake (a stray '---'), not something to
-         * ignore. */
-        yaml_document_t next;
-        if (!yaml_parser_load(&parser, &next)) {
-            rc = s_syntax_error(&c, &parser, text, len);
-        } else {
-            yaml_node_t *r = yaml_document_get_root_node(&next);
-            if (r)
-                rc = gx_errf(err, errlen, GX_EFORMAT,
-                             "%s:%zu:%zu: more than one YAML document in a graph file", src,
-                             r->start_mark.line + 1, r->start_mark.column + 1);
-            yaml_document_delete(&next);
-        }
-        if (rc < 0)
-            gx_graph_destroy(out);
-    }
-    yaml_document_delete(&doc);
-free_parser:
+    rc = s_load(&c, &parser, text, len);
     yaml_parser_delete(&parser);
+    if (rc == GX_OK) {
+        /* Numbers are read with strtod, which follows LC_NUMERIC: read them
+         * in the C locale whatever the host program set (this thread only). */
+        locale_t cloc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+        locale_t prev = cloc ? uselocale(cloc) : (locale_t)0;
+        c.max_visits = 4 * c.t.n_nodes + 4096;
+        rc = s_build(&c, out);
+        if (cloc) {
+            uselocale(prev);
+            freelocale(cloc);
+        }
+    }
+    s_tree_fini(&c.t);
     return rc;
 }
 

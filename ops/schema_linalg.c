@@ -10,8 +10,9 @@ static int s_check_blas_dims(gx_infer *ic, const char *op, int n, const int64_t 
 {
     for (int i = 0; i < n; i++) {
         if (dims[i] > INT_MAX)
-            return gx_infer_errf(ic, GX_EUNSUPPORTED, "%s: dimension %lld exceeds the BLAS limit %d",
-                                 op, (long long)dims[i], INT_MAX);
+            return gx_infer_errf(ic, GX_EUNSUPPORTED,
+                                 "%s: dimension %lld exceeds the BLAS limit %d", op,
+                                 (long long)dims[i], INT_MAX);
     }
     return GX_OK;
 }
@@ -85,7 +86,8 @@ static bool s_gemm_has_c(const gx_infer *ic)
 static int s_infer_gemm(gx_infer *ic)
 {
     int rc;
-    if ((rc = gx_infer_need_f32(ic, "Gemm", 0)) < 0 || (rc = gx_infer_need_f32(ic, "Gemm", 1)) < 0 ||
+    if ((rc = gx_infer_need_f32(ic, "Gemm", 0)) < 0 ||
+        (rc = gx_infer_need_f32(ic, "Gemm", 1)) < 0 ||
         (s_gemm_has_c(ic) && (rc = gx_infer_need_f32(ic, "Gemm", 2)) < 0))
         return rc;
     const gx_view *a = &ic->in[0], *b = &ic->in[1];

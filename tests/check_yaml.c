@@ -4,6 +4,7 @@
  * symbolic dims, and errors that must carry the exact line:column.
  */
 #include <check.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,23 @@ START_TEST(test_inline_range)
 }
 END_TEST
 
+/* Numbers read the same whatever LC_NUMERIC the host program set. */
+START_TEST(test_locale)
+{
+    static const char *const locales[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "C.UTF-8"};
+    const char *set = NULL;
+    for (size_t i = 0; i < sizeof locales / sizeof locales[0] && !set; i++)
+        set = setlocale(LC_NUMERIC, locales[i]);
+    gx_graph *g = s_parse_ok("nodes: [{op: A, inputs: [], outputs: [y], attrs: {f: 0.5}}]\n"
+                             "outputs: [y]\n"
+                             "constants: [{name: c, dtype: f64, shape: [1], data: [2.25]}]\n");
+    setlocale(LC_NUMERIC, "C");
+    ck_assert_double_eq(s_attr(g->nodes[0], "f")->f, 0.5);
+    ck_assert_double_eq(*(const double *)s_const(g, "c")->t->data, 2.25);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(test_npy_constants)
 {
     char *dir = gxt_tmpdir(), path[1024], err[512] = "";
@@ -489,7 +507,9 @@ START_TEST(test_errors_syntax)
     s_expect_err("", GX_EFORMAT, 1, 1, "empty graph file");
     s_expect_err("# just a comment\n", GX_EFORMAT, 1, 1, "empty graph file");
     s_expect_err("- a\n- b\n", GX_EFORMAT, 1, 1, "top level: expected a map, got a list");
-    s_expect_err("nodes: []\noutputs: []\n---\nnodes: []\n", GX_EFORMAT, 4, 1,
+    s_expect_err("nodes: []\noutputs: []\n---\nnodes: []\n", GX_EFORMAT, 3, 1,
+                 "more than one YAML document");
+    s_expect_err("nodes: []\noutputs: []\n...\n--- {nodes: []}\n", GX_EFORMAT, 4, 1,
                  "more than one YAML document");
     s_expect_err("nodes: []\noutputs: []\nnodes: []\n", GX_EFORMAT, 3, 1,
                  "top level: duplicate key 'nodes'");
@@ -634,11 +654,40 @@ START_TEST(test_aliases)
     gx_graph *g = s_parse_ok("inputs:\n"
                              "  - {name: a, dtype: float32, shape: &s [2, 3]}\n"
                              "  - {name: b, dtype: float32, shape: *s}\n"
-                             "nodes: []\noutputs: []\n");
+                             "  - {name: &n c, dtype: &d int8, shape: [*d]}\n"
+                             "  - {name: d, dtype: *d, shape: &s [4]}\n"
+                             "  - {name: e, dtype: float32, shape: *s}\n"
+                             "nodes: []\noutputs: [*n]\n");
     s_check_shape(g->inputs[1].ndim, g->inputs[1].shape, 2, (int64_t[]){2, 3});
+    s_check_shape(g->inputs[2].ndim, g->inputs[2].shape, 1, (int64_t[]){-1}); /* "int8" is a name */
+    ck_assert_int_eq(g->inputs[3].dtype, GX_I8);
+    s_check_shape(g->inputs[4].ndim, g->inputs[4].shape, 1, (int64_t[]){4}); /* redefined */
+    ck_assert_str_eq(gx_graph_output_name(g, 0), "c");
     gx_graph_destroy(&g);
 
-    size_t cap = 1 << 20, n = 0;
+    /* many anchors (the table grows and rehashes) */
+    size_t cap = 1 << 16, n = 0;
+    char *many = malloc(cap);
+    n += (size_t)snprintf(many + n, cap - n, "nodes: []\ninputs:\n");
+    for (int i = 0; i < 300; i++)
+        n += (size_t)snprintf(many + n, cap - n, "  - {name: &n%d x%d, dtype: f32, shape: [1]}\n",
+                              i, i);
+    n += (size_t)snprintf(many + n, cap - n, "outputs: [");
+    for (int i = 299; i >= 0; i--)
+        n += (size_t)snprintf(many + n, cap - n, "*n%d%s", i, i ? ", " : "]\n");
+    ck_assert_uint_lt(n, cap);
+    g = s_parse_ok(many);
+    ck_assert_uint_eq(gx_graph_output_count(g), 300);
+    ck_assert_str_eq(gx_graph_output_name(g, 0), "x299");
+    ck_assert_str_eq(gx_graph_output_name(g, 299), "x0");
+    gx_graph_destroy(&g);
+    free(many);
+
+    /* an alias inside its own anchor is undefined: no cycles */
+    s_expect_err("nodes: &a [*a]\noutputs: []\n", GX_EFORMAT, 1, 12, "undefined alias '*a'");
+
+    cap = 1 << 20;
+    n = 0;
     char *text = malloc(cap);
     n += (size_t)snprintf(text + n, cap - n, "outputs: []\nnodes:\n  - {op: A, inputs: &a [");
     for (int i = 0; i < 2000; i++)
@@ -650,6 +699,27 @@ START_TEST(test_aliases)
     int rc = gx_graph_parse_yaml(text, n, NULL, SRC, &g, err, sizeof err);
     ck_assert_int_eq(rc, GX_ELIMIT);
     ck_assert_ptr_nonnull(strstr(err, "too many alias expansions"));
+    free(text);
+}
+END_TEST
+
+/* Deep nesting is refused early: libyaml's cost per token grows with the
+ * flow level, so reading all of it would take minutes. */
+START_TEST(test_deep_nesting)
+{
+    size_t depth = 200000, n = 0;
+    char *text = malloc(2 * depth + 64);
+    n += (size_t)sprintf(text, "nodes: ");
+    memset(text + n, '[', depth);
+    n += depth;
+    memset(text + n, ']', depth);
+    n += depth;
+    n += (size_t)sprintf(text + n, "\noutputs: []\n");
+    char err[512];
+    gx_graph *g = NULL;
+    int rc = gx_graph_parse_yaml(text, n, NULL, SRC, &g, err, sizeof err);
+    ck_assert_int_eq(rc, GX_ELIMIT);
+    ck_assert_str_eq(err, SRC ":1:39: nesting deeper than 32 levels");
     free(text);
 }
 END_TEST
@@ -714,6 +784,7 @@ Suite *yaml_suite(void)
     tcase_add_test(tc, test_example_broadcast);
     tcase_add_test(tc, test_inline_dtypes);
     tcase_add_test(tc, test_inline_range);
+    tcase_add_test(tc, test_locale);
     tcase_add_test(tc, test_npy_constants);
     tcase_add_test(tc, test_attr_typing);
     tcase_add_test(tc, test_symbolic_dims);
@@ -727,6 +798,7 @@ Suite *yaml_suite(void)
     tcase_add_test(tc, test_errors_missing);
     tcase_add_test(tc, test_errors_data_count);
     tcase_add_test(tc, test_errors_dtype_shape);
+    tcase_add_test(tc, test_deep_nesting);
     tcase_add_test(tc, test_limits_and_args);
     tcase_add_test(tc, test_truncations);
     suite_add_tcase(s, tc);

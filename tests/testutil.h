@@ -27,7 +27,7 @@ Suite *hostile_suite(void);
 bool gxt_allclose(const float *a, const float *b, size_t n, float rtol, float atol);
 
 /* Path of a file in the source tree (tests/data/..., examples/...); static
- * buffer, valid until the next call. */
+ * buffer, valid until the next call (so copy it before calling again). */
 const char *gxt_srcpath(const char *rel);
 /* A fresh temporary directory (mkdtemp); caller removes it with gxt_rmtree. */
 char *gxt_tmpdir(void);

@@ -116,7 +116,9 @@ GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
  * it has not come yet (the job stays valid); otherwise as gx_client_run. */
 GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out);
 /* Ask the daemon to cancel the job; its reply then carries GX_ECANCELLED
- * unless it had already finished. Still wait for (or destroy) the job. */
+ * unless it had already finished (then the CANCEL is answered GX_ENOTFOUND).
+ * GX_EINVAL once the job's reply has been received. Still wait for (or
+ * destroy) the job. */
 GX_EXPORT int gx_job_cancel(gx_job *job);
 /* The job's correlation id (unique per client). */
 GX_EXPORT uint64_t gx_job_id(const gx_job *job);

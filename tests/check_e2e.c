@@ -1,0 +1,630 @@
+/*
+ * End to end: a real gexecd on a temporary socket, driven through libgexec
+ * and gexec-submit.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libclient/internal.h"
+#include "tests/testutil.h"
+
+static gx_client *s_client(const gxt_daemon *d)
+{
+    char err[256];
+    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 60000);
+    return c;
+}
+
+/* y = x * 2 + 1 on [1, n] */
+static gx_graph *s_affine_graph(int64_t n)
+{
+    gx_graph *g = gx_graph_new("affine");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){1, n});
+    gx_tensor *two = gx_tensor_new(GX_F32, 0, NULL), *one = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
+    *(float *)gx_tensor_data(two) = 2.0f;
+    *(float *)gx_tensor_data(one) = 1.0f;
+    gx_graph_add_const(g, "two", &two);
+    gx_graph_add_const(g, "one", &one);
+    gx_graph_add_node(g, "Mul", "mul", 2, (const char *[]){"x", "two"}, 1, (const char *[]){"t"});
+    gx_graph_add_node(g, "Add", "add", 2, (const char *[]){"t", "one"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+static gx_tensor *s_fill(int64_t n, float base)
+{
+    gx_tensor *t = gx_tensor_new(GX_F32, 2, (int64_t[]){1, n});
+    float *p = gx_tensor_data(t);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = base + (float)i;
+    return t;
+}
+
+static void s_check_affine(const gx_result *r, int64_t n, float base)
+{
+    ck_assert_uint_eq(gx_result_output_count(r), 1);
+    const gx_tensor *y = gx_result_output(r, 0);
+    ck_assert_int_eq(gx_tensor_numel(y), n);
+    const float *p = gx_tensor_cdata(y);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_float_eq(p[i], (base + (float)i) * 2.0f + 1.0f);
+}
+
+/* A slow job: k chained MatMuls of a [1024,1024] input by the identity. */
+static gx_graph *s_slow_graph(int k)
+{
+    gx_graph *g = gx_graph_new("slow");
+    int64_t s[2] = {1024, 1024};
+    gx_graph_add_input(g, "x", GX_F32, 2, s);
+    gx_tensor *w = gx_tensor_new(GX_F32, 2, s);
+    float *p = gx_tensor_data(w);
+    for (int i = 0; i < 1024; i++)
+        p[i * 1024 + i] = 1.0f;
+    gx_graph_add_const(g, "w", &w);
+    char prev[32] = "x", cur[32];
+    for (int i = 0; i < k; i++) {
+        snprintf(cur, sizeof cur, "m%d", i);
+        gx_graph_add_node(g, "MatMul", NULL, 2, (const char *[]){prev, "w"}, 1, (const char *[]){cur});
+        memcpy(prev, cur, sizeof prev);
+    }
+    gx_graph_add_output(g, prev);
+    return g;
+}
+
+typedef struct slow_job {
+    gx_graph *g;
+    gx_tensor *x;
+    gx_request *rq;
+} slow_job;
+
+static void s_slow_init(slow_job *s, int k)
+{
+    s->g = s_slow_graph(k);
+    s->x = gx_tensor_new(GX_F32, 2, (int64_t[]){1024, 1024});
+    s->rq = gx_request_new();
+    gx_request_set_graph(s->rq, s->g);
+    gx_request_add_input(s->rq, "x", s->x);
+}
+
+static void s_slow_fini(slow_job *s)
+{
+    gx_request_destroy(&s->rq);
+    gx_tensor_destroy(&s->x);
+    gx_graph_destroy(&s->g);
+}
+
+/* Wait until the daemon reports `busy` workers running (compiles included). */
+static void s_wait_busy(gx_client *c, int busy)
+{
+    char want[64];
+    snprintf(want, sizeof want, "\"workers_busy\":%d", busy);
+    for (int i = 0; i < 500; i++) {
+        char *json = NULL;
+        ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+        bool ok = strstr(json, want) != NULL;
+        free(json);
+        if (ok)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    ck_abort_msg("daemon never had %d busy workers", busy);
+}
+
+START_TEST(test_mlp_example_matches_reference)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    char err[512];
+    gx_graph *g = NULL;
+    gx_tensor *x = NULL;
+    ck_assert_msg(gx_graph_load_yaml(gxt_srcpath("examples/mlp.yaml"), &g, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gx_npy_load(gxt_srcpath("examples/mlp_input.npy"), &x, err, sizeof err) == GX_OK, "%s", err);
+
+    /* reference: softmax(relu(x @ w1 + b1) @ w2 + b2), from the graph's constants */
+    const float *w1 = NULL, *b1 = NULL, *w2 = NULL, *b2 = NULL;
+    for (size_t i = 0; i < g->n_consts; i++) {
+        const float *p = g->consts[i].t->data;
+        const char *n = g->consts[i].name;
+        if (!strcmp(n, "w1")) w1 = p;
+        if (!strcmp(n, "b1")) b1 = p;
+        if (!strcmp(n, "w2")) w2 = p;
+        if (!strcmp(n, "b2")) b2 = p;
+    }
+    ck_assert(w1 && b1 && w2 && b2);
+    const float *xp = gx_tensor_cdata(x);
+    float h[5], z[3], want[3], zmax = -INFINITY, sum = 0;
+    for (int j = 0; j < 5; j++) {
+        h[j] = b1[j];
+        for (int k = 0; k < 4; k++)
+            h[j] += xp[k] * w1[k * 5 + j];
+        h[j] = h[j] > 0 ? h[j] : 0;
+    }
+    for (int j = 0; j < 3; j++) {
+        z[j] = b2[j];
+        for (int k = 0; k < 5; k++)
+            z[j] += h[k] * w2[k * 3 + j];
+        zmax = fmaxf(zmax, z[j]);
+    }
+    for (int j = 0; j < 3; j++)
+        sum += want[j] = expf(z[j] - zmax);
+    for (int j = 0; j < 3; j++)
+        want[j] /= sum;
+
+    gx_client *c = s_client(&d);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    ck_assert_str_eq(gx_result_output_name(r, 0), "y");
+    ck_assert(gxt_allclose(gx_tensor_cdata(gx_result_output(r, 0)), want, 3, 1e-5f, 1e-6f));
+    const gx_run_info *info = gx_result_info(r);
+    ck_assert_str_eq(info->mode, "seq");
+    ck_assert_str_eq(info->device, "cpu");
+    ck_assert_int_eq(info->workers, 1);
+    ck_assert_int_ge(info->queue_us, 0);
+    ck_assert_int_ge(info->compute_us, 0);
+    ck_assert_str_ne(info->reason, "");
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(test_load_shares_one_plan)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *a = s_client(&d), *b = s_client(&d);
+    gx_graph *g1 = s_affine_graph(8), *g2 = s_affine_graph(8), *g3 = s_affine_graph(9);
+    gx_graph_id i1, i2, i3;
+    ck_assert_int_eq(gx_client_load(a, g1, &i1), GX_OK);
+    ck_assert_int_eq(gx_client_load(b, g2, &i2), GX_OK);
+    ck_assert_int_eq(gx_client_load(b, g3, &i3), GX_OK);
+    ck_assert_str_eq(i1.hex, i2.hex);
+    ck_assert_str_ne(i1.hex, i3.hex);
+    char *json = NULL;
+    ck_assert_int_eq(gx_client_stats(a, &json), GX_OK);
+    ck_assert_ptr_nonnull(strstr(json, "\"graphs_loaded\":2"));
+    free(json);
+
+    /* run by id, asking for the output by name */
+    gx_tensor *x = s_fill(8, 3.0f);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, &i1);
+    gx_request_add_input(rq, "x", x);
+    gx_request_add_output(rq, "y");
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(b, rq, &r), GX_OK);
+    s_check_affine(r, 8, 3.0f);
+    ck_assert_int_eq(gx_result_info(r)->compile_us, 0); /* compiled at LOAD */
+    gx_tensor *taken = gx_result_take_output(r, 0);
+    ck_assert_ptr_nonnull(taken);
+    ck_assert_ptr_null(gx_result_output(r, 0));
+    gx_tensor_destroy(&taken);
+    gx_result_destroy(&r);
+
+    /* unknown id, unknown output, missing input, wrong shape */
+    gx_graph_id bogus;
+    memset(bogus.hex, 'a', 64);
+    bogus.hex[64] = '\0';
+    gx_request *bad = gx_request_new();
+    gx_request_set_graph_id(bad, &bogus);
+    gx_request_add_input(bad, "x", x);
+    ck_assert_int_eq(gx_client_run(a, bad, &r), GX_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(gx_result_message(r), "not loaded"));
+    gx_result_destroy(&r);
+    gx_request_destroy(&bad);
+
+    bad = gx_request_new();
+    gx_request_set_graph_id(bad, &i1);
+    gx_request_add_input(bad, "x", x);
+    gx_request_add_output(bad, "t");
+    ck_assert_int_eq(gx_client_run(a, bad, &r), GX_EGRAPH);
+    ck_assert_ptr_nonnull(strstr(gx_result_message(r), "not an output"));
+    gx_result_destroy(&r);
+    gx_request_destroy(&bad);
+
+    bad = gx_request_new();
+    gx_request_set_graph_id(bad, &i1);
+    ck_assert_int_eq(gx_client_run(a, bad, &r), GX_EGRAPH);
+    ck_assert_ptr_nonnull(strstr(gx_result_message(r), "missing input 'x'"));
+    gx_result_destroy(&r);
+    gx_request_destroy(&bad);
+
+    gx_tensor *x9 = s_fill(9, 0.0f);
+    bad = gx_request_new();
+    gx_request_set_graph_id(bad, &i1);
+    gx_request_add_input(bad, "x", x9);
+    ck_assert_int_eq(gx_client_run(a, bad, &r), GX_ESHAPE);
+    ck_assert_ptr_nonnull(strstr(gx_result_message(r), "input 'x'"));
+    gx_result_destroy(&r);
+    gx_request_destroy(&bad);
+
+    /* a mode that is not built is refused clearly */
+    gx_request_set_mode(rq, GX_MODE_INTER);
+    ck_assert_int_eq(gx_client_run(a, rq, &r), GX_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(gx_result_message(r), "not implemented"));
+    gx_result_destroy(&r);
+
+    gx_tensor_destroy(&x9);
+    gx_tensor_destroy(&x);
+    gx_request_destroy(&rq);
+    gx_graph_destroy(&g1);
+    gx_graph_destroy(&g2);
+    gx_graph_destroy(&g3);
+    gx_client_destroy(&a);
+    gx_client_destroy(&b);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+#define N_THREADS 4
+#define N_JOBS 60
+#define IN_FLIGHT 8
+
+typedef struct thread_arg {
+    const gxt_daemon *d;
+    const gx_graph_id *id;
+    int index;
+    int ok;
+} thread_arg;
+
+/* One client per thread, IN_FLIGHT async jobs at a time, distinct inputs. */
+static void *s_client_thread(void *p)
+{
+    thread_arg *a = p;
+    char err[256];
+    gx_client *c = gx_client_new(a->d->endpoint, err, sizeof err);
+    if (!c)
+        return NULL;
+    gx_tensor *x[N_JOBS];
+    gx_request *rq[N_JOBS];
+    gx_job *job[N_JOBS] = {0};
+    for (int i = 0; i < N_JOBS; i++) {
+        x[i] = s_fill(32, (float)(a->index * 1000 + i));
+        rq[i] = gx_request_new();
+        gx_request_set_graph_id(rq[i], a->id);
+        gx_request_add_input(rq[i], "x", x[i]);
+    }
+    int next = 0, done = 0;
+    while (done < N_JOBS) {
+        while (next < N_JOBS && next - done < IN_FLIGHT)
+            if (gx_client_submit(c, rq[next], &job[next]) == GX_OK)
+                next++;
+        gx_result *r = NULL;
+        if (gx_job_wait(job[done], 30000, &r) == GX_OK) {
+            const float *y = gx_tensor_cdata(gx_result_output(r, 0));
+            bool good = true;
+            for (int k = 0; k < 32; k++)
+                good = good && y[k] == ((float)(a->index * 1000 + done) + (float)k) * 2.0f + 1.0f;
+            a->ok += good;
+        }
+        gx_result_destroy(&r);
+        gx_job_destroy(&job[done]);
+        done++;
+    }
+    for (int i = 0; i < N_JOBS; i++) {
+        gx_request_destroy(&rq[i]);
+        gx_tensor_destroy(&x[i]);
+    }
+    gx_client_destroy(&c);
+    return NULL;
+}
+
+START_TEST(test_many_clients_every_job_answered_once)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_client(&d);
+    gx_graph *g = s_affine_graph(32);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+
+    /* threads in this process */
+    pthread_t th[N_THREADS];
+    thread_arg args[N_THREADS];
+    for (int i = 0; i < N_THREADS; i++) {
+        args[i] = (thread_arg){&d, &id, i, 0};
+        pthread_create(&th[i], NULL, s_client_thread, &args[i]);
+    }
+    /* and client processes */
+    pid_t kids[3];
+    for (int i = 0; i < 3; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            thread_arg a = {&d, &id, 100 + i, 0};
+            s_client_thread(&a);
+            _exit(a.ok == N_JOBS ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < N_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(args[i].ok, N_JOBS);
+    }
+    for (int i = 0; i < 3; i++) {
+        int st;
+        waitpid(kids[i], &st, 0);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    char *json = NULL;
+    char want[64];
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    snprintf(want, sizeof want, "\"runs_ok\":%d", (N_THREADS + 3) * N_JOBS);
+    ck_assert_msg(strstr(json, want) != NULL, "%s", json);
+    ck_assert_ptr_nonnull(strstr(json, "\"runs_failed\":0"));
+    free(json);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(test_cancel_queued_and_running)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *[]){"--cpus", "0", NULL}); /* one worker */
+    gx_client *c = s_client(&d), *watch = s_client(&d);
+    slow_job s;
+    s_slow_init(&s, 400);
+    gx_job *a = NULL, *b = NULL;
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_submit(c, s.rq, &a), GX_OK);
+    s_wait_busy(watch, 1);
+    ck_assert_int_eq(gx_client_submit(c, s.rq, &b), GX_OK);
+    /* B is queued behind A: cancelling it answers it at once */
+    ck_assert_int_eq(gx_job_cancel(b), GX_OK);
+    ck_assert_int_eq(gx_job_wait(b, 10000, &r), GX_ECANCELLED);
+    ck_assert_ptr_nonnull(strstr(gx_result_message(r), "queued"));
+    gx_result_destroy(&r);
+    /* A is running: it stops at its next step */
+    ck_assert_int_eq(gx_job_cancel(a), GX_OK);
+    ck_assert_int_eq(gx_job_wait(a, 60000, &r), GX_ECANCELLED);
+    gx_result_destroy(&r);
+    /* a job whose reply came cannot be cancelled any more */
+    ck_assert_int_eq(gx_job_cancel(a), GX_EINVAL);
+    gx_job_destroy(&a);
+    gx_job_destroy(&b);
+    ck_assert_int_eq(gx_client_ping(c), GX_OK);
+    s_slow_fini(&s);
+    gx_client_destroy(&c);
+    gx_client_destroy(&watch);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(test_deadline_and_queue_full)
+{
+    char *dir = gxt_tmpdir(), conf[512];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    FILE *f = fopen(conf, "w");
+    fputs("# two queued jobs at most\nqueue:\n  max_jobs: 2\n", f);
+    fclose(f);
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *[]){"--cpus", "0", "--config", conf, NULL});
+    gx_client *c = s_client(&d), *watch = s_client(&d);
+    slow_job s;
+    s_slow_init(&s, 400);
+    gx_job *a = NULL, *b = NULL, *e = NULL, *full = NULL;
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_submit(c, s.rq, &a), GX_OK);
+    s_wait_busy(watch, 1);
+
+    /* deadline: B waits behind A and expires while queued */
+    gx_tensor *x = s_fill(4, 0);
+    gx_graph *g = s_affine_graph(4);
+    gx_request *quick = gx_request_new();
+    gx_request_set_graph(quick, g);
+    gx_request_add_input(quick, "x", x);
+    gx_request_set_deadline_ms(quick, 50);
+    ck_assert_int_eq(gx_client_submit(c, quick, &b), GX_OK);
+    ck_assert_int_eq(gx_job_wait(b, 20000, &r), GX_ETIMEDOUT);
+    ck_assert_ptr_nonnull(gx_result_info(r));
+    ck_assert_ptr_nonnull(strstr(gx_result_message(r), "deadline"));
+    gx_result_destroy(&r);
+
+    /* queue full: two fit, the third is refused at once */
+    gx_request_set_deadline_ms(quick, 0);
+    gx_job *q1 = NULL, *q2 = NULL;
+    ck_assert_int_eq(gx_client_submit(c, quick, &q1), GX_OK);
+    ck_assert_int_eq(gx_client_submit(c, quick, &q2), GX_OK);
+    ck_assert_int_eq(gx_client_submit(c, quick, &full), GX_OK);
+    ck_assert_int_eq(gx_job_wait(full, 20000, &r), GX_EQUEUEFULL);
+    ck_assert_ptr_nonnull(strstr(gx_result_message(r), "max_jobs"));
+    gx_result_destroy(&r);
+
+    /* the daemon still answers; cancel A so the queued ones run */
+    ck_assert_int_eq(gx_client_ping(c), GX_OK);
+    gx_job_cancel(a);
+    ck_assert_int_eq(gx_job_wait(a, 60000, NULL), GX_ECANCELLED);
+    ck_assert_int_eq(gx_job_wait(q1, 60000, &r), GX_OK);
+    s_check_affine(r, 4, 0);
+    gx_result_destroy(&r);
+    ck_assert_int_eq(gx_job_wait(q2, 60000, NULL), GX_OK);
+    ck_assert_int_eq(gx_client_submit(c, quick, &e), GX_OK);
+    ck_assert_int_eq(gx_job_wait(e, 60000, NULL), GX_OK);
+    gx_job_destroy(&a);
+    gx_job_destroy(&b);
+    gx_job_destroy(&e);
+    gx_job_destroy(&q1);
+    gx_job_destroy(&q2);
+    gx_job_destroy(&full);
+    gx_request_destroy(&quick);
+    gx_graph_destroy(&g);
+    gx_tensor_destroy(&x);
+    s_slow_fini(&s);
+    gx_client_destroy(&c);
+    gx_client_destroy(&watch);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_sigterm_answers_every_job)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *[]){"--cpus", "0", NULL});
+    gx_client *c = s_client(&d), *watch = s_client(&d);
+    slow_job s;
+    s_slow_init(&s, 8);
+    gx_job *jobs[4];
+    ck_assert_int_eq(gx_client_submit(c, s.rq, &jobs[0]), GX_OK);
+    s_wait_busy(watch, 1);
+    for (int i = 1; i < 4; i++)
+        ck_assert_int_eq(gx_client_submit(c, s.rq, &jobs[i]), GX_OK);
+    ck_assert_int_eq(gx_client_ping(c), GX_OK); /* all four are in */
+    kill(d.pid, SIGTERM);
+    int shutdown = 0, ok = 0;
+    for (int i = 0; i < 4; i++) {
+        int rc = gx_job_wait(jobs[i], 60000, NULL);
+        shutdown += rc == GX_ESHUTDOWN;
+        ok += rc == GX_OK;
+        gx_job_destroy(&jobs[i]);
+    }
+    ck_assert_int_eq(ok, 1);       /* the running job finished */
+    ck_assert_int_eq(shutdown, 3); /* the queued ones were told */
+    s_slow_fini(&s);
+    gx_client_destroy(&c);
+    gx_client_destroy(&watch);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0); /* exit status 0 */
+}
+END_TEST
+
+/* Run a command through the shell; returns its exit status, output in out. */
+static int s_sh(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int s_sh(char *out, size_t len, const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_gexec_submit_cli)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    char *dir = gxt_tmpdir(), out[8192], path[512], mlp[512], input[512];
+    const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
+    snprintf(mlp, sizeof mlp, "%s", gxt_srcpath("examples/mlp.yaml"));
+    snprintf(input, sizeof input, "%s", gxt_srcpath("examples/mlp_input.npy"));
+    ck_assert_int_eq(s_sh(out, sizeof out, "%s --socket %s ping", bin, d.endpoint), 0);
+    ck_assert_ptr_nonnull(strstr(out, "pong"));
+    int rc = s_sh(out, sizeof out, "%s --socket %s run %s -i x=%s -o %s/out --repeat 20 2>&1", bin,
+                  d.endpoint, mlp, input,
+                  dir);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_ptr_nonnull(strstr(out, "mode=seq"));
+    ck_assert_ptr_nonnull(strstr(out, "p50="));
+    ck_assert_ptr_nonnull(strstr(out, "p99="));
+    snprintf(path, sizeof path, "%s/out/y.npy", dir);
+    gx_tensor *y = NULL;
+    char err[256];
+    ck_assert_msg(gx_npy_load(path, &y, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_int_eq(gx_tensor_numel(y), 3);
+    const float *p = gx_tensor_cdata(y);
+    ck_assert_float_eq_tol(p[0] + p[1] + p[2], 1.0f, 1e-5f); /* softmax */
+    gx_tensor_destroy(&y);
+
+    ck_assert_int_eq(s_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --json", bin, d.endpoint,
+                          mlp, input),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "\"mode\":\"seq\""));
+    ck_assert_int_eq(s_sh(out, sizeof out, "%s --socket %s stats --json", bin, d.endpoint), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"runs_ok\":"));
+
+    /* failures: one line, non-zero exit */
+    ck_assert_int_ne(s_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --mode replica 2>&1", bin,
+                          d.endpoint, mlp,
+                          input),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "not implemented"));
+    ck_assert_ptr_null(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL);
+    ck_assert_int_ne(s_sh(out, sizeof out, "%s --socket %s run /nonexistent.yaml 2>&1", bin, d.endpoint), 0);
+    ck_assert_int_ne(s_sh(out, sizeof out, "%s --socket %s run %s 2>&1", bin, d.endpoint,
+                          mlp),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "missing input 'x'"));
+    ck_assert_int_ne(s_sh(out, sizeof out, "%s --socket ipc://%s/none.sock --timeout 300 ping 2>&1",
+                          bin, dir),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "no reply"));
+    ck_assert_int_ne(s_sh(out, sizeof out, "%s frobnicate 2>&1", bin), 0);
+
+    gxt_rmtree(dir);
+    free(dir);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(test_daemon_start_errors)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    char out[8192];
+    const char *bin = GX_TEST_BUILDDIR "/daemon/gexecd";
+    /* a second daemon on the same socket refuses to steal it */
+    ck_assert_int_ne(s_sh(out, sizeof out, "%s --foreground --socket %s 2>&1", bin, d.endpoint), 0);
+    ck_assert_ptr_nonnull(strstr(out, "another gexecd"));
+    gx_client *c = s_client(&d);
+    ck_assert_int_eq(gx_client_ping(c), GX_OK);
+    gx_client_destroy(&c);
+
+    /* a bad config is refused with file:line:column */
+    char *dir = gxt_tmpdir(), conf[512];
+    snprintf(conf, sizeof conf, "%s/bad.yaml", dir);
+    FILE *f = fopen(conf, "w");
+    fputs("queue:\n  max_jobs: lots\n", f);
+    fclose(f);
+    ck_assert_int_eq(s_sh(out, sizeof out, "%s --foreground --config %s --socket ipc://%s/s 2>&1", bin,
+                          conf, dir),
+                     2);
+    ck_assert_msg(strstr(out, "bad.yaml:2:") != NULL, "%s", out);
+    ck_assert_int_eq(s_sh(out, sizeof out, "%s --foreground --cpus 0-x --socket ipc://%s/s 2>&1", bin, dir), 2);
+    ck_assert_int_eq(s_sh(out, sizeof out, "%s --print-config", bin), 0);
+    ck_assert_ptr_nonnull(strstr(out, "max_jobs"));
+    gxt_rmtree(dir);
+    free(dir);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+Suite *e2e_suite(void)
+{
+    Suite *s = suite_create("e2e");
+    TCase *tc = tcase_create("daemon");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_mlp_example_matches_reference);
+    tcase_add_test(tc, test_load_shares_one_plan);
+    tcase_add_test(tc, test_many_clients_every_job_answered_once);
+    tcase_add_test(tc, test_cancel_queued_and_running);
+    tcase_add_test(tc, test_deadline_and_queue_full);
+    tcase_add_test(tc, test_sigterm_answers_every_job);
+    tcase_add_test(tc, test_gexec_submit_cli);
+    tcase_add_test(tc, test_daemon_start_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
