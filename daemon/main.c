@@ -38,22 +38,39 @@ static void s_usage(FILE *out)
  * OpenBLAS reads its settings when the library loads, before main:
  * - OPENBLAS_NUM_THREADS: gexecd's workers own the cores, so BLAS must not
  *   start a thread pool of its own (oversubscription);
- * - OPENBLAS_CORETYPE: Debian's OpenBLAS 0.3.21 does not recognise recent
- *   AVX-512 CPUs and falls back to SSE3 kernels, about 5x slower.
- * So set what the user did not, and re-execute once.
+ * - OPENBLAS_CORETYPE: Debian's OpenBLAS 0.3.21 may not recognise a recent
+ *   CPU, and environments often pin an older core type (Haswell: AVX2, half
+ *   the speed of the AVX-512 kernels). gexecd picks the kernels for the CPU
+ *   it runs on: GEXEC_BLAS_CORETYPE if set, else SkylakeX on AVX-512 CPUs,
+ *   else whatever the environment says.
+ * So set them and re-execute once; the log says what was chosen.
  */
 static void s_configure_blas(char **argv)
 {
     if (getenv("GEXECD_BLAS_CONFIGURED"))
         return;
-    setenv("GEXECD_BLAS_CONFIGURED", "1", 1);
-    setenv("OPENBLAS_NUM_THREADS", "1", 0);
+    const char *prev = getenv("OPENBLAS_CORETYPE");
+    setenv("GEXECD_BLAS_CONFIGURED", prev ? prev : "", 1);
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    const char *want = getenv("GEXEC_BLAS_CORETYPE");
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    if (!want && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+        want = "SkylakeX";
+    if (want)
+        setenv("OPENBLAS_CORETYPE", want, 1);
     execv("/proc/self/exe", argv);
     /* could not re-execute: go on with the library's defaults */
+}
+
+static void s_log_blas(gxd_ctx *ctx)
+{
+    const char *prev = getenv("GEXECD_BLAS_CONFIGURED"), *now = getenv("OPENBLAS_CORETYPE");
+    char note[160] = "";
+    if (prev && *prev && now && strcmp(prev, now) != 0)
+        snprintf(note, sizeof note, " (the environment had %s; set GEXEC_BLAS_CORETYPE to choose)", prev);
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "BLAS: OpenBLAS %s kernels, 1 thread per worker%s",
+            now ? now : "auto-detected", note);
 }
 
 static void s_probe_cuda(gxd_ctx *ctx)
@@ -192,6 +209,7 @@ int main(int argc, char **argv)
         s_report(report_fd, err);
     } else {
         s_probe_cuda(&ctx);
+        s_log_blas(&ctx);
         GXD_LOG(&ctx.log, GXD_LOG_INFO, "gexecd %s serving on %s (pid %d)", PACKAGE_VERSION,
                 ctx.endpoint, (int)getpid());
         s_report(report_fd, "");

@@ -248,7 +248,7 @@ static int s_parse_dict(const char *p, size_t len, s_npy_header *h, const char *
 
 /* The fixed prefix: magic, version, header length. pre holds avail bytes of
  * the file (at least the first 12 if the file has them); total is the file
- * size. Sets h->data_offset to the end of the header. */
+ * size. Sets *hlen and *hstart, where the header begins. */
 static int s_parse_prefix(const unsigned char *pre, size_t avail, size_t total, uint32_t *hlen,
                           size_t *hstart, const char *src, char *err, size_t errlen)
 {

@@ -119,7 +119,8 @@ static int s_failv(s_ctx *c, size_t line, size_t col, int status, const char *fm
     char msg[768];
     vsnprintf(msg, sizeof msg, fmt, ap);
     c->status = status;
-    return gx_errf(c->err, c->errlen, status, "%s:%zu:%zu: %s", c->src, line, col, msg);
+    gx_errf(c->err, c->errlen, status, "%s:%zu:%zu: %s", c->src, line, col, msg);
+    return status;
 }
 
 /* An error at node n (NULL: the start of the file). */

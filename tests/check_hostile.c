@@ -374,23 +374,7 @@ static void s_load(gx_graph *g, gx_graph_id *id)
 
 static void s_setup(void)
 {
-    /*
-     * Known daemon bug (see test_sigterm_default_env): OpenBLAS starts its
-     * thread pool before main, with SIGTERM unblocked, so SIGTERM kills
-     * gexecd instead of reaching its signalfd. One BLAS thread (the daemon
-     * forces 1 per worker anyway) keeps that thread from existing, so the
-     * clean-exit check in the teardown tests gexecd's own shutdown path.
-     */
-    const char *prev = getenv("OPENBLAS_NUM_THREADS");
-    char *saved = prev ? strdup(prev) : NULL;
-    setenv("OPENBLAS_NUM_THREADS", "1", 1);
     gxt_daemon_start(&s_d, NULL);
-    if (saved)
-        setenv("OPENBLAS_NUM_THREADS", saved, 1);
-    else
-        unsetenv("OPENBLAS_NUM_THREADS");
-    free(saved);
-
     s_zctx = zmq_ctx_new();
     ck_assert_ptr_nonnull(s_zctx);
     char err[256];
@@ -890,7 +874,9 @@ static gx_graph *s_g_dtype(void)
     gx_graph *g = gx_graph_new("dtype");
     gx_graph_add_input(g, "a", GX_F32, 1, (int64_t[]){4});
     gx_graph_add_input(g, "b", GX_I64, 1, (int64_t[]){4});
-    gx_graph_add_node(g, "Concat", "c", 2, (const char *[]){"a", "b"}, 1, (const char *[]){"y"});
+    gx_node *n = gx_graph_add_node(g, "Concat", "c", 2, (const char *[]){"a", "b"}, 1,
+                                   (const char *[]){"y"});
+    gx_node_set_int(n, "axis", 0);
     gx_graph_add_output(g, "y");
     return g;
 }
@@ -1481,23 +1467,6 @@ START_TEST(test_depth_33_with_empty_leaf)
 }
 END_TEST
 
-/*
- * Known daemon bug, not run unless GXT_KNOWN_BUGS is set: in the default
- * environment OpenBLAS (pthread build) starts its worker threads from a
- * library constructor, before main() blocks SIGTERM for the signalfd, so the
- * kernel delivers SIGTERM to such a thread and the default action kills
- * gexecd (exit by signal 15 instead of 0). The fixture works around it by
- * starting gexecd with OPENBLAS_NUM_THREADS=1; this test does not.
- */
-START_TEST(test_sigterm_default_env)
-{
-    gxt_daemon d;
-    gxt_daemon_start(&d, NULL);
-    int rc = gxt_daemon_stop(&d);
-    ck_assert_msg(rc == 0, "gexecd exited with %d on SIGTERM (killed by the signal?)", rc);
-}
-END_TEST
-
 Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
@@ -1522,7 +1491,6 @@ Suite *hostile_suite(void)
     if (getenv("GXT_KNOWN_BUGS")) {
         tcase_add_test(tc, test_bad_id);
         tcase_add_test(tc, test_depth_33_with_empty_leaf);
-        tcase_add_test(tc, test_sigterm_default_env);
     }
     suite_add_tcase(s, tc);
     return s;

@@ -17,8 +17,8 @@
 bool gxt_allclose(const float *a, const float *b, size_t n, float rtol, float atol)
 {
     for (size_t i = 0; i < n; i++) {
-        bool same_nan = isnan(a[i]) && isnan(b[i]);
-        if (!same_nan && !(fabsf(a[i] - b[i]) <= atol + rtol * fabsf(b[i]))) {
+        bool same = a[i] == b[i] || (isnan(a[i]) && isnan(b[i])); /* infinities too */
+        if (!same && !(fabsf(a[i] - b[i]) <= atol + rtol * fabsf(b[i]))) {
             fprintf(stderr, "allclose: element %zu: got %.9g, want %.9g\n", i, (double)a[i],
                     (double)b[i]);
             return false;
