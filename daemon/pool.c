@@ -77,17 +77,14 @@ static int s_collect_outputs(gxd_job *j, const gxd_plan *plan, void *arena)
     return GX_OK;
 }
 
-static bool s_stop_early(gxd_job *j)
+/* Record why the job stops (rc from gxd_exec_should_stop); true if it must. */
+static bool s_stopped(gxd_job *j, int rc, const char *when)
 {
-    if (atomic_load(&j->cancel)) {
-        gxd_job_fail(j, GX_ECANCELLED, "job %llu was cancelled", (unsigned long long)j->id);
-        return true;
-    }
-    if (j->deadline_us && gxd_now_us() >= j->deadline_us) {
-        gxd_job_fail(j, GX_ETIMEDOUT, "deadline expired before the job could run");
-        return true;
-    }
-    return false;
+    if (rc == GX_ECANCELLED)
+        gxd_job_fail(j, rc, "job %llu was cancelled %s", (unsigned long long)j->id, when);
+    else if (rc == GX_ETIMEDOUT)
+        gxd_job_fail(j, rc, "deadline expired %s", when);
+    return rc < 0;
 }
 
 void gxd_job_execute(gxd_ctx *ctx, gxd_job *j, void **arena, size_t *arena_cap)
@@ -97,8 +94,9 @@ void gxd_job_execute(gxd_ctx *ctx, gxd_job *j, void **arena, size_t *arena_cap)
     gxd_plan *plan = NULL;
     bool owned = false;
     int rc;
+    gxd_exec_stop stop = {&j->cancel, j->deadline_us};
     j->t_start = gxd_now_us();
-    if (s_stop_early(j))
+    if (s_stopped(j, gxd_exec_should_stop(&stop), "before the job could run"))
         goto out;
     if ((rc = gxd_model_verify(j->model, &ctx->limits, err, sizeof err)) < 0) {
         gxd_job_fail(j, rc, "%s", err);
@@ -151,16 +149,14 @@ void gxd_job_execute(gxd_ctx *ctx, gxd_job *j, void **arena, size_t *arena_cap)
         }
         *arena_cap = plan->arena_bytes;
     }
-    if (s_stop_early(j))
+    if (s_stopped(j, gxd_exec_should_stop(&stop), "before the job could run"))
         goto out;
     j->t_exec = gxd_now_us();
-    rc = gxd_exec_run(plan, &ch, *arena, inputs, &j->cancel);
-    if (rc == GX_ECANCELLED)
-        gxd_job_fail(j, rc, "job %llu was cancelled while running", (unsigned long long)j->id);
-    else if (rc < 0)
-        gxd_job_fail(j, rc, "execution failed: %s", gx_strerror(rc));
-    else
+    rc = gxd_exec_run(plan, &ch, *arena, inputs, &stop);
+    if (rc == GX_OK)
         s_collect_outputs(j, plan, *arena);
+    else if (!s_stopped(j, rc, "while running"))
+        gxd_job_fail(j, rc, "execution failed: %s", gx_strerror(rc));
 out:
     if (owned)
         gxd_plan_destroy(&plan);

@@ -455,6 +455,14 @@ START_TEST(test_deadline_and_queue_full)
     s_check_affine(r, 4, 0);
     gx_result_destroy(&r);
     ck_assert_int_eq(gx_job_wait(q2, 60000, NULL), GX_OK);
+    /* a deadline also stops a job that is already running */
+    gx_job *late = NULL;
+    gx_request_set_deadline_ms(s.rq, 300);
+    ck_assert_int_eq(gx_client_submit(c, s.rq, &late), GX_OK);
+    ck_assert_int_eq(gx_job_wait(late, 60000, &r), GX_ETIMEDOUT);
+    ck_assert_msg(strstr(gx_result_message(r), "deadline expired") != NULL, "%s", gx_result_message(r));
+    gx_result_destroy(&r);
+    gx_job_destroy(&late);
     ck_assert_int_eq(gx_client_submit(c, quick, &e), GX_OK);
     ck_assert_int_eq(gx_job_wait(e, 60000, NULL), GX_OK);
     gx_job_destroy(&a);

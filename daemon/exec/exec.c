@@ -1,11 +1,12 @@
 /* Mode selection and dispatch to the executors. See exec.h. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/exec/exec.h"
 
 typedef int (*gxd_executor_fn)(const gxd_plan *plan, void *arena, const gx_view *inputs,
-                               atomic_bool *cancel);
+                               const gxd_exec_stop *stop);
 
 /* The executor of each mode; NULL where it is not built yet. */
 static const gxd_executor_fn s_executors[GX_MODE_COUNT] = {
@@ -49,11 +50,24 @@ void *gxd_exec_value_data(const gxd_plan *plan, void *arena, int v)
     return val->kind == GXD_VALUE_CONST ? val->view.data : (char *)arena + val->offset;
 }
 
+int gxd_exec_should_stop(const gxd_exec_stop *stop)
+{
+    if (atomic_load_explicit(stop->cancel, memory_order_relaxed))
+        return GX_ECANCELLED;
+    if (stop->deadline_us) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 >= stop->deadline_us)
+            return GX_ETIMEDOUT;
+    }
+    return GX_OK;
+}
+
 int gxd_exec_run(const gxd_plan *plan, const gxd_exec_choice *ch, void *arena,
-                 const gx_view *inputs, atomic_bool *cancel)
+                 const gx_view *inputs, const gxd_exec_stop *stop)
 {
     gxd_executor_fn fn = (unsigned)ch->mode < GX_MODE_COUNT ? s_executors[ch->mode] : NULL;
     if (!fn)
         return GX_EUNSUPPORTED;
-    return fn(plan, arena, inputs, cancel);
+    return fn(plan, arena, inputs, stop);
 }

@@ -23,16 +23,26 @@ typedef struct gxd_exec_choice {
 int gxd_exec_choose(const gxd_plan *plan, gx_mode requested, gxd_exec_choice *out, char *err,
                     size_t errlen);
 
+/* What stops a job between two steps. */
+typedef struct gxd_exec_stop {
+    atomic_bool *cancel; /* set by CANCEL or shutdown */
+    int64_t deadline_us; /* CLOCK_MONOTONIC; 0 = none */
+} gxd_exec_stop;
+
+/* GX_ECANCELLED, GX_ETIMEDOUT or GX_OK: whether the job must stop now. */
+int gxd_exec_should_stop(const gxd_exec_stop *stop);
+
 /* Run plan over arena (plan->arena_bytes, GX_ALIGN-aligned). inputs[i] is
  * graph input i (data read once, copied into the arena). Returns GX_OK, or
- * GX_ECANCELLED if *cancel became true between steps. */
+ * GX_ECANCELLED / GX_ETIMEDOUT when stop says so between two steps. */
 int gxd_exec_run(const gxd_plan *plan, const gxd_exec_choice *ch, void *arena,
-                 const gx_view *inputs, atomic_bool *cancel);
+                 const gx_view *inputs, const gxd_exec_stop *stop);
 
 /* Where value v lives for this arena. */
 void *gxd_exec_value_data(const gxd_plan *plan, void *arena, int v);
 
 /* The sequential executor: every step in order on the calling thread. */
-int gxd_exec_seq(const gxd_plan *plan, void *arena, const gx_view *inputs, atomic_bool *cancel);
+int gxd_exec_seq(const gxd_plan *plan, void *arena, const gx_view *inputs,
+                 const gxd_exec_stop *stop);
 
 #endif

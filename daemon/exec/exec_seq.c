@@ -3,7 +3,8 @@
 
 #include "daemon/exec/exec.h"
 
-int gxd_exec_seq(const gxd_plan *plan, void *arena, const gx_view *inputs, atomic_bool *cancel)
+int gxd_exec_seq(const gxd_plan *plan, void *arena, const gx_view *inputs,
+                 const gxd_exec_stop *stop)
 {
     for (size_t i = 0; i < plan->n_inputs; i++) {
         const gxd_value *v = &plan->values[plan->inputs[i]];
@@ -12,8 +13,9 @@ int gxd_exec_seq(const gxd_plan *plan, void *arena, const gx_view *inputs, atomi
     }
     gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
     for (size_t s = 0; s < plan->n_steps; s++) {
-        if (atomic_load_explicit(cancel, memory_order_relaxed))
-            return GX_ECANCELLED;
+        int rc = gxd_exec_should_stop(stop);
+        if (rc < 0)
+            return rc;
         const gxd_step *st = &plan->steps[s];
         for (int k = 0; k < st->n_in; k++) {
             if (st->in[k] < 0) {
