@@ -535,7 +535,8 @@ static void s_pack_head(msgpack_packer *pk, const char *type, uint64_t id, size_
     msgpack_pack_uint64(pk, id);
 }
 
-/* A request with no payload beyond the header fields packed by fill. */
+/* A request whose header carries at most a graph or a target id; waits for
+ * the reply (*out, caller owns). */
 static int s_simple(gx_client *c, const char *type, const gx_graph *graph, uint64_t target,
                     gx_result **out)
 {
@@ -558,7 +559,7 @@ static int s_simple(gx_client *c, const char *type, const gx_graph *graph, uint6
     if (rc < 0)
         return rc;
     rc = gx_job_wait(job, c->timeout_ms, out);
-    if (rc == GX_ETIMEDOUT)
+    if (rc == GX_ETIMEDOUT && !*out)
         rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (is gexecd running?)",
                     c->endpoint, c->timeout_ms);
     gx_job_destroy(&job);
@@ -753,10 +754,15 @@ GX_EXPORT int gx_client_run(gx_client *c, const gx_request *rq, gx_result **out)
     int rc = gx_client_submit(c, rq, &job);
     if (rc < 0)
         return rc;
-    rc = gx_job_wait(job, c->timeout_ms, out);
-    if (rc == GX_ETIMEDOUT && !(out && *out))
+    gx_result *r = NULL;
+    rc = gx_job_wait(job, c->timeout_ms, &r);
+    if (rc == GX_ETIMEDOUT && !r)
         rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (is gexecd running?)",
                     c->endpoint, c->timeout_ms);
     gx_job_destroy(&job);
+    if (out)
+        *out = r;
+    else
+        gx_result_destroy(&r);
     return rc;
 }
