@@ -326,31 +326,41 @@ static void *s_client_thread(void *p)
     return NULL;
 }
 
+/* LOAD the affine graph on its own connection; returns its id. */
+static gx_graph_id s_load_affine(const gxt_daemon *d)
+{
+    gx_client *c = s_client(d);
+    gx_graph *g = s_affine_graph(32);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    return id;
+}
+
 START_TEST(test_many_clients_every_job_answered_once)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    gx_client *c = s_client(&d);
-    gx_graph *g = s_affine_graph(32);
-    gx_graph_id id;
-    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
-
-    /* threads in this process */
+    /* Client processes first: fork before this process has threads (a
+     * child of a threaded parent may inherit a held allocator lock). */
+    pid_t kids[3];
+    for (int i = 0; i < 3; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            gx_graph_id id = s_load_affine(&d);
+            thread_arg a = {&d, &id, 100 + i, 0};
+            s_client_thread(&a);
+            _exit(a.ok == N_JOBS ? 0 : 1);
+        }
+    }
+    /* then threads in this process; the same graph gets the same id */
+    gx_graph_id id = s_load_affine(&d);
     pthread_t th[N_THREADS];
     thread_arg args[N_THREADS];
     for (int i = 0; i < N_THREADS; i++) {
         args[i] = (thread_arg){&d, &id, i, 0};
         pthread_create(&th[i], NULL, s_client_thread, &args[i]);
-    }
-    /* and client processes */
-    pid_t kids[3];
-    for (int i = 0; i < 3; i++) {
-        kids[i] = fork();
-        if (kids[i] == 0) {
-            thread_arg a = {&d, &id, 100 + i, 0};
-            s_client_thread(&a);
-            _exit(a.ok == N_JOBS ? 0 : 1);
-        }
     }
     for (int i = 0; i < N_THREADS; i++) {
         pthread_join(th[i], NULL);
@@ -361,14 +371,15 @@ START_TEST(test_many_clients_every_job_answered_once)
         waitpid(kids[i], &st, 0);
         ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
+    gx_client *c = s_client(&d);
     char *json = NULL;
     char want[64];
     ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
     snprintf(want, sizeof want, "\"runs_ok\":%d", (N_THREADS + 3) * N_JOBS);
     ck_assert_msg(strstr(json, want) != NULL, "%s", json);
     ck_assert_ptr_nonnull(strstr(json, "\"runs_failed\":0"));
+    ck_assert_ptr_nonnull(strstr(json, "\"graphs_loaded\":1"));
     free(json);
-    gx_graph_destroy(&g);
     gx_client_destroy(&c);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
 }
