@@ -249,8 +249,10 @@ static int s_cmd_run(const opts *o)
                gx_result_output_count(r) == 1 ? "" : "s");
         for (size_t i = 0; i < gx_result_output_count(r); i++)
             s_print_tensor(gx_result_output_name(r, i), gx_result_output(r, i));
-        if (o->outdir)
-            printf("outputs written to %s/\n", o->outdir);
+        if (o->outdir) {
+            size_t len = strlen(o->outdir);
+            printf("outputs written to %s%s\n", o->outdir, len && o->outdir[len - 1] == '/' ? "" : "/");
+        }
         printf("ran: mode=%s device=%s workers=%d queue=%" PRId64 "us compute=%" PRId64
                "us compile=%" PRId64 "us\n  why: %s\n",
                info->mode, info->device, info->workers, info->queue_us, info->compute_us,
