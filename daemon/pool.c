@@ -72,7 +72,8 @@ static int s_collect_outputs(gxd_job *j, const gxd_plan *plan, void *arena)
             return gxd_job_fail(j, GX_ENOMEM, "out of memory");
         }
         j->n_out++;
-        memcpy(o->view.data, gxd_exec_value_data(plan, arena, plan->outputs[k]), v->nbytes);
+        if (v->nbytes)
+            memcpy(o->view.data, gxd_exec_value_data(plan, arena, plan->outputs[k]), v->nbytes);
     }
     return GX_OK;
 }

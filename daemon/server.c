@@ -264,6 +264,10 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         char *hex = NULL;
         if ((rc = gx_mp_strdup(gid, "graph_id", &hex, err, errlen)) < 0)
             return rc;
+        if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64) {
+            free(hex);
+            return gx_errf(err, errlen, GX_EPROTO, "graph_id: expected 64 lowercase hex digits");
+        }
         j->model = gxd_models_find(&ctx->models, hex);
         if (!j->model)
             rc = gx_errf(err, errlen, GX_ENOTFOUND,
@@ -445,9 +449,14 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
     if (rc == GX_OK && up.data.type != MSGPACK_OBJECT_MAP)
         rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "header: expected a msgpack map");
     rq->hdr = &up.data;
-    if (rc == GX_OK && gx_mp_int(gx_mp_find(rq->hdr, "id"), "id", 0, INT64_MAX, &v, rq->err,
-                                 sizeof rq->err) == GX_OK)
-        rq->id = (uint64_t)v;
+    if (rc == GX_OK) {
+        /* the id first, so that every later error can echo it */
+        const msgpack_object *id = gx_mp_find(rq->hdr, "id");
+        if (!id)
+            rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "id: missing (a correlation id is required)");
+        else if ((rc = gx_mp_int(id, "id", 0, INT64_MAX, &v, rq->err, sizeof rq->err)) == GX_OK)
+            rq->id = (uint64_t)v;
+    }
     if (rc == GX_OK &&
         (rc = gx_mp_int(gx_mp_find(rq->hdr, "v"), "v (protocol version)", 0, INT32_MAX, &v, rq->err,
                         sizeof rq->err)) == GX_OK &&
@@ -455,8 +464,6 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
         rc = gx_errf(rq->err, sizeof rq->err, GX_EVERSION,
                      "protocol version %lld is not supported (this daemon speaks %d)", (long long)v,
                      GX_PROTOCOL_VERSION);
-    if (rc == GX_OK && !gx_mp_find(rq->hdr, "id"))
-        rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "id: missing (a correlation id is required)");
     size_t i = 0, n = sizeof s_requests / sizeof s_requests[0];
     if (rc == GX_OK) {
         const msgpack_object *t = gx_mp_find(rq->hdr, "type");
@@ -503,6 +510,7 @@ static void s_on_request(gxd_ctx *ctx)
     zmq_msg_t hdr, *frames = calloc(GXD_MAX_FRAMES, sizeof *frames);
     zmq_msg_init(&hdr);
     bool have_hdr = false, overflow = false;
+    size_t too_big = 0;
     int more = zmq_msg_more(&rq.identity);
     while (more) {
         zmq_msg_t m;
@@ -512,6 +520,8 @@ static void s_on_request(gxd_ctx *ctx)
             break;
         }
         more = zmq_msg_more(&m);
+        if (zmq_msg_size(&m) > (uint64_t)ctx->cfg.limits_max_message_bytes)
+            too_big = zmq_msg_size(&m);
         if (!have_hdr) {
             zmq_msg_move(&hdr, &m);
             have_hdr = true;
@@ -529,6 +539,12 @@ static void s_on_request(gxd_ctx *ctx)
     } else if (!have_hdr) {
         ctx->stats.protocol_errors++;
         s_reply_error(ctx, &rq, GX_EPROTO, "empty message: expected a msgpack header frame");
+    } else if (too_big) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "a frame of %zu bytes exceeds limits.max_message_bytes (%lld)",
+                 too_big, (long long)ctx->cfg.limits_max_message_bytes);
+        ctx->stats.protocol_errors++;
+        s_reply_error(ctx, &rq, GX_ELIMIT, msg);
     } else {
         s_dispatch(ctx, &rq, zmq_msg_data(&hdr), zmq_msg_size(&hdr), overflow);
     }
@@ -640,12 +656,10 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     if (!(ctx->zctx = zmq_ctx_new()) || !(ctx->router = zmq_socket(ctx->zctx, ZMQ_ROUTER)))
         return gx_errf(err, errlen, GX_EINTERNAL, "zmq: %s", zmq_strerror(zmq_errno()));
     int one = 1, hwm = 100000, linger = 2000;
-    int64_t maxmsg = ctx->cfg.limits_max_message_bytes;
     zmq_setsockopt(ctx->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(ctx->router, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(ctx->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(ctx->router, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(ctx->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     if (ctx->cfg.socket && *ctx->cfg.socket)
         snprintf(ctx->endpoint, sizeof ctx->endpoint, "%s", ctx->cfg.socket);
     else

@@ -86,14 +86,14 @@ int gx_wire_check(const void *buf, size_t len, int max_depth, char *err, size_t 
             return gx_errf(err, errlen, GX_EPROTO, "truncated msgpack: %llu bytes announced, %zu left",
                            (unsigned long long)skip, (size_t)(end - p));
         p += skip;
+        if (container && depth + 1 > max_depth) /* empty containers count too */
+            return gx_errf(err, errlen, GX_EPROTO, "msgpack nested deeper than %d", max_depth);
         if (container && count > 0) {
             pending += count;
             if (pending > (uint64_t)(end - p))
                 return gx_errf(err, errlen, GX_EPROTO,
                                "msgpack container announces %llu elements but only %zu bytes remain",
                                (unsigned long long)count, (size_t)(end - p));
-            if (depth + 1 > max_depth)
-                return gx_errf(err, errlen, GX_EPROTO, "msgpack nested deeper than %d", max_depth);
             stack[++depth] = count;
         }
     }

@@ -160,6 +160,14 @@ START_TEST(test_check_hostile_bytes)
     ck_assert_int_eq(gx_wire_check(deep, sizeof deep, 32, err, sizeof err), GX_EPROTO);
     ck_assert_ptr_nonnull(strstr(err, "deeper"));
     ck_assert_int_eq(gx_wire_check(deep + 90, 11, 32, err, sizeof err), GX_OK);
+    /* an empty container is a level too: 32 containers pass, 33 do not */
+    deep[100] = 0x90;
+    ck_assert_int_eq(gx_wire_check(deep + 69, 32, 32, err, sizeof err), GX_OK);
+    ck_assert_int_eq(gx_wire_check(deep + 68, 33, 32, err, sizeof err), GX_EPROTO);
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    ck_assert_int_eq(gx_wire_unpack(deep + 69, 32, &up, err, sizeof err), GX_OK);
+    msgpack_unpacked_destroy(&up);
     /* every truncation of a valid graph is refused, none crashes */
     gx_graph *g = s_graph(false, 1.0f), *back = NULL;
     msgpack_sbuffer sb;

@@ -1,0 +1,557 @@
+/*
+ * Latency and throughput of gexecd as a client sees them. Prints one line per
+ * figure and asserts nothing (bench/README.md explains each figure).
+ *
+ *     make -C build bench/bench_latency && build/bench/bench_latency
+ *     build/bench/bench_latency --socket ipc:///run/gexec/gexecd.sock
+ *
+ * Without --socket it starts its own gexecd (../daemon/gexecd next to this
+ * program's folder, or $GEXECD) on a temporary ipc socket and stops it at the
+ * end. Figures:
+ *   (a) RUN round trip of a tiny graph (Relu on float32 [1,16]) by graph id,
+ *       sequential from one client: p50, p99, mean, and the daemon's share;
+ *   (b) PING round trip: p50, p99;
+ *   (c) jobs/s of the tiny graph from 1, 2, 4, 8 client threads (one
+ *       gx_client each, synchronous), and from one client keeping 32 jobs
+ *       in flight with gx_client_submit / gx_job_wait;
+ *   (d) a 1024x1024x1024 MatMul through the daemon: GFLOP/s as the client
+ *       sees it (round trip, 8 MiB over the socket) and from compute_us.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gexec/gexec.h>
+
+typedef struct s_opts {
+    const char *socket; /* NULL: start a daemon */
+    int runs;           /* (a) sequential RUNs */
+    int pings;          /* (b) */
+    double seconds;     /* (c) per configuration */
+    int matmul_runs;    /* (d) */
+} s_opts;
+
+/* A daemon this program started. */
+typedef struct s_daemon {
+    pid_t pid;
+    char dir[64];
+    char endpoint[128];
+} s_daemon;
+
+static double s_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void s_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void s_die(const char *what, int rc, gx_client *c)
+{
+    fprintf(stderr, "bench_latency: %s: %s: %s\n", what, gx_status_name(rc),
+            c ? gx_client_last_error(c) : gx_strerror(rc));
+    exit(1);
+}
+
+/* ---- the daemon ---- */
+
+static void s_gexecd_path(char *buf, size_t len)
+{
+    const char *env = getenv("GEXECD");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return;
+    }
+    /* this program is <build>/bench/bench_latency; the daemon <build>/daemon/gexecd */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(buf, len, "%s/../daemon/gexecd", self);
+            if (access(buf, X_OK) == 0)
+                return;
+        }
+    }
+    snprintf(buf, len, "./daemon/gexecd");
+}
+
+static void s_daemon_start(s_daemon *d)
+{
+    char bin[4200];
+    s_gexecd_path(bin, sizeof bin);
+    snprintf(d->dir, sizeof d->dir, "/tmp/gexec-bench-XXXXXX");
+    if (!mkdtemp(d->dir)) {
+        fprintf(stderr, "bench_latency: mkdtemp: %s\n", strerror(errno));
+        exit(1);
+    }
+    snprintf(d->endpoint, sizeof d->endpoint, "ipc://%s/gexecd.sock", d->dir);
+    d->pid = fork();
+    if (d->pid < 0) {
+        fprintf(stderr, "bench_latency: fork: %s\n", strerror(errno));
+        exit(1);
+    }
+    if (d->pid == 0) {
+        execl(bin, bin, "--foreground", "--socket", d->endpoint, "--log-level", "warn",
+              (char *)NULL);
+        fprintf(stderr, "bench_latency: exec %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    char err[256];
+    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, "bench_latency: %s\n", err);
+        exit(1);
+    }
+    gx_client_set_timeout(c, 200);
+    int rc = GX_ECONNECT;
+    for (int i = 0; i < 100 && rc != GX_OK; i++) {
+        int st;
+        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+            fprintf(stderr, "bench_latency: %s exited during start\n", bin);
+            exit(1);
+        }
+        rc = gx_client_ping(c);
+    }
+    gx_client_destroy(&c);
+    if (rc != GX_OK) {
+        fprintf(stderr, "bench_latency: %s does not answer on %s\n", bin, d->endpoint);
+        kill(d->pid, SIGKILL);
+        exit(1);
+    }
+}
+
+static void s_daemon_stop(s_daemon *d)
+{
+    int st;
+    kill(d->pid, SIGTERM);
+    for (int i = 0; i < 500; i++) {
+        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+            d->pid = 0;
+            break;
+        }
+        s_sleep_ms(20);
+    }
+    if (d->pid > 0) {
+        kill(d->pid, SIGKILL);
+        waitpid(d->pid, &st, 0);
+    }
+    char sock[128];
+    snprintf(sock, sizeof sock, "%s/gexecd.sock", d->dir);
+    unlink(sock);
+    rmdir(d->dir);
+}
+
+/* ---- output ---- */
+
+static void s_row(const char *name, double value, const char *unit, const char *note)
+{
+    printf("%-44s %12.2f  %-8s %s\n", name, value, unit, note ? note : "");
+    fflush(stdout);
+}
+
+static int s_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of n sorted values. */
+static double s_pct(const double *v, size_t n, double p)
+{
+    size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
+    return v[k ? k - 1 : 0];
+}
+
+static double s_mean(const double *v, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += v[i];
+    return n ? s / (double)n : 0;
+}
+
+/* ---- graphs and requests ---- */
+
+static gx_graph *s_tiny_graph(void)
+{
+    gx_graph *g = gx_graph_new("bench-relu");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){1, 16});
+    gx_graph_add_node(g, "Relu", "relu", 1, (const char *[]){"x"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+static gx_tensor *s_tiny_input(void)
+{
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 16});
+    float *p = gx_tensor_data(x);
+    for (int i = 0; i < 16; i++)
+        p[i] = (float)(i - 8);
+    return x;
+}
+
+/* One RUN by id; returns its status, fills *info when given. */
+static int s_run_once(gx_client *c, const gx_request *rq, gx_run_info *info)
+{
+    gx_result *r = NULL;
+    int rc = gx_client_run(c, rq, &r);
+    if (rc == GX_OK && info)
+        *info = *gx_result_info(r);
+    gx_result_destroy(&r);
+    return rc;
+}
+
+/* ---- (a) and (b) ---- */
+
+static void s_bench_latency(const s_opts *o, gx_client *c, const gx_graph_id *id)
+{
+    gx_tensor *x = s_tiny_input();
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, id);
+    gx_request_add_input(rq, "x", x);
+    size_t n = (size_t)o->runs;
+    double *t = calloc(n, sizeof *t), *daemon_us = calloc(n, sizeof *daemon_us);
+    int rc;
+    for (int i = 0; i < 200; i++)
+        if ((rc = s_run_once(c, rq, NULL)) < 0)
+            s_die("RUN (warm-up)", rc, c);
+    for (size_t i = 0; i < n; i++) {
+        gx_run_info info;
+        double t0 = s_now_us();
+        if ((rc = s_run_once(c, rq, &info)) < 0)
+            s_die("RUN", rc, c);
+        t[i] = s_now_us() - t0;
+        daemon_us[i] = (double)(info.queue_us + info.compute_us);
+    }
+    double mean = s_mean(t, n), dmean = s_mean(daemon_us, n);
+    qsort(t, n, sizeof *t, s_cmp_double);
+    char note[64];
+    snprintf(note, sizeof note, "%zu sequential RUNs", n);
+    s_row("(a) RUN round trip p50, Relu [1,16] by id", s_pct(t, n, 50), "us", note);
+    s_row("(a) RUN round trip p99", s_pct(t, n, 99), "us", NULL);
+    s_row("(a) RUN round trip mean", mean, "us", NULL);
+    s_row("(a) of which in the daemon's queue+compute", dmean, "us", "mean queue_us+compute_us");
+    free(t);
+    free(daemon_us);
+
+    n = (size_t)o->pings;
+    t = calloc(n, sizeof *t);
+    for (int i = 0; i < 200; i++)
+        gx_client_ping(c);
+    for (size_t i = 0; i < n; i++) {
+        double t0 = s_now_us();
+        if ((rc = gx_client_ping(c)) < 0)
+            s_die("PING", rc, c);
+        t[i] = s_now_us() - t0;
+    }
+    qsort(t, n, sizeof *t, s_cmp_double);
+    snprintf(note, sizeof note, "%zu PINGs", n);
+    s_row("(b) PING round trip p50", s_pct(t, n, 50), "us", note);
+    s_row("(b) PING round trip p99", s_pct(t, n, 99), "us", NULL);
+    free(t);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+}
+
+/* ---- (c) ---- */
+
+typedef struct s_worker {
+    const char *endpoint;
+    const gx_graph_id *id;
+    double seconds;
+    pthread_barrier_t *start;
+    long jobs;
+    int rc;
+    char err[256];
+} s_worker;
+
+static void *s_worker_main(void *arg)
+{
+    s_worker *w = arg;
+    gx_client *c = gx_client_new(w->endpoint, w->err, sizeof w->err);
+    gx_tensor *x = s_tiny_input();
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, w->id);
+    gx_request_add_input(rq, "x", x);
+    w->rc = c ? GX_OK : GX_ECONNECT;
+    for (int i = 0; i < 50 && w->rc == GX_OK; i++)
+        w->rc = s_run_once(c, rq, NULL);
+    pthread_barrier_wait(w->start);
+    double end = s_now_us() + w->seconds * 1e6;
+    while (w->rc == GX_OK && s_now_us() < end) {
+        w->rc = s_run_once(c, rq, NULL);
+        w->jobs += w->rc == GX_OK;
+    }
+    if (w->rc < 0 && c)
+        snprintf(w->err, sizeof w->err, "%s", gx_client_last_error(c));
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    gx_client_destroy(&c);
+    return NULL;
+}
+
+static void s_bench_threads(const s_opts *o, const char *endpoint, const gx_graph_id *id,
+                            int nthreads)
+{
+    s_worker w[8];
+    pthread_t th[8];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
+    for (int i = 0; i < nthreads; i++) {
+        w[i] = (s_worker){.endpoint = endpoint, .id = id, .seconds = o->seconds, .start = &start};
+        pthread_create(&th[i], NULL, s_worker_main, &w[i]);
+    }
+    pthread_barrier_wait(&start);
+    double t0 = s_now_us();
+    long jobs = 0;
+    for (int i = 0; i < nthreads; i++) {
+        pthread_join(th[i], NULL);
+        if (w[i].rc < 0) {
+            fprintf(stderr, "bench_latency: thread %d: %s: %s\n", i, gx_status_name(w[i].rc),
+                    w[i].err);
+            exit(1);
+        }
+        jobs += w[i].jobs;
+    }
+    double secs = (s_now_us() - t0) * 1e-6;
+    pthread_barrier_destroy(&start);
+    char name[64], note[64];
+    snprintf(name, sizeof name, "(c) throughput, %d client thread%s", nthreads,
+             nthreads == 1 ? "" : "s");
+    snprintf(note, sizeof note, "%ld jobs in %.2f s", jobs, secs);
+    s_row(name, (double)jobs / secs, "jobs/s", note);
+}
+
+/* One client keeping `depth` jobs in flight: wait for the oldest, submit a
+ * new one, for o->seconds. */
+static void s_bench_async(const s_opts *o, gx_client *c, const gx_graph_id *id, int depth)
+{
+    gx_tensor *x = s_tiny_input();
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, id);
+    gx_request_add_input(rq, "x", x);
+    gx_job **ring = calloc((size_t)depth, sizeof *ring);
+    long done = 0;
+    int rc;
+    for (int i = 0; i < depth; i++)
+        if ((rc = gx_client_submit(c, rq, &ring[i])) < 0)
+            s_die("submit", rc, c);
+    double t0 = s_now_us(), end = t0 + o->seconds * 1e6;
+    for (int k = 0;; k = (k + 1) % depth) {
+        gx_result *r = NULL;
+        if ((rc = gx_job_wait(ring[k], 60000, &r)) < 0)
+            s_die("job", rc, c);
+        gx_result_destroy(&r);
+        gx_job_destroy(&ring[k]);
+        done++;
+        if (s_now_us() >= end)
+            break;
+        if ((rc = gx_client_submit(c, rq, &ring[k])) < 0)
+            s_die("submit", rc, c);
+    }
+    double secs = (s_now_us() - t0) * 1e-6;
+    /* drain what is still in flight (not counted) */
+    for (int i = 0; i < depth; i++) {
+        if (!ring[i])
+            continue;
+        gx_result *r = NULL;
+        gx_job_wait(ring[i], 60000, &r);
+        gx_result_destroy(&r);
+        gx_job_destroy(&ring[i]);
+    }
+    char name[64], note[64];
+    snprintf(name, sizeof name, "(c) throughput, 1 client, %d in flight", depth);
+    snprintf(note, sizeof note, "%ld jobs in %.2f s", done, secs);
+    s_row(name, (double)done / secs, "jobs/s", note);
+    free(ring);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+}
+
+/* ---- (d) ---- */
+
+static void s_bench_matmul(const s_opts *o, gx_client *c)
+{
+    const int64_t n = 1024;
+    const double flop = 2.0 * (double)n * (double)n * (double)n;
+    gx_tensor *a = gx_tensor_new(GX_F32, 2, (int64_t[]){n, n});
+    gx_tensor *w = gx_tensor_new(GX_F32, 2, (int64_t[]){n, n});
+    float *pa = gx_tensor_data(a), *pw = gx_tensor_data(w);
+    for (int64_t i = 0; i < n * n; i++) {
+        pa[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+        pw[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+    }
+    gx_graph *g = gx_graph_new("bench-matmul");
+    gx_graph_add_input(g, "a", GX_F32, 2, (int64_t[]){n, n});
+    gx_graph_add_const(g, "w", &w);
+    gx_graph_add_node(g, "MatMul", "mm", 2, (const char *[]){"a", "w"}, 1, (const char *[]){"c"});
+    gx_graph_add_output(g, "c");
+    gx_graph_id id;
+    int rc = gx_client_load(c, g, &id);
+    if (rc < 0)
+        s_die("LOAD matmul", rc, c);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, &id);
+    gx_request_add_input(rq, "a", a);
+    size_t runs = (size_t)o->matmul_runs;
+    double *wall = calloc(runs, sizeof *wall), *comp = calloc(runs, sizeof *comp);
+    for (int i = 0; i < 2; i++)
+        if ((rc = s_run_once(c, rq, NULL)) < 0)
+            s_die("RUN matmul (warm-up)", rc, c);
+    for (size_t i = 0; i < runs; i++) {
+        gx_run_info info;
+        double t0 = s_now_us();
+        if ((rc = s_run_once(c, rq, &info)) < 0)
+            s_die("RUN matmul", rc, c);
+        wall[i] = s_now_us() - t0;
+        comp[i] = (double)info.compute_us;
+    }
+    qsort(wall, runs, sizeof *wall, s_cmp_double);
+    qsort(comp, runs, sizeof *comp, s_cmp_double);
+    double wmed = s_pct(wall, runs, 50), cmed = s_pct(comp, runs, 50);
+    char note[96];
+    snprintf(note, sizeof note, "median of %zu RUNs: %.1f ms round trip", runs, wmed / 1e3);
+    s_row("(d) MatMul 1024^3 GFLOP/s, client round trip", flop / wmed * 1e-3, "GFLOP/s", note);
+    snprintf(note, sizeof note, "median of %zu RUNs: %.1f ms compute_us", runs, cmed / 1e3);
+    s_row("(d) MatMul 1024^3 GFLOP/s, daemon compute_us", cmed > 0 ? flop / cmed * 1e-3 : 0,
+          "GFLOP/s", note);
+    free(wall);
+    free(comp);
+    gx_request_destroy(&rq);
+    gx_graph_destroy(&g);
+    gx_tensor_destroy(&a);
+}
+
+/* ---- main ---- */
+
+static void s_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: bench_latency [--socket EP] [--runs N] [--pings N] [--seconds S]\n"
+            "                     [--matmul-runs N] [--quick]\n"
+            "  --socket EP       measure the gexecd at EP (default: start one on a temporary\n"
+            "                    ipc socket: $GEXECD or ../daemon/gexecd next to this program)\n"
+            "  --runs N          sequential RUNs for the latency figures (5000)\n"
+            "  --pings N         PINGs (5000)\n"
+            "  --seconds S       duration of each throughput figure (2)\n"
+            "  --matmul-runs N   timed 1024^3 MatMul RUNs (10)\n"
+            "  --quick           --runs 1000 --pings 1000 --seconds 0.5 --matmul-runs 3\n");
+}
+
+static bool s_parse(int argc, char **argv, s_opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--quick") == 0) {
+            o->runs = o->pings = 1000;
+            o->seconds = 0.5;
+            o->matmul_runs = 3;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            s_usage(stdout);
+            exit(0);
+        }
+        if (!v)
+            return false;
+        i++;
+        if (strcmp(a, "--socket") == 0)
+            o->socket = v;
+        else if (strcmp(a, "--runs") == 0 && (o->runs = atoi(v)) > 0)
+            ;
+        else if (strcmp(a, "--pings") == 0 && (o->pings = atoi(v)) > 0)
+            ;
+        else if (strcmp(a, "--seconds") == 0 && (o->seconds = atof(v)) > 0)
+            ;
+        else if (strcmp(a, "--matmul-runs") == 0 && (o->matmul_runs = atoi(v)) > 0)
+            ;
+        else
+            return false;
+    }
+    return true;
+}
+
+/* "key":value of the daemon's STATS JSON, as text. */
+static void s_stat(const char *json, const char *key, char *out, size_t len)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = json ? strstr(json, pat) : NULL;
+    snprintf(out, len, "?");
+    if (!p)
+        return;
+    p += strlen(pat);
+    if (*p == '"') {
+        const char *e = strchr(p + 1, '"');
+        snprintf(out, len, "%.*s", e ? (int)(e - p - 1) : 0, p + 1);
+    } else {
+        snprintf(out, len, "%.*s", (int)strcspn(p, ",}"), p);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    s_opts o = {NULL, 5000, 5000, 2.0, 10};
+    if (!s_parse(argc, argv, &o)) {
+        s_usage(stderr);
+        return 2;
+    }
+    s_daemon d = {0};
+    const char *endpoint = o.socket;
+    if (!endpoint) {
+        s_daemon_start(&d);
+        endpoint = d.endpoint;
+    }
+    char err[256];
+    gx_client *c = gx_client_new(endpoint, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, "bench_latency: %s\n", err);
+        return 1;
+    }
+    char *json = NULL;
+    int rc = gx_client_stats(c, &json);
+    if (rc < 0)
+        s_die("STATS", rc, c);
+    char version[64], workers[32], topo[256];
+    s_stat(json, "version", version, sizeof version);
+    s_stat(json, "workers", workers, sizeof workers);
+    s_stat(json, "topology", topo, sizeof topo);
+    free(json);
+    printf("# gexecd %s at %s (%s), %s workers; %s\n", version, endpoint,
+           o.socket ? "given" : "started here", workers, topo);
+    printf("%-44s %12s  %-8s %s\n", "# figure", "value", "unit", "note");
+
+    gx_graph *g = s_tiny_graph();
+    gx_graph_id id;
+    if ((rc = gx_client_load(c, g, &id)) < 0)
+        s_die("LOAD", rc, c);
+    gx_graph_destroy(&g);
+
+    s_bench_latency(&o, c, &id);
+    const int threads[] = {1, 2, 4, 8};
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
+        s_bench_threads(&o, endpoint, &id, threads[i]);
+    s_bench_async(&o, c, &id, 32);
+    s_bench_matmul(&o, c);
+
+    gx_client_destroy(&c);
+    if (!o.socket)
+        s_daemon_stop(&d);
+    return 0;
+}
