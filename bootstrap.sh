@@ -44,6 +44,7 @@ build() {
     if [ ! -x "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ] ||
        [ "$top/Makefile.am" -nt "$top/configure" ]; then
         log "autoreconf"
+        mkdir -p "$top/m4"
         (cd "$top" && autoreconf -fi >/dev/null)
     fi
     mkdir -p "$dir"
