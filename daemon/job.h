@@ -51,6 +51,7 @@ typedef struct gxd_job {
     int64_t deadline_us; /* CLOCK_MONOTONIC; 0 = none */
     size_t bytes;        /* input bytes, counted against queue.max_bytes */
     uint64_t seq;        /* arrival order */
+    uint64_t tag;        /* fair-queuing virtual time (queue.h) */
     atomic_bool cancel;
 
     /* timing (CLOCK_MONOTONIC us) */

@@ -21,6 +21,7 @@ int gxd_queue_init(gxd_queue *q, size_t max_jobs, size_t max_bytes)
 void gxd_queue_fini(gxd_queue *q)
 {
     free(q->heap);
+    free(q->clients);
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
 }
@@ -28,7 +29,26 @@ void gxd_queue_fini(gxd_queue *q)
 /* a runs before b */
 static bool s_before(const gxd_job *a, const gxd_job *b)
 {
-    return a->priority != b->priority ? a->priority > b->priority : a->seq < b->seq;
+    if (a->priority != b->priority)
+        return a->priority > b->priority;
+    return a->tag != b->tag ? a->tag < b->tag : a->seq < b->seq;
+}
+
+/* The client record of j's sender, or NULL (create: a new one; NULL on ENOMEM). */
+static gxd_queue_client *s_client(gxd_queue *q, const gxd_job *j, bool create)
+{
+    for (size_t i = 0; i < q->n_clients; i++) {
+        gxd_queue_client *c = &q->clients[i];
+        if (c->identity_len == j->identity_len && memcmp(c->identity, j->identity, j->identity_len) == 0)
+            return c;
+    }
+    if (!create || !gx_grow(&q->clients, &q->cap_clients, q->n_clients + 1, sizeof *q->clients))
+        return NULL;
+    gxd_queue_client *c = &q->clients[q->n_clients++];
+    memset(c, 0, sizeof *c);
+    memcpy(c->identity, j->identity, j->identity_len);
+    c->identity_len = j->identity_len;
+    return c;
 }
 
 static void s_swap(gxd_queue *q, size_t i, size_t k)
@@ -72,6 +92,9 @@ static gxd_job *s_take(gxd_queue *q, size_t i)
     }
     q->bytes -= j->bytes;
     j->next = NULL;
+    gxd_queue_client *c = s_client(q, j, false);
+    if (c && --c->queued == 0)
+        *c = q->clients[--q->n_clients]; /* forget idle clients */
     return j;
 }
 
@@ -89,10 +112,15 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen)
         rc = gx_errf(err, errlen, GX_EQUEUEFULL,
                      "job queue full (%zu input bytes queued + %zu > queue.max_bytes = %zu); retry later",
                      q->bytes, j->bytes, q->max_bytes);
-    else if (!gx_grow(&q->heap, &q->cap, q->n + 1, sizeof *q->heap))
+    gxd_queue_client *c = NULL;
+    if (rc == GX_OK && (!gx_grow(&q->heap, &q->cap, q->n + 1, sizeof *q->heap) ||
+                        !(c = s_client(q, j, true))))
         rc = gx_errf(err, errlen, GX_ENOMEM, "out of memory queueing the job");
     if (rc == GX_OK) {
         j->seq = q->next_seq++;
+        j->tag = (c->last_tag > q->vtime ? c->last_tag : q->vtime) + 1;
+        c->last_tag = j->tag;
+        c->queued++;
         q->heap[q->n++] = j;
         q->bytes += j->bytes;
         s_up(q, q->n - 1);
@@ -108,8 +136,11 @@ gxd_job *gxd_queue_pop(gxd_queue *q)
     pthread_mutex_lock(&q->mu);
     while (!q->closed && q->n == 0)
         pthread_cond_wait(&q->cv, &q->mu);
-    if (!q->closed)
+    if (!q->closed) {
         j = s_take(q, 0);
+        if (j->tag > q->vtime)
+            q->vtime = j->tag;
+    }
     pthread_mutex_unlock(&q->mu);
     return j;
 }

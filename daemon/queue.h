@@ -1,6 +1,9 @@
 /*
- * The job queue: highest priority first, arrival order within a priority;
- * bounded in jobs and in input bytes (a push beyond either fails at once
+ * The job queue: highest priority first; within a priority, clients take
+ * turns (fair queuing by virtual time: a client's next job is tagged one
+ * past the later of the queue's clock and that client's previous tag, so a
+ * client that queued 1000 jobs does not make a newcomer wait for all of
+ * them), and each client's jobs keep their arrival order; bounded in jobs and in input bytes (a push beyond either fails at once
  * with GX_EQUEUEFULL, nobody blocks); deadlines swept by the I/O thread;
  * removal by (client, correlation id) for cancellation. Thread-safe: the I/O
  * thread pushes, sweeps and removes, workers pop.
@@ -12,6 +15,14 @@
 
 #include "daemon/job.h"
 
+/* A client with jobs in the queue. */
+typedef struct gxd_queue_client {
+    uint8_t identity[GXD_MAX_IDENTITY];
+    size_t identity_len;
+    uint64_t last_tag; /* tag of its latest queued job */
+    size_t queued;
+} gxd_queue_client;
+
 typedef struct gxd_queue {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -19,6 +30,9 @@ typedef struct gxd_queue {
     size_t n, cap;
     size_t max_jobs, max_bytes, bytes;
     uint64_t next_seq;
+    uint64_t vtime; /* tag of the job popped last */
+    gxd_queue_client *clients; /* the ones with queued jobs */
+    size_t n_clients, cap_clients;
     bool closed;
 } gxd_queue;
 

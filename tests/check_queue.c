@@ -106,6 +106,45 @@ START_TEST(test_remove_and_expire)
 }
 END_TEST
 
+START_TEST(test_clients_take_turns)
+{
+    gxd_queue q;
+    char err[256];
+    gxd_queue_init(&q, 100, 1 << 20);
+    for (uint64_t i = 1; i <= 5; i++) /* a bulk client queues five */
+        gxd_queue_push(&q, s_job("bulk", i, 0, 1, 0), err, sizeof err);
+    gxd_queue_push(&q, s_job("small", 1, 0, 1, 0), err, sizeof err);
+    gxd_queue_push(&q, s_job("small", 2, 0, 1, 0), err, sizeof err);
+    gxd_queue_push(&q, s_job("urgent", 1, 9, 1, 0), err, sizeof err);
+    const char *who[] = {"urgent", "bulk", "small", "bulk", "small", "bulk", "bulk", "bulk"};
+    uint64_t id[] = {1, 1, 1, 2, 2, 3, 4, 5};
+    for (int i = 0; i < 8; i++) {
+        gxd_job *j = gxd_queue_pop(&q);
+        ck_assert_msg(j->identity_len == strlen(who[i]) && memcmp(j->identity, who[i], j->identity_len) == 0,
+                      "pop %d: got %.*s", i, (int)j->identity_len, (const char *)j->identity);
+        ck_assert_uint_eq(j->id, id[i]);
+        gxd_job_destroy(&j);
+    }
+    ck_assert_uint_eq(q.n_clients, 0); /* idle clients are forgotten */
+    /* a newcomer behind a backlog takes the next turn, not the last place */
+    for (uint64_t i = 1; i <= 4; i++)
+        gxd_queue_push(&q, s_job("bulk", i, 0, 1, 0), err, sizeof err);
+    gxd_job *j = gxd_queue_pop(&q);
+    gxd_job_destroy(&j);
+    gxd_queue_push(&q, s_job("new", 1, 0, 1, 0), err, sizeof err);
+    uint64_t order[] = {2, 0, 3, 4}; /* 0: the newcomer */
+    for (int i = 0; i < 4; i++) {
+        j = gxd_queue_pop(&q);
+        ck_assert_uint_eq(j->identity_len, order[i] ? 4 : 3);
+        if (order[i])
+            ck_assert_uint_eq(j->id, order[i]);
+        gxd_job_destroy(&j);
+    }
+    s_free_list(gxd_queue_close(&q));
+    gxd_queue_fini(&q);
+}
+END_TEST
+
 static void *s_popper(void *arg)
 {
     return gxd_queue_pop(arg);
@@ -135,6 +174,7 @@ Suite *queue_suite(void)
     tcase_add_test(tc, test_priority_then_fifo);
     tcase_add_test(tc, test_bounds);
     tcase_add_test(tc, test_remove_and_expire);
+    tcase_add_test(tc, test_clients_take_turns);
     tcase_add_test(tc, test_close_wakes_poppers);
     suite_add_tcase(s, tc);
     return s;
