@@ -89,11 +89,11 @@ static void s_reply_send(gxd_ctx *ctx, const void *identity, size_t identity_len
     msgpack_sbuffer_destroy(&r->sb);
 }
 
-static void s_reply_error(gxd_ctx *ctx, const s_req *rq, int status, const char *message)
+static void s_reply_error(gxd_ctx *ctx, s_req *rq, int status, const char *message)
 {
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, status, message, 0);
-    s_reply_send(ctx, zmq_msg_data((zmq_msg_t *)&rq->identity), zmq_msg_size((zmq_msg_t *)&rq->identity), &r, NULL);
+    s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
 }
 
 /* The final reply of a job; counts it in the statistics. */
