@@ -596,7 +596,7 @@ static int s_prepare_ipc(gxd_ctx *ctx, const char *ep, char *err, size_t errlen)
     if (strncmp(ep, "ipc://", 6) != 0)
         return GX_OK;
     const char *path = ep + 6;
-    char dir[512];
+    char dir[640];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
@@ -619,13 +619,24 @@ static int s_prepare_ipc(gxd_ctx *ctx, const char *ep, char *err, size_t errlen)
     return GX_OK;
 }
 
-static int s_bind(gxd_ctx *ctx, const char *ep, char *err, size_t errlen)
+/* tcp://:PORT (no host) binds loopback; anything else is bound as given,
+ * with a warning when it is reachable from other machines. */
+static int s_bind(gxd_ctx *ctx, const char *given, char *err, size_t errlen)
 {
+    char ep[640];
+    if (strncmp(given, "tcp://:", 7) == 0)
+        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%s", given + 7);
+    else
+        snprintf(ep, sizeof ep, "%s", given);
     int rc = s_prepare_ipc(ctx, ep, err, errlen);
     if (rc < 0)
         return rc;
     if (zmq_bind(ctx->router, ep) != 0)
         return gx_errf(err, errlen, GX_EIO, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
+    if (strncmp(ep, "tcp://", 6) == 0 && strncmp(ep, "tcp://127.", 10) != 0 &&
+        strncmp(ep, "tcp://localhost:", 16) != 0 && strncmp(ep, "tcp://[::1]:", 12) != 0)
+        GXD_LOG(&ctx->log, GXD_LOG_WARN,
+                "%s is reachable from other machines and the protocol has no authentication", ep);
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "listening on %s", ep);
     return GX_OK;
 }

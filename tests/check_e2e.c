@@ -631,6 +631,24 @@ START_TEST(test_daemon_start_errors)
 }
 END_TEST
 
+START_TEST(test_tcp_endpoint_defaults_to_loopback)
+{
+    char given[64], ep[64];
+    int port = 20000 + (int)(getpid() % 20000);
+    snprintf(given, sizeof given, "tcp://:%d", port);
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *[]){"--tcp", given, NULL});
+    char err[256];
+    gx_client *c = gx_client_new(ep, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 5000);
+    ck_assert_int_eq(gx_client_ping(c), GX_OK);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 Suite *e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
@@ -644,6 +662,7 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_sigterm_answers_every_job);
     tcase_add_test(tc, test_gexec_submit_cli);
     tcase_add_test(tc, test_daemon_start_errors);
+    tcase_add_test(tc, test_tcp_endpoint_defaults_to_loopback);
     suite_add_tcase(s, tc);
     return s;
 }
