@@ -1347,25 +1347,9 @@ START_TEST(test_disconnect)
     size_t flen = 256 * 256 * 4;
     void *frame = calloc(1, flen);
 
-    /* sockets closed right after sending; linger lets the requests out */
-    for (int c = 0; c < 8; c++) {
-        void *s = zmq_socket(s_zctx, ZMQ_DEALER);
-        int linger = 2000;
-        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-        ck_assert_int_eq(zmq_connect(s, s_d.endpoint), 0);
-        for (int k = 0; k < 4; k++)
-            s_send(s, sb.data, sb.size, 1, frame, flen);
-        zmq_close(s);
-    }
-    /* a half-sent multipart message, then gone */
-    void *s = zmq_socket(s_zctx, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(s, s_d.endpoint), 0);
-    zmq_send(s, sb.data, sb.size, ZMQ_SNDMORE);
-    zmq_close(s);
-
-    /* whole processes that exit with requests in flight */
+    /* whole processes that exit with requests in flight; forked first,
+     * while this process's ZeroMQ thread is idle (a child of a busy
+     * threaded parent may inherit a held allocator lock) */
     pid_t kids[4];
     for (int c = 0; c < 4; c++) {
         kids[c] = fork();
@@ -1387,6 +1371,24 @@ START_TEST(test_disconnect)
         int st;
         ck_assert_int_eq(waitpid(kids[c], &st, 0), kids[c]);
     }
+    /* sockets closed right after sending; linger lets the requests out */
+    for (int c = 0; c < 8; c++) {
+        void *s = zmq_socket(s_zctx, ZMQ_DEALER);
+        int linger = 2000;
+        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+        ck_assert_int_eq(zmq_connect(s, s_d.endpoint), 0);
+        for (int k = 0; k < 4; k++)
+            s_send(s, sb.data, sb.size, 1, frame, flen);
+        zmq_close(s);
+    }
+    /* a half-sent multipart message, then gone */
+    void *s = zmq_socket(s_zctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    ck_assert_int_eq(zmq_connect(s, s_d.endpoint), 0);
+    zmq_send(s, sb.data, sb.size, ZMQ_SNDMORE);
+    zmq_close(s);
+
     s_check_serving("clients that vanished with jobs in flight");
     s_wait_idle();
     s_check_serving("the orphaned jobs finished");
