@@ -107,6 +107,8 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
         st->cancelled++;
     else if (j->status == GX_ETIMEDOUT)
         st->expired++;
+    if (j->compile_us)
+        st->compile_count++;
     if (j->kind == GXD_JOB_LOAD) {
         s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, 1);
         gx_mp_pack_str(&r.pk, "graph_id");
@@ -114,9 +116,10 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
         s_reply_send(ctx, j->identity, j->identity_len, &r, NULL);
         return;
     }
-    ok ? st->runs_ok++ : st->runs_failed++;
-    if (j->compile_us)
-        st->compile_count++;
+    if (ok)
+        st->runs_ok++;
+    else
+        st->runs_failed++;
     int64_t queue_us = (j->t_start ? j->t_start : j->t_end) - j->t_enqueue;
     int64_t compute_us = j->t_exec ? j->t_end - j->t_exec : 0;
     st->queue_us_total += queue_us;
