@@ -185,6 +185,36 @@ START_TEST(test_mlp_example_matches_reference)
 }
 END_TEST
 
+START_TEST(test_broadcast_example)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    char err[512];
+    gx_graph *g = NULL;
+    gx_tensor *x = NULL;
+    ck_assert_msg(gx_graph_load_yaml(gxt_srcpath("examples/broadcast.yaml"), &g, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gx_npy_load(gxt_srcpath("examples/broadcast_input.npy"), &x, err, sizeof err) == GX_OK, "%s", err);
+    gx_client *c = s_client(&d);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    const float want[6] = {11, 22, 33, -7, -12.5f, -18};
+    const gx_tensor *y = gx_result_output(r, 0);
+    ck_assert_int_eq(gx_tensor_ndim(y), 2);
+    ck_assert_int_eq(gx_tensor_shape(y)[0], 2);
+    ck_assert_int_eq(gx_tensor_shape(y)[1], 3);
+    ck_assert(gxt_allclose(gx_tensor_cdata(y), want, 6, 0, 0));
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(test_load_shares_one_plan)
 {
     gxt_daemon d;
@@ -655,6 +685,7 @@ Suite *e2e_suite(void)
     TCase *tc = tcase_create("daemon");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_mlp_example_matches_reference);
+    tcase_add_test(tc, test_broadcast_example);
     tcase_add_test(tc, test_load_shares_one_plan);
     tcase_add_test(tc, test_many_clients_every_job_answered_once);
     tcase_add_test(tc, test_cancel_queued_and_running);
