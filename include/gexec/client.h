@@ -47,6 +47,7 @@ typedef enum gx_mode {
     GX_MODE_COUNT
 } gx_mode;
 
+/* "auto", "seq", ...; static storage ("?" if m is out of range). */
 GX_EXPORT const char *gx_mode_name(gx_mode m);
 /* GX_OK and *m set, or GX_EINVAL for an unknown name. */
 GX_EXPORT int gx_mode_parse(const char *name, gx_mode *m);
