@@ -21,6 +21,7 @@ Suite *config_suite(void);
 Suite *topo_suite(void);
 Suite *e2e_suite(void);
 Suite *hostile_suite(void);
+Suite *fuzz_suite(void);
 
 /* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
  * mismatch to stderr. */

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Fuzz gexec's parsers of untrusted bytes with libFuzzer (a developer tool,
+# not part of `make check`; check_fuzz replays the corpus there).
+#
+#   tests/fuzz/run.sh [-j JOBS] [SECONDS] [TARGET...]
+#
+# Targets (tests/fuzz/fuzz.h): wire npy yaml config (default: all). Each is
+# built into build-fuzz/ with clang -fsanitize=fuzzer,address,undefined from
+# the sources (no configure needed) and runs SECONDS (default 60), JOBS
+# targets at a time (default 1). It starts from tests/fuzz/corpus/<target>
+# and works in build-fuzz/corpus/<target>; at the end the inputs that add
+# new edges are merged (-set_cover_merge=1) into tests/fuzz/corpus/<target>,
+# so the committed corpus grows only by what is new (keep it under ~200
+# files and 2 MB per target). tests/fuzz/<target>.dict, a
+# libFuzzer dictionary (keys, op names, dtypes), is used when present.
+#
+# Crashes, leaks, sanitizer reports and timeouts (over 1 s) land in
+# build-fuzz/artifacts/<target>/. Minimise one with
+#   build-fuzz/fuzz_<target> -minimize_crash=1 -runs=10000 <artifact>
+# and keep it in tests/fuzz/crashes/ until the bug is fixed, then move it
+# into tests/fuzz/corpus/<target>/.
+#
+# Needs Debian's clang and libFuzzer, ASan and UBSan runtimes:
+#   apt-get install clang libclang-rt-14-dev
+# plus the build dependencies (bootstrap.sh deps). CC=clang-15 etc. to pick
+# another clang. Environment: GX_FUZZ_TIMEOUT (seconds per input, 1),
+# GX_FUZZ_FLAGS (extra libFuzzer flags), GX_FUZZ_MERGE=0 to leave the
+# committed corpus alone.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+top=$PWD
+out=$top/build-fuzz
+cc=${CC:-clang}
+[[ $cc == cc || $cc == gcc* ]] && cc=clang # libFuzzer is clang's
+
+jobs=1
+if [ "${1:-}" = -j ]; then
+    jobs=$2
+    shift 2
+fi
+secs=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(wire npy yaml config)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# The library, op and daemon sources a target may reach; everything gexecd
+# links but main(), the request loop and the workers.
+sources=(
+    libclient/status.c libclient/tensor.c libclient/graph.c libclient/wire.c
+    libclient/npy.c libclient/yaml_graph.c libclient/client.c
+    ops/schema.c ops/schema_elementwise.c ops/schema_linalg.c ops/schema_nn.c
+    ops/schema_shape.c ops/cpu/kernels.c ops/cpu/iter.c ops/cpu/elementwise.c
+    ops/cpu/matmul.c ops/cpu/softmax.c ops/cpu/shape.c
+    daemon/compile/compile.c daemon/compile/verify.c daemon/compile/infer.c
+    daemon/compile/memplan.c daemon/compile/plan.c
+    daemon/exec/exec.c daemon/exec/exec_seq.c
+    daemon/config.c daemon/log.c daemon/topo.c
+    tests/fuzz/fuzz_graph.c
+)
+pkgs="libzmq msgpack yaml-0.1 hwloc nettle openblas libsystemd"
+# shellcheck disable=SC2207
+pkg_cflags=($(pkg-config --cflags $pkgs))
+# shellcheck disable=SC2207
+pkg_libs=($(pkg-config --libs $pkgs))
+cflags=(
+    -std=gnu11 -g -O1 -fno-omit-frame-pointer
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+    -Wall -Wextra -Wstrict-prototypes -Wswitch-enum -Wmissing-prototypes -Wshadow
+    -Wno-unused-parameter
+    -D_GNU_SOURCE -DGX_LIBFUZZER -I"$top/include" -I"$top"
+    -DGX_SYSCONFDIR='"/etc"' -DGX_TEST_SRCDIR="\"$top\""
+    "${pkg_cflags[@]}"
+)
+
+build() {
+    local t=$1
+    log "building build-fuzz/fuzz_$t"
+    "$cc" "${cflags[@]}" -o "$out/fuzz_$t" "tests/fuzz/fuzz_$t.c" "${sources[@]}" \
+        "${pkg_libs[@]}" -lm -pthread
+}
+
+run() {
+    local t=$1 work=$out/corpus/$1 art=$out/artifacts/$1/ dict=()
+    mkdir -p "$work" "$art" "tests/fuzz/corpus/$t"
+    [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
+    log "fuzzing $t for ${secs}s (log: build-fuzz/fuzz_$t.log)"
+    # shellcheck disable=SC2086
+    ASAN_OPTIONS=detect_leaks=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "$out/fuzz_$t" -max_total_time="$secs" -timeout="${GX_FUZZ_TIMEOUT:-1}" \
+        -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$art" "${dict[@]}" \
+        ${GX_FUZZ_FLAGS:-} "$work" "tests/fuzz/corpus/$t" </dev/null >"$out/fuzz_$t.log" 2>&1 ||
+        log "$t: stopped on a finding; see build-fuzz/fuzz_$t.log and $art"
+    grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' \
+        "$out/fuzz_$t.log" | sed "s/^/$t: /" >&2 || true
+    if [ "${GX_FUZZ_MERGE:-1}" != 0 ]; then
+        local before after
+        before=$(find "tests/fuzz/corpus/$t" -type f | wc -l)
+        # Set-cover merge on edges only (no hit counts) keeps the corpus small.
+        "$out/fuzz_$t" -set_cover_merge=1 -use_counters=0 -timeout="${GX_FUZZ_TIMEOUT:-1}" \
+            -rss_limit_mb=4096 \
+            "tests/fuzz/corpus/$t" "$work" </dev/null >"$out/merge_$t.log" 2>&1 ||
+            log "$t: merge failed; see build-fuzz/merge_$t.log"
+        after=$(find "tests/fuzz/corpus/$t" -type f | wc -l)
+        log "$t: corpus $before -> $after files ($(du -sh "tests/fuzz/corpus/$t" | cut -f1))"
+    fi
+}
+
+mkdir -p "$out"
+for t in "${targets[@]}"; do
+    case $t in
+    wire | npy | yaml | config) ;;
+    *) echo "unknown target '$t' (wire npy yaml config)" >&2; exit 2 ;;
+    esac
+    build "$t"
+done
+running=0
+for t in "${targets[@]}"; do
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+    run "$t" &
+    running=$((running + 1))
+done
+wait
+n=$(find "$out/artifacts" -type f | wc -l)
+[ "$n" -eq 0 ] || log "$n finding(s) under build-fuzz/artifacts/ (from this run or earlier ones)"
