@@ -28,8 +28,11 @@
 /* numpy itself refuses headers over 10000 bytes unless told otherwise; a
  * valid header for GX_MAX_DIMS dims is under 200 bytes. */
 #define S_MAX_HEADER 65536
-/* Non-regular files (pipes) are read whole; refuse more than this. */
-#define S_MAX_STREAM ((size_t)1 << 34)
+/* Non-regular files (pipes, devices) are read whole; refuse more than this
+ * (the daemon's default limits.max_tensor_bytes), so `-i x=/dev/zero` stops
+ * after 1 GiB instead of exhausting memory. Regular files have no such cap:
+ * their size is known before anything is read. */
+#define S_MAX_STREAM ((size_t)1 << 30)
 
 /* numpy's descr of each dtype (NULL: numpy has none). */
 static const char *const s_descrs[GX_DTYPE_COUNT] = {
