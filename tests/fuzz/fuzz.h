@@ -57,7 +57,22 @@ void gx_fuzz_graph_run(const gx_graph *g, const gx_fuzz_shape *given, size_t n_g
  * client computes is the one the daemon computes). Aborts otherwise. */
 void gx_fuzz_graph_roundtrip(const gx_graph *g);
 
+/* ---- shared by every target (tests/fuzz/fuzz_util.c) ---- */
+
 /* FNV-1a of the input, to derive choices (symbolic dim sizes) from it. */
 uint32_t gx_fuzz_hash(const uint8_t *data, size_t size);
+
+/* A memfd holding size bytes, its /proc/self/fd path in path (for APIs that
+ * take a file name); the caller closes it. -1 without memfds or /proc. */
+int gx_fuzz_memfd(const char *name, const void *data, size_t size, char *path, size_t pathlen);
+
+/* The libFuzzer entry point calling fn, in a file built with -DGX_LIBFUZZER. */
+#ifdef GX_LIBFUZZER
+#define GX_FUZZ_ENTRY(fn)                                                     \
+    int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);                   \
+    int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { return fn(d, n); }
+#else
+#define GX_FUZZ_ENTRY(fn)
+#endif
 
 #endif

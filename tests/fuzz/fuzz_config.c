@@ -7,34 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "daemon/config.h"
 #include "libclient/internal.h"
 #include "tests/fuzz/fuzz.h"
-
-/* A memfd holding size bytes, its name in path; -1 on failure. */
-static int s_memfd(const void *data, size_t size, char *path, size_t pathlen)
-{
-    int fd = memfd_create("gx_fuzz_config", MFD_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    for (size_t off = 0; off < size;) {
-        ssize_t w = write(fd, (const char *)data + off, size - off);
-        if (w <= 0) {
-            close(fd);
-            return -1;
-        }
-        off += (size_t)w;
-    }
-    snprintf(path, pathlen, "/proc/self/fd/%d", fd);
-    if (access(path, R_OK | W_OK) != 0) { /* no /proc: skip the file checks */
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 /* gxd_config_dump into a new buffer (caller frees); NULL on ENOMEM. */
 static char *s_dump(const gxd_config *c, size_t *len)
@@ -56,7 +33,7 @@ static int s_load(gxd_config *c, const void *data, size_t size, char *err, size_
 {
     char path[64];
     gxd_config_init(c);
-    int fd = s_memfd(data, size, path, sizeof path);
+    int fd = gx_fuzz_memfd("gx_fuzz_config", data, size, path, sizeof path);
     if (fd < 0)
         return GX_EIO;
     int rc = gxd_config_load(c, path, err, errlen);
@@ -92,10 +69,4 @@ int gx_fuzz_config(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef GX_LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
-{
-    return gx_fuzz_config(d, n);
-}
-#endif
+GX_FUZZ_ENTRY(gx_fuzz_config)

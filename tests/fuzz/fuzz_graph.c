@@ -53,14 +53,6 @@ static size_t s_aligned(size_t n)
     return (n + GX_ALIGN - 1) / GX_ALIGN * GX_ALIGN;
 }
 
-uint32_t gx_fuzz_hash(const uint8_t *data, size_t size)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < size; i++)
-        h = (h ^ data[i]) * 16777619u;
-    return h;
-}
-
 /* The concrete shape of graph input i: a given one of the same name, else
  * the declaration with symbolic dims made concrete. */
 static void s_input_view(const gx_value_decl *d, size_t i, const gx_fuzz_shape *given,

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "libclient/internal.h"
@@ -36,28 +35,6 @@ static void s_check(const gx_tensor *t)
         s_fail("gx_npy_parse returned an inconsistent tensor", NULL);
 }
 
-/* A memfd holding size bytes; its name in *path. -1 if memfds are missing. */
-static int s_memfd(const void *data, size_t size, char *path, size_t pathlen)
-{
-    int fd = memfd_create("gx_fuzz_npy", MFD_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    for (size_t off = 0; off < size;) {
-        ssize_t w = write(fd, (const char *)data + off, size - off);
-        if (w <= 0) {
-            close(fd);
-            return -1;
-        }
-        off += (size_t)w;
-    }
-    snprintf(path, pathlen, "/proc/self/fd/%d", fd);
-    if (access(path, R_OK | W_OK) != 0) { /* no /proc: skip the file checks */
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 int gx_fuzz_npy(const uint8_t *data, size_t size)
 {
     char err[512], ferr[512], path[64];
@@ -68,7 +45,7 @@ int gx_fuzz_npy(const uint8_t *data, size_t size)
     else if (t)
         s_fail("gx_npy_parse failed but returned a tensor", err);
 
-    int fd = s_memfd(data, size, path, sizeof path);
+    int fd = gx_fuzz_memfd("gx_fuzz_npy", data, size, path, sizeof path);
     if (fd >= 0) {
         int frc = gx_npy_load(path, &f, ferr, sizeof ferr);
         if (frc != rc) {
@@ -98,10 +75,4 @@ int gx_fuzz_npy(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef GX_LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
-{
-    return gx_fuzz_npy(d, n);
-}
-#endif
+GX_FUZZ_ENTRY(gx_fuzz_npy)

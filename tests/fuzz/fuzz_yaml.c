@@ -30,10 +30,4 @@ int gx_fuzz_yaml(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef GX_LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
-{
-    return gx_fuzz_yaml(d, n);
-}
-#endif
+GX_FUZZ_ENTRY(gx_fuzz_yaml)

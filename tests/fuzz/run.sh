@@ -57,7 +57,7 @@ sources=(
     daemon/compile/memplan.c daemon/compile/plan.c
     daemon/exec/exec.c daemon/exec/exec_seq.c
     daemon/config.c daemon/log.c daemon/topo.c
-    tests/fuzz/fuzz_graph.c
+    tests/fuzz/fuzz_util.c tests/fuzz/fuzz_graph.c
 )
 pkgs="libzmq msgpack yaml-0.1 hwloc nettle openblas libsystemd"
 # shellcheck disable=SC2207
