@@ -217,6 +217,23 @@ static int s_run_once(gx_client *c, const gx_request *rq, gx_run_info *info)
     return rc;
 }
 
+/* warmup untimed RUNs, then n timed ones: wall[i] is the round trip in us,
+ * info[i] what the daemon reported. Dies on a failed RUN. */
+static void s_time_runs(gx_client *c, const gx_request *rq, const char *what, int warmup,
+                        size_t n, double *wall, gx_run_info *info)
+{
+    int rc;
+    for (int i = 0; i < warmup; i++)
+        if ((rc = s_run_once(c, rq, NULL)) < 0)
+            s_die(what, rc, c);
+    for (size_t i = 0; i < n; i++) {
+        double t0 = s_now_us();
+        if ((rc = s_run_once(c, rq, &info[i])) < 0)
+            s_die(what, rc, c);
+        wall[i] = s_now_us() - t0;
+    }
+}
+
 /* ---- (a) and (b) ---- */
 
 static void s_bench_latency(const s_opts *o, gx_client *c, const gx_graph_id *id)
@@ -227,18 +244,12 @@ static void s_bench_latency(const s_opts *o, gx_client *c, const gx_graph_id *id
     gx_request_add_input(rq, "x", x);
     size_t n = (size_t)o->runs;
     double *t = calloc(n, sizeof *t), *daemon_us = calloc(n, sizeof *daemon_us);
+    gx_run_info *info = calloc(n, sizeof *info);
     int rc;
-    for (int i = 0; i < 200; i++)
-        if ((rc = s_run_once(c, rq, NULL)) < 0)
-            s_die("RUN (warm-up)", rc, c);
-    for (size_t i = 0; i < n; i++) {
-        gx_run_info info;
-        double t0 = s_now_us();
-        if ((rc = s_run_once(c, rq, &info)) < 0)
-            s_die("RUN", rc, c);
-        t[i] = s_now_us() - t0;
-        daemon_us[i] = (double)(info.queue_us + info.compute_us);
-    }
+    s_time_runs(c, rq, "RUN", 200, n, t, info);
+    for (size_t i = 0; i < n; i++)
+        daemon_us[i] = (double)(info[i].queue_us + info[i].compute_us);
+    free(info);
     double mean = s_mean(t, n), dmean = s_mean(daemon_us, n);
     qsort(t, n, sizeof *t, s_cmp_double);
     char note[64];
@@ -411,17 +422,11 @@ static void s_bench_matmul(const s_opts *o, gx_client *c)
     gx_request_add_input(rq, "a", a);
     size_t runs = (size_t)o->matmul_runs;
     double *wall = calloc(runs, sizeof *wall), *comp = calloc(runs, sizeof *comp);
-    for (int i = 0; i < 2; i++)
-        if ((rc = s_run_once(c, rq, NULL)) < 0)
-            s_die("RUN matmul (warm-up)", rc, c);
-    for (size_t i = 0; i < runs; i++) {
-        gx_run_info info;
-        double t0 = s_now_us();
-        if ((rc = s_run_once(c, rq, &info)) < 0)
-            s_die("RUN matmul", rc, c);
-        wall[i] = s_now_us() - t0;
-        comp[i] = (double)info.compute_us;
-    }
+    gx_run_info *info = calloc(runs, sizeof *info);
+    s_time_runs(c, rq, "RUN matmul", 2, runs, wall, info);
+    for (size_t i = 0; i < runs; i++)
+        comp[i] = (double)info[i].compute_us;
+    free(info);
     qsort(wall, runs, sizeof *wall, s_cmp_double);
     qsort(comp, runs, sizeof *comp, s_cmp_double);
     double wmed = s_pct(wall, runs, 50), cmed = s_pct(comp, runs, 50);
