@@ -530,7 +530,7 @@ START_TEST(test_sigterm_answers_every_job)
     gxt_daemon_start(&d, (const char *[]){"--cpus", "0", NULL});
     gx_client *c = s_client(&d), *watch = s_client(&d);
     slow_job s;
-    s_slow_init(&s, 8);
+    s_slow_init(&s, 40); /* ~0.4 s: still running when SIGTERM comes */
     gx_job *jobs[4];
     ck_assert_int_eq(gx_client_submit(c, s.rq, &jobs[0]), GX_OK);
     s_wait_busy(watch, 1);
