@@ -121,28 +121,62 @@ static void s_wait_busy(gx_client *c, int busy)
     ck_abort_msg("daemon never had %d busy workers", busy);
 }
 
+/* An example from examples/: NAME.yaml and its input x, NAME_input.npy.
+ * The caller destroys both. */
+typedef struct example {
+    gx_graph *g;
+    gx_tensor *x;
+} example;
+
+static example s_example(const char *name)
+{
+    char path[256], err[512];
+    example e = {NULL, NULL};
+    snprintf(path, sizeof path, "examples/%s.yaml", name);
+    ck_assert_msg(gx_graph_load_yaml(gxt_srcpath(path), &e.g, err, sizeof err) == GX_OK, "%s", err);
+    snprintf(path, sizeof path, "examples/%s_input.npy", name);
+    ck_assert_msg(gx_npy_load(gxt_srcpath(path), &e.x, err, sizeof err) == GX_OK, "%s", err);
+    return e;
+}
+
+/* Run the example through a new client; the result is the caller's. */
+static gx_result *s_run_example(const gxt_daemon *d, const example *e)
+{
+    gx_client *c = s_client(d);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, e->g);
+    gx_request_add_input(rq, "x", e->x);
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    return r;
+}
+
+static void s_example_fini(example *e)
+{
+    gx_tensor_destroy(&e->x);
+    gx_graph_destroy(&e->g);
+}
+
 START_TEST(test_mlp_example_matches_reference)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    char err[512];
-    gx_graph *g = NULL;
-    gx_tensor *x = NULL;
-    ck_assert_msg(gx_graph_load_yaml(gxt_srcpath("examples/mlp.yaml"), &g, err, sizeof err) == GX_OK, "%s", err);
-    ck_assert_msg(gx_npy_load(gxt_srcpath("examples/mlp_input.npy"), &x, err, sizeof err) == GX_OK, "%s", err);
+    example e = s_example("mlp");
 
     /* reference: softmax(relu(x @ w1 + b1) @ w2 + b2), from the graph's constants */
     const float *w1 = NULL, *b1 = NULL, *w2 = NULL, *b2 = NULL;
-    for (size_t i = 0; i < g->n_consts; i++) {
-        const float *p = g->consts[i].t->data;
-        const char *n = g->consts[i].name;
+    for (size_t i = 0; i < e.g->n_consts; i++) {
+        const float *p = e.g->consts[i].t->data;
+        const char *n = e.g->consts[i].name;
         if (!strcmp(n, "w1")) w1 = p;
         if (!strcmp(n, "b1")) b1 = p;
         if (!strcmp(n, "w2")) w2 = p;
         if (!strcmp(n, "b2")) b2 = p;
     }
     ck_assert(w1 && b1 && w2 && b2);
-    const float *xp = gx_tensor_cdata(x);
+    const float *xp = gx_tensor_cdata(e.x);
     float h[5], z[3], want[3], zmax = -INFINITY, sum = 0;
     for (int j = 0; j < 5; j++) {
         h[j] = b1[j];
@@ -161,12 +195,7 @@ START_TEST(test_mlp_example_matches_reference)
     for (int j = 0; j < 3; j++)
         want[j] /= sum;
 
-    gx_client *c = s_client(&d);
-    gx_request *rq = gx_request_new();
-    gx_request_set_graph(rq, g);
-    gx_request_add_input(rq, "x", x);
-    gx_result *r = NULL;
-    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    gx_result *r = s_run_example(&d, &e);
     ck_assert_str_eq(gx_result_output_name(r, 0), "y");
     ck_assert(gxt_allclose(gx_tensor_cdata(gx_result_output(r, 0)), want, 3, 1e-5f, 1e-6f));
     const gx_run_info *info = gx_result_info(r);
@@ -177,10 +206,7 @@ START_TEST(test_mlp_example_matches_reference)
     ck_assert_int_ge(info->compute_us, 0);
     ck_assert_str_ne(info->reason, "");
     gx_result_destroy(&r);
-    gx_request_destroy(&rq);
-    gx_client_destroy(&c);
-    gx_tensor_destroy(&x);
-    gx_graph_destroy(&g);
+    s_example_fini(&e);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
 }
 END_TEST
@@ -189,17 +215,8 @@ START_TEST(test_broadcast_example)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    char err[512];
-    gx_graph *g = NULL;
-    gx_tensor *x = NULL;
-    ck_assert_msg(gx_graph_load_yaml(gxt_srcpath("examples/broadcast.yaml"), &g, err, sizeof err) == GX_OK, "%s", err);
-    ck_assert_msg(gx_npy_load(gxt_srcpath("examples/broadcast_input.npy"), &x, err, sizeof err) == GX_OK, "%s", err);
-    gx_client *c = s_client(&d);
-    gx_request *rq = gx_request_new();
-    gx_request_set_graph(rq, g);
-    gx_request_add_input(rq, "x", x);
-    gx_result *r = NULL;
-    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    example e = s_example("broadcast");
+    gx_result *r = s_run_example(&d, &e);
     const float want[6] = {11, 22, 33, -7, -12.5f, -18};
     const gx_tensor *y = gx_result_output(r, 0);
     ck_assert_int_eq(gx_tensor_ndim(y), 2);
@@ -207,10 +224,7 @@ START_TEST(test_broadcast_example)
     ck_assert_int_eq(gx_tensor_shape(y)[1], 3);
     ck_assert(gxt_allclose(gx_tensor_cdata(y), want, 6, 0, 0));
     gx_result_destroy(&r);
-    gx_request_destroy(&rq);
-    gx_client_destroy(&c);
-    gx_tensor_destroy(&x);
-    gx_graph_destroy(&g);
+    s_example_fini(&e);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
 }
 END_TEST
