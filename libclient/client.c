@@ -535,6 +535,24 @@ static void s_pack_head(msgpack_packer *pk, const char *type, uint64_t id, size_
     msgpack_pack_uint64(pk, id);
 }
 
+/* The synchronous end of every request: wait for job's reply within the
+ * client's timeout (no reply at all is GX_ECONNECT), then forget the job.
+ * *out (caller owns) is the reply when one came; out may be NULL. */
+static int s_await(gx_client *c, gx_job **job, gx_result **out)
+{
+    gx_result *r = NULL;
+    int rc = gx_job_wait(*job, c->timeout_ms, &r);
+    if (rc == GX_ETIMEDOUT && !r)
+        rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (is gexecd running?)",
+                    c->endpoint, c->timeout_ms);
+    gx_job_destroy(job);
+    if (out)
+        *out = r;
+    else
+        gx_result_destroy(&r);
+    return rc;
+}
+
 /* A request whose header carries at most a graph or a target id; waits for
  * the reply (*out, caller owns). */
 static int s_simple(gx_client *c, const char *type, const gx_graph *graph, uint64_t target,
@@ -556,14 +574,7 @@ static int s_simple(gx_client *c, const char *type, const gx_graph *graph, uint6
     gx_job *job = NULL;
     int rc = s_send(c, &sb, NULL, id, &job);
     msgpack_sbuffer_destroy(&sb);
-    if (rc < 0)
-        return rc;
-    rc = gx_job_wait(job, c->timeout_ms, out);
-    if (rc == GX_ETIMEDOUT && !*out)
-        rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (is gexecd running?)",
-                    c->endpoint, c->timeout_ms);
-    gx_job_destroy(&job);
-    return rc;
+    return rc < 0 ? rc : s_await(c, &job, out);
 }
 
 GX_EXPORT int gx_client_ping(gx_client *c)
@@ -752,17 +763,5 @@ GX_EXPORT int gx_client_run(gx_client *c, const gx_request *rq, gx_result **out)
         *out = NULL;
     gx_job *job = NULL;
     int rc = gx_client_submit(c, rq, &job);
-    if (rc < 0)
-        return rc;
-    gx_result *r = NULL;
-    rc = gx_job_wait(job, c->timeout_ms, &r);
-    if (rc == GX_ETIMEDOUT && !r)
-        rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (is gexecd running?)",
-                    c->endpoint, c->timeout_ms);
-    gx_job_destroy(&job);
-    if (out)
-        *out = r;
-    else
-        gx_result_destroy(&r);
-    return rc;
+    return rc < 0 ? rc : s_await(c, &job, out);
 }
