@@ -1,9 +1,9 @@
 /* Mode selection and dispatch to the executors. See exec.h. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "daemon/exec/exec.h"
+#include "daemon/job.h"
 
 typedef int (*gxd_executor_fn)(const gxd_plan *plan, void *arena, const gx_view *inputs,
                                const gxd_exec_stop *stop);
@@ -54,12 +54,8 @@ int gxd_exec_should_stop(const gxd_exec_stop *stop)
 {
     if (atomic_load_explicit(stop->cancel, memory_order_relaxed))
         return GX_ECANCELLED;
-    if (stop->deadline_us) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        if ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 >= stop->deadline_us)
-            return GX_ETIMEDOUT;
-    }
+    if (stop->deadline_us && gxd_now_us() >= stop->deadline_us)
+        return GX_ETIMEDOUT;
     return GX_OK;
 }
 

@@ -55,7 +55,7 @@ sources=(
     ops/cpu/matmul.c ops/cpu/softmax.c ops/cpu/shape.c
     daemon/compile/compile.c daemon/compile/verify.c daemon/compile/infer.c
     daemon/compile/memplan.c daemon/compile/plan.c
-    daemon/exec/exec.c daemon/exec/exec_seq.c
+    daemon/exec/exec.c daemon/exec/exec_seq.c daemon/job.c daemon/models.c
     daemon/config.c daemon/log.c daemon/topo.c
     tests/fuzz/fuzz_util.c tests/fuzz/fuzz_graph.c
 )
