@@ -3,7 +3,8 @@
  * turns (fair queuing by virtual time: a client's next job is tagged one
  * past the later of the queue's clock and that client's previous tag, so a
  * client that queued 1000 jobs does not make a newcomer wait for all of
- * them), and each client's jobs keep their arrival order; bounded in jobs and in input bytes (a push beyond either fails at once
+ * them), and each client's jobs keep their arrival order; bounded in jobs
+ * and in input bytes (a push beyond either fails at once
  * with GX_EQUEUEFULL, nobody blocks); deadlines swept by the I/O thread;
  * removal by (client, correlation id) for cancellation. Thread-safe: the I/O
  * thread pushes, sweeps and removes, workers pop.
