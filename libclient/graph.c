@@ -33,6 +33,7 @@ static void s_attr_fini(gx_attr *a)
     free(a->ints);
     free(a->floats);
     gx_tensor_destroy(&a->t);
+    gx_graph_destroy(&a->g);
 }
 
 static void s_node_free(gx_node *n)
@@ -310,6 +311,22 @@ GX_EXPORT int gx_node_set_tensor(gx_node *n, const char *name, gx_tensor **t)
         *t = NULL;
     }
     gx_tensor_destroy(t);
+    return rc;
+}
+
+GX_EXPORT int gx_node_set_graph(gx_node *n, const char *name, gx_graph **g)
+{
+    int rc;
+    if (!g || !*g) {
+        gx_graph_destroy(g);
+        return GX_EINVAL;
+    }
+    gx_attr *a = s_attr_new(n, name, GX_ATTR_GRAPH, &rc);
+    if (a) {
+        a->g = *g;
+        *g = NULL;
+    }
+    gx_graph_destroy(g);
     return rc;
 }
 

@@ -31,7 +31,8 @@ struct gx_tensor {
     X(STRING, "string")                                                       \
     X(INTS, "ints")                                                           \
     X(FLOATS, "floats")                                                       \
-    X(TENSOR, "tensor")
+    X(TENSOR, "tensor")                                                       \
+    X(GRAPH, "graph")
 
 typedef enum gx_attr_type {
 #define GX_ATTR_ENUM(e, name) GX_ATTR_##e,
@@ -52,6 +53,7 @@ typedef struct gx_attr {
     double *floats; /* FLOATS, n entries */
     size_t n;
     gx_tensor *t;   /* TENSOR */
+    gx_graph *g;    /* GRAPH: a subgraph (If branches, Loop body) */
 } gx_attr;
 
 struct gx_node {

@@ -30,7 +30,8 @@ GX_EXPORT int gx_dtype_parse(const char *name, gx_dtype *dt)
     static const char *const s_short[GX_DTYPE_COUNT] = {
         [GX_F32] = "f32", [GX_F16] = "f16", [GX_BF16] = "bf16", [GX_F64] = "f64",
         [GX_I64] = "i64", [GX_I32] = "i32", [GX_I8] = "i8",     [GX_U8] = "u8",
-        [GX_BOOL] = "bool",
+        [GX_BOOL] = "bool", [GX_I16] = "i16", [GX_U16] = "u16",  [GX_U32] = "u32",
+        [GX_U64] = "u64",
     };
     if (!name)
         return GX_EDTYPE;

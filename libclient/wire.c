@@ -321,6 +321,9 @@ static void s_pack_attr_value(msgpack_packer *pk, const gx_attr *a)
     case GX_ATTR_TENSOR:
         s_pack_tensor_inline(pk, a->t);
         break;
+    case GX_ATTR_GRAPH:
+        gx_wire_pack_graph(pk, a->g);
+        break;
     case GX_ATTR_TYPE_COUNT:
         msgpack_pack_nil(pk);
         break;
@@ -567,6 +570,16 @@ static int s_unpack_attr(s_dec *d, gx_node *n, const msgpack_object_kv *kv, cons
         rc = s_unpack_tensor_inline(d, val, path, &t);
         if (rc == GX_OK)
             rc = gx_node_set_tensor(n, name, &t);
+        break;
+    }
+    case GX_ATTR_GRAPH: {
+        gx_graph *sub = NULL;
+        char why[512] = "";
+        rc = gx_wire_unpack_graph(val, d->lim, &sub, why, sizeof why);
+        if (rc < 0)
+            rc = gx_errf(d->err, d->errlen, rc, "%s: %s", path, why);
+        else
+            rc = gx_node_set_graph(n, name, &sub);
         break;
     }
     case GX_ATTR_TYPE_COUNT:

@@ -716,6 +716,10 @@ static int s_value(s_ctx *c, const s_node *n, const char *path, gx_dtype dt, voi
     case GX_I32: lo = INT32_MIN, hi = INT32_MAX; break;
     case GX_I8: lo = INT8_MIN, hi = INT8_MAX; break;
     case GX_U8: lo = 0, hi = UINT8_MAX; break;
+    case GX_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case GX_U16: lo = 0, hi = UINT16_MAX; break;
+    case GX_U32: lo = 0, hi = UINT32_MAX; break;
+    case GX_U64: lo = 0, hi = INT64_MAX; break; /* parsed as int64 */
     case GX_BOOL:
     case GX_DTYPE_COUNT:
         return s_fail(c, n, GX_EINTERNAL, "%s: unexpected dtype", path);
@@ -729,6 +733,10 @@ static int s_value(s_ctx *c, const s_node *n, const char *path, gx_dtype dt, voi
     case GX_I32: ((int32_t *)p)[i] = (int32_t)iv; break;
     case GX_I8: ((int8_t *)p)[i] = (int8_t)iv; break;
     case GX_U8: ((uint8_t *)p)[i] = (uint8_t)iv; break;
+    case GX_I16: ((int16_t *)p)[i] = (int16_t)iv; break;
+    case GX_U16: ((uint16_t *)p)[i] = (uint16_t)iv; break;
+    case GX_U32: ((uint32_t *)p)[i] = (uint32_t)iv; break;
+    case GX_U64: ((uint64_t *)p)[i] = (uint64_t)iv; break;
     case GX_F32:
     case GX_F16:
     case GX_BF16:

@@ -17,8 +17,9 @@
 
 #include "libclient/internal.h"
 
-/* X(enum suffix, ONNX op name) */
-#define GX_OP_LIST(X)                                                         \
+/* X(enum suffix, ONNX op name), one list per family; each family's schemas
+ * live in ops/schema_<family>.c and its CPU kernels in ops/cpu/. */
+#define GX_OPS_MATH(X)                                                        \
     X(ADD, "Add")                                                             \
     X(SUB, "Sub")                                                             \
     X(MUL, "Mul")                                                             \
@@ -26,14 +27,46 @@
     X(RELU, "Relu")                                                           \
     X(SIGMOID, "Sigmoid")                                                     \
     X(TANH, "Tanh")                                                           \
-    X(EXP, "Exp")                                                             \
+    X(EXP, "Exp")
+
+
+#define GX_OPS_LOGIC(X)
+
+
+#define GX_OPS_LINALG(X)                                                      \
     X(MATMUL, "MatMul")                                                       \
-    X(GEMM, "Gemm")                                                           \
-    X(SOFTMAX, "Softmax")                                                     \
+    X(GEMM, "Gemm")
+
+
+#define GX_OPS_REDUCE(X)
+
+
+#define GX_OPS_CONV(X)
+
+
+#define GX_OPS_NN(X)                                                          \
+    X(SOFTMAX, "Softmax")
+
+
+#define GX_OPS_SHAPE(X)                                                       \
     X(RESHAPE, "Reshape")                                                     \
     X(TRANSPOSE, "Transpose")                                                 \
     X(CONCAT, "Concat")                                                       \
     X(IDENTITY, "Identity")
+
+
+#define GX_OPS_CONTROL(X)
+
+
+#define GX_OP_LIST(X)                                                         \
+    GX_OPS_MATH(X)                                                            \
+    GX_OPS_LOGIC(X)                                                           \
+    GX_OPS_LINALG(X)                                                          \
+    GX_OPS_REDUCE(X)                                                          \
+    GX_OPS_CONV(X)                                                            \
+    GX_OPS_NN(X)                                                              \
+    GX_OPS_SHAPE(X)                                                           \
+    GX_OPS_CONTROL(X)
 
 typedef enum gx_op {
 #define GX_OP_ENUM(e, name) GX_OP_##e,
@@ -83,16 +116,28 @@ typedef struct gx_attrval {
     const double *floats;
     size_t n;
     const gx_tensor *t;
+    const gx_graph *g;
 } gx_attrval;
 
 /* Schema flags */
 #define GX_OPF_ELEMENTWISE (1u << 0)   /* out[i] depends on in[i] only (after broadcast) */
 #define GX_OPF_BATCH_COUPLED (1u << 1) /* mixes samples of a batch (seed 002 sync op) */
 #define GX_OPF_SHAPE_ONLY (1u << 2)    /* moves bytes; any dtype */
+#define GX_OPF_READS_SHAPES (1u << 3)  /* reads only its inputs' shapes (Shape, Size) */
+#define GX_OPF_NO_FOLD (1u << 4)       /* never evaluated at compile time */
+#define GX_OPF_CONTROL (1u << 5)       /* runs subgraphs: the executor runs it, no kernel */
 
-/* Everything shape inference sees for one node. in[i].data is non-NULL for
- * constant inputs (e.g. Reshape's shape). An omitted optional input has
- * ndim == -1. infer fills out[i].dtype, ndim and shape. */
+/* infer's answer when an output shape depends on the value of an input that
+ * is not known yet (gx_infer_value returned NULL). The compiler then leaves
+ * the node to run time, where infer is called again with every input's data. */
+#define GX_INFER_DYNAMIC 1
+
+/* Everything shape inference sees for one node. in[i].data is non-NULL when
+ * the value is known: constants and values folded from them at compile time,
+ * everything at run time (see GX_INFER_DYNAMIC). Read values through
+ * gx_infer_value, and only for inputs listed in the schema's value_inputs.
+ * An omitted optional input has ndim == -1. infer fills out[i].dtype, ndim
+ * and shape. */
 typedef struct gx_infer {
     const gx_attrval *attr; /* indexed like the schema's attrs */
     int n_in;
@@ -115,13 +160,26 @@ typedef struct gx_op_schema {
     const gx_attr_spec *attrs;
     int n_attrs;
     unsigned flags;
+    /* Inputs whose values (not just shapes) infer reads: bit i for input i
+     * (Reshape's shape, Slice's starts, TopK's k...). The compiler keys plans
+     * on graph inputs that reach these, so their values are known. */
+    uint64_t value_inputs;
     /* Check attribute values and input dtypes/shapes, set output dtypes and
-     * shapes. Returns GX_OK, or GX_ESHAPE / GX_EDTYPE / GX_EATTR /
-     * GX_EUNSUPPORTED with a message in ic->err. */
+     * shapes. Returns GX_OK, GX_INFER_DYNAMIC, or GX_ESHAPE / GX_EDTYPE /
+     * GX_EATTR / GX_EUNSUPPORTED with a message in ic->err. */
     int (*infer)(gx_infer *ic);
     /* Cost estimate; called after a successful infer with outputs filled. */
     gx_cost (*cost)(const gx_infer *ic);
+    /* Optional: bytes of scratch memory the kernel needs (gx_kargs.scratch),
+     * after a successful infer. NULL: none. */
+    size_t (*scratch)(const gx_infer *ic);
 } gx_op_schema;
+
+/* Data of input i if its value is known (see gx_infer), else NULL. */
+static inline const void *gx_infer_value(const gx_infer *ic, int i)
+{
+    return i < ic->n_in && ic->in[i].ndim >= 0 ? ic->in[i].data : NULL;
+}
 
 /* Schema of op; never NULL for op < GX_OP_COUNT. Static storage. */
 const gx_op_schema *gx_op_schema_get(gx_op op);
@@ -142,12 +200,13 @@ typedef struct gx_kargs {
     const gx_view *in;
     int n_out;
     const gx_view *out;
+    void *scratch; /* the schema's scratch() bytes, GX_ALIGN-aligned; else NULL */
     int ith, nth;
 } gx_kargs;
 
 typedef void (*gx_kernel_fn)(const gx_kargs *k);
 
-/* CPU kernel of op; never NULL for op < GX_OP_COUNT. */
+/* CPU kernel of op; NULL only for the control-flow ops (GX_OPF_CONTROL). */
 gx_kernel_fn gx_cpu_kernel(gx_op op);
 
 /* numpy broadcasting of two shapes into out; false if incompatible. */

@@ -94,6 +94,9 @@ int gx_op_resolve_attrs(gx_op op, const gx_node *node, gx_attrval *out, char *er
         case GX_ATTR_TENSOR:
             v->t = at->t;
             break;
+        case GX_ATTR_GRAPH:
+            v->g = at->g;
+            break;
         case GX_ATTR_TYPE_COUNT:
             return gx_errf(err, errlen, GX_EATTR, "%s: attribute '%s' has no type", opname,
                            at->name);

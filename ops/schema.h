@@ -15,13 +15,38 @@
 GX_OP_LIST(GX_SCHEMA_DECL)
 #undef GX_SCHEMA_DECL
 
-/* Attribute positions in gx_infer.attr / gx_kargs.attr. The schemas' spec
- * arrays are built with these as designated indices, so they cannot drift. */
+/* Attribute positions in gx_infer.attr / gx_kargs.attr, one block per op
+ * family. The schemas' spec arrays are built with these as designated
+ * indices, so they cannot drift. */
+
+/* math */
+
+
+/* logic */
+
+
+/* linalg */
 enum { GX_GEMM_ALPHA, GX_GEMM_BETA, GX_GEMM_TRANSA, GX_GEMM_TRANSB, GX_GEMM_NATTRS };
+
+
+/* reduce */
+
+
+/* conv */
+
+
+/* nn */
 enum { GX_SOFTMAX_AXIS, GX_SOFTMAX_NATTRS };
+
+
+/* shape */
 enum { GX_RESHAPE_ALLOWZERO, GX_RESHAPE_NATTRS };
 enum { GX_TRANSPOSE_PERM, GX_TRANSPOSE_NATTRS };
 enum { GX_CONCAT_AXIS, GX_CONCAT_NATTRS };
+
+
+/* control */
+
 
 /* Longest text gx_shape_str writes for GX_MAX_DIMS dims. */
 #define GX_SHAPE_STRLEN (GX_MAX_DIMS * 21 + 3)

@@ -84,7 +84,8 @@ static int s_infer_reshape(gx_infer *ic)
 const gx_op_schema gx_schema_RESHAPE = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_reshape_attrs, .n_attrs = GX_RESHAPE_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_reshape, .cost = s_cost_move,
+    .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_reshape,
+    .cost = s_cost_move,
 };
 
 static const gx_attr_spec s_transpose_attrs[] = {

@@ -11,8 +11,11 @@
 int main(void)
 {
     Suite *(*const suites[])(void) = {
-        status_suite, wire_suite,   npy_suite,  yaml_suite,    ops_suite, memplan_suite,
-        queue_suite,  config_suite, topo_suite, e2e_suite, hostile_suite, fuzz_suite,
+        status_suite,       wire_suite,      npy_suite,         yaml_suite,
+        ops_suite,          ops_math_suite,  ops_logic_suite,   ops_reduce_suite,
+        ops_conv_suite,     ops_nn_suite,    ops_shape_suite,   control_suite,
+        memplan_suite,      queue_suite,     config_suite,      topo_suite,
+        e2e_suite,          hostile_suite,   fuzz_suite,
     };
     SRunner *sr = srunner_create(NULL);
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)

@@ -143,7 +143,8 @@ static void s_roundtrip(gx_dtype dt, int ndim, const int64_t *shape)
     free(dir);
 }
 
-static const gx_dtype s_numpy_dtypes[] = {GX_F32, GX_F16, GX_F64, GX_I64,
+static const gx_dtype s_numpy_dtypes[] = {GX_F32, GX_F16, GX_F64, GX_I64, GX_I16,
+                                          GX_U16, GX_U32, GX_U64,
                                           GX_I32, GX_I8,  GX_U8,  GX_BOOL};
 
 START_TEST(test_roundtrip_dtypes)

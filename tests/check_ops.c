@@ -12,176 +12,8 @@
 
 #include "ops/op.h"
 #include "ops/schema.h" /* attribute positions */
+#include "tests/optest.h"
 #include "tests/testutil.h"
-
-#define ERRLEN 256
-#define MAXIN 8
-
-/* ---- test memory: freed after each test by the fixture ---- */
-
-static void *s_mem[512];
-static int s_nmem;
-
-static void *s_alloc(size_t nbytes)
-{
-    ck_assert_int_lt(s_nmem, (int)(sizeof s_mem / sizeof s_mem[0]));
-    void *p = aligned_alloc(64, (nbytes + 63) / 64 * 64 + 64);
-    ck_assert_ptr_nonnull(p);
-    memset(p, 0, nbytes + 64);
-    return s_mem[s_nmem++] = p;
-}
-
-static void s_free_all(void)
-{
-    while (s_nmem > 0)
-        free(s_mem[--s_nmem]);
-}
-
-/* ---- building inputs ---- */
-
-/* SHAPE(2, 3) expands to the ndim, shape argument pair. */
-#define SHAPE(...)                                                            \
-    (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]) { __VA_ARGS__ }
-
-static gx_view s_view(gx_dtype dt, void *data, int ndim, const int64_t *shape)
-{
-    gx_view v = {.dtype = dt, .ndim = ndim, .data = data};
-    if (ndim > 0)
-        memcpy(v.shape, shape, (size_t)ndim * sizeof *shape);
-    v.numel = gx_shape_numel(ndim, shape, INT64_MAX);
-    return v;
-}
-
-/* A float32 view of the literal values, e.g. F32V(SHAPE(2), 1, 2). */
-#define F32V(shape, ...)                                                      \
-    s_view(GX_F32, s_copy((float[]){__VA_ARGS__}, sizeof((float[]){__VA_ARGS__})), shape)
-
-static void *s_copy(const void *src, size_t nbytes)
-{
-    return memcpy(s_alloc(nbytes), src, nbytes);
-}
-
-static uint64_t s_seed = 0x2545F4914F6CDD1DULL;
-
-/* Deterministic pseudo-random float in [-2, 2). */
-static float s_randf(void)
-{
-    s_seed = s_seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (float)((s_seed >> 40) & 0xFFFFFF) / (float)0x1000000 * 4.0f - 2.0f;
-}
-
-static gx_view s_rand(gx_dtype dt, int ndim, const int64_t *shape)
-{
-    gx_view v = s_view(dt, NULL, ndim, shape);
-    size_t es = gx_dtype_size(dt);
-    v.data = s_alloc((size_t)v.numel * es);
-    for (int64_t i = 0; i < v.numel; i++) {
-        if (dt == GX_F32) {
-            ((float *)v.data)[i] = s_randf();
-        } else {
-            float f = s_randf();
-            memcpy((char *)v.data + i * (int64_t)es, &f, es < sizeof f ? es : sizeof f);
-        }
-    }
-    return v;
-}
-
-#define RANDV(...) s_rand(GX_F32, SHAPE(__VA_ARGS__))
-
-/* Nodes carry only attributes here; names are not looked at. */
-#define A_INT(key, v) ((gx_attr){.name = (char *)(key), .type = GX_ATTR_INT, .i = (v)})
-#define A_FLOAT(key, v) ((gx_attr){.name = (char *)(key), .type = GX_ATTR_FLOAT, .f = (v)})
-#define A_INTS(key, ...)                                                      \
-    ((gx_attr){.name = (char *)(key), .type = GX_ATTR_INTS, .ints = (int64_t[]){__VA_ARGS__}, \
-               .n = sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)})
-#define NODE(...)                                                             \
-    (&(gx_node){.n_attr = sizeof((gx_attr[]){__VA_ARGS__}) / sizeof(gx_attr),  \
-                .attr = (gx_attr[]){__VA_ARGS__}})
-
-/* ---- running an op ---- */
-
-/* Resolves attributes into av, infers, allocates the output (filled with
- * 0xFF bytes so unwritten elements show) and runs the kernel as nth shares,
- * ith = 0..nth-1 in turn. Returns the first failing status, err says why. */
-static int s_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth,
-                 gx_attrval *av, gx_view *out, char *err)
-{
-    const gx_op_schema *s = gx_op_schema_get(op);
-    err[0] = '\0';
-    int rc = gx_op_resolve_attrs(op, node, av, err, ERRLEN);
-    if (rc < 0)
-        return rc;
-    ck_assert_int_ge(n_in, s->min_in);
-    ck_assert_int_le(n_in, s->max_in);
-    memset(out, 0, sizeof *out);
-    gx_infer ic = {.attr = av, .n_in = n_in, .in = in, .n_out = 1, .out = out, .err = err,
-                   .errlen = ERRLEN};
-    if ((rc = s->infer(&ic)) < 0)
-        return rc;
-    ck_assert_int_eq(out->numel, gx_shape_numel(out->ndim, out->shape, INT64_MAX));
-    gx_cost c = s->cost(&ic);
-    ck_assert(c.flops >= 0 && c.bytes >= 0);
-    size_t nbytes = (size_t)out->numel * gx_dtype_size(out->dtype);
-    out->data = s_alloc(nbytes);
-    memset(out->data, 0xFF, nbytes);
-    gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = 1, .out = out, .nth = nth};
-    for (k.ith = 0; k.ith < nth; k.ith++)
-        gx_cpu_kernel(op)(&k);
-    return GX_OK;
-}
-
-/* Expects infer to fail with status and exactly the message msg (or, when
- * msg is NULL, any message). */
-static void s_expect_error(gx_op op, const gx_node *node, int n_in, const gx_view *in, int status,
-                           const char *msg)
-{
-    gx_attrval av[GX_MAX_ATTRS];
-    gx_view out;
-    char err[ERRLEN];
-    int rc = s_run(op, node, n_in, in, 1, av, &out, err);
-    ck_assert_msg(rc == status, "%s: got %s (%s), want %s", gx_op_name(op), gx_status_name(rc),
-                  err, gx_status_name(status));
-    ck_assert_msg(err[0] != '\0', "%s: no message", gx_op_name(op));
-    if (msg)
-        ck_assert_str_eq(err, msg);
-}
-
-/* gxt_allclose, also taking equal infinities as equal. */
-static bool s_close(const float *got, const float *want, int64_t n, float rtol, float atol)
-{
-    for (int64_t i = 0; i < n; i++) {
-        if (got[i] != want[i] && !gxt_allclose(&got[i], &want[i], 1, rtol, atol)) {
-            fprintf(stderr, "  at element %lld of %lld\n", (long long)i, (long long)n);
-            return false;
-        }
-    }
-    return true;
-}
-
-static void s_check_shape(const gx_view *v, int ndim, const int64_t *shape)
-{
-    ck_assert_int_eq(v->ndim, ndim);
-    for (int i = 0; i < ndim; i++)
-        ck_assert_int_eq(v->shape[i], shape[i]);
-}
-
-/* Runs op (nth = 1 and 3) and compares the float32 output with the given
- * shape and values. */
-static void s_expect(gx_op op, const gx_node *node, int n_in, const gx_view *in, gx_view want,
-                     float rtol, float atol)
-{
-    for (int nth = 1; nth <= 3; nth += 2) {
-        gx_attrval av[GX_MAX_ATTRS];
-        gx_view out;
-        char err[ERRLEN];
-        int rc = s_run(op, node, n_in, in, nth, av, &out, err);
-        ck_assert_msg(rc == GX_OK, "%s: %s", gx_op_name(op), err);
-        s_check_shape(&out, want.ndim, want.shape);
-        ck_assert_int_eq(out.dtype, want.dtype);
-        ck_assert_msg(s_close(out.data, want.data, want.numel, rtol, atol),
-                      "%s nth=%d", gx_op_name(op), nth);
-    }
-}
 
 /* ---- naive references ---- */
 
@@ -405,7 +237,7 @@ static bool s_same(const gx_view *got, const gx_view *want, float rtol)
 {
     size_t nbytes = (size_t)want->numel * gx_dtype_size(want->dtype);
     if (rtol > 0 && want->dtype == GX_F32)
-        return s_close(got->data, want->data, want->numel, rtol, 1e-6f);
+        return ot_close(got->data, want->data, want->numel, rtol, 1e-6f);
     return memcmp(got->data, want->data, nbytes) == 0;
 }
 
@@ -450,15 +282,15 @@ static gx_view s_check_ref(gx_op op, const gx_node *node, int n_in, const gx_vie
     gx_attrval av[GX_MAX_ATTRS];
     gx_view out1, ref;
     char err[ERRLEN];
-    int rc = s_run(op, node, n_in, in, 1, av, &out1, err);
+    int rc = ot_run(op, node, n_in, in, 1, av, &out1, err);
     ck_assert_msg(rc == GX_OK, "%s: %s", gx_op_name(op), err);
     ref = out1;
-    ref.data = s_alloc((size_t)out1.numel * gx_dtype_size(out1.dtype));
+    ref.data = ot_alloc((size_t)out1.numel * gx_dtype_size(out1.dtype));
     s_reference(op, av, n_in, in, &ref);
     ck_assert_msg(s_same(&out1, &ref, s_rtol(op)), "%s differs from the reference", gx_op_name(op));
     for (int nth = 3; nth <= 7; nth += 4) {
         gx_view outn;
-        ck_assert_int_eq(s_run(op, node, n_in, in, nth, av, &outn, err), GX_OK);
+        ck_assert_int_eq(ot_run(op, node, n_in, in, nth, av, &outn, err), GX_OK);
         ck_assert_msg(s_same(&outn, &out1, 1e-6f), "%s: nth=%d differs from nth=1", gx_op_name(op),
                       nth);
         s_check_shares(op, av, n_in, in, &out1, nth);
@@ -481,7 +313,8 @@ START_TEST(test_op_table)
         ck_assert(s->min_in >= 1 && s->min_in <= s->max_in && s->max_in <= GX_MAX_OP_INPUTS);
         ck_assert(s->min_out == 1 && s->max_out == 1);
         ck_assert(s->n_attrs <= GX_MAX_ATTRS && (s->n_attrs == 0 || s->attrs));
-        ck_assert_ptr_nonnull(gx_cpu_kernel((gx_op)i));
+        ck_assert((gx_cpu_kernel((gx_op)i) == NULL) ==
+                  ((gx_op_schema_get((gx_op)i)->flags & GX_OPF_CONTROL) != 0));
     }
     gx_op op;
     ck_assert_int_eq(gx_op_lookup("Conv", &op), GX_EOP);
@@ -534,9 +367,9 @@ START_TEST(test_resolve_attrs)
                                          err, sizeof err),
                      GX_EATTR);
     ck_assert_str_eq(err, "Concat: attribute 'axis' given twice");
-    /* through s_run: an unknown attribute stops before inference */
+    /* through ot_run: an unknown attribute stops before inference */
     gx_view in[2] = {RANDV(2), RANDV(2)};
-    s_expect_error(GX_OP_ADD, NODE(A_INT("broadcast", 1)), 2, in, GX_EATTR,
+    ot_expect_error(GX_OP_ADD, NODE(A_INT("broadcast", 1)), 2, in, GX_EATTR,
                    "Add: unknown attribute 'broadcast'");
 }
 END_TEST
@@ -546,7 +379,7 @@ START_TEST(test_broadcast_shape)
     int n;
     int64_t out[GX_MAX_DIMS];
     ck_assert(gx_broadcast_shape(SHAPE(2, 3), SHAPE(3), &n, out));
-    s_check_shape(&(gx_view){.ndim = n, .shape = {out[0], out[1]}}, SHAPE(2, 3));
+    ot_check_shape(&(gx_view){.ndim = n, .shape = {out[0], out[1]}}, SHAPE(2, 3));
     ck_assert(gx_broadcast_shape(SHAPE(2, 1, 4), SHAPE(3, 1), &n, out));
     ck_assert(n == 3 && out[0] == 2 && out[1] == 3 && out[2] == 4);
     ck_assert(gx_broadcast_shape(0, NULL, SHAPE(5, 1), &n, out));
@@ -565,17 +398,17 @@ END_TEST
 START_TEST(test_binary_hand)
 {
     gx_view in[2] = {F32V(SHAPE(2, 3), 1, 2, 3, 4, 5, 6), F32V(SHAPE(3), 10, 20, 30)};
-    s_expect(GX_OP_ADD, NULL, 2, in, F32V(SHAPE(2, 3), 11, 22, 33, 14, 25, 36), 0, 0);
-    s_expect(GX_OP_SUB, NULL, 2, in, F32V(SHAPE(2, 3), -9, -18, -27, -6, -15, -24), 0, 0);
+    ot_expect(GX_OP_ADD, NULL, 2, in, F32V(SHAPE(2, 3), 11, 22, 33, 14, 25, 36), 0, 0);
+    ot_expect(GX_OP_SUB, NULL, 2, in, F32V(SHAPE(2, 3), -9, -18, -27, -6, -15, -24), 0, 0);
     gx_view col[2] = {F32V(SHAPE(2, 1), 2, -1), F32V(SHAPE(3), 1, 2, 3)};
-    s_expect(GX_OP_MUL, NULL, 2, col, F32V(SHAPE(2, 3), 2, 4, 6, -1, -2, -3), 0, 0);
+    ot_expect(GX_OP_MUL, NULL, 2, col, F32V(SHAPE(2, 3), 2, 4, 6, -1, -2, -3), 0, 0);
     gx_view sc[2] = {F32V(SHAPE(2, 2), 1, 2, 3, 4),
-                     s_view(GX_F32, s_copy(&(float){2}, 4), 0, NULL)};
-    s_expect(GX_OP_DIV, NULL, 2, sc, F32V(SHAPE(2, 2), 0.5, 1, 1.5, 2), 0, 0);
+                     ot_view(GX_F32, ot_copy(&(float){2}, 4), 0, NULL)};
+    ot_expect(GX_OP_DIV, NULL, 2, sc, F32V(SHAPE(2, 2), 0.5, 1, 1.5, 2), 0, 0);
     gx_view sc2[2] = {sc[1], sc[0]};
-    s_expect(GX_OP_DIV, NULL, 2, sc2, F32V(SHAPE(2, 2), 2, 1, 2.0f / 3, 0.5), 0, 0);
+    ot_expect(GX_OP_DIV, NULL, 2, sc2, F32V(SHAPE(2, 2), 2, 1, 2.0f / 3, 0.5), 0, 0);
     gx_view zero[2] = {F32V(SHAPE(2), 1, -1), F32V(SHAPE(1), 0)};
-    s_expect(GX_OP_DIV, NULL, 2, zero, F32V(SHAPE(2), INFINITY, -INFINITY), 0, 0);
+    ot_expect(GX_OP_DIV, NULL, 2, zero, F32V(SHAPE(2), INFINITY, -INFINITY), 0, 0);
 }
 END_TEST
 
@@ -593,7 +426,7 @@ START_TEST(test_binary_broadcast)
     for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
         gx_view in[2];
         for (int i = 0; i < 2; i++)
-            in[i] = s_rand(GX_F32, (int)pairs[p][i][0], &pairs[p][i][1]);
+            in[i] = ot_rand(GX_F32, (int)pairs[p][i][0], &pairs[p][i][1]);
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
             s_check_ref(ops[o], NULL, 2, in);
     }
@@ -603,13 +436,13 @@ END_TEST
 START_TEST(test_unary_hand)
 {
     gx_view x = F32V(SHAPE(6), -2, -0.5, 0, 0.5, 3, NAN);
-    s_expect(GX_OP_RELU, NULL, 1, &x, F32V(SHAPE(6), 0, 0, 0, 0.5, 3, NAN), 0, 0);
+    ot_expect(GX_OP_RELU, NULL, 1, &x, F32V(SHAPE(6), 0, 0, 0, 0.5, 3, NAN), 0, 0);
     gx_view e = F32V(SHAPE(5), 0, 1, -1, 200, -200);
-    s_expect(GX_OP_EXP, NULL, 1, &e, F32V(SHAPE(5), 1, 2.718281828f, 0.367879441f, INFINITY, 0),
+    ot_expect(GX_OP_EXP, NULL, 1, &e, F32V(SHAPE(5), 1, 2.718281828f, 0.367879441f, INFINITY, 0),
              1e-6f, 0);
-    s_expect(GX_OP_SIGMOID, NULL, 1, &e, F32V(SHAPE(5), 0.5, 0.731058579f, 0.268941421f, 1, 0),
+    ot_expect(GX_OP_SIGMOID, NULL, 1, &e, F32V(SHAPE(5), 0.5, 0.731058579f, 0.268941421f, 1, 0),
              1e-6f, 0);
-    s_expect(GX_OP_TANH, NULL, 1, &e, F32V(SHAPE(5), 0, 0.761594156f, -0.761594156f, 1, -1), 1e-6f,
+    ot_expect(GX_OP_TANH, NULL, 1, &e, F32V(SHAPE(5), 0, 0.761594156f, -0.761594156f, 1, -1), 1e-6f,
              0);
 }
 END_TEST
@@ -622,7 +455,7 @@ START_TEST(test_unary_vs_libm)
                              -1e-4f, 0.6249f, 0.625f, 0.6251f, -0.625f, 9.0f, 10.0f, -9.5f,
                              88.7f, 88.8f, -87.3f, -87.4f, -103.0f, 1e10f, -1e10f};
     const int64_t n = 40000, ns = sizeof special / sizeof special[0];
-    gx_view x = s_view(GX_F32, s_alloc((size_t)(n + ns) * sizeof(float)), SHAPE(n + ns));
+    gx_view x = ot_view(GX_F32, ot_alloc((size_t)(n + ns) * sizeof(float)), SHAPE(n + ns));
     float *px = x.data;
     for (int64_t i = 0; i < n; i++)
         px[i] = -100.0f + 200.0f * (float)i / (float)n;
@@ -632,12 +465,12 @@ START_TEST(test_unary_vs_libm)
         gx_attrval av[GX_MAX_ATTRS];
         gx_view y, ref;
         char err[ERRLEN];
-        ck_assert_int_eq(s_run(ops[o], NULL, 1, &x, 3, av, &y, err), GX_OK);
+        ck_assert_int_eq(ot_run(ops[o], NULL, 1, &x, 3, av, &y, err), GX_OK);
         ref = y;
-        ref.data = s_alloc((size_t)y.numel * sizeof(float));
+        ref.data = ot_alloc((size_t)y.numel * sizeof(float));
         s_reference(ops[o], av, 1, &x, &ref);
         /* atol covers exp's subnormal results, which the kernel flushes to 0 */
-        ck_assert_msg(s_close(y.data, ref.data, y.numel, s_rtol(ops[o]), 1.2e-38f), "%s",
+        ck_assert_msg(ot_close(y.data, ref.data, y.numel, s_rtol(ops[o]), 1.2e-38f), "%s",
                       gx_op_name(ops[o]));
     }
 }
@@ -648,17 +481,17 @@ END_TEST
 START_TEST(test_matmul_hand)
 {
     gx_view in[2] = {F32V(SHAPE(2, 2), 1, 2, 3, 4), F32V(SHAPE(2, 2), 5, 6, 7, 8)};
-    s_expect(GX_OP_MATMUL, NULL, 2, in, F32V(SHAPE(2, 2), 19, 22, 43, 50), 0, 0);
+    ot_expect(GX_OP_MATMUL, NULL, 2, in, F32V(SHAPE(2, 2), 19, 22, 43, 50), 0, 0);
     gx_view vv[2] = {F32V(SHAPE(3), 1, 2, 3), F32V(SHAPE(3), 4, 5, 6)};
-    s_expect(GX_OP_MATMUL, NULL, 2, vv, s_view(GX_F32, s_copy(&(float){32}, 4), 0, NULL), 0, 0);
+    ot_expect(GX_OP_MATMUL, NULL, 2, vv, ot_view(GX_F32, ot_copy(&(float){32}, 4), 0, NULL), 0, 0);
     gx_view mv[2] = {F32V(SHAPE(2, 3), 1, 2, 3, 4, 5, 6), F32V(SHAPE(3), 1, 0, -1)};
-    s_expect(GX_OP_MATMUL, NULL, 2, mv, F32V(SHAPE(2), -2, -2), 0, 0);
+    ot_expect(GX_OP_MATMUL, NULL, 2, mv, F32V(SHAPE(2), -2, -2), 0, 0);
     gx_view vm[2] = {F32V(SHAPE(2), 1, -1), F32V(SHAPE(2, 3), 1, 2, 3, 4, 5, 6)};
-    s_expect(GX_OP_MATMUL, NULL, 2, vm, F32V(SHAPE(3), -3, -3, -3), 0, 0);
+    ot_expect(GX_OP_MATMUL, NULL, 2, vm, F32V(SHAPE(3), -3, -3, -3), 0, 0);
     /* K == 0: zeros */
-    gx_view k0[2] = {s_view(GX_F32, s_alloc(4), SHAPE(2, 0)),
-                     s_view(GX_F32, s_alloc(4), SHAPE(0, 3))};
-    s_expect(GX_OP_MATMUL, NULL, 2, k0, F32V(SHAPE(2, 3), 0, 0, 0, 0, 0, 0), 0, 0);
+    gx_view k0[2] = {ot_view(GX_F32, ot_alloc(4), SHAPE(2, 0)),
+                     ot_view(GX_F32, ot_alloc(4), SHAPE(0, 3))};
+    ot_expect(GX_OP_MATMUL, NULL, 2, k0, F32V(SHAPE(2, 3), 0, 0, 0, 0, 0, 0), 0, 0);
 }
 END_TEST
 
@@ -674,7 +507,7 @@ START_TEST(test_matmul_shapes)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         gx_view in[2];
         for (int i = 0; i < 2; i++)
-            in[i] = s_rand(GX_F32, (int)cases[c][i][0], &cases[c][i][1]);
+            in[i] = ot_rand(GX_F32, (int)cases[c][i][0], &cases[c][i][1]);
         s_check_ref(GX_OP_MATMUL, NULL, 2, in);
     }
     /* output shapes of the 1-D and broadcast cases */
@@ -682,11 +515,11 @@ START_TEST(test_matmul_shapes)
     gx_view y;
     char err[ERRLEN];
     gx_view a[2] = {RANDV(4), RANDV(3, 2, 4, 3)};
-    ck_assert_int_eq(s_run(GX_OP_MATMUL, NULL, 2, a, 1, av, &y, err), GX_OK);
-    s_check_shape(&y, SHAPE(3, 2, 3));
+    ck_assert_int_eq(ot_run(GX_OP_MATMUL, NULL, 2, a, 1, av, &y, err), GX_OK);
+    ot_check_shape(&y, SHAPE(3, 2, 3));
     gx_view b[2] = {RANDV(2, 1, 3, 4), RANDV(5, 4, 2)};
-    ck_assert_int_eq(s_run(GX_OP_MATMUL, NULL, 2, b, 1, av, &y, err), GX_OK);
-    s_check_shape(&y, SHAPE(2, 5, 3, 2));
+    ck_assert_int_eq(ot_run(GX_OP_MATMUL, NULL, 2, b, 1, av, &y, err), GX_OK);
+    ot_check_shape(&y, SHAPE(2, 5, 3, 2));
 }
 END_TEST
 
@@ -697,20 +530,20 @@ START_TEST(test_gemm_hand)
     /* [[1,2],[3,4]] x [[5,6],[7,8]] = [[19,22],[43,50]] */
     gx_view in[3] = {F32V(SHAPE(2, 2), 1, 2, 3, 4), F32V(SHAPE(2, 2), 5, 6, 7, 8),
                      F32V(SHAPE(2), 100, 200)};
-    s_expect(GX_OP_GEMM, NULL, 2, in, F32V(SHAPE(2, 2), 19, 22, 43, 50), 0, 0);
-    s_expect(GX_OP_GEMM, NULL, 3, in, F32V(SHAPE(2, 2), 119, 222, 143, 250), 0, 0);
+    ot_expect(GX_OP_GEMM, NULL, 2, in, F32V(SHAPE(2, 2), 19, 22, 43, 50), 0, 0);
+    ot_expect(GX_OP_GEMM, NULL, 3, in, F32V(SHAPE(2, 2), 119, 222, 143, 250), 0, 0);
     /* A^T = [[1,3],[2,4]]: [[26,30],[38,44]]; alpha 2, beta -1 */
-    s_expect(GX_OP_GEMM, NODE(A_INT("transA", 1), A_FLOAT("alpha", 2), A_FLOAT("beta", -1)), 3, in,
+    ot_expect(GX_OP_GEMM, NODE(A_INT("transA", 1), A_FLOAT("alpha", 2), A_FLOAT("beta", -1)), 3, in,
              F32V(SHAPE(2, 2), -48, -140, -24, -112), 0, 0);
     /* B^T = [[5,7],[6,8]]: [[17,23],[39,53]] */
-    s_expect(GX_OP_GEMM, NODE(A_INT("transB", 1)), 2, in, F32V(SHAPE(2, 2), 17, 23, 39, 53), 0, 0);
+    ot_expect(GX_OP_GEMM, NODE(A_INT("transB", 1)), 2, in, F32V(SHAPE(2, 2), 17, 23, 39, 53), 0, 0);
     /* beta = 0: C is not read, so a NaN in it does not show */
     gx_view nan_c[3] = {in[0], in[1], F32V(SHAPE(1), NAN)};
-    s_expect(GX_OP_GEMM, NODE(A_FLOAT("beta", 0)), 3, nan_c, F32V(SHAPE(2, 2), 19, 22, 43, 50), 0,
+    ot_expect(GX_OP_GEMM, NODE(A_FLOAT("beta", 0)), 3, nan_c, F32V(SHAPE(2, 2), 19, 22, 43, 50), 0,
              0);
     /* an omitted C (ndim -1) */
     gx_view omitted[3] = {in[0], in[1], {.ndim = -1}};
-    s_expect(GX_OP_GEMM, NULL, 3, omitted, F32V(SHAPE(2, 2), 19, 22, 43, 50), 0, 0);
+    ot_expect(GX_OP_GEMM, NULL, 3, omitted, F32V(SHAPE(2, 2), 19, 22, 43, 50), 0, 0);
 }
 END_TEST
 
@@ -730,9 +563,9 @@ START_TEST(test_gemm_all)
             s_check_ref(GX_OP_GEMM, node, 2, in);
             s_check_ref(GX_OP_GEMM, NODE(A_INT("transA", ta), A_INT("transB", tb)), 2, in);
             for (size_t c = 0; c < sizeof cshapes / sizeof cshapes[0]; c++) {
-                in[2] = s_rand(GX_F32, (int)cshapes[c][0], &cshapes[c][1]);
+                in[2] = ot_rand(GX_F32, (int)cshapes[c][0], &cshapes[c][1]);
                 gx_view y = s_check_ref(GX_OP_GEMM, node, 3, in);
-                s_check_shape(&y, SHAPE(m, n));
+                ot_check_shape(&y, SHAPE(m, n));
             }
         }
     }
@@ -747,19 +580,19 @@ START_TEST(test_softmax)
      * by 1000 (stability: exp(1002) overflows float) */
     const float w0 = 0.09003057f, w1 = 0.24472847f, w2 = 0.66524096f;
     gx_view x = F32V(SHAPE(2, 3), 0, 1, 2, 1000, 1001, 1002);
-    s_expect(GX_OP_SOFTMAX, NULL, 1, &x, F32V(SHAPE(2, 3), w0, w1, w2, w0, w1, w2), 1e-6f, 0);
-    s_expect(GX_OP_SOFTMAX, NODE(A_INT("axis", 1)), 1, &x,
+    ot_expect(GX_OP_SOFTMAX, NULL, 1, &x, F32V(SHAPE(2, 3), w0, w1, w2, w0, w1, w2), 1e-6f, 0);
+    ot_expect(GX_OP_SOFTMAX, NODE(A_INT("axis", 1)), 1, &x,
              F32V(SHAPE(2, 3), w0, w1, w2, w0, w1, w2), 1e-6f, 0);
     /* axis 0: each column is (v, v + 1000) */
-    s_expect(GX_OP_SOFTMAX, NODE(A_INT("axis", 0)), 1, &x, F32V(SHAPE(2, 3), 0, 0, 0, 1, 1, 1), 0,
+    ot_expect(GX_OP_SOFTMAX, NODE(A_INT("axis", 0)), 1, &x, F32V(SHAPE(2, 3), 0, 0, 0, 1, 1, 1), 0,
              1e-30f);
     gx_view big = F32V(SHAPE(3, 1), -3e38f, 3e38f, 0);
-    s_expect(GX_OP_SOFTMAX, NODE(A_INT("axis", 0)), 1, &big, F32V(SHAPE(3, 1), 0, 1, 0), 0, 0);
+    ot_expect(GX_OP_SOFTMAX, NODE(A_INT("axis", 0)), 1, &big, F32V(SHAPE(3, 1), 0, 1, 0), 0, 0);
 
     static const int64_t shapes[][5] = {{2, 4, 7}, {3, 2, 3, 4}, {2, 3, 300}, {2, 300, 3},
                                         {1, 1},    {3, 1, 5, 1}, {2, 0, 3}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        gx_view r = s_rand(GX_F32, (int)shapes[s][0], &shapes[s][1]);
+        gx_view r = ot_rand(GX_F32, (int)shapes[s][0], &shapes[s][1]);
         for (int64_t i = 0; i < r.numel; i++)
             ((float *)r.data)[i] *= 50.0f; /* spread: exp of the raw values would overflow */
         for (int64_t axis = -r.ndim; axis < r.ndim; axis++)
@@ -773,10 +606,10 @@ END_TEST
 START_TEST(test_transpose)
 {
     gx_view x = F32V(SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
-    s_expect(GX_OP_TRANSPOSE, NULL, 1, &x, F32V(SHAPE(3, 2), 1, 4, 2, 5, 3, 6), 0, 0);
-    s_expect(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 0, 1)), 1, &x, x, 0, 0);
+    ot_expect(GX_OP_TRANSPOSE, NULL, 1, &x, F32V(SHAPE(3, 2), 1, 4, 2, 5, 3, 6), 0, 0);
+    ot_expect(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 0, 1)), 1, &x, x, 0, 0);
     gx_view x3 = F32V(SHAPE(2, 2, 2), 0, 1, 2, 3, 4, 5, 6, 7);
-    s_expect(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 1, 2, 0)), 1, &x3,
+    ot_expect(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 1, 2, 0)), 1, &x3,
              F32V(SHAPE(2, 2, 2), 0, 4, 1, 5, 2, 6, 3, 7), 0, 0);
 
     static const int64_t perms3[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
@@ -796,26 +629,26 @@ START_TEST(test_transpose)
     /* any dtype: every element size */
     const gx_dtype dts[] = {GX_U8, GX_F16, GX_I32, GX_I64, GX_BOOL};
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
-        gx_view t = s_rand(dts[d], SHAPE(4, 3, 5));
+        gx_view t = ot_rand(dts[d], SHAPE(4, 3, 5));
         s_check_ref(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 2, 0, 1)), 1, &t);
         s_check_ref(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 0, 2, 1)), 1, &t);
     }
     gx_view empty = RANDV(0, 3);
     s_check_ref(GX_OP_TRANSPOSE, NULL, 1, &empty);
-    gx_view scalar = s_view(GX_F32, s_copy(&(float){7}, 4), 0, NULL);
-    s_expect(GX_OP_TRANSPOSE, NULL, 1, &scalar, scalar, 0, 0);
+    gx_view scalar = ot_view(GX_F32, ot_copy(&(float){7}, 4), 0, NULL);
+    ot_expect(GX_OP_TRANSPOSE, NULL, 1, &scalar, scalar, 0, 0);
 }
 END_TEST
 
 START_TEST(test_concat)
 {
     gx_view in[2] = {F32V(SHAPE(2, 2), 1, 2, 3, 4), F32V(SHAPE(1, 2), 5, 6)};
-    s_expect(GX_OP_CONCAT, NODE(A_INT("axis", 0)), 2, in, F32V(SHAPE(3, 2), 1, 2, 3, 4, 5, 6), 0,
+    ot_expect(GX_OP_CONCAT, NODE(A_INT("axis", 0)), 2, in, F32V(SHAPE(3, 2), 1, 2, 3, 4, 5, 6), 0,
              0);
     gx_view col[2] = {F32V(SHAPE(2, 2), 1, 2, 3, 4), F32V(SHAPE(2, 1), 5, 6)};
-    s_expect(GX_OP_CONCAT, NODE(A_INT("axis", -1)), 2, col, F32V(SHAPE(2, 3), 1, 2, 5, 3, 4, 6), 0,
+    ot_expect(GX_OP_CONCAT, NODE(A_INT("axis", -1)), 2, col, F32V(SHAPE(2, 3), 1, 2, 5, 3, 4, 6), 0,
              0);
-    s_expect(GX_OP_CONCAT, NODE(A_INT("axis", 1)), 1, col, col[0], 0, 0);
+    ot_expect(GX_OP_CONCAT, NODE(A_INT("axis", 1)), 1, col, col[0], 0, 0);
 
     gx_view r[4] = {RANDV(3, 2, 5), RANDV(3, 7, 5), RANDV(3, 1, 5), RANDV(3, 0, 5)};
     s_check_ref(GX_OP_CONCAT, NODE(A_INT("axis", 1)), 4, r);
@@ -824,17 +657,17 @@ START_TEST(test_concat)
     s_check_ref(GX_OP_CONCAT, NODE(A_INT("axis", 0)), 3, r0);
     gx_view r2[3] = {RANDV(2, 3, 1), RANDV(2, 3, 17), RANDV(2, 3, 4)};
     s_check_ref(GX_OP_CONCAT, NODE(A_INT("axis", 2)), 3, r2);
-    gx_view i64[2] = {s_rand(GX_I64, SHAPE(3, 2)), s_rand(GX_I64, SHAPE(3, 9))};
+    gx_view i64[2] = {ot_rand(GX_I64, SHAPE(3, 2)), ot_rand(GX_I64, SHAPE(3, 9))};
     s_check_ref(GX_OP_CONCAT, NODE(A_INT("axis", 1)), 2, i64);
-    gx_view u8[3] = {s_rand(GX_U8, SHAPE(5, 3)), s_rand(GX_U8, SHAPE(5, 1)),
-                     s_rand(GX_U8, SHAPE(5, 70))};
+    gx_view u8[3] = {ot_rand(GX_U8, SHAPE(5, 3)), ot_rand(GX_U8, SHAPE(5, 1)),
+                     ot_rand(GX_U8, SHAPE(5, 70))};
     s_check_ref(GX_OP_CONCAT, NODE(A_INT("axis", 1)), 3, u8);
 }
 END_TEST
 
 static gx_view s_i64(int n, const int64_t *v)
 {
-    return s_view(GX_I64, s_copy(v, (size_t)n * sizeof *v), SHAPE(n));
+    return ot_view(GX_I64, ot_copy(v, (size_t)n * sizeof *v), SHAPE(n));
 }
 
 /* Reshape [2,3,4] by target, expecting the shape want (data unchanged). */
@@ -843,7 +676,7 @@ static void s_reshape_ok(const gx_node *node, int n, const int64_t *target, int 
 {
     gx_view in[2] = {RANDV(2, 3, 4), s_i64(n, target)};
     gx_view y = s_check_ref(GX_OP_RESHAPE, node, 2, in);
-    s_check_shape(&y, ndim, want);
+    ot_check_shape(&y, ndim, want);
 }
 
 START_TEST(test_reshape)
@@ -857,15 +690,15 @@ START_TEST(test_reshape)
     /* allowzero: a 0 is a 0 */
     gx_view empty[2] = {RANDV(0, 4), s_i64(SHAPE(4, 0))};
     gx_view y = s_check_ref(GX_OP_RESHAPE, NODE(A_INT("allowzero", 1)), 2, empty);
-    s_check_shape(&y, SHAPE(4, 0));
+    ot_check_shape(&y, SHAPE(4, 0));
     /* to and from a scalar */
-    gx_view one[2] = {RANDV(1, 1), s_view(GX_I64, s_alloc(8), SHAPE(0))};
+    gx_view one[2] = {RANDV(1, 1), ot_view(GX_I64, ot_alloc(8), SHAPE(0))};
     y = s_check_ref(GX_OP_RESHAPE, NULL, 2, one);
     ck_assert_int_eq(y.ndim, 0);
     /* any dtype */
-    gx_view b[2] = {s_rand(GX_BOOL, SHAPE(3, 4)), s_i64(SHAPE(2, -1))};
+    gx_view b[2] = {ot_rand(GX_BOOL, SHAPE(3, 4)), s_i64(SHAPE(2, -1))};
     y = s_check_ref(GX_OP_RESHAPE, NULL, 2, b);
-    s_check_shape(&y, SHAPE(2, 6));
+    ot_check_shape(&y, SHAPE(2, 6));
     ck_assert_int_eq(y.dtype, GX_BOOL);
 }
 END_TEST
@@ -873,8 +706,8 @@ END_TEST
 START_TEST(test_identity)
 {
     gx_view x = F32V(SHAPE(3), 1, -2, 3);
-    s_expect(GX_OP_IDENTITY, NULL, 1, &x, x, 0, 0);
-    gx_view i = s_rand(GX_I32, SHAPE(5, 3));
+    ot_expect(GX_OP_IDENTITY, NULL, 1, &x, x, 0, 0);
+    gx_view i = ot_rand(GX_I32, SHAPE(5, 3));
     s_check_ref(GX_OP_IDENTITY, NULL, 1, &i);
 }
 END_TEST
@@ -884,91 +717,91 @@ END_TEST
 START_TEST(test_errors)
 {
     gx_view a23 = RANDV(2, 3), a4 = RANDV(4), a45 = RANDV(4, 5);
-    gx_view f64 = s_rand(GX_F64, SHAPE(2, 2)), i64 = s_rand(GX_I64, SHAPE(2, 3));
+    gx_view f64 = ot_rand(GX_F64, SHAPE(2, 2)), i64 = ot_rand(GX_I64, SHAPE(2, 3));
 
-    s_expect_error(GX_OP_ADD, NULL, 2, (gx_view[]){a23, a4}, GX_ESHAPE,
+    ot_expect_error(GX_OP_ADD, NULL, 2, (gx_view[]){a23, a4}, GX_ESHAPE,
                    "Add: shapes [2,3] and [4] are not broadcastable");
-    s_expect_error(GX_OP_DIV, NULL, 2, (gx_view[]){RANDV(2, 3, 4), RANDV(2, 1)}, GX_ESHAPE,
+    ot_expect_error(GX_OP_DIV, NULL, 2, (gx_view[]){RANDV(2, 3, 4), RANDV(2, 1)}, GX_ESHAPE,
                    "Div: shapes [2,3,4] and [2,1] are not broadcastable");
-    s_expect_error(GX_OP_MUL, NULL, 2, (gx_view[]){a23, i64}, GX_EDTYPE,
+    ot_expect_error(GX_OP_MUL, NULL, 2, (gx_view[]){a23, i64}, GX_EDTYPE,
                    "Mul: int64 not supported (float32 only)");
-    s_expect_error(GX_OP_EXP, NULL, 1, &f64, GX_EDTYPE,
+    ot_expect_error(GX_OP_EXP, NULL, 1, &f64, GX_EDTYPE,
                    "Exp: float64 not supported (float32 only)");
-    s_expect_error(GX_OP_SUB, NULL, 2, (gx_view[]){a23, {.ndim = -1}}, GX_ESHAPE,
+    ot_expect_error(GX_OP_SUB, NULL, 2, (gx_view[]){a23, {.ndim = -1}}, GX_ESHAPE,
                    "Sub: input 1 is required");
 
-    s_expect_error(GX_OP_MATMUL, NULL, 2, (gx_view[]){f64, f64}, GX_EDTYPE,
+    ot_expect_error(GX_OP_MATMUL, NULL, 2, (gx_view[]){f64, f64}, GX_EDTYPE,
                    "MatMul: float64 not supported (float32 only)");
-    s_expect_error(GX_OP_MATMUL, NULL, 2, (gx_view[]){a23, a45}, GX_ESHAPE,
+    ot_expect_error(GX_OP_MATMUL, NULL, 2, (gx_view[]){a23, a45}, GX_ESHAPE,
                    "MatMul: A is [2,3] but B is [4,5] (K mismatch)");
-    s_expect_error(GX_OP_MATMUL, NULL, 2, (gx_view[]){a4, RANDV(3)}, GX_ESHAPE,
+    ot_expect_error(GX_OP_MATMUL, NULL, 2, (gx_view[]){a4, RANDV(3)}, GX_ESHAPE,
                    "MatMul: A is [4] but B is [3] (K mismatch)");
-    s_expect_error(GX_OP_MATMUL, NULL, 2, (gx_view[]){RANDV(2, 2, 3), RANDV(3, 3, 4)}, GX_ESHAPE,
+    ot_expect_error(GX_OP_MATMUL, NULL, 2, (gx_view[]){RANDV(2, 2, 3), RANDV(3, 3, 4)}, GX_ESHAPE,
                    "MatMul: batch dims of A [2,2,3] and B [3,3,4] are not broadcastable");
-    s_expect_error(GX_OP_MATMUL, NULL, 2,
-                   (gx_view[]){s_view(GX_F32, s_alloc(4), 0, NULL), a4}, GX_ESHAPE,
+    ot_expect_error(GX_OP_MATMUL, NULL, 2,
+                   (gx_view[]){ot_view(GX_F32, ot_alloc(4), 0, NULL), a4}, GX_ESHAPE,
                    "MatMul: A is [] and B is [4]; both need rank >= 1");
 
-    s_expect_error(GX_OP_GEMM, NULL, 2, (gx_view[]){a23, a45}, GX_ESHAPE,
+    ot_expect_error(GX_OP_GEMM, NULL, 2, (gx_view[]){a23, a45}, GX_ESHAPE,
                    "Gemm: A is [2,3] but B is [4,5] (K mismatch)");
-    s_expect_error(GX_OP_GEMM, NODE(A_INT("transA", 1)), 2, (gx_view[]){a23, a45}, GX_ESHAPE,
+    ot_expect_error(GX_OP_GEMM, NODE(A_INT("transA", 1)), 2, (gx_view[]){a23, a45}, GX_ESHAPE,
                    "Gemm: A is [2,3] but B is [4,5] (K mismatch with transA=1)");
-    s_expect_error(GX_OP_GEMM, NULL, 2, (gx_view[]){RANDV(2, 3, 4), a45}, GX_ESHAPE,
+    ot_expect_error(GX_OP_GEMM, NULL, 2, (gx_view[]){RANDV(2, 3, 4), a45}, GX_ESHAPE,
                    "Gemm: A is [2,3,4] and B is [4,5]; both must be 2-D");
-    s_expect_error(GX_OP_GEMM, NULL, 3, (gx_view[]){a23, RANDV(3, 5), RANDV(3)}, GX_ESHAPE,
+    ot_expect_error(GX_OP_GEMM, NULL, 3, (gx_view[]){a23, RANDV(3, 5), RANDV(3)}, GX_ESHAPE,
                    "Gemm: C is [3], not unidirectionally broadcastable to [M,N] = [2,5]");
-    s_expect_error(GX_OP_GEMM, NULL, 3, (gx_view[]){a23, RANDV(3, 5), RANDV(1, 2, 5)}, GX_ESHAPE,
+    ot_expect_error(GX_OP_GEMM, NULL, 3, (gx_view[]){a23, RANDV(3, 5), RANDV(1, 2, 5)}, GX_ESHAPE,
                    "Gemm: C is [1,2,5], not unidirectionally broadcastable to [M,N] = [2,5]");
-    s_expect_error(GX_OP_GEMM, NULL, 3,
-                   (gx_view[]){a23, RANDV(3, 5), s_rand(GX_I64, SHAPE(5))}, GX_EDTYPE,
+    ot_expect_error(GX_OP_GEMM, NULL, 3,
+                   (gx_view[]){a23, RANDV(3, 5), ot_rand(GX_I64, SHAPE(5))}, GX_EDTYPE,
                    "Gemm: int64 not supported (float32 only)");
 
-    s_expect_error(GX_OP_SOFTMAX, NODE(A_INT("axis", 2)), 1, &a23, GX_EATTR,
+    ot_expect_error(GX_OP_SOFTMAX, NODE(A_INT("axis", 2)), 1, &a23, GX_EATTR,
                    "Softmax: axis 2 is out of range for rank 2");
-    s_expect_error(GX_OP_SOFTMAX, NODE(A_INT("axis", -3)), 1, &a23, GX_EATTR,
+    ot_expect_error(GX_OP_SOFTMAX, NODE(A_INT("axis", -3)), 1, &a23, GX_EATTR,
                    "Softmax: axis -3 is out of range for rank 2");
-    s_expect_error(GX_OP_SOFTMAX, NULL, 1, &i64, GX_EDTYPE,
+    ot_expect_error(GX_OP_SOFTMAX, NULL, 1, &i64, GX_EDTYPE,
                    "Softmax: int64 not supported (float32 only)");
 
-    s_expect_error(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 0, 0)), 1, &a23, GX_EATTR,
+    ot_expect_error(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 0, 0)), 1, &a23, GX_EATTR,
                    "Transpose: perm [0,0] is not a permutation of 0..1");
-    s_expect_error(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 0, 2)), 1, &a23, GX_EATTR,
+    ot_expect_error(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 0, 2)), 1, &a23, GX_EATTR,
                    "Transpose: perm [0,2] is not a permutation of 0..1");
-    s_expect_error(GX_OP_TRANSPOSE, NODE(A_INTS("perm", -1, 0)), 1, &a23, GX_EATTR,
+    ot_expect_error(GX_OP_TRANSPOSE, NODE(A_INTS("perm", -1, 0)), 1, &a23, GX_EATTR,
                    "Transpose: perm [-1,0] is not a permutation of 0..1");
-    s_expect_error(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 1, 0, 2)), 1, &a23, GX_EATTR,
+    ot_expect_error(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 1, 0, 2)), 1, &a23, GX_EATTR,
                    "Transpose: perm [1,0,2] has 3 entries but the input [2,3] has rank 2");
 
-    s_expect_error(GX_OP_CONCAT, NODE(A_INT("axis", 0)), 2, (gx_view[]){a23, a45}, GX_ESHAPE,
+    ot_expect_error(GX_OP_CONCAT, NODE(A_INT("axis", 0)), 2, (gx_view[]){a23, a45}, GX_ESHAPE,
                    "Concat: input 1 is [4,5] but input 0 is [2,3]; all dims but axis 0 must match");
-    s_expect_error(GX_OP_CONCAT, NODE(A_INT("axis", 1)), 2, (gx_view[]){a23, RANDV(2, 3, 1)},
+    ot_expect_error(GX_OP_CONCAT, NODE(A_INT("axis", 1)), 2, (gx_view[]){a23, RANDV(2, 3, 1)},
                    GX_ESHAPE,
                    "Concat: input 1 is [2,3,1] but input 0 is [2,3]; all dims but axis 1 must "
                    "match");
-    s_expect_error(GX_OP_CONCAT, NODE(A_INT("axis", 0)), 2, (gx_view[]){a23, i64}, GX_EDTYPE,
+    ot_expect_error(GX_OP_CONCAT, NODE(A_INT("axis", 0)), 2, (gx_view[]){a23, i64}, GX_EDTYPE,
                    "Concat: input 1 is int64 but input 0 is float32");
-    s_expect_error(GX_OP_CONCAT, NODE(A_INT("axis", 2)), 1, &a23, GX_EATTR,
+    ot_expect_error(GX_OP_CONCAT, NODE(A_INT("axis", 2)), 1, &a23, GX_EATTR,
                    "Concat: axis 2 is out of range for rank 2");
 
     gx_view x = RANDV(2, 3, 4);
-    s_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_view(GX_I64, NULL, SHAPE(2))},
+    ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, ot_view(GX_I64, NULL, SHAPE(2))},
                    GX_EUNSUPPORTED, "Reshape: shape input must be a constant");
-    s_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_rand(GX_I32, SHAPE(2))}, GX_EDTYPE,
+    ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, ot_rand(GX_I32, SHAPE(2))}, GX_EDTYPE,
                    "Reshape: shape input is int32, expected int64");
-    s_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(-1, -1))}, GX_ESHAPE,
+    ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(-1, -1))}, GX_ESHAPE,
                    "Reshape: shape [-1,-1] has more than one -1");
-    s_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(5, -1))}, GX_ESHAPE,
+    ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(5, -1))}, GX_ESHAPE,
                    "Reshape: cannot reshape [2,3,4] (24 elements) into [5,-1]");
-    s_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(5, 5))}, GX_ESHAPE,
+    ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(5, 5))}, GX_ESHAPE,
                    "Reshape: cannot reshape [2,3,4] (24 elements) into [5,5]");
-    s_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(2, -3, 4))}, GX_ESHAPE,
+    ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(2, -3, 4))}, GX_ESHAPE,
                    "Reshape: shape [2,-3,4] has invalid dim -3");
-    s_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(2, 3, 4, 0))}, GX_ESHAPE,
+    ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(2, 3, 4, 0))}, GX_ESHAPE,
                    "Reshape: shape [2,3,4,0] copies dim 3 (0) but the input [2,3,4] has rank 3");
-    s_expect_error(GX_OP_RESHAPE, NODE(A_INT("allowzero", 1)), 2,
+    ot_expect_error(GX_OP_RESHAPE, NODE(A_INT("allowzero", 1)), 2,
                    (gx_view[]){RANDV(0, 4), s_i64(SHAPE(0, -1))}, GX_ESHAPE,
                    "Reshape: shape [0,-1] has both 0 and -1 with allowzero=1");
-    s_expect_error(GX_OP_RESHAPE, NULL, 2,
+    ot_expect_error(GX_OP_RESHAPE, NULL, 2,
                    (gx_view[]){x, s_i64(SHAPE(1, 1, 1, 1, 1, 1, 1, 1, 24))}, GX_ESHAPE,
                    "Reshape: target has 9 dims (max 8)");
 }
@@ -1014,7 +847,7 @@ static void s_thread_case(gx_op op)
         return;
     case GX_OP_TRANSPOSE:
         s_check_ref(op, NODE(A_INTS("perm", 2, 0, 1)), 1, (gx_view[]){RANDV(7, 9, 11)});
-        s_check_ref(op, NULL, 1, (gx_view[]){s_rand(GX_U8, SHAPE(31, 33))});
+        s_check_ref(op, NULL, 1, (gx_view[]){ot_rand(GX_U8, SHAPE(31, 33))});
         return;
     case GX_OP_CONCAT:
         s_check_ref(op, NODE(A_INT("axis", 0)), 2, (gx_view[]){RANDV(7, 13), RANDV(5, 13)});
@@ -1022,7 +855,7 @@ static void s_thread_case(gx_op op)
                     (gx_view[]){RANDV(7, 13), RANDV(7, 2), RANDV(7, 30)});
         return;
     case GX_OP_IDENTITY:
-        s_check_ref(op, NULL, 1, (gx_view[]){s_rand(GX_I8, SHAPE(1001))});
+        s_check_ref(op, NULL, 1, (gx_view[]){ot_rand(GX_I8, SHAPE(1001))});
         return;
     case GX_OP_COUNT:
         break;
@@ -1041,7 +874,7 @@ Suite *ops_suite(void)
 {
     Suite *s = suite_create("ops");
     TCase *tc = tcase_create("schema");
-    tcase_add_checked_fixture(tc, NULL, s_free_all);
+    tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_add_test(tc, test_op_table);
     tcase_add_test(tc, test_resolve_attrs);
     tcase_add_test(tc, test_broadcast_shape);
@@ -1049,7 +882,7 @@ Suite *ops_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("kernels");
-    tcase_add_checked_fixture(tc, NULL, s_free_all);
+    tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_binary_hand);
     tcase_add_test(tc, test_binary_broadcast);

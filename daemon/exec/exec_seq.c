@@ -30,7 +30,8 @@ int gxd_exec_seq(const gxd_plan *plan, void *arena, const gx_view *inputs,
             out[k] = plan->values[st->out[k]].view;
             out[k].data = gxd_exec_value_data(plan, arena, st->out[k]);
         }
-        gx_kargs ka = {st->attr, st->n_in, in, st->n_out, out, 0, 1};
+        gx_kargs ka = {.attr = st->attr, .n_in = st->n_in, .in = in, .n_out = st->n_out,
+                       .out = out, .nth = 1};
         st->kernel(&ka);
     }
     return GX_OK;

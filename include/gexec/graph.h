@@ -61,6 +61,10 @@ GX_EXPORT int gx_node_set_ints(gx_node *n, const char *name, const int64_t *v, s
 GX_EXPORT int gx_node_set_floats(gx_node *n, const char *name, const double *v, size_t count);
 /* Ownership of *t moves into the node, also on failure. */
 GX_EXPORT int gx_node_set_tensor(gx_node *n, const char *name, gx_tensor **t);
+/* A subgraph attribute (If's then_branch/else_branch, Loop's body): takes
+ * ownership of *g and sets it to NULL, also on failure. The subgraph may use
+ * values of the enclosing graphs by name. */
+GX_EXPORT int gx_node_set_graph(gx_node *n, const char *name, gx_graph **g);
 
 GX_EXPORT size_t gx_graph_node_count(const gx_graph *g);
 GX_EXPORT size_t gx_graph_input_count(const gx_graph *g);

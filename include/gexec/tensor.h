@@ -30,7 +30,11 @@ extern "C" {
     X(I32, "int32", 4, "<i4")                                                 \
     X(I8, "int8", 1, "|i1")                                                   \
     X(U8, "uint8", 1, "|u1")                                                  \
-    X(BOOL, "bool", 1, "|b1")
+    X(BOOL, "bool", 1, "|b1")                                                 \
+    X(I16, "int16", 2, "<i2")                                                 \
+    X(U16, "uint16", 2, "<u2")                                                \
+    X(U32, "uint32", 4, "<u4")                                                \
+    X(U64, "uint64", 8, "<u8")
 
 typedef enum gx_dtype {
 #define GX_DTYPE_ENUM(e, name, size, descr) GX_##e,

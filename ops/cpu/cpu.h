@@ -15,12 +15,90 @@
 #ifndef GX_OPS_CPU_H
 #define GX_OPS_CPU_H
 
+#include <string.h>
+
 #include "ops/schema.h"
 
-/* gx_cpu_ADD ... gx_cpu_IDENTITY, one per op, in ops/cpu/<family>.c. */
+/* The ops with a CPU kernel: all but the control-flow ops, which the
+ * executor runs itself. */
+#define GX_CPU_OP_LIST(X)                                                     \
+    GX_OPS_MATH(X)                                                            \
+    GX_OPS_LOGIC(X)                                                           \
+    GX_OPS_LINALG(X)                                                          \
+    GX_OPS_REDUCE(X)                                                          \
+    GX_OPS_CONV(X)                                                            \
+    GX_OPS_NN(X)                                                              \
+    GX_OPS_SHAPE(X)
+
+/* gx_cpu_ADD ..., one per op with a kernel, in ops/cpu/<family>.c. */
 #define GX_CPU_KERNEL_DECL(e, name) void gx_cpu_##e(const gx_kargs *k);
-GX_OP_LIST(GX_CPU_KERNEL_DECL)
+GX_CPU_OP_LIST(GX_CPU_KERNEL_DECL)
 #undef GX_CPU_KERNEL_DECL
+
+/* IEEE binary16 and bfloat16 <-> float32 (round to nearest even; NaN stays
+ * NaN). */
+static inline float gx_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man) { /* subnormal: normalise */
+        int e = -1;
+        do {
+            man <<= 1;
+            e++;
+        } while (!(man & 0x400));
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
+    } else {
+        bits = sign;
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline uint16_t gx_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) /* NaN */
+        return sign | 0x7e00;
+    if (ax >= 0x477ff000u) /* rounds to >= 65520: inf */
+        return sign | 0x7c00;
+    if (ax < 0x38800000u) { /* below the smallest normal half: subnormal or 0 */
+        if (ax < 0x33000000u)
+            return sign;
+        uint32_t e = ax >> 23, man = (ax & 0x7fffff) | 0x800000;
+        int shift = (int)(126 - e) + 14; /* 14..24 */
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return sign | (uint16_t)half;
+    }
+    uint32_t r = ax + 0xfff + ((ax >> 13) & 1); /* round to nearest even */
+    return sign | (uint16_t)((r - 0x38000000u) >> 13);
+}
+
+static inline float gx_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline uint16_t gx_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);
+    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
 
 /* Floats in a 64-byte cache line: element shares are multiples of this so
  * that two threads never write the same line. */
@@ -35,7 +113,7 @@ void gx_cpu_share(const gx_kargs *k, int64_t n, int64_t align, int64_t *lo, int6
  * strides[0..nout) is 0 where the input's dim is 1 or missing. */
 void gx_bcast_strides(int nout, int nin, const int64_t *in, int64_t *strides);
 
-#define GX_NDITER_MAX_IN 2
+#define GX_NDITER_MAX_IN 3
 
 /* Walks a contiguous output of some shape in runs along its innermost dim,
  * tracking where each input (given by element strides per output dim) is.

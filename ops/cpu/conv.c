@@ -1,0 +1,2 @@
+/* CPU kernels of the conv family (GX_OPS_CONV in ops/op.h). */
+#include "ops/cpu/cpu.h"

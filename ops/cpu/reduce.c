@@ -1,0 +1,2 @@
+/* CPU kernels of the reduce family (GX_OPS_REDUCE in ops/op.h). */
+#include "ops/cpu/cpu.h"

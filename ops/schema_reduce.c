@@ -1,0 +1,2 @@
+/* Schemas of the reduce family (GX_OPS_REDUCE in ops/op.h). */
+#include "ops/schema.h"

@@ -1,0 +1,169 @@
+/* The op test harness. See optest.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/optest.h"
+#include "tests/testutil.h"
+/* ---- test memory: freed after each test by the fixture ---- */
+
+static void *s_mem[512];
+static int s_nmem;
+
+void *ot_alloc(size_t nbytes)
+{
+    ck_assert_int_lt(s_nmem, (int)(sizeof s_mem / sizeof s_mem[0]));
+    void *p = aligned_alloc(64, (nbytes + 63) / 64 * 64 + 64);
+    ck_assert_ptr_nonnull(p);
+    memset(p, 0, nbytes + 64);
+    return s_mem[s_nmem++] = p;
+}
+
+void ot_free_all(void)
+{
+    while (s_nmem > 0)
+        free(s_mem[--s_nmem]);
+}
+
+/* ---- building inputs ---- */
+
+/* SHAPE(2, 3) expands to the ndim, shape argument pair. */
+
+gx_view ot_view(gx_dtype dt, void *data, int ndim, const int64_t *shape)
+{
+    gx_view v = {.dtype = dt, .ndim = ndim, .data = data};
+    if (ndim > 0)
+        memcpy(v.shape, shape, (size_t)ndim * sizeof *shape);
+    v.numel = gx_shape_numel(ndim, shape, INT64_MAX);
+    return v;
+}
+
+/* A float32 view of the literal values, e.g. F32V(SHAPE(2), 1, 2). */
+
+void *ot_copy(const void *src, size_t nbytes)
+{
+    return memcpy(ot_alloc(nbytes), src, nbytes);
+}
+
+static uint64_t s_seed = 0x2545F4914F6CDD1DULL;
+
+/* Deterministic pseudo-random float in [-2, 2). */
+float ot_randf(void)
+{
+    s_seed = s_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((s_seed >> 40) & 0xFFFFFF) / (float)0x1000000 * 4.0f - 2.0f;
+}
+
+gx_view ot_rand(gx_dtype dt, int ndim, const int64_t *shape)
+{
+    gx_view v = ot_view(dt, NULL, ndim, shape);
+    size_t es = gx_dtype_size(dt);
+    v.data = ot_alloc((size_t)v.numel * es);
+    for (int64_t i = 0; i < v.numel; i++) {
+        if (dt == GX_F32) {
+            ((float *)v.data)[i] = ot_randf();
+        } else {
+            float f = ot_randf();
+            memcpy((char *)v.data + i * (int64_t)es, &f, es < sizeof f ? es : sizeof f);
+        }
+    }
+    return v;
+}
+
+
+/* Nodes carry only attributes here; names are not looked at. */
+
+/* ---- running an op ---- */
+
+int ot_run_n(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth,
+             gx_attrval *av, int n_out, gx_view *out, char *err)
+{
+    const gx_op_schema *s = gx_op_schema_get(op);
+    err[0] = '\0';
+    int rc = gx_op_resolve_attrs(op, node, av, err, ERRLEN);
+    if (rc < 0)
+        return rc;
+    ck_assert_int_ge(n_in, s->min_in);
+    ck_assert_int_le(n_in, s->max_in);
+    ck_assert_int_ge(n_out, s->min_out);
+    ck_assert_int_le(n_out, s->max_out);
+    memset(out, 0, sizeof *out * (size_t)n_out);
+    gx_infer ic = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = out, .err = err,
+                   .errlen = ERRLEN};
+    if ((rc = s->infer(&ic)) < 0)
+        return rc;
+    ck_assert_msg(rc == GX_OK, "%s: infer with every input's data returned %d", gx_op_name(op), rc);
+    gx_cost c = s->cost(&ic);
+    ck_assert(c.flops >= 0 && c.bytes >= 0);
+    void *scratch = s->scratch ? ot_alloc(s->scratch(&ic)) : NULL;
+    for (int i = 0; i < n_out; i++) {
+        ck_assert_int_eq(out[i].numel, gx_shape_numel(out[i].ndim, out[i].shape, INT64_MAX));
+        size_t nbytes = (size_t)out[i].numel * gx_dtype_size(out[i].dtype);
+        out[i].data = ot_alloc(nbytes);
+        memset(out[i].data, 0xFF, nbytes);
+    }
+    gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = out,
+                  .scratch = scratch, .nth = nth};
+    for (k.ith = 0; k.ith < nth; k.ith++)
+        gx_cpu_kernel(op)(&k);
+    return GX_OK;
+}
+
+int ot_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth, gx_attrval *av,
+           gx_view *out, char *err)
+{
+    return ot_run_n(op, node, n_in, in, nth, av, 1, out, err);
+}
+
+/* Expects infer to fail with status and exactly the message msg (or, when
+ * msg is NULL, any message). */
+void ot_expect_error(gx_op op, const gx_node *node, int n_in, const gx_view *in, int status,
+                           const char *msg)
+{
+    gx_attrval av[GX_MAX_ATTRS];
+    gx_view out;
+    char err[ERRLEN];
+    int rc = ot_run(op, node, n_in, in, 1, av, &out, err);
+    ck_assert_msg(rc == status, "%s: got %s (%s), want %s", gx_op_name(op), gx_status_name(rc),
+                  err, gx_status_name(status));
+    ck_assert_msg(err[0] != '\0', "%s: no message", gx_op_name(op));
+    if (msg)
+        ck_assert_str_eq(err, msg);
+}
+
+/* gxt_allclose, also taking equal infinities as equal. */
+bool ot_close(const float *got, const float *want, int64_t n, float rtol, float atol)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (got[i] != want[i] && !gxt_allclose(&got[i], &want[i], 1, rtol, atol)) {
+            fprintf(stderr, "  at element %lld of %lld\n", (long long)i, (long long)n);
+            return false;
+        }
+    }
+    return true;
+}
+
+void ot_check_shape(const gx_view *v, int ndim, const int64_t *shape)
+{
+    ck_assert_int_eq(v->ndim, ndim);
+    for (int i = 0; i < ndim; i++)
+        ck_assert_int_eq(v->shape[i], shape[i]);
+}
+
+/* Runs op (nth = 1 and 3) and compares the float32 output with the given
+ * shape and values. */
+void ot_expect(gx_op op, const gx_node *node, int n_in, const gx_view *in, gx_view want,
+                     float rtol, float atol)
+{
+    for (int nth = 1; nth <= 3; nth += 2) {
+        gx_attrval av[GX_MAX_ATTRS];
+        gx_view out;
+        char err[ERRLEN];
+        int rc = ot_run(op, node, n_in, in, nth, av, &out, err);
+        ck_assert_msg(rc == GX_OK, "%s: %s", gx_op_name(op), err);
+        ot_check_shape(&out, want.ndim, want.shape);
+        ck_assert_int_eq(out.dtype, want.dtype);
+        ck_assert_msg(ot_close(out.data, want.data, want.numel, rtol, atol),
+                      "%s nth=%d", gx_op_name(op), nth);
+    }
+}
