@@ -222,7 +222,7 @@ static int s_decode_graph(gxd_ctx *ctx, s_req *rq, const msgpack_object *o, gxd_
     /* Only subgraph inputs may leave their dtype or shape undeclared. */
     for (size_t i = 0; i < g->n_inputs; i++) {
         if (g->inputs[i].dtype == GX_DTYPE_COUNT || g->inputs[i].ndim < 0) {
-            rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO,
+            rc = gx_errf(rq->err, sizeof rq->err, GX_EGRAPH,
                          "inputs[%zu]: graph input '%s' needs a dtype and a shape", i,
                          g->inputs[i].name);
             gx_graph_destroy(&g);

@@ -1026,10 +1026,7 @@ static int s_parse_tensor(const void *buf, size_t len, const char *base_dir, con
         return s_report(&c, rc, err, errlen);
     char what[160];
     snprintf(what, sizeof what, "tensor '%.100s'", s_str(tp->name));
-    if (tp->has_data_type && tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
-        rc = s_fail(&c, GX_EDTYPE, what, "string tensors are not supported");
-    else
-        rc = s_tensor(&c, tp, what, out);
+    rc = s_tensor(&c, tp, what, out);
     if (rc < 0)
         rc = s_report(&c, rc, err, errlen);
     protobuf_c_message_free_unpacked(&tp->base, NULL);

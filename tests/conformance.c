@@ -481,19 +481,24 @@ static void s_count_op(runner *r, const char *op, const char *why)
     o->cases = 1;
 }
 
-/* Count an unsupported case under the ops it names as unknown ("unknown op
+/* Count an unsupported case under each op it names as unknown ("unknown op
  * 'Conv'"), else under the first op of its model. */
 static void s_note_unsupported(runner *r, const char *name, const char *why)
 {
+    char seen[1024] = "|";
     bool named = false;
     for (const char *p = why; (p = strstr(p, "unknown op '")) != NULL;) {
         p += strlen("unknown op '");
         const char *q = strchr(p, '\'');
         if (!q)
             break;
-        char op[64];
+        char op[64], key[70];
         snprintf(op, sizeof op, "%.*s", (int)(q - p < 63 ? q - p : 63), p);
-        s_count_op(r, op, why);
+        snprintf(key, sizeof key, "|%s|", op);
+        if (!strstr(seen, key) && strlen(seen) + strlen(key) < sizeof seen) {
+            strcat(seen, key + 1);
+            s_count_op(r, op, why);
+        }
         named = true;
         p = q;
     }
@@ -536,7 +541,7 @@ static void s_print_summary(runner *r)
     if (!r->n_ops)
         return;
     qsort(r->ops, r->n_ops, sizeof *r->ops, s_cmp_ops);
-    printf("unsupported cases by op (cases, first reason):\n");
+    printf("unsupported cases by op (a case counts under every op it lacks; cases, first reason):\n");
     for (size_t i = 0; i < r->n_ops; i++)
         printf("  %-24s %4d  %s\n", r->ops[i].op, r->ops[i].cases, r->ops[i].example);
 }
