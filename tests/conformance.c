@@ -62,6 +62,7 @@ typedef struct daemon_proc {
     char dir[64];
     char endpoint[128];
     int restarts;
+    char died[160]; /* how it ended, once it has */
 } daemon_proc;
 
 /* Unsupported cases counted by op, for -v. */
@@ -83,6 +84,13 @@ typedef struct runner {
 } runner;
 
 /* ---- the daemon --------------------------------------------------------- */
+
+static int64_t s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void s_sleep_ms(int ms)
 {
@@ -115,8 +123,9 @@ static const char *s_daemon_path(void)
     return access(path, X_OK) == 0 ? path : NULL;
 }
 
-/* True while our daemon runs; reaps it (and says how it ended) otherwise. */
-static bool s_daemon_alive(daemon_proc *d, char *why, size_t len)
+/* True while our daemon runs (or for an external one); once it has ended,
+ * reaps it and says how in d->died. */
+static bool s_daemon_alive(daemon_proc *d)
 {
     if (!d->bin || d->pid <= 0)
         return d->bin == NULL;
@@ -125,9 +134,10 @@ static bool s_daemon_alive(daemon_proc *d, char *why, size_t len)
         return true;
     d->pid = 0;
     if (WIFSIGNALED(st))
-        snprintf(why, len, "gexecd died of signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+        snprintf(d->died, sizeof d->died, "gexecd died of signal %d (%s)", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
     else
-        snprintf(why, len, "gexecd exited with status %d", WEXITSTATUS(st));
+        snprintf(d->died, sizeof d->died, "gexecd exited with status %d", WEXITSTATUS(st));
     return false;
 }
 
@@ -167,13 +177,14 @@ static int s_daemon_start(daemon_proc *d)
         _exit(127);
     }
     d->pid = pid;
-    char err[256], why[128];
+    d->died[0] = '\0';
+    char err[256];
     gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
     if (!c)
         return -1;
     gx_client_set_timeout(c, 200);
     int rc = GX_ECONNECT;
-    for (int i = 0; i < 100 && rc != GX_OK && s_daemon_alive(d, why, sizeof why); i++)
+    for (int i = 0; i < 100 && rc != GX_OK && s_daemon_alive(d); i++)
         rc = gx_client_ping(c);
     gx_client_destroy(&c);
     if (rc != GX_OK) {
@@ -341,14 +352,14 @@ static void s_one_line(char *s)
 static int s_run(runner *r, const gx_request *rq, gx_result **res)
 {
     gx_job *job = NULL;
-    char dead[160];
     *res = NULL;
     int rc = gx_client_submit(r->client, rq, &job);
-    for (int waited = 0; rc >= 0; waited += 100) {
+    int64_t t0 = s_now_ms();
+    while (job) {
         rc = gx_job_wait(job, 100, res);
         if (rc != GX_ETIMEDOUT || *res)
             break;
-        if (!s_daemon_alive(&r->d, dead, sizeof dead) || waited > RUN_TIMEOUT_MS + 5000) {
+        if (!s_daemon_alive(&r->d) || s_now_ms() - t0 > RUN_TIMEOUT_MS + 5000) {
             rc = GX_ECONNECT;
             break;
         }
@@ -360,7 +371,7 @@ static int s_run(runner *r, const gx_request *rq, gx_result **res)
 /* Run one case; the reason goes to why. */
 static result s_run_case(runner *r, const char *name, char *why, size_t len)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 64], err[2048], dead[160];
+    char dir[PATH_MAX], path[PATH_MAX + 64], err[2048];
     gx_graph *g = NULL;
     gx_tensor **in = NULL, **want = NULL;
     gx_request *rq = NULL;
@@ -413,8 +424,8 @@ static result s_run_case(runner *r, const char *name, char *why, size_t len)
             goto out;
         }
     rc = s_run(r, rq, &res);
-    if (!s_daemon_alive(&r->d, dead, sizeof dead)) {
-        snprintf(why, len, "%s", dead);
+    if (!s_daemon_alive(&r->d)) {
+        snprintf(why, len, "%s", r->d.died);
         if (s_daemon_restart(r) < 0)
             snprintf(why + strlen(why), len - strlen(why), "; restarting it failed");
         goto out;
@@ -422,8 +433,10 @@ static result s_run_case(runner *r, const char *name, char *why, size_t len)
     if (rc < 0) {
         if (res)
             snprintf(why, len, "run: %s: %s", gx_status_name(rc), gx_result_message(res));
-        else
+        else if (rc == GX_ECONNECT)
             snprintf(why, len, "run: no reply within %d ms", RUN_TIMEOUT_MS + 5000);
+        else
+            snprintf(why, len, "run: %s: %s", gx_status_name(rc), gx_client_last_error(r->client));
         if (!res && r->d.bin) {
             /* no reply at all: a hung daemon would fail every later case */
             snprintf(why + strlen(why), len - strlen(why), " (gexecd restarted)");
