@@ -103,6 +103,12 @@ run_suite() {
     else
         failed=$((failed + 1))
     fi
+    # the ONNX node tests (tests/conformance.sh): each failed case counts
+    local conf=$dir/tests/conformance.sh.log
+    if [ -f "$conf" ] && line=$(grep -E '^conformance: [0-9]+ passed' "$conf" | tail -1); then
+        echo "$line"
+        failed=$((failed + $(echo "$line" | cut -d' ' -f4)))
+    fi
     [ $rc -eq 0 ] || log "make check in $dir failed (status $rc)"
     return 0
 }
