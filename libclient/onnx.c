@@ -375,9 +375,10 @@ static bool s_safe_location(const char *loc)
     return true;
 }
 
-/* Read the tensor's bytes from its external file into dst (nbytes). */
-static int s_external(s_ctx *c, const Onnx__TensorProto *tp, const char *what, void *dst,
-                      size_t nbytes)
+/* The tensor (dt, shape) whose bytes are in an external file; allocated
+ * only once the file is known to hold them. */
+static int s_external(s_ctx *c, const Onnx__TensorProto *tp, const char *what, gx_dtype dt,
+                      int ndim, const int64_t *shape, size_t nbytes, gx_tensor **out)
 {
     const char *loc = NULL;
     int64_t off = 0, length = -1;
@@ -429,8 +430,13 @@ static int s_external(s_ctx *c, const Onnx__TensorProto *tp, const char *what, v
                     length, nbytes);
         goto close_fd;
     }
+    if (!(*out = gx_tensor_new(dt, ndim, shape))) {
+        rc = s_fail(c, GX_ENOMEM, what, "out of memory");
+        goto close_fd;
+    }
     for (size_t got = 0; got < nbytes;) {
-        ssize_t n = pread(fd, (char *)dst + got, nbytes - got, (off_t)(off + (int64_t)got));
+        ssize_t n = pread(fd, (char *)(*out)->data + got, nbytes - got,
+                          (off_t)(off + (int64_t)got));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -442,6 +448,8 @@ static int s_external(s_ctx *c, const Onnx__TensorProto *tp, const char *what, v
     }
 close_fd:
     close(fd);
+    if (rc < 0)
+        gx_tensor_destroy(out);
     return rc;
 }
 
@@ -523,9 +531,7 @@ static int s_tensor(s_ctx *c, const Onnx__TensorProto *tp, const char *what, gx_
     int rc = GX_OK;
 
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        if (!(t = gx_tensor_new(dt, ndim, shape)))
-            return s_fail(c, GX_ENOMEM, what, "out of memory");
-        rc = s_external(c, tp, what, t->data, nbytes);
+        rc = s_external(c, tp, what, dt, ndim, shape, nbytes, &t);
     } else if (tp->has_raw_data) {
         if (tp->raw_data.len != nbytes)
             return s_fail(c, GX_EFORMAT, what, "raw_data has %zu bytes, but %s %s needs %zu",
