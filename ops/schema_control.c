@@ -65,6 +65,8 @@ _Static_assert(sizeof s_loop_attrs / sizeof s_loop_attrs[0] == GX_LOOP_NATTRS, "
 static int s_infer_loop(gx_infer *ic)
 {
     int rc;
+    if (ic->n_in < 2)
+        return gx_infer_errf(ic, GX_EGRAPH, "Loop: needs the inputs M and cond (either may be \"\")");
     if ((rc = s_need_scalar(ic, "Loop", 0, GX_I64, "M (trip count)")) < 0 ||
         (rc = s_need_scalar(ic, "Loop", 1, GX_BOOL, "cond")) < 0)
         return rc;
@@ -80,7 +82,9 @@ static int s_infer_loop(gx_infer *ic)
 }
 
 const gx_op_schema gx_schema_LOOP = {
-    .min_in = 2, .max_in = GX_MAX_OP_INPUTS, .min_out = 0, .max_out = GX_MAX_OP_INPUTS,
+    /* M and cond are optional but hold their places: min_in 0 lets either
+     * be omitted (""), infer checks that both places exist */
+    .min_in = 0, .max_in = GX_MAX_OP_INPUTS, .min_out = 0, .max_out = GX_MAX_OP_INPUTS,
     .attrs = s_loop_attrs, .n_attrs = GX_LOOP_NATTRS,
     .flags = GX_OPF_CONTROL | GX_OPF_NO_FOLD, .infer = s_infer_loop, .cost = s_cost_none,
 };
