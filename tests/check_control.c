@@ -77,7 +77,8 @@ static s_result s_run(const gx_graph *g, const gx_view *inputs)
 static gx_view s_view(gx_dtype dt, int ndim, const int64_t *shape, void *data)
 {
     gx_view v = {.dtype = dt, .ndim = ndim, .data = data};
-    memcpy(v.shape, shape, (size_t)ndim * sizeof *shape);
+    if (ndim)
+        memcpy(v.shape, shape, (size_t)ndim * sizeof *shape);
     v.numel = gx_shape_numel(ndim, shape, INT64_MAX);
     return v;
 }

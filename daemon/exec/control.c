@@ -38,7 +38,8 @@ static int s_run_sub(gxd_frame *f, const gxd_step *s, const char *attr, const gx
     gx_view *in = calloc(n_formal + n_cap + 1, sizeof *in);
     if (!in)
         return gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
-    memcpy(in, formal, n_formal * sizeof *in);
+    if (n_formal)
+        memcpy(in, formal, n_formal * sizeof *in);
     for (size_t i = 0; i < n_cap; i++)
         in[n_formal + i] = f->val[s->in[pos[i]]];
 
