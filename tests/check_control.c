@@ -358,11 +358,25 @@ START_TEST(test_errors)
     ck_assert_msg(strstr(err, "then_branch") && strstr(err, "Frobnicate"), "%s", err);
     gx_graph_destroy(&g);
 
+    /* every refused node is named in one error */
+    g = gx_graph_new("refused");
+    ck_assert_int_eq(gx_graph_add_input(g, "b", GX_BOOL, 1, (int64_t[]){3}), GX_OK);
+    ck_assert_ptr_nonnull(gx_graph_add_node(g, "Sigmoid", "first", NAMES("b"), NAMES("y1")));
+    ck_assert_ptr_nonnull(gx_graph_add_node(g, "Sigmoid", "second", NAMES("b"), NAMES("y2")));
+    gx_graph_add_output(g, "y1");
+    gx_graph_add_output(g, "y2");
+    gx_view bin[1] = {s_view(GX_BOOL, 1, (int64_t[]){3}, NULL)};
+    gxd_plan *p = NULL;
+    ck_assert_int_eq(gxd_compile(g, bin, &s_lim, &p, err, sizeof err), GX_EDTYPE);
+    ck_assert_msg(strstr(err, "2 unsupported nodes") && strstr(err, "'first'") &&
+                      strstr(err, "'second'"),
+                  "%s", err);
+    gx_graph_destroy(&g);
+
     /* If's condition must be one bool */
     g = s_if_graph();
     float x[3] = {1, 2, 3};
     gx_view in[2] = {s_view(GX_F32, 1, (int64_t[]){3}, x), s_view(GX_F32, 1, (int64_t[]){3}, x)};
-    gxd_plan *p = NULL;
     ck_assert_int_eq(gxd_compile(g, in, &s_lim, &p, err, sizeof err), GX_ESHAPE);
     g->inputs[1].dtype = GX_F32; /* declared so; then the op refuses it */
     g->inputs[1].ndim = 1;

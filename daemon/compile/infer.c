@@ -6,7 +6,9 @@
  * was inferred. Views of constants, keyed inputs (a copy the plan owns) and
  * folded values point at their data, so schemas can read shape-like inputs.
  * A step whose inputs are all known and whose outputs are small is folded:
- * run here, its outputs become constants, it never runs per job.
+ * run here, its outputs become constants, it never runs per job. Nodes
+ * refused as unsupported (op variant, dtype) do not stop the pass: one error
+ * names every one of them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +133,23 @@ static int s_fold(gxd_cstate *st, gxd_step *s, const gx_infer *ic)
     return GX_OK;
 }
 
+/* Is rc a refusal of what the node asks for (rather than a broken graph)?
+ * Those are collected, so that one error lists them all. */
+static bool s_unsupported(int rc)
+{
+    return rc == GX_EUNSUPPORTED || rc == GX_EDTYPE;
+}
+
+/* Appends "node 'n' (Op): msg" to the collected refusals. */
+static void s_refusal(char *buf, size_t len, size_t *n, const gxd_step *s, const char *msg)
+{
+    size_t used = strlen(buf);
+    if (used + 1 < len)
+        snprintf(buf + used, len - used, "%snode '%s' (%s): %s", *n ? "; " : "", s->node->name,
+                 s->node->op, msg);
+    (*n)++;
+}
+
 static void s_make_dynamic(gxd_plan *p, gxd_step *s)
 {
     s->dynamic = true;
@@ -155,6 +174,9 @@ int gxd_pass_infer(gxd_cstate *st)
         return rc;
 
     gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
+    char refused[1024] = "";
+    size_t n_refused = 0;
+    int refused_rc = GX_OK;
     for (size_t i = 0; i < p->n_steps; i++) {
         gxd_step *s = &p->steps[i];
         const gx_op_schema *sc = gx_op_schema_get(s->op);
@@ -185,6 +207,12 @@ int gxd_pass_infer(gxd_cstate *st)
             s_make_dynamic(p, s);
             continue;
         }
+        if (s_unsupported(rc)) {
+            s_refusal(refused, sizeof refused, &n_refused, s, msg[0] ? msg : gx_strerror(rc));
+            refused_rc = refused_rc < 0 ? refused_rc : rc;
+            s_make_dynamic(p, s); /* so that the nodes after it are looked at */
+            continue;
+        }
         if (rc < 0)
             return gx_errf(st->err, st->errlen, rc, "node '%s' (%s): %s", s->node->name,
                            s->node->op, msg[0] ? msg : gx_strerror(rc));
@@ -208,6 +236,11 @@ int gxd_pass_infer(gxd_cstate *st)
         }
         p->flops += s->cost.flops;
     }
+    if (n_refused == 1)
+        return gx_errf(st->err, st->errlen, refused_rc, "%s", refused);
+    if (n_refused)
+        return gx_errf(st->err, st->errlen, refused_rc, "%zu unsupported nodes: %s", n_refused,
+                       refused);
 
     for (size_t i = 0; i < g->n_outputs; i++) {
         const gx_value_decl *d = &g->outputs[i];
