@@ -195,6 +195,8 @@ int gxd_pass_verify(gxd_cstate *st)
         goto out;
     }
 
+    char bad_attrs[1024] = "";
+    size_t n_bad_attrs = 0;
     for (size_t i = 0; i < n_nodes; i++) {
         const gx_node *n = g->nodes[i];
         gxd_step *s = &p->steps[i]; /* in node order for now; sorted below */
@@ -209,10 +211,12 @@ int gxd_pass_verify(gxd_cstate *st)
                          sc->max_out);
             goto out;
         }
-        char aerr[256];
-        if ((rc = gx_op_resolve_attrs(s->op, n, s->attr, aerr, sizeof aerr)) < 0) {
-            rc = gx_errf(err, errlen, rc, "node '%s' (%s): %s", n->name, n->op, aerr);
-            goto out;
+        char aerr[256], item[400];
+        if (gx_op_resolve_attrs(s->op, n, s->attr, aerr, sizeof aerr) < 0) {
+            /* collected: one error names every node with a bad attribute */
+            snprintf(item, sizeof item, "node '%.60s' (%.60s): %s", n->name, n->op, aerr);
+            s_append(bad_attrs, sizeof bad_attrs, item);
+            n_bad_attrs++;
         }
         s->scratch = -1;
         gxd_strv captured = {0};
@@ -240,6 +244,11 @@ int gxd_pass_verify(gxd_cstate *st)
         }
     }
     p->n_steps = n_nodes;
+    if (n_bad_attrs) {
+        rc = gx_errf(err, errlen, GX_EATTR, "%s%s",
+                     n_bad_attrs > 1 ? "nodes with bad attributes: " : "", bad_attrs);
+        goto out;
+    }
     for (size_t v = 0; v < g->n_inputs + st->n_captured + g->n_consts; v++)
         producer[v] = -1;
 
