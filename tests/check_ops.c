@@ -199,6 +199,17 @@ static void s_reference(gx_op op, const gx_attrval *av, int n_in, const gx_view 
     case GX_OP_CONCAT:
         s_ref_concat(av[GX_CONCAT_AXIS].i, n_in, in, ref);
         return;
+    /* tested in check_ops_conv.c */
+    case GX_OP_CONV:
+    case GX_OP_CONVINTEGER:
+    case GX_OP_CONVTRANSPOSE:
+    case GX_OP_MAXPOOL:
+    case GX_OP_AVERAGEPOOL:
+    case GX_OP_LPPOOL:
+    case GX_OP_GLOBALMAXPOOL:
+    case GX_OP_GLOBALAVERAGEPOOL:
+    case GX_OP_GLOBALLPPOOL:
+    case GX_OP_MAXUNPOOL:
     case GX_OP_COUNT:
         break;
     }
@@ -218,6 +229,16 @@ static float s_rtol(gx_op op)
     case GX_OP_TRANSPOSE:
     case GX_OP_CONCAT:
     case GX_OP_IDENTITY:
+    case GX_OP_CONV:
+    case GX_OP_CONVINTEGER:
+    case GX_OP_CONVTRANSPOSE:
+    case GX_OP_MAXPOOL:
+    case GX_OP_AVERAGEPOOL:
+    case GX_OP_LPPOOL:
+    case GX_OP_GLOBALMAXPOOL:
+    case GX_OP_GLOBALAVERAGEPOOL:
+    case GX_OP_GLOBALLPPOOL:
+    case GX_OP_MAXUNPOOL:
         return 0;
     case GX_OP_SIGMOID:
     case GX_OP_TANH:
@@ -311,13 +332,13 @@ START_TEST(test_op_table)
         ck_assert_ptr_nonnull(s->infer);
         ck_assert_ptr_nonnull(s->cost);
         ck_assert(s->min_in >= 1 && s->min_in <= s->max_in && s->max_in <= GX_MAX_OP_INPUTS);
-        ck_assert(s->min_out == 1 && s->max_out == 1);
+        ck_assert(s->min_out >= 1 && s->min_out <= s->max_out && s->max_out <= GX_MAX_OP_INPUTS);
         ck_assert(s->n_attrs <= GX_MAX_ATTRS && (s->n_attrs == 0 || s->attrs));
         ck_assert((gx_cpu_kernel((gx_op)i) == NULL) ==
                   ((gx_op_schema_get((gx_op)i)->flags & GX_OPF_CONTROL) != 0));
     }
     gx_op op;
-    ck_assert_int_eq(gx_op_lookup("Conv", &op), GX_EOP);
+    ck_assert_int_eq(gx_op_lookup("Conv2D", &op), GX_EOP);
     ck_assert_int_eq(gx_op_lookup("add", &op), GX_EOP);
     ck_assert_int_eq(gx_op_lookup(NULL, &op), GX_EOP);
     ck_assert_str_eq(gx_op_name(GX_OP_MATMUL), "MatMul");
@@ -856,6 +877,18 @@ static void s_thread_case(gx_op op)
         return;
     case GX_OP_IDENTITY:
         s_check_ref(op, NULL, 1, (gx_view[]){ot_rand(GX_I8, SHAPE(1001))});
+        return;
+    /* threads of these are checked in check_ops_conv.c */
+    case GX_OP_CONV:
+    case GX_OP_CONVINTEGER:
+    case GX_OP_CONVTRANSPOSE:
+    case GX_OP_MAXPOOL:
+    case GX_OP_AVERAGEPOOL:
+    case GX_OP_LPPOOL:
+    case GX_OP_GLOBALMAXPOOL:
+    case GX_OP_GLOBALAVERAGEPOOL:
+    case GX_OP_GLOBALLPPOOL:
+    case GX_OP_MAXUNPOOL:
         return;
     case GX_OP_COUNT:
         break;
