@@ -53,13 +53,37 @@ int gx_win_init_transpose(gx_win *w, const gx_attrval *attr, const gx_view *x, c
  * (the others fall into the padding); empty when *j0 >= *j1. */
 static inline void gx_win_taps(const gx_win *w, int d, int64_t o, int64_t *j0, int64_t *j1)
 {
-    const int64_t start = o * w->stride[d] - w->pad_lo[d], dil = w->dil[d];
-    int64_t a = start < 0 ? (-start + dil - 1) / dil : 0;
-    int64_t b = start < w->in[d] ? (w->in[d] - start + dil - 1) / dil : 0;
+    const int64_t start = o * w->stride[d] - w->pad_lo[d], dil = w->dil[d], in = w->in[d];
+    int64_t a, b;
+    if (dil == 1) { /* the common case, without divisions */
+        a = start < 0 ? -start : 0;
+        b = in - start;
+    } else {
+        a = start < 0 ? (-start + dil - 1) / dil : 0;
+        b = start < in ? (in - start + dil - 1) / dil : 0;
+    }
     if (b > w->k[d])
         b = w->k[d];
     *j0 = a;
     *j1 = a < b ? b : a;
+}
+
+/* Along the last spatial dim, out position o reads x element o * stride +
+ * *c0 at tap t; [*a, *b) within [o0, o1) are the positions where that
+ * element exists (a <= b). */
+static inline void gx_win_inner(const gx_win *w, int64_t t, int64_t o0, int64_t o1, int64_t *c0,
+                                int64_t *a, int64_t *b)
+{
+    const int last = w->nsp - 1;
+    const int64_t s = w->stride[last], c = t * w->dil[last] - w->pad_lo[last];
+    const int64_t in = w->in[last];
+    int64_t lo = c >= 0 ? 0 : (-c + s - 1) / s;
+    int64_t hi = in - c > 0 ? (in - c + s - 1) / s : 0;
+    lo = lo < o0 ? o0 : lo;
+    hi = hi > o1 ? o1 : hi;
+    *c0 = c;
+    *a = lo;
+    *b = hi < lo ? lo : hi;
 }
 
 /* How the Conv kernel computes a node (and so whether it needs scratch):
@@ -69,6 +93,14 @@ static inline void gx_win_taps(const gx_win *w, int d, int64_t o, int64_t *j0, i
  * times a vector; everything else goes through im2col and sgemm. */
 typedef enum gx_conv_path { GX_CONV_POINTWISE, GX_CONV_DEPTHWISE, GX_CONV_IM2COL } gx_conv_path;
 gx_conv_path gx_conv_path_of(const gx_win *w, int64_t channels, int64_t group);
+
+/* How many blocks the Conv kernel splits each group's output channels (mg
+ * of them) into: 1 when the n images have enough output positions p per
+ * group to share among threads by columns, else up to one per 128 channels,
+ * so that late layers with few positions still give each thread a product
+ * of useful size. The im2col path builds one copy of the columns per block,
+ * each by the thread that uses it. */
+int64_t gx_conv_row_blocks(int64_t n, int64_t group, int64_t mg, int64_t p);
 
 /* How many images' column buffers (per_image elements each: im2col for
  * Conv, the product before col2im for ConvTranspose) the kernel's scratch

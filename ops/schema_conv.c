@@ -15,6 +15,12 @@
  * kernel extent and a padded dim fit easily in int64. */
 #define S_ATTR_MAX INT32_MAX
 
+/* Output positions (over images and groups) that keep a Conv's threads
+ * busy splitting by columns alone, and the fewest output channels worth a
+ * product of their own (gx_conv_row_blocks). */
+#define S_SPLIT_COLS 1024
+#define S_SPLIT_ROWS 128
+
 /* Scratch budget of one Conv or ConvTranspose node, in floats (64 MiB). */
 #define S_SCRATCH_FLOATS (INT64_C(16) << 20)
 
@@ -253,6 +259,15 @@ gx_conv_path gx_conv_path_of(const gx_win *w, int64_t channels, int64_t group)
     return unit ? GX_CONV_POINTWISE : GX_CONV_IM2COL;
 }
 
+int64_t gx_conv_row_blocks(int64_t n, int64_t group, int64_t mg, int64_t p)
+{
+    const int64_t cols = n * group * p;
+    if (cols >= S_SPLIT_COLS || cols == 0 || mg < 2 * S_SPLIT_ROWS)
+        return 1;
+    const int64_t want = (S_SPLIT_COLS + cols - 1) / cols, most = mg / S_SPLIT_ROWS;
+    return want < most ? want : most;
+}
+
 int64_t gx_conv_pass_images(int64_t n, int64_t per_image)
 {
     if (n <= 1 || per_image <= 0)
@@ -405,15 +420,18 @@ static gx_cost s_cost_conv(const gx_infer *ic)
     return s_cost_io(ic, 2.0 * window * y + (s_has(ic, 2) ? y : 0.0));
 }
 
-/* The im2col buffers of as many images as gx_conv_pass_images allows. */
+/* The im2col buffers (one per group and row block) of as many images as
+ * gx_conv_pass_images allows. */
 static size_t s_scratch_conv(const gx_infer *ic)
 {
     const gx_view *x = &ic->in[0];
     gx_win w;
     gx_win_init(&w, ic->attr, "Conv", x, ic->in[1].shape + 2, false, false, NULL, 0);
-    if (gx_conv_path_of(&w, x->shape[1], ic->attr[GX_CONV_GROUP].i) != GX_CONV_IM2COL)
+    const int64_t g = ic->attr[GX_CONV_GROUP].i, mg = ic->in[1].shape[0] / g;
+    if (gx_conv_path_of(&w, x->shape[1], g) != GX_CONV_IM2COL)
         return 0;
-    const int64_t per_image = x->shape[1] * w.k_size * w.out_size;
+    const int64_t per_image = x->shape[1] * w.k_size * w.out_size *
+                              gx_conv_row_blocks(x->shape[0], g, mg, w.out_size);
     return (size_t)(gx_conv_pass_images(x->shape[0], per_image) * per_image) * sizeof(float);
 }
 

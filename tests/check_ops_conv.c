@@ -448,6 +448,14 @@ START_TEST(test_conv_reference)
     /* a window wider than the padded input is fine for a conv if it fits */
     s_conv_case(NODE(A_INTS("pads", 2, 2)), SHAPE(1, 1, 1), SHAPE(1, 1, 5), true, 1,
                 (s_geo){.pl = {2}}, SHAPE(1, 1, 1));
+    /* few output positions and many channels: blocks of output channels,
+     * each with its own im2col columns (gx_conv_row_blocks) */
+    s_conv_case(NODE(A_INTS("pads", 1, 1, 1, 1)), SHAPE(1, 3, 5, 5), SHAPE(260, 3, 3, 3), true, 1,
+                (s_geo){.pl = {1, 1}}, SHAPE(1, 260, 5, 5));
+    s_conv_case(NODE(A_INT("group", 2), A_INTS("strides", 2, 2)), SHAPE(2, 4, 7, 7),
+                SHAPE(512, 2, 3, 3), false, 2, (s_geo){.s = {2, 2}}, SHAPE(2, 512, 3, 3));
+    s_conv_case(NULL, SHAPE(1, 8, 4, 4), SHAPE(400, 8, 1, 1), true, 1, (s_geo){0},
+                SHAPE(1, 400, 4, 4));
     /* no channels: just the bias */
     s_conv_case(NULL, SHAPE(2, 0, 3, 3), SHAPE(2, 0, 2, 2), true, 1, (s_geo){0},
                 SHAPE(2, 2, 2, 2));

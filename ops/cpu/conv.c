@@ -5,9 +5,10 @@
  * with stride 1 and no padding multiplies W straight into x; a depthwise
  * conv runs directly, tap by tap along output lines; everything else builds
  * im2col columns in the scratch and multiplies them with cblas_sgemm. A
- * thread's share is a range of output positions over (image, group,
- * position), so every sgemm covers all output channels of a group and
- * threads never write the same columns.
+ * thread's share is a range of output positions over (image, group, block
+ * of output channels, position), so threads never write the same columns;
+ * the blocks (gx_conv_row_blocks) are usually one per group, more when
+ * there are few positions, each with its own copy of the columns.
  *
  * The scratch holds the column matrices of a pass of several images
  * (gx_conv_pass_images). Every pass is split the same way, so a thread
@@ -53,15 +54,16 @@ static void s_tap(const gx_win *w, int64_t t, int64_t *j)
 }
 
 /* Offset within one channel of x (dims in..., row-major) of the row that
- * output line `line` reads with taps j (all dims but the last), or -1 when
- * that row lies in the padding. */
+ * output line `line` (< the lines of a channel) reads with taps j (all dims
+ * but the last), or -1 when that row lies in the padding. The outermost
+ * dim needs no division, so 2-D convs need none at all. */
 static int64_t s_row(const gx_win *w, int64_t line, const int64_t *j)
 {
     const int last = w->nsp - 1;
     int64_t off = 0, stride = w->in[last];
     for (int d = last - 1; d >= 0; d--) {
-        const int64_t o = line % w->out[d];
-        line /= w->out[d];
+        const int64_t o = d > 0 ? line % w->out[d] : line;
+        line = d > 0 ? line / w->out[d] : 0;
         const int64_t i = o * w->stride[d] - w->pad_lo[d] + j[d] * w->dil[d];
         if (i < 0 || i >= w->in[d])
             return -1;
@@ -71,58 +73,42 @@ static int64_t s_row(const gx_win *w, int64_t line, const int64_t *j)
     return off;
 }
 
-/* Along the last dim, out position o reads row element o * stride + *c0 at
- * tap jl; [*a, *b) within [o0, o1) are the positions where that element
- * exists (a <= b). */
-static void s_inner(const gx_win *w, int64_t jl, int64_t o0, int64_t o1, int64_t *c0, int64_t *a,
-                    int64_t *b)
-{
-    const int last = w->nsp - 1;
-    const int64_t s = w->stride[last], c = jl * w->dil[last] - w->pad_lo[last];
-    const int64_t in = w->in[last];
-    int64_t lo = c >= 0 ? 0 : (-c + s - 1) / s;
-    int64_t hi = in - c > 0 ? (in - c + s - 1) / s : 0;
-    lo = lo < o0 ? o0 : lo;
-    hi = hi > o1 ? o1 : hi;
-    *c0 = c;
-    *a = lo;
-    *b = hi < lo ? lo : hi;
-}
-
 /* Columns [p0, p1) of the im2col matrix of one (image, group): row r =
  * (channel, tap) holds at column p (an output position) the x element that
  * the tap reads there, or 0 in the padding. Rows are w->out_size long. */
 static void s_im2col(const gx_win *w, int64_t cg, const float *x, int64_t p0, int64_t p1,
                      float *col)
 {
-    const int64_t ow = w->out[w->nsp - 1], s = w->stride[w->nsp - 1];
+    const int last = w->nsp - 1;
+    const int64_t ow = w->out[last], s = w->stride[last];
+    const int64_t l0 = p0 / ow, l1 = (p1 + ow - 1) / ow; /* the lines touched */
     int64_t j[GX_WIN_MAX];
     for (int64_t r = 0; r < cg * w->k_size; r++) {
         s_tap(w, r % w->k_size, j);
         const float *xc = x + r / w->k_size * w->in_size;
         float *row = col + r * w->out_size;
-        for (int64_t p = p0; p < p1;) {
-            const int64_t line = p / ow, o0 = p % ow;
-            const int64_t o1 = o0 + (p1 - p) < ow ? o0 + (p1 - p) : ow;
-            float *dst = row + line * ow;
+        int64_t c0, fa, fb; /* where a whole line reads x */
+        gx_win_inner(w, j[last], 0, ow, &c0, &fa, &fb);
+        for (int64_t line = l0; line < l1; line++) {
+            const int64_t o0 = line == l0 ? p0 - l0 * ow : 0;
+            const int64_t o1 = line == l1 - 1 ? p1 - line * ow : ow;
             const int64_t off = s_row(w, line, j);
-            int64_t c0, a, b;
-            s_inner(w, j[w->nsp - 1], o0, o1, &c0, &a, &b);
-            if (off < 0)
+            int64_t a = fa > o0 ? fa : o0, b = fb < o1 ? fb : o1;
+            if (off < 0 || b < a)
                 a = b = o1;
+            float *restrict dst = row + line * ow;
+            const float *restrict src = xc + off + c0;
             for (int64_t o = o0; o < a; o++)
                 dst[o] = 0.0f;
-            const float *src = xc + off + c0;
             if (s == 1) {
-                if (b > a)
-                    memcpy(dst + a, src + a, (size_t)(b - a) * sizeof *dst);
+                for (int64_t o = a; o < b; o++)
+                    dst[o] = src[o];
             } else {
                 for (int64_t o = a; o < b; o++)
                     dst[o] = src[o * s];
             }
-            for (int64_t o = b > a ? b : a; o < o1; o++)
+            for (int64_t o = b; o < o1; o++)
                 dst[o] = 0.0f;
-            p += o1 - o0;
         }
     }
 }
@@ -148,59 +134,67 @@ typedef struct s_conv {
     float *y;
 } s_conv;
 
-/* Output columns [p0, p1) of image i, group gi: im2col into col (the
- * group's column matrix) unless the conv is pointwise, then one sgemm. */
-static void s_conv_cols(const s_conv *cv, bool pointwise, int64_t i, int64_t gi, int64_t p0,
-                        int64_t p1, float *col)
+/* Output channels [m0, m1) of group gi and columns [p0, p1) of image i:
+ * im2col into col (a column matrix of the group) unless the conv is
+ * pointwise, then one sgemm. */
+static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi, int64_t m0,
+                         int64_t m1, int64_t p0, int64_t p1, float *col)
 {
     const int64_t P = cv->w.out_size, cgk = cv->cg * cv->w.k_size;
     const float *xg = cv->x + (i * cv->c + gi * cv->cg) * cv->w.in_size;
-    float *yg = cv->y + (i * cv->m + gi * cv->mg) * P + p0;
-    const float *b = cv->bias ? cv->bias + gi * cv->mg : NULL;
+    float *yg = cv->y + (i * cv->m + gi * cv->mg + m0) * P + p0;
+    const float *b = cv->bias ? cv->bias + gi * cv->mg + m0 : NULL;
     if (!pointwise) {
         s_im2col(&cv->w, cv->cg, xg, p0, p1, col);
         xg = col;
     }
-    s_bias_rows(b, cv->mg, p1 - p0, yg, P);
-    s_sgemm(false, cv->mg, p1 - p0, cgk, cv->wt + gi * cv->mg * cgk, cgk, xg + p0, P,
+    s_bias_rows(b, m1 - m0, p1 - p0, yg, P);
+    s_sgemm(false, m1 - m0, p1 - p0, cgk, cv->wt + (gi * cv->mg + m0) * cgk, cgk, xg + p0, P,
             b ? 1.0f : 0.0f, yg, P);
 }
 
 /* Depthwise: output channel oc reads input channel oc / mg only. The
  * thread's share is a range of output lines over (image, channel, line);
- * each line accumulates its taps in turn. */
+ * the lines it has of one channel take the taps one at a time, each tap
+ * adding its weight times a row of x to every line. */
 static void s_conv_depthwise(const gx_kargs *k, const s_conv *cv)
 {
     const gx_win *w = &cv->w;
     const int last = w->nsp - 1;
     const int64_t ow = w->out[last], s = w->stride[last];
-    const int64_t lines = w->out_size / (ow > 0 ? ow : 1);
+    const int64_t lines = ow > 0 ? w->out_size / ow : 0;
     int64_t lo, hi, j[GX_WIN_MAX];
     gx_cpu_share(k, cv->n * cv->m * lines, 1, &lo, &hi);
-    for (int64_t u = lo; u < hi && ow > 0; u++) {
-        const int64_t line = u % lines, ch = u / lines, oc = ch % cv->m, i = ch / cv->m;
-        const float *xc = cv->x + (i * cv->c + oc / cv->mg) * w->in_size;
+    for (int64_t u = lo; u < hi;) {
+        const int64_t ch = u / lines, oc = ch % cv->m, l0 = u % lines;
+        const int64_t l1 = lines - l0 < hi - u ? lines : l0 + (hi - u);
+        const float *xc = cv->x + (ch / cv->m * cv->c + oc / cv->mg) * w->in_size;
         const float *wc = cv->wt + oc * w->k_size;
-        float *restrict y = cv->y + ch * w->out_size + line * ow;
+        float *yc = cv->y + ch * w->out_size;
         const float bv = cv->bias ? cv->bias[oc] : 0.0f;
-        for (int64_t o = 0; o < ow; o++)
-            y[o] = bv;
+        for (int64_t q = l0 * ow; q < l1 * ow; q++)
+            yc[q] = bv;
         for (int64_t t = 0; t < w->k_size; t++) {
             s_tap(w, t, j);
-            const int64_t off = s_row(w, line, j);
             int64_t c0, a, b;
-            s_inner(w, j[last], 0, ow, &c0, &a, &b);
-            if (off < 0)
-                continue;
-            const float wv = wc[t], *restrict src = xc + off + c0;
-            if (s == 1) {
-                for (int64_t o = a; o < b; o++)
-                    y[o] += wv * src[o];
-            } else {
-                for (int64_t o = a; o < b; o++)
-                    y[o] += wv * src[o * s];
+            gx_win_inner(w, j[last], 0, ow, &c0, &a, &b);
+            const float wv = wc[t];
+            for (int64_t line = l0; line < l1; line++) {
+                const int64_t off = s_row(w, line, j);
+                if (off < 0)
+                    continue;
+                const float *restrict src = xc + off + c0;
+                float *restrict y = yc + line * ow;
+                if (s == 1) {
+                    for (int64_t o = a; o < b; o++)
+                        y[o] += wv * src[o];
+                } else {
+                    for (int64_t o = a; o < b; o++)
+                        y[o] += wv * src[o * s];
+                }
             }
         }
+        u += l1 - l0;
     }
 }
 
@@ -219,20 +213,23 @@ void gx_cpu_CONV(const gx_kargs *k)
         s_conv_depthwise(k, &cv);
         return;
     }
-    const int64_t P = cv.w.out_size, per_image = cv.c * cv.w.k_size * P;
+    /* units: (image of the pass, group, row block, output position) */
+    const int64_t P = cv.w.out_size, rb = gx_conv_row_blocks(cv.n, cv.g, cv.mg, P);
+    const int64_t col_elems = cv.cg * cv.w.k_size * P;
     const bool pointwise = path == GX_CONV_POINTWISE;
-    const int64_t pass = pointwise ? cv.n : gx_conv_pass_images(cv.n, per_image);
+    const int64_t pass = pointwise ? cv.n : gx_conv_pass_images(cv.n, cv.g * rb * col_elems);
     int64_t lo, hi;
-    gx_cpu_share(k, pass * cv.g * P, GX_CPU_LINE, &lo, &hi);
+    gx_cpu_share(k, pass * cv.g * rb * P, GX_CPU_LINE, &lo, &hi);
     for (int64_t i0 = 0; i0 < cv.n; i0 += pass) {
         for (int64_t u = lo; u < hi;) {
             const int64_t seg = u / P, p0 = u % P;
             const int64_t p1 = P - p0 < hi - u ? P : p0 + (hi - u);
-            const int64_t b = seg / cv.g, gi = seg % cv.g;
+            const int64_t b = seg / (cv.g * rb), gi = seg / rb % cv.g, r = seg % rb;
             if (i0 + b >= cv.n)
                 break;
-            float *col = pointwise ? NULL : (float *)k->scratch + seg * (per_image / cv.g);
-            s_conv_cols(&cv, pointwise, i0 + b, gi, p0, p1, col);
+            float *col = pointwise ? NULL : (float *)k->scratch + seg * col_elems;
+            s_conv_block(&cv, pointwise, i0 + b, gi, cv.mg * r / rb, cv.mg * (r + 1) / rb, p0, p1,
+                         col);
             u += p1 - p0;
         }
     }
@@ -256,7 +253,7 @@ static void s_col2im(const gx_win *w, const float *col, float *y)
             if (off < 0)
                 continue;
             int64_t c0, a, b;
-            s_inner(w, j[last], 0, ow, &c0, &a, &b);
+            gx_win_inner(w, j[last], 0, ow, &c0, &a, &b);
             const float *restrict src = col + t * w->out_size + line * ow;
             float *restrict dst = y + off + c0;
             if (s == 1) {
@@ -340,7 +337,7 @@ void gx_cpu_CONVINTEGER(const gx_kargs *k)
             s_tap(&w, t, j);
             const int64_t off = s_row(&w, line, j);
             int64_t c0, a, b;
-            s_inner(&w, j[last], 0, ow, &c0, &a, &b);
+            gx_win_inner(&w, j[last], 0, ow, &c0, &a, &b);
             if (off < 0)
                 continue;
             const int32_t wv = s_q8(wt->data, ws, oc * cg * w.k_size + r) - wzp;

@@ -13,46 +13,58 @@
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
 
-/* The valid taps of one output position's window. */
-typedef struct s_at {
-    int64_t first;           /* offset in the channel of the first valid tap */
-    int64_t n[GX_WIN_MAX];   /* valid taps per dim */
-    int64_t step[GX_WIN_MAX]; /* offset between taps per dim */
-    int64_t runs;            /* runs along the last dim: product of n but the last */
-    int64_t taps;            /* valid taps in all */
-    int64_t padded;          /* taps inside the padded x (count_include_pad) */
-} s_at;
+/* Output positions are taken a line at a time (a run along the last
+ * spatial dim), S_CHUNK of them at once: their accumulators stay in
+ * registers or L1 while the window's rows stream past, and along the last
+ * dim consecutive positions read consecutive (or strided) elements. */
+#define S_CHUNK 64
 
-static void s_at_init(const gx_win *w, int64_t pos, s_at *a)
+/* The part of an output line's windows outside the last dim: the rows of x
+ * they read. */
+typedef struct s_rows {
+    int64_t first;            /* offset in the channel of the first valid row */
+    int64_t n[GX_WIN_MAX];    /* valid taps per dim */
+    int64_t step[GX_WIN_MAX]; /* offset between taps per dim */
+    int64_t runs;             /* rows: product of n */
+    int64_t taps;             /* == runs */
+    int64_t padded;           /* taps inside the padded x (count_include_pad) */
+} s_rows;
+
+static int64_t s_padded(const gx_win *w, int d, int64_t o)
 {
-    int64_t stride = 1;
-    a->first = 0;
-    a->runs = 1;
-    a->taps = 1;
-    a->padded = 1;
-    for (int d = w->nsp - 1; d >= 0; d--) {
-        const int64_t o = pos % w->out[d], dil = w->dil[d];
-        pos /= w->out[d];
-        int64_t j0, j1;
-        gx_win_taps(w, d, o, &j0, &j1);
-        const int64_t start = o * w->stride[d] - w->pad_lo[d];
-        a->first += (start + j0 * dil) * stride;
-        a->n[d] = j1 - j0;
-        a->step[d] = dil * stride;
-        a->taps *= j1 - j0;
-        if (d < w->nsp - 1)
-            a->runs *= j1 - j0;
-        /* taps in [-pad_lo, in + pad_hi): the window minus what ceil_mode
-         * added past the end padding */
-        const int64_t end = w->in[d] + w->pad_hi[d];
-        const int64_t p1 = start < end ? (end - start + dil - 1) / dil : 0;
-        a->padded *= p1 < w->k[d] ? p1 : w->k[d];
-        stride *= w->in[d];
-    }
+    /* taps in [-pad_lo, in + pad_hi): the window minus what ceil_mode added
+     * past the end padding */
+    const int64_t start = o * w->stride[d] - w->pad_lo[d], dil = w->dil[d];
+    const int64_t end = w->in[d] + w->pad_hi[d];
+    const int64_t p1 = start >= end ? 0 : dil == 1 ? end - start : (end - start + dil - 1) / dil;
+    return p1 < w->k[d] ? p1 : w->k[d];
 }
 
-/* Offset in the channel of the first tap of run r. */
-static inline int64_t s_at_run(const s_at *a, int nsp, int64_t r)
+static void s_rows_init(const gx_win *w, int64_t line, s_rows *a)
+{
+    const int last = w->nsp - 1;
+    int64_t stride = w->in[last];
+    a->first = 0;
+    a->runs = 1;
+    a->padded = 1;
+    for (int d = last - 1; d >= 0; d--) {
+        /* line < the lines of a channel: the outermost dim needs no division */
+        const int64_t o = d > 0 ? line % w->out[d] : line;
+        line = d > 0 ? line / w->out[d] : 0;
+        int64_t j0, j1;
+        gx_win_taps(w, d, o, &j0, &j1);
+        a->first += (o * w->stride[d] - w->pad_lo[d] + j0 * w->dil[d]) * stride;
+        a->n[d] = j1 - j0;
+        a->step[d] = w->dil[d] * stride;
+        a->runs *= j1 - j0;
+        a->padded *= s_padded(w, d, o);
+        stride *= w->in[d];
+    }
+    a->taps = a->runs;
+}
+
+/* Offset in the channel of row r. */
+static inline int64_t s_row(const s_rows *a, int nsp, int64_t r)
 {
     int64_t off = a->first;
     for (int d = nsp - 2; d >= 0; d--) {
@@ -77,6 +89,24 @@ static int64_t s_colmajor(const gx_win *w, int64_t off)
     return cm;
 }
 
+/* Walks output elements [lo, hi) as chunks of lines: for each it sets ch
+ * (the image-channel), line, the chunk [o0, o1) and the rows r, then runs
+ * the statements that follow the three arguments. */
+#define S_FOR_CHUNKS(w, lo, hi, ...)                                         \
+    do {                                                                      \
+        const int64_t ow_ = (w)->out[(w)->nsp - 1];                           \
+        for (int64_t e_ = (lo); e_ < (hi);) {                                 \
+            const int64_t ch = e_ / (w)->out_size, pos_ = e_ % (w)->out_size; \
+            const int64_t line = pos_ / ow_, o0 = pos_ % ow_;                 \
+            int64_t o1 = o0 + S_CHUNK < ow_ ? o0 + S_CHUNK : ow_;             \
+            o1 = o1 - o0 < (hi) - e_ ? o1 : o0 + ((hi) - e_);                 \
+            s_rows r;                                                         \
+            s_rows_init((w), line, &r);                                       \
+            __VA_ARGS__                                                       \
+            e_ += o1 - o0;                                                    \
+        }                                                                     \
+    } while (0)
+
 #define S_ID(v) (v)
 
 /* X(dtype suffix, T, V, LD, ST) */
@@ -92,67 +122,62 @@ static int64_t s_colmajor(const gx_win *w, int64_t off)
 
 /* ---- windowed pools ---- */
 
-/* MaxPool over output elements [lo, hi): the first largest tap wins (NaN
- * only when it comes first); ind, when given, gets its flat index in x. */
+/* MaxPool over output elements [lo, hi): each window starts from its first
+ * valid tap and the first largest tap in row-major order wins (NaN only
+ * when it comes first); ind, when given, gets its flat index in x. */
 #define S_MAXPOOL(E, T, V, LD, ST)                                            \
     static void s_maxpool_##E(const gx_win *w, const void *xv, void *yv, int64_t *ind,      \
                               bool colmajor, int64_t lo, int64_t hi)          \
     {                                                                         \
         const T *x = xv;                                                      \
         T *y = yv;                                                            \
-        const int64_t last = w->nsp - 1;                                      \
-        for (int64_t e = lo; e < hi; e++) {                                   \
-            s_at a;                                                           \
-            s_at_init(w, e % w->out_size, &a);                                \
-            const T *xc = x + e / w->out_size * w->in_size;                   \
-            V best = LD(xc[a.first]);                                         \
-            int64_t at = a.first;                                             \
-            for (int64_t r = 0; r < a.runs; r++) {                            \
-                const int64_t off = s_at_run(&a, w->nsp, r);                  \
-                for (int64_t t = 0; t < a.n[last]; t++) {                     \
-                    const V v = LD(xc[off + t * a.step[last]]);               \
-                    if (v > best) {                                           \
-                        best = v;                                             \
-                        at = off + t * a.step[last];                          \
+        const int last = w->nsp - 1;                                          \
+        const int64_t s = w->stride[last], ow = w->out[last];                 \
+        V best[S_CHUNK];                                                      \
+        int64_t at[S_CHUNK];                                                  \
+        S_FOR_CHUNKS(w, lo, hi, {                                             \
+            const T *xc = x + ch * w->in_size;                                \
+            for (int64_t o = o0; o < o1; o++) {                               \
+                int64_t j0, j1;                                               \
+                gx_win_taps(w, last, o, &j0, &j1);                            \
+                at[o - o0] = r.first + o * s - w->pad_lo[last] + j0 * w->dil[last]; \
+                best[o - o0] = LD(xc[at[o - o0]]);                            \
+            }                                                                 \
+            for (int64_t ri = 0; ri < r.runs; ri++) {                         \
+                const int64_t roff = s_row(&r, w->nsp, ri);                   \
+                for (int64_t t = 0; t < w->k[last]; t++) {                    \
+                    int64_t c0, a, b;                                         \
+                    gx_win_inner(w, t, o0, o1, &c0, &a, &b);                  \
+                    const T *src = xc + roff + c0;                            \
+                    V *m = best - o0;                                         \
+                    if (!ind && s == 1) {                                     \
+                        for (int64_t o = a; o < b; o++)                       \
+                            m[o] = LD(src[o]) > m[o] ? LD(src[o]) : m[o];     \
+                        continue;                                             \
+                    }                                                         \
+                    if (!ind) {                                               \
+                        for (int64_t o = a; o < b; o++)                       \
+                            m[o] = LD(src[o * s]) > m[o] ? LD(src[o * s]) : m[o]; \
+                        continue;                                             \
+                    }                                                         \
+                    for (int64_t o = a; o < b; o++) {                         \
+                        const V v = LD(src[o * s]);                           \
+                        if (v > m[o]) {                                       \
+                            m[o] = v;                                         \
+                            at[o - o0] = roff + c0 + o * s;                   \
+                        }                                                     \
                     }                                                         \
                 }                                                             \
             }                                                                 \
-            y[e] = ST(best);                                                  \
-            if (ind)                                                          \
-                ind[e] = e / w->out_size * w->in_size + (colmajor ? s_colmajor(w, at) : at); \
-        }                                                                     \
+            T *yl = y + ch * w->out_size + line * ow;                         \
+            for (int64_t o = o0; o < o1; o++)                                 \
+                yl[o] = ST(best[o - o0]);                                     \
+            for (int64_t o = o0; ind && o < o1; o++)                          \
+                ind[ch * w->out_size + line * ow + o] =                       \
+                    ch * w->in_size + (colmajor ? s_colmajor(w, at[o - o0]) : at[o - o0]); \
+        });                                                                   \
     }
 S_MAXPOOL_TYPES(S_MAXPOOL)
-
-/* AveragePool (lp == 0) or LpPool (lp == p) over output elements [lo, hi). */
-#define S_SUMPOOL(E, T, V, LD, ST)                                            \
-    static void s_sumpool_##E(const gx_win *w, const void *xv, void *yv, bool include_pad, \
-                              int lp, int64_t lo, int64_t hi)                 \
-    {                                                                         \
-        const T *x = xv;                                                      \
-        T *y = yv;                                                            \
-        const int64_t last = w->nsp - 1;                                      \
-        for (int64_t e = lo; e < hi; e++) {                                   \
-            s_at a;                                                           \
-            s_at_init(w, e % w->out_size, &a);                                \
-            const T *xc = x + e / w->out_size * w->in_size;                   \
-            V sum = 0;                                                        \
-            for (int64_t r = 0; r < a.runs; r++) {                            \
-                const T *px = xc + s_at_run(&a, w->nsp, r);                   \
-                if (lp == 0) {                                                \
-                    for (int64_t t = 0; t < a.n[last]; t++)                   \
-                        sum += LD(px[t * a.step[last]]);                      \
-                } else {                                                      \
-                    for (int64_t t = 0; t < a.n[last]; t++)                   \
-                        sum += (V)s_pow_abs(LD(px[t * a.step[last]]), lp);    \
-                }                                                             \
-            }                                                                 \
-            if (lp == 0)                                                      \
-                y[e] = ST(sum / (V)(include_pad ? a.padded : a.taps));        \
-            else                                                              \
-                y[e] = ST((V)s_root(sum, lp));                                \
-        }                                                                     \
-    }
 
 /* |v|^p and its inverse, exact for the usual p = 1 and 2. */
 static inline double s_pow_abs(double v, int p)
@@ -165,6 +190,51 @@ static inline double s_root(double v, int p)
     return p == 1 ? v : p == 2 ? sqrt(v) : pow(v, 1.0 / p);
 }
 
+/* AveragePool (lp == 0) or LpPool (lp == p) over output elements [lo, hi):
+ * a sum over the window, then its mean or root. */
+#define S_SUMPOOL(E, T, V, LD, ST)                                            \
+    static void s_sumpool_##E(const gx_win *w, const void *xv, void *yv, bool include_pad, \
+                              int lp, int64_t lo, int64_t hi)                 \
+    {                                                                         \
+        const T *x = xv;                                                      \
+        T *y = yv;                                                            \
+        const int last = w->nsp - 1;                                          \
+        const int64_t s = w->stride[last], ow = w->out[last];                 \
+        V sum[S_CHUNK];                                                       \
+        S_FOR_CHUNKS(w, lo, hi, {                                             \
+            const T *xc = x + ch * w->in_size;                                \
+            for (int64_t o = 0; o < o1 - o0; o++)                             \
+                sum[o] = 0;                                                   \
+            for (int64_t ri = 0; ri < r.runs; ri++) {                         \
+                const int64_t roff = s_row(&r, w->nsp, ri);                   \
+                for (int64_t t = 0; t < w->k[last]; t++) {                    \
+                    int64_t c0, a, b;                                         \
+                    gx_win_inner(w, t, o0, o1, &c0, &a, &b);                  \
+                    const T *src = xc + roff + c0;                            \
+                    V *acc = sum - o0;                                        \
+                    if (lp == 0 && s == 1) {                                  \
+                        for (int64_t o = a; o < b; o++)                       \
+                            acc[o] += LD(src[o]);                             \
+                    } else if (lp == 0) {                                     \
+                        for (int64_t o = a; o < b; o++)                       \
+                            acc[o] += LD(src[o * s]);                         \
+                    } else {                                                  \
+                        for (int64_t o = a; o < b; o++)                       \
+                            acc[o] += (V)s_pow_abs(LD(src[o * s]), lp);       \
+                    }                                                         \
+                }                                                             \
+            }                                                                 \
+            T *yl = y + ch * w->out_size + line * ow;                         \
+            for (int64_t o = o0; o < o1; o++) {                               \
+                int64_t j0, j1;                                               \
+                gx_win_taps(w, last, o, &j0, &j1);                            \
+                const int64_t n = include_pad ? r.padded * s_padded(w, last, o) \
+                                              : r.taps * (j1 - j0);           \
+                yl[o] = lp == 0 ? ST(sum[o - o0] / (V)n)                      \
+                                : ST((V)s_root(sum[o - o0], lp));             \
+            }                                                                 \
+        });                                                                   \
+    }
 S_FLOAT_TYPES(S_SUMPOOL)
 
 void gx_cpu_MAXPOOL(const gx_kargs *k)
@@ -243,7 +313,9 @@ void gx_cpu_LPPOOL(const gx_kargs *k)
 enum { S_GMAX, S_GAVG, S_GLP };
 
 /* Channels [lo, hi) of n contiguous elements each: their max, mean or
- * p-norm (kind), one value per channel. */
+ * p-norm (kind), one value per channel. S_LANES independent partial
+ * results let the loops vectorise without reassociating a single sum. */
+#define S_LANES 8
 #define S_GLOBAL(E, T, V, LD, ST)                                             \
     static void s_global_##E(const void *xv, void *yv, int64_t n, int kind, int lp, int64_t lo, \
                              int64_t hi)                                      \
@@ -252,22 +324,37 @@ enum { S_GMAX, S_GAVG, S_GLP };
         T *y = yv;                                                            \
         for (int64_t c = lo; c < hi; c++) {                                   \
             const T *xc = x + c * n;                                          \
-            V acc = kind == S_GMAX && n > 0 ? LD(xc[0]) : 0;                  \
+            V part[S_LANES];                                                  \
+            for (int l = 0; l < S_LANES; l++)                                 \
+                part[l] = kind == S_GMAX && n > 0 ? LD(xc[0]) : 0;            \
+            int64_t i = 0;                                                    \
             if (kind == S_GMAX) {                                             \
-                for (int64_t i = 1; i < n; i++) {                             \
-                    const V v = LD(xc[i]);                                    \
-                    acc = v > acc ? v : acc;                                  \
+                for (; i + S_LANES <= n; i += S_LANES) {                      \
+                    for (int l = 0; l < S_LANES; l++) {                       \
+                        const V v = LD(xc[i + l]);                            \
+                        part[l] = v > part[l] ? v : part[l];                  \
+                    }                                                         \
                 }                                                             \
+                for (; i < n; i++)                                            \
+                    part[0] = LD(xc[i]) > part[0] ? LD(xc[i]) : part[0];      \
+                for (int l = 1; l < S_LANES; l++)                             \
+                    part[0] = part[l] > part[0] ? part[l] : part[0];          \
             } else if (kind == S_GAVG) {                                      \
-                for (int64_t i = 0; i < n; i++)                               \
-                    acc += LD(xc[i]);                                         \
-                acc /= (V)n;                                                  \
+                for (; i + S_LANES <= n; i += S_LANES) {                      \
+                    for (int l = 0; l < S_LANES; l++)                         \
+                        part[l] += LD(xc[i + l]);                             \
+                }                                                             \
+                for (; i < n; i++)                                            \
+                    part[0] += LD(xc[i]);                                     \
+                for (int l = 1; l < S_LANES; l++)                             \
+                    part[0] += part[l];                                       \
+                part[0] /= (V)n;                                              \
             } else {                                                          \
-                for (int64_t i = 0; i < n; i++)                               \
-                    acc += (V)s_pow_abs(LD(xc[i]), lp);                       \
-                acc = (V)s_root(acc, lp);                                     \
+                for (; i < n; i++)                                            \
+                    part[0] += (V)s_pow_abs(LD(xc[i]), lp);                   \
+                part[0] = (V)s_root(part[0], lp);                             \
             }                                                                 \
-            y[c] = ST(acc);                                                   \
+            y[c] = ST(part[0]);                                               \
         }                                                                     \
     }
 S_FLOAT_TYPES(S_GLOBAL)
