@@ -97,15 +97,15 @@ static void s_im2col(const gx_win *w, int64_t cg, const float *x, int64_t p0, in
             if (off < 0 || b < a)
                 a = b = o1;
             float *restrict dst = row + line * ow;
-            const float *restrict src = xc + off + c0;
+            const float *restrict src = xc + (off < 0 ? 0 : off); /* its row; index c0 + o * s */
             for (int64_t o = o0; o < a; o++)
                 dst[o] = 0.0f;
             if (s == 1) {
                 for (int64_t o = a; o < b; o++)
-                    dst[o] = src[o];
+                    dst[o] = src[c0 + o];
             } else {
                 for (int64_t o = a; o < b; o++)
-                    dst[o] = src[o * s];
+                    dst[o] = src[c0 + o * s];
             }
             for (int64_t o = b; o < o1; o++)
                 dst[o] = 0.0f;
@@ -183,14 +183,14 @@ static void s_conv_depthwise(const gx_kargs *k, const s_conv *cv)
                 const int64_t off = s_row(w, line, j);
                 if (off < 0)
                     continue;
-                const float *restrict src = xc + off + c0;
+                const float *restrict src = xc + off; /* its row; index c0 + o * s */
                 float *restrict y = yc + line * ow;
                 if (s == 1) {
                     for (int64_t o = a; o < b; o++)
-                        y[o] += wv * src[o];
+                        y[o] += wv * src[c0 + o];
                 } else {
                     for (int64_t o = a; o < b; o++)
-                        y[o] += wv * src[o * s];
+                        y[o] += wv * src[c0 + o * s];
                 }
             }
         }
@@ -255,13 +255,13 @@ static void s_col2im(const gx_win *w, const float *col, float *y)
             int64_t c0, a, b;
             gx_win_inner(w, j[last], 0, ow, &c0, &a, &b);
             const float *restrict src = col + t * w->out_size + line * ow;
-            float *restrict dst = y + off + c0;
+            float *restrict dst = y + off; /* its row; index c0 + o * s */
             if (s == 1) {
                 for (int64_t o = a; o < b; o++)
-                    dst[o] += src[o];
+                    dst[c0 + o] += src[o];
             } else {
                 for (int64_t o = a; o < b; o++)
-                    dst[o * s] += src[o];
+                    dst[c0 + o * s] += src[o];
             }
         }
     }
@@ -342,8 +342,10 @@ void gx_cpu_CONVINTEGER(const gx_kargs *k)
                 continue;
             const int32_t wv = s_q8(wt->data, ws, oc * cg * w.k_size + r) - wzp;
             const int64_t base = (i * c + ic) * w.in_size + off + c0;
+            /* each product fits int32; the sum wraps like the int32 it is */
             for (int64_t o = a; o < b; o++)
-                yl[o] += wv * (s_q8(x->data, xs, base + o * s) - xzp);
+                yl[o] = (int32_t)((uint32_t)yl[o] +
+                                  (uint32_t)(wv * (s_q8(x->data, xs, base + o * s) - xzp)));
         }
     }
 }

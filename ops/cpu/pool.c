@@ -148,23 +148,24 @@ static int64_t s_colmajor(const gx_win *w, int64_t off)
                 for (int64_t t = 0; t < w->k[last]; t++) {                    \
                     int64_t c0, a, b;                                         \
                     gx_win_inner(w, t, o0, o1, &c0, &a, &b);                  \
-                    const T *src = xc + roff + c0;                            \
-                    V *m = best - o0;                                         \
+                    /* i = o - o0 indexes the chunk; src[q + i * s] is x's */ \
+                    const T *src = xc + roff;                                 \
+                    const int64_t i0 = a - o0, i1 = b - o0, q = c0 + o0 * s;  \
                     if (!ind && s == 1) {                                     \
-                        for (int64_t o = a; o < b; o++)                       \
-                            m[o] = LD(src[o]) > m[o] ? LD(src[o]) : m[o];     \
+                        for (int64_t i = i0; i < i1; i++)                     \
+                            best[i] = LD(src[q + i]) > best[i] ? LD(src[q + i]) : best[i]; \
                         continue;                                             \
                     }                                                         \
                     if (!ind) {                                               \
-                        for (int64_t o = a; o < b; o++)                       \
-                            m[o] = LD(src[o * s]) > m[o] ? LD(src[o * s]) : m[o]; \
+                        for (int64_t i = i0; i < i1; i++)                     \
+                            best[i] = LD(src[q + i * s]) > best[i] ? LD(src[q + i * s]) : best[i]; \
                         continue;                                             \
                     }                                                         \
-                    for (int64_t o = a; o < b; o++) {                         \
-                        const V v = LD(src[o * s]);                           \
-                        if (v > m[o]) {                                       \
-                            m[o] = v;                                         \
-                            at[o - o0] = roff + c0 + o * s;                   \
+                    for (int64_t i = i0; i < i1; i++) {                       \
+                        const V v = LD(src[q + i * s]);                       \
+                        if (v > best[i]) {                                    \
+                            best[i] = v;                                      \
+                            at[i] = roff + q + i * s;                         \
                         }                                                     \
                     }                                                         \
                 }                                                             \
@@ -210,17 +211,18 @@ static inline double s_root(double v, int p)
                 for (int64_t t = 0; t < w->k[last]; t++) {                    \
                     int64_t c0, a, b;                                         \
                     gx_win_inner(w, t, o0, o1, &c0, &a, &b);                  \
-                    const T *src = xc + roff + c0;                            \
-                    V *acc = sum - o0;                                        \
+                    /* i = o - o0 indexes the chunk; src[q + i * s] is x's */ \
+                    const T *src = xc + roff;                                 \
+                    const int64_t i0 = a - o0, i1 = b - o0, q = c0 + o0 * s;  \
                     if (lp == 0 && s == 1) {                                  \
-                        for (int64_t o = a; o < b; o++)                       \
-                            acc[o] += LD(src[o]);                             \
+                        for (int64_t i = i0; i < i1; i++)                     \
+                            sum[i] += LD(src[q + i]);                         \
                     } else if (lp == 0) {                                     \
-                        for (int64_t o = a; o < b; o++)                       \
-                            acc[o] += LD(src[o * s]);                         \
+                        for (int64_t i = i0; i < i1; i++)                     \
+                            sum[i] += LD(src[q + i * s]);                     \
                     } else {                                                  \
-                        for (int64_t o = a; o < b; o++)                       \
-                            acc[o] += (V)s_pow_abs(LD(src[o * s]), lp);       \
+                        for (int64_t i = i0; i < i1; i++)                     \
+                            sum[i] += (V)s_pow_abs(LD(src[q + i * s]), lp);   \
                     }                                                         \
                 }                                                             \
             }                                                                 \
