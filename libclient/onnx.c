@@ -48,6 +48,9 @@
 #define S_MEM_FACTOR 16
 #define S_OPSET_MIN 7
 #define S_OPSET_MAX 18
+/* Far above any op's attribute count; bounds the builder's duplicate check,
+ * which is quadratic. */
+#define S_MAX_ATTRS 256
 /* Room for the list of unsupported features in one message. */
 #define S_MAX_LIST 2048
 
@@ -842,6 +845,9 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
     for (size_t i = 0; i < np->n_output; i++)
         if (!np->output[i])
             return s_fail(c, GX_EFORMAT, path, "output %zu has no name", i);
+    if (np->n_attribute > S_MAX_ATTRS)
+        return s_fail(c, GX_ELIMIT, path, "%zu attributes (at most %d)", np->n_attribute,
+                      S_MAX_ATTRS);
     for (size_t i = 0; i < np->n_attribute; i++)
         if (!np->attribute[i])
             return s_fail(c, GX_EFORMAT, path, "attribute %zu is empty", i);

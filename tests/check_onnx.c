@@ -1043,6 +1043,20 @@ START_TEST(test_onnx_hostile_limits)
                "decoding would allocate");
     free(buf);
 
+    /* a node with more attributes than any op has */
+    Onnx__GraphProto *ga = s_graph("attrs");
+    Onnx__NodeProto *na = s_node("Op", "n", "", "y");
+    na->attribute = s_new(300 * sizeof *na->attribute);
+    for (int i = 0; i < 300; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "a%d", i);
+        s_attr_i(na, name, i);
+    }
+    ADD(ga, node, na);
+    ADD(ga, output, s_vi("y", NULL));
+    ASSERT_ERR(s_parse(s_model(ga, "", 13), &out, err, sizeof err), GX_ELIMIT, err,
+               "300 attributes (at most 256)");
+
     /* subgraphs deeper than the importer's limit (but within protobuf's) */
     Onnx__GraphProto *g = s_graph("g0"), *cur = g;
     for (int i = 0; i < 18; i++) {
