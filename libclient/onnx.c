@@ -70,6 +70,7 @@ typedef struct s_ctx {
     char list[S_MAX_LIST];
     /* every value name in the model, for names of omitted outputs */
     s_set values;
+    int64_t opset; /* the ai.onnx version the model imports */
     size_t n_unused;
     /* strings made here (node and value names), freed at the end */
     char **owned;
@@ -853,6 +854,25 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
             return s_fail(c, GX_EFORMAT, path, "attribute %zu is empty", i);
     if (strcmp(op, "Constant") == 0)
         return s_constant(c, g, np, path);
+    /* gexec's ops follow the current ONNX semantics. Where an older opset
+     * meant something else by the same inputs and attributes, that version
+     * is refused rather than run with the wrong meaning. */
+    static const struct {
+        const char *op;
+        int64_t since;
+        const char *why;
+    } changed[] = {
+        {"Softmax", 13, "before opset 13 it coerces the input to 2-D"},
+        {"LogSoftmax", 13, "before opset 13 it coerces the input to 2-D"},
+        {"Hardmax", 13, "before opset 13 it coerces the input to 2-D"},
+        {"Resize", 11, "before opset 11 its second input is scales, not roi"},
+    };
+    for (size_t i = 0; i < sizeof changed / sizeof changed[0]; i++)
+        if (strcmp(op, changed[i].op) == 0 && c->opset < changed[i].since)
+            return s_fail(c, GX_EUNSUPPORTED, path,
+                          "%s of opset %" PRId64 " is not supported (%s); gexec runs opset %" PRId64
+                          " and later",
+                          op, c->opset, changed[i].why, changed[i].since);
 
     /* Omitted optional outputs: trailing ones are dropped, others get a
      * fresh name nothing reads. */
@@ -974,6 +994,7 @@ static int s_opsets(s_ctx *c, const Onnx__ModelProto *m)
         int64_t v = o->has_version ? o->version : 0;
         if (dflt && v >= S_OPSET_MIN && v <= S_OPSET_MAX) {
             have_default = true;
+            c->opset = v;
             continue;
         }
         size_t used = strlen(bad);
