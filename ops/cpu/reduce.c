@@ -28,8 +28,9 @@
 
 /* Accumulators of a row (a multiple of the widest vector). */
 #define S_LANES 16
-/* Outputs handled together by the columns walk. */
-#define S_COLS 256
+/* Outputs handled together (8 KiB of accumulators): long contiguous runs
+ * for the columns walk. */
+#define S_COLS 1024
 
 /* ---- per-dtype arithmetic ----
  * Kinds: F float (NaN aware), S signed int (accumulated in int64_t with
@@ -161,12 +162,15 @@
  * a non-finite shift into 0. */
 typedef struct s_reducer {
     size_t es; /* element size of input and output */
+    size_t as; /* accumulator size */
     const struct s_reducer *first; /* pass whose results are the shift, or NULL */
     void (*init)(void *acc, int64_t w, void *shift);
     /* folds the n contiguous elements x[0..n) into the one accumulator */
     void (*row)(const void *x, int64_t n, void *acc, const void *shift);
-    /* folds x[c] into acc[c] for c < w */
-    void (*cols)(const void *x, int64_t w, void *acc, const void *shift);
+    /* folds x[c], then x[st + c] ... x[(rows - 1) * st + c] into acc[c] for
+     * c < w; rows <= 4, so that each acc[c] is loaded and stored once per
+     * four input rows */
+    void (*cols)(const void *x, int64_t rows, int64_t st, int64_t w, void *acc, const void *shift);
     /* y[c] = finish(acc[c]) over count elements, c < w */
     void (*fin)(const void *acc, const void *shift, int64_t w, int64_t count, void *y);
 } s_reducer;
@@ -189,30 +193,45 @@ typedef struct s_reducer {
         const T *restrict x = xv;                                             \
         A *acc = accv;                                                        \
         const A s = shv ? *(const A *)shv : (A)0;                             \
-        A lane[S_LANES];                                                      \
-        (void)s;                                                              \
-        for (int j = 0; j < S_LANES; j++)                                     \
-            lane[j] = S_##OP##_INIT(DT);                                      \
-        int64_t i = 0;                                                        \
-        for (; i + S_LANES <= n; i += S_LANES) {                              \
-            S_##OP##_UNROLL for (int j = 0; j < S_LANES; j++)                 \
-                lane[j] = S_##OP##_COMB(K, lane[j], S_##OP##_MAP(DT, K, A, x[i + j], s)); \
-        }                                                                     \
         A a = *acc;                                                           \
-        for (int j = 0; j < S_LANES; j++)                                     \
-            a = S_##OP##_COMB(K, a, lane[j]);                                 \
+        int64_t i = 0;                                                        \
+        (void)s;                                                              \
+        if (n >= S_LANES) {                                                   \
+            A lane[S_LANES];                                                  \
+            for (int j = 0; j < S_LANES; j++)                                 \
+                lane[j] = S_##OP##_INIT(DT);                                  \
+            for (; i + S_LANES <= n; i += S_LANES) {                          \
+                S_##OP##_UNROLL for (int j = 0; j < S_LANES; j++)             \
+                    lane[j] = S_##OP##_COMB(K, lane[j], S_##OP##_MAP(DT, K, A, x[i + j], s)); \
+            }                                                                 \
+            for (int j = 0; j < S_LANES; j++)                                 \
+                a = S_##OP##_COMB(K, a, lane[j]);                             \
+        }                                                                     \
         for (; i < n; i++)                                                    \
             a = S_##OP##_COMB(K, a, S_##OP##_MAP(DT, K, A, x[i], s));         \
         *acc = a;                                                             \
     }                                                                         \
-    static void s_cols_##OP##_##DT(const void *xv, int64_t w, void *accv, const void *shv) \
+    static void s_cols_##OP##_##DT(const void *xv, int64_t rows, int64_t st, int64_t w, \
+                                   void *accv, const void *shv)               \
     {                                                                         \
         const T *restrict x = xv;                                             \
         A *restrict acc = accv;                                               \
         const A *restrict sh = shv;                                           \
         (void)sh;                                                             \
-        for (int64_t c = 0; c < w; c++)                                       \
-            acc[c] = S_##OP##_COMB(K, acc[c], S_##OP##_MAP(DT, K, A, x[c], sh[c])); \
+        if (rows == 4) {                                                      \
+            for (int64_t c = 0; c < w; c++) {                                 \
+                A a = S_##OP##_COMB(K, acc[c], S_##OP##_MAP(DT, K, A, x[c], sh[c])); \
+                a = S_##OP##_COMB(K, a, S_##OP##_MAP(DT, K, A, x[st + c], sh[c])); \
+                a = S_##OP##_COMB(K, a, S_##OP##_MAP(DT, K, A, x[2 * st + c], sh[c])); \
+                acc[c] = S_##OP##_COMB(K, a, S_##OP##_MAP(DT, K, A, x[3 * st + c], sh[c])); \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (int64_t r = 0; r < rows; r++) {                                  \
+            const T *restrict xr = x + r * st;                                \
+            for (int64_t c = 0; c < w; c++)                                   \
+                acc[c] = S_##OP##_COMB(K, acc[c], S_##OP##_MAP(DT, K, A, xr[c], sh[c])); \
+        }                                                                     \
     }                                                                         \
     static void s_fin_##OP##_##DT(const void *accv, const void *shv, int64_t w, int64_t count, \
                                   void *yv)                                   \
@@ -225,7 +244,7 @@ typedef struct s_reducer {
             y[c] = S_##OP##_FIN(K, T, A, acc[c], sh[c], count);               \
     }                                                                         \
     static const s_reducer s_red_##OP##_##DT = {                              \
-        .es = sizeof(T), .first = FIRST, .init = s_init_##OP##_##DT,          \
+        .es = sizeof(T), .as = sizeof(A), .first = FIRST, .init = s_init_##OP##_##DT,          \
         .row = s_row_##OP##_##DT, .cols = s_cols_##OP##_##DT,                 \
         .fin = s_fin_##OP##_##DT,                                             \
     };
@@ -337,26 +356,38 @@ static void s_plan_init(s_plan *p, const gx_view *x, const bool *mask)
 
 /* Folds every reduced position of one output at x into acc by rows; the
  * innermost reduced block is contiguous. */
-static void s_fold_rows(const s_plan *p, const s_reducer *r, const char *x, void *acc,
-                        const void *shift)
+static void s_fold_rows(const s_plan *p, s_odo *outer, const s_reducer *r, const char *x,
+                        void *acc, const void *shift)
 {
-    s_odo outer = p->red;
-    outer.n--;
     const int64_t len = p->red.size[p->red.n - 1];
+    if (outer->n == 0) {
+        r->row(x, len, acc, shift);
+        return;
+    }
     const int64_t rows = p->count / len;
-    s_odo_seek(&outer, 0);
-    for (int64_t i = 0; i < rows; i++, s_odo_next(&outer))
-        r->row(x + outer.off * (int64_t)r->es, len, acc, shift);
+    s_odo_seek(outer, 0);
+    for (int64_t i = 0; i < rows; i++, s_odo_next(outer))
+        r->row(x + outer->off * (int64_t)r->es, len, acc, shift);
 }
 
-/* Folds every reduced position of w neighbouring outputs at x into acc[w]. */
+/* Folds every reduced position of w neighbouring outputs at x into acc[w],
+ * four of the innermost reduced block at a time. */
 static void s_fold_cols(const s_plan *p, const s_reducer *r, const char *x, int64_t w,
                         void *acc, const void *shift)
 {
-    s_odo red = p->red;
-    s_odo_seek(&red, 0);
-    for (int64_t i = 0; i < p->count; i++, s_odo_next(&red))
-        r->cols(x + red.off * (int64_t)r->es, w, acc, shift);
+    if (p->red.n == 0) {
+        r->cols(x, 1, 0, w, acc, shift);
+        return;
+    }
+    s_odo outer = p->red;
+    outer.n--;
+    const int64_t len = p->red.size[p->red.n - 1], st = p->red.stride[p->red.n - 1];
+    s_odo_seek(&outer, 0);
+    for (int64_t i = 0; i < p->count / len; i++, s_odo_next(&outer)) {
+        const char *xo = x + outer.off * (int64_t)r->es;
+        for (int64_t j = 0; j < len; j += 4)
+            r->cols(xo + j * st * (int64_t)r->es, len - j < 4 ? len - j : 4, st, w, acc, shift);
+    }
 }
 
 static void s_reduce(const gx_kargs *k, const s_reducer *r)
@@ -375,17 +406,26 @@ static void s_reduce(const gx_kargs *k, const s_reducer *r)
     const int64_t es = (int64_t)r->es;
     s_accs acc, shift;
     if (p.count > 0 && p.inner_reduced) {
-        s_odo keep = p.keep;
+        /* rows: S_COLS outputs at a time, each folded on its own */
+        const int64_t as = (int64_t)r->as;
+        s_odo keep = p.keep, outer = p.red;
+        outer.n--;
         s_odo_seek(&keep, lo);
-        for (int64_t o = lo; o < hi; o++, s_odo_next(&keep)) {
-            const char *xo = px + keep.off * es;
+        for (int64_t o0 = lo; o0 < hi; o0 += S_COLS) {
+            const int64_t w = hi - o0 < S_COLS ? hi - o0 : S_COLS;
+            s_odo start = keep;
             if (r->first) {
-                r->first->init(&shift, 1, NULL);
-                s_fold_rows(&p, r->first, xo, &shift, NULL);
+                r->first->init(&shift, w, NULL);
+                for (int64_t j = 0; j < w; j++, s_odo_next(&keep))
+                    s_fold_rows(&p, &outer, r->first, px + keep.off * es,
+                                (char *)&shift + j * as, NULL);
+                keep = start;
             }
-            r->init(&acc, 1, &shift);
-            s_fold_rows(&p, r, xo, &acc, &shift);
-            r->fin(&acc, &shift, 1, p.count, py + o * es);
+            r->init(&acc, w, &shift);
+            for (int64_t j = 0; j < w; j++, s_odo_next(&keep))
+                s_fold_rows(&p, &outer, r, px + keep.off * es, (char *)&acc + j * as,
+                            (char *)&shift + j * as);
+            r->fin(&acc, &shift, w, p.count, py + o0 * es);
         }
         return;
     }
