@@ -35,6 +35,12 @@ enum { GX_COMPRESS_AXIS, GX_COMPRESS_NATTRS };
 
 
 /* linalg */
+/* A set of accepted dtypes: GX_DT_BIT(GX_F32) | GX_DT_BIT(GX_F64) ... */
+#define GX_DT_BIT(d) (1u << (d))
+/* GX_OK when input i is present and its dtype in set; else GX_ESHAPE, or
+ * GX_EDTYPE "<op>: input <i> is <dtype>; supported: <the set>". (Shared by
+ * the linalg and reduce schemas; defined in ops/schema_linalg.c.) */
+int gx_infer_need_dtypes(gx_infer *ic, const char *op, int i, unsigned set);
 enum { GX_GEMM_ALPHA, GX_GEMM_BETA, GX_GEMM_TRANSA, GX_GEMM_TRANSB, GX_GEMM_NATTRS };
 enum { GX_EINSUM_EQUATION, GX_EINSUM_NATTRS };
 

@@ -10,26 +10,23 @@
 
 #include "ops/schema.h"
 
-/* Bit of each dtype in a set of accepted dtypes. */
-#define S_DT(d) (1u << (d))
-#define S_FLOATS (S_DT(GX_F32) | S_DT(GX_F64))
+#define S_FLOATS (GX_DT_BIT(GX_F32) | GX_DT_BIT(GX_F64))
 /* MatMul, Gemm and Einsum: the float and 32/64-bit integer dtypes */
-#define S_NUMERIC (S_FLOATS | S_DT(GX_I32) | S_DT(GX_I64) | S_DT(GX_U32) | S_DT(GX_U64))
+#define S_NUMERIC                                                             \
+    (S_FLOATS | GX_DT_BIT(GX_I32) | GX_DT_BIT(GX_I64) | GX_DT_BIT(GX_U32) | GX_DT_BIT(GX_U64))
 
-/* GX_OK when input i is present and its dtype in the set; else GX_ESHAPE
- * or GX_EDTYPE naming the accepted dtypes. */
-static int s_need_dtype(gx_infer *ic, const char *op, int i, unsigned set)
+int gx_infer_need_dtypes(gx_infer *ic, const char *op, int i, unsigned set)
 {
     int rc = gx_infer_need(ic, op, i);
     if (rc < 0)
         return rc;
     gx_dtype dt = ic->in[i].dtype;
-    if ((unsigned)dt < GX_DTYPE_COUNT && (set & S_DT(dt)))
+    if ((unsigned)dt < GX_DTYPE_COUNT && (set & GX_DT_BIT(dt)))
         return GX_OK;
     char names[256] = "";
     size_t len = 0;
     for (int d = 0; d < GX_DTYPE_COUNT; d++) {
-        if (set & S_DT(d))
+        if (set & GX_DT_BIT(d))
             len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
                                     gx_dtype_name((gx_dtype)d));
     }
@@ -108,8 +105,8 @@ static int s_infer_matmul(gx_infer *ic)
 {
     int rc, nd;
     int64_t shape[GX_MAX_DIMS], mkn[3];
-    if ((rc = s_need_dtype(ic, "MatMul", 0, S_NUMERIC)) < 0 ||
-        (rc = s_need_dtype(ic, "MatMul", 1, S_NUMERIC)) < 0 ||
+    if ((rc = gx_infer_need_dtypes(ic, "MatMul", 0, S_NUMERIC)) < 0 ||
+        (rc = gx_infer_need_dtypes(ic, "MatMul", 1, S_NUMERIC)) < 0 ||
         (rc = s_same_dtype(ic, "MatMul", "B", 1, "A", 0)) < 0 ||
         (rc = s_matmul_shape(ic, "MatMul", &nd, shape, mkn)) < 0)
         return rc;
@@ -150,8 +147,8 @@ static bool s_gemm_has_c(const gx_infer *ic)
 static int s_infer_gemm(gx_infer *ic)
 {
     int rc;
-    if ((rc = s_need_dtype(ic, "Gemm", 0, S_NUMERIC)) < 0 ||
-        (rc = s_need_dtype(ic, "Gemm", 1, S_NUMERIC)) < 0 ||
+    if ((rc = gx_infer_need_dtypes(ic, "Gemm", 0, S_NUMERIC)) < 0 ||
+        (rc = gx_infer_need_dtypes(ic, "Gemm", 1, S_NUMERIC)) < 0 ||
         (rc = s_same_dtype(ic, "Gemm", "B", 1, "A", 0)) < 0 ||
         (s_gemm_has_c(ic) && (rc = s_same_dtype(ic, "Gemm", "C", 2, "A", 0)) < 0))
         return rc;
@@ -259,11 +256,11 @@ static int s_check_zero_point(gx_infer *ic, int zi, int xi, const char *name, in
  * are uint8 or int8 (each its own), shapes as MatMul. */
 static int s_infer_matmul_integer(gx_infer *ic)
 {
-    const unsigned bytes = S_DT(GX_U8) | S_DT(GX_I8);
+    const unsigned bytes = GX_DT_BIT(GX_U8) | GX_DT_BIT(GX_I8);
     int rc, nd;
     int64_t shape[GX_MAX_DIMS], mkn[3];
-    if ((rc = s_need_dtype(ic, "MatMulInteger", 0, bytes)) < 0 ||
-        (rc = s_need_dtype(ic, "MatMulInteger", 1, bytes)) < 0 ||
+    if ((rc = gx_infer_need_dtypes(ic, "MatMulInteger", 0, bytes)) < 0 ||
+        (rc = gx_infer_need_dtypes(ic, "MatMulInteger", 1, bytes)) < 0 ||
         (rc = s_matmul_shape(ic, "MatMulInteger", &nd, shape, mkn)) < 0 ||
         (rc = s_check_zero_point(ic, 2, 0, "A", mkn[0])) < 0 ||
         (rc = s_check_zero_point(ic, 3, 1, "B", mkn[2])) < 0)
@@ -487,7 +484,7 @@ static int s_infer_einsum(gx_infer *ic)
     if (ic->n_in < 1)
         return gx_infer_errf(ic, GX_ESHAPE, "Einsum: needs at least one input");
     for (int i = 0; i < ic->n_in; i++) {
-        if ((rc = s_need_dtype(ic, "Einsum", i, S_NUMERIC)) < 0 ||
+        if ((rc = gx_infer_need_dtypes(ic, "Einsum", i, S_NUMERIC)) < 0 ||
             (rc = s_same_dtype(ic, "Einsum", i ? "an operand" : "operand 0", i, "operand 0", 0)) <
                 0)
             return rc;
@@ -527,7 +524,7 @@ const gx_op_schema gx_schema_EINSUM = {
 /* Det: X [..., M, M] -> [...]. */
 static int s_infer_det(gx_infer *ic)
 {
-    int rc = s_need_dtype(ic, "Det", 0, S_FLOATS);
+    int rc = gx_infer_need_dtypes(ic, "Det", 0, S_FLOATS);
     if (rc < 0)
         return rc;
     const gx_view *x = &ic->in[0];

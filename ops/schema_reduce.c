@@ -2,39 +2,15 @@
  * Reduce* ops (axes as attribute or, from ReduceSum 13 and all of opset 18
  * on, as input 1), ArgMax / ArgMin and TopK (k as input 1, or the opset-1
  * attribute). */
-#include <stdio.h>
 #include <string.h>
 
 #include "ops/schema.h"
 
-/* Bit of each dtype in a set of accepted dtypes. */
-#define S_DT(d) (1u << (d))
-#define S_FLOATS (S_DT(GX_F32) | S_DT(GX_F64))
-#define S_WIDE_INTS (S_DT(GX_I32) | S_DT(GX_I64) | S_DT(GX_U32) | S_DT(GX_U64))
+#define S_FLOATS (GX_DT_BIT(GX_F32) | GX_DT_BIT(GX_F64))
+#define S_WIDE_INTS                                                           \
+    (GX_DT_BIT(GX_I32) | GX_DT_BIT(GX_I64) | GX_DT_BIT(GX_U32) | GX_DT_BIT(GX_U64))
 #define S_ALL_INTS                                                            \
-    (S_WIDE_INTS | S_DT(GX_I8) | S_DT(GX_U8) | S_DT(GX_I16) | S_DT(GX_U16))
-
-/* GX_OK when input i is present and its dtype in the set; else GX_ESHAPE
- * or GX_EDTYPE naming the accepted dtypes. */
-static int s_need_dtype(gx_infer *ic, const char *op, int i, unsigned set)
-{
-    int rc = gx_infer_need(ic, op, i);
-    if (rc < 0)
-        return rc;
-    gx_dtype dt = ic->in[i].dtype;
-    if ((unsigned)dt < GX_DTYPE_COUNT && (set & S_DT(dt)))
-        return GX_OK;
-    char names[256] = "";
-    size_t len = 0;
-    for (int d = 0; d < GX_DTYPE_COUNT; d++) {
-        if (set & S_DT(d))
-            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
-                                    gx_dtype_name((gx_dtype)d));
-    }
-    const char *dn = gx_dtype_name(dt);
-    return gx_infer_errf(ic, GX_EDTYPE, "%s: input %d is %s; supported: %s", op, i,
-                         dn ? dn : "an unknown dtype", names);
-}
+    (S_WIDE_INTS | GX_DT_BIT(GX_I8) | GX_DT_BIT(GX_U8) | GX_DT_BIT(GX_I16) | GX_DT_BIT(GX_U16))
 
 static bool s_present(const gx_infer *ic, int i)
 {
@@ -93,7 +69,7 @@ int gx_reduce_mask(const char *op, const gx_attrval *attr, int n_in, const gx_vi
 static int s_infer_reduce(gx_infer *ic, gx_op op, unsigned dtypes)
 {
     const char *name = gx_op_name(op);
-    int rc = s_need_dtype(ic, name, 0, dtypes);
+    int rc = gx_infer_need_dtypes(ic, name, 0, dtypes);
     if (rc < 0)
         return rc;
     if (s_present(ic, 1) && !gx_infer_value(ic, 1) && !ic->attr[GX_REDUCE_AXES].set &&
@@ -157,7 +133,7 @@ _Static_assert(sizeof s_arg_attrs / sizeof s_arg_attrs[0] == GX_ARG_NATTRS, "Arg
 static int s_infer_arg(gx_infer *ic, gx_op op)
 {
     const char *name = gx_op_name(op);
-    int rc = s_need_dtype(ic, name, 0, S_FLOATS | S_ALL_INTS);
+    int rc = gx_infer_need_dtypes(ic, name, 0, S_FLOATS | S_ALL_INTS);
     if (rc < 0)
         return rc;
     const gx_view *x = &ic->in[0];
@@ -223,7 +199,7 @@ _Static_assert(sizeof s_topk_attrs / sizeof s_topk_attrs[0] == GX_TOPK_NATTRS, "
  * 0 <= k <= the axis' size. */
 static int s_infer_topk(gx_infer *ic)
 {
-    int rc = s_need_dtype(ic, "TopK", 0, S_FLOATS | S_ALL_INTS);
+    int rc = gx_infer_need_dtypes(ic, "TopK", 0, S_FLOATS | S_ALL_INTS);
     if (rc < 0)
         return rc;
     const gx_view *x = &ic->in[0];
