@@ -427,8 +427,9 @@ START_TEST(test_reduce_nan_and_empty)
     gx_view out;
     s_run(GX_OP_REDUCE_MAX, NODE(A_INTS("axes", 1)), 1, &big, 1, &out);
     ck_assert(isnan(((float *)out.data)[3]) && !isnan(((float *)out.data)[2]));
-    /* reducing an empty dim gives each op's identity */
-    gx_view e = ot_view(GX_F32, ot_alloc(4), SHAPE(2, 0, 3));
+    /* reducing an empty dim gives each op's identity (an empty input may
+     * have no data) */
+    gx_view e = ot_view(GX_F32, NULL, SHAPE(2, 0, 3));
     static const float want[N_REDUCE_OPS] = {0, NAN, -INFINITY, INFINITY, 1, 0, 0,
                                              -INFINITY, -INFINITY, 0};
     for (int o = 0; o < N_REDUCE_OPS; o++) {
@@ -714,6 +715,9 @@ START_TEST(test_topk_hand)
     /* k = 0 and k = n; sorted=0 is accepted (and sorted anyway) */
     s_run(GX_OP_TOPK, NULL, 2, (gx_view[]){x, I64V(SHAPE(1), 0)}, 2, out);
     ot_check_shape(&out[0], SHAPE(3, 0));
+    s_run(GX_OP_TOPK, NODE(A_INT("axis", 0)), 2,
+          (gx_view[]){ot_view(GX_F32, NULL, SHAPE(0, 5)), I64V(SHAPE(1), 0)}, 2, out);
+    ot_check_shape(&out[1], SHAPE(0, 5));
     s_run(GX_OP_TOPK, NODE(A_INT("sorted", 0), A_INT("largest", 0)), 2,
           (gx_view[]){F32V(SHAPE(4), 3, NAN, -1, 2), I64V(SHAPE(1), 4)}, 2, out);
     ck_assert(s_eq(&out[0], F32V(SHAPE(4), -1, 2, 3, NAN)));
@@ -874,6 +878,11 @@ START_TEST(test_gemm_dtypes)
                          TV(GX_I64, int64_t, SHAPE(2, 2), 5, 6, 7, 8),
                          TV(GX_I64, int64_t, SHAPE(1), 1000)},
              TV(GX_I64, int64_t, SHAPE(2, 2), 1000 - 23, 1000 - 31, 1000 - 34, 1000 - 46));
+    /* K == 0: beta * C, and A and B may have no data */
+    s_expect(GX_OP_GEMM, NODE(A_INT("transA", 1), A_FLOAT("beta", 2)), 3,
+             (gx_view[]){ot_view(GX_F32, NULL, SHAPE(0, 2)), ot_view(GX_F32, NULL, SHAPE(0, 3)),
+                         F32V(SHAPE(3), 1, 2, 3)},
+             F32V(SHAPE(2, 3), 2, 4, 6, 2, 4, 6));
     /* threads over more rows */
     gx_view out;
     s_run(GX_OP_GEMM, NODE(A_FLOAT("beta", 3)), 3,

@@ -247,7 +247,8 @@ void gx_cpu_GEMM(const gx_kargs *k)
         }
         cbeta = beta;
     }
-    const char *pa = (const char *)a->data + (size_t)(ta ? lo : lo * kk) * es;
+    /* (with K == 0, A may have no data to point into) */
+    const char *pa = (const char *)a->data + (kk > 0 ? (size_t)(ta ? lo : lo * kk) * es : 0);
     s_gemm_tab[y->dtype](ta, tb, hi - lo, n, kk, alpha, pa, ta ? m : kk, b->data, tb ? kk : n,
                          cbeta, py + (size_t)(lo * n) * es);
 }

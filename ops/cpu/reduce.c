@@ -438,14 +438,15 @@ static void s_reduce(const gx_kargs *k, const s_reducer *r)
         const int64_t c0 = o % inner, c1 = inner - c0 < hi - o ? inner : c0 + (hi - o);
         for (int64_t c = c0; c < c1; c += S_COLS) {
             const int64_t w = c1 - c < S_COLS ? c1 - c : S_COLS;
-            const char *xo = px + (outer.off + c) * es;
+            /* an empty input may have no data to point into */
+            const char *xo = p.count > 0 ? px + (outer.off + c) * es : NULL;
             if (r->first) {
                 r->first->init(&shift, w, NULL);
-                if (p.count > 0)
+                if (xo)
                     s_fold_cols(&p, r->first, xo, w, &shift, NULL);
             }
             r->init(&acc, w, &shift);
-            if (p.count > 0)
+            if (xo)
                 s_fold_cols(&p, r, xo, w, &acc, &shift);
             r->fin(&acc, &shift, w, p.count, py + (o + c - c0) * es);
         }
@@ -668,7 +669,7 @@ void gx_cpu_TOPK(const gx_kargs *k)
     const int64_t es = (int64_t)gx_dtype_size(x->dtype);
     int64_t lo, hi;
     gx_cpu_share(k, slices, 1, &lo, &hi);
-    for (int64_t s = lo; s < hi; s++) {
+    for (int64_t s = lo; s < hi && kk > 0; s++) {
         const int64_t o = s / inner, c = s % inner;
         fn((const char *)x->data + (o * n * inner + c) * es, n, inner, kk, largest,
            (char *)yv->data + (o * kk * inner + c) * es, (int64_t *)yi->data + o * kk * inner + c);
