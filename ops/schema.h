@@ -87,7 +87,20 @@ int gx_reduce_mask(const char *op, const gx_attrval *attr, int n_in, const gx_vi
                    bool mask[GX_MAX_DIMS], char *err, size_t errlen);
 
 
-/* conv */
+/* conv: the sliding-window ops (Conv, ConvInteger, ConvTranspose, MaxPool,
+ * AveragePool, LpPool) start with the GX_WIN_ attributes, in this order,
+ * so that one geometry helper (ops/conv.h) reads them for all. */
+enum { GX_WIN_AUTO_PAD, GX_WIN_DILATIONS, GX_WIN_KERNEL_SHAPE, GX_WIN_PADS, GX_WIN_STRIDES,
+       GX_WIN_NATTRS };
+enum { GX_CONV_GROUP = GX_WIN_NATTRS, GX_CONV_NATTRS }; /* Conv and ConvInteger */
+enum { GX_CONVTRANSPOSE_GROUP = GX_WIN_NATTRS, GX_CONVTRANSPOSE_OUTPUT_PADDING,
+       GX_CONVTRANSPOSE_OUTPUT_SHAPE, GX_CONVTRANSPOSE_NATTRS };
+enum { GX_MAXPOOL_CEIL_MODE = GX_WIN_NATTRS, GX_MAXPOOL_STORAGE_ORDER, GX_MAXPOOL_NATTRS };
+enum { GX_AVERAGEPOOL_CEIL_MODE = GX_WIN_NATTRS, GX_AVERAGEPOOL_COUNT_INCLUDE_PAD,
+       GX_AVERAGEPOOL_NATTRS };
+enum { GX_LPPOOL_CEIL_MODE = GX_WIN_NATTRS, GX_LPPOOL_P, GX_LPPOOL_NATTRS };
+enum { GX_GLOBALLPPOOL_P, GX_GLOBALLPPOOL_NATTRS };
+enum { GX_MAXUNPOOL_KERNEL_SHAPE, GX_MAXUNPOOL_PADS, GX_MAXUNPOOL_STRIDES, GX_MAXUNPOOL_NATTRS };
 
 
 /* nn */
