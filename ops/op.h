@@ -57,10 +57,26 @@
 
 #define GX_OPS_LINALG(X)                                                      \
     X(MATMUL, "MatMul")                                                       \
-    X(GEMM, "Gemm")
+    X(GEMM, "Gemm")                                                           \
+    X(MATMUL_INTEGER, "MatMulInteger")                                        \
+    X(EINSUM, "Einsum")                                                       \
+    X(DET, "Det")
 
 
-#define GX_OPS_REDUCE(X)
+#define GX_OPS_REDUCE(X)                                                      \
+    X(REDUCE_SUM, "ReduceSum")                                                \
+    X(REDUCE_MEAN, "ReduceMean")                                              \
+    X(REDUCE_MAX, "ReduceMax")                                                \
+    X(REDUCE_MIN, "ReduceMin")                                                \
+    X(REDUCE_PROD, "ReduceProd")                                              \
+    X(REDUCE_L1, "ReduceL1")                                                  \
+    X(REDUCE_L2, "ReduceL2")                                                  \
+    X(REDUCE_LOG_SUM, "ReduceLogSum")                                         \
+    X(REDUCE_LOG_SUM_EXP, "ReduceLogSumExp")                                  \
+    X(REDUCE_SUM_SQUARE, "ReduceSumSquare")                                   \
+    X(ARGMAX, "ArgMax")                                                       \
+    X(ARGMIN, "ArgMin")                                                       \
+    X(TOPK, "TopK")
 
 
 #define GX_OPS_CONV(X)                                                        \

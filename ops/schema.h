@@ -35,10 +35,56 @@ enum { GX_COMPRESS_AXIS, GX_COMPRESS_NATTRS };
 
 
 /* linalg */
+/* A set of accepted dtypes: GX_DT_BIT(GX_F32) | GX_DT_BIT(GX_F64) ... */
+#define GX_DT_BIT(d) (1u << (d))
+/* GX_OK when input i is present and its dtype in set; else GX_ESHAPE, or
+ * GX_EDTYPE "<op>: input <i> is <dtype>; supported: <the set>". (Shared by
+ * the linalg and reduce schemas; defined in ops/schema_linalg.c.) */
+int gx_infer_need_dtypes(gx_infer *ic, const char *op, int i, unsigned set);
 enum { GX_GEMM_ALPHA, GX_GEMM_BETA, GX_GEMM_TRANSA, GX_GEMM_TRANSB, GX_GEMM_NATTRS };
+enum { GX_EINSUM_EQUATION, GX_EINSUM_NATTRS };
+
+/* Einsum operands at most (each costs a row of label strides). */
+#define GX_EINSUM_MAX_IN 16
+/* Distinct labels at most: 52 letters plus the dims an ellipsis stands for. */
+#define GX_EINSUM_MAX_LABELS (52 + GX_MAX_DIMS)
+
+/* An Einsum equation resolved against its operands' shapes. Labels are
+ * numbered 0..n_labels-1; the output walks out_label, every other label is
+ * summed over. A label an operand lacks, or broadcasts (an ellipsis dim of
+ * size 1), has stride 0 there; a label repeated in one term (a diagonal)
+ * has the sum of its dims' strides. */
+typedef struct gx_einsum {
+    int n_in, n_labels;
+    int64_t size[GX_EINSUM_MAX_LABELS];
+    int out_ndim;
+    int out_label[GX_MAX_DIMS];
+    int n_sum;
+    int sum_label[GX_EINSUM_MAX_LABELS];
+    int64_t stride[GX_EINSUM_MAX_IN][GX_EINSUM_MAX_LABELS]; /* in elements */
+} gx_einsum;
+
+/* Parses equation (spaces ignored; explicit "->" output or numpy's implicit
+ * one; "..." broadcast dims) for the n_in operands in[] (shapes only).
+ * GX_OK, or GX_EATTR / GX_ESHAPE / GX_EUNSUPPORTED with a message in err. */
+int gx_einsum_parse(const char *equation, int n_in, const gx_view *in, gx_einsum *e, char *err,
+                    size_t errlen);
 
 
 /* reduce */
+/* The Reduce* ops share one attribute list (axes, the attribute form of
+ * opsets < 18 and of ReduceSum < 13; later they are input 1). */
+enum { GX_REDUCE_AXES, GX_REDUCE_KEEPDIMS, GX_REDUCE_NOOP_WITH_EMPTY_AXES, GX_REDUCE_NATTRS };
+enum { GX_ARG_AXIS, GX_ARG_KEEPDIMS, GX_ARG_SELECT_LAST_INDEX, GX_ARG_NATTRS };
+/* k: the attribute form of opset 1 (later input 1). */
+enum { GX_TOPK_AXIS, GX_TOPK_LARGEST, GX_TOPK_SORTED, GX_TOPK_K, GX_TOPK_NATTRS };
+
+/* The dims of in[0] a Reduce* node reduces (mask[d]), from the axes
+ * attribute or the int64 axes input 1 (whose data must be known); no axes
+ * reduce every dim, or none with noop_with_empty_axes. GX_OK or GX_EATTR /
+ * GX_ESHAPE / GX_EDTYPE with a message in err. */
+int gx_reduce_mask(const char *op, const gx_attrval *attr, int n_in, const gx_view *in,
+                   bool mask[GX_MAX_DIMS], char *err, size_t errlen);
 
 
 /* conv: the sliding-window ops (Conv, ConvInteger, ConvTranspose, MaxPool,
