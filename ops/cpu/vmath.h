@@ -4,7 +4,8 @@
  * expf/tanhf would be one call per element). Special values are chosen
  * with bit masks rather than ?: on floats: with ?: gcc sinks the arithmetic
  * into one arm, and arithmetic that may trap cannot be if-converted back.
- * Each is checked against libm in tests/check_ops.c.
+ * Each is checked against libm in tests/check_ops.c (exp, sigmoid, tanh)
+ * or tests/check_ops_math.c (the others).
  */
 #ifndef GX_OPS_CPU_VMATH_H
 #define GX_OPS_CPU_VMATH_H
