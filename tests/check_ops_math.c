@@ -710,6 +710,15 @@ START_TEST(test_hand)
     s_expect_i64(GX_OP_POW, NULL, 2,
                  (gx_view[]){s_i64v(I64S(1, 2, 3, -2, 2)), F32V(SHAPE(5), 4, 5, 6, 3, 0.5)},
                  I64S(1, 32, 729, -8, 1));
+    /* integer bases with float exponents: truncated, saturated, NaN gives 0 */
+    s_expect_i64(GX_OP_POW, NULL, 2,
+                 (gx_view[]){s_i64v(I64S(10, -10, -8, 7)), F32V(SHAPE(4), 30, 31, 0.5, -1)},
+                 I64S(INT64_MAX, INT64_MIN, 0, 0));
+    int32_t b32[] = {10, -10, 3};
+    s_expect_i64(GX_OP_POW, NULL, 2,
+                 (gx_view[]){ot_view(GX_I32, ot_copy(b32, sizeof b32), SHAPE(3)),
+                             F32V(SHAPE(3), 10, 11, 2.5)},
+                 I64S(INT32_MAX, INT32_MIN, 15));
     ot_expect(GX_OP_POW, NULL, 2, (gx_view[]){F32V(SHAPE(3), 1, 2, 3), s_i64v(I64S(4, 5, 6))},
               F32V(SHAPE(3), 1, 32, 729), 0, 0);
     ot_expect(GX_OP_POW, NULL, 2, (gx_view[]){F32V(SHAPE(2, 3), 1, 2, 3, 4, 5, 6), F32V(SHAPE(3), 1, 2, 3)},

@@ -449,14 +449,14 @@ static bool s_is_int(gx_dtype dt)
 
 /* v truncated into [lo, hi] (NaN: 0), as numpy's astype would for values
  * in range, without the UB of converting one out of range. */
-static int64_t s_f64_to_int(double v, double lo, double hi)
+static int64_t s_f64_to_int(double v, int64_t lo, int64_t hi)
 {
     if (!(v == v))
         return 0;
-    if (v <= lo)
-        return (int64_t)lo;
-    if (v >= hi)
-        return hi >= 9.2e18 ? INT64_MAX : (int64_t)hi;
+    if (v <= (double)lo)
+        return lo;
+    if (v >= (double)hi) /* (double)INT64_MAX is 2^63, just out of range */
+        return hi;
     return (int64_t)v;
 }
 
@@ -468,7 +468,7 @@ static void s_store_pow(void *p, gx_dtype dt, int64_t i, double v, int64_t iv, b
     case GX_F16: ((uint16_t *)p)[i] = gx_f32_to_f16((float)v); return;
     case GX_BF16: ((uint16_t *)p)[i] = gx_f32_to_bf16((float)v); return;
     case GX_F64: ((double *)p)[i] = v; return;
-    case GX_I64: ((int64_t *)p)[i] = exact ? iv : s_f64_to_int(v, -9.3e18, 9.3e18); return;
+    case GX_I64: ((int64_t *)p)[i] = exact ? iv : s_f64_to_int(v, INT64_MIN, INT64_MAX); return;
     case GX_I32:
         ((int32_t *)p)[i] = exact ? (int32_t)iv : (int32_t)s_f64_to_int(v, INT32_MIN, INT32_MAX);
         return;
