@@ -676,7 +676,7 @@ S_SINTS(S_ROW1, NEG, S_NEG_S)
 S_ROWS_NUM(S_ROW1, ABS, S_ABS_F, S_ABS_S, S_ABS_U)
 S_ROWS_NUM(S_ROW1, SIGN, S_SIGN_F, S_SIGN_S, S_SIGN_U)
 
-/* The float ops' tables s_<op>[dtype]. */
+/* The unary ops' tables s_tab_<OP>[dtype]. */
 #define S_FLOAT_TABLE(OP, ...)                                                \
     static const s_row1 s_tab_##OP[GX_DTYPE_COUNT] = {S_FLOATS(S_ENTRY1, OP, _)};
 S_FLOAT_UNARY(S_FLOAT_TABLE)
