@@ -27,7 +27,47 @@
     X(RELU, "Relu")                                                           \
     X(SIGMOID, "Sigmoid")                                                     \
     X(TANH, "Tanh")                                                           \
-    X(EXP, "Exp")
+    X(EXP, "Exp")                                                             \
+    X(POW, "Pow")                                                             \
+    X(MOD, "Mod")                                                             \
+    X(PRELU, "PRelu")                                                         \
+    X(MIN, "Min")                                                             \
+    X(MAX, "Max")                                                             \
+    X(SUM, "Sum")                                                             \
+    X(MEAN, "Mean")                                                           \
+    X(NEG, "Neg")                                                             \
+    X(ABS, "Abs")                                                             \
+    X(SIGN, "Sign")                                                           \
+    X(SQRT, "Sqrt")                                                           \
+    X(RECIPROCAL, "Reciprocal")                                               \
+    X(LOG, "Log")                                                             \
+    X(ERF, "Erf")                                                             \
+    X(FLOOR, "Floor")                                                         \
+    X(CEIL, "Ceil")                                                           \
+    X(ROUND, "Round")                                                         \
+    X(CLIP, "Clip")                                                           \
+    X(LEAKYRELU, "LeakyRelu")                                                 \
+    X(ELU, "Elu")                                                             \
+    X(SELU, "Selu")                                                           \
+    X(CELU, "Celu")                                                           \
+    X(HARDSIGMOID, "HardSigmoid")                                             \
+    X(HARDSWISH, "HardSwish")                                                 \
+    X(SOFTPLUS, "Softplus")                                                   \
+    X(SOFTSIGN, "Softsign")                                                   \
+    X(THRESHOLDEDRELU, "ThresholdedRelu")                                     \
+    X(SHRINK, "Shrink")                                                       \
+    X(GELU, "Gelu")                                                           \
+    X(SIN, "Sin")                                                             \
+    X(COS, "Cos")                                                             \
+    X(TAN, "Tan")                                                             \
+    X(ASIN, "Asin")                                                           \
+    X(ACOS, "Acos")                                                           \
+    X(ATAN, "Atan")                                                           \
+    X(SINH, "Sinh")                                                           \
+    X(COSH, "Cosh")                                                           \
+    X(ASINH, "Asinh")                                                         \
+    X(ACOSH, "Acosh")                                                         \
+    X(ATANH, "Atanh")
 
 
 #define GX_OPS_LOGIC(X)                                                       \
