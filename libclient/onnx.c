@@ -46,7 +46,11 @@
 /* What decoding may allocate: this much, plus S_MEM_FACTOR x the input. */
 #define S_MEM_BASE ((size_t)64 << 20)
 #define S_MEM_FACTOR 16
-#define S_OPSET_MIN 7
+/* The ai.onnx versions read. Older versions of an op either carry
+ * attributes gexec's schemas do not know (consumed_inputs, broadcast,
+ * is_test...: refused by name at LOAD), mean what the current version
+ * means, or are refused by the table of changed meanings in s_node. */
+#define S_OPSET_MIN 1
 #define S_OPSET_MAX 18
 /* Far above any op's attribute count; bounds the builder's duplicate check,
  * which is quadratic. */

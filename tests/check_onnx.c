@@ -311,8 +311,8 @@ START_TEST(test_onnx_graph)
     ck_assert_int_eq(out->outputs[1].dtype, GX_DTYPE_COUNT);
     gx_graph_destroy(&out);
 
-    /* "ai.onnx" is the default domain too; opsets 7 and 18 are the bounds */
-    ck_assert_int_eq(s_parse(s_model(s_mlp(), "ai.onnx", 7), NULL, err, sizeof err), GX_OK);
+    /* "ai.onnx" is the default domain too; opsets 1 and 18 are the bounds */
+    ck_assert_int_eq(s_parse(s_model(s_mlp(), "ai.onnx", 1), NULL, err, sizeof err), GX_OK);
     ck_assert_int_eq(s_parse(s_model(s_mlp(), "", 18), NULL, err, sizeof err), GX_OK);
 }
 END_TEST
@@ -843,17 +843,17 @@ START_TEST(test_onnx_unsupported)
     Onnx__ModelProto *m = s_model(s_mlp(), "ai.onnx.ml", 3);
     ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err,
                "opset_import: ai.onnx.ml version 3 not supported");
-    m = s_model(s_mlp(), "", 6);
+    m = s_model(s_mlp(), "", 0);
     Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
     onnx__operator_set_id_proto__init(o);
     o->domain = s_str("ai.onnx.preview.training");
     o->has_version = 1;
     o->version = 1;
     m->opset_import[m->n_opset_import++] = o;
-    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err, "ai.onnx version 6",
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err, "ai.onnx version 0",
                "ai.onnx.preview.training version 1");
     ASSERT_ERR(s_parse(s_model(s_mlp(), "", 19), &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "ai.onnx version 19", "7 to 18");
+               "ai.onnx version 19", "1 to 18");
     ASSERT_ERR(s_parse(s_model(s_mlp(), NULL, 0), &out, err, sizeof err), GX_EUNSUPPORTED, err,
                "imports no ai.onnx opset");
 }
