@@ -380,6 +380,44 @@ static gx_view s_ref_tile_expand(const gx_view *x, int nd, const int64_t *shape,
     return y;
 }
 
+/* Transpose of x by perm, for any element size. */
+static gx_view s_ref_transpose(const gx_view *x, const int64_t *perm)
+{
+    const size_t es = gx_dtype_size(x->dtype);
+    int64_t shape[GX_MAX_DIMS], yi[GX_MAX_DIMS], xi[GX_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++)
+        shape[d] = x->shape[perm[d]];
+    gx_view y = ot_view(x->dtype, NULL, x->ndim, shape);
+    y.data = ot_alloc(s_nbytes(&y));
+    for (int64_t i = 0; i < y.numel; i++) {
+        s_unravel(i, y.ndim, shape, yi);
+        for (int d = 0; d < x->ndim; d++)
+            xi[perm[d]] = yi[d];
+        memcpy((char *)y.data + (size_t)i * es,
+               (const char *)x->data + (size_t)s_ravel(x->ndim, x->shape, xi) * es, es);
+    }
+    return y;
+}
+
+/* Large enough for the tiled path, with partial tiles, every element size. */
+START_TEST(test_transpose_tiled)
+{
+    static const int64_t perms[][4] = {{0, 2, 1, 3}, {3, 1, 2, 0}, {0, 3, 1, 2},
+                                       {2, 3, 0, 1}, {1, 0, 3, 2}, {3, 2, 1, 0}};
+    const gx_dtype dts[] = {GX_U8, GX_F16, GX_F32, GX_F64};
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        gx_view x = ot_rand(dts[t], SHAPE(3, 37, 18, 5));
+        for (size_t p = 0; p < sizeof perms / sizeof perms[0]; p++) {
+            const int64_t *q = perms[p];
+            s_expect(GX_OP_TRANSPOSE, NODE(A_INTS("perm", q[0], q[1], q[2], q[3])), 1, &x,
+                     s_ref_transpose(&x, q));
+        }
+    }
+    gx_view m = RANDV(100, 67);
+    s_expect(GX_OP_TRANSPOSE, NULL, 1, &m, s_ref_transpose(&m, (int64_t[]){1, 0}));
+}
+END_TEST
+
 /* ---- copies: Flatten, Squeeze, Unsqueeze ---- */
 
 /* op on a [2,3,4] float32 input must keep the data and give shape want. */
@@ -723,6 +761,10 @@ START_TEST(test_gather)
                              (char *)t.data + (size_t)(r * 6) * es, es) == 0);
         }
     }
+    /* no indices at all */
+    s_expect(GX_OP_GATHER, NODE(A_INT("axis", 1)), 2, (gx_view[]){d, s_empty_i64()},
+             F32V(SHAPE(3, 0), 0));
+    s_expect(GX_OP_GATHER, NULL, 2, (gx_view[]){d, s_empty_i64()}, F32V(SHAPE(0, 2), 0));
     /* out-of-range indices that infer could not see read as zeros */
     s_expect_unchecked(GX_OP_GATHER, NULL, 2, (gx_view[]){d, IVEC(2, 3, -4, -3)}, 1,
                        F32V(SHAPE(4, 2), 4.5f, 5.7f, 0, 0, 0, 0, 1, 1.2f));
@@ -1172,6 +1214,7 @@ Suite *ops_shape_suite(void)
     TCase *tc = tcase_create("shape");
     tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_transpose_tiled);
     tcase_add_test(tc, test_flatten);
     tcase_add_test(tc, test_squeeze);
     tcase_add_test(tc, test_unsqueeze);

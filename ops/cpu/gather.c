@@ -93,11 +93,14 @@ static const char *s_gather_src(const void *ctx, int64_t b)
 #define S_TAKE(T)                                                             \
     static void s_take_##T(int64_t lo, int64_t hi, const s_gather_ctx *c, T *restrict y) \
     {                                                                         \
-        const T *x = (const T *)c->x;                                         \
-        for (int64_t b = lo; b < hi; b++) {                                   \
-            const int64_t o = b / c->nidx;                                    \
-            const int64_t j = s_wrap(gx_index_at(c->ind, b % c->nidx), c->n); \
-            y[b] = j < 0 ? 0 : x[o * c->n + j];                               \
+        const T *row = (const T *)c->x + lo / c->nidx * c->n;                 \
+        for (int64_t b = lo, i = lo % c->nidx; b < hi; b++) {                 \
+            const int64_t j = s_wrap(gx_index_at(c->ind, i), c->n);           \
+            y[b] = j < 0 ? 0 : row[j];                                        \
+            if (++i == c->nidx) {                                             \
+                i = 0;                                                        \
+                row += c->n;                                                  \
+            }                                                                 \
         }                                                                     \
     }
 S_TAKE(uint8_t)
@@ -120,6 +123,8 @@ void gx_cpu_GATHER(const gx_kargs *k)
     }
     int64_t lo, hi;
     gx_cpu_share(k, y->numel, S_LINE_BYTES / es, &lo, &hi);
+    if (lo >= hi) /* also when there are no indices: nidx may be 0 */
+        return;
     switch (es) {
     case 1:
         s_take_uint8_t(lo, hi, &c, y->data);

@@ -116,16 +116,102 @@ static void s_strided_share(const gx_kargs *k, const gx_view *y, const char *src
     }
 }
 
-/* Transpose: the input's strides, permuted into the output's order. */
+/* Transposes tiled by S_TILE x S_TILE elements: the tile's input lines and
+ * output lines all stay in L1 while it is copied. */
+#define S_TILE 16
+
+/* One tile of a 2-D transpose: y[j * ys + l] = x[j + l * xs] for j < nj,
+ * l < nl (rows of y along j, columns along l). */
+#define S_TILE_COPY(T)                                                        \
+    static void s_tile_##T(int64_t nj, int64_t nl, int64_t ys, int64_t xs, T *restrict y, \
+                           const T *restrict x)                               \
+    {                                                                         \
+        for (int64_t j = 0; j < nj; j++)                                      \
+            for (int64_t l = 0; l < nl; l++)                                  \
+                y[j * ys + l] = x[j + l * xs];                                \
+    }
+S_TILE_COPY(uint8_t)
+S_TILE_COPY(uint16_t)
+S_TILE_COPY(uint32_t)
+S_TILE_COPY(uint64_t)
+
+/* A transpose whose output's innermost dim L is strided in the input, and
+ * whose input's innermost dim is the output's dim J, walked tile by tile:
+ * element by element, one of the two sides would touch a new cache line
+ * per element (and with power-of-two strides evict its own lines). The
+ * dims are it's merged ones; a work unit is a band of S_TILE along J at one
+ * index of the other dims, so units write disjoint output. */
+static void s_transpose_tiled(const gx_kargs *k, const gx_nditer *it, int jd, const char *px,
+                              char *py, int64_t es)
+{
+    const int nd = it->ndim, ld = nd - 1;
+    int64_t ys[GX_MAX_DIMS];
+    for (int64_t d = nd - 1, s = 1; d >= 0; d--) {
+        ys[d] = s;
+        s *= it->shape[d];
+    }
+    const int64_t nj = it->shape[jd], nl = it->shape[ld], xl = it->stride[0][ld];
+    const int64_t bands = (nj + S_TILE - 1) / S_TILE;
+    int64_t units = bands, lo, hi;
+    for (int d = 0; d < ld; d++)
+        units *= d == jd ? 1 : it->shape[d];
+    gx_cpu_share(k, units, 1, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t rest = u / bands, xo = 0, yo = 0;
+        const int64_t j0 = u % bands * S_TILE, nt = nj - j0 < S_TILE ? nj - j0 : S_TILE;
+        for (int d = ld - 1; d >= 0; d--) {
+            if (d == jd)
+                continue;
+            const int64_t i = rest % it->shape[d];
+            rest /= it->shape[d];
+            xo += i * it->stride[0][d];
+            yo += i * ys[d];
+        }
+        xo += j0;
+        yo += j0 * ys[jd];
+        for (int64_t l0 = 0; l0 < nl; l0 += S_TILE) {
+            const int64_t nt_l = nl - l0 < S_TILE ? nl - l0 : S_TILE;
+            char *dst = py + (yo + l0) * es;
+            const char *src = px + (xo + l0 * xl) * es;
+            switch (es) {
+            case 1:
+                s_tile_uint8_t(nt, nt_l, ys[jd], xl, (uint8_t *)dst, (const uint8_t *)src);
+                break;
+            case 2:
+                s_tile_uint16_t(nt, nt_l, ys[jd], xl, (uint16_t *)dst, (const uint16_t *)src);
+                break;
+            case 4:
+                s_tile_uint32_t(nt, nt_l, ys[jd], xl, (uint32_t *)dst, (const uint32_t *)src);
+                break;
+            default:
+                s_tile_uint64_t(nt, nt_l, ys[jd], xl, (uint64_t *)dst, (const uint64_t *)src);
+                break;
+            }
+        }
+    }
+}
+
+/* Transpose: the input's strides, permuted into the output's order; tiled
+ * when the innermost dims of input and output differ and both are long
+ * enough for tiles to pay. */
 void gx_cpu_TRANSPOSE(const gx_kargs *k)
 {
-    const gx_view *x = &k->in[0];
+    const gx_view *x = &k->in[0], *y = &k->out[0];
     const gx_attrval *p = &k->attr[GX_TRANSPOSE_PERM];
     int64_t xs[GX_MAX_DIMS], ps[GX_MAX_DIMS];
     s_strides(x, xs);
     for (int i = 0; i < x->ndim; i++)
         ps[i] = xs[p->set ? p->ints[i] : x->ndim - 1 - i];
-    s_strided_share(k, &k->out[0], x->data, ps);
+    gx_nditer it;
+    gx_nditer_init(&it, y->ndim, y->shape, 1, (const int64_t *const[]){ps});
+    int jd = -1;
+    for (int d = 0; d < it.ndim - 1; d++)
+        jd = it.stride[0][d] == 1 ? d : jd;
+    const int last = it.ndim - 1;
+    if (jd >= 0 && it.shape[jd] >= S_TILE / 4 && it.shape[last] >= S_TILE / 4)
+        s_transpose_tiled(k, &it, jd, x->data, y->data, (int64_t)gx_dtype_size(x->dtype));
+    else
+        s_strided_share(k, y, x->data, ps);
 }
 
 /* Slice: from the first element taken, each dim advances step input
