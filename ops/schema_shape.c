@@ -922,7 +922,8 @@ _Static_assert(sizeof s_scatter_nd_attrs / sizeof s_scatter_nd_attrs[0] == GX_SC
 static int s_infer_scatter_nd(gx_infer *ic)
 {
     int k, rc;
-    if ((rc = s_check_nd(ic, "ScatterND", 0, &k)) < 0 || (rc = gx_infer_need(ic, "ScatterND", 2)) < 0 ||
+    if ((rc = s_check_nd(ic, "ScatterND", 0, &k)) < 0 ||
+        (rc = gx_infer_need(ic, "ScatterND", 2)) < 0 ||
         (rc = s_check_reduction(ic, "ScatterND", ic->attr[GX_SCATTER_ND_REDUCTION].s)) < 0)
         return rc;
     const gx_view *x = &ic->in[0], *ind = &ic->in[1], *u = &ic->in[2];

@@ -139,7 +139,7 @@ S_TILE_COPY(uint64_t)
  * whose input's innermost dim is the output's dim J, walked tile by tile:
  * element by element, one of the two sides would touch a new cache line
  * per element (and with power-of-two strides evict its own lines). The
- * dims are it's merged ones; a work unit is a band of S_TILE along J at one
+ * dims are the iterator's merged ones; a work unit is a band of S_TILE along J at one
  * index of the other dims, so units write disjoint output. */
 static void s_transpose_tiled(const gx_kargs *k, const gx_nditer *it, int jd, const char *px,
                               char *py, int64_t es)
