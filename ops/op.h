@@ -30,7 +30,29 @@
     X(EXP, "Exp")
 
 
-#define GX_OPS_LOGIC(X)
+#define GX_OPS_LOGIC(X)                                                       \
+    X(EQUAL, "Equal")                                                         \
+    X(LESS, "Less")                                                           \
+    X(GREATER, "Greater")                                                     \
+    X(LESS_OR_EQUAL, "LessOrEqual")                                           \
+    X(GREATER_OR_EQUAL, "GreaterOrEqual")                                     \
+    X(NOT, "Not")                                                             \
+    X(AND, "And")                                                             \
+    X(OR, "Or")                                                               \
+    X(XOR, "Xor")                                                             \
+    X(BIT_SHIFT, "BitShift")                                                  \
+    X(WHERE, "Where")                                                         \
+    X(ISNAN, "IsNaN")                                                         \
+    X(ISINF, "IsInf")                                                         \
+    X(CAST, "Cast")                                                           \
+    X(CAST_LIKE, "CastLike")                                                  \
+    X(CUMSUM, "CumSum")                                                       \
+    X(TRILU, "Trilu")                                                         \
+    X(ONE_HOT, "OneHot")                                                      \
+    X(RANGE, "Range")                                                         \
+    X(EYE_LIKE, "EyeLike")                                                    \
+    X(NONZERO, "NonZero")                                                     \
+    X(COMPRESS, "Compress")
 
 
 #define GX_OPS_LINALG(X)                                                      \
@@ -73,7 +95,9 @@
     X(REVERSE_SEQUENCE, "ReverseSequence")
 
 
-#define GX_OPS_CONTROL(X)
+#define GX_OPS_CONTROL(X)                                                     \
+    X(IF, "If")                                                               \
+    X(LOOP, "Loop")
 
 
 #define GX_OP_LIST(X)                                                         \
