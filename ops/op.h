@@ -63,7 +63,17 @@
 #define GX_OPS_REDUCE(X)
 
 
-#define GX_OPS_CONV(X)
+#define GX_OPS_CONV(X)                                                        \
+    X(CONV, "Conv")                                                           \
+    X(CONVINTEGER, "ConvInteger")                                             \
+    X(CONVTRANSPOSE, "ConvTranspose")                                         \
+    X(MAXPOOL, "MaxPool")                                                     \
+    X(AVERAGEPOOL, "AveragePool")                                             \
+    X(LPPOOL, "LpPool")                                                       \
+    X(GLOBALMAXPOOL, "GlobalMaxPool")                                         \
+    X(GLOBALAVERAGEPOOL, "GlobalAveragePool")                                 \
+    X(GLOBALLPPOOL, "GlobalLpPool")                                           \
+    X(MAXUNPOOL, "MaxUnpool")
 
 
 #define GX_OPS_NN(X)                                                          \
