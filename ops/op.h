@@ -138,9 +138,27 @@
 
 #define GX_OPS_SHAPE(X)                                                       \
     X(RESHAPE, "Reshape")                                                     \
+    X(FLATTEN, "Flatten")                                                     \
+    X(SQUEEZE, "Squeeze")                                                     \
+    X(UNSQUEEZE, "Unsqueeze")                                                 \
     X(TRANSPOSE, "Transpose")                                                 \
     X(CONCAT, "Concat")                                                       \
-    X(IDENTITY, "Identity")
+    X(SPLIT, "Split")                                                         \
+    X(SLICE, "Slice")                                                         \
+    X(GATHER, "Gather")                                                       \
+    X(GATHER_ELEMENTS, "GatherElements")                                      \
+    X(GATHER_ND, "GatherND")                                                  \
+    X(SCATTER_ELEMENTS, "ScatterElements")                                    \
+    X(SCATTER_ND, "ScatterND")                                                \
+    X(SCATTER, "Scatter")                                                     \
+    X(EXPAND, "Expand")                                                       \
+    X(TILE, "Tile")                                                           \
+    X(SHAPE, "Shape")                                                         \
+    X(SIZE, "Size")                                                           \
+    X(CONSTANT, "Constant")                                                   \
+    X(CONSTANT_OF_SHAPE, "ConstantOfShape")                                   \
+    X(IDENTITY, "Identity")                                                   \
+    X(REVERSE_SEQUENCE, "ReverseSequence")
 
 
 #define GX_OPS_CONTROL(X)                                                     \
