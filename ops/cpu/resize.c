@@ -91,8 +91,9 @@ static void s_taps_at(const gx_resize *r, int d, int64_t xo, s_taps *t)
 {
     const int64_t in = r->in[d];
     const double v = s_coord(r, d, xo, &t->outside);
-    if (t->outside) {
+    if (t->outside) { /* no taps; index 0 keeps the nearest gather in bounds */
         t->n = 0;
+        t->i[0] = 0;
         return;
     }
     if (r->mode == GX_INTERP_NEAREST) {
