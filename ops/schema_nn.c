@@ -110,6 +110,8 @@ static const gx_attr_spec s_batchnorm_attrs[] = {
     [GX_BATCHNORM_EPSILON] = {.name = "epsilon", .type = GX_ATTR_FLOAT, .def_f = 1e-5},
     [GX_BATCHNORM_MOMENTUM] = {.name = "momentum", .type = GX_ATTR_FLOAT, .def_f = 0.9},
     [GX_BATCHNORM_TRAINING_MODE] = {.name = "training_mode", .type = GX_ATTR_INT, .def_i = 0},
+    /* opsets 7-8: 1 (per-channel statistics, the only later behaviour) */
+    [GX_BATCHNORM_SPATIAL] = {.name = "spatial", .type = GX_ATTR_INT, .def_i = 1},
 };
 _Static_assert(sizeof s_batchnorm_attrs / sizeof s_batchnorm_attrs[0] == GX_BATCHNORM_NATTRS,
                "BatchNormalization attrs");
@@ -129,6 +131,10 @@ static int s_infer_batchnorm(gx_infer *ic)
     for (int i = 1; i < 5; i++)
         if ((rc = s_need_vec(ic, op, i, what[i], x->shape[1])) < 0)
             return rc;
+    if (ic->attr[GX_BATCHNORM_SPATIAL].i != 1)
+        return gx_infer_errf(ic, GX_EUNSUPPORTED,
+                             "%s: spatial=%lld (statistics per element) is not supported", op,
+                             (long long)ic->attr[GX_BATCHNORM_SPATIAL].i);
     int64_t training = ic->attr[GX_BATCHNORM_TRAINING_MODE].i;
     if (training != 0 && training != 1)
         return gx_infer_errf(ic, GX_EATTR, "%s: training_mode %lld is not 0 or 1", op,

@@ -258,7 +258,8 @@ START_TEST(test_batchnorm)
             ((float *)want.data)[i] = (float)((((float *)x.data)[i] - m[c]) /
                                                   sqrt(v[c] + 1e-3) * sc[c] + b[c]);
         }
-        s_check_f32(GX_OP_BATCHNORM, NODE(A_FLOAT("epsilon", 1e-3)), 5, bn, &want, 1e-5f, 1e-5f);
+        s_check_f32(GX_OP_BATCHNORM, NODE(A_FLOAT("epsilon", 1e-3), A_INT("spatial", 1)), 5, bn,
+                    &want, 1e-5f, 1e-5f);
     }
 }
 END_TEST
@@ -942,6 +943,8 @@ START_TEST(test_errors)
     ot_expect_error(GX_OP_BATCHNORM, NULL, 5, bn, GX_ESHAPE,
                     "BatchNormalization: X has rank 1; [N, C, ...] needed");
     bn[0] = x;
+    ot_expect_error(GX_OP_BATCHNORM, NODE(A_INT("spatial", 0)), 5, bn, GX_EUNSUPPORTED,
+                    "BatchNormalization: spatial=0 (statistics per element) is not supported");
     ot_expect_error(GX_OP_BATCHNORM, NODE(A_INT("training_mode", 2)), 5, bn, GX_EATTR,
                     "BatchNormalization: training_mode 2 is not 0 or 1");
     gx_attrval av[GX_MAX_ATTRS];

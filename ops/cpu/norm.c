@@ -14,56 +14,7 @@
 #include <math.h>
 
 #include "ops/cpu/cpu.h"
-
-/* Independent float accumulators: the sum loops vectorise over them. */
-#define S_LANES 16
-/* Elements summed in float before the partial sum moves to double. */
-#define S_BLOCK 4096
-
-/* Sum of x[0..n) (contiguous). */
-static double s_sum(int64_t n, const float *restrict x)
-{
-    double total = 0;
-    for (int64_t b = 0; b < n; b += S_BLOCK) {
-        const int64_t m = n - b < S_BLOCK ? n - b : S_BLOCK;
-        const float *xb = x + b;
-        float acc[S_LANES] = {0};
-        int64_t i = 0;
-        for (; i + S_LANES <= m; i += S_LANES)
-            for (int j = 0; j < S_LANES; j++)
-                acc[j] += xb[i + j];
-        for (; i < m; i++)
-            acc[0] += xb[i];
-        for (int j = 0; j < S_LANES; j++)
-            total += acc[j];
-    }
-    return total;
-}
-
-/* Sum of (x[i] - mean)^2 over x[0..n) (contiguous). */
-static double s_sumsq(int64_t n, const float *restrict x, float mean)
-{
-    double total = 0;
-    for (int64_t b = 0; b < n; b += S_BLOCK) {
-        const int64_t m = n - b < S_BLOCK ? n - b : S_BLOCK;
-        const float *xb = x + b;
-        float acc[S_LANES] = {0};
-        int64_t i = 0;
-        for (; i + S_LANES <= m; i += S_LANES) {
-            for (int j = 0; j < S_LANES; j++) {
-                const float d = xb[i + j] - mean;
-                acc[j] += d * d;
-            }
-        }
-        for (; i < m; i++) {
-            const float d = xb[i] - mean;
-            acc[0] += d * d;
-        }
-        for (int j = 0; j < S_LANES; j++)
-            total += acc[j];
-    }
-    return total;
-}
+#include "ops/cpu/rowsum.h"
 
 /* ---- groups ---- */
 
@@ -132,7 +83,7 @@ static void s_group_stats(const s_groups *g, const float *x, double *mean, doubl
     const int64_t step = it.step[0];
     while (gx_nditer_next(&it, &r)) {
         if (step == 1) {
-            sum += s_sum(r.n, x + r.off[0]);
+            sum += gx_row_sum(r.n, x + r.off[0]);
         } else {
             for (int64_t i = 0; i < r.n; i++)
                 sum += x[r.off[0] + i * step];
@@ -144,7 +95,7 @@ static void s_group_stats(const s_groups *g, const float *x, double *mean, doubl
     s_group_iter(g, &it);
     while (gx_nditer_next(&it, &r)) {
         if (step == 1) {
-            sq += s_sumsq(r.n, x + r.off[0], m);
+            sq += gx_row_sumsq(r.n, x + r.off[0], m);
         } else {
             for (int64_t i = 0; i < r.n; i++) {
                 const double d = x[r.off[0] + i * step] - *mean;
@@ -353,8 +304,8 @@ void gx_cpu_LAYERNORM(const gx_kargs *k)
         const float *px = (const float *)x->data + row * n;
         double mean = 0, inv = 0;
         if (n > 0) {
-            mean = s_sum(n, px) / (double)n;
-            inv = 1.0 / sqrt(s_sumsq(n, px, (float)mean) / (double)n + eps);
+            mean = gx_row_sum(n, px) / (double)n;
+            inv = 1.0 / sqrt(gx_row_sumsq(n, px, (float)mean) / (double)n + eps);
             gx_nditer_seek(&it, 0, n);
             s_layernorm_row(&it, (float *)k->out[0].data + row * n, px, scale, bias,
                             (float)mean, (float)inv);

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/rowsum.h"
 #include "ops/cpu/vmath.h"
 
 /* Columns handled together in the strided case: two stack rows of floats. */
@@ -21,9 +22,7 @@ static void s_softmax_row(int64_t n, float *restrict y, const float *restrict x)
         mx = x[i] > mx ? x[i] : mx;
     for (int64_t i = 0; i < n; i++)
         y[i] = gx_v_expf(x[i] - mx);
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++)
-        sum += y[i];
+    const double sum = gx_row_sum(n, y);
     const float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++)
         y[i] *= inv;
@@ -72,9 +71,7 @@ static void s_logsoftmax_row(int64_t n, float *restrict y, const float *restrict
         mx = x[i] > mx ? x[i] : mx;
     for (int64_t i = 0; i < n; i++)
         y[i] = gx_v_expf(x[i] - mx);
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++)
-        sum += y[i];
+    const double sum = gx_row_sum(n, y);
     const float ls = (float)log(sum);
     for (int64_t i = 0; i < n; i++)
         y[i] = (x[i] - mx) - ls;
