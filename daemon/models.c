@@ -39,7 +39,7 @@ void gxd_model_release(gxd_model **mp)
     if (atomic_fetch_sub(&mdl->refs, 1) != 1)
         return;
     for (size_t i = 0; i < mdl->n_plans; i++)
-        gxd_plan_destroy(&mdl->plans[i].plan);
+        gxd_plan_destroy(&mdl->plans[i]);
     gx_graph_destroy(&mdl->graph);
     pthread_mutex_destroy(&mdl->mu);
     free(mdl);
@@ -110,16 +110,6 @@ int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, s
     return rc;
 }
 
-static bool s_same_sig(const gx_view *a, const gx_view *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (a[i].dtype != b[i].dtype || a[i].ndim != b[i].ndim ||
-            memcmp(a[i].shape, b[i].shape, sizeof a[i].shape[0] * (size_t)a[i].ndim) != 0)
-            return false;
-    }
-    return true;
-}
-
 int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limits *lim,
                    gxd_plan **plan, bool *owned, int64_t *compile_us, char *err, size_t errlen)
 {
@@ -134,8 +124,8 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
     pthread_mutex_lock(&mdl->mu);
     int rc = GX_OK;
     for (size_t i = 0; i < mdl->n_plans; i++)
-        if (s_same_sig(mdl->plans[i].sig, inputs, n_in)) {
-            *plan = mdl->plans[i].plan;
+        if (gxd_plan_matches(mdl->plans[i], inputs)) {
+            *plan = mdl->plans[i];
             goto out;
         }
     int64_t t0 = gxd_now_us();
@@ -143,12 +133,10 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
     *compile_us = gxd_now_us() - t0;
     if (rc < 0)
         goto out;
-    if (mdl->n_plans < GXD_MAX_PLANS_PER_MODEL) {
-        gxd_cached_plan *mp = &mdl->plans[mdl->n_plans++];
-        memcpy(mp->sig, inputs, n_in * sizeof *inputs);
-        for (size_t i = 0; i < n_in; i++)
-            mp->sig[i].data = NULL;
-        mp->plan = *plan;
+    /* A plan compiled without the values of its keyed inputs (at LOAD)
+     * would serve every later job dynamically: it is not kept. */
+    if (mdl->n_plans < GXD_MAX_PLANS_PER_MODEL && !(*plan)->needs_keys) {
+        mdl->plans[mdl->n_plans++] = *plan;
     } else {
         *owned = true;
     }

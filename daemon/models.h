@@ -18,11 +18,6 @@
 
 #define GXD_MAX_PLANS_PER_MODEL 32
 
-typedef struct gxd_cached_plan {
-    gx_view sig[GX_MAX_OP_INPUTS]; /* input dtypes and shapes (data unused) */
-    gxd_plan *plan;
-} gxd_cached_plan;
-
 typedef struct gxd_model {
     gx_graph_id id;
     gx_graph *graph;
@@ -31,7 +26,7 @@ typedef struct gxd_model {
     int verified; /* 0 not yet, 1 ok, < 0 the status it failed with */
     char error[1024];
     size_t n_plans;
-    gxd_cached_plan plans[GXD_MAX_PLANS_PER_MODEL];
+    gxd_plan *plans[GXD_MAX_PLANS_PER_MODEL]; /* found by gxd_plan_matches */
     int64_t last_used; /* registry LRU, I/O thread */
     struct gxd_model *next;
 } gxd_model;

@@ -49,8 +49,8 @@ static int s_bind_inputs(gxd_job *j, gx_view *views)
     return GX_OK;
 }
 
-/* Copy the wanted outputs out of the arena into buffers for the reply. */
-static int s_collect_outputs(gxd_job *j, const gxd_plan *plan, void *arena)
+/* Copy the wanted outputs out of the frame into buffers for the reply. */
+static int s_collect_outputs(gxd_job *j, const gxd_frame *f)
 {
     const gx_graph *g = j->model->graph;
     size_t n = j->n_want ? j->n_want : g->n_outputs;
@@ -63,17 +63,18 @@ static int s_collect_outputs(gxd_job *j, const gxd_plan *plan, void *arena)
             k++;
         if (k == g->n_outputs)
             return gxd_job_fail(j, GX_EGRAPH, "'%s' is not an output of the graph", name);
-        const gxd_value *v = &plan->values[plan->outputs[k]];
+        const gx_view *v = gxd_frame_output(f, k);
+        size_t nbytes = (size_t)v->numel * gx_dtype_size(v->dtype);
         gxd_job_output *o = &j->out[j->n_out];
-        o->view = v->view;
-        o->nbytes = v->nbytes;
-        if (!(o->name = strdup(name)) || !(o->view.data = malloc(v->nbytes ? v->nbytes : 1))) {
+        o->view = *v;
+        o->nbytes = nbytes;
+        if (!(o->name = strdup(name)) || !(o->view.data = malloc(nbytes ? nbytes : 1))) {
             free(o->name);
             return gxd_job_fail(j, GX_ENOMEM, "out of memory");
         }
         j->n_out++;
-        if (v->nbytes)
-            memcpy(o->view.data, gxd_exec_value_data(plan, arena, plan->outputs[k]), v->nbytes);
+        if (nbytes)
+            memcpy(o->view.data, v->data, nbytes);
     }
     return GX_OK;
 }
@@ -153,11 +154,17 @@ void gxd_job_execute(gxd_ctx *ctx, gxd_job *j, void **arena, size_t *arena_cap)
     if (s_stopped(j, gxd_exec_should_stop(&stop), "before the job could run"))
         goto out;
     j->t_exec = gxd_now_us();
-    rc = gxd_exec_run(plan, &ch, *arena, inputs, &stop);
-    if (rc == GX_OK)
-        s_collect_outputs(j, plan, *arena);
-    else if (!s_stopped(j, rc, "while running"))
-        gxd_job_fail(j, rc, "execution failed: %s", gx_strerror(rc));
+    gxd_frame frame;
+    err[0] = '\0';
+    if ((rc = gxd_frame_init(&frame, plan, *arena, inputs, &ctx->limits, &stop, err,
+                             sizeof err)) == GX_OK) {
+        rc = gxd_exec_run(&ch, &frame);
+        if (rc == GX_OK)
+            s_collect_outputs(j, &frame);
+        gxd_frame_fini(&frame);
+    }
+    if (rc < 0 && !s_stopped(j, rc, "while running"))
+        gxd_job_fail(j, rc, "%s", err[0] ? err : gx_strerror(rc));
 out:
     if (owned)
         gxd_plan_destroy(&plan);

@@ -1029,7 +1029,10 @@ static int s_attr_list(s_ctx *c, const s_node *v, const char *path, int64_t *int
     return GX_OK;
 }
 
-/* One attribute, typed from its YAML form (see docs/graph-format.md). */
+static int s_graph(s_ctx *c, const s_node *root, const char *path, gx_graph **out);
+
+/* One attribute, typed from its YAML form (see docs/graph-format.md): a
+ * scalar, a list, a tensor map, or a graph map (one with `nodes`). */
 static int s_attr(s_ctx *c, gx_node *node, const char *name, const s_node *v,
                   const char *path)
 {
@@ -1060,6 +1063,11 @@ static int s_attr(s_ctx *c, gx_node *node, const char *name, const s_node *v,
         free(floats);
         if (lrc < 0)
             return lrc; /* reported */
+    } else if (s_lookup(c, v, "nodes", false, path, &rc)) {
+        gx_graph *sub = NULL;
+        if ((rc = s_graph(c, v, path, &sub)) < 0)
+            return rc;
+        rc = gx_node_set_graph(node, name, &sub);
     } else {
         static const char *const keys[] = {"dtype", "shape", "data", "file", NULL};
         gx_tensor *t;
@@ -1222,20 +1230,18 @@ static int s_syntax_error(s_ctx *c, yaml_parser_t *p, const char *text, size_t l
 }
 
 /* Build the graph from the loaded document. */
-static int s_build(s_ctx *c, gx_graph **out)
+/* A graph map: the whole file, or a subgraph attribute (If, Loop). */
+static int s_graph(s_ctx *c, const s_node *root, const char *path, gx_graph **out)
 {
     static const char *const keys[] = {"name", "inputs", "outputs", "constants", "nodes", NULL};
-    const s_node *root = c->t.has_root ? &c->t.nodes[c->t.root] : NULL;
     const char *name = NULL;
     int rc;
 
-    if (!root)
-        return gx_errf(c->err, c->errlen, GX_EFORMAT, "%s:1:1: empty graph file", c->src);
     if (root->type != S_MAP)
-        return s_fail(c, root, GX_EFORMAT, "top level: expected a map, got %s", s_kind(root));
-    if ((rc = s_check_keys(c, root, "top level", keys)) < 0)
+        return s_fail(c, root, GX_EFORMAT, "%s: expected a map, got %s", path, s_kind(root));
+    if ((rc = s_check_keys(c, root, path, keys)) < 0)
         return rc;
-    const s_node *nn = s_lookup(c, root, "name", false, "top level", &rc);
+    const s_node *nn = s_lookup(c, root, "name", false, path, &rc);
     if (rc < 0)
         return rc;
     if (nn && (rc = s_name(c, nn, "name", &name)) < 0)
@@ -1252,6 +1258,14 @@ static int s_build(s_ctx *c, gx_graph **out)
     }
     *out = g;
     return GX_OK;
+}
+
+static int s_build(s_ctx *c, gx_graph **out)
+{
+    const s_node *root = c->t.has_root ? &c->t.nodes[c->t.root] : NULL;
+    if (!root)
+        return gx_errf(c->err, c->errlen, GX_EFORMAT, "%s:1:1: empty graph file", c->src);
+    return s_graph(c, root, "top level", out);
 }
 
 /* Parse the first document of the stream into c->t; refuse a second. */

@@ -68,7 +68,9 @@
     X(IDENTITY, "Identity")
 
 
-#define GX_OPS_CONTROL(X)
+#define GX_OPS_CONTROL(X)                                                     \
+    X(IF, "If")                                                               \
+    X(LOOP, "Loop")
 
 
 #define GX_OP_LIST(X)                                                         \

@@ -74,6 +74,8 @@ enum { GX_CONCAT_AXIS, GX_CONCAT_NATTRS };
 
 
 /* control */
+enum { GX_IF_THEN, GX_IF_ELSE, GX_IF_NATTRS };
+enum { GX_LOOP_BODY, GX_LOOP_NATTRS };
 
 
 /* Longest text gx_shape_str writes for GX_MAX_DIMS dims. */

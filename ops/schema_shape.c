@@ -33,8 +33,8 @@ static int s_infer_reshape(gx_infer *ic)
     if (s->ndim != 1)
         return gx_infer_errf(ic, GX_ESHAPE, "Reshape: shape input has rank %d, expected 1",
                              s->ndim);
-    if (!s->data)
-        return gx_infer_errf(ic, GX_EUNSUPPORTED, "Reshape: shape input must be a constant");
+    if (!gx_infer_value(ic, 1))
+        return GX_INFER_DYNAMIC;
     if (s->shape[0] > GX_MAX_DIMS)
         return gx_infer_errf(ic, GX_ESHAPE, "Reshape: target has %lld dims (max %d)",
                              (long long)s->shape[0], GX_MAX_DIMS);

@@ -163,11 +163,11 @@ static void s_ref_concat(int64_t axis, int n_in, const gx_view *in, const gx_vie
 }
 
 /* Writes the reference result of op into ref (shape and dtype set, data
- * allocated). Every op has one: the switch has no default. */
+ * allocated), for the ops this file covers. */
 static void s_reference(gx_op op, const gx_attrval *av, int n_in, const gx_view *in,
                         const gx_view *ref)
 {
-    switch (op) {
+    switch ((int)op) { /* not every op: no -Wswitch-enum */
     case GX_OP_ADD:
     case GX_OP_SUB:
     case GX_OP_MUL:
@@ -199,7 +199,7 @@ static void s_reference(gx_op op, const gx_attrval *av, int n_in, const gx_view 
     case GX_OP_CONCAT:
         s_ref_concat(av[GX_CONCAT_AXIS].i, n_in, in, ref);
         return;
-    case GX_OP_COUNT:
+    default: /* the ops added since: tested in tests/check_ops_<family>.c */
         break;
     }
     ck_abort_msg("no reference for op %d", (int)op);
@@ -208,7 +208,7 @@ static void s_reference(gx_op op, const gx_attrval *av, int n_in, const gx_view 
 /* Relative tolerance of op's kernel against its reference; 0: bit exact. */
 static float s_rtol(gx_op op)
 {
-    switch (op) {
+    switch ((int)op) { /* not every op: no -Wswitch-enum */
     case GX_OP_ADD:
     case GX_OP_SUB:
     case GX_OP_MUL:
@@ -227,7 +227,7 @@ static float s_rtol(gx_op op)
     case GX_OP_GEMM:
     case GX_OP_SOFTMAX:
         return 1e-5f;
-    case GX_OP_COUNT:
+    default: /* the ops added since: tested in tests/check_ops_<family>.c */
         break;
     }
     return 0;
@@ -310,14 +310,14 @@ START_TEST(test_op_table)
         ck_assert_ptr_nonnull(s);
         ck_assert_ptr_nonnull(s->infer);
         ck_assert_ptr_nonnull(s->cost);
-        ck_assert(s->min_in >= 1 && s->min_in <= s->max_in && s->max_in <= GX_MAX_OP_INPUTS);
-        ck_assert(s->min_out == 1 && s->max_out == 1);
+        ck_assert(s->min_in >= 0 && s->min_in <= s->max_in && s->max_in <= GX_MAX_OP_INPUTS);
+        ck_assert(s->min_out >= 0 && s->min_out <= s->max_out && s->max_out <= GX_MAX_OP_INPUTS);
         ck_assert(s->n_attrs <= GX_MAX_ATTRS && (s->n_attrs == 0 || s->attrs));
         ck_assert((gx_cpu_kernel((gx_op)i) == NULL) ==
                   ((gx_op_schema_get((gx_op)i)->flags & GX_OPF_CONTROL) != 0));
     }
     gx_op op;
-    ck_assert_int_eq(gx_op_lookup("Conv", &op), GX_EOP);
+    ck_assert_int_eq(gx_op_lookup("NoSuchOp", &op), GX_EOP);
     ck_assert_int_eq(gx_op_lookup("add", &op), GX_EOP);
     ck_assert_int_eq(gx_op_lookup(NULL, &op), GX_EOP);
     ck_assert_str_eq(gx_op_name(GX_OP_MATMUL), "MatMul");
@@ -784,8 +784,6 @@ START_TEST(test_errors)
                    "Concat: axis 2 is out of range for rank 2");
 
     gx_view x = RANDV(2, 3, 4);
-    ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, ot_view(GX_I64, NULL, SHAPE(2))},
-                   GX_EUNSUPPORTED, "Reshape: shape input must be a constant");
     ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, ot_rand(GX_I32, SHAPE(2))}, GX_EDTYPE,
                    "Reshape: shape input is int32, expected int64");
     ot_expect_error(GX_OP_RESHAPE, NULL, 2, (gx_view[]){x, s_i64(SHAPE(-1, -1))}, GX_ESHAPE,
@@ -809,11 +807,12 @@ END_TEST
 
 /* ---- every kernel split across threads ---- */
 
-/* One case per op, sized so shares end mid-row and mid-run; nth = 3 and 7
- * must give what nth = 1 gives (s_check_ref), which is the reference. */
+/* One case per op this file covers (the family suites split the others),
+ * sized so shares end mid-row and mid-run; nth = 3 and 7 must give what
+ * nth = 1 gives (s_check_ref), which is the reference. */
 static void s_thread_case(gx_op op)
 {
-    switch (op) {
+    switch ((int)op) { /* not every op: no -Wswitch-enum */
     case GX_OP_ADD:
     case GX_OP_SUB:
     case GX_OP_MUL:
@@ -857,10 +856,9 @@ static void s_thread_case(gx_op op)
     case GX_OP_IDENTITY:
         s_check_ref(op, NULL, 1, (gx_view[]){ot_rand(GX_I8, SHAPE(1001))});
         return;
-    case GX_OP_COUNT:
+    default: /* the ops added since: tested in tests/check_ops_<family>.c */
         break;
     }
-    ck_abort_msg("no thread case for op %d", (int)op);
 }
 
 START_TEST(test_threads)

@@ -171,6 +171,27 @@ static const char s_all_dtypes[] =
     "  - {name: scalar1, dtype: int64, shape: [], data: [42]}\n"
     "  - {name: empty, dtype: float32, shape: [0, 3], data: []}\n";
 
+/* A subgraph attribute is a graph map, parsed like the file itself. */
+START_TEST(test_example_loop)
+{
+    gx_graph *g = NULL;
+    char err[512];
+    ck_assert_msg(gx_graph_load_yaml(gxt_srcpath("examples/loop.yaml"), &g, err, sizeof err) == GX_OK,
+                  "%s", err);
+    ck_assert_int_eq(g->n_nodes, 1);
+    const gx_node *loop = g->nodes[0];
+    ck_assert_str_eq(loop->op, "Loop");
+    ck_assert_int_eq(loop->n_attr, 1);
+    ck_assert_int_eq(loop->attr[0].type, GX_ATTR_GRAPH);
+    const gx_graph *body = loop->attr[0].g;
+    ck_assert_int_eq(body->n_inputs, 3);
+    ck_assert_int_eq(body->n_nodes, 3);
+    ck_assert_int_eq(body->n_outputs, 3);
+    ck_assert_str_eq(body->outputs[2].name, "partial");
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(test_inline_dtypes)
 {
     gx_graph *g = s_parse_ok(s_all_dtypes);
@@ -782,6 +803,7 @@ Suite *yaml_suite(void)
     TCase *tc = tcase_create("parse");
     tcase_add_test(tc, test_example_mlp);
     tcase_add_test(tc, test_example_broadcast);
+    tcase_add_test(tc, test_example_loop);
     tcase_add_test(tc, test_inline_dtypes);
     tcase_add_test(tc, test_inline_range);
     tcase_add_test(tc, test_locale);

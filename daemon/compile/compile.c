@@ -60,7 +60,11 @@ void gxd_plan_destroy(gxd_plan **pp)
     for (size_t i = 0; i < p->n_steps; i++) {
         free(p->steps[i].in);
         free(p->steps[i].out);
+        gxd_subplans_destroy(&p->steps[i].sub);
     }
+    for (size_t i = 0; i < p->n_owned; i++)
+        free(p->owned[i]);
+    free(p->owned);
     free(p->steps);
     free(p->values);
     free(p->inputs);
@@ -69,10 +73,12 @@ void gxd_plan_destroy(gxd_plan **pp)
     *pp = NULL;
 }
 
-static int s_run(const gx_graph *g, const gx_view *inputs, const gxd_compile_limits *lim,
-                 size_t npasses, gxd_plan **out, char *err, size_t errlen)
+static int s_run(const gx_graph *g, const char *const *captured, size_t n_captured,
+                 const gx_view *inputs, const gxd_compile_limits *lim, size_t npasses,
+                 gxd_plan **out, char *err, size_t errlen)
 {
-    gxd_cstate st = {.g = g, .lim = lim, .inputs = inputs, .err = err, .errlen = errlen};
+    gxd_cstate st = {.g = g, .lim = lim, .inputs = inputs, .captured = captured,
+                     .n_captured = n_captured, .err = err, .errlen = errlen};
     int rc = GX_ENOMEM;
     *out = NULL;
     if (!(st.plan = calloc(1, sizeof *st.plan)))
@@ -88,16 +94,44 @@ static int s_run(const gx_graph *g, const gx_view *inputs, const gxd_compile_lim
     return rc;
 }
 
-int gxd_verify(const gx_graph *g, const gxd_compile_limits *lim, char *err, size_t errlen)
+int gxd_verify_sub(const gx_graph *g, const char *const *captured, size_t n_captured,
+                   const gxd_compile_limits *lim, char *err, size_t errlen)
 {
     gxd_plan *p = NULL;
-    int rc = s_run(g, NULL, lim, 1, &p, err, errlen);
+    int rc = s_run(g, captured, n_captured, NULL, lim, 1, &p, err, errlen);
     gxd_plan_destroy(&p);
     return rc;
+}
+
+int gxd_verify(const gx_graph *g, const gxd_compile_limits *lim, char *err, size_t errlen)
+{
+    return gxd_verify_sub(g, NULL, 0, lim, err, errlen);
+}
+
+int gxd_compile_sub(const gx_graph *g, const char *const *captured, size_t n_captured,
+                    const gx_view *inputs, const gxd_compile_limits *lim, gxd_plan **out,
+                    char *err, size_t errlen)
+{
+    return s_run(g, captured, n_captured, inputs, lim, sizeof s_passes / sizeof s_passes[0], out,
+                 err, errlen);
 }
 
 int gxd_compile(const gx_graph *g, const gx_view *inputs, const gxd_compile_limits *lim,
                 gxd_plan **out, char *err, size_t errlen)
 {
-    return s_run(g, inputs, lim, sizeof s_passes / sizeof s_passes[0], out, err, errlen);
+    return gxd_compile_sub(g, NULL, 0, inputs, lim, out, err, errlen);
+}
+
+bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs)
+{
+    for (size_t i = 0; i < p->n_inputs; i++) {
+        const gxd_value *v = &p->values[p->inputs[i]];
+        const gx_view *a = &v->view, *b = &inputs[i];
+        if (a->dtype != b->dtype || a->ndim != b->ndim ||
+            memcmp(a->shape, b->shape, (size_t)(a->ndim > 0 ? a->ndim : 0) * sizeof *a->shape))
+            return false;
+        if (v->keyed && (!b->data || memcmp(a->data, b->data, v->nbytes)))
+            return false;
+    }
+    return true;
 }

@@ -2,30 +2,49 @@
  * The graph compiler: a numbered list of passes (compile.c) turns a verified
  * graph and the concrete shapes of its inputs into an executable plan:
  *
- *   1. verify   structure, names, ops, arity, attributes, acyclicity, limits
- *   2. infer    dtypes and shapes of every value from the op schemas
+ *   1. verify   structure, names, ops, arity, attributes, acyclicity, limits,
+ *               subgraph scopes, which inputs' values shapes depend on
+ *   2. infer    dtypes and shapes of every value from the op schemas; nodes
+ *               whose inputs are all known are evaluated (constant folding);
+ *               nodes whose shapes depend on run-time values are left dynamic
  *   3. memplan  liveness-based buffer assignment: each value gets a logical
  *               buffer number and an offset relative to an arena base
  *   4. plan     the step list in dependency order with the kernel per step
  *
  * A plan is immutable once built and shared by every job (and worker) that
- * runs the graph with those input shapes; each job brings its own arena.
+ * runs the graph with those input shapes (and values of keyed inputs); each
+ * job brings its own arena.
+ *
+ * Shapes that depend on values (Reshape's shape, Slice's starts, NonZero...)
+ * are resolved, in order of preference: from constants, by folding; from
+ * graph inputs that reach such a slot ("keyed" inputs: their values become
+ * part of the plan's signature, at most GXD_MAX_KEY_BYTES each); else at run
+ * time ("dynamic" steps: infer runs again with the data, outputs live on the
+ * heap). Control flow (If, Loop) always runs its subgraphs at run time, each
+ * compiled on first use for its input signature.
  */
 #ifndef GXD_COMPILE_H
 #define GXD_COMPILE_H
 
 #include "ops/op.h"
 
+/* Largest keyed graph input: a bigger one stays a plain input, and the
+ * nodes that read its value run dynamically. */
+#define GXD_MAX_KEY_BYTES 4096
+
 typedef enum gxd_value_kind {
-    GXD_VALUE_INPUT,  /* graph input: copied into the arena per job */
-    GXD_VALUE_CONST,  /* constant: read in place from the graph */
-    GXD_VALUE_TEMP,   /* produced by a step, lives in the arena */
+    GXD_VALUE_INPUT,   /* graph input: copied into the arena per job */
+    GXD_VALUE_CONST,   /* constant of the graph, or folded: read in place */
+    GXD_VALUE_TEMP,    /* produced by a step, lives in the arena */
+    GXD_VALUE_DYNAMIC, /* produced by a dynamic step: shape known at run time */
 } gxd_value_kind;
 
 typedef struct gxd_value {
     const char *name; /* borrowed from the graph */
     gxd_value_kind kind;
-    gx_view view;     /* dtype, shape, numel; data set for constants only */
+    bool keyed;       /* graph input whose value is part of the plan signature */
+    gx_view view;     /* dtype, shape, numel; data set for constants and keyed
+                       * inputs (the plan's copy); ndim -1 for dynamic values */
     size_t nbytes;
     int def;          /* step that produces it; -1 for inputs and constants */
     int last_use;     /* last step reading it; n_steps if a graph output */
@@ -33,15 +52,23 @@ typedef struct gxd_value {
     size_t offset;    /* from the arena base */
 } gxd_value;
 
+typedef struct gxd_subplans gxd_subplans;
+
 typedef struct gxd_step {
     gx_op op;
     const gx_node *node; /* borrowed from the graph */
     gx_attrval attr[GX_MAX_ATTRS];
     int n_in, n_out;
-    int *in;  /* value indices; -1 for an omitted optional input */
+    int n_formal; /* node inputs; in[n_formal..n_in) are values its subgraphs capture */
+    int *in;      /* value indices; -1 for an omitted optional input */
     int *out;
-    gx_kernel_fn kernel;
+    gx_kernel_fn kernel;  /* NULL for control flow */
     gx_cost cost;
+    bool dynamic;         /* infer (and output allocation) at run time */
+    bool folded;          /* evaluated at compile time: not run */
+    size_t scratch_bytes; /* the kernel's scratch memory (static steps) */
+    int scratch;          /* its value index (memplan); -1 if none */
+    gxd_subplans *sub;    /* control flow: compiled subgraphs, by signature */
 } gxd_step;
 
 typedef struct gxd_plan {
@@ -55,6 +82,10 @@ typedef struct gxd_plan {
     size_t arena_bytes; /* peak: size of one arena */
     size_t naive_bytes; /* sum of all buffer sizes (no reuse), for comparison */
     double flops;
+    size_t n_dynamic;   /* dynamic steps */
+    bool needs_keys;    /* a keyed input had no data (LOAD): do not cache */
+    void **owned;       /* folded values and keyed copies, freed with the plan */
+    size_t n_owned, cap_owned;
 } gxd_plan;
 
 typedef struct gxd_compile_limits {
@@ -69,10 +100,42 @@ typedef struct gxd_compile_limits {
 int gxd_verify(const gx_graph *g, const gxd_compile_limits *lim, char *err, size_t errlen);
 
 /* Run every pass for the given input shapes (in graph input order; a
- * symbolic declared dim takes the given size). *out is a new plan owned by
- * the caller, borrowing from g (which must outlive it). */
+ * symbolic declared dim takes the given size; data, where given, is read for
+ * keyed inputs). *out is a new plan owned by the caller, borrowing from g
+ * (which must outlive it). */
 int gxd_compile(const gx_graph *g, const gx_view *inputs, const gxd_compile_limits *lim,
                 gxd_plan **out, char *err, size_t errlen);
+
+/* A subgraph's plan: inputs are the subgraph's declared inputs, then the
+ * values it captures from enclosing graphs, named by captured[]. */
+int gxd_compile_sub(const gx_graph *g, const char *const *captured, size_t n_captured,
+                    const gx_view *inputs, const gxd_compile_limits *lim, gxd_plan **out,
+                    char *err, size_t errlen);
+
+/* gxd_verify for a subgraph that captures the named outer values. */
+int gxd_verify_sub(const gx_graph *g, const char *const *captured, size_t n_captured,
+                   const gxd_compile_limits *lim, char *err, size_t errlen);
+
+/* Compiled subgraphs of one control-flow step (daemon/compile/subplans.c),
+ * by graph and signature; shared by the jobs that run the step, so guarded
+ * by its own lock. */
+gxd_subplans *gxd_subplans_new(const gxd_plan *p, const gxd_step *s);
+void gxd_subplans_destroy(gxd_subplans **sp);
+/* Subgraph attribute `attr` of the step, and where each value it captures
+ * is among the step's inputs: the subgraph's input i (after its declared
+ * inputs) is step input pos[i], i < *n. NULL if the step has no such
+ * subgraph. */
+const gx_graph *gxd_subplans_graph(const gxd_subplans *sp, const char *attr, const int **pos,
+                                   size_t *n);
+/* The plan of subgraph g for inputs (declared, then captured), compiled on
+ * first use. *owned: the cache is full, the caller destroys the plan. */
+int gxd_subplans_get(gxd_subplans *sp, const gx_graph *g, const gx_view *inputs,
+                     const gxd_compile_limits *lim, gxd_plan **plan, bool *owned, char *err,
+                     size_t errlen);
+
+/* Does cached plan p serve inputs (shapes, dtypes, and values of its keyed
+ * inputs)? */
+bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs);
 void gxd_plan_destroy(gxd_plan **p);
 
 /* Pass 3 on its own, for tests: assign offsets to values given their

@@ -1,18 +1,29 @@
 /*
- * Pass 2, infer. Contract: on GX_OK every value has a dtype, a concrete
- * shape, numel and nbytes within the tensor limit; graph inputs match their
- * declarations; every step has its cost estimate; declared graph outputs
- * match what was inferred. Constants' views point at their data so schemas
- * can read shape-like inputs (Reshape).
+ * Pass 2, infer. Contract: on GX_OK every value is either dynamic (its step
+ * runs infer again at run time) or has a dtype, a concrete shape, numel and
+ * nbytes within the tensor limit; graph inputs match their declarations;
+ * every static step has its cost estimate; declared graph outputs match what
+ * was inferred. Views of constants, keyed inputs (a copy the plan owns) and
+ * folded values point at their data, so schemas can read shape-like inputs.
+ * A step whose inputs are all known and whose outputs are small is folded:
+ * run here, its outputs become constants, it never runs per job. Nodes
+ * refused as unsupported (op variant, dtype) do not stop the pass: one error
+ * names every one of them.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/compile/passes.h"
 
+/* Largest output a folded step may produce (per output). */
+#define GXD_MAX_FOLD_BYTES (1 << 20)
+
 static bool s_matches(const gx_value_decl *d, const gx_view *v)
 {
-    if (d->dtype != v->dtype || d->ndim != v->ndim)
+    if (d->ndim < 0) /* a subgraph input declared without a type */
+        return true;
+    if ((d->dtype != GX_DTYPE_COUNT && d->dtype != v->dtype) || d->ndim != v->ndim)
         return false;
     for (int i = 0; i < d->ndim; i++)
         if (d->shape[i] != -1 && d->shape[i] != v->shape[i])
@@ -38,29 +49,54 @@ static int s_set_size(gxd_cstate *st, gxd_value *v)
     return GX_OK;
 }
 
-int gxd_pass_infer(gxd_cstate *st)
+/* Keeps p-owned memory (folded values, keyed copies) until the plan goes. */
+static void *s_own(gxd_plan *p, size_t nbytes)
+{
+    void *m = gx_aligned_alloc(nbytes ? nbytes : 1);
+    if (m && !gx_grow(&p->owned, &p->cap_owned, p->n_owned + 1, sizeof *p->owned)) {
+        free(m);
+        return NULL;
+    }
+    if (m)
+        p->owned[p->n_owned++] = m;
+    return m;
+}
+
+static int s_bind_inputs(gxd_cstate *st)
 {
     const gx_graph *g = st->g;
     gxd_plan *p = st->plan;
     char sh1[160], sh2[160];
     int rc;
-
-    for (size_t i = 0; i < g->n_inputs; i++) {
-        const gx_value_decl *d = &g->inputs[i];
+    for (size_t i = 0; i < p->n_inputs; i++) {
         gxd_value *v = &p->values[p->inputs[i]];
+        const void *data = st->inputs[i].data;
         v->view = st->inputs[i];
         v->view.data = NULL;
-        if (!s_matches(d, &v->view))
+        const gx_value_decl *d = i < g->n_inputs ? &g->inputs[i] : NULL;
+        if (d && !s_matches(d, &v->view))
             return gx_errf(st->err, st->errlen, GX_ESHAPE, "input '%s': expected %s %s, got %s %s",
-                           d->name, gx_dtype_name(d->dtype),
+                           d->name, gx_dtype_name(d->dtype) ? gx_dtype_name(d->dtype) : "any",
                            gx_shape_str(d->ndim, d->shape, sh1, sizeof sh1),
                            gx_dtype_name(v->view.dtype) ? gx_dtype_name(v->view.dtype) : "?",
                            gx_shape_str(v->view.ndim, v->view.shape, sh2, sizeof sh2));
         if ((rc = s_set_size(st, v)) < 0)
             return rc;
+        if (!v->keyed)
+            continue;
+        if (!data) { /* compiled ahead of any job (LOAD): the key is unknown */
+            p->needs_keys = true;
+            v->keyed = false;
+        } else if (v->nbytes > GXD_MAX_KEY_BYTES) {
+            v->keyed = false;
+        } else {
+            if (!(v->view.data = s_own(p, v->nbytes)))
+                return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+            memcpy(v->view.data, data, v->nbytes);
+        }
     }
     for (size_t i = 0; i < g->n_consts; i++) {
-        gxd_value *v = &p->values[g->n_inputs + i];
+        gxd_value *v = &p->values[p->n_inputs + i];
         const gx_tensor *t = g->consts[i].t;
         v->view.dtype = t->dtype;
         v->view.ndim = t->ndim;
@@ -69,28 +105,118 @@ int gxd_pass_infer(gxd_cstate *st)
         v->view.data = t->data;
         v->nbytes = t->nbytes;
     }
+    return GX_OK;
+}
+
+/* Runs step s now: its inputs are all known (or it reads only shapes) and
+ * its outputs small. The outputs become constants the plan owns. */
+static int s_fold(gxd_cstate *st, gxd_step *s, const gx_infer *ic)
+{
+    gxd_plan *p = st->plan;
+    const gx_op_schema *sc = gx_op_schema_get(s->op);
+    void *scratch = NULL;
+    if (sc->scratch && !(scratch = gx_aligned_alloc(sc->scratch(ic) + 1)))
+        return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+    for (int k = 0; k < s->n_out; k++) {
+        gxd_value *v = &p->values[s->out[k]];
+        if (!(ic->out[k].data = v->view.data = s_own(p, v->nbytes))) {
+            free(scratch);
+            return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+        }
+        v->kind = GXD_VALUE_CONST;
+    }
+    gx_kargs ka = {.attr = s->attr, .n_in = s->n_formal, .in = ic->in, .n_out = s->n_out,
+                   .out = ic->out, .scratch = scratch, .nth = 1};
+    gx_cpu_kernel(s->op)(&ka);
+    free(scratch);
+    s->folded = true;
+    return GX_OK;
+}
+
+/* Is rc a refusal of what the node asks for (rather than a broken graph)?
+ * Those are collected, so that one error lists them all. */
+static bool s_unsupported(int rc)
+{
+    return rc == GX_EUNSUPPORTED || rc == GX_EDTYPE;
+}
+
+/* Appends "node 'n' (Op): msg" to the collected refusals. */
+static void s_refusal(char *buf, size_t len, size_t *n, const gxd_step *s, const char *msg)
+{
+    size_t used = strlen(buf);
+    if (used + 1 < len)
+        snprintf(buf + used, len - used, "%snode '%s' (%s): %s", *n ? "; " : "", s->node->name,
+                 s->node->op, msg);
+    (*n)++;
+}
+
+static void s_make_dynamic(gxd_plan *p, gxd_step *s)
+{
+    s->dynamic = true;
+    p->n_dynamic++;
+    for (int k = 0; k < s->n_out; k++) {
+        gxd_value *v = &p->values[s->out[k]];
+        v->kind = GXD_VALUE_DYNAMIC;
+        memset(&v->view, 0, sizeof v->view);
+        v->view.ndim = -1;
+        v->nbytes = 0;
+    }
+}
+
+int gxd_pass_infer(gxd_cstate *st)
+{
+    const gx_graph *g = st->g;
+    gxd_plan *p = st->plan;
+    char sh1[160], sh2[160];
+    int rc;
+
+    if ((rc = s_bind_inputs(st)) < 0)
+        return rc;
 
     gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
+    char refused[1024] = "";
+    size_t n_refused = 0;
+    int refused_rc = GX_OK;
     for (size_t i = 0; i < p->n_steps; i++) {
         gxd_step *s = &p->steps[i];
+        const gx_op_schema *sc = gx_op_schema_get(s->op);
         if (s->n_in > GX_MAX_OP_INPUTS || s->n_out > GX_MAX_OP_INPUTS)
             return gx_errf(st->err, st->errlen, GX_ELIMIT, "node '%s': more than %d inputs or outputs",
                            s->node->name, GX_MAX_OP_INPUTS);
-        for (int k = 0; k < s->n_in; k++) {
+        bool upstream_dynamic = false, known = true;
+        for (int k = 0; k < s->n_formal; k++) {
             if (s->in[k] < 0) {
                 memset(&in[k], 0, sizeof in[k]);
                 in[k].ndim = -1;
-            } else {
-                in[k] = p->values[s->in[k]].view;
+                continue;
             }
+            const gxd_value *v = &p->values[s->in[k]];
+            in[k] = v->view;
+            upstream_dynamic = upstream_dynamic || v->kind == GXD_VALUE_DYNAMIC;
+            known = known && in[k].data;
+        }
+        if (upstream_dynamic) {
+            s_make_dynamic(p, s);
+            continue;
         }
         memset(out, 0, sizeof out[0] * (size_t)s->n_out);
         char msg[384] = "";
-        gx_infer ic = {s->attr, s->n_in, in, s->n_out, out, msg, sizeof msg};
-        rc = gx_op_schema_get(s->op)->infer(&ic);
+        gx_infer ic = {s->attr, s->n_formal, in, s->n_out, out, msg, sizeof msg};
+        rc = sc->infer(&ic);
+        if (rc == GX_INFER_DYNAMIC) {
+            s_make_dynamic(p, s);
+            continue;
+        }
+        if (s_unsupported(rc)) {
+            s_refusal(refused, sizeof refused, &n_refused, s, msg[0] ? msg : gx_strerror(rc));
+            refused_rc = refused_rc < 0 ? refused_rc : rc;
+            s_make_dynamic(p, s); /* so that the nodes after it are looked at */
+            continue;
+        }
         if (rc < 0)
             return gx_errf(st->err, st->errlen, rc, "node '%s' (%s): %s", s->node->name,
                            s->node->op, msg[0] ? msg : gx_strerror(rc));
+        bool small = true;
         for (int k = 0; k < s->n_out; k++) {
             gxd_value *v = &p->values[s->out[k]];
             v->view = out[k];
@@ -98,15 +224,28 @@ int gxd_pass_infer(gxd_cstate *st)
             if ((rc = s_set_size(st, v)) < 0)
                 return rc;
             out[k].numel = v->view.numel;
+            small = small && v->nbytes <= GXD_MAX_FOLD_BYTES;
         }
-        s->cost = gx_op_schema_get(s->op)->cost(&ic);
+        s->cost = sc->cost(&ic);
+        s->scratch_bytes = sc->scratch ? sc->scratch(&ic) : 0;
+        if (small && !(sc->flags & (GX_OPF_NO_FOLD | GX_OPF_CONTROL)) &&
+            (known || (sc->flags & GX_OPF_READS_SHAPES))) {
+            if ((rc = s_fold(st, s, &ic)) < 0)
+                return rc;
+            continue;
+        }
         p->flops += s->cost.flops;
     }
+    if (n_refused == 1)
+        return gx_errf(st->err, st->errlen, refused_rc, "%s", refused);
+    if (n_refused)
+        return gx_errf(st->err, st->errlen, refused_rc, "%zu unsupported nodes: %s", n_refused,
+                       refused);
 
     for (size_t i = 0; i < g->n_outputs; i++) {
         const gx_value_decl *d = &g->outputs[i];
         const gxd_value *v = &p->values[p->outputs[i]];
-        if (d->ndim >= 0 && !s_matches(d, &v->view))
+        if (d->ndim >= 0 && v->kind != GXD_VALUE_DYNAMIC && !s_matches(d, &v->view))
             return gx_errf(st->err, st->errlen, GX_ESHAPE,
                            "graph output '%s' is declared %s %s but computes to %s %s", d->name,
                            gx_dtype_name(d->dtype), gx_shape_str(d->ndim, d->shape, sh1, sizeof sh1),

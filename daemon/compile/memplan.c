@@ -5,6 +5,8 @@
  * in memory; plan->arena_bytes is the peak. Lifetimes are inclusive, so a
  * step's outputs never share memory with its inputs. One plan serves many
  * arenas: the offsets are relative, each job or replica brings its own base.
+ * A kernel's scratch memory is a value of its own, live during its step.
+ * Dynamic values are not placed: they live on the heap at run time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +43,7 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers)
     size_t n_active = 0, peak = 0, buffers = 0;
     for (size_t oi = 0; oi < n_values; oi++) {
         gxd_value *v = &values[order[oi]];
-        if (v->kind == GXD_VALUE_CONST)
+        if (v->kind == GXD_VALUE_CONST || v->kind == GXD_VALUE_DYNAMIC)
             continue;
         v->buffer = (int)buffers++;
         size_t need = s_aligned(v->nbytes);
@@ -77,9 +79,44 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers)
     return peak;
 }
 
+/* One value per step that needs scratch memory. */
+static int s_add_scratch(gxd_cstate *st)
+{
+    gxd_plan *p = st->plan;
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_steps; i++)
+        n += p->steps[i].scratch_bytes && !p->steps[i].folded && !p->steps[i].dynamic;
+    if (!n)
+        return GX_OK;
+    gxd_value *vals = realloc(p->values, (p->n_values + n + 1) * sizeof *vals);
+    if (!vals)
+        return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+    p->values = vals;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        gxd_step *s = &p->steps[i];
+        if (!s->scratch_bytes || s->folded || s->dynamic)
+            continue;
+        gxd_value *v = &p->values[p->n_values];
+        memset(v, 0, sizeof *v);
+        v->name = s->node->name;
+        v->kind = GXD_VALUE_TEMP;
+        v->view.dtype = GX_U8;
+        v->view.ndim = 1;
+        v->view.shape[0] = v->view.numel = (int64_t)s->scratch_bytes;
+        v->nbytes = s->scratch_bytes;
+        v->def = (int)i;
+        v->buffer = -1;
+        s->scratch = (int)p->n_values++;
+    }
+    return GX_OK;
+}
+
 int gxd_pass_memplan(gxd_cstate *st)
 {
     gxd_plan *p = st->plan;
+    int rc = s_add_scratch(st);
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; i < p->n_values; i++)
         p->values[i].last_use = p->values[i].def; /* a dead value still needs its slot */
     for (size_t i = 0; i < p->n_steps; i++)
@@ -93,7 +130,7 @@ int gxd_pass_memplan(gxd_cstate *st)
 
     p->naive_bytes = 0;
     for (size_t i = 0; i < p->n_values; i++)
-        if (p->values[i].kind != GXD_VALUE_CONST)
+        if (p->values[i].kind == GXD_VALUE_INPUT || p->values[i].kind == GXD_VALUE_TEMP)
             p->naive_bytes += s_aligned(p->values[i].nbytes);
     p->arena_bytes = gxd_memplan_assign(p->values, p->n_values, &p->n_buffers);
     if (p->arena_bytes == SIZE_MAX)

@@ -17,6 +17,8 @@ typedef struct gxd_cstate {
     const gx_graph *g;
     const gxd_compile_limits *lim;
     const gx_view *inputs; /* concrete input shapes; NULL when only verifying */
+    const char *const *captured; /* a subgraph's captured outer values, by name */
+    size_t n_captured;
     gxd_plan *plan;
     gxd_names names; /* value name -> index in plan->values */
     char *err;
@@ -29,6 +31,18 @@ int gxd_pass_verify(gxd_cstate *st);
 int gxd_pass_infer(gxd_cstate *st);
 int gxd_pass_memplan(gxd_cstate *st);
 int gxd_pass_plan(gxd_cstate *st);
+
+/* Growing list of names (borrowed strings). */
+typedef struct gxd_strv {
+    const char **v;
+    size_t n, cap;
+} gxd_strv;
+
+/* Names g uses but does not define itself (as input, constant or node
+ * output), in order of first use, nested subgraphs included: the values a
+ * subgraph captures from its enclosing graphs. Appended to *out without
+ * duplicates. GX_OK or GX_ENOMEM. */
+int gxd_free_names(const gx_graph *g, gxd_strv *out);
 
 /* Name table: -1 if absent. */
 int gxd_names_get(const gxd_names *t, const char *name);

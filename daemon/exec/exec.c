@@ -1,12 +1,12 @@
 /* Mode selection and dispatch to the executors. See exec.h. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/exec/exec.h"
 #include "daemon/job.h"
 
-typedef int (*gxd_executor_fn)(const gxd_plan *plan, void *arena, const gx_view *inputs,
-                               const gxd_exec_stop *stop);
+typedef int (*gxd_executor_fn)(gxd_frame *f);
 
 /* The executor of each mode; NULL where it is not built yet. */
 static const gxd_executor_fn s_executors[GX_MODE_COUNT] = {
@@ -44,12 +44,6 @@ int gxd_exec_choose(const gxd_plan *plan, gx_mode requested, gxd_exec_choice *ou
                    gx_mode_name(requested));
 }
 
-void *gxd_exec_value_data(const gxd_plan *plan, void *arena, int v)
-{
-    const gxd_value *val = &plan->values[v];
-    return val->kind == GXD_VALUE_CONST ? val->view.data : (char *)arena + val->offset;
-}
-
 int gxd_exec_should_stop(const gxd_exec_stop *stop)
 {
     if (atomic_load_explicit(stop->cancel, memory_order_relaxed))
@@ -59,11 +53,134 @@ int gxd_exec_should_stop(const gxd_exec_stop *stop)
     return GX_OK;
 }
 
-int gxd_exec_run(const gxd_plan *plan, const gxd_exec_choice *ch, void *arena,
-                 const gx_view *inputs, const gxd_exec_stop *stop)
+int gxd_exec_run(const gxd_exec_choice *ch, gxd_frame *f)
 {
     gxd_executor_fn fn = (unsigned)ch->mode < GX_MODE_COUNT ? s_executors[ch->mode] : NULL;
     if (!fn)
-        return GX_EUNSUPPORTED;
-    return fn(plan, arena, inputs, stop);
+        return gx_errf(f->err, f->errlen, GX_EUNSUPPORTED, "no executor for mode %s",
+                       gx_mode_name(ch->mode));
+    return fn(f);
+}
+
+int gxd_frame_init(gxd_frame *f, const gxd_plan *plan, void *arena, const gx_view *inputs,
+                   const gxd_compile_limits *lim, const gxd_exec_stop *stop, char *err,
+                   size_t errlen)
+{
+    *f = (gxd_frame){.plan = plan, .arena = arena, .lim = lim, .stop = stop, .err = err,
+                     .errlen = errlen};
+    f->val = calloc(plan->n_values + 1, sizeof *f->val);
+    f->heap = plan->n_dynamic ? calloc(plan->n_values + 1, sizeof *f->heap) : NULL;
+    if (!f->val || (plan->n_dynamic && !f->heap)) {
+        gxd_frame_fini(f);
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory for a frame of %zu values",
+                       plan->n_values);
+    }
+    for (size_t i = 0; i < plan->n_values; i++) {
+        const gxd_value *v = &plan->values[i];
+        f->val[i] = v->view;
+        if (v->kind == GXD_VALUE_INPUT || v->kind == GXD_VALUE_TEMP)
+            f->val[i].data = (char *)arena + v->offset;
+    }
+    for (size_t i = 0; i < plan->n_inputs; i++) {
+        const gxd_value *v = &plan->values[plan->inputs[i]];
+        if (v->nbytes)
+            memcpy(f->val[plan->inputs[i]].data, inputs[i].data, v->nbytes);
+    }
+    return GX_OK;
+}
+
+void gxd_frame_fini(gxd_frame *f)
+{
+    if (f->heap)
+        for (size_t i = 0; i < f->plan->n_values; i++)
+            free(f->heap[i]);
+    free(f->heap);
+    free(f->val);
+    f->heap = NULL;
+    f->val = NULL;
+}
+
+const gx_view *gxd_frame_output(const gxd_frame *f, size_t i)
+{
+    return &f->val[f->plan->outputs[i]];
+}
+
+/* A dynamic step's outputs: infer with every input's data, then heap
+ * buffers for the outputs and, if the kernel wants it, scratch. */
+static int s_dynamic_outputs(gxd_frame *f, const gxd_step *st, const gx_view *in, gx_view *out,
+                             void **scratch)
+{
+    const gx_op_schema *sc = gx_op_schema_get(st->op);
+    char msg[384] = "", sh[160];
+    memset(out, 0, sizeof *out * (size_t)st->n_out);
+    gx_infer ic = {st->attr, st->n_formal, in, st->n_out, out, msg, sizeof msg};
+    int rc = sc->infer(&ic);
+    if (rc == GX_INFER_DYNAMIC)
+        rc = gx_errf(msg, sizeof msg, GX_EINTERNAL, "inference still depends on unknown values");
+    if (rc < 0)
+        return gx_errf(f->err, f->errlen, rc, "node '%s' (%s): %s", st->node->name, st->node->op,
+                       msg[0] ? msg : gx_strerror(rc));
+    for (int k = 0; k < st->n_out; k++) {
+        size_t es = gx_dtype_size(out[k].dtype), nbytes = 0;
+        int64_t n = es ? gx_shape_numel(out[k].ndim, out[k].shape,
+                                        f->lim->max_tensor_bytes / (int64_t)es)
+                       : -1;
+        if (n < 0)
+            return gx_errf(f->err, f->errlen, GX_ELIMIT,
+                           "node '%s' (%s): output %d of shape %s is larger than the tensor limit of %lld bytes",
+                           st->node->name, st->node->op, k,
+                           gx_shape_str(out[k].ndim, out[k].shape, sh, sizeof sh),
+                           (long long)f->lim->max_tensor_bytes);
+        out[k].numel = n;
+        nbytes = (size_t)n * es;
+        int v = st->out[k];
+        free(f->heap[v]);
+        if (!(f->heap[v] = gx_aligned_alloc(nbytes ? nbytes : 1)))
+            return gx_errf(f->err, f->errlen, GX_ENOMEM, "node '%s': out of memory for %zu bytes",
+                           st->node->name, nbytes);
+        out[k].data = f->heap[v];
+        f->val[v] = out[k];
+    }
+    size_t sbytes = sc->scratch ? sc->scratch(&ic) : 0;
+    if (sbytes && !(*scratch = gx_aligned_alloc(sbytes)))
+        return gx_errf(f->err, f->errlen, GX_ENOMEM, "node '%s': out of memory for %zu bytes",
+                       st->node->name, sbytes);
+    return GX_OK;
+}
+
+int gxd_exec_step(gxd_frame *f, size_t s)
+{
+    const gxd_step *st = &f->plan->steps[s];
+    if (st->folded)
+        return GX_OK;
+    if (!st->kernel)
+        return gxd_exec_control(f, st);
+    gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
+    for (int k = 0; k < st->n_formal; k++) {
+        if (st->in[k] < 0) {
+            memset(&in[k], 0, sizeof in[k]);
+            in[k].ndim = -1;
+        } else {
+            in[k] = f->val[st->in[k]];
+        }
+    }
+    void *scratch = NULL;
+    if (st->dynamic) {
+        int rc = s_dynamic_outputs(f, st, in, out, &scratch);
+        if (rc < 0) {
+            free(scratch);
+            return rc;
+        }
+    } else {
+        for (int k = 0; k < st->n_out; k++)
+            out[k] = f->val[st->out[k]];
+        if (st->scratch >= 0)
+            scratch = f->val[st->scratch].data;
+    }
+    gx_kargs ka = {.attr = st->attr, .n_in = st->n_formal, .in = in, .n_out = st->n_out,
+                   .out = out, .scratch = scratch, .nth = 1};
+    st->kernel(&ka);
+    if (st->dynamic)
+        free(scratch);
+    return GX_OK;
 }

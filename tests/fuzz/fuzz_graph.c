@@ -147,22 +147,30 @@ static void s_execute(gxd_plan *plan)
         }
         atomic_bool cancel = false;
         gxd_exec_stop stop = {&cancel, 0};
-        int rc = gxd_exec_seq(plan, zone, in, &stop);
-        if (rc != GX_OK) {
+        gxd_frame f;
+        char err[1024] = "";
+        int rc = gxd_frame_init(&f, plan, zone, in, &s_lim, &stop, err, sizeof err);
+        if (rc == GX_OK)
+            rc = gxd_exec_seq(&f);
+        /* dynamic steps may fail at run time (a bad runtime shape), with a
+         * message; anything else is a bug */
+        if (rc != GX_OK && (!err[0] || rc == GX_ECANCELLED || rc == GX_ETIMEDOUT)) {
             fprintf(stderr, "fuzz: gxd_exec_seq returned %s without a stop request\n",
                     gx_status_name(rc));
             abort();
         }
         /* Read every output as the daemon does when it replies. */
         volatile unsigned char sink = 0;
-        for (size_t o = 0; o < plan->n_outputs; o++) {
-            const gxd_value *v = &plan->values[plan->outputs[o]];
-            const unsigned char *p = gxd_exec_value_data(plan, zone, plan->outputs[o]);
-            for (size_t b = 0; b < v->nbytes; b += 64)
+        for (size_t o = 0; rc == GX_OK && o < plan->n_outputs; o++) {
+            const gx_view *v = gxd_frame_output(&f, o);
+            const unsigned char *p = v->data;
+            size_t nbytes = (size_t)v->numel * gx_dtype_size(v->dtype);
+            for (size_t b = 0; b < nbytes; b += 64)
                 sink ^= p[b];
-            if (v->nbytes)
-                sink ^= p[v->nbytes - 1];
+            if (nbytes)
+                sink ^= p[nbytes - 1];
         }
+        gxd_frame_fini(&f);
         (void)sink;
         S_UNPOISON(zone, zone_bytes);
     }

@@ -1,0 +1,250 @@
+/*
+ * Control flow: If runs one of its branches, Loop runs its body until the
+ * trip count or the condition says stop. Each subgraph runs as a plan of its
+ * own (compiled on first use for its input signature and cached on the
+ * step), over an arena of its own; its outputs are copied to the heap
+ * buffers of the step's outputs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/exec/exec.h"
+#include "ops/schema.h"
+
+/* A heap copy of v (data owned by the caller). */
+static int s_copy(gxd_frame *f, const gx_view *v, gx_view *out)
+{
+    size_t nbytes = (size_t)v->numel * gx_dtype_size(v->dtype);
+    *out = *v;
+    if (!(out->data = gx_aligned_alloc(nbytes ? nbytes : 1)))
+        return gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory for %zu bytes", nbytes);
+    if (nbytes)
+        memcpy(out->data, v->data, nbytes);
+    return GX_OK;
+}
+
+/* Runs subgraph g of step s on `formal` (its declared inputs) plus the
+ * values it captures from f; outs[0..g->n_outputs) become heap copies of
+ * its outputs. */
+static int s_run_sub(gxd_frame *f, const gxd_step *s, const char *attr, const gx_view *formal,
+                     size_t n_formal, gx_view *outs)
+{
+    const int *pos;
+    size_t n_cap;
+    const gx_graph *g = gxd_subplans_graph(s->sub, attr, &pos, &n_cap);
+    if (!g)
+        return gx_errf(f->err, f->errlen, GX_EINTERNAL, "node '%s': no subgraph '%s'",
+                       s->node->name, attr);
+    gx_view *in = calloc(n_formal + n_cap + 1, sizeof *in);
+    if (!in)
+        return gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
+    if (n_formal)
+        memcpy(in, formal, n_formal * sizeof *in);
+    for (size_t i = 0; i < n_cap; i++)
+        in[n_formal + i] = f->val[s->in[pos[i]]];
+
+    char why[768];
+    gxd_plan *plan = NULL;
+    bool owned = false;
+    void *arena = NULL;
+    gxd_frame sub = {0};
+    size_t n_done = 0;
+    int rc = gxd_subplans_get(s->sub, g, in, f->lim, &plan, &owned, why, sizeof why);
+    if (rc < 0) {
+        rc = gx_errf(f->err, f->errlen, rc, "node '%s' (%s), subgraph '%s': %s", s->node->name,
+                     s->node->op, attr, why);
+        goto out;
+    }
+    if (!(arena = gx_aligned_alloc(plan->arena_bytes ? plan->arena_bytes : 1))) {
+        rc = gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory for an arena of %zu bytes",
+                     plan->arena_bytes);
+        goto out;
+    }
+    if ((rc = gxd_frame_init(&sub, plan, arena, in, f->lim, f->stop, why, sizeof why)) == GX_OK)
+        rc = gxd_exec_seq(&sub);
+    if (rc < 0) {
+        if (rc != GX_ECANCELLED && rc != GX_ETIMEDOUT)
+            rc = gx_errf(f->err, f->errlen, rc, "node '%s' (%s), subgraph '%s': %s",
+                         s->node->name, s->node->op, attr, why);
+        goto out;
+    }
+    for (; n_done < plan->n_outputs; n_done++)
+        if ((rc = s_copy(f, gxd_frame_output(&sub, n_done), &outs[n_done])) < 0)
+            break;
+out:
+    if (rc < 0)
+        for (size_t i = 0; i < n_done; i++)
+            free(outs[i].data);
+    gxd_frame_fini(&sub);
+    free(arena);
+    if (owned)
+        gxd_plan_destroy(&plan);
+    free(in);
+    return rc;
+}
+
+/* Makes v (a heap copy) the value of step output k. */
+static void s_set_output(gxd_frame *f, const gxd_step *s, int k, gx_view v)
+{
+    free(f->heap[s->out[k]]);
+    f->heap[s->out[k]] = v.data;
+    f->val[s->out[k]] = v;
+}
+
+static bool s_true(const gx_view *v)
+{
+    return ((const uint8_t *)v->data)[0] != 0;
+}
+
+static int s_if(gxd_frame *f, const gxd_step *s)
+{
+    const gx_view *cond = &f->val[s->in[0]];
+    gx_view outs[GX_MAX_OP_INPUTS];
+    int rc = s_run_sub(f, s, s_true(cond) ? "then_branch" : "else_branch", NULL, 0, outs);
+    if (rc < 0)
+        return rc;
+    for (int k = 0; k < s->n_out; k++)
+        s_set_output(f, s, k, outs[k]);
+    return GX_OK;
+}
+
+/* Scan output accumulator: the body's per-iteration values, stacked. */
+typedef struct s_scan {
+    gx_view elem; /* shape and dtype of one iteration's value */
+    char *data;
+    size_t n, cap; /* bytes */
+} s_scan;
+
+static int s_scan_add(gxd_frame *f, const gxd_step *s, s_scan *sc, const gx_view *v,
+                      int64_t iter)
+{
+    size_t nbytes = (size_t)v->numel * gx_dtype_size(v->dtype);
+    if (iter == 0) {
+        sc->elem = *v;
+    } else if (v->dtype != sc->elem.dtype || v->ndim != sc->elem.ndim ||
+               memcmp(v->shape, sc->elem.shape, (size_t)v->ndim * sizeof *v->shape)) {
+        return gx_errf(f->err, f->errlen, GX_ESHAPE,
+                       "node '%s' (Loop): a scan output changes shape or dtype in iteration %lld",
+                       s->node->name, (long long)iter);
+    }
+    if (v->ndim + 1 > GX_MAX_DIMS)
+        return gx_errf(f->err, f->errlen, GX_ELIMIT,
+                       "node '%s' (Loop): scan output would have more than %d dims",
+                       s->node->name, GX_MAX_DIMS);
+    if (sc->n + nbytes > (uint64_t)f->lim->max_tensor_bytes)
+        return gx_errf(f->err, f->errlen, GX_ELIMIT,
+                       "node '%s' (Loop): a scan output grew past the tensor limit of %lld bytes",
+                       s->node->name, (long long)f->lim->max_tensor_bytes);
+    if (!gx_grow(&sc->data, &sc->cap, sc->n + nbytes, 1))
+        return gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
+    if (nbytes)
+        memcpy(sc->data + sc->n, v->data, nbytes);
+    sc->n += nbytes;
+    return GX_OK;
+}
+
+/* The stacked scan output [iterations, elem...]. With no iteration, the
+ * body's declared output type gives dtype and inner shape where it can. */
+static int s_scan_finish(gxd_frame *f, s_scan *sc, int64_t iters, const gx_value_decl *decl,
+                         gx_view *out)
+{
+    memset(out, 0, sizeof *out);
+    if (iters == 0) {
+        sc->elem.dtype = decl->dtype < GX_DTYPE_COUNT ? decl->dtype : GX_F32;
+        sc->elem.ndim = decl->ndim > 0 && decl->ndim < GX_MAX_DIMS ? decl->ndim : 0;
+        for (int d = 0; d < sc->elem.ndim; d++)
+            sc->elem.shape[d] = decl->shape[d] > 0 ? decl->shape[d] : 0;
+    }
+    out->dtype = sc->elem.dtype;
+    out->ndim = sc->elem.ndim + 1;
+    out->shape[0] = iters;
+    memcpy(out->shape + 1, sc->elem.shape, (size_t)sc->elem.ndim * sizeof *out->shape);
+    out->numel = gx_shape_numel(out->ndim, out->shape, INT64_MAX);
+    out->data = gx_aligned_alloc(sc->n ? sc->n : 1);
+    if (!out->data)
+        return gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
+    if (sc->n)
+        memcpy(out->data, sc->data, sc->n);
+    return GX_OK;
+}
+
+static int s_loop(gxd_frame *f, const gxd_step *s)
+{
+    const gx_graph *body = s->attr[GX_LOOP_BODY].g;
+    int n_carried = s->n_formal - 2, n_scan = s->n_out - n_carried, rc = GX_OK;
+    int64_t max_iter = s->in[0] >= 0 ? *(const int64_t *)f->val[s->in[0]].data : INT64_MAX;
+    uint8_t cond = s->in[1] >= 0 ? s_true(&f->val[s->in[1]]) : 1;
+    int64_t iter = 0;
+    /* formal[0] = iteration number, [1] = cond, then the carried values;
+     * from the first iteration on, the carried values are heap copies. */
+    gx_view *formal = calloc((size_t)n_carried + 2, sizeof *formal);
+    gx_view *outs = calloc((size_t)s->n_out + 2, sizeof *outs);
+    s_scan *scans = calloc((size_t)n_scan + 1, sizeof *scans);
+    if (!formal || !outs || !scans) {
+        rc = gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
+        goto out;
+    }
+    formal[0] = (gx_view){.dtype = GX_I64, .ndim = 0, .numel = 1, .data = &iter};
+    formal[1] = (gx_view){.dtype = GX_BOOL, .ndim = 0, .numel = 1, .data = &cond};
+    for (int j = 0; j < n_carried; j++)
+        formal[2 + j] = f->val[s->in[2 + j]];
+    for (; iter < max_iter && cond; iter++) {
+        if ((rc = gxd_exec_should_stop(f->stop)) < 0 ||
+            (rc = s_run_sub(f, s, "body", formal, (size_t)n_carried + 2, outs)) < 0)
+            goto out;
+        const gx_view *c = &outs[0];
+        bool ok = c->dtype == GX_BOOL && c->numel == 1;
+        cond = ok && s_true(c);
+        free(outs[0].data);
+        for (int j = 0; j < n_carried; j++) {
+            if (iter > 0)
+                free(formal[2 + j].data);
+            formal[2 + j] = outs[1 + j];
+        }
+        for (int k = 0; k < n_scan && rc == GX_OK; k++)
+            rc = s_scan_add(f, s, &scans[k], &outs[1 + n_carried + k], iter);
+        for (int k = 0; k < n_scan; k++)
+            free(outs[1 + n_carried + k].data);
+        if (!ok && rc == GX_OK)
+            rc = gx_errf(f->err, f->errlen, GX_EDTYPE,
+                         "node '%s' (Loop): the body's cond output must be one bool",
+                         s->node->name);
+        if (rc < 0) {
+            iter++; /* the carried copies of this iteration are freed below */
+            goto out;
+        }
+    }
+    for (int j = 0; j < n_carried; j++) {
+        gx_view v = formal[2 + j];
+        if (iter == 0 && (rc = s_copy(f, &formal[2 + j], &v)) < 0)
+            goto out;
+        s_set_output(f, s, j, v);
+        formal[2 + j].data = NULL; /* the output owns it now */
+    }
+    for (int k = 0; k < n_scan; k++) {
+        gx_view v;
+        if ((rc = s_scan_finish(f, &scans[k], iter, &body->outputs[1 + n_carried + k], &v)) < 0)
+            goto out;
+        s_set_output(f, s, n_carried + k, v);
+    }
+out:
+    if (formal && rc < 0 && iter > 0)
+        for (int j = 0; j < n_carried; j++)
+            free(formal[2 + j].data);
+    for (int k = 0; scans && k < n_scan; k++)
+        free(scans[k].data);
+    free(scans);
+    free(outs);
+    free(formal);
+    return rc;
+}
+
+int gxd_exec_control(gxd_frame *f, const gxd_step *s)
+{
+    if (s->op == GX_OP_IF)
+        return s_if(f, s);
+    if (s->op == GX_OP_LOOP)
+        return s_loop(f, s);
+    return gx_errf(f->err, f->errlen, GX_EINTERNAL, "node '%s' (%s) has no kernel",
+                   s->node->name, s->node->op);
+}
