@@ -115,7 +115,9 @@ static const char *const s_nearest_names[] = {
     [GX_NEAREST_FLOOR] = "floor",
     [GX_NEAREST_CEIL] = "ceil",
 };
-static const char *const s_aspect_names[] = {"stretch", "not_larger", "not_smaller"};
+enum { S_STRETCH, S_NOT_LARGER, S_NOT_SMALLER };
+static const char *const s_aspect_names[] = {
+    [S_STRETCH] = "stretch", [S_NOT_LARGER] = "not_larger", [S_NOT_SMALLER] = "not_smaller"};
 
 #define S_NAMES(a) (a), (int)(sizeof(a) / sizeof((a)[0]))
 
@@ -218,7 +220,8 @@ static int s_resize_targets_11(gx_infer *ic, gx_resize *r)
     if ((rc = s_pick(ic, op, "keep_aspect_ratio_policy",
                      &ic->attr[GX_RESIZE_KEEP_ASPECT_RATIO_POLICY], S_NAMES(s_aspect_names), &v)) < 0)
         return rc;
-    double keep = v == 1 ? INFINITY : 0; /* not_larger: min of the ratios; not_smaller: max */
+    /* not_larger keeps the least of the ratios for every dim, not_smaller the largest */
+    double keep = v == S_NOT_LARGER ? INFINITY : 0;
     for (int i = 0; i < n; i++) {
         int d = dims[i];
         if (sz[i] < 1 || r->in[d] < 1)
@@ -226,12 +229,12 @@ static int s_resize_targets_11(gx_infer *ic, gx_resize *r)
                                  d, (long long)r->in[d], (long long)sz[i]);
         r->out[d] = sz[i];
         r->scale[d] = (double)sz[i] / (double)r->in[d];
-        if (v == 1 && r->scale[d] < keep)
+        if (v == S_NOT_LARGER && r->scale[d] < keep)
             keep = r->scale[d];
-        if (v == 2 && r->scale[d] > keep)
+        if (v == S_NOT_SMALLER && r->scale[d] > keep)
             keep = r->scale[d];
     }
-    for (int i = 0; v != 0 && i < n; i++) {
+    for (int i = 0; v != S_STRETCH && i < n; i++) {
         /* the reference rounds half up: int(x + 0.5) */
         int d = dims[i];
         r->scale[d] = keep;

@@ -264,7 +264,7 @@ static void s_resize(const gx_kargs *k, gx_op op)
         s *= x->shape[d];
     }
     int64_t lo, hi;
-    gx_cpu_share(k, y->numel, GX_CPU_LINE, &lo, &hi);
+    gx_cpu_share(k, y->numel, 64 / (int64_t)es, &lo, &hi); /* on cache lines */
     if (lo >= hi)
         return;
     const int64_t r0 = lo / W, r1 = (hi - 1) / W + 1;
