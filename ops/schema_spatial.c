@@ -217,8 +217,8 @@ static int s_resize_targets_11(gx_infer *ic, gx_resize *r)
     const int64_t *sz = gx_infer_value(ic, 3);
     if (!sz)
         return GX_INFER_DYNAMIC;
-    if ((rc = s_pick(ic, op, "keep_aspect_ratio_policy",
-                     &ic->attr[GX_RESIZE_KEEP_ASPECT_RATIO_POLICY], S_NAMES(s_aspect_names), &v)) < 0)
+    const gx_attrval *policy = &ic->attr[GX_RESIZE_KEEP_ASPECT_RATIO_POLICY];
+    if ((rc = s_pick(ic, op, "keep_aspect_ratio_policy", policy, S_NAMES(s_aspect_names), &v)) < 0)
         return rc;
     /* not_larger keeps the least of the ratios for every dim, not_smaller the largest */
     double keep = v == S_NOT_LARGER ? INFINITY : 0;
@@ -516,7 +516,8 @@ int gx_pad_setup(gx_infer *ic, gx_pad *p)
         /* the source left after cropping (negative pads), and the output */
         int64_t kept = in - (b < 0 ? -b : 0) - (e < 0 ? -e : 0);
         if (b > INT64_MAX / 4 || e > INT64_MAX / 4 || b < -in || e < -in || kept < 0)
-            return gx_infer_errf(ic, GX_ESHAPE, "Pad: pads %lld, %lld do not fit dim %d of size %lld",
+            return gx_infer_errf(ic, GX_ESHAPE,
+                                 "Pad: pads %lld, %lld do not fit dim %d of size %lld",
                                  (long long)b, (long long)e, d, (long long)in);
         if (p->mode != GX_PAD_CONSTANT && kept == 0 && (b > 0 || e > 0))
             return gx_infer_errf(ic, GX_ESHAPE, "Pad: %s mode cannot pad dim %d, which is empty",

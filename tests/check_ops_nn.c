@@ -108,8 +108,9 @@ static void s_check_threads(gx_op op, const gx_node *node, int n_in, const gx_vi
         }
         for (int i = 0; i < n_out; i++)
             for (size_t j = 0; j < s_nbytes(&out[i]); j++)
-                ck_assert_msg(count[i][j] == 1, "%s nth=%d: byte %zu of output %d written by %d shares",
-                              name, nth, j, i, count[i][j]);
+                ck_assert_msg(count[i][j] == 1,
+                              "%s nth=%d: byte %zu of output %d written by %d shares", name, nth,
+                              j, i, count[i][j]);
     }
 }
 
@@ -1009,8 +1010,9 @@ START_TEST(test_errors_spatial)
     ot_expect_error(GX_OP_RESIZE, NODE(A_STR("nearest_mode", "up")), 4, rz, GX_EATTR,
                     "Resize: nearest_mode 'up' is not one of round_prefer_floor, "
                     "round_prefer_ceil, floor, ceil");
-    ot_expect_error(GX_OP_RESIZE, NODE(A_STR("coordinate_transformation_mode", "tf_crop_and_resize")),
-                    4, rz, GX_ESHAPE, "Resize: tf_crop_and_resize needs roi");
+    ot_expect_error(GX_OP_RESIZE,
+                    NODE(A_STR("coordinate_transformation_mode", "tf_crop_and_resize")), 4, rz,
+                    GX_ESHAPE, "Resize: tf_crop_and_resize needs roi");
     ot_expect_error(GX_OP_RESIZE, NODE(A_INTS("axes", 2, 2)), 4, rz, GX_EATTR,
                     "Resize: axis 2 is given twice");
     ot_expect_error(GX_OP_RESIZE, NODE(A_INTS("axes", 2, 3)), 4, rz, GX_ESHAPE,
