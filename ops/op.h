@@ -30,7 +30,29 @@
     X(EXP, "Exp")
 
 
-#define GX_OPS_LOGIC(X)
+#define GX_OPS_LOGIC(X)                                                       \
+    X(EQUAL, "Equal")                                                         \
+    X(LESS, "Less")                                                           \
+    X(GREATER, "Greater")                                                     \
+    X(LESS_OR_EQUAL, "LessOrEqual")                                           \
+    X(GREATER_OR_EQUAL, "GreaterOrEqual")                                     \
+    X(NOT, "Not")                                                             \
+    X(AND, "And")                                                             \
+    X(OR, "Or")                                                               \
+    X(XOR, "Xor")                                                             \
+    X(BIT_SHIFT, "BitShift")                                                  \
+    X(WHERE, "Where")                                                         \
+    X(ISNAN, "IsNaN")                                                         \
+    X(ISINF, "IsInf")                                                         \
+    X(CAST, "Cast")                                                           \
+    X(CAST_LIKE, "CastLike")                                                  \
+    X(CUMSUM, "CumSum")                                                       \
+    X(TRILU, "Trilu")                                                         \
+    X(ONE_HOT, "OneHot")                                                      \
+    X(RANGE, "Range")                                                         \
+    X(EYE_LIKE, "EyeLike")                                                    \
+    X(NONZERO, "NonZero")                                                     \
+    X(COMPRESS, "Compress")
 
 
 #define GX_OPS_LINALG(X)                                                      \
@@ -41,7 +63,17 @@
 #define GX_OPS_REDUCE(X)
 
 
-#define GX_OPS_CONV(X)
+#define GX_OPS_CONV(X)                                                        \
+    X(CONV, "Conv")                                                           \
+    X(CONVINTEGER, "ConvInteger")                                             \
+    X(CONVTRANSPOSE, "ConvTranspose")                                         \
+    X(MAXPOOL, "MaxPool")                                                     \
+    X(AVERAGEPOOL, "AveragePool")                                             \
+    X(LPPOOL, "LpPool")                                                       \
+    X(GLOBALMAXPOOL, "GlobalMaxPool")                                         \
+    X(GLOBALAVERAGEPOOL, "GlobalAveragePool")                                 \
+    X(GLOBALLPPOOL, "GlobalLpPool")                                           \
+    X(MAXUNPOOL, "MaxUnpool")
 
 
 #define GX_OPS_NN(X)                                                          \

@@ -1,2 +1,351 @@
-/* CPU kernels of the conv family (GX_OPS_CONV in ops/op.h). */
+/*
+ * Conv, ConvTranspose and ConvInteger on the CPU.
+ *
+ * Conv (float32) takes one of three paths (gx_conv_path_of): a 1x1 window
+ * with stride 1 and no padding multiplies W straight into x; a depthwise
+ * conv runs directly, tap by tap along output lines; everything else builds
+ * im2col columns in the scratch and multiplies them with cblas_sgemm. A
+ * thread's share is a range of output positions over (image, group, block
+ * of output channels, position), so threads never write the same columns;
+ * the blocks (gx_conv_row_blocks) are usually one per group, more when
+ * there are few positions, each with its own copy of the columns.
+ *
+ * The scratch holds the column matrices of a pass of several images
+ * (gx_conv_pass_images). Every pass is split the same way, so a thread
+ * reuses only the scratch columns it wrote itself and the threads need no
+ * barrier between passes. ConvTranspose does the same with W^T x per
+ * (image, output channel) followed by col2im into that channel.
+ */
+#include <cblas.h>
+
+#include "ops/conv.h"
 #include "ops/cpu/cpu.h"
+
+/* y[m, n] (row stride ldy) = op(a) b + beta * y; with k == 0 the product is
+ * empty and y becomes beta * y. */
+static void s_sgemm(bool ta, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float beta, float *y, int64_t ldy)
+{
+    if (m == 0 || n == 0)
+        return;
+    if (k == 0) {
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t j = 0; j < n; j++)
+                y[i * ldy + j] = beta == 0.0f ? 0.0f : beta * y[i * ldy + j];
+        }
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)m, (int)n,
+                (int)k, 1.0f, a, (int)lda, b, (int)ldb, beta, y, (int)ldy);
+}
+
+/* ---- walking output lines ----
+ * A line is a run of output positions along the last spatial dim with all
+ * other out coordinates fixed; line numbers count those other coordinates
+ * row-major. */
+
+/* Splits tap number t of the window into its per-dim taps j. */
+static void s_tap(const gx_win *w, int64_t t, int64_t *j)
+{
+    for (int d = w->nsp - 1; d >= 0; d--) {
+        j[d] = t % w->k[d];
+        t /= w->k[d];
+    }
+}
+
+/* Offset within one channel of x (dims in..., row-major) of the row that
+ * output line `line` (< the lines of a channel) reads with taps j (all dims
+ * but the last), or -1 when that row lies in the padding. The outermost
+ * dim needs no division, so 2-D convs need none at all. */
+static int64_t s_row(const gx_win *w, int64_t line, const int64_t *j)
+{
+    const int last = w->nsp - 1;
+    int64_t off = 0, stride = w->in[last];
+    for (int d = last - 1; d >= 0; d--) {
+        const int64_t o = d > 0 ? line % w->out[d] : line;
+        line = d > 0 ? line / w->out[d] : 0;
+        const int64_t i = o * w->stride[d] - w->pad_lo[d] + j[d] * w->dil[d];
+        if (i < 0 || i >= w->in[d])
+            return -1;
+        off += i * stride;
+        stride *= w->in[d];
+    }
+    return off;
+}
+
+/* Columns [p0, p1) of the im2col matrix of one (image, group): row r =
+ * (channel, tap) holds at column p (an output position) the x element that
+ * the tap reads there, or 0 in the padding. Rows are w->out_size long. */
+static void s_im2col(const gx_win *w, int64_t cg, const float *x, int64_t p0, int64_t p1,
+                     float *col)
+{
+    const int last = w->nsp - 1;
+    const int64_t ow = w->out[last], s = w->stride[last];
+    const int64_t l0 = p0 / ow, l1 = (p1 + ow - 1) / ow; /* the lines touched */
+    int64_t j[GX_WIN_MAX];
+    for (int64_t r = 0; r < cg * w->k_size; r++) {
+        s_tap(w, r % w->k_size, j);
+        const float *xc = x + r / w->k_size * w->in_size;
+        float *row = col + r * w->out_size;
+        int64_t c0, fa, fb; /* where a whole line reads x */
+        gx_win_inner(w, j[last], 0, ow, &c0, &fa, &fb);
+        for (int64_t line = l0; line < l1; line++) {
+            const int64_t o0 = line == l0 ? p0 - l0 * ow : 0;
+            const int64_t o1 = line == l1 - 1 ? p1 - line * ow : ow;
+            const int64_t off = s_row(w, line, j);
+            int64_t a = fa > o0 ? fa : o0, b = fb < o1 ? fb : o1;
+            if (off < 0 || b < a)
+                a = b = o1;
+            float *restrict dst = row + line * ow;
+            const float *restrict src = xc + (off < 0 ? 0 : off); /* its row; index c0 + o * s */
+            for (int64_t o = o0; o < a; o++)
+                dst[o] = 0.0f;
+            if (s == 1) {
+                for (int64_t o = a; o < b; o++)
+                    dst[o] = src[c0 + o];
+            } else {
+                for (int64_t o = a; o < b; o++)
+                    dst[o] = src[c0 + o * s];
+            }
+            for (int64_t o = b; o < o1; o++)
+                dst[o] = 0.0f;
+        }
+    }
+}
+
+/* Rows [0, m) of y (row stride ldy), columns [0, n): the bias of each row,
+ * or nothing when there is none (the product then overwrites y). */
+static void s_bias_rows(const float *bias, int64_t m, int64_t n, float *y, int64_t ldy)
+{
+    for (int64_t i = 0; bias && i < m; i++) {
+        const float v = bias[i];
+        float *restrict row = y + i * ldy;
+        for (int64_t p = 0; p < n; p++)
+            row[p] = v;
+    }
+}
+
+/* ---- Conv ---- */
+
+typedef struct s_conv {
+    gx_win w;
+    int64_t n, c, m, g, cg, mg;
+    const float *x, *wt, *bias;
+    float *y;
+} s_conv;
+
+/* Output channels [m0, m1) of group gi and columns [p0, p1) of image i:
+ * im2col into col (a column matrix of the group) unless the conv is
+ * pointwise, then one sgemm. */
+static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi, int64_t m0,
+                         int64_t m1, int64_t p0, int64_t p1, float *col)
+{
+    const int64_t P = cv->w.out_size, cgk = cv->cg * cv->w.k_size;
+    const float *xg = cv->x + (i * cv->c + gi * cv->cg) * cv->w.in_size;
+    float *yg = cv->y + (i * cv->m + gi * cv->mg + m0) * P + p0;
+    const float *b = cv->bias ? cv->bias + gi * cv->mg + m0 : NULL;
+    if (!pointwise) {
+        s_im2col(&cv->w, cv->cg, xg, p0, p1, col);
+        xg = col;
+    }
+    s_bias_rows(b, m1 - m0, p1 - p0, yg, P);
+    s_sgemm(false, m1 - m0, p1 - p0, cgk, cv->wt + (gi * cv->mg + m0) * cgk, cgk, xg + p0, P,
+            b ? 1.0f : 0.0f, yg, P);
+}
+
+/* Depthwise: output channel oc reads input channel oc / mg only. The
+ * thread's share is a range of output lines over (image, channel, line);
+ * the lines it has of one channel take the taps one at a time, each tap
+ * adding its weight times a row of x to every line. */
+static void s_conv_depthwise(const gx_kargs *k, const s_conv *cv)
+{
+    const gx_win *w = &cv->w;
+    const int last = w->nsp - 1;
+    const int64_t ow = w->out[last], s = w->stride[last];
+    const int64_t lines = ow > 0 ? w->out_size / ow : 0;
+    int64_t lo, hi, j[GX_WIN_MAX];
+    gx_cpu_share(k, cv->n * cv->m * lines, 1, &lo, &hi);
+    for (int64_t u = lo; u < hi;) {
+        const int64_t ch = u / lines, oc = ch % cv->m, l0 = u % lines;
+        const int64_t l1 = lines - l0 < hi - u ? lines : l0 + (hi - u);
+        const float *xc = cv->x + (ch / cv->m * cv->c + oc / cv->mg) * w->in_size;
+        const float *wc = cv->wt + oc * w->k_size;
+        float *yc = cv->y + ch * w->out_size;
+        const float bv = cv->bias ? cv->bias[oc] : 0.0f;
+        for (int64_t q = l0 * ow; q < l1 * ow; q++)
+            yc[q] = bv;
+        for (int64_t t = 0; t < w->k_size; t++) {
+            s_tap(w, t, j);
+            int64_t c0, a, b;
+            gx_win_inner(w, j[last], 0, ow, &c0, &a, &b);
+            const float wv = wc[t];
+            for (int64_t line = l0; line < l1; line++) {
+                const int64_t off = s_row(w, line, j);
+                if (off < 0)
+                    continue;
+                const float *restrict src = xc + off; /* its row; index c0 + o * s */
+                float *restrict y = yc + line * ow;
+                if (s == 1) {
+                    for (int64_t o = a; o < b; o++)
+                        y[o] += wv * src[c0 + o];
+                } else {
+                    for (int64_t o = a; o < b; o++)
+                        y[o] += wv * src[c0 + o * s];
+                }
+            }
+        }
+        u += l1 - l0;
+    }
+}
+
+void gx_cpu_CONV(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *wt = &k->in[1], *y = &k->out[0];
+    s_conv cv = {.n = x->shape[0], .c = x->shape[1], .m = wt->shape[0],
+                 .g = k->attr[GX_CONV_GROUP].i, .x = x->data, .wt = wt->data,
+                 .bias = k->n_in > 2 && k->in[2].ndim >= 0 ? k->in[2].data : NULL,
+                 .y = y->data};
+    gx_win_init(&cv.w, k->attr, "Conv", x, wt->shape + 2, false, false, NULL, 0);
+    cv.cg = cv.c / cv.g;
+    cv.mg = cv.m / cv.g;
+    const gx_conv_path path = gx_conv_path_of(&cv.w, cv.c, cv.g);
+    if (path == GX_CONV_DEPTHWISE) {
+        s_conv_depthwise(k, &cv);
+        return;
+    }
+    /* units: (image of the pass, group, row block, output position) */
+    const int64_t P = cv.w.out_size, rb = gx_conv_row_blocks(cv.n, cv.g, cv.mg, P);
+    const int64_t col_elems = cv.cg * cv.w.k_size * P;
+    const bool pointwise = path == GX_CONV_POINTWISE;
+    const int64_t pass = pointwise ? cv.n : gx_conv_pass_images(cv.n, cv.g * rb * col_elems);
+    int64_t lo, hi;
+    gx_cpu_share(k, pass * cv.g * rb * P, GX_CPU_LINE, &lo, &hi);
+    for (int64_t i0 = 0; i0 < cv.n; i0 += pass) {
+        for (int64_t u = lo; u < hi;) {
+            const int64_t seg = u / P, p0 = u % P;
+            const int64_t p1 = P - p0 < hi - u ? P : p0 + (hi - u);
+            const int64_t b = seg / (cv.g * rb), gi = seg / rb % cv.g, r = seg % rb;
+            if (i0 + b >= cv.n)
+                break;
+            float *col = pointwise ? NULL : (float *)k->scratch + seg * col_elems;
+            s_conv_block(&cv, pointwise, i0 + b, gi, cv.mg * r / rb, cv.mg * (r + 1) / rb, p0, p1,
+                         col);
+            u += p1 - p0;
+        }
+    }
+}
+
+/* ---- ConvTranspose ---- */
+
+/* Adds the column matrix col [k_size, P_x] of one output channel into y
+ * (that channel, already holding its bias): x position o and tap t add to
+ * y position o * stride - pad_lo + t * dil, when it exists. */
+static void s_col2im(const gx_win *w, const float *col, float *y)
+{
+    const int last = w->nsp - 1;
+    const int64_t ow = w->out[last], s = w->stride[last];
+    const int64_t lines = ow > 0 ? w->out_size / ow : 0;
+    int64_t j[GX_WIN_MAX];
+    for (int64_t t = 0; t < w->k_size; t++) {
+        s_tap(w, t, j);
+        for (int64_t line = 0; line < lines; line++) {
+            const int64_t off = s_row(w, line, j);
+            if (off < 0)
+                continue;
+            int64_t c0, a, b;
+            gx_win_inner(w, j[last], 0, ow, &c0, &a, &b);
+            const float *restrict src = col + t * w->out_size + line * ow;
+            float *restrict dst = y + off; /* its row; index c0 + o * s */
+            if (s == 1) {
+                for (int64_t o = a; o < b; o++)
+                    dst[c0 + o] += src[o];
+            } else {
+                for (int64_t o = a; o < b; o++)
+                    dst[c0 + o * s] += src[o];
+            }
+        }
+    }
+}
+
+/* The thread's share is a range of (image, output channel) units of a
+ * pass; a unit multiplies its channel's slice of W^T with the image's x of
+ * the group into its own scratch rows, then scatters them into y. */
+void gx_cpu_CONVTRANSPOSE(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *wt = &k->in[1], *y = &k->out[0];
+    const float *bias = k->n_in > 2 && k->in[2].ndim >= 0 ? k->in[2].data : NULL;
+    gx_win w;
+    gx_win_init_transpose(&w, k->attr, x, wt, NULL, 0);
+    const int64_t n = x->shape[0], c = x->shape[1], m = y->shape[1];
+    const int64_t g = k->attr[GX_CONVTRANSPOSE_GROUP].i, cg = c / g, mg = m / g;
+    const int64_t px = w.out_size, unit = w.k_size * px;
+    const int64_t pass = gx_conv_pass_images(n, m * unit);
+    const float *px_data = x->data, *pw = wt->data;
+    float *py = y->data;
+    int64_t lo, hi;
+    gx_cpu_share(k, pass * m, 1, &lo, &hi);
+    for (int64_t i0 = 0; i0 < n; i0 += pass) {
+        for (int64_t u = lo; u < hi && i0 + u / m < n; u++) {
+            const int64_t i = i0 + u / m, oc = u % m, gi = oc / mg, mm = oc % mg;
+            float *col = (float *)k->scratch + u * unit;
+            float *yc = py + (i * m + oc) * w.in_size;
+            s_sgemm(true, w.k_size, px, cg, pw + gi * cg * mg * w.k_size + mm * w.k_size,
+                    mg * w.k_size, px_data + (i * c + gi * cg) * px, px, 0.0f, col, px);
+            const float bv = bias ? bias[oc] : 0.0f;
+            for (int64_t q = 0; q < w.in_size; q++)
+                yc[q] = bv;
+            s_col2im(&w, col, yc);
+        }
+    }
+}
+
+/* ---- ConvInteger ---- */
+
+/* Element i of an int8 (sign) or uint8 buffer. */
+static inline int32_t s_q8(const void *p, bool sign, int64_t i)
+{
+    return sign ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
+}
+
+/* Direct, in int32: the share is a range of output lines over (image,
+ * output channel, line); zero points are subtracted as values are read, and
+ * padding (x_zero_point) contributes nothing. */
+void gx_cpu_CONVINTEGER(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *wt = &k->in[1], *y = &k->out[0];
+    const gx_view *xz = k->n_in > 2 && k->in[2].ndim >= 0 ? &k->in[2] : NULL;
+    const gx_view *wz = k->n_in > 3 && k->in[3].ndim >= 0 ? &k->in[3] : NULL;
+    const bool xs = x->dtype == GX_I8, ws = wt->dtype == GX_I8;
+    gx_win w;
+    gx_win_init(&w, k->attr, "ConvInteger", x, wt->shape + 2, false, false, NULL, 0);
+    const int last = w.nsp - 1;
+    const int64_t n = x->shape[0], c = x->shape[1], m = wt->shape[0];
+    const int64_t g = k->attr[GX_CONV_GROUP].i, cg = c / g, mg = m / g;
+    const int64_t ow = w.out[last], s = w.stride[last];
+    const int64_t lines = ow > 0 ? w.out_size / ow : 0;
+    const int32_t xzp = xz ? s_q8(xz->data, xs, 0) : 0;
+    int64_t lo, hi, j[GX_WIN_MAX];
+    gx_cpu_share(k, n * m * lines, 1, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        const int64_t line = u % lines, ch = u / lines, oc = ch % m, i = ch / m;
+        const int32_t wzp = !wz ? 0 : s_q8(wz->data, ws, wz->numel > 1 ? oc : 0);
+        int32_t *restrict yl = (int32_t *)y->data + ch * w.out_size + line * ow;
+        for (int64_t o = 0; o < ow; o++)
+            yl[o] = 0;
+        for (int64_t r = 0; r < cg * w.k_size; r++) {
+            const int64_t t = r % w.k_size, ic = (oc / mg) * cg + r / w.k_size;
+            s_tap(&w, t, j);
+            const int64_t off = s_row(&w, line, j);
+            int64_t c0, a, b;
+            gx_win_inner(&w, j[last], 0, ow, &c0, &a, &b);
+            if (off < 0)
+                continue;
+            const int32_t wv = s_q8(wt->data, ws, oc * cg * w.k_size + r) - wzp;
+            const int64_t base = (i * c + ic) * w.in_size + off + c0;
+            /* each product fits int32; the sum wraps like the int32 it is */
+            for (int64_t o = a; o < b; o++)
+                yl[o] = (int32_t)((uint32_t)yl[o] +
+                                  (uint32_t)(wv * (s_q8(x->data, xs, base + o * s) - xzp)));
+        }
+    }
+}

@@ -73,7 +73,7 @@ static inline uint16_t gx_f32_to_f16(float f)
         if (ax < 0x33000000u)
             return sign;
         uint32_t e = ax >> 23, man = (ax & 0x7fffff) | 0x800000;
-        int shift = (int)(126 - e) + 14; /* 14..24 */
+        int shift = (int)(126 - e); /* 14..24 */
         uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
         if (rem > mid || (rem == mid && (half & 1)))
             half++;
