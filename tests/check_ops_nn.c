@@ -432,6 +432,29 @@ START_TEST(test_lrn)
                          A_FLOAT("bias", 1.5)),
                     1, &x, &want, 1e-5f, 1e-6f);
     }
+    /* bases over many binades (the vectorised power takes a logarithm) */
+    gx_view wide = RANDV(1, 3, 4099);
+    for (int64_t i = 0; i < wide.numel; i++)
+        ((float *)wide.data)[i] *= (float)pow(10, (double)(i % 97) / 12 - 3);
+    gx_view want = s_like(&wide);
+    for (int64_t i = 0; i < wide.numel; i++) {
+        const float *pw = wide.data;
+        const int64_t c = i / 4099, base = i - c * 4099;
+        double sq = 0;
+        for (int64_t cc = c - 1; cc <= c + 1; cc++)
+            if (cc >= 0 && cc < 3)
+                sq += (double)pw[base + cc * 4099] * pw[base + cc * 4099];
+        ((float *)want.data)[i] = (float)(pw[i] / pow(1e-3 + 30.0 / 3 * sq, 0.75));
+    }
+    s_check_f32(GX_OP_LRN, NODE(A_INT("size", 3), A_FLOAT("alpha", 30), A_FLOAT("bias", 1e-3)), 1,
+                &wide, &want, 2e-6f, 0);
+    /* an infinity makes its neighbours' bases infinite: libm's pow there */
+    gx_view inf = F32V(SHAPE(1, 3, 2), 1, 2, INFINITY, 3, 4, 5);
+    gx_view out;
+    s_check_threads(GX_OP_LRN, NODE(A_INT("size", 3)), 1, &inf, 1, &out);
+    const float *po = out.data;
+    ck_assert(po[0] == 0 && po[4] == 0 && isnan(po[2]));
+    ck_assert(fabsf(po[1] - (float)(2 / pow(1 + 1e-4 / 3 * 13, 0.75))) < 1e-6f);
     /* defaults: alpha 1e-4, beta 0.75, bias 1 */
     gx_view one = F32V(SHAPE(1, 2, 1), 2, 4);
     ot_expect(GX_OP_LRN, NODE(A_INT("size", 3)), 1, &one,
