@@ -14,11 +14,14 @@ top=$PWD
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # Every library is a Debian package and is checked by PKG_CHECK_MODULES in
-# configure.ac; python3-numpy is only used by the examples' README.
+# configure.ac; python3-numpy is only used by the examples' README. libonnx-dev
+# provides onnx.proto (compiled with protoc-c at build time) and
+# libonnx-testdata the node tests tests/conformance runs.
 packages=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libmsgpack-dev libyaml-dev libhwloc-dev libsystemd-dev
     libopenblas-dev nettle-dev check
+    libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -99,6 +102,12 @@ run_suite() {
         fi
     else
         failed=$((failed + 1))
+    fi
+    # the ONNX node tests (tests/conformance.sh): each failed case counts
+    local conf=$dir/tests/conformance.sh.log
+    if [ -f "$conf" ] && line=$(grep -E '^conformance: [0-9]+ passed' "$conf" | tail -1); then
+        echo "$line"
+        failed=$((failed + $(echo "$line" | cut -d' ' -f4)))
     fi
     [ $rc -eq 0 ] || log "make check in $dir failed (status $rc)"
     return 0

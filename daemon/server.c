@@ -219,6 +219,16 @@ static int s_decode_graph(gxd_ctx *ctx, s_req *rq, const msgpack_object *o, gxd_
     int rc = gx_wire_unpack_graph(o, &lim, &g, rq->err, sizeof rq->err);
     if (rc < 0)
         return rc;
+    /* Only subgraph inputs may leave their dtype or shape undeclared. */
+    for (size_t i = 0; i < g->n_inputs; i++) {
+        if (g->inputs[i].dtype == GX_DTYPE_COUNT || g->inputs[i].ndim < 0) {
+            rc = gx_errf(rq->err, sizeof rq->err, GX_EGRAPH,
+                         "inputs[%zu]: graph input '%s' needs a dtype and a shape", i,
+                         g->inputs[i].name);
+            gx_graph_destroy(&g);
+            return rc;
+        }
+    }
     *out = gxd_models_add(&ctx->models, &g);
     gx_graph_destroy(&g);
     return *out ? GX_OK : gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");

@@ -78,12 +78,15 @@ GX_EXPORT void gx_graph_destroy(gx_graph **gp)
     *gp = NULL;
 }
 
+/* A declaration; dt may be GX_DTYPE_COUNT (unknown) with a shape only if
+ * untyped_shape (input declarations of subgraphs). */
 static int s_add_decl(gx_value_decl **arr, size_t *n, size_t *cap, const char *name,
-                      gx_dtype dt, int ndim, const int64_t *shape)
+                      gx_dtype dt, int ndim, const int64_t *shape, bool untyped_shape)
 {
     if (!name || !*name || ndim < -1 || ndim > GX_MAX_DIMS || (ndim > 0 && !shape))
         return GX_EINVAL;
-    if (ndim >= 0 && (unsigned)dt >= GX_DTYPE_COUNT)
+    if ((unsigned)dt > GX_DTYPE_COUNT ||
+        (ndim >= 0 && dt == GX_DTYPE_COUNT && !untyped_shape))
         return GX_EDTYPE;
     for (int i = 0; i < ndim; i++)
         if (shape[i] < -1)
@@ -107,7 +110,15 @@ GX_EXPORT int gx_graph_add_input(gx_graph *g, const char *name, gx_dtype dt, int
 {
     if (!g || ndim < 0)
         return GX_EINVAL;
-    return s_add_decl(&g->inputs, &g->n_inputs, &g->cap_inputs, name, dt, ndim, shape);
+    return s_add_decl(&g->inputs, &g->n_inputs, &g->cap_inputs, name, dt, ndim, shape, false);
+}
+
+int gx_graph_add_input_decl(gx_graph *g, const char *name, gx_dtype dt, int ndim,
+                            const int64_t *shape)
+{
+    if (!g)
+        return GX_EINVAL;
+    return s_add_decl(&g->inputs, &g->n_inputs, &g->cap_inputs, name, dt, ndim, shape, true);
 }
 
 int gx_graph_add_output_decl(gx_graph *g, const char *name, gx_dtype dt, int ndim,
@@ -116,7 +127,7 @@ int gx_graph_add_output_decl(gx_graph *g, const char *name, gx_dtype dt, int ndi
     if (!g)
         return GX_EINVAL;
     return s_add_decl(&g->outputs, &g->n_outputs, &g->cap_outputs, name,
-                      ndim < 0 ? GX_DTYPE_COUNT : dt, ndim, shape);
+                      ndim < 0 ? GX_DTYPE_COUNT : dt, ndim, shape, false);
 }
 
 GX_EXPORT int gx_graph_add_output(gx_graph *g, const char *name)

@@ -66,7 +66,9 @@ struct gx_node {
 };
 
 /* A declared graph input or output. For outputs dtype may be GX_DTYPE_COUNT
- * and ndim -1 (not declared). shape[i] == -1 is a symbolic dim. */
+ * and ndim -1 (not declared); for inputs of subgraphs either may be unknown
+ * on its own (see gx_graph_add_input_decl). shape[i] == -1 is a symbolic
+ * dim. */
 typedef struct gx_value_decl {
     char *name;
     gx_dtype dtype;
@@ -92,6 +94,11 @@ struct gx_graph {
 /* Adds an output declaration with dtype/shape (ndim -1: undeclared). */
 int gx_graph_add_output_decl(gx_graph *g, const char *name, gx_dtype dt, int ndim,
                              const int64_t *shape);
+/* Adds an input declaration that may leave its dtype (GX_DTYPE_COUNT) or its
+ * rank (ndim -1) unknown, as subgraph inputs (Loop bodies) may; the public
+ * gx_graph_add_input needs both. */
+int gx_graph_add_input_decl(gx_graph *g, const char *name, gx_dtype dt, int ndim,
+                            const int64_t *shape);
 
 /* Element count of a shape; -1 on negative dims or overflow past limit. */
 int64_t gx_shape_numel(int ndim, const int64_t *shape, int64_t limit);

@@ -5,6 +5,9 @@
  *                [--output NAME]... [--mode M] [--priority N] [--deadline-ms N]
  *                [--repeat N] [--json]
  *   gexec-submit [--socket EP] load GRAPH
+ *
+ * GRAPH is a YAML graph file (docs/graph-format.md) or, named *.onnx, an
+ * ONNX model (docs/onnx.md).
  *   gexec-submit [--socket EP] ping
  *   gexec-submit [--socket EP] stats [--json]
  *
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -48,8 +52,9 @@ static void s_usage(FILE *out)
             "commands:\n"
             "  run GRAPH [-i NAME=FILE.npy]... [-o DIR] [--output NAME]... [--mode M]\n"
             "            [--priority N] [--deadline-ms N] [--repeat N] [--json]\n"
-            "      run GRAPH (a .yaml graph file) and write each output to DIR/NAME.npy;\n"
-            "      M is auto (default), seq, intra, inter or replica\n"
+            "      run GRAPH and write each output to DIR/NAME.npy; GRAPH is a gexec\n"
+            "      YAML graph file or an ONNX model (*.onnx); M is auto (default), seq,\n"
+            "      intra, inter or replica\n"
             "  load GRAPH      send the graph and print its id\n"
             "  ping            check that gexecd answers\n"
             "  stats [--json]  daemon statistics\n"
@@ -82,11 +87,11 @@ static bool s_parse_long(const char *s, long lo, long hi, long *out)
 
 static int s_load_graph(const char *path, gx_graph **g)
 {
-    char err[1024];
+    char err[4096];
     size_t n = strlen(path);
-    if (n > 5 && strcmp(path + n - 5, ".onnx") == 0)
-        return s_die("%s: ONNX models are not supported yet (convert to a gexec YAML graph)", path);
-    if (gx_graph_load_yaml(path, g, err, sizeof err) < 0)
+    bool onnx = n > 5 && strcasecmp(path + n - 5, ".onnx") == 0;
+    if ((onnx ? gx_graph_load_onnx(path, g, err, sizeof err)
+              : gx_graph_load_yaml(path, g, err, sizeof err)) < 0)
         return s_die("%s", err);
     return 0;
 }

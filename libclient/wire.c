@@ -204,9 +204,9 @@ void gx_wire_pack_tensor_desc(msgpack_packer *pk, const char *name, gx_dtype dt,
     s_pack_shape(pk, ndim, shape);
 }
 
-/* Decode dtype + shape fields of map o. allow_symbolic accepts -1 dims. */
-static int s_unpack_type(const msgpack_object *o, const char *what, bool allow_symbolic,
-                         gx_dtype *dt, int *ndim, int64_t *shape, char *err, size_t errlen)
+/* Decode the dtype field of map o. */
+static int s_unpack_dtype(const msgpack_object *o, const char *what, gx_dtype *dt, char *err,
+                          size_t errlen)
 {
     char *dts = NULL;
     char path[GX_WIRE_MAX_NAME + 64];
@@ -218,8 +218,15 @@ static int s_unpack_type(const msgpack_object *o, const char *what, bool allow_s
     if (rc < 0)
         rc = gx_errf(err, errlen, GX_EDTYPE, "%s: unknown dtype '%s'", path, dts);
     free(dts);
-    if (rc < 0)
-        return rc;
+    return rc;
+}
+
+/* Decode the shape field of map o. allow_symbolic accepts -1 dims. */
+static int s_unpack_shape(const msgpack_object *o, const char *what, bool allow_symbolic,
+                          int *ndim, int64_t *shape, char *err, size_t errlen)
+{
+    char path[GX_WIRE_MAX_NAME + 64];
+    int rc;
     const msgpack_object *s = gx_mp_find(o, "shape");
     if (!s || s->type != MSGPACK_OBJECT_ARRAY)
         return gx_errf(err, errlen, GX_EPROTO, "%s.shape: expected an array of ints", what);
@@ -235,6 +242,14 @@ static int s_unpack_type(const msgpack_object *o, const char *what, bool allow_s
             return rc;
     }
     return GX_OK;
+}
+
+/* Decode dtype + shape fields of map o. allow_symbolic accepts -1 dims. */
+static int s_unpack_type(const msgpack_object *o, const char *what, bool allow_symbolic,
+                         gx_dtype *dt, int *ndim, int64_t *shape, char *err, size_t errlen)
+{
+    int rc = s_unpack_dtype(o, what, dt, err, errlen);
+    return rc < 0 ? rc : s_unpack_shape(o, what, allow_symbolic, ndim, shape, err, errlen);
 }
 
 int gx_wire_unpack_tensor_desc(const msgpack_object *o, const char *what, int64_t max_bytes,
@@ -277,16 +292,23 @@ static void s_pack_tensor_inline(msgpack_packer *pk, const gx_tensor *t)
     msgpack_pack_bin_body(pk, t->data, t->nbytes);
 }
 
+/* {name, dtype, shape}, leaving out what is unknown (dtype GX_DTYPE_COUNT,
+ * ndim -1). Fully declared values encode as tensor descriptors. */
 static void s_pack_decls(msgpack_packer *pk, const gx_value_decl *d, size_t n)
 {
     msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++) {
-        if (d[i].ndim < 0) {
-            msgpack_pack_map(pk, 1);
-            gx_mp_pack_str(pk, "name");
-            gx_mp_pack_str(pk, d[i].name);
-        } else {
-            gx_wire_pack_tensor_desc(pk, d[i].name, d[i].dtype, d[i].ndim, d[i].shape);
+        bool typed = d[i].dtype != GX_DTYPE_COUNT, shaped = d[i].ndim >= 0;
+        msgpack_pack_map(pk, 1 + typed + shaped);
+        gx_mp_pack_str(pk, "name");
+        gx_mp_pack_str(pk, d[i].name);
+        if (typed) {
+            gx_mp_pack_str(pk, "dtype");
+            gx_mp_pack_str(pk, gx_dtype_name(d[i].dtype));
+        }
+        if (shaped) {
+            gx_mp_pack_str(pk, "shape");
+            s_pack_shape(pk, d[i].ndim, d[i].shape);
         }
     }
 }
@@ -452,14 +474,17 @@ static int s_unpack_decls(s_dec *d, gx_graph *g, const msgpack_object *o, const 
         int rc = gx_mp_strdup(gx_mp_find(e, "name"), npath, &name, d->err, d->errlen);
         if (rc < 0)
             return rc;
+        /* dtype and shape are each left out when unknown (see s_pack_decls) */
         gx_dtype dt = GX_DTYPE_COUNT;
         int ndim = -1;
         int64_t shape[GX_MAX_DIMS];
-        if (!outputs || gx_mp_find(e, "dtype"))
-            rc = s_unpack_type(e, path, true, &dt, &ndim, shape, d->err, d->errlen);
+        if (gx_mp_find(e, "dtype"))
+            rc = s_unpack_dtype(e, path, &dt, d->err, d->errlen);
+        if (rc == GX_OK && gx_mp_find(e, "shape"))
+            rc = s_unpack_shape(e, path, true, &ndim, shape, d->err, d->errlen);
         if (rc == GX_OK) {
             rc = outputs ? gx_graph_add_output_decl(g, name, dt, ndim, shape)
-                         : gx_graph_add_input(g, name, dt, ndim, shape);
+                         : gx_graph_add_input_decl(g, name, dt, ndim, shape);
             if (rc < 0)
                 rc = gx_errf(d->err, d->errlen, rc, "%s: %s", path, gx_strerror(rc));
         }

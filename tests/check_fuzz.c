@@ -23,6 +23,7 @@ static const struct {
     {"wire", gx_fuzz_wire},
     {"npy", gx_fuzz_npy},
     {"yaml", gx_fuzz_yaml},
+    {"onnx", gx_fuzz_onnx},
     {"config", gx_fuzz_config},
 };
 

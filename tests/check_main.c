@@ -12,6 +12,7 @@ int main(void)
 {
     Suite *(*const suites[])(void) = {
         status_suite,       wire_suite,      npy_suite,         yaml_suite,
+        onnx_suite,
         ops_suite,          ops_math_suite,  ops_logic_suite,   ops_reduce_suite,
         ops_conv_suite,     ops_nn_suite,    ops_shape_suite,   control_suite,
         memplan_suite,      queue_suite,     config_suite,      topo_suite,

@@ -14,6 +14,7 @@ Suite *status_suite(void);
 Suite *wire_suite(void);
 Suite *npy_suite(void);
 Suite *yaml_suite(void);
+Suite *onnx_suite(void);
 Suite *ops_suite(void);
 Suite *ops_math_suite(void);
 Suite *ops_logic_suite(void);

@@ -9,6 +9,9 @@
  *     gx_fuzz_npy     a .npy file (gx_npy_parse)
  *     gx_fuzz_yaml    a YAML graph file (gx_graph_parse_yaml), then the graph's
  *                     canonical wire encoding and the compiler as for wire
+ *     gx_fuzz_onnx    an ONNX model (gx_graph_parse_onnx), then the graph's
+ *                     canonical wire encoding and the compiler as for wire;
+ *                     the same bytes as an ONNX tensor (gx_tensor_parse_onnx)
  *     gx_fuzz_config  a gexecd config file (gxd_config_load), then a dump and
  *                     reload that must reproduce it
  *
@@ -31,6 +34,7 @@
 int gx_fuzz_wire(const uint8_t *data, size_t size);
 int gx_fuzz_npy(const uint8_t *data, size_t size);
 int gx_fuzz_yaml(const uint8_t *data, size_t size);
+int gx_fuzz_onnx(const uint8_t *data, size_t size);
 int gx_fuzz_config(const uint8_t *data, size_t size);
 
 /* ---- shared by the graph targets (tests/fuzz/fuzz_graph.c) ---- */

@@ -4,7 +4,7 @@
 #
 #   tests/fuzz/run.sh [-j JOBS] [SECONDS] [TARGET...]
 #
-# Targets (tests/fuzz/fuzz.h): wire npy yaml config (default: all). Each is
+# Targets (tests/fuzz/fuzz.h): wire npy yaml onnx config (default: all). Each is
 # built into build-fuzz/ with clang -fsanitize=fuzzer,address,undefined from
 # the sources (no configure needed) and runs SECONDS (default 60), JOBS
 # targets at a time (default 1). It starts from tests/fuzz/corpus/<target>
@@ -41,7 +41,7 @@ fi
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(wire npy yaml config)
+[ ${#targets[@]} -gt 0 ] || targets=(wire npy yaml onnx config)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -49,7 +49,8 @@ log() { printf '==> %s\n' "$*" >&2; }
 # links but main(), the request loop and the workers.
 sources=(
     libclient/status.c libclient/tensor.c libclient/graph.c libclient/wire.c
-    libclient/npy.c libclient/yaml_graph.c libclient/client.c
+    libclient/npy.c libclient/yaml_graph.c libclient/onnx.c libclient/client.c
+    "$out/gen/libclient/onnx.pb-c.c"
     ops/schema.c ops/schema_elementwise.c ops/schema_linalg.c ops/schema_nn.c
     ops/schema_shape.c ops/cpu/kernels.c ops/cpu/iter.c ops/cpu/elementwise.c
     ops/cpu/matmul.c ops/cpu/softmax.c ops/cpu/shape.c
@@ -59,7 +60,7 @@ sources=(
     daemon/config.c daemon/log.c daemon/topo.c
     tests/fuzz/fuzz_util.c tests/fuzz/fuzz_graph.c
 )
-pkgs="libzmq msgpack yaml-0.1 hwloc nettle openblas libsystemd"
+pkgs="libzmq msgpack yaml-0.1 hwloc nettle openblas libsystemd libprotobuf-c"
 # shellcheck disable=SC2207
 pkg_cflags=($(pkg-config --cflags $pkgs))
 # shellcheck disable=SC2207
@@ -69,7 +70,7 @@ cflags=(
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
     -Wall -Wextra -Wstrict-prototypes -Wswitch-enum -Wmissing-prototypes -Wshadow
     -Wno-unused-parameter
-    -D_GNU_SOURCE -DGX_LIBFUZZER -I"$top/include" -I"$top"
+    -D_GNU_SOURCE -DGX_LIBFUZZER -I"$top/include" -I"$top" -I"$out/gen"
     -DGX_SYSCONFDIR='"/etc"' -DGX_TEST_SRCDIR="\"$top\""
     "${pkg_cflags[@]}"
 )
@@ -108,11 +109,15 @@ run() {
     fi
 }
 
-mkdir -p "$out"
+mkdir -p "$out/gen/libclient/pb"
+# ONNX's onnx.proto through protoc-c, as the Makefile does (ONNX_PROTO=PATH)
+cp "${ONNX_PROTO:-/usr/include/onnx/onnx.proto}" "$out/gen/libclient/pb/onnx.proto"
+protoc-c --proto_path="$out/gen/libclient/pb" --c_out="$out/gen/libclient" \
+    "$out/gen/libclient/pb/onnx.proto"
 for t in "${targets[@]}"; do
     case $t in
-    wire | npy | yaml | config) ;;
-    *) echo "unknown target '$t' (wire npy yaml config)" >&2; exit 2 ;;
+    wire | npy | yaml | onnx | config) ;;
+    *) echo "unknown target '$t' (wire npy yaml onnx config)" >&2; exit 2 ;;
     esac
     build "$t"
 done

@@ -1,0 +1,1188 @@
+/*
+ * ONNX models and tensors (docs/onnx.md) into gx_graph / gx_tensor, through
+ * the public graph builder.
+ *
+ * Three steps:
+ *  1. s_scan walks the protobuf bytes against protobuf-c's descriptors
+ *     (generated at build time from ONNX's onnx.proto) without allocating:
+ *     wire types, varints, lengths, nesting depth, and an estimate of what
+ *     decoding will allocate. protobuf-c recurses into nested messages
+ *     without a limit and allocates a struct for every (sub)message, so
+ *     without this a small hostile file could exhaust the stack or memory.
+ *  2. protobuf-c decodes the message.
+ *  3. A walk of the decoded message calls the builder: opsets, then the
+ *     graph (and subgraph attributes, recursively, up to S_MAX_GRAPH_DEPTH).
+ *     Every pointer and count in the message is checked before use.
+ *
+ * Errors are "source: path: reason", the path naming the entry
+ * ("graph.node[3] (Conv 'c1'): attribute 'pads'"). Problems that are
+ * features gexec lacks (GX_EUNSUPPORTED, GX_EDTYPE, GX_EATTR) are collected
+ * and the walk goes on, so one error names every unsupported node; anything
+ * else (a malformed model, GX_ENOMEM, ...) ends the import at once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libclient/internal.h"
+#include "libclient/onnx.pb-c.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "raw_data of ONNX tensors is little-endian; this reader copies it as is"
+#endif
+
+/* protobuf's own limit on a serialized message. */
+#define S_MAX_FILE ((size_t)INT32_MAX)
+/* Nesting of protobuf messages; a subgraph level costs three (graph, node,
+ * attribute), a nested type one. */
+#define S_MAX_MSG_DEPTH 64
+/* Subgraphs within subgraphs; the wire format allows fewer still. */
+#define S_MAX_GRAPH_DEPTH 16
+/* What decoding may allocate: this much, plus S_MEM_FACTOR x the input. */
+#define S_MEM_BASE ((size_t)64 << 20)
+#define S_MEM_FACTOR 16
+#define S_OPSET_MIN 7
+#define S_OPSET_MAX 18
+/* Far above any op's attribute count; bounds the builder's duplicate check,
+ * which is quadratic. */
+#define S_MAX_ATTRS 256
+/* Room for the list of unsupported features in one message. */
+#define S_MAX_LIST 2048
+
+/* A set of borrowed strings (open addressing). */
+typedef struct s_set {
+    const char **slot;
+    size_t cap, n; /* cap is 0 or a power of two */
+} s_set;
+
+typedef struct s_ctx {
+    const char *src;      /* file name for messages */
+    const char *base_dir; /* external data; NULL: refused */
+    char last[1024];      /* the latest error: "path: reason" */
+    /* collected unsupported features */
+    int status;           /* of the first */
+    size_t n_issues, n_listed;
+    char list[S_MAX_LIST];
+    /* every value name in the model, for names of omitted outputs */
+    s_set values;
+    int64_t opset; /* the ai.onnx version the model imports */
+    size_t n_unused;
+    /* strings made here (node and value names), freed at the end */
+    char **owned;
+    size_t n_owned, cap_owned;
+} s_ctx;
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* Record "path: reason" as the latest error; returns status. */
+__attribute__((format(printf, 4, 5))) static int s_fail(s_ctx *c, int status, const char *path,
+                                                        const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (path && *path)
+        snprintf(c->last, sizeof c->last, "%s: %s", path, msg);
+    else
+        snprintf(c->last, sizeof c->last, "%s", msg);
+    return status;
+}
+
+static bool s_collectable(int rc)
+{
+    return rc == GX_EUNSUPPORTED || rc == GX_EDTYPE || rc == GX_EATTR;
+}
+
+/* After one entry (a node, a declaration, an initializer) returned rc:
+ * collect a missing feature and carry on (GX_OK), or pass anything else
+ * through to end the import. */
+static int s_collect(s_ctx *c, int rc)
+{
+    if (rc >= 0 || !s_collectable(rc))
+        return rc;
+    if (c->n_issues++ == 0)
+        c->status = rc;
+    size_t used = strlen(c->list), need = strlen(c->last) + 2;
+    if (used + need < sizeof c->list - 32) {
+        snprintf(c->list + used, sizeof c->list - used, "%s%s", used ? "; " : "", c->last);
+        c->n_listed++;
+    }
+    return GX_OK;
+}
+
+/* The final message for err: the error that ended the import (rc), or the
+ * collected list. */
+static int s_report(s_ctx *c, int rc, char *err, size_t errlen)
+{
+    if (rc < 0)
+        return gx_errf(err, errlen, rc, "%s: %s", c->src, c->last);
+    if (c->n_issues == 1)
+        return gx_errf(err, errlen, c->status, "%s: %s", c->src, c->list);
+    char more[48] = "";
+    if (c->n_listed < c->n_issues)
+        snprintf(more, sizeof more, "; and %zu more", c->n_issues - c->n_listed);
+    return gx_errf(err, errlen, c->status, "%s: %zu unsupported features: %s%s", c->src,
+                   c->n_issues, c->list, more);
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static const char *s_str(const char *s)
+{
+    return s ? s : "";
+}
+
+static size_t s_hash(const char *s)
+{
+    size_t h = 14695981039346656037u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+static const char **s_set_slot(const s_set *s, const char *k)
+{
+    size_t mask = s->cap - 1;
+    for (size_t i = s_hash(k) & mask;; i = (i + 1) & mask)
+        if (!s->slot[i] || strcmp(s->slot[i], k) == 0)
+            return &s->slot[i];
+}
+
+static bool s_set_has(const s_set *s, const char *k)
+{
+    return s->cap && *s_set_slot(s, k);
+}
+
+/* Add k (borrowed: it must outlive the set); duplicates are ignored. */
+static bool s_set_add(s_set *s, const char *k)
+{
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t ocap = s->cap, ncap = ocap ? ocap * 2 : 64;
+        const char **old = s->slot, **ns = calloc(ncap, sizeof *ns);
+        if (!ns)
+            return false;
+        s->slot = ns;
+        s->cap = ncap;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i])
+                *s_set_slot(s, old[i]) = old[i];
+        free(old);
+    }
+    const char **slot = s_set_slot(s, k);
+    if (!*slot) {
+        *slot = k;
+        s->n++;
+    }
+    return true;
+}
+
+static void s_set_fini(s_set *s)
+{
+    free(s->slot);
+    memset(s, 0, sizeof *s);
+}
+
+/* A string owned by the context until the import ends; NULL on ENOMEM. */
+__attribute__((format(printf, 2, 3))) static char *s_own(s_ctx *c, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *s = gx_strdup(buf);
+    if (!s || !gx_grow(&c->owned, &c->cap_owned, c->n_owned + 1, sizeof *c->owned)) {
+        free(s);
+        return NULL;
+    }
+    c->owned[c->n_owned++] = s;
+    return s;
+}
+
+/* ONNX TensorProto.DataType names, for messages. */
+static const char *s_onnx_type_name(int32_t t)
+{
+    static const char *const names[] = {
+        "UNDEFINED", "FLOAT",     "UINT8",      "INT8",          "UINT16",
+        "INT16",     "INT32",     "INT64",      "STRING",        "BOOL",
+        "FLOAT16",   "DOUBLE",    "UINT32",     "UINT64",        "COMPLEX64",
+        "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+        "FLOAT8E5M2FNUZ",
+    };
+    return t >= 0 && (size_t)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
+}
+
+/* gexec's dtype for an ONNX element type; false for those gexec lacks. */
+static bool s_dtype(int32_t t, gx_dtype *dt)
+{
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *dt = GX_F32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *dt = GX_U8; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *dt = GX_I8; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *dt = GX_U16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: *dt = GX_I16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *dt = GX_I32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *dt = GX_I64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *dt = GX_BOOL; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *dt = GX_F16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *dt = GX_F64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *dt = GX_U32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *dt = GX_U64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *dt = GX_BF16; return true;
+    default: return false;
+    }
+}
+
+/* ---- step 1: checking the bytes ----------------------------------------- */
+
+static bool s_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool s_is_packable(ProtobufCType t)
+{
+    return t != PROTOBUF_C_TYPE_STRING && t != PROTOBUF_C_TYPE_BYTES &&
+           t != PROTOBUF_C_TYPE_MESSAGE;
+}
+
+/* Walk one message of type d in [p, p + len): every field well-formed, at
+ * most S_MAX_MSG_DEPTH nested messages, *cost += an upper bound of what
+ * protobuf-c allocates for it. Recursion is bounded by the depth check. */
+static int s_scan(s_ctx *c, const uint8_t *p, size_t len, const ProtobufCMessageDescriptor *d,
+                  int depth, size_t *cost)
+{
+    const uint8_t *end = p + len;
+    *cost += d->sizeof_message;
+    while (p < end) {
+        size_t at = (size_t)(p - (end - len));
+        uint64_t key, v;
+        if (!s_varint(&p, end, &key) || (key >> 3) == 0 || (key >> 3) > 0x1fffffff)
+            return s_fail(c, GX_EFORMAT, NULL, "malformed protobuf: bad field key at byte %zu of a %s",
+                          at, d->short_name);
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3));
+        switch (key & 7) {
+        case 0: /* varint */
+            if (!s_varint(&p, end, &v))
+                return s_fail(c, GX_EFORMAT, NULL, "malformed protobuf: truncated varint in a %s",
+                              d->short_name);
+            *cost += 16;
+            break;
+        case 1: /* 64-bit */
+        case 5: /* 32-bit */
+            if ((size_t)(end - p) < ((key & 7) == 1 ? 8u : 4u))
+                return s_fail(c, GX_EFORMAT, NULL, "malformed protobuf: truncated %s",
+                              d->short_name);
+            p += (key & 7) == 1 ? 8 : 4;
+            *cost += 16;
+            break;
+        case 2: /* length-delimited */
+            if (!s_varint(&p, end, &v) || v > (uint64_t)(end - p))
+                return s_fail(c, GX_EFORMAT, NULL,
+                              "malformed protobuf: a field of a %s runs past its end",
+                              d->short_name);
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
+                if (depth + 1 > S_MAX_MSG_DEPTH)
+                    return s_fail(c, GX_ELIMIT, NULL, "messages nest deeper than %d levels",
+                                  S_MAX_MSG_DEPTH);
+                int rc = s_scan(c, p, (size_t)v, f->descriptor, depth + 1, cost);
+                if (rc < 0)
+                    return rc;
+                *cost += sizeof(void *);
+            } else if (f && f->label == PROTOBUF_C_LABEL_REPEATED && s_is_packable(f->type)) {
+                *cost += (size_t)v * 8 + 16; /* a packed array: 8 bytes an element at most */
+            } else {
+                *cost += (size_t)v + 32; /* a copy of the bytes, or an unknown field */
+            }
+            p += v;
+            break;
+        default:
+            return s_fail(c, GX_EFORMAT, NULL,
+                          "malformed protobuf: wire type %u at byte %zu of a %s",
+                          (unsigned)(key & 7), at, d->short_name);
+        }
+    }
+    return GX_OK;
+}
+
+/* Check buf as a message of type d, then decode it. NULL with the error set. */
+static ProtobufCMessage *s_decode(s_ctx *c, const void *buf, size_t len,
+                                  const ProtobufCMessageDescriptor *d, int *rc)
+{
+    size_t cost = 0, limit = S_MEM_BASE + S_MEM_FACTOR * len;
+    if (len > S_MAX_FILE) {
+        *rc = s_fail(c, GX_ELIMIT, NULL, "%zu bytes; protobuf messages are at most %zu", len,
+                     S_MAX_FILE);
+        return NULL;
+    }
+    if ((*rc = s_scan(c, buf, len, d, 0, &cost)) < 0)
+        return NULL;
+    if (cost > limit) {
+        *rc = s_fail(c, GX_ELIMIT, NULL,
+                     "decoding would allocate about %zu bytes, more than the limit of %zu for "
+                     "a %zu-byte %s", cost, limit, len, d->short_name);
+        return NULL;
+    }
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, buf);
+    if (!m)
+        *rc = s_fail(c, GX_EFORMAT, NULL, "not a valid ONNX %s (protobuf decoding failed)",
+                     d->short_name);
+    return m;
+}
+
+/* ---- tensors ------------------------------------------------------------ */
+
+/* A decimal int64 >= 0 from an external_data value. */
+static bool s_parse_size(const char *s, int64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > INT64_MAX)
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+/* A location that stays inside the model's directory: relative, no "..". */
+static bool s_safe_location(const char *loc)
+{
+    if (!*loc || *loc == '/')
+        return false;
+    for (const char *p = loc; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return false;
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    return true;
+}
+
+/* The tensor (dt, shape) whose bytes are in an external file; allocated
+ * only once the file is known to hold them. */
+static int s_external(s_ctx *c, const Onnx__TensorProto *tp, const char *what, gx_dtype dt,
+                      int ndim, const int64_t *shape, size_t nbytes, gx_tensor **out)
+{
+    const char *loc = NULL;
+    int64_t off = 0, length = -1;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = tp->external_data[i];
+        const char *k = e ? s_str(e->key) : "", *v = e ? s_str(e->value) : "";
+        if (strcmp(k, "location") == 0)
+            loc = v;
+        else if (strcmp(k, "offset") == 0 && !s_parse_size(v, &off))
+            return s_fail(c, GX_EFORMAT, what, "external data offset '%.40s' is not a size", v);
+        else if (strcmp(k, "length") == 0 && !s_parse_size(v, &length))
+            return s_fail(c, GX_EFORMAT, what, "external data length '%.40s' is not a size", v);
+    }
+    if (!loc)
+        return s_fail(c, GX_EFORMAT, what, "external data without a location");
+    if (!s_safe_location(loc))
+        return s_fail(c, GX_EFORMAT, what,
+                      "external data location '%.200s' must be a relative path inside the "
+                      "model's directory (no '..')", loc);
+    if (!c->base_dir)
+        return s_fail(c, GX_EUNSUPPORTED, what,
+                      "external data ('%.200s') needs the model's directory: load the model "
+                      "from its file (gx_graph_load_onnx) or pass base_dir", loc);
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", c->base_dir, loc) >= sizeof path)
+        return s_fail(c, GX_ELIMIT, what, "external data path too long");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return s_fail(c, GX_EIO, what, "external data %s: %s", path, strerror(errno));
+    struct stat st;
+    int rc = GX_OK;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = s_fail(c, GX_EIO, what, "external data %s: not a regular file", path);
+        goto close_fd;
+    }
+    int64_t size = (int64_t)st.st_size;
+    if (off > size || (length >= 0 && length > size - off)) {
+        rc = s_fail(c, GX_EFORMAT, what,
+                    "external data %s: offset %" PRId64 " and length %" PRId64
+                    " run past the end of the file (%" PRId64 " bytes)",
+                    path, off, length, size);
+        goto close_fd;
+    }
+    if (length < 0)
+        length = size - off;
+    if ((uint64_t)length != nbytes) {
+        rc = s_fail(c, GX_EFORMAT, what,
+                    "external data %s: %" PRId64 " bytes, but dtype and shape need %zu", path,
+                    length, nbytes);
+        goto close_fd;
+    }
+    if (!(*out = gx_tensor_new(dt, ndim, shape))) {
+        rc = s_fail(c, GX_ENOMEM, what, "out of memory");
+        goto close_fd;
+    }
+    for (size_t got = 0; got < nbytes;) {
+        ssize_t n = pread(fd, (char *)(*out)->data + got, nbytes - got,
+                          (off_t)(off + (int64_t)got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = s_fail(c, GX_EIO, what, "external data %s: %s", path,
+                        n < 0 ? strerror(errno) : "file shrank while reading");
+            goto close_fd;
+        }
+        got += (size_t)n;
+    }
+close_fd:
+    close(fd);
+    if (rc < 0)
+        gx_tensor_destroy(out);
+    return rc;
+}
+
+/* int32_data holds the small integer types, bool and the 16-bit floats'
+ * bits; each value must fit its type. */
+static int s_from_int32(s_ctx *c, const char *what, const int32_t *src, size_t n, gx_dtype dt,
+                        void *dst)
+{
+    int64_t lo, hi;
+    switch (dt) {
+    case GX_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case GX_U8: lo = 0, hi = UINT8_MAX; break;
+    case GX_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case GX_U16: case GX_F16: case GX_BF16: lo = 0, hi = UINT16_MAX; break;
+    case GX_BOOL: lo = 0, hi = 1; break;
+    case GX_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case GX_F32: case GX_F64: case GX_I64: case GX_U32: case GX_U64: case GX_DTYPE_COUNT:
+    default:
+        return s_fail(c, GX_EINTERNAL, what, "int32_data for %s", gx_dtype_name(dt));
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (src[i] < lo || src[i] > hi)
+            return s_fail(c, GX_EFORMAT, what, "int32_data[%zu] = %" PRId32 " is out of range for %s",
+                          i, src[i], gx_dtype_name(dt));
+        switch (gx_dtype_size(dt)) {
+        case 1: ((uint8_t *)dst)[i] = (uint8_t)src[i]; break;
+        case 2: ((uint16_t *)dst)[i] = (uint16_t)src[i]; break;
+        default: ((int32_t *)dst)[i] = src[i]; break;
+        }
+    }
+    return GX_OK;
+}
+
+/* The typed field that holds dt's values: its element count, its data,
+ * its name. */
+static void s_typed_field(const Onnx__TensorProto *tp, gx_dtype dt, size_t *n, const void **data,
+                          const char **field)
+{
+    switch (dt) {
+    case GX_F32: *n = tp->n_float_data, *data = tp->float_data, *field = "float_data"; return;
+    case GX_F64: *n = tp->n_double_data, *data = tp->double_data, *field = "double_data"; return;
+    case GX_I64: *n = tp->n_int64_data, *data = tp->int64_data, *field = "int64_data"; return;
+    case GX_U32: case GX_U64:
+        *n = tp->n_uint64_data, *data = tp->uint64_data, *field = "uint64_data";
+        return;
+    case GX_F16: case GX_BF16: case GX_I32: case GX_I8: case GX_U8: case GX_BOOL: case GX_I16:
+    case GX_U16: case GX_DTYPE_COUNT:
+        break;
+    }
+    *n = tp->n_int32_data, *data = tp->int32_data, *field = "int32_data";
+}
+
+/* A TensorProto into a new tensor; what names it in messages. */
+static int s_tensor(s_ctx *c, const Onnx__TensorProto *tp, const char *what, gx_tensor **out)
+{
+    *out = NULL;
+    gx_dtype dt;
+    int64_t shape[GX_MAX_DIMS];
+    size_t nbytes;
+    char sh[160];
+    if (!tp->has_data_type || !s_dtype(tp->data_type, &dt))
+        return s_fail(c, GX_EDTYPE, what, "element type %s (%" PRId32 ") is not supported",
+                      s_onnx_type_name(tp->data_type), tp->data_type);
+    if (tp->segment)
+        return s_fail(c, GX_EUNSUPPORTED, what, "segmented tensors are not supported");
+    if (tp->n_dims > GX_MAX_DIMS)
+        return s_fail(c, GX_EUNSUPPORTED, what, "%zu dims; gexec supports at most %d", tp->n_dims,
+                      GX_MAX_DIMS);
+    int ndim = (int)tp->n_dims;
+    for (int i = 0; i < ndim; i++) {
+        if ((shape[i] = tp->dims[i]) < 0)
+            return s_fail(c, GX_EFORMAT, what, "dims[%d] is negative (%" PRId64 ")", i, shape[i]);
+    }
+    if (!gx_shape_nbytes(dt, ndim, shape, &nbytes))
+        return s_fail(c, GX_ELIMIT, what, "shape %s of %s is too large",
+                      gx_shape_str(ndim, shape, sh, sizeof sh), gx_dtype_name(dt));
+    size_t numel = nbytes / gx_dtype_size(dt);
+    gx_tensor *t = NULL;
+    int rc = GX_OK;
+
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        rc = s_external(c, tp, what, dt, ndim, shape, nbytes, &t);
+    } else if (tp->has_raw_data) {
+        if (tp->raw_data.len != nbytes)
+            return s_fail(c, GX_EFORMAT, what, "raw_data has %zu bytes, but %s %s needs %zu",
+                          tp->raw_data.len, gx_dtype_name(dt),
+                          gx_shape_str(ndim, shape, sh, sizeof sh), nbytes);
+        if (!(t = gx_tensor_new_copy(dt, ndim, shape, tp->raw_data.data, nbytes)))
+            return s_fail(c, GX_ENOMEM, what, "out of memory");
+    } else {
+        size_t n;
+        const void *src;
+        const char *field;
+        s_typed_field(tp, dt, &n, &src, &field);
+        if (n != numel)
+            return s_fail(c, GX_EFORMAT, what, "%s has %zu values, but shape %s needs %zu", field,
+                          n, gx_shape_str(ndim, shape, sh, sizeof sh), numel);
+        if (!(t = gx_tensor_new(dt, ndim, shape)))
+            return s_fail(c, GX_ENOMEM, what, "out of memory");
+        if (n && src == tp->int32_data) {
+            rc = s_from_int32(c, what, src, n, dt, t->data);
+        } else if (n && dt == GX_U32) {
+            for (size_t i = 0; i < n && rc == GX_OK; i++) {
+                if (tp->uint64_data[i] > UINT32_MAX)
+                    rc = s_fail(c, GX_EFORMAT, what, "uint64_data[%zu] is out of range for uint32",
+                                i);
+                ((uint32_t *)t->data)[i] = (uint32_t)tp->uint64_data[i];
+            }
+        } else if (n) {
+            memcpy(t->data, src, nbytes); /* float, double, int64, uint64: same layout */
+        }
+    }
+    if (rc < 0)
+        gx_tensor_destroy(&t);
+    *out = t;
+    return rc;
+}
+
+/* ---- graphs ------------------------------------------------------------- */
+
+static int s_graph(s_ctx *c, const Onnx__GraphProto *gp, const char *path, int depth, bool top,
+                   gx_graph **out);
+
+/* Every value name of gp and its subgraphs into c->values (borrowed from
+ * the message), so names made for omitted outputs clash with none. */
+static bool s_gather_values(s_ctx *c, const Onnx__GraphProto *gp, int depth)
+{
+    if (!gp || depth > S_MAX_GRAPH_DEPTH)
+        return true;
+    for (size_t i = 0; i < gp->n_input; i++)
+        if (gp->input[i] && gp->input[i]->name && !s_set_add(&c->values, gp->input[i]->name))
+            return false;
+    for (size_t i = 0; i < gp->n_initializer; i++)
+        if (gp->initializer[i] && gp->initializer[i]->name &&
+            !s_set_add(&c->values, gp->initializer[i]->name))
+            return false;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        if (!n)
+            continue;
+        for (size_t k = 0; k < n->n_output; k++)
+            if (n->output[k] && !s_set_add(&c->values, n->output[k]))
+                return false;
+        for (size_t k = 0; k < n->n_attribute; k++)
+            if (n->attribute[k] && !s_gather_values(c, n->attribute[k]->g, depth + 1))
+                return false;
+    }
+    return true;
+}
+
+/* A graph input (or output) declaration. Subgraph inputs may lack their
+ * type or shape; the main graph's inputs need both. */
+static int s_decl(s_ctx *c, gx_graph *g, const Onnx__ValueInfoProto *vi, const char *path,
+                  bool input, bool top)
+{
+    const char *name = vi->name;
+    const Onnx__TypeProto *tp = vi->type;
+    gx_dtype dt = GX_DTYPE_COUNT;
+    int ndim = -1, rc;
+    int64_t shape[GX_MAX_DIMS];
+    const char *kind = input ? "input" : "output";
+
+    if (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+        tp->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET)
+        return s_fail(c, GX_EUNSUPPORTED, path, "%s '%.100s': %s values are not supported (only tensors)",
+                      kind, name,
+                      tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "sequence"
+                      : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE    ? "map"
+                      : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "optional"
+                      : tp->value_case == ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE
+                          ? "sparse tensor"
+                          : "non-tensor value");
+    const Onnx__TypeProto__Tensor *tt =
+        tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? tp->tensor_type : NULL;
+    if (tt && tt->has_elem_type && tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UNDEFINED &&
+        !s_dtype(tt->elem_type, &dt))
+        return s_fail(c, GX_EDTYPE, path, "%s '%.100s': element type %s (%" PRId32 ") is not supported",
+                      kind, name, s_onnx_type_name(tt->elem_type), tt->elem_type);
+    if (tt && tt->shape) {
+        const Onnx__TensorShapeProto *sp = tt->shape;
+        if (sp->n_dim > GX_MAX_DIMS)
+            return s_fail(c, GX_EUNSUPPORTED, path, "%s '%.100s' has %zu dims; gexec supports at most %d",
+                          kind, name, sp->n_dim, GX_MAX_DIMS);
+        ndim = (int)sp->n_dim;
+        for (int i = 0; i < ndim; i++) {
+            const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+            shape[i] = -1; /* dim_param or nothing: symbolic */
+            if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                (shape[i] = d->dim_value) < 0)
+                return s_fail(c, GX_EFORMAT, path, "%s '%.100s': dim %d is negative (%" PRId64 ")",
+                              kind, name, i, d->dim_value);
+        }
+    }
+    if (input && top && dt == GX_DTYPE_COUNT)
+        return s_fail(c, GX_EFORMAT, path, "graph input '%.100s' has no tensor element type", name);
+    if (input && top && ndim < 0)
+        return s_fail(c, GX_EUNSUPPORTED, path,
+                      "graph input '%.100s' has no shape (inputs of unknown rank are not supported)",
+                      name);
+    if (!input && dt == GX_DTYPE_COUNT)
+        ndim = -1; /* a shape without a dtype declares nothing gexec checks */
+    rc = !input ? gx_graph_add_output_decl(g, name, dt, ndim, shape)
+         : top  ? gx_graph_add_input(g, name, dt, ndim, shape)
+                : gx_graph_add_input_decl(g, name, dt, ndim, shape);
+    if (rc < 0)
+        return s_fail(c, rc, path, "cannot declare %s '%.100s': %s", kind, name, gx_strerror(rc));
+    return GX_OK;
+}
+
+/* A STRING attribute's bytes as a C string (no NUL inside). */
+static int s_attr_string(s_ctx *c, const ProtobufCBinaryData *s, const char *path, char **out)
+{
+    if (s->len && memchr(s->data, '\0', s->len))
+        return s_fail(c, GX_EATTR, path, "string contains a NUL byte");
+    if (!(*out = malloc(s->len + 1)))
+        return s_fail(c, GX_ENOMEM, path, "out of memory");
+    if (s->len)
+        memcpy(*out, s->data, s->len);
+    (*out)[s->len] = '\0';
+    return GX_OK;
+}
+
+static const char *s_attr_type_name(int t)
+{
+    static const char *const names[] = {
+        "UNDEFINED", "FLOAT",   "INT",           "STRING",         "TENSOR",
+        "GRAPH",     "FLOATS",  "INTS",          "STRINGS",        "TENSORS",
+        "GRAPHS",    "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS",
+    };
+    return t >= 0 && (size_t)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
+}
+
+/* One attribute onto node n; path names the node. */
+static int s_attr(s_ctx *c, gx_node *n, const Onnx__AttributeProto *a, const char *npath,
+                  int depth)
+{
+    char path[800];
+    const char *name = a->name;
+    int rc = GX_OK;
+    if (!name || !*name)
+        return s_fail(c, GX_EFORMAT, npath, "an attribute without a name");
+    snprintf(path, sizeof path, "%.640s: attribute '%.100s'", npath, name);
+    if (a->ref_attr_name && *a->ref_attr_name)
+        return s_fail(c, GX_EUNSUPPORTED, path,
+                      "references attribute '%.100s' of a function (not supported)",
+                      a->ref_attr_name);
+    if (!a->has_type)
+        return s_fail(c, GX_EFORMAT, path, "no type (models older than IR version 2 are not supported)");
+    switch ((int)a->type) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        rc = gx_node_set_float(n, name, (double)a->f);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        rc = gx_node_set_int(n, name, a->i);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+        char *s = NULL;
+        if ((rc = s_attr_string(c, &a->s, path, &s)) < 0)
+            return rc;
+        rc = gx_node_set_string(n, name, s);
+        free(s);
+        break;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+        double *v = malloc((a->n_floats ? a->n_floats : 1) * sizeof *v);
+        if (!v)
+            return s_fail(c, GX_ENOMEM, path, "out of memory");
+        for (size_t i = 0; i < a->n_floats; i++)
+            v[i] = (double)a->floats[i];
+        rc = gx_node_set_floats(n, name, v, a->n_floats);
+        free(v);
+        break;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        rc = gx_node_set_ints(n, name, a->ints, a->n_ints);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+        gx_tensor *t = NULL;
+        if (!a->t)
+            return s_fail(c, GX_EFORMAT, path, "TENSOR attribute without a tensor");
+        if ((rc = s_tensor(c, a->t, path, &t)) < 0)
+            return rc;
+        rc = gx_node_set_tensor(n, name, &t);
+        break;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: {
+        gx_graph *sub = NULL;
+        if (!a->g)
+            return s_fail(c, GX_EFORMAT, path, "GRAPH attribute without a graph");
+        if (depth >= S_MAX_GRAPH_DEPTH)
+            return s_fail(c, GX_ELIMIT, path, "subgraphs nest deeper than %d levels",
+                          S_MAX_GRAPH_DEPTH);
+        snprintf(path, sizeof path, "%.640s.%.100s", npath, name);
+        if ((rc = s_graph(c, a->g, path, depth + 1, false, &sub)) < 0 || !sub)
+            return rc; /* !sub: its problems were collected */
+        snprintf(path, sizeof path, "%.640s: attribute '%.100s'", npath, name);
+        rc = gx_node_set_graph(n, name, &sub);
+        break;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED:
+        return s_fail(c, GX_EFORMAT, path, "type UNDEFINED");
+    default:
+        return s_fail(c, GX_EUNSUPPORTED, path, "attributes of type %s (%d) are not supported",
+                      s_attr_type_name((int)a->type), (int)a->type);
+    }
+    if (rc == GX_EATTR)
+        return s_fail(c, GX_EATTR, path, "given twice");
+    if (rc < 0)
+        return s_fail(c, rc, path, "%s", gx_strerror(rc));
+    return GX_OK;
+}
+
+/* A Constant node becomes a graph constant named after its output. */
+static int s_constant(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, const char *path)
+{
+    if (np->n_input != 0 || np->n_output != 1 || !*np->output[0])
+        return s_fail(c, GX_EFORMAT, path, "a Constant has no inputs and one output");
+    if (np->n_attribute != 1 || !np->attribute[0] || !np->attribute[0]->name)
+        return s_fail(c, GX_EFORMAT, path, "a Constant has exactly one attribute, this one %zu",
+                      np->n_attribute);
+    const Onnx__AttributeProto *a = np->attribute[0];
+    const char *an = a->name;
+    char apath[800];
+    gx_tensor *t = NULL;
+    int rc = GX_OK;
+    snprintf(apath, sizeof apath, "%.640s: attribute '%.100s'", path, an);
+    int want = strcmp(an, "value") == 0          ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR
+               : strcmp(an, "value_float") == 0  ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT
+               : strcmp(an, "value_floats") == 0 ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
+               : strcmp(an, "value_int") == 0    ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT
+               : strcmp(an, "value_ints") == 0   ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+                                                 : -1;
+    if (want < 0 && (strcmp(an, "value_string") == 0 || strcmp(an, "value_strings") == 0 ||
+                     strcmp(an, "sparse_value") == 0))
+        return s_fail(c, GX_EUNSUPPORTED, apath, "string and sparse constants are not supported");
+    if (want < 0)
+        return s_fail(c, GX_EFORMAT, apath, "not an attribute of Constant");
+    if (!a->has_type || (int)a->type != want)
+        return s_fail(c, GX_EFORMAT, apath, "has type %s, expected %s",
+                      s_attr_type_name(a->has_type ? (int)a->type : 0), s_attr_type_name(want));
+    switch (want) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+        if (!a->t)
+            return s_fail(c, GX_EFORMAT, apath, "TENSOR attribute without a tensor");
+        if ((rc = s_tensor(c, a->t, apath, &t)) < 0)
+            return rc;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        if ((t = gx_tensor_new(GX_F32, 0, NULL)))
+            *(float *)t->data = a->f;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        if ((t = gx_tensor_new(GX_I64, 0, NULL)))
+            *(int64_t *)t->data = a->i;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        t = gx_tensor_new_copy(GX_F32, 1, (int64_t[]){(int64_t)a->n_floats}, a->floats,
+                               a->n_floats * sizeof *a->floats);
+        break;
+    default: /* INTS */
+        t = gx_tensor_new_copy(GX_I64, 1, (int64_t[]){(int64_t)a->n_ints}, a->ints,
+                               a->n_ints * sizeof *a->ints);
+        break;
+    }
+    if (!t)
+        return s_fail(c, GX_ENOMEM, apath, "out of memory");
+    if ((rc = gx_graph_add_const(g, np->output[0], &t)) < 0)
+        return s_fail(c, rc, path, "cannot add constant '%.100s': %s", np->output[0],
+                      gx_strerror(rc));
+    return GX_OK;
+}
+
+/* One node. node_names holds the graph's node names (explicit and made). */
+static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
+                  const char *gpath, int depth, s_set *node_names)
+{
+    char path[640];
+    const char *op = s_str(np->op_type), *name = s_str(np->name), *dom = s_str(np->domain);
+    if (*name)
+        snprintf(path, sizeof path, "%.400s.node[%zu] (%.60s '%.100s')", gpath, idx, op, name);
+    else
+        snprintf(path, sizeof path, "%.400s.node[%zu] (%.60s)", gpath, idx, op);
+    if (!*op)
+        return s_fail(c, GX_EFORMAT, path, "node without an op_type");
+    if (*dom && strcmp(dom, "ai.onnx") != 0)
+        return s_fail(c, GX_EUNSUPPORTED, path, "operator domain '%.100s' is not supported", dom);
+    for (size_t i = 0; i < np->n_input; i++)
+        if (!np->input[i])
+            return s_fail(c, GX_EFORMAT, path, "input %zu has no name", i);
+    for (size_t i = 0; i < np->n_output; i++)
+        if (!np->output[i])
+            return s_fail(c, GX_EFORMAT, path, "output %zu has no name", i);
+    if (np->n_attribute > S_MAX_ATTRS)
+        return s_fail(c, GX_ELIMIT, path, "%zu attributes (at most %d)", np->n_attribute,
+                      S_MAX_ATTRS);
+    for (size_t i = 0; i < np->n_attribute; i++)
+        if (!np->attribute[i])
+            return s_fail(c, GX_EFORMAT, path, "attribute %zu is empty", i);
+    if (strcmp(op, "Constant") == 0)
+        return s_constant(c, g, np, path);
+    /* gexec's ops follow the current ONNX semantics. Where an older opset
+     * meant something else by the same inputs and attributes, that version
+     * is refused rather than run with the wrong meaning. */
+    static const struct {
+        const char *op;
+        int64_t since;
+        const char *why;
+    } changed[] = {
+        {"Softmax", 13, "before opset 13 it coerces the input to 2-D"},
+        {"LogSoftmax", 13, "before opset 13 it coerces the input to 2-D"},
+        {"Hardmax", 13, "before opset 13 it coerces the input to 2-D"},
+        {"Resize", 11, "before opset 11 its second input is scales, not roi"},
+    };
+    for (size_t i = 0; i < sizeof changed / sizeof changed[0]; i++)
+        if (strcmp(op, changed[i].op) == 0 && c->opset < changed[i].since)
+            return s_fail(c, GX_EUNSUPPORTED, path,
+                          "%s of opset %" PRId64 " is not supported (%s); gexec runs opset %" PRId64
+                          " and later",
+                          op, c->opset, changed[i].why, changed[i].since);
+
+    /* Omitted optional outputs: trailing ones are dropped, others get a
+     * fresh name nothing reads. */
+    size_t n_out = np->n_output;
+    while (n_out && !*np->output[n_out - 1])
+        n_out--;
+    const char **outs = calloc(n_out ? n_out : 1, sizeof *outs);
+    if (!outs)
+        return s_fail(c, GX_ENOMEM, path, "out of memory");
+    int rc = GX_OK;
+    for (size_t i = 0; i < n_out && rc == GX_OK; i++) {
+        outs[i] = np->output[i];
+        while (!*outs[i] && rc == GX_OK) {
+            char *fresh = s_own(c, "gx_unused_%zu", c->n_unused++);
+            if (fresh && s_set_has(&c->values, fresh))
+                continue; /* the model uses that name: try the next */
+            if (!fresh || !s_set_add(&c->values, fresh))
+                rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+            else
+                outs[i] = fresh;
+        }
+    }
+    /* Nodes without a name get "<op>_<index>", made unique in the graph. */
+    if (rc == GX_OK && !*name) {
+        char *fresh = s_own(c, "%.100s_%zu", op, idx);
+        for (unsigned k = 1; fresh && s_set_has(node_names, fresh); k++)
+            fresh = s_own(c, "%.100s_%zu_%u", op, idx, k);
+        if (!fresh || !s_set_add(node_names, fresh))
+            rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+        name = fresh;
+    }
+    gx_node *n = NULL;
+    if (rc == GX_OK &&
+        !(n = gx_graph_add_node(g, op, name, np->n_input, (const char *const *)np->input, n_out,
+                                outs)))
+        rc = s_fail(c, GX_ENOMEM, path, "cannot add the node (out of memory)");
+    free(outs);
+    for (size_t i = 0; i < np->n_attribute && rc == GX_OK; i++)
+        rc = s_attr(c, n, np->attribute[i], path, depth);
+    return rc;
+}
+
+/* gp into a new graph (*out). Entries with missing features are collected
+ * (then *out is NULL and GX_OK returned, unless another error ends it). */
+static int s_graph(s_ctx *c, const Onnx__GraphProto *gp, const char *path, int depth, bool top,
+                   gx_graph **out)
+{
+    char epath[640];
+    s_set inits = {0}, node_names = {0};
+    size_t issues = c->n_issues;
+    int rc = GX_OK;
+    *out = NULL;
+    gx_graph *g = gx_graph_new(gp->name && *gp->name ? gp->name : NULL);
+    if (!g)
+        return s_fail(c, GX_ENOMEM, path, "out of memory");
+
+    if (gp->n_sparse_initializer)
+        rc = s_collect(c, s_fail(c, GX_EUNSUPPORTED, path, "sparse initializers are not supported"));
+    for (size_t i = 0; i < gp->n_initializer && rc == GX_OK; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        gx_tensor *t = NULL;
+        snprintf(epath, sizeof epath, "%.400s.initializer[%zu]", path, i);
+        if (!tp || !tp->name || !*tp->name) {
+            rc = s_fail(c, GX_EFORMAT, epath, "initializer without a name");
+            break;
+        }
+        snprintf(epath, sizeof epath, "%.400s.initializer[%zu] '%.100s'", path, i, tp->name);
+        if (!s_set_add(&inits, tp->name))
+            rc = s_fail(c, GX_ENOMEM, epath, "out of memory");
+        else if ((rc = s_collect(c, s_tensor(c, tp, epath, &t))) == GX_OK && t &&
+                 (rc = gx_graph_add_const(g, tp->name, &t)) < 0)
+            rc = s_fail(c, rc, epath, "cannot add constant: %s", gx_strerror(rc));
+    }
+    for (size_t i = 0; i < gp->n_input && rc == GX_OK; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        snprintf(epath, sizeof epath, "%.400s.input[%zu]", path, i);
+        if (!vi || !vi->name || !*vi->name)
+            rc = s_fail(c, GX_EFORMAT, epath, "input without a name");
+        else if (!s_set_has(&inits, vi->name)) /* an initializer's default: a constant */
+            rc = s_collect(c, s_decl(c, g, vi, epath, true, top));
+    }
+    for (size_t i = 0; i < gp->n_node && rc == GX_OK; i++)
+        if (gp->node[i] && gp->node[i]->name && *gp->node[i]->name &&
+            !s_set_add(&node_names, gp->node[i]->name))
+            rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < gp->n_node && rc == GX_OK; i++) {
+        if (!gp->node[i])
+            rc = s_fail(c, GX_EFORMAT, path, "node %zu is empty", i);
+        else
+            rc = s_collect(c, s_node(c, g, gp->node[i], i, path, depth, &node_names));
+    }
+    for (size_t i = 0; i < gp->n_output && rc == GX_OK; i++) {
+        const Onnx__ValueInfoProto *vi = gp->output[i];
+        snprintf(epath, sizeof epath, "%.400s.output[%zu]", path, i);
+        if (!vi || !vi->name || !*vi->name)
+            rc = s_fail(c, GX_EFORMAT, epath, "output without a name");
+        else
+            rc = s_collect(c, s_decl(c, g, vi, epath, false, top));
+    }
+    s_set_fini(&inits);
+    s_set_fini(&node_names);
+    if (rc < 0 || c->n_issues > issues)
+        gx_graph_destroy(&g);
+    *out = g;
+    return rc;
+}
+
+/* Only the default domain, versions S_OPSET_MIN..S_OPSET_MAX. */
+static int s_opsets(s_ctx *c, const Onnx__ModelProto *m)
+{
+    char bad[512] = "";
+    bool have_default = false;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (!o)
+            return s_fail(c, GX_EFORMAT, "opset_import", "entry %zu is empty", i);
+        const char *dom = s_str(o->domain);
+        bool dflt = !*dom || strcmp(dom, "ai.onnx") == 0;
+        int64_t v = o->has_version ? o->version : 0;
+        if (dflt && v >= S_OPSET_MIN && v <= S_OPSET_MAX) {
+            have_default = true;
+            c->opset = v;
+            continue;
+        }
+        size_t used = strlen(bad);
+        snprintf(bad + used, sizeof bad - used, "%s%.80s version %" PRId64, used ? ", " : "",
+                 *dom ? dom : "ai.onnx", v);
+    }
+    if (*bad)
+        return s_fail(c, GX_EUNSUPPORTED, "opset_import",
+                      "%s not supported (gexec reads the default domain ai.onnx, opset versions "
+                      "%d to %d)",
+                      bad, S_OPSET_MIN, S_OPSET_MAX);
+    if (!have_default)
+        return s_fail(c, GX_EUNSUPPORTED, "opset_import",
+                      "the model imports no ai.onnx opset (IR version %" PRId64
+                      "); gexec reads opset versions %d to %d",
+                      m->ir_version, S_OPSET_MIN, S_OPSET_MAX);
+    return GX_OK;
+}
+
+static void s_ctx_fini(s_ctx *c)
+{
+    for (size_t i = 0; i < c->n_owned; i++)
+        free(c->owned[i]);
+    free(c->owned);
+    s_set_fini(&c->values);
+}
+
+static int s_parse_model(const void *buf, size_t len, const char *base_dir, const char *src,
+                         gx_graph **out, char *err, size_t errlen)
+{
+    s_ctx c = {.src = src, .base_dir = base_dir};
+    int rc;
+    Onnx__ModelProto *m =
+        (Onnx__ModelProto *)s_decode(&c, buf, len, &onnx__model_proto__descriptor, &rc);
+    if (!m)
+        return s_report(&c, rc, err, errlen);
+    if (!m->graph)
+        rc = s_fail(&c, GX_EFORMAT, NULL, "the model has no graph");
+    else if ((rc = s_opsets(&c, m)) == GX_OK) {
+        if (!s_gather_values(&c, m->graph, 0))
+            rc = s_fail(&c, GX_ENOMEM, NULL, "out of memory");
+        else
+            rc = s_graph(&c, m->graph, "graph", 0, true, out);
+    }
+    if (rc < 0 || c.n_issues) {
+        gx_graph_destroy(out);
+        rc = s_report(&c, rc, err, errlen);
+    }
+    protobuf_c_message_free_unpacked(&m->base, NULL);
+    s_ctx_fini(&c);
+    return rc;
+}
+
+static int s_parse_tensor(const void *buf, size_t len, const char *base_dir, const char *src,
+                          gx_tensor **out, char *err, size_t errlen)
+{
+    s_ctx c = {.src = src, .base_dir = base_dir};
+    int rc;
+    Onnx__TensorProto *tp =
+        (Onnx__TensorProto *)s_decode(&c, buf, len, &onnx__tensor_proto__descriptor, &rc);
+    if (!tp)
+        return s_report(&c, rc, err, errlen);
+    char what[160];
+    snprintf(what, sizeof what, "tensor '%.100s'", s_str(tp->name));
+    rc = s_tensor(&c, tp, what, out);
+    if (rc < 0)
+        rc = s_report(&c, rc, err, errlen);
+    protobuf_c_message_free_unpacked(&tp->base, NULL);
+    s_ctx_fini(&c);
+    return rc;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+/* The whole file (at most S_MAX_FILE bytes) and its directory. */
+static int s_read_file(const char *path, void **buf, size_t *len, char **dir, char *err,
+                       size_t errlen)
+{
+    *buf = NULL;
+    *dir = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return gx_errf(err, errlen, GX_EIO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    int rc = GX_OK;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = gx_errf(err, errlen, GX_EIO, "%s: not a regular file", path);
+        goto close_fd;
+    }
+    if ((uint64_t)st.st_size > S_MAX_FILE) {
+        rc = gx_errf(err, errlen, GX_ELIMIT, "%s: %lld bytes; protobuf messages are at most %zu",
+                     path, (long long)st.st_size, S_MAX_FILE);
+        goto close_fd;
+    }
+    size_t size = (size_t)st.st_size, got = 0;
+    char *p = malloc(size ? size : 1);
+    if (!p) {
+        rc = gx_errf(err, errlen, GX_ENOMEM, "%s: out of memory", path);
+        goto close_fd;
+    }
+    while (got < size) {
+        ssize_t n = read(fd, p + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            free(p);
+            rc = gx_errf(err, errlen, GX_EIO, "%s: %s", path, n < 0 ? strerror(errno) : "file shrank");
+            goto close_fd;
+        }
+        got += (size_t)n;
+    }
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        *dir = gx_strdup(".");
+    else if (slash == path)
+        *dir = gx_strdup("/");
+    else if ((*dir = malloc((size_t)(slash - path) + 1)) != NULL) {
+        memcpy(*dir, path, (size_t)(slash - path));
+        (*dir)[slash - path] = '\0';
+    }
+    if (!*dir) {
+        free(p);
+        rc = gx_errf(err, errlen, GX_ENOMEM, "%s: out of memory", path);
+        goto close_fd;
+    }
+    *buf = p;
+    *len = size;
+close_fd:
+    close(fd);
+    return rc;
+}
+
+GX_EXPORT int gx_graph_parse_onnx(const void *buf, size_t len, const char *base_dir,
+                                  gx_graph **out, char *err, size_t errlen)
+{
+    if (!out)
+        return gx_errf(err, errlen, GX_EINVAL, "gx_graph_parse_onnx: no output graph");
+    *out = NULL;
+    if (!buf && len)
+        return gx_errf(err, errlen, GX_EINVAL, "gx_graph_parse_onnx: NULL buffer");
+    return s_parse_model(buf ? buf : "", len, base_dir, "<onnx>", out, err, errlen);
+}
+
+GX_EXPORT int gx_graph_load_onnx(const char *path, gx_graph **out, char *err, size_t errlen)
+{
+    if (!out)
+        return gx_errf(err, errlen, GX_EINVAL, "gx_graph_load_onnx: no output graph");
+    *out = NULL;
+    if (!path)
+        return gx_errf(err, errlen, GX_EINVAL, "gx_graph_load_onnx: no path");
+    void *buf;
+    size_t len = 0;
+    char *dir;
+    int rc = s_read_file(path, &buf, &len, &dir, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = s_parse_model(buf, len, dir, path, out, err, errlen);
+    free(buf);
+    free(dir);
+    return rc;
+}
+
+GX_EXPORT int gx_tensor_parse_onnx(const void *buf, size_t len, gx_tensor **out, char *err,
+                                   size_t errlen)
+{
+    if (!out)
+        return gx_errf(err, errlen, GX_EINVAL, "gx_tensor_parse_onnx: no output tensor");
+    *out = NULL;
+    if (!buf && len)
+        return gx_errf(err, errlen, GX_EINVAL, "gx_tensor_parse_onnx: NULL buffer");
+    return s_parse_tensor(buf ? buf : "", len, NULL, "<onnx tensor>", out, err, errlen);
+}
+
+GX_EXPORT int gx_tensor_load_onnx(const char *path, gx_tensor **out, char *err, size_t errlen)
+{
+    if (!out)
+        return gx_errf(err, errlen, GX_EINVAL, "gx_tensor_load_onnx: no output tensor");
+    *out = NULL;
+    if (!path)
+        return gx_errf(err, errlen, GX_EINVAL, "gx_tensor_load_onnx: no path");
+    void *buf;
+    size_t len = 0;
+    char *dir;
+    int rc = s_read_file(path, &buf, &len, &dir, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = s_parse_tensor(buf, len, dir, path, out, err, errlen);
+    free(buf);
+    free(dir);
+    return rc;
+}

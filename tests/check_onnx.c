@@ -1,0 +1,1396 @@
+/*
+ * ONNX import (libclient/onnx.c): models are built here with protobuf-c's
+ * generated structs and packed to bytes, so each test shows the model it
+ * reads. Also: hostile bytes, the ONNX node tests' models, and
+ * gexec-submit running an .onnx model against a real gexecd.
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "libclient/onnx.pb-c.h"
+#include "libclient/wire.h"
+#include "tests/testutil.h"
+
+#define NODE_TESTS "/usr/share/libonnx-testdata/data/node"
+#define CAP 16 /* room in every repeated field of the models built here */
+
+/* ---- building models ---------------------------------------------------- */
+
+/* Everything allocated for a test's models; freed by the teardown. */
+static void **s_arena;
+static size_t s_n_arena, s_cap_arena;
+
+static void *s_new(size_t size)
+{
+    void *p = calloc(1, size);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(gx_grow(&s_arena, &s_cap_arena, s_n_arena + 1, sizeof *s_arena));
+    s_arena[s_n_arena++] = p;
+    return p;
+}
+
+static void s_arena_free(void)
+{
+    for (size_t i = 0; i < s_n_arena; i++)
+        free(s_arena[i]);
+    free(s_arena);
+    s_arena = NULL;
+    s_n_arena = s_cap_arena = 0;
+}
+
+static char *s_str(const char *s)
+{
+    char *p = s_new(strlen(s) + 1);
+    strcpy(p, s);
+    return p;
+}
+
+static void *s_copy(const void *p, size_t n)
+{
+    void *q = s_new(n ? n : 1);
+    if (n)
+        memcpy(q, p, n);
+    return q;
+}
+
+/* A tensor type; dims of -1 become dim_param "N", -2 a dim with no value;
+ * ndim -1 leaves the shape out. */
+static Onnx__TypeProto *s_type(int elem, int ndim, const int64_t *dims)
+{
+    Onnx__TypeProto *tp = s_new(sizeof *tp);
+    onnx__type_proto__init(tp);
+    Onnx__TypeProto__Tensor *tt = s_new(sizeof *tt);
+    onnx__type_proto__tensor__init(tt);
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    if (elem) {
+        tt->has_elem_type = 1;
+        tt->elem_type = elem;
+    }
+    if (ndim >= 0) {
+        Onnx__TensorShapeProto *sp = s_new(sizeof *sp);
+        onnx__tensor_shape_proto__init(sp);
+        sp->n_dim = (size_t)ndim;
+        sp->dim = s_new((size_t)(ndim + 1) * sizeof *sp->dim);
+        for (int i = 0; i < ndim; i++) {
+            Onnx__TensorShapeProto__Dimension *d = s_new(sizeof *d);
+            onnx__tensor_shape_proto__dimension__init(d);
+            if (dims[i] == -1) {
+                d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+                d->dim_param = s_str("N");
+            } else if (dims[i] != -2) {
+                d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+                d->dim_value = dims[i];
+            }
+            sp->dim[i] = d;
+        }
+        tt->shape = sp;
+    }
+    return tp;
+}
+
+static Onnx__ValueInfoProto *s_vi(const char *name, Onnx__TypeProto *type)
+{
+    Onnx__ValueInfoProto *vi = s_new(sizeof *vi);
+    onnx__value_info_proto__init(vi);
+    vi->name = s_str(name);
+    vi->type = type;
+    return vi;
+}
+
+/* A tensor with raw data (nbytes of data; NULL: no data field at all). */
+static Onnx__TensorProto *s_tensor(const char *name, int elem, int ndim, const int64_t *dims,
+                                   const void *data, size_t nbytes)
+{
+    Onnx__TensorProto *t = s_new(sizeof *t);
+    onnx__tensor_proto__init(t);
+    if (name)
+        t->name = s_str(name);
+    t->has_data_type = 1;
+    t->data_type = elem;
+    t->n_dims = (size_t)ndim;
+    t->dims = s_copy(dims, (size_t)ndim * sizeof *dims);
+    if (data) {
+        t->has_raw_data = 1;
+        t->raw_data.len = nbytes;
+        t->raw_data.data = s_copy(data, nbytes);
+    }
+    return t;
+}
+
+static Onnx__TensorProto *s_f32(const char *name, int ndim, const int64_t *dims, const float *v,
+                                size_t n)
+{
+    return s_tensor(name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, ndim, dims, v, n * sizeof *v);
+}
+
+/* A node; ins and outs are comma-separated ("a,,b": b is input 2). */
+static char **s_names(const char *list, size_t *n)
+{
+    char **v = s_new(CAP * sizeof *v);
+    *n = 0;
+    if (!*list)
+        return v;
+    for (const char *p = list;; p++) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        v[*n] = s_new(len + 1);
+        memcpy(v[(*n)++], p, len);
+        if (!q)
+            break;
+        p = q;
+    }
+    return v;
+}
+
+static Onnx__NodeProto *s_node(const char *op, const char *name, const char *ins, const char *outs)
+{
+    Onnx__NodeProto *n = s_new(sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = s_str(op);
+    if (name)
+        n->name = s_str(name);
+    n->input = s_names(ins, &n->n_input);
+    n->output = s_names(outs, &n->n_output);
+    n->attribute = s_new(CAP * sizeof *n->attribute);
+    return n;
+}
+
+static Onnx__AttributeProto *s_attr(Onnx__NodeProto *n, const char *name, int type)
+{
+    Onnx__AttributeProto *a = s_new(sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = s_str(name);
+    a->has_type = 1;
+    a->type = (Onnx__AttributeProto__AttributeType)type;
+    n->attribute[n->n_attribute++] = a;
+    return a;
+}
+
+static void s_attr_i(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *a = s_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = 1;
+    a->i = v;
+}
+
+static void s_attr_f(Onnx__NodeProto *n, const char *name, float v)
+{
+    Onnx__AttributeProto *a = s_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    a->has_f = 1;
+    a->f = v;
+}
+
+static Onnx__GraphProto *s_graph(const char *name)
+{
+    Onnx__GraphProto *g = s_new(sizeof *g);
+    onnx__graph_proto__init(g);
+    g->name = s_str(name);
+    g->node = s_new(CAP * sizeof *g->node);
+    g->input = s_new(CAP * sizeof *g->input);
+    g->output = s_new(CAP * sizeof *g->output);
+    g->initializer = s_new(CAP * sizeof *g->initializer);
+    return g;
+}
+
+#define ADD(g, field, v) ((g)->field[(g)->n_##field++] = (v))
+
+static Onnx__ModelProto *s_model(Onnx__GraphProto *g, const char *domain, int64_t opset)
+{
+    Onnx__ModelProto *m = s_new(sizeof *m);
+    onnx__model_proto__init(m);
+    m->has_ir_version = 1;
+    m->ir_version = 8;
+    m->graph = g;
+    m->opset_import = s_new(CAP * sizeof *m->opset_import);
+    if (domain) {
+        Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
+        onnx__operator_set_id_proto__init(o);
+        o->domain = s_str(domain);
+        o->has_version = 1;
+        o->version = opset;
+        m->opset_import[m->n_opset_import++] = o;
+    }
+    return m;
+}
+
+/* The message's bytes (arena-owned). */
+static uint8_t *s_pack(const ProtobufCMessage *m, size_t *len)
+{
+    *len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = s_new(*len + 1);
+    ck_assert_uint_eq(protobuf_c_message_pack(m, buf), *len);
+    return buf;
+}
+
+/* Parse the model; the status, the graph in *g (may be NULL to discard). */
+static int s_parse(const Onnx__ModelProto *m, gx_graph **g, char *err, size_t errlen)
+{
+    size_t len;
+    uint8_t *buf = s_pack(&m->base, &len);
+    gx_graph *tmp = NULL;
+    int rc = gx_graph_parse_onnx(buf, len, NULL, g ? g : &tmp, err, errlen);
+    gx_graph_destroy(&tmp);
+    if (rc < 0) {
+        ck_assert_msg(*err, "an error without a message");
+        if (g)
+            ck_assert_ptr_null(*g);
+    }
+    return rc;
+}
+
+/* x [N,3] -> MatMul(x, W) -> Relu -> y [N,2] */
+static Onnx__GraphProto *s_mlp(void)
+{
+    static const float w[6] = {1, 2, 3, 4, 5, 6};
+    Onnx__GraphProto *g = s_graph("mlp");
+    ADD(g, input, s_vi("x", s_type(1, 2, (int64_t[]){-1, 3})));
+    ADD(g, input, s_vi("W", s_type(1, 2, (int64_t[]){3, 2}))); /* also an initializer */
+    ADD(g, initializer, s_f32("W", 2, (int64_t[]){3, 2}, w, 6));
+    ADD(g, node, s_node("MatMul", "mm", "x,W", "h"));
+    ADD(g, node, s_node("Relu", NULL, "h", "y"));
+    ADD(g, output, s_vi("y", s_type(1, 2, (int64_t[]){-1, 2})));
+    return g;
+}
+
+static const gx_attr *s_find_attr(const gx_node *n, const char *name)
+{
+    for (size_t i = 0; i < n->n_attr; i++)
+        if (strcmp(n->attr[i].name, name) == 0)
+            return &n->attr[i];
+    ck_abort_msg("node '%s' has no attribute '%s'", n->name, name);
+    return NULL;
+}
+
+/* Assert rc == status and that err contains every string of needles. */
+#define ASSERT_ERR(rc, status, err, ...)                                                 \
+    do {                                                                                 \
+        ck_assert_msg((rc) == (status), "got %s, want %s: %s", gx_status_name(rc),      \
+                      gx_status_name(status), err);                                      \
+        const char *const needles_[] = {__VA_ARGS__, NULL};                              \
+        for (int i_ = 0; needles_[i_]; i_++)                                             \
+            ck_assert_msg(strstr(err, needles_[i_]), "'%s' not in: %s", needles_[i_], err); \
+    } while (0)
+
+/* ---- the mapping -------------------------------------------------------- */
+
+START_TEST(test_onnx_graph)
+{
+    Onnx__GraphProto *g = s_mlp();
+    ADD(g, output, s_vi("h", NULL)); /* an output with no type */
+    char err[512] = "";
+    gx_graph *out = NULL;
+    ck_assert_int_eq(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_OK);
+    ck_assert_str_eq(out->name, "mlp");
+    ck_assert_uint_eq(out->n_inputs, 1); /* W is an initializer */
+    ck_assert_str_eq(out->inputs[0].name, "x");
+    ck_assert_int_eq(out->inputs[0].dtype, GX_F32);
+    ck_assert_int_eq(out->inputs[0].ndim, 2);
+    ck_assert_int_eq(out->inputs[0].shape[0], -1);
+    ck_assert_int_eq(out->inputs[0].shape[1], 3);
+    ck_assert_uint_eq(out->n_consts, 1);
+    ck_assert_str_eq(out->consts[0].name, "W");
+    ck_assert_int_eq(out->consts[0].t->dtype, GX_F32);
+    ck_assert_float_eq(((float *)out->consts[0].t->data)[5], 6.0f);
+    ck_assert_uint_eq(out->n_nodes, 2);
+    ck_assert_str_eq(out->nodes[0]->name, "mm");
+    ck_assert_str_eq(out->nodes[0]->op, "MatMul");
+    ck_assert_str_eq(out->nodes[0]->in[1], "W");
+    ck_assert_str_eq(out->nodes[1]->name, "Relu_1"); /* made up: <op>_<index> */
+    ck_assert_uint_eq(out->n_outputs, 2);
+    ck_assert_int_eq(out->outputs[0].dtype, GX_F32);
+    ck_assert_int_eq(out->outputs[0].ndim, 2);
+    ck_assert_int_eq(out->outputs[0].shape[0], -1);
+    ck_assert_int_eq(out->outputs[1].ndim, -1);
+    ck_assert_int_eq(out->outputs[1].dtype, GX_DTYPE_COUNT);
+    gx_graph_destroy(&out);
+
+    /* "ai.onnx" is the default domain too; opsets 7 and 18 are the bounds */
+    ck_assert_int_eq(s_parse(s_model(s_mlp(), "ai.onnx", 7), NULL, err, sizeof err), GX_OK);
+    ck_assert_int_eq(s_parse(s_model(s_mlp(), "", 18), NULL, err, sizeof err), GX_OK);
+}
+END_TEST
+
+START_TEST(test_onnx_node_names)
+{
+    Onnx__GraphProto *g = s_graph("names");
+    ADD(g, input, s_vi("x", s_type(1, 1, (int64_t[]){2})));
+    ADD(g, node, s_node("Relu", "Relu_1", "x", "a"));  /* takes the name node 1 would get */
+    ADD(g, node, s_node("Relu", "", "a", "b"));
+    ADD(g, node, s_node("Relu", NULL, "b", "c"));
+    ADD(g, output, s_vi("c", NULL));
+    char err[512] = "";
+    gx_graph *out = NULL;
+    ck_assert_int_eq(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_OK);
+    ck_assert_str_eq(out->nodes[0]->name, "Relu_1");
+    ck_assert_str_eq(out->nodes[1]->name, "Relu_1_1");
+    ck_assert_str_eq(out->nodes[2]->name, "Relu_2");
+    gx_graph_destroy(&out);
+}
+END_TEST
+
+START_TEST(test_onnx_attributes)
+{
+    Onnx__GraphProto *g = s_graph("attrs");
+    ADD(g, input, s_vi("x", s_type(1, 1, (int64_t[]){2})));
+    Onnx__NodeProto *n = s_node("Custom", "c", "x", "y");
+    s_attr_i(n, "i", -7);
+    s_attr_f(n, "f", 0.25f);
+    Onnx__AttributeProto *a = s_attr(n, "s", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    a->s.data = (uint8_t *)s_str("constant");
+    a->s.len = 8;
+    a = s_attr(n, "is", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    a->n_ints = 3;
+    a->ints = s_copy((int64_t[]){1, -2, INT64_MAX}, 3 * sizeof(int64_t));
+    a = s_attr(n, "fs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->n_floats = 2;
+    a->floats = s_copy((float[]){1.5f, -0.5f}, 2 * sizeof(float));
+    s_attr(n, "empty", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS); /* [] */
+    a = s_attr(n, "t", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    a->t = s_tensor(NULL, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, (int64_t[]){2},
+                    (int64_t[]){3, 4}, 16);
+    a = s_attr(n, "g", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = s_graph("body");
+    ADD(a->g, node, s_node("Identity", NULL, "x", "z"));
+    ADD(a->g, output, s_vi("z", s_type(1, -1, NULL)));
+    ADD(g, node, n);
+    ADD(g, output, s_vi("y", NULL));
+
+    char err[512] = "";
+    gx_graph *out = NULL;
+    ck_assert_int_eq(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_OK);
+    const gx_node *gn = out->nodes[0];
+    ck_assert_uint_eq(gn->n_attr, 8);
+    const gx_attr *at = s_find_attr(gn, "i");
+    ck_assert_int_eq(at->type, GX_ATTR_INT);
+    ck_assert_int_eq(at->i, -7);
+    at = s_find_attr(gn, "f");
+    ck_assert_int_eq(at->type, GX_ATTR_FLOAT);
+    ck_assert_double_eq(at->f, 0.25);
+    at = s_find_attr(gn, "s");
+    ck_assert_int_eq(at->type, GX_ATTR_STRING);
+    ck_assert_str_eq(at->s, "constant");
+    at = s_find_attr(gn, "is");
+    ck_assert_int_eq(at->type, GX_ATTR_INTS);
+    ck_assert_uint_eq(at->n, 3);
+    ck_assert_int_eq(at->ints[2], INT64_MAX);
+    at = s_find_attr(gn, "fs");
+    ck_assert_int_eq(at->type, GX_ATTR_FLOATS);
+    ck_assert_double_eq(at->floats[0], 1.5);
+    ck_assert_double_eq(at->floats[1], -0.5);
+    at = s_find_attr(gn, "empty");
+    ck_assert_int_eq(at->type, GX_ATTR_INTS);
+    ck_assert_uint_eq(at->n, 0);
+    at = s_find_attr(gn, "t");
+    ck_assert_int_eq(at->type, GX_ATTR_TENSOR);
+    ck_assert_int_eq(at->t->dtype, GX_I64);
+    ck_assert_int_eq(((int64_t *)at->t->data)[1], 4);
+    at = s_find_attr(gn, "g");
+    ck_assert_int_eq(at->type, GX_ATTR_GRAPH);
+    ck_assert_str_eq(at->g->name, "body");
+    ck_assert_uint_eq(at->g->n_nodes, 1);
+    ck_assert_str_eq(at->g->nodes[0]->in[0], "x"); /* from the enclosing graph */
+    ck_assert_int_eq(at->g->outputs[0].ndim, -1);
+    gx_graph_destroy(&out);
+}
+END_TEST
+
+START_TEST(test_onnx_constant_nodes)
+{
+    Onnx__GraphProto *g = s_graph("consts");
+    Onnx__NodeProto *n = s_node("Constant", NULL, "", "t");
+    s_attr(n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
+        s_tensor(NULL, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 2, (int64_t[]){1, 2},
+                 (int32_t[]){5, -6}, 8);
+    ADD(g, node, n);
+    ADD(g, node, n = s_node("Constant", NULL, "", "f"));
+    s_attr_f(n, "value_float", 2.5f);
+    ADD(g, node, n = s_node("Constant", NULL, "", "fs"));
+    Onnx__AttributeProto *a = s_attr(n, "value_floats", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->n_floats = 3;
+    a->floats = s_copy((float[]){1, 2, 3}, 3 * sizeof(float));
+    ADD(g, node, n = s_node("Constant", NULL, "", "i"));
+    s_attr_i(n, "value_int", -9);
+    ADD(g, node, n = s_node("Constant", NULL, "", "is"));
+    a = s_attr(n, "value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    a->n_ints = 2;
+    a->ints = s_copy((int64_t[]){7, 8}, 2 * sizeof(int64_t));
+    ADD(g, node, s_node("Add", NULL, "f,fs", "y"));
+    ADD(g, output, s_vi("y", NULL));
+
+    char err[512] = "";
+    gx_graph *out = NULL;
+    ck_assert_int_eq(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_OK);
+    ck_assert_uint_eq(out->n_nodes, 1); /* only the Add */
+    ck_assert_uint_eq(out->n_consts, 5);
+    const gx_tensor *t = out->consts[0].t;
+    ck_assert_str_eq(out->consts[0].name, "t");
+    ck_assert_int_eq(t->dtype, GX_I32);
+    ck_assert_int_eq(t->ndim, 2);
+    ck_assert_int_eq(((int32_t *)t->data)[1], -6);
+    t = out->consts[1].t;
+    ck_assert_int_eq(t->dtype, GX_F32);
+    ck_assert_int_eq(t->ndim, 0);
+    ck_assert_float_eq(*(float *)t->data, 2.5f);
+    t = out->consts[2].t;
+    ck_assert_int_eq(t->ndim, 1);
+    ck_assert_int_eq(t->shape[0], 3);
+    ck_assert_float_eq(((float *)t->data)[2], 3.0f);
+    t = out->consts[3].t;
+    ck_assert_int_eq(t->dtype, GX_I64);
+    ck_assert_int_eq(t->ndim, 0);
+    ck_assert_int_eq(*(int64_t *)t->data, -9);
+    t = out->consts[4].t;
+    ck_assert_int_eq(t->dtype, GX_I64);
+    ck_assert_int_eq(t->shape[0], 2);
+    ck_assert_int_eq(((int64_t *)t->data)[1], 8);
+    gx_graph_destroy(&out);
+
+    /* value_string(s) and sparse_value: unsupported; anything else malformed */
+    static const struct {
+        const char *attr;
+        int type, status;
+        const char *msg;
+    } bad[] = {
+        {"value_string", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, GX_EUNSUPPORTED, "string"},
+        {"value_strings", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS, GX_EUNSUPPORTED, "string"},
+        {"sparse_value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR, GX_EUNSUPPORTED, "sparse"},
+        {"frob", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, GX_EFORMAT, "not an attribute of Constant"},
+        {"value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, GX_EFORMAT, "expected TENSOR"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        g = s_graph("bad");
+        ADD(g, node, n = s_node("Constant", "k", "", "c"));
+        s_attr(n, bad[i].attr, bad[i].type);
+        ADD(g, output, s_vi("c", NULL));
+        ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), bad[i].status, err,
+                   "graph.node[0] (Constant 'k')", bad[i].msg);
+    }
+    g = s_graph("bad");
+    ADD(g, node, n = s_node("Constant", "k", "", "c,d"));
+    s_attr(n, "value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    ADD(g, output, s_vi("c", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EFORMAT, err, "one output");
+    g = s_graph("bad");
+    ADD(g, node, s_node("Constant", "k", "", "c"));
+    ADD(g, output, s_vi("c", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EFORMAT, err,
+               "exactly one attribute");
+}
+END_TEST
+
+/* Each dtype stored in its typed field reads back the same as raw data. */
+START_TEST(test_onnx_typed_fields)
+{
+    Onnx__GraphProto *g = s_graph("typed");
+    Onnx__TensorProto *t;
+#define TYPED(name, elem, field, ctype, ...)                                        \
+    do {                                                                            \
+        const ctype v_[] = {__VA_ARGS__};                                          \
+        t = s_tensor(name, elem, 1, (int64_t[]){sizeof v_ / sizeof v_[0]}, NULL, 0); \
+        t->n_##field = sizeof v_ / sizeof v_[0];                                    \
+        t->field = s_copy(v_, sizeof v_);                                           \
+        ADD(g, initializer, t);                                                     \
+    } while (0)
+    TYPED("f32", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, float_data, float, 1.5f, -2);
+    TYPED("f64", ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, double_data, double, 0.125, 1e300);
+    TYPED("i64", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, int64_data, int64_t, INT64_MIN, 3);
+    TYPED("i32", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, int32_data, int32_t, INT32_MIN, 4);
+    TYPED("i16", ONNX__TENSOR_PROTO__DATA_TYPE__INT16, int32_data, int32_t, -32768, 32767);
+    TYPED("u16", ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, int32_data, int32_t, 0, 65535);
+    TYPED("i8", ONNX__TENSOR_PROTO__DATA_TYPE__INT8, int32_data, int32_t, -128, 127);
+    TYPED("u8", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, int32_data, int32_t, 0, 255);
+    TYPED("bool", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, int32_data, int32_t, 1, 0);
+    TYPED("f16", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, int32_data, int32_t, 0x3c00, 0xc000);
+    TYPED("bf16", ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, int32_data, int32_t, 0x3f80, 0xff80);
+    TYPED("u32", ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, uint64_data, uint64_t, 0, UINT32_MAX);
+    TYPED("u64", ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, uint64_data, uint64_t, UINT64_MAX, 1);
+    /* an empty tensor needs no data */
+    ADD(g, initializer, s_tensor("empty", 1, 2, (int64_t[]){0, 5}, NULL, 0));
+    ADD(g, output, s_vi("f32", NULL));
+
+    char err[512] = "";
+    gx_graph *out = NULL;
+    ck_assert_int_eq(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_OK);
+    ck_assert_uint_eq(out->n_consts, 14);
+    const gx_tensor *const *c = (const gx_tensor *[14]){
+        out->consts[0].t, out->consts[1].t, out->consts[2].t,  out->consts[3].t,
+        out->consts[4].t, out->consts[5].t, out->consts[6].t,  out->consts[7].t,
+        out->consts[8].t, out->consts[9].t, out->consts[10].t, out->consts[11].t,
+        out->consts[12].t, out->consts[13].t};
+    ck_assert_int_eq(c[0]->dtype, GX_F32);
+    ck_assert_float_eq(((float *)c[0]->data)[1], -2.0f);
+    ck_assert_int_eq(c[1]->dtype, GX_F64);
+    ck_assert_double_eq(((double *)c[1]->data)[1], 1e300);
+    ck_assert_int_eq(c[2]->dtype, GX_I64);
+    ck_assert_int_eq(((int64_t *)c[2]->data)[0], INT64_MIN);
+    ck_assert_int_eq(c[3]->dtype, GX_I32);
+    ck_assert_int_eq(((int32_t *)c[3]->data)[0], INT32_MIN);
+    ck_assert_int_eq(c[4]->dtype, GX_I16);
+    ck_assert_int_eq(((int16_t *)c[4]->data)[0], -32768);
+    ck_assert_int_eq(c[5]->dtype, GX_U16);
+    ck_assert_uint_eq(((uint16_t *)c[5]->data)[1], 65535);
+    ck_assert_int_eq(c[6]->dtype, GX_I8);
+    ck_assert_int_eq(((int8_t *)c[6]->data)[0], -128);
+    ck_assert_int_eq(c[7]->dtype, GX_U8);
+    ck_assert_uint_eq(((uint8_t *)c[7]->data)[1], 255);
+    ck_assert_int_eq(c[8]->dtype, GX_BOOL);
+    ck_assert_uint_eq(((uint8_t *)c[8]->data)[0], 1);
+    ck_assert_int_eq(c[9]->dtype, GX_F16);
+    ck_assert_uint_eq(((uint16_t *)c[9]->data)[1], 0xc000);
+    ck_assert_int_eq(c[10]->dtype, GX_BF16);
+    ck_assert_uint_eq(((uint16_t *)c[10]->data)[0], 0x3f80);
+    ck_assert_int_eq(c[11]->dtype, GX_U32);
+    ck_assert_uint_eq(((uint32_t *)c[11]->data)[1], UINT32_MAX);
+    ck_assert_int_eq(c[12]->dtype, GX_U64);
+    ck_assert_uint_eq(((uint64_t *)c[12]->data)[0], UINT64_MAX);
+    ck_assert_int_eq(c[13]->numel, 0);
+    gx_graph_destroy(&out);
+
+    /* values out of the type's range, and counts that do not match */
+    g = s_graph("bad");
+    TYPED("i8", ONNX__TENSOR_PROTO__DATA_TYPE__INT8, int32_data, int32_t, 0, 128);
+    ADD(g, output, s_vi("i8", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EFORMAT, err,
+               "initializer[0] 'i8'", "int32_data[1] = 128 is out of range for int8");
+    g = s_graph("bad");
+    TYPED("u32", ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, uint64_data, uint64_t, 1ull << 32);
+    ADD(g, output, s_vi("u32", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EFORMAT, err, "uint32");
+    g = s_graph("bad");
+    TYPED("f", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, float_data, float, 1, 2);
+    t->dims[0] = 3;
+    ADD(g, output, s_vi("f", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EFORMAT, err,
+               "float_data has 2 values, but shape [3] needs 3");
+#undef TYPED
+}
+END_TEST
+
+START_TEST(test_onnx_tensor_errors)
+{
+    static const struct {
+        int elem, ndim;
+        int64_t dims[10];
+        size_t nbytes; /* raw_data length */
+        int status;
+        const char *msg;
+    } cases[] = {
+        {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, {1}, 1, GX_EDTYPE, "element type STRING"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, 1, {1}, 8, GX_EDTYPE, "COMPLEX64"},
+        {17, 1, {1}, 1, GX_EDTYPE, "FLOAT8E4M3FN"},
+        {99, 1, {1}, 1, GX_EDTYPE, "unknown (99)"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, {2}, 4, GX_EFORMAT, "raw_data has 4 bytes"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, {-1}, 4, GX_EFORMAT, "dims[0] is negative"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 9, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 4,
+         GX_EUNSUPPORTED, "9 dims"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, {INT64_MAX, 4}, 4, GX_ELIMIT, "too large"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, {1u << 30}, 0, GX_EFORMAT, "raw_data has 0 bytes"},
+    };
+    static const uint8_t zeros[16];
+    char err[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Onnx__GraphProto *g = s_graph("bad");
+        ADD(g, initializer, s_tensor("w", cases[i].elem, cases[i].ndim, cases[i].dims, zeros,
+                                     cases[i].nbytes));
+        ADD(g, output, s_vi("w", NULL));
+        gx_graph *out = NULL;
+        ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), cases[i].status, err,
+                   "<onnx>: graph.initializer[0] 'w'", cases[i].msg);
+
+        /* the same tensor on its own */
+        Onnx__TensorProto *tp = g->initializer[0];
+        size_t len;
+        uint8_t *buf = s_pack(&tp->base, &len);
+        gx_tensor *t = NULL;
+        ASSERT_ERR(gx_tensor_parse_onnx(buf, len, &t, err, sizeof err), cases[i].status, err,
+                   "tensor 'w'", cases[i].msg);
+        ck_assert_ptr_null(t);
+    }
+    /* a segment, and data with no data field */
+    Onnx__TensorProto *tp = s_tensor("s", 1, 1, (int64_t[]){1}, zeros, 4);
+    tp->segment = s_new(sizeof *tp->segment);
+    onnx__tensor_proto__segment__init(tp->segment);
+    size_t len;
+    uint8_t *buf = s_pack(&tp->base, &len);
+    gx_tensor *t = NULL;
+    ASSERT_ERR(gx_tensor_parse_onnx(buf, len, &t, err, sizeof err), GX_EUNSUPPORTED, err,
+               "segmented");
+    tp = s_tensor("n", 1, 1, (int64_t[]){1}, NULL, 0);
+    buf = s_pack(&tp->base, &len);
+    ASSERT_ERR(gx_tensor_parse_onnx(buf, len, &t, err, sizeof err), GX_EFORMAT, err,
+               "float_data has 0 values");
+
+    /* and a good one */
+    tp = s_tensor("ok", ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, 2, (int64_t[]){1, 2},
+                  (uint16_t[]){7, 65535}, 4);
+    buf = s_pack(&tp->base, &len);
+    ck_assert_int_eq(gx_tensor_parse_onnx(buf, len, &t, err, sizeof err), GX_OK);
+    ck_assert_int_eq(gx_tensor_dtype(t), GX_U16);
+    ck_assert_int_eq(gx_tensor_shape(t)[1], 2);
+    ck_assert_uint_eq(((const uint16_t *)gx_tensor_cdata(t))[1], 65535);
+    gx_tensor_destroy(&t);
+    ck_assert_int_eq(gx_tensor_parse_onnx(NULL, 0, NULL, err, sizeof err), GX_EINVAL);
+    ck_assert_int_eq(gx_tensor_parse_onnx(NULL, 3, &t, err, sizeof err), GX_EINVAL);
+}
+END_TEST
+
+START_TEST(test_onnx_subgraphs)
+{
+    Onnx__GraphProto *g = s_graph("control");
+    ADD(g, input, s_vi("c", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL)));
+    ADD(g, input, s_vi("x", s_type(1, 1, (int64_t[]){-1})));
+    Onnx__NodeProto *n = s_node("If", "if", "c", "y");
+    Onnx__AttributeProto *a = s_attr(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = s_graph("then");
+    ADD(a->g, initializer, s_f32("two", 0, NULL, (float[]){2}, 1));
+    ADD(a->g, node, s_node("Mul", NULL, "x,two", "t"));
+    ADD(a->g, output, s_vi("t", s_type(1, 1, (int64_t[]){-1})));
+    a = s_attr(n, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = s_graph("else");
+    ADD(a->g, node, s_node("Identity", NULL, "x", "e"));
+    ADD(a->g, output, s_vi("e", s_type(1, 1, (int64_t[]){-1})));
+    ADD(g, node, n);
+    /* a Loop body: inputs without a type, or with a type but no shape */
+    ADD(g, node, n = s_node("Loop", "loop", ",c,y", "z"));
+    a = s_attr(n, "body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = s_graph("body");
+    ADD(a->g, input, s_vi("i", NULL));
+    ADD(a->g, input, s_vi("cond", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, -1, NULL)));
+    ADD(a->g, input, s_vi("v", s_type(0, 1, (int64_t[]){-2})));
+    ADD(a->g, node, s_node("Identity", NULL, "cond", "cond_out"));
+    ADD(a->g, node, s_node("Relu", NULL, "v", "v_out"));
+    ADD(a->g, output, s_vi("cond_out", NULL));
+    ADD(a->g, output, s_vi("v_out", NULL));
+    ADD(g, output, s_vi("z", s_type(1, 1, (int64_t[]){-1})));
+
+    char err[512] = "";
+    gx_graph *out = NULL;
+    ck_assert_int_eq(s_parse(s_model(g, "", 16), &out, err, sizeof err), GX_OK);
+    ck_assert_uint_eq(out->n_nodes, 2);
+    const gx_graph *then = s_find_attr(out->nodes[0], "then_branch")->g;
+    ck_assert_uint_eq(then->n_inputs, 0);
+    ck_assert_uint_eq(then->n_consts, 1);
+    ck_assert_str_eq(then->consts[0].name, "two");
+    ck_assert_str_eq(then->nodes[0]->name, "Mul_0");
+    ck_assert_str_eq(then->outputs[0].name, "t");
+    ck_assert_str_eq(out->nodes[1]->in[0], ""); /* omitted trip count */
+    const gx_graph *body = s_find_attr(out->nodes[1], "body")->g;
+    ck_assert_uint_eq(body->n_inputs, 3);
+    ck_assert_int_eq(body->inputs[0].dtype, GX_DTYPE_COUNT);
+    ck_assert_int_eq(body->inputs[0].ndim, -1);
+    ck_assert_int_eq(body->inputs[1].dtype, GX_BOOL);
+    ck_assert_int_eq(body->inputs[1].ndim, -1);
+    ck_assert_int_eq(body->inputs[2].dtype, GX_DTYPE_COUNT);
+    ck_assert_int_eq(body->inputs[2].ndim, 1);
+    ck_assert_int_eq(body->inputs[2].shape[0], -1);
+
+    /* the wire keeps what is known, and the encoding stays canonical */
+    msgpack_sbuffer a1, a2;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&a1);
+    msgpack_packer_init(&pk, &a1, msgpack_sbuffer_write);
+    gx_wire_pack_graph(&pk, out);
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    ck_assert_int_eq(gx_wire_unpack(a1.data, a1.size, &up, err, sizeof err), GX_OK);
+    gx_graph *back = NULL;
+    gx_wire_limits lim = {1000, 1 << 20};
+    ck_assert_msg(gx_wire_unpack_graph(&up.data, &lim, &back, err, sizeof err) == GX_OK, "%s", err);
+    msgpack_unpacked_destroy(&up);
+    body = s_find_attr(back->nodes[1], "body")->g;
+    ck_assert_int_eq(body->inputs[0].dtype, GX_DTYPE_COUNT);
+    ck_assert_int_eq(body->inputs[0].ndim, -1);
+    ck_assert_int_eq(body->inputs[1].dtype, GX_BOOL);
+    ck_assert_int_eq(body->inputs[1].ndim, -1);
+    ck_assert_int_eq(body->inputs[2].dtype, GX_DTYPE_COUNT);
+    ck_assert_int_eq(body->inputs[2].ndim, 1);
+    msgpack_sbuffer_init(&a2);
+    msgpack_packer_init(&pk, &a2, msgpack_sbuffer_write);
+    gx_wire_pack_graph(&pk, back);
+    ck_assert_uint_eq(a1.size, a2.size);
+    ck_assert_mem_eq(a1.data, a2.data, a1.size);
+    gx_graph_id id1, id2;
+    gx_wire_graph_id(out, &id1);
+    gx_wire_graph_id(back, &id2);
+    ck_assert_str_eq(id1.hex, id2.hex);
+    msgpack_sbuffer_destroy(&a1);
+    msgpack_sbuffer_destroy(&a2);
+    gx_graph_destroy(&back);
+    gx_graph_destroy(&out);
+
+    /* problems inside a subgraph are named by their path */
+    g = s_graph("control");
+    ADD(g, node, n = s_node("If", "if", "c", "y"));
+    a = s_attr(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = s_graph("then");
+    ADD(a->g, node, n = s_node("Foo", "f", "x", "t"));
+    n->domain = s_str("com.example");
+    ADD(g, output, s_vi("y", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 16), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "graph.node[0] (If 'if').then_branch.node[0] (Foo 'f'): operator domain 'com.example'");
+}
+END_TEST
+
+START_TEST(test_onnx_omitted_values)
+{
+    Onnx__GraphProto *g = s_graph("rnn");
+    ADD(g, input, s_vi("x", s_type(1, 3, (int64_t[]){1, 1, 1})));
+    ADD(g, input, s_vi("gx_unused_0", s_type(1, 1, (int64_t[]){1}))); /* a name taken */
+    ADD(g, node, s_node("LSTM", NULL, "x,w,r,,,", ",Y_h,"));
+    ADD(g, node, s_node("Dropout", NULL, "x", "d,"));
+    ADD(g, output, s_vi("Y_h", NULL));
+    char err[512] = "";
+    gx_graph *out = NULL;
+    ck_assert_int_eq(s_parse(s_model(g, "", 14), &out, err, sizeof err), GX_OK);
+    const gx_node *n = out->nodes[0];
+    ck_assert_uint_eq(n->n_in, 6);
+    ck_assert_str_eq(n->in[3], "");
+    ck_assert_str_eq(n->in[5], "");
+    ck_assert_uint_eq(n->n_out, 2); /* the trailing "" dropped */
+    ck_assert_str_eq(n->out[0], "gx_unused_1");
+    ck_assert_str_eq(n->out[1], "Y_h");
+    ck_assert_uint_eq(out->nodes[1]->n_out, 1);
+    gx_graph_destroy(&out);
+}
+END_TEST
+
+/* Every feature gexec lacks is named, and all of them in one message. */
+START_TEST(test_onnx_unsupported)
+{
+    static const struct {
+        int type;
+        const char *msg;
+    } attrs[] = {
+        {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS, "type STRINGS"},
+        {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS, "type TENSORS"},
+        {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS, "type GRAPHS"},
+        {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR, "type SPARSE_TENSOR"},
+        {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS, "type SPARSE_TENSORS"},
+        {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO, "type TYPE_PROTO"},
+        {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTOS, "type TYPE_PROTOS"},
+        {77, "type unknown (77)"},
+    };
+    char err[2048];
+    gx_graph *out = NULL;
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        Onnx__GraphProto *g = s_graph("g");
+        Onnx__NodeProto *n = s_node("Op", "n", "", "y");
+        s_attr(n, "a", attrs[i].type);
+        ADD(g, node, n);
+        ADD(g, output, s_vi("y", NULL));
+        ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+                   "graph.node[0] (Op 'n'): attribute 'a'", attrs[i].msg);
+    }
+
+    /* several problems: every one named, the first one's status */
+    Onnx__GraphProto *g = s_graph("g");
+    ADD(g, input, s_vi("s", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, (int64_t[]){1})));
+    Onnx__TypeProto *seq = s_new(sizeof *seq);
+    onnx__type_proto__init(seq);
+    seq->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    seq->sequence_type = s_new(sizeof *seq->sequence_type);
+    onnx__type_proto__sequence__init(seq->sequence_type);
+    ADD(g, input, s_vi("q", seq));
+    Onnx__NodeProto *n = s_node("A", "a", "", "y");
+    s_attr(n, "strs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    ADD(g, node, n);
+    ADD(g, node, n = s_node("B", "b", "", "z"));
+    s_attr(n, "r", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)->ref_attr_name = s_str("outer");
+    ADD(g, node, n = s_node("C", NULL, "", "w"));
+    n->domain = s_str("ai.onnx.ml");
+    ADD(g, node, s_node("Relu", "fine", "y", "v"));
+    ADD(g, output, s_vi("v", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EDTYPE, err,
+               "5 unsupported features", "input 's': element type STRING",
+               "input 'q': sequence values are not supported", "(A 'a'): attribute 'strs'",
+               "(B 'b'): attribute 'r': references attribute 'outer'",
+               "graph.node[2] (C): operator domain 'ai.onnx.ml'");
+    ck_assert_ptr_null(strstr(err, "fine"));
+
+    /* many: the message is capped and says how many it left out */
+    g = s_graph("g");
+    for (int i = 0; i < CAP; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "a_node_with_a_rather_long_name_to_fill_the_message_%d", i);
+        ADD(g, node, n = s_node("Op", name, "", "y"));
+        n->domain = s_str("com.example.some.long.domain.name");
+    }
+    ADD(g, output, s_vi("y", NULL));
+    char big[8192];
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, big, sizeof big), GX_EUNSUPPORTED, big,
+               "16 unsupported features", "more");
+    ck_assert_uint_lt(strlen(big), 2300);
+
+    /* an op whose older opset meant something else is refused in it */
+    g = s_graph("g");
+    ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, (int64_t[]){2, 3})));
+    ADD(g, node, s_node("Softmax", "sm", "x", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 12), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "(Softmax 'sm'): Softmax of opset 12 is not supported", "coerces the input to 2-D");
+    ck_assert_int_eq(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_OK);
+    gx_graph_destroy(&out);
+
+    /* opsets: other domains and versions, all in one error */
+    Onnx__ModelProto *m = s_model(s_mlp(), "ai.onnx.ml", 3);
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "opset_import: ai.onnx.ml version 3 not supported");
+    m = s_model(s_mlp(), "", 6);
+    Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
+    onnx__operator_set_id_proto__init(o);
+    o->domain = s_str("ai.onnx.preview.training");
+    o->has_version = 1;
+    o->version = 1;
+    m->opset_import[m->n_opset_import++] = o;
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err, "ai.onnx version 6",
+               "ai.onnx.preview.training version 1");
+    ASSERT_ERR(s_parse(s_model(s_mlp(), "", 19), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "ai.onnx version 19", "7 to 18");
+    ASSERT_ERR(s_parse(s_model(s_mlp(), NULL, 0), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "imports no ai.onnx opset");
+}
+END_TEST
+
+START_TEST(test_onnx_malformed_models)
+{
+    char err[1024];
+    gx_graph *out = NULL;
+    struct {
+        Onnx__GraphProto *g;
+        int status;
+        const char *msg;
+    } cases[12];
+    size_t nc = 0;
+    Onnx__GraphProto *g;
+    Onnx__NodeProto *n;
+
+    cases[nc++] = (typeof(cases[0])){s_graph("g"), GX_EFORMAT, "graph.input[0]: input without a name"};
+    ADD(cases[nc - 1].g, input, s_vi("", s_type(1, 0, NULL)));
+    cases[nc++] = (typeof(cases[0])){s_graph("g"), GX_EFORMAT, "graph input 'x' has no tensor element type"};
+    ADD(cases[nc - 1].g, input, s_vi("x", NULL));
+    cases[nc++] = (typeof(cases[0])){s_graph("g"), GX_EUNSUPPORTED, "graph input 'x' has no shape"};
+    ADD(cases[nc - 1].g, input, s_vi("x", s_type(1, -1, NULL)));
+    cases[nc++] = (typeof(cases[0])){s_graph("g"), GX_EFORMAT, "input 'x': dim 1 is negative"};
+    ADD(cases[nc - 1].g, input, s_vi("x", s_type(1, 2, (int64_t[]){2, -5})));
+    cases[nc++] = (typeof(cases[0])){s_graph("g"), GX_EUNSUPPORTED, "input 'x' has 9 dims"};
+    ADD(cases[nc - 1].g, input, s_vi("x", s_type(1, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1})));
+    cases[nc++] = (typeof(cases[0])){g = s_graph("g"), GX_EFORMAT, "node without an op_type"};
+    ADD(g, node, n = s_node("", "n", "", "y"));
+    cases[nc++] = (typeof(cases[0])){g = s_graph("g"), GX_EATTR, "attribute 'a': given twice"};
+    ADD(g, node, n = s_node("Op", "n", "", "y"));
+    s_attr(n, "a", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    s_attr(n, "a", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    cases[nc++] = (typeof(cases[0])){g = s_graph("g"), GX_EFORMAT, "attribute 'a': type UNDEFINED"};
+    ADD(g, node, n = s_node("Op", "n", "", "y"));
+    s_attr(n, "a", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED);
+    cases[nc++] = (typeof(cases[0])){g = s_graph("g"), GX_EATTR, "attribute 's': string contains a NUL"};
+    ADD(g, node, n = s_node("Op", "n", "", "y"));
+    Onnx__AttributeProto *a = s_attr(n, "s", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    a->s.data = s_copy("a\0b", 3);
+    a->s.len = 3;
+    cases[nc++] = (typeof(cases[0])){g = s_graph("g"), GX_EFORMAT, "GRAPH attribute without a graph"};
+    ADD(g, node, n = s_node("Op", "n", "", "y"));
+    s_attr(n, "g", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    cases[nc++] = (typeof(cases[0])){g = s_graph("g"), GX_EFORMAT, "initializer without a name"};
+    ADD(g, initializer, s_f32(NULL, 0, NULL, (float[]){1}, 1));
+    for (size_t i = 0; i < nc; i++) {
+        ADD(cases[i].g, output, s_vi("y", NULL));
+        ASSERT_ERR(s_parse(s_model(cases[i].g, "", 13), &out, err, sizeof err), cases[i].status,
+                   err, cases[i].msg);
+    }
+    /* no graph; a graph with an unnamed output */
+    Onnx__ModelProto *m = s_model(s_mlp(), "", 13);
+    m->graph = NULL;
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EFORMAT, err, "the model has no graph");
+    g = s_mlp();
+    ADD(g, output, s_vi("", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EFORMAT, err,
+               "output without a name");
+    /* not protobuf at all */
+    ASSERT_ERR(gx_graph_parse_onnx("\xff\xff\xff", 3, NULL, &out, err, sizeof err), GX_EFORMAT,
+               err, "<onnx>: malformed protobuf");
+    ASSERT_ERR(gx_graph_parse_onnx("", 0, NULL, &out, err, sizeof err), GX_EFORMAT, err,
+               "no graph");
+    ASSERT_ERR(gx_graph_parse_onnx(NULL, 4, NULL, &out, err, sizeof err), GX_EINVAL, err, "NULL");
+    ck_assert_int_eq(gx_graph_parse_onnx("", 0, NULL, NULL, err, sizeof err), GX_EINVAL);
+    ASSERT_ERR(gx_graph_load_onnx("/nonexistent/model.onnx", &out, err, sizeof err), GX_EIO, err,
+               "/nonexistent/model.onnx");
+    ASSERT_ERR(gx_graph_load_onnx("/tmp", &out, err, sizeof err), GX_EIO, err, "not a regular file");
+}
+END_TEST
+
+/* A model with a bit of everything, for the hostile-bytes tests. */
+static Onnx__ModelProto *s_rich_model(void)
+{
+    Onnx__GraphProto *g = s_mlp();
+    Onnx__NodeProto *n = s_node("If", "if", "c", "z");
+    Onnx__AttributeProto *a = s_attr(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = s_mlp();
+    a = s_attr(n, "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->n_floats = 2;
+    a->floats = s_copy((float[]){1, 2}, 8);
+    a = s_attr(n, "t", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    a->t = s_tensor(NULL, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, (int64_t[]){2}, (int64_t[]){3, 4}, 16);
+    ADD(g, node, n);
+    return s_model(g, "", 13);
+}
+
+START_TEST(test_onnx_truncated_and_mutated)
+{
+    size_t len;
+    uint8_t *good = s_pack(&s_rich_model()->base, &len);
+    char err[1024];
+    gx_graph *out = NULL;
+    ck_assert_int_eq(gx_graph_parse_onnx(good, len, NULL, &out, err, sizeof err), GX_OK);
+    gx_graph_destroy(&out);
+    /* Every prefix either cuts a field or drops the graph or the opsets
+     * (written last): always an error. Each on the heap, so ASan sees reads
+     * past its end. */
+    for (size_t k = 0; k < len; k++) {
+        uint8_t *p = malloc(k ? k : 1);
+        memcpy(p, good, k);
+        int rc = gx_graph_parse_onnx(p, k, NULL, &out, err, sizeof err);
+        free(p);
+        ck_assert_msg(rc < 0, "prefix of %zu bytes parsed", k);
+        ck_assert_ptr_null(out);
+        ck_assert(*err);
+    }
+    /* Every bit flipped, and every byte set to a few values: an error or a
+     * graph, never a crash. */
+    uint8_t *p = malloc(len);
+    for (size_t k = 0; k < len; k++) {
+        static const uint8_t vals[] = {0x00, 0x7f, 0x80, 0xff};
+        for (int b = 0; b < 8 + 4; b++) {
+            memcpy(p, good, len);
+            p[k] = b < 8 ? (uint8_t)(p[k] ^ (1u << b)) : vals[b - 8];
+            int rc = gx_graph_parse_onnx(p, len, NULL, &out, err, sizeof err);
+            ck_assert(rc < 0 ? out == NULL && *err : out != NULL);
+            gx_graph_destroy(&out);
+        }
+    }
+    free(p);
+    /* random bytes */
+    srand(7);
+    uint8_t buf[512];
+    for (int i = 0; i < 2000; i++) {
+        size_t n = (size_t)rand() % sizeof buf;
+        for (size_t k = 0; k < n; k++)
+            buf[k] = (uint8_t)rand();
+        int rc = gx_graph_parse_onnx(buf, n, NULL, &out, err, sizeof err);
+        ck_assert(rc < 0 ? out == NULL && *err : out != NULL);
+        gx_graph_destroy(&out);
+        gx_tensor *t = NULL;
+        rc = gx_tensor_parse_onnx(buf, n, &t, err, sizeof err);
+        ck_assert(rc < 0 ? t == NULL && *err : t != NULL);
+        gx_tensor_destroy(&t);
+    }
+}
+END_TEST
+
+/* Nesting and allocation limits hold before protobuf-c sees the bytes. */
+START_TEST(test_onnx_hostile_limits)
+{
+    char err[1024];
+    gx_graph *out = NULL;
+    /* 1000 levels of graph { node { attribute { g { node ... */
+    size_t levels = 1000, cap = levels * 3 * 6 + 16, len = 0;
+    uint8_t *buf = malloc(cap);
+    /* built inside out: each level wraps the previous bytes */
+    static const uint8_t tags[3] = {0x32 /* Attribute.g = 6 */, 0x2a /* Node.attribute = 5 */,
+                                    0x0a /* Graph.node = 1 */};
+    uint8_t *tmp = malloc(cap);
+    for (size_t l = 0; l < levels * 3 && len + 8 < cap; l++) {
+        size_t hdr = 0;
+        tmp[hdr++] = tags[l % 3];
+        for (size_t v = len; ; v >>= 7) {
+            tmp[hdr++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+            if (v < 0x80)
+                break;
+        }
+        memcpy(tmp + hdr, buf, len);
+        memcpy(buf, tmp, hdr + len);
+        len += hdr;
+    }
+    /* ModelProto.graph = 7 */
+    tmp[0] = 0x3a;
+    size_t hdr = 1;
+    for (size_t v = len; ; v >>= 7) {
+        tmp[hdr++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+        if (v < 0x80)
+            break;
+    }
+    memcpy(tmp + hdr, buf, len);
+    ASSERT_ERR(gx_graph_parse_onnx(tmp, hdr + len, NULL, &out, err, sizeof err), GX_ELIMIT, err,
+               "nest deeper");
+    free(buf);
+    free(tmp);
+
+    /* 8 MB of empty nodes: small bytes, large structs */
+    size_t n = 4u << 20;
+    buf = malloc(2 * n + 16);
+    len = 0;
+    buf[len++] = 0x3a;
+    size_t body = 2 * n;
+    for (size_t v = body; ; v >>= 7) {
+        buf[len++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+        if (v < 0x80)
+            break;
+    }
+    for (size_t i = 0; i < n; i++) {
+        buf[len++] = 0x0a;
+        buf[len++] = 0x00;
+    }
+    ASSERT_ERR(gx_graph_parse_onnx(buf, len, NULL, &out, err, sizeof err), GX_ELIMIT, err,
+               "decoding would allocate");
+    free(buf);
+
+    /* a node with more attributes than any op has */
+    Onnx__GraphProto *ga = s_graph("attrs");
+    Onnx__NodeProto *na = s_node("Op", "n", "", "y");
+    na->attribute = s_new(300 * sizeof *na->attribute);
+    for (int i = 0; i < 300; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "a%d", i);
+        s_attr_i(na, name, i);
+    }
+    ADD(ga, node, na);
+    ADD(ga, output, s_vi("y", NULL));
+    ASSERT_ERR(s_parse(s_model(ga, "", 13), &out, err, sizeof err), GX_ELIMIT, err,
+               "300 attributes (at most 256)");
+
+    /* subgraphs deeper than the importer's limit (but within protobuf's) */
+    Onnx__GraphProto *g = s_graph("g0"), *cur = g;
+    for (int i = 0; i < 18; i++) {
+        Onnx__NodeProto *nd = s_node("If", NULL, "c", "y");
+        Onnx__AttributeProto *a = s_attr(nd, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+        a->g = s_graph("sub");
+        ADD(cur, node, nd);
+        ADD(cur, output, s_vi("y", NULL));
+        cur = a->g;
+    }
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_ELIMIT, err,
+               "subgraphs nest deeper than 16 levels");
+}
+END_TEST
+
+/* ---- external data ------------------------------------------------------ */
+
+static void s_write(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+static Onnx__TensorProto *s_external(const char *name, int64_t n, const char *loc,
+                                     const char *off, const char *length)
+{
+    Onnx__TensorProto *t = s_tensor(name, 1, 1, (int64_t[]){n}, NULL, 0);
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    t->external_data = s_new(4 * sizeof *t->external_data);
+    const char *kv[3][2] = {{"location", loc}, {"offset", off}, {"length", length}};
+    for (int i = 0; i < 3; i++) {
+        if (!kv[i][1])
+            continue;
+        Onnx__StringStringEntryProto *e = s_new(sizeof *e);
+        onnx__string_string_entry_proto__init(e);
+        e->key = s_str(kv[i][0]);
+        e->value = s_str(kv[i][1]);
+        t->external_data[t->n_external_data++] = e;
+    }
+    return t;
+}
+
+/* Write a model whose only initializer is t to dir/model.onnx; load it. */
+static int s_load_external(const char *dir, Onnx__TensorProto *t, gx_graph **out, char *err,
+                           size_t errlen)
+{
+    Onnx__GraphProto *g = s_graph("ext");
+    ADD(g, initializer, t);
+    ADD(g, output, s_vi(t->name, NULL));
+    size_t len;
+    uint8_t *buf = s_pack(&s_model(g, "", 13)->base, &len);
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    s_write(path, buf, len);
+    return gx_graph_load_onnx(path, out, err, errlen);
+}
+
+START_TEST(test_onnx_external_data)
+{
+    char *dir = gxt_tmpdir(), path[512], err[1024];
+    float w[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    snprintf(path, sizeof path, "%s/sub", dir);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/sub/w.bin", dir);
+    s_write(path, w, sizeof w);
+    gx_graph *out = NULL;
+
+    ck_assert_msg(s_load_external(dir, s_external("w", 3, "sub/w.bin", "8", "12"), &out, err,
+                                  sizeof err) == GX_OK, "%s", err);
+    ck_assert_uint_eq(out->n_consts, 1);
+    ck_assert_float_eq(((float *)out->consts[0].t->data)[0], 2.0f);
+    ck_assert_float_eq(((float *)out->consts[0].t->data)[2], 4.0f);
+    gx_graph_destroy(&out);
+    /* no length: the rest of the file */
+    ck_assert_msg(s_load_external(dir, s_external("w", 6, "sub/w.bin", "8", NULL), &out, err,
+                                  sizeof err) == GX_OK, "%s", err);
+    ck_assert_float_eq(((float *)out->consts[0].t->data)[5], 7.0f);
+    gx_graph_destroy(&out);
+    /* a tensor file with external data, relative to its own directory */
+    Onnx__TensorProto *tp = s_external("w", 2, "w.bin", NULL, "8");
+    size_t len;
+    uint8_t *buf = s_pack(&tp->base, &len);
+    snprintf(path, sizeof path, "%s/sub/t.pb", dir);
+    s_write(path, buf, len);
+    gx_tensor *t = NULL;
+    ck_assert_msg(gx_tensor_load_onnx(path, &t, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_float_eq(((const float *)gx_tensor_cdata(t))[1], 1.0f);
+    gx_tensor_destroy(&t);
+    /* ... but not from memory */
+    ASSERT_ERR(gx_tensor_parse_onnx(buf, len, &t, err, sizeof err), GX_EUNSUPPORTED, err,
+               "tensor 'w'", "needs the model's directory");
+
+    static const struct {
+        const char *loc, *off, *length;
+        int64_t n;
+        int status;
+        const char *msg;
+    } bad[] = {
+        {"/etc/passwd", NULL, NULL, 1, GX_EFORMAT, "must be a relative path"},
+        {"../w.bin", NULL, NULL, 1, GX_EFORMAT, "must be a relative path"},
+        {"sub/../../x", NULL, NULL, 1, GX_EFORMAT, "no '..'"},
+        {"", NULL, NULL, 1, GX_EFORMAT, "must be a relative path"},
+        {NULL, NULL, NULL, 1, GX_EFORMAT, "without a location"},
+        {"sub/missing.bin", NULL, NULL, 1, GX_EIO, "missing.bin"},
+        {"sub", NULL, NULL, 1, GX_EIO, "not a regular file"},
+        {"sub/w.bin", "33", NULL, 1, GX_EFORMAT, "run past the end"},
+        {"sub/w.bin", "16", "20", 5, GX_EFORMAT, "run past the end"},
+        {"sub/w.bin", "0", "8", 3, GX_EFORMAT, "8 bytes, but dtype and shape need 12"},
+        {"sub/w.bin", NULL, NULL, 3, GX_EFORMAT, "32 bytes, but dtype and shape need 12"},
+        {"sub/w.bin", "-4", NULL, 1, GX_EFORMAT, "offset '-4' is not a size"},
+        {"sub/w.bin", "0", "4x", 1, GX_EFORMAT, "length '4x' is not a size"},
+        {"sub/w.bin", "99999999999999999999", NULL, 1, GX_EFORMAT, "is not a size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tp = s_external("w", bad[i].n, bad[i].loc, bad[i].off, bad[i].length);
+        ASSERT_ERR(s_load_external(dir, tp, &out, err, sizeof err), bad[i].status, err,
+                   "graph.initializer[0] 'w'", bad[i].msg);
+        ck_assert_ptr_null(out);
+    }
+    /* gx_graph_parse_onnx without base_dir refuses external data */
+    Onnx__GraphProto *g = s_graph("ext");
+    ADD(g, initializer, s_external("w", 2, "sub/w.bin", NULL, "8"));
+    ADD(g, output, s_vi("w", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "needs the model's directory");
+    /* with base_dir it reads */
+    buf = s_pack(&s_model(g, "", 13)->base, &len);
+    ck_assert_msg(gx_graph_parse_onnx(buf, len, dir, &out, err, sizeof err) == GX_OK, "%s", err);
+    gx_graph_destroy(&out);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* ---- the ONNX node tests ------------------------------------------------ */
+
+static int s_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every model.onnx of the ONNX node tests loads, or is refused for a
+ * feature gexec lacks with a message; their tensors load likewise. */
+START_TEST(test_onnx_node_tests_load)
+{
+    DIR *d = opendir(NODE_TESTS);
+    if (!d) {
+        fprintf(stderr, "onnx: %s not found; node test models not checked\n", NODE_TESTS);
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        ck_assert(gx_grow(&names, &cap, n + 1, sizeof *names));
+        names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, s_cmp_str);
+    size_t loaded = 0, refused = 0, tensors = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[1024], err[4096] = "";
+        gx_graph *g = NULL;
+        snprintf(path, sizeof path, "%s/%s/model.onnx", NODE_TESTS, names[i]);
+        int rc = gx_graph_load_onnx(path, &g, err, sizeof err);
+        if (rc == GX_OK) {
+            ck_assert_ptr_nonnull(g);
+            loaded++;
+        } else {
+            ck_assert_msg(rc == GX_EUNSUPPORTED || rc == GX_EDTYPE || rc == GX_EATTR,
+                          "%s: %s: %s", names[i], gx_status_name(rc), err);
+            ck_assert_msg(strncmp(err, path, strlen(path)) == 0 && strlen(err) > strlen(path) + 10,
+                          "%s: unclear message: %s", names[i], err);
+            refused++;
+        }
+        gx_graph_destroy(&g);
+        for (int k = 0; rc == GX_OK; k++) {
+            gx_tensor *t = NULL;
+            snprintf(path, sizeof path, "%s/%s/test_data_set_0/input_%d.pb", NODE_TESTS, names[i], k);
+            if (access(path, R_OK) != 0)
+                break;
+            int trc = gx_tensor_load_onnx(path, &t, err, sizeof err);
+            ck_assert_msg(trc == GX_OK || trc == GX_EDTYPE, "%s: %s", path, err);
+            tensors += trc == GX_OK;
+            gx_tensor_destroy(&t);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    fprintf(stderr, "onnx: node tests: %zu models loaded, %zu refused, %zu inputs read\n", loaded,
+            refused, tensors);
+    ck_assert_uint_gt(loaded, 800);
+}
+END_TEST
+
+/* ---- end to end --------------------------------------------------------- */
+
+static int s_sh(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int s_sh(char *out, size_t len, const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* gexec-submit runs an .onnx model as it runs a YAML graph; the library
+ * runs the imported graph inline too. */
+START_TEST(test_onnx_submit_e2e)
+{
+    /* y = Relu(x W + b), with a Constant node and a symbolic batch */
+    Onnx__GraphProto *g = s_mlp();
+    g->node[0]->output[0] = s_str("m");
+    Onnx__NodeProto *n = s_node("Constant", NULL, "", "b");
+    Onnx__AttributeProto *a = s_attr(n, "value_floats", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->n_floats = 2;
+    a->floats = s_copy((float[]){-10, 0.5f}, 8);
+    g->node[2] = g->node[1]; /* the Relu */
+    g->node[1] = s_node("Add", "add", "m,b", "h");
+    g->node[3] = n;
+    g->n_node = 4;
+    size_t len;
+    uint8_t *buf = s_pack(&s_model(g, "", 13)->base, &len);
+    char *dir = gxt_tmpdir(), path[512], xpath[512], out[8192], err[512];
+    snprintf(path, sizeof path, "%s/mlp.onnx", dir);
+    s_write(path, buf, len);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){2, 3});
+    float *xp = gx_tensor_data(x);
+    for (int i = 0; i < 6; i++)
+        xp[i] = (float)i;
+    snprintf(xpath, sizeof xpath, "%s/x.npy", dir);
+    ck_assert_int_eq(gx_npy_save(xpath, x, err, sizeof err), GX_OK);
+    /* x W = [[13,16],[40,52]]; + b = [[3,16.5],[30,52.5]] */
+    static const float want[4] = {3, 16.5f, 30, 52.5f};
+
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
+    int rc = s_sh(out, sizeof out, "%s --socket %s run %s -i x=%s -o %s/out 2>&1", bin,
+                  d.endpoint, path, xpath, dir);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    char ypath[600];
+    snprintf(ypath, sizeof ypath, "%s/out/y.npy", dir);
+    gx_tensor *y = NULL;
+    ck_assert_msg(gx_npy_load(ypath, &y, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_int_eq(gx_tensor_ndim(y), 2);
+    ck_assert(gxt_allclose(gx_tensor_cdata(y), want, 4, 1e-6f, 0));
+    gx_tensor_destroy(&y);
+    rc = s_sh(out, sizeof out, "%s --socket %s load %s 2>&1", bin, d.endpoint, path);
+    ck_assert_msg(rc == 0 && strlen(out) == 65, "exit %d: %s", rc, out);
+    /* an import error is one line naming the file */
+    snprintf(ypath, sizeof ypath, "%s/bad.onnx", dir);
+    s_write(ypath, "\x0a\xff", 2);
+    rc = s_sh(out, sizeof out, "%s --socket %s run %s 2>&1", bin, d.endpoint, ypath);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(out, "bad.onnx: malformed protobuf") && !strchr(out, '\n')[1], "%s", out);
+
+    /* through the library, the graph inline */
+    gx_graph *gg = NULL;
+    ck_assert_msg(gx_graph_load_onnx(path, &gg, err, sizeof err) == GX_OK, "%s", err);
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_ptr_nonnull(c);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, gg);
+    gx_request_add_input(rq, "x", x);
+    gx_result *r = NULL;
+    rc = gx_client_run(c, rq, &r);
+    ck_assert_msg(rc == GX_OK, "%s", r ? gx_result_message(r) : gx_client_last_error(c));
+    ck_assert(gxt_allclose(gx_tensor_cdata(gx_result_output(r, 0)), want, 4, 1e-6f, 0));
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    /* the daemon wants a dtype and a shape for the inputs of the graph it runs */
+    gx_graph *un = gx_graph_new("untyped");
+    ck_assert_int_eq(gx_graph_add_input_decl(un, "x", GX_DTYPE_COUNT, -1, NULL), GX_OK);
+    gx_graph_add_node(un, "Relu", NULL, 1, (const char *[]){"x"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(un, "y");
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, un, &id), GX_EGRAPH);
+    ck_assert_ptr_nonnull(strstr(gx_client_last_error(c), "graph input 'x' needs a dtype and a shape"));
+    gx_graph_destroy(&un);
+    gx_client_destroy(&c);
+    gx_graph_destroy(&gg);
+    gx_tensor_destroy(&x);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+Suite *onnx_suite(void)
+{
+    Suite *s = suite_create("onnx");
+    TCase *tc = tcase_create("import");
+    tcase_add_checked_fixture(tc, NULL, s_arena_free);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_onnx_graph);
+    tcase_add_test(tc, test_onnx_node_names);
+    tcase_add_test(tc, test_onnx_attributes);
+    tcase_add_test(tc, test_onnx_constant_nodes);
+    tcase_add_test(tc, test_onnx_typed_fields);
+    tcase_add_test(tc, test_onnx_tensor_errors);
+    tcase_add_test(tc, test_onnx_subgraphs);
+    tcase_add_test(tc, test_onnx_omitted_values);
+    tcase_add_test(tc, test_onnx_unsupported);
+    tcase_add_test(tc, test_onnx_malformed_models);
+    tcase_add_test(tc, test_onnx_truncated_and_mutated);
+    tcase_add_test(tc, test_onnx_hostile_limits);
+    tcase_add_test(tc, test_onnx_external_data);
+    tcase_add_test(tc, test_onnx_node_tests_load);
+    tcase_add_test(tc, test_onnx_submit_e2e);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,764 @@
+/*
+ * conformance: run the ONNX backend node tests through a real gexecd.
+ *
+ *   conformance [-e ENDPOINT] [-d DATA_DIR] [-v] [-j] [FILTER...]
+ *
+ * For every case directory of DATA_DIR (default
+ * /usr/share/libonnx-testdata/data/node, sorted) whose name contains one of
+ * the FILTERs (all without any): load model.onnx with gx_graph_load_onnx
+ * and test_data_set_0/input_<N>.pb (N in the order of the graph's inputs),
+ * run the graph inline with gx_client_run (30 s), and compare each output
+ * with output_<N>.pb: same dtype and shape, floats within rtol 1e-3 + atol
+ * 1e-5 (NaN equals NaN; f16/bf16 compared as f32; bfloat16 within one of
+ * its ulps, 2^-7 relative, as ONNX 1.12's data truncates where gexec rounds
+ * to nearest), integers and bools exactly. A case is
+ *   PASS         all outputs match;
+ *   UNSUPPORTED  the importer or the daemon refuses it with GX_EOP,
+ *                GX_EUNSUPPORTED, GX_EDTYPE or GX_EATTR (which includes
+ *                inputs or outputs that are sequences, maps or optionals),
+ *                or its test data contradicts the model's own input
+ *                declarations (a broken case; bfloat16 data stored as
+ *                uint16, as numpy has no bfloat16, is read as bfloat16);
+ *   FAIL         anything else: wrong values, shape or dtype, other errors,
+ *                timeouts, the daemon dying.
+ * Prints FAIL and UNSUPPORTED lines (-v: PASS lines too, and a summary of
+ * the unsupported cases by op), then "conformance: P passed, F failed,
+ * U unsupported (N cases)". -j prints one JSON object a case instead
+ * ({"case", "result", "reason"}) and a final JSON summary. Exits 1 if a
+ * case failed, 2 on usage or set-up errors, else 0.
+ *
+ * Without -e it starts the build tree's gexecd ($GEXEC_DAEMON, else
+ * ../daemon/gexecd next to this program) in the foreground on a temporary
+ * socket, restarts it when it dies or hangs (that case FAILs) and stops it
+ * at the end.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libclient/internal.h"
+#include "libclient/onnx.pb-c.h"
+
+#define DEFAULT_DATA "/usr/share/libonnx-testdata/data/node"
+#define RUN_TIMEOUT_MS 30000
+#define RTOL 1e-3
+#define ATOL 1e-5
+
+typedef enum result { R_PASS, R_FAIL, R_UNSUPPORTED } result;
+static const char *const s_result_names[] = {"PASS", "FAIL", "UNSUPPORTED"};
+
+typedef struct daemon_proc {
+    const char *bin; /* NULL: an external daemon (-e) */
+    pid_t pid;
+    char dir[64];
+    char endpoint[128];
+    int restarts;
+    char died[160]; /* how it ended, once it has */
+} daemon_proc;
+
+/* Unsupported cases counted by op, for -v. */
+typedef struct op_count {
+    char op[64];
+    int cases;
+    char example[160]; /* the first reason */
+} op_count;
+
+typedef struct runner {
+    const char *data;
+    const char *endpoint;
+    bool verbose, json;
+    daemon_proc d;
+    gx_client *client;
+    int counts[3];
+    op_count *ops;
+    size_t n_ops, cap_ops;
+} runner;
+
+/* ---- the daemon --------------------------------------------------------- */
+
+static int64_t s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void s_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The gexecd to start: $GEXEC_DAEMON, else ../daemon/gexecd relative to
+ * this program. Static storage. */
+static const char *s_daemon_path(void)
+{
+    static char path[PATH_MAX];
+    const char *env = getenv("GEXEC_DAEMON");
+    if (env && *env)
+        return env;
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return NULL;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    /* a libtool-built program may live in tests/.libs/ */
+    size_t len = strlen(self);
+    if (len >= 6 && strcmp(self + len - 6, "/.libs") == 0)
+        self[len - 6] = '\0';
+    snprintf(path, sizeof path, "%s/../daemon/gexecd", self);
+    return access(path, X_OK) == 0 ? path : NULL;
+}
+
+/* True while our daemon runs (or for an external one); once it has ended,
+ * reaps it and says how in d->died. */
+static bool s_daemon_alive(daemon_proc *d)
+{
+    if (!d->bin || d->pid <= 0)
+        return d->bin == NULL;
+    int st;
+    if (waitpid(d->pid, &st, WNOHANG) != d->pid)
+        return true;
+    d->pid = 0;
+    if (WIFSIGNALED(st))
+        snprintf(d->died, sizeof d->died, "gexecd died of signal %d (%s)", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
+    else
+        snprintf(d->died, sizeof d->died, "gexecd exited with status %d", WEXITSTATUS(st));
+    return false;
+}
+
+static void s_daemon_stop(daemon_proc *d)
+{
+    if (d->bin && d->pid > 0) {
+        kill(d->pid, SIGTERM);
+        int st;
+        for (int i = 0; i < 250 && waitpid(d->pid, &st, WNOHANG) != d->pid; i++)
+            s_sleep_ms(20);
+        if (kill(d->pid, 0) == 0) {
+            kill(d->pid, SIGKILL);
+            waitpid(d->pid, &st, 0);
+        }
+        d->pid = 0;
+    }
+}
+
+/* Start gexecd on ipc://<dir>/gexecd.sock, its log in <dir>/gexecd.log;
+ * wait until it answers PING. */
+static int s_daemon_start(daemon_proc *d)
+{
+    char log[128];
+    snprintf(log, sizeof log, "%s/gexecd.log", d->dir);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* no orphan daemon if the runner is killed */
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+        }
+        execl(d->bin, d->bin, "--foreground", "--socket", d->endpoint, "--log-level", "error",
+              (char *)NULL);
+        fprintf(stderr, "exec %s: %s\n", d->bin, strerror(errno));
+        _exit(127);
+    }
+    d->pid = pid;
+    d->died[0] = '\0';
+    char err[256];
+    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
+    if (!c)
+        return -1;
+    gx_client_set_timeout(c, 200);
+    int rc = GX_ECONNECT;
+    for (int i = 0; i < 100 && rc != GX_OK && s_daemon_alive(d); i++)
+        rc = gx_client_ping(c);
+    gx_client_destroy(&c);
+    if (rc != GX_OK) {
+        fprintf(stderr, "conformance: %s did not start (see %s)\n", d->bin, log);
+        s_daemon_stop(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* (Re)connect the client to the daemon. */
+static int s_connect(runner *r)
+{
+    char err[256];
+    gx_client_destroy(&r->client);
+    r->client = gx_client_new(r->endpoint, err, sizeof err);
+    if (!r->client) {
+        fprintf(stderr, "conformance: %s\n", err);
+        return -1;
+    }
+    gx_client_set_timeout(r->client, RUN_TIMEOUT_MS + 5000);
+    return 0;
+}
+
+/* After the daemon died or hung during a case: a fresh one, a fresh client. */
+static int s_daemon_restart(runner *r)
+{
+    s_daemon_stop(&r->d);
+    r->d.restarts++;
+    if (s_daemon_start(&r->d) < 0)
+        return -1;
+    return s_connect(r);
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+static float s_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    float f;
+    if (exp == 0)
+        f = ldexpf((float)man, -24);
+    else if (exp == 31)
+        f = man ? NAN : INFINITY;
+    else
+        f = ldexpf((float)(man | 0x400), (int)exp - 25);
+    return sign ? -f : f;
+}
+
+static float s_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Element i of a floating-point tensor as a double. */
+static double s_float_at(const gx_tensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case GX_F32: return ((const float *)t->data)[i];
+    case GX_F64: return ((const double *)t->data)[i];
+    case GX_F16: return s_f16_to_f32(((const uint16_t *)t->data)[i]);
+    case GX_BF16: return s_bf16_to_f32(((const uint16_t *)t->data)[i]);
+    case GX_I64: case GX_I32: case GX_I8: case GX_U8: case GX_BOOL: case GX_I16: case GX_U16:
+    case GX_U32: case GX_U64: case GX_DTYPE_COUNT:
+        break;
+    }
+    return NAN;
+}
+
+static bool s_is_float(gx_dtype dt)
+{
+    return dt == GX_F32 || dt == GX_F64 || dt == GX_F16 || dt == GX_BF16;
+}
+
+/* Compare got with want; false with a reason. */
+static bool s_compare(const char *name, const gx_tensor *got, const gx_tensor *want, char *why,
+                      size_t len)
+{
+    char s1[160], s2[160];
+    if (got->dtype != want->dtype) {
+        snprintf(why, len, "output '%s': dtype %s, expected %s", name, gx_dtype_name(got->dtype),
+                 gx_dtype_name(want->dtype));
+        return false;
+    }
+    if (got->ndim != want->ndim ||
+        memcmp(got->shape, want->shape, (size_t)got->ndim * sizeof got->shape[0]) != 0) {
+        snprintf(why, len, "output '%s': shape %s, expected %s", name,
+                 gx_shape_str(got->ndim, got->shape, s1, sizeof s1),
+                 gx_shape_str(want->ndim, want->shape, s2, sizeof s2));
+        return false;
+    }
+    int64_t bad = 0, first = -1;
+    if (s_is_float(got->dtype)) {
+        double rtol = got->dtype == GX_BF16 ? 0x1p-7 : RTOL;
+        for (int64_t i = 0; i < got->numel; i++) {
+            double a = s_float_at(got, i), b = s_float_at(want, i);
+            bool same = a == b || (isnan(a) && isnan(b));
+            if (!same && !(fabs(a - b) <= ATOL + rtol * fabs(b)) && bad++ == 0)
+                first = i;
+        }
+        if (bad)
+            snprintf(why, len, "output '%s': %lld of %lld values differ; first at %lld: got %.9g, expected %.9g",
+                     name, (long long)bad, (long long)got->numel, (long long)first,
+                     s_float_at(got, first), s_float_at(want, first));
+    } else {
+        size_t es = gx_dtype_size(got->dtype);
+        const uint8_t *a = got->data, *b = want->data;
+        for (int64_t i = 0; i < got->numel; i++)
+            if (memcmp(a + (size_t)i * es, b + (size_t)i * es, es) != 0 && bad++ == 0)
+                first = i;
+        if (bad) {
+            int64_t va = 0, vb = 0;
+            memcpy(&va, a + (size_t)first * es, es); /* little-endian: low bytes */
+            memcpy(&vb, b + (size_t)first * es, es);
+            if (es < 8 && got->dtype != GX_U8 && got->dtype != GX_U16 && got->dtype != GX_U32 &&
+                got->dtype != GX_BOOL) {
+                va = (va << (64 - 8 * es)) >> (64 - 8 * es); /* sign-extend */
+                vb = (vb << (64 - 8 * es)) >> (64 - 8 * es);
+            }
+            snprintf(why, len, "output '%s': %lld of %lld values differ; first at %lld: got %lld, expected %lld",
+                     name, (long long)bad, (long long)got->numel, (long long)first, (long long)va,
+                     (long long)vb);
+        }
+    }
+    return bad == 0;
+}
+
+/* ---- cases -------------------------------------------------------------- */
+
+static bool s_unsupported_status(int rc)
+{
+    return rc == GX_EOP || rc == GX_EUNSUPPORTED || rc == GX_EDTYPE || rc == GX_EATTR;
+}
+
+static result s_classify(int rc)
+{
+    return s_unsupported_status(rc) ? R_UNSUPPORTED : R_FAIL;
+}
+
+/* Number of files dir/<prefix>_<N>.pb with N = 0, 1, ... */
+static int s_count_files(const char *dir, const char *prefix)
+{
+    char path[PATH_MAX];
+    int n = 0;
+    for (;; n++) {
+        snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n);
+        if (access(path, R_OK) != 0)
+            return n;
+    }
+}
+
+/* Flatten a message to one line for the report. */
+static void s_one_line(char *s)
+{
+    for (; *s; s++)
+        if (*s == '\n' || *s == '\r' || *s == '\t')
+            *s = ' ';
+}
+
+/* Line the test data up with the model's declarations. numpy has no
+ * bfloat16, so the ONNX test data stores bfloat16 values as uint16 tensors
+ * with the same bits: read those as bfloat16 where the model declares
+ * bfloat16. An input that still contradicts its declaration is a broken test
+ * case (some ONNX 1.12 cases declare one shape and give another): -1 with
+ * the reason, for UNSUPPORTED. */
+static int s_check_test_data(const gx_graph *g, gx_tensor **in, gx_tensor **want, char *why,
+                             size_t len)
+{
+    char s1[160], s2[160];
+    for (size_t i = 0; i < g->n_inputs; i++) {
+        const gx_value_decl *d = &g->inputs[i];
+        bool same = true;
+        if (d->dtype == GX_BF16 && in[i]->dtype == GX_U16)
+            in[i]->dtype = GX_BF16;
+        same = d->dtype == in[i]->dtype && d->ndim == in[i]->ndim;
+        for (int k = 0; same && k < d->ndim; k++)
+            same = d->shape[k] == -1 || d->shape[k] == in[i]->shape[k];
+        if (!same) {
+            snprintf(why, len,
+                     "broken test case: input '%s' is %s %s, but the model declares %s %s",
+                     d->name, gx_dtype_name(in[i]->dtype),
+                     gx_shape_str(in[i]->ndim, in[i]->shape, s1, sizeof s1),
+                     gx_dtype_name(d->dtype), gx_shape_str(d->ndim, d->shape, s2, sizeof s2));
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i].dtype == GX_BF16 && want[i]->dtype == GX_U16)
+            want[i]->dtype = GX_BF16;
+    return 0;
+}
+
+/* Submit rq and wait for its reply, watching that the daemon lives: as
+ * gx_client_run, but a crash is noticed at once. GX_ECONNECT without a
+ * result when nothing came. */
+static int s_run(runner *r, const gx_request *rq, gx_result **res)
+{
+    gx_job *job = NULL;
+    *res = NULL;
+    int rc = gx_client_submit(r->client, rq, &job);
+    int64_t t0 = s_now_ms();
+    while (job) {
+        rc = gx_job_wait(job, 100, res);
+        if (rc != GX_ETIMEDOUT || *res)
+            break;
+        if (!s_daemon_alive(&r->d) || s_now_ms() - t0 > RUN_TIMEOUT_MS + 5000) {
+            rc = GX_ECONNECT;
+            break;
+        }
+    }
+    gx_job_destroy(&job);
+    return rc;
+}
+
+/* Run one case; the reason goes to why. */
+static result s_run_case(runner *r, const char *name, char *why, size_t len)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 64], err[2048];
+    gx_graph *g = NULL;
+    gx_tensor **in = NULL, **want = NULL;
+    gx_request *rq = NULL;
+    gx_result *res = NULL;
+    size_t n_in = 0, n_want = 0;
+    result out = R_FAIL;
+    int rc;
+
+    snprintf(dir, sizeof dir, "%s/%s", r->data, name);
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    if ((rc = gx_graph_load_onnx(path, &g, err, sizeof err)) < 0) {
+        const char *msg = strncmp(err, path, strlen(path)) == 0 ? err + strlen(path) + 2 : err;
+        snprintf(why, len, "import: %s: %s", gx_status_name(rc), msg);
+        return s_classify(rc);
+    }
+    snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/test_data_set_0");
+    n_in = gx_graph_input_count(g);
+    n_want = gx_graph_output_count(g);
+    int files_in = s_count_files(dir, "input"), files_out = s_count_files(dir, "output");
+    if ((size_t)files_in != n_in || (size_t)files_out != n_want) {
+        snprintf(why, len, "the graph has %zu inputs and %zu outputs, the test data %d and %d",
+                 n_in, n_want, files_in, files_out);
+        goto out;
+    }
+    in = calloc(n_in + 1, sizeof *in);
+    want = calloc(n_want + 1, sizeof *want);
+    if (!in || !want) {
+        snprintf(why, len, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n_in + n_want; i++) {
+        bool is_in = i < n_in;
+        size_t k = is_in ? i : i - n_in;
+        snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, is_in ? "input" : "output", k);
+        if ((rc = gx_tensor_load_onnx(path, is_in ? &in[k] : &want[k], err, sizeof err)) < 0) {
+            snprintf(why, len, "test data: %s: %s", gx_status_name(rc), err);
+            out = s_classify(rc);
+            goto out;
+        }
+    }
+
+    if (s_check_test_data(g, in, want, why, len) < 0) {
+        out = R_UNSUPPORTED;
+        goto out;
+    }
+
+    if (!(rq = gx_request_new()) || gx_request_set_graph(rq, g) < 0 ||
+        gx_request_set_deadline_ms(rq, RUN_TIMEOUT_MS) < 0) {
+        snprintf(why, len, "cannot build the request");
+        goto out;
+    }
+    for (size_t i = 0; i < n_in; i++)
+        if ((rc = gx_request_add_input(rq, gx_graph_input_name(g, i), in[i])) < 0) {
+            snprintf(why, len, "input '%s': %s", gx_graph_input_name(g, i), gx_strerror(rc));
+            goto out;
+        }
+    rc = s_run(r, rq, &res);
+    if (!s_daemon_alive(&r->d)) {
+        snprintf(why, len, "%s", r->d.died);
+        if (s_daemon_restart(r) < 0)
+            snprintf(why + strlen(why), len - strlen(why), "; restarting it failed");
+        goto out;
+    }
+    if (rc < 0) {
+        if (res)
+            snprintf(why, len, "run: %s: %s", gx_status_name(rc), gx_result_message(res));
+        else if (rc == GX_ECONNECT)
+            snprintf(why, len, "run: no reply within %d ms", RUN_TIMEOUT_MS + 5000);
+        else
+            snprintf(why, len, "run: %s: %s", gx_status_name(rc), gx_client_last_error(r->client));
+        if (!res && r->d.bin) {
+            /* no reply at all: a hung daemon would fail every later case */
+            snprintf(why + strlen(why), len - strlen(why), " (gexecd restarted)");
+            if (s_daemon_restart(r) < 0)
+                snprintf(why + strlen(why), len - strlen(why), "; restarting it failed");
+        } else if (!res && s_connect(r) < 0) {
+            snprintf(why + strlen(why), len - strlen(why), "; reconnecting failed");
+        }
+        out = res ? s_classify(rc) : R_FAIL;
+        goto out;
+    }
+    for (size_t i = 0; i < n_want; i++) {
+        const char *oname = gx_graph_output_name(g, i);
+        const gx_tensor *got = NULL;
+        for (size_t k = 0; k < gx_result_output_count(res) && !got; k++)
+            if (strcmp(gx_result_output_name(res, k), oname) == 0)
+                got = gx_result_output(res, k);
+        if (!got) {
+            snprintf(why, len, "output '%s' missing from the result", oname);
+            goto out;
+        }
+        if (!s_compare(oname, got, want[i], why, len))
+            goto out;
+    }
+    out = R_PASS;
+out:
+    for (size_t i = 0; in && i < n_in; i++)
+        gx_tensor_destroy(&in[i]);
+    for (size_t i = 0; want && i < n_want; i++)
+        gx_tensor_destroy(&want[i]);
+    free(in);
+    free(want);
+    gx_result_destroy(&res);
+    gx_request_destroy(&rq);
+    gx_graph_destroy(&g);
+    return out;
+}
+
+/* ---- the summary by op -------------------------------------------------- */
+
+static void s_count_op(runner *r, const char *op, const char *why)
+{
+    for (size_t i = 0; i < r->n_ops; i++) {
+        if (strcmp(r->ops[i].op, op) == 0) {
+            r->ops[i].cases++;
+            return;
+        }
+    }
+    if (!gx_grow(&r->ops, &r->cap_ops, r->n_ops + 1, sizeof *r->ops))
+        return;
+    op_count *o = &r->ops[r->n_ops++];
+    memset(o, 0, sizeof *o);
+    snprintf(o->op, sizeof o->op, "%s", op);
+    snprintf(o->example, sizeof o->example, "%s", why);
+    o->cases = 1;
+}
+
+/* Count an unsupported case under each op it names as unknown ("unknown op
+ * 'Conv'"), else under the first op of its model. */
+static void s_note_unsupported(runner *r, const char *name, const char *why)
+{
+    char seen[1024] = "|";
+    bool named = false;
+    for (const char *p = why; (p = strstr(p, "unknown op '")) != NULL;) {
+        p += strlen("unknown op '");
+        const char *q = strchr(p, '\'');
+        if (!q)
+            break;
+        char op[64], key[70];
+        snprintf(op, sizeof op, "%.*s", (int)(q - p < 63 ? q - p : 63), p);
+        snprintf(key, sizeof key, "|%s|", op);
+        if (!strstr(seen, key) && strlen(seen) + strlen(key) < sizeof seen) {
+            strcat(seen, key + 1);
+            s_count_op(r, op, why);
+        }
+        named = true;
+        p = q;
+    }
+    if (named)
+        return;
+    char path[PATH_MAX];
+    char op[64] = "?";
+    snprintf(path, sizeof path, "%s/%s/model.onnx", r->data, name);
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        uint8_t *buf = NULL;
+        size_t n = 0, cap = 0;
+        for (;;) {
+            if (n == cap && !gx_grow(&buf, &cap, n + 65536, 1))
+                break;
+            size_t got = fread(buf + n, 1, cap - n, f);
+            if (!got)
+                break;
+            n += got;
+        }
+        fclose(f);
+        Onnx__ModelProto *m = buf ? onnx__model_proto__unpack(NULL, n, buf) : NULL;
+        if (m && m->graph && m->graph->n_node && m->graph->node[0]->op_type)
+            snprintf(op, sizeof op, "%s", m->graph->node[0]->op_type);
+        if (m)
+            onnx__model_proto__free_unpacked(m, NULL);
+        free(buf);
+    }
+    s_count_op(r, op, why);
+}
+
+static int s_cmp_ops(const void *a, const void *b)
+{
+    const op_count *x = a, *y = b;
+    return x->cases != y->cases ? y->cases - x->cases : strcmp(x->op, y->op);
+}
+
+static void s_print_summary(runner *r)
+{
+    if (!r->n_ops)
+        return;
+    qsort(r->ops, r->n_ops, sizeof *r->ops, s_cmp_ops);
+    printf("unsupported cases by op (a case counts under every op it lacks; cases, first reason):\n");
+    for (size_t i = 0; i < r->n_ops; i++)
+        printf("  %-24s %4d  %s\n", r->ops[i].op, r->ops[i].cases, r->ops[i].example);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void s_json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+static int s_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool s_wanted(const char *name, char **filters, int n_filters)
+{
+    if (n_filters == 0)
+        return true;
+    for (int i = 0; i < n_filters; i++)
+        if (strstr(name, filters[i]))
+            return true;
+    return false;
+}
+
+static int s_rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static void s_usage(FILE *f)
+{
+    fprintf(f, "usage: conformance [-e ENDPOINT] [-d DATA_DIR] [-v] [-j] [FILTER...]\n"
+               "  -e EP   use the gexecd at EP (default: start the build tree's gexecd)\n"
+               "  -d DIR  the ONNX node tests (default " DEFAULT_DATA ")\n"
+               "  -v      print PASS lines and a summary of unsupported cases by op\n"
+               "  -j      one JSON object per case, and a JSON summary\n"
+               "Runs the cases whose names contain any FILTER (all without one).\n");
+}
+
+int main(int argc, char **argv)
+{
+    runner r = {.data = DEFAULT_DATA};
+    int opt, status = 2;
+    while ((opt = getopt(argc, argv, "e:d:vjh")) != -1) {
+        switch (opt) {
+        case 'e': r.endpoint = optarg; break;
+        case 'd': r.data = optarg; break;
+        case 'v': r.verbose = true; break;
+        case 'j': r.json = true; break;
+        case 'h': s_usage(stdout); return 0;
+        default: s_usage(stderr); return 2;
+        }
+    }
+    char **filters = argv + optind;
+    int n_filters = argc - optind;
+
+    DIR *dp = opendir(r.data);
+    if (!dp) {
+        fprintf(stderr, "conformance: %s: %s\n", r.data, strerror(errno));
+        return 2;
+    }
+    char **cases = NULL;
+    size_t n_cases = 0, cap_cases = 0;
+    struct dirent *de;
+    while ((de = readdir(dp)) != NULL) {
+        char model[PATH_MAX];
+        if (de->d_name[0] == '.' || !s_wanted(de->d_name, filters, n_filters))
+            continue;
+        snprintf(model, sizeof model, "%s/%s/model.onnx", r.data, de->d_name);
+        if (access(model, R_OK) != 0)
+            continue;
+        char *copy = gx_strdup(de->d_name);
+        if (!copy || !gx_grow(&cases, &cap_cases, n_cases + 1, sizeof *cases)) {
+            free(copy);
+            fprintf(stderr, "conformance: out of memory\n");
+            closedir(dp);
+            goto free_cases;
+        }
+        cases[n_cases++] = copy;
+    }
+    closedir(dp);
+    qsort(cases, n_cases, sizeof *cases, s_cmp_str);
+
+    if (!r.endpoint) {
+        r.d.bin = s_daemon_path();
+        if (!r.d.bin) {
+            fprintf(stderr, "conformance: gexecd not found (set GEXEC_DAEMON)\n");
+            goto free_cases;
+        }
+        snprintf(r.d.dir, sizeof r.d.dir, "/tmp/gexec-conformance-XXXXXX");
+        if (!mkdtemp(r.d.dir)) {
+            fprintf(stderr, "conformance: mkdtemp: %s\n", strerror(errno));
+            goto free_cases;
+        }
+        snprintf(r.d.endpoint, sizeof r.d.endpoint, "ipc://%s/gexecd.sock", r.d.dir);
+        r.endpoint = r.d.endpoint;
+        if (s_daemon_start(&r.d) < 0)
+            goto stop;
+    }
+    if (s_connect(&r) < 0)
+        goto stop;
+
+    for (size_t i = 0; i < n_cases; i++) {
+        char why[4096] = "";
+        result res = s_run_case(&r, cases[i], why, sizeof why);
+        s_one_line(why);
+        r.counts[res]++;
+        if (res == R_UNSUPPORTED && r.verbose)
+            s_note_unsupported(&r, cases[i], why);
+        if (r.json) {
+            printf("{\"case\":");
+            s_json_str(cases[i]);
+            printf(",\"result\":\"%s\",\"reason\":", s_result_names[res]);
+            s_json_str(why);
+            printf("}\n");
+        } else if (res != R_PASS) {
+            printf("%s %s: %s\n", s_result_names[res], cases[i], why);
+        } else if (r.verbose) {
+            printf("PASS %s\n", cases[i]);
+        }
+        fflush(stdout);
+        if (r.d.bin && r.d.pid <= 0) {
+            fprintf(stderr, "conformance: cannot restart gexecd; stopping\n");
+            break;
+        }
+    }
+    if (r.verbose && !r.json)
+        s_print_summary(&r);
+    int total = r.counts[R_PASS] + r.counts[R_FAIL] + r.counts[R_UNSUPPORTED];
+    if (r.json)
+        printf("{\"passed\":%d,\"failed\":%d,\"unsupported\":%d,\"cases\":%d,\"daemon_restarts\":%d}\n",
+               r.counts[R_PASS], r.counts[R_FAIL], r.counts[R_UNSUPPORTED], total, r.d.restarts);
+    else
+        printf("conformance: %d passed, %d failed, %d unsupported (%d cases)\n", r.counts[R_PASS],
+               r.counts[R_FAIL], r.counts[R_UNSUPPORTED], total);
+    status = r.counts[R_FAIL] || (size_t)total < n_cases ? 1 : 0;
+stop:
+    gx_client_destroy(&r.client);
+    s_daemon_stop(&r.d);
+    if (r.d.bin && r.d.dir[0] && status != 2)
+        nftw(r.d.dir, s_rm, 8, FTW_DEPTH | FTW_PHYS);
+    else if (r.d.dir[0])
+        fprintf(stderr, "conformance: gexecd's log is in %s\n", r.d.dir);
+free_cases:
+    for (size_t i = 0; i < n_cases; i++)
+        free(cases[i]);
+    free(cases);
+    free(r.ops);
+    return status;
+}
