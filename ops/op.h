@@ -133,7 +133,20 @@
 
 
 #define GX_OPS_NN(X)                                                          \
-    X(SOFTMAX, "Softmax")
+    X(SOFTMAX, "Softmax")                                                     \
+    X(LOGSOFTMAX, "LogSoftmax")                                               \
+    X(HARDMAX, "Hardmax")                                                     \
+    X(BATCHNORM, "BatchNormalization")                                        \
+    X(LAYERNORM, "LayerNormalization")                                        \
+    X(INSTANCENORM, "InstanceNormalization")                                  \
+    X(MVN, "MeanVarianceNormalization")                                       \
+    X(LRN, "LRN")                                                             \
+    X(DROPOUT, "Dropout")                                                     \
+    X(RESIZE, "Resize")                                                       \
+    X(UPSAMPLE, "Upsample")                                                   \
+    X(PAD, "Pad")                                                             \
+    X(DEPTHTOSPACE, "DepthToSpace")                                           \
+    X(SPACETODEPTH, "SpaceToDepth")
 
 
 #define GX_OPS_SHAPE(X)                                                       \

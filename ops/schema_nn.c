@@ -1,6 +1,40 @@
-/* Schema of Softmax, opset-13 semantics: softmax along the single axis
- * `axis` (default -1) of a float32 tensor of rank >= 1. */
+/* Schemas of the nn family's normalising ops, all on float32: Softmax,
+ * LogSoftmax and Hardmax (opset 13: along one axis), BatchNormalization
+ * (opset 15, inference or training statistics), LayerNormalization,
+ * InstanceNormalization, MeanVarianceNormalization, LRN, and Dropout (its
+ * inference form, which copies). The spatial ops (Resize, Upsample, Pad,
+ * DepthToSpace, SpaceToDepth) are in ops/schema_spatial.c. */
 #include "ops/schema.h"
+
+/* Bytes in and out, plus flops_per_elem for each element of output 0. */
+static gx_cost s_cost_per_elem(const gx_infer *ic, double flops_per_elem)
+{
+    return (gx_cost){.flops = flops_per_elem * (double)gx_view_numel(&ic->out[0]),
+                     .bytes = gx_infer_io_bytes(ic)};
+}
+
+static const char *s_dtname(gx_dtype dt)
+{
+    const char *n = gx_dtype_name(dt);
+    return n ? n : "unknown dtype";
+}
+
+/* Input i is present, float32 and has shape [n]. */
+static int s_need_vec(gx_infer *ic, const char *op, int i, const char *what, int64_t n)
+{
+    int rc = gx_infer_need_f32(ic, op, i);
+    if (rc < 0)
+        return rc;
+    const gx_view *v = &ic->in[i];
+    if (v->ndim != 1 || v->shape[0] != n) {
+        char s[GX_SHAPE_STRLEN];
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: %s has shape %s, expected [%lld]", op, what,
+                             gx_shape_str(v->ndim, v->shape, s, sizeof s), (long long)n);
+    }
+    return GX_OK;
+}
+
+/* ---- Softmax, LogSoftmax, Hardmax ---- */
 
 static const gx_attr_spec s_softmax_attrs[] = {
     [GX_SOFTMAX_AXIS] = {.name = "axis", .type = GX_ATTR_INT, .def_i = -1},
@@ -8,31 +42,409 @@ static const gx_attr_spec s_softmax_attrs[] = {
 _Static_assert(sizeof s_softmax_attrs / sizeof s_softmax_attrs[0] == GX_SOFTMAX_NATTRS,
                "Softmax attrs");
 
-static int s_infer_softmax(gx_infer *ic)
+/* A float32 tensor of rank >= 1 and an axis in range; same shape out. */
+static int s_infer_softmax_like(gx_infer *ic, const char *op)
 {
-    int rc = gx_infer_need_f32(ic, "Softmax", 0);
+    int rc = gx_infer_need_f32(ic, op, 0);
     if (rc < 0)
         return rc;
     const gx_view *x = &ic->in[0];
     int axis;
     if (x->ndim < 1)
-        return gx_infer_errf(ic, GX_ESHAPE, "Softmax: input is a scalar; rank >= 1 needed");
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: input is a scalar; rank >= 1 needed", op);
     if (!gx_axis_norm(ic->attr[GX_SOFTMAX_AXIS].i, x->ndim, &axis))
-        return gx_infer_errf(ic, GX_EATTR, "Softmax: axis %lld is out of range for rank %d",
+        return gx_infer_errf(ic, GX_EATTR, "%s: axis %lld is out of range for rank %d", op,
                              (long long)ic->attr[GX_SOFTMAX_AXIS].i, x->ndim);
     gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
     return GX_OK;
 }
 
+static int s_infer_softmax(gx_infer *ic)
+{
+    return s_infer_softmax_like(ic, "Softmax");
+}
+
+static int s_infer_logsoftmax(gx_infer *ic)
+{
+    return s_infer_softmax_like(ic, "LogSoftmax");
+}
+
+static int s_infer_hardmax(gx_infer *ic)
+{
+    return s_infer_softmax_like(ic, "Hardmax");
+}
+
 /* max, subtract, exp (~10), sum, scale */
 static gx_cost s_cost_softmax(const gx_infer *ic)
 {
-    return (gx_cost){.flops = 14.0 * (double)gx_view_numel(&ic->out[0]),
-                     .bytes = gx_infer_io_bytes(ic)};
+    return s_cost_per_elem(ic, 14);
+}
+
+/* max, then one compare per element */
+static gx_cost s_cost_hardmax(const gx_infer *ic)
+{
+    return s_cost_per_elem(ic, 2);
 }
 
 const gx_op_schema gx_schema_SOFTMAX = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_softmax_attrs, .n_attrs = GX_SOFTMAX_NATTRS,
     .infer = s_infer_softmax, .cost = s_cost_softmax,
+};
+
+const gx_op_schema gx_schema_LOGSOFTMAX = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .attrs = s_softmax_attrs, .n_attrs = GX_SOFTMAX_NATTRS,
+    .infer = s_infer_logsoftmax, .cost = s_cost_softmax,
+};
+
+const gx_op_schema gx_schema_HARDMAX = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .attrs = s_softmax_attrs, .n_attrs = GX_SOFTMAX_NATTRS,
+    .infer = s_infer_hardmax, .cost = s_cost_hardmax,
+};
+
+/* ---- BatchNormalization ---- */
+
+static const gx_attr_spec s_batchnorm_attrs[] = {
+    [GX_BATCHNORM_EPSILON] = {.name = "epsilon", .type = GX_ATTR_FLOAT, .def_f = 1e-5},
+    [GX_BATCHNORM_MOMENTUM] = {.name = "momentum", .type = GX_ATTR_FLOAT, .def_f = 0.9},
+    [GX_BATCHNORM_TRAINING_MODE] = {.name = "training_mode", .type = GX_ATTR_INT, .def_i = 0},
+    /* opsets 7-8: 1 (per-channel statistics, the only later behaviour) */
+    [GX_BATCHNORM_SPATIAL] = {.name = "spatial", .type = GX_ATTR_INT, .def_i = 1},
+};
+_Static_assert(sizeof s_batchnorm_attrs / sizeof s_batchnorm_attrs[0] == GX_BATCHNORM_NATTRS,
+               "BatchNormalization attrs");
+
+/* X [N, C, ...] and four [C] vectors (scale, B, mean, var). Inference mode
+ * has one output; training mode may add running_mean and running_var. */
+static int s_infer_batchnorm(gx_infer *ic)
+{
+    static const char *const what[] = {"X", "scale", "B", "input_mean", "input_var"};
+    const char *op = "BatchNormalization";
+    int rc = gx_infer_need_f32(ic, op, 0);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    if (x->ndim < 2)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: X has rank %d; [N, C, ...] needed", op, x->ndim);
+    for (int i = 1; i < 5; i++)
+        if ((rc = s_need_vec(ic, op, i, what[i], x->shape[1])) < 0)
+            return rc;
+    if (ic->attr[GX_BATCHNORM_SPATIAL].i != 1)
+        return gx_infer_errf(ic, GX_EUNSUPPORTED,
+                             "%s: spatial=%lld (statistics per element) is not supported", op,
+                             (long long)ic->attr[GX_BATCHNORM_SPATIAL].i);
+    int64_t training = ic->attr[GX_BATCHNORM_TRAINING_MODE].i;
+    if (training != 0 && training != 1)
+        return gx_infer_errf(ic, GX_EATTR, "%s: training_mode %lld is not 0 or 1", op,
+                             (long long)training);
+    if (!training && ic->n_out > 1)
+        return gx_infer_errf(ic, GX_ESHAPE,
+                             "%s: running_mean and running_var are outputs of training_mode=1 "
+                             "only",
+                             op);
+    gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
+    for (int i = 1; i < ic->n_out; i++)
+        gx_view_set(&ic->out[i], GX_F32, 1, &x->shape[1]);
+    return GX_OK;
+}
+
+/* inference: subtract, multiply, add; training: two passes of statistics */
+static gx_cost s_cost_batchnorm(const gx_infer *ic)
+{
+    return s_cost_per_elem(ic, ic->attr[GX_BATCHNORM_TRAINING_MODE].i ? 7 : 3);
+}
+
+const gx_op_schema gx_schema_BATCHNORM = {
+    .min_in = 5, .max_in = 5, .min_out = 1, .max_out = 3,
+    .attrs = s_batchnorm_attrs, .n_attrs = GX_BATCHNORM_NATTRS,
+    .infer = s_infer_batchnorm, .cost = s_cost_batchnorm,
+};
+
+/* ---- LayerNormalization ---- */
+
+static const gx_attr_spec s_layernorm_attrs[] = {
+    [GX_LAYERNORM_AXIS] = {.name = "axis", .type = GX_ATTR_INT, .def_i = -1},
+    [GX_LAYERNORM_EPSILON] = {.name = "epsilon", .type = GX_ATTR_FLOAT, .def_f = 1e-5},
+    [GX_LAYERNORM_STASH_TYPE] = {.name = "stash_type", .type = GX_ATTR_INT, .def_i = 1},
+};
+_Static_assert(sizeof s_layernorm_attrs / sizeof s_layernorm_attrs[0] == GX_LAYERNORM_NATTRS,
+               "LayerNormalization attrs");
+
+/* Scale (and B) must broadcast to the normalised shape X.shape[axis:]
+ * without growing: rank <= r - axis, each dim 1 or equal. */
+static int s_need_norm_shaped(gx_infer *ic, const char *op, int i, const char *what, int axis)
+{
+    int rc = gx_infer_need_f32(ic, op, i);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0], *v = &ic->in[i];
+    int nn = x->ndim - axis;
+    bool ok = v->ndim <= nn;
+    for (int d = 0; ok && d < v->ndim; d++) {
+        int64_t want = x->shape[x->ndim - v->ndim + d];
+        ok = v->shape[d] == want || v->shape[d] == 1;
+    }
+    if (!ok) {
+        char sv[GX_SHAPE_STRLEN], sn[GX_SHAPE_STRLEN];
+        return gx_infer_errf(ic, GX_ESHAPE,
+                             "%s: %s of shape %s does not broadcast to the normalised shape %s",
+                             op, what, gx_shape_str(v->ndim, v->shape, sv, sizeof sv),
+                             gx_shape_str(nn, x->shape + axis, sn, sizeof sn));
+    }
+    return GX_OK;
+}
+
+static int s_infer_layernorm(gx_infer *ic)
+{
+    const char *op = "LayerNormalization";
+    int rc = gx_infer_need_f32(ic, op, 0);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    int axis;
+    if (x->ndim < 1)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: X is a scalar; rank >= 1 needed", op);
+    if (!gx_axis_norm(ic->attr[GX_LAYERNORM_AXIS].i, x->ndim, &axis))
+        return gx_infer_errf(ic, GX_EATTR, "%s: axis %lld is out of range for rank %d", op,
+                             (long long)ic->attr[GX_LAYERNORM_AXIS].i, x->ndim);
+    int64_t stash = ic->attr[GX_LAYERNORM_STASH_TYPE].i;
+    if (stash != 1 && stash != 11)
+        return gx_infer_errf(ic, GX_EUNSUPPORTED,
+                             "%s: stash_type %lld not supported (1 = float32 or 11 = float64)",
+                             op, (long long)stash);
+    if ((rc = s_need_norm_shaped(ic, op, 1, "Scale", axis)) < 0)
+        return rc;
+    if (ic->n_in > 2 && ic->in[2].ndim >= 0 && (rc = s_need_norm_shaped(ic, op, 2, "B", axis)) < 0)
+        return rc;
+    gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
+    int64_t st[GX_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++)
+        st[d] = d < axis ? x->shape[d] : 1;
+    for (int i = 1; i < ic->n_out; i++)
+        gx_view_set(&ic->out[i], stash == 11 ? GX_F64 : GX_F32, x->ndim, st);
+    return GX_OK;
+}
+
+/* two passes of statistics, then subtract, multiply twice, add */
+static gx_cost s_cost_layernorm(const gx_infer *ic)
+{
+    return s_cost_per_elem(ic, 8);
+}
+
+const gx_op_schema gx_schema_LAYERNORM = {
+    .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 3,
+    .attrs = s_layernorm_attrs, .n_attrs = GX_LAYERNORM_NATTRS,
+    .infer = s_infer_layernorm, .cost = s_cost_layernorm,
+};
+
+/* ---- InstanceNormalization ---- */
+
+static const gx_attr_spec s_instancenorm_attrs[] = {
+    [GX_INSTANCENORM_EPSILON] = {.name = "epsilon", .type = GX_ATTR_FLOAT, .def_f = 1e-5},
+};
+_Static_assert(sizeof s_instancenorm_attrs / sizeof s_instancenorm_attrs[0] ==
+                   GX_INSTANCENORM_NATTRS,
+               "InstanceNormalization attrs");
+
+static int s_infer_instancenorm(gx_infer *ic)
+{
+    const char *op = "InstanceNormalization";
+    int rc = gx_infer_need_f32(ic, op, 0);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    if (x->ndim < 2)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: input has rank %d; [N, C, ...] needed", op,
+                             x->ndim);
+    if ((rc = s_need_vec(ic, op, 1, "scale", x->shape[1])) < 0 ||
+        (rc = s_need_vec(ic, op, 2, "B", x->shape[1])) < 0)
+        return rc;
+    gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
+    return GX_OK;
+}
+
+static gx_cost s_cost_norm(const gx_infer *ic)
+{
+    return s_cost_per_elem(ic, 7);
+}
+
+const gx_op_schema gx_schema_INSTANCENORM = {
+    .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
+    .attrs = s_instancenorm_attrs, .n_attrs = GX_INSTANCENORM_NATTRS,
+    .infer = s_infer_instancenorm, .cost = s_cost_norm,
+};
+
+/* ---- MeanVarianceNormalization ---- */
+
+static const gx_attr_spec s_mvn_attrs[] = {
+    [GX_MVN_AXES] = {.name = "axes", .type = GX_ATTR_INTS},
+};
+_Static_assert(sizeof s_mvn_attrs / sizeof s_mvn_attrs[0] == GX_MVN_NATTRS, "MVN attrs");
+
+static int s_infer_mvn(gx_infer *ic)
+{
+    const char *op = "MeanVarianceNormalization";
+    int rc = gx_infer_need_f32(ic, op, 0);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    const gx_attrval *a = &ic->attr[GX_MVN_AXES];
+    static const int64_t def_axes[] = {0, 2, 3};
+    const int64_t *axes = a->set ? a->ints : def_axes;
+    size_t n = a->set ? a->n : 3;
+    bool seen[GX_MAX_DIMS] = {false};
+    for (size_t i = 0; i < n; i++) {
+        int d;
+        if (!gx_axis_norm(axes[i], x->ndim, &d))
+            return gx_infer_errf(ic, GX_EATTR, "%s: axis %lld is out of range for rank %d", op,
+                                 (long long)axes[i], x->ndim);
+        if (seen[d])
+            return gx_infer_errf(ic, GX_EATTR, "%s: axis %lld is given twice", op,
+                                 (long long)axes[i]);
+        seen[d] = true;
+    }
+    gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
+    return GX_OK;
+}
+
+/* The default axes [0, 2, 3] take statistics across the batch. */
+const gx_op_schema gx_schema_MVN = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .attrs = s_mvn_attrs, .n_attrs = GX_MVN_NATTRS, .flags = GX_OPF_BATCH_COUPLED,
+    .infer = s_infer_mvn, .cost = s_cost_norm,
+};
+
+/* ---- LRN ---- */
+
+static const gx_attr_spec s_lrn_attrs[] = {
+    [GX_LRN_ALPHA] = {.name = "alpha", .type = GX_ATTR_FLOAT, .def_f = 1e-4},
+    [GX_LRN_BETA] = {.name = "beta", .type = GX_ATTR_FLOAT, .def_f = 0.75},
+    [GX_LRN_BIAS] = {.name = "bias", .type = GX_ATTR_FLOAT, .def_f = 1.0},
+    [GX_LRN_SIZE] = {.name = "size", .type = GX_ATTR_INT, .required = true},
+};
+_Static_assert(sizeof s_lrn_attrs / sizeof s_lrn_attrs[0] == GX_LRN_NATTRS, "LRN attrs");
+
+static int s_infer_lrn(gx_infer *ic)
+{
+    int rc = gx_infer_need_f32(ic, "LRN", 0);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    if (x->ndim < 2)
+        return gx_infer_errf(ic, GX_ESHAPE, "LRN: input has rank %d; [N, C, ...] needed",
+                             x->ndim);
+    if (ic->attr[GX_LRN_SIZE].i < 1)
+        return gx_infer_errf(ic, GX_EATTR, "LRN: size %lld is not positive",
+                             (long long)ic->attr[GX_LRN_SIZE].i);
+    gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
+    return GX_OK;
+}
+
+/* size multiply-adds, then a pow (~20) and a multiply */
+static gx_cost s_cost_lrn(const gx_infer *ic)
+{
+    return s_cost_per_elem(ic, 2.0 * (double)ic->attr[GX_LRN_SIZE].i + 21);
+}
+
+const gx_op_schema gx_schema_LRN = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .attrs = s_lrn_attrs, .n_attrs = GX_LRN_NATTRS,
+    .infer = s_infer_lrn, .cost = s_cost_lrn,
+};
+
+/* ---- Dropout ---- */
+
+static const gx_attr_spec s_dropout_attrs[] = {
+    [GX_DROPOUT_RATIO] = {.name = "ratio", .type = GX_ATTR_FLOAT, .def_f = 0.5},
+    [GX_DROPOUT_SEED] = {.name = "seed", .type = GX_ATTR_INT},
+};
+_Static_assert(sizeof s_dropout_attrs / sizeof s_dropout_attrs[0] == GX_DROPOUT_NATTRS,
+               "Dropout attrs");
+
+static bool s_is_float(gx_dtype dt)
+{
+    return dt == GX_F32 || dt == GX_F16 || dt == GX_BF16 || dt == GX_F64;
+}
+
+/* Whether the scalar of a float tensor (any of the float dtypes) is
+ * non-zero; for the 16-bit ones every bit but the sign counts. */
+static bool s_scalar_nonzero(const gx_view *v)
+{
+    switch (v->dtype) {
+    case GX_F32:
+        return *(const float *)v->data != 0;
+    case GX_F64:
+        return *(const double *)v->data != 0;
+    case GX_F16:
+    case GX_BF16:
+        return (*(const uint16_t *)v->data & 0x7fff) != 0;
+    case GX_I64:
+    case GX_I32:
+    case GX_I8:
+    case GX_U8:
+    case GX_BOOL:
+    case GX_I16:
+    case GX_U16:
+    case GX_U32:
+    case GX_U64:
+    case GX_DTYPE_COUNT:
+        break;
+    }
+    return true;
+}
+
+/* Inference copies data (and the mask is all true). Training with a
+ * non-zero ratio drops random elements, which gexec does not do; the
+ * training_mode and ratio inputs are read to tell. */
+static int s_infer_dropout(gx_infer *ic)
+{
+    const char *op = "Dropout";
+    int rc = gx_infer_need(ic, op, 0);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    if (!s_is_float(x->dtype))
+        return gx_infer_errf(ic, GX_EDTYPE, "%s: data is %s, expected a float type", op,
+                             s_dtname(x->dtype));
+    bool has_ratio = ic->n_in > 1 && ic->in[1].ndim >= 0;
+    bool has_training = ic->n_in > 2 && ic->in[2].ndim >= 0;
+    if (has_ratio && (!s_is_float(ic->in[1].dtype) || ic->in[1].numel != 1))
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: ratio must be a float scalar", op);
+    if (has_training && (ic->in[2].dtype != GX_BOOL || ic->in[2].numel != 1))
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: training_mode must be a bool scalar", op);
+    if (has_training) {
+        const bool *t = gx_infer_value(ic, 2);
+        if (!t)
+            return GX_INFER_DYNAMIC;
+        if (*t) {
+            bool drops = ic->attr[GX_DROPOUT_RATIO].f != 0;
+            if (has_ratio) {
+                if (!gx_infer_value(ic, 1))
+                    return GX_INFER_DYNAMIC;
+                drops = s_scalar_nonzero(&ic->in[1]);
+            }
+            if (drops)
+                return gx_infer_errf(ic, GX_EUNSUPPORTED,
+                                     "%s: training_mode=true with a non-zero ratio drops random "
+                                     "elements; random ops are not supported",
+                                     op);
+        }
+    }
+    gx_view_set(&ic->out[0], x->dtype, x->ndim, x->shape);
+    if (ic->n_out > 1)
+        gx_view_set(&ic->out[1], GX_BOOL, x->ndim, x->shape);
+    return GX_OK;
+}
+
+static gx_cost s_cost_dropout(const gx_infer *ic)
+{
+    return (gx_cost){.flops = 0, .bytes = gx_infer_io_bytes(ic)};
+}
+
+const gx_op_schema gx_schema_DROPOUT = {
+    .min_in = 1, .max_in = 3, .min_out = 1, .max_out = 2,
+    .attrs = s_dropout_attrs, .n_attrs = GX_DROPOUT_NATTRS,
+    .value_inputs = 1u << 1 | 1u << 2, .infer = s_infer_dropout, .cost = s_cost_dropout,
 };

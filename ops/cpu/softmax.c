@@ -1,10 +1,14 @@
 /*
- * Softmax on the CPU (opset 13: along one axis), numerically stable: the
- * maximum along the axis is subtracted before exp. The tensor is viewed as
- * [outer, n, inner] with n the axis; a thread's share is a range of outer
- * rows when inner == 1, else a range of the outer * inner columns.
+ * Softmax, LogSoftmax and Hardmax on the CPU (opset 13: along one axis).
+ * Softmax and LogSoftmax are numerically stable: the maximum along the axis
+ * is subtracted before exp. The tensor is viewed as [outer, n, inner] with
+ * n the axis; a thread's share is a range of outer rows when inner == 1,
+ * else a range of the outer * inner columns.
  */
+#include <math.h>
+
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/rowsum.h"
 #include "ops/cpu/vmath.h"
 
 /* Columns handled together in the strided case: two stack rows of floats. */
@@ -18,9 +22,7 @@ static void s_softmax_row(int64_t n, float *restrict y, const float *restrict x)
         mx = x[i] > mx ? x[i] : mx;
     for (int64_t i = 0; i < n; i++)
         y[i] = gx_v_expf(x[i] - mx);
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++)
-        sum += y[i];
+    const double sum = gx_row_sum(n, y);
     const float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++)
         y[i] *= inv;
@@ -60,7 +62,91 @@ static void s_softmax_cols(int64_t n, int64_t inner, int64_t w, float *restrict 
     }
 }
 
-void gx_cpu_SOFTMAX(const gx_kargs *k)
+/* One contiguous row of n > 0 elements: log(softmax), as (x - max) -
+ * log(sum of exp(x - max)). y holds the exps meanwhile. */
+static void s_logsoftmax_row(int64_t n, float *restrict y, const float *restrict x)
+{
+    float mx = x[0];
+    for (int64_t i = 1; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = gx_v_expf(x[i] - mx);
+    const double sum = gx_row_sum(n, y);
+    const float ls = (float)log(sum);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (x[i] - mx) - ls;
+}
+
+static void s_logsoftmax_cols(int64_t n, int64_t inner, int64_t w, float *restrict y,
+                              const float *restrict x)
+{
+    float mx[S_COLS], sum[S_COLS];
+    for (int64_t c = 0; c < w; c++) {
+        mx[c] = x[c];
+        sum[c] = 0.0f;
+    }
+    for (int64_t j = 1; j < n; j++) {
+        const float *xr = x + j * inner;
+        for (int64_t c = 0; c < w; c++)
+            mx[c] = xr[c] > mx[c] ? xr[c] : mx[c];
+    }
+    for (int64_t j = 0; j < n; j++) {
+        const float *xr = x + j * inner;
+        for (int64_t c = 0; c < w; c++)
+            sum[c] += gx_v_expf(xr[c] - mx[c]);
+    }
+    for (int64_t c = 0; c < w; c++)
+        sum[c] = logf(sum[c]);
+    for (int64_t j = 0; j < n; j++) {
+        const float *xr = x + j * inner;
+        float *yr = y + j * inner;
+        for (int64_t c = 0; c < w; c++)
+            yr[c] = (xr[c] - mx[c]) - sum[c];
+    }
+}
+
+/* 1 at the first maximum of the row, 0 elsewhere. */
+static void s_hardmax_row(int64_t n, float *restrict y, const float *restrict x)
+{
+    int64_t at = 0;
+    for (int64_t i = 1; i < n; i++)
+        at = x[i] > x[at] ? i : at;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = 0.0f;
+    y[at] = 1.0f;
+}
+
+static void s_hardmax_cols(int64_t n, int64_t inner, int64_t w, float *restrict y,
+                           const float *restrict x)
+{
+    float mx[S_COLS];
+    int64_t at[S_COLS];
+    for (int64_t c = 0; c < w; c++) {
+        mx[c] = x[c];
+        at[c] = 0;
+    }
+    for (int64_t j = 1; j < n; j++) {
+        const float *xr = x + j * inner;
+        for (int64_t c = 0; c < w; c++) {
+            at[c] = xr[c] > mx[c] ? j : at[c];
+            mx[c] = xr[c] > mx[c] ? xr[c] : mx[c];
+        }
+    }
+    for (int64_t j = 0; j < n; j++) {
+        float *yr = y + j * inner;
+        for (int64_t c = 0; c < w; c++)
+            yr[c] = 0.0f;
+    }
+    for (int64_t c = 0; c < w; c++)
+        y[at[c] * inner + c] = 1.0f;
+}
+
+/* Runs row() over this thread's outer rows (inner == 1) or cols() over its
+ * columns, S_COLS at a time. */
+static void s_along_axis(const gx_kargs *k,
+                         void (*row)(int64_t, float *restrict, const float *restrict),
+                         void (*cols)(int64_t, int64_t, int64_t, float *restrict,
+                                      const float *restrict))
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
     int axis = x->ndim - 1;
@@ -76,7 +162,7 @@ void gx_cpu_SOFTMAX(const gx_kargs *k)
     if (inner == 1) {
         gx_cpu_share(k, outer, 1, &lo, &hi);
         for (int64_t o = lo; o < hi; o++)
-            s_softmax_row(n, py + o * n, px + o * n);
+            row(n, py + o * n, px + o * n);
         return;
     }
     gx_cpu_share(k, outer * inner, GX_CPU_LINE, &lo, &hi);
@@ -86,8 +172,23 @@ void gx_cpu_SOFTMAX(const gx_kargs *k)
         for (int64_t c = c0; c < c1; c += S_COLS) {
             int64_t w = c1 - c < S_COLS ? c1 - c : S_COLS;
             int64_t off = o * n * inner + c;
-            s_softmax_cols(n, inner, w, py + off, px + off);
+            cols(n, inner, w, py + off, px + off);
         }
         u += c1 - c0;
     }
+}
+
+void gx_cpu_SOFTMAX(const gx_kargs *k)
+{
+    s_along_axis(k, s_softmax_row, s_softmax_cols);
+}
+
+void gx_cpu_LOGSOFTMAX(const gx_kargs *k)
+{
+    s_along_axis(k, s_logsoftmax_row, s_logsoftmax_cols);
+}
+
+void gx_cpu_HARDMAX(const gx_kargs *k)
+{
+    s_along_axis(k, s_hardmax_row, s_hardmax_cols);
 }

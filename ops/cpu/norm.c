@@ -1,0 +1,400 @@
+/*
+ * The normalisations on the CPU, float32: BatchNormalization (inference:
+ * one multiply-add per element with per-channel factors; training: batch
+ * statistics per channel), InstanceNormalization, LayerNormalization,
+ * MeanVarianceNormalization and LRN.
+ *
+ * The statistics ops see the tensor as groups (one per index of the kept
+ * dims) of elements spread over the reduced dims; a thread's share is a
+ * range of groups. Means and variances take two passes (mean, then the
+ * squared deviations from it), summed in float lanes per block and in
+ * double across blocks, so the sums vectorise and stay accurate on long
+ * rows.
+ */
+#include <float.h>
+#include <math.h>
+
+#include "ops/cpu/cpu.h"
+#include "ops/cpu/rowsum.h"
+#include "ops/cpu/vmath.h"
+
+/* ---- groups ---- */
+
+/* The elements of x split by the kept dims (kshape, one group per index)
+ * and walked over the reduced dims (rshape); strides are x's. */
+typedef struct s_groups {
+    int kn, rn;
+    int64_t kshape[GX_MAX_DIMS], kstride[GX_MAX_DIMS];
+    int64_t rshape[GX_MAX_DIMS], rstride[GX_MAX_DIMS];
+    int64_t ngroups, count; /* groups, elements per group */
+} s_groups;
+
+static void s_groups_init(s_groups *g, const gx_view *x, const bool *reduced)
+{
+    *g = (s_groups){.ngroups = 1, .count = 1};
+    int64_t stride = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        if (reduced[d]) {
+            g->rshape[g->rn] = x->shape[d];
+            g->rstride[g->rn++] = stride;
+            g->count *= x->shape[d];
+        } else {
+            g->kshape[g->kn] = x->shape[d];
+            g->kstride[g->kn++] = stride;
+            g->ngroups *= x->shape[d];
+        }
+        stride *= x->shape[d];
+    }
+    /* collected innermost first; the iterator wants outermost first */
+    for (int i = 0; i < g->rn / 2; i++) {
+        int j = g->rn - 1 - i;
+        int64_t t = g->rshape[i];
+        g->rshape[i] = g->rshape[j];
+        g->rshape[j] = t;
+        t = g->rstride[i];
+        g->rstride[i] = g->rstride[j];
+        g->rstride[j] = t;
+    }
+}
+
+/* Offset in x of the first element of group gi (kept dims innermost
+ * first, as collected). */
+static int64_t s_group_base(const s_groups *g, int64_t gi)
+{
+    int64_t off = 0;
+    for (int i = 0; i < g->kn; i++) {
+        off += gi % g->kshape[i] * g->kstride[i];
+        gi /= g->kshape[i];
+    }
+    return off;
+}
+
+static void s_group_iter(const s_groups *g, gx_nditer *it)
+{
+    gx_nditer_init(it, g->rn, g->rshape, 1, (const int64_t *const[]){g->rstride});
+    gx_nditer_seek(it, 0, g->count);
+}
+
+/* Mean and population variance of the group starting at x (count > 0). */
+static void s_group_stats(const s_groups *g, const float *x, double *mean, double *var)
+{
+    gx_nditer it;
+    gx_nditer_run r;
+    double sum = 0;
+    s_group_iter(g, &it);
+    const int64_t step = it.step[0];
+    while (gx_nditer_next(&it, &r)) {
+        if (step == 1) {
+            sum += gx_row_sum(r.n, x + r.off[0]);
+        } else {
+            for (int64_t i = 0; i < r.n; i++)
+                sum += x[r.off[0] + i * step];
+        }
+    }
+    *mean = sum / (double)g->count;
+    const float m = (float)*mean;
+    double sq = 0;
+    s_group_iter(g, &it);
+    while (gx_nditer_next(&it, &r)) {
+        if (step == 1) {
+            sq += gx_row_sumsq(r.n, x + r.off[0], m);
+        } else {
+            for (int64_t i = 0; i < r.n; i++) {
+                const double d = x[r.off[0] + i * step] - *mean;
+                sq += d * d;
+            }
+        }
+    }
+    *var = sq / (double)g->count;
+}
+
+/* y = (x - mean) * a + b over the group starting at x (and y). */
+static void s_group_affine(const s_groups *g, float *y, const float *x, float mean, float a,
+                           float b)
+{
+    gx_nditer it;
+    gx_nditer_run r;
+    s_group_iter(g, &it);
+    const int64_t step = it.step[0];
+    while (gx_nditer_next(&it, &r)) {
+        float *restrict yr = y + r.off[0];
+        const float *restrict xr = x + r.off[0];
+        if (step == 1) {
+            for (int64_t i = 0; i < r.n; i++)
+                yr[i] = (xr[i] - mean) * a + b;
+        } else {
+            for (int64_t i = 0; i < r.n; i++)
+                yr[i * step] = (xr[i * step] - mean) * a + b;
+        }
+    }
+}
+
+/* ---- BatchNormalization ---- */
+
+/* Inference: y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + B[c],
+ * shared out as element ranges cut at [N, C] row ends. */
+static void s_batchnorm_infer(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0];
+    const float *scale = k->in[1].data, *bias = k->in[2].data, *mean = k->in[3].data,
+                *var = k->in[4].data;
+    const double eps = k->attr[GX_BATCHNORM_EPSILON].f;
+    const int64_t C = x->shape[1];
+    const int64_t S = gx_shape_numel(x->ndim - 2, x->shape + 2, INT64_MAX);
+    const float *px = x->data;
+    float *py = k->out[0].data;
+    int64_t lo, hi;
+    gx_cpu_share(k, x->numel, GX_CPU_LINE, &lo, &hi);
+    for (int64_t u = lo; u < hi;) {
+        const int64_t row = u / S, end = (row + 1) * S < hi ? (row + 1) * S : hi;
+        const int64_t c = row % C;
+        const float a = (float)(scale[c] / sqrt(var[c] + eps)), m = mean[c], b = bias[c];
+        float *restrict yr = py + u;
+        const float *restrict xr = px + u;
+        for (int64_t i = 0; i < end - u; i++)
+            yr[i] = (xr[i] - m) * a + b;
+        u = end;
+    }
+}
+
+/* Training: statistics of each channel over N and the spatial dims; the
+ * running mean and variance blend the inputs' with them by momentum. A
+ * share is a range of channels. */
+static void s_batchnorm_train(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0];
+    const float *scale = k->in[1].data, *bias = k->in[2].data, *rmean = k->in[3].data,
+                *rvar = k->in[4].data;
+    const double eps = k->attr[GX_BATCHNORM_EPSILON].f, mom = k->attr[GX_BATCHNORM_MOMENTUM].f;
+    bool reduced[GX_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++)
+        reduced[d] = d != 1;
+    s_groups g;
+    s_groups_init(&g, x, reduced);
+    int64_t lo, hi;
+    gx_cpu_share(k, g.ngroups, 1, &lo, &hi);
+    for (int64_t c = lo; c < hi; c++) {
+        double mean = 0, var = 0;
+        const int64_t base = s_group_base(&g, c);
+        if (g.count > 0) {
+            s_group_stats(&g, (const float *)x->data + base, &mean, &var);
+            s_group_affine(&g, (float *)k->out[0].data + base, (const float *)x->data + base,
+                           (float)mean, (float)(scale[c] / sqrt(var + eps)), bias[c]);
+        }
+        if (k->n_out > 1)
+            ((float *)k->out[1].data)[c] = (float)(rmean[c] * mom + mean * (1 - mom));
+        if (k->n_out > 2)
+            ((float *)k->out[2].data)[c] = (float)(rvar[c] * mom + var * (1 - mom));
+    }
+}
+
+void gx_cpu_BATCHNORM(const gx_kargs *k)
+{
+    if (k->attr[GX_BATCHNORM_TRAINING_MODE].i)
+        s_batchnorm_train(k);
+    else
+        s_batchnorm_infer(k);
+}
+
+/* ---- InstanceNormalization, MeanVarianceNormalization ---- */
+
+/* Statistics per group of the dims not in reduced; y = (x - mean) * a + b
+ * with a = scale[c] / sqrt(var + eps) and b = B[c] (c the group's channel)
+ * for InstanceNormalization, a = 1 / (sqrt(var) + 1e-9) and b = 0 for
+ * MeanVarianceNormalization (the epsilon of its ONNX function body). */
+static void s_normalise_groups(const gx_kargs *k, const bool *reduced, bool instance)
+{
+    const gx_view *x = &k->in[0];
+    s_groups g;
+    s_groups_init(&g, x, reduced);
+    if (g.count == 0)
+        return;
+    int64_t lo, hi;
+    gx_cpu_share(k, g.ngroups, 1, &lo, &hi);
+    for (int64_t gi = lo; gi < hi; gi++) {
+        const int64_t base = s_group_base(&g, gi);
+        const float *px = (const float *)x->data + base;
+        double mean, var;
+        s_group_stats(&g, px, &mean, &var);
+        float a, b = 0;
+        if (instance) {
+            /* groups are [N, C] rows: gi counts C fastest */
+            const int64_t c = gi % x->shape[1];
+            const float *scale = k->in[1].data, *bias = k->in[2].data;
+            a = (float)(scale[c] / sqrt(var + k->attr[GX_INSTANCENORM_EPSILON].f));
+            b = bias[c];
+        } else {
+            a = (float)(1.0 / (sqrt(var) + 1e-9));
+        }
+        s_group_affine(&g, (float *)k->out[0].data + base, px, (float)mean, a, b);
+    }
+}
+
+void gx_cpu_INSTANCENORM(const gx_kargs *k)
+{
+    bool reduced[GX_MAX_DIMS];
+    for (int d = 0; d < k->in[0].ndim; d++)
+        reduced[d] = d >= 2;
+    s_normalise_groups(k, reduced, true);
+}
+
+void gx_cpu_MVN(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0];
+    const gx_attrval *a = &k->attr[GX_MVN_AXES];
+    static const int64_t def_axes[] = {0, 2, 3};
+    const int64_t *axes = a->set ? a->ints : def_axes;
+    const size_t n = a->set ? a->n : 3;
+    bool reduced[GX_MAX_DIMS] = {false};
+    for (size_t i = 0; i < n; i++) {
+        int d = 0;
+        gx_axis_norm(axes[i], x->ndim, &d);
+        reduced[d] = true;
+    }
+    s_normalise_groups(k, reduced, false);
+}
+
+/* ---- LayerNormalization ---- */
+
+/* One row of the normalised shape: y = (x - mean) * inv * scale + bias,
+ * scale and bias broadcast to the row by the iterator (step 0 or 1 when
+ * they are whole rows or scalars; any steps when they repeat inside). */
+static void s_layernorm_row(gx_nditer *it, float *restrict y, const float *restrict x,
+                            const float *scale, const float *bias, float mean, float inv)
+{
+    gx_nditer_run r;
+    const int64_t ss = it->step[0], bs = it->step[1];
+    while (gx_nditer_next(it, &r)) {
+        float *restrict yr = y + r.y;
+        const float *restrict xr = x + r.y;
+        const float *sr = scale + r.off[0], *br = bias + r.off[1];
+        if (ss == 1 && bs == 1) {
+            for (int64_t i = 0; i < r.n; i++)
+                yr[i] = (xr[i] - mean) * inv * sr[i] + br[i];
+        } else {
+            for (int64_t i = 0; i < r.n; i++)
+                yr[i] = (xr[i] - mean) * inv * sr[i * ss] + br[i * bs];
+        }
+    }
+}
+
+/* Rows are the indices of the dims before axis; a share is a range of
+ * rows. Mean and InvStdDev (float32, or float64 for stash_type 11) are
+ * one value per row. */
+void gx_cpu_LAYERNORM(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0];
+    int axis = x->ndim - 1;
+    gx_axis_norm(k->attr[GX_LAYERNORM_AXIS].i, x->ndim, &axis);
+    const int nn = x->ndim - axis;
+    const int64_t rows = gx_shape_numel(axis, x->shape, INT64_MAX);
+    const int64_t n = gx_shape_numel(nn, x->shape + axis, INT64_MAX);
+    const double eps = k->attr[GX_LAYERNORM_EPSILON].f;
+    const bool f64 = k->attr[GX_LAYERNORM_STASH_TYPE].i == 11;
+    static const float zero = 0.0f;
+    const bool has_bias = k->n_in > 2 && k->in[2].ndim >= 0;
+    const float *scale = k->in[1].data, *bias = has_bias ? k->in[2].data : &zero;
+    int64_t ss[GX_MAX_DIMS], bs[GX_MAX_DIMS] = {0};
+    gx_bcast_strides(nn, k->in[1].ndim, k->in[1].shape, ss);
+    if (has_bias)
+        gx_bcast_strides(nn, k->in[2].ndim, k->in[2].shape, bs);
+    gx_nditer it;
+    gx_nditer_init(&it, nn, x->shape + axis, 2, (const int64_t *const[]){ss, bs});
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    for (int64_t row = lo; row < hi; row++) {
+        const float *px = (const float *)x->data + row * n;
+        double mean = 0, inv = 0;
+        if (n > 0) {
+            mean = gx_row_sum(n, px) / (double)n;
+            inv = 1.0 / sqrt(gx_row_sumsq(n, px, (float)mean) / (double)n + eps);
+            gx_nditer_seek(&it, 0, n);
+            s_layernorm_row(&it, (float *)k->out[0].data + row * n, px, scale, bias,
+                            (float)mean, (float)inv);
+        }
+        for (int o = 1; o < k->n_out; o++) {
+            const double v = o == 1 ? mean : inv;
+            if (f64)
+                ((double *)k->out[o].data)[row] = v;
+            else
+                ((float *)k->out[o].data)[row] = (float)v;
+        }
+    }
+}
+
+/* ---- LRN ---- */
+
+/* ln x for a positive normal float, branch-free so a loop of it vectorises
+ * (Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), a degree-9
+ * polynomial in m - 1, e ln 2 added in two parts). Within 2 ulp. */
+static inline float s_logf(float x)
+{
+    const uint32_t b = gx_v_bits(x);
+    int32_t e = (int32_t)(b >> 23) - 126;
+    float m = gx_v_float((b & 0x007fffffu) | 0x3f000000u); /* [0.5, 1) */
+    const bool small = m < 0.707106781f;
+    e -= small;
+    m = gx_v_select(small, m + m, m) - 1.0f;
+    const float z = m * m;
+    float p = 7.0376836292e-2f;
+    p = p * m - 1.1514610310e-1f;
+    p = p * m + 1.1676998740e-1f;
+    p = p * m - 1.2420140846e-1f;
+    p = p * m + 1.4249322787e-1f;
+    p = p * m - 1.6668057665e-1f;
+    p = p * m + 2.0000714765e-1f;
+    p = p * m - 2.4999993993e-1f;
+    p = p * m + 3.3333331174e-1f;
+    const float fe = (float)e;
+    p = p * m * z - 2.12194440e-4f * fe - 0.5f * z;
+    return m + p + 0.693359375f * fe;
+}
+
+/* y = x / (bias + alpha / size * sum of x^2 over the channels c - (size-1)/2
+ * .. c + ceil((size-1)/2))^beta, along each [N, C] row of spatial elements;
+ * shared out as element ranges cut at row ends. y holds the bases first;
+ * the power is exp(-beta ln base), vectorised, when every base of the run
+ * is a positive normal float (else libm's powf, which knows the special
+ * cases). */
+void gx_cpu_LRN(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0];
+    const int64_t size = k->attr[GX_LRN_SIZE].i;
+    const float alpha = (float)(k->attr[GX_LRN_ALPHA].f / (double)size);
+    const float beta = (float)k->attr[GX_LRN_BETA].f, bias = (float)k->attr[GX_LRN_BIAS].f;
+    const int64_t C = x->shape[1];
+    const int64_t S = gx_shape_numel(x->ndim - 2, x->shape + 2, INT64_MAX);
+    const int64_t before = (size - 1) / 2, after = size - 1 - before;
+    const float *px = x->data;
+    float *py = k->out[0].data;
+    int64_t lo, hi;
+    gx_cpu_share(k, x->numel, GX_CPU_LINE, &lo, &hi);
+    for (int64_t u = lo; u < hi;) {
+        const int64_t row = u / S, end = (row + 1) * S < hi ? (row + 1) * S : hi;
+        const int64_t c = row % C, w = end - u;
+        const int64_t c0 = c - before < 0 ? 0 : c - before;
+        const int64_t c1 = c + after >= C ? C - 1 : c + after;
+        float *restrict yr = py + u;
+        for (int64_t i = 0; i < w; i++)
+            yr[i] = 0.0f;
+        for (int64_t cc = c0; cc <= c1; cc++) {
+            const float *restrict xr = px + u + (cc - c) * S;
+            for (int64_t i = 0; i < w; i++)
+                yr[i] += xr[i] * xr[i];
+        }
+        int odd = 0;
+        for (int64_t i = 0; i < w; i++) {
+            yr[i] = bias + alpha * yr[i];
+            odd |= (yr[i] >= FLT_MIN) + (yr[i] <= FLT_MAX) != 2; /* NaN fails both */
+        }
+        const float *restrict xr = px + u;
+        if (odd) {
+            for (int64_t i = 0; i < w; i++)
+                yr[i] = xr[i] / powf(yr[i], beta);
+        } else {
+            for (int64_t i = 0; i < w; i++)
+                yr[i] = xr[i] * gx_v_expf(-beta * s_logf(yr[i]));
+        }
+        u = end;
+    }
+}

@@ -1,0 +1,300 @@
+/*
+ * Resize and Upsample on the CPU. Each output index along each dim maps to
+ * an input coordinate (the coordinate transformation, in float64 and in
+ * the ONNX reference's order of operations, so nearest rounding ties break
+ * the same way) and from it to taps: 1 input index for nearest, 2 for
+ * linear, 4 for cubic, with weights, edge indices clamped. An output
+ * element is the sum over the product of every dim's taps.
+ *
+ * The output is walked in rows along its last dim. A share is an element
+ * range; the last dim's taps are worked out once per chunk of columns,
+ * the other dims' once per row and chunk, where taps of weight 0 (dims not
+ * resized) drop out. Nearest moves elements of any dtype without
+ * arithmetic; linear and cubic are float32.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/cpu/cpu.h"
+#include "ops/nn.h"
+
+/* Columns whose taps are held at once (on the stack). */
+#define S_CHUNK 256
+#define S_MAXTAPS 4
+
+typedef struct s_taps {
+    int n;
+    bool outside; /* tf_crop_and_resize beyond the input: the extrapolation value */
+    int64_t i[S_MAXTAPS];
+    float w[S_MAXTAPS];
+} s_taps;
+
+/* Input coordinate of output index xi along dim d. The reference's output
+ * width is scale * in as a float, which differs from the integer size when
+ * scales are given (align_corners and friends see it). */
+static double s_coord(const gx_resize *r, int d, int64_t xi, bool *outside)
+{
+    const double x = (double)xi, in = (double)r->in[d], s = r->scale[d];
+    const double out = s * in;
+    *outside = false;
+    switch (r->coord) {
+    case GX_COORD_HALF_PIXEL:
+        return (x + 0.5) / s - 0.5;
+    case GX_COORD_HALF_PIXEL_SYMMETRIC: {
+        const double adjustment = (double)r->out[d] / out, center = in / 2;
+        return center * (1 - adjustment) + (x + 0.5) / s - 0.5;
+    }
+    case GX_COORD_PYTORCH_HALF_PIXEL:
+        return out == 1 ? -0.5 : (x + 0.5) / s - 0.5;
+    case GX_COORD_ALIGN_CORNERS:
+        return out == 1 ? 0 : x * (in - 1) / (out - 1);
+    case GX_COORD_ASYMMETRIC:
+        return x / s;
+    case GX_COORD_TF_HALF_PIXEL_FOR_NN:
+        return (x + 0.5) / s;
+    case GX_COORD_TF_CROP_AND_RESIZE: {
+        const double lo = r->roi_lo[d], hi = r->roi_hi[d];
+        double v = out == 1 ? (hi - lo) * (in - 1) / 2 : x * (hi - lo) * (in - 1) / (out - 1);
+        v += lo * (in - 1);
+        *outside = !(v >= 0 && v <= in - 1);
+        return v;
+    }
+    }
+    return 0;
+}
+
+/* The nearest input index to coordinate v: ties and fractions as
+ * nearest_mode says (an integral v is itself). */
+static int64_t s_nearest(const gx_resize *r, int d, double v)
+{
+    if (r->nearest == GX_NEAREST_SIMPLE)
+        return r->scale[d] < 1 ? (int64_t)ceil(v) : (int64_t)floor(v);
+    const double f = floor(v), ratio = v - f;
+    if (ratio == 0)
+        return (int64_t)f;
+    switch (r->nearest) {
+    case GX_NEAREST_ROUND_PREFER_FLOOR:
+        return (int64_t)f + (ratio > 0.5);
+    case GX_NEAREST_ROUND_PREFER_CEIL:
+        return (int64_t)f + (ratio >= 0.5);
+    case GX_NEAREST_FLOOR:
+        return (int64_t)f;
+    case GX_NEAREST_CEIL:
+    case GX_NEAREST_SIMPLE:
+        break;
+    }
+    return (int64_t)f + 1;
+}
+
+/* Taps of output index xo along dim d. */
+static void s_taps_at(const gx_resize *r, int d, int64_t xo, s_taps *t)
+{
+    const int64_t in = r->in[d];
+    const double v = s_coord(r, d, xo, &t->outside);
+    if (t->outside) { /* no taps; index 0 keeps the nearest gather in bounds */
+        t->n = 0;
+        t->i[0] = 0;
+        return;
+    }
+    if (r->mode == GX_INTERP_NEAREST) {
+        const int64_t i = s_nearest(r, d, v);
+        t->n = 1;
+        t->i[0] = i < 0 ? 0 : i >= in ? in - 1 : i;
+        t->w[0] = 1;
+        return;
+    }
+    /* the left neighbour f and ratio in (0, 1]: an integral v takes the
+     * neighbours to its left with weight 0 on the first, as the
+     * reference does */
+    const double f = ceil(v) - 1, ratio = v - f;
+    double w[S_MAXTAPS];
+    int64_t first;
+    if (r->mode == GX_INTERP_LINEAR) {
+        t->n = 2;
+        first = (int64_t)f;
+        w[0] = 1 - ratio;
+        w[1] = ratio;
+    } else {
+        const double A = r->cubic_a, u = 1 - ratio;
+        t->n = 4;
+        first = (int64_t)f - 1;
+        w[0] = ((A * (ratio + 1) - 5 * A) * (ratio + 1) + 8 * A) * (ratio + 1) - 4 * A;
+        w[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
+        w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
+        w[3] = ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A;
+    }
+    if (r->exclude_outside) {
+        double sum = 0;
+        for (int j = 0; j < t->n; j++) {
+            if (first + j < 0 || first + j >= in)
+                w[j] = 0;
+            sum += w[j];
+        }
+        for (int j = 0; j < t->n && sum != 0; j++)
+            w[j] /= sum;
+    }
+    for (int j = 0; j < t->n; j++) {
+        const int64_t i = first + j;
+        t->i[j] = i < 0 ? 0 : i >= in ? in - 1 : i;
+        t->w[j] = (float)w[j];
+    }
+}
+
+/* One row's worth of the dims before the last: their taps with weight 0
+ * dropped. Returns false when the row lies outside (tf_crop_and_resize). */
+static bool s_row_taps(const gx_resize *r, int64_t row, s_taps *rt)
+{
+    for (int d = r->ndim - 2; d >= 0; d--) {
+        s_taps t;
+        s_taps_at(r, d, row % r->out[d], &t);
+        row /= r->out[d];
+        if (t.outside)
+            return false;
+        rt[d].n = 0;
+        for (int j = 0; j < t.n; j++) {
+            if (t.w[j] != 0) {
+                rt[d].i[rt[d].n] = t.i[j];
+                rt[d].w[rt[d].n++] = t.w[j];
+            }
+        }
+    }
+    return true;
+}
+
+/* y[c] = x[base + col[c].i[0]] for c in [a, b), elements of es bytes. */
+static void s_gather_row(size_t es, void *y, const void *x, int64_t base, const s_taps *col,
+                         int64_t a, int64_t b)
+{
+#define S_GATHER(T)                                                           \
+    do {                                                                      \
+        T *restrict y_ = y;                                                   \
+        const T *restrict x_ = (const T *)x + base;                           \
+        for (int64_t c = a; c < b; c++)                                       \
+            y_[c] = x_[col[c].i[0]];                                          \
+    } while (0)
+    switch (es) {
+    case 1:
+        S_GATHER(uint8_t);
+        break;
+    case 2:
+        S_GATHER(uint16_t);
+        break;
+    case 4:
+        S_GATHER(uint32_t);
+        break;
+    default:
+        S_GATHER(uint64_t);
+        break;
+    }
+#undef S_GATHER
+}
+
+/* y[c] (=, or += when add) w * sum of the column taps of x + base, for c
+ * in [a, b) (float32). */
+static void s_interp_row(float *restrict y, const float *restrict x, const s_taps *col, int64_t a,
+                         int64_t b, float w, bool add)
+{
+    for (int64_t c = a; c < b; c++) {
+        const s_taps *t = &col[c];
+        float v = 0;
+        for (int j = 0; j < t->n; j++)
+            v += t->w[j] * x[t->i[j]];
+        y[c] = add ? y[c] + w * v : w * v;
+    }
+}
+
+/* Columns [a, b) of output row `row`, given the column taps col (indexed
+ * by column, already offset by the chunk's start). */
+static void s_resize_row(const gx_resize *r, const gx_view *x, const int64_t *xs, void *yrow,
+                         int64_t row, const s_taps *col, int64_t a, int64_t b)
+{
+    const int L = r->ndim - 1;
+    s_taps rt[GX_MAX_DIMS];
+    float *fy = yrow;
+    if (!s_row_taps(r, row, rt)) {
+        for (int64_t c = a; c < b; c++)
+            fy[c] = r->extrapolation;
+        return;
+    }
+    if (r->mode == GX_INTERP_NEAREST) {
+        int64_t base = 0;
+        for (int d = 0; d < L; d++)
+            base += rt[d].i[0] * xs[d];
+        s_gather_row(gx_dtype_size(x->dtype), yrow, x->data, base, col, a, b);
+    } else {
+        /* every combination of the row dims' taps, odometer-style */
+        int at[GX_MAX_DIMS] = {0};
+        for (bool first = true;; first = false) {
+            int64_t base = 0;
+            float w = 1;
+            for (int d = 0; d < L; d++) {
+                base += rt[d].i[at[d]] * xs[d];
+                w *= rt[d].w[at[d]];
+            }
+            s_interp_row(fy, (const float *)x->data + base, col, a, b, w, !first);
+            int d = L - 1;
+            while (d >= 0 && ++at[d] == rt[d].n)
+                at[d--] = 0;
+            if (d < 0)
+                break;
+        }
+    }
+    for (int64_t c = a; c < b; c++)
+        if (col[c].outside)
+            fy[c] = r->extrapolation;
+}
+
+static void s_resize(const gx_kargs *k, gx_op op)
+{
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    gx_resize r;
+    char err[256];
+    /* infer accepted these inputs, so this cannot fail */
+    gx_resize_setup(&(gx_infer){.attr = k->attr, .n_in = k->n_in, .in = k->in, .err = err,
+                                .errlen = sizeof err},
+                    op, &r);
+    if (y->numel == 0)
+        return;
+    const int L = r.ndim - 1;
+    const int64_t W = r.out[L];
+    const size_t es = gx_dtype_size(x->dtype);
+    int64_t xs[GX_MAX_DIMS];
+    for (int64_t d = L, s = 1; d >= 0; d--) {
+        xs[d] = s;
+        s *= x->shape[d];
+    }
+    int64_t lo, hi;
+    gx_cpu_share(k, y->numel, 64 / (int64_t)es, &lo, &hi); /* on cache lines */
+    if (lo >= hi)
+        return;
+    const int64_t r0 = lo / W, r1 = (hi - 1) / W + 1;
+    s_taps col[S_CHUNK];
+    for (int64_t c0 = 0; c0 < W; c0 += S_CHUNK) {
+        const int64_t c1 = W - c0 < S_CHUNK ? W : c0 + S_CHUNK;
+        bool have_taps = false;
+        for (int64_t row = r0; row < r1; row++) {
+            /* this share's part of the chunk in this row */
+            const int64_t a = lo - row * W > c0 ? lo - row * W : c0;
+            const int64_t b = hi - row * W < c1 ? hi - row * W : c1;
+            if (a >= b)
+                continue;
+            if (!have_taps) {
+                for (int64_t c = c0; c < c1; c++)
+                    s_taps_at(&r, L, c, &col[c - c0]);
+                have_taps = true;
+            }
+            s_resize_row(&r, x, xs, (char *)y->data + (size_t)(row * W + c0) * es, row,
+                         col, a - c0, b - c0);
+        }
+    }
+}
+
+void gx_cpu_RESIZE(const gx_kargs *k)
+{
+    s_resize(k, GX_OP_RESIZE);
+}
+
+void gx_cpu_UPSAMPLE(const gx_kargs *k)
+{
+    s_resize(k, GX_OP_UPSAMPLE);
+}
