@@ -163,7 +163,9 @@ void gxd_job_execute(gxd_ctx *ctx, gxd_job *j, void **arena, size_t *arena_cap)
             s_collect_outputs(j, &frame);
         gxd_frame_fini(&frame);
     }
-    if (rc < 0 && !s_stopped(j, rc, "while running"))
+    if (rc == GX_ECANCELLED || rc == GX_ETIMEDOUT)
+        s_stopped(j, rc, "while running");
+    else if (rc < 0)
         gxd_job_fail(j, rc, "%s", err[0] ? err : gx_strerror(rc));
 out:
     if (owned)

@@ -419,6 +419,26 @@ START_TEST(test_daemon)
         gx_tensor_destroy(&ct);
     }
     gx_graph_destroy(&g);
+
+    /* an error inside a subgraph, at run time, is the job's error */
+    g = s_loop_graph(true);
+    g->inputs[0].shape[0] = 3; /* x [3] + v [2] inside the body's If */
+    gx_tensor *x = gx_tensor_new_copy(GX_F32, 1, (int64_t[]){3}, (float[]){1, 2, 3}, 12);
+    gx_tensor *ct = gx_tensor_new_copy(GX_BOOL, 0, NULL, &(uint8_t){1}, 1);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    gx_request_add_input(rq, "cond", ct);
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(cl, rq, &r), GX_ESHAPE);
+    ck_assert_msg(strstr(gx_client_last_error(cl), "subgraph 'body'") &&
+                      strstr(gx_client_last_error(cl), "not broadcastable"),
+                  "%s", gx_client_last_error(cl));
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    gx_tensor_destroy(&ct);
+    gx_graph_destroy(&g);
     gx_client_destroy(&cl);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
 }
