@@ -174,6 +174,21 @@
     X(REVERSE_SEQUENCE, "ReverseSequence")
 
 
+#define GX_OPS_LOSS(X)
+
+
+#define GX_OPS_QUANT(X)
+
+
+#define GX_OPS_RNN(X)
+
+
+#define GX_OPS_SIGNAL(X)
+
+
+#define GX_OPS_VISION(X)
+
+
 #define GX_OPS_CONTROL(X)                                                     \
     X(IF, "If")                                                               \
     X(LOOP, "Loop")
@@ -187,6 +202,11 @@
     GX_OPS_CONV(X)                                                            \
     GX_OPS_NN(X)                                                              \
     GX_OPS_SHAPE(X)                                                           \
+    GX_OPS_LOSS(X)                                                            \
+    GX_OPS_QUANT(X)                                                           \
+    GX_OPS_RNN(X)                                                             \
+    GX_OPS_SIGNAL(X)                                                          \
+    GX_OPS_VISION(X)                                                          \
     GX_OPS_CONTROL(X)
 
 typedef enum gx_op {

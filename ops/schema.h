@@ -175,6 +175,21 @@ enum { GX_CONSTANT_OF_SHAPE_VALUE, GX_CONSTANT_OF_SHAPE_NATTRS };
 enum { GX_REVERSE_SEQUENCE_BATCH_AXIS, GX_REVERSE_SEQUENCE_TIME_AXIS, GX_REVERSE_SEQUENCE_NATTRS };
 
 
+/* loss */
+
+
+/* quant */
+
+
+/* rnn */
+
+
+/* signal */
+
+
+/* vision */
+
+
 /* control */
 enum { GX_IF_THEN, GX_IF_ELSE, GX_IF_NATTRS };
 enum { GX_LOOP_BODY, GX_LOOP_NATTRS };

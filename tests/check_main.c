@@ -14,7 +14,9 @@ int main(void)
         status_suite,       wire_suite,      npy_suite,         yaml_suite,
         onnx_suite,
         ops_suite,          ops_math_suite,  ops_logic_suite,   ops_reduce_suite,
-        ops_conv_suite,     ops_nn_suite,    ops_shape_suite,   control_suite,
+        ops_conv_suite,     ops_nn_suite,    ops_shape_suite,   ops_loss_suite,
+        ops_quant_suite,    ops_rnn_suite,   ops_signal_suite,  ops_vision_suite,
+        control_suite,
         memplan_suite,      queue_suite,     config_suite,      topo_suite,
         e2e_suite,          hostile_suite,   fuzz_suite,
     };

@@ -28,7 +28,12 @@
     GX_OPS_REDUCE(X)                                                          \
     GX_OPS_CONV(X)                                                            \
     GX_OPS_NN(X)                                                              \
-    GX_OPS_SHAPE(X)
+    GX_OPS_SHAPE(X)                                                           \
+    GX_OPS_LOSS(X)                                                            \
+    GX_OPS_QUANT(X)                                                           \
+    GX_OPS_RNN(X)                                                             \
+    GX_OPS_SIGNAL(X)                                                          \
+    GX_OPS_VISION(X)
 
 /* gx_cpu_ADD ..., one per op with a kernel, in ops/cpu/<family>.c. */
 #define GX_CPU_KERNEL_DECL(e, name) void gx_cpu_##e(const gx_kargs *k);

@@ -1,0 +1,2 @@
+/* CPU kernels of the signal family (GX_OPS_SIGNAL in ops/op.h). */
+#include "ops/cpu/cpu.h"

@@ -1,0 +1,2 @@
+/* Schemas of the quant family (GX_OPS_QUANT in ops/op.h). */
+#include "ops/schema.h"

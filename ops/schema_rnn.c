@@ -1,0 +1,2 @@
+/* Schemas of the rnn family (GX_OPS_RNN in ops/op.h). */
+#include "ops/schema.h"

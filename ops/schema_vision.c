@@ -1,0 +1,2 @@
+/* Schemas of the vision family (GX_OPS_VISION in ops/op.h). */
+#include "ops/schema.h"
