@@ -42,6 +42,9 @@ enum { GX_TRILU_UPPER, GX_TRILU_NATTRS };
 enum { GX_ONE_HOT_AXIS, GX_ONE_HOT_NATTRS };
 enum { GX_EYE_LIKE_DTYPE, GX_EYE_LIKE_K, GX_EYE_LIKE_NATTRS };
 enum { GX_COMPRESS_AXIS, GX_COMPRESS_NATTRS };
+/* The bits of an element of dt that make it nonzero: all of them but a
+ * float's sign (-0.0 is zero; NaN is not). NonZero's infer and kernel. */
+uint64_t gx_nonzero_bits(gx_dtype dt);
 
 
 /* linalg */

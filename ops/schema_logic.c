@@ -140,9 +140,7 @@ static bool s_elem_i64(const gx_view *v, int64_t i, int64_t *out)
     return true;
 }
 
-/* The bits of an element that make it nonzero: all of them, but a float's
- * sign (-0.0 is zero; NaN is not). */
-static uint64_t s_value_bits(gx_dtype dt)
+uint64_t gx_nonzero_bits(gx_dtype dt)
 {
     switch (dt) {
     case GX_F32:
@@ -171,7 +169,7 @@ static uint64_t s_value_bits(gx_dtype dt)
 static int64_t s_count_nonzero(const gx_view *v)
 {
     const size_t es = gx_dtype_size(v->dtype);
-    const uint64_t mask = s_value_bits(v->dtype);
+    const uint64_t mask = gx_nonzero_bits(v->dtype);
     int64_t n = 0;
     for (int64_t i = 0; i < v->numel; i++) {
         uint64_t bits = es == 1   ? ((const uint8_t *)v->data)[i]

@@ -19,25 +19,9 @@
 
 #include "ops/schema.h"
 
-/* The ops with a CPU kernel: all but the control-flow ops, which the
- * executor runs itself. */
-#define GX_CPU_OP_LIST(X)                                                     \
-    GX_OPS_MATH(X)                                                            \
-    GX_OPS_LOGIC(X)                                                           \
-    GX_OPS_LINALG(X)                                                          \
-    GX_OPS_REDUCE(X)                                                          \
-    GX_OPS_CONV(X)                                                            \
-    GX_OPS_NN(X)                                                              \
-    GX_OPS_SHAPE(X)                                                           \
-    GX_OPS_LOSS(X)                                                            \
-    GX_OPS_QUANT(X)                                                           \
-    GX_OPS_RNN(X)                                                             \
-    GX_OPS_SIGNAL(X)                                                          \
-    GX_OPS_VISION(X)
-
 /* gx_cpu_ADD ..., one per op with a kernel, in ops/cpu/<family>.c. */
 #define GX_CPU_KERNEL_DECL(e, name) void gx_cpu_##e(const gx_kargs *k);
-GX_CPU_OP_LIST(GX_CPU_KERNEL_DECL)
+GX_KERNEL_OP_LIST(GX_CPU_KERNEL_DECL)
 #undef GX_CPU_KERNEL_DECL
 
 /* IEEE binary16 and bfloat16 <-> float32 (round to nearest even; NaN stays

@@ -54,33 +54,6 @@ static inline void s_put_bits(void *y, size_t es, int64_t i, uint64_t bits)
     }
 }
 
-/* The bits of an element that make it nonzero: all but a float's sign
- * (-0.0 is zero, NaN is not). */
-static uint64_t s_value_bits(gx_dtype dt)
-{
-    switch (dt) {
-    case GX_F32:
-        return 0x7fffffffu;
-    case GX_F64:
-        return 0x7fffffffffffffffu;
-    case GX_F16:
-    case GX_BF16:
-        return 0x7fffu;
-    case GX_I8:
-    case GX_I16:
-    case GX_I32:
-    case GX_I64:
-    case GX_U8:
-    case GX_U16:
-    case GX_U32:
-    case GX_U64:
-    case GX_BOOL:
-    case GX_DTYPE_COUNT:
-        break;
-    }
-    return UINT64_MAX;
-}
-
 /* ---- CumSum ---- */
 
 /* Columns of one CumSum unit: a unit scans w <= S_SCAN_W adjacent
@@ -358,7 +331,7 @@ void gx_cpu_NONZERO(const gx_kargs *k)
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
     const size_t es = gx_dtype_size(x->dtype);
-    const uint64_t mask = s_value_bits(x->dtype);
+    const uint64_t mask = gx_nonzero_bits(x->dtype);
     const int64_t nnz = y->shape[1];
     int64_t lo, hi;
     gx_cpu_share(k, x->numel, S_ALIGN, &lo, &hi);

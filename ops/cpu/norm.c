@@ -324,32 +324,6 @@ void gx_cpu_LAYERNORM(const gx_kargs *k)
 
 /* ---- LRN ---- */
 
-/* ln x for a positive normal float, branch-free so a loop of it vectorises
- * (Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), a degree-9
- * polynomial in m - 1, e ln 2 added in two parts). Within 2 ulp. */
-static inline float s_logf(float x)
-{
-    const uint32_t b = gx_v_bits(x);
-    int32_t e = (int32_t)(b >> 23) - 126;
-    float m = gx_v_float((b & 0x007fffffu) | 0x3f000000u); /* [0.5, 1) */
-    const bool small = m < 0.707106781f;
-    e -= small;
-    m = gx_v_select(small, m + m, m) - 1.0f;
-    const float z = m * m;
-    float p = 7.0376836292e-2f;
-    p = p * m - 1.1514610310e-1f;
-    p = p * m + 1.1676998740e-1f;
-    p = p * m - 1.2420140846e-1f;
-    p = p * m + 1.4249322787e-1f;
-    p = p * m - 1.6668057665e-1f;
-    p = p * m + 2.0000714765e-1f;
-    p = p * m - 2.4999993993e-1f;
-    p = p * m + 3.3333331174e-1f;
-    const float fe = (float)e;
-    p = p * m * z - 2.12194440e-4f * fe - 0.5f * z;
-    return m + p + 0.693359375f * fe;
-}
-
 /* y = x / (bias + alpha / size * sum of x^2 over the channels c - (size-1)/2
  * .. c + ceil((size-1)/2))^beta, along each [N, C] row of spatial elements;
  * shared out as element ranges cut at row ends. y holds the bases first;
@@ -393,7 +367,7 @@ void gx_cpu_LRN(const gx_kargs *k)
                 yr[i] = xr[i] / powf(yr[i], beta);
         } else {
             for (int64_t i = 0; i < w; i++)
-                yr[i] = xr[i] * gx_v_expf(-beta * s_logf(yr[i]));
+                yr[i] = xr[i] * gx_v_expf(-beta * gx_v_logf(yr[i]));
         }
         u = end;
     }
