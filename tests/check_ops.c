@@ -241,39 +241,6 @@ static bool s_same(const gx_view *got, const gx_view *want, float rtol)
     return memcmp(got->data, want->data, nbytes) == 0;
 }
 
-/* Runs each of nth shares of op alone, into an output filled with 0x00 and
- * into one filled with 0xFF: a byte that differs from the fill in either
- * was written by that share. Every byte must be written by exactly one
- * share (shares that overlap would race, even writing equal values). */
-static void s_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in,
-                           const gx_view *out, int nth)
-{
-    const size_t nbytes = (size_t)out->numel * gx_dtype_size(out->dtype);
-    unsigned char *count = calloc(1, nbytes + 1);
-    unsigned char *b0 = malloc(nbytes + 1), *b1 = malloc(nbytes + 1);
-    ck_assert(count && b0 && b1);
-    gx_view o0 = *out, o1 = *out;
-    o0.data = b0;
-    o1.data = b1;
-    for (int ith = 0; ith < nth; ith++) {
-        memset(b0, 0x00, nbytes);
-        memset(b1, 0xFF, nbytes);
-        gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = 1, .ith = ith, .nth = nth};
-        k.out = &o0;
-        gx_cpu_kernel(op)(&k);
-        k.out = &o1;
-        gx_cpu_kernel(op)(&k);
-        for (size_t j = 0; j < nbytes; j++)
-            count[j] += b0[j] != 0x00 || b1[j] != 0xFF;
-    }
-    for (size_t j = 0; j < nbytes; j++)
-        ck_assert_msg(count[j] == 1, "%s nth=%d: byte %zu of %zu written by %d shares",
-                      gx_op_name(op), nth, j, nbytes, count[j]);
-    free(count);
-    free(b0);
-    free(b1);
-}
-
 /* Runs op on in with nth = 1 and compares with the reference, then with
  * nth = 3 and 7 and compares with nth = 1, and checks that those shares
  * tile the output. Returns the nth = 1 output. */
@@ -293,7 +260,7 @@ static gx_view s_check_ref(gx_op op, const gx_node *node, int n_in, const gx_vie
         ck_assert_int_eq(ot_run(op, node, n_in, in, nth, av, &outn, err), GX_OK);
         ck_assert_msg(s_same(&outn, &out1, 1e-6f), "%s: nth=%d differs from nth=1", gx_op_name(op),
                       nth);
-        s_check_shares(op, av, n_in, in, &out1, nth);
+        ot_check_shares(op, av, n_in, in, 1, &out1, nth);
     }
     return out1;
 }

@@ -153,43 +153,7 @@ static void s_expect_n(gx_op op, const gx_node *node, int n_in, const gx_view *i
         }
         if (nth == 1)
             continue;
-        const gx_op_schema *s = gx_op_schema_get(op);
-        gx_infer ic = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = out};
-        void *scratch = s->scratch ? ot_alloc(s->scratch(&ic)) : NULL;
-        size_t nb[2] = {0, 0};
-        unsigned char *count[2], *fill[2][2];
-        for (int o = 0; o < n_out; o++) {
-            nb[o] = (size_t)out[o].numel * gx_dtype_size(out[o].dtype);
-            count[o] = calloc(1, nb[o] + 1);
-            fill[o][0] = malloc(nb[o] + 1);
-            fill[o][1] = malloc(nb[o] + 1);
-            ck_assert(count[o] && fill[o][0] && fill[o][1]);
-        }
-        for (int ith = 0; ith < nth; ith++) {
-            for (int f = 0; f < 2; f++) {
-                gx_view o2[2];
-                for (int o = 0; o < n_out; o++) {
-                    memset(fill[o][f], f ? 0xFF : 0x00, nb[o]);
-                    o2[o] = out[o];
-                    o2[o].data = fill[o][f];
-                }
-                gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = o2,
-                              .scratch = scratch, .ith = ith, .nth = nth};
-                gx_cpu_kernel(op)(&k);
-            }
-            for (int o = 0; o < n_out; o++) {
-                for (size_t j = 0; j < nb[o]; j++)
-                    count[o][j] += fill[o][0][j] != 0x00 || fill[o][1][j] != 0xFF;
-            }
-        }
-        for (int o = 0; o < n_out; o++) {
-            for (size_t j = 0; j < nb[o]; j++)
-                ck_assert_msg(count[o][j] == 1, "%s nth=%d: byte %zu of output %d written %d times",
-                              gx_op_name(op), nth, j, o, count[o][j]);
-            free(count[o]);
-            free(fill[o][0]);
-            free(fill[o][1]);
-        }
+        ot_check_shares(op, av, n_in, in, n_out, out, nth);
     }
 }
 

@@ -57,33 +57,6 @@ static gx_view s_empty(gx_dtype dt, int ndim, const int64_t *shape)
 
 /* ---- running ops ---- */
 
-/* Each of nth shares run alone into outputs filled with 0x00 and with
- * 0xFF: a byte that differs from the fill in either was written by that
- * share. Every byte must be written by exactly one share. */
-static void s_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in,
-                           const gx_view *out, int nth)
-{
-    const size_t nbytes = (size_t)out->numel * gx_dtype_size(out->dtype);
-    unsigned char *count = ot_alloc(nbytes), *b0 = ot_alloc(nbytes), *b1 = ot_alloc(nbytes);
-    gx_view o0 = *out, o1 = *out;
-    o0.data = b0;
-    o1.data = b1;
-    for (int ith = 0; ith < nth; ith++) {
-        memset(b0, 0x00, nbytes);
-        memset(b1, 0xFF, nbytes);
-        gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = 1, .ith = ith, .nth = nth};
-        k.out = &o0;
-        gx_cpu_kernel(op)(&k);
-        k.out = &o1;
-        gx_cpu_kernel(op)(&k);
-        for (size_t j = 0; j < nbytes; j++)
-            count[j] += b0[j] != 0x00 || b1[j] != 0xFF;
-    }
-    for (size_t j = 0; j < nbytes; j++)
-        ck_assert_msg(count[j] == 1, "%s nth=%d: byte %zu of %zu written by %d shares",
-                      gx_op_name(op), nth, j, nbytes, count[j]);
-}
-
 static void s_assert_same(gx_op op, const gx_view *got, const gx_view *want, const char *what)
 {
     ck_assert_msg(got->dtype == want->dtype, "%s: dtype %s, want %s", gx_op_name(op),
@@ -109,7 +82,7 @@ static gx_view s_run(gx_op op, const gx_node *node, int n_in, const gx_view *in)
     for (int nth = 3; nth <= 7; nth += 4) {
         ck_assert_int_eq(ot_run(op, node, n_in, in, nth, av, &outn, err), GX_OK);
         s_assert_same(op, &outn, &out1, nth == 3 ? "nth=3 vs nth=1" : "nth=7 vs nth=1");
-        s_check_shares(op, av, n_in, in, &out1, nth);
+        ot_check_shares(op, av, n_in, in, 1, &out1, nth);
     }
     return out1;
 }

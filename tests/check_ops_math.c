@@ -372,37 +372,6 @@ static void s_expect_close(gx_op op, const gx_view *got, const gx_view *want, do
     }
 }
 
-/* Runs each of nth shares alone into outputs filled with 0x00 and 0xFF: a
- * byte that differs from the fill in either was written by that share;
- * every byte must be written by exactly one. */
-static void s_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in,
-                           const gx_view *out, int nth)
-{
-    const size_t nbytes = (size_t)out->numel * gx_dtype_size(out->dtype);
-    unsigned char *count = calloc(1, nbytes + 1), *b0 = malloc(nbytes + 1), *b1 = malloc(nbytes + 1);
-    ck_assert(count && b0 && b1);
-    gx_view o0 = *out, o1 = *out;
-    o0.data = b0;
-    o1.data = b1;
-    for (int ith = 0; ith < nth; ith++) {
-        memset(b0, 0x00, nbytes);
-        memset(b1, 0xFF, nbytes);
-        gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = 1, .ith = ith, .nth = nth};
-        k.out = &o0;
-        gx_cpu_kernel(op)(&k);
-        k.out = &o1;
-        gx_cpu_kernel(op)(&k);
-        for (size_t j = 0; j < nbytes; j++)
-            count[j] += b0[j] != 0x00 || b1[j] != 0xFF;
-    }
-    for (size_t j = 0; j < nbytes; j++)
-        ck_assert_msg(count[j] == 1, "%s nth=%d: byte %zu of %zu written by %d shares",
-                      gx_op_name(op), nth, j, nbytes, count[j]);
-    free(count);
-    free(b0);
-    free(b1);
-}
-
 /* Runs op with nth = 1 against the reference (tolerances as for
  * s_tol_for), then with nth = 3 and 7, which must give the same bytes
  * and tile the output. Returns the output. */
@@ -425,7 +394,7 @@ static gx_view s_check(gx_op op, const gx_node *node, int n_in, const gx_view *i
         ck_assert_msg(memcmp(yn.data, y.data, (size_t)y.numel * gx_dtype_size(y.dtype)) == 0,
                       "%s %s: nth=%d differs from nth=1", gx_op_name(op),
                       gx_dtype_name(y.dtype), nth);
-        s_check_shares(op, av, n_in, in, &y, nth);
+        ot_check_shares(op, av, n_in, in, 1, &y, nth);
     }
     return y;
 }

@@ -82,35 +82,7 @@ static void s_check_threads(gx_op op, const gx_node *node, int n_in, const gx_vi
         for (int i = 0; i < n_out; i++)
             ck_assert_msg(memcmp(on[i].data, out[i].data, s_nbytes(&out[i])) == 0,
                           "%s: output %d with nth=%d differs from nth=1", name, i, nth);
-        gx_view o0[4], o1[4];
-        unsigned char *count[4];
-        for (int i = 0; i < n_out; i++) {
-            o0[i] = o1[i] = out[i];
-            o0[i].data = ot_alloc(s_nbytes(&out[i]));
-            o1[i].data = ot_alloc(s_nbytes(&out[i]));
-            count[i] = ot_alloc(s_nbytes(&out[i]));
-        }
-        for (int ith = 0; ith < nth; ith++) {
-            for (int i = 0; i < n_out; i++) {
-                memset(o0[i].data, 0x00, s_nbytes(&out[i]));
-                memset(o1[i].data, 0xFF, s_nbytes(&out[i]));
-            }
-            gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .ith = ith,
-                          .nth = nth};
-            k.out = o0;
-            gx_cpu_kernel(op)(&k);
-            k.out = o1;
-            gx_cpu_kernel(op)(&k);
-            for (int i = 0; i < n_out; i++)
-                for (size_t j = 0; j < s_nbytes(&out[i]); j++)
-                    count[i][j] += ((unsigned char *)o0[i].data)[j] != 0x00 ||
-                                   ((unsigned char *)o1[i].data)[j] != 0xFF;
-        }
-        for (int i = 0; i < n_out; i++)
-            for (size_t j = 0; j < s_nbytes(&out[i]); j++)
-                ck_assert_msg(count[i][j] == 1,
-                              "%s nth=%d: byte %zu of output %d written by %d shares", name, nth,
-                              j, i, count[i][j]);
+        ot_check_shares(op, av, n_in, in, n_out, out, nth);
     }
 }
 

@@ -173,56 +173,6 @@ static bool s_eq(const gx_view *got, gx_view want)
     return s_same(got, &want, 0);
 }
 
-/* Runs each of nth shares alone into outputs filled with 0x00 and with
- * 0xFF: every byte must be written by exactly one share. */
-static void s_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in,
-                           int n_out, const gx_view *out, int nth)
-{
-    gx_view o0[2], o1[2];
-    unsigned char *count[2];
-    size_t nbytes[2];
-    void *scratch = NULL;
-    const gx_op_schema *s = gx_op_schema_get(op);
-    if (s->scratch) {
-        gx_infer ic = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out,
-                       .out = (gx_view *)out};
-        scratch = ot_alloc(s->scratch(&ic));
-    }
-    for (int j = 0; j < n_out; j++) {
-        nbytes[j] = (size_t)out[j].numel * gx_dtype_size(out[j].dtype);
-        count[j] = calloc(1, nbytes[j] + 1);
-        o0[j] = o1[j] = out[j];
-        o0[j].data = malloc(nbytes[j] + 1);
-        o1[j].data = malloc(nbytes[j] + 1);
-        ck_assert(count[j] && o0[j].data && o1[j].data);
-    }
-    for (int ith = 0; ith < nth; ith++) {
-        for (int j = 0; j < n_out; j++) {
-            memset(o0[j].data, 0x00, nbytes[j]);
-            memset(o1[j].data, 0xFF, nbytes[j]);
-        }
-        gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out,
-                      .scratch = scratch, .ith = ith, .nth = nth};
-        k.out = o0;
-        gx_cpu_kernel(op)(&k);
-        k.out = o1;
-        gx_cpu_kernel(op)(&k);
-        for (int j = 0; j < n_out; j++) {
-            const unsigned char *b0 = o0[j].data, *b1 = o1[j].data;
-            for (size_t b = 0; b < nbytes[j]; b++)
-                count[j][b] += b0[b] != 0x00 || b1[b] != 0xFF;
-        }
-    }
-    for (int j = 0; j < n_out; j++) {
-        for (size_t b = 0; b < nbytes[j]; b++)
-            ck_assert_msg(count[j][b] == 1, "%s nth=%d: byte %zu of output %d written %d times",
-                          gx_op_name(op), nth, b, j, count[j][b]);
-        free(count[j]);
-        free(o0[j].data);
-        free(o1[j].data);
-    }
-}
-
 /* Runs op with nth = 1, 3 and 7: the outputs must agree and the shares
  * tile them. Returns the nth = 1 outputs in out[n_out]. */
 static void s_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, int n_out,
@@ -239,7 +189,7 @@ static void s_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, in
         for (int j = 0; j < n_out; j++)
             ck_assert_msg(s_same(&outn[j], &out[j], 1e-5), "%s: nth=%d differs from nth=1",
                           gx_op_name(op), nth);
-        s_check_shares(op, av, n_in, in, n_out, out, nth);
+        ot_check_shares(op, av, n_in, in, n_out, out, nth);
     }
 }
 

@@ -62,48 +62,6 @@ static size_t s_nbytes(const gx_view *v)
 
 /* ---- running ---- */
 
-/* Runs each of nth shares alone, into outputs filled with 0x00 and with
- * 0xFF: a byte that differs from the fill in either was written by that
- * share. Every byte of every output must be written by exactly one share. */
-static void s_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in,
-                           int n_out, const gx_view *out, int nth)
-{
-    gx_view o0[GX_MAX_OP_INPUTS], o1[GX_MAX_OP_INPUTS];
-    unsigned char *count[GX_MAX_OP_INPUTS];
-    for (int i = 0; i < n_out; i++) {
-        const size_t nb = s_nbytes(&out[i]);
-        o0[i] = o1[i] = out[i];
-        o0[i].data = malloc(nb + 1);
-        o1[i].data = malloc(nb + 1);
-        count[i] = calloc(1, nb + 1);
-        ck_assert(o0[i].data && o1[i].data && count[i]);
-    }
-    for (int ith = 0; ith < nth; ith++) {
-        for (int i = 0; i < n_out; i++) {
-            memset(o0[i].data, 0x00, s_nbytes(&out[i]));
-            memset(o1[i].data, 0xFF, s_nbytes(&out[i]));
-        }
-        gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .ith = ith, .nth = nth};
-        k.out = o0;
-        gx_cpu_kernel(op)(&k);
-        k.out = o1;
-        gx_cpu_kernel(op)(&k);
-        for (int i = 0; i < n_out; i++) {
-            const unsigned char *b0 = o0[i].data, *b1 = o1[i].data;
-            for (size_t j = 0; j < s_nbytes(&out[i]); j++)
-                count[i][j] += b0[j] != 0x00 || b1[j] != 0xFF;
-        }
-    }
-    for (int i = 0; i < n_out; i++) {
-        for (size_t j = 0; j < s_nbytes(&out[i]); j++)
-            ck_assert_msg(count[i][j] == 1, "%s nth=%d: byte %zu of output %d written by %d shares",
-                          gx_op_name(op), nth, j, i, count[i][j]);
-        free(o0[i].data);
-        free(o1[i].data);
-        free(count[i]);
-    }
-}
-
 /* Runs op with nth = 1 into out[0..n_out), then with nth = 3 and 7, which
  * must give the same bytes and tile the outputs. */
 static void s_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, int n_out,
@@ -119,7 +77,7 @@ static void s_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, in
         for (int i = 0; i < n_out; i++)
             ck_assert_msg(memcmp(o[i].data, out[i].data, s_nbytes(&out[i])) == 0,
                           "%s: output %d with nth=%d differs from nth=1", gx_op_name(op), i, nth);
-        s_check_shares(op, av, n_in, in, n_out, out, nth);
+        ot_check_shares(op, av, n_in, in, n_out, out, nth);
     }
 }
 

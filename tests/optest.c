@@ -167,3 +167,49 @@ void ot_expect(gx_op op, const gx_node *node, int n_in, const gx_view *in, gx_vi
                       "%s nth=%d", gx_op_name(op), nth);
     }
 }
+
+void ot_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in, int n_out,
+                     const gx_view *out, int nth)
+{
+    const gx_op_schema *s = gx_op_schema_get(op);
+    gx_view o[2][GX_MAX_OP_INPUTS];
+    unsigned char *count[GX_MAX_OP_INPUTS];
+    size_t nbytes[GX_MAX_OP_INPUTS];
+    ck_assert_int_le(n_out, GX_MAX_OP_INPUTS);
+    gx_infer ic = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = (gx_view *)out};
+    /* malloc, not ot_alloc: callers run this in loops over many cases */
+    void *scratch = s->scratch ? aligned_alloc(64, (s->scratch(&ic) + 64) / 64 * 64) : NULL;
+    for (int i = 0; i < n_out; i++) {
+        nbytes[i] = (size_t)out[i].numel * gx_dtype_size(out[i].dtype);
+        count[i] = calloc(1, nbytes[i] + 1);
+        for (int f = 0; f < 2; f++) {
+            o[f][i] = out[i];
+            o[f][i].data = malloc(nbytes[i] + 1);
+            ck_assert(o[f][i].data);
+        }
+        ck_assert(count[i]);
+    }
+    for (int ith = 0; ith < nth; ith++) {
+        for (int f = 0; f < 2; f++) {
+            for (int i = 0; i < n_out; i++)
+                memset(o[f][i].data, f ? 0xFF : 0x00, nbytes[i]);
+            gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = o[f],
+                          .scratch = scratch, .ith = ith, .nth = nth};
+            gx_cpu_kernel(op)(&k);
+        }
+        for (int i = 0; i < n_out; i++) {
+            const unsigned char *b0 = o[0][i].data, *b1 = o[1][i].data;
+            for (size_t j = 0; j < nbytes[i]; j++)
+                count[i][j] += b0[j] != 0x00 || b1[j] != 0xFF;
+        }
+    }
+    for (int i = 0; i < n_out; i++) {
+        for (size_t j = 0; j < nbytes[i]; j++)
+            ck_assert_msg(count[i][j] == 1, "%s nth=%d: byte %zu of output %d written by %d shares",
+                          gx_op_name(op), nth, j, i, count[i][j]);
+        free(count[i]);
+        free(o[0][i].data);
+        free(o[1][i].data);
+    }
+    free(scratch);
+}

@@ -65,6 +65,11 @@ void ot_expect_error(gx_op op, const gx_node *node, int n_in, const gx_view *in,
 /* gxt_allclose, also taking equal infinities as equal. */
 bool ot_close(const float *got, const float *want, int64_t n, float rtol, float atol);
 void ot_check_shape(const gx_view *v, int ndim, const int64_t *shape);
+/* Runs each of nth shares alone into outputs filled with 0x00 and with
+ * 0xFF (a byte that differs from the fill in either was written by that
+ * share): every byte of every output must be written by exactly one. */
+void ot_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in, int n_out,
+                     const gx_view *out, int nth);
 /* Runs op (nth = 1 and 3) and compares the float32 output with the given
  * shape and values. */
 void ot_expect(gx_op op, const gx_node *node, int n_in, const gx_view *in, gx_view want,
