@@ -180,7 +180,10 @@
 #define GX_OPS_QUANT(X)
 
 
-#define GX_OPS_RNN(X)
+#define GX_OPS_RNN(X)                                                         \
+    X(RNN, "RNN")                                                             \
+    X(GRU, "GRU")                                                             \
+    X(LSTM, "LSTM")
 
 
 #define GX_OPS_SIGNAL(X)

@@ -184,7 +184,19 @@ enum { GX_REVERSE_SEQUENCE_BATCH_AXIS, GX_REVERSE_SEQUENCE_TIME_AXIS, GX_REVERSE
 /* quant */
 
 
-/* rnn */
+/* rnn: RNN, GRU and LSTM share their first attributes; GRU and LSTM add
+ * one each after them. */
+enum {
+    GX_RNN_ACTIVATION_ALPHA,
+    GX_RNN_ACTIVATION_BETA,
+    GX_RNN_CLIP,
+    GX_RNN_DIRECTION,
+    GX_RNN_HIDDEN_SIZE,
+    GX_RNN_LAYOUT,
+    GX_RNN_NATTRS
+};
+enum { GX_GRU_LINEAR_BEFORE_RESET = GX_RNN_NATTRS, GX_GRU_NATTRS };
+enum { GX_LSTM_INPUT_FORGET = GX_RNN_NATTRS, GX_LSTM_NATTRS };
 
 
 /* signal */
