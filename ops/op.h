@@ -174,7 +174,9 @@
     X(REVERSE_SEQUENCE, "ReverseSequence")
 
 
-#define GX_OPS_LOSS(X)
+#define GX_OPS_LOSS(X)                                                        \
+    X(NLLLOSS, "NegativeLogLikelihoodLoss")                                   \
+    X(SCELOSS, "SoftmaxCrossEntropyLoss")
 
 
 #define GX_OPS_QUANT(X)

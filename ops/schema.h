@@ -178,7 +178,9 @@ enum { GX_CONSTANT_OF_SHAPE_VALUE, GX_CONSTANT_OF_SHAPE_NATTRS };
 enum { GX_REVERSE_SEQUENCE_BATCH_AXIS, GX_REVERSE_SEQUENCE_TIME_AXIS, GX_REVERSE_SEQUENCE_NATTRS };
 
 
-/* loss */
+/* loss (NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss share one
+ * attribute list; ignore_index has no default: unset, no label is ignored) */
+enum { GX_LOSS_IGNORE_INDEX, GX_LOSS_REDUCTION, GX_LOSS_NATTRS };
 
 
 /* quant */
