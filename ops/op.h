@@ -186,7 +186,9 @@
 #define GX_OPS_SIGNAL(X)
 
 
-#define GX_OPS_VISION(X)
+#define GX_OPS_VISION(X)                                                      \
+    X(GRIDSAMPLE, "GridSample")                                               \
+    X(ROIALIGN, "RoiAlign")
 
 
 #define GX_OPS_CONTROL(X)                                                     \
