@@ -188,7 +188,8 @@
 
 #define GX_OPS_VISION(X)                                                      \
     X(GRIDSAMPLE, "GridSample")                                               \
-    X(ROIALIGN, "RoiAlign")
+    X(ROIALIGN, "RoiAlign")                                                   \
+    X(MAXROIPOOL, "MaxRoiPool")
 
 
 #define GX_OPS_CONTROL(X)                                                     \

@@ -1,5 +1,5 @@
-/* Schemas of the vision family (GX_OPS_VISION in ops/op.h): GridSample and
- * RoiAlign, float32 over 4-D [N, C, H, W] images. */
+/* Schemas of the vision family (GX_OPS_VISION in ops/op.h): GridSample,
+ * RoiAlign and MaxRoiPool, float32 over 4-D [N, C, H, W] images. */
 #include <string.h>
 
 #include "ops/schema.h"
@@ -159,4 +159,59 @@ const gx_op_schema gx_schema_ROIALIGN = {
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_roialign_attrs, .n_attrs = GX_ROIALIGN_NATTRS,
     .infer = s_infer_roialign, .cost = s_cost_roialign,
+};
+
+/* ---- MaxRoiPool ---- */
+
+static const gx_attr_spec s_maxroipool_attrs[] = {
+    [GX_MAXROIPOOL_POOLED_SHAPE] = {.name = "pooled_shape", .type = GX_ATTR_INTS,
+                                    .required = true},
+    [GX_MAXROIPOOL_SPATIAL_SCALE] = {.name = "spatial_scale", .type = GX_ATTR_FLOAT,
+                                     .def_f = 1.0},
+};
+_Static_assert(sizeof s_maxroipool_attrs / sizeof s_maxroipool_attrs[0] == GX_MAXROIPOOL_NATTRS,
+               "MaxRoiPool attrs");
+
+/* The batch index is rois[r][0] (a float): refused when known and out of
+ * range; otherwise the kernel writes zeros for such a RoI. */
+static int s_infer_maxroipool(gx_infer *ic)
+{
+    const char *op = "MaxRoiPool";
+    int rc = gx_infer_need_f32(ic, op, 0);
+    if (rc == GX_OK)
+        rc = gx_infer_need_f32(ic, op, 1);
+    if (rc < 0)
+        return rc;
+    const gx_attrval *ps = &ic->attr[GX_MAXROIPOOL_POOLED_SHAPE];
+    if (ps->n != 2 || ps->ints[0] < 1 || ps->ints[1] < 1)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: pooled_shape must be two positive ints [height, width]", op);
+    const gx_view *x = &ic->in[0], *rois = &ic->in[1];
+    if (x->ndim != 4)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: input has rank %d; [N, C, H, W] needed", op,
+                             x->ndim);
+    if (rois->ndim != 2 || rois->shape[1] != 5)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: rois must be [num_rois, 5]", op);
+    const float *r = rois->data;
+    for (int64_t i = 0; r && i < rois->shape[0]; i++)
+        if (!(r[5 * i] >= 0 && r[5 * i] < (float)x->shape[0]))
+            return gx_infer_errf(ic, GX_EINVAL,
+                                 "%s: batch index %g is out of range for a batch of %lld", op,
+                                 (double)r[5 * i], (long long)x->shape[0]);
+    int64_t shape[4] = {rois->shape[0], x->shape[1], ps->ints[0], ps->ints[1]};
+    gx_view_set(&ic->out[0], GX_F32, 4, shape);
+    return GX_OK;
+}
+
+/* per output element: a comparison per pixel of its bin, guessed as 4 */
+static gx_cost s_cost_maxroipool(const gx_infer *ic)
+{
+    return (gx_cost){.flops = 4 * (double)gx_view_numel(&ic->out[0]),
+                     .bytes = gx_infer_io_bytes(ic)};
+}
+
+const gx_op_schema gx_schema_MAXROIPOOL = {
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .attrs = s_maxroipool_attrs, .n_attrs = GX_MAXROIPOOL_NATTRS,
+    .infer = s_infer_maxroipool, .cost = s_cost_maxroipool,
 };

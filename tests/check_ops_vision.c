@@ -185,6 +185,66 @@ START_TEST(test_roialign_errors)
 }
 END_TEST
 
+/* ---- MaxRoiPool ---- */
+
+START_TEST(test_maxroipool_values)
+{
+    /* a 4 x 4 image 0..15; RoIs are (batch, x1, y1, x2, y2), corners
+     * inclusive */
+    gx_view x = F32V(SHAPE(1, 1, 4, 4), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    gx_view in[2] = {x, F32V(SHAPE(2, 5), 0, 0, 0, 3, 3, 0, 1, 1, 2, 2)};
+    ot_expect(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 2, 2)), 2, in,
+              F32V(SHAPE(2, 1, 2, 2), 5, 7, 13, 15, 5, 6, 9, 10), 0, 0);
+    /* bins of 2/3 pixel overlap: rows {0}, {0, 1}, {1} */
+    gx_view small[2] = {x, F32V(SHAPE(1, 5), 0, 0, 0, 1, 1)};
+    ot_expect(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 3, 3)), 2, small,
+              F32V(SHAPE(1, 1, 3, 3), 0, 1, 1, 4, 5, 5, 4, 5, 5), 0, 0);
+    /* spatial_scale: (2.4, 2.4) * 0.5 rounds to pixel (1, 1) */
+    gx_view sc[2] = {x, F32V(SHAPE(1, 5), 0, 0, 0, 2.4f, 2.4f)};
+    ot_expect(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 1, 1), A_FLOAT("spatial_scale", 0.5)),
+              2, sc, F32V(SHAPE(1, 1, 1, 1), 5), 0, 0);
+    /* a RoI beyond the image has empty bins: 0 */
+    gx_view out[2] = {x, F32V(SHAPE(1, 5), 0, 10, 10, 12, 12)};
+    ot_expect(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 1, 2)), 2, out,
+              F32V(SHAPE(1, 1, 1, 2), 0, 0), 0, 0);
+}
+END_TEST
+
+START_TEST(test_maxroipool_batch)
+{
+    /* N = 2, C = 2 of negative values (plane k holds -1 - 16 k - 0..15) */
+    float img[64];
+    for (int i = 0; i < 64; i++)
+        img[i] = -1.0f - (float)i;
+    gx_view in[2] = {ot_view(GX_F32, ot_copy(img, sizeof img), SHAPE(2, 2, 4, 4)),
+                     F32V(SHAPE(2, 5), 1, 1, 1, 2, 2, 0, 0, 0, 3, 3)};
+    ot_expect(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 1, 1)), 2, in,
+              F32V(SHAPE(2, 2, 1, 1), -38, -54, -1, -17), 0, 0);
+}
+END_TEST
+
+START_TEST(test_maxroipool_errors)
+{
+    gx_view x = RANDV(2, 3, 4, 4);
+    gx_view ok[2] = {x, F32V(SHAPE(1, 5), 1, 0, 0, 1, 1)};
+    ot_expect_error(GX_OP_MAXROIPOOL, NODE(), 2, ok, GX_EATTR, NULL);
+    ot_expect_error(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 2)), 2, ok, GX_EATTR,
+                    "MaxRoiPool: pooled_shape must be two positive ints [height, width]");
+    ot_expect_error(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 0, 2)), 2, ok, GX_EATTR, NULL);
+    gx_view big[2] = {x, F32V(SHAPE(1, 5), 2, 0, 0, 1, 1)};
+    ot_expect_error(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 1, 1)), 2, big, GX_EINVAL,
+                    "MaxRoiPool: batch index 2 is out of range for a batch of 2");
+    gx_view rois4[2] = {x, RANDV(1, 4)};
+    ot_expect_error(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 1, 1)), 2, rois4, GX_ESHAPE,
+                    NULL);
+    gx_view r3[2] = {RANDV(3, 4, 4), F32V(SHAPE(1, 5), 0, 0, 0, 1, 1)};
+    ot_expect_error(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 1, 1)), 2, r3, GX_ESHAPE, NULL);
+    gx_view f64[2] = {ot_rand(GX_F64, SHAPE(2, 3, 4, 4)), F32V(SHAPE(1, 5), 0, 0, 0, 1, 1)};
+    ot_expect_error(GX_OP_MAXROIPOOL, NODE(A_INTS("pooled_shape", 1, 1)), 2, f64, GX_EDTYPE,
+                    NULL);
+}
+END_TEST
+
 Suite *ops_vision_suite(void)
 {
     Suite *s = suite_create("ops_vision");
@@ -197,6 +257,9 @@ Suite *ops_vision_suite(void)
     tcase_add_test(tc, test_roialign_values);
     tcase_add_test(tc, test_roialign_batch);
     tcase_add_test(tc, test_roialign_errors);
+    tcase_add_test(tc, test_maxroipool_values);
+    tcase_add_test(tc, test_maxroipool_batch);
+    tcase_add_test(tc, test_maxroipool_errors);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,6 +1,7 @@
-/* CPU kernels of the vision family (GX_OPS_VISION in ops/op.h): GridSample
- * and RoiAlign, following the ONNX reference implementations (which follow
+/* CPU kernels of the vision family (GX_OPS_VISION in ops/op.h): GridSample,
+ * RoiAlign and MaxRoiPool, following the ONNX reference implementations (which follow
  * onnxruntime's) step by step, coordinates in double. */
+#include <float.h>
 #include <math.h>
 
 #include "ops/cpu/cpu.h"
@@ -244,5 +245,55 @@ void gx_cpu_ROIALIGN(const gx_kargs *k)
                 }
                 o[ph * OW + pw] = (float)(max_mode ? acc : acc / count);
             }
+    }
+}
+
+/* ---- MaxRoiPool ---- */
+
+/* Clamps v into [0, d] (bin edges, in pixels); NaN is 0. */
+static int64_t s_edge(double v, int64_t d)
+{
+    return !(v > 0) ? 0 : v >= (double)d ? d : (int64_t)v;
+}
+
+/* Shares are (RoI, channel) planes. RoI corners are rounded to pixels
+ * (halves away from zero), the RoI spans corner to corner inclusive, and
+ * each bin is the max of its pixels, 0 when it is empty (Caffe's and
+ * onnxruntime's RoI pooling). */
+void gx_cpu_MAXROIPOOL(const gx_kargs *k)
+{
+    const gx_view *xv = &k->in[0], *y = &k->out[0];
+    const float *x = xv->data, *rois = k->in[1].data;
+    float *out = y->data;
+    double scale = k->attr[GX_MAXROIPOOL_SPATIAL_SCALE].f;
+    int64_t N = xv->shape[0], C = xv->shape[1], H = xv->shape[2], W = xv->shape[3];
+    int64_t PH = y->shape[2], PW = y->shape[3];
+    int64_t lo, hi;
+    gx_cpu_share(k, y->shape[0] * C, 1, &lo, &hi);
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t r = p / C, c = p % C;
+        const float *roi = rois + 5 * r;
+        float *o = out + p * PH * PW;
+        if (!(roi[0] >= 0 && roi[0] < (float)N)) {
+            memset(o, 0, (size_t)(PH * PW) * sizeof *o);
+            continue;
+        }
+        const float *plane = x + ((int64_t)roi[0] * C + c) * H * W;
+        double x0 = round(roi[1] * scale), y0 = round(roi[2] * scale);
+        double x1 = round(roi[3] * scale), y1 = round(roi[4] * scale);
+        double bh = fmax(y1 - y0 + 1, 1) / (double)PH, bw = fmax(x1 - x0 + 1, 1) / (double)PW;
+        for (int64_t ph = 0; ph < PH; ph++) {
+            int64_t hs = s_edge(floor((double)ph * bh) + y0, H);
+            int64_t he = s_edge(ceil((double)(ph + 1) * bh) + y0, H);
+            for (int64_t pw = 0; pw < PW; pw++) {
+                int64_t ws = s_edge(floor((double)pw * bw) + x0, W);
+                int64_t we = s_edge(ceil((double)(pw + 1) * bw) + x0, W);
+                float m = he > hs && we > ws ? -FLT_MAX : 0;
+                for (int64_t h = hs; h < he; h++)
+                    for (int64_t w = ws; w < we; w++)
+                        m = fmaxf(m, plane[h * W + w]);
+                o[ph * PW + pw] = m;
+            }
+        }
     }
 }
