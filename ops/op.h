@@ -191,7 +191,10 @@
 #define GX_OPS_SIGNAL(X)
 
 
-#define GX_OPS_VISION(X)
+#define GX_OPS_VISION(X)                                                      \
+    X(GRIDSAMPLE, "GridSample")                                               \
+    X(ROIALIGN, "RoiAlign")                                                   \
+    X(MAXROIPOOL, "MaxRoiPool")
 
 
 #define GX_OPS_CONTROL(X)                                                     \
