@@ -165,10 +165,10 @@ static int s_infer_dft(gx_infer *ic)
         if (!gx_infer_value(ic, 1))
             return GX_INFER_DYNAMIC;
         len = s_int_value(&ic->in[1]);
-        if (len < 1)
-            return gx_infer_errf(ic, GX_ESHAPE, "DFT: dft_length %lld, expected >= 1",
-                                 (long long)len);
     }
+    if (len < 1)
+        return gx_infer_errf(ic, GX_ESHAPE, "DFT: %s %lld, expected >= 1",
+                             has_len ? "dft_length" : "signal length", (long long)len);
     shape[ax] = onesided ? len / 2 + 1 : len;
     return s_set_out(ic, "DFT", GX_F32, x->ndim, shape);
 }

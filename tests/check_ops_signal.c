@@ -197,6 +197,8 @@ START_TEST(test_dft_errors)
     ot_expect_error(GX_OP_DFT, NULL, 2, (gx_view[]){x, I64V(SCALAR, 0)}, GX_ESHAPE,
                     "DFT: dft_length 0, expected >= 1");
     ot_expect_error(GX_OP_DFT, NULL, 2, (gx_view[]){x, F32V(SCALAR, 4)}, GX_EDTYPE, NULL);
+    ot_expect_error(GX_OP_DFT, NULL, 1, (gx_view[]){RANDV(2, 0, 1)}, GX_ESHAPE,
+                    "DFT: signal length 0, expected >= 1");
     gx_view out;
     ck_assert_int_eq(s_infer(GX_OP_DFT, NULL, 2, (gx_view[]){x, s_unknown(I64V(SCALAR, 4))}, &out),
                      GX_INFER_DYNAMIC);
