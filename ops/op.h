@@ -188,7 +188,13 @@
     X(LSTM, "LSTM")
 
 
-#define GX_OPS_SIGNAL(X)
+#define GX_OPS_SIGNAL(X)                                                      \
+    X(HANN_WINDOW, "HannWindow")                                              \
+    X(HAMMING_WINDOW, "HammingWindow")                                        \
+    X(BLACKMAN_WINDOW, "BlackmanWindow")                                      \
+    X(DFT, "DFT")                                                             \
+    X(STFT, "STFT")                                                           \
+    X(MEL_WEIGHT_MATRIX, "MelWeightMatrix")
 
 
 #define GX_OPS_VISION(X)                                                      \
