@@ -177,7 +177,11 @@
 #define GX_OPS_LOSS(X)
 
 
-#define GX_OPS_QUANT(X)
+#define GX_OPS_QUANT(X)                                                       \
+    X(QUANTIZE_LINEAR, "QuantizeLinear")                                      \
+    X(DEQUANTIZE_LINEAR, "DequantizeLinear")                                  \
+    X(DYNAMIC_QUANTIZE_LINEAR, "DynamicQuantizeLinear")                       \
+    X(QLINEAR_MATMUL, "QLinearMatMul")
 
 
 #define GX_OPS_RNN(X)

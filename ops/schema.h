@@ -178,7 +178,9 @@ enum { GX_REVERSE_SEQUENCE_BATCH_AXIS, GX_REVERSE_SEQUENCE_TIME_AXIS, GX_REVERSE
 /* loss */
 
 
-/* quant */
+/* quant (block_size: opset 21's blocked quantisation, only 0 is accepted) */
+enum { GX_QUANTIZE_AXIS, GX_QUANTIZE_SATURATE, GX_QUANTIZE_BLOCK_SIZE, GX_QUANTIZE_NATTRS };
+enum { GX_DEQUANTIZE_AXIS, GX_DEQUANTIZE_BLOCK_SIZE, GX_DEQUANTIZE_NATTRS };
 
 
 /* rnn */

@@ -1,2 +1,218 @@
-/* Schemas of the quant family (GX_OPS_QUANT in ops/op.h). */
+/* Schemas of the quant family (GX_OPS_QUANT in ops/op.h): linear
+ * (de)quantisation per tensor or per axis, DynamicQuantizeLinear and
+ * QLinearMatMul. Scales are float32; quantised values are uint8 / int8
+ * (and int32 for DequantizeLinear's input). */
 #include "ops/schema.h"
+
+#define S_BYTES (GX_DT_BIT(GX_U8) | GX_DT_BIT(GX_I8))
+
+static bool s_present(const gx_infer *ic, int i)
+{
+    return i < ic->n_in && ic->in[i].ndim >= 0;
+}
+
+/* Scale si (and zero point zi when present) of x: a scalar or one-element
+ * 1-D tensor (per tensor), or a 1-D tensor of x's dim at axis (per axis).
+ * The zero point (input zi, when present) has as many elements. */
+static int s_check_scale(gx_infer *ic, const char *op, int xi, int si, int zi, int64_t axis)
+{
+    const gx_view *x = &ic->in[xi], *s = &ic->in[si];
+    int rc = gx_infer_need_dtypes(ic, op, si, GX_DT_BIT(GX_F32));
+    if (rc < 0)
+        return rc;
+    char ss[GX_SHAPE_STRLEN], sx[GX_SHAPE_STRLEN];
+    gx_shape_str(s->ndim, s->shape, ss, sizeof ss);
+    gx_shape_str(x->ndim, x->shape, sx, sizeof sx);
+    if (s->ndim > 1 || (s->ndim == 1 && s->shape[0] != 1)) {
+        int ax;
+        if (s->ndim != 1 || !gx_axis_norm(axis, x->ndim, &ax))
+            return gx_infer_errf(ic, GX_ESHAPE,
+                                 "%s: scale is %s and axis %lld for input %s; expected a "
+                                 "scalar or a 1-D tensor of the axis' size",
+                                 op, ss, (long long)axis, sx);
+        if (s->shape[0] != x->shape[ax])
+            return gx_infer_errf(ic, GX_ESHAPE,
+                                 "%s: scale is %s but input %s has %lld at axis %lld", op, ss,
+                                 sx, (long long)x->shape[ax], (long long)axis);
+    }
+    if (zi >= 0 && s_present(ic, zi)) {
+        const gx_view *z = &ic->in[zi];
+        if (gx_view_numel(z) != gx_view_numel(s) || z->ndim > 1) {
+            char sz[GX_SHAPE_STRLEN];
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: zero point is %s but scale is %s", op,
+                                 gx_shape_str(z->ndim, z->shape, sz, sizeof sz), ss);
+        }
+    }
+    return GX_OK;
+}
+
+static gx_cost s_cost_elementwise(const gx_infer *ic)
+{
+    return (gx_cost){.flops = 3.0 * (double)gx_view_numel(&ic->out[0]),
+                     .bytes = gx_infer_io_bytes(ic)};
+}
+
+/* ---- QuantizeLinear ---- */
+
+static const gx_attr_spec s_quantize_attrs[] = {
+    [GX_QUANTIZE_AXIS] = {.name = "axis", .type = GX_ATTR_INT, .def_i = 1},
+    [GX_QUANTIZE_SATURATE] = {.name = "saturate", .type = GX_ATTR_INT, .def_i = 1},
+    [GX_QUANTIZE_BLOCK_SIZE] = {.name = "block_size", .type = GX_ATTR_INT, .def_i = 0},
+};
+_Static_assert(sizeof s_quantize_attrs / sizeof s_quantize_attrs[0] == GX_QUANTIZE_NATTRS,
+               "QuantizeLinear attrs");
+
+/* y = saturate(round_half_even(x / scale) + zero_point); y has the zero
+ * point's dtype, uint8 without one. (saturate only concerns float8.) */
+static int s_infer_quantize(gx_infer *ic)
+{
+    const char *op = "QuantizeLinear";
+    int rc;
+    if ((rc = gx_infer_need_dtypes(ic, op, 0, GX_DT_BIT(GX_F32))) < 0 ||
+        (s_present(ic, 2) && (rc = gx_infer_need_dtypes(ic, op, 2, S_BYTES)) < 0))
+        return rc;
+    if (ic->attr[GX_QUANTIZE_BLOCK_SIZE].i != 0)
+        return gx_infer_errf(ic, GX_EUNSUPPORTED, "%s: block_size %lld (only 0 is supported)",
+                             op, (long long)ic->attr[GX_QUANTIZE_BLOCK_SIZE].i);
+    if ((rc = s_check_scale(ic, op, 0, 1, 2, ic->attr[GX_QUANTIZE_AXIS].i)) < 0)
+        return rc;
+    gx_dtype dt = s_present(ic, 2) ? ic->in[2].dtype : GX_U8;
+    gx_view_set(&ic->out[0], dt, ic->in[0].ndim, ic->in[0].shape);
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_QUANTIZE_LINEAR = {
+    .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
+    .attrs = s_quantize_attrs, .n_attrs = GX_QUANTIZE_NATTRS,
+    .flags = GX_OPF_ELEMENTWISE,
+    .infer = s_infer_quantize, .cost = s_cost_elementwise,
+};
+
+/* ---- DequantizeLinear ---- */
+
+static const gx_attr_spec s_dequantize_attrs[] = {
+    [GX_DEQUANTIZE_AXIS] = {.name = "axis", .type = GX_ATTR_INT, .def_i = 1},
+    [GX_DEQUANTIZE_BLOCK_SIZE] = {.name = "block_size", .type = GX_ATTR_INT, .def_i = 0},
+};
+_Static_assert(sizeof s_dequantize_attrs / sizeof s_dequantize_attrs[0] ==
+                   GX_DEQUANTIZE_NATTRS,
+               "DequantizeLinear attrs");
+
+/* y = (x - zero_point) * scale in float32; the zero point has x's dtype. */
+static int s_infer_dequantize(gx_infer *ic)
+{
+    const char *op = "DequantizeLinear";
+    int rc;
+    if ((rc = gx_infer_need_dtypes(ic, op, 0, S_BYTES | GX_DT_BIT(GX_I32))) < 0)
+        return rc;
+    if (s_present(ic, 2) && ic->in[2].dtype != ic->in[0].dtype) {
+        const char *dz = gx_dtype_name(ic->in[2].dtype);
+        return gx_infer_errf(ic, GX_EDTYPE, "%s: zero point is %s but x is %s", op,
+                             dz ? dz : "an unknown dtype", gx_dtype_name(ic->in[0].dtype));
+    }
+    if (ic->attr[GX_DEQUANTIZE_BLOCK_SIZE].i != 0)
+        return gx_infer_errf(ic, GX_EUNSUPPORTED, "%s: block_size %lld (only 0 is supported)",
+                             op, (long long)ic->attr[GX_DEQUANTIZE_BLOCK_SIZE].i);
+    if ((rc = s_check_scale(ic, op, 0, 1, 2, ic->attr[GX_DEQUANTIZE_AXIS].i)) < 0)
+        return rc;
+    gx_view_set(&ic->out[0], GX_F32, ic->in[0].ndim, ic->in[0].shape);
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_DEQUANTIZE_LINEAR = {
+    .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
+    .attrs = s_dequantize_attrs, .n_attrs = GX_DEQUANTIZE_NATTRS,
+    .flags = GX_OPF_ELEMENTWISE,
+    .infer = s_infer_dequantize, .cost = s_cost_elementwise,
+};
+
+/* ---- DynamicQuantizeLinear ---- */
+
+/* x float32 -> y uint8 of x's shape, scalar float32 scale, scalar uint8
+ * zero point. */
+static int s_infer_dynamic_quantize(gx_infer *ic)
+{
+    int rc = gx_infer_need_dtypes(ic, "DynamicQuantizeLinear", 0, GX_DT_BIT(GX_F32));
+    if (rc < 0)
+        return rc;
+    gx_view_set(&ic->out[0], GX_U8, ic->in[0].ndim, ic->in[0].shape);
+    gx_view_set(&ic->out[1], GX_F32, 0, NULL);
+    gx_view_set(&ic->out[2], GX_U8, 0, NULL);
+    return GX_OK;
+}
+
+/* A min/max pass and a quantising pass over x. */
+static gx_cost s_cost_dynamic_quantize(const gx_infer *ic)
+{
+    return (gx_cost){.flops = 5.0 * (double)gx_view_numel(&ic->in[0]),
+                     .bytes = gx_infer_io_bytes(ic)};
+}
+
+const gx_op_schema gx_schema_DYNAMIC_QUANTIZE_LINEAR = {
+    .min_in = 1, .max_in = 1, .min_out = 3, .max_out = 3,
+    .infer = s_infer_dynamic_quantize, .cost = s_cost_dynamic_quantize,
+};
+
+/* ---- QLinearMatMul ---- */
+
+/* Inputs a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+ * y_zero_point; a and b of rank >= 2 with broadcast batch dims as MatMul.
+ * Every scale and zero point is per tensor (one element); the zero points
+ * have their operand's dtype, y that of y_zero_point. */
+static int s_infer_qlinear_matmul(gx_infer *ic)
+{
+    const char *op = "QLinearMatMul";
+    static const char *const names[8] = {"a", "a_scale", "a_zero_point", "b",
+                                         "b_scale", "b_zero_point", "y_scale", "y_zero_point"};
+    int rc;
+    for (int i = 0; i < 8; i++) {
+        const bool scale = i == 1 || i == 4 || i == 6;
+        if ((rc = gx_infer_need_dtypes(ic, op, i, scale ? GX_DT_BIT(GX_F32) : S_BYTES)) < 0)
+            return rc;
+        if (i == 2 || i == 5) {
+            if (ic->in[i].dtype != ic->in[i - 2].dtype)
+                return gx_infer_errf(ic, GX_EDTYPE, "%s: %s is %s but %s is %s", op, names[i],
+                                     gx_dtype_name(ic->in[i].dtype), names[i - 2],
+                                     gx_dtype_name(ic->in[i - 2].dtype));
+        }
+        if (i != 0 && i != 3 && (gx_view_numel(&ic->in[i]) != 1 || ic->in[i].ndim > 1)) {
+            char s[GX_SHAPE_STRLEN];
+            return gx_infer_errf(ic, GX_EUNSUPPORTED,
+                                 "%s: %s is %s; only per-tensor (one element) is supported", op,
+                                 names[i], gx_shape_str(ic->in[i].ndim, ic->in[i].shape, s,
+                                                        sizeof s));
+        }
+    }
+    const gx_view *a = &ic->in[0], *b = &ic->in[3];
+    char sa[GX_SHAPE_STRLEN], sb[GX_SHAPE_STRLEN];
+    gx_shape_str(a->ndim, a->shape, sa, sizeof sa);
+    gx_shape_str(b->ndim, b->shape, sb, sizeof sb);
+    if (a->ndim < 2 || b->ndim < 2)
+        return gx_infer_errf(ic, GX_EUNSUPPORTED, "%s: a is %s and b is %s; both need rank >= 2",
+                             op, sa, sb);
+    if (a->shape[a->ndim - 1] != b->shape[b->ndim - 2])
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: a is %s but b is %s (K mismatch)", op, sa, sb);
+    int nd;
+    int64_t shape[GX_MAX_DIMS];
+    if (!gx_broadcast_shape(a->ndim - 2, a->shape, b->ndim - 2, b->shape, &nd, shape) ||
+        nd + 2 > GX_MAX_DIMS)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: batch dims of a %s and b %s do not broadcast",
+                             op, sa, sb);
+    shape[nd++] = a->shape[a->ndim - 2];
+    shape[nd++] = b->shape[b->ndim - 1];
+    gx_view_set(&ic->out[0], ic->in[7].dtype, nd, shape);
+    return GX_OK;
+}
+
+static gx_cost s_cost_qlinear_matmul(const gx_infer *ic)
+{
+    const gx_view *a = &ic->in[0];
+    return (gx_cost){.flops = 2.0 * (double)a->shape[a->ndim - 1] *
+                              (double)gx_view_numel(&ic->out[0]),
+                     .bytes = gx_infer_io_bytes(ic)};
+}
+
+const gx_op_schema gx_schema_QLINEAR_MATMUL = {
+    .min_in = 8, .max_in = 8, .min_out = 1, .max_out = 1,
+    .infer = s_infer_qlinear_matmul, .cost = s_cost_qlinear_matmul,
+};

@@ -1,2 +1,181 @@
-/* CPU kernels of the quant family (GX_OPS_QUANT in ops/op.h). */
+/* CPU kernels of the quant family (GX_OPS_QUANT in ops/op.h). Rounding is
+ * rintf's: to nearest, ties to even (the default FP environment). */
+#include <math.h>
+
 #include "ops/cpu/cpu.h"
+
+/* Per-axis geometry of scale s against x: element i of x uses scale
+ * (i / inner) % n_ch; a per-tensor scale is n_ch = inner = 1. */
+static void s_channels(const gx_view *x, const gx_view *s, int64_t axis, int64_t *n_ch,
+                       int64_t *inner)
+{
+    *n_ch = 1;
+    *inner = 1;
+    int ax;
+    if (s->numel > 1 && gx_axis_norm(axis, x->ndim, &ax)) {
+        *n_ch = x->shape[ax];
+        for (int d = ax + 1; d < x->ndim; d++)
+            *inner *= x->shape[d];
+    }
+}
+
+/* Zero point c as int32 (0 when omitted). */
+static int32_t s_zero_point(const gx_kargs *k, int i, int64_t c)
+{
+    if (i >= k->n_in || k->in[i].ndim < 0)
+        return 0;
+    const gx_view *z = &k->in[i];
+    return z->dtype == GX_I32 ? ((const int32_t *)z->data)[c]
+           : z->dtype == GX_I8 ? ((const int8_t *)z->data)[c]
+                               : ((const uint8_t *)z->data)[c];
+}
+
+static float s_clampf(float v, float lo, float hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* ---- QuantizeLinear ---- */
+
+#define S_QUANTIZE(T, LO, HI)                                                 \
+    static void s_quantize_##T(const gx_kargs *k, int64_t lo, int64_t hi, int64_t n_ch,         \
+                               int64_t inner)                                 \
+    {                                                                         \
+        const float *x = k->in[0].data, *scale = k->in[1].data;               \
+        T *y = k->out[0].data;                                                \
+        for (int64_t i = lo; i < hi;) {                                       \
+            const int64_t c = (i / inner) % n_ch, end = (i / inner + 1) * inner; \
+            const float s = scale[c], z = (float)s_zero_point(k, 2, c);       \
+            for (; i < hi && i < end; i++)                                    \
+                y[i] = (T)s_clampf(rintf(x[i] / s) + z, LO, HI);              \
+        }                                                                     \
+    }
+S_QUANTIZE(uint8_t, 0.0f, 255.0f)
+S_QUANTIZE(int8_t, -128.0f, 127.0f)
+#undef S_QUANTIZE
+
+void gx_cpu_QUANTIZE_LINEAR(const gx_kargs *k)
+{
+    int64_t lo, hi, n_ch, inner;
+    gx_cpu_share(k, k->out[0].numel, GX_CPU_LINE * 4, &lo, &hi);
+    s_channels(&k->in[0], &k->in[1], k->attr[GX_QUANTIZE_AXIS].i, &n_ch, &inner);
+    if (k->out[0].dtype == GX_I8)
+        s_quantize_int8_t(k, lo, hi, n_ch, inner);
+    else
+        s_quantize_uint8_t(k, lo, hi, n_ch, inner);
+}
+
+/* ---- DequantizeLinear ---- */
+
+#define S_DEQUANTIZE(T)                                                       \
+    static void s_dequantize_##T(const gx_kargs *k, int64_t lo, int64_t hi, int64_t n_ch,       \
+                                 int64_t inner)                               \
+    {                                                                         \
+        const T *x = k->in[0].data;                                           \
+        const float *scale = k->in[1].data;                                   \
+        float *y = k->out[0].data;                                            \
+        for (int64_t i = lo; i < hi;) {                                       \
+            const int64_t c = (i / inner) % n_ch, end = (i / inner + 1) * inner; \
+            const float s = scale[c];                                         \
+            const int32_t z = s_zero_point(k, 2, c);                          \
+            for (; i < hi && i < end; i++)                                    \
+                y[i] = (float)((int64_t)x[i] - z) * s;                        \
+        }                                                                     \
+    }
+S_DEQUANTIZE(uint8_t)
+S_DEQUANTIZE(int8_t)
+S_DEQUANTIZE(int32_t)
+#undef S_DEQUANTIZE
+
+void gx_cpu_DEQUANTIZE_LINEAR(const gx_kargs *k)
+{
+    int64_t lo, hi, n_ch, inner;
+    gx_cpu_share(k, k->out[0].numel, GX_CPU_LINE, &lo, &hi);
+    s_channels(&k->in[0], &k->in[1], k->attr[GX_DEQUANTIZE_AXIS].i, &n_ch, &inner);
+    if (k->in[0].dtype == GX_I8)
+        s_dequantize_int8_t(k, lo, hi, n_ch, inner);
+    else if (k->in[0].dtype == GX_I32)
+        s_dequantize_int32_t(k, lo, hi, n_ch, inner);
+    else
+        s_dequantize_uint8_t(k, lo, hi, n_ch, inner);
+}
+
+/* ---- DynamicQuantizeLinear ---- */
+
+/* The range is [min(0, min x), max(0, max x)], so 0 is exact; scale =
+ * range / 255 and zero point = saturate(round(-min / scale)). Every share
+ * scans all of x for the range (no shared state between shares); share 0
+ * writes the scalar outputs. An all-zero x has scale 0: y and the zero
+ * point are 0 then. */
+void gx_cpu_DYNAMIC_QUANTIZE_LINEAR(const gx_kargs *k)
+{
+    const float *x = k->in[0].data;
+    const int64_t n = k->in[0].numel;
+    float mn = 0.0f, mx = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        mn = x[i] < mn ? x[i] : mn;
+        mx = x[i] > mx ? x[i] : mx;
+    }
+    const float scale = (mx - mn) / 255.0f;
+    const float zp = scale > 0.0f ? s_clampf(rintf(-mn / scale), 0.0f, 255.0f) : 0.0f;
+    if (k->ith == 0) {
+        *(float *)k->out[1].data = scale;
+        *(uint8_t *)k->out[2].data = (uint8_t)zp;
+    }
+    int64_t lo, hi;
+    gx_cpu_share(k, n, GX_CPU_LINE * 4, &lo, &hi);
+    uint8_t *y = k->out[0].data;
+    for (int64_t i = lo; i < hi; i++)
+        y[i] = scale > 0.0f ? (uint8_t)s_clampf(rintf(x[i] / scale) + zp, 0.0f, 255.0f) : 0;
+}
+
+/* ---- QLinearMatMul ---- */
+
+/* Element e (int32) of a uint8 or int8 tensor. */
+static int32_t s_byte(const gx_view *v, int64_t e)
+{
+    return v->dtype == GX_I8 ? ((const int8_t *)v->data)[e] : ((const uint8_t *)v->data)[e];
+}
+
+/* Exact int32 sums of (a - a_zp)(b - b_zp), scaled by a_scale * b_scale /
+ * y_scale in float32, rounded half to even, plus y_zp, saturated. Shares
+ * are output rows. */
+void gx_cpu_QLINEAR_MATMUL(const gx_kargs *k)
+{
+    const gx_view *a = &k->in[0], *b = &k->in[3], *y = &k->out[0];
+    const int64_t m = a->shape[a->ndim - 2], kk = a->shape[a->ndim - 1];
+    const int64_t n = b->shape[b->ndim - 1];
+    const int nb = y->ndim - 2;
+    int64_t sa[GX_MAX_DIMS] = {0}, sb[GX_MAX_DIMS] = {0};
+    gx_bcast_strides(nb, a->ndim - 2, a->shape, sa);
+    gx_bcast_strides(nb, b->ndim - 2, b->shape, sb);
+    const int32_t az = s_zero_point(k, 2, 0), bz = s_zero_point(k, 5, 0);
+    const float yz = (float)s_zero_point(k, 7, 0);
+    const float mul = *(const float *)k->in[1].data * *(const float *)k->in[4].data /
+                      *(const float *)k->in[6].data;
+    const float qlo = y->dtype == GX_I8 ? -128.0f : 0.0f, qhi = y->dtype == GX_I8 ? 127.0f : 255.0f;
+    int64_t lo, hi;
+    gx_cpu_share(k, y->numel / (n ? n : 1), 1, &lo, &hi);
+    for (int64_t row = lo; row < hi; row++) {
+        const int64_t batch = row / m, i = row % m;
+        int64_t oa = 0, ob = 0, rem = batch;
+        for (int d = nb - 1; d >= 0; d--) {
+            const int64_t idx = rem % y->shape[d];
+            rem /= y->shape[d];
+            oa += idx * sa[d];
+            ob += idx * sb[d];
+        }
+        oa = oa * m * kk + i * kk;
+        ob = ob * kk * n;
+        for (int64_t j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (int64_t p = 0; p < kk; p++)
+                acc += (s_byte(a, oa + p) - az) * (s_byte(b, ob + p * n + j) - bz);
+            const float v = s_clampf(rintf((float)acc * mul) + yz, qlo, qhi);
+            if (y->dtype == GX_I8)
+                ((int8_t *)y->data)[row * n + j] = (int8_t)v;
+            else
+                ((uint8_t *)y->data)[row * n + j] = (uint8_t)v;
+        }
+    }
+}
