@@ -181,7 +181,8 @@
     X(QUANTIZE_LINEAR, "QuantizeLinear")                                      \
     X(DEQUANTIZE_LINEAR, "DequantizeLinear")                                  \
     X(DYNAMIC_QUANTIZE_LINEAR, "DynamicQuantizeLinear")                       \
-    X(QLINEAR_MATMUL, "QLinearMatMul")
+    X(QLINEAR_MATMUL, "QLinearMatMul")                                        \
+    X(UNIQUE, "Unique")
 
 
 #define GX_OPS_RNN(X)

@@ -181,6 +181,16 @@ enum { GX_REVERSE_SEQUENCE_BATCH_AXIS, GX_REVERSE_SEQUENCE_TIME_AXIS, GX_REVERSE
 /* quant (block_size: opset 21's blocked quantisation, only 0 is accepted) */
 enum { GX_QUANTIZE_AXIS, GX_QUANTIZE_SATURATE, GX_QUANTIZE_BLOCK_SIZE, GX_QUANTIZE_NATTRS };
 enum { GX_DEQUANTIZE_AXIS, GX_DEQUANTIZE_BLOCK_SIZE, GX_DEQUANTIZE_NATTRS };
+enum { GX_UNIQUE_AXIS, GX_UNIQUE_SORTED, GX_UNIQUE_NATTRS };
+
+/* Unique of x's slices along axis (the elements of x when flatten): x as
+ * [outer, n, inner], slice i is x[:, i, :], compared lexicographically.
+ * work holds 6 * n int64; returns the unique count u and
+ * leaves in it, for the output order (sorted, or by first occurrence):
+ * work[0..u) the first index of each unique slice, work[n..n+u) its count,
+ * and work[2n..3n) the output position of every slice (inverse_indices).
+ * Shared by Unique's infer (which needs u) and its kernel. */
+int64_t gx_unique_run(const gx_view *x, bool flatten, int axis, bool sorted, int64_t *work);
 
 
 /* rnn */

@@ -2,6 +2,10 @@
  * (de)quantisation per tensor or per axis, DynamicQuantizeLinear and
  * QLinearMatMul. Scales are float32; quantised values are uint8 / int8
  * (and int32 for DequantizeLinear's input). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "ops/schema.h"
 
 #define S_BYTES (GX_DT_BIT(GX_U8) | GX_DT_BIT(GX_I8))
@@ -215,4 +219,200 @@ static gx_cost s_cost_qlinear_matmul(const gx_infer *ic)
 const gx_op_schema gx_schema_QLINEAR_MATMUL = {
     .min_in = 8, .max_in = 8, .min_out = 1, .max_out = 1,
     .infer = s_infer_qlinear_matmul, .cost = s_cost_qlinear_matmul,
+};
+
+/* ---- Unique ---- */
+
+static const gx_attr_spec s_unique_attrs[] = {
+    [GX_UNIQUE_AXIS] = {.name = "axis", .type = GX_ATTR_INT},
+    [GX_UNIQUE_SORTED] = {.name = "sorted", .type = GX_ATTR_INT, .def_i = 1},
+};
+_Static_assert(sizeof s_unique_attrs / sizeof s_unique_attrs[0] == GX_UNIQUE_NATTRS,
+               "Unique attrs");
+
+#define S_UNIQUE_DTYPES                                                       \
+    (GX_DT_BIT(GX_F32) | GX_DT_BIT(GX_F64) | GX_DT_BIT(GX_I64) | GX_DT_BIT(GX_I32) |           \
+     GX_DT_BIT(GX_I8) | GX_DT_BIT(GX_U8))
+
+/* Order of elements i and j of x: -1, 0 or 1; NaN sorts after every number
+ * and equals NaN (as numpy's unique). */
+static int s_elem_cmp(const gx_view *x, int64_t i, int64_t j)
+{
+#define S_CMP(T)                                                              \
+    do {                                                                      \
+        const T a = ((const T *)x->data)[i], b = ((const T *)x->data)[j];     \
+        if (a < b)                                                            \
+            return -1;                                                        \
+        if (a > b)                                                            \
+            return 1;                                                         \
+        if (a == b)                                                           \
+            return 0;                                                         \
+        return (a != a) - (b != b); /* a NaN is the greater */                \
+    } while (0)
+    switch (x->dtype) {
+    case GX_F32: S_CMP(float);
+    case GX_F64: S_CMP(double);
+    case GX_I64: S_CMP(int64_t);
+    case GX_I32: S_CMP(int32_t);
+    case GX_I8: S_CMP(int8_t);
+    case GX_U8: S_CMP(uint8_t);
+    case GX_F16: case GX_BF16: case GX_I16: case GX_U16: case GX_U32: case GX_U64:
+    case GX_BOOL: case GX_DTYPE_COUNT:
+        break;
+    }
+#undef S_CMP
+    return 0;
+}
+
+/* x as [outer, n, inner] for Unique's slices. */
+typedef struct s_slices {
+    const gx_view *x;
+    int64_t outer, n, inner;
+} s_slices;
+
+static s_slices s_unique_slices(const gx_view *x, bool flatten, int axis)
+{
+    s_slices s = {.x = x, .outer = 1, .n = flatten ? x->numel : x->shape[axis], .inner = 1};
+    for (int d = 0; !flatten && d < x->ndim; d++) {
+        if (d < axis)
+            s.outer *= x->shape[d];
+        else if (d > axis)
+            s.inner *= x->shape[d];
+    }
+    return s;
+}
+
+static int s_slice_cmp(const s_slices *s, int64_t i, int64_t j)
+{
+    for (int64_t o = 0; o < s->outer; o++) {
+        const int64_t base = o * s->n * s->inner;
+        for (int64_t e = 0; e < s->inner; e++) {
+            int c = s_elem_cmp(s->x, base + i * s->inner + e, base + j * s->inner + e);
+            if (c)
+                return c;
+        }
+    }
+    return 0;
+}
+
+/* Stable bottom-up merge sort of p[0..n) by slice order, tmp[n] as buffer. */
+static void s_sort_slices(const s_slices *s, int64_t *p, int64_t *tmp)
+{
+    const int64_t n = s->n;
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            const int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                tmp[o++] = s_slice_cmp(s, p[b], p[a]) < 0 ? p[b++] : p[a++];
+            while (a < mid)
+                tmp[o++] = p[a++];
+            while (b < hi)
+                tmp[o++] = p[b++];
+        }
+        memcpy(p, tmp, (size_t)n * sizeof *p);
+    }
+}
+
+int64_t gx_unique_run(const gx_view *x, bool flatten, int axis, bool sorted, int64_t *work)
+{
+    const s_slices s = s_unique_slices(x, flatten, axis);
+    const int64_t n = s.n;
+    int64_t *first = work, *count = work + n, *inverse = work + 2 * n;
+    int64_t *perm = work + 3 * n, *tmp = work + 4 * n, *group = work + 5 * n;
+    for (int64_t i = 0; i < n; i++)
+        perm[i] = i;
+    s_sort_slices(&s, perm, tmp);
+    /* groups of equal slices in sorted order: tmp[g] its first index (the
+     * sort is stable), inverse[g] its count for now */
+    int64_t u = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (k == 0 || s_slice_cmp(&s, perm[k - 1], perm[k]) != 0) {
+            tmp[u] = perm[k];
+            inverse[u++] = 0;
+        }
+        group[perm[k]] = u - 1;
+        inverse[u - 1]++;
+    }
+    /* perm[g]: the output position of group g */
+    int64_t next = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t g = group[i];
+        if (sorted)
+            perm[g] = g;
+        else if (tmp[g] == i)
+            perm[g] = next++;
+    }
+    for (int64_t g = 0; g < u; g++) {
+        first[perm[g]] = tmp[g];
+        count[perm[g]] = inverse[g];
+    }
+    for (int64_t i = 0; i < n; i++)
+        inverse[i] = perm[group[i]];
+    return u;
+}
+
+/* Y: x with the axis dim (flattened: the elements) cut to the unique
+ * count, which needs x's value; indices and counts [u], inverse_indices
+ * [n], all int64. */
+static int s_infer_unique(gx_infer *ic)
+{
+    const char *op = "Unique";
+    int rc = gx_infer_need_dtypes(ic, op, 0, S_UNIQUE_DTYPES);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    const bool flatten = !ic->attr[GX_UNIQUE_AXIS].set;
+    int axis = 0;
+    if (!flatten && !gx_axis_norm(ic->attr[GX_UNIQUE_AXIS].i, x->ndim, &axis))
+        return gx_infer_errf(ic, GX_EATTR, "%s: axis %lld is out of range for rank %d", op,
+                             (long long)ic->attr[GX_UNIQUE_AXIS].i, x->ndim);
+    const void *data = gx_infer_value(ic, 0);
+    if (!data)
+        return GX_INFER_DYNAMIC;
+    gx_view xv = *x;
+    xv.numel = gx_view_numel(x);
+    const int64_t n = flatten ? xv.numel : x->shape[axis];
+    int64_t *work = malloc((size_t)(n ? n : 1) * 6 * sizeof *work);
+    if (!work)
+        return gx_infer_errf(ic, GX_ENOMEM, "%s: out of memory for %lld slices", op,
+                             (long long)n);
+    const int64_t u = gx_unique_run(&xv, flatten, axis, ic->attr[GX_UNIQUE_SORTED].i != 0, work);
+    free(work);
+    int64_t shape[GX_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    if (flatten)
+        gx_view_set(&ic->out[0], x->dtype, 1, &u);
+    else {
+        shape[axis] = u;
+        gx_view_set(&ic->out[0], x->dtype, x->ndim, shape);
+    }
+    for (int o = 1; o < ic->n_out; o++)
+        gx_view_set(&ic->out[o], GX_I64, 1, o == 2 ? &n : &u);
+    return GX_OK;
+}
+
+/* A sort of the slices: about n log n slice comparisons. */
+static gx_cost s_cost_unique(const gx_infer *ic)
+{
+    const double n = (double)gx_view_numel(&ic->in[0]);
+    return (gx_cost){.flops = n * (n > 1 ? log2(n) : 1.0), .bytes = gx_infer_io_bytes(ic)};
+}
+
+static size_t s_scratch_unique(const gx_infer *ic)
+{
+    const gx_view *x = &ic->in[0];
+    int axis = 0;
+    const bool flatten = !ic->attr[GX_UNIQUE_AXIS].set;
+    if (!flatten)
+        gx_axis_norm(ic->attr[GX_UNIQUE_AXIS].i, x->ndim, &axis);
+    const int64_t n = flatten ? gx_view_numel(x) : x->shape[axis];
+    return (size_t)n * 6 * sizeof(int64_t);
+}
+
+const gx_op_schema gx_schema_UNIQUE = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 4,
+    .attrs = s_unique_attrs, .n_attrs = GX_UNIQUE_NATTRS,
+    .value_inputs = 1u << 0,
+    .infer = s_infer_unique, .cost = s_cost_unique, .scratch = s_scratch_unique,
 };

@@ -200,6 +200,59 @@ START_TEST(test_qlinear_matmul_errors)
 }
 END_TEST
 
+/* ---- Unique ---- */
+
+#define I64V(shape, ...)                                                      \
+    ot_view(GX_I64, ot_copy((int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__})), shape)
+
+START_TEST(test_unique)
+{
+    /* test_unique_not_sorted_without_axis, then sorted */
+    gx_view x = F32V(SHAPE(6), 2, 1, 1, 3, 4, 3);
+    gx_view unsorted[4] = {F32V(SHAPE(4), 2, 1, 3, 4), I64V(SHAPE(4), 0, 1, 3, 4),
+                           I64V(SHAPE(6), 0, 1, 1, 2, 3, 2), I64V(SHAPE(4), 1, 2, 2, 1)};
+    s_expect_n(GX_OP_UNIQUE, NODE(A_INT("sorted", 0)), 1, &x, 4, unsorted);
+    gx_view sorted[4] = {F32V(SHAPE(4), 1, 2, 3, 4), I64V(SHAPE(4), 1, 0, 3, 4),
+                         I64V(SHAPE(6), 1, 0, 0, 2, 3, 2), I64V(SHAPE(4), 2, 1, 2, 1)};
+    s_expect_n(GX_OP_UNIQUE, NODE(), 1, &x, 4, sorted);
+    s_expect(GX_OP_UNIQUE, NODE(), 1, &x, sorted[0]);
+    /* test_unique_sorted_with_axis_3d (axis 1 and -2); int64 along axis 0 */
+    gx_view x3 = F32V(SHAPE(2, 4, 2), 1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1);
+    gx_view w3[4] = {F32V(SHAPE(2, 3, 2), 0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1),
+                     I64V(SHAPE(3), 1, 0, 2), I64V(SHAPE(4), 1, 0, 2, 0),
+                     I64V(SHAPE(3), 2, 1, 1)};
+    s_expect_n(GX_OP_UNIQUE, NODE(A_INT("axis", 1)), 1, &x3, 4, w3);
+    s_expect_n(GX_OP_UNIQUE, NODE(A_INT("axis", -2)), 1, &x3, 4, w3);
+    gx_view xi = I64V(SHAPE(3, 2), 5, 1, 5, 0, 5, 1);
+    gx_view wi[4] = {I64V(SHAPE(2, 2), 5, 1, 5, 0), I64V(SHAPE(2), 0, 1),
+                     I64V(SHAPE(3), 0, 1, 0), I64V(SHAPE(2), 2, 1)};
+    s_expect_n(GX_OP_UNIQUE, NODE(A_INT("axis", 0), A_INT("sorted", 0)), 1, &xi, 4, wi);
+    /* NaN sorts last and equals NaN */
+    gx_view xn = F32V(SHAPE(4), __builtin_nanf(""), 1, __builtin_nanf(""), -1);
+    gx_view wn[2] = {F32V(SHAPE(3), -1, 1, __builtin_nanf("")), I64V(SHAPE(3), 3, 1, 0)};
+    s_expect_n(GX_OP_UNIQUE, NODE(), 1, &xn, 2, wn);
+}
+END_TEST
+
+START_TEST(test_unique_errors)
+{
+    gx_view x = F32V(SHAPE(2, 2), 1, 2, 3, 4);
+    ot_expect_error(GX_OP_UNIQUE, NODE(A_INT("axis", 2)), 1, &x, GX_EATTR,
+                    "Unique: axis 2 is out of range for rank 2");
+    gx_view b = ot_view(GX_BOOL, ot_copy((uint8_t[]){1}, 1), SHAPE(1));
+    ot_expect_error(GX_OP_UNIQUE, NODE(), 1, &b, GX_EDTYPE, NULL);
+    /* the output shape waits for x's value */
+    gx_view out;
+    gx_attrval av[GX_MAX_ATTRS];
+    char err[ERRLEN];
+    ck_assert_int_eq(gx_op_resolve_attrs(GX_OP_UNIQUE, NODE(), av, err, ERRLEN), GX_OK);
+    x.data = NULL;
+    gx_infer ic = {.attr = av, .n_in = 1, .in = &x, .n_out = 1, .out = &out, .err = err,
+                   .errlen = ERRLEN};
+    ck_assert_int_eq(gx_op_schema_get(GX_OP_UNIQUE)->infer(&ic), GX_INFER_DYNAMIC);
+}
+END_TEST
+
 Suite *ops_quant_suite(void)
 {
     Suite *s = suite_create("ops_quant");
@@ -211,6 +264,8 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_dynamic_quantize);
     tcase_add_test(tc, test_qlinear_matmul);
     tcase_add_test(tc, test_qlinear_matmul_errors);
+    tcase_add_test(tc, test_unique);
+    tcase_add_test(tc, test_unique_errors);
     suite_add_tcase(s, tc);
     return s;
 }

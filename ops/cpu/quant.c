@@ -179,3 +179,39 @@ void gx_cpu_QLINEAR_MATMUL(const gx_kargs *k)
         }
     }
 }
+
+/* ---- Unique ---- */
+
+/* Serial (share 0 does it all): the sort has no cheap split. */
+void gx_cpu_UNIQUE(const gx_kargs *k)
+{
+    if (k->ith != 0)
+        return;
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const bool flatten = !k->attr[GX_UNIQUE_AXIS].set;
+    int axis = 0;
+    if (!flatten)
+        gx_axis_norm(k->attr[GX_UNIQUE_AXIS].i, x->ndim, &axis);
+    int64_t *work = k->scratch;
+    const int64_t u = gx_unique_run(x, flatten, axis, k->attr[GX_UNIQUE_SORTED].i != 0, work);
+    const int64_t n = flatten ? x->numel : x->shape[axis];
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; !flatten && d < x->ndim; d++) {
+        if (d < axis)
+            outer *= x->shape[d];
+        else if (d > axis)
+            inner *= x->shape[d];
+    }
+    const size_t row = (size_t)inner * gx_dtype_size(x->dtype);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j = 0; j < u; j++)
+            memcpy((char *)y->data + (size_t)(o * u + j) * row,
+                   (const char *)x->data + (size_t)(o * n + work[j]) * row, row);
+    }
+    /* indices, inverse_indices and counts lie in work at 0, 2n and n */
+    static const int at[4] = {0, 0, 2, 1};
+    for (int o = 1; o < k->n_out && o < 4; o++) {
+        if (k->out[o].data)
+            memcpy(k->out[o].data, work + at[o] * n, (size_t)k->out[o].numel * sizeof *work);
+    }
+}
