@@ -182,7 +182,8 @@
     X(DEQUANTIZE_LINEAR, "DequantizeLinear")                                  \
     X(DYNAMIC_QUANTIZE_LINEAR, "DynamicQuantizeLinear")                       \
     X(QLINEAR_MATMUL, "QLinearMatMul")                                        \
-    X(UNIQUE, "Unique")
+    X(UNIQUE, "Unique")                                                       \
+    X(NON_MAX_SUPPRESSION, "NonMaxSuppression")
 
 
 #define GX_OPS_RNN(X)

@@ -192,6 +192,14 @@ enum { GX_UNIQUE_AXIS, GX_UNIQUE_SORTED, GX_UNIQUE_NATTRS };
  * Shared by Unique's infer (which needs u) and its kernel. */
 int64_t gx_unique_run(const gx_view *x, bool flatten, int axis, bool sorted, int64_t *work);
 
+enum { GX_NMS_CENTER_POINT_BOX, GX_NMS_NATTRS };
+/* NonMaxSuppression of in[] (boxes, scores and the optional limit and
+ * thresholds, whose values must be known) into the selected rows (batch,
+ * class, box) of out, or only counted when out is NULL; work holds 3 * N
+ * int64 (N: boxes per batch). Returns the number selected. Shared by the
+ * infer (which needs the count) and the kernel. */
+int64_t gx_nms_run(int n_in, const gx_view *in, bool center, int64_t *out, int64_t *work);
+
 
 /* rnn */
 

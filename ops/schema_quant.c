@@ -416,3 +416,177 @@ const gx_op_schema gx_schema_UNIQUE = {
     .value_inputs = 1u << 0,
     .infer = s_infer_unique, .cost = s_cost_unique, .scratch = s_scratch_unique,
 };
+
+/* ---- NonMaxSuppression ---- */
+
+static const gx_attr_spec s_nms_attrs[] = {
+    [GX_NMS_CENTER_POINT_BOX] = {.name = "center_point_box", .type = GX_ATTR_INT, .def_i = 0},
+};
+_Static_assert(sizeof s_nms_attrs / sizeof s_nms_attrs[0] == GX_NMS_NATTRS,
+               "NonMaxSuppression attrs");
+
+/* Box b as corners x1 <= x2, y1 <= y2 (corner boxes [y1, x1, y2, x2] may
+ * come in either order; center boxes are [xc, yc, w, h]). */
+static void s_box(const float *b, bool center, float c[4])
+{
+    if (center) {
+        c[0] = b[0] - b[2] / 2, c[2] = b[0] + b[2] / 2;
+        c[1] = b[1] - b[3] / 2, c[3] = b[1] + b[3] / 2;
+    } else {
+        c[0] = fminf(b[1], b[3]), c[2] = fmaxf(b[1], b[3]);
+        c[1] = fminf(b[0], b[2]), c[3] = fmaxf(b[0], b[2]);
+    }
+}
+
+/* IoU of a and b above threshold; boxes of no area never suppress. */
+static bool s_suppresses(const float *a, const float *b, bool center, float threshold)
+{
+    float p[4], q[4];
+    s_box(a, center, p);
+    s_box(b, center, q);
+    const float iw = fminf(p[2], q[2]) - fmaxf(p[0], q[0]);
+    const float ih = fminf(p[3], q[3]) - fmaxf(p[1], q[1]);
+    if (iw <= 0 || ih <= 0)
+        return false;
+    const float inter = iw * ih;
+    const float area_p = (p[2] - p[0]) * (p[3] - p[1]), area_q = (q[2] - q[0]) * (q[3] - q[1]);
+    const float uni = area_p + area_q - inter;
+    if (area_p <= 0 || area_q <= 0 || uni <= 0)
+        return false;
+    return inter / uni > threshold;
+}
+
+/* Stable merge sort of idx[0..n) by score, highest first (ties keep the
+ * lower index first). */
+static void s_sort_scores(const float *score, int64_t *idx, int64_t *tmp, int64_t n)
+{
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            const int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                tmp[o++] = score[idx[b]] > score[idx[a]] ? idx[b++] : idx[a++];
+            while (a < mid)
+                tmp[o++] = idx[a++];
+            while (b < hi)
+                tmp[o++] = idx[b++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
+}
+
+int64_t gx_nms_run(int n_in, const gx_view *in, bool center, int64_t *out, int64_t *work)
+{
+    const gx_view *boxes = &in[0], *scores = &in[1];
+    const int64_t nb = scores->shape[0], nc = scores->shape[1], n = scores->shape[2];
+    const bool has[5] = {true, true, n_in > 2 && in[2].ndim >= 0, n_in > 3 && in[3].ndim >= 0,
+                         n_in > 4 && in[4].ndim >= 0};
+    const int64_t max_out = has[2] ? *(const int64_t *)in[2].data : 0;
+    const float iou = has[3] ? *(const float *)in[3].data : 0.0f;
+    int64_t *cand = work, *tmp = work + n, *sel = work + 2 * n, total = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        const float *bx = (const float *)boxes->data + b * n * 4;
+        for (int64_t c = 0; max_out > 0 && c < nc; c++) {
+            const float *sc = (const float *)scores->data + (b * nc + c) * n;
+            int64_t nn = 0, ns = 0;
+            for (int64_t i = 0; i < n; i++) {
+                if (!has[4] || sc[i] > *(const float *)in[4].data)
+                    cand[nn++] = i;
+            }
+            s_sort_scores(sc, cand, tmp, nn);
+            for (int64_t k = 0; k < nn && ns < max_out; k++) {
+                bool keep = true;
+                for (int64_t s = 0; keep && s < ns; s++)
+                    keep = !s_suppresses(bx + cand[k] * 4, bx + sel[s] * 4, center, iou);
+                if (!keep)
+                    continue;
+                sel[ns++] = cand[k];
+                if (out) {
+                    out[total * 3] = b;
+                    out[total * 3 + 1] = c;
+                    out[total * 3 + 2] = cand[k];
+                }
+                total++;
+            }
+        }
+    }
+    return total;
+}
+
+/* boxes [B, N, 4] and scores [B, C, N] float32; max_output_boxes_per_class
+ * (int64), iou_threshold and score_threshold (float32) optional, one
+ * element each. selected_indices [count, 3] int64; the count needs every
+ * input's value. */
+static int s_infer_nms(gx_infer *ic)
+{
+    const char *op = "NonMaxSuppression";
+    int rc;
+    if ((rc = gx_infer_need_dtypes(ic, op, 0, GX_DT_BIT(GX_F32))) < 0 ||
+        (rc = gx_infer_need_dtypes(ic, op, 1, GX_DT_BIT(GX_F32))) < 0)
+        return rc;
+    const gx_view *bx = &ic->in[0], *sc = &ic->in[1];
+    if (bx->ndim != 3 || bx->shape[2] != 4 || sc->ndim != 3 || sc->shape[0] != bx->shape[0] ||
+        sc->shape[2] != bx->shape[1]) {
+        char sb[GX_SHAPE_STRLEN], ss[GX_SHAPE_STRLEN];
+        return gx_infer_errf(ic, GX_ESHAPE,
+                             "%s: boxes are %s and scores %s; expected [B,N,4] and [B,C,N]", op,
+                             gx_shape_str(bx->ndim, bx->shape, sb, sizeof sb),
+                             gx_shape_str(sc->ndim, sc->shape, ss, sizeof ss));
+    }
+    static const char *const names[5] = {NULL, NULL, "max_output_boxes_per_class",
+                                         "iou_threshold", "score_threshold"};
+    for (int i = 2; i < 5; i++) {
+        if (!s_present(ic, i))
+            continue;
+        if ((rc = gx_infer_need_dtypes(ic, op, i, GX_DT_BIT(i == 2 ? GX_I64 : GX_F32))) < 0)
+            return rc;
+        if (gx_view_numel(&ic->in[i]) != 1 || ic->in[i].ndim > 1) {
+            char s[GX_SHAPE_STRLEN];
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: %s is %s; expected one element", op,
+                                 names[i],
+                                 gx_shape_str(ic->in[i].ndim, ic->in[i].shape, s, sizeof s));
+        }
+    }
+    const int64_t center = ic->attr[GX_NMS_CENTER_POINT_BOX].i;
+    if (center != 0 && center != 1)
+        return gx_infer_errf(ic, GX_EATTR, "%s: center_point_box %lld (expected 0 or 1)", op,
+                             (long long)center);
+    for (int i = 0; i < 5; i++) {
+        if ((i < 2 || s_present(ic, i)) && !gx_infer_value(ic, i))
+            return GX_INFER_DYNAMIC;
+    }
+    gx_view in[5];
+    for (int i = 0; i < 5; i++) {
+        in[i] = i < ic->n_in ? ic->in[i] : (gx_view){.ndim = -1};
+    }
+    const int64_t n = bx->shape[1];
+    int64_t *work = malloc((size_t)(n ? n : 1) * 3 * sizeof *work);
+    if (!work)
+        return gx_infer_errf(ic, GX_ENOMEM, "%s: out of memory for %lld boxes", op,
+                             (long long)n);
+    const int64_t count = gx_nms_run(5, in, center != 0, NULL, work);
+    free(work);
+    gx_view_set(&ic->out[0], GX_I64, 2, (int64_t[]){count, 3});
+    return GX_OK;
+}
+
+/* Every class compares each candidate with those already selected. */
+static gx_cost s_cost_nms(const gx_infer *ic)
+{
+    const double n = (double)ic->in[1].shape[2];
+    return (gx_cost){.flops = (double)gx_view_numel(&ic->in[1]) * (n > 1 ? log2(n) : 1.0) +
+                              10.0 * (double)gx_view_numel(&ic->out[0]) * n,
+                     .bytes = gx_infer_io_bytes(ic)};
+}
+
+static size_t s_scratch_nms(const gx_infer *ic)
+{
+    return (size_t)ic->in[0].shape[1] * 3 * sizeof(int64_t);
+}
+
+const gx_op_schema gx_schema_NON_MAX_SUPPRESSION = {
+    .min_in = 2, .max_in = 5, .min_out = 1, .max_out = 1,
+    .attrs = s_nms_attrs, .n_attrs = GX_NMS_NATTRS,
+    .value_inputs = 0x1f,
+    .infer = s_infer_nms, .cost = s_cost_nms, .scratch = s_scratch_nms,
+};

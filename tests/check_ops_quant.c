@@ -253,6 +253,72 @@ START_TEST(test_unique_errors)
 }
 END_TEST
 
+/* ---- NonMaxSuppression ---- */
+
+/* test_nonmaxsuppression_suppress_by_IOU's boxes (corner form), six in
+ * one batch, and its scores for one class */
+#define S_NMS_BOXES                                                           \
+    F32V(SHAPE(1, 6, 4), 0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, \
+         1, 11.1f, 0, 100, 1, 101)
+#define S_NMS_SCORES F32V(SHAPE(1, 1, 6), 0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f)
+
+START_TEST(test_nms)
+{
+    gx_view in[5] = {S_NMS_BOXES, S_NMS_SCORES, I64V(SHAPE(1), 3), F32V(SHAPE(1), 0.5f),
+                     F32V(SHAPE(1), 0)};
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, I64V(SHAPE(3, 3), 0, 0, 3, 0, 0, 0, 0, 0, 5));
+    /* limit 2; score threshold 0.4 drops box 5 */
+    in[2] = I64V(SHAPE(1), 2);
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, I64V(SHAPE(2, 3), 0, 0, 3, 0, 0, 0));
+    in[2] = I64V(SCALAR, 10);
+    in[4] = F32V(SCALAR, 0.4f);
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, I64V(SHAPE(2, 3), 0, 0, 3, 0, 0, 0));
+    /* no score threshold, iou 0 by default: only disjoint boxes survive */
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 3, in, I64V(SHAPE(3, 3), 0, 0, 3, 0, 0, 0, 0, 0, 5));
+    /* no limit: nothing is selected */
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 2, in, I64V(SHAPE(0, 3), 0));
+    /* center form (test_nonmaxsuppression_center_point_box_format), and
+     * flipped corners give the same selection */
+    gx_view c[5] = {F32V(SHAPE(1, 6, 4), 0.5f, 0.5f, 1, 1, 0.5f, 0.6f, 1, 1, 0.5f, 0.4f, 1, 1,
+                         0.5f, 10.5f, 1, 1, 0.5f, 10.6f, 1, 1, 0.5f, 100.5f, 1, 1),
+                    S_NMS_SCORES, I64V(SHAPE(1), 3), F32V(SHAPE(1), 0.5f), F32V(SHAPE(1), 0)};
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(A_INT("center_point_box", 1)), 5, c,
+             I64V(SHAPE(3, 3), 0, 0, 3, 0, 0, 0, 0, 0, 5));
+    c[0] = F32V(SHAPE(1, 6, 4), 1, 1, 0, 0, 0, 0.1f, 1, 1.1f, 0, 0.9f, 1, -0.1f, 0, 10, 1, 11,
+                1, 10.1f, 0, 11.1f, 1, 101, 0, 100);
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, c, I64V(SHAPE(3, 3), 0, 0, 3, 0, 0, 0, 0, 0, 5));
+}
+END_TEST
+
+START_TEST(test_nms_errors)
+{
+    gx_view in[5] = {S_NMS_BOXES, F32V(SHAPE(1, 1, 5), 0, 0, 0, 0, 0), I64V(SHAPE(1), 3),
+                     F32V(SHAPE(2), 0.5f, 0.5f), F32V(SHAPE(1), 0)};
+    ot_expect_error(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, GX_ESHAPE,
+                    "NonMaxSuppression: boxes are [1,6,4] and scores [1,1,5]; expected [B,N,4] "
+                    "and [B,C,N]");
+    in[1] = S_NMS_SCORES;
+    ot_expect_error(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, GX_ESHAPE,
+                    "NonMaxSuppression: iou_threshold is [2]; expected one element");
+    in[3] = F32V(SHAPE(1), 0.5f);
+    in[2] = I32V(SHAPE(1), 3);
+    ot_expect_error(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, GX_EDTYPE, NULL);
+    in[2] = I64V(SHAPE(1), 3);
+    ot_expect_error(GX_OP_NON_MAX_SUPPRESSION, NODE(A_INT("center_point_box", 2)), 5, in,
+                    GX_EATTR, "NonMaxSuppression: center_point_box 2 (expected 0 or 1)");
+    /* an unknown value leaves the count to run time */
+    gx_view out;
+    gx_attrval av[GX_MAX_ATTRS];
+    char err[ERRLEN];
+    ck_assert_int_eq(gx_op_resolve_attrs(GX_OP_NON_MAX_SUPPRESSION, NODE(), av, err, ERRLEN),
+                     GX_OK);
+    in[2].data = NULL;
+    gx_infer ic = {.attr = av, .n_in = 5, .in = in, .n_out = 1, .out = &out, .err = err,
+                   .errlen = ERRLEN};
+    ck_assert_int_eq(gx_op_schema_get(GX_OP_NON_MAX_SUPPRESSION)->infer(&ic), GX_INFER_DYNAMIC);
+}
+END_TEST
+
 Suite *ops_quant_suite(void)
 {
     Suite *s = suite_create("ops_quant");
@@ -266,6 +332,8 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_qlinear_matmul_errors);
     tcase_add_test(tc, test_unique);
     tcase_add_test(tc, test_unique_errors);
+    tcase_add_test(tc, test_nms);
+    tcase_add_test(tc, test_nms_errors);
     suite_add_tcase(s, tc);
     return s;
 }

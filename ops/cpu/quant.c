@@ -215,3 +215,14 @@ void gx_cpu_UNIQUE(const gx_kargs *k)
             memcpy(k->out[o].data, work + at[o] * n, (size_t)k->out[o].numel * sizeof *work);
     }
 }
+
+/* ---- NonMaxSuppression ---- */
+
+/* Serial (share 0 does it all): each selection depends on the previous. */
+void gx_cpu_NON_MAX_SUPPRESSION(const gx_kargs *k)
+{
+    if (k->ith != 0)
+        return;
+    gx_nms_run(k->n_in, k->in, k->attr[GX_NMS_CENTER_POINT_BOX].i != 0, k->out[0].data,
+               k->scratch);
+}
