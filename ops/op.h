@@ -182,6 +182,7 @@
     X(DEQUANTIZE_LINEAR, "DequantizeLinear")                                  \
     X(DYNAMIC_QUANTIZE_LINEAR, "DynamicQuantizeLinear")                       \
     X(QLINEAR_MATMUL, "QLinearMatMul")                                        \
+    X(QLINEAR_CONV, "QLinearConv")                                            \
     X(UNIQUE, "Unique")                                                       \
     X(NON_MAX_SUPPRESSION, "NonMaxSuppression")
 

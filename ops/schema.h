@@ -182,6 +182,8 @@ enum { GX_REVERSE_SEQUENCE_BATCH_AXIS, GX_REVERSE_SEQUENCE_TIME_AXIS, GX_REVERSE
 enum { GX_QUANTIZE_AXIS, GX_QUANTIZE_SATURATE, GX_QUANTIZE_BLOCK_SIZE, GX_QUANTIZE_NATTRS };
 enum { GX_DEQUANTIZE_AXIS, GX_DEQUANTIZE_BLOCK_SIZE, GX_DEQUANTIZE_NATTRS };
 enum { GX_UNIQUE_AXIS, GX_UNIQUE_SORTED, GX_UNIQUE_NATTRS };
+/* QLinearConv: the GX_WIN_ attributes (ops/conv.h) then group */
+enum { GX_QLINEARCONV_GROUP = GX_WIN_NATTRS, GX_QLINEARCONV_NATTRS };
 
 /* Unique of x's slices along axis (the elements of x when flatten): x as
  * [outer, n, inner], slice i is x[:, i, :], compared lexicographically.

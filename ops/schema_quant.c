@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/conv.h"
 #include "ops/schema.h"
 
 #define S_BYTES (GX_DT_BIT(GX_U8) | GX_DT_BIT(GX_I8))
@@ -219,6 +220,97 @@ static gx_cost s_cost_qlinear_matmul(const gx_infer *ic)
 const gx_op_schema gx_schema_QLINEAR_MATMUL = {
     .min_in = 8, .max_in = 8, .min_out = 1, .max_out = 1,
     .infer = s_infer_qlinear_matmul, .cost = s_cost_qlinear_matmul,
+};
+
+/* ---- QLinearConv ---- */
+
+static const gx_attr_spec s_qlinearconv_attrs[] = {
+    [GX_WIN_AUTO_PAD] = {.name = "auto_pad", .type = GX_ATTR_STRING, .def_s = "NOTSET"},
+    [GX_WIN_DILATIONS] = {.name = "dilations", .type = GX_ATTR_INTS},
+    [GX_WIN_KERNEL_SHAPE] = {.name = "kernel_shape", .type = GX_ATTR_INTS},
+    [GX_WIN_PADS] = {.name = "pads", .type = GX_ATTR_INTS},
+    [GX_WIN_STRIDES] = {.name = "strides", .type = GX_ATTR_INTS},
+    [GX_QLINEARCONV_GROUP] = {.name = "group", .type = GX_ATTR_INT, .def_i = 1},
+};
+_Static_assert(sizeof s_qlinearconv_attrs / sizeof s_qlinearconv_attrs[0] ==
+                   GX_QLINEARCONV_NATTRS,
+               "QLinearConv attrs");
+
+/* Inputs x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+ * y_zero_point and the optional int32 bias B [M]: x [N, C, in...] and w
+ * [M, C / group, k...] uint8 or int8; w's scale and zero point per tensor
+ * or per output channel, the others per tensor. y [N, M, out...] has
+ * y_zero_point's dtype. */
+static int s_infer_qlinearconv(gx_infer *ic)
+{
+    const char *op = "QLinearConv";
+    static const char *const names[8] = {"x", "x_scale", "x_zero_point", "w",
+                                         "w_scale", "w_zero_point", "y_scale", "y_zero_point"};
+    int rc;
+    for (int i = 0; i < 8; i++) {
+        const bool scale = i == 1 || i == 4 || i == 6;
+        if ((rc = gx_infer_need_dtypes(ic, op, i, scale ? GX_DT_BIT(GX_F32) : S_BYTES)) < 0)
+            return rc;
+    }
+    const gx_view *x = &ic->in[0], *wt = &ic->in[3];
+    for (int i = 2; i <= 5; i += 3) {
+        if (ic->in[i].dtype != ic->in[i - 2].dtype)
+            return gx_infer_errf(ic, GX_EDTYPE, "%s: %s is %s but %s is %s", op, names[i],
+                                 gx_dtype_name(ic->in[i].dtype), names[i - 2],
+                                 gx_dtype_name(ic->in[i - 2].dtype));
+    }
+    char sx[GX_SHAPE_STRLEN], sw[GX_SHAPE_STRLEN];
+    gx_shape_str(x->ndim, x->shape, sx, sizeof sx);
+    gx_shape_str(wt->ndim, wt->shape, sw, sizeof sw);
+    const int64_t group = ic->attr[GX_QLINEARCONV_GROUP].i;
+    if (x->ndim < 3 || wt->ndim != x->ndim || group < 1 || wt->shape[0] % group != 0 ||
+        wt->shape[1] * group != x->shape[1])
+        return gx_infer_errf(ic, GX_ESHAPE,
+                             "%s: x is %s, w is %s and group %lld; expected [N, C, ...] and "
+                             "[M, C / group, ...] of one rank >= 3, M a multiple of group",
+                             op, sx, sw, (long long)group);
+    const int64_t m = wt->shape[0];
+    for (int i = 1; i < 9; i++) {
+        if (i == 3 || (i == 8 && !s_present(ic, 8)))
+            continue;
+        const gx_view *v = &ic->in[i];
+        const bool per_m = i == 4 || i == 5 || i == 8;
+        bool ok = v->ndim <= 1 && (gx_view_numel(v) == 1 || (per_m && v->shape[0] == m));
+        if (i == 8)
+            ok = v->ndim == 1 && v->shape[0] == m && v->dtype == GX_I32;
+        if (!ok) {
+            char s[GX_SHAPE_STRLEN];
+            return gx_infer_errf(ic, i == 8 && v->dtype != GX_I32 ? GX_EDTYPE : GX_ESHAPE,
+                                 "%s: %s is %s %s; expected %s", op, i == 8 ? "B" : names[i],
+                                 gx_dtype_name(v->dtype),
+                                 gx_shape_str(v->ndim, v->shape, s, sizeof s),
+                                 i == 8   ? "int32 [M]"
+                                 : per_m ? "one element or one per output channel"
+                                         : "one element");
+        }
+    }
+    gx_win w;
+    if ((rc = gx_win_init(&w, ic->attr, op, x, wt->shape + 2, false, false, ic->err,
+                          ic->errlen)) < 0)
+        return rc;
+    int64_t shape[GX_MAX_DIMS] = {x->shape[0], m};
+    memcpy(shape + 2, w.out, (size_t)w.nsp * sizeof *shape);
+    gx_view_set(&ic->out[0], ic->in[7].dtype, x->ndim, shape);
+    return GX_OK;
+}
+
+static gx_cost s_cost_qlinearconv(const gx_infer *ic)
+{
+    const gx_view *wt = &ic->in[3];
+    return (gx_cost){.flops = 2.0 * (double)(gx_view_numel(wt) / wt->shape[0]) *
+                              (double)gx_view_numel(&ic->out[0]),
+                     .bytes = gx_infer_io_bytes(ic)};
+}
+
+const gx_op_schema gx_schema_QLINEAR_CONV = {
+    .min_in = 8, .max_in = 9, .min_out = 1, .max_out = 1,
+    .attrs = s_qlinearconv_attrs, .n_attrs = GX_QLINEARCONV_NATTRS,
+    .infer = s_infer_qlinearconv, .cost = s_cost_qlinearconv,
 };
 
 /* ---- Unique ---- */

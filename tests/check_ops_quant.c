@@ -5,6 +5,7 @@
  * must give the same bytes as nth = 1.
  */
 #include <check.h>
+#include <math.h>
 #include <string.h>
 
 #include "tests/optest.h"
@@ -200,6 +201,85 @@ START_TEST(test_qlinear_matmul_errors)
 }
 END_TEST
 
+/* ---- QLinearConv ---- */
+
+/* QLinearConv of random x and w (dtype dt) against ConvInteger's int32
+ * sums, plus the bias, requantised here. */
+static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t group)
+{
+    const bool i8 = dt == GX_I8;
+    gx_view x = ot_rand(dt, SHAPE(2, 4, 5, 6)), wt = ot_rand(dt, SHAPE(6, 4 / group, 3, 2));
+    gx_view xz = i8 ? I8V(SCALAR, -3) : U8V(SCALAR, 120);
+    gx_view wz = i8 ? I8V(SHAPE(6), 0, 1, -1, 2, 5, -7) : U8V(SHAPE(6), 128, 127, 0, 255, 3, 9);
+    gx_view ws = F32V(SHAPE(6), 0.01f, 0.02f, 0.005f, 0.03f, 0.001f, 0.04f);
+    gx_view b = I32V(SHAPE(6), 100, -200, 0, 5000, -7, 1);
+    const float xs = 0.05f, ys = 0.9f;
+    gx_view in[9] = {x, F32V(SCALAR, xs), xz, wt, ws, wz, F32V(SCALAR, ys),
+                     i8 ? I8V(SCALAR, 4) : U8V(SCALAR, 100), b};
+    gx_attrval av[GX_MAX_ATTRS];
+    gx_view acc;
+    char err[ERRLEN];
+    gx_view ci[4] = {x, wt, xz, wz};
+    ck_assert_msg(ot_run(GX_OP_CONVINTEGER, node, 4, ci, 1, av, &acc, err) == GX_OK, "%s", err);
+    gx_view want = ot_view(dt, ot_alloc((size_t)acc.numel), acc.ndim, acc.shape);
+    const int64_t per_m = acc.numel / acc.shape[0] / 6;
+    for (int64_t e = 0; e < acc.numel; e++) {
+        const int64_t m = e / per_m % 6;
+        const int32_t sum = ((const int32_t *)acc.data)[e] + ((const int32_t *)b.data)[m];
+        const float scale = xs * ((const float *)ws.data)[m] / ys;
+        double v = rint((double)sum * scale) + (i8 ? 4 : 100);
+        const double lo = i8 ? -128 : 0, hi = i8 ? 127 : 255;
+        v = v < lo ? lo : v > hi ? hi : v;
+        if (i8)
+            ((int8_t *)want.data)[e] = (int8_t)v;
+        else
+            ((uint8_t *)want.data)[e] = (uint8_t)v;
+    }
+    s_expect(GX_OP_QLINEAR_CONV, node, 9, in, want);
+}
+
+START_TEST(test_qlinearconv)
+{
+    /* test_qlinearconv's first row: a 1x1 kernel */
+    gx_view in[8] = {U8V(SHAPE(1, 1, 1, 3), 255, 174, 162), F32V(SCALAR, 0.003692047f),
+                     U8V(SCALAR, 132), U8V(SHAPE(1, 1, 1, 1), 0), F32V(SHAPE(1), 0.00172795f),
+                     U8V(SHAPE(1), 255), F32V(SCALAR, 0.0016268126f), U8V(SCALAR, 123)};
+    s_expect(GX_OP_QLINEAR_CONV, NODE(), 8, in, U8V(SHAPE(1, 1, 1, 3), 0, 81, 93));
+    s_qlinearconv_ref(GX_U8, NODE(A_INTS("pads", 1, 0, 2, 1), A_INTS("strides", 2, 1)), 1);
+    s_qlinearconv_ref(GX_U8, NODE(A_INTS("dilations", 2, 2), A_INT("group", 2)), 2);
+    s_qlinearconv_ref(GX_I8, NODE((gx_attr){.name = (char *)"auto_pad", .type = GX_ATTR_STRING,
+                                            .s = (char *)"SAME_UPPER"}),
+                      1);
+}
+END_TEST
+
+START_TEST(test_qlinearconv_errors)
+{
+    gx_view in[9] = {U8V(SHAPE(1, 2, 1, 1), 0, 0), F32V(SCALAR, 1), U8V(SCALAR, 0),
+                     U8V(SHAPE(1, 1, 1, 1), 0),    F32V(SCALAR, 1), U8V(SCALAR, 0),
+                     F32V(SCALAR, 1),              U8V(SCALAR, 0),  I32V(SHAPE(1), 0)};
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(), 9, in, GX_ESHAPE,
+                    "QLinearConv: x is [1,2,1,1], w is [1,1,1,1] and group 1; expected [N, C, "
+                    "...] and [M, C / group, ...] of one rank >= 3, M a multiple of group");
+    in[0] = U8V(SHAPE(1, 1, 1, 1), 0);
+    in[4] = F32V(SHAPE(2), 1, 1);
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(), 9, in, GX_ESHAPE,
+                    "QLinearConv: w_scale is float32 [2]; expected one element or one per "
+                    "output channel");
+    in[4] = F32V(SCALAR, 1);
+    in[8] = F32V(SHAPE(1), 0);
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(), 9, in, GX_EDTYPE,
+                    "QLinearConv: B is float32 [1]; expected int32 [M]");
+    in[8] = I32V(SHAPE(1), 0);
+    in[5] = I8V(SCALAR, 0);
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(), 9, in, GX_EDTYPE,
+                    "QLinearConv: w_zero_point is int8 but w is uint8");
+    in[5] = U8V(SCALAR, 0);
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(A_INTS("strides", 0, 1)), 9, in, GX_EATTR, NULL);
+    s_expect(GX_OP_QLINEAR_CONV, NODE(), 9, in, U8V(SHAPE(1, 1, 1, 1), 0));
+}
+END_TEST
+
 /* ---- Unique ---- */
 
 #define I64V(shape, ...)                                                      \
@@ -330,6 +410,8 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_dynamic_quantize);
     tcase_add_test(tc, test_qlinear_matmul);
     tcase_add_test(tc, test_qlinear_matmul_errors);
+    tcase_add_test(tc, test_qlinearconv);
+    tcase_add_test(tc, test_qlinearconv_errors);
     tcase_add_test(tc, test_unique);
     tcase_add_test(tc, test_unique_errors);
     tcase_add_test(tc, test_nms);

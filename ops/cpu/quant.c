@@ -2,6 +2,7 @@
  * rintf's: to nearest, ties to even (the default FP environment). */
 #include <math.h>
 
+#include "ops/conv.h"
 #include "ops/cpu/cpu.h"
 
 /* Per-axis geometry of scale s against x: element i of x uses scale
@@ -177,6 +178,70 @@ void gx_cpu_QLINEAR_MATMUL(const gx_kargs *k)
             else
                 ((uint8_t *)y->data)[row * n + j] = (uint8_t)v;
         }
+    }
+}
+
+/* ---- QLinearConv ---- */
+
+/* Element c of a per-tensor or per-channel parameter. */
+static float s_param_f32(const gx_view *v, int64_t c)
+{
+    return ((const float *)v->data)[v->numel > 1 ? c : 0];
+}
+
+/* Direct convolution: exact int32 sums of (x - x_zp)(w - w_zp[m]) over
+ * the taps inside x (padding is x_zp, adding nothing), plus B[m], scaled
+ * by x_scale * w_scale[m] / y_scale (float32, then the product in double
+ * as the ONNX reference's numpy does), rounded half to even, plus y_zp and
+ * saturated. Shares are output elements. */
+void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *wt = &k->in[3], *y = &k->out[0];
+    gx_win w;
+    gx_win_init(&w, k->attr, "QLinearConv", x, wt->shape + 2, false, false, NULL, 0);
+    const int64_t c_in = x->shape[1], m_out = wt->shape[0];
+    const int64_t cpg = wt->shape[1], mpg = m_out / k->attr[GX_QLINEARCONV_GROUP].i;
+    const int32_t xz = s_zero_point(k, 2, 0);
+    const float yz = (float)s_zero_point(k, 7, 0);
+    const float xs = *(const float *)k->in[1].data, ys = *(const float *)k->in[6].data;
+    const bool has_b = k->n_in > 8 && k->in[8].ndim >= 0;
+    const float qlo = y->dtype == GX_I8 ? -128.0f : 0.0f, qhi = y->dtype == GX_I8 ? 127.0f : 255.0f;
+    int64_t lo, hi;
+    gx_cpu_share(k, y->numel, GX_CPU_LINE * 4, &lo, &hi);
+    for (int64_t e = lo; e < hi; e++) {
+        const int64_t o = e % w.out_size, m = e / w.out_size % m_out, n = e / w.out_size / m_out;
+        int64_t od[GX_WIN_MAX], rest = o;
+        for (int d = w.nsp - 1; d >= 0; d--) {
+            od[d] = rest % w.out[d];
+            rest /= w.out[d];
+        }
+        const int32_t wz = s_zero_point(k, 5, k->in[5].numel > 1 ? m : 0);
+        int32_t acc = has_b ? ((const int32_t *)k->in[8].data)[m] : 0;
+        for (int64_t c = 0; c < cpg; c++) {
+            const int64_t ci = m / mpg * cpg + c;
+            const int64_t xbase = (n * c_in + ci) * w.in_size, wbase = (m * cpg + c) * w.k_size;
+            for (int64_t t = 0; t < w.k_size; t++) {
+                int64_t xi = 0, mul = 1, tr = t;
+                bool inside = true;
+                for (int d = w.nsp - 1; d >= 0; d--) {
+                    const int64_t j = tr % w.k[d];
+                    tr /= w.k[d];
+                    const int64_t p = od[d] * w.stride[d] - w.pad_lo[d] + j * w.dil[d];
+                    inside &= p >= 0 && p < w.in[d];
+                    xi += p * mul;
+                    mul *= w.in[d];
+                }
+                if (!inside)
+                    continue;
+                acc += (s_byte(x, xbase + xi) - xz) * (s_byte(wt, wbase + t) - wz);
+            }
+        }
+        const float scale = xs * s_param_f32(&k->in[4], m) / ys;
+        const float v = s_clampf((float)rint((double)acc * scale) + yz, qlo, qhi);
+        if (y->dtype == GX_I8)
+            ((int8_t *)y->data)[e] = (int8_t)v;
+        else
+            ((uint8_t *)y->data)[e] = (uint8_t)v;
     }
 }
 
