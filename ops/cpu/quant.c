@@ -1,5 +1,5 @@
 /* CPU kernels of the quant family (GX_OPS_QUANT in ops/op.h). Rounding is
- * rintf's: to nearest, ties to even (the default FP environment). */
+ * rint's: to nearest, ties to even (the default FP environment). */
 #include <math.h>
 
 #include "ops/conv.h"
@@ -31,9 +31,10 @@ static int32_t s_zero_point(const gx_kargs *k, int i, int64_t c)
                                : ((const uint8_t *)z->data)[c];
 }
 
+/* v clamped to [lo, hi]; NaN gives lo (a cast of NaN is undefined). */
 static float s_clampf(float v, float lo, float hi)
 {
-    return v < lo ? lo : v > hi ? hi : v;
+    return v > lo ? (v < hi ? v : hi) : lo;
 }
 
 /* ---- QuantizeLinear ---- */
@@ -138,8 +139,9 @@ static int32_t s_byte(const gx_view *v, int64_t e)
     return v->dtype == GX_I8 ? ((const int8_t *)v->data)[e] : ((const uint8_t *)v->data)[e];
 }
 
-/* Exact int32 sums of (a - a_zp)(b - b_zp), scaled by a_scale * b_scale /
- * y_scale in float32, rounded half to even, plus y_zp, saturated. Shares
+/* Exact sums of (a - a_zp)(b - b_zp), scaled by a_scale * b_scale /
+ * y_scale (float32, then the product in double as the ONNX reference's
+ * numpy does), rounded half to even, plus y_zp, saturated. Shares
  * are output rows. */
 void gx_cpu_QLINEAR_MATMUL(const gx_kargs *k)
 {
@@ -169,10 +171,10 @@ void gx_cpu_QLINEAR_MATMUL(const gx_kargs *k)
         oa = oa * m * kk + i * kk;
         ob = ob * kk * n;
         for (int64_t j = 0; j < n; j++) {
-            int32_t acc = 0;
+            int64_t acc = 0;
             for (int64_t p = 0; p < kk; p++)
                 acc += (s_byte(a, oa + p) - az) * (s_byte(b, ob + p * n + j) - bz);
-            const float v = s_clampf(rintf((float)acc * mul) + yz, qlo, qhi);
+            const float v = s_clampf((float)rint((double)acc * mul) + yz, qlo, qhi);
             if (y->dtype == GX_I8)
                 ((int8_t *)y->data)[row * n + j] = (int8_t)v;
             else
@@ -189,7 +191,7 @@ static float s_param_f32(const gx_view *v, int64_t c)
     return ((const float *)v->data)[v->numel > 1 ? c : 0];
 }
 
-/* Direct convolution: exact int32 sums of (x - x_zp)(w - w_zp[m]) over
+/* Direct convolution: exact sums of (x - x_zp)(w - w_zp[m]) over
  * the taps inside x (padding is x_zp, adding nothing), plus B[m], scaled
  * by x_scale * w_scale[m] / y_scale (float32, then the product in double
  * as the ONNX reference's numpy does), rounded half to even, plus y_zp and
@@ -216,7 +218,7 @@ void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
             rest /= w.out[d];
         }
         const int32_t wz = s_zero_point(k, 5, k->in[5].numel > 1 ? m : 0);
-        int32_t acc = has_b ? ((const int32_t *)k->in[8].data)[m] : 0;
+        int64_t acc = has_b ? ((const int32_t *)k->in[8].data)[m] : 0;
         for (int64_t c = 0; c < cpg; c++) {
             const int64_t ci = m / mpg * cpg + c;
             const int64_t xbase = (n * c_in + ci) * w.in_size, wbase = (m * cpg + c) * w.k_size;
