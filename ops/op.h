@@ -179,7 +179,14 @@
     X(SCELOSS, "SoftmaxCrossEntropyLoss")
 
 
-#define GX_OPS_QUANT(X)
+#define GX_OPS_QUANT(X)                                                       \
+    X(QUANTIZE_LINEAR, "QuantizeLinear")                                      \
+    X(DEQUANTIZE_LINEAR, "DequantizeLinear")                                  \
+    X(DYNAMIC_QUANTIZE_LINEAR, "DynamicQuantizeLinear")                       \
+    X(QLINEAR_MATMUL, "QLinearMatMul")                                        \
+    X(QLINEAR_CONV, "QLinearConv")                                            \
+    X(UNIQUE, "Unique")                                                       \
+    X(NON_MAX_SUPPRESSION, "NonMaxSuppression")
 
 
 #define GX_OPS_RNN(X)                                                         \

@@ -183,7 +183,29 @@ enum { GX_REVERSE_SEQUENCE_BATCH_AXIS, GX_REVERSE_SEQUENCE_TIME_AXIS, GX_REVERSE
 enum { GX_LOSS_IGNORE_INDEX, GX_LOSS_REDUCTION, GX_LOSS_NATTRS };
 
 
-/* quant */
+/* quant (block_size: opset 21's blocked quantisation, only 0 is accepted) */
+enum { GX_QUANTIZE_AXIS, GX_QUANTIZE_SATURATE, GX_QUANTIZE_BLOCK_SIZE, GX_QUANTIZE_NATTRS };
+enum { GX_DEQUANTIZE_AXIS, GX_DEQUANTIZE_BLOCK_SIZE, GX_DEQUANTIZE_NATTRS };
+enum { GX_UNIQUE_AXIS, GX_UNIQUE_SORTED, GX_UNIQUE_NATTRS };
+/* QLinearConv: the GX_WIN_ attributes (ops/conv.h) then group */
+enum { GX_QLINEARCONV_GROUP = GX_WIN_NATTRS, GX_QLINEARCONV_NATTRS };
+
+/* Unique of x's slices along axis (the elements of x when flatten): x as
+ * [outer, n, inner], slice i is x[:, i, :], compared lexicographically.
+ * work holds 6 * n int64; returns the unique count u and
+ * leaves in it, for the output order (sorted, or by first occurrence):
+ * work[0..u) the first index of each unique slice, work[n..n+u) its count,
+ * and work[2n..3n) the output position of every slice (inverse_indices).
+ * Shared by Unique's infer (which needs u) and its kernel. */
+int64_t gx_unique_run(const gx_view *x, bool flatten, int axis, bool sorted, int64_t *work);
+
+enum { GX_NMS_CENTER_POINT_BOX, GX_NMS_NATTRS };
+/* NonMaxSuppression of in[] (boxes, scores and the optional limit and
+ * thresholds, whose values must be known) into the selected rows (batch,
+ * class, box) of out, or only counted when out is NULL; work holds 3 * N
+ * int64 (N: boxes per batch). Returns the number selected. Shared by the
+ * infer (which needs the count) and the kernel. */
+int64_t gx_nms_run(int n_in, const gx_view *in, bool center, int64_t *out, int64_t *work);
 
 
 /* rnn: RNN, GRU and LSTM share their first attributes; GRU and LSTM add

@@ -1,9 +1,421 @@
-/* Op tests of the quant family (GX_OPS_QUANT in ops/op.h). */
+/*
+ * Op tests of the quant family (GX_OPS_QUANT in ops/op.h): hand-computed
+ * cases (most from the ONNX node tests), the rounding and saturation edges,
+ * and the errors infer gives. Every kernel run is repeated with nth = 3 and
+ * must give the same bytes as nth = 1.
+ */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
 #include "tests/optest.h"
 #include "tests/testutil.h"
+
+#define I8V(shape, ...)                                                       \
+    ot_view(GX_I8, ot_copy((int8_t[]){__VA_ARGS__}, sizeof((int8_t[]){__VA_ARGS__})), shape)
+#define I32V(shape, ...)                                                      \
+    ot_view(GX_I32, ot_copy((int32_t[]){__VA_ARGS__}, sizeof((int32_t[]){__VA_ARGS__})), shape)
+#define U8V(shape, ...)                                                       \
+    ot_view(GX_U8, ot_copy((uint8_t[]){__VA_ARGS__}, sizeof((uint8_t[]){__VA_ARGS__})), shape)
+
+/* The shape argument pair of a scalar. */
+#define SCALAR 0, (const int64_t *)NULL
+
+static void s_assert_same(gx_op op, const gx_view *got, const gx_view *want, const char *what)
+{
+    ck_assert_msg(got->dtype == want->dtype, "%s: dtype %s, want %s (%s)", gx_op_name(op),
+                  gx_dtype_name(got->dtype), gx_dtype_name(want->dtype), what);
+    ot_check_shape(got, want->ndim, want->shape);
+    const size_t es = gx_dtype_size(want->dtype);
+    for (int64_t i = 0; i < want->numel; i++)
+        ck_assert_msg(memcmp((const char *)got->data + i * (int64_t)es,
+                             (const char *)want->data + i * (int64_t)es, es) == 0,
+                      "%s: element %lld of %lld differs (%s)", gx_op_name(op), (long long)i,
+                      (long long)want->numel, what);
+}
+
+/* Runs op with nth = 1 and 3 and expects exactly the n_out outputs want. */
+static void s_expect_n(gx_op op, const gx_node *node, int n_in, const gx_view *in, int n_out,
+                       const gx_view *want)
+{
+    gx_attrval av[GX_MAX_ATTRS];
+    gx_view out[4];
+    char err[ERRLEN];
+    for (int nth = 1; nth <= 3; nth += 2) {
+        int rc = ot_run_n(op, node, n_in, in, nth, av, n_out, out, err);
+        ck_assert_msg(rc == GX_OK, "%s: %s", gx_op_name(op), err);
+        for (int o = 0; o < n_out; o++)
+            s_assert_same(op, &out[o], &want[o], nth == 1 ? "nth=1" : "nth=3");
+    }
+}
+
+static void s_expect(gx_op op, const gx_node *node, int n_in, const gx_view *in, gx_view want)
+{
+    s_expect_n(op, node, n_in, in, 1, &want);
+}
+
+/* An omitted optional input. */
+static gx_view s_none(void)
+{
+    return (gx_view){.ndim = -1};
+}
+
+/* ---- QuantizeLinear / DequantizeLinear ---- */
+
+START_TEST(test_quantize)
+{
+    /* test_quantizelinear */
+    gx_view in[3] = {F32V(SHAPE(6), 0, 2, 3, 1000, -254, -1000), F32V(SCALAR, 2),
+                     U8V(SCALAR, 128)};
+    s_expect(GX_OP_QUANTIZE_LINEAR, NODE(), 3, in, U8V(SHAPE(6), 128, 129, 130, 255, 1, 0));
+    /* ties go to even; int8 saturates at both ends */
+    gx_view i8[3] = {F32V(SHAPE(6), 0.5f, 1.5f, 2.5f, -2.5f, 300, -300), F32V(SHAPE(1), 1),
+                     I8V(SHAPE(1), 0)};
+    s_expect(GX_OP_QUANTIZE_LINEAR, NODE(), 3, i8, I8V(SHAPE(6), 0, 2, 2, -2, 127, -128));
+    /* no zero point: uint8 with 0 */
+    gx_view nozp[2] = {F32V(SHAPE(3), -1, 1, 7), F32V(SCALAR, 0.5f)};
+    s_expect(GX_OP_QUANTIZE_LINEAR, NODE(), 2, nozp, U8V(SHAPE(3), 0, 2, 14));
+    /* per axis (test_quantizelinear_axis, first two channels), and axis 0 */
+    gx_view ax[3] = {F32V(SHAPE(1, 2, 1, 2), -162, 10, -76, 0), F32V(SHAPE(2), 2, 4),
+                     U8V(SHAPE(2), 84, 24)};
+    s_expect(GX_OP_QUANTIZE_LINEAR, NODE(), 3, ax, U8V(SHAPE(1, 2, 1, 2), 3, 89, 5, 24));
+    gx_view ax0[3] = {F32V(SHAPE(2, 2), 1, 2, 3, 4), F32V(SHAPE(2), 1, 2), I8V(SHAPE(2), 0, -1)};
+    s_expect(GX_OP_QUANTIZE_LINEAR, NODE(A_INT("axis", 0)), 3, ax0, I8V(SHAPE(2, 2), 1, 2, 1, 1));
+    s_expect(GX_OP_QUANTIZE_LINEAR, NODE(A_INT("axis", -2)), 3, ax0,
+             I8V(SHAPE(2, 2), 1, 2, 1, 1));
+}
+END_TEST
+
+START_TEST(test_dequantize)
+{
+    gx_view in[3] = {U8V(SHAPE(4), 0, 3, 128, 255), F32V(SCALAR, 2), U8V(SCALAR, 128)};
+    s_expect(GX_OP_DEQUANTIZE_LINEAR, NODE(), 3, in, F32V(SHAPE(4), -256, -250, 0, 254));
+    gx_view i32[2] = {I32V(SHAPE(3), -100000, 0, 7), F32V(SCALAR, 0.5f)};
+    s_expect(GX_OP_DEQUANTIZE_LINEAR, NODE(), 2, i32, F32V(SHAPE(3), -50000, 0, 3.5f));
+    gx_view ax[3] = {I8V(SHAPE(2, 2), -128, 127, 0, 1), F32V(SHAPE(2), 1, 2),
+                     I8V(SHAPE(2), 0, 1)};
+    s_expect(GX_OP_DEQUANTIZE_LINEAR, NODE(A_INT("axis", 0)), 3, ax,
+             F32V(SHAPE(2, 2), -128, 127, -2, 0));
+    s_expect(GX_OP_DEQUANTIZE_LINEAR, NODE(), 3, ax, F32V(SHAPE(2, 2), -128, 252, 0, 0));
+}
+END_TEST
+
+START_TEST(test_quantize_errors)
+{
+    gx_view bad_scale[3] = {F32V(SHAPE(2, 3), 0, 0, 0, 0, 0, 0), F32V(SHAPE(2), 1, 1),
+                            U8V(SHAPE(2), 0, 0)};
+    ot_expect_error(GX_OP_QUANTIZE_LINEAR, NODE(), 3, bad_scale, GX_ESHAPE,
+                    "QuantizeLinear: scale is [2] but input [2,3] has 3 at axis 1");
+    ot_expect_error(GX_OP_QUANTIZE_LINEAR, NODE(A_INT("axis", 2)), 3, bad_scale, GX_ESHAPE,
+                    NULL);
+    gx_view bad_zp[3] = {F32V(SHAPE(2), 0, 0), F32V(SCALAR, 1), U8V(SHAPE(2), 0, 0)};
+    ot_expect_error(GX_OP_QUANTIZE_LINEAR, NODE(), 3, bad_zp, GX_ESHAPE,
+                    "QuantizeLinear: zero point is [2] but scale is []");
+    gx_view i32zp[3] = {F32V(SHAPE(2), 0, 0), F32V(SCALAR, 1), I32V(SCALAR, 0)};
+    ot_expect_error(GX_OP_QUANTIZE_LINEAR, NODE(), 3, i32zp, GX_EDTYPE, NULL);
+    ot_expect_error(GX_OP_QUANTIZE_LINEAR, NODE(A_INT("block_size", 2)), 3, bad_zp,
+                    GX_EUNSUPPORTED, "QuantizeLinear: block_size 2 (only 0 is supported)");
+    gx_view mixed[3] = {U8V(SHAPE(2), 0, 0), F32V(SCALAR, 1), I8V(SCALAR, 0)};
+    ot_expect_error(GX_OP_DEQUANTIZE_LINEAR, NODE(), 3, mixed, GX_EDTYPE,
+                    "DequantizeLinear: zero point is int8 but x is uint8");
+    gx_view f[2] = {F32V(SHAPE(2), 0, 0), F32V(SCALAR, 1)};
+    ot_expect_error(GX_OP_DEQUANTIZE_LINEAR, NODE(), 2, f, GX_EDTYPE, NULL);
+    gx_view none[3] = {F32V(SHAPE(2), 0, 0), F32V(SCALAR, 1), s_none()};
+    s_expect(GX_OP_QUANTIZE_LINEAR, NODE(), 3, none, U8V(SHAPE(2), 0, 0));
+}
+END_TEST
+
+/* ---- DynamicQuantizeLinear ---- */
+
+START_TEST(test_dynamic_quantize)
+{
+    /* test_dynamicquantizelinear */
+    gx_view x = F32V(SHAPE(6), 0, 2, -3, -2.5f, 1.34f, 0.5f);
+    gx_view want[3] = {U8V(SHAPE(6), 153, 255, 0, 26, 221, 179), F32V(SCALAR, 5.0f / 255.0f),
+                       U8V(SCALAR, 153)};
+    s_expect_n(GX_OP_DYNAMIC_QUANTIZE_LINEAR, NODE(), 1, &x, 3, want);
+    /* only positive values: the range still starts at 0 */
+    gx_view pos = F32V(SHAPE(3), 1, 2, 255);
+    gx_view wpos[3] = {U8V(SHAPE(3), 1, 2, 255), F32V(SCALAR, 1), U8V(SCALAR, 0)};
+    s_expect_n(GX_OP_DYNAMIC_QUANTIZE_LINEAR, NODE(), 1, &pos, 3, wpos);
+    /* all zeros: scale 0 and nothing divides by it */
+    gx_view zero = F32V(SHAPE(2), 0, 0);
+    gx_view wzero[3] = {U8V(SHAPE(2), 0, 0), F32V(SCALAR, 0), U8V(SCALAR, 0)};
+    s_expect_n(GX_OP_DYNAMIC_QUANTIZE_LINEAR, NODE(), 1, &zero, 3, wzero);
+    /* three outputs: infer by hand (ot_expect_error asks for one) */
+    gx_view u8 = U8V(SHAPE(1), 0), out[3];
+    char err[ERRLEN];
+    gx_infer ic = {.n_in = 1, .in = &u8, .n_out = 3, .out = out, .err = err, .errlen = ERRLEN};
+    ck_assert_int_eq(gx_op_schema_get(GX_OP_DYNAMIC_QUANTIZE_LINEAR)->infer(&ic), GX_EDTYPE);
+    ck_assert_str_eq(err, "DynamicQuantizeLinear: input 0 is uint8; supported: float32");
+}
+END_TEST
+
+/* ---- QLinearMatMul ---- */
+
+START_TEST(test_qlinear_matmul)
+{
+    /* test_qlinearmatmul_2D, and batched as in _3D (b broadcast) */
+    gx_view in[8] = {U8V(SHAPE(2, 4), 208, 236, 0, 238, 3, 214, 255, 29),
+                     F32V(SHAPE(1), 0.0066f),
+                     U8V(SHAPE(1), 113),
+                     U8V(SHAPE(4, 3), 152, 51, 244, 60, 26, 255, 0, 127, 246, 127, 254, 247),
+                     F32V(SHAPE(1), 0.00705f),
+                     U8V(SHAPE(1), 114),
+                     F32V(SHAPE(1), 0.0107f),
+                     U8V(SHAPE(1), 118)};
+    s_expect(GX_OP_QLINEAR_MATMUL, NODE(), 8, in, U8V(SHAPE(2, 3), 168, 115, 255, 1, 66, 151));
+    in[0] = U8V(SHAPE(2, 2, 4), 208, 236, 0, 238, 3, 214, 255, 29, 208, 236, 0, 238, 3, 214,
+                255, 29);
+    s_expect(GX_OP_QLINEAR_MATMUL, NODE(), 8, in,
+             U8V(SHAPE(2, 2, 3), 168, 115, 255, 1, 66, 151, 168, 115, 255, 1, 66, 151));
+    /* int8 everywhere: (a - 1)(b + 1) summed, times 0.5, plus -3, saturated */
+    gx_view i8[8] = {I8V(SHAPE(1, 2), 3, -1),   F32V(SCALAR, 1), I8V(SCALAR, 1),
+                     I8V(SHAPE(2, 2), 1, 100, 0, -1), F32V(SCALAR, 0.5f), I8V(SCALAR, -1),
+                     F32V(SCALAR, 1),           I8V(SCALAR, -3)};
+    /* row: (2, -2) x [[2, 101], [1, 0]] = (2, 202) -> 1 + -3, 101 - 3 */
+    s_expect(GX_OP_QLINEAR_MATMUL, NODE(), 8, i8, I8V(SHAPE(1, 2), -2, 98));
+    i8[1] = F32V(SCALAR, 4);
+    s_expect(GX_OP_QLINEAR_MATMUL, NODE(), 8, i8, I8V(SHAPE(1, 2), 1, 127));
+}
+END_TEST
+
+START_TEST(test_qlinear_matmul_errors)
+{
+    gx_view in[8] = {U8V(SHAPE(1, 2), 0, 0), F32V(SCALAR, 1), U8V(SCALAR, 0),
+                     U8V(SHAPE(3, 1), 0, 0, 0), F32V(SCALAR, 1), U8V(SCALAR, 0),
+                     F32V(SCALAR, 1), U8V(SCALAR, 0)};
+    ot_expect_error(GX_OP_QLINEAR_MATMUL, NODE(), 8, in, GX_ESHAPE,
+                    "QLinearMatMul: a is [1,2] but b is [3,1] (K mismatch)");
+    in[3] = U8V(SHAPE(2, 1), 0, 0);
+    in[2] = I8V(SCALAR, 0);
+    ot_expect_error(GX_OP_QLINEAR_MATMUL, NODE(), 8, in, GX_EDTYPE,
+                    "QLinearMatMul: a_zero_point is int8 but a is uint8");
+    in[2] = U8V(SCALAR, 0);
+    in[4] = F32V(SHAPE(2), 1, 1);
+    ot_expect_error(GX_OP_QLINEAR_MATMUL, NODE(), 8, in, GX_EUNSUPPORTED,
+                    "QLinearMatMul: b_scale is [2]; only per-tensor (one element) is supported");
+    in[4] = F32V(SCALAR, 1);
+    in[0] = U8V(SHAPE(2), 0, 0);
+    ot_expect_error(GX_OP_QLINEAR_MATMUL, NODE(), 8, in, GX_EUNSUPPORTED, NULL);
+}
+END_TEST
+
+/* ---- QLinearConv ---- */
+
+/* QLinearConv of random x and w (dtype dt) against ConvInteger's int32
+ * sums, plus the bias, requantised here. */
+static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t group)
+{
+    const bool i8 = dt == GX_I8;
+    gx_view x = ot_rand(dt, SHAPE(2, 4, 5, 6)), wt = ot_rand(dt, SHAPE(6, 4 / group, 3, 2));
+    gx_view xz = i8 ? I8V(SCALAR, -3) : U8V(SCALAR, 120);
+    gx_view wz = i8 ? I8V(SHAPE(6), 0, 1, -1, 2, 5, -7) : U8V(SHAPE(6), 128, 127, 0, 255, 3, 9);
+    gx_view ws = F32V(SHAPE(6), 0.01f, 0.02f, 0.005f, 0.03f, 0.001f, 0.04f);
+    gx_view b = I32V(SHAPE(6), 100, -200, 0, 5000, -7, 1);
+    const float xs = 0.05f, ys = 0.9f;
+    gx_view in[9] = {x, F32V(SCALAR, xs), xz, wt, ws, wz, F32V(SCALAR, ys),
+                     i8 ? I8V(SCALAR, 4) : U8V(SCALAR, 100), b};
+    gx_attrval av[GX_MAX_ATTRS];
+    gx_view acc;
+    char err[ERRLEN];
+    gx_view ci[4] = {x, wt, xz, wz};
+    ck_assert_msg(ot_run(GX_OP_CONVINTEGER, node, 4, ci, 1, av, &acc, err) == GX_OK, "%s", err);
+    gx_view want = ot_view(dt, ot_alloc((size_t)acc.numel), acc.ndim, acc.shape);
+    const int64_t per_m = acc.numel / acc.shape[0] / 6;
+    for (int64_t e = 0; e < acc.numel; e++) {
+        const int64_t m = e / per_m % 6;
+        const int32_t sum = ((const int32_t *)acc.data)[e] + ((const int32_t *)b.data)[m];
+        const float scale = xs * ((const float *)ws.data)[m] / ys;
+        double v = rint((double)sum * scale) + (i8 ? 4 : 100);
+        const double lo = i8 ? -128 : 0, hi = i8 ? 127 : 255;
+        v = v < lo ? lo : v > hi ? hi : v;
+        if (i8)
+            ((int8_t *)want.data)[e] = (int8_t)v;
+        else
+            ((uint8_t *)want.data)[e] = (uint8_t)v;
+    }
+    s_expect(GX_OP_QLINEAR_CONV, node, 9, in, want);
+}
+
+START_TEST(test_qlinearconv)
+{
+    /* test_qlinearconv's first row: a 1x1 kernel */
+    gx_view in[8] = {U8V(SHAPE(1, 1, 1, 3), 255, 174, 162), F32V(SCALAR, 0.003692047f),
+                     U8V(SCALAR, 132), U8V(SHAPE(1, 1, 1, 1), 0), F32V(SHAPE(1), 0.00172795f),
+                     U8V(SHAPE(1), 255), F32V(SCALAR, 0.0016268126f), U8V(SCALAR, 123)};
+    s_expect(GX_OP_QLINEAR_CONV, NODE(), 8, in, U8V(SHAPE(1, 1, 1, 3), 0, 81, 93));
+    s_qlinearconv_ref(GX_U8, NODE(A_INTS("pads", 1, 0, 2, 1), A_INTS("strides", 2, 1)), 1);
+    s_qlinearconv_ref(GX_U8, NODE(A_INTS("dilations", 2, 2), A_INT("group", 2)), 2);
+    s_qlinearconv_ref(GX_I8, NODE((gx_attr){.name = (char *)"auto_pad", .type = GX_ATTR_STRING,
+                                            .s = (char *)"SAME_UPPER"}),
+                      1);
+}
+END_TEST
+
+START_TEST(test_qlinearconv_errors)
+{
+    gx_view in[9] = {U8V(SHAPE(1, 2, 1, 1), 0, 0), F32V(SCALAR, 1), U8V(SCALAR, 0),
+                     U8V(SHAPE(1, 1, 1, 1), 0),    F32V(SCALAR, 1), U8V(SCALAR, 0),
+                     F32V(SCALAR, 1),              U8V(SCALAR, 0),  I32V(SHAPE(1), 0)};
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(), 9, in, GX_ESHAPE,
+                    "QLinearConv: x is [1,2,1,1], w is [1,1,1,1] and group 1; expected [N, C, "
+                    "...] and [M, C / group, ...] of one rank >= 3, M a multiple of group");
+    in[0] = U8V(SHAPE(1, 1, 1, 1), 0);
+    in[4] = F32V(SHAPE(2), 1, 1);
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(), 9, in, GX_ESHAPE,
+                    "QLinearConv: w_scale is float32 [2]; expected one element or one per "
+                    "output channel");
+    in[4] = F32V(SCALAR, 1);
+    in[8] = F32V(SHAPE(1), 0);
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(), 9, in, GX_EDTYPE,
+                    "QLinearConv: B is float32 [1]; expected int32 [M]");
+    in[8] = I32V(SHAPE(1), 0);
+    in[5] = I8V(SCALAR, 0);
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(), 9, in, GX_EDTYPE,
+                    "QLinearConv: w_zero_point is int8 but w is uint8");
+    in[5] = U8V(SCALAR, 0);
+    ot_expect_error(GX_OP_QLINEAR_CONV, NODE(A_INTS("strides", 0, 1)), 9, in, GX_EATTR, NULL);
+    s_expect(GX_OP_QLINEAR_CONV, NODE(), 9, in, U8V(SHAPE(1, 1, 1, 1), 0));
+}
+END_TEST
+
+/* ---- Unique ---- */
+
+#define I64V(shape, ...)                                                      \
+    ot_view(GX_I64, ot_copy((int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__})), shape)
+
+START_TEST(test_unique)
+{
+    /* test_unique_not_sorted_without_axis, then sorted */
+    gx_view x = F32V(SHAPE(6), 2, 1, 1, 3, 4, 3);
+    gx_view unsorted[4] = {F32V(SHAPE(4), 2, 1, 3, 4), I64V(SHAPE(4), 0, 1, 3, 4),
+                           I64V(SHAPE(6), 0, 1, 1, 2, 3, 2), I64V(SHAPE(4), 1, 2, 2, 1)};
+    s_expect_n(GX_OP_UNIQUE, NODE(A_INT("sorted", 0)), 1, &x, 4, unsorted);
+    gx_view sorted[4] = {F32V(SHAPE(4), 1, 2, 3, 4), I64V(SHAPE(4), 1, 0, 3, 4),
+                         I64V(SHAPE(6), 1, 0, 0, 2, 3, 2), I64V(SHAPE(4), 2, 1, 2, 1)};
+    s_expect_n(GX_OP_UNIQUE, NODE(), 1, &x, 4, sorted);
+    s_expect(GX_OP_UNIQUE, NODE(), 1, &x, sorted[0]);
+    /* test_unique_sorted_with_axis_3d (axis 1 and -2); int64 along axis 0 */
+    gx_view x3 = F32V(SHAPE(2, 4, 2), 1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1);
+    gx_view w3[4] = {F32V(SHAPE(2, 3, 2), 0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1),
+                     I64V(SHAPE(3), 1, 0, 2), I64V(SHAPE(4), 1, 0, 2, 0),
+                     I64V(SHAPE(3), 2, 1, 1)};
+    s_expect_n(GX_OP_UNIQUE, NODE(A_INT("axis", 1)), 1, &x3, 4, w3);
+    s_expect_n(GX_OP_UNIQUE, NODE(A_INT("axis", -2)), 1, &x3, 4, w3);
+    gx_view xi = I64V(SHAPE(3, 2), 5, 1, 5, 0, 5, 1);
+    gx_view wi[4] = {I64V(SHAPE(2, 2), 5, 1, 5, 0), I64V(SHAPE(2), 0, 1),
+                     I64V(SHAPE(3), 0, 1, 0), I64V(SHAPE(2), 2, 1)};
+    s_expect_n(GX_OP_UNIQUE, NODE(A_INT("axis", 0), A_INT("sorted", 0)), 1, &xi, 4, wi);
+    /* NaN sorts last and equals NaN */
+    gx_view xn = F32V(SHAPE(4), __builtin_nanf(""), 1, __builtin_nanf(""), -1);
+    gx_view wn[2] = {F32V(SHAPE(3), -1, 1, __builtin_nanf("")), I64V(SHAPE(3), 3, 1, 0)};
+    s_expect_n(GX_OP_UNIQUE, NODE(), 1, &xn, 2, wn);
+}
+END_TEST
+
+START_TEST(test_unique_errors)
+{
+    gx_view x = F32V(SHAPE(2, 2), 1, 2, 3, 4);
+    ot_expect_error(GX_OP_UNIQUE, NODE(A_INT("axis", 2)), 1, &x, GX_EATTR,
+                    "Unique: axis 2 is out of range for rank 2");
+    gx_view b = ot_view(GX_BOOL, ot_copy((uint8_t[]){1}, 1), SHAPE(1));
+    ot_expect_error(GX_OP_UNIQUE, NODE(), 1, &b, GX_EDTYPE, NULL);
+    /* the output shape waits for x's value */
+    gx_view out;
+    gx_attrval av[GX_MAX_ATTRS];
+    char err[ERRLEN];
+    ck_assert_int_eq(gx_op_resolve_attrs(GX_OP_UNIQUE, NODE(), av, err, ERRLEN), GX_OK);
+    x.data = NULL;
+    gx_infer ic = {.attr = av, .n_in = 1, .in = &x, .n_out = 1, .out = &out, .err = err,
+                   .errlen = ERRLEN};
+    ck_assert_int_eq(gx_op_schema_get(GX_OP_UNIQUE)->infer(&ic), GX_INFER_DYNAMIC);
+}
+END_TEST
+
+/* ---- NonMaxSuppression ---- */
+
+/* test_nonmaxsuppression_suppress_by_IOU's boxes (corner form), six in
+ * one batch, and its scores for one class */
+#define S_NMS_BOXES                                                           \
+    F32V(SHAPE(1, 6, 4), 0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, \
+         1, 11.1f, 0, 100, 1, 101)
+#define S_NMS_SCORES F32V(SHAPE(1, 1, 6), 0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f)
+
+START_TEST(test_nms)
+{
+    gx_view in[5] = {S_NMS_BOXES, S_NMS_SCORES, I64V(SHAPE(1), 3), F32V(SHAPE(1), 0.5f),
+                     F32V(SHAPE(1), 0)};
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, I64V(SHAPE(3, 3), 0, 0, 3, 0, 0, 0, 0, 0, 5));
+    /* limit 2; score threshold 0.4 drops box 5 */
+    in[2] = I64V(SHAPE(1), 2);
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, I64V(SHAPE(2, 3), 0, 0, 3, 0, 0, 0));
+    in[2] = I64V(SCALAR, 10);
+    in[4] = F32V(SCALAR, 0.4f);
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, I64V(SHAPE(2, 3), 0, 0, 3, 0, 0, 0));
+    /* no score threshold, iou 0 by default: only disjoint boxes survive */
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 3, in, I64V(SHAPE(3, 3), 0, 0, 3, 0, 0, 0, 0, 0, 5));
+    /* no limit: nothing is selected */
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 2, in, I64V(SHAPE(0, 3), 0));
+    /* center form (test_nonmaxsuppression_center_point_box_format), and
+     * flipped corners give the same selection */
+    gx_view c[5] = {F32V(SHAPE(1, 6, 4), 0.5f, 0.5f, 1, 1, 0.5f, 0.6f, 1, 1, 0.5f, 0.4f, 1, 1,
+                         0.5f, 10.5f, 1, 1, 0.5f, 10.6f, 1, 1, 0.5f, 100.5f, 1, 1),
+                    S_NMS_SCORES, I64V(SHAPE(1), 3), F32V(SHAPE(1), 0.5f), F32V(SHAPE(1), 0)};
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(A_INT("center_point_box", 1)), 5, c,
+             I64V(SHAPE(3, 3), 0, 0, 3, 0, 0, 0, 0, 0, 5));
+    c[0] = F32V(SHAPE(1, 6, 4), 1, 1, 0, 0, 0, 0.1f, 1, 1.1f, 0, 0.9f, 1, -0.1f, 0, 10, 1, 11,
+                1, 10.1f, 0, 11.1f, 1, 101, 0, 100);
+    s_expect(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, c, I64V(SHAPE(3, 3), 0, 0, 3, 0, 0, 0, 0, 0, 5));
+}
+END_TEST
+
+START_TEST(test_nms_errors)
+{
+    gx_view in[5] = {S_NMS_BOXES, F32V(SHAPE(1, 1, 5), 0, 0, 0, 0, 0), I64V(SHAPE(1), 3),
+                     F32V(SHAPE(2), 0.5f, 0.5f), F32V(SHAPE(1), 0)};
+    ot_expect_error(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, GX_ESHAPE,
+                    "NonMaxSuppression: boxes are [1,6,4] and scores [1,1,5]; expected [B,N,4] "
+                    "and [B,C,N]");
+    in[1] = S_NMS_SCORES;
+    ot_expect_error(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, GX_ESHAPE,
+                    "NonMaxSuppression: iou_threshold is [2]; expected one element");
+    in[3] = F32V(SHAPE(1), 0.5f);
+    in[2] = I32V(SHAPE(1), 3);
+    ot_expect_error(GX_OP_NON_MAX_SUPPRESSION, NODE(), 5, in, GX_EDTYPE, NULL);
+    in[2] = I64V(SHAPE(1), 3);
+    ot_expect_error(GX_OP_NON_MAX_SUPPRESSION, NODE(A_INT("center_point_box", 2)), 5, in,
+                    GX_EATTR, "NonMaxSuppression: center_point_box 2 (expected 0 or 1)");
+    /* an unknown value leaves the count to run time */
+    gx_view out;
+    gx_attrval av[GX_MAX_ATTRS];
+    char err[ERRLEN];
+    ck_assert_int_eq(gx_op_resolve_attrs(GX_OP_NON_MAX_SUPPRESSION, NODE(), av, err, ERRLEN),
+                     GX_OK);
+    in[2].data = NULL;
+    gx_infer ic = {.attr = av, .n_in = 5, .in = in, .n_out = 1, .out = &out, .err = err,
+                   .errlen = ERRLEN};
+    ck_assert_int_eq(gx_op_schema_get(GX_OP_NON_MAX_SUPPRESSION)->infer(&ic), GX_INFER_DYNAMIC);
+}
+END_TEST
 
 Suite *ops_quant_suite(void)
 {
     Suite *s = suite_create("ops_quant");
+    TCase *tc = tcase_create("quant");
+    tcase_add_checked_fixture(tc, NULL, ot_free_all);
+    tcase_add_test(tc, test_quantize);
+    tcase_add_test(tc, test_dequantize);
+    tcase_add_test(tc, test_quantize_errors);
+    tcase_add_test(tc, test_dynamic_quantize);
+    tcase_add_test(tc, test_qlinear_matmul);
+    tcase_add_test(tc, test_qlinear_matmul_errors);
+    tcase_add_test(tc, test_qlinearconv);
+    tcase_add_test(tc, test_qlinearconv_errors);
+    tcase_add_test(tc, test_unique);
+    tcase_add_test(tc, test_unique_errors);
+    tcase_add_test(tc, test_nms);
+    tcase_add_test(tc, test_nms_errors);
+    suite_add_tcase(s, tc);
     return s;
 }

@@ -1,2 +1,295 @@
-/* CPU kernels of the quant family (GX_OPS_QUANT in ops/op.h). */
+/* CPU kernels of the quant family (GX_OPS_QUANT in ops/op.h). Rounding is
+ * rint's: to nearest, ties to even (the default FP environment). */
+#include <math.h>
+
+#include "ops/conv.h"
 #include "ops/cpu/cpu.h"
+
+/* Per-axis geometry of scale s against x: element i of x uses scale
+ * (i / inner) % n_ch; a per-tensor scale is n_ch = inner = 1. */
+static void s_channels(const gx_view *x, const gx_view *s, int64_t axis, int64_t *n_ch,
+                       int64_t *inner)
+{
+    *n_ch = 1;
+    *inner = 1;
+    int ax;
+    if (s->numel > 1 && gx_axis_norm(axis, x->ndim, &ax)) {
+        *n_ch = x->shape[ax];
+        for (int d = ax + 1; d < x->ndim; d++)
+            *inner *= x->shape[d];
+    }
+}
+
+/* Zero point c as int32 (0 when omitted). */
+static int32_t s_zero_point(const gx_kargs *k, int i, int64_t c)
+{
+    if (i >= k->n_in || k->in[i].ndim < 0)
+        return 0;
+    const gx_view *z = &k->in[i];
+    return z->dtype == GX_I32 ? ((const int32_t *)z->data)[c]
+           : z->dtype == GX_I8 ? ((const int8_t *)z->data)[c]
+                               : ((const uint8_t *)z->data)[c];
+}
+
+/* v clamped to [lo, hi]; NaN gives lo (a cast of NaN is undefined). */
+static float s_clampf(float v, float lo, float hi)
+{
+    return v > lo ? (v < hi ? v : hi) : lo;
+}
+
+/* ---- QuantizeLinear ---- */
+
+#define S_QUANTIZE(T, LO, HI)                                                 \
+    static void s_quantize_##T(const gx_kargs *k, int64_t lo, int64_t hi, int64_t n_ch,         \
+                               int64_t inner)                                 \
+    {                                                                         \
+        const float *x = k->in[0].data, *scale = k->in[1].data;               \
+        T *y = k->out[0].data;                                                \
+        for (int64_t i = lo; i < hi;) {                                       \
+            const int64_t c = (i / inner) % n_ch, end = (i / inner + 1) * inner; \
+            const float s = scale[c], z = (float)s_zero_point(k, 2, c);       \
+            for (; i < hi && i < end; i++)                                    \
+                y[i] = (T)s_clampf(rintf(x[i] / s) + z, LO, HI);              \
+        }                                                                     \
+    }
+S_QUANTIZE(uint8_t, 0.0f, 255.0f)
+S_QUANTIZE(int8_t, -128.0f, 127.0f)
+#undef S_QUANTIZE
+
+void gx_cpu_QUANTIZE_LINEAR(const gx_kargs *k)
+{
+    int64_t lo, hi, n_ch, inner;
+    gx_cpu_share(k, k->out[0].numel, GX_CPU_LINE * 4, &lo, &hi);
+    s_channels(&k->in[0], &k->in[1], k->attr[GX_QUANTIZE_AXIS].i, &n_ch, &inner);
+    if (k->out[0].dtype == GX_I8)
+        s_quantize_int8_t(k, lo, hi, n_ch, inner);
+    else
+        s_quantize_uint8_t(k, lo, hi, n_ch, inner);
+}
+
+/* ---- DequantizeLinear ---- */
+
+#define S_DEQUANTIZE(T)                                                       \
+    static void s_dequantize_##T(const gx_kargs *k, int64_t lo, int64_t hi, int64_t n_ch,       \
+                                 int64_t inner)                               \
+    {                                                                         \
+        const T *x = k->in[0].data;                                           \
+        const float *scale = k->in[1].data;                                   \
+        float *y = k->out[0].data;                                            \
+        for (int64_t i = lo; i < hi;) {                                       \
+            const int64_t c = (i / inner) % n_ch, end = (i / inner + 1) * inner; \
+            const float s = scale[c];                                         \
+            const int32_t z = s_zero_point(k, 2, c);                          \
+            for (; i < hi && i < end; i++)                                    \
+                y[i] = (float)((int64_t)x[i] - z) * s;                        \
+        }                                                                     \
+    }
+S_DEQUANTIZE(uint8_t)
+S_DEQUANTIZE(int8_t)
+S_DEQUANTIZE(int32_t)
+#undef S_DEQUANTIZE
+
+void gx_cpu_DEQUANTIZE_LINEAR(const gx_kargs *k)
+{
+    int64_t lo, hi, n_ch, inner;
+    gx_cpu_share(k, k->out[0].numel, GX_CPU_LINE, &lo, &hi);
+    s_channels(&k->in[0], &k->in[1], k->attr[GX_DEQUANTIZE_AXIS].i, &n_ch, &inner);
+    if (k->in[0].dtype == GX_I8)
+        s_dequantize_int8_t(k, lo, hi, n_ch, inner);
+    else if (k->in[0].dtype == GX_I32)
+        s_dequantize_int32_t(k, lo, hi, n_ch, inner);
+    else
+        s_dequantize_uint8_t(k, lo, hi, n_ch, inner);
+}
+
+/* ---- DynamicQuantizeLinear ---- */
+
+/* The range is [min(0, min x), max(0, max x)], so 0 is exact; scale =
+ * range / 255 and zero point = saturate(round(-min / scale)). Every share
+ * scans all of x for the range (no shared state between shares); share 0
+ * writes the scalar outputs. An all-zero x has scale 0: y and the zero
+ * point are 0 then. */
+void gx_cpu_DYNAMIC_QUANTIZE_LINEAR(const gx_kargs *k)
+{
+    const float *x = k->in[0].data;
+    const int64_t n = k->in[0].numel;
+    float mn = 0.0f, mx = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        mn = x[i] < mn ? x[i] : mn;
+        mx = x[i] > mx ? x[i] : mx;
+    }
+    const float scale = (mx - mn) / 255.0f;
+    const float zp = scale > 0.0f ? s_clampf(rintf(-mn / scale), 0.0f, 255.0f) : 0.0f;
+    if (k->ith == 0) {
+        *(float *)k->out[1].data = scale;
+        *(uint8_t *)k->out[2].data = (uint8_t)zp;
+    }
+    int64_t lo, hi;
+    gx_cpu_share(k, n, GX_CPU_LINE * 4, &lo, &hi);
+    uint8_t *y = k->out[0].data;
+    for (int64_t i = lo; i < hi; i++)
+        y[i] = scale > 0.0f ? (uint8_t)s_clampf(rintf(x[i] / scale) + zp, 0.0f, 255.0f) : 0;
+}
+
+/* ---- QLinearMatMul ---- */
+
+/* Element e (int32) of a uint8 or int8 tensor. */
+static int32_t s_byte(const gx_view *v, int64_t e)
+{
+    return v->dtype == GX_I8 ? ((const int8_t *)v->data)[e] : ((const uint8_t *)v->data)[e];
+}
+
+/* Exact sums of (a - a_zp)(b - b_zp), scaled by a_scale * b_scale /
+ * y_scale (float32, then the product in double as the ONNX reference's
+ * numpy does), rounded half to even, plus y_zp, saturated. Shares
+ * are output rows. */
+void gx_cpu_QLINEAR_MATMUL(const gx_kargs *k)
+{
+    const gx_view *a = &k->in[0], *b = &k->in[3], *y = &k->out[0];
+    const int64_t m = a->shape[a->ndim - 2], kk = a->shape[a->ndim - 1];
+    const int64_t n = b->shape[b->ndim - 1];
+    const int nb = y->ndim - 2;
+    int64_t sa[GX_MAX_DIMS] = {0}, sb[GX_MAX_DIMS] = {0};
+    gx_bcast_strides(nb, a->ndim - 2, a->shape, sa);
+    gx_bcast_strides(nb, b->ndim - 2, b->shape, sb);
+    const int32_t az = s_zero_point(k, 2, 0), bz = s_zero_point(k, 5, 0);
+    const float yz = (float)s_zero_point(k, 7, 0);
+    const float mul = *(const float *)k->in[1].data * *(const float *)k->in[4].data /
+                      *(const float *)k->in[6].data;
+    const float qlo = y->dtype == GX_I8 ? -128.0f : 0.0f, qhi = y->dtype == GX_I8 ? 127.0f : 255.0f;
+    int64_t lo, hi;
+    gx_cpu_share(k, y->numel / (n ? n : 1), 1, &lo, &hi);
+    for (int64_t row = lo; row < hi; row++) {
+        const int64_t batch = row / m, i = row % m;
+        int64_t oa = 0, ob = 0, rem = batch;
+        for (int d = nb - 1; d >= 0; d--) {
+            const int64_t idx = rem % y->shape[d];
+            rem /= y->shape[d];
+            oa += idx * sa[d];
+            ob += idx * sb[d];
+        }
+        oa = oa * m * kk + i * kk;
+        ob = ob * kk * n;
+        for (int64_t j = 0; j < n; j++) {
+            int64_t acc = 0;
+            for (int64_t p = 0; p < kk; p++)
+                acc += (s_byte(a, oa + p) - az) * (s_byte(b, ob + p * n + j) - bz);
+            const float v = s_clampf((float)rint((double)acc * mul) + yz, qlo, qhi);
+            if (y->dtype == GX_I8)
+                ((int8_t *)y->data)[row * n + j] = (int8_t)v;
+            else
+                ((uint8_t *)y->data)[row * n + j] = (uint8_t)v;
+        }
+    }
+}
+
+/* ---- QLinearConv ---- */
+
+/* Element c of a per-tensor or per-channel parameter. */
+static float s_param_f32(const gx_view *v, int64_t c)
+{
+    return ((const float *)v->data)[v->numel > 1 ? c : 0];
+}
+
+/* Direct convolution: exact sums of (x - x_zp)(w - w_zp[m]) over
+ * the taps inside x (padding is x_zp, adding nothing), plus B[m], scaled
+ * by x_scale * w_scale[m] / y_scale (float32, then the product in double
+ * as the ONNX reference's numpy does), rounded half to even, plus y_zp and
+ * saturated. Shares are output elements. */
+void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *wt = &k->in[3], *y = &k->out[0];
+    gx_win w;
+    gx_win_init(&w, k->attr, "QLinearConv", x, wt->shape + 2, false, false, NULL, 0);
+    const int64_t c_in = x->shape[1], m_out = wt->shape[0];
+    const int64_t cpg = wt->shape[1], mpg = m_out / k->attr[GX_QLINEARCONV_GROUP].i;
+    const int32_t xz = s_zero_point(k, 2, 0);
+    const float yz = (float)s_zero_point(k, 7, 0);
+    const float xs = *(const float *)k->in[1].data, ys = *(const float *)k->in[6].data;
+    const bool has_b = k->n_in > 8 && k->in[8].ndim >= 0;
+    const float qlo = y->dtype == GX_I8 ? -128.0f : 0.0f, qhi = y->dtype == GX_I8 ? 127.0f : 255.0f;
+    int64_t lo, hi;
+    gx_cpu_share(k, y->numel, GX_CPU_LINE * 4, &lo, &hi);
+    for (int64_t e = lo; e < hi; e++) {
+        const int64_t o = e % w.out_size, m = e / w.out_size % m_out, n = e / w.out_size / m_out;
+        int64_t od[GX_WIN_MAX], rest = o;
+        for (int d = w.nsp - 1; d >= 0; d--) {
+            od[d] = rest % w.out[d];
+            rest /= w.out[d];
+        }
+        const int32_t wz = s_zero_point(k, 5, k->in[5].numel > 1 ? m : 0);
+        int64_t acc = has_b ? ((const int32_t *)k->in[8].data)[m] : 0;
+        for (int64_t c = 0; c < cpg; c++) {
+            const int64_t ci = m / mpg * cpg + c;
+            const int64_t xbase = (n * c_in + ci) * w.in_size, wbase = (m * cpg + c) * w.k_size;
+            for (int64_t t = 0; t < w.k_size; t++) {
+                int64_t xi = 0, mul = 1, tr = t;
+                bool inside = true;
+                for (int d = w.nsp - 1; d >= 0; d--) {
+                    const int64_t j = tr % w.k[d];
+                    tr /= w.k[d];
+                    const int64_t p = od[d] * w.stride[d] - w.pad_lo[d] + j * w.dil[d];
+                    inside &= p >= 0 && p < w.in[d];
+                    xi += p * mul;
+                    mul *= w.in[d];
+                }
+                if (!inside)
+                    continue;
+                acc += (s_byte(x, xbase + xi) - xz) * (s_byte(wt, wbase + t) - wz);
+            }
+        }
+        const float scale = xs * s_param_f32(&k->in[4], m) / ys;
+        const float v = s_clampf((float)rint((double)acc * scale) + yz, qlo, qhi);
+        if (y->dtype == GX_I8)
+            ((int8_t *)y->data)[e] = (int8_t)v;
+        else
+            ((uint8_t *)y->data)[e] = (uint8_t)v;
+    }
+}
+
+/* ---- Unique ---- */
+
+/* Serial (share 0 does it all): the sort has no cheap split. */
+void gx_cpu_UNIQUE(const gx_kargs *k)
+{
+    if (k->ith != 0)
+        return;
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const bool flatten = !k->attr[GX_UNIQUE_AXIS].set;
+    int axis = 0;
+    if (!flatten)
+        gx_axis_norm(k->attr[GX_UNIQUE_AXIS].i, x->ndim, &axis);
+    int64_t *work = k->scratch;
+    const int64_t u = gx_unique_run(x, flatten, axis, k->attr[GX_UNIQUE_SORTED].i != 0, work);
+    const int64_t n = flatten ? x->numel : x->shape[axis];
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; !flatten && d < x->ndim; d++) {
+        if (d < axis)
+            outer *= x->shape[d];
+        else if (d > axis)
+            inner *= x->shape[d];
+    }
+    const size_t row = (size_t)inner * gx_dtype_size(x->dtype);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j = 0; j < u; j++)
+            memcpy((char *)y->data + (size_t)(o * u + j) * row,
+                   (const char *)x->data + (size_t)(o * n + work[j]) * row, row);
+    }
+    /* indices, inverse_indices and counts lie in work at 0, 2n and n */
+    static const int at[4] = {0, 0, 2, 1};
+    for (int o = 1; o < k->n_out && o < 4; o++) {
+        if (k->out[o].data)
+            memcpy(k->out[o].data, work + at[o] * n, (size_t)k->out[o].numel * sizeof *work);
+    }
+}
+
+/* ---- NonMaxSuppression ---- */
+
+/* Serial (share 0 does it all): each selection depends on the previous. */
+void gx_cpu_NON_MAX_SUPPRESSION(const gx_kargs *k)
+{
+    if (k->ith != 0)
+        return;
+    gx_nms_run(k->n_in, k->in, k->attr[GX_NMS_CENTER_POINT_BOX].i != 0, k->out[0].data,
+               k->scratch);
+}
