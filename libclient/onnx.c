@@ -870,6 +870,7 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
         {"LogSoftmax", 13, "before opset 13 it coerces the input to 2-D"},
         {"Hardmax", 13, "before opset 13 it coerces the input to 2-D"},
         {"Resize", 11, "before opset 11 its second input is scales, not roi"},
+        {"Scan", 9, "before opset 9 its first input is sequence_lens and it has a batch axis"},
     };
     for (size_t i = 0; i < sizeof changed / sizeof changed[0]; i++)
         if (strcmp(op, changed[i].op) == 0 && c->opset < changed[i].since)

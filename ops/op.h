@@ -212,7 +212,8 @@
 
 #define GX_OPS_CONTROL(X)                                                     \
     X(IF, "If")                                                               \
-    X(LOOP, "Loop")
+    X(LOOP, "Loop")                                                           \
+    X(SCAN, "Scan")
 
 
 /* Every op but control flow has a kernel per device (ops/cpu/cpu.h); the

@@ -88,3 +88,57 @@ const gx_op_schema gx_schema_LOOP = {
     .attrs = s_loop_attrs, .n_attrs = GX_LOOP_NATTRS,
     .flags = GX_OPF_CONTROL | GX_OPF_NO_FOLD, .infer = s_infer_loop, .cost = s_cost_none,
 };
+
+static const gx_attr_spec s_scan_attrs[] = {
+    [GX_SCAN_BODY] = {.name = "body", .type = GX_ATTR_GRAPH, .required = true},
+    [GX_SCAN_NUM_SCAN_INPUTS] = {.name = "num_scan_inputs", .type = GX_ATTR_INT, .required = true},
+    [GX_SCAN_INPUT_AXES] = {.name = "scan_input_axes", .type = GX_ATTR_INTS},
+    [GX_SCAN_INPUT_DIRECTIONS] = {.name = "scan_input_directions", .type = GX_ATTR_INTS},
+    [GX_SCAN_OUTPUT_AXES] = {.name = "scan_output_axes", .type = GX_ATTR_INTS},
+    [GX_SCAN_OUTPUT_DIRECTIONS] = {.name = "scan_output_directions", .type = GX_ATTR_INTS},
+};
+_Static_assert(sizeof s_scan_attrs / sizeof s_scan_attrs[0] == GX_SCAN_NATTRS, "Scan attrs");
+
+/* Scan(state..., scan_inputs...) -> (final state..., scan_outputs...), opset
+ * 9+: the body runs once per slice along axis 0 of the scan inputs, taking
+ * (state..., slices...) and returning (state..., output slices...). Only the
+ * default axes and directions (0, forward) are supported. */
+static int s_infer_scan(gx_infer *ic)
+{
+    const gx_graph *body = ic->attr[GX_SCAN_BODY].g;
+    int64_t m = ic->attr[GX_SCAN_NUM_SCAN_INPUTS].i;
+    if (m < 1 || m > ic->n_in)
+        return gx_infer_errf(ic, GX_EATTR, "Scan: num_scan_inputs %lld is not in [1, %d]",
+                             (long long)m, ic->n_in);
+    int n_state = ic->n_in - (int)m;
+    if ((int)body->n_inputs != ic->n_in || (int)body->n_outputs != ic->n_out ||
+        ic->n_out < n_state)
+        return gx_infer_errf(ic, GX_EGRAPH,
+                             "Scan: the body must take one input per node input (%d) and return one output per node output (%d, at least the %d state values); it takes %zu and returns %zu",
+                             ic->n_in, ic->n_out, n_state, body->n_inputs, body->n_outputs);
+    for (int a = GX_SCAN_INPUT_AXES; a <= GX_SCAN_OUTPUT_DIRECTIONS; a++)
+        for (size_t i = 0; i < ic->attr[a].n; i++)
+            if (ic->attr[a].ints[i] != 0)
+                return gx_infer_errf(ic, GX_EUNSUPPORTED,
+                                     "Scan: only axis 0 and forward direction are supported (%s)",
+                                     s_scan_attrs[a].name);
+    int64_t len = -1;
+    for (int i = n_state; i < ic->n_in; i++) {
+        const gx_view *v = &ic->in[i];
+        if (v->ndim < 1)
+            return gx_infer_errf(ic, GX_ESHAPE, "Scan: scan input %d is missing or a scalar",
+                                 i - n_state);
+        if (len >= 0 && v->shape[0] != len)
+            return gx_infer_errf(ic, GX_ESHAPE,
+                                 "Scan: scan inputs differ in length along axis 0 (%lld and %lld)",
+                                 (long long)len, (long long)v->shape[0]);
+        len = v->shape[0];
+    }
+    return GX_INFER_DYNAMIC;
+}
+
+const gx_op_schema gx_schema_SCAN = {
+    .min_in = 1, .max_in = GX_MAX_OP_INPUTS, .min_out = 0, .max_out = GX_MAX_OP_INPUTS,
+    .attrs = s_scan_attrs, .n_attrs = GX_SCAN_NATTRS,
+    .flags = GX_OPF_CONTROL | GX_OPF_NO_FOLD, .infer = s_infer_scan, .cost = s_cost_none,
+};

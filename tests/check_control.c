@@ -1,7 +1,7 @@
 /*
  * What the compiler resolves at compile time and what it leaves to run time:
  * constant folding, keyed inputs, dynamic steps, and control flow (If, Loop
- * with captured outer values, nested subgraphs), compiled with gxd_compile
+ * and Scan with captured outer values, nested subgraphs), compiled with gxd_compile
  * and run through a frame as a worker does; then once through a real gexecd,
  * so subgraphs also cross the wire.
  */
@@ -320,6 +320,50 @@ START_TEST(test_loop_cancel)
 }
 END_TEST
 
+/* Scan(initial, x): the body adds each row of x to the running sum and
+ * also emits it, as in ONNX's test_scan9_sum. */
+static gx_graph *s_scan_graph(void)
+{
+    gx_graph *body = gx_graph_new("body");
+    ck_assert_int_eq(gx_graph_add_input(body, "sum_in", GX_F32, 1, (int64_t[]){2}), GX_OK);
+    ck_assert_int_eq(gx_graph_add_input(body, "next", GX_F32, 1, (int64_t[]){2}), GX_OK);
+    s_node(body, "Add", NAMES("sum_in", "next"), NAMES("sum_out"));
+    s_node(body, "Identity", NAMES("sum_out"), NAMES("scan_out"));
+    ck_assert_int_eq(gx_graph_add_output(body, "sum_out"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(body, "scan_out"), GX_OK);
+    gx_graph *g = gx_graph_new("scan");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){3, 2}), GX_OK);
+    s_const(g, "initial", GX_F32, 1, (int64_t[]){2}, (float[]){0, 0});
+    gx_node *n = s_node(g, "Scan", NAMES("initial", "x"), NAMES("y", "z"));
+    ck_assert_int_eq(gx_node_set_int(n, "num_scan_inputs", 1), GX_OK);
+    ck_assert_int_eq(gx_node_set_graph(n, "body", &body), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(g, "z"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    return g;
+}
+
+START_TEST(test_scan)
+{
+    gx_graph *g = s_scan_graph();
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    gx_view in[1] = {s_view(GX_F32, 2, (int64_t[]){3, 2}, x)};
+    s_result r = s_run(g, in);
+    ck_assert_msg(r.rc == GX_OK, "%s", r.err);
+    ck_assert_int_eq(r.ndim, 2);
+    ck_assert_int_eq(r.shape[0], 3);
+    ck_assert(gxt_allclose(r.y, (float[]){1, 2, 4, 6, 9, 12}, 6, 0, 0));
+    gxd_plan_destroy(&r.plan);
+
+    /* other axes or directions are refused, naming the attribute */
+    gx_node_set_ints(g->nodes[0], "scan_input_directions", (int64_t[]){1}, 1);
+    char err[512];
+    gxd_plan *p = NULL;
+    ck_assert_int_eq(gxd_compile(g, in, &s_lim, &p, err, sizeof err), GX_EUNSUPPORTED);
+    ck_assert_msg(strstr(err, "scan_input_directions") != NULL, "%s", err);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
     char err[1024];
@@ -454,6 +498,7 @@ Suite *control_suite(void)
     tcase_add_test(tc, test_if);
     tcase_add_test(tc, test_loop);
     tcase_add_test(tc, test_loop_cancel);
+    tcase_add_test(tc, test_scan);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("daemon");

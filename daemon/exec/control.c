@@ -1,6 +1,7 @@
 /*
  * Control flow: If runs one of its branches, Loop runs its body until the
- * trip count or the condition says stop. Each subgraph runs as a plan of its
+ * trip count or the condition says stop, Scan runs its body once per slice
+ * of its scan inputs. Each subgraph runs as a plan of its
  * own (compiled on first use for its input signature and cached on the
  * step), over an arena of its own; its outputs are copied to the heap
  * buffers of the step's outputs.
@@ -108,14 +109,15 @@ static int s_if(gxd_frame *f, const gxd_step *s)
     return GX_OK;
 }
 
-/* Scan output accumulator: the body's per-iteration values, stacked. */
-typedef struct s_scan {
+/* Scan output accumulator (Loop, Scan): the body's per-iteration values,
+ * stacked along a new first axis. */
+typedef struct s_stack {
     gx_view elem; /* shape and dtype of one iteration's value */
     char *data;
     size_t n, cap; /* bytes */
-} s_scan;
+} s_stack;
 
-static int s_scan_add(gxd_frame *f, const gxd_step *s, s_scan *sc, const gx_view *v,
+static int s_stack_add(gxd_frame *f, const gxd_step *s, s_stack *sc, const gx_view *v,
                       int64_t iter)
 {
     size_t nbytes = (size_t)v->numel * gx_dtype_size(v->dtype);
@@ -124,17 +126,17 @@ static int s_scan_add(gxd_frame *f, const gxd_step *s, s_scan *sc, const gx_view
     } else if (v->dtype != sc->elem.dtype || v->ndim != sc->elem.ndim ||
                memcmp(v->shape, sc->elem.shape, (size_t)v->ndim * sizeof *v->shape)) {
         return gx_errf(f->err, f->errlen, GX_ESHAPE,
-                       "node '%s' (Loop): a scan output changes shape or dtype in iteration %lld",
-                       s->node->name, (long long)iter);
+                       "node '%s' (%s): a scan output changes shape or dtype in iteration %lld",
+                       s->node->name, s->node->op, (long long)iter);
     }
     if (v->ndim + 1 > GX_MAX_DIMS)
         return gx_errf(f->err, f->errlen, GX_ELIMIT,
-                       "node '%s' (Loop): scan output would have more than %d dims",
-                       s->node->name, GX_MAX_DIMS);
+                       "node '%s' (%s): scan output would have more than %d dims",
+                       s->node->name, s->node->op, GX_MAX_DIMS);
     if (sc->n + nbytes > (uint64_t)f->lim->max_tensor_bytes)
         return gx_errf(f->err, f->errlen, GX_ELIMIT,
-                       "node '%s' (Loop): a scan output grew past the tensor limit of %lld bytes",
-                       s->node->name, (long long)f->lim->max_tensor_bytes);
+                       "node '%s' (%s): a scan output grew past the tensor limit of %lld bytes",
+                       s->node->name, s->node->op, (long long)f->lim->max_tensor_bytes);
     if (!gx_grow(&sc->data, &sc->cap, sc->n + nbytes, 1))
         return gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
     if (nbytes)
@@ -145,7 +147,7 @@ static int s_scan_add(gxd_frame *f, const gxd_step *s, s_scan *sc, const gx_view
 
 /* The stacked scan output [iterations, elem...]. With no iteration, the
  * body's declared output type gives dtype and inner shape where it can. */
-static int s_scan_finish(gxd_frame *f, s_scan *sc, int64_t iters, const gx_value_decl *decl,
+static int s_stack_finish(gxd_frame *f, s_stack *sc, int64_t iters, const gx_value_decl *decl,
                          gx_view *out)
 {
     memset(out, 0, sizeof *out);
@@ -179,7 +181,7 @@ static int s_loop(gxd_frame *f, const gxd_step *s)
      * from the first iteration on, the carried values are heap copies. */
     gx_view *formal = calloc((size_t)n_carried + 2, sizeof *formal);
     gx_view *outs = calloc((size_t)s->n_out + 2, sizeof *outs);
-    s_scan *scans = calloc((size_t)n_scan + 1, sizeof *scans);
+    s_stack *scans = calloc((size_t)n_scan + 1, sizeof *scans);
     if (!formal || !outs || !scans) {
         rc = gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
         goto out;
@@ -202,7 +204,7 @@ static int s_loop(gxd_frame *f, const gxd_step *s)
             formal[2 + j] = outs[1 + j];
         }
         for (int k = 0; k < n_scan && rc == GX_OK; k++)
-            rc = s_scan_add(f, s, &scans[k], &outs[1 + n_carried + k], iter);
+            rc = s_stack_add(f, s, &scans[k], &outs[1 + n_carried + k], iter);
         for (int k = 0; k < n_scan; k++)
             free(outs[1 + n_carried + k].data);
         if (!ok && rc == GX_OK)
@@ -223,7 +225,7 @@ static int s_loop(gxd_frame *f, const gxd_step *s)
     }
     for (int k = 0; k < n_scan; k++) {
         gx_view v;
-        if ((rc = s_scan_finish(f, &scans[k], iter, &body->outputs[1 + n_carried + k], &v)) < 0)
+        if ((rc = s_stack_finish(f, &scans[k], iter, &body->outputs[1 + n_carried + k], &v)) < 0)
             goto out;
         s_set_output(f, s, n_carried + k, v);
     }
@@ -239,12 +241,83 @@ out:
     return rc;
 }
 
+static int s_scan(gxd_frame *f, const gxd_step *s)
+{
+    const gx_graph *body = s->attr[GX_SCAN_BODY].g;
+    int n_scan_in = (int)s->attr[GX_SCAN_NUM_SCAN_INPUTS].i;
+    int n_state = s->n_formal - n_scan_in, n_scan_out = s->n_out - n_state, rc = GX_OK;
+    int64_t iters = f->val[s->in[n_state]].shape[0], iter = 0;
+    /* formal: the state (heap copies from the first iteration on), then one
+     * slice of each scan input, pointing into it */
+    gx_view *formal = calloc((size_t)s->n_formal + 1, sizeof *formal);
+    gx_view *outs = calloc((size_t)s->n_out + 1, sizeof *outs);
+    s_stack *scans = calloc((size_t)n_scan_out + 1, sizeof *scans);
+    if (!formal || !outs || !scans) {
+        rc = gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int j = 0; j < n_state; j++)
+        formal[j] = f->val[s->in[j]];
+    for (; iter < iters; iter++) {
+        for (int j = n_state; j < s->n_formal; j++) {
+            const gx_view *x = &f->val[s->in[j]];
+            gx_view *slice = &formal[j];
+            *slice = *x;
+            slice->ndim = x->ndim - 1;
+            memmove(slice->shape, x->shape + 1, (size_t)slice->ndim * sizeof *slice->shape);
+            slice->numel = x->shape[0] ? x->numel / x->shape[0] : 0;
+            slice->data = (char *)x->data + iter * slice->numel * (int64_t)gx_dtype_size(x->dtype);
+        }
+        if ((rc = gxd_exec_should_stop(f->stop)) < 0 ||
+            (rc = s_run_sub(f, s, "body", formal, (size_t)s->n_formal, outs)) < 0)
+            goto out;
+        for (int j = 0; j < n_state; j++) {
+            if (iter > 0)
+                free(formal[j].data);
+            formal[j] = outs[j];
+        }
+        for (int k = 0; k < n_scan_out && rc == GX_OK; k++)
+            rc = s_stack_add(f, s, &scans[k], &outs[n_state + k], iter);
+        for (int k = 0; k < n_scan_out; k++)
+            free(outs[n_state + k].data);
+        if (rc < 0) {
+            iter++; /* the state copies of this iteration are freed below */
+            goto out;
+        }
+    }
+    for (int j = 0; j < n_state; j++) {
+        gx_view v = formal[j];
+        if (iter == 0 && (rc = s_copy(f, &formal[j], &v)) < 0)
+            goto out;
+        s_set_output(f, s, j, v);
+        formal[j].data = NULL; /* the output owns it now */
+    }
+    for (int k = 0; k < n_scan_out; k++) {
+        gx_view v;
+        if ((rc = s_stack_finish(f, &scans[k], iter, &body->outputs[n_state + k], &v)) < 0)
+            goto out;
+        s_set_output(f, s, n_state + k, v);
+    }
+out:
+    if (formal && rc < 0 && iter > 0)
+        for (int j = 0; j < n_state; j++)
+            free(formal[j].data);
+    for (int k = 0; scans && k < n_scan_out; k++)
+        free(scans[k].data);
+    free(scans);
+    free(outs);
+    free(formal);
+    return rc;
+}
+
 int gxd_exec_control(gxd_frame *f, const gxd_step *s)
 {
     if (s->op == GX_OP_IF)
         return s_if(f, s);
     if (s->op == GX_OP_LOOP)
         return s_loop(f, s);
+    if (s->op == GX_OP_SCAN)
+        return s_scan(f, s);
     return gx_errf(f->err, f->errlen, GX_EINTERNAL, "node '%s' (%s) has no kernel",
                    s->node->name, s->node->op);
 }
