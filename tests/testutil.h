@@ -40,7 +40,7 @@ Suite *fuzz_suite(void);
  * mismatch to stderr. */
 bool gxt_allclose(const float *a, const float *b, size_t n, float rtol, float atol);
 
-/* Path of a file in the source tree (tests/data/..., examples/...); static
+/* Path of a file in the source tree (examples/..., tests/fuzz/...); static
  * buffer, valid until the next call (so copy it before calling again). */
 const char *gxt_srcpath(const char *rel);
 /* A fresh temporary directory (mkdtemp); caller removes it with gxt_rmtree. */
