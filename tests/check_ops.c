@@ -17,34 +17,15 @@
 
 /* ---- naive references ---- */
 
-static void s_unravel(int64_t flat, int nd, const int64_t *shape, int64_t *idx)
-{
-    for (int d = nd - 1; d >= 0; d--) {
-        idx[d] = flat % shape[d];
-        flat /= shape[d];
-    }
-}
-
-/* Flat offset in a tensor of shape (nd, shape) of the index idx of a
- * broadcast result of rank ndo >= nd (dims aligned right, size-1 dims
- * repeat). */
-static int64_t s_bcast_off(int ndo, const int64_t *idx, int nd, const int64_t *shape)
-{
-    int64_t off = 0;
-    for (int d = 0; d < nd; d++)
-        off = off * shape[d] + (shape[d] == 1 ? 0 : idx[d + ndo - nd]);
-    return off;
-}
-
 static void s_ref_binary(gx_op op, const gx_view *a, const gx_view *b, const gx_view *y)
 {
     const float *pa = a->data, *pb = b->data;
     float *py = y->data;
     int64_t idx[GX_MAX_DIMS];
     for (int64_t i = 0; i < y->numel; i++) {
-        s_unravel(i, y->ndim, y->shape, idx);
-        float x = pa[s_bcast_off(y->ndim, idx, a->ndim, a->shape)];
-        float z = pb[s_bcast_off(y->ndim, idx, b->ndim, b->shape)];
+        ot_unravel(i, y->ndim, y->shape, idx);
+        float x = pa[ot_bcast_off(y->ndim, idx, a->ndim, a->shape)];
+        float z = pb[ot_bcast_off(y->ndim, idx, b->ndim, b->shape)];
         py[i] = op == GX_OP_ADD ? x + z : op == GX_OP_SUB ? x - z : op == GX_OP_MUL ? x * z : x / z;
     }
 }
@@ -74,9 +55,9 @@ static void s_ref_matmul(const gx_view *a, const gx_view *b, const gx_view *y)
     float *py = y->data;
     int64_t idx[GX_MAX_DIMS];
     for (int64_t bi = 0; bi < nbatch; bi++) {
-        s_unravel(bi, nbd, y->shape, idx);
-        const float *ma = pa + s_bcast_off(nbd, idx, nba, a->shape) * m * k;
-        const float *mb = pb + s_bcast_off(nbd, idx, nbb, b->shape) * k * n;
+        ot_unravel(bi, nbd, y->shape, idx);
+        const float *ma = pa + ot_bcast_off(nbd, idx, nba, a->shape) * m * k;
+        const float *mb = pb + ot_bcast_off(nbd, idx, nbb, b->shape) * k * n;
         for (int64_t i = 0; i < m; i++) {
             for (int64_t j = 0; j < n; j++) {
                 double s = 0;
@@ -105,7 +86,7 @@ static void s_ref_gemm(const gx_attrval *av, int n_in, const gx_view *in, const 
                      (tb ? pb[j * k + l] : pb[l * n + j]);
             s *= alpha;
             if (c && beta != 0)
-                s += beta * ((const float *)c->data)[s_bcast_off(2, (int64_t[]){i, j}, c->ndim,
+                s += beta * ((const float *)c->data)[ot_bcast_off(2, (int64_t[]){i, j}, c->ndim,
                                                                      c->shape)];
             py[i * n + j] = (float)s;
         }
@@ -138,10 +119,10 @@ static void s_ref_transpose(const gx_attrval *perm, const gx_view *x, const gx_v
     size_t es = gx_dtype_size(x->dtype);
     int64_t oi[GX_MAX_DIMS], ii[GX_MAX_DIMS];
     for (int64_t i = 0; i < y->numel; i++) {
-        s_unravel(i, y->ndim, y->shape, oi);
+        ot_unravel(i, y->ndim, y->shape, oi);
         for (int d = 0; d < y->ndim; d++)
             ii[perm->set ? perm->ints[d] : y->ndim - 1 - d] = oi[d];
-        int64_t src = s_bcast_off(x->ndim, ii, x->ndim, x->shape);
+        int64_t src = ot_bcast_off(x->ndim, ii, x->ndim, x->shape);
         memcpy((char *)y->data + i * (int64_t)es, (const char *)x->data + src * (int64_t)es, es);
     }
 }
@@ -152,11 +133,11 @@ static void s_ref_concat(int64_t axis, int n_in, const gx_view *in, const gx_vie
     size_t es = gx_dtype_size(y->dtype);
     int64_t idx[GX_MAX_DIMS];
     for (int64_t i = 0; i < y->numel; i++) {
-        s_unravel(i, y->ndim, y->shape, idx);
+        ot_unravel(i, y->ndim, y->shape, idx);
         int j = 0;
         while (idx[ax] >= in[j].shape[ax])
             idx[ax] -= in[j++].shape[ax];
-        int64_t src = s_bcast_off(y->ndim, idx, in[j].ndim, in[j].shape);
+        int64_t src = ot_bcast_off(y->ndim, idx, in[j].ndim, in[j].shape);
         memcpy((char *)y->data + i * (int64_t)es, (const char *)in[j].data + src * (int64_t)es,
                es);
     }

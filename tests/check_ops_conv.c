@@ -107,14 +107,6 @@ static gx_view s_rand(gx_dtype dt, int ndim, const int64_t *shape)
 
 /* ---- running and comparing ---- */
 
-static void s_unravel(int64_t flat, int nd, const int64_t *shape, int64_t *idx)
-{
-    for (int d = nd - 1; d >= 0; d--) {
-        idx[d] = flat % shape[d];
-        flat /= shape[d];
-    }
-}
-
 static bool s_close(const gx_view *got, const gx_view *want, double tol)
 {
     if (got->ndim != want->ndim || got->dtype != want->dtype)
@@ -215,13 +207,13 @@ static gx_view s_ref_conv(gx_dtype dt, const gx_view *x, const gx_view *w, const
     double *acc = calloc((size_t)ynumel + 1, sizeof *acc);
     int64_t idx[GX_MAX_DIMS], j[GX_MAX_DIMS], xi[GX_MAX_DIMS];
     for (int64_t e = 0; e < ynumel; e++) {
-        s_unravel(e, ndim, yshape, idx);
+        ot_unravel(e, ndim, yshape, idx);
         const int64_t n = idx[0], oc = idx[1], gi = oc / mg;
         double sum = b ? s_get(b, oc) : 0;
         const double wzv = wz ? s_get(wz, wz->numel > 1 ? oc : 0) : 0;
         for (int64_t ci = 0; ci < cg; ci++) {
             for (int64_t t = 0; t < ks; t++) {
-                s_unravel(t, nsp, w->shape + 2, j);
+                ot_unravel(t, nsp, w->shape + 2, j);
                 for (int d = 0; d < nsp; d++)
                     xi[d] = idx[2 + d] * ONE(g->s[d]) - g->pl[d] + j[d] * ONE(g->d[d]);
                 int64_t off = s_at(x, n * c + gi * cg + ci, xi);
@@ -252,11 +244,11 @@ static gx_view s_ref_convtranspose(const gx_view *x, const gx_view *w, const gx_
         acc[e] = b ? s_get(b, e / ysz % m) : 0;
     int64_t idx[GX_MAX_DIMS], j[GX_MAX_DIMS], yi[GX_MAX_DIMS];
     for (int64_t e = 0; e < x->numel; e++) {
-        s_unravel(e, x->ndim, x->shape, idx);
+        ot_unravel(e, x->ndim, x->shape, idx);
         const int64_t n = idx[0], ci = idx[1], gi = ci / cg;
         for (int64_t mm = 0; mm < mg; mm++) {
             for (int64_t t = 0; t < ks; t++) {
-                s_unravel(t, nsp, w->shape + 2, j);
+                ot_unravel(t, nsp, w->shape + 2, j);
                 int64_t off = n * m + gi * mg + mm;
                 for (int d = 0; d < nsp && off >= 0; d++) {
                     yi[d] = idx[2 + d] * ONE(g->s[d]) - g->pl[d] + j[d] * ONE(g->d[d]);
@@ -286,10 +278,10 @@ static gx_view s_ref_pool(int kind, int p, const gx_view *x, const int64_t *k, c
     double *at = calloc((size_t)y.numel + 1, sizeof *at);
     int64_t idx[GX_MAX_DIMS], j[GX_MAX_DIMS], xi[GX_MAX_DIMS];
     for (int64_t e = 0; e < y.numel; e++) {
-        s_unravel(e, ndim, yshape, idx);
+        ot_unravel(e, ndim, yshape, idx);
         double v = kind == S_MAX ? -INFINITY : 0, n = 0;
         for (int64_t t = 0; t < ks; t++) {
-            s_unravel(t, nsp, k, j);
+            ot_unravel(t, nsp, k, j);
             bool padded = true;
             for (int d = 0; d < nsp; d++) {
                 xi[d] = idx[2 + d] * ONE(g->s[d]) - g->pl[d] + j[d] * ONE(g->d[d]);
@@ -796,7 +788,7 @@ START_TEST(test_maxpool_column_major)
     int64_t *pi = ind.data, idx[5];
     for (int64_t e = 0; e < ind.numel; e++) {
         int64_t r = pi[e], ch = r / 60;
-        s_unravel(r % 60, 3, (int64_t[]){5, 4, 3}, idx);
+        ot_unravel(r % 60, 3, (int64_t[]){5, 4, 3}, idx);
         pi[e] = ch * 60 + idx[0] + idx[1] * 5 + idx[2] * 20;
     }
     s_expect_n(GX_OP_MAXPOOL,

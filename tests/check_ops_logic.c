@@ -114,23 +114,6 @@ static gx_view s_unknown(gx_view v)
 
 /* ---- naive references ---- */
 
-static void s_unravel(int64_t flat, int nd, const int64_t *shape, int64_t *idx)
-{
-    for (int d = nd - 1; d >= 0; d--) {
-        idx[d] = flat % shape[d];
-        flat /= shape[d];
-    }
-}
-
-/* Flat offset in (nd, shape) of index idx of a broadcast result of rank ndo. */
-static int64_t s_bcast_off(int ndo, const int64_t *idx, int nd, const int64_t *shape)
-{
-    int64_t off = 0;
-    for (int d = 0; d < nd; d++)
-        off = off * shape[d] + (shape[d] == 1 ? 0 : idx[d + ndo - nd]);
-    return off;
-}
-
 /* Order of element i of a against element j of b (same dtype): -1, 0, 1,
  * or 2 when unordered (NaN). */
 static int s_order(gx_dtype dt, const void *a, int64_t i, const void *b, int64_t j)
@@ -200,9 +183,9 @@ static void s_check_cmp_ref(gx_op op, gx_view a, gx_view b)
     gx_view want = s_bcast_out(GX_BOOL, 2, (gx_view[]){a, b});
     int64_t idx[GX_MAX_DIMS];
     for (int64_t i = 0; i < want.numel; i++) {
-        s_unravel(i, want.ndim, want.shape, idx);
-        int ord = s_order(a.dtype, a.data, s_bcast_off(want.ndim, idx, a.ndim, a.shape), b.data,
-                          s_bcast_off(want.ndim, idx, b.ndim, b.shape));
+        ot_unravel(i, want.ndim, want.shape, idx);
+        int ord = s_order(a.dtype, a.data, ot_bcast_off(want.ndim, idx, a.ndim, a.shape), b.data,
+                          ot_bcast_off(want.ndim, idx, b.ndim, b.shape));
         ((uint8_t *)want.data)[i] = s_cmp_holds(op, ord);
     }
     s_expect(op, NULL, 2, (gx_view[]){a, b}, want);
@@ -298,9 +281,9 @@ START_TEST(test_logical)
     gx_view w = s_bcast_out(GX_BOOL, 2, (gx_view[]){x, y});
     int64_t idx[GX_MAX_DIMS];
     for (int64_t i = 0; i < w.numel; i++) {
-        s_unravel(i, w.ndim, w.shape, idx);
+        ot_unravel(i, w.ndim, w.shape, idx);
         ((uint8_t *)w.data)[i] = ((uint8_t *)x.data)[i] |
-                                 ((uint8_t *)y.data)[s_bcast_off(3, idx, 2, y.shape)];
+                                 ((uint8_t *)y.data)[ot_bcast_off(3, idx, 2, y.shape)];
     }
     s_expect(GX_OP_OR, NULL, 2, (gx_view[]){x, y}, w);
     s_run(GX_OP_NOT, NULL, 1, (gx_view[]){x});
@@ -356,11 +339,11 @@ static void s_check_where_ref(gx_view c, gx_view x, gx_view y)
     size_t es = gx_dtype_size(x.dtype);
     int64_t idx[GX_MAX_DIMS];
     for (int64_t i = 0; i < w.numel; i++) {
-        s_unravel(i, w.ndim, w.shape, idx);
-        bool t = ((uint8_t *)c.data)[s_bcast_off(w.ndim, idx, c.ndim, c.shape)] != 0;
+        ot_unravel(i, w.ndim, w.shape, idx);
+        bool t = ((uint8_t *)c.data)[ot_bcast_off(w.ndim, idx, c.ndim, c.shape)] != 0;
         const gx_view *s = t ? &x : &y;
         memcpy((char *)w.data + i * (int64_t)es,
-               (char *)s->data + s_bcast_off(w.ndim, idx, s->ndim, s->shape) * (int64_t)es, es);
+               (char *)s->data + ot_bcast_off(w.ndim, idx, s->ndim, s->shape) * (int64_t)es, es);
     }
     s_expect(GX_OP_WHERE, NULL, 3, (gx_view[]){c, x, y}, w);
 }
@@ -993,7 +976,7 @@ static void s_check_nonzero_ref(gx_view x)
     for (int64_t i = 0; i < x.numel; i++) {
         if (!nz[i])
             continue;
-        s_unravel(i, x.ndim, x.shape, idx);
+        ot_unravel(i, x.ndim, x.shape, idx);
         for (int d = 0; d < nd; d++)
             ((int64_t *)w.data)[d * nnz + col] = x.ndim > 0 ? idx[d] : 0;
         col++;

@@ -136,14 +136,6 @@ static void s_expect_unchecked(gx_op op, const gx_node *node, int n_in, const gx
 
 /* ---- naive references ---- */
 
-static void s_unravel(int64_t flat, int nd, const int64_t *shape, int64_t *idx)
-{
-    for (int d = nd - 1; d >= 0; d--) {
-        idx[d] = flat % shape[d];
-        flat /= shape[d];
-    }
-}
-
 static int64_t s_ravel(int nd, const int64_t *shape, const int64_t *idx)
 {
     int64_t off = 0;
@@ -195,7 +187,7 @@ static gx_view s_ref_gather(const gx_view *x, const gx_view *ind, int axis)
                                                         : x->shape[d - q + 1];
     gx_view y = s_ref_view(nd, shape);
     for (int64_t i = 0; i < y.numel; i++) {
-        s_unravel(i, nd, shape, yi);
+        ot_unravel(i, nd, shape, yi);
         for (int d = 0; d < x->ndim; d++)
             xi[d] = d < axis ? yi[d] : d > axis ? yi[d + q - 1] : 0;
         int64_t j = s_idx(ind, s_ravel(q, ind->shape, yi + axis));
@@ -210,7 +202,7 @@ static gx_view s_ref_gather_elements(const gx_view *x, const gx_view *ind, int a
     int64_t idx[GX_MAX_DIMS];
     gx_view y = s_ref_view(ind->ndim, ind->shape);
     for (int64_t i = 0; i < y.numel; i++) {
-        s_unravel(i, ind->ndim, ind->shape, idx);
+        ot_unravel(i, ind->ndim, ind->shape, idx);
         int64_t j = s_idx(ind, i);
         idx[axis] = j < 0 ? j + x->shape[axis] : j;
         s_f32(&y)[i] = s_f32(x)[s_ravel(x->ndim, x->shape, idx)];
@@ -239,7 +231,7 @@ static gx_view s_ref_scatter_elements(const gx_view *x, const gx_view *ind, cons
     gx_view y = s_ref_view(x->ndim, x->shape);
     memcpy(y.data, x->data, s_nbytes(x));
     for (int64_t i = 0; i < ind->numel; i++) {
-        s_unravel(i, ind->ndim, ind->shape, idx);
+        ot_unravel(i, ind->ndim, ind->shape, idx);
         int64_t j = s_idx(ind, i);
         idx[axis] = j < 0 ? j + x->shape[axis] : j;
         float *t = &s_f32(&y)[s_ravel(x->ndim, x->shape, idx)];
@@ -257,7 +249,7 @@ static gx_view s_ref_gather_nd(const gx_view *x, const gx_view *ind, int b)
     memcpy(shape + ind->ndim - 1, x->shape + b + k, sizeof shape[0] * (size_t)(x->ndim - b - k));
     gx_view y = s_ref_view(nd, shape);
     for (int64_t i = 0; i < y.numel; i++) {
-        s_unravel(i, nd, shape, yi);
+        ot_unravel(i, nd, shape, yi);
         memcpy(xi, yi, sizeof xi[0] * (size_t)b);
         const int64_t tuple = s_ravel(ind->ndim - 1, ind->shape, yi);
         for (int j = 0; j < k; j++) {
@@ -330,7 +322,7 @@ static gx_view s_ref_tile_expand(const gx_view *x, int nd, const int64_t *shape,
     gx_view y = s_ref_view(nd, shape);
     const int off = nd - x->ndim;
     for (int64_t i = 0; i < y.numel; i++) {
-        s_unravel(i, nd, shape, yi);
+        ot_unravel(i, nd, shape, yi);
         for (int d = 0; d < x->ndim; d++)
             xi[d] = tile ? yi[d] % x->shape[d] : x->shape[d] == 1 ? 0 : yi[d + off];
         s_f32(&y)[i] = s_f32(x)[s_ravel(x->ndim, x->shape, xi)];
@@ -348,7 +340,7 @@ static gx_view s_ref_transpose(const gx_view *x, const int64_t *perm)
     gx_view y = ot_view(x->dtype, NULL, x->ndim, shape);
     y.data = ot_alloc(s_nbytes(&y));
     for (int64_t i = 0; i < y.numel; i++) {
-        s_unravel(i, y.ndim, shape, yi);
+        ot_unravel(i, y.ndim, shape, yi);
         for (int d = 0; d < x->ndim; d++)
             xi[perm[d]] = yi[d];
         memcpy((char *)y.data + (size_t)i * es,

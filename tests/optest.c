@@ -213,3 +213,19 @@ void ot_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in
     }
     free(scratch);
 }
+
+void ot_unravel(int64_t flat, int nd, const int64_t *shape, int64_t *idx)
+{
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = flat % shape[d];
+        flat /= shape[d];
+    }
+}
+
+int64_t ot_bcast_off(int ndo, const int64_t *idx, int nd, const int64_t *shape)
+{
+    int64_t off = 0;
+    for (int d = 0; d < nd; d++)
+        off = off * shape[d] + (shape[d] == 1 ? 0 : idx[d + ndo - nd]);
+    return off;
+}

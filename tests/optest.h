@@ -48,6 +48,13 @@ float ot_randf(void);
 /* A view of random values (float32: ot_randf; other dtypes: its bytes). */
 gx_view ot_rand(gx_dtype dt, int ndim, const int64_t *shape);
 
+/* The index (idx[0..nd)) of flat element `flat` of a tensor of shape. */
+void ot_unravel(int64_t flat, int nd, const int64_t *shape, int64_t *idx);
+/* Flat offset in a tensor of shape (nd, shape) of the index idx of a
+ * broadcast result of rank ndo >= nd (dims aligned right, size-1 dims
+ * repeat). */
+int64_t ot_bcast_off(int ndo, const int64_t *idx, int nd, const int64_t *shape);
+
 /* Resolves attributes into av, infers (inputs carry their data, as at run
  * time), allocates the outputs (filled with 0xFF bytes so unwritten
  * elements show) and scratch, and runs the kernel as nth shares, ith =
