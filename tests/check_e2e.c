@@ -568,24 +568,6 @@ START_TEST(test_sigterm_answers_every_job)
 }
 END_TEST
 
-/* Run a command through the shell; returns its exit status, output in out. */
-static int s_sh(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int s_sh(char *out, size_t len, const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 START_TEST(test_gexec_submit_cli)
 {
     gxt_daemon d;
@@ -594,9 +576,9 @@ START_TEST(test_gexec_submit_cli)
     const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
     snprintf(mlp, sizeof mlp, "%s", gxt_srcpath("examples/mlp.yaml"));
     snprintf(input, sizeof input, "%s", gxt_srcpath("examples/mlp_input.npy"));
-    ck_assert_int_eq(s_sh(out, sizeof out, "%s --socket %s ping", bin, d.endpoint), 0);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --socket %s ping", bin, d.endpoint), 0);
     ck_assert_ptr_nonnull(strstr(out, "pong"));
-    int rc = s_sh(out, sizeof out, "%s --socket %s run %s -i x=%s -o %s/out --repeat 20 2>&1", bin,
+    int rc = gxt_sh(out, sizeof out, "%s --socket %s run %s -i x=%s -o %s/out --repeat 20 2>&1", bin,
                   d.endpoint, mlp, input,
                   dir);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
@@ -612,30 +594,30 @@ START_TEST(test_gexec_submit_cli)
     ck_assert_float_eq_tol(p[0] + p[1] + p[2], 1.0f, 1e-5f); /* softmax */
     gx_tensor_destroy(&y);
 
-    ck_assert_int_eq(s_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --json", bin, d.endpoint,
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --json", bin, d.endpoint,
                           mlp, input),
                      0);
     ck_assert_ptr_nonnull(strstr(out, "\"mode\":\"seq\""));
-    ck_assert_int_eq(s_sh(out, sizeof out, "%s --socket %s stats --json", bin, d.endpoint), 0);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --socket %s stats --json", bin, d.endpoint), 0);
     ck_assert_ptr_nonnull(strstr(out, "\"runs_ok\":"));
 
     /* failures: one line, non-zero exit */
-    ck_assert_int_ne(s_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --mode replica 2>&1", bin,
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --mode replica 2>&1", bin,
                           d.endpoint, mlp,
                           input),
                      0);
     ck_assert_ptr_nonnull(strstr(out, "not implemented"));
     ck_assert_ptr_null(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL);
-    ck_assert_int_ne(s_sh(out, sizeof out, "%s --socket %s run /nonexistent.yaml 2>&1", bin, d.endpoint), 0);
-    ck_assert_int_ne(s_sh(out, sizeof out, "%s --socket %s run %s 2>&1", bin, d.endpoint,
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --socket %s run /nonexistent.yaml 2>&1", bin, d.endpoint), 0);
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --socket %s run %s 2>&1", bin, d.endpoint,
                           mlp),
                      0);
     ck_assert_ptr_nonnull(strstr(out, "missing input 'x'"));
-    ck_assert_int_ne(s_sh(out, sizeof out, "%s --socket ipc://%s/none.sock --timeout 300 ping 2>&1",
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --socket ipc://%s/none.sock --timeout 300 ping 2>&1",
                           bin, dir),
                      0);
     ck_assert_ptr_nonnull(strstr(out, "no reply"));
-    ck_assert_int_ne(s_sh(out, sizeof out, "%s frobnicate 2>&1", bin), 0);
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s frobnicate 2>&1", bin), 0);
 
     gxt_rmtree(dir);
     free(dir);
@@ -650,7 +632,7 @@ START_TEST(test_daemon_start_errors)
     char out[8192];
     const char *bin = GX_TEST_BUILDDIR "/daemon/gexecd";
     /* a second daemon on the same socket refuses to steal it */
-    ck_assert_int_ne(s_sh(out, sizeof out, "%s --foreground --socket %s 2>&1", bin, d.endpoint), 0);
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --foreground --socket %s 2>&1", bin, d.endpoint), 0);
     ck_assert_ptr_nonnull(strstr(out, "another gexecd"));
     gx_client *c = s_client(&d);
     ck_assert_int_eq(gx_client_ping(c), GX_OK);
@@ -662,12 +644,12 @@ START_TEST(test_daemon_start_errors)
     FILE *f = fopen(conf, "w");
     fputs("queue:\n  max_jobs: lots\n", f);
     fclose(f);
-    ck_assert_int_eq(s_sh(out, sizeof out, "%s --foreground --config %s --socket ipc://%s/s 2>&1", bin,
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --foreground --config %s --socket ipc://%s/s 2>&1", bin,
                           conf, dir),
                      2);
     ck_assert_msg(strstr(out, "bad.yaml:2:") != NULL, "%s", out);
-    ck_assert_int_eq(s_sh(out, sizeof out, "%s --foreground --cpus 0-x --socket ipc://%s/s 2>&1", bin, dir), 2);
-    ck_assert_int_eq(s_sh(out, sizeof out, "%s --print-config", bin), 0);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --foreground --cpus 0-x --socket ipc://%s/s 2>&1", bin, dir), 2);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --print-config", bin), 0);
     ck_assert_ptr_nonnull(strstr(out, "max_jobs"));
     gxt_rmtree(dir);
     free(dir);

@@ -1270,23 +1270,6 @@ END_TEST
 
 /* ---- end to end --------------------------------------------------------- */
 
-static int s_sh(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int s_sh(char *out, size_t len, const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* gexec-submit runs an .onnx model as it runs a YAML graph; the library
  * runs the imported graph inline too. */
 START_TEST(test_onnx_submit_e2e)
@@ -1319,7 +1302,7 @@ START_TEST(test_onnx_submit_e2e)
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
     const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
-    int rc = s_sh(out, sizeof out, "%s --socket %s run %s -i x=%s -o %s/out 2>&1", bin,
+    int rc = gxt_sh(out, sizeof out, "%s --socket %s run %s -i x=%s -o %s/out 2>&1", bin,
                   d.endpoint, path, xpath, dir);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     char ypath[600];
@@ -1329,12 +1312,12 @@ START_TEST(test_onnx_submit_e2e)
     ck_assert_int_eq(gx_tensor_ndim(y), 2);
     ck_assert(gxt_allclose(gx_tensor_cdata(y), want, 4, 1e-6f, 0));
     gx_tensor_destroy(&y);
-    rc = s_sh(out, sizeof out, "%s --socket %s load %s 2>&1", bin, d.endpoint, path);
+    rc = gxt_sh(out, sizeof out, "%s --socket %s load %s 2>&1", bin, d.endpoint, path);
     ck_assert_msg(rc == 0 && strlen(out) == 65, "exit %d: %s", rc, out);
     /* an import error is one line naming the file */
     snprintf(ypath, sizeof ypath, "%s/bad.onnx", dir);
     s_write(ypath, "\x0a\xff", 2);
-    rc = s_sh(out, sizeof out, "%s --socket %s run %s 2>&1", bin, d.endpoint, ypath);
+    rc = gxt_sh(out, sizeof out, "%s --socket %s run %s 2>&1", bin, d.endpoint, ypath);
     ck_assert_int_ne(rc, 0);
     ck_assert_msg(strstr(out, "bad.onnx: malformed protobuf") && !strchr(out, '\n')[1], "%s", out);
 

@@ -47,6 +47,11 @@ const char *gxt_srcpath(const char *rel);
 char *gxt_tmpdir(void);
 void gxt_rmtree(const char *dir);
 
+/* Run a printf-formatted command through the shell; returns its exit
+ * status (-1 if it did not exit), its standard output in out (len bytes,
+ * NUL-terminated). */
+int gxt_sh(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* A gexecd child process on ipc://<tmpdir>/gexecd.sock. */
 typedef struct gxt_daemon {
     pid_t pid;
