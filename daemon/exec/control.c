@@ -170,6 +170,66 @@ static int s_stack_finish(gxd_frame *f, s_stack *sc, int64_t iters, const gx_val
     return GX_OK;
 }
 
+/* What Loop and Scan carry from one body run to the next: the state (at
+ * first the step's own inputs, borrowed; heap copies once a run has
+ * produced them) and the stacked scan outputs. */
+typedef struct s_carry {
+    gx_view *state; /* n_state views, inside the body's formal inputs */
+    int n_state;
+    bool owned; /* state data is ours to free */
+    s_stack *stacks;
+    int n_stack;
+} s_carry;
+
+/* After body run `iter`: outs[0..n_state) become the state, the rest are
+ * stacked. Takes or frees the data of every out. */
+static int s_carry_step(gxd_frame *f, const gxd_step *s, s_carry *c, gx_view *outs, int64_t iter)
+{
+    int rc = GX_OK;
+    for (int j = 0; j < c->n_state; j++) {
+        if (c->owned)
+            free(c->state[j].data);
+        c->state[j] = outs[j];
+    }
+    c->owned = true;
+    for (int k = 0; k < c->n_stack && rc == GX_OK; k++)
+        rc = s_stack_add(f, s, &c->stacks[k], &outs[c->n_state + k], iter);
+    for (int k = 0; k < c->n_stack; k++)
+        free(outs[c->n_state + k].data);
+    return rc;
+}
+
+/* The step's outputs: the final state, then the stacks of `iters` runs
+ * (decls: the body's outputs they come from, for the empty case). */
+static int s_carry_finish(gxd_frame *f, const gxd_step *s, s_carry *c, int64_t iters,
+                          const gx_value_decl *decls)
+{
+    int rc;
+    for (int j = 0; j < c->n_state; j++) {
+        gx_view v = c->state[j];
+        if (!c->owned && (rc = s_copy(f, &c->state[j], &v)) < 0)
+            return rc;
+        s_set_output(f, s, j, v);
+        c->state[j].data = NULL; /* the output owns it now */
+    }
+    for (int k = 0; k < c->n_stack; k++) {
+        gx_view v;
+        if ((rc = s_stack_finish(f, &c->stacks[k], iters, &decls[k], &v)) < 0)
+            return rc;
+        s_set_output(f, s, c->n_state + k, v);
+    }
+    return GX_OK;
+}
+
+static void s_carry_fini(s_carry *c)
+{
+    for (int j = 0; c->owned && j < c->n_state; j++)
+        free(c->state[j].data);
+    for (int k = 0; c->stacks && k < c->n_stack; k++)
+        free(c->stacks[k].data);
+    free(c->stacks);
+}
+
 static int s_loop(gxd_frame *f, const gxd_step *s)
 {
     const gx_graph *body = s->attr[GX_LOOP_BODY].g;
@@ -177,12 +237,12 @@ static int s_loop(gxd_frame *f, const gxd_step *s)
     int64_t max_iter = s->in[0] >= 0 ? *(const int64_t *)f->val[s->in[0]].data : INT64_MAX;
     uint8_t cond = s->in[1] >= 0 ? s_true(&f->val[s->in[1]]) : 1;
     int64_t iter = 0;
-    /* formal[0] = iteration number, [1] = cond, then the carried values;
-     * from the first iteration on, the carried values are heap copies. */
+    /* formal: iteration number, cond, then the carried values */
     gx_view *formal = calloc((size_t)n_carried + 2, sizeof *formal);
     gx_view *outs = calloc((size_t)s->n_out + 2, sizeof *outs);
-    s_stack *scans = calloc((size_t)n_scan + 1, sizeof *scans);
-    if (!formal || !outs || !scans) {
+    s_carry c = {formal ? formal + 2 : NULL, n_carried, false,
+                 calloc((size_t)n_scan + 1, sizeof *c.stacks), n_scan};
+    if (!formal || !outs || !c.stacks) {
         rc = gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
         goto out;
     }
@@ -194,48 +254,22 @@ static int s_loop(gxd_frame *f, const gxd_step *s)
         if ((rc = gxd_exec_should_stop(f->stop)) < 0 ||
             (rc = s_run_sub(f, s, "body", formal, (size_t)n_carried + 2, outs)) < 0)
             goto out;
-        const gx_view *c = &outs[0];
-        bool ok = c->dtype == GX_BOOL && c->numel == 1;
-        cond = ok && s_true(c);
+        const gx_view *co = &outs[0];
+        bool ok = co->dtype == GX_BOOL && co->numel == 1;
+        cond = ok && s_true(co);
         free(outs[0].data);
-        for (int j = 0; j < n_carried; j++) {
-            if (iter > 0)
-                free(formal[2 + j].data);
-            formal[2 + j] = outs[1 + j];
-        }
-        for (int k = 0; k < n_scan && rc == GX_OK; k++)
-            rc = s_stack_add(f, s, &scans[k], &outs[1 + n_carried + k], iter);
-        for (int k = 0; k < n_scan; k++)
-            free(outs[1 + n_carried + k].data);
-        if (!ok && rc == GX_OK)
+        if ((rc = s_carry_step(f, s, &c, outs + 1, iter)) < 0)
+            goto out;
+        if (!ok) {
             rc = gx_errf(f->err, f->errlen, GX_EDTYPE,
                          "node '%s' (Loop): the body's cond output must be one bool",
                          s->node->name);
-        if (rc < 0) {
-            iter++; /* the carried copies of this iteration are freed below */
             goto out;
         }
     }
-    for (int j = 0; j < n_carried; j++) {
-        gx_view v = formal[2 + j];
-        if (iter == 0 && (rc = s_copy(f, &formal[2 + j], &v)) < 0)
-            goto out;
-        s_set_output(f, s, j, v);
-        formal[2 + j].data = NULL; /* the output owns it now */
-    }
-    for (int k = 0; k < n_scan; k++) {
-        gx_view v;
-        if ((rc = s_stack_finish(f, &scans[k], iter, &body->outputs[1 + n_carried + k], &v)) < 0)
-            goto out;
-        s_set_output(f, s, n_carried + k, v);
-    }
+    rc = s_carry_finish(f, s, &c, iter, &body->outputs[1 + n_carried]);
 out:
-    if (formal && rc < 0 && iter > 0)
-        for (int j = 0; j < n_carried; j++)
-            free(formal[2 + j].data);
-    for (int k = 0; scans && k < n_scan; k++)
-        free(scans[k].data);
-    free(scans);
+    s_carry_fini(&c);
     free(outs);
     free(formal);
     return rc;
@@ -247,12 +281,12 @@ static int s_scan(gxd_frame *f, const gxd_step *s)
     int n_scan_in = (int)s->attr[GX_SCAN_NUM_SCAN_INPUTS].i;
     int n_state = s->n_formal - n_scan_in, n_scan_out = s->n_out - n_state, rc = GX_OK;
     int64_t iters = f->val[s->in[n_state]].shape[0], iter = 0;
-    /* formal: the state (heap copies from the first iteration on), then one
-     * slice of each scan input, pointing into it */
+    /* formal: the state, then one slice of each scan input, pointing into it */
     gx_view *formal = calloc((size_t)s->n_formal + 1, sizeof *formal);
     gx_view *outs = calloc((size_t)s->n_out + 1, sizeof *outs);
-    s_stack *scans = calloc((size_t)n_scan_out + 1, sizeof *scans);
-    if (!formal || !outs || !scans) {
+    s_carry c = {formal, n_state, false, calloc((size_t)n_scan_out + 1, sizeof *c.stacks),
+                 n_scan_out};
+    if (!formal || !outs || !c.stacks) {
         rc = gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
         goto out;
     }
@@ -269,42 +303,13 @@ static int s_scan(gxd_frame *f, const gxd_step *s)
             slice->data = (char *)x->data + iter * slice->numel * (int64_t)gx_dtype_size(x->dtype);
         }
         if ((rc = gxd_exec_should_stop(f->stop)) < 0 ||
-            (rc = s_run_sub(f, s, "body", formal, (size_t)s->n_formal, outs)) < 0)
+            (rc = s_run_sub(f, s, "body", formal, (size_t)s->n_formal, outs)) < 0 ||
+            (rc = s_carry_step(f, s, &c, outs, iter)) < 0)
             goto out;
-        for (int j = 0; j < n_state; j++) {
-            if (iter > 0)
-                free(formal[j].data);
-            formal[j] = outs[j];
-        }
-        for (int k = 0; k < n_scan_out && rc == GX_OK; k++)
-            rc = s_stack_add(f, s, &scans[k], &outs[n_state + k], iter);
-        for (int k = 0; k < n_scan_out; k++)
-            free(outs[n_state + k].data);
-        if (rc < 0) {
-            iter++; /* the state copies of this iteration are freed below */
-            goto out;
-        }
     }
-    for (int j = 0; j < n_state; j++) {
-        gx_view v = formal[j];
-        if (iter == 0 && (rc = s_copy(f, &formal[j], &v)) < 0)
-            goto out;
-        s_set_output(f, s, j, v);
-        formal[j].data = NULL; /* the output owns it now */
-    }
-    for (int k = 0; k < n_scan_out; k++) {
-        gx_view v;
-        if ((rc = s_stack_finish(f, &scans[k], iter, &body->outputs[n_state + k], &v)) < 0)
-            goto out;
-        s_set_output(f, s, n_state + k, v);
-    }
+    rc = s_carry_finish(f, s, &c, iter, &body->outputs[n_state]);
 out:
-    if (formal && rc < 0 && iter > 0)
-        for (int j = 0; j < n_state; j++)
-            free(formal[j].data);
-    for (int k = 0; scans && k < n_scan_out; k++)
-        free(scans[k].data);
-    free(scans);
+    s_carry_fini(&c);
     free(outs);
     free(formal);
     return rc;
