@@ -322,6 +322,25 @@ typedef struct gx_cost {
     double bytes; /* bytes read + written */
 } gx_cost;
 
+/* Seed 002's replica split: can a batch be cut along axis 0 into slices
+ * that run through the op independently? in_batched[i] says input i carries
+ * the batch on its axis 0 (constants and other unbatched inputs do not);
+ * in[] has dtypes and shapes (data where known, as in gx_infer), out[] the
+ * inferred outputs. The rule returns true and sets out_batched[k] when
+ * every output sample depends only on the same sample of the batched inputs
+ * (out_batched[k] false: output k does not depend on the batch at all), or
+ * false when the op mixes samples (a "synchronous" node: BatchNormalization
+ * in training mode, a reduction over axis 0, a loss with a mean...). */
+typedef struct gx_batch_ctx {
+    const gx_attrval *attr;
+    int n_in;
+    const gx_view *in;
+    const bool *in_batched;
+    int n_out;
+    const gx_view *out;
+    bool *out_batched;
+} gx_batch_ctx;
+
 typedef struct gx_op_schema {
     int min_in, max_in;
     int min_out, max_out;
@@ -341,6 +360,10 @@ typedef struct gx_op_schema {
     /* Optional: bytes of scratch memory the kernel needs (gx_kargs.scratch),
      * after a successful infer. NULL: none. */
     size_t (*scratch)(const gx_infer *ic);
+    /* Optional: the op's batch rule (gx_batch_ctx). NULL: elementwise ops
+     * follow the broadcasting rule (gx_op_batch_separable), every other op
+     * is taken to mix samples. */
+    bool (*batch)(const gx_batch_ctx *bc);
 } gx_op_schema;
 
 /* Data of input i if its value is known (see gx_infer), else NULL. */
@@ -348,6 +371,12 @@ static inline const void *gx_infer_value(const gx_infer *ic, int i)
 {
     return i < ic->n_in && ic->in[i].ndim >= 0 ? ic->in[i].data : NULL;
 }
+
+/* Whether op keeps the samples of a batch apart (gx_batch_ctx): its
+ * schema's batch rule, the broadcasting rule for elementwise ops, else
+ * false. An op whose inputs are all unbatched always is, with unbatched
+ * outputs. */
+bool gx_op_batch_separable(gx_op op, const gx_batch_ctx *bc);
 
 /* Schema of op; never NULL for op < GX_OP_COUNT. Static storage. */
 const gx_op_schema *gx_op_schema_get(gx_op op);

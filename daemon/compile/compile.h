@@ -84,6 +84,14 @@ typedef struct gxd_plan {
     double flops;
     size_t n_dynamic;   /* dynamic steps */
     bool needs_keys;    /* a keyed input had no data (LOAD): do not cache */
+    /* Replica split (seed 002), set by gxd_plan_batch: batch > 0 is the
+     * size of axis 0 shared by the batched inputs when every step keeps
+     * samples apart, so the job may be cut into slices along it; else 0,
+     * and batch_why says why not. sync_steps counts the steps that mix
+     * samples (seed 002's synchronous nodes). */
+    int64_t batch;
+    size_t sync_steps;
+    char batch_why[160];
     void **owned;       /* folded values and keyed copies, freed with the plan */
     size_t n_owned, cap_owned;
 } gxd_plan;

@@ -36,6 +36,8 @@ int gxd_exec_choose(const gxd_plan *plan, gx_mode requested, gxd_exec_choice *ou
     case GX_MODE_INTRA:
     case GX_MODE_INTER:
     case GX_MODE_REPLICA:
+    case GX_MODE_INTER_INTRA:
+    case GX_MODE_INTER_REPLICA:
     case GX_MODE_COUNT:
         break;
     }

@@ -32,13 +32,20 @@ extern "C" {
 
 #define GX_PROTOCOL_VERSION 1
 
-/* Parallel execution modes a job may request; AUTO lets the daemon choose. */
+/* Parallel execution modes a job may request; AUTO lets the daemon choose
+ * (docs/modes.md): seq runs the plan's steps in order on one worker; intra
+ * splits each heavy step across workers; inter runs independent steps on
+ * different workers; replica runs copies of the graph, each with its own
+ * arena (one per queued job, or one per slice of a large batch);
+ * inter+intra and inter+replica combine them. */
 #define GX_MODE_LIST(X)                                                       \
     X(AUTO, "auto")                                                           \
     X(SEQ, "seq")                                                             \
     X(INTRA, "intra")                                                         \
     X(INTER, "inter")                                                         \
-    X(REPLICA, "replica")
+    X(REPLICA, "replica")                                                     \
+    X(INTER_INTRA, "inter+intra")                                             \
+    X(INTER_REPLICA, "inter+replica")
 
 typedef enum gx_mode {
 #define GX_MODE_ENUM(e, name) GX_MODE_##e,
@@ -137,6 +144,10 @@ typedef struct gx_run_info {
     int64_t compute_us;/* time executing (compile excluded) */
     int64_t compile_us;/* time compiling a plan for this job (0 if cached) */
     char reason[160];  /* why this mode */
+    int replicas;      /* copies of the graph the job was split into (1: none) */
+    /* The policy's estimated completion time of the job in each mode, in
+     * microseconds; < 0 where the mode did not apply. */
+    double est_us[GX_MODE_COUNT];
 } gx_run_info;
 
 GX_EXPORT int gx_result_status(const gx_result *r);
