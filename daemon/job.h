@@ -63,6 +63,8 @@ typedef struct gxd_job {
     gx_mode ran_mode;
     int workers;
     char reason[160];
+    int replicas;
+    double est_us[GX_MODE_COUNT];
     size_t n_out;
     gxd_job_output *out;
 

@@ -5,8 +5,16 @@
 #include <string.h>
 
 #include "daemon/exec/exec.h"
+#include "daemon/policy.h"
 #include "daemon/pool.h"
 #include "daemon/server.h"
+#include "daemon/team.h"
+
+/* The arenas a worker keeps between jobs: one per replica it led. */
+typedef struct gxd_arenas {
+    void *p[GXD_MAX_TEAM];
+    size_t cap[GXD_MAX_TEAM];
+} gxd_arenas;
 
 typedef struct gxd_worker {
     gxd_pool *pool;
@@ -14,6 +22,7 @@ typedef struct gxd_worker {
     pthread_t thread;
     bool started;
     gxd_job *current; /* guarded by pool->mu */
+    gxd_arenas arenas;
 } gxd_worker;
 
 struct gxd_pool {
@@ -21,7 +30,15 @@ struct gxd_pool {
     int n;
     gxd_worker *w;
     pthread_mutex_t mu;
+    gxd_team team;
+    int team_max; /* largest team: n, at most GXD_MAX_TEAM */
+    /* measured at start (s_calibrate): see gxd_policy_machine */
+    double sync_us[GXD_MAX_TEAM + 1];
+    double dispatch_us, copy_gbps;
 };
+
+/* A step is worth splitting when it takes this many times the sync. */
+#define GXD_SPLIT_SYNC_FACTOR 4.0
 
 /* Graph input i of the job's model, matched by name; errors name the
  * missing or unknown input. */
@@ -49,8 +66,9 @@ static int s_bind_inputs(gxd_job *j, gx_view *views)
     return GX_OK;
 }
 
-/* Copy the wanted outputs out of the frame into buffers for the reply. */
-static int s_collect_outputs(gxd_job *j, const gxd_frame *f)
+/* Copy the wanted outputs out of the frames (replicas: their slices of the
+ * batch, concatenated along axis 0) into buffers for the reply. */
+static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
 {
     const gx_graph *g = j->model->graph;
     size_t n = j->n_want ? j->n_want : g->n_outputs;
@@ -63,18 +81,30 @@ static int s_collect_outputs(gxd_job *j, const gxd_frame *f)
             k++;
         if (k == g->n_outputs)
             return gxd_job_fail(j, GX_EGRAPH, "'%s' is not an output of the graph", name);
-        const gx_view *v = gxd_frame_output(f, k);
-        size_t nbytes = (size_t)v->numel * gx_dtype_size(v->dtype);
         gxd_job_output *o = &j->out[j->n_out];
-        o->view = *v;
-        o->nbytes = nbytes;
-        if (!(o->name = strdup(name)) || !(o->view.data = malloc(nbytes ? nbytes : 1))) {
+        o->view = *gxd_frame_output(&f[0], k);
+        o->nbytes = 0;
+        for (int r = 0; r < n_frames; r++) {
+            const gx_view *v = gxd_frame_output(&f[r], k);
+            o->nbytes += (size_t)v->numel * gx_dtype_size(v->dtype);
+            if (r > 0) {
+                o->view.shape[0] += v->shape[0];
+                o->view.numel += v->numel;
+            }
+        }
+        if (!(o->name = strdup(name)) || !(o->view.data = malloc(o->nbytes ? o->nbytes : 1))) {
             free(o->name);
             return gxd_job_fail(j, GX_ENOMEM, "out of memory");
         }
         j->n_out++;
-        if (nbytes)
-            memcpy(o->view.data, v->data, nbytes);
+        size_t at = 0;
+        for (int r = 0; r < n_frames; r++) {
+            const gx_view *v = gxd_frame_output(&f[r], k);
+            size_t nb = (size_t)v->numel * gx_dtype_size(v->dtype);
+            if (nb)
+                memcpy((char *)o->view.data + at, v->data, nb);
+            at += nb;
+        }
     }
     return GX_OK;
 }
@@ -89,8 +119,220 @@ static bool s_stopped(gxd_job *j, int rc, const char *when)
     return rc < 0;
 }
 
-void gxd_job_execute(gxd_ctx *ctx, gxd_job *j, void **arena, size_t *arena_cap)
+/* The policy's view of a plan: step costs (measured where known), the
+ * critical path through the DAG, what intra-op could split. */
+static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d)
 {
+    memset(d, 0, sizeof *d);
+    double *start = calloc(p->n_steps + 1, sizeof *start);
+    for (size_t s = 0; s < p->n_steps; s++) {
+        const gxd_step *st = &p->steps[s];
+        if (st->folded)
+            continue;
+        double c = gxd_step_cost_us(p, s);
+        d->total_us += c;
+        d->n_steps++;
+        if (st->kernel && !st->dynamic && c >= split_min_us) {
+            d->split_us += c;
+            d->n_split++;
+        }
+        if (start) {
+            double end = start[s] + c;
+            for (int k = 0; k < st->n_succ; k++)
+                if (start[st->succ[k]] < end)
+                    start[st->succ[k]] = end;
+            if (end > d->critical_us)
+                d->critical_us = end;
+        }
+    }
+    free(start);
+    if (!start || !p->dag_ok) {
+        d->critical_us = d->total_us;
+        d->width = 1;
+    } else {
+        d->width = p->width;
+    }
+    d->split_crit_us = d->total_us > 0 ? d->critical_us * d->split_us / d->total_us : 0;
+    d->batch = p->batch;
+    d->sync_steps = p->sync_steps;
+    for (size_t i = 0; i < p->n_inputs; i++)
+        d->io_bytes += (double)p->values[p->inputs[i]].nbytes;
+    for (size_t i = 0; i < p->n_outputs; i++)
+        d->io_bytes += (double)p->values[p->outputs[i]].nbytes;
+    d->dynamic = p->n_dynamic || p->n_control;
+}
+
+static double s_split_min_us(const gxd_pool *p)
+{
+    double m = GXD_SPLIT_SYNC_FACTOR * p->sync_us[p->team_max];
+    return m > 2.0 ? m : 2.0;
+}
+
+/* Arena k of a worker, at least bytes; NULL on ENOMEM. */
+static void *s_arena(gxd_arenas *a, int k, size_t bytes)
+{
+    if (bytes > a->cap[k]) {
+        free(a->p[k]);
+        a->cap[k] = 0;
+        if (!(a->p[k] = gx_aligned_alloc(bytes)))
+            return NULL;
+        a->cap[k] = bytes;
+    }
+    return a->p[k] ? a->p[k] : (a->p[k] = gx_aligned_alloc(GX_ALIGN));
+}
+
+/* One job's replicas: the frames over their plans and arenas. */
+typedef struct gxd_replicas {
+    int n;
+    gxd_frame f[GXD_MAX_TEAM];
+    gxd_plan *plan[GXD_MAX_TEAM];
+    bool owned[GXD_MAX_TEAM];
+} gxd_replicas;
+
+static void s_replicas_fini(gxd_replicas *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        gxd_frame_fini(&r->f[i]);
+        if (r->owned[i])
+            gxd_plan_destroy(&r->plan[i]);
+    }
+    r->n = 0;
+}
+
+/* Lay out n replicas of the job over the worker's arenas: replica i gets
+ * its slice of the batch (axis 0 of every batched input: the non-keyed
+ * inputs with a dimension) and a plan for that size. With n == 1 the job's
+ * own plan and inputs. GX_OK, or an error in err (replicas set up so far
+ * stay in r for s_replicas_fini). */
+static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_view *inputs,
+                           int n, bool dag, gxd_arenas *a, const gxd_exec_stop *stop,
+                           gxd_replicas *r, char *err, size_t errlen)
+{
+    gx_view in[GX_MAX_OP_INPUTS];
+    int64_t at = 0, B = n > 1 ? plan->batch : 0;
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < n; i++) {
+        gxd_plan *rp = plan;
+        memcpy(in, inputs, plan->n_inputs * sizeof *in);
+        if (n > 1) {
+            int64_t b = B / n + (i < B % n);
+            for (size_t k = 0; k < plan->n_inputs; k++) {
+                const gxd_value *v = &plan->values[plan->inputs[k]];
+                if (v->keyed || v->view.ndim < 1)
+                    continue;
+                size_t row = v->nbytes / (size_t)B;
+                in[k].shape[0] = b;
+                in[k].numel = v->view.numel / B * b;
+                in[k].data = (char *)inputs[k].data + (size_t)at * row;
+            }
+            at += b;
+            int64_t cus = 0;
+            int rc = gxd_model_plan(j->model, in, &ctx->limits, &rp, &r->owned[i], &cus, err,
+                                    errlen);
+            j->compile_us += cus;
+            if (rc < 0)
+                return rc;
+            r->plan[i] = rp;
+            r->n = i + 1; /* owns the plan from here on */
+            for (size_t k = 0; k < plan->n_outputs; k++) {
+                const gx_view *o = &rp->values[rp->outputs[k]].view, *full = &plan->values[plan->outputs[k]].view;
+                if (o->ndim != full->ndim || o->ndim < 1 || o->shape[0] != b ||
+                    memcmp(&o->shape[1], &full->shape[1], (size_t)(o->ndim - 1) * sizeof o->shape[0]))
+                    return gx_errf(err, errlen, GX_EINTERNAL,
+                                   "output '%s' of a slice of %lld does not have the slice's shape",
+                                   rp->values[rp->outputs[k]].name, (long long)b);
+            }
+            if (dag && !rp->dag_ok)
+                return gx_errf(err, errlen, GX_EUNSUPPORTED, "a slice's plan cannot run out of order");
+        }
+        void *arena = s_arena(a, i, dag ? rp->dag_arena_bytes : rp->arena_bytes);
+        if (!arena)
+            return gx_errf(err, errlen, GX_ENOMEM, "cannot allocate an arena of %zu bytes",
+                           dag ? rp->dag_arena_bytes : rp->arena_bytes);
+        int rc = gxd_frame_init_ex(&r->f[i], rp, arena, dag, in, &ctx->limits, stop, err, errlen);
+        r->plan[i] = rp;
+        r->n = i + 1;
+        if (rc < 0)
+            return rc;
+    }
+    return GX_OK;
+}
+
+/* What the chosen mode means for the executor. */
+static void s_config(const gxd_policy_choice *c, const gxd_plan *plan, double split_min_us,
+                     gxd_par_cfg *cfg)
+{
+    gx_mode m = c->mode;
+    cfg->workers = c->workers > 0 ? c->workers : 1;
+    cfg->dag = (m == GX_MODE_INTER || m == GX_MODE_INTER_INTRA || m == GX_MODE_INTER_REPLICA) &&
+               plan->dag_ok;
+    cfg->split = m == GX_MODE_INTRA || m == GX_MODE_INTER_INTRA;
+    cfg->split_min_us = split_min_us;
+    if (m == GX_MODE_REPLICA && cfg->workers > c->replicas)
+        cfg->workers = c->replicas; /* each replica runs in step order */
+}
+
+/* Choose the mode, lay out the replicas, run. Fills the job's result. */
+static void s_run(gxd_worker *w, gxd_job *j, gxd_plan *plan, const gx_view *inputs,
+                  const gxd_exec_stop *stop)
+{
+    gxd_pool *p = w->pool;
+    gxd_ctx *ctx = p->ctx;
+    char err[1024] = "";
+    double split_min = s_split_min_us(p);
+    gxd_policy_job pj;
+    s_describe(plan, split_min, &pj);
+    int idle = gxd_team_idle(&p->team);
+    gxd_policy_machine m = {.workers = 1 + (idle < p->team_max ? idle : p->team_max - 1),
+                            .workers_total = p->n,
+                            .queued = gxd_queue_len(&ctx->queue),
+                            .sync_us = p->sync_us,
+                            .dispatch_us = p->dispatch_us,
+                            .copy_gbps = p->copy_gbps};
+    gxd_policy_choice c;
+    gxd_policy_choose(&pj, &m, j->mode, &c);
+    gxd_par_cfg cfg;
+    s_config(&c, plan, split_min, &cfg);
+    int n = c.replicas > 1 && plan->batch > 1 ? c.replicas : 1;
+    if (n > plan->batch && n > 1)
+        n = (int)plan->batch;
+    j->t_exec = gxd_now_us();
+    gxd_replicas r;
+    int rc = s_replicas_init(ctx, j, plan, inputs, n, cfg.dag, &w->arenas, stop, &r, err,
+                             sizeof err);
+    if (rc < 0 && n > 1 && rc != GX_ENOMEM) {
+        /* the split did not work out: run the job whole */
+        char why[sizeof c.reason];
+        snprintf(why, sizeof why, "%s", err);
+        s_replicas_fini(&r);
+        n = 1;
+        if (c.mode == GX_MODE_REPLICA)
+            c.mode = GX_MODE_SEQ, cfg.workers = 1;
+        else if (c.mode == GX_MODE_INTER_REPLICA)
+            c.mode = GX_MODE_INTER;
+        snprintf(c.reason, sizeof c.reason, "batch split failed (%.100s): %s", why,
+                 gx_mode_name(c.mode));
+        err[0] = '\0';
+        rc = s_replicas_init(ctx, j, plan, inputs, 1, cfg.dag, &w->arenas, stop, &r, err,
+                             sizeof err);
+    }
+    j->ran_mode = c.mode;
+    j->workers = cfg.workers;
+    j->replicas = n;
+    memcpy(j->est_us, c.est_us, sizeof j->est_us);
+    snprintf(j->reason, sizeof j->reason, "%s", c.reason);
+    if (rc == GX_OK && (rc = gxd_exec_par(&p->team, &cfg, r.f, n, err, sizeof err)) == GX_OK)
+        s_collect_outputs(j, r.f, n);
+    s_replicas_fini(&r);
+    if (rc == GX_ECANCELLED || rc == GX_ETIMEDOUT)
+        s_stopped(j, rc, "while running");
+    else if (rc < 0)
+        gxd_job_fail(j, rc, "%s", err[0] ? err : gx_strerror(rc));
+}
+
+static void s_job_execute(gxd_worker *w, gxd_job *j)
+{
+    gxd_ctx *ctx = w->pool->ctx;
     char err[1024];
     gx_view inputs[GX_MAX_OP_INPUTS];
     gxd_plan *plan = NULL;
@@ -134,39 +376,9 @@ void gxd_job_execute(gxd_ctx *ctx, gxd_job *j, void **arena, size_t *arena_cap)
         gxd_job_fail(j, rc, "%s", err);
         goto out;
     }
-    gxd_exec_choice ch;
-    if ((rc = gxd_exec_choose(plan, j->mode, &ch, err, sizeof err)) < 0) {
-        gxd_job_fail(j, rc, "%s", err);
-        goto out;
-    }
-    j->ran_mode = ch.mode;
-    j->workers = ch.workers;
-    snprintf(j->reason, sizeof j->reason, "%s", ch.reason);
-    if (plan->arena_bytes > *arena_cap) {
-        free(*arena);
-        *arena_cap = 0;
-        if (!(*arena = gx_aligned_alloc(plan->arena_bytes))) {
-            gxd_job_fail(j, GX_ENOMEM, "cannot allocate an arena of %zu bytes", plan->arena_bytes);
-            goto out;
-        }
-        *arena_cap = plan->arena_bytes;
-    }
     if (s_stopped(j, gxd_exec_should_stop(&stop), "before the job could run"))
         goto out;
-    j->t_exec = gxd_now_us();
-    gxd_frame frame;
-    err[0] = '\0';
-    if ((rc = gxd_frame_init(&frame, plan, *arena, inputs, &ctx->limits, &stop, err,
-                             sizeof err)) == GX_OK) {
-        rc = gxd_exec_run(&ch, &frame);
-        if (rc == GX_OK)
-            s_collect_outputs(j, &frame);
-        gxd_frame_fini(&frame);
-    }
-    if (rc == GX_ECANCELLED || rc == GX_ETIMEDOUT)
-        s_stopped(j, rc, "while running");
-    else if (rc < 0)
-        gxd_job_fail(j, rc, "%s", err[0] ? err : gx_strerror(rc));
+    s_run(w, j, plan, inputs, &stop);
 out:
     if (owned)
         gxd_plan_destroy(&plan);
@@ -178,24 +390,122 @@ static void *s_worker_main(void *arg)
     gxd_worker *w = arg;
     gxd_pool *p = w->pool;
     gxd_ctx *ctx = p->ctx;
-    void *arena = NULL;
-    size_t arena_cap = 0;
     if (gxd_topo_pin_thread(ctx->topo, w->index) < 0)
         GXD_LOG(&ctx->log, GXD_LOG_WARN, "worker %d: could not pin to core %d; running unpinned",
                 w->index, gxd_topo_core_os_index(ctx->topo, w->index));
     gxd_job *j;
-    while ((j = gxd_queue_pop(&ctx->queue))) {
+    while ((j = gxd_team_next_job(&p->team))) {
         pthread_mutex_lock(&p->mu);
         w->current = j;
         pthread_mutex_unlock(&p->mu);
-        gxd_job_execute(ctx, j, &arena, &arena_cap);
+        s_job_execute(w, j);
         pthread_mutex_lock(&p->mu);
         w->current = NULL;
         pthread_mutex_unlock(&p->mu);
         gxd_server_job_done(ctx, j);
     }
-    free(arena);
+    for (int k = 0; k < GXD_MAX_TEAM; k++)
+        free(w->arenas.p[k]);
     return NULL;
+}
+
+/* Median time in us of `reps` runs of plan with cfg (the caller leads). */
+static double s_time_plan(gxd_pool *p, const gxd_plan *plan, void *arena, const gxd_par_cfg *cfg,
+                          const gx_view *in, int reps)
+{
+    double t[31];
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    char err[256];
+    if (reps > 31)
+        reps = 31;
+    for (int i = 0; i < reps; i++) {
+        gxd_frame f;
+        t[i] = 1e9;
+        if (gxd_frame_init_ex(&f, plan, arena, cfg->dag, in, &p->ctx->limits, &stop, err,
+                              sizeof err) < 0)
+            continue;
+        int64_t t0 = gxd_now_ns();
+        gxd_exec_par(&p->team, cfg, &f, 1, err, sizeof err);
+        t[i] = (double)(gxd_now_ns() - t0) / 1000.0;
+        gxd_frame_fini(&f);
+    }
+    for (int i = 1; i < reps; i++) /* insertion sort */
+        for (int k = i; k > 0 && t[k] < t[k - 1]; k--) {
+            double x = t[k];
+            t[k] = t[k - 1], t[k - 1] = x;
+        }
+    return t[reps / 2];
+}
+
+/* Measure what the policy needs to know of this machine: the cost of one
+ * synchronisation of a team of w workers (a chain of tiny steps, each split
+ * w ways, against the same chain on one worker), of handing a step to
+ * another worker (the chain run inter-op), and the memory copy rate. The
+ * caller leads, the idle workers help; runs once at start. */
+static void s_calibrate(gxd_pool *p)
+{
+    enum { K = 32, N = 64 };
+    p->dispatch_us = 1.0;
+    p->copy_gbps = 5.0;
+    for (int w = 2; w <= p->team_max; w++)
+        p->sync_us[w] = 2.0 * w;
+    gx_graph *g = gx_graph_new("calibrate");
+    const int64_t shape[2] = {1, N};
+    char names[K + 1][16];
+    gxd_plan *plan = NULL;
+    char err[256];
+    bool ok = g && gx_graph_add_input(g, "v0", GX_F32, 2, shape) == GX_OK;
+    for (int i = 0; i <= K; i++)
+        snprintf(names[i], sizeof names[i], "v%d", i);
+    for (int i = 0; i < K && ok; i++) {
+        const char *in = names[i], *out = names[i + 1];
+        ok = gx_graph_add_node(g, "Relu", NULL, 1, &in, 1, &out) != NULL;
+    }
+    ok = ok && gx_graph_add_output(g, names[K]) == GX_OK;
+    float x[N] = {0};
+    gx_view in = {.dtype = GX_F32, .ndim = 2, .shape = {1, N}, .numel = N, .data = x};
+    void *arena = NULL;
+    if (ok && gxd_compile(g, &in, &p->ctx->limits, &plan, err, sizeof err) == GX_OK &&
+        (arena = gx_aligned_alloc(plan->arena_bytes + plan->dag_arena_bytes + GX_ALIGN))) {
+        gxd_par_cfg one = {.workers = 1};
+        double t1 = s_time_plan(p, plan, arena, &one, &in, 31);
+        for (int w = 2; w <= p->team_max; w++) {
+            gxd_par_cfg c = {.workers = w, .split = true, .split_min_us = 0};
+            double tw = s_time_plan(p, plan, arena, &c, &in, 15);
+            p->sync_us[w] = tw > t1 ? (tw - t1) / K : 0.01;
+        }
+        if (p->team_max > 1 && plan->dag_ok) {
+            gxd_par_cfg c = {.workers = p->team_max, .dag = true};
+            double td = s_time_plan(p, plan, arena, &c, &in, 15);
+            p->dispatch_us = td > t1 ? (td - t1) / K : 0.01;
+        }
+    }
+    free(arena);
+    gxd_plan_destroy(&plan);
+    gx_graph_destroy(&g);
+
+    size_t bytes = 8u << 20;
+    char *a = malloc(bytes), *b = malloc(bytes);
+    if (a && b) {
+        memset(a, 1, bytes);
+        memset(b, 2, bytes);
+        double best = 1e9;
+        for (int i = 0; i < 4; i++) {
+            int64_t t0 = gxd_now_ns();
+            memcpy(b, a, bytes);
+            double us = (double)(gxd_now_ns() - t0) / 1000.0;
+            best = us < best ? us : best;
+        }
+        p->copy_gbps = (double)bytes / (best * 1000.0);
+    }
+    free(a), free(b);
+    char line[512];
+    int at = snprintf(line, sizeof line, "team sync (us):");
+    for (int w = 2; w <= p->team_max && w <= 16 && at < (int)sizeof line; w++)
+        at += snprintf(line + at, sizeof line - (size_t)at, " %d:%.2f", w, p->sync_us[w]);
+    GXD_LOG(&p->ctx->log, GXD_LOG_INFO, "%s; step hand-over %.2f us; memory copy %.1f GB/s",
+            line, p->dispatch_us, p->copy_gbps);
 }
 
 int gxd_pool_start(gxd_ctx *ctx, gxd_pool **out, char *err, size_t errlen)
@@ -209,7 +519,9 @@ int gxd_pool_start(gxd_ctx *ctx, gxd_pool **out, char *err, size_t errlen)
         return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
     }
     p->ctx = ctx;
+    p->team_max = n < GXD_MAX_TEAM ? n : GXD_MAX_TEAM;
     pthread_mutex_init(&p->mu, NULL);
+    gxd_team_init(&p->team, &ctx->queue);
     *out = p;
     for (int i = 0; i < n; i++) {
         p->w[i].pool = p;
@@ -219,6 +531,7 @@ int gxd_pool_start(gxd_ctx *ctx, gxd_pool **out, char *err, size_t errlen)
         p->w[i].started = true;
         p->n = i + 1;
     }
+    s_calibrate(p);
     return GX_OK;
 }
 
@@ -231,6 +544,7 @@ void gxd_pool_join(gxd_pool **pp)
         if (p->w[i].started)
             pthread_join(p->w[i].thread, NULL);
     pthread_mutex_destroy(&p->mu);
+    gxd_team_fini(&p->team);
     free(p->w);
     free(p);
     *pp = NULL;

@@ -23,8 +23,4 @@ void gxd_pool_cancel_all(gxd_pool *p);
 /* Jobs running right now. */
 int gxd_pool_busy(gxd_pool *p);
 
-/* Run one job on the calling thread with the given arena (grown as needed);
- * fills the job's result. Used by the workers and by tests. */
-void gxd_job_execute(gxd_ctx *ctx, gxd_job *j, void **arena, size_t *arena_cap);
-
 #endif

@@ -132,17 +132,39 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen)
 
 gxd_job *gxd_queue_pop(gxd_queue *q)
 {
+    bool woken;
+    return gxd_queue_pop_or(q, NULL, NULL, &woken);
+}
+
+gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *woken)
+{
     gxd_job *j = NULL;
+    *woken = false;
     pthread_mutex_lock(&q->mu);
-    while (!q->closed && q->n == 0)
+    for (;;) {
+        if (q->closed)
+            break;
+        if (wake && wake(arg)) {
+            *woken = true;
+            break;
+        }
+        if (q->n) {
+            j = s_take(q, 0);
+            if (j->tag > q->vtime)
+                q->vtime = j->tag;
+            break;
+        }
         pthread_cond_wait(&q->cv, &q->mu);
-    if (!q->closed) {
-        j = s_take(q, 0);
-        if (j->tag > q->vtime)
-            q->vtime = j->tag;
     }
     pthread_mutex_unlock(&q->mu);
     return j;
+}
+
+void gxd_queue_kick(gxd_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
 }
 
 gxd_job *gxd_queue_remove(gxd_queue *q, const void *identity, size_t identity_len, uint64_t id)

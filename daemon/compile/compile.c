@@ -11,6 +11,7 @@ static const struct {
     {"verify", gxd_pass_verify},
     {"infer", gxd_pass_infer},
     {"memplan", gxd_pass_memplan},
+    {"dag", gxd_pass_dag},
     {"plan", gxd_pass_plan},
 };
 
@@ -60,11 +61,14 @@ void gxd_plan_destroy(gxd_plan **pp)
     for (size_t i = 0; i < p->n_steps; i++) {
         free(p->steps[i].in);
         free(p->steps[i].out);
+        free(p->steps[i].succ);
         gxd_subplans_destroy(&p->steps[i].sub);
     }
     for (size_t i = 0; i < p->n_owned; i++)
         free(p->owned[i]);
     free(p->owned);
+    free(p->dag_offset);
+    free(p->stats);
     free(p->steps);
     free(p->values);
     free(p->inputs);

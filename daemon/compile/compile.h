@@ -9,7 +9,11 @@
  *               nodes whose shapes depend on run-time values are left dynamic
  *   3. memplan  liveness-based buffer assignment: each value gets a logical
  *               buffer number and an offset relative to an arena base
- *   4. plan     the step list in dependency order with the kernel per step
+ *   4. dag      the steps' dependency graph, cost estimates, critical path
+ *               and width for the parallel executors, and a second buffer
+ *               assignment that stays valid whatever order independent
+ *               steps run in
+ *   5. plan     the step list in dependency order with the kernel per step
  *
  * A plan is immutable once built and shared by every job (and worker) that
  * runs the graph with those input shapes (and values of keyed inputs); each
@@ -25,6 +29,8 @@
  */
 #ifndef GXD_COMPILE_H
 #define GXD_COMPILE_H
+
+#include <stdatomic.h>
 
 #include "ops/op.h"
 
@@ -69,7 +75,19 @@ typedef struct gxd_step {
     size_t scratch_bytes; /* the kernel's scratch memory (static steps) */
     int scratch;          /* its value index (memplan); -1 if none */
     gxd_subplans *sub;    /* control flow: compiled subgraphs, by signature */
+    /* dag pass: the steps that must finish before this one (count) and
+     * those waiting for it; estimated time from the schema's cost */
+    int n_preds, n_succ;
+    int *succ;
+    double est_us;
 } gxd_step;
+
+/* What earlier runs measured of one step (mutable, shared by the jobs that
+ * run the plan; updated without locks, a lost update is harmless). */
+typedef struct gxd_step_stats {
+    _Atomic int64_t ns; /* moving average of its time on one worker */
+    _Atomic int64_t runs;
+} gxd_step_stats;
 
 typedef struct gxd_plan {
     size_t n_values, n_steps;
@@ -83,6 +101,16 @@ typedef struct gxd_plan {
     size_t naive_bytes; /* sum of all buffer sizes (no reuse), for comparison */
     double flops;
     size_t n_dynamic;   /* dynamic steps */
+    size_t n_control;   /* control-flow steps */
+    /* dag pass. dag_offset[v]: offset of value v in the arena of a DAG
+     * executor (inter-op), dag_arena_bytes its size; dag_ok false when the
+     * plan has too many steps for the analysis (then only the step order
+     * may run it). width: most steps of one dependency level. */
+    bool dag_ok;
+    size_t *dag_offset;
+    size_t dag_arena_bytes;
+    int width;
+    gxd_step_stats *stats; /* per step; stats[n_steps].runs counts the plan's runs */
     bool needs_keys;    /* a keyed input had no data (LOAD): do not cache */
     /* Replica split (seed 002), set by gxd_plan_batch: batch > 0 is the
      * size of axis 0 shared by the batched inputs when every step keeps

@@ -30,6 +30,7 @@ typedef struct gxd_cstate {
 int gxd_pass_verify(gxd_cstate *st);
 int gxd_pass_infer(gxd_cstate *st);
 int gxd_pass_memplan(gxd_cstate *st);
+int gxd_pass_dag(gxd_cstate *st);
 int gxd_pass_plan(gxd_cstate *st);
 
 /* Growing list of names (borrowed strings). */

@@ -6,46 +6,6 @@
 #include "daemon/exec/exec.h"
 #include "daemon/job.h"
 
-typedef int (*gxd_executor_fn)(gxd_frame *f);
-
-/* The executor of each mode; NULL where it is not built yet. */
-static const gxd_executor_fn s_executors[GX_MODE_COUNT] = {
-    [GX_MODE_AUTO] = NULL,
-    [GX_MODE_SEQ] = gxd_exec_seq,
-    [GX_MODE_INTRA] = NULL,
-    [GX_MODE_INTER] = NULL,
-    [GX_MODE_REPLICA] = NULL,
-};
-
-int gxd_exec_choose(const gxd_plan *plan, gx_mode requested, gxd_exec_choice *out, char *err,
-                    size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    out->workers = 1;
-    switch (requested) {
-    case GX_MODE_AUTO:
-        out->mode = GX_MODE_SEQ;
-        snprintf(out->reason, sizeof out->reason,
-                 "auto: sequential is the only executor built; %zu steps, %.3g MFLOP",
-                 plan->n_steps, plan->flops / 1e6);
-        return GX_OK;
-    case GX_MODE_SEQ:
-        out->mode = GX_MODE_SEQ;
-        snprintf(out->reason, sizeof out->reason, "requested by the client");
-        return GX_OK;
-    case GX_MODE_INTRA:
-    case GX_MODE_INTER:
-    case GX_MODE_REPLICA:
-    case GX_MODE_INTER_INTRA:
-    case GX_MODE_INTER_REPLICA:
-    case GX_MODE_COUNT:
-        break;
-    }
-    return gx_errf(err, errlen, GX_EUNSUPPORTED,
-                   "parallel mode '%s' is not implemented yet; available modes: auto, seq",
-                   gx_mode_name(requested));
-}
-
 int gxd_exec_should_stop(const gxd_exec_stop *stop)
 {
     if (atomic_load_explicit(stop->cancel, memory_order_relaxed))
@@ -55,18 +15,16 @@ int gxd_exec_should_stop(const gxd_exec_stop *stop)
     return GX_OK;
 }
 
-int gxd_exec_run(const gxd_exec_choice *ch, gxd_frame *f)
-{
-    gxd_executor_fn fn = (unsigned)ch->mode < GX_MODE_COUNT ? s_executors[ch->mode] : NULL;
-    if (!fn)
-        return gx_errf(f->err, f->errlen, GX_EUNSUPPORTED, "no executor for mode %s",
-                       gx_mode_name(ch->mode));
-    return fn(f);
-}
-
 int gxd_frame_init(gxd_frame *f, const gxd_plan *plan, void *arena, const gx_view *inputs,
                    const gxd_compile_limits *lim, const gxd_exec_stop *stop, char *err,
                    size_t errlen)
+{
+    return gxd_frame_init_ex(f, plan, arena, false, inputs, lim, stop, err, errlen);
+}
+
+int gxd_frame_init_ex(gxd_frame *f, const gxd_plan *plan, void *arena, bool dag,
+                      const gx_view *inputs, const gxd_compile_limits *lim,
+                      const gxd_exec_stop *stop, char *err, size_t errlen)
 {
     *f = (gxd_frame){.plan = plan, .arena = arena, .lim = lim, .stop = stop, .err = err,
                      .errlen = errlen};
@@ -81,7 +39,7 @@ int gxd_frame_init(gxd_frame *f, const gxd_plan *plan, void *arena, const gx_vie
         const gxd_value *v = &plan->values[i];
         f->val[i] = v->view;
         if (v->kind == GXD_VALUE_INPUT || v->kind == GXD_VALUE_TEMP)
-            f->val[i].data = (char *)arena + v->offset;
+            f->val[i].data = (char *)arena + (dag ? plan->dag_offset[i] : v->offset);
     }
     for (size_t i = 0; i < plan->n_inputs; i++) {
         const gxd_value *v = &plan->values[plan->inputs[i]];
@@ -152,6 +110,11 @@ static int s_dynamic_outputs(gxd_frame *f, const gxd_step *st, const gx_view *in
 
 int gxd_exec_step(gxd_frame *f, size_t s)
 {
+    return gxd_exec_step_share(f, s, 0, 1);
+}
+
+int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth)
+{
     const gxd_step *st = &f->plan->steps[s];
     if (st->folded)
         return GX_OK;
@@ -180,9 +143,32 @@ int gxd_exec_step(gxd_frame *f, size_t s)
             scratch = f->val[st->scratch].data;
     }
     gx_kargs ka = {.attr = st->attr, .n_in = st->n_formal, .in = in, .n_out = st->n_out,
-                   .out = out, .scratch = scratch, .nth = 1};
+                   .out = out, .scratch = scratch, .ith = ith, .nth = nth};
     st->kernel(&ka);
     if (st->dynamic)
         free(scratch);
     return GX_OK;
+}
+
+double gxd_step_cost_us(const gxd_plan *p, size_t s)
+{
+    int64_t ns = atomic_load_explicit(&p->stats[s].ns, memory_order_relaxed);
+    return ns > 0 ? (double)ns / 1000.0 : p->steps[s].est_us;
+}
+
+void gxd_step_record(const gxd_plan *p, size_t s, int64_t ns)
+{
+    gxd_step_stats *st = &p->stats[s];
+    int64_t old = atomic_load_explicit(&st->ns, memory_order_relaxed);
+    if (ns <= 0)
+        ns = 1;
+    /* moving average over about the last 8 timed runs */
+    atomic_store_explicit(&st->ns, old > 0 ? old + (ns - old) / 8 : ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->runs, 1, memory_order_relaxed);
+}
+
+bool gxd_plan_wants_timing(const gxd_plan *p)
+{
+    int64_t n = atomic_fetch_add_explicit(&p->stats[p->n_steps].runs, 1, memory_order_relaxed);
+    return n < 4 || n % GXD_TIMING_EVERY == 0;
 }

@@ -2,29 +2,18 @@
  * Executors: run a compiled plan for one job. A job's frame says where every
  * value of the plan lives for this run (its arena, the plan's constants, the
  * heap for dynamic values); gxd_exec_step runs one step of it, whatever its
- * kind (kernel, dynamic, control flow). One executor per parallel mode,
- * chosen per job by gxd_exec_choose. Only the sequential executor is built
- * so far; the table in exec.c is the seam where the intra-op, inter-op and
- * replica executors plug in, and a job asking for one of them is refused
- * with GX_EUNSUPPORTED until they exist.
+ * kind (kernel, dynamic, control flow), or one share of a kernel step.
+ * The sequential executor runs the steps in order; gxd_exec_par runs every
+ * parallel mode (intra-op, inter-op, replicas and their combinations) over
+ * a team of workers. The policy (daemon/policy.h) chooses per job.
  */
 #ifndef GXD_EXEC_H
 #define GXD_EXEC_H
 
 #include <stdatomic.h>
+#include <time.h>
 
 #include "daemon/compile/compile.h"
-
-typedef struct gxd_exec_choice {
-    gx_mode mode;
-    int workers;
-    char reason[160];
-} gxd_exec_choice;
-
-/* Pick the mode for a job that requested `requested`. GX_EUNSUPPORTED with
- * a message if the requested mode is not available. */
-int gxd_exec_choose(const gxd_plan *plan, gx_mode requested, gxd_exec_choice *out, char *err,
-                    size_t errlen);
 
 /* What stops a job between two steps. */
 typedef struct gxd_exec_stop {
@@ -47,11 +36,16 @@ typedef struct gxd_frame {
     size_t errlen;
 } gxd_frame;
 
-/* Lays the plan over arena and copies inputs[i] (graph input i) into it.
- * GX_OK or GX_ENOMEM (f->err says so). */
+/* Lays the plan over arena (plan->arena_bytes) and copies inputs[i] (graph
+ * input i) into it. GX_OK or GX_ENOMEM (f->err says so). */
 int gxd_frame_init(gxd_frame *f, const gxd_plan *plan, void *arena, const gx_view *inputs,
                    const gxd_compile_limits *lim, const gxd_exec_stop *stop, char *err,
                    size_t errlen);
+/* The same with the DAG executors' layout when dag is true (plan->dag_ok;
+ * arena of plan->dag_arena_bytes). */
+int gxd_frame_init_ex(gxd_frame *f, const gxd_plan *plan, void *arena, bool dag,
+                      const gx_view *inputs, const gxd_compile_limits *lim,
+                      const gxd_exec_stop *stop, char *err, size_t errlen);
 /* Frees what the frame owns (not the arena). Accepts a zeroed frame. */
 void gxd_frame_fini(gxd_frame *f);
 /* Output i of the plan: its view for this run (data valid until fini). */
@@ -61,15 +55,49 @@ const gx_view *gxd_frame_output(const gxd_frame *f, size_t i);
  * allocation first; for control flow, its subgraphs. GX_OK, or an error
  * with a message in f->err. */
 int gxd_exec_step(gxd_frame *f, size_t s);
+/* Share ith of nth of step s (nth > 1 only for kernel steps that are not
+ * dynamic). */
+int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth);
 
 /* Runs control-flow step s (If, Loop): daemon/exec/control.c. */
 int gxd_exec_control(gxd_frame *f, const gxd_step *s);
 
-/* Runs the whole plan with the chosen executor. GX_OK, GX_ECANCELLED /
- * GX_ETIMEDOUT when stop says so between two steps, or a step's error. */
-int gxd_exec_run(const gxd_exec_choice *ch, gxd_frame *f);
-
 /* The sequential executor: every step in order on the calling thread. */
 int gxd_exec_seq(gxd_frame *f);
+
+struct gxd_team;
+
+/* How gxd_exec_par runs a job (exec_par.c). */
+typedef struct gxd_par_cfg {
+    int workers;         /* team size (>= 1): the caller and the helpers */
+    bool dag;            /* independent steps at once (inter-op): every frame
+                          * must use the DAG layout; else step order */
+    bool split;          /* intra-op: heavy steps run as `workers` shares */
+    double split_min_us; /* heavy: gxd_step_cost_us at least this */
+} gxd_par_cfg;
+
+/* Runs n frames (one per replica; each may have its own plan) on the
+ * calling worker and up to cfg->workers - 1 helpers of team. GX_OK, or the
+ * first error (message in err), GX_ECANCELLED / GX_ETIMEDOUT. */
+int gxd_exec_par(struct gxd_team *team, const gxd_par_cfg *cfg, gxd_frame *frames, int n,
+                 char *err, size_t errlen);
+
+/* Monotonic clock, nanoseconds. */
+static inline int64_t gxd_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Step s's time on one worker: measured if it ran before, else the
+ * schema's estimate (est_us). */
+double gxd_step_cost_us(const gxd_plan *p, size_t s);
+/* Record that step s took ns (on one worker, or summed over its shares). */
+void gxd_step_record(const gxd_plan *p, size_t s, int64_t ns);
+/* Counts a run of p; true when this run should time its steps (the first
+ * few runs, then one in GXD_TIMING_EVERY). */
+bool gxd_plan_wants_timing(const gxd_plan *p);
+#define GXD_TIMING_EVERY 16
 
 #endif

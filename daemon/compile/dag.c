@@ -1,0 +1,229 @@
+/*
+ * Pass 4, dag (seed 002). Contract: every step that runs knows how many
+ * steps must finish before it (n_preds: the producers of its inputs, each
+ * counted once) and which steps wait for it (succ); its estimated time
+ * (est_us, from the schema's cost); plan->width is the most steps at one
+ * dependency level. Folded steps have no edges: their outputs are constants.
+ *
+ * The step order memplan assumed is one order among many once independent
+ * steps run at the same time, so the DAG executors get a buffer assignment
+ * of their own (dag_offset): two values share memory only when every step
+ * touching the first (its producer and all its readers) is an ancestor of
+ * the second's producer, which holds in every order the DAG allows. Values
+ * are packed into slots: a value joins a slot whose last occupant is done
+ * before it, else opens a slot. Plans with more than GXD_DAG_MAX_STEPS
+ * steps skip the ancestor analysis (dag_ok false: run in step order only).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/compile/passes.h"
+
+#define GXD_DAG_MAX_STEPS 4096
+
+/* Rough machine rates for estimates before anything was measured. */
+#define GXD_EST_FLOPS_PER_US 20000.0 /* 20 GFLOP/s */
+#define GXD_EST_BYTES_PER_US 8000.0  /* 8 GB/s */
+#define GXD_EST_STEP_US 0.05         /* dispatch of one kernel */
+
+static size_t s_aligned(size_t n)
+{
+    return (n + GX_ALIGN - 1) / GX_ALIGN * GX_ALIGN;
+}
+
+/* Producer step of value v, or -1 (input, constant, folded). */
+static int s_producer(const gxd_plan *p, int v)
+{
+    if (v < 0)
+        return -1;
+    int d = p->values[v].def;
+    return d >= 0 && !p->steps[d].folded ? d : -1;
+}
+
+static int s_edges(gxd_plan *p)
+{
+    int *mark = malloc((p->n_steps + 1) * sizeof *mark);
+    int *level = calloc(p->n_steps + 1, sizeof *level);
+    int *per_level = calloc(p->n_steps + 1, sizeof *per_level);
+    if (!mark || !level || !per_level) {
+        free(mark), free(level), free(per_level);
+        return GX_ENOMEM;
+    }
+    for (size_t i = 0; i < p->n_steps; i++)
+        mark[i] = -1;
+    /* count, then fill, the successor lists */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < p->n_steps; i++) {
+            gxd_step *s = &p->steps[i];
+            if (s->folded)
+                continue;
+            for (int k = 0; k < s->n_in; k++) {
+                int d = s_producer(p, s->in[k]);
+                if (d < 0 || mark[d] == (int)i * 2 + pass)
+                    continue;
+                mark[d] = (int)i * 2 + pass;
+                if (pass == 0) {
+                    p->steps[d].n_succ++;
+                    s->n_preds++;
+                    if (level[d] + 1 > level[i])
+                        level[i] = level[d] + 1;
+                } else {
+                    p->steps[d].succ[p->steps[d].n_succ++] = (int)i;
+                }
+            }
+        }
+        if (pass == 0)
+            for (size_t i = 0; i < p->n_steps; i++) {
+                gxd_step *s = &p->steps[i];
+                if (s->n_succ && !(s->succ = malloc((size_t)s->n_succ * sizeof *s->succ))) {
+                    free(mark), free(level), free(per_level);
+                    return GX_ENOMEM;
+                }
+                s->n_succ = 0;
+            }
+    }
+    p->width = 0;
+    for (size_t i = 0; i < p->n_steps; i++)
+        if (!p->steps[i].folded && ++per_level[level[i]] > p->width)
+            p->width = per_level[level[i]];
+    free(mark), free(level), free(per_level);
+    return GX_OK;
+}
+
+/* anc[s]: bitset of the steps that finish before step s starts. */
+static uint64_t *s_ancestors(const gxd_plan *p, size_t words)
+{
+    uint64_t *anc = calloc(p->n_steps * words + 1, sizeof *anc);
+    if (!anc)
+        return NULL;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        for (int k = 0; k < s->n_succ; k++) {
+            uint64_t *dst = &anc[(size_t)s->succ[k] * words], *src = &anc[i * words];
+            for (size_t w = 0; w < words; w++)
+                dst[w] |= src[w];
+            dst[i / 64] |= 1ull << (i % 64);
+        }
+    }
+    return anc;
+}
+
+/* Is every step touching value v an ancestor of step s? */
+static bool s_done_before(const gxd_plan *p, const uint64_t *anc, size_t words, const int *rd_off,
+                          const int *readers, int v, int s)
+{
+    const gxd_value *val = &p->values[v];
+    const uint64_t *a = &anc[(size_t)s * words];
+    if (val->last_use >= (int)p->n_steps) /* graph output */
+        return false;
+    if (val->def >= 0 && !(a[val->def / 64] >> (val->def % 64) & 1))
+        return false;
+    for (int r = rd_off[v]; r < rd_off[v + 1]; r++)
+        if (!(a[readers[r] / 64] >> (readers[r] % 64) & 1))
+            return false;
+    return true;
+}
+
+static bool s_placed(const gxd_value *v)
+{
+    return v->kind == GXD_VALUE_INPUT || v->kind == GXD_VALUE_TEMP;
+}
+
+/* The DAG executors' buffer assignment (see the top comment). */
+static int s_dag_layout(gxd_plan *p)
+{
+    size_t nv = p->n_values, words = (p->n_steps + 63) / 64;
+    int *rd_off = calloc(nv + 2, sizeof *rd_off), *readers = NULL;
+    int *slot_of = malloc((nv + 1) * sizeof *slot_of);        /* value -> slot */
+    int *slot_last = malloc((nv + 1) * sizeof *slot_last);    /* slot -> last occupant */
+    size_t *slot_size = calloc(nv + 1, sizeof *slot_size);
+    uint64_t *anc = s_ancestors(p, words);
+    size_t n_rd = 0, n_slots = 0;
+    int rc = GX_ENOMEM;
+    if (!rd_off || !slot_of || !slot_last || !slot_size || !anc)
+        goto out;
+    for (size_t i = 0; i < p->n_steps; i++)
+        for (int k = 0; k < p->steps[i].n_in; k++)
+            if (p->steps[i].in[k] >= 0 && !p->steps[i].folded)
+                rd_off[p->steps[i].in[k] + 1]++, n_rd++;
+    for (size_t v = 0; v < nv; v++)
+        rd_off[v + 1] += rd_off[v];
+    if (!(readers = malloc((n_rd + 1) * sizeof *readers)))
+        goto out;
+    {
+        int *fill = slot_of; /* borrowed as a cursor per value */
+        for (size_t v = 0; v < nv; v++)
+            fill[v] = rd_off[v];
+        for (size_t i = 0; i < p->n_steps; i++)
+            for (int k = 0; k < p->steps[i].n_in; k++)
+                if (p->steps[i].in[k] >= 0 && !p->steps[i].folded)
+                    readers[fill[p->steps[i].in[k]]++] = (int)i;
+    }
+    /* values in order of their producer (memplan's order: inputs first) */
+    for (int d = -1; d < (int)p->n_steps; d++) {
+        for (size_t v = 0; v < nv; v++) {
+            gxd_value *val = &p->values[v];
+            if (val->def != d || !s_placed(val))
+                continue;
+            size_t need = s_aligned(val->nbytes);
+            int best = -1;
+            for (size_t sl = 0; sl < n_slots && d >= 0; sl++) {
+                if (!s_done_before(p, anc, words, rd_off, readers, slot_last[sl], d))
+                    continue;
+                /* smallest slot that fits, else the largest */
+                if (best < 0 ||
+                    (slot_size[sl] >= need
+                         ? slot_size[best] < need || slot_size[sl] < slot_size[best]
+                         : slot_size[best] < need && slot_size[sl] > slot_size[best]))
+                    best = (int)sl;
+            }
+            if (best < 0)
+                best = (int)n_slots++;
+            if (slot_size[best] < need)
+                slot_size[best] = need;
+            slot_last[best] = (int)v;
+            slot_of[v] = best;
+        }
+    }
+    {
+        size_t *slot_off = calloc(n_slots + 1, sizeof *slot_off);
+        if (!slot_off || !(p->dag_offset = calloc(nv + 1, sizeof *p->dag_offset))) {
+            free(slot_off);
+            goto out;
+        }
+        for (size_t sl = 0; sl < n_slots; sl++)
+            slot_off[sl + 1] = slot_off[sl] + slot_size[sl];
+        for (size_t v = 0; v < nv; v++)
+            if (s_placed(&p->values[v]))
+                p->dag_offset[v] = slot_off[slot_of[v]];
+        p->dag_arena_bytes = slot_off[n_slots];
+        free(slot_off);
+    }
+    rc = GX_OK;
+out:
+    free(rd_off), free(readers), free(slot_of), free(slot_last), free(slot_size), free(anc);
+    return rc;
+}
+
+int gxd_pass_dag(gxd_cstate *st)
+{
+    gxd_plan *p = st->plan;
+    if (!(p->stats = calloc(p->n_steps + 1, sizeof *p->stats)))
+        return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < p->n_steps; i++) {
+        gxd_step *s = &p->steps[i];
+        double f = s->cost.flops / GXD_EST_FLOPS_PER_US, b = s->cost.bytes / GXD_EST_BYTES_PER_US;
+        s->est_us = s->folded ? 0 : GXD_EST_STEP_US + (f > b ? f : b);
+        p->n_control += !s->folded && (gx_op_schema_get(s->op)->flags & GX_OPF_CONTROL) != 0;
+    }
+    if (s_edges(p) < 0)
+        return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+    if (p->n_steps > GXD_DAG_MAX_STEPS)
+        return GX_OK;
+    if (s_dag_layout(p) < 0)
+        return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+    if (p->dag_arena_bytes > (uint64_t)st->lim->max_arena_bytes)
+        return GX_OK; /* too big to run out of order: step order only */
+    p->dag_ok = true;
+    return GX_OK;
+}
