@@ -93,12 +93,6 @@ static inline uint16_t gx_f32_to_bf16(float f)
  * that two threads never write the same line. */
 #define GX_CPU_LINE 16
 
-/* Rows per BLAS call of the matrix products. The calls cover fixed blocks,
- * so a result does not depend on how the rows were shared among threads:
- * a BLAS library may choose another kernel (summing in another order) for
- * another number of rows (OpenBLAS's Haswell and Zen kernels do). */
-#define GX_CPU_GEMM_ROWS 64
-
 /* Share ith of nth of n work units: [*lo, *hi), balanced, boundaries on
  * multiples of align (except the end, n); shares of all ith tile [0, n). */
 void gx_cpu_share(const gx_kargs *k, int64_t n, int64_t align, int64_t *lo, int64_t *hi);

@@ -2,10 +2,9 @@
  * MatMul, Gemm and MatMulInteger on the CPU. float32 and float64 run on
  * OpenBLAS (cblas_sgemm / cblas_dgemm, row-major); the integer dtypes and
  * MatMulInteger's 8-bit operands run plain loops with wrapping arithmetic.
- * A thread's share is a range of blocks of GX_CPU_GEMM_ROWS output rows
- * (over all batches for the MatMuls), one BLAS call per block, so nth
- * threads issue independent products on disjoint rows of Y, and the calls
- * are the same whatever nth is. Float dims fit a BLAS int: the schemas checked it.
+ * A thread's share is a range of output rows (over all batches for the
+ * MatMuls), so nth threads issue nth independent products on disjoint rows
+ * of Y. Float dims fit a BLAS int: the schemas checked it.
  */
 #include <cblas.h>
 #include <limits.h>
@@ -115,13 +114,11 @@ static void s_matmul_walk(const gx_kargs *k, s_rows_fn fn)
         mm.m *= nbatch;
         nbatch = 1;
     }
-    /* units of work: blocks of GX_CPU_GEMM_ROWS rows of each matrix */
-    const int64_t per = (mm.m + GX_CPU_GEMM_ROWS - 1) / GX_CPU_GEMM_ROWS;
     int64_t lo, hi;
-    gx_cpu_share(k, nbatch * per, 1, &lo, &hi);
-    for (int64_t u = lo; u < hi; u++) {
-        int64_t bi = u / per, r0 = u % per * GX_CPU_GEMM_ROWS;
-        int64_t rows = mm.m - r0 < GX_CPU_GEMM_ROWS ? mm.m - r0 : GX_CPU_GEMM_ROWS;
+    gx_cpu_share(k, nbatch * mm.m, 1, &lo, &hi);
+    for (int64_t u = lo; u < hi;) {
+        int64_t bi = u / mm.m, r0 = u % mm.m;
+        int64_t rows = mm.m - r0 < hi - u ? mm.m - r0 : hi - u;
         int64_t oa = 0, ob = 0, rest = bi;
         for (int d = nbd - 1; d >= 0 && nbatch > 1; d--) {
             int64_t i = rest % y->shape[d];
@@ -130,6 +127,7 @@ static void s_matmul_walk(const gx_kargs *k, s_rows_fn fn)
             ob += i * sb[d];
         }
         fn(k, &mm, bi, r0, rows, oa, ob);
+        u += rows;
     }
 }
 
@@ -228,9 +226,7 @@ void gx_cpu_GEMM(const gx_kargs *k)
     const int64_t m = y->shape[0], n = y->shape[1], kk = a->shape[ta ? 0 : 1];
     const size_t es = gx_dtype_size(y->dtype);
     int64_t lo, hi;
-    gx_cpu_share(k, (m + GX_CPU_GEMM_ROWS - 1) / GX_CPU_GEMM_ROWS, 1, &lo, &hi);
-    lo *= GX_CPU_GEMM_ROWS;
-    hi = hi * GX_CPU_GEMM_ROWS < m ? hi * GX_CPU_GEMM_ROWS : m;
+    gx_cpu_share(k, m, 1, &lo, &hi);
     if (lo >= hi || n == 0)
         return;
     char *py = y->data;
@@ -251,11 +247,8 @@ void gx_cpu_GEMM(const gx_kargs *k)
         }
         cbeta = beta;
     }
-    for (int64_t r = lo; r < hi; r += GX_CPU_GEMM_ROWS) {
-        int64_t rows = hi - r < GX_CPU_GEMM_ROWS ? hi - r : GX_CPU_GEMM_ROWS;
-        /* (with K == 0, A may have no data to point into) */
-        const char *pa = (const char *)a->data + (kk > 0 ? (size_t)(ta ? r : r * kk) * es : 0);
-        s_gemm_tab[y->dtype](ta, tb, rows, n, kk, alpha, pa, ta ? m : kk, b->data, tb ? kk : n,
-                             cbeta, py + (size_t)(r * n) * es);
-    }
+    /* (with K == 0, A may have no data to point into) */
+    const char *pa = (const char *)a->data + (kk > 0 ? (size_t)(ta ? lo : lo * kk) * es : 0);
+    s_gemm_tab[y->dtype](ta, tb, hi - lo, n, kk, alpha, pa, ta ? m : kk, b->data, tb ? kk : n,
+                         cbeta, py + (size_t)(lo * n) * es);
 }
