@@ -30,6 +30,7 @@ Suite *ops_vision_suite(void);
 Suite *control_suite(void);
 Suite *memplan_suite(void);
 Suite *queue_suite(void);
+Suite *policy_suite(void);
 Suite *config_suite(void);
 Suite *topo_suite(void);
 Suite *e2e_suite(void);
