@@ -4,28 +4,63 @@
  * description of the job (gxd_policy_job) and of the machine's state
  * (gxd_policy_machine), so they can be tested on synthetic cost tables.
  *
- * The estimates (all in microseconds, for this job from its start):
+ * The estimates, in microseconds per job (w workers, W = the workers the
+ * job can have now, WT = the daemon's; sync(w) = sync_us[w], 0 for w = 1;
+ * every mode on one worker is total):
  *
- *   seq            total
- *   intra(w)       Σ over steps: split steps cost/w + sync(w), others cost
- *   inter(w)       max(critical path, total / w) + dispatch per step
- *   inter+intra(w) inter(w) where the heavy steps on the critical path run
- *                  intra-op with the workers the graph's width leaves idle
- *   replica        with jobs queued behind this one: each worker runs its
- *                  own job, so this one costs total but the machine
- *                  finishes the queue w times sooner (the estimate is the
- *                  amortised time per job: total / min(w, queued + 1));
- *                  with a batch that can be cut: total / r + copy costs
- *   inter+replica  r slices, each run inter-op on w / r workers
+ *   seq              total
+ *   intra(w)         total - split + split / w + n_split * sync(w)
+ *                    (each split step costs cost / w plus one sync)
+ *   inter(w)         max(critical, total / w) + n_steps * dispatch + sync(w)
+ *                    (w <= width; one sync for the team's start and join)
+ *   inter+intra(w)   max(crit', total / w) + n_steps * dispatch + sync(w),
+ *                    crit' = critical - split_crit + split_crit / k
+ *                            + n_split_crit * sync(k):
+ *                    the heavy steps on the critical path run intra-op on
+ *                    the k = w / min(width, w) workers the graph's width
+ *                    leaves idle (k = 1: plain inter); n_split_crit =
+ *                    ceil(n_split * split_crit / split)
+ *   replica          with jobs queued behind this one: each worker runs its
+ *                    own job, this one on one worker; the estimate is the
+ *                    amortised time per job, total / min(WT, queued + 1).
+ *                    A batch split into r slices (2 <= r <= batch):
+ *                    total * s + copy(io_bytes / r) + sync(r), where
+ *                    s = ceil(batch / r) / batch is the largest slice's
+ *                    share and copy(b) = b / (copy_gbps * 1000) µs.
+ *                    The smaller of the two (the queue's within 3%).
+ *   inter+replica    r slices each run inter-op on wi workers (w = r * wi):
+ *                    max(critical * s, total * s / wi) + n_steps * dispatch
+ *                    + copy(io_bytes / r) + sync(r * wi)
+ *
+ * Every estimate is in one unit, µs per job: the modes other than a queued
+ * replica hold their workers for this job, so their time per job is their
+ * estimate. For each mode the team (w, or r and wi) minimising its estimate
+ * is taken, the fewest workers within 3% of that minimum; a team mode takes
+ * at least 2 workers where the job gives it something to spread (intra:
+ * n_split > 0; inter: width > 1; inter+intra: either; a split: batch >= 2;
+ * inter+replica: slices with inter inside, failing that a plain split, then
+ * inter on one copy), else it runs on one worker at total (so with W = 1
+ * every mode is seq; intra with n_split = 0 is applicable at total).
+ * Applicable: replica only with jobs queued or a batch that may be split;
+ * inter+replica only with a batch that may be split (batch > 0 and no sync
+ * steps); the others always. `dynamic` does not enter the estimates (the
+ * caller's costs for dynamic steps are whatever it measured or guessed).
  *
  * Seed 002's rules are the filter on the candidates, the estimates choose
  * among those that remain:
- *   1. independent jobs (others of the same kind queued) -> replicas;
+ *   1. independent jobs (others queued) -> replicas: a queued replica (one
+ *      worker per job) becomes a candidate;
  *   2. a graph with synchronous (batch-coupling) nodes -> no replica split:
- *      inter + intra;
- *   3. otherwise -> inter + replicas (a batch split where the graph allows).
- * A requested mode is honoured (with the workers it can use); the estimates
- * are reported either way.
+ *      the candidates are the inter+intra family (seq, intra, inter,
+ *      inter+intra), plus rule 1's queued replica;
+ *   3. otherwise, with a batch -> inter + replicas: the splits (replica,
+ *      inter+replica) join the candidates.
+ * Auto takes the smallest estimate among the candidates; one within 3% of
+ * it with fewer workers, then a simpler mode (earlier in GX_MODE_LIST),
+ * wins instead, and the reason says so. A requested mode is honoured with
+ * the team above (the estimates are reported either way, and the reason
+ * names auto's choice); a split the job does not allow (no batch, or sync
+ * steps) runs as one copy: replica on one worker, inter+replica as inter.
  */
 #ifndef GXD_POLICY_H
 #define GXD_POLICY_H
@@ -62,27 +97,32 @@ typedef struct gxd_policy_machine {
     size_t queued;     /* jobs waiting in the queue */
     /* sync_us[w]: one synchronisation of a team of w workers (post work,
      * every member finishes, the leader sees it), measured at start;
-     * sync_us[1] = 0. Entries beyond workers_total are unused. */
+     * sync_us[1] = 0. At least min(workers_total, GXD_MAX_TEAM) + 1 entries;
+     * entries beyond workers_total are unused. NULL: syncs cost nothing. */
     const double *sync_us;
     double dispatch_us; /* handing one ready step to another worker */
-    double copy_gbps;   /* memory copy rate, for the slices of a split */
+    double copy_gbps;   /* memory copy rate, for the slices of a split (<= 0: not charged) */
 } gxd_policy_machine;
 
 typedef struct gxd_policy_choice {
     gx_mode mode;
-    int workers;  /* workers the job runs on (1 for seq and queued replicas) */
-    int replicas; /* copies of the graph (slices of the batch); 1: no split */
-    /* Estimated completion time per mode (GX_MODE_AUTO unused); < 0 where
-     * the mode does not apply to this job. */
+    /* Workers the job runs on, all replicas together (1 for seq and queued
+     * replicas); never more than machine->workers. Each replica gets
+     * workers / replicas (an exact division). */
+    int workers;
+    int replicas; /* copies of the graph (slices of the batch, <= batch); 1: no split */
+    /* Estimated time per mode in µs per job (see above; GX_MODE_AUTO: -1);
+     * < 0 where the mode does not apply to this job. */
     double est_us[GX_MODE_COUNT];
     char reason[160];
 } gxd_policy_choice;
 
 /* Estimate every mode for the job on the machine and choose. requested:
- * GX_MODE_AUTO, or a mode the client asked for (then it is used, with the
- * most workers it can use, even if another would be cheaper; a replica
- * split needs job->batch > 0, else requested replicas run as one copy on one
- * worker). Never fails. */
+ * GX_MODE_AUTO (or anything out of range), or a mode the client asked for
+ * (then it is used, with its best team as above, even if another would be
+ * cheaper; a replica split needs job->batch > 0 and no sync steps, else
+ * requested replicas run as one copy). reason: one line, the rules that
+ * applied and the numbers that decided. Never fails. */
 void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, gx_mode requested,
                        gxd_policy_choice *out);
 

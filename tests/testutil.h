@@ -31,6 +31,7 @@ Suite *control_suite(void);
 Suite *par_suite(void);
 Suite *memplan_suite(void);
 Suite *queue_suite(void);
+Suite *policy_suite(void);
 Suite *config_suite(void);
 Suite *topo_suite(void);
 Suite *e2e_suite(void);

@@ -1,0 +1,368 @@
+/* The scheduling policy (seed 002). See policy.h for the estimates and the
+ * rules; this file keeps the formulas there and here in step. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/policy.h"
+
+/* Estimates within this fraction of the best count as equal: the
+ * configuration with fewer workers, then the simpler mode, wins. */
+#define S_TOL 0.03
+
+/* The job and machine with every field made usable: costs finite and >= 0,
+ * critical <= total, team sizes within the sync table. */
+typedef struct s_job {
+    double total, crit, split, split_crit;
+    size_t n_steps, n_split, n_split_crit;
+    int width;
+    long long batch;
+    bool can_split; /* batch >= 1 and no sync step: a replica split is allowed */
+    double io_bytes;
+    int W;  /* workers for this job (1..GXD_MAX_TEAM) */
+    int WT; /* workers of the daemon (>= W) */
+    size_t queued;
+    const gxd_policy_machine *m;
+} s_job;
+
+/* One way to run a mode: r copies (slices) of wi workers each. */
+typedef struct s_cfg {
+    bool ok; /* the mode applies */
+    double us;
+    int replicas, per; /* r, wi */
+    bool queued;       /* replica: this job on one worker, the queue on the others */
+} s_cfg;
+
+static double s_pos(double x)
+{
+    return x > 0 && isfinite(x) ? x : 0; /* NaN and negatives count as 0 */
+}
+
+static int s_min(long long a, long long b)
+{
+    return (int)(a < b ? a : b);
+}
+
+static double s_sync(const s_job *j, int w)
+{
+    if (w <= 1 || !j->m->sync_us)
+        return 0;
+    return s_pos(j->m->sync_us[w]);
+}
+
+/* Microseconds to copy bytes at gbps (1 GB/s = 1000 bytes per µs); 0 when
+ * the rate is unknown. */
+static double s_copy_us(double bytes, double gbps)
+{
+    return gbps > 0 && isfinite(gbps) ? bytes / (gbps * 1e3) : 0;
+}
+
+static void s_normalise(const gxd_policy_job *job, const gxd_policy_machine *m, s_job *j)
+{
+    memset(j, 0, sizeof *j);
+    j->m = m;
+    j->total = s_pos(job->total_us);
+    j->crit = fmin(s_pos(job->critical_us), j->total);
+    j->split = fmin(s_pos(job->split_us), j->total);
+    j->split_crit = fmin(s_pos(job->split_crit_us), fmin(j->split, j->crit));
+    j->n_steps = job->n_steps;
+    j->n_split = job->n_split <= job->n_steps ? job->n_split : job->n_steps;
+    /* Split steps on the critical path, in proportion of their cost. */
+    if (j->n_split > 0 && j->split > 0) {
+        double n = ceil((double)j->n_split * j->split_crit / j->split);
+        j->n_split_crit = n < (double)j->n_split ? (size_t)n : j->n_split;
+    }
+    j->width = job->width >= 1 ? job->width : 1;
+    j->batch = job->batch > 0 ? job->batch : 0;
+    j->can_split = j->batch > 0 && job->sync_steps == 0;
+    j->io_bytes = s_pos(job->io_bytes);
+    j->W = m->workers >= 1 ? s_min(m->workers, GXD_MAX_TEAM) : 1;
+    if (m->workers_total >= 1 && m->workers_total < j->W)
+        j->W = m->workers_total;
+    j->WT = m->workers_total > j->W ? s_min(m->workers_total, GXD_MAX_TEAM) : j->W;
+    j->queued = m->queued;
+}
+
+/* The estimate of mode on r slices of wi workers each (policy.h's
+ * formulas); r * wi == 1 is the sequential time for every mode. */
+static double s_estimate(const s_job *j, gx_mode mode, int r, int wi)
+{
+    const gxd_policy_machine *m = j->m;
+    int w = r * wi;
+    if (w <= 1)
+        return j->total;
+    double disp = (double)j->n_steps * s_pos(m->dispatch_us);
+    switch (mode) {
+    case GX_MODE_INTRA:
+        return j->total - j->split + j->split / w + (double)j->n_split * s_sync(j, w);
+    case GX_MODE_INTER:
+        return fmax(j->crit, j->total / w) + disp + s_sync(j, w);
+    case GX_MODE_INTER_INTRA: {
+        /* The idle workers of a narrow graph help the heavy steps on the
+         * critical path: k per step. */
+        int k = w / (j->width < w ? j->width : w);
+        double crit = j->crit - j->split_crit + j->split_crit / k +
+                      (double)j->n_split_crit * s_sync(j, k);
+        return fmax(crit, j->total / w) + disp + s_sync(j, w);
+    }
+    case GX_MODE_REPLICA:
+    case GX_MODE_INTER_REPLICA: {
+        /* The largest slice sets the time: ceil(batch / r) samples. */
+        double share = 1, copy = 0;
+        if (r > 1) {
+            share = ceil((double)j->batch / r) / (double)j->batch;
+            copy = s_copy_us(j->io_bytes / r, m->copy_gbps);
+        }
+        double body = j->total * share;
+        if (wi > 1)
+            body = fmax(j->crit * share, body / wi) + disp;
+        return body + copy + s_sync(j, w);
+    }
+    case GX_MODE_AUTO:
+    case GX_MODE_SEQ:
+    case GX_MODE_COUNT:
+        break;
+    }
+    return j->total;
+}
+
+/* Two configurations' order when their estimates are within S_TOL: fewer
+ * workers first. */
+static bool s_fewer(const s_cfg *a, const s_cfg *b)
+{
+    return a->replicas * a->per < b->replicas * b->per;
+}
+
+/* The best configuration of mode with r in [r_lo, r_hi] and wi in
+ * [wi_lo, min(wi_hi, W / r)]: the fewest workers whose estimate is within
+ * S_TOL of the smallest. False if the ranges are empty. */
+static bool s_best(const s_job *j, gx_mode mode, int r_lo, int r_hi, int wi_lo, int wi_hi, s_cfg *out)
+{
+    double best = INFINITY;
+    for (int r = r_lo; r <= r_hi; r++)
+        for (int wi = wi_lo; wi <= wi_hi && r * wi <= j->W; wi++)
+            best = fmin(best, s_estimate(j, mode, r, wi));
+    if (best == INFINITY)
+        return false;
+    s_cfg pick = {.ok = false};
+    for (int r = r_lo; r <= r_hi; r++)
+        for (int wi = wi_lo; wi <= wi_hi && r * wi <= j->W; wi++) {
+            s_cfg c = {.ok = true, .us = s_estimate(j, mode, r, wi), .replicas = r, .per = wi};
+            if (c.us > best * (1 + S_TOL))
+                continue;
+            if (!pick.ok || s_fewer(&c, &pick) || (!s_fewer(&pick, &c) && c.us < pick.us))
+                pick = c;
+        }
+    *out = pick;
+    return true;
+}
+
+/* The configuration each mode runs in, and its estimate (ok false: the mode
+ * does not apply). Team modes use at least 2 workers where the job has
+ * something for them and the machine has them; else they run on one worker
+ * at the sequential time. */
+static s_cfg s_mode(const s_job *j, gx_mode mode)
+{
+    s_cfg c = {.ok = true, .us = j->total, .replicas = 1, .per = 1};
+    int W = j->W;
+    int rmax = j->can_split ? s_min(W, j->batch) : 1;
+    switch (mode) {
+    case GX_MODE_SEQ:
+        return c;
+    case GX_MODE_INTRA:
+        if (j->n_split > 0)
+            s_best(j, mode, 1, 1, 2, W, &c);
+        return c;
+    case GX_MODE_INTER:
+        s_best(j, mode, 1, 1, 2, s_min(W, j->width), &c);
+        return c;
+    case GX_MODE_INTER_INTRA:
+        if (j->width > 1 || j->n_split > 0)
+            s_best(j, mode, 1, 1, 2, W, &c);
+        return c;
+    case GX_MODE_REPLICA: {
+        if (!j->can_split && j->queued == 0)
+            return (s_cfg){.ok = false, .us = -1, .replicas = 1, .per = 1};
+        if (j->can_split)
+            s_best(j, mode, 2, rmax, 1, 1, &c);
+        if (j->queued > 0) {
+            /* Each job on its own worker: time per job, amortised. */
+            size_t n = j->queued < (size_t)j->WT ? j->queued + 1 : (size_t)j->WT;
+            s_cfg q = {.ok = true, .us = j->total / (double)n, .replicas = 1, .per = 1, .queued = true};
+            if (c.replicas == 1 || q.us <= c.us * (1 + S_TOL))
+                c = q;
+        }
+        return c;
+    }
+    case GX_MODE_INTER_REPLICA:
+        if (!j->can_split)
+            return (s_cfg){.ok = false, .us = -1, .replicas = 1, .per = 1};
+        /* Slices with inter inside; failing that a plain split, then inter
+         * on one copy, then one worker. */
+        if (!s_best(j, mode, 2, rmax, 2, j->width, &c) && !s_best(j, mode, 2, rmax, 1, 1, &c))
+            s_best(j, mode, 1, 1, 2, s_min(W, j->width), &c);
+        return c;
+    case GX_MODE_AUTO:
+    case GX_MODE_COUNT:
+        break;
+    }
+    return c;
+}
+
+/* snprintf into the reason; a line too long is cut at len - 1 bytes. */
+__attribute__((format(printf, 3, 4))) static void s_say(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* "1.5", "42.3", "1200": the estimate for a reason line. */
+static const char *s_us(double us, char *buf, size_t len)
+{
+    snprintf(buf, len, us < 10 ? "%.2f" : us < 100 ? "%.1f" : "%.0f", us);
+    return buf;
+}
+
+/* "intra(4)", "replica 4 slices", "inter+replica 2x4": mode and team. */
+static const char *s_label(gx_mode mode, const s_cfg *c, char *buf, size_t len)
+{
+    switch (mode) {
+    case GX_MODE_INTRA:
+    case GX_MODE_INTER:
+    case GX_MODE_INTER_INTRA:
+        snprintf(buf, len, "%s(%d)", gx_mode_name(mode), c->per);
+        break;
+    case GX_MODE_REPLICA:
+        if (c->queued)
+            snprintf(buf, len, "replica 1 worker/job");
+        else
+            snprintf(buf, len, "replica %d slice%s", c->replicas, c->replicas > 1 ? "s" : "");
+        break;
+    case GX_MODE_INTER_REPLICA:
+        snprintf(buf, len, "inter+replica %dx%d", c->replicas, c->per);
+        break;
+    case GX_MODE_AUTO:
+    case GX_MODE_SEQ:
+    case GX_MODE_COUNT:
+        snprintf(buf, len, "%s", gx_mode_name(mode));
+        break;
+    }
+    return buf;
+}
+
+/* "rule 1 (12 queued), rule 3 (batch 32)": the seed 002 rules that apply. */
+static void s_rules(const gxd_policy_job *job, const s_job *j, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    if (j->queued > 0)
+        n += (size_t)snprintf(buf + n, len - n, "rule 1 (%zu queued)", j->queued);
+    if (n < len && job->sync_steps > 0)
+        n += (size_t)snprintf(buf + n, len - n, "%srule 2 (%zu sync steps, no split)", n ? ", " : "",
+                              job->sync_steps);
+    else if (n < len && j->batch > 0)
+        n += (size_t)snprintf(buf + n, len - n, "%srule 3 (batch %lld)", n ? ", " : "", j->batch);
+    if (n == 0)
+        snprintf(buf, len, "no queue, no batch");
+}
+
+/* The mode auto picks among the applicable ones (the rules' filter): the
+ * smallest estimate, or within S_TOL of it fewer workers, then the simpler
+ * mode (lower in GX_MODE_LIST). */
+static gx_mode s_auto(const s_cfg cfg[GX_MODE_COUNT], gx_mode *best_out)
+{
+    gx_mode best = GX_MODE_SEQ;
+    for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT; k++)
+        if (cfg[k].ok && cfg[k].us < cfg[best].us)
+            best = (gx_mode)k;
+    gx_mode pick = best;
+    for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT; k++) {
+        if (!cfg[k].ok || cfg[k].us > cfg[best].us * (1 + S_TOL))
+            continue;
+        if (s_fewer(&cfg[k], &cfg[pick]) || (!s_fewer(&cfg[pick], &cfg[k]) && k < (int)pick))
+            pick = (gx_mode)k;
+    }
+    *best_out = best;
+    return pick;
+}
+
+void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, gx_mode requested,
+                       gxd_policy_choice *out)
+{
+    s_job j;
+    s_normalise(job, m, &j);
+    s_cfg cfg[GX_MODE_COUNT];
+    memset(out, 0, sizeof *out);
+    cfg[GX_MODE_AUTO] = (s_cfg){.ok = false, .us = -1, .replicas = 1, .per = 1};
+    out->est_us[GX_MODE_AUTO] = -1;
+    for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT; k++) {
+        cfg[k] = s_mode(&j, (gx_mode)k);
+        out->est_us[k] = cfg[k].ok ? cfg[k].us : -1;
+    }
+
+    gx_mode best;
+    gx_mode pick = s_auto(cfg, &best);
+    char rules[96], a[40], b[40], ua[16], ub[16];
+    const char *unit = j.queued > 0 ? "us/job" : "us";
+    s_rules(job, &j, rules, sizeof rules);
+
+    if (requested <= GX_MODE_AUTO || requested >= GX_MODE_COUNT) {
+        out->mode = pick;
+        const s_cfg *c = &cfg[pick];
+        s_label(pick, c, a, sizeof a);
+        if (pick != best) {
+            s_say(out->reason, sizeof out->reason, "%s: %s %s%s, within 3%% of %s %s%s: %s", rules, a,
+                     s_us(c->us, ua, sizeof ua), unit, s_label(best, &cfg[best], b, sizeof b),
+                     s_us(cfg[best].us, ub, sizeof ub), unit,
+                     s_fewer(c, &cfg[best]) ? "fewer workers" : "simpler");
+        } else {
+            /* The runner-up: the next smallest estimate among the others,
+             * skipping those that run as the pick does (a team mode on one
+             * worker is seq). */
+            int next = -1;
+            for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT; k++) {
+                if (k == (int)pick || !cfg[k].ok || (cfg[k].us == c->us && !s_fewer(c, &cfg[k]) &&
+                                                     !s_fewer(&cfg[k], c)))
+                    continue;
+                if (next < 0 || cfg[k].us < cfg[next].us)
+                    next = k;
+            }
+            if (next < 0)
+                s_say(out->reason, sizeof out->reason, "%s: %s %s%s", rules, a, s_us(c->us, ua, sizeof ua),
+                         unit);
+            else
+                s_say(out->reason, sizeof out->reason, "%s: %s %s%s vs %s %s%s", rules, a,
+                         s_us(c->us, ua, sizeof ua), unit, s_label((gx_mode)next, &cfg[next], b, sizeof b),
+                         s_us(cfg[next].us, ub, sizeof ub), unit);
+        }
+    } else {
+        out->mode = requested;
+        s_cfg c = cfg[requested];
+        char why[64] = "";
+        if (!c.ok) {
+            /* A split the job does not allow: one copy (inter inside for
+             * inter+replica, as inter would run). */
+            if (job->sync_steps > 0 && j.batch > 0)
+                s_say(why, sizeof why, "%zu sync steps couple the batch, no split", job->sync_steps);
+            else
+                s_say(why, sizeof why, "no batch to split%s", j.queued > 0 ? "" : ", no queue");
+            c = requested == GX_MODE_INTER_REPLICA ? cfg[GX_MODE_INTER]
+                                                   : (s_cfg){.ok = true, .us = j.total, .replicas = 1, .per = 1};
+            s_say(out->reason, sizeof out->reason, "requested %s: %s; 1 copy on %d worker%s: %s%s (auto: %s)",
+                     gx_mode_name(requested), why, c.per, c.per > 1 ? "s" : "", s_us(c.us, ua, sizeof ua), unit,
+                     s_label(pick, &cfg[pick], b, sizeof b));
+        } else {
+            s_say(out->reason, sizeof out->reason, "requested %s: %s %s%s (auto: %s %s%s)",
+                     gx_mode_name(requested), s_label(requested, &c, a, sizeof a), s_us(c.us, ua, sizeof ua), unit,
+                     s_label(pick, &cfg[pick], b, sizeof b), s_us(cfg[pick].us, ub, sizeof ub), unit);
+        }
+        out->workers = c.replicas * c.per;
+        out->replicas = c.replicas;
+        return;
+    }
+    out->workers = cfg[pick].replicas * cfg[pick].per;
+    out->replicas = cfg[pick].replicas;
+}

@@ -1,0 +1,491 @@
+/* The scheduling policy on synthetic cost tables: seed 002's three rules,
+ * the cases the benchmark runs, requested modes, one worker, and how the
+ * choice scales with the machine. No daemon. */
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "daemon/policy.h"
+#include "tests/testutil.h"
+
+/* sync_us[w] = 1.5 + 0.75 w µs: the shape measured on a small x86 box
+ * (a futex wake per member and a cache line per arrival). */
+static double s_sync_tab[GXD_MAX_TEAM + 1];
+
+static void s_setup(void)
+{
+    s_sync_tab[0] = s_sync_tab[1] = 0;
+    for (int w = 2; w <= GXD_MAX_TEAM; w++)
+        s_sync_tab[w] = 1.5 + 0.75 * w;
+}
+
+static gxd_policy_machine s_machine(int workers, size_t queued)
+{
+    return (gxd_policy_machine){.workers = workers,
+                                .workers_total = workers,
+                                .queued = queued,
+                                .sync_us = s_sync_tab,
+                                .dispatch_us = 0.5,
+                                .copy_gbps = 10};
+}
+
+/* One Gemm [64,256]x[256,256] + Relu per branch, 8 branches, a Concat. */
+static gxd_policy_job s_branches(void)
+{
+    return (gxd_policy_job){.total_us = 8 * 205 + 10,
+                            .critical_us = 215,
+                            .split_us = 8 * 200,
+                            .split_crit_us = 200,
+                            .n_steps = 17,
+                            .n_split = 8,
+                            .width = 8,
+                            .io_bytes = 64 * 256 * 4 + 64 * 2048 * 4};
+}
+
+/* One 1024^3 MatMul. */
+static gxd_policy_job s_matmul(void)
+{
+    return (gxd_policy_job){.total_us = 100000,
+                            .critical_us = 100000,
+                            .split_us = 100000,
+                            .split_crit_us = 100000,
+                            .n_steps = 1,
+                            .n_split = 1,
+                            .width = 1,
+                            .io_bytes = 3.0 * 1024 * 1024 * 4};
+}
+
+/* 200 tiny elementwise steps on a [1,64] tensor: each cheaper than a sync. */
+static gxd_policy_job s_chain(void)
+{
+    return (gxd_policy_job){.total_us = 100,
+                            .critical_us = 100,
+                            .split_us = 100,
+                            .split_crit_us = 100,
+                            .n_steps = 200,
+                            .n_split = 200,
+                            .width = 1,
+                            .batch = 1,
+                            .io_bytes = 2 * 64 * 4};
+}
+
+/* A small CNN at batch 32: a chain of 30 steps, 12 heavy convolutions;
+ * sync_steps > 0 makes it the training-mode BatchNormalization variant. */
+static gxd_policy_job s_cnn(size_t sync_steps)
+{
+    return (gxd_policy_job){.total_us = 4000,
+                            .critical_us = 4000,
+                            .split_us = 3600,
+                            .split_crit_us = 3600,
+                            .n_steps = 30,
+                            .n_split = 12,
+                            .width = 1,
+                            .batch = 32,
+                            .sync_steps = sync_steps,
+                            .io_bytes = 32.0 * 3 * 32 * 32 * 4};
+}
+
+static void s_check_sane(const gxd_policy_job *job, const gxd_policy_machine *m, const gxd_policy_choice *c)
+{
+    ck_assert_int_ge(c->workers, 1);
+    ck_assert_int_le(c->workers, m->workers);
+    ck_assert_int_ge(c->replicas, 1);
+    ck_assert_int_eq(c->workers % c->replicas, 0);
+    if (c->replicas > 1) {
+        ck_assert_int_gt(job->batch, 0);
+        ck_assert_int_le(c->replicas, job->batch);
+        ck_assert_uint_eq(job->sync_steps, 0);
+    }
+    ck_assert_uint_gt(strlen(c->reason), 0);
+    ck_assert_uint_lt(strlen(c->reason), sizeof c->reason);
+    ck_assert(c->est_us[GX_MODE_AUTO] < 0);
+    ck_assert(c->est_us[GX_MODE_SEQ] == job->total_us);
+    ck_assert_int_gt(c->mode, GX_MODE_AUTO);
+    ck_assert_int_lt(c->mode, GX_MODE_COUNT);
+}
+
+static gxd_policy_choice s_choose(const gxd_policy_job *job, int workers, size_t queued, gx_mode req)
+{
+    gxd_policy_machine m = s_machine(workers, queued);
+    gxd_policy_choice c;
+    gxd_policy_choose(job, &m, req, &c);
+    s_check_sane(job, &m, &c);
+    return c;
+}
+
+static bool s_inter_intra_family(gx_mode m)
+{
+    return m == GX_MODE_SEQ || m == GX_MODE_INTRA || m == GX_MODE_INTER || m == GX_MODE_INTER_INTRA;
+}
+
+START_TEST(test_rule1_queue_replica)
+{
+    gxd_policy_job job = s_cnn(0);
+    job.batch = 0;
+    for (int w = 2; w <= 16; w *= 2) {
+        gxd_policy_choice c = s_choose(&job, w, 12, GX_MODE_AUTO);
+        ck_assert_int_eq(c.mode, GX_MODE_REPLICA);
+        ck_assert_int_eq(c.workers, 1);
+        ck_assert_int_eq(c.replicas, 1);
+        /* The amortised time per job: every worker on its own job. */
+        ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], job.total_us / (w < 13 ? w : 13), 1e-9);
+        ck_assert_ptr_nonnull(strstr(c.reason, "rule 1 (12 queued)"));
+        ck_assert_ptr_nonnull(strstr(c.reason, "us/job"));
+    }
+    /* Jobs are independent even when the graph couples its batch. */
+    job = s_cnn(3);
+    gxd_policy_choice c = s_choose(&job, 2, 12, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_REPLICA);
+    ck_assert_int_eq(c.replicas, 1);
+    ck_assert(c.est_us[GX_MODE_INTER_REPLICA] < 0);
+}
+END_TEST
+
+START_TEST(test_rule2_sync_no_split)
+{
+    gxd_policy_job job = s_cnn(3);
+    int ws[] = {2, 4, 16, 64};
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+        gxd_policy_choice c = s_choose(&job, ws[i], 0, GX_MODE_AUTO);
+        ck_assert(s_inter_intra_family(c.mode));
+        ck_assert_int_ne(c.mode, GX_MODE_SEQ); /* 12 heavy convolutions pay for a team */
+        ck_assert_int_eq(c.replicas, 1);
+        ck_assert(c.est_us[GX_MODE_REPLICA] < 0);
+        ck_assert(c.est_us[GX_MODE_INTER_REPLICA] < 0);
+        ck_assert_ptr_nonnull(strstr(c.reason, "rule 2"));
+    }
+    /* Two branches of heavy steps on 8 workers: inter alone waits on the
+     * critical path, intra alone syncs every step; together they win. */
+    job = (gxd_policy_job){.total_us = 4000,
+                           .critical_us = 2000,
+                           .split_us = 4000,
+                           .split_crit_us = 2000,
+                           .n_steps = 20,
+                           .n_split = 20,
+                           .width = 2,
+                           .batch = 16,
+                           .sync_steps = 2};
+    gxd_policy_choice c = s_choose(&job, 8, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTER_INTRA);
+    ck_assert_int_eq(c.workers, 8);
+    ck_assert_int_eq(c.replicas, 1);
+    /* k = 4 workers per heavy step on the critical path, 10 of them:
+     * 2000 / 4 + 10 sync(4), then 20 dispatches and one sync(8). */
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_INTER_INTRA], 500 + 10 * 4.5 + 10 + 7.5, 1e-9);
+    ck_assert(c.est_us[GX_MODE_INTER_INTRA] < c.est_us[GX_MODE_INTRA]);
+    ck_assert(c.est_us[GX_MODE_INTER_INTRA] < c.est_us[GX_MODE_INTER]);
+}
+END_TEST
+
+START_TEST(test_rule3_batch_split)
+{
+    gxd_policy_job job = s_cnn(0);
+    gxd_policy_choice c = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_REPLICA);
+    ck_assert_int_eq(c.replicas, 2);
+    ck_assert_int_eq(c.workers, 2);
+    ck_assert_ptr_nonnull(strstr(c.reason, "rule 3 (batch 32)"));
+    /* total / 2 + half the inputs and outputs copied at 10 GB/s + sync(2) */
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], 2000 + job.io_bytes / 2 / 1e4 + 3, 1e-6);
+    c = s_choose(&job, 16, 0, GX_MODE_AUTO);
+    ck_assert(c.mode == GX_MODE_REPLICA || c.mode == GX_MODE_INTER_REPLICA);
+    ck_assert_int_ge(c.replicas, 8);
+    /* A batch smaller than the machine, on a graph 4 wide: slices with
+     * inter-op inside each. */
+    job = (gxd_policy_job){.total_us = 4000,
+                           .critical_us = 1000,
+                           .n_steps = 40,
+                           .width = 4,
+                           .batch = 4,
+                           .io_bytes = 4 * 4096};
+    c = s_choose(&job, 16, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTER_REPLICA);
+    ck_assert_int_eq(c.replicas, 4);
+    ck_assert_int_eq(c.workers, 16);
+    ck_assert(c.est_us[GX_MODE_INTER_REPLICA] < c.est_us[GX_MODE_REPLICA]);
+    ck_assert(c.est_us[GX_MODE_INTER_REPLICA] < c.est_us[GX_MODE_INTER]);
+    /* An uneven batch: the largest slice sets the time. */
+    job = s_cnn(0);
+    job.batch = 3;
+    c = s_choose(&job, 2, 0, GX_MODE_REPLICA);
+    ck_assert_int_eq(c.replicas, 2);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], 4000.0 * 2 / 3 + job.io_bytes / 2 / 1e4 + 3, 1e-6);
+}
+END_TEST
+
+START_TEST(test_matmul_intra)
+{
+    gxd_policy_job job = s_matmul();
+    gxd_policy_choice c = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    ck_assert_int_eq(c.workers, 2);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_INTRA], 50000 + 3, 1e-9);
+    ck_assert(c.est_us[GX_MODE_INTER] == job.total_us); /* one step: nothing to spread */
+    ck_assert(c.est_us[GX_MODE_REPLICA] < 0);
+    c = s_choose(&job, 16, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    ck_assert_int_eq(c.workers, 16);
+    ck_assert_ptr_nonnull(strstr(c.reason, "intra(16)"));
+}
+END_TEST
+
+START_TEST(test_branches_inter)
+{
+    gxd_policy_job job = s_branches();
+    gxd_policy_choice c = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTER);
+    ck_assert_int_eq(c.workers, 2);
+    ck_assert(c.est_us[GX_MODE_INTER] < c.est_us[GX_MODE_INTRA]);
+    /* max(critical, total / 2) + 17 dispatches + one sync(2) */
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_INTER], 825 + 17 * 0.5 + 3, 1e-9);
+    c = s_choose(&job, 8, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTER);
+    ck_assert_int_eq(c.workers, 8);
+    /* More workers than branches: never more inter workers than the width. */
+    c = s_choose(&job, 64, 0, GX_MODE_INTER);
+    ck_assert_int_le(c.workers, 8);
+}
+END_TEST
+
+START_TEST(test_tiny_chain_seq)
+{
+    gxd_policy_job job = s_chain();
+    for (int w = 2; w <= 16; w *= 2) {
+        gxd_policy_choice c = s_choose(&job, w, 0, GX_MODE_AUTO);
+        ck_assert_int_eq(c.mode, GX_MODE_SEQ);
+        ck_assert_int_eq(c.workers, 1);
+        ck_assert(c.est_us[GX_MODE_INTRA] > job.total_us);
+        c = s_choose(&job, w, 50, GX_MODE_AUTO);
+        ck_assert_int_eq(c.mode, GX_MODE_REPLICA);
+        ck_assert_int_eq(c.workers, 1);
+        ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], job.total_us / w, 1e-9);
+    }
+}
+END_TEST
+
+START_TEST(test_requested)
+{
+    gxd_policy_job job = s_cnn(0);
+    for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT; k++) {
+        gxd_policy_choice c = s_choose(&job, 16, 0, (gx_mode)k);
+        ck_assert_int_eq(c.mode, k);
+        ck_assert_ptr_nonnull(strstr(c.reason, "requested"));
+        ck_assert_ptr_nonnull(strstr(c.reason, gx_mode_name((gx_mode)k)));
+        switch ((gx_mode)k) {
+        case GX_MODE_SEQ:
+        case GX_MODE_INTER: /* a chain: nothing for inter to spread */
+            ck_assert_int_eq(c.workers, 1);
+            break;
+        case GX_MODE_INTRA:
+        case GX_MODE_INTER_INTRA:
+            ck_assert_int_ge(c.workers, 2);
+            ck_assert_int_eq(c.replicas, 1);
+            break;
+        case GX_MODE_REPLICA:
+        case GX_MODE_INTER_REPLICA:
+            ck_assert_int_ge(c.replicas, 2);
+            break;
+        case GX_MODE_AUTO:
+        case GX_MODE_COUNT:
+            ck_abort();
+        }
+    }
+    /* The tiny chain: intra is worse than seq but asked for, so it runs. */
+    job = s_chain();
+    gxd_policy_choice c = s_choose(&job, 2, 0, GX_MODE_INTRA);
+    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    ck_assert_int_eq(c.workers, 2);
+    ck_assert_ptr_nonnull(strstr(c.reason, "auto: seq"));
+    /* A split the job does not allow runs as one copy. */
+    job = s_matmul();
+    c = s_choose(&job, 4, 0, GX_MODE_REPLICA);
+    ck_assert_int_eq(c.mode, GX_MODE_REPLICA);
+    ck_assert_int_eq(c.workers, 1);
+    ck_assert_int_eq(c.replicas, 1);
+    ck_assert(c.est_us[GX_MODE_REPLICA] < 0);
+    ck_assert_ptr_nonnull(strstr(c.reason, "no batch"));
+    job = s_branches();
+    job.batch = 64;
+    job.sync_steps = 1;
+    c = s_choose(&job, 4, 0, GX_MODE_INTER_REPLICA);
+    ck_assert_int_eq(c.mode, GX_MODE_INTER_REPLICA);
+    ck_assert_int_eq(c.replicas, 1);
+    ck_assert_int_eq(c.workers, s_choose(&job, 4, 0, GX_MODE_INTER).workers);
+    ck_assert_ptr_nonnull(strstr(c.reason, "sync steps"));
+    /* Out of range is auto. */
+    c = s_choose(&job, 4, 0, GX_MODE_COUNT);
+    ck_assert_int_eq(c.mode, s_choose(&job, 4, 0, GX_MODE_AUTO).mode);
+}
+END_TEST
+
+START_TEST(test_one_worker)
+{
+    gxd_policy_job jobs[] = {s_branches(), s_matmul(), s_chain(), s_cnn(0), s_cnn(2)};
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+        gxd_policy_choice c = s_choose(&jobs[i], 1, 0, GX_MODE_AUTO);
+        ck_assert_int_eq(c.mode, GX_MODE_SEQ);
+        for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT; k++) {
+            if (c.est_us[k] >= 0)
+                ck_assert(c.est_us[k] == jobs[i].total_us);
+            gxd_policy_choice r = s_choose(&jobs[i], 1, 0, (gx_mode)k);
+            ck_assert_int_eq(r.workers, 1);
+            ck_assert_int_eq(r.replicas, 1);
+        }
+    }
+    /* One worker free now, four owned: the queue still runs on all four. */
+    gxd_policy_job job = s_matmul();
+    gxd_policy_machine m = s_machine(1, 5);
+    m.workers_total = 4;
+    gxd_policy_choice c;
+    gxd_policy_choose(&job, &m, GX_MODE_AUTO, &c);
+    s_check_sane(&job, &m, &c);
+    ck_assert_int_eq(c.mode, GX_MODE_REPLICA);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], job.total_us / 4, 1e-9);
+}
+END_TEST
+
+START_TEST(test_not_applicable)
+{
+    gxd_policy_job jobs[] = {s_branches(), s_matmul(), s_cnn(2)};
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+        gxd_policy_choice c = s_choose(&jobs[i], 4, 0, GX_MODE_AUTO);
+        ck_assert(c.est_us[GX_MODE_REPLICA] < 0);
+        ck_assert(c.est_us[GX_MODE_INTER_REPLICA] < 0);
+        for (int k = GX_MODE_SEQ; k <= GX_MODE_INTER; k++)
+            ck_assert(c.est_us[k] > 0);
+        ck_assert(c.est_us[GX_MODE_INTER_INTRA] > 0);
+        ck_assert_int_ne(c.mode, GX_MODE_REPLICA);
+        ck_assert_int_ne(c.mode, GX_MODE_INTER_REPLICA);
+    }
+    /* Intra with nothing to split is applicable, at the sequential time. */
+    gxd_policy_job job = s_branches();
+    job.split_us = job.split_crit_us = 0;
+    job.n_split = 0;
+    gxd_policy_choice c = s_choose(&job, 4, 0, GX_MODE_AUTO);
+    ck_assert(c.est_us[GX_MODE_INTRA] == job.total_us);
+}
+END_TEST
+
+START_TEST(test_scaling)
+{
+    struct {
+        gxd_policy_job job;
+        size_t queued;
+    } cases[] = {{s_branches(), 0}, {s_matmul(), 0}, {s_cnn(0), 0}, {s_cnn(3), 0}, {s_chain(), 3}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gxd_policy_choice c2 = s_choose(&cases[i].job, 2, cases[i].queued, GX_MODE_AUTO);
+        gxd_policy_choice c16 = s_choose(&cases[i].job, 16, cases[i].queued, GX_MODE_AUTO);
+        /* More workers never make the chosen estimate worse. */
+        ck_assert(c16.est_us[c16.mode] <= c2.est_us[c2.mode]);
+        if (i < 4)
+            ck_assert_int_gt(c16.workers, c2.workers);
+    }
+    /* 8 branches on 16 workers: all 8 branches at once, the spare workers
+     * splitting the Gemms. */
+    gxd_policy_job job = s_branches();
+    gxd_policy_choice c = s_choose(&job, 16, 0, GX_MODE_AUTO);
+    ck_assert(c.mode == GX_MODE_INTER || c.mode == GX_MODE_INTER_INTRA);
+    ck_assert_int_ge(c.workers, 8);
+    /* The queued replicas fill the machine: 3 queued on 16 workers is 4
+     * jobs at once, on 2 workers 2. */
+    job = s_chain();
+    ck_assert_double_eq_tol(s_choose(&job, 16, 3, GX_MODE_AUTO).est_us[GX_MODE_REPLICA], 25, 1e-9);
+    ck_assert_double_eq_tol(s_choose(&job, 2, 3, GX_MODE_AUTO).est_us[GX_MODE_REPLICA], 50, 1e-9);
+    /* The largest team the interface allows. */
+    job = s_matmul();
+    c = s_choose(&job, GXD_MAX_TEAM, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    ck_assert_int_gt(c.workers, 16);
+    ck_assert_int_le(c.workers, GXD_MAX_TEAM);
+}
+END_TEST
+
+START_TEST(test_tolerance)
+{
+    /* Two heavy steps on two branches, 4 workers: inter+intra(4) is the
+     * smallest, intra(4) within 3% on as many workers: the simpler wins. */
+    gxd_policy_job job = {.total_us = 1000,
+                          .critical_us = 500,
+                          .split_us = 1000,
+                          .split_crit_us = 500,
+                          .n_steps = 2,
+                          .n_split = 2,
+                          .width = 2};
+    gxd_policy_choice c = s_choose(&job, 4, 0, GX_MODE_AUTO);
+    ck_assert(c.est_us[GX_MODE_INTER_INTRA] < c.est_us[GX_MODE_INTRA]);
+    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    ck_assert_int_eq(c.workers, 4);
+    ck_assert_ptr_nonnull(strstr(c.reason, "within 3%"));
+    ck_assert_ptr_nonnull(strstr(c.reason, "simpler"));
+    /* intra(4) beats the queued replicas by 2%: one worker per job wins. */
+    job = (gxd_policy_job){.total_us = 1000,
+                           .critical_us = 1000,
+                           .split_us = 1000,
+                           .split_crit_us = 1000,
+                           .n_steps = 17,
+                           .n_split = 17,
+                           .width = 1};
+    c = s_choose(&job, 4, 2, GX_MODE_AUTO);
+    ck_assert(c.est_us[GX_MODE_INTRA] < c.est_us[GX_MODE_REPLICA]);
+    ck_assert(c.est_us[GX_MODE_REPLICA] <= c.est_us[GX_MODE_INTRA] * 1.03);
+    ck_assert_int_eq(c.mode, GX_MODE_REPLICA);
+    ck_assert_int_eq(c.workers, 1);
+    ck_assert_ptr_nonnull(strstr(c.reason, "fewer workers"));
+}
+END_TEST
+
+START_TEST(test_hostile_inputs)
+{
+    /* Garbage in: no crash, sane choices, every reason fits. */
+    gxd_policy_job job = {.total_us = NAN,
+                          .critical_us = -5,
+                          .split_us = INFINITY,
+                          .n_steps = 3,
+                          .n_split = 99,
+                          .width = -2,
+                          .batch = -7,
+                          .io_bytes = -1};
+    gxd_policy_machine m = {.workers = 0, .workers_total = 0, .queued = (size_t)-1, .sync_us = NULL};
+    gxd_policy_choice c;
+    for (int k = 0; k <= GX_MODE_COUNT; k++) {
+        gxd_policy_choose(&job, &m, (gx_mode)k, &c);
+        ck_assert_int_eq(c.workers, 1);
+        ck_assert_int_eq(c.replicas, 1);
+        ck_assert_uint_gt(strlen(c.reason), 0);
+        for (int i = GX_MODE_SEQ; i < GX_MODE_COUNT; i++)
+            ck_assert(!isnan(c.est_us[i]));
+    }
+    /* Every case, machine size, queue and request. */
+    gxd_policy_job huge = s_cnn(0);
+    huge.batch = LLONG_MAX;
+    gxd_policy_job jobs[] = {s_branches(), s_matmul(), s_chain(), s_cnn(0), s_cnn(4), huge};
+    int ws[] = {1, 2, 3, 16, 255, GXD_MAX_TEAM};
+    size_t qs[] = {0, 1, 1000000};
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++)
+        for (size_t w = 0; w < sizeof ws / sizeof ws[0]; w++)
+            for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++)
+                for (int k = GX_MODE_AUTO; k < GX_MODE_COUNT; k++)
+                    s_choose(&jobs[i], ws[w], qs[q], (gx_mode)k);
+}
+END_TEST
+
+Suite *policy_suite(void)
+{
+    Suite *s = suite_create("policy");
+    TCase *tc = tcase_create("choose");
+    tcase_add_unchecked_fixture(tc, s_setup, NULL);
+    tcase_add_test(tc, test_rule1_queue_replica);
+    tcase_add_test(tc, test_rule2_sync_no_split);
+    tcase_add_test(tc, test_rule3_batch_split);
+    tcase_add_test(tc, test_matmul_intra);
+    tcase_add_test(tc, test_branches_inter);
+    tcase_add_test(tc, test_tiny_chain_seq);
+    tcase_add_test(tc, test_requested);
+    tcase_add_test(tc, test_one_worker);
+    tcase_add_test(tc, test_not_applicable);
+    tcase_add_test(tc, test_scaling);
+    tcase_add_test(tc, test_tolerance);
+    tcase_add_test(tc, test_hostile_inputs);
+    suite_add_tcase(s, tc);
+    return s;
+}
