@@ -385,15 +385,15 @@ typedef struct s_case {
 
 static const s_case s_cases[] = {
     {'a', "chain200 x64", S_PIPELINE, s_graph_chain, s_input_chain, 0, 0,
-     {5, 1}, {0, 0}, {0.5, 0.1}, {500, 100}},
+     {10, 2}, {0, 0}, {0.25, 0.05}, {500, 100}},
     {'b', "8 branches", S_LATENCY, s_graph_branches, s_input_branches,
-     S_BRANCHES * 2.0 * 64 * 256 * 256, 0, {3, 2}, {100, 10}, {0.3, 0.05}, {10, 2}},
+     S_BRANCHES * 2.0 * 64 * 256 * 256, 0, {10, 2}, {30, 5}, {0.1, 0.05}, {10, 2}},
     {'c', "matmul 1024", S_LATENCY, s_graph_matmul, s_input_matmul,
-     2.0 * S_MM * S_MM * S_MM, 0, {3, 1}, {10, 3}, {1.0, 0.2}, {2, 1}},
+     2.0 * S_MM * S_MM * S_MM, 0, {10, 1}, {3, 3}, {0.3, 0.2}, {2, 1}},
     {'d', "cnn b32", S_LATENCY, s_graph_cnn, s_input_cnn, 0, S_CNN_BATCH,
-     {3, 2}, {40, 5}, {0.5, 0.05}, {5, 1}},
+     {10, 2}, {12, 3}, {0.1, 0.05}, {5, 1}},
     {'e', "4 procs chain", S_PROCESSES, s_graph_chain, s_input_chain, 0, 0,
-     {5, 1}, {0, 0}, {0.5, 0.15}, {500, 100}},
+     {10, 2}, {0, 0}, {0.25, 0.1}, {500, 100}},
 };
 #define S_NCASES (sizeof s_cases / sizeof s_cases[0])
 
@@ -483,9 +483,11 @@ typedef struct s_cell {
     size_t n_wall;
     double wall_sum;
     /* S_PIPELINE / S_PROCESSES: jobs/s of each rep */
-    double rate[8];
+    double rate[16];
     int n_rate;
     s_tally tally;
+    gx_run_info last; /* the latest reply this process received */
+    bool have_last;
     /* the first output against seq's */
     bool checked, identical;
     double maxdiff;
@@ -526,6 +528,8 @@ static int s_run(gx_client *c, const gx_request *rq, s_cell *cell, gx_result **o
         gx_result_destroy(&r);
         return rc;
     }
+    cell->last = *gx_result_info(r);
+    cell->have_last = true;
     if (out)
         *out = r;
     else
@@ -585,6 +589,8 @@ static int s_pipeline(gx_client *c, const gx_request *rq, int depth, long max_jo
             break;
         }
         s_tally_info(tally, gx_result_info(r));
+        cell->last = *gx_result_info(r);
+        cell->have_last = true;
         gx_result_destroy(&r);
         gx_job_destroy(&ring[k]);
         received++;
@@ -893,7 +899,7 @@ static void s_check_str(const s_cell *cell, char *buf, size_t len)
         snprintf(buf, len, "%.1e", cell->maxdiff);
 }
 
-#define S_ROW_FMT "%-16s %-14s %-66s %6s %6s %8s  %s\n"
+#define S_ROW_FMT "%-16s %-14s %-62s %6s %6s %8s  %s\n"
 
 /* What a case's summary line needs. */
 typedef struct s_summary {
@@ -902,6 +908,8 @@ typedef struct s_summary {
     bool have_auto, have_best;
     double auto_vs_best, best_vs_seq;
     gx_mode best;
+    bool have_info;
+    gx_run_info auto_info; /* auto's latest reply */
 } s_summary;
 
 static void s_run_case(const s_case *cs, bool quick, gx_client *c, const char *endpoint,
@@ -931,7 +939,7 @@ static void s_run_case(const s_case *cs, bool quick, gx_client *c, const char *e
         gx_request_add_input(rq[i], "x", x);
         gx_request_set_mode(rq[i], s_order[i]);
     }
-    fprintf(stderr, "bench_modes: case %c (%s): warming up", cs->key, cs->name);
+    fprintf(stderr, "bench_modes: case %c (%s): warming up; reps:", cs->key, cs->name);
     gx_tensor *ref = NULL;
     for (size_t i = 0; i < S_NMODES; i++)
         s_warmup(cs, q, c, rq[i], &cells[i], &ref);
@@ -947,7 +955,7 @@ static void s_run_case(const s_case *cs, bool quick, gx_client *c, const char *e
     /* round-robin, each rep starting one mode later, so that no mode
      * always follows the same one */
     for (int rep = 0; rep < cs->reps[q]; rep++) {
-        fprintf(stderr, ", rep %d", rep + 1);
+        fprintf(stderr, " %d", rep + 1);
         for (size_t j = 0; j < S_NMODES; j++) {
             size_t i = (j + (size_t)rep) % S_NMODES;
             if (cells[i].rc == GX_OK)
@@ -1001,6 +1009,8 @@ static void s_run_case(const s_case *cs, bool quick, gx_client *c, const char *e
             sum->auto_vs_best = au->score / best->score;
         }
     }
+    sum->have_info = au->rc == GX_OK && au->have_last;
+    sum->auto_info = au->last;
     for (size_t i = 0; i < S_NMODES; i++) {
         free(cells[i].wall);
         free(cells[i].comp);
@@ -1008,6 +1018,30 @@ static void s_run_case(const s_case *cs, bool quick, gx_client *c, const char *e
     }
     gx_tensor_destroy(&ref);
     gx_tensor_destroy(&x);
+}
+
+/* "c auto: seq w1 r1: <reason>; estimates: seq 1.2 ms, intra n/a, ..." */
+static void s_print_choice(const s_summary *s)
+{
+    const gx_run_info *in = &s->auto_info;
+    printf("%c auto: %s w%d r%d: %s; estimates:", s->key, in->mode, in->workers, in->replicas,
+           in->reason);
+    bool any = false;
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        any |= in->est_us[m] != 0;
+    if (!any) {
+        printf(" none reported\n");
+        return;
+    }
+    for (int m = 0; m < GX_MODE_COUNT; m++) {
+        if (m == GX_MODE_AUTO)
+            continue;
+        if (in->est_us[m] < 0)
+            printf(" %s n/a", gx_mode_name((gx_mode)m));
+        else
+            printf(" %s %.3f ms", gx_mode_name((gx_mode)m), in->est_us[m] * 1e-3);
+        printf(m + 1 < GX_MODE_COUNT ? "," : "\n");
+    }
 }
 
 /* ---- main ---- */
@@ -1109,11 +1143,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_modes: %s\n", err);
         return 1;
     }
-    gx_client_set_timeout(c, S_WAIT_MS);
+    gx_client_set_timeout(c, 5000); /* a daemon that is there answers STATS at once */
     char *json = NULL;
     int rc = gx_client_stats(c, &json);
     if (rc < 0)
         s_die("STATS", rc, c);
+    gx_client_set_timeout(c, S_WAIT_MS);
     char version[64], workers[32], topo[256];
     s_stat(json, "version", version, sizeof version);
     s_stat(json, "workers", workers, sizeof workers);
@@ -1149,6 +1184,10 @@ int main(int argc, char **argv)
                    s->key, s->name, 100.0 * s->auto_vs_best, gx_mode_name(s->best),
                    s->best_vs_seq);
     }
+    printf("\n# auto's latest choice per case, as the daemon explained it\n");
+    for (size_t i = 0; i < n_sums; i++)
+        if (sums[i].have_info)
+            s_print_choice(&sums[i]);
 
     gx_client_destroy(&c);
     if (!o.socket)
