@@ -488,8 +488,8 @@ typedef struct s_cell {
     s_tally tally;
     gx_run_info last; /* the latest reply this process received */
     bool have_last;
-    /* the first output against seq's */
-    bool checked, identical;
+    /* the first output against seq's (the reference: seq's own) */
+    bool checked, identical, is_ref;
     double maxdiff;
     /* derived once measured: higher is better */
     double score;
@@ -547,7 +547,7 @@ static void s_check(s_cell *cell, const gx_result *r, gx_tensor **ref)
     if (!*ref) {
         *ref = gx_tensor_new_copy(GX_F32, gx_tensor_ndim(y), gx_tensor_shape(y),
                                   gx_tensor_cdata(y), gx_tensor_nbytes(y));
-        cell->checked = cell->identical = *ref != NULL;
+        cell->is_ref = *ref != NULL;
         return;
     }
     cell->checked = true;
@@ -888,10 +888,12 @@ static void s_figures(const s_case *cs, s_cell *cell, char *fig, size_t len)
 }
 
 /* The first output against seq's: "=" bit-identical, else the largest
- * absolute difference. */
+ * absolute difference; "ref" for the reference itself. */
 static void s_check_str(const s_cell *cell, char *buf, size_t len)
 {
-    if (!cell->checked)
+    if (cell->is_ref)
+        snprintf(buf, len, "ref");
+    else if (!cell->checked)
         snprintf(buf, len, "-");
     else if (cell->identical)
         snprintf(buf, len, "=");
@@ -945,8 +947,7 @@ static void s_run_case(const s_case *cs, bool quick, gx_client *c, const char *e
         s_warmup(cs, q, c, rq[i], &cells[i], &ref);
 
     s_proc procs[S_PROCS] = {0};
-    bool procs_ok = true;
-    if (cs->kind == S_PROCESSES && !(procs_ok = s_procs_start(procs, endpoint, &id)))
+    if (cs->kind == S_PROCESSES && !s_procs_start(procs, endpoint, &id))
         for (size_t i = 0; i < S_NMODES; i++)
             if (cells[i].rc == GX_OK) {
                 cells[i].rc = GX_EIO;
@@ -1160,7 +1161,7 @@ int main(int argc, char **argv)
            o.quick ? "; --quick (rough figures)" : "");
     printf("# x seq, x best: speed relative to seq and to the best fixed mode (> 1 is faster;\n"
            "#   latency cases compare median round trips); check: first output vs seq's\n"
-           "#   (= bit-identical, else max |diff|); ran as: mode, workers, replicas the daemon "
+           "#   (ref: seq itself; = bit-identical, else max |diff|); ran as: mode, workers, replicas the daemon "
            "reported\n");
     printf(S_ROW_FMT, "# case", "mode", "figure", "x seq", "x best", "check", "ran as");
     fflush(stdout);
