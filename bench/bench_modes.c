@@ -43,7 +43,7 @@
 #define S_PROCS 4        /* case e: client processes */
 #define S_PROC_DEPTH 16  /* case e: jobs in flight per process */
 #define S_CHAIN_DEPTH 64 /* case a: jobs in flight */
-#define S_WAIT_MS 120000 /* longest wait for one reply */
+#define S_WAIT_MS 60000  /* longest wait for one reply */
 
 typedef struct s_opts {
     const char *socket; /* NULL: start a daemon */
@@ -568,7 +568,8 @@ static void s_check(s_cell *cell, const gx_result *r, gx_tensor **ref)
 /* Keep `depth` jobs of rq in flight until max_jobs replies have come or
  * end_us has passed. *done: replies counted, *secs: the time they took;
  * replies after end_us are waited for but not counted. GX_OK, or the first
- * failure (with cell->rc / msg set). */
+ * failure (with cell->rc / msg set; a reply not come within S_WAIT_MS is
+ * one). */
 static int s_pipeline(gx_client *c, const gx_request *rq, int depth, long max_jobs, double end_us,
                       s_tally *tally, s_cell *cell, long *done, double *secs)
 {
@@ -604,11 +605,15 @@ static int s_pipeline(gx_client *c, const gx_request *rq, int depth, long max_jo
     }
     *secs = (s_now_us() - t0) * 1e-6;
     *done = received;
-    for (int i = 0; i < depth; i++) { /* what is still in flight, uncounted */
+    /* what is still in flight, uncounted: waited for, so that the next
+     * measurement starts on an idle daemon; after a failure (a reply that
+     * never came, say) only forgotten */
+    for (int i = 0; i < depth; i++) {
         if (!ring[i])
             continue;
         gx_result *r = NULL;
-        gx_job_wait(ring[i], S_WAIT_MS, &r);
+        if (rc == GX_OK)
+            gx_job_wait(ring[i], S_WAIT_MS, &r);
         gx_result_destroy(&r);
         gx_job_destroy(&ring[i]);
     }
