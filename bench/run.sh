@@ -1,26 +1,49 @@
 #!/bin/sh
 # Build and run every benchmark in bench/, printing all figures in one run.
 #
-#     bench/run.sh [BUILD_DIR] [-- BENCH_LATENCY_ARGS...]
+#     bench/run.sh [BUILD_DIR] [--quick] [--socket EP] [-- BENCH_LATENCY_ARGS...]
 #
 # BUILD_DIR is a configured build tree (default: build/ next to bench/).
+# --quick and --socket EP go to the benchmarks that talk to gexecd
+# (bench_latency, bench_modes): short runs, and a running daemon instead of
+# one each starts from BUILD_DIR on a temporary ipc socket.
 # bench_matmul runs with OpenBLAS's own choice of kernels (OPENBLAS_CORETYPE
 # unset), with OPENBLAS_CORETYPE=SkylakeX (AVX-512 CPUs only), and with the
 # environment's OPENBLAS_CORETYPE if it sets another one, each with OpenBLAS's
 # default threads and with one thread (",1thr": how gexecd's workers run it);
 # the figures are printed side by side. Every other bench/bench_*.c runs
-# once; arguments after `--` go to bench_latency (e.g. -- --quick,
-# -- --socket ipc:///...).
+# once; arguments after `--` go to bench_latency alone (e.g. -- --runs 100).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 build=$here/../build
-if [ $# -gt 0 ] && [ "$1" != "--" ]; then
-    build=$1
+# --quick and --socket, for every benchmark that talks to gexecd
+quick=
+socket=
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+    case $1 in
+    --quick) quick=--quick ;;
+    --socket)
+        [ $# -ge 2 ] || { echo "run.sh: --socket needs an endpoint" >&2; exit 2; }
+        socket=$2
+        shift
+        ;;
+    -*) echo "run.sh: unknown option $1 (usage: run.sh [BUILD_DIR] [--quick] [--socket EP] [-- BENCH_LATENCY_ARGS...])" >&2; exit 2 ;;
+    *) build=$1 ;;
+    esac
     shift
-fi
+done
 [ $# -gt 0 ] && [ "$1" = "--" ] && shift
 build=$(cd "$build" && pwd)
+
+# daemon_bench NAME [ARGS...]: build/bench/NAME with --quick and --socket
+# when given, then ARGS
+daemon_bench() {
+    prog=$build/bench/$1
+    shift
+    # shellcheck disable=SC2086 # $quick is empty or one word
+    "$prog" $quick ${socket:+--socket "$socket"} "$@"
+}
 
 benches=
 for src in "$here"/bench_*.c; do
@@ -101,7 +124,11 @@ for b in $benches; do
         ;;
     bench_latency)
         echo "== bench_latency (through gexecd)"
-        "$build/bench/bench_latency" "$@"
+        daemon_bench bench_latency "$@"
+        ;;
+    bench_modes)
+        echo "== bench_modes (every parallel mode and auto, through gexecd)"
+        daemon_bench bench_modes
         ;;
     *)
         echo "== $b"
