@@ -85,8 +85,9 @@ static void s_normalise(const gxd_policy_job *job, const gxd_policy_machine *m, 
 }
 
 /* The estimate of mode on r slices of wi workers each (policy.h's
- * formulas); r * wi == 1 is the sequential time for every mode. */
-static double s_estimate(const s_job *j, gx_mode mode, int r, int wi)
+ * formulas), without forming the team; r * wi == 1 is the sequential time
+ * for every mode. */
+static double s_estimate_run(const s_job *j, gx_mode mode, int r, int wi)
 {
     const gxd_policy_machine *m = j->m;
     int w = r * wi;
@@ -125,6 +126,13 @@ static double s_estimate(const s_job *j, gx_mode mode, int r, int wi)
         break;
     }
     return j->total;
+}
+
+/* The estimate with the team formed: waking r * wi - 1 idle workers. */
+static double s_estimate(const s_job *j, gx_mode mode, int r, int wi)
+{
+    double join = r * wi > 1 ? s_pos(j->m->join_us) : 0;
+    return s_estimate_run(j, mode, r, wi) + join;
 }
 
 /* Two configurations' order when their estimates are within S_TOL: fewer

@@ -32,6 +32,9 @@
  *                    max(critical * s, total * s / wi) + n_steps * dispatch
  *                    + copy(io_bytes / r) + sync(r * wi)
  *
+ * Every mode on w > 1 workers also pays join_us once, for waking the idle
+ * workers that form its team.
+ *
  * Every estimate is in one unit, µs per job: the modes other than a queued
  * replica hold their workers for this job, so their time per job is their
  * estimate. For each mode the team (w, or r and wi) minimising its estimate
@@ -101,6 +104,7 @@ typedef struct gxd_policy_machine {
      * entries beyond workers_total are unused. NULL: syncs cost nothing. */
     const double *sync_us;
     double dispatch_us; /* handing one ready step to another worker */
+    double join_us;     /* forming a team: waking idle workers, once per job */
     double copy_gbps;   /* memory copy rate, for the slices of a split (<= 0: not charged) */
 } gxd_policy_machine;
 

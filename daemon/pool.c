@@ -34,7 +34,7 @@ struct gxd_pool {
     int team_max; /* largest team: n, at most GXD_MAX_TEAM */
     /* measured at start (s_calibrate): see gxd_policy_machine */
     double sync_us[GXD_MAX_TEAM + 1];
-    double dispatch_us, copy_gbps;
+    double dispatch_us, join_us, copy_gbps;
 };
 
 /* A step is worth splitting when it takes this many times the sync. */
@@ -288,6 +288,7 @@ static void s_run(gxd_worker *w, gxd_job *j, gxd_plan *plan, const gx_view *inpu
                             .queued = gxd_queue_len(&ctx->queue),
                             .sync_us = p->sync_us,
                             .dispatch_us = p->dispatch_us,
+                            .join_us = p->join_us,
                             .copy_gbps = p->copy_gbps};
     gxd_policy_choice c;
     gxd_policy_choose(&pj, &m, j->mode, &c);
@@ -409,6 +410,16 @@ static void *s_worker_main(void *arg)
     return NULL;
 }
 
+static double s_median(double *t, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort */
+        for (int k = i; k > 0 && t[k] < t[k - 1]; k--) {
+            double v = t[k];
+            t[k] = t[k - 1], t[k - 1] = v;
+        }
+    return t[n / 2];
+}
+
 /* Median time in us of `reps` runs of plan with cfg (the caller leads). */
 static double s_time_plan(gxd_pool *p, const gxd_plan *plan, void *arena, const gxd_par_cfg *cfg,
                           const gx_view *in, int reps)
@@ -430,12 +441,20 @@ static double s_time_plan(gxd_pool *p, const gxd_plan *plan, void *arena, const 
         t[i] = (double)(gxd_now_ns() - t0) / 1000.0;
         gxd_frame_fini(&f);
     }
-    for (int i = 1; i < reps; i++) /* insertion sort */
-        for (int k = i; k > 0 && t[k] < t[k - 1]; k--) {
-            double x = t[k];
-            t[k] = t[k - 1], t[k - 1] = x;
-        }
-    return t[reps / 2];
+    return s_median(t, reps);
+}
+
+/* Calibration of the team's wake-up: the leader waits for one helper. */
+static void s_join_probe(void *arg, int member)
+{
+    atomic_int *joined = arg;
+    if (member > 0) {
+        atomic_fetch_add(joined, 1);
+        return;
+    }
+    int64_t until = gxd_now_ns() + 20 * 1000 * 1000;
+    while (!atomic_load(joined) && gxd_now_ns() < until)
+        ;
 }
 
 /* Measure what the policy needs to know of this machine: the cost of one
@@ -447,6 +466,7 @@ static void s_calibrate(gxd_pool *p)
 {
     enum { K = 32, N = 64 };
     p->dispatch_us = 1.0;
+    p->join_us = 20.0;
     p->copy_gbps = 5.0;
     for (int w = 2; w <= p->team_max; w++)
         p->sync_us[w] = 2.0 * w;
@@ -485,6 +505,19 @@ static void s_calibrate(gxd_pool *p)
     gxd_plan_destroy(&plan);
     gx_graph_destroy(&g);
 
+    if (p->team_max > 1) {
+        double t[5];
+        for (int i = 0; i < 5; i++) {
+            atomic_int joined = 0;
+            struct timespec nap = {0, 2 * 1000 * 1000}; /* let the workers fall asleep */
+            nanosleep(&nap, NULL);
+            int64_t t0 = gxd_now_ns();
+            gxd_team_run(&p->team, 1, s_join_probe, &joined);
+            t[i] = (double)(gxd_now_ns() - t0) / 1000.0;
+        }
+        p->join_us = s_median(t, 5);
+    }
+
     size_t bytes = 8u << 20;
     char *a = malloc(bytes), *b = malloc(bytes);
     if (a && b) {
@@ -504,8 +537,9 @@ static void s_calibrate(gxd_pool *p)
     int at = snprintf(line, sizeof line, "team sync (us):");
     for (int w = 2; w <= p->team_max && w <= 16 && at < (int)sizeof line; w++)
         at += snprintf(line + at, sizeof line - (size_t)at, " %d:%.2f", w, p->sync_us[w]);
-    GXD_LOG(&p->ctx->log, GXD_LOG_INFO, "%s; step hand-over %.2f us; memory copy %.1f GB/s",
-            line, p->dispatch_us, p->copy_gbps);
+    GXD_LOG(&p->ctx->log, GXD_LOG_INFO,
+            "%s; step hand-over %.2f us; waking a team %.1f us; memory copy %.1f GB/s", line,
+            p->dispatch_us, p->join_us, p->copy_gbps);
 }
 
 int gxd_pool_start(gxd_ctx *ctx, gxd_pool **out, char *err, size_t errlen)
