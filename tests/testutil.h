@@ -28,6 +28,7 @@ Suite *ops_rnn_suite(void);
 Suite *ops_signal_suite(void);
 Suite *ops_vision_suite(void);
 Suite *control_suite(void);
+Suite *batch_suite(void);
 Suite *memplan_suite(void);
 Suite *queue_suite(void);
 Suite *config_suite(void);
