@@ -666,6 +666,20 @@ START_TEST(test_plan_reasons)
     gxd_plan_destroy(&p);
     gx_graph_destroy(&g);
 
+    /* a step whose shapes are known only at run time */
+    g = gx_graph_new("dynamic");
+    s_input(g, "x", GX_F32, 2, (int64_t[]){1, 4});
+    s_node(g, "NonZero", "nz", NAMES("x"), NAMES("y"));
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    in[0] = s_shape_view(GX_F32, SHAPE(1, 4), 6);
+    p = s_compile(g, in);
+    ck_assert_int_eq(p->batch, 0);
+    ck_assert_uint_eq(p->sync_steps, 0);
+    ck_assert_str_eq(p->batch_why,
+                     "node 'nz' (NonZero) has a batched input and shapes known only at run time");
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&g);
+
     /* no input with an axis 0 */
     g = gx_graph_new("scalar");
     ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 0, NULL), GX_OK);
