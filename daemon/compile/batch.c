@@ -30,32 +30,29 @@ static void s_why(gxd_plan *p, bool *first, const char *what, const gxd_step *s)
 }
 
 /* Step s has a batched input: does it keep samples apart? Marks its
- * outputs in batched[]. Returns false, with the reason recorded, when the
- * plan cannot be split because of it. */
-static bool s_step(gxd_plan *p, const gxd_step *s, int64_t B, bool *batched, bool *first)
+ * outputs in batched[]; when the plan cannot be split because of s,
+ * records the reason (if it is the first) and counts s if it is
+ * synchronous. */
+static void s_step(gxd_plan *p, const gxd_step *s, int64_t B, bool *batched, bool *first)
 {
     gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
     bool in_b[GX_MAX_OP_INPUTS], out_b[GX_MAX_OP_INPUTS];
     const gx_op_schema *sc = gx_op_schema_get(s->op);
     if (s->dynamic) {
         s_why(p, first, "has a batched input and shapes known only at run time", s);
-        return false;
+        return;
     }
     if (sc->flags & GX_OPF_CONTROL) {
         s_why(p, first, "runs subgraphs on a batched input", s);
-        return false;
+        return;
     }
     if (s->n_formal > GX_MAX_OP_INPUTS || s->n_out > GX_MAX_OP_INPUTS) {
         s_why(p, first, "has too many inputs or outputs to analyse", s);
-        return false;
+        return;
     }
     for (int k = 0; k < s->n_formal; k++) {
         in_b[k] = s->in[k] >= 0 && batched[s->in[k]];
-        if (s->in[k] >= 0) {
-            in[k] = p->values[s->in[k]].view;
-        } else {
-            in[k] = (gx_view){.ndim = -1};
-        }
+        in[k] = s->in[k] >= 0 ? p->values[s->in[k]].view : (gx_view){.ndim = -1};
     }
     for (int k = 0; k < s->n_out; k++)
         out[k] = p->values[s->out[k]].view;
@@ -68,12 +65,12 @@ static bool s_step(gxd_plan *p, const gxd_step *s, int64_t B, bool *batched, boo
     if (sep && !(s->folded && any_out)) {
         for (int k = 0; k < s->n_out; k++)
             batched[s->out[k]] = out_b[k];
-        return true;
+        return;
     }
     if (sc->flags & GX_OPF_READS_SHAPES) {
         /* Shape, Size: a number that changes with the slice */
         s_why(p, first, "reads the batch size", s);
-        return false;
+        return;
     }
     /* A synchronous step: its outputs carry the batch again if their axis
      * 0 has its size, so that the steps after it are judged too. */
@@ -81,7 +78,6 @@ static bool s_step(gxd_plan *p, const gxd_step *s, int64_t B, bool *batched, boo
     s_why(p, first, "mixes samples", s);
     for (int k = 0; k < s->n_out; k++)
         batched[s->out[k]] = out[k].ndim >= 1 && out[k].shape[0] == B;
-    return false;
 }
 
 void gxd_plan_batch(gxd_plan *p)
