@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "ops/batch.h"
 #include "ops/conv.h"
 
 /* Largest kernel size, stride, dilation or pad accepted: with it, a dilated
@@ -439,6 +440,7 @@ const gx_op_schema gx_schema_CONV = {
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_conv_attrs, .n_attrs = GX_CONV_NATTRS,
     .infer = s_infer_conv, .cost = s_cost_conv, .scratch = s_scratch_conv,
+    .batch = gx_batch_samplewise,
 };
 
 /* ---- ConvInteger ---- */
@@ -488,7 +490,7 @@ static int s_infer_convinteger(gx_infer *ic)
 const gx_op_schema gx_schema_CONVINTEGER = {
     .min_in = 2, .max_in = 4, .min_out = 1, .max_out = 1,
     .attrs = s_conv_attrs, .n_attrs = GX_CONV_NATTRS,
-    .infer = s_infer_convinteger, .cost = s_cost_conv,
+    .infer = s_infer_convinteger, .cost = s_cost_conv, .batch = gx_batch_samplewise,
 };
 
 /* ---- ConvTranspose ---- */
@@ -551,7 +553,7 @@ const gx_op_schema gx_schema_CONVTRANSPOSE = {
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_convtranspose_attrs, .n_attrs = GX_CONVTRANSPOSE_NATTRS,
     .infer = s_infer_convtranspose, .cost = s_cost_convtranspose,
-    .scratch = s_scratch_convtranspose,
+    .scratch = s_scratch_convtranspose, .batch = gx_batch_samplewise,
 };
 
 /* ---- windowed pools ---- */
@@ -618,10 +620,17 @@ static int s_infer_maxpool(gx_infer *ic)
     return GX_OK;
 }
 
+/* Indices are flat offsets into the whole X, the batch axis included: a
+ * slice's would count from its own first sample. */
+static bool s_batch_maxpool(const gx_batch_ctx *bc)
+{
+    return !(bc->n_out > 1 && bc->out[1].ndim >= 0) && gx_batch_samplewise(bc);
+}
+
 const gx_op_schema gx_schema_MAXPOOL = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 2,
     .attrs = s_maxpool_attrs, .n_attrs = GX_MAXPOOL_NATTRS,
-    .infer = s_infer_maxpool, .cost = s_cost_pool,
+    .infer = s_infer_maxpool, .cost = s_cost_pool, .batch = s_batch_maxpool,
 };
 
 static const gx_attr_spec s_averagepool_attrs[] = {
@@ -650,7 +659,7 @@ static int s_infer_averagepool(gx_infer *ic)
 const gx_op_schema gx_schema_AVERAGEPOOL = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_averagepool_attrs, .n_attrs = GX_AVERAGEPOOL_NATTRS,
-    .infer = s_infer_averagepool, .cost = s_cost_pool,
+    .infer = s_infer_averagepool, .cost = s_cost_pool, .batch = gx_batch_samplewise,
 };
 
 static const gx_attr_spec s_lppool_attrs[] = {
@@ -680,7 +689,7 @@ static int s_infer_lppool(gx_infer *ic)
 const gx_op_schema gx_schema_LPPOOL = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_lppool_attrs, .n_attrs = GX_LPPOOL_NATTRS,
-    .infer = s_infer_lppool, .cost = s_cost_pool,
+    .infer = s_infer_lppool, .cost = s_cost_pool, .batch = gx_batch_samplewise,
 };
 
 /* ---- global pools ---- */
@@ -734,18 +743,19 @@ static gx_cost s_cost_global(const gx_infer *ic)
 
 const gx_op_schema gx_schema_GLOBALMAXPOOL = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .infer = s_infer_globalmaxpool, .cost = s_cost_global,
+    .infer = s_infer_globalmaxpool, .cost = s_cost_global, .batch = gx_batch_samplewise,
 };
 
 const gx_op_schema gx_schema_GLOBALAVERAGEPOOL = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .infer = s_infer_globalaveragepool, .cost = s_cost_global,
+    .batch = gx_batch_samplewise,
 };
 
 const gx_op_schema gx_schema_GLOBALLPPOOL = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_globallppool_attrs, .n_attrs = GX_GLOBALLPPOOL_NATTRS,
-    .infer = s_infer_globallppool, .cost = s_cost_global,
+    .infer = s_infer_globallppool, .cost = s_cost_global, .batch = gx_batch_samplewise,
 };
 
 /* ---- MaxUnpool ---- */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/batch.h"
 #include "ops/schema.h"
 
 #define S_FLOATS (GX_DT_BIT(GX_F32) | GX_DT_BIT(GX_F64))
@@ -124,9 +125,33 @@ static gx_cost s_cost_matmul(const gx_infer *ic)
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
+/* The batch may be A's rows (A [N, K] times an unbatched B of rank <= 2)
+ * or the leading broadcast dim of the output, carried by A, B or both at
+ * the output's rank >= 3; an unbatched operand of that rank must have dim 0
+ * of 1. Anything else (a batched B [N, P] contracts over the batch) mixes. */
+static bool s_batch_matmul(const gx_batch_ctx *bc)
+{
+    const gx_view *a = &bc->in[0], *b = &bc->in[1], *y = &bc->out[0];
+    const bool ba = gx_batch_in(bc, 0), bb = gx_batch_in(bc, 1);
+    const int r = y->ndim;
+    if (bc->n_in != 2 || bc->n_out != 1 || a->ndim < 1 || b->ndim < 1 || r < 1)
+        return false;
+    if (ba && !((a->ndim == 2 && b->ndim <= 2 && !bb) || (a->ndim >= 3 && a->ndim == r)))
+        return false;
+    if (bb && !(b->ndim >= 3 && b->ndim == r))
+        return false;
+    if ((!ba && r >= 3 && a->ndim == r && a->shape[0] != 1) ||
+        (!bb && r >= 3 && b->ndim == r && b->shape[0] != 1))
+        return false;
+    if (y->shape[0] != (ba ? a : b)->shape[0])
+        return false;
+    bc->out_batched[0] = true;
+    return true;
+}
+
 const gx_op_schema gx_schema_MATMUL = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
-    .infer = s_infer_matmul, .cost = s_cost_matmul,
+    .infer = s_infer_matmul, .cost = s_cost_matmul, .batch = s_batch_matmul,
 };
 
 static const gx_attr_spec s_gemm_attrs[] = {
@@ -206,10 +231,21 @@ static gx_cost s_cost_gemm(const gx_infer *ic)
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
+/* The batch is A's rows (transA=0): B and C unbatched, and C, if it has
+ * rows, a single one broadcast to all (a C [M, N] adds its own row i to
+ * sample i). */
+static bool s_batch_gemm(const gx_batch_ctx *bc)
+{
+    if (bc->attr[GX_GEMM_TRANSA].i != 0 || !gx_batch_samplewise(bc))
+        return false;
+    const gx_view *c = &bc->in[2];
+    return !(bc->n_in > 2 && c->ndim == 2 && c->shape[0] != 1);
+}
+
 const gx_op_schema gx_schema_GEMM = {
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_gemm_attrs, .n_attrs = GX_GEMM_NATTRS,
-    .infer = s_infer_gemm, .cost = s_cost_gemm,
+    .infer = s_infer_gemm, .cost = s_cost_gemm, .batch = s_batch_gemm,
 };
 
 /* ---- MatMulInteger ---- */

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/batch.h"
 #include "ops/schema.h"
 
 /* ---- dtype classes ---- */
@@ -434,10 +435,21 @@ static gx_cost s_cost_cast_like(const gx_infer *ic)
     return (gx_cost){.flops = n, .bytes = gx_view_bytes(&ic->in[0]) + gx_view_bytes(&ic->out[0])};
 }
 
+/* Input 1 lends only its dtype: the output follows input 0. */
+static bool s_batch_cast_like(const gx_batch_ctx *bc)
+{
+    if (!gx_batch_in(bc, 0))
+        return true;
+    if (bc->in[0].ndim < 1 || bc->out[0].ndim < 1 || bc->out[0].shape[0] != bc->in[0].shape[0])
+        return false;
+    bc->out_batched[0] = true;
+    return true;
+}
+
 const gx_op_schema gx_schema_CAST_LIKE = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_cast_like_attrs, .n_attrs = GX_CAST_LIKE_NATTRS,
-    .infer = s_infer_cast_like, .cost = s_cost_cast_like,
+    .infer = s_infer_cast_like, .cost = s_cost_cast_like, .batch = s_batch_cast_like,
 };
 
 /* ---- CumSum ---- */

@@ -4,6 +4,7 @@
  * InstanceNormalization, MeanVarianceNormalization, LRN, and Dropout (its
  * inference form, which copies). The spatial ops (Resize, Upsample, Pad,
  * DepthToSpace, SpaceToDepth) are in ops/schema_spatial.c. */
+#include "ops/batch.h"
 #include "ops/schema.h"
 
 /* Bytes in and out, plus flops_per_elem for each element of output 0. */
@@ -74,6 +75,12 @@ static int s_infer_hardmax(gx_infer *ic)
     return s_infer_softmax_like(ic, "Hardmax");
 }
 
+/* Each row along axis stands alone: separable unless axis is the batch's. */
+static bool s_batch_softmax(const gx_batch_ctx *bc)
+{
+    return gx_batch_axis_not0(bc, GX_SOFTMAX_AXIS);
+}
+
 /* max, subtract, exp (~10), sum, scale */
 static gx_cost s_cost_softmax(const gx_infer *ic)
 {
@@ -89,19 +96,19 @@ static gx_cost s_cost_hardmax(const gx_infer *ic)
 const gx_op_schema gx_schema_SOFTMAX = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_softmax_attrs, .n_attrs = GX_SOFTMAX_NATTRS,
-    .infer = s_infer_softmax, .cost = s_cost_softmax,
+    .infer = s_infer_softmax, .cost = s_cost_softmax, .batch = s_batch_softmax,
 };
 
 const gx_op_schema gx_schema_LOGSOFTMAX = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_softmax_attrs, .n_attrs = GX_SOFTMAX_NATTRS,
-    .infer = s_infer_logsoftmax, .cost = s_cost_softmax,
+    .infer = s_infer_logsoftmax, .cost = s_cost_softmax, .batch = s_batch_softmax,
 };
 
 const gx_op_schema gx_schema_HARDMAX = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_softmax_attrs, .n_attrs = GX_SOFTMAX_NATTRS,
-    .infer = s_infer_hardmax, .cost = s_cost_hardmax,
+    .infer = s_infer_hardmax, .cost = s_cost_hardmax, .batch = s_batch_softmax,
 };
 
 /* ---- BatchNormalization ---- */
@@ -156,10 +163,17 @@ static gx_cost s_cost_batchnorm(const gx_infer *ic)
     return s_cost_per_elem(ic, ic->attr[GX_BATCHNORM_TRAINING_MODE].i ? 7 : 3);
 }
 
+/* Inference mode normalises with the given statistics, sample by sample;
+ * training mode takes them over the batch. */
+static bool s_batch_batchnorm(const gx_batch_ctx *bc)
+{
+    return bc->attr[GX_BATCHNORM_TRAINING_MODE].i == 0 && gx_batch_samplewise(bc);
+}
+
 const gx_op_schema gx_schema_BATCHNORM = {
     .min_in = 5, .max_in = 5, .min_out = 1, .max_out = 3,
     .attrs = s_batchnorm_attrs, .n_attrs = GX_BATCHNORM_NATTRS,
-    .infer = s_infer_batchnorm, .cost = s_cost_batchnorm,
+    .infer = s_infer_batchnorm, .cost = s_cost_batchnorm, .batch = s_batch_batchnorm,
 };
 
 /* ---- LayerNormalization ---- */
@@ -233,10 +247,16 @@ static gx_cost s_cost_layernorm(const gx_infer *ic)
     return s_cost_per_elem(ic, 8);
 }
 
+/* Statistics over X.shape[axis:]: within a sample when axis >= 1. */
+static bool s_batch_layernorm(const gx_batch_ctx *bc)
+{
+    return gx_batch_axis_not0(bc, GX_LAYERNORM_AXIS);
+}
+
 const gx_op_schema gx_schema_LAYERNORM = {
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 3,
     .attrs = s_layernorm_attrs, .n_attrs = GX_LAYERNORM_NATTRS,
-    .infer = s_infer_layernorm, .cost = s_cost_layernorm,
+    .infer = s_infer_layernorm, .cost = s_cost_layernorm, .batch = s_batch_layernorm,
 };
 
 /* ---- InstanceNormalization ---- */
@@ -273,7 +293,7 @@ static gx_cost s_cost_norm(const gx_infer *ic)
 const gx_op_schema gx_schema_INSTANCENORM = {
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_instancenorm_attrs, .n_attrs = GX_INSTANCENORM_NATTRS,
-    .infer = s_infer_instancenorm, .cost = s_cost_norm,
+    .infer = s_infer_instancenorm, .cost = s_cost_norm, .batch = gx_batch_samplewise,
 };
 
 /* ---- MeanVarianceNormalization ---- */
@@ -351,7 +371,7 @@ static gx_cost s_cost_lrn(const gx_infer *ic)
 const gx_op_schema gx_schema_LRN = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_lrn_attrs, .n_attrs = GX_LRN_NATTRS,
-    .infer = s_infer_lrn, .cost = s_cost_lrn,
+    .infer = s_infer_lrn, .cost = s_cost_lrn, .batch = gx_batch_samplewise,
 };
 
 /* ---- Dropout ---- */
@@ -447,4 +467,5 @@ const gx_op_schema gx_schema_DROPOUT = {
     .min_in = 1, .max_in = 3, .min_out = 1, .max_out = 2,
     .attrs = s_dropout_attrs, .n_attrs = GX_DROPOUT_NATTRS,
     .value_inputs = 1u << 1 | 1u << 2, .infer = s_infer_dropout, .cost = s_cost_dropout,
+    .batch = gx_batch_samplewise, /* infer refuses the random (training) form */
 };

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/batch.h"
 #include "ops/conv.h"
 #include "ops/schema.h"
 
@@ -57,6 +58,21 @@ static gx_cost s_cost_elementwise(const gx_infer *ic)
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
+/* Elementwise with an unbatched scale and zero point, unless they run per
+ * axis along the batch's axis 0 (one scale per sample). attr[axis_attr] is
+ * the op's axis attribute. */
+static bool s_batch_quant(const gx_batch_ctx *bc, int axis_attr)
+{
+    const gx_view *s = &bc->in[1];
+    int axis;
+    if (!gx_batch_samplewise(bc) || s->ndim > 1)
+        return false;
+    if (s->ndim == 1 && s->shape[0] != 1 &&
+        (!gx_axis_norm(bc->attr[axis_attr].i, bc->in[0].ndim, &axis) || axis == 0))
+        return false;
+    return true;
+}
+
 /* ---- QuantizeLinear ---- */
 
 static const gx_attr_spec s_quantize_attrs[] = {
@@ -86,11 +102,16 @@ static int s_infer_quantize(gx_infer *ic)
     return GX_OK;
 }
 
+static bool s_batch_quantize(const gx_batch_ctx *bc)
+{
+    return s_batch_quant(bc, GX_QUANTIZE_AXIS);
+}
+
 const gx_op_schema gx_schema_QUANTIZE_LINEAR = {
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_quantize_attrs, .n_attrs = GX_QUANTIZE_NATTRS,
     .flags = GX_OPF_ELEMENTWISE,
-    .infer = s_infer_quantize, .cost = s_cost_elementwise,
+    .infer = s_infer_quantize, .cost = s_cost_elementwise, .batch = s_batch_quantize,
 };
 
 /* ---- DequantizeLinear ---- */
@@ -124,11 +145,16 @@ static int s_infer_dequantize(gx_infer *ic)
     return GX_OK;
 }
 
+static bool s_batch_dequantize(const gx_batch_ctx *bc)
+{
+    return s_batch_quant(bc, GX_DEQUANTIZE_AXIS);
+}
+
 const gx_op_schema gx_schema_DEQUANTIZE_LINEAR = {
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_dequantize_attrs, .n_attrs = GX_DEQUANTIZE_NATTRS,
     .flags = GX_OPF_ELEMENTWISE,
-    .infer = s_infer_dequantize, .cost = s_cost_elementwise,
+    .infer = s_infer_dequantize, .cost = s_cost_elementwise, .batch = s_batch_dequantize,
 };
 
 /* ---- DynamicQuantizeLinear ---- */

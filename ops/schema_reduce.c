@@ -4,6 +4,7 @@
  * attribute). */
 #include <string.h>
 
+#include "ops/batch.h"
 #include "ops/schema.h"
 
 #define S_FLOATS (GX_DT_BIT(GX_F32) | GX_DT_BIT(GX_F64))
@@ -99,6 +100,17 @@ static gx_cost s_cost_reduce(const gx_infer *ic, double flops_per_elem)
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
+/* Separable when the reduced dims leave axis 0 alone; the axes (attribute
+ * or input 1) must be known. */
+static bool s_batch_reduce(const gx_batch_ctx *bc)
+{
+    bool mask[GX_MAX_DIMS];
+    if (!gx_batch_samplewise(bc) || (bc->n_in > 1 && bc->in[1].ndim >= 0 && !bc->in[1].data))
+        return false;
+    return gx_reduce_mask("Reduce", bc->attr, bc->n_in, bc->in, mask, NULL, 0) == GX_OK &&
+           !mask[0];
+}
+
 #define GX_REDUCE_SCHEMA(E, DTYPES, FLOPS)                                    \
     static int s_infer_##E(gx_infer *ic) { return s_infer_reduce(ic, GX_OP_##E, DTYPES); } \
     static gx_cost s_cost_##E(const gx_infer *ic) { return s_cost_reduce(ic, FLOPS); } \
@@ -106,6 +118,7 @@ static gx_cost s_cost_reduce(const gx_infer *ic, double flops_per_elem)
         .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1,                 \
         .attrs = s_reduce_attrs, .n_attrs = GX_REDUCE_NATTRS,                 \
         .value_inputs = 1u << 1, .infer = s_infer_##E, .cost = s_cost_##E,    \
+        .batch = s_batch_reduce,                                              \
     };
 
 GX_REDUCE_SCHEMA(REDUCE_SUM, S_FLOATS | S_WIDE_INTS, 1)
@@ -173,16 +186,21 @@ static int s_infer_argmin(gx_infer *ic)
     return s_infer_arg(ic, GX_OP_ARGMIN);
 }
 
+static bool s_batch_arg(const gx_batch_ctx *bc)
+{
+    return gx_batch_axis_not0(bc, GX_ARG_AXIS);
+}
+
 const gx_op_schema gx_schema_ARGMAX = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_arg_attrs, .n_attrs = GX_ARG_NATTRS,
-    .infer = s_infer_argmax, .cost = s_cost_arg,
+    .infer = s_infer_argmax, .cost = s_cost_arg, .batch = s_batch_arg,
 };
 
 const gx_op_schema gx_schema_ARGMIN = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_arg_attrs, .n_attrs = GX_ARG_NATTRS,
-    .infer = s_infer_argmin, .cost = s_cost_arg,
+    .infer = s_infer_argmin, .cost = s_cost_arg, .batch = s_batch_arg,
 };
 
 /* ---- TopK ---- */

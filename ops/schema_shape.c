@@ -9,6 +9,7 @@
  * the kernels stay in bounds on their own (see ops/cpu/gather.c). */
 #include <string.h>
 
+#include "ops/batch.h"
 #include "ops/schema_shape.h"
 
 /* ---- helpers ---- */
@@ -122,6 +123,36 @@ static int s_check_indices(gx_infer *ic, const char *op, const gx_view *v, int64
     return GX_OK;
 }
 
+/* The axes of a Squeeze or Unsqueeze for a batch rule, from input 1 (its
+ * value must be known) or the attribute: *n == -1 when neither is given.
+ * False when they cannot be read. */
+static bool s_batch_axes(const gx_batch_ctx *bc, const gx_attrval *attr, int64_t *n,
+                         const int64_t **axes)
+{
+    if (bc->n_in > 1 && bc->in[1].ndim >= 0) {
+        const gx_view *a = &bc->in[1];
+        if (attr->set || !a->data || a->dtype != GX_I64 || a->ndim != 1)
+            return false;
+        *n = a->shape[0];
+        *axes = a->data;
+        return true;
+    }
+    *n = attr->set ? (int64_t)attr->n : -1;
+    *axes = attr->ints;
+    return true;
+}
+
+/* None of the n axes is axis 0 of a tensor of rank. */
+static bool s_batch_axes_not0(int64_t n, const int64_t *axes, int rank)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int a;
+        if (!gx_axis_norm(axes[i], rank, &a) || a == 0)
+            return false;
+    }
+    return true;
+}
+
 /* ---- Reshape ---- */
 
 static const gx_attr_spec s_reshape_attrs[] = {
@@ -188,11 +219,25 @@ static int s_infer_reshape(gx_infer *ic)
     return GX_OK;
 }
 
+/* Each sample keeps its own rows when the target's dim 0 follows the
+ * batch for every slice of it: 0 (copy the input's, without allowzero) or
+ * -1 with every other dim fixed, and axis 0 comes out the input's. A
+ * literal size (the batch size of this job) would not shrink with a slice. */
+static bool s_batch_reshape(const gx_batch_ctx *bc)
+{
+    const gx_view *s = &bc->in[1];
+    if (!gx_batch_samplewise(bc) || !s->data || s->dtype != GX_I64 || s->ndim != 1 ||
+        s->shape[0] < 1)
+        return false;
+    const int64_t t0 = ((const int64_t *)s->data)[0];
+    return (t0 == 0 && bc->attr[GX_RESHAPE_ALLOWZERO].i == 0) || t0 == -1;
+}
+
 const gx_op_schema gx_schema_RESHAPE = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_reshape_attrs, .n_attrs = GX_RESHAPE_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_reshape,
-    .cost = s_cost_move,
+    .cost = s_cost_move, .batch = s_batch_reshape,
 };
 
 /* ---- Flatten ---- */
@@ -222,10 +267,19 @@ static int s_infer_flatten(gx_infer *ic)
     return GX_OK;
 }
 
+/* [N, rest...] -> [N, prod(rest)] when axis is 1, or later dims of 1. */
+static bool s_batch_flatten(const gx_batch_ctx *bc)
+{
+    const int rank = bc->in[0].ndim;
+    const int64_t axis = bc->attr[GX_FLATTEN_AXIS].i;
+    return gx_batch_samplewise(bc) && (axis < 0 ? axis + rank : axis) >= 1;
+}
+
 const gx_op_schema gx_schema_FLATTEN = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_flatten_attrs, .n_attrs = GX_FLATTEN_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_flatten, .cost = s_cost_move,
+    .batch = s_batch_flatten,
 };
 
 /* ---- Squeeze, Unsqueeze ---- */
@@ -273,11 +327,21 @@ static int s_infer_squeeze(gx_infer *ic)
     return GX_OK;
 }
 
+/* Squeeze needs its axes, none of them 0: without axes a slice of one
+ * sample would lose its axis 0 too. */
+static bool s_batch_squeeze(const gx_batch_ctx *bc)
+{
+    int64_t n;
+    const int64_t *axes;
+    return gx_batch_samplewise(bc) && s_batch_axes(bc, &bc->attr[GX_SQUEEZE_AXES], &n, &axes) &&
+           n >= 0 && s_batch_axes_not0(n, axes, bc->in[0].ndim);
+}
+
 const gx_op_schema gx_schema_SQUEEZE = {
     .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_squeeze_attrs, .n_attrs = GX_SQUEEZE_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_squeeze,
-    .cost = s_cost_move,
+    .cost = s_cost_move, .batch = s_batch_squeeze,
 };
 
 static const gx_attr_spec s_unsqueeze_attrs[] = {
@@ -318,11 +382,21 @@ static int s_infer_unsqueeze(gx_infer *ic)
     return GX_OK;
 }
 
+/* No new dim in front of the batch's (axes count in the output's rank). */
+static bool s_batch_unsqueeze(const gx_batch_ctx *bc)
+{
+    int64_t n;
+    const int64_t *axes;
+    return gx_batch_samplewise(bc) &&
+           s_batch_axes(bc, &bc->attr[GX_UNSQUEEZE_AXES], &n, &axes) && n >= 0 &&
+           s_batch_axes_not0(n, axes, bc->out[0].ndim);
+}
+
 const gx_op_schema gx_schema_UNSQUEEZE = {
     .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_unsqueeze_attrs, .n_attrs = GX_UNSQUEEZE_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_unsqueeze,
-    .cost = s_cost_move,
+    .cost = s_cost_move, .batch = s_batch_unsqueeze,
 };
 
 /* ---- Transpose ---- */
@@ -367,10 +441,21 @@ static int s_infer_transpose(gx_infer *ic)
     return GX_OK;
 }
 
+/* Axis 0 stays in front: perm[0] == 0 (the default reversal only keeps
+ * it for rank 1). */
+static bool s_batch_transpose(const gx_batch_ctx *bc)
+{
+    const gx_attrval *p = &bc->attr[GX_TRANSPOSE_PERM];
+    if (!gx_batch_samplewise(bc))
+        return false;
+    return p->set ? p->n == (size_t)bc->in[0].ndim && p->ints[0] == 0 : bc->in[0].ndim == 1;
+}
+
 const gx_op_schema gx_schema_TRANSPOSE = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_transpose_attrs, .n_attrs = GX_TRANSPOSE_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_transpose, .cost = s_cost_move,
+    .batch = s_batch_transpose,
 };
 
 /* ---- Concat, Split ---- */
@@ -421,10 +506,16 @@ static int s_infer_concat(gx_infer *ic)
     return GX_OK;
 }
 
+static bool s_batch_concat(const gx_batch_ctx *bc)
+{
+    return gx_batch_concat(bc, GX_CONCAT_AXIS);
+}
+
 const gx_op_schema gx_schema_CONCAT = {
     .min_in = 1, .max_in = GX_MAX_OP_INPUTS, .min_out = 1, .max_out = 1,
     .attrs = s_concat_attrs, .n_attrs = GX_CONCAT_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_concat, .cost = s_cost_move,
+    .batch = s_batch_concat,
 };
 
 static const gx_attr_spec s_split_attrs[] = {
@@ -503,11 +594,16 @@ static gx_cost s_cost_split(const gx_infer *ic)
     return (gx_cost){.flops = 0, .bytes = 2.0 * gx_view_bytes(&ic->in[0])};
 }
 
+static bool s_batch_split(const gx_batch_ctx *bc)
+{
+    return gx_batch_axis_not0(bc, GX_SPLIT_AXIS);
+}
+
 const gx_op_schema gx_schema_SPLIT = {
     .min_in = 1, .max_in = 2, .min_out = 1, .max_out = GX_MAX_OP_INPUTS,
     .attrs = s_split_attrs, .n_attrs = GX_SPLIT_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_split,
-    .cost = s_cost_split,
+    .cost = s_cost_split, .batch = s_batch_split,
 };
 
 /* ---- Slice ---- */
@@ -635,11 +731,23 @@ static int s_infer_slice(gx_infer *ic)
     return GX_OK;
 }
 
+/* Axis 0 must come out whole for every slice of the batch: start 0, step
+ * 1 and all of it (then the end is past the batch, and past any slice). */
+static bool s_batch_slice(const gx_batch_ctx *bc)
+{
+    char err[160];
+    gx_infer ic = {.attr = bc->attr, .n_in = bc->n_in, .in = bc->in, .err = err,
+                   .errlen = sizeof err};
+    gx_slice_plan p;
+    return gx_batch_samplewise(bc) && gx_slice_resolve(&ic, &p) == GX_OK && p.start[0] == 0 &&
+           p.step[0] == 1 && p.count[0] == bc->in[0].shape[0];
+}
+
 const gx_op_schema gx_schema_SLICE = {
     .min_in = 1, .max_in = 5, .min_out = 1, .max_out = 1,
     .attrs = s_slice_attrs, .n_attrs = GX_SLICE_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 0x1eu, .infer = s_infer_slice,
-    .cost = s_cost_move,
+    .cost = s_cost_move, .batch = s_batch_slice,
 };
 
 /* ---- Gather, GatherElements, GatherND ---- */
@@ -680,10 +788,30 @@ static int s_infer_gather(gx_infer *ic)
     return GX_OK;
 }
 
+/* Batched data with unbatched indices along an axis other than 0: each
+ * sample picks the same entries of its own. Unbatched data (a table) with
+ * batched indices along axis 0: each sample looks up its own rows (an
+ * embedding), and the output's axis 0 is the indices'. */
+static bool s_batch_gather(const gx_batch_ctx *bc)
+{
+    const gx_view *x = &bc->in[0], *ind = &bc->in[1], *y = &bc->out[0];
+    int axis;
+    if (bc->n_in != 2 || x->ndim < 1 || y->ndim < 1 ||
+        !gx_axis_norm(bc->attr[GX_GATHER_AXIS].i, x->ndim, &axis))
+        return false;
+    if (gx_batch_in(bc, 0))
+        return axis != 0 && gx_batch_samplewise(bc);
+    if (axis != 0 || ind->ndim < 1 || y->shape[0] != ind->shape[0])
+        return false;
+    bc->out_batched[0] = true;
+    return true;
+}
+
 const gx_op_schema gx_schema_GATHER = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_gather_attrs, .n_attrs = GX_GATHER_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_gather, .cost = s_cost_io,
+    .batch = s_batch_gather,
 };
 
 /* Checks the (data, indices) pair of GatherElements / ScatterElements:
@@ -983,10 +1111,21 @@ static int s_infer_expand(gx_infer *ic)
     return GX_OK;
 }
 
+/* Axis 0 of the data stays the output's, and the target shape, if it
+ * reaches axis 0, says 1 there (a literal batch size would not shrink). */
+static bool s_batch_expand(const gx_batch_ctx *bc)
+{
+    const gx_view *x = &bc->in[0], *s = &bc->in[1];
+    if (!gx_batch_samplewise(bc) || !s->data || s->dtype != GX_I64 || s->ndim != 1 ||
+        x->ndim != bc->out[0].ndim)
+        return false;
+    return s->shape[0] < x->ndim || ((const int64_t *)s->data)[0] == 1;
+}
+
 const gx_op_schema gx_schema_EXPAND = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_expand,
-    .cost = s_cost_move,
+    .cost = s_cost_move, .batch = s_batch_expand,
 };
 
 /* Tile: dim d repeated repeats[d] times (the int64 1-D input, one entry
@@ -1017,10 +1156,18 @@ static int s_infer_tile(gx_infer *ic)
     return GX_OK;
 }
 
+/* Not repeated along axis 0. */
+static bool s_batch_tile(const gx_batch_ctx *bc)
+{
+    const gx_view *r = &bc->in[1];
+    return gx_batch_samplewise(bc) && r->data && r->dtype == GX_I64 && r->ndim == 1 &&
+           r->shape[0] >= 1 && ((const int64_t *)r->data)[0] == 1;
+}
+
 const gx_op_schema gx_schema_TILE = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_tile,
-    .cost = s_cost_move,
+    .cost = s_cost_move, .batch = s_batch_tile,
 };
 
 /* ---- Shape, Size ---- */
@@ -1048,10 +1195,22 @@ static gx_cost s_cost_out(const gx_infer *ic)
     return (gx_cost){.flops = 0, .bytes = gx_view_bytes(&ic->out[0])};
 }
 
+/* Dims from 1 on are the same for every slice: the output does not depend
+ * on the batch (it stays unbatched). Dim 0 is the batch size itself. */
+static bool s_batch_shape(const gx_batch_ctx *bc)
+{
+    int64_t lo, hi;
+    if (!gx_batch_in(bc, 0))
+        return false;
+    gx_shape_range(bc->attr, bc->in[0].ndim, &lo, &hi);
+    return lo >= 1;
+}
+
 const gx_op_schema gx_schema_SHAPE = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_shape_attrs, .n_attrs = GX_SHAPE_NATTRS,
     .flags = GX_OPF_READS_SHAPES, .infer = s_infer_shape, .cost = s_cost_out,
+    .batch = s_batch_shape,
 };
 
 static int s_infer_size(gx_infer *ic)
@@ -1173,6 +1332,7 @@ static int s_infer_identity(gx_infer *ic)
 const gx_op_schema gx_schema_IDENTITY = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_identity, .cost = s_cost_move,
+    .batch = gx_batch_samplewise,
 };
 
 static const gx_attr_spec s_reverse_sequence_attrs[] = {

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/batch.h"
 #include "ops/cpu/cpu.h" /* f16/bf16 conversions for Pad's old value attribute */
 #include "ops/nn.h"
 
@@ -548,11 +549,23 @@ static gx_cost s_cost_move(const gx_infer *ic)
     return (gx_cost){.flops = 0, .bytes = 2.0 * gx_view_bytes(&ic->out[0])};
 }
 
+/* Separable when nothing is padded or cropped along axis 0. */
+static bool s_batch_pad(const gx_batch_ctx *bc)
+{
+    char err[160];
+    gx_pad p;
+    gx_infer ic = {.attr = bc->attr, .n_in = bc->n_in, .in = bc->in, .err = err,
+                   .errlen = sizeof err};
+    return gx_batch_samplewise(bc) && gx_pad_setup(&ic, &p) == GX_OK && p.begin[0] == 0 &&
+           p.end[0] == 0;
+}
+
 /* pads and axes fix the shape; constant_value is only read by the kernel */
 const gx_op_schema gx_schema_PAD = {
     .min_in = 1, .max_in = 4, .min_out = 1, .max_out = 1,
     .attrs = s_pad_attrs, .n_attrs = GX_PAD_NATTRS, .flags = GX_OPF_SHAPE_ONLY,
     .value_inputs = 1u << 1 | 1u << 3, .infer = s_infer_pad, .cost = s_cost_move,
+    .batch = s_batch_pad,
 };
 
 /* ---- DepthToSpace, SpaceToDepth ---- */
@@ -630,10 +643,12 @@ const gx_op_schema gx_schema_DEPTHTOSPACE = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_depthtospace_attrs, .n_attrs = GX_DEPTHTOSPACE_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_depthtospace, .cost = s_cost_move,
+    .batch = gx_batch_samplewise,
 };
 
 const gx_op_schema gx_schema_SPACETODEPTH = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_spacetodepth_attrs, .n_attrs = GX_SPACETODEPTH_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_spacetodepth, .cost = s_cost_move,
+    .batch = gx_batch_samplewise,
 };

@@ -30,6 +30,7 @@ Suite *ops_vision_suite(void);
 Suite *control_suite(void);
 Suite *par_suite(void);
 Suite *modes_suite(void);
+Suite *batch_suite(void);
 Suite *memplan_suite(void);
 Suite *queue_suite(void);
 Suite *policy_suite(void);

@@ -13,6 +13,10 @@ static const struct {
     {"memplan", gxd_pass_memplan},
     {"dag", gxd_pass_dag},
     {"plan", gxd_pass_plan},
+    /* 5. batch: reads the finished plan, writes only batch, sync_steps and
+     * batch_why (can the job be cut along axis 0 into replicas?); never
+     * fails. */
+    {"batch", gxd_pass_batch},
 };
 
 static uint64_t s_hash(const char *s)

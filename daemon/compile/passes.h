@@ -32,6 +32,12 @@ int gxd_pass_infer(gxd_cstate *st);
 int gxd_pass_memplan(gxd_cstate *st);
 int gxd_pass_dag(gxd_cstate *st);
 int gxd_pass_plan(gxd_cstate *st);
+/* Pass 5 (daemon/compile/batch.c): never fails; gxd_plan_batch on st->plan. */
+int gxd_pass_batch(gxd_cstate *st);
+
+/* Seed 002's replica split of a finished plan: sets p->batch, p->sync_steps
+ * and p->batch_why (see compile.h) and touches nothing else. */
+void gxd_plan_batch(gxd_plan *p);
 
 /* Growing list of names (borrowed strings). */
 typedef struct gxd_strv {
