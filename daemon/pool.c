@@ -226,10 +226,10 @@ static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_vi
                 in[k].data = (char *)inputs[k].data + (size_t)at * row;
             }
             at += b;
-            int64_t cus = 0;
-            int rc = gxd_model_plan(j->model, in, &ctx->limits, &rp, &r->owned[i], &cus, err,
-                                    errlen);
-            j->compile_us += cus;
+            int64_t t0 = gxd_now_us();
+            int rc = gxd_plan_slice(plan, j->model->graph, in, &ctx->limits, &rp, &r->owned[i],
+                                    err, errlen);
+            j->compile_us += gxd_now_us() - t0;
             if (rc < 0)
                 return rc;
             r->plan[i] = rp;

@@ -184,7 +184,9 @@ START_TEST(every_mode_matches_seq)
                 ck_assert_msg(s_same(r, ref), "graph %s, mode %s: outputs differ from seq",
                               names[gi], gx_mode_name((gx_mode)m));
                 if (m != GX_MODE_AUTO) /* a requested mode is honoured */
-                    ck_assert_str_eq(info->mode, gx_mode_name((gx_mode)m));
+                    ck_assert_msg(strcmp(info->mode, gx_mode_name((gx_mode)m)) == 0,
+                                  "graph %s: asked for %s, ran %s: %s", names[gi],
+                                  gx_mode_name((gx_mode)m), info->mode, info->reason);
                 ck_assert_int_ge(info->workers, 1);
                 ck_assert(info->reason[0] != '\0');
                 gx_result_destroy(&r);

@@ -1,4 +1,5 @@
 /* The pass list and the plan's lifetime. See compile.h. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,28 @@ bool gxd_names_put(gxd_names *t, const char *name, int val, bool *dup)
     }
 }
 
+/* Slice plans of one plan, by the slice's size on axis 0. */
+#define GXD_MAX_SLICES 8
+
+typedef struct gxd_slices {
+    pthread_mutex_t mu;
+    size_t n;
+    int64_t size[GXD_MAX_SLICES];
+    gxd_plan *plan[GXD_MAX_SLICES];
+} gxd_slices;
+
+static void s_slices_destroy(gxd_slices **sp)
+{
+    gxd_slices *s = *sp;
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        gxd_plan_destroy(&s->plan[i]);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    *sp = NULL;
+}
+
 void gxd_plan_destroy(gxd_plan **pp)
 {
     if (!pp || !*pp)
@@ -73,6 +96,7 @@ void gxd_plan_destroy(gxd_plan **pp)
     free(p->owned);
     free(p->dag_offset);
     free(p->stats);
+    s_slices_destroy(&p->slices);
     free(p->steps);
     free(p->values);
     free(p->inputs);
@@ -82,15 +106,19 @@ void gxd_plan_destroy(gxd_plan **pp)
 }
 
 static int s_run(const gx_graph *g, const char *const *captured, size_t n_captured,
-                 const gx_view *inputs, const gxd_compile_limits *lim, size_t npasses,
-                 gxd_plan **out, char *err, size_t errlen)
+                 const gx_view *inputs, bool slice, const gxd_compile_limits *lim,
+                 size_t npasses, gxd_plan **out, char *err, size_t errlen)
 {
     gxd_cstate st = {.g = g, .lim = lim, .inputs = inputs, .captured = captured,
-                     .n_captured = n_captured, .err = err, .errlen = errlen};
+                     .n_captured = n_captured, .slice = slice, .err = err, .errlen = errlen};
     int rc = GX_ENOMEM;
     *out = NULL;
-    if (!(st.plan = calloc(1, sizeof *st.plan)))
+    if (!(st.plan = calloc(1, sizeof *st.plan)) ||
+        !(st.plan->slices = calloc(1, sizeof *st.plan->slices))) {
+        free(st.plan);
         return gx_errf(err, errlen, rc, "out of memory");
+    }
+    pthread_mutex_init(&st.plan->slices->mu, NULL);
     for (size_t i = 0; i < npasses; i++)
         if ((rc = s_passes[i].run(&st)) < 0)
             break;
@@ -106,7 +134,7 @@ int gxd_verify_sub(const gx_graph *g, const char *const *captured, size_t n_capt
                    const gxd_compile_limits *lim, char *err, size_t errlen)
 {
     gxd_plan *p = NULL;
-    int rc = s_run(g, captured, n_captured, NULL, lim, 1, &p, err, errlen);
+    int rc = s_run(g, captured, n_captured, NULL, false, lim, 1, &p, err, errlen);
     gxd_plan_destroy(&p);
     return rc;
 }
@@ -120,14 +148,48 @@ int gxd_compile_sub(const gx_graph *g, const char *const *captured, size_t n_cap
                     const gx_view *inputs, const gxd_compile_limits *lim, gxd_plan **out,
                     char *err, size_t errlen)
 {
-    return s_run(g, captured, n_captured, inputs, lim, sizeof s_passes / sizeof s_passes[0], out,
-                 err, errlen);
+    return s_run(g, captured, n_captured, inputs, false, lim, sizeof s_passes / sizeof s_passes[0],
+                 out, err, errlen);
 }
 
 int gxd_compile(const gx_graph *g, const gx_view *inputs, const gxd_compile_limits *lim,
                 gxd_plan **out, char *err, size_t errlen)
 {
     return gxd_compile_sub(g, NULL, 0, inputs, lim, out, err, errlen);
+}
+
+int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
+                   const gxd_compile_limits *lim, gxd_plan **out, bool *owned, char *err,
+                   size_t errlen)
+{
+    gxd_slices *s = p->slices;
+    int64_t size = -1;
+    for (size_t i = 0; i < p->n_inputs && size < 0; i++) {
+        const gxd_value *v = &p->values[p->inputs[i]];
+        if (!v->keyed && v->view.ndim >= 1)
+            size = inputs[i].shape[0];
+    }
+    *owned = false;
+    pthread_mutex_lock(&s->mu);
+    int rc = GX_OK;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->size[i] == size) {
+            *out = s->plan[i];
+            goto out;
+        }
+    rc = s_run(g, NULL, 0, inputs, true, lim, sizeof s_passes / sizeof s_passes[0], out, err,
+               errlen);
+    if (rc < 0)
+        goto out;
+    if (s->n < GXD_MAX_SLICES) {
+        s->size[s->n] = size;
+        s->plan[s->n++] = *out;
+    } else {
+        *owned = true;
+    }
+out:
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs)

@@ -111,6 +111,7 @@ typedef struct gxd_plan {
     size_t dag_arena_bytes;
     int width;
     gxd_step_stats *stats; /* per step; stats[n_steps].runs counts the plan's runs */
+    struct gxd_slices *slices; /* plans of slices of the batch (gxd_plan_slice) */
     bool needs_keys;    /* a keyed input had no data (LOAD): do not cache */
     /* Replica split (seed 002), set by gxd_plan_batch: batch > 0 is the
      * size of axis 0 shared by the batched inputs when every step keeps
@@ -168,6 +169,15 @@ const gx_graph *gxd_subplans_graph(const gxd_subplans *sp, const char *attr, con
 int gxd_subplans_get(gxd_subplans *sp, const gx_graph *g, const gx_view *inputs,
                      const gxd_compile_limits *lim, gxd_plan **plan, bool *owned, char *err,
                      size_t errlen);
+
+/* The plan of one slice of p's batch (seed 002's replica split): inputs
+ * are p's with axis 0 of the batched ones cut to the slice's size. Compiled
+ * on first use with the graph's declared axis 0 left free, and cached on p
+ * by slice size (under the cache's own lock: jobs share p). *owned: the
+ * cache is full, the caller destroys the plan. */
+int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
+                   const gxd_compile_limits *lim, gxd_plan **out, bool *owned, char *err,
+                   size_t errlen);
 
 /* Does cached plan p serve inputs (shapes, dtypes, and values of its keyed
  * inputs)? */

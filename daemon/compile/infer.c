@@ -19,14 +19,16 @@
 /* Largest output a folded step may produce (per output). */
 #define GXD_MAX_FOLD_BYTES (1 << 20)
 
-static bool s_matches(const gx_value_decl *d, const gx_view *v)
+/* Does v fit declaration d? any_dim0: axis 0 may have any size (a slice
+ * of the batch, gxd_compile_slice). */
+static bool s_matches(const gx_value_decl *d, const gx_view *v, bool any_dim0)
 {
     if (d->ndim < 0) /* a subgraph input declared without a type */
         return true;
     if ((d->dtype != GX_DTYPE_COUNT && d->dtype != v->dtype) || d->ndim != v->ndim)
         return false;
     for (int i = 0; i < d->ndim; i++)
-        if (d->shape[i] != -1 && d->shape[i] != v->shape[i])
+        if (d->shape[i] != -1 && d->shape[i] != v->shape[i] && !(i == 0 && any_dim0))
             return false;
     return true;
 }
@@ -74,7 +76,7 @@ static int s_bind_inputs(gxd_cstate *st)
         v->view = st->inputs[i];
         v->view.data = NULL;
         const gx_value_decl *d = i < g->n_inputs ? &g->inputs[i] : NULL;
-        if (d && !s_matches(d, &v->view))
+        if (d && !s_matches(d, &v->view, st->slice && !v->keyed))
             return gx_errf(st->err, st->errlen, GX_ESHAPE, "input '%s': expected %s %s, got %s %s",
                            d->name, gx_dtype_name(d->dtype) ? gx_dtype_name(d->dtype) : "any",
                            gx_shape_str(d->ndim, d->shape, sh1, sizeof sh1),
@@ -245,7 +247,7 @@ int gxd_pass_infer(gxd_cstate *st)
     for (size_t i = 0; i < g->n_outputs; i++) {
         const gx_value_decl *d = &g->outputs[i];
         const gxd_value *v = &p->values[p->outputs[i]];
-        if (d->ndim >= 0 && v->kind != GXD_VALUE_DYNAMIC && !s_matches(d, &v->view))
+        if (d->ndim >= 0 && v->kind != GXD_VALUE_DYNAMIC && !s_matches(d, &v->view, st->slice))
             return gx_errf(st->err, st->errlen, GX_ESHAPE,
                            "graph output '%s' is declared %s %s but computes to %s %s", d->name,
                            gx_dtype_name(d->dtype), gx_shape_str(d->ndim, d->shape, sh1, sizeof sh1),

@@ -19,6 +19,7 @@ typedef struct gxd_cstate {
     const gx_view *inputs; /* concrete input shapes; NULL when only verifying */
     const char *const *captured; /* a subgraph's captured outer values, by name */
     size_t n_captured;
+    bool slice; /* a slice of the batch: declared axis 0 of plain inputs is free */
     gxd_plan *plan;
     gxd_names names; /* value name -> index in plan->values */
     char *err;
