@@ -1898,6 +1898,128 @@ START_TEST(test_oversized_frame)
 }
 END_TEST
 
+/* ---- hostile replies: libgexec against a fake daemon ---- */
+
+/*
+ * A fake gexecd (a ROUTER on a temporary socket) answers one RUN from
+ * libgexec with the header text (s_mp notation; %d is replaced by the
+ * request's id) and no frames; returns the client's view of the run info.
+ * Fields of the wrong type must keep their defaults, never crash the client
+ * or be misread.
+ */
+static void s_fake_reply(const char *fmt, int *status, gx_run_info *info)
+{
+    char *dir = gxt_tmpdir(), ep[600], err[256], text[1024];
+    snprintf(ep, sizeof ep, "ipc://%s/fake.sock", dir);
+    void *zctx = zmq_ctx_new(), *router = zmq_socket(zctx, ZMQ_ROUTER);
+    int linger = 0;
+    zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof linger);
+    ck_assert_int_eq(zmq_bind(router, ep), 0);
+    gx_client *c = gx_client_new(ep, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_graph_id id;
+    memset(id.hex, 'a', 64);
+    id.hex[64] = '\0';
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, &id);
+    gx_job *job = NULL;
+    ck_assert_int_eq(gx_client_submit(c, rq, &job), GX_OK);
+
+    /* the request: routing id, header */
+    zmq_msg_t who, hdr;
+    zmq_msg_init(&who);
+    zmq_msg_init(&hdr);
+    zmq_pollitem_t it = {router, 0, ZMQ_POLLIN, 0};
+    ck_assert_int_eq(zmq_poll(&it, 1, S_REPLY_MS), 1);
+    ck_assert_int_ge(zmq_msg_recv(&who, router, 0), 0);
+    ck_assert_int_ge(zmq_msg_recv(&hdr, router, 0), 0);
+    ck_assert(!zmq_msg_more(&hdr));
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    ck_assert_int_eq(gx_wire_unpack(zmq_msg_data(&hdr), zmq_msg_size(&hdr), &up, err, sizeof err),
+                     GX_OK);
+    int64_t rid = -1;
+    ck_assert_int_eq(gx_mp_int(gx_mp_find(&up.data, "id"), "id", 0, INT32_MAX, &rid, NULL, 0),
+                     GX_OK);
+    msgpack_unpacked_destroy(&up);
+    snprintf(text, sizeof text, fmt, (int)rid);
+    msgpack_sbuffer sb;
+    s_mp(&sb, text, NULL, NULL);
+    ck_assert_int_ge(zmq_msg_send(&who, router, ZMQ_SNDMORE), 0);
+    ck_assert_int_ge(zmq_send(router, sb.data, sb.size, 0), 0);
+    msgpack_sbuffer_destroy(&sb);
+    zmq_msg_close(&hdr);
+
+    gx_result *r = NULL;
+    *status = gx_job_wait(job, S_REPLY_MS, &r);
+    ck_assert_ptr_nonnull(r);
+    *info = *gx_result_info(r);
+    gx_result_destroy(&r);
+    gx_job_destroy(&job);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    zmq_close(router);
+    zmq_ctx_term(zctx);
+    gxt_rmtree(dir);
+    free(dir);
+}
+
+#define S_FAKE_HEAD "v: 1, type: 'RUN', id: %d, status: 'GX_OK', outputs: [], "
+
+START_TEST(test_reply_run_info)
+{
+    int st;
+    gx_run_info info;
+
+    /* well-formed: every field read */
+    s_fake_reply("{" S_FAKE_HEAD "run: {mode: 'inter+replica', device: 'cpu', workers: 4, "
+                 "replicas: 2, reason: 'why not', queue_us: 1, compute_us: 2, compile_us: 3, "
+                 "estimates: {seq: 100.0, inter: 60.5, 'inter+replica': 30.25}}}",
+                 &st, &info);
+    ck_assert_int_eq(st, GX_OK);
+    ck_assert_str_eq(info.mode, "inter+replica");
+    ck_assert_int_eq(info.workers, 4);
+    ck_assert_int_eq(info.replicas, 2);
+    ck_assert_str_eq(info.reason, "why not");
+    ck_assert(info.est_us[GX_MODE_SEQ] == 100.0 && info.est_us[GX_MODE_INTER] == 60.5 &&
+              info.est_us[GX_MODE_INTER_REPLICA] == 30.25);
+    ck_assert(info.est_us[GX_MODE_AUTO] < 0 && info.est_us[GX_MODE_INTRA] < 0 &&
+              info.est_us[GX_MODE_REPLICA] < 0 && info.est_us[GX_MODE_INTER_INTRA] < 0);
+
+    /* wrong types keep the defaults: replicas 1, no estimate */
+    s_fake_reply("{" S_FAKE_HEAD "run: {mode: 'seq', replicas: 'three', estimates: 5}}", &st, &info);
+    ck_assert_int_eq(st, GX_OK);
+    ck_assert_str_eq(info.mode, "seq");
+    ck_assert_int_eq(info.replicas, 1);
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        ck_assert(info.est_us[m] < 0);
+
+    /* out of range replicas; estimates under unknown names, auto, with
+     * wrong types or negative: ignored, the others read (an integer too) */
+    s_fake_reply("{" S_FAKE_HEAD "run: {replicas: -4, estimates: {seq: 'fast', warp: 3.0, "
+                 "auto: 7.0, intra: -2.0, inter: 12.5, replica: 40, 'inter+intra': nil, "
+                 "7: 1.0, 'SEQ': 2.0, 'seq ': 3.0}}}",
+                 &st, &info);
+    ck_assert_int_eq(info.replicas, 1);
+    ck_assert(info.est_us[GX_MODE_SEQ] < 0 && info.est_us[GX_MODE_AUTO] < 0 &&
+              info.est_us[GX_MODE_INTRA] < 0 && info.est_us[GX_MODE_INTER_INTRA] < 0 &&
+              info.est_us[GX_MODE_INTER_REPLICA] < 0);
+    ck_assert(info.est_us[GX_MODE_INTER] == 12.5 && info.est_us[GX_MODE_REPLICA] == 40);
+    s_fake_reply("{" S_FAKE_HEAD "run: {replicas: 1099511627776, estimates: []}}", &st, &info);
+    ck_assert_int_eq(info.replicas, 1);
+
+    /* run not a map; no run at all (a refused RUN) */
+    s_fake_reply("{" S_FAKE_HEAD "run: 'fast'}", &st, &info);
+    ck_assert_int_eq(st, GX_OK);
+    ck_assert_int_eq(info.replicas, 1);
+    ck_assert(info.est_us[GX_MODE_SEQ] < 0);
+    s_fake_reply("{v: 1, type: 'RUN', id: %d, status: 'GX_EINVAL', message: 'no'}", &st, &info);
+    ck_assert_int_eq(st, GX_EINVAL);
+    ck_assert_int_eq(info.replicas, 1);
+    ck_assert(info.est_us[GX_MODE_SEQ] < 0);
+}
+END_TEST
+
 Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
@@ -1937,6 +2059,11 @@ Suite *hostile_suite(void)
     tcase_add_checked_fixture(tc, s_setup_queue, s_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_queue_full);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("replies");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_reply_run_info);
     suite_add_tcase(s, tc);
     return s;
 }
