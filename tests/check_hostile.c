@@ -720,8 +720,6 @@ static const s_mp_case s_run_cases_tab[] = {
      64, "RUN", 48, GX_EPROTO, "deadline_ms"},
     {"unknown mode", "{" S_RUN "id: 49, mode: 'warp', inputs: [" S_X "]}", 1, 64, "RUN", 49,
      GX_EINVAL, "warp"},
-    {"mode not built", "{" S_RUN "id: 50, mode: 'replica', inputs: [" S_X "]}", 1, 64, "RUN", 50,
-     GX_EUNSUPPORTED, "replica"},
     {"outputs not an array", "{" S_RUN "id: 51, outputs: 'y', inputs: [" S_X "]}", 1, 64, "RUN",
      51, GX_EPROTO, "outputs"},
     {"outputs with a number", "{" S_RUN "id: 52, outputs: [3], inputs: [" S_X "]}", 1, 64, "RUN",
