@@ -321,11 +321,12 @@ static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
     s_copy_str(gx_mp_find(run, "mode"), info->mode, sizeof info->mode);
     s_copy_str(gx_mp_find(run, "device"), info->device, sizeof info->device);
     s_copy_str(gx_mp_find(run, "reason"), info->reason, sizeof info->reason);
-    info->workers = (int)s_get_i64(gx_mp_find(run, "workers"));
+    int64_t v = 0;
+    if (gx_mp_int(gx_mp_find(run, "workers"), "", 0, INT32_MAX, &v, NULL, 0) == GX_OK)
+        info->workers = (int)v;
     info->queue_us = s_get_i64(gx_mp_find(run, "queue_us"));
     info->compute_us = s_get_i64(gx_mp_find(run, "compute_us"));
     info->compile_us = s_get_i64(gx_mp_find(run, "compile_us"));
-    int64_t v = 0;
     if (gx_mp_int(gx_mp_find(run, "replicas"), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)
         info->replicas = (int)v;
     const msgpack_object *est = gx_mp_find(run, "estimates");

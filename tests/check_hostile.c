@@ -2003,7 +2003,9 @@ START_TEST(test_reply_run_info)
               info.est_us[GX_MODE_INTRA] < 0 && info.est_us[GX_MODE_INTER_INTRA] < 0 &&
               info.est_us[GX_MODE_INTER_REPLICA] < 0);
     ck_assert(info.est_us[GX_MODE_INTER] == 12.5 && info.est_us[GX_MODE_REPLICA] == 40);
-    s_fake_reply("{" S_FAKE_HEAD "run: {replicas: 1099511627776, estimates: []}}", &st, &info);
+    s_fake_reply("{" S_FAKE_HEAD "run: {workers: 1099511627776, replicas: 1099511627776, "
+                 "estimates: []}}", &st, &info);
+    ck_assert_int_eq(info.workers, 0);
     ck_assert_int_eq(info.replicas, 1);
 
     /* run not a map; no run at all (a refused RUN) */
