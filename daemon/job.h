@@ -62,6 +62,8 @@ typedef struct gxd_job {
     char message[1024];
     gx_mode ran_mode;
     int workers;
+    int replicas;                   /* copies of the graph it ran as (1: none) */
+    double est_us[GX_MODE_COUNT];   /* the policy's estimate per mode; < 0: n/a */
     char reason[160];
     int replicas;
     double est_us[GX_MODE_COUNT];

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,23 @@ static void s_reply_error(gxd_ctx *ctx, s_req *rq, int status, const char *messa
     s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
 }
 
+/* The "estimates" entry of a RUN reply's "run" map: mode name -> the
+ * policy's estimated µs (float64), for the modes it estimated (auto is a
+ * choice, not a mode, and never has one). */
+static void s_pack_estimates(msgpack_packer *pk, const double est_us[GX_MODE_COUNT])
+{
+    size_t n = 0;
+    for (int m = GX_MODE_AUTO + 1; m < GX_MODE_COUNT; m++)
+        n += est_us[m] >= 0 && isfinite(est_us[m]);
+    gx_mp_pack_str(pk, "estimates");
+    msgpack_pack_map(pk, n);
+    for (int m = GX_MODE_AUTO + 1; m < GX_MODE_COUNT; m++)
+        if (est_us[m] >= 0 && isfinite(est_us[m])) {
+            gx_mp_pack_str(pk, gx_mode_name((gx_mode)m));
+            msgpack_pack_double(pk, est_us[m]);
+        }
+}
+
 /* The final reply of a job; counts it in the statistics. */
 static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
 {
@@ -126,7 +144,7 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     st->compute_us_total += compute_us;
     s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, ok ? 2 : 1);
     gx_mp_pack_str(&r.pk, "run");
-    msgpack_pack_map(&r.pk, 7);
+    msgpack_pack_map(&r.pk, 9);
     gx_mp_pack_str(&r.pk, "mode");
     gx_mp_pack_str(&r.pk, gx_mode_name(j->ran_mode));
     gx_mp_pack_str(&r.pk, "device");
@@ -141,6 +159,9 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     msgpack_pack_int64(&r.pk, j->compile_us);
     gx_mp_pack_str(&r.pk, "reason");
     gx_mp_pack_str(&r.pk, j->reason);
+    gx_mp_pack_str(&r.pk, "replicas");
+    msgpack_pack_int(&r.pk, j->replicas);
+    s_pack_estimates(&r.pk, j->est_us);
     if (ok) {
         gx_mp_pack_str(&r.pk, "outputs");
         msgpack_pack_array(&r.pk, j->n_out);
@@ -348,9 +369,13 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         if ((rc = gx_mp_strdup(o, "mode", &m, err, errlen)) < 0)
             return rc;
         rc = gx_mode_parse(m, &j->mode);
-        if (rc < 0)
-            rc = gx_errf(err, errlen, GX_EINVAL,
-                         "unknown mode '%s' (auto, seq, intra, inter, replica)", m);
+        if (rc < 0) {
+            char list[160] = "";
+            for (int k = 0; k < GX_MODE_COUNT; k++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+                         gx_mode_name((gx_mode)k));
+            rc = gx_errf(err, errlen, GX_EINVAL, "RUN: unknown mode '%.64s' (one of: %s)", m, list);
+        }
         free(m);
         if (rc < 0)
             return rc;

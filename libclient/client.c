@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,6 +307,48 @@ static int64_t s_get_i64(const msgpack_object *o)
     return v;
 }
 
+/* The "run" map of a RUN reply into info. A field that is missing or of the
+ * wrong type keeps its default (replicas 1, estimates -1); estimates under
+ * names that are not modes (or that are auto) are ignored, as are negative
+ * or non-finite ones. */
+static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
+{
+    info->replicas = 1;
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        info->est_us[m] = -1;
+    if (!run || run->type != MSGPACK_OBJECT_MAP)
+        return;
+    s_copy_str(gx_mp_find(run, "mode"), info->mode, sizeof info->mode);
+    s_copy_str(gx_mp_find(run, "device"), info->device, sizeof info->device);
+    s_copy_str(gx_mp_find(run, "reason"), info->reason, sizeof info->reason);
+    int64_t v = 0;
+    if (gx_mp_int(gx_mp_find(run, "workers"), "", 0, INT32_MAX, &v, NULL, 0) == GX_OK)
+        info->workers = (int)v;
+    info->queue_us = s_get_i64(gx_mp_find(run, "queue_us"));
+    info->compute_us = s_get_i64(gx_mp_find(run, "compute_us"));
+    info->compile_us = s_get_i64(gx_mp_find(run, "compile_us"));
+    if (gx_mp_int(gx_mp_find(run, "replicas"), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)
+        info->replicas = (int)v;
+    const msgpack_object *est = gx_mp_find(run, "estimates");
+    if (!est || est->type != MSGPACK_OBJECT_MAP)
+        return;
+    for (uint32_t i = 0; i < est->via.map.size; i++) {
+        const msgpack_object *val = &est->via.map.ptr[i].val;
+        double us;
+        if (val->type == MSGPACK_OBJECT_FLOAT32 || val->type == MSGPACK_OBJECT_FLOAT64)
+            us = val->via.f64;
+        else if (val->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            us = (double)val->via.u64;
+        else
+            continue;
+        if (!(us >= 0) || !isfinite(us))
+            continue;
+        for (int m = GX_MODE_AUTO + 1; m < GX_MODE_COUNT; m++)
+            if (gx_mp_streq(&est->via.map.ptr[i].key, s_mode_names[m]))
+                info->est_us[m] = us;
+    }
+}
+
 /* Build a result from a reply header and its tensor frames. */
 static int s_parse_reply(const msgpack_object *h, zmq_msg_t *frames, size_t nframes,
                          gx_result **out, char *err, size_t errlen)
@@ -320,16 +363,7 @@ static int s_parse_reply(const msgpack_object *h, zmq_msg_t *frames, size_t nfra
     r->status = strcmp(status, "GX_OK") == 0 ? GX_OK : gx_status_from_name(status);
     r->message = strdup(msg);
     s_copy_str(gx_mp_find(h, "graph_id"), r->graph_id.hex, sizeof r->graph_id.hex);
-    const msgpack_object *run = gx_mp_find(h, "run");
-    if (run) {
-        s_copy_str(gx_mp_find(run, "mode"), r->info.mode, sizeof r->info.mode);
-        s_copy_str(gx_mp_find(run, "device"), r->info.device, sizeof r->info.device);
-        s_copy_str(gx_mp_find(run, "reason"), r->info.reason, sizeof r->info.reason);
-        r->info.workers = (int)s_get_i64(gx_mp_find(run, "workers"));
-        r->info.queue_us = s_get_i64(gx_mp_find(run, "queue_us"));
-        r->info.compute_us = s_get_i64(gx_mp_find(run, "compute_us"));
-        r->info.compile_us = s_get_i64(gx_mp_find(run, "compile_us"));
-    }
+    s_parse_run_info(gx_mp_find(h, "run"), &r->info);
     const msgpack_object *stats = gx_mp_find(h, "stats");
     if (stats) {
         s_buf b = {0};

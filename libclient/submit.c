@@ -3,7 +3,7 @@
  *
  *   gexec-submit [--socket EP] [--timeout MS] run GRAPH [-i NAME=FILE.npy]... [-o DIR]
  *                [--output NAME]... [--mode M] [--priority N] [--deadline-ms N]
- *                [--repeat N] [--json]
+ *                [--repeat N] [--json] [--explain-mode]
  *   gexec-submit [--socket EP] load GRAPH
  *
  * GRAPH is a YAML graph file (docs/graph-format.md) or, named *.onnx, an
@@ -43,7 +43,19 @@ typedef struct opts {
     int64_t deadline_ms;
     long repeat;
     bool json;
+    bool explain_mode;
 } opts;
+
+/* "auto, seq, ..., inter+replica": every mode of GX_MODE_LIST. */
+static const char *s_mode_list(void)
+{
+    static char list[256];
+    list[0] = '\0';
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", m ? ", " : "",
+                 gx_mode_name((gx_mode)m));
+    return list;
+}
 
 static void s_usage(FILE *out)
 {
@@ -52,10 +64,16 @@ static void s_usage(FILE *out)
             "commands:\n"
             "  run GRAPH [-i NAME=FILE.npy]... [-o DIR] [--output NAME]... [--mode M]\n"
             "            [--priority N] [--deadline-ms N] [--repeat N] [--json]\n"
+            "            [--explain-mode]\n"
             "      run GRAPH and write each output to DIR/NAME.npy; GRAPH is a gexec\n"
-            "      YAML graph file or an ONNX model (*.onnx); M is auto (default), seq,\n"
-            "      intra, inter or replica\n"
-            "  load GRAPH      send the graph and print its id\n"
+            "      YAML graph file or an ONNX model (*.onnx); M is one of\n"
+            "      %s\n"
+            "      (default auto: the daemon chooses);\n"
+            "      --explain-mode prints the mode used, its workers and replicas, why,\n"
+            "      and the daemon's estimated time in each mode\n"
+            "  load GRAPH      send the graph and print its id\n",
+            s_mode_list());
+    fprintf(out,
             "  ping            check that gexecd answers\n"
             "  stats [--json]  daemon statistics\n"
             "The endpoint defaults to $GEXEC_SOCKET or the daemon's default.\n");
@@ -176,6 +194,46 @@ static int s_write_outputs(const opts *o, gx_result *r)
     return 0;
 }
 
+static void s_json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+/* --explain-mode: how the daemon chose the job's mode, from its reply. */
+static void s_explain_mode(gx_mode requested, const gx_run_info *info)
+{
+    printf("mode: %s (requested %s), %d worker%s, %d replica%s\n  why: %s\n", info->mode,
+           gx_mode_name(requested), info->workers, info->workers == 1 ? "" : "s",
+           info->replicas, info->replicas == 1 ? "" : "s", info->reason);
+    int known = 0;
+    for (int m = GX_MODE_AUTO + 1; m < GX_MODE_COUNT; m++)
+        known += info->est_us[m] >= 0;
+    if (!known) {
+        printf("  estimates: none reported by the daemon\n");
+        return;
+    }
+    printf("  estimates (completion time of this job in each mode):\n"
+           "    %-15s %14s\n", "mode", "est us");
+    for (int m = GX_MODE_AUTO + 1; m < GX_MODE_COUNT; m++) {
+        const char *name = gx_mode_name((gx_mode)m);
+        bool chosen = strcmp(name, info->mode) == 0;
+        if (info->est_us[m] >= 0)
+            printf("    %-15s %14.1f%s\n", name, info->est_us[m], chosen ? "  <- chosen" : "");
+        else
+            printf("    %-15s %14s%s\n", name, "n/a", chosen ? "  <- chosen" : "");
+    }
+}
+
 static int s_cmd_run(const opts *o)
 {
     gx_graph *g = NULL;
@@ -234,16 +292,26 @@ static int s_cmd_run(const opts *o)
     qsort(lat, (size_t)n, sizeof *lat, s_cmp_i64);
     int64_t p50 = lat[(n - 1) / 2], p99 = lat[(size_t)((double)(n - 1) * 0.99)];
     if (o->json) {
-        printf("{\"graph_id\":\"%s\",\"mode\":\"%s\",\"device\":\"%s\",\"workers\":%d,"
-               "\"reason\":\"%s\",\"queue_us\":%" PRId64 ",\"compute_us\":%" PRId64
-               ",\"compile_us\":%" PRId64 ",\"repeat\":%ld,\"latency_us\":{\"p50\":%" PRId64
-               ",\"p99\":%" PRId64 ",\"min\":%" PRId64 ",\"max\":%" PRId64 "},\"outputs\":[",
-               id.hex, info->mode, info->device, info->workers, info->reason, info->queue_us,
-               info->compute_us, info->compile_us, n, p50, p99, lat[0], lat[n - 1]);
+        printf("{\"graph_id\":\"%s\",\"requested_mode\":\"%s\",\"mode\":", id.hex,
+               gx_mode_name(o->mode));
+        s_json_str(info->mode);
+        printf(",\"device\":");
+        s_json_str(info->device);
+        printf(",\"workers\":%d,\"replicas\":%d,\"reason\":", info->workers, info->replicas);
+        s_json_str(info->reason);
+        printf(",\"estimates\":{");
+        for (int m = GX_MODE_AUTO + 1, k = 0; m < GX_MODE_COUNT; m++)
+            if (info->est_us[m] >= 0)
+                printf("%s\"%s\":%.1f", k++ ? "," : "", gx_mode_name((gx_mode)m), info->est_us[m]);
+        printf("},\"queue_us\":%" PRId64 ",\"compute_us\":%" PRId64 ",\"compile_us\":%" PRId64
+               ",\"repeat\":%ld,\"latency_us\":{\"p50\":%" PRId64 ",\"p99\":%" PRId64
+               ",\"min\":%" PRId64 ",\"max\":%" PRId64 "},\"outputs\":[",
+               info->queue_us, info->compute_us, info->compile_us, n, p50, p99, lat[0], lat[n - 1]);
         for (size_t i = 0; i < gx_result_output_count(r); i++) {
             const gx_tensor *t = gx_result_output(r, i);
-            printf("%s{\"name\":\"%s\",\"dtype\":\"%s\",\"shape\":[", i ? "," : "",
-                   gx_result_output_name(r, i), gx_dtype_name(gx_tensor_dtype(t)));
+            printf("%s{\"name\":", i ? "," : "");
+            s_json_str(gx_result_output_name(r, i));
+            printf(",\"dtype\":\"%s\",\"shape\":[", gx_dtype_name(gx_tensor_dtype(t)));
             for (int d = 0; d < gx_tensor_ndim(t); d++)
                 printf(d ? ",%" PRId64 : "%" PRId64, gx_tensor_shape(t)[d]);
             printf("]}");
@@ -258,10 +326,14 @@ static int s_cmd_run(const opts *o)
             size_t len = strlen(o->outdir);
             printf("outputs written to %s%s\n", o->outdir, len && o->outdir[len - 1] == '/' ? "" : "/");
         }
-        printf("ran: mode=%s device=%s workers=%d queue=%" PRId64 "us compute=%" PRId64
-               "us compile=%" PRId64 "us\n  why: %s\n",
-               info->mode, info->device, info->workers, info->queue_us, info->compute_us,
-               info->compile_us, info->reason);
+        printf("ran: mode=%s device=%s workers=%d replicas=%d queue=%" PRId64 "us compute=%" PRId64
+               "us compile=%" PRId64 "us\n",
+               info->mode, info->device, info->workers, info->replicas, info->queue_us,
+               info->compute_us, info->compile_us);
+        if (o->explain_mode)
+            s_explain_mode(o->mode, info);
+        else
+            printf("  why: %s\n", info->reason);
         if (n > 1)
             printf("latency over %ld runs: p50=%" PRId64 "us p99=%" PRId64 "us min=%" PRId64
                    "us max=%" PRId64 "us (mean compute %" PRId64 "us)\n",
@@ -350,7 +422,8 @@ static int s_cmd_stats(const opts *o)
 /* Options may come before or after the command (getopt permutes argv). */
 int main(int argc, char **argv)
 {
-    enum { OPT_MODE = 256, OPT_PRIO, OPT_DEADLINE, OPT_REPEAT, OPT_JSON, OPT_TIMEOUT, OPT_OUTPUT };
+    enum { OPT_MODE = 256, OPT_PRIO, OPT_DEADLINE, OPT_REPEAT, OPT_JSON, OPT_TIMEOUT, OPT_OUTPUT,
+           OPT_EXPLAIN };
     static const struct option lopts[] = {
         {"socket", required_argument, NULL, 's'},   {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"input", required_argument, NULL, 'i'},    {"outdir", required_argument, NULL, 'o'},
@@ -358,6 +431,7 @@ int main(int argc, char **argv)
         {"mode", required_argument, NULL, OPT_MODE}, {"priority", required_argument, NULL, OPT_PRIO},
         {"deadline-ms", required_argument, NULL, OPT_DEADLINE},
         {"repeat", required_argument, NULL, OPT_REPEAT}, {"json", no_argument, NULL, OPT_JSON},
+        {"explain-mode", no_argument, NULL, OPT_EXPLAIN},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     opts o = {.timeout_ms = 60000, .mode = GX_MODE_AUTO, .repeat = 1};
@@ -385,7 +459,7 @@ int main(int argc, char **argv)
             break;
         case OPT_MODE:
             if (gx_mode_parse(optarg, &o.mode) < 0)
-                return s_die("unknown mode '%s' (auto, seq, intra, inter, replica)", optarg);
+                return s_die("unknown mode '%s' (one of: %s)", optarg, s_mode_list());
             break;
         case OPT_PRIO:
             if (!s_parse_long(optarg, -100, 100, &v))
@@ -408,6 +482,7 @@ int main(int argc, char **argv)
             o.timeout_ms = (int)v;
             break;
         case OPT_JSON: o.json = true; break;
+        case OPT_EXPLAIN: o.explain_mode = true; break;
         case 'h': s_usage(stdout); return 0;
         default: s_usage(stderr); return 2;
         }

@@ -299,12 +299,6 @@ START_TEST(test_load_shares_one_plan)
     gx_result_destroy(&r);
     gx_request_destroy(&bad);
 
-    /* a mode that is not built is refused clearly */
-    gx_request_set_mode(rq, GX_MODE_INTER);
-    ck_assert_int_eq(gx_client_run(a, rq, &r), GX_EUNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(gx_result_message(r), "not implemented"));
-    gx_result_destroy(&r);
-
     gx_tensor_destroy(&x9);
     gx_tensor_destroy(&x);
     gx_request_destroy(&rq);
@@ -602,11 +596,11 @@ START_TEST(test_gexec_submit_cli)
     ck_assert_ptr_nonnull(strstr(out, "\"runs_ok\":"));
 
     /* failures: one line, non-zero exit */
-    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --mode replica 2>&1", bin,
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --output nope 2>&1", bin,
                           d.endpoint, mlp,
                           input),
                      0);
-    ck_assert_ptr_nonnull(strstr(out, "not implemented"));
+    ck_assert_msg(strstr(out, "GX_EGRAPH") && strstr(out, "'nope'"), "%s", out);
     ck_assert_ptr_null(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL);
     ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --socket %s run /nonexistent.yaml 2>&1", bin, d.endpoint), 0);
     ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --socket %s run %s 2>&1", bin, d.endpoint,
@@ -621,6 +615,121 @@ START_TEST(test_gexec_submit_cli)
 
     gxt_rmtree(dir);
     free(dir);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Every RUN reply says how the job ran and why: the mode used (never
+ * auto), its workers and replicas, a reason, and the policy's estimates
+ * (seq's at least, none for auto). A requested fixed mode either runs in
+ * that mode, with correct results, or is refused with GX_EUNSUPPORTED. */
+START_TEST(test_run_info_reports_mode_choice)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_client(&d);
+    gx_graph *g = s_affine_graph(64);
+    gx_tensor *x = s_fill(64, -5.0f);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    gx_result *r = NULL;
+
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    s_check_affine(r, 64, -5.0f);
+    const gx_run_info *info = gx_result_info(r);
+    gx_mode used;
+    ck_assert_msg(gx_mode_parse(info->mode, &used) == GX_OK && used != GX_MODE_AUTO,
+                  "mode '%s'", info->mode);
+    ck_assert_int_ge(info->workers, 1);
+    ck_assert_int_ge(info->replicas, 1);
+    ck_assert_str_ne(info->reason, "");
+    ck_assert_msg(info->est_us[GX_MODE_SEQ] >= 0, "no estimate for seq (%g)", info->est_us[GX_MODE_SEQ]);
+    ck_assert_msg(info->est_us[used] >= 0, "no estimate for the mode chosen, %s", info->mode);
+    ck_assert(info->est_us[GX_MODE_AUTO] < 0);
+    gx_result_destroy(&r);
+
+    for (int m = GX_MODE_SEQ; m < GX_MODE_COUNT; m++) {
+        ck_assert_int_eq(gx_request_set_mode(rq, (gx_mode)m), GX_OK);
+        int rc = gx_client_run(c, rq, &r);
+        ck_assert_ptr_nonnull(r);
+        if (rc == GX_EUNSUPPORTED) {
+            ck_assert_msg(m != GX_MODE_SEQ, "seq refused: %s", gx_result_message(r));
+            ck_assert_ptr_nonnull(strstr(gx_result_message(r), gx_mode_name((gx_mode)m)));
+            gx_result_destroy(&r);
+            continue;
+        }
+        ck_assert_msg(rc == GX_OK, "mode %s: %s", gx_mode_name((gx_mode)m), gx_result_message(r));
+        s_check_affine(r, 64, -5.0f);
+        info = gx_result_info(r);
+        ck_assert_str_eq(info->mode, gx_mode_name((gx_mode)m));
+        ck_assert_int_ge(info->workers, 1);
+        ck_assert_int_ge(info->replicas, 1);
+        ck_assert_str_ne(info->reason, "");
+        ck_assert(info->est_us[GX_MODE_SEQ] >= 0); /* reported when a mode is requested too */
+        gx_result_destroy(&r);
+    }
+
+    /* refused before it was queued: no run map, the defaults */
+    gx_request *bad = gx_request_new();
+    gx_request_set_graph(bad, g);
+    ck_assert_int_eq(gx_client_run(c, bad, &r), GX_EGRAPH);
+    ck_assert_int_eq(gx_result_info(r)->replicas, 1);
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        ck_assert(gx_result_info(r)->est_us[m] < 0);
+    gx_result_destroy(&r);
+    gx_request_destroy(&bad);
+
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+/* gexec-submit run --explain-mode prints the mode used, its workers,
+ * replicas and reason, and the estimates (the chosen mode marked), also in
+ * --json; --mode accepts every mode and names them all on a bad one. */
+START_TEST(test_gexec_submit_explain_mode)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    char out[8192], mlp[512], input[512];
+    const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
+    snprintf(mlp, sizeof mlp, "%s", gxt_srcpath("examples/mlp.yaml"));
+    snprintf(input, sizeof input, "%s", gxt_srcpath("examples/mlp_input.npy"));
+
+    int rc = gxt_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --explain-mode 2>&1", bin,
+                    d.endpoint, mlp, input);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "(requested auto)") && strstr(out, "why: ") &&
+                      strstr(out, " replica") && strstr(out, " worker"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "estimates (") != NULL, "no estimates table: %s", out);
+    for (int m = GX_MODE_SEQ; m < GX_MODE_COUNT; m++) /* one row a mode */
+        ck_assert_msg(strstr(out, gx_mode_name((gx_mode)m)) != NULL, "no %s: %s",
+                      gx_mode_name((gx_mode)m), out);
+    ck_assert_msg(strstr(out, "<- chosen") != NULL, "%s", out);
+
+    rc = gxt_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --mode seq --explain-mode --json 2>&1",
+                bin, d.endpoint, mlp, input);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "\"requested_mode\":\"seq\",\"mode\":\"seq\"") &&
+                      strstr(out, "\"replicas\":1") && strstr(out, "\"estimates\":{\"seq\":"),
+                  "%s", out);
+
+    /* a bad mode: one line listing every mode, before anything is sent */
+    rc = gxt_sh(out, sizeof out, "%s --socket %s run %s -i x=%s --mode warp 2>&1", bin, d.endpoint,
+                mlp, input);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(out, "unknown mode 'warp'") != NULL, "%s", out);
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        ck_assert_msg(strstr(out, gx_mode_name((gx_mode)m)) != NULL, "no %s: %s",
+                      gx_mode_name((gx_mode)m), out);
+    ck_assert_ptr_null(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --help", bin), 0);
+    ck_assert_msg(strstr(out, "inter+replica") && strstr(out, "--explain-mode"), "%s", out);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
 }
 END_TEST
@@ -688,6 +797,8 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_deadline_and_queue_full);
     tcase_add_test(tc, test_sigterm_answers_every_job);
     tcase_add_test(tc, test_gexec_submit_cli);
+    tcase_add_test(tc, test_run_info_reports_mode_choice);
+    tcase_add_test(tc, test_gexec_submit_explain_mode);
     tcase_add_test(tc, test_daemon_start_errors);
     tcase_add_test(tc, test_tcp_endpoint_defaults_to_loopback);
     suite_add_tcase(s, tc);

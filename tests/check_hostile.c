@@ -228,6 +228,8 @@ typedef struct s_reply {
     char message[1024];
     char graph_id[72];
     bool has_run;     /* RUN replies carry a `run` map */
+    char run_mode[32];    /* its `mode` */
+    char run_why[160];    /* "" when the map has the protocol's form */
     size_t n_outputs; /* descriptors in `outputs` */
     size_t nframes;   /* frames after the header */
     float first[4];   /* first floats of frame 1, if any */
@@ -238,6 +240,42 @@ static void s_copy(const msgpack_object *o, char *dst, size_t len)
     dst[0] = '\0';
     if (o && o->type == MSGPACK_OBJECT_STR)
         snprintf(dst, len, "%.*s", (int)o->via.str.size, o->via.str.ptr);
+}
+
+/* A RUN reply's `run` map as docs/protocol.md has it: a mode that is not
+ * auto, workers and replicas (>= 1), a reason, and estimates keyed by mode
+ * names (not auto), each a float64 >= 0. What is wrong goes to r->run_why. */
+static void s_check_run_map(const msgpack_object *run, s_reply *r)
+{
+    gx_mode m;
+    int64_t v;
+    char *why = r->run_why;
+    size_t len = sizeof r->run_why;
+    if (run->type != MSGPACK_OBJECT_MAP) {
+        snprintf(why, len, "not a map");
+        return;
+    }
+    s_copy(gx_mp_find(run, "mode"), r->run_mode, sizeof r->run_mode);
+    const msgpack_object *est = gx_mp_find(run, "estimates"), *reason = gx_mp_find(run, "reason");
+    if (gx_mode_parse(r->run_mode, &m) < 0 || m == GX_MODE_AUTO)
+        snprintf(why, len, "mode '%s'", r->run_mode);
+    else if (gx_mp_int(gx_mp_find(run, "workers"), "workers", 0, INT32_MAX, &v, NULL, 0) < 0)
+        snprintf(why, len, "workers missing");
+    else if (gx_mp_int(gx_mp_find(run, "replicas"), "replicas", 1, INT32_MAX, &v, NULL, 0) < 0)
+        snprintf(why, len, "replicas missing or < 1");
+    else if (!reason || reason->type != MSGPACK_OBJECT_STR)
+        snprintf(why, len, "reason missing");
+    else if (!est || est->type != MSGPACK_OBJECT_MAP)
+        snprintf(why, len, "estimates missing or not a map");
+    for (uint32_t i = 0; !why[0] && i < est->via.map.size; i++) {
+        char name[32];
+        const msgpack_object *val = &est->via.map.ptr[i].val;
+        s_copy(&est->via.map.ptr[i].key, name, sizeof name);
+        if (gx_mode_parse(name, &m) < 0 || m == GX_MODE_AUTO)
+            snprintf(why, len, "estimate under '%s'", name);
+        else if (val->type != MSGPACK_OBJECT_FLOAT64 || !(val->via.f64 >= 0))
+            snprintf(why, len, "estimate of %s not a float64 >= 0", name);
+    }
 }
 
 /* Wait up to timeout_ms for one reply and decode its header; false if none
@@ -277,6 +315,8 @@ static bool s_recv(void *sock, int timeout_ms, s_reply *r)
     s_copy(gx_mp_find(&up.data, "message"), r->message, sizeof r->message);
     s_copy(gx_mp_find(&up.data, "graph_id"), r->graph_id, sizeof r->graph_id);
     r->has_run = gx_mp_find(&up.data, "run") != NULL;
+    if (r->has_run)
+        s_check_run_map(gx_mp_find(&up.data, "run"), r);
     const msgpack_object *outs = gx_mp_find(&up.data, "outputs");
     if (outs && outs->type == MSGPACK_OBJECT_ARRAY)
         r->n_outputs = outs->via.array.size;
@@ -356,6 +396,7 @@ static void s_expect(const char *what, const void *hdr, size_t hdr_len, size_t n
     ck_assert_msg(r.id == id, "%s: reply id %" PRId64 ", want %" PRId64, what, r.id, id);
     ck_assert_msg(!type || strcmp(r.type, type) == 0, "%s: reply type '%s', want '%s'", what,
                   r.type, type);
+    ck_assert_msg(!r.has_run || !r.run_why[0], "%s: reply's run map: %s", what, r.run_why);
     if (status != GX_OK) {
         ck_assert_msg(r.message[0] != '\0', "%s: error reply without a message", what);
         ck_assert_msg(strstr(r.message, keyword) != NULL, "%s: message '%s' does not mention '%s'",
@@ -679,8 +720,6 @@ static const s_mp_case s_run_cases_tab[] = {
      64, "RUN", 48, GX_EPROTO, "deadline_ms"},
     {"unknown mode", "{" S_RUN "id: 49, mode: 'warp', inputs: [" S_X "]}", 1, 64, "RUN", 49,
      GX_EINVAL, "warp"},
-    {"mode not built", "{" S_RUN "id: 50, mode: 'replica', inputs: [" S_X "]}", 1, 64, "RUN", 50,
-     GX_EUNSUPPORTED, "replica"},
     {"outputs not an array", "{" S_RUN "id: 51, outputs: 'y', inputs: [" S_X "]}", 1, 64, "RUN",
      51, GX_EPROTO, "outputs"},
     {"outputs with a number", "{" S_RUN "id: 52, outputs: [3], inputs: [" S_X "]}", 1, 64, "RUN",
@@ -703,6 +742,78 @@ static const s_mp_case s_run_cases_tab[] = {
 START_TEST(test_run_fields)
 {
     s_run_cases(s_run_cases_tab, sizeof s_run_cases_tab / sizeof s_run_cases_tab[0]);
+}
+END_TEST
+
+/* The `mode` field: a name not in GX_MODE_LIST is GX_EINVAL naming it
+ * (case matters, no trimming, no prefixes), a value that is not a string is
+ * GX_EPROTO naming the field. */
+static const s_mp_case s_mode_cases[] = {
+    {"unknown mode", "{" S_RUN "id: 200, mode: 'warp', inputs: [" S_X "]}", 1, 64, "RUN", 200,
+     GX_EINVAL, "unknown mode 'warp'"},
+    {"mode in upper case", "{" S_RUN "id: 201, mode: 'SEQ', inputs: [" S_X "]}", 1, 64, "RUN", 201,
+     GX_EINVAL, "'SEQ'"},
+    {"empty mode", "{" S_RUN "id: 202, mode: '', inputs: [" S_X "]}", 1, 64, "RUN", 202, GX_EINVAL,
+     "''"},
+    {"mode with a trailing space", "{" S_RUN "id: 203, mode: 'seq ', inputs: [" S_X "]}", 1, 64,
+     "RUN", 203, GX_EINVAL, "'seq '"},
+    {"a prefix of a mode", "{" S_RUN "id: 204, mode: 'inter+', inputs: [" S_X "]}", 1, 64, "RUN",
+     204, GX_EINVAL, "'inter+'"},
+    {"two modes", "{" S_RUN "id: 205, mode: 'intra+inter', inputs: [" S_X "]}", 1, 64, "RUN", 205,
+     GX_EINVAL, "'intra+inter'"},
+    {"mode an integer", "{" S_RUN "id: 206, mode: 2, inputs: [" S_X "]}", 1, 64, "RUN", 206,
+     GX_EPROTO, "mode"},
+    {"mode nil", "{" S_RUN "id: 207, mode: nil, inputs: [" S_X "]}", 1, 64, "RUN", 207, GX_EPROTO,
+     "mode"},
+    {"mode an array", "{" S_RUN "id: 208, mode: ['seq'], inputs: [" S_X "]}", 1, 64, "RUN", 208,
+     GX_EPROTO, "mode"},
+    {"mode as bin", "{" S_RUN "id: 209, mode: ~3, inputs: [" S_X "]}", 1, 64, "RUN", 209,
+     GX_EPROTO, "mode"},
+};
+
+START_TEST(test_run_mode_field)
+{
+    s_run_cases(s_mode_cases, sizeof s_mode_cases / sizeof s_mode_cases[0]);
+
+    /* the unknown-mode message lists every mode, so a person can fix it */
+    msgpack_sbuffer sb;
+    char frame[64] = {0};
+    s_mp(&sb, "{" S_RUN "id: 210, mode: 'warp', inputs: [" S_X "]}", s_relu_id.hex, NULL);
+    void *sock = s_raw();
+    s_send(sock, sb.data, sb.size, 1, frame, sizeof frame);
+    msgpack_sbuffer_destroy(&sb);
+    s_reply r;
+    ck_assert(s_recv(sock, S_REPLY_MS, &r));
+    ck_assert_str_eq(r.status, "GX_EINVAL");
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        ck_assert_msg(strstr(r.message, gx_mode_name((gx_mode)m)) != NULL, "'%s' lacks %s",
+                      r.message, gx_mode_name((gx_mode)m));
+
+    /* every mode name is accepted: the job runs in that mode (auto: in
+     * some fixed mode) with a well-formed run map (s_recv), or the mode is
+     * refused as not built */
+    for (int m = 0; m < GX_MODE_COUNT; m++) {
+        char text[256];
+        snprintf(text, sizeof text, "{" S_RUN "id: %d, mode: '%s', inputs: [" S_X "]}", 220 + m,
+                 gx_mode_name((gx_mode)m));
+        s_mp(&sb, text, s_relu_id.hex, NULL);
+        s_send(sock, sb.data, sb.size, 1, frame, sizeof frame);
+        msgpack_sbuffer_destroy(&sb);
+        ck_assert_msg(s_recv(sock, S_REPLY_MS, &r), "mode %s: no reply", gx_mode_name((gx_mode)m));
+        ck_assert_int_eq(r.id, 220 + m);
+        ck_assert_msg(!r.run_why[0], "mode %s: run map: %s", gx_mode_name((gx_mode)m), r.run_why);
+        if (strcmp(r.status, "GX_EUNSUPPORTED") == 0 && m != GX_MODE_AUTO && m != GX_MODE_SEQ) {
+            ck_assert_ptr_nonnull(strstr(r.message, gx_mode_name((gx_mode)m)));
+            continue;
+        }
+        ck_assert_msg(strcmp(r.status, "GX_OK") == 0, "mode %s: %s %s", gx_mode_name((gx_mode)m),
+                      r.status, r.message);
+        ck_assert(r.has_run);
+        ck_assert_int_eq(r.nframes, 1);
+        if (m != GX_MODE_AUTO)
+            ck_assert_str_eq(r.run_mode, gx_mode_name((gx_mode)m));
+    }
+    s_close(sock);
 }
 END_TEST
 
@@ -1785,6 +1896,130 @@ START_TEST(test_oversized_frame)
 }
 END_TEST
 
+/* ---- hostile replies: libgexec against a fake daemon ---- */
+
+/*
+ * A fake gexecd (a ROUTER on a temporary socket) answers one RUN from
+ * libgexec with the header text (s_mp notation; %d is replaced by the
+ * request's id) and no frames; returns the client's view of the run info.
+ * Fields of the wrong type must keep their defaults, never crash the client
+ * or be misread.
+ */
+static void s_fake_reply(const char *fmt, int *status, gx_run_info *info)
+{
+    char *dir = gxt_tmpdir(), ep[600], err[256], text[1024];
+    snprintf(ep, sizeof ep, "ipc://%s/fake.sock", dir);
+    void *zctx = zmq_ctx_new(), *router = zmq_socket(zctx, ZMQ_ROUTER);
+    int linger = 0;
+    zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof linger);
+    ck_assert_int_eq(zmq_bind(router, ep), 0);
+    gx_client *c = gx_client_new(ep, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_graph_id id;
+    memset(id.hex, 'a', 64);
+    id.hex[64] = '\0';
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, &id);
+    gx_job *job = NULL;
+    ck_assert_int_eq(gx_client_submit(c, rq, &job), GX_OK);
+
+    /* the request: routing id, header */
+    zmq_msg_t who, hdr;
+    zmq_msg_init(&who);
+    zmq_msg_init(&hdr);
+    zmq_pollitem_t it = {router, 0, ZMQ_POLLIN, 0};
+    ck_assert_int_eq(zmq_poll(&it, 1, S_REPLY_MS), 1);
+    ck_assert_int_ge(zmq_msg_recv(&who, router, 0), 0);
+    ck_assert_int_ge(zmq_msg_recv(&hdr, router, 0), 0);
+    ck_assert(!zmq_msg_more(&hdr));
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    ck_assert_int_eq(gx_wire_unpack(zmq_msg_data(&hdr), zmq_msg_size(&hdr), &up, err, sizeof err),
+                     GX_OK);
+    int64_t rid = -1;
+    ck_assert_int_eq(gx_mp_int(gx_mp_find(&up.data, "id"), "id", 0, INT32_MAX, &rid, NULL, 0),
+                     GX_OK);
+    msgpack_unpacked_destroy(&up);
+    snprintf(text, sizeof text, fmt, (int)rid);
+    msgpack_sbuffer sb;
+    s_mp(&sb, text, NULL, NULL);
+    ck_assert_int_ge(zmq_msg_send(&who, router, ZMQ_SNDMORE), 0);
+    ck_assert_int_ge(zmq_send(router, sb.data, sb.size, 0), 0);
+    msgpack_sbuffer_destroy(&sb);
+    zmq_msg_close(&hdr);
+
+    gx_result *r = NULL;
+    *status = gx_job_wait(job, S_REPLY_MS, &r);
+    ck_assert_ptr_nonnull(r);
+    *info = *gx_result_info(r);
+    gx_result_destroy(&r);
+    gx_job_destroy(&job);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    zmq_close(router);
+    zmq_ctx_term(zctx);
+    gxt_rmtree(dir);
+    free(dir);
+}
+
+#define S_FAKE_HEAD "v: 1, type: 'RUN', id: %d, status: 'GX_OK', outputs: [], "
+
+START_TEST(test_reply_run_info)
+{
+    int st;
+    gx_run_info info;
+
+    /* well-formed: every field read */
+    s_fake_reply("{" S_FAKE_HEAD "run: {mode: 'inter+replica', device: 'cpu', workers: 4, "
+                 "replicas: 2, reason: 'why not', queue_us: 1, compute_us: 2, compile_us: 3, "
+                 "estimates: {seq: 100.0, inter: 60.5, 'inter+replica': 30.25}}}",
+                 &st, &info);
+    ck_assert_int_eq(st, GX_OK);
+    ck_assert_str_eq(info.mode, "inter+replica");
+    ck_assert_int_eq(info.workers, 4);
+    ck_assert_int_eq(info.replicas, 2);
+    ck_assert_str_eq(info.reason, "why not");
+    ck_assert(info.est_us[GX_MODE_SEQ] == 100.0 && info.est_us[GX_MODE_INTER] == 60.5 &&
+              info.est_us[GX_MODE_INTER_REPLICA] == 30.25);
+    ck_assert(info.est_us[GX_MODE_AUTO] < 0 && info.est_us[GX_MODE_INTRA] < 0 &&
+              info.est_us[GX_MODE_REPLICA] < 0 && info.est_us[GX_MODE_INTER_INTRA] < 0);
+
+    /* wrong types keep the defaults: replicas 1, no estimate */
+    s_fake_reply("{" S_FAKE_HEAD "run: {mode: 'seq', replicas: 'three', estimates: 5}}", &st, &info);
+    ck_assert_int_eq(st, GX_OK);
+    ck_assert_str_eq(info.mode, "seq");
+    ck_assert_int_eq(info.replicas, 1);
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        ck_assert(info.est_us[m] < 0);
+
+    /* out of range replicas; estimates under unknown names, auto, with
+     * wrong types or negative: ignored, the others read (an integer too) */
+    s_fake_reply("{" S_FAKE_HEAD "run: {replicas: -4, estimates: {seq: 'fast', warp: 3.0, "
+                 "auto: 7.0, intra: -2.0, inter: 12.5, replica: 40, 'inter+intra': nil, "
+                 "7: 1.0, 'SEQ': 2.0, 'seq ': 3.0}}}",
+                 &st, &info);
+    ck_assert_int_eq(info.replicas, 1);
+    ck_assert(info.est_us[GX_MODE_SEQ] < 0 && info.est_us[GX_MODE_AUTO] < 0 &&
+              info.est_us[GX_MODE_INTRA] < 0 && info.est_us[GX_MODE_INTER_INTRA] < 0 &&
+              info.est_us[GX_MODE_INTER_REPLICA] < 0);
+    ck_assert(info.est_us[GX_MODE_INTER] == 12.5 && info.est_us[GX_MODE_REPLICA] == 40);
+    s_fake_reply("{" S_FAKE_HEAD "run: {workers: 1099511627776, replicas: 1099511627776, "
+                 "estimates: []}}", &st, &info);
+    ck_assert_int_eq(info.workers, 0);
+    ck_assert_int_eq(info.replicas, 1);
+
+    /* run not a map; no run at all (a refused RUN) */
+    s_fake_reply("{" S_FAKE_HEAD "run: 'fast'}", &st, &info);
+    ck_assert_int_eq(st, GX_OK);
+    ck_assert_int_eq(info.replicas, 1);
+    ck_assert(info.est_us[GX_MODE_SEQ] < 0);
+    s_fake_reply("{v: 1, type: 'RUN', id: %d, status: 'GX_EINVAL', message: 'no'}", &st, &info);
+    ck_assert_int_eq(st, GX_EINVAL);
+    ck_assert_int_eq(info.replicas, 1);
+    ck_assert(info.est_us[GX_MODE_SEQ] < 0);
+}
+END_TEST
+
 Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
@@ -1795,6 +2030,7 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_nesting);
     tcase_add_test(tc, test_header_fields);
     tcase_add_test(tc, test_run_fields);
+    tcase_add_test(tc, test_run_mode_field);
     tcase_add_test(tc, test_run_inputs);
     tcase_add_test(tc, test_edge_shapes);
     tcase_add_test(tc, test_zero_size);
@@ -1823,6 +2059,11 @@ Suite *hostile_suite(void)
     tcase_add_checked_fixture(tc, s_setup_queue, s_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_queue_full);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("replies");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_reply_run_info);
     suite_add_tcase(s, tc);
     return s;
 }

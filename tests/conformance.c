@@ -1,7 +1,7 @@
 /*
  * conformance: run the ONNX backend node tests through a real gexecd.
  *
- *   conformance [-e ENDPOINT] [-d DATA_DIR] [-v] [-j] [FILTER...]
+ *   conformance [-e ENDPOINT] [-d DATA_DIR] [-v] [-j] [-m MODE | --modes[=LIST]] [FILTER...]
  *
  * For every case directory of DATA_DIR (default
  * /usr/share/libonnx-testdata/data/node, sorted) whose name contains one of
@@ -23,9 +23,27 @@
  *                timeouts, the daemon dying.
  * Prints FAIL and UNSUPPORTED lines (-v: PASS lines too, and a summary of
  * the unsupported cases by op), then "conformance: P passed, F failed,
- * U unsupported (N cases)". -j prints one JSON object a case instead
- * ({"case", "result", "reason"}) and a final JSON summary. Exits 1 if a
- * case failed, 2 on usage or set-up errors, else 0.
+ * U unsupported (N cases)" (tests/conformance.sh and bootstrap.sh read the
+ * first four words; anything else goes after a ';'). -j prints one JSON
+ * object a case instead ({"case", "result", "reason"}) and a final JSON
+ * summary. Exits 1 if a case failed, 2 on usage or set-up errors, else 0.
+ *
+ * Execution modes (include/gexec/client.h): by default every case runs in
+ * mode auto; -m MODE runs every case in MODE instead. --modes runs each
+ * case in seq (checked against the test data as above), then again in
+ * every other fixed mode (intra, inter, replica, inter+intra,
+ * inter+replica; --modes=LIST: those of the comma-separated LIST, which
+ * may also name seq or auto), and requires each output of each mode to be
+ * byte-identical to seq's: same names, dtypes, shapes and bytes. A case is
+ * then FAIL if seq fails, or if any mode's outputs differ or its run
+ * returns an error (GX_EUNSUPPORTED included: the mode must run what seq
+ * runs); the reason names the mode and the output. A case seq cannot run
+ * (UNSUPPORTED, or FAIL before any output) is not run in the other modes.
+ * The summary line then adds, after a ';', each mode's counts as
+ * passed/failed/unsupported, where for a compared mode passed means
+ * identical to seq, failed means different or an error, and unsupported
+ * means not compared; -j adds "modes" to each case and "by_mode" to the
+ * summary.
  *
  * Without -e it starts the build tree's gexecd ($GEXEC_DAEMON, else
  * ../daemon/gexecd next to this program) in the foreground on a temporary
@@ -81,6 +99,14 @@ typedef struct runner {
     const char *data;
     const char *endpoint;
     bool verbose, json;
+    gx_mode mode;              /* the mode of every case (-m; auto by default) */
+    bool modes;                /* --modes: seq, then compare each of cmp[] with it */
+    gx_mode cmp[GX_MODE_COUNT * 2];
+    int n_cmp;
+    int mode_counts[GX_MODE_COUNT][3]; /* --modes: per mode (cmp[] and seq) */
+    result case_modes[GX_MODE_COUNT * 2]; /* --modes: the last case's result per cmp[] */
+    bool seq_ran;    /* --modes: the last case ran in seq, and ... */
+    result case_seq; /* ... matched the test data (R_PASS) or not (R_FAIL) */
     daemon_proc d;
     gx_client *client;
     int counts[3];
@@ -408,7 +434,199 @@ static int s_run(runner *r, const gx_request *rq, gx_result **res)
     return rc;
 }
 
-/* Run one case; the reason goes to why. */
+/* Run rq in mode and wait: R_PASS with *res (caller frees) when the
+ * daemon ran it; otherwise the classification of the error, its reason in
+ * why. Restarts (or reconnects to) the daemon when it died or hung. */
+static result s_run_mode(runner *r, gx_request *rq, gx_mode mode, gx_result **res, char *why,
+                         size_t len)
+{
+    int rc = gx_request_set_mode(rq, mode);
+    if (rc < 0) {
+        snprintf(why, len, "cannot set mode %s", gx_mode_name(mode));
+        return R_FAIL;
+    }
+    rc = s_run(r, rq, res);
+    if (!s_daemon_alive(&r->d)) {
+        snprintf(why, len, "%s", r->d.died);
+        if (s_daemon_restart(r) < 0)
+            snprintf(why + strlen(why), len - strlen(why), "; restarting it failed");
+        gx_result_destroy(res);
+        return R_FAIL;
+    }
+    if (rc >= 0)
+        return R_PASS;
+    if (*res)
+        snprintf(why, len, "run: %s: %s", gx_status_name(rc), gx_result_message(*res));
+    else if (rc == GX_ECONNECT)
+        snprintf(why, len, "run: no reply within %d ms", RUN_TIMEOUT_MS + 5000);
+    else
+        snprintf(why, len, "run: %s: %s", gx_status_name(rc), gx_client_last_error(r->client));
+    if (!*res && r->d.bin) {
+        /* no reply at all: a hung daemon would fail every later case */
+        snprintf(why + strlen(why), len - strlen(why), " (gexecd restarted)");
+        if (s_daemon_restart(r) < 0)
+            snprintf(why + strlen(why), len - strlen(why), "; restarting it failed");
+    } else if (!*res && s_connect(r) < 0) {
+        snprintf(why + strlen(why), len - strlen(why), "; reconnecting failed");
+    }
+    result out = *res ? s_classify(rc) : R_FAIL;
+    gx_result_destroy(res);
+    return out;
+}
+
+/* The output of res named name, or NULL. */
+static const gx_tensor *s_output_named(const gx_result *res, const char *name)
+{
+    for (size_t k = 0; k < gx_result_output_count(res); k++)
+        if (strcmp(gx_result_output_name(res, k), name) == 0)
+            return gx_result_output(res, k);
+    return NULL;
+}
+
+/* --modes: is output name of a mode (a) byte-identical to seq's (b): same
+ * dtype, shape and bytes (so -0 differs from 0, and NaN payloads count)?
+ * False with the first difference in why. */
+static bool s_same_tensor(const char *name, const gx_tensor *a, const gx_tensor *b, char *why,
+                          size_t len)
+{
+    char s1[160], s2[160];
+    if (a->dtype != b->dtype || a->ndim != b->ndim ||
+        memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]) != 0) {
+        snprintf(why, len, "output '%s': %s %s, seq gave %s %s", name, gx_dtype_name(a->dtype),
+                 gx_shape_str(a->ndim, a->shape, s1, sizeof s1), gx_dtype_name(b->dtype),
+                 gx_shape_str(b->ndim, b->shape, s2, sizeof s2));
+        return false;
+    }
+    size_t es = gx_dtype_size(a->dtype);
+    int64_t bad = 0, first = -1;
+    for (int64_t k = 0; k < a->numel; k++)
+        if (memcmp((const uint8_t *)a->data + (size_t)k * es,
+                   (const uint8_t *)b->data + (size_t)k * es, es) != 0 && bad++ == 0)
+            first = k;
+    if (!bad)
+        return true;
+    uint64_t va = 0, vb = 0;
+    memcpy(&va, (const uint8_t *)a->data + (size_t)first * es, es);
+    memcpy(&vb, (const uint8_t *)b->data + (size_t)first * es, es);
+    if (s_is_float(a->dtype))
+        snprintf(why, len,
+                 "output '%s': %lld of %lld values not bit-identical to seq's; first at %lld: "
+                 "got %.9g (0x%llx), seq %.9g (0x%llx)",
+                 name, (long long)bad, (long long)a->numel, (long long)first, s_float_at(a, first),
+                 (unsigned long long)va, s_float_at(b, first), (unsigned long long)vb);
+    else
+        snprintf(why, len,
+                 "output '%s': %lld of %lld values differ from seq's; first at %lld: "
+                 "got 0x%llx, seq 0x%llx",
+                 name, (long long)bad, (long long)a->numel, (long long)first,
+                 (unsigned long long)va, (unsigned long long)vb);
+    return false;
+}
+
+/* --modes: is every output of got byte-identical to seq's (same names and
+ * count, then s_same_tensor)? False with the first difference in why. */
+static bool s_identical(const gx_result *seq, const gx_result *got, char *why, size_t len)
+{
+    size_t n = gx_result_output_count(seq);
+    if (gx_result_output_count(got) != n) {
+        snprintf(why, len, "%zu outputs, seq gave %zu", gx_result_output_count(got), n);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *name = gx_result_output_name(seq, i);
+        const gx_tensor *a = s_output_named(got, name);
+        if (!a) {
+            snprintf(why, len, "output '%s' missing", name);
+            return false;
+        }
+        if (!s_same_tensor(name, a, gx_result_output(seq, i), why, len))
+            return false;
+    }
+    return true;
+}
+
+/* --self-test: s_same_tensor, the comparison --modes relies on, on
+ * synthetic tensors (no daemon, no test data). 0 when every check holds. */
+static int s_self_test(void)
+{
+    int64_t shape[2] = {2, 3}, shape2[2] = {3, 2};
+    float f[6] = {1, 2, 3, 4, 5, 6}, g[6];
+    int32_t i32[6] = {1, 2, 3, 4, 5, 6}, j32[6];
+    char why[512];
+    int failed = 0;
+    struct self_case {
+        const char *what;
+        bool want_same;
+        const char *want_in_why; /* in the reason when they differ */
+        gx_tensor *a, *b;        /* a mode's output, seq's */
+    } c[6];
+    memcpy(g, f, sizeof g);
+    c[0] = (struct self_case){"identical floats", true, "", gx_tensor_new_copy(GX_F32, 2, shape, f, sizeof f),
+                          gx_tensor_new_copy(GX_F32, 2, shape, g, sizeof g)};
+    g[4] = nextafterf(5.0f, 6.0f); /* one ulp: within every tolerance, not identical */
+    c[1] = (struct self_case){"one float one ulp off", false, "first at 4",
+                          gx_tensor_new_copy(GX_F32, 2, shape, g, sizeof g),
+                          gx_tensor_new_copy(GX_F32, 2, shape, f, sizeof f)};
+    memcpy(g, f, sizeof g);
+    g[0] = 0.0f, f[0] = -0.0f; /* equal as numbers, not as bytes */
+    c[2] = (struct self_case){"-0 against 0", false, "first at 0",
+                          gx_tensor_new_copy(GX_F32, 2, shape, f, sizeof f),
+                          gx_tensor_new_copy(GX_F32, 2, shape, g, sizeof g)};
+    memcpy(j32, i32, sizeof j32);
+    j32[5] = 7;
+    c[3] = (struct self_case){"one int differs", false, "got 0x7, seq 0x6",
+                          gx_tensor_new_copy(GX_I32, 2, shape, j32, sizeof j32),
+                          gx_tensor_new_copy(GX_I32, 2, shape, i32, sizeof i32)};
+    c[4] = (struct self_case){"transposed shape", false, "[3,2]",
+                          gx_tensor_new_copy(GX_I32, 2, shape2, i32, sizeof i32),
+                          gx_tensor_new_copy(GX_I32, 2, shape, i32, sizeof i32)};
+    c[5] = (struct self_case){"same bytes, other dtype", false, "int32",
+                          gx_tensor_new_copy(GX_I32, 2, shape, f, sizeof f),
+                          gx_tensor_new_copy(GX_F32, 2, shape, f, sizeof f)};
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        why[0] = '\0';
+        bool ok = c[k].a && c[k].b;
+        bool same = ok && s_same_tensor("y", c[k].a, c[k].b, why, sizeof why);
+        if (!ok || same != c[k].want_same || !strstr(why, c[k].want_in_why)) {
+            printf("self-test FAIL %s: %s%s\n", c[k].what, same ? "identical" : "differs: ", why);
+            failed++;
+        }
+        gx_tensor_destroy(&c[k].a);
+        gx_tensor_destroy(&c[k].b);
+    }
+    printf("conformance self-test: %d of %zu checks failed\n", failed, sizeof c / sizeof c[0]);
+    return failed ? 1 : 0;
+}
+
+/* --modes: run rq in each mode of r->cmp and compare with seq's result;
+ * records each mode's result in r->case_modes and appends every failure
+ * ("mode M: ...") to why. Returns R_FAIL if any mode failed, else R_PASS. */
+static result s_compare_modes(runner *r, gx_request *rq, const gx_result *seq, char *why,
+                              size_t len)
+{
+    result out = R_PASS;
+    for (int i = 0; i < r->n_cmp; i++) {
+        char mwhy[1024] = "";
+        gx_result *res = NULL;
+        gx_mode m = r->cmp[i];
+        result mr = s_run_mode(r, rq, m, &res, mwhy, sizeof mwhy);
+        if (mr == R_PASS && !s_identical(seq, res, mwhy, sizeof mwhy))
+            mr = R_FAIL;
+        else if (mr != R_PASS)
+            mr = R_FAIL; /* an error where seq ran, GX_EUNSUPPORTED included */
+        gx_result_destroy(&res);
+        r->case_modes[i] = mr;
+        if (mr == R_PASS)
+            continue;
+        size_t used = strlen(why);
+        snprintf(why + used, len - used, "%smode %s: %s", used ? "; " : "", gx_mode_name(m), mwhy);
+        out = R_FAIL;
+    }
+    return out;
+}
+
+/* Run one case; the reason goes to why. With --modes, also the other modes
+ * (r->case_modes says how each went; R_UNSUPPORTED: not compared). */
 static result s_run_case(runner *r, const char *name, char *why, size_t len)
 {
     char dir[PATH_MAX], path[PATH_MAX + 64], err[2048];
@@ -419,6 +637,10 @@ static result s_run_case(runner *r, const char *name, char *why, size_t len)
     size_t n_in = 0, n_want = 0;
     result out = R_FAIL;
     int rc;
+
+    for (int i = 0; i < r->n_cmp; i++)
+        r->case_modes[i] = R_UNSUPPORTED;
+    r->seq_ran = false;
 
     snprintf(dir, sizeof dir, "%s/%s", r->data, name);
     snprintf(path, sizeof path, "%s/model.onnx", dir);
@@ -468,45 +690,25 @@ static result s_run_case(runner *r, const char *name, char *why, size_t len)
             snprintf(why, len, "input '%s': %s", gx_graph_input_name(g, i), gx_strerror(rc));
             goto out;
         }
-    rc = s_run(r, rq, &res);
-    if (!s_daemon_alive(&r->d)) {
-        snprintf(why, len, "%s", r->d.died);
-        if (s_daemon_restart(r) < 0)
-            snprintf(why + strlen(why), len - strlen(why), "; restarting it failed");
+    out = s_run_mode(r, rq, r->modes ? GX_MODE_SEQ : r->mode, &res, why, len);
+    if (out != R_PASS)
         goto out;
-    }
-    if (rc < 0) {
-        if (res)
-            snprintf(why, len, "run: %s: %s", gx_status_name(rc), gx_result_message(res));
-        else if (rc == GX_ECONNECT)
-            snprintf(why, len, "run: no reply within %d ms", RUN_TIMEOUT_MS + 5000);
-        else
-            snprintf(why, len, "run: %s: %s", gx_status_name(rc), gx_client_last_error(r->client));
-        if (!res && r->d.bin) {
-            /* no reply at all: a hung daemon would fail every later case */
-            snprintf(why + strlen(why), len - strlen(why), " (gexecd restarted)");
-            if (s_daemon_restart(r) < 0)
-                snprintf(why + strlen(why), len - strlen(why), "; restarting it failed");
-        } else if (!res && s_connect(r) < 0) {
-            snprintf(why + strlen(why), len - strlen(why), "; reconnecting failed");
-        }
-        out = res ? s_classify(rc) : R_FAIL;
-        goto out;
-    }
-    for (size_t i = 0; i < n_want; i++) {
+    for (size_t i = 0; i < n_want && out == R_PASS; i++) {
         const char *oname = gx_graph_output_name(g, i);
-        const gx_tensor *got = NULL;
-        for (size_t k = 0; k < gx_result_output_count(res) && !got; k++)
-            if (strcmp(gx_result_output_name(res, k), oname) == 0)
-                got = gx_result_output(res, k);
+        const gx_tensor *got = s_output_named(res, oname);
         if (!got) {
             snprintf(why, len, "output '%s' missing from the result", oname);
-            goto out;
+            out = R_FAIL;
+        } else if (!s_compare(oname, got, want[i], why, len)) {
+            out = R_FAIL;
         }
-        if (!s_compare(oname, got, want[i], why, len))
-            goto out;
     }
-    out = R_PASS;
+    /* seq ran: the other modes must give its bytes, whether or not seq
+     * matched the test data */
+    r->seq_ran = true;
+    r->case_seq = out;
+    if (r->modes && s_compare_modes(r, rq, res, why, len) != R_PASS)
+        out = R_FAIL;
 out:
     for (size_t i = 0; in && i < n_in; i++)
         gx_tensor_destroy(&in[i]);
@@ -643,27 +845,104 @@ static int s_rm(const char *path, const struct stat *sb, int flag, struct FTW *f
 
 static void s_usage(FILE *f)
 {
-    fprintf(f, "usage: conformance [-e ENDPOINT] [-d DATA_DIR] [-v] [-j] [FILTER...]\n"
+    fprintf(f, "usage: conformance [-e ENDPOINT] [-d DATA_DIR] [-v] [-j] [-m MODE | --modes[=LIST]]\n"
+               "                   [FILTER...]\n"
                "  -e EP   use the gexecd at EP (default: start the build tree's gexecd)\n"
                "  -d DIR  the ONNX node tests (default " DEFAULT_DATA ")\n"
                "  -v      print PASS lines and a summary of unsupported cases by op\n"
                "  -j      one JSON object per case, and a JSON summary\n"
-               "Runs the cases whose names contain any FILTER (all without one).\n");
+               "  -m MODE run every case in MODE (default auto)\n"
+               "  --modes run every case in seq, then in each other fixed mode (or each mode\n"
+               "          of the comma-separated LIST), whose outputs must be byte-identical\n"
+               "          to seq's\n"
+               "  --self-test  check the comparison --modes uses on synthetic tensors, and exit\n"
+               "Modes: ");
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        fprintf(f, "%s%s", m ? ", " : "", gx_mode_name((gx_mode)m));
+    fprintf(f, ".\nRuns the cases whose names contain any FILTER (all without one).\n");
+}
+
+/* --modes' LIST (NULL: every fixed mode but seq) into r->cmp. */
+static int s_parse_modes(runner *r, const char *list)
+{
+    r->modes = true;
+    r->n_cmp = 0;
+    if (!list) {
+        for (int m = 0; m < GX_MODE_COUNT; m++)
+            if (m != GX_MODE_AUTO && m != GX_MODE_SEQ)
+                r->cmp[r->n_cmp++] = (gx_mode)m;
+        return 0;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        gx_mode m;
+        if (gx_mode_parse(tok, &m) < 0) {
+            fprintf(stderr, "conformance: --modes: unknown mode '%s'\n", tok);
+            return -1;
+        }
+        if (r->n_cmp == (int)(sizeof r->cmp / sizeof r->cmp[0])) {
+            fprintf(stderr, "conformance: --modes: too many modes\n");
+            return -1;
+        }
+        r->cmp[r->n_cmp++] = m;
+    }
+    if (!r->n_cmp) {
+        fprintf(stderr, "conformance: --modes= names no mode\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Count the case res under each mode: seq (its own result against the
+ * test data when it ran, else the case's), then each compared mode (a mode
+ * listed twice counts twice, under one name). */
+static void s_count_modes(runner *r, result res)
+{
+    r->mode_counts[GX_MODE_SEQ][r->seq_ran ? r->case_seq : res]++;
+    for (int i = 0; i < r->n_cmp; i++)
+        if (r->cmp[i] != GX_MODE_SEQ)
+            r->mode_counts[r->cmp[i]][r->case_modes[i]]++;
 }
 
 int main(int argc, char **argv)
 {
-    runner r = {.data = DEFAULT_DATA};
+    enum { OPT_MODES = 256, OPT_SELF_TEST };
+    static const struct option lopts[] = {
+        {"modes", optional_argument, NULL, OPT_MODES},
+        {"self-test", no_argument, NULL, OPT_SELF_TEST},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    runner r = {.data = DEFAULT_DATA, .mode = GX_MODE_AUTO};
+    bool have_m = false;
     int opt, status = 2;
-    while ((opt = getopt(argc, argv, "e:d:vjh")) != -1) {
+    while ((opt = getopt_long(argc, argv, "e:d:vjm:h", lopts, NULL)) != -1) {
         switch (opt) {
         case 'e': r.endpoint = optarg; break;
         case 'd': r.data = optarg; break;
         case 'v': r.verbose = true; break;
         case 'j': r.json = true; break;
+        case 'm':
+            if (gx_mode_parse(optarg, &r.mode) < 0) {
+                fprintf(stderr, "conformance: -m: unknown mode '%s'\n", optarg);
+                s_usage(stderr);
+                return 2;
+            }
+            have_m = true;
+            break;
+        case OPT_MODES:
+            if (s_parse_modes(&r, optarg) < 0)
+                return 2;
+            break;
+        case OPT_SELF_TEST: return s_self_test();
         case 'h': s_usage(stdout); return 0;
         default: s_usage(stderr); return 2;
         }
+    }
+    if (have_m && r.modes) {
+        fprintf(stderr, "conformance: -m and --modes exclude each other\n");
+        return 2;
     }
     char **filters = argv + optind;
     int n_filters = argc - optind;
@@ -719,6 +998,8 @@ int main(int argc, char **argv)
         result res = s_run_case(&r, cases[i], why, sizeof why);
         s_one_line(why);
         r.counts[res]++;
+        if (r.modes)
+            s_count_modes(&r, res);
         if (res == R_UNSUPPORTED && r.verbose)
             s_note_unsupported(&r, cases[i], why);
         if (r.json) {
@@ -726,6 +1007,14 @@ int main(int argc, char **argv)
             s_json_str(cases[i]);
             printf(",\"result\":\"%s\",\"reason\":", s_result_names[res]);
             s_json_str(why);
+            if (r.modes) {
+                printf(",\"modes\":{\"seq\":\"%s\"", s_result_names[r.seq_ran ? r.case_seq : res]);
+                for (int k = 0; k < r.n_cmp; k++)
+                    if (r.cmp[k] != GX_MODE_SEQ)
+                        printf(",\"%s\":\"%s\"", gx_mode_name(r.cmp[k]),
+                               s_result_names[r.case_modes[k]]);
+                printf("}");
+            }
             printf("}\n");
         } else if (res != R_PASS) {
             printf("%s %s: %s\n", s_result_names[res], cases[i], why);
@@ -741,12 +1030,40 @@ int main(int argc, char **argv)
     if (r.verbose && !r.json)
         s_print_summary(&r);
     int total = r.counts[R_PASS] + r.counts[R_FAIL] + r.counts[R_UNSUPPORTED];
-    if (r.json)
-        printf("{\"passed\":%d,\"failed\":%d,\"unsupported\":%d,\"cases\":%d,\"daemon_restarts\":%d}\n",
+    if (r.json) {
+        printf("{\"passed\":%d,\"failed\":%d,\"unsupported\":%d,\"cases\":%d,\"daemon_restarts\":%d",
                r.counts[R_PASS], r.counts[R_FAIL], r.counts[R_UNSUPPORTED], total, r.d.restarts);
-    else
-        printf("conformance: %d passed, %d failed, %d unsupported (%d cases)\n", r.counts[R_PASS],
+        if (r.modes) {
+            printf(",\"by_mode\":{");
+            for (int m = GX_MODE_AUTO, k = 0; m < GX_MODE_COUNT; m++) {
+                const int *c = r.mode_counts[m];
+                if (c[R_PASS] + c[R_FAIL] + c[R_UNSUPPORTED])
+                    printf("%s\"%s\":{\"passed\":%d,\"failed\":%d,\"unsupported\":%d}",
+                           k++ ? "," : "", gx_mode_name((gx_mode)m), c[R_PASS], c[R_FAIL],
+                           c[R_UNSUPPORTED]);
+            }
+            printf("}");
+        } else {
+            printf(",\"mode\":\"%s\"", gx_mode_name(r.mode));
+        }
+        printf("}\n");
+    } else {
+        /* the first four words are read by conformance.sh's callers */
+        printf("conformance: %d passed, %d failed, %d unsupported (%d cases)", r.counts[R_PASS],
                r.counts[R_FAIL], r.counts[R_UNSUPPORTED], total);
+        if (r.modes) {
+            printf("; per mode (pass/fail/unsupported):");
+            for (int m = GX_MODE_AUTO, k = 0; m < GX_MODE_COUNT; m++) {
+                const int *c = r.mode_counts[m];
+                if (c[R_PASS] + c[R_FAIL] + c[R_UNSUPPORTED])
+                    printf("%s %s %d/%d/%d", k++ ? "," : "", gx_mode_name((gx_mode)m), c[R_PASS],
+                           c[R_FAIL], c[R_UNSUPPORTED]);
+            }
+        } else if (have_m) {
+            printf("; mode %s", gx_mode_name(r.mode));
+        }
+        printf("\n");
+    }
     status = r.counts[R_FAIL] || (size_t)total < n_cases ? 1 : 0;
 stop:
     gx_client_destroy(&r.client);

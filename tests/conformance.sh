@@ -1,14 +1,20 @@
 #!/bin/sh
-# make check's wrapper for the ONNX node test runner: skips (77) when the
-# test data (Debian's libonnx-testdata) is not installed, else runs every
-# case and passes the runner's status through. GEXEC_ONNX_DATA overrides the
-# data directory.
+# make check's wrapper for the ONNX node test runner: first checks the
+# byte comparison that --modes relies on (--self-test, no data needed); then
+# skips (77) when the test data (Debian's libonnx-testdata) is not
+# installed, else runs every case in seq and again in every other fixed
+# mode (--modes: each mode's outputs must be byte-identical to seq's) and
+# passes the runner's status through. GEXEC_ONNX_DATA overrides the data
+# directory.
+# make check runs this from the top build directory
+runner=tests/conformance
+[ -x "$runner" ] || runner=$(dirname "$0")/conformance
+"$runner" --self-test || exit 1
 data=${GEXEC_ONNX_DATA:-/usr/share/libonnx-testdata/data/node}
 if [ ! -d "$data" ]; then
     echo "conformance: $data not found (install libonnx-testdata); skipped"
     exit 77
 fi
-# make check runs this from the top build directory
-runner=tests/conformance
-[ -x "$runner" ] || runner=$(dirname "$0")/conformance
-exec "$runner" -d "$data" "$@"
+exec "$runner" -d "$data" --modes "$@"
+# the single-mode run (each case once, in mode auto), as before --modes:
+# exec "$runner" -d "$data" "$@"

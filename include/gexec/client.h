@@ -144,9 +144,12 @@ typedef struct gx_run_info {
     int64_t compute_us;/* time executing (compile excluded) */
     int64_t compile_us;/* time compiling a plan for this job (0 if cached) */
     char reason[160];  /* why this mode */
-    int replicas;      /* copies of the graph the job was split into (1: none) */
+    int replicas;      /* copies of the graph the job was split into (1: none,
+                          also when the reply did not say) */
     /* The policy's estimated completion time of the job in each mode, in
-     * microseconds; < 0 where the mode did not apply. */
+     * microseconds; < 0 where the mode did not apply or the reply carried
+     * no estimate for it (always for GX_MODE_AUTO). Reported whether the
+     * mode was chosen by the daemon or requested. */
     double est_us[GX_MODE_COUNT];
 } gx_run_info;
 
