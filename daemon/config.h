@@ -29,6 +29,7 @@ typedef struct gxd_config {
     int64_t limits_max_arena_bytes;  /* "limits.max_arena_bytes" per job */
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
+    int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
 } gxd_config;
 
 /* Fill with the built-in defaults. Pair with gxd_config_fini. */

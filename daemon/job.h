@@ -65,8 +65,6 @@ typedef struct gxd_job {
     int replicas;                   /* copies of the graph it ran as (1: none) */
     double est_us[GX_MODE_COUNT];   /* the policy's estimate per mode; < 0: n/a */
     char reason[160];
-    int replicas;
-    double est_us[GX_MODE_COUNT];
     size_t n_out;
     gxd_job_output *out;
 

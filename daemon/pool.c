@@ -164,6 +164,8 @@ static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d
 
 static double s_split_min_us(const gxd_pool *p)
 {
+    if (p->ctx->cfg.sched_split_min_ns >= 0)
+        return (double)p->ctx->cfg.sched_split_min_ns / 1000.0;
     double m = GXD_SPLIT_SYNC_FACTOR * p->sync_us[p->team_max];
     return m > 2.0 ? m : 2.0;
 }

@@ -187,12 +187,21 @@ static void s_daemon_stop(daemon_proc *d)
     }
 }
 
-/* Start gexecd on ipc://<dir>/gexecd.sock, its log in <dir>/gexecd.log;
- * wait until it answers PING. */
+/* Start gexecd on ipc://<dir>/gexecd.sock, its log in <dir>/gexecd.log,
+ * with a config that splits every kernel step intra-op can split
+ * (scheduler.split_min_ns: 0), so the intra-op modes run every kernel's
+ * shares, not only the heavy ones; wait until it answers PING. */
 static int s_daemon_start(daemon_proc *d)
 {
-    char log[128];
+    char log[128], conf[128];
     snprintf(log, sizeof log, "%s/gexecd.log", d->dir);
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", d->dir);
+    FILE *cf = fopen(conf, "w");
+    if (!cf)
+        return -1;
+    fputs("scheduler:\n  split_min_ns: 0\n", cf);
+    if (fclose(cf) != 0)
+        return -1;
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -203,8 +212,8 @@ static int s_daemon_start(daemon_proc *d)
             dup2(fd, STDOUT_FILENO);
             dup2(fd, STDERR_FILENO);
         }
-        execl(d->bin, d->bin, "--foreground", "--socket", d->endpoint, "--log-level", "error",
-              (char *)NULL);
+        execl(d->bin, d->bin, "--foreground", "--config", conf, "--socket", d->endpoint,
+              "--log-level", "error", (char *)NULL);
         fprintf(stderr, "exec %s: %s\n", d->bin, strerror(errno));
         _exit(127);
     }

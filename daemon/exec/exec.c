@@ -162,13 +162,15 @@ void gxd_step_record(const gxd_plan *p, size_t s, int64_t ns)
     int64_t old = atomic_load_explicit(&st->ns, memory_order_relaxed);
     if (ns <= 0)
         ns = 1;
-    /* moving average over about the last 8 timed runs */
-    atomic_store_explicit(&st->ns, old > 0 ? old + (ns - old) / 8 : ns, memory_order_relaxed);
+    /* quick to come down (the first runs are cold: page faults, caches),
+     * slow to go up (a run that was preempted) */
+    int64_t now = old <= 0 ? ns : ns < old ? (old + ns) / 2 : old + (ns - old) / 8;
+    atomic_store_explicit(&st->ns, now, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->runs, 1, memory_order_relaxed);
 }
 
 bool gxd_plan_wants_timing(const gxd_plan *p)
 {
     int64_t n = atomic_fetch_add_explicit(&p->stats[p->n_steps].runs, 1, memory_order_relaxed);
-    return n < 4 || n % GXD_TIMING_EVERY == 0;
+    return (n >= 1 && n < 6) || n % GXD_TIMING_EVERY == 0;
 }

@@ -96,7 +96,7 @@ double gxd_step_cost_us(const gxd_plan *p, size_t s);
 /* Record that step s took ns (on one worker, or summed over its shares). */
 void gxd_step_record(const gxd_plan *p, size_t s, int64_t ns);
 /* Counts a run of p; true when this run should time its steps (the first
- * few runs, then one in GXD_TIMING_EVERY). */
+ * few runs after the very first, then one in GXD_TIMING_EVERY). */
 bool gxd_plan_wants_timing(const gxd_plan *p);
 #define GXD_TIMING_EVERY 16
 
