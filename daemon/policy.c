@@ -7,8 +7,8 @@
 
 #include "daemon/policy.h"
 
-/* Estimates within this fraction of the best count as equal: the
- * configuration with fewer workers, then the simpler mode, wins. */
+/* Estimates within this fraction of the best count as equal when the
+ * other configuration needs fewer workers: it wins, leaving workers free. */
 #define S_TOL 0.03
 
 /* The job and machine with every field made usable: costs finite and >= 0,
@@ -278,8 +278,8 @@ static void s_rules(const gxd_policy_job *job, const s_job *j, char *buf, size_t
 }
 
 /* The mode auto picks among the applicable ones (the rules' filter): the
- * smallest estimate, or within S_TOL of it fewer workers, then the simpler
- * mode (lower in GX_MODE_LIST). */
+ * smallest estimate, or within S_TOL of it one on fewer workers (on as
+ * many workers, the smaller estimate; the earlier mode on a tie). */
 static gx_mode s_auto(const s_cfg cfg[GX_MODE_COUNT], gx_mode *best_out)
 {
     gx_mode best = GX_MODE_SEQ;
@@ -290,7 +290,8 @@ static gx_mode s_auto(const s_cfg cfg[GX_MODE_COUNT], gx_mode *best_out)
     for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT; k++) {
         if (!cfg[k].ok || cfg[k].us > cfg[best].us * (1 + S_TOL))
             continue;
-        if (s_fewer(&cfg[k], &cfg[pick]) || (!s_fewer(&cfg[pick], &cfg[k]) && k < (int)pick))
+        if (s_fewer(&cfg[k], &cfg[pick]) ||
+            (!s_fewer(&cfg[pick], &cfg[k]) && cfg[k].us < cfg[pick].us))
             pick = (gx_mode)k;
     }
     *best_out = best;
@@ -322,10 +323,9 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
         const s_cfg *c = &cfg[pick];
         s_label(pick, c, a, sizeof a);
         if (pick != best) {
-            s_say(out->reason, sizeof out->reason, "%s: %s %s%s, within 3%% of %s %s%s: %s", rules, a,
-                     s_us(c->us, ua, sizeof ua), unit, s_label(best, &cfg[best], b, sizeof b),
-                     s_us(cfg[best].us, ub, sizeof ub), unit,
-                     s_fewer(c, &cfg[best]) ? "fewer workers" : "simpler");
+            s_say(out->reason, sizeof out->reason, "%s: %s %s%s, within 3%% of %s %s%s: fewer workers",
+                  rules, a, s_us(c->us, ua, sizeof ua), unit, s_label(best, &cfg[best], b, sizeof b),
+                  s_us(cfg[best].us, ub, sizeof ub), unit);
         } else {
             /* The runner-up: the next smallest estimate among the others,
              * skipping those that run as the pick does (a team mode on one

@@ -59,8 +59,7 @@
  *   3. otherwise, with a batch -> inter + replicas: the splits (replica,
  *      inter+replica) join the candidates.
  * Auto takes the smallest estimate among the candidates; one within 3% of
- * it with fewer workers, then a simpler mode (earlier in GX_MODE_LIST),
- * wins instead, and the reason says so. A requested mode is honoured with
+ * it with fewer workers wins instead, and the reason says so. A requested mode is honoured with
  * the team above (the estimates are reported either way, and the reason
  * names auto's choice); a split the job does not allow (no batch, or sync
  * steps) runs as one copy: replica on one worker, inter+replica as inter.

@@ -403,7 +403,7 @@ END_TEST
 START_TEST(test_tolerance)
 {
     /* Two heavy steps on two branches, 4 workers: inter+intra(4) is the
-     * smallest, intra(4) within 3% on as many workers: the simpler wins. */
+     * smallest, intra(4) within 3% on as many workers: the smaller wins. */
     gxd_policy_job job = {.total_us = 1000,
                           .critical_us = 500,
                           .split_us = 1000,
@@ -413,10 +413,10 @@ START_TEST(test_tolerance)
                           .width = 2};
     gxd_policy_choice c = s_choose(&job, 4, 0, GX_MODE_AUTO);
     ck_assert(c.est_us[GX_MODE_INTER_INTRA] < c.est_us[GX_MODE_INTRA]);
-    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    ck_assert(c.est_us[GX_MODE_INTER_INTRA] * 1.03 > c.est_us[GX_MODE_INTRA]);
+    ck_assert_int_eq(c.mode, GX_MODE_INTER_INTRA);
     ck_assert_int_eq(c.workers, 4);
-    ck_assert_ptr_nonnull(strstr(c.reason, "within 3%"));
-    ck_assert_ptr_nonnull(strstr(c.reason, "simpler"));
+    ck_assert_ptr_null(strstr(c.reason, "within 3%"));
     /* intra(4) beats the queued replicas by 2%: one worker per job wins. */
     job = (gxd_policy_job){.total_us = 1000,
                            .critical_us = 1000,
