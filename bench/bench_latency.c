@@ -17,19 +17,15 @@
  *   (d) a 1024x1024x1024 MatMul through the daemon: GFLOP/s as the client
  *       sees it (round trip, 8 MiB over the socket) and from compute_us.
  */
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <gexec/gexec.h>
+
+#include "bench/benchutil.h"
 
 typedef struct s_opts {
     const char *socket; /* NULL: start a daemon */
@@ -39,122 +35,11 @@ typedef struct s_opts {
     int matmul_runs;    /* (d) */
 } s_opts;
 
-/* A daemon this program started. */
-typedef struct s_daemon {
-    pid_t pid;
-    char dir[64];
-    char endpoint[128];
-} s_daemon;
-
-static double s_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static void s_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void s_die(const char *what, int rc, gx_client *c)
 {
     fprintf(stderr, "bench_latency: %s: %s: %s\n", what, gx_status_name(rc),
             c ? gx_client_last_error(c) : gx_strerror(rc));
     exit(1);
-}
-
-/* ---- the daemon ---- */
-
-static void s_gexecd_path(char *buf, size_t len)
-{
-    const char *env = getenv("GEXECD");
-    if (env && *env) {
-        snprintf(buf, len, "%s", env);
-        return;
-    }
-    /* this program is <build>/bench/bench_latency; the daemon <build>/daemon/gexecd */
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(buf, len, "%s/../daemon/gexecd", self);
-            if (access(buf, X_OK) == 0)
-                return;
-        }
-    }
-    snprintf(buf, len, "./daemon/gexecd");
-}
-
-static void s_daemon_start(s_daemon *d)
-{
-    char bin[4200];
-    s_gexecd_path(bin, sizeof bin);
-    snprintf(d->dir, sizeof d->dir, "/tmp/gexec-bench-XXXXXX");
-    if (!mkdtemp(d->dir)) {
-        fprintf(stderr, "bench_latency: mkdtemp: %s\n", strerror(errno));
-        exit(1);
-    }
-    snprintf(d->endpoint, sizeof d->endpoint, "ipc://%s/gexecd.sock", d->dir);
-    d->pid = fork();
-    if (d->pid < 0) {
-        fprintf(stderr, "bench_latency: fork: %s\n", strerror(errno));
-        exit(1);
-    }
-    if (d->pid == 0) {
-        execl(bin, bin, "--foreground", "--socket", d->endpoint, "--log-level", "warn",
-              (char *)NULL);
-        fprintf(stderr, "bench_latency: exec %s: %s\n", bin, strerror(errno));
-        _exit(127);
-    }
-    char err[256];
-    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
-    if (!c) {
-        fprintf(stderr, "bench_latency: %s\n", err);
-        exit(1);
-    }
-    gx_client_set_timeout(c, 200);
-    int rc = GX_ECONNECT;
-    for (int i = 0; i < 100 && rc != GX_OK; i++) {
-        int st;
-        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
-            fprintf(stderr, "bench_latency: %s exited during start\n", bin);
-            exit(1);
-        }
-        rc = gx_client_ping(c);
-    }
-    gx_client_destroy(&c);
-    if (rc != GX_OK) {
-        fprintf(stderr, "bench_latency: %s does not answer on %s\n", bin, d->endpoint);
-        kill(d->pid, SIGKILL);
-        exit(1);
-    }
-}
-
-static void s_daemon_stop(s_daemon *d)
-{
-    int st;
-    kill(d->pid, SIGTERM);
-    for (int i = 0; i < 500; i++) {
-        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
-            d->pid = 0;
-            break;
-        }
-        s_sleep_ms(20);
-    }
-    if (d->pid > 0) {
-        kill(d->pid, SIGKILL);
-        waitpid(d->pid, &st, 0);
-    }
-    char sock[128];
-    snprintf(sock, sizeof sock, "%s/gexecd.sock", d->dir);
-    unlink(sock);
-    rmdir(d->dir);
 }
 
 /* ---- output ---- */
@@ -227,10 +112,10 @@ static void s_time_runs(gx_client *c, const gx_request *rq, const char *what, in
         if ((rc = s_run_once(c, rq, NULL)) < 0)
             s_die(what, rc, c);
     for (size_t i = 0; i < n; i++) {
-        double t0 = s_now_us();
+        double t0 = gxb_now_us();
         if ((rc = s_run_once(c, rq, &info[i])) < 0)
             s_die(what, rc, c);
-        wall[i] = s_now_us() - t0;
+        wall[i] = gxb_now_us() - t0;
     }
 }
 
@@ -266,10 +151,10 @@ static void s_bench_latency(const s_opts *o, gx_client *c, const gx_graph_id *id
     for (int i = 0; i < 200; i++)
         gx_client_ping(c);
     for (size_t i = 0; i < n; i++) {
-        double t0 = s_now_us();
+        double t0 = gxb_now_us();
         if ((rc = gx_client_ping(c)) < 0)
             s_die("PING", rc, c);
-        t[i] = s_now_us() - t0;
+        t[i] = gxb_now_us() - t0;
     }
     qsort(t, n, sizeof *t, s_cmp_double);
     snprintf(note, sizeof note, "%zu PINGs", n);
@@ -304,8 +189,8 @@ static void *s_worker_main(void *arg)
     for (int i = 0; i < 50 && w->rc == GX_OK; i++)
         w->rc = s_run_once(c, rq, NULL);
     pthread_barrier_wait(w->start);
-    double end = s_now_us() + w->seconds * 1e6;
-    while (w->rc == GX_OK && s_now_us() < end) {
+    double end = gxb_now_us() + w->seconds * 1e6;
+    while (w->rc == GX_OK && gxb_now_us() < end) {
         w->rc = s_run_once(c, rq, NULL);
         w->jobs += w->rc == GX_OK;
     }
@@ -329,7 +214,7 @@ static void s_bench_threads(const s_opts *o, const char *endpoint, const gx_grap
         pthread_create(&th[i], NULL, s_worker_main, &w[i]);
     }
     pthread_barrier_wait(&start);
-    double t0 = s_now_us();
+    double t0 = gxb_now_us();
     long jobs = 0;
     for (int i = 0; i < nthreads; i++) {
         pthread_join(th[i], NULL);
@@ -340,7 +225,7 @@ static void s_bench_threads(const s_opts *o, const char *endpoint, const gx_grap
         }
         jobs += w[i].jobs;
     }
-    double secs = (s_now_us() - t0) * 1e-6;
+    double secs = (gxb_now_us() - t0) * 1e-6;
     pthread_barrier_destroy(&start);
     char name[64], note[64];
     snprintf(name, sizeof name, "(c) throughput, %d client thread%s", nthreads,
@@ -363,7 +248,7 @@ static void s_bench_async(const s_opts *o, gx_client *c, const gx_graph_id *id, 
     for (int i = 0; i < depth; i++)
         if ((rc = gx_client_submit(c, rq, &ring[i])) < 0)
             s_die("submit", rc, c);
-    double t0 = s_now_us(), end = t0 + o->seconds * 1e6;
+    double t0 = gxb_now_us(), end = t0 + o->seconds * 1e6;
     for (int k = 0;; k = (k + 1) % depth) {
         gx_result *r = NULL;
         if ((rc = gx_job_wait(ring[k], 60000, &r)) < 0)
@@ -371,12 +256,12 @@ static void s_bench_async(const s_opts *o, gx_client *c, const gx_graph_id *id, 
         gx_result_destroy(&r);
         gx_job_destroy(&ring[k]);
         done++;
-        if (s_now_us() >= end)
+        if (gxb_now_us() >= end)
             break;
         if ((rc = gx_client_submit(c, rq, &ring[k])) < 0)
             s_die("submit", rc, c);
     }
-    double secs = (s_now_us() - t0) * 1e-6;
+    double secs = (gxb_now_us() - t0) * 1e-6;
     /* drain what is still in flight (not counted) */
     for (int i = 0; i < depth; i++) {
         if (!ring[i])
@@ -492,24 +377,6 @@ static bool s_parse(int argc, char **argv, s_opts *o)
     return true;
 }
 
-/* "key":value of the daemon's STATS JSON, as text. */
-static void s_stat(const char *json, const char *key, char *out, size_t len)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = json ? strstr(json, pat) : NULL;
-    snprintf(out, len, "?");
-    if (!p)
-        return;
-    p += strlen(pat);
-    if (*p == '"') {
-        const char *e = strchr(p + 1, '"');
-        snprintf(out, len, "%.*s", e ? (int)(e - p - 1) : 0, p + 1);
-    } else {
-        snprintf(out, len, "%.*s", (int)strcspn(p, ",}"), p);
-    }
-}
-
 int main(int argc, char **argv)
 {
     s_opts o = {NULL, 5000, 5000, 2.0, 10};
@@ -517,10 +384,10 @@ int main(int argc, char **argv)
         s_usage(stderr);
         return 2;
     }
-    s_daemon d = {0};
+    gxb_daemon d = {0};
     const char *endpoint = o.socket;
     if (!endpoint) {
-        s_daemon_start(&d);
+        gxb_daemon_start(&d, "bench_latency", NULL);
         endpoint = d.endpoint;
     }
     char err[256];
@@ -529,17 +396,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_latency: %s\n", err);
         return 1;
     }
-    char *json = NULL;
-    int rc = gx_client_stats(c, &json);
+    gxb_stats st;
+    int rc = gxb_stats_read(c, &st);
     if (rc < 0)
         s_die("STATS", rc, c);
-    char version[64], workers[32], topo[256];
-    s_stat(json, "version", version, sizeof version);
-    s_stat(json, "workers", workers, sizeof workers);
-    s_stat(json, "topology", topo, sizeof topo);
-    free(json);
-    printf("# gexecd %s at %s (%s), %s workers; %s\n", version, endpoint,
-           o.socket ? "given" : "started here", workers, topo);
+    printf("# gexecd %s at %s (%s), %s workers; %s\n", st.version, endpoint,
+           o.socket ? "given" : "started here", st.workers, st.topology);
     printf("%-44s %12s  %-8s %s\n", "# figure", "value", "unit", "note");
 
     gx_graph *g = s_tiny_graph();
@@ -557,6 +419,6 @@ int main(int argc, char **argv)
 
     gx_client_destroy(&c);
     if (!o.socket)
-        s_daemon_stop(&d);
+        gxb_daemon_stop(&d);
     return 0;
 }

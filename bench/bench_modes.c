@@ -28,17 +28,17 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <gexec/gexec.h>
+
+#include "bench/benchutil.h"
 
 #define S_PROCS 4        /* case e: client processes */
 #define S_PROC_DEPTH 16  /* case e: jobs in flight per process */
@@ -52,126 +52,11 @@ typedef struct s_opts {
     char cases[8]; /* letters to run, in order */
 } s_opts;
 
-/* A daemon this program started. */
-typedef struct s_daemon {
-    pid_t pid;
-    char dir[64];
-    char endpoint[128];
-} s_daemon;
-
-static double s_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static void s_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void s_die(const char *what, int rc, gx_client *c)
 {
     fprintf(stderr, "bench_modes: %s: %s: %s\n", what, gx_status_name(rc),
             c ? gx_client_last_error(c) : gx_strerror(rc));
     exit(1);
-}
-
-/* ---- the daemon (as bench_latency starts it) ---- */
-
-static void s_gexecd_path(char *buf, size_t len)
-{
-    const char *env = getenv("GEXECD");
-    if (env && *env) {
-        snprintf(buf, len, "%s", env);
-        return;
-    }
-    /* this program is <build>/bench/bench_modes; the daemon <build>/daemon/gexecd */
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(buf, len, "%s/../daemon/gexecd", self);
-            if (access(buf, X_OK) == 0)
-                return;
-        }
-    }
-    snprintf(buf, len, "./daemon/gexecd");
-}
-
-static void s_daemon_start(s_daemon *d, const char *cpus)
-{
-    char bin[4200];
-    s_gexecd_path(bin, sizeof bin);
-    snprintf(d->dir, sizeof d->dir, "/tmp/gexec-bench-XXXXXX");
-    if (!mkdtemp(d->dir)) {
-        fprintf(stderr, "bench_modes: mkdtemp: %s\n", strerror(errno));
-        exit(1);
-    }
-    snprintf(d->endpoint, sizeof d->endpoint, "ipc://%s/gexecd.sock", d->dir);
-    d->pid = fork();
-    if (d->pid < 0) {
-        fprintf(stderr, "bench_modes: fork: %s\n", strerror(errno));
-        exit(1);
-    }
-    if (d->pid == 0) {
-        if (cpus)
-            execl(bin, bin, "--foreground", "--socket", d->endpoint, "--log-level", "warn",
-                  "--cpus", cpus, (char *)NULL);
-        else
-            execl(bin, bin, "--foreground", "--socket", d->endpoint, "--log-level", "warn",
-                  (char *)NULL);
-        fprintf(stderr, "bench_modes: exec %s: %s\n", bin, strerror(errno));
-        _exit(127);
-    }
-    char err[256];
-    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
-    if (!c) {
-        fprintf(stderr, "bench_modes: %s\n", err);
-        exit(1);
-    }
-    gx_client_set_timeout(c, 200);
-    int rc = GX_ECONNECT;
-    for (int i = 0; i < 100 && rc != GX_OK; i++) {
-        int st;
-        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
-            fprintf(stderr, "bench_modes: %s exited during start\n", bin);
-            exit(1);
-        }
-        rc = gx_client_ping(c);
-    }
-    gx_client_destroy(&c);
-    if (rc != GX_OK) {
-        fprintf(stderr, "bench_modes: %s does not answer on %s\n", bin, d->endpoint);
-        kill(d->pid, SIGKILL);
-        exit(1);
-    }
-}
-
-static void s_daemon_stop(s_daemon *d)
-{
-    int st;
-    kill(d->pid, SIGTERM);
-    for (int i = 0; i < 500; i++) {
-        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
-            d->pid = 0;
-            break;
-        }
-        s_sleep_ms(20);
-    }
-    if (d->pid > 0) {
-        kill(d->pid, SIGKILL);
-        waitpid(d->pid, &st, 0);
-    }
-    char sock[128];
-    snprintf(sock, sizeof sock, "%s/gexecd.sock", d->dir);
-    unlink(sock);
-    rmdir(d->dir);
 }
 
 /* ---- fixed-seed random constants ---- */
@@ -576,7 +461,7 @@ static int s_pipeline(gx_client *c, const gx_request *rq, int depth, long max_jo
     gx_job **ring = calloc((size_t)depth, sizeof *ring);
     long submitted = 0, received = 0;
     int rc = GX_OK;
-    double t0 = s_now_us();
+    double t0 = gxb_now_us();
     for (int i = 0; i < depth && submitted < max_jobs && rc == GX_OK; i++, submitted++)
         if ((rc = gx_client_submit(c, rq, &ring[i])) < 0)
             s_fail(cell, rc, NULL, c);
@@ -595,7 +480,7 @@ static int s_pipeline(gx_client *c, const gx_request *rq, int depth, long max_jo
         gx_result_destroy(&r);
         gx_job_destroy(&ring[k]);
         received++;
-        if (s_now_us() >= end_us)
+        if (gxb_now_us() >= end_us)
             break;
         if (submitted < max_jobs) {
             if ((rc = gx_client_submit(c, rq, &ring[k])) < 0)
@@ -603,7 +488,7 @@ static int s_pipeline(gx_client *c, const gx_request *rq, int depth, long max_jo
             submitted++;
         }
     }
-    *secs = (s_now_us() - t0) * 1e-6;
+    *secs = (gxb_now_us() - t0) * 1e-6;
     *done = received;
     /* what is still in flight, uncounted: waited for, so that the next
      * measurement starts on an idle daemon; after a failure (a reply that
@@ -776,7 +661,7 @@ static void s_procs_stop(s_proc *p)
 /* One window of `secs` seconds: every child runs mode m; total jobs/s. */
 static void s_procs_rep(s_proc *p, s_cell *cell, double secs)
 {
-    double t0 = s_now_us();
+    double t0 = gxb_now_us();
     s_cmd cmd = {(int)cell->mode, t0 + secs * 1e6};
     for (int i = 0; i < S_PROCS; i++)
         s_write_all(p[i].cmd_fd, &cmd, sizeof cmd);
@@ -835,15 +720,15 @@ static void s_rep(const s_case *cs, int q, gx_client *c, const gx_request *rq, s
 {
     switch (cs->kind) {
     case S_LATENCY: {
-        double end = s_now_us() + cs->secs[q] * 1e6;
+        double end = gxb_now_us() + cs->secs[q] * 1e6;
         /* at least one run per rep, however slow the mode */
-        for (int i = 0; i < cs->runs[q] && cell->rc == GX_OK && (i == 0 || s_now_us() < end);
+        for (int i = 0; i < cs->runs[q] && cell->rc == GX_OK && (i == 0 || gxb_now_us() < end);
              i++) {
             gx_result *r = NULL;
-            double t0 = s_now_us();
+            double t0 = gxb_now_us();
             if (s_run(c, rq, cell, &r) < 0)
                 return;
-            double t = s_now_us() - t0;
+            double t = gxb_now_us() - t0;
             const gx_run_info *info = gx_result_info(r);
             cell->wall[cell->n_wall] = t;
             cell->comp[cell->n_wall++] = (double)info->compute_us;
@@ -856,7 +741,7 @@ static void s_rep(const s_case *cs, int q, gx_client *c, const gx_request *rq, s
     case S_PIPELINE: {
         long done;
         double secs;
-        if (s_pipeline(c, rq, S_CHAIN_DEPTH, LONG_MAX, s_now_us() + cs->secs[q] * 1e6,
+        if (s_pipeline(c, rq, S_CHAIN_DEPTH, LONG_MAX, gxb_now_us() + cs->secs[q] * 1e6,
                        &cell->tally, cell, &done, &secs) == GX_OK &&
             cell->n_rate < (int)(sizeof cell->rate / sizeof cell->rate[0]))
             cell->rate[cell->n_rate++] = (double)done / secs;
@@ -1105,24 +990,6 @@ static bool s_parse(int argc, char **argv, s_opts *o)
     return true;
 }
 
-/* "key":value of the daemon's STATS JSON, as text. */
-static void s_stat(const char *json, const char *key, char *out, size_t len)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = json ? strstr(json, pat) : NULL;
-    snprintf(out, len, "?");
-    if (!p)
-        return;
-    p += strlen(pat);
-    if (*p == '"') {
-        const char *e = strchr(p + 1, '"');
-        snprintf(out, len, "%.*s", e ? (int)(e - p - 1) : 0, p + 1);
-    } else {
-        snprintf(out, len, "%.*s", (int)strcspn(p, ",}"), p);
-    }
-}
-
 int main(int argc, char **argv)
 {
     s_opts o = {0};
@@ -1137,10 +1004,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_modes: --cpus applies to a daemon started here, not with --socket\n");
         return 2;
     }
-    s_daemon d = {0};
+    gxb_daemon d = {0};
     const char *endpoint = o.socket;
     if (!endpoint) {
-        s_daemon_start(&d, o.cpus);
+        const char *cpus_args[] = {"--cpus", o.cpus, NULL};
+        gxb_daemon_start(&d, "bench_modes", o.cpus ? cpus_args : NULL);
         endpoint = d.endpoint;
     }
     char err[256];
@@ -1150,19 +1018,14 @@ int main(int argc, char **argv)
         return 1;
     }
     gx_client_set_timeout(c, 5000); /* a daemon that is there answers STATS at once */
-    char *json = NULL;
-    int rc = gx_client_stats(c, &json);
+    gxb_stats st;
+    int rc = gxb_stats_read(c, &st);
     if (rc < 0)
         s_die("STATS", rc, c);
     gx_client_set_timeout(c, S_WAIT_MS);
-    char version[64], workers[32], topo[256];
-    s_stat(json, "version", version, sizeof version);
-    s_stat(json, "workers", workers, sizeof workers);
-    s_stat(json, "topology", topo, sizeof topo);
-    free(json);
-    printf("# gexecd %s at %s (%s%s%s), %s workers; %s; this host: %ld CPUs online%s\n", version,
-           endpoint, o.socket ? "given" : "started here", o.cpus ? ", --cpus " : "",
-           o.cpus ? o.cpus : "", workers, topo, sysconf(_SC_NPROCESSORS_ONLN),
+    printf("# gexecd %s at %s (%s%s%s), %s workers; %s; this host: %ld CPUs online%s\n",
+           st.version, endpoint, o.socket ? "given" : "started here", o.cpus ? ", --cpus " : "",
+           o.cpus ? o.cpus : "", st.workers, st.topology, sysconf(_SC_NPROCESSORS_ONLN),
            o.quick ? "; --quick (rough figures)" : "");
     printf("# x seq, x best: speed relative to seq and to the best fixed mode (> 1 is faster;\n"
            "#   latency cases compare median round trips); check: first output vs seq's\n"
@@ -1197,6 +1060,6 @@ int main(int argc, char **argv)
 
     gx_client_destroy(&c);
     if (!o.socket)
-        s_daemon_stop(&d);
+        gxb_daemon_stop(&d);
     return 0;
 }

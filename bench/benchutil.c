@@ -1,0 +1,162 @@
+/*
+ * Helpers shared by the benchmarks that talk to gexecd (benchutil.h).
+ */
+#include "bench/benchutil.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+double gxb_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void s_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- the daemon ---- */
+
+static void s_gexecd_path(char *buf, size_t len)
+{
+    const char *env = getenv("GEXECD");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return;
+    }
+    /* this program is <build>/bench/bench_*; the daemon <build>/daemon/gexecd */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(buf, len, "%s/../daemon/gexecd", self);
+            if (access(buf, X_OK) == 0)
+                return;
+        }
+    }
+    snprintf(buf, len, "./daemon/gexecd");
+}
+
+#define S_MAX_EXTRA 16
+
+void gxb_daemon_start(gxb_daemon *d, const char *prog, const char *const *extra_args)
+{
+    char bin[4200];
+    s_gexecd_path(bin, sizeof bin);
+    snprintf(d->dir, sizeof d->dir, "/tmp/gexec-bench-XXXXXX");
+    if (!mkdtemp(d->dir)) {
+        fprintf(stderr, "%s: mkdtemp: %s\n", prog, strerror(errno));
+        exit(1);
+    }
+    snprintf(d->endpoint, sizeof d->endpoint, "ipc://%s/gexecd.sock", d->dir);
+    const char *argv[7 + S_MAX_EXTRA] = {bin, "--foreground", "--socket", d->endpoint,
+                                         "--log-level", "warn"};
+    size_t argc = 6;
+    for (size_t i = 0; extra_args && extra_args[i]; i++) {
+        if (i == S_MAX_EXTRA) {
+            fprintf(stderr, "%s: more than %d extra gexecd arguments\n", prog, S_MAX_EXTRA);
+            exit(1);
+        }
+        argv[argc++] = extra_args[i];
+    }
+    argv[argc] = NULL;
+    d->pid = fork();
+    if (d->pid < 0) {
+        fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+        exit(1);
+    }
+    if (d->pid == 0) {
+        execv(bin, (char *const *)argv);
+        fprintf(stderr, "%s: exec %s: %s\n", prog, bin, strerror(errno));
+        _exit(127);
+    }
+    char err[256];
+    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        exit(1);
+    }
+    gx_client_set_timeout(c, 200);
+    int rc = GX_ECONNECT;
+    for (int i = 0; i < 100 && rc != GX_OK; i++) {
+        int st;
+        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+            fprintf(stderr, "%s: %s exited during start\n", prog, bin);
+            exit(1);
+        }
+        rc = gx_client_ping(c);
+    }
+    gx_client_destroy(&c);
+    if (rc != GX_OK) {
+        fprintf(stderr, "%s: %s does not answer on %s\n", prog, bin, d->endpoint);
+        kill(d->pid, SIGKILL);
+        exit(1);
+    }
+}
+
+void gxb_daemon_stop(gxb_daemon *d)
+{
+    int st;
+    kill(d->pid, SIGTERM);
+    for (int i = 0; i < 500; i++) {
+        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+            d->pid = 0;
+            break;
+        }
+        s_sleep_ms(20);
+    }
+    if (d->pid > 0) {
+        kill(d->pid, SIGKILL);
+        waitpid(d->pid, &st, 0);
+    }
+    char sock[128];
+    snprintf(sock, sizeof sock, "%s/gexecd.sock", d->dir);
+    unlink(sock);
+    rmdir(d->dir);
+}
+
+/* ---- STATS ---- */
+
+/* "key":value of the daemon's STATS JSON, as text. */
+static void s_stat(const char *json, const char *key, char *out, size_t len)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = json ? strstr(json, pat) : NULL;
+    snprintf(out, len, "?");
+    if (!p)
+        return;
+    p += strlen(pat);
+    if (*p == '"') {
+        const char *e = strchr(p + 1, '"');
+        snprintf(out, len, "%.*s", e ? (int)(e - p - 1) : 0, p + 1);
+    } else {
+        snprintf(out, len, "%.*s", (int)strcspn(p, ",}"), p);
+    }
+}
+
+int gxb_stats_read(gx_client *c, gxb_stats *s)
+{
+    char *json = NULL;
+    int rc = gx_client_stats(c, &json);
+    if (rc < 0)
+        return rc;
+    s_stat(json, "version", s->version, sizeof s->version);
+    s_stat(json, "workers", s->workers, sizeof s->workers);
+    s_stat(json, "topology", s->topology, sizeof s->topology);
+    free(json);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/*
+ * Helpers shared by the benchmarks that talk to gexecd (bench_latency,
+ * bench_modes): a clock, a private gexecd started from the build tree, and
+ * the daemon's STATS header figures.
+ *
+ *     gxb_daemon d = {0};
+ *     gxb_daemon_start(&d, "bench_x", NULL);   // dies with a message on failure
+ *     gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+ *     gxb_stats st;
+ *     if (gxb_stats_read(c, &st) == GX_OK)
+ *         printf("# gexecd %s, %s workers\n", st.version, st.workers);
+ *     ...
+ *     gx_client_destroy(&c);
+ *     gxb_daemon_stop(&d);
+ *
+ * These are benchmark programs, not a library: a failure that leaves nothing
+ * to measure prints "<prog>: ..." to stderr and exits 1.
+ */
+#ifndef GX_BENCHUTIL_H
+#define GX_BENCHUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <gexec/gexec.h>
+
+/* CLOCK_MONOTONIC in microseconds. */
+double gxb_now_us(void);
+
+/* A gexecd child process on ipc://<dir>/gexecd.sock, embedded by its caller. */
+typedef struct gxb_daemon {
+    pid_t pid;
+    char dir[64];       /* the temporary folder holding the socket */
+    char endpoint[128]; /* what clients connect to */
+} gxb_daemon;
+
+/* Start gexecd ($GEXECD, else ../daemon/gexecd next to this program's
+ * folder, else ./daemon/gexecd) in the foreground on a fresh temporary ipc
+ * socket with --log-level warn and then extra_args (NULL-terminated, may be
+ * NULL), and wait until it answers PING. On any failure prints
+ * "<prog>: ..." and exits 1. Stop it with gxb_daemon_stop. */
+void gxb_daemon_start(gxb_daemon *d, const char *prog, const char *const *extra_args);
+
+/* SIGTERM the daemon, wait up to 10 s (then SIGKILL), and remove its socket
+ * and folder. */
+void gxb_daemon_stop(gxb_daemon *d);
+
+/* What a benchmark's header line shows of the daemon, as text ("?" where the
+ * STATS reply lacks a key). */
+typedef struct gxb_stats {
+    char version[64];
+    char workers[32];
+    char topology[256];
+} gxb_stats;
+
+/* Ask c's daemon for STATS and fill *s; returns the gx status of the
+ * request (GX_OK, or negative with gx_client_last_error(c) saying why). */
+int gxb_stats_read(gx_client *c, gxb_stats *s);
+
+#endif
