@@ -24,13 +24,15 @@
  *                    own job, this one on one worker; the estimate is the
  *                    amortised time per job, total / min(WT, queued + 1).
  *                    A batch split into r slices (2 <= r <= batch):
- *                    total * s + copy(io_bytes / r) + sync(r), where
+ *                    body(s) + copy(io_bytes / r) + sync(r), where
  *                    s = ceil(batch / r) / batch is the largest slice's
- *                    share and copy(b) = b / (copy_gbps * 1000) µs.
+ *                    share, body(s) = unbatched + (total - unbatched) * s
+ *                    (every slice runs the steps that read no batched
+ *                    value whole) and copy(b) = b / (copy_gbps * 1000) µs.
  *                    The smaller of the two (the queue's within 3%).
  *   inter+replica    r slices each run inter-op on wi workers (w = r * wi):
- *                    max(critical * s, total * s / wi) + n_steps * dispatch
- *                    + copy(io_bytes / r) + sync(r * wi)
+ *                    max(critical * s + unbatched * (1 - s), body(s) / wi)
+ *                    + n_steps * dispatch + copy(io_bytes / r) + sync(r * wi)
  *
  * Every mode on w > 1 workers also pays join_us once, for waking the idle
  * workers that form its team.
@@ -89,6 +91,8 @@ typedef struct gxd_policy_job {
     long long batch;      /* > 0: axis-0 size the job may be cut along */
     size_t sync_steps;    /* steps that mix samples (seed 002 sync nodes) */
     double io_bytes;      /* bytes of the job's inputs and outputs (a split copies them) */
+    double unbatched_us;  /* part of total_us in steps that read no batched value:
+                           * every slice of a split runs them whole */
     bool dynamic;         /* has dynamic or control-flow steps */
 } gxd_policy_job;
 

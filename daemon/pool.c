@@ -136,6 +136,8 @@ static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d
             d->split_us += c;
             d->n_split++;
         }
+        if (!st->on_batch)
+            d->unbatched_us += c;
         if (start) {
             double end = start[s] + c;
             for (int k = 0; k < st->n_succ; k++)
@@ -212,6 +214,7 @@ static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_vi
 {
     gx_view in[GX_MAX_OP_INPUTS];
     int64_t at = 0, B = n > 1 ? plan->batch : 0;
+    size_t total = 0;
     memset(r, 0, sizeof *r);
     for (int i = 0; i < n; i++) {
         gxd_plan *rp = plan;
@@ -247,7 +250,12 @@ static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_vi
             if (dag && !rp->dag_ok)
                 return gx_errf(err, errlen, GX_EUNSUPPORTED, "a slice's plan cannot run out of order");
         }
-        void *arena = s_arena(a, i, dag ? rp->dag_arena_bytes : rp->arena_bytes);
+        size_t bytes = dag ? rp->dag_arena_bytes : rp->arena_bytes;
+        if ((total += bytes) > (uint64_t)ctx->limits.max_arena_bytes)
+            return gx_errf(err, errlen, GX_ELIMIT,
+                           "%d replicas need arenas of %zu bytes in all (limit %lld)", n, total,
+                           (long long)ctx->limits.max_arena_bytes);
+        void *arena = s_arena(a, i, bytes);
         if (!arena)
             return gx_errf(err, errlen, GX_ENOMEM, "cannot allocate an arena of %zu bytes",
                            dag ? rp->dag_arena_bytes : rp->arena_bytes);
@@ -300,6 +308,7 @@ static void s_run(gxd_worker *w, gxd_job *j, gxd_plan *plan, const gx_view *inpu
     if (n > plan->batch && n > 1)
         n = (int)plan->batch;
     j->t_exec = gxd_now_us();
+    int64_t compiled = j->compile_us;
     gxd_replicas r;
     int rc = s_replicas_init(ctx, j, plan, inputs, n, cfg.dag, &w->arenas, stop, &r, err,
                              sizeof err);
@@ -311,21 +320,30 @@ static void s_run(gxd_worker *w, gxd_job *j, gxd_plan *plan, const gx_view *inpu
         n = 1;
         if (c.mode == GX_MODE_REPLICA)
             c.mode = GX_MODE_SEQ, cfg.workers = 1;
-        else if (c.mode == GX_MODE_INTER_REPLICA)
-            c.mode = GX_MODE_INTER;
         snprintf(c.reason, sizeof c.reason, "batch split failed (%.100s): %s", why,
-                 gx_mode_name(c.mode));
+                 gx_mode_name(c.mode == GX_MODE_INTER_REPLICA ? GX_MODE_INTER : c.mode));
         err[0] = '\0';
         rc = s_replicas_init(ctx, j, plan, inputs, 1, cfg.dag, &w->arenas, stop, &r, err,
                              sizeof err);
     }
+    j->t_exec += j->compile_us - compiled; /* slice plans compiled: not compute */
+    if (c.mode == GX_MODE_INTER_REPLICA && n == 1)
+        c.mode = GX_MODE_INTER; /* one copy: that is what ran */
+    bool wants_dag = c.mode == GX_MODE_INTER || c.mode == GX_MODE_INTER_INTRA ||
+                     c.mode == GX_MODE_INTER_REPLICA;
+    size_t len = strlen(c.reason);
+    if (wants_dag && !cfg.dag && len < sizeof c.reason - 1)
+        snprintf(c.reason + len, sizeof c.reason - len, "; in step order: %s",
+                 n > 1 ? r.plan[0]->dag_why : plan->dag_why);
     j->ran_mode = c.mode;
-    j->workers = cfg.workers;
     j->replicas = n;
     memcpy(j->est_us, c.est_us, sizeof j->est_us);
     snprintf(j->reason, sizeof j->reason, "%s", c.reason);
-    if (rc == GX_OK && (rc = gxd_exec_par(&p->team, &cfg, r.f, n, err, sizeof err)) == GX_OK)
+    int members = 1;
+    if (rc == GX_OK &&
+        (rc = gxd_exec_par(&p->team, &cfg, r.f, n, &members, err, sizeof err)) == GX_OK)
         s_collect_outputs(j, r.f, n);
+    j->workers = members;
     s_replicas_fini(&r);
     if (rc == GX_ECANCELLED || rc == GX_ETIMEDOUT)
         s_stopped(j, rc, "while running");
@@ -439,7 +457,7 @@ static double s_time_plan(gxd_pool *p, const gxd_plan *plan, void *arena, const 
                               sizeof err) < 0)
             continue;
         int64_t t0 = gxd_now_ns();
-        gxd_exec_par(&p->team, cfg, &f, 1, err, sizeof err);
+        gxd_exec_par(&p->team, cfg, &f, 1, &(int){0}, err, sizeof err);
         t[i] = (double)(gxd_now_ns() - t0) / 1000.0;
         gxd_frame_fini(&f);
     }
@@ -456,7 +474,7 @@ static void s_join_probe(void *arg, int member)
     }
     int64_t until = gxd_now_ns() + 20 * 1000 * 1000;
     while (!atomic_load(joined) && gxd_now_ns() < until)
-        ;
+        GXD_CPU_PAUSE();
 }
 
 /* Measure what the policy needs to know of this machine: the cost of one
@@ -518,6 +536,10 @@ static void s_calibrate(gxd_pool *p)
             t[i] = (double)(gxd_now_ns() - t0) / 1000.0;
         }
         p->join_us = s_median(t, 5);
+        if (p->join_us >= 20000)
+            GXD_LOG(&p->ctx->log, GXD_LOG_WARN,
+                    "no idle worker joined a team within 20 ms at start: teams look expensive "
+                    "(%.0f us), so jobs will mostly run on one worker each", p->join_us);
     }
 
     size_t bytes = 8u << 20;

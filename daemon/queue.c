@@ -144,14 +144,14 @@ gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *w
     for (;;) {
         if (q->closed)
             break;
-        if (wake && wake(arg)) {
-            *woken = true;
-            break;
-        }
         if (q->n) {
             j = s_take(q, 0);
             if (j->tag > q->vtime)
                 q->vtime = j->tag;
+            break;
+        }
+        if (wake && wake(arg)) {
+            *woken = true;
             break;
         }
         pthread_cond_wait(&q->cv, &q->mu);
@@ -160,10 +160,11 @@ gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *w
     return j;
 }
 
-void gxd_queue_kick(gxd_queue *q)
+void gxd_queue_kick(gxd_queue *q, int n)
 {
     pthread_mutex_lock(&q->mu);
-    pthread_cond_broadcast(&q->cv);
+    for (int i = 0; i < n; i++)
+        pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
 }
 

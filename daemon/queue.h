@@ -46,14 +46,15 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen);
 /* Block until a job is available and take it (caller owns it), or return
  * NULL once the queue is closed. */
 gxd_job *gxd_queue_pop(gxd_queue *q);
-/* The same, but also returns NULL with *woken true as soon as wake(arg)
- * holds (checked under the queue's lock, before taking a job, so a thread
- * that makes it true and then calls gxd_queue_kick is never missed). The
- * pool uses it to recruit idle workers into a team. *woken is false when
- * a job or NULL (closed) is returned. */
+/* The same, but when no job is queued, also returns NULL with *woken true
+ * as soon as wake(arg) holds (checked under the queue's lock, so a thread
+ * that makes it true and then calls gxd_queue_kick is never missed). A
+ * queued job comes first: independent jobs are worth more than helping one
+ * (seed 002's first rule). The pool uses it to recruit idle workers into a
+ * team. *woken is false when a job or NULL (closed) is returned. */
 gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *woken);
-/* Wake every waiting popper so it re-checks its wake condition. */
-void gxd_queue_kick(gxd_queue *q);
+/* Wake up to n waiting poppers so they re-check their wake condition. */
+void gxd_queue_kick(gxd_queue *q, int n);
 /* Take the queued job (identity, id) out, or NULL if it is not queued. */
 gxd_job *gxd_queue_remove(gxd_queue *q, const void *identity, size_t identity_len, uint64_t id);
 /* Take out every job whose deadline is <= now; returns them as a list

@@ -31,11 +31,11 @@ int gxd_team_idle(gxd_team *t)
     return atomic_load_explicit(&t->idle, memory_order_relaxed);
 }
 
-void gxd_team_run(gxd_team *t, int helpers, gxd_team_fn fn, void *arg)
+int gxd_team_run(gxd_team *t, int helpers, gxd_team_fn fn, void *arg)
 {
     if (helpers <= 0) {
         fn(arg, 0);
-        return;
+        return 1;
     }
     gxd_team_call c = {.fn = fn, .arg = arg, .wanted = helpers};
     pthread_cond_init(&c.done, NULL);
@@ -44,7 +44,7 @@ void gxd_team_run(gxd_team *t, int helpers, gxd_team_fn fn, void *arg)
     t->calls = &c;
     atomic_fetch_add(&t->open_slots, helpers);
     pthread_mutex_unlock(&t->mu);
-    gxd_queue_kick(t->queue);
+    gxd_queue_kick(t->queue, helpers);
 
     fn(arg, 0);
 
@@ -60,6 +60,7 @@ void gxd_team_run(gxd_team *t, int helpers, gxd_team_fn fn, void *arg)
         pthread_cond_wait(&c.done, &t->mu);
     pthread_mutex_unlock(&t->mu);
     pthread_cond_destroy(&c.done);
+    return 1 + c.joined;
 }
 
 static bool s_wanted(void *arg)

@@ -11,7 +11,13 @@
  * No thread is ever created for a team: its members are the pool's pinned
  * workers, each running one thing at a time, so the daemon never runs more
  * busy threads than the cores it owns. Idle workers block in the job queue
- * (gxd_queue_pop_or), which a new call wakes.
+ * (gxd_queue_pop_or), which a new call wakes; a queued job goes before
+ * helping.
+ *
+ * A call and its argument live on the leader's stack, not reference-counted
+ * like other shared objects: helpers reach the call only under t->mu, and
+ * the leader unlinks it and waits until every helper that joined has
+ * returned before its frame goes away.
  */
 #ifndef GXD_TEAM_H
 #define GXD_TEAM_H
@@ -43,8 +49,9 @@ int gxd_team_idle(gxd_team *t);
 
 /* Leader: run fn(arg, 0) on the calling thread and fn(arg, k) on up to
  * `helpers` idle workers that join while it runs; returns when every call
- * has returned. */
-void gxd_team_run(gxd_team *t, int helpers, gxd_team_fn fn, void *arg);
+ * has returned, with the number of members that took part (1 + helpers
+ * that joined). */
+int gxd_team_run(gxd_team *t, int helpers, gxd_team_fn fn, void *arg);
 
 /* Worker: wait for the next job and return it (the caller owns it); while
  * waiting, join open calls as a helper. NULL once the queue is closed. */

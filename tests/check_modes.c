@@ -154,6 +154,18 @@ static gx_result *s_run(gx_client *c, const gx_graph_id *id, const gx_tensor *x,
     return r;
 }
 
+/* Workers of the daemon (its STATS). */
+static int s_workers(gx_client *c)
+{
+    char *json = NULL;
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    const char *w = strstr(json, "\"workers\":");
+    ck_assert_ptr_nonnull(w);
+    int n = atoi(w + strlen("\"workers\":"));
+    free(json);
+    return n;
+}
+
 static bool s_same(const gx_result *a, const gx_result *b)
 {
     const gx_tensor *x = gx_result_output(a, 0), *y = gx_result_output(b, 0);
@@ -168,6 +180,7 @@ START_TEST(every_mode_matches_seq)
     gx_client *c = s_client(&d);
     gx_graph *graphs[3] = {s_cnn(8), s_branches(), s_matmul()};
     const char *names[3] = {"cnn", "branches", "matmul"};
+    const int workers = s_workers(c);
     const int64_t xs[3][4] = {{8, 3, 16, 16}, {32, 64}, {300, 256}};
     const int nd[3] = {4, 2, 2};
     for (int gi = 0; gi < 3; gi++) {
@@ -183,12 +196,21 @@ START_TEST(every_mode_matches_seq)
                 const gx_run_info *info = gx_result_info(r);
                 ck_assert_msg(s_same(r, ref), "graph %s, mode %s: outputs differ from seq",
                               names[gi], gx_mode_name((gx_mode)m));
+                gx_mode want = m == GX_MODE_INTER_REPLICA && info->replicas == 1
+                                   ? GX_MODE_INTER /* one copy of the graph: inter */
+                                   : (gx_mode)m;
                 if (m != GX_MODE_AUTO) /* a requested mode is honoured */
-                    ck_assert_msg(strcmp(info->mode, gx_mode_name((gx_mode)m)) == 0,
+                    ck_assert_msg(strcmp(info->mode, gx_mode_name(want)) == 0,
                                   "graph %s: asked for %s, ran %s: %s", names[gi],
-                                  gx_mode_name((gx_mode)m), info->mode, info->reason);
+                                  gx_mode_name(want), info->mode, info->reason);
                 ck_assert_int_ge(info->workers, 1);
+                ck_assert_int_le(info->workers, workers);
                 ck_assert(info->reason[0] != '\0');
+                /* the CNN keeps samples apart: a requested replica splits
+                 * its batch of 8 over the workers */
+                if (gi == 0 && m == GX_MODE_REPLICA && workers >= 2)
+                    ck_assert_msg(info->replicas >= 2, "replicas %d: %s", info->replicas,
+                                  info->reason);
                 gx_result_destroy(&r);
             }
         gx_result_destroy(&ref);

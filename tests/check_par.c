@@ -276,7 +276,7 @@ START_TEST(team_leader_alone_finishes)
     ck_assert_int_eq(gxd_queue_init(&q, 8, 1 << 20), GX_OK);
     gxd_team_init(&t, &q);
     s_count c = {0};
-    gxd_team_run(&t, 3, s_count_fn, &c);
+    ck_assert_int_eq(gxd_team_run(&t, 3, s_count_fn, &c), 1);
     ck_assert_int_eq(atomic_load(&c.calls), 1);
     ck_assert_int_eq(atomic_load(&c.seen), 1);
     ck_assert_int_ge(atomic_load(&c.work), 1000);
@@ -294,8 +294,9 @@ START_TEST(team_helpers_join_once_each)
     for (int round = 0; round < 200; round++) {
         s_count c = {0};
         int helpers = round % (HELPERS + 1);
-        gxd_team_run(&e.t, helpers, s_count_fn, &c);
+        int members = gxd_team_run(&e.t, helpers, s_count_fn, &c);
         int calls = atomic_load(&c.calls), seen = atomic_load(&c.seen);
+        ck_assert_int_eq(members, calls);
         ck_assert_int_ge(calls, 1);
         ck_assert_int_le(calls, helpers + 1);
         ck_assert(seen & 1);
@@ -326,7 +327,7 @@ static int s_exec(s_env *e, const gxd_plan *p, const gxd_par_cfg *cfg, const gx_
     gxd_frame f;
     int rc = gxd_frame_init_ex(&f, p, arena, cfg->dag, in, &s_lim, &stop, err, errlen);
     if (rc == GX_OK)
-        rc = gxd_exec_par(&e->t, cfg, &f, 1, err, errlen);
+        rc = gxd_exec_par(&e->t, cfg, &f, 1, &(int){0}, err, errlen);
     o->n = 0;
     for (size_t i = 0; rc == GX_OK && i < p->n_outputs && i < 64; i++) {
         const gx_view *v = gxd_frame_output(&f, i);
@@ -439,7 +440,7 @@ START_TEST(replicas_run_side_by_side)
                              GX_OK);
         }
         gxd_par_cfg cfg = {.workers = 3, .dag = dag};
-        ck_assert_int_eq(gxd_exec_par(&e.t, &cfg, f, 3, err, sizeof err), GX_OK);
+        ck_assert_int_eq(gxd_exec_par(&e.t, &cfg, f, 3, &(int){0}, err, sizeof err), GX_OK);
         for (int r = 0; r < 3; r++) {
             s_outs ref;
             gxd_par_cfg seq = {.workers = 1};
@@ -477,7 +478,8 @@ START_TEST(cancel_stops_every_mode)
         ck_assert_int_eq(gxd_frame_init_ex(&f, p, arena, s_cfgs[c].dag, &in, &s_lim, &stop, err,
                                            sizeof err),
                          GX_OK);
-        ck_assert_int_eq(gxd_exec_par(&e.t, &s_cfgs[c], &f, 1, err, sizeof err), GX_ECANCELLED);
+        ck_assert_int_eq(gxd_exec_par(&e.t, &s_cfgs[c], &f, 1, &(int){0}, err, sizeof err),
+                         GX_ECANCELLED);
         gxd_frame_fini(&f);
         free(arena);
     }

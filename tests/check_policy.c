@@ -210,6 +210,15 @@ START_TEST(test_rule3_batch_split)
     c = s_choose(&job, 2, 0, GX_MODE_REPLICA);
     ck_assert_int_eq(c.replicas, 2);
     ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], 4000.0 * 2 / 3 + job.io_bytes / 2 / 1e4 + 3, 1e-6);
+    /* Work that reads no batched value (a product of two constants) runs
+     * whole in every slice: the split saves only the rest. */
+    job = s_cnn(0);
+    job.unbatched_us = 3000;
+    c = s_choose(&job, 2, 0, GX_MODE_REPLICA);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], 3000 + 1000.0 / 2 + job.io_bytes / 2 / 1e4 + 3,
+                            1e-6);
+    c = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
 }
 END_TEST
 

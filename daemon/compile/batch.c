@@ -1,6 +1,8 @@
 /*
- * Pass 5, batch (seed 002's replica split). Contract: reads the finished
- * plan and writes only p->batch, p->sync_steps and p->batch_why. batch > 0
+ * Pass 5, batch (seed 002's replica split). Contract: reads the plan and
+ * writes only p->batch, p->sync_steps, p->batch_why and each step's
+ * on_batch (it reads a batched value: a slice runs it on its samples only;
+ * the other steps every slice runs whole). batch > 0
  * promises that cutting every batched graph input (the non-keyed ones of
  * rank >= 1, all with one size B >= 2 of axis 0) into slices along axis 0,
  * running each slice through its own plan and concatenating the outputs
@@ -125,10 +127,11 @@ void gxd_plan_batch(gxd_plan *p)
     /* Batched-ness, value by value, in step order. */
     bool first = true;
     for (size_t i = 0; i < p->n_steps; i++) {
-        const gxd_step *s = &p->steps[i];
+        gxd_step *s = &p->steps[i];
         bool any = false;
         for (int k = 0; k < s->n_in; k++)
             any = any || (s->in[k] >= 0 && batched[s->in[k]]);
+        s->on_batch = any;
         if (any)
             s_step(p, s, B, batched, &first);
     }

@@ -1,5 +1,6 @@
 /* The pass list and the plan's lifetime. See compile.h. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,11 +14,8 @@ static const struct {
     {"infer", gxd_pass_infer},
     {"memplan", gxd_pass_memplan},
     {"dag", gxd_pass_dag},
-    {"plan", gxd_pass_plan},
-    /* 5. batch: reads the finished plan, writes only batch, sync_steps and
-     * batch_why (can the job be cut along axis 0 into replicas?); never
-     * fails. */
     {"batch", gxd_pass_batch},
+    {"plan", gxd_pass_plan},
 };
 
 static uint64_t s_hash(const char *s)
@@ -65,7 +63,9 @@ typedef struct gxd_slices {
     pthread_mutex_t mu;
     size_t n;
     int64_t size[GXD_MAX_SLICES];
-    gxd_plan *plan[GXD_MAX_SLICES];
+    gxd_plan *plan[GXD_MAX_SLICES]; /* NULL: the compile failed with rc[], why[] */
+    int rc[GXD_MAX_SLICES];
+    char why[GXD_MAX_SLICES][256];
 } gxd_slices;
 
 static void s_slices_destroy(gxd_slices **sp)
@@ -174,18 +174,20 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
     int rc = GX_OK;
     for (size_t i = 0; i < s->n; i++)
         if (s->size[i] == size) {
-            *out = s->plan[i];
+            if (!(*out = s->plan[i]))
+                rc = gx_errf(err, errlen, s->rc[i], "%s", s->why[i]);
             goto out;
         }
     rc = s_run(g, NULL, 0, inputs, true, lim, sizeof s_passes / sizeof s_passes[0], out, err,
                errlen);
-    if (rc < 0)
-        goto out;
-    if (s->n < GXD_MAX_SLICES) {
+    if (s->n == GXD_MAX_SLICES) {
+        *owned = rc == GX_OK;
+    } else if (rc != GX_ENOMEM) { /* failures are remembered too: not retried per job */
         s->size[s->n] = size;
-        s->plan[s->n++] = *out;
-    } else {
-        *owned = true;
+        s->plan[s->n] = *out;
+        s->rc[s->n] = rc;
+        snprintf(s->why[s->n], sizeof s->why[s->n], "%s", rc < 0 ? err : "");
+        s->n++;
     }
 out:
     pthread_mutex_unlock(&s->mu);

@@ -13,11 +13,15 @@
  *               and width for the parallel executors, and a second buffer
  *               assignment that stays valid whatever order independent
  *               steps run in
- *   5. plan     the step list in dependency order with the kernel per step
+ *   5. batch    can a job be cut along axis 0 into slices that run as
+ *               replicas (seed 002)? which steps mix samples?
+ *   6. plan     the step list in dependency order with the kernel per step
  *
  * A plan is immutable once built and shared by every job (and worker) that
  * runs the graph with those input shapes (and values of keyed inputs); each
- * job brings its own arena.
+ * job brings its own arena. Only its run-time caches change after that,
+ * each under its own lock or atomically: measured step times (stats), the
+ * plans of subgraphs (sub) and of batch slices (slices).
  *
  * Shapes that depend on values (Reshape's shape, Slice's starts, NonZero...)
  * are resolved, in order of preference: from constants, by folding; from
@@ -80,6 +84,7 @@ typedef struct gxd_step {
     int n_preds, n_succ;
     int *succ;
     double est_us;
+    bool on_batch; /* batch pass: reads a batched value */
 } gxd_step;
 
 /* What earlier runs measured of one step (mutable, shared by the jobs that
@@ -107,6 +112,7 @@ typedef struct gxd_plan {
      * plan has too many steps for the analysis (then only the step order
      * may run it). width: most steps of one dependency level. */
     bool dag_ok;
+    char dag_why[96]; /* why not, when !dag_ok */
     size_t *dag_offset;
     size_t dag_arena_bytes;
     int width;

@@ -11,15 +11,19 @@
  * touching the first (its producer and all its readers) is an ancestor of
  * the second's producer, which holds in every order the DAG allows. Values
  * are packed into slots: a value joins a slot whose last occupant is done
- * before it, else opens a slot. Plans with more than GXD_DAG_MAX_STEPS
- * steps skip the ancestor analysis (dag_ok false: run in step order only).
+ * before it, else opens a slot; a slot whose last occupant is a graph
+ * output is closed. Plans with more than GXD_DAG_MAX_STEPS steps or
+ * GXD_DAG_MAX_VALUES values skip the analysis (dag_ok false, dag_why says
+ * so: they run in step order only).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/compile/passes.h"
 
 #define GXD_DAG_MAX_STEPS 4096
+#define GXD_DAG_MAX_VALUES 16384
 
 /* Rough machine rates for estimates before anything was measured. */
 #define GXD_EST_FLOPS_PER_US 20000.0 /* 20 GFLOP/s */
@@ -138,7 +142,9 @@ static int s_dag_layout(gxd_plan *p)
     int *slot_last = malloc((nv + 1) * sizeof *slot_last);    /* slot -> last occupant */
     size_t *slot_size = calloc(nv + 1, sizeof *slot_size);
     uint64_t *anc = s_ancestors(p, words);
-    size_t n_rd = 0, n_slots = 0;
+    size_t n_rd = 0, n_slots = 0, n_open = 0;
+    size_t *order = NULL, *bucket = NULL;
+    int *open = NULL; /* slots that may still be reused */
     int rc = GX_ENOMEM;
     if (!rd_off || !slot_of || !slot_last || !slot_size || !anc)
         goto out;
@@ -159,31 +165,51 @@ static int s_dag_layout(gxd_plan *p)
                 if (p->steps[i].in[k] >= 0 && !p->steps[i].folded)
                     readers[fill[p->steps[i].in[k]]++] = (int)i;
     }
-    /* values in order of their producer (memplan's order: inputs first) */
-    for (int d = -1; d < (int)p->n_steps; d++) {
-        for (size_t v = 0; v < nv; v++) {
-            gxd_value *val = &p->values[v];
-            if (val->def != d || !s_placed(val))
+    /* values in order of their producer (memplan's order: inputs first):
+     * a counting sort by def + 1 */
+    if (!(order = malloc((nv + 1) * sizeof *order)) ||
+        !(bucket = calloc(p->n_steps + 3, sizeof *bucket)) ||
+        !(open = malloc((nv + 1) * sizeof *open)))
+        goto out;
+    for (size_t v = 0; v < nv; v++)
+        bucket[p->values[v].def + 2]++;
+    for (size_t b = 1; b < p->n_steps + 3; b++)
+        bucket[b] += bucket[b - 1];
+    for (size_t v = 0; v < nv; v++)
+        order[bucket[p->values[v].def + 1]++] = v;
+    for (size_t oi = 0; oi < nv; oi++) {
+        size_t v = order[oi];
+        gxd_value *val = &p->values[v];
+        if (!s_placed(val))
+            continue;
+        int d = val->def;
+        size_t need = s_aligned(val->nbytes);
+        int best = -1;
+        size_t best_at = 0;
+        for (size_t oj = 0; oj < n_open && d >= 0; oj++) {
+            int sl = open[oj];
+            if (!s_done_before(p, anc, words, rd_off, readers, slot_last[sl], d))
                 continue;
-            size_t need = s_aligned(val->nbytes);
-            int best = -1;
-            for (size_t sl = 0; sl < n_slots && d >= 0; sl++) {
-                if (!s_done_before(p, anc, words, rd_off, readers, slot_last[sl], d))
-                    continue;
-                /* smallest slot that fits, else the largest */
-                if (best < 0 ||
-                    (slot_size[sl] >= need
-                         ? slot_size[best] < need || slot_size[sl] < slot_size[best]
-                         : slot_size[best] < need && slot_size[sl] > slot_size[best]))
-                    best = (int)sl;
+            /* smallest slot that fits, else the largest */
+            if (best < 0 ||
+                (slot_size[sl] >= need
+                     ? slot_size[best] < need || slot_size[sl] < slot_size[best]
+                     : slot_size[best] < need && slot_size[sl] > slot_size[best])) {
+                best = sl;
+                best_at = oj;
             }
-            if (best < 0)
-                best = (int)n_slots++;
-            if (slot_size[best] < need)
-                slot_size[best] = need;
-            slot_last[best] = (int)v;
-            slot_of[v] = best;
         }
+        if (best < 0) {
+            best = (int)n_slots++;
+            best_at = n_open++;
+            open[best_at] = best;
+        }
+        if (slot_size[best] < need)
+            slot_size[best] = need;
+        slot_last[best] = (int)v;
+        slot_of[v] = best;
+        if (val->last_use >= (int)p->n_steps) /* a graph output: never free again */
+            open[best_at] = open[--n_open];
     }
     {
         size_t *slot_off = calloc(n_slots + 1, sizeof *slot_off);
@@ -202,6 +228,7 @@ static int s_dag_layout(gxd_plan *p)
     rc = GX_OK;
 out:
     free(rd_off), free(readers), free(slot_of), free(slot_last), free(slot_size), free(anc);
+    free(order), free(bucket), free(open);
     return rc;
 }
 
@@ -218,12 +245,20 @@ int gxd_pass_dag(gxd_cstate *st)
     }
     if (s_edges(p) < 0)
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
-    if (p->n_steps > GXD_DAG_MAX_STEPS)
+    if (p->n_steps > GXD_DAG_MAX_STEPS || p->n_values > GXD_DAG_MAX_VALUES) {
+        snprintf(p->dag_why, sizeof p->dag_why,
+                 "%zu steps and %zu values: out-of-order layout only up to %d and %d",
+                 p->n_steps, p->n_values, GXD_DAG_MAX_STEPS, GXD_DAG_MAX_VALUES);
         return GX_OK;
+    }
     if (s_dag_layout(p) < 0)
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
-    if (p->dag_arena_bytes > (uint64_t)st->lim->max_arena_bytes)
-        return GX_OK; /* too big to run out of order: step order only */
+    if (p->dag_arena_bytes > (uint64_t)st->lim->max_arena_bytes) {
+        snprintf(p->dag_why, sizeof p->dag_why,
+                 "running out of order needs an arena of %zu bytes (limit %lld)",
+                 p->dag_arena_bytes, (long long)st->lim->max_arena_bytes);
+        return GX_OK;
+    }
     p->dag_ok = true;
     return GX_OK;
 }

@@ -1,7 +1,8 @@
 /*
- * Pass 5, plan. Contract: every step has the kernel that will run it on the
+ * Pass 6, plan. Contract: every step has the kernel that will run it on the
  * chosen device (the CPU for now); steps stay in the dependency order verify
- * chose. After this pass the plan is immutable.
+ * chose. After this pass the plan is immutable but for its run-time caches
+ * (compile.h).
  */
 #include "daemon/compile/passes.h"
 

@@ -77,10 +77,19 @@ typedef struct gxd_par_cfg {
 } gxd_par_cfg;
 
 /* Runs n frames (one per replica; each may have its own plan) on the
- * calling worker and up to cfg->workers - 1 helpers of team. GX_OK, or the
- * first error (message in err), GX_ECANCELLED / GX_ETIMEDOUT. */
+ * calling worker and up to cfg->workers - 1 helpers of team; *members: the
+ * workers that took part. GX_OK, or the first error (message in err),
+ * GX_ECANCELLED / GX_ETIMEDOUT. */
 int gxd_exec_par(struct gxd_team *team, const gxd_par_cfg *cfg, gxd_frame *frames, int n,
-                 char *err, size_t errlen);
+                 int *members, char *err, size_t errlen);
+
+/* A spin-wait's pause: lets the core's other thread run. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define GXD_CPU_PAUSE() _mm_pause()
+#else
+#define GXD_CPU_PAUSE() ((void)0)
+#endif
 
 /* Monotonic clock, nanoseconds. */
 static inline int64_t gxd_now_ns(void)

@@ -19,12 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define GXD_PAUSE() _mm_pause()
-#else
-#define GXD_PAUSE() ((void)0)
-#endif
 
 #include "daemon/exec/exec.h"
 #include "daemon/job.h"
@@ -86,13 +80,15 @@ static bool s_split(const par *r, const gxd_plan *p, size_t s)
            gxd_step_cost_us(p, s) >= r->cfg->split_min_us;
 }
 
-/* Queue a ready step (mu held). */
+/* Queue a ready step (mu held); wake as many sleepers as it has shares. */
 static void s_push_locked(par *r, int frame, int step)
 {
     r->ready[r->tail++] = (par_item){frame, step};
     atomic_fetch_add_explicit(&r->n_ready, 1, memory_order_release);
-    if (r->sleepers)
+    if (r->st[frame][step].shares > 1)
         pthread_cond_broadcast(&r->cv);
+    else if (r->sleepers)
+        pthread_cond_signal(&r->cv);
 }
 
 static void s_fail(par *r, int rc, const char *msg)
@@ -199,7 +195,7 @@ static void s_member(void *arg, int member)
         for (unsigned i = 1; !s_over(r); i++) {
             if (atomic_load_explicit(&r->n_ready, memory_order_acquire))
                 break;
-            GXD_PAUSE();
+            GXD_CPU_PAUSE();
             if (i % 64 == 0 && gxd_now_ns() > until) {
                 pthread_mutex_lock(&r->mu);
                 r->sleepers++;
@@ -214,8 +210,9 @@ static void s_member(void *arg, int member)
 }
 
 int gxd_exec_par(gxd_team *team, const gxd_par_cfg *cfg, gxd_frame *frames, int n_frames,
-                 char *err, size_t errlen)
+                 int *members, char *err, size_t errlen)
 {
+    *members = 1;
     if (n_frames == 1 && cfg->workers <= 1) {
         int rc = gxd_exec_seq(&frames[0]);
         if (rc < 0 && frames[0].err != err)
@@ -266,7 +263,7 @@ int gxd_exec_par(gxd_team *team, const gxd_par_cfg *cfg, gxd_frame *frames, int 
     atomic_init(&r.remaining, runs);
     atomic_init(&r.stop, false);
     if (runs)
-        gxd_team_run(team, cfg->workers - 1, s_member, &r);
+        *members = gxd_team_run(team, cfg->workers - 1, s_member, &r);
     rc = r.rc;
     pthread_cond_destroy(&r.cv);
     pthread_mutex_destroy(&r.mu);
