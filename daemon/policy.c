@@ -147,7 +147,8 @@ static bool s_fewer(const s_cfg *a, const s_cfg *b)
 /* The best configuration of mode with r in [r_lo, r_hi] and wi in
  * [wi_lo, min(wi_hi, W / r)]: the fewest workers whose estimate is within
  * S_TOL of the smallest. False if the ranges are empty. */
-static bool s_best(const s_job *j, gx_mode mode, int r_lo, int r_hi, int wi_lo, int wi_hi, s_cfg *out)
+static bool s_best(const s_job *j, gx_mode mode, int r_lo, int r_hi, int wi_lo, int wi_hi,
+                   s_cfg *out)
 {
     double best = INFINITY;
     for (int r = r_lo; r <= r_hi; r++)
@@ -199,7 +200,8 @@ static s_cfg s_mode(const s_job *j, gx_mode mode)
         if (j->queued > 0) {
             /* Each job on its own worker: time per job, amortised. */
             size_t n = j->queued < (size_t)j->WT ? j->queued + 1 : (size_t)j->WT;
-            s_cfg q = {.ok = true, .us = j->total / (double)n, .replicas = 1, .per = 1, .queued = true};
+            s_cfg q = {
+                .ok = true, .us = j->total / (double)n, .replicas = 1, .per = 1, .queued = true};
             if (c.replicas == 1 || q.us <= c.us * (1 + S_TOL))
                 c = q;
         }
@@ -271,8 +273,8 @@ static void s_rules(const gxd_policy_job *job, const s_job *j, char *buf, size_t
     if (j->queued > 0)
         n += (size_t)snprintf(buf + n, len - n, "rule 1 (%zu queued)", j->queued);
     if (n < len && job->sync_steps > 0)
-        n += (size_t)snprintf(buf + n, len - n, "%srule 2 (%zu sync steps, no split)", n ? ", " : "",
-                              job->sync_steps);
+        n += (size_t)snprintf(buf + n, len - n, "%srule 2 (%zu sync steps, no split)",
+                              n ? ", " : "", job->sync_steps);
     else if (n < len && j->batch > 0)
         n += (size_t)snprintf(buf + n, len - n, "%srule 3 (batch %lld)", n ? ", " : "", j->batch);
     if (n == 0)
@@ -325,8 +327,9 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
         const s_cfg *c = &cfg[pick];
         s_label(pick, c, a, sizeof a);
         if (pick != best) {
-            s_say(out->reason, sizeof out->reason, "%s: %s %s%s, within 3%% of %s %s%s: fewer workers",
-                  rules, a, s_us(c->us, ua, sizeof ua), unit, s_label(best, &cfg[best], b, sizeof b),
+            s_say(out->reason, sizeof out->reason,
+                  "%s: %s %s%s, within 3%% of %s %s%s: fewer workers", rules, a,
+                  s_us(c->us, ua, sizeof ua), unit, s_label(best, &cfg[best], b, sizeof b),
                   s_us(cfg[best].us, ub, sizeof ub), unit);
         } else {
             /* The runner-up: the next smallest estimate among the others,
@@ -341,12 +344,13 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
                     next = k;
             }
             if (next < 0)
-                s_say(out->reason, sizeof out->reason, "%s: %s %s%s", rules, a, s_us(c->us, ua, sizeof ua),
-                         unit);
+                s_say(out->reason, sizeof out->reason, "%s: %s %s%s", rules, a,
+                      s_us(c->us, ua, sizeof ua), unit);
             else
                 s_say(out->reason, sizeof out->reason, "%s: %s %s%s vs %s %s%s", rules, a,
-                         s_us(c->us, ua, sizeof ua), unit, s_label((gx_mode)next, &cfg[next], b, sizeof b),
-                         s_us(cfg[next].us, ub, sizeof ub), unit);
+                      s_us(c->us, ua, sizeof ua), unit,
+                      s_label((gx_mode)next, &cfg[next], b, sizeof b),
+                      s_us(cfg[next].us, ub, sizeof ub), unit);
         }
     } else {
         out->mode = requested;
@@ -356,18 +360,22 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
             /* A split the job does not allow: one copy (inter inside for
              * inter+replica, as inter would run). */
             if (job->sync_steps > 0 && j.batch > 0)
-                s_say(why, sizeof why, "%zu sync steps couple the batch, no split", job->sync_steps);
+                s_say(why, sizeof why, "%zu sync steps couple the batch, no split",
+                      job->sync_steps);
             else
                 s_say(why, sizeof why, "no batch to split%s", j.queued > 0 ? "" : ", no queue");
-            c = requested == GX_MODE_INTER_REPLICA ? cfg[GX_MODE_INTER]
-                                                   : (s_cfg){.ok = true, .us = j.total, .replicas = 1, .per = 1};
-            s_say(out->reason, sizeof out->reason, "requested %s: %s; 1 copy on %d worker%s: %s%s (auto: %s)",
-                     gx_mode_name(requested), why, c.per, c.per > 1 ? "s" : "", s_us(c.us, ua, sizeof ua), unit,
-                     s_label(pick, &cfg[pick], b, sizeof b));
+            c = requested == GX_MODE_INTER_REPLICA
+                    ? cfg[GX_MODE_INTER]
+                    : (s_cfg){.ok = true, .us = j.total, .replicas = 1, .per = 1};
+            s_say(out->reason, sizeof out->reason,
+                  "requested %s: %s; 1 copy on %d worker%s: %s%s (auto: %s)",
+                  gx_mode_name(requested), why, c.per, c.per > 1 ? "s" : "",
+                  s_us(c.us, ua, sizeof ua), unit, s_label(pick, &cfg[pick], b, sizeof b));
         } else {
             s_say(out->reason, sizeof out->reason, "requested %s: %s %s%s (auto: %s %s%s)",
-                     gx_mode_name(requested), s_label(requested, &c, a, sizeof a), s_us(c.us, ua, sizeof ua), unit,
-                     s_label(pick, &cfg[pick], b, sizeof b), s_us(cfg[pick].us, ub, sizeof ub), unit);
+                  gx_mode_name(requested), s_label(requested, &c, a, sizeof a),
+                  s_us(c.us, ua, sizeof ua), unit, s_label(pick, &cfg[pick], b, sizeof b),
+                  s_us(cfg[pick].us, ub, sizeof ub), unit);
         }
         out->workers = c.replicas * c.per;
         out->replicas = c.replicas;

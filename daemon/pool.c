@@ -50,7 +50,8 @@ static int s_bind_inputs(gxd_job *j, gx_view *views)
         for (size_t k = 0; k < g->n_inputs && !known; k++)
             known = strcmp(g->inputs[k].name, j->in[i].name) == 0;
         if (!known)
-            return gxd_job_fail(j, GX_EGRAPH, "input '%s' is not an input of the graph", j->in[i].name);
+            return gxd_job_fail(j, GX_EGRAPH, "input '%s' is not an input of the graph",
+                                j->in[i].name);
         for (size_t k = 0; k < i; k++)
             if (strcmp(j->in[k].name, j->in[i].name) == 0)
                 return gxd_job_fail(j, GX_EGRAPH, "input '%s' given twice", j->in[i].name);
@@ -240,15 +241,18 @@ static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_vi
             r->plan[i] = rp;
             r->n = i + 1; /* owns the plan from here on */
             for (size_t k = 0; k < plan->n_outputs; k++) {
-                const gx_view *o = &rp->values[rp->outputs[k]].view, *full = &plan->values[plan->outputs[k]].view;
+                const gx_view *o = &rp->values[rp->outputs[k]].view,
+                              *full = &plan->values[plan->outputs[k]].view;
                 if (o->ndim != full->ndim || o->ndim < 1 || o->shape[0] != b ||
-                    memcmp(&o->shape[1], &full->shape[1], (size_t)(o->ndim - 1) * sizeof o->shape[0]))
+                    memcmp(&o->shape[1], &full->shape[1],
+                           (size_t)(o->ndim - 1) * sizeof o->shape[0]))
                     return gx_errf(err, errlen, GX_EINTERNAL,
                                    "output '%s' of a slice of %lld does not have the slice's shape",
                                    rp->values[rp->outputs[k]].name, (long long)b);
             }
             if (dag && !rp->dag_ok)
-                return gx_errf(err, errlen, GX_EUNSUPPORTED, "a slice's plan cannot run out of order");
+                return gx_errf(err, errlen, GX_EUNSUPPORTED,
+                               "a slice's plan cannot run out of order");
         }
         size_t bytes = dag ? rp->dag_arena_bytes : rp->arena_bytes;
         if ((total += bytes) > (uint64_t)ctx->limits.max_arena_bytes)

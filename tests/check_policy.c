@@ -85,7 +85,8 @@ static gxd_policy_job s_cnn(size_t sync_steps)
                             .io_bytes = 32.0 * 3 * 32 * 32 * 4};
 }
 
-static void s_check_sane(const gxd_policy_job *job, const gxd_policy_machine *m, const gxd_policy_choice *c)
+static void s_check_sane(const gxd_policy_job *job, const gxd_policy_machine *m,
+                         const gxd_policy_choice *c)
 {
     ck_assert_int_ge(c->workers, 1);
     ck_assert_int_le(c->workers, m->workers);
@@ -104,7 +105,8 @@ static void s_check_sane(const gxd_policy_job *job, const gxd_policy_machine *m,
     ck_assert_int_lt(c->mode, GX_MODE_COUNT);
 }
 
-static gxd_policy_choice s_choose(const gxd_policy_job *job, int workers, size_t queued, gx_mode req)
+static gxd_policy_choice s_choose(const gxd_policy_job *job, int workers, size_t queued,
+                                  gx_mode req)
 {
     gxd_policy_machine m = s_machine(workers, queued);
     gxd_policy_choice c;
@@ -209,14 +211,15 @@ START_TEST(test_rule3_batch_split)
     job.batch = 3;
     c = s_choose(&job, 2, 0, GX_MODE_REPLICA);
     ck_assert_int_eq(c.replicas, 2);
-    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], 4000.0 * 2 / 3 + job.io_bytes / 2 / 1e4 + 3, 1e-6);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], 4000.0 * 2 / 3 + job.io_bytes / 2 / 1e4 + 3,
+                            1e-6);
     /* Work that reads no batched value (a product of two constants) runs
      * whole in every slice: the split saves only the rest. */
     job = s_cnn(0);
     job.unbatched_us = 3000;
     c = s_choose(&job, 2, 0, GX_MODE_REPLICA);
-    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], 3000 + 1000.0 / 2 + job.io_bytes / 2 / 1e4 + 3,
-                            1e-6);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA],
+                            3000 + 1000.0 / 2 + job.io_bytes / 2 / 1e4 + 3, 1e-6);
     c = s_choose(&job, 2, 0, GX_MODE_AUTO);
     ck_assert_int_eq(c.mode, GX_MODE_INTRA);
 }
@@ -454,7 +457,8 @@ START_TEST(test_hostile_inputs)
                           .width = -2,
                           .batch = -7,
                           .io_bytes = -1};
-    gxd_policy_machine m = {.workers = 0, .workers_total = 0, .queued = (size_t)-1, .sync_us = NULL};
+    gxd_policy_machine m = {
+        .workers = 0, .workers_total = 0, .queued = (size_t)-1, .sync_us = NULL};
     gxd_policy_choice c;
     for (int k = 0; k <= GX_MODE_COUNT; k++) {
         gxd_policy_choose(&job, &m, (gx_mode)k, &c);
