@@ -8,6 +8,8 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +306,81 @@ START_TEST(concurrent_clients_random_modes)
 }
 END_TEST
 
+/* Two chains of k MatMul + Tanh on [256, 256], added: heavy steps to split,
+ * two branches to run side by side; a few ms per job. */
+static gx_graph *s_slow(int k)
+{
+    gx_graph *g = gx_graph_new("slow");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (const int64_t[]){256, 256}), GX_OK);
+    s_const(g, "w", 2, (const int64_t[]){256, 256}, 0.05f);
+    char prev[2][16] = {"x", "x"}, m[16], t[16];
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < k; i++) {
+            snprintf(m, sizeof m, "m%d_%d", b, i);
+            snprintf(t, sizeof t, "t%d_%d", b, i);
+            s_node(g, "MatMul", IN(prev[b], "w"), m);
+            s_node(g, "Tanh", IN(m), t);
+            snprintf(prev[b], sizeof prev[b], "%s", t);
+        }
+    s_node(g, "Add", IN(prev[0], prev[1]), "y");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    return g;
+}
+
+START_TEST(cancel_and_shutdown_in_parallel_modes)
+{
+    static const gx_mode modes[] = {GX_MODE_INTRA, GX_MODE_INTER, GX_MODE_INTER_INTRA,
+                                    GX_MODE_REPLICA, GX_MODE_INTER_REPLICA, GX_MODE_AUTO};
+    const int n = (int)(sizeof modes / sizeof modes[0]);
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_client(&d);
+    gx_graph *g = s_slow(60);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = s_rand_tensor(2, (const int64_t[]){256, 256}, 1.0f);
+
+    /* a job in each parallel mode stops when cancelled (queued, or running:
+     * its members stop claiming steps) */
+    for (int i = 0; i < n; i++) {
+        gx_request *rq = s_request(&id, x, modes[i]);
+        gx_job *job = NULL;
+        gx_result *r = NULL;
+        ck_assert_int_eq(gx_client_submit(c, rq, &job), GX_OK);
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        ck_assert_int_eq(gx_job_cancel(job), GX_OK); /* a job takes tens of ms */
+        int rc = gx_job_wait(job, 60000, &r);
+        ck_assert_msg(rc == GX_ECANCELLED, "mode %s: %s", gx_mode_name(modes[i]),
+                      gx_result_message(r));
+        gx_result_destroy(&r);
+        gx_job_destroy(&job);
+        gx_request_destroy(&rq);
+    }
+
+    /* SIGTERM with jobs running and queued in every mode: each is answered
+     * once (done, or told the daemon is shutting down) and gexecd exits 0 */
+    gx_job *jobs[12];
+    for (int i = 0; i < 12; i++) {
+        gx_request *rq = s_request(&id, x, modes[i % n]);
+        ck_assert_int_eq(gx_client_submit(c, rq, &jobs[i]), GX_OK);
+        gx_request_destroy(&rq);
+    }
+    ck_assert_int_eq(gx_client_ping(c), GX_OK); /* all are in */
+    kill(d.pid, SIGTERM);
+    for (int i = 0; i < 12; i++) {
+        int rc = gx_job_wait(jobs[i], 60000, NULL);
+        ck_assert_msg(rc == GX_OK || rc == GX_ESHUTDOWN || rc == GX_ECANCELLED, "job %d: %s", i,
+                      gx_strerror(rc));
+        gx_job_destroy(&jobs[i]);
+    }
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 Suite *modes_suite(void)
 {
     Suite *s = suite_create("modes");
@@ -311,6 +388,7 @@ Suite *modes_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, every_mode_matches_seq);
     tcase_add_test(tc, concurrent_clients_random_modes);
+    tcase_add_test(tc, cancel_and_shutdown_in_parallel_modes);
     suite_add_tcase(s, tc);
     return s;
 }
