@@ -125,7 +125,8 @@ static bool s_stopped(gxd_job *j, int rc, const char *when)
 static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d)
 {
     memset(d, 0, sizeof *d);
-    double *start = calloc(p->n_steps + 1, sizeof *start);
+    double small[256] = {0}; /* most plans: no allocation per job */
+    double *start = p->n_steps <= 256 ? small : calloc(p->n_steps + 1, sizeof *start);
     for (size_t s = 0; s < p->n_steps; s++) {
         const gxd_step *st = &p->steps[s];
         if (st->folded)
@@ -148,8 +149,10 @@ static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d
                 d->critical_us = end;
         }
     }
-    free(start);
-    if (!start || !p->dag_ok) {
+    bool walked = start != NULL;
+    if (start != small)
+        free(start);
+    if (!walked || !p->dag_ok) {
         d->critical_us = d->total_us;
         d->width = 1;
     } else {
