@@ -692,7 +692,8 @@ static void s_partition_opts(gxd_ctx *ctx)
         if (!b) /* the config check refused it already */
             continue;
         if (!gx_backend_runnable(b, why, sizeof why)) {
-            GXD_LOG(&ctx->log, GXD_LOG_INFO, "partition: not offering %s", why);
+            GXD_LOG(&ctx->log, GXD_LOG_INFO, "partition: not offering backend '%s': %s",
+                    b->name, why);
             continue;
         }
         o->backends[o->n_backends++] = b;

@@ -195,7 +195,6 @@ bool gx_backend_runnable(const gx_backend *b, char *why, size_t whylen)
 {
     if (b->kernel)
         return true;
-    snprintf(why, whylen, "backend '%s' is declared only: this build has no %s kernels", b->name,
-             b->name);
+    snprintf(why, whylen, "declared only: this build has no %s kernels", b->name);
     return false;
 }

@@ -73,7 +73,7 @@ bool gx_backend_lists(const gx_backend *b, gx_op op);
  * false, why says which rule failed. */
 bool gx_backend_accepts(const gx_backend *b, const gx_rule_ctx *rc, char *why, size_t whylen);
 /* Can plans run on b in this build? false with why ("declared only: this
- * build has no CUDA kernels") when not. */
+ * build has no cuda kernels") when not. */
 bool gx_backend_runnable(const gx_backend *b, char *why, size_t whylen);
 
 /* Attribute `name` of a rule's step, NULL if the op has none by that name. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon/compile/compile.h"
+#include "daemon/config.h"
 #include "daemon/exec/exec.h"
 #include "tests/testutil.h"
 
@@ -234,8 +235,8 @@ static void s_assert_same_results(s_case *c)
     cpu.p = NULL;
     ck_assert_msg(s_compile(&cpu, NULL) == GX_OK, "%s", cpu.err);
     ck_assert_uint_eq(cpu.p->n_outputs, c->p->n_outputs);
-    float a[4][S_N], b[4][S_N];
-    ck_assert_uint_le(c->p->n_outputs, 4);
+    float a[20][S_N], b[20][S_N];
+    ck_assert_uint_le(c->p->n_outputs, 20);
     s_exec(c->p, c->in, a);
     s_exec(cpu.p, c->in, b);
     ck_assert(memcmp(a, b, c->p->n_outputs * sizeof a[0]) == 0);
@@ -462,6 +463,25 @@ START_TEST(test_prune_both)
     /* x in; b to c; e to g and out */
     ck_assert_uint_eq(s_assert_copies(p), 3);
     s_assert_same_results(&c);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gxd_plan_partition_explain(p, f);
+    fclose(f);
+    static const char *const lines[] = {
+        "devices: cpu (fallback) t1\n",
+        "partition 0 on t1: 2 steps, entry 'a', exit 'b'\n",
+        "on cpu: 2 steps, 2 entries, exit 'g'\n",
+        "on cpu: 1 step, entry 'c', exit 'c'\n",
+        "on t1: 2 steps, entry 'd', exit 'e'\n",
+        "copy 'x' -> 'x@t1' (to t1)\ncopy 'b' -> 'b@cpu' (to cpu)\ncopy 'e' -> 'e@cpu' (to cpu)\n",
+        "'c' (Tanh) fell out of t1: pruned: 'c' is a second output of the subgraph of 'e', "
+        "then subgraph below the minimum of 2 nodes\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        ck_assert_msg(strstr(text, lines[i]), "explain lacks '%s':\n%s", lines[i], text);
+    free(text);
     s_done(&c);
 }
 END_TEST
@@ -617,6 +637,101 @@ START_TEST(test_second_device_after_fallout)
 }
 END_TEST
 
+/* A value an If's branch captures is read on the cpu (the executor runs
+ * control flow): a = Relu(x), b = Exp(a) on t1; y = If(c) then Tanh(b)
+ * else Sigmoid(b). b is copied back for the If; the branches' plans are
+ * partitioned too (one node each: below the minimum). */
+START_TEST(test_control_capture)
+{
+    gx_graph *then = gx_graph_new("then"), *els = gx_graph_new("else");
+    s_op(then, "Tanh", "t", "b", NULL);
+    gx_graph_add_output(then, "t");
+    s_op(els, "Sigmoid", "e", "b", NULL);
+    gx_graph_add_output(els, "e");
+    s_case c = {.g = s_graph("if", 1)};
+    gx_graph_add_input(c.g, "c", GX_BOOL, 0, NULL);
+    s_op(c.g, "Relu", "a", "x", NULL);
+    s_op(c.g, "Exp", "b", "a", NULL);
+    gx_node *n = s_op(c.g, "If", "y", "c", NULL);
+    ck_assert_int_eq(gx_node_set_graph(n, "then_branch", &then), GX_OK);
+    ck_assert_int_eq(gx_node_set_graph(n, "else_branch", &els), GX_OK);
+    gx_graph_add_output(c.g, "y");
+    s_inputs(&c, 1);
+    uint8_t cond = 1;
+    c.in[1] = (gx_view){.dtype = GX_BOOL, .ndim = 0, .numel = 1, .data = &cond};
+    gxd_partition_opts o = s_opts(&s_t1, NULL, 2);
+    ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+    s_assert_part(c.p, "t1", "a", "b", (const char *[]){"a", "b", NULL});
+    ck_assert_str_eq(s_dev(c.p, "y"), "cpu");
+    ck_assert_uint_eq(s_assert_copies(c.p), 2); /* x in, b to the If */
+    int y = s_step(c.p, "y");
+    ck_assert_int_gt(c.p->steps[y].n_in, c.p->steps[y].n_formal);
+    ck_assert_str_eq(c.p->values[c.p->steps[y].in[c.p->steps[y].n_formal]].name, "b@cpu");
+    s_assert_same_results(&c);
+    cond = 0;
+    s_assert_same_results(&c);
+    s_done(&c);
+}
+END_TEST
+
+/* Random DAGs of elementwise ops under t1 (and t2): whatever the shape of
+ * the graph, parts off the cpu have one entry, one exit and at least the
+ * minimum of steps, copies sit on exactly the crossing edges, every step
+ * a device lists but did not get has its reason, and the results are the
+ * cpu's. */
+START_TEST(test_random_graphs)
+{
+    static const char *const ops[] = {"Relu", "Tanh", "Sigmoid", "Neg", "Add", "Mul", "Exp"};
+    unsigned seed = 4242;
+    for (int round = 0; round < 150; round++) {
+        s_case c = {.g = s_graph("rand", 2)};
+        int n = 2 + (int)(rand_r(&seed) % 14);
+        char names[20][8];
+        bool used[20] = {0};
+        snprintf(names[0], sizeof names[0], "x");
+        snprintf(names[1], sizeof names[1], "y");
+        for (int i = 0; i < n; i++) {
+            int k = 2 + i;
+            snprintf(names[k], sizeof names[k], "n%d", i);
+            const char *op = ops[rand_r(&seed) % (sizeof ops / sizeof ops[0])];
+            int a = (int)(rand_r(&seed) % (unsigned)k), b = (int)(rand_r(&seed) % (unsigned)k);
+            bool two = strcmp(op, "Add") == 0 || strcmp(op, "Mul") == 0;
+            s_op(c.g, op, names[k], names[a], two ? names[b] : NULL);
+            used[a] = true;
+            used[b] = used[b] || two;
+        }
+        for (int k = 2; k < n + 2; k++)
+            if (!used[k] || rand_r(&seed) % 4 == 0)
+                gx_graph_add_output(c.g, names[k]);
+        s_inputs(&c, 2);
+        int min = 1 + (int)(rand_r(&seed) % 3);
+        gxd_partition_opts o = round % 2 ? s_opts(&s_t1, &s_t2, min) : s_opts(&s_t1, NULL, min);
+        ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+        const gxd_plan *p = c.p;
+        s_assert_copies(p);
+        for (size_t i = 0; i < p->n_parts; i++)
+            if (p->parts[i].device != 0) {
+                ck_assert_int_le(p->parts[i].n_entries, 1);
+                ck_assert_int_eq(p->parts[i].n_exits, 1);
+                ck_assert_int_ge(p->parts[i].n_steps, min);
+            }
+        for (size_t i = 0; i < p->n_steps; i++) {
+            const gxd_step *st = &p->steps[i];
+            if (st->copy)
+                continue;
+            ck_assert_int_ge(st->part, 0);
+            for (size_t d = 1; d < p->n_devices && st->device == 0; d++)
+                if (gx_backend_lists(p->devices[d], st->op))
+                    ck_assert_msg(s_why(p, st->node->name, p->devices[d]->name),
+                                  "round %d: %s (%s) on the cpu without a reason from %s", round,
+                                  st->node->name, st->node->op, p->devices[d]->name);
+        }
+        s_assert_same_results(&c);
+        s_done(&c);
+    }
+}
+END_TEST
+
 /* ---- the default leaves plans as they were ------------------------------- */
 
 static void s_assert_same_plan(const gxd_plan *a, const gxd_plan *b)
@@ -687,6 +802,27 @@ START_TEST(test_cpu_default_unchanged)
 }
 END_TEST
 
+/* partition.prefer takes backend names only; min_nodes a positive count. */
+START_TEST(test_config_keys)
+{
+    gxd_config c;
+    gxd_config_init(&c);
+    char err[256];
+    ck_assert_int_eq(c.n_partition_prefer, 2);
+    ck_assert_str_eq(c.partition_prefer[0], "cuda");
+    ck_assert_str_eq(c.partition_prefer[1], "cpu");
+    ck_assert_int_eq(c.partition_min_nodes, 2);
+    ck_assert_int_eq(gxd_config_set(&c, "partition.prefer", "cpu, tpu", err, sizeof err),
+                     GX_ECONFIG);
+    ck_assert_msg(strstr(err, "'tpu' is not a backend (cpu, cuda)"), "%s", err);
+    ck_assert_int_eq(gxd_config_set(&c, "partition.min_nodes", "0", err, sizeof err),
+                     GX_ECONFIG);
+    ck_assert_int_eq(gxd_config_set(&c, "partition.prefer", "cpu", err, sizeof err), GX_OK);
+    ck_assert_int_eq(c.n_partition_prefer, 1);
+    gxd_config_fini(&c);
+}
+END_TEST
+
 Suite *partition_suite(void)
 {
     Suite *s = suite_create("partition");
@@ -702,7 +838,10 @@ Suite *partition_suite(void)
     tcase_add_test(tc, test_min_nodes);
     tcase_add_test(tc, test_preference);
     tcase_add_test(tc, test_second_device_after_fallout);
+    tcase_add_test(tc, test_control_capture);
+    tcase_add_test(tc, test_random_graphs);
     tcase_add_test(tc, test_cpu_default_unchanged);
+    tcase_add_test(tc, test_config_keys);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -37,6 +37,7 @@
 #define GXD_COMPILE_H
 
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "ops/backend.h"
 #include "ops/op.h"
@@ -252,6 +253,11 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
  * inputs)? */
 bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs);
 void gxd_plan_destroy(gxd_plan **p);
+
+/* The partition pass's records of p, one line each, for explain:
+ * devices, partitions with their entry and exit, copies, and why each step
+ * that fell out of a device did. */
+void gxd_plan_partition_explain(const gxd_plan *p, FILE *out);
 
 /* Pass 3 on its own, for tests: assign offsets to values given their
  * nbytes/def/last_use; sets buffer, offset, and returns the arena size. */

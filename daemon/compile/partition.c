@@ -52,6 +52,7 @@ typedef struct s_part {
     char (*note)[96]; /* why a step was pruned from its subgraph, if it was */
     int *mark;      /* scratch: membership stamp per step */
     int *queue;     /* scratch */
+    bool *stop;     /* scratch, all false between uses */
     int stamp;
 } s_part;
 
@@ -320,8 +321,8 @@ static int s_prune(s_part *w, int d, int *set, int n, int *n_parts)
     s_work wk = {.buf = malloc(((size_t)kept + 1) * sizeof(int)),
                  .len = malloc(((size_t)kept + 1) * sizeof(int))};
     int *cur = malloc(((size_t)kept + 1) * sizeof *cur);
-    bool *stop = calloc(w->n + 1, sizeof *stop);
-    if (!wk.buf || !wk.len || !cur || !stop) {
+    bool *stop = w->stop;
+    if (!wk.buf || !wk.len || !cur) {
         rc = GX_ENOMEM;
         goto out;
     }
@@ -366,7 +367,7 @@ static int s_prune(s_part *w, int d, int *set, int n, int *n_parts)
         rc = s_push_components(w, &wk, cur + r, m - r);
     }
 out:
-    free(wk.buf), free(wk.len), free(cur), free(stop);
+    free(wk.buf), free(wk.len), free(cur);
     return rc;
 }
 
@@ -662,9 +663,9 @@ static int s_records(s_part *w, int n_parts)
         gxd_part *pt = &p->parts[s->part];
         bool entry = false, exit = false;
         for (int k = 0; k < s->n_in; k++) {
-            int d = s_producer(p, s->in[k]);
+            int v = s->in[k], d = s_producer(p, v);
             entry = entry || (d >= 0 ? p->steps[d].part != s->part
-                                     : s->in[k] >= 0 && p->values[s->in[k]].kind == GXD_VALUE_INPUT);
+                                     : v >= 0 && p->values[v].kind == GXD_VALUE_INPUT);
         }
         for (int k = 0; k < s->n_out; k++)
             exit = exit || leaves[s->out[k]];
@@ -701,7 +702,8 @@ static int s_devices(gxd_cstate *st, const gxd_partition_opts *o)
         if (dup || p->n_devices == GXD_MAX_DEVICES)
             continue;
         if (!gx_backend_runnable(b, why, sizeof why))
-            return gx_errf(st->err, st->errlen, GX_EINVAL, "partition: %s", why);
+            return gx_errf(st->err, st->errlen, GX_EINVAL, "partition: backend '%s': %s",
+                           b->name, why);
         p->devices[p->n_devices++] = b;
     }
     return GX_OK;
@@ -726,7 +728,8 @@ int gxd_pass_partition(gxd_cstate *st)
     rc = GX_ENOMEM;
     if (!(w.dev = malloc(n1 * sizeof *w.dev)) || !(w.part = malloc(n1 * sizeof *w.part)) ||
         !(w.note = calloc(n1, sizeof *w.note)) || !(w.mark = calloc(n1, sizeof *w.mark)) ||
-        !(w.queue = malloc(n1 * sizeof *w.queue)) || s_edges(&w) < 0)
+        !(w.queue = malloc(n1 * sizeof *w.queue)) || !(w.stop = calloc(n1, sizeof *w.stop)) ||
+        s_edges(&w) < 0)
         goto out;
     for (size_t i = 0; i < w.n; i++)
         w.dev[i] = w.part[i] = -1;
@@ -738,9 +741,46 @@ int gxd_pass_partition(gxd_cstate *st)
         goto out;
     rc = GX_OK;
 out:
-    free(w.dev), free(w.part), free(w.note), free(w.mark), free(w.queue);
+    free(w.dev), free(w.part), free(w.note), free(w.mark), free(w.queue), free(w.stop);
     free(w.pred_off), free(w.pred), free(w.succ_off), free(w.succ);
     if (rc == GX_ENOMEM)
         return gx_errf(st->err, st->errlen, rc, "out of memory");
     return rc;
+}
+
+/* "entry 'a'", "2 entries", "no entry" */
+static void s_ends(FILE *out, const gxd_plan *p, int n, int step, const char *one,
+                   const char *many)
+{
+    if (n == 1)
+        fprintf(out, "%s '%s'", one, s_name(&p->steps[step]));
+    else if (n)
+        fprintf(out, "%d %s", n, many);
+    else
+        fprintf(out, "no %s", one);
+}
+
+void gxd_plan_partition_explain(const gxd_plan *p, FILE *out)
+{
+    fprintf(out, "devices:");
+    for (size_t d = 0; d < p->n_devices; d++)
+        fprintf(out, " %s%s", p->devices[d]->name, d ? "" : " (fallback)");
+    fprintf(out, "\n");
+    for (size_t i = 0; i < p->n_parts; i++) {
+        const gxd_part *pt = &p->parts[i];
+        fprintf(out, "partition %zu on %s: %d step%s, ", i, p->devices[pt->device]->name,
+                pt->n_steps, pt->n_steps == 1 ? "" : "s");
+        s_ends(out, p, pt->n_entries, pt->entry, "entry", "entries");
+        fputs(", ", out);
+        s_ends(out, p, pt->n_exits, pt->exit, "exit", "exits");
+        fputc('\n', out);
+    }
+    for (size_t i = 0; i < p->n_steps; i++)
+        if (p->steps[i].copy)
+            fprintf(out, "copy '%s' -> '%s' (to %s)\n", p->values[p->steps[i].in[0]].name,
+                    p->values[p->steps[i].out[0]].name, p->devices[p->steps[i].device]->name);
+    for (size_t i = 0; i < p->n_fell; i++)
+        fprintf(out, "'%s' (%s) fell out of %s: %s\n", s_name(&p->steps[p->fell[i].step]),
+                p->steps[p->fell[i].step].node->op, p->devices[p->fell[i].device]->name,
+                p->fell[i].why);
 }
