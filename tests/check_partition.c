@@ -360,6 +360,35 @@ START_TEST(test_chain_split)
 }
 END_TEST
 
+/* A value folded at compile time is a constant: every device has it, no
+ * copy. w const, f = Exp(w) (folded), a = Relu(x), b = Add(a, f) on t1. */
+START_TEST(test_folded_not_copied)
+{
+    s_case c = {.g = s_graph("fold", 1)};
+    int64_t ws[2] = {S_R, S_C};
+    gx_tensor *w = gx_tensor_new(GX_F32, 2, ws);
+    float *wd = gx_tensor_data(w);
+    for (int i = 0; i < S_N; i++)
+        wd[i] = (float)(i % 3) * 0.5f;
+    gx_graph_add_const(c.g, "w", &w);
+    s_op(c.g, "Exp", "f", "w", NULL);
+    s_op(c.g, "Relu", "a", "x", NULL);
+    s_op(c.g, "Add", "b", "a", "f");
+    s_op(c.g, "Mul", "m", "b", "w");
+    gx_graph_add_output(c.g, "m");
+    s_inputs(&c, 1);
+    gxd_partition_opts o = s_opts(&s_t1, NULL, 2);
+    ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+    int f = s_step(c.p, "f");
+    ck_assert(c.p->steps[f].folded);
+    ck_assert_int_eq(c.p->steps[f].part, -1);
+    s_assert_part(c.p, "t1", "a", "m", (const char *[]){"a", "b", "m", NULL});
+    ck_assert_uint_eq(s_assert_copies(c.p), 2); /* x in, m out: not f, not w */
+    s_assert_same_results(&c);
+    s_done(&c);
+}
+END_TEST
+
 /* Seed 000, one input and several outputs: x -> a Relu -> b Exp -> c
  * Sigmoid -> d Tanh -> (out1), and b -> e Neg (cpu) -> (out2). Pass one
  * makes {a,b,c,d}: entry a, exits b (read by e) and d. Walking back from
@@ -830,6 +859,7 @@ Suite *partition_suite(void)
     tcase_add_test(tc, test_cuda_rules);
     tcase_add_test(tc, test_cuda_not_offered);
     tcase_add_test(tc, test_chain_split);
+    tcase_add_test(tc, test_folded_not_copied);
     tcase_add_test(tc, test_prune_outputs);
     tcase_add_test(tc, test_prune_inputs);
     tcase_add_test(tc, test_prune_both);

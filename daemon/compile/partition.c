@@ -571,7 +571,8 @@ static int s_copies(s_part *w)
         steps[m] = *s;
         dev[m] = w->dev[i];
         part[m++] = w->part[i];
-        memset(s, 0, sizeof *s); /* its arrays moved */
+        s->in = s->out = s->succ = NULL; /* moved; the rest is still read */
+        s->sub = NULL;
         for (int k = 0; k < steps[renum[i]].n_out && !steps[renum[i]].folded && rc == GX_OK; k++) {
             int v = steps[renum[i]].out[k];
             if (!is_out[v] || w->dev[i] == 0)
@@ -583,6 +584,11 @@ static int s_copies(s_part *w)
                 part[m++] = -1;
             }
         }
+    }
+    if (rc == GX_OK && m != w->n + n_copies) { /* both loops must agree */
+        fprintf(stderr, "%s:%d: partition: %zu copies counted, %zu made\n", __FILE__, __LINE__,
+                n_copies, m - w->n);
+        abort();
     }
     /* the old array is empty now but for steps not reached on failure */
     for (size_t i = 0; i < w->n; i++) {
