@@ -714,13 +714,20 @@ START_TEST(test_random_graphs)
     unsigned seed = 4242;
     for (int round = 0; round < 150; round++) {
         s_case c = {.g = s_graph("rand", 2)};
+        int64_t ws[2] = {S_R, S_C};
+        gx_tensor *w = gx_tensor_new(GX_F32, 2, ws);
+        float *wd = gx_tensor_data(w);
+        for (int i = 0; i < S_N; i++)
+            wd[i] = (float)(i % 5) * 0.25f;
+        gx_graph_add_const(c.g, "w", &w); /* nodes reading only w are folded */
         int n = 2 + (int)(rand_r(&seed) % 14);
         char names[20][8];
         bool used[20] = {0};
         snprintf(names[0], sizeof names[0], "x");
         snprintf(names[1], sizeof names[1], "y");
+        snprintf(names[2], sizeof names[2], "w");
         for (int i = 0; i < n; i++) {
-            int k = 2 + i;
+            int k = 3 + i;
             snprintf(names[k], sizeof names[k], "n%d", i);
             const char *op = ops[rand_r(&seed) % (sizeof ops / sizeof ops[0])];
             int a = (int)(rand_r(&seed) % (unsigned)k), b = (int)(rand_r(&seed) % (unsigned)k);
@@ -729,7 +736,7 @@ START_TEST(test_random_graphs)
             used[a] = true;
             used[b] = used[b] || two;
         }
-        for (int k = 2; k < n + 2; k++)
+        for (int k = 3; k < n + 3; k++)
             if (!used[k] || rand_r(&seed) % 4 == 0)
                 gx_graph_add_output(c.g, names[k]);
         s_inputs(&c, 2);
@@ -746,7 +753,7 @@ START_TEST(test_random_graphs)
             }
         for (size_t i = 0; i < p->n_steps; i++) {
             const gxd_step *st = &p->steps[i];
-            if (st->copy)
+            if (st->copy || st->folded)
                 continue;
             ck_assert_int_ge(st->part, 0);
             for (size_t d = 1; d < p->n_devices && st->device == 0; d++)
