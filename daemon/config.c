@@ -19,6 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/topo.h"
 #include "libclient/internal.h"
+#include "ops/backend.h"
 
 /* ---- the table ---------------------------------------------------------- */
 
@@ -52,6 +53,7 @@ typedef struct s_key {
 static int s_check_endpoint(const char *v, char *why, size_t whylen);
 static int s_check_tcp(const char *v, char *why, size_t whylen);
 static int s_check_cpus(const char *v, char *why, size_t whylen);
+static int s_check_backend(const char *v, char *why, size_t whylen);
 
 #define S_KIB INT64_C(1024)
 #define S_MIB (S_KIB * 1024)
@@ -98,6 +100,14 @@ static const s_key s_keys[] = {
      .min = -1, .max = 1000000000, .def = "-1",
      .doc = "intra-op splits a step across workers from this time on one worker (ns); "
             "-1: 4 times the measured cost of synchronising the team"},
+    {.name = "partition.prefer", .type = S_STRLIST, .off = S_OFF(partition_prefer),
+     .count_off = S_OFF(n_partition_prefer), .max = 4, .check = s_check_backend,
+     .def = "cuda, cpu",
+     .doc = "devices in order of preference (cpu, cuda); those this build cannot run are "
+            "skipped, the cpu takes the rest"},
+    {.name = "partition.min_nodes", .type = S_INT, .off = S_OFF(partition_min_nodes), .min = 1,
+     .max = 1000000, .def = "2",
+     .doc = "smallest subgraph worth moving to another device than the cpu (nodes)"},
 };
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
 
@@ -137,6 +147,13 @@ static int s_check_tcp(const char *v, char *why, size_t whylen)
     if (s_has_prefix(v, "tcp://") && v[6] != '\0')
         return GX_OK;
     return s_why(why, whylen, S_Q " is not a tcp:// endpoint (tcp://127.0.0.1:5555)", v);
+}
+
+static int s_check_backend(const char *v, char *why, size_t whylen)
+{
+    if (gx_backend_find(v))
+        return GX_OK;
+    return s_why(why, whylen, S_Q " is not a backend (%s)", v, gx_backend_names());
 }
 
 static int s_check_cpus(const char *v, char *why, size_t whylen)

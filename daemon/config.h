@@ -30,6 +30,9 @@ typedef struct gxd_config {
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
+    char *partition_prefer[GXD_MAX_ENDPOINTS]; /* "partition.prefer": backend names */
+    int n_partition_prefer;
+    int64_t partition_min_nodes;     /* "partition.min_nodes" */
 } gxd_config;
 
 /* Fill with the built-in defaults. Pair with gxd_config_fini. */

@@ -32,7 +32,8 @@ typedef struct gxd_ctx {
     gxd_config cfg;
     gxd_log log;
     gxd_topo *topo;
-    gxd_compile_limits limits;
+    gxd_compile_limits limits; /* limits.part points at part */
+    gxd_partition_opts part;
     gxd_queue queue;
     gxd_models models;
     struct gxd_pool *pool;

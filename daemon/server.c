@@ -679,6 +679,27 @@ static int s_bind(gxd_ctx *ctx, const char *given, char *err, size_t errlen)
     return GX_OK;
 }
 
+/* The compiler's partition options from the config: the backends of
+ * partition.prefer that this build can run, in order (the CPU is always
+ * the fallback); the others are logged and skipped. */
+static void s_partition_opts(gxd_ctx *ctx)
+{
+    gxd_partition_opts *o = &ctx->part;
+    *o = (gxd_partition_opts){.min_nodes = (int)ctx->cfg.partition_min_nodes};
+    for (int i = 0; i < ctx->cfg.n_partition_prefer && o->n_backends < GXD_MAX_DEVICES; i++) {
+        const gx_backend *b = gx_backend_find(ctx->cfg.partition_prefer[i]);
+        char why[160];
+        if (!b) /* the config check refused it already */
+            continue;
+        if (!gx_backend_runnable(b, why, sizeof why)) {
+            GXD_LOG(&ctx->log, GXD_LOG_INFO, "partition: not offering backend '%s': %s",
+                    b->name, why);
+            continue;
+        }
+        o->backends[o->n_backends++] = b;
+    }
+}
+
 int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
 {
     int rc;
@@ -686,7 +707,8 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     ctx->started_us = gxd_now_us();
     pthread_mutex_init(&ctx->done_mu, NULL);
     ctx->limits = (gxd_compile_limits){ctx->cfg.limits_max_nodes, ctx->cfg.limits_max_tensor_bytes,
-                                       ctx->cfg.limits_max_arena_bytes};
+                                       ctx->cfg.limits_max_arena_bytes, &ctx->part};
+    s_partition_opts(ctx);
     gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
     if ((rc = gxd_queue_init(&ctx->queue, (size_t)ctx->cfg.queue_max_jobs,
                              (size_t)ctx->cfg.queue_max_bytes)) < 0)

@@ -15,7 +15,7 @@
 #include "libclient/internal.h"
 #include "tests/testutil.h"
 
-static const gxd_compile_limits s_lim = {1000, 64ll << 20, 256ll << 20};
+static const gxd_compile_limits s_lim = {1000, 64ll << 20, 256ll << 20, NULL};
 
 #define NAMES(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
                    (const char *[]) { __VA_ARGS__ }

@@ -18,7 +18,7 @@ int main(void)
         ops_quant_suite,    ops_rnn_suite,   ops_signal_suite,  ops_vision_suite,
         control_suite,      par_suite,       modes_suite,       batch_suite,
         memplan_suite,      queue_suite,     config_suite,      topo_suite,
-        policy_suite,
+        policy_suite,       partition_suite,
         e2e_suite,          hostile_suite,   fuzz_suite,
     };
     SRunner *sr = srunner_create(NULL);

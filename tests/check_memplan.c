@@ -84,7 +84,7 @@ static gx_graph *s_chain(int k)
     return g;
 }
 
-static const gxd_compile_limits s_lim = {1000, 1 << 30, INT64_C(1) << 32};
+static const gxd_compile_limits s_lim = {1000, 1 << 30, INT64_C(1) << 32, NULL};
 
 START_TEST(test_compiled_plan)
 {
@@ -154,7 +154,7 @@ START_TEST(test_verify_errors)
     gx_graph_destroy(&g);
 
     g = s_chain(3);
-    gxd_compile_limits small = {2, 1 << 30, 1 << 30};
+    gxd_compile_limits small = {2, 1 << 30, 1 << 30, NULL};
     ck_assert_int_eq(gxd_verify(g, &small, err, sizeof err), GX_ELIMIT);
     gx_graph_destroy(&g);
 }
@@ -170,7 +170,7 @@ START_TEST(test_infer_errors)
     ck_assert_ptr_nonnull(strstr(err, "input 'x'"));
     ck_assert_ptr_null(p);
     gx_view ok = {.dtype = GX_F32, .ndim = 2, .shape = {64, 64}};
-    gxd_compile_limits tiny_arena = {100, 1 << 30, 1000};
+    gxd_compile_limits tiny_arena = {100, 1 << 30, 1000, NULL};
     ck_assert_int_eq(gxd_compile(g, &ok, &tiny_arena, &p, err, sizeof err), GX_ELIMIT);
     ck_assert_ptr_nonnull(strstr(err, "arena"));
     gx_graph_destroy(&g);

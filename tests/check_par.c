@@ -28,7 +28,7 @@
 #include "libclient/internal.h"
 #include "tests/testutil.h"
 
-static const gxd_compile_limits s_lim = {10000, 64ll << 20, 256ll << 20};
+static const gxd_compile_limits s_lim = {10000, 64ll << 20, 256ll << 20, NULL};
 
 /* ---- a private team: a queue nobody pushes to, helpers waiting on it ---- */
 

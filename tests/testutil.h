@@ -32,6 +32,7 @@ Suite *par_suite(void);
 Suite *modes_suite(void);
 Suite *batch_suite(void);
 Suite *memplan_suite(void);
+Suite *partition_suite(void);
 Suite *queue_suite(void);
 Suite *policy_suite(void);
 Suite *config_suite(void);

@@ -12,6 +12,7 @@ static const struct {
 } s_passes[] = {
     {"verify", gxd_pass_verify},
     {"infer", gxd_pass_infer},
+    {"partition", gxd_pass_partition},
     {"memplan", gxd_pass_memplan},
     {"dag", gxd_pass_dag},
     {"batch", gxd_pass_batch},
@@ -95,6 +96,8 @@ void gxd_plan_destroy(gxd_plan **pp)
         free(p->owned[i]);
     free(p->owned);
     free(p->dag_offset);
+    free(p->parts);
+    free(p->fell);
     free(p->stats);
     s_slices_destroy(&p->slices);
     free(p->steps);

@@ -7,6 +7,8 @@
  *   2. infer    dtypes and shapes of every value from the op schemas; nodes
  *               whose inputs are all known are evaluated (constant folding);
  *               nodes whose shapes depend on run-time values are left dynamic
+ *   2a. partition  the device of every step (seed 000): subgraphs per
+ *               device with one entry and one exit, copies between devices
  *   3. memplan  liveness-based buffer assignment: each value gets a logical
  *               buffer number and an offset relative to an arena base
  *   4. dag      the steps' dependency graph, cost estimates, critical path
@@ -35,12 +37,17 @@
 #define GXD_COMPILE_H
 
 #include <stdatomic.h>
+#include <stdio.h>
 
+#include "ops/backend.h"
 #include "ops/op.h"
 
 /* Largest keyed graph input: a bigger one stays a plain input, and the
  * nodes that read its value run dynamically. */
 #define GXD_MAX_KEY_BYTES 4096
+
+/* Most backends one plan may use. */
+#define GXD_MAX_DEVICES 4
 
 typedef enum gxd_value_kind {
     GXD_VALUE_INPUT,   /* graph input: copied into the arena per job */
@@ -85,6 +92,14 @@ typedef struct gxd_step {
     int *succ;
     double est_us;
     bool on_batch; /* batch pass: reads a batched value */
+    /* partition pass: device is an index into plan->devices (0, the
+     * fallback, for folded steps too), part an index into plan->parts (-1
+     * for folded steps and copies). copy: a step the pass inserted to move
+     * a value between devices (op Identity, node synthetic, owned by the
+     * plan). */
+    int device;
+    int part;
+    bool copy;
 } gxd_step;
 
 /* What earlier runs measured of one step (mutable, shared by the jobs that
@@ -129,12 +144,61 @@ typedef struct gxd_plan {
     char batch_why[160];
     void **owned;       /* folded values and keyed copies, freed with the plan */
     size_t n_owned, cap_owned;
+    /* Partition pass (seed 000). devices: the backends offered, in order of
+     * preference, the fallback (the CPU) first; parts: connected runs of
+     * steps on one device (on other devices than the fallback: one entry
+     * step, one exit step, at least the minimum size); fell: why steps a
+     * preferred device first took ended elsewhere (one row per step and
+     * device); n_copies: copy steps inserted on edges between devices. */
+    const gx_backend *devices[GXD_MAX_DEVICES];
+    size_t n_devices;
+    struct gxd_part *parts;
+    size_t n_parts;
+    struct gxd_fallout *fell;
+    size_t n_fell, cap_fell;
+    size_t n_copies;
 } gxd_plan;
+
+/* One partition: steps with part == its index, all on device. entry, exit:
+ * its only entry and exit steps, or -1 where it has several (the fallback's
+ * partitions may). */
+typedef struct gxd_part {
+    int device;
+    int n_steps;
+    int entry, exit;
+    int n_entries, n_exits;
+} gxd_part;
+
+/* A step that fell out of device's subgraphs, and why ("cuDNN: Conv group
+ * 2 is neither 1 nor depthwise", "subgraph below the minimum of 2 nodes",
+ * "pruned: second input to the subgraph"...). */
+typedef struct gxd_fallout {
+    int step;
+    int device;
+    char why[160];
+} gxd_fallout;
+
+/* Where steps may run (the partition pass). backends: in order of
+ * preference; the CPU is the fallback, and is added at the end when not
+ * listed. Every backend must be runnable (gx_backend_runnable). min_nodes:
+ * a subgraph on another device than the fallback with fewer steps goes
+ * back to the fallback. off: skip the pass (every step on the CPU, no
+ * partitions recorded), for comparisons. */
+typedef struct gxd_partition_opts {
+    const gx_backend *backends[GXD_MAX_DEVICES];
+    size_t n_backends;
+    int min_nodes;
+    bool off;
+} gxd_partition_opts;
+
+/* Defaults: the CPU alone, min_nodes 2. */
+#define GXD_PARTITION_MIN_NODES 2
 
 typedef struct gxd_compile_limits {
     int64_t max_nodes;
     int64_t max_tensor_bytes;
     int64_t max_arena_bytes;
+    const gxd_partition_opts *part; /* NULL: the defaults (the CPU alone) */
 } gxd_compile_limits;
 
 /* Pass 1 alone: is the graph well formed, independent of input shapes?
@@ -189,6 +253,11 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
  * inputs)? */
 bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs);
 void gxd_plan_destroy(gxd_plan **p);
+
+/* The partition pass's records of p, one line each, for explain:
+ * devices, partitions with their entry and exit, copies, and why each step
+ * that fell out of a device did. */
+void gxd_plan_partition_explain(const gxd_plan *p, FILE *out);
 
 /* Pass 3 on its own, for tests: assign offsets to values given their
  * nbytes/def/last_use; sets buffer, offset, and returns the arena size. */

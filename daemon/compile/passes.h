@@ -30,6 +30,8 @@ typedef struct gxd_cstate {
  * status with a message in st->err. */
 int gxd_pass_verify(gxd_cstate *st);
 int gxd_pass_infer(gxd_cstate *st);
+/* Pass 2a (daemon/compile/partition.c): devices, partitions and copies. */
+int gxd_pass_partition(gxd_cstate *st);
 int gxd_pass_memplan(gxd_cstate *st);
 int gxd_pass_dag(gxd_cstate *st);
 int gxd_pass_plan(gxd_cstate *st);

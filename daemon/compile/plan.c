@@ -1,7 +1,8 @@
 /*
  * Pass 6, plan. Contract: every step has the kernel that will run it on the
- * chosen device (the CPU for now); steps stay in the dependency order verify
- * chose. After this pass the plan is immutable but for its run-time caches
+ * device the partition pass chose (a copy step: the host's copy, for every
+ * device that runs plans today shares the host's memory); steps stay in the
+ * dependency order verify chose, copies included. After this pass the plan is immutable but for its run-time caches
  * (compile.h).
  */
 #include "daemon/compile/passes.h"
@@ -10,6 +11,8 @@ int gxd_pass_plan(gxd_cstate *st)
 {
     gxd_plan *p = st->plan;
     for (size_t i = 0; i < p->n_steps; i++)
-        p->steps[i].kernel = gx_cpu_kernel(p->steps[i].op);
+        p->steps[i].kernel = p->steps[i].copy
+                                 ? gx_cpu_kernel(GX_OP_IDENTITY)
+                                 : p->devices[p->steps[i].device]->kernel(p->steps[i].op);
     return GX_OK;
 }
