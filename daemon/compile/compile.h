@@ -190,6 +190,12 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
 bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs);
 void gxd_plan_destroy(gxd_plan **p);
 
+/* The plan as a JSON object for `explain` (daemon/compile/explain.c;
+ * its sections are described in docs/protocol.md, EXPLAIN). g is the graph
+ * p was compiled from. Returns a malloc'ed NUL-terminated string the caller
+ * frees, or NULL on ENOMEM. Reads only what the passes recorded. */
+char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g);
+
 /* Pass 3 on its own, for tests: assign offsets to values given their
  * nbytes/def/last_use; sets buffer, offset, and returns the arena size. */
 size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers);
