@@ -140,7 +140,7 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
 {
     s_reply r;
     bool ok = j->status == GX_OK;
-    const char *type = j->kind == GXD_JOB_LOAD ? "LOAD" : j->kind == GXD_JOB_EXPLAIN ? "EXPLAIN" : "RUN";
+    const char *type = j->kind == GXD_JOB_LOAD ? "LOAD" : "RUN"; /* EXPLAIN: its own reply */
     gxd_stats *st = &ctx->stats;
     if (j->status == GX_ECANCELLED)
         st->cancelled++;
@@ -351,8 +351,8 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     if (!ins && j->kind == GXD_JOB_EXPLAIN)
         ins = &none;
     if (!ins || ins->type != MSGPACK_OBJECT_ARRAY)
-        return gx_errf(err, errlen, GX_EPROTO, "%s: 'inputs' must be an array of tensor descriptors",
-                       rq->type);
+        return gx_errf(err, errlen, GX_EPROTO,
+                       "%s: 'inputs' must be an array of tensor descriptors", rq->type);
     if (ins->via.array.size != rq->nframes)
         return gx_errf(err, errlen, GX_EPROTO,
                        "%s: %u input descriptors but %zu tensor frames follow the header",
@@ -576,7 +576,8 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
                 snprintf(tname, sizeof tname, "%.*s", (int)(t->via.str.size < 40 ? t->via.str.size : 40),
                          t->via.str.ptr);
             rc = gx_errf(rq->err, sizeof rq->err, GX_EREQUEST,
-                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS, EXPLAIN)", tname);
+                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS, EXPLAIN)",
+                         tname);
         } else {
             rq->type = s_requests[i].name;
             if (overflow || rq->nframes > s_requests[i].max_frames)

@@ -464,7 +464,8 @@ static const char *s_shape_str(const gx_json *v, char *buf, size_t len)
     }
     size_t at = (size_t)snprintf(buf, len, "[");
     for (size_t i = 0; i < v->n && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%.0f", i ? "," : "", gx_json_num(&v->items[i], -1));
+        at += (size_t)snprintf(buf + at, len - at, "%s%.0f", i ? "," : "",
+                               gx_json_num(&v->items[i], -1));
     if (at < len)
         snprintf(buf + at, len - at, "]");
     return buf;
@@ -548,7 +549,8 @@ static void s_x_steps(const gx_json *j)
             at += (size_t)snprintf(succ + at, sizeof succ - at, "%s%.0f", q ? "," : "",
                                    gx_json_num(&sa->items[q], -1));
         s_table_row(&t, s_int(gx_json_get(s, "index"), idx, sizeof idx),
-                    gx_json_str(gx_json_get(s, "node"), "?"), gx_json_str(gx_json_get(s, "op"), "?"),
+                    gx_json_str(gx_json_get(s, "node"), "?"),
+                    gx_json_str(gx_json_get(s, "op"), "?"),
                     kern, in, s_join(gx_json_get(s, "outputs"), out, sizeof out), est, fl,
                     s_int(gx_json_get(s, "preds"), pr, sizeof pr), at ? succ : "-", NULL);
     }

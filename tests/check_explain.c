@@ -14,6 +14,8 @@
 #include "libclient/json.h"
 #include "tests/testutil.h"
 
+#define NAMES(...) (const char *[]){__VA_ARGS__}
+
 static const gxd_compile_limits s_lim = {100000, 1ll << 30, 1ll << 32};
 
 /* One daemon for the suite's tests. */
@@ -116,7 +118,8 @@ static void s_check_plan(const gx_json *j, const gxd_plan *p, const gx_graph *g)
             s_eq_str(gx_json_at(gx_json_get(js, "outputs"), (size_t)k),
                      p->values[s->out[k]].name, what);
         ck_assert_uint_eq(gx_json_len(gx_json_get(js, "inputs")), (size_t)s->n_formal);
-        ck_assert_uint_eq(gx_json_len(gx_json_get(js, "captured")), (size_t)(s->n_in - s->n_formal));
+        ck_assert_uint_eq(gx_json_len(gx_json_get(js, "captured")),
+                          (size_t)(s->n_in - s->n_formal));
     }
 
     const gx_json *bufs = gx_json_get(j, "buffers");
@@ -242,10 +245,10 @@ static gx_graph *s_keyed_graph(void)
     gx_graph *g = gx_graph_new("keyed");
     gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){2, 3});
     gx_graph_add_input(g, "s", GX_I64, 1, (int64_t[]){2});
-    gx_graph_add_node(g, "Shape", "shape_of_x", 1, (const char *[]){"x"}, 1, (const char *[]){"xs"});
-    gx_graph_add_node(g, "Reshape", "by_s", 2, (const char *[]){"x", "s"}, 1, (const char *[]){"r"});
-    gx_graph_add_node(g, "Relu", "relu", 1, (const char *[]){"r"}, 1, (const char *[]){"a"});
-    gx_graph_add_node(g, "Reshape", "back", 2, (const char *[]){"a", "xs"}, 1, (const char *[]){"y"});
+    gx_graph_add_node(g, "Shape", "shape_of_x", 1, NAMES("x"), 1, NAMES("xs"));
+    gx_graph_add_node(g, "Reshape", "by_s", 2, NAMES("x", "s"), 1, NAMES("r"));
+    gx_graph_add_node(g, "Relu", "relu", 1, NAMES("r"), 1, NAMES("a"));
+    gx_graph_add_node(g, "Reshape", "back", 2, NAMES("a", "xs"), 1, NAMES("y"));
     gx_graph_add_output(g, "y");
     return g;
 }
@@ -318,21 +321,21 @@ END_TEST
 static gx_graph *s_branchy_graph(void)
 {
     gx_graph *then = gx_graph_new("then"), *els = gx_graph_new("else");
-    gx_graph_add_node(then, "Add", "twice", 2, (const char *[]){"d2", "d2"}, 1, (const char *[]){"t"});
+    gx_graph_add_node(then, "Add", "twice", 2, NAMES("d2", "d2"), 1, NAMES("t"));
     gx_graph_add_output(then, "t");
-    gx_graph_add_node(els, "Neg", "negate", 1, (const char *[]){"d2"}, 1, (const char *[]){"e"});
+    gx_graph_add_node(els, "Neg", "negate", 1, NAMES("d2"), 1, NAMES("e"));
     gx_graph_add_output(els, "e");
     gx_graph *g = gx_graph_new("branchy");
     gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){4, 8});
     gx_graph_add_input(g, "c", GX_BOOL, 0, NULL);
-    gx_graph_add_node(g, "Relu", "a \"quoted\"\tname", 1, (const char *[]){"x"}, 1,
-                      (const char *[]){"a"});
-    gx_graph_add_node(g, "Sigmoid", "b", 1, (const char *[]){"x"}, 1, (const char *[]){"b"});
-    gx_graph_add_node(g, "Tanh", "c_tanh", 1, (const char *[]){"x"}, 1, (const char *[]){"t"});
-    gx_graph_add_node(g, "Add", "d1", 2, (const char *[]){"a", "b"}, 1, (const char *[]){"d1"});
-    gx_graph_add_node(g, "Add", "d2", 2, (const char *[]){"d1", "t"}, 1, (const char *[]){"d2"});
-    gx_node *n = gx_graph_add_node(g, "If", "choose", 1, (const char *[]){"c"}, 1,
-                                   (const char *[]){"y"});
+    gx_graph_add_node(g, "Relu", "a \"quoted\"\tname", 1, NAMES("x"), 1,
+                      NAMES("a"));
+    gx_graph_add_node(g, "Sigmoid", "b", 1, NAMES("x"), 1, NAMES("b"));
+    gx_graph_add_node(g, "Tanh", "c_tanh", 1, NAMES("x"), 1, NAMES("t"));
+    gx_graph_add_node(g, "Add", "d1", 2, NAMES("a", "b"), 1, NAMES("d1"));
+    gx_graph_add_node(g, "Add", "d2", 2, NAMES("d1", "t"), 1, NAMES("d2"));
+    gx_node *n = gx_graph_add_node(g, "If", "choose", 1, NAMES("c"), 1,
+                                   NAMES("y"));
     gx_node_set_graph(n, "then_branch", &then);
     gx_node_set_graph(n, "else_branch", &els);
     gx_graph_add_output(g, "y");
@@ -410,7 +413,7 @@ START_TEST(test_errors)
     /* a symbolic dimension needs a tensor */
     g = gx_graph_new("symbolic");
     gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){-1, 4});
-    gx_graph_add_node(g, "Relu", "r", 1, (const char *[]){"x"}, 1, (const char *[]){"y"});
+    gx_graph_add_node(g, "Relu", "r", 1, NAMES("x"), 1, NAMES("y"));
     gx_graph_add_output(g, "y");
     rq = gx_request_new();
     gx_request_set_graph(rq, g);
