@@ -506,7 +506,7 @@ static void s_x_io(const gx_json *j)
             const gx_json *v = &a->items[i];
             char sh[256], nb[32];
             s_table_row(&t, gx_json_str(gx_json_get(v, "name"), "?"),
-                        gx_json_str(gx_json_get(v, "dtype"), "dynamic"),
+                        gx_json_str(gx_json_get(v, "dtype"), "-"),
                         s_shape_str(gx_json_get(v, "shape"), sh, sizeof sh),
                         s_int(gx_json_get(v, "bytes"), nb, sizeof nb), NULL);
         }

@@ -52,6 +52,15 @@ static void s_shape(gx_strbuf *b, const gx_view *v)
     S_LIT(b, "]");
 }
 
+/* ",\"bytes\":N", null for a value whose size is known only at run time. */
+static void s_bytes(gx_strbuf *b, const gxd_value *v)
+{
+    if (v->kind == GXD_VALUE_DYNAMIC)
+        S_LIT(b, ",\"bytes\":null");
+    else
+        gx_strbuf_printf(b, ",\"bytes\":%zu", v->nbytes);
+}
+
 static const char *s_value_kind(const s_ctx *x, int v)
 {
     if (x->scratch_of[v] >= 0)
@@ -94,7 +103,7 @@ static void s_decl_list(gx_strbuf *b, const s_ctx *x, const int *idx, size_t n, 
         s_str(b, v->view.ndim >= 0 ? gx_dtype_name(v->view.dtype) : NULL);
         S_LIT(b, ",\"shape\":");
         s_shape(b, &v->view);
-        gx_strbuf_printf(b, ",\"bytes\":%zu", v->nbytes);
+        s_bytes(b, v);
         if (inputs)
             gx_strbuf_printf(b, ",\"keyed\":%s", v->keyed ? "true" : "false");
         S_LIT(b, "}");
@@ -199,7 +208,7 @@ static void s_sec_buffers(gx_strbuf *b, const s_ctx *x)
         s_str(b, v->view.ndim >= 0 ? gx_dtype_name(v->view.dtype) : NULL);
         S_LIT(b, ",\"shape\":");
         s_shape(b, &v->view);
-        gx_strbuf_printf(b, ",\"bytes\":%zu", v->nbytes);
+        s_bytes(b, v);
         if (placed)
             gx_strbuf_printf(b, ",\"buffer\":%d,\"offset\":%zu", v->buffer, v->offset);
         else
