@@ -1,5 +1,5 @@
 /*
- * A job: one LOAD or RUN request from a client, from the moment the I/O
+ * A job: one LOAD, RUN or EXPLAIN request from a client, from the moment the I/O
  * thread decoded it until its single final reply is sent. The I/O thread
  * creates it; a worker fills in the result; the I/O thread sends the reply
  * and destroys it. Exactly one reply per job.
@@ -19,6 +19,7 @@ struct gxd_model;
 typedef enum gxd_job_kind {
     GXD_JOB_LOAD,
     GXD_JOB_RUN,
+    GXD_JOB_EXPLAIN, /* compile (or find) the plan for the inputs, describe it */
 } gxd_job_kind;
 
 #define GXD_MAX_IDENTITY 256
@@ -67,6 +68,7 @@ typedef struct gxd_job {
     char reason[160];
     size_t n_out;
     gxd_job_output *out;
+    char *explain; /* EXPLAIN: the plan as JSON (malloc'ed, freed with the job) */
 
     struct gxd_job *next; /* done list link */
 } gxd_job;

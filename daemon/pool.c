@@ -40,8 +40,25 @@ struct gxd_pool {
 /* A step is worth splitting when it takes this many times the sync. */
 #define GXD_SPLIT_SYNC_FACTOR 4.0
 
+/* EXPLAIN, an input the request left out: its declared dtype and shape
+ * (no data), which must be concrete. */
+static int s_declared_input(gxd_job *j, const gx_value_decl *d, gx_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->dtype = d->dtype;
+    v->ndim = d->ndim; /* numel: infer computes it, within the limits */
+    for (int k = 0; k < d->ndim; k++) {
+        if (d->shape[k] < 0)
+            return gxd_job_fail(j, GX_ESHAPE,
+                                "input '%s' has a symbolic dimension %d: give its shape "
+                                "(a tensor for it) to explain the plan", d->name, k);
+        v->shape[k] = d->shape[k];
+    }
+    return GX_OK;
+}
+
 /* Graph input i of the job's model, matched by name; errors name the
- * missing or unknown input. */
+ * missing or unknown input (EXPLAIN: a missing one takes its declaration). */
 static int s_bind_inputs(gxd_job *j, gx_view *views)
 {
     const gx_graph *g = j->model->graph;
@@ -60,9 +77,12 @@ static int s_bind_inputs(gxd_job *j, gx_view *views)
         size_t i = 0;
         while (i < j->n_in && strcmp(g->inputs[k].name, j->in[i].name) != 0)
             i++;
-        if (i == j->n_in)
+        if (i < j->n_in)
+            views[k] = j->in[i].view;
+        else if (j->kind != GXD_JOB_EXPLAIN)
             return gxd_job_fail(j, GX_EGRAPH, "missing input '%s'", g->inputs[k].name);
-        views[k] = j->in[i].view;
+        else if (s_declared_input(j, &g->inputs[k], &views[k]) < 0)
+            return j->status;
     }
     return GX_OK;
 }
@@ -402,6 +422,11 @@ static void s_job_execute(gxd_worker *w, gxd_job *j)
     if ((rc = gxd_model_plan(j->model, inputs, &ctx->limits, &plan, &owned, &j->compile_us, err,
                              sizeof err)) < 0) {
         gxd_job_fail(j, rc, "%s", err);
+        goto out;
+    }
+    if (j->kind == GXD_JOB_EXPLAIN) {
+        if (!(j->explain = gxd_plan_explain_json(plan, g)))
+            gxd_job_fail(j, GX_ENOMEM, "out of memory describing the plan");
         goto out;
     }
     if (s_stopped(j, gxd_exec_should_stop(&stop), "before the job could run"))

@@ -114,12 +114,33 @@ static void s_pack_estimates(msgpack_packer *pk, const double est_us[GX_MODE_COU
         }
 }
 
+/* An EXPLAIN's reply: the graph's id, the compile time (0 when the plan
+ * was cached) and, on success, the plan as JSON text. */
+static void s_reply_explain(gxd_ctx *ctx, gxd_job *j)
+{
+    s_reply r;
+    bool ok = j->status == GX_OK && j->explain;
+    s_reply_begin(&r, "EXPLAIN", j->id, j->status, j->status == GX_OK ? NULL : j->message,
+                  (j->model ? 1 : 0) + (ok ? 2 : 0));
+    if (j->model) {
+        gx_mp_pack_str(&r.pk, "graph_id");
+        gx_mp_pack_str(&r.pk, j->model->id.hex);
+    }
+    if (ok) {
+        gx_mp_pack_str(&r.pk, "compile_us");
+        msgpack_pack_int64(&r.pk, j->compile_us);
+        gx_mp_pack_str(&r.pk, "plan");
+        gx_mp_pack_str(&r.pk, j->explain);
+    }
+    s_reply_send(ctx, j->identity, j->identity_len, &r, NULL);
+}
+
 /* The final reply of a job; counts it in the statistics. */
 static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
 {
     s_reply r;
     bool ok = j->status == GX_OK;
-    const char *type = j->kind == GXD_JOB_LOAD ? "LOAD" : "RUN";
+    const char *type = j->kind == GXD_JOB_LOAD ? "LOAD" : "RUN"; /* EXPLAIN: its own reply */
     gxd_stats *st = &ctx->stats;
     if (j->status == GX_ECANCELLED)
         st->cancelled++;
@@ -132,6 +153,10 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
         gx_mp_pack_str(&r.pk, "graph_id");
         gx_mp_pack_str(&r.pk, j->model->id.hex);
         s_reply_send(ctx, j->identity, j->identity_len, &r, NULL);
+        return;
+    }
+    if (j->kind == GXD_JOB_EXPLAIN) {
+        s_reply_explain(ctx, j);
         return;
     }
     if (ok)
@@ -284,43 +309,54 @@ static int s_handle_load(gxd_ctx *ctx, s_req *rq)
     return rc;
 }
 
-static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
+/* The graph a RUN or EXPLAIN names: `graph_id` of a loaded graph or the
+ * `graph` inline (loaded as by LOAD); sets j->model. */
+static int s_decode_graph_ref(gxd_ctx *ctx, s_req *rq, gxd_job *j)
 {
     char *err = rq->err;
     size_t errlen = sizeof rq->err;
-    const msgpack_object *h = rq->hdr, *o;
+    const msgpack_object *h = rq->hdr;
     const msgpack_object *gid = gx_mp_find(h, "graph_id"), *graph = gx_mp_find(h, "graph");
-    int64_t v;
-    int rc;
+    int rc = GX_OK;
     if (!gid == !graph)
-        return gx_errf(err, errlen, GX_EPROTO, "RUN: give exactly one of 'graph_id' and 'graph'");
-    if (gid) {
-        char *hex = NULL;
-        if ((rc = gx_mp_strdup(gid, "graph_id", &hex, err, errlen)) < 0)
-            return rc;
-        if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64) {
-            free(hex);
-            return gx_errf(err, errlen, GX_EPROTO, "graph_id: expected 64 lowercase hex digits");
-        }
-        j->model = gxd_models_find(&ctx->models, hex);
-        if (!j->model)
-            rc = gx_errf(err, errlen, GX_ENOTFOUND,
-                         "graph %.64s is not loaded (send LOAD first; idle graphs are evicted beyond graphs.max)",
-                         hex);
-        free(hex);
-        if (rc < 0)
-            return rc;
-    } else if ((rc = s_decode_graph(ctx, rq, graph, &j->model)) < 0) {
+        return gx_errf(err, errlen, GX_EPROTO, "%s: give exactly one of 'graph_id' and 'graph'",
+                       rq->type);
+    if (!gid)
+        return s_decode_graph(ctx, rq, graph, &j->model);
+    char *hex = NULL;
+    if ((rc = gx_mp_strdup(gid, "graph_id", &hex, err, errlen)) < 0)
         return rc;
+    if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64) {
+        free(hex);
+        return gx_errf(err, errlen, GX_EPROTO, "graph_id: expected 64 lowercase hex digits");
     }
+    j->model = gxd_models_find(&ctx->models, hex);
+    if (!j->model)
+        rc = gx_errf(err, errlen, GX_ENOTFOUND,
+                     "graph %.64s is not loaded (send LOAD first; idle graphs are evicted beyond graphs.max)",
+                     hex);
+    free(hex);
+    return rc;
+}
 
-    const msgpack_object *ins = gx_mp_find(h, "inputs");
+/* The `inputs` descriptors of a RUN or EXPLAIN and their tensor frames
+ * (kept as received) into j->in. EXPLAIN may leave `inputs` out. */
+static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
+{
+    char *err = rq->err;
+    size_t errlen = sizeof rq->err;
+    int rc;
+    const msgpack_object *ins = gx_mp_find(rq->hdr, "inputs");
+    const msgpack_object none = {.type = MSGPACK_OBJECT_ARRAY};
+    if (!ins && j->kind == GXD_JOB_EXPLAIN)
+        ins = &none;
     if (!ins || ins->type != MSGPACK_OBJECT_ARRAY)
-        return gx_errf(err, errlen, GX_EPROTO, "RUN: 'inputs' must be an array of tensor descriptors");
+        return gx_errf(err, errlen, GX_EPROTO,
+                       "%s: 'inputs' must be an array of tensor descriptors", rq->type);
     if (ins->via.array.size != rq->nframes)
         return gx_errf(err, errlen, GX_EPROTO,
-                       "RUN: %u input descriptors but %zu tensor frames follow the header",
-                       ins->via.array.size, rq->nframes);
+                       "%s: %u input descriptors but %zu tensor frames follow the header",
+                       rq->type, ins->via.array.size, rq->nframes);
     if (!(j->in = calloc(rq->nframes + 1, sizeof *j->in)))
         return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
     for (size_t i = 0; i < rq->nframes; i++) {
@@ -343,6 +379,18 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         in->view.numel = nbytes / gx_dtype_size(in->view.dtype);
         j->bytes += nbytes;
     }
+    return GX_OK;
+}
+
+static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
+{
+    char *err = rq->err;
+    size_t errlen = sizeof rq->err;
+    const msgpack_object *h = rq->hdr, *o;
+    int64_t v;
+    int rc;
+    if ((rc = s_decode_graph_ref(ctx, rq, j)) < 0 || (rc = s_decode_inputs(ctx, rq, j)) < 0)
+        return rc;
 
     if ((o = gx_mp_find(h, "outputs")) && !(o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 0)) {
         if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > GXD_MAX_MSG_INPUTS)
@@ -396,6 +444,21 @@ static int s_handle_run(gxd_ctx *ctx, s_req *rq)
             ctx->stats.runs_failed++;
         gxd_job_destroy(&j);
     }
+    return rc;
+}
+
+static int s_handle_explain(gxd_ctx *ctx, s_req *rq)
+{
+    gxd_job *j = s_new_job(rq, GXD_JOB_EXPLAIN);
+    if (!j)
+        return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    int rc = s_decode_graph_ref(ctx, rq, j);
+    if (rc == GX_OK)
+        rc = s_decode_inputs(ctx, rq, j);
+    if (rc == GX_OK)
+        rc = s_enqueue(ctx, rq, j);
+    if (rc < 0)
+        gxd_job_destroy(&j);
     return rc;
 }
 
@@ -475,7 +538,7 @@ static const struct {
 } s_requests[] = {
     {"PING", s_handle_ping, 0},     {"LOAD", s_handle_load, 0},
     {"RUN", s_handle_run, GXD_MAX_MSG_INPUTS}, {"CANCEL", s_handle_cancel, 0},
-    {"STATS", s_handle_stats, 0},
+    {"STATS", s_handle_stats, 0}, {"EXPLAIN", s_handle_explain, GXD_MAX_MSG_INPUTS},
 };
 
 static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len, bool overflow)
@@ -513,7 +576,8 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
                 snprintf(tname, sizeof tname, "%.*s", (int)(t->via.str.size < 40 ? t->via.str.size : 40),
                          t->via.str.ptr);
             rc = gx_errf(rq->err, sizeof rq->err, GX_EREQUEST,
-                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS)", tname);
+                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS, EXPLAIN)",
+                         tname);
         } else {
             rq->type = s_requests[i].name;
             if (overflow || rq->nframes > s_requests[i].max_frames)

@@ -26,6 +26,7 @@ struct gx_result {
     gx_tensor **tensors;
     gx_graph_id graph_id; /* LOAD */
     char *stats_json;     /* STATS */
+    char *plan_json;      /* EXPLAIN */
 };
 
 struct gx_job {
@@ -181,6 +182,7 @@ GX_EXPORT void gx_result_destroy(gx_result **rp)
     free(r->tensors);
     free(r->message);
     free(r->stats_json);
+    free(r->plan_json);
     free(r);
     *rp = NULL;
 }
@@ -214,79 +216,52 @@ GX_EXPORT gx_tensor *gx_result_take_output(gx_result *r, size_t i)
 
 /* ---- msgpack -> JSON (for STATS) ---- */
 
-typedef struct s_buf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} s_buf;
-
-static void s_buf_put(s_buf *b, const char *s, size_t n)
-{
-    if (b->oom || !gx_grow(&b->p, &b->cap, b->n + n + 1, 1)) {
-        b->oom = true;
-        return;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void s_json(s_buf *b, const msgpack_object *o)
+static void s_json(gx_strbuf *b, const msgpack_object *o)
 {
     char tmp[64];
     switch (o->type) {
     case MSGPACK_OBJECT_NIL:
-        s_buf_put(b, "null", 4);
+        gx_strbuf_put(b, "null", 4);
         break;
     case MSGPACK_OBJECT_BOOLEAN:
-        s_buf_put(b, o->via.boolean ? "true" : "false", o->via.boolean ? 4 : 5);
+        gx_strbuf_put(b, o->via.boolean ? "true" : "false", o->via.boolean ? 4 : 5);
         break;
     case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        s_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%" PRIu64, o->via.u64));
+        gx_strbuf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%" PRIu64, o->via.u64));
         break;
     case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        s_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%" PRId64, o->via.i64));
+        gx_strbuf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%" PRId64, o->via.i64));
         break;
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
-        s_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%.6g", o->via.f64));
+        gx_strbuf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%.6g", o->via.f64));
         break;
     case MSGPACK_OBJECT_STR:
-        s_buf_put(b, "\"", 1);
-        for (uint32_t i = 0; i < o->via.str.size; i++) {
-            unsigned char ch = (unsigned char)o->via.str.ptr[i];
-            if (ch == '"' || ch == '\\')
-                s_buf_put(b, "\\", 1), s_buf_put(b, (const char *)&ch, 1);
-            else if (ch < 0x20)
-                s_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "\\u%04x", ch));
-            else
-                s_buf_put(b, (const char *)&ch, 1);
-        }
-        s_buf_put(b, "\"", 1);
+        gx_strbuf_json_str(b, o->via.str.ptr, o->via.str.size);
         break;
     case MSGPACK_OBJECT_ARRAY:
-        s_buf_put(b, "[", 1);
+        gx_strbuf_put(b, "[", 1);
         for (uint32_t i = 0; i < o->via.array.size; i++) {
             if (i)
-                s_buf_put(b, ",", 1);
+                gx_strbuf_put(b, ",", 1);
             s_json(b, &o->via.array.ptr[i]);
         }
-        s_buf_put(b, "]", 1);
+        gx_strbuf_put(b, "]", 1);
         break;
     case MSGPACK_OBJECT_MAP:
-        s_buf_put(b, "{", 1);
+        gx_strbuf_put(b, "{", 1);
         for (uint32_t i = 0; i < o->via.map.size; i++) {
             if (i)
-                s_buf_put(b, ",", 1);
+                gx_strbuf_put(b, ",", 1);
             s_json(b, &o->via.map.ptr[i].key);
-            s_buf_put(b, ":", 1);
+            gx_strbuf_put(b, ":", 1);
             s_json(b, &o->via.map.ptr[i].val);
         }
-        s_buf_put(b, "}", 1);
+        gx_strbuf_put(b, "}", 1);
         break;
     case MSGPACK_OBJECT_BIN:
     case MSGPACK_OBJECT_EXT:
-        s_buf_put(b, "null", 4);
+        gx_strbuf_put(b, "null", 4);
         break;
     }
 }
@@ -366,13 +341,20 @@ static int s_parse_reply(const msgpack_object *h, zmq_msg_t *frames, size_t nfra
     s_parse_run_info(gx_mp_find(h, "run"), &r->info);
     const msgpack_object *stats = gx_mp_find(h, "stats");
     if (stats) {
-        s_buf b = {0};
+        gx_strbuf b = {0};
         s_json(&b, stats);
         if (b.oom) {
             free(b.p);
             return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
         }
         r->stats_json = b.p;
+    }
+    const msgpack_object *plan = gx_mp_find(h, "plan");
+    if (plan && plan->type == MSGPACK_OBJECT_STR) {
+        if (!(r->plan_json = malloc(plan->via.str.size + 1)))
+            return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+        memcpy(r->plan_json, plan->via.str.ptr, plan->via.str.size);
+        r->plan_json[plan->via.str.size] = '\0';
     }
     const msgpack_object *outs = gx_mp_find(h, "outputs");
     if (!outs)
@@ -750,6 +732,23 @@ GX_EXPORT int gx_request_set_mode(gx_request *rq, gx_mode mode)
     return GX_OK;
 }
 
+/* The `graph_id` or `graph` and the `inputs` of rq (two header fields). */
+static void s_pack_graph_inputs(msgpack_packer *pk, const gx_request *rq)
+{
+    if (rq->has_id) {
+        gx_mp_pack_str(pk, "graph_id");
+        gx_mp_pack_str(pk, rq->graph_id.hex);
+    } else {
+        gx_mp_pack_str(pk, "graph");
+        gx_wire_pack_graph(pk, rq->graph);
+    }
+    gx_mp_pack_str(pk, "inputs");
+    msgpack_pack_array(pk, rq->n_in);
+    for (size_t i = 0; i < rq->n_in; i++)
+        gx_wire_pack_tensor_desc(pk, rq->in[i].name, rq->in[i].t->dtype, rq->in[i].t->ndim,
+                                 rq->in[i].t->shape);
+}
+
 GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
 {
     if (job)
@@ -764,18 +763,7 @@ GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t id = c->next_id++;
     s_pack_head(&pk, "RUN", id, 6);
-    if (rq->has_id) {
-        gx_mp_pack_str(&pk, "graph_id");
-        gx_mp_pack_str(&pk, rq->graph_id.hex);
-    } else {
-        gx_mp_pack_str(&pk, "graph");
-        gx_wire_pack_graph(&pk, rq->graph);
-    }
-    gx_mp_pack_str(&pk, "inputs");
-    msgpack_pack_array(&pk, rq->n_in);
-    for (size_t i = 0; i < rq->n_in; i++)
-        gx_wire_pack_tensor_desc(&pk, rq->in[i].name, rq->in[i].t->dtype, rq->in[i].t->ndim,
-                                 rq->in[i].t->shape);
+    s_pack_graph_inputs(&pk, rq);
     gx_mp_pack_str(&pk, "outputs");
     msgpack_pack_array(&pk, rq->n_out);
     for (size_t i = 0; i < rq->n_out; i++)
@@ -798,4 +786,33 @@ GX_EXPORT int gx_client_run(gx_client *c, const gx_request *rq, gx_result **out)
     gx_job *job = NULL;
     int rc = gx_client_submit(c, rq, &job);
     return rc < 0 ? rc : s_await(c, &job, out);
+}
+
+GX_EXPORT int gx_client_explain(gx_client *c, const gx_request *rq, char **json)
+{
+    if (json)
+        *json = NULL;
+    if (!c || !rq || !json)
+        return GX_EINVAL;
+    if (!rq->has_id && !rq->graph)
+        return s_fail(c, GX_EINVAL, "request names no graph (set a graph or a graph id)");
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t id = c->next_id++;
+    s_pack_head(&pk, "EXPLAIN", id, 2);
+    s_pack_graph_inputs(&pk, rq);
+    gx_job *job = NULL;
+    int rc = s_send(c, &sb, rq, id, &job);
+    msgpack_sbuffer_destroy(&sb);
+    gx_result *r = NULL;
+    if (rc == GX_OK && (rc = s_await(c, &job, &r)) == GX_OK) {
+        *json = r->plan_json;
+        r->plan_json = NULL;
+        if (!*json)
+            rc = s_fail(c, GX_EPROTO, "EXPLAIN reply without a plan");
+    }
+    gx_result_destroy(&r);
+    return rc;
 }

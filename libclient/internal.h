@@ -124,4 +124,20 @@ char *gx_strdup(const char *s);
 /* Grow *arr (element size elem) so it holds at least need elements. */
 bool gx_grow(void *arr, size_t *cap, size_t need, size_t elem);
 
+/* A growing NUL-terminated text buffer (JSON written by the daemon and the
+ * client library). Zero-initialise it; an allocation failure sets oom and
+ * makes later appends no-ops, so a writer checks once at the end. p is
+ * malloc'ed: the owner frees it (or takes it). */
+typedef struct gx_strbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} gx_strbuf;
+
+void gx_strbuf_put(gx_strbuf *b, const char *s, size_t n);
+void gx_strbuf_printf(gx_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* n bytes of s as a JSON string literal: quoted, with '"' and '\\' escaped
+ * and control characters as \u00XX; other bytes (UTF-8) as they are. */
+void gx_strbuf_json_str(gx_strbuf *b, const char *s, size_t n);
+
 #endif

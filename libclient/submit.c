@@ -5,6 +5,7 @@
  *                [--output NAME]... [--mode M] [--priority N] [--deadline-ms N]
  *                [--repeat N] [--json] [--explain-mode]
  *   gexec-submit [--socket EP] load GRAPH
+ *   gexec-submit [--socket EP] explain GRAPH [-i NAME=FILE.npy]... [--json]
  *
  * GRAPH is a YAML graph file (docs/graph-format.md) or, named *.onnx, an
  * ONNX model (docs/onnx.md).
@@ -25,6 +26,8 @@
 #include <time.h>
 
 #include <gexec/gexec.h>
+
+#include "libclient/json.h"
 
 #define MAX_INPUTS 256
 
@@ -71,7 +74,12 @@ static void s_usage(FILE *out)
             "      (default auto: the daemon chooses);\n"
             "      --explain-mode prints the mode used, its workers and replicas, why,\n"
             "      and the daemon's estimated time in each mode\n"
-            "  load GRAPH      send the graph and print its id\n",
+            "  load GRAPH      send the graph and print its id\n"
+            "  explain GRAPH [-i NAME=FILE.npy]... [--json]\n"
+            "      print the plan the daemon compiles for GRAPH and these inputs (inputs\n"
+            "      left out take their declared shapes): steps and kernels, buffers and\n"
+            "      arena sizes, batch and out-of-order analysis; nothing runs.\n"
+            "      --json prints the daemon's JSON (docs/protocol.md, EXPLAIN)\n",
             s_mode_list());
     fprintf(out,
             "  ping            check that gexecd answers\n"
@@ -351,6 +359,355 @@ out:
     return ret;
 }
 
+/* ---- explain: the daemon's JSON as tables ---- */
+
+#define S_MAX_COLS 12
+
+/* A table whose columns are as wide as their widest cell. */
+typedef struct s_table {
+    int ncols;
+    const char *head[S_MAX_COLS];
+    bool right[S_MAX_COLS]; /* right-aligned (numbers) */
+    char **cells;           /* row-major, malloc'ed */
+    size_t nrows, cap;
+} s_table;
+
+static void s_table_row(s_table *t, ...) __attribute__((sentinel));
+
+/* Append one row: ncols strings (copied), then NULL. */
+static void s_table_row(s_table *t, ...)
+{
+    if (t->nrows == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        char **cells = realloc(t->cells, cap * (size_t)t->ncols * sizeof *cells);
+        if (!cells)
+            return;
+        t->cells = cells;
+        t->cap = cap;
+    }
+    va_list ap;
+    va_start(ap, t);
+    for (int c = 0; c < t->ncols; c++) {
+        const char *s = va_arg(ap, const char *);
+        t->cells[t->nrows * (size_t)t->ncols + (size_t)c] = strdup(s ? s : "");
+    }
+    va_end(ap);
+    t->nrows++;
+}
+
+static void s_table_print(s_table *t, const char *indent)
+{
+    int w[S_MAX_COLS];
+    for (int c = 0; c < t->ncols; c++) {
+        w[c] = (int)strlen(t->head[c]);
+        for (size_t r = 0; r < t->nrows; r++) {
+            const char *s = t->cells[r * (size_t)t->ncols + (size_t)c];
+            if (s && (int)strlen(s) > w[c])
+                w[c] = (int)strlen(s);
+        }
+    }
+    for (size_t r = 0; r <= t->nrows; r++) {
+        fputs(indent, stdout);
+        for (int c = 0; c < t->ncols; c++) {
+            const char *s = r ? t->cells[(r - 1) * (size_t)t->ncols + (size_t)c] : t->head[c];
+            bool last = c + 1 == t->ncols;
+            if (!s)
+                s = "?";
+            if (t->right[c])
+                printf("%*s", w[c], s);
+            else if (last)
+                fputs(s, stdout); /* no trailing blanks */
+            else
+                printf("%-*s", w[c], s);
+            if (!last)
+                fputs("  ", stdout);
+        }
+        putchar('\n');
+    }
+    for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    t->cells = NULL;
+    t->nrows = t->cap = 0;
+}
+
+/* Bytes for people: 512 B, 1.5 KiB, 3.0 MiB. */
+static const char *s_bytes(double n, char *buf, size_t len)
+{
+    if (n < 1024)
+        snprintf(buf, len, "%.0f B", n);
+    else if (n < 1024.0 * 1024)
+        snprintf(buf, len, "%.1f KiB", n / 1024);
+    else if (n < 1024.0 * 1024 * 1024)
+        snprintf(buf, len, "%.1f MiB", n / (1024.0 * 1024));
+    else
+        snprintf(buf, len, "%.1f GiB", n / (1024.0 * 1024 * 1024));
+    return buf;
+}
+
+/* A JSON integer (or null: "-") as text. */
+static const char *s_int(const gx_json *v, char *buf, size_t len)
+{
+    if (!v || v->type != GX_JSON_NUM)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.0f", v->num);
+    return buf;
+}
+
+/* "[1,4]", or "dynamic" for a shape known at run time. */
+static const char *s_shape_str(const gx_json *v, char *buf, size_t len)
+{
+    if (!v || v->type != GX_JSON_ARR) {
+        snprintf(buf, len, "dynamic");
+        return buf;
+    }
+    size_t at = (size_t)snprintf(buf, len, "[");
+    for (size_t i = 0; i < v->n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%.0f", i ? "," : "",
+                               gx_json_num(&v->items[i], -1));
+    if (at < len)
+        snprintf(buf + at, len - at, "]");
+    return buf;
+}
+
+/* The strings of a JSON array joined with ", " ("-" for none, null as "(none)"). */
+static const char *s_join(const gx_json *a, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < gx_json_len(a) && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "",
+                               gx_json_str(&a->items[i], "(none)"));
+    if (!at)
+        snprintf(buf, len, "-");
+    return buf;
+}
+
+static void s_x_header(const gx_json *j)
+{
+    const gx_json *sm = gx_json_get(j, "summary");
+    printf("plan of graph '%s': %.0f steps (%.0f folded, %.0f dynamic, %.0f control flow), "
+           "%.4g flops, estimated %.4g us\n",
+           gx_json_str(gx_json_get(j, "graph"), "?"), gx_json_num(gx_json_get(sm, "steps"), 0),
+           gx_json_num(gx_json_get(sm, "folded"), 0), gx_json_num(gx_json_get(sm, "dynamic"), 0),
+           gx_json_num(gx_json_get(sm, "control"), 0), gx_json_num(gx_json_get(sm, "flops"), 0),
+           gx_json_num(gx_json_get(sm, "est_us"), 0));
+}
+
+static void s_x_io(const gx_json *j)
+{
+    static const char *const keys[] = {"inputs", "outputs"};
+    for (int k = 0; k < 2; k++) {
+        const gx_json *a = gx_json_get(j, keys[k]);
+        s_table t = {.ncols = 4, .head = {"name", "dtype", "shape", "bytes"},
+                     .right = {false, false, false, true}};
+        for (size_t i = 0; i < gx_json_len(a); i++) {
+            const gx_json *v = &a->items[i];
+            char sh[256], nb[32];
+            s_table_row(&t, gx_json_str(gx_json_get(v, "name"), "?"),
+                        gx_json_str(gx_json_get(v, "dtype"), "-"),
+                        s_shape_str(gx_json_get(v, "shape"), sh, sizeof sh),
+                        s_int(gx_json_get(v, "bytes"), nb, sizeof nb), NULL);
+        }
+        printf("\n%s:\n", keys[k]);
+        s_table_print(&t, "  ");
+    }
+}
+
+static void s_x_steps(const gx_json *j)
+{
+    const gx_json *a = gx_json_get(j, "steps");
+    s_table t = {.ncols = 10,
+                 .head = {"#", "node", "op", "kernel", "inputs", "outputs", "est us", "flops",
+                          "preds", "succ"},
+                 .right = {true, false, false, false, false, false, true, true, true, false}};
+    for (size_t i = 0; i < gx_json_len(a); i++) {
+        const gx_json *s = &a->items[i];
+        char idx[32], kern[96], in[512], out[512], est[32], fl[32], pr[32], succ[256];
+        const char *run = gx_json_str(gx_json_get(s, "run"), "?");
+        const char *k = gx_json_str(gx_json_get(s, "kernel"), NULL);
+        if (!k)
+            snprintf(kern, sizeof kern, "%s", run); /* folded, control flow */
+        else if (strcmp(run, "static") != 0)
+            snprintf(kern, sizeof kern, "%s (%s)", k, run);
+        else
+            snprintf(kern, sizeof kern, "%s", k);
+        s_join(gx_json_get(s, "inputs"), in, sizeof in);
+        if (gx_json_len(gx_json_get(s, "captured"))) {
+            char cap[256];
+            size_t at = strlen(in);
+            snprintf(in + at, sizeof in - at, " (captures %s)",
+                     s_join(gx_json_get(s, "captured"), cap, sizeof cap));
+        }
+        snprintf(est, sizeof est, "%.3g", gx_json_num(gx_json_get(s, "est_us"), 0));
+        snprintf(fl, sizeof fl, "%.4g", gx_json_num(gx_json_get(s, "flops"), 0));
+        const gx_json *sa = gx_json_get(s, "succ");
+        size_t at = 0;
+        succ[0] = '\0';
+        for (size_t q = 0; q < gx_json_len(sa) && at < sizeof succ; q++)
+            at += (size_t)snprintf(succ + at, sizeof succ - at, "%s%.0f", q ? "," : "",
+                                   gx_json_num(&sa->items[q], -1));
+        s_table_row(&t, s_int(gx_json_get(s, "index"), idx, sizeof idx),
+                    gx_json_str(gx_json_get(s, "node"), "?"),
+                    gx_json_str(gx_json_get(s, "op"), "?"),
+                    kern, in, s_join(gx_json_get(s, "outputs"), out, sizeof out), est, fl,
+                    s_int(gx_json_get(s, "preds"), pr, sizeof pr), at ? succ : "-", NULL);
+    }
+    printf("\nsteps (in run order; preds: steps that must finish first, succ: steps waiting):\n");
+    s_table_print(&t, "  ");
+}
+
+static void s_x_buffers(const gx_json *j)
+{
+    const gx_json *a = gx_json_get(j, "buffers"), *m = gx_json_get(j, "memory");
+    char b1[32], b2[32];
+    printf("\nbuffers (offsets in the step-order arena, peak %s; no reuse would need %s):\n",
+           s_bytes(gx_json_num(gx_json_get(m, "arena_bytes"), 0), b1, sizeof b1),
+           s_bytes(gx_json_num(gx_json_get(m, "naive_bytes"), 0), b2, sizeof b2));
+    s_table t = {.ncols = 9,
+                 .head = {"value", "kind", "dtype", "shape", "buffer", "bytes", "offset",
+                          "dag offset", "live (steps)"},
+                 .right = {false, false, false, false, true, true, true, true, false}};
+    for (size_t i = 0; i < gx_json_len(a); i++) {
+        const gx_json *v = &a->items[i];
+        char sh[256], buf[32], nb[32], off[32], doff[32], live[64];
+        double def = gx_json_num(gx_json_get(v, "def"), -1),
+               last = gx_json_num(gx_json_get(v, "last_use"), -1);
+        bool out = gx_json_bool(gx_json_get(v, "graph_output"), false);
+        if (def < 0 && out)
+            snprintf(live, sizeof live, "start..end");
+        else if (def < 0)
+            snprintf(live, sizeof live, "start..%.0f", last);
+        else
+            snprintf(live, sizeof live, out ? "%.0f..end" : "%.0f..%.0f", def, last);
+        s_table_row(&t, gx_json_str(gx_json_get(v, "value"), "?"),
+                    gx_json_str(gx_json_get(v, "kind"), "?"),
+                    gx_json_str(gx_json_get(v, "dtype"), "-"),
+                    s_shape_str(gx_json_get(v, "shape"), sh, sizeof sh),
+                    s_int(gx_json_get(v, "buffer"), buf, sizeof buf),
+                    s_int(gx_json_get(v, "bytes"), nb, sizeof nb),
+                    s_int(gx_json_get(v, "offset"), off, sizeof off),
+                    s_int(gx_json_get(v, "dag_offset"), doff, sizeof doff), live, NULL);
+    }
+    s_table_print(&t, "  ");
+}
+
+static void s_x_memory(const gx_json *j)
+{
+    const gx_json *m = gx_json_get(j, "memory");
+    char b1[32], b2[32], b3[32];
+    printf("\nmemory: arena %s in step order (%.0f buffers; %s without reuse)\n",
+           s_bytes(gx_json_num(gx_json_get(m, "arena_bytes"), 0), b1, sizeof b1),
+           gx_json_num(gx_json_get(m, "buffers"), 0),
+           s_bytes(gx_json_num(gx_json_get(m, "naive_bytes"), 0), b2, sizeof b2));
+    if (gx_json_bool(gx_json_get(m, "dag_ok"), false))
+        printf("  out of order (inter-op): arena %s, at most %.0f steps at one level\n",
+               s_bytes(gx_json_num(gx_json_get(m, "dag_arena_bytes"), 0), b3, sizeof b3),
+               gx_json_num(gx_json_get(m, "width"), 0));
+    else
+        printf("  out of order (inter-op): no, %s\n",
+               gx_json_str(gx_json_get(m, "dag_why"), "(no reason given)"));
+}
+
+static void s_x_batch(const gx_json *j)
+{
+    const gx_json *b = gx_json_get(j, "batch");
+    double batch = gx_json_num(gx_json_get(b, "batch"), 0);
+    if (batch > 0)
+        printf("\nbatch: can split into replicas along axis 0 (batch %.0f)\n", batch);
+    else
+        printf("\nbatch: no replica split: %s (%.0f steps mix samples)\n",
+               gx_json_str(gx_json_get(b, "why"), "(no reason given)"),
+               gx_json_num(gx_json_get(b, "sync_steps"), 0));
+}
+
+static void s_x_keyed(const gx_json *j)
+{
+    const gx_json *k = gx_json_get(j, "keyed"), *a = gx_json_get(k, "inputs");
+    printf("\nkeyed inputs (values are part of the plan's signature):%s\n",
+           gx_json_len(a) ? "" : " none");
+    for (size_t i = 0; i < gx_json_len(a); i++) {
+        const gx_json *v = gx_json_get(&a->items[i], "value");
+        printf("  %s = [", gx_json_str(gx_json_get(&a->items[i], "name"), "?"));
+        for (size_t q = 0; q < gx_json_len(v); q++)
+            if (v->items[q].type == GX_JSON_NUM)
+                printf("%s%.10g", q ? ", " : "", v->items[q].num);
+            else
+                printf("%s%s", q ? ", " : "", v->items[q].type == GX_JSON_BOOL
+                                                  ? (v->items[q].b ? "true" : "false") : "?");
+        printf("]\n");
+    }
+    if (gx_json_bool(gx_json_get(k, "values_missing"), false))
+        printf("  values not given for inputs that shapes depend on: the steps reading them "
+               "run dynamically\n");
+}
+
+static void s_x_folded(const gx_json *j)
+{
+    const gx_json *a = gx_json_get(j, "folded");
+    printf("\nfolded at compile time (never run per job):%s\n", gx_json_len(a) ? "" : " none");
+    for (size_t i = 0; i < gx_json_len(a); i++) {
+        char out[512];
+        printf("  step %.0f %s (%s) -> %s\n", gx_json_num(gx_json_get(&a->items[i], "index"), -1),
+               gx_json_str(gx_json_get(&a->items[i], "node"), "?"),
+               gx_json_str(gx_json_get(&a->items[i], "op"), "?"),
+               s_join(gx_json_get(&a->items[i], "outputs"), out, sizeof out));
+    }
+}
+
+/* The explain sections, in print order; one per section of the JSON. */
+static void (*const s_explain_sections[])(const gx_json *j) = {
+    s_x_header, s_x_io, s_x_steps, s_x_buffers, s_x_memory, s_x_batch, s_x_keyed, s_x_folded,
+};
+
+static int s_cmd_explain(const opts *o)
+{
+    gx_graph *g = NULL;
+    gx_tensor *inputs[MAX_INPUTS] = {0};
+    gx_client *c = NULL;
+    gx_request *rq = NULL;
+    char *json = NULL, err[512];
+    gx_json *j = NULL;
+    int ret = 1;
+    if (s_load_graph(o->graph, &g))
+        return 1;
+    for (int i = 0; i < o->n_in; i++)
+        if (gx_npy_load(o->in_files[i], &inputs[i], err, sizeof err) < 0) {
+            s_die("input '%s': %s", o->in_names[i], err);
+            goto out;
+        }
+    if (!(c = s_connect(o)) || !(rq = gx_request_new()))
+        goto out;
+    gx_request_set_graph(rq, g);
+    for (int i = 0; i < o->n_in; i++)
+        gx_request_add_input(rq, o->in_names[i], inputs[i]);
+    if (gx_client_explain(c, rq, &json) < 0) {
+        s_die("%s", gx_client_last_error(c));
+        goto out;
+    }
+    if (o->json) {
+        printf("%s\n", json);
+    } else {
+        if (!(j = gx_json_parse(json, err, sizeof err))) {
+            s_die("the daemon's plan does not parse: %s", err);
+            goto out;
+        }
+        for (size_t i = 0; i < sizeof s_explain_sections / sizeof s_explain_sections[0]; i++)
+            s_explain_sections[i](j);
+    }
+    ret = 0;
+out:
+    gx_json_destroy(&j);
+    free(json);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    for (int i = 0; i < o->n_in; i++)
+        gx_tensor_destroy(&inputs[i]);
+    gx_graph_destroy(&g);
+    return ret;
+}
+
 static int s_cmd_load(const opts *o)
 {
     gx_graph *g = NULL;
@@ -493,11 +850,13 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[optind++];
     int operands = argc - optind;
-    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "load") == 0) {
+    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "load") == 0 || strcmp(cmd, "explain") == 0) {
         if (operands != 1)
             return s_die("%s expects exactly one GRAPH file (got %d operands)", cmd, operands);
         o.graph = argv[optind];
-        return strcmp(cmd, "run") == 0 ? s_cmd_run(&o) : s_cmd_load(&o);
+        return strcmp(cmd, "run") == 0    ? s_cmd_run(&o)
+               : strcmp(cmd, "load") == 0 ? s_cmd_load(&o)
+                                          : s_cmd_explain(&o);
     }
     if (operands != 0)
         return s_die("%s takes no operands ('%s' is unexpected)", cmd, argv[optind]);

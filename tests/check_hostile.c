@@ -816,6 +816,68 @@ START_TEST(test_run_mode_field)
 }
 END_TEST
 
+/* ---- EXPLAIN fields ---- */
+
+#define S_EXPLAIN "v: 1, type: 'EXPLAIN', graph_id: $, "
+
+/* EXPLAIN decodes its graph and inputs as RUN does; whatever is wrong
+ * with them gets one error reply naming it. */
+static const s_mp_case s_explain_cases[] = {
+    {"a valid EXPLAIN, declared shapes", "{" S_EXPLAIN "id: 300}", 0, 0, "EXPLAIN", 300, GX_OK,
+     ""},
+    {"a valid EXPLAIN with an input", "{" S_EXPLAIN "id: 301, inputs: [" S_X "]}", 1, 64,
+     "EXPLAIN", 301, GX_OK, ""},
+    {"neither graph_id nor graph", "{v: 1, type: 'EXPLAIN', id: 302}", 0, 0, "EXPLAIN", 302,
+     GX_EPROTO, "exactly one"},
+    {"graph_id and graph", "{" S_EXPLAIN "id: 303, graph: {}}", 0, 0, "EXPLAIN", 303, GX_EPROTO,
+     "exactly one"},
+    {"graph_id not loaded",
+     "{v: 1, type: 'EXPLAIN', id: 304, graph_id: "
+     "'0000000000000000000000000000000000000000000000000000000000000000'}",
+     0, 0, "EXPLAIN", 304, GX_ENOTFOUND, "not loaded"},
+    {"graph_id of 3 digits", "{v: 1, type: 'EXPLAIN', id: 305, graph_id: 'abc'}", 0, 0,
+     "EXPLAIN", 305, GX_EPROTO, "graph_id"},
+    {"graph a number", "{v: 1, type: 'EXPLAIN', id: 306, graph: 5}", 0, 0, "EXPLAIN", 306,
+     GX_EPROTO, "graph"},
+    {"inputs not an array", "{" S_EXPLAIN "id: 307, inputs: 'x'}", 0, 0, "EXPLAIN", 307,
+     GX_EPROTO, "inputs"},
+    {"descriptor with a string dim",
+     "{" S_EXPLAIN "id: 308, inputs: [{name: 'x', dtype: 'float32', shape: [1, '16']}]}", 1, 64,
+     "EXPLAIN", 308, GX_EPROTO, "inputs[0].shape[1]"},
+    {"dtype float99",
+     "{" S_EXPLAIN "id: 309, inputs: [{name: 'x', dtype: 'float99', shape: [1, 16]}]}", 1, 64,
+     "EXPLAIN", 309, GX_EDTYPE, "float99"},
+    {"a descriptor without its frame", "{" S_EXPLAIN "id: 310, inputs: [" S_X "]}", 0, 0,
+     "EXPLAIN", 310, GX_EPROTO, "frames"},
+    {"a frame without a descriptor", "{" S_EXPLAIN "id: 311}", 1, 64, "EXPLAIN", 311, GX_EPROTO,
+     "frames"},
+    {"frame too short", "{" S_EXPLAIN "id: 312, inputs: [" S_X "]}", 1, 60, "EXPLAIN", 312,
+     GX_EPROTO, "60 bytes"},
+    {"input of the wrong shape",
+     "{" S_EXPLAIN "id: 313, inputs: [{name: 'x', dtype: 'float32', shape: [2, 8]}]}", 1, 64,
+     "EXPLAIN", 313, GX_ESHAPE, "input 'x'"},
+    {"input not in the graph",
+     "{" S_EXPLAIN "id: 314, inputs: [{name: 'z', dtype: 'float32', shape: [1, 16]}]}", 1, 64,
+     "EXPLAIN", 314, GX_EGRAPH, "'z'"},
+    {"input given twice", "{" S_EXPLAIN "id: 315, inputs: [" S_X ", " S_X "]}", 2, 64, "EXPLAIN",
+     315, GX_EGRAPH, "twice"},
+    {"an inline graph with an unknown op",
+     "{v: 1, type: 'EXPLAIN', id: 316, graph: {name: 'g', inputs: [{name: 'x', dtype: "
+     "'float32', shape: [4]}], outputs: [{name: 'y'}], nodes: [{op: 'Frobnicate', name: 'n', "
+     "inputs: ['x'], outputs: ['y']}]}}",
+     0, 0, "EXPLAIN", 316, GX_EOP, "Frobnicate"},
+    {"an inline graph whose input has no shape",
+     "{v: 1, type: 'EXPLAIN', id: 317, graph: {name: 'g', inputs: [{name: 'x', dtype: "
+     "'float32'}], outputs: [{name: 'x'}], nodes: []}}",
+     0, 0, "EXPLAIN", 317, GX_EGRAPH, "needs a dtype and a shape"},
+};
+
+START_TEST(test_explain_fields)
+{
+    s_run_cases(s_explain_cases, sizeof s_explain_cases / sizeof s_explain_cases[0]);
+}
+END_TEST
+
 /* Inputs are matched by name: missing and extra ones are named. */
 START_TEST(test_run_inputs)
 {
@@ -2030,6 +2092,7 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_header_fields);
     tcase_add_test(tc, test_run_fields);
     tcase_add_test(tc, test_run_mode_field);
+    tcase_add_test(tc, test_explain_fields);
     tcase_add_test(tc, test_run_inputs);
     tcase_add_test(tc, test_edge_shapes);
     tcase_add_test(tc, test_zero_size);

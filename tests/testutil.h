@@ -38,6 +38,7 @@ Suite *policy_suite(void);
 Suite *config_suite(void);
 Suite *topo_suite(void);
 Suite *e2e_suite(void);
+Suite *explain_suite(void);
 Suite *hostile_suite(void);
 Suite *fuzz_suite(void);
 

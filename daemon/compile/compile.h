@@ -259,6 +259,12 @@ void gxd_plan_destroy(gxd_plan **p);
  * that fell out of a device did. */
 void gxd_plan_partition_explain(const gxd_plan *p, FILE *out);
 
+/* The plan as a JSON object for `explain` (daemon/compile/explain.c;
+ * its sections are described in docs/protocol.md, EXPLAIN). g is the graph
+ * p was compiled from. Returns a malloc'ed NUL-terminated string the caller
+ * frees, or NULL on ENOMEM. Reads only what the passes recorded. */
+char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g);
+
 /* Pass 3 on its own, for tests: assign offsets to values given their
  * nbytes/def/last_use; sets buffer, offset, and returns the arena size. */
 size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers);

@@ -113,6 +113,15 @@ GX_EXPORT int gx_request_set_priority(gx_request *rq, int priority);
 GX_EXPORT int gx_request_set_deadline_ms(gx_request *rq, int64_t ms);
 GX_EXPORT int gx_request_set_mode(gx_request *rq, gx_mode mode);
 
+/* The plan the daemon compiles (or has cached) for rq's graph and inputs,
+ * as a JSON object (docs/protocol.md, EXPLAIN): steps and their kernels,
+ * buffers and arena sizes, batch analysis. Only the graph (or graph id)
+ * and the inputs of rq count; an input it leaves out takes its declared
+ * dtype and shape, which must then be concrete, and its values are unknown.
+ * Nothing runs. *json is malloc'ed, the caller frees it; NULL on error
+ * (the daemon's message is in gx_client_last_error). */
+GX_EXPORT int gx_client_explain(gx_client *c, const gx_request *rq, char **json);
+
 /* ---- running ---- */
 
 /* Submit and wait. Returns the job's status; *out (caller owns) is set

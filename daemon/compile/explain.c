@@ -1,0 +1,361 @@
+/*
+ * explain: a compiled plan as JSON, for `gexec-submit explain` (EXPLAIN
+ * request, docs/protocol.md). Read-only: it looks at what the passes wrote
+ * into the plan and never recomputes a decision.
+ *
+ * The object has one key per section, written by one function each and
+ * listed in s_sections[] in output order; a pass that records new reasons
+ * in the plan adds a row and a function there. Sections print only what
+ * the plan holds: one with nothing to say writes an empty array or object.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/compile/compile.h"
+
+/* Append a string literal. */
+#define S_LIT(b, lit) gx_strbuf_put(b, lit, sizeof lit - 1)
+
+typedef struct s_ctx {
+    const gxd_plan *p;
+    const gx_graph *g;
+    int *scratch_of; /* value -> the step whose scratch it is, or -1 */
+} s_ctx;
+
+static void s_str(gx_strbuf *b, const char *s)
+{
+    if (s)
+        gx_strbuf_json_str(b, s, strlen(s));
+    else
+        S_LIT(b, "null");
+}
+
+/* A float, or null when it has no JSON spelling. */
+static void s_num(gx_strbuf *b, double v)
+{
+    if (isfinite(v))
+        gx_strbuf_printf(b, "%.6g", v);
+    else
+        S_LIT(b, "null");
+}
+
+static void s_shape(gx_strbuf *b, const gx_view *v)
+{
+    if (v->ndim < 0) { /* dynamic: known at run time */
+        S_LIT(b, "null");
+        return;
+    }
+    S_LIT(b, "[");
+    for (int i = 0; i < v->ndim; i++)
+        gx_strbuf_printf(b, i ? ",%lld" : "%lld", (long long)v->shape[i]);
+    S_LIT(b, "]");
+}
+
+/* ",\"bytes\":N", null for a value whose size is known only at run time. */
+static void s_bytes(gx_strbuf *b, const gxd_value *v)
+{
+    if (v->kind == GXD_VALUE_DYNAMIC)
+        S_LIT(b, ",\"bytes\":null");
+    else
+        gx_strbuf_printf(b, ",\"bytes\":%zu", v->nbytes);
+}
+
+static const char *s_value_kind(const s_ctx *x, int v)
+{
+    if (x->scratch_of[v] >= 0)
+        return "scratch";
+    switch (x->p->values[v].kind) {
+    case GXD_VALUE_INPUT: return "input";
+    case GXD_VALUE_CONST: return "const";
+    case GXD_VALUE_TEMP: return "temp";
+    case GXD_VALUE_DYNAMIC: return "dynamic";
+    }
+    return "?";
+}
+
+/* How a step runs: "folded" (at compile time, never per job), "control
+ * flow" (the executor runs its subgraphs), "dynamic" (its kernel, after
+ * infer runs again on the data), else "static". */
+static const char *s_step_run(const gxd_step *s)
+{
+    if (s->folded)
+        return "folded";
+    if (!s->kernel)
+        return "control flow";
+    return s->dynamic ? "dynamic" : "static";
+}
+
+/* A value's name, as steps list it (an omitted optional input is null). */
+static void s_value_ref(gx_strbuf *b, const s_ctx *x, int v)
+{
+    s_str(b, v >= 0 ? x->p->values[v].name : NULL);
+}
+
+static void s_decl_list(gx_strbuf *b, const s_ctx *x, const int *idx, size_t n, bool inputs)
+{
+    S_LIT(b, "[");
+    for (size_t i = 0; i < n; i++) {
+        const gxd_value *v = &x->p->values[idx[i]];
+        gx_strbuf_printf(b, "%s{\"name\":", i ? "," : "");
+        s_str(b, v->name);
+        S_LIT(b, ",\"dtype\":");
+        s_str(b, v->view.ndim >= 0 ? gx_dtype_name(v->view.dtype) : NULL);
+        S_LIT(b, ",\"shape\":");
+        s_shape(b, &v->view);
+        s_bytes(b, v);
+        if (inputs)
+            gx_strbuf_printf(b, ",\"keyed\":%s", v->keyed ? "true" : "false");
+        S_LIT(b, "}");
+    }
+    S_LIT(b, "]");
+}
+
+/* ---- sections ---- */
+
+static void s_sec_summary(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    size_t folded = 0;
+    double est = 0;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        folded += p->steps[i].folded;
+        est += p->steps[i].est_us;
+    }
+    gx_strbuf_printf(b, "{\"steps\":%zu,\"folded\":%zu,\"dynamic\":%zu,\"control\":%zu,"
+                        "\"values\":%zu,\"flops\":",
+                     p->n_steps, folded, p->n_dynamic, p->n_control, p->n_values);
+    s_num(b, p->flops);
+    S_LIT(b, ",\"est_us\":");
+    s_num(b, est);
+    S_LIT(b, "}");
+}
+
+static void s_sec_inputs(gx_strbuf *b, const s_ctx *x)
+{
+    s_decl_list(b, x, x->p->inputs, x->p->n_inputs, true);
+}
+
+static void s_sec_outputs(gx_strbuf *b, const s_ctx *x)
+{
+    s_decl_list(b, x, x->p->outputs, x->p->n_outputs, false);
+}
+
+static void s_sec_steps(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    S_LIT(b, "[");
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        gx_strbuf_printf(b, "%s{\"index\":%zu,\"node\":", i ? "," : "", i);
+        s_str(b, s->node->name);
+        S_LIT(b, ",\"op\":");
+        s_str(b, gx_op_name(s->op));
+        S_LIT(b, ",\"inputs\":[");
+        for (int k = 0; k < s->n_formal; k++) {
+            if (k)
+                S_LIT(b, ",");
+            s_value_ref(b, x, s->in[k]);
+        }
+        S_LIT(b, "],\"captured\":[");
+        for (int k = s->n_formal; k < s->n_in; k++) {
+            if (k > s->n_formal)
+                S_LIT(b, ",");
+            s_value_ref(b, x, s->in[k]);
+        }
+        S_LIT(b, "],\"outputs\":[");
+        for (int k = 0; k < s->n_out; k++) {
+            if (k)
+                S_LIT(b, ",");
+            s_value_ref(b, x, s->out[k]);
+        }
+        S_LIT(b, "],\"run\":");
+        s_str(b, s_step_run(s));
+        /* the CPU is the one device today: plan gives every op its CPU kernel */
+        S_LIT(b, ",\"kernel\":");
+        if (s->kernel && !s->folded)
+            gx_strbuf_printf(b, "\"cpu.%s\"", gx_op_name(s->op));
+        else
+            S_LIT(b, "null");
+        S_LIT(b, ",\"est_us\":");
+        s_num(b, s->est_us);
+        S_LIT(b, ",\"flops\":");
+        s_num(b, s->cost.flops);
+        S_LIT(b, ",\"bytes\":");
+        s_num(b, s->cost.bytes);
+        gx_strbuf_printf(b, ",\"scratch_bytes\":%zu,\"preds\":%d,\"succ\":[",
+                         s->folded || s->dynamic ? (size_t)0 : s->scratch_bytes, s->n_preds);
+        for (int k = 0; k < s->n_succ; k++)
+            gx_strbuf_printf(b, k ? ",%d" : "%d", s->succ[k]);
+        gx_strbuf_printf(b, "],\"on_batch\":%s}", s->on_batch ? "true" : "false");
+    }
+    S_LIT(b, "]");
+}
+
+/* Every value: where it lives in either arena and for which steps. */
+static void s_sec_buffers(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    S_LIT(b, "[");
+    for (size_t i = 0; i < p->n_values; i++) {
+        const gxd_value *v = &p->values[i];
+        bool placed = v->kind == GXD_VALUE_INPUT || v->kind == GXD_VALUE_TEMP;
+        gx_strbuf_printf(b, "%s{\"value\":", i ? "," : "");
+        s_str(b, v->name);
+        S_LIT(b, ",\"kind\":");
+        s_str(b, s_value_kind(x, (int)i));
+        S_LIT(b, ",\"dtype\":");
+        s_str(b, v->view.ndim >= 0 ? gx_dtype_name(v->view.dtype) : NULL);
+        S_LIT(b, ",\"shape\":");
+        s_shape(b, &v->view);
+        s_bytes(b, v);
+        if (placed)
+            gx_strbuf_printf(b, ",\"buffer\":%d,\"offset\":%zu", v->buffer, v->offset);
+        else
+            S_LIT(b, ",\"buffer\":null,\"offset\":null");
+        if (placed && p->dag_ok)
+            gx_strbuf_printf(b, ",\"dag_offset\":%zu", p->dag_offset[i]);
+        else
+            S_LIT(b, ",\"dag_offset\":null");
+        gx_strbuf_printf(b, ",\"def\":%d,\"last_use\":%d,\"graph_output\":%s}", v->def,
+                         v->last_use, v->last_use >= (int)p->n_steps ? "true" : "false");
+    }
+    S_LIT(b, "]");
+}
+
+static void s_sec_memory(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    gx_strbuf_printf(b, "{\"arena_bytes\":%zu,\"naive_bytes\":%zu,\"buffers\":%zu,\"dag_ok\":%s,",
+                     p->arena_bytes, p->naive_bytes, p->n_buffers, p->dag_ok ? "true" : "false");
+    if (p->dag_ok)
+        gx_strbuf_printf(b, "\"dag_arena_bytes\":%zu,\"dag_why\":null,", p->dag_arena_bytes);
+    else {
+        S_LIT(b, "\"dag_arena_bytes\":null,\"dag_why\":");
+        s_str(b, p->dag_why);
+        S_LIT(b, ",");
+    }
+    gx_strbuf_printf(b, "\"width\":%d}", p->width);
+}
+
+static void s_sec_batch(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    gx_strbuf_printf(b, "{\"batch\":%lld,\"sync_steps\":%zu,\"why\":", (long long)p->batch,
+                     p->sync_steps);
+    s_str(b, p->batch > 0 ? NULL : p->batch_why);
+    S_LIT(b, "}");
+}
+
+/* Element k of a keyed input's value (integers, bools and floats of the
+ * sizes keys are made of; half floats as null). */
+static void s_elem(gx_strbuf *b, const gx_view *v, int64_t k)
+{
+    const void *d = v->data;
+    switch (v->dtype) {
+    case GX_I64: gx_strbuf_printf(b, "%lld", (long long)((const int64_t *)d)[k]); return;
+    case GX_I32: gx_strbuf_printf(b, "%d", ((const int32_t *)d)[k]); return;
+    case GX_I16: gx_strbuf_printf(b, "%d", ((const int16_t *)d)[k]); return;
+    case GX_I8: gx_strbuf_printf(b, "%d", ((const int8_t *)d)[k]); return;
+    case GX_U64: gx_strbuf_printf(b, "%llu", (unsigned long long)((const uint64_t *)d)[k]); return;
+    case GX_U32: gx_strbuf_printf(b, "%u", ((const uint32_t *)d)[k]); return;
+    case GX_U16: gx_strbuf_printf(b, "%u", ((const uint16_t *)d)[k]); return;
+    case GX_U8: gx_strbuf_printf(b, "%u", ((const uint8_t *)d)[k]); return;
+    case GX_BOOL: gx_strbuf_printf(b, "%s", ((const uint8_t *)d)[k] ? "true" : "false"); return;
+    case GX_F32: s_num(b, ((const float *)d)[k]); return;
+    case GX_F64: s_num(b, ((const double *)d)[k]); return;
+    case GX_F16:
+    case GX_BF16:
+    case GX_DTYPE_COUNT:
+        break;
+    }
+    S_LIT(b, "null");
+}
+
+/* Keyed inputs: their values are part of the plan's signature. */
+static void s_sec_keyed(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    S_LIT(b, "{\"inputs\":[");
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_inputs; i++) {
+        const gxd_value *v = &p->values[p->inputs[i]];
+        if (!v->keyed)
+            continue;
+        gx_strbuf_printf(b, "%s{\"name\":", n++ ? "," : "");
+        s_str(b, v->name);
+        S_LIT(b, ",\"value\":[");
+        for (int64_t k = 0; k < v->view.numel && v->view.data; k++) {
+            if (k)
+                S_LIT(b, ",");
+            s_elem(b, &v->view, k);
+        }
+        S_LIT(b, "]}");
+    }
+    /* compiled without the values of inputs whose values shapes depend on:
+     * the steps reading them run dynamically, and the plan is not cached */
+    gx_strbuf_printf(b, "],\"values_missing\":%s}", p->needs_keys ? "true" : "false");
+}
+
+static void s_sec_folded(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    S_LIT(b, "[");
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        if (!s->folded)
+            continue;
+        gx_strbuf_printf(b, "%s{\"index\":%zu,\"node\":", n++ ? "," : "", i);
+        s_str(b, s->node->name);
+        S_LIT(b, ",\"op\":");
+        s_str(b, gx_op_name(s->op));
+        S_LIT(b, ",\"outputs\":[");
+        for (int k = 0; k < s->n_out; k++) {
+            if (k)
+                S_LIT(b, ",");
+            s_value_ref(b, x, s->out[k]);
+        }
+        S_LIT(b, "]}");
+    }
+    S_LIT(b, "]");
+}
+
+/* The sections, in output order. */
+static const struct {
+    const char *key;
+    void (*write)(gx_strbuf *b, const s_ctx *x);
+} s_sections[] = {
+    {"summary", s_sec_summary}, {"inputs", s_sec_inputs}, {"outputs", s_sec_outputs},
+    {"steps", s_sec_steps},     {"buffers", s_sec_buffers}, {"memory", s_sec_memory},
+    {"batch", s_sec_batch},     {"keyed", s_sec_keyed},   {"folded", s_sec_folded},
+};
+
+char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g)
+{
+    s_ctx x = {.p = p, .g = g};
+    if (!(x.scratch_of = malloc((p->n_values + 1) * sizeof *x.scratch_of)))
+        return NULL;
+    for (size_t i = 0; i < p->n_values; i++)
+        x.scratch_of[i] = -1;
+    for (size_t i = 0; i < p->n_steps; i++)
+        if (p->steps[i].scratch >= 0 && p->steps[i].scratch_bytes && !p->steps[i].folded &&
+            !p->steps[i].dynamic)
+            x.scratch_of[p->steps[i].scratch] = (int)i;
+    gx_strbuf b = {0};
+    S_LIT(&b, "{\"graph\":");
+    s_str(&b, g->name);
+    for (size_t i = 0; i < sizeof s_sections / sizeof s_sections[0]; i++) {
+        S_LIT(&b, ",");
+        s_str(&b, s_sections[i].key);
+        S_LIT(&b, ":");
+        s_sections[i].write(&b, &x);
+    }
+    S_LIT(&b, "}");
+    free(x.scratch_of);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
