@@ -16,7 +16,9 @@
 
 #define NAMES(...) (const char *[]){__VA_ARGS__}
 
-static const gxd_compile_limits s_lim = {100000, 1ll << 30, 1ll << 32};
+static const gxd_compile_limits s_lim = {.max_nodes = 100000,
+                                         .max_tensor_bytes = 1ll << 30,
+                                         .max_arena_bytes = 1ll << 32};
 
 /* One daemon for the suite's tests. */
 static gxt_daemon s_d;
