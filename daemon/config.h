@@ -8,6 +8,7 @@
 #ifndef GXD_CONFIG_H
 #define GXD_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ typedef struct gxd_config {
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
+    bool compiler_fuse;              /* "compiler.fuse": the fuse pass runs */
 } gxd_config;
 
 /* Fill with the built-in defaults. Pair with gxd_config_fini. */

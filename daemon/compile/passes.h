@@ -30,10 +30,12 @@ typedef struct gxd_cstate {
  * status with a message in st->err. */
 int gxd_pass_verify(gxd_cstate *st);
 int gxd_pass_infer(gxd_cstate *st);
+/* Pass 3 (daemon/compile/fuse.c). */
+int gxd_pass_fuse(gxd_cstate *st);
 int gxd_pass_memplan(gxd_cstate *st);
 int gxd_pass_dag(gxd_cstate *st);
 int gxd_pass_plan(gxd_cstate *st);
-/* Pass 5 (daemon/compile/batch.c): never fails; gxd_plan_batch on st->plan. */
+/* Pass 6 (daemon/compile/batch.c): never fails; gxd_plan_batch on st->plan. */
 int gxd_pass_batch(gxd_cstate *st);
 
 /* Seed 002's replica split of a finished plan: sets p->batch, p->sync_steps

@@ -1,5 +1,5 @@
 /*
- * Pass 6, plan. Contract: every step has the kernel that will run it on the
+ * Pass 7, plan. Contract: every step has the kernel that will run it on the
  * chosen device (the CPU for now); steps stay in the dependency order verify
  * chose. After this pass the plan is immutable but for its run-time caches
  * (compile.h).
