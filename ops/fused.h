@@ -22,7 +22,7 @@
 #define GX_FUSED_MAX_OP_IN 8   /* inputs of one op in a group */
 #define GX_FUSED_MAX_TMP 8     /* temporaries live at once */
 #define GX_FUSED_MAX_GATHER 4  /* inputs neither scalar nor of the output's shape */
-#define GX_FUSED_TILE_BYTES 4096 /* one temporary: a tile of the output */
+#define GX_FUSED_TILE_BYTES 8192 /* one temporary: a tile of the output */
 
 /* Operand codes of a fused op: i >= 0 is the group's input i,
  * GX_FUSED_TMP(t) temporary t, GX_FUSED_NONE an omitted optional input. */

@@ -421,8 +421,8 @@ static gx_graph *s_random_graph(int n, int64_t B, int64_t R, int64_t C)
         if (kind < 5) {
             const char *op = unary[s_rand() % (sizeof unary / sizeof unary[0])];
             gx_node *nd;
-            if (!strcmp(op, "Clip"))
-                nd = NODE(g, op, nname, names[i], a, "lo", "hi");
+            if (!strcmp(op, "Clip")) /* sometimes without a lower bound */
+                nd = NODE(g, op, nname, names[i], a, s_rand() % 2 ? "lo" : "", "hi");
             else
                 nd = NODE(g, op, nname, names[i], a);
             if (!strcmp(op, "LeakyRelu"))

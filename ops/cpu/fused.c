@@ -7,13 +7,18 @@
  * gathered into a tile where they broadcast along some dims; intermediate
  * values go to temporaries on the stack, and only the last op writes to
  * the output. Each element goes through the same row functions in the
- * same order as unfused, so results are bit-identical.
+ * same order as unfused, so results are bit-identical. The commonest
+ * float32 ops skip their kernel's set-up (share, broadcast walk) and run
+ * their row expression here directly: the same expression as
+ * ops/cpu/elementwise.c's, so the same bits.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/vmath.h"
 #include "ops/fused.h"
 
 /* How a group input is seen by a tile. */
@@ -42,10 +47,98 @@ static void s_gather(const gx_view *y, const gx_view *x, const int64_t *stride, 
     }
 }
 
+/* ---- float32 rows: the expressions of ops/cpu/elementwise.c ---- */
+
+#define S_BIN_ROWS(NAME, EXPR)                                                \
+    static void s_##NAME(int64_t n, float *restrict y, const float *restrict a, int64_t sa, \
+                         const float *restrict b, int64_t sb)                 \
+    {                                                                         \
+        if (sa && sb) {                                                       \
+            for (int64_t i = 0; i < n; i++) {                                 \
+                const float x = a[i], z = b[i];                               \
+                y[i] = EXPR;                                                  \
+            }                                                                 \
+        } else if (sa) {                                                      \
+            const float z = *b;                                               \
+            for (int64_t i = 0; i < n; i++) {                                 \
+                const float x = a[i];                                         \
+                y[i] = EXPR;                                                  \
+            }                                                                 \
+        } else {                                                              \
+            const float x = *a;                                               \
+            for (int64_t i = 0; i < n; i++) {                                 \
+                const float z = b[i];                                         \
+                y[i] = EXPR;                                                  \
+            }                                                                 \
+        }                                                                     \
+    }
+
+#define S_UN_ROW(NAME, EXPR)                                                  \
+    static void s_##NAME(int64_t n, float *restrict y, const float *restrict a) \
+    {                                                                         \
+        for (int64_t i = 0; i < n; i++) {                                     \
+            const float v = a[i];                                             \
+            y[i] = EXPR;                                                      \
+        }                                                                     \
+    }
+
+S_BIN_ROWS(add, x + z)
+S_BIN_ROWS(sub, x - z)
+S_BIN_ROWS(mul, x * z)
+S_BIN_ROWS(div, x / z)
+S_BIN_ROWS(max, x != x ? x : z != z ? z : z > x ? z : x)
+S_BIN_ROWS(min, x != x ? x : z != z ? z : z < x ? z : x)
+S_UN_ROW(relu, v < 0 ? (float)0 : v)
+S_UN_ROW(neg, -v)
+S_UN_ROW(abs, fabsf(v))
+S_UN_ROW(sigmoid, gx_v_sigmoidf(v))
+S_UN_ROW(tanh, gx_v_tanhf(v))
+S_UN_ROW(exp, gx_v_expf(v))
+S_UN_ROW(erf, gx_v_erff(v))
+
+typedef void (*s_bin_fn)(int64_t n, float *restrict y, const float *restrict a, int64_t sa,
+                         const float *restrict b, int64_t sb);
+typedef void (*s_un_fn)(int64_t n, float *restrict y, const float *restrict a);
+
+/* The ops with a row here, by op (the others: NULL). */
+static const s_bin_fn s_bins[GX_OP_COUNT] = {
+    [GX_OP_ADD] = s_add, [GX_OP_SUB] = s_sub, [GX_OP_MUL] = s_mul,
+    [GX_OP_DIV] = s_div, [GX_OP_MAX] = s_max, [GX_OP_MIN] = s_min,
+};
+static const s_un_fn s_uns[GX_OP_COUNT] = {
+    [GX_OP_RELU] = s_relu,       [GX_OP_NEG] = s_neg,   [GX_OP_ABS] = s_abs,
+    [GX_OP_SIGMOID] = s_sigmoid, [GX_OP_TANH] = s_tanh, [GX_OP_EXP] = s_exp,
+    [GX_OP_ERF] = s_erf,
+};
+
+/* Runs op on a tile of n float32 elements if it has a row above and
+ * float32 operands of n elements or one (Max and Min: two of them); false
+ * otherwise (its kernel runs it). */
+static bool s_fast(gx_op op, int n_in, const gx_view *a, int64_t n, float *y)
+{
+    for (int k = 0; k < n_in; k++)
+        if (a[k].dtype != GX_F32 || (a[k].numel != n && a[k].numel != 1))
+            return false;
+    if (s_uns[op] && n_in == 1 && a[0].numel == n) {
+        s_uns[op](n, y, a[0].data);
+        return true;
+    }
+    if (s_bins[op] && n_in == 2) {
+        s_bins[op](n, y, a[0].data, a[0].numel == n, a[1].data, a[1].numel == n);
+        return true;
+    }
+    return false;
+}
+
+/* Temporaries are this far apart: not a multiple of 4 KiB, so that
+ * reading one while writing the next does not alias in the CPU's
+ * store-to-load check (which compares addresses modulo 4 KiB). */
+#define S_STRIDE (GX_FUSED_TILE_BYTES + 5 * GX_ALIGN)
+
 void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth)
 {
-    _Alignas(GX_ALIGN) unsigned char tmp[GX_FUSED_MAX_TMP][GX_FUSED_TILE_BYTES];
-    _Alignas(GX_ALIGN) unsigned char gat[GX_FUSED_MAX_GATHER][GX_FUSED_TILE_BYTES];
+    _Alignas(GX_ALIGN) unsigned char tmp[GX_FUSED_MAX_TMP][S_STRIDE];
+    _Alignas(GX_ALIGN) unsigned char gat[GX_FUSED_MAX_GATHER][S_STRIDE];
     s_in_kind kind[GX_FUSED_MAX_IN];
     int slot[GX_FUSED_MAX_IN];
     int64_t stride[GX_FUSED_MAX_GATHER][GX_MAX_DIMS];
@@ -71,47 +164,58 @@ void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int it
     const int64_t tile = (int64_t)(GX_FUSED_TILE_BYTES / es);
     const int64_t n_tiles = (y->numel + tile - 1) / tile;
     const int64_t t_lo = n_tiles * ith / nth, t_hi = n_tiles * (ith + 1) / nth;
-    const size_t ey = gx_dtype_size(y->dtype);
+    const int64_t ey = (int64_t)gx_dtype_size(y->dtype);
+
+    /* The views the ops see, set up once; per tile only their length and
+     * data move (a 1-D view reads only shape[0], a scalar nothing). */
+    gx_view src[GX_FUSED_MAX_IN], tv[GX_FUSED_MAX_TMP], out, none = {.ndim = -1};
+    int64_t ex[GX_FUSED_MAX_IN];
+    for (int i = 0; i < f->n_in; i++) {
+        ex[i] = (int64_t)gx_dtype_size(in[i].dtype);
+        src[i] = (gx_view){.dtype = in[i].dtype, .ndim = kind[i] == S_IN_SCALAR ? 0 : 1,
+                           .numel = 1, .data = in[i].data};
+        if (kind[i] == S_IN_GATHER)
+            src[i].data = gat[slot[i]];
+    }
+    for (int t = 0; t < f->n_tmp; t++)
+        tv[t] = (gx_view){.dtype = f->dtype, .ndim = 1, .data = tmp[t]};
+    out = (gx_view){.dtype = f->dtype, .ndim = 1};
+    const gx_view *args[GX_FUSED_MAX_OPS][GX_FUSED_MAX_OP_IN];
+    for (int o = 0; o < f->n_ops; o++)
+        for (int k = 0; k < f->op[o].n_in; k++) {
+            const int c = f->op[o].in[k];
+            args[o][k] = c == GX_FUSED_NONE ? &none : c >= 0 ? &src[c] : &tv[-1 - c];
+        }
 
     for (int64_t t = t_lo; t < t_hi; t++) {
         const int64_t lo = t * tile, n = y->numel - lo < tile ? y->numel - lo : tile;
-        gx_view src[GX_FUSED_MAX_IN];
         for (int i = 0; i < f->n_in; i++) {
-            const gx_view *x = &in[i];
-            src[i] = (gx_view){.dtype = x->dtype, .ndim = 1, .shape = {n}, .numel = n};
-            switch (kind[i]) {
-            case S_IN_FULL:
-                src[i].data = (char *)x->data + lo * (int64_t)gx_dtype_size(x->dtype);
-                break;
-            case S_IN_SCALAR:
-                src[i].ndim = 0;
-                src[i].numel = 1;
-                src[i].data = x->data;
-                break;
-            case S_IN_GATHER:
-                s_gather(y, x, stride[slot[i]], lo, n, gat[slot[i]]);
-                src[i].data = gat[slot[i]];
-                break;
-            }
+            if (kind[i] == S_IN_SCALAR)
+                continue;
+            src[i].shape[0] = src[i].numel = n;
+            if (kind[i] == S_IN_FULL)
+                src[i].data = (char *)in[i].data + lo * ex[i];
+            else
+                s_gather(y, &in[i], stride[slot[i]], lo, n, gat[slot[i]]);
         }
+        for (int k = 0; k < f->n_tmp; k++)
+            tv[k].shape[0] = tv[k].numel = n;
         for (int o = 0; o < f->n_ops; o++) {
             const gx_fused_op *op = &f->op[o];
-            gx_view a[GX_FUSED_MAX_OP_IN], out;
-            for (int k = 0; k < op->n_in; k++) {
-                const int c = op->in[k];
-                if (c == GX_FUSED_NONE)
-                    a[k] = (gx_view){.ndim = -1};
-                else if (c >= 0)
-                    a[k] = src[c];
-                else
-                    a[k] = (gx_view){.dtype = f->dtype, .ndim = 1, .shape = {n}, .numel = n,
-                                     .data = tmp[-1 - c]};
+            gx_view a[GX_FUSED_MAX_OP_IN];
+            for (int k = 0; k < op->n_in; k++)
+                a[k] = *args[o][k];
+            const gx_view *y_op = &out;
+            if (op->out >= 0) {
+                y_op = &tv[op->out];
+            } else {
+                out.shape[0] = out.numel = n;
+                out.data = (char *)y->data + lo * ey;
             }
-            out = (gx_view){.dtype = f->dtype, .ndim = 1, .shape = {n}, .numel = n,
-                            .data = op->out >= 0 ? (void *)tmp[op->out]
-                                                 : (void *)((char *)y->data + lo * (int64_t)ey)};
+            if (f->dtype == GX_F32 && s_fast(op->op, op->n_in, a, n, y_op->data))
+                continue;
             const gx_kargs ka = {.attr = op->attr, .n_in = op->n_in, .in = a, .n_out = 1,
-                                 .out = &out, .scratch = NULL, .ith = 0, .nth = 1};
+                                 .out = y_op, .scratch = NULL, .ith = 0, .nth = 1};
             op->kernel(&ka);
         }
     }
