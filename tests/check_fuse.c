@@ -310,6 +310,40 @@ START_TEST(test_other_reader)
 }
 END_TEST
 
+START_TEST(test_reason_once)
+{
+    /* a feeds B and C, both in G's group: the reason is given once. E's
+     * [4] becomes F's [1, 4] (as many elements, another shape): not fused */
+    gx_graph *g = gx_graph_new("once");
+    s_input(g, "x", GX_F32, 1, (const int64_t[]){4});
+    s_const(g, "w", 2, (const int64_t[]){1, 4});
+    gx_tensor *shape = gx_tensor_new(GX_I64, 1, (const int64_t[]){1});
+    ck_assert_ptr_nonnull(shape);
+    *(int64_t *)gx_tensor_data(shape) = 4;
+    ck_assert_int_eq(gx_graph_add_const(g, "shape", &shape), GX_OK);
+    NODE(g, "Exp", "A", "a", "x");
+    NODE(g, "Relu", "B", "b", "a");
+    NODE(g, "Neg", "C", "c", "a");
+    NODE(g, "Add", "D", "d", "b", "c");
+    NODE(g, "Exp", "E", "e", "x");
+    NODE(g, "Add", "F", "f", "e", "w");
+    NODE(g, "Reshape", "R", "r", "f", "shape");
+    NODE(g, "Add", "G", "gg", "d", "r");
+    ck_assert_int_eq(gx_graph_add_output(g, "gg"), GX_OK);
+    gx_view *in = s_inputs(g, (const int64_t[][GX_MAX_DIMS]){{4}}, (const int[]){1},
+                           (const gx_dtype[]){GX_F32}, 1);
+    gxd_plan *p = s_check_same(g, in, NULL);
+    s_assert_nodes(s_group(p, "G"), NAMES("B", "C", "D", "G"));
+    ck_assert_str_eq(s_group(p, "G")->why, "node 'R' (Reshape): not elementwise; "
+                                           "node 'A' (Exp): its output has another reader");
+    s_assert_nodes(s_group(p, "F"), NAMES("F"));
+    ck_assert_str_eq(s_group(p, "F")->why, "node 'E' (Exp): its output has another shape");
+    gxd_plan_destroy(&p);
+    s_free_inputs(in, 1);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(test_graph_output)
 {
     gx_graph *g = gx_graph_new("output");
@@ -556,6 +590,7 @@ Suite *fuse_suite(void)
     tcase_add_test(tc, test_chain);
     tcase_add_test(tc, test_tree_and_broadcast);
     tcase_add_test(tc, test_other_reader);
+    tcase_add_test(tc, test_reason_once);
     tcase_add_test(tc, test_graph_output);
     tcase_add_test(tc, test_dtype_and_not_elementwise);
     tcase_add_test(tc, test_small_operand_broadcast);

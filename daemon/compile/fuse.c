@@ -142,7 +142,9 @@ typedef struct s_why {
 
 static void s_why_add(s_why *w, const gxd_step *s, const char *reason)
 {
-    if (w->len + 1 >= sizeof w->buf)
+    char who[160];
+    snprintf(who, sizeof who, "node '%s' (", s->node->name);
+    if (w->len + 1 >= sizeof w->buf || strstr(w->buf, who)) /* full, or said already */
         return;
     int n = snprintf(w->buf + w->len, sizeof w->buf - w->len, "%snode '%s' (%s): %s",
                      w->len ? "; " : "", s->node->name, gx_op_name(s->op), reason);
@@ -170,7 +172,8 @@ static const char *s_neighbour(const gxd_plan *p, int d, int v, const gx_view *y
     if (why)
         return why;
     if (!s_same_shape(x, y))
-        return "its output broadcasts to the bigger operand";
+        return x->numel == y->numel ? "its output has another shape"
+                                    : "its output broadcasts to the bigger operand";
     return NULL;
 }
 
