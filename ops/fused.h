@@ -18,7 +18,7 @@
 #include "ops/op.h"
 
 #define GX_FUSED_MAX_OPS 32    /* ops in one group */
-#define GX_FUSED_MAX_IN 16     /* the group's inputs */
+#define GX_FUSED_MAX_IN 16     /* the group's inputs (and a head's product) */
 #define GX_FUSED_MAX_OP_IN 8   /* inputs of one op in a group */
 #define GX_FUSED_MAX_TMP 8     /* temporaries live at once */
 #define GX_FUSED_MAX_GATHER 4  /* inputs neither scalar nor of the output's shape */
@@ -40,15 +40,25 @@ typedef struct gx_fused_op {
 
 /* Every op's output has the group's output shape and dtype; the group's
  * inputs broadcast to it (numpy rules); ops run in order, the last one
- * writes the output. */
+ * writes the output.
+ *
+ * An epilogue group has a head: a MatMul (both operands of rank >= 2) or
+ * a Gemm producing a value of the output's shape and dtype, which its
+ * kernel writes straight into the output, a share's rows at a time; the
+ * ops then run over those rows while they are in cache, reading the
+ * product as operand n_in (one past the group's inputs). */
 typedef struct gx_fused {
     int n_in, n_ops, n_tmp;
     gx_dtype dtype;
+    bool has_head;
+    gx_fused_op head; /* its in[] are group inputs or GX_FUSED_NONE; out unused */
     gx_fused_op op[GX_FUSED_MAX_OPS];
 } gx_fused;
 
-/* Share ith of nth of the group's work (whole tiles): reads in[0..n_in),
- * writes y. Never allocates, never fails; y does not overlap an input. */
+/* Share ith of nth of the group's work: whole tiles, or with a head the
+ * rows its kernel's share ith writes (then the ops run on them). Reads
+ * in[0..n_in), writes y. Never allocates, never fails; y does not overlap
+ * an input. */
 void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth);
 
 #endif

@@ -9,7 +9,9 @@
  *               nodes whose shapes depend on run-time values are left dynamic
  *   3. fuse     chains and trees of elementwise ops whose intermediate
  *               values nobody else reads become one step that runs them
- *               tile by tile (ops/fused.h); those values leave the arena
+ *               tile by tile (ops/fused.h), with the MatMul or Gemm that
+ *               feeds them if any (an epilogue); those values leave the
+ *               arena
  *   4. memplan  liveness-based buffer assignment: each value gets a logical
  *               buffer number and an offset relative to an arena base
  *   5. dag      the steps' dependency graph, cost estimates, critical path

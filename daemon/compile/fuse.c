@@ -14,10 +14,19 @@
  * neighbours stayed out, is listed in plan->fuse_groups with the reasons.
  * Does nothing when limits->no_fuse is set (compiler.fuse: false).
  *
+ * Epilogues: a MatMul (operands of rank >= 2) or Gemm whose product has
+ * the group's shape and dtype, one reader in the group and is no graph
+ * output heads the group: its kernel writes the product into the group's
+ * output, a share of rows at a time, and the elementwise ops run over
+ * those rows at once (bias, activation). It is listed first in the
+ * group; the batch pass judges it by its own rule
+ * (gxd_fuse_batch_separable).
+ *
  * A fused step computes exactly what its steps computed (each op runs its
- * own kernel on tiles of the output), and it keeps samples of a batch
- * apart exactly when all of its ops do (they all follow the broadcasting
- * rule), so the batch and dag passes see it as one elementwise step.
+ * own kernel, or the same expression, on tiles of the output; a head runs
+ * its kernel with the step's share, so its row blocks are those the
+ * unfused step would get with that share), and it keeps samples of a
+ * batch apart exactly when all of its ops do.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,17 +60,38 @@ static const char *s_unfusable(const gxd_plan *p, int i)
     return NULL;
 }
 
+/* Can step i be the head of an epilogue group (ops/fused.h): a MatMul of
+ * operands of rank >= 2 or a Gemm, static, with its output in the arena? */
+static bool s_head_ok(const gxd_plan *p, int i)
+{
+    const gxd_step *s = &p->steps[i];
+    if (s->folded || s->dynamic || s->n_out != 1 || s->n_in != s->n_formal ||
+        s->n_in > GX_FUSED_MAX_OP_IN || p->values[s->out[0]].kind != GXD_VALUE_TEMP ||
+        gx_op_schema_get(s->op)->scratch)
+        return false;
+    if (s->op == GX_OP_GEMM)
+        return true;
+    return s->op == GX_OP_MATMUL && p->values[s->in[0]].view.ndim >= 2 &&
+           p->values[s->in[1]].view.ndim >= 2;
+}
+
 static bool s_same_shape(const gx_view *a, const gx_view *b)
 {
     return a->ndim == b->ndim &&
            !memcmp(a->shape, b->shape, (size_t)(a->ndim > 0 ? a->ndim : 0) * sizeof *a->shape);
 }
 
-/* A group being formed: its steps in step order. */
+/* A group being formed: its elementwise steps in step order, and its
+ * head (a MatMul or Gemm whose product they read) or -1. */
 typedef struct s_group {
     int n;
     int m[GX_FUSED_MAX_OPS];
+    int head;
 } s_group;
+
+/* Operand code of the head's product while the program is built: it
+ * becomes f->n_in once the group's inputs are known. */
+#define S_HEAD_CODE (INT32_MIN + 1)
 
 static int s_pos(const s_group *g, int step)
 {
@@ -84,6 +114,28 @@ static const char *s_build(const gxd_plan *p, const int *mark, int r, const s_gr
     memset(f, 0, sizeof *f);
     f->dtype = y->dtype;
     f->n_ops = g->n;
+    if (g->head >= 0) { /* its inputs first */
+        const gxd_step *s = &p->steps[g->head];
+        f->has_head = true;
+        f->head.op = s->op;
+        f->head.kernel = gx_cpu_kernel(s->op);
+        f->head.n_in = s->n_in;
+        f->head.out = -1;
+        memcpy(f->head.attr, s->attr, sizeof f->head.attr);
+        for (int k = 0; k < s->n_in; k++) {
+            const int v = s->in[k];
+            int e = 0;
+            while (v >= 0 && e < f->n_in && ext[e] != v)
+                e++;
+            if (v >= 0 && e == f->n_in) {
+                const int64_t numel = p->values[v].view.numel;
+                if (numel != y->numel && numel != 1 && ++n_gather > GX_FUSED_MAX_GATHER)
+                    return "the group would have too many broadcast inputs";
+                ext[f->n_in++] = v;
+            }
+            f->head.in[k] = v < 0 ? GX_FUSED_NONE : e;
+        }
+    }
     for (int j = 0; j < g->n; j++) {
         const gxd_step *s = &p->steps[g->m[j]];
         gx_fused_op *op = &f->op[j];
@@ -96,6 +148,8 @@ static const char *s_build(const gxd_plan *p, const int *mark, int r, const s_gr
             const int d = v >= 0 ? p->values[v].def : -1;
             if (v < 0) {
                 op->in[k] = GX_FUSED_NONE;
+            } else if (d >= 0 && d == g->head) {
+                op->in[k] = S_HEAD_CODE;
             } else if (d >= 0 && mark[d] == r) {
                 op->in[k] = GX_FUSED_TMP(tmp_of[s_pos(g, d)]);
             } else {
@@ -104,7 +158,7 @@ static const char *s_build(const gxd_plan *p, const int *mark, int r, const s_gr
                     e++;
                 if (e == f->n_in) {
                     const int64_t numel = p->values[v].view.numel;
-                    if (f->n_in == GX_FUSED_MAX_IN)
+                    if (f->n_in + (g->head >= 0) == GX_FUSED_MAX_IN)
                         return "the group would have too many inputs";
                     if (numel != y->numel && numel != 1 && ++n_gather > GX_FUSED_MAX_GATHER)
                         return "the group would have too many broadcast inputs";
@@ -128,9 +182,13 @@ static const char *s_build(const gxd_plan *p, const int *mark, int r, const s_gr
                 f->n_tmp = t + 1;
         }
         for (int k = 0; k < op->n_in; k++) /* each value inside has one reader */
-            if (op->in[k] != GX_FUSED_NONE && op->in[k] < 0)
+            if (op->in[k] != GX_FUSED_NONE && op->in[k] != S_HEAD_CODE && op->in[k] < 0)
                 busy[-1 - op->in[k]] = false;
     }
+    for (int j = 0; j < g->n; j++)
+        for (int k = 0; k < f->op[j].n_in; k++)
+            if (f->op[j].in[k] == S_HEAD_CODE)
+                f->op[j].in[k] = f->n_in;
     return NULL;
 }
 
@@ -215,7 +273,7 @@ static int s_find(gxd_cstate *st, s_found *fd)
         if (fd->mark[r] >= 0 || s_unfusable(p, r))
             continue;
         const gx_view *y = &p->values[p->steps[r].out[0]].view;
-        s_group g = {.n = 1, .m = {r}};
+        s_group g = {.n = 1, .m = {r}, .head = -1};
         int queue[GX_FUSED_MAX_OPS] = {r}, nq = 1;
         s_why why = {.len = 0};
         char tmp[96];
@@ -227,6 +285,16 @@ static int s_find(gxd_cstate *st, s_found *fd)
                 const int d = v >= 0 ? p->values[v].def : -1;
                 if (d < 0 || p->values[v].kind != GXD_VALUE_TEMP || fd->mark[d] == r)
                     continue;
+                const gx_view *x = &p->values[v].view;
+                if (g.head < 0 && !is_out[v] && readers[v] == 1 && x->dtype == y->dtype &&
+                    s_same_shape(x, y) && s_head_ok(p, d)) { /* an epilogue group */
+                    g.head = d;
+                    fd->mark[d] = r;
+                    if (!s_build(p, fd->mark, r, &g, f, ext))
+                        continue;
+                    g.head = -1;
+                    fd->mark[d] = -1;
+                }
                 const char *reason = s_neighbour(p, d, v, y, readers, is_out, tmp, sizeof tmp);
                 if (!reason && g.n == GX_FUSED_MAX_OPS)
                     reason = "the group is full";
@@ -248,23 +316,25 @@ static int s_find(gxd_cstate *st, s_found *fd)
                     s_why_add(&why, &p->steps[d], reason);
             }
         }
-        if (g.n < 2 && !why.len)
+        const int has_head = g.head >= 0, size = g.n + has_head;
+        if (size < 2 && !why.len)
             continue;
         gxd_fuse_group *e = &fd->groups[fd->n_groups];
         memset(e, 0, sizeof *e);
         e->step = r;
-        e->n_nodes = (size_t)g.n;
-        e->nodes = calloc((size_t)g.n, sizeof *e->nodes);
-        e->ops = calloc((size_t)g.n, sizeof *e->ops);
+        e->n_nodes = (size_t)size;
+        e->nodes = calloc((size_t)size, sizeof *e->nodes);
+        e->ops = calloc((size_t)size, sizeof *e->ops);
         e->why = strdup(why.buf);
         fd->n_groups++;
         if (!e->nodes || !e->ops || !e->why)
             goto out;
-        for (int j = 0; j < g.n; j++) {
-            e->nodes[j] = p->steps[g.m[j]].node->name;
-            e->ops[j] = p->steps[g.m[j]].op;
+        for (int j = 0; j < size; j++) { /* the head runs first */
+            const gxd_step *ms = &p->steps[has_head && j == 0 ? g.head : g.m[j - has_head]];
+            e->nodes[j] = ms->node->name;
+            e->ops[j] = ms->op;
         }
-        if (g.n < 2)
+        if (size < 2)
             continue;
         if (s_build(p, fd->mark, r, &g, f, ext)) /* it was built with these members */
             abort();
@@ -384,4 +454,44 @@ out:
     if (rc < 0)
         return gx_errf(st->err, st->errlen, rc, "out of memory while fusing steps");
     return GX_OK;
+}
+
+bool gxd_fuse_batch_separable(const gxd_plan *p, const gxd_step *s, const bool *in_batched,
+                              bool *out_batched)
+{
+    const gx_fused *f = s->fused;
+    const gx_view *y = &p->values[s->out[0]].view;
+    gx_view in[GX_FUSED_MAX_IN + 1];
+    bool b[GX_FUSED_MAX_IN + 1], used[GX_FUSED_MAX_IN + 1] = {0}, head_b = false;
+    if (f->has_head) { /* its own rule, on its inputs */
+        gx_view hin[GX_FUSED_MAX_OP_IN];
+        bool hb[GX_FUSED_MAX_OP_IN];
+        for (int k = 0; k < f->head.n_in; k++) {
+            const int c = f->head.in[k];
+            hin[k] = c == GX_FUSED_NONE ? (gx_view){.ndim = -1} : p->values[s->in[c]].view;
+            hb[k] = c != GX_FUSED_NONE && in_batched[c];
+        }
+        gx_batch_ctx bc = {.attr = f->head.attr, .n_in = f->head.n_in, .in = hin,
+                           .in_batched = hb, .n_out = 1, .out = y, .out_batched = &head_b};
+        if (!gx_op_batch_separable(f->head.op, &bc)) {
+            out_batched[0] = false;
+            return false;
+        }
+    }
+    /* the elementwise ops: the broadcasting rule over what they read */
+    for (int o = 0; o < f->n_ops; o++)
+        for (int k = 0; k < f->op[o].n_in; k++)
+            if (f->op[o].in[k] >= 0)
+                used[f->op[o].in[k]] = true;
+    int n = 0;
+    for (int i = 0; i <= f->n_in; i++) {
+        if (!used[i])
+            continue;
+        in[n] = i < f->n_in ? p->values[s->in[i]].view : *y;
+        b[n++] = i < f->n_in ? in_batched[i] : head_b;
+    }
+    const gx_fused_op *last = &f->op[f->n_ops - 1];
+    gx_batch_ctx bc = {.attr = last->attr, .n_in = n, .in = in, .in_batched = b, .n_out = 1,
+                       .out = y, .out_batched = out_batched};
+    return gx_op_batch_separable(last->op, &bc);
 }

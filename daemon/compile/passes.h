@@ -32,6 +32,11 @@ int gxd_pass_verify(gxd_cstate *st);
 int gxd_pass_infer(gxd_cstate *st);
 /* Pass 3 (daemon/compile/fuse.c). */
 int gxd_pass_fuse(gxd_cstate *st);
+/* The batch rule of fused step s (gx_op_batch_separable for the steps it
+ * replaced, judged together): in_batched[i] for its input i; sets
+ * out_batched[0]. */
+bool gxd_fuse_batch_separable(const gxd_plan *p, const gxd_step *s, const bool *in_batched,
+                              bool *out_batched);
 int gxd_pass_memplan(gxd_cstate *st);
 int gxd_pass_dag(gxd_cstate *st);
 int gxd_pass_plan(gxd_cstate *st);

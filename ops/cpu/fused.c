@@ -22,7 +22,7 @@
 #include "ops/fused.h"
 
 /* How a group input is seen by a tile. */
-typedef enum s_in_kind { S_IN_FULL, S_IN_SCALAR, S_IN_GATHER } s_in_kind;
+typedef enum s_in_kind { S_IN_FULL, S_IN_SCALAR, S_IN_GATHER, S_IN_HEAD } s_in_kind;
 
 
 /* Elements [lo, lo + n) of input x broadcast to y's shape, into buf. */
@@ -135,12 +135,33 @@ static bool s_fast(gx_op op, int n_in, const gx_view *a, int64_t n, float *y)
  * store-to-load check (which compares addresses modulo 4 KiB). */
 #define S_STRIDE (GX_FUSED_TILE_BYTES + 5 * GX_ALIGN)
 
+/* With a head: runs its kernel's share ith of nth, writing those rows of
+ * y, and returns the elements [*lo, *hi) they hold (the kernels split
+ * their output's rows with gx_cpu_share, alignment 1: MatMul's rows of
+ * all its matrices, Gemm's rows). */
+static void s_head(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth,
+                   int64_t *lo, int64_t *hi)
+{
+    gx_view a[GX_FUSED_MAX_OP_IN];
+    for (int k = 0; k < f->head.n_in; k++)
+        a[k] = f->head.in[k] == GX_FUSED_NONE ? (gx_view){.ndim = -1} : in[f->head.in[k]];
+    const gx_kargs ka = {.attr = f->head.attr, .n_in = f->head.n_in, .in = a, .n_out = 1,
+                         .out = y, .scratch = NULL, .ith = ith, .nth = nth};
+    f->head.kernel(&ka);
+    const int64_t n = y->ndim >= 1 ? y->shape[y->ndim - 1] : 1;
+    int64_t r0 = 0, r1 = 0;
+    if (n > 0)
+        gx_cpu_share(&ka, y->numel / n, 1, &r0, &r1);
+    *lo = r0 * n;
+    *hi = r1 * n;
+}
+
 void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth)
 {
     _Alignas(GX_ALIGN) unsigned char tmp[GX_FUSED_MAX_TMP][S_STRIDE];
-    _Alignas(GX_ALIGN) unsigned char gat[GX_FUSED_MAX_GATHER][S_STRIDE];
-    s_in_kind kind[GX_FUSED_MAX_IN];
-    int slot[GX_FUSED_MAX_IN];
+    _Alignas(GX_ALIGN) unsigned char gat[GX_FUSED_MAX_GATHER + 1][S_STRIDE];
+    s_in_kind kind[GX_FUSED_MAX_IN + 1];
+    int slot[GX_FUSED_MAX_IN + 1];
     int64_t stride[GX_FUSED_MAX_GATHER][GX_MAX_DIMS];
     size_t es = gx_dtype_size(y->dtype);
     int n_gather = 0;
@@ -161,20 +182,40 @@ void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int it
             gx_bcast_strides(y->ndim, in[i].ndim, in[i].shape, stride[n_gather++]);
         }
     }
+    /* the head's product: operand n_in, y's tile read in place, or a copy
+     * of it when the last op reads it (that op writes y's tile, and no
+     * kernel's output may overlap its inputs) */
+    const int n_src = f->n_in + (f->has_head ? 1 : 0);
+    if (f->has_head) {
+        const gx_fused_op *last = &f->op[f->n_ops - 1];
+        bool copy = false;
+        for (int k = 0; k < last->n_in; k++)
+            copy = copy || last->in[k] == f->n_in;
+        kind[f->n_in] = copy ? S_IN_HEAD : S_IN_FULL;
+        slot[f->n_in] = GX_FUSED_MAX_GATHER;
+    }
     const int64_t tile = (int64_t)(GX_FUSED_TILE_BYTES / es);
-    const int64_t n_tiles = (y->numel + tile - 1) / tile;
-    const int64_t t_lo = n_tiles * ith / nth, t_hi = n_tiles * (ith + 1) / nth;
     const int64_t ey = (int64_t)gx_dtype_size(y->dtype);
+    int64_t e_lo, e_hi;
+    if (f->has_head) {
+        s_head(f, in, y, ith, nth, &e_lo, &e_hi);
+    } else {
+        const int64_t n_tiles = (y->numel + tile - 1) / tile;
+        e_lo = n_tiles * ith / nth * tile;
+        e_hi = n_tiles * (ith + 1) / nth * tile;
+        e_hi = e_hi < y->numel ? e_hi : y->numel;
+    }
 
     /* The views the ops see, set up once; per tile only their length and
      * data move (a 1-D view reads only shape[0], a scalar nothing). */
-    gx_view src[GX_FUSED_MAX_IN], tv[GX_FUSED_MAX_TMP], out, none = {.ndim = -1};
-    int64_t ex[GX_FUSED_MAX_IN];
-    for (int i = 0; i < f->n_in; i++) {
-        ex[i] = (int64_t)gx_dtype_size(in[i].dtype);
-        src[i] = (gx_view){.dtype = in[i].dtype, .ndim = kind[i] == S_IN_SCALAR ? 0 : 1,
-                           .numel = 1, .data = in[i].data};
-        if (kind[i] == S_IN_GATHER)
+    gx_view src[GX_FUSED_MAX_IN + 1], tv[GX_FUSED_MAX_TMP], out, none = {.ndim = -1};
+    int64_t ex[GX_FUSED_MAX_IN + 1];
+    for (int i = 0; i < n_src; i++) {
+        const gx_view *x = i < f->n_in ? &in[i] : y;
+        ex[i] = (int64_t)gx_dtype_size(x->dtype);
+        src[i] = (gx_view){.dtype = x->dtype, .ndim = kind[i] == S_IN_SCALAR ? 0 : 1,
+                           .numel = 1, .data = x->data};
+        if (kind[i] == S_IN_GATHER || kind[i] == S_IN_HEAD)
             src[i].data = gat[slot[i]];
     }
     for (int t = 0; t < f->n_tmp; t++)
@@ -187,16 +228,23 @@ void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int it
             args[o][k] = c == GX_FUSED_NONE ? &none : c >= 0 ? &src[c] : &tv[-1 - c];
         }
 
-    for (int64_t t = t_lo; t < t_hi; t++) {
-        const int64_t lo = t * tile, n = y->numel - lo < tile ? y->numel - lo : tile;
-        for (int i = 0; i < f->n_in; i++) {
-            if (kind[i] == S_IN_SCALAR)
+    for (int64_t lo = e_lo; lo < e_hi; lo += tile) {
+        const int64_t n = e_hi - lo < tile ? e_hi - lo : tile;
+        for (int i = 0; i < n_src; i++) {
+            switch (kind[i]) {
+            case S_IN_SCALAR:
                 continue;
-            src[i].shape[0] = src[i].numel = n;
-            if (kind[i] == S_IN_FULL)
-                src[i].data = (char *)in[i].data + lo * ex[i];
-            else
+            case S_IN_FULL:
+                src[i].data = (char *)(i < f->n_in ? in[i].data : y->data) + lo * ex[i];
+                break;
+            case S_IN_GATHER:
                 s_gather(y, &in[i], stride[slot[i]], lo, n, gat[slot[i]]);
+                break;
+            case S_IN_HEAD:
+                memcpy(gat[slot[i]], (const char *)y->data + lo * ey, (size_t)(n * ey));
+                break;
+            }
+            src[i].shape[0] = src[i].numel = n;
         }
         for (int k = 0; k < f->n_tmp; k++)
             tv[k].shape[0] = tv[k].numel = n;
