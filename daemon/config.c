@@ -29,6 +29,7 @@ typedef enum s_type {
     S_INT,      /* int64_t in [min, max] */
     S_SIZE,     /* int64_t bytes in [min, max]; accepts 64M, 1G (powers of 1024) */
     S_LOGLEVEL, /* gxd_log_level by name */
+    S_BOOL,     /* bool: true or false */
 } s_type;
 
 /* S_STRING: "" and "default" store NULL (the built-in default applies). */
@@ -108,6 +109,8 @@ static const s_key s_keys[] = {
     {.name = "partition.min_nodes", .type = S_INT, .off = S_OFF(partition_min_nodes), .min = 1,
      .max = 1000000, .def = "2",
      .doc = "smallest subgraph worth moving to another device than the cpu (nodes)"},
+    {.name = "compiler.fuse", .type = S_BOOL, .off = S_OFF(compiler_fuse), .def = "true",
+     .doc = "fuse chains of elementwise ops into one step that runs them tile by tile"},
 };
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
 
@@ -388,6 +391,11 @@ static int s_set_value(gxd_config *c, const s_key *k, const char *v, char *why, 
         *(gxd_log_level *)s_field(c, k) = lvl;
         return GX_OK;
     }
+    case S_BOOL:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+            return s_why(why, whylen, S_Q " is not a boolean (true or false)", v);
+        *(bool *)s_field(c, k) = strcmp(v, "true") == 0;
+        return GX_OK;
     }
     abort(); /* not reached: every type is handled above */
 }
@@ -495,6 +503,7 @@ void gxd_config_fini(gxd_config *c)
         case S_INT:
         case S_SIZE:
         case S_LOGLEVEL:
+        case S_BOOL:
             break;
         }
     }
@@ -849,6 +858,9 @@ static void s_dump_value(FILE *out, const gxd_config *c, const s_key *k)
     }
     case S_LOGLEVEL:
         fputs(gxd_log_level_name(*(const gxd_log_level *)f), out);
+        break;
+    case S_BOOL:
+        fputs(*(const bool *)f ? "true" : "false", out);
         break;
     }
 }

@@ -8,6 +8,7 @@
 #ifndef GXD_CONFIG_H
 #define GXD_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ typedef struct gxd_config {
     char *partition_prefer[GXD_MAX_ENDPOINTS]; /* "partition.prefer": backend names */
     int n_partition_prefer;
     int64_t partition_min_nodes;     /* "partition.min_nodes" */
+    bool compiler_fuse;              /* "compiler.fuse": the fuse pass runs */
 } gxd_config;
 
 /* Fill with the built-in defaults. Pair with gxd_config_fini. */

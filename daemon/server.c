@@ -770,8 +770,11 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     ctx->signal_fd = ctx->done_fd = -1;
     ctx->started_us = gxd_now_us();
     pthread_mutex_init(&ctx->done_mu, NULL);
-    ctx->limits = (gxd_compile_limits){ctx->cfg.limits_max_nodes, ctx->cfg.limits_max_tensor_bytes,
-                                       ctx->cfg.limits_max_arena_bytes, &ctx->part};
+    ctx->limits = (gxd_compile_limits){.max_nodes = ctx->cfg.limits_max_nodes,
+                                       .max_tensor_bytes = ctx->cfg.limits_max_tensor_bytes,
+                                       .max_arena_bytes = ctx->cfg.limits_max_arena_bytes,
+                                       .part = &ctx->part,
+                                       .no_fuse = !ctx->cfg.compiler_fuse};
     s_partition_opts(ctx);
     gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
     if ((rc = gxd_queue_init(&ctx->queue, (size_t)ctx->cfg.queue_max_jobs,

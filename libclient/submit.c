@@ -656,9 +656,52 @@ static void s_x_folded(const gx_json *j)
     }
 }
 
+static void s_x_partition(const gx_json *j)
+{
+    const gx_json *pt = gx_json_get(j, "partition"), *d = gx_json_get(pt, "devices");
+    const gx_json *parts = gx_json_get(pt, "parts"), *fell = gx_json_get(pt, "fell");
+    double copies = gx_json_num(gx_json_get(pt, "copies"), 0);
+    char devs[256];
+    printf("\ndevices offered: %s; %zu partition%s, %.0f cop%s between devices\n",
+           s_join(d, devs, sizeof devs), gx_json_len(parts), gx_json_len(parts) == 1 ? "" : "s",
+           copies, copies == 1 ? "y" : "ies");
+    for (size_t i = 0; i < gx_json_len(parts); i++) {
+        const gx_json *q = &parts->items[i];
+        printf("  %s: %.0f nodes, entry step %.0f, exit step %.0f\n",
+               gx_json_str(gx_json_get(q, "device"), "?"), gx_json_num(gx_json_get(q, "steps"), 0),
+               gx_json_num(gx_json_get(q, "entry"), -1), gx_json_num(gx_json_get(q, "exit"), -1));
+    }
+    for (size_t i = 0; i < gx_json_len(fell); i++) {
+        const gx_json *q = &fell->items[i];
+        printf("  fell out of %s: %s: %s\n", gx_json_str(gx_json_get(q, "device"), "?"),
+               gx_json_str(gx_json_get(q, "node"), "?"), gx_json_str(gx_json_get(q, "why"), "?"));
+    }
+}
+
+static void s_x_fusion(const gx_json *j)
+{
+    const gx_json *f = gx_json_get(j, "fusion"), *g = gx_json_get(f, "groups");
+    const char *off = gx_json_str(gx_json_get(f, "off"), NULL);
+    double removed = gx_json_num(gx_json_get(f, "values_removed"), 0);
+    if (off) {
+        printf("\nfusion: %s\n", off);
+        return;
+    }
+    printf("\nfusion: %.0f value%s left the arena\n", removed, removed == 1 ? "" : "s");
+    for (size_t i = 0; i < gx_json_len(g); i++) {
+        const gx_json *q = &g->items[i];
+        char nodes[512], ops[512];
+        const char *why = gx_json_str(gx_json_get(q, "why_not_more"), "");
+        printf("  step %.0f: %s (%s)%s%s\n", gx_json_num(gx_json_get(q, "step"), -1),
+               s_join(gx_json_get(q, "nodes"), nodes, sizeof nodes),
+               s_join(gx_json_get(q, "ops"), ops, sizeof ops), why[0] ? "; not more: " : "", why);
+    }
+}
+
 /* The explain sections, in print order; one per section of the JSON. */
 static void (*const s_explain_sections[])(const gx_json *j) = {
-    s_x_header, s_x_io, s_x_steps, s_x_buffers, s_x_memory, s_x_batch, s_x_keyed, s_x_folded,
+    s_x_header, s_x_io,    s_x_steps,  s_x_buffers,   s_x_memory,
+    s_x_batch,  s_x_keyed, s_x_folded, s_x_partition, s_x_fusion,
 };
 
 static int s_cmd_explain(const opts *o)

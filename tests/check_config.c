@@ -44,6 +44,7 @@ static void s_assert_defaults(const gxd_config *c)
     ck_assert_int_eq(c->limits_max_arena_bytes, 4 * GIB);
     ck_assert_int_eq(c->graphs_max, 256);
     ck_assert_int_eq(c->shutdown_grace_ms, 10000);
+    ck_assert(c->compiler_fuse);
 }
 
 /* The whole configuration as text (gxd_config_dump); caller frees. */
@@ -74,6 +75,7 @@ static void s_perturb(gxd_config *c)
         {"limits.max_arena_bytes", "7M"},
         {"graphs.max", "7"},
         {"shutdown_grace_ms", "7"},
+        {"compiler.fuse", "false"},
     };
     char err[256];
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
@@ -203,6 +205,7 @@ static const struct {
     {"limits:\n  max_arena_bytes: 512\n",
      "2:20: limits.max_arena_bytes: value 512 out of range [1K, 1P]"},
     {"log_level: loud\n", "1:12: log_level: 'loud' is not a log level (error, warn, info, debug)"},
+    {"compiler:\n  fuse: yes\n", "2:9: compiler.fuse: 'yes' is not a boolean (true or false)"},
     {"socket: /run/x.sock\n",
      "1:9: socket: '/run/x.sock' is not an endpoint (ipc:///path/to/sock or tcp://host:port)"},
     {"tcp:\n  - tcp://127.0.0.1:1\n  - ipc:///x\n",

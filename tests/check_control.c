@@ -15,7 +15,8 @@
 #include "libclient/internal.h"
 #include "tests/testutil.h"
 
-static const gxd_compile_limits s_lim = {1000, 64ll << 20, 256ll << 20, NULL};
+static const gxd_compile_limits s_lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                                         .max_arena_bytes = 256ll << 20};
 
 #define NAMES(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
                    (const char *[]) { __VA_ARGS__ }

@@ -62,6 +62,7 @@ static const char *s_kind(const gxd_plan *p, size_t v)
     case GXD_VALUE_CONST: return "const";
     case GXD_VALUE_TEMP: return "temp";
     case GXD_VALUE_DYNAMIC: return "dynamic";
+    case GXD_VALUE_FUSED: return "fused";
     }
     return "?";
 }
@@ -106,7 +107,7 @@ static void s_check_plan(const gx_json *j, const gxd_plan *p, const gx_graph *g)
                           : s->dynamic ? "dynamic" : "static";
         s_eq_str(gx_json_get(js, "run"), run, what);
         char kernel[64];
-        snprintf(kernel, sizeof kernel, "cpu.%s", gx_op_name(s->op));
+        snprintf(kernel, sizeof kernel, "cpu.%s", s->fused ? "fused" : gx_op_name(s->op));
         s_eq_str(gx_json_get(js, "kernel"), s->kernel && !s->folded ? kernel : NULL, what);
         s_eq_num(gx_json_get(js, "preds"), s->n_preds, what);
         double est = gx_json_num(gx_json_get(js, "est_us"), -1); /* 6 digits */
@@ -172,13 +173,18 @@ static void s_check_plan(const gx_json *j, const gxd_plan *p, const gx_graph *g)
     ck_assert_uint_eq(gx_json_len(gx_json_get(j, "folded")), folded);
 }
 
-/* The step of j named node. */
+/* The step of j that runs node (its own, or the fused step of its group). */
 static const gx_json *s_step(const gx_json *j, const char *node)
 {
     const gx_json *steps = gx_json_get(j, "steps");
-    for (size_t i = 0; i < gx_json_len(steps); i++)
-        if (strcmp(gx_json_str(gx_json_get(gx_json_at(steps, i), "node"), ""), node) == 0)
-            return gx_json_at(steps, i);
+    for (size_t i = 0; i < gx_json_len(steps); i++) {
+        const gx_json *st = gx_json_at(steps, i), *fused = gx_json_get(st, "fused");
+        if (strcmp(gx_json_str(gx_json_get(st, "node"), ""), node) == 0)
+            return st;
+        for (size_t k = 0; k < gx_json_len(fused); k++)
+            if (strcmp(gx_json_str(gx_json_at(fused, k), ""), node) == 0)
+                return st;
+    }
     ck_abort_msg("no step '%s'", node);
     return NULL;
 }
@@ -220,7 +226,12 @@ START_TEST(test_mlp)
     gx_request_set_graph(rq, g);
     gx_json *j = s_explain(rq); /* no inputs: x takes its declared [1, 4] */
     s_check_plan(j, p, g);
-    s_eq_str(gx_json_get(s_step(j, "fc1"), "kernel"), "cpu.MatMul", "fc1");
+    /* fc1 (MatMul) + fc1_bias (Add) + act1 (Relu): one fused step, an epilogue */
+    s_eq_str(gx_json_get(s_step(j, "fc1"), "kernel"), "cpu.fused", "fc1");
+    ck_assert_ptr_eq(s_step(j, "fc1"), s_step(j, "act1"));
+    const gx_json *g0 = gx_json_at(gx_json_path(j, "fusion.groups"), 0);
+    s_eq_str(gx_json_at(gx_json_get(g0, "nodes"), 0), "fc1", "group 0");
+    s_eq_str(gx_json_at(gx_json_get(g0, "ops"), 2), "Relu", "group 0");
     s_eq_str(gx_json_get(s_step(j, "softmax"), "kernel"), "cpu.Softmax", "softmax");
     s_eq_str(gx_json_at(gx_json_get(s_step(j, "fc2"), "inputs"), 1), "w2", "fc2 reads w2");
     s_eq_str(gx_json_get(s_buffer(j, "w1"), "kind"), "const", "w1");
@@ -345,6 +356,10 @@ static gx_graph *s_branchy_graph(void)
     gx_node_set_graph(n, "else_branch", &els);
     gx_graph_add_output(g, "y");
     gx_graph_add_output(g, "d1");
+    /* the branches' values are outputs too: fusion leaves them apart */
+    gx_graph_add_output(g, "a");
+    gx_graph_add_output(g, "b");
+    gx_graph_add_output(g, "t");
     return g;
 }
 
@@ -450,10 +465,12 @@ START_TEST(test_cli)
                     mlp, input);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     static const char *const want[] = {
-        "plan of graph 'mlp': 6 steps", "steps (in run order", "cpu.MatMul", "cpu.Softmax",
+        "plan of graph 'mlp': 3 steps", "steps (in run order", "cpu.fused", "cpu.Softmax",
         "fc2_bias", "buffers (offsets in the step-order arena, peak 128 B", "dag offset",
-        "5..end", "start..0", "memory: arena 128 B", "out of order (inter-op): arena",
-        "batch: no replica split:", "keyed inputs", "folded at compile time"};
+        "2..end", "start..0", "memory: arena 128 B", "out of order (inter-op): arena",
+        "batch: no replica split:", "keyed inputs", "folded at compile time",
+        "devices offered: cpu; 1 partition, 0 copies", "fusion: 3 values left the arena",
+        "step 0: fc1, fc1_bias, act1 (MatMul, Add, Relu)"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "'%s' missing from:\n%s", want[i], out);
 

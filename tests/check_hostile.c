@@ -1861,12 +1861,13 @@ START_TEST(test_limits)
     gx_graph_add_output(g, "v11");
     s_expect_load("11 nodes over max_nodes", g, 123, GX_ELIMIT, "limit 10");
 
-    /* six live values of 16000 bytes: 96000 bytes of arena where 64 KiB are allowed */
+    /* x, five Softmax values (not fused) and their sum (the Adds fused), of
+     * 16000 bytes each: 112000 bytes of arena where 64 KiB are allowed */
     g = gx_graph_new("wide");
     gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){4000});
     const char *r[5] = {"r1", "r2", "r3", "r4", "r5"}, *acc[5] = {"r1", "s2", "s3", "s4", "s5"};
     for (int i = 0; i < 5; i++)
-        gx_graph_add_node(g, "Relu", NULL, 1, (const char *[]){"x"}, 1, &r[i]);
+        gx_graph_add_node(g, "Softmax", NULL, 1, (const char *[]){"x"}, 1, &r[i]);
     for (int i = 1; i < 5; i++)
         gx_graph_add_node(g, "Add", NULL, 2, (const char *[]){acc[i - 1], r[i]}, 1, &acc[i]);
     gx_graph_add_output(g, "s5");

@@ -98,7 +98,10 @@ static void s_inputs(s_case *c, size_t n)
 
 static int s_compile(s_case *c, const gxd_partition_opts *o)
 {
-    gxd_compile_limits lim = {1000, 64ll << 20, 256ll << 20, o};
+    /* fusion off: the tests find each node's own step (test_fusion_stays_on_one_device
+     * has it on) */
+    gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                              .max_arena_bytes = 256ll << 20, .part = o, .no_fuse = true};
     return gxd_compile(c->g, c->in, &lim, &c->p, c->err, sizeof c->err);
 }
 
@@ -210,7 +213,8 @@ static size_t s_assert_copies(const gxd_plan *p)
 /* Runs plan p on c's inputs; writes the outputs (S_N floats each). */
 static void s_exec(const gxd_plan *p, const gx_view *in, float out[][S_N])
 {
-    gxd_compile_limits lim = {1000, 64ll << 20, 256ll << 20, NULL};
+    gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                              .max_arena_bytes = 256ll << 20};
     void *arena = gx_aligned_alloc(p->arena_bytes + 1);
     atomic_bool cancel = false;
     gxd_exec_stop stop = {&cancel, 0};
@@ -355,6 +359,47 @@ START_TEST(test_chain_split)
     ck_assert_str_eq(p->values[p->steps[0].out[0]].name, "x@t1");
     ck_assert_str_eq(p->values[p->outputs[0]].name, "e@cpu");
     ck_assert_uint_eq(p->n_fell, 0); /* c was never t1's: Neg is not in its table */
+    s_assert_same_results(&c);
+    s_done(&c);
+}
+END_TEST
+
+/* With fusion on, the same chain: a group never spans two devices (a, b
+ * fuse on t1, d, e on t1, c stays alone on the cpu) and the copies stay
+ * between the devices. */
+START_TEST(test_fusion_stays_on_one_device)
+{
+    s_case c = {.g = s_graph("chain", 1)};
+    s_op(c.g, "Relu", "a", "x", NULL);
+    s_op(c.g, "Exp", "b", "a", NULL);
+    s_op(c.g, "Neg", "c", "b", NULL);
+    s_op(c.g, "Sigmoid", "d", "c", NULL);
+    s_op(c.g, "Tanh", "e", "d", NULL);
+    gx_graph_add_output(c.g, "e");
+    s_inputs(&c, 1);
+    gxd_partition_opts o = s_opts(&s_t1, NULL, 2);
+    gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                              .max_arena_bytes = 256ll << 20, .part = &o};
+    ck_assert_msg(gxd_compile(c.g, c.in, &lim, &c.p, c.err, sizeof c.err) == GX_OK, "%s", c.err);
+    gxd_plan *p = c.p;
+    /* the groups (and c alone, with why its neighbours stayed out) */
+    ck_assert_uint_eq(p->n_fuse_groups, 3);
+    const gxd_fuse_group *ab = &p->fuse_groups[0], *lone = &p->fuse_groups[1],
+                         *de = &p->fuse_groups[2];
+    ck_assert_uint_eq(ab->n_nodes, 2);
+    ck_assert_str_eq(ab->nodes[0], "a");
+    ck_assert_uint_eq(de->n_nodes, 2);
+    ck_assert_str_eq(de->nodes[1], "e");
+    ck_assert_str_eq(p->devices[p->steps[ab->step].device]->name, "t1");
+    ck_assert_str_eq(p->devices[p->steps[de->step].device]->name, "t1");
+    ck_assert_uint_eq(lone->n_nodes, 1);
+    ck_assert_str_eq(lone->nodes[0], "c");
+    ck_assert_msg(strstr(lone->why, "copies a value between devices"), "%s", lone->why);
+    ck_assert_uint_eq(s_assert_copies(p), 4);
+    ck_assert_uint_eq(p->n_steps, 7); /* copy x, a+b, copy b, c, copy c, d+e, copy e */
+    for (size_t i = 0; i < p->n_steps; i++)
+        if (p->steps[i].copy)
+            ck_assert_ptr_null(p->steps[i].fused);
     s_assert_same_results(&c);
     s_done(&c);
 }
@@ -866,6 +911,7 @@ Suite *partition_suite(void)
     tcase_add_test(tc, test_cuda_rules);
     tcase_add_test(tc, test_cuda_not_offered);
     tcase_add_test(tc, test_chain_split);
+    tcase_add_test(tc, test_fusion_stays_on_one_device);
     tcase_add_test(tc, test_folded_not_copied);
     tcase_add_test(tc, test_prune_outputs);
     tcase_add_test(tc, test_prune_inputs);

@@ -1,5 +1,5 @@
 /*
- * Pass 5, batch (seed 002's replica split). Contract: reads the plan and
+ * Pass 7, batch (seed 002's replica split). Contract: reads the plan and
  * writes only p->batch, p->sync_steps, p->batch_why and each step's
  * on_batch (it reads a batched value: a slice runs it on its samples only;
  * the other steps every slice runs whole). batch > 0
@@ -60,7 +60,8 @@ static void s_step(gxd_plan *p, const gxd_step *s, int64_t B, bool *batched, boo
         out[k] = p->values[s->out[k]].view;
     gx_batch_ctx bc = {.attr = s->attr, .n_in = s->n_formal, .in = in, .in_batched = in_b,
                        .n_out = s->n_out, .out = out, .out_batched = out_b};
-    bool sep = gx_op_batch_separable(s->op, &bc);
+    bool sep = s->fused ? gxd_fuse_batch_separable(p, s, in_b, out_b)
+                        : gx_op_batch_separable(s->op, &bc);
     bool any_out = false;
     for (int k = 0; sep && k < s->n_out; k++)
         any_out = any_out || out_b[k];

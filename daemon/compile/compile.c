@@ -13,6 +13,7 @@ static const struct {
     {"verify", gxd_pass_verify},
     {"infer", gxd_pass_infer},
     {"partition", gxd_pass_partition},
+    {"fuse", gxd_pass_fuse},
     {"memplan", gxd_pass_memplan},
     {"dag", gxd_pass_dag},
     {"batch", gxd_pass_batch},
@@ -91,7 +92,14 @@ void gxd_plan_destroy(gxd_plan **pp)
         free(p->steps[i].out);
         free(p->steps[i].succ);
         gxd_subplans_destroy(&p->steps[i].sub);
+        free(p->steps[i].fused);
     }
+    for (size_t i = 0; i < p->n_fuse_groups; i++) {
+        free(p->fuse_groups[i].nodes);
+        free(p->fuse_groups[i].ops);
+        free(p->fuse_groups[i].why);
+    }
+    free(p->fuse_groups);
     for (size_t i = 0; i < p->n_owned; i++)
         free(p->owned[i]);
     free(p->owned);

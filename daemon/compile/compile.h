@@ -7,17 +7,22 @@
  *   2. infer    dtypes and shapes of every value from the op schemas; nodes
  *               whose inputs are all known are evaluated (constant folding);
  *               nodes whose shapes depend on run-time values are left dynamic
- *   2a. partition  the device of every step (seed 000): subgraphs per
+ *   3. partition  the device of every step (seed 000): subgraphs per
  *               device with one entry and one exit, copies between devices
- *   3. memplan  liveness-based buffer assignment: each value gets a logical
+ *   4. fuse     chains and trees of elementwise ops whose intermediate
+ *               values nobody else reads become one step that runs them
+ *               tile by tile (ops/fused.h), with the MatMul or Gemm that
+ *               feeds them if any (an epilogue); those values leave the
+ *               arena
+ *   5. memplan  liveness-based buffer assignment: each value gets a logical
  *               buffer number and an offset relative to an arena base
- *   4. dag      the steps' dependency graph, cost estimates, critical path
+ *   6. dag      the steps' dependency graph, cost estimates, critical path
  *               and width for the parallel executors, and a second buffer
  *               assignment that stays valid whatever order independent
  *               steps run in
- *   5. batch    can a job be cut along axis 0 into slices that run as
+ *   7. batch    can a job be cut along axis 0 into slices that run as
  *               replicas (seed 002)? which steps mix samples?
- *   6. plan     the step list in dependency order with the kernel per step
+ *   8. plan     the step list in dependency order with the kernel per step
  *
  * A plan is immutable once built and shared by every job (and worker) that
  * runs the graph with those input shapes (and values of keyed inputs); each
@@ -40,6 +45,7 @@
 #include <stdio.h>
 
 #include "ops/backend.h"
+#include "ops/fused.h"
 #include "ops/op.h"
 
 /* Largest keyed graph input: a bigger one stays a plain input, and the
@@ -54,6 +60,7 @@ typedef enum gxd_value_kind {
     GXD_VALUE_CONST,   /* constant of the graph, or folded: read in place */
     GXD_VALUE_TEMP,    /* produced by a step, lives in the arena */
     GXD_VALUE_DYNAMIC, /* produced by a dynamic step: shape known at run time */
+    GXD_VALUE_FUSED,   /* inside a fused step (def): lives in its tiles, not the arena */
 } gxd_value_kind;
 
 typedef struct gxd_value {
@@ -100,7 +107,21 @@ typedef struct gxd_step {
     int device;
     int part;
     bool copy;
+    /* fuse pass: the group of elementwise ops this step runs (owned by the
+     * step; in[] are the group's inputs, out[0] its output, op and node
+     * those of its last op); NULL for a plain step */
+    gx_fused *fused;
 } gxd_step;
+
+/* What the fuse pass did around one step, for explain: the nodes it runs
+ * (more than one: a fused group) and why neighbours stayed out. */
+typedef struct gxd_fuse_group {
+    int step;           /* the step (index in plan->steps) */
+    size_t n_nodes;
+    const char **nodes; /* its nodes in run order, borrowed from the graph */
+    gx_op *ops;
+    char *why;          /* "node 'a' (Conv): not elementwise; ..." or "" */
+} gxd_fuse_group;
 
 /* What earlier runs measured of one step (mutable, shared by the jobs that
  * run the plan; updated without locks, a lost update is harmless). */
@@ -157,6 +178,13 @@ typedef struct gxd_plan {
     struct gxd_fallout *fell;
     size_t n_fell, cap_fell;
     size_t n_copies;
+    /* fuse pass: groups formed (n_nodes > 1) and lone elementwise steps
+     * whose neighbours stayed out, in step order; fuse_why says why the
+     * pass did not run ("" if it did) */
+    gxd_fuse_group *fuse_groups;
+    size_t n_fuse_groups;
+    size_t fused_values; /* intermediate values that left the arena */
+    char fuse_why[64];
 } gxd_plan;
 
 /* One partition: steps with part == its index, all on device. entry, exit:
@@ -199,6 +227,7 @@ typedef struct gxd_compile_limits {
     int64_t max_tensor_bytes;
     int64_t max_arena_bytes;
     const gxd_partition_opts *part; /* NULL: the defaults (the CPU alone) */
+    bool no_fuse; /* compiler.fuse: false: the fuse pass leaves the steps alone */
 } gxd_compile_limits;
 
 /* Pass 1 alone: is the graph well formed, independent of input shapes?
@@ -265,7 +294,7 @@ void gxd_plan_partition_explain(const gxd_plan *p, FILE *out);
  * frees, or NULL on ENOMEM. Reads only what the passes recorded. */
 char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g);
 
-/* Pass 3 on its own, for tests: assign offsets to values given their
+/* Pass 5 (memplan) on its own, for tests: assign offsets to values given their
  * nbytes/def/last_use; sets buffer, offset, and returns the arena size. */
 size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers);
 

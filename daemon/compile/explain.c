@@ -70,6 +70,7 @@ static const char *s_value_kind(const s_ctx *x, int v)
     case GXD_VALUE_CONST: return "const";
     case GXD_VALUE_TEMP: return "temp";
     case GXD_VALUE_DYNAMIC: return "dynamic";
+    case GXD_VALUE_FUSED: return "fused";
     }
     return "?";
 }
@@ -171,12 +172,31 @@ static void s_sec_steps(gx_strbuf *b, const s_ctx *x)
         }
         S_LIT(b, "],\"run\":");
         s_str(b, s_step_run(s));
-        /* the CPU is the one device today: plan gives every op its CPU kernel */
+        /* the device the partition pass chose; a fused step runs the group's
+         * kernel, a copy the host's copy */
+        const char *dev = s->device >= 0 && (size_t)s->device < p->n_devices
+                              ? p->devices[s->device]->name
+                              : "cpu";
+        S_LIT(b, ",\"device\":");
+        s_str(b, dev);
         S_LIT(b, ",\"kernel\":");
-        if (s->kernel && !s->folded)
-            gx_strbuf_printf(b, "\"cpu.%s\"", gx_op_name(s->op));
-        else
+        if (!s->kernel || s->folded)
             S_LIT(b, "null");
+        else if (s->fused)
+            gx_strbuf_printf(b, "\"%s.fused\"", dev);
+        else if (s->copy)
+            gx_strbuf_printf(b, "\"%s.copy\"", dev);
+        else
+            gx_strbuf_printf(b, "\"%s.%s\"", dev, gx_op_name(s->op));
+        S_LIT(b, ",\"fused\":[");
+        for (size_t gi = 0; s->fused && gi < p->n_fuse_groups; gi++)
+            if (p->fuse_groups[gi].step == (int)i)
+                for (size_t k = 0; k < p->fuse_groups[gi].n_nodes; k++) {
+                    if (k)
+                        S_LIT(b, ",");
+                    s_str(b, p->fuse_groups[gi].nodes[k]);
+                }
+        S_LIT(b, "]");
         S_LIT(b, ",\"est_us\":");
         s_num(b, s->est_us);
         S_LIT(b, ",\"flops\":");
@@ -321,6 +341,76 @@ static void s_sec_folded(gx_strbuf *b, const s_ctx *x)
     S_LIT(b, "]");
 }
 
+/* The fuse pass's groups (seed 000): each fused step's nodes and ops in
+ * run order, and why the neighbours of each group (or of a lone
+ * elementwise step) stayed out. */
+static void s_sec_fusion(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    S_LIT(b, "{\"off\":");
+    if (p->fuse_why[0])
+        s_str(b, p->fuse_why);
+    else
+        S_LIT(b, "null");
+    gx_strbuf_printf(b, ",\"values_removed\":%zu,\"groups\":[", p->fused_values);
+    for (size_t gi = 0; gi < p->n_fuse_groups; gi++) {
+        const gxd_fuse_group *fg = &p->fuse_groups[gi];
+        gx_strbuf_printf(b, "%s{\"step\":%d,\"nodes\":[", gi ? "," : "", fg->step);
+        for (size_t k = 0; k < fg->n_nodes; k++) {
+            if (k)
+                S_LIT(b, ",");
+            s_str(b, fg->nodes[k]);
+        }
+        S_LIT(b, "],\"ops\":[");
+        for (size_t k = 0; k < fg->n_nodes; k++) {
+            if (k)
+                S_LIT(b, ",");
+            s_str(b, gx_op_name(fg->ops[k]));
+        }
+        S_LIT(b, "],\"why_not_more\":");
+        s_str(b, fg->why ? fg->why : "");
+        S_LIT(b, "}");
+    }
+    S_LIT(b, "]}");
+}
+
+/* The partition pass's records (seed 000): the devices offered, the
+ * partitions with their entry and exit, copies, and why each step that
+ * fell out of a device did. */
+static void s_sec_partition(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    S_LIT(b, "{\"devices\":[");
+    for (size_t d = 0; d < p->n_devices; d++) {
+        if (d)
+            S_LIT(b, ",");
+        s_str(b, p->devices[d]->name);
+    }
+    S_LIT(b, "],\"parts\":[");
+    for (size_t k = 0; k < p->n_parts; k++) {
+        const gxd_part *pt = &p->parts[k];
+        gx_strbuf_printf(b, "%s{\"device\":", k ? "," : "");
+        s_str(b, pt->device >= 0 && (size_t)pt->device < p->n_devices
+                     ? p->devices[pt->device]->name
+                     : "?");
+        gx_strbuf_printf(b, ",\"steps\":%d,\"entry\":%d,\"exit\":%d}", pt->n_steps, pt->entry,
+                         pt->exit);
+    }
+    gx_strbuf_printf(b, "],\"copies\":%zu,\"fell\":[", p->n_copies);
+    for (size_t k = 0; k < p->n_fell; k++) {
+        const gxd_fallout *f = &p->fell[k];
+        gx_strbuf_printf(b, "%s{\"step\":%d,\"node\":", k ? "," : "", f->step);
+        s_str(b, f->step >= 0 && (size_t)f->step < p->n_steps ? p->steps[f->step].node->name : "?");
+        S_LIT(b, ",\"device\":");
+        s_str(b, f->device >= 0 && (size_t)f->device < p->n_devices ? p->devices[f->device]->name
+                                                                    : "?");
+        S_LIT(b, ",\"why\":");
+        s_str(b, f->why);
+        S_LIT(b, "}");
+    }
+    S_LIT(b, "]}");
+}
+
 /* The sections, in output order. */
 static const struct {
     const char *key;
@@ -329,6 +419,7 @@ static const struct {
     {"summary", s_sec_summary}, {"inputs", s_sec_inputs}, {"outputs", s_sec_outputs},
     {"steps", s_sec_steps},     {"buffers", s_sec_buffers}, {"memory", s_sec_memory},
     {"batch", s_sec_batch},     {"keyed", s_sec_keyed},   {"folded", s_sec_folded},
+    {"partition", s_sec_partition}, {"fusion", s_sec_fusion},
 };
 
 char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g)

@@ -1,12 +1,13 @@
 /*
- * Pass 3, memplan (seeds 002, 004). Contract: every non-constant value gets
+ * Pass 5, memplan (seeds 002, 004). Contract: every non-constant value gets
  * a logical buffer number and a GX_ALIGN-aligned offset from the arena base
  * such that two values whose lifetimes [def, last_use] overlap never overlap
  * in memory; plan->arena_bytes is the peak. Lifetimes are inclusive, so a
  * step's outputs never share memory with its inputs. One plan serves many
  * arenas: the offsets are relative, each job or replica brings its own base.
  * A kernel's scratch memory is a value of its own, live during its step.
- * Dynamic values are not placed: they live on the heap at run time.
+ * Dynamic values are not placed: they live on the heap at run time; nor
+ * are the values inside a fused step (the fuse pass): they live in its tiles.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,8 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers)
     size_t n_active = 0, peak = 0, buffers = 0;
     for (size_t oi = 0; oi < n_values; oi++) {
         gxd_value *v = &values[order[oi]];
-        if (v->kind == GXD_VALUE_CONST || v->kind == GXD_VALUE_DYNAMIC)
+        if (v->kind == GXD_VALUE_CONST || v->kind == GXD_VALUE_DYNAMIC ||
+            v->kind == GXD_VALUE_FUSED)
             continue;
         v->buffer = (int)buffers++;
         size_t need = s_aligned(v->nbytes);

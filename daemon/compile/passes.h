@@ -30,12 +30,19 @@ typedef struct gxd_cstate {
  * status with a message in st->err. */
 int gxd_pass_verify(gxd_cstate *st);
 int gxd_pass_infer(gxd_cstate *st);
-/* Pass 2a (daemon/compile/partition.c): devices, partitions and copies. */
+/* Pass 3 (daemon/compile/partition.c): devices, partitions and copies. */
 int gxd_pass_partition(gxd_cstate *st);
+/* Pass 4 (daemon/compile/fuse.c). */
+int gxd_pass_fuse(gxd_cstate *st);
+/* The batch rule of fused step s (gx_op_batch_separable for the steps it
+ * replaced, judged together): in_batched[i] for its input i; sets
+ * out_batched[0]. */
+bool gxd_fuse_batch_separable(const gxd_plan *p, const gxd_step *s, const bool *in_batched,
+                              bool *out_batched);
 int gxd_pass_memplan(gxd_cstate *st);
 int gxd_pass_dag(gxd_cstate *st);
 int gxd_pass_plan(gxd_cstate *st);
-/* Pass 5 (daemon/compile/batch.c): never fails; gxd_plan_batch on st->plan. */
+/* Pass 7 (daemon/compile/batch.c): never fails; gxd_plan_batch on st->plan. */
 int gxd_pass_batch(gxd_cstate *st);
 
 /* Seed 002's replica split of a finished plan: sets p->batch, p->sync_steps

@@ -1,8 +1,9 @@
 /*
- * Pass 6, plan. Contract: every step has the kernel that will run it on the
+ * Pass 8, plan. Contract: every step has the kernel that will run it on the
  * device the partition pass chose (a copy step: the host's copy, for every
  * device that runs plans today shares the host's memory); steps stay in the
- * dependency order verify chose, copies included. After this pass the plan is immutable but for its run-time caches
+ * dependency order verify chose, copies included. After this pass the plan
+ * is immutable but for its run-time caches
  * (compile.h).
  */
 #include "daemon/compile/passes.h"

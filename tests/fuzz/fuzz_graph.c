@@ -86,7 +86,7 @@ static void s_check_memplan(const gxd_plan *plan)
 {
     for (size_t a = 0; a < plan->n_values; a++) {
         const gxd_value *va = &plan->values[a];
-        if (va->kind == GXD_VALUE_CONST || va->nbytes == 0)
+        if (va->kind == GXD_VALUE_CONST || va->kind == GXD_VALUE_FUSED || va->nbytes == 0)
             continue;
         if (va->offset % GX_ALIGN != 0 || va->offset + va->nbytes > plan->arena_bytes)
             s_broken("a value is misaligned or outside the arena", plan, a, a);
@@ -94,7 +94,7 @@ static void s_check_memplan(const gxd_plan *plan)
             continue;
         for (size_t b = a + 1; b < plan->n_values; b++) {
             const gxd_value *vb = &plan->values[b];
-            if (vb->kind == GXD_VALUE_CONST || vb->nbytes == 0)
+            if (vb->kind == GXD_VALUE_CONST || vb->kind == GXD_VALUE_FUSED || vb->nbytes == 0)
                 continue;
             bool live_together = va->def <= vb->last_use && vb->def <= va->last_use;
             bool overlap = va->offset < vb->offset + vb->nbytes &&

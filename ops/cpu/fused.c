@@ -1,0 +1,270 @@
+/*
+ * The CPU kernel of a fused elementwise group (ops/fused.h). The output is
+ * cut into tiles of GX_FUSED_TILE_BYTES; a thread's share is a run of
+ * whole tiles. For each tile, each op of the group runs its own kernel on
+ * tile-sized views: the group's inputs are read in place where they have
+ * the output's shape, passed as one value where they are scalars, and
+ * gathered into a tile where they broadcast along some dims; intermediate
+ * values go to temporaries on the stack, and only the last op writes to
+ * the output. Each element goes through the same row functions in the
+ * same order as unfused, so results are bit-identical. The commonest
+ * float32 ops skip their kernel's set-up (share, broadcast walk) and run
+ * their row expression here directly: the same expression as
+ * ops/cpu/elementwise.c's, so the same bits.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cpu/cpu.h"
+#include "ops/cpu/vmath.h"
+#include "ops/fused.h"
+
+/* How a group input is seen by a tile. */
+typedef enum s_in_kind { S_IN_FULL, S_IN_SCALAR, S_IN_GATHER, S_IN_HEAD } s_in_kind;
+
+
+/* Elements [lo, lo + n) of input x broadcast to y's shape, into buf. */
+static void s_gather(const gx_view *y, const gx_view *x, const int64_t *stride, int64_t lo,
+                     int64_t n, void *buf)
+{
+    gx_nditer it;
+    gx_nditer_init(&it, y->ndim, y->shape, 1, (const int64_t *const[]){stride});
+    gx_nditer_seek(&it, lo, lo + n);
+    const size_t es = gx_dtype_size(x->dtype);
+    gx_nditer_run r;
+    char *out = buf;
+    while (gx_nditer_next(&it, &r)) {
+        const char *src = (const char *)x->data + r.off[0] * (int64_t)es;
+        char *dst = out + (r.y - lo) * (int64_t)es;
+        if (it.step[0] == 1) {
+            memcpy(dst, src, (size_t)r.n * es);
+        } else { /* one repeated value along the run */
+            for (int64_t i = 0; i < r.n; i++)
+                memcpy(dst + i * (int64_t)es, src, es);
+        }
+    }
+}
+
+/* ---- float32 rows: the expressions of ops/cpu/elementwise.c ---- */
+
+#define S_BIN_ROWS(NAME, EXPR)                                                \
+    static void s_##NAME(int64_t n, float *restrict y, const float *restrict a, int64_t sa, \
+                         const float *restrict b, int64_t sb)                 \
+    {                                                                         \
+        if (sa && sb) {                                                       \
+            for (int64_t i = 0; i < n; i++) {                                 \
+                const float x = a[i], z = b[i];                               \
+                y[i] = EXPR;                                                  \
+            }                                                                 \
+        } else if (sa) {                                                      \
+            const float z = *b;                                               \
+            for (int64_t i = 0; i < n; i++) {                                 \
+                const float x = a[i];                                         \
+                y[i] = EXPR;                                                  \
+            }                                                                 \
+        } else {                                                              \
+            const float x = *a;                                               \
+            for (int64_t i = 0; i < n; i++) {                                 \
+                const float z = b[i];                                         \
+                y[i] = EXPR;                                                  \
+            }                                                                 \
+        }                                                                     \
+    }
+
+#define S_UN_ROW(NAME, EXPR)                                                  \
+    static void s_##NAME(int64_t n, float *restrict y, const float *restrict a) \
+    {                                                                         \
+        for (int64_t i = 0; i < n; i++) {                                     \
+            const float v = a[i];                                             \
+            y[i] = EXPR;                                                      \
+        }                                                                     \
+    }
+
+S_BIN_ROWS(add, x + z)
+S_BIN_ROWS(sub, x - z)
+S_BIN_ROWS(mul, x * z)
+S_BIN_ROWS(div, x / z)
+S_BIN_ROWS(max, x != x ? x : z != z ? z : z > x ? z : x)
+S_BIN_ROWS(min, x != x ? x : z != z ? z : z < x ? z : x)
+S_UN_ROW(relu, v < 0 ? (float)0 : v)
+S_UN_ROW(neg, -v)
+S_UN_ROW(abs, fabsf(v))
+S_UN_ROW(sigmoid, gx_v_sigmoidf(v))
+S_UN_ROW(tanh, gx_v_tanhf(v))
+S_UN_ROW(exp, gx_v_expf(v))
+S_UN_ROW(erf, gx_v_erff(v))
+
+typedef void (*s_bin_fn)(int64_t n, float *restrict y, const float *restrict a, int64_t sa,
+                         const float *restrict b, int64_t sb);
+typedef void (*s_un_fn)(int64_t n, float *restrict y, const float *restrict a);
+
+/* The ops with a row here, by op (the others: NULL). */
+static const s_bin_fn s_bins[GX_OP_COUNT] = {
+    [GX_OP_ADD] = s_add, [GX_OP_SUB] = s_sub, [GX_OP_MUL] = s_mul,
+    [GX_OP_DIV] = s_div, [GX_OP_MAX] = s_max, [GX_OP_MIN] = s_min,
+};
+static const s_un_fn s_uns[GX_OP_COUNT] = {
+    [GX_OP_RELU] = s_relu,       [GX_OP_NEG] = s_neg,   [GX_OP_ABS] = s_abs,
+    [GX_OP_SIGMOID] = s_sigmoid, [GX_OP_TANH] = s_tanh, [GX_OP_EXP] = s_exp,
+    [GX_OP_ERF] = s_erf,
+};
+
+/* Runs op on a tile of n float32 elements if it has a row above and
+ * float32 operands of n elements or one (Max and Min: two of them); false
+ * otherwise (its kernel runs it). */
+static bool s_fast(gx_op op, int n_in, const gx_view *a, int64_t n, float *y)
+{
+    for (int k = 0; k < n_in; k++)
+        if (a[k].dtype != GX_F32 || (a[k].numel != n && a[k].numel != 1))
+            return false;
+    if (s_uns[op] && n_in == 1 && a[0].numel == n) {
+        s_uns[op](n, y, a[0].data);
+        return true;
+    }
+    if (s_bins[op] && n_in == 2) {
+        s_bins[op](n, y, a[0].data, a[0].numel == n, a[1].data, a[1].numel == n);
+        return true;
+    }
+    return false;
+}
+
+/* Temporaries are this far apart: not a multiple of 4 KiB, so that
+ * reading one while writing the next does not alias in the CPU's
+ * store-to-load check (which compares addresses modulo 4 KiB). */
+#define S_STRIDE (GX_FUSED_TILE_BYTES + 5 * GX_ALIGN)
+
+/* With a head: runs its kernel's share ith of nth, writing those rows of
+ * y, and returns the elements [*lo, *hi) they hold (the kernels split
+ * their output's rows with gx_cpu_share, alignment 1: MatMul's rows of
+ * all its matrices, Gemm's rows). */
+static void s_head(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth,
+                   int64_t *lo, int64_t *hi)
+{
+    gx_view a[GX_FUSED_MAX_OP_IN];
+    for (int k = 0; k < f->head.n_in; k++)
+        a[k] = f->head.in[k] == GX_FUSED_NONE ? (gx_view){.ndim = -1} : in[f->head.in[k]];
+    const gx_kargs ka = {.attr = f->head.attr, .n_in = f->head.n_in, .in = a, .n_out = 1,
+                         .out = y, .scratch = NULL, .ith = ith, .nth = nth};
+    f->head.kernel(&ka);
+    const int64_t n = y->ndim >= 1 ? y->shape[y->ndim - 1] : 1;
+    int64_t r0 = 0, r1 = 0;
+    if (n > 0)
+        gx_cpu_share(&ka, y->numel / n, 1, &r0, &r1);
+    *lo = r0 * n;
+    *hi = r1 * n;
+}
+
+void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth)
+{
+    _Alignas(GX_ALIGN) unsigned char tmp[GX_FUSED_MAX_TMP][S_STRIDE];
+    _Alignas(GX_ALIGN) unsigned char gat[GX_FUSED_MAX_GATHER + 1][S_STRIDE];
+    s_in_kind kind[GX_FUSED_MAX_IN + 1];
+    int slot[GX_FUSED_MAX_IN + 1];
+    int64_t stride[GX_FUSED_MAX_GATHER][GX_MAX_DIMS];
+    size_t es = gx_dtype_size(y->dtype);
+    int n_gather = 0;
+    for (int i = 0; i < f->n_in; i++) {
+        size_t e = gx_dtype_size(in[i].dtype);
+        es = e > es ? e : es;
+        kind[i] = in[i].numel == y->numel ? S_IN_FULL
+                  : in[i].numel == 1      ? S_IN_SCALAR
+                                          : S_IN_GATHER;
+        slot[i] = -1;
+        if (kind[i] == S_IN_GATHER) {
+            if (n_gather == GX_FUSED_MAX_GATHER) { /* the fuse pass never builds one */
+                fprintf(stderr, "%s:%d: fused group with too many broadcast inputs\n", __FILE__,
+                        __LINE__);
+                abort();
+            }
+            slot[i] = n_gather;
+            gx_bcast_strides(y->ndim, in[i].ndim, in[i].shape, stride[n_gather++]);
+        }
+    }
+    /* the head's product: operand n_in, y's tile read in place, or a copy
+     * of it when the last op reads it (that op writes y's tile, and no
+     * kernel's output may overlap its inputs) */
+    const int n_src = f->n_in + (f->has_head ? 1 : 0);
+    if (f->has_head) {
+        const gx_fused_op *last = &f->op[f->n_ops - 1];
+        bool copy = false;
+        for (int k = 0; k < last->n_in; k++)
+            copy = copy || last->in[k] == f->n_in;
+        kind[f->n_in] = copy ? S_IN_HEAD : S_IN_FULL;
+        slot[f->n_in] = GX_FUSED_MAX_GATHER;
+    }
+    const int64_t tile = (int64_t)(GX_FUSED_TILE_BYTES / es);
+    const int64_t ey = (int64_t)gx_dtype_size(y->dtype);
+    int64_t e_lo, e_hi;
+    if (f->has_head) {
+        s_head(f, in, y, ith, nth, &e_lo, &e_hi);
+    } else {
+        const int64_t n_tiles = (y->numel + tile - 1) / tile;
+        e_lo = n_tiles * ith / nth * tile;
+        e_hi = n_tiles * (ith + 1) / nth * tile;
+        e_hi = e_hi < y->numel ? e_hi : y->numel;
+    }
+
+    /* The views the ops see, set up once; per tile only their length and
+     * data move (a 1-D view reads only shape[0], a scalar nothing). */
+    gx_view src[GX_FUSED_MAX_IN + 1], tv[GX_FUSED_MAX_TMP], out, none = {.ndim = -1};
+    int64_t ex[GX_FUSED_MAX_IN + 1];
+    for (int i = 0; i < n_src; i++) {
+        const gx_view *x = i < f->n_in ? &in[i] : y;
+        ex[i] = (int64_t)gx_dtype_size(x->dtype);
+        src[i] = (gx_view){.dtype = x->dtype, .ndim = kind[i] == S_IN_SCALAR ? 0 : 1,
+                           .numel = 1, .data = x->data};
+        if (kind[i] == S_IN_GATHER || kind[i] == S_IN_HEAD)
+            src[i].data = gat[slot[i]];
+    }
+    for (int t = 0; t < f->n_tmp; t++)
+        tv[t] = (gx_view){.dtype = f->dtype, .ndim = 1, .data = tmp[t]};
+    out = (gx_view){.dtype = f->dtype, .ndim = 1};
+    const gx_view *args[GX_FUSED_MAX_OPS][GX_FUSED_MAX_OP_IN];
+    for (int o = 0; o < f->n_ops; o++)
+        for (int k = 0; k < f->op[o].n_in; k++) {
+            const int c = f->op[o].in[k];
+            args[o][k] = c == GX_FUSED_NONE ? &none : c >= 0 ? &src[c] : &tv[-1 - c];
+        }
+
+    for (int64_t lo = e_lo; lo < e_hi; lo += tile) {
+        const int64_t n = e_hi - lo < tile ? e_hi - lo : tile;
+        for (int i = 0; i < n_src; i++) {
+            switch (kind[i]) {
+            case S_IN_SCALAR:
+                continue;
+            case S_IN_FULL:
+                src[i].data = (char *)(i < f->n_in ? in[i].data : y->data) + lo * ex[i];
+                break;
+            case S_IN_GATHER:
+                s_gather(y, &in[i], stride[slot[i]], lo, n, gat[slot[i]]);
+                break;
+            case S_IN_HEAD:
+                memcpy(gat[slot[i]], (const char *)y->data + lo * ey, (size_t)(n * ey));
+                break;
+            }
+            src[i].shape[0] = src[i].numel = n;
+        }
+        for (int k = 0; k < f->n_tmp; k++)
+            tv[k].shape[0] = tv[k].numel = n;
+        for (int o = 0; o < f->n_ops; o++) {
+            const gx_fused_op *op = &f->op[o];
+            gx_view a[GX_FUSED_MAX_OP_IN];
+            for (int k = 0; k < op->n_in; k++)
+                a[k] = *args[o][k];
+            const gx_view *y_op = &out;
+            if (op->out >= 0) {
+                y_op = &tv[op->out];
+            } else {
+                out.shape[0] = out.numel = n;
+                out.data = (char *)y->data + lo * ey;
+            }
+            if (f->dtype == GX_F32 && s_fast(op->op, op->n_in, a, n, y_op->data))
+                continue;
+            const gx_kargs ka = {.attr = op->attr, .n_in = op->n_in, .in = a, .n_out = 1,
+                                 .out = y_op, .scratch = NULL, .ith = 0, .nth = 1};
+            op->kernel(&ka);
+        }
+    }
+}

@@ -1,0 +1,64 @@
+/*
+ * A fused group of elementwise ops (the compiler's fuse pass builds it):
+ * a small program of ops over one output shape, run tile by tile by
+ * gx_cpu_fused so that intermediate values live only in cache-sized
+ * temporaries. Each op runs its own CPU kernel on the tile, so a fused
+ * group computes exactly what its ops compute one by one.
+ *
+ *   gx_fused f = {.n_in = 2, .n_ops = 2, .n_tmp = 1, .dtype = GX_F32};
+ *   f.op[0] = (gx_fused_op){GX_OP_ADD, gx_cpu_kernel(GX_OP_ADD), .n_in = 2,
+ *                           .in = {0, 1}, .out = 0};          // t0 = in0 + in1
+ *   f.op[1] = (gx_fused_op){GX_OP_RELU, gx_cpu_kernel(GX_OP_RELU), .n_in = 1,
+ *                           .in = {GX_FUSED_TMP(0)}, .out = -1}; // y = relu(t0)
+ *   gx_cpu_fused(&f, in, &y, ith, nth);
+ */
+#ifndef GX_OPS_FUSED_H
+#define GX_OPS_FUSED_H
+
+#include "ops/op.h"
+
+#define GX_FUSED_MAX_OPS 32    /* ops in one group */
+#define GX_FUSED_MAX_IN 16     /* the group's inputs (and a head's product) */
+#define GX_FUSED_MAX_OP_IN 8   /* inputs of one op in a group */
+#define GX_FUSED_MAX_TMP 8     /* temporaries live at once */
+#define GX_FUSED_MAX_GATHER 4  /* inputs neither scalar nor of the output's shape */
+#define GX_FUSED_TILE_BYTES 8192 /* one temporary: a tile of the output */
+
+/* Operand codes of a fused op: i >= 0 is the group's input i,
+ * GX_FUSED_TMP(t) temporary t, GX_FUSED_NONE an omitted optional input. */
+#define GX_FUSED_TMP(t) (-1 - (t))
+#define GX_FUSED_NONE INT32_MIN
+
+typedef struct gx_fused_op {
+    gx_op op;
+    gx_kernel_fn kernel;
+    int n_in;
+    int in[GX_FUSED_MAX_OP_IN];   /* operand codes */
+    int out;                      /* temporary it writes; -1: the group's output */
+    gx_attrval attr[GX_MAX_ATTRS]; /* resolved attributes (borrowing from the graph) */
+} gx_fused_op;
+
+/* Every op's output has the group's output shape and dtype; the group's
+ * inputs broadcast to it (numpy rules); ops run in order, the last one
+ * writes the output.
+ *
+ * An epilogue group has a head: a MatMul (both operands of rank >= 2) or
+ * a Gemm producing a value of the output's shape and dtype, which its
+ * kernel writes straight into the output, a share's rows at a time; the
+ * ops then run over those rows while they are in cache, reading the
+ * product as operand n_in (one past the group's inputs). */
+typedef struct gx_fused {
+    int n_in, n_ops, n_tmp;
+    gx_dtype dtype;
+    bool has_head;
+    gx_fused_op head; /* its in[] are group inputs or GX_FUSED_NONE; out unused */
+    gx_fused_op op[GX_FUSED_MAX_OPS];
+} gx_fused;
+
+/* Share ith of nth of the group's work: whole tiles, or with a head the
+ * rows its kernel's share ith writes (then the ops run on them). Reads
+ * in[0..n_in), writes y. Never allocates, never fails; y does not overlap
+ * an input. */
+void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth);
+
+#endif
