@@ -89,6 +89,17 @@ static inline uint16_t gx_f32_to_bf16(float f)
     return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 
+/* On a hot loop: compiled for AVX-512, AVX2 and the x86-64 baseline; the
+ * loader picks the widest the CPU has, so one binary runs everywhere and
+ * uses what it finds (the build has no -march). The results are the same
+ * bits on every path: the build never contracts a * b + c into an FMA
+ * (-ffp-contract=off in Makefile.am). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GX_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GX_CPU_CLONES
+#endif
+
 /* Floats in a 64-byte cache line: element shares are multiples of this so
  * that two threads never write the same line. */
 #define GX_CPU_LINE 16

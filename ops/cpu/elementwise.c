@@ -74,6 +74,23 @@ static inline double s_clamp01d(double t)
 
 /* ---- row loops ---- */
 
+/* The float rows are compiled for wider vectors too (GX_CPU_CLONES); the
+ * others (integer, float16 and bfloat16 conversions) only for the
+ * baseline. */
+#define S_CLONES_F32 GX_CPU_CLONES
+#define S_CLONES_F64 GX_CPU_CLONES
+#define S_CLONES_F16
+#define S_CLONES_BF16
+#define S_CLONES_I8
+#define S_CLONES_I16
+#define S_CLONES_I32
+#define S_CLONES_I64
+#define S_CLONES_U8
+#define S_CLONES_U16
+#define S_CLONES_U32
+#define S_CLONES_U64
+#define S_CLONES_BOOL
+
 /* What rows see besides their operands: the operands' dtypes (for Pow's
  * mixed dtypes), the op's float attributes, Clip's bounds (in the input's
  * storage type; NULL for none). */
@@ -109,7 +126,7 @@ typedef struct s_rows2 {
 
 /* The three rows s_<OP>_<dtype>_{vv,vs,sv} of y = EXPR(x, z). */
 #define S_ROWS2(D, T, C, U, LD, ST, LOW, HIGH, OP, EXPR)                      \
-    static void s_##OP##_##D##_vv(int64_t n, void *restrict yv, const void *restrict av, \
+    S_CLONES_##D static void s_##OP##_##D##_vv(int64_t n, void *restrict yv, const void *restrict av, \
                                   const void *restrict bv, const s_ctx *c)    \
     {                                                                         \
         S_ROW_NAMES(C, U)                                                     \
@@ -120,7 +137,7 @@ typedef struct s_rows2 {
             y[i] = ST(EXPR(x, z));                                            \
         }                                                                     \
     }                                                                         \
-    static void s_##OP##_##D##_vs(int64_t n, void *restrict yv, const void *restrict av, \
+    S_CLONES_##D static void s_##OP##_##D##_vs(int64_t n, void *restrict yv, const void *restrict av, \
                                   const void *restrict bv, const s_ctx *c)    \
     {                                                                         \
         S_ROW_NAMES(C, U)                                                     \
@@ -132,7 +149,7 @@ typedef struct s_rows2 {
             y[i] = ST(EXPR(x, z));                                            \
         }                                                                     \
     }                                                                         \
-    static void s_##OP##_##D##_sv(int64_t n, void *restrict yv, const void *restrict av, \
+    S_CLONES_##D static void s_##OP##_##D##_sv(int64_t n, void *restrict yv, const void *restrict av, \
                                   const void *restrict bv, const s_ctx *c)    \
     {                                                                         \
         S_ROW_NAMES(C, U)                                                     \
@@ -149,7 +166,7 @@ typedef struct s_rows2 {
  * op. */
 #define S_ROWS2ACC(D, T, C, U, LD, ST, LOW, HIGH, OP, EXPR)                   \
     S_ROWS2(D, T, C, U, LD, ST, LOW, HIGH, OP, EXPR)                          \
-    static void s_##OP##_##D##_yv(int64_t n, void *restrict yv, const void *restrict bv, \
+    S_CLONES_##D static void s_##OP##_##D##_yv(int64_t n, void *restrict yv, const void *restrict bv, \
                                   const s_ctx *c)                             \
     {                                                                         \
         S_ROW_NAMES(C, U)                                                     \
@@ -160,7 +177,7 @@ typedef struct s_rows2 {
             y[i] = ST(EXPR(x, z));                                            \
         }                                                                     \
     }                                                                         \
-    static void s_##OP##_##D##_ys(int64_t n, void *restrict yv, const void *restrict bv, \
+    S_CLONES_##D static void s_##OP##_##D##_ys(int64_t n, void *restrict yv, const void *restrict bv, \
                                   const s_ctx *c)                             \
     {                                                                         \
         S_ROW_NAMES(C, U)                                                     \
@@ -180,7 +197,7 @@ typedef struct s_rows2 {
 
 /* The row s_<OP>_<dtype> of y = EXPR(v). */
 #define S_ROW1(D, T, C, U, LD, ST, LOW, HIGH, OP, EXPR)                       \
-    static void s_##OP##_##D(int64_t n, void *restrict yv, const void *restrict xv, \
+    S_CLONES_##D static void s_##OP##_##D(int64_t n, void *restrict yv, const void *restrict xv, \
                              const s_ctx *c)                                  \
     {                                                                         \
         S_ROW_NAMES(C, U)                                                     \
@@ -196,7 +213,7 @@ typedef struct s_rows2 {
  * GX_V_TRIG_MAX, so a second pass redoes the rest (rare) with libm. */
 #define S_ROW1TRIG(D, T, C, U, LD, ST, LOW, HIGH, OP, EXPR, LIBM)             \
     S_ROW1(D, T, C, U, LD, ST, LOW, HIGH, OP##_FAST, EXPR)                    \
-    static void s_##OP##_##D(int64_t n, void *restrict yv, const void *restrict xv, \
+    S_CLONES_##D static void s_##OP##_##D(int64_t n, void *restrict yv, const void *restrict xv, \
                              const s_ctx *c)                                  \
     {                                                                         \
         s_##OP##_FAST_##D(n, yv, xv, c);                                      \

@@ -50,7 +50,7 @@ static void s_gather(const gx_view *y, const gx_view *x, const int64_t *stride, 
 /* ---- float32 rows: the expressions of ops/cpu/elementwise.c ---- */
 
 #define S_BIN_ROWS(NAME, EXPR)                                                \
-    static void s_##NAME(int64_t n, float *restrict y, const float *restrict a, int64_t sa, \
+    GX_CPU_CLONES static void s_##NAME(int64_t n, float *restrict y, const float *restrict a, int64_t sa, \
                          const float *restrict b, int64_t sb)                 \
     {                                                                         \
         if (sa && sb) {                                                       \
@@ -74,7 +74,7 @@ static void s_gather(const gx_view *y, const gx_view *x, const int64_t *stride, 
     }
 
 #define S_UN_ROW(NAME, EXPR)                                                  \
-    static void s_##NAME(int64_t n, float *restrict y, const float *restrict a) \
+    GX_CPU_CLONES static void s_##NAME(int64_t n, float *restrict y, const float *restrict a) \
     {                                                                         \
         for (int64_t i = 0; i < n; i++) {                                     \
             const float v = a[i];                                             \
