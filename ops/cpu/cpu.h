@@ -94,7 +94,8 @@ static inline uint16_t gx_f32_to_bf16(float f)
  * uses what it finds (the build has no -march). The results are the same
  * bits on every path: the build never contracts a * b + c into an FMA
  * (-ffp-contract=off in Makefile.am). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) /* TSan's runtime is not up when ifuncs resolve */
 #define GX_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define GX_CPU_CLONES

@@ -22,7 +22,10 @@
 #include "ops/fused.h"
 
 /* How a group input is seen by a tile. */
-typedef enum s_in_kind { S_IN_FULL, S_IN_SCALAR, S_IN_GATHER, S_IN_HEAD } s_in_kind;
+/* How the ops read a group input per tile: in place, as one value, gathered
+ * (broadcast), a copy of the head's product; or not at all (an operand of
+ * the head only, such as a MatMul's weights). */
+typedef enum s_in_kind { S_IN_FULL, S_IN_SCALAR, S_IN_GATHER, S_IN_HEAD, S_IN_UNUSED } s_in_kind;
 
 
 /* Elements [lo, lo + n) of input x broadcast to y's shape, into buf. */
@@ -166,12 +169,20 @@ void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int it
     size_t es = gx_dtype_size(y->dtype);
     int n_gather = 0;
     for (int i = 0; i < f->n_in; i++) {
+        bool used = false;
+        for (int o = 0; o < f->n_ops && !used; o++)
+            for (int k = 0; k < f->op[o].n_in; k++)
+                used = used || f->op[o].in[k] == i;
+        slot[i] = -1;
+        if (!used) {
+            kind[i] = S_IN_UNUSED;
+            continue;
+        }
         size_t e = gx_dtype_size(in[i].dtype);
         es = e > es ? e : es;
         kind[i] = in[i].numel == y->numel ? S_IN_FULL
                   : in[i].numel == 1      ? S_IN_SCALAR
                                           : S_IN_GATHER;
-        slot[i] = -1;
         if (kind[i] == S_IN_GATHER) {
             if (n_gather == GX_FUSED_MAX_GATHER) { /* the fuse pass never builds one */
                 fprintf(stderr, "%s:%d: fused group with too many broadcast inputs\n", __FILE__,
@@ -233,6 +244,7 @@ void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int it
         for (int i = 0; i < n_src; i++) {
             switch (kind[i]) {
             case S_IN_SCALAR:
+            case S_IN_UNUSED:
                 continue;
             case S_IN_FULL:
                 src[i].data = (char *)(i < f->n_in ? in[i].data : y->data) + lo * ex[i];
