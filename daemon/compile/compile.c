@@ -58,6 +58,20 @@ bool gxd_names_put(gxd_names *t, const char *name, int val, bool *dup)
     }
 }
 
+void *gxd_plan_own(gxd_plan *p, size_t nbytes)
+{
+    void *m = gx_aligned_alloc(nbytes ? nbytes : 1);
+    if (!m)
+        return NULL;
+    memset(m, 0, nbytes ? nbytes : 1);
+    if (!gx_grow(&p->owned, &p->cap_owned, p->n_owned + 1, sizeof *p->owned)) {
+        free(m);
+        return NULL;
+    }
+    p->owned[p->n_owned++] = m;
+    return m;
+}
+
 /* Slice plans of one plan, by the slice's size on axis 0. */
 #define GXD_MAX_SLICES 8
 

@@ -51,18 +51,6 @@ static int s_set_size(gxd_cstate *st, gxd_value *v)
     return GX_OK;
 }
 
-/* Keeps p-owned memory (folded values, keyed copies) until the plan goes. */
-static void *s_own(gxd_plan *p, size_t nbytes)
-{
-    void *m = gx_aligned_alloc(nbytes ? nbytes : 1);
-    if (m && !gx_grow(&p->owned, &p->cap_owned, p->n_owned + 1, sizeof *p->owned)) {
-        free(m);
-        return NULL;
-    }
-    if (m)
-        p->owned[p->n_owned++] = m;
-    return m;
-}
 
 static int s_bind_inputs(gxd_cstate *st)
 {
@@ -92,7 +80,7 @@ static int s_bind_inputs(gxd_cstate *st)
         } else if (v->nbytes > GXD_MAX_KEY_BYTES) {
             v->keyed = false;
         } else {
-            if (!(v->view.data = s_own(p, v->nbytes)))
+            if (!(v->view.data = gxd_plan_own(p, v->nbytes)))
                 return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
             memcpy(v->view.data, data, v->nbytes);
         }
@@ -121,7 +109,7 @@ static int s_fold(gxd_cstate *st, gxd_step *s, const gx_infer *ic)
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
     for (int k = 0; k < s->n_out; k++) {
         gxd_value *v = &p->values[s->out[k]];
-        if (!(ic->out[k].data = v->view.data = s_own(p, v->nbytes))) {
+        if (!(ic->out[k].data = v->view.data = gxd_plan_own(p, v->nbytes))) {
             free(scratch);
             return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
         }

@@ -429,18 +429,6 @@ static int s_fallback(s_part *w, int *n_parts)
     return n_comp < 0 ? GX_ENOMEM : GX_OK;
 }
 
-/* Keeps p-owned memory until the plan goes. */
-static void *s_own(gxd_plan *p, size_t nbytes)
-{
-    void *m = calloc(1, nbytes);
-    if (m && !gx_grow(&p->owned, &p->cap_owned, p->n_owned + 1, sizeof *p->owned)) {
-        free(m);
-        return NULL;
-    }
-    if (m)
-        p->owned[p->n_owned++] = m;
-    return m;
-}
 
 /* Device a value is on before any copy: its producer's, else the fallback
  * (graph inputs); -1 for constants and folded values (on every device). */
@@ -458,7 +446,7 @@ static int s_copy_value(s_part *w, int v, int d, int step, int *out)
     gxd_plan *p = w->p;
     const gxd_value *src = &p->values[v];
     size_t len = strlen(src->name) + strlen(p->devices[d]->name) + 2;
-    char *name = s_own(p, len);
+    char *name = gxd_plan_own(p, len);
     if (!name)
         return GX_ENOMEM;
     snprintf(name, len, "%s@%s", src->name, p->devices[d]->name);
@@ -479,9 +467,9 @@ static int s_copy_value(s_part *w, int v, int d, int step, int *out)
 static int s_copy_step(s_part *w, int v, int c, int d, gxd_step *s)
 {
     gxd_plan *p = w->p;
-    gx_node *node = s_own(p, sizeof *node);
+    gx_node *node = gxd_plan_own(p, sizeof *node);
     size_t len = strlen(p->values[c].name) + 6;
-    char *name = s_own(p, len);
+    char *name = gxd_plan_own(p, len);
     memset(s, 0, sizeof *s);
     if (!node || !name || !(s->in = malloc(sizeof *s->in)) || !(s->out = malloc(sizeof *s->out)))
         return GX_ENOMEM;

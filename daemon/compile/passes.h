@@ -61,6 +61,11 @@ typedef struct gxd_strv {
  * duplicates. GX_OK or GX_ENOMEM. */
 int gxd_free_names(const gx_graph *g, gxd_strv *out);
 
+/* nbytes of zeroed, GX_ALIGN-aligned memory the plan owns (folded values,
+ * keyed copies, names of values a pass adds), freed with the plan; NULL on
+ * ENOMEM. */
+void *gxd_plan_own(gxd_plan *p, size_t nbytes);
+
 /* Name table: -1 if absent. */
 int gxd_names_get(const gxd_names *t, const char *name);
 /* Insert; false if present already or ENOMEM (*dup tells which). */
