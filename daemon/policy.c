@@ -86,6 +86,13 @@ static void s_normalise(const gxd_policy_job *job, const gxd_policy_machine *m, 
     j->queued = m->queued;
 }
 
+/* Work split into w shares: each share repeats part of the set-up (a
+ * product's row blocks each pack the whole right operand again, smaller
+ * blocks run less efficiently), so a split step costs S_SPLIT_LOSS more
+ * than cost / w. */
+#define S_SPLIT_LOSS 0.10
+#define S_SPLIT(cost, w) ((w) > 1 ? (cost) / (w) * (1 + S_SPLIT_LOSS) : (cost))
+
 /* The estimate of mode on r slices of wi workers each (policy.h's
  * formulas), without forming the team; r * wi == 1 is the sequential time
  * for every mode. */
@@ -98,14 +105,14 @@ static double s_estimate_run(const s_job *j, gx_mode mode, int r, int wi)
     double disp = (double)j->n_steps * s_pos(m->dispatch_us);
     switch (mode) {
     case GX_MODE_INTRA:
-        return j->total - j->split + j->split / w + (double)j->n_split * s_sync(j, w);
+        return j->total - j->split + S_SPLIT(j->split, w) + (double)j->n_split * s_sync(j, w);
     case GX_MODE_INTER:
         return fmax(j->crit, j->total / w) + disp + s_sync(j, w);
     case GX_MODE_INTER_INTRA: {
         /* The idle workers of a narrow graph help the heavy steps on the
          * critical path: k per step. */
         int k = w / (j->width < w ? j->width : w);
-        double crit = j->crit - j->split_crit + j->split_crit / k +
+        double crit = j->crit - j->split_crit + S_SPLIT(j->split_crit, k) +
                       (double)j->n_split_crit * s_sync(j, k);
         return fmax(crit, j->total / w) + disp + s_sync(j, w);
     }

@@ -9,12 +9,14 @@
  * every mode on one worker is total):
  *
  *   seq              total
- *   intra(w)         total - split + split / w + n_split * sync(w)
- *                    (each split step costs cost / w plus one sync)
+ *   intra(w)         total - split + split / w * 1.1 + n_split * sync(w)
+ *                    (each split step costs cost / w plus one sync, and its
+ *                    shares repeat about 10% of the work: a product's row
+ *                    blocks each pack the right operand again)
  *   inter(w)         max(critical, total / w) + n_steps * dispatch + sync(w)
  *                    (w <= width; one sync for the team's start and join)
  *   inter+intra(w)   max(crit', total / w) + n_steps * dispatch + sync(w),
- *                    crit' = critical - split_crit + split_crit / k
+ *                    crit' = critical - split_crit + split_crit / k * 1.1
  *                            + n_split_crit * sync(k):
  *                    the heavy steps on the critical path run intra-op on
  *                    the k = w / min(width, w) workers the graph's width
