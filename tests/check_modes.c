@@ -335,15 +335,17 @@ START_TEST(cancel_and_shutdown_in_parallel_modes)
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
     gx_client *c = s_client(&d);
-    gx_graph *g = s_slow(60);
-    gx_graph_id id;
+    gx_graph *g = s_slow(60), *long_g = s_slow(500);
+    gx_graph_id id, long_id;
     ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    ck_assert_int_eq(gx_client_load(c, long_g, &long_id), GX_OK);
     gx_tensor *x = s_rand_tensor(2, (const int64_t[]){256, 256}, 1.0f);
 
     /* a job in each parallel mode stops when cancelled (queued, or running:
-     * its members stop claiming steps) */
+     * its members stop claiming steps); each would run for well over 100 ms,
+     * so the cancel comes first even on a loaded machine */
     for (int i = 0; i < n; i++) {
-        gx_request *rq = s_request(&id, x, modes[i]);
+        gx_request *rq = s_request(&long_id, x, modes[i]);
         gx_job *job = NULL;
         gx_result *r = NULL;
         ck_assert_int_eq(gx_client_submit(c, rq, &job), GX_OK);
@@ -376,6 +378,7 @@ START_TEST(cancel_and_shutdown_in_parallel_modes)
     }
     gx_tensor_destroy(&x);
     gx_graph_destroy(&g);
+    gx_graph_destroy(&long_g);
     gx_client_destroy(&c);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
 }
