@@ -54,6 +54,7 @@ typedef struct s_key {
 static int s_check_endpoint(const char *v, char *why, size_t whylen);
 static int s_check_tcp(const char *v, char *why, size_t whylen);
 static int s_check_cpus(const char *v, char *why, size_t whylen);
+static int s_check_dir(const char *v, char *why, size_t whylen);
 static int s_check_backend(const char *v, char *why, size_t whylen);
 
 #define S_KIB INT64_C(1024)
@@ -111,6 +112,11 @@ static const s_key s_keys[] = {
      .doc = "smallest subgraph worth moving to another device than the cpu (nodes)"},
     {.name = "compiler.fuse", .type = S_BOOL, .off = S_OFF(compiler_fuse), .def = "true",
      .doc = "fuse chains of elementwise ops into one step that runs them tile by tile"},
+    {.name = "profile.dir", .type = S_STRING, .off = S_OFF(profile_dir), .check = s_check_dir,
+     .def = "default",
+     .doc = "where measured node runs and times are kept per graph (docs/profile.md); "
+            "default: $STATE_DIRECTORY/profiles under systemd, /var/lib/gexec/profiles as root, else $XDG_STATE_HOME/gexec/profiles "
+            "or ~/.local/state/gexec/profiles; \"\": off"},
 };
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
 
@@ -157,6 +163,13 @@ static int s_check_backend(const char *v, char *why, size_t whylen)
     if (gx_backend_find(v))
         return GX_OK;
     return s_why(why, whylen, S_Q " is not a backend (%s)", v, gx_backend_names());
+}
+
+static int s_check_dir(const char *v, char *why, size_t whylen)
+{
+    if (!*v || strcmp(v, "default") == 0 || (v[0] == '/' && strlen(v) < 900))
+        return GX_OK;
+    return s_why(why, whylen, S_Q " is not an absolute path, \"default\" or \"\"", v);
 }
 
 static int s_check_cpus(const char *v, char *why, size_t whylen)

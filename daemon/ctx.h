@@ -47,6 +47,7 @@ typedef struct gxd_ctx {
 
     bool stopping;
     int64_t started_us;
+    int64_t profiles_saved_us; /* last periodic save of the profiles */
     gxd_stats stats;
 } gxd_ctx;
 

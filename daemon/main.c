@@ -27,6 +27,7 @@ static void s_usage(FILE *out)
             "                         $XDG_RUNTIME_DIR or /tmp)\n"
             "      --tcp EP           extra tcp:// endpoint (repeatable)\n"
             "      --cpus LIST        CPUs to own: 'all' or a list like 0-3,6\n"
+            "      --profile-dir DIR  where measured node times are kept ('' off)\n"
             "  -l, --log-level LEVEL  error, warn, info, debug\n"
             "  -f, --foreground       do not detach (systemd, tests)\n"
             "      --print-config     print the effective config as YAML and exit\n"
@@ -132,10 +133,11 @@ static void s_report(int fd, const char *msg)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_TCP = 256, OPT_CPUS, OPT_PRINT };
+    enum { OPT_TCP = 256, OPT_CPUS, OPT_PRINT, OPT_PROFILE_DIR };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},   {"socket", required_argument, NULL, 's'},
         {"tcp", required_argument, NULL, OPT_TCP},   {"cpus", required_argument, NULL, OPT_CPUS},
+        {"profile-dir", required_argument, NULL, OPT_PROFILE_DIR},
         {"log-level", required_argument, NULL, 'l'}, {"foreground", no_argument, NULL, 'f'},
         {"print-config", no_argument, NULL, OPT_PRINT}, {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
@@ -160,6 +162,7 @@ int main(int argc, char **argv)
                      tcp_list[0] ? "," : "", optarg);
             break;
         case OPT_CPUS: key = "cpus"; break;
+        case OPT_PROFILE_DIR: key = "profile.dir"; break;
         case 'l': key = "log_level"; break;
         case 'f': foreground = true; break;
         case OPT_PRINT: print = true; break;

@@ -13,6 +13,61 @@ void gxd_models_init(gxd_models *m, size_t max)
     m->max = max ? max : 1;
 }
 
+void gxd_models_set_profile(gxd_models *m, const char *dir, gxd_log *log)
+{
+    snprintf(m->profile_dir, sizeof m->profile_dir, "%s", dir ? dir : "");
+    m->log = log;
+}
+
+gxd_profile *gxd_model_profile(gxd_model *mdl, bool try)
+{
+    gxd_profile *p = gxd_profile_new(mdl->id.hex);
+    if (!p)
+        return NULL;
+    if (try ? pthread_mutex_trylock(&mdl->mu) != 0 : pthread_mutex_lock(&mdl->mu) != 0) {
+        gxd_profile_destroy(&p);
+        return NULL;
+    }
+    int rc = GX_OK;
+    for (size_t i = 0; i < mdl->n_plans && rc == GX_OK; i++)
+        rc = gxd_profile_fold_plan(p, mdl->plans[i], "", true, try);
+    pthread_mutex_unlock(&mdl->mu);
+    if (rc == GX_OK && mdl->profile)
+        rc = gxd_profile_merge(p, mdl->profile);
+    if (rc < 0)
+        gxd_profile_destroy(&p);
+    else
+        gxd_profile_finish(p);
+    return p;
+}
+
+/* Save the model's profile when jobs ran since the last save. */
+static void s_save_profile(gxd_model *mdl, bool try)
+{
+    const gxd_models *m = mdl->reg;
+    if (!m || !m->profile_dir[0])
+        return;
+    gxd_profile *p = gxd_model_profile(mdl, try);
+    if (!p)
+        return;
+    char err[512];
+    if (p->jobs != mdl->saved_jobs) {
+        if (gxd_profile_save(p, m->profile_dir, err, sizeof err) < 0) {
+            if (m->log)
+                GXD_LOG(m->log, GXD_LOG_WARN, "profile of graph %.12s not saved: %s", mdl->id.hex, err);
+        } else {
+            mdl->saved_jobs = p->jobs;
+        }
+    }
+    gxd_profile_destroy(&p);
+}
+
+void gxd_models_save_profiles(gxd_models *m)
+{
+    for (gxd_model *mdl = m->head; mdl; mdl = mdl->next)
+        s_save_profile(mdl, true);
+}
+
 void gxd_models_fini(gxd_models *m)
 {
     while (m->head) {
@@ -38,6 +93,8 @@ void gxd_model_release(gxd_model **mp)
     *mp = NULL;
     if (atomic_fetch_sub(&mdl->refs, 1) != 1)
         return;
+    s_save_profile(mdl, false);
+    gxd_profile_destroy(&mdl->profile);
     for (size_t i = 0; i < mdl->n_plans; i++)
         gxd_plan_destroy(&mdl->plans[i]);
     gx_graph_destroy(&mdl->graph);
@@ -91,6 +148,13 @@ gxd_model *gxd_models_add(gxd_models *m, gx_graph **g)
     mdl->graph = *g;
     *g = NULL;
     atomic_init(&mdl->refs, 2); /* registry + caller */
+    mdl->reg = m;
+    if (m->profile_dir[0]) {
+        char err[512];
+        if (gxd_profile_load(m->profile_dir, id.hex, &mdl->profile, err, sizeof err) < 0 && m->log)
+            GXD_LOG(m->log, GXD_LOG_WARN, "profile ignored: %s", err);
+        mdl->saved_jobs = mdl->profile ? mdl->profile->jobs : 0;
+    }
     mdl->last_used = gxd_now_us();
     mdl->next = m->head;
     m->head = mdl;
@@ -133,6 +197,9 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
     *compile_us = gxd_now_us() - t0;
     if (rc < 0)
         goto out;
+    /* measured times from the profile: the policy's estimates hold from
+     * the first job */
+    gxd_profile_seed(mdl->profile, *plan);
     /* A plan compiled without the values of its keyed inputs (at LOAD)
      * would serve every later job dynamically: it is not kept. */
     if (mdl->n_plans < GXD_MAX_PLANS_PER_MODEL && !(*plan)->needs_keys) {

@@ -15,6 +15,8 @@
 #include <stdatomic.h>
 
 #include "daemon/compile/compile.h"
+#include "daemon/log.h"
+#include "daemon/profile.h"
 
 #define GXD_MAX_PLANS_PER_MODEL 32
 
@@ -28,17 +30,35 @@ typedef struct gxd_model {
     size_t n_plans;
     gxd_plan *plans[GXD_MAX_PLANS_PER_MODEL]; /* found by gxd_plan_matches */
     int64_t last_used; /* registry LRU, I/O thread */
+    /* The profile store (daemon/profile.h): what the graph's file held
+     * when it was loaded (NULL: none), read-only while the model lives;
+     * the jobs counted at the last save (I/O thread). */
+    gxd_profile *profile;
+    int64_t saved_jobs;
+    const struct gxd_models *reg;
     struct gxd_model *next;
 } gxd_model;
 
 typedef struct gxd_models {
     gxd_model *head;
     size_t n, max;
+    /* profile store: its directory ("" off), and where to warn */
+    char profile_dir[1024];
+    gxd_log *log;
 } gxd_models;
 
 void gxd_models_init(gxd_models *m, size_t max);
-/* Drops the registry's references. */
+/* Drops the registry's references (a model's last saves its profile). */
 void gxd_models_fini(gxd_models *m);
+/* The profile store in dir ("" or NULL: off); warnings go to log. */
+void gxd_models_set_profile(gxd_models *m, const char *dir, gxd_log *log);
+/* I/O thread, now and then: save the profile of every model that ran jobs
+ * since its last save, skipping a model a worker is compiling for. */
+void gxd_models_save_profiles(gxd_models *m);
+/* The model's profile now: its base plus its plans' counters (finished),
+ * or NULL (ENOMEM, or try and a worker holds the model's lock or a
+ * subgraph cache's). The caller destroys it. */
+gxd_profile *gxd_model_profile(gxd_model *mdl, bool try);
 /* A new reference to the model with this id, or NULL. */
 gxd_model *gxd_models_find(gxd_models *m, const char *hex);
 /* The model for *g (ownership of *g moves in; *g is set to NULL): the

@@ -777,6 +777,12 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
                                        .no_fuse = !ctx->cfg.compiler_fuse};
     s_partition_opts(ctx);
     gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
+    char pdir[1024];
+    gxd_profile_dir(ctx->cfg.profile_dir, pdir, sizeof pdir);
+    gxd_models_set_profile(&ctx->models, pdir, &ctx->log);
+    ctx->profiles_saved_us = ctx->started_us;
+    if (pdir[0])
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "profiles in %s", pdir);
     if ((rc = gxd_queue_init(&ctx->queue, (size_t)ctx->cfg.queue_max_jobs,
                              (size_t)ctx->cfg.queue_max_bytes)) < 0)
         return gx_errf(err, errlen, rc, "cannot create the job queue");
@@ -861,6 +867,10 @@ int gxd_server_run(gxd_ctx *ctx)
             timeout = left < 0 ? 0 : left < timeout ? (long)left : timeout;
         }
         s_poll_once(ctx, timeout);
+        if (gxd_now_us() - ctx->profiles_saved_us >= GXD_PROFILE_SAVE_EVERY_US) {
+            gxd_models_save_profiles(&ctx->models);
+            ctx->profiles_saved_us = gxd_now_us();
+        }
     }
     sd_notify(0, "STOPPING=1");
     s_fail_list(ctx, gxd_queue_close(&ctx->queue), GX_ESHUTDOWN,

@@ -45,6 +45,7 @@ static void s_assert_defaults(const gxd_config *c)
     ck_assert_int_eq(c->graphs_max, 256);
     ck_assert_int_eq(c->shutdown_grace_ms, 10000);
     ck_assert(c->compiler_fuse);
+    ck_assert_str_eq(c->profile_dir, "default");
 }
 
 /* The whole configuration as text (gxd_config_dump); caller frees. */
@@ -76,6 +77,7 @@ static void s_perturb(gxd_config *c)
         {"graphs.max", "7"},
         {"shutdown_grace_ms", "7"},
         {"compiler.fuse", "false"},
+        {"profile.dir", "/tmp/profiles"},
     };
     char err[256];
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)

@@ -68,6 +68,16 @@ void gxt_daemon_start(gxt_daemon *d, const char *const *extra_args)
     const char *argv[64] = {bin, "--foreground", "--socket", d->endpoint, "--log-level",
                             getenv("GXT_LOG_LEVEL") ? getenv("GXT_LOG_LEVEL") : "warn"};
     int argc = 6;
+    /* profiles stay in the test's directory unless the test says where */
+    static char profiles[4200];
+    bool own_profiles = true;
+    for (int i = 0; extra_args && extra_args[i]; i++)
+        own_profiles &= strcmp(extra_args[i], "-c") != 0 && strcmp(extra_args[i], "--profile-dir") != 0;
+    if (own_profiles) {
+        snprintf(profiles, sizeof profiles, "%s/profiles", d->dir);
+        argv[argc++] = "--profile-dir";
+        argv[argc++] = profiles;
+    }
     for (int i = 0; extra_args && extra_args[i] && argc < 62; i++)
         argv[argc++] = extra_args[i];
     argv[argc] = NULL;

@@ -42,6 +42,7 @@ Suite *e2e_suite(void);
 Suite *explain_suite(void);
 Suite *hostile_suite(void);
 Suite *fuzz_suite(void);
+Suite *profile_suite(void);
 
 /* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
  * mismatch to stderr. */
@@ -67,7 +68,8 @@ typedef struct gxt_daemon {
 } gxt_daemon;
 
 /* Start the built gexecd with extra arguments (NULL-terminated, may be NULL)
- * and wait until it answers PING. Fails the test on error. */
+ * and wait until it answers PING. Fails the test on error. Its profile
+ * store is <dir>/profiles unless extra_args hold -c or --profile-dir. */
 void gxt_daemon_start(gxt_daemon *d, const char *const *extra_args);
 /* SIGTERM, wait for exit; returns the exit status (or -1 if killed). */
 int gxt_daemon_stop(gxt_daemon *d);

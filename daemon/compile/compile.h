@@ -269,6 +269,13 @@ int gxd_subplans_get(gxd_subplans *sp, const gx_graph *g, const gx_view *inputs,
                      const gxd_compile_limits *lim, gxd_plan **plan, bool *owned, char *err,
                      size_t errlen);
 
+/* For the profile store: fn for each cached plan of sp with the subgraph
+ * attribute it was compiled from ("body", "then_branch"), under the
+ * cache's lock. try: give up (false) when the lock is held (a worker
+ * compiling a subgraph) instead of waiting. */
+bool gxd_subplans_each(gxd_subplans *sp, bool try,
+                       void (*fn)(void *arg, const char *attr, const gxd_plan *p), void *arg);
+
 /* The plan of one slice of p's batch (seed 002's replica split): inputs
  * are p's with axis 0 of the batched ones cut to the slice's size. Compiled
  * on first use with the graph's declared axis 0 left free, and cached on p

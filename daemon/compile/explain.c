@@ -9,6 +9,7 @@
  * the plan holds: one with nothing to say writes an empty array or object.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,6 +200,14 @@ static void s_sec_steps(gx_strbuf *b, const s_ctx *x)
         S_LIT(b, "]");
         S_LIT(b, ",\"est_us\":");
         s_num(b, s->est_us);
+        /* what runs measured (or the profile store seeded): the policy's
+         * estimate where present */
+        int64_t ns = p->stats ? atomic_load_explicit(&p->stats[i].ns, memory_order_relaxed) : 0;
+        S_LIT(b, ",\"measured_us\":");
+        if (ns > 0)
+            s_num(b, (double)ns / 1000.0);
+        else
+            S_LIT(b, "null");
         S_LIT(b, ",\"flops\":");
         s_num(b, s->cost.flops);
         S_LIT(b, ",\"bytes\":");

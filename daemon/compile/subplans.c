@@ -122,3 +122,16 @@ out:
     pthread_mutex_unlock(&sp->mu);
     return rc;
 }
+
+bool gxd_subplans_each(gxd_subplans *sp, bool try,
+                       void (*fn)(void *arg, const char *attr, const gxd_plan *p), void *arg)
+{
+    if (try ? pthread_mutex_trylock(&sp->mu) != 0 : pthread_mutex_lock(&sp->mu) != 0)
+        return false;
+    for (size_t i = 0; i < sp->n; i++) {
+        const gxd_subgraph *sg = s_find(sp, sp->cache[i].g, NULL);
+        fn(arg, sg ? sg->attr : "?", sp->cache[i].plan);
+    }
+    pthread_mutex_unlock(&sp->mu);
+    return true;
+}
