@@ -29,14 +29,6 @@ static gx_node *s_node(gx_graph *g, const char *op, size_t n_in, const char *con
     return n;
 }
 
-static void s_const(gx_graph *g, const char *name, gx_dtype dt, int ndim, const int64_t *shape,
-                    const void *data)
-{
-    gx_tensor *t = gx_tensor_new(dt, ndim, shape);
-    ck_assert_ptr_nonnull(t);
-    memcpy(gx_tensor_data(t), data, gx_tensor_nbytes(t));
-    ck_assert_int_eq(gx_graph_add_const(g, name, &t), GX_OK);
-}
 
 /* One job: compile g for inputs, run it, copy output 0 into out (n
  * floats, its shape into shape). Returns the status; err says why. */
@@ -177,8 +169,8 @@ START_TEST(test_folding)
 {
     gx_graph *g = gx_graph_new("fold");
     ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){6}), GX_OK);
-    s_const(g, "a", GX_I64, 1, (int64_t[]){1}, (int64_t[]){3});
-    s_const(g, "b", GX_I64, 1, (int64_t[]){1}, (int64_t[]){2});
+    gxt_const(g, "a", GX_I64, 1, (int64_t[]){1}, (int64_t[]){3});
+    gxt_const(g, "b", GX_I64, 1, (int64_t[]){1}, (int64_t[]){2});
     gx_node_set_int(s_node(g, "Concat", NAMES("a", "b"), NAMES("shape")), "axis", 0);
     s_node(g, "Reshape", NAMES("x", "shape"), NAMES("y"));
     ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
@@ -262,8 +254,8 @@ static gx_graph *s_loop_graph(bool with_m)
     gx_graph *g = gx_graph_new("loop");
     ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){2}), GX_OK);
     ck_assert_int_eq(gx_graph_add_input(g, "cond", GX_BOOL, 0, NULL), GX_OK);
-    s_const(g, "v0", GX_F32, 1, (int64_t[]){2}, (float[]){10, 20});
-    s_const(g, "m", GX_I64, 0, NULL, (int64_t[]){3});
+    gxt_const(g, "v0", GX_F32, 1, (int64_t[]){2}, (float[]){10, 20});
+    gxt_const(g, "m", GX_I64, 0, NULL, (int64_t[]){3});
     n = s_node(g, "Loop", NAMES(with_m ? "m" : "", "cond", "v0"), NAMES("v_final", "scans"));
     ck_assert_int_eq(gx_node_set_graph(n, "body", &body), GX_OK);
     ck_assert_int_eq(gx_graph_add_output(g, "scans"), GX_OK);
@@ -334,7 +326,7 @@ static gx_graph *s_scan_graph(void)
     ck_assert_int_eq(gx_graph_add_output(body, "scan_out"), GX_OK);
     gx_graph *g = gx_graph_new("scan");
     ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){3, 2}), GX_OK);
-    s_const(g, "initial", GX_F32, 1, (int64_t[]){2}, (float[]){0, 0});
+    gxt_const(g, "initial", GX_F32, 1, (int64_t[]){2}, (float[]){0, 0});
     gx_node *n = s_node(g, "Scan", NAMES("initial", "x"), NAMES("y", "z"));
     ck_assert_int_eq(gx_node_set_int(n, "num_scan_inputs", 1), GX_OK);
     ck_assert_int_eq(gx_node_set_graph(n, "body", &body), GX_OK);

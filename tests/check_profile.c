@@ -289,14 +289,6 @@ static gx_node *s_node(gx_graph *g, const char *op, const char *name, size_t n_i
     return n;
 }
 
-static void s_const(gx_graph *g, const char *name, gx_dtype dt, int ndim, const int64_t *shape,
-                    const void *data)
-{
-    gx_tensor *t = gx_tensor_new(dt, ndim, shape);
-    ck_assert_ptr_nonnull(t);
-    memcpy(gx_tensor_data(t), data, gx_tensor_nbytes(t));
-    ck_assert_int_eq(gx_graph_add_const(g, name, &t), GX_OK);
-}
 
 /* Loop "loop" (3 trips) whose body runs If "pick" (i < 1): then "plus"
  * v + x, else "minus" v - x. From v0 [10, 20] and x [1, 2]: [9, 18]. */
@@ -312,7 +304,7 @@ static gx_graph *s_loop_graph(void)
     ck_assert_int_eq(gx_graph_add_input(body, "i", GX_I64, 0, NULL), GX_OK);
     ck_assert_int_eq(gx_graph_add_input(body, "c", GX_BOOL, 0, NULL), GX_OK);
     ck_assert_int_eq(gx_graph_add_input(body, "v", GX_F32, 1, (int64_t[]){2}), GX_OK);
-    s_const(body, "one", GX_I64, 0, NULL, (int64_t[]){1});
+    gxt_const(body, "one", GX_I64, 0, NULL, (int64_t[]){1});
     s_node(body, "Identity", "keep", NAMES("c"), NAMES("c_out"));
     s_node(body, "Less", "early", NAMES("i", "one"), NAMES("b"));
     gx_node *n = s_node(body, "If", "pick", NAMES("b"), NAMES("v_out"));
@@ -324,8 +316,8 @@ static gx_graph *s_loop_graph(void)
     gx_graph *g = gx_graph_new("loop");
     ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){2}), GX_OK);
     ck_assert_int_eq(gx_graph_add_input(g, "cond", GX_BOOL, 0, NULL), GX_OK);
-    s_const(g, "v0", GX_F32, 1, (int64_t[]){2}, (float[]){10, 20});
-    s_const(g, "m", GX_I64, 0, NULL, (int64_t[]){3});
+    gxt_const(g, "v0", GX_F32, 1, (int64_t[]){2}, (float[]){10, 20});
+    gxt_const(g, "m", GX_I64, 0, NULL, (int64_t[]){3});
     n = s_node(g, "Loop", "loop", NAMES("m", "cond", "v0"), NAMES("v_final"));
     ck_assert_int_eq(gx_node_set_graph(n, "body", &body), GX_OK);
     ck_assert_int_eq(gx_graph_add_output(g, "v_final"), GX_OK);
@@ -411,7 +403,7 @@ static gx_graph *s_mm_graph(float scale)
     float *w = malloc(64 * 64 * sizeof *w);
     for (int i = 0; i < 64 * 64; i++)
         w[i] = scale * (float)(i % 7);
-    s_const(g, "w", GX_F32, 2, (int64_t[]){64, 64}, w);
+    gxt_const(g, "w", GX_F32, 2, (int64_t[]){64, 64}, w);
     free(w);
     s_node(g, "MatMul", "mm", NAMES("x", "w"), NAMES("y"));
     ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);

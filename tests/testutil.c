@@ -15,6 +15,15 @@
 
 #include "tests/testutil.h"
 
+void gxt_const(struct gx_graph *g, const char *name, int dt, int ndim, const int64_t *shape,
+               const void *data)
+{
+    gx_tensor *t = gx_tensor_new((gx_dtype)dt, ndim, shape);
+    ck_assert_ptr_nonnull(t);
+    memcpy(gx_tensor_data(t), data, gx_tensor_nbytes(t));
+    ck_assert_int_eq(gx_graph_add_const(g, name, &t), GX_OK);
+}
+
 bool gxt_allclose(const float *a, const float *b, size_t n, float rtol, float atol)
 {
     for (size_t i = 0; i < n; i++) {

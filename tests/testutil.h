@@ -8,6 +8,7 @@
 #include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 Suite *status_suite(void);
@@ -47,6 +48,12 @@ Suite *profile_suite(void);
 /* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
  * mismatch to stderr. */
 bool gxt_allclose(const float *a, const float *b, size_t n, float rtol, float atol);
+
+struct gx_graph;
+/* Add constant `name` (dtype dt, shape, data copied) to g; fails the test
+ * on error. dt is a gx_dtype. */
+void gxt_const(struct gx_graph *g, const char *name, int dt, int ndim, const int64_t *shape,
+               const void *data);
 
 /* Path of a file in the source tree (examples/..., tests/fuzz/...); static
  * buffer, valid until the next call (so copy it before calling again). */
