@@ -190,6 +190,7 @@ START_TEST(every_mode_matches_seq)
         ck_assert_int_eq(gx_client_load(c, graphs[gi], &id), GX_OK);
         gx_tensor *x = s_rand_tensor(nd[gi], xs[gi], 1.0f);
         gx_result *ref = s_run(c, &id, x, GX_MODE_SEQ);
+        bool split = false;
         ck_assert_str_eq(gx_result_info(ref)->mode, "seq");
         /* twice each: the second run uses measured step times */
         for (int rep = 0; rep < 2; rep++)
@@ -208,13 +209,21 @@ START_TEST(every_mode_matches_seq)
                 ck_assert_int_ge(info->workers, 1);
                 ck_assert_int_le(info->workers, workers);
                 ck_assert(info->reason[0] != '\0');
-                /* the CNN keeps samples apart: a requested replica splits
-                 * its batch of 8 over the workers */
-                if (gi == 0 && m == GX_MODE_REPLICA && workers >= 2)
-                    ck_assert_msg(info->replicas >= 2, "replicas %d: %s", info->replicas,
-                                  info->reason);
+                if (gi == 0 && m == GX_MODE_REPLICA && info->replicas >= 2)
+                    split = true;
                 gx_result_destroy(&r);
             }
+        /* the CNN keeps samples apart: a requested replica splits its batch
+         * of 8 over the workers that are idle when the job starts (a helper
+         * of the previous job may still be on its way back: try a few) */
+        for (int t = 0; gi == 0 && workers >= 2 && !split && t < 50; t++) {
+            gx_result *r = s_run(c, &id, x, GX_MODE_REPLICA);
+            split = gx_result_info(r)->replicas >= 2;
+            ck_assert(s_same(r, ref));
+            gx_result_destroy(&r);
+        }
+        if (gi == 0 && workers >= 2)
+            ck_assert_msg(split, "a requested replica never split the CNN's batch");
         gx_result_destroy(&ref);
         gx_tensor_destroy(&x);
         gx_graph_destroy(&graphs[gi]);
