@@ -30,10 +30,6 @@
 #define GXD_EST_BYTES_PER_US 8000.0  /* 8 GB/s */
 #define GXD_EST_STEP_US 0.05         /* dispatch of one kernel */
 
-static size_t s_aligned(size_t n)
-{
-    return (n + GX_ALIGN - 1) / GX_ALIGN * GX_ALIGN;
-}
 
 /* Producer step of value v, or -1 (input, constant, folded). */
 static int s_producer(const gxd_plan *p, int v)
@@ -183,7 +179,7 @@ static int s_dag_layout(gxd_plan *p)
         if (!s_placed(val))
             continue;
         int d = val->def;
-        size_t need = s_aligned(val->nbytes);
+        size_t need = gxd_aligned(val->nbytes);
         int best = -1;
         size_t best_at = 0;
         for (size_t oj = 0; oj < n_open && d >= 0; oj++) {

@@ -14,10 +14,6 @@
 
 #include "daemon/compile/passes.h"
 
-static size_t s_aligned(size_t n)
-{
-    return (n + GX_ALIGN - 1) / GX_ALIGN * GX_ALIGN;
-}
 
 size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers)
 {
@@ -48,7 +44,7 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers)
             v->kind == GXD_VALUE_FUSED)
             continue;
         v->buffer = (int)buffers++;
-        size_t need = s_aligned(v->nbytes);
+        size_t need = gxd_aligned(v->nbytes);
         /* expire values dead before this one is defined */
         size_t w = 0;
         for (size_t a = 0; a < n_active; a++)
@@ -65,7 +61,7 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers)
             const gxd_value *b = &values[active[pos]];
             if (b->offset >= off + need)
                 break;
-            size_t end = b->offset + s_aligned(b->nbytes);
+            size_t end = b->offset + gxd_aligned(b->nbytes);
             if (end > off)
                 off = end;
         }
@@ -133,7 +129,7 @@ int gxd_pass_memplan(gxd_cstate *st)
     p->naive_bytes = 0;
     for (size_t i = 0; i < p->n_values; i++)
         if (p->values[i].kind == GXD_VALUE_INPUT || p->values[i].kind == GXD_VALUE_TEMP)
-            p->naive_bytes += s_aligned(p->values[i].nbytes);
+            p->naive_bytes += gxd_aligned(p->values[i].nbytes);
     p->arena_bytes = gxd_memplan_assign(p->values, p->n_values, &p->n_buffers);
     if (p->arena_bytes == SIZE_MAX)
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");

@@ -61,6 +61,12 @@ typedef struct gxd_strv {
  * duplicates. GX_OK or GX_ENOMEM. */
 int gxd_free_names(const gx_graph *g, gxd_strv *out);
 
+/* n rounded up to a multiple of GX_ALIGN: a value's room in an arena. */
+static inline size_t gxd_aligned(size_t n)
+{
+    return (n + GX_ALIGN - 1) / GX_ALIGN * GX_ALIGN;
+}
+
 /* nbytes of zeroed, GX_ALIGN-aligned memory the plan owns (folded values,
  * keyed copies, names of values a pass adds), freed with the plan; NULL on
  * ENOMEM. */
