@@ -31,6 +31,7 @@ Suite *control_suite(void);
 Suite *par_suite(void);
 Suite *modes_suite(void);
 Suite *batch_suite(void);
+Suite *layout_suite(void);
 Suite *memplan_suite(void);
 Suite *queue_suite(void);
 Suite *policy_suite(void);
