@@ -149,11 +149,113 @@ static int s_search(const gxd_layout_problem *pb, int *choice, double *total)
     return GX_OK;
 }
 
+/* Exact answer when the ops and edges form a forest (ignoring direction:
+ * chains and trees, the usual shape of a network's layout-sensitive part):
+ * dynamic programming from the leaves, best[op][l] = the cheapest cost of
+ * op's subtree with op in layout l. 1: solved; 0: not a forest; < 0: error. */
+static int s_forest(const gxd_layout_problem *pb, int *choice, double *total)
+{
+    const int n = pb->n_ops, L = pb->n_layouts;
+    int *parent = malloc(((size_t)n + 1) * sizeof *parent);   /* edge index to the parent */
+    int *order = malloc(((size_t)n + 1) * sizeof *order);     /* parents before children */
+    int *adj_off = calloc((size_t)n + 2, sizeof *adj_off), *adj = NULL;
+    double *best = malloc(((size_t)n * (size_t)L + 1) * sizeof *best);
+    int *arg = malloc(((size_t)n * (size_t)L + 1) * sizeof *arg); /* child's layout per parent's */
+    int rc = GX_ENOMEM;
+    if (!parent || !order || !adj_off || !best || !arg)
+        goto out;
+    if (!(adj = malloc(((size_t)pb->n_edges * 2 + 1) * sizeof *adj)))
+        goto out;
+    for (int e = 0; e < pb->n_edges; e++)
+        adj_off[pb->edge[e].from + 1]++, adj_off[pb->edge[e].to + 1]++;
+    for (int op = 0; op < n; op++)
+        adj_off[op + 1] += adj_off[op];
+    {
+        int *fill = order; /* borrowed as a cursor */
+        for (int op = 0; op < n; op++)
+            fill[op] = adj_off[op];
+        for (int e = 0; e < pb->n_edges; e++) {
+            adj[fill[pb->edge[e].from]++] = e;
+            adj[fill[pb->edge[e].to]++] = e;
+        }
+    }
+    for (int op = 0; op < n; op++)
+        parent[op] = -2; /* unvisited */
+    int n_order = 0;
+    rc = 0;
+    for (int root = 0; root < n; root++) {
+        if (parent[root] != -2)
+            continue;
+        parent[root] = -1;
+        order[n_order++] = root;
+        for (int k = n_order - 1; k < n_order; k++) { /* breadth first */
+            int op = order[k];
+            for (int a = adj_off[op]; a < adj_off[op + 1]; a++) {
+                int e = adj[a], other = pb->edge[e].from == op ? pb->edge[e].to : pb->edge[e].from;
+                if (e == parent[op])
+                    continue;
+                if (parent[other] != -2 || other == op)
+                    goto out; /* a cycle or a second edge between two ops */
+                parent[other] = e;
+                order[n_order++] = other;
+            }
+        }
+    }
+    /* children before parents: best[op][l] = own cost + Σ over children c
+     * of min over c's layout of (best[c][lc] + reorder on the edge) */
+    for (int k = n_order - 1; k >= 0; k--) {
+        int op = order[k];
+        for (int l = 0; l < L; l++)
+            best[op * L + l] = s_op(pb, op, l);
+        for (int a = adj_off[op]; a < adj_off[op + 1]; a++) {
+            int e = adj[a], c = pb->edge[e].from == op ? pb->edge[e].to : pb->edge[e].from;
+            if (e == parent[op])
+                continue;
+            for (int l = 0; l < L; l++) {
+                double m = INFINITY;
+                int at = 0;
+                for (int lc = 0; lc < L; lc++) {
+                    double r = pb->edge[e].from == op ? s_reorder(pb, e, l, lc)
+                                                      : s_reorder(pb, e, lc, l);
+                    if (best[c * L + lc] + r < m)
+                        m = best[c * L + lc] + r, at = lc;
+                }
+                best[op * L + l] += m;
+                arg[c * L + l] = at;
+            }
+        }
+    }
+    *total = 0;
+    for (int k = 0; k < n_order; k++) {
+        int op = order[k];
+        if (parent[op] == -1) {
+            int b = 0;
+            for (int l = 1; l < L; l++)
+                if (best[op * L + l] < best[op * L + b])
+                    b = l;
+            choice[op] = b;
+            *total += best[op * L + b];
+        } else {
+            const gxd_layout_edge *e = &pb->edge[parent[op]];
+            choice[op] = arg[op * L + choice[e->from == op ? e->to : e->from]];
+        }
+    }
+    rc = 1;
+out:
+    free(parent), free(order), free(adj_off), free(adj), free(best), free(arg);
+    return rc;
+}
+
 int gxd_layout_solve(const gxd_layout_problem *pb, int *choice, gxd_layout_result *res)
 {
     memset(res, 0, sizeof *res);
     if (!s_valid(pb))
         return GX_EINVAL;
+    int rc = s_forest(pb, choice, &res->total);
+    if (rc != 0) {
+        res->exact = rc > 0;
+        return rc > 0 ? GX_OK : rc;
+    }
     double space = pow((double)pb->n_layouts, (double)pb->n_ops);
     if (space <= GXD_LAYOUT_EXACT) {
         int *cur = malloc(((size_t)pb->n_ops + 1) * sizeof *cur);

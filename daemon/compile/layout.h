@@ -11,8 +11,10 @@
  *
  *     Σ cost(op, layout) × count(op) + Σ reorder(edge, from, to) × count(edge)
  *
- * exactly by enumeration while the assignments are few (n_layouts^n_ops up
- * to GXD_LAYOUT_EXACT), else by coordinate descent (each op in turn takes
+ * exactly by dynamic programming when ops and edges form a forest (chains
+ * and trees, ignoring direction), else exactly by enumeration while the
+ * assignments are few (n_layouts^n_ops up to GXD_LAYOUT_EXACT), else by
+ * coordinate descent (each op in turn takes
  * the layout that lowers the total, until none does) started from each
  * op's best layout alone and from every uniform assignment, keeping the
  * cheapest, so never worse than one layout everywhere; the result says
