@@ -1,0 +1,68 @@
+/*
+ * Seed 001: the layout assignment with the smallest expected cost.
+ *
+ * Each layout-sensitive op (a variable) runs in one of n_layouts layouts,
+ * at cost[op][layout] per execution (INFINITY: no kernel for it). An edge
+ * from producer to consumer whose layouts differ needs a reorder, at
+ * reorder[edge][from][to] per execution of the edge. Ops run count[op]
+ * times per job and edges edge_count[edge] times: the expected executions
+ * from the profile (gxd_layout_expected), all 1 without one. The solver
+ * minimises
+ *
+ *     Σ cost(op, layout) × count(op) + Σ reorder(edge, from, to) × count(edge)
+ *
+ * exactly by dynamic programming when ops and edges form a forest (chains
+ * and trees, ignoring direction), else exactly by enumeration while the
+ * assignments are few (n_layouts^n_ops up to GXD_LAYOUT_EXACT), else by
+ * coordinate descent (each op in turn takes
+ * the layout that lowers the total, until none does) started from each
+ * op's best layout alone and from every uniform assignment, keeping the
+ * cheapest, so never worse than one layout everywhere; the result says
+ * which.
+ */
+#ifndef GXD_LAYOUT_H
+#define GXD_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define GXD_LAYOUT_MAX 8          /* layouts per problem */
+#define GXD_LAYOUT_EXACT 1000000  /* most assignments enumerated */
+
+typedef struct gxd_layout_edge {
+    int from, to; /* ops */
+} gxd_layout_edge;
+
+typedef struct gxd_layout_problem {
+    int n_ops, n_layouts;
+    const double *cost;  /* [n_ops * n_layouts] */
+    const double *count; /* [n_ops]; NULL: all 1 */
+    int n_edges;
+    const gxd_layout_edge *edge;
+    const double *reorder;    /* [n_edges * n_layouts * n_layouts]; [e][a][a] unused */
+    const double *edge_count; /* [n_edges]; NULL: the consumer's count */
+    const int *fixed;         /* [n_ops]: a layout the op must take, or -1; NULL: none */
+} gxd_layout_problem;
+
+typedef struct gxd_layout_result {
+    double total; /* the expected cost of the assignment (INFINITY: none feasible) */
+    bool exact;   /* enumerated every assignment */
+} gxd_layout_result;
+
+/* Total expected cost of the assignment choice[n_ops]. */
+double gxd_layout_cost(const gxd_layout_problem *pb, const int *choice);
+
+/* Fill choice[n_ops] with the cheapest assignment found. GX_OK, or
+ * GX_EINVAL for a malformed problem (sizes, indices, an op with no finite
+ * layout). */
+int gxd_layout_solve(const gxd_layout_problem *pb, int *choice, gxd_layout_result *res);
+
+/* Expected executions per job of a node from its profile: node_runs /
+ * graph_runs. Structured control flow gives seed 001's formulas: a branch of
+ * an If runs P(branch) = runs(branch) / runs(If) times per run of the If,
+ * a Loop body trip_count = runs(body) / runs(Loop) times per run of the
+ * Loop, so runs(node) / runs(graph) is runs(If or Loop) / runs(graph)
+ * times that. 1 without a profile (graph_runs == 0). */
+double gxd_layout_expected(unsigned long long node_runs, unsigned long long graph_runs);
+
+#endif
