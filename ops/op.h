@@ -251,15 +251,27 @@ int gx_op_lookup(const char *name, gx_op *op);
 #define GX_MAX_ATTRS 16
 #define GX_MAX_OP_INPUTS 64
 
+/* How the elements of a 4-D tensor lie in memory (ops/layout.h): plain
+ * row-major over ONNX's logical [N, C, H, W], or one of the layouts the
+ * compiler's layout pass may choose (seed 001). */
+typedef enum gx_layout {
+    GX_LAYOUT_PLAIN,    /* row-major logical shape: every value but those below */
+    GX_LAYOUT_NHWC,     /* [N, H, W, C] */
+    GX_LAYOUT_NCHW16C,  /* [N, C / 16, H, W, 16] */
+    GX_LAYOUT_COUNT
+} gx_layout;
+
 /* A tensor as inference and kernels see it. During inference data is
  * non-NULL only for constants; in kernels it points into the job's arena
- * (or at a constant) and is GX_ALIGN-aligned. */
+ * (or at a constant) and is GX_ALIGN-aligned. shape is the physical shape
+ * of a value in another layout than plain (then layout says which). */
 typedef struct gx_view {
     gx_dtype dtype;
     int ndim;
     int64_t shape[GX_MAX_DIMS];
     int64_t numel;
     void *data;
+    gx_layout layout;
 } gx_view;
 
 /* One attribute a schema accepts. Defaults: def_i for INT, def_f for FLOAT,

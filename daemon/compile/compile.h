@@ -228,6 +228,11 @@ typedef struct gxd_compile_limits {
     int64_t max_arena_bytes;
     const gxd_partition_opts *part; /* NULL: the defaults (the CPU alone) */
     bool no_fuse; /* compiler.fuse: false: the fuse pass leaves the steps alone */
+    /* The layout pass (seed 001): the graph's profile, whose runs give
+     * each node's expected executions per job (NULL: every node runs
+     * once); no_layout: every value stays plain. */
+    const struct gxd_profile *profile;
+    bool no_layout;
 } gxd_compile_limits;
 
 /* Pass 1 alone: is the graph well formed, independent of input shapes?
@@ -284,6 +289,15 @@ bool gxd_subplans_each(gxd_subplans *sp, bool try,
 int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
                    const gxd_compile_limits *lim, gxd_plan **out, bool *owned, char *err,
                    size_t errlen);
+
+/* Would the layout pass decide differently for p's graph with the
+ * expected executions of profile prof than it did when p was built (seed
+ * 001: a graph has run often enough for its profile to change a
+ * decision)? If so, why says which value's layout changes and the costs
+ * ("conv1.y: nchw16c (31.2 us) over nchw (40.1 us)"). Cheap: solves the
+ * plan's recorded problem again, compiles nothing. */
+bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, char *why,
+                           size_t len);
 
 /* Does cached plan p serve inputs (shapes, dtypes, and values of its keyed
  * inputs)? */
