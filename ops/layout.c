@@ -212,3 +212,17 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
     snprintf(why, len, "%s: %s has no kernel for it", gx_layout_name(l), gx_op_name(op));
     return NULL;
 }
+
+double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
+{
+    (void)ic;
+    if (l == GX_LAYOUT_PLAIN)
+        return 1.0;
+    const bool wide = __builtin_cpu_supports("avx512f");
+    if (op == GX_OP_CONV)
+        return l == GX_LAYOUT_NHWC ? 0.9 : wide ? 0.7 : 1.1;
+    if (op == GX_OP_MAXPOOL || op == GX_OP_AVERAGEPOOL || op == GX_OP_GLOBALAVERAGEPOOL ||
+        op == GX_OP_GLOBALMAXPOOL)
+        return l == GX_LAYOUT_NHWC ? 0.8 : 0.6;
+    return 1.0;
+}

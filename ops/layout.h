@@ -77,6 +77,12 @@ void gx_layout_operand_fill(gx_layout l, const gx_view *c, const int64_t nchw[4]
 gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, char *why,
                                   size_t len);
 
+/* The time of op's kernel in layout l relative to plain (1.0) for the
+ * node ic (whose kernel exists in l): the layout pass's cost of the node in
+ * l is the schema's estimate times this. Measured by bench/bench_layout_ops
+ * on AVX-512 and AVX2 machines (the table in ops/layout.c). */
+double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic);
+
 /* Kernel of the reorder steps the layout pass inserts: in[0] to out[0]
  * (gx_layout_reorder over their views' layouts). */
 void gx_cpu_reorder(const gx_kargs *k);
@@ -92,6 +98,9 @@ void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *
                             gx_view *packed);
 void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
                       const gx_view *packed);
+/* Scratch bytes the Conv kernel of layout l needs for node ic (0: none),
+ * shared by its shares like a schema's scratch(). */
+size_t gx_cpu_conv_layout_scratch(gx_layout l, const gx_infer *ic);
 
 /* Pools and BatchNormalization in a layout (ops/cpu/pool_layout.c): the
  * kernel of op for layout l (not plain) or NULL with why. Input 0 and

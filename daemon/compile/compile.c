@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/compile/layout.h"
 #include "daemon/compile/passes.h"
 
 static const struct {
@@ -13,6 +14,7 @@ static const struct {
     {"verify", gxd_pass_verify},
     {"infer", gxd_pass_infer},
     {"partition", gxd_pass_partition},
+    {"layout", gxd_pass_layout},
     {"fuse", gxd_pass_fuse},
     {"memplan", gxd_pass_memplan},
     {"dag", gxd_pass_dag},
@@ -114,6 +116,7 @@ void gxd_plan_destroy(gxd_plan **pp)
         free(p->fuse_groups[i].why);
     }
     free(p->fuse_groups);
+    gxd_layout_rec_destroy(&p->layout);
     for (size_t i = 0; i < p->n_owned; i++)
         free(p->owned[i]);
     free(p->owned);
@@ -224,7 +227,7 @@ bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs)
     for (size_t i = 0; i < p->n_inputs; i++) {
         const gxd_value *v = &p->values[p->inputs[i]];
         const gx_view *a = &v->view, *b = &inputs[i];
-        if (a->dtype != b->dtype || a->ndim != b->ndim ||
+        if (a->dtype != b->dtype || a->ndim != b->ndim || a->layout != b->layout ||
             memcmp(a->shape, b->shape, (size_t)(a->ndim > 0 ? a->ndim : 0) * sizeof *a->shape))
             return false;
         if (v->keyed && (!b->data || memcmp(a->data, b->data, v->nbytes)))

@@ -9,20 +9,24 @@
  *               nodes whose shapes depend on run-time values are left dynamic
  *   3. partition  the device of every step (seed 000): subgraphs per
  *               device with one entry and one exit, copies between devices
- *   4. fuse     chains and trees of elementwise ops whose intermediate
+ *   4. layout   the memory layout of every 4-D value (seed 001): the
+ *               assignment of layouts to layout-sensitive ops with the
+ *               smallest expected cost, reorder steps where neighbours
+ *               differ, Conv weights packed for their layout
+ *   5. fuse     chains and trees of elementwise ops whose intermediate
  *               values nobody else reads become one step that runs them
  *               tile by tile (ops/fused.h), with the MatMul or Gemm that
  *               feeds them if any (an epilogue); those values leave the
  *               arena
- *   5. memplan  liveness-based buffer assignment: each value gets a logical
+ *   6. memplan  liveness-based buffer assignment: each value gets a logical
  *               buffer number and an offset relative to an arena base
- *   6. dag      the steps' dependency graph, cost estimates, critical path
+ *   7. dag      the steps' dependency graph, cost estimates, critical path
  *               and width for the parallel executors, and a second buffer
  *               assignment that stays valid whatever order independent
  *               steps run in
- *   7. batch    can a job be cut along axis 0 into slices that run as
+ *   8. batch    can a job be cut along axis 0 into slices that run as
  *               replicas (seed 002)? which steps mix samples?
- *   8. plan     the step list in dependency order with the kernel per step
+ *   9. plan     the step list in dependency order with the kernel per step
  *
  * A plan is immutable once built and shared by every job (and worker) that
  * runs the graph with those input shapes (and values of keyed inputs); each
@@ -111,6 +115,12 @@ typedef struct gxd_step {
      * step; in[] are the group's inputs, out[0] its output, op and node
      * those of its last op); NULL for a plain step */
     gx_fused *fused;
+    /* layout pass (seed 001): the layout the step's kernel runs in (its
+     * layout-sensitive inputs and outputs are in it); reorder: a step the
+     * pass inserted to move a value into another layout (op Identity, node
+     * synthetic, kernel gx_cpu_reorder) */
+    gx_layout layout;
+    bool reorder;
 } gxd_step;
 
 /* What the fuse pass did around one step, for explain: the nodes it runs
@@ -185,6 +195,9 @@ typedef struct gxd_plan {
     size_t n_fuse_groups;
     size_t fused_values; /* intermediate values that left the arena */
     char fuse_why[64];
+    /* layout pass: the problem it solved and what it chose
+     * (daemon/compile/layout.h), for explain and gxd_plan_layout_stale */
+    struct gxd_layout_rec *layout;
 } gxd_plan;
 
 /* One partition: steps with part == its index, all on device. entry, exit:

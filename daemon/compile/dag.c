@@ -25,11 +25,6 @@
 #define GXD_DAG_MAX_STEPS 4096
 #define GXD_DAG_MAX_VALUES 16384
 
-/* Rough machine rates for estimates before anything was measured. */
-#define GXD_EST_FLOPS_PER_US 20000.0 /* 20 GFLOP/s */
-#define GXD_EST_BYTES_PER_US 8000.0  /* 8 GB/s */
-#define GXD_EST_STEP_US 0.05         /* dispatch of one kernel */
-
 
 /* Producer step of value v, or -1 (input, constant, folded). */
 static int s_producer(const gxd_plan *p, int v)
@@ -235,8 +230,7 @@ int gxd_pass_dag(gxd_cstate *st)
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
     for (size_t i = 0; i < p->n_steps; i++) {
         gxd_step *s = &p->steps[i];
-        double f = s->cost.flops / GXD_EST_FLOPS_PER_US, b = s->cost.bytes / GXD_EST_BYTES_PER_US;
-        s->est_us = s->folded ? 0 : GXD_EST_STEP_US + (f > b ? f : b);
+        s->est_us = s->folded ? 0 : gxd_est_us(&s->cost);
         p->n_control += !s->folded && (gx_op_schema_get(s->op)->flags & GX_OPF_CONTROL) != 0;
     }
     if (s_edges(p) < 0)

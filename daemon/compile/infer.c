@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "daemon/compile/passes.h"
+#include "ops/layout.h"
 
 /* Largest output a folded step may produce (per output). */
 #define GXD_MAX_FOLD_BYTES (1 << 20)
@@ -61,7 +62,7 @@ static int s_bind_inputs(gxd_cstate *st)
     for (size_t i = 0; i < p->n_inputs; i++) {
         gxd_value *v = &p->values[p->inputs[i]];
         const void *data = st->inputs[i].data;
-        v->view = st->inputs[i];
+        v->view = gx_layout_logical(&st->inputs[i]); /* the layout pass keeps its layout */
         v->view.data = NULL;
         const gx_value_decl *d = i < g->n_inputs ? &g->inputs[i] : NULL;
         if (d && !s_matches(d, &v->view, st->slice && !v->keyed))

@@ -1,285 +1,645 @@
-/* Seed 001's layout assignment. See layout.h. */
+/*
+ * Pass 4, layout (seed 001). Contract: every static 4-D float32 value on
+ * the CPU gets the layout (ops/layout.h) of the assignment with the
+ * smallest expected cost per job,
+ *
+ *     Σ cost(op, layout) × expected executions(op) + reorder costs,
+ *
+ * that the solver (layout_solve.c) finds for the problem described in
+ * layout.h. Then:
+ *   - a step whose layout is not plain runs the kernel for it
+ *     (gx_cpu_layout_kernel) and its outputs hold their physical shapes;
+ *   - where a consumer's layout differs from its input's, a reorder step
+ *     (after the producer, one per value and layout) makes the copy it
+ *     reads; graph outputs are plain again;
+ *   - a Conv's constant weights are packed for its layout, and constant
+ *     operands of elementwise ops are rewritten to broadcast in theirs
+ *     (both owned by the plan).
+ * Inputs of a subgraph's plan may arrive in a layout (gx_view.layout):
+ * they keep it. The problem and the choice stay in plan->layout for
+ * explain and for gxd_plan_layout_stale. Results never change beyond the
+ * float tolerance of a kernel's own arithmetic (pools, BatchNormalization,
+ * elementwise ops and reorders give the same bytes in every layout).
+ */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/compile/compile.h"
 #include "daemon/compile/layout.h"
-#include "gexec/status.h"
+#include "daemon/compile/passes.h"
+#include "daemon/profile.h"
+#include "ops/layout.h"
 
-static double s_count(const gxd_layout_problem *pb, int op)
-{
-    return pb->count ? pb->count[op] : 1.0;
-}
+/* A reorder's time: a fixed call cost plus its bytes read and written at
+ * the rate of a strided copy. */
+#define S_REORDER_US 0.3
+#define S_REORDER_BYTES_PER_US 4000.0
 
-static double s_edge_count(const gxd_layout_problem *pb, int e)
+/* Is value v one the pass may lay out: static, 4-D, float32, produced by
+ * a step or a graph input (constants are rewritten per use instead)? */
+static bool s_candidate(const gxd_plan *p, int v)
 {
-    return pb->edge_count ? pb->edge_count[e] : s_count(pb, pb->edge[e].to);
-}
-
-static double s_reorder(const gxd_layout_problem *pb, int e, int a, int b)
-{
-    if (a == b)
-        return 0;
-    size_t L = (size_t)pb->n_layouts;
-    return pb->reorder[((size_t)e * L + (size_t)a) * L + (size_t)b] * s_edge_count(pb, e);
-}
-
-static double s_op(const gxd_layout_problem *pb, int op, int l)
-{
-    if (pb->fixed && pb->fixed[op] >= 0 && pb->fixed[op] != l)
-        return INFINITY;
-    return pb->cost[(size_t)op * (size_t)pb->n_layouts + (size_t)l] * s_count(pb, op);
-}
-
-double gxd_layout_cost(const gxd_layout_problem *pb, const int *choice)
-{
-    double t = 0;
-    for (int op = 0; op < pb->n_ops; op++)
-        t += s_op(pb, op, choice[op]);
-    for (int e = 0; e < pb->n_edges; e++)
-        t += s_reorder(pb, e, choice[pb->edge[e].from], choice[pb->edge[e].to]);
-    return t;
-}
-
-/* The part of the total that depends on op's layout l (the others fixed). */
-static double s_local(const gxd_layout_problem *pb, const int *choice, int op, int l)
-{
-    double t = s_op(pb, op, l);
-    for (int e = 0; e < pb->n_edges; e++) {
-        if (pb->edge[e].from == op)
-            t += s_reorder(pb, e, l, choice[pb->edge[e].to]);
-        else if (pb->edge[e].to == op)
-            t += s_reorder(pb, e, choice[pb->edge[e].from], l);
-    }
-    return t;
-}
-
-static bool s_valid(const gxd_layout_problem *pb)
-{
-    if (pb->n_ops < 0 || pb->n_layouts < 1 || pb->n_layouts > GXD_LAYOUT_MAX || pb->n_edges < 0 ||
-        (pb->n_ops && !pb->cost) || (pb->n_edges && (!pb->edge || !pb->reorder)))
+    const gxd_value *x = &p->values[v];
+    if (x->kind != GXD_VALUE_TEMP && x->kind != GXD_VALUE_INPUT)
         return false;
-    for (int e = 0; e < pb->n_edges; e++)
-        if (pb->edge[e].from < 0 || pb->edge[e].from >= pb->n_ops || pb->edge[e].to < 0 ||
-            pb->edge[e].to >= pb->n_ops)
-            return false;
-    for (int op = 0; op < pb->n_ops; op++) {
-        if (pb->fixed && pb->fixed[op] >= pb->n_layouts)
-            return false;
-        bool any = false;
-        for (int l = 0; l < pb->n_layouts; l++)
-            any = any || isfinite(s_op(pb, op, l));
-        if (!any)
-            return false;
-    }
-    return true;
+    return x->view.dtype == GX_F32 && x->view.ndim == 4 && x->view.numel > 0 && !x->keyed;
 }
 
-/* Every assignment, as a number in base n_layouts. */
-static void s_enumerate(const gxd_layout_problem *pb, int *choice, int *cur, double *best)
+static double s_reorder_us(const gxd_plan *p, int v)
 {
-    memset(cur, 0, (size_t)pb->n_ops * sizeof *cur);
-    *best = INFINITY;
-    for (;;) {
-        double t = gxd_layout_cost(pb, cur);
-        if (t < *best) {
-            *best = t;
-            memcpy(choice, cur, (size_t)pb->n_ops * sizeof *cur);
-        }
-        int op = 0;
-        while (op < pb->n_ops && ++cur[op] == pb->n_layouts)
-            cur[op++] = 0;
-        if (op == pb->n_ops)
-            return;
-    }
+    return S_REORDER_US + 2.0 * (double)p->values[v].nbytes / S_REORDER_BYTES_PER_US;
 }
 
-/* Coordinate descent from choice: each op in turn takes the layout that
- * lowers the total, until none does. */
-static void s_descend(const gxd_layout_problem *pb, int *choice)
+/* The inference context of step s on its (logical) views. */
+static void s_infer_ctx(const gxd_plan *p, const gxd_step *s, gx_view *in, gx_view *out,
+                        gx_infer *ic)
 {
-    for (bool moved = true; moved;) {
-        moved = false;
-        for (int op = 0; op < pb->n_ops; op++) {
-            int best = choice[op];
-            double now = s_local(pb, choice, op, best);
-            for (int l = 0; l < pb->n_layouts; l++) {
-                double t = s_local(pb, choice, op, l);
-                if (t < now - 1e-12 * fabs(now)) {
-                    now = t;
-                    best = l;
-                }
-            }
-            if (best != choice[op]) {
-                choice[op] = best;
-                moved = true;
-            }
-        }
-    }
+    for (int k = 0; k < s->n_in; k++)
+        in[k] = s->in[k] < 0 ? (gx_view){.ndim = -1} : p->values[s->in[k]].view;
+    for (int k = 0; k < s->n_out; k++)
+        out[k] = p->values[s->out[k]].view;
+    *ic = (gx_infer){.attr = s->attr, .n_in = s->n_in, .in = in, .n_out = s->n_out, .out = out};
 }
 
-/* Descent from each op's best layout alone, and from every uniform
- * assignment; the cheapest result. So the answer is never worse than
- * running everything in one layout. */
-static int s_search(const gxd_layout_problem *pb, int *choice, double *total)
+static bool s_elementwise(const gxd_step *s)
 {
-    int *cur = malloc(((size_t)pb->n_ops + 1) * sizeof *cur);
-    if (!cur)
-        return GX_ENOMEM;
-    *total = INFINITY;
-    for (int start = -1; start < pb->n_layouts; start++) {
-        for (int op = 0; op < pb->n_ops; op++) {
-            int best = start;
-            if (start < 0) {
-                best = 0;
-                for (int l = 1; l < pb->n_layouts; l++)
-                    if (s_op(pb, op, l) < s_op(pb, op, best))
-                        best = l;
-            }
-            cur[op] = best;
-        }
-        s_descend(pb, cur);
-        double t = gxd_layout_cost(pb, cur);
-        if (t < *total) {
-            *total = t;
-            memcpy(choice, cur, (size_t)pb->n_ops * sizeof *cur);
+    return (gx_op_schema_get(s->op)->flags & GX_OPF_ELEMENTWISE) && gx_cpu_kernel(s->op) &&
+           s->n_out == 1 && s->n_in == s->n_formal;
+}
+
+/* Can step s run in layout l (not plain)? Its kernel, and its cost per run
+ * relative to plain in *factor; or NULL with why. */
+static gx_kernel_fn s_offer(const gxd_plan *p, const gxd_step *s, gx_layout l, double *factor,
+                            char *why, size_t len)
+{
+    gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
+    gx_infer ic;
+    const gxd_value *y = &p->values[s->out[0]];
+    if (!gx_layout_fits(l, &y->view)) {
+        snprintf(why, len, "%s: output '%s' does not fit", gx_layout_name(l), y->name);
+        return NULL;
+    }
+    s_infer_ctx(p, s, in, out, &ic);
+    if (!s_elementwise(s)) {
+        gx_kernel_fn fn = gx_cpu_layout_kernel(s->op, l, &ic, why, len);
+        if (fn)
+            *factor = gx_cpu_layout_factor(s->op, l, &ic);
+        return fn;
+    }
+    /* elementwise: data inputs of the output's shape, constants that
+     * broadcast in l once rewritten */
+    for (int k = 0; k < s->n_in; k++) {
+        const int v = s->in[k];
+        if (v < 0)
+            continue;
+        const gxd_value *x = &p->values[v];
+        if (x->kind == GXD_VALUE_CONST ? !gx_layout_operand(l, &x->view, y->view.shape, NULL)
+                                       : !s_candidate(p, v) || x->view.ndim != 4 ||
+                                             memcmp(x->view.shape, y->view.shape,
+                                                    sizeof y->view.shape[0] * 4)) {
+            snprintf(why, len, "%s: input '%s' does not broadcast in it", gx_layout_name(l),
+                     x->name);
+            return NULL;
         }
     }
-    free(cur);
+    *factor = 1.0;
+    return gx_cpu_kernel(s->op);
+}
+
+/* ---- building the problem ---- */
+
+typedef struct s_build {
+    gxd_plan *p;
+    const gx_view *inputs; /* the layouts graph inputs arrive in */
+    int *op_of_step;       /* [n_steps]: op index or -1 */
+    int *src_of_value;     /* [n_values]: the op of a graph input, or -1 */
+    bool *cand;            /* [n_values]: s_candidate, before any rewrite */
+    int sink;              /* the op of the graph's outputs, or -1 */
+    gxd_layout_rec *r;
+    double *cost;          /* [n_ops][GX_LAYOUT_COUNT] for the solver */
+    double *count;
+    int *fixed;
+    size_t cap_edges;
+    int *edge_v;           /* the value index of each edge */
+} s_build;
+
+static int s_add_edge(s_build *b, int from, int to, int v)
+{
+    gxd_layout_rec *r = b->r;
+    for (size_t e = 0; e < r->n_edges; e++) /* one edge per value and consumer */
+        if (b->edge_v[e] == v && r->edges[e].to == to)
+            return GX_OK;
+    if (r->n_edges == b->cap_edges) {
+        size_t cap = b->cap_edges ? 2 * b->cap_edges : 16;
+        void *e1 = realloc(r->edges, cap * sizeof *r->edges);
+        if (e1)
+            r->edges = e1;
+        void *e2 = realloc(b->edge_v, cap * sizeof *b->edge_v);
+        if (e2)
+            b->edge_v = e2;
+        void *e3 = realloc(r->edge_value, cap * sizeof *r->edge_value);
+        if (e3)
+            r->edge_value = e3;
+        if (!e1 || !e2 || !e3)
+            return GX_ENOMEM;
+        b->cap_edges = cap;
+    }
+    r->edges[r->n_edges] = (gxd_layout_edge){from, to};
+    b->edge_v[r->n_edges] = v;
+    r->edge_value[r->n_edges++] = b->p->values[v].name;
     return GX_OK;
 }
 
-/* Exact answer when the ops and edges form a forest (ignoring direction:
- * chains and trees, the usual shape of a network's layout-sensitive part):
- * dynamic programming from the leaves, best[op][l] = the cheapest cost of
- * op's subtree with op in layout l. 1: solved; 0: not a forest; < 0: error. */
-static int s_forest(const gxd_layout_problem *pb, int *choice, double *total)
+/* Expected executions per job of node name (profile: runs / jobs). */
+static double s_count(const gxd_profile *prof, const char *name)
 {
-    const int n = pb->n_ops, L = pb->n_layouts;
-    int *parent = malloc(((size_t)n + 1) * sizeof *parent);   /* edge index to the parent */
-    int *order = malloc(((size_t)n + 1) * sizeof *order);     /* parents before children */
-    int *adj_off = calloc((size_t)n + 2, sizeof *adj_off), *adj = NULL;
-    double *best = malloc(((size_t)n * (size_t)L + 1) * sizeof *best);
-    int *arg = malloc(((size_t)n * (size_t)L + 1) * sizeof *arg); /* child's layout per parent's */
-    int rc = GX_ENOMEM;
-    if (!parent || !order || !adj_off || !best || !arg)
-        goto out;
-    if (!(adj = malloc(((size_t)pb->n_edges * 2 + 1) * sizeof *adj)))
-        goto out;
-    for (int e = 0; e < pb->n_edges; e++)
-        adj_off[pb->edge[e].from + 1]++, adj_off[pb->edge[e].to + 1]++;
-    for (int op = 0; op < n; op++)
-        adj_off[op + 1] += adj_off[op];
-    {
-        int *fill = order; /* borrowed as a cursor */
-        for (int op = 0; op < n; op++)
-            fill[op] = adj_off[op];
-        for (int e = 0; e < pb->n_edges; e++) {
-            adj[fill[pb->edge[e].from]++] = e;
-            adj[fill[pb->edge[e].to]++] = e;
-        }
+    if (!prof || prof->jobs <= 0)
+        return 1.0;
+    const gxd_profile_node *n = gxd_profile_find(prof, name);
+    return gxd_layout_expected(n && n->runs > 0 ? (unsigned long long)n->runs : 0,
+                               (unsigned long long)prof->jobs);
+}
+
+/* One op per step that touches a candidate value, with its costs. */
+static int s_ops(s_build *b, const gxd_profile *prof)
+{
+    gxd_plan *p = b->p;
+    gxd_layout_rec *r = b->r;
+    size_t n = 0;
+    bool any_free = false;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        bool touches = false;
+        for (int k = 0; k < s->n_in && !s->folded; k++)
+            touches = touches || (s->in[k] >= 0 && b->cand[s->in[k]]);
+        for (int k = 0; k < s->n_out && !s->folded; k++)
+            touches = touches || b->cand[s->out[k]];
+        b->op_of_step[i] = touches ? (int)n++ : -1;
     }
-    for (int op = 0; op < n; op++)
-        parent[op] = -2; /* unvisited */
-    int n_order = 0;
-    rc = 0;
-    for (int root = 0; root < n; root++) {
-        if (parent[root] != -2)
+    for (size_t v = 0; v < p->n_values; v++)
+        b->src_of_value[v] = -1;
+    for (size_t i = 0; i < p->n_inputs; i++)
+        if (b->cand[p->inputs[i]])
+            b->src_of_value[p->inputs[i]] = (int)n++;
+    bool out_cand = false;
+    for (size_t i = 0; i < p->n_outputs; i++)
+        out_cand = out_cand || b->cand[p->outputs[i]];
+    b->sink = out_cand ? (int)n++ : -1;
+    if (!(r->ops = calloc(n + 1, sizeof *r->ops)) ||
+        !(b->cost = calloc((n + 1) * GX_LAYOUT_COUNT, sizeof *b->cost)) ||
+        !(b->count = calloc(n + 1, sizeof *b->count)) ||
+        !(b->fixed = calloc(n + 1, sizeof *b->fixed)))
+        return GX_ENOMEM;
+    r->n_ops = n;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const int o = b->op_of_step[i];
+        if (o < 0)
             continue;
-        parent[root] = -1;
-        order[n_order++] = root;
-        for (int k = n_order - 1; k < n_order; k++) { /* breadth first */
-            int op = order[k];
-            for (int a = adj_off[op]; a < adj_off[op + 1]; a++) {
-                int e = adj[a], other = pb->edge[e].from == op ? pb->edge[e].to : pb->edge[e].from;
-                if (e == parent[op])
-                    continue;
-                if (parent[other] != -2 || other == op)
-                    goto out; /* a cycle or a second edge between two ops */
-                parent[other] = e;
-                order[n_order++] = other;
+        const gxd_step *s = &p->steps[i];
+        gxd_layout_op *op = &r->ops[o];
+        *op = (gxd_layout_op){.node = s->node->name, .op = s->op, .fixed = GX_LAYOUT_PLAIN,
+                              .count = s_count(prof, s->node->name)};
+        const double base = gxd_est_us(&s->cost);
+        op->cost[GX_LAYOUT_PLAIN] = base;
+        const bool may = !s->dynamic && !s->copy && s->device == 0 && s->n_out >= 1 &&
+                         b->cand[s->out[0]];
+        size_t at = 0;
+        for (int l = 1; l < GX_LAYOUT_COUNT; l++) {
+            double factor = 1;
+            char why[128] = "";
+            op->cost[l] = INFINITY;
+            if (may && s_offer(p, s, (gx_layout)l, &factor, why, sizeof why)) {
+                op->cost[l] = base * factor;
+                op->free = true;
+            } else if (may && at < sizeof op->why) {
+                at += (size_t)snprintf(op->why + at, sizeof op->why - at, "%s%s", at ? "; " : "",
+                                       why);
             }
         }
-    }
-    /* children before parents: best[op][l] = own cost + Σ over children c
-     * of min over c's layout of (best[c][lc] + reorder on the edge) */
-    for (int k = n_order - 1; k >= 0; k--) {
-        int op = order[k];
-        for (int l = 0; l < L; l++)
-            best[op * L + l] = s_op(pb, op, l);
-        for (int a = adj_off[op]; a < adj_off[op + 1]; a++) {
-            int e = adj[a], c = pb->edge[e].from == op ? pb->edge[e].to : pb->edge[e].from;
-            if (e == parent[op])
-                continue;
-            for (int l = 0; l < L; l++) {
-                double m = INFINITY;
-                int at = 0;
-                for (int lc = 0; lc < L; lc++) {
-                    double r = pb->edge[e].from == op ? s_reorder(pb, e, l, lc)
-                                                      : s_reorder(pb, e, lc, l);
-                    if (best[c * L + lc] + r < m)
-                        m = best[c * L + lc] + r, at = lc;
-                }
-                best[op * L + l] += m;
-                arg[c * L + l] = at;
-            }
-        }
-    }
-    *total = 0;
-    for (int k = 0; k < n_order; k++) {
-        int op = order[k];
-        if (parent[op] == -1) {
-            int b = 0;
-            for (int l = 1; l < L; l++)
-                if (best[op * L + l] < best[op * L + b])
-                    b = l;
-            choice[op] = b;
-            *total += best[op * L + b];
+        if (op->free) {
+            op->fixed = -1;
+            any_free = true;
         } else {
-            const gxd_layout_edge *e = &pb->edge[parent[op]];
-            choice[op] = arg[op * L + choice[e->from == op ? e->to : e->from]];
+            op->why[0] = '\0';
         }
     }
-    rc = 1;
-out:
-    free(parent), free(order), free(adj_off), free(adj), free(best), free(arg);
+    /* graph inputs keep the layout they arrive in */
+    for (size_t i = 0; i < p->n_inputs; i++) {
+        const int o = b->src_of_value[p->inputs[i]];
+        if (o < 0)
+            continue;
+        const gx_layout l = b->inputs ? b->inputs[i].layout : GX_LAYOUT_PLAIN;
+        r->ops[o] = (gxd_layout_op){.node = p->values[p->inputs[i]].name, .op = GX_OP_COUNT,
+                                    .fixed = (int)l, .count = 1};
+        any_free = any_free || l != GX_LAYOUT_PLAIN;
+    }
+
+    if (b->sink >= 0)
+        r->ops[b->sink] = (gxd_layout_op){.node = "(outputs)", .op = GX_OP_COUNT,
+                                          .fixed = GX_LAYOUT_PLAIN, .count = 1};
+    for (size_t o = 0; o < n; o++) {
+        b->count[o] = r->ops[o].count;
+        b->fixed[o] = r->ops[o].fixed;
+        for (int l = 0; l < GX_LAYOUT_COUNT; l++)
+            b->cost[o * GX_LAYOUT_COUNT + (size_t)l] = r->ops[o].free || l == 0 ? r->ops[o].cost[l] : 0;
+    }
+    return any_free ? 1 : 0;
+}
+
+/* The op that produces value v (a step's, or the inputs'). */
+static int s_producer_op(const s_build *b, int v)
+{
+    const gxd_value *x = &b->p->values[v];
+    return x->def >= 0 ? b->op_of_step[x->def] : b->src_of_value[v];
+}
+
+static int s_edges(s_build *b)
+{
+    gxd_plan *p = b->p;
+    int rc = GX_OK;
+    for (size_t i = 0; i < p->n_steps && rc == GX_OK; i++) {
+        const gxd_step *s = &p->steps[i];
+        for (int k = 0; k < s->n_in && b->op_of_step[i] >= 0 && rc == GX_OK; k++)
+            if (s->in[k] >= 0 && b->cand[s->in[k]])
+                rc = s_add_edge(b, s_producer_op(b, s->in[k]), b->op_of_step[i], s->in[k]);
+    }
+    for (size_t o = 0; o < p->n_outputs && rc == GX_OK; o++)
+        if (b->cand[p->outputs[o]])
+            rc = s_add_edge(b, s_producer_op(b, p->outputs[o]), b->sink, p->outputs[o]);
+    const size_t L = GX_LAYOUT_COUNT, ne = b->r->n_edges;
+    if (rc == GX_OK && !(b->r->reorder = calloc(ne * L * L + 1, sizeof *b->r->reorder)))
+        rc = GX_ENOMEM;
+    for (size_t e = 0; e < ne && rc == GX_OK; e++)
+        for (size_t a = 0; a < L; a++)
+            for (size_t c = 0; c < L; c++)
+                b->r->reorder[(e * L + a) * L + c] = a == c ? 0 : s_reorder_us(p, b->edge_v[e]);
     return rc;
 }
 
-int gxd_layout_solve(const gxd_layout_problem *pb, int *choice, gxd_layout_result *res)
+static gxd_layout_problem s_problem(const s_build *b)
 {
-    memset(res, 0, sizeof *res);
-    if (!s_valid(pb))
-        return GX_EINVAL;
-    int rc = s_forest(pb, choice, &res->total);
-    if (rc != 0) {
-        res->exact = rc > 0;
-        return rc > 0 ? GX_OK : rc;
-    }
-    double space = pow((double)pb->n_layouts, (double)pb->n_ops);
-    if (space <= GXD_LAYOUT_EXACT) {
-        int *cur = malloc(((size_t)pb->n_ops + 1) * sizeof *cur);
-        if (!cur)
-            return GX_ENOMEM;
-        s_enumerate(pb, choice, cur, &res->total);
-        free(cur);
-        res->exact = true;
-        return GX_OK;
-    }
-    return s_search(pb, choice, &res->total);
+    return (gxd_layout_problem){.n_ops = (int)b->r->n_ops, .n_layouts = GX_LAYOUT_COUNT,
+                                .cost = b->cost, .count = b->count,
+                                .n_edges = (int)b->r->n_edges, .edge = b->r->edges,
+                                .reorder = b->r->reorder, .fixed = b->fixed};
 }
 
-double gxd_layout_expected(unsigned long long node_runs, unsigned long long graph_runs)
+/* ---- rewriting the plan ---- */
+
+/* A new value of the plan: a copy of value v named "<v>@<suffix>". */
+static int s_new_value(gxd_plan *p, int v, const char *suffix, int *out)
 {
-    return graph_runs ? (double)node_runs / (double)graph_runs : 1.0;
+    const gxd_value *src = &p->values[v];
+    size_t len = strlen(src->name) + strlen(suffix) + 2;
+    char *name = gxd_plan_own(p, len);
+    if (!name)
+        return GX_ENOMEM;
+    snprintf(name, len, "%s@%s", src->name, suffix);
+    gxd_value *c = &p->values[p->n_values];
+    *c = *src;
+    c->name = name;
+    c->keyed = false;
+    c->buffer = -1;
+    c->offset = 0;
+    *out = (int)p->n_values++;
+    return GX_OK;
+}
+
+/* A constant holding x's data rewritten into shape `shape` (data NULL)
+ * by fill(l, x, nchw, dst). */
+static int s_new_const(gxd_plan *p, int v, const char *suffix, gx_view shape, int *out)
+{
+    int rc = s_new_value(p, v, suffix, out);
+    if (rc < 0)
+        return rc;
+    gxd_value *c = &p->values[*out];
+    shape.numel = 1;
+    for (int d = 0; d < shape.ndim; d++)
+        shape.numel *= shape.shape[d];
+    c->view = shape;
+    c->kind = GXD_VALUE_CONST;
+    c->def = -1;
+    c->nbytes = (size_t)shape.numel * gx_dtype_size(shape.dtype);
+    if (!(c->view.data = gxd_plan_own(p, c->nbytes)))
+        return GX_ENOMEM;
+    return GX_OK;
+}
+
+/* Rewrites step s (op of layout l, not plain): kernel, packed weights,
+ * constant operands, outputs' physical shapes. */
+static int s_rewrite_step(gxd_plan *p, gxd_step *s, gx_layout l, size_t *n_packed)
+{
+    gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
+    gx_infer ic;
+    char why[128];
+    double factor;
+    s->kernel = s_offer(p, s, l, &factor, why, sizeof why);
+    s_infer_ctx(p, s, in, out, &ic);
+    s->layout = l;
+    int rc = GX_OK;
+    if (s->op == GX_OP_CONV && !s_elementwise(s)) {
+        gx_view w = p->values[s->in[1]].view, packed;
+        gx_cpu_conv_pack_shape(l, s->attr, &w, &packed);
+        int c;
+        if ((rc = s_new_const(p, s->in[1], gx_layout_name(l), packed, &c)) < 0)
+            return rc;
+        gx_cpu_conv_pack(l, s->attr, &w, &p->values[c].view);
+        s->in[1] = c;
+        s->scratch_bytes = gx_cpu_conv_layout_scratch(l, &ic);
+        (*n_packed)++;
+    } else if (s_elementwise(s)) {
+        const int64_t *nchw = p->values[s->out[0]].view.shape;
+        for (int k = 0; k < s->n_in && rc == GX_OK; k++) {
+            const int v = s->in[k];
+            gx_view shape;
+            int c;
+            if (v < 0 || p->values[v].kind != GXD_VALUE_CONST || p->values[v].view.numel == 1)
+                continue;
+            gx_layout_operand(l, &p->values[v].view, nchw, &shape);
+            if ((rc = s_new_const(p, v, gx_layout_name(l), shape, &c)) == GX_OK) {
+                gx_layout_operand_fill(l, &p->values[v].view, nchw, &p->values[c].view);
+                s->in[k] = c;
+                (*n_packed)++;
+            }
+        }
+    }
+    return rc;
+}
+
+/* The reorder step making value c (layout of its view) from value v. */
+static int s_reorder_step(gxd_plan *p, int v, int c, gxd_step *s)
+{
+    gx_node *node = gxd_plan_own(p, sizeof *node);
+    size_t len = strlen(p->values[c].name) + 9;
+    char *name = gxd_plan_own(p, len);
+    memset(s, 0, sizeof *s);
+    if (!node || !name || !(s->in = malloc(sizeof *s->in)) || !(s->out = malloc(sizeof *s->out)))
+        return GX_ENOMEM;
+    snprintf(name, len, "reorder:%s", p->values[c].name);
+    node->name = name;
+    node->op = (char *)gx_op_name(GX_OP_IDENTITY);
+    s->op = GX_OP_IDENTITY;
+    s->node = node;
+    s->n_in = s->n_out = s->n_formal = 1;
+    s->in[0] = v;
+    s->out[0] = c;
+    s->cost = (gx_cost){0, 2.0 * (double)p->values[v].nbytes};
+    s->scratch = -1;
+    s->part = -1;
+    s->kernel = gx_cpu_reorder;
+    s->layout = p->values[c].view.layout;
+    s->reorder = true;
+    return GX_OK;
+}
+
+/* Appends after steps[*m) the reorder steps that value v (old index) needs:
+ * reord[v][l] == 0 marks one, which then gets its value's index. */
+static int s_emit_reorders(s_build *b, int v, int *reord, gxd_step *steps, size_t *m)
+{
+    gxd_plan *p = b->p;
+    int rc = GX_OK;
+    for (int l = 0; l < GX_LAYOUT_COUNT && rc == GX_OK; l++) {
+        int *c = &reord[(size_t)v * GX_LAYOUT_COUNT + (size_t)l];
+        if (*c != 0)
+            continue;
+        const gx_view logical = gx_layout_logical(&p->values[v].view);
+        if ((rc = s_new_value(p, v, gx_layout_name((gx_layout)l), c)) < 0)
+            break;
+        gxd_value *x = &p->values[*c];
+        x->kind = GXD_VALUE_TEMP;
+        x->view = gx_layout_physical((gx_layout)l, &logical);
+        x->view.data = NULL;
+        x->def = (int)*m;
+        if ((rc = s_reorder_step(p, v, *c, &steps[*m])) == GX_OK) {
+            (*m)++;
+            b->r->n_reorders++;
+        }
+    }
+    return rc;
+}
+
+/* Applies the choice: step rewrites (on logical views), value layouts,
+ * then the new step list with the reorders. */
+static int s_apply(s_build *b, const int *choice)
+{
+    gxd_plan *p = b->p;
+    const size_t nv = p->n_values, ns = p->n_steps, L = GX_LAYOUT_COUNT;
+    int *lay = malloc((nv + 1) * sizeof *lay);         /* layout of each value */
+    int *reord = malloc((nv * L + 1) * sizeof *reord); /* [v][l]: its copy in l, or -1 */
+    int *renum = malloc((ns + 1) * sizeof *renum);
+    int rc = GX_ENOMEM;
+    size_t n_new = 0, n_extra = 0;
+    if (!lay || !reord || !renum)
+        goto out;
+    for (size_t v = 0; v < nv; v++) {
+        const int o = b->cand[(int)v] ? s_producer_op(b, (int)v) : -1;
+        lay[v] = o >= 0 ? choice[o] : GX_LAYOUT_PLAIN;
+    }
+    for (size_t i = 0; i < nv * L; i++)
+        reord[i] = -1;
+    /* what is needed: reorders per (value, layout), new constants per step */
+    for (size_t i = 0; i < ns; i++) {
+        const gxd_step *s = &p->steps[i];
+        const int o = b->op_of_step[i];
+        for (int k = 0; o >= 0 && k < s->n_in; k++) {
+            const int v = s->in[k];
+            if (v >= 0 && b->cand[v] && lay[v] != choice[o] &&
+                reord[(size_t)v * L + (size_t)choice[o]] < 0) {
+                reord[(size_t)v * L + (size_t)choice[o]] = 0;
+                n_new++;
+            }
+        }
+        if (o >= 0 && choice[o] != GX_LAYOUT_PLAIN)
+            n_extra += (size_t)s->n_in;
+    }
+    for (size_t k = 0; k < p->n_outputs; k++) {
+        const int v = p->outputs[k];
+        if (lay[v] != GX_LAYOUT_PLAIN && reord[(size_t)v * L] < 0) {
+            reord[(size_t)v * L] = 0;
+            n_new++;
+        }
+    }
+    gxd_value *vals = realloc(p->values, (nv + n_new + n_extra + 1) * sizeof *vals);
+    if (!vals)
+        goto out;
+    p->values = vals;
+    gxd_step *steps = calloc(ns + n_new + 1, sizeof *steps);
+    if (!steps)
+        goto out;
+    rc = GX_OK;
+    for (size_t i = 0; i < ns && rc == GX_OK; i++) {
+        const int o = b->op_of_step[i];
+        if (o >= 0 && choice[o] != GX_LAYOUT_PLAIN)
+            rc = s_rewrite_step(p, &p->steps[i], (gx_layout)choice[o], &b->r->n_packed);
+    }
+    for (size_t v = 0; v < nv; v++)
+        if (lay[v] != GX_LAYOUT_PLAIN && p->values[v].view.layout == GX_LAYOUT_PLAIN)
+            p->values[v].view = gx_layout_physical((gx_layout)lay[v], &p->values[v].view);
+    /* the reorders of graph inputs first, then each step followed by the
+     * reorders of its outputs */
+    size_t m = 0;
+    for (size_t i = 0; i < p->n_inputs && rc == GX_OK; i++)
+        rc = s_emit_reorders(b, p->inputs[i], reord, steps, &m);
+    for (size_t i = 0; i < ns && rc == GX_OK; i++) {
+        gxd_step *s = &p->steps[i];
+        renum[i] = (int)m;
+        steps[m++] = *s;
+        memset(s, 0, sizeof *s);
+        const gxd_step *t = &steps[renum[i]];
+        for (int k = 0; k < t->n_out && rc == GX_OK; k++)
+            rc = s_emit_reorders(b, t->out[k], reord, steps, &m);
+    }
+    /* the old array holds only moved-out (zeroed) steps now, but for
+     * those not reached on failure */
+    for (size_t i = 0; i < ns; i++) {
+        free(p->steps[i].in), free(p->steps[i].out), free(p->steps[i].succ);
+        gxd_subplans_destroy(&p->steps[i].sub);
+        free(p->steps[i].fused);
+    }
+    free(p->steps);
+    p->steps = steps;
+    p->n_steps = m;
+    if (rc < 0)
+        goto out;
+    /* readers of a value in another layout read its copy */
+    for (size_t i = 0; i < ns; i++) {
+        gxd_step *s = &steps[renum[i]];
+        const int o = b->op_of_step[i];
+        for (int k = 0; o >= 0 && k < s->n_in; k++) {
+            const int v = s->in[k];
+            if (v >= 0 && (size_t)v < nv && b->cand[v] && lay[v] != choice[o])
+                s->in[k] = reord[(size_t)v * L + (size_t)choice[o]];
+        }
+    }
+    for (size_t v = 0; v < nv; v++) /* the new values have their final def already */
+        if (p->values[v].def >= 0)
+            p->values[v].def = renum[p->values[v].def];
+    for (size_t k = 0; k < p->n_outputs; k++)
+        if (lay[p->outputs[k]] != GX_LAYOUT_PLAIN)
+            p->outputs[k] = reord[(size_t)p->outputs[k] * L];
+    for (size_t f = 0; f < p->n_fell; f++)
+        p->fell[f].step = renum[p->fell[f].step];
+    for (size_t k = 0; k < p->n_parts; k++) {
+        if (p->parts[k].entry >= 0)
+            p->parts[k].entry = renum[p->parts[k].entry];
+        if (p->parts[k].exit >= 0)
+            p->parts[k].exit = renum[p->parts[k].exit];
+    }
+out:
+    free(lay), free(reord), free(renum);
+    return rc;
+}
+
+void gxd_layout_rec_destroy(gxd_layout_rec **rp)
+{
+    gxd_layout_rec *r = *rp;
+    if (!r)
+        return;
+    free(r->ops), free(r->edges), free(r->edge_value), free(r->reorder);
+    free(r);
+    *rp = NULL;
+}
+
+static void s_build_free(s_build *b)
+{
+    free(b->op_of_step), free(b->src_of_value), free(b->cand), free(b->cost), free(b->count), free(b->fixed), free(b->edge_v);
+}
+
+/* Builds the problem of plan p into b (b->r set). 1: there is something
+ * to choose (or inputs arrive in another layout than plain); 0: every
+ * value stays plain; < 0: ENOMEM. */
+static int s_build_problem(s_build *b, const gxd_profile *prof)
+{
+    if (!(b->op_of_step = malloc((b->p->n_steps + 1) * sizeof *b->op_of_step)) ||
+        !(b->src_of_value = malloc((b->p->n_values + 1) * sizeof *b->src_of_value)) ||
+        !(b->cand = malloc((b->p->n_values + 1) * sizeof *b->cand)))
+        return GX_ENOMEM;
+    for (size_t v = 0; v < b->p->n_values; v++)
+        b->cand[v] = s_candidate(b->p, (int)v);
+    int rc = s_ops(b, prof);
+    if (rc < 0)
+        return rc;
+    int e = s_edges(b);
+    return e < 0 ? e : rc;
+}
+
+int gxd_pass_layout(gxd_cstate *st)
+{
+    gxd_plan *p = st->plan;
+    gxd_layout_rec *r = calloc(1, sizeof *r);
+    if (!(p->layout = r))
+        return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+    if (st->lim->no_layout) {
+        snprintf(r->why, sizeof r->why, "compiler.layout is off");
+        return GX_OK;
+    }
+    s_build b = {.p = p, .inputs = st->inputs, .r = r};
+    int *choice = NULL, rc = s_build_problem(&b, st->lim->profile);
+    if (rc == 0) {
+        snprintf(r->why, sizeof r->why, "no op has a kernel for another layout");
+        goto out;
+    }
+    gxd_layout_problem pb = s_problem(&b);
+    gxd_layout_result res;
+    if (rc < 0 || !(choice = calloc(r->n_ops + 1, sizeof *choice)) ||
+        (rc = gxd_layout_solve(&pb, choice, &res)) < 0)
+        goto out;
+    for (size_t o = 0; o < r->n_ops; o++)
+        r->ops[o].chosen = choice[o];
+    r->total = res.total;
+    r->exact = res.exact;
+    for (size_t o = 0; o < r->n_ops; o++)
+        choice[o] = b.fixed[o] >= 0 ? b.fixed[o] : GX_LAYOUT_PLAIN;
+    r->plain_total = gxd_layout_cost(&pb, choice);
+    for (size_t o = 0; o < r->n_ops; o++)
+        choice[o] = r->ops[o].chosen;
+    rc = s_apply(&b, choice);
+out:
+    free(choice);
+    s_build_free(&b);
+    return rc < 0 ? gx_errf(st->err, st->errlen, rc, "layout: out of memory") : GX_OK;
 }
 
 bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, char *why,
                            size_t len)
 {
-    (void)p, (void)prof;
     if (len)
         why[0] = '\0';
-    return false;
+    const gxd_layout_rec *r = p->layout;
+    if (!r || !r->n_ops || r->why[0] || !prof)
+        return false;
+    const size_t n = r->n_ops, L = GX_LAYOUT_COUNT;
+    double *cost = calloc(n * L + 1, sizeof *cost), *count = calloc(n + 1, sizeof *count);
+    int *fixed = calloc(n + 1, sizeof *fixed), *choice = calloc(n + 1, sizeof *choice);
+    bool stale = false;
+    if (!cost || !count || !fixed || !choice)
+        goto out;
+    for (size_t o = 0; o < n; o++) {
+        const gxd_layout_op *op = &r->ops[o];
+        count[o] = op->op == GX_OP_COUNT ? 1.0 : s_count(prof, op->node);
+        fixed[o] = op->fixed;
+        for (size_t l = 0; l < L; l++)
+            cost[o * L + l] = op->free || l == 0 ? op->cost[l] : 0;
+    }
+    gxd_layout_problem pb = {.n_ops = (int)n, .n_layouts = (int)L, .cost = cost, .count = count,
+                             .n_edges = (int)r->n_edges, .edge = r->edges,
+                             .reorder = r->reorder, .fixed = fixed};
+    gxd_layout_result res;
+    if (gxd_layout_solve(&pb, choice, &res) < 0)
+        goto out;
+    for (size_t o = 0; o < n && !stale; o++) {
+        const gxd_layout_op *op = &r->ops[o];
+        if (choice[o] == op->chosen)
+            continue;
+        stale = true;
+        if (len)
+            snprintf(why, len, "'%s': %s (%.3g us per job) over %s (%.3g us per job)",
+                     op->node, gx_layout_name((gx_layout)choice[o]),
+                     op->cost[choice[o]] * count[o], gx_layout_name((gx_layout)op->chosen),
+                     op->cost[op->chosen] * count[o]);
+    }
+out:
+    free(cost), free(count), free(fixed), free(choice);
+    return stale;
 }

@@ -13,9 +13,9 @@
  *
  * exactly by dynamic programming when ops and edges form a forest (chains
  * and trees, ignoring direction), else exactly by enumeration while the
- * assignments are few (n_layouts^n_ops up to GXD_LAYOUT_EXACT), else by
- * coordinate descent (each op in turn takes
- * the layout that lowers the total, until none does) started from each
+ * assignments are few (n_layouts^(ops not fixed) up to GXD_LAYOUT_EXACT),
+ * else by coordinate descent (each op in turn takes the layout that lowers
+ * the total, until none does) started from each
  * op's best layout alone and from every uniform assignment, keeping the
  * cheapest, so never worse than one layout everywhere; the result says
  * which.
@@ -25,6 +25,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "ops/op.h"
 
 #define GXD_LAYOUT_MAX 8          /* layouts per problem */
 #define GXD_LAYOUT_EXACT 1000000  /* most assignments enumerated */
@@ -64,5 +66,45 @@ int gxd_layout_solve(const gxd_layout_problem *pb, int *choice, gxd_layout_resul
  * Loop, so runs(node) / runs(graph) is runs(If or Loop) / runs(graph)
  * times that. 1 without a profile (graph_runs == 0). */
 double gxd_layout_expected(unsigned long long node_runs, unsigned long long graph_runs);
+
+/* ---- the layout pass (daemon/compile/layout.c) ----
+ *
+ * Its problem: one op per step that touches a 4-D float32 value (the
+ * layout-sensitive ops with kernels in several layouts, elementwise ops
+ * that follow them, and every other step, fixed to plain), one for the
+ * graph's inputs (fixed to the layouts they arrive in) and one for its
+ * outputs (fixed to plain); one edge per value from its producer to each
+ * consumer, with the cost of a reorder between any two layouts. Cost of an
+ * op in a layout: the schema's estimate of its time times the layout's
+ * factor for the op (gx_cpu_layout_factor), per execution; its count the
+ * expected executions per job from the profile. */
+
+/* One op of the problem, as explain prints it. */
+typedef struct gxd_layout_op {
+    const char *node;  /* node name (borrowed from the graph), "(inputs)", "(outputs)" */
+    gx_op op;          /* GX_OP_COUNT for the inputs and outputs */
+    bool free;         /* the pass could choose its layout */
+    int fixed;         /* the layout it must take, or -1 */
+    double cost[GX_LAYOUT_COUNT]; /* microseconds per execution; INFINITY: no kernel */
+    double count;      /* expected executions per job */
+    int chosen;
+    char why[160];     /* the layouts it cannot take, and why */
+} gxd_layout_op;
+
+typedef struct gxd_layout_rec {
+    size_t n_ops, n_edges;
+    gxd_layout_op *ops;
+    gxd_layout_edge *edges;
+    const char **edge_value; /* the value each edge carries (borrowed) */
+    double *reorder;         /* [edge][from][to], microseconds per execution */
+    double total;            /* the expected cost per job of the choice */
+    double plain_total;      /* ... of every op plain */
+    bool exact;              /* the solver's answer is the optimum */
+    size_t n_reorders;       /* reorder steps inserted */
+    size_t n_packed;         /* constants rewritten for a layout (weights, operands) */
+    char why[96];            /* why the pass left every value plain without solving, or "" */
+} gxd_layout_rec;
+
+void gxd_layout_rec_destroy(struct gxd_layout_rec **r);
 
 #endif

@@ -32,7 +32,9 @@ int gxd_pass_verify(gxd_cstate *st);
 int gxd_pass_infer(gxd_cstate *st);
 /* Pass 3 (daemon/compile/partition.c): devices, partitions and copies. */
 int gxd_pass_partition(gxd_cstate *st);
-/* Pass 4 (daemon/compile/fuse.c). */
+/* Pass 4 (daemon/compile/layout.c). */
+int gxd_pass_layout(gxd_cstate *st);
+/* Pass 5 (daemon/compile/fuse.c). */
 int gxd_pass_fuse(gxd_cstate *st);
 /* The batch rule of fused step s (gx_op_batch_separable for the steps it
  * replaced, judged together): in_batched[i] for its input i; sets
@@ -60,6 +62,18 @@ typedef struct gxd_strv {
  * subgraph captures from its enclosing graphs. Appended to *out without
  * duplicates. GX_OK or GX_ENOMEM. */
 int gxd_free_names(const gx_graph *g, gxd_strv *out);
+
+/* Rough machine rates for estimates before anything was measured. */
+#define GXD_EST_FLOPS_PER_US 20000.0 /* 20 GFLOP/s */
+#define GXD_EST_BYTES_PER_US 8000.0  /* 8 GB/s */
+#define GXD_EST_STEP_US 0.05         /* dispatch of one kernel */
+
+/* Estimated time of one run of a step of this cost, in microseconds. */
+static inline double gxd_est_us(const gx_cost *c)
+{
+    double f = c->flops / GXD_EST_FLOPS_PER_US, b = c->bytes / GXD_EST_BYTES_PER_US;
+    return GXD_EST_STEP_US + (f > b ? f : b);
+}
 
 /* n rounded up to a multiple of GX_ALIGN: a value's room in an arena. */
 static inline size_t gxd_aligned(size_t n)

@@ -1,7 +1,8 @@
 /*
  * Pass 8, plan. Contract: every step has the kernel that will run it on the
  * device the partition pass chose (a copy step: the host's copy, for every
- * device that runs plans today shares the host's memory); steps stay in the
+ * device that runs plans today shares the host's memory), or the one the
+ * layout pass chose for the step's layout; steps stay in the
  * dependency order verify chose, copies included. After this pass the plan
  * is immutable but for its run-time caches
  * (compile.h).
@@ -11,9 +12,11 @@
 int gxd_pass_plan(gxd_cstate *st)
 {
     gxd_plan *p = st->plan;
-    for (size_t i = 0; i < p->n_steps; i++)
-        p->steps[i].kernel = p->steps[i].copy
-                                 ? gx_cpu_kernel(GX_OP_IDENTITY)
-                                 : p->devices[p->steps[i].device]->kernel(p->steps[i].op);
+    for (size_t i = 0; i < p->n_steps; i++) {
+        gxd_step *s = &p->steps[i];
+        if (s->reorder || s->layout != GX_LAYOUT_PLAIN)
+            continue; /* the layout pass chose the kernel for its layout */
+        s->kernel = s->copy ? gx_cpu_kernel(GX_OP_IDENTITY) : p->devices[s->device]->kernel(s->op);
+    }
     return GX_OK;
 }
