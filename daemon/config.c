@@ -112,6 +112,8 @@ static const s_key s_keys[] = {
      .doc = "smallest subgraph worth moving to another device than the cpu (nodes)"},
     {.name = "compiler.fuse", .type = S_BOOL, .off = S_OFF(compiler_fuse), .def = "true",
      .doc = "fuse chains of elementwise ops into one step that runs them tile by tile"},
+    {.name = "compiler.layout", .type = S_BOOL, .off = S_OFF(compiler_layout), .def = "true",
+     .doc = "choose the memory layout of 4-D values (NCHW, NHWC, NCHW16c) by expected cost"},
     {.name = "profile.dir", .type = S_STRING, .off = S_OFF(profile_dir), .check = s_check_dir,
      .def = "default",
      .doc = "where measured node runs and times are kept per graph (docs/profile.md); "

@@ -35,6 +35,7 @@ typedef struct gxd_config {
     int n_partition_prefer;
     int64_t partition_min_nodes;     /* "partition.min_nodes" */
     bool compiler_fuse;              /* "compiler.fuse": the fuse pass runs */
+    bool compiler_layout;            /* "compiler.layout": the layout pass runs */
     char *profile_dir;               /* "profile.dir": "default", "" (off) or a path */
 } gxd_config;
 

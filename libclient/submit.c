@@ -698,10 +698,63 @@ static void s_x_fusion(const gx_json *j)
     }
 }
 
+/* A cost in microseconds, or "-" where the layout has no kernel. */
+static const char *s_us(const gx_json *v, char *buf, size_t len)
+{
+    if (!v || v->type != GX_JSON_NUM)
+        return "-";
+    snprintf(buf, len, "%.3g", v->num);
+    return buf;
+}
+
+static void s_x_layout(const gx_json *j)
+{
+    const gx_json *l = gx_json_get(j, "layout"), *ops = gx_json_get(l, "ops");
+    const gx_json *ro = gx_json_get(l, "reorders");
+    const char *off = gx_json_str(gx_json_get(l, "off"), NULL);
+    if (off) {
+        printf("\nlayout: every value plain: %s\n", off);
+        return;
+    }
+    printf("\nlayout: expected %.4g us per job (all plain: %.4g us), %s; %zu reorder%s, %.0f "
+           "constant%s rewritten\n",
+           gx_json_num(gx_json_get(l, "total_us"), 0), gx_json_num(gx_json_get(l, "plain_us"), 0),
+           gx_json_bool(gx_json_get(l, "exact"), false) ? "optimal" : "by descent",
+           gx_json_len(ro), gx_json_len(ro) == 1 ? "" : "s",
+           gx_json_num(gx_json_get(l, "constants_rewritten"), 0),
+           gx_json_num(gx_json_get(l, "constants_rewritten"), 0) == 1 ? "" : "s");
+    s_table t = {.ncols = 7,
+                 .head = {"node", "op", "runs/job", "nchw us", "nhwc us", "nchw16c us", "chosen"},
+                 .right = {false, false, true, true, true, true, false}};
+    for (size_t i = 0; i < gx_json_len(ops); i++) {
+        const gx_json *q = &ops->items[i], *c = gx_json_get(q, "cost_us");
+        char n[32], a[32], b[32], d[32];
+        snprintf(n, sizeof n, "%.3g", gx_json_num(gx_json_get(q, "count"), 1));
+        s_table_row(&t, gx_json_str(gx_json_get(q, "node"), "?"),
+                    gx_json_str(gx_json_get(q, "op"), "?"), n,
+                    s_us(gx_json_get(c, "nchw"), a, sizeof a),
+                    s_us(gx_json_get(c, "nhwc"), b, sizeof b),
+                    s_us(gx_json_get(c, "nchw16c"), d, sizeof d),
+                    gx_json_str(gx_json_get(q, "chosen"), "?"), NULL);
+    }
+    s_table_print(&t, "  ");
+    for (size_t i = 0; i < gx_json_len(ops); i++) {
+        const char *why = gx_json_str(gx_json_get(&ops->items[i], "why_not"), "");
+        if (why[0])
+            printf("  %s: %s\n", gx_json_str(gx_json_get(&ops->items[i], "node"), "?"), why);
+    }
+    for (size_t i = 0; i < gx_json_len(ro); i++) {
+        const gx_json *q = &ro->items[i];
+        printf("  reorder at step %.0f: %s %s -> %s\n", gx_json_num(gx_json_get(q, "step"), -1),
+               gx_json_str(gx_json_get(q, "value"), "?"), gx_json_str(gx_json_get(q, "from"), "?"),
+               gx_json_str(gx_json_get(q, "to"), "?"));
+    }
+}
+
 /* The explain sections, in print order; one per section of the JSON. */
 static void (*const s_explain_sections[])(const gx_json *j) = {
     s_x_header, s_x_io,    s_x_steps,  s_x_buffers,   s_x_memory,
-    s_x_batch,  s_x_keyed, s_x_folded, s_x_partition, s_x_fusion,
+    s_x_batch,  s_x_keyed, s_x_folded, s_x_partition, s_x_layout, s_x_fusion,
 };
 
 static int s_cmd_explain(const opts *o)

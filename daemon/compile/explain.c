@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "daemon/compile/compile.h"
+#include "daemon/compile/layout.h"
+#include "ops/layout.h"
 
 /* Append a string literal. */
 #define S_LIT(b, lit) gx_strbuf_put(b, lit, sizeof lit - 1)
@@ -187,6 +189,10 @@ static void s_sec_steps(gx_strbuf *b, const s_ctx *x)
             gx_strbuf_printf(b, "\"%s.fused\"", dev);
         else if (s->copy)
             gx_strbuf_printf(b, "\"%s.copy\"", dev);
+        else if (s->reorder)
+            gx_strbuf_printf(b, "\"%s.reorder\"", dev);
+        else if (s->layout != GX_LAYOUT_PLAIN)
+            gx_strbuf_printf(b, "\"%s.%s.%s\"", dev, gx_op_name(s->op), gx_layout_name(s->layout));
         else
             gx_strbuf_printf(b, "\"%s.%s\"", dev, gx_op_name(s->op));
         S_LIT(b, ",\"fused\":[");
@@ -237,6 +243,10 @@ static void s_sec_buffers(gx_strbuf *b, const s_ctx *x)
         s_str(b, v->view.ndim >= 0 ? gx_dtype_name(v->view.dtype) : NULL);
         S_LIT(b, ",\"shape\":");
         s_shape(b, &v->view);
+        S_LIT(b, ",\"layout\":");
+        s_str(b, v->view.ndim == 4 || v->view.layout != GX_LAYOUT_PLAIN
+                     ? gx_layout_name(v->view.layout)
+                     : NULL);
         s_bytes(b, v);
         if (placed)
             gx_strbuf_printf(b, ",\"buffer\":%d,\"offset\":%zu", v->buffer, v->offset);
@@ -420,6 +430,66 @@ static void s_sec_partition(gx_strbuf *b, const s_ctx *x)
     S_LIT(b, "]}");
 }
 
+/* The layout pass's records (seed 001): each op it could lay out, with
+ * its cost per layout and expected executions, and the choice; the totals;
+ * the reorder steps. */
+static void s_sec_layout(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    const gxd_layout_rec *r = p->layout;
+    if (!r || r->why[0]) {
+        S_LIT(b, "{\"off\":");
+        s_str(b, r ? r->why : "not run");
+        S_LIT(b, "}");
+        return;
+    }
+    S_LIT(b, "{\"total_us\":");
+    s_num(b, r->total);
+    S_LIT(b, ",\"plain_us\":");
+    s_num(b, r->plain_total);
+    gx_strbuf_printf(b, ",\"exact\":%s,\"constants_rewritten\":%zu,\"ops\":[",
+                     r->exact ? "true" : "false", r->n_packed);
+    bool first = true;
+    for (size_t o = 0; o < r->n_ops; o++) {
+        const gxd_layout_op *op = &r->ops[o];
+        if (!op->free && op->fixed == GX_LAYOUT_PLAIN)
+            continue; /* fixed plain: nothing to say */
+        gx_strbuf_printf(b, "%s{\"node\":", first ? "" : ",");
+        first = false;
+        s_str(b, op->node);
+        S_LIT(b, ",\"op\":");
+        s_str(b, op->op < GX_OP_COUNT ? gx_op_name(op->op) : "graph input");
+        S_LIT(b, ",\"count\":");
+        s_num(b, op->count);
+        S_LIT(b, ",\"cost_us\":{");
+        for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
+            gx_strbuf_printf(b, "%s\"%s\":", l ? "," : "", gx_layout_name((gx_layout)l));
+            s_num(b, op->free ? op->cost[l] : NAN);
+        }
+        S_LIT(b, "},\"chosen\":");
+        s_str(b, gx_layout_name((gx_layout)op->chosen));
+        S_LIT(b, ",\"why_not\":");
+        s_str(b, op->why);
+        S_LIT(b, "}");
+    }
+    S_LIT(b, "],\"reorders\":[");
+    first = true;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        if (!s->reorder)
+            continue;
+        gx_strbuf_printf(b, "%s{\"step\":%zu,\"value\":", first ? "" : ",", i);
+        first = false;
+        s_str(b, p->values[s->in[0]].name);
+        S_LIT(b, ",\"from\":");
+        s_str(b, gx_layout_name(p->values[s->in[0]].view.layout));
+        S_LIT(b, ",\"to\":");
+        s_str(b, gx_layout_name(s->layout));
+        S_LIT(b, "}");
+    }
+    S_LIT(b, "]}");
+}
+
 /* The sections, in output order. */
 static const struct {
     const char *key;
@@ -428,7 +498,7 @@ static const struct {
     {"summary", s_sec_summary}, {"inputs", s_sec_inputs}, {"outputs", s_sec_outputs},
     {"steps", s_sec_steps},     {"buffers", s_sec_buffers}, {"memory", s_sec_memory},
     {"batch", s_sec_batch},     {"keyed", s_sec_keyed},   {"folded", s_sec_folded},
-    {"partition", s_sec_partition}, {"fusion", s_sec_fusion},
+    {"partition", s_sec_partition}, {"layout", s_sec_layout}, {"fusion", s_sec_fusion},
 };
 
 char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g)
