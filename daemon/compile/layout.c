@@ -111,8 +111,12 @@ static gx_kernel_fn s_offer(const gxd_plan *p, const gxd_step *s, gx_layout l, d
 
 typedef struct s_build {
     gxd_plan *p;
+    const gxd_compile_limits *lim;
+    bool top;              /* a graph's plan (not a subgraph's): control flow is costed */
     const gx_view *inputs; /* the layouts graph inputs arrive in */
-    int *op_of_step;       /* [n_steps]: op index or -1 */
+    int *op_of_step;       /* [n_steps]: op index or -1 (its inputs' op) */
+    int *out_of_step;      /* [n_steps]: the op of its outputs (a control
+                            * step's outputs are plain whatever its inputs) */
     int *src_of_value;     /* [n_values]: the op of a graph input, or -1 */
     bool *cand;            /* [n_values]: s_candidate, before any rewrite */
     int sink;              /* the op of the graph's outputs, or -1 */
@@ -161,6 +165,101 @@ static double s_count(const gxd_profile *prof, const char *name)
                                (unsigned long long)prof->jobs);
 }
 
+/* runs(subgraph g of node) / runs(node) from the profile, 1 without. */
+static double s_ratio(const gxd_profile *prof, const char *node, const char *attr,
+                      const gx_graph *g)
+{
+    const gxd_profile_node *n = prof && prof->jobs > 0 ? gxd_profile_find(prof, node) : NULL;
+    if (!n || n->runs <= 0)
+        return 1.0;
+    int64_t runs = 0;
+    char path[GXD_PROFILE_MAX_NAME];
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        snprintf(path, sizeof path, "%s/%s/%s", node, attr, g->nodes[k]->name);
+        const gxd_profile_node *q = gxd_profile_find(prof, path);
+        if (q && q->runs > runs)
+            runs = q->runs;
+    }
+    return (double)runs / (double)n->runs;
+}
+
+/* Cost per run of control step s (an If or a Loop of a graph's plan) in
+ * each layout of the 4-D values its subgraphs capture: each subgraph is
+ * compiled (and cached on the step) with those values in that layout. The
+ * step stays fixed plain when a 4-D value is among its own inputs, or a
+ * subgraph does not compile. */
+static void s_control(s_build *b, const gxd_step *s, gxd_layout_op *op, const gxd_profile *prof)
+{
+    const gxd_plan *p = b->p;
+    bool captures = false;
+    for (int k = 0; k < s->n_in; k++) {
+        const int v = s->in[k];
+        if (v >= 0 && b->cand[v] && k < s->n_formal)
+            return;
+        captures = captures || (v >= 0 && b->cand[v]);
+    }
+    if (!captures || !s->sub || (s->op != GX_OP_IF && s->op != GX_OP_LOOP))
+        return;
+    gx_view in[GX_MAX_OP_INPUTS + 2];
+    size_t n_formal = 0;
+    if (s->op == GX_OP_LOOP) { /* the body's iteration number, condition, carried values */
+        in[n_formal++] = (gx_view){.dtype = GX_I64, .ndim = 0, .numel = 1};
+        in[n_formal++] = (gx_view){.dtype = GX_BOOL, .ndim = 0, .numel = 1};
+        for (int k = 2; k < s->n_formal; k++) {
+            const gx_view *v = &p->values[s->in[k]].view;
+            if (v->ndim < 0)
+                return;
+            in[n_formal++] = *v;
+        }
+    }
+    static const char *const attrs[2][2] = {{"then_branch", "else_branch"}, {"body", NULL}};
+    const char *const *names = attrs[s->op == GX_OP_LOOP];
+    for (int a = 0; a < 2 && names[a]; a++) {
+        const int *pos;
+        size_t n_cap;
+        const gx_graph *g = gxd_subplans_graph(s->sub, names[a], &pos, &n_cap);
+        if (!g || n_formal + n_cap > GX_MAX_OP_INPUTS)
+            return;
+        op->sub_attr[op->n_sub] = names[a];
+        op->sub[op->n_sub] = g;
+        op->ratio[op->n_sub] = s_ratio(prof, s->node->name, names[a], g);
+        for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
+            double *c = &op->sub_cost[op->n_sub][l];
+            *c = INFINITY;
+            for (size_t i = 0; i < n_cap; i++) {
+                const int v = s->in[pos[i]];
+                in[n_formal + i] = p->values[v].view;
+                if (b->cand[v] && l != GX_LAYOUT_PLAIN) {
+                    if (!gx_layout_fits((gx_layout)l, &in[n_formal + i]))
+                        goto next;
+                    in[n_formal + i] = gx_layout_physical((gx_layout)l, &in[n_formal + i]);
+                }
+            }
+            gxd_plan *sp = NULL;
+            bool owned = false;
+            char err[256];
+            if (gxd_subplans_get(s->sub, g, in, b->lim, &sp, &owned, err, sizeof err) < 0) {
+                if (l == GX_LAYOUT_PLAIN)
+                    return;
+                goto next;
+            }
+            *c = sp->layout ? sp->layout->total : 0;
+            if (owned)
+                gxd_plan_destroy(&sp);
+        next:;
+        }
+        op->n_sub++;
+    }
+    for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
+        op->cost[l] = 0;
+        for (int k = 0; k < op->n_sub; k++)
+            op->cost[l] += op->ratio[k] * op->sub_cost[k][l];
+        op->free = op->free || (l != GX_LAYOUT_PLAIN && isfinite(op->cost[l]));
+    }
+    if (!op->free)
+        snprintf(op->why, sizeof op->why, "no subgraph compiles with its values in another layout");
+}
+
 /* One op per step that touches a candidate value, with its costs. */
 static int s_ops(s_build *b, const gxd_profile *prof)
 {
@@ -175,7 +274,9 @@ static int s_ops(s_build *b, const gxd_profile *prof)
             touches = touches || (s->in[k] >= 0 && b->cand[s->in[k]]);
         for (int k = 0; k < s->n_out && !s->folded; k++)
             touches = touches || b->cand[s->out[k]];
-        b->op_of_step[i] = touches ? (int)n++ : -1;
+        b->op_of_step[i] = b->out_of_step[i] = touches ? (int)n++ : -1;
+        if (touches && (gx_op_schema_get(s->op)->flags & GX_OPF_CONTROL))
+            b->out_of_step[i] = (int)n++;
     }
     for (size_t v = 0; v < p->n_values; v++)
         b->src_of_value[v] = -1;
@@ -186,10 +287,7 @@ static int s_ops(s_build *b, const gxd_profile *prof)
     for (size_t i = 0; i < p->n_outputs; i++)
         out_cand = out_cand || b->cand[p->outputs[i]];
     b->sink = out_cand ? (int)n++ : -1;
-    if (!(r->ops = calloc(n + 1, sizeof *r->ops)) ||
-        !(b->cost = calloc((n + 1) * GX_LAYOUT_COUNT, sizeof *b->cost)) ||
-        !(b->count = calloc(n + 1, sizeof *b->count)) ||
-        !(b->fixed = calloc(n + 1, sizeof *b->fixed)))
+    if (!(r->ops = calloc(n + 1, sizeof *r->ops)))
         return GX_ENOMEM;
     r->n_ops = n;
     for (size_t i = 0; i < p->n_steps; i++) {
@@ -202,6 +300,17 @@ static int s_ops(s_build *b, const gxd_profile *prof)
                               .count = s_count(prof, s->node->name)};
         const double base = gxd_est_us(&s->cost);
         op->cost[GX_LAYOUT_PLAIN] = base;
+        if (b->out_of_step[i] != o) { /* control flow: its outputs are plain */
+            r->ops[b->out_of_step[i]] = (gxd_layout_op){.node = s->node->name, .op = s->op,
+                                                         .fixed = GX_LAYOUT_PLAIN, .count = op->count};
+            if (b->top && !s->dynamic)
+                s_control(b, s, op, prof);
+            if (op->free) {
+                op->fixed = -1;
+                any_free = true;
+            }
+            continue;
+        }
         const bool may = !s->dynamic && !s->copy && s->device == 0 && s->n_out >= 1 &&
                          b->cand[s->out[0]];
         size_t at = 0;
@@ -238,12 +347,6 @@ static int s_ops(s_build *b, const gxd_profile *prof)
     if (b->sink >= 0)
         r->ops[b->sink] = (gxd_layout_op){.node = "(outputs)", .op = GX_OP_COUNT,
                                           .fixed = GX_LAYOUT_PLAIN, .count = 1};
-    for (size_t o = 0; o < n; o++) {
-        b->count[o] = r->ops[o].count;
-        b->fixed[o] = r->ops[o].fixed;
-        for (int l = 0; l < GX_LAYOUT_COUNT; l++)
-            b->cost[o * GX_LAYOUT_COUNT + (size_t)l] = r->ops[o].free || l == 0 ? r->ops[o].cost[l] : 0;
-    }
     return any_free ? 1 : 0;
 }
 
@@ -251,7 +354,7 @@ static int s_ops(s_build *b, const gxd_profile *prof)
 static int s_producer_op(const s_build *b, int v)
 {
     const gxd_value *x = &b->p->values[v];
-    return x->def >= 0 ? b->op_of_step[x->def] : b->src_of_value[v];
+    return x->def >= 0 ? b->out_of_step[x->def] : b->src_of_value[v];
 }
 
 static int s_edges(s_build *b)
@@ -470,7 +573,7 @@ static int s_apply(s_build *b, const int *choice)
     rc = GX_OK;
     for (size_t i = 0; i < ns && rc == GX_OK; i++) {
         const int o = b->op_of_step[i];
-        if (o >= 0 && choice[o] != GX_LAYOUT_PLAIN)
+        if (o >= 0 && choice[o] != GX_LAYOUT_PLAIN && b->out_of_step[i] == o)
             rc = s_rewrite_step(p, &p->steps[i], (gx_layout)choice[o], &b->r->n_packed);
     }
     for (size_t v = 0; v < nv; v++)
@@ -543,7 +646,28 @@ void gxd_layout_rec_destroy(gxd_layout_rec **rp)
 
 static void s_build_free(s_build *b)
 {
-    free(b->op_of_step), free(b->src_of_value), free(b->cand), free(b->cost), free(b->count), free(b->fixed), free(b->edge_v);
+    free(b->op_of_step), free(b->out_of_step), free(b->src_of_value), free(b->cand), free(b->cost), free(b->count), free(b->fixed), free(b->edge_v);
+}
+
+/* The solver's arrays from the records r: with prof, the expected
+ * executions (and control flow's ratios) it gives, else those recorded. */
+static void s_arrays(const gxd_layout_rec *r, const gxd_profile *prof, double *cost,
+                     double *count, int *fixed)
+{
+    for (size_t o = 0; o < r->n_ops; o++) {
+        const gxd_layout_op *op = &r->ops[o];
+        count[o] = prof && op->op != GX_OP_COUNT ? s_count(prof, op->node) : op->count;
+        fixed[o] = op->fixed;
+        for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
+            double c = op->cost[l];
+            if (prof && op->n_sub) {
+                c = 0;
+                for (int k = 0; k < op->n_sub; k++)
+                    c += s_ratio(prof, op->node, op->sub_attr[k], op->sub[k]) * op->sub_cost[k][l];
+            }
+            cost[o * GX_LAYOUT_COUNT + (size_t)l] = op->free || l == 0 ? c : 0;
+        }
+    }
 }
 
 /* Builds the problem of plan p into b (b->r set). 1: there is something
@@ -552,6 +676,7 @@ static void s_build_free(s_build *b)
 static int s_build_problem(s_build *b, const gxd_profile *prof)
 {
     if (!(b->op_of_step = malloc((b->p->n_steps + 1) * sizeof *b->op_of_step)) ||
+        !(b->out_of_step = malloc((b->p->n_steps + 1) * sizeof *b->out_of_step)) ||
         !(b->src_of_value = malloc((b->p->n_values + 1) * sizeof *b->src_of_value)) ||
         !(b->cand = malloc((b->p->n_values + 1) * sizeof *b->cand)))
         return GX_ENOMEM;
@@ -560,6 +685,12 @@ static int s_build_problem(s_build *b, const gxd_profile *prof)
     int rc = s_ops(b, prof);
     if (rc < 0)
         return rc;
+    const size_t n = b->r->n_ops;
+    if (!(b->cost = calloc((n + 1) * GX_LAYOUT_COUNT, sizeof *b->cost)) ||
+        !(b->count = calloc(n + 1, sizeof *b->count)) ||
+        !(b->fixed = calloc(n + 1, sizeof *b->fixed)))
+        return GX_ENOMEM;
+    s_arrays(b->r, NULL, b->cost, b->count, b->fixed);
     int e = s_edges(b);
     return e < 0 ? e : rc;
 }
@@ -574,31 +705,41 @@ int gxd_pass_layout(gxd_cstate *st)
         snprintf(r->why, sizeof r->why, "compiler.layout is off");
         return GX_OK;
     }
-    s_build b = {.p = p, .inputs = st->inputs, .r = r};
-    int *choice = NULL, rc = s_build_problem(&b, st->lim->profile);
-    if (rc == 0) {
-        snprintf(r->why, sizeof r->why, "no op has a kernel for another layout");
+    s_build b = {.p = p, .lim = st->lim, .top = !st->captured, .inputs = st->inputs, .r = r};
+    int *choice = NULL, rc = s_build_problem(&b, b.top ? st->lim->profile : NULL);
+    if (rc < 0)
+        goto out;
+    if (!r->n_ops) {
+        snprintf(r->why, sizeof r->why, "no 4-D float32 values");
         goto out;
     }
+    const int any_free = rc;
     gxd_layout_problem pb = s_problem(&b);
     gxd_layout_result res;
-    if (rc < 0 || !(choice = calloc(r->n_ops + 1, sizeof *choice)) ||
-        (rc = gxd_layout_solve(&pb, choice, &res)) < 0)
+    if (!(choice = calloc(r->n_ops + 1, sizeof *choice))) {
+        rc = GX_ENOMEM;
+        goto out;
+    }
+    for (size_t o = 0; o < r->n_ops; o++)
+        choice[o] = b.fixed[o] >= 0 ? b.fixed[o] : GX_LAYOUT_PLAIN;
+    r->plain_total = gxd_layout_cost(&pb, choice);
+    if ((rc = gxd_layout_solve(&pb, choice, &res)) < 0)
         goto out;
     for (size_t o = 0; o < r->n_ops; o++)
         r->ops[o].chosen = choice[o];
     r->total = res.total;
     r->exact = res.exact;
-    for (size_t o = 0; o < r->n_ops; o++)
-        choice[o] = b.fixed[o] >= 0 ? b.fixed[o] : GX_LAYOUT_PLAIN;
-    r->plain_total = gxd_layout_cost(&pb, choice);
-    for (size_t o = 0; o < r->n_ops; o++)
-        choice[o] = r->ops[o].chosen;
+    if (!any_free) { /* the totals are still what a caller costing this plan needs */
+        snprintf(r->why, sizeof r->why, "no op has a kernel for another layout");
+        goto out;
+    }
     rc = s_apply(&b, choice);
 out:
     free(choice);
     s_build_free(&b);
-    return rc < 0 ? gx_errf(st->err, st->errlen, rc, "layout: out of memory") : GX_OK;
+    return rc < 0 ? gx_errf(st->err, st->errlen, rc, "layout: %s",
+                            rc == GX_ENOMEM ? "out of memory" : "no feasible assignment")
+                  : GX_OK;
 }
 
 bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, char *why,
@@ -608,20 +749,14 @@ bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, ch
         why[0] = '\0';
     const gxd_layout_rec *r = p->layout;
     if (!r || !r->n_ops || r->why[0] || !prof)
-        return false;
+        return false; /* nothing was free to choose */
     const size_t n = r->n_ops, L = GX_LAYOUT_COUNT;
     double *cost = calloc(n * L + 1, sizeof *cost), *count = calloc(n + 1, sizeof *count);
     int *fixed = calloc(n + 1, sizeof *fixed), *choice = calloc(n + 1, sizeof *choice);
     bool stale = false;
     if (!cost || !count || !fixed || !choice)
         goto out;
-    for (size_t o = 0; o < n; o++) {
-        const gxd_layout_op *op = &r->ops[o];
-        count[o] = op->op == GX_OP_COUNT ? 1.0 : s_count(prof, op->node);
-        fixed[o] = op->fixed;
-        for (size_t l = 0; l < L; l++)
-            cost[o * L + l] = op->free || l == 0 ? op->cost[l] : 0;
-    }
+    s_arrays(r, prof, cost, count, fixed);
     gxd_layout_problem pb = {.n_ops = (int)n, .n_layouts = (int)L, .cost = cost, .count = count,
                              .n_edges = (int)r->n_edges, .edge = r->edges,
                              .reorder = r->reorder, .fixed = fixed};
@@ -636,8 +771,9 @@ bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, ch
         if (len)
             snprintf(why, len, "'%s': %s (%.3g us per job) over %s (%.3g us per job)",
                      op->node, gx_layout_name((gx_layout)choice[o]),
-                     op->cost[choice[o]] * count[o], gx_layout_name((gx_layout)op->chosen),
-                     op->cost[op->chosen] * count[o]);
+                     cost[o * L + (size_t)choice[o]] * count[o],
+                     gx_layout_name((gx_layout)op->chosen),
+                     cost[o * L + (size_t)op->chosen] * count[o]);
     }
 out:
     free(cost), free(count), free(fixed), free(choice);

@@ -89,6 +89,16 @@ typedef struct gxd_layout_op {
     double count;      /* expected executions per job */
     int chosen;
     char why[160];     /* the layouts it cannot take, and why */
+    /* An If or Loop (seed 001 on structured control flow): its cost in
+     * layout l is Σ over its subgraphs of ratio × sub_cost[g][l], the
+     * expected cost of one run of subgraph g compiled with its captured
+     * values in l, and ratio = runs(subgraph) / runs(step) from the
+     * profile: a branch's probability, a body's trip count (1 without). */
+    int n_sub;
+    const char *sub_attr[2];
+    const gx_graph *sub[2];
+    double sub_cost[2][GX_LAYOUT_COUNT];
+    double ratio[2];
 } gxd_layout_op;
 
 typedef struct gxd_layout_rec {
