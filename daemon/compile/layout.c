@@ -303,7 +303,7 @@ static int s_ops(s_build *b, const gxd_profile *prof)
         if (b->out_of_step[i] != o) { /* control flow: its outputs are plain */
             r->ops[b->out_of_step[i]] = (gxd_layout_op){.node = s->node->name, .op = s->op,
                                                          .fixed = GX_LAYOUT_PLAIN, .count = op->count};
-            if (b->top && !s->dynamic)
+            if (b->top) /* (its outputs are dynamic: the branch decides their shapes) */
                 s_control(b, s, op, prof);
             if (op->free) {
                 op->fixed = -1;

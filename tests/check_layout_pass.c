@@ -1,0 +1,399 @@
+/*
+ * The layout pass (seed 001) on real graphs: plans with layouts chosen
+ * give the results of plans without (CNNs of Conv, pools,
+ * BatchNormalization and elementwise ops, with per-channel constants and
+ * residual adds); a subgraph whose captured values arrive in each layout
+ * reorders them where it must; the plan's records agree with its steps
+ * (every layout-sensitive step reads and writes its layout, reorders sit
+ * exactly where neighbours differ, graph outputs are plain); an If's cost
+ * weighs its branches by the profile's probabilities, and
+ * gxd_plan_layout_stale says when a new profile changes the choice.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/compile/compile.h"
+#include "daemon/compile/layout.h"
+#include "daemon/exec/exec.h"
+#include "daemon/profile.h"
+#include "ops/layout.h"
+#include "tests/testutil.h"
+
+static const gxd_compile_limits s_lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                                         .max_arena_bytes = 256ll << 20};
+
+#define NAMES(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
+                   (const char *[]) { __VA_ARGS__ }
+
+static gx_node *s_node(gx_graph *g, const char *op, size_t n_in, const char *const *in,
+                       size_t n_out, const char *const *out)
+{
+    gx_node *n = gx_graph_add_node(g, op, NULL, n_in, in, n_out, out);
+    ck_assert_ptr_nonnull(n);
+    return n;
+}
+
+static uint64_t s_rng = 88172645463325252ull;
+
+static float s_rand(void)
+{
+    s_rng ^= s_rng << 13, s_rng ^= s_rng >> 7, s_rng ^= s_rng << 17;
+    return (float)(s_rng % 2001) / 1000.0f - 1.0f;
+}
+
+/* A constant of random floats. */
+static void s_rand_const(gx_graph *g, const char *name, int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = s_rand() * 0.5f;
+    gxt_const(g, name, GX_F32, ndim, shape, v);
+    free(v);
+}
+
+static void s_conv(gx_graph *g, const char *name, const char *x, int64_t c, int64_t m, int64_t k,
+                   const char *y)
+{
+    char w[64], b[64];
+    snprintf(w, sizeof w, "%s.w", name);
+    snprintf(b, sizeof b, "%s.b", name);
+    s_rand_const(g, w, 4, (int64_t[]){m, c, k, k});
+    s_rand_const(g, b, 1, (int64_t[]){m});
+    gx_node *n = gx_graph_add_node(g, "Conv", name, 3, (const char *[]){x, w, b}, 1,
+                                   (const char *[]){y});
+    ck_assert_ptr_nonnull(n);
+    const int64_t pad = k / 2;
+    gx_node_set_ints(n, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+}
+
+/* A small CNN on x [n, c0, hw, hw]: conv, relu, pool, conv, BN, a
+ * per-channel bias add, a residual add, global pool. */
+static gx_graph *s_cnn(int64_t c0, int64_t c1)
+{
+    gx_graph *g = gx_graph_new("cnn");
+    s_conv(g, "conv1", "x", c0, c1, 3, "c1");
+    s_node(g, "Relu", NAMES("c1"), NAMES("r1"));
+    gx_node *mp = s_node(g, "MaxPool", NAMES("r1"), NAMES("p1"));
+    gx_node_set_ints(mp, "kernel_shape", (int64_t[]){2, 2}, 2);
+    gx_node_set_ints(mp, "strides", (int64_t[]){2, 2}, 2);
+    s_conv(g, "conv2", "p1", c1, c1, 3, "c2");
+    s_rand_const(g, "bn.s", 1, (int64_t[]){c1});
+    s_rand_const(g, "bn.b", 1, (int64_t[]){c1});
+    s_rand_const(g, "bn.m", 1, (int64_t[]){c1});
+    float *var = malloc((size_t)c1 * sizeof *var);
+    for (int64_t i = 0; i < c1; i++)
+        var[i] = 0.5f + (float)i / (float)c1;
+    gxt_const(g, "bn.v", GX_F32, 1, (int64_t[]){c1}, var);
+    free(var);
+    s_node(g, "BatchNormalization", NAMES("c2", "bn.s", "bn.b", "bn.m", "bn.v"), NAMES("n2"));
+    s_rand_const(g, "bias", 3, (int64_t[]){c1, 1, 1});
+    s_node(g, "Add", NAMES("n2", "bias"), NAMES("a2"));
+    s_node(g, "Add", NAMES("a2", "p1"), NAMES("res"));
+    gx_node *ap = s_node(g, "AveragePool", NAMES("res"), NAMES("q"));
+    gx_node_set_ints(ap, "kernel_shape", (int64_t[]){3, 3}, 2);
+    gx_node_set_ints(ap, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    s_node(g, "GlobalAveragePool", NAMES("q"), NAMES("y"));
+    gx_graph_add_output(g, "y");
+    gx_graph_add_output(g, "res");
+    return g;
+}
+
+/* Output o of one run of p on inputs (heap copy, *n floats). */
+static float *s_run(const gxd_plan *p, const gx_view *inputs, size_t o, size_t *n)
+{
+    char err[512];
+    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    gxd_frame f;
+    ck_assert_msg(gxd_frame_init(&f, p, arena, inputs, &s_lim, &stop, err, sizeof err) == GX_OK,
+                  "%s", err);
+    ck_assert_msg(gxd_exec_seq(&f) == GX_OK, "run: %s", err);
+    const gx_view *v = gxd_frame_output(&f, o);
+    ck_assert_int_eq(v->layout, GX_LAYOUT_PLAIN);
+    *n = (size_t)v->numel;
+    float *y = malloc(*n * sizeof *y + 1);
+    memcpy(y, v->data, *n * sizeof *y);
+    gxd_frame_fini(&f);
+    free(arena);
+    return y;
+}
+
+/* The plan's steps agree with the layout pass's records. */
+static void s_check_plan(const gxd_plan *p)
+{
+    const gxd_layout_rec *r = p->layout;
+    ck_assert_ptr_nonnull(r);
+    for (size_t k = 0; k < p->n_outputs; k++)
+        ck_assert_int_eq(p->values[p->outputs[k]].view.layout, GX_LAYOUT_PLAIN);
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        if (s->reorder) { /* between two layouts of one logical tensor */
+            const gx_view *a = &p->values[s->in[0]].view, *b = &p->values[s->out[0]].view;
+            ck_assert_int_ne(a->layout, b->layout);
+            ck_assert_int_eq(s->layout, b->layout);
+            ck_assert_int_eq(a->numel, b->numel);
+            continue;
+        }
+        if (s->fused || s->folded)
+            continue;
+        /* a step's 4-D float values are in its layout (constants were
+         * rewritten, BatchNormalization's 1-D parameters are plain) */
+        for (int k = 0; k < s->n_in; k++) {
+            const gxd_value *v = s->in[k] >= 0 ? &p->values[s->in[k]] : NULL;
+            if (v && v->kind != GXD_VALUE_CONST && v->view.dtype == GX_F32 &&
+                (v->view.ndim == 4 || v->view.layout != GX_LAYOUT_PLAIN))
+                ck_assert_msg(v->view.layout == s->layout, "step %zu (%s) reads '%s' in %s", i,
+                              s->node->name, v->name, gx_layout_name(v->view.layout));
+        }
+        if (s->layout != GX_LAYOUT_PLAIN)
+            ck_assert_int_eq(p->values[s->out[0]].view.layout, s->layout);
+    }
+    if (!r->why[0])
+        ck_assert(r->total <= r->plain_total * (1 + 1e-12));
+}
+
+static void s_cnn_case(int64_t n, int64_t c0, int64_t c1, int64_t hw)
+{
+    gx_graph *g = s_cnn(c0, c1);
+    const int64_t shape[4] = {n, c0, hw, hw};
+    gx_graph_add_input(g, "x", GX_F32, 4, shape);
+    const int64_t numel = n * c0 * hw * hw;
+    float *x = malloc((size_t)numel * sizeof *x);
+    for (int64_t i = 0; i < numel; i++)
+        x[i] = s_rand();
+    gx_view in = {.dtype = GX_F32, .ndim = 4, .numel = numel, .data = x};
+    memcpy(in.shape, shape, sizeof shape);
+    gxd_compile_limits off = s_lim;
+    off.no_layout = true;
+    gxd_plan *p_on = NULL, *p_off = NULL;
+    char err[512];
+    ck_assert_msg(gxd_compile(g, &in, &s_lim, &p_on, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_compile(g, &in, &off, &p_off, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_str_eq(p_off->layout->why, "compiler.layout is off");
+    s_check_plan(p_on);
+    for (size_t o = 0; o < 2; o++) {
+        size_t n_on, n_off;
+        float *y_on = s_run(p_on, &in, o, &n_on), *y_off = s_run(p_off, &in, o, &n_off);
+        ck_assert_uint_eq(n_on, n_off);
+        ck_assert_msg(gxt_allclose(y_on, y_off, n_on, 1e-4f, 1e-4f), "output %zu differs", o);
+        free(y_on), free(y_off);
+    }
+    gxd_plan_destroy(&p_on);
+    gxd_plan_destroy(&p_off);
+    gx_graph_destroy(&g);
+    free(x);
+}
+
+START_TEST(cnn_same_results)
+{
+    s_cnn_case(1, 3, 16, 16);
+    s_cnn_case(2, 16, 32, 12);
+    s_cnn_case(1, 8, 24, 9); /* 24 channels: no blocked layout */
+    s_cnn_case(3, 32, 32, 7);
+}
+END_TEST
+
+/* A subgraph capturing x [1, 32, 6, 6] that arrives in layout l: MaxPool,
+ * Relu, a per-channel Mul and Softmax over the channels (plain only). */
+START_TEST(captured_in_each_layout)
+{
+    gx_graph *g = gx_graph_new("sub");
+    gx_node *mp = s_node(g, "MaxPool", NAMES("x"), NAMES("m"));
+    gx_node_set_ints(mp, "kernel_shape", (int64_t[]){3, 3}, 2);
+    gx_node_set_ints(mp, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    s_node(g, "Relu", NAMES("m"), NAMES("r"));
+    s_rand_const(g, "k", 4, (int64_t[]){1, 32, 1, 1});
+    s_node(g, "Mul", NAMES("r", "k"), NAMES("u"));
+    gx_node_set_int(s_node(g, "Softmax", NAMES("u"), NAMES("y")), "axis", 1);
+    gx_graph_add_output(g, "y");
+    gx_graph_add_output(g, "u");
+    const int64_t numel = 32 * 36;
+    float *x = malloc(numel * sizeof *x), *phys = gx_aligned_alloc(numel * sizeof *phys);
+    for (int64_t i = 0; i < numel; i++)
+        x[i] = s_rand();
+    const gx_view plain = {.dtype = GX_F32, .ndim = 4, .shape = {1, 32, 6, 6}, .numel = numel,
+                           .data = x};
+    const char *captured[] = {"x"};
+    float *ref[2] = {NULL, NULL};
+    for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
+        gx_view in = gx_layout_physical((gx_layout)l, &plain);
+        in.data = phys;
+        gx_layout_reorder(&plain, &in, 0, 1);
+        gxd_plan *p = NULL;
+        char err[512];
+        ck_assert_msg(gxd_compile_sub(g, captured, 1, &in, &s_lim, &p, err, sizeof err) == GX_OK,
+                      "%s: %s", gx_layout_name((gx_layout)l), err);
+        ck_assert(gxd_plan_matches(p, &in));
+        gx_view other = gx_layout_physical((gx_layout)((l + 1) % GX_LAYOUT_COUNT), &plain);
+        ck_assert(!gxd_plan_matches(p, &other)); /* the layout is part of the signature */
+        s_check_plan(p);
+        for (size_t o = 0; o < 2; o++) {
+            size_t n;
+            float *y = s_run(p, &in, o, &n);
+            if (!ref[o])
+                ref[o] = y;
+            else
+                ck_assert_msg(memcmp(ref[o], y, n * sizeof *y) == 0, "%s: output %zu differs",
+                              gx_layout_name((gx_layout)l), o);
+            if (ref[o] != y)
+                free(y);
+        }
+        gxd_plan_destroy(&p);
+    }
+    free(ref[0]), free(ref[1]), free(x), free(phys);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
+/* y = If(c) then MaxPool(Relu(z)) else Softmax(z, axis 1), z = Conv(x):
+ * the branches prefer different layouts for z. */
+static gx_graph *s_if_graph(void)
+{
+    gx_graph *then = gx_graph_new("then"), *els = gx_graph_new("else");
+    s_node(then, "Relu", NAMES("z"), NAMES("t1"));
+    gx_node *mp = s_node(then, "MaxPool", NAMES("t1"), NAMES("t"));
+    gx_node_set_ints(mp, "kernel_shape", (int64_t[]){3, 3}, 2);
+    gx_node_set_ints(mp, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    gx_graph_add_output(then, "t");
+    gx_node_set_int(s_node(els, "Softmax", NAMES("z"), NAMES("e")), "axis", 1);
+    gx_graph_add_output(els, "e");
+    gx_graph *g = gx_graph_new("if");
+    gx_graph_add_input(g, "x", GX_F32, 4, (int64_t[]){1, 16, 10, 10});
+    gx_graph_add_input(g, "c", GX_BOOL, 0, NULL);
+    s_conv(g, "conv", "x", 16, 32, 3, "z");
+    gx_node *n = gx_graph_add_node(g, "If", "if", 1, (const char *[]){"c"}, 1,
+                                   (const char *[]){"y"});
+    gx_node_set_graph(n, "then_branch", &then);
+    gx_node_set_graph(n, "else_branch", &els);
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+/* A profile of 1000 jobs where the If took its then branch `then` times. */
+static gxd_profile *s_if_profile(int64_t then)
+{
+    gxd_profile *p = gxd_profile_new("00");
+    p->jobs = 1000;
+    ck_assert_int_eq(gxd_profile_add(p, "conv", 1000, 0), GX_OK);
+    ck_assert_int_eq(gxd_profile_add(p, "if", 1000, 0), GX_OK);
+    ck_assert_int_eq(gxd_profile_add(p, "if/then_branch/node0", then, 0), GX_OK);
+    ck_assert_int_eq(gxd_profile_add(p, "if/then_branch/node1", then, 0), GX_OK);
+    ck_assert_int_eq(gxd_profile_add(p, "if/else_branch/node0", 1000 - then, 0), GX_OK);
+    gxd_profile_finish(p);
+    return p;
+}
+
+static const gxd_layout_op *s_find_op(const gxd_plan *p, const char *node, bool free_only)
+{
+    for (size_t o = 0; o < p->layout->n_ops; o++)
+        if (!strcmp(p->layout->ops[o].node, node) && (!free_only || p->layout->ops[o].n_sub))
+            return &p->layout->ops[o];
+    return NULL;
+}
+
+START_TEST(if_weighs_branches_by_probability)
+{
+    gx_graph *g = s_if_graph();
+    /* the branch nodes' default names: node0, node1 */
+    ck_assert_str_eq(g->nodes[1]->attr[0].g->nodes[0]->name, "node0");
+    float x[1600];
+    for (int i = 0; i < 1600; i++)
+        x[i] = s_rand();
+    uint8_t c = 1;
+    gx_view in[2] = {{.dtype = GX_F32, .ndim = 4, .shape = {1, 16, 10, 10}, .numel = 1600,
+                      .data = x},
+                     {.dtype = GX_BOOL, .ndim = 0, .numel = 1, .data = &c}};
+    gxd_profile *often = s_if_profile(900), *rarely = s_if_profile(100);
+    gxd_plan *p[3] = {NULL, NULL, NULL};
+    const gxd_profile *profs[3] = {NULL, often, rarely};
+    char err[512];
+    for (int k = 0; k < 3; k++) {
+        gxd_compile_limits lim = s_lim;
+        lim.profile = profs[k];
+        ck_assert_msg(gxd_compile(g, in, &lim, &p[k], err, sizeof err) == GX_OK, "%s", err);
+        s_check_plan(p[k]);
+        const gxd_layout_op *op = s_find_op(p[k], "if", true);
+        ck_assert_ptr_nonnull(op);
+        ck_assert_int_eq(op->n_sub, 2);
+        const double want = k == 0 ? 1.0 : k == 1 ? 0.9 : 0.1;
+        ck_assert_double_eq_tol(op->ratio[0], want, 1e-12);
+        ck_assert_double_eq_tol(op->ratio[1], k == 0 ? 1.0 : 1.0 - want, 1e-12);
+        for (int l = 0; l < GX_LAYOUT_COUNT; l++)
+            if (isfinite(op->cost[l]))
+                ck_assert_double_eq_tol(op->cost[l],
+                                        op->ratio[0] * op->sub_cost[0][l] +
+                                            op->ratio[1] * op->sub_cost[1][l],
+                                        1e-9);
+        /* both branches give the unlaid-out results */
+        gxd_compile_limits off = s_lim;
+        off.no_layout = true;
+        gxd_plan *q = NULL;
+        ck_assert(gxd_compile(g, in, &off, &q, err, sizeof err) == GX_OK);
+        for (c = 0; c < 2; c++) {
+            size_t n1, n2;
+            float *y1 = s_run(p[k], in, 0, &n1), *y2 = s_run(q, in, 0, &n2);
+            ck_assert_uint_eq(n1, n2);
+            ck_assert(gxt_allclose(y1, y2, n1, 1e-4f, 1e-4f));
+            free(y1), free(y2);
+        }
+        gxd_plan_destroy(&q);
+    }
+    /* stale: exactly when re-solving with the other profile chooses
+     * differently from the plan's choice */
+    for (int a = 0; a < 3; a++)
+        for (int b = 1; b < 3; b++) {
+            bool differs = false;
+            for (size_t o = 0; o < p[a]->layout->n_ops; o++)
+                differs = differs || p[a]->layout->ops[o].chosen != p[b]->layout->ops[o].chosen;
+            char why[256];
+            ck_assert_int_eq(gxd_plan_layout_stale(p[a], profs[b], why, sizeof why), differs);
+            ck_assert(!differs || strstr(why, " over "));
+        }
+    for (int k = 0; k < 3; k++)
+        gxd_plan_destroy(&p[k]);
+    gxd_profile_destroy(&often);
+    gxd_profile_destroy(&rarely);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(explain_lists_the_choice)
+{
+    gx_graph *g = s_cnn(16, 32);
+    gx_graph_add_input(g, "x", GX_F32, 4, (int64_t[]){1, 16, 8, 8});
+    gx_view in = {.dtype = GX_F32, .ndim = 4, .shape = {1, 16, 8, 8}, .numel = 1024};
+    gxd_plan *p = NULL;
+    char err[512];
+    ck_assert_msg(gxd_compile(g, &in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    char *j = gxd_plan_explain_json(p, g);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_msg(strstr(j, "\"layout\":{\"total_us\":"), "%s", strstr(j, "\"layout\""));
+    ck_assert(strstr(j, "\"node\":\"conv1\""));
+    ck_assert(strstr(j, "\"cost_us\":{\"nchw\":"));
+    for (size_t i = 0; i < p->n_steps; i++)
+        if (p->steps[i].reorder)
+            ck_assert(strstr(j, "\"kernel\":\"cpu.reorder\""));
+    free(j);
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
+Suite *layout_pass_suite(void)
+{
+    Suite *s = suite_create("layout_pass");
+    TCase *tc = tcase_create("pass");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, cnn_same_results);
+    tcase_add_test(tc, captured_in_each_layout);
+    tcase_add_test(tc, if_weighs_branches_by_probability);
+    tcase_add_test(tc, explain_lists_the_choice);
+    suite_add_tcase(s, tc);
+    return s;
+}
