@@ -20,6 +20,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
@@ -61,32 +62,58 @@ static int64_t s_padded(const gx_win *w, int d, int64_t o)
     return p1 < w->k[d] ? p1 : w->k[d];
 }
 
+/* S_VEC lanes as one value (GCC vector extensions): one AVX-512
+ * register, two AVX2 ones, or four SSE ones in the baseline clone. */
+typedef float s_vf __attribute__((vector_size(S_VEC * sizeof(float))));
+typedef int32_t s_vi __attribute__((vector_size(S_VEC * sizeof(float))));
+
+/* The helpers of a cloned loop: inlined into each clone, so they are
+ * compiled for its instruction set. */
+#define S_INLINE static inline __attribute__((always_inline))
+
+/* Loads, stores and t > acc ? t : acc per lane (MAXPS's rule, as the
+ * plain kernels have it), as macros: a function passing these vectors by
+ * value would change its ABI between the clones (-Wpsabi). */
+#define S_LD(p)                                                               \
+    ({                                                                        \
+        s_vf l_;                                                              \
+        memcpy(&l_, (p), sizeof l_);                                          \
+        l_;                                                                   \
+    })
+#define S_ST(p, v)                                                            \
+    do {                                                                      \
+        const s_vf v_ = (v);                                                  \
+        memcpy((p), &v_, sizeof v_);                                          \
+    } while (0)
+#define S_MAX(t, acc)                                                         \
+    ({                                                                        \
+        const s_vf t_ = (t), a_ = (acc);                                      \
+        const s_vi m_ = t_ > a_;                                              \
+        (s_vf)(((s_vi)t_ & m_) | ((s_vi)a_ & ~m_));                           \
+    })
+
 /* One output pixel's window for lanes [0, n) (n <= S_VEC) at x (the
  * plane's pixel (ih0, iw0) plus the first lane): max or sum over the
  * nh x nw valid taps, spaced sh and sw elements apart. */
-static inline void s_window(const float *restrict x, float *restrict y, int64_t n, int64_t nh,
-                            int64_t nw, int64_t sh, int64_t sw, bool max, float div)
+S_INLINE void s_window(const float *restrict x, float *restrict y, int64_t n, int64_t nh,
+                       int64_t nw, int64_t sh, int64_t sw, bool max, float div)
 {
-    float acc[S_VEC];
-    if (n == S_VEC) { /* fixed width: one or two vector registers */
-        for (int i = 0; i < S_VEC; i++)
-            acc[i] = max ? x[i] : 0;
+    if (n == S_VEC) {
+        s_vf acc = max ? S_LD(x) : (s_vf){0};
         for (int64_t a = 0; a < nh; a++) {
-            for (int64_t b = 0; b < nw; b++) {
-                const float *restrict t = x + a * sh + b * sw;
-                if (max) {
-                    for (int i = 0; i < S_VEC; i++)
-                        acc[i] = t[i] > acc[i] ? t[i] : acc[i];
-                } else {
-                    for (int i = 0; i < S_VEC; i++)
-                        acc[i] += t[i];
-                }
+            const float *restrict row = x + a * sh;
+            if (max) {
+                for (int64_t b = 0; b < nw; b++)
+                    acc = S_MAX(S_LD(row + b * sw), acc);
+            } else {
+                for (int64_t b = 0; b < nw; b++)
+                    acc += S_LD(row + b * sw);
             }
         }
-        for (int i = 0; i < S_VEC; i++)
-            y[i] = max ? acc[i] : acc[i] / div;
+        S_ST(y, max ? acc : acc / div);
         return;
     }
+    float acc[S_VEC];
     for (int64_t i = 0; i < n; i++)
         acc[i] = max ? x[i] : 0;
     for (int64_t a = 0; a < nh; a++) {
@@ -151,9 +178,26 @@ static void s_averagepool(const gx_kargs *k)
 
 /* Lanes [0, n) of a plane's S pixels (L lanes apart) into y: S_PARTS
  * partial results per lane as in pool.c's s_global. */
-static inline void s_global_lanes(const float *restrict x, float *restrict y, int64_t S,
-                                  int64_t L, int64_t n, bool max)
+S_INLINE void s_global_lanes(const float *restrict x, float *restrict y, int64_t S, int64_t L,
+                             int64_t n, bool max)
 {
+    if (n == S_VEC) {
+        s_vf part[S_PARTS];
+        for (int l = 0; l < S_PARTS; l++)
+            part[l] = max ? S_LD(x) : (s_vf){0};
+        int64_t s = 0;
+        for (; s + S_PARTS <= S; s += S_PARTS) {
+            for (int l = 0; l < S_PARTS; l++)
+                part[l] = max ? S_MAX(S_LD(x + (s + l) * L), part[l])
+                              : part[l] + S_LD(x + (s + l) * L);
+        }
+        for (; s < S; s++)
+            part[0] = max ? S_MAX(S_LD(x + s * L), part[0]) : part[0] + S_LD(x + s * L);
+        for (int l = 1; l < S_PARTS; l++)
+            part[0] = max ? S_MAX(part[l], part[0]) : part[0] + part[l];
+        S_ST(y, max ? part[0] : part[0] / (float)S);
+        return;
+    }
     float part[S_PARTS][S_VEC];
     for (int l = 0; l < S_PARTS; l++)
         for (int64_t i = 0; i < n; i++)
@@ -162,13 +206,8 @@ static inline void s_global_lanes(const float *restrict x, float *restrict y, in
     for (; s + S_PARTS <= S; s += S_PARTS) {
         for (int l = 0; l < S_PARTS; l++) {
             const float *restrict t = x + (s + l) * L;
-            if (max) {
-                for (int64_t i = 0; i < n; i++)
-                    part[l][i] = t[i] > part[l][i] ? t[i] : part[l][i];
-            } else {
-                for (int64_t i = 0; i < n; i++)
-                    part[l][i] += t[i];
-            }
+            for (int64_t i = 0; i < n; i++)
+                part[l][i] = max ? (t[i] > part[l][i] ? t[i] : part[l][i]) : part[l][i] + t[i];
         }
     }
     for (; s < S; s++) {
@@ -243,7 +282,10 @@ static void s_batchnorm(const s_geo *g, const float *scale, const float *bias, c
             for (int64_t s = e; s < end; s++) {
                 const float *restrict xr = x + s * L + l0;
                 float *restrict yr = y + s * L + l0;
-                for (int64_t i = 0; i < n; i++)
+                int64_t i = 0;
+                for (; i + S_VEC <= n; i += S_VEC)
+                    S_ST(yr + i, (S_LD(xr + i) - S_LD(fm + i)) * S_LD(fa + i) + S_LD(fb + i));
+                for (; i < n; i++)
                     yr[i] = (xr[i] - fm[i]) * fa[i] + fb[i];
             }
         }
