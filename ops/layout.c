@@ -112,8 +112,53 @@ typedef struct s_tr {
     }
 S_TILE_COPY(s_tile8, uint8_t)
 S_TILE_COPY(s_tile16, uint16_t)
-S_TILE_COPY(s_tile32, uint32_t)
 S_TILE_COPY(s_tile64, uint64_t)
+
+/* 4-byte items: full tiles as four 8 x 8 register transposes (unpack,
+ * pair shuffle, 128-bit halves: the usual AVX pattern, which the other
+ * clones lower to their own shuffles), the rest item by item. */
+typedef uint32_t s_v8 __attribute__((vector_size(8 * sizeof(uint32_t))));
+#define S_SHUF(a, b, ...) __builtin_shuffle((a), (b), (s_v8){__VA_ARGS__})
+
+static inline __attribute__((always_inline)) void s_block8(const uint32_t *restrict x,
+                                                           uint32_t *restrict y, int64_t lx,
+                                                           int64_t ly)
+{
+    s_v8 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        memcpy(&r[i], x + i * lx, sizeof r[i]);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = S_SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = S_SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = S_SHUF(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 1] = S_SHUF(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[i + 2] = S_SHUF(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 3] = S_SHUF(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = S_SHUF(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = S_SHUF(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+    for (int i = 0; i < 8; i++)
+        memcpy(y + i * ly, &r[i], sizeof r[i]);
+}
+
+GX_CPU_CLONES
+static void s_tile32(const uint32_t *restrict x, uint32_t *restrict y, int64_t r, int64_t k,
+                     int64_t a0, int64_t a1, int64_t b0, int64_t b1)
+{
+    if (a1 - a0 == S_TILE && b1 - b0 == S_TILE) {
+        for (int64_t a = a0; a < a1; a += 8)
+            for (int64_t b = b0; b < b1; b += 8)
+                s_block8(x + a * k + b, y + b * r + a, k, r);
+        return;
+    }
+    for (int64_t b = b0; b < b1; b++)
+        for (int64_t a = a0; a < a1; a++)
+            y[b * r + a] = x[a * k + b];
+}
 
 typedef struct s_item64 { /* a 16-channel block of float32 */
     uint32_t v[GX_LAYOUT_BLOCK];
