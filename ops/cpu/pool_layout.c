@@ -128,27 +128,42 @@ S_INLINE void s_window(const float *restrict x, float *restrict y, int64_t n, in
 }
 
 /* Output pixels [lo, hi) of planes of the window w: max (or average, with
- * include_pad for count_include_pad). */
+ * include_pad for count_include_pad), a row of the output at a time. */
+S_INLINE void s_pool_rows(const gx_win *w, const s_geo *g, const float *x, float *y, bool max,
+                          bool include_pad, int64_t lo, int64_t hi)
+{
+    const int64_t oh = w->out[0], ow = w->out[1], H = w->in[0], W = w->in[1], L = g->L;
+    const int64_t sh = w->dil[0] * W * L, sw = w->dil[1] * L;
+    for (int64_t e = lo; e < hi;) {
+        const int64_t row = e / ow, p = row / oh, o0 = row % oh;
+        const int64_t end = (row + 1) * ow < hi ? (row + 1) * ow : hi;
+        int64_t h0, h1;
+        gx_win_taps(w, 0, o0, &h0, &h1);
+        const int64_t ih = o0 * w->stride[0] - w->pad_lo[0] + h0 * w->dil[0];
+        const int64_t ph = include_pad ? s_padded(w, 0, o0) : 0;
+        const float *xr = x + (p * H + ih) * W * L;
+        for (int64_t o1 = e - row * ow; e < end; e++, o1++) {
+            int64_t w0, w1;
+            gx_win_taps(w, 1, o1, &w0, &w1);
+            const int64_t iw = o1 * w->stride[1] - w->pad_lo[1] + w0 * w->dil[1];
+            const int64_t n = include_pad ? ph * s_padded(w, 1, o1) : (h1 - h0) * (w1 - w0);
+            const float *xp = xr + iw * L;
+            float *yp = y + e * L;
+            for (int64_t c = 0; c < L; c += S_VEC)
+                s_window(xp + c, yp + c, L - c < S_VEC ? L - c : S_VEC, h1 - h0, w1 - w0, sh,
+                         sw, max, (float)n);
+        }
+    }
+}
+
 GX_CPU_CLONES
 static void s_pool(const gx_win *w, const s_geo *g, const float *x, float *y, bool max,
                    bool include_pad, int64_t lo, int64_t hi)
 {
-    const int64_t oh = w->out[0], ow = w->out[1], H = w->in[0], W = w->in[1], L = g->L;
-    for (int64_t e = lo; e < hi; e++) {
-        const int64_t p = e / (oh * ow), o0 = e / ow % oh, o1 = e % ow;
-        int64_t h0, h1, w0, w1;
-        gx_win_taps(w, 0, o0, &h0, &h1);
-        gx_win_taps(w, 1, o1, &w0, &w1);
-        const int64_t ih = o0 * w->stride[0] - w->pad_lo[0] + h0 * w->dil[0];
-        const int64_t iw = o1 * w->stride[1] - w->pad_lo[1] + w0 * w->dil[1];
-        const int64_t n = include_pad ? s_padded(w, 0, o0) * s_padded(w, 1, o1)
-                                      : (h1 - h0) * (w1 - w0);
-        const float *xp = x + ((p * H + ih) * W + iw) * L;
-        float *yp = y + e * L;
-        for (int64_t c = 0; c < L; c += S_VEC)
-            s_window(xp + c, yp + c, L - c < S_VEC ? L - c : S_VEC, h1 - h0, w1 - w0,
-                     w->dil[0] * W * L, w->dil[1] * L, max, (float)n);
-    }
+    if (max) /* a constant in each copy: no test inside the taps' loops */
+        s_pool_rows(w, g, x, y, true, false, lo, hi);
+    else
+        s_pool_rows(w, g, x, y, false, include_pad, lo, hi);
 }
 
 static void s_pool_kernel(const gx_kargs *k, bool max, int ceil_attr, bool include_pad)
@@ -232,8 +247,10 @@ static void s_global(const s_geo *g, const float *x, float *y, bool max, int64_t
         const int64_t p = u / per, c = u % per * S_VEC;
         const float *xp = x + p * S * L + c;
         float *yp = y + p * L + c;
-        if (L - c >= S_VEC)
-            s_global_lanes(xp, yp, S, L, S_VEC, max);
+        if (L - c >= S_VEC && max)
+            s_global_lanes(xp, yp, S, L, S_VEC, true);
+        else if (L - c >= S_VEC)
+            s_global_lanes(xp, yp, S, L, S_VEC, false);
         else
             s_global_lanes(xp, yp, S, L, L - c, max);
     }
