@@ -304,7 +304,7 @@ static bool s_check_op(gx_op op, const gx_node *node, gx_layout l, int n_in, con
  * 0, -0 or 1 (ties in MaxPool). */
 static gx_view s_input(gx_layout l)
 {
-    const int64_t c = l == GX_LAYOUT_NCHW16C || s_rand(0, 1) ? 16 * s_rand(1, 2) : s_rand(1, 9);
+    const int64_t c = l == GX_LAYOUT_NCHW16C || s_rand(0, 1) ? 16 * s_rand(1, 2) : s_rand(1, 40);
     gx_view x = ot_rand(GX_F32, SHAPE(s_rand(1, 3), c, s_rand(1, 19), s_rand(1, 19)));
     float *v = x.data;
     for (int64_t i = 0; i < x.numel; i++) {
