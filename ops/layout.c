@@ -80,30 +80,123 @@ gx_view gx_layout_logical(const gx_view *v)
     return x;
 }
 
-/* Where channel c of the (n, h) slice of a tensor with logical dims d lies
- * in layout l, relative to the slice's base, and the stride along w. */
-static int64_t s_chan(gx_layout l, const int64_t d[4], int64_t c)
-{
-    switch (l) {
-    case GX_LAYOUT_NHWC: return c;
-    case GX_LAYOUT_NCHW16C:
-        return c / GX_LAYOUT_BLOCK * d[2] * d[3] * GX_LAYOUT_BLOCK + c % GX_LAYOUT_BLOCK;
-    case GX_LAYOUT_PLAIN:
-    case GX_LAYOUT_COUNT: break;
+/* A reorder is a batch of transposes: m matrices of r x k items (an item
+ * is ib bytes: one element, or a 16-channel block of them), matrix i at
+ * byte i * mstride in both x and y, item (a, b) at (a * k + b) in x and
+ * (b * r + a) in y. Shares are tiles of S_TILE x S_TILE items, so both
+ * sides of a tile stay in L1 and every thread gets work even when one
+ * side of the matrices is small. */
+#define S_TILE 16
+
+typedef struct s_tr {
+    int64_t m, r, k;
+    size_t ib, mstride;
+} s_tr;
+
+/* Items of the tile rows [a0, a1) x columns [b0, b1), stamped per item
+ * size (T) so the copies are plain loads and stores. */
+#define S_TILE_COPY(name, T)                                                  \
+    GX_CPU_CLONES                                                             \
+    static void name(const T *restrict x, T *restrict y, int64_t r, int64_t k, int64_t a0,   \
+                     int64_t a1, int64_t b0, int64_t b1)                      \
+    {                                                                         \
+        if (a1 - a0 == S_TILE && b1 - b0 == S_TILE) {                         \
+            for (int64_t b = 0; b < S_TILE; b++)                              \
+                for (int64_t a = 0; a < S_TILE; a++)                          \
+                    y[(b0 + b) * r + a0 + a] = x[(a0 + a) * k + b0 + b];      \
+            return;                                                           \
+        }                                                                     \
+        for (int64_t b = b0; b < b1; b++)                                     \
+            for (int64_t a = a0; a < a1; a++)                                 \
+                y[b * r + a] = x[a * k + b];                                  \
     }
-    return c * d[2] * d[3];
+S_TILE_COPY(s_tile8, uint8_t)
+S_TILE_COPY(s_tile16, uint16_t)
+S_TILE_COPY(s_tile64, uint64_t)
+
+/* 4-byte items: full tiles as four 8 x 8 register transposes (unpack,
+ * pair shuffle, 128-bit halves: the usual AVX pattern, which the other
+ * clones lower to their own shuffles), the rest item by item. */
+typedef uint32_t s_v8 __attribute__((vector_size(8 * sizeof(uint32_t))));
+#define S_SHUF(a, b, ...) __builtin_shuffle((a), (b), (s_v8){__VA_ARGS__})
+
+static inline __attribute__((always_inline)) void s_block8(const uint32_t *restrict x,
+                                                           uint32_t *restrict y, int64_t lx,
+                                                           int64_t ly)
+{
+    s_v8 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        memcpy(&r[i], x + i * lx, sizeof r[i]);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = S_SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = S_SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = S_SHUF(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 1] = S_SHUF(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[i + 2] = S_SHUF(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 3] = S_SHUF(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = S_SHUF(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = S_SHUF(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+    for (int i = 0; i < 8; i++)
+        memcpy(y + i * ly, &r[i], sizeof r[i]);
 }
 
-static int64_t s_wstride(gx_layout l, const int64_t d[4])
+GX_CPU_CLONES
+static void s_tile32(const uint32_t *restrict x, uint32_t *restrict y, int64_t r, int64_t k,
+                     int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 {
-    return l == GX_LAYOUT_NHWC ? d[1] : l == GX_LAYOUT_NCHW16C ? GX_LAYOUT_BLOCK : 1;
+    if (a1 - a0 == S_TILE && b1 - b0 == S_TILE) {
+        for (int64_t a = a0; a < a1; a += 8)
+            for (int64_t b = b0; b < b1; b += 8)
+                s_block8(x + a * k + b, y + b * r + a, k, r);
+        return;
+    }
+    for (int64_t b = b0; b < b1; b++)
+        for (int64_t a = a0; a < a1; a++)
+            y[b * r + a] = x[a * k + b];
 }
 
-/* Offset of slice (n, h) in layout l. */
-static int64_t s_slice(gx_layout l, const int64_t d[4], int64_t n, int64_t h)
+typedef struct s_item64 { /* a 16-channel block of float32 */
+    uint32_t v[GX_LAYOUT_BLOCK];
+} s_item64;
+S_TILE_COPY(s_tile512, s_item64)
+
+/* Any other item size: byte copies. */
+static void s_tile_bytes(const char *x, char *y, size_t ib, int64_t r, int64_t k, int64_t a0,
+                         int64_t a1, int64_t b0, int64_t b1)
 {
-    const int64_t img = n * d[1] * d[2] * d[3];
-    return img + h * d[3] * (l == GX_LAYOUT_PLAIN ? 1 : l == GX_LAYOUT_NHWC ? d[1] : GX_LAYOUT_BLOCK);
+    for (int64_t b = b0; b < b1; b++)
+        for (int64_t a = a0; a < a1; a++)
+            memcpy(y + (size_t)(b * r + a) * ib, x + (size_t)(a * k + b) * ib, ib);
+}
+
+static void s_transpose(const s_tr *t, const char *x, char *y, int ith, int nth)
+{
+    const int64_t tr = (t->r + S_TILE - 1) / S_TILE, tk = (t->k + S_TILE - 1) / S_TILE;
+    const gx_kargs share = {.ith = ith, .nth = nth};
+    int64_t lo, hi;
+    gx_cpu_share(&share, t->m * tr * tk, 1, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        const int64_t i = u / (tr * tk), a0 = u / tk % tr * S_TILE, b0 = u % tk * S_TILE;
+        const int64_t a1 = a0 + S_TILE < t->r ? a0 + S_TILE : t->r;
+        const int64_t b1 = b0 + S_TILE < t->k ? b0 + S_TILE : t->k;
+        const char *xm = x + (size_t)i * t->mstride;
+        char *ym = y + (size_t)i * t->mstride;
+        switch (t->ib) {
+        case 1: s_tile8((const void *)xm, (void *)ym, t->r, t->k, a0, a1, b0, b1); break;
+        case 2: s_tile16((const void *)xm, (void *)ym, t->r, t->k, a0, a1, b0, b1); break;
+        case 4: s_tile32((const void *)xm, (void *)ym, t->r, t->k, a0, a1, b0, b1); break;
+        case 8: s_tile64((const void *)xm, (void *)ym, t->r, t->k, a0, a1, b0, b1); break;
+        case sizeof(s_item64):
+            s_tile512((const void *)xm, (void *)ym, t->r, t->k, a0, a1, b0, b1);
+            break;
+        default: s_tile_bytes(xm, ym, t->ib, t->r, t->k, a0, a1, b0, b1); break;
+        }
+    }
 }
 
 void gx_layout_reorder(const gx_view *x, const gx_view *y, int ith, int nth)
@@ -111,27 +204,34 @@ void gx_layout_reorder(const gx_view *x, const gx_view *y, int ith, int nth)
     int64_t d[4];
     gx_layout_dims(x, d);
     const size_t es = gx_dtype_size(x->dtype);
-    const gx_kargs share = {.ith = ith, .nth = nth};
-    int64_t lo, hi; /* (n, h) slices */
-    gx_cpu_share(&share, d[0] * d[2], 1, &lo, &hi);
-    const int64_t sx = s_wstride(x->layout, d), sy = s_wstride(y->layout, d);
-    for (int64_t r = lo; r < hi; r++) {
-        const int64_t n = r / d[2], h = r % d[2];
-        const int64_t bx = s_slice(x->layout, d, n, h), by = s_slice(y->layout, d, n, h);
-        for (int64_t c = 0; c < d[1]; c++) {
-            const int64_t ox = bx + s_chan(x->layout, d, c), oy = by + s_chan(y->layout, d, c);
-            if (es == 4) {
-                const float *restrict src = (const float *)x->data + ox;
-                float *restrict dst = (float *)y->data + oy;
-                for (int64_t w = 0; w < d[3]; w++)
-                    dst[w * sy] = src[w * sx];
-            } else {
-                for (int64_t w = 0; w < d[3]; w++)
-                    memcpy((char *)y->data + (size_t)(oy + w * sy) * es,
-                           (const char *)x->data + (size_t)(ox + w * sx) * es, es);
-            }
-        }
+    const int64_t n = d[0], c = d[1], hw = d[2] * d[3], cb = c / GX_LAYOUT_BLOCK;
+    const gx_layout lx = x->layout, ly = y->layout;
+    if (lx == ly) { /* a copy, cut in cache lines */
+        const gx_kargs share = {.ith = ith, .nth = nth};
+        const int64_t bytes = x->numel * (int64_t)es;
+        int64_t lo, hi;
+        gx_cpu_share(&share, bytes, 64, &lo, &hi);
+        if (lo < hi)
+            memcpy((char *)y->data + lo, (const char *)x->data + lo, (size_t)(hi - lo));
+        return;
     }
+    const size_t image = (size_t)(c * hw) * es, block = GX_LAYOUT_BLOCK * es;
+    s_tr t = {.m = n, .ib = es, .mstride = image};
+    if (lx == GX_LAYOUT_PLAIN && ly == GX_LAYOUT_NHWC) {
+        t.r = c, t.k = hw; /* [C, HW] -> [HW, C] per image */
+    } else if (lx == GX_LAYOUT_NHWC && ly == GX_LAYOUT_PLAIN) {
+        t.r = hw, t.k = c;
+    } else if (lx == GX_LAYOUT_PLAIN && ly == GX_LAYOUT_NCHW16C) {
+        /* [16, HW] -> [HW, 16] per block of channels */
+        t.m = n * cb, t.r = GX_LAYOUT_BLOCK, t.k = hw, t.mstride = (size_t)hw * block;
+    } else if (lx == GX_LAYOUT_NCHW16C && ly == GX_LAYOUT_PLAIN) {
+        t.m = n * cb, t.r = hw, t.k = GX_LAYOUT_BLOCK, t.mstride = (size_t)hw * block;
+    } else if (lx == GX_LAYOUT_NHWC && ly == GX_LAYOUT_NCHW16C) {
+        t.r = hw, t.k = cb, t.ib = block; /* [HW, C/16] -> [C/16, HW] of blocks */
+    } else {
+        t.r = cb, t.k = hw, t.ib = block; /* 16c -> NHWC */
+    }
+    s_transpose(&t, x->data, y->data, ith, nth);
 }
 
 void gx_cpu_reorder(const gx_kargs *k)

@@ -35,6 +35,7 @@ Suite *batch_suite(void);
 Suite *fuse_suite(void);
 Suite *layout_suite(void);
 Suite *layout_pass_suite(void);
+Suite *layout_ops_suite(void);
 Suite *memplan_suite(void);
 Suite *partition_suite(void);
 Suite *queue_suite(void);
