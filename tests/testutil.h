@@ -34,6 +34,7 @@ Suite *modes_suite(void);
 Suite *batch_suite(void);
 Suite *fuse_suite(void);
 Suite *layout_suite(void);
+Suite *layout_conv_suite(void);
 Suite *memplan_suite(void);
 Suite *partition_suite(void);
 Suite *queue_suite(void);
