@@ -93,7 +93,9 @@ void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *
 void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
                       const gx_view *packed);
 /* Packed weights: NHWC [kh, kw, C, M] (the GEMM's [kh * kw * C, M]);
- * NCHW16c [M/16, C/16, kh, kw, 16 (c), 16 (m)]. Group 1 only.
+ * NCHW16c [M/16, C/16, kh, kw, 16 (c), 16 (m)]. Depthwise (group == C ==
+ * M; W [M, 1, kh, kw]): NHWC [kh, kw, 1, M], NCHW16c [M/16, 1, kh, kw, 1,
+ * 16]. attr: the node's resolved attributes (the group).
  *
  * Bytes of scratch the node's kernel in layout l needs (like a schema's
  * scratch(): for the whole node, shared by all shares; ic as for

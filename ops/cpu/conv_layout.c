@@ -1,6 +1,8 @@
 /*
  * Conv in the NHWC and NCHW16c layouts (ops/layout.h): float32, 2-D,
- * group 1, constant weights packed once per plan.
+ * group 1 or depthwise (group == C == M), constant weights packed once per
+ * plan. Depthwise runs directly in both layouts, vectorised over channels
+ * (contiguous in NHWC, the 16 of a block in NCHW16c), without scratch.
  *
  * NHWC: the output is a matrix [positions (n, oh, ow), M]. Positions are
  * taken in tiles; a tile's im2col rows (one per position, kh * kw * C
@@ -128,6 +130,34 @@ static void s_im2col_nhwc(const gx_win *w, int64_t c, const float *x, int64_t p0
     }
 }
 
+/* Depthwise (group == C == M): each position's M channels add their taps'
+ * x channels times the taps' weights [kh, kw, 1, M], taps in order. */
+GX_CPU_CLONES static void s_dw_nhwc(const gx_win *w, int64_t m, const float *x, const float *wp,
+                                    const float *bias, float *y, int64_t lo, int64_t hi)
+{
+    const int64_t oh = w->out[0], ow = w->out[1], ih = w->in[0], iw = w->in[1];
+    for (int64_t p = lo; p < hi; p++) {
+        const int64_t n = p / (oh * ow), y0 = p / ow % oh, x0 = p % ow;
+        float *restrict yp = y + p * m;
+        for (int64_t c = 0; c < m; c++)
+            yp[c] = bias ? bias[c] : 0.0f;
+        for (int64_t a = 0; a < w->k[0]; a++) {
+            const int64_t i = y0 * w->stride[0] - w->pad_lo[0] + a * w->dil[0];
+            if (i < 0 || i >= ih)
+                continue;
+            for (int64_t b = 0; b < w->k[1]; b++) {
+                const int64_t j = x0 * w->stride[1] - w->pad_lo[1] + b * w->dil[1];
+                if (j < 0 || j >= iw)
+                    continue;
+                const float *restrict xp = x + ((n * ih + i) * iw + j) * m;
+                const float *restrict wt = wp + (a * w->k[1] + b) * m;
+                for (int64_t c = 0; c < m; c++)
+                    yp[c] += xp[c] * wt[c];
+            }
+        }
+    }
+}
+
 /* Share: positions [c0 * S_CHUNK, c1 * S_CHUNK) in tiles; im2col into the
  * share's slot (slot < min(chunks, GX_CONV_LAYOUT_SHARES): its own index,
  * or its first chunk when there are fewer chunks than shares, which no
@@ -145,10 +175,14 @@ static void s_conv_nhwc(const gx_kargs *k)
     const int64_t eff = k->nth < GX_CONV_LAYOUT_SHARES ? k->nth : GX_CONV_LAYOUT_SHARES;
     int64_t c0, c1;
     s_nhwc_chunks(p, k->ith, k->nth, &c0, &c1);
+    const int64_t lo = c0 * S_CHUNK, hi = c1 * S_CHUNK < p ? c1 * S_CHUNK : p;
+    if (k->attr[GX_CONV_GROUP].i > 1) {
+        s_dw_nhwc(&w, m, x, wp, bias, y, lo, hi);
+        return;
+    }
     const bool pw = s_pointwise(&w);
     const int64_t t = s_tile(&w, kc);
     float *col = pw ? NULL : (float *)k->scratch + (chunks >= eff ? k->ith : c0) * t * kc;
-    const int64_t lo = c0 * S_CHUNK, hi = c1 * S_CHUNK < p ? c1 * S_CHUNK : p;
     for (int64_t p0 = lo; p0 < hi; p0 += t) {
         const int64_t p1 = p0 + t < hi ? p0 + t : hi, rows = p1 - p0;
         float *yt = y + p0 * m;
@@ -176,6 +210,7 @@ typedef float s_v16 __attribute__((vector_size(64), aligned(4)));
 typedef struct s_c16 {
     gx_win w;
     int64_t cb, mb;     /* input and output channel blocks */
+    bool depthwise;     /* group == C == M: block mb reads input block mb only */
     const float *x, *wp, *bias;
     float *y;
 } s_c16;
@@ -237,6 +272,38 @@ S_RUN(4)
 S_RUN(2)
 S_RUN(1)
 
+/* Depthwise, output row (n, mb, oh): each column's 16 channels add their
+ * taps' 16 x channels times the taps' weights [kh, kw, 16], taps in
+ * order. */
+static inline __attribute__((always_inline)) void s_dw_row(const s_c16 *cv, int64_t n,
+                                                           int64_t mb, int64_t oh, float *yr)
+{
+    const gx_win *w = &cv->w;
+    const int64_t ih = w->in[0], iw = w->in[1], kh = w->k[0], kw = w->k[1];
+    const float *xn = cv->x + (n * cv->cb + mb) * ih * iw * B, *wm = cv->wp + mb * kh * kw * B;
+    s_v16 b0 = {0};
+    if (cv->bias)
+        memcpy(&b0, cv->bias + mb * B, sizeof b0);
+    for (int64_t o = 0; o < w->out[1]; o++) {
+        s_v16 acc = b0;
+        for (int64_t a = 0; a < kh; a++) {
+            const int64_t i = oh * w->stride[0] - w->pad_lo[0] + a * w->dil[0];
+            if (i < 0 || i >= ih)
+                continue;
+            for (int64_t b = 0; b < kw; b++) {
+                const int64_t j = o * w->stride[1] - w->pad_lo[1] + b * w->dil[1];
+                if (j < 0 || j >= iw)
+                    continue;
+                s_v16 xv, wv;
+                memcpy(&xv, xn + (i * iw + j) * B, sizeof xv);
+                memcpy(&wv, wm + (a * kw + b) * B, sizeof wv);
+                acc += xv * wv;
+            }
+        }
+        memcpy(yr + o * B, &acc, sizeof acc);
+    }
+}
+
 /* Does the CPU run the AVX-512 clone (room for 8 accumulators of 16)? */
 static bool s_wide(void)
 {
@@ -254,6 +321,10 @@ GX_CPU_CLONES static void s_rows16(const s_c16 *cv, int64_t r0, int64_t r1, bool
     for (int64_t r = r0; r < r1; r++) {
         const int64_t n = r / (cv->mb * oh), mb = r / oh % cv->mb, h = r % oh;
         float *yr = cv->y + r * ow * B;
+        if (cv->depthwise) {
+            s_dw_row(cv, n, mb, h, yr);
+            continue;
+        }
         int64_t o = 0;
         if (wide) {
             for (; o + 8 <= ow; o += 8)
@@ -277,6 +348,7 @@ static void s_conv_16c(const gx_kargs *k)
     s_geometry(GX_LAYOUT_NCHW16C, k, &cv.w, &c, &m);
     cv.cb = c / B;
     cv.mb = m / B;
+    cv.depthwise = k->attr[GX_CONV_GROUP].i > 1;
     gx_cpu_share(k, k->out[0].shape[0] * cv.mb * cv.w.out[0], 1, &lo, &hi);
     s_rows16(&cv, lo, hi, s_wide());
 }
@@ -295,9 +367,10 @@ gx_kernel_fn gx_cpu_conv_layout(gx_layout l, const gx_infer *ic, char *why, size
         snprintf(why, len, "%s: Conv needs a float32 2-D input (rank 4)", name);
         return NULL;
     }
-    if (ic->attr[GX_CONV_GROUP].i != 1) {
-        snprintf(why, len, "%s: Conv with group %lld (only group 1)", name,
-                 (long long)ic->attr[GX_CONV_GROUP].i);
+    const int64_t g = ic->attr[GX_CONV_GROUP].i;
+    if (g != 1 && !(g == x->shape[1] && g == wt->shape[0])) {
+        snprintf(why, len, "%s: Conv with group %lld (only group 1, or depthwise: group == C == M)",
+                 name, (long long)g);
         return NULL;
     }
     if (!wt->data) {
@@ -320,7 +393,7 @@ size_t gx_cpu_conv_layout_scratch(gx_layout l, const gx_infer *ic)
     const gx_view *x = &ic->in[0];
     gx_win w;
     gx_win_init(&w, ic->attr, "Conv", x, ic->in[1].shape + 2, false, false, NULL, 0);
-    if (s_pointwise(&w))
+    if (s_pointwise(&w) || ic->attr[GX_CONV_GROUP].i > 1)
         return 0;
     const int64_t kc = w.k_size * x->shape[1], p = x->shape[0] * w.out_size;
     const int64_t chunks = (p + S_CHUNK - 1) / S_CHUNK;
@@ -331,8 +404,8 @@ size_t gx_cpu_conv_layout_scratch(gx_layout l, const gx_infer *ic)
 void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *w,
                             gx_view *packed)
 {
-    (void)attr;
     const int64_t m = w->shape[0], c = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+    const bool dw = attr[GX_CONV_GROUP].i > 1;
     *packed = *w;
     packed->data = NULL;
     if (l == GX_LAYOUT_NHWC) {
@@ -340,7 +413,8 @@ void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *
         memcpy(packed->shape, (int64_t[]){kh, kw, c, m}, 4 * sizeof(int64_t));
     } else {
         packed->ndim = 6;
-        memcpy(packed->shape, (int64_t[]){m / B, c / B, kh, kw, B, B}, 6 * sizeof(int64_t));
+        memcpy(packed->shape, (int64_t[]){m / B, dw ? 1 : c / B, kh, kw, dw ? 1 : B, B},
+               6 * sizeof(int64_t));
     }
     packed->numel = w->numel;
 }
@@ -348,10 +422,16 @@ void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *
 void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
                       const gx_view *packed)
 {
-    (void)attr;
     const int64_t m = w->shape[0], c = w->shape[1], kh = w->shape[2], kw = w->shape[3];
     const float *src = w->data;
     float *dst = packed->data;
+    if (attr[GX_CONV_GROUP].i > 1) { /* depthwise, c == 1: [kh, kw, M] or [M/16, kh, kw, 16] */
+        for (int64_t o = 0; o < m; o++)
+            for (int64_t t = 0; t < kh * kw; t++)
+                dst[l == GX_LAYOUT_NHWC ? t * m + o : (o / B * kh * kw + t) * B + o % B] =
+                    src[o * kh * kw + t];
+        return;
+    }
     for (int64_t o = 0; o < m; o++) {
         for (int64_t i = 0; i < c; i++) {
             for (int64_t a = 0; a < kh; a++) {
