@@ -65,16 +65,18 @@ static double s_time(gx_kernel_fn f, const gx_kargs *k)
     return best * 1e6;
 }
 
-/* One Conv [n, c, hw, hw] * [c, c, kk, kk] with bias, pad kk / 2, stride 1:
- * prints plain, NHWC and NCHW16c microseconds and the ratios. */
-static void s_shape(int64_t n, int64_t c, int64_t hw, int64_t kk)
+/* One Conv [n, c, hw, hw] * [c, c / g, kk, kk] (g: 1 or c, depthwise) with
+ * bias, pad kk / 2, stride 1: prints plain, NHWC and NCHW16c microseconds
+ * and the ratios. */
+static void s_shape(int64_t n, int64_t c, int64_t hw, int64_t kk, int64_t g)
 {
     const int64_t p = kk / 2;
     gx_attr at[] = {{.name = (char *)"pads", .type = GX_ATTR_INTS,
-                     .ints = (int64_t[]){p, p, p, p}, .n = 4}};
-    const gx_node node = {.n_attr = 1, .attr = at};
+                     .ints = (int64_t[]){p, p, p, p}, .n = 4},
+                    {.name = (char *)"group", .type = GX_ATTR_INT, .i = g}};
+    const gx_node node = {.n_attr = 2, .attr = at};
     gx_view in[3] = {{.dtype = GX_F32, .ndim = 4, .shape = {n, c, hw, hw}},
-                     {.dtype = GX_F32, .ndim = 4, .shape = {c, c, kk, kk}},
+                     {.dtype = GX_F32, .ndim = 4, .shape = {c, c / g, kk, kk}},
                      {.dtype = GX_F32, .ndim = 1, .shape = {c}}};
     for (int i = 0; i < 3; i++) {
         in[i].numel = gx_shape_numel(in[i].ndim, in[i].shape, INT64_MAX);
@@ -139,8 +141,8 @@ static void s_shape(int64_t n, int64_t c, int64_t hw, int64_t kk)
         }
     }
     free(ref);
-    printf("%3lld %4lld %4lld  %lldx%lld  %10.1f %10.1f %10.1f   %6.2f %6.2f  %.0e\n", (long long)n,
-           (long long)c, (long long)hw, (long long)kk, (long long)kk, us[GX_LAYOUT_PLAIN],
+    printf("%3lld %4lld %4lld  %lldx%lld%s  %10.1f %10.1f %10.1f   %6.2f %6.2f  %.0e\n", (long long)n,
+           (long long)c, (long long)hw, (long long)kk, (long long)kk, g > 1 ? "dw" : "  ", us[GX_LAYOUT_PLAIN],
            us[GX_LAYOUT_NHWC], us[GX_LAYOUT_NCHW16C], us[GX_LAYOUT_NHWC] / us[GX_LAYOUT_PLAIN],
            us[GX_LAYOUT_NCHW16C] / us[GX_LAYOUT_PLAIN], worst);
     fflush(stdout);
@@ -153,12 +155,16 @@ int main(void)
 {
     openblas_set_num_threads(1); /* as gexecd's workers run it */
     printf("# Conv, C = M, stride 1, pad k/2, bias; one thread, best of %d; microseconds\n", RUNS);
-    printf("  N    C   HW  kernel      plain       nhwc    nchw16c   nhwc/p 16c/p  maxdiff\n");
+    printf("  N    C   HW  kernel        plain       nhwc    nchw16c   nhwc/p 16c/p  maxdiff\n");
     static const int64_t ns[] = {1, 8}, cs[] = {16, 32, 64}, hws[] = {32, 16, 8}, ks[] = {3, 1};
     for (size_t a = 0; a < 2; a++)
         for (size_t b = 0; b < 2; b++)
             for (size_t c = 0; c < 3; c++)
                 for (size_t d = 0; d < 3; d++)
-                    s_shape(ns[a], cs[c], hws[d], ks[b]);
+                    s_shape(ns[a], cs[c], hws[d], ks[b], 1);
+    for (size_t a = 0; a < 2; a++) /* depthwise 3x3 */
+        for (size_t c = 1; c < 3; c++)
+            for (size_t d = 0; d < 2; d++)
+                s_shape(ns[a], cs[c], hws[d], 3, cs[c]);
     return 0;
 }
