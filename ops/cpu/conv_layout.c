@@ -34,8 +34,8 @@
 #include "ops/layout.h"
 
 #define S_CHUNK 256                   /* NHWC: positions per unit of the share split */
-#define S_SLOT_BYTES (256 * 1024)     /* NHWC: at most this much im2col per tile... */
-#define B GX_LAYOUT_BLOCK
+#define S_SLOT_BYTES (1024 * 1024)    /* NHWC: im2col of a tile, at most (unless one row is more) */
+#define S_B GX_LAYOUT_BLOCK /* channels of a block */
 
 /* ---- shared geometry ---- */
 
@@ -45,10 +45,11 @@ static void s_geometry(gx_layout l, const gx_kargs *k, gx_win *w, int64_t *c, in
 {
     const gx_view x = gx_layout_logical(&k->in[0]);
     const int64_t *ps = k->in[1].shape;
-    const int64_t ks[2] = {l == GX_LAYOUT_NHWC ? ps[0] : ps[2], l == GX_LAYOUT_NHWC ? ps[1] : ps[3]};
+    const bool nhwc = l == GX_LAYOUT_NHWC;
+    const int64_t ks[2] = {nhwc ? ps[0] : ps[2], nhwc ? ps[1] : ps[3]};
     gx_win_init(w, k->attr, "Conv", &x, ks, false, false, NULL, 0);
     *c = x.shape[1];
-    *m = l == GX_LAYOUT_NHWC ? ps[3] : ps[0] * B;
+    *m = nhwc ? ps[3] : ps[0] * S_B;
 }
 
 /* Is the window a 1x1 with stride 1 and no padding (x's rows are im2col's)? */
@@ -99,8 +100,8 @@ void gx_cpu_conv_layout_rows(gx_layout l, const gx_view *y, int ith, int nth, in
         return;
     }
     const gx_kargs share = {.ith = ith, .nth = nth};
-    const int64_t row = d[3] * B;
-    gx_cpu_share(&share, d[0] * (d[1] / B) * d[2], 1, lo, hi);
+    const int64_t row = d[3] * S_B;
+    gx_cpu_share(&share, d[0] * (d[1] / S_B) * d[2], 1, lo, hi);
     *lo *= row;
     *hi *= row;
 }
@@ -182,7 +183,8 @@ static void s_conv_nhwc(const gx_kargs *k)
     }
     const bool pw = s_pointwise(&w);
     const int64_t t = s_tile(&w, kc);
-    float *col = pw ? NULL : (float *)k->scratch + (chunks >= eff ? k->ith : c0) * t * kc;
+    const int64_t slot = chunks >= eff ? k->ith : c0;
+    float *col = pw || lo >= hi ? NULL : (float *)k->scratch + slot * t * kc;
     for (int64_t p0 = lo; p0 < hi; p0 += t) {
         const int64_t p1 = p0 + t < hi ? p0 + t : hi, rows = p1 - p0;
         float *yt = y + p0 * m;
@@ -218,53 +220,53 @@ typedef struct s_c16 {
 /* One run of R output columns [o0, o0 + R) of output row (image n, block
  * mb, line oh) into yr (the row's start). Taps whose x column lies in the
  * padding for some columns of the run take the checked loop. */
-#define S_RUN(R)                                                                                  \
-    static inline __attribute__((always_inline)) void s_run##R(const s_c16 *cv, int64_t n,       \
+#define S_RUN(R)                                                                                   \
+    static inline __attribute__((always_inline)) void s_run##R(const s_c16 *cv, int64_t n,         \
                                                                int64_t mb, int64_t oh,             \
                                                                int64_t o0, float *yr)              \
-    {                                                                                             \
-        const gx_win *w = &cv->w;                                                                 \
-        const int64_t ih = w->in[0], iw = w->in[1], kh = w->k[0], kw = w->k[1];                   \
-        const int64_t s16 = w->stride[1] * B;                                                     \
-        s_v16 acc[R];                                                                             \
-        s_v16 b0 = {0};                                                                           \
-        if (cv->bias)                                                                             \
-            memcpy(&b0, cv->bias + mb * B, sizeof b0);                                           \
-        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) acc[r] = b0;                        \
-        for (int64_t cb = 0; cb < cv->cb; cb++) {                                                 \
-            for (int64_t a = 0; a < kh; a++) {                                                    \
+    {                                                                                              \
+        const gx_win *w = &cv->w;                                                                  \
+        const int64_t ih = w->in[0], iw = w->in[1], kh = w->k[0], kw = w->k[1];                    \
+        const int64_t s16 = w->stride[1] * S_B;                                                    \
+        s_v16 acc[R];                                                                              \
+        s_v16 b0 = {0};                                                                            \
+        if (cv->bias)                                                                              \
+            memcpy(&b0, cv->bias + mb * S_B, sizeof b0);                                           \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) acc[r] = b0;                          \
+        for (int64_t cb = 0; cb < cv->cb; cb++) {                                                  \
+            for (int64_t a = 0; a < kh; a++) {                                                     \
                 const int64_t i = oh * w->stride[0] - w->pad_lo[0] + a * w->dil[0];                \
-                if (i < 0 || i >= ih)                                                             \
-                    continue;                                                                     \
-                const float *xr = cv->x + ((n * cv->cb + cb) * ih + i) * iw * B;                   \
-                const float *wk = cv->wp + ((mb * cv->cb + cb) * kh + a) * kw * B * B;             \
-                for (int64_t b = 0; b < kw; b++) {                                                \
+                if (i < 0 || i >= ih)                                                              \
+                    continue;                                                                      \
+                const float *xr = cv->x + ((n * cv->cb + cb) * ih + i) * iw * S_B;                 \
+                const float *wk = cv->wp + ((mb * cv->cb + cb) * kh + a) * kw * S_B * S_B;         \
+                for (int64_t b = 0; b < kw; b++) {                                                 \
                     const int64_t j0 = o0 * w->stride[1] - w->pad_lo[1] + b * w->dil[1];           \
-                    const float *xo = xr + j0 * B;                                                \
-                    const float *wt = wk + b * B * B;                                             \
-                    if (j0 >= 0 && j0 + (R - 1) * w->stride[1] < iw) {                            \
-                        for (int c = 0; c < B; c++) {                                             \
-                            s_v16 wv;                                                             \
-                            memcpy(&wv, wt + c * B, sizeof wv);                                   \
-                            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                  \
-                                acc[r] += xo[r * s16 + c] * wv;                                   \
-                        }                                                                         \
-                    } else {                                                                      \
-                        for (int c = 0; c < B; c++) {                                             \
-                            s_v16 wv;                                                             \
-                            memcpy(&wv, wt + c * B, sizeof wv);                                   \
-                            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                \
-                                const int64_t j = j0 + r * w->stride[1];                          \
-                                if (j >= 0 && j < iw)                                             \
-                                    acc[r] += xo[r * s16 + c] * wv;                               \
-                            }                                                                     \
-                        }                                                                         \
-                    }                                                                             \
-                }                                                                                 \
-            }                                                                                     \
-        }                                                                                         \
-        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                     \
-            memcpy(yr + (o0 + r) * B, &acc[r], sizeof acc[r]);                                    \
+                    const float *xo = xr + j0 * S_B;                                               \
+                    const float *wt = wk + b * S_B * S_B;                                          \
+                    if (j0 >= 0 && j0 + (R - 1) * w->stride[1] < iw) {                             \
+                        for (int c = 0; c < S_B; c++) {                                            \
+                            s_v16 wv;                                                              \
+                            memcpy(&wv, wt + c * S_B, sizeof wv);                                  \
+                            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                   \
+                                acc[r] += xo[r * s16 + c] * wv;                                    \
+                        }                                                                          \
+                    } else {                                                                       \
+                        for (int c = 0; c < S_B; c++) {                                            \
+                            s_v16 wv;                                                              \
+                            memcpy(&wv, wt + c * S_B, sizeof wv);                                  \
+                            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                 \
+                                const int64_t j = j0 + r * w->stride[1];                           \
+                                if (j >= 0 && j < iw)                                              \
+                                    acc[r] += xo[r * s16 + c] * wv;                                \
+                            }                                                                      \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                       \
+            memcpy(yr + (o0 + r) * S_B, &acc[r], sizeof acc[r]);                                   \
     }
 
 S_RUN(8)
@@ -280,10 +282,10 @@ static inline __attribute__((always_inline)) void s_dw_row(const s_c16 *cv, int6
 {
     const gx_win *w = &cv->w;
     const int64_t ih = w->in[0], iw = w->in[1], kh = w->k[0], kw = w->k[1];
-    const float *xn = cv->x + (n * cv->cb + mb) * ih * iw * B, *wm = cv->wp + mb * kh * kw * B;
+    const float *xn = cv->x + (n * cv->cb + mb) * ih * iw * S_B, *wm = cv->wp + mb * kh * kw * S_B;
     s_v16 b0 = {0};
     if (cv->bias)
-        memcpy(&b0, cv->bias + mb * B, sizeof b0);
+        memcpy(&b0, cv->bias + mb * S_B, sizeof b0);
     for (int64_t o = 0; o < w->out[1]; o++) {
         s_v16 acc = b0;
         for (int64_t a = 0; a < kh; a++) {
@@ -295,12 +297,12 @@ static inline __attribute__((always_inline)) void s_dw_row(const s_c16 *cv, int6
                 if (j < 0 || j >= iw)
                     continue;
                 s_v16 xv, wv;
-                memcpy(&xv, xn + (i * iw + j) * B, sizeof xv);
-                memcpy(&wv, wm + (a * kw + b) * B, sizeof wv);
+                memcpy(&xv, xn + (i * iw + j) * S_B, sizeof xv);
+                memcpy(&wv, wm + (a * kw + b) * S_B, sizeof wv);
                 acc += xv * wv;
             }
         }
-        memcpy(yr + o * B, &acc, sizeof acc);
+        memcpy(yr + o * S_B, &acc, sizeof acc);
     }
 }
 
@@ -320,7 +322,7 @@ GX_CPU_CLONES static void s_rows16(const s_c16 *cv, int64_t r0, int64_t r1, bool
     const int64_t oh = cv->w.out[0], ow = cv->w.out[1];
     for (int64_t r = r0; r < r1; r++) {
         const int64_t n = r / (cv->mb * oh), mb = r / oh % cv->mb, h = r % oh;
-        float *yr = cv->y + r * ow * B;
+        float *yr = cv->y + r * ow * S_B;
         if (cv->depthwise) {
             s_dw_row(cv, n, mb, h, yr);
             continue;
@@ -346,8 +348,8 @@ static void s_conv_16c(const gx_kargs *k)
                 .y = k->out[0].data};
     int64_t c, m, lo, hi;
     s_geometry(GX_LAYOUT_NCHW16C, k, &cv.w, &c, &m);
-    cv.cb = c / B;
-    cv.mb = m / B;
+    cv.cb = c / S_B;
+    cv.mb = m / S_B;
     cv.depthwise = k->attr[GX_CONV_GROUP].i > 1;
     gx_cpu_share(k, k->out[0].shape[0] * cv.mb * cv.w.out[0], 1, &lo, &hi);
     s_rows16(&cv, lo, hi, s_wide());
@@ -378,9 +380,9 @@ gx_kernel_fn gx_cpu_conv_layout(gx_layout l, const gx_infer *ic, char *why, size
                  name);
         return NULL;
     }
-    if (l == GX_LAYOUT_NCHW16C && (x->shape[1] % B || wt->shape[0] % B)) {
+    if (l == GX_LAYOUT_NCHW16C && (x->shape[1] % S_B || wt->shape[0] % S_B)) {
         snprintf(why, len, "%s: Conv with %lld input and %lld output channels (both must be "
-                 "multiples of %d)", name, (long long)x->shape[1], (long long)wt->shape[0], B);
+                 "multiples of %d)", name, (long long)x->shape[1], (long long)wt->shape[0], S_B);
         return NULL;
     }
     return l == GX_LAYOUT_NHWC ? s_conv_nhwc : s_conv_16c;
@@ -413,7 +415,7 @@ void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *
         memcpy(packed->shape, (int64_t[]){kh, kw, c, m}, 4 * sizeof(int64_t));
     } else {
         packed->ndim = 6;
-        memcpy(packed->shape, (int64_t[]){m / B, dw ? 1 : c / B, kh, kw, dw ? 1 : B, B},
+        memcpy(packed->shape, (int64_t[]){m / S_B, dw ? 1 : c / S_B, kh, kw, dw ? 1 : S_B, S_B},
                6 * sizeof(int64_t));
     }
     packed->numel = w->numel;
@@ -428,7 +430,7 @@ void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
     if (attr[GX_CONV_GROUP].i > 1) { /* depthwise, c == 1: [kh, kw, M] or [M/16, kh, kw, 16] */
         for (int64_t o = 0; o < m; o++)
             for (int64_t t = 0; t < kh * kw; t++)
-                dst[l == GX_LAYOUT_NHWC ? t * m + o : (o / B * kh * kw + t) * B + o % B] =
+                dst[l == GX_LAYOUT_NHWC ? t * m + o : (o / S_B * kh * kw + t) * S_B + o % S_B] =
                     src[o * kh * kw + t];
         return;
     }
@@ -440,8 +442,8 @@ void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
                     if (l == GX_LAYOUT_NHWC)
                         dst[((a * kw + b) * c + i) * m + o] = v;
                     else
-                        dst[((((o / B * (c / B) + i / B) * kh + a) * kw + b) * B + i % B) * B +
-                            o % B] = v;
+                        dst[((((o / S_B * (c / S_B) + i / S_B) * kh + a) * kw + b) * S_B +
+                             i % S_B) * S_B + o % S_B] = v;
                 }
             }
         }
