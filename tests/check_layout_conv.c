@@ -4,11 +4,13 @@
  * within 1e-4 of each output's sum of |products|), the packed weights and
  * reordered input as the layout pass gives them; shares of nth = 3, 7 and
  * 70 each write exactly their gx_cpu_conv_layout_rows range, byte for byte
- * what nth = 1 writes, and stay inside the scratch; group 1 and depthwise
+ * what nth = 1 writes, also all at once on threads, and stay inside the
+ * scratch; group 1 and depthwise
  * (group == C == M); and the refusals.
  */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +75,36 @@ static void s_share(gx_kernel_fn f, const gx_attrval *av, int n_in, const gx_vie
     gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = 1, .out = y, .scratch = scratch,
                   .ith = ith, .nth = nth};
     f(&k);
+}
+
+/* One share on its own thread. */
+typedef struct s_job {
+    gx_kernel_fn f;
+    gx_kargs k;
+} s_job;
+
+static void *s_job_run(void *arg)
+{
+    const s_job *j = arg;
+    j->f(&j->k);
+    return NULL;
+}
+
+/* All nth shares at once, one thread each (shares that shared scratch
+ * bytes would spoil each other's products). */
+static void s_threads(gx_kernel_fn f, const gx_attrval *av, int n_in, const gx_view *in,
+                      const gx_view *y, void *scratch, int nth)
+{
+    pthread_t tid[8];
+    s_job job[8];
+    ck_assert_int_le(nth, 8);
+    for (int i = 0; i < nth; i++) {
+        job[i] = (s_job){.f = f, .k = {.attr = av, .n_in = n_in, .in = in, .n_out = 1, .out = y,
+                                       .scratch = scratch, .ith = i, .nth = nth}};
+        ck_assert_int_eq(pthread_create(&tid[i], NULL, s_job_run, &job[i]), 0);
+    }
+    for (int i = 0; i < nth; i++)
+        pthread_join(tid[i], NULL);
 }
 
 /* The case in layout l: false when infer refuses its geometry (the caller
@@ -171,12 +203,12 @@ static bool s_run_case(const s_case *t, gx_layout l)
         }
         ck_assert_int_eq(next, numel);
     }
-    /* all shares of nth = 7 in turn: the whole output, and the scratch
+    /* the shares of nth = 7 at once: the whole output, and the scratch
      * guard untouched */
     memset(ys.data, 0xFF, ybytes);
-    for (int ith = 0; ith < 7; ith++)
-        s_share(f, av, n_in, kin, &ys, sbytes ? scratch : NULL, ith, 7);
-    ck_assert(!memcmp(ys.data, y1.data, ybytes));
+    s_threads(f, av, n_in, kin, &ys, sbytes ? scratch : NULL, 7);
+    ck_assert_msg(!memcmp(ys.data, y1.data, ybytes), "%s: 7 threads differ from nth = 1",
+                  gx_layout_name(l));
     size_t gb = 0;
     while (gb < S_GUARD && scratch[sbytes + gb] == 0xA5)
         gb++;
@@ -227,8 +259,8 @@ static void s_random_cases(gx_layout l, bool odd, int count)
 
 START_TEST(nhwc_fixed_cases)
 {
-    /* pointwise (no im2col), 3x3 pad 1, a tile split (C = 48, 5x5: tiles
-     * of 64 positions), 1x1 with stride 2 */
+    /* pointwise (no im2col), 3x3 pad 1, two tiles per chunk (C = 48, 5x5:
+     * tiles of 128 positions), 1x1 with stride 2, depthwise */
     const s_case cases[] = {
         {.n = 2, .c = 16, .m = 32, .h = 8, .w = 8, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
          .dw = 1, .bias = true},
@@ -240,6 +272,9 @@ START_TEST(nhwc_fixed_cases)
          .dw = 1},
         {.n = 2, .c = 5, .m = 5, .h = 9, .w = 7, .kh = 3, .kw = 3, .sh = 1, .sw = 2, .dh = 1,
          .dw = 1, .pads = {1, 1, 1, 0}, .group = 5, .bias = true}, /* depthwise */
+        /* 67 chunks of positions: shares past GX_CONV_LAYOUT_SHARES idle at nth = 70 */
+        {.n = 1, .c = 3, .m = 4, .h = 130, .w = 130, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+         .dw = 1, .pads = {1, 1, 1, 1}, .bias = true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         ck_assert(s_run_case(&cases[i], GX_LAYOUT_NHWC));
