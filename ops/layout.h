@@ -98,9 +98,26 @@ void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *
                             gx_view *packed);
 void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
                       const gx_view *packed);
-/* Scratch bytes the Conv kernel of layout l needs for node ic (0: none),
- * shared by its shares like a schema's scratch(). */
+/* Packed weights: NHWC [kh, kw, C, M] (the GEMM's [kh * kw * C, M]);
+ * NCHW16c [M/16, C/16, kh, kw, 16 (c), 16 (m)]. Depthwise (group == C ==
+ * M; W [M, 1, kh, kw]): NHWC [kh, kw, 1, M], NCHW16c [M/16, 1, kh, kw, 1,
+ * 16]. attr: the node's resolved attributes (the group).
+ *
+ * Bytes of scratch the node's kernel in layout l needs (like a schema's
+ * scratch(): for the whole node, shared by all shares; ic as for
+ * gx_cpu_conv_layout). NHWC: one im2col tile per share with work, at most
+ * GX_CONV_LAYOUT_SHARES of them (0 for a 1x1 stride-1 unpadded window);
+ * NCHW16c: none. */
 size_t gx_cpu_conv_layout_scratch(gx_layout l, const gx_infer *ic);
+/* Shares of an NHWC Conv that get work: shares ith >= this (of any nth)
+ * get none, which bounds the scratch whatever nth is at run time. */
+#define GX_CONV_LAYOUT_SHARES 64
+/* The element range [*lo, *hi) of the physical output y (layout l) that
+ * share ith of nth of the Conv kernel writes, contiguous; the shares of
+ * one nth tile the output. NHWC: output positions (n, oh, ow) in chunks
+ * of 256, times all M; NCHW16c: whole rows (n, m-block, oh) of ow * 16. */
+void gx_cpu_conv_layout_rows(gx_layout l, const gx_view *y, int ith, int nth, int64_t *lo,
+                             int64_t *hi);
 
 /* Pools and BatchNormalization in a layout (ops/cpu/pool_layout.c): the
  * kernel of op for layout l (not plain) or NULL with why. Input 0 and

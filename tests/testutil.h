@@ -36,6 +36,7 @@ Suite *fuse_suite(void);
 Suite *layout_suite(void);
 Suite *layout_pass_suite(void);
 Suite *layout_ops_suite(void);
+Suite *layout_conv_suite(void);
 Suite *memplan_suite(void);
 Suite *partition_suite(void);
 Suite *queue_suite(void);

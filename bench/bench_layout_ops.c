@@ -1,0 +1,171 @@
+/*
+ * Conv per layout: the plain kernel (gx_cpu_kernel(GX_OP_CONV), im2col +
+ * sgemm) against the NHWC and NCHW16c kernels (ops/cpu/conv_layout.c) on
+ * small-CNN shapes, one thread (as gexecd's workers run OpenBLAS), best of
+ * several runs, reorders and weight packing excluded. One line per shape:
+ * microseconds per call and each layout's time over plain's (below 1:
+ * faster), and the largest difference of a layout's result from plain's
+ * (|a - b| / (1 + |b|)). Asserts nothing.
+ *
+ *     bench/bench_layout_ops
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ops/layout.h"
+
+#define RUNS 7
+#define MIN_SECONDS 0.02 /* each run repeats the call for at least this long */
+
+static double s_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *s_alloc(size_t nbytes)
+{
+    void *p = aligned_alloc(64, (nbytes + 63) / 64 * 64 + 64);
+    if (!p) {
+        fprintf(stderr, "bench_layout_ops: out of memory\n");
+        exit(1);
+    }
+    memset(p, 0, nbytes);
+    return p;
+}
+
+static float *s_values(int64_t n)
+{
+    float *p = s_alloc((size_t)n * sizeof *p);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    return p;
+}
+
+/* Best microseconds per call of f over RUNS runs. */
+static double s_time(gx_kernel_fn f, const gx_kargs *k)
+{
+    double best = 1e30;
+    for (int r = 0; r < RUNS; r++) {
+        int calls = 0;
+        const double t0 = s_now();
+        double t;
+        do {
+            f(k);
+            calls++;
+        } while ((t = s_now() - t0) < MIN_SECONDS);
+        if (t / calls < best)
+            best = t / calls;
+    }
+    return best * 1e6;
+}
+
+/* One Conv [n, c, hw, hw] * [c, c / g, kk, kk] (g: 1 or c, depthwise) with
+ * bias, pad kk / 2, stride 1: prints plain, NHWC and NCHW16c microseconds
+ * and the ratios. */
+static void s_shape(int64_t n, int64_t c, int64_t hw, int64_t kk, int64_t g)
+{
+    const int64_t p = kk / 2;
+    gx_attr at[] = {{.name = (char *)"pads", .type = GX_ATTR_INTS,
+                     .ints = (int64_t[]){p, p, p, p}, .n = 4},
+                    {.name = (char *)"group", .type = GX_ATTR_INT, .i = g}};
+    const gx_node node = {.n_attr = 2, .attr = at};
+    gx_view in[3] = {{.dtype = GX_F32, .ndim = 4, .shape = {n, c, hw, hw}},
+                     {.dtype = GX_F32, .ndim = 4, .shape = {c, c / g, kk, kk}},
+                     {.dtype = GX_F32, .ndim = 1, .shape = {c}}};
+    for (int i = 0; i < 3; i++) {
+        in[i].numel = gx_shape_numel(in[i].ndim, in[i].shape, INT64_MAX);
+        in[i].data = s_values(in[i].numel);
+    }
+    gx_view out = {0};
+    gx_attrval attr[GX_MAX_ATTRS];
+    char err[256];
+    gx_infer ic = {.attr = attr, .n_in = 3, .in = in, .n_out = 1, .out = &out, .err = err,
+                   .errlen = sizeof err};
+    const gx_op_schema *s = gx_op_schema_get(GX_OP_CONV);
+    if (gx_op_resolve_attrs(GX_OP_CONV, &node, attr, err, sizeof err) < 0 || s->infer(&ic) < 0) {
+        fprintf(stderr, "bench_layout_ops: %s\n", err);
+        exit(1);
+    }
+    out.data = s_alloc((size_t)out.numel * sizeof(float));
+    double us[GX_LAYOUT_COUNT], worst = 0.0;
+    float *ref = NULL;
+    for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
+        gx_kernel_fn f;
+        gx_view kin[3] = {in[0], in[1], in[2]}, y = out;
+        void *scratch;
+        if (l == GX_LAYOUT_PLAIN) {
+            f = gx_cpu_kernel(GX_OP_CONV);
+            scratch = s_alloc(s->scratch(&ic));
+        } else {
+            char why[256];
+            if (!(f = gx_cpu_conv_layout((gx_layout)l, &ic, why, sizeof why))) {
+                fprintf(stderr, "bench_layout_ops: %s\n", why);
+                exit(1);
+            }
+            kin[0] = gx_layout_physical((gx_layout)l, &in[0]);
+            kin[0].data = s_alloc((size_t)in[0].numel * sizeof(float));
+            gx_layout_reorder(&in[0], &kin[0], 0, 1);
+            gx_cpu_conv_pack_shape((gx_layout)l, attr, &in[1], &kin[1]);
+            kin[1].data = s_alloc((size_t)kin[1].numel * sizeof(float));
+            gx_cpu_conv_pack((gx_layout)l, attr, &in[1], &kin[1]);
+            y = gx_layout_physical((gx_layout)l, &out);
+            scratch = s_alloc(gx_cpu_conv_layout_scratch((gx_layout)l, &ic));
+        }
+        const gx_kargs k = {.attr = attr, .n_in = 3, .in = kin, .n_out = 1, .out = &y,
+                            .scratch = scratch, .ith = 0, .nth = 1};
+        us[l] = s_time(f, &k);
+        if (l == GX_LAYOUT_PLAIN) {
+            ref = s_alloc((size_t)out.numel * sizeof(float));
+            memcpy(ref, out.data, (size_t)out.numel * sizeof(float));
+        } else { /* the layout's result, back in plain, against plain's */
+            gx_view back = out;
+            back.data = s_alloc((size_t)out.numel * sizeof(float));
+            gx_layout_reorder(&y, &back, 0, 1);
+            const float *b = back.data;
+            for (int64_t i = 0; i < out.numel; i++) {
+                const double d = fabs((double)b[i] - ref[i]) / (1.0 + fabs((double)ref[i]));
+                worst = d > worst ? d : worst;
+            }
+            free(back.data);
+        }
+        free(scratch);
+        if (l != GX_LAYOUT_PLAIN) {
+            free(kin[0].data);
+            free(kin[1].data);
+        }
+    }
+    free(ref);
+    printf("%3lld %4lld %4lld  %lldx%lld%s  %10.1f %10.1f %10.1f   %6.2f %6.2f  %.0e\n",
+           (long long)n, (long long)c, (long long)hw, (long long)kk, (long long)kk,
+           g > 1 ? "dw" : "  ", us[GX_LAYOUT_PLAIN],
+           us[GX_LAYOUT_NHWC], us[GX_LAYOUT_NCHW16C], us[GX_LAYOUT_NHWC] / us[GX_LAYOUT_PLAIN],
+           us[GX_LAYOUT_NCHW16C] / us[GX_LAYOUT_PLAIN], worst);
+    fflush(stdout);
+    for (int i = 0; i < 3; i++)
+        free(in[i].data);
+    free(out.data);
+}
+
+int main(void)
+{
+    openblas_set_num_threads(1); /* as gexecd's workers run it */
+    printf("# Conv, C = M, stride 1, pad k/2, bias; one thread, best of %d; microseconds\n", RUNS);
+    printf("  N    C   HW  kernel        plain       nhwc    nchw16c   nhwc/p 16c/p  maxdiff\n");
+    static const int64_t ns[] = {1, 8}, cs[] = {16, 32, 64}, hws[] = {32, 16, 8}, ks[] = {3, 1};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t b = 0; b < 2; b++)
+            for (size_t c = 0; c < 3; c++)
+                for (size_t d = 0; d < 3; d++)
+                    s_shape(ns[a], cs[c], hws[d], ks[b], 1);
+    for (size_t a = 0; a < 2; a++) /* depthwise 3x3 */
+        for (size_t c = 1; c < 3; c++)
+            for (size_t d = 0; d < 2; d++)
+                s_shape(ns[a], cs[c], hws[d], 3, cs[c]);
+    return 0;
+}
