@@ -5,8 +5,8 @@
  *   1. a small CNN (Conv, Relu, MaxPool, BatchNormalization, a residual
  *      Add, GlobalAveragePool, Gemm) at batch 1 and 8: every value NCHW
  *      (compiler.layout: false) against the layouts the pass chose;
- *   2. z = Conv(x), then If(c): the then branch pools z (which prefers one
- *      layout), the else branch convolves it (which prefers another); run
+ *   2. z = Conv(x), then If(c): the then branch pools z (which prefers
+ *      NHWC), the else branch takes a Softmax over its channels (NCHW); run
  *      with c true 90% of the time, then 10%: plans compiled without a
  *      profile, with the profile of that workload, and with the profile of
  *      the other workload (the wrong one), each timed on the workload.
@@ -133,20 +133,22 @@ static gx_graph *s_cnn(int64_t n)
     return g;
 }
 
-/* z = Conv(x [1, 32, 24, 24]); y = If(c) then MaxPool(MaxPool(z)) else
- * Conv(z) */
+/* z = Conv1x1(x [1, 8, 32, 32]) to 64 channels; y = If(c) then
+ * MaxPool(MaxPool(z)) (fastest in NHWC) else Softmax(z) over the channels
+ * (NCHW only). Where z lies decides where one reorder of z runs: before
+ * the If (always) or in the branch that needs it (with its probability). */
 static gx_graph *s_if(void)
 {
     gx_graph *then = gx_graph_new("then"), *els = gx_graph_new("else");
     s_pool(then, "MaxPool", "tp1", "z", 3, 1, "t1");
     s_pool(then, "MaxPool", "tp2", "t1", 3, 1, "t");
     gx_graph_add_output(then, "t");
-    s_conv(els, "econv", "z", 32, 32, 3, "e");
+    gx_node_set_int(s_node(els, "Softmax", "soft", 1, (const char *[]){"z"}, "e"), "axis", 1);
     gx_graph_add_output(els, "e");
     gx_graph *g = gx_graph_new("if");
-    gx_graph_add_input(g, "x", GX_F32, 4, (const int64_t[]){1, 32, 24, 24});
+    gx_graph_add_input(g, "x", GX_F32, 4, (const int64_t[]){1, 8, 32, 32});
     gx_graph_add_input(g, "c", GX_BOOL, 0, NULL);
-    s_pool(g, "MaxPool", "pre", "x", 3, 1, "z");
+    s_conv(g, "pre", "x", 8, 64, 1, "z");
     gx_node *n = gx_graph_add_node(g, "If", "if", 1, (const char *[]){"c"}, 1,
                                    (const char *[]){"y"});
     gx_node_set_graph(n, "then_branch", &then);
@@ -273,19 +275,19 @@ static void s_bench_if(void)
 {
     char err[512], desc[512];
     gx_graph *g = s_if();
-    const int64_t numel = 32 * 24 * 24;
+    const int64_t numel = 8 * 32 * 32;
     float *x = gx_aligned_alloc((size_t)numel * sizeof *x);
     for (int64_t i = 0; i < numel; i++)
         x[i] = s_rand();
     uint8_t yes = 1, no = 0;
-    gx_view in_t[2] = {{.dtype = GX_F32, .ndim = 4, .shape = {1, 32, 24, 24}, .numel = numel,
+    gx_view in_t[2] = {{.dtype = GX_F32, .ndim = 4, .shape = {1, 8, 32, 32}, .numel = numel,
                         .data = x},
                        {.dtype = GX_BOOL, .ndim = 0, .numel = 1, .data = &yes}};
     gx_view in_e[2] = {in_t[0], {.dtype = GX_BOOL, .ndim = 0, .numel = 1, .data = &no}};
     gxd_profile *prof[2] = {s_if_profile(g, 900), s_if_profile(g, 100)};
     const char *name[2] = {"then 90%", "then 10%"};
-    printf("\n# z = MaxPool(x [1,32,24,24]); If(c) then MaxPool(MaxPool(z)) else Conv(z); "
-           "per job on the workload\n");
+    printf("\n# z = Conv1x1(x [1,8,32,32]) to 64 channels; If(c) then MaxPool(MaxPool(z)) "
+           "else Softmax(z, axis 1); per job on the workload\n");
     for (int w = 0; w < 2; w++) {
         /* the workload: 10 jobs, 9 or 1 of them taking the then branch */
         const gx_view *jobs[10];

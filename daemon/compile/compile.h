@@ -116,7 +116,8 @@ typedef struct gxd_step {
      * those of its last op); NULL for a plain step */
     gx_fused *fused;
     /* layout pass (seed 001): the layout the step's kernel runs in (its
-     * layout-sensitive inputs and outputs are in it); reorder: a step the
+     * layout-sensitive inputs and outputs are in it; for If and Loop, the
+     * layout its subgraphs' captured values arrive in); reorder: a step the
      * pass inserted to move a value into another layout (op Identity, node
      * synthetic, kernel gx_cpu_reorder) */
     gx_layout layout;

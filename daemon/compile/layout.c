@@ -577,8 +577,12 @@ static int s_apply(s_build *b, const int *choice)
     rc = GX_OK;
     for (size_t i = 0; i < ns && rc == GX_OK; i++) {
         const int o = b->op_of_step[i];
-        if (o >= 0 && choice[o] != GX_LAYOUT_PLAIN && b->out_of_step[i] == o)
+        if (o < 0 || choice[o] == GX_LAYOUT_PLAIN)
+            continue;
+        if (b->out_of_step[i] == o)
             rc = s_rewrite_step(p, &p->steps[i], (gx_layout)choice[o], &b->r->n_packed);
+        else /* control flow: its captured values arrive in the layout */
+            p->steps[i].layout = (gx_layout)choice[o];
     }
     for (size_t v = 0; v < nv; v++)
         if (lay[v] != GX_LAYOUT_PLAIN && p->values[v].view.layout == GX_LAYOUT_PLAIN)

@@ -449,9 +449,3 @@ void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
         }
     }
 }
-
-size_t gx_cpu_conv_layout_scratch(gx_layout l, const gx_infer *ic)
-{
-    (void)l, (void)ic;
-    return 0;
-}
