@@ -146,7 +146,7 @@ int gxd_profile_fold_plan(gxd_profile *p, const gxd_plan *plan, const char *pref
     for (size_t s = 0; s < plan->n_steps; s++) {
         const gxd_step *st = &plan->steps[s];
         const char *nn = s_node_name(st);
-        if (st->folded || st->copy || !nn)
+        if (st->folded || st->copy || st->reorder || !nn) /* the graph's nodes only */
             continue;
         if ((size_t)snprintf(name, sizeof name, "%s%s", prefix, nn) >= sizeof name)
             return GX_ELIMIT;
@@ -186,7 +186,7 @@ size_t gxd_profile_seed(const gxd_profile *p, gxd_plan *plan)
     for (size_t s = 0; p && s < plan->n_steps; s++) {
         const gxd_step *st = &plan->steps[s];
         const char *nn = s_node_name(st);
-        if (st->folded || st->copy || !nn)
+        if (st->folded || st->copy || st->reorder || !nn) /* the graph's nodes only */
             continue;
         const gxd_profile_node *e = gxd_profile_find(p, nn);
         if (e && e->ns > 0) {
