@@ -18,6 +18,8 @@
 #include "daemon/compile/layout.h"
 #include "daemon/exec/exec.h"
 #include "daemon/profile.h"
+#include "gexec/client.h"
+#include "gexec/io.h"
 #include "ops/layout.h"
 #include "tests/testutil.h"
 
@@ -385,6 +387,80 @@ START_TEST(explain_lists_the_choice)
 }
 END_TEST
 
+/* examples/cnn.yaml through a real gexecd: explain shows the layouts
+ * chosen for its Convs and pools with their costs and the reorders; RUN
+ * gives what the plan without layouts computes here; a daemon with
+ * compiler.layout false keeps everything NCHW. */
+START_TEST(example_cnn_end_to_end)
+{
+    static char out[65536];
+    char graph[512], input[512], err[512];
+    snprintf(graph, sizeof graph, "%s", gxt_srcpath("examples/cnn.yaml"));
+    snprintf(input, sizeof input, "%s", gxt_srcpath("examples/cnn_input.npy"));
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
+    int rc = gxt_sh(out, sizeof out, "%s --socket %s explain %s -i x=%s 2>&1", bin, d.endpoint,
+                    graph, input);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    static const char *const want[] = {"layout: expected", "(all plain:", "runs/job",
+                                       "nchw16c us", "conv2  Conv", "reorder at step 0: x nchw ->",
+                                       "conv1: nchw16c: Conv with 3 input"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]), "'%s' missing from:\n%s", want[i], out);
+
+    gx_graph *g = NULL;
+    gx_tensor *x = NULL;
+    ck_assert_int_eq(gx_graph_load_yaml(graph, &g, err, sizeof err), GX_OK);
+    ck_assert_int_eq(gx_npy_load(input, &x, err, sizeof err), GX_OK);
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_ptr_nonnull(c);
+    gx_client_set_timeout(c, 30000);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    ck_assert_int_eq(gx_result_status(r), GX_OK);
+    const gx_tensor *y = gx_result_output(r, 0);
+    ck_assert_int_eq(gx_tensor_numel(y), 10);
+
+    gxd_compile_limits off = s_lim;
+    off.no_layout = true;
+    gxd_plan *p = NULL;
+    gx_view in = {.dtype = GX_F32, .ndim = 4, .shape = {1, 3, 32, 32}, .numel = 3072,
+                  .data = gx_tensor_data(x)};
+    ck_assert_msg(gxd_compile(g, &in, &off, &p, err, sizeof err) == GX_OK, "%s", err);
+    size_t n;
+    float *ref = s_run(p, &in, 0, &n);
+    ck_assert_uint_eq(n, 10);
+    ck_assert(gxt_allclose(gx_tensor_cdata(y), ref, 10, 1e-4f, 1e-5f));
+    free(ref);
+    gxd_plan_destroy(&p);
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+
+    char conf[600], *dir = gxt_tmpdir();
+    snprintf(conf, sizeof conf, "%s/layout-off.yaml", dir);
+    FILE *f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("compiler:\n  layout: false\n", f);
+    fclose(f);
+    gxt_daemon_start(&d, (const char *const[]){"-c", conf, NULL});
+    rc = gxt_sh(out, sizeof out, "%s --socket %s explain %s -i x=%s 2>&1", bin, d.endpoint, graph,
+                input);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "layout: every value plain: compiler.layout is off"), "%s", out);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gxt_rmtree(dir);
+    free(dir);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 Suite *layout_pass_suite(void)
 {
     Suite *s = suite_create("layout_pass");
@@ -394,6 +470,7 @@ Suite *layout_pass_suite(void)
     tcase_add_test(tc, captured_in_each_layout);
     tcase_add_test(tc, if_weighs_branches_by_probability);
     tcase_add_test(tc, explain_lists_the_choice);
+    tcase_add_test(tc, example_cnn_end_to_end);
     suite_add_tcase(s, tc);
     return s;
 }
