@@ -633,6 +633,108 @@ START_TEST(test_long_chain)
 }
 END_TEST
 
+/* A random float32 Conv (plain layout) with an epilogue: Add of a bias
+ * per channel ([1, M, 1, 1] or [M, 1, 1]), then Relu, or Clip, or a
+ * residual Add of another input followed by Relu; groups, strides, pads
+ * and dilations at random, so each of Conv's paths (im2col, pointwise,
+ * depthwise) and passes over several images run. One step, the very
+ * bytes of the unfused plan for 1, 3 and 7 shares; explain lists it. */
+START_TEST(test_epilogue_conv)
+{
+    const int it = _i;
+    s_seed = 777u + 31u * (unsigned)it;
+    const int64_t n = 1 + s_rand() % 3, g = it % 4 == 3 ? 2 + s_rand() % 3 : 1 + s_rand() % 2;
+    const int64_t cg = it % 4 == 3 ? 1 : 1 + s_rand() % 4, c = g * cg;
+    const int64_t m = it % 4 == 3 ? c * (1 + s_rand() % 2) : g * (1 + s_rand() % 5);
+    const int64_t k = it % 4 == 1 ? 1 : 1 + s_rand() % 3;
+    const int64_t st = it % 4 == 1 ? 1 : 1 + s_rand() % 2, pad = it % 4 == 1 ? 0 : s_rand() % 2;
+    const int64_t dil = k > 1 ? 1 + s_rand() % 2 : 1;
+    const int64_t h = (k - 1) * dil + 1 + s_rand() % 9, w = (k - 1) * dil + 1 + s_rand() % 40;
+    const int64_t oh = (h + 2 * pad - (k - 1) * dil - 1) / st + 1;
+    const int64_t ow = (w + 2 * pad - (k - 1) * dil - 1) / st + 1;
+    const int tail = it % 3; /* 0: bias, Relu; 1: bias, Clip; 2: bias, residual Add, Relu */
+    gx_graph *gr = gx_graph_new("conv_epilogue");
+    s_input(gr, "x", GX_F32, 4, (const int64_t[]){n, c, h, w});
+    s_input(gr, "r", GX_F32, 4, (const int64_t[]){n, m, oh, ow});
+    s_const(gr, "W", 4, (const int64_t[]){m, cg, k, k});
+    if (it % 2)
+        s_const(gr, "b", 4, (const int64_t[]){1, m, 1, 1});
+    else
+        s_const(gr, "b", 3, (const int64_t[]){m, 1, 1});
+    s_const(gr, "cb", 1, (const int64_t[]){m});
+    s_const(gr, "lo", 0, NULL);
+    s_const(gr, "hi", 0, NULL);
+    gx_node *cv = it % 5 == 4 ? NODE(gr, "Conv", "C", "cv", "x", "W", "cb")
+                              : NODE(gr, "Conv", "C", "cv", "x", "W");
+    ck_assert_int_eq(gx_node_set_int(cv, "group", g), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(cv, "kernel_shape", (int64_t[]){k, k}, 2), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(cv, "strides", (int64_t[]){st, st}, 2), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(cv, "dilations", (int64_t[]){dil, dil}, 2), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(cv, "pads", (int64_t[]){pad, pad, pad, pad}, 4), GX_OK);
+    NODE(gr, "Add", "A", "a", "cv", "b");
+    const char *last = "R";
+    if (tail == 0) {
+        NODE(gr, "Relu", "R", "y", "a");
+    } else if (tail == 1) {
+        NODE(gr, "Clip", "K", "y", "a", "lo", "hi");
+        last = "K";
+    } else {
+        NODE(gr, "Add", "S", "s", "a", "r");
+        NODE(gr, "Relu", "R", "y", "s");
+    }
+    ck_assert_int_eq(gx_graph_add_output(gr, "y"), GX_OK);
+    gx_view *in = s_inputs(gr,
+                           (const int64_t[][GX_MAX_DIMS]){{n, c, h, w}, {n, m, oh, ow}},
+                           (const int[]){4, 4}, (const gx_dtype[]){GX_F32, GX_F32}, 2);
+    gxd_plan *p = s_check_same(gr, in, NULL);
+    ck_assert_uint_eq(p->n_steps, 1);
+    ck_assert(p->steps[0].fused->has_head);
+    ck_assert_int_eq(p->steps[0].fused->head.op, GX_OP_CONV);
+    if (tail == 2)
+        s_assert_nodes(s_group(p, last), NAMES("C", "A", "S", "R"));
+    else
+        s_assert_nodes(s_group(p, last), NAMES("C", "A", last));
+    ck_assert_int_eq(s_group(p, last)->ops[0], GX_OP_CONV);
+    char *js = gxd_plan_explain_json(p, gr);
+    ck_assert_ptr_nonnull(js);
+    ck_assert_msg(strstr(js, tail == 2 ? "\"nodes\":[\"C\",\"A\",\"S\",\"R\"],\"ops\":[\"Conv\","
+                                       : "\"ops\":[\"Conv\",\"Add\","),
+                  "explain lacks the Conv group: %.400s", strstr(js, "\"fusion\"") ? strstr(js, "\"fusion\"") : js);
+    free(js);
+    gxd_plan_destroy(&p);
+    s_free_inputs(in, 2);
+    gx_graph_destroy(&gr);
+}
+END_TEST
+
+/* A Conv whose product another step reads, or that is a graph output,
+ * stays a step of its own; a ConvTranspose is no head. */
+START_TEST(test_epilogue_conv_not_head)
+{
+    gx_graph *gr = gx_graph_new("conv_alone");
+    s_input(gr, "x", GX_F32, 4, (const int64_t[]){1, 3, 8, 8});
+    s_const(gr, "W", 4, (const int64_t[]){4, 3, 3, 3});
+    s_const(gr, "Wt", 4, (const int64_t[]){3, 4, 3, 3});
+    NODE(gr, "Conv", "C", "cv", "x", "W");
+    NODE(gr, "Relu", "R", "r", "cv");
+    NODE(gr, "Neg", "N", "q", "cv");
+    NODE(gr, "ConvTranspose", "T", "t", "x", "Wt");
+    NODE(gr, "Relu", "U", "u", "t");
+    ck_assert_int_eq(gx_graph_add_output(gr, "r"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(gr, "q"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(gr, "u"), GX_OK);
+    gx_view *in = s_inputs(gr, (const int64_t[][GX_MAX_DIMS]){{1, 3, 8, 8}}, (const int[]){4},
+                           (const gx_dtype[]){GX_F32}, 1);
+    gxd_plan *p = s_check_same(gr, in, NULL);
+    for (size_t i = 0; i < p->n_steps; i++)
+        ck_assert(!p->steps[i].fused);
+    ck_assert_uint_eq(p->n_steps, 5);
+    gxd_plan_destroy(&p);
+    s_free_inputs(in, 1);
+    gx_graph_destroy(&gr);
+}
+END_TEST
+
 /* ---- the kernel on its own ---- */
 
 START_TEST(test_kernel_shares)
@@ -677,7 +779,7 @@ START_TEST(test_kernel_shares)
     for (int nth = 1; nth <= 9; nth += 4) {
         memset(y, 0xff, R * C * sizeof(float));
         for (int ith = 0; ith < nth; ith++)
-            gx_cpu_fused(f, in, &vy, ith, nth);
+            gx_cpu_fused(f, in, &vy, NULL, ith, nth);
         ck_assert_msg(memcmp(y, t, R * C * sizeof(float)) == 0, "%d shares differ", nth);
     }
     free(f), free(a), free(b), free(y), free(t), free(r);
@@ -698,6 +800,11 @@ Suite *fuse_suite(void)
     tcase_add_test(tc, test_long_chain);
     tcase_add_test(tc, test_epilogue_matmul);
     tcase_add_test(tc, test_epilogue_batched_and_gemm);
+    tcase_add_test(tc, test_epilogue_conv_not_head);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("conv_epilogue");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_epilogue_conv, 0, 24);
     suite_add_tcase(s, tc);
     tc = tcase_create("same_bytes");
     tcase_set_timeout(tc, 120);

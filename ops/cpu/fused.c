@@ -138,34 +138,105 @@ static bool s_fast(gx_op op, int n_in, const gx_view *a, int64_t n, float *y)
  * store-to-load check (which compares addresses modulo 4 KiB). */
 #define S_STRIDE (GX_FUSED_TILE_BYTES + 5 * GX_ALIGN)
 
-/* With a head: runs its kernel's share ith of nth, writing those rows of
- * y, and returns the elements [*lo, *hi) they hold (the kernels split
- * their output's rows with gx_cpu_share, alignment 1: MatMul's rows of
- * all its matrices, Gemm's rows). */
-static void s_head(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth,
-                   int64_t *lo, int64_t *hi)
+/* What the tiles of one call see: the views the ops read and write, set
+ * up once; per tile only their length and data move (a 1-D view reads
+ * only shape[0], a scalar nothing). */
+typedef struct s_run {
+    const gx_fused *f;
+    const gx_view *in, *y;
+    int n_src;
+    int64_t tile, ey;
+    s_in_kind kind[GX_FUSED_MAX_IN + 1];
+    int slot[GX_FUSED_MAX_IN + 1];
+    int64_t stride[GX_FUSED_MAX_GATHER][GX_MAX_DIMS];
+    int64_t ex[GX_FUSED_MAX_IN + 1];
+    gx_view src[GX_FUSED_MAX_IN + 1], tv[GX_FUSED_MAX_TMP], out, none;
+    const gx_view *args[GX_FUSED_MAX_OPS][GX_FUSED_MAX_OP_IN];
+    unsigned char (*tmp)[S_STRIDE], (*gat)[S_STRIDE];
+} s_run;
+
+/* The ops over output elements [e_lo, e_hi), a tile at a time. */
+static void s_tiles(void *ctx, int64_t e_lo, int64_t e_hi)
+{
+    s_run *R = ctx;
+    const gx_fused *f = R->f;
+    const gx_view *in = R->in, *y = R->y;
+    const int64_t tile = R->tile, ey = R->ey;
+    for (int64_t lo = e_lo; lo < e_hi; lo += tile) {
+        const int64_t n = e_hi - lo < tile ? e_hi - lo : tile;
+        for (int i = 0; i < R->n_src; i++) {
+            switch (R->kind[i]) {
+            case S_IN_SCALAR:
+            case S_IN_UNUSED:
+                continue;
+            case S_IN_FULL:
+                R->src[i].data = (char *)(i < f->n_in ? in[i].data : y->data) + lo * R->ex[i];
+                break;
+            case S_IN_GATHER:
+                s_gather(y, &in[i], R->stride[R->slot[i]], lo, n, R->gat[R->slot[i]]);
+                break;
+            case S_IN_HEAD:
+                memcpy(R->gat[R->slot[i]], (const char *)y->data + lo * ey, (size_t)(n * ey));
+                break;
+            }
+            R->src[i].shape[0] = R->src[i].numel = n;
+        }
+        for (int k = 0; k < f->n_tmp; k++)
+            R->tv[k].shape[0] = R->tv[k].numel = n;
+        for (int o = 0; o < f->n_ops; o++) {
+            const gx_fused_op *op = &f->op[o];
+            gx_view a[GX_FUSED_MAX_OP_IN];
+            for (int k = 0; k < op->n_in; k++)
+                a[k] = *R->args[o][k];
+            const gx_view *y_op = &R->out;
+            if (op->out >= 0) {
+                y_op = &R->tv[op->out];
+            } else {
+                R->out.shape[0] = R->out.numel = n;
+                R->out.data = (char *)y->data + lo * ey;
+            }
+            if (f->dtype == GX_F32 && s_fast(op->op, op->n_in, a, n, y_op->data))
+                continue;
+            const gx_kargs ka = {.attr = op->attr, .n_in = op->n_in, .in = a, .n_out = 1,
+                                 .out = y_op, .scratch = NULL, .ith = 0, .nth = 1};
+            op->kernel(&ka);
+        }
+    }
+}
+
+/* With a head: runs its kernel's share ith of nth, writing those elements
+ * of y, and the ops over them: Conv's after each block it writes
+ * (gx_cpu_conv_epi); MatMul's and Gemm's once the share is done, over the
+ * rows it wrote (the kernels split their output's rows with gx_cpu_share,
+ * alignment 1: MatMul's rows of all its matrices, Gemm's rows). */
+static void s_head(const gx_fused *f, const gx_view *in, const gx_view *y, void *scratch,
+                   int ith, int nth, s_run *R)
 {
     gx_view a[GX_FUSED_MAX_OP_IN];
     for (int k = 0; k < f->head.n_in; k++)
         a[k] = f->head.in[k] == GX_FUSED_NONE ? (gx_view){.ndim = -1} : in[f->head.in[k]];
     const gx_kargs ka = {.attr = f->head.attr, .n_in = f->head.n_in, .in = a, .n_out = 1,
-                         .out = y, .scratch = NULL, .ith = ith, .nth = nth};
+                         .out = y, .scratch = scratch, .ith = ith, .nth = nth};
+    if (f->head.op == GX_OP_CONV) {
+        gx_cpu_conv_epi(&ka, s_tiles, R);
+        return;
+    }
     f->head.kernel(&ka);
     const int64_t n = y->ndim >= 1 ? y->shape[y->ndim - 1] : 1;
     int64_t r0 = 0, r1 = 0;
     if (n > 0)
         gx_cpu_share(&ka, y->numel / n, 1, &r0, &r1);
-    *lo = r0 * n;
-    *hi = r1 * n;
+    s_tiles(R, r0 * n, r1 * n);
 }
 
-void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth)
+void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, void *scratch, int ith,
+                  int nth)
 {
     _Alignas(GX_ALIGN) unsigned char tmp[GX_FUSED_MAX_TMP][S_STRIDE];
     _Alignas(GX_ALIGN) unsigned char gat[GX_FUSED_MAX_GATHER + 1][S_STRIDE];
-    s_in_kind kind[GX_FUSED_MAX_IN + 1];
-    int slot[GX_FUSED_MAX_IN + 1];
-    int64_t stride[GX_FUSED_MAX_GATHER][GX_MAX_DIMS];
+    s_run R = {.f = f, .in = in, .y = y, .tmp = tmp, .gat = gat, .none = {.ndim = -1}};
+    s_in_kind *kind = R.kind;
+    int *slot = R.slot;
     size_t es = gx_dtype_size(y->dtype);
     int n_gather = 0;
     for (int i = 0; i < f->n_in; i++) {
@@ -190,13 +261,13 @@ void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int it
                 abort();
             }
             slot[i] = n_gather;
-            gx_bcast_strides(y->ndim, in[i].ndim, in[i].shape, stride[n_gather++]);
+            gx_bcast_strides(y->ndim, in[i].ndim, in[i].shape, R.stride[n_gather++]);
         }
     }
     /* the head's product: operand n_in, y's tile read in place, or a copy
      * of it when the last op reads it (that op writes y's tile, and no
      * kernel's output may overlap its inputs) */
-    const int n_src = f->n_in + (f->has_head ? 1 : 0);
+    R.n_src = f->n_in + (f->has_head ? 1 : 0);
     if (f->has_head) {
         const gx_fused_op *last = &f->op[f->n_ops - 1];
         bool copy = false;
@@ -205,78 +276,30 @@ void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int it
         kind[f->n_in] = copy ? S_IN_HEAD : S_IN_FULL;
         slot[f->n_in] = GX_FUSED_MAX_GATHER;
     }
-    const int64_t tile = (int64_t)(GX_FUSED_TILE_BYTES / es);
-    const int64_t ey = (int64_t)gx_dtype_size(y->dtype);
-    int64_t e_lo, e_hi;
-    if (f->has_head) {
-        s_head(f, in, y, ith, nth, &e_lo, &e_hi);
-    } else {
-        const int64_t n_tiles = (y->numel + tile - 1) / tile;
-        e_lo = n_tiles * ith / nth * tile;
-        e_hi = n_tiles * (ith + 1) / nth * tile;
-        e_hi = e_hi < y->numel ? e_hi : y->numel;
-    }
-
-    /* The views the ops see, set up once; per tile only their length and
-     * data move (a 1-D view reads only shape[0], a scalar nothing). */
-    gx_view src[GX_FUSED_MAX_IN + 1], tv[GX_FUSED_MAX_TMP], out, none = {.ndim = -1};
-    int64_t ex[GX_FUSED_MAX_IN + 1];
-    for (int i = 0; i < n_src; i++) {
+    R.tile = (int64_t)(GX_FUSED_TILE_BYTES / es);
+    R.ey = (int64_t)gx_dtype_size(y->dtype);
+    for (int i = 0; i < R.n_src; i++) {
         const gx_view *x = i < f->n_in ? &in[i] : y;
-        ex[i] = (int64_t)gx_dtype_size(x->dtype);
-        src[i] = (gx_view){.dtype = x->dtype, .ndim = kind[i] == S_IN_SCALAR ? 0 : 1,
-                           .numel = 1, .data = x->data};
+        R.ex[i] = (int64_t)gx_dtype_size(x->dtype);
+        R.src[i] = (gx_view){.dtype = x->dtype, .ndim = kind[i] == S_IN_SCALAR ? 0 : 1,
+                             .numel = 1, .data = x->data};
         if (kind[i] == S_IN_GATHER || kind[i] == S_IN_HEAD)
-            src[i].data = gat[slot[i]];
+            R.src[i].data = gat[slot[i]];
     }
     for (int t = 0; t < f->n_tmp; t++)
-        tv[t] = (gx_view){.dtype = f->dtype, .ndim = 1, .data = tmp[t]};
-    out = (gx_view){.dtype = f->dtype, .ndim = 1};
-    const gx_view *args[GX_FUSED_MAX_OPS][GX_FUSED_MAX_OP_IN];
+        R.tv[t] = (gx_view){.dtype = f->dtype, .ndim = 1, .data = tmp[t]};
+    R.out = (gx_view){.dtype = f->dtype, .ndim = 1};
     for (int o = 0; o < f->n_ops; o++)
         for (int k = 0; k < f->op[o].n_in; k++) {
             const int c = f->op[o].in[k];
-            args[o][k] = c == GX_FUSED_NONE ? &none : c >= 0 ? &src[c] : &tv[-1 - c];
+            R.args[o][k] = c == GX_FUSED_NONE ? &R.none : c >= 0 ? &R.src[c] : &R.tv[-1 - c];
         }
 
-    for (int64_t lo = e_lo; lo < e_hi; lo += tile) {
-        const int64_t n = e_hi - lo < tile ? e_hi - lo : tile;
-        for (int i = 0; i < n_src; i++) {
-            switch (kind[i]) {
-            case S_IN_SCALAR:
-            case S_IN_UNUSED:
-                continue;
-            case S_IN_FULL:
-                src[i].data = (char *)(i < f->n_in ? in[i].data : y->data) + lo * ex[i];
-                break;
-            case S_IN_GATHER:
-                s_gather(y, &in[i], stride[slot[i]], lo, n, gat[slot[i]]);
-                break;
-            case S_IN_HEAD:
-                memcpy(gat[slot[i]], (const char *)y->data + lo * ey, (size_t)(n * ey));
-                break;
-            }
-            src[i].shape[0] = src[i].numel = n;
-        }
-        for (int k = 0; k < f->n_tmp; k++)
-            tv[k].shape[0] = tv[k].numel = n;
-        for (int o = 0; o < f->n_ops; o++) {
-            const gx_fused_op *op = &f->op[o];
-            gx_view a[GX_FUSED_MAX_OP_IN];
-            for (int k = 0; k < op->n_in; k++)
-                a[k] = *args[o][k];
-            const gx_view *y_op = &out;
-            if (op->out >= 0) {
-                y_op = &tv[op->out];
-            } else {
-                out.shape[0] = out.numel = n;
-                out.data = (char *)y->data + lo * ey;
-            }
-            if (f->dtype == GX_F32 && s_fast(op->op, op->n_in, a, n, y_op->data))
-                continue;
-            const gx_kargs ka = {.attr = op->attr, .n_in = op->n_in, .in = a, .n_out = 1,
-                                 .out = y_op, .scratch = NULL, .ith = 0, .nth = 1};
-            op->kernel(&ka);
-        }
+    if (f->has_head) {
+        s_head(f, in, y, scratch, ith, nth, &R);
+    } else {
+        const int64_t n_tiles = (y->numel + R.tile - 1) / R.tile;
+        const int64_t e_hi = n_tiles * (ith + 1) / nth * R.tile;
+        s_tiles(&R, n_tiles * ith / nth * R.tile, e_hi < y->numel ? e_hi : y->numel);
     }
 }
