@@ -28,6 +28,25 @@
 typedef enum s_in_kind { S_IN_FULL, S_IN_SCALAR, S_IN_GATHER, S_IN_HEAD, S_IN_UNUSED } s_in_kind;
 
 
+/* n copies of the element of es bytes at src, to dst. */
+static void s_fill(char *restrict dst, const char *restrict src, int64_t n, size_t es)
+{
+    if (es == 4) {
+        uint32_t v, *d = (uint32_t *)(void *)dst;
+        memcpy(&v, src, 4);
+        for (int64_t i = 0; i < n; i++)
+            d[i] = v;
+    } else if (es == 8) {
+        uint64_t v, *d = (uint64_t *)(void *)dst;
+        memcpy(&v, src, 8);
+        for (int64_t i = 0; i < n; i++)
+            d[i] = v;
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + i * (int64_t)es, src, es);
+    }
+}
+
 /* Elements [lo, lo + n) of input x broadcast to y's shape, into buf. */
 static void s_gather(const gx_view *y, const gx_view *x, const int64_t *stride, int64_t lo,
                      int64_t n, void *buf)
@@ -43,9 +62,8 @@ static void s_gather(const gx_view *y, const gx_view *x, const int64_t *stride, 
         char *dst = out + (r.y - lo) * (int64_t)es;
         if (it.step[0] == 1) {
             memcpy(dst, src, (size_t)r.n * es);
-        } else { /* one repeated value along the run */
-            for (int64_t i = 0; i < r.n; i++)
-                memcpy(dst + i * (int64_t)es, src, es);
+        } else { /* one repeated value along the run (a bias over a channel) */
+            s_fill(dst, src, r.n, es);
         }
     }
 }
