@@ -6,6 +6,7 @@
  * gives (compiler.fuse: false), for every split of the steps into shares.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -786,6 +787,119 @@ START_TEST(test_kernel_shares)
 }
 END_TEST
 
+/* One op of a chain for s_check_chain: operands 0: a, 1: b, 2: the
+ * scalar, -1: the op before's output. */
+typedef struct s_cop {
+    gx_op op;
+    int n_in, in0, in1;
+} s_cop;
+
+/* s_check_chain with the scalar sc. */
+static void s_check_chain_sc(const s_cop *prog, int n_ops, float sc)
+{
+    enum { N = 3 * 2048 + 77 };
+    static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f,
+                                    -1e-40f, 1.0f, -1.0f, 3.5f, -2.25f};
+    const unsigned ns = (unsigned)(sizeof special / sizeof special[0]);
+    float *a = gx_aligned_alloc(N * sizeof(float)), *b = gx_aligned_alloc(N * sizeof(float));
+    float *y = gx_aligned_alloc(N * sizeof(float)), *ref[GX_FUSED_MAX_OPS];
+    ck_assert(a && b && y && n_ops <= GX_FUSED_MAX_OPS);
+    for (int i = 0; i < N; i++) {
+        a[i] = s_rand() % 3 ? (float)((int)(s_rand() % 1000) - 500) / 64.0f
+                            : special[s_rand() % ns];
+        b[i] = s_rand() % 3 ? (float)((int)(s_rand() % 1000) - 500) / 64.0f
+                            : special[s_rand() % ns];
+    }
+    gx_view in[3] = {{.dtype = GX_F32, .ndim = 1, .shape = {N}, .numel = N, .data = a},
+                     {.dtype = GX_F32, .ndim = 1, .shape = {N}, .numel = N, .data = b},
+                     {.dtype = GX_F32, .ndim = 0, .numel = 1, .data = &sc}};
+    gx_fused *f = calloc(1, sizeof *f);
+    ck_assert_ptr_nonnull(f);
+    f->n_in = 3, f->n_ops = n_ops, f->n_tmp = 2, f->dtype = GX_F32;
+    for (int o = 0; o < n_ops; o++) {
+        ref[o] = gx_aligned_alloc(N * sizeof(float));
+        ck_assert_ptr_nonnull(ref[o]);
+        gx_fused_op *e = &f->op[o];
+        e->op = prog[o].op;
+        e->kernel = gx_cpu_kernel(prog[o].op);
+        e->n_in = prog[o].n_in;
+        const int src[2] = {prog[o].in0, prog[o].in1};
+        gx_view v[2];
+        for (int k = 0; k < e->n_in; k++) {
+            e->in[k] = src[k] >= 0 ? src[k] : GX_FUSED_TMP((o - 1) % 2);
+            v[k] = src[k] >= 0 ? in[src[k]] : (gx_view){.dtype = GX_F32, .ndim = 1,
+                                                         .shape = {N}, .numel = N,
+                                                         .data = ref[o - 1]};
+        }
+        e->out = o == n_ops - 1 ? -1 : o % 2;
+        gx_view vo = {.dtype = GX_F32, .ndim = 1, .shape = {N}, .numel = N, .data = ref[o]};
+        gx_kargs ka = {.n_in = e->n_in, .in = v, .n_out = 1, .out = &vo, .nth = 1};
+        e->kernel(&ka);
+    }
+    for (int nth = 1; nth <= 7; nth += 2) {
+        memset(y, 0xff, N * sizeof(float));
+        for (int ith = 0; ith < nth; ith++)
+            gx_cpu_fused(f, in, &(gx_view){.dtype = GX_F32, .ndim = 1, .shape = {N},
+                                           .numel = N, .data = y},
+                         NULL, ith, nth);
+        ck_assert_msg(memcmp(y, ref[n_ops - 1], N * sizeof(float)) == 0,
+                      "%s after %s: %d shares differ", gx_op_name(prog[n_ops - 1].op),
+                      gx_op_name(prog[0].op), nth);
+    }
+    for (int o = 0; o < n_ops; o++)
+        free(ref[o]);
+    free(f), free(a), free(b), free(y);
+}
+
+/* The chain prog[0..n_ops) through gx_cpu_fused, for 1, 3, 5 and 7
+ * shares, against the ops' kernels one by one on whole tensors: a and b
+ * of N elements (random, a third of them NaN, infinities, signed zeros,
+ * subnormals), the scalar -0 and then a NaN. */
+static void s_check_chain(const s_cop *prog, int n_ops)
+{
+    s_check_chain_sc(prog, n_ops, -0.0f);
+    const uint32_t bits = 0x7fc00123u;
+    float nan;
+    memcpy(&nan, &bits, sizeof nan);
+    s_check_chain_sc(prog, n_ops, nan);
+}
+
+/* Every op the fused kernel runs in registers (Add, Sub, Mul, Div, Max,
+ * Min, Relu, Neg, Abs), first in a run or after another op, with the
+ * run's value as either input and a tensor or a scalar as the other: the
+ * bits of the ops' kernels one by one. */
+START_TEST(test_kernel_register_runs)
+{
+    static const gx_op bins[] = {GX_OP_ADD, GX_OP_SUB, GX_OP_MUL,
+                                 GX_OP_DIV, GX_OP_MAX, GX_OP_MIN};
+    static const gx_op uns[] = {GX_OP_RELU, GX_OP_NEG, GX_OP_ABS};
+    for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++) {
+        const gx_op op = bins[i];
+        for (int other = 1; other <= 2; other++) { /* after another op, at either input */
+            s_check_chain((const s_cop[]){{GX_OP_NEG, 1, 0, 0}, {op, 2, -1, other}}, 2);
+            s_check_chain((const s_cop[]){{GX_OP_NEG, 1, 0, 0}, {op, 2, other, -1}}, 2);
+        }
+        /* first: tensor and tensor, scalar and tensor, tensor and scalar */
+        s_check_chain((const s_cop[]){{op, 2, 0, 1}, {GX_OP_NEG, 1, -1, 0}}, 2);
+        s_check_chain((const s_cop[]){{op, 2, 2, 0}, {GX_OP_ABS, 1, -1, 0}}, 2);
+        s_check_chain((const s_cop[]){{op, 2, 0, 2}, {GX_OP_RELU, 1, -1, 0}}, 2);
+    }
+    for (size_t i = 0; i < sizeof uns / sizeof uns[0]; i++) {
+        s_check_chain((const s_cop[]){{GX_OP_SUB, 2, 0, 1}, {uns[i], 1, -1, 0}}, 2);
+        s_check_chain((const s_cop[]){{uns[i], 1, 1, 0}, {GX_OP_MUL, 2, -1, 0}}, 2);
+    }
+    /* a long run through them all */
+    s_check_chain((const s_cop[]){{GX_OP_SUB, 2, 2, 0},   {GX_OP_MAX, 2, 1, -1},
+                                  {GX_OP_DIV, 2, -1, 1},  {GX_OP_MIN, 2, 2, -1},
+                                  {GX_OP_RELU, 1, -1, 0}, {GX_OP_MUL, 2, 0, -1},
+                                  {GX_OP_NEG, 1, -1, 0},  {GX_OP_ADD, 2, -1, 2},
+                                  {GX_OP_ABS, 1, -1, 0},  {GX_OP_MAX, 2, -1, 0},
+                                  {GX_OP_MIN, 2, -1, 1},  {GX_OP_SUB, 2, 1, -1},
+                                  {GX_OP_DIV, 2, 2, -1}},
+                  13);
+}
+END_TEST
+
 Suite *fuse_suite(void)
 {
     Suite *s = suite_create("fuse");
@@ -810,6 +924,7 @@ Suite *fuse_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_random_graphs_same_bytes, 0, 60);
     tcase_add_test(tc, test_kernel_shares);
+    tcase_add_test(tc, test_kernel_register_runs);
     suite_add_tcase(s, tc);
     return s;
 }

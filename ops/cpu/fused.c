@@ -151,6 +151,181 @@ static bool s_fast(gx_op op, int n_in, const gx_view *a, int64_t n, float *y)
     return false;
 }
 
+/* ---- float32 runs of ops in registers ----
+ * A run of two or more ops of the cheap exact kinds below, each but the
+ * first reading the one before's output (its only reader, as every value
+ * inside a group), goes over the tile once: a strip of S_VN vectors stays
+ * in registers from the run's first op to its last, and only the last one
+ * stores (to a temporary or y). The expressions are those of the rows
+ * above, element by element; IEEE +, -, *, / and the selects give the
+ * same bits in a vector lane as in a scalar, so the run computes what its
+ * ops compute one by one. */
+
+typedef float s_v __attribute__((vector_size(64)));
+typedef int32_t s_vi __attribute__((vector_size(64)));
+typedef float s_vu __attribute__((vector_size(64), aligned(4)));
+#define S_VL 16 /* floats in s_v */
+#define S_VN 8  /* vectors in a strip */
+
+enum { S_R_NONE, S_R_ADD, S_R_SUB, S_R_MUL, S_R_DIV, S_R_MAX, S_R_MIN, S_R_RELU, S_R_NEG,
+       S_R_ABS };
+static const uint8_t s_rcode[GX_OP_COUNT] = {
+    [GX_OP_ADD] = S_R_ADD, [GX_OP_SUB] = S_R_SUB,   [GX_OP_MUL] = S_R_MUL,
+    [GX_OP_DIV] = S_R_DIV, [GX_OP_MAX] = S_R_MAX,   [GX_OP_MIN] = S_R_MIN,
+    [GX_OP_RELU] = S_R_RELU, [GX_OP_NEG] = S_R_NEG, [GX_OP_ABS] = S_R_ABS,
+};
+
+/* One op of a run on a tile: its code; its operand from memory (the first
+ * op: both) as a pointer with element stride 1, or 0 for a scalar; pos:
+ * which input of the op the run's value is (0 or 1). */
+typedef struct s_rop {
+    int code, pos;
+    const float *a, *b;
+    int64_t sa, sb;
+} s_rop;
+
+/* The lane-by-lane expressions (macros: no function passes a vector by
+ * value, which would tie it to a vector ABI). x is the op's input 0, z its
+ * input 1; a select is t where m, else f.
+ *
+ * With two NaN operands, x86 returns its first source operand's (made
+ * quiet), and the compiler may put either operand of a commutative + or *
+ * first. The rows of ops/cpu/elementwise.c (and those above) come out
+ * giving x's NaN, but z's where z is one value for the whole row; Add and
+ * Mul here say so explicitly (a NaN v plus itself is v made quiet), so
+ * that the NaN's bits too are those of the op alone. Sub and Div cannot
+ * swap: x's. */
+#define S_SEL(m, t, f) ((s_v)(((s_vi)(t) & (m)) | ((s_vi)(f) & ~(m))))
+#define S_V_ADD(x, z) S_SEL((x) != (x), (x) + (x), (x) + (z))
+#define S_V_ADD_ZW(x, z) S_SEL((z) != (z), (z) + (z), (x) + (z))
+#define S_V_SUB(x, z) ((x) - (z))
+#define S_V_MUL(x, z) S_SEL((x) != (x), (x) * (x), (x) * (z))
+#define S_V_MUL_ZW(x, z) S_SEL((z) != (z), (z) * (z), (x) * (z))
+#define S_V_DIV(x, z) ((x) / (z))
+#define S_V_MAX(x, z) S_SEL((x) != (x), x, S_SEL((z) != (z), z, S_SEL((z) > (x), z, x)))
+#define S_V_MIN(x, z) S_SEL((x) != (x), x, S_SEL((z) != (z), z, S_SEL((z) < (x), z, x)))
+#define S_V_RELU(v) ((s_v)((s_vi)(v) & ~(s_vi)((v) < 0)))
+#define S_V_NEG(v) (-(v))
+#define S_V_ABS(v) ((s_v)((s_vi)(v) & 0x7fffffff))
+
+static inline __attribute__((always_inline)) bool s_unary(int code)
+{
+    return code >= S_R_RELU;
+}
+
+/* The scalar form of one op (the tail of a tile); zw: z's NaN wins over
+ * x's (above). */
+static inline float s_sop(int code, float x, float z, bool zw)
+{
+    switch (code) {
+    case S_R_ADD: return zw ? (z != z ? z + z : x + z) : (x != x ? x + x : x + z);
+    case S_R_SUB: return x - z;
+    case S_R_MUL: return zw ? (z != z ? z * z : x * z) : (x != x ? x * x : x * z);
+    case S_R_DIV: return x / z;
+    case S_R_MAX: return x != x ? x : z != z ? z : z > x ? z : x;
+    case S_R_MIN: return x != x ? x : z != z ? z : z < x ? z : x;
+    case S_R_RELU: return x < 0 ? (float)0 : x;
+    case S_R_NEG: return -x;
+    default: return fabsf(x);
+    }
+}
+
+/* Op q of a run on the strip acc at element i: the switch outside, the
+ * loops over the strip unrolled so that acc stays in registers; w is the
+ * operand from memory, a vector or one value in every lane. */
+#define S_STRIP_LOOP(EXPR)                                                    \
+    _Pragma("GCC unroll 8") for (int j = 0; j < S_VN; j++)                    \
+    {                                                                         \
+        s_v w;                                                                \
+        if (q->sb) {                                                          \
+            w = *(const s_vu *)(q->b + i + j * S_VL);                         \
+        } else {                                                              \
+            for (int l = 0; l < S_VL; l++)                                    \
+                w[l] = *q->b;                                                 \
+        }                                                                     \
+        acc[j] = EXPR;                                                        \
+    }
+#define S_STRIP_BIN(CODE, EXPR)                                               \
+    case CODE:                                                                \
+        if (q->pos == 0) {                                                    \
+            S_STRIP_LOOP(EXPR(acc[j], w))                                     \
+        } else {                                                              \
+            S_STRIP_LOOP(EXPR(w, acc[j]))                                     \
+        }                                                                     \
+        break
+/* Add, Mul: z's NaN wins where z is one value (the op's input 1, not the
+ * run's value) */
+#define S_STRIP_COMM(CODE, EXPR, EXPR_ZW)                                     \
+    case CODE:                                                                \
+        if (q->pos == 0 && !q->sb) {                                          \
+            S_STRIP_LOOP(EXPR_ZW(acc[j], w))                                  \
+        } else if (q->pos == 0) {                                             \
+            S_STRIP_LOOP(EXPR(acc[j], w))                                     \
+        } else {                                                              \
+            S_STRIP_LOOP(EXPR(w, acc[j]))                                     \
+        }                                                                     \
+        break
+#define S_STRIP_UN(CODE, EXPR)                                                \
+    case CODE:                                                                \
+        _Pragma("GCC unroll 8") for (int j = 0; j < S_VN; j++)                \
+            acc[j] = EXPR(acc[j]);                                            \
+        break
+
+static inline __attribute__((always_inline)) void s_strip(const s_rop *q, s_v *acc, int64_t i)
+{
+    switch (q->code) {
+    S_STRIP_COMM(S_R_ADD, S_V_ADD, S_V_ADD_ZW);
+    S_STRIP_BIN(S_R_SUB, S_V_SUB);
+    S_STRIP_COMM(S_R_MUL, S_V_MUL, S_V_MUL_ZW);
+    S_STRIP_BIN(S_R_DIV, S_V_DIV);
+    S_STRIP_BIN(S_R_MAX, S_V_MAX);
+    S_STRIP_BIN(S_R_MIN, S_V_MIN);
+    S_STRIP_UN(S_R_RELU, S_V_RELU);
+    S_STRIP_UN(S_R_NEG, S_V_NEG);
+    default:
+        _Pragma("GCC unroll 8") for (int j = 0; j < S_VN; j++) acc[j] = S_V_ABS(acc[j]);
+        break;
+    }
+}
+
+/* The run r[0..n_r) over n elements into y. */
+/* y may be an operand's memory (elements are read before they are written
+ * over, strip by strip). */
+GX_CPU_CLONES static void s_run_regs(const s_rop *r, int n_r, int64_t n, float *y)
+{
+    int64_t i = 0;
+    for (; i + S_VL * S_VN <= n; i += S_VL * S_VN) {
+        s_v acc[S_VN];
+        _Pragma("GCC unroll 8") for (int j = 0; j < S_VN; j++)
+        {
+            if (r[0].sa) {
+                acc[j] = *(const s_vu *)(r[0].a + i + j * S_VL);
+            } else {
+                for (int l = 0; l < S_VL; l++)
+                    acc[j][l] = *r[0].a;
+            }
+        }
+        /* the first op: its input 0 is in acc, its input 1 in b */
+        s_strip(&r[0], acc, i);
+        for (int o = 1; o < n_r; o++)
+            s_strip(&r[o], acc, i);
+        _Pragma("GCC unroll 8") for (int j = 0; j < S_VN; j++)
+            *(s_vu *)(y + i + j * S_VL) = acc[j];
+    }
+    for (; i < n; i++) {
+        float v = s_sop(r[0].code, r[0].a[r[0].sa ? i : 0],
+                        s_unary(r[0].code) ? 0.0f : r[0].b[r[0].sb ? i : 0], !r[0].sb);
+        for (int o = 1; o < n_r; o++) {
+            const s_rop *q = &r[o];
+            const float w = s_unary(q->code) ? 0.0f : q->b[q->sb ? i : 0];
+            v = s_unary(q->code) ? s_sop(q->code, v, 0.0f, false)
+                : q->pos == 0    ? s_sop(q->code, v, w, !q->sb)
+                                 : s_sop(q->code, w, v, false);
+        }
+        y[i] = v;
+    }
+}
+
 /* Temporaries are this far apart: not a multiple of 4 KiB, so that
  * reading one while writing the next does not alias in the CPU's
  * store-to-load check (which compares addresses modulo 4 KiB). */
@@ -170,8 +345,53 @@ typedef struct s_run {
     int64_t ex[GX_FUSED_MAX_IN + 1];
     gx_view src[GX_FUSED_MAX_IN + 1], tv[GX_FUSED_MAX_TMP], out, none;
     const gx_view *args[GX_FUSED_MAX_OPS][GX_FUSED_MAX_OP_IN];
+    int run[GX_FUSED_MAX_OPS]; /* ops of the register run starting at op o, or 0 */
     unsigned char (*tmp)[S_STRIDE], (*gat)[S_STRIDE];
 } s_run;
+
+/* Can op o join a register run (float32 operands of the tile's length or
+ * scalars, an op with an expression there)? */
+static bool s_run_op(const gx_fused *f, const gx_view *in, const gx_view *y, int o)
+{
+    const gx_fused_op *op = &f->op[o];
+    const int code = s_rcode[op->op];
+    if (!code || op->n_in != (code >= S_R_RELU ? 1 : 2))
+        return false;
+    for (int k = 0; k < op->n_in; k++) {
+        const int c = op->in[k];
+        if (c == GX_FUSED_NONE || (c >= 0 && (c < f->n_in ? &in[c] : y)->dtype != GX_F32))
+            return false;
+    }
+    return true;
+}
+
+/* The register runs of f (R->run): each a maximal run of two or more ops
+ * that can join one, each op after the first reading the one before's
+ * temporary as exactly one of its operands. */
+static void s_runs(const gx_fused *f, const gx_view *in, const gx_view *y, s_run *R)
+{
+    memset(R->run, 0, sizeof R->run);
+    if (f->dtype != GX_F32)
+        return;
+    for (int o = 0; o < f->n_ops;) {
+        int len = 0;
+        while (o + len < f->n_ops && s_run_op(f, in, y, o + len)) {
+            if (len > 0) {
+                const gx_fused_op *prev = &f->op[o + len - 1], *e = &f->op[o + len];
+                const int t = prev->out >= 0 ? GX_FUSED_TMP(prev->out) : GX_FUSED_NONE;
+                int reads = 0;
+                for (int k = 0; k < e->n_in; k++)
+                    reads += e->in[k] == t;
+                if (prev->out < 0 || reads != 1)
+                    break;
+            }
+            len++;
+        }
+        if (len >= 2)
+            R->run[o] = len;
+        o += len > 0 ? len : 1;
+    }
+}
 
 /* The ops over output elements [e_lo, e_hi), a tile at a time. */
 static void s_tiles(void *ctx, int64_t e_lo, int64_t e_hi)
@@ -203,6 +423,27 @@ static void s_tiles(void *ctx, int64_t e_lo, int64_t e_hi)
             R->tv[k].shape[0] = R->tv[k].numel = n;
         for (int o = 0; o < f->n_ops; o++) {
             const gx_fused_op *op = &f->op[o];
+            if (R->run[o]) {
+                s_rop r[GX_FUSED_MAX_OPS];
+                const int n_r = R->run[o];
+                for (int q = 0; q < n_r; q++) {
+                    const gx_fused_op *e = &f->op[o + q];
+                    const int pos = q == 0 || e->n_in == 1 ? 0
+                                    : e->in[0] == GX_FUSED_TMP(f->op[o + q - 1].out) ? 0
+                                                                                      : 1;
+                    const gx_view *b = e->n_in == 2 ? R->args[o + q][1 - pos] : NULL;
+                    r[q] = (s_rop){.code = s_rcode[e->op], .pos = pos,
+                                   .a = R->args[o + q][0]->data,
+                                   .sa = R->args[o + q][0]->numel == n,
+                                   .b = b ? b->data : NULL, .sb = b && b->numel == n};
+                }
+                const gx_fused_op *e = &f->op[o + n_r - 1];
+                s_run_regs(r, n_r, n,
+                           e->out >= 0 ? (float *)R->tv[e->out].data
+                                       : (float *)(void *)((char *)y->data + lo * ey));
+                o += n_r - 1;
+                continue;
+            }
             gx_view a[GX_FUSED_MAX_OP_IN];
             for (int k = 0; k < op->n_in; k++)
                 a[k] = *R->args[o][k];
@@ -313,6 +554,7 @@ void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, void *
             R.args[o][k] = c == GX_FUSED_NONE ? &R.none : c >= 0 ? &R.src[c] : &R.tv[-1 - c];
         }
 
+    s_runs(f, in, y, &R);
     if (f->has_head) {
         s_head(f, in, y, scratch, ith, nth, &R);
     } else {
