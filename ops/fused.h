@@ -2,8 +2,9 @@
  * A fused group of elementwise ops (the compiler's fuse pass builds it):
  * a small program of ops over one output shape, run tile by tile by
  * gx_cpu_fused so that intermediate values live only in cache-sized
- * temporaries. Each op runs its own CPU kernel on the tile, so a fused
- * group computes exactly what its ops compute one by one.
+ * temporaries. Each op runs its own CPU kernel on the tile (or the same
+ * expression; a chain of cheap float32 ops in registers, ops/cpu/fused.c),
+ * so a fused group computes exactly what its ops compute one by one.
  *
  *   gx_fused f = {.n_in = 2, .n_ops = 2, .n_tmp = 1, .dtype = GX_F32};
  *   f.op[0] = (gx_fused_op){GX_OP_ADD, gx_cpu_kernel(GX_OP_ADD), .n_in = 2,

@@ -797,7 +797,7 @@ typedef struct s_cop {
 /* s_check_chain with the scalar sc. */
 static void s_check_chain_sc(const s_cop *prog, int n_ops, float sc)
 {
-    enum { N = 3 * 2048 + 77 };
+    enum { N = 3 * 2048 + 205 }; /* the last tile: a strip, 4 vectors, 13 more */
     static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f,
                                     -1e-40f, 1.0f, -1.0f, 3.5f, -2.25f};
     const unsigned ns = (unsigned)(sizeof special / sizeof special[0]);
@@ -853,7 +853,8 @@ static void s_check_chain_sc(const s_cop *prog, int n_ops, float sc)
 
 /* The chain prog[0..n_ops) through gx_cpu_fused, for 1, 3, 5 and 7
  * shares, against the ops' kernels one by one on whole tensors: a and b
- * of N elements (random, a third of them NaN, infinities, signed zeros,
+ * of N elements (tiles of 2048, then 205: a strip, vectors, a ragged end;
+ * random, a third of them NaN, infinities, signed zeros,
  * subnormals), the scalar -0 and then a NaN. */
 static void s_check_chain(const s_cop *prog, int n_ops)
 {
