@@ -305,9 +305,8 @@ static inline __attribute__((always_inline)) void s_strip_run(const s_rop *r, in
 
 /* The run r[0..n_r) over n elements into y, a strip at a time, then a
  * vector at a time; the last few elements as one vector over zero-padded
- * copies of the operands. y
- * may be an operand's memory (a strip's elements are read before they
- * are written over). */
+ * copies of the operands. y may be an operand's memory (a strip's
+ * elements are read before they are written over). */
 GX_CPU_CLONES static void s_run_regs(const s_rop *r, int n_r, int64_t n, float *y)
 {
     enum { S = S_VL * S_VN };
@@ -321,7 +320,7 @@ GX_CPU_CLONES static void s_run_regs(const s_rop *r, int n_r, int64_t n, float *
     _Alignas(GX_ALIGN) float buf[GX_FUSED_MAX_OPS + 2][S_VL];
     s_rop t[GX_FUSED_MAX_OPS];
     const size_t m = (size_t)(n - i);
-    t[0] = r[0];
+    t[0] = r[0]; /* (n_r >= 2; said for the compiler) */
     for (int o = 0; o < n_r; o++) {
         t[o] = r[o];
         if (o == 0 && r[0].sa) { /* the first op's input 0 */
