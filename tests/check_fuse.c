@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon/compile/compile.h"
+#include "daemon/compile/passes.h"
 #include "daemon/exec/exec.h"
 #include "libclient/internal.h"
 #include "tests/testutil.h"
@@ -708,6 +709,54 @@ START_TEST(test_epilogue_conv)
 }
 END_TEST
 
+/* The fuse pass on the steps of an unfused plan of y = Relu(Conv(x) + b)
+ * whose Conv step runs kernel k with its input in layout lay (as the
+ * layout pass may leave it): the op at the head of the group it forms for
+ * node R. */
+static gx_op s_conv_head_after(gx_kernel_fn k, gx_layout lay)
+{
+    gx_graph *gr = gx_graph_new("conv_layout");
+    s_input(gr, "x", GX_F32, 4, (const int64_t[]){1, 16, 6, 6});
+    s_const(gr, "W", 4, (const int64_t[]){16, 16, 3, 3});
+    s_const(gr, "b", 3, (const int64_t[]){16, 1, 1});
+    NODE(gr, "Conv", "C", "cv", "x", "W");
+    NODE(gr, "Add", "A", "a", "cv", "b");
+    NODE(gr, "Relu", "R", "y", "a");
+    ck_assert_int_eq(gx_graph_add_output(gr, "y"), GX_OK);
+    gx_view *in = s_inputs(gr, (const int64_t[][GX_MAX_DIMS]){{1, 16, 6, 6}}, (const int[]){4},
+                           (const gx_dtype[]){GX_F32}, 1);
+    gxd_plan *p = s_compile(gr, in, &s_lim_off);
+    ck_assert_uint_eq(p->n_steps, 3);
+    ck_assert_int_eq(p->steps[0].op, GX_OP_CONV);
+    p->steps[0].kernel = k;
+    p->values[p->steps[0].in[0]].view.layout = lay;
+    char err[256];
+    gxd_cstate st = {.g = gr, .lim = &s_lim, .inputs = in, .plan = p, .err = err,
+                     .errlen = sizeof err};
+    ck_assert_int_eq(gxd_pass_fuse(&st), GX_OK);
+    const gxd_fuse_group *e = s_group(p, "R");
+    ck_assert_ptr_nonnull(e);
+    const gx_op head = e->ops[0];
+    if (head == GX_OP_CONV)
+        ck_assert_ptr_eq(p->steps[p->n_steps - 1].fused->head.kernel, k);
+    gxd_plan_destroy(&p);
+    s_free_inputs(in, 1);
+    gx_graph_destroy(&gr);
+    return head;
+}
+
+/* A Conv the layout pass moved to another layout or kernel heads no
+ * group (its epilogue would walk the wrong elements); the plain one
+ * does, with the step's kernel. */
+START_TEST(test_epilogue_conv_layout)
+{
+    ck_assert_int_eq(s_conv_head_after(gx_cpu_kernel(GX_OP_CONV), GX_LAYOUT_PLAIN), GX_OP_CONV);
+    ck_assert_int_eq(s_conv_head_after(gx_cpu_kernel(GX_OP_CONVTRANSPOSE), GX_LAYOUT_PLAIN),
+                     GX_OP_ADD);
+    ck_assert_int_eq(s_conv_head_after(gx_cpu_kernel(GX_OP_CONV), GX_LAYOUT_NHWC), GX_OP_ADD);
+}
+END_TEST
+
 /* A Conv whose product another step reads, or that is a graph output,
  * stays a step of its own; a ConvTranspose is no head. */
 START_TEST(test_epilogue_conv_not_head)
@@ -916,6 +965,7 @@ Suite *fuse_suite(void)
     tcase_add_test(tc, test_epilogue_matmul);
     tcase_add_test(tc, test_epilogue_batched_and_gemm);
     tcase_add_test(tc, test_epilogue_conv_not_head);
+    tcase_add_test(tc, test_epilogue_conv_layout);
     suite_add_tcase(s, tc);
     tc = tcase_create("conv_epilogue");
     tcase_set_timeout(tc, 120);
