@@ -5,8 +5,10 @@
  * (compiler.fuse: false), on one thread: the best time of a few runs and
  * the rate of the chain's minimum traffic (x and w read once, y written
  * once) against a plain memcpy of as many bytes on the same machine; and
- * a MatMul with a bias and Relu epilogue, fused and unfused. Asserts
- * nothing.
+ * a MatMul with a bias and Relu epilogue, fused and unfused; a 200-op
+ * chain on [1, 64] (where the per-step overhead is all there is); a CNN
+ * layer, Conv 3x3 32->32 channels on 32x32, pad 1, with a bias Add and
+ * Relu (a Conv epilogue), fused and unfused. Asserts nothing.
  *
  *     bench/bench_fuse
  */
@@ -70,7 +72,8 @@ static gx_graph *s_graph(const char *last)
 /* Best seconds of RUNS runs of plan p (each step whole, on this thread);
  * the inputs are copied into the arena before each run, untimed (the
  * arena's memory for them may be reused by later values). */
-static double s_time(const gxd_plan *p, const gx_view *in, float *check, size_t n_check)
+static double s_time_n(const gxd_plan *p, const gx_view *in, float *check, size_t n_check,
+                       int runs)
 {
     char err[256];
     atomic_bool cancel = false;
@@ -79,7 +82,7 @@ static double s_time(const gxd_plan *p, const gx_view *in, float *check, size_t 
     if (!arena)
         s_die("arena", "out of memory");
     double best = 1e30;
-    for (int r = 0; r < RUNS; r++) {
+    for (int r = 0; r < runs; r++) {
         gxd_frame f;
         if (gxd_frame_init(&f, p, arena, in, &s_lim, &stop, err, sizeof err) < 0)
             s_die("frame", err);
@@ -88,12 +91,28 @@ static double s_time(const gxd_plan *p, const gx_view *in, float *check, size_t 
             gxd_exec_step(&f, s);
         double t = s_now() - t0;
         best = t < best ? t : best;
-        if (r == RUNS - 1)
+        if (r == runs - 1)
             memcpy(check, gxd_frame_output(&f, 0)->data, n_check * sizeof(float));
         gxd_frame_fini(&f);
     }
     free(arena);
     return best;
+}
+
+static double s_time(const gxd_plan *p, const gx_view *in, float *check, size_t n_check)
+{
+    return s_time_n(p, in, check, n_check, RUNS);
+}
+
+/* Compiles g fused and unfused (compiler.fuse: false). */
+static void s_compile2(const gx_graph *g, const gx_view *in, gxd_plan **on, gxd_plan **off)
+{
+    char err[512];
+    gxd_compile_limits off_lim = s_lim;
+    off_lim.no_fuse = true;
+    if (gxd_compile(g, in, &s_lim, on, err, sizeof err) < 0 ||
+        gxd_compile(g, in, &off_lim, off, err, sizeof err) < 0)
+        s_die("compile", err);
 }
 
 /* One chain, fused and unfused: a line each. */
@@ -178,6 +197,106 @@ static void s_mlp(void)
     free(x), free(y_on), free(y_off);
 }
 
+/* y = a 200-op chain on x[1, 64]: (+c, *c, Relu, -c, Neg) forty times;
+ * fused (groups of GX_FUSED_MAX_OPS) and unfused, one thread: the best of
+ * many runs, microseconds per run and runs per second. */
+static void s_long_chain(void)
+{
+    enum { LEN = 200, W = 64, REPS = 2000 };
+    static const char *const ops[5] = {"Add", "Mul", "Relu", "Sub", "Neg"};
+    gx_graph *g = gx_graph_new("chain200");
+    gx_tensor *c = gx_tensor_new(GX_F32, 0, NULL);
+    float *x = gx_aligned_alloc(W * sizeof *x), *y_on = malloc(W * sizeof *y_on);
+    float *y_off = malloc(W * sizeof *y_off);
+    if (!g || !c || !x || !y_on || !y_off)
+        s_die("chain200", "out of memory");
+    *(float *)gx_tensor_data(c) = 0.75f;
+    for (int i = 0; i < W; i++)
+        x[i] = (float)(i % 13) / 6.0f - 1.0f;
+    gx_graph_add_input(g, "x", GX_F32, 2, (const int64_t[]){1, W});
+    gx_graph_add_const(g, "c", &c);
+    char prev[16] = "x", out[16];
+    for (int i = 0; i < LEN; i++) {
+        snprintf(out, sizeof out, i == LEN - 1 ? "y" : "v%d", i);
+        const char *in[2] = {prev, "c"}, *o = out;
+        const int k = i % 5, n_in = k == 2 || k == 4 ? 1 : 2;
+        if (!gx_graph_add_node(g, ops[k], NULL, n_in, in, 1, &o))
+            s_die("chain200", "cannot add a node");
+        memcpy(prev, out, sizeof prev);
+    }
+    gx_graph_add_output(g, "y");
+    const gx_view in = {.dtype = GX_F32, .ndim = 2, .shape = {1, W}, .numel = W, .data = x};
+    gxd_plan *on = NULL, *off = NULL;
+    s_compile2(g, &in, &on, &off);
+    double t_on = s_time_n(on, &in, y_on, W, REPS), t_off = s_time_n(off, &in, y_off, W, REPS);
+    printf("# %d-op elementwise chain on [1,%d] float32, 1 thread, best of %d\n", LEN, W, REPS);
+    printf("%-14s %6s %10s %12s %10s\n", "plan", "steps", "time_us", "runs/s", "speedup");
+    printf("%-14s %6zu %10.2f %12.0f %9.2fx\n", "chain200,fused", on->n_steps, t_on * 1e6,
+           1.0 / t_on, t_off / t_on);
+    printf("%-14s %6zu %10.2f %12.0f %9.2fx\n", "chain200,unfus", off->n_steps, t_off * 1e6,
+           1.0 / t_off, 1.0);
+    if (memcmp(y_on, y_off, W * sizeof *y_on))
+        printf("# chain200: fused and unfused outputs DIFFER\n");
+    gxd_plan_destroy(&on);
+    gxd_plan_destroy(&off);
+    gx_graph_destroy(&g);
+    free(x), free(y_on), free(y_off);
+}
+
+/* y = Relu(Conv3x3(x[1, 32, 32, 32], W[32, 32, 3, 3], pad 1) + b[1, 32, 1, 1]):
+ * Conv with a bias and activation epilogue, fused (one step) and unfused
+ * (three), one thread. */
+static void s_cnn(void)
+{
+    enum { C = 32, M = 32, H = 32, K = 3, REPS = 200 };
+    gx_graph *g = gx_graph_new("cnn");
+    gx_tensor *w = gx_tensor_new(GX_F32, 4, (const int64_t[]){M, C, K, K});
+    gx_tensor *b = gx_tensor_new(GX_F32, 4, (const int64_t[]){1, M, 1, 1});
+    const size_t ny = (size_t)M * H * H;
+    float *x = gx_aligned_alloc((size_t)C * H * H * sizeof *x);
+    float *y_on = malloc(ny * sizeof *y_on), *y_off = malloc(ny * sizeof *y_off);
+    if (!g || !w || !b || !x || !y_on || !y_off)
+        s_die("cnn", "out of memory");
+    for (int64_t i = 0; i < (int64_t)M * C * K * K; i++)
+        ((float *)gx_tensor_data(w))[i] = (float)(i * 7919 % 1000) / 1000.0f - 0.5f;
+    for (int64_t i = 0; i < M; i++)
+        ((float *)gx_tensor_data(b))[i] = (float)(i % 17) / 17.0f - 0.5f;
+    for (int64_t i = 0; i < (int64_t)C * H * H; i++)
+        x[i] = (float)(i * 104729 % 1000) / 1000.0f - 0.5f;
+    gx_graph_add_input(g, "x", GX_F32, 4, (const int64_t[]){1, C, H, H});
+    gx_graph_add_const(g, "W", &w);
+    gx_graph_add_const(g, "b", &b);
+    gx_node *cv = gx_graph_add_node(g, "Conv", "C", 2, (const char *[]){"x", "W"}, 1,
+                                    (const char *[]){"cv"});
+    if (!cv)
+        s_die("cnn", "cannot add a node");
+    gx_node_set_ints(cv, "kernel_shape", (const int64_t[]){K, K}, 2);
+    gx_node_set_ints(cv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    gx_graph_add_node(g, "Add", "A", 2, (const char *[]){"cv", "b"}, 1, (const char *[]){"a"});
+    gx_graph_add_node(g, "Relu", "R", 1, (const char *[]){"a"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    const gx_view in = {.dtype = GX_F32, .ndim = 4, .shape = {1, C, H, H},
+                        .numel = C * H * H, .data = x};
+    gxd_plan *on = NULL, *off = NULL;
+    s_compile2(g, &in, &on, &off);
+    double t_on = s_time_n(on, &in, y_on, ny, REPS), t_off = s_time_n(off, &in, y_off, ny, REPS);
+    const double flop = 2.0 * M * C * K * K * H * H;
+    printf("# Conv 3x3 %d->%d on %dx%d, pad 1, + bias, Relu (an epilogue), 1 thread, best of"
+           " %d\n", C, M, H, H, REPS);
+    printf("%-14s %6s %10s %10s %12s %10s\n", "plan", "steps", "arena_MB", "time_us", "GFLOP/s",
+           "speedup");
+    printf("%-14s %6zu %10.3f %10.1f %12.2f %9.2fx\n", "cnn,fused", on->n_steps,
+           (double)on->arena_bytes / 1e6, t_on * 1e6, flop / t_on / 1e9, t_off / t_on);
+    printf("%-14s %6zu %10.3f %10.1f %12.2f %9.2fx\n", "cnn,unfused", off->n_steps,
+           (double)off->arena_bytes / 1e6, t_off * 1e6, flop / t_off / 1e9, 1.0);
+    if (memcmp(y_on, y_off, ny * sizeof *y_on))
+        printf("# cnn: fused and unfused outputs DIFFER\n");
+    gxd_plan_destroy(&on);
+    gxd_plan_destroy(&off);
+    gx_graph_destroy(&g);
+    free(x), free(y_on), free(y_off);
+}
+
 int main(void)
 {
     openblas_set_num_threads(1); /* as gexecd's workers run it */
@@ -216,6 +335,8 @@ int main(void)
     s_chain("Neg", in, copy_gbs, y_on, y_off);
     s_chain("Tanh", in, copy_gbs, y_on, y_off);
     s_mlp();
+    s_long_chain();
+    s_cnn();
     free(x), free(w), free(y_on), free(y_off), free(dst), free(src);
     return 0;
 }

@@ -2,15 +2,16 @@
  * A fused group of elementwise ops (the compiler's fuse pass builds it):
  * a small program of ops over one output shape, run tile by tile by
  * gx_cpu_fused so that intermediate values live only in cache-sized
- * temporaries. Each op runs its own CPU kernel on the tile, so a fused
- * group computes exactly what its ops compute one by one.
+ * temporaries. Each op runs its own CPU kernel on the tile (or the same
+ * expression; a chain of cheap float32 ops in registers, ops/cpu/fused.c),
+ * so a fused group computes exactly what its ops compute one by one.
  *
  *   gx_fused f = {.n_in = 2, .n_ops = 2, .n_tmp = 1, .dtype = GX_F32};
  *   f.op[0] = (gx_fused_op){GX_OP_ADD, gx_cpu_kernel(GX_OP_ADD), .n_in = 2,
  *                           .in = {0, 1}, .out = 0};          // t0 = in0 + in1
  *   f.op[1] = (gx_fused_op){GX_OP_RELU, gx_cpu_kernel(GX_OP_RELU), .n_in = 1,
  *                           .in = {GX_FUSED_TMP(0)}, .out = -1}; // y = relu(t0)
- *   gx_cpu_fused(&f, in, &y, ith, nth);
+ *   gx_cpu_fused(&f, in, &y, NULL, ith, nth);
  */
 #ifndef GX_OPS_FUSED_H
 #define GX_OPS_FUSED_H
@@ -42,11 +43,14 @@ typedef struct gx_fused_op {
  * inputs broadcast to it (numpy rules); ops run in order, the last one
  * writes the output.
  *
- * An epilogue group has a head: a MatMul (both operands of rank >= 2) or
- * a Gemm producing a value of the output's shape and dtype, which its
- * kernel writes straight into the output, a share's rows at a time; the
- * ops then run over those rows while they are in cache, reading the
- * product as operand n_in (one past the group's inputs). */
+ * An epilogue group has a head: a MatMul (both operands of rank >= 2), a
+ * Gemm, or a float32 Conv in the plain layout (its CPU kernel,
+ * gx_cpu_conv_epi) producing a value of the output's shape and dtype,
+ * which its kernel writes straight into the output: MatMul and Gemm a
+ * share's rows at a time, after which the ops run over those rows; Conv a
+ * block of output channels and positions at a time, the ops running over
+ * each block as soon as it is written, while it is in cache. The ops read
+ * the product as operand n_in (one past the group's inputs). */
 typedef struct gx_fused {
     int n_in, n_ops, n_tmp;
     gx_dtype dtype;
@@ -56,9 +60,21 @@ typedef struct gx_fused {
 } gx_fused;
 
 /* Share ith of nth of the group's work: whole tiles, or with a head the
- * rows its kernel's share ith writes (then the ops run on them). Reads
- * in[0..n_in), writes y. Never allocates, never fails; y does not overlap
- * an input. */
-void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, int ith, int nth);
+ * elements its kernel's share ith writes (then the ops run on them). Reads
+ * in[0..n_in), writes y; scratch is the head's scratch memory (its
+ * schema's scratch() bytes; NULL when it has none). Never allocates,
+ * never fails; y does not overlap an input. */
+void gx_cpu_fused(const gx_fused *f, const gx_view *in, const gx_view *y, void *scratch, int ith,
+                  int nth);
+
+/* An epilogue: output elements [lo, hi) of the head are written. */
+typedef void (*gx_fused_epi_fn)(void *ctx, int64_t lo, int64_t hi);
+
+/* Conv's CPU kernel (float32, plain layout) with an epilogue: the same
+ * share ith of k->nth, computing the same bits, and after each block of
+ * output it finishes, epi on each run of elements of the block (blocks
+ * of one share never overlap; together they are the share). epi NULL:
+ * gx_cpu_CONV. */
+void gx_cpu_conv_epi(const gx_kargs *k, gx_fused_epi_fn epi, void *ctx);
 
 #endif

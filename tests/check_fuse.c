@@ -6,11 +6,13 @@
  * gives (compiler.fuse: false), for every split of the steps into shares.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/compile/compile.h"
+#include "daemon/compile/passes.h"
 #include "daemon/exec/exec.h"
 #include "libclient/internal.h"
 #include "tests/testutil.h"
@@ -633,6 +635,156 @@ START_TEST(test_long_chain)
 }
 END_TEST
 
+/* A random float32 Conv (plain layout) with an epilogue: Add of a bias
+ * per channel ([1, M, 1, 1] or [M, 1, 1]), then Relu, or Clip, or a
+ * residual Add of another input followed by Relu; groups, strides, pads
+ * and dilations at random, so each of Conv's paths (im2col, pointwise,
+ * depthwise) and passes over several images run. One step, the very
+ * bytes of the unfused plan for 1, 3 and 7 shares; explain lists it. */
+START_TEST(test_epilogue_conv)
+{
+    const int it = _i;
+    s_seed = 777u + 31u * (unsigned)it;
+    const int64_t n = 1 + s_rand() % 3, g = it % 4 == 3 ? 2 + s_rand() % 3 : 1 + s_rand() % 2;
+    const int64_t cg = it % 4 == 3 ? 1 : 1 + s_rand() % 4, c = g * cg;
+    const int64_t m = it % 4 == 3 ? c * (1 + s_rand() % 2) : g * (1 + s_rand() % 5);
+    const int64_t k = it % 4 == 1 ? 1 : 1 + s_rand() % 3;
+    const int64_t st = it % 4 == 1 ? 1 : 1 + s_rand() % 2, pad = it % 4 == 1 ? 0 : s_rand() % 2;
+    const int64_t dil = k > 1 ? 1 + s_rand() % 2 : 1;
+    const int64_t h = (k - 1) * dil + 1 + s_rand() % 9, w = (k - 1) * dil + 1 + s_rand() % 40;
+    const int64_t oh = (h + 2 * pad - (k - 1) * dil - 1) / st + 1;
+    const int64_t ow = (w + 2 * pad - (k - 1) * dil - 1) / st + 1;
+    const int tail = it % 3; /* 0: bias, Relu; 1: bias, Clip; 2: bias, residual Add, Relu */
+    gx_graph *gr = gx_graph_new("conv_epilogue");
+    s_input(gr, "x", GX_F32, 4, (const int64_t[]){n, c, h, w});
+    s_input(gr, "r", GX_F32, 4, (const int64_t[]){n, m, oh, ow});
+    s_const(gr, "W", 4, (const int64_t[]){m, cg, k, k});
+    if (it % 2)
+        s_const(gr, "b", 4, (const int64_t[]){1, m, 1, 1});
+    else
+        s_const(gr, "b", 3, (const int64_t[]){m, 1, 1});
+    s_const(gr, "cb", 1, (const int64_t[]){m});
+    s_const(gr, "lo", 0, NULL);
+    s_const(gr, "hi", 0, NULL);
+    gx_node *cv = it % 5 == 4 ? NODE(gr, "Conv", "C", "cv", "x", "W", "cb")
+                              : NODE(gr, "Conv", "C", "cv", "x", "W");
+    ck_assert_int_eq(gx_node_set_int(cv, "group", g), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(cv, "kernel_shape", (int64_t[]){k, k}, 2), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(cv, "strides", (int64_t[]){st, st}, 2), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(cv, "dilations", (int64_t[]){dil, dil}, 2), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(cv, "pads", (int64_t[]){pad, pad, pad, pad}, 4), GX_OK);
+    NODE(gr, "Add", "A", "a", "cv", "b");
+    const char *last = "R";
+    if (tail == 0) {
+        NODE(gr, "Relu", "R", "y", "a");
+    } else if (tail == 1) {
+        NODE(gr, "Clip", "K", "y", "a", "lo", "hi");
+        last = "K";
+    } else {
+        NODE(gr, "Add", "S", "s", "a", "r");
+        NODE(gr, "Relu", "R", "y", "s");
+    }
+    ck_assert_int_eq(gx_graph_add_output(gr, "y"), GX_OK);
+    gx_view *in = s_inputs(gr,
+                           (const int64_t[][GX_MAX_DIMS]){{n, c, h, w}, {n, m, oh, ow}},
+                           (const int[]){4, 4}, (const gx_dtype[]){GX_F32, GX_F32}, 2);
+    gxd_plan *p = s_check_same(gr, in, NULL);
+    ck_assert_uint_eq(p->n_steps, 1);
+    ck_assert(p->steps[0].fused->has_head);
+    ck_assert_int_eq(p->steps[0].fused->head.op, GX_OP_CONV);
+    if (tail == 2)
+        s_assert_nodes(s_group(p, last), NAMES("C", "A", "S", "R"));
+    else
+        s_assert_nodes(s_group(p, last), NAMES("C", "A", last));
+    ck_assert_int_eq(s_group(p, last)->ops[0], GX_OP_CONV);
+    char *js = gxd_plan_explain_json(p, gr);
+    ck_assert_ptr_nonnull(js);
+    ck_assert_msg(strstr(js, tail == 2 ? "\"nodes\":[\"C\",\"A\",\"S\",\"R\"],\"ops\":[\"Conv\","
+                                       : "\"ops\":[\"Conv\",\"Add\","),
+                  "explain lacks the Conv group: %.400s", strstr(js, "\"fusion\"") ? strstr(js, "\"fusion\"") : js);
+    free(js);
+    gxd_plan_destroy(&p);
+    s_free_inputs(in, 2);
+    gx_graph_destroy(&gr);
+}
+END_TEST
+
+/* The fuse pass on the steps of an unfused plan of y = Relu(Conv(x) + b)
+ * whose Conv step runs kernel k with its input in layout lay (as the
+ * layout pass may leave it): the op at the head of the group it forms for
+ * node R. */
+static gx_op s_conv_head_after(gx_kernel_fn k, gx_layout lay)
+{
+    gx_graph *gr = gx_graph_new("conv_layout");
+    s_input(gr, "x", GX_F32, 4, (const int64_t[]){1, 16, 6, 6});
+    s_const(gr, "W", 4, (const int64_t[]){16, 16, 3, 3});
+    s_const(gr, "b", 3, (const int64_t[]){16, 1, 1});
+    NODE(gr, "Conv", "C", "cv", "x", "W");
+    NODE(gr, "Add", "A", "a", "cv", "b");
+    NODE(gr, "Relu", "R", "y", "a");
+    ck_assert_int_eq(gx_graph_add_output(gr, "y"), GX_OK);
+    gx_view *in = s_inputs(gr, (const int64_t[][GX_MAX_DIMS]){{1, 16, 6, 6}}, (const int[]){4},
+                           (const gx_dtype[]){GX_F32}, 1);
+    gxd_plan *p = s_compile(gr, in, &s_lim_off);
+    ck_assert_uint_eq(p->n_steps, 3);
+    ck_assert_int_eq(p->steps[0].op, GX_OP_CONV);
+    p->steps[0].kernel = k;
+    p->values[p->steps[0].in[0]].view.layout = lay;
+    char err[256];
+    gxd_cstate st = {.g = gr, .lim = &s_lim, .inputs = in, .plan = p, .err = err,
+                     .errlen = sizeof err};
+    ck_assert_int_eq(gxd_pass_fuse(&st), GX_OK);
+    const gxd_fuse_group *e = s_group(p, "R");
+    ck_assert_ptr_nonnull(e);
+    const gx_op head = e->ops[0];
+    if (head == GX_OP_CONV)
+        ck_assert_ptr_eq(p->steps[p->n_steps - 1].fused->head.kernel, k);
+    gxd_plan_destroy(&p);
+    s_free_inputs(in, 1);
+    gx_graph_destroy(&gr);
+    return head;
+}
+
+/* A Conv the layout pass moved to another layout or kernel heads no
+ * group (its epilogue would walk the wrong elements); the plain one
+ * does, with the step's kernel. */
+START_TEST(test_epilogue_conv_layout)
+{
+    ck_assert_int_eq(s_conv_head_after(gx_cpu_kernel(GX_OP_CONV), GX_LAYOUT_PLAIN), GX_OP_CONV);
+    ck_assert_int_eq(s_conv_head_after(gx_cpu_kernel(GX_OP_CONVTRANSPOSE), GX_LAYOUT_PLAIN),
+                     GX_OP_ADD);
+    ck_assert_int_eq(s_conv_head_after(gx_cpu_kernel(GX_OP_CONV), GX_LAYOUT_NHWC), GX_OP_ADD);
+}
+END_TEST
+
+/* A Conv whose product another step reads, or that is a graph output,
+ * stays a step of its own; a ConvTranspose is no head. */
+START_TEST(test_epilogue_conv_not_head)
+{
+    gx_graph *gr = gx_graph_new("conv_alone");
+    s_input(gr, "x", GX_F32, 4, (const int64_t[]){1, 3, 8, 8});
+    s_const(gr, "W", 4, (const int64_t[]){4, 3, 3, 3});
+    s_const(gr, "Wt", 4, (const int64_t[]){3, 4, 3, 3});
+    NODE(gr, "Conv", "C", "cv", "x", "W");
+    NODE(gr, "Relu", "R", "r", "cv");
+    NODE(gr, "Neg", "N", "q", "cv");
+    NODE(gr, "ConvTranspose", "T", "t", "x", "Wt");
+    NODE(gr, "Relu", "U", "u", "t");
+    ck_assert_int_eq(gx_graph_add_output(gr, "r"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(gr, "q"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(gr, "u"), GX_OK);
+    gx_view *in = s_inputs(gr, (const int64_t[][GX_MAX_DIMS]){{1, 3, 8, 8}}, (const int[]){4},
+                           (const gx_dtype[]){GX_F32}, 1);
+    gxd_plan *p = s_check_same(gr, in, NULL);
+    for (size_t i = 0; i < p->n_steps; i++)
+        ck_assert(!p->steps[i].fused);
+    ck_assert_uint_eq(p->n_steps, 5);
+    gxd_plan_destroy(&p);
+    s_free_inputs(in, 1);
+    gx_graph_destroy(&gr);
+}
+END_TEST
+
 /* ---- the kernel on its own ---- */
 
 START_TEST(test_kernel_shares)
@@ -677,10 +829,124 @@ START_TEST(test_kernel_shares)
     for (int nth = 1; nth <= 9; nth += 4) {
         memset(y, 0xff, R * C * sizeof(float));
         for (int ith = 0; ith < nth; ith++)
-            gx_cpu_fused(f, in, &vy, ith, nth);
+            gx_cpu_fused(f, in, &vy, NULL, ith, nth);
         ck_assert_msg(memcmp(y, t, R * C * sizeof(float)) == 0, "%d shares differ", nth);
     }
     free(f), free(a), free(b), free(y), free(t), free(r);
+}
+END_TEST
+
+/* One op of a chain for s_check_chain: operands 0: a, 1: b, 2: the
+ * scalar, -1: the op before's output. */
+typedef struct s_cop {
+    gx_op op;
+    int n_in, in0, in1;
+} s_cop;
+
+/* s_check_chain with the scalar sc. */
+static void s_check_chain_sc(const s_cop *prog, int n_ops, float sc)
+{
+    enum { N = 3 * 2048 + 205 }; /* the last tile: a strip, 4 vectors, 13 more */
+    static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f,
+                                    -1e-40f, 1.0f, -1.0f, 3.5f, -2.25f};
+    const unsigned ns = (unsigned)(sizeof special / sizeof special[0]);
+    float *a = gx_aligned_alloc(N * sizeof(float)), *b = gx_aligned_alloc(N * sizeof(float));
+    float *y = gx_aligned_alloc(N * sizeof(float)), *ref[GX_FUSED_MAX_OPS];
+    ck_assert(a && b && y && n_ops <= GX_FUSED_MAX_OPS);
+    for (int i = 0; i < N; i++) {
+        a[i] = s_rand() % 3 ? (float)((int)(s_rand() % 1000) - 500) / 64.0f
+                            : special[s_rand() % ns];
+        b[i] = s_rand() % 3 ? (float)((int)(s_rand() % 1000) - 500) / 64.0f
+                            : special[s_rand() % ns];
+    }
+    gx_view in[3] = {{.dtype = GX_F32, .ndim = 1, .shape = {N}, .numel = N, .data = a},
+                     {.dtype = GX_F32, .ndim = 1, .shape = {N}, .numel = N, .data = b},
+                     {.dtype = GX_F32, .ndim = 0, .numel = 1, .data = &sc}};
+    gx_fused *f = calloc(1, sizeof *f);
+    ck_assert_ptr_nonnull(f);
+    f->n_in = 3, f->n_ops = n_ops, f->n_tmp = 2, f->dtype = GX_F32;
+    for (int o = 0; o < n_ops; o++) {
+        ref[o] = gx_aligned_alloc(N * sizeof(float));
+        ck_assert_ptr_nonnull(ref[o]);
+        gx_fused_op *e = &f->op[o];
+        e->op = prog[o].op;
+        e->kernel = gx_cpu_kernel(prog[o].op);
+        e->n_in = prog[o].n_in;
+        const int src[2] = {prog[o].in0, prog[o].in1};
+        gx_view v[2];
+        for (int k = 0; k < e->n_in; k++) {
+            e->in[k] = src[k] >= 0 ? src[k] : GX_FUSED_TMP((o - 1) % 2);
+            v[k] = src[k] >= 0 ? in[src[k]] : (gx_view){.dtype = GX_F32, .ndim = 1,
+                                                         .shape = {N}, .numel = N,
+                                                         .data = ref[o - 1]};
+        }
+        e->out = o == n_ops - 1 ? -1 : o % 2;
+        gx_view vo = {.dtype = GX_F32, .ndim = 1, .shape = {N}, .numel = N, .data = ref[o]};
+        gx_kargs ka = {.n_in = e->n_in, .in = v, .n_out = 1, .out = &vo, .nth = 1};
+        e->kernel(&ka);
+    }
+    for (int nth = 1; nth <= 7; nth += 2) {
+        memset(y, 0xff, N * sizeof(float));
+        for (int ith = 0; ith < nth; ith++)
+            gx_cpu_fused(f, in, &(gx_view){.dtype = GX_F32, .ndim = 1, .shape = {N},
+                                           .numel = N, .data = y},
+                         NULL, ith, nth);
+        ck_assert_msg(memcmp(y, ref[n_ops - 1], N * sizeof(float)) == 0,
+                      "%s after %s: %d shares differ", gx_op_name(prog[n_ops - 1].op),
+                      gx_op_name(prog[0].op), nth);
+    }
+    for (int o = 0; o < n_ops; o++)
+        free(ref[o]);
+    free(f), free(a), free(b), free(y);
+}
+
+/* The chain prog[0..n_ops) through gx_cpu_fused, for 1, 3, 5 and 7
+ * shares, against the ops' kernels one by one on whole tensors: a and b
+ * of N elements (tiles of 2048, then 205: a strip, vectors, a ragged end;
+ * random, a third of them NaN, infinities, signed zeros,
+ * subnormals), the scalar -0 and then a NaN. */
+static void s_check_chain(const s_cop *prog, int n_ops)
+{
+    s_check_chain_sc(prog, n_ops, -0.0f);
+    const uint32_t bits = 0x7fc00123u;
+    float nan;
+    memcpy(&nan, &bits, sizeof nan);
+    s_check_chain_sc(prog, n_ops, nan);
+}
+
+/* Every op the fused kernel runs in registers (Add, Sub, Mul, Div, Max,
+ * Min, Relu, Neg, Abs), first in a run or after another op, with the
+ * run's value as either input and a tensor or a scalar as the other: the
+ * bits of the ops' kernels one by one. */
+START_TEST(test_kernel_register_runs)
+{
+    static const gx_op bins[] = {GX_OP_ADD, GX_OP_SUB, GX_OP_MUL,
+                                 GX_OP_DIV, GX_OP_MAX, GX_OP_MIN};
+    static const gx_op uns[] = {GX_OP_RELU, GX_OP_NEG, GX_OP_ABS};
+    for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++) {
+        const gx_op op = bins[i];
+        for (int other = 1; other <= 2; other++) { /* after another op, at either input */
+            s_check_chain((const s_cop[]){{GX_OP_NEG, 1, 0, 0}, {op, 2, -1, other}}, 2);
+            s_check_chain((const s_cop[]){{GX_OP_NEG, 1, 0, 0}, {op, 2, other, -1}}, 2);
+        }
+        /* first: tensor and tensor, scalar and tensor, tensor and scalar */
+        s_check_chain((const s_cop[]){{op, 2, 0, 1}, {GX_OP_NEG, 1, -1, 0}}, 2);
+        s_check_chain((const s_cop[]){{op, 2, 2, 0}, {GX_OP_ABS, 1, -1, 0}}, 2);
+        s_check_chain((const s_cop[]){{op, 2, 0, 2}, {GX_OP_RELU, 1, -1, 0}}, 2);
+    }
+    for (size_t i = 0; i < sizeof uns / sizeof uns[0]; i++) {
+        s_check_chain((const s_cop[]){{GX_OP_SUB, 2, 0, 1}, {uns[i], 1, -1, 0}}, 2);
+        s_check_chain((const s_cop[]){{uns[i], 1, 1, 0}, {GX_OP_MUL, 2, -1, 0}}, 2);
+    }
+    /* a long run through them all */
+    s_check_chain((const s_cop[]){{GX_OP_SUB, 2, 2, 0},   {GX_OP_MAX, 2, 1, -1},
+                                  {GX_OP_DIV, 2, -1, 1},  {GX_OP_MIN, 2, 2, -1},
+                                  {GX_OP_RELU, 1, -1, 0}, {GX_OP_MUL, 2, 0, -1},
+                                  {GX_OP_NEG, 1, -1, 0},  {GX_OP_ADD, 2, -1, 2},
+                                  {GX_OP_ABS, 1, -1, 0},  {GX_OP_MAX, 2, -1, 0},
+                                  {GX_OP_MIN, 2, -1, 1},  {GX_OP_SUB, 2, 1, -1},
+                                  {GX_OP_DIV, 2, 2, -1}},
+                  13);
 }
 END_TEST
 
@@ -698,11 +964,18 @@ Suite *fuse_suite(void)
     tcase_add_test(tc, test_long_chain);
     tcase_add_test(tc, test_epilogue_matmul);
     tcase_add_test(tc, test_epilogue_batched_and_gemm);
+    tcase_add_test(tc, test_epilogue_conv_not_head);
+    tcase_add_test(tc, test_epilogue_conv_layout);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("conv_epilogue");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_epilogue_conv, 0, 24);
     suite_add_tcase(s, tc);
     tc = tcase_create("same_bytes");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_random_graphs_same_bytes, 0, 60);
     tcase_add_test(tc, test_kernel_shares);
+    tcase_add_test(tc, test_kernel_register_runs);
     suite_add_tcase(s, tc);
     return s;
 }

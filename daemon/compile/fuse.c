@@ -14,13 +14,16 @@
  * neighbours stayed out, is listed in plan->fuse_groups with the reasons.
  * Does nothing when limits->no_fuse is set (compiler.fuse: false).
  *
- * Epilogues: a MatMul (operands of rank >= 2) or Gemm whose product has
- * the group's shape and dtype, one reader in the group and is no graph
- * output heads the group: its kernel writes the product into the group's
- * output, a share of rows at a time, and the elementwise ops run over
- * those rows at once (bias, activation). It is listed first in the
- * group; the batch pass judges it by its own rule
- * (gxd_fuse_batch_separable).
+ * Epilogues: a MatMul (operands of rank >= 2), Gemm or float32 Conv in
+ * the plain layout with the CPU's plain kernel (not one the layout pass
+ * chose for another layout) whose product has the group's shape and
+ * dtype, one reader in the group and is no graph output heads the group:
+ * its kernel writes the product into the group's output, a share of rows
+ * (Conv: a block of channels and positions) at a time, and the
+ * elementwise ops run over those elements at once (bias, activation,
+ * residual). It is listed first in the group; the fused step takes its
+ * scratch memory (Conv's im2col columns); the batch pass judges it by its
+ * own rule (gxd_fuse_batch_separable).
  *
  * A fused step computes exactly what its steps computed (each op runs its
  * own kernel, or the same expression, on tiles of the output; a head runs
@@ -63,13 +66,22 @@ static const char *s_unfusable(const gxd_plan *p, int i)
 }
 
 /* Can step i be the head of an epilogue group (ops/fused.h): a MatMul of
- * operands of rank >= 2 or a Gemm, static, with its output in the arena? */
+ * operands of rank >= 2, a Gemm, or a float32 Conv in the plain layout
+ * that runs the CPU's plain kernel (the layout pass may have given it
+ * another), static, with its output in the arena? */
 static bool s_head_ok(const gxd_plan *p, int i)
 {
     const gxd_step *s = &p->steps[i];
     if (s->folded || s->copy || s->dynamic || s->n_out != 1 || s->n_in != s->n_formal ||
-        s->n_in > GX_FUSED_MAX_OP_IN || p->values[s->out[0]].kind != GXD_VALUE_TEMP ||
-        gx_op_schema_get(s->op)->scratch)
+        s->n_in > GX_FUSED_MAX_OP_IN || p->values[s->out[0]].kind != GXD_VALUE_TEMP)
+        return false;
+    if (s->op == GX_OP_CONV) {
+        const gx_view *x = &p->values[s->in[0]].view, *y = &p->values[s->out[0]].view;
+        return (!s->kernel || s->kernel == gx_cpu_kernel(GX_OP_CONV)) &&
+               x->layout == GX_LAYOUT_PLAIN && y->layout == GX_LAYOUT_PLAIN &&
+               x->dtype == GX_F32 && y->dtype == GX_F32;
+    }
+    if (gx_op_schema_get(s->op)->scratch)
         return false;
     if (s->op == GX_OP_GEMM)
         return true;
@@ -120,7 +132,7 @@ static const char *s_build(const gxd_plan *p, const int *mark, int r, const s_gr
         const gxd_step *s = &p->steps[g->head];
         f->has_head = true;
         f->head.op = s->op;
-        f->head.kernel = gx_cpu_kernel(s->op);
+        f->head.kernel = s->kernel ? s->kernel : gx_cpu_kernel(s->op);
         f->head.n_in = s->n_in;
         f->head.out = -1;
         memcpy(f->head.attr, s->attr, sizeof f->head.attr);
@@ -394,6 +406,10 @@ static void s_rewrite(gxd_plan *p, s_found *fd, int *new_idx, double *flops)
     for (size_t i = 0; i < n; i++)
         if (fd->mark[i] >= 0 && fd->prog[fd->mark[i]])
             flops[fd->mark[i]] += p->steps[i].cost.flops;
+    /* a fused step takes its head's scratch (its members' only one) */
+    for (size_t i = 0; i < n; i++)
+        if (s_dropped(fd, i) && p->steps[i].scratch_bytes && !p->steps[i].folded)
+            p->steps[fd->mark[i]].scratch_bytes = p->steps[i].scratch_bytes;
     for (size_t i = 0; i < n; i++) {
         gxd_step *s = &p->steps[i];
         if (new_idx[i] < 0) {

@@ -145,7 +145,7 @@ int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth)
     gx_kargs ka = {.attr = st->attr, .n_in = st->n_formal, .in = in, .n_out = st->n_out,
                    .out = out, .scratch = scratch, .ith = ith, .nth = nth};
     if (st->fused)
-        gx_cpu_fused(st->fused, in, &out[0], ith, nth);
+        gx_cpu_fused(st->fused, in, &out[0], scratch, ith, nth);
     else
         st->kernel(&ka);
     if (st->dynamic)

@@ -9,6 +9,8 @@
  * of output channels, position), so threads never write the same columns;
  * the blocks (gx_conv_row_blocks) are usually one per group, more when
  * there are few positions, each with its own copy of the columns.
+ * gx_cpu_conv_epi runs the same share and hands each run of output
+ * elements it has just finished to an epilogue (a fused group's ops).
  *
  * The scratch holds the column matrices of a pass of several images
  * (gx_conv_pass_images). Every pass is split the same way, so a thread
@@ -20,6 +22,7 @@
 
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
+#include "ops/fused.h"
 
 /* y[m, n] (row stride ldy) = op(a) b + beta * y; with k == 0 the product is
  * empty and y becomes beta * y. */
@@ -132,6 +135,8 @@ typedef struct s_conv {
     int64_t n, c, m, g, cg, mg;
     const float *x, *wt, *bias;
     float *y;
+    gx_fused_epi_fn epi; /* called on each run of y finished, or NULL */
+    void *epi_ctx;
 } s_conv;
 
 /* Output channels [m0, m1) of group gi and columns [p0, p1) of image i:
@@ -151,6 +156,15 @@ static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi
     s_bias_rows(b, m1 - m0, p1 - p0, yg, P);
     s_sgemm(false, m1 - m0, p1 - p0, cgk, cv->wt + (gi * cv->mg + m0) * cgk, cgk, xg + p0, P,
             b ? 1.0f : 0.0f, yg, P);
+    if (!cv->epi)
+        return;
+    const int64_t c0 = i * cv->m + gi * cv->mg; /* the block's first channel of y */
+    if (p0 == 0 && p1 == P) { /* whole channels: one run */
+        cv->epi(cv->epi_ctx, (c0 + m0) * P, (c0 + m1) * P);
+    } else {
+        for (int64_t ch = c0 + m0; ch < c0 + m1; ch++)
+            cv->epi(cv->epi_ctx, ch * P + p0, ch * P + p1);
+    }
 }
 
 /* Depthwise: output channel oc reads input channel oc / mg only. The
@@ -194,17 +208,24 @@ static void s_conv_depthwise(const gx_kargs *k, const s_conv *cv)
                 }
             }
         }
+        if (cv->epi)
+            cv->epi(cv->epi_ctx, ch * w->out_size + l0 * ow, ch * w->out_size + l1 * ow);
         u += l1 - l0;
     }
 }
 
 void gx_cpu_CONV(const gx_kargs *k)
 {
+    gx_cpu_conv_epi(k, NULL, NULL);
+}
+
+void gx_cpu_conv_epi(const gx_kargs *k, gx_fused_epi_fn epi, void *ctx)
+{
     const gx_view *x = &k->in[0], *wt = &k->in[1], *y = &k->out[0];
     s_conv cv = {.n = x->shape[0], .c = x->shape[1], .m = wt->shape[0],
                  .g = k->attr[GX_CONV_GROUP].i, .x = x->data, .wt = wt->data,
                  .bias = k->n_in > 2 && k->in[2].ndim >= 0 ? k->in[2].data : NULL,
-                 .y = y->data};
+                 .y = y->data, .epi = epi, .epi_ctx = ctx};
     gx_win_init(&cv.w, k->attr, "Conv", x, wt->shape + 2, false, false, NULL, 0);
     cv.cg = cv.c / cv.g;
     cv.mg = cv.m / cv.g;
