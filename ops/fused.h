@@ -44,18 +44,24 @@ typedef struct gx_fused_op {
  * writes the output.
  *
  * An epilogue group has a head: a MatMul (both operands of rank >= 2), a
- * Gemm, or a float32 Conv in the plain layout (its CPU kernel,
- * gx_cpu_conv_epi) producing a value of the output's shape and dtype,
- * which its kernel writes straight into the output: MatMul and Gemm a
- * share's rows at a time, after which the ops run over those rows; Conv a
- * block of output channels and positions at a time, the ops running over
- * each block as soon as it is written, while it is in cache. The ops read
+ * Gemm, or a float32 Conv (in the plain layout its CPU kernel
+ * gx_cpu_conv_epi, in another its kernel for that layout, ops/layout.h)
+ * producing a value of the output's shape and dtype, which its kernel
+ * writes straight into the output: MatMul and Gemm a share's rows at a
+ * time, and a Conv in NHWC or NCHW16c a share's contiguous rows
+ * (gx_cpu_conv_layout_rows), after which the ops run over them; a plain
+ * Conv a block of output channels and positions at a time, the ops
+ * running over each block as soon as it is written, while it is in
+ * cache. The ops read
  * the product as operand n_in (one past the group's inputs). */
 typedef struct gx_fused {
     int n_in, n_ops, n_tmp;
     gx_dtype dtype;
     bool has_head;
     gx_fused_op head; /* its in[] are group inputs or GX_FUSED_NONE; out unused */
+    gx_layout head_layout; /* a Conv head's layout: other than plain, its
+                            * kernel's share ith writes the contiguous
+                            * elements gx_cpu_conv_layout_rows gives */
     gx_fused_op op[GX_FUSED_MAX_OPS];
 } gx_fused;
 

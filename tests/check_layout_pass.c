@@ -171,23 +171,30 @@ static void s_cnn_case(int64_t n, int64_t c0, int64_t c1, int64_t hw)
         x[i] = s_rand();
     gx_view in = {.dtype = GX_F32, .ndim = 4, .numel = numel, .data = x};
     memcpy(in.shape, shape, sizeof shape);
-    gxd_compile_limits off = s_lim;
+    gxd_compile_limits off = s_lim, unfused = s_lim;
     off.no_layout = true;
-    gxd_plan *p_on = NULL, *p_off = NULL;
+    unfused.no_fuse = true;
+    gxd_plan *p_on = NULL, *p_off = NULL, *p_unfused = NULL;
     char err[512];
     ck_assert_msg(gxd_compile(g, &in, &s_lim, &p_on, err, sizeof err) == GX_OK, "%s", err);
     ck_assert_msg(gxd_compile(g, &in, &off, &p_off, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_compile(g, &in, &unfused, &p_unfused, err, sizeof err) == GX_OK, "%s", err);
     ck_assert_str_eq(p_off->layout->why, "compiler.layout is off");
     s_check_plan(p_on);
+    s_check_plan(p_unfused);
     for (size_t o = 0; o < 2; o++) {
-        size_t n_on, n_off;
+        size_t n_on, n_off, n_un;
         float *y_on = s_run(p_on, &in, o, &n_on), *y_off = s_run(p_off, &in, o, &n_off);
+        float *y_un = s_run(p_unfused, &in, o, &n_un);
         ck_assert_uint_eq(n_on, n_off);
         ck_assert_msg(gxt_allclose(y_on, y_off, n_on, 1e-4f, 1e-4f), "output %zu differs", o);
-        free(y_on), free(y_off);
+        /* a Conv heading an epilogue in its layout computes the same bits */
+        ck_assert_msg(memcmp(y_on, y_un, n_on * sizeof *y_on) == 0, "fused output %zu differs", o);
+        free(y_on), free(y_off), free(y_un);
     }
     gxd_plan_destroy(&p_on);
     gxd_plan_destroy(&p_off);
+    gxd_plan_destroy(&p_unfused);
     gx_graph_destroy(&g);
     free(x);
 }

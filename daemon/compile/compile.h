@@ -15,9 +15,9 @@
  *               differ, Conv weights packed for their layout
  *   5. fuse     chains and trees of elementwise ops whose intermediate
  *               values nobody else reads become one step that runs them
- *               tile by tile (ops/fused.h), with the MatMul or Gemm that
- *               feeds them if any (an epilogue); those values leave the
- *               arena
+ *               tile by tile (ops/fused.h), with the MatMul, Gemm or Conv
+ *               that feeds them if any (an epilogue); those values leave
+ *               the arena
  *   6. memplan  liveness-based buffer assignment: each value gets a logical
  *               buffer number and an offset relative to an arena base
  *   7. dag      the steps' dependency graph, cost estimates, critical path

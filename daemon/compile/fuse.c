@@ -75,10 +75,12 @@ static bool s_head_ok(const gxd_plan *p, int i)
     if (s->folded || s->copy || s->dynamic || s->n_out != 1 || s->n_in != s->n_formal ||
         s->n_in > GX_FUSED_MAX_OP_IN || p->values[s->out[0]].kind != GXD_VALUE_TEMP)
         return false;
-    if (s->op == GX_OP_CONV) {
+    if (s->op == GX_OP_CONV) { /* float32, its kernel for its layout (ops/fused.h) */
         const gx_view *x = &p->values[s->in[0]].view, *y = &p->values[s->out[0]].view;
-        return (!s->kernel || s->kernel == gx_cpu_kernel(GX_OP_CONV)) &&
-               x->layout == GX_LAYOUT_PLAIN && y->layout == GX_LAYOUT_PLAIN &&
+        const bool kernel = s->layout == GX_LAYOUT_PLAIN
+                                ? !s->kernel || s->kernel == gx_cpu_kernel(GX_OP_CONV)
+                                : s->kernel != NULL;
+        return kernel && x->layout == s->layout && y->layout == s->layout &&
                x->dtype == GX_F32 && y->dtype == GX_F32;
     }
     if (gx_op_schema_get(s->op)->scratch)
@@ -133,6 +135,7 @@ static const char *s_build(const gxd_plan *p, const int *mark, int r, const s_gr
         f->has_head = true;
         f->head.op = s->op;
         f->head.kernel = s->kernel ? s->kernel : gx_cpu_kernel(s->op);
+        f->head_layout = s->layout;
         f->head.n_in = s->n_in;
         f->head.out = -1;
         memcpy(f->head.attr, s->attr, sizeof f->head.attr);

@@ -29,6 +29,7 @@
 #include "ops/cpu/cpu.h"
 #include "ops/cpu/vmath.h"
 #include "ops/fused.h"
+#include "ops/layout.h"
 
 /* How the ops read a group input per tile: in place, as one value, gathered
  * (broadcast), a copy of the head's product; or not at all (an operand of
@@ -490,11 +491,17 @@ static void s_head(const gx_fused *f, const gx_view *in, const gx_view *y, void 
         a[k] = f->head.in[k] == GX_FUSED_NONE ? (gx_view){.ndim = -1} : in[f->head.in[k]];
     const gx_kargs ka = {.attr = f->head.attr, .n_in = f->head.n_in, .in = a, .n_out = 1,
                          .out = y, .scratch = scratch, .ith = ith, .nth = nth};
-    if (f->head.op == GX_OP_CONV) {
+    if (f->head.op == GX_OP_CONV && f->head_layout == GX_LAYOUT_PLAIN) {
         gx_cpu_conv_epi(&ka, s_tiles, R);
         return;
     }
     f->head.kernel(&ka);
+    if (f->head.op == GX_OP_CONV) { /* in another layout: contiguous rows */
+        int64_t lo, hi;
+        gx_cpu_conv_layout_rows(f->head_layout, y, ith, nth, &lo, &hi);
+        s_tiles(R, lo, hi);
+        return;
+    }
     const int64_t n = y->ndim >= 1 ? y->shape[y->ndim - 1] : 1;
     int64_t r0 = 0, r1 = 0;
     if (n > 0)
