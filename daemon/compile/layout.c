@@ -223,7 +223,7 @@ static void s_control(s_build *b, const gxd_step *s, gxd_layout_op *op, const gx
         size_t n_cap;
         const gx_graph *g = gxd_subplans_graph(s->sub, names[a], &pos, &n_cap);
         if (!g || n_formal + n_cap > GX_MAX_OP_INPUTS)
-            return;
+            goto fixed;
         op->sub_attr[op->n_sub] = names[a];
         op->sub[op->n_sub] = g;
         op->ratio[op->n_sub] = s_ratio(prof, s->node->name, names[a], g);
@@ -244,7 +244,7 @@ static void s_control(s_build *b, const gxd_step *s, gxd_layout_op *op, const gx
             char err[256];
             if (gxd_subplans_get(s->sub, g, in, b->lim, &sp, &owned, err, sizeof err) < 0) {
                 if (l == GX_LAYOUT_PLAIN)
-                    return;
+                    goto fixed;
                 goto next;
             }
             *c = sp->layout ? sp->layout->total : 0;
@@ -262,6 +262,9 @@ static void s_control(s_build *b, const gxd_step *s, gxd_layout_op *op, const gx
     }
     if (!op->free)
         snprintf(op->why, sizeof op->why, "no subgraph compiles with its values in another layout");
+    return;
+fixed: /* plain, as any step that is not costed */
+    op->n_sub = 0;
 }
 
 /* One op per step that touches a candidate value, with its costs. */
@@ -307,7 +310,7 @@ static int s_ops(s_build *b, const gxd_profile *prof)
         if (b->out_of_step[i] != o) { /* control flow: its outputs are plain */
             r->ops[b->out_of_step[i]] = (gxd_layout_op){.node = s->node->name, .op = s->op,
                                                          .fixed = GX_LAYOUT_PLAIN, .count = op->count};
-            if (b->top) /* (its outputs are dynamic: the branch decides their shapes) */
+            if (b->top)
                 s_control(b, s, op, prof);
             if (op->free) {
                 op->fixed = -1;
