@@ -74,6 +74,28 @@ void *gxd_plan_own(gxd_plan *p, size_t nbytes)
     return m;
 }
 
+int gxd_step_move(gxd_plan *p, const char *what, int v, int c, gxd_step *s)
+{
+    gx_node *node = gxd_plan_own(p, sizeof *node);
+    size_t len = strlen(p->values[c].name) + strlen(what) + 2;
+    char *name = gxd_plan_own(p, len);
+    memset(s, 0, sizeof *s);
+    if (!node || !name || !(s->in = malloc(sizeof *s->in)) || !(s->out = malloc(sizeof *s->out)))
+        return GX_ENOMEM;
+    snprintf(name, len, "%s:%s", what, p->values[c].name);
+    node->name = name;
+    node->op = (char *)gx_op_name(GX_OP_IDENTITY);
+    s->op = GX_OP_IDENTITY;
+    s->node = node;
+    s->n_in = s->n_out = s->n_formal = 1;
+    s->in[0] = v;
+    s->out[0] = c;
+    s->cost = (gx_cost){0, 2.0 * (double)p->values[v].nbytes};
+    s->scratch = -1;
+    s->part = -1;
+    return GX_OK;
+}
+
 /* Slice plans of one plan, by the slice's size on axis 0. */
 #define GXD_MAX_SLICES 8
 

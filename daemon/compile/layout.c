@@ -480,27 +480,11 @@ static int s_rewrite_step(gxd_plan *p, gxd_step *s, gx_layout l, size_t *n_packe
 /* The reorder step making value c (layout of its view) from value v. */
 static int s_reorder_step(gxd_plan *p, int v, int c, gxd_step *s)
 {
-    gx_node *node = gxd_plan_own(p, sizeof *node);
-    size_t len = strlen(p->values[c].name) + 9;
-    char *name = gxd_plan_own(p, len);
-    memset(s, 0, sizeof *s);
-    if (!node || !name || !(s->in = malloc(sizeof *s->in)) || !(s->out = malloc(sizeof *s->out)))
-        return GX_ENOMEM;
-    snprintf(name, len, "reorder:%s", p->values[c].name);
-    node->name = name;
-    node->op = (char *)gx_op_name(GX_OP_IDENTITY);
-    s->op = GX_OP_IDENTITY;
-    s->node = node;
-    s->n_in = s->n_out = s->n_formal = 1;
-    s->in[0] = v;
-    s->out[0] = c;
-    s->cost = (gx_cost){0, 2.0 * (double)p->values[v].nbytes};
-    s->scratch = -1;
-    s->part = -1;
+    int rc = gxd_step_move(p, "reorder", v, c, s);
     s->kernel = gx_cpu_reorder;
     s->layout = p->values[c].view.layout;
     s->reorder = true;
-    return GX_OK;
+    return rc;
 }
 
 /* Appends after steps[*m) the reorder steps that value v (old index) needs:
@@ -524,6 +508,8 @@ static int s_emit_reorders(s_build *b, int v, int *reord, gxd_step *steps, size_
         if ((rc = s_reorder_step(p, v, *c, &steps[*m])) == GX_OK) {
             (*m)++;
             b->r->n_reorders++;
+        } else { /* not among the steps the plan frees */
+            free(steps[*m].in), free(steps[*m].out);
         }
     }
     return rc;

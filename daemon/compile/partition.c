@@ -466,27 +466,10 @@ static int s_copy_value(s_part *w, int v, int d, int step, int *out)
 /* The copy step that moves value v to device d, writing value c. */
 static int s_copy_step(s_part *w, int v, int c, int d, gxd_step *s)
 {
-    gxd_plan *p = w->p;
-    gx_node *node = gxd_plan_own(p, sizeof *node);
-    size_t len = strlen(p->values[c].name) + 6;
-    char *name = gxd_plan_own(p, len);
-    memset(s, 0, sizeof *s);
-    if (!node || !name || !(s->in = malloc(sizeof *s->in)) || !(s->out = malloc(sizeof *s->out)))
-        return GX_ENOMEM;
-    snprintf(name, len, "copy:%s", p->values[c].name);
-    node->name = name;
-    node->op = (char *)gx_op_name(GX_OP_IDENTITY);
-    s->op = GX_OP_IDENTITY;
-    s->node = node;
-    s->n_in = s->n_out = s->n_formal = 1;
-    s->in[0] = v;
-    s->out[0] = c;
-    s->cost = (gx_cost){0, 2.0 * (double)p->values[v].nbytes};
-    s->scratch = -1;
+    int rc = gxd_step_move(w->p, "copy", v, c, s);
     s->device = d;
-    s->part = -1;
     s->copy = true;
-    return GX_OK;
+    return rc;
 }
 
 /* Inserts a copy step on every edge between devices. copy_of[v * nd + d]:

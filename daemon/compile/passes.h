@@ -86,6 +86,13 @@ static inline size_t gxd_aligned(size_t n)
  * ENOMEM. */
 void *gxd_plan_own(gxd_plan *p, size_t nbytes);
 
+/* *s = a step a pass inserts to move value v into value c (a copy
+ * between devices, a reorder between layouts): op Identity, one input and
+ * one output, a synthetic node named "<what>:<c's name>" that the plan
+ * owns, the cost of reading and writing v, on device 0 outside every
+ * partition. GX_OK or GX_ENOMEM (then *s holds what to free). */
+int gxd_step_move(gxd_plan *p, const char *what, int v, int c, gxd_step *s);
+
 /* Name table: -1 if absent. */
 int gxd_names_get(const gxd_names *t, const char *name);
 /* Insert; false if present already or ENOMEM (*dup tells which). */
