@@ -20,7 +20,7 @@ int main(void)
         memplan_suite,      fuse_suite,      queue_suite,       config_suite,
         topo_suite,         policy_suite,    partition_suite,
         e2e_suite,          explain_suite,   hostile_suite,     fuzz_suite,
-        profile_suite,      layout_suite,
+        profile_suite,      layout_suite,    replan_suite,
     };
     SRunner *sr = srunner_create(NULL);
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
