@@ -114,6 +114,15 @@ static const s_key s_keys[] = {
      .doc = "fuse chains of elementwise ops into one step that runs them tile by tile"},
     {.name = "compiler.layout", .type = S_BOOL, .off = S_OFF(compiler_layout), .def = "true",
      .doc = "choose the memory layout of 4-D values (NCHW, NHWC, NCHW16c) by expected cost"},
+    {.name = "compiler.replan", .type = S_BOOL, .off = S_OFF(compiler_replan), .def = "true",
+     .doc = "re-plan a graph in the background when its profile changes a layout decision "
+            "(docs/profile.md); later jobs get the new plan"},
+    {.name = "compiler.replan_ms", .type = S_INT, .off = S_OFF(compiler_replan_ms), .min = 10,
+     .max = 86400000, .def = "1000",
+     .doc = "how often graphs are checked for a re-plan (ms)"},
+    {.name = "compiler.replan_min_jobs", .type = S_INT, .off = S_OFF(compiler_replan_min_jobs),
+     .min = 1, .max = 1000000000, .def = "100",
+     .doc = "jobs a graph runs between two checks for a re-plan"},
     {.name = "profile.dir", .type = S_STRING, .off = S_OFF(profile_dir), .check = s_check_dir,
      .def = "default",
      .doc = "where measured node runs and times are kept per graph (docs/profile.md); "

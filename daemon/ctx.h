@@ -48,6 +48,7 @@ typedef struct gxd_ctx {
     bool stopping;
     int64_t started_us;
     int64_t profiles_saved_us; /* last periodic save of the profiles */
+    int64_t replan_tick_us;    /* last time the models were queued for a re-plan check */
     gxd_stats stats;
 } gxd_ctx;
 

@@ -2,6 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "daemon/job.h"
 #include "daemon/models.h"
@@ -11,6 +14,8 @@ void gxd_models_init(gxd_models *m, size_t max)
 {
     memset(m, 0, sizeof *m);
     m->max = max ? max : 1;
+    m->replan.stale = gxd_plan_layout_stale;
+    m->compile = gxd_compile;
 }
 
 void gxd_models_set_profile(gxd_models *m, const char *dir, gxd_log *log)
@@ -19,25 +24,59 @@ void gxd_models_set_profile(gxd_models *m, const char *dir, gxd_log *log)
     m->log = log;
 }
 
-gxd_profile *gxd_model_profile(gxd_model *mdl, bool try)
+/* Retired plans no job runs any more (only the model holds them: jobs
+ * take plans from the cache alone, under the lock, so none can come back)
+ * have final counters: fold them into the base profile and free them.
+ * Under the model's lock. A plan whose fold fails (ENOMEM) waits. */
+static void s_reap_locked(gxd_model *mdl)
 {
+    size_t k = 0;
+    for (size_t i = 0; i < mdl->n_retired; i++) {
+        gxd_plan *p = mdl->retired[i];
+        gxd_profile *done = NULL;
+        if (atomic_load(&p->refs) == 0 && (done = gxd_profile_new(mdl->id.hex)) &&
+            (mdl->profile || (mdl->profile = gxd_profile_new(mdl->id.hex))) &&
+            /* nobody runs p: its subplan locks are free, waiting is fine */
+            gxd_profile_fold_plan(done, p, "", true, false) == GX_OK) {
+            gxd_profile_finish(done);
+            (void)gxd_profile_merge(mdl->profile, done); /* ENOMEM: counts lost, not doubled */
+            gxd_plan_release(&p);
+        } else {
+            mdl->retired[k++] = p;
+        }
+        gxd_profile_destroy(&done);
+    }
+    mdl->n_retired = k;
+}
+
+/* The model's profile now, under its lock; NULL on ENOMEM or try and a
+ * subplan cache is busy. */
+static gxd_profile *s_profile_locked(gxd_model *mdl, bool try)
+{
+    s_reap_locked(mdl);
     gxd_profile *p = gxd_profile_new(mdl->id.hex);
     if (!p)
         return NULL;
-    if (try ? pthread_mutex_trylock(&mdl->mu) != 0 : pthread_mutex_lock(&mdl->mu) != 0) {
-        gxd_profile_destroy(&p);
-        return NULL;
-    }
     int rc = GX_OK;
     for (size_t i = 0; i < mdl->n_plans && rc == GX_OK; i++)
         rc = gxd_profile_fold_plan(p, mdl->plans[i], "", true, try);
-    pthread_mutex_unlock(&mdl->mu);
+    for (size_t i = 0; i < mdl->n_retired && rc == GX_OK; i++)
+        rc = gxd_profile_fold_plan(p, mdl->retired[i], "", true, try);
     if (rc == GX_OK && mdl->profile)
         rc = gxd_profile_merge(p, mdl->profile);
     if (rc < 0)
         gxd_profile_destroy(&p);
     else
         gxd_profile_finish(p);
+    return p;
+}
+
+gxd_profile *gxd_model_profile(gxd_model *mdl, bool try)
+{
+    if (try ? pthread_mutex_trylock(&mdl->mu) != 0 : pthread_mutex_lock(&mdl->mu) != 0)
+        return NULL;
+    gxd_profile *p = s_profile_locked(mdl, try);
+    pthread_mutex_unlock(&mdl->mu);
     return p;
 }
 
@@ -70,6 +109,23 @@ void gxd_models_save_profiles(gxd_models *m)
 
 void gxd_models_fini(gxd_models *m)
 {
+    gxd_replanner *r = &m->replan;
+    if (r->started) {
+        pthread_mutex_lock(&r->mu);
+        r->stop = true;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->thread, NULL);
+        while (r->head) { /* queued but never checked */
+            gxd_model *mdl = r->head;
+            r->head = mdl->replan_next;
+            mdl->replan_queued = false;
+            gxd_model_release(&mdl);
+        }
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mu);
+        r->started = false;
+    }
     while (m->head) {
         gxd_model *mdl = m->head;
         m->head = mdl->next;
@@ -96,7 +152,9 @@ void gxd_model_release(gxd_model **mp)
     s_save_profile(mdl, false);
     gxd_profile_destroy(&mdl->profile);
     for (size_t i = 0; i < mdl->n_plans; i++)
-        gxd_plan_destroy(&mdl->plans[i]);
+        gxd_plan_release(&mdl->plans[i]);
+    for (size_t i = 0; i < mdl->n_retired; i++)
+        gxd_plan_release(&mdl->retired[i]);
     gx_graph_destroy(&mdl->graph);
     pthread_mutex_destroy(&mdl->mu);
     free(mdl);
@@ -154,6 +212,7 @@ gxd_model *gxd_models_add(gxd_models *m, gx_graph **g)
         if (gxd_profile_load(m->profile_dir, id.hex, &mdl->profile, err, sizeof err) < 0 && m->log)
             GXD_LOG(m->log, GXD_LOG_WARN, "profile ignored: %s", err);
         mdl->saved_jobs = mdl->profile ? mdl->profile->jobs : 0;
+        mdl->replan_jobs = mdl->saved_jobs;
     }
     mdl->last_used = gxd_now_us();
     mdl->next = m->head;
@@ -175,11 +234,10 @@ int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, s
 }
 
 int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limits *lim,
-                   gxd_plan **plan, bool *owned, int64_t *compile_us, char *err, size_t errlen)
+                   gxd_plan **plan, int64_t *compile_us, char *err, size_t errlen)
 {
     size_t n_in = mdl->graph->n_inputs;
     *plan = NULL;
-    *owned = false;
     *compile_us = 0;
     if (n_in > GX_MAX_OP_INPUTS)
         return gx_errf(err, errlen, GX_ELIMIT, "graph has more than %d inputs", GX_MAX_OP_INPUTS);
@@ -189,11 +247,19 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
     int rc = GX_OK;
     for (size_t i = 0; i < mdl->n_plans; i++)
         if (gxd_plan_matches(mdl->plans[i], inputs)) {
-            *plan = mdl->plans[i];
+            *plan = gxd_plan_ref(mdl->plans[i]);
             goto out;
         }
     int64_t t0 = gxd_now_us();
-    rc = gxd_compile(mdl->graph, inputs, lim, plan, err, errlen);
+    /* the layout pass weighs nodes by the profile now: after a restart the
+     * saved one guides the first compile (base alone if folding fails) */
+    gxd_profile *now = s_profile_locked(mdl, false);
+    gxd_compile_limits plim = *lim;
+    plim.profile = now ? now : mdl->profile;
+    if (plim.profile && plim.profile->jobs == 0)
+        plim.profile = NULL; /* nothing ran yet: every node counts once */
+    rc = (mdl->reg ? mdl->reg->compile : gxd_compile)(mdl->graph, inputs, &plim, plan, err, errlen);
+    gxd_profile_destroy(&now);
     *compile_us = gxd_now_us() - t0;
     if (rc < 0)
         goto out;
@@ -201,13 +267,184 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
      * the first job */
     gxd_profile_seed(mdl->profile, *plan);
     /* A plan compiled without the values of its keyed inputs (at LOAD)
-     * would serve every later job dynamically: it is not kept. */
-    if (mdl->n_plans < GXD_MAX_PLANS_PER_MODEL && !(*plan)->needs_keys) {
-        mdl->plans[mdl->n_plans++] = *plan;
-    } else {
-        *owned = true;
-    }
+     * would serve every later job dynamically: it is not kept. Otherwise
+     * the cache holds it too. */
+    if (mdl->n_plans < GXD_MAX_PLANS_PER_MODEL && !(*plan)->needs_keys)
+        mdl->plans[mdl->n_plans++] = gxd_plan_ref(*plan);
 out:
     pthread_mutex_unlock(&mdl->mu);
     return rc;
+}
+
+/* ---- the re-planner -------------------------------------------------------- */
+
+/* The compile of one stale plan: its inputs as it was compiled for (shapes,
+ * dtypes, values of keyed inputs) with the profile prof, swapped into the
+ * model's cache in old's place. Logs the outcome; the old plan stays on
+ * any error. */
+static void s_replan_one(gxd_models *m, gxd_model *mdl, gxd_plan *old, const gxd_profile *prof,
+                         const char *why)
+{
+    gxd_replanner *r = &m->replan;
+    gx_view in[GX_MAX_OP_INPUTS];
+    char err[1024];
+    gxd_plan *np = NULL;
+    int rc = GX_OK;
+    if (old->n_inputs > GX_MAX_OP_INPUTS) {
+        rc = gx_errf(err, sizeof err, GX_ELIMIT, "more than %d inputs", GX_MAX_OP_INPUTS);
+        goto out;
+    }
+    for (size_t i = 0; i < old->n_inputs; i++)
+        in[i] = old->values[old->inputs[i]].view; /* data: the keyed inputs' values */
+    gxd_compile_limits lim = r->lim;
+    lim.profile = prof;
+    if ((rc = m->compile(mdl->graph, in, &lim, &np, err, sizeof err)) < 0)
+        goto out;
+    if (!gxd_plan_matches(np, in) || np->needs_keys) {
+        rc = gx_errf(err, sizeof err, GX_EINTERNAL, "the new plan does not serve the old inputs");
+        goto out;
+    }
+    gxd_profile_seed(prof, np);
+    pthread_mutex_lock(&mdl->mu);
+    size_t at = mdl->n_plans;
+    for (size_t i = 0; i < mdl->n_plans; i++)
+        if (mdl->plans[i] == old)
+            at = i;
+    if (at == mdl->n_plans || mdl->n_retired == GXD_MAX_RETIRED_PLANS) {
+        rc = gx_errf(err, sizeof err, GX_EBUSY, "%s",
+                     at == mdl->n_plans ? "the plan left the cache"
+                                        : "too many swapped-out plans still running");
+    } else {
+        mdl->retired[mdl->n_retired++] = old; /* the cache's hold moves */
+        mdl->plans[at] = np;
+        np = NULL;
+    }
+    pthread_mutex_unlock(&mdl->mu);
+out:
+    gxd_plan_destroy(&np);
+    if (rc < 0) {
+        atomic_fetch_add(&r->failures, 1);
+        if (m->log)
+            GXD_LOG(m->log, GXD_LOG_WARN, "graph %.12s: re-plan failed, keeping its plan: %s",
+                    mdl->id.hex, err);
+    } else {
+        atomic_fetch_add(&r->replans, 1);
+        if (m->log)
+            GXD_LOG(m->log, GXD_LOG_INFO, "graph %.12s re-planned after %lld jobs: %s",
+                    mdl->id.hex, (long long)prof->jobs, why);
+    }
+}
+
+/* One model off the queue: enough jobs since its last check? then each
+ * cached plan the stale question flags is compiled again. */
+static void s_replan_model(gxd_models *m, gxd_model *mdl)
+{
+    gxd_replanner *r = &m->replan;
+    gxd_plan *plans[GXD_MAX_PLANS_PER_MODEL];
+    size_t n = 0;
+    pthread_mutex_lock(&mdl->mu);
+    gxd_profile *prof = s_profile_locked(mdl, false);
+    if (prof && prof->jobs - mdl->replan_jobs >= r->min_jobs) {
+        mdl->replan_jobs = prof->jobs;
+        for (size_t i = 0; i < mdl->n_plans; i++)
+            plans[n++] = gxd_plan_ref(mdl->plans[i]);
+    }
+    pthread_mutex_unlock(&mdl->mu);
+    if (n)
+        atomic_fetch_add(&r->checks, 1);
+    for (size_t i = 0; i < n; i++) {
+        char why[512] = "";
+        if (r->stale(plans[i], prof, why, sizeof why))
+            s_replan_one(m, mdl, plans[i], prof, why[0] ? why : "the profile changed a decision");
+        gxd_plan_release(&plans[i]);
+    }
+    gxd_profile_destroy(&prof);
+}
+
+static void *s_replan_main(void *arg)
+{
+    gxd_models *m = arg;
+    gxd_replanner *r = &m->replan;
+    /* below the workers: a re-plan only ever improves later jobs */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (!r->stop && !r->head)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (r->stop)
+            break;
+        gxd_model *mdl = r->head;
+        if (!(r->head = mdl->replan_next))
+            r->tail = NULL;
+        mdl->replan_next = NULL;
+        r->busy = true;
+        pthread_mutex_unlock(&r->mu);
+        s_replan_model(m, mdl);
+        pthread_mutex_lock(&r->mu);
+        mdl->replan_queued = false;
+        r->busy = false;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        gxd_model_release(&mdl); /* may be the last: saves the profile */
+        pthread_mutex_lock(&r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+int gxd_models_replan_start(gxd_models *m, const gxd_compile_limits *lim, int64_t min_jobs)
+{
+    gxd_replanner *r = &m->replan;
+    if (r->started)
+        return GX_OK;
+    r->lim = *lim;
+    r->lim.profile = NULL;
+    r->min_jobs = min_jobs;
+    r->stop = r->busy = false;
+    r->head = r->tail = NULL;
+    if (pthread_mutex_init(&r->mu, NULL) != 0)
+        return GX_EINTERNAL;
+    if (pthread_cond_init(&r->cv, NULL) != 0) {
+        pthread_mutex_destroy(&r->mu);
+        return GX_EINTERNAL;
+    }
+    if (pthread_create(&r->thread, NULL, s_replan_main, m) != 0) {
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mu);
+        return GX_EINTERNAL;
+    }
+    r->started = true;
+    return GX_OK;
+}
+
+void gxd_models_replan_tick(gxd_models *m)
+{
+    gxd_replanner *r = &m->replan;
+    if (!r->started)
+        return;
+    pthread_mutex_lock(&r->mu);
+    for (gxd_model *mdl = m->head; mdl; mdl = mdl->next) {
+        if (mdl->replan_queued)
+            continue;
+        mdl->replan_queued = true;
+        gxd_model_ref(mdl);
+        if (r->tail)
+            r->tail->replan_next = mdl;
+        else
+            r->head = mdl;
+        r->tail = mdl;
+    }
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void gxd_models_replan_wait(gxd_models *m)
+{
+    gxd_replanner *r = &m->replan;
+    if (!r->started)
+        return;
+    pthread_mutex_lock(&r->mu);
+    while (r->head || r->busy)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
 }

@@ -6,7 +6,30 @@
  * The registry (find/add/evict) is used by the I/O thread only. A model is
  * reference-counted: the registry holds one reference, every job holding it
  * another, so eviction never frees a model a job still runs. A model's own
- * state (verification, plans) is guarded by its mutex: workers compile.
+ * state (verification, plans, base profile) is guarded by its mutex:
+ * workers compile.
+ *
+ * Plans are reference-counted too (gxd_plan_ref): the model holds its
+ * cached plans, and each job the plan it runs, so a plan swapped out of the
+ * cache stays valid until the last job running it lets go.
+ *
+ * The re-planner (issue 4, seed 001) is one background thread: the I/O
+ * thread queues every model now and then (gxd_models_replan_tick, every
+ * compiler.replan_ms); the thread skips a model that ran fewer than
+ * compiler.replan_min_jobs jobs since it was last checked, else asks
+ * stale() of each cached plan with the model's profile now (base plus live
+ * counters) and, for a stale one, compiles a plan for the same inputs with
+ * that profile and swaps it into the cache. Later jobs get the new plan;
+ * running jobs finish on the old one, which the model keeps ("retired")
+ * until nobody runs it, then folds its counters into the base profile and
+ * frees it. One thread: compiles never overlap, and a model is queued at
+ * most once at a time, so each plan is re-planned at most once per tick.
+ * The thread runs at a lower priority (nice) than the workers.
+ *
+ *   gxd_models_init(&m, 256);
+ *   gxd_models_replan_start(&m, &limits, 100);   // optional
+ *   ...  // I/O thread: gxd_models_replan_tick(&m) every replan_ms
+ *   gxd_models_fini(&m);                          // stops the thread
  */
 #ifndef GXD_MODELS_H
 #define GXD_MODELS_H
@@ -19,6 +42,18 @@
 #include "daemon/profile.h"
 
 #define GXD_MAX_PLANS_PER_MODEL 32
+/* plans swapped out that jobs still run, per model; a model with this many
+ * is not re-planned until some are freed */
+#define GXD_MAX_RETIRED_PLANS 8
+
+/* The re-planner's question (default gxd_plan_layout_stale) and the
+ * registry's compiler (default gxd_compile): tests put their own in
+ * gxd_models.replan.stale and gxd_models.compile before use. */
+typedef bool (*gxd_stale_fn)(const gxd_plan *p, const struct gxd_profile *prof, char *why,
+                             size_t len);
+typedef int (*gxd_compile_fn)(const gx_graph *g, const gx_view *inputs,
+                              const gxd_compile_limits *lim, gxd_plan **out, char *err,
+                              size_t errlen);
 
 typedef struct gxd_model {
     gx_graph_id id;
@@ -29,15 +64,36 @@ typedef struct gxd_model {
     char error[1024];
     size_t n_plans;
     gxd_plan *plans[GXD_MAX_PLANS_PER_MODEL]; /* found by gxd_plan_matches */
+    size_t n_retired;
+    gxd_plan *retired[GXD_MAX_RETIRED_PLANS]; /* swapped out, jobs still run them */
     int64_t last_used; /* registry LRU, I/O thread */
     /* The profile store (daemon/profile.h): what the graph's file held
-     * when it was loaded (NULL: none), read-only while the model lives;
-     * the jobs counted at the last save (I/O thread). */
+     * when it was loaded (NULL: none) plus the counters of retired plans
+     * freed since; the jobs counted at the last save (I/O thread). */
     gxd_profile *profile;
     int64_t saved_jobs;
+    /* re-planner: queued (under the re-planner's lock), the next queued
+     * model, the profile's jobs at the last check (its thread) */
+    bool replan_queued;
+    struct gxd_model *replan_next;
+    int64_t replan_jobs;
     const struct gxd_models *reg;
     struct gxd_model *next;
 } gxd_model;
+
+typedef struct gxd_replanner {
+    gxd_stale_fn stale;     /* set before gxd_models_replan_start */
+    gxd_compile_limits lim; /* lim.profile: set per compile */
+    int64_t min_jobs;
+    bool started;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* work queued, stop, or the thread went idle */
+    bool stop, busy;
+    gxd_model *head, *tail; /* queued models, a reference each */
+    /* counts, for logs and tests */
+    _Atomic int64_t checks, replans, failures;
+} gxd_replanner;
 
 typedef struct gxd_models {
     gxd_model *head;
@@ -45,17 +101,31 @@ typedef struct gxd_models {
     /* profile store: its directory ("" off), and where to warn */
     char profile_dir[1024];
     gxd_log *log;
+    gxd_compile_fn compile; /* plans of the models' graphs (job path and re-plans) */
+    gxd_replanner replan;
 } gxd_models;
 
 void gxd_models_init(gxd_models *m, size_t max);
-/* Drops the registry's references (a model's last saves its profile). */
+/* Stops the re-planner (a compile in progress finishes first), then drops
+ * the registry's references (a model's last saves its profile). */
 void gxd_models_fini(gxd_models *m);
+/* Start the re-planner thread: it compiles with lim (copied; lim->part
+ * must outlive m) and checks a model once it ran min_jobs jobs since its
+ * last check. GX_OK, or GX_EINTERNAL when the thread cannot start. */
+int gxd_models_replan_start(gxd_models *m, const gxd_compile_limits *lim, int64_t min_jobs);
+/* I/O thread, every compiler.replan_ms: queue every model not queued yet
+ * for the re-planner. No-op when it was not started. */
+void gxd_models_replan_tick(gxd_models *m);
+/* Wait until the re-planner has nothing queued or in progress (tests). */
+void gxd_models_replan_wait(gxd_models *m);
 /* The profile store in dir ("" or NULL: off); warnings go to log. */
 void gxd_models_set_profile(gxd_models *m, const char *dir, gxd_log *log);
 /* I/O thread, now and then: save the profile of every model that ran jobs
  * since its last save, skipping a model a worker is compiling for. */
 void gxd_models_save_profiles(gxd_models *m);
 /* The model's profile now: its base plus its plans' counters (finished),
+ * retired plans' included (those no job runs any more are folded into the
+ * base and freed here),
  * or NULL (ENOMEM, or try and a worker holds the model's lock or a
  * subgraph cache's). The caller destroys it. */
 gxd_profile *gxd_model_profile(gxd_model *mdl, bool try);
@@ -73,9 +143,11 @@ void gxd_model_release(gxd_model **mdl);
 /* Worker side: verify once (cached, also the failure). */
 int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, size_t errlen);
 /* Worker side: the plan for these input views (in graph input order),
- * compiled on first use. *owned tells the caller to destroy the plan itself
- * (only when the model's plan cache is full). *compile_us is 0 on a hit. */
+ * compiled on first use with the model's profile now (lim->profile is
+ * replaced by it). *plan is a new hold the caller drops with
+ * gxd_plan_release before it drops the model (the plan borrows the
+ * model's graph). *compile_us is 0 on a hit. */
 int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limits *lim,
-                   gxd_plan **plan, bool *owned, int64_t *compile_us, char *err, size_t errlen);
+                   gxd_plan **plan, int64_t *compile_us, char *err, size_t errlen);
 
 #endif

@@ -383,8 +383,7 @@ static void s_job_execute(gxd_worker *w, gxd_job *j)
     gxd_ctx *ctx = w->pool->ctx;
     char err[1024];
     gx_view inputs[GX_MAX_OP_INPUTS];
-    gxd_plan *plan = NULL;
-    bool owned = false;
+    gxd_plan *plan = NULL; /* a hold on the model's plan: a re-plan may swap it meanwhile */
     int rc;
     gxd_exec_stop stop = {&j->cancel, j->deadline_us};
     j->t_start = gxd_now_us();
@@ -408,8 +407,8 @@ static void s_job_execute(gxd_worker *w, gxd_job *j)
                 concrete = concrete && (inputs[i].shape[k] = d->shape[k]) >= 0;
         }
         if (concrete &&
-            (rc = gxd_model_plan(j->model, inputs, &ctx->limits, &plan, &owned, &j->compile_us,
-                                 err, sizeof err)) < 0)
+            (rc = gxd_model_plan(j->model, inputs, &ctx->limits, &plan, &j->compile_us, err,
+                                 sizeof err)) < 0)
             gxd_job_fail(j, rc, "%s", err);
         goto out;
     }
@@ -419,7 +418,7 @@ static void s_job_execute(gxd_worker *w, gxd_job *j)
     }
     if (s_bind_inputs(j, inputs) < 0)
         goto out;
-    if ((rc = gxd_model_plan(j->model, inputs, &ctx->limits, &plan, &owned, &j->compile_us, err,
+    if ((rc = gxd_model_plan(j->model, inputs, &ctx->limits, &plan, &j->compile_us, err,
                              sizeof err)) < 0) {
         gxd_job_fail(j, rc, "%s", err);
         goto out;
@@ -433,8 +432,7 @@ static void s_job_execute(gxd_worker *w, gxd_job *j)
         goto out;
     s_run(w, j, plan, inputs, &stop);
 out:
-    if (owned)
-        gxd_plan_destroy(&plan);
+    gxd_plan_release(&plan);
     j->t_end = gxd_now_us();
 }
 

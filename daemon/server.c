@@ -784,6 +784,11 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     ctx->profiles_saved_us = ctx->started_us;
     if (pdir[0])
         GXD_LOG(&ctx->log, GXD_LOG_INFO, "profiles in %s", pdir);
+    ctx->replan_tick_us = ctx->started_us;
+    if (ctx->cfg.compiler_replan &&
+        (rc = gxd_models_replan_start(&ctx->models, &ctx->limits,
+                                      ctx->cfg.compiler_replan_min_jobs)) < 0)
+        return gx_errf(err, errlen, rc, "cannot start the re-planner thread");
     if ((rc = gxd_queue_init(&ctx->queue, (size_t)ctx->cfg.queue_max_jobs,
                              (size_t)ctx->cfg.queue_max_bytes)) < 0)
         return gx_errf(err, errlen, rc, "cannot create the job queue");
@@ -862,6 +867,8 @@ int gxd_server_run(gxd_ctx *ctx)
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "ready");
     while (!ctx->stopping) {
         long timeout = 1000;
+        if (ctx->cfg.compiler_replan && ctx->cfg.compiler_replan_ms < timeout)
+            timeout = (long)ctx->cfg.compiler_replan_ms;
         int64_t d = gxd_queue_next_deadline(&ctx->queue);
         if (d) {
             int64_t left = (d - gxd_now_us() + 999) / 1000;
@@ -871,6 +878,11 @@ int gxd_server_run(gxd_ctx *ctx)
         if (gxd_now_us() - ctx->profiles_saved_us >= GXD_PROFILE_SAVE_EVERY_US) {
             gxd_models_save_profiles(&ctx->models);
             ctx->profiles_saved_us = gxd_now_us();
+        }
+        if (ctx->cfg.compiler_replan &&
+            gxd_now_us() - ctx->replan_tick_us >= ctx->cfg.compiler_replan_ms * 1000) {
+            gxd_models_replan_tick(&ctx->models);
+            ctx->replan_tick_us = gxd_now_us();
         }
     }
     sd_notify(0, "STOPPING=1");

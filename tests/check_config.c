@@ -45,6 +45,9 @@ static void s_assert_defaults(const gxd_config *c)
     ck_assert_int_eq(c->graphs_max, 256);
     ck_assert_int_eq(c->shutdown_grace_ms, 10000);
     ck_assert(c->compiler_fuse);
+    ck_assert(c->compiler_replan);
+    ck_assert_int_eq(c->compiler_replan_ms, 1000);
+    ck_assert_int_eq(c->compiler_replan_min_jobs, 100);
     ck_assert_str_eq(c->profile_dir, "default");
 }
 
@@ -77,6 +80,9 @@ static void s_perturb(gxd_config *c)
         {"graphs.max", "7"},
         {"shutdown_grace_ms", "7"},
         {"compiler.fuse", "false"},
+        {"compiler.replan", "false"},
+        {"compiler.replan_ms", "70"},
+        {"compiler.replan_min_jobs", "7"},
         {"profile.dir", "/tmp/profiles"},
     };
     char err[256];
@@ -208,6 +214,8 @@ static const struct {
      "2:20: limits.max_arena_bytes: value 512 out of range [1K, 1P]"},
     {"log_level: loud\n", "1:12: log_level: 'loud' is not a log level (error, warn, info, debug)"},
     {"compiler:\n  fuse: yes\n", "2:9: compiler.fuse: 'yes' is not a boolean (true or false)"},
+    {"compiler:\n  replan_ms: 5\n",
+     "2:14: compiler.replan_ms: value 5 out of range [10, 86400000]"},
     {"socket: /run/x.sock\n",
      "1:9: socket: '/run/x.sock' is not an endpoint (ipc:///path/to/sock or tcp://host:port)"},
     {"tcp:\n  - tcp://127.0.0.1:1\n  - ipc:///x\n",

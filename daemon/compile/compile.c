@@ -155,6 +155,22 @@ void gxd_plan_destroy(gxd_plan **pp)
     *pp = NULL;
 }
 
+gxd_plan *gxd_plan_ref(gxd_plan *p)
+{
+    atomic_fetch_add(&p->refs, 1);
+    return p;
+}
+
+void gxd_plan_release(gxd_plan **pp)
+{
+    if (!pp || !*pp)
+        return;
+    gxd_plan *p = *pp;
+    *pp = NULL;
+    if (atomic_fetch_sub(&p->refs, 1) == 0)
+        gxd_plan_destroy(&p);
+}
+
 static int s_run(const gx_graph *g, const char *const *captured, size_t n_captured,
                  const gx_view *inputs, bool slice, const gxd_compile_limits *lim,
                  size_t npasses, gxd_plan **out, char *err, size_t errlen)

@@ -199,6 +199,10 @@ typedef struct gxd_plan {
     /* layout pass: the problem it solved and what it chose
      * (daemon/compile/layout.h), for explain and gxd_plan_layout_stale */
     struct gxd_layout_rec *layout;
+    /* Holders beyond the first (gxd_plan_ref, gxd_plan_release): 0 when
+     * only its creator holds it, as a fresh plan. A model's cached plan is
+     * held by the model and by each job running it. */
+    atomic_int refs;
 } gxd_plan;
 
 /* One partition: steps with part == its index, all on device. entry, exit:
@@ -316,7 +320,13 @@ bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, ch
 /* Does cached plan p serve inputs (shapes, dtypes, and values of its keyed
  * inputs)? */
 bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs);
+/* Frees p now, whoever else holds it (a plan nobody shares). Accepts NULL. */
 void gxd_plan_destroy(gxd_plan **p);
+/* Another holder of p (which the caller holds); returns p. */
+gxd_plan *gxd_plan_ref(gxd_plan *p);
+/* Drops the caller's hold and nulls *p; the last holder frees the plan.
+ * Accepts NULL. */
+void gxd_plan_release(gxd_plan **p);
 
 /* The partition pass's records of p, one line each, for explain:
  * devices, partitions with their entry and exit, copies, and why each step
