@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/compile/compile.h"
 #include "daemon/compile/layout.h"
@@ -468,6 +469,120 @@ START_TEST(example_cnn_end_to_end)
 }
 END_TEST
 
+/* z = Conv1x1(x [1, 8, 16, 16]) to 64 channels; y = If(c) then
+ * MaxPool(z) (fastest in NHWC) else Softmax(z) over the channels (NCHW
+ * only). Without a profile both branches count once and z stays NCHW
+ * (a reorder in the then branch costs what one before the If would, and
+ * x would need one too); once the then branch is all that runs, z is
+ * cheaper in NHWC. */
+static gx_graph *s_flip_graph(void)
+{
+    gx_graph *then = gx_graph_new("then"), *els = gx_graph_new("else");
+    gx_node *mp = gx_graph_add_node(then, "MaxPool", "tpool", 1, (const char *[]){"z"}, 1,
+                                    (const char *[]){"t"});
+    gx_node_set_ints(mp, "kernel_shape", (int64_t[]){3, 3}, 2);
+    gx_node_set_ints(mp, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    gx_graph_add_output(then, "t");
+    gx_node *sm = gx_graph_add_node(els, "Softmax", "esoft", 1, (const char *[]){"z"}, 1,
+                                    (const char *[]){"e"});
+    gx_node_set_int(sm, "axis", 1);
+    gx_graph_add_output(els, "e");
+    gx_graph *g = gx_graph_new("flip");
+    gx_graph_add_input(g, "x", GX_F32, 4, (int64_t[]){1, 8, 16, 16});
+    gx_graph_add_input(g, "c", GX_BOOL, 0, NULL);
+    s_conv(g, "pre", "x", 8, 64, 1, "z");
+    gx_node *n = gx_graph_add_node(g, "If", "if", 1, (const char *[]){"c"}, 1,
+                                   (const char *[]){"y"});
+    gx_node_set_graph(n, "then_branch", &then);
+    gx_node_set_graph(n, "else_branch", &els);
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+/* The layout EXPLAIN reports for node's op (NULL if it is not listed). */
+static const char *s_explained_layout(gx_client *c, const gx_request *rq, const char *node,
+                                      char *buf, size_t len)
+{
+    char *json = NULL;
+    ck_assert_int_eq(gx_client_explain(c, rq, &json), GX_OK);
+    char key[128];
+    snprintf(key, sizeof key, "{\"node\":\"%s\",\"op\":", node);
+    const char *at = strstr(json, key), *ch = at ? strstr(at, "\"chosen\":\"") : NULL;
+    const char *res = NULL;
+    if (ch) {
+        ch += strlen("\"chosen\":\"");
+        snprintf(buf, len, "%.*s", (int)strcspn(ch, "\""), ch);
+        res = buf;
+    }
+    free(json);
+    return res;
+}
+
+/* A real gexecd re-plans the graph in the background once its profile
+ * changes the choice (compiler.replan), and later jobs run the new plan
+ * with the same results. */
+START_TEST(replan_end_to_end)
+{
+    char *dir = gxt_tmpdir(), conf[600], err[256], buf[32];
+    snprintf(conf, sizeof conf, "%s/replan.yaml", dir);
+    FILE *f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("compiler:\n  replan_ms: 10\n  replan_min_jobs: 1\n", f);
+    fclose(f);
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *const[]){"-c", conf, NULL});
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_ptr_nonnull(c);
+    gx_client_set_timeout(c, 30000);
+    gx_graph *g = s_flip_graph();
+    gx_tensor *x = gx_tensor_new(GX_F32, 4, (int64_t[]){1, 8, 16, 16});
+    gx_tensor *cond = gx_tensor_new(GX_BOOL, 0, NULL);
+    for (int64_t i = 0; i < gx_tensor_numel(x); i++)
+        ((float *)gx_tensor_data(x))[i] = s_rand();
+    *(uint8_t *)gx_tensor_data(cond) = 1;
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    gx_request_add_input(rq, "c", cond);
+
+    const char *before = s_explained_layout(c, rq, "pre", buf, sizeof buf);
+    ck_assert_msg(before && !strcmp(before, "nchw"), "before: %s", before ? before : "unlisted");
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    gx_tensor *first = gx_result_take_output(r, 0);
+    gx_result_destroy(&r);
+    const char *now = NULL;
+    for (int round = 0; round < 100; round++) { /* jobs until the re-plan lands, 10 s at most */
+        for (int j = 0; j < 20; j++) {
+            ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+            ck_assert_int_eq(gx_result_status(r), GX_OK);
+            gx_result_destroy(&r);
+        }
+        now = s_explained_layout(c, rq, "pre", buf, sizeof buf);
+        if (now && !strcmp(now, "nhwc"))
+            break;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(now && !strcmp(now, "nhwc"), "after: %s", now ? now : "unlisted");
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    const gx_tensor *y = gx_result_output(r, 0);
+    ck_assert_int_eq(gx_tensor_numel(y), gx_tensor_numel(first));
+    ck_assert(gxt_allclose(gx_tensor_cdata(y), gx_tensor_cdata(first), (size_t)gx_tensor_numel(y),
+                           1e-5f, 1e-6f));
+    gx_result_destroy(&r);
+    gx_tensor_destroy(&first);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gx_tensor_destroy(&x);
+    gx_tensor_destroy(&cond);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *layout_pass_suite(void)
 {
     Suite *s = suite_create("layout_pass");
@@ -478,6 +593,7 @@ Suite *layout_pass_suite(void)
     tcase_add_test(tc, if_weighs_branches_by_probability);
     tcase_add_test(tc, explain_lists_the_choice);
     tcase_add_test(tc, example_cnn_end_to_end);
+    tcase_add_test(tc, replan_end_to_end);
     suite_add_tcase(s, tc);
     return s;
 }
