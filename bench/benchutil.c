@@ -62,9 +62,10 @@ void gxb_daemon_start(gxb_daemon *d, const char *prog, const char *const *extra_
         exit(1);
     }
     snprintf(d->endpoint, sizeof d->endpoint, "ipc://%s/gexecd.sock", d->dir);
-    const char *argv[7 + S_MAX_EXTRA] = {bin, "--foreground", "--socket", d->endpoint,
-                                         "--log-level", "warn"};
-    size_t argc = 6;
+    /* no profile store: no earlier run steers the bench's plans */
+    const char *argv[9 + S_MAX_EXTRA] = {bin, "--foreground", "--socket", d->endpoint,
+                                         "--log-level", "warn", "--profile-dir", ""};
+    size_t argc = 8;
     for (size_t i = 0; extra_args && extra_args[i]; i++) {
         if (i == S_MAX_EXTRA) {
             fprintf(stderr, "%s: more than %d extra gexecd arguments\n", prog, S_MAX_EXTRA);

@@ -454,7 +454,7 @@ START_TEST(example_cnn_end_to_end)
     snprintf(conf, sizeof conf, "%s/layout-off.yaml", dir);
     FILE *f = fopen(conf, "w");
     ck_assert_ptr_nonnull(f);
-    fputs("compiler:\n  layout: false\n", f);
+    fprintf(f, "compiler:\n  layout: false\nprofile:\n  dir: %s\n", dir);
     fclose(f);
     gxt_daemon_start(&d, (const char *const[]){"-c", conf, NULL});
     rc = gxt_sh(out, sizeof out, "%s --socket %s explain %s -i x=%s 2>&1", bin, d.endpoint, graph,
@@ -527,7 +527,7 @@ START_TEST(replan_end_to_end)
     snprintf(conf, sizeof conf, "%s/replan.yaml", dir);
     FILE *f = fopen(conf, "w");
     ck_assert_ptr_nonnull(f);
-    fputs("compiler:\n  replan_ms: 10\n  replan_min_jobs: 1\n", f);
+    fprintf(f, "compiler:\n  replan_ms: 10\n  replan_min_jobs: 1\nprofile:\n  dir: %s\n", dir);
     fclose(f);
     gxt_daemon d;
     gxt_daemon_start(&d, (const char *const[]){"-c", conf, NULL});

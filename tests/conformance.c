@@ -199,7 +199,9 @@ static int s_daemon_start(daemon_proc *d)
     FILE *cf = fopen(conf, "w");
     if (!cf)
         return -1;
-    fputs("scheduler:\n  split_min_ns: 0\n", cf);
+    /* no profile store: decisions (layouts) never depend on earlier runs,
+     * and nothing is left behind */
+    fputs("scheduler:\n  split_min_ns: 0\nprofile:\n  dir: \"\"\n", cf);
     if (fclose(cf) != 0)
         return -1;
     pid_t pid = fork();
