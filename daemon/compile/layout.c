@@ -416,8 +416,8 @@ static int s_new_value(gxd_plan *p, int v, const char *suffix, int *out)
     return GX_OK;
 }
 
-/* A constant holding x's data rewritten into shape `shape` (data NULL)
- * by fill(l, x, nchw, dst). */
+/* A new constant named after value v, of dtype and shape `shape` (its
+ * data ignored), with zeroed memory the plan owns for the caller to fill. */
 static int s_new_const(gxd_plan *p, int v, const char *suffix, gx_view shape, int *out)
 {
     int rc = s_new_value(p, v, suffix, out);
@@ -436,8 +436,9 @@ static int s_new_const(gxd_plan *p, int v, const char *suffix, gx_view shape, in
     return GX_OK;
 }
 
-/* Rewrites step s (op of layout l, not plain): kernel, packed weights,
- * constant operands, outputs' physical shapes. */
+/* Rewrites step s (an op the choice put in layout l, not plain) while
+ * the values are still logical: its kernel for l, a Conv's weights packed
+ * and its scratch, an elementwise op's constant operands rewritten. */
 static int s_rewrite_step(gxd_plan *p, gxd_step *s, gx_layout l, size_t *n_packed)
 {
     gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
