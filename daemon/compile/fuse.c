@@ -415,9 +415,10 @@ static void s_rewrite(gxd_plan *p, s_found *fd, int *new_idx, double *flops)
             p->steps[fd->mark[i]].scratch_bytes = p->steps[i].scratch_bytes;
     for (size_t i = 0; i < n; i++) {
         gxd_step *s = &p->steps[i];
-        if (new_idx[i] < 0) {
+        if (new_idx[i] < 0) { /* (succ: only set when a test runs the pass again) */
             free(s->in);
             free(s->out);
+            free(s->succ);
             continue;
         }
         if (fd->prog[i]) {
