@@ -12,7 +12,9 @@
  *   4. layout   the memory layout of every 4-D value (seed 001): the
  *               assignment of layouts to layout-sensitive ops with the
  *               smallest expected cost, reorder steps where neighbours
- *               differ, Conv weights packed for their layout
+ *               differ, Conv weights packed for their layout (before
+ *               fuse, so fused groups form over values in their final
+ *               layouts and a Conv heads an epilogue in its own)
  *   5. fuse     chains and trees of elementwise ops whose intermediate
  *               values nobody else reads become one step that runs them
  *               tile by tile (ops/fused.h), with the MatMul, Gemm or Conv
