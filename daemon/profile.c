@@ -13,6 +13,7 @@
 #include "daemon/profile.h"
 #include "libclient/internal.h"
 #include "libclient/json.h"
+#include "ops/layout.h"
 
 #define S_MAX_COUNT INT64_C(9007199254740991) /* 2^53 - 1: exact in JSON numbers */
 
@@ -153,6 +154,14 @@ int gxd_profile_fold_plan(gxd_profile *p, const gxd_plan *plan, const char *pref
         int64_t ns = atomic_load_explicit(&plan->stats[s].ns, memory_order_relaxed);
         if (runs > 0 && (rc = gxd_profile_add(p, name, runs, ns)) < 0)
             return rc;
+        if (runs > 0 && ns > 0 && !st->fused && gx_layout_sensitive(st->op)) {
+            /* its time in the layout it ran in, for the layout pass */
+            char at[GXD_PROFILE_MAX_NAME + 16];
+            if ((size_t)snprintf(at, sizeof at, "%s@%s", name, gx_layout_name(st->layout)) <=
+                    GXD_PROFILE_MAX_NAME &&
+                (rc = gxd_profile_add(p, at, runs, ns)) < 0)
+                return rc;
+        }
         if (st->sub) {
             if (strlen(name) + 1 >= sizeof name)
                 return GX_ELIMIT;

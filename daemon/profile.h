@@ -13,7 +13,10 @@
  *   branch probability  = runs("if/then_branch/x") / runs("if")
  *   mean trip count     = runs("loop/body/x")      / runs("loop")
  *
- * for any node x of the subgraph. A node that the fuse pass merged into a
+ * for any node x of the subgraph. A layout-sensitive node (Conv, pools,
+ * BatchNormalization) that ran as a step of its own also has an entry
+ * "<node>@<layout>" with its time in that layout, for the layout pass.
+ * A node that the fuse pass merged into a
  * step is counted (runs) with its step, whose time is recorded under the
  * step's last node (the others have ns 0). Runs of replica slices (a job
  * cut along its batch) and of plans the model does not keep (its plan

@@ -299,6 +299,12 @@ void gx_layout_operand_fill(gx_layout l, const gx_view *c, const int64_t nchw[4]
     memcpy(out->data, c->data, (size_t)c->numel * gx_dtype_size(c->dtype));
 }
 
+bool gx_layout_sensitive(gx_op op)
+{
+    return op == GX_OP_CONV || op == GX_OP_MAXPOOL || op == GX_OP_AVERAGEPOOL ||
+           op == GX_OP_GLOBALAVERAGEPOOL || op == GX_OP_GLOBALMAXPOOL || op == GX_OP_BATCHNORM;
+}
+
 gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, char *why,
                                   size_t len)
 {
@@ -306,8 +312,7 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
         return gx_cpu_kernel(op);
     if (op == GX_OP_CONV)
         return gx_cpu_conv_layout(l, ic, why, len);
-    if (op == GX_OP_MAXPOOL || op == GX_OP_AVERAGEPOOL || op == GX_OP_GLOBALAVERAGEPOOL ||
-        op == GX_OP_GLOBALMAXPOOL || op == GX_OP_BATCHNORM)
+    if (gx_layout_sensitive(op))
         return gx_cpu_pool_layout(op, l, ic, why, len);
     snprintf(why, len, "%s: %s has no kernel for it", gx_layout_name(l), gx_op_name(op));
     return NULL;

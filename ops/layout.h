@@ -83,6 +83,11 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
  * on AVX-512 and AVX2 machines (the table in ops/layout.c). */
 double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic);
 
+/* Does op have kernels in layouts other than plain (Conv, the pools,
+ * BatchNormalization)? Elementwise ops follow any layout without kernels
+ * of their own. */
+bool gx_layout_sensitive(gx_op op);
+
 /* Kernel of the reorder steps the layout pass inserts: in[0] to out[0]
  * (gx_layout_reorder over their views' layouts). */
 void gx_cpu_reorder(const gx_kargs *k);

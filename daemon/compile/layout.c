@@ -39,6 +39,11 @@
 #define S_REORDER_BYTES_PER_US 32000.0
 #define S_REORDER_MINOR 0.25 /* the share of it between two channel-minor layouts */
 
+/* A plan is stale when a new choice saves more than this share of the
+ * graph's expected cost per job plus this many microseconds. */
+#define S_STALE_GAIN 0.03
+#define S_STALE_US 1.0
+
 /* Is value v one the pass may lay out: static, 4-D, float32, produced by
  * a step or a graph input (constants are rewritten per use instead)? */
 static bool s_candidate(const gxd_plan *p, int v)
@@ -167,6 +172,34 @@ static double s_count(const gxd_profile *prof, const char *name)
     const gxd_profile_node *n = gxd_profile_find(prof, name);
     return gxd_layout_expected(n && n->runs > 0 ? (unsigned long long)n->runs : 0,
                                (unsigned long long)prof->jobs);
+}
+
+/* The cost per run of layout-sensitive op in each layout (layout.h):
+ * measured where the profile has its time in that layout, else scaled
+ * from a time measured in another, else estimated. */
+static void s_sensitive_costs(const gxd_layout_op *op, const gxd_profile *prof, double *cost)
+{
+    double meas[GX_LAYOUT_COUNT] = {0};
+    int ref = -1;
+    for (int l = 0; prof && l < GX_LAYOUT_COUNT; l++) {
+        char name[GXD_PROFILE_MAX_NAME + 16];
+        snprintf(name, sizeof name, "%s@%s", op->node, gx_layout_name((gx_layout)l));
+        const gxd_profile_node *e = isfinite(op->factor[l]) ? gxd_profile_find(prof, name) : NULL;
+        if (e && e->ns > 0) {
+            meas[l] = (double)e->ns / 1000.0;
+            ref = ref < 0 ? l : ref;
+        }
+    }
+    for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
+        if (!isfinite(op->factor[l]))
+            cost[l] = INFINITY;
+        else if (meas[l] > 0)
+            cost[l] = meas[l];
+        else if (ref >= 0)
+            cost[l] = meas[ref] * op->factor[l] / op->factor[ref];
+        else
+            cost[l] = op->est * op->factor[l];
+    }
 }
 
 /* runs(subgraph g of node) / runs(node) from the profile, 1 without. */
@@ -306,7 +339,8 @@ static int s_ops(s_build *b, const gxd_profile *prof)
         *op = (gxd_layout_op){.node = s->node->name, .op = s->op, .fixed = GX_LAYOUT_PLAIN,
                               .count = s_count(prof, s->node->name)};
         const double base = gxd_est_us(&s->cost);
-        op->cost[GX_LAYOUT_PLAIN] = base;
+        op->cost[GX_LAYOUT_PLAIN] = op->est = base;
+        op->factor[GX_LAYOUT_PLAIN] = 1.0;
         if (b->out_of_step[i] != o) { /* control flow: its outputs are plain */
             r->ops[b->out_of_step[i]] = (gxd_layout_op){.node = s->node->name, .op = s->op,
                                                          .fixed = GX_LAYOUT_PLAIN, .count = op->count};
@@ -324,9 +358,10 @@ static int s_ops(s_build *b, const gxd_profile *prof)
         for (int l = 1; l < GX_LAYOUT_COUNT; l++) {
             double factor = 1;
             char why[128] = "";
-            op->cost[l] = INFINITY;
+            op->cost[l] = op->factor[l] = INFINITY;
             if (may && s_offer(p, s, (gx_layout)l, &factor, why, sizeof why)) {
                 op->cost[l] = base * factor;
+                op->factor[l] = factor;
                 op->free = true;
             } else if (may && at < sizeof op->why) {
                 at += (size_t)snprintf(op->why + at, sizeof op->why - at, "%s%s", at ? "; " : "",
@@ -336,6 +371,8 @@ static int s_ops(s_build *b, const gxd_profile *prof)
         if (op->free) {
             op->fixed = -1;
             any_free = true;
+            if (gx_layout_sensitive(s->op))
+                s_sensitive_costs(op, prof, op->cost);
         } else {
             op->why[0] = '\0';
         }
@@ -350,7 +387,6 @@ static int s_ops(s_build *b, const gxd_profile *prof)
                                     .fixed = (int)l, .count = 1};
         any_free = any_free || l != GX_LAYOUT_PLAIN;
     }
-
     if (b->sink >= 0)
         r->ops[b->sink] = (gxd_layout_op){.node = "(outputs)", .op = GX_OP_COUNT,
                                           .fixed = GX_LAYOUT_PLAIN, .count = 1};
@@ -656,14 +692,18 @@ static void s_arrays(const gxd_layout_rec *r, const gxd_profile *prof, double *c
         const gxd_layout_op *op = &r->ops[o];
         count[o] = prof && op->op != GX_OP_COUNT ? s_count(prof, op->node) : op->count;
         fixed[o] = op->fixed;
+        double c[GX_LAYOUT_COUNT];
+        memcpy(c, op->cost, sizeof c);
+        if (prof && op->free && gx_layout_sensitive(op->op))
+            s_sensitive_costs(op, prof, c);
         for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
-            double c = op->cost[l];
             if (prof && op->n_sub) {
-                c = 0;
+                c[l] = 0;
                 for (int k = 0; k < op->n_sub; k++)
-                    c += s_ratio(prof, op->node, op->sub_attr[k], op->sub[k]) * op->sub_cost[k][l];
+                    c[l] += s_ratio(prof, op->node, op->sub_attr[k], op->sub[k]) *
+                            op->sub_cost[k][l];
             }
-            cost[o * GX_LAYOUT_COUNT + (size_t)l] = op->free || l == 0 ? c : 0;
+            cost[o * GX_LAYOUT_COUNT + (size_t)l] = op->free || l == 0 ? c[l] : 0;
         }
     }
 }
@@ -751,8 +791,9 @@ bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, ch
     const size_t n = r->n_ops, L = GX_LAYOUT_COUNT;
     double *cost = calloc(n * L + 1, sizeof *cost), *count = calloc(n + 1, sizeof *count);
     int *fixed = calloc(n + 1, sizeof *fixed), *choice = calloc(n + 1, sizeof *choice);
+    int *old_choice = calloc(n + 1, sizeof *old_choice);
     bool stale = false;
-    if (!cost || !count || !fixed || !choice)
+    if (!cost || !count || !fixed || !choice || !old_choice)
         goto out;
     s_arrays(r, prof, cost, count, fixed);
     gxd_layout_problem pb = {.n_ops = (int)n, .n_layouts = (int)L, .cost = cost, .count = count,
@@ -761,19 +802,34 @@ bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, ch
     gxd_layout_result res;
     if (gxd_layout_solve(&pb, choice, &res) < 0)
         goto out;
-    for (size_t o = 0; o < n && !stale; o++) {
-        const gxd_layout_op *op = &r->ops[o];
-        if (choice[o] == op->chosen)
-            continue;
-        stale = true;
-        if (len)
-            snprintf(why, len, "'%s': %s (%.3g us per job) over %s (%.3g us per job)",
-                     op->node, gx_layout_name((gx_layout)choice[o]),
-                     cost[o * L + (size_t)choice[o]] * count[o],
-                     gx_layout_name((gx_layout)op->chosen),
-                     cost[o * L + (size_t)op->chosen] * count[o]);
+    /* only a choice that pays: measured times jitter, and a near-tie must
+     * not re-plan back and forth */
+    for (size_t o = 0; o < n; o++)
+        old_choice[o] = r->ops[o].chosen;
+    const double now = gxd_layout_cost(&pb, old_choice);
+    if (!(now - res.total > S_STALE_GAIN * res.total + S_STALE_US))
+        goto out;
+    /* the op whose move changes its own cost the most, to say why */
+    size_t at = n;
+    double most = -1;
+    for (size_t o = 0; o < n; o++) {
+        const double d =
+            fabs(cost[o * L + (size_t)choice[o]] - cost[o * L + (size_t)old_choice[o]]) * count[o];
+        if (choice[o] != old_choice[o] && d > most)
+            most = d, at = o;
     }
+    if (at == n) /* a cheaper total moves some op; never here */
+        goto out;
+    stale = true;
+    if (len)
+        snprintf(why, len,
+                 "'%s': %s (%.3g us per job) over %s (%.3g us per job); the graph: %.4g us per "
+                 "job instead of %.4g",
+                 r->ops[at].node, gx_layout_name((gx_layout)choice[at]),
+                 cost[at * L + (size_t)choice[at]] * count[at],
+                 gx_layout_name((gx_layout)old_choice[at]),
+                 cost[at * L + (size_t)old_choice[at]] * count[at], res.total, now);
 out:
-    free(cost), free(count), free(fixed), free(choice);
+    free(cost), free(count), free(fixed), free(choice), free(old_choice);
     return stale;
 }

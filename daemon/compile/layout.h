@@ -75,9 +75,11 @@ double gxd_layout_expected(unsigned long long node_runs, unsigned long long grap
  * graph's inputs (fixed to the layouts they arrive in) and one for its
  * outputs (fixed to plain); one edge per value from its producer to each
  * consumer, with the cost of a reorder between any two layouts. Cost of an
- * op in a layout: the schema's estimate of its time times the layout's
- * factor for the op (gx_cpu_layout_factor), per execution; its count the
- * expected executions per job from the profile. */
+ * op in a layout, per execution: its time in that layout measured by
+ * earlier runs (the profile's "<node>@<layout>" entries), else a time
+ * measured in another layout scaled by the layouts' factors for the op
+ * (gx_cpu_layout_factor), else the schema's estimate times the factor; its
+ * count the expected executions per job from the profile. */
 
 /* One op of the problem, as explain prints it. */
 typedef struct gxd_layout_op {
@@ -86,6 +88,8 @@ typedef struct gxd_layout_op {
     bool free;         /* the pass could choose its layout */
     int fixed;         /* the layout it must take, or -1 */
     double cost[GX_LAYOUT_COUNT]; /* microseconds per execution; INFINITY: no kernel */
+    double est;                   /* the schema's estimate of one run (plain) */
+    double factor[GX_LAYOUT_COUNT]; /* gx_cpu_layout_factor; INFINITY: no kernel */
     double count;      /* expected executions per job */
     int chosen;
     char why[160];     /* the layouts it cannot take, and why */
