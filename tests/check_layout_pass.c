@@ -440,6 +440,19 @@ START_TEST(explain_lists_the_choice)
 }
 END_TEST
 
+/* Start a gexecd with config `yaml` (written into dir, whose profiles/
+ * keeps the daemon's profiles: no earlier run steers its choices). */
+static void s_daemon_with(gxt_daemon *d, const char *dir, const char *yaml)
+{
+    char conf[4200];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    FILE *f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%sprofile:\n  dir: \"%s/profiles\"\n", yaml, dir);
+    fclose(f);
+    gxt_daemon_start(d, (const char *const[]){"-c", conf, NULL});
+}
+
 /* examples/cnn.yaml through a real gexecd: explain shows the layouts
  * chosen for its Convs and pools with their costs and the reorders; RUN
  * gives what the plan without layouts computes here; a daemon with
@@ -495,13 +508,8 @@ START_TEST(example_cnn_end_to_end)
     gx_client_destroy(&c);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
 
-    char conf[600], *dir = gxt_tmpdir();
-    snprintf(conf, sizeof conf, "%s/layout-off.yaml", dir);
-    FILE *f = fopen(conf, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "compiler:\n  layout: false\nprofile:\n  dir: %s\n", dir);
-    fclose(f);
-    gxt_daemon_start(&d, (const char *const[]){"-c", conf, NULL});
+    char *dir = gxt_tmpdir();
+    s_daemon_with(&d, dir, "compiler:\n  layout: false\n");
     rc = gxt_sh(out, sizeof out, "%s --socket %s explain %s -i x=%s 2>&1", bin, d.endpoint, graph,
                 input);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
@@ -568,14 +576,9 @@ static const char *s_explained_layout(gx_client *c, const gx_request *rq, const 
  * with the same results. */
 START_TEST(replan_end_to_end)
 {
-    char *dir = gxt_tmpdir(), conf[600], err[256], buf[32];
-    snprintf(conf, sizeof conf, "%s/replan.yaml", dir);
-    FILE *f = fopen(conf, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "compiler:\n  replan_ms: 10\n  replan_min_jobs: 1\nprofile:\n  dir: %s\n", dir);
-    fclose(f);
+    char *dir = gxt_tmpdir(), err[256], buf[32];
     gxt_daemon d;
-    gxt_daemon_start(&d, (const char *const[]){"-c", conf, NULL});
+    s_daemon_with(&d, dir, "compiler:\n  replan_ms: 10\n  replan_min_jobs: 1\n");
     gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
     ck_assert_ptr_nonnull(c);
     gx_client_set_timeout(c, 30000);
