@@ -343,7 +343,7 @@ void gxd_plan_partition_explain(const gxd_plan *p, FILE *out);
  * frees, or NULL on ENOMEM. Reads only what the passes recorded. */
 char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g);
 
-/* Pass 5 (memplan) on its own, for tests: assign offsets to values given their
+/* Pass 6 (memplan) on its own, for tests: assign offsets to values given their
  * nbytes/def/last_use; sets buffer, offset, and returns the arena size. */
 size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers);
 

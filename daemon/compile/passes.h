@@ -44,7 +44,7 @@ bool gxd_fuse_batch_separable(const gxd_plan *p, const gxd_step *s, const bool *
 int gxd_pass_memplan(gxd_cstate *st);
 int gxd_pass_dag(gxd_cstate *st);
 int gxd_pass_plan(gxd_cstate *st);
-/* Pass 7 (daemon/compile/batch.c): never fails; gxd_plan_batch on st->plan. */
+/* Pass 8 (daemon/compile/batch.c): never fails; gxd_plan_batch on st->plan. */
 int gxd_pass_batch(gxd_cstate *st);
 
 /* Seed 002's replica split of a finished plan: sets p->batch, p->sync_steps
