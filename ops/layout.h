@@ -78,9 +78,10 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
                                   size_t len);
 
 /* The time of op's kernel in layout l relative to plain (1.0) for the
- * node ic (whose kernel exists in l): the layout pass's cost of the node in
- * l is the schema's estimate times this. Measured by bench/bench_layout_ops
- * on AVX-512 and AVX2 machines (the table in ops/layout.c). */
+ * node ic (whose kernel exists in l): the layout pass scales the schema's
+ * estimate, or a time measured in another layout, by these. Measured on
+ * one AVX-512 core by bench/bench_layout_ops and the pool kernels'
+ * timings; NCHW16c's is raised where AVX-512 is missing (ops/layout.c). */
 double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic);
 
 /* Does op have kernels in layouts other than plain (Conv, the pools,
