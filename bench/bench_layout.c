@@ -22,8 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/benchutil.h"
 #include "daemon/compile/compile.h"
 #include "daemon/compile/layout.h"
 #include "daemon/exec/exec.h"
@@ -35,17 +35,15 @@
 static const gxd_compile_limits s_lim = {.max_nodes = 1000, .max_tensor_bytes = 1ll << 30,
                                          .max_arena_bytes = 1ll << 32};
 
+/* Seconds of CLOCK_MONOTONIC. */
 static double s_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return gxb_now_us() * 1e-6;
 }
 
 static void s_die(const char *what, const char *err)
 {
-    fprintf(stderr, "bench_layout: %s: %s\n", what, err);
-    exit(1);
+    gxb_die("bench_layout", what, err);
 }
 
 static uint64_t s_rng = 88172645463325252ull;

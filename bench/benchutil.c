@@ -19,6 +19,12 @@ double gxb_now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
+void gxb_die(const char *prog, const char *what, const char *why)
+{
+    fprintf(stderr, "%s: %s: %s\n", prog, what, why);
+    exit(1);
+}
+
 static void s_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

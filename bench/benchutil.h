@@ -1,7 +1,8 @@
 /*
- * Helpers shared by the benchmarks that talk to gexecd (bench_latency,
- * bench_modes): a clock, a private gexecd started from the build tree, and
- * the daemon's STATS header figures.
+ * Helpers shared by the benchmarks: a clock and how to give up (all of
+ * them), and for those that talk to gexecd (bench_latency, bench_modes) a
+ * private gexecd started from the build tree and the daemon's STATS header
+ * figures.
  *
  *     gxb_daemon d = {0};
  *     gxb_daemon_start(&d, "bench_x", NULL);   // dies with a message on failure
@@ -26,6 +27,10 @@
 
 /* CLOCK_MONOTONIC in microseconds. */
 double gxb_now_us(void);
+
+/* Print "<prog>: <what>: <why>" to stderr and exit 1 (nothing left to
+ * measure). */
+void gxb_die(const char *prog, const char *what, const char *why) __attribute__((noreturn));
 
 /* A gexecd child process on ipc://<dir>/gexecd.sock, embedded by its caller. */
 typedef struct gxb_daemon {
