@@ -119,7 +119,9 @@ test_all() {
     run_suite "$top/build"
     build "$top/build-asan" --enable-sanitizers
     log "test suite under AddressSanitizer + UBSan"
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 run_suite "$top/build-asan"
+    # the sanitizers slow everything several times: Check's timeouts too
+    CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-5} ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+        UBSAN_OPTIONS=print_stacktrace=1 run_suite "$top/build-asan"
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
 }

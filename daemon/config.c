@@ -114,6 +114,11 @@ static const s_key s_keys[] = {
      .doc = "fuse chains of elementwise ops into one step that runs them tile by tile"},
     {.name = "compiler.layout", .type = S_BOOL, .off = S_OFF(compiler_layout), .def = "true",
      .doc = "choose the memory layout of 4-D values (NCHW, NHWC, NCHW16c) by expected cost"},
+    {.name = "compiler.layout_measured", .type = S_BOOL, .off = S_OFF(compiler_layout_measured),
+     .def = "true",
+     .doc = "the layout pass uses op times measured by earlier jobs (the profile's "
+            "<node>@<layout> entries); false: estimates weighed by the counts alone, so plans do "
+            "not depend on how fast the machine was"},
     {.name = "compiler.replan", .type = S_BOOL, .off = S_OFF(compiler_replan), .def = "true",
      .doc = "re-plan a graph in the background when its profile changes a layout decision "
             "(docs/profile.md); later jobs get the new plan"},

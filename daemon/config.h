@@ -36,6 +36,7 @@ typedef struct gxd_config {
     int64_t partition_min_nodes;     /* "partition.min_nodes" */
     bool compiler_fuse;              /* "compiler.fuse": the fuse pass runs */
     bool compiler_layout;            /* "compiler.layout": the layout pass runs */
+    bool compiler_layout_measured;   /* "compiler.layout_measured": it uses measured times */
     bool compiler_replan;            /* "compiler.replan": background re-plans */
     int64_t compiler_replan_ms;      /* "compiler.replan_ms": how often models are checked */
     int64_t compiler_replan_min_jobs;/* "compiler.replan_min_jobs": jobs between checks */

@@ -775,7 +775,8 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
                                        .max_arena_bytes = ctx->cfg.limits_max_arena_bytes,
                                        .part = &ctx->part,
                                        .no_fuse = !ctx->cfg.compiler_fuse,
-                                       .no_layout = !ctx->cfg.compiler_layout};
+                                       .no_layout = !ctx->cfg.compiler_layout,
+                                       .no_layout_times = !ctx->cfg.compiler_layout_measured};
     s_partition_opts(ctx);
     gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
     char pdir[1024];

@@ -250,9 +250,13 @@ typedef struct gxd_compile_limits {
     bool no_fuse; /* compiler.fuse: false: the fuse pass leaves the steps alone */
     /* The layout pass (seed 001): the graph's profile, whose runs give
      * each node's expected executions per job (NULL: every node runs
-     * once); no_layout: every value stays plain. */
+     * once); no_layout: every value stays plain; no_layout_times: the
+     * profile's measured times per layout (<node>@<layout>) are ignored and
+     * the estimates are weighed by the counts alone, so the choice does not
+     * depend on how fast the machine was (compiler.layout_measured). */
     const struct gxd_profile *profile;
     bool no_layout;
+    bool no_layout_times;
 } gxd_compile_limits;
 
 /* Pass 1 alone: is the graph well formed, independent of input shapes?

@@ -372,7 +372,7 @@ static int s_ops(s_build *b, const gxd_profile *prof)
             op->fixed = -1;
             any_free = true;
             if (gx_layout_sensitive(s->op))
-                s_sensitive_costs(op, prof, op->cost);
+                s_sensitive_costs(op, b->r->estimates_only ? NULL : prof, op->cost);
         } else {
             op->why[0] = '\0';
         }
@@ -694,7 +694,7 @@ static void s_arrays(const gxd_layout_rec *r, const gxd_profile *prof, double *c
         fixed[o] = op->fixed;
         double c[GX_LAYOUT_COUNT];
         memcpy(c, op->cost, sizeof c);
-        if (prof && op->free && gx_layout_sensitive(op->op))
+        if (prof && op->free && gx_layout_sensitive(op->op) && !r->estimates_only)
             s_sensitive_costs(op, prof, c);
         for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
             if (prof && op->n_sub) {
@@ -739,6 +739,7 @@ int gxd_pass_layout(gxd_cstate *st)
     gxd_layout_rec *r = calloc(1, sizeof *r);
     if (!(p->layout = r))
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+    r->estimates_only = st->lim->no_layout_times;
     if (st->lim->no_layout) {
         snprintf(r->why, sizeof r->why, "compiler.layout is off");
         return GX_OK;

@@ -116,6 +116,7 @@ typedef struct gxd_layout_rec {
     bool exact;              /* the solver's answer is the optimum */
     size_t n_reorders;       /* reorder steps inserted */
     size_t n_packed;         /* constants rewritten for a layout (weights, operands) */
+    bool estimates_only;     /* measured times were not used (compile limits) */
     char why[96];            /* why the pass left every value plain without solving, or "" */
 } gxd_layout_rec;
 
