@@ -233,7 +233,8 @@ START_TEST(test_mlp)
     s_eq_str(gx_json_at(gx_json_get(g0, "nodes"), 0), "fc1", "group 0");
     s_eq_str(gx_json_at(gx_json_get(g0, "ops"), 2), "Relu", "group 0");
     s_eq_str(gx_json_get(s_step(j, "softmax"), "kernel"), "cpu.Softmax", "softmax");
-    s_eq_str(gx_json_at(gx_json_get(s_step(j, "fc2"), "inputs"), 1), "w2", "fc2 reads w2");
+    s_eq_str(gx_json_at(gx_json_get(s_step(j, "fc2"), "inputs"), 1), "w2@packed",
+             "fc2 reads w2 packed by the prepare pass");
     s_eq_str(gx_json_get(s_buffer(j, "w1"), "kind"), "const", "w1");
     s_eq_str(gx_json_get(s_buffer(j, "x"), "kind"), "input", "x");
     ck_assert(gx_json_bool(gx_json_get(s_buffer(j, "y"), "graph_output"), false));

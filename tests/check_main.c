@@ -17,7 +17,7 @@ int main(void)
         ops_conv_suite,     ops_nn_suite,    ops_shape_suite,   ops_loss_suite,
         ops_quant_suite,    ops_rnn_suite,   ops_signal_suite,  ops_vision_suite,
         control_suite,      par_suite,       modes_suite,       batch_suite,
-        memplan_suite,      fuse_suite,      queue_suite,       config_suite,
+        memplan_suite,      fuse_suite,      gemm_suite,     queue_suite,       config_suite,
         topo_suite,         policy_suite,    partition_suite,
         e2e_suite,          explain_suite,   hostile_suite,     fuzz_suite,
         profile_suite,      layout_suite,    layout_ops_suite,  layout_pass_suite,

@@ -837,7 +837,7 @@ static void s_assert_same_plan(const gxd_plan *a, const gxd_plan *b)
     }
     for (size_t i = 0; i < a->n_values; i++) {
         const gxd_value *v = &a->values[i], *w = &b->values[i];
-        ck_assert(v->name == w->name && v->kind == w->kind && v->def == w->def);
+        ck_assert(!strcmp(v->name, w->name) && v->kind == w->kind && v->def == w->def);
         ck_assert(v->last_use == w->last_use && v->buffer == w->buffer);
         ck_assert(v->offset == w->offset && v->nbytes == w->nbytes);
         ck_assert(a->dag_offset == NULL || a->dag_offset[i] == b->dag_offset[i]);

@@ -15,6 +15,7 @@ static const struct {
     {"infer", gxd_pass_infer},
     {"partition", gxd_pass_partition},
     {"layout", gxd_pass_layout},
+    {"prepare", gxd_pass_prepare},
     {"fuse", gxd_pass_fuse},
     {"memplan", gxd_pass_memplan},
     {"dag", gxd_pass_dag},
@@ -138,6 +139,7 @@ void gxd_plan_destroy(gxd_plan **pp)
         free(p->fuse_groups[i].why);
     }
     free(p->fuse_groups);
+    free(p->prepared);
     gxd_layout_rec_destroy(&p->layout);
     for (size_t i = 0; i < p->n_owned; i++)
         free(p->owned[i]);

@@ -84,6 +84,16 @@ typedef struct gxd_value {
 
 typedef struct gxd_subplans gxd_subplans;
 
+/* A constant the prepare pass made for a step's kernel: value (in
+ * plan->values, owned by the plan) is value `from` (borrowed name) in the
+ * form `what` says. */
+typedef struct gxd_prepared {
+    int step, value;
+    const char *from;
+    size_t bytes;
+    char what[96];
+} gxd_prepared;
+
 typedef struct gxd_step {
     gx_op op;
     const gx_node *node; /* borrowed from the graph */
@@ -201,6 +211,10 @@ typedef struct gxd_plan {
     /* layout pass: the problem it solved and what it chose
      * (daemon/compile/layout.h), for explain and gxd_plan_layout_stale */
     struct gxd_layout_rec *layout;
+    /* prepare pass: constants computed once for the kernel that reads them
+     * (packed weights), in step order; prepared_bytes their total */
+    struct gxd_prepared *prepared;
+    size_t n_prepared, prepared_bytes;
     /* Holders beyond the first (gxd_plan_ref, gxd_plan_release): 0 when
      * only its creator holds it, as a fresh plan. A model's cached plan is
      * held by the model and by each job running it. */

@@ -490,6 +490,28 @@ static void s_sec_layout(gx_strbuf *b, const s_ctx *x)
     S_LIT(b, "]}");
 }
 
+/* The prepare pass's constants: each made once per plan for the kernel
+ * of a step, and their total bytes (part of the plan's memory). */
+static void s_sec_prepared(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    gx_strbuf_printf(b, "{\"bytes\":%zu,\"constants\":[", p->prepared_bytes);
+    for (size_t i = 0; i < p->n_prepared; i++) {
+        const gxd_prepared *r = &p->prepared[i];
+        const gxd_step *s = &p->steps[r->step];
+        gx_strbuf_printf(b, "%s{\"step\":%d,\"node\":", i ? "," : "", r->step);
+        s_str(b, s->node && s->node->name ? s->node->name : "");
+        S_LIT(b, ",\"from\":");
+        s_str(b, r->from);
+        S_LIT(b, ",\"value\":");
+        s_str(b, p->values[r->value].name);
+        gx_strbuf_printf(b, ",\"bytes\":%zu,\"what\":", r->bytes);
+        s_str(b, r->what);
+        S_LIT(b, "}");
+    }
+    S_LIT(b, "]}");
+}
+
 /* The sections, in output order. */
 static const struct {
     const char *key;
@@ -498,7 +520,8 @@ static const struct {
     {"summary", s_sec_summary}, {"inputs", s_sec_inputs}, {"outputs", s_sec_outputs},
     {"steps", s_sec_steps},     {"buffers", s_sec_buffers}, {"memory", s_sec_memory},
     {"batch", s_sec_batch},     {"keyed", s_sec_keyed},   {"folded", s_sec_folded},
-    {"partition", s_sec_partition}, {"layout", s_sec_layout}, {"fusion", s_sec_fusion},
+    {"partition", s_sec_partition}, {"layout", s_sec_layout}, {"prepared", s_sec_prepared},
+    {"fusion", s_sec_fusion},
 };
 
 char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g)

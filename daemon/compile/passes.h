@@ -34,7 +34,9 @@ int gxd_pass_infer(gxd_cstate *st);
 int gxd_pass_partition(gxd_cstate *st);
 /* Pass 4 (daemon/compile/layout.c). */
 int gxd_pass_layout(gxd_cstate *st);
-/* Pass 5 (daemon/compile/fuse.c). */
+/* Pass 5 (daemon/compile/prepare.c). */
+int gxd_pass_prepare(gxd_cstate *st);
+/* Pass 6 (daemon/compile/fuse.c). */
 int gxd_pass_fuse(gxd_cstate *st);
 /* The batch rule of fused step s (gx_op_batch_separable for the steps it
  * replaced, judged together): in_batched[i] for its input i; sets

@@ -14,8 +14,8 @@ int gxd_pass_plan(gxd_cstate *st)
     gxd_plan *p = st->plan;
     for (size_t i = 0; i < p->n_steps; i++) {
         gxd_step *s = &p->steps[i];
-        if (s->reorder || s->layout != GX_LAYOUT_PLAIN)
-            continue; /* the layout pass chose the kernel for its layout */
+        if (s->reorder || s->layout != GX_LAYOUT_PLAIN || s->kernel)
+            continue; /* the layout or prepare pass chose the kernel */
         s->kernel = s->copy ? gx_cpu_kernel(GX_OP_IDENTITY) : p->devices[s->device]->kernel(s->op);
     }
     return GX_OK;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/gemm.h"
 #include "ops/cpu/vmath.h"
 #include "ops/fused.h"
 #include "ops/layout.h"
@@ -499,6 +500,12 @@ static void s_head(const gx_fused *f, const gx_view *in, const gx_view *y, void 
     if (f->head.op == GX_OP_CONV) { /* in another layout: contiguous rows */
         int64_t lo, hi;
         gx_cpu_conv_layout_rows(f->head_layout, y, ith, nth, &lo, &hi);
+        s_tiles(R, lo, hi);
+        return;
+    }
+    if (gx_cpu_gemm_is_packed(f->head.kernel)) { /* rows, or one row's columns */
+        int64_t lo, hi;
+        gx_cpu_gemm_packed_share(&ka, y, &lo, &hi);
         s_tiles(R, lo, hi);
         return;
     }

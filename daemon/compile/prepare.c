@@ -1,0 +1,82 @@
+/*
+ * Pass 5, prepare (seed 004's library data). Contract: every CPU MatMul
+ * or Gemm step whose B is a constant float32 matrix and whose product the
+ * packed kernels take (ops/gemm.h: A small enough to stay in L2) reads a
+ * copy of B packed into column panels, made here once per plan and owned
+ * by it, and runs the packed kernel; every job and worker shares that
+ * copy. Other steps are untouched. Runs after layout (which packs a Conv's
+ * weights for its layout itself) and before fuse (an epilogue's head runs
+ * the step's kernel). Records each prepared constant for explain.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/compile/passes.h"
+#include "ops/gemm.h"
+
+/* Is step s a candidate at all: a static, plain CPU step of its own. */
+static bool s_plain_cpu(const gxd_plan *p, const gxd_step *s)
+{
+    return !s->folded && !s->copy && !s->reorder && !s->dynamic && !s->fused && !s->sub &&
+           !s->kernel && s->layout == GX_LAYOUT_PLAIN && s->n_in >= 2 && s->in[1] >= 0 &&
+           p->devices[s->device] == gx_backend_cpu();
+}
+
+int gxd_pass_prepare(gxd_cstate *st)
+{
+    gxd_plan *p = st->plan;
+    size_t n_new = 0;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        n_new += (s->op == GX_OP_MATMUL || s->op == GX_OP_GEMM) && s_plain_cpu(p, s);
+    }
+    if (!n_new)
+        return GX_OK;
+    gxd_value *vals = realloc(p->values, (p->n_values + n_new + 1) * sizeof *vals);
+    gxd_prepared *rec = realloc(p->prepared, (p->n_prepared + n_new + 1) * sizeof *rec);
+    if (vals)
+        p->values = vals;
+    if (rec)
+        p->prepared = rec;
+    if (!vals || !rec)
+        return gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
+    for (size_t i = 0; i < p->n_steps; i++) {
+        gxd_step *s = &p->steps[i];
+        if ((s->op != GX_OP_MATMUL && s->op != GX_OP_GEMM) || !s_plain_cpu(p, s))
+            continue;
+        const gxd_value *b = &p->values[s->in[1]];
+        char why[128];
+        if (!gx_cpu_gemm_packable(s->op, s->attr, &p->values[s->in[0]].view, &b->view,
+                                  &p->values[s->out[0]].view, b->kind == GXD_VALUE_CONST, why,
+                                  sizeof why))
+            continue;
+        const size_t bytes = gx_cpu_gemm_packed_floats(s->op, s->attr, &b->view) * sizeof(float);
+        const size_t len = strlen(b->name) + sizeof "@packed";
+        char *name = gxd_plan_own(p, len);
+        float *packed = gxd_plan_own(p, bytes);
+        if (!name || !packed)
+            return gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
+        snprintf(name, len, "%s@packed", b->name);
+        gx_cpu_gemm_pack(s->op, s->attr, &b->view, packed);
+        /* B's view (logical shape) over the packed data (ops/gemm.h) */
+        gxd_value *c = &p->values[p->n_values];
+        *c = *b;
+        c->name = name;
+        c->keyed = false;
+        c->view.data = packed;
+        c->nbytes = bytes;
+        c->def = -1;
+        c->buffer = -1;
+        c->offset = 0;
+        p->prepared[p->n_prepared++] = (gxd_prepared){
+            .step = (int)i, .from = b->name, .value = (int)p->n_values, .bytes = bytes};
+        snprintf(p->prepared[p->n_prepared - 1].what, sizeof p->prepared[0].what,
+                 "B in %d-column panels for the packed %s kernel (%s)", GX_GEMM_PANEL,
+                 gx_op_name(s->op), gx_cpu_gemm_isa());
+        p->prepared_bytes += bytes;
+        s->in[1] = (int)p->n_values++;
+        s->kernel = gx_cpu_gemm_packed_kernel(s->op);
+    }
+    return GX_OK;
+}

@@ -1,0 +1,400 @@
+/*
+ * MatMul and Gemm (float32) over a B packed at compile time (ops/gemm.h).
+ *
+ * The work: for each pair of 16-column panels of B (kept in L2 while it
+ * is used), for each block of MR rows of A, a register-blocked micro
+ * kernel runs the whole K loop: MR × 32 accumulators, one broadcast of
+ * A[i][k] and two panel loads per k. With one row (batch-1 inference)
+ * this is a matrix-vector product that streams B once, at memory speed.
+ * A thread's share is whole rows, or the panels of a single row.
+ */
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cpu/cpu.h"
+#include "ops/gemm.h"
+
+#define S_P GX_GEMM_PANEL
+
+/* y[i][j] for MR rows and up to 2 panels: the sum over k of a[i][k] *
+ * panel[k][j], then y = alpha * sum (+ beta * y when beta != 0). ncols:
+ * the columns of y from the first panel's first (the rest is padding). */
+typedef void (*s_micro_fn)(int64_t kk, const float *a, int64_t lda, const float *b,
+                           int64_t pstride, float *y, int64_t ldy, int64_t ncols, float alpha,
+                           float beta);
+
+/* The ISA's kernels by rows (1..mr) and panels (1..np). */
+typedef struct s_isa {
+    const char *name;
+    int mr, np;
+    s_micro_fn fn[8][2];
+} s_isa;
+
+/* ---- AVX-512: up to 8 rows × 2 panels (16 accumulators) ---- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define S_X86 1
+
+#define S_T512 __attribute__((target("avx512f")))
+#define S_T256 __attribute__((target("avx2,fma")))
+
+static inline S_T512 __attribute__((always_inline)) void
+s_micro512(const int mr, const int np, int64_t kk, const float *a, int64_t lda, const float *b,
+           int64_t pstride, float *y, int64_t ldy, int64_t ncols, float alpha, float beta)
+{
+    __m512 acc[8][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 2
+        for (int p = 0; p < np; p++)
+            acc[i][p] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kk; k++) {
+        __m512 b0 = _mm512_loadu_ps(b + k * S_P), b1 = b0;
+        if (np > 1)
+            b1 = _mm512_loadu_ps(b + pstride + k * S_P);
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++) {
+            const __m512 av = _mm512_set1_ps(a[i * lda + k]);
+            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+            if (np > 1)
+                acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+        }
+    }
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 2
+    for (int p = 0; p < np; p++) {
+        const int64_t left = ncols - p * S_P;
+        const __mmask16 m = left >= S_P ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++) {
+            float *yp = y + i * ldy + p * S_P;
+            __m512 v = alpha == 1.0f ? acc[i][p] : _mm512_mul_ps(acc[i][p], va);
+            if (beta != 0.0f)
+                v = _mm512_add_ps(v, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, yp)));
+            _mm512_mask_storeu_ps(yp, m, v);
+        }
+    }
+}
+
+/* ---- AVX2 + FMA: up to 6 rows × 1 panel (two 8-lane halves: 12) ---- */
+
+static inline S_T256 __attribute__((always_inline)) void
+s_micro256(const int mr, int64_t kk, const float *a, int64_t lda, const float *b, float *y,
+           int64_t ldy, int64_t ncols, float alpha, float beta)
+{
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < mr; i++)
+        acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < kk; k++) {
+        const __m256 b0 = _mm256_loadu_ps(b + k * S_P), b1 = _mm256_loadu_ps(b + k * S_P + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < mr; i++) {
+            const __m256 av = _mm256_broadcast_ss(a + i * lda + k);
+            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+        }
+    }
+    const int64_t n = ncols < S_P ? ncols : S_P;
+#pragma GCC unroll 6
+    for (int i = 0; i < mr; i++) {
+        float tmp[S_P];
+        _mm256_storeu_ps(tmp, acc[i][0]);
+        _mm256_storeu_ps(tmp + 8, acc[i][1]);
+        float *yp = y + i * ldy;
+        for (int64_t j = 0; j < n; j++) {
+            float v = alpha == 1.0f ? tmp[j] : tmp[j] * alpha;
+            yp[j] = beta != 0.0f ? v + beta * yp[j] : v;
+        }
+    }
+}
+
+#define S_K512(MR, NP)                                                        \
+    static S_T512 void s_k512_##MR##_##NP(int64_t kk, const float *a, int64_t lda, \
+                                          const float *b, int64_t ps, float *y, int64_t ldy, \
+                                          int64_t nc, float al, float be)     \
+    {                                                                         \
+        s_micro512(MR, NP, kk, a, lda, b, ps, y, ldy, nc, al, be);            \
+    }
+#define S_K512_ROW(MR) S_K512(MR, 1) S_K512(MR, 2)
+S_K512_ROW(1)
+S_K512_ROW(2)
+S_K512_ROW(3)
+S_K512_ROW(4)
+S_K512_ROW(5)
+S_K512_ROW(6)
+S_K512_ROW(7)
+S_K512_ROW(8)
+
+#define S_K256(MR)                                                            \
+    static S_T256 void s_k256_##MR(int64_t kk, const float *a, int64_t lda, const float *b, \
+                                   int64_t ps, float *y, int64_t ldy, int64_t nc, float al, \
+                                   float be)                                  \
+    {                                                                         \
+        s_micro256(MR, kk, a, lda, b, y, ldy, nc, al, be);                    \
+    }
+S_K256(1)
+S_K256(2)
+S_K256(3)
+S_K256(4)
+S_K256(5)
+S_K256(6)
+
+static const s_isa s_avx512 = {
+    "avx512", 8, 2,
+    {{s_k512_1_1, s_k512_1_2}, {s_k512_2_1, s_k512_2_2}, {s_k512_3_1, s_k512_3_2},
+     {s_k512_4_1, s_k512_4_2}, {s_k512_5_1, s_k512_5_2}, {s_k512_6_1, s_k512_6_2},
+     {s_k512_7_1, s_k512_7_2}, {s_k512_8_1, s_k512_8_2}}};
+static const s_isa s_avx2 = {
+    "avx2", 6, 1, {{s_k256_1}, {s_k256_2}, {s_k256_3}, {s_k256_4}, {s_k256_5}, {s_k256_6}}};
+#endif
+
+/* ---- baseline: 4 rows × 1 panel, plain C (no FMA: -ffp-contract=off) ---- */
+
+static inline __attribute__((always_inline)) void
+s_micro_c(const int mr, int64_t kk, const float *a, int64_t lda, const float *b, float *y,
+          int64_t ldy, int64_t ncols, float alpha, float beta)
+{
+    float acc[4][S_P] = {{0}};
+    for (int64_t k = 0; k < kk; k++)
+        for (int i = 0; i < mr; i++) {
+            const float av = a[i * lda + k];
+            for (int j = 0; j < S_P; j++)
+                acc[i][j] += av * b[k * S_P + j];
+        }
+    const int64_t n = ncols < S_P ? ncols : S_P;
+    for (int i = 0; i < mr; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float v = alpha == 1.0f ? acc[i][j] : acc[i][j] * alpha;
+            y[i * ldy + j] = beta != 0.0f ? v + beta * y[i * ldy + j] : v;
+        }
+}
+
+#define S_KC(MR)                                                              \
+    static void s_kc_##MR(int64_t kk, const float *a, int64_t lda, const float *b, int64_t ps, \
+                          float *y, int64_t ldy, int64_t nc, float al, float be) \
+    {                                                                         \
+        s_micro_c(MR, kk, a, lda, b, y, ldy, nc, al, be);                     \
+    }
+S_KC(1)
+S_KC(2)
+S_KC(3)
+S_KC(4)
+
+static const s_isa s_base = {"baseline", 4, 1, {{s_kc_1}, {s_kc_2}, {s_kc_3}, {s_kc_4}}};
+
+/* The kernels this CPU can run, widest first. */
+static const s_isa *s_supported(int i)
+{
+    const s_isa *all[3] = {NULL, NULL, &s_base};
+#ifdef S_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        all[0] = &s_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        all[1] = &s_avx2;
+#endif
+    return all[i];
+}
+
+static _Atomic(const s_isa *) s_the_isa;
+static pthread_once_t s_once = PTHREAD_ONCE_INIT;
+
+static void s_init(void)
+{
+    const char *want = getenv("GEXEC_GEMM_ISA");
+    if (!want || !gx_cpu_gemm_isa_set(want))
+        for (int i = 0; i < 3 && !atomic_load(&s_the_isa); i++)
+            atomic_store(&s_the_isa, s_supported(i));
+}
+
+static const s_isa *s_isa_get(void)
+{
+    pthread_once(&s_once, s_init);
+    return atomic_load_explicit(&s_the_isa, memory_order_relaxed);
+}
+
+const char *gx_cpu_gemm_isa(void)
+{
+    return s_isa_get()->name;
+}
+
+bool gx_cpu_gemm_isa_set(const char *name)
+{
+    for (int i = 0; i < 3; i++) {
+        const s_isa *isa = s_supported(i);
+        if (isa && !strcmp(isa->name, name)) {
+            atomic_store(&s_the_isa, isa);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Rows [r0, r1) × panels [p0, p1) of y (row stride ldy, n columns) =
+ * alpha * a (rows of kk floats, stride lda) · packed (+ beta * y). */
+static void s_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk, int64_t n,
+                      const float *a, int64_t lda, const float *bp, float *y, int64_t ldy,
+                      float alpha, float beta)
+{
+    const s_isa *isa = s_isa_get();
+    const int64_t pstride = kk * S_P;
+    for (int64_t p = p0; p < p1; p += isa->np) {
+        const int np = p + isa->np <= p1 ? isa->np : (int)(p1 - p);
+        const float *b = bp + p * pstride;
+        for (int64_t r = r0; r < r1; r += isa->mr) {
+            const int mr = r + isa->mr <= r1 ? isa->mr : (int)(r1 - r);
+            isa->fn[mr - 1][np - 1](kk, a + r * lda, lda, b, pstride, y + r * ldy + p * S_P, ldy,
+                                    n - p * S_P, alpha, beta);
+        }
+    }
+}
+
+/* ---- the compiler's side ---- */
+
+bool gx_cpu_gemm_packable(gx_op op, const gx_attrval *attr, const gx_view *a, const gx_view *b,
+                          const gx_view *y, bool b_const, char *why, size_t whylen)
+{
+    const char *no = NULL;
+    if (op != GX_OP_MATMUL && op != GX_OP_GEMM)
+        no = "not a MatMul or Gemm";
+    else if (a->dtype != GX_F32 || b->dtype != GX_F32 || y->dtype != GX_F32)
+        no = "not float32";
+    else if (!b_const)
+        no = "B is not a constant";
+    else if (b->ndim != 2)
+        no = "B is not a matrix";
+    else if (op == GX_OP_GEMM && attr[GX_GEMM_TRANSA].i != 0)
+        no = "A is transposed";
+    else if (a->ndim < 1 || y->numel == 0 || b->numel == 0)
+        no = "empty";
+    if (!no) {
+        const int64_t kk = a->shape[a->ndim - 1];
+        if (kk > 0 && a->numel > GX_GEMM_PACKED_MAX_A && a->numel / kk > 8)
+            no = "A is larger than the packed kernels' L2 block (the BLAS blocks it)";
+    }
+    if (no)
+        snprintf(why, whylen, "%s", no);
+    return no == NULL;
+}
+
+/* K and N of the product b takes part in. */
+static void s_kn(gx_op op, const gx_attrval *attr, const gx_view *b, int64_t *kk, int64_t *n)
+{
+    const bool tb = op == GX_OP_GEMM && attr[GX_GEMM_TRANSB].i != 0;
+    *kk = b->shape[tb ? 1 : 0];
+    *n = b->shape[tb ? 0 : 1];
+}
+
+size_t gx_cpu_gemm_packed_floats(gx_op op, const gx_attrval *attr, const gx_view *b)
+{
+    int64_t kk, n;
+    s_kn(op, attr, b, &kk, &n);
+    return (size_t)((n + S_P - 1) / S_P * kk * S_P);
+}
+
+void gx_cpu_gemm_pack(gx_op op, const gx_attrval *attr, const gx_view *b, float *dst)
+{
+    const bool tb = op == GX_OP_GEMM && attr[GX_GEMM_TRANSB].i != 0;
+    int64_t kk, n;
+    s_kn(op, attr, b, &kk, &n);
+    const float *src = b->data;
+    const int64_t panels = (n + S_P - 1) / S_P;
+    for (int64_t p = 0; p < panels; p++)
+        for (int64_t k = 0; k < kk; k++)
+            for (int64_t j = 0; j < S_P; j++) {
+                const int64_t c = p * S_P + j;
+                dst[(p * kk + k) * S_P + j] = c >= n ? 0.0f : tb ? src[c * kk + k] : src[k * n + c];
+            }
+}
+
+/* ---- the kernels ---- */
+
+void gx_cpu_gemm_packed_share(const gx_kargs *k, const gx_view *y, int64_t *lo, int64_t *hi)
+{
+    const int64_t n = y->ndim >= 1 ? y->shape[y->ndim - 1] : 1;
+    const int64_t rows = n > 0 ? y->numel / n : 0;
+    if (rows == 1 && k->nth > 1) { /* one row: split its panels */
+        int64_t p0, p1;
+        gx_cpu_share(k, (n + S_P - 1) / S_P, 1, &p0, &p1);
+        *lo = p0 * S_P < n ? p0 * S_P : n;
+        *hi = p1 * S_P < n ? p1 * S_P : n;
+        return;
+    }
+    int64_t r0, r1;
+    gx_cpu_share(k, rows, 1, &r0, &r1);
+    *lo = r0 * n;
+    *hi = r1 * n;
+}
+
+/* The share of a product of `rows` rows of y = a · packed (n columns). */
+static void s_run(const gx_kargs *k, int64_t rows, int64_t n, float alpha, float beta)
+{
+    const gx_view *a = &k->in[0], *bp = &k->in[1], *y = &k->out[0];
+    const int64_t kk = a->shape[a->ndim - 1], panels = (n + S_P - 1) / S_P;
+    int64_t lo, hi;
+    gx_cpu_gemm_packed_share(k, y, &lo, &hi);
+    if (lo >= hi)
+        return;
+    if (rows == 1 && k->nth > 1)
+        s_product(0, 1, lo / S_P, (hi + S_P - 1) / S_P, kk, n, a->data, kk, bp->data, y->data, n,
+                  alpha, beta);
+    else
+        s_product(lo / n, hi / n, 0, panels, kk, n, a->data, kk, bp->data, y->data, n, alpha,
+                  beta);
+}
+
+/* MatMul: A [..., M, K] (or [K]) by the packed B [K, N]: every leading
+ * dim of A is just more rows. */
+static void s_matmul_packed(const gx_kargs *k)
+{
+    const gx_view *y = &k->out[0];
+    const int64_t n = y->shape[y->ndim - 1];
+    if (n == 0 || y->numel == 0)
+        return;
+    s_run(k, y->numel / n, n, 1.0f, 0.0f);
+}
+
+/* Gemm: Y = alpha * A B + beta * C; this share's part of Y receives C
+ * (broadcast) first, then the product adds onto it. With beta == 0 C is
+ * not read. */
+static void s_gemm_packed(const gx_kargs *k)
+{
+    const gx_view *y = &k->out[0];
+    const gx_view *c = k->n_in > 2 && k->in[2].ndim >= 0 ? &k->in[2] : NULL;
+    const float alpha = (float)k->attr[GX_GEMM_ALPHA].f, beta = (float)k->attr[GX_GEMM_BETA].f;
+    const int64_t m = y->shape[0], n = y->shape[1];
+    if (m == 0 || n == 0)
+        return;
+    float cbeta = 0.0f;
+    if (c && beta != 0.0f) {
+        int64_t lo, hi, cs[2];
+        gx_cpu_gemm_packed_share(k, y, &lo, &hi);
+        gx_bcast_strides(2, c->ndim, c->shape, cs);
+        const float *pc = c->data;
+        float *py = y->data;
+        for (int64_t e = lo; e < hi;) { /* row by row: lo and hi may cut a row */
+            const int64_t i = e / n, j0 = e % n, j1 = j0 + (hi - e) < n ? j0 + (hi - e) : n;
+            const float *crow = pc + i * cs[0];
+            for (int64_t j = j0; j < j1; j++)
+                py[i * n + j] = crow[j * cs[1]];
+            e += j1 - j0;
+        }
+        cbeta = beta;
+    }
+    s_run(k, m, n, alpha, cbeta);
+}
+
+gx_kernel_fn gx_cpu_gemm_packed_kernel(gx_op op)
+{
+    return op == GX_OP_GEMM ? s_gemm_packed : op == GX_OP_MATMUL ? s_matmul_packed : NULL;
+}
+
+bool gx_cpu_gemm_is_packed(gx_kernel_fn fn)
+{
+    return fn && (fn == s_gemm_packed || fn == s_matmul_packed);
+}

@@ -1,0 +1,72 @@
+/*
+ * Float32 products over weights packed once per plan (seed 004's "library
+ * data"): a MatMul or Gemm whose B is a constant matrix runs from a copy of
+ * B the compiler packs when it builds the plan (daemon/compile/prepare.c),
+ * so no job packs it again, and the kernel streams it from memory in the
+ * order it reads it. The kernels are register-blocked AVX-512, AVX2+FMA or
+ * baseline x86-64 loops picked once at run time; each output element is one
+ * dot product in K order, so the bits do not depend on how the rows or
+ * columns are split between threads (or replicas) on a given CPU.
+ *
+ *     if (gx_cpu_gemm_packable(op, attr, &a, &b, &y, true, why, sizeof why)) {
+ *         float *packed = malloc(gx_cpu_gemm_packed_floats(op, attr, &b) * sizeof(float));
+ *         gx_cpu_gemm_pack(op, attr, &b, packed);
+ *         step->kernel = gx_cpu_gemm_packed_kernel(op);     // reads in[1] packed
+ *     }
+ *
+ * Packed B: panels of GX_GEMM_PANEL columns, panel p holding columns
+ * [p * 16, p * 16 + 16) of B (as the product reads it: B, or Bᵀ for Gemm's
+ * transB) as K rows of 16 floats, zero past N. The value keeps B's view
+ * (dtype, logical shape), so every analysis of the plan sees B; only its
+ * data and size differ. The kernels take K from A and N from Y.
+ */
+#ifndef GX_OPS_GEMM_H
+#define GX_OPS_GEMM_H
+
+#include "ops/op.h"
+
+#define GX_GEMM_PANEL 16
+
+/* Largest A (rows × K floats) the packed kernels take: A is read again
+ * for each pair of panels, from L2 or L3; a bigger product goes to the
+ * BLAS, which blocks A and B for the caches itself. bench/bench_gemm
+ * measured the packed kernels ahead of OpenBLAS up to 1024×1024×1024 (4 MB
+ * of A) on an AVX-512 CPU with 1 MB of L2 (docs/kernels.md). */
+#define GX_GEMM_PACKED_MAX_A (1024 * 1024)
+
+/* Can step (op MatMul or Gemm with these attributes, inputs a and b and
+ * output y, shapes inferred) run from b packed? b must be a constant 2-D
+ * float32 matrix, a float32 (Gemm: not transposed), the product small
+ * enough (GX_GEMM_PACKED_MAX_A). false with why ("B is not a constant")
+ * otherwise. */
+bool gx_cpu_gemm_packable(gx_op op, const gx_attrval *attr, const gx_view *a, const gx_view *b,
+                          const gx_view *y, bool b_const, char *why, size_t whylen);
+
+/* Floats of b packed: P * K * 16. */
+size_t gx_cpu_gemm_packed_floats(gx_op op, const gx_attrval *attr, const gx_view *b);
+
+/* Packs b into dst (gx_cpu_gemm_packed_floats of them). */
+void gx_cpu_gemm_pack(gx_op op, const gx_attrval *attr, const gx_view *b, float *dst);
+
+/* The kernel that reads in[1] packed, for MatMul or Gemm. */
+gx_kernel_fn gx_cpu_gemm_packed_kernel(gx_op op);
+
+/* Is fn one of the packed kernels? (Their shares differ: see below.) */
+bool gx_cpu_gemm_is_packed(gx_kernel_fn fn);
+
+/* Output elements [lo, hi) that share ith of k->nth of a packed kernel
+ * writes into y: whole rows, or with a single row (a batch-1 product) a
+ * range of its columns, so two threads still split the work. */
+void gx_cpu_gemm_packed_share(const gx_kargs *k, const gx_view *y, int64_t *lo, int64_t *hi);
+
+/* Which kernels run here: "avx512", "avx2" or "baseline": the widest the
+ * CPU has, or GEXEC_GEMM_ISA's choice from the environment when the CPU
+ * has it. */
+const char *gx_cpu_gemm_isa(void);
+
+/* Use the kernels called name from now on (tests compare them); false,
+ * and nothing changes, when the CPU lacks them or there are none by that
+ * name. A packed B serves every ISA. */
+bool gx_cpu_gemm_isa_set(const char *name);
+
+#endif
