@@ -59,6 +59,13 @@ bool gx_cpu_gemm_is_packed(gx_kernel_fn fn);
  * range of its columns, so two threads still split the work. */
 void gx_cpu_gemm_packed_share(const gx_kargs *k, const gx_view *y, int64_t *lo, int64_t *hi);
 
+/* The product itself, for kernels that build A on the fly (a Conv's
+ * im2col rows): y[rows, n] (row stride ldy) = a[rows, kk] (row stride lda)
+ * · bp, B packed as above with n columns (panel p at bp + p * kk * 16);
+ * with accumulate, y += instead of y =. Rows only, on this thread. */
+void gx_cpu_gemm_packed_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
+                             const float *bp, float *y, int64_t ldy, bool accumulate);
+
 /* Which kernels run here: "avx512", "avx2" or "baseline": the widest the
  * CPU has, or GEXEC_GEMM_ISA's choice from the environment when the CPU
  * has it. */

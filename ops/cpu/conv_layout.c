@@ -7,9 +7,10 @@
  * NHWC: the output is a matrix [positions (n, oh, ow), M]. Positions are
  * taken in tiles; a tile's im2col rows (one per position, kh * kw * C
  * floats: for each tap the C channels of x it reads, contiguous in NHWC, or
- * zeros in the padding) go to the share's slot of the scratch, and one
- * cblas_sgemm against the packed weights [kh, kw, C, M] writes the tile's
- * output rows directly. A 1x1 window with stride 1 and no padding reads x's
+ * zeros in the padding) go to the share's slot of the scratch, and the
+ * packed product (ops/gemm.h) against the weights, packed as B [kh * kw *
+ * C, M] in 16-column panels (M rounded up), writes the tile's output rows
+ * directly. A 1x1 window with stride 1 and no padding reads x's
  * rows as they are: no im2col, no scratch.
  *
  * NCHW16c: a direct convolution. An output row (n, m-block, oh) is walked
@@ -25,12 +26,12 @@
  * most GX_CONV_LAYOUT_SHARES shares with work; NCHW16c, output rows (n,
  * m-block, oh). Each share writes one contiguous range of the output.
  */
-#include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
+#include "ops/gemm.h"
 #include "ops/layout.h"
 
 #define S_CHUNK 256                   /* NHWC: positions per unit of the share split */
@@ -49,7 +50,7 @@ static void s_geometry(gx_layout l, const gx_kargs *k, gx_win *w, int64_t *c, in
     const int64_t ks[2] = {nhwc ? ps[0] : ps[2], nhwc ? ps[1] : ps[3]};
     gx_win_init(w, k->attr, "Conv", &x, ks, false, false, NULL, 0);
     *c = x.shape[1];
-    *m = nhwc ? ps[3] : ps[0] * S_B;
+    *m = nhwc ? k->out[0].shape[3] : ps[0] * S_B; /* NHWC: M may be padded in the weights */
 }
 
 /* Is the window a 1x1 with stride 1 and no padding (x's rows are im2col's)? */
@@ -110,22 +111,48 @@ void gx_cpu_conv_layout_rows(gx_layout l, const gx_view *y, int ith, int nth, in
 
 /* im2col rows of positions [p0, p1) (over n, oh, ow) of x [N, H, W, C]:
  * row q = (kh, kw, c) taps, kc = kh * kw * C floats each. */
+/* n floats from src to dst: a loop for the few floats of a small C (a
+ * call to memcpy costs more than the copy), memcpy above. */
+static inline void s_copy(float *restrict dst, const float *restrict src, int64_t n)
+{
+    if (n > 32) {
+        memcpy(dst, src, (size_t)n * sizeof *dst);
+        return;
+    }
+    for (int64_t e = 0; e < n; e++)
+        dst[e] = src[e];
+}
+
 static void s_im2col_nhwc(const gx_win *w, int64_t c, const float *x, int64_t p0, int64_t p1,
                           float *col)
 {
     const int64_t oh = w->out[0], ow = w->out[1], ih = w->in[0], iw = w->in[1];
-    const int64_t kc = w->k_size * c;
+    const int64_t kc = w->k_size * c, kw = w->k[1];
     for (int64_t p = p0; p < p1; p++) {
         const int64_t n = p / (oh * ow), y0 = p / ow % oh, x0 = p % ow;
         float *row = col + (p - p0) * kc;
+        const int64_t j0 = x0 * w->stride[1] - w->pad_lo[1];
+        /* a window row inside x along W with dilation 1: kw * C contiguous floats */
+        const bool whole = w->dil[1] == 1 && j0 >= 0 && j0 + kw <= iw;
         for (int64_t a = 0; a < w->k[0]; a++) {
             const int64_t i = y0 * w->stride[0] - w->pad_lo[0] + a * w->dil[0];
-            for (int64_t b = 0; b < w->k[1]; b++, row += c) {
-                const int64_t j = x0 * w->stride[1] - w->pad_lo[1] + b * w->dil[1];
-                if (i < 0 || i >= ih || j < 0 || j >= iw)
+            if (i < 0 || i >= ih) {
+                memset(row, 0, (size_t)(kw * c) * sizeof *row);
+                row += kw * c;
+                continue;
+            }
+            const float *xr = x + (n * ih + i) * iw * c;
+            if (whole) {
+                s_copy(row, xr + j0 * c, kw * c);
+                row += kw * c;
+                continue;
+            }
+            for (int64_t b = 0; b < kw; b++, row += c) {
+                const int64_t j = j0 + b * w->dil[1];
+                if (j < 0 || j >= iw)
                     memset(row, 0, (size_t)c * sizeof *row);
                 else
-                    memcpy(row, x + ((n * ih + i) * iw + j) * c, (size_t)c * sizeof *row);
+                    s_copy(row, xr + j * c, c);
             }
         }
     }
@@ -200,8 +227,7 @@ static void s_conv_nhwc(const gx_kargs *k)
                 memset(yt, 0, (size_t)(rows * m) * sizeof *yt);
             continue;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)m, (int)kc, 1.0f,
-                    a, (int)kc, wp, (int)m, bias ? 1.0f : 0.0f, yt, (int)m);
+        gx_cpu_gemm_packed_rows(rows, m, kc, a, kc, wp, yt, m, bias != NULL);
     }
 }
 
@@ -410,9 +436,12 @@ void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *
     const bool dw = attr[GX_CONV_GROUP].i > 1;
     *packed = *w;
     packed->data = NULL;
-    if (l == GX_LAYOUT_NHWC) {
+    if (l == GX_LAYOUT_NHWC) { /* group 1: M rounded up to whole panels */
+        const int64_t mp = dw ? m : (m + GX_GEMM_PANEL - 1) / GX_GEMM_PANEL * GX_GEMM_PANEL;
         packed->ndim = 4;
-        memcpy(packed->shape, (int64_t[]){kh, kw, c, m}, 4 * sizeof(int64_t));
+        memcpy(packed->shape, (int64_t[]){kh, kw, c, mp}, 4 * sizeof(int64_t));
+        packed->numel = kh * kw * c * mp;
+        return;
     } else {
         packed->ndim = 6;
         memcpy(packed->shape, (int64_t[]){m / S_B, dw ? 1 : c / S_B, kh, kw, dw ? 1 : S_B, S_B},
@@ -434,13 +463,16 @@ void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
                     src[o * kh * kw + t];
         return;
     }
+    const int64_t kc = kh * kw * c, P = GX_GEMM_PANEL;
+    if (l == GX_LAYOUT_NHWC) /* the padding of the last panel */
+        memset(dst, 0, (size_t)((m + P - 1) / P * P * kc) * sizeof *dst);
     for (int64_t o = 0; o < m; o++) {
         for (int64_t i = 0; i < c; i++) {
             for (int64_t a = 0; a < kh; a++) {
                 for (int64_t b = 0; b < kw; b++) {
                     const float v = src[((o * c + i) * kh + a) * kw + b];
-                    if (l == GX_LAYOUT_NHWC)
-                        dst[((a * kw + b) * c + i) * m + o] = v;
+                    if (l == GX_LAYOUT_NHWC) /* B [kc, M] in panels (ops/gemm.h) */
+                        dst[(o / P * kc + (a * kw + b) * c + i) * P + o % P] = v;
                     else
                         dst[((((o / S_B * (c / S_B) + i / S_B) * kh + a) * kw + b) * S_B +
                              i % S_B) * S_B + o % S_B] = v;

@@ -254,6 +254,14 @@ static void s_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk
     }
 }
 
+void gx_cpu_gemm_packed_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
+                             const float *bp, float *y, int64_t ldy, bool accumulate)
+{
+    if (rows > 0 && n > 0)
+        s_product(0, rows, 0, (n + S_P - 1) / S_P, kk, n, a, lda, bp, y, ldy, 1.0f,
+                  accumulate ? 1.0f : 0.0f);
+}
+
 /* ---- the compiler's side ---- */
 
 bool gx_cpu_gemm_packable(gx_op op, const gx_attrval *attr, const gx_view *a, const gx_view *b,
