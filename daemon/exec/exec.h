@@ -36,8 +36,10 @@ typedef struct gxd_frame {
     size_t errlen;
 } gxd_frame;
 
-/* Lays the plan over arena (plan->arena_bytes) and copies inputs[i] (graph
- * input i) into it. GX_OK or GX_ENOMEM (f->err says so). */
+/* Lays the plan over arena (plan->arena_bytes). Graph input i is read
+ * where inputs[i] is (no kernel writes its inputs), which must then stay
+ * unchanged until the run ends; an input not aligned to its element size
+ * is copied into the arena. GX_OK or GX_ENOMEM (f->err says so). */
 int gxd_frame_init(gxd_frame *f, const gxd_plan *plan, void *arena, const gx_view *inputs,
                    const gxd_compile_limits *lim, const gxd_exec_stop *stop, char *err,
                    size_t errlen);
