@@ -5,14 +5,17 @@
 #
 # BUILD_DIR is a configured build tree (default: build/ next to bench/).
 # --quick and --socket EP go to the benchmarks that talk to gexecd
-# (bench_latency, bench_modes): short runs, and a running daemon instead of
-# one each starts from BUILD_DIR on a temporary ipc socket.
+# (bench_latency, bench_modes, bench_ort): short runs, and a running daemon
+# instead of one each starts from BUILD_DIR on a temporary ipc socket.
 # bench_matmul runs with OpenBLAS's own choice of kernels (OPENBLAS_CORETYPE
 # unset), with OPENBLAS_CORETYPE=SkylakeX (AVX-512 CPUs only), and with the
 # environment's OPENBLAS_CORETYPE if it sets another one, each with OpenBLAS's
 # default threads and with one thread (",1thr": how gexecd's workers run it);
-# the figures are printed side by side. Every other bench/bench_*.c runs
-# once; arguments after `--` go to bench_latency alone (e.g. -- --runs 100).
+# the figures are printed side by side. bench_ort (gexec against ONNX
+# Runtime) first has bench/ort.sh fetch ONNX Runtime into BUILD_DIR/ort
+# (npm, once) and runs without it, saying so, when that fails. Every other
+# bench/bench_*.c runs once; arguments after `--` go to bench_latency alone
+# (e.g. -- --runs 100).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -129,6 +132,14 @@ for b in $benches; do
     bench_modes)
         echo "== bench_modes (every parallel mode and auto, through gexecd)"
         daemon_bench bench_modes
+        ;;
+    bench_ort)
+        echo "== bench_ort (gexec against ONNX Runtime, the same ONNX models)"
+        if ort_lib=$("$here/ort.sh" "$build/ort"); then
+            daemon_bench bench_ort --ort "$ort_lib"
+        else
+            daemon_bench bench_ort --no-fetch
+        fi
         ;;
     *)
         echo "== $b"
