@@ -9,8 +9,10 @@
  *     GEXEC_GEMM_ISA=avx2 bench/bench_gemm            # the packed kernels of another ISA
  *
  * One line per shape M×K×N: the best time of each over a few hundred
- * milliseconds of runs, GFLOP/s, and blas/packed (above 1: packed wins).
- * "packable" says whether the prepare pass would pack it.
+ * milliseconds of runs (blas; packed: B packed beforehand; plain: the same
+ * kernels reading a row-major B in place, gx_cpu_gemm_rows), GFLOP/s, and
+ * blas/packed, blas/plain (above 1: ours wins). "packable" says whether
+ * the prepare pass would pack it (a constant B).
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -55,6 +57,12 @@ static void s_blas(void *arg)
                 c->a, (int)c->k, c->b, (int)c->n, 0.0f, c->y, (int)c->n);
 }
 
+static void s_plain(void *arg)
+{
+    s_case *c = arg;
+    gx_cpu_gemm_rows(c->m, c->n, c->k, c->a, c->k, c->b, c->n, c->y, c->n);
+}
+
 static void s_packed(void *arg)
 {
     s_case *c = arg;
@@ -71,15 +79,15 @@ static void s_packed(void *arg)
 int main(void)
 {
     static const int64_t shapes[][3] = {
-        {1, 512, 512},    {4, 512, 512},    {16, 512, 512},   {64, 512, 512},
+        {128, 64, 128},   {128, 128, 64},   {1, 512, 512},    {4, 512, 512},    {16, 512, 512},   {64, 512, 512},
         {64, 256, 256},   {128, 256, 256},  {128, 256, 1024}, {128, 1024, 256},
         {256, 512, 512},  {256, 1024, 1024}, {1024, 1024, 1024},
     };
     const char *ct = getenv("OPENBLAS_CORETYPE");
     printf("# packed kernels: %s; OpenBLAS %s (OPENBLAS_CORETYPE=%s); 1 thread\n",
            gx_cpu_gemm_isa(), openblas_get_corename(), ct ? ct : "unset");
-    printf("%-16s %10s %10s %10s %10s %12s %9s\n", "M x K x N", "blas_us", "packed_us",
-           "blas_GF/s", "packed_GF/s", "blas/packed", "packable");
+    printf("%-16s %10s %10s %10s %10s %10s %12s %9s %11s\n", "M x K x N", "blas_us", "packed_us",
+           "plain_us", "blas_GF/s", "packed_GF/s", "blas/packed", "packable", "blas/plain");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         s_case c = {.m = shapes[i][0], .k = shapes[i][1], .n = shapes[i][2],
                     .packed = gx_cpu_gemm_packed_kernel(GX_OP_MATMUL)};
@@ -94,13 +102,14 @@ int main(void)
         const bool ok = gx_cpu_gemm_packable(GX_OP_MATMUL, NULL, &a, &b, &y, true, why, sizeof why);
         c.bp = s_fill((int64_t)gx_cpu_gemm_packed_floats(GX_OP_MATMUL, NULL, &b));
         gx_cpu_gemm_pack(GX_OP_MATMUL, NULL, &b, c.bp);
-        const double tb = s_best(s_blas, &c), tp = s_best(s_packed, &c);
+        const double tb = s_best(s_blas, &c), tp = s_best(s_packed, &c),
+                     tq = s_best(s_plain, &c);
         const double flop = 2.0 * (double)c.m * (double)c.k * (double)c.n;
         char name[48];
         snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)c.m, (long long)c.k,
                  (long long)c.n);
-        printf("%-16s %10.1f %10.1f %10.1f %10.1f %12.2f %9s\n", name, tb, tp, flop / tb / 1e3,
-               flop / tp / 1e3, tb / tp, ok ? "yes" : "no");
+        printf("%-16s %10.1f %10.1f %10.1f %10.1f %10.1f %12.2f %9s %11.2f\n", name, tb, tp, tq,
+               flop / tb / 1e3, flop / tp / 1e3, tb / tp, ok ? "yes" : "no", tb / tq);
         free(c.a), free(c.b), free(c.bp), free(c.y);
     }
     return 0;

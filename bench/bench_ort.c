@@ -909,6 +909,7 @@ typedef struct s_opts {
     const char *socket; /* NULL: start a gexecd */
     const char *ort;    /* --ort */
     const char *only;   /* comma-separated names or prefixes */
+    const char *save;   /* --save DIR: each model's ONNX bytes as DIR/<name>.onnx */
     bool no_fetch;      /* never run bench/ort.sh */
     double seconds;     /* timed runs per (model, configuration) */
     int max_runs;
@@ -1147,6 +1148,13 @@ static void s_case_setup(const s_ctx *x, s_case *k, const s_model *m, uint64_t s
     k->weight_bytes = b.weight_bytes;
     k->bytes = s_mb_pack(&b, &k->len);
     s_mb_fini(&b);
+    if (x->o.save) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.onnx", x->o.save, m->name);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(k->bytes, 1, k->len, f) != k->len || fclose(f) != 0)
+            gxb_die(S_PROG, path, "cannot write the model");
+    }
 
     k->x = gx_tensor_new(GX_F32, m->ndim, m->x);
     if (!k->x)
@@ -1359,7 +1367,7 @@ static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: bench_ort [--quick] [--only NAMES] [--ort PATH] [--socket EP] [--seconds S]\n"
-            "                 [--runs N] [--no-fetch] [--list]\n"
+            "                 [--runs N] [--no-fetch] [--save DIR] [--list]\n"
             "  --quick        short runs (0.25 s and at most 40 runs per model and\n"
             "                 configuration)\n"
             "  --only NAMES   models whose names start with one of NAMES (comma-separated)\n"
@@ -1368,6 +1376,7 @@ static void s_usage(FILE *out)
             "  --socket EP    measure the gexecd at EP (default: start one on a temporary\n"
             "                 ipc socket: $GEXECD or ../daemon/gexecd next to this program)\n"
             "  --no-fetch     do not run bench/ort.sh when ONNX Runtime is not found\n"
+            "  --save DIR     also write each model to DIR/<name>.onnx\n"
             "  --seconds S    timed seconds per model and configuration (1.5)\n"
             "  --runs N       at most N timed runs per model and configuration (2000)\n"
             "  --list         print the models and exit\n");
@@ -1406,6 +1415,8 @@ static bool s_parse(int argc, char **argv, s_opts *o)
             o->ort = v;
         else if (strcmp(a, "--only") == 0)
             o->only = v;
+        else if (strcmp(a, "--save") == 0)
+            o->save = v;
         else if (strcmp(a, "--seconds") == 0 && (o->seconds = atof(v)) > 0)
             ;
         else if (strcmp(a, "--runs") == 0 && (o->max_runs = atoi(v)) > 0)

@@ -66,6 +66,18 @@ void gx_cpu_gemm_packed_share(const gx_kargs *k, const gx_view *y, int64_t *lo, 
 void gx_cpu_gemm_packed_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
                              const float *bp, float *y, int64_t ldy, bool accumulate);
 
+/* The same kernels over a B that is not packed (a MatMul of two values,
+ * such as attention's Q·Kᵀ): y[rows, n] = a[rows, kk] · b[kk, n], b
+ * row-major with row stride ldb, read in place (each panel's k-th row is
+ * 16 contiguous floats); columns past the last whole panel in plain C.
+ * Worth it while B stays in cache (GX_GEMM_PLAIN_MAX_B). */
+void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float *y, int64_t ldy);
+
+/* Largest B (K × N floats) gx_cpu_gemm_rows is used for by the MatMul
+ * kernel; a bigger one goes to the BLAS (bench/bench_gemm). */
+#define GX_GEMM_PLAIN_MAX_B (256 * 1024)
+
 /* Which kernels run here: "avx512", "avx2" or "baseline": the widest the
  * CPU has, or GEXEC_GEMM_ISA's choice from the environment when the CPU
  * has it. */

@@ -119,6 +119,31 @@ START_TEST(test_matmul_shapes)
 }
 END_TEST
 
+/* gx_cpu_gemm_rows: B read in place with a row stride wider than N, N
+ * with and without a partial last panel, every ISA. */
+START_TEST(test_plain_rows)
+{
+    if (!gx_cpu_gemm_isa_set(s_isas[_i]))
+        return;
+    static const int64_t ns[] = {16, 21, 40, 64};
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+        const int64_t m = 11, kk = 29, n = ns[ni], ldb = n + 3;
+        float *a = s_fill(m * kk), *b = s_fill(kk * ldb), ref[11 * 64], y[11 * 64];
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0;
+                for (int64_t l = 0; l < kk; l++)
+                    s += (double)a[i * kk + l] * b[l * ldb + j];
+                ref[i * n + j] = (float)s;
+            }
+        gx_cpu_gemm_rows(m, n, kk, a, kk, b, ldb, y, n);
+        ck_assert_msg(gxt_allclose(y, ref, (size_t)(m * n), 1e-4f, 1e-4f), "N %lld",
+                      (long long)n);
+        free(a), free(b);
+    }
+}
+END_TEST
+
 /* A of rank 3 and rank 1: the leading dims are just more rows. */
 START_TEST(test_matmul_ranks)
 {
@@ -319,6 +344,7 @@ Suite *gemm_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_matmul_shapes, 0, 3);
     tcase_add_test(tc, test_matmul_ranks);
+    tcase_add_loop_test(tc, test_plain_rows, 0, 3);
     tcase_add_loop_test(tc, test_gemm_forms, 0, 3);
     tcase_add_test(tc, test_not_packable);
     tcase_add_test(tc, test_prepare_pass);

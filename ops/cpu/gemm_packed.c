@@ -21,11 +21,13 @@
 #define S_P GX_GEMM_PANEL
 
 /* y[i][j] for MR rows and up to 2 panels: the sum over k of a[i][k] *
- * panel[k][j], then y = alpha * sum (+ beta * y when beta != 0). ncols:
- * the columns of y from the first panel's first (the rest is padding). */
+ * panel[k][j], then y = alpha * sum (+ beta * y when beta != 0). Row k of
+ * a panel is at b + k * ldbk (16 when packed, N for a plain row-major B),
+ * the second panel pstride floats after the first. ncols: the columns of y
+ * from the first panel's first (the rest is padding). */
 typedef void (*s_micro_fn)(int64_t kk, const float *a, int64_t lda, const float *b,
-                           int64_t pstride, float *y, int64_t ldy, int64_t ncols, float alpha,
-                           float beta);
+                           int64_t ldbk, int64_t pstride, float *y, int64_t ldy, int64_t ncols,
+                           float alpha, float beta);
 
 /* The ISA's kernels by rows (1..mr) and panels (1..np). */
 typedef struct s_isa {
@@ -44,7 +46,8 @@ typedef struct s_isa {
 
 static inline S_T512 __attribute__((always_inline)) void
 s_micro512(const int mr, const int np, int64_t kk, const float *a, int64_t lda, const float *b,
-           int64_t pstride, float *y, int64_t ldy, int64_t ncols, float alpha, float beta)
+           int64_t ldbk, int64_t pstride, float *y, int64_t ldy, int64_t ncols, float alpha,
+           float beta)
 {
     __m512 acc[8][2];
 #pragma GCC unroll 8
@@ -53,9 +56,9 @@ s_micro512(const int mr, const int np, int64_t kk, const float *a, int64_t lda, 
         for (int p = 0; p < np; p++)
             acc[i][p] = _mm512_setzero_ps();
     for (int64_t k = 0; k < kk; k++) {
-        __m512 b0 = _mm512_loadu_ps(b + k * S_P), b1 = b0;
+        __m512 b0 = _mm512_loadu_ps(b + k * ldbk), b1 = b0;
         if (np > 1)
-            b1 = _mm512_loadu_ps(b + pstride + k * S_P);
+            b1 = _mm512_loadu_ps(b + pstride + k * ldbk);
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++) {
             const __m512 av = _mm512_set1_ps(a[i * lda + k]);
@@ -83,15 +86,15 @@ s_micro512(const int mr, const int np, int64_t kk, const float *a, int64_t lda, 
 /* ---- AVX2 + FMA: up to 6 rows × 1 panel (two 8-lane halves: 12) ---- */
 
 static inline S_T256 __attribute__((always_inline)) void
-s_micro256(const int mr, int64_t kk, const float *a, int64_t lda, const float *b, float *y,
-           int64_t ldy, int64_t ncols, float alpha, float beta)
+s_micro256(const int mr, int64_t kk, const float *a, int64_t lda, const float *b, int64_t ldbk,
+           float *y, int64_t ldy, int64_t ncols, float alpha, float beta)
 {
     __m256 acc[6][2];
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++)
         acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     for (int64_t k = 0; k < kk; k++) {
-        const __m256 b0 = _mm256_loadu_ps(b + k * S_P), b1 = _mm256_loadu_ps(b + k * S_P + 8);
+        const __m256 b0 = _mm256_loadu_ps(b + k * ldbk), b1 = _mm256_loadu_ps(b + k * ldbk + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < mr; i++) {
             const __m256 av = _mm256_broadcast_ss(a + i * lda + k);
@@ -115,10 +118,10 @@ s_micro256(const int mr, int64_t kk, const float *a, int64_t lda, const float *b
 
 #define S_K512(MR, NP)                                                        \
     static S_T512 void s_k512_##MR##_##NP(int64_t kk, const float *a, int64_t lda, \
-                                          const float *b, int64_t ps, float *y, int64_t ldy, \
-                                          int64_t nc, float al, float be)     \
+                                          const float *b, int64_t lk, int64_t ps, float *y, \
+                                          int64_t ldy, int64_t nc, float al, float be) \
     {                                                                         \
-        s_micro512(MR, NP, kk, a, lda, b, ps, y, ldy, nc, al, be);            \
+        s_micro512(MR, NP, kk, a, lda, b, lk, ps, y, ldy, nc, al, be);        \
     }
 #define S_K512_ROW(MR) S_K512(MR, 1) S_K512(MR, 2)
 S_K512_ROW(1)
@@ -132,10 +135,10 @@ S_K512_ROW(8)
 
 #define S_K256(MR)                                                            \
     static S_T256 void s_k256_##MR(int64_t kk, const float *a, int64_t lda, const float *b, \
-                                   int64_t ps, float *y, int64_t ldy, int64_t nc, float al, \
-                                   float be)                                  \
+                                   int64_t lk, int64_t ps, float *y, int64_t ldy, int64_t nc, \
+                                   float al, float be)                        \
     {                                                                         \
-        s_micro256(MR, kk, a, lda, b, y, ldy, nc, al, be);                    \
+        s_micro256(MR, kk, a, lda, b, lk, y, ldy, nc, al, be);                \
     }
 S_K256(1)
 S_K256(2)
@@ -156,15 +159,15 @@ static const s_isa s_avx2 = {
 /* ---- baseline: 4 rows × 1 panel, plain C (no FMA: -ffp-contract=off) ---- */
 
 static inline __attribute__((always_inline)) void
-s_micro_c(const int mr, int64_t kk, const float *a, int64_t lda, const float *b, float *y,
-          int64_t ldy, int64_t ncols, float alpha, float beta)
+s_micro_c(const int mr, int64_t kk, const float *a, int64_t lda, const float *b, int64_t ldbk,
+          float *y, int64_t ldy, int64_t ncols, float alpha, float beta)
 {
     float acc[4][S_P] = {{0}};
     for (int64_t k = 0; k < kk; k++)
         for (int i = 0; i < mr; i++) {
             const float av = a[i * lda + k];
             for (int j = 0; j < S_P; j++)
-                acc[i][j] += av * b[k * S_P + j];
+                acc[i][j] += av * b[k * ldbk + j];
         }
     const int64_t n = ncols < S_P ? ncols : S_P;
     for (int i = 0; i < mr; i++)
@@ -175,10 +178,10 @@ s_micro_c(const int mr, int64_t kk, const float *a, int64_t lda, const float *b,
 }
 
 #define S_KC(MR)                                                              \
-    static void s_kc_##MR(int64_t kk, const float *a, int64_t lda, const float *b, int64_t ps, \
-                          float *y, int64_t ldy, int64_t nc, float al, float be) \
+    static void s_kc_##MR(int64_t kk, const float *a, int64_t lda, const float *b, int64_t lk, \
+                          int64_t ps, float *y, int64_t ldy, int64_t nc, float al, float be) \
     {                                                                         \
-        s_micro_c(MR, kk, a, lda, b, y, ldy, nc, al, be);                     \
+        s_micro_c(MR, kk, a, lda, b, lk, y, ldy, nc, al, be);                 \
     }
 S_KC(1)
 S_KC(2)
@@ -236,30 +239,56 @@ bool gx_cpu_gemm_isa_set(const char *name)
 }
 
 /* Rows [r0, r1) × panels [p0, p1) of y (row stride ldy, n columns) =
- * alpha * a (rows of kk floats, stride lda) · packed (+ beta * y). */
+ * alpha * a (rows of kk floats, stride lda) · B (+ beta * y), B's panel p
+ * at b + p * pstride with its row k ldbk floats further (ops/gemm.h's
+ * packed form: pstride kk * 16, ldbk 16; a row-major B [kk, ldbk]: pstride
+ * 16, whose panels must then all be whole). */
 static void s_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk, int64_t n,
-                      const float *a, int64_t lda, const float *bp, float *y, int64_t ldy,
-                      float alpha, float beta)
+                      const float *a, int64_t lda, const float *b, int64_t ldbk, int64_t pstride,
+                      float *y, int64_t ldy, float alpha, float beta)
 {
     const s_isa *isa = s_isa_get();
-    const int64_t pstride = kk * S_P;
     for (int64_t p = p0; p < p1; p += isa->np) {
         const int np = p + isa->np <= p1 ? isa->np : (int)(p1 - p);
-        const float *b = bp + p * pstride;
+        const float *bp = b + p * pstride;
         for (int64_t r = r0; r < r1; r += isa->mr) {
             const int mr = r + isa->mr <= r1 ? isa->mr : (int)(r1 - r);
-            isa->fn[mr - 1][np - 1](kk, a + r * lda, lda, b, pstride, y + r * ldy + p * S_P, ldy,
-                                    n - p * S_P, alpha, beta);
+            isa->fn[mr - 1][np - 1](kk, a + r * lda, lda, bp, ldbk, pstride,
+                                    y + r * ldy + p * S_P, ldy, n - p * S_P, alpha, beta);
         }
     }
+}
+
+/* The packed form's product (ops/gemm.h). */
+static void s_packed_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk,
+                             int64_t n, const float *a, int64_t lda, const float *bp, float *y,
+                             int64_t ldy, float alpha, float beta)
+{
+    s_product(r0, r1, p0, p1, kk, n, a, lda, bp, S_P, kk * S_P, y, ldy, alpha, beta);
+}
+
+void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float *y, int64_t ldy)
+{
+    const int64_t whole = n / S_P;
+    if (rows <= 0 || n <= 0)
+        return;
+    s_product(0, rows, 0, whole, kk, n, a, lda, b, ldb, S_P, y, ldy, 1.0f, 0.0f);
+    for (int64_t i = 0; i < rows; i++) /* the columns past the last whole panel */
+        for (int64_t j = whole * S_P; j < n; j++) {
+            float s = 0.0f;
+            for (int64_t k = 0; k < kk; k++)
+                s += a[i * lda + k] * b[k * ldb + j];
+            y[i * ldy + j] = s;
+        }
 }
 
 void gx_cpu_gemm_packed_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
                              const float *bp, float *y, int64_t ldy, bool accumulate)
 {
     if (rows > 0 && n > 0)
-        s_product(0, rows, 0, (n + S_P - 1) / S_P, kk, n, a, lda, bp, y, ldy, 1.0f,
-                  accumulate ? 1.0f : 0.0f);
+        s_packed_product(0, rows, 0, (n + S_P - 1) / S_P, kk, n, a, lda, bp, y, ldy, 1.0f,
+                         accumulate ? 1.0f : 0.0f);
 }
 
 /* ---- the compiler's side ---- */
@@ -349,11 +378,11 @@ static void s_run(const gx_kargs *k, int64_t rows, int64_t n, float alpha, float
     if (lo >= hi)
         return;
     if (rows == 1 && k->nth > 1)
-        s_product(0, 1, lo / S_P, (hi + S_P - 1) / S_P, kk, n, a->data, kk, bp->data, y->data, n,
-                  alpha, beta);
+        s_packed_product(0, 1, lo / S_P, (hi + S_P - 1) / S_P, kk, n, a->data, kk, bp->data,
+                         y->data, n, alpha, beta);
     else
-        s_product(lo / n, hi / n, 0, panels, kk, n, a->data, kk, bp->data, y->data, n, alpha,
-                  beta);
+        s_packed_product(lo / n, hi / n, 0, panels, kk, n, a->data, kk, bp->data, y->data, n,
+                         alpha, beta);
 }
 
 /* MatMul: A [..., M, K] (or [K]) by the packed B [K, N]: every leading

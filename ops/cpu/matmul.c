@@ -1,6 +1,9 @@
 /*
  * MatMul, Gemm and MatMulInteger on the CPU. float32 and float64 run on
- * OpenBLAS (cblas_sgemm / cblas_dgemm, row-major); the integer dtypes and
+ * OpenBLAS (cblas_sgemm / cblas_dgemm, row-major), but a float32 MatMul
+ * whose B stays in cache runs the register-blocked kernels of ops/gemm.h
+ * on B in place (a constant B is packed at compile time instead:
+ * gemm_packed.c and daemon/compile/prepare.c); the integer dtypes and
  * MatMulInteger's 8-bit operands run plain loops with wrapping arithmetic.
  * A thread's share is a range of output rows (over all batches for the
  * MatMuls), so nth threads issue nth independent products on disjoint rows
@@ -11,6 +14,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/gemm.h"
 
 /* y[m,n] (row stride n) = alpha * op(a) op(b) + beta * y for one dtype;
  * with beta == 0, y is only written. Strides are in elements. */
@@ -138,6 +142,13 @@ static void s_matmul_rows(const gx_kargs *k, const s_mm *mm, int64_t bi, int64_t
     const int64_t es = (int64_t)gx_dtype_size(dt);
     const char *pa = k->in[0].data, *pb = k->in[1].data;
     char *py = k->out[0].data;
+    if (dt == GX_F32 && mm->m >= 4 && mm->n >= GX_GEMM_PANEL && mm->kk > 0 &&
+        mm->kk * mm->n <= GX_GEMM_PLAIN_MAX_B) { /* B in cache: no BLAS packing */
+        gx_cpu_gemm_rows(rows, mm->n, mm->kk, (const float *)pa + (oa * mm->m + r0) * mm->kk,
+                         mm->kk, (const float *)pb + ob * mm->kk * mm->n, mm->n,
+                         (float *)py + (bi * mm->m + r0) * mm->n, mm->n);
+        return;
+    }
     s_gemm_tab[dt](false, false, rows, mm->n, mm->kk, 1.0, pa + (oa * mm->m + r0) * mm->kk * es,
                    mm->kk, pb + ob * mm->kk * mm->n * es, mm->n, 0.0,
                    py + (bi * mm->m + r0) * mm->n * es);

@@ -14,12 +14,31 @@
 /* Columns handled together in the strided case: two stack rows of floats. */
 #define S_COLS 256
 
-/* One contiguous row of n > 0 elements. */
-static void s_softmax_row(int64_t n, float *restrict y, const float *restrict x)
+/* The maximum of x[0..n), n > 0, in GX_ROWSUM_LANES lanes (each lane's
+ * x > m ? x : m is one MAXPS: it vectorises without -ffast-math; a NaN is
+ * not picked, and reaches the result through the exps). Inlined into the
+ * cloned row kernels, so compiled for each ISA. */
+static inline float s_row_max(int64_t n, const float *restrict x)
 {
-    float mx = x[0];
-    for (int64_t i = 1; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
+    float m[GX_ROWSUM_LANES];
+    for (int j = 0; j < GX_ROWSUM_LANES; j++)
+        m[j] = x[0];
+    int64_t i = 0;
+    for (; i + GX_ROWSUM_LANES <= n; i += GX_ROWSUM_LANES)
+        for (int j = 0; j < GX_ROWSUM_LANES; j++)
+            m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+    for (; i < n; i++)
+        m[0] = x[i] > m[0] ? x[i] : m[0];
+    float mx = m[0];
+    for (int j = 1; j < GX_ROWSUM_LANES; j++)
+        mx = m[j] > mx ? m[j] : mx;
+    return mx;
+}
+
+/* One contiguous row of n > 0 elements. */
+GX_CPU_CLONES static void s_softmax_row(int64_t n, float *restrict y, const float *restrict x)
+{
+    const float mx = s_row_max(n, x);
     for (int64_t i = 0; i < n; i++)
         y[i] = gx_v_expf(x[i] - mx);
     const double sum = gx_row_sum(n, y);
@@ -31,7 +50,7 @@ static void s_softmax_row(int64_t n, float *restrict y, const float *restrict x)
 /* w <= S_COLS neighbouring columns of n > 0 elements each, element j of
  * column c at [j * inner + c]. Every loop runs along the columns, so it is
  * contiguous and vectorises. */
-static void s_softmax_cols(int64_t n, int64_t inner, int64_t w, float *restrict y,
+GX_CPU_CLONES static void s_softmax_cols(int64_t n, int64_t inner, int64_t w, float *restrict y,
                            const float *restrict x)
 {
     float mx[S_COLS], sum[S_COLS];
@@ -64,11 +83,10 @@ static void s_softmax_cols(int64_t n, int64_t inner, int64_t w, float *restrict 
 
 /* One contiguous row of n > 0 elements: log(softmax), as (x - max) -
  * log(sum of exp(x - max)). y holds the exps meanwhile. */
-static void s_logsoftmax_row(int64_t n, float *restrict y, const float *restrict x)
+GX_CPU_CLONES static void s_logsoftmax_row(int64_t n, float *restrict y,
+                                          const float *restrict x)
 {
-    float mx = x[0];
-    for (int64_t i = 1; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
+    const float mx = s_row_max(n, x);
     for (int64_t i = 0; i < n; i++)
         y[i] = gx_v_expf(x[i] - mx);
     const double sum = gx_row_sum(n, y);
@@ -77,7 +95,7 @@ static void s_logsoftmax_row(int64_t n, float *restrict y, const float *restrict
         y[i] = (x[i] - mx) - ls;
 }
 
-static void s_logsoftmax_cols(int64_t n, int64_t inner, int64_t w, float *restrict y,
+GX_CPU_CLONES static void s_logsoftmax_cols(int64_t n, int64_t inner, int64_t w, float *restrict y,
                               const float *restrict x)
 {
     float mx[S_COLS], sum[S_COLS];
