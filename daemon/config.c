@@ -102,6 +102,10 @@ static const s_key s_keys[] = {
      .min = -1, .max = 1000000000, .def = "-1",
      .doc = "intra-op splits a step across workers from this time on one worker (ns); "
             "-1: 4 times the measured cost of synchronising the team"},
+    {.name = "scheduler.spin_us", .type = S_INT, .off = S_OFF(sched_spin_us), .min = 0,
+     .max = 100000, .def = "200",
+     .doc = "an idle worker spins this long for the next job or team call before it sleeps "
+            "(us); 0: it sleeps at once"},
     {.name = "partition.prefer", .type = S_STRLIST, .off = S_OFF(partition_prefer),
      .count_off = S_OFF(n_partition_prefer), .max = 4, .check = s_check_backend,
      .def = "cuda, cpu",
@@ -110,6 +114,9 @@ static const s_key s_keys[] = {
     {.name = "partition.min_nodes", .type = S_INT, .off = S_OFF(partition_min_nodes), .min = 1,
      .max = 1000000, .def = "2",
      .doc = "smallest subgraph worth moving to another device than the cpu (nodes)"},
+    {.name = "compiler.rewrite", .type = S_BOOL, .off = S_OFF(compiler_rewrite), .def = "true",
+     .doc = "rewrite the graph's steps algebraically (BatchNormalization folded into Conv, "
+            "spelled-out LayerNormalization, Gelu, HardSwish as one op...; docs/rewrite.md)"},
     {.name = "compiler.fuse", .type = S_BOOL, .off = S_OFF(compiler_fuse), .def = "true",
      .doc = "fuse chains of elementwise ops into one step that runs them tile by tile"},
     {.name = "compiler.layout", .type = S_BOOL, .off = S_OFF(compiler_layout), .def = "true",

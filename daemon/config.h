@@ -31,9 +31,11 @@ typedef struct gxd_config {
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
+    int64_t sched_spin_us;           /* "scheduler.spin_us": idle workers spin before sleeping */
     char *partition_prefer[GXD_MAX_ENDPOINTS]; /* "partition.prefer": backend names */
     int n_partition_prefer;
     int64_t partition_min_nodes;     /* "partition.min_nodes" */
+    bool compiler_rewrite;           /* "compiler.rewrite": the rewrite pass runs */
     bool compiler_fuse;              /* "compiler.fuse": the fuse pass runs */
     bool compiler_layout;            /* "compiler.layout": the layout pass runs */
     bool compiler_layout_measured;   /* "compiler.layout_measured": it uses measured times */

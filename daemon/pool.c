@@ -35,6 +35,7 @@ struct gxd_pool {
     /* measured at start (s_calibrate): see gxd_policy_machine */
     double sync_us[GXD_MAX_TEAM + 1];
     double dispatch_us, join_us, copy_gbps;
+    double join_spin_us; /* join_us when the helpers are spinning (scheduler.spin_us) */
 };
 
 /* A step is worth splitting when it takes this many times the sync. */
@@ -320,12 +321,15 @@ static void s_run(gxd_worker *w, gxd_job *j, gxd_plan *plan, const gx_view *inpu
     gxd_policy_job pj;
     s_describe(plan, split_min, &pj);
     int idle = gxd_team_idle(&p->team);
-    gxd_policy_machine m = {.workers = 1 + (idle < p->team_max ? idle : p->team_max - 1),
+    const int helpers = idle < p->team_max ? idle : p->team_max - 1;
+    /* helpers still spinning after their last job join at once */
+    const bool hot = helpers > 0 && gxd_queue_spinning(&ctx->queue) >= helpers;
+    gxd_policy_machine m = {.workers = 1 + helpers,
                             .workers_total = p->n,
                             .queued = gxd_queue_len(&ctx->queue),
                             .sync_us = p->sync_us,
                             .dispatch_us = p->dispatch_us,
-                            .join_us = p->join_us,
+                            .join_us = hot ? p->join_spin_us : p->join_us,
                             .copy_gbps = p->copy_gbps};
     gxd_policy_choice c;
     gxd_policy_choose(&pj, &m, j->mode, &c);
@@ -555,17 +559,26 @@ static void s_calibrate(gxd_pool *p)
     gxd_plan_destroy(&plan);
     gx_graph_destroy(&g);
 
+    p->join_spin_us = p->join_us;
     if (p->team_max > 1) {
-        double t[5];
+        double t[5], ts[5];
         for (int i = 0; i < 5; i++) {
             atomic_int joined = 0;
-            struct timespec nap = {0, 2 * 1000 * 1000}; /* let the workers fall asleep */
+            /* let the workers fall asleep (past scheduler.spin_us) */
+            const int64_t nap_ns = 2 * 1000 * 1000 + p->ctx->cfg.sched_spin_us * 1000;
+            struct timespec nap = {nap_ns / 1000000000, nap_ns % 1000000000};
             nanosleep(&nap, NULL);
             int64_t t0 = gxd_now_ns();
             gxd_team_run(&p->team, 1, s_join_probe, &joined);
             t[i] = (double)(gxd_now_ns() - t0) / 1000.0;
+            /* at once again: the helper still spins, if it does */
+            atomic_store(&joined, 0);
+            t0 = gxd_now_ns();
+            gxd_team_run(&p->team, 1, s_join_probe, &joined);
+            ts[i] = (double)(gxd_now_ns() - t0) / 1000.0;
         }
         p->join_us = s_median(t, 5);
+        p->join_spin_us = s_median(ts, 5);
         if (p->join_us >= 20000)
             GXD_LOG(&p->ctx->log, GXD_LOG_WARN,
                     "no idle worker joined a team within 20 ms at start: teams look expensive "
@@ -592,8 +605,9 @@ static void s_calibrate(gxd_pool *p)
     for (int w = 2; w <= p->team_max && w <= 16 && at < (int)sizeof line; w++)
         at += snprintf(line + at, sizeof line - (size_t)at, " %d:%.2f", w, p->sync_us[w]);
     GXD_LOG(&p->ctx->log, GXD_LOG_INFO,
-            "%s; step hand-over %.2f us; waking a team %.1f us; memory copy %.1f GB/s", line,
-            p->dispatch_us, p->join_us, p->copy_gbps);
+            "%s; step hand-over %.2f us; waking a team %.1f us (%.1f us spinning); memory copy "
+            "%.1f GB/s",
+            line, p->dispatch_us, p->join_us, p->join_spin_us, p->copy_gbps);
 }
 
 int gxd_pool_start(gxd_ctx *ctx, gxd_pool **out, char *err, size_t errlen)

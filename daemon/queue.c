@@ -1,6 +1,8 @@
 /* Priority queue of jobs (binary heap). See queue.h. */
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <time.h>
 
 #include "daemon/queue.h"
 
@@ -124,6 +126,7 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen)
         q->heap[q->n++] = j;
         q->bytes += j->bytes;
         s_up(q, q->n - 1);
+        atomic_fetch_add_explicit(&q->posts, 1, memory_order_release);
         pthread_cond_signal(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
@@ -136,9 +139,49 @@ gxd_job *gxd_queue_pop(gxd_queue *q)
     return gxd_queue_pop_or(q, NULL, NULL, &woken);
 }
 
+void gxd_queue_set_spin(gxd_queue *q, int64_t ns)
+{
+    q->spin_ns = ns > 0 ? ns : 0;
+}
+
+static int64_t s_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spin (mu not held) until posts moves past seen or wake(arg) holds
+ * (true), or q->spin_ns have passed (false). */
+static bool s_spin(gxd_queue *q, uint_fast64_t seen, bool (*wake)(void *), void *arg)
+{
+    const int64_t end = s_now_ns() + q->spin_ns;
+    atomic_fetch_add_explicit(&q->spinning, 1, memory_order_relaxed);
+    bool hit = false;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&q->posts, memory_order_acquire) != seen || (wake && wake(arg))) {
+            hit = true;
+            break;
+        }
+        /* yield: the I/O thread shares these cores, and must not wait for
+         * a spinning worker to get the request that would end the spin */
+        sched_yield();
+        if (i % 16 == 0 && s_now_ns() >= end)
+            break;
+    }
+    atomic_fetch_sub_explicit(&q->spinning, 1, memory_order_relaxed);
+    return hit;
+}
+
+int gxd_queue_spinning(gxd_queue *q)
+{
+    return atomic_load_explicit(&q->spinning, memory_order_relaxed);
+}
+
 gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *woken)
 {
     gxd_job *j = NULL;
+    bool spun = false;
     *woken = false;
     pthread_mutex_lock(&q->mu);
     for (;;) {
@@ -154,6 +197,14 @@ gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *w
             *woken = true;
             break;
         }
+        if (!spun && q->spin_ns) { /* once per pop; then the conditions again, under mu */
+            const uint_fast64_t seen = atomic_load_explicit(&q->posts, memory_order_relaxed);
+            spun = true;
+            pthread_mutex_unlock(&q->mu);
+            s_spin(q, seen, wake, arg);
+            pthread_mutex_lock(&q->mu);
+            continue;
+        }
         pthread_cond_wait(&q->cv, &q->mu);
     }
     pthread_mutex_unlock(&q->mu);
@@ -163,6 +214,7 @@ gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *w
 void gxd_queue_kick(gxd_queue *q, int n)
 {
     pthread_mutex_lock(&q->mu);
+    atomic_fetch_add_explicit(&q->posts, 1, memory_order_release);
     for (int i = 0; i < n; i++)
         pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
@@ -218,6 +270,7 @@ gxd_job *gxd_queue_close(gxd_queue *q)
     gxd_job *list = NULL;
     pthread_mutex_lock(&q->mu);
     q->closed = true;
+    atomic_fetch_add_explicit(&q->posts, 1, memory_order_release);
     while (q->n > 0) {
         gxd_job *j = s_take(q, q->n - 1);
         j->next = list;

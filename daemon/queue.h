@@ -35,6 +35,11 @@ typedef struct gxd_queue {
     gxd_queue_client *clients; /* the ones with queued jobs */
     size_t n_clients, cap_clients;
     bool closed;
+    /* pushes, kicks and the close, counted (changed under mu): what an
+     * idle popper watches while it spins */
+    atomic_uint_fast64_t posts;
+    int64_t spin_ns; /* how long a popper spins before it sleeps */
+    atomic_int spinning; /* poppers spinning now */
 } gxd_queue;
 
 int gxd_queue_init(gxd_queue *q, size_t max_jobs, size_t max_bytes);
@@ -43,6 +48,12 @@ void gxd_queue_fini(gxd_queue *q);
 /* Enqueue; ownership moves in on GX_OK. GX_EQUEUEFULL or GX_ESHUTDOWN
  * (queue closed) with a message otherwise; the caller keeps the job. */
 int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen);
+/* An idle popper spins for up to ns (0: never) watching for a job or a
+ * kick before it sleeps on the condition variable: a job or team call
+ * that comes within ns starts at once instead of after a wake-up (tens of
+ * microseconds), at the price of that much of a core after each job.
+ * Before any popper waits. */
+void gxd_queue_set_spin(gxd_queue *q, int64_t ns);
 /* Block until a job is available and take it (caller owns it), or return
  * NULL once the queue is closed. */
 gxd_job *gxd_queue_pop(gxd_queue *q);
@@ -66,5 +77,7 @@ int64_t gxd_queue_next_deadline(gxd_queue *q);
  * Returns every queued job as a list (caller owns them). */
 gxd_job *gxd_queue_close(gxd_queue *q);
 size_t gxd_queue_len(gxd_queue *q);
+/* Poppers spinning right now (a hint: a kick reaches them at once). */
+int gxd_queue_spinning(gxd_queue *q);
 
 #endif

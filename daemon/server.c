@@ -774,6 +774,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
                                        .max_tensor_bytes = ctx->cfg.limits_max_tensor_bytes,
                                        .max_arena_bytes = ctx->cfg.limits_max_arena_bytes,
                                        .part = &ctx->part,
+                                       .no_rewrite = !ctx->cfg.compiler_rewrite,
                                        .no_fuse = !ctx->cfg.compiler_fuse,
                                        .no_layout = !ctx->cfg.compiler_layout,
                                        .no_layout_times = !ctx->cfg.compiler_layout_measured};
@@ -793,6 +794,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     if ((rc = gxd_queue_init(&ctx->queue, (size_t)ctx->cfg.queue_max_jobs,
                              (size_t)ctx->cfg.queue_max_bytes)) < 0)
         return gx_errf(err, errlen, rc, "cannot create the job queue");
+    gxd_queue_set_spin(&ctx->queue, ctx->cfg.sched_spin_us * 1000);
 
     if ((rc = s_install_signals(ctx, err, errlen)) < 0)
         return rc;
