@@ -52,6 +52,7 @@ void gxd_job_destroy(gxd_job **jp)
     free(j->in);
     free(j->want);
     free(j->out);
+    free(j->out_k);
     free(j->explain);
     gxd_model_release(&j->model);
     free(j);

@@ -68,6 +68,7 @@ typedef struct gxd_job {
     char reason[160];
     size_t n_out;
     gxd_job_output *out;
+    size_t *out_k; /* graph output index of out[i] */
     char *explain; /* EXPLAIN: the plan as JSON (malloc'ed, freed with the job) */
 
     struct gxd_job *next; /* done list link */

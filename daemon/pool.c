@@ -88,13 +88,19 @@ static int s_bind_inputs(gxd_job *j, gx_view *views)
     return GX_OK;
 }
 
-/* Copy the wanted outputs out of the frames (replicas: their slices of the
- * batch, concatenated along axis 0) into buffers for the reply. */
-static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
+/* The wanted outputs' buffers for the reply, made before the run: output
+ * i is graph output k (replicas: the frames' slices of it, concatenated
+ * along axis 0). Where every frame's output is a static value its steps
+ * write in the arena, the frames are pointed at their place in the buffer,
+ * so the steps write the reply directly; the rest (dynamic shapes,
+ * control flow, an input or constant given back) is copied after the run
+ * by s_collect_outputs. GX_OK, or the job failed (ENOMEM, an unknown
+ * output name). */
+static int s_prepare_outputs(gxd_job *j, gxd_frame *f, int n_frames)
 {
     const gx_graph *g = j->model->graph;
     size_t n = j->n_want ? j->n_want : g->n_outputs;
-    if (!(j->out = calloc(n + 1, sizeof *j->out)))
+    if (!(j->out = calloc(n + 1, sizeof *j->out)) || !(j->out_k = calloc(n + 1, sizeof *j->out_k)))
         return gxd_job_fail(j, GX_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const char *name = j->n_want ? j->want[i] : g->outputs[i].name;
@@ -104,8 +110,18 @@ static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
         if (k == g->n_outputs)
             return gxd_job_fail(j, GX_EGRAPH, "'%s' is not an output of the graph", name);
         gxd_job_output *o = &j->out[j->n_out];
+        if (!(o->name = strdup(name)))
+            return gxd_job_fail(j, GX_ENOMEM, "out of memory");
+        j->out_k[j->n_out++] = k;
+        bool direct = true;
+        for (int r = 0; r < n_frames && direct; r++) {
+            const gxd_plan *p = f[r].plan;
+            const gxd_value *pv = &p->values[p->outputs[k]];
+            direct = pv->kind == GXD_VALUE_TEMP && pv->view.ndim >= 0;
+        }
+        if (!direct)
+            continue; /* shape known after the run */
         o->view = *gxd_frame_output(&f[0], k);
-        o->nbytes = 0;
         for (int r = 0; r < n_frames; r++) {
             const gx_view *v = gxd_frame_output(&f[r], k);
             o->nbytes += (size_t)v->numel * gx_dtype_size(v->dtype);
@@ -114,21 +130,67 @@ static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
                 o->view.numel += v->numel;
             }
         }
-        if (!(o->name = strdup(name)) || !(o->view.data = malloc(o->nbytes ? o->nbytes : 1))) {
-            free(o->name);
+        if (!(o->view.data = malloc(o->nbytes ? o->nbytes : 1)))
             return gxd_job_fail(j, GX_ENOMEM, "out of memory");
-        }
-        j->n_out++;
         size_t at = 0;
         for (int r = 0; r < n_frames; r++) {
-            const gx_view *v = gxd_frame_output(&f[r], k);
-            size_t nb = (size_t)v->numel * gx_dtype_size(v->dtype);
-            if (nb)
-                memcpy((char *)o->view.data + at, v->data, nb);
+            const int v = f[r].plan->outputs[k];
+            const gx_view *fv = &f[r].val[v];
+            const size_t nb = (size_t)fv->numel * gx_dtype_size(fv->dtype);
+            /* not when an earlier output took this value: that one is copied */
+            if (f[r].val[v].data == (char *)f[r].arena + f[r].plan->values[v].offset ||
+                (f[r].plan->dag_offset &&
+                 f[r].val[v].data == (char *)f[r].arena + f[r].plan->dag_offset[v]))
+                f[r].val[v].data = (char *)o->view.data + at;
             at += nb;
         }
     }
     return GX_OK;
+}
+
+/* After the run: the outputs s_prepare_outputs could not point the frames
+ * at get their buffers, and whatever is not where the reply wants it is
+ * copied there. */
+static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
+{
+    for (size_t i = 0; i < j->n_out; i++) {
+        gxd_job_output *o = &j->out[i];
+        const size_t k = j->out_k[i];
+        if (!o->view.data) {
+            o->view = *gxd_frame_output(&f[0], k);
+            o->nbytes = 0;
+            for (int r = 0; r < n_frames; r++) {
+                const gx_view *v = gxd_frame_output(&f[r], k);
+                o->nbytes += (size_t)v->numel * gx_dtype_size(v->dtype);
+                if (r > 0) {
+                    o->view.shape[0] += v->shape[0];
+                    o->view.numel += v->numel;
+                }
+            }
+            if (!(o->view.data = malloc(o->nbytes ? o->nbytes : 1)))
+                return gxd_job_fail(j, GX_ENOMEM, "out of memory");
+        }
+        size_t at = 0;
+        for (int r = 0; r < n_frames; r++) {
+            const gx_view *v = gxd_frame_output(&f[r], k);
+            size_t nb = (size_t)v->numel * gx_dtype_size(v->dtype);
+            char *dst = (char *)o->view.data + at;
+            if (nb && v->data != dst)
+                memcpy(dst, v->data, nb);
+            at += nb;
+        }
+    }
+    return GX_OK;
+}
+
+/* A failed job replies without tensors. */
+static void s_drop_outputs(gxd_job *j)
+{
+    for (size_t i = 0; i < j->n_out; i++) {
+        free(j->out[i].name);
+        free(j->out[i].view.data);
+    }
+    j->n_out = 0;
 }
 
 /* Record why the job stops (rc from gxd_exec_should_stop); true if it must. */
@@ -371,9 +433,11 @@ static void s_run(gxd_worker *w, gxd_job *j, gxd_plan *plan, const gx_view *inpu
     memcpy(j->est_us, c.est_us, sizeof j->est_us);
     snprintf(j->reason, sizeof j->reason, "%s", c.reason);
     int members = 1;
-    if (rc == GX_OK &&
+    if (rc == GX_OK && s_prepare_outputs(j, r.f, n) == GX_OK &&
         (rc = gxd_exec_par(&p->team, &cfg, r.f, n, &members, err, sizeof err)) == GX_OK)
         s_collect_outputs(j, r.f, n);
+    if (rc < 0 || j->status < 0)
+        s_drop_outputs(j);
     j->workers = members;
     s_replicas_fini(&r);
     if (rc == GX_ECANCELLED || rc == GX_ETIMEDOUT)

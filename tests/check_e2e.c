@@ -532,6 +532,55 @@ START_TEST(test_deadline_and_queue_full)
 }
 END_TEST
 
+/* The reply's tensors are written by the steps straight into the reply's
+ * buffers where they can be: every way an output can come back must still
+ * give the right values. y = Relu(x) (a step's output), x itself (an
+ * input given back), y asked for twice, in seq and cut into replicas
+ * along the batch. */
+START_TEST(test_outputs_every_way)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_client(&d);
+    gx_graph *g = gx_graph_new("outs");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){4, 8});
+    gx_graph_add_node(g, "Relu", NULL, 1, (const char *[]){"x"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    gx_graph_add_output(g, "x");
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){4, 8});
+    float *px = gx_tensor_data(x);
+    for (int i = 0; i < 32; i++)
+        px[i] = (float)(i % 7) - 3.0f;
+    static const gx_mode modes[] = {GX_MODE_SEQ, GX_MODE_REPLICA};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        gx_request *rq = gx_request_new();
+        gx_request_set_graph(rq, g);
+        gx_request_add_input(rq, "x", x);
+        gx_request_add_output(rq, "y");
+        gx_request_add_output(rq, "x");
+        gx_request_add_output(rq, "y");
+        gx_request_set_mode(rq, modes[m]);
+        gx_result *r = NULL;
+        ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+        ck_assert_int_eq(gx_result_status(r), GX_OK);
+        ck_assert_uint_eq(gx_result_output_count(r), 3);
+        for (size_t i = 0; i < 3; i++) {
+            const gx_tensor *t = gx_result_output(r, i);
+            ck_assert_int_eq(gx_tensor_numel(t), 32);
+            const float *p = gx_tensor_cdata(t);
+            for (int e = 0; e < 32; e++)
+                ck_assert_float_eq(p[e], i == 1 ? px[e] : (px[e] > 0 ? px[e] : 0.0f));
+        }
+        gx_result_destroy(&r);
+        gx_request_destroy(&rq);
+    }
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 /* A job that never ends by itself: Loop with no trip count whose body
  * passes its condition (true) on. It runs until it is cancelled, so a test
  * knows it is still running whatever the machine's load. */
@@ -862,6 +911,7 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_cancel_queued_and_running);
     tcase_add_test(tc, test_deadline_and_queue_full);
     tcase_add_test(tc, test_sigterm_answers_every_job);
+    tcase_add_test(tc, test_outputs_every_way);
     tcase_add_test(tc, test_gexec_submit_cli);
     tcase_add_test(tc, test_run_info_reports_mode_choice);
     tcase_add_test(tc, test_gexec_submit_explain_mode);
