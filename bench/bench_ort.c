@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gexec/gexec.h>
@@ -1220,7 +1221,10 @@ static void s_case_teardown(const s_ctx *x, s_case *k)
 /* Warm up every configuration (keeping the last output for the check), then
  * time them round-robin: `rounds` rounds, each giving every configuration
  * its share of runs and seconds, the order rotating from round to round so
- * that drift and other load hit all alike. */
+ * that drift and other load hit all alike. Each configuration starts after
+ * a pause longer than either runtime keeps its idle threads spinning
+ * (gexecd's scheduler.spin_us, ORT's intra-op spinning), so neither
+ * measures the other's spinning threads. */
 static void s_case_measure(const s_ctx *x, s_case *k)
 {
     for (int cfg = 0; cfg < S_NCFG; cfg++)
@@ -1232,6 +1236,8 @@ static void s_case_measure(const s_ctx *x, s_case *k)
     for (int r = 0; r < rounds; r++)
         for (int j = 0; j < S_NCFG; j++) {
             int cfg = (j + r) % S_NCFG;
+            struct timespec quiet = {0, 20 * 1000 * 1000};
+            nanosleep(&quiet, NULL);
             double end = gxb_now_us() + budget;
             for (int i = 0; i < per_round && k->ok[cfg]; i++) {
                 if (!s_run(x, k, cfg, false, true) || (i >= 1 && gxb_now_us() >= end))

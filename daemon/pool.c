@@ -1,5 +1,6 @@
 /* Pinned workers and job execution. See pool.h. */
 #include <cblas.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -570,9 +571,11 @@ static void s_join_probe(void *arg, int member)
         atomic_fetch_add(joined, 1);
         return;
     }
+    /* yield while waiting: this thread is not pinned, and the helper that
+     * joins may be pinned to the core it runs on */
     int64_t until = gxd_now_ns() + 20 * 1000 * 1000;
     while (!atomic_load(joined) && gxd_now_ns() < until)
-        GXD_CPU_PAUSE();
+        sched_yield();
 }
 
 /* Measure what the policy needs to know of this machine: the cost of one

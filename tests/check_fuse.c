@@ -17,11 +17,14 @@
 #include "libclient/internal.h"
 #include "tests/testutil.h"
 
+/* (the rewrite pass off: it would fold the per-channel bias Adds these
+ * graphs give the fuse pass into the Conv; tests/check_rewrite.c) */
 static const gxd_compile_limits s_lim = {.max_nodes = 10000, .max_tensor_bytes = 64ll << 20,
-                                         .max_arena_bytes = 256ll << 20};
+                                         .max_arena_bytes = 256ll << 20, .no_rewrite = true};
 static const gxd_compile_limits s_lim_off = {.max_nodes = 10000,
                                              .max_tensor_bytes = 64ll << 20,
-                                             .max_arena_bytes = 256ll << 20, .no_fuse = true};
+                                             .max_arena_bytes = 256ll << 20, .no_fuse = true,
+                                             .no_rewrite = true};
 
 static unsigned s_seed = 12345;
 

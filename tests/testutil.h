@@ -33,6 +33,7 @@ Suite *par_suite(void);
 Suite *modes_suite(void);
 Suite *batch_suite(void);
 Suite *fuse_suite(void);
+Suite *rewrite_suite(void);
 Suite *gemm_suite(void);
 Suite *layout_suite(void);
 Suite *layout_pass_suite(void);

@@ -1,5 +1,5 @@
 /*
- * Pass 8, batch (seed 002's replica split). Contract: reads the plan and
+ * Pass 10, batch (seed 002's replica split). Contract: reads the plan and
  * writes only p->batch, p->sync_steps, p->batch_why and each step's
  * on_batch (it reads a batched value: a slice runs it on its samples only;
  * the other steps every slice runs whole). batch > 0

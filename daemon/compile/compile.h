@@ -7,28 +7,36 @@
  *   2. infer    dtypes and shapes of every value from the op schemas; nodes
  *               whose inputs are all known are evaluated (constant folding);
  *               nodes whose shapes depend on run-time values are left dynamic
- *   3. partition  the device of every step (seed 000): subgraphs per
+ *   3. rewrite  algebraic rewrites of the steps as exported: BatchNormalization,
+ *               Mul and Add by per-channel constants folded into the Conv,
+ *               Gemm or MatMul before them, Transposes into Gemm's flags,
+ *               reshape chains into one Reshape, spelled-out
+ *               LayerNormalization, Gelu and HardSwish into one step each
+ *               (docs/rewrite.md)
+ *   4. partition  the device of every step (seed 000): subgraphs per
  *               device with one entry and one exit, copies between devices
- *   4. layout   the memory layout of every 4-D value (seed 001): the
+ *   5. layout   the memory layout of every 4-D value (seed 001): the
  *               assignment of layouts to layout-sensitive ops with the
  *               smallest expected cost, reorder steps where neighbours
  *               differ, Conv weights packed for their layout (before
  *               fuse, so fused groups form over values in their final
  *               layouts and a Conv heads an epilogue in its own)
- *   5. fuse     chains and trees of elementwise ops whose intermediate
+ *   6. prepare  constant MatMul and Gemm weights packed once per plan for
+ *               the packed CPU kernels (seed 004's library data)
+ *   7. fuse     chains and trees of elementwise ops whose intermediate
  *               values nobody else reads become one step that runs them
  *               tile by tile (ops/fused.h), with the MatMul, Gemm or Conv
  *               that feeds them if any (an epilogue); those values leave
  *               the arena
- *   6. memplan  liveness-based buffer assignment: each value gets a logical
+ *   8. memplan  liveness-based buffer assignment: each value gets a logical
  *               buffer number and an offset relative to an arena base
- *   7. dag      the steps' dependency graph, cost estimates, critical path
+ *   9. dag      the steps' dependency graph, cost estimates, critical path
  *               and width for the parallel executors, and a second buffer
  *               assignment that stays valid whatever order independent
  *               steps run in
- *   8. batch    can a job be cut along axis 0 into slices that run as
+ *  10. batch    can a job be cut along axis 0 into slices that run as
  *               replicas (seed 002)? which steps mix samples?
- *   9. plan     the step list in dependency order with the kernel per step
+ *  11. plan     the step list in dependency order with the kernel per step
  *
  * A plan is immutable once built and shared by every job (and worker) that
  * runs the graph with those input shapes (and values of keyed inputs); each
@@ -66,7 +74,9 @@ typedef enum gxd_value_kind {
     GXD_VALUE_CONST,   /* constant of the graph, or folded: read in place */
     GXD_VALUE_TEMP,    /* produced by a step, lives in the arena */
     GXD_VALUE_DYNAMIC, /* produced by a dynamic step: shape known at run time */
-    GXD_VALUE_FUSED,   /* inside a fused step (def): lives in its tiles, not the arena */
+    GXD_VALUE_FUSED,   /* inside a fused step (def): lives in its tiles, not the arena;
+                        * or a value the rewrite pass removed (def: the step that
+                        * does its work, -1 if none), which no step reads */
 } gxd_value_kind;
 
 typedef struct gxd_value {
@@ -146,6 +156,19 @@ typedef struct gxd_fuse_group {
     char *why;          /* "node 'a' (Conv): not elementwise; ..." or "" */
 } gxd_fuse_group;
 
+/* What the rewrite pass did (applied) or almost did (not applied: the
+ * pattern's core was there but a check failed), for explain. Strings
+ * are borrowed from the graph (rule: static) or owned by the plan. */
+typedef struct gxd_rewrite {
+    const char *rule; /* "fold", "transpose", "reshape", "layernorm", "gelu", "hardswish" */
+    const char *node; /* the node of the step it made, or the one it looked from */
+    const char *what; /* "bn1 folded into conv1 (Conv)", or why not */
+    bool applied;
+    const char **nodes; /* applied: the graph nodes it replaced (the step's own
+                         * among them), in step order; they run as that step */
+    size_t n_nodes;
+} gxd_rewrite;
+
 /* What earlier runs measured of one step (mutable, shared by the jobs that
  * run the plan; updated without locks, a lost update is harmless). */
 typedef struct gxd_step_stats {
@@ -201,6 +224,11 @@ typedef struct gxd_plan {
     struct gxd_fallout *fell;
     size_t n_fell, cap_fell;
     size_t n_copies;
+    /* rewrite pass: what it did, then its near misses (owned by the
+     * plan); rewrite_why says why the pass did not run ("" if it did) */
+    gxd_rewrite *rewrites;
+    size_t n_rewrites;
+    char rewrite_why[64];
     /* fuse pass: groups formed (n_nodes > 1) and lone elementwise steps
      * whose neighbours stayed out, in step order; fuse_why says why the
      * pass did not run ("" if it did) */
@@ -262,6 +290,7 @@ typedef struct gxd_compile_limits {
     int64_t max_arena_bytes;
     const gxd_partition_opts *part; /* NULL: the defaults (the CPU alone) */
     bool no_fuse; /* compiler.fuse: false: the fuse pass leaves the steps alone */
+    bool no_rewrite; /* compiler.rewrite: false: the rewrite pass leaves the steps alone */
     /* The layout pass (seed 001): the graph's profile, whose runs give
      * each node's expected executions per job (NULL: every node runs
      * once); no_layout: every value stays plain; no_layout_times: the
@@ -361,7 +390,7 @@ void gxd_plan_partition_explain(const gxd_plan *p, FILE *out);
  * frees, or NULL on ENOMEM. Reads only what the passes recorded. */
 char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g);
 
-/* Pass 6 (memplan) on its own, for tests: assign offsets to values given their
+/* Pass 8 (memplan) on its own, for tests: assign offsets to values given their
  * nbytes/def/last_use; sets buffer, offset, and returns the arena size. */
 size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers);
 

@@ -1,5 +1,5 @@
 /*
- * Pass 7, dag (seed 002). Contract: every step that runs knows how many
+ * Pass 9, dag (seed 002). Contract: every step that runs knows how many
  * steps must finish before it (n_preds: the producers of its inputs, each
  * counted once) and which steps wait for it (succ); its estimated time
  * (est_us, from the schema's cost); plan->width is the most steps at one

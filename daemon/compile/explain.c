@@ -360,6 +360,51 @@ static void s_sec_folded(gx_strbuf *b, const s_ctx *x)
     S_LIT(b, "]");
 }
 
+/* The rewrite pass's records: each rewrite it made (the step's node, the
+ * rule, what it replaced) and each near miss with why it declined. */
+static void s_sec_rewrite(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    S_LIT(b, "{\"off\":");
+    if (p->rewrite_why[0])
+        s_str(b, p->rewrite_why);
+    else
+        S_LIT(b, "null");
+    for (int applied = 1; applied >= 0; applied--) {
+        if (applied)
+            S_LIT(b, ",\"applied\":[");
+        else
+            S_LIT(b, ",\"declined\":[");
+        size_t n = 0;
+        for (size_t i = 0; i < p->n_rewrites; i++) {
+            const gxd_rewrite *r = &p->rewrites[i];
+            if (r->applied != (bool)applied)
+                continue;
+            if (n++)
+                S_LIT(b, ",");
+            S_LIT(b, "{\"rule\":");
+            s_str(b, r->rule);
+            S_LIT(b, ",\"node\":");
+            s_str(b, r->node);
+            if (applied) {
+                S_LIT(b, ",\"nodes\":[");
+                for (size_t k = 0; k < r->n_nodes; k++) {
+                    if (k)
+                        S_LIT(b, ",");
+                    s_str(b, r->nodes[k]);
+                }
+                S_LIT(b, "],\"what\":");
+            } else {
+                S_LIT(b, ",\"why\":");
+            }
+            s_str(b, r->what);
+            S_LIT(b, "}");
+        }
+        S_LIT(b, "]");
+    }
+    S_LIT(b, "}");
+}
+
 /* The fuse pass's groups (seed 000): each fused step's nodes and ops in
  * run order, and why the neighbours of each group (or of a lone
  * elementwise step) stayed out. */
@@ -520,6 +565,7 @@ static const struct {
     {"summary", s_sec_summary}, {"inputs", s_sec_inputs}, {"outputs", s_sec_outputs},
     {"steps", s_sec_steps},     {"buffers", s_sec_buffers}, {"memory", s_sec_memory},
     {"batch", s_sec_batch},     {"keyed", s_sec_keyed},   {"folded", s_sec_folded},
+    {"rewrite", s_sec_rewrite},
     {"partition", s_sec_partition}, {"layout", s_sec_layout}, {"prepared", s_sec_prepared},
     {"fusion", s_sec_fusion},
 };

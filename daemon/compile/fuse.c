@@ -1,5 +1,5 @@
 /*
- * Pass 5, fuse (seed 000). Contract: chains and trees of elementwise
+ * Pass 7, fuse (seed 000). Contract: chains and trees of elementwise
  * arithmetic steps (the math family of ops/op.h with GX_OPF_ELEMENTWISE,
  * numpy broadcasting, no batch rule or scratch of their own) become one
  * step when every value passed between them has that step as its only

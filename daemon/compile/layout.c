@@ -1,5 +1,5 @@
 /*
- * Pass 4, layout (seed 001). Contract: every static 4-D float32 value on
+ * Pass 5, layout (seed 001). Contract: every static 4-D float32 value on
  * the CPU gets the layout (ops/layout.h) of the assignment with the
  * smallest expected cost per job,
  *

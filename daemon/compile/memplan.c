@@ -1,5 +1,5 @@
 /*
- * Pass 6, memplan (seeds 002, 004). Contract: every non-constant value gets
+ * Pass 8, memplan (seeds 002, 004). Contract: every non-constant value gets
  * a logical buffer number and a GX_ALIGN-aligned offset from the arena base
  * such that two values whose lifetimes [def, last_use] overlap never overlap
  * in memory; plan->arena_bytes is the peak. Lifetimes are inclusive, so a

@@ -1,5 +1,5 @@
 /*
- * Pass 3, partition (seed 000). Contract: after infer, before layout and fuse.
+ * Pass 4, partition (seed 000). Contract: after infer, before layout and fuse.
  * Every step gets a device (an index into plan->devices: the fallback, the
  * CPU, is 0; the other backends offered follow in order of preference) and
  * every step that runs a partition. For each preferred device in turn:

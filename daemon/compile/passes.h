@@ -30,13 +30,15 @@ typedef struct gxd_cstate {
  * status with a message in st->err. */
 int gxd_pass_verify(gxd_cstate *st);
 int gxd_pass_infer(gxd_cstate *st);
-/* Pass 3 (daemon/compile/partition.c): devices, partitions and copies. */
+/* Pass 3 (daemon/compile/rewrite.c): algebraic rewrites of the steps. */
+int gxd_pass_rewrite(gxd_cstate *st);
+/* Pass 4 (daemon/compile/partition.c): devices, partitions and copies. */
 int gxd_pass_partition(gxd_cstate *st);
-/* Pass 4 (daemon/compile/layout.c). */
+/* Pass 5 (daemon/compile/layout.c). */
 int gxd_pass_layout(gxd_cstate *st);
-/* Pass 5 (daemon/compile/prepare.c). */
+/* Pass 6 (daemon/compile/prepare.c). */
 int gxd_pass_prepare(gxd_cstate *st);
-/* Pass 6 (daemon/compile/fuse.c). */
+/* Pass 7 (daemon/compile/fuse.c). */
 int gxd_pass_fuse(gxd_cstate *st);
 /* The batch rule of fused step s (gx_op_batch_separable for the steps it
  * replaced, judged together): in_batched[i] for its input i; sets
@@ -46,7 +48,7 @@ bool gxd_fuse_batch_separable(const gxd_plan *p, const gxd_step *s, const bool *
 int gxd_pass_memplan(gxd_cstate *st);
 int gxd_pass_dag(gxd_cstate *st);
 int gxd_pass_plan(gxd_cstate *st);
-/* Pass 8 (daemon/compile/batch.c): never fails; gxd_plan_batch on st->plan. */
+/* Pass 10 (daemon/compile/batch.c): never fails; gxd_plan_batch on st->plan. */
 int gxd_pass_batch(gxd_cstate *st);
 
 /* Seed 002's replica split of a finished plan: sets p->batch, p->sync_steps

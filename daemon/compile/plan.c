@@ -1,5 +1,5 @@
 /*
- * Pass 9, plan. Contract: every step has the kernel that will run it on the
+ * Pass 11, plan. Contract: every step has the kernel that will run it on the
  * device the partition pass chose (a copy step: the host's copy, for every
  * device that runs plans today shares the host's memory), or the one the
  * layout pass chose for the step's layout; steps stay in the
