@@ -4,8 +4,11 @@
  */
 #include <config.h>
 
+#include <cblas.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 
 #include "daemon/ctx.h"
 #include "daemon/server.h"
+#include "ops/gemm.h"
 
 static void s_usage(FILE *out)
 {
@@ -44,12 +48,55 @@ static void s_usage(FILE *out)
  *   the speed of the AVX-512 kernels). gexecd picks the kernels for the CPU
  *   it runs on: GEXEC_BLAS_CORETYPE if set, else SkylakeX on AVX-512 CPUs,
  *   else whatever the environment says.
- * So set them and re-execute once; the log says what was chosen.
+ * So set them and re-execute once; the log says what was chosen. A core
+ * type gexecd chose is checked on real products after the re-execution
+ * (old OpenBLAS builds computed wrong results on some CPUs); if it fails,
+ * gexecd re-executes once more with the environment's choice.
  */
+
+/* A product of rows × k by k × cols through cblas_sgemm against a double
+ * reference, from fixed pseudo-random data. */
+static bool s_sgemm_right(int rows, int k, int cols)
+{
+    float *a = malloc(sizeof *a * (size_t)(rows * k)), *b = malloc(sizeof *b * (size_t)(k * cols));
+    float *c = malloc(sizeof *c * (size_t)(rows * cols));
+    bool ok = a && b && c;
+    uint32_t s = 12345;
+    for (int i = 0; ok && i < rows * k; i++)
+        a[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
+    for (int i = 0; ok && i < k * cols; i++)
+        b[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
+    if (ok)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, k, 1.0f, a, k, b, cols,
+                    0.0f, c, cols);
+    for (int i = 0; ok && i < rows; i++)
+        for (int j = 0; ok && j < cols; j++) {
+            double r = 0;
+            for (int l = 0; l < k; l++)
+                r += (double)a[i * k + l] * b[l * cols + j];
+            ok = fabs(c[i * cols + j] - r) <= 1e-4 * (1.0 + fabs(r));
+        }
+    free(a), free(b), free(c);
+    return ok;
+}
+
 static void s_configure_blas(char **argv)
 {
-    if (getenv("GEXECD_BLAS_CONFIGURED"))
-        return;
+    const char *configured = getenv("GEXECD_BLAS_CONFIGURED");
+    if (configured) {
+        const char *now = getenv("OPENBLAS_CORETYPE");
+        if (getenv("GEXECD_BLAS_REJECTED") || !now || strcmp(now, configured) == 0)
+            return; /* the environment's choice, or checked already */
+        if (s_sgemm_right(37, 71, 53) && s_sgemm_right(300, 280, 260))
+            return;
+        setenv("GEXECD_BLAS_REJECTED", now, 1);
+        if (*configured)
+            setenv("OPENBLAS_CORETYPE", configured, 1);
+        else
+            unsetenv("OPENBLAS_CORETYPE");
+        execv("/proc/self/exe", argv);
+        return; /* could not re-execute: the log says the check failed */
+    }
     const char *prev = getenv("OPENBLAS_CORETYPE");
     setenv("GEXECD_BLAS_CONFIGURED", prev ? prev : "", 1);
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
@@ -67,11 +114,35 @@ static void s_configure_blas(char **argv)
 static void s_log_blas(gxd_ctx *ctx)
 {
     const char *prev = getenv("GEXECD_BLAS_CONFIGURED"), *now = getenv("OPENBLAS_CORETYPE");
+    const char *rejected = getenv("GEXECD_BLAS_REJECTED");
+    if (rejected)
+        GXD_LOG(&ctx->log, GXD_LOG_WARN,
+                "BLAS: OpenBLAS's %s kernels computed wrong products at start; using %s instead",
+                rejected, now ? now : "its own choice");
     char note[160] = "";
     if (prev && *prev && now && strcmp(prev, now) != 0)
-        snprintf(note, sizeof note, " (the environment had %s; set GEXEC_BLAS_CORETYPE to choose)", prev);
+        snprintf(note, sizeof note,
+                 " (checked on real products; the environment had %s; set GEXEC_BLAS_CORETYPE to "
+                 "choose)",
+                 prev);
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "BLAS: OpenBLAS %s kernels, 1 thread per worker%s",
             now ? now : "auto-detected", note);
+}
+
+/* gexec's own MatMul kernels (ops/gemm.h), checked on real products
+ * before any job runs: a CPU on which the widest ones compute wrong gets
+ * the baseline ones. */
+static void s_check_gemm(gxd_ctx *ctx)
+{
+    char why[256];
+    if (gx_cpu_gemm_selfcheck(why, sizeof why)) {
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "MatMul kernels: %s, checked", gx_cpu_gemm_isa());
+        return;
+    }
+    GXD_LOG(&ctx->log, GXD_LOG_WARN, "MatMul kernels: %s; using the baseline ones", why);
+    gx_cpu_gemm_isa_set("baseline");
+    if (!gx_cpu_gemm_selfcheck(why, sizeof why))
+        GXD_LOG(&ctx->log, GXD_LOG_ERROR, "MatMul kernels: %s", why);
 }
 
 static void s_probe_cuda(gxd_ctx *ctx)
@@ -213,6 +284,7 @@ int main(int argc, char **argv)
     } else {
         s_probe_cuda(&ctx);
         s_log_blas(&ctx);
+        s_check_gemm(&ctx);
         GXD_LOG(&ctx.log, GXD_LOG_INFO, "gexecd %s serving on %s (pid %d)", PACKAGE_VERSION,
                 ctx.endpoint, (int)getpid());
         s_report(report_fd, "");

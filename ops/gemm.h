@@ -83,6 +83,11 @@ void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64
  * has it. */
 const char *gx_cpu_gemm_isa(void);
 
+/* Do the kernels in use compute right on this CPU? A product of odd sizes
+ * through the packed and the plain-B paths against a double reference;
+ * false with why when not (gexecd then falls back to "baseline"). */
+bool gx_cpu_gemm_selfcheck(char *why, size_t whylen);
+
 /* Use the kernels called name from now on (tests compare them); false,
  * and nothing changes, when the CPU lacks them or there are none by that
  * name. A packed B serves every ISA. */

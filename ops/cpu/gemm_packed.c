@@ -435,3 +435,33 @@ bool gx_cpu_gemm_is_packed(gx_kernel_fn fn)
 {
     return fn && (fn == s_gemm_packed || fn == s_matmul_packed);
 }
+
+bool gx_cpu_gemm_selfcheck(char *why, size_t whylen)
+{
+    enum { M = 13, K = 37, N = 45 };
+    float a[M * K], b[K * N], bp[((N + S_P - 1) / S_P) * K * S_P], y[2][M * N];
+    uint32_t s = 2463534242u;
+    for (int i = 0; i < M * K; i++)
+        a[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
+    for (int i = 0; i < K * N; i++)
+        b[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
+    const gx_view vb = {.dtype = GX_F32, .ndim = 2, .shape = {K, N}, .numel = K * N, .data = b};
+    gx_cpu_gemm_pack(GX_OP_MATMUL, NULL, &vb, bp);
+    gx_cpu_gemm_packed_rows(M, N, K, a, K, bp, y[0], N, false);
+    gx_cpu_gemm_rows(M, N, K, a, K, b, N, y[1], N);
+    for (int p = 0; p < 2; p++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double r = 0;
+                for (int l = 0; l < K; l++)
+                    r += (double)a[i * K + l] * b[l * N + j];
+                const double d = y[p][i * N + j] - r;
+                if (!(d <= 1e-4 * (1.0 + (r < 0 ? -r : r)) && -d <= 1e-4 * (1.0 + (r < 0 ? -r : r)))) {
+                    snprintf(why, whylen, "the %s %s kernel computed %g instead of %g at [%d,%d]",
+                             s_isa_get()->name, p ? "plain-B" : "packed", (double)y[p][i * N + j],
+                             r, i, j);
+                    return false;
+                }
+            }
+    return true;
+}
