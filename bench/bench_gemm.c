@@ -1,8 +1,8 @@
 /*
  * The packed MatMul kernel (ops/gemm.h) against OpenBLAS's sgemm on the
- * product shapes models have, one thread each: the figures that set
- * GX_GEMM_PACKED_MAX_A, the size above which the compiler leaves a
- * product to the BLAS. Asserts nothing.
+ * product shapes models have, one thread each: the figures behind the
+ * kernels' choice (a constant B is always packed; a B of two values runs
+ * the same kernels in place up to GX_GEMM_PLAIN_MAX_B). Asserts nothing.
  *
  *     bench/bench_gemm
  *     OPENBLAS_CORETYPE=SkylakeX bench/bench_gemm     # the kernels gexecd picks on AVX-512
@@ -81,7 +81,8 @@ int main(void)
     static const int64_t shapes[][3] = {
         {128, 64, 128},   {128, 128, 64},   {1, 512, 512},    {4, 512, 512},    {16, 512, 512},   {64, 512, 512},
         {64, 256, 256},   {128, 256, 256},  {128, 256, 1024}, {128, 1024, 256},
-        {256, 512, 512},  {256, 1024, 1024}, {1024, 1024, 1024},
+        {256, 512, 512},  {256, 1024, 1024}, {1024, 1024, 1024}, {2048, 1024, 1024},
+        {4096, 512, 2048},
     };
     const char *ct = getenv("OPENBLAS_CORETYPE");
     printf("# packed kernels: %s; OpenBLAS %s (OPENBLAS_CORETYPE=%s); 1 thread\n",

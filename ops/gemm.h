@@ -27,18 +27,18 @@
 
 #define GX_GEMM_PANEL 16
 
-/* Largest A (rows × K floats) the packed kernels take: A is read again
- * for each pair of panels, from L2 or L3; a bigger product goes to the
- * BLAS, which blocks A and B for the caches itself. bench/bench_gemm
- * measured the packed kernels ahead of OpenBLAS up to 1024×1024×1024 (4 MB
- * of A) on an AVX-512 CPU with 1 MB of L2 (docs/kernels.md). */
-#define GX_GEMM_PACKED_MAX_A (1024 * 1024)
+/* Rows of A a block of the product takes: A's block is read again for
+ * each pair of panels, from L2, while the panels stream from L3 once per
+ * block. bench/bench_gemm measures the packed kernels against OpenBLAS
+ * (docs/kernels.md). */
+#define GX_GEMM_ROW_BLOCK 128
 
 /* Can step (op MatMul or Gemm with these attributes, inputs a and b and
  * output y, shapes inferred) run from b packed? b must be a constant 2-D
- * float32 matrix, a float32 (Gemm: not transposed), the product small
- * enough (GX_GEMM_PACKED_MAX_A). false with why ("B is not a constant")
- * otherwise. */
+ * float32 matrix and a float32 (Gemm: not transposed); false with why ("B
+ * is not a constant") otherwise. The answer never depends on A's rows, so
+ * a plan and the plans of its batch slices (replicas) run the same kernel
+ * and give the same bits. */
 bool gx_cpu_gemm_packable(gx_op op, const gx_attrval *attr, const gx_view *a, const gx_view *b,
                           const gx_view *y, bool b_const, char *why, size_t whylen);
 
@@ -75,7 +75,8 @@ void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64
                       const float *b, int64_t ldb, float *y, int64_t ldy);
 
 /* Largest B (K × N floats) gx_cpu_gemm_rows is used for by the MatMul
- * kernel; a bigger one goes to the BLAS (bench/bench_gemm). */
+ * kernel; a bigger one goes to the BLAS (bench/bench_gemm). Like
+ * packability, the choice depends on B alone, never on A's rows. */
 #define GX_GEMM_PLAIN_MAX_B (256 * 1024)
 
 /* Which kernels run here: "avx512", "avx2" or "baseline": the widest the

@@ -1,7 +1,7 @@
 /*
  * Pass 6, prepare (seed 004's library data). Contract: every CPU MatMul
  * or Gemm step whose B is a constant float32 matrix and whose product the
- * packed kernels take (ops/gemm.h: A not beyond GX_GEMM_PACKED_MAX_A) reads a
+ * packed kernels take (ops/gemm.h) reads a
  * copy of B packed into column panels, made here once per plan and owned
  * by it, and runs the packed kernel; every job and worker shares that
  * copy. Other steps are untouched. Runs after layout (which packs a Conv's

@@ -248,13 +248,16 @@ static void s_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk
                       float *y, int64_t ldy, float alpha, float beta)
 {
     const s_isa *isa = s_isa_get();
-    for (int64_t p = p0; p < p1; p += isa->np) {
-        const int np = p + isa->np <= p1 ? isa->np : (int)(p1 - p);
-        const float *bp = b + p * pstride;
-        for (int64_t r = r0; r < r1; r += isa->mr) {
-            const int mr = r + isa->mr <= r1 ? isa->mr : (int)(r1 - r);
-            isa->fn[mr - 1][np - 1](kk, a + r * lda, lda, bp, ldbk, pstride,
-                                    y + r * ldy + p * S_P, ldy, n - p * S_P, alpha, beta);
+    for (int64_t rb = r0; rb < r1; rb += GX_GEMM_ROW_BLOCK) {
+        const int64_t re = rb + GX_GEMM_ROW_BLOCK < r1 ? rb + GX_GEMM_ROW_BLOCK : r1;
+        for (int64_t p = p0; p < p1; p += isa->np) {
+            const int np = p + isa->np <= p1 ? isa->np : (int)(p1 - p);
+            const float *bp = b + p * pstride;
+            for (int64_t r = rb; r < re; r += isa->mr) {
+                const int mr = r + isa->mr <= re ? isa->mr : (int)(re - r);
+                isa->fn[mr - 1][np - 1](kk, a + r * lda, lda, bp, ldbk, pstride,
+                                        y + r * ldy + p * S_P, ldy, n - p * S_P, alpha, beta);
+            }
         }
     }
 }
@@ -307,13 +310,8 @@ bool gx_cpu_gemm_packable(gx_op op, const gx_attrval *attr, const gx_view *a, co
         no = "B is not a matrix";
     else if (op == GX_OP_GEMM && attr[GX_GEMM_TRANSA].i != 0)
         no = "A is transposed";
-    else if (a->ndim < 1 || y->numel == 0 || b->numel == 0)
+    else if (a->ndim < 1 || b->numel == 0)
         no = "empty";
-    if (!no) {
-        const int64_t kk = a->shape[a->ndim - 1];
-        if (kk > 0 && a->numel > GX_GEMM_PACKED_MAX_A && a->numel / kk > 8)
-            no = "A is larger than the packed kernels' L2 block (the BLAS blocks it)";
-    }
     if (no)
         snprintf(why, whylen, "%s", no);
     return no == NULL;

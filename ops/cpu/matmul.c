@@ -142,7 +142,7 @@ static void s_matmul_rows(const gx_kargs *k, const s_mm *mm, int64_t bi, int64_t
     const int64_t es = (int64_t)gx_dtype_size(dt);
     const char *pa = k->in[0].data, *pb = k->in[1].data;
     char *py = k->out[0].data;
-    if (dt == GX_F32 && mm->m >= 4 && mm->n >= GX_GEMM_PANEL && mm->kk > 0 &&
+    if (dt == GX_F32 && mm->n >= GX_GEMM_PANEL && mm->kk > 0 &&
         mm->kk * mm->n <= GX_GEMM_PLAIN_MAX_B) { /* B in cache: no BLAS packing */
         gx_cpu_gemm_rows(rows, mm->n, mm->kk, (const float *)pa + (oa * mm->m + r0) * mm->kk,
                          mm->kk, (const float *)pb + ob * mm->kk * mm->n, mm->n,
