@@ -259,8 +259,9 @@ void gx_cpu_MVN(const gx_kargs *k)
 /* One row of the normalised shape: y = (x - mean) * inv * scale + bias,
  * scale and bias broadcast to the row by the iterator (step 0 or 1 when
  * they are whole rows or scalars; any steps when they repeat inside). */
-static void s_layernorm_row(gx_nditer *it, float *restrict y, const float *restrict x,
-                            const float *scale, const float *bias, float mean, float inv)
+GX_CPU_CLONES static void s_layernorm_row(gx_nditer *it, float *restrict y,
+                                          const float *restrict x, const float *scale,
+                                          const float *bias, float mean, float inv)
 {
     gx_nditer_run r;
     const int64_t ss = it->step[0], bs = it->step[1];
@@ -276,6 +277,15 @@ static void s_layernorm_row(gx_nditer *it, float *restrict y, const float *restr
                 yr[i] = (xr[i] - mean) * inv * sr[i * ss] + br[i * bs];
         }
     }
+}
+
+/* The mean of a row of n > 0 floats and 1 / sqrt(variance + eps), the
+ * sums vectorised for each ISA. */
+GX_CPU_CLONES static void s_moments(int64_t n, const float *restrict x, double eps, double *mean,
+                                    double *inv)
+{
+    *mean = gx_row_sum(n, x) / (double)n;
+    *inv = 1.0 / sqrt(gx_row_sumsq(n, x, (float)*mean) / (double)n + eps);
 }
 
 /* Rows are the indices of the dims before axis; a share is a range of
@@ -306,8 +316,7 @@ void gx_cpu_LAYERNORM(const gx_kargs *k)
         const float *px = (const float *)x->data + row * n;
         double mean = 0, inv = 0;
         if (n > 0) {
-            mean = gx_row_sum(n, px) / (double)n;
-            inv = 1.0 / sqrt(gx_row_sumsq(n, px, (float)mean) / (double)n + eps);
+            s_moments(n, px, eps, &mean, &inv);
             gx_nditer_seek(&it, 0, n);
             s_layernorm_row(&it, (float *)k->out[0].data + row * n, px, scale, bias,
                             (float)mean, (float)inv);
