@@ -334,6 +334,41 @@ START_TEST(test_prepare_pass)
 }
 END_TEST
 
+/* A plan of a slice of the batch (a replica's) reads the whole batch's
+ * packed weights instead of packing its own, and counts none. */
+START_TEST(test_slices_share)
+{
+    gx_graph *g = gx_graph_new("share");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){-1, 24});
+    float *w = s_fill(24 * 20);
+    gxt_const(g, "W", GX_F32, 2, (int64_t[]){24, 20}, w);
+    gx_graph_add_node(g, "MatMul", "mm", 2, (const char *[]){"x", "W"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    float *x = s_fill(4 * 24);
+    gx_view in = s_view(2, (int64_t[]){4, 24}, x), half = s_view(2, (int64_t[]){2, 24}, x);
+    gxd_plan *p = NULL, *q = NULL;
+    char err[512];
+    bool owned = false;
+    ck_assert_msg(gxd_compile(g, &in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_uint_eq(p->n_prepared, 1);
+    ck_assert(!p->prepared[0].borrowed);
+    ck_assert_msg(gxd_plan_slice(p, g, &half, &s_lim, &q, &owned, err, sizeof err) == GX_OK, "%s",
+                  err);
+    ck_assert_uint_eq(q->n_prepared, 1);
+    ck_assert(q->prepared[0].borrowed);
+    ck_assert_uint_eq(q->prepared_bytes, 0);
+    ck_assert_ptr_eq(q->values[q->prepared[0].value].view.data,
+                     p->values[p->prepared[0].value].view.data);
+    float *y = s_exec(q, &half, 2 * 20), *z = s_exec(p, &in, 4 * 20);
+    ck_assert(!memcmp(y, z, 2 * 20 * sizeof *y)); /* the same bits as the whole batch's rows */
+    free(y), free(z), free(x), free(w);
+    if (owned)
+        gxd_plan_destroy(&q);
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 Suite *gemm_suite(void)
 {
     Suite *s = suite_create("gemm");
@@ -345,6 +380,7 @@ Suite *gemm_suite(void)
     tcase_add_loop_test(tc, test_gemm_forms, 0, 3);
     tcase_add_test(tc, test_not_packable);
     tcase_add_test(tc, test_prepare_pass);
+    tcase_add_test(tc, test_slices_share);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -175,11 +175,12 @@ void gxd_plan_release(gxd_plan **pp)
 }
 
 static int s_run(const gx_graph *g, const char *const *captured, size_t n_captured,
-                 const gx_view *inputs, bool slice, const gxd_compile_limits *lim,
+                 const gx_view *inputs, const gxd_plan *whole, const gxd_compile_limits *lim,
                  size_t npasses, gxd_plan **out, char *err, size_t errlen)
 {
     gxd_cstate st = {.g = g, .lim = lim, .inputs = inputs, .captured = captured,
-                     .n_captured = n_captured, .slice = slice, .err = err, .errlen = errlen};
+                     .n_captured = n_captured, .slice = whole != NULL, .whole = whole,
+                     .err = err, .errlen = errlen};
     int rc = GX_ENOMEM;
     *out = NULL;
     if (!(st.plan = calloc(1, sizeof *st.plan)) ||
@@ -203,7 +204,7 @@ int gxd_verify_sub(const gx_graph *g, const char *const *captured, size_t n_capt
                    const gxd_compile_limits *lim, char *err, size_t errlen)
 {
     gxd_plan *p = NULL;
-    int rc = s_run(g, captured, n_captured, NULL, false, lim, 1, &p, err, errlen);
+    int rc = s_run(g, captured, n_captured, NULL, NULL, lim, 1, &p, err, errlen);
     gxd_plan_destroy(&p);
     return rc;
 }
@@ -217,7 +218,7 @@ int gxd_compile_sub(const gx_graph *g, const char *const *captured, size_t n_cap
                     const gx_view *inputs, const gxd_compile_limits *lim, gxd_plan **out,
                     char *err, size_t errlen)
 {
-    return s_run(g, captured, n_captured, inputs, false, lim, sizeof s_passes / sizeof s_passes[0],
+    return s_run(g, captured, n_captured, inputs, NULL, lim, sizeof s_passes / sizeof s_passes[0],
                  out, err, errlen);
 }
 
@@ -247,7 +248,7 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
                 rc = gx_errf(err, errlen, s->rc[i], "%s", s->why[i]);
             goto out;
         }
-    rc = s_run(g, NULL, 0, inputs, true, lim, sizeof s_passes / sizeof s_passes[0], out, err,
+    rc = s_run(g, NULL, 0, inputs, p, lim, sizeof s_passes / sizeof s_passes[0], out, err,
                errlen);
     if (s->n == GXD_MAX_SLICES) {
         *owned = rc == GX_OK;

@@ -98,9 +98,10 @@ typedef struct gxd_subplans gxd_subplans;
  * plan->values, owned by the plan) is value `from` (borrowed name) in the
  * form `what` says. */
 typedef struct gxd_prepared {
-    int step, value;
+    int step, value, source; /* source: the value it was made from */
     const char *from;
     size_t bytes;
+    bool borrowed; /* the whole batch's plan owns it (a slice's plan, seed 002) */
     char what[96];
 } gxd_prepared;
 

@@ -550,7 +550,8 @@ static void s_sec_prepared(gx_strbuf *b, const s_ctx *x)
         s_str(b, r->from);
         S_LIT(b, ",\"value\":");
         s_str(b, p->values[r->value].name);
-        gx_strbuf_printf(b, ",\"bytes\":%zu,\"what\":", r->bytes);
+        gx_strbuf_printf(b, ",\"bytes\":%zu,\"borrowed\":%s,\"what\":", r->bytes,
+                         r->borrowed ? "true" : "false");
         s_str(b, r->what);
         S_LIT(b, "}");
     }

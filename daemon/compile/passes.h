@@ -20,6 +20,7 @@ typedef struct gxd_cstate {
     const char *const *captured; /* a subgraph's captured outer values, by name */
     size_t n_captured;
     bool slice; /* a slice of the batch: declared axis 0 of plain inputs is free */
+    const gxd_plan *whole; /* a slice's plan of the whole batch (it outlives the slice) */
     gxd_plan *plan;
     gxd_names names; /* value name -> index in plan->values */
     char *err;

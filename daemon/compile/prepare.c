@@ -6,7 +6,9 @@
  * by it, and runs the packed kernel; every job and worker shares that
  * copy. Other steps are untouched. Runs after layout (which packs a Conv's
  * weights for its layout itself) and before fuse (an epilogue's head runs
- * the step's kernel). Records each prepared constant for explain.
+ * the step's kernel). The plan of a slice of the batch (replicas) borrows
+ * the whole batch's copy instead of packing its own. Records each prepared
+ * constant for explain.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "daemon/compile/passes.h"
 #include "ops/gemm.h"
+#include "ops/schema.h"
 
 /* Is step s a candidate at all: a static, plain CPU step of its own. */
 static bool s_plain_cpu(const gxd_plan *p, const gxd_step *s)
@@ -21,6 +24,25 @@ static bool s_plain_cpu(const gxd_plan *p, const gxd_step *s)
     return !s->folded && !s->copy && !s->reorder && !s->dynamic && !s->fused && !s->sub &&
            !s->kernel && s->layout == GX_LAYOUT_PLAIN && s->n_in >= 2 && s->in[1] >= 0 &&
            p->devices[s->device] == gx_backend_cpu();
+}
+
+/* The whole batch's packed copy of constant b for a step of op with these
+ * attributes, or NULL: the same name and the same contents (a constant a
+ * pass made, such as folded weights, is each plan's own copy). */
+static void *s_borrow(const gxd_plan *whole, const gxd_value *b, gx_op op, const gx_attrval *attr)
+{
+    for (size_t i = 0; whole && i < whole->n_prepared; i++) {
+        const gxd_prepared *r = &whole->prepared[i];
+        const gxd_step *s = &whole->steps[r->step];
+        const gx_attrval *a = s->fused ? s->fused->head.attr : s->attr;
+        const gx_op wop = s->fused ? s->fused->head.op : s->op;
+        const gxd_value *src = &whole->values[r->source];
+        if (wop == op && !strcmp(r->from, b->name) && src->nbytes == b->nbytes &&
+            (src->view.data == b->view.data || !memcmp(src->view.data, b->view.data, b->nbytes)) &&
+            (op != GX_OP_GEMM || (a[GX_GEMM_TRANSB].i != 0) == (attr[GX_GEMM_TRANSB].i != 0)))
+            return whole->values[r->value].view.data;
+    }
+    return NULL;
 }
 
 int gxd_pass_prepare(gxd_cstate *st)
@@ -54,11 +76,13 @@ int gxd_pass_prepare(gxd_cstate *st)
         const size_t bytes = gx_cpu_gemm_packed_floats(s->op, s->attr, &b->view) * sizeof(float);
         const size_t len = strlen(b->name) + sizeof "@packed";
         char *name = gxd_plan_own(p, len);
-        float *packed = gxd_plan_own(p, bytes);
-        if (!name || !packed)
+        float *packed = s_borrow(st->whole, b, s->op, s->attr);
+        const bool borrowed = packed != NULL;
+        if (!name || (!packed && !(packed = gxd_plan_own(p, bytes))))
             return gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
         snprintf(name, len, "%s@packed", b->name);
-        gx_cpu_gemm_pack(s->op, s->attr, &b->view, packed);
+        if (!borrowed)
+            gx_cpu_gemm_pack(s->op, s->attr, &b->view, packed);
         /* B's view (logical shape) over the packed data (ops/gemm.h) */
         gxd_value *c = &p->values[p->n_values];
         *c = *b;
@@ -69,12 +93,17 @@ int gxd_pass_prepare(gxd_cstate *st)
         c->def = -1;
         c->buffer = -1;
         c->offset = 0;
-        p->prepared[p->n_prepared++] = (gxd_prepared){
-            .step = (int)i, .from = b->name, .value = (int)p->n_values, .bytes = bytes};
+        p->prepared[p->n_prepared++] = (gxd_prepared){.step = (int)i,
+                                                      .from = b->name,
+                                                      .value = (int)p->n_values,
+                                                      .source = s->in[1],
+                                                      .bytes = bytes,
+                                                      .borrowed = borrowed};
         snprintf(p->prepared[p->n_prepared - 1].what, sizeof p->prepared[0].what,
-                 "B in %d-column panels for the packed %s kernel (%s)", GX_GEMM_PANEL,
-                 gx_op_name(s->op), gx_cpu_gemm_isa());
-        p->prepared_bytes += bytes;
+                 "B in %d-column panels for the packed %s kernel (%s)%s", GX_GEMM_PANEL,
+                 gx_op_name(s->op), gx_cpu_gemm_isa(),
+                 borrowed ? ", the whole batch's copy" : "");
+        p->prepared_bytes += borrowed ? 0 : bytes;
         s->in[1] = (int)p->n_values++;
         s->kernel = gx_cpu_gemm_packed_kernel(s->op);
     }
