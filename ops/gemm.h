@@ -54,10 +54,17 @@ gx_kernel_fn gx_cpu_gemm_packed_kernel(gx_op op);
 /* Is fn one of the packed kernels? (Their shares differ: see below.) */
 bool gx_cpu_gemm_is_packed(gx_kernel_fn fn);
 
-/* Output elements [lo, hi) that share ith of k->nth of a packed kernel
- * writes into y: whole rows, or with a single row (a batch-1 product) a
- * range of its columns, so two threads still split the work. */
-void gx_cpu_gemm_packed_share(const gx_kargs *k, const gx_view *y, int64_t *lo, int64_t *hi);
+/* The block of y (as rows of its last dim, n columns) that share ith of
+ * k->nth of a packed kernel writes: rows [r0, r1) × columns [c0, c1).
+ * Whole rows, or with few rows (batch-1 inference: fewer than
+ * GX_GEMM_SPLIT_ROWS per thread) a range of panels of every row, so the
+ * threads still split the work and B is read once. Every element is
+ * computed the same way whatever the split. */
+typedef struct gx_gemm_block {
+    int64_t r0, r1, c0, c1, n;
+} gx_gemm_block;
+#define GX_GEMM_SPLIT_ROWS 8
+void gx_cpu_gemm_packed_share(const gx_kargs *k, const gx_view *y, gx_gemm_block *b);
 
 /* The product itself, for kernels that build A on the fly (a Conv's
  * im2col rows): y[rows, n] (row stride ldy) = a[rows, kk] (row stride lda)

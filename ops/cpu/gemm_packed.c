@@ -29,11 +29,15 @@ typedef void (*s_micro_fn)(int64_t kk, const float *a, int64_t lda, const float 
                            int64_t ldbk, int64_t pstride, float *y, int64_t ldy, int64_t ncols,
                            float alpha, float beta);
 
-/* The ISA's kernels by rows (1..mr) and panels (1..np). */
+/* The ISA's kernels by rows (1..mr) and panels (1..np); wide, if any,
+ * takes one row and wide_np panels (more independent sums: a lone row,
+ * matrix-vector, is otherwise bound by the latency of its few chains). */
 typedef struct s_isa {
     const char *name;
     int mr, np;
     s_micro_fn fn[8][2];
+    s_micro_fn wide;
+    int wide_np;
 } s_isa;
 
 /* ---- AVX-512: up to 8 rows × 2 panels (16 accumulators) ---- */
@@ -49,26 +53,27 @@ s_micro512(const int mr, const int np, int64_t kk, const float *a, int64_t lda, 
            int64_t ldbk, int64_t pstride, float *y, int64_t ldy, int64_t ncols, float alpha,
            float beta)
 {
-    __m512 acc[8][2];
+    __m512 acc[8][4];
 #pragma GCC unroll 8
     for (int i = 0; i < mr; i++)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int p = 0; p < np; p++)
             acc[i][p] = _mm512_setzero_ps();
     for (int64_t k = 0; k < kk; k++) {
-        __m512 b0 = _mm512_loadu_ps(b + k * ldbk), b1 = b0;
-        if (np > 1)
-            b1 = _mm512_loadu_ps(b + pstride + k * ldbk);
+        __m512 bv[4];
+#pragma GCC unroll 4
+        for (int p = 0; p < np; p++)
+            bv[p] = _mm512_loadu_ps(b + p * pstride + k * ldbk);
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++) {
             const __m512 av = _mm512_set1_ps(a[i * lda + k]);
-            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
-            if (np > 1)
-                acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+#pragma GCC unroll 4
+            for (int p = 0; p < np; p++)
+                acc[i][p] = _mm512_fmadd_ps(av, bv[p], acc[i][p]);
         }
     }
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < np; p++) {
         const int64_t left = ncols - p * S_P;
         const __mmask16 m = left >= S_P ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
@@ -132,6 +137,7 @@ S_K512_ROW(5)
 S_K512_ROW(6)
 S_K512_ROW(7)
 S_K512_ROW(8)
+S_K512(1, 4)
 
 #define S_K256(MR)                                                            \
     static S_T256 void s_k256_##MR(int64_t kk, const float *a, int64_t lda, const float *b, \
@@ -151,9 +157,11 @@ static const s_isa s_avx512 = {
     "avx512", 8, 2,
     {{s_k512_1_1, s_k512_1_2}, {s_k512_2_1, s_k512_2_2}, {s_k512_3_1, s_k512_3_2},
      {s_k512_4_1, s_k512_4_2}, {s_k512_5_1, s_k512_5_2}, {s_k512_6_1, s_k512_6_2},
-     {s_k512_7_1, s_k512_7_2}, {s_k512_8_1, s_k512_8_2}}};
+     {s_k512_7_1, s_k512_7_2}, {s_k512_8_1, s_k512_8_2}},
+    s_k512_1_4, 4};
 static const s_isa s_avx2 = {
-    "avx2", 6, 1, {{s_k256_1}, {s_k256_2}, {s_k256_3}, {s_k256_4}, {s_k256_5}, {s_k256_6}}};
+    "avx2", 6, 1, {{s_k256_1}, {s_k256_2}, {s_k256_3}, {s_k256_4}, {s_k256_5}, {s_k256_6}}, NULL,
+    0};
 #endif
 
 /* ---- baseline: 4 rows × 1 panel, plain C (no FMA: -ffp-contract=off) ---- */
@@ -188,7 +196,7 @@ S_KC(2)
 S_KC(3)
 S_KC(4)
 
-static const s_isa s_base = {"baseline", 4, 1, {{s_kc_1}, {s_kc_2}, {s_kc_3}, {s_kc_4}}};
+static const s_isa s_base = {"baseline", 4, 1, {{s_kc_1}, {s_kc_2}, {s_kc_3}, {s_kc_4}}, NULL, 0};
 
 /* The kernels this CPU can run, widest first. */
 static const s_isa *s_supported(int i)
@@ -248,6 +256,13 @@ static void s_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk
                       float *y, int64_t ldy, float alpha, float beta)
 {
     const s_isa *isa = s_isa_get();
+    if (r1 - r0 == 1 && isa->wide) { /* a lone row: wide_np panels at a time */
+        int64_t p = p0;
+        for (; p + isa->wide_np <= p1; p += isa->wide_np)
+            isa->wide(kk, a + r0 * lda, lda, b + p * pstride, ldbk, pstride,
+                      y + r0 * ldy + p * S_P, ldy, n - p * S_P, alpha, beta);
+        p0 = p; /* the rest as below */
+    }
     for (int64_t rb = r0; rb < r1; rb += GX_GEMM_ROW_BLOCK) {
         const int64_t re = rb + GX_GEMM_ROW_BLOCK < r1 ? rb + GX_GEMM_ROW_BLOCK : r1;
         for (int64_t p = p0; p < p1; p += isa->np) {
@@ -349,38 +364,34 @@ void gx_cpu_gemm_pack(gx_op op, const gx_attrval *attr, const gx_view *b, float 
 
 /* ---- the kernels ---- */
 
-void gx_cpu_gemm_packed_share(const gx_kargs *k, const gx_view *y, int64_t *lo, int64_t *hi)
+void gx_cpu_gemm_packed_share(const gx_kargs *k, const gx_view *y, gx_gemm_block *b)
 {
     const int64_t n = y->ndim >= 1 ? y->shape[y->ndim - 1] : 1;
-    const int64_t rows = n > 0 ? y->numel / n : 0;
-    if (rows == 1 && k->nth > 1) { /* one row: split its panels */
+    const int64_t rows = n > 0 ? y->numel / n : 0, panels = (n + S_P - 1) / S_P;
+    *b = (gx_gemm_block){.n = n, .c1 = n};
+    if (k->nth > 1 && rows < GX_GEMM_SPLIT_ROWS * k->nth && panels >= k->nth) {
+        /* few rows: each thread takes some panels of every row, so B is
+         * read once in all rather than once per thread */
         int64_t p0, p1;
-        gx_cpu_share(k, (n + S_P - 1) / S_P, 1, &p0, &p1);
-        *lo = p0 * S_P < n ? p0 * S_P : n;
-        *hi = p1 * S_P < n ? p1 * S_P : n;
+        gx_cpu_share(k, panels, 1, &p0, &p1);
+        b->r1 = p0 < p1 ? rows : 0;
+        b->c0 = p0 * S_P < n ? p0 * S_P : n;
+        b->c1 = p1 * S_P < n ? p1 * S_P : n;
         return;
     }
-    int64_t r0, r1;
-    gx_cpu_share(k, rows, 1, &r0, &r1);
-    *lo = r0 * n;
-    *hi = r1 * n;
+    gx_cpu_share(k, rows, 1, &b->r0, &b->r1);
 }
 
-/* The share of a product of `rows` rows of y = a · packed (n columns). */
-static void s_run(const gx_kargs *k, int64_t rows, int64_t n, float alpha, float beta)
+/* The share of a product of y = a · packed (n columns). */
+static void s_run(const gx_kargs *k, float alpha, float beta)
 {
     const gx_view *a = &k->in[0], *bp = &k->in[1], *y = &k->out[0];
-    const int64_t kk = a->shape[a->ndim - 1], panels = (n + S_P - 1) / S_P;
-    int64_t lo, hi;
-    gx_cpu_gemm_packed_share(k, y, &lo, &hi);
-    if (lo >= hi)
-        return;
-    if (rows == 1 && k->nth > 1)
-        s_packed_product(0, 1, lo / S_P, (hi + S_P - 1) / S_P, kk, n, a->data, kk, bp->data,
-                         y->data, n, alpha, beta);
-    else
-        s_packed_product(lo / n, hi / n, 0, panels, kk, n, a->data, kk, bp->data, y->data, n,
-                         alpha, beta);
+    const int64_t kk = a->shape[a->ndim - 1];
+    gx_gemm_block b;
+    gx_cpu_gemm_packed_share(k, y, &b);
+    if (b.r0 < b.r1 && b.c0 < b.c1)
+        s_packed_product(b.r0, b.r1, b.c0 / S_P, (b.c1 + S_P - 1) / S_P, kk, b.n, a->data, kk,
+                         bp->data, y->data, b.n, alpha, beta);
 }
 
 /* MatMul: A [..., M, K] (or [K]) by the packed B [K, N]: every leading
@@ -391,7 +402,7 @@ static void s_matmul_packed(const gx_kargs *k)
     const int64_t n = y->shape[y->ndim - 1];
     if (n == 0 || y->numel == 0)
         return;
-    s_run(k, y->numel / n, n, 1.0f, 0.0f);
+    s_run(k, 1.0f, 0.0f);
 }
 
 /* Gemm: Y = alpha * A B + beta * C; this share's part of Y receives C
@@ -407,21 +418,18 @@ static void s_gemm_packed(const gx_kargs *k)
         return;
     float cbeta = 0.0f;
     if (c && beta != 0.0f) {
-        int64_t lo, hi, cs[2];
-        gx_cpu_gemm_packed_share(k, y, &lo, &hi);
+        int64_t cs[2];
+        gx_gemm_block b;
+        gx_cpu_gemm_packed_share(k, y, &b);
         gx_bcast_strides(2, c->ndim, c->shape, cs);
         const float *pc = c->data;
         float *py = y->data;
-        for (int64_t e = lo; e < hi;) { /* row by row: lo and hi may cut a row */
-            const int64_t i = e / n, j0 = e % n, j1 = j0 + (hi - e) < n ? j0 + (hi - e) : n;
-            const float *crow = pc + i * cs[0];
-            for (int64_t j = j0; j < j1; j++)
-                py[i * n + j] = crow[j * cs[1]];
-            e += j1 - j0;
-        }
+        for (int64_t i = b.r0; i < b.r1; i++)
+            for (int64_t j = b.c0; j < b.c1; j++)
+                py[i * n + j] = pc[i * cs[0] + j * cs[1]];
         cbeta = beta;
     }
-    s_run(k, m, n, alpha, cbeta);
+    s_run(k, alpha, cbeta);
 }
 
 gx_kernel_fn gx_cpu_gemm_packed_kernel(gx_op op)
