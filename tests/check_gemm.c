@@ -61,11 +61,11 @@ static void s_run_packed(gx_op op, const gx_attrval *attr, const gx_view *a, con
     for (int ith = 0; ith < nth; ith++) {
         const gx_kargs k = {.attr = attr, .n_in = op == GX_OP_GEMM ? 3 : 2, .in = in,
                             .n_out = 1, .out = y, .ith = ith, .nth = nth};
-        gx_gemm_block b;
-        gx_cpu_gemm_packed_share(&k, y, &b);
-        for (int64_t r = b.r0; r < b.r1; r++)
-            for (int64_t c = b.c0; c < b.c1; c++)
-                mark[r * b.n + c]++;
+        gx_gemm_block blk;
+        gx_cpu_gemm_packed_share(&k, y, &blk);
+        for (int64_t r = blk.r0; r < blk.r1; r++)
+            for (int64_t col = blk.c0; col < blk.c1; col++)
+                mark[r * blk.n + col]++;
         fn(&k);
     }
     for (int64_t e = 0; e < y->numel; e++) /* the shares tile the output */
