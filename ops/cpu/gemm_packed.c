@@ -424,9 +424,15 @@ static void s_gemm_packed(const gx_kargs *k)
         gx_bcast_strides(2, c->ndim, c->shape, cs);
         const float *pc = c->data;
         float *py = y->data;
-        for (int64_t i = b.r0; i < b.r1; i++)
-            for (int64_t j = b.c0; j < b.c1; j++)
-                py[i * n + j] = pc[i * cs[0] + j * cs[1]];
+        for (int64_t i = b.r0; i < b.r1; i++) {
+            const float *crow = pc + i * cs[0];
+            float *yrow = py + i * n;
+            if (cs[1]) /* a row of C: contiguous */
+                memcpy(yrow + b.c0, crow + b.c0, (size_t)(b.c1 - b.c0) * sizeof *yrow);
+            else
+                for (int64_t j = b.c0; j < b.c1; j++)
+                    yrow[j] = crow[0];
+        }
         cbeta = beta;
     }
     s_run(k, alpha, cbeta);
