@@ -698,6 +698,42 @@ static void s_x_fusion(const gx_json *j)
     }
 }
 
+static void s_x_rewrite(const gx_json *j)
+{
+    const gx_json *r = gx_json_get(j, "rewrite"), *ap = gx_json_get(r, "applied");
+    const gx_json *de = gx_json_get(r, "declined");
+    const char *off = gx_json_str(gx_json_get(r, "off"), NULL);
+    if (off) {
+        printf("\nrewrite: %s\n", off);
+        return;
+    }
+    printf("\nrewrite: %zu applied, %zu declined\n", gx_json_len(ap), gx_json_len(de));
+    for (size_t i = 0; i < gx_json_len(ap); i++) {
+        const gx_json *q = &ap->items[i];
+        printf("  %s: %s\n", gx_json_str(gx_json_get(q, "rule"), "?"),
+               gx_json_str(gx_json_get(q, "what"), "?"));
+    }
+    for (size_t i = 0; i < gx_json_len(de); i++) {
+        const gx_json *q = &de->items[i];
+        printf("  not %s at %s: %s\n", gx_json_str(gx_json_get(q, "rule"), "?"),
+               gx_json_str(gx_json_get(q, "node"), "?"), gx_json_str(gx_json_get(q, "why"), "?"));
+    }
+}
+
+static void s_x_prepared(const gx_json *j)
+{
+    const gx_json *p = gx_json_get(j, "prepared"), *c = gx_json_get(p, "constants");
+    if (!gx_json_len(c))
+        return;
+    printf("\nprepared constants: %.0f bytes\n", gx_json_num(gx_json_get(p, "bytes"), 0));
+    for (size_t i = 0; i < gx_json_len(c); i++) {
+        const gx_json *q = &c->items[i];
+        printf("  %s: %s as %s, %.0f bytes: %s\n", gx_json_str(gx_json_get(q, "node"), "?"),
+               gx_json_str(gx_json_get(q, "from"), "?"), gx_json_str(gx_json_get(q, "value"), "?"),
+               gx_json_num(gx_json_get(q, "bytes"), 0), gx_json_str(gx_json_get(q, "what"), "?"));
+    }
+}
+
 /* A cost in microseconds, or "-" where the layout has no kernel. */
 static const char *s_us(const gx_json *v, char *buf, size_t len)
 {
@@ -754,7 +790,8 @@ static void s_x_layout(const gx_json *j)
 /* The explain sections, in print order; one per section of the JSON. */
 static void (*const s_explain_sections[])(const gx_json *j) = {
     s_x_header, s_x_io,    s_x_steps,  s_x_buffers,   s_x_memory,
-    s_x_batch,  s_x_keyed, s_x_folded, s_x_partition, s_x_layout, s_x_fusion,
+    s_x_batch,  s_x_keyed, s_x_folded, s_x_rewrite,   s_x_partition, s_x_layout,
+    s_x_prepared, s_x_fusion,
 };
 
 static int s_cmd_explain(const opts *o)

@@ -291,11 +291,16 @@ START_TEST(test_prepare_pass)
     ck_assert_msg(gxd_compile(g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
     ck_assert_uint_eq(p->n_prepared, 2);
     ck_assert_uint_eq(p->prepared_bytes, (48 * 48 + 40 * 32) * sizeof(float));
-    for (size_t i = 0; i < p->n_prepared; i++) {
-        const gxd_step *s = &p->steps[p->prepared[i].step];
-        ck_assert(s->fused ? gx_cpu_gemm_is_packed(s->fused->head.kernel)
-                           : gx_cpu_gemm_is_packed(s->kernel));
+    ck_assert_str_eq(p->prepared[0].node, "mm");
+    ck_assert_str_eq(p->prepared[1].node, "gemm");
+    ck_assert(p->prepared[1].trans_b);
+    int packed = 0; /* the MatMul heads the epilogue group; the Gemm runs alone */
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        packed += s->fused ? gx_cpu_gemm_is_packed(s->fused->head.kernel)
+                           : gx_cpu_gemm_is_packed(s->kernel);
     }
+    ck_assert_int_eq(packed, 2);
     char *j = gxd_plan_explain_json(p, g);
     ck_assert_ptr_nonnull(strstr(j, "\"prepared\""));
     ck_assert_ptr_nonnull(strstr(j, "W1@packed"));

@@ -94,11 +94,15 @@ typedef struct gxd_value {
 
 typedef struct gxd_subplans gxd_subplans;
 
-/* A constant the prepare pass made for a step's kernel: value (in
- * plan->values, owned by the plan) is value `from` (borrowed name) in the
- * form `what` says. */
+/* A constant the prepare pass made for the kernel of node's step (op; a
+ * Gemm's transB): value (in plan->values, owned by the plan) is value
+ * `from` (source; borrowed name) in the form `what` says. Names, not step
+ * numbers: later passes renumber the steps. */
 typedef struct gxd_prepared {
-    int step, value, source; /* source: the value it was made from */
+    const char *node;
+    gx_op op;
+    bool trans_b;
+    int value, source;
     const char *from;
     size_t bytes;
     bool borrowed; /* the whole batch's plan owns it (a slice's plan, seed 002) */

@@ -543,9 +543,8 @@ static void s_sec_prepared(gx_strbuf *b, const s_ctx *x)
     gx_strbuf_printf(b, "{\"bytes\":%zu,\"constants\":[", p->prepared_bytes);
     for (size_t i = 0; i < p->n_prepared; i++) {
         const gxd_prepared *r = &p->prepared[i];
-        const gxd_step *s = &p->steps[r->step];
-        gx_strbuf_printf(b, "%s{\"step\":%d,\"node\":", i ? "," : "", r->step);
-        s_str(b, s->node && s->node->name ? s->node->name : "");
+        gx_strbuf_printf(b, "%s{\"node\":", i ? "," : "");
+        s_str(b, r->node ? r->node : "");
         S_LIT(b, ",\"from\":");
         s_str(b, r->from);
         S_LIT(b, ",\"value\":");

@@ -26,6 +26,11 @@ static bool s_plain_cpu(const gxd_plan *p, const gxd_step *s)
            p->devices[s->device] == gx_backend_cpu();
 }
 
+static bool s_trans_b(gx_op op, const gx_attrval *attr)
+{
+    return op == GX_OP_GEMM && attr[GX_GEMM_TRANSB].i != 0;
+}
+
 /* The whole batch's packed copy of constant b for a step of op with these
  * attributes, or NULL: the same name and the same contents (a constant a
  * pass made, such as folded weights, is each plan's own copy). */
@@ -33,13 +38,10 @@ static void *s_borrow(const gxd_plan *whole, const gxd_value *b, gx_op op, const
 {
     for (size_t i = 0; whole && i < whole->n_prepared; i++) {
         const gxd_prepared *r = &whole->prepared[i];
-        const gxd_step *s = &whole->steps[r->step];
-        const gx_attrval *a = s->fused ? s->fused->head.attr : s->attr;
-        const gx_op wop = s->fused ? s->fused->head.op : s->op;
         const gxd_value *src = &whole->values[r->source];
-        if (wop == op && !strcmp(r->from, b->name) && src->nbytes == b->nbytes &&
+        if (r->op == op && !strcmp(r->from, b->name) && src->nbytes == b->nbytes &&
             (src->view.data == b->view.data || !memcmp(src->view.data, b->view.data, b->nbytes)) &&
-            (op != GX_OP_GEMM || (a[GX_GEMM_TRANSB].i != 0) == (attr[GX_GEMM_TRANSB].i != 0)))
+            r->trans_b == s_trans_b(op, attr))
             return whole->values[r->value].view.data;
     }
     return NULL;
@@ -93,7 +95,9 @@ int gxd_pass_prepare(gxd_cstate *st)
         c->def = -1;
         c->buffer = -1;
         c->offset = 0;
-        p->prepared[p->n_prepared++] = (gxd_prepared){.step = (int)i,
+        p->prepared[p->n_prepared++] = (gxd_prepared){.node = s->node ? s->node->name : NULL,
+                                                      .op = s->op,
+                                                      .trans_b = s_trans_b(s->op, s->attr),
                                                       .from = b->name,
                                                       .value = (int)p->n_values,
                                                       .source = s->in[1],
