@@ -1,11 +1,15 @@
 /*
  * Conv per layout: the plain kernel (gx_cpu_kernel(GX_OP_CONV), im2col +
  * sgemm) against the NHWC and NCHW16c kernels (ops/cpu/conv_layout.c) on
- * small-CNN shapes, one thread (as gexecd's workers run OpenBLAS), best of
- * several runs, reorders and weight packing excluded. One line per shape:
- * microseconds per call and each layout's time over plain's (below 1:
- * faster), and the largest difference of a layout's result from plain's
- * (|a - b| / (1 + |b|)). Asserts nothing.
+ * small-CNN shapes (3x3, 1x1, depthwise with stride 1 and 2, a network's
+ * first conv on 3 channels, inverted-residual 1x1s), one thread (as
+ * gexecd's workers run OpenBLAS), best of several runs, x in the layout
+ * each kernel reads it in (gx_cpu_layout_input), reorders and weight
+ * packing excluded. One line per shape: microseconds per call and each
+ * layout's time over plain's (below 1: faster; nan: no kernel in that
+ * layout), and the largest difference of a layout's result from plain's
+ * (|a - b| / (1 + |b|)). The ratios are gx_cpu_layout_factor's
+ * (ops/layout.c). Asserts nothing.
  *
  *     bench/bench_layout_ops
  */
@@ -65,19 +69,23 @@ static double s_time(gx_kernel_fn f, const gx_kargs *k)
     return best * 1e6;
 }
 
-/* One Conv [n, c, hw, hw] * [c, c / g, kk, kk] (g: 1 or c, depthwise) with
- * bias, pad kk / 2, stride 1: prints plain, NHWC and NCHW16c microseconds
- * and the ratios. */
-static void s_shape(int64_t n, int64_t c, int64_t hw, int64_t kk, int64_t g)
+/* One Conv [n, c, hw, hw] * [m, c / g, kk, kk] (g: 1 or c == m,
+ * depthwise) with bias, pad kk / 2, stride st: prints plain, NHWC and
+ * NCHW16c microseconds and the ratios (x in the layout each kernel reads:
+ * NCHW for an NCHW16c Conv whose C is not a multiple of 16). */
+static void s_shape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, int64_t st,
+                    int64_t g)
 {
     const int64_t p = kk / 2;
     gx_attr at[] = {{.name = (char *)"pads", .type = GX_ATTR_INTS,
                      .ints = (int64_t[]){p, p, p, p}, .n = 4},
-                    {.name = (char *)"group", .type = GX_ATTR_INT, .i = g}};
-    const gx_node node = {.n_attr = 2, .attr = at};
+                    {.name = (char *)"group", .type = GX_ATTR_INT, .i = g},
+                    {.name = (char *)"strides", .type = GX_ATTR_INTS,
+                     .ints = (int64_t[]){st, st}, .n = 2}};
+    const gx_node node = {.n_attr = 3, .attr = at};
     gx_view in[3] = {{.dtype = GX_F32, .ndim = 4, .shape = {n, c, hw, hw}},
-                     {.dtype = GX_F32, .ndim = 4, .shape = {c, c / g, kk, kk}},
-                     {.dtype = GX_F32, .ndim = 1, .shape = {c}}};
+                     {.dtype = GX_F32, .ndim = 4, .shape = {m, c / g, kk, kk}},
+                     {.dtype = GX_F32, .ndim = 1, .shape = {m}}};
     for (int i = 0; i < 3; i++) {
         in[i].numel = gx_shape_numel(in[i].ndim, in[i].shape, INT64_MAX);
         in[i].data = s_values(in[i].numel);
@@ -105,10 +113,11 @@ static void s_shape(int64_t n, int64_t c, int64_t hw, int64_t kk, int64_t g)
         } else {
             char why[256];
             if (!(f = gx_cpu_conv_layout((gx_layout)l, &ic, why, sizeof why))) {
-                fprintf(stderr, "bench_layout_ops: %s\n", why);
-                exit(1);
+                us[l] = NAN; /* no kernel in this layout (M not a multiple of 16) */
+                continue;
             }
-            kin[0] = gx_layout_physical((gx_layout)l, &in[0]);
+            kin[0] = gx_layout_physical(gx_cpu_layout_input(GX_OP_CONV, (gx_layout)l, &ic, 0),
+                                        &in[0]);
             kin[0].data = s_alloc((size_t)in[0].numel * sizeof(float));
             gx_layout_reorder(&in[0], &kin[0], 0, 1);
             gx_cpu_conv_pack_shape((gx_layout)l, attr, &in[1], &kin[1]);
@@ -141,9 +150,9 @@ static void s_shape(int64_t n, int64_t c, int64_t hw, int64_t kk, int64_t g)
         }
     }
     free(ref);
-    printf("%3lld %4lld %4lld  %lldx%lld%s  %10.1f %10.1f %10.1f   %6.2f %6.2f  %.0e\n",
-           (long long)n, (long long)c, (long long)hw, (long long)kk, (long long)kk,
-           g > 1 ? "dw" : "  ", us[GX_LAYOUT_PLAIN],
+    printf("%3lld %4lld %4lld %4lld  %lldx%lld%s s%lld %10.1f %10.1f %10.1f   %6.2f %6.2f  %.0e\n",
+           (long long)n, (long long)c, (long long)m, (long long)hw, (long long)kk, (long long)kk,
+           g > 1 ? "dw" : "  ", (long long)st, us[GX_LAYOUT_PLAIN],
            us[GX_LAYOUT_NHWC], us[GX_LAYOUT_NCHW16C], us[GX_LAYOUT_NHWC] / us[GX_LAYOUT_PLAIN],
            us[GX_LAYOUT_NCHW16C] / us[GX_LAYOUT_PLAIN], worst);
     fflush(stdout);
@@ -155,17 +164,29 @@ static void s_shape(int64_t n, int64_t c, int64_t hw, int64_t kk, int64_t g)
 int main(void)
 {
     openblas_set_num_threads(1); /* as gexecd's workers run it */
-    printf("# Conv, C = M, stride 1, pad k/2, bias; one thread, best of %d; microseconds\n", RUNS);
-    printf("  N    C   HW  kernel        plain       nhwc    nchw16c   nhwc/p 16c/p  maxdiff\n");
+    printf("# Conv, pad k/2, bias; one thread, best of %d; microseconds\n", RUNS);
+    printf("  N    C    M   HW  kernel         plain       nhwc    nchw16c   nhwc/p 16c/p  "
+           "maxdiff\n");
     static const int64_t ns[] = {1, 8}, cs[] = {16, 32, 64}, hws[] = {32, 16, 8}, ks[] = {3, 1};
     for (size_t a = 0; a < 2; a++)
         for (size_t b = 0; b < 2; b++)
             for (size_t c = 0; c < 3; c++)
                 for (size_t d = 0; d < 3; d++)
-                    s_shape(ns[a], cs[c], hws[d], ks[b], 1);
-    for (size_t a = 0; a < 2; a++) /* depthwise 3x3 */
+                    s_shape(ns[a], cs[c], cs[c], hws[d], ks[b], 1, 1);
+    for (size_t a = 0; a < 2; a++) /* depthwise 3x3, stride 1 and 2 */
         for (size_t c = 1; c < 3; c++)
             for (size_t d = 0; d < 2; d++)
-                s_shape(ns[a], cs[c], hws[d], 3, cs[c]);
+                for (int64_t st = 1; st <= 2; st++)
+                    s_shape(ns[a], cs[c], cs[c], hws[d], 3, st, cs[c]);
+    /* a network's first conv: 3 channels in, NCHW16c reads them in NCHW */
+    for (size_t a = 0; a < 2; a++) {
+        s_shape(ns[a], 3, 16, 32, 3, 1, 1);
+        s_shape(ns[a], 3, 32, 64, 3, 2, 1);
+        s_shape(ns[a], 3, 16, 112, 3, 2, 1);
+    }
+    /* inverted residual blocks' 1x1 convs: C and M not always multiples of 16 */
+    s_shape(1, 24, 96, 28, 1, 1, 1);
+    s_shape(1, 96, 24, 28, 1, 1, 1);
+    s_shape(1, 16, 64, 56, 1, 1, 1);
     return 0;
 }

@@ -318,6 +318,13 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
     return NULL;
 }
 
+gx_layout gx_cpu_layout_input(gx_op op, gx_layout l, const gx_infer *ic, int k)
+{
+    if (op == GX_OP_CONV && k == 0 && l != GX_LAYOUT_PLAIN)
+        return gx_cpu_conv_layout_input(l, ic);
+    return l;
+}
+
 double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
 {
     if (l == GX_LAYOUT_PLAIN)
@@ -333,19 +340,21 @@ double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
     if (op == GX_OP_BATCHNORM)
         return nhwc ? 0.8 : 0.95;
     if (op == GX_OP_CONV && ic->n_in >= 2 && ic->in[1].ndim == 4) {
-        /* bench/bench_layout_ops, C = M in 16..64, 8..32 pixels square:
-         * 3x3 NHWC 0.45-0.85 of NCHW, NCHW16c 0.15-0.55; 1x1 NHWC about
-         * even, NCHW16c 0.6-0.8; depthwise NHWC 0.2-0.5, NCHW16c 0.15-0.3.
-         * NCHW16c's 16-lane vectors take two instructions without AVX-512. */
+        /* bench/bench_layout_ops, one AVX-512 core, against NCHW's im2col
+         * and sgemm: both layouts run the same direct kernels
+         * (ops/cpu/conv_layout.c): 3x3 0.18-0.39 (a first conv, 3
+         * channels read in NCHW, 0.22-0.37), 1x1 0.45-0.74, depthwise
+         * 0.04-0.11 (NCHW16c a little slower: one block per call). Without
+         * AVX-512 they run 16-lane vector code without FMA. */
         const gx_view *w = &ic->in[1];
         const bool dw = w->shape[1] == 1 && ic->in[0].shape[1] == w->shape[0] && w->shape[0] > 1;
         const bool pointwise = w->shape[2] * w->shape[3] == 1;
         const double wide = __builtin_cpu_supports("avx512f") ? 1.0 : 1.6;
         if (dw)
-            return nhwc ? 0.35 : 0.22 * wide;
+            return (nhwc ? 0.07 : 0.08) * wide;
         if (pointwise)
-            return nhwc ? 1.0 : 0.72 * wide;
-        return nhwc ? 0.7 : 0.36 * wide;
+            return (nhwc ? 0.5 : 0.52) * wide;
+        return 0.3 * wide;
     }
     return 1.0;
 }

@@ -81,8 +81,14 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
  * node ic (whose kernel exists in l): the layout pass scales the schema's
  * estimate, or a time measured in another layout, by these. Measured on
  * one AVX-512 core by bench/bench_layout_ops and the pool kernels'
- * timings; NCHW16c's is raised where AVX-512 is missing (ops/layout.c). */
+ * timings; a Conv's are raised where AVX-512 is missing (ops/layout.c). */
 double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic);
+
+/* The layout in which op's kernel for layout l reads its input k (ic as
+ * for gx_cpu_layout_kernel): l for every input, but a Conv's x where
+ * gx_cpu_conv_layout_input says otherwise. The layout pass reorders each
+ * input into this layout. */
+gx_layout gx_cpu_layout_input(gx_op op, gx_layout l, const gx_infer *ic, int k);
 
 /* Does op have kernels in layouts other than plain (Conv, the pools,
  * BatchNormalization)? Elementwise ops follow any layout without kernels
@@ -97,23 +103,39 @@ void gx_cpu_reorder(const gx_kargs *k);
  * kernel for layout l (not plain) or NULL with why. Its input 1 is the
  * weights packed by gx_cpu_conv_pack: pack_shape fills *packed's dtype,
  * ndim, shape, numel (data untouched) from the logical weights w; pack
- * writes packed->data. Its input 0 and output are physical views of layout
- * l, its input 2 the plain bias [M] or omitted. */
+ * writes packed->data. Its input 0 is a physical view in the layout
+ * gx_cpu_conv_layout_input gives, its output one of layout l, its input 2
+ * the plain bias [M] or omitted. */
 gx_kernel_fn gx_cpu_conv_layout(gx_layout l, const gx_infer *ic, char *why, size_t len);
+/* Share ith of k->nth of that kernel (the same elements, the same bits)
+ * as the head of the fused group f (ops/fused.h) whose inputs are in: a
+ * Relu or Clip of its product that is f's only op (float32 scalar or
+ * absent bounds) is applied to each output element as it is stored, and
+ * then epi is not called; otherwise epi(ctx, lo, hi) runs on each range of
+ * output elements as soon as it is written (a row of a block, positions
+ * of an NHWC row; together they tile the share's
+ * gx_cpu_conv_layout_rows). f NULL: epi alone. */
+struct gx_fused;
+void gx_cpu_conv_layout_epi(gx_layout l, const gx_kargs *k, const struct gx_fused *f,
+                            const gx_view *in, void (*epi)(void *ctx, int64_t lo, int64_t hi),
+                            void *ctx);
+/* The layout the Conv kernel for l reads x in: l, but NCHW for a group-1
+ * Conv in NCHW16c whose C is not a multiple of 16, or in NHWC with at most
+ * 4 (a network's first conv reads the image as it arrives). */
+gx_layout gx_cpu_conv_layout_input(gx_layout l, const gx_infer *ic);
 void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *w,
                             gx_view *packed);
 void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
                       const gx_view *packed);
-/* Packed weights: NHWC [kh, kw, C, M] (the GEMM's [kh * kw * C, M]);
- * NCHW16c [M/16, C/16, kh, kw, 16 (c), 16 (m)]. Depthwise (group == C ==
- * M; W [M, 1, kh, kw]): NHWC [kh, kw, 1, M], NCHW16c [M/16, 1, kh, kw, 1,
- * 16]. attr: the node's resolved attributes (the group).
+/* Packed weights, both layouts: shape [kh, kw, C, Mp] (M rounded up to a
+ * multiple of 16), stored as Mp / 16 blocks of [kh][kw][C][16] (zeros past
+ * M): the GEMM's B [kh * kw * C, M] in panels (ops/gemm.h). Depthwise
+ * (group == C == M; W [M, 1, kh, kw]): [kh, kw, 1, Mp], blocks of
+ * [kh][kw][16]. attr: the node's resolved attributes (the group).
  *
  * Bytes of scratch the node's kernel in layout l needs (like a schema's
  * scratch(): for the whole node, shared by all shares; ic as for
- * gx_cpu_conv_layout). NHWC: one im2col tile per share with work, at most
- * GX_CONV_LAYOUT_SHARES of them (0 for a 1x1 stride-1 unpadded window);
- * NCHW16c: none. */
+ * gx_cpu_conv_layout): none, the kernels run directly. */
 size_t gx_cpu_conv_layout_scratch(gx_layout l, const gx_infer *ic);
 /* Shares of an NHWC Conv that get work: shares ith >= this (of any nth)
  * get none, which bounds the scratch whatever nth is at run time. */
@@ -121,7 +143,7 @@ size_t gx_cpu_conv_layout_scratch(gx_layout l, const gx_infer *ic);
 /* The element range [*lo, *hi) of the physical output y (layout l) that
  * share ith of nth of the Conv kernel writes, contiguous; the shares of
  * one nth tile the output. NHWC: output positions (n, oh, ow) in chunks
- * of 256, times all M; NCHW16c: whole rows (n, m-block, oh) of ow * 16. */
+ * of 8, times all M; NCHW16c: whole rows (n, m-block, oh) of ow * 16. */
 void gx_cpu_conv_layout_rows(gx_layout l, const gx_view *y, int ith, int nth, int64_t *lo,
                              int64_t *hi);
 

@@ -2,11 +2,15 @@
  * Conv in the NHWC and NCHW16c layouts (ops/cpu/conv_layout.c): random
  * shapes and attributes against the plain Conv kernel (the reference,
  * within 1e-4 of each output's sum of |products|), the packed weights and
- * reordered input as the layout pass gives them; shares of nth = 3, 7 and
- * 70 each write exactly their gx_cpu_conv_layout_rows range, byte for byte
- * what nth = 1 writes, also all at once on threads, and stay inside the
- * scratch; group 1 and depthwise
- * (group == C == M); and the refusals.
+ * the input reordered into the layout the kernel reads it in
+ * (gx_cpu_layout_input: NCHW for an NCHW16c Conv whose C is not a multiple
+ * of 16 and an NHWC one with C <= 4); shares of nth = 2, 3, 7 and 70 each write exactly their
+ * gx_cpu_conv_layout_rows range, byte for byte what nth = 1 writes, also
+ * all at once on threads, and stay inside the scratch; group 1 and
+ * depthwise (group == C == M), on the widest ISA and on the baseline
+ * (gx_cpu_gemm_isa_set); a fused Relu or Clip applied as the kernel
+ * stores, and the epilogue's ranges (gx_cpu_conv_layout_epi); and the
+ * refusals.
  */
 #include <check.h>
 #include <math.h>
@@ -16,6 +20,8 @@
 #include <string.h>
 
 #include "ops/conv.h"
+#include "ops/fused.h"
+#include "ops/gemm.h"
 #include "ops/layout.h"
 #include "tests/optest.h"
 #include "tests/testutil.h"
@@ -107,6 +113,82 @@ static void s_threads(gx_kernel_fn f, const gx_attrval *av, int n_in, const gx_v
         pthread_join(tid[i], NULL);
 }
 
+/* The ranges an epilogue was handed, in order. */
+typedef struct s_ranges {
+    int n;
+    int64_t lo[4096], hi[4096];
+} s_ranges;
+
+static void s_record(void *ctx, int64_t lo, int64_t hi)
+{
+    s_ranges *r = ctx;
+    ck_assert_int_lt(r->n, 4096);
+    r->lo[r->n] = lo, r->hi[r->n++] = hi;
+}
+
+/* gx_cpu_conv_layout_epi against the kernel (y1, nth = 1): a lone Relu or
+ * Clip of the product is applied as the kernel stores, the very bytes of
+ * Relu's and Clip's kernels on y1, for nth 1 and 3; any other group gets
+ * epilogue calls on disjoint ranges that tile each share's
+ * gx_cpu_conv_layout_rows. */
+static void s_check_epilogues(gx_layout l, gx_kernel_fn f, const gx_attrval *av, int n_in,
+                              const gx_view *kin, const gx_view *y1)
+{
+    (void)f;
+    const size_t ybytes = (size_t)y1->numel * sizeof(float);
+    float bounds[2] = {-0.25f, 0.5f};
+    gx_view gin[2] = {{.dtype = GX_F32, .ndim = 0, .numel = 1, .data = &bounds[0]},
+                      {.dtype = GX_F32, .ndim = 0, .numel = 1, .data = &bounds[1]}};
+    for (int which = 0; which < 2; which++) { /* Relu, Clip */
+        gx_fused g = {.n_in = which ? 2 : 0, .n_ops = 1, .dtype = GX_F32, .has_head = true};
+        g.op[0] = (gx_fused_op){.op = which ? GX_OP_CLIP : GX_OP_RELU, .n_in = which ? 3 : 1,
+                                .in = {which ? 2 : 0, 0, 1}, .out = -1};
+        gx_attrval oav[GX_MAX_ATTRS] = {{0}};
+        /* the op's own kernel on the product */
+        gx_view want = *y1, ops[3] = {*y1, gin[0], gin[1]};
+        want.data = ot_alloc(ybytes);
+        const gx_kargs ka = {.attr = oav, .n_in = which ? 3 : 1, .in = ops, .n_out = 1,
+                             .out = &want, .ith = 0, .nth = 1};
+        gx_cpu_kernel(which ? GX_OP_CLIP : GX_OP_RELU)(&ka);
+        for (int nth = 1; nth <= 3; nth += 2) {
+            gx_view got = *y1;
+            got.data = ot_alloc(ybytes);
+            memset(got.data, 0xFF, ybytes);
+            for (int ith = 0; ith < nth; ith++) {
+                gx_kargs k = {.attr = av, .n_in = n_in, .in = kin, .n_out = 1, .out = &got,
+                              .ith = ith, .nth = nth};
+                s_ranges none = {0};
+                gx_cpu_conv_layout_epi(l, &k, &g, gin, s_record, &none);
+                ck_assert_int_eq(none.n, 0);
+            }
+            ck_assert_msg(!memcmp(got.data, want.data, ybytes), "%s: fused %s differs",
+                          gx_layout_name(l), which ? "Clip" : "Relu");
+        }
+    }
+    /* no group: the epilogue's ranges */
+    static s_ranges r;
+    gx_view got = *y1;
+    got.data = ot_alloc(ybytes);
+    for (int nth = 1; nth <= 3; nth++) {
+        for (int ith = 0; ith < nth; ith++) {
+            gx_kargs k = {.attr = av, .n_in = n_in, .in = kin, .n_out = 1, .out = &got,
+                          .ith = ith, .nth = nth};
+            int64_t lo, hi, covered = 0;
+            gx_cpu_conv_layout_rows(l, y1, ith, nth, &lo, &hi);
+            r.n = 0;
+            gx_cpu_conv_layout_epi(l, &k, NULL, NULL, s_record, &r);
+            for (int i = 0; i < r.n; i++) {
+                ck_assert(r.lo[i] >= lo && r.lo[i] < r.hi[i] && r.hi[i] <= hi);
+                for (int j = 0; j < i; j++)
+                    ck_assert(r.hi[j] <= r.lo[i] || r.hi[i] <= r.lo[j]);
+                covered += r.hi[i] - r.lo[i];
+            }
+            ck_assert_int_eq(covered, hi - lo);
+        }
+        ck_assert(!memcmp(got.data, y1->data, ybytes));
+    }
+}
+
 /* The case in layout l: false when infer refuses its geometry (the caller
  * draws another). */
 static bool s_run_case(const s_case *t, gx_layout l)
@@ -140,9 +222,13 @@ static bool s_run_case(const s_case *t, gx_layout l)
     ck_assert_msg(f != NULL, "%s: %s", gx_layout_name(l), why);
     ck_assert_ptr_eq(gx_cpu_layout_kernel(GX_OP_CONV, l, &ic, why, sizeof why), f);
 
-    /* what the layout pass hands the kernel */
+    /* what the layout pass hands the kernel: x in the layout it reads */
     gx_view kin[3];
-    kin[0] = gx_layout_physical(l, &in[0]);
+    const gx_layout lx = gx_cpu_layout_input(GX_OP_CONV, l, &ic, 0);
+    ck_assert_int_eq(lx, gx_cpu_conv_layout_input(l, &ic));
+    ck_assert(lx == l || (!t->group && ((l == GX_LAYOUT_NCHW16C && t->c % 16) ||
+                                        (l == GX_LAYOUT_NHWC && t->c <= 4))));
+    kin[0] = gx_layout_physical(lx, &in[0]);
     kin[0].data = ot_alloc((size_t)in[0].numel * sizeof(float));
     gx_layout_reorder(&in[0], &kin[0], 0, 1);
     gx_cpu_conv_pack_shape(l, av, &in[1], &kin[1]);
@@ -181,7 +267,7 @@ static bool s_run_case(const s_case *t, gx_layout l)
     gx_view ys = y1;
     ys.data = ot_alloc(ybytes);
     const int64_t numel = ref.numel;
-    for (int nth = 3; nth <= 70; nth = nth == 3 ? 7 : nth == 7 ? 70 : 71) {
+    for (int nth = 2; nth <= 70; nth = nth == 2 ? 3 : nth == 3 ? 7 : nth == 7 ? 70 : 71) {
         int64_t next = 0;
         for (int ith = 0; ith < nth; ith++) {
             int64_t lo, hi;
@@ -203,6 +289,7 @@ static bool s_run_case(const s_case *t, gx_layout l)
         }
         ck_assert_int_eq(next, numel);
     }
+    s_check_epilogues(l, f, av, n_in, kin, &y1);
     /* the shares of nth = 7 at once: the whole output, and the scratch
      * guard untouched */
     memset(ys.data, 0xFF, ybytes);
@@ -251,7 +338,11 @@ static s_case s_random(bool odd)
 static void s_random_cases(gx_layout l, bool odd, int count)
 {
     for (int done = 0; done < count;) {
-        const s_case t = s_random(odd);
+        s_case t = s_random(odd);
+        if (l == GX_LAYOUT_NCHW16C && t.m % 16) /* odd C only: x read in NCHW */
+            t.m = 16 * (1 + s_pick(3));
+        if (l == GX_LAYOUT_NCHW16C && t.group && t.c % 16)
+            t.group = 0;
         done += s_run_case(&t, l);
         ot_free_all();
     }
@@ -259,8 +350,8 @@ static void s_random_cases(gx_layout l, bool odd, int count)
 
 START_TEST(nhwc_fixed_cases)
 {
-    /* pointwise (no im2col), 3x3 pad 1, two tiles per chunk (C = 48, 5x5:
-     * tiles of 128 positions), 1x1 with stride 2, depthwise */
+    /* pointwise (a plane as one row), 3x3 pad 1 with C and M not multiples
+     * of 16, 5x5 pad 2, 1x1 with stride 2, depthwise */
     const s_case cases[] = {
         {.n = 2, .c = 16, .m = 32, .h = 8, .w = 8, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
          .dw = 1, .bias = true},
@@ -272,7 +363,8 @@ START_TEST(nhwc_fixed_cases)
          .dw = 1},
         {.n = 2, .c = 5, .m = 5, .h = 9, .w = 7, .kh = 3, .kw = 3, .sh = 1, .sw = 2, .dh = 1,
          .dw = 1, .pads = {1, 1, 1, 0}, .group = 5, .bias = true}, /* depthwise */
-        /* 67 chunks of positions: shares past GX_CONV_LAYOUT_SHARES idle at nth = 70 */
+        /* more chunks of positions than GX_CONV_LAYOUT_SHARES: shares past it idle
+         * at nth = 70 */
         {.n = 1, .c = 3, .m = 4, .h = 130, .w = 130, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
          .dw = 1, .pads = {1, 1, 1, 1}, .bias = true},
     };
@@ -295,6 +387,76 @@ START_TEST(nchw16c_fixed_cases)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         ck_assert(s_run_case(&cases[i], GX_LAYOUT_NCHW16C));
+}
+END_TEST
+
+/* A network's first conv and the other direct paths: NCHW16c reading x
+ * in NCHW (C 1, 3, 5, 20; strides, dilation, a 1x1 over whole planes),
+ * NHWC's direct kernel (C a multiple of 16, M not: a masked last block),
+ * depthwise with stride 2 in both layouts, odd sizes. */
+static const s_case s_direct_cases[] = {
+    {.n = 2, .c = 3, .m = 16, .h = 32, .w = 32, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .bias = true},
+    {.n = 1, .c = 3, .m = 32, .h = 17, .w = 15, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .bias = true},
+    {.n = 1, .c = 1, .m = 16, .h = 9, .w = 23, .kh = 5, .kw = 5, .sh = 1, .sw = 1, .dh = 2,
+     .dw = 2, .pads = {2, 3, 1, 0}},
+    {.n = 3, .c = 5, .m = 48, .h = 7, .w = 5, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .bias = true},
+    {.n = 1, .c = 20, .m = 16, .h = 6, .w = 31, .kh = 3, .kw = 3, .sh = 1, .sw = 2, .dh = 1,
+     .dw = 1, .pads = {0, 1, 0, 1}},
+    {.n = 2, .c = 32, .m = 24, .h = 11, .w = 13, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .bias = true},
+    {.n = 1, .c = 16, .m = 40, .h = 14, .w = 9, .kh = 5, .kw = 5, .sh = 2, .sw = 2, .dh = 2,
+     .dw = 1, .pads = {2, 2, 2, 2}},
+    {.n = 2, .c = 64, .m = 64, .h = 15, .w = 17, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .group = 64, .bias = true},
+    {.n = 1, .c = 48, .m = 48, .h = 28, .w = 28, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .group = 48},
+    {.n = 1, .c = 16, .m = 64, .h = 56, .w = 56, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .bias = true},
+};
+
+static void s_direct(bool baseline)
+{
+    char isa[32];
+    snprintf(isa, sizeof isa, "%s", gx_cpu_gemm_isa());
+    if (baseline)
+        ck_assert(gx_cpu_gemm_isa_set("baseline"));
+    for (size_t i = 0; i < sizeof s_direct_cases / sizeof s_direct_cases[0]; i++) {
+        const s_case *t = &s_direct_cases[i];
+        if (t->m % 16 == 0 && (!t->group || t->c % 16 == 0))
+            ck_assert(s_run_case(t, GX_LAYOUT_NCHW16C));
+        ck_assert(s_run_case(t, GX_LAYOUT_NHWC));
+        ot_free_all();
+    }
+    /* depthwise with C not a multiple of 16 (NHWC's masked last block) */
+    const s_case dw = {.n = 1, .c = 24, .m = 24, .h = 9, .w = 10, .kh = 3, .kw = 3, .sh = 2,
+                       .sw = 2, .dh = 1, .dw = 1, .pads = {1, 1, 1, 1}, .group = 24,
+                       .bias = true};
+    ck_assert(s_run_case(&dw, GX_LAYOUT_NHWC));
+    if (baseline) {
+        s_random_cases(GX_LAYOUT_NHWC, true, 10);
+        s_random_cases(GX_LAYOUT_NCHW16C, true, 10);
+    }
+    ck_assert(gx_cpu_gemm_isa_set(isa));
+}
+
+START_TEST(direct_cases)
+{
+    s_direct(false);
+}
+END_TEST
+
+START_TEST(direct_cases_baseline)
+{
+    s_direct(true);
+}
+END_TEST
+
+START_TEST(nchw16c_random_odd_c)
+{
+    s_random_cases(GX_LAYOUT_NCHW16C, true, 30);
 }
 END_TEST
 
@@ -333,14 +495,16 @@ START_TEST(refusals)
     s_refused(GX_LAYOUT_NHWC, g2, 4, 4, 2, true, "group 2");
     s_refused(GX_LAYOUT_NHWC, NODE(A_INT("group", 4)), 4, 8, 1, true, "group 4"); /* M = 2C */
     s_refused(GX_LAYOUT_NCHW16C, g2, 32, 32, 16, true, "group 2");
-    s_refused(GX_LAYOUT_NCHW16C, NULL, 3, 16, 3, true, "multiples of 16");
-    s_refused(GX_LAYOUT_NCHW16C, NULL, 16, 8, 16, true, "multiples of 16");
+    s_refused(GX_LAYOUT_NCHW16C, NULL, 3, 8, 3, true, "multiple of 16");
+    s_refused(GX_LAYOUT_NCHW16C, NULL, 16, 8, 16, true, "multiple of 16");
+    s_refused(GX_LAYOUT_NCHW16C, NODE(A_INT("group", 24)), 24, 24, 1, true, "multiple of 16");
     s_refused(GX_LAYOUT_NHWC, NULL, 16, 16, 16, false, "not a constant");
     s_refused(GX_LAYOUT_NCHW16C, NULL, 16, 16, 16, false, "not a constant");
-    /* C = 3 is fine in NHWC */
+    /* C = 3 is fine in NHWC, and in NCHW16c (x read in NCHW) */
     const s_case t = {.n = 1, .c = 3, .m = 16, .h = 8, .w = 8, .kh = 3, .kw = 3, .sh = 1,
                       .sw = 1, .dh = 1, .dw = 1, .pads = {1, 1, 1, 1}};
     ck_assert(s_run_case(&t, GX_LAYOUT_NHWC));
+    ck_assert(s_run_case(&t, GX_LAYOUT_NCHW16C));
 }
 END_TEST
 
@@ -354,6 +518,9 @@ Suite *layout_conv_suite(void)
     tcase_add_test(tc, nchw16c_fixed_cases);
     tcase_add_test(tc, nhwc_random);
     tcase_add_test(tc, nchw16c_random);
+    tcase_add_test(tc, nchw16c_random_odd_c);
+    tcase_add_test(tc, direct_cases);
+    tcase_add_test(tc, direct_cases_baseline);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
     return s;

@@ -75,13 +75,14 @@ static bool s_head_ok(const gxd_plan *p, int i)
     if (s->folded || s->copy || s->dynamic || s->n_out != 1 || s->n_in != s->n_formal ||
         s->n_in > GX_FUSED_MAX_OP_IN || p->values[s->out[0]].kind != GXD_VALUE_TEMP)
         return false;
-    if (s->op == GX_OP_CONV) { /* float32, its kernel for its layout (ops/fused.h) */
+    if (s->op == GX_OP_CONV) { /* float32, its kernel for its layout (ops/fused.h); in
+                                * NHWC or NCHW16c x may be NCHW (gx_cpu_layout_input) */
         const gx_view *x = &p->values[s->in[0]].view, *y = &p->values[s->out[0]].view;
         const bool kernel = s->layout == GX_LAYOUT_PLAIN
                                 ? !s->kernel || s->kernel == gx_cpu_kernel(GX_OP_CONV)
                                 : s->kernel != NULL;
-        return kernel && x->layout == s->layout && y->layout == s->layout &&
-               x->dtype == GX_F32 && y->dtype == GX_F32;
+        return kernel && (x->layout == s->layout || s->layout != GX_LAYOUT_PLAIN) &&
+               y->layout == s->layout && x->dtype == GX_F32 && y->dtype == GX_F32;
     }
     if (gx_op_schema_get(s->op)->scratch)
         return false;

@@ -116,6 +116,19 @@ static gx_kernel_fn s_offer(const gxd_plan *p, const gxd_step *s, gx_layout l, d
     return gx_cpu_kernel(s->op);
 }
 
+/* The layout step s (values still logical) reads its input k in when it
+ * runs in layout l: l, or another where its kernel says so
+ * (gx_cpu_layout_input: a first Conv reading its image in NCHW). */
+static int s_reads(const gxd_plan *p, const gxd_step *s, int k, int l)
+{
+    if (l == GX_LAYOUT_PLAIN || s_elementwise(s))
+        return l;
+    gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
+    gx_infer ic;
+    s_infer_ctx(p, s, in, out, &ic);
+    return (int)gx_cpu_layout_input(s->op, (gx_layout)l, &ic, k);
+}
+
 /* ---- building the problem ---- */
 
 typedef struct s_build {
@@ -420,6 +433,39 @@ static int s_edges(s_build *b)
         for (size_t a = 0; a < L; a++)
             for (size_t c = 0; c < L; c++)
                 b->r->reorder[(e * L + a) * L + c] = a == c ? 0 : s_reorder_us(p, b->edge_v[e], a, c);
+    /* a consumer in layout c that reads the value in another (s_reads):
+     * the reorder goes there, and none only from that layout. An
+     * elementwise op that is the only reader of a Conv's or another
+     * elementwise op's value joins it in one step in the same layout (the
+     * fuse pass; a Conv's epilogue): a reorder between them also makes
+     * that op a pass over memory of its own, about another reorder's time. */
+    for (size_t i = 0; i < p->n_steps && rc == GX_OK; i++) {
+        const gxd_step *s = &p->steps[i];
+        const int o = b->op_of_step[i];
+        for (int k = 0; k < s->n_in && o >= 0; k++) {
+            const int v = s->in[k];
+            for (size_t c = 0; c < L && v >= 0 && b->cand[v]; c++) {
+                const int want = s_reads(p, s, k, (int)c);
+                for (size_t e = 0; e < ne && want != (int)c; e++)
+                    if (b->edge_v[e] == v && b->r->edges[e].to == o)
+                        for (size_t a = 0; a < L; a++)
+                            b->r->reorder[(e * L + a) * L + c] =
+                                a == (size_t)want ? 0 : s_reorder_us(p, v, a, (size_t)want);
+            }
+            const int d = v >= 0 && b->cand[v] ? p->values[v].def : -1;
+            if (d < 0 || !s_elementwise(s) ||
+                (p->steps[d].op != GX_OP_CONV && !s_elementwise(&p->steps[d])))
+                continue;
+            size_t at = ne, readers = 0;
+            for (size_t e = 0; e < ne; e++)
+                if (b->edge_v[e] == v)
+                    readers++, at = b->r->edges[e].to == o ? e : at;
+            for (size_t a = 0; a < L && readers == 1 && at < ne; a++)
+                for (size_t c = 0; c < L; c++)
+                    b->r->reorder[(at * L + a) * L + c] +=
+                        a == c ? 0 : s_reorder_us(p, v, GX_LAYOUT_PLAIN, GX_LAYOUT_NHWC);
+        }
+    }
     return rc;
 }
 
@@ -561,9 +607,10 @@ static int s_apply(s_build *b, const int *choice)
     int *lay = malloc((nv + 1) * sizeof *lay);         /* layout of each value */
     int *reord = malloc((nv * L + 1) * sizeof *reord); /* [v][l]: its copy in l, or -1 */
     int *renum = malloc((ns + 1) * sizeof *renum);
+    int *want = malloc((ns * GX_MAX_OP_INPUTS + 1) * sizeof *want); /* [step][k]: s_reads */
     int rc = GX_ENOMEM;
     size_t n_new = 0, n_extra = 0;
-    if (!lay || !reord || !renum)
+    if (!lay || !reord || !renum || !want)
         goto out;
     for (size_t v = 0; v < nv; v++) {
         const int o = b->cand[(int)v] ? s_producer_op(b, (int)v) : -1;
@@ -575,11 +622,12 @@ static int s_apply(s_build *b, const int *choice)
     for (size_t i = 0; i < ns; i++) {
         const gxd_step *s = &p->steps[i];
         const int o = b->op_of_step[i];
+        int *w = &want[i * GX_MAX_OP_INPUTS];
         for (int k = 0; o >= 0 && k < s->n_in; k++) {
             const int v = s->in[k];
-            if (v >= 0 && b->cand[v] && lay[v] != choice[o] &&
-                reord[(size_t)v * L + (size_t)choice[o]] < 0) {
-                reord[(size_t)v * L + (size_t)choice[o]] = 0;
+            w[k] = s_reads(p, s, k, choice[o]);
+            if (v >= 0 && b->cand[v] && lay[v] != w[k] && reord[(size_t)v * L + (size_t)w[k]] < 0) {
+                reord[(size_t)v * L + (size_t)w[k]] = 0;
                 n_new++;
             }
         }
@@ -643,10 +691,11 @@ static int s_apply(s_build *b, const int *choice)
     for (size_t i = 0; i < ns; i++) {
         gxd_step *s = &steps[renum[i]];
         const int o = b->op_of_step[i];
+        const int *w = &want[i * GX_MAX_OP_INPUTS];
         for (int k = 0; o >= 0 && k < s->n_in; k++) {
             const int v = s->in[k];
-            if (v >= 0 && (size_t)v < nv && b->cand[v] && lay[v] != choice[o])
-                s->in[k] = reord[(size_t)v * L + (size_t)choice[o]];
+            if (v >= 0 && (size_t)v < nv && b->cand[v] && lay[v] != w[k])
+                s->in[k] = reord[(size_t)v * L + (size_t)w[k]];
         }
     }
     for (size_t v = 0; v < nv; v++) /* the new values have their final def already */
@@ -664,7 +713,7 @@ static int s_apply(s_build *b, const int *choice)
             p->parts[k].exit = renum[p->parts[k].exit];
     }
 out:
-    free(lay), free(reord), free(renum);
+    free(lay), free(reord), free(renum), free(want);
     return rc;
 }
 

@@ -3,8 +3,11 @@
  *
  * Each layout-sensitive op (a variable) runs in one of n_layouts layouts,
  * at cost[op][layout] per execution (INFINITY: no kernel for it). An edge
- * from producer to consumer whose layouts differ needs a reorder, at
- * reorder[edge][from][to] per execution of the edge. Ops run count[op]
+ * from producer to consumer costs a reorder, reorder[edge][from][to] per
+ * execution of the edge, where the consumer reads the value in another
+ * layout than the producer's (usually its own: none when from == to, but
+ * a consumer may read an input in another layout than it runs in, and
+ * then [edge][to][to] is not 0). Ops run count[op]
  * times per job and edges edge_count[edge] times: the expected executions
  * from the profile (gxd_layout_expected), all 1 without one. The solver
  * minimises
@@ -41,7 +44,9 @@ typedef struct gxd_layout_problem {
     const double *count; /* [n_ops]; NULL: all 1 */
     int n_edges;
     const gxd_layout_edge *edge;
-    const double *reorder;    /* [n_edges * n_layouts * n_layouts]; [e][a][a] unused */
+    const double *reorder;    /* [n_edges * n_layouts * n_layouts]; [e][a][a] is 0 but
+                               * where the consumer in layout a reads the value in
+                               * another (a first Conv reading its image in NCHW) */
     const double *edge_count; /* [n_edges]; NULL: the consumer's count */
     const int *fixed;         /* [n_ops]: a layout the op must take, or -1; NULL: none */
 } gxd_layout_problem;

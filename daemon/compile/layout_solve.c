@@ -19,8 +19,6 @@ static double s_edge_count(const gxd_layout_problem *pb, int e)
 
 static double s_reorder(const gxd_layout_problem *pb, int e, int a, int b)
 {
-    if (a == b)
-        return 0;
     size_t L = (size_t)pb->n_layouts;
     return pb->reorder[((size_t)e * L + (size_t)a) * L + (size_t)b] * s_edge_count(pb, e);
 }
@@ -118,7 +116,7 @@ static void s_descend(const gxd_layout_problem *pb, int *choice)
             double now = s_local(pb, choice, op, best);
             for (int l = 0; l < pb->n_layouts; l++) {
                 double t = s_local(pb, choice, op, l);
-                if (t < now - 1e-12 * fabs(now)) {
+                if (t < now && (isinf(now) || t < now - 1e-12 * fabs(now))) {
                     now = t;
                     best = l;
                 }

@@ -1,76 +1,89 @@
 /*
  * Conv in the NHWC and NCHW16c layouts (ops/layout.h): float32, 2-D,
  * group 1 or depthwise (group == C == M), constant weights packed once per
- * plan. Depthwise runs directly in both layouts, vectorised over channels
- * (contiguous in NHWC, the 16 of a block in NCHW16c), without scratch.
+ * plan.
  *
- * NHWC: the output is a matrix [positions (n, oh, ow), M]. Positions are
- * taken in tiles; a tile's im2col rows (one per position, kh * kw * C
- * floats: for each tap the C channels of x it reads, contiguous in NHWC, or
- * zeros in the padding) go to the share's slot of the scratch, and the
- * packed product (ops/gemm.h) against the weights, packed as B [kh * kw *
- * C, M] in 16-column panels (M rounded up), writes the tile's output rows
- * directly. A 1x1 window with stride 1 and no padding reads x's
- * rows as they are: no im2col, no scratch.
+ * Packed weights (gx_cpu_conv_pack), the same in both layouts: blocks of
+ * 16 output channels (M rounded up, zeros past it), block b holding
+ * [kh][kw][C][16] (the GEMM's B [kh * kw * C, M] in 16-column panels,
+ * ops/gemm.h); depthwise, [kh][kw][16] per block.
  *
- * NCHW16c: a direct convolution. An output row (n, m-block, oh) is walked
- * in runs of R columns, each run keeping R accumulators of 16 output
- * channels; every (input channel, tap) broadcasts one x element per column
- * and adds it times the 16 weights of the packed block [M/16][C/16][kh][kw]
- * [16 c][16 m]. Every output element sums its products in the same order
- * (input block, kh, kw, channel; taps in the padding skipped) whatever R
- * and the ISA are, so the results are the same bits on every path and for
- * every nth.
+ * Group 1 runs one direct kernel for every layout of x and y. Output rows
+ * are walked in runs of R columns by NB blocks of 16 output channels, the
+ * R * NB accumulators in registers: every (tap, input channel) broadcasts
+ * one x element per column of the run and multiplies it into each block's
+ * 16 weights. x is read in NCHW16c or NHWC 16 channels at a time (C a
+ * multiple of 16), else one channel at a time: NHWC with any C, or NCHW
+ * (gx_cpu_conv_layout_input: an NCHW16c Conv whose C is not a multiple of
+ * 16, an NHWC one with an image's few channels), as MLAS's "NCHW to
+ * NCHWc" convolution does a network's first layer; there a window 3 taps
+ * wide broadcasts each x element once for the 3 columns that read it
+ * (s_dk3_512). y's blocks are NCHW16c blocks or 16 channels of an NHWC
+ * position (the last one masked when M is not a multiple of 16). A 1x1
+ * window with stride 1 and no padding walks each plane as one row.
+ * Depthwise: 16 channels per vector, runs of R columns, each x vector
+ * loaded once per window row when the window is 3 wide (s_dw3_512).
+ *
+ * Arithmetic: an output element is its bias (or 0) plus its products in
+ * the order (kh, kw, input channel) (s_dk3_512: kh, channel, kw), window
+ * rows in the padding skipped. A column whose window reaches into the
+ * padding along W (an edge) runs in a checked run that reads zeros there,
+ * as NCHW's im2col has them; with one channel per broadcast it runs alone
+ * over its own taps instead. Each column is computed the same way
+ * whatever run, block group or share it falls in, so every nth gives the
+ * same bits. With AVX-512 (the GEMM's ISA, gx_cpu_gemm_isa) each product
+ * is fused into its sum (FMA); elsewhere 16-lane vector code (no FMA)
+ * rounds each. As the head of a fused group (gx_cpu_conv_layout_epi) a
+ * lone Relu or Clip is applied as each output is stored; other epilogues
+ * run on each row (S_EPI_COLS columns of a plane) as soon as it is
+ * written.
  *
  * Shares (gx_cpu_conv_layout_rows): NHWC, chunks of S_CHUNK positions, at
  * most GX_CONV_LAYOUT_SHARES shares with work; NCHW16c, output rows (n,
  * m-block, oh). Each share writes one contiguous range of the output.
+ * No kernel needs scratch.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
+#include "ops/fused.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
 
-#define S_CHUNK 256                   /* NHWC: positions per unit of the share split */
-#define S_SLOT_BYTES (1024 * 1024)    /* NHWC: im2col of a tile, at most (unless one row is more) */
-#define S_B GX_LAYOUT_BLOCK /* channels of a block */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define S_X86 1
+#define S_T512 __attribute__((target("avx512f")))
+#endif
+
+#define S_CHUNK 8                  /* NHWC: positions per unit of the share split */
+#define S_B GX_LAYOUT_BLOCK        /* channels of a block */
+#define S_IMAGE_C 4 /* an NHWC Conv with this many input channels or fewer reads x in NCHW */
+#define S_INLINE static inline __attribute__((always_inline))
+
+_Static_assert(GX_GEMM_PANEL == S_B, "a weights block is a GEMM panel");
 
 /* ---- shared geometry ---- */
 
-/* The node's geometry from the kernel's physical views: logical x, the
- * window from the packed weights' shape (which keeps kh, kw). */
-static void s_geometry(gx_layout l, const gx_kargs *k, gx_win *w, int64_t *c, int64_t *m)
+/* The node's geometry from the kernel's views: logical x, the window from
+ * the packed weights' shape [kh, kw, C, Mp], M from the output. */
+static void s_geometry(const gx_kargs *k, gx_win *w, int64_t *c, int64_t *m)
 {
     const gx_view x = gx_layout_logical(&k->in[0]);
-    const int64_t *ps = k->in[1].shape;
-    const bool nhwc = l == GX_LAYOUT_NHWC;
-    const int64_t ks[2] = {nhwc ? ps[0] : ps[2], nhwc ? ps[1] : ps[3]};
-    gx_win_init(w, k->attr, "Conv", &x, ks, false, false, NULL, 0);
+    int64_t d[4];
+    gx_win_init(w, k->attr, "Conv", &x, k->in[1].shape, false, false, NULL, 0);
+    gx_layout_dims(&k->out[0], d);
     *c = x.shape[1];
-    *m = nhwc ? k->out[0].shape[3] : ps[0] * S_B; /* NHWC: M may be padded in the weights */
+    *m = d[1];
 }
 
-/* Is the window a 1x1 with stride 1 and no padding (x's rows are im2col's)? */
+/* Is the window a 1x1 with stride 1 and no padding (a plane is a row)? */
 static bool s_pointwise(const gx_win *w)
 {
     return gx_conv_path_of(w, 1, 1) == GX_CONV_POINTWISE;
-}
-
-/* NHWC positions per tile: a power of two <= S_CHUNK whose im2col rows of
- * kc floats fit S_SLOT_BYTES (at least 1); S_CHUNK when there is no im2col.
- * Tiles start at multiples of it, and so does every share's range, so the
- * tiles (and their products) are the same for every nth. */
-static int64_t s_tile(const gx_win *w, int64_t kc)
-{
-    if (s_pointwise(w))
-        return S_CHUNK;
-    int64_t t = S_CHUNK;
-    while (t > 1 && t * kc * (int64_t)sizeof(float) > S_SLOT_BYTES)
-        t /= 2;
-    return t;
 }
 
 /* NHWC share split over p positions: [*c0, *c1) chunks of S_CHUNK; shares
@@ -107,278 +120,984 @@ void gx_cpu_conv_layout_rows(gx_layout l, const gx_view *y, int ith, int nth, in
     *hi *= row;
 }
 
-/* ---- NHWC: im2col tiles and sgemm ---- */
-
-/* im2col rows of positions [p0, p1) (over n, oh, ow) of x [N, H, W, C]:
- * row q = (kh, kw, c) taps, kc = kh * kw * C floats each. */
-/* n floats from src to dst: a loop for the few floats of a small C (a
- * call to memcpy costs more than the copy), memcpy above. */
-static inline void s_copy(float *restrict dst, const float *restrict src, int64_t n)
-{
-    if (n > 32) {
-        memcpy(dst, src, (size_t)n * sizeof *dst);
-        return;
-    }
-    for (int64_t e = 0; e < n; e++)
-        dst[e] = src[e];
-}
-
-static void s_im2col_nhwc(const gx_win *w, int64_t c, const float *x, int64_t p0, int64_t p1,
-                          float *col)
-{
-    const int64_t oh = w->out[0], ow = w->out[1], ih = w->in[0], iw = w->in[1];
-    const int64_t kc = w->k_size * c, kw = w->k[1];
-    for (int64_t p = p0; p < p1; p++) {
-        const int64_t n = p / (oh * ow), y0 = p / ow % oh, x0 = p % ow;
-        float *row = col + (p - p0) * kc;
-        const int64_t j0 = x0 * w->stride[1] - w->pad_lo[1];
-        /* a window row inside x along W with dilation 1: kw * C contiguous floats */
-        const bool whole = w->dil[1] == 1 && j0 >= 0 && j0 + kw <= iw;
-        for (int64_t a = 0; a < w->k[0]; a++) {
-            const int64_t i = y0 * w->stride[0] - w->pad_lo[0] + a * w->dil[0];
-            if (i < 0 || i >= ih) {
-                memset(row, 0, (size_t)(kw * c) * sizeof *row);
-                row += kw * c;
-                continue;
-            }
-            const float *xr = x + (n * ih + i) * iw * c;
-            if (whole) {
-                s_copy(row, xr + j0 * c, kw * c);
-                row += kw * c;
-                continue;
-            }
-            for (int64_t b = 0; b < kw; b++, row += c) {
-                const int64_t j = j0 + b * w->dil[1];
-                if (j < 0 || j >= iw)
-                    memset(row, 0, (size_t)c * sizeof *row);
-                else
-                    s_copy(row, xr + j * c, c);
-            }
-        }
-    }
-}
-
-/* Depthwise (group == C == M): each position's M channels add their taps'
- * x channels times the taps' weights [kh, kw, 1, M], taps in order. */
-GX_CPU_CLONES static void s_dw_nhwc(const gx_win *w, int64_t m, const float *x, const float *wp,
-                                    const float *bias, float *y, int64_t lo, int64_t hi)
-{
-    const int64_t oh = w->out[0], ow = w->out[1], ih = w->in[0], iw = w->in[1];
-    for (int64_t p = lo; p < hi; p++) {
-        const int64_t n = p / (oh * ow), y0 = p / ow % oh, x0 = p % ow;
-        float *restrict yp = y + p * m;
-        for (int64_t c = 0; c < m; c++)
-            yp[c] = bias ? bias[c] : 0.0f;
-        for (int64_t a = 0; a < w->k[0]; a++) {
-            const int64_t i = y0 * w->stride[0] - w->pad_lo[0] + a * w->dil[0];
-            if (i < 0 || i >= ih)
-                continue;
-            for (int64_t b = 0; b < w->k[1]; b++) {
-                const int64_t j = x0 * w->stride[1] - w->pad_lo[1] + b * w->dil[1];
-                if (j < 0 || j >= iw)
-                    continue;
-                const float *restrict xp = x + ((n * ih + i) * iw + j) * m;
-                const float *restrict wt = wp + (a * w->k[1] + b) * m;
-                for (int64_t c = 0; c < m; c++)
-                    yp[c] += xp[c] * wt[c];
-            }
-        }
-    }
-}
-
-/* Share: positions [c0 * S_CHUNK, c1 * S_CHUNK) in tiles; im2col into the
- * share's slot (slot < min(chunks, GX_CONV_LAYOUT_SHARES): its own index,
- * or its first chunk when there are fewer chunks than shares, which no
- * other share with work has). */
-static void s_conv_nhwc(const gx_kargs *k)
-{
-    gx_win w;
-    int64_t c, m;
-    s_geometry(GX_LAYOUT_NHWC, k, &w, &c, &m);
-    const float *x = k->in[0].data, *wp = k->in[1].data;
-    const float *bias = k->n_in > 2 && k->in[2].ndim >= 0 ? k->in[2].data : NULL;
-    float *y = k->out[0].data;
-    const int64_t p = k->out[0].shape[0] * w.out_size, kc = w.k_size * c;
-    const int64_t chunks = (p + S_CHUNK - 1) / S_CHUNK;
-    const int64_t eff = k->nth < GX_CONV_LAYOUT_SHARES ? k->nth : GX_CONV_LAYOUT_SHARES;
-    int64_t c0, c1;
-    s_nhwc_chunks(p, k->ith, k->nth, &c0, &c1);
-    const int64_t lo = c0 * S_CHUNK, hi = c1 * S_CHUNK < p ? c1 * S_CHUNK : p;
-    if (k->attr[GX_CONV_GROUP].i > 1) {
-        s_dw_nhwc(&w, m, x, wp, bias, y, lo, hi);
-        return;
-    }
-    const bool pw = s_pointwise(&w);
-    const int64_t t = s_tile(&w, kc);
-    const int64_t slot = chunks >= eff ? k->ith : c0;
-    float *col = pw || lo >= hi ? NULL : (float *)k->scratch + slot * t * kc;
-    for (int64_t p0 = lo; p0 < hi; p0 += t) {
-        const int64_t p1 = p0 + t < hi ? p0 + t : hi, rows = p1 - p0;
-        float *yt = y + p0 * m;
-        for (int64_t r = 0; bias && r < rows; r++)
-            memcpy(yt + r * m, bias, (size_t)m * sizeof *yt);
-        const float *a = x + p0 * c;
-        if (!pw) {
-            s_im2col_nhwc(&w, c, x, p0, p1, col);
-            a = col;
-        }
-        if (kc == 0) {
-            if (!bias)
-                memset(yt, 0, (size_t)(rows * m) * sizeof *yt);
-            continue;
-        }
-        gx_cpu_gemm_packed_rows(rows, m, kc, a, kc, wp, yt, m, bias != NULL);
-    }
-}
-
-/* ---- NCHW16c: direct ---- */
-
-typedef float s_v16 __attribute__((vector_size(64), aligned(4)));
-
-typedef struct s_c16 {
-    gx_win w;
-    int64_t cb, mb;     /* input and output channel blocks */
-    bool depthwise;     /* group == C == M: block mb reads input block mb only */
-    const float *x, *wp, *bias;
-    float *y;
-} s_c16;
-
-/* One run of R output columns [o0, o0 + R) of output row (image n, block
- * mb, line oh) into yr (the row's start). Taps whose x column lies in the
- * padding for some columns of the run take the checked loop. */
-#define S_RUN(R)                                                                                   \
-    static inline __attribute__((always_inline)) void s_run##R(const s_c16 *cv, int64_t n,         \
-                                                               int64_t mb, int64_t oh,             \
-                                                               int64_t o0, float *yr)              \
-    {                                                                                              \
-        const gx_win *w = &cv->w;                                                                  \
-        const int64_t ih = w->in[0], iw = w->in[1], kh = w->k[0], kw = w->k[1];                    \
-        const int64_t s16 = w->stride[1] * S_B;                                                    \
-        s_v16 acc[R];                                                                              \
-        s_v16 b0 = {0};                                                                            \
-        if (cv->bias)                                                                              \
-            memcpy(&b0, cv->bias + mb * S_B, sizeof b0);                                           \
-        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) acc[r] = b0;                          \
-        for (int64_t cb = 0; cb < cv->cb; cb++) {                                                  \
-            for (int64_t a = 0; a < kh; a++) {                                                     \
-                const int64_t i = oh * w->stride[0] - w->pad_lo[0] + a * w->dil[0];                \
-                if (i < 0 || i >= ih)                                                              \
-                    continue;                                                                      \
-                const float *xr = cv->x + ((n * cv->cb + cb) * ih + i) * iw * S_B;                 \
-                const float *wk = cv->wp + ((mb * cv->cb + cb) * kh + a) * kw * S_B * S_B;         \
-                for (int64_t b = 0; b < kw; b++) {                                                 \
-                    const int64_t j0 = o0 * w->stride[1] - w->pad_lo[1] + b * w->dil[1];           \
-                    const float *xo = xr + j0 * S_B;                                               \
-                    const float *wt = wk + b * S_B * S_B;                                          \
-                    if (j0 >= 0 && j0 + (R - 1) * w->stride[1] < iw) {                             \
-                        for (int c = 0; c < S_B; c++) {                                            \
-                            s_v16 wv;                                                              \
-                            memcpy(&wv, wt + c * S_B, sizeof wv);                                  \
-                            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                   \
-                                acc[r] += xo[r * s16 + c] * wv;                                    \
-                        }                                                                          \
-                    } else {                                                                       \
-                        for (int c = 0; c < S_B; c++) {                                            \
-                            s_v16 wv;                                                              \
-                            memcpy(&wv, wt + c * S_B, sizeof wv);                                  \
-                            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                 \
-                                const int64_t j = j0 + r * w->stride[1];                           \
-                                if (j >= 0 && j < iw)                                              \
-                                    acc[r] += xo[r * s16 + c] * wv;                                \
-                            }                                                                      \
-                        }                                                                          \
-                    }                                                                              \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                       \
-            memcpy(yr + (o0 + r) * S_B, &acc[r], sizeof acc[r]);                                   \
-    }
-
-S_RUN(8)
-S_RUN(4)
-S_RUN(2)
-S_RUN(1)
-
-/* Depthwise, output row (n, mb, oh): each column's 16 channels add their
- * taps' 16 x channels times the taps' weights [kh, kw, 16], taps in
- * order. */
-static inline __attribute__((always_inline)) void s_dw_row(const s_c16 *cv, int64_t n,
-                                                           int64_t mb, int64_t oh, float *yr)
-{
-    const gx_win *w = &cv->w;
-    const int64_t ih = w->in[0], iw = w->in[1], kh = w->k[0], kw = w->k[1];
-    const float *xn = cv->x + (n * cv->cb + mb) * ih * iw * S_B, *wm = cv->wp + mb * kh * kw * S_B;
-    s_v16 b0 = {0};
-    if (cv->bias)
-        memcpy(&b0, cv->bias + mb * S_B, sizeof b0);
-    for (int64_t o = 0; o < w->out[1]; o++) {
-        s_v16 acc = b0;
-        for (int64_t a = 0; a < kh; a++) {
-            const int64_t i = oh * w->stride[0] - w->pad_lo[0] + a * w->dil[0];
-            if (i < 0 || i >= ih)
-                continue;
-            for (int64_t b = 0; b < kw; b++) {
-                const int64_t j = o * w->stride[1] - w->pad_lo[1] + b * w->dil[1];
-                if (j < 0 || j >= iw)
-                    continue;
-                s_v16 xv, wv;
-                memcpy(&xv, xn + (i * iw + j) * S_B, sizeof xv);
-                memcpy(&wv, wm + (a * kw + b) * S_B, sizeof wv);
-                acc += xv * wv;
-            }
-        }
-        memcpy(yr + o * S_B, &acc, sizeof acc);
-    }
-}
-
-/* Does the CPU run the AVX-512 clone (room for 8 accumulators of 16)? */
+/* Do the direct and depthwise kernels run their AVX-512 code (the GEMM's
+ * choice of ISA, so that GEXEC_GEMM_ISA and tests pick both)? */
 static bool s_wide(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    return __builtin_cpu_supports("avx512f");
+#ifdef S_X86
+    return !strcmp(gx_cpu_gemm_isa(), "avx512");
 #else
     return false;
 #endif
 }
 
-/* Output rows [r0, r1) over (n, mb, oh). */
-GX_CPU_CLONES static void s_rows16(const s_c16 *cv, int64_t r0, int64_t r1, bool wide)
+/* ---- what a kernel applies as it stores ----
+ * A fused Relu or Clip (gx_cpu_conv_layout_epi), with the very
+ * expressions of their kernels (ops/cpu/elementwise.c): Relu v < 0 ? 0 :
+ * v, Clip t = v < lo ? lo : v, t > hi ? hi : t, NaN staying NaN. */
+enum { S_ACT_NONE, S_ACT_RELU, S_ACT_CLIP };
+
+typedef struct s_act {
+    int kind; /* S_ACT_* */
+    float lo, hi;
+} s_act;
+
+/* The rest of a fused group's ops: fn(ctx, lo, hi) on each run of output
+ * elements as soon as the kernel has written it (fn NULL: none). */
+typedef struct s_epi {
+    gx_fused_epi_fn fn;
+    void *ctx;
+} s_epi;
+
+#define S_EPI_COLS 128 /* a plane walked as one row: columns between epilogue calls */
+
+typedef float s_v16 __attribute__((vector_size(64), aligned(4)));
+
+typedef int32_t s_vi16 __attribute__((vector_size(64)));
+
+#ifdef S_X86
+#define S_ACT512(d, v)                                                                             \
+    ({                                                                                             \
+        __m512 a_ = (v);                                                                           \
+        if ((d)->act == S_ACT_RELU) {                                                              \
+            const __m512 z_ = _mm512_setzero_ps();                                                 \
+            a_ = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a_, z_, _CMP_LT_OQ), a_, z_);             \
+        } else if ((d)->act == S_ACT_CLIP) {                                                       \
+            const __m512 l_ = _mm512_set1_ps((d)->lo), h_ = _mm512_set1_ps((d)->hi);               \
+            a_ = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a_, l_, _CMP_LT_OQ), a_, l_);             \
+            a_ = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a_, h_, _CMP_GT_OQ), a_, h_);             \
+        }                                                                                          \
+        a_;                                                                                        \
+    })
+#endif
+
+/* The same on 16-lane vectors of the clones (selects by masks). */
+#define S_ACTV(d, v)                                                                               \
+    ({                                                                                             \
+        s_v16 a_ = (v);                                                                            \
+        if ((d)->act == S_ACT_RELU) {                                                              \
+            const s_vi16 m_ = a_ < 0.0f;                                                           \
+            a_ = (s_v16)((s_vi16)a_ & ~m_);                                                        \
+        } else if ((d)->act == S_ACT_CLIP) {                                                       \
+            const s_vi16 m_ = a_ < (d)->lo;                                                        \
+            a_ = (s_v16)(((s_vi16)a_ & ~m_) | ((s_vi16)((s_v16){0} + (d)->lo) & m_));              \
+            const s_vi16 n_ = a_ > (d)->hi;                                                        \
+            a_ = (s_v16)(((s_vi16)a_ & ~n_) | ((s_vi16)((s_v16){0} + (d)->hi) & n_));              \
+        }                                                                                          \
+        a_;                                                                                        \
+    })
+
+/* ---- the direct kernel ----
+ *
+ * Strides in floats. x element (channel g * CL + c, row i, column j) of an
+ * image is at g * xg + i * xrow + j * xcol + c: NCHW16c (CL 16) xg = H * W *
+ * 16, xrow = W * 16, xcol = 16; NHWC (CL 16) xg = 16, xrow = W * C, xcol =
+ * C; NCHW (CL 1) xg = H * W, xrow = W, xcol = 1. Output block b, column o
+ * of a row at b * ymb + o * ycol from the row's start. */
+typedef struct s_dk {
+    int64_t C;          /* input channels: a tap's weights are C rows of 16 */
+    int64_t G, xg;      /* channel groups of CL channels, and their stride in x */
+    int64_t dhx, dwx;   /* x's floats between a window's rows, columns (dilated) */
+    int64_t xstep;      /* x's floats between two output columns' windows */
+    int64_t kw;         /* taps per window row */
+    int64_t iw, sw, dwj; /* x's columns; the window's stride, dilation in them */
+    int act;            /* applied to each output as it is stored: S_ACT_* */
+    float lo, hi;       /* S_ACT_CLIP's bounds */
+    int64_t wmb;        /* weights' floats between output blocks */
+    int64_t ymb, ycol;  /* y's floats between output blocks, columns */
+} s_dk;
+
+/* One run: R columns (the first reading x at xn[off], its tap 0 in x's
+ * column j0) by NB blocks of y (at y), window rows [a0, a1) (those inside
+ * x) and columns [b0, b1), weights of the first block at w, its bias (or
+ * NULL). Checked runs
+ * (CHK) hold columns whose windows reach into the padding along W: such a
+ * tap reads zeros (x padded with zeros, as NCHW's im2col has it), so a
+ * column's arithmetic does not depend on the run it is in. Lanes of the
+ * last block past `last` (a count: 16 but for NHWC's last block of an M
+ * that is not a multiple of 16) are neither read from the bias nor
+ * written. */
+typedef void (*s_dk_fn)(const s_dk *d, const float *xn, int64_t off, int64_t a0, int64_t a1,
+                        int64_t b0, int64_t b1, int64_t j0, const float *w, const float *bias,
+                        int last, float *y);
+
+/* What a checked run's taps in the padding read. */
+static const float s_zeros[S_B] __attribute__((aligned(64)));
+
+/* x pointers of the R columns of a run at tap (a, b), and a mask of the
+ * offsets of channel groups for each: all ones, or none for a column in
+ * the padding, whose pointer is then to zeros. */
+#define S_TAP_PTRS(CHK, R, d, xn, off, a, b, j0, xr, msk)                                          \
+    do {                                                                                           \
+        const int64_t o_ = (off) + (a) * (d)->dhx + (b) * (d)->dwx;                                \
+        const int64_t j_ = (j0) + (b) * (d)->dwj;                                                  \
+        _Pragma("GCC unroll 12") for (int r = 0; r < (R); r++) {                                   \
+            const bool in_ = !(CHK) || (uint64_t)(j_ + r * (d)->sw) < (uint64_t)(d)->iw;           \
+            (xr)[r] = in_ ? (xn) + (o_ + r * (d)->xstep) : s_zeros;                                \
+            (msk)[r] = in_ ? ~(int64_t)0 : 0;                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* Channel c of group offset go of column r (CHK: through its mask). */
+#define S_XAT(CHK, xr, msk, r, go, c) ((xr)[r][((CHK) ? ((go) & (msk)[r]) : (go)) + (c)])
+
+#ifdef S_X86
+/* AVX-512: R <= 12 columns for NB <= 2 blocks, 8 for 3, 6 for 4. */
+S_INLINE S_T512 void s_dk512(const int CL, const int NB, const int R, const bool CHK,
+                             const s_dk *d, const float *xn, int64_t off, int64_t a0, int64_t a1,
+                             int64_t b0, int64_t b1, int64_t j0, const float *w,
+                             const float *bias, int last, float *y)
 {
-    const int64_t oh = cv->w.out[0], ow = cv->w.out[1];
-    for (int64_t r = r0; r < r1; r++) {
-        const int64_t n = r / (cv->mb * oh), mb = r / oh % cv->mb, h = r % oh;
-        float *yr = cv->y + r * ow * S_B;
-        if (cv->depthwise) {
-            s_dw_row(cv, n, mb, h, yr);
-            continue;
-        }
-        int64_t o = 0;
-        if (wide) {
-            for (; o + 8 <= ow; o += 8)
-                s_run8(cv, n, mb, h, o, yr);
-        }
-        for (; o + 4 <= ow; o += 4)
-            s_run4(cv, n, mb, h, o, yr);
-        for (; o + 2 <= ow; o += 2)
-            s_run2(cv, n, mb, h, o, yr);
-        for (; o < ow; o++)
-            s_run1(cv, n, mb, h, o, yr);
+    const __mmask16 lm = (__mmask16)((1u << last) - 1);
+    __m512 acc[4][12]; /* [NB][R]: fixed sizes, so that they live in registers */
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++) {
+        const __mmask16 m = j == NB - 1 ? lm : (__mmask16)0xffff;
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + j * S_B) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++)
+            acc[j][r] = b;
     }
+    const int64_t wmb = d->wmb;
+    for (int64_t a = a0; a < a1; a++) {
+        for (int64_t b = b0; b < b1; b++) {
+            const float *wg = w + (a * d->kw + b) * d->C * S_B;
+            const float *xr[12];
+            int64_t msk[12];
+            S_TAP_PTRS(CHK, R, d, xn, off, a, b, j0, xr, msk);
+            for (int64_t g = 0, go = 0; g < d->G; g++, go += d->xg) {
+#pragma GCC unroll 4
+                for (int c = 0; c < CL; c++) {
+                    __m512 wv[4];
+#pragma GCC unroll 4
+                    for (int j = 0; j < NB; j++)
+                        wv[j] = _mm512_loadu_ps(wg + j * wmb + c * S_B);
+#pragma GCC unroll 12
+                    for (int r = 0; r < R; r++) {
+                        const __m512 xb = _mm512_set1_ps(S_XAT(CHK, xr, msk, r, go, c));
+#pragma GCC unroll 4
+                        for (int j = 0; j < NB; j++)
+                            acc[j][r] = _mm512_fmadd_ps(xb, wv[j], acc[j][r]);
+                    }
+                }
+                wg += CL * S_B;
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++) {
+        const __mmask16 m = j == NB - 1 ? lm : (__mmask16)0xffff;
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++)
+            _mm512_mask_storeu_ps(y + j * d->ymb + r * d->ycol, m, S_ACT512(d, acc[j][r]));
+    }
+}
+
+#define S_DK512(CHK, CL, NB, R)                                                                    \
+    static S_T512 void s_dk512_##CHK##_##CL##_##NB##_##R(                                          \
+        const s_dk *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t b0,           \
+        int64_t b1, int64_t j0, const float *w, const float *bias, int last, float *y)             \
+    {                                                                                              \
+        s_dk512(CL, NB, R, CHK, d, xn, off, a0, a1, b0, b1, j0, w, bias, last, y);                 \
+    }
+#define S_R6(M, K, CL, NB)                                                                         \
+    M(K, CL, NB, 1) M(K, CL, NB, 2) M(K, CL, NB, 3) M(K, CL, NB, 4) M(K, CL, NB, 5) M(K, CL, NB, 6)
+#define S_R8(M, K, CL, NB) S_R6(M, K, CL, NB) M(K, CL, NB, 7) M(K, CL, NB, 8)
+#define S_R12(M, K, CL, NB)                                                                        \
+    S_R8(M, K, CL, NB) M(K, CL, NB, 9) M(K, CL, NB, 10) M(K, CL, NB, 11) M(K, CL, NB, 12)
+#define S_DK512_CL(K, CL)                                                                          \
+    S_R12(S_DK512, K, CL, 1) S_R12(S_DK512, K, CL, 2) S_R8(S_DK512, K, CL, 3)                      \
+        S_R6(S_DK512, K, CL, 4)
+S_DK512_CL(0, 1)
+S_DK512_CL(0, 16)
+S_DK512_CL(1, 1)
+S_DK512_CL(1, 16)
+
+#define S_FN(K, CL, NB, R) s_dk512_##K##_##CL##_##NB##_##R,
+#define S_ROW(K, CL, NB, RS) {RS(S_FN, K, CL, NB)}
+#define S_TAB(K, CL)                                                                               \
+    {S_ROW(K, CL, 1, S_R12), S_ROW(K, CL, 2, S_R12), S_ROW(K, CL, 3, S_R8),                        \
+     S_ROW(K, CL, 4, S_R6)}
+/* [checked][CL 1 or 16][NB - 1][R - 1] */
+static const s_dk_fn s_dk512_tab[2][2][4][12] = {{S_TAB(0, 1), S_TAB(0, 16)},
+                                                  {S_TAB(1, 1), S_TAB(1, 16)}};
+
+/* x in NCHW (one channel per broadcast, columns adjacent), a window 3
+ * taps wide, undilated, stride S (1 or 2) along W, every tap of the run
+ * inside x: per window row and channel each x column the run reads is
+ * broadcast once and multiplied into the (up to 3) columns whose taps
+ * read it, each column summing its products in the order (kh, channel,
+ * kw). The interior columns of such a Conv always run here (its edge
+ * columns alone, s_dk_cols), so a column's arithmetic does not depend on
+ * its run. R <= 12 columns for NB 1, 8 for 2, 6 for 3, 4 for 4. */
+S_INLINE S_T512 void s_dk3_512(const int NB, const int R, const int S, const s_dk *d,
+                               const float *xn, int64_t off, int64_t a0, int64_t a1,
+                               const float *w, const float *bias, int last, float *y)
+{
+    const __mmask16 lm = (__mmask16)((1u << last) - 1);
+    __m512 acc[4][12];
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++) {
+        const __mmask16 m = j == NB - 1 ? lm : (__mmask16)0xffff;
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + j * S_B) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++)
+            acc[j][r] = b;
+    }
+    const int64_t C = d->C, wmb = d->wmb;
+    for (int64_t a = a0; a < a1; a++) {
+        const float *wa = w + a * 3 * C * S_B;
+        for (int64_t g = 0; g < C; g++, wa += S_B) {
+            const float *xa = xn + (off + a * d->dhx + g * d->xg);
+            __m512 wv[4][3];
+#pragma GCC unroll 4
+            for (int j = 0; j < NB; j++)
+#pragma GCC unroll 3
+                for (int t = 0; t < 3; t++)
+                    wv[j][t] = _mm512_loadu_ps(wa + j * wmb + t * C * S_B);
+#pragma GCC unroll 26
+            for (int q = 0; q < (R - 1) * S + 3; q++) {
+                const __m512 xb = _mm512_set1_ps(xa[q]);
+#pragma GCC unroll 3
+                for (int t = 2; t >= 0; t--) {
+                    const int r = (q - t) / S;
+                    if (q - t >= 0 && (q - t) % S == 0 && r < R)
+#pragma GCC unroll 4
+                        for (int j = 0; j < NB; j++)
+                            acc[j][r] = _mm512_fmadd_ps(xb, wv[j][t], acc[j][r]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++) {
+        const __mmask16 m = j == NB - 1 ? lm : (__mmask16)0xffff;
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++)
+            _mm512_mask_storeu_ps(y + j * d->ymb + r * d->ycol, m, S_ACT512(d, acc[j][r]));
+    }
+}
+
+typedef void (*s_dk3_fn)(const s_dk *d, const float *xn, int64_t off, int64_t a0, int64_t a1,
+                         const float *w, const float *bias, int last, float *y);
+#define S_DK3(S, NB, R)                                                                            \
+    static S_T512 void s_dk3_##S##_##NB##_##R(const s_dk *d, const float *xn, int64_t off,        \
+                                              int64_t a0, int64_t a1, const float *w,              \
+                                              const float *bias, int last, float *y)               \
+    {                                                                                              \
+        s_dk3_512(NB, R, S, d, xn, off, a0, a1, w, bias, last, y);                                 \
+    }
+#define S_DK3_R4(S, NB) S_DK3(S, NB, 1) S_DK3(S, NB, 2) S_DK3(S, NB, 3) S_DK3(S, NB, 4)
+#define S_DK3_R6(S, NB) S_DK3_R4(S, NB) S_DK3(S, NB, 5) S_DK3(S, NB, 6)
+#define S_DK3_R8(S, NB) S_DK3_R6(S, NB) S_DK3(S, NB, 7) S_DK3(S, NB, 8)
+#define S_DK3_R12(S, NB)                                                                           \
+    S_DK3_R8(S, NB) S_DK3(S, NB, 9) S_DK3(S, NB, 10) S_DK3(S, NB, 11) S_DK3(S, NB, 12)
+#define S_DK3_S(S) S_DK3_R12(S, 1) S_DK3_R8(S, 2) S_DK3_R6(S, 3) S_DK3_R4(S, 4)
+S_DK3_S(1)
+S_DK3_S(2)
+#define S_DK3_F(S, NB, R) s_dk3_##S##_##NB##_##R,
+#define S_DK3_ROW4(S, NB) S_DK3_F(S, NB, 1) S_DK3_F(S, NB, 2) S_DK3_F(S, NB, 3) S_DK3_F(S, NB, 4)
+#define S_DK3_ROW6(S, NB) S_DK3_ROW4(S, NB) S_DK3_F(S, NB, 5) S_DK3_F(S, NB, 6)
+#define S_DK3_ROW8(S, NB) S_DK3_ROW6(S, NB) S_DK3_F(S, NB, 7) S_DK3_F(S, NB, 8)
+#define S_DK3_ROW12(S, NB)                                                                         \
+    S_DK3_ROW8(S, NB) S_DK3_F(S, NB, 9) S_DK3_F(S, NB, 10) S_DK3_F(S, NB, 11) S_DK3_F(S, NB, 12)
+#define S_DK3_TAB(S)                                                                               \
+    {{S_DK3_ROW12(S, 1)}, {S_DK3_ROW8(S, 2)}, {S_DK3_ROW6(S, 3)}, {S_DK3_ROW4(S, 4)}}
+/* [S - 1][NB - 1][R - 1] */
+static const s_dk3_fn s_dk3_tab[2][4][12] = {S_DK3_TAB(1), S_DK3_TAB(2)};
+#endif
+
+/* Most columns of a run of NB blocks (index NB - 1): AVX-512, baseline. */
+static const int s_rmax512[4] = {12, 12, 8, 6};
+static const int s_rmax_k3[4] = {12, 8, 6, 4}; /* s_dk3_512 */
+#define S_RMAX_BASE 8
+
+/* Without AVX-512: one block, R in {1, 2, 4, 8}, no FMA (the clones'
+ * widest vectors). */
+
+S_INLINE void s_dkv(const int CL, const int R, const bool CHK, const s_dk *d, const float *xn,
+                    int64_t off, int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t j0,
+                    const float *w, const float *bias, int last, float *y)
+{
+    s_v16 acc[8], bv = {0};
+    if (bias)
+        memcpy(&bv, bias, (size_t)last * sizeof(float));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+        acc[r] = bv;
+    for (int64_t a = a0; a < a1; a++) {
+        for (int64_t b = b0; b < b1; b++) {
+            const float *wg = w + (a * d->kw + b) * d->C * S_B;
+            const float *xr[12];
+            int64_t msk[12];
+            S_TAP_PTRS(CHK, R, d, xn, off, a, b, j0, xr, msk);
+            for (int64_t g = 0, go = 0; g < d->G; g++, go += d->xg) {
+                for (int c = 0; c < CL; c++) {
+                    s_v16 wv;
+                    memcpy(&wv, wg + c * S_B, sizeof wv);
+#pragma GCC unroll 8
+                    for (int r = 0; r < R; r++)
+                        acc[r] += S_XAT(CHK, xr, msk, r, go, c) * wv;
+                }
+                wg += CL * S_B;
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        const s_v16 v = S_ACTV(d, acc[r]);
+        memcpy(y + r * d->ycol, &v, (size_t)last * sizeof(float));
+    }
+}
+
+#define S_DKV(CHK, CL, R)                                                                          \
+    GX_CPU_CLONES static void s_dkv_##CHK##_##CL##_##R(                                            \
+        const s_dk *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t b0,           \
+        int64_t b1, int64_t j0, const float *w, const float *bias, int last, float *y)             \
+    {                                                                                              \
+        s_dkv(CL, R, CHK, d, xn, off, a0, a1, b0, b1, j0, w, bias, last, y);                       \
+    }
+#define S_DKV_R(CHK, CL) S_DKV(CHK, CL, 1) S_DKV(CHK, CL, 2) S_DKV(CHK, CL, 4) S_DKV(CHK, CL, 8)
+S_DKV_R(0, 1)
+S_DKV_R(0, 16)
+S_DKV_R(1, 1)
+S_DKV_R(1, 16)
+#define S_DKV_ROW(CHK, CL)                                                                         \
+    {s_dkv_##CHK##_##CL##_1, s_dkv_##CHK##_##CL##_2, s_dkv_##CHK##_##CL##_4, s_dkv_##CHK##_##CL##_8}
+/* [checked][CL 1 or 16][log2 R] */
+static const s_dk_fn s_dkv_tab[2][2][4] = {{S_DKV_ROW(0, 1), S_DKV_ROW(0, 16)},
+                                           {S_DKV_ROW(1, 1), S_DKV_ROW(1, 16)}};
+
+/* A node's direct convolution: geometry, strides, data. */
+typedef struct s_cv {
+    gx_win w;          /* 1x1 stride-1 unpadded windows: a plane as one row */
+    s_dk d;
+    int cl;            /* 0: CL 1 (x in NCHW), 1: CL 16 */
+    bool k3;           /* inside columns by s_dk3_512 (AVX-512) */
+    bool wide;         /* AVX-512 */
+    int64_t mb, last;  /* output blocks; lanes of the last one */
+    int64_t ci_lo, ci_hi; /* output columns whose windows lie inside x along W */
+    int64_t x_img, xrow, xcol, y_img, yrow;
+    const float *x, *wp, *bias;
+    float *y;
+} s_cv;
+
+/* The blocks a run takes at once out of rem: up to 4, 3 + 3 rather than
+ * 4 + 2; 1 without AVX-512. */
+static int s_nb(const s_cv *cv, int64_t rem)
+{
+    if (!cv->wide)
+        return 1;
+    return rem <= 4 ? (int)rem : rem <= 6 ? 3 : 4;
+}
+
+/* One run of r columns of nb blocks (r within the ISA's sizes). */
+static void s_dk_run(const s_cv *cv, bool chk, int nb, int64_t r, const float *xn, int64_t off,
+                     int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t j0, const float *w,
+                     const float *bias, int last, float *y)
+{
+#ifdef S_X86
+    if (cv->wide) {
+        s_dk512_tab[chk][cv->cl][nb - 1][r - 1](&cv->d, xn, off, a0, a1, b0, b1, j0, w, bias,
+                                                 last, y);
+        return;
+    }
+#endif
+    const int lg = r == 8 ? 3 : r == 4 ? 2 : r == 2 ? 1 : 0;
+    s_dkv_tab[chk][cv->cl][lg](&cv->d, xn, off, a0, a1, b0, b1, j0, w, bias, last, y);
+}
+
+/* The next run's length out of `left` columns: AVX-512 runs as even as
+ * its longest (rmax) allow; else 8, 4, 2, 1. */
+static int64_t s_run_len(bool wide, int64_t rmax, int64_t left)
+{
+    if (wide) {
+        const int64_t runs = (left + rmax - 1) / rmax;
+        return (left + runs - 1) / runs;
+    }
+    return left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+}
+
+/* Columns [o0, o1) of output row oh of image n, blocks [m0, m1). A
+ * column whose window reaches into the padding along W (an edge column)
+ * is in a checked run; with one channel per broadcast (CL 1), where a
+ * checked run costs more than the latency of a column on its own, it runs
+ * alone over its own taps instead. Either way a column is always computed
+ * the same way, whatever run it falls in. */
+static void s_dk_cols(const s_cv *cv, int64_t n, int64_t oh, int64_t o0, int64_t o1, int64_t m0,
+                      int64_t m1)
+{
+    const gx_win *w = &cv->w;
+    const s_dk *d = &cv->d;
+    const int64_t sw = w->stride[1], pw = w->pad_lo[1];
+    int64_t a0, a1;
+    gx_win_taps(w, 0, oh, &a0, &a1);
+    const float *xn = cv->x + n * cv->x_img;
+    const int64_t row = (oh * w->stride[0] - w->pad_lo[0]) * cv->xrow;
+    for (int64_t mb = m0; mb < m1;) {
+        const int nb = s_nb(cv, m1 - mb);
+        const float *wm = cv->wp + mb * d->wmb, *bias = cv->bias ? cv->bias + mb * S_B : NULL;
+        const int last = mb + nb == cv->mb ? (int)cv->last : S_B;
+        float *yr = cv->y + n * cv->y_img + oh * cv->yrow + mb * d->ymb;
+        for (int64_t o = o0; o < o1;) {
+            const int64_t j0 = o * sw - pw, off = row + j0 * cv->xcol;
+            const int64_t lo = cv->ci_lo, hi = cv->ci_hi > lo ? cv->ci_hi : lo;
+            if (cv->cl == 0 && (o < lo || o >= hi)) { /* an edge column alone: its own taps */
+                int64_t b0, b1;
+                gx_win_taps(w, 1, o, &b0, &b1);
+                s_dk_run(cv, false, nb, 1, xn, off, a0, a1, b0, b1, j0, wm, bias, last,
+                         yr + o * d->ycol);
+                o++;
+                continue;
+            }
+            const int64_t rmax = cv->k3 ? s_rmax_k3[nb - 1] : s_rmax512[nb - 1];
+            const int64_t len = s_run_len(cv->wide, rmax, (cv->cl == 0 && o1 > hi ? hi : o1) - o);
+#ifdef S_X86
+            if (cv->k3) {
+                s_dk3_tab[sw - 1][nb - 1][len - 1](d, xn, off, a0, a1, wm, bias, last,
+                                                   yr + o * d->ycol);
+                o += len;
+                continue;
+            }
+#endif
+            s_dk_run(cv, o < lo || o + len > hi, nb, len, xn, off, a0, a1, 0, w->k[1], j0, wm,
+                     bias, last, yr + o * d->ycol);
+            o += len;
+        }
+        mb += nb;
+    }
+}
+
+/* a / b rounded up, for any sign of a (b > 0). */
+static int64_t s_cdiv(int64_t a, int64_t b)
+{
+    return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+
+/* The columns [*lo, *hi) of ow whose windows (k taps dil apart, from o *
+ * s - pad) lie inside [0, in). */
+static void s_inside(int64_t in, int64_t ow, int64_t k, int64_t s, int64_t dil, int64_t pad,
+                     int64_t *lo, int64_t *hi)
+{
+    const int64_t last = in - 1 + pad - (k - 1) * dil; /* o * s may reach this */
+    int64_t a = s_cdiv(pad, s), b = last < 0 ? 0 : last / s + 1;
+    a = a < ow ? a : ow;
+    b = b < ow ? b : ow;
+    *lo = a;
+    *hi = b < a ? a : b;
+}
+
+/* The direct convolution of kernel call k: x in k->in[0]'s layout (NCHW,
+ * NHWC or NCHW16c), y in NHWC or NCHW16c. A 1x1 window with stride 1 and
+ * no padding sees each plane as one row (flat). */
+static void s_cv_init(s_cv *cv, const gx_kargs *k, const s_act *act, bool *flat)
+{
+    int64_t c, m;
+    gx_win *w = &cv->w;
+    s_geometry(k, w, &c, &m);
+    *flat = s_pointwise(w);
+    if (*flat) {
+        w->in[1] *= w->in[0];
+        w->out[1] *= w->out[0];
+        w->in[0] = w->out[0] = 1;
+    }
+    const int64_t IH = w->in[0], IW = w->in[1], OH = w->out[0], OW = w->out[1];
+    const gx_layout lx = k->in[0].layout;
+    cv->wide = s_wide();
+    cv->mb = (m + S_B - 1) / S_B;
+    cv->last = m - (cv->mb - 1) * S_B;
+    cv->x = k->in[0].data;
+    cv->wp = k->in[1].data;
+    cv->bias = k->n_in > 2 && k->in[2].ndim >= 0 ? k->in[2].data : NULL;
+    cv->y = k->out[0].data;
+    cv->cl = lx != GX_LAYOUT_PLAIN && c % S_B == 0;
+    cv->x_img = c * IH * IW;
+    s_dk *d = &cv->d;
+    d->C = c;
+    d->G = cv->cl ? c / S_B : c;
+    if (lx == GX_LAYOUT_NHWC) {
+        d->xg = cv->cl ? S_B : 1, cv->xrow = IW * c, cv->xcol = c;
+    } else if (lx == GX_LAYOUT_NCHW16C) {
+        d->xg = IH * IW * S_B, cv->xrow = IW * S_B, cv->xcol = S_B;
+    } else {
+        d->xg = IH * IW, cv->xrow = IW, cv->xcol = 1;
+    }
+    d->dhx = w->dil[0] * cv->xrow;
+    d->dwx = w->dil[1] * cv->xcol;
+    d->xstep = w->stride[1] * cv->xcol;
+    d->kw = w->k[1];
+    d->iw = IW, d->sw = w->stride[1], d->dwj = w->dil[1];
+    d->act = act->kind, d->lo = act->lo, d->hi = act->hi;
+    d->wmb = w->k_size * c * S_B;
+    cv->y_img = m * OH * OW;
+    if (k->out[0].layout == GX_LAYOUT_NHWC) {
+        d->ymb = S_B, d->ycol = m, cv->yrow = OW * m;
+    } else {
+        d->ymb = OH * OW * S_B, d->ycol = S_B, cv->yrow = OW * S_B;
+    }
+    s_inside(IW, OW, w->k[1], w->stride[1], w->dil[1], w->pad_lo[1], &cv->ci_lo, &cv->ci_hi);
+    cv->k3 = cv->wide && lx == GX_LAYOUT_PLAIN && w->k[1] == 3 && w->dil[1] == 1 &&
+             (w->stride[1] == 1 || w->stride[1] == 2);
+}
+
+/* NCHW16c, output rows [r0, r1) over (n, block, oh): for each image and
+ * group of blocks run together, row by row, the group's blocks that the
+ * share has in that row (all of them but in its first and last planes);
+ * flat, the rows of a plane with the same blocks as one, S_EPI_COLS
+ * columns at a time. The epilogue after each. */
+static void s_dk_rows16(const s_cv *cv, bool flat, int64_t OH, int64_t OW, int64_t r0,
+                        int64_t r1, const s_epi *epi)
+{
+    const int64_t MB = cv->mb, plane = MB * OH;
+    for (int64_t n = r0 / plane; n * plane < r1; n++) {
+        for (int64_t g0 = 0; g0 < MB;) {
+            const int64_t g1 = g0 + s_nb(cv, MB - g0);
+            for (int64_t oh = 0; oh < OH;) {
+                /* blocks mb with (n * MB + mb) * OH + oh in [r0, r1) */
+                int64_t a = s_cdiv(r0 - oh, OH) - n * MB, b = s_cdiv(r1 - oh, OH) - n * MB;
+                a = a > g0 ? a : g0;
+                b = b < g1 ? b : g1;
+                int64_t end = oh + 1;
+                while (flat && end < OH) {
+                    const int64_t a2 = s_cdiv(r0 - end, OH) - n * MB;
+                    const int64_t b2 = s_cdiv(r1 - end, OH) - n * MB;
+                    if ((a2 > g0 ? a2 : g0) != a || (b2 < g1 ? b2 : g1) != b)
+                        break;
+                    end++;
+                }
+                /* columns [c0, c1) of row oh, or of the plane when flat */
+                const int64_t c0 = flat ? oh * OW : 0, c1 = flat ? end * OW : OW;
+                for (int64_t c = c0; c < c1 && a < b;) {
+                    const int64_t ce = flat && c1 - c > S_EPI_COLS ? c + S_EPI_COLS : c1;
+                    s_dk_cols(cv, n, flat ? 0 : oh, c, ce, a, b);
+                    for (int64_t mb = a; mb < b && epi->fn; mb++) {
+                        const int64_t at = ((n * MB + mb) * OH + (flat ? 0 : oh)) * OW;
+                        epi->fn(epi->ctx, (at + c) * S_B, (at + ce) * S_B);
+                    }
+                    c = ce;
+                }
+                oh = end;
+            }
+            g0 = g1;
+        }
+    }
+}
+
+/* NHWC, output positions [p0, p1) over (n, oh, ow), every block; the
+ * epilogue after each row's part. */
+static void s_dk_positions(const s_cv *cv, int64_t p0, int64_t p1, int64_t m, const s_epi *epi)
+{
+    const int64_t OH = cv->w.out[0], OW = cv->w.out[1];
+    for (int64_t p = p0; p < p1;) {
+        const int64_t line = p / OW, o = p % OW;
+        const int64_t end = (line + 1) * OW < p1 ? (line + 1) * OW : p1;
+        s_dk_cols(cv, line / OH, line % OH, o, o + (end - p), 0, cv->mb);
+        if (epi->fn)
+            epi->fn(epi->ctx, p * m, end * m);
+        p = end;
+    }
+}
+
+/* ---- depthwise ---- */
+
+/* x element (channel b * 16 + c, row i, column j) of an image at b * xblk
+ * + i * xrow + j * xcol + c; output block b, column o of a row at b * ymb
+ * + o * ycol from the row's start. */
+typedef struct s_dw {
+    gx_win w;
+    bool wide;
+    int64_t nblk, last;   /* channel blocks, lanes of the last */
+    int64_t ci_lo, ci_hi; /* output columns whose windows lie inside x along W */
+    int64_t x_img, xblk, xrow, xcol, y_img, ymb, yrow, ycol;
+    int64_t dhx, dwx, xstep, kw, iw, sw, dwj, ksz;
+    bool k3; /* 3 taps wide, undilated, stride 1 or 2 along W (s_dw3_512) */
+    int act; /* as in s_dk */
+    float lo, hi;
+    const float *x, *wp, *bias;
+    float *y;
+} s_dw;
+
+/* One run of R columns of one block: like s_dk_fn, weights [kh][kw][16]. */
+typedef void (*s_dw_fn)(const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1,
+                        int64_t j0, const float *w, const float *bias, int last, float *y);
+
+/* x's 16 lanes of column q of a run's window row at o_ (its x column
+ * j_ + q), or zeros in the padding. */
+#define S_DW_X(CHK, d, xn, o_, j_, q)                                                              \
+    (!(CHK) || (uint64_t)((j_) + (q)) < (uint64_t)(d)->iw ? (xn) + ((o_) + (q) * (d)->xcol)     \
+                                                           : s_zeros)
+/* x's 16 lanes that column r of a run reads at a tap (o_: the tap's offset
+ * for the run's column 0, j_: its x column), or zeros in the padding. */
+#define S_DW_XR(CHK, d, xn, o_, j_, r)                                                             \
+    (!(CHK) || (uint64_t)((j_) + (r) * (d)->sw) < (uint64_t)(d)->iw                                \
+         ? (xn) + ((o_) + (r) * (d)->xstep)                                                        \
+         : s_zeros)
+
+#ifdef S_X86
+/* AVX-512, blocks [0, nb) of a run (xn, w, bias, y at the first; FULL:
+ * 16 lanes each, else one block of `last` lanes). Any window: per tap
+ * and column one load of x. */
+S_INLINE S_T512 void s_dw512(const int R, const bool CHK, const bool FULL, const s_dw *d,
+                             const float *x0, int64_t off, int64_t a0, int64_t a1, int64_t j0,
+                             const float *w0, const float *bias0, int last, int64_t nb,
+                             float *y0)
+{
+    const __mmask16 m = FULL ? (__mmask16)0xffff : (__mmask16)((1u << last) - 1);
+    for (int64_t blk = 0; blk < nb; blk++) {
+        const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->ksz * S_B;
+        const float *bias = bias0 ? bias0 + blk * S_B : NULL;
+        float *y = y0 + blk * d->ymb;
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+        __m512 acc[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++)
+            acc[r] = b;
+        for (int64_t a = a0; a < a1; a++) {
+            for (int64_t t = 0; t < d->kw; t++) {
+                const __m512 wv = _mm512_loadu_ps(w + (a * d->kw + t) * S_B);
+                const int64_t o = off + a * d->dhx + t * d->dwx, j = j0 + t * d->dwj;
+#pragma GCC unroll 8
+                for (int r = 0; r < R; r++) {
+                    const float *p = S_DW_XR(CHK, d, xn, o, j, r);
+                    const __m512 xv = FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+                    acc[r] = _mm512_fmadd_ps(xv, wv, acc[r]);
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++)
+            _mm512_mask_storeu_ps(y + r * d->ycol, m, S_ACT512(d, acc[r]));
+    }
+}
+
+/* The same for a window 3 taps wide, undilated, stride S (1 or 2) along
+ * W: each window row loads x's (R - 1) * S + 3 columns once and adds each
+ * into the (up to 3) columns of the run whose taps read it, in tap order
+ * per column, as s_dw512 does. */
+S_INLINE S_T512 void s_dw3_512(const int R, const int S, const bool CHK, const bool FULL,
+                               const s_dw *d, const float *x0, int64_t off, int64_t a0,
+                               int64_t a1, int64_t j0, const float *wt, const float *bias0,
+                               int last, int64_t nb, float *y0)
+{
+    const __mmask16 m = FULL ? (__mmask16)0xffff : (__mmask16)((1u << last) - 1);
+    for (int64_t blk = 0; blk < nb; blk++) {
+        const float *xn = x0 + blk * d->xblk, *w = wt + blk * d->ksz * S_B;
+        const float *bias = bias0 ? bias0 + blk * S_B : NULL;
+        float *y = y0 + blk * d->ymb;
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+        __m512 acc[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++)
+            acc[r] = b;
+        for (int64_t a = a0; a < a1; a++) {
+            const __m512 w0 = _mm512_loadu_ps(w + (a * 3 + 0) * S_B);
+            const __m512 w1 = _mm512_loadu_ps(w + (a * 3 + 1) * S_B);
+            const __m512 w2 = _mm512_loadu_ps(w + (a * 3 + 2) * S_B);
+            const int64_t o = off + a * d->dhx;
+#pragma GCC unroll 20
+            for (int q = 0; q < (R - 1) * S + 3; q++) {
+                const float *p = S_DW_X(CHK, d, xn, o, j0, q);
+                const __m512 xv = FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+                /* column r reads q at tap q - r * S: taps 2, 1, 0 as q grows */
+#pragma GCC unroll 3
+                for (int t = 2; t >= 0; t--) {
+                    const int r = (q - t) / S;
+                    if (q - t >= 0 && (q - t) % S == 0 && r < R)
+                        acc[r] = _mm512_fmadd_ps(xv, t == 0 ? w0 : t == 1 ? w1 : w2, acc[r]);
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++)
+            _mm512_mask_storeu_ps(y + r * d->ycol, m, S_ACT512(d, acc[r]));
+    }
+}
+
+typedef void (*s_dwb_fn)(const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1,
+                         int64_t j0, const float *w, const float *bias, int last, int64_t nb,
+                         float *y);
+
+#define S_DW512(K, CHK, FULL, R)                                                                   \
+    static S_T512 void s_dw512_##K##_##CHK##_##FULL##_##R(                                         \
+        const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t j0,           \
+        const float *w, const float *bias, int last, int64_t nb, float *y)                         \
+    {                                                                                              \
+        if (K == 0)                                                                                \
+            s_dw512(R, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);                   \
+        else                                                                                       \
+            s_dw3_512(R, K, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);              \
+    }
+#define S_DW512_R(K, CHK, FULL)                                                                    \
+    S_DW512(K, CHK, FULL, 1) S_DW512(K, CHK, FULL, 2) S_DW512(K, CHK, FULL, 3)                     \
+    S_DW512(K, CHK, FULL, 4) S_DW512(K, CHK, FULL, 5) S_DW512(K, CHK, FULL, 6)                     \
+    S_DW512(K, CHK, FULL, 7) S_DW512(K, CHK, FULL, 8)
+#define S_DW512_K(K) S_DW512_R(K, 0, 0) S_DW512_R(K, 0, 1) S_DW512_R(K, 1, 0) S_DW512_R(K, 1, 1)
+S_DW512_K(0)
+S_DW512_K(1)
+S_DW512_K(2)
+#define S_DW512_ROW(K, CHK, FULL)                                                                  \
+    {s_dw512_##K##_##CHK##_##FULL##_1, s_dw512_##K##_##CHK##_##FULL##_2,                           \
+     s_dw512_##K##_##CHK##_##FULL##_3, s_dw512_##K##_##CHK##_##FULL##_4,                           \
+     s_dw512_##K##_##CHK##_##FULL##_5, s_dw512_##K##_##CHK##_##FULL##_6,                           \
+     s_dw512_##K##_##CHK##_##FULL##_7, s_dw512_##K##_##CHK##_##FULL##_8}
+#define S_DW512_TAB(K)                                                                             \
+    {{S_DW512_ROW(K, 0, 0), S_DW512_ROW(K, 0, 1)}, {S_DW512_ROW(K, 1, 0), S_DW512_ROW(K, 1, 1)}}
+/* [any window, 3 wide stride 1, stride 2][checked][full][R - 1] */
+static const s_dwb_fn s_dw512_tab[3][2][2][8] = {S_DW512_TAB(0), S_DW512_TAB(1), S_DW512_TAB(2)};
+#endif
+#define S_DW_RMAX 8
+
+/* 16 lanes at p, the first n of them (the rest 0); a macro: a function
+ * returning the vector would change its ABI between the clones (-Wpsabi). */
+#define S_LDN(p, n)                                                                                \
+    ({                                                                                             \
+        s_v16 v_ = {0};                                                                            \
+        if ((n) == S_B)                                                                            \
+            memcpy(&v_, (p), sizeof v_);                                                           \
+        else                                                                                       \
+            memcpy(&v_, (p), (size_t)(n) * sizeof(float));                                        \
+        v_;                                                                                        \
+    })
+
+/* Without AVX-512: one block, R in {1, 2, 4, 8}, taps in order. */
+S_INLINE void s_dwv(const int R, const bool CHK, const s_dw *d, const float *xn, int64_t off,
+                    int64_t a0, int64_t a1, int64_t j0, const float *w, const float *bias,
+                    int last, float *y)
+{
+    const s_v16 b = bias ? S_LDN(bias, last) : (s_v16){0};
+    s_v16 acc[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+        acc[r] = b;
+    for (int64_t a = a0; a < a1; a++) {
+        for (int64_t t = 0; t < d->kw; t++) {
+            s_v16 wv;
+            memcpy(&wv, w + (a * d->kw + t) * S_B, sizeof wv);
+            const int64_t o = off + a * d->dhx + t * d->dwx, j = j0 + t * d->dwj;
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++)
+                acc[r] += S_LDN(S_DW_XR(CHK, d, xn, o, j, r), last) * wv;
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        const s_v16 v = S_ACTV(d, acc[r]);
+        memcpy(y + r * d->ycol, &v, (size_t)last * sizeof(float));
+    }
+}
+
+#define S_DWV(CHK, R)                                                                              \
+    GX_CPU_CLONES static void s_dwv_##CHK##_##R(const s_dw *d, const float *xn, int64_t off,      \
+                                                int64_t a0, int64_t a1, int64_t j0,                \
+                                                const float *w, const float *bias, int last,       \
+                                                float *y)                                          \
+    {                                                                                              \
+        s_dwv(R, CHK, d, xn, off, a0, a1, j0, w, bias, last, y);                                   \
+    }
+S_DWV(0, 1)
+S_DWV(0, 2)
+S_DWV(0, 4)
+S_DWV(0, 8)
+S_DWV(1, 1)
+S_DWV(1, 2)
+S_DWV(1, 4)
+S_DWV(1, 8)
+/* [checked][log2 R] */
+static const s_dw_fn s_dwv_tab[2][4] = {{s_dwv_0_1, s_dwv_0_2, s_dwv_0_4, s_dwv_0_8},
+                                        {s_dwv_1_1, s_dwv_1_2, s_dwv_1_4, s_dwv_1_8}};
+
+/* One run of r columns over channel blocks [b0, b1) (the last may be
+ * partial); xn, w, bias, y at block b0. */
+static void s_dw_run(const s_dw *d, bool chk, int64_t r, int64_t b0, int64_t b1, const float *xn,
+                     int64_t off, int64_t a0, int64_t a1, int64_t j0, const float *w,
+                     const float *bias, float *y)
+{
+    const int64_t full = d->last == S_B ? b1 : b1 < d->nblk ? b1 : d->nblk - 1;
+#ifdef S_X86
+    if (d->wide) {
+        const int k = d->k3 ? (int)d->sw : 0;
+        if (full > b0)
+            s_dw512_tab[k][chk][1][r - 1](d, xn, off, a0, a1, j0, w, bias, S_B, full - b0, y);
+        if (full < b1) { /* the partial last block */
+            const int64_t e = full - b0;
+            s_dw512_tab[k][chk][0][r - 1](d, xn + e * d->xblk, off, a0, a1, j0,
+                                          w + e * d->ksz * S_B, bias ? bias + e * S_B : NULL,
+                                          (int)d->last, 1, y + e * d->ymb);
+        }
+        return;
+    }
+#endif
+    const s_dw_fn f = s_dwv_tab[chk][r == 8 ? 3 : r == 4 ? 2 : r == 2 ? 1 : 0];
+    for (int64_t b = b0; b < b1; b++) {
+        const int64_t e = b - b0;
+        f(d, xn + e * d->xblk, off, a0, a1, j0, w + e * d->ksz * S_B,
+          bias ? bias + e * S_B : NULL, b == d->nblk - 1 ? (int)d->last : S_B, y + e * d->ymb);
+    }
+}
+
+/* Columns [o0, o1) of output row oh of image n, channel blocks [b0, b1). */
+static void s_dw_cols(const s_dw *d, int64_t n, int64_t oh, int64_t o0, int64_t o1, int64_t b0,
+                      int64_t b1)
+{
+    const gx_win *w = &d->w;
+    const int64_t sw = w->stride[1], pw = w->pad_lo[1];
+    int64_t a0, a1;
+    gx_win_taps(w, 0, oh, &a0, &a1);
+    const float *xn = d->x + n * d->x_img + b0 * d->xblk;
+    const float *wb = d->wp + b0 * d->ksz * S_B;
+    const float *bias = d->bias ? d->bias + b0 * S_B : NULL;
+    float *yr = d->y + n * d->y_img + oh * d->yrow + b0 * d->ymb;
+    const int64_t row = (oh * w->stride[0] - w->pad_lo[0]) * d->xrow;
+    for (int64_t o = o0; o < o1;) {
+        const int64_t len = s_run_len(d->wide, S_DW_RMAX, o1 - o);
+        const int64_t j0 = o * sw - pw;
+        s_dw_run(d, o < d->ci_lo || o + len > d->ci_hi, len, b0, b1, xn, row + j0 * d->xcol, a0,
+                 a1, j0, wb, bias, yr + o * d->ycol);
+        o += len;
+    }
+}
+
+static void s_dw_init(s_dw *d, const gx_kargs *k, const s_act *act)
+{
+    int64_t c, m;
+    gx_win *w = &d->w;
+    s_geometry(k, w, &c, &m);
+    const int64_t IH = w->in[0], IW = w->in[1], OH = w->out[0], OW = w->out[1];
+    d->wide = s_wide();
+    d->nblk = (c + S_B - 1) / S_B;
+    d->last = c - (d->nblk - 1) * S_B;
+    d->x = k->in[0].data;
+    d->wp = k->in[1].data;
+    d->bias = k->n_in > 2 && k->in[2].ndim >= 0 ? k->in[2].data : NULL;
+    d->y = k->out[0].data;
+    d->x_img = c * IH * IW;
+    d->y_img = c * OH * OW;
+    if (k->in[0].layout == GX_LAYOUT_NHWC) {
+        d->xblk = S_B, d->xrow = IW * c, d->xcol = c;
+        d->ymb = S_B, d->yrow = OW * c, d->ycol = c;
+    } else {
+        d->xblk = IH * IW * S_B, d->xrow = IW * S_B, d->xcol = S_B;
+        d->ymb = OH * OW * S_B, d->yrow = OW * S_B, d->ycol = S_B;
+    }
+    d->dhx = w->dil[0] * d->xrow;
+    d->dwx = w->dil[1] * d->xcol;
+    d->xstep = w->stride[1] * d->xcol;
+    d->kw = w->k[1];
+    d->iw = IW, d->sw = w->stride[1], d->dwj = w->dil[1], d->ksz = w->k_size;
+    d->k3 = w->k[1] == 3 && w->dil[1] == 1 && (w->stride[1] == 1 || w->stride[1] == 2);
+    d->act = act->kind, d->lo = act->lo, d->hi = act->hi;
+    s_inside(IW, OW, w->k[1], w->stride[1], w->dil[1], w->pad_lo[1], &d->ci_lo, &d->ci_hi);
+}
+
+/* ---- the kernels ---- */
+
+/* NHWC: positions [c0 * S_CHUNK, c1 * S_CHUNK); x in NHWC, or NCHW for a
+ * first conv (gx_cpu_conv_layout_input). */
+static void s_nhwc(const gx_kargs *k, const s_act *act, const s_epi *epi)
+{
+    int64_t d[4], c0, c1;
+    gx_layout_dims(&k->out[0], d);
+    const int64_t p = d[0] * d[2] * d[3];
+    s_nhwc_chunks(p, k->ith, k->nth, &c0, &c1);
+    const int64_t lo = c0 * S_CHUNK, hi = c1 * S_CHUNK < p ? c1 * S_CHUNK : p;
+    if (lo >= hi)
+        return;
+    if (k->attr[GX_CONV_GROUP].i > 1) {
+        s_dw dw;
+        s_dw_init(&dw, k, act);
+        const int64_t OH = d[2], OW = d[3];
+        for (int64_t q = lo; q < hi;) {
+            const int64_t line = q / OW, o = q % OW;
+            const int64_t end = (line + 1) * OW < hi ? (line + 1) * OW : hi;
+            s_dw_cols(&dw, line / OH, line % OH, o, o + (end - q), 0, dw.nblk);
+            if (epi->fn)
+                epi->fn(epi->ctx, q * d[1], end * d[1]);
+            q = end;
+        }
+        return;
+    }
+    s_cv cv;
+    bool flat;
+    s_cv_init(&cv, k, act, &flat);
+    s_dk_positions(&cv, lo, hi, d[1], epi);
+}
+
+/* NCHW16c: output rows (n, m-block, oh); x in NCHW16c, or NCHW when C is
+ * not a multiple of 16. */
+static void s_16c(const gx_kargs *k, const s_act *act, const s_epi *epi)
+{
+    int64_t d[4], r0, r1;
+    gx_layout_dims(&k->out[0], d);
+    gx_cpu_share(k, d[0] * (d[1] / S_B) * d[2], 1, &r0, &r1);
+    if (r0 >= r1)
+        return;
+    if (k->attr[GX_CONV_GROUP].i > 1) {
+        s_dw dw;
+        s_dw_init(&dw, k, act);
+        const int64_t OH = d[2], MB = d[1] / S_B, row = d[3] * S_B;
+        for (int64_t r = r0; r < r1; r++) {
+            s_dw_cols(&dw, r / (MB * OH), r % OH, 0, d[3], r / OH % MB, r / OH % MB + 1);
+            if (epi->fn)
+                epi->fn(epi->ctx, r * row, (r + 1) * row);
+        }
+        return;
+    }
+    s_cv cv;
+    bool flat;
+    s_cv_init(&cv, k, act, &flat);
+    s_dk_rows16(&cv, flat, d[2], d[3], r0, r1, epi);
+}
+
+static void s_conv_nhwc(const gx_kargs *k)
+{
+    s_nhwc(k, &(s_act){S_ACT_NONE, 0, 0}, &(s_epi){NULL, NULL});
 }
 
 static void s_conv_16c(const gx_kargs *k)
 {
-    s_c16 cv = {.x = k->in[0].data, .wp = k->in[1].data,
-                .bias = k->n_in > 2 && k->in[2].ndim >= 0 ? k->in[2].data : NULL,
-                .y = k->out[0].data};
-    int64_t c, m, lo, hi;
-    s_geometry(GX_LAYOUT_NCHW16C, k, &cv.w, &c, &m);
-    cv.cb = c / S_B;
-    cv.mb = m / S_B;
-    cv.depthwise = k->attr[GX_CONV_GROUP].i > 1;
-    gx_cpu_share(k, k->out[0].shape[0] * cv.mb * cv.w.out[0], 1, &lo, &hi);
-    s_rows16(&cv, lo, hi, s_wide());
+    s_16c(k, &(s_act){S_ACT_NONE, 0, 0}, &(s_epi){NULL, NULL});
+}
+
+/* A fused group's ops that the kernels apply as they store: a Relu or a
+ * Clip (float32 scalar bounds, or attributes, or none) of the head's
+ * product, the group's only op. */
+static bool s_act_of(const gx_fused *f, const gx_view *in, s_act *act)
+{
+    const gx_fused_op *op = &f->op[0];
+    if (f->n_ops != 1 || f->dtype != GX_F32 || op->out != -1 || op->n_in < 1 ||
+        op->in[0] != f->n_in)
+        return false;
+    if (op->op == GX_OP_RELU && op->n_in == 1) {
+        *act = (s_act){S_ACT_RELU, 0, 0};
+        return true;
+    }
+    if (op->op != GX_OP_CLIP || op->n_in > 3)
+        return false;
+    float b[2] = {-INFINITY, INFINITY};
+    for (int i = 0; i < 2; i++) {
+        const int c = i + 1 < op->n_in ? op->in[i + 1] : GX_FUSED_NONE;
+        const gx_attrval *av = &op->attr[i == 0 ? GX_CLIP_MIN : GX_CLIP_MAX];
+        if (c != GX_FUSED_NONE) {
+            if (c < 0 || c >= f->n_in || in[c].dtype != GX_F32 || in[c].numel != 1)
+                return false;
+            b[i] = *(const float *)in[c].data;
+        } else if (av->set) {
+            b[i] = (float)av->f;
+        }
+    }
+    *act = (s_act){S_ACT_CLIP, b[0], b[1]};
+    return true;
+}
+
+void gx_cpu_conv_layout_epi(gx_layout l, const gx_kargs *k, const gx_fused *f, const gx_view *in,
+                            gx_fused_epi_fn epi, void *ctx)
+{
+    s_act act = {S_ACT_NONE, 0, 0};
+    const s_epi e = {f && s_act_of(f, in, &act) ? NULL : epi, ctx};
+    if (l == GX_LAYOUT_NHWC)
+        s_nhwc(k, &act, &e);
+    else
+        s_16c(k, &act, &e);
 }
 
 /* ---- the layout pass's entry points ---- */
@@ -406,78 +1125,59 @@ gx_kernel_fn gx_cpu_conv_layout(gx_layout l, const gx_infer *ic, char *why, size
                  name);
         return NULL;
     }
-    if (l == GX_LAYOUT_NCHW16C && (x->shape[1] % S_B || wt->shape[0] % S_B)) {
-        snprintf(why, len, "%s: Conv with %lld input and %lld output channels (both must be "
-                 "multiples of %d)", name, (long long)x->shape[1], (long long)wt->shape[0], S_B);
+    if (l == GX_LAYOUT_NCHW16C && (wt->shape[0] % S_B || (g > 1 && x->shape[1] % S_B))) {
+        snprintf(why, len, "%s: Conv with %lld output channels (not a multiple of %d)", name,
+                 (long long)wt->shape[0], S_B);
         return NULL;
     }
     return l == GX_LAYOUT_NHWC ? s_conv_nhwc : s_conv_16c;
 }
 
+gx_layout gx_cpu_conv_layout_input(gx_layout l, const gx_infer *ic)
+{
+    const gx_view *x = &ic->in[0];
+    if (ic->attr[GX_CONV_GROUP].i != 1 || x->ndim != 4)
+        return l;
+    if ((l == GX_LAYOUT_NCHW16C && x->shape[1] % S_B) ||
+        (l == GX_LAYOUT_NHWC && x->shape[1] <= S_IMAGE_C))
+        return GX_LAYOUT_PLAIN;
+    return l;
+}
+
 size_t gx_cpu_conv_layout_scratch(gx_layout l, const gx_infer *ic)
 {
-    if (l != GX_LAYOUT_NHWC)
-        return 0;
-    const gx_view *x = &ic->in[0];
-    gx_win w;
-    gx_win_init(&w, ic->attr, "Conv", x, ic->in[1].shape + 2, false, false, NULL, 0);
-    if (s_pointwise(&w) || ic->attr[GX_CONV_GROUP].i > 1)
-        return 0;
-    const int64_t kc = w.k_size * x->shape[1], p = x->shape[0] * w.out_size;
-    const int64_t chunks = (p + S_CHUNK - 1) / S_CHUNK;
-    const int64_t slots = chunks < GX_CONV_LAYOUT_SHARES ? chunks : GX_CONV_LAYOUT_SHARES;
-    return (size_t)(slots * s_tile(&w, kc) * kc) * sizeof(float);
+    (void)l, (void)ic;
+    return 0;
 }
 
 void gx_cpu_conv_pack_shape(gx_layout l, const gx_attrval *attr, const gx_view *w,
                             gx_view *packed)
 {
+    (void)l;
     const int64_t m = w->shape[0], c = w->shape[1], kh = w->shape[2], kw = w->shape[3];
-    const bool dw = attr[GX_CONV_GROUP].i > 1;
+    const int64_t mp = (m + S_B - 1) / S_B * S_B;
+    (void)attr;
     *packed = *w;
     packed->data = NULL;
-    if (l == GX_LAYOUT_NHWC) { /* group 1: M rounded up to whole panels */
-        const int64_t mp = dw ? m : (m + GX_GEMM_PANEL - 1) / GX_GEMM_PANEL * GX_GEMM_PANEL;
-        packed->ndim = 4;
-        memcpy(packed->shape, (int64_t[]){kh, kw, c, mp}, 4 * sizeof(int64_t));
-        packed->numel = kh * kw * c * mp;
-        return;
-    } else {
-        packed->ndim = 6;
-        memcpy(packed->shape, (int64_t[]){m / S_B, dw ? 1 : c / S_B, kh, kw, dw ? 1 : S_B, S_B},
-               6 * sizeof(int64_t));
-    }
-    packed->numel = w->numel;
+    packed->ndim = 4;
+    memcpy(packed->shape, (int64_t[]){kh, kw, c, mp}, 4 * sizeof(int64_t));
+    packed->numel = kh * kw * c * mp;
 }
 
 void gx_cpu_conv_pack(gx_layout l, const gx_attrval *attr, const gx_view *w,
                       const gx_view *packed)
 {
+    (void)l, (void)attr;
     const int64_t m = w->shape[0], c = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+    const int64_t kc = kh * kw * c;
     const float *src = w->data;
     float *dst = packed->data;
-    if (attr[GX_CONV_GROUP].i > 1) { /* depthwise, c == 1: [kh, kw, M] or [M/16, kh, kw, 16] */
-        for (int64_t o = 0; o < m; o++)
-            for (int64_t t = 0; t < kh * kw; t++)
-                dst[l == GX_LAYOUT_NHWC ? t * m + o : (o / S_B * kh * kw + t) * S_B + o % S_B] =
-                    src[o * kh * kw + t];
-        return;
-    }
-    const int64_t kc = kh * kw * c, P = GX_GEMM_PANEL;
-    if (l == GX_LAYOUT_NHWC) /* the padding of the last panel */
-        memset(dst, 0, (size_t)((m + P - 1) / P * P * kc) * sizeof *dst);
-    for (int64_t o = 0; o < m; o++) {
-        for (int64_t i = 0; i < c; i++) {
-            for (int64_t a = 0; a < kh; a++) {
-                for (int64_t b = 0; b < kw; b++) {
-                    const float v = src[((o * c + i) * kh + a) * kw + b];
-                    if (l == GX_LAYOUT_NHWC) /* B [kc, M] in panels (ops/gemm.h) */
-                        dst[(o / P * kc + (a * kw + b) * c + i) * P + o % P] = v;
-                    else
-                        dst[((((o / S_B * (c / S_B) + i / S_B) * kh + a) * kw + b) * S_B +
-                             i % S_B) * S_B + o % S_B] = v;
-                }
-            }
-        }
-    }
+    /* block o / 16: [kh][kw][c][16]; c is 1 for a depthwise conv */
+    memset(dst, 0, (size_t)packed->numel * sizeof *dst);
+    for (int64_t o = 0; o < m; o++)
+        for (int64_t i = 0; i < c; i++)
+            for (int64_t a = 0; a < kh; a++)
+                for (int64_t b = 0; b < kw; b++)
+                    dst[(o / S_B * kc + (a * kw + b) * c + i) * S_B + o % S_B] =
+                        src[((o * c + i) * kh + a) * kw + b];
 }

@@ -481,9 +481,11 @@ static void s_tiles(void *ctx, int64_t e_lo, int64_t e_hi)
 
 /* With a head: runs its kernel's share ith of nth, writing those elements
  * of y, and the ops over them: Conv's after each block it writes
- * (gx_cpu_conv_epi); MatMul's and Gemm's once the share is done, over the
- * rows it wrote (the kernels split their output's rows with gx_cpu_share,
- * alignment 1: MatMul's rows of all its matrices, Gemm's rows). */
+ * (gx_cpu_conv_epi; in NHWC or NCHW16c gx_cpu_conv_layout_epi, which
+ * applies a lone Relu or Clip as it stores); MatMul's and Gemm's once the
+ * share is done, over the rows it wrote (the kernels split their output's
+ * rows with gx_cpu_share, alignment 1: MatMul's rows of all its matrices,
+ * Gemm's rows). */
 static void s_head(const gx_fused *f, const gx_view *in, const gx_view *y, void *scratch,
                    int ith, int nth, s_run *R)
 {
@@ -496,13 +498,11 @@ static void s_head(const gx_fused *f, const gx_view *in, const gx_view *y, void 
         gx_cpu_conv_epi(&ka, s_tiles, R);
         return;
     }
-    f->head.kernel(&ka);
-    if (f->head.op == GX_OP_CONV) { /* in another layout: contiguous rows */
-        int64_t lo, hi;
-        gx_cpu_conv_layout_rows(f->head_layout, y, ith, nth, &lo, &hi);
-        s_tiles(R, lo, hi);
+    if (f->head.op == GX_OP_CONV) { /* in another layout: ops/layout.h */
+        gx_cpu_conv_layout_epi(f->head_layout, &ka, f, in, s_tiles, R);
         return;
     }
+    f->head.kernel(&ka);
     if (gx_cpu_gemm_is_packed(f->head.kernel)) { /* rows, or some columns of every row */
         gx_gemm_block b;
         gx_cpu_gemm_packed_share(&ka, y, &b);

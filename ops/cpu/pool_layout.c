@@ -127,13 +127,36 @@ S_INLINE void s_window(const float *restrict x, float *restrict y, int64_t n, in
         y[i] = max ? acc[i] : acc[i] / div;
 }
 
+/* Pixels [o1, o2) of an output row whose windows all hold kw taps along
+ * W (none in the padding) and nh rows: s_window with the window's sizes
+ * known (KH, KW > 0: nh == KH, kw == KW), L a multiple of S_VEC. */
+S_INLINE void s_pool_inside(const int KH, const int KW, const gx_win *w, const float *xr,
+                            float *yr, int64_t L, int64_t o1, int64_t o2, int64_t nh, int64_t sh,
+                            int64_t sw, bool max, float div)
+{
+    const int64_t kw = KW ? KW : w->k[1], step = w->stride[1] * L;
+    const float *xp = xr + (o1 * w->stride[1] - w->pad_lo[1]) * L;
+    for (int64_t o = o1; o < o2; o++, xp += step)
+        for (int64_t c = 0; c < L; c += S_VEC)
+            s_window(xp + c, yr + o * L + c, S_VEC, KH ? KH : nh, kw, sh, sw, max, div);
+}
+
 /* Output pixels [lo, hi) of planes of the window w: max (or average, with
- * include_pad for count_include_pad), a row of the output at a time. */
+ * include_pad for count_include_pad), a row of the output at a time; the
+ * columns whose windows lie inside x along W (all of them where L is a
+ * multiple of S_VEC) by s_pool_inside, 2 or 3 wide and high at full
+ * speed. */
 S_INLINE void s_pool_rows(const gx_win *w, const s_geo *g, const float *x, float *y, bool max,
                           bool include_pad, int64_t lo, int64_t hi)
 {
     const int64_t oh = w->out[0], ow = w->out[1], H = w->in[0], W = w->in[1], L = g->L;
     const int64_t sh = w->dil[0] * W * L, sw = w->dil[1] * L;
+    /* the columns whose windows hold all kw taps inside x */
+    const int64_t last = W - 1 + w->pad_lo[1] - (w->k[1] - 1) * w->dil[1];
+    int64_t ci_lo = (w->pad_lo[1] + w->stride[1] - 1) / w->stride[1];
+    int64_t ci_hi = last < 0 ? 0 : last / w->stride[1] + 1;
+    ci_lo = L % S_VEC || ci_lo > ow ? ow : ci_lo;
+    ci_hi = ci_hi > ow ? ow : ci_hi < ci_lo ? ci_lo : ci_hi;
     for (int64_t e = lo; e < hi;) {
         const int64_t row = e / ow, p = row / oh, o0 = row % oh;
         const int64_t end = (row + 1) * ow < hi ? (row + 1) * ow : hi;
@@ -142,7 +165,25 @@ S_INLINE void s_pool_rows(const gx_win *w, const s_geo *g, const float *x, float
         const int64_t ih = o0 * w->stride[0] - w->pad_lo[0] + h0 * w->dil[0];
         const int64_t ph = include_pad ? s_padded(w, 0, o0) : 0;
         const float *xr = x + (p * H + ih) * W * L;
-        for (int64_t o1 = e - row * ow; e < end; e++, o1++) {
+        const int64_t a = e - row * ow, b = end - row * ow; /* this row's columns [a, b) */
+        const int64_t i1 = a > ci_lo ? a : ci_lo, i2 = b < ci_hi ? b : ci_hi;
+        if (i1 < i2) { /* the inside columns, then the rest below */
+            const int64_t nh = h1 - h0, kw = w->k[1];
+            const float div = (float)(include_pad ? ph * kw : nh * kw);
+            float *yr = y + row * ow * L;
+            if (nh == 2 && kw == 2)
+                s_pool_inside(2, 2, w, xr, yr, L, i1, i2, nh, sh, sw, max, div);
+            else if (nh == 3 && kw == 3)
+                s_pool_inside(3, 3, w, xr, yr, L, i1, i2, nh, sh, sw, max, div);
+            else
+                s_pool_inside(0, 0, w, xr, yr, L, i1, i2, nh, sh, sw, max, div);
+        }
+        for (int64_t o1 = a; e < end; e++, o1++) {
+            if (o1 == i1 && i1 < i2) { /* done above */
+                e += i2 - i1 - 1;
+                o1 += i2 - i1 - 1;
+                continue;
+            }
             int64_t w0, w1;
             gx_win_taps(w, 1, o1, &w0, &w1);
             const int64_t iw = o1 * w->stride[1] - w->pad_lo[1] + w0 * w->dil[1];
