@@ -89,6 +89,27 @@ static int s_bind_inputs(gxd_job *j, gx_view *views)
     return GX_OK;
 }
 
+/* o's view and buffer for graph output k as the frames have it now
+ * (replicas: their slices concatenated along axis 0). GX_OK, or the job
+ * failed (ENOMEM). */
+static int s_output_buffer(gxd_job *j, gxd_job_output *o, const gxd_frame *f, int n_frames,
+                           size_t k)
+{
+    o->view = *gxd_frame_output(&f[0], k);
+    o->nbytes = 0;
+    for (int r = 0; r < n_frames; r++) {
+        const gx_view *v = gxd_frame_output(&f[r], k);
+        o->nbytes += (size_t)v->numel * gx_dtype_size(v->dtype);
+        if (r > 0) {
+            o->view.shape[0] += v->shape[0];
+            o->view.numel += v->numel;
+        }
+    }
+    if (!(o->view.data = malloc(o->nbytes ? o->nbytes : 1)))
+        return gxd_job_fail(j, GX_ENOMEM, "out of memory");
+    return GX_OK;
+}
+
 /* The wanted outputs' buffers for the reply, made before the run: output
  * i is graph output k (replicas: the frames' slices of it, concatenated
  * along axis 0). Where every frame's output is a static value its steps
@@ -122,17 +143,8 @@ static int s_prepare_outputs(gxd_job *j, gxd_frame *f, int n_frames)
         }
         if (!direct)
             continue; /* shape known after the run */
-        o->view = *gxd_frame_output(&f[0], k);
-        for (int r = 0; r < n_frames; r++) {
-            const gx_view *v = gxd_frame_output(&f[r], k);
-            o->nbytes += (size_t)v->numel * gx_dtype_size(v->dtype);
-            if (r > 0) {
-                o->view.shape[0] += v->shape[0];
-                o->view.numel += v->numel;
-            }
-        }
-        if (!(o->view.data = malloc(o->nbytes ? o->nbytes : 1)))
-            return gxd_job_fail(j, GX_ENOMEM, "out of memory");
+        if (s_output_buffer(j, o, f, n_frames, k) < 0)
+            return j->status;
         size_t at = 0;
         for (int r = 0; r < n_frames; r++) {
             const int v = f[r].plan->outputs[k];
@@ -157,20 +169,8 @@ static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
     for (size_t i = 0; i < j->n_out; i++) {
         gxd_job_output *o = &j->out[i];
         const size_t k = j->out_k[i];
-        if (!o->view.data) {
-            o->view = *gxd_frame_output(&f[0], k);
-            o->nbytes = 0;
-            for (int r = 0; r < n_frames; r++) {
-                const gx_view *v = gxd_frame_output(&f[r], k);
-                o->nbytes += (size_t)v->numel * gx_dtype_size(v->dtype);
-                if (r > 0) {
-                    o->view.shape[0] += v->shape[0];
-                    o->view.numel += v->numel;
-                }
-            }
-            if (!(o->view.data = malloc(o->nbytes ? o->nbytes : 1)))
-                return gxd_job_fail(j, GX_ENOMEM, "out of memory");
-        }
+        if (!o->view.data && s_output_buffer(j, o, f, n_frames, k) < 0)
+            return j->status;
         size_t at = 0;
         for (int r = 0; r < n_frames; r++) {
             const gx_view *v = gxd_frame_output(&f[r], k);
