@@ -90,8 +90,8 @@ static int s_bind_inputs(gxd_job *j, gx_view *views)
 }
 
 /* o's view and buffer for graph output k as the frames have it now
- * (replicas: their slices concatenated along axis 0). GX_OK, or the job
- * failed (ENOMEM). */
+ * (replicas: their slices concatenated along axis 0; free() frees the
+ * buffer). GX_OK, or the job failed (ENOMEM). */
 static int s_output_buffer(gxd_job *j, gxd_job_output *o, const gxd_frame *f, int n_frames,
                            size_t k)
 {
@@ -105,7 +105,8 @@ static int s_output_buffer(gxd_job *j, gxd_job_output *o, const gxd_frame *f, in
             o->view.numel += v->numel;
         }
     }
-    if (!(o->view.data = malloc(o->nbytes ? o->nbytes : 1)))
+    /* aligned as an arena is: the steps write it directly */
+    if (!(o->view.data = gx_aligned_alloc(o->nbytes)))
         return gxd_job_fail(j, GX_ENOMEM, "out of memory");
     return GX_OK;
 }
