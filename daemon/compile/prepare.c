@@ -1,14 +1,13 @@
 /*
  * Pass 6, prepare (seed 004's library data). Contract: every CPU MatMul
- * or Gemm step whose B is a constant float32 matrix and whose product the
- * packed kernels take (ops/gemm.h) reads a
- * copy of B packed into column panels, made here once per plan and owned
- * by it, and runs the packed kernel; every job and worker shares that
- * copy. Other steps are untouched. Runs after layout (which packs a Conv's
- * weights for its layout itself) and before fuse (an epilogue's head runs
- * the step's kernel). The plan of a slice of the batch (replicas) borrows
- * the whole batch's copy instead of packing its own. Records each prepared
- * constant for explain.
+ * or Gemm step whose B is a constant float32 matrix the packed kernels
+ * take (ops/gemm.h) reads a copy of B packed into column panels, made here
+ * once per plan and owned by it, and runs the packed kernel; every job and
+ * worker shares that copy. Other steps are untouched. Runs after layout
+ * (which packs a Conv's weights for its layout itself) and before fuse (an
+ * epilogue's head runs the step's kernel). The plan of a slice of the
+ * batch (replicas) borrows the whole batch's copy instead of packing its
+ * own. Records each prepared constant for explain.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,12 +1,14 @@
 /*
- * MatMul and Gemm (float32) over a B packed at compile time (ops/gemm.h).
+ * MatMul and Gemm (float32) over a B packed at compile time (ops/gemm.h),
+ * and the same kernels over a plain row-major B (gx_cpu_gemm_rows).
  *
- * The work: for each pair of 16-column panels of B (kept in L2 while it
- * is used), for each block of MR rows of A, a register-blocked micro
- * kernel runs the whole K loop: MR × 32 accumulators, one broadcast of
- * A[i][k] and two panel loads per k. With one row (batch-1 inference)
- * this is a matrix-vector product that streams B once, at memory speed.
- * A thread's share is whole rows, or the panels of a single row.
+ * The work: for each block of GX_GEMM_ROW_BLOCK rows of A, for each pair
+ * of 16-column panels of B, for each group of MR rows, a register-blocked
+ * micro kernel runs the whole K loop: MR × 32 accumulators, one broadcast
+ * of A[i][k] and two panel loads per k. A lone row (batch-1 inference) is
+ * a matrix-vector product that streams B once, four panels at a time. A
+ * thread's share is whole rows, or with few rows panels of every row
+ * (gx_cpu_gemm_packed_share).
  */
 #include <immintrin.h>
 #include <pthread.h>
