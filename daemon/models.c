@@ -155,6 +155,7 @@ void gxd_model_release(gxd_model **mp)
         gxd_plan_release(&mdl->plans[i]);
     for (size_t i = 0; i < mdl->n_retired; i++)
         gxd_plan_release(&mdl->retired[i]);
+    gxd_shared_destroy(&mdl->shared);
     gx_graph_destroy(&mdl->graph);
     pthread_mutex_destroy(&mdl->mu);
     free(mdl);
@@ -205,6 +206,7 @@ gxd_model *gxd_models_add(gxd_models *m, gx_graph **g)
     mdl->id = id;
     mdl->graph = *g;
     *g = NULL;
+    mdl->shared = gxd_shared_new(); /* NULL (ENOMEM): each plan packs its own */
     atomic_init(&mdl->refs, 2); /* registry + caller */
     mdl->reg = m;
     if (m->profile_dir[0]) {
@@ -255,6 +257,7 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
      * saved one guides the first compile (base alone if folding fails) */
     gxd_profile *now = s_profile_locked(mdl, false);
     gxd_compile_limits plim = *lim;
+    plim.shared = mdl->shared;
     plim.profile = now ? now : mdl->profile;
     if (plim.profile && plim.profile->jobs == 0)
         plim.profile = NULL; /* nothing ran yet: every node counts once */
@@ -298,6 +301,7 @@ static void s_replan_one(gxd_models *m, gxd_model *mdl, gxd_plan *old, const gxd
         in[i] = old->values[old->inputs[i]].view; /* data: the keyed inputs' values */
     gxd_compile_limits lim = r->lim;
     lim.profile = prof;
+    lim.shared = mdl->shared;
     if ((rc = m->compile(mdl->graph, in, &lim, &np, err, sizeof err)) < 0)
         goto out;
     if (!gxd_plan_matches(np, in) || np->needs_keys) {

@@ -72,6 +72,8 @@ typedef struct gxd_model {
      * freed since; the jobs counted at the last save (I/O thread). */
     gxd_profile *profile;
     int64_t saved_jobs;
+    /* prepared constants shared by the graph's plans (daemon/compile/prepare.c) */
+    gxd_shared *shared;
     /* re-planner: queued (under the re-planner's lock), the next queued
      * model, the profile's jobs at the last check (its thread) */
     bool replan_queued;

@@ -374,6 +374,41 @@ START_TEST(test_slices_share)
 }
 END_TEST
 
+/* Plans of one graph for different input shapes share one packed copy of
+ * each weight through the graph's table; a plan keeps its copy after the
+ * table and the other plans are gone. */
+START_TEST(test_shared_between_plans)
+{
+    gx_graph *g = gx_graph_new("shared");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){-1, 24});
+    float *w = s_fill(24 * 20);
+    gxt_const(g, "W", GX_F32, 2, (int64_t[]){24, 20}, w);
+    gx_graph_add_node(g, "MatMul", "mm", 2, (const char *[]){"x", "W"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    float *x = s_fill(6 * 24);
+    gx_view in4 = s_view(2, (int64_t[]){4, 24}, x), in6 = s_view(2, (int64_t[]){6, 24}, x);
+    gxd_compile_limits lim = s_lim;
+    lim.shared = gxd_shared_new();
+    ck_assert_ptr_nonnull(lim.shared);
+    gxd_plan *p4 = NULL, *p6 = NULL;
+    char err[512];
+    ck_assert_msg(gxd_compile(g, &in4, &lim, &p4, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_compile(g, &in6, &lim, &p6, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert(p4->prepared[0].shared && p6->prepared[0].shared);
+    ck_assert_uint_eq(p4->prepared_bytes, 0);
+    const void *d4 = p4->values[p4->prepared[0].value].view.data;
+    ck_assert_ptr_eq(d4, p6->values[p6->prepared[0].value].view.data);
+    float *y6 = s_exec(p6, &in6, 6 * 20);
+    gxd_shared_destroy(&lim.shared);
+    gxd_plan_destroy(&p6);
+    float *y4 = s_exec(p4, &in4, 4 * 20); /* its reference keeps the copy */
+    ck_assert(!memcmp(y4, y6, 4 * 20 * sizeof *y4));
+    free(y4), free(y6), free(x), free(w);
+    gxd_plan_destroy(&p4);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 Suite *gemm_suite(void)
 {
     Suite *s = suite_create("gemm");
@@ -386,6 +421,7 @@ Suite *gemm_suite(void)
     tcase_add_test(tc, test_not_packable);
     tcase_add_test(tc, test_prepare_pass);
     tcase_add_test(tc, test_slices_share);
+    tcase_add_test(tc, test_shared_between_plans);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -141,6 +141,7 @@ void gxd_plan_destroy(gxd_plan **pp)
     }
     free(p->fuse_groups);
     free(p->prepared);
+    gxd_shared_drop(p);
     gxd_layout_rec_destroy(&p->layout);
     for (size_t i = 0; i < p->n_owned; i++)
         free(p->owned[i]);

@@ -106,6 +106,7 @@ typedef struct gxd_prepared {
     const char *from;
     size_t bytes;
     bool borrowed; /* the whole batch's plan owns it (a slice's plan, seed 002) */
+    bool shared;   /* the graph's table holds it, for every plan of the graph */
     char what[96];
 } gxd_prepared;
 
@@ -248,6 +249,8 @@ typedef struct gxd_plan {
      * (packed weights), in step order; prepared_bytes their total */
     struct gxd_prepared *prepared;
     size_t n_prepared, prepared_bytes;
+    struct gxd_shared_ref *shared_refs; /* references the plan holds (freed with it) */
+    size_t n_shared_refs;
     /* Holders beyond the first (gxd_plan_ref, gxd_plan_release): 0 when
      * only its creator holds it, as a fresh plan. A model's cached plan is
      * held by the model and by each job running it. */
@@ -289,6 +292,17 @@ typedef struct gxd_partition_opts {
 /* Defaults: the CPU alone, min_nodes 2. */
 #define GXD_PARTITION_MIN_NODES 2
 
+/* Constants the prepare pass makes from a graph's own constants (packed
+ * weights), shared by every plan of the graph: one copy per (source,
+ * form), however many input shapes, batch slices and re-plans the graph
+ * gets. Thread-safe; each plan holds a reference on the copies it reads,
+ * so a copy lives until the table and its last plan are gone. */
+typedef struct gxd_shared gxd_shared;
+/* NULL on ENOMEM. */
+gxd_shared *gxd_shared_new(void);
+/* Drops the table's references; plans keep theirs. Accepts NULL. */
+void gxd_shared_destroy(gxd_shared **s);
+
 typedef struct gxd_compile_limits {
     int64_t max_nodes;
     int64_t max_tensor_bytes;
@@ -303,6 +317,9 @@ typedef struct gxd_compile_limits {
      * the estimates are weighed by the counts alone, so the choice does not
      * depend on how fast the machine was (compiler.layout_measured). */
     const struct gxd_profile *profile;
+    /* the graph's table of shared prepared constants (NULL: each plan
+     * packs its own) */
+    gxd_shared *shared;
     bool no_layout;
     bool no_layout_times;
 } gxd_compile_limits;

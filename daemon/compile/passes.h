@@ -39,6 +39,8 @@ int gxd_pass_partition(gxd_cstate *st);
 int gxd_pass_layout(gxd_cstate *st);
 /* Pass 6 (daemon/compile/prepare.c). */
 int gxd_pass_prepare(gxd_cstate *st);
+/* Releases the shared constants plan p holds (gxd_plan_destroy). */
+void gxd_shared_drop(gxd_plan *p);
 /* Pass 7 (daemon/compile/fuse.c). */
 int gxd_pass_fuse(gxd_cstate *st);
 /* The batch rule of fused step s (gx_op_batch_separable for the steps it
