@@ -40,6 +40,7 @@ typedef struct gxd_ctx {
 
     void *zctx, *router;
     char endpoint[512];
+    bool ipc_bound; /* endpoint is an ipc:// socket file this daemon bound: removed at the end */
     int signal_fd; /* read end of the signal pipe (SIGTERM/SIGINT/SIGHUP) */
     int done_fd;   /* eventfd: workers finished jobs */
     pthread_mutex_t done_mu;

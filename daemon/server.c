@@ -819,6 +819,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
         gx_default_endpoint(ctx->endpoint, sizeof ctx->endpoint);
     if ((rc = s_bind(ctx, ctx->endpoint, err, errlen)) < 0)
         return rc;
+    ctx->ipc_bound = strncmp(ctx->endpoint, "ipc://", 6) == 0;
     for (int i = 0; i < ctx->cfg.n_tcp; i++)
         if ((rc = s_bind(ctx, ctx->cfg.tcp[i], err, errlen)) < 0)
             return rc;
@@ -920,6 +921,9 @@ void gxd_server_fini(gxd_ctx *ctx)
     if (ctx->zctx)
         zmq_ctx_term(ctx->zctx);
     ctx->router = ctx->zctx = NULL;
+    if (ctx->ipc_bound && ctx->endpoint[6] != '@') /* a clean stop leaves no socket file */
+        unlink(ctx->endpoint + 6);
+    ctx->ipc_bound = false;
     gxd_models_fini(&ctx->models);
     gxd_queue_fini(&ctx->queue);
     gxd_topo_destroy(&ctx->topo);

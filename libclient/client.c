@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -114,6 +115,28 @@ static int s_fail(gx_client *c, int status, const char *fmt, ...)
     vsnprintf(c->last_error, sizeof c->last_error, fmt, ap);
     va_end(ap);
     return status;
+}
+
+/* Why no reply came from c's endpoint, as far as the client can tell: for
+ * an ipc:// socket, a missing file or one this user may not use (ZeroMQ
+ * only ever says nothing); else "is gexecd running?". */
+static const char *s_no_reply_why(const gx_client *c, char *buf, size_t len)
+{
+    struct stat sb;
+    const char *path = strncmp(c->endpoint, "ipc://", 6) == 0 ? c->endpoint + 6 : NULL;
+    if (!path || path[0] == '@')
+        return "is gexecd running?";
+    if (stat(path, &sb) != 0) {
+        snprintf(buf, len, "%s: %s%s", path, strerror(errno),
+                 errno == ENOENT ? "; is gexecd running?" : "");
+        return buf;
+    }
+    if (access(path, R_OK | W_OK) != 0) {
+        snprintf(buf, len, "%s: %s (owner uid %u, mode %04o); the daemon's socket is not open to this user",
+                 path, strerror(errno), (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
+        return buf;
+    }
+    return "is gexecd running?";
 }
 
 GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errlen)
@@ -496,9 +519,11 @@ GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
         if (timeout_ms >= 0 && left < 0)
             left = 0;
         int rc = s_recv_one(c, (int)(left > INT32_MAX ? INT32_MAX : left));
-        if (rc == GX_ETIMEDOUT)
-            return s_fail(c, GX_ETIMEDOUT, "no reply from %s within %d ms (is gexecd running?)",
-                          c->endpoint, timeout_ms);
+        if (rc == GX_ETIMEDOUT) {
+            char why[640];
+            return s_fail(c, GX_ETIMEDOUT, "no reply from %s within %d ms (%s)", c->endpoint,
+                          timeout_ms, s_no_reply_why(c, why, sizeof why));
+        }
         if (rc < 0)
             return rc;
     }
@@ -558,9 +583,11 @@ static int s_await(gx_client *c, gx_job **job, gx_result **out)
 {
     gx_result *r = NULL;
     int rc = gx_job_wait(*job, c->timeout_ms, &r);
-    if (rc == GX_ETIMEDOUT && !r)
-        rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (is gexecd running?)",
-                    c->endpoint, c->timeout_ms);
+    if (rc == GX_ETIMEDOUT && !r) {
+        char why[640];
+        rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (%s)", c->endpoint,
+                    c->timeout_ms, s_no_reply_why(c, why, sizeof why));
+    }
     gx_job_destroy(job);
     if (out)
         *out = r;

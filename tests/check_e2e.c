@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -532,6 +533,61 @@ START_TEST(test_deadline_and_queue_full)
 }
 END_TEST
 
+/* A clean stop (SIGTERM) removes the daemon's ipc socket file. */
+START_TEST(test_clean_stop_removes_socket)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    ck_assert(strncmp(d.endpoint, "ipc://", 6) == 0);
+    const char *path = d.endpoint + 6;
+    ck_assert_int_eq(access(path, F_OK), 0);
+    kill(d.pid, SIGTERM);
+    int st = 0;
+    ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+    d.pid = 0;
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ck_assert_msg(access(path, F_OK) != 0, "%s is still there", path);
+    gxt_daemon_stop(&d); /* removes its folder */
+}
+END_TEST
+
+/* A client that may not use the daemon's socket is told so, not asked
+ * whether gexecd runs (run as root: the client is a child that drops to
+ * nobody; as anyone else there is no one to drop to, and it says so). */
+START_TEST(test_socket_permission_reported)
+{
+    if (getuid() != 0) {
+        fprintf(stderr, "test_socket_permission_reported: not root, nothing checked\n");
+        return;
+    }
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    ck_assert_int_eq(chmod(d.endpoint + 6, 0600), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        char err[256];
+        gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+        if (!c)
+            _exit(3);
+        gx_client_set_timeout(c, 300);
+        int rc = gx_client_ping(c);
+        bool ok = rc != GX_OK && strstr(gx_client_last_error(c), "Permission denied") &&
+                  !strstr(gx_client_last_error(c), "is gexecd running");
+        if (!ok)
+            fprintf(stderr, "client said: %s\n", gx_client_last_error(c));
+        gx_client_destroy(&c);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 /* The reply's tensors are written by the steps straight into the reply's
  * buffers where they can be: every way an output can come back must still
  * give the right values. y = Relu(x) (a step's output), x itself (an
@@ -912,6 +968,8 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_deadline_and_queue_full);
     tcase_add_test(tc, test_sigterm_answers_every_job);
     tcase_add_test(tc, test_outputs_every_way);
+    tcase_add_test(tc, test_clean_stop_removes_socket);
+    tcase_add_test(tc, test_socket_permission_reported);
     tcase_add_test(tc, test_gexec_submit_cli);
     tcase_add_test(tc, test_run_info_reports_mode_choice);
     tcase_add_test(tc, test_gexec_submit_explain_mode);
