@@ -1,4 +1,4 @@
-/* Memory planning (pass 3) and the compiler passes around it. */
+/* Memory planning (pass 8, memplan) and the compiler passes around it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -21,8 +21,9 @@
  *               differ, Conv weights packed for their layout (before
  *               fuse, so fused groups form over values in their final
  *               layouts and a Conv heads an epilogue in its own)
- *   6. prepare  constant MatMul and Gemm weights packed once per plan for
- *               the packed CPU kernels (seed 004's library data)
+ *   6. prepare  constant MatMul and Gemm weights packed for the packed CPU
+ *               kernels (seed 004's library data), one copy per graph
+ *               shared by all its plans
  *   7. fuse     chains and trees of elementwise ops whose intermediate
  *               values nobody else reads become one step that runs them
  *               tile by tile (ops/fused.h), with the MatMul, Gemm or Conv

@@ -80,7 +80,7 @@ static void s_broken(const char *what, const gxd_plan *plan, size_t a, size_t b)
     abort();
 }
 
-/* Pass 3's contract (memplan.c): aligned offsets inside the arena, and no
+/* Pass 8's contract (memplan.c): aligned offsets inside the arena, and no
  * two values that are live at the same step overlap. */
 static void s_check_memplan(const gxd_plan *plan)
 {
