@@ -7,7 +7,6 @@
 #include <cblas.h>
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,30 +53,12 @@ static void s_usage(FILE *out)
  * gexecd re-executes once more with the environment's choice.
  */
 
-/* A product of rows × k by k × cols through cblas_sgemm against a double
- * reference, from fixed pseudo-random data. */
-static bool s_sgemm_right(int rows, int k, int cols)
+/* cblas_sgemm as a gx_gemm_product_fn, for gx_cpu_gemm_verify. */
+static void s_blas_product(void *ctx, int64_t rows, int64_t k, int64_t cols, const float *a,
+                           const float *b, float *y)
 {
-    float *a = malloc(sizeof *a * (size_t)(rows * k)), *b = malloc(sizeof *b * (size_t)(k * cols));
-    float *c = malloc(sizeof *c * (size_t)(rows * cols));
-    bool ok = a && b && c;
-    uint32_t s = 12345;
-    for (int i = 0; ok && i < rows * k; i++)
-        a[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
-    for (int i = 0; ok && i < k * cols; i++)
-        b[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
-    if (ok)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, k, 1.0f, a, k, b, cols,
-                    0.0f, c, cols);
-    for (int i = 0; ok && i < rows; i++)
-        for (int j = 0; ok && j < cols; j++) {
-            double r = 0;
-            for (int l = 0; l < k; l++)
-                r += (double)a[i * k + l] * b[l * cols + j];
-            ok = fabs(c[i * cols + j] - r) <= 1e-4 * (1.0 + fabs(r));
-        }
-    free(a), free(b), free(c);
-    return ok;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)cols, (int)k, 1.0f, a,
+                (int)k, b, (int)cols, 0.0f, y, (int)cols);
 }
 
 static void s_configure_blas(char **argv)
@@ -87,7 +68,10 @@ static void s_configure_blas(char **argv)
         const char *now = getenv("OPENBLAS_CORETYPE");
         if (getenv("GEXECD_BLAS_REJECTED") || !now || strcmp(now, configured) == 0)
             return; /* the environment's choice, or checked already */
-        if (s_sgemm_right(37, 71, 53) && s_sgemm_right(300, 280, 260))
+        char why[256];
+        if (gx_cpu_gemm_verify("cblas_sgemm", s_blas_product, NULL, 37, 71, 53, why, sizeof why) &&
+            gx_cpu_gemm_verify("cblas_sgemm", s_blas_product, NULL, 300, 280, 260, why,
+                               sizeof why))
             return;
         setenv("GEXECD_BLAS_REJECTED", now, 1);
         if (*configured)

@@ -91,9 +91,20 @@ void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64
  * has it. */
 const char *gx_cpu_gemm_isa(void);
 
+/* y = a · b, rows × kk by kk × cols, all row-major, by some kernel. */
+typedef void (*gx_gemm_product_fn)(void *ctx, int64_t rows, int64_t kk, int64_t cols,
+                                   const float *a, const float *b, float *y);
+
+/* Does fn compute right on this CPU? One product of fixed pseudo-random
+ * data against a double reference (1e-4 relative); false with why (naming
+ * `what`) when not, or when the check cannot allocate. gexecd checks the
+ * kernels it chose (these, and the BLAS) this way at start. */
+bool gx_cpu_gemm_verify(const char *what, gx_gemm_product_fn fn, void *ctx, int64_t rows,
+                        int64_t kk, int64_t cols, char *why, size_t whylen);
+
 /* Do the kernels in use compute right on this CPU? A product of odd sizes
- * through the packed and the plain-B paths against a double reference;
- * false with why when not (gexecd then falls back to "baseline"). */
+ * through the packed and the plain-B paths (gx_cpu_gemm_verify); false
+ * with why when not (gexecd then falls back to "baseline"). */
 bool gx_cpu_gemm_selfcheck(char *why, size_t whylen);
 
 /* Use the kernels called name from now on (tests compare them); false,

@@ -219,6 +219,25 @@ START_TEST(test_gemm_forms)
 }
 END_TEST
 
+/* The start-up check tells a right product from a wrong one. */
+static void s_wrong_product(void *ctx, int64_t rows, int64_t kk, int64_t cols, const float *a,
+                            const float *b, float *y)
+{
+    gx_cpu_gemm_rows(rows, cols, kk, a, kk, b, cols, y, cols);
+    y[rows * cols - 1] += 0.5f; /* one element off */
+}
+
+START_TEST(test_verify)
+{
+    char why[256];
+    ck_assert_msg(gx_cpu_gemm_selfcheck(why, sizeof why), "%s", why);
+    ck_assert(!gx_cpu_gemm_verify("a broken kernel", s_wrong_product, NULL, 5, 7, 33, why,
+                                  sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "a broken kernel computed"));
+    ck_assert_ptr_nonnull(strstr(why, "[4,32]"));
+}
+END_TEST
+
 /* What the packed kernels refuse, each with a reason. */
 START_TEST(test_not_packable)
 {
@@ -419,6 +438,7 @@ Suite *gemm_suite(void)
     tcase_add_loop_test(tc, test_plain_rows, 0, 3);
     tcase_add_loop_test(tc, test_gemm_forms, 0, 3);
     tcase_add_test(tc, test_not_packable);
+    tcase_add_test(tc, test_verify);
     tcase_add_test(tc, test_prepare_pass);
     tcase_add_test(tc, test_slices_share);
     tcase_add_test(tc, test_shared_between_plans);

@@ -450,32 +450,64 @@ bool gx_cpu_gemm_is_packed(gx_kernel_fn fn)
     return fn && (fn == s_gemm_packed || fn == s_matmul_packed);
 }
 
+bool gx_cpu_gemm_verify(const char *what, gx_gemm_product_fn fn, void *ctx, int64_t rows,
+                        int64_t kk, int64_t cols, char *why, size_t whylen)
+{
+    float *a = malloc(sizeof *a * (size_t)(rows * kk + 1));
+    float *b = malloc(sizeof *b * (size_t)(kk * cols + 1));
+    float *y = malloc(sizeof *y * (size_t)(rows * cols + 1));
+    bool ok = a && b && y;
+    if (!ok)
+        snprintf(why, whylen, "%s: out of memory for the check", what);
+    uint32_t s = 2463534242u;
+    for (int64_t i = 0; ok && i < rows * kk; i++)
+        a[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
+    for (int64_t i = 0; ok && i < kk * cols; i++)
+        b[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
+    if (ok)
+        fn(ctx, rows, kk, cols, a, b, y);
+    for (int64_t i = 0; ok && i < rows; i++)
+        for (int64_t j = 0; ok && j < cols; j++) {
+            double r = 0;
+            for (int64_t l = 0; l < kk; l++)
+                r += (double)a[i * kk + l] * b[l * cols + j];
+            const double d = y[i * cols + j] - r, tol = 1e-4 * (1.0 + (r < 0 ? -r : r));
+            if (!(d <= tol && -d <= tol)) { /* NaN fails too */
+                snprintf(why, whylen, "%s computed %g instead of %g at [%lld,%lld]", what,
+                         (double)y[i * cols + j], r, (long long)i, (long long)j);
+                ok = false;
+            }
+        }
+    free(a), free(b), free(y);
+    return ok;
+}
+
+static void s_check_packed(void *ctx, int64_t rows, int64_t kk, int64_t cols, const float *a,
+                           const float *b, float *y)
+{
+    const gx_view vb = {.dtype = GX_F32, .ndim = 2, .shape = {kk, cols}, .numel = kk * cols,
+                        .data = (void *)b};
+    float *bp = malloc(gx_cpu_gemm_packed_floats(GX_OP_MATMUL, NULL, &vb) * sizeof *bp);
+    if (!bp) {
+        memset(y, 0xff, sizeof *y * (size_t)(rows * cols)); /* NaN: the check fails */
+        return;
+    }
+    gx_cpu_gemm_pack(GX_OP_MATMUL, NULL, &vb, bp);
+    gx_cpu_gemm_packed_rows(rows, cols, kk, a, kk, bp, y, cols, false);
+    free(bp);
+}
+
+static void s_check_plain(void *ctx, int64_t rows, int64_t kk, int64_t cols, const float *a,
+                          const float *b, float *y)
+{
+    gx_cpu_gemm_rows(rows, cols, kk, a, kk, b, cols, y, cols);
+}
+
 bool gx_cpu_gemm_selfcheck(char *why, size_t whylen)
 {
-    enum { M = 13, K = 37, N = 45 };
-    float a[M * K], b[K * N], bp[((N + S_P - 1) / S_P) * K * S_P], y[2][M * N];
-    uint32_t s = 2463534242u;
-    for (int i = 0; i < M * K; i++)
-        a[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
-    for (int i = 0; i < K * N; i++)
-        b[i] = (float)((s = s * 1664525u + 1013904223u) >> 9) / 8388608.0f - 0.5f;
-    const gx_view vb = {.dtype = GX_F32, .ndim = 2, .shape = {K, N}, .numel = K * N, .data = b};
-    gx_cpu_gemm_pack(GX_OP_MATMUL, NULL, &vb, bp);
-    gx_cpu_gemm_packed_rows(M, N, K, a, K, bp, y[0], N, false);
-    gx_cpu_gemm_rows(M, N, K, a, K, b, N, y[1], N);
-    for (int p = 0; p < 2; p++)
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                double r = 0;
-                for (int l = 0; l < K; l++)
-                    r += (double)a[i * K + l] * b[l * N + j];
-                const double d = y[p][i * N + j] - r;
-                if (!(d <= 1e-4 * (1.0 + (r < 0 ? -r : r)) && -d <= 1e-4 * (1.0 + (r < 0 ? -r : r)))) {
-                    snprintf(why, whylen, "the %s %s kernel computed %g instead of %g at [%d,%d]",
-                             s_isa_get()->name, p ? "plain-B" : "packed", (double)y[p][i * N + j],
-                             r, i, j);
-                    return false;
-                }
-            }
-    return true;
+    char packed[64], plain[64];
+    snprintf(packed, sizeof packed, "the %s packed kernel", s_isa_get()->name);
+    snprintf(plain, sizeof plain, "the %s plain-B kernel", s_isa_get()->name);
+    return gx_cpu_gemm_verify(packed, s_check_packed, NULL, 13, 37, 45, why, whylen) &&
+           gx_cpu_gemm_verify(plain, s_check_plain, NULL, 13, 37, 45, why, whylen);
 }
