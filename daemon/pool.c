@@ -149,13 +149,13 @@ static int s_prepare_outputs(gxd_job *j, gxd_frame *f, int n_frames)
         size_t at = 0;
         for (int r = 0; r < n_frames; r++) {
             const int v = f[r].plan->outputs[k];
-            const gx_view *fv = &f[r].val[v];
+            gx_view *fv = &f[r].val[v];
             const size_t nb = (size_t)fv->numel * gx_dtype_size(fv->dtype);
             /* not when an earlier output took this value: that one is copied */
-            if (f[r].val[v].data == (char *)f[r].arena + f[r].plan->values[v].offset ||
+            if (fv->data == (char *)f[r].arena + f[r].plan->values[v].offset ||
                 (f[r].plan->dag_offset &&
-                 f[r].val[v].data == (char *)f[r].arena + f[r].plan->dag_offset[v]))
-                f[r].val[v].data = (char *)o->view.data + at;
+                 fv->data == (char *)f[r].arena + f[r].plan->dag_offset[v]))
+                fv->data = (char *)o->view.data + at;
             at += nb;
         }
     }

@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
-#include <time.h>
 
 #include "daemon/queue.h"
 
@@ -139,23 +138,16 @@ gxd_job *gxd_queue_pop(gxd_queue *q)
     return gxd_queue_pop_or(q, NULL, NULL, &woken);
 }
 
-void gxd_queue_set_spin(gxd_queue *q, int64_t ns)
+void gxd_queue_set_spin(gxd_queue *q, int64_t us)
 {
-    q->spin_ns = ns > 0 ? ns : 0;
-}
-
-static int64_t s_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    q->spin_us = us > 0 ? us : 0;
 }
 
 /* Spin (mu not held) until posts moves past seen or wake(arg) holds
- * (true), or q->spin_ns have passed (false). */
+ * (true), or q->spin_us have passed (false). */
 static bool s_spin(gxd_queue *q, uint_fast64_t seen, bool (*wake)(void *), void *arg)
 {
-    const int64_t end = s_now_ns() + q->spin_ns;
+    const int64_t end = gxd_now_us() + q->spin_us;
     atomic_fetch_add_explicit(&q->spinning, 1, memory_order_relaxed);
     bool hit = false;
     for (unsigned i = 1;; i++) {
@@ -166,7 +158,7 @@ static bool s_spin(gxd_queue *q, uint_fast64_t seen, bool (*wake)(void *), void 
         /* yield: the I/O thread shares these cores, and must not wait for
          * a spinning worker to get the request that would end the spin */
         sched_yield();
-        if (i % 16 == 0 && s_now_ns() >= end)
+        if (i % 16 == 0 && gxd_now_us() >= end)
             break;
     }
     atomic_fetch_sub_explicit(&q->spinning, 1, memory_order_relaxed);
@@ -197,7 +189,7 @@ gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *w
             *woken = true;
             break;
         }
-        if (!spun && q->spin_ns) { /* once per pop; then the conditions again, under mu */
+        if (!spun && q->spin_us) { /* once per pop; then the conditions again, under mu */
             const uint_fast64_t seen = atomic_load_explicit(&q->posts, memory_order_relaxed);
             spun = true;
             pthread_mutex_unlock(&q->mu);

@@ -38,7 +38,7 @@ typedef struct gxd_queue {
     /* pushes, kicks and the close, counted (changed under mu): what an
      * idle popper watches while it spins */
     atomic_uint_fast64_t posts;
-    int64_t spin_ns; /* how long a popper spins before it sleeps */
+    int64_t spin_us; /* how long a popper spins before it sleeps */
     atomic_int spinning; /* poppers spinning now */
 } gxd_queue;
 
@@ -48,12 +48,13 @@ void gxd_queue_fini(gxd_queue *q);
 /* Enqueue; ownership moves in on GX_OK. GX_EQUEUEFULL or GX_ESHUTDOWN
  * (queue closed) with a message otherwise; the caller keeps the job. */
 int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen);
-/* An idle popper spins for up to ns (0: never) watching for a job or a
- * kick before it sleeps on the condition variable: a job or team call
- * that comes within ns starts at once instead of after a wake-up (tens of
- * microseconds), at the price of that much of a core after each job.
+/* An idle popper spins for up to us microseconds (0: never) watching for
+ * a job or a kick before it sleeps on the condition variable: a job or
+ * team call that comes within that time starts at once instead of after
+ * a wake-up (tens of microseconds), at the price of that much of a core
+ * after each job.
  * Before any popper waits. */
-void gxd_queue_set_spin(gxd_queue *q, int64_t ns);
+void gxd_queue_set_spin(gxd_queue *q, int64_t us);
 /* Block until a job is available and take it (caller owns it), or return
  * NULL once the queue is closed. */
 gxd_job *gxd_queue_pop(gxd_queue *q);

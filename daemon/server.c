@@ -794,7 +794,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     if ((rc = gxd_queue_init(&ctx->queue, (size_t)ctx->cfg.queue_max_jobs,
                              (size_t)ctx->cfg.queue_max_bytes)) < 0)
         return gx_errf(err, errlen, rc, "cannot create the job queue");
-    gxd_queue_set_spin(&ctx->queue, ctx->cfg.sched_spin_us * 1000);
+    gxd_queue_set_spin(&ctx->queue, ctx->cfg.sched_spin_us);
 
     if ((rc = s_install_signals(ctx, err, errlen)) < 0)
         return rc;
