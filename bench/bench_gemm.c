@@ -60,7 +60,7 @@ static void s_blas(void *arg)
 static void s_plain(void *arg)
 {
     s_case *c = arg;
-    gx_cpu_gemm_rows(c->m, c->n, c->k, c->a, c->k, c->b, c->n, c->y, c->n);
+    gx_cpu_gemm_rows(c->m, c->n, c->k, c->a, c->k, c->b, c->n, c->y, c->n, false);
 }
 
 static void s_packed(void *arg)

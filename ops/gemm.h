@@ -77,9 +77,10 @@ void gx_cpu_gemm_packed_rows(int64_t rows, int64_t n, int64_t kk, const float *a
  * such as attention's Q·Kᵀ): y[rows, n] = a[rows, kk] · b[kk, n], b
  * row-major with row stride ldb, read in place (each panel's k-th row is
  * 16 contiguous floats); columns past the last whole panel in plain C.
- * Worth it while B stays in cache (GX_GEMM_PLAIN_MAX_B). */
+ * With accumulate, y += instead of y =. Worth it while B stays in cache
+ * (GX_GEMM_PLAIN_MAX_B). */
 void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
-                      const float *b, int64_t ldb, float *y, int64_t ldy);
+                      const float *b, int64_t ldb, float *y, int64_t ldy, bool accumulate);
 
 /* Largest B (K × N floats) gx_cpu_gemm_rows is used for by the MatMul
  * kernel; a bigger one goes to the BLAS (bench/bench_gemm). Like

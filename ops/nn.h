@@ -77,4 +77,33 @@ typedef struct gx_pad {
 /* Like gx_resize_setup, for Pad. */
 int gx_pad_setup(gx_infer *ic, gx_pad *p);
 
+/* Attention (opset 23; 24's nonpad_kv_seqlen refused): softmax(Q Kᵀ ·
+ * scale + mask) V per head, with grouped K/V heads (query head h reads K/V
+ * head h / (q_heads / kv_heads)). Q, K, V are 4-D [B, heads, seq, head]
+ * or 3-D [B, seq, heads * head] with q_num_heads and kv_num_heads given;
+ * Y has Q's form with V's head size. Element (b, h, i, d) of Q is at
+ * b * q.sample + h * q.head + i * q.row + d, and so for K, V and Y: the
+ * kernel reads rows in place either way. The mask is bool (false: masked)
+ * or Q's dtype (added), broadcasting to [B, q_heads, q_seq, kv_seq] but
+ * along the keys: a shorter last dim masks the keys past it (as the ONNX
+ * reference pads it). */
+#define GX_ATTENTION_MAX_HEAD 16384 /* Q's head size at most */
+
+typedef struct gx_attn_strides {
+    int64_t sample, head, row;
+} gx_attn_strides;
+
+typedef struct gx_attention {
+    int64_t batch, q_heads, kv_heads, q_seq, kv_seq, head, v_head;
+    gx_attn_strides q, k, v, y;
+    double scale, softcap; /* softcap 0: none */
+    bool causal;           /* key j > query i masked (top-left aligned) */
+    bool has_mask;
+    int y_ndim;
+    int64_t y_shape[4];
+} gx_attention;
+
+/* Like gx_resize_setup, for Attention. */
+int gx_attention_setup(gx_infer *ic, gx_attention *a);
+
 #endif

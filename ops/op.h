@@ -138,6 +138,7 @@
     X(HARDMAX, "Hardmax")                                                     \
     X(BATCHNORM, "BatchNormalization")                                        \
     X(LAYERNORM, "LayerNormalization")                                        \
+    X(ATTENTION, "Attention")                                                 \
     X(INSTANCENORM, "InstanceNormalization")                                  \
     X(MVN, "MeanVarianceNormalization")                                       \
     X(LRN, "LRN")                                                             \

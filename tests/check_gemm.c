@@ -120,7 +120,7 @@ START_TEST(test_matmul_shapes)
 END_TEST
 
 /* gx_cpu_gemm_rows: B read in place with a row stride wider than N, N
- * with and without a partial last panel, every ISA. */
+ * with and without a partial last panel, every ISA; then accumulated. */
 START_TEST(test_plain_rows)
 {
     if (!gx_cpu_gemm_isa_set(s_isas[_i]))
@@ -136,8 +136,14 @@ START_TEST(test_plain_rows)
                     s += (double)a[i * kk + l] * b[l * ldb + j];
                 ref[i * n + j] = (float)s;
             }
-        gx_cpu_gemm_rows(m, n, kk, a, kk, b, ldb, y, n);
+        gx_cpu_gemm_rows(m, n, kk, a, kk, b, ldb, y, n, false);
         ck_assert_msg(gxt_allclose(y, ref, (size_t)(m * n), 1e-4f, 1e-4f), "N %lld",
+                      (long long)n);
+        /* accumulate: y += a · b, so y = 2 ref */
+        gx_cpu_gemm_rows(m, n, kk, a, kk, b, ldb, y, n, true);
+        for (int64_t i = 0; i < m * n; i++)
+            ref[i] *= 2.0f;
+        ck_assert_msg(gxt_allclose(y, ref, (size_t)(m * n), 1e-4f, 1e-4f), "N %lld accumulated",
                       (long long)n);
         free(a), free(b);
     }
@@ -223,7 +229,7 @@ END_TEST
 static void s_wrong_product(void *ctx, int64_t rows, int64_t kk, int64_t cols, const float *a,
                             const float *b, float *y)
 {
-    gx_cpu_gemm_rows(rows, cols, kk, a, kk, b, cols, y, cols);
+    gx_cpu_gemm_rows(rows, cols, kk, a, kk, b, cols, y, cols, false);
     y[rows * cols - 1] += 0.5f; /* one element off */
 }
 

@@ -273,6 +273,158 @@ START_TEST(test_batchnorm_training)
 }
 END_TEST
 
+/* ---- Attention ---- */
+
+/* One Attention case: shapes, mask (0 none, 1 float32, 2 bool) of rank
+ * mnd and shape mshape, attributes (scale 0: the default). */
+typedef struct s_attn_case {
+    bool four;
+    int64_t b, hq, hkv, s, skv, d, dv;
+    int mask, mnd;
+    int64_t mshape[4];
+    bool causal;
+    double scale, softcap;
+} s_attn_case;
+
+/* Element (b, h, i, e) of a Q, K, V or Y of heads × size in c's form. */
+static int64_t s_attn_at(const s_attn_case *c, int64_t heads, int64_t seq, int64_t size,
+                         int64_t b, int64_t h, int64_t i, int64_t e)
+{
+    return c->four ? ((b * heads + h) * seq + i) * size + e : (b * seq + i) * heads * size +
+                                                                   h * size + e;
+}
+
+/* The ONNX reference's computation (onnx/reference/ops/op_attention.py)
+ * in double: scale, softcap, the bias (mask padded with masked keys,
+ * causal), softmax, · V. */
+static void s_attn_ref(const s_attn_case *c, const float *q, const float *k, const float *v,
+                       const void *mask, float *y)
+{
+    const double scale = c->scale != 0 ? c->scale : 1 / sqrt((double)c->d);
+    double *sc = malloc((size_t)c->skv * sizeof *sc);
+    const int64_t full[4] = {c->b, c->hq, c->s, c->skv};
+    for (int64_t b = 0; b < c->b; b++)
+        for (int64_t h = 0; h < c->hq; h++)
+            for (int64_t i = 0; i < c->s; i++) {
+                const int64_t hk = h / (c->hq / c->hkv);
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < c->skv; j++) {
+                    double x = 0;
+                    for (int64_t e = 0; e < c->d; e++)
+                        x += (double)q[s_attn_at(c, c->hq, c->s, c->d, b, h, i, e)] *
+                             k[s_attn_at(c, c->hkv, c->skv, c->d, b, hk, j, e)];
+                    x *= scale;
+                    if (c->softcap > 0)
+                        x = c->softcap * tanh(x / c->softcap);
+                    if (c->mask) {
+                        const int64_t idx[4] = {b, h, i, j};
+                        if (j >= c->mshape[c->mnd - 1]) {
+                            x = -INFINITY;
+                        } else {
+                            int64_t off = 0;
+                            for (int dd = 0; dd < c->mnd; dd++) {
+                                const int64_t n = c->mshape[dd], at = idx[4 - c->mnd + dd];
+                                off = off * n + (n == 1 && full[4 - c->mnd + dd] != 1 && dd <
+                                                 c->mnd - 1 ? 0 : at);
+                            }
+                            if (c->mask == 1)
+                                x += ((const float *)mask)[off];
+                            else if (!((const bool *)mask)[off])
+                                x = -INFINITY;
+                        }
+                    }
+                    if (c->causal && j > i)
+                        x = -INFINITY;
+                    sc[j] = x;
+                    mx = x > mx ? x : mx;
+                }
+                for (int64_t j = 0; j < c->skv; j++)
+                    sum += sc[j] = exp(sc[j] - mx);
+                for (int64_t e = 0; e < c->dv; e++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < c->skv; j++)
+                        acc += sc[j] * v[s_attn_at(c, c->hkv, c->skv, c->dv, b, hk, j, e)];
+                    y[s_attn_at(c, c->hq, c->s, c->dv, b, h, i, e)] = (float)(acc / sum);
+                }
+            }
+    free(sc);
+}
+
+START_TEST(test_attention)
+{
+    static const s_attn_case cases[] = {
+        {.four = true, .b = 2, .hq = 3, .hkv = 3, .s = 4, .skv = 6, .d = 8, .dv = 8},
+        {.four = true, .b = 2, .hq = 9, .hkv = 3, .s = 4, .skv = 6, .d = 8, .dv = 8},
+        {.four = true, .b = 2, .hq = 3, .hkv = 3, .s = 4, .skv = 6, .d = 8, .dv = 10},
+        {.four = false, .b = 2, .hq = 4, .hkv = 2, .s = 5, .skv = 7, .d = 6, .dv = 5},
+        {.four = true, .b = 1, .hq = 2, .hkv = 2, .s = 5, .skv = 7, .d = 8, .dv = 8, .mask = 1,
+         .mnd = 2, .mshape = {5, 7}, .scale = 0.3},
+        {.four = true, .b = 2, .hq = 2, .hkv = 1, .s = 5, .skv = 7, .d = 8, .dv = 8, .mask = 2,
+         .mnd = 4, .mshape = {2, 1, 5, 7}},
+        {.four = true, .b = 1, .hq = 2, .hkv = 2, .s = 3, .skv = 9, .d = 4, .dv = 4, .mask = 1,
+         .mnd = 1, .mshape = {6}},
+        {.four = true, .b = 1, .hq = 2, .hkv = 2, .s = 40, .skv = 40, .d = 16, .dv = 16,
+         .causal = true},
+        {.four = false, .b = 1, .hq = 2, .hkv = 2, .s = 40, .skv = 40, .d = 8, .dv = 8,
+         .causal = true, .mask = 2, .mnd = 2, .mshape = {40, 40}},
+        /* several chunks of keys (online softmax), a mask of large values */
+        {.four = true, .b = 1, .hq = 2, .hkv = 1, .s = 37, .skv = 600, .d = 64, .dv = 24,
+         .mask = 1, .mnd = 3, .mshape = {1, 37, 600}},
+        {.four = true, .b = 1, .hq = 1, .hkv = 1, .s = 6, .skv = 300, .d = 100, .dv = 17,
+         .softcap = 2.0, .scale = 0.5},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const s_attn_case *c = &cases[ci];
+        gx_view in[4];
+        if (c->four) {
+            in[0] = ot_rand(GX_F32, SHAPE(c->b, c->hq, c->s, c->d));
+            in[1] = ot_rand(GX_F32, SHAPE(c->b, c->hkv, c->skv, c->d));
+            in[2] = ot_rand(GX_F32, SHAPE(c->b, c->hkv, c->skv, c->dv));
+        } else {
+            in[0] = ot_rand(GX_F32, SHAPE(c->b, c->s, c->hq * c->d));
+            in[1] = ot_rand(GX_F32, SHAPE(c->b, c->skv, c->hkv * c->d));
+            in[2] = ot_rand(GX_F32, SHAPE(c->b, c->skv, c->hkv * c->dv));
+        }
+        int n_in = 3;
+        if (c->mask) {
+            in[n_in++] = ot_rand(c->mask == 1 ? GX_F32 : GX_BOOL, c->mnd, c->mshape);
+            if (c->mask == 2) /* about a third masked, never a whole row */
+                for (int64_t i = 0; i < in[3].numel; i++)
+                    ((bool *)in[3].data)[i] = i % c->mshape[c->mnd - 1] == 0 || ot_randf() > -0.6f;
+        }
+        gx_attr attrs[5];
+        int na = 0;
+        if (!c->four) {
+            attrs[na++] = A_INT("q_num_heads", c->hq);
+            attrs[na++] = A_INT("kv_num_heads", c->hkv);
+        }
+        if (c->causal)
+            attrs[na++] = A_INT("is_causal", 1);
+        if (c->scale != 0)
+            attrs[na++] = A_FLOAT("scale", c->scale);
+        if (c->softcap != 0)
+            attrs[na++] = A_FLOAT("softcap", c->softcap);
+        gx_view want = c->four ? ot_rand(GX_F32, SHAPE(c->b, c->hq, c->s, c->dv))
+                               : ot_rand(GX_F32, SHAPE(c->b, c->s, c->hq * c->dv));
+        s_attn_ref(c, in[0].data, in[1].data, in[2].data, c->mask ? in[3].data : NULL,
+                   want.data);
+        s_check_f32(GX_OP_ATTENTION, &(gx_node){.n_attr = na, .attr = attrs}, n_in, in, &want,
+                    1e-4f, 1e-5f);
+    }
+    /* a row with every key masked has no weights: NaN, as the reference */
+    gx_view m = ot_view(GX_BOOL, ot_copy((bool[]){true, true, false, false}, 4), SHAPE(2, 2));
+    gx_view in[4] = {RANDV(1, 1, 2, 4), RANDV(1, 1, 2, 4), RANDV(1, 1, 2, 4), m};
+    gx_view out;
+    gx_attrval av[GX_MAX_ATTRS];
+    char err[ERRLEN];
+    ck_assert_int_eq(ot_run(GX_OP_ATTENTION, NULL, 4, in, 2, av, &out, err), GX_OK);
+    for (int e = 0; e < 4; e++) {
+        ck_assert(isfinite(((float *)out.data)[e]));
+        ck_assert(isnan(((float *)out.data)[4 + e]));
+    }
+}
+END_TEST
+
 /* ---- LayerNormalization, InstanceNormalization, MVN ---- */
 
 START_TEST(test_layernorm)
@@ -964,6 +1116,31 @@ START_TEST(test_errors)
     ot_expect_error(GX_OP_LAYERNORM, NODE(A_INT("axis", 1)), 3, ln, GX_ESHAPE,
                     "LayerNormalization: B of shape [2] does not broadcast to the normalised "
                     "shape [3,4]");
+    /* Attention */
+    gx_view at[6] = {RANDV(1, 2, 3, 4), RANDV(1, 2, 5, 4), RANDV(1, 2, 5, 6), RANDV(3, 6)};
+    ot_expect_error(GX_OP_ATTENTION, NULL, 4, at, GX_ESHAPE,
+                    "Attention: attn_mask [3,6] does not fit [1,2,3,5] (rank 1 to 4, the last "
+                    "dim at most kv_seq, the others 1 or equal)");
+    at[3] = RANDV(3, 5);
+    at[4] = RANDV(1, 2, 2, 4);
+    ot_expect_error(GX_OP_ATTENTION, NULL, 5, at, GX_EUNSUPPORTED,
+                    "Attention: input past_key (a KV cache) is not supported");
+    at[1] = RANDV(1, 2, 5, 3);
+    ot_expect_error(GX_OP_ATTENTION, NULL, 3, at, GX_ESHAPE,
+                    "Attention: K [B, kv_heads, kv_seq, 4] and V [B, kv_heads, kv_seq, v_head] "
+                    "do not fit Q's head size or each other");
+    gx_view a3[3] = {RANDV(1, 3, 8), RANDV(1, 5, 8), RANDV(1, 5, 8)};
+    ot_expect_error(GX_OP_ATTENTION, NULL, 3, a3, GX_EATTR,
+                    "Attention: 3-D Q, K, V need q_num_heads and kv_num_heads");
+    ot_expect_error(GX_OP_ATTENTION, NODE(A_INT("q_num_heads", 3), A_INT("kv_num_heads", 2)), 3,
+                    a3, GX_ESHAPE,
+                    "Attention: Q, K, V's last dims 8, 8, 8 do not split into 3 query and 2 "
+                    "key/value heads of one size");
+    gx_view gq[3] = {RANDV(1, 2, 3, 4), RANDV(1, 4, 5, 4), RANDV(1, 4, 5, 4)};
+    ot_expect_error(GX_OP_ATTENTION, NULL, 3, gq, GX_ESHAPE,
+                    "Attention: 2 query heads are not a multiple of 4 key/value heads");
+    a3[1] = ot_rand(GX_I64, SHAPE(1, 5, 8));
+    ot_expect_error(GX_OP_ATTENTION, NULL, 3, a3, GX_EDTYPE, NULL);
     /* InstanceNormalization, MVN, LRN */
     gx_view in3[3] = {x, RANDV(2), RANDV(3)};
     ot_expect_error(GX_OP_INSTANCENORM, NULL, 3, in3, GX_ESHAPE,
@@ -1102,6 +1279,7 @@ Suite *ops_nn_suite(void)
     tcase_add_test(tc, test_batchnorm);
     tcase_add_test(tc, test_batchnorm_training);
     tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_attention);
     tcase_add_test(tc, test_instancenorm);
     tcase_add_test(tc, test_mvn);
     tcase_add_test(tc, test_lrn);

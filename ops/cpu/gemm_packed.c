@@ -288,18 +288,19 @@ static void s_packed_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int
 }
 
 void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
-                      const float *b, int64_t ldb, float *y, int64_t ldy)
+                      const float *b, int64_t ldb, float *y, int64_t ldy, bool accumulate)
 {
     const int64_t whole = n / S_P;
     if (rows <= 0 || n <= 0)
         return;
-    s_product(0, rows, 0, whole, kk, n, a, lda, b, ldb, S_P, y, ldy, 1.0f, 0.0f);
+    s_product(0, rows, 0, whole, kk, n, a, lda, b, ldb, S_P, y, ldy, 1.0f,
+              accumulate ? 1.0f : 0.0f);
     for (int64_t i = 0; i < rows; i++) /* the columns past the last whole panel */
         for (int64_t j = whole * S_P; j < n; j++) {
             float s = 0.0f;
             for (int64_t k = 0; k < kk; k++)
                 s += a[i * lda + k] * b[k * ldb + j];
-            y[i * ldy + j] = s;
+            y[i * ldy + j] = accumulate ? y[i * ldy + j] + s : s;
         }
 }
 
@@ -500,7 +501,7 @@ static void s_check_packed(void *ctx, int64_t rows, int64_t kk, int64_t cols, co
 static void s_check_plain(void *ctx, int64_t rows, int64_t kk, int64_t cols, const float *a,
                           const float *b, float *y)
 {
-    gx_cpu_gemm_rows(rows, cols, kk, a, kk, b, cols, y, cols);
+    gx_cpu_gemm_rows(rows, cols, kk, a, kk, b, cols, y, cols, false);
 }
 
 bool gx_cpu_gemm_selfcheck(char *why, size_t whylen)

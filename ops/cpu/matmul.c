@@ -146,7 +146,7 @@ static void s_matmul_rows(const gx_kargs *k, const s_mm *mm, int64_t bi, int64_t
         mm->kk * mm->n <= GX_GEMM_PLAIN_MAX_B) { /* B in cache: no BLAS packing */
         gx_cpu_gemm_rows(rows, mm->n, mm->kk, (const float *)pa + (oa * mm->m + r0) * mm->kk,
                          mm->kk, (const float *)pb + ob * mm->kk * mm->n, mm->n,
-                         (float *)py + (bi * mm->m + r0) * mm->n, mm->n);
+                         (float *)py + (bi * mm->m + r0) * mm->n, mm->n, false);
         return;
     }
     s_gemm_tab[dt](false, false, rows, mm->n, mm->kk, 1.0, pa + (oa * mm->m + r0) * mm->kk * es,

@@ -1,0 +1,179 @@
+/*
+ * Attention on the CPU (float32): Y = softmax(Q Kᵀ · scale + mask) V per
+ * head, without the scores ever in memory as a whole. A unit of work is a
+ * block of S_ROWS query rows of one head; it walks the keys in chunks
+ * (flash attention's online softmax): the chunk's scores go to a stack
+ * buffer by the GEMM kernels (ops/gemm.h, over the chunk of K transposed
+ * into another), get scaled, masked and capped, and their exps are
+ * multiplied into the block's rows of Y at once, while in cache. Each
+ * row keeps its running maximum m and sum l; when a later chunk raises m,
+ * the row's Y and l are first scaled by exp(m_old - m_new). At the end
+ * Y is divided by l. With one chunk (kv_seq up to S_KEYS at head sizes
+ * up to 64) this is the plain softmax.
+ *
+ * Share ith of nth is a range of units; the units, the chunks and so
+ * every value's arithmetic are the same whatever the split, so the modes
+ * give the same bits. As in the ONNX reference, a mask whose last dim is
+ * shorter than kv_seq masks the keys past it, masked scores are -inf (the
+ * softcap comes before the bias), and a row with every key masked has no
+ * weights (0 / 0: NaN).
+ */
+#include <math.h>
+
+#include "ops/cpu/cpu.h"
+#include "ops/cpu/vmath.h"
+#include "ops/gemm.h"
+#include "ops/nn.h"
+
+#define S_ROWS 32          /* query rows of a unit */
+#define S_KEYS 256         /* keys of a chunk at most */
+#define S_KT_FLOATS 16384  /* the chunk of K transposed: head × keys */
+
+typedef struct s_attn {
+    const gx_attention *a;
+    const float *q, *k, *v;
+    float *y;
+    const float *mask_add; /* float mask, or NULL */
+    const bool *mask_bool; /* bool mask, or NULL */
+    int64_t ms[3];         /* the mask's element strides over [B, q_heads, q_seq] */
+    int64_t mask_keys;     /* the mask's last dim: keys past it are masked */
+    int64_t keys;          /* keys of a chunk */
+} s_attn;
+
+/* One row of n scores of query i against keys j0.. (already Q·Kᵀ), in
+ * the reference's order: scale, softcap, then the bias: the mask's first
+ * nm entries (madd added, or mbool false: -inf) and -inf past key `last`
+ * (the causal cut, and keys past a mask shorter than kv_seq). Returns the
+ * row's maximum (-inf when every key is masked). */
+GX_CPU_CLONES static float s_score_row(int64_t n, float *restrict x, float scale, float softcap,
+                                       const float *madd, const bool *mbool, int64_t nm,
+                                       int64_t last)
+{
+    for (int64_t j = 0; j < n; j++)
+        x[j] *= scale;
+    if (softcap > 0) {
+        const float inv = 1.0f / softcap;
+        for (int64_t j = 0; j < n; j++)
+            x[j] = softcap * gx_v_tanhf(x[j] * inv);
+    }
+    if (madd)
+        for (int64_t j = 0; j < nm; j++)
+            x[j] += madd[j];
+    if (mbool)
+        for (int64_t j = 0; j < nm; j++)
+            x[j] = gx_v_select(mbool[j], x[j], -INFINITY);
+    for (int64_t j = last + 1 < 0 ? 0 : last + 1; j < n; j++)
+        x[j] = -INFINITY;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; j++)
+        mx = x[j] > mx ? x[j] : mx;
+    return mx;
+}
+
+/* x[j] = exp(x[j] - m), returning their sum. */
+GX_CPU_CLONES static float s_exp_row(int64_t n, float *restrict x, float m)
+{
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; j++) {
+        x[j] = gx_v_expf(x[j] - m);
+        sum += x[j];
+    }
+    return sum;
+}
+
+GX_CPU_CLONES static void s_scale_row(int64_t n, float *restrict y, float s)
+{
+    for (int64_t j = 0; j < n; j++)
+        y[j] *= s;
+}
+
+/* Unit u: rows [i0, i0 + rows) of query head h of sample b. */
+static void s_unit(const s_attn *t, int64_t b, int64_t h, int64_t i0, int64_t rows)
+{
+    const gx_attention *a = t->a;
+    const int64_t hk = h / (a->q_heads / a->kv_heads), D = a->head, Dv = a->v_head;
+    const float *q = t->q + b * a->q.sample + h * a->q.head + i0 * a->q.row;
+    const float *k = t->k + b * a->k.sample + hk * a->k.head;
+    const float *v = t->v + b * a->v.sample + hk * a->v.head;
+    float *y = t->y + b * a->y.sample + h * a->y.head + i0 * a->y.row;
+    float kt[S_KT_FLOATS], s[S_ROWS * S_KEYS], m[S_ROWS], l[S_ROWS];
+    for (int64_t r = 0; r < rows; r++) {
+        m[r] = -INFINITY, l[r] = 0.0f;
+        for (int64_t d = 0; d < Dv; d++)
+            y[r * a->y.row + d] = 0.0f;
+    }
+    const float scale = (float)a->scale, softcap = (float)a->softcap;
+    for (int64_t j0 = 0; j0 < a->kv_seq; j0 += t->keys) {
+        if (a->causal && j0 > i0 + rows - 1)
+            break; /* every key from here on is past every row's query */
+        const int64_t n = a->kv_seq - j0 < t->keys ? a->kv_seq - j0 : t->keys;
+        for (int64_t j = 0; j < n; j++) /* Kᵀ of the chunk: D rows of n */
+            for (int64_t d = 0; d < D; d++)
+                kt[d * n + j] = k[(j0 + j) * a->k.row + d];
+        gx_cpu_gemm_rows(rows, n, D, q, a->q.row, kt, n, s, n, false);
+        bool any = false;
+        for (int64_t r = 0; r < rows; r++) {
+            float *x = s + r * n;
+            const int64_t i = i0 + r;
+            const int64_t mo = b * t->ms[0] + h * t->ms[1] + i * t->ms[2] + j0;
+            int64_t last = a->causal ? i - j0 : n, nm = t->mask_keys - j0;
+            nm = nm < 0 ? 0 : nm > n ? n : nm;
+            if (t->mask_add || t->mask_bool)
+                last = last < nm - 1 ? last : nm - 1;
+            const float mx = s_score_row(n, x, scale, softcap,
+                                         t->mask_add ? t->mask_add + mo : NULL,
+                                         t->mask_bool ? t->mask_bool + mo : NULL, nm, last);
+            if (mx == -INFINITY) { /* nothing in this chunk for this row */
+                for (int64_t j = 0; j < n; j++)
+                    x[j] = 0.0f;
+                continue;
+            }
+            const float mn = mx > m[r] ? mx : m[r];
+            const float corr = m[r] == -INFINITY ? 0.0f : expf(m[r] - mn);
+            if (corr != 1.0f && l[r] > 0.0f)
+                s_scale_row(Dv, y + r * a->y.row, corr);
+            l[r] = l[r] * corr + s_exp_row(n, x, mn);
+            m[r] = mn;
+            any = true;
+        }
+        if (any)
+            gx_cpu_gemm_rows(rows, Dv, n, s, n, v + j0 * a->v.row, a->v.row, y, a->y.row, true);
+    }
+    for (int64_t r = 0; r < rows; r++)
+        s_scale_row(Dv, y + r * a->y.row, l[r] > 0.0f ? 1.0f / l[r] : NAN);
+}
+
+void gx_cpu_ATTENTION(const gx_kargs *k)
+{
+    gx_attention a;
+    char err[160];
+    gx_infer ic = {.attr = k->attr, .n_in = k->n_in, .in = k->in, .n_out = k->n_out,
+                   .out = (gx_view *)k->out, .err = err, .errlen = sizeof err};
+    gx_attention_setup(&ic, &a);
+    s_attn t = {.a = &a, .q = k->in[0].data, .k = k->in[1].data, .v = k->in[2].data,
+                .y = k->out[0].data};
+    if (a.has_mask) {
+        const gx_view *mv = &k->in[3];
+        int64_t st[4];
+        gx_bcast_strides(4, mv->ndim, mv->shape, st);
+        memcpy(t.ms, st, sizeof t.ms);
+        t.mask_keys = mv->ndim > 0 ? mv->shape[mv->ndim - 1] : a.kv_seq;
+        if (mv->dtype == GX_BOOL)
+            t.mask_bool = mv->data;
+        else
+            t.mask_add = mv->data;
+    }
+    /* a chunk's Kᵀ fits kt; whole panels of 16 keys where it can */
+    int64_t keys = S_KT_FLOATS / (a.head > 0 ? a.head : 1);
+    keys = keys > S_KEYS ? S_KEYS : keys >= 16 ? keys / 16 * 16 : keys;
+    t.keys = keys;
+    const int64_t blocks = (a.q_seq + S_ROWS - 1) / S_ROWS;
+    int64_t lo, hi;
+    gx_cpu_share(k, a.batch * a.q_heads * blocks, 1, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        const int64_t blk = u % blocks, bh = u / blocks;
+        const int64_t i0 = blk * S_ROWS;
+        s_unit(&t, bh / a.q_heads, bh % a.q_heads, i0,
+               a.q_seq - i0 < S_ROWS ? a.q_seq - i0 : S_ROWS);
+    }
+}
