@@ -19,6 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/topo.h"
 #include "libclient/internal.h"
+#include "libclient/wire.h"
 #include "ops/backend.h"
 
 /* ---- the table ---------------------------------------------------------- */
@@ -63,6 +64,8 @@ static int s_check_backend(const char *v, char *why, size_t whylen);
 #define S_PIB (S_GIB * 1024 * 1024)
 #define S_OFF(field) offsetof(gxd_config, field)
 
+_Static_assert(GX_WIRE_NESTING_DEFAULT == 16, "the default of limits.max_nesting below");
+
 /* Keys of one section stay together: gxd_config_dump relies on it. */
 static const s_key s_keys[] = {
     {.name = "socket", .type = S_STRING, .off = S_OFF(socket), .check = s_check_endpoint,
@@ -93,6 +96,10 @@ static const s_key s_keys[] = {
     {.name = "limits.max_arena_bytes", .type = S_SIZE, .off = S_OFF(limits_max_arena_bytes),
      .min = S_KIB, .max = S_PIB, .def = "4G",
      .doc = "memory arena of one job (all its intermediate values)"},
+    {.name = "limits.max_nesting", .type = S_INT, .off = S_OFF(limits_max_nesting), .min = 1,
+     .max = GX_WIRE_MAX_NESTING, .def = "16",
+     .doc = "levels of subgraphs (If branches, Loop and Scan bodies in one another) in a graph; "
+            "the message depth limit follows from it"},
     {.name = "graphs.max", .type = S_INT, .off = S_OFF(graphs_max), .min = 1, .max = 1000000,
      .def = "256", .doc = "compiled graphs kept; the least recently used beyond are dropped"},
     {.name = "shutdown_grace_ms", .type = S_INT, .off = S_OFF(shutdown_grace_ms), .min = 0,

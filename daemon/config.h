@@ -28,6 +28,7 @@ typedef struct gxd_config {
     int64_t limits_max_tensor_bytes; /* "limits.max_tensor_bytes": one tensor (inputs, values) */
     int64_t limits_max_nodes;        /* "limits.max_nodes" per graph */
     int64_t limits_max_arena_bytes;  /* "limits.max_arena_bytes" per job */
+    int64_t limits_max_nesting;      /* "limits.max_nesting": levels of subgraphs in a graph */
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */

@@ -262,7 +262,8 @@ static int s_decode_graph(gxd_ctx *ctx, s_req *rq, const msgpack_object *o, gxd_
 {
     gx_wire_limits lim = {ctx->limits.max_nodes, ctx->limits.max_tensor_bytes};
     gx_graph *g = NULL;
-    int rc = gx_wire_unpack_graph(o, &lim, &g, rq->err, sizeof rq->err);
+    int rc = gx_wire_unpack_graph_nested(o, &lim, (int)ctx->cfg.limits_max_nesting, &g, rq->err,
+                                         sizeof rq->err);
     if (rc < 0)
         return rc;
     /* Only subgraph inputs may leave their dtype or shape undeclared. */
@@ -545,7 +546,15 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
 {
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);
-    int rc = gx_wire_unpack(hdr, hdr_len, &up, rq->err, sizeof rq->err);
+    /* deep enough for any graph within limits.max_nesting (wire.h); a
+     * message refused for its depth alone says which limit that follows from */
+    int nesting = (int)ctx->cfg.limits_max_nesting, depth = gx_wire_depth_for_nesting(nesting);
+    int rc = gx_wire_unpack_depth(hdr, hdr_len, depth, &up, rq->err, sizeof rq->err);
+    if (rc == GX_EPROTO && gx_wire_check(hdr, hdr_len, GX_WIRE_DEPTH_LIMIT, NULL, 0) == GX_OK)
+        rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO,
+                     "msgpack nested deeper than %d, the depth that follows from "
+                     "limits.max_nesting (%d): enough for any graph within that limit",
+                     depth, nesting);
     int64_t v = 0;
     if (rc == GX_OK && up.data.type != MSGPACK_OBJECT_MAP)
         rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "header: expected a msgpack map");

@@ -22,11 +22,11 @@ static uint64_t s_be(const uint8_t *p, int n)
 int gx_wire_check(const void *buf, size_t len, int max_depth, char *err, size_t errlen)
 {
     const uint8_t *p = buf, *end = p + len;
-    uint64_t stack[GX_WIRE_MAX_DEPTH + 1]; /* elements left in each open container */
+    uint64_t stack[GX_WIRE_DEPTH_LIMIT + 1]; /* elements left in each open container */
     int depth = 0;
     uint64_t pending = 1, objects = 0;
-    if (max_depth > GX_WIRE_MAX_DEPTH)
-        max_depth = GX_WIRE_MAX_DEPTH;
+    if (max_depth > GX_WIRE_DEPTH_LIMIT)
+        max_depth = GX_WIRE_DEPTH_LIMIT;
     stack[0] = 1;
     if (!buf || len == 0)
         return gx_errf(err, errlen, GX_EPROTO, "empty message");
@@ -103,18 +103,163 @@ int gx_wire_check(const void *buf, size_t len, int max_depth, char *err, size_t 
     return GX_OK;
 }
 
-int gx_wire_unpack(const void *buf, size_t len, msgpack_unpacked *out, char *err, size_t errlen)
+int gx_wire_depth_for_nesting(int max_nesting)
 {
-    int rc = gx_wire_check(buf, len, GX_WIRE_MAX_DEPTH, err, errlen);
+    if (max_nesting <= 0)
+        max_nesting = GX_WIRE_NESTING_DEFAULT;
+    if (max_nesting > GX_WIRE_MAX_NESTING)
+        max_nesting = GX_WIRE_MAX_NESTING;
+    int d = GX_WIRE_DEPTH_FOR_NESTING(max_nesting + 1);
+    return d < GX_WIRE_MAX_DEPTH ? GX_WIRE_MAX_DEPTH : d;
+}
+
+/*
+ * Decode one object that gx_wire_check accepted, advancing *p: the same
+ * objects msgpack-c makes (integers >= 0 are POSITIVE_INTEGER, float32 is
+ * FLOAT32 widened to f64, empty containers have a NULL ptr, strings and
+ * binaries point into the buffer), allocated from z. Recursion is bounded
+ * by the depth the check allowed. Returns false when z is out of memory.
+ */
+static int s_build(const uint8_t **p, msgpack_zone *z, msgpack_object *o)
+{
+    uint8_t b = *(*p)++;
+    uint64_t n = 0; /* string/binary bytes, or container elements */
+    bool map = false;
+    memset(o, 0, sizeof *o);
+    if (b <= 0x7f) {
+        o->type = MSGPACK_OBJECT_POSITIVE_INTEGER, o->via.u64 = b;
+        return GX_OK;
+    }
+    if (b >= 0xe0) {
+        o->type = MSGPACK_OBJECT_NEGATIVE_INTEGER, o->via.i64 = (int8_t)b;
+        return GX_OK;
+    }
+    if (b <= 0x8f) {
+        n = b & 0x0f, map = true;
+        goto container;
+    }
+    if (b <= 0x9f) {
+        n = b & 0x0f;
+        goto container;
+    }
+    if (b <= 0xbf) {
+        n = b & 0x1f;
+        o->type = MSGPACK_OBJECT_STR;
+        goto bytes;
+    }
+    switch (b) {
+    case 0xc0:
+        o->type = MSGPACK_OBJECT_NIL;
+        return GX_OK;
+    case 0xc2: case 0xc3:
+        o->type = MSGPACK_OBJECT_BOOLEAN, o->via.boolean = b == 0xc3;
+        return GX_OK;
+    case 0xc4: case 0xc5: case 0xc6:
+        n = s_be(*p, 1 << (b - 0xc4)), *p += 1 << (b - 0xc4);
+        o->type = MSGPACK_OBJECT_BIN;
+        goto bytes;
+    case 0xd9: case 0xda: case 0xdb:
+        n = s_be(*p, 1 << (b - 0xd9)), *p += 1 << (b - 0xd9);
+        o->type = MSGPACK_OBJECT_STR;
+        goto bytes;
+    case 0xca: {
+        uint32_t u = (uint32_t)s_be(*p, 4);
+        float f;
+        memcpy(&f, &u, sizeof f);
+        *p += 4;
+        o->type = MSGPACK_OBJECT_FLOAT32, o->via.f64 = f;
+        return GX_OK;
+    }
+    case 0xcb: {
+        uint64_t u = s_be(*p, 8);
+        *p += 8;
+        o->type = MSGPACK_OBJECT_FLOAT64;
+        memcpy(&o->via.f64, &u, sizeof u);
+        return GX_OK;
+    }
+    case 0xcc: case 0xcd: case 0xce: case 0xcf:
+        o->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+        o->via.u64 = s_be(*p, 1 << (b - 0xcc)), *p += 1 << (b - 0xcc);
+        return GX_OK;
+    case 0xd0: case 0xd1: case 0xd2: case 0xd3: {
+        int nb = 1 << (b - 0xd0);
+        uint64_t u = s_be(*p, nb);
+        *p += nb;
+        if (nb < 8 && (u >> (8 * nb - 1)) & 1) /* sign-extend */
+            u |= ~UINT64_C(0) << (8 * nb);
+        int64_t v = (int64_t)u;
+        if (v >= 0)
+            o->type = MSGPACK_OBJECT_POSITIVE_INTEGER, o->via.u64 = (uint64_t)v;
+        else
+            o->type = MSGPACK_OBJECT_NEGATIVE_INTEGER, o->via.i64 = v;
+        return GX_OK;
+    }
+    case 0xdc: case 0xdd:
+        n = s_be(*p, b == 0xdc ? 2 : 4), *p += b == 0xdc ? 2 : 4;
+        goto container;
+    case 0xde: case 0xdf:
+        n = s_be(*p, b == 0xde ? 2 : 4), *p += b == 0xde ? 2 : 4, map = true;
+        goto container;
+    default:
+        return GX_EPROTO; /* not reached: gx_wire_check refuses every other byte */
+    }
+bytes:
+    if (o->type == MSGPACK_OBJECT_STR)
+        o->via.str.size = (uint32_t)n, o->via.str.ptr = (const char *)*p;
+    else
+        o->via.bin.size = (uint32_t)n, o->via.bin.ptr = (const char *)*p;
+    *p += n;
+    return GX_OK;
+container:
+    o->type = map ? MSGPACK_OBJECT_MAP : MSGPACK_OBJECT_ARRAY;
+    if (n == 0)
+        return GX_OK;
+    if (map) {
+        msgpack_object_kv *kv = msgpack_zone_malloc(z, n * sizeof *kv);
+        if (!kv)
+            return GX_ENOMEM;
+        o->via.map.ptr = kv, o->via.map.size = (uint32_t)n;
+        for (uint64_t i = 0; i < n; i++) {
+            int rc = s_build(p, z, &kv[i].key);
+            if (rc < 0 || (rc = s_build(p, z, &kv[i].val)) < 0)
+                return rc;
+        }
+    } else {
+        msgpack_object *e = msgpack_zone_malloc(z, n * sizeof *e);
+        if (!e)
+            return GX_ENOMEM;
+        o->via.array.ptr = e, o->via.array.size = (uint32_t)n;
+        for (uint64_t i = 0; i < n; i++) {
+            int rc = s_build(p, z, &e[i]);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return GX_OK;
+}
+
+int gx_wire_unpack_depth(const void *buf, size_t len, int max_depth, msgpack_unpacked *out,
+                         char *err, size_t errlen)
+{
+    int rc = gx_wire_check(buf, len, max_depth, err, errlen);
     if (rc < 0)
         return rc;
-    size_t off = 0;
-    msgpack_unpack_return r = msgpack_unpack_next(out, buf, len, &off);
-    if (r == MSGPACK_UNPACK_NOMEM_ERROR)
+    msgpack_unpacked_destroy(out);
+    out->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+    if (!out->zone)
         return gx_errf(err, errlen, GX_ENOMEM, "out of memory decoding message");
-    if (r != MSGPACK_UNPACK_SUCCESS)
-        return gx_errf(err, errlen, GX_EPROTO, "malformed msgpack");
+    const uint8_t *p = buf;
+    if ((rc = s_build(&p, out->zone, &out->data)) < 0) {
+        msgpack_unpacked_destroy(out);
+        return rc == GX_ENOMEM ? gx_errf(err, errlen, rc, "out of memory decoding message")
+                               : gx_errf(err, errlen, rc, "malformed msgpack");
+    }
     return GX_OK;
+}
+
+int gx_wire_unpack(const void *buf, size_t len, msgpack_unpacked *out, char *err, size_t errlen)
+{
+    return gx_wire_unpack_depth(buf, len, GX_WIRE_MAX_DEPTH, out, err, errlen);
 }
 
 const msgpack_object *gx_mp_find(const msgpack_object *o, const char *key)
@@ -426,12 +571,25 @@ void gx_wire_graph_id(const gx_graph *g, gx_graph_id *id)
         snprintf(id->hex + 2 * i, 3, "%02x", digest[i]);
 }
 
-/* Decoder state: the limits and where errors go. */
+/* Nesting state shared by the decoders of one graph and its subgraphs. */
+typedef struct s_nest {
+    int max;         /* levels allowed */
+    const char *top; /* name of the top-level node being decoded */
+    bool failed;     /* the error is a nesting error: passed up as it is */
+} s_nest;
+
+/* Decoder state: the limits, the nesting level of this graph and where
+ * errors go. */
 typedef struct s_dec {
     const gx_wire_limits *lim;
+    s_nest *nest;
+    int level;
     char *err;
     size_t errlen;
 } s_dec;
+
+static int s_unpack_graph(const msgpack_object *o, const gx_wire_limits *lim, s_nest *nest,
+                          int level, gx_graph **out, char *err, size_t errlen);
 
 static int s_unpack_tensor_inline(s_dec *d, const msgpack_object *o, const char *what,
                                   gx_tensor **out)
@@ -600,8 +758,19 @@ static int s_unpack_attr(s_dec *d, gx_node *n, const msgpack_object_kv *kv, cons
     case GX_ATTR_GRAPH: {
         gx_graph *sub = NULL;
         char why[512] = "";
-        rc = gx_wire_unpack_graph(val, d->lim, &sub, why, sizeof why);
-        if (rc < 0)
+        if (d->level + 1 > d->nest->max) {
+            d->nest->failed = true;
+            rc = gx_errf(d->err, d->errlen, GX_ELIMIT,
+                         "node '%s' (%s), attribute '%s': graphs nest %d levels deep, beyond "
+                         "the nesting limit of %d (limits.max_nesting); the top-level node "
+                         "is '%s'",
+                         n->name, n->op, name, d->level + 1, d->nest->max, d->nest->top);
+            break;
+        }
+        rc = s_unpack_graph(val, d->lim, d->nest, d->level + 1, &sub, why, sizeof why);
+        if (rc < 0 && d->nest->failed)
+            rc = gx_errf(d->err, d->errlen, rc, "%s", why);
+        else if (rc < 0)
             rc = gx_errf(d->err, d->errlen, rc, "%s: %s", path, why);
         else
             rc = gx_node_set_graph(n, name, &sub);
@@ -647,6 +816,8 @@ static int s_unpack_node(s_dec *d, gx_graph *g, const msgpack_object *o, uint32_
         rc = gx_errf(d->err, d->errlen, GX_EGRAPH, "%s: invalid node (empty op, name or output)", what);
         goto out;
     }
+    if (d->level == 0)
+        d->nest->top = n->name;
     const msgpack_object *attrs = gx_mp_find(o, "attrs");
     if (attrs && attrs->type != MSGPACK_OBJECT_MAP) {
         rc = gx_errf(d->err, d->errlen, GX_EPROTO, "%s.attrs: expected a map", what);
@@ -667,10 +838,25 @@ out:
     return rc;
 }
 
+int gx_wire_unpack_graph_nested(const msgpack_object *o, const gx_wire_limits *lim,
+                                int max_nesting, gx_graph **out, char *err, size_t errlen)
+{
+    s_nest nest = {max_nesting > 0 ? max_nesting : GX_WIRE_NESTING_DEFAULT, "", false};
+    if (nest.max > GX_WIRE_MAX_NESTING)
+        nest.max = GX_WIRE_MAX_NESTING;
+    return s_unpack_graph(o, lim, &nest, 0, out, err, errlen);
+}
+
 int gx_wire_unpack_graph(const msgpack_object *o, const gx_wire_limits *lim, gx_graph **out,
                          char *err, size_t errlen)
 {
-    s_dec d = {lim, err, errlen};
+    return gx_wire_unpack_graph_nested(o, lim, 0, out, err, errlen);
+}
+
+static int s_unpack_graph(const msgpack_object *o, const gx_wire_limits *lim, s_nest *nest,
+                          int level, gx_graph **out, char *err, size_t errlen)
+{
+    s_dec d = {lim, nest, level, err, errlen};
     *out = NULL;
     if (!o || o->type != MSGPACK_OBJECT_MAP)
         return gx_errf(err, errlen, GX_EPROTO, "graph: expected a map");

@@ -15,20 +15,56 @@
 
 #include "libclient/internal.h"
 
-#define GX_WIRE_MAX_DEPTH 32
 #define GX_WIRE_MAX_NAME 1024
+
+/*
+ * Graph nesting: the graph a message carries is level 0, the subgraphs of
+ * its nodes (If's branches, Loop's and Scan's bodies) level 1, theirs
+ * level 2... A decoder allows max_nesting levels (gexecd: limits.max_nesting)
+ * and names the node that goes deeper; no configuration may allow more than
+ * GX_WIRE_MAX_NESTING.
+ */
+#define GX_WIRE_NESTING_DEFAULT 16
+#define GX_WIRE_MAX_NESTING 64
+/*
+ * msgpack depth of a request carrying a graph nested n levels: the header
+ * map (1) holds the graph (2); the deepest thing in a graph at depth D is a
+ * tensor attribute's shape (D+6: nodes, node, attrs, [type, value], tensor,
+ * shape), and each level of nesting adds 5 (nodes, node, attrs, [type,
+ * value], subgraph). The message depth limit follows from the nesting limit
+ * through this, so a graph within the nesting limit is never refused for
+ * its msgpack depth.
+ */
+#define GX_WIRE_DEPTH_FOR_NESTING(n) (8 + 5 * (n))
+/* Depth allowed in messages that carry no graph (replies, gx_wire_unpack),
+ * and the least any request may nest. */
+#define GX_WIRE_MAX_DEPTH 32
+/* The most gx_wire_check ever allows. */
+#define GX_WIRE_DEPTH_LIMIT GX_WIRE_DEPTH_FOR_NESTING(GX_WIRE_MAX_NESTING + 1)
 
 typedef struct gx_wire_limits {
     int64_t max_nodes;
     int64_t max_tensor_bytes;
 } gx_wire_limits;
 
+/* The message depth limit of a daemon whose nesting limit is max_nesting
+ * (0: the default): GX_WIRE_DEPTH_FOR_NESTING(max_nesting + 1), never below
+ * GX_WIRE_MAX_DEPTH. The level of slack lets a graph one level too deep
+ * decode far enough for gx_wire_unpack_graph_nested to name its node. */
+int gx_wire_depth_for_nesting(int max_nesting);
+
 /* Check that buf holds exactly one well-formed msgpack object whose
  * container counts fit in the remaining bytes and whose depth is at most
- * max_depth. GX_OK or GX_EPROTO with a message. Allocates nothing. */
+ * max_depth (itself at most GX_WIRE_DEPTH_LIMIT). GX_OK or GX_EPROTO with a
+ * message. Allocates nothing. */
 int gx_wire_check(const void *buf, size_t len, int max_depth, char *err, size_t errlen);
-/* gx_wire_check, then unpack into *out (msgpack_unpacked_init'ed by the
- * caller, destroyed by the caller with msgpack_unpacked_destroy). */
+/* gx_wire_check with max_depth, then decode into *out (msgpack_unpacked_init'ed
+ * by the caller, destroyed by the caller with msgpack_unpacked_destroy).
+ * Strings and binaries in *out point into buf, which must outlive it. The
+ * decoder is gexec's own: msgpack-c's stops at 32 levels. */
+int gx_wire_unpack_depth(const void *buf, size_t len, int max_depth, msgpack_unpacked *out,
+                         char *err, size_t errlen);
+/* gx_wire_unpack_depth with GX_WIRE_MAX_DEPTH. */
 int gx_wire_unpack(const void *buf, size_t len, msgpack_unpacked *out, char *err,
                    size_t errlen);
 
@@ -62,7 +98,13 @@ int gx_wire_unpack_tensor_desc(const msgpack_object *o, const char *what, int64_
  * floats as float64. Equal graphs encode to equal bytes. */
 void gx_wire_pack_graph(msgpack_packer *pk, const gx_graph *g);
 /* Decode a graph; *out is new (caller owns). GX_EPROTO / GX_ELIMIT /
- * GX_EDTYPE / GX_ESHAPE with a message naming the field on failure. */
+ * GX_EDTYPE / GX_ESHAPE with a message naming the field on failure; a graph
+ * nested deeper than max_nesting levels (0: GX_WIRE_NESTING_DEFAULT; at
+ * most GX_WIRE_MAX_NESTING) is GX_ELIMIT naming the limit, the node, its
+ * attribute and the top-level node it is inside. */
+int gx_wire_unpack_graph_nested(const msgpack_object *o, const gx_wire_limits *lim,
+                                int max_nesting, gx_graph **out, char *err, size_t errlen);
+/* gx_wire_unpack_graph_nested with the default nesting limit. */
 int gx_wire_unpack_graph(const msgpack_object *o, const gx_wire_limits *lim, gx_graph **out,
                          char *err, size_t errlen);
 /* SHA-256 of the canonical encoding, in hex. */

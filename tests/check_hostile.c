@@ -485,7 +485,8 @@ static void s_setup_limits(void)
             "  max_message_bytes: 64K\n"
             "  max_tensor_bytes: 16K\n"
             "  max_nodes: 10\n"
-            "  max_arena_bytes: 64K\n");
+            "  max_arena_bytes: 64K\n"
+            "  max_nesting: 2\n");
 }
 
 /* The "queue" cases: two jobs may wait. */
@@ -559,12 +560,14 @@ START_TEST(test_nesting)
     deep[300] = (char)0xc0;
     s_expect("maps nested 100 deep", deep, 301, 0, NULL, 0, "ERROR", 0, GX_EPROTO, "nested");
 
-    /* the header map and 31 arrays inside it: 32 levels, the limit, is fine */
-    char text[512] = "{v: 1, type: 'PING', id: 3, x: ";
+    /* the header map and arrays inside it to the depth limit, which follows
+     * from limits.max_nesting (wire.h), is fine */
+    char text[1024] = "{v: 1, type: 'PING', id: 3, x: ";
     size_t n = strlen(text);
-    for (int i = 0; i < GX_WIRE_MAX_DEPTH - 1; i++)
+    int limit = gx_wire_depth_for_nesting(GX_WIRE_NESTING_DEFAULT);
+    for (int i = 0; i < limit - 1; i++)
         text[n++] = '[';
-    for (int i = 0; i < GX_WIRE_MAX_DEPTH - 1; i++)
+    for (int i = 0; i < limit - 1; i++)
         text[n++] = ']';
     strcpy(text + n, "}");
     s_expect_mp("PING nested to the limit", text, NULL, 0, 0, "PING", 3, GX_OK, "");
@@ -1784,26 +1787,86 @@ START_TEST(test_stats_after_abuse)
 END_TEST
 
 /*
- * 32 nested one-element arrays around an empty one (33 levels): the empty
- * container counts as a level, so this is GX_EPROTO "nested deeper than 32"
- * (msgpack-c's own stack of 32 would report it as out of memory).
+ * Arrays nested to the depth limit around an empty one (one level past it):
+ * the empty container counts as a level, so this is GX_EPROTO "nested
+ * deeper than <limit>". 33 levels, past msgpack-c's own stack of 32, are
+ * fine: gexec decodes messages itself.
  */
-START_TEST(test_depth_33_with_empty_leaf)
+START_TEST(test_depth_past_limit_with_empty_leaf)
 {
-    char deep[40];
-    memset(deep, 0x91, 32);
-    deep[32] = (char)0x90;
-    s_expect("32 arrays around an empty one", deep, 33, 0, NULL, 0, "ERROR", 0, GX_EPROTO,
-             "nested");
-    char text[512] = "{v: 1, type: 'PING', id: 3, x: ";
+    int limit = gx_wire_depth_for_nesting(GX_WIRE_NESTING_DEFAULT);
+    char deep[512], want[64];
+    ck_assert_int_lt(limit, (int)sizeof deep);
+    memset(deep, 0x91, (size_t)limit);
+    deep[limit] = (char)0x90;
+    snprintf(want, sizeof want, "nested deeper than %d", limit);
+    s_expect("arrays around an empty one past the limit", deep, (size_t)limit + 1, 0, NULL, 0,
+             "ERROR", 0, GX_EPROTO, want);
+    char text[1024] = "{v: 1, type: 'PING', id: 3, x: ";
     size_t n = strlen(text);
-    for (int i = 0; i < GX_WIRE_MAX_DEPTH; i++)
+    for (int i = 0; i < limit; i++)
         text[n++] = '[';
-    for (int i = 0; i < GX_WIRE_MAX_DEPTH; i++)
+    for (int i = 0; i < limit; i++)
         text[n++] = ']';
     strcpy(text + n, "}");
-    s_expect_mp("PING nested one level too deep", text, NULL, 0, 0, "ERROR", 0, GX_EPROTO,
-                "nested");
+    s_expect_mp("PING nested one level too deep", text, NULL, 0, 0, "ERROR", 0, GX_EPROTO, want);
+    n = strlen("{v: 1, type: 'PING', id: 4, x: ");
+    memcpy(text, "{v: 1, type: 'PING', id: 4, x: ", n);
+    for (int i = 0; i < 32; i++)
+        text[n++] = '[';
+    for (int i = 0; i < 32; i++)
+        text[n++] = ']';
+    strcpy(text + n, "}");
+    s_expect_mp("PING nested 33 deep", text, NULL, 0, 0, "PING", 4, GX_OK, "");
+}
+END_TEST
+
+static void s_expect_load(const char *what, gx_graph *g, int64_t id, int status,
+                          const char *keyword);
+
+/*
+ * Graph nesting (limits.max_nesting, 16 by default): If nodes nested 16
+ * deep load and run; 17 deep are refused with GX_ELIMIT naming the limit
+ * and the node, not with a msgpack depth error.
+ */
+START_TEST(test_graph_nesting)
+{
+    gx_graph *g = gxt_nested_if(GX_WIRE_NESTING_DEFAULT);
+    gx_graph_id id;
+    ck_assert_msg(gx_client_load(s_cli, g, &id) == GX_OK, "%s", gx_client_last_error(s_cli));
+    for (int c = 0; c < 2; c++) {
+        gx_tensor *x = gx_tensor_new_copy(GX_F32, 1, (int64_t[]){2}, (float[]){1, 2}, 8);
+        gx_tensor *ct = gx_tensor_new_copy(GX_BOOL, 0, NULL, &(uint8_t){(uint8_t)c}, 1);
+        gx_request *rq = gx_request_new();
+        gx_request_set_graph_id(rq, &id);
+        gx_request_add_input(rq, "x", x);
+        gx_request_add_input(rq, "c", ct);
+        gx_result *r = NULL;
+        ck_assert_msg(gx_client_run(s_cli, rq, &r) == GX_OK, "%s", gx_client_last_error(s_cli));
+        const float *y = gx_tensor_cdata(gx_result_output(r, 0));
+        ck_assert(gxt_allclose(y, c ? (float[]){2, 3} : (float[]){1, 2}, 2, 0, 0));
+        gx_result_destroy(&r);
+        gx_request_destroy(&rq);
+        gx_tensor_destroy(&x);
+        gx_tensor_destroy(&ct);
+    }
+    gx_graph_destroy(&g);
+    s_expect_load("If nested 17 deep", gxt_nested_if(GX_WIRE_NESTING_DEFAULT + 1), 130,
+                  GX_ELIMIT, "node 'if17' (If)");
+    s_expect_load("If nested 17 deep", gxt_nested_if(GX_WIRE_NESTING_DEFAULT + 1), 131,
+                  GX_ELIMIT, "nesting limit of 16 (limits.max_nesting)");
+    /* deeper still, the message's depth is refused first (before its id is
+     * read), naming the limit */
+    g = gxt_nested_if(20);
+    msgpack_sbuffer gb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&gb);
+    msgpack_packer_init(&pk, &gb, msgpack_sbuffer_write);
+    gx_wire_pack_graph(&pk, g);
+    s_expect_mp("If nested 20 deep", "{v: 1, type: 'LOAD', id: 132, graph: @}", &gb, 0, 0,
+                "ERROR", 0, GX_EPROTO, "follows from limits.max_nesting (16)");
+    msgpack_sbuffer_destroy(&gb);
+    gx_graph_destroy(&g);
 }
 END_TEST
 
@@ -1872,6 +1935,12 @@ START_TEST(test_limits)
         gx_graph_add_node(g, "Add", NULL, 2, (const char *[]){acc[i - 1], r[i]}, 1, &acc[i]);
     gx_graph_add_output(g, "s5");
     s_expect_load("arena over max_arena_bytes", g, 124, GX_ELIMIT, "arena");
+
+    /* subgraphs 2 deep where 2 are allowed; 3 deep: the node is named */
+    s_expect_load("If nested 2 deep", gxt_nested_if(2), 125, GX_OK, "");
+    s_expect_load("If nested 3 deep", gxt_nested_if(3), 126, GX_ELIMIT,
+                  "node 'if3' (If), attribute 'else_branch': graphs nest 3 levels deep, beyond "
+                  "the nesting limit of 2 (limits.max_nesting)");
 }
 END_TEST
 
@@ -2108,7 +2177,8 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_fuzz_inline_graph);
     tcase_add_test(tc, test_stats_after_abuse);
     tcase_add_test(tc, test_bad_id);
-    tcase_add_test(tc, test_depth_33_with_empty_leaf);
+    tcase_add_test(tc, test_depth_past_limit_with_empty_leaf);
+    tcase_add_test(tc, test_graph_nesting);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("limits");

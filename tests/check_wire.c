@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "libclient/wire.h"
+#include "tests/fuzz/fuzz.h"
 #include "tests/testutil.h"
 
 static const gx_wire_limits s_lim = {1000, 1 << 20};
@@ -289,6 +290,130 @@ START_TEST(test_graph_decode_errors)
 }
 END_TEST
 
+/* gexec's decoder makes the objects msgpack-c makes: every type byte, each
+ * size class, empty containers, signed values that are not negative. */
+START_TEST(test_decoder_matches_msgpack_c)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } cases[] = {
+#define B(s) {s, sizeof s - 1}
+        B("\x00"), B("\x7f"), B("\xe0"), B("\xff"), B("\xc0"), B("\xc2"), B("\xc3"),
+        B("\xcc\xff"), B("\xcd\xff\xfe"), B("\xce\x80\x00\x00\x01"),
+        B("\xcf\xff\xff\xff\xff\xff\xff\xff\xff"), B("\xd0\x80"), B("\xd0\x05"),
+        B("\xd1\x80\x00"), B("\xd2\xff\xff\xff\xfe"), B("\xd2\x00\x00\x00\x07"),
+        B("\xd3\x80\x00\x00\x00\x00\x00\x00\x00"), B("\xca\x3f\xc0\x00\x00"),
+        B("\xcb\xc0\x09\x21\xfb\x54\x44\x2d\x18"), B("\xa0"), B("\xa3" "abc"),
+        B("\xd9\x02hi"), B("\xda\x00\x01z"), B("\xdb\x00\x00\x00\x00"),
+        B("\xc4\x02\x00\x01"), B("\xc5\x00\x00"), B("\xc6\x00\x00\x00\x01\x07"),
+        B("\x90"), B("\x80"), B("\x92\x01\x90"), B("\xdc\x00\x02\xc0\xc3"),
+        B("\xdd\x00\x00\x00\x01\x80"), B("\x82\xa1" "a\x01\xa1" "b\x91\xa0"),
+        B("\xde\x00\x01\x01\x02"), B("\xdf\x00\x00\x00\x01\xc0\xc0"),
+#undef B
+    };
+    char err[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        msgpack_unpacked ours, ref;
+        msgpack_unpacked_init(&ours);
+        msgpack_unpacked_init(&ref);
+        size_t off = 0;
+        ck_assert_msg(gx_wire_unpack(cases[i].bytes, cases[i].len, &ours, err, sizeof err) == GX_OK,
+                      "case %zu: %s", i, err);
+        ck_assert_int_eq(msgpack_unpack_next(&ref, cases[i].bytes, cases[i].len, &off),
+                         MSGPACK_UNPACK_SUCCESS);
+        ck_assert_msg(msgpack_object_equal(ours.data, ref.data), "case %zu differs", i);
+        ck_assert_int_eq(ours.data.type, ref.data.type);
+        msgpack_unpacked_destroy(&ours);
+        msgpack_unpacked_destroy(&ref);
+    }
+    /* a whole graph, and a float NaN (compared bit for bit by the fuzz target) */
+    gx_graph *g = s_graph(false, 1.0f);
+    msgpack_sbuffer sb;
+    s_pack(g, &sb);
+    ck_assert_int_eq(gx_fuzz_wire((const uint8_t *)sb.data, sb.size), 0);
+    msgpack_sbuffer_destroy(&sb);
+    gx_graph_destroy(&g);
+    ck_assert_int_eq(gx_fuzz_wire((const uint8_t *)"\x91\xcb\x7f\xf8\0\0\0\0\0\x01", 10), 0);
+}
+END_TEST
+
+/* {v: 1, type: 'LOAD', id: 1, graph: g}, as a client sends it. */
+static void s_pack_load(const gx_graph *g, msgpack_sbuffer *sb)
+{
+    msgpack_packer pk;
+    msgpack_sbuffer_init(sb);
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 4);
+    gx_mp_pack_str(&pk, "v");
+    msgpack_pack_int(&pk, 1);
+    gx_mp_pack_str(&pk, "type");
+    gx_mp_pack_str(&pk, "LOAD");
+    gx_mp_pack_str(&pk, "id");
+    msgpack_pack_int(&pk, 1);
+    gx_mp_pack_str(&pk, "graph");
+    gx_wire_pack_graph(&pk, g);
+}
+
+/* A graph nested n levels deep needs exactly GX_WIRE_DEPTH_FOR_NESTING(n)
+ * levels of msgpack in a request, so a daemon whose depth limit follows from
+ * its nesting limit never refuses it for its depth; one level more of
+ * nesting is GX_ELIMIT naming the node, the limit and its config key. */
+START_TEST(test_nesting_limit)
+{
+    char err[1024];
+    static const int levels[] = {1, 3, 5, 16, GX_WIRE_MAX_NESTING};
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        int n = levels[i];
+        gx_graph *g = gxt_nested_if(n), *back = NULL;
+        msgpack_sbuffer sb;
+        s_pack_load(g, &sb);
+        int depth = GX_WIRE_DEPTH_FOR_NESTING(n);
+        ck_assert_int_eq(gx_wire_check(sb.data, sb.size, depth, err, sizeof err), GX_OK);
+        ck_assert_int_eq(gx_wire_check(sb.data, sb.size, depth - 1, err, sizeof err), GX_EPROTO);
+        ck_assert_int_ge(gx_wire_depth_for_nesting(n), depth);
+        msgpack_unpacked up;
+        msgpack_unpacked_init(&up);
+        ck_assert_msg(gx_wire_unpack_depth(sb.data, sb.size, gx_wire_depth_for_nesting(n), &up, err,
+                                           sizeof err) == GX_OK,
+                      "%d levels: %s", n, err);
+        const msgpack_object *go = gx_mp_find(&up.data, "graph");
+        ck_assert_msg(gx_wire_unpack_graph_nested(go, &s_lim, n, &back, err, sizeof err) == GX_OK,
+                      "%d levels: %s", n, err);
+        gx_wire_graph_id(back, &(gx_graph_id){0});
+        gx_graph_destroy(&back);
+        /* one level fewer allowed: the node holding level n is named */
+        ck_assert_int_eq(gx_wire_unpack_graph_nested(go, &s_lim, n - 1 ? n - 1 : 1, &back, err,
+                                                     sizeof err),
+                         n == 1 ? GX_OK : GX_ELIMIT);
+        if (n > 1) {
+            char want[64];
+            snprintf(want, sizeof want, "node 'if%d' (If)", n);
+            ck_assert_msg(strstr(err, want) && strstr(err, "limits.max_nesting") &&
+                              strstr(err, "top-level node is 'if1'"),
+                          "%s", err);
+            snprintf(want, sizeof want, "nesting limit of %d", n - 1);
+            ck_assert_msg(strstr(err, want), "%s", err);
+            ck_assert_ptr_null(back);
+        }
+        gx_graph_destroy(&back);
+        /* the default allows GX_WIRE_NESTING_DEFAULT levels */
+        ck_assert_int_eq(gx_wire_unpack_graph(go, &s_lim, &back, err, sizeof err),
+                         n <= GX_WIRE_NESTING_DEFAULT ? GX_OK : GX_ELIMIT);
+        gx_graph_destroy(&back);
+        msgpack_unpacked_destroy(&up);
+        msgpack_sbuffer_destroy(&sb);
+        gx_graph_destroy(&g);
+    }
+    /* one level of slack, never less than the depth of messages that carry
+     * no graph */
+    ck_assert_int_eq(gx_wire_depth_for_nesting(1), GX_WIRE_MAX_DEPTH);
+    ck_assert_int_eq(gx_wire_depth_for_nesting(0),
+                     GX_WIRE_DEPTH_FOR_NESTING(GX_WIRE_NESTING_DEFAULT + 1));
+    ck_assert_int_eq(gx_wire_depth_for_nesting(GX_WIRE_MAX_NESTING), GX_WIRE_DEPTH_LIMIT);
+}
+END_TEST
+
 Suite *wire_suite(void)
 {
     Suite *s = suite_create("wire");
@@ -298,6 +423,8 @@ Suite *wire_suite(void)
     tcase_add_test(tc, test_tensor_desc);
     tcase_add_test(tc, test_check_hostile_bytes);
     tcase_add_test(tc, test_graph_decode_errors);
+    tcase_add_test(tc, test_decoder_matches_msgpack_c);
+    tcase_add_test(tc, test_nesting_limit);
     suite_add_tcase(s, tc);
     return s;
 }

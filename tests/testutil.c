@@ -24,6 +24,49 @@ void gxt_const(struct gx_graph *g, const char *name, int dt, int ndim, const int
     ck_assert_int_eq(gx_graph_add_const(g, name, &t), GX_OK);
 }
 
+/* The graph at nesting level `level` of gxt_nested_if(levels). */
+static gx_graph *s_nested_level(int level, int levels)
+{
+    char name[32], out[32], sub[32];
+    snprintf(name, sizeof name, "level%d", level);
+    gx_graph *g = gx_graph_new(name);
+    ck_assert_ptr_nonnull(g);
+    snprintf(out, sizeof out, "y%d", level);
+    if (level == levels) {
+        gx_node *k = gx_graph_add_node(g, "Constant", "one", 0, NULL, 1, (const char *[]){"k"});
+        ck_assert_ptr_nonnull(k);
+        gx_tensor *t = gx_tensor_new_copy(GX_F32, 1, (int64_t[]){1}, (float[]){1}, 4);
+        ck_assert_int_eq(gx_node_set_tensor(k, "value", &t), GX_OK);
+        ck_assert_ptr_nonnull(gx_graph_add_node(g, "Add", "add", 2, (const char *[]){"x", "k"}, 1,
+                                                (const char *[]){out}));
+    } else {
+        if (level == 0) {
+            ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){2}), GX_OK);
+            ck_assert_int_eq(gx_graph_add_input(g, "c", GX_BOOL, 0, NULL), GX_OK);
+        }
+        snprintf(name, sizeof name, "if%d", level + 1);
+        gx_node *n = gx_graph_add_node(g, "If", name, 1, (const char *[]){"c"}, 1,
+                                       (const char *[]){out});
+        ck_assert_ptr_nonnull(n);
+        gx_graph *then = s_nested_level(level + 1, levels);
+        snprintf(name, sizeof name, "else%d", level + 1);
+        gx_graph *els = gx_graph_new(name);
+        snprintf(sub, sizeof sub, "e%d", level + 1);
+        ck_assert_ptr_nonnull(gx_graph_add_node(els, "Identity", name, 1, (const char *[]){"x"}, 1,
+                                                (const char *[]){sub}));
+        ck_assert_int_eq(gx_graph_add_output(els, sub), GX_OK);
+        ck_assert_int_eq(gx_node_set_graph(n, "then_branch", &then), GX_OK);
+        ck_assert_int_eq(gx_node_set_graph(n, "else_branch", &els), GX_OK);
+    }
+    ck_assert_int_eq(gx_graph_add_output(g, out), GX_OK);
+    return g;
+}
+
+gx_graph *gxt_nested_if(int levels)
+{
+    return s_nested_level(0, levels);
+}
+
 bool gxt_allclose(const float *a, const float *b, size_t n, float rtol, float atol)
 {
     for (size_t i = 0; i < n; i++) {

@@ -62,6 +62,15 @@ struct gx_graph;
 void gxt_const(struct gx_graph *g, const char *name, int dt, int ndim, const int64_t *shape,
                const void *data);
 
+/* A graph whose subgraphs nest `levels` deep (docs/graph-format.md):
+ * inputs x (float32 [2]) and c (bool scalar); node "if1" is If(c) whose
+ * then_branch holds node "if2", and so on down to "if<levels>", whose
+ * then_branch (level `levels`) is Add(x, Constant 1) with the constant a
+ * tensor attribute, the deepest msgpack a graph at that level can need.
+ * Every else_branch is Identity(x). Output y0: x + 1 when c, else x.
+ * levels >= 1. */
+struct gx_graph *gxt_nested_if(int levels);
+
 /* Path of a file in the source tree (examples/..., tests/fuzz/...); static
  * buffer, valid until the next call (so copy it before calling again). */
 const char *gxt_srcpath(const char *rel);
