@@ -1,0 +1,105 @@
+"""Futures, cancel and deadlines, made deterministic with a daemon of one
+worker and a job (data/spin.yaml) that runs until it is cancelled or its
+deadline expires: whatever is queued behind it stays queued."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import gexec
+from conftest import data, wait_for
+
+X2 = np.zeros(2, np.float32)
+X3 = np.ones((1, 3), np.float32)
+
+
+def _start_blocker(c, g, **kw):
+    """Submit the spin job and wait until it occupies the one worker."""
+    f = c.submit(g, {"x": X2}, **kw)
+    wait_for(lambda: c.stats()["workers_busy"] == 1, "the spin job to start")
+    return f
+
+
+def test_submit_many_then_collect(client):
+    g = client.load(data("affine.yaml"))
+    xs = [np.full((i + 1, 3), i, np.float32) for i in range(20)]
+    fs = [client.submit(g, {"x": x}) for x in xs]
+    for x, f in zip(reversed(xs), reversed(fs)):  # out of submission order
+        np.testing.assert_array_equal(f.result()["y"], x * 2 + 1)
+        assert f.done()
+        assert f.info.compute_us >= 0 and f.info.device
+        assert f.exception() is None
+        assert f.cancel() is False  # its reply is in
+
+
+def test_cancel_queued_job(spin):
+    c, g = spin
+    blocker = _start_blocker(c, g)
+    try:
+        queued = c.submit(data("affine.yaml"), {"x": X3})
+        assert not queued.done()
+        with pytest.raises(TimeoutError):
+            queued.result(timeout=0.1)  # it cannot run while the spin job holds the worker
+        assert queued.cancel() is True
+        with pytest.raises(gexec.CancelledError) as ei:
+            queued.result()
+        assert ei.value.name == "GX_ECANCELLED" and "queued" in ei.value.message
+        assert queued.exception() is ei.value
+        assert queued.done() and queued.cancel() is False
+    finally:
+        assert blocker.cancel() is True
+    with pytest.raises(gexec.CancelledError):
+        blocker.result()
+    # the worker is free again
+    np.testing.assert_array_equal(c.run(data("affine.yaml"), {"x": X3})["y"], X3 * 3)
+
+
+def test_cancel_running_job_from_another_thread(spin):
+    c, g = spin
+    blocker = _start_blocker(c, g)
+    got = []
+
+    def waiter():
+        try:
+            blocker.result(timeout=60)
+            got.append("finished")
+        except BaseException as e:  # recorded for the main thread's asserts
+            got.append(e)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    wait_for(lambda: not t.is_alive() or blocker._conn.lock._next > blocker._conn.lock._serving,
+             "the waiter to wait")
+    assert blocker.cancel() is True  # gets through while the waiter waits
+    t.join(60)
+    assert not t.is_alive()
+    assert len(got) == 1 and isinstance(got[0], gexec.CancelledError), got
+    assert "cancelled" in got[0].message
+    assert c.stats()["cancelled"] >= 1
+
+
+def test_deadline_expires_in_queue(spin):
+    c, g = spin
+    blocker = _start_blocker(c, g)
+    try:
+        late = c.submit(data("affine.yaml"), {"x": X3}, deadline_ms=50)
+        with pytest.raises(gexec.DeadlineError) as ei:
+            late.result()
+        assert ei.value.name == "GX_ETIMEDOUT" and "queued" in ei.value.message
+        assert not blocker.done()  # it was never cancelled
+    finally:
+        blocker.cancel()
+    with pytest.raises(gexec.CancelledError):
+        blocker.result()
+
+
+def test_deadline_expires_while_running(spin):
+    c, g = spin
+    with pytest.raises(gexec.DeadlineError) as ei:
+        c.run(g, {"x": X2}, deadline_ms=100)
+    assert "deadline expired" in ei.value.message
+    assert ei.value.info is not None and ei.value.info.device
+    f = c.submit(g, {"x": X2}, deadline_ms=100)
+    assert isinstance(f.exception(), gexec.DeadlineError)
+
