@@ -14,14 +14,15 @@ top=$PWD
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # Every library is a Debian package and is checked by PKG_CHECK_MODULES in
-# configure.ac; python3-numpy is only used by the examples' README. libonnx-dev
-# provides onnx.proto (compiled with protoc-c at build time) and
-# libonnx-testdata the node tests tests/conformance runs.
+# configure.ac. libonnx-dev provides onnx.proto (compiled with protoc-c at
+# build time) and libonnx-testdata the node tests tests/conformance runs;
+# python3-numpy and python3-pytest the Python client (python/) and its tests.
 packages=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libmsgpack-dev libyaml-dev libhwloc-dev libsystemd-dev
     libopenblas-dev nettle-dev check
     libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
+    python3-numpy python3-pytest
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -86,6 +87,10 @@ demo() {
 # run_suite DIR: make check in DIR; prints the runner's log; sets passed/failed
 passed=0
 failed=0
+# s_count WORD: the number before WORD in $line ("40 passed" -> 40), else 0
+s_count() {
+    echo "$line" | awk -v w="$1" '{for (i = 2; i <= NF; i++) if ($i ~ "^" w) s += $(i - 1)} END {print s + 0}'
+}
 run_suite() {
     local dir=$1 rc=0
     make -s -C "$dir" -j"$jobs" check >/dev/null 2>&1 || rc=$?
@@ -108,6 +113,20 @@ run_suite() {
     if [ -f "$conf" ] && line=$(grep -E '^conformance: [0-9]+ passed' "$conf" | tail -1); then
         echo "$line"
         failed=$((failed + $(echo "$line" | cut -d' ' -f4)))
+    fi
+    # the Python client's tests (python/tests/check.sh): pytest's summary,
+    # "2 failed, 40 passed, 1 skipped in 3.2s"; a run without one that failed
+    # (the daemon did not start) counts once
+    local py=$dir/python/tests/check.sh
+    if [ -f "$py.log" ]; then
+        line=$(grep -E '^=* ?[0-9]+ (passed|failed|error)' "$py.log" | tail -1 || true)
+        if [ -n "$line" ]; then
+            echo "python: $line"
+            passed=$((passed + $(s_count passed)))
+            failed=$((failed + $(s_count failed) + $(s_count error)))
+        elif grep -q ':test-result: FAIL' "$py.trs" 2>/dev/null; then
+            failed=$((failed + 1))
+        fi
     fi
     [ $rc -eq 0 ] || log "make check in $dir failed (status $rc)"
     return 0
