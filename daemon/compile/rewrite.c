@@ -25,7 +25,16 @@
  *              tanh form 0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  *              Gelu with approximate "tanh";
  *   hardswish  x * HardSigmoid(x) with alpha 1/6 and beta 0.5, and
- *              x * Clip(x + 3, 0, 6) / 6 (or * 1/6), become HardSwish.
+ *              x * Clip(x + 3, 0, 6) / 6 (or * 1/6), become HardSwish;
+ *   attention  MatMul(Q, Kᵀ), a scale (Mul or Div by a scalar), an
+ *              optional Add of a float32 mask over every key, Softmax
+ *              along the last axis and MatMul by V, all of rank 4 with Kᵀ
+ *              made by a Transpose, become one Attention of Q, K, V (the
+ *              Transpose writes K instead, or leaves);
+ *   heads      a 4-D Attention whose Q, K and V are 3-D values reshaped
+ *              to [B, S, H, D] and transposed to heads, and whose output
+ *              is transposed back and reshaped to [B, S, H * Dv], becomes
+ *              the Attention's 3-D form, which reads them in place.
  *
  * A rewrite happens only when the values it removes are read by nothing
  * but the steps it replaces and are no graph outputs, every constant it
@@ -1405,6 +1414,232 @@ static int s_rule_activation(s_rw *w, int a, bool *hit)
     return GX_OK;
 }
 
+/* ---- attention: MatMul, scale, [mask], Softmax, MatMul ---- */
+
+/* Is v attention's scores: made by a MatMul, or by a Mul or Div of one
+ * by a scalar constant? */
+static bool s_scores(const s_rw *w, int v)
+{
+    int d = s_prod(w, v, GX_OP_MUL) >= 0 ? s_prod(w, v, GX_OP_MUL) : s_prod(w, v, GX_OP_DIV);
+    if (d >= 0) {
+        const int k = s_scalar_side(w->p, &w->p->steps[d]);
+        v = k < 0 ? -1 : w->p->steps[d].in[1 - k];
+    }
+    return s_prod(w, v, GX_OP_MATMUL) >= 0;
+}
+
+/* Anchor a: MatMul(P, V), P = Softmax(X) along the last axis, X =
+ * [Add](Y, mask), Y = [Mul|Div](S, c), S = MatMul(Q, Kᵀ), all of rank 4,
+ * Kᵀ made by a Transpose: one Attention of Q, K, V. K is that Transpose's
+ * input permuted as Kᵀ's but for the last two axes: the Transpose stays
+ * and writes K instead (Kᵀ's value, renamed; nothing else reads it), or
+ * leaves when that permutation is none. */
+static int s_rule_attention(s_rw *w, int a, bool *hit)
+{
+    gxd_plan *p = w->p;
+    const gxd_step *as = &p->steps[a];
+    if (as->op != GX_OP_MATMUL || as->n_in != 2)
+        return GX_OK;
+    const int sm = s_prod(w, as->in[0], GX_OP_SOFTMAX);
+    if (sm < 0)
+        return GX_OK;
+    s_pat m = {.n = 0, .core = sm};
+    s_pat_add(&m, sm);
+    int x = p->steps[sm].in[0], mask = -1;
+    double scale = 1.0;
+    const int ad = s_prod(w, x, GX_OP_ADD);
+    if (ad >= 0) {
+        const gxd_step *s = &p->steps[ad];
+        const int k = s_scores(w, s->in[0]) ? 0 : 1;
+        s_pat_add(&m, ad);
+        mask = s->in[1 - k];
+        x = s->in[k];
+    }
+    const int sc = s_prod(w, x, GX_OP_MUL) >= 0 ? s_prod(w, x, GX_OP_MUL) : s_prod(w, x, GX_OP_DIV);
+    if (sc >= 0) {
+        const gxd_step *s = &p->steps[sc];
+        const int k = s_scalar_side(p, s);
+        double c = 0;
+        if (k < 0 || (s->op == GX_OP_DIV && k == 0) || !s_scalar(p, s->in[k], &c))
+            return GX_OK;
+        s_pat_add(&m, sc);
+        scale = s->op == GX_OP_MUL ? c : 1.0 / c;
+        x = s->in[1 - k];
+    }
+    const int qk = s_prod(w, x, GX_OP_MATMUL);
+    if (qk < 0)
+        return GX_OK;
+    s_pat_add(&m, qk);
+    /* the core is there: from here on, a failed check is a near miss */
+    const gxd_step *qs = &p->steps[qk];
+    const int q = qs->in[0], kt = qs->in[1], v = as->in[1];
+    const int tr = s_prod(w, kt, GX_OP_TRANSPOSE);
+    const gx_view *qv = &p->values[q].view, *ktv = &p->values[kt].view,
+                  *vv = &p->values[v].view;
+    int64_t perm[4];
+    if (qv->ndim != 4 || ktv->ndim != 4 || vv->ndim != 4)
+        s_pat_fail(&m, "Q, Kᵀ and V are not all of rank 4");
+    else if (qv->dtype != GX_F32 || ktv->dtype != GX_F32 || vv->dtype != GX_F32)
+        s_pat_fail(&m, "Q, Kᵀ and V are not all float32");
+    else if (tr < 0)
+        s_pat_fail(&m, "Kᵀ (%s) is not made by a Transpose", p->values[kt].name);
+    const gxd_step *ts = tr >= 0 ? &p->steps[tr] : NULL;
+    if (!m.bad) { /* K = Transpose(X, perm with its last two swapped) */
+        const gx_attrval *pa = &ts->attr[GX_TRANSPOSE_PERM];
+        for (int d = 0; d < 4; d++)
+            perm[d] = pa->n == 4 ? pa->ints[d] : 3 - d;
+        const int64_t t = perm[2];
+        perm[2] = perm[3], perm[3] = t;
+    }
+    int axis = (int)p->steps[sm].attr[GX_SOFTMAX_AXIS].i;
+    if (!m.bad && axis != -1 && axis != 3)
+        s_pat_fail(&m, "Softmax is along axis %d, not the last", axis);
+    double c = scale;
+    if (!m.bad && (!isfinite(c) || c == 0))
+        s_pat_fail(&m, "the scale %.9g is not finite and non-zero", c);
+    if (!m.bad && mask >= 0) {
+        const gx_view *mv = &p->values[mask].view;
+        if (mv->dtype != GX_F32 || mv->ndim < 1 || mv->shape[mv->ndim - 1] != ktv->shape[3])
+            s_pat_fail(&m, "the mask %s is not float32 over every key", p->values[mask].name);
+    }
+    s_pat_closed(w, a, &m);
+    if (!m.bad && !s_internal(w, kt, 1))
+        s_pat_fail(&m, "Kᵀ (%s) has another reader", p->values[kt].name);
+    const char *node = s_name(as);
+    if (m.bad) {
+        s_pat_miss(w, &m, "attention", node, GX_OP_ATTENTION);
+        return GX_OK;
+    }
+    const bool identity = perm[0] == 0 && perm[1] == 1 && perm[2] == 2 && perm[3] == 3;
+    const int kin = identity ? ts->in[0] : kt;
+    /* Kᵀ's value holds K from here: its shape, for the checks */
+    gxd_value *kval = &p->values[kt];
+    const gx_view ktsave = kval->view;
+    if (!identity) {
+        const int64_t t = kval->view.shape[2];
+        kval->view.shape[2] = kval->view.shape[3], kval->view.shape[3] = t;
+    }
+    gxd_step ns = {0}, nt = {0};
+    int rc = s_step_new(w, GX_OP_ATTENTION, node, mask >= 0 ? 4 : 3,
+                        (const int[]){q, kin, v, mask}, as->out[0], &ns);
+    int64_t *owned = rc == GX_OK && !identity ? gxd_plan_own(p, sizeof perm) : NULL;
+    if (rc == GX_OK && !identity && !owned)
+        rc = GX_ENOMEM;
+    if (rc == GX_OK && !identity)
+        rc = s_step_like(ts, 1, ts->in, kt, &nt);
+    if (rc < 0) {
+        kval->view = ktsave;
+        s_step_free(&ns), s_step_free(&nt);
+        return rc;
+    }
+    ns.attr[GX_ATTENTION_SCALE] = (gx_attrval){.set = true, .f = c};
+    if (!identity) {
+        memcpy(owned, perm, sizeof perm);
+        nt.attr[GX_TRANSPOSE_PERM] = (gx_attrval){.set = true, .ints = owned, .n = 4};
+    }
+    if (!s_reinfer(p, &ns) || (!identity && !s_reinfer(p, &nt))) {
+        kval->view = ktsave;
+        s_step_free(&ns), s_step_free(&nt);
+        snprintf(m.why, sizeof m.why, "Q, K and V do not fit one Attention (heads or batch)");
+        s_pat_miss(w, &m, "attention", node, GX_OP_ATTENTION);
+        return GX_OK;
+    }
+    if (identity) {
+        s_pat_add(&m, tr);
+    } else {
+        const char *was = kval->name;
+        const size_t len = strlen(was) + 3;
+        char *name = gxd_plan_own(p, len);
+        if (!name) {
+            s_step_free(&ns), s_step_free(&nt);
+            return GX_ENOMEM;
+        }
+        snprintf(name, len, "%s+K", was);
+        kval->name = name;
+        s_commit(w, tr, &nt, NULL, 0);
+    }
+    s_pat_commit(w, a, &m, &ns, "attention");
+    *hit = true;
+    return GX_OK;
+}
+
+/* v = Transpose(Reshape(x, [B, S, H, D]), [0, 2, 1, 3]) with x 3-D
+ * [B, S, H * D], each step read only by the next (and v by `uses`
+ * inputs of the Attention): x in *x, the two steps added to m. The 3-D
+ * form of Attention reads x as those heads. */
+static bool s_heads_in(const s_rw *w, int v, int uses, s_pat *m, int *x)
+{
+    const gxd_plan *p = w->p;
+    const int t = s_prod(w, v, GX_OP_TRANSPOSE);
+    const int r = t >= 0 ? s_prod(w, p->steps[t].in[0], GX_OP_RESHAPE) : -1;
+    if (r < 0 || !s_internal(w, v, uses) || !s_internal(w, p->steps[t].in[0], 1))
+        return false;
+    const gx_attrval *pa = &p->steps[t].attr[GX_TRANSPOSE_PERM];
+    if (pa->n != 4 || pa->ints[0] != 0 || pa->ints[1] != 2 || pa->ints[2] != 1 || pa->ints[3] != 3)
+        return false;
+    const gx_view *xv = &p->values[p->steps[r].in[0]].view, *rv = &p->values[p->steps[r].out[0]].view;
+    if (xv->ndim != 3 || rv->ndim != 4 || xv->shape[0] != rv->shape[0] ||
+        xv->shape[1] != rv->shape[1] || xv->shape[2] != rv->shape[2] * rv->shape[3])
+        return false;
+    s_pat_add(m, t), s_pat_add(m, r);
+    *x = p->steps[r].in[0];
+    return true;
+}
+
+/* Anchor a: Reshape([B, S, H * Dv]) of Transpose([0, 2, 1, 3]) of a 4-D
+ * Attention whose Q, K and V are each a 3-D value reshaped to heads and
+ * transposed the same way (s_heads_in): the Attention's 3-D form, which
+ * reads the heads in place and writes the anchor's value. */
+static int s_rule_heads(s_rw *w, int a, bool *hit)
+{
+    gxd_plan *p = w->p;
+    const gxd_step *as = &p->steps[a];
+    if (as->op != GX_OP_RESHAPE || p->values[as->out[0]].view.ndim != 3)
+        return GX_OK;
+    const int t = s_prod(w, as->in[0], GX_OP_TRANSPOSE);
+    const int at = t >= 0 ? s_prod(w, p->steps[t].in[0], GX_OP_ATTENTION) : -1;
+    if (at < 0 || !s_internal(w, as->in[0], 1) || !s_internal(w, p->steps[t].in[0], 1))
+        return GX_OK;
+    const gx_attrval *pa = &p->steps[t].attr[GX_TRANSPOSE_PERM];
+    const gxd_step *ats = &p->steps[at];
+    if (pa->n != 4 || pa->ints[0] != 0 || pa->ints[1] != 2 || pa->ints[2] != 1 ||
+        pa->ints[3] != 3 || p->values[ats->in[0]].view.ndim != 4)
+        return GX_OK;
+    s_pat m = {.n = 0, .core = at};
+    s_pat_add(&m, t), s_pat_add(&m, at);
+    int in[4] = {-1, -1, -1, ats->n_in > 3 ? ats->in[3] : -1};
+    for (int i = 0; i < 3; i++) {
+        int uses = 0;
+        for (int j = 0; j < 3; j++)
+            uses += ats->in[j] == ats->in[i];
+        if (!s_heads_in(w, ats->in[i], uses, &m, &in[i]))
+            return GX_OK;
+    }
+    const gx_view *qh = &p->values[p->steps[m.step[3]].out[0]].view;  /* Q's heads */
+    int kr = -1; /* K's Reshape: K's heads */
+    for (int i = 2; i < m.n; i++)
+        if (p->steps[m.step[i]].op == GX_OP_RESHAPE && p->steps[m.step[i]].in[0] == in[1])
+            kr = m.step[i];
+    if (kr < 0)
+        return GX_OK;
+    gxd_step ns;
+    int rc = s_step_like(ats, ats->n_in, in, as->out[0], &ns);
+    if (rc < 0) {
+        s_step_free(&ns);
+        return rc;
+    }
+    ns.attr[GX_ATTENTION_Q_NUM_HEADS] = (gx_attrval){.set = true, .i = qh->shape[2]};
+    ns.attr[GX_ATTENTION_KV_NUM_HEADS] =
+        (gx_attrval){.set = true, .i = p->values[p->steps[kr].out[0]].view.shape[2]};
+    if (!s_reinfer(p, &ns)) {
+        s_step_free(&ns);
+        return GX_OK;
+    }
+    s_pat_commit(w, a, &m, &ns, "heads");
+    *hit = true;
+    return GX_OK;
+}
+
 /* ---- the pass ---- */
 
 /* Step i's number once the dead steps are gone, following the steps
@@ -1469,7 +1704,8 @@ static int s_finish(s_rw *w)
 static int s_round(s_rw *w)
 {
     static int (*const rules[])(s_rw *, int, bool *) = {
-        s_rule_layernorm, s_rule_activation, s_rule_fold, s_rule_transpose, s_rule_reshape,
+        s_rule_attention, s_rule_heads,     s_rule_layernorm, s_rule_activation,
+        s_rule_fold,      s_rule_transpose, s_rule_reshape,
     };
     for (size_t i = w->n; i-- > 0;) {
         bool hit = false;

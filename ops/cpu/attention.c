@@ -1,31 +1,32 @@
 /*
  * Attention on the CPU (float32): Y = softmax(Q Kᵀ · scale + mask) V per
- * head, without the scores ever in memory as a whole. A unit of work is a
- * block of S_ROWS query rows of one head; it walks the keys in chunks
- * (flash attention's online softmax): the chunk's scores go to a stack
- * buffer by the GEMM kernels (ops/gemm.h, over the chunk of K transposed
- * into another), get scaled, masked and capped, and their exps are
- * multiplied into the block's rows of Y at once, while in cache. Each
- * row keeps its running maximum m and sum l; when a later chunk raises m,
- * the row's Y and l are first scaled by exp(m_old - m_new). At the end
- * Y is divided by l. With one chunk (kv_seq up to S_KEYS at head sizes
- * up to 64) this is the plain softmax.
+ * head, without the scores ever in memory as a whole (flash attention's
+ * online softmax). A thread's share is a range of query rows, taken in
+ * segments of one head. For each chunk of keys, transposed once for the
+ * segment, blocks of S_ROWS rows get their scores from the GEMM kernels
+ * (ops/gemm.h) into a stack buffer, which are scaled, capped and masked,
+ * and their exps are multiplied into the block's rows of Y at once, while
+ * in cache. Each row keeps its running maximum m and sum l; when a later
+ * chunk raises m, the row's Y and l are first scaled by exp(m_old -
+ * m_new). At the end Y is divided by l. With one chunk (kv_seq up to
+ * S_KEYS at head sizes up to 64) this is the plain softmax.
  *
- * Share ith of nth is a range of units; the units, the chunks and so
- * every value's arithmetic are the same whatever the split, so the modes
- * give the same bits. As in the ONNX reference, a mask whose last dim is
- * shorter than kv_seq masks the keys past it, masked scores are -inf (the
- * softcap comes before the bias), and a row with every key masked has no
- * weights (0 / 0: NaN).
+ * Every row's arithmetic (its chunks, the products' order) is the same
+ * whatever the split, so the modes give the same bits. As in the ONNX
+ * reference, a mask whose last dim is shorter than kv_seq masks the keys
+ * past it, masked scores are -inf (the softcap comes before the bias),
+ * and a row with every key masked has no weights (0 / 0: NaN).
  */
 #include <math.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/rowsum.h"
 #include "ops/cpu/vmath.h"
 #include "ops/gemm.h"
 #include "ops/nn.h"
 
-#define S_ROWS 32          /* query rows of a unit */
+#define S_ROWS 32          /* query rows whose scores are computed together */
+#define S_SEG 512          /* query rows one transposed chunk of K serves */
 #define S_KEYS 256         /* keys of a chunk at most */
 #define S_KT_FLOATS 16384  /* the chunk of K transposed: head × keys */
 
@@ -44,7 +45,7 @@ typedef struct s_attn {
  * the reference's order: scale, softcap, then the bias: the mask's first
  * nm entries (madd added, or mbool false: -inf) and -inf past key `last`
  * (the causal cut, and keys past a mask shorter than kv_seq). Returns the
- * row's maximum (-inf when every key is masked). */
+ * row's maximum (-inf when every key is masked; n > 0). */
 GX_CPU_CLONES static float s_score_row(int64_t n, float *restrict x, float scale, float softcap,
                                        const float *madd, const bool *mbool, int64_t nm,
                                        int64_t last)
@@ -64,21 +65,15 @@ GX_CPU_CLONES static float s_score_row(int64_t n, float *restrict x, float scale
             x[j] = gx_v_select(mbool[j], x[j], -INFINITY);
     for (int64_t j = last + 1 < 0 ? 0 : last + 1; j < n; j++)
         x[j] = -INFINITY;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < n; j++)
-        mx = x[j] > mx ? x[j] : mx;
-    return mx;
+    return gx_row_max(n, x);
 }
 
 /* x[j] = exp(x[j] - m), returning their sum. */
 GX_CPU_CLONES static float s_exp_row(int64_t n, float *restrict x, float m)
 {
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++) {
+    for (int64_t j = 0; j < n; j++)
         x[j] = gx_v_expf(x[j] - m);
-        sum += x[j];
-    }
-    return sum;
+    return (float)gx_row_sum(n, x);
 }
 
 GX_CPU_CLONES static void s_scale_row(int64_t n, float *restrict y, float s)
@@ -87,8 +82,24 @@ GX_CPU_CLONES static void s_scale_row(int64_t n, float *restrict y, float s)
         y[j] *= s;
 }
 
-/* Unit u: rows [i0, i0 + rows) of query head h of sample b. */
-static void s_unit(const s_attn *t, int64_t b, int64_t h, int64_t i0, int64_t rows)
+/* kt[d * n + j] = k[j * row + d]: a chunk of n keys of K transposed, in
+ * columns of 16 keys (each of their cache lines read for 16 d's in a row,
+ * each row of kt written 16 floats at a time). */
+static void s_transpose(int64_t n, int64_t D, const float *k, int64_t row, float *restrict kt)
+{
+    for (int64_t jb = 0; jb < n; jb += 16) {
+        const int64_t w = n - jb < 16 ? n - jb : 16;
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t j = 0; j < w; j++)
+                kt[d * n + jb + j] = k[(jb + j) * row + d];
+    }
+}
+
+/* Rows [i0, i0 + rows) of query head h of sample b, rows <= S_SEG: for
+ * each chunk of keys (transposed once for all the rows), blocks of S_ROWS
+ * rows get their scores, update their m and l, and add their weights
+ * times V to Y. */
+static void s_segment(const s_attn *t, int64_t b, int64_t h, int64_t i0, int64_t rows)
 {
     const gx_attention *a = t->a;
     const int64_t hk = h / (a->q_heads / a->kv_heads), D = a->head, Dv = a->v_head;
@@ -96,7 +107,7 @@ static void s_unit(const s_attn *t, int64_t b, int64_t h, int64_t i0, int64_t ro
     const float *k = t->k + b * a->k.sample + hk * a->k.head;
     const float *v = t->v + b * a->v.sample + hk * a->v.head;
     float *y = t->y + b * a->y.sample + h * a->y.head + i0 * a->y.row;
-    float kt[S_KT_FLOATS], s[S_ROWS * S_KEYS], m[S_ROWS], l[S_ROWS];
+    float kt[S_KT_FLOATS], s[S_ROWS * S_KEYS], m[S_SEG], l[S_SEG];
     for (int64_t r = 0; r < rows; r++) {
         m[r] = -INFINITY, l[r] = 0.0f;
         for (int64_t d = 0; d < Dv; d++)
@@ -107,37 +118,41 @@ static void s_unit(const s_attn *t, int64_t b, int64_t h, int64_t i0, int64_t ro
         if (a->causal && j0 > i0 + rows - 1)
             break; /* every key from here on is past every row's query */
         const int64_t n = a->kv_seq - j0 < t->keys ? a->kv_seq - j0 : t->keys;
-        for (int64_t j = 0; j < n; j++) /* Kᵀ of the chunk: D rows of n */
-            for (int64_t d = 0; d < D; d++)
-                kt[d * n + j] = k[(j0 + j) * a->k.row + d];
-        gx_cpu_gemm_rows(rows, n, D, q, a->q.row, kt, n, s, n, false);
-        bool any = false;
-        for (int64_t r = 0; r < rows; r++) {
-            float *x = s + r * n;
-            const int64_t i = i0 + r;
-            const int64_t mo = b * t->ms[0] + h * t->ms[1] + i * t->ms[2] + j0;
-            int64_t last = a->causal ? i - j0 : n, nm = t->mask_keys - j0;
-            nm = nm < 0 ? 0 : nm > n ? n : nm;
-            if (t->mask_add || t->mask_bool)
-                last = last < nm - 1 ? last : nm - 1;
-            const float mx = s_score_row(n, x, scale, softcap,
-                                         t->mask_add ? t->mask_add + mo : NULL,
-                                         t->mask_bool ? t->mask_bool + mo : NULL, nm, last);
-            if (mx == -INFINITY) { /* nothing in this chunk for this row */
-                for (int64_t j = 0; j < n; j++)
-                    x[j] = 0.0f;
-                continue;
+        s_transpose(n, D, k + j0 * a->k.row, a->k.row, kt);
+        for (int64_t r0 = 0; r0 < rows; r0 += S_ROWS) {
+            const int64_t nr = rows - r0 < S_ROWS ? rows - r0 : S_ROWS;
+            if (a->causal && j0 > i0 + r0 + nr - 1)
+                break;
+            gx_cpu_gemm_rows(nr, n, D, q + r0 * a->q.row, a->q.row, kt, n, s, n, false);
+            bool any = false;
+            for (int64_t rr = 0; rr < nr; rr++) {
+                const int64_t r = r0 + rr, i = i0 + r;
+                float *x = s + rr * n;
+                const int64_t mo = b * t->ms[0] + h * t->ms[1] + i * t->ms[2] + j0;
+                int64_t last = a->causal ? i - j0 : n, nm = t->mask_keys - j0;
+                nm = nm < 0 ? 0 : nm > n ? n : nm;
+                if (t->mask_add || t->mask_bool)
+                    last = last < nm - 1 ? last : nm - 1;
+                const float mx = s_score_row(n, x, scale, softcap,
+                                             t->mask_add ? t->mask_add + mo : NULL,
+                                             t->mask_bool ? t->mask_bool + mo : NULL, nm, last);
+                if (mx == -INFINITY) { /* nothing in this chunk for this row */
+                    for (int64_t j = 0; j < n; j++)
+                        x[j] = 0.0f;
+                    continue;
+                }
+                const float mn = mx > m[r] ? mx : m[r];
+                const float corr = m[r] == -INFINITY ? 0.0f : expf(m[r] - mn);
+                if (corr != 1.0f && l[r] > 0.0f)
+                    s_scale_row(Dv, y + r * a->y.row, corr);
+                l[r] = l[r] * corr + s_exp_row(n, x, mn);
+                m[r] = mn;
+                any = true;
             }
-            const float mn = mx > m[r] ? mx : m[r];
-            const float corr = m[r] == -INFINITY ? 0.0f : expf(m[r] - mn);
-            if (corr != 1.0f && l[r] > 0.0f)
-                s_scale_row(Dv, y + r * a->y.row, corr);
-            l[r] = l[r] * corr + s_exp_row(n, x, mn);
-            m[r] = mn;
-            any = true;
+            if (any)
+                gx_cpu_gemm_rows(nr, Dv, n, s, n, v + j0 * a->v.row, a->v.row, y + r0 * a->y.row,
+                                 a->y.row, true);
         }
-        if (any)
-            gx_cpu_gemm_rows(rows, Dv, n, s, n, v + j0 * a->v.row, a->v.row, y, a->y.row, true);
     }
     for (int64_t r = 0; r < rows; r++)
         s_scale_row(Dv, y + r * a->y.row, l[r] > 0.0f ? 1.0f / l[r] : NAN);
@@ -167,13 +182,15 @@ void gx_cpu_ATTENTION(const gx_kargs *k)
     int64_t keys = S_KT_FLOATS / (a.head > 0 ? a.head : 1);
     keys = keys > S_KEYS ? S_KEYS : keys >= 16 ? keys / 16 * 16 : keys;
     t.keys = keys;
-    const int64_t blocks = (a.q_seq + S_ROWS - 1) / S_ROWS;
+    /* a share: rows of every head, one after the other, in segments that
+     * stop at a head's end and at S_SEG rows */
     int64_t lo, hi;
-    gx_cpu_share(k, a.batch * a.q_heads * blocks, 1, &lo, &hi);
-    for (int64_t u = lo; u < hi; u++) {
-        const int64_t blk = u % blocks, bh = u / blocks;
-        const int64_t i0 = blk * S_ROWS;
-        s_unit(&t, bh / a.q_heads, bh % a.q_heads, i0,
-               a.q_seq - i0 < S_ROWS ? a.q_seq - i0 : S_ROWS);
+    gx_cpu_share(k, a.batch * a.q_heads * a.q_seq, 1, &lo, &hi);
+    for (int64_t u = lo; u < hi;) {
+        const int64_t bh = u / a.q_seq, i0 = u % a.q_seq;
+        int64_t rows = a.q_seq - i0 < hi - u ? a.q_seq - i0 : hi - u;
+        rows = rows < S_SEG ? rows : S_SEG;
+        s_segment(&t, bh / a.q_heads, bh % a.q_heads, i0, rows);
+        u += rows;
     }
 }

@@ -14,31 +14,10 @@
 /* Columns handled together in the strided case: two stack rows of floats. */
 #define S_COLS 256
 
-/* The maximum of x[0..n), n > 0, in GX_ROWSUM_LANES lanes (each lane's
- * x > m ? x : m is one MAXPS: it vectorises without -ffast-math; a NaN is
- * not picked, and reaches the result through the exps). Inlined into the
- * cloned row kernels, so compiled for each ISA. */
-static inline float s_row_max(int64_t n, const float *restrict x)
-{
-    float m[GX_ROWSUM_LANES];
-    for (int j = 0; j < GX_ROWSUM_LANES; j++)
-        m[j] = x[0];
-    int64_t i = 0;
-    for (; i + GX_ROWSUM_LANES <= n; i += GX_ROWSUM_LANES)
-        for (int j = 0; j < GX_ROWSUM_LANES; j++)
-            m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
-    for (; i < n; i++)
-        m[0] = x[i] > m[0] ? x[i] : m[0];
-    float mx = m[0];
-    for (int j = 1; j < GX_ROWSUM_LANES; j++)
-        mx = m[j] > mx ? m[j] : mx;
-    return mx;
-}
-
 /* One contiguous row of n > 0 elements. */
 GX_CPU_CLONES static void s_softmax_row(int64_t n, float *restrict y, const float *restrict x)
 {
-    const float mx = s_row_max(n, x);
+    const float mx = gx_row_max(n, x);
     for (int64_t i = 0; i < n; i++)
         y[i] = gx_v_expf(x[i] - mx);
     const double sum = gx_row_sum(n, y);
@@ -86,7 +65,7 @@ GX_CPU_CLONES static void s_softmax_cols(int64_t n, int64_t inner, int64_t w, fl
 GX_CPU_CLONES static void s_logsoftmax_row(int64_t n, float *restrict y,
                                           const float *restrict x)
 {
-    const float mx = s_row_max(n, x);
+    const float mx = gx_row_max(n, x);
     for (int64_t i = 0; i < n; i++)
         y[i] = gx_v_expf(x[i] - mx);
     const double sum = gx_row_sum(n, y);
