@@ -147,6 +147,13 @@ static const s_key s_keys[] = {
      .doc = "where measured node runs and times are kept per graph (docs/profile.md); "
             "default: $STATE_DIRECTORY/profiles under systemd, /var/lib/gexec/profiles as root, else $XDG_STATE_HOME/gexec/profiles "
             "or ~/.local/state/gexec/profiles; \"\": off"},
+    {.name = "profile.max_entries", .type = S_INT, .off = S_OFF(profile_max_entries), .min = 1,
+     .max = 100000000, .def = "4096",
+     .doc = "profile files kept; beyond it those of the least recently used graphs are removed"},
+    {.name = "profile.max_bytes", .type = S_SIZE, .off = S_OFF(profile_max_bytes), .min = S_KIB,
+     .max = S_PIB, .def = "1G",
+     .doc = "bytes of the profile files kept; beyond it those of the least recently used "
+            "graphs are removed"},
 };
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
 

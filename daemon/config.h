@@ -44,6 +44,8 @@ typedef struct gxd_config {
     int64_t compiler_replan_ms;      /* "compiler.replan_ms": how often models are checked */
     int64_t compiler_replan_min_jobs;/* "compiler.replan_min_jobs": jobs between checks */
     char *profile_dir;               /* "profile.dir": "default", "" (off) or a path */
+    int64_t profile_max_entries;     /* "profile.max_entries": files kept (LRU beyond) */
+    int64_t profile_max_bytes;       /* "profile.max_bytes": their bytes (LRU beyond) */
 } gxd_config;
 
 /* Fill with the built-in defaults. Pair with gxd_config_fini. */

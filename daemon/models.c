@@ -18,10 +18,17 @@ void gxd_models_init(gxd_models *m, size_t max)
     m->compile = gxd_compile;
 }
 
-void gxd_models_set_profile(gxd_models *m, const char *dir, gxd_log *log)
+int gxd_models_set_profile(gxd_models *m, const char *dir, int64_t max_entries, int64_t max_bytes,
+                           gxd_log *log)
 {
-    snprintf(m->profile_dir, sizeof m->profile_dir, "%s", dir ? dir : "");
+    gxd_profile_store_destroy(&m->store);
     m->log = log;
+    if (!dir || !*dir)
+        return GX_OK;
+    if (!(m->store = gxd_profile_store_new(dir, max_entries, max_bytes, log)))
+        return GX_ENOMEM;
+    gxd_profile_store_open(m->store);
+    return GX_OK;
 }
 
 /* Retired plans no job runs any more (only the model holds them: jobs
@@ -84,20 +91,14 @@ gxd_profile *gxd_model_profile(gxd_model *mdl, bool try)
 static void s_save_profile(gxd_model *mdl, bool try)
 {
     const gxd_models *m = mdl->reg;
-    if (!m || !m->profile_dir[0])
+    if (!m || !m->store)
         return;
     gxd_profile *p = gxd_model_profile(mdl, try);
     if (!p)
         return;
-    char err[512];
-    if (p->jobs != mdl->saved_jobs) {
-        if (gxd_profile_save(p, m->profile_dir, err, sizeof err) < 0) {
-            if (m->log)
-                GXD_LOG(m->log, GXD_LOG_WARN, "profile of graph %.12s not saved: %s", mdl->id.hex, err);
-        } else {
-            mdl->saved_jobs = p->jobs;
-        }
-    }
+    /* a failure is logged (once per cause) by the store */
+    if (p->jobs != mdl->saved_jobs && gxd_profile_store_save(m->store, p) == GX_OK)
+        mdl->saved_jobs = p->jobs;
     gxd_profile_destroy(&p);
 }
 
@@ -132,6 +133,8 @@ void gxd_models_fini(gxd_models *m)
         gxd_model_release(&mdl);
     }
     m->n = 0;
+    /* a model someone still holds is not saved when it goes */
+    gxd_profile_store_destroy(&m->store);
 }
 
 gxd_model *gxd_model_ref(gxd_model *mdl)
@@ -209,9 +212,9 @@ gxd_model *gxd_models_add(gxd_models *m, gx_graph **g)
     mdl->shared = gxd_shared_new(); /* NULL (ENOMEM): each plan packs its own */
     atomic_init(&mdl->refs, 2); /* registry + caller */
     mdl->reg = m;
-    if (m->profile_dir[0]) {
+    if (m->store) {
         char err[512];
-        if (gxd_profile_load(m->profile_dir, id.hex, &mdl->profile, err, sizeof err) < 0 && m->log)
+        if (gxd_profile_store_load(m->store, id.hex, &mdl->profile, err, sizeof err) < 0 && m->log)
             GXD_LOG(m->log, GXD_LOG_WARN, "profile ignored: %s", err);
         mdl->saved_jobs = mdl->profile ? mdl->profile->jobs : 0;
         mdl->replan_jobs = mdl->saved_jobs;

@@ -100,8 +100,8 @@ typedef struct gxd_replanner {
 typedef struct gxd_models {
     gxd_model *head;
     size_t n, max;
-    /* profile store: its directory ("" off), and where to warn */
-    char profile_dir[1024];
+    /* profile store (NULL: off; owned), and where to warn */
+    gxd_profile_store *store;
     gxd_log *log;
     gxd_compile_fn compile; /* plans of the models' graphs (job path and re-plans) */
     gxd_replanner replan;
@@ -109,7 +109,8 @@ typedef struct gxd_models {
 
 void gxd_models_init(gxd_models *m, size_t max);
 /* Stops the re-planner (a compile in progress finishes first), then drops
- * the registry's references (a model's last saves its profile). */
+ * the registry's references (a model's last saves its profile), then
+ * closes the profile store. */
 void gxd_models_fini(gxd_models *m);
 /* Start the re-planner thread: it compiles with lim (copied; lim->part
  * must outlive m) and checks a model once it ran min_jobs jobs since its
@@ -120,8 +121,11 @@ int gxd_models_replan_start(gxd_models *m, const gxd_compile_limits *lim, int64_
 void gxd_models_replan_tick(gxd_models *m);
 /* Wait until the re-planner has nothing queued or in progress (tests). */
 void gxd_models_replan_wait(gxd_models *m);
-/* The profile store in dir ("" or NULL: off); warnings go to log. */
-void gxd_models_set_profile(gxd_models *m, const char *dir, gxd_log *log);
+/* The profile store in dir ("" or NULL: off), bounded to max_entries files
+ * of max_bytes in all (daemon/profile.h); the directory is read now;
+ * warnings go to log. GX_OK, or GX_ENOMEM (the store is then off). */
+int gxd_models_set_profile(gxd_models *m, const char *dir, int64_t max_entries, int64_t max_bytes,
+                           gxd_log *log);
 /* I/O thread, now and then: save the profile of every model that ran jobs
  * since its last save, skipping a model a worker is compiling for. */
 void gxd_models_save_profiles(gxd_models *m);

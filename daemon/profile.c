@@ -1,8 +1,10 @@
 /* The profile store: per graph id, node runs and times. See profile.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,49 +406,386 @@ static int s_mkdirs(const char *dir)
     return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-int gxd_profile_save(const gxd_profile *p, const char *dir, char *err, size_t errlen)
+/* Write all of text to fd; 0 or an errno. */
+static int s_write_all(int fd, const char *text, size_t len)
 {
-    char path[PATH_MAX], tmp[PATH_MAX];
-    int rc = s_path(path, sizeof path, dir, p->graph, err, errlen);
-    if (rc < 0)
-        return rc;
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.json.XXXXXX", dir, p->graph) >= sizeof tmp)
-        return gx_errf(err, errlen, GX_ELIMIT, "profile path too long");
-    if (s_mkdirs(dir) != 0)
-        return gx_errf(err, errlen, GX_EIO, "cannot create %s: %s", dir, strerror(errno));
-    char *text = gxd_profile_to_json(p);
-    if (!text)
-        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = gx_errf(err, errlen, GX_EIO, "%s: %s", tmp, strerror(errno));
-        free(text);
-        return rc;
-    }
-    size_t len = strlen(text), put = 0;
+    size_t put = 0;
     while (put < len) {
         ssize_t w = write(fd, text + put, len - put);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            break;
+        if (w < 0)
+            return errno;
+        if (w == 0)
+            return EIO;
         put += (size_t)w;
     }
+    return 0;
+}
+
+/*
+ * Write <dir>/<graph>.json atomically and durably: a temporary file in the
+ * same directory, written, fsync'ed, renamed over the old file, then the
+ * directory fsync'ed. SIGKILL, a crash or a full disk at any point leaves
+ * the old file or the new one, never part of one (a temporary file may be
+ * left behind: the store removes those). On failure *op names the step
+ * ("write", "rename"...), and the return is an errno (> 0) or a negative
+ * gx_status with err set; 0 on success. *bytes: the file's size.
+ */
+static int s_save(const gxd_profile *p, const char *dir, const char **op, size_t *bytes,
+                  char *err, size_t errlen)
+{
+    char path[PATH_MAX], tmp[PATH_MAX];
+    int rc = s_path(path, sizeof path, dir, p->graph, err, errlen);
+    *op = "name the file";
+    if (rc < 0)
+        return rc;
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.json.XXXXXX", dir, p->graph) >= sizeof tmp)
+        return gx_errf(err, errlen, GX_ELIMIT, "profile path too long");
+    *op = "create the directory";
+    if (s_mkdirs(dir) != 0)
+        return errno;
+    *op = "format";
+    char *text = gxd_profile_to_json(p);
+    if (!text)
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    *bytes = strlen(text);
+    *op = "create a temporary file";
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        rc = errno;
+        free(text);
+        return rc;
+    }
+    *op = "write";
+    rc = s_write_all(fd, text, *bytes);
     free(text);
-    int saved = errno;
-    /* no fsync: saves run on the I/O thread; a file a crash leaves empty
-     * or cut is ignored when read */
-    if (put < len || fchmod(fd, 0644) != 0) {
-        rc = gx_errf(err, errlen, GX_EIO, "%s: %s", tmp, strerror(put < len ? saved : errno));
-        close(fd);
+    if (rc == 0 && fchmod(fd, 0644) != 0)
+        *op = "chmod", rc = errno;
+    if (rc == 0 && fsync(fd) != 0)
+        *op = "fsync", rc = errno;
+    if (close(fd) != 0 && rc == 0)
+        *op = "close", rc = errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        *op = "rename", rc = errno;
+    if (rc != 0) {
         unlink(tmp);
         return rc;
     }
-    close(fd);
-    if (rename(tmp, path) != 0) {
-        rc = gx_errf(err, errlen, GX_EIO, "%s: %s", path, strerror(errno));
-        unlink(tmp);
-        return rc;
+    /* the rename itself survives a crash once the directory is synced */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        if (fsync(dfd) != 0 && errno != EINVAL)
+            *op = "fsync the directory", rc = errno;
+        close(dfd);
     }
+    return rc;
+}
+
+int gxd_profile_save(const gxd_profile *p, const char *dir, char *err, size_t errlen)
+{
+    const char *op = "";
+    size_t bytes = 0;
+    int rc = s_save(p, dir, &op, &bytes, err, errlen);
+    if (rc > 0)
+        return gx_errf(err, errlen, GX_EIO, "%s/%s.json: %s: %s", dir, p->graph, op, strerror(rc));
+    return rc;
+}
+
+/* ---- the store: bounded in files and bytes -------------------------------- */
+
+typedef struct s_entry {
+    char hex[65];
+    int64_t bytes;
+    uint64_t used; /* recency: larger is more recent */
+} s_entry;
+
+struct gxd_profile_store {
+    char dir[PATH_MAX];
+    int64_t max_entries, max_bytes;
+    gxd_log *log;
+    pthread_mutex_t mu;
+    bool scanned; /* the index holds the directory's files */
+    s_entry *e;
+    size_t n, cap;
+    uint64_t clock; /* the last recency handed out */
+    gxd_profile_store_stats st;
+    /* the failure being counted: its cause ("write: No space left on
+     * device") and how often it happened since it was logged */
+    char cause[160];
+    int64_t cause_count;
+};
+
+gxd_profile_store *gxd_profile_store_new(const char *dir, int64_t max_entries, int64_t max_bytes,
+                                         gxd_log *log)
+{
+    if (!dir || !*dir || strlen(dir) >= PATH_MAX)
+        return NULL;
+    gxd_profile_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        free(s);
+        return NULL;
+    }
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    s->max_entries = max_entries > 0 ? max_entries : 1;
+    s->max_bytes = max_bytes > 0 ? max_bytes : 1;
+    s->log = log;
+    return s;
+}
+
+void gxd_profile_store_destroy(gxd_profile_store **sp)
+{
+    if (!sp || !*sp)
+        return;
+    gxd_profile_store *s = *sp;
+    if (s->cause_count > 1 && s->log)
+        GXD_LOG(s->log, GXD_LOG_WARN, "profiles in %s: %lld saves failed in all: %s", s->dir,
+                (long long)s->cause_count, s->cause);
+    pthread_mutex_destroy(&s->mu);
+    free(s->e);
+    free(s);
+    *sp = NULL;
+}
+
+const char *gxd_profile_store_dir(const gxd_profile_store *s)
+{
+    return s->dir;
+}
+
+static bool s_is_hex64(const char *h, size_t n)
+{
+    if (n != 64)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f')))
+            return false;
+    return true;
+}
+
+static s_entry *s_find_entry(gxd_profile_store *s, const char *hex)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->e[i].hex, hex) == 0)
+            return &s->e[i];
+    return NULL;
+}
+
+/* The entry of hex, added when missing; NULL on ENOMEM. */
+static s_entry *s_entry_get(gxd_profile_store *s, const char *hex)
+{
+    s_entry *e = s_find_entry(s, hex);
+    if (e)
+        return e;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        s_entry *ne = realloc(s->e, cap * sizeof *ne);
+        if (!ne)
+            return NULL;
+        s->e = ne;
+        s->cap = cap;
+    }
+    e = &s->e[s->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->hex, sizeof e->hex, "%s", hex);
+    return e;
+}
+
+/* A failure of cause (op and errno, or a message): logged the first time
+ * in a row, counted after that; a change of cause logs the count of the
+ * last one. Under the lock. */
+static void s_failed(gxd_profile_store *s, const char *hex, const char *cause)
+{
+    s->st.failed++;
+    if (s->cause_count > 0 && strcmp(s->cause, cause) == 0) {
+        s->cause_count++;
+        return;
+    }
+    if (s->cause_count > 1 && s->log)
+        GXD_LOG(s->log, GXD_LOG_WARN, "profiles in %s: %lld saves failed: %s", s->dir,
+                (long long)s->cause_count, s->cause);
+    snprintf(s->cause, sizeof s->cause, "%s", cause);
+    s->cause_count = 1;
+    if (s->log)
+        GXD_LOG(s->log, GXD_LOG_WARN,
+                "profiles in %s not saved: %s (graph %.12s); further failures for this cause "
+                "are counted, not logged",
+                s->dir, cause, hex);
+}
+
+static void s_succeeded(gxd_profile_store *s)
+{
+    if (s->cause_count > 0 && s->log)
+        GXD_LOG(s->log, GXD_LOG_INFO, "profiles in %s are saved again, after %lld failed: %s",
+                s->dir, (long long)s->cause_count, s->cause);
+    s->cause_count = 0;
+    s->cause[0] = '\0';
+}
+
+/* Drop least recently used files (never keep's) until the bounds hold.
+ * Under the lock. */
+static void s_evict(gxd_profile_store *s, const char *keep)
+{
+    for (;;) {
+        int64_t bytes = 0;
+        for (size_t i = 0; i < s->n; i++)
+            bytes += s->e[i].bytes;
+        if ((int64_t)s->n <= s->max_entries && bytes <= s->max_bytes)
+            break;
+        size_t v = s->n;
+        for (size_t i = 0; i < s->n; i++)
+            if ((!keep || strcmp(s->e[i].hex, keep) != 0) && (v == s->n || s->e[i].used < s->e[v].used))
+                v = i;
+        if (v == s->n)
+            break; /* only the file just written: it stays */
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s.json", s->dir, s->e[v].hex) < sizeof path &&
+            unlink(path) != 0 && errno != ENOENT) {
+            char cause[160];
+            snprintf(cause, sizeof cause, "remove the least recently used file: %s", strerror(errno));
+            s_failed(s, s->e[v].hex, cause);
+        } else {
+            s->st.evicted++;
+        }
+        s->e[v] = s->e[--s->n]; /* out of the index either way: never retried in a loop */
+    }
+}
+
+/* Read the directory into the index once: profiles by modification time
+ * (the oldest least recent), temporary files a crash left removed. Under
+ * the lock. */
+static void s_scan(gxd_profile_store *s)
+{
+    if (s->scanned)
+        return;
+    s->scanned = true;
+    DIR *d = opendir(s->dir);
+    if (!d)
+        return; /* none yet: created on the first save */
+    struct dirent *de;
+    typedef struct {
+        s_entry e;
+        struct timespec mtime;
+    } s_found;
+    s_found *found = NULL;
+    size_t n = 0, cap = 0;
+    while ((de = readdir(d))) {
+        const char *nm = de->d_name;
+        size_t len = strlen(nm);
+        struct stat st;
+        if (fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (nm[0] == '.' && len == 1 + 64 + 5 + 7 && s_is_hex64(nm + 1, 64) &&
+            strncmp(nm + 65, ".json.", 6) == 0) {
+            unlinkat(dirfd(d), nm, 0); /* ".<hex>.json.XXXXXX": a save cut short */
+            continue;
+        }
+        if (len != 64 + 5 || !s_is_hex64(nm, 64) || strcmp(nm + 64, ".json") != 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            s_found *nf = realloc(found, nc * sizeof *nf);
+            if (!nf)
+                break;
+            found = nf;
+            cap = nc;
+        }
+        memset(&found[n], 0, sizeof found[n]);
+        memcpy(found[n].e.hex, nm, 64);
+        found[n].e.bytes = st.st_size;
+        found[n].mtime = st.st_mtim;
+        n++;
+    }
+    closedir(d);
+    /* oldest first; equal times by name, so the order does not depend on
+     * the directory's */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0; j--) {
+            const s_found *a = &found[j - 1], *b = &found[j];
+            bool later = a->mtime.tv_sec > b->mtime.tv_sec ||
+                         (a->mtime.tv_sec == b->mtime.tv_sec &&
+                          (a->mtime.tv_nsec > b->mtime.tv_nsec ||
+                           (a->mtime.tv_nsec == b->mtime.tv_nsec && strcmp(a->e.hex, b->e.hex) > 0)));
+            if (!later)
+                break;
+            s_found t = found[j - 1];
+            found[j - 1] = found[j];
+            found[j] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        s_entry *e = s_entry_get(s, found[i].e.hex);
+        if (!e)
+            break;
+        e->bytes = found[i].e.bytes;
+        e->used = ++s->clock;
+    }
+    free(found);
+    s_evict(s, NULL);
+}
+
+void gxd_profile_store_open(gxd_profile_store *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s_scan(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int gxd_profile_store_load(gxd_profile_store *s, const char *hex, gxd_profile **out, char *err,
+                           size_t errlen)
+{
+    int rc = gxd_profile_load(s->dir, hex, out, err, errlen);
+    pthread_mutex_lock(&s->mu);
+    s_scan(s);
+    s_entry *e = s_find_entry(s, hex);
+    if (e) {
+        /* used now: the file's time says so after a restart too */
+        char path[PATH_MAX];
+        e->used = ++s->clock;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s.json", s->dir, hex) < sizeof path)
+            (void)utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int gxd_profile_store_save(gxd_profile_store *s, const gxd_profile *p)
+{
+    char err[256] = "";
+    const char *op = "";
+    size_t bytes = 0;
+    pthread_mutex_lock(&s->mu);
+    s_scan(s);
+    int rc = s_save(p, s->dir, &op, &bytes, err, sizeof err);
+    if (rc != 0) {
+        char cause[160];
+        if (rc > 0)
+            snprintf(cause, sizeof cause, "%s: %s", op, strerror(rc));
+        else
+            snprintf(cause, sizeof cause, "%s", err);
+        s_failed(s, p->graph, cause);
+        pthread_mutex_unlock(&s->mu);
+        return rc > 0 ? GX_EIO : rc;
+    }
+    s->st.saved++;
+    s_succeeded(s);
+    s_entry *e = s_entry_get(s, p->graph);
+    if (e) {
+        e->bytes = (int64_t)bytes;
+        e->used = ++s->clock;
+    }
+    s_evict(s, p->graph);
+    pthread_mutex_unlock(&s->mu);
     return GX_OK;
+}
+
+void gxd_profile_store_stats_get(gxd_profile_store *s, gxd_profile_store_stats *out)
+{
+    pthread_mutex_lock(&s->mu);
+    *out = s->st;
+    out->entries = (int64_t)s->n;
+    out->bytes = 0;
+    for (size_t i = 0; i < s->n; i++)
+        out->bytes += s->e[i].bytes;
+    pthread_mutex_unlock(&s->mu);
 }

@@ -28,7 +28,7 @@
  * model goes away, at shutdown, and from the I/O thread now and then.
  *
  * The file (docs/profile.md) is <dir>/<graph id>.json, written atomically
- * (a temporary file renamed over it):
+ * (a temporary file fsync'ed and renamed over it):
  *
  *   {"format": "gexec-profile", "version": 1, "graph": "<hex id>",
  *    "jobs": 12, "nodes": [{"name": "mm", "runs": 12, "ns": 35000}, ...]}
@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "daemon/compile/compile.h"
+#include "daemon/log.h"
 
 #define GXD_PROFILE_MAX_FILE (16 << 20)  /* bytes of one file */
 #define GXD_PROFILE_MAX_NODES (1 << 20)  /* entries of one profile */
@@ -106,7 +107,54 @@ void gxd_profile_dir(const char *cfg, char *out, size_t len);
  * error status and reason when there is one that cannot be used. */
 int gxd_profile_load(const char *dir, const char *hex, gxd_profile **out, char *err,
                      size_t errlen);
-/* Write <dir>/<graph>.json atomically, creating dir (and its parents). */
+/* Write <dir>/<graph>.json atomically and durably, creating dir (and its
+ * parents): a temporary file in dir, fsync'ed, renamed over the old file,
+ * then dir fsync'ed; SIGKILL or a full disk leaves the old file or the new
+ * one, never part of one. GX_EIO with "path: step: reason" on failure. */
 int gxd_profile_save(const gxd_profile *p, const char *dir, char *err, size_t errlen);
+
+/*
+ * The store: the directory, bounded (docs/profile.md). It holds at most
+ * max_entries files (profile.max_entries) of at most max_bytes in all
+ * (profile.max_bytes); a save beyond either removes the files of the least
+ * recently used graphs (used: saved, or read when the graph was loaded;
+ * across restarts, the files' modification times say which). The file
+ * just saved always stays. Temporary files a crash left behind are removed
+ * when the directory is first read. A save that fails is logged the first
+ * time for its cause (the step and the reason: "write: No space left on
+ * device"), then counted; the count is logged when the cause changes, when
+ * saves work again, and when the store is destroyed. Thread-safe: the I/O
+ * thread, the re-planner and workers that drop a graph's last reference
+ * all save through it. One daemon per directory.
+ *
+ *     gxd_profile_store *s = gxd_profile_store_new(dir, 4096, 1 << 30, &log);
+ *     gxd_profile_store_save(s, p);
+ *     gxd_profile_store_destroy(&s);
+ */
+typedef struct gxd_profile_store gxd_profile_store;
+
+typedef struct gxd_profile_store_stats {
+    int64_t entries, bytes; /* files and their bytes now */
+    int64_t saved, failed, evicted;
+} gxd_profile_store_stats;
+
+/* A store over dir (not read yet: gxd_profile_store_open, or the first
+ * load or save, reads it); log (borrowed, may be NULL) gets the warnings.
+ * NULL for an empty dir or on ENOMEM. */
+gxd_profile_store *gxd_profile_store_new(const char *dir, int64_t max_entries, int64_t max_bytes,
+                                         gxd_log *log);
+/* Accepts NULL; logs a failure count not logged yet. */
+void gxd_profile_store_destroy(gxd_profile_store **s);
+const char *gxd_profile_store_dir(const gxd_profile_store *s);
+/* Read the directory now (at start): index its files, remove temporary
+ * files left by a crash, and enforce the bounds. */
+void gxd_profile_store_open(gxd_profile_store *s);
+/* gxd_profile_load, and the graph's file counts as used now. */
+int gxd_profile_store_load(gxd_profile_store *s, const char *hex, gxd_profile **out, char *err,
+                           size_t errlen);
+/* Save p's file (failures logged as above), then enforce the bounds.
+ * GX_OK, GX_EIO or the status of a failure that was not the file system's. */
+int gxd_profile_store_save(gxd_profile_store *s, const gxd_profile *p);
+void gxd_profile_store_stats_get(gxd_profile_store *s, gxd_profile_store_stats *out);
 
 #endif

@@ -791,7 +791,11 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
     char pdir[1024];
     gxd_profile_dir(ctx->cfg.profile_dir, pdir, sizeof pdir);
-    gxd_models_set_profile(&ctx->models, pdir, &ctx->log);
+    if (gxd_models_set_profile(&ctx->models, pdir, ctx->cfg.profile_max_entries,
+                               ctx->cfg.profile_max_bytes, &ctx->log) < 0) {
+        GXD_LOG(&ctx->log, GXD_LOG_WARN, "profiles in %s: out of memory, the store is off", pdir);
+        pdir[0] = '\0';
+    }
     ctx->profiles_saved_us = ctx->started_us;
     if (pdir[0])
         GXD_LOG(&ctx->log, GXD_LOG_INFO, "profiles in %s", pdir);

@@ -7,9 +7,11 @@
 #include <check.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -458,7 +460,7 @@ START_TEST(test_models_hooks)
     gx_view in[1] = {s_view(GX_F32, 2, (int64_t[]){64, 64}, x)};
     gxd_models m;
     gxd_models_init(&m, 1);
-    gxd_models_set_profile(&m, dir, NULL);
+    ck_assert_int_eq(gxd_models_set_profile(&m, dir, 100, 1 << 30, NULL), GX_OK);
     gx_graph *g = s_mm_graph(1);
     gxd_model *mdl = gxd_models_add(&m, &g);
     ck_assert_ptr_nonnull(mdl);
@@ -494,7 +496,7 @@ START_TEST(test_models_hooks)
 
     /* loaded again: the new plan starts from the measured time */
     gxd_models_init(&m, 4);
-    gxd_models_set_profile(&m, dir, NULL);
+    ck_assert_int_eq(gxd_models_set_profile(&m, dir, 100, 1 << 30, NULL), GX_OK);
     g = s_mm_graph(1);
     mdl = gxd_models_add(&m, &g);
     ck_assert_int_eq(gxd_model_plan(mdl, in, &s_lim, &plan, &us, err, sizeof err), GX_OK);
@@ -506,6 +508,199 @@ START_TEST(test_models_hooks)
     ck_assert_int_eq(p->jobs, 4);
     gxd_profile_destroy(&p);
     free(x);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* ---- the store's bounds, failures and atomic writes ---- */
+
+/* A profile of graph "<c>" x 64 with n nodes (its file grows with n). */
+static gxd_profile *s_prof(char c, int n)
+{
+    char hex[65];
+    memset(hex, c, 64);
+    hex[64] = '\0';
+    gxd_profile *p = gxd_profile_new(hex);
+    ck_assert_ptr_nonnull(p);
+    p->jobs = 1;
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "node%d", i);
+        ck_assert_int_eq(gxd_profile_add(p, name, 1, 100), GX_OK);
+    }
+    gxd_profile_finish(p);
+    return p;
+}
+
+static bool s_has(const char *dir, char c)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%.64s.json", dir,
+             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    memset(path + strlen(dir) + 1, c, 64);
+    return access(path, F_OK) == 0;
+}
+
+static void s_save(gxd_profile_store *st, char c, int n)
+{
+    gxd_profile *p = s_prof(c, n);
+    ck_assert_int_eq(gxd_profile_store_save(st, p), GX_OK);
+    gxd_profile_destroy(&p);
+}
+
+/* Files in dir whose name starts with '.' (temporary files). */
+static int s_hidden(const char *dir)
+{
+    char out[4096];
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "ls -A '%s' | grep -c '^\\.' || true", dir), 0);
+    return atoi(out);
+}
+
+/* At most max_entries files: a save beyond removes the least recently
+ * used graph's (saved, or read when loaded); the bounds in bytes likewise;
+ * a new store over the directory orders it by the files' times. */
+START_TEST(test_store_bounds)
+{
+    char *dir = gxt_tmpdir();
+    gxd_profile_store *st = gxd_profile_store_new(dir, 3, 1 << 30, NULL);
+    ck_assert_ptr_nonnull(st);
+    s_save(st, 'a', 1);
+    s_save(st, 'b', 1);
+    s_save(st, 'c', 1);
+    /* a is used (loaded): b is now the least recently used */
+    gxd_profile *p = NULL;
+    char err[512], hex[65];
+    memset(hex, 'a', 64);
+    hex[64] = '\0';
+    ck_assert_int_eq(gxd_profile_store_load(st, hex, &p, err, sizeof err), GX_OK);
+    ck_assert_ptr_nonnull(p);
+    gxd_profile_destroy(&p);
+    s_save(st, 'd', 1);
+    ck_assert(s_has(dir, 'a') && !s_has(dir, 'b') && s_has(dir, 'c') && s_has(dir, 'd'));
+    s_save(st, 'c', 1); /* saved again: c is recent */
+    s_save(st, 'e', 1);
+    ck_assert(!s_has(dir, 'a') && s_has(dir, 'c') && s_has(dir, 'd') && s_has(dir, 'e'));
+    gxd_profile_store_stats ss;
+    gxd_profile_store_stats_get(st, &ss);
+    ck_assert_int_eq(ss.entries, 3);
+    ck_assert_int_eq(ss.evicted, 2);
+    ck_assert_int_eq(ss.saved, 6);
+    ck_assert_int_eq(ss.failed, 0);
+    int64_t one = ss.bytes / 3;
+    gxd_profile_store_destroy(&st);
+
+    /* bytes: room for two small files; a big one removes the oldest until
+     * it fits, and the file just written always stays */
+    st = gxd_profile_store_new(dir, 100, 2 * one + one / 2, NULL);
+    gxd_profile_store_open(st); /* already over: the oldest (c, d, e by time) go */
+    gxd_profile_store_stats_get(st, &ss);
+    ck_assert_int_eq(ss.entries, 2);
+    ck_assert_int_le(ss.bytes, 2 * one + one / 2);
+    s_save(st, 'f', 1);
+    gxd_profile_store_stats_get(st, &ss);
+    ck_assert_int_eq(ss.entries, 2);
+    ck_assert(s_has(dir, 'f'));
+    s_save(st, '9', 200); /* alone larger than the bound */
+    gxd_profile_store_stats_get(st, &ss);
+    ck_assert_int_eq(ss.entries, 1);
+    ck_assert(s_has(dir, '9') && !s_has(dir, 'f'));
+    gxd_profile_store_destroy(&st);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* Run fn with stderr going to a file; returns the lines written that
+ * contain needle. */
+static int s_count_lines(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[2048];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* A save that fails is logged once for its cause and counted after; a
+ * full disk (a file size limit here) leaves the old file whole and no
+ * temporary file; saves that work again say how many failed. Temporary
+ * files a crash left are removed when the directory is read. */
+START_TEST(test_store_failures)
+{
+    char *dir = gxt_tmpdir(), path[4400], logpath[4200], sub[4200];
+    snprintf(logpath, sizeof logpath, "%s/log", dir);
+    snprintf(sub, sizeof sub, "%s/p", dir);
+    int logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(logfd, 0);
+    ck_assert_int_eq(dup2(logfd, 2), 2); /* this test's process only (Check forks) */
+    gxd_log log;
+    gxd_log_init(&log, GXD_LOG_INFO);
+
+    /* the directory cannot be created: a file is in the way */
+    s_write(sub, "x", 1);
+    gxd_profile_store *st = gxd_profile_store_new(sub, 100, 1 << 30, &log);
+    for (char c = 'a'; c < 'a' + 5; c++) {
+        gxd_profile *p = s_prof(c, 1);
+        ck_assert_int_eq(gxd_profile_store_save(st, p), GX_EIO);
+        gxd_profile_destroy(&p);
+    }
+    gxd_profile_store_stats ss;
+    gxd_profile_store_stats_get(st, &ss);
+    ck_assert_int_eq(ss.failed, 5);
+    ck_assert_int_eq(s_count_lines(logpath, "not saved: create a temporary file: Not a directory"), 1);
+    gxd_profile_store_destroy(&st); /* logs the count */
+    ck_assert_int_eq(s_count_lines(logpath, "5 saves failed"), 1);
+    unlink(sub);
+
+    /* a disk that fills up: the old file stays whole */
+    st = gxd_profile_store_new(sub, 100, 1 << 30, &log);
+    s_save(st, 'a', 1);
+    snprintf(path, sizeof path, "%s/%s.json", sub,
+             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    char *before = s_read(path);
+    /* no ck_assert while the limit holds: Check records them in a file */
+    struct rlimit full, saved_lim;
+    gxd_profile *big = s_prof('a', 500); /* ~25 KB of JSON */
+    int rc[3];
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved_lim), 0);
+    full = saved_lim;
+    full.rlim_cur = 4096;
+    signal(SIGXFSZ, SIG_IGN);
+    int limited = setrlimit(RLIMIT_FSIZE, &full);
+    for (int i = 0; i < 3; i++)
+        rc[i] = gxd_profile_store_save(st, big);
+    int restored = setrlimit(RLIMIT_FSIZE, &saved_lim);
+    ck_assert_int_eq(limited, 0);
+    ck_assert_int_eq(restored, 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(rc[i], GX_EIO);
+    gxd_profile_destroy(&big);
+    char *after = s_read(path);
+    ck_assert_str_eq(before, after);
+    ck_assert_int_eq(s_hidden(sub), 0);
+    ck_assert_int_eq(s_count_lines(logpath, "not saved: write: File too large"), 1);
+    s_save(st, 'a', 500);
+    ck_assert_int_eq(s_count_lines(logpath, "saved again, after 3 failed: write"), 1);
+    free(before);
+    free(after);
+    gxd_profile_store_destroy(&st);
+
+    /* a save cut short by SIGKILL leaves a temporary file: removed on open */
+    snprintf(path, sizeof path, "%s/.%s.json.AbC123", sub,
+             "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+    s_write(path, "{\"format\": \"gexec-pro", 22);
+    ck_assert_int_eq(s_hidden(sub), 1);
+    st = gxd_profile_store_new(sub, 100, 1 << 30, &log);
+    gxd_profile_store_open(st);
+    ck_assert_int_eq(s_hidden(sub), 0);
+    gxd_profile_store_stats_get(st, &ss);
+    ck_assert_int_eq(ss.entries, 1);
+    gxd_profile_store_destroy(&st);
+    close(logfd);
     gxt_rmtree(dir);
     free(dir);
 }
@@ -617,6 +812,8 @@ Suite *profile_suite(void)
     tcase_add_test(tc, test_control_counts);
     tcase_add_test(tc, test_models_hooks);
     tcase_add_test(tc, test_daemon_restart);
+    tcase_add_test(tc, test_store_bounds);
+    tcase_add_test(tc, test_store_failures);
     suite_add_tcase(s, tc);
     return s;
 }
