@@ -46,12 +46,12 @@
 /* What decoding may allocate: this much, plus S_MEM_FACTOR x the input. */
 #define S_MEM_BASE ((size_t)64 << 20)
 #define S_MEM_FACTOR 16
-/* The ai.onnx versions read. Older versions of an op either carry
- * attributes gexec's schemas do not know (consumed_inputs, broadcast,
- * is_test...: refused by name at LOAD), mean what the current version
- * means, or are refused by the table of changed meanings in s_node. */
+/* The ai.onnx versions read (the newest in ONNX's changelog is 25). An
+ * older version of an op means what the current one means, is converted
+ * to it (s_convs), is read by the daemon's schema in its older form
+ * (attributes that became inputs), or is refused by name (s_changed). */
 #define S_OPSET_MIN 1
-#define S_OPSET_MAX 18
+#define S_OPSET_MAX 25
 /* Far above any op's attribute count; bounds the builder's duplicate check,
  * which is quadratic. */
 #define S_MAX_ATTRS 256
@@ -64,6 +64,12 @@ typedef struct s_set {
     size_t cap, n; /* cap is 0 or a power of two */
 } s_set;
 
+/* A domain other than ai.onnx that the model imports. */
+typedef struct s_domain {
+    const char *name; /* borrowed from the message */
+    int64_t version;
+} s_domain;
+
 typedef struct s_ctx {
     const char *src;      /* file name for messages */
     const char *base_dir; /* external data; NULL: refused */
@@ -74,7 +80,12 @@ typedef struct s_ctx {
     char list[S_MAX_LIST];
     /* every value name in the model, for names of omitted outputs */
     s_set values;
-    int64_t opset; /* the ai.onnx version the model imports */
+    /* opset_import: the ai.onnx version, and the other domains' */
+    bool has_opset;
+    int64_t opset;
+    s_domain *domains;
+    size_t n_domains;
+    const Onnx__GraphProto *graph; /* the graph whose nodes are being read */
     size_t n_unused;
     /* strings made here (node and value names), freed at the end */
     char **owned;
@@ -830,6 +841,533 @@ static int s_constant(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, const ch
     return GX_OK;
 }
 
+/* The imported domain called name, or NULL. */
+static const s_domain *s_domain_find(const s_ctx *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_domains; i++)
+        if (strcmp(c->domains[i].name, name) == 0)
+            return &c->domains[i];
+    return NULL;
+}
+
+/* ---- nodes and version conversion --------------------------------------- */
+
+/* One ONNX node on its way into the graph: the op, inputs, outputs and
+ * attributes it is emitted with; a conversion changes these and adds
+ * helper nodes around it. */
+typedef struct s_emit {
+    s_ctx *c;
+    gx_graph *g;
+    const Onnx__NodeProto *np;
+    const char *path;       /* names the ONNX node in messages */
+    int depth;
+    s_set *node_names;      /* the graph's node names */
+    const char *op;         /* the op emitted (the ONNX node's) */
+    const char *name;       /* the emitted node's name, unique in the graph */
+    const char **in, **out; /* room for n_input + 2 and n_output + 2 */
+    size_t n_in, n_out;
+    const char *skip[8];    /* attributes not copied onto the node */
+    size_t n_skip;
+} s_emit;
+
+/* The attribute called name, or NULL. */
+static const Onnx__AttributeProto *s_find(const Onnx__NodeProto *np, const char *name)
+{
+    for (size_t i = 0; i < np->n_attribute; i++)
+        if (np->attribute[i]->name && strcmp(np->attribute[i]->name, name) == 0)
+            return np->attribute[i];
+    return NULL;
+}
+
+/* The attribute called name if it has type t, else NULL. */
+static const Onnx__AttributeProto *s_find_typed(const Onnx__NodeProto *np, const char *name, int t)
+{
+    const Onnx__AttributeProto *a = s_find(np, name);
+    return a && a->has_type && (int)a->type == t ? a : NULL;
+}
+
+/* The INT attribute called name, or def. */
+static int64_t s_find_int(const Onnx__NodeProto *np, const char *name, int64_t def)
+{
+    const Onnx__AttributeProto *a =
+        s_find_typed(np, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    return a ? a->i : def;
+}
+
+static void s_skip(s_emit *e, const char *attr)
+{
+    if (e->n_skip < sizeof e->skip / sizeof e->skip[0])
+        e->skip[e->n_skip++] = attr;
+}
+
+static bool s_skipped(const s_emit *e, const char *attr)
+{
+    for (size_t i = 0; i < e->n_skip; i++)
+        if (strcmp(e->skip[i], attr) == 0)
+            return true;
+    return false;
+}
+
+/* A value name no other value of the model has, "<node>/<what>[_k]";
+ * NULL with the error set. */
+static const char *s_fresh_value(s_emit *e, const char *what)
+{
+    s_ctx *c = e->c;
+    char *s = s_own(c, "%.200s/%.60s", e->name, what);
+    for (unsigned k = 1; s && s_set_has(&c->values, s); k++)
+        s = s_own(c, "%.200s/%.60s_%u", e->name, what, k);
+    if (!s || !s_set_add(&c->values, s)) {
+        s_fail(c, GX_ENOMEM, e->path, "out of memory");
+        return NULL;
+    }
+    return s;
+}
+
+/* A helper node op(ins) -> out; out NULL: a fresh value, returned in
+ * *made. NULL with the error set (GX_ENOMEM). */
+static gx_node *s_aux(s_emit *e, const char *op, size_t n_in, const char *const *ins,
+                      const char *out, const char **made)
+{
+    s_ctx *c = e->c;
+    char *name = s_own(c, "%.200s/%.60s", e->name, op);
+    for (unsigned k = 1; name && s_set_has(e->node_names, name); k++)
+        name = s_own(c, "%.200s/%.60s_%u", e->name, op, k);
+    if (!name || !s_set_add(e->node_names, name)) {
+        s_fail(c, GX_ENOMEM, e->path, "out of memory");
+        return NULL;
+    }
+    if (!out && !(out = s_fresh_value(e, op)))
+        return NULL;
+    gx_node *n = gx_graph_add_node(e->g, op, name, n_in, ins, 1, &out);
+    if (!n)
+        s_fail(c, GX_ENOMEM, e->path, "cannot add a node (out of memory)");
+    else if (made)
+        *made = out;
+    return n;
+}
+
+/* The same with an INT attribute; GX_OK or the error set. */
+static int s_aux_i(s_emit *e, const char *op, size_t n_in, const char *const *ins,
+                   const char *out, const char **made, const char *attr, int64_t v)
+{
+    gx_node *n = s_aux(e, op, n_in, ins, out, made);
+    if (!n)
+        return GX_ENOMEM;
+    int rc = gx_node_set_int(n, attr, v);
+    return rc < 0 ? s_fail(e->c, rc, e->path, "%s", gx_strerror(rc)) : GX_OK;
+}
+
+/* A constant (ownership of *t moves in) under a fresh name; NULL with the
+ * error set. */
+static const char *s_aux_const(s_emit *e, const char *what, gx_tensor **t)
+{
+    const char *name = NULL;
+    if (!*t)
+        s_fail(e->c, GX_ENOMEM, e->path, "out of memory");
+    else if ((name = s_fresh_value(e, what))) {
+        int rc = gx_graph_add_const(e->g, name, t);
+        if (rc < 0) {
+            s_fail(e->c, rc, e->path, "cannot add constant '%.100s': %s", name, gx_strerror(rc));
+            name = NULL;
+        }
+    }
+    gx_tensor_destroy(t);
+    return name;
+}
+
+/* An int64 constant: the vector v[0..n), or (scalar) the 0-D v[0]. */
+static const char *s_aux_i64(s_emit *e, const char *what, bool scalar, size_t n, const int64_t *v)
+{
+    gx_tensor *t = scalar ? gx_tensor_new_copy(GX_I64, 0, NULL, v, sizeof *v)
+                          : gx_tensor_new_copy(GX_I64, 1, (int64_t[]){(int64_t)n}, v,
+                                               n * sizeof *v);
+    return s_aux_const(e, what, &t);
+}
+
+/* The node itself with its attributes but the skipped ones, into *out. */
+static int s_emit_node(s_emit *e, gx_node **out)
+{
+    gx_node *n = gx_graph_add_node(e->g, e->op, e->name, e->n_in, e->in, e->n_out, e->out);
+    if (!n)
+        return s_fail(e->c, GX_ENOMEM, e->path, "cannot add the node (out of memory)");
+    for (size_t i = 0; i < e->np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = e->np->attribute[i];
+        int rc;
+        if (!(a->name && s_skipped(e, a->name)) && (rc = s_attr(e->c, n, a, e->path, e->depth)) < 0)
+            return rc;
+    }
+    if (out)
+        *out = n;
+    return GX_OK;
+}
+
+/* Set an attribute a conversion made; GX_OK or the error set. */
+static int s_set_rc(s_emit *e, int rc, const char *attr)
+{
+    return rc < 0 ? s_fail(e->c, rc, e->path, "attribute '%s' as converted: %s", attr,
+                           gx_strerror(rc))
+                  : GX_OK;
+}
+
+/* *y = B reshaped so that numpy broadcasting lines it up with A from axis
+ * on (opset 1-6 broadcast=1 with an axis): B's shape followed by
+ * max(0, rank(A) - axis - rank(B)) ones (for a negative axis, -axis -
+ * rank(B)). Shapes known when the graph is compiled fold to a constant. */
+static int s_axis_broadcast(s_emit *e, const char *a, const char *b, int64_t axis, const char **y)
+{
+    const char *sa, *ra, *sb, *rb, *t, *n, *n0, *ones, *shp, *zero, *k;
+    int64_t z = 0, kv = axis < 0 ? -axis : axis;
+    gx_node *cn;
+    if (!s_aux(e, "Shape", 1, &b, NULL, &sb) || !s_aux(e, "Shape", 1, &sb, NULL, &rb) ||
+        !(k = s_aux_i64(e, "axis", false, 1, &kv)) || !(zero = s_aux_i64(e, "zero", false, 1, &z)))
+        return GX_ENOMEM;
+    if (axis >= 0) {
+        if (!s_aux(e, "Shape", 1, &a, NULL, &sa) || !s_aux(e, "Shape", 1, &sa, NULL, &ra) ||
+            !s_aux(e, "Sub", 2, (const char *[]){ra, k}, NULL, &t) ||
+            !s_aux(e, "Sub", 2, (const char *[]){t, rb}, NULL, &n))
+            return GX_ENOMEM;
+    } else if (!s_aux(e, "Sub", 2, (const char *[]){k, rb}, NULL, &n)) {
+        return GX_ENOMEM;
+    }
+    if (!s_aux(e, "Max", 2, (const char *[]){n, zero}, NULL, &n0) ||
+        !(cn = s_aux(e, "ConstantOfShape", 1, &n0, NULL, &ones)))
+        return GX_ENOMEM;
+    gx_tensor *one = gx_tensor_new_copy(GX_I64, 1, (int64_t[]){1}, (int64_t[]){1}, 8);
+    int rc = one ? gx_node_set_tensor(cn, "value", &one) : GX_ENOMEM;
+    if ((rc = s_set_rc(e, rc, "value")) < 0 ||
+        (rc = s_aux_i(e, "Concat", 2, (const char *[]){sb, ones}, NULL, &shp, "axis", 0)) < 0)
+        return rc;
+    return s_aux_i(e, "Reshape", 2, (const char *[]){b, shp}, NULL, y, "allowzero", 1);
+}
+
+/* Each conversion below prepares e (inputs, outputs, attributes to skip),
+ * adds the helper nodes it needs and emits the node, so the daemon sees
+ * the op in its current form. */
+
+/* Softmax, LogSoftmax, Hardmax before 13 coerce the input to 2-D at axis
+ * (default 1): Flatten(axis) -> op(axis=1) -> Reshape to the input's
+ * shape. */
+static int s_cv_coerce2d(s_emit *e)
+{
+    const char *x = e->n_in ? e->in[0] : "", *flat, *shape, *y0, *y;
+    gx_node *n;
+    int rc;
+    if (!*x || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "%s takes one input and gives one output",
+                      e->op);
+    if ((rc = s_aux_i(e, "Flatten", 1, &x, NULL, &flat, "axis",
+                      s_find_int(e->np, "axis", 1))) < 0 ||
+        !s_aux(e, "Shape", 1, &x, NULL, &shape) || !(y0 = s_fresh_value(e, e->op)))
+        return rc < 0 ? rc : GX_ENOMEM;
+    y = e->out[0];
+    e->in[0] = flat;
+    e->out[0] = y0;
+    s_skip(e, "axis");
+    if ((rc = s_emit_node(e, &n)) < 0 || (rc = s_set_rc(e, gx_node_set_int(n, "axis", 1), "axis")) < 0)
+        return rc;
+    return s_aux_i(e, "Reshape", 2, (const char *[]){y0, shape}, y, NULL, "allowzero", 1);
+}
+
+/* Opset 1-6 elementwise ops with two inputs: broadcast=1 lets B broadcast
+ * to A, from axis when given (else numpy's trailing alignment, as now);
+ * broadcast=0 wants equal shapes, which numpy broadcasting accepts. */
+static int s_cv_legacy_broadcast(s_emit *e)
+{
+    const Onnx__AttributeProto *axis =
+        s_find_typed(e->np, "axis", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    int rc;
+    s_skip(e, "broadcast");
+    s_skip(e, "axis");
+    if (axis && s_find_int(e->np, "broadcast", 0) && e->n_in == 2 && *e->in[0] && *e->in[1] &&
+        (rc = s_axis_broadcast(e, e->in[0], e->in[1], axis->i, &e->in[1])) < 0)
+        return rc;
+    return s_emit_node(e, NULL);
+}
+
+/* PRelu before 7: a slope of size 1, or one per channel (axis 1). */
+static int s_cv_prelu(s_emit *e)
+{
+    int rc;
+    if (e->n_in == 2 && *e->in[0] && *e->in[1] &&
+        (rc = s_axis_broadcast(e, e->in[0], e->in[1], 1, &e->in[1])) < 0)
+        return rc;
+    return s_emit_node(e, NULL);
+}
+
+/* Gemm before 7: C broadcasts (broadcast=1) or has the output's shape,
+ * both accepted by the unidirectional broadcasting of Gemm 7 on. */
+static int s_cv_gemm(s_emit *e)
+{
+    s_skip(e, "broadcast");
+    return s_emit_node(e, NULL);
+}
+
+/* BatchNormalization: before 7 is_test (dropped: the outputs asked for say
+ * which mode, as from 7 on); before 14 the mean and var outputs mean
+ * training mode, which 14 says with training_mode. */
+static int s_cv_batchnorm(s_emit *e)
+{
+    gx_node *n;
+    int rc;
+    s_skip(e, "is_test");
+    bool stats = false;
+    for (size_t i = 1; i < e->n_out; i++) {
+        if (i >= 3 && *e->out[i])
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "outputs saved_mean and saved_var (before opset 14) are not "
+                          "supported");
+        stats |= *e->out[i] != '\0';
+    }
+    if (e->n_out > 3)
+        e->n_out = 3;
+    if ((rc = s_emit_node(e, &n)) < 0)
+        return rc;
+    return stats ? s_set_rc(e, gx_node_set_int(n, "training_mode", 1), "training_mode") : GX_OK;
+}
+
+/* Dropout before 12: is_test (before 7; 0 is training, which drops at
+ * random) and, before 10, a mask of the input's type rather than bool.
+ * ratio stays an attribute, which the daemon reads as 12's input. */
+static int s_cv_dropout(s_emit *e)
+{
+    const Onnx__AttributeProto *ratio =
+        s_find_typed(e->np, "ratio", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    const char *mask = e->n_out > 1 ? e->out[1] : "", *m;
+    int rc;
+    s_skip(e, "is_test");
+    if (e->c->opset < 7 && !s_find_int(e->np, "is_test", 0) && (!ratio || ratio->f != 0))
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "is_test=0 (training mode) drops random elements; random ops are not "
+                      "supported");
+    if (e->c->opset >= 10 || !*mask)
+        return s_emit_node(e, NULL);
+    if (!(m = s_fresh_value(e, "mask")))
+        return GX_ENOMEM;
+    e->out[1] = m;
+    if ((rc = s_emit_node(e, NULL)) < 0)
+        return rc;
+    return s_aux(e, "CastLike", 2, (const char *[]){m, e->in[0]}, mask, NULL) ? GX_OK : GX_ENOMEM;
+}
+
+/* Concat before 4: axis is optional, default 1. */
+static int s_cv_concat(s_emit *e)
+{
+    gx_node *n;
+    int rc = s_emit_node(e, &n);
+    if (rc < 0 || s_find(e->np, "axis"))
+        return rc;
+    return s_set_rc(e, gx_node_set_int(n, "axis", 1), "axis");
+}
+
+/* Reshape before 5: the shape is an attribute. */
+static int s_cv_reshape(s_emit *e)
+{
+    const Onnx__AttributeProto *a =
+        s_find_typed(e->np, "shape", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    if (!a)
+        return s_fail(e->c, GX_EATTR, e->path, "Reshape of opset %" PRId64 " needs the INTS "
+                      "attribute 'shape'", e->c->opset);
+    const char *shape = s_aux_i64(e, "shape", false, a->n_ints, a->ints);
+    if (!shape)
+        return GX_ENOMEM;
+    s_skip(e, "shape");
+    e->n_in = 2;
+    e->in[1] = shape;
+    return s_emit_node(e, NULL);
+}
+
+/* Cast before 6: `to` names the type ("FLOAT"). */
+static int s_cv_cast(s_emit *e)
+{
+    const Onnx__AttributeProto *a =
+        s_find_typed(e->np, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    if (!a)
+        return s_emit_node(e, NULL);
+    int32_t t = -1;
+    for (int32_t i = 1; i <= ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16; i++)
+        if (strlen(s_onnx_type_name(i)) == a->s.len &&
+            memcmp(s_onnx_type_name(i), a->s.data, a->s.len) == 0)
+            t = i;
+    if (t < 0)
+        return s_fail(e->c, GX_EATTR, e->path, "to='%.*s' is not an ONNX element type",
+                      (int)(a->s.len > 40 ? 40 : a->s.len), (const char *)a->s.data);
+    gx_node *n;
+    int rc;
+    s_skip(e, "to");
+    if ((rc = s_emit_node(e, &n)) < 0)
+        return rc;
+    return s_set_rc(e, gx_node_set_int(n, "to", t), "to");
+}
+
+/* LpPool and GlobalLpPool before 2: p is a float. */
+static int s_cv_lppool(s_emit *e)
+{
+    const Onnx__AttributeProto *a =
+        s_find_typed(e->np, "p", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    if (!a)
+        return s_emit_node(e, NULL);
+    if (!(a->f >= 1 && a->f <= 1e6 && a->f == (float)(int64_t)a->f))
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path, "p=%g: only whole p are supported",
+                      (double)a->f);
+    gx_node *n;
+    int rc;
+    s_skip(e, "p");
+    if ((rc = s_emit_node(e, &n)) < 0)
+        return rc;
+    return s_set_rc(e, gx_node_set_int(n, "p", (int64_t)a->f), "p");
+}
+
+/* Pad before 2: the pads are called paddings. */
+static int s_cv_pad(s_emit *e)
+{
+    const Onnx__AttributeProto *a =
+        s_find_typed(e->np, "paddings", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    gx_node *n;
+    int rc;
+    s_skip(e, "paddings");
+    if ((rc = s_emit_node(e, &n)) < 0 || !a)
+        return rc;
+    return s_set_rc(e, gx_node_set_ints(n, "pads", a->ints, a->n_ints), "pads");
+}
+
+/* Upsample before 7: height_scale and width_scale of an NCHW input, mode
+ * nearest or bilinear. */
+static int s_cv_upsample(s_emit *e)
+{
+    const Onnx__AttributeProto *h =
+        s_find_typed(e->np, "height_scale", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    const Onnx__AttributeProto *w =
+        s_find_typed(e->np, "width_scale", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    const Onnx__AttributeProto *m =
+        s_find_typed(e->np, "mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    if (!h || !w)
+        return s_fail(e->c, GX_EATTR, e->path, "Upsample of opset %" PRId64 " needs "
+                      "height_scale and width_scale", e->c->opset);
+    const char *mode = "nearest";
+    if (m && m->s.len == 8 && memcmp(m->s.data, "bilinear", 8) == 0)
+        mode = "linear";
+    else if (m && !(m->s.len == 7 && memcmp(m->s.data, "nearest", 7) == 0))
+        return s_fail(e->c, GX_EATTR, e->path, "mode '%.*s' is not nearest or bilinear",
+                      (int)(m->s.len > 40 ? 40 : m->s.len), (const char *)m->s.data);
+    gx_node *n;
+    int rc;
+    s_skip(e, "height_scale");
+    s_skip(e, "width_scale");
+    s_skip(e, "mode");
+    if ((rc = s_emit_node(e, &n)) < 0 ||
+        (rc = s_set_rc(e, gx_node_set_string(n, "mode", mode), "mode")) < 0)
+        return rc;
+    double sc[4] = {1, 1, h->f, w->f};
+    return s_set_rc(e, gx_node_set_floats(n, "scales", sc, 4), "scales");
+}
+
+/* RNN, GRU, LSTM before 7: output_sequence only said whether Y is
+ * wanted, which the outputs say. */
+static int s_cv_rnn(s_emit *e)
+{
+    s_skip(e, "output_sequence");
+    return s_emit_node(e, NULL);
+}
+
+/* The constant called name in the graph being read (an initializer or a
+ * Constant node's tensor), or NULL. */
+static const Onnx__TensorProto *s_const_named(const s_ctx *c, const char *name)
+{
+    const Onnx__GraphProto *gp = c->graph;
+    for (size_t i = 0; gp && i < gp->n_initializer; i++)
+        if (gp->initializer[i] && gp->initializer[i]->name &&
+            strcmp(gp->initializer[i]->name, name) == 0)
+            return gp->initializer[i];
+    for (size_t i = 0; gp && i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        if (n && n->op_type && strcmp(n->op_type, "Constant") == 0 && n->n_output == 1 &&
+            n->output[0] && strcmp(n->output[0], name) == 0 && n->n_attribute == 1 &&
+            n->attribute[0] && n->attribute[0]->t)
+            return n->attribute[0]->t;
+    }
+    return NULL;
+}
+
+/* DFT from 20: axis is input 2 (default -2), where 17 had an attribute
+ * (default 1). */
+static int s_cv_dft(s_emit *e)
+{
+    int64_t axis = -2;
+    if (e->n_in > 2 && *e->in[2]) {
+        const Onnx__TensorProto *t = s_const_named(e->c, e->in[2]);
+        gx_tensor *v = NULL;
+        int rc;
+        if (!t)
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "axis (input 2 from opset 20) must be a constant");
+        if ((rc = s_tensor(e->c, t, e->path, &v)) < 0)
+            return rc;
+        bool ok = v && gx_tensor_numel(v) == 1 && (v->dtype == GX_I64 || v->dtype == GX_I32);
+        if (ok)
+            axis = v->dtype == GX_I64 ? *(int64_t *)v->data : *(int32_t *)v->data;
+        gx_tensor_destroy(&v);
+        if (!ok)
+            return s_fail(e->c, GX_EFORMAT, e->path, "axis (input 2) is not an integer scalar");
+    }
+    if (e->n_in > 2)
+        e->n_in = 2;
+    while (e->n_in > 1 && !*e->in[e->n_in - 1])
+        e->n_in--;
+    gx_node *n;
+    int rc = s_emit_node(e, &n);
+    return rc < 0 ? rc : s_set_rc(e, gx_node_set_int(n, "axis", axis), "axis");
+}
+
+/* Version conversions: a node of op in an ai.onnx opset in [from, below)
+ * goes through fn. */
+static const struct {
+    const char *op;
+    int64_t from, below;
+    int (*fn)(s_emit *e);
+} s_convs[] = {
+    {"Softmax", 1, 13, s_cv_coerce2d},
+    {"LogSoftmax", 1, 13, s_cv_coerce2d},
+    {"Hardmax", 1, 13, s_cv_coerce2d},
+    {"Add", 1, 7, s_cv_legacy_broadcast},
+    {"Sub", 1, 7, s_cv_legacy_broadcast},
+    {"Mul", 1, 7, s_cv_legacy_broadcast},
+    {"Div", 1, 7, s_cv_legacy_broadcast},
+    {"Pow", 1, 7, s_cv_legacy_broadcast},
+    {"And", 1, 7, s_cv_legacy_broadcast},
+    {"Or", 1, 7, s_cv_legacy_broadcast},
+    {"Xor", 1, 7, s_cv_legacy_broadcast},
+    {"Equal", 1, 7, s_cv_legacy_broadcast},
+    {"Greater", 1, 7, s_cv_legacy_broadcast},
+    {"Less", 1, 7, s_cv_legacy_broadcast},
+    {"PRelu", 1, 7, s_cv_prelu},
+    {"Gemm", 1, 7, s_cv_gemm},
+    {"BatchNormalization", 1, 14, s_cv_batchnorm},
+    {"Dropout", 1, 12, s_cv_dropout},
+    {"Concat", 1, 4, s_cv_concat},
+    {"Reshape", 1, 5, s_cv_reshape},
+    {"Cast", 1, 6, s_cv_cast},
+    {"LpPool", 1, 2, s_cv_lppool},
+    {"GlobalLpPool", 1, 2, s_cv_lppool},
+    {"Pad", 1, 2, s_cv_pad},
+    {"Upsample", 1, 7, s_cv_upsample},
+    {"RNN", 1, 7, s_cv_rnn},
+    {"GRU", 1, 7, s_cv_rnn},
+    {"LSTM", 1, 7, s_cv_rnn},
+    {"DFT", 20, S_OPSET_MAX + 1, s_cv_dft},
+};
+
+/* Where an older opset meant something else by the same node and no
+ * conversion exists, that version is refused rather than run with the
+ * wrong meaning. */
+static const struct {
+    const char *op;
+    int64_t since;
+    const char *why;
+} s_changed[] = {
+    {"Scan", 9, "before opset 9 its first input is sequence_lens and it has a batch axis"},
+    {"Tile", 6, "before opset 6 it takes tiles and axis inputs"},
+};
+
 /* One node. node_names holds the graph's node names (explicit and made). */
 static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
                   const char *gpath, int depth, s_set *node_names)
@@ -842,8 +1380,23 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
         snprintf(path, sizeof path, "%.400s.node[%zu] (%.60s)", gpath, idx, op);
     if (!*op)
         return s_fail(c, GX_EFORMAT, path, "node without an op_type");
-    if (*dom && strcmp(dom, "ai.onnx") != 0)
-        return s_fail(c, GX_EUNSUPPORTED, path, "operator domain '%.100s' is not supported", dom);
+    if (*dom && strcmp(dom, "ai.onnx") != 0) {
+        const s_domain *d = s_domain_find(c, dom);
+        char ver[64] = "the model does not import it";
+        if (d)
+            snprintf(ver, sizeof ver, "opset %" PRId64 " imported", d->version);
+        return s_fail(c, GX_EUNSUPPORTED, path,
+                      "operator domain '%.100s' is not supported (op '%.60s', %s; gexec runs "
+                      "the ai.onnx ops)",
+                      dom, op, ver);
+    }
+    if (!c->has_opset)
+        return s_fail(c, GX_EUNSUPPORTED, path,
+                      "op '%.60s' of ai.onnx, but the model imports no ai.onnx opset", op);
+    if (c->opset < S_OPSET_MIN || c->opset > S_OPSET_MAX)
+        return s_fail(c, GX_EUNSUPPORTED, path,
+                      "ai.onnx opset %" PRId64 " is not supported (gexec reads opsets %d to %d)",
+                      c->opset, S_OPSET_MIN, S_OPSET_MAX);
     for (size_t i = 0; i < np->n_input; i++)
         if (!np->input[i])
             return s_fail(c, GX_EFORMAT, path, "input %zu has no name", i);
@@ -858,46 +1411,37 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
             return s_fail(c, GX_EFORMAT, path, "attribute %zu is empty", i);
     if (strcmp(op, "Constant") == 0)
         return s_constant(c, g, np, path);
-    /* gexec's ops follow the current ONNX semantics. Where an older opset
-     * meant something else by the same inputs and attributes, that version
-     * is refused rather than run with the wrong meaning. */
-    static const struct {
-        const char *op;
-        int64_t since;
-        const char *why;
-    } changed[] = {
-        {"Softmax", 13, "before opset 13 it coerces the input to 2-D"},
-        {"LogSoftmax", 13, "before opset 13 it coerces the input to 2-D"},
-        {"Hardmax", 13, "before opset 13 it coerces the input to 2-D"},
-        {"Resize", 11, "before opset 11 its second input is scales, not roi"},
-        {"Scan", 9, "before opset 9 its first input is sequence_lens and it has a batch axis"},
-    };
-    for (size_t i = 0; i < sizeof changed / sizeof changed[0]; i++)
-        if (strcmp(op, changed[i].op) == 0 && c->opset < changed[i].since)
+    for (size_t i = 0; i < sizeof s_changed / sizeof s_changed[0]; i++)
+        if (strcmp(op, s_changed[i].op) == 0 && c->opset < s_changed[i].since)
             return s_fail(c, GX_EUNSUPPORTED, path,
                           "%s of opset %" PRId64 " is not supported (%s); gexec runs opset %" PRId64
                           " and later",
-                          op, c->opset, changed[i].why, changed[i].since);
+                          op, c->opset, s_changed[i].why, s_changed[i].since);
 
+    s_emit e = {.c = c, .g = g, .np = np, .path = path, .depth = depth,
+                .node_names = node_names, .op = op, .n_in = np->n_input};
     /* Omitted optional outputs: trailing ones are dropped, others get a
      * fresh name nothing reads. */
-    size_t n_out = np->n_output;
-    while (n_out && !*np->output[n_out - 1])
-        n_out--;
-    const char **outs = calloc(n_out ? n_out : 1, sizeof *outs);
-    if (!outs)
-        return s_fail(c, GX_ENOMEM, path, "out of memory");
+    e.n_out = np->n_output;
+    while (e.n_out && !*np->output[e.n_out - 1])
+        e.n_out--;
+    e.in = calloc(np->n_input + 2, sizeof *e.in);
+    e.out = calloc(e.n_out + 2, sizeof *e.out);
     int rc = GX_OK;
-    for (size_t i = 0; i < n_out && rc == GX_OK; i++) {
-        outs[i] = np->output[i];
-        while (!*outs[i] && rc == GX_OK) {
+    if (!e.in || !e.out)
+        rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < np->n_input && rc == GX_OK; i++)
+        e.in[i] = np->input[i];
+    for (size_t i = 0; i < e.n_out && rc == GX_OK; i++) {
+        e.out[i] = np->output[i];
+        while (!*e.out[i] && rc == GX_OK) {
             char *fresh = s_own(c, "gx_unused_%zu", c->n_unused++);
             if (fresh && s_set_has(&c->values, fresh))
                 continue; /* the model uses that name: try the next */
             if (!fresh || !s_set_add(&c->values, fresh))
                 rc = s_fail(c, GX_ENOMEM, path, "out of memory");
             else
-                outs[i] = fresh;
+                e.out[i] = fresh;
         }
     }
     /* Nodes without a name get "<op>_<index>", made unique in the graph. */
@@ -909,14 +1453,19 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
             rc = s_fail(c, GX_ENOMEM, path, "out of memory");
         name = fresh;
     }
-    gx_node *n = NULL;
-    if (rc == GX_OK &&
-        !(n = gx_graph_add_node(g, op, name, np->n_input, (const char *const *)np->input, n_out,
-                                outs)))
-        rc = s_fail(c, GX_ENOMEM, path, "cannot add the node (out of memory)");
-    free(outs);
-    for (size_t i = 0; i < np->n_attribute && rc == GX_OK; i++)
-        rc = s_attr(c, n, np->attribute[i], path, depth);
+    e.name = name;
+    /* consumed_inputs (opsets 1-5) was an in-place hint of no meaning */
+    if (c->opset < 7)
+        s_skip(&e, "consumed_inputs");
+    int (*fn)(s_emit *) = NULL;
+    for (size_t i = 0; i < sizeof s_convs / sizeof s_convs[0] && !fn; i++)
+        if (strcmp(op, s_convs[i].op) == 0 && c->opset >= s_convs[i].from &&
+            c->opset < s_convs[i].below)
+            fn = s_convs[i].fn;
+    if (rc == GX_OK)
+        rc = fn ? fn(&e) : s_emit_node(&e, NULL);
+    free(e.in);
+    free(e.out);
     return rc;
 }
 
@@ -963,12 +1512,15 @@ static int s_graph(s_ctx *c, const Onnx__GraphProto *gp, const char *path, int d
         if (gp->node[i] && gp->node[i]->name && *gp->node[i]->name &&
             !s_set_add(&node_names, gp->node[i]->name))
             rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+    const Onnx__GraphProto *outer = c->graph;
     for (size_t i = 0; i < gp->n_node && rc == GX_OK; i++) {
+        c->graph = gp;
         if (!gp->node[i])
             rc = s_fail(c, GX_EFORMAT, path, "node %zu is empty", i);
         else
             rc = s_collect(c, s_node(c, g, gp->node[i], i, path, depth, &node_names));
     }
+    c->graph = outer;
     for (size_t i = 0; i < gp->n_output && rc == GX_OK; i++) {
         const Onnx__ValueInfoProto *vi = gp->output[i];
         snprintf(epath, sizeof epath, "%.400s.output[%zu]", path, i);
@@ -985,37 +1537,31 @@ static int s_graph(s_ctx *c, const Onnx__GraphProto *gp, const char *path, int d
     return rc;
 }
 
-/* Only the default domain, versions S_OPSET_MIN..S_OPSET_MAX. */
+/* Every opset_import entry is accepted and recorded: nodes are judged by
+ * their own domain and its version (s_node), so an import no node uses
+ * costs nothing. A model older than IR version 3 without imports uses
+ * ai.onnx opset 1. */
 static int s_opsets(s_ctx *c, const Onnx__ModelProto *m)
 {
-    char bad[512] = "";
-    bool have_default = false;
+    if (!(c->domains = calloc(m->n_opset_import + 1, sizeof *c->domains)))
+        return s_fail(c, GX_ENOMEM, "opset_import", "out of memory");
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
         if (!o)
             return s_fail(c, GX_EFORMAT, "opset_import", "entry %zu is empty", i);
         const char *dom = s_str(o->domain);
-        bool dflt = !*dom || strcmp(dom, "ai.onnx") == 0;
         int64_t v = o->has_version ? o->version : 0;
-        if (dflt && v >= S_OPSET_MIN && v <= S_OPSET_MAX) {
-            have_default = true;
+        if (!*dom || strcmp(dom, "ai.onnx") == 0) {
+            c->has_opset = true;
             c->opset = v;
-            continue;
+        } else {
+            c->domains[c->n_domains++] = (s_domain){.name = dom, .version = v};
         }
-        size_t used = strlen(bad);
-        snprintf(bad + used, sizeof bad - used, "%s%.80s version %" PRId64, used ? ", " : "",
-                 *dom ? dom : "ai.onnx", v);
     }
-    if (*bad)
-        return s_fail(c, GX_EUNSUPPORTED, "opset_import",
-                      "%s not supported (gexec reads the default domain ai.onnx, opset versions "
-                      "%d to %d)",
-                      bad, S_OPSET_MIN, S_OPSET_MAX);
-    if (!have_default)
-        return s_fail(c, GX_EUNSUPPORTED, "opset_import",
-                      "the model imports no ai.onnx opset (IR version %" PRId64
-                      "); gexec reads opset versions %d to %d",
-                      m->ir_version, S_OPSET_MIN, S_OPSET_MAX);
+    if (!m->n_opset_import && m->has_ir_version && m->ir_version < 3) {
+        c->has_opset = true;
+        c->opset = 1;
+    }
     return GX_OK;
 }
 
@@ -1025,6 +1571,7 @@ static void s_ctx_fini(s_ctx *c)
         free(c->owned[i]);
     free(c->owned);
     s_set_fini(&c->values);
+    free(c->domains);
 }
 
 static int s_parse_model(const void *buf, size_t len, const char *base_dir, const char *src,

@@ -5,6 +5,7 @@
  * gexec-submit running an .onnx model against a real gexecd.
  */
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,9 +312,9 @@ START_TEST(test_onnx_graph)
     ck_assert_int_eq(out->outputs[1].dtype, GX_DTYPE_COUNT);
     gx_graph_destroy(&out);
 
-    /* "ai.onnx" is the default domain too; opsets 1 and 18 are the bounds */
+    /* "ai.onnx" is the default domain too; opsets 1 and 25 are the bounds */
     ck_assert_int_eq(s_parse(s_model(s_mlp(), "ai.onnx", 1), NULL, err, sizeof err), GX_OK);
-    ck_assert_int_eq(s_parse(s_model(s_mlp(), "", 18), NULL, err, sizeof err), GX_OK);
+    ck_assert_int_eq(s_parse(s_model(s_mlp(), "", 25), NULL, err, sizeof err), GX_OK);
 }
 END_TEST
 
@@ -829,33 +830,63 @@ START_TEST(test_onnx_unsupported)
                "16 unsupported features", "more");
     ck_assert_uint_lt(strlen(big), 2300);
 
-    /* an op whose older opset meant something else is refused in it */
+    /* an op whose older opset meant something else, with no conversion, is
+     * refused in it */
     g = s_graph("g");
     ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, (int64_t[]){2, 3})));
-    ADD(g, node, s_node("Softmax", "sm", "x", "y"));
+    ADD(g, node, s_node("Tile", "t", "x,n,a", "y"));
     ADD(g, output, s_vi("y", NULL));
-    ASSERT_ERR(s_parse(s_model(g, "", 12), &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "(Softmax 'sm'): Softmax of opset 12 is not supported", "coerces the input to 2-D");
-    ck_assert_int_eq(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_OK);
-    gx_graph_destroy(&out);
+    ASSERT_ERR(s_parse(s_model(g, "", 5), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "(Tile 't'): Tile of opset 5 is not supported", "tiles and axis inputs");
 
-    /* opsets: other domains and versions, all in one error */
-    Onnx__ModelProto *m = s_model(s_mlp(), "ai.onnx.ml", 3);
-    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "opset_import: ai.onnx.ml version 3 not supported");
-    m = s_model(s_mlp(), "", 0);
+    /* opsets: every import is accepted; nodes are judged by their domain
+     * and its version */
     Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
     onnx__operator_set_id_proto__init(o);
     o->domain = s_str("ai.onnx.preview.training");
     o->has_version = 1;
     o->version = 1;
+    Onnx__ModelProto *m = s_model(s_mlp(), "", 25);
+    m->opset_import[m->n_opset_import++] = o; /* imported, unused: costs nothing */
+    ck_assert_int_eq(s_parse(m, NULL, err, sizeof err), GX_OK);
+    g = s_mlp();
+    ADD(g, node, n = s_node("Adam", "opt", "y", "z"));
+    n->domain = s_str("ai.onnx.preview.training");
+    ADD(g, node, n = s_node("FusedMatMul", NULL, "y", "w"));
+    n->domain = s_str("com.microsoft");
+    m = s_model(g, "", 13);
     m->opset_import[m->n_opset_import++] = o;
-    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err, "ai.onnx version 0",
-               "ai.onnx.preview.training version 1");
-    ASSERT_ERR(s_parse(s_model(s_mlp(), "", 19), &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "ai.onnx version 19", "1 to 18");
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err, "2 unsupported features",
+               "graph.node[2] (Adam 'opt'): operator domain 'ai.onnx.preview.training' is not "
+               "supported (op 'Adam', opset 1 imported",
+               "graph.node[3] (FusedMatMul): operator domain 'com.microsoft' is not supported "
+               "(op 'FusedMatMul', the model does not import it");
+    ck_assert_ptr_null(strstr(err, "MatMul 'mm'"));
+    /* no ai.onnx import: its nodes are refused, each by name */
+    ASSERT_ERR(s_parse(s_model(s_mlp(), "ai.onnx.ml", 3), &out, err, sizeof err),
+               GX_EUNSUPPORTED, err, "2 unsupported features",
+               "(MatMul 'mm'): op 'MatMul' of ai.onnx, but the model imports no ai.onnx opset",
+               "(Relu): op 'Relu'");
     ASSERT_ERR(s_parse(s_model(s_mlp(), NULL, 0), &out, err, sizeof err), GX_EUNSUPPORTED, err,
                "imports no ai.onnx opset");
+    /* ... unless the model predates opset imports (IR version 2: opset 1) */
+    m = s_model(s_mlp(), NULL, 0);
+    m->ir_version = 2;
+    ck_assert_int_eq(s_parse(m, NULL, err, sizeof err), GX_OK);
+    /* versions gexec does not know */
+    ASSERT_ERR(s_parse(s_model(s_mlp(), "", 26), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "(MatMul 'mm'): ai.onnx opset 26 is not supported (gexec reads opsets 1 to 25)");
+    ASSERT_ERR(s_parse(s_model(s_mlp(), "", 0), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "ai.onnx opset 0 is not supported");
+    /* a model of only other domains' nodes: refused by node too */
+    g = s_graph("ml");
+    ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){2})));
+    ADD(g, node, n = s_node("Scaler", "sc", "x", "y"));
+    n->domain = s_str("ai.onnx.ml");
+    ADD(g, output, s_vi("y", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "ai.onnx.ml", 3), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "graph.node[0] (Scaler 'sc'): operator domain 'ai.onnx.ml' is not supported (op "
+               "'Scaler', opset 3 imported; gexec runs the ai.onnx ops)");
 }
 END_TEST
 
@@ -1353,6 +1384,441 @@ START_TEST(test_onnx_submit_e2e)
 }
 END_TEST
 
+/* ---- version conversion, run by a real gexecd --------------------------- */
+
+#define F32 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+#define I64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+#define ATTR_INTS ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+#define ATTR_STRING ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING
+
+static gxt_daemon s_cv_daemon;
+static gx_client *s_cv_client;
+
+static void s_cv_setup(void)
+{
+    char err[512];
+    gxt_daemon_start(&s_cv_daemon, NULL);
+    s_cv_client = gx_client_new(s_cv_daemon.endpoint, err, sizeof err);
+    ck_assert_msg(s_cv_client, "%s", err);
+}
+
+static void s_cv_teardown(void)
+{
+    gx_client_destroy(&s_cv_client);
+    ck_assert_int_eq(gxt_daemon_stop(&s_cv_daemon), 0);
+    s_arena_free();
+}
+
+static void s_attr_is(Onnx__NodeProto *n, const char *name, size_t count, const int64_t *v)
+{
+    Onnx__AttributeProto *a = s_attr(n, name, ATTR_INTS);
+    a->n_ints = count;
+    a->ints = s_copy(v, count * sizeof *v);
+}
+
+static void s_attr_s(Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = s_attr(n, name, ATTR_STRING);
+    a->has_s = 1;
+    a->s.data = (uint8_t *)s_str(v);
+    a->s.len = strlen(v);
+}
+
+/* A graph input x<i> of dtype elem and shape. */
+static void s_cv_input(Onnx__GraphProto *g, const char *name, int elem, int ndim,
+                       const int64_t *dims)
+{
+    ADD(g, input, s_vi(name, s_type(elem, ndim, dims)));
+}
+
+/* The value of element i of t as a double. */
+static double s_elem(const gx_tensor *t, size_t i)
+{
+    const void *p = gx_tensor_cdata(t);
+    gx_dtype dt = gx_tensor_dtype(t);
+    if (dt == GX_F32)
+        return ((const float *)p)[i];
+    if (dt == GX_I64)
+        return (double)((const int64_t *)p)[i];
+    ck_assert_msg(dt == GX_BOOL, "dtype %s", gx_dtype_name(dt));
+    return ((const uint8_t *)p)[i];
+}
+
+/* Import m (opset of the model), run it with inputs x0, x1, ... (the
+ * graph's inputs in order) and check output out: dtype, shape, values. */
+static void s_cv_check(const char *what, Onnx__ModelProto *m, size_t n_in, gx_tensor **ins,
+                       size_t out, gx_dtype dt, int ndim, const int64_t *shape, const double *want)
+{
+    char err[2048] = "";
+    gx_graph *g = NULL;
+    int rc = s_parse(m, &g, err, sizeof err);
+    ck_assert_msg(rc == GX_OK, "%s: import: %s", what, err);
+    gx_request *rq = gx_request_new();
+    ck_assert_int_eq(gx_request_set_graph(rq, g), GX_OK);
+    for (size_t i = 0; i < n_in; i++)
+        ck_assert_int_eq(gx_request_add_input(rq, m->graph->input[i]->name, ins[i]), GX_OK);
+    gx_result *r = NULL;
+    rc = gx_client_run(s_cv_client, rq, &r);
+    ck_assert_msg(rc == GX_OK, "%s: run: %s", what,
+                  r ? gx_result_message(r) : gx_client_last_error(s_cv_client));
+    ck_assert_uint_gt(gx_result_output_count(r), out);
+    const gx_tensor *y = gx_result_output(r, out);
+    ck_assert_msg(gx_tensor_dtype(y) == dt, "%s: dtype %s, want %s", what,
+                  gx_dtype_name(gx_tensor_dtype(y)), gx_dtype_name(dt));
+    ck_assert_msg(gx_tensor_ndim(y) == ndim, "%s: rank %d, want %d", what, gx_tensor_ndim(y),
+                  ndim);
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        ck_assert_msg(gx_tensor_shape(y)[d] == shape[d], "%s: dim %d is %lld, want %lld", what,
+                      d, (long long)gx_tensor_shape(y)[d], (long long)shape[d]);
+        n *= (size_t)shape[d];
+    }
+    for (size_t i = 0; i < n; i++) {
+        double v = s_elem(y, i);
+        ck_assert_msg(fabs(v - want[i]) <= 1e-5 + 1e-4 * fabs(want[i]),
+                      "%s: element %zu is %.7g, want %.7g", what, i, v, want[i]);
+    }
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_graph_destroy(&g);
+    for (size_t i = 0; i < n_in; i++)
+        gx_tensor_destroy(&ins[i]);
+}
+
+static gx_tensor *s_cv_f32(int ndim, const int64_t *shape, const float *v)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= (size_t)shape[i];
+    gx_tensor *t = gx_tensor_new_copy(GX_F32, ndim, shape, v, n * sizeof *v);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* Softmax, LogSoftmax and Hardmax before 13 work on the input coerced to
+ * 2-D at axis; from 13 on one axis. */
+START_TEST(test_onnx_convert_softmax)
+{
+    static const float xv[12] = {0, 1, 2, 3, 4, 5, 5, 4, 3, 2, 1, 0};
+    const int64_t dims[3] = {2, 2, 3};
+    double want[12];
+    /* Softmax-11, axis 1 of [2,2,3]: over the 6 values of each sample */
+    for (int s = 0; s < 2; s++) {
+        double sum = 0;
+        for (int i = 0; i < 6; i++)
+            sum += exp(xv[s * 6 + i]);
+        for (int i = 0; i < 6; i++)
+            want[s * 6 + i] = exp(xv[s * 6 + i]) / sum;
+    }
+    Onnx__GraphProto *g = s_graph("sm");
+    s_cv_input(g, "x", F32, 3, dims);
+    ADD(g, node, s_node("Softmax", "sm", "x", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Softmax-11", s_model(g, "", 11), 1, (gx_tensor *[]){s_cv_f32(3, dims, xv)}, 0,
+               GX_F32, 3, dims, want);
+
+    /* Softmax-13 on the same node: over the last axis only */
+    for (int r = 0; r < 4; r++) {
+        double sum = 0;
+        for (int i = 0; i < 3; i++)
+            sum += exp(xv[r * 3 + i]);
+        for (int i = 0; i < 3; i++)
+            want[r * 3 + i] = exp(xv[r * 3 + i]) / sum;
+    }
+    s_cv_check("Softmax-13", s_model(g, "", 13), 1, (gx_tensor *[]){s_cv_f32(3, dims, xv)}, 0,
+               GX_F32, 3, dims, want);
+
+    /* LogSoftmax-9 with axis 2 (the last) agrees with 13; a negative axis */
+    for (int i = 0; i < 12; i++)
+        want[i] = log(want[i]);
+    g = s_graph("lsm");
+    s_cv_input(g, "x", F32, 3, dims);
+    Onnx__NodeProto *n = s_node("LogSoftmax", NULL, "x", "y");
+    s_attr_i(n, "axis", -1);
+    ADD(g, node, n);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("LogSoftmax-9", s_model(g, "", 9), 1, (gx_tensor *[]){s_cv_f32(3, dims, xv)}, 0,
+               GX_F32, 3, dims, want);
+
+    /* Hardmax-1, axis 0: the whole tensor is one row; its first maximum */
+    static const double hard[12] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+    g = s_graph("hm");
+    s_cv_input(g, "x", F32, 3, dims);
+    ADD(g, node, n = s_node("Hardmax", NULL, "x", "y"));
+    s_attr_i(n, "axis", 0);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Hardmax-1", s_model(g, "", 1), 1, (gx_tensor *[]){s_cv_f32(3, dims, xv)}, 0,
+               GX_F32, 3, dims, hard);
+}
+END_TEST
+
+/* Opset 1-6 broadcasting (broadcast/axis), PRelu per channel, Gemm's
+ * broadcast attribute and consumed_inputs. */
+START_TEST(test_onnx_convert_broadcast)
+{
+    const int64_t da[3] = {2, 3, 2}, db[1] = {3};
+    float av[12];
+    for (int i = 0; i < 12; i++)
+        av[i] = (float)(i - 6);
+    static const float bv[3] = {10, 20, 30};
+    double want[12];
+
+    /* Add-6, broadcast=1 axis=1: B [3] lines up with A's dim 1 */
+    for (int i = 0; i < 12; i++)
+        want[i] = av[i] + bv[(i / 2) % 3];
+    Onnx__GraphProto *g = s_graph("add");
+    s_cv_input(g, "a", F32, 3, da);
+    s_cv_input(g, "b", F32, 1, db);
+    Onnx__NodeProto *n = s_node("Add", NULL, "a,b", "y");
+    s_attr_i(n, "broadcast", 1);
+    s_attr_i(n, "axis", 1);
+    s_attr_is(n, "consumed_inputs", 2, (int64_t[]){0, 0});
+    ADD(g, node, n);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Add-6 axis 1", s_model(g, "", 6), 2,
+               (gx_tensor *[]){s_cv_f32(3, da, av), s_cv_f32(1, db, bv)}, 0, GX_F32, 3, da, want);
+
+    /* Mul-1 with axis -2 (from the back); the same B given as [3,1] needs
+     * nothing */
+    for (int i = 0; i < 12; i++)
+        want[i] = av[i] * bv[(i / 2) % 3];
+    g = s_graph("mul");
+    s_cv_input(g, "a", F32, 3, da);
+    s_cv_input(g, "b", F32, 1, db);
+    ADD(g, node, n = s_node("Mul", NULL, "a,b", "y"));
+    s_attr_i(n, "broadcast", 1);
+    s_attr_i(n, "axis", -2);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Mul-1 axis -2", s_model(g, "", 1), 2,
+               (gx_tensor *[]){s_cv_f32(3, da, av), s_cv_f32(1, db, bv)}, 0, GX_F32, 3, da, want);
+
+    /* Sub-6, broadcast=1 without an axis: trailing alignment, as numpy */
+    const int64_t db2[1] = {2};
+    for (int i = 0; i < 12; i++)
+        want[i] = av[i] - bv[i % 2];
+    g = s_graph("sub");
+    s_cv_input(g, "a", F32, 3, da);
+    s_cv_input(g, "b", F32, 1, db2);
+    ADD(g, node, n = s_node("Sub", NULL, "a,b", "y"));
+    s_attr_i(n, "broadcast", 1);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Sub-6", s_model(g, "", 6), 2,
+               (gx_tensor *[]){s_cv_f32(3, da, av), s_cv_f32(1, db2, bv)}, 0, GX_F32, 3, da, want);
+
+    /* Greater-6, axis 1, bool out */
+    static const float bg[3] = {-3, 0, 3};
+    for (int i = 0; i < 12; i++)
+        want[i] = av[i] > bg[(i / 2) % 3];
+    g = s_graph("gt");
+    s_cv_input(g, "a", F32, 3, da);
+    s_cv_input(g, "b", F32, 1, db);
+    ADD(g, node, n = s_node("Greater", NULL, "a,b", "y"));
+    s_attr_i(n, "broadcast", 1);
+    s_attr_i(n, "axis", 1);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Greater-6 axis 1", s_model(g, "", 6), 2,
+               (gx_tensor *[]){s_cv_f32(3, da, av), s_cv_f32(1, db, bg)}, 0, GX_BOOL, 3, da,
+               want);
+
+    /* PRelu-6: one slope per channel (dim 1) */
+    static const float slope[3] = {0.5f, 2, -1};
+    for (int i = 0; i < 12; i++)
+        want[i] = av[i] >= 0 ? av[i] : av[i] * slope[(i / 2) % 3];
+    g = s_graph("prelu");
+    s_cv_input(g, "a", F32, 3, da);
+    ADD(g, initializer, s_f32("s", 1, db, slope, 3));
+    ADD(g, node, s_node("PRelu", NULL, "a,s", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("PRelu-6", s_model(g, "", 6), 1, (gx_tensor *[]){s_cv_f32(3, da, av)}, 0, GX_F32,
+               3, da, want);
+
+    /* Gemm-6 with broadcast=1: C [2] added to every row */
+    const int64_t dA[2] = {2, 3}, dB[2] = {3, 2}, dC[1] = {2}, dY[2] = {2, 2};
+    static const float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {1, 0, 0, 1, 1, 1}, C[2] = {100, 200};
+    static const double gemm[4] = {104, 205, 110, 211};
+    g = s_graph("gemm");
+    s_cv_input(g, "a", F32, 2, dA);
+    ADD(g, initializer, s_f32("b", 2, dB, B, 6));
+    ADD(g, initializer, s_f32("c", 1, dC, C, 2));
+    ADD(g, node, n = s_node("Gemm", NULL, "a,b,c", "y"));
+    s_attr_i(n, "broadcast", 1);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Gemm-6", s_model(g, "", 6), 1, (gx_tensor *[]){s_cv_f32(2, dA, A)}, 0, GX_F32, 2,
+               dY, gemm);
+}
+END_TEST
+
+/* BatchNormalization-6 (is_test, consumed_inputs), Dropout-6/9 (is_test,
+ * a mask of the input's type), Concat-3 without axis, Reshape-4 with a
+ * shape attribute, Cast-5 with a type name. */
+START_TEST(test_onnx_convert_attrs)
+{
+    const int64_t dx[3] = {1, 2, 2}, dc[1] = {2};
+    static const float xv[4] = {1, 2, 3, 4};
+    static const float scale[2] = {2, 3}, bias[2] = {1, -1}, mean[2] = {1, 2}, var[2] = {4, 9};
+    double want[8];
+    for (int i = 0; i < 4; i++) {
+        int ch = i / 2;
+        want[i] = (xv[i] - mean[ch]) / sqrt(var[ch] + 1e-5) * scale[ch] + bias[ch];
+    }
+    Onnx__GraphProto *g = s_graph("bn");
+    s_cv_input(g, "x", F32, 3, dx);
+    ADD(g, initializer, s_f32("s", 1, dc, scale, 2));
+    ADD(g, initializer, s_f32("b", 1, dc, bias, 2));
+    ADD(g, initializer, s_f32("m", 1, dc, mean, 2));
+    ADD(g, initializer, s_f32("v", 1, dc, var, 2));
+    Onnx__NodeProto *n = s_node("BatchNormalization", NULL, "x,s,b,m,v", "y");
+    s_attr_i(n, "is_test", 1);
+    s_attr_is(n, "consumed_inputs", 5, (int64_t[]){0, 0, 0, 1, 1});
+    ADD(g, node, n);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("BatchNormalization-5", s_model(g, "", 5), 1, (gx_tensor *[]){s_cv_f32(3, dx, xv)},
+               0, GX_F32, 3, dx, want);
+
+    /* Dropout-6 in test mode is the identity; its mask is float ones */
+    const double ones[4] = {1, 1, 1, 1}, xd[4] = {1, 2, 3, 4};
+    g = s_graph("drop");
+    s_cv_input(g, "x", F32, 3, dx);
+    ADD(g, node, n = s_node("Dropout", NULL, "x", "y,mask"));
+    s_attr_i(n, "is_test", 1);
+    s_attr_f(n, "ratio", 0.25f);
+    ADD(g, output, s_vi("y", NULL));
+    ADD(g, output, s_vi("mask", NULL));
+    s_cv_check("Dropout-6 y", s_model(g, "", 6), 1, (gx_tensor *[]){s_cv_f32(3, dx, xv)}, 0,
+               GX_F32, 3, dx, xd);
+    s_cv_check("Dropout-6 mask", s_model(g, "", 6), 1, (gx_tensor *[]){s_cv_f32(3, dx, xv)}, 1,
+               GX_F32, 3, dx, ones);
+    /* ... Dropout-9's too; Dropout-10's is bool */
+    n->n_attribute = 0;
+    s_cv_check("Dropout-9 mask", s_model(g, "", 9), 1, (gx_tensor *[]){s_cv_f32(3, dx, xv)}, 1,
+               GX_F32, 3, dx, ones);
+    s_cv_check("Dropout-10 mask", s_model(g, "", 10), 1, (gx_tensor *[]){s_cv_f32(3, dx, xv)}, 1,
+               GX_BOOL, 3, dx, ones);
+    /* training mode before 7 drops at random: refused */
+    s_attr_i(n, "is_test", 0);
+    char err[1024];
+    gx_graph *out = NULL;
+    ASSERT_ERR(s_parse(s_model(g, "", 6), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "(Dropout): is_test=0 (training mode)");
+
+    /* Concat-3 without axis joins along 1 */
+    const int64_t d21[2] = {2, 1}, d22[2] = {2, 2};
+    static const double cat[4] = {1, 3, 2, 4};
+    g = s_graph("cat");
+    s_cv_input(g, "a", F32, 2, d21);
+    s_cv_input(g, "b", F32, 2, d21);
+    ADD(g, node, s_node("Concat", NULL, "a,b", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Concat-3", s_model(g, "", 3), 2,
+               (gx_tensor *[]){s_cv_f32(2, d21, (float[]){1, 2}), s_cv_f32(2, d21, (float[]){3, 4})},
+               0, GX_F32, 2, d22, cat);
+
+    /* Reshape-4: shape as an attribute */
+    const int64_t d4[1] = {4};
+    g = s_graph("reshape");
+    s_cv_input(g, "x", F32, 3, dx);
+    ADD(g, node, n = s_node("Reshape", NULL, "x", "y"));
+    s_attr_is(n, "shape", 1, (int64_t[]){-1});
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Reshape-4", s_model(g, "", 4), 1, (gx_tensor *[]){s_cv_f32(3, dx, xv)}, 0, GX_F32,
+               1, d4, xd);
+
+    /* Cast-5: `to` names the type */
+    g = s_graph("cast");
+    s_cv_input(g, "x", F32, 3, dx);
+    ADD(g, node, n = s_node("Cast", NULL, "x", "y"));
+    s_attr_s(n, "to", "INT64");
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Cast-5", s_model(g, "", 5), 1,
+               (gx_tensor *[]){s_cv_f32(3, dx, (float[]){1.5f, -2.5f, 3, 4})}, 0, GX_I64, 3, dx,
+               (double[]){1, -2, 3, 4});
+    s_attr_s(n, "to", "FLOATY");
+    n->attribute[0] = n->attribute[1];
+    n->n_attribute = 1;
+    ASSERT_ERR(s_parse(s_model(g, "", 5), &out, err, sizeof err), GX_EATTR, err,
+               "to='FLOATY' is not an ONNX element type");
+}
+END_TEST
+
+/* GlobalLpPool-1 (p a float), Pad-1 (paddings), Upsample-6 (height_scale
+ * and width_scale), RNN-6 (output_sequence), DFT-20 (axis input 2, by
+ * default -2). */
+START_TEST(test_onnx_convert_more)
+{
+    const int64_t d4[4] = {1, 1, 2, 2}, d11[4] = {1, 1, 1, 1};
+    static const float xv[4] = {3, 4, 0, 0};
+    Onnx__GraphProto *g = s_graph("lp");
+    s_cv_input(g, "x", F32, 4, d4);
+    Onnx__NodeProto *n = s_node("GlobalLpPool", NULL, "x", "y");
+    s_attr_f(n, "p", 2.0f);
+    ADD(g, node, n);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("GlobalLpPool-1", s_model(g, "", 1), 1, (gx_tensor *[]){s_cv_f32(4, d4, xv)}, 0,
+               GX_F32, 4, d11, (double[]){5});
+
+    const int64_t d12[2] = {1, 2}, d14[2] = {1, 4};
+    g = s_graph("pad");
+    s_cv_input(g, "x", F32, 2, d12);
+    ADD(g, node, n = s_node("Pad", NULL, "x", "y"));
+    s_attr_is(n, "paddings", 4, (int64_t[]){0, 1, 0, 1});
+    s_attr_f(n, "value", 9);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Pad-1", s_model(g, "", 1), 1, (gx_tensor *[]){s_cv_f32(2, d12, (float[]){1, 2})},
+               0, GX_F32, 2, d14, (double[]){9, 1, 2, 9});
+
+    const int64_t d44[4] = {1, 1, 2, 4};
+    g = s_graph("up");
+    s_cv_input(g, "x", F32, 4, d4);
+    ADD(g, node, n = s_node("Upsample", NULL, "x", "y"));
+    s_attr_f(n, "height_scale", 1);
+    s_attr_f(n, "width_scale", 2);
+    s_attr_s(n, "mode", "nearest");
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Upsample-6", s_model(g, "", 6), 1,
+               (gx_tensor *[]){s_cv_f32(4, d4, (float[]){1, 2, 3, 4})}, 0, GX_F32, 4, d44,
+               (double[]){1, 1, 2, 2, 3, 3, 4, 4});
+
+    /* RNN-6, one step: Y_h = tanh(W x) */
+    const int64_t d111[3] = {1, 1, 1};
+    g = s_graph("rnn");
+    s_cv_input(g, "x", F32, 3, d111);
+    ADD(g, initializer, s_f32("w", 3, d111, (float[]){2}, 1));
+    ADD(g, initializer, s_f32("r", 3, d111, (float[]){0}, 1));
+    ADD(g, node, n = s_node("RNN", NULL, "x,w,r", ",yh"));
+    s_attr_i(n, "hidden_size", 1);
+    s_attr_i(n, "output_sequence", 0);
+    ADD(g, output, s_vi("yh", NULL));
+    s_cv_check("RNN-6", s_model(g, "", 6), 1, (gx_tensor *[]){s_cv_f32(3, d111, (float[]){0.25f})},
+               0, GX_F32, 3, d111, (double[]){tanh(0.5)});
+
+    /* DFT-20 of [4,1]: by default along axis -2 (17's default, 1, is the
+     * last dim here); and along axis 1 of [1,4,1] given as input 2 */
+    const int64_t d41[2] = {4, 1}, d42[2] = {4, 2};
+    static const float sig[4] = {1, 2, 3, 4};
+    static const double spec[8] = {10, 0, -2, 2, -2, 0, -2, -2};
+    g = s_graph("dft");
+    s_cv_input(g, "x", F32, 2, d41);
+    ADD(g, node, s_node("DFT", NULL, "x", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("DFT-20 default axis", s_model(g, "", 20), 1, (gx_tensor *[]){s_cv_f32(2, d41, sig)},
+               0, GX_F32, 2, d42, spec);
+    const int64_t d141[3] = {1, 4, 1}, d142[3] = {1, 4, 2};
+    g = s_graph("dft");
+    s_cv_input(g, "x", F32, 3, d141);
+    ADD(g, initializer, s_tensor("ax", I64, 0, NULL, (int64_t[]){1}, 8));
+    ADD(g, node, s_node("DFT", NULL, "x,,ax", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("DFT-20 axis input", s_model(g, "", 20), 1,
+               (gx_tensor *[]){s_cv_f32(3, d141, sig)}, 0, GX_F32, 3, d142, spec);
+    g->n_initializer = 0; /* ax: a graph input now, not known at import */
+    s_cv_input(g, "ax", I64, 0, NULL);
+    char err[1024];
+    gx_graph *out = NULL;
+    ASSERT_ERR(s_parse(s_model(g, "", 20), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "(DFT): axis (input 2 from opset 20) must be a constant");
+}
+END_TEST
+
 Suite *onnx_suite(void)
 {
     Suite *s = suite_create("onnx");
@@ -1374,6 +1840,15 @@ Suite *onnx_suite(void)
     tcase_add_test(tc, test_onnx_external_data);
     tcase_add_test(tc, test_onnx_node_tests_load);
     tcase_add_test(tc, test_onnx_submit_e2e);
+    suite_add_tcase(s, tc);
+    /* version conversion: each case runs on one gexecd */
+    tc = tcase_create("convert");
+    tcase_add_checked_fixture(tc, s_cv_setup, s_cv_teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_onnx_convert_softmax);
+    tcase_add_test(tc, test_onnx_convert_broadcast);
+    tcase_add_test(tc, test_onnx_convert_attrs);
+    tcase_add_test(tc, test_onnx_convert_more);
     suite_add_tcase(s, tc);
     return s;
 }
