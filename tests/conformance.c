@@ -1,7 +1,8 @@
 /*
  * conformance: run the ONNX backend node tests through a real gexecd.
  *
- *   conformance [-e ENDPOINT] [-d DATA_DIR] [-v] [-j] [-m MODE | --modes[=LIST]] [FILTER...]
+ *   conformance [-e ENDPOINT] [-d DATA_DIR] [-s SUITES] [-v] [-j] [-m MODE | --modes[=LIST]]
+ *               [FILTER...]
  *
  * For every case directory of DATA_DIR (default
  * /usr/share/libonnx-testdata/data/node, sorted) whose name contains one of
@@ -45,6 +46,14 @@
  * means not compared; -j adds "modes" to each case and "by_mode" to the
  * summary.
  *
+ * -s SUITES (comma-separated, or "all") runs the named suites of Debian's
+ * libonnx-testdata instead: node, simple, pytorch-converted,
+ * pytorch-operator, each a folder of the data root
+ * (/usr/share/libonnx-testdata/data, or -d). Cases are then named
+ * "<suite>/<case>", FILTERs match those names, and the summary line adds
+ * each suite's counts as passed/failed/unsupported after a ';' (-j:
+ * "by_suite").
+ *
  * Without -e it starts the build tree's gexecd ($GEXEC_DAEMON, else
  * ../daemon/gexecd next to this program) in the foreground on a temporary
  * socket, restarts it when it dies or hangs (that case FAILs) and stops it
@@ -71,7 +80,12 @@
 #include "libclient/internal.h"
 #include "libclient/onnx.pb-c.h"
 
-#define DEFAULT_DATA "/usr/share/libonnx-testdata/data/node"
+#define DEFAULT_ROOT "/usr/share/libonnx-testdata/data"
+#define DEFAULT_DATA DEFAULT_ROOT "/node"
+#define MAX_SUITES 8
+/* The suites of libonnx-testdata -s all runs ("real" holds no models). */
+static const char *const s_all_suites[] = {"node", "simple", "pytorch-converted",
+                                           "pytorch-operator"};
 #define RUN_TIMEOUT_MS 30000
 #define RTOL 1e-3
 #define ATOL 1e-5
@@ -110,6 +124,9 @@ typedef struct runner {
     daemon_proc d;
     gx_client *client;
     int counts[3];
+    const char *suites[MAX_SUITES]; /* -s: the suites, in order */
+    int n_suites;
+    int suite_counts[MAX_SUITES][3];
     op_count *ops;
     size_t n_ops, cap_ops;
 } runner;
@@ -856,10 +873,14 @@ static int s_rm(const char *path, const struct stat *sb, int flag, struct FTW *f
 
 static void s_usage(FILE *f)
 {
-    fprintf(f, "usage: conformance [-e ENDPOINT] [-d DATA_DIR] [-v] [-j] [-m MODE | --modes[=LIST]]\n"
-               "                   [FILTER...]\n"
+    fprintf(f, "usage: conformance [-e ENDPOINT] [-d DATA_DIR] [-s SUITES] [-v] [-j]\n"
+               "                   [-m MODE | --modes[=LIST]] [FILTER...]\n"
                "  -e EP   use the gexecd at EP (default: start the build tree's gexecd)\n"
-               "  -d DIR  the ONNX node tests (default " DEFAULT_DATA ")\n"
+               "  -d DIR  the ONNX node tests (default " DEFAULT_DATA "); with -s, the\n"
+               "          folder of the suites (default " DEFAULT_ROOT ")\n"
+               "  -s LIST run the comma-separated suites of the data (node, simple,\n"
+               "          pytorch-converted, pytorch-operator; all: those four), cases named\n"
+               "          <suite>/<case>, with each suite's counts in the summary\n"
                "  -v      print PASS lines and a summary of unsupported cases by op\n"
                "  -j      one JSON object per case, and a JSON summary\n"
                "  -m MODE run every case in MODE (default auto)\n"
@@ -905,6 +926,79 @@ static int s_parse_modes(runner *r, const char *list)
     return 0;
 }
 
+/* -s's LIST into r->suites (names point into list, or the static table). */
+static int s_parse_suites(runner *r, char *list)
+{
+    r->n_suites = 0;
+    if (strcmp(list, "all") == 0) {
+        for (size_t i = 0; i < sizeof s_all_suites / sizeof s_all_suites[0]; i++)
+            r->suites[r->n_suites++] = s_all_suites[i];
+        return 0;
+    }
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (strchr(tok, '/') || strcmp(tok, "..") == 0 || strcmp(tok, ".") == 0) {
+            fprintf(stderr, "conformance: -s: '%s' is not a suite name\n", tok);
+            return -1;
+        }
+        if (r->n_suites == MAX_SUITES) {
+            fprintf(stderr, "conformance: -s: at most %d suites\n", MAX_SUITES);
+            return -1;
+        }
+        r->suites[r->n_suites++] = tok;
+    }
+    if (!r->n_suites) {
+        fprintf(stderr, "conformance: -s names no suite\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Add the cases of folder dir (under r->data) whose names match to
+ * *cases, as "<prefix><name>"; -1 on errors (said). */
+static int s_list_cases(const runner *r, const char *sub, char **filters, int n_filters,
+                        char ***cases, size_t *n_cases, size_t *cap_cases)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s%s%s", r->data, *sub ? "/" : "", sub);
+    DIR *dp = opendir(dir);
+    if (!dp) {
+        fprintf(stderr, "conformance: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *de;
+    while ((de = readdir(dp)) != NULL) {
+        char name[PATH_MAX], model[PATH_MAX + 16];
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(name, sizeof name, "%s%s%s", sub, *sub ? "/" : "", de->d_name);
+        if (!s_wanted(name, filters, n_filters))
+            continue;
+        snprintf(model, sizeof model, "%s/%s/model.onnx", r->data, name);
+        if (access(model, R_OK) != 0)
+            continue;
+        char *copy = gx_strdup(name);
+        if (!copy || !gx_grow(cases, cap_cases, *n_cases + 1, sizeof **cases)) {
+            free(copy);
+            fprintf(stderr, "conformance: out of memory\n");
+            closedir(dp);
+            return -1;
+        }
+        (*cases)[(*n_cases)++] = copy;
+    }
+    closedir(dp);
+    return 0;
+}
+
+/* The index in r->suites of the suite of case name (-s), or -1. */
+static int s_suite_of(const runner *r, const char *name)
+{
+    size_t len = strcspn(name, "/");
+    for (int i = 0; i < r->n_suites; i++)
+        if (strlen(r->suites[i]) == len && strncmp(r->suites[i], name, len) == 0)
+            return i;
+    return -1;
+}
+
 /* Count the case res under each mode: seq (its own result against the
  * test data when it ran, else the case's), then each compared mode (a mode
  * listed twice counts twice, under one name). */
@@ -925,13 +1019,17 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    runner r = {.data = DEFAULT_DATA, .mode = GX_MODE_AUTO};
+    runner r = {.data = NULL, .mode = GX_MODE_AUTO};
     bool have_m = false;
     int opt, status = 2;
-    while ((opt = getopt_long(argc, argv, "e:d:vjm:h", lopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "e:d:s:vjm:h", lopts, NULL)) != -1) {
         switch (opt) {
         case 'e': r.endpoint = optarg; break;
         case 'd': r.data = optarg; break;
+        case 's':
+            if (s_parse_suites(&r, optarg) < 0)
+                return 2;
+            break;
         case 'v': r.verbose = true; break;
         case 'j': r.json = true; break;
         case 'm':
@@ -958,31 +1056,14 @@ int main(int argc, char **argv)
     char **filters = argv + optind;
     int n_filters = argc - optind;
 
-    DIR *dp = opendir(r.data);
-    if (!dp) {
-        fprintf(stderr, "conformance: %s: %s\n", r.data, strerror(errno));
-        return 2;
-    }
+    if (!r.data)
+        r.data = r.n_suites ? DEFAULT_ROOT : DEFAULT_DATA;
     char **cases = NULL;
     size_t n_cases = 0, cap_cases = 0;
-    struct dirent *de;
-    while ((de = readdir(dp)) != NULL) {
-        char model[PATH_MAX];
-        if (de->d_name[0] == '.' || !s_wanted(de->d_name, filters, n_filters))
-            continue;
-        snprintf(model, sizeof model, "%s/%s/model.onnx", r.data, de->d_name);
-        if (access(model, R_OK) != 0)
-            continue;
-        char *copy = gx_strdup(de->d_name);
-        if (!copy || !gx_grow(&cases, &cap_cases, n_cases + 1, sizeof *cases)) {
-            free(copy);
-            fprintf(stderr, "conformance: out of memory\n");
-            closedir(dp);
+    for (int i = 0; i < (r.n_suites ? r.n_suites : 1); i++)
+        if (s_list_cases(&r, r.n_suites ? r.suites[i] : "", filters, n_filters, &cases, &n_cases,
+                         &cap_cases) < 0)
             goto free_cases;
-        }
-        cases[n_cases++] = copy;
-    }
-    closedir(dp);
     qsort(cases, n_cases, sizeof *cases, s_cmp_str);
 
     if (!r.endpoint) {
@@ -1009,6 +1090,9 @@ int main(int argc, char **argv)
         result res = s_run_case(&r, cases[i], why, sizeof why);
         s_one_line(why);
         r.counts[res]++;
+        int si = s_suite_of(&r, cases[i]);
+        if (r.n_suites && si >= 0)
+            r.suite_counts[si][res]++;
         if (r.modes)
             s_count_modes(&r, res);
         if (res == R_UNSUPPORTED && r.verbose)
@@ -1057,6 +1141,15 @@ int main(int argc, char **argv)
         } else {
             printf(",\"mode\":\"%s\"", gx_mode_name(r.mode));
         }
+        if (r.n_suites) {
+            printf(",\"by_suite\":{");
+            for (int k = 0; k < r.n_suites; k++) {
+                const int *c = r.suite_counts[k];
+                printf("%s\"%s\":{\"passed\":%d,\"failed\":%d,\"unsupported\":%d}",
+                       k ? "," : "", r.suites[k], c[R_PASS], c[R_FAIL], c[R_UNSUPPORTED]);
+            }
+            printf("}");
+        }
         printf("}\n");
     } else {
         /* the first four words are read by conformance.sh's callers */
@@ -1072,6 +1165,14 @@ int main(int argc, char **argv)
             }
         } else if (have_m) {
             printf("; mode %s", gx_mode_name(r.mode));
+        }
+        if (r.n_suites) {
+            printf("; per suite (pass/fail/unsupported):");
+            for (int k = 0; k < r.n_suites; k++) {
+                const int *c = r.suite_counts[k];
+                printf("%s %s %d/%d/%d", k ? "," : "", r.suites[k], c[R_PASS], c[R_FAIL],
+                       c[R_UNSUPPORTED]);
+            }
         }
         printf("\n");
     }
