@@ -55,6 +55,7 @@ struct gx_request {
     struct {
         char *name;
         const gx_tensor *t;
+        gx_tensor *view; /* gx_request_add_input_data's: owned, its data borrowed */
     } *in;
     size_t n_out, cap_out;
     char **out;
@@ -682,8 +683,10 @@ GX_EXPORT void gx_request_destroy(gx_request **rqp)
     if (!rqp || !*rqp)
         return;
     gx_request *rq = *rqp;
-    for (size_t i = 0; i < rq->n_in; i++)
+    for (size_t i = 0; i < rq->n_in; i++) {
         free(rq->in[i].name);
+        free(rq->in[i].view); /* the struct only: the data is the caller's */
+    }
     for (size_t i = 0; i < rq->n_out; i++)
         free(rq->out[i]);
     free(rq->in);
@@ -719,7 +722,34 @@ GX_EXPORT int gx_request_add_input(gx_request *rq, const char *name, const gx_te
         return GX_ENOMEM;
     if (!(rq->in[rq->n_in].name = strdup(name)))
         return GX_ENOMEM;
+    rq->in[rq->n_in].view = NULL;
     rq->in[rq->n_in++].t = t;
+    return GX_OK;
+}
+
+GX_EXPORT int gx_request_add_input_data(gx_request *rq, const char *name, gx_dtype dt, int ndim,
+                                        const int64_t *shape, const void *data, size_t nbytes)
+{
+    size_t want;
+    if (!rq || (ndim > 0 && !shape) || !gx_shape_nbytes(dt, ndim, shape, &want) ||
+        want != nbytes || (nbytes && !data))
+        return GX_EINVAL;
+    gx_tensor *v = calloc(1, sizeof *v);
+    if (!v)
+        return GX_ENOMEM;
+    v->dtype = dt;
+    v->ndim = ndim;
+    if (ndim > 0)
+        memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
+    v->numel = gx_shape_numel(ndim, shape, INT64_MAX);
+    v->nbytes = nbytes;
+    v->data = (void *)data; /* only ever read: sent by gx_client_submit */
+    int rc = gx_request_add_input(rq, name, v);
+    if (rc < 0) {
+        free(v);
+        return rc;
+    }
+    rq->in[rq->n_in - 1].view = v;
     return GX_OK;
 }
 

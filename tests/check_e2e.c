@@ -637,6 +637,42 @@ START_TEST(test_outputs_every_way)
 }
 END_TEST
 
+/* gx_request_add_input_data: the caller's buffer, checked against its dtype
+ * and shape, read by every submit. */
+START_TEST(test_input_from_caller_buffer)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_client(&d);
+    gx_graph *g = s_affine_graph(4);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    float x[4] = {1, 2, 3, 4};
+    int64_t shape[2] = {1, 4}, deep[GX_MAX_DIMS + 1] = {1, 4, 1, 1, 1, 1, 1, 1, 1};
+    ck_assert_int_eq(gx_request_add_input_data(rq, "x", GX_F32, 2, shape, x, sizeof x - 4), GX_EINVAL);
+    ck_assert_int_eq(gx_request_add_input_data(rq, "x", GX_F64, 2, shape, x, sizeof x), GX_EINVAL);
+    ck_assert_int_eq(gx_request_add_input_data(rq, "x", GX_DTYPE_COUNT, 2, shape, x, sizeof x), GX_EINVAL);
+    ck_assert_int_eq(gx_request_add_input_data(rq, "x", GX_F32, GX_MAX_DIMS + 1, deep, x, sizeof x),
+                     GX_EINVAL);
+    ck_assert_int_eq(gx_request_add_input_data(rq, "x", GX_F32, 2, shape, NULL, sizeof x), GX_EINVAL);
+    ck_assert_int_eq(gx_request_add_input_data(rq, "", GX_F32, 2, shape, x, sizeof x), GX_EINVAL);
+    ck_assert_int_eq(gx_request_add_input_data(rq, "x", GX_F32, 2, shape, x, sizeof x), GX_OK);
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    s_check_affine(r, 4, 1.0f);
+    gx_result_destroy(&r);
+    for (int i = 0; i < 4; i++)
+        x[i] = 10.0f + (float)i;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    s_check_affine(r, 4, 10.0f);
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 /* A job that never ends by itself: Loop with no trip count whose body
  * passes its condition (true) on. It runs until it is cancelled, so a test
  * knows it is still running whatever the machine's load. */
@@ -968,6 +1004,7 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_deadline_and_queue_full);
     tcase_add_test(tc, test_sigterm_answers_every_job);
     tcase_add_test(tc, test_outputs_every_way);
+    tcase_add_test(tc, test_input_from_caller_buffer);
     tcase_add_test(tc, test_clean_stop_removes_socket);
     tcase_add_test(tc, test_socket_permission_reported);
     tcase_add_test(tc, test_gexec_submit_cli);

@@ -105,6 +105,15 @@ GX_EXPORT int gx_request_set_graph_id(gx_request *rq, const gx_graph_id *id);
 GX_EXPORT int gx_request_set_graph(gx_request *rq, const gx_graph *g);
 /* Add a named input; the tensor is borrowed and copied when submitted. */
 GX_EXPORT int gx_request_add_input(gx_request *rq, const char *name, const gx_tensor *t);
+/* Add a named input from the caller's own buffer: nbytes of dense
+ * row-major data of dtype dt and shape (ndim dims, none negative), borrowed
+ * until the request is destroyed and copied into the message by each submit,
+ * as gx_request_add_input's tensor is. Saves building a gx_tensor (a copy)
+ * for data that is already in memory, such as a numpy array. GX_EINVAL if
+ * nbytes is not the size of that dtype and shape. */
+GX_EXPORT int gx_request_add_input_data(gx_request *rq, const char *name, gx_dtype dt,
+                                        int ndim, const int64_t *shape, const void *data,
+                                        size_t nbytes);
 /* Ask for a value by name; with none added, the graph's outputs come back. */
 GX_EXPORT int gx_request_add_output(gx_request *rq, const char *name);
 /* Higher runs first; range [-100, 100]. */

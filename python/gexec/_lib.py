@@ -86,7 +86,6 @@ def _declare(lib):
         # tensor.h
         "gx_dtype_name": (c_char_p, [c_int]),
         "gx_dtype_size": (S, [c_int]),
-        "gx_tensor_new_copy": (P, [c_int, c_int, ctypes.POINTER(c_int64), P, S]),
         "gx_tensor_destroy": (None, [ctypes.POINTER(P)]),
         "gx_tensor_dtype": (c_int, [P]),
         "gx_tensor_ndim": (c_int, [P]),
@@ -121,7 +120,8 @@ def _declare(lib):
         "gx_request_destroy": (None, [ctypes.POINTER(P)]),
         "gx_request_set_graph_id": (c_int, [P, ctypes.POINTER(GraphId)]),
         "gx_request_set_graph": (c_int, [P, P]),
-        "gx_request_add_input": (c_int, [P, c_char_p, P]),
+        "gx_request_add_input_data": (c_int, [P, c_char_p, c_int, c_int,
+                                              ctypes.POINTER(c_int64), P, S]),
         "gx_request_add_output": (c_int, [P, c_char_p]),
         "gx_request_set_priority": (c_int, [P, c_int]),
         "gx_request_set_deadline_ms": (c_int, [P, c_int64]),

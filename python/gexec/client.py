@@ -142,8 +142,9 @@ def _array_of(t, name):
     return raw.view(npdt).reshape(shape)
 
 
-def _tensor_of(name, value):
-    """A new gx_tensor (caller destroys) holding a copy of value's data."""
+def _input_of(name, value):
+    """(dtype code, C-contiguous native-order array) of an input; the array
+    is value itself when it already is one, else one copy of it."""
     a = np.asarray(value)
     if not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="))
@@ -151,13 +152,10 @@ def _tensor_of(name, value):
     if code is None:
         raise InvalidInputError(_EDTYPE, f"input '{name}': numpy dtype {a.dtype} has no gexec "
                                 f"dtype (gexec has {', '.join(sorted(dtypes()))})")
-    a = np.ascontiguousarray(a)
-    shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
-    t = lib.gx_tensor_new_copy(code, a.ndim, shape, a.ctypes.data, a.nbytes)
-    if not t:
-        raise InvalidInputError(_EINVAL, f"input '{name}': cannot make a gexec tensor of shape "
-                                f"{a.shape} (at most 8 dimensions) or out of memory")
-    return t
+    if a.ndim > 8:
+        raise InvalidInputError(_EINVAL, f"input '{name}': {a.ndim} dimensions (gexec takes "
+                                "at most 8)")
+    return code, np.ascontiguousarray(a)
 
 
 # ---- graphs ----
@@ -476,8 +474,8 @@ class Client:
 
     def _request(self, graph, inputs, outputs=None, mode=None, priority=None,
                  deadline_ms=None):
-        """(gx_request, [things to free after it is sent])."""
-        keep = []  # (destroy function, pointer) to free once sent
+        """(gx_request, [what to free or keep alive until it is sent])."""
+        keep = []  # (destroy function, pointer) to free once sent, (None, array) to keep
         rq = _P(lib.gx_request_new())
         if not rq:
             raise Error(_ENOMEM)
@@ -493,9 +491,11 @@ class Client:
             if rc < 0:
                 raise error(rc, "cannot set the request's graph")
             for name, value in (inputs or {}).items():
-                t = _P(_tensor_of(name, value))
-                keep.append((lib.gx_tensor_destroy, t))
-                if lib.gx_request_add_input(rq, name.encode(), t) < 0:
+                code, a = _input_of(name, value)
+                keep.append((None, a))  # borrowed by the request until it is sent
+                shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+                if lib.gx_request_add_input_data(rq, name.encode(), code, a.ndim, shape,
+                                                 a.ctypes.data, a.nbytes) < 0:
                     raise InvalidInputError(_EINVAL, f"bad input name {name!r}")
             for name in outputs or ():
                 if lib.gx_request_add_output(rq, name.encode()) < 0:
@@ -568,7 +568,8 @@ class Client:
 
 def _free(keep):
     for destroy, p in reversed(keep):
-        destroy(ctypes.byref(p))
+        if destroy:
+            destroy(ctypes.byref(p))
 
 
 class Future:
