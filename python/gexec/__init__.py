@@ -13,9 +13,10 @@ files, speaks the protocol and does the waiting; see python/README.md.
 
 from ._lib import path as library_path
 from .errors import (Error, ConnectError, DeadlineError, CancelledError, QueueFullError,
-                     ShutdownError, InvalidInputError)
+                     ShutdownError, PermissionDeniedError, InvalidInputError)
 from .client import Client, Graph, Future, RunInfo, default_endpoint, modes, dtypes
 
 __all__ = ["Client", "Graph", "Future", "RunInfo", "Error", "ConnectError", "DeadlineError",
-           "CancelledError", "QueueFullError", "ShutdownError", "InvalidInputError",
+           "CancelledError", "QueueFullError", "ShutdownError", "PermissionDeniedError",
+           "InvalidInputError",
            "default_endpoint", "modes", "dtypes", "library_path"]

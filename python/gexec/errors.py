@@ -45,6 +45,11 @@ class ShutdownError(Error):
     """GX_ESHUTDOWN: the daemon is stopping and did not run the job."""
 
 
+class PermissionDeniedError(Error, PermissionError):
+    """GX_EPERM: the daemon does not allow this client what it asked (for
+    instance a priority above limits.max_client_priority)."""
+
+
 class InvalidInputError(Error, ValueError):
     """The request or graph was refused as wrong: GX_EINVAL, GX_EGRAPH,
     GX_EOP, GX_EATTR, GX_ESHAPE, GX_EDTYPE, GX_ELIMIT, GX_ENOTFOUND or
@@ -60,7 +65,7 @@ def _code(name):
 
 _CLASSES = {"GX_ECONNECT": ConnectError, "GX_ETIMEDOUT": DeadlineError,
             "GX_ECANCELLED": CancelledError, "GX_EQUEUEFULL": QueueFullError,
-            "GX_ESHUTDOWN": ShutdownError}
+            "GX_ESHUTDOWN": ShutdownError, "GX_EPERM": PermissionDeniedError}
 for _n in ("GX_EINVAL", "GX_EGRAPH", "GX_EOP", "GX_EATTR", "GX_ESHAPE", "GX_EDTYPE",
            "GX_ELIMIT", "GX_ENOTFOUND", "GX_EFORMAT"):
     _CLASSES[_n] = InvalidInputError

@@ -42,7 +42,7 @@ def test_cnn_example_every_mode(client):
     ref = client.run(g, {"x": x}, mode="seq")["y"]
     assert ref.shape[0] == 1 and abs(float(ref.sum()) - 1.0) < 1e-4  # a softmax
     for mode in gexec.modes():
-        f = client.submit(g, {"x": x}, mode=mode, priority=5)
+        f = client.submit(g, {"x": x}, mode=mode, priority=-5)
         y = f.result()["y"]
         # the daemon reports the mode it used (a combined mode it may narrow)
         assert f.info.mode in gexec.modes() and f.info.mode != "auto"
