@@ -599,8 +599,6 @@ class Future:
         """One wait of at most wait_ms for the reply; under the lock. Returns
         the C status when nothing came, else None (settled)."""
         conn = self._conn
-        if conn.pid != os.getpid():
-            raise Error(_EINVAL, "this Future belongs to the process that submitted it")
         if not conn.ptr:
             lib.gx_job_destroy(ctypes.byref(self._job))
             self._job = None
@@ -613,8 +611,15 @@ class Future:
             return None
         return rc
 
+    def _check_process(self):
+        """Refuse a pending Future inherited through fork(): its connection
+        (and that connection's lock) belong to the parent."""
+        if self._job is not None and self._conn.pid != os.getpid():
+            raise Error(_EINVAL, "this Future belongs to the process that submitted it")
+
     def done(self):
         """True once the reply has come (result() then returns at once)."""
+        self._check_process()
         with self._conn.lock:
             if self._job is not None:
                 self._poll(0)
@@ -628,6 +633,7 @@ class Future:
         With None, wait up to the client's timeout_ms, then raise
         ConnectError (the daemon is not answering). Raises the job's error
         (DeadlineError, CancelledError, ...) if it failed."""
+        self._check_process()
         client_ms = self._client.timeout_ms
         limit = timeout if timeout is not None else (None if client_ms < 0 else client_ms / 1e3)
         end = None if limit is None else time.monotonic() + limit
@@ -665,10 +671,9 @@ class Future:
         (the job was queued or running: result() then raises CancelledError,
         unless a running job was already past its last step); False if the
         job had already finished or its reply is in."""
+        self._check_process()
         with self._conn.lock:
-            if self._job is None:
-                return False
-            if self._conn.pid != os.getpid() or not self._conn.ptr:
+            if self._job is None or not self._conn.ptr:
                 return False
             self._poll(0)
             if self._job is None:

@@ -39,11 +39,15 @@ class Daemon:
             pytest.skip("GEXECD (the gexecd to start) is not set; run through check.sh")
         self.dir = tempfile.mkdtemp(prefix="gexec-pyd-", dir=os.environ.get("GEXEC_TEST_TMP"))
         self.endpoint = f"ipc://{self.dir}/gexecd.sock"
+        conf = os.path.join(self.dir, "gexecd.yaml")
+        with open(conf, "w") as f:  # a spin job left running is cancelled soon on SIGTERM
+            f.write("shutdown_grace_ms: 200\n")
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
         self.proc = subprocess.Popen(
-            [binary, "--foreground", "--socket", self.endpoint, "--profile-dir",
-             os.path.join(self.dir, "profiles"), "--log-level", "error", *args], env=env)
+            [binary, "--foreground", "--config", conf, "--socket", self.endpoint,
+             "--profile-dir", os.path.join(self.dir, "profiles"), "--log-level", "error",
+             *args], env=env)
         probe = gexec.Client(self.endpoint, timeout_ms=200)
         try:
             for _ in range(150):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gexec
-from conftest import data, wait_for
+from conftest import Daemon, data, wait_for
 
 X2 = np.zeros(2, np.float32)
 X3 = np.ones((1, 3), np.float32)
@@ -103,3 +103,33 @@ def test_deadline_expires_while_running(spin):
     f = c.submit(g, {"x": X2}, deadline_ms=100)
     assert isinstance(f.exception(), gexec.DeadlineError)
 
+
+
+def test_close_while_a_thread_waits():
+    """close() gets through while another thread waits on a Future, which
+    then raises instead of waiting on a closed connection."""
+    d = Daemon("--cpus", "0")
+    try:
+        c = gexec.Client(d.endpoint, timeout_ms=30000)
+        blocker = _start_blocker(c, c.load(data("spin.yaml")))
+        got = []
+
+        def waiter():
+            try:
+                blocker.result(timeout=60)
+                got.append("finished")
+            except BaseException as e:  # recorded for the main thread's asserts
+                got.append(e)
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        wait_for(lambda: not t.is_alive() or blocker._conn.lock._next > blocker._conn.lock._serving,
+                 "the waiter to wait")
+        c.close()
+        t.join(60)
+        assert not t.is_alive()
+        assert len(got) == 1 and isinstance(got[0], gexec.Error), got
+        assert "closed" in got[0].message
+        assert blocker.cancel() is False and blocker.done()
+    finally:
+        assert d.stop() == 0  # the spin job is cancelled by the shutdown
