@@ -1318,6 +1318,122 @@ static int s_cv_dft(s_emit *e)
     return rc < 0 ? rc : s_set_rc(e, gx_node_set_int(n, "axis", axis), "axis");
 }
 
+/* Scan 8: inputs (sequence_lens, N states [B, ...], M scan inputs
+ * [B, T, ...]) with a batch axis the body does not see; outputs N final
+ * states [B, ...] and K scan outputs [B, T, ...]. Becomes a Loop over the
+ * batch whose body takes sample b of each input (Gather) and runs Scan 9
+ * on it with the same body; the Loop stacks what each iteration returns
+ * along a new axis 0, the batch. Only without sequence_lens. */
+static int s_cv_scan8(s_emit *e)
+{
+    s_ctx *c = e->c;
+    const Onnx__AttributeProto *body =
+        s_find_typed(e->np, "body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    const Onnx__AttributeProto *dirs =
+        s_find_typed(e->np, "directions", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    int64_t m = s_find_int(e->np, "num_scan_inputs", -1);
+    if (!body || !body->g || m < 1 || e->n_in < 1 + (size_t)m || e->n_out < 1)
+        return s_fail(c, GX_EFORMAT, e->path,
+                      "Scan 8 needs a body, num_scan_inputs >= 1 and as many inputs after "
+                      "sequence_lens");
+    if (*e->in[0])
+        return s_fail(c, GX_EUNSUPPORTED, e->path,
+                      "sequence_lens (input 0 of Scan before opset 9) is not supported");
+    for (size_t i = 0; i < e->np->n_attribute; i++) {
+        const char *an = s_str(e->np->attribute[i]->name);
+        if (strcmp(an, "body") && strcmp(an, "directions") && strcmp(an, "num_scan_inputs"))
+            return s_fail(c, GX_EATTR, e->path, "attribute '%.100s' of Scan 8 is not supported",
+                          an);
+    }
+    if (e->depth + 1 >= S_MAX_GRAPH_DEPTH)
+        return s_fail(c, GX_ELIMIT, e->path, "subgraphs nest deeper than %d levels",
+                      S_MAX_GRAPH_DEPTH);
+    size_t n_vals = e->n_in - 1; /* states, then scan inputs */
+    const char **inner_in = calloc(n_vals + 1, sizeof *inner_in);
+    const char **inner_out = calloc(e->n_out + 1, sizeof *inner_out);
+    gx_graph *lb = gx_graph_new(NULL);
+    const char *shape, *zero, *trip, *iter, *cond_in, *cond_out, *first = e->in[1];
+    int64_t z = 0;
+    int rc = GX_OK;
+    if (!inner_in || !inner_out || !lb) {
+        rc = s_fail(c, GX_ENOMEM, e->path, "out of memory");
+        goto out;
+    }
+    /* the trip count: the batch, dim 0 of the first input */
+    if (!s_aux(e, "Shape", 1, &first, NULL, &shape) ||
+        !(zero = s_aux_i64(e, "zero", true, 1, &z))) {
+        rc = GX_ENOMEM;
+        goto out;
+    }
+    if ((rc = s_aux_i(e, "Gather", 2, (const char *[]){shape, zero}, NULL, &trip, "axis", 0)) < 0)
+        goto out;
+    /* the Loop's body: (iter, cond) -> (cond, final states, scan outputs) */
+    if (!(iter = s_fresh_value(e, "iter")) || !(cond_in = s_fresh_value(e, "cond_in")) ||
+        !(cond_out = s_fresh_value(e, "cond_out"))) {
+        rc = GX_ENOMEM;
+        goto out;
+    }
+    if ((rc = gx_graph_add_input_decl(lb, iter, GX_I64, 0, NULL)) < 0 ||
+        (rc = gx_graph_add_input_decl(lb, cond_in, GX_BOOL, 0, NULL)) < 0 ||
+        !gx_graph_add_node(lb, "Identity", "cond", 1, &cond_in, 1, &cond_out) ||
+        (rc = gx_graph_add_output(lb, cond_out)) < 0) {
+        rc = s_fail(c, rc < 0 ? rc : GX_ENOMEM, e->path, "cannot build the loop body: %s",
+                    gx_strerror(rc < 0 ? rc : GX_ENOMEM));
+        goto out;
+    }
+    for (size_t i = 0; i < n_vals; i++) {
+        char nn[32];
+        snprintf(nn, sizeof nn, "sample_%zu", i);
+        gx_node *gn;
+        if (!(inner_in[i] = s_fresh_value(e, nn))) {
+            rc = GX_ENOMEM;
+            goto out;
+        }
+        if (!(gn = gx_graph_add_node(lb, "Gather", nn, 2, (const char *[]){e->in[1 + i], iter}, 1,
+                                     &inner_in[i])) ||
+            (rc = gx_node_set_int(gn, "axis", 0)) < 0) {
+            rc = s_fail(c, GX_ENOMEM, e->path, "out of memory");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < e->n_out; i++) {
+        if (!(inner_out[i] = s_fresh_value(e, "step_out"))) {
+            rc = GX_ENOMEM;
+            goto out;
+        }
+        if ((rc = gx_graph_add_output(lb, inner_out[i])) < 0) {
+            rc = s_fail(c, rc, e->path, "cannot build the loop body: %s", gx_strerror(rc));
+            goto out;
+        }
+    }
+    gx_node *scan = gx_graph_add_node(lb, "Scan", "scan", n_vals, inner_in, e->n_out, inner_out);
+    if (!scan || (rc = gx_node_set_int(scan, "num_scan_inputs", m)) < 0 ||
+        (dirs && (rc = gx_node_set_ints(scan, "scan_input_directions", dirs->ints,
+                                        dirs->n_ints)) < 0)) {
+        rc = s_fail(c, GX_ENOMEM, e->path, "out of memory");
+        goto out;
+    }
+    if ((rc = s_attr(c, scan, body, e->path, e->depth + 1)) < 0)
+        goto out;
+    /* the node: Loop(trip, "") with that body, the Scan 8's outputs */
+    e->op = "Loop";
+    e->in[0] = trip;
+    e->in[1] = "";
+    e->n_in = 2;
+    s_skip(e, "body");
+    s_skip(e, "directions");
+    s_skip(e, "num_scan_inputs");
+    gx_node *loop;
+    if ((rc = s_emit_node(e, &loop)) < 0)
+        goto out;
+    rc = s_set_rc(e, gx_node_set_graph(loop, "body", &lb), "body");
+out:
+    gx_graph_destroy(&lb);
+    free(inner_in);
+    free(inner_out);
+    return rc;
+}
+
 /* Version conversions: a node of op in an ai.onnx opset in [from, below)
  * goes through fn. */
 static const struct {
@@ -1353,6 +1469,7 @@ static const struct {
     {"RNN", 1, 7, s_cv_rnn},
     {"GRU", 1, 7, s_cv_rnn},
     {"LSTM", 1, 7, s_cv_rnn},
+    {"Scan", 8, 9, s_cv_scan8},
     {"DFT", 20, S_OPSET_MAX + 1, s_cv_dft},
 };
 
@@ -1364,7 +1481,7 @@ static const struct {
     int64_t since;
     const char *why;
 } s_changed[] = {
-    {"Scan", 9, "before opset 9 its first input is sequence_lens and it has a batch axis"},
+    {"Scan", 8, "Scan first appeared in opset 8"},
     {"Tile", 6, "before opset 6 it takes tiles and axis inputs"},
 };
 
