@@ -7,10 +7,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -57,6 +59,7 @@ static int s_check_tcp(const char *v, char *why, size_t whylen);
 static int s_check_cpus(const char *v, char *why, size_t whylen);
 static int s_check_dir(const char *v, char *why, size_t whylen);
 static int s_check_backend(const char *v, char *why, size_t whylen);
+static int s_check_user(const char *v, char *why, size_t whylen);
 
 #define S_KIB INT64_C(1024)
 #define S_MIB (S_KIB * 1024)
@@ -100,6 +103,15 @@ static const s_key s_keys[] = {
      .max = GX_WIRE_MAX_NESTING, .def = "16",
      .doc = "levels of subgraphs (If branches, Loop and Scan bodies in one another) in a graph; "
             "the message depth limit follows from it"},
+    {.name = "limits.max_client_priority", .type = S_INT,
+     .off = S_OFF(limits_max_client_priority), .min = -100, .max = 100, .def = "0",
+     .doc = "highest RUN priority any client may ask for; above it only limits.priority_users "
+            "(over ipc; tcp clients are not identified) and others get GX_EPERM"},
+    {.name = "limits.priority_users", .type = S_STRLIST, .off = S_OFF(limits_priority_users),
+     .count_off = S_OFF(n_limits_priority_users), .max = GXD_MAX_ENDPOINTS,
+     .check = s_check_user, .def = "root, self",
+     .doc = "users (names, uids, or self: the daemon's own) whose ipc clients may ask for "
+            "priorities above limits.max_client_priority"},
     {.name = "graphs.max", .type = S_INT, .off = S_OFF(graphs_max), .min = 1, .max = 1000000,
      .def = "256", .doc = "compiled graphs kept; the least recently used beyond are dropped"},
     {.name = "shutdown_grace_ms", .type = S_INT, .off = S_OFF(shutdown_grace_ms), .min = 0,
@@ -200,6 +212,35 @@ static int s_check_backend(const char *v, char *why, size_t whylen)
     if (gx_backend_find(v))
         return GX_OK;
     return s_why(why, whylen, S_Q " is not a backend (%s)", v, gx_backend_names());
+}
+
+int gxd_config_user_uid(const char *v, uid_t *uid, char *why, size_t whylen)
+{
+    if (strcmp(v, "self") == 0) {
+        *uid = geteuid();
+        return GX_OK;
+    }
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (*v >= '0' && *v <= '9' && !*end && errno == 0 && n < (unsigned long)(uid_t)-1) {
+        *uid = (uid_t)n;
+        return GX_OK;
+    }
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    if (getpwnam_r(v, &pw, buf, sizeof buf, &res) == 0 && res) {
+        *uid = res->pw_uid;
+        return GX_OK;
+    }
+    s_why(why, whylen, S_Q " is not a user on this system (a name, a uid or self)", v);
+    return GX_ECONFIG;
+}
+
+static int s_check_user(const char *v, char *why, size_t whylen)
+{
+    uid_t uid;
+    return gxd_config_user_uid(v, &uid, why, whylen);
 }
 
 static int s_check_dir(const char *v, char *why, size_t whylen)

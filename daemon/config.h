@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include "daemon/log.h"
 
 #define GXD_MAX_ENDPOINTS 8
@@ -29,6 +30,9 @@ typedef struct gxd_config {
     int64_t limits_max_nodes;        /* "limits.max_nodes" per graph */
     int64_t limits_max_arena_bytes;  /* "limits.max_arena_bytes" per job */
     int64_t limits_max_nesting;      /* "limits.max_nesting": levels of subgraphs in a graph */
+    int64_t limits_max_client_priority; /* "limits.max_client_priority": above it, users only */
+    char *limits_priority_users[GXD_MAX_ENDPOINTS]; /* "limits.priority_users": who may */
+    int n_limits_priority_users;
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
@@ -58,6 +62,9 @@ int gxd_config_load(gxd_config *c, const char *path, char *err, size_t errlen);
  * "key: reason" in err for an unknown key or a bad value. */
 int gxd_config_set(gxd_config *c, const char *key, const char *value, char *err,
                    size_t errlen);
+/* The uid of one limits.priority_users entry: "self" (the daemon's own
+ * user), a user name or a number. GX_OK, or GX_ECONFIG with why. */
+int gxd_config_user_uid(const char *v, uid_t *uid, char *why, size_t whylen);
 /* Print every key with its current value as YAML (gexecd --print-config). */
 void gxd_config_dump(const gxd_config *c, FILE *out);
 

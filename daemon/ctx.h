@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -34,6 +35,9 @@ typedef struct gxd_ctx {
     gxd_topo *topo;
     gxd_compile_limits limits; /* limits.part points at part */
     gxd_partition_opts part;
+    /* limits.priority_users, resolved at start */
+    uid_t priority_uids[GXD_MAX_ENDPOINTS];
+    int n_priority_uids;
     gxd_queue queue;
     gxd_models models;
     struct gxd_pool *pool;

@@ -23,6 +23,7 @@
 /* One received request. */
 typedef struct s_req {
     zmq_msg_t identity;
+    zmq_msg_t *hdr_msg; /* the header frame (its metadata: the peer) */
     const msgpack_object *hdr;
     uint64_t id;
     const char *type; /* reply type */
@@ -383,6 +384,53 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     return GX_OK;
 }
 
+/*
+ * The uid of the client that sent rq, when it came over ipc: libzmq gives
+ * an ipc peer's Peer-Address as "localhost:<uid>:<gid>:<pid>", read with
+ * SO_PEERCRED when the connection was accepted (so the kernel vouches for
+ * it, not the client). false for tcp peers, who are not identified.
+ */
+static bool s_peer_uid(s_req *rq, uid_t *uid)
+{
+    /* the header frame's: libzmq leaves the routing id frame without
+     * metadata when it was prefetched (polled) */
+    const char *pa = rq->hdr_msg ? zmq_msg_gets(rq->hdr_msg, "Peer-Address") : NULL;
+    static const char host[] = "localhost:";
+    if (!pa || strncmp(pa, host, sizeof host - 1) != 0)
+        return false;
+    const char *p = pa + sizeof host - 1;
+    char *end;
+    if (*p < '0' || *p > '9')
+        return false;
+    errno = 0;
+    unsigned long u = strtoul(p, &end, 10);
+    if (errno != 0 || *end != ':' || u >= (unsigned long)(uid_t)-1)
+        return false;
+    *uid = (uid_t)u;
+    return true;
+}
+
+/* A RUN priority above limits.max_client_priority: GX_OK when the client
+ * is one of limits.priority_users, else GX_EPERM saying why. */
+static int s_priority_allowed(gxd_ctx *ctx, s_req *rq, int64_t priority)
+{
+    uid_t uid;
+    if (!s_peer_uid(rq, &uid))
+        return gx_errf(rq->err, sizeof rq->err, GX_EPERM,
+                       "RUN: priority %lld is above limits.max_client_priority (%lld), which "
+                       "only limits.priority_users may exceed, and this client is not "
+                       "identified (tcp)",
+                       (long long)priority, (long long)ctx->cfg.limits_max_client_priority);
+    for (int i = 0; i < ctx->n_priority_uids; i++)
+        if (ctx->priority_uids[i] == uid)
+            return GX_OK;
+    return gx_errf(rq->err, sizeof rq->err, GX_EPERM,
+                   "RUN: priority %lld is above limits.max_client_priority (%lld), which only "
+                   "limits.priority_users may exceed, and uid %lu is not one of them",
+                   (long long)priority, (long long)ctx->cfg.limits_max_client_priority,
+                   (unsigned long)uid);
+}
+
 static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
 {
     char *err = rq->err;
@@ -404,6 +452,8 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     }
     if ((o = gx_mp_find(h, "priority"))) {
         if ((rc = gx_mp_int(o, "priority", -100, 100, &v, err, errlen)) < 0)
+            return rc;
+        if (v > ctx->cfg.limits_max_client_priority && (rc = s_priority_allowed(ctx, rq, v)) < 0)
             return rc;
         j->priority = (int)v;
     }
@@ -657,6 +707,7 @@ static void s_on_request(gxd_ctx *ctx)
         ctx->stats.protocol_errors++;
         s_reply_error(ctx, &rq, GX_ELIMIT, msg);
     } else {
+        rq.hdr_msg = &hdr;
         s_dispatch(ctx, &rq, zmq_msg_data(&hdr), zmq_msg_size(&hdr), overflow);
     }
     for (size_t i = 0; i < rq.nframes; i++)
@@ -788,6 +839,14 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
                                        .no_layout = !ctx->cfg.compiler_layout,
                                        .no_layout_times = !ctx->cfg.compiler_layout_measured};
     s_partition_opts(ctx);
+    ctx->n_priority_uids = 0;
+    for (int i = 0; i < ctx->cfg.n_limits_priority_users; i++) {
+        char why[256];
+        if (gxd_config_user_uid(ctx->cfg.limits_priority_users[i],
+                                &ctx->priority_uids[ctx->n_priority_uids], why, sizeof why) < 0)
+            return gx_errf(err, errlen, GX_ECONFIG, "limits.priority_users: %s", why);
+        ctx->n_priority_uids++;
+    }
     gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
     char pdir[1024];
     gxd_profile_dir(ctx->cfg.profile_dir, pdir, sizeof pdir);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gexec/status.h>
 
@@ -404,6 +405,39 @@ START_TEST(test_tcp_list)
 }
 END_TEST
 
+/* limits.priority_users: names, uids and self, checked when set. */
+START_TEST(test_priority_users)
+{
+    gxd_config c;
+    char err[512];
+    gxd_config_init(&c);
+    ck_assert_int_eq(c.limits_max_client_priority, 0);
+    ck_assert_int_eq(c.n_limits_priority_users, 2);
+    ck_assert_str_eq(c.limits_priority_users[0], "root");
+    ck_assert_str_eq(c.limits_priority_users[1], "self");
+    ck_assert_int_eq(gxd_config_set(&c, "limits.priority_users", "self, 0, 4242, root", err,
+                                    sizeof err),
+                     GX_OK);
+    ck_assert_int_eq(c.n_limits_priority_users, 4);
+    uid_t uid = 1;
+    ck_assert_int_eq(gxd_config_user_uid("self", &uid, err, sizeof err), GX_OK);
+    ck_assert_int_eq(uid, geteuid());
+    ck_assert_int_eq(gxd_config_user_uid("root", &uid, err, sizeof err), GX_OK);
+    ck_assert_int_eq(uid, 0);
+    ck_assert_int_eq(gxd_config_user_uid("4242", &uid, err, sizeof err), GX_OK);
+    ck_assert_int_eq(uid, 4242);
+    ck_assert_int_eq(gxd_config_set(&c, "limits.priority_users", "root, no-such-user-here", err,
+                                    sizeof err),
+                     GX_ECONFIG);
+    ck_assert_str_eq(err, "limits.priority_users: 'no-such-user-here' is not a user on this "
+                          "system (a name, a uid or self)");
+    ck_assert_int_eq(c.n_limits_priority_users, 4); /* unchanged */
+    ck_assert_int_eq(gxd_config_set(&c, "limits.max_client_priority", "101", err, sizeof err),
+                     GX_ECONFIG);
+    gxd_config_fini(&c);
+}
+END_TEST
+
 /* gxd_config_dump writes YAML that loads back to the same configuration. */
 START_TEST(test_dump_roundtrip)
 {
@@ -466,6 +500,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, test_missing_file);
     tcase_add_test(tc, test_set);
     tcase_add_test(tc, test_tcp_list);
+    tcase_add_test(tc, test_priority_users);
     tcase_add_test(tc, test_dump_roundtrip);
     suite_add_tcase(s, tc);
     return s;

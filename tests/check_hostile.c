@@ -496,6 +496,19 @@ static void s_setup_queue(void)
             "  max_jobs: 2\n");
 }
 
+/* The "priority" cases: priorities above 10 are for a user this test's
+ * process is not. */
+static void s_setup_priority(void)
+{
+    char yaml[256];
+    snprintf(yaml, sizeof yaml,
+             "limits:\n"
+             "  max_client_priority: 10\n"
+             "  priority_users: ['%d']\n",
+             geteuid() == 0 ? 65534 : 0);
+    s_start(yaml);
+}
+
 /* The daemon still serves, is alive, and exits with 0 on SIGTERM. */
 static void s_teardown(void)
 {
@@ -1870,6 +1883,38 @@ START_TEST(test_graph_nesting)
 }
 END_TEST
 
+/* ---- priorities above the ceiling ---- */
+
+/* Up to limits.max_client_priority anyone; above it only
+ * limits.priority_users, by the uid the kernel gives for the ipc peer. */
+START_TEST(test_priority_ceiling)
+{
+    static const char run[] = "{v: 1, type: 'RUN', id: %d, graph_id: $, inputs: [{name: 'x', "
+                              "dtype: 'float32', shape: [1, 16]}], priority: %d}";
+    char text[256], want[128];
+    snprintf(text, sizeof text, run, 140, 10);
+    s_expect_mp("priority at the ceiling", text, NULL, 1, 64, "RUN", 140, GX_OK, "");
+    snprintf(text, sizeof text, run, 141, -100);
+    s_expect_mp("lowest priority", text, NULL, 1, 64, "RUN", 141, GX_OK, "");
+    snprintf(text, sizeof text, run, 142, 11);
+    snprintf(want, sizeof want, "uid %lu is not one of them", (unsigned long)geteuid());
+    s_expect_mp("priority over the ceiling", text, NULL, 1, 64, "RUN", 142, GX_EPERM, want);
+    snprintf(text, sizeof text, run, 143, 100);
+    s_expect_mp("top priority", text, NULL, 1, 64, "RUN", 143, GX_EPERM,
+                "above limits.max_client_priority (10)");
+}
+END_TEST
+
+/* The default: the ceiling is 0, and root and the daemon's own user may
+ * go above it (this test runs as one of them). */
+START_TEST(test_priority_default)
+{
+    static const char run[] = "{v: 1, type: 'RUN', id: 150, graph_id: $, inputs: [{name: 'x', "
+                              "dtype: 'float32', shape: [1, 16]}], priority: 100}";
+    s_expect_mp("top priority, daemon's own user", run, NULL, 1, 64, "RUN", 150, GX_OK, "");
+}
+END_TEST
+
 /* ---- a daemon with small limits ---- */
 
 /* LOAD the graph over a raw socket and expect status naming keyword. */
@@ -2179,6 +2224,7 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_bad_id);
     tcase_add_test(tc, test_depth_past_limit_with_empty_leaf);
     tcase_add_test(tc, test_graph_nesting);
+    tcase_add_test(tc, test_priority_default);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("limits");
@@ -2186,6 +2232,12 @@ Suite *hostile_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_oversized_frame);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("priority");
+    tcase_add_checked_fixture(tc, s_setup_priority, s_teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_priority_ceiling);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("queue");

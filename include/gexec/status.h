@@ -46,7 +46,8 @@ extern "C" {
     X(EFORMAT, -20, "malformed file")                                         \
     X(ECONFIG, -21, "invalid configuration")                                  \
     X(EBUSY, -22, "resource busy")                                            \
-    X(EINTERNAL, -23, "internal error")
+    X(EINTERNAL, -23, "internal error")                                       \
+    X(EPERM, -24, "not permitted")
 
 typedef enum gx_status {
 #define GX_STATUS_ENUM(name, value, msg) GX_##name = value,
