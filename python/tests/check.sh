@@ -39,11 +39,12 @@ if ldd "$lib" | grep -q libtsan; then
     echo "check.sh: libgexec is built with ThreadSanitizer; the Python tests are skipped"
     exit 77
 fi
+# what Python runs with (gexecd keeps the caller's environment)
+py_env="env"
 asan=$(ldd "$lib" | sed -n 's/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p')
 if [ -n "$asan" ]; then
-    LD_PRELOAD=$asan${LD_PRELOAD:+:$LD_PRELOAD}
-    ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
-    export LD_PRELOAD ASAN_OPTIONS
+    # the last detect_leaks wins
+    py_env="env LD_PRELOAD=$asan${LD_PRELOAD:+:$LD_PRELOAD} ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fi
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gexec-pytest-XXXXXX") || exit 1
@@ -56,12 +57,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# gexecd is not a Python program: it runs without the preloaded runtime.
-env -u LD_PRELOAD "$gexecd" --foreground --socket "$endpoint" --profile-dir "$dir/profiles" \
+"$gexecd" --foreground --socket "$endpoint" --profile-dir "$dir/profiles" \
     --log-level "${GXT_LOG_LEVEL:-warn}" &
 pid=$!
 i=0
-until env -u LD_PRELOAD "$submit" --socket "$endpoint" --timeout 200 ping >/dev/null 2>&1; do
+until "$submit" --socket "$endpoint" --timeout 200 ping >/dev/null 2>&1; do
     kill -0 "$pid" 2>/dev/null || { echo "check.sh: gexecd exited during start"; pid=; exit 1; }
     i=$((i + 1))
     [ $i -lt 150 ] || { echo "check.sh: gexecd did not answer PING"; exit 1; }
@@ -70,7 +70,7 @@ done
 (cd "$top_srcdir/python/tests" &&
     GEXEC_LIBRARY=$lib GEXEC_SOCKET=$endpoint GEXECD=$gexecd GEXEC_TEST_TMP=$dir \
     GEXEC_SRCDIR=$top_srcdir PYTHONPATH=$top_srcdir/python${PYTHONPATH:+:$PYTHONPATH} \
-    PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -p no:cacheprovider -q -rs "$@")
+    PYTHONDONTWRITEBYTECODE=1 $py_env "$py" -m pytest -p no:cacheprovider -q -rs "$@")
 rc=$?
 
 kill -TERM "$pid"
