@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1318,6 +1319,145 @@ static int s_cv_dft(s_emit *e)
     return rc < 0 ? rc : s_set_rc(e, gx_node_set_int(n, "axis", axis), "axis");
 }
 
+/* A float32 constant of shape (ndim, shape) cast to like's type; NULL
+ * with the error set. */
+static const char *s_aux_like(s_emit *e, const char *what, int ndim, const int64_t *shape,
+                              const float *v, size_t n, const char *like)
+{
+    gx_tensor *t = gx_tensor_new_copy(GX_F32, ndim, shape, v, n * sizeof *v);
+    const char *k = s_aux_const(e, what, &t), *out = NULL;
+    if (k && !s_aux(e, "CastLike", 2, (const char *[]){k, like}, NULL, &out))
+        return NULL;
+    return out;
+}
+
+/* The FLOAT attribute name into *v: its value, def when absent, or (def
+ * NaN: required) an error. */
+static int s_float_attr(s_emit *e, const char *name, float def, float *v)
+{
+    const Onnx__AttributeProto *a =
+        s_find_typed(e->np, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    if (!a && def != def)
+        return s_fail(e->c, GX_EATTR, e->path, "%s of opset %" PRId64 " needs the FLOAT "
+                      "attribute '%s'", e->op, e->c->opset, name);
+    *v = a ? a->f : def;
+    return GX_OK;
+}
+
+/* The experimental ops of opsets 1-9, removed in 10, as the ops they
+ * stand for: ImageScaler (x * scale + bias per channel of NCHW), Affine
+ * (alpha * x + beta), Scale (x * scale), ScaledTanh (alpha * tanh(beta *
+ * x)), ParametricSoftplus (alpha * softplus(beta * x)) and Crop (a Slice
+ * of H and W). */
+static int s_cv_experimental(s_emit *e)
+{
+    const char *op = e->op, *x = e->n_in ? e->in[0] : "", *y = e->n_out ? e->out[0] : "";
+    const char *k1, *k2, *t, *u;
+    float alpha, beta;
+    int rc;
+    if (e->n_in != 1 || !*x || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "%s takes one input and gives one output", op);
+    if (strcmp(op, "Crop") == 0) {
+        const Onnx__AttributeProto *b =
+            s_find_typed(e->np, "border", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+        const Onnx__AttributeProto *sc =
+            s_find_typed(e->np, "scale", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+        if (!b || b->n_ints != 4 || (sc && sc->n_ints != 2))
+            return s_fail(e->c, GX_EATTR, e->path,
+                          "Crop needs border [left, top, right, bottom] and at most a scale "
+                          "[height, width]");
+        int64_t starts[2] = {b->ints[1], b->ints[0]}, ends[2], axes[2] = {2, 3};
+        if (sc) {
+            ends[0] = b->ints[1] + sc->ints[0];
+            ends[1] = b->ints[0] + sc->ints[1];
+        } else {
+            ends[0] = b->ints[3] ? -b->ints[3] : INT64_MAX;
+            ends[1] = b->ints[2] ? -b->ints[2] : INT64_MAX;
+        }
+        const char *st = s_aux_i64(e, "starts", false, 2, starts);
+        const char *en = st ? s_aux_i64(e, "ends", false, 2, ends) : NULL;
+        const char *ax = en ? s_aux_i64(e, "axes", false, 2, axes) : NULL;
+        if (!ax || !s_aux(e, "Slice", 4, (const char *[]){x, st, en, ax}, y, NULL))
+            return GX_ENOMEM;
+        return GX_OK;
+    }
+    if (strcmp(op, "ImageScaler") == 0) {
+        const Onnx__AttributeProto *b =
+            s_find_typed(e->np, "bias", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+        if ((rc = s_float_attr(e, "scale", 1, &alpha)) < 0)
+            return rc;
+        if (!(k1 = s_aux_like(e, "scale", 0, NULL, &alpha, 1, x)))
+            return GX_ENOMEM;
+        if (!b)
+            return s_aux(e, "Mul", 2, (const char *[]){x, k1}, y, NULL) ? GX_OK : GX_ENOMEM;
+        if (!s_aux(e, "Mul", 2, (const char *[]){x, k1}, NULL, &t) ||
+            !(k2 = s_aux_like(e, "bias", 3, (int64_t[]){(int64_t)b->n_floats, 1, 1}, b->floats,
+                              b->n_floats, x)) ||
+            !s_aux(e, "Add", 2, (const char *[]){t, k2}, y, NULL))
+            return GX_ENOMEM;
+        return GX_OK;
+    }
+    if (strcmp(op, "Scale") == 0) {
+        if ((rc = s_float_attr(e, "scale", 1, &alpha)) < 0)
+            return rc;
+        if (!(k1 = s_aux_like(e, "scale", 0, NULL, &alpha, 1, x)) ||
+            !s_aux(e, "Mul", 2, (const char *[]){x, k1}, y, NULL))
+            return GX_ENOMEM;
+        return GX_OK;
+    }
+    /* Affine, ScaledTanh, ParametricSoftplus */
+    bool affine = strcmp(op, "Affine") == 0;
+    if ((rc = s_float_attr(e, "alpha", affine ? 1 : NAN, &alpha)) < 0 ||
+        (rc = s_float_attr(e, "beta", affine ? 0 : NAN, &beta)) < 0)
+        return rc;
+    if (!(k1 = s_aux_like(e, "alpha", 0, NULL, &alpha, 1, x)) ||
+        !(k2 = s_aux_like(e, "beta", 0, NULL, &beta, 1, x)))
+        return GX_ENOMEM;
+    if (affine)
+        return s_aux(e, "Mul", 2, (const char *[]){x, k1}, NULL, &t) &&
+                       s_aux(e, "Add", 2, (const char *[]){t, k2}, y, NULL)
+                   ? GX_OK
+                   : GX_ENOMEM;
+    if (!s_aux(e, "Mul", 2, (const char *[]){x, k2}, NULL, &t) ||
+        !s_aux(e, strcmp(op, "ScaledTanh") == 0 ? "Tanh" : "Softplus", 1, &t, NULL, &u) ||
+        !s_aux(e, "Mul", 2, (const char *[]){u, k1}, y, NULL))
+        return GX_ENOMEM;
+    return GX_OK;
+}
+
+/* Tile before 6: Tile(input, tiles, axis), both scalars, repeats the
+ * input tiles times along axis. repeats = Where(Range(rank) == axis,
+ * tiles, 1). */
+static int s_cv_tile1(s_emit *e)
+{
+    if (e->n_in != 3 || !*e->in[0] || !*e->in[1] || !*e->in[2])
+        return s_fail(e->c, GX_EFORMAT, e->path, "Tile before opset 6 takes input, tiles, axis");
+    const char *x = e->in[0], *sh, *rks, *zero, *one, *range, *ax, *eq, *tl, *reps, *e0;
+    int64_t z = 0, o = 1;
+    int rc;
+    if (!s_aux(e, "Shape", 1, &x, NULL, &sh) ||
+        !(zero = s_aux_i64(e, "zero", true, 1, &z)) || !(one = s_aux_i64(e, "one", true, 1, &o)) ||
+        !(e0 = s_aux_i64(e, "empty_shape", false, 0, &z)))
+        return GX_ENOMEM;
+    if (!s_aux(e, "Size", 1, &sh, NULL, &rks) ||
+        !s_aux(e, "Range", 3, (const char *[]){zero, rks, one}, NULL, &range))
+        return GX_ENOMEM;
+    if ((rc = s_aux_i(e, "Cast", 1, &e->in[2], NULL, &ax, "to",
+                      ONNX__TENSOR_PROTO__DATA_TYPE__INT64)) < 0 ||
+        (rc = s_aux_i(e, "Cast", 1, &e->in[1], NULL, &tl, "to",
+                      ONNX__TENSOR_PROTO__DATA_TYPE__INT64)) < 0)
+        return rc;
+    const char *axs, *tls;
+    if (!s_aux(e, "Reshape", 2, (const char *[]){ax, e0}, NULL, &axs) ||
+        !s_aux(e, "Reshape", 2, (const char *[]){tl, e0}, NULL, &tls) ||
+        !s_aux(e, "Equal", 2, (const char *[]){range, axs}, NULL, &eq) ||
+        !s_aux(e, "Where", 3, (const char *[]){eq, tls, one}, NULL, &reps))
+        return GX_ENOMEM;
+    e->in[1] = reps;
+    e->n_in = 2;
+    return s_emit_node(e, NULL);
+}
+
 /* Scan 8: inputs (sequence_lens, N states [B, ...], M scan inputs
  * [B, T, ...]) with a batch axis the body does not see; outputs N final
  * states [B, ...] and K scan outputs [B, T, ...]. Becomes a Loop over the
@@ -1470,6 +1610,13 @@ static const struct {
     {"GRU", 1, 7, s_cv_rnn},
     {"LSTM", 1, 7, s_cv_rnn},
     {"Scan", 8, 9, s_cv_scan8},
+    {"Tile", 1, 6, s_cv_tile1},
+    {"ImageScaler", 1, 10, s_cv_experimental},
+    {"Affine", 1, 10, s_cv_experimental},
+    {"Scale", 1, 10, s_cv_experimental},
+    {"ScaledTanh", 1, 10, s_cv_experimental},
+    {"ParametricSoftplus", 1, 10, s_cv_experimental},
+    {"Crop", 1, 10, s_cv_experimental},
     {"DFT", 20, S_OPSET_MAX + 1, s_cv_dft},
 };
 
@@ -1482,7 +1629,6 @@ static const struct {
     const char *why;
 } s_changed[] = {
     {"Scan", 8, "Scan first appeared in opset 8"},
-    {"Tile", 6, "before opset 6 it takes tiles and axis inputs"},
 };
 
 /* One node. node_names holds the graph's node names (explicit and made). */

@@ -834,10 +834,10 @@ START_TEST(test_onnx_unsupported)
      * refused in it */
     g = s_graph("g");
     ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, (int64_t[]){2, 3})));
-    ADD(g, node, s_node("Tile", "t", "x,n,a", "y"));
+    ADD(g, node, s_node("Scan", "s", "x", "y"));
     ADD(g, output, s_vi("y", NULL));
-    ASSERT_ERR(s_parse(s_model(g, "", 5), &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "(Tile 't'): Tile of opset 5 is not supported", "tiles and axis inputs");
+    ASSERT_ERR(s_parse(s_model(g, "", 7), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "(Scan 's'): Scan of opset 7 is not supported", "first appeared in opset 8");
 
     /* opsets: every import is accepted; nodes are judged by their domain
      * and its version */
@@ -1878,6 +1878,119 @@ START_TEST(test_onnx_convert_scan8)
 }
 END_TEST
 
+/* Resize 11 as torch exported it: empty roi and scales, then sizes. */
+START_TEST(test_onnx_convert_resize11)
+{
+    const int64_t d4[4] = {1, 1, 2, 2}, d44[4] = {1, 1, 4, 4}, d0[1] = {0}, d1[1] = {4};
+    Onnx__GraphProto *g = s_graph("resize");
+    s_cv_input(g, "x", F32, 4, d4);
+    ADD(g, initializer, s_f32("roi", 1, d0, NULL, 0));
+    ADD(g, initializer, s_f32("scales", 1, d0, NULL, 0));
+    ADD(g, initializer, s_tensor("sizes", I64, 1, d1, (int64_t[]){1, 1, 4, 4}, 32));
+    g->initializer[0]->has_raw_data = g->initializer[1]->has_raw_data = 1;
+    Onnx__NodeProto *n = s_node("Resize", NULL, "x,roi,scales,sizes", "y");
+    s_attr_s(n, "mode", "nearest");
+    s_attr_s(n, "coordinate_transformation_mode", "asymmetric");
+    s_attr_s(n, "nearest_mode", "floor");
+    ADD(g, node, n);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Resize-11", s_model(g, "", 11), 1,
+               (gx_tensor *[]){s_cv_f32(4, d4, (float[]){1, 2, 3, 4})}, 0, GX_F32, 4, d44,
+               (double[]){1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+    /* Resize 10: X and scales, read as such by the daemon */
+    g = s_graph("resize10");
+    s_cv_input(g, "x", F32, 4, d4);
+    ADD(g, initializer, s_f32("scales", 1, d1, (float[]){1, 1, 2, 2}, 4));
+    ADD(g, node, n = s_node("Resize", NULL, "x,scales", "y"));
+    s_attr_s(n, "mode", "nearest");
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Resize-10", s_model(g, "", 10), 1,
+               (gx_tensor *[]){s_cv_f32(4, d4, (float[]){1, 2, 3, 4})}, 0, GX_F32, 4, d44,
+               (double[]){1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+}
+END_TEST
+
+/* The experimental ops of opsets 1-9 (ImageScaler, Affine, Scale,
+ * ScaledTanh, ParametricSoftplus, Crop) and Tile before 6. */
+START_TEST(test_onnx_convert_experimental)
+{
+    const int64_t dx[4] = {1, 2, 1, 2};
+    static const float xv[4] = {1, 2, 3, 4};
+    struct {
+        const char *op;
+        float alpha, beta;
+        double want[4];
+    } unary[] = {
+        {"Affine", 2, 1, {3, 5, 7, 9}},
+        {"ScaledTanh", 2, 0.5f, {2 * tanh(0.5), 2 * tanh(1), 2 * tanh(1.5), 2 * tanh(2)}},
+        {"ParametricSoftplus", 2, 1, {2 * log1p(exp(1)), 2 * log1p(exp(2)), 2 * log1p(exp(3)),
+                                      2 * log1p(exp(4))}},
+    };
+    for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++) {
+        Onnx__GraphProto *g = s_graph("x");
+        s_cv_input(g, "x", F32, 4, dx);
+        Onnx__NodeProto *n = s_node(unary[i].op, NULL, "x", "y");
+        s_attr_f(n, "alpha", unary[i].alpha);
+        s_attr_f(n, "beta", unary[i].beta);
+        ADD(g, node, n);
+        ADD(g, output, s_vi("y", NULL));
+        s_cv_check(unary[i].op, s_model(g, "", 9), 1, (gx_tensor *[]){s_cv_f32(4, dx, xv)}, 0,
+                   GX_F32, 4, dx, unary[i].want);
+        if (i == 1) { /* ScaledTanh has no defaults */
+            char err[1024];
+            gx_graph *out = NULL;
+            n->n_attribute = 1;
+            ASSERT_ERR(s_parse(s_model(g, "", 9), &out, err, sizeof err), GX_EATTR, err,
+                       "ScaledTanh of opset 9 needs the FLOAT attribute 'beta'");
+        }
+    }
+    /* ImageScaler: x * scale + bias per channel */
+    Onnx__GraphProto *g = s_graph("is");
+    s_cv_input(g, "x", F32, 4, dx);
+    Onnx__NodeProto *n = s_node("ImageScaler", NULL, "x", "y");
+    s_attr_f(n, "scale", 2);
+    Onnx__AttributeProto *a = s_attr(n, "bias", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->n_floats = 2;
+    a->floats = s_copy((float[]){10, -10}, 2 * sizeof(float));
+    ADD(g, node, n);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("ImageScaler", s_model(g, "", 8), 1, (gx_tensor *[]){s_cv_f32(4, dx, xv)}, 0,
+               GX_F32, 4, dx, (double[]){12, 14, -4, -2});
+    /* Scale */
+    g = s_graph("sc");
+    s_cv_input(g, "x", F32, 4, dx);
+    ADD(g, node, n = s_node("Scale", NULL, "x", "y"));
+    s_attr_f(n, "scale", 3);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Scale", s_model(g, "", 7), 1, (gx_tensor *[]){s_cv_f32(4, dx, xv)}, 0, GX_F32, 4,
+               dx, (double[]){3, 6, 9, 12});
+    /* Crop of [1,1,2,3]: border [left 1, top 0, right 0, bottom 0]; then
+     * with scale [1, 1] */
+    const int64_t dc[4] = {1, 1, 2, 3}, dc2[4] = {1, 1, 2, 2}, dc1[4] = {1, 1, 1, 1};
+    static const float cv[6] = {1, 2, 3, 4, 5, 6};
+    g = s_graph("crop");
+    s_cv_input(g, "x", F32, 4, dc);
+    ADD(g, node, n = s_node("Crop", NULL, "x", "y"));
+    s_attr_is(n, "border", 4, (int64_t[]){1, 0, 0, 0});
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Crop", s_model(g, "", 1), 1, (gx_tensor *[]){s_cv_f32(4, dc, cv)}, 0, GX_F32, 4,
+               dc2, (double[]){2, 3, 5, 6});
+    s_attr_is(n, "scale", 2, (int64_t[]){1, 1});
+    s_cv_check("Crop with scale", s_model(g, "", 1), 1, (gx_tensor *[]){s_cv_f32(4, dc, cv)}, 0,
+               GX_F32, 4, dc1, (double[]){2});
+    /* Tile-1: tiles and axis inputs */
+    const int64_t d22[2] = {2, 2}, d24[2] = {2, 4};
+    g = s_graph("tile");
+    s_cv_input(g, "x", F32, 2, d22);
+    ADD(g, initializer, s_tensor("tiles", I64, 0, NULL, (int64_t[]){2}, 8));
+    ADD(g, initializer, s_tensor("axis", I64, 0, NULL, (int64_t[]){1}, 8));
+    ADD(g, node, s_node("Tile", NULL, "x,tiles,axis", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Tile-1", s_model(g, "", 1), 1, (gx_tensor *[]){s_cv_f32(2, d22, xv)}, 0, GX_F32, 2,
+               d24, (double[]){1, 2, 1, 2, 3, 4, 3, 4});
+}
+END_TEST
+
 Suite *onnx_suite(void)
 {
     Suite *s = suite_create("onnx");
@@ -1909,6 +2022,8 @@ Suite *onnx_suite(void)
     tcase_add_test(tc, test_onnx_convert_attrs);
     tcase_add_test(tc, test_onnx_convert_more);
     tcase_add_test(tc, test_onnx_convert_scan8);
+    tcase_add_test(tc, test_onnx_convert_resize11);
+    tcase_add_test(tc, test_onnx_convert_experimental);
     suite_add_tcase(s, tc);
     return s;
 }
