@@ -508,7 +508,8 @@ class Client:
                 lib.gx_request_set_mode(rq, m.value)
             if priority is not None and lib.gx_request_set_priority(rq, int(priority)) < 0:
                 raise InvalidInputError(_EINVAL, f"priority {priority} is outside [-100, 100]")
-            if deadline_ms is not None and lib.gx_request_set_deadline_ms(rq, int(deadline_ms)) < 0:
+            if deadline_ms is not None and \
+                    lib.gx_request_set_deadline_ms(rq, int(deadline_ms)) < 0:
                 raise InvalidInputError(_EINVAL, f"deadline_ms {deadline_ms} is negative")
             return rq, keep
         except BaseException:
@@ -523,21 +524,25 @@ class Client:
         load() (sent inline with this run; load() once to run it often).
         inputs: {name: array-like}; each array's dtype must be the graph's
         (it is not converted). mode: one of modes() (default: the daemon
-        chooses); priority in [-100, 100]; deadline_ms: the job fails with
-        DeadlineError if not finished that long after the daemon received
-        it. outputs: which of the graph's outputs to return (default: all). Raises an Error subclass on any failure.
+        chooses); priority in [-100, 100] (the daemon may limit it);
+        deadline_ms: the job fails with DeadlineError if not finished that
+        long after the daemon received it (0 or None: no deadline).
+        outputs: which of the graph's outputs to return (default: all).
+        Raises an Error subclass on any failure.
         """
-        return self.submit(graph, inputs, mode=mode, priority=priority,
-                           deadline_ms=deadline_ms, outputs=outputs, _wait=True)
+        return self._send(True, graph, inputs, mode, priority, deadline_ms, outputs)
 
     def submit(self, graph, inputs=None, mode=None, priority=None, deadline_ms=None,
-               outputs=None, _wait=False):
+               outputs=None):
         """Like run() without waiting: returns a Future."""
+        return self._send(False, graph, inputs, mode, priority, deadline_ms, outputs)
+
+    def _send(self, wait, graph, inputs, mode, priority, deadline_ms, outputs):
         rq, keep = self._request(graph, inputs, outputs, mode, priority, deadline_ms)
         try:
             conn = self._checkout()
             try:
-                if _wait:
+                if wait:
                     r = _P()
                     rc = lib.gx_client_run(conn.ptr, rq, ctypes.byref(r))
                     return _finish(rc, r, conn)[0]

@@ -21,6 +21,13 @@ def _start_blocker(c, g, **kw):
     return f
 
 
+def _in_use(f):
+    """Someone holds or waits for f's connection (its ticket lock): with no
+    other caller, the thread waiting in f.result()."""
+    lock = f._conn.lock
+    return lock._next > lock._serving
+
+
 def test_submit_many_then_collect(client):
     g = client.load(data("affine.yaml"))
     xs = [np.full((i + 1, 3), i, np.float32) for i in range(20)]
@@ -69,8 +76,7 @@ def test_cancel_running_job_from_another_thread(spin):
 
     t = threading.Thread(target=waiter)
     t.start()
-    wait_for(lambda: not t.is_alive() or blocker._conn.lock._next > blocker._conn.lock._serving,
-             "the waiter to wait")
+    wait_for(lambda: not t.is_alive() or _in_use(blocker), "the waiter to wait")
     assert blocker.cancel() is True  # gets through while the waiter waits
     t.join(60)
     assert not t.is_alive()
@@ -123,8 +129,7 @@ def test_close_while_a_thread_waits():
 
         t = threading.Thread(target=waiter)
         t.start()
-        wait_for(lambda: not t.is_alive() or blocker._conn.lock._next > blocker._conn.lock._serving,
-                 "the waiter to wait")
+        wait_for(lambda: not t.is_alive() or _in_use(blocker), "the waiter to wait")
         c.close()
         t.join(60)
         assert not t.is_alive()
