@@ -155,7 +155,9 @@ def _input_of(name, value):
     if a.ndim > 8:
         raise InvalidInputError(_EINVAL, f"input '{name}': {a.ndim} dimensions (gexec takes "
                                 "at most 8)")
-    return code, np.ascontiguousarray(a)
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+    return code, a
 
 
 # ---- graphs ----

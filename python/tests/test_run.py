@@ -177,3 +177,13 @@ def test_default_endpoint_follows_gexec_socket(endpoint, monkeypatch):
     with gexec.Client() as c:
         assert c.endpoint == endpoint
         c.ping()
+
+
+def test_empty_and_scalar_tensors(client):
+    g = client.load(data("affine.yaml"))
+    y = client.run(g, {"x": np.zeros((0, 3), np.float32)})["y"]
+    assert y.shape == (0, 3) and y.dtype == np.float32
+    scalar = (b"name: s\ninputs:\n  - {name: x, dtype: int64, shape: []}\n"
+              b"nodes:\n  - {op: Neg, inputs: [x], outputs: [y]}\noutputs: [y]\n")
+    y = client.run(scalar, {"x": np.int64(41)})["y"]
+    assert y.shape == () and y.dtype == np.int64 and int(y) == -41
