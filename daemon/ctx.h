@@ -27,7 +27,19 @@ typedef struct gxd_stats {
     uint64_t cancelled, expired, rejected_full;
     uint64_t compile_count;
     int64_t compute_us_total, queue_us_total;
+    /* jobs of clients that disconnected: dropped from the queue, and
+     * running ones asked to stop at their next step */
+    uint64_t gone_dropped, gone_cancelled;
 } gxd_stats;
+
+/* A connection that sent requests: its file descriptor (from ZeroMQ's
+ * socket monitor and each message's ZMQ_SRCFD) and its routing id, so a
+ * disconnect finds the client's jobs. */
+typedef struct gxd_peer {
+    int fd;
+    size_t identity_len;
+    uint8_t identity[GXD_MAX_IDENTITY];
+} gxd_peer;
 
 typedef struct gxd_ctx {
     gxd_config cfg;
@@ -43,6 +55,9 @@ typedef struct gxd_ctx {
     struct gxd_pool *pool;
 
     void *zctx, *router;
+    void *monitor; /* PAIR: the router's accepted/disconnected events */
+    gxd_peer *peers; /* connections that sent requests, by fd */
+    size_t n_peers, cap_peers;
     char endpoint[512];
     bool ipc_bound; /* endpoint is an ipc:// socket file this daemon bound: removed at the end */
     int signal_fd; /* read end of the signal pipe (SIGTERM/SIGINT/SIGHUP) */

@@ -738,6 +738,21 @@ bool gxd_pool_cancel(gxd_pool *p, const void *identity, size_t identity_len, uin
     return found;
 }
 
+int gxd_pool_cancel_client(gxd_pool *p, const void *identity, size_t identity_len)
+{
+    int n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->n; i++) {
+        gxd_job *j = p->w[i].current;
+        /* the exchange counts a job a team's workers share once */
+        if (j && j->identity_len == identity_len &&
+            memcmp(j->identity, identity, identity_len) == 0)
+            n += !atomic_exchange(&j->cancel, true);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
 int gxd_pool_busy(gxd_pool *p)
 {
     int busy = 0;

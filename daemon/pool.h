@@ -20,6 +20,9 @@ int gxd_pool_size(const gxd_pool *p);
 bool gxd_pool_cancel(gxd_pool *p, const void *identity, size_t identity_len, uint64_t id);
 /* Ask every running job to stop (shutdown after the grace period). */
 void gxd_pool_cancel_all(gxd_pool *p);
+/* Ask every running job of the client identity to stop at its next step
+ * (it went away); returns how many were running and not yet asked. */
+int gxd_pool_cancel_client(gxd_pool *p, const void *identity, size_t identity_len);
 /* Jobs running right now. */
 int gxd_pool_busy(gxd_pool *p);
 

@@ -228,6 +228,25 @@ gxd_job *gxd_queue_remove(gxd_queue *q, const void *identity, size_t identity_le
     return j;
 }
 
+gxd_job *gxd_queue_remove_client(gxd_queue *q, const void *identity, size_t identity_len)
+{
+    gxd_job *list = NULL, **tail = &list;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < q->n;) {
+        const gxd_job *c = q->heap[i];
+        if (c->identity_len == identity_len && memcmp(c->identity, identity, identity_len) == 0) {
+            gxd_job *j = s_take(q, i);
+            *tail = j;
+            tail = &j->next;
+            i = 0; /* the heap moved; rescan */
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return list;
+}
+
 gxd_job *gxd_queue_expire(gxd_queue *q, int64_t now)
 {
     gxd_job *list = NULL;

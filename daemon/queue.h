@@ -69,6 +69,9 @@ gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *w
 void gxd_queue_kick(gxd_queue *q, int n);
 /* Take the queued job (identity, id) out, or NULL if it is not queued. */
 gxd_job *gxd_queue_remove(gxd_queue *q, const void *identity, size_t identity_len, uint64_t id);
+/* Take out every queued job of the client identity (it went away);
+ * returns them as a list linked through job->next (caller owns them). */
+gxd_job *gxd_queue_remove_client(gxd_queue *q, const void *identity, size_t identity_len);
 /* Take out every job whose deadline is <= now; returns them as a list
  * linked through job->next (caller owns them). */
 gxd_job *gxd_queue_expire(gxd_queue *q, int64_t now);

@@ -554,7 +554,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, "stats");
-    msgpack_pack_map(&r.pk, 18);
+    msgpack_pack_map(&r.pk, 20);
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -572,6 +572,8 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_kv(&r.pk, "cancelled", (int64_t)st->cancelled);
     s_pack_kv(&r.pk, "expired", (int64_t)st->expired);
     s_pack_kv(&r.pk, "rejected_queue_full", (int64_t)st->rejected_full);
+    s_pack_kv(&r.pk, "disconnected_dropped", (int64_t)st->gone_dropped);
+    s_pack_kv(&r.pk, "disconnected_cancelled", (int64_t)st->gone_cancelled);
     s_pack_kv(&r.pk, "plans_compiled", (int64_t)st->compile_count);
     s_pack_kv(&r.pk, "queue_us_total", st->queue_us_total);
     s_pack_kv(&r.pk, "compute_us_total", st->compute_us_total);
@@ -656,9 +658,98 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
     msgpack_unpacked_destroy(&up);
 }
 
+/* ---- clients that go away ---- */
+
+/* The connection fd sent a request as identity: remember the pair. */
+static void s_peer_note(gxd_ctx *ctx, int fd, const zmq_msg_t *identity)
+{
+    size_t len = zmq_msg_size(identity);
+    if (fd < 0 || len > GXD_MAX_IDENTITY)
+        return;
+    gxd_peer *p = NULL;
+    for (size_t i = 0; i < ctx->n_peers && !p; i++)
+        if (ctx->peers[i].fd == fd)
+            p = &ctx->peers[i];
+    if (!p) {
+        if (ctx->n_peers == ctx->cap_peers) {
+            size_t cap = ctx->cap_peers ? 2 * ctx->cap_peers : 16;
+            gxd_peer *np = realloc(ctx->peers, cap * sizeof *np);
+            if (!np)
+                return; /* ENOMEM: this client's jobs run on if it goes */
+            ctx->peers = np;
+            ctx->cap_peers = cap;
+        }
+        p = &ctx->peers[ctx->n_peers++];
+        p->fd = fd;
+    }
+    p->identity_len = len;
+    memcpy(p->identity, zmq_msg_data((zmq_msg_t *)identity), len);
+}
+
+/* The connection fd closed: drop its client's queued jobs (answered
+ * GX_ECANCELLED, a reply nobody receives, so every job still gets its one
+ * reply) and ask its running ones to stop at their next step. */
+static void s_peer_gone(gxd_ctx *ctx, int fd)
+{
+    for (size_t i = 0; i < ctx->n_peers; i++) {
+        if (ctx->peers[i].fd != fd)
+            continue;
+        gxd_peer p = ctx->peers[i];
+        ctx->peers[i] = ctx->peers[--ctx->n_peers];
+        size_t dropped = 0;
+        gxd_job *list = gxd_queue_remove_client(&ctx->queue, p.identity, p.identity_len);
+        for (gxd_job *j = list; j; j = j->next)
+            dropped++;
+        s_fail_list(ctx, list, GX_ECANCELLED, "the client disconnected; the job was not started");
+        int cancelled = ctx->pool ? gxd_pool_cancel_client(ctx->pool, p.identity, p.identity_len) : 0;
+        ctx->stats.gone_dropped += dropped;
+        ctx->stats.gone_cancelled += (uint64_t)cancelled;
+        if (dropped || cancelled)
+            GXD_LOG(&ctx->log, GXD_LOG_INFO,
+                    "a client disconnected: %zu queued jobs dropped, %d running ones cancelled",
+                    dropped, cancelled);
+        return;
+    }
+}
+
+/*
+ * Handle the socket monitor's events now pending. Called before every
+ * request is read: libzmq queues a connection's DISCONNECTED event before
+ * it closes the fd, so before the fd can be reused by a new connection and
+ * before any request from that one, and a reused fd is never mistaken for
+ * the old client.
+ */
+static void s_monitor_drain(gxd_ctx *ctx)
+{
+    while (ctx->monitor) {
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, ctx->monitor, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        uint16_t event = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&ev) >= 6) {
+            memcpy(&event, zmq_msg_data(&ev), 2);
+            memcpy(&value, (const char *)zmq_msg_data(&ev) + 2, 4);
+        }
+        bool more = zmq_msg_more(&ev);
+        zmq_msg_close(&ev);
+        if (more) { /* the endpoint frame */
+            zmq_msg_init(&addr);
+            zmq_msg_recv(&addr, ctx->monitor, 0);
+            zmq_msg_close(&addr);
+        }
+        if (event == ZMQ_EVENT_DISCONNECTED || event == ZMQ_EVENT_ACCEPTED)
+            s_peer_gone(ctx, (int)value); /* accepted: a stale entry for a reused fd */
+    }
+}
+
 /* Receive one multipart message and handle it. */
 static void s_on_request(gxd_ctx *ctx)
 {
+    s_monitor_drain(ctx);
     s_req rq;
     memset(&rq, 0, sizeof rq);
     rq.type = "ERROR";
@@ -708,6 +799,7 @@ static void s_on_request(gxd_ctx *ctx)
         s_reply_error(ctx, &rq, GX_ELIMIT, msg);
     } else {
         rq.hdr_msg = &hdr;
+        s_peer_note(ctx, zmq_msg_get(&hdr, ZMQ_SRCFD), &rq.identity);
         s_dispatch(ctx, &rq, zmq_msg_data(&hdr), zmq_msg_size(&hdr), overflow);
     }
     for (size_t i = 0; i < rq.nframes; i++)
@@ -895,6 +987,14 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     for (int i = 0; i < ctx->cfg.n_tcp; i++)
         if ((rc = s_bind(ctx, ctx->cfg.tcp[i], err, errlen)) < 0)
             return rc;
+    /* connections accepted and closed, so a client that goes away has its
+     * jobs dropped (s_peer_gone) */
+    char mon[64];
+    snprintf(mon, sizeof mon, "inproc://gexecd-monitor-%p", (void *)ctx);
+    if (zmq_socket_monitor(ctx->router, mon, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0 ||
+        !(ctx->monitor = zmq_socket(ctx->zctx, ZMQ_PAIR)) || zmq_connect(ctx->monitor, mon) != 0)
+        return gx_errf(err, errlen, GX_EINTERNAL, "zmq socket monitor: %s", zmq_strerror(zmq_errno()));
+    zmq_setsockopt(ctx->monitor, ZMQ_LINGER, &(int){0}, sizeof(int));
 
     if ((rc = gxd_pool_start(ctx, &ctx->pool, err, errlen)) < 0)
         return rc;
@@ -908,9 +1008,12 @@ static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
         {ctx->router, 0, ZMQ_POLLIN, 0},
         {NULL, ctx->done_fd, ZMQ_POLLIN, 0},
         {NULL, ctx->signal_fd, ZMQ_POLLIN, 0},
+        {ctx->monitor, 0, ZMQ_POLLIN, 0},
     };
-    if (zmq_poll(items, 3, timeout_ms) < 0)
+    if (zmq_poll(items, ctx->monitor ? 4 : 3, timeout_ms) < 0)
         return;
+    if (items[3].revents & ZMQ_POLLIN)
+        s_monitor_drain(ctx);
     if (items[1].revents & ZMQ_POLLIN)
         s_flush_done(ctx);
     if (items[2].revents & ZMQ_POLLIN) {
@@ -988,6 +1091,14 @@ void gxd_server_fini(gxd_ctx *ctx)
     }
     if (ctx->done_fd >= 0)
         s_flush_done(ctx);
+    if (ctx->router)
+        zmq_socket_monitor(ctx->router, NULL, 0);
+    if (ctx->monitor)
+        zmq_close(ctx->monitor);
+    free(ctx->peers);
+    ctx->peers = NULL;
+    ctx->n_peers = ctx->cap_peers = 0;
+    ctx->monitor = NULL;
     if (ctx->router)
         zmq_close(ctx->router);
     if (ctx->zctx)

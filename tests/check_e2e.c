@@ -770,6 +770,80 @@ START_TEST(test_sigterm_answers_every_job)
 }
 END_TEST
 
+/* Poll STATS until its JSON holds want. No limit of its own: the test's
+ * Check timeout is the only one, so a busy machine is only slower. */
+static void s_wait_stats(gx_client *c, const char *want)
+{
+    for (;;) {
+        char *json = NULL;
+        ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+        bool ok = strstr(json, want) != NULL;
+        free(json);
+        if (ok)
+            return;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* A client that disconnects: its queued jobs are dropped, its running one
+ * is cancelled at its next step, STATS counts both, and the one worker is
+ * free for other clients. Synchronised on STATS, no sleep decides: the
+ * running job is one that cannot end by itself. */
+START_TEST(test_disconnect_drops_jobs)
+{
+    char *dir = gxt_tmpdir();
+    gxt_daemon d;
+    s_daemon_grace(&d, dir, 0); /* one worker */
+    gx_client *c = s_client(&d), *watch = s_client(&d);
+    gx_graph *g = s_endless_graph();
+    gx_tensor *x = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
+    gx_tensor *cond = gx_tensor_new(GX_BOOL, 0, NULL);
+    *(uint8_t *)gx_tensor_data(cond) = 1;
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    gx_request_add_input(rq, "c", cond);
+    gx_job *jobs[4];
+    ck_assert_int_eq(gx_client_submit(c, rq, &jobs[0]), GX_OK);
+    s_wait_stats(watch, "\"workers_busy\":1");
+    for (int i = 1; i < 4; i++)
+        ck_assert_int_eq(gx_client_submit(c, rq, &jobs[i]), GX_OK);
+    ck_assert_int_eq(gx_client_ping(c), GX_OK); /* all four are in */
+    s_wait_stats(watch, "\"queue_length\":3");
+    gx_client_destroy(&c); /* goes away without waiting for its jobs */
+    for (int i = 0; i < 4; i++)
+        gx_job_destroy(&jobs[i]);
+    s_wait_stats(watch, "\"disconnected_dropped\":3");
+    s_wait_stats(watch, "\"disconnected_cancelled\":1");
+    s_wait_stats(watch, "\"workers_busy\":0");
+    s_wait_stats(watch, "\"queue_length\":0");
+
+    /* the worker serves the next client */
+    gx_graph *a = s_affine_graph(4);
+    gx_tensor *ax = gx_tensor_new_copy(GX_F32, 2, (int64_t[]){1, 4}, (float[]){1, 2, 3, 4}, 16);
+    gx_request *arq = gx_request_new();
+    gx_request_set_graph(arq, a);
+    gx_request_add_input(arq, "x", ax);
+    gx_result *r = NULL;
+    ck_assert_msg(gx_client_run(watch, arq, &r) == GX_OK, "%s", gx_client_last_error(watch));
+    ck_assert(gxt_allclose(gx_tensor_cdata(gx_result_output(r, 0)), (float[]){3, 5, 7, 9}, 4, 0,
+                           0));
+    gx_result_destroy(&r);
+    gx_request_destroy(&arq);
+    gx_tensor_destroy(&ax);
+    gx_graph_destroy(&a);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    gx_tensor_destroy(&cond);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&watch);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_gexec_submit_cli)
 {
     gxt_daemon d;
@@ -1003,6 +1077,7 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_cancel_queued_and_running);
     tcase_add_test(tc, test_deadline_and_queue_full);
     tcase_add_test(tc, test_sigterm_answers_every_job);
+    tcase_add_test(tc, test_disconnect_drops_jobs);
     tcase_add_test(tc, test_outputs_every_way);
     tcase_add_test(tc, test_input_from_caller_buffer);
     tcase_add_test(tc, test_clean_stop_removes_socket);
