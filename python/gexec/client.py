@@ -7,7 +7,9 @@ threads sharing a Client run in parallel and the pool grows to the number of
 calls in flight at once. A Future stays on the connection that submitted it:
 waiting, polling and cancelling take that connection's lock (granted in
 arrival order) and a waiting thread gives it up every few milliseconds, so
-cancel() and close() from other threads get through.
+cancel() and close() from other threads get through. Waiting calls (run,
+load, explain, ...) take a connection without pending Futures, so waiting
+for a Future never queues behind a long run.
 
 Processes: after fork() the child's Clients forget the parent's connections
 (without closing them: they belong to the parent) and open their own;
@@ -314,13 +316,15 @@ class _TicketLock:
 
 class _Conn:
     """One gx_client. ptr and the jobs on it are used under lock; busy (under
-    the Client's lock) marks it taken by a call; orphans are jobs of Futures
+    the Client's lock) marks it taken by a call; futures counts the pending
+    Futures on it (changed under lock); orphans are jobs of Futures
     that were dropped, destroyed by the next holder of lock."""
 
     def __init__(self, ptr, pid):
         self.ptr = _P(ptr)
         self.lock = _TicketLock()
         self.busy = False
+        self.futures = 0
         self.orphans = []
         self.pid = pid
 
@@ -328,6 +332,7 @@ class _Conn:
         """Destroy the orphaned jobs; under lock."""
         while self.orphans:
             job = self.orphans.pop()
+            self.futures -= 1
             lib.gx_job_destroy(ctypes.byref(job))
 
 
@@ -379,12 +384,14 @@ class Client:
         self._conns = []  # the parent's: not ours to close
         self._pid = os.getpid()
 
-    def _checkout(self):
-        """A connection no other call is using, locked for the caller."""
+    def _checkout(self, for_submit=False):
+        """A connection no other call is using, locked for the caller; one
+        without pending Futures unless for_submit."""
         with self._lock:
             if self._closed:
                 raise Error(_EINVAL, "the client is closed")
-            conn = next((c for c in self._conns if not c.busy), None)
+            conn = next((c for c in self._conns
+                         if not c.busy and (for_submit or c.futures == 0)), None)
             if conn is None:
                 err = ctypes.create_string_buffer(_ERRLEN)
                 ptr = lib.gx_client_new(self.endpoint.encode(), err, _ERRLEN)
@@ -542,7 +549,7 @@ class Client:
     def _send(self, wait, graph, inputs, mode, priority, deadline_ms, outputs):
         rq, keep = self._request(graph, inputs, outputs, mode, priority, deadline_ms)
         try:
-            conn = self._checkout()
+            conn = self._checkout(for_submit=not wait)
             try:
                 if wait:
                     r = _P()
@@ -552,6 +559,7 @@ class Client:
                 rc = lib.gx_client_submit(conn.ptr, rq, ctypes.byref(job))
                 if rc < 0:
                     raise error(rc, lib.gx_client_last_error(conn.ptr).decode(errors="replace"))
+                conn.futures += 1
                 return Future(self, conn, job)
             finally:
                 self._checkin(conn)
@@ -601,6 +609,7 @@ class Future:
             self.info = e.info
         lib.gx_job_destroy(ctypes.byref(self._job))
         self._job = None
+        self._conn.futures -= 1
 
     def _poll(self, wait_ms):
         """One wait of at most wait_ms for the reply; under the lock. Returns
@@ -609,6 +618,7 @@ class Future:
         if not conn.ptr:
             lib.gx_job_destroy(ctypes.byref(self._job))
             self._job = None
+            conn.futures -= 1
             self._exc = Error(_EINVAL, "the client was closed before the job's reply came")
             return None
         r = _P()

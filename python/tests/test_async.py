@@ -85,6 +85,24 @@ def test_cancel_running_job_from_another_thread(spin):
     assert c.stats()["cancelled"] >= 1
 
 
+def test_future_not_held_up_by_a_waiting_run(spin):
+    """A run() waiting in one thread (queued behind the spin job) does not
+    hold the connection of a pending Future: cancel() gets through, and
+    then the run goes ahead."""
+    c, g = spin
+    blocker = _start_blocker(c, g)
+    done = []
+    t = threading.Thread(target=lambda: done.append(c.run(data("affine.yaml"), {"x": X3})))
+    t.start()
+    wait_for(lambda: c.stats()["queue_length"] == 1, "the run to be queued")
+    assert blocker.cancel() is True
+    with pytest.raises(gexec.CancelledError):
+        blocker.result()
+    t.join(60)
+    assert not t.is_alive() and len(done) == 1
+    np.testing.assert_array_equal(done[0]["y"], X3 * 3)
+
+
 def test_deadline_expires_in_queue(spin):
     c, g = spin
     blocker = _start_blocker(c, g)
