@@ -58,6 +58,8 @@ typedef struct gxd_ctx {
     void *monitor; /* PAIR: the router's accepted/disconnected events */
     gxd_peer *peers; /* connections that sent requests, by fd */
     size_t n_peers, cap_peers;
+    int *closed; /* fds of connections closed, not reused yet */
+    size_t n_closed, cap_closed;
     char endpoint[512];
     bool ipc_bound; /* endpoint is an ipc:// socket file this daemon bound: removed at the end */
     int signal_fd; /* read end of the signal pipe (SIGTERM/SIGINT/SIGHUP) */

@@ -660,40 +660,43 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
 
 /* ---- clients that go away ---- */
 
-/* The connection fd sent a request as identity: remember the pair. */
+/* The connection fd sent a request as identity: remember the pair (a
+ * connection has one routing id, but a reused fd may carry a dead
+ * connection's last requests too). */
 static void s_peer_note(gxd_ctx *ctx, int fd, const zmq_msg_t *identity)
 {
     size_t len = zmq_msg_size(identity);
+    const void *id = zmq_msg_data((zmq_msg_t *)identity);
     if (fd < 0 || len > GXD_MAX_IDENTITY)
         return;
-    gxd_peer *p = NULL;
-    for (size_t i = 0; i < ctx->n_peers && !p; i++)
-        if (ctx->peers[i].fd == fd)
-            p = &ctx->peers[i];
-    if (!p) {
-        if (ctx->n_peers == ctx->cap_peers) {
-            size_t cap = ctx->cap_peers ? 2 * ctx->cap_peers : 16;
-            gxd_peer *np = realloc(ctx->peers, cap * sizeof *np);
-            if (!np)
-                return; /* ENOMEM: this client's jobs run on if it goes */
-            ctx->peers = np;
-            ctx->cap_peers = cap;
-        }
-        p = &ctx->peers[ctx->n_peers++];
-        p->fd = fd;
+    for (size_t i = 0; i < ctx->n_peers; i++)
+        if (ctx->peers[i].fd == fd && ctx->peers[i].identity_len == len &&
+            memcmp(ctx->peers[i].identity, id, len) == 0)
+            return;
+    if (ctx->n_peers == ctx->cap_peers) {
+        size_t cap = ctx->cap_peers ? 2 * ctx->cap_peers : 16;
+        gxd_peer *np = realloc(ctx->peers, cap * sizeof *np);
+        if (!np)
+            return; /* ENOMEM: this client's jobs run on if it goes */
+        ctx->peers = np;
+        ctx->cap_peers = cap;
     }
+    gxd_peer *p = &ctx->peers[ctx->n_peers++];
+    p->fd = fd;
     p->identity_len = len;
-    memcpy(p->identity, zmq_msg_data((zmq_msg_t *)identity), len);
+    memcpy(p->identity, id, len);
 }
 
-/* The connection fd closed: drop its client's queued jobs (answered
+/* The connection fd closed: drop its clients' queued jobs (answered
  * GX_ECANCELLED, a reply nobody receives, so every job still gets its one
- * reply) and ask its running ones to stop at their next step. */
+ * reply) and ask their running ones to stop at their next step. */
 static void s_peer_gone(gxd_ctx *ctx, int fd)
 {
-    for (size_t i = 0; i < ctx->n_peers; i++) {
-        if (ctx->peers[i].fd != fd)
+    for (size_t i = 0; i < ctx->n_peers;) {
+        if (ctx->peers[i].fd != fd) {
+            i++;
             continue;
+        }
         gxd_peer p = ctx->peers[i];
         ctx->peers[i] = ctx->peers[--ctx->n_peers];
         size_t dropped = 0;
@@ -708,8 +711,38 @@ static void s_peer_gone(gxd_ctx *ctx, int fd)
             GXD_LOG(&ctx->log, GXD_LOG_INFO,
                     "a client disconnected: %zu queued jobs dropped, %d running ones cancelled",
                     dropped, cancelled);
-        return;
     }
+}
+
+/* Connections closed whose fd no new connection has taken yet: a request
+ * still read from one came after its client went away. */
+static bool s_fd_closed(const gxd_ctx *ctx, int fd)
+{
+    for (size_t i = 0; i < ctx->n_closed; i++)
+        if (ctx->closed[i] == fd)
+            return true;
+    return false;
+}
+
+static void s_fd_set_closed(gxd_ctx *ctx, int fd, bool closed)
+{
+    for (size_t i = 0; i < ctx->n_closed; i++)
+        if (ctx->closed[i] == fd) {
+            if (!closed)
+                ctx->closed[i] = ctx->closed[--ctx->n_closed];
+            return;
+        }
+    if (!closed)
+        return;
+    if (ctx->n_closed == ctx->cap_closed) {
+        size_t cap = ctx->cap_closed ? 2 * ctx->cap_closed : 16;
+        int *nc = realloc(ctx->closed, cap * sizeof *nc);
+        if (!nc)
+            return;
+        ctx->closed = nc;
+        ctx->cap_closed = cap;
+    }
+    ctx->closed[ctx->n_closed++] = fd;
 }
 
 /*
@@ -741,8 +774,10 @@ static void s_monitor_drain(gxd_ctx *ctx)
             zmq_msg_recv(&addr, ctx->monitor, 0);
             zmq_msg_close(&addr);
         }
-        if (event == ZMQ_EVENT_DISCONNECTED || event == ZMQ_EVENT_ACCEPTED)
-            s_peer_gone(ctx, (int)value); /* accepted: a stale entry for a reused fd */
+        if (event == ZMQ_EVENT_DISCONNECTED || event == ZMQ_EVENT_ACCEPTED) {
+            s_peer_gone(ctx, (int)value); /* accepted: stale entries for a reused fd */
+            s_fd_set_closed(ctx, (int)value, event == ZMQ_EVENT_DISCONNECTED);
+        }
     }
 }
 
@@ -799,8 +834,11 @@ static void s_on_request(gxd_ctx *ctx)
         s_reply_error(ctx, &rq, GX_ELIMIT, msg);
     } else {
         rq.hdr_msg = &hdr;
-        s_peer_note(ctx, zmq_msg_get(&hdr, ZMQ_SRCFD), &rq.identity);
+        int fd = zmq_msg_get(&hdr, ZMQ_SRCFD);
+        s_peer_note(ctx, fd, &rq.identity);
         s_dispatch(ctx, &rq, zmq_msg_data(&hdr), zmq_msg_size(&hdr), overflow);
+        if (fd >= 0 && s_fd_closed(ctx, fd))
+            s_peer_gone(ctx, fd); /* sent just before its client went away */
     }
     for (size_t i = 0; i < rq.nframes; i++)
         zmq_msg_close(&frames[i]);
@@ -992,9 +1030,12 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     char mon[64];
     snprintf(mon, sizeof mon, "inproc://gexecd-monitor-%p", (void *)ctx);
     if (zmq_socket_monitor(ctx->router, mon, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0 ||
-        !(ctx->monitor = zmq_socket(ctx->zctx, ZMQ_PAIR)) || zmq_connect(ctx->monitor, mon) != 0)
+        !(ctx->monitor = zmq_socket(ctx->zctx, ZMQ_PAIR)) ||
+        /* no high-water mark: a burst of connections loses no event */
+        zmq_setsockopt(ctx->monitor, ZMQ_RCVHWM, &(int){0}, sizeof(int)) != 0 ||
+        zmq_setsockopt(ctx->monitor, ZMQ_LINGER, &(int){0}, sizeof(int)) != 0 ||
+        zmq_connect(ctx->monitor, mon) != 0)
         return gx_errf(err, errlen, GX_EINTERNAL, "zmq socket monitor: %s", zmq_strerror(zmq_errno()));
-    zmq_setsockopt(ctx->monitor, ZMQ_LINGER, &(int){0}, sizeof(int));
 
     if ((rc = gxd_pool_start(ctx, &ctx->pool, err, errlen)) < 0)
         return rc;
@@ -1096,8 +1137,10 @@ void gxd_server_fini(gxd_ctx *ctx)
     if (ctx->monitor)
         zmq_close(ctx->monitor);
     free(ctx->peers);
+    free(ctx->closed);
     ctx->peers = NULL;
-    ctx->n_peers = ctx->cap_peers = 0;
+    ctx->closed = NULL;
+    ctx->n_peers = ctx->cap_peers = ctx->n_closed = ctx->cap_closed = 0;
     ctx->monitor = NULL;
     if (ctx->router)
         zmq_close(ctx->router);
