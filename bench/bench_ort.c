@@ -882,6 +882,8 @@ static const s_model s_models[] = {
     {"mlp_b64", "x[64,512] -> the same 8 layers", s_build_mlp, 2, {64, 512}},
     {"chain200", "x[262144] -> 200 elementwise ops: 40 x (Add s, Mul s, Relu, Add C[262144], "
      "Tanh)", s_build_chain200, 1, {262144}},
+    {"tiny200", "x[64] -> the same 200 ops on 64 floats: the cost of a step beside its "
+     "kernel", s_build_chain200, 1, {64}},
     {"branches8", "x[64,256] -> 8 x Relu(Gemm 256x256 + bias) -> Concat axis 1",
      s_build_branches, 2, {64, 256}},
     {"cnn_b1", "x[1,3,32,32] -> 3 x (Conv 3x3 + BN + Relu, MaxPool 2 after the first two) "

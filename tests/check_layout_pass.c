@@ -127,6 +127,20 @@ static float *s_run(const gxd_plan *p, const gx_view *inputs, size_t o, size_t *
     return y;
 }
 
+/* The prepare pass's record of node's weights packed for layout l, or
+ * NULL; it must be what the step reads. */
+static const gxd_prepared *s_prepared(const gxd_plan *p, const char *node, gx_layout l)
+{
+    for (size_t i = 0; i < p->n_prepared; i++) {
+        const gxd_prepared *r = &p->prepared[i];
+        if (r->op == GX_OP_CONV && r->layout == l && !strcmp(r->node, node)) {
+            ck_assert_uint_eq(p->values[r->value].nbytes, r->bytes);
+            return r;
+        }
+    }
+    return NULL;
+}
+
 /* The plan's steps agree with the layout pass's records. */
 static void s_check_plan(const gxd_plan *p)
 {
@@ -163,6 +177,9 @@ static void s_check_plan(const gxd_plan *p)
         }
         if (s->layout != GX_LAYOUT_PLAIN && s->kernel) /* control flow's outputs are plain */
             ck_assert_int_eq(p->values[s->out[0]].view.layout, s->layout);
+        /* a Conv in a layout reads its weights as the prepare pass packed them */
+        if (s->op == GX_OP_CONV && s->layout != GX_LAYOUT_PLAIN)
+            ck_assert_ptr_nonnull(s_prepared(p, s->node->name, s->layout));
     }
     if (!r->why[0])
         ck_assert(r->total <= r->plain_total * (1 + 1e-12));
@@ -213,6 +230,43 @@ START_TEST(cnn_same_results)
     s_cnn_case(2, 16, 32, 12);
     s_cnn_case(1, 8, 24, 9); /* 24 channels: no blocked layout */
     s_cnn_case(3, 32, 32, 7);
+}
+END_TEST
+
+/* Two plans of one CNN (batch 1 and 2) share the packed weights of a
+ * Conv whose weights are a graph constant (conv1; conv2's are folded with
+ * its BatchNormalization, each plan's own), through the graph's table. */
+START_TEST(conv_weights_shared)
+{
+    gx_graph *g = s_cnn(16, 32);
+    gx_graph_add_input(g, "x", GX_F32, 4, (int64_t[]){-1, 16, 12, 12});
+    float *x = malloc(2 * 16 * 12 * 12 * sizeof *x);
+    for (int64_t i = 0; i < 2 * 16 * 12 * 12; i++)
+        x[i] = s_rand();
+    gxd_compile_limits lim = s_lim;
+    lim.shared = gxd_shared_new();
+    gxd_plan *p[2] = {NULL, NULL};
+    const gxd_prepared *r[2];
+    for (int n = 1; n <= 2; n++) {
+        gx_view in = {.dtype = GX_F32, .ndim = 4, .shape = {n, 16, 12, 12},
+                      .numel = n * 16 * 12 * 12, .data = x};
+        char err[512];
+        ck_assert_msg(gxd_compile(g, &in, &lim, &p[n - 1], err, sizeof err) == GX_OK, "%s", err);
+        s_check_plan(p[n - 1]);
+        r[n - 1] = s_prepared(p[n - 1], "conv1", GX_LAYOUT_NHWC);
+        if (!r[n - 1])
+            r[n - 1] = s_prepared(p[n - 1], "conv1", GX_LAYOUT_NCHW16C);
+        ck_assert_msg(r[n - 1] != NULL, "conv1 stayed NCHW with batch %d", n);
+        ck_assert(r[n - 1]->shared);
+        ck_assert_ptr_nonnull(strstr(r[n - 1]->what, "the graph's copy"));
+    }
+    ck_assert_int_eq(r[0]->layout, r[1]->layout);
+    ck_assert_ptr_eq(p[0]->values[r[0]->value].view.data, p[1]->values[r[1]->value].view.data);
+    gxd_shared_destroy(&lim.shared);
+    gxd_plan_destroy(&p[0]);
+    gxd_plan_destroy(&p[1]);
+    gx_graph_destroy(&g);
+    free(x);
 }
 END_TEST
 
@@ -658,6 +712,7 @@ Suite *layout_pass_suite(void)
     TCase *tc = tcase_create("pass");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cnn_same_results);
+    tcase_add_test(tc, conv_weights_shared);
     tcase_add_test(tc, captured_in_each_layout);
     tcase_add_test(tc, if_weighs_branches_by_probability);
     tcase_add_test(tc, measured_times_steer_layouts);

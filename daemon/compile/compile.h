@@ -96,13 +96,14 @@ typedef struct gxd_value {
 typedef struct gxd_subplans gxd_subplans;
 
 /* A constant the prepare pass made for the kernel of node's step (op; a
- * Gemm's transB): value (in plan->values, owned by the plan) is value
- * `from` (source; borrowed name) in the form `what` says. Names, not step
- * numbers: later passes renumber the steps. */
+ * Gemm's transB; a Conv's layout): value (in plan->values, owned by the
+ * plan) is value `from` (source; borrowed name) in the form `what` says.
+ * Names, not step numbers: later passes renumber the steps. */
 typedef struct gxd_prepared {
     const char *node;
     gx_op op;
     bool trans_b;
+    gx_layout layout;
     int value, source;
     const char *from;
     size_t bytes;

@@ -12,9 +12,9 @@
  *   - where a consumer's layout differs from its input's, a reorder step
  *     (after the producer, one per value and layout) makes the copy it
  *     reads; graph outputs are plain again;
- *   - a Conv's constant weights are packed for its layout, and constant
- *     operands of elementwise ops are rewritten to broadcast in theirs
- *     (both owned by the plan).
+ *   - constant operands of elementwise ops are rewritten to broadcast in
+ *     their layout (owned by the plan); a Conv's weights are packed for
+ *     its layout's kernel by the prepare pass, which comes next.
  * Inputs of a subgraph's plan may arrive in a layout (gx_view.layout):
  * they keep it. The problem and the choice stay in plan->layout for
  * explain and for gxd_plan_layout_stale. Results never change beyond the
@@ -532,15 +532,8 @@ static int s_rewrite_step(gxd_plan *p, gxd_step *s, gx_layout l, size_t *n_packe
     s->layout = l;
     int rc = GX_OK;
     if (s->op == GX_OP_CONV && !s_elementwise(s)) {
-        gx_view w = p->values[s->in[1]].view, packed;
-        gx_cpu_conv_pack_shape(l, s->attr, &w, &packed);
-        int c;
-        if ((rc = s_new_const(p, s->in[1], gx_layout_name(l), packed, &c)) < 0)
-            return rc;
-        gx_cpu_conv_pack(l, s->attr, &w, &p->values[c].view);
-        s->in[1] = c;
+        /* its weights are packed for l by the prepare pass */
         s->scratch_bytes = gx_cpu_conv_layout_scratch(l, &ic);
-        (*n_packed)++;
     } else if (s_elementwise(s)) {
         const int64_t *nchw = p->values[s->out[0]].view.shape;
         for (int k = 0; k < s->n_in && rc == GX_OK; k++) {

@@ -120,7 +120,7 @@ typedef struct gxd_layout_rec {
     double plain_total;      /* ... of every op plain */
     bool exact;              /* the solver's answer is the optimum */
     size_t n_reorders;       /* reorder steps inserted */
-    size_t n_packed;         /* constants rewritten for a layout (weights, operands) */
+    size_t n_packed;         /* elementwise ops' constant operands rewritten for a layout */
     bool estimates_only;     /* measured times were not used (compile limits) */
     char why[96];            /* why the pass left every value plain without solving, or "" */
 } gxd_layout_rec;

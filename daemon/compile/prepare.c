@@ -1,14 +1,17 @@
 /*
  * Pass 6, prepare (seed 004's library data). Contract: every CPU MatMul
  * or Gemm step whose B is a constant float32 matrix the packed kernels
- * take (ops/gemm.h) reads a copy of B packed into column panels, made here
- * once per plan and owned by it, and runs the packed kernel; every job and
- * worker shares that copy. Other steps are untouched. Runs after layout
- * (which packs a Conv's weights for its layout itself) and before fuse (an
- * epilogue's head runs the step's kernel). The plan of a slice of the
- * batch (replicas) borrows the whole batch's copy instead of packing its
- * own. Records each prepared constant for explain.
- */
+ * take (ops/gemm.h) reads a copy of B packed into column panels and runs
+ * the packed kernel; every Conv step the layout pass put in a layout of
+ * its own (NHWC, NCHW16c) reads its weights packed for that layout's
+ * kernel (ops/layout.h), which it needs. Each copy is made here once and
+ * shared by every job and worker: a graph constant's copy is the graph's
+ * (one per source and form, for all its plans: input shapes, batch
+ * slices, re-plans), another constant's (folded weights, a keyed input)
+ * is the plan's own, or the whole batch's for the plan of a slice of the
+ * batch (replicas). Other steps are untouched. Runs after layout (which
+ * picks the Conv kernels) and before fuse (an epilogue's head runs the
+ * step's kernel). Records each prepared constant for explain. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 
 #include "daemon/compile/passes.h"
 #include "ops/gemm.h"
+#include "ops/layout.h"
 #include "ops/schema.h"
 
 /* ---- the graph's table of shared copies (compile.h) ---- */
@@ -44,11 +48,21 @@ typedef struct gxd_shared_ref {
     s_blob *blob;
 } gxd_shared_ref;
 
+/* How a constant is prepared: for op's kernel, with Gemm's transB or in
+ * a Conv's layout; attr: the step's resolved attributes. */
+typedef struct s_form {
+    gx_op op;
+    bool trans_b;
+    gx_layout layout;
+    const gx_attrval *attr;
+} s_form;
+
 typedef struct s_entry {
     const void *src; /* the graph constant's data: stable while the graph lives */
     size_t src_bytes;
     gx_op op;
     bool trans_b;
+    gx_layout layout;
     s_blob *blob;
 } s_entry;
 
@@ -88,24 +102,47 @@ void gxd_shared_drop(gxd_plan *p)
     p->n_shared_refs = 0;
 }
 
-/* The table's copy of b (a graph constant) packed for op, made with
- * gx_cpu_gemm_pack on a miss; a reference for p goes to p->shared_refs
- * (room for it reserved by the caller). NULL on ENOMEM. */
-static float *s_shared_packed(gxd_shared *s, gxd_plan *p, const gxd_value *b, gx_op op,
-                              const gx_attrval *attr, bool trans_b, size_t bytes)
+/* b's view in form f (*pv: dtype and shape, data untouched) and its bytes. */
+static size_t s_form_view(const s_form *f, const gx_view *b, gx_view *pv)
+{
+    if (f->op == GX_OP_CONV) {
+        gx_cpu_conv_pack_shape(f->layout, f->attr, b, pv);
+        return (size_t)pv->numel * gx_dtype_size(pv->dtype);
+    }
+    *pv = *b; /* the packed kernels see B's logical shape (ops/gemm.h) */
+    return gx_cpu_gemm_packed_floats(f->op, f->attr, b) * sizeof(float);
+}
+
+/* Writes b in form f (view pv of s_form_view) to dst. */
+static void s_form_fill(const s_form *f, const gx_view *b, gx_view pv, void *dst)
+{
+    if (f->op == GX_OP_CONV) {
+        pv.data = dst;
+        gx_cpu_conv_pack(f->layout, f->attr, b, &pv);
+    } else {
+        gx_cpu_gemm_pack(f->op, f->attr, b, dst);
+    }
+}
+
+/* The table's copy of b (a graph constant) in form f (view pv, bytes),
+ * made on a miss; a reference for p goes to p->shared_refs (room for it
+ * reserved by the caller). NULL on ENOMEM. */
+static void *s_shared_copy(gxd_shared *s, gxd_plan *p, const gxd_value *b, const s_form *f,
+                           gx_view pv, size_t bytes)
 {
     pthread_mutex_lock(&s->mu);
     s_blob *blob = NULL;
     for (size_t i = 0; i < s->n && !blob; i++)
-        if (s->e[i].src == b->view.data && s->e[i].src_bytes == b->nbytes && s->e[i].op == op &&
-            s->e[i].trans_b == trans_b)
+        if (s->e[i].src == b->view.data && s->e[i].src_bytes == b->nbytes &&
+            s->e[i].op == f->op && s->e[i].trans_b == f->trans_b &&
+            s->e[i].layout == f->layout)
             blob = s->e[i].blob;
     if (!blob && gx_grow(&s->e, &s->cap, s->n + 1, sizeof *s->e) &&
         (blob = gx_aligned_alloc(S_BLOB_HEAD + bytes))) {
         blob->bytes = bytes;
         atomic_init(&blob->refs, 1); /* the table's */
-        gx_cpu_gemm_pack(op, attr, &b->view, s_blob_data(blob));
-        s->e[s->n++] = (s_entry){b->view.data, b->nbytes, op, trans_b, blob};
+        s_form_fill(f, &b->view, pv, s_blob_data(blob));
+        s->e[s->n++] = (s_entry){b->view.data, b->nbytes, f->op, f->trans_b, f->layout, blob};
     }
     if (blob) {
         atomic_fetch_add(&blob->refs, 1);
@@ -127,11 +164,13 @@ static bool s_graph_const(const gx_graph *g, const gxd_value *v)
 
 /* ---- the pass ---- */
 
-/* Is step s a candidate at all: a static, plain CPU step of its own. */
-static bool s_plain_cpu(const gxd_plan *p, const gxd_step *s)
+/* Is step s a candidate for the packed products: a static, plain CPU
+ * MatMul or Gemm step of its own whose kernel nothing chose yet. */
+static bool s_product_step(const gxd_plan *p, const gxd_step *s)
 {
-    return !s->folded && !s->copy && !s->reorder && !s->dynamic && !s->fused && !s->sub &&
-           !s->kernel && s->layout == GX_LAYOUT_PLAIN && s->n_in >= 2 && s->in[1] >= 0 &&
+    return (s->op == GX_OP_MATMUL || s->op == GX_OP_GEMM) && !s->folded && !s->copy &&
+           !s->reorder && !s->dynamic && !s->fused && !s->sub && !s->kernel &&
+           s->layout == GX_LAYOUT_PLAIN && s->n_in >= 2 && s->in[1] >= 0 &&
            p->devices[s->device] == gx_backend_cpu();
 }
 
@@ -140,30 +179,82 @@ static bool s_trans_b(gx_op op, const gx_attrval *attr)
     return op == GX_OP_GEMM && attr[GX_GEMM_TRANSB].i != 0;
 }
 
-/* The whole batch's packed copy of constant b for a step of op with these
- * attributes, or NULL: the same name and the same contents (a constant a
- * pass made, such as folded weights, is each plan's own copy). */
-static void *s_borrow(const gxd_plan *whole, const gxd_value *b, gx_op op, const gx_attrval *attr)
+/* A Conv in a layout of its own: its kernel (the layout pass's) reads the
+ * weights packed. */
+static bool s_layout_conv(const gxd_plan *p, const gxd_step *s)
+{
+    return s->op == GX_OP_CONV && s->layout != GX_LAYOUT_PLAIN && !s->folded && !s->fused &&
+           s->n_in >= 2 && s->in[1] >= 0 && p->devices[s->device] == gx_backend_cpu();
+}
+
+/* The whole batch's copy of constant b in form f, or NULL: the same name
+ * and the same contents (a constant a pass made, such as folded weights,
+ * is each plan's own copy). */
+static void *s_borrow(const gxd_plan *whole, const gxd_value *b, const s_form *f)
 {
     for (size_t i = 0; whole && i < whole->n_prepared; i++) {
         const gxd_prepared *r = &whole->prepared[i];
         const gxd_value *src = &whole->values[r->source];
-        if (r->op == op && !strcmp(r->from, b->name) && src->nbytes == b->nbytes &&
-            (src->view.data == b->view.data || !memcmp(src->view.data, b->view.data, b->nbytes)) &&
-            r->trans_b == s_trans_b(op, attr))
+        if (r->op == f->op && r->trans_b == f->trans_b && r->layout == f->layout &&
+            !strcmp(r->from, b->name) && src->nbytes == b->nbytes &&
+            (src->view.data == b->view.data || !memcmp(src->view.data, b->view.data, b->nbytes)))
             return whole->values[r->value].view.data;
     }
     return NULL;
+}
+
+/* Step s reads its input 1 (b) in form f from now on: the graph's shared
+ * copy, the whole batch's, or the plan's own; a new constant value named
+ * "<b>@<tag>" and a record (what: the form, for explain). */
+static int s_prepare_input(gxd_cstate *st, gxd_step *s, const s_form *f, const char *tag,
+                           const char *what)
+{
+    gxd_plan *p = st->plan;
+    const gxd_value *b = &p->values[s->in[1]];
+    gx_view pv;
+    const size_t bytes = s_form_view(f, &b->view, &pv);
+    const size_t len = strlen(b->name) + strlen(tag) + 2;
+    char *name = gxd_plan_own(p, len);
+    const bool shared = st->lim->shared && s_graph_const(st->g, b);
+    void *data = shared ? s_shared_copy(st->lim->shared, p, b, f, pv, bytes)
+                        : s_borrow(st->whole, b, f);
+    const bool borrowed = !shared && data != NULL;
+    if (!name || (!data && (shared || !(data = gxd_plan_own(p, bytes)))))
+        return gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
+    snprintf(name, len, "%s@%s", b->name, tag);
+    if (!borrowed && !shared)
+        s_form_fill(f, &b->view, pv, data);
+    gxd_value *c = &p->values[p->n_values];
+    *c = *b;
+    c->name = name;
+    c->kind = GXD_VALUE_CONST;
+    c->keyed = false;
+    c->view = pv;
+    c->view.data = data;
+    c->nbytes = bytes;
+    c->def = -1;
+    c->buffer = -1;
+    c->offset = 0;
+    gxd_prepared *r = &p->prepared[p->n_prepared++];
+    *r = (gxd_prepared){.node = s->node ? s->node->name : NULL, .op = f->op,
+                        .trans_b = f->trans_b, .layout = f->layout, .from = b->name,
+                        .value = (int)p->n_values, .source = s->in[1], .bytes = bytes,
+                        .borrowed = borrowed, .shared = shared};
+    snprintf(r->what, sizeof r->what, "%s%s", what,
+             shared     ? ", the graph's copy, shared by its plans"
+             : borrowed ? ", the whole batch's copy"
+                        : "");
+    p->prepared_bytes += borrowed || shared ? 0 : bytes; /* what the plan alone holds */
+    s->in[1] = (int)p->n_values++;
+    return GX_OK;
 }
 
 int gxd_pass_prepare(gxd_cstate *st)
 {
     gxd_plan *p = st->plan;
     size_t n_new = 0;
-    for (size_t i = 0; i < p->n_steps; i++) {
-        const gxd_step *s = &p->steps[i];
-        n_new += (s->op == GX_OP_MATMUL || s->op == GX_OP_GEMM) && s_plain_cpu(p, s);
-    }
+    for (size_t i = 0; i < p->n_steps; i++)
+        n_new += s_product_step(p, &p->steps[i]) || s_layout_conv(p, &p->steps[i]);
     if (!n_new)
         return GX_OK;
     gxd_value *vals = realloc(p->values, (p->n_values + n_new + 1) * sizeof *vals);
@@ -180,57 +271,28 @@ int gxd_pass_prepare(gxd_cstate *st)
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
     for (size_t i = 0; i < p->n_steps; i++) {
         gxd_step *s = &p->steps[i];
-        if ((s->op != GX_OP_MATMUL && s->op != GX_OP_GEMM) || !s_plain_cpu(p, s))
-            continue;
-        const gxd_value *b = &p->values[s->in[1]];
-        char why[128];
-        if (!gx_cpu_gemm_packable(s->op, s->attr, &p->values[s->in[0]].view, &b->view,
-                                  &p->values[s->out[0]].view, b->kind == GXD_VALUE_CONST, why,
-                                  sizeof why))
-            continue;
-        const size_t bytes = gx_cpu_gemm_packed_floats(s->op, s->attr, &b->view) * sizeof(float);
-        const size_t len = strlen(b->name) + sizeof "@packed";
-        char *name = gxd_plan_own(p, len);
-        /* the graph's shared copy; else the whole batch's (a slice's plan);
-         * else the plan's own */
-        const bool shared = st->lim->shared && s_graph_const(st->g, b);
-        float *packed = shared ? s_shared_packed(st->lim->shared, p, b, s->op, s->attr,
-                                                 s_trans_b(s->op, s->attr), bytes)
-                               : s_borrow(st->whole, b, s->op, s->attr);
-        const bool borrowed = !shared && packed != NULL;
-        if (!name || (!packed && (shared || !(packed = gxd_plan_own(p, bytes)))))
-            return gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
-        snprintf(name, len, "%s@packed", b->name);
-        if (!borrowed && !shared)
-            gx_cpu_gemm_pack(s->op, s->attr, &b->view, packed);
-        /* B's view (logical shape) over the packed data (ops/gemm.h) */
-        gxd_value *c = &p->values[p->n_values];
-        *c = *b;
-        c->name = name;
-        c->keyed = false;
-        c->view.data = packed;
-        c->nbytes = bytes;
-        c->def = -1;
-        c->buffer = -1;
-        c->offset = 0;
-        p->prepared[p->n_prepared++] = (gxd_prepared){.node = s->node ? s->node->name : NULL,
-                                                      .op = s->op,
-                                                      .trans_b = s_trans_b(s->op, s->attr),
-                                                      .from = b->name,
-                                                      .value = (int)p->n_values,
-                                                      .source = s->in[1],
-                                                      .bytes = bytes,
-                                                      .borrowed = borrowed,
-                                                      .shared = shared};
-        snprintf(p->prepared[p->n_prepared - 1].what, sizeof p->prepared[0].what,
-                 "B in %d-column panels for the packed %s kernel (%s)%s", GX_GEMM_PANEL,
-                 gx_op_name(s->op), gx_cpu_gemm_isa(),
-                 shared     ? ", the graph's copy, shared by its plans"
-                 : borrowed ? ", the whole batch's copy"
-                            : "");
-        p->prepared_bytes += borrowed || shared ? 0 : bytes; /* what the plan alone holds */
-        s->in[1] = (int)p->n_values++;
-        s->kernel = gx_cpu_gemm_packed_kernel(s->op);
+        char what[96];
+        int rc = GX_OK;
+        if (s_layout_conv(p, s)) {
+            const s_form f = {GX_OP_CONV, false, s->layout, s->attr};
+            snprintf(what, sizeof what, "W in %s blocks of 16 output channels for the %s Conv "
+                                        "kernel",
+                     gx_layout_name(s->layout), gx_layout_name(s->layout));
+            rc = s_prepare_input(st, s, &f, gx_layout_name(s->layout), what);
+        } else if (s_product_step(p, s)) {
+            const gxd_value *b = &p->values[s->in[1]];
+            if (!gx_cpu_gemm_packable(s->op, s->attr, &p->values[s->in[0]].view, &b->view,
+                                      &p->values[s->out[0]].view, b->kind == GXD_VALUE_CONST,
+                                      what, sizeof what))
+                continue;
+            const s_form f = {s->op, s_trans_b(s->op, s->attr), GX_LAYOUT_PLAIN, s->attr};
+            snprintf(what, sizeof what, "B in %d-column panels for the packed %s kernel (%s)",
+                     GX_GEMM_PANEL, gx_op_name(s->op), gx_cpu_gemm_isa());
+            if ((rc = s_prepare_input(st, s, &f, "packed", what)) == GX_OK)
+                s->kernel = gx_cpu_gemm_packed_kernel(s->op);
+        }
+        if (rc < 0)
+            return rc;
     }
     return GX_OK;
 }
