@@ -139,7 +139,11 @@ def _declare(lib):
         "gx_result_destroy": (None, [ctypes.POINTER(P)]),
     }
     for name, (res, args) in protos.items():
-        f = getattr(lib, name)
+        try:
+            f = getattr(lib, name)
+        except AttributeError:
+            raise ImportError(f"gexec: {lib._name} has no {name}: a libgexec older than "
+                              "this package (set GEXEC_LIBRARY to a newer one)") from None
         f.restype = res
         f.argtypes = args
     # libc's free() for the JSON strings gx_client_stats/explain return.

@@ -135,3 +135,14 @@ def test_library_path_is_the_one_asked_for():
     if not want:
         pytest.skip("GEXEC_LIBRARY not set")
     assert gexec.library_path == want
+
+
+def test_missing_library_is_a_clear_import_error(tmp_path):
+    import subprocess
+    import sys
+    env = dict(os.environ, GEXEC_LIBRARY=str(tmp_path / "libgexec.so.0"))
+    p = subprocess.run([sys.executable, "-c", "import gexec"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode != 0
+    assert "ImportError: gexec: cannot load libgexec" in p.stderr
+    assert str(tmp_path / "libgexec.so.0") in p.stderr
