@@ -117,6 +117,10 @@ static const s_key s_keys[] = {
     {.name = "shutdown_grace_ms", .type = S_INT, .off = S_OFF(shutdown_grace_ms), .min = 0,
      .max = 3600000, .def = "10000",
      .doc = "on SIGTERM, wait this long for running jobs (keep below systemd's TimeoutStopSec)"},
+    {.name = "client_heartbeat_ms", .type = S_INT, .off = S_OFF(client_heartbeat_ms), .min = 0,
+     .max = 3600000, .def = "10000",
+     .doc = "ZeroMQ heartbeats to each client this often (ms); one that does not answer "
+            "within 3 intervals is disconnected and its jobs dropped; 0: off"},
     {.name = "scheduler.split_min_ns", .type = S_INT, .off = S_OFF(sched_split_min_ns),
      .min = -1, .max = 1000000000, .def = "-1",
      .doc = "intra-op splits a step across workers from this time on one worker (ns); "

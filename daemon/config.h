@@ -35,6 +35,7 @@ typedef struct gxd_config {
     int n_limits_priority_users;
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
+    int64_t client_heartbeat_ms;     /* "client_heartbeat_ms": ZMTP heartbeats; 0 off */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
     int64_t sched_spin_us;           /* "scheduler.spin_us": idle workers spin before sleeping */
     char *partition_prefer[GXD_MAX_ENDPOINTS]; /* "partition.prefer": backend names */

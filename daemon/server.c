@@ -1015,6 +1015,11 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     zmq_setsockopt(ctx->router, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(ctx->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(ctx->router, ZMQ_LINGER, &linger, sizeof linger);
+    if (ctx->cfg.client_heartbeat_ms > 0) { /* a hung client counts as gone (s_peer_gone) */
+        int ivl = (int)ctx->cfg.client_heartbeat_ms, timeout = 3 * ivl;
+        zmq_setsockopt(ctx->router, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
+        zmq_setsockopt(ctx->router, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof timeout);
+    }
     if (ctx->cfg.socket && *ctx->cfg.socket)
         snprintf(ctx->endpoint, sizeof ctx->endpoint, "%s", ctx->cfg.socket);
     else

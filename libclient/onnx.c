@@ -87,6 +87,7 @@ typedef struct s_ctx {
     s_domain *domains;
     size_t n_domains;
     const Onnx__GraphProto *graph; /* the graph whose nodes are being read */
+    const Onnx__GraphProto *main;  /* the model's graph */
     size_t n_unused;
     /* strings made here (node and value names), freed at the end */
     char **owned;
@@ -1041,6 +1042,62 @@ static int s_axis_broadcast(s_emit *e, const char *a, const char *b, int64_t axi
     return s_aux_i(e, "Reshape", 2, (const char *[]){b, shp}, NULL, y, "allowzero", 1);
 }
 
+/* A float32 constant of shape (ndim, shape) cast to like's type; NULL
+ * with the error set. */
+static const char *s_aux_like(s_emit *e, const char *what, int ndim, const int64_t *shape,
+                              const float *v, size_t n, const char *like)
+{
+    gx_tensor *t = gx_tensor_new_copy(GX_F32, ndim, shape, v, n * sizeof *v);
+    const char *k = s_aux_const(e, what, &t), *out = NULL;
+    if (k && !s_aux(e, "CastLike", 2, (const char *[]){k, like}, NULL, &out))
+        return NULL;
+    return out;
+}
+
+/* The FLOAT attribute name into *v: its value, def when absent, or (def
+ * NaN: required) an error. */
+static int s_float_attr(s_emit *e, const char *name, float def, float *v)
+{
+    const Onnx__AttributeProto *a =
+        s_find_typed(e->np, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    if (!a && def != def)
+        return s_fail(e->c, GX_EATTR, e->path, "%s of opset %" PRId64 " needs the FLOAT "
+                      "attribute '%s'", e->op, e->c->opset, name);
+    *v = a ? a->f : def;
+    return GX_OK;
+}
+
+/* The rank the graph being read declares for value name where the daemon
+ * checks it: an initializer, or an input or output of the model's graph
+ * declared with a shape (value_info is not checked, so not trusted); else
+ * -1. */
+static int s_rank_of(const s_ctx *c, const char *name)
+{
+    const Onnx__GraphProto *gp = c->graph;
+    if (!gp)
+        return -1;
+    for (size_t i = 0; i < gp->n_initializer; i++)
+        if (gp->initializer[i] && gp->initializer[i]->name &&
+            strcmp(gp->initializer[i]->name, name) == 0)
+            return gp->initializer[i]->n_dims <= GX_MAX_DIMS ? (int)gp->initializer[i]->n_dims
+                                                              : -1;
+    for (int l = 0; l < 2 && gp == c->main; l++) {
+        Onnx__ValueInfoProto *const *list = l ? gp->output : gp->input;
+        for (size_t i = 0, n = l ? gp->n_output : gp->n_input; i < n; i++) {
+            const Onnx__ValueInfoProto *vi = list[i];
+            if (!vi || !vi->name || strcmp(vi->name, name) != 0)
+                continue;
+            const Onnx__TypeProto *tp = vi->type;
+            if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+                tp->tensor_type->has_elem_type && tp->tensor_type->elem_type &&
+                tp->tensor_type->shape && tp->tensor_type->shape->n_dim <= GX_MAX_DIMS)
+                return (int)tp->tensor_type->shape->n_dim;
+            return -1;
+        }
+    }
+    return -1;
+}
+
 /* Each conversion below prepares e (inputs, outputs, attributes to skip),
  * adds the helper nodes it needs and emits the node, so the daemon sees
  * the op in its current form. */
@@ -1051,13 +1108,20 @@ static int s_axis_broadcast(s_emit *e, const char *a, const char *b, int64_t axi
 static int s_cv_coerce2d(s_emit *e)
 {
     const char *x = e->n_in ? e->in[0] : "", *flat, *shape, *y0, *y;
+    int64_t axis = s_find_int(e->np, "axis", 1);
+    int rank;
     gx_node *n;
     int rc;
     if (!*x || e->n_out != 1)
         return s_fail(e->c, GX_EFORMAT, e->path, "%s takes one input and gives one output",
                       e->op);
-    if ((rc = s_aux_i(e, "Flatten", 1, &x, NULL, &flat, "axis",
-                      s_find_int(e->np, "axis", 1))) < 0 ||
+    /* at the last axis (-1, or rank - 1 of a rank the daemon checks) the
+     * 2-D coercion changes nothing: the op as it is */
+    if ((rank = s_rank_of(e->c, x)) < 0)
+        rank = s_rank_of(e->c, e->out[0]);
+    if (axis == -1 || (rank > 0 && axis == rank - 1))
+        return s_emit_node(e, NULL);
+    if ((rc = s_aux_i(e, "Flatten", 1, &x, NULL, &flat, "axis", axis)) < 0 ||
         !s_aux(e, "Shape", 1, &x, NULL, &shape) || !(y0 = s_fresh_value(e, e->op)))
         return rc < 0 ? rc : GX_ENOMEM;
     y = e->out[0];
@@ -1121,6 +1185,29 @@ static int s_cv_batchnorm(s_emit *e)
     }
     if (e->n_out > 3)
         e->n_out = 3;
+    if (e->c->opset < 9 && s_find_int(e->np, "spatial", 1) == 0) {
+        /* statistics per element ([C, D1, ...], lined up with X [N, C,
+         * D1, ...] by numpy broadcasting): the formula itself */
+        const char *d, *v, *sd, *q, *m, *eps;
+        float epsv;
+        if (stats)
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "spatial=0 in training mode (mean and var outputs) is not supported");
+        if (e->n_in != 5 || !*e->in[0] || !*e->in[1] || !*e->in[2] || !*e->in[3] || !*e->in[4])
+            return s_fail(e->c, GX_EFORMAT, e->path,
+                          "BatchNormalization takes X, scale, B, mean and var");
+        if ((rc = s_float_attr(e, "epsilon", 1e-5f, &epsv)) < 0)
+            return rc;
+        if (!(eps = s_aux_like(e, "epsilon", 0, NULL, &epsv, 1, e->in[4])) ||
+            !s_aux(e, "Sub", 2, (const char *[]){e->in[0], e->in[3]}, NULL, &d) ||
+            !s_aux(e, "Add", 2, (const char *[]){e->in[4], eps}, NULL, &v) ||
+            !s_aux(e, "Sqrt", 1, &v, NULL, &sd) ||
+            !s_aux(e, "Div", 2, (const char *[]){d, sd}, NULL, &q) ||
+            !s_aux(e, "Mul", 2, (const char *[]){q, e->in[1]}, NULL, &m) ||
+            !s_aux(e, "Add", 2, (const char *[]){m, e->in[2]}, e->out[0], NULL))
+            return GX_ENOMEM;
+        return GX_OK;
+    }
     if ((rc = s_emit_node(e, &n)) < 0)
         return rc;
     return stats ? s_set_rc(e, gx_node_set_int(n, "training_mode", 1), "training_mode") : GX_OK;
@@ -1317,31 +1404,6 @@ static int s_cv_dft(s_emit *e)
     gx_node *n;
     int rc = s_emit_node(e, &n);
     return rc < 0 ? rc : s_set_rc(e, gx_node_set_int(n, "axis", axis), "axis");
-}
-
-/* A float32 constant of shape (ndim, shape) cast to like's type; NULL
- * with the error set. */
-static const char *s_aux_like(s_emit *e, const char *what, int ndim, const int64_t *shape,
-                              const float *v, size_t n, const char *like)
-{
-    gx_tensor *t = gx_tensor_new_copy(GX_F32, ndim, shape, v, n * sizeof *v);
-    const char *k = s_aux_const(e, what, &t), *out = NULL;
-    if (k && !s_aux(e, "CastLike", 2, (const char *[]){k, like}, NULL, &out))
-        return NULL;
-    return out;
-}
-
-/* The FLOAT attribute name into *v: its value, def when absent, or (def
- * NaN: required) an error. */
-static int s_float_attr(s_emit *e, const char *name, float def, float *v)
-{
-    const Onnx__AttributeProto *a =
-        s_find_typed(e->np, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
-    if (!a && def != def)
-        return s_fail(e->c, GX_EATTR, e->path, "%s of opset %" PRId64 " needs the FLOAT "
-                      "attribute '%s'", e->op, e->c->opset, name);
-    *v = a ? a->f : def;
-    return GX_OK;
 }
 
 /* The experimental ops of opsets 1-9, removed in 10, as the ops they
@@ -1574,6 +1636,63 @@ out:
     return rc;
 }
 
+/* RoiAlign before 16 did not shift by half a pixel, which 16 calls
+ * coordinate_transformation_mode "output_half_pixel" (its default is
+ * "half_pixel"). */
+static int s_cv_roialign(s_emit *e)
+{
+    gx_node *n;
+    int rc = s_emit_node(e, &n);
+    if (rc < 0 || s_find(e->np, "coordinate_transformation_mode"))
+        return rc;
+    return s_set_rc(e, gx_node_set_string(n, "coordinate_transformation_mode",
+                                          "output_half_pixel"),
+                    "coordinate_transformation_mode");
+}
+
+/* MeanVarianceNormalization before 9 (experimental): across_channels
+ * (default 0: over H and W of NCHW; 1: over C, H and W) and
+ * normalize_variance (default 1; 0: subtract the mean only). */
+static int s_cv_mvn1(s_emit *e)
+{
+    int64_t axes[3] = {1, 2, 3};
+    bool across = s_find_int(e->np, "across_channels", 0) != 0;
+    size_t n_axes = across ? 3 : 2;
+    const int64_t *ax = across ? axes : axes + 1;
+    int rc;
+    if (e->n_in != 1 || !*e->in[0] || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "%s takes one input and gives one output",
+                      e->op);
+    if (s_find_int(e->np, "normalize_variance", 1)) {
+        gx_node *n;
+        s_skip(e, "across_channels");
+        s_skip(e, "normalize_variance");
+        if ((rc = s_emit_node(e, &n)) < 0)
+            return rc;
+        return s_set_rc(e, gx_node_set_ints(n, "axes", ax, n_axes), "axes");
+    }
+    const char *x = e->in[0], *mean;
+    gx_node *rm = s_aux(e, "ReduceMean", 1, &x, NULL, &mean);
+    if (!rm)
+        return GX_ENOMEM;
+    if ((rc = s_set_rc(e, gx_node_set_ints(rm, "axes", ax, n_axes), "axes")) < 0)
+        return rc;
+    return s_aux(e, "Sub", 2, (const char *[]){x, mean}, e->out[0], NULL) ? GX_OK : GX_ENOMEM;
+}
+
+/* QuantizeLinear and DequantizeLinear from 21 and 23: output_dtype and
+ * precision, whose default 0 (the type of the zero point or scale, as
+ * before) is dropped; other values go to the daemon, which names what it
+ * lacks. */
+static int s_cv_quant21(s_emit *e)
+{
+    if (s_find_int(e->np, "output_dtype", 1) == 0)
+        s_skip(e, "output_dtype");
+    if (s_find_int(e->np, "precision", 1) == 0)
+        s_skip(e, "precision");
+    return s_emit_node(e, NULL);
+}
+
 /* Version conversions: a node of op in an ai.onnx opset in [from, below)
  * goes through fn. */
 static const struct {
@@ -1610,6 +1729,8 @@ static const struct {
     {"GRU", 1, 7, s_cv_rnn},
     {"LSTM", 1, 7, s_cv_rnn},
     {"Scan", 8, 9, s_cv_scan8},
+    {"RoiAlign", 10, 16, s_cv_roialign},
+    {"MeanVarianceNormalization", 1, 9, s_cv_mvn1},
     {"Tile", 1, 6, s_cv_tile1},
     {"ImageScaler", 1, 10, s_cv_experimental},
     {"Affine", 1, 10, s_cv_experimental},
@@ -1618,6 +1739,8 @@ static const struct {
     {"ParametricSoftplus", 1, 10, s_cv_experimental},
     {"Crop", 1, 10, s_cv_experimental},
     {"DFT", 20, S_OPSET_MAX + 1, s_cv_dft},
+    {"QuantizeLinear", 21, S_OPSET_MAX + 1, s_cv_quant21},
+    {"DequantizeLinear", 21, S_OPSET_MAX + 1, s_cv_quant21},
 };
 
 /* Where an older opset meant something else by the same node and no
@@ -1846,6 +1969,7 @@ static int s_parse_model(const void *buf, size_t len, const char *base_dir, cons
         (Onnx__ModelProto *)s_decode(&c, buf, len, &onnx__model_proto__descriptor, &rc);
     if (!m)
         return s_report(&c, rc, err, errlen);
+    c.main = m->graph;
     if (!m->graph)
         rc = s_fail(&c, GX_EFORMAT, NULL, "the model has no graph");
     else if ((rc = s_opsets(&c, m)) == GX_OK) {

@@ -844,6 +844,54 @@ START_TEST(test_disconnect_drops_jobs)
 }
 END_TEST
 
+/* A client that hangs (SIGSTOP) with a job running answers no heartbeat:
+ * after client_heartbeat_ms x 3 gexecd disconnects it and cancels the
+ * job. Synchronised on waitpid and STATS: however slow the machine, the
+ * stopped client cannot answer. */
+START_TEST(test_hung_client_is_dropped)
+{
+    char *dir = gxt_tmpdir(), conf[512];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    FILE *f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "client_heartbeat_ms: 50\n");
+    fclose(f);
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *[]){"--cpus", "0", "--config", conf, NULL});
+    gx_client *watch = s_client(&d);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) { /* the client: an endless job in, then it hangs */
+        char err[256];
+        gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+        gx_graph *g = s_endless_graph();
+        gx_tensor *x = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
+        gx_tensor *cond = gx_tensor_new(GX_BOOL, 0, NULL);
+        *(uint8_t *)gx_tensor_data(cond) = 1;
+        gx_request *rq = gx_request_new();
+        gx_request_set_graph(rq, g);
+        gx_request_add_input(rq, "x", x);
+        gx_request_add_input(rq, "c", cond);
+        gx_job *job = NULL;
+        if (!c || gx_client_submit(c, rq, &job) != GX_OK || gx_client_ping(c) != GX_OK)
+            _exit(1);
+        raise(SIGSTOP);
+        _exit(2); /* not reached: the test kills it */
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+    ck_assert_msg(WIFSTOPPED(st), "the client failed before it hung (status %d)", st);
+    s_wait_stats(watch, "\"disconnected_cancelled\":1");
+    s_wait_stats(watch, "\"workers_busy\":0");
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    gx_client_destroy(&watch);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_gexec_submit_cli)
 {
     gxt_daemon d;
@@ -1078,6 +1126,7 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_deadline_and_queue_full);
     tcase_add_test(tc, test_sigterm_answers_every_job);
     tcase_add_test(tc, test_disconnect_drops_jobs);
+    tcase_add_test(tc, test_hung_client_is_dropped);
     tcase_add_test(tc, test_outputs_every_way);
     tcase_add_test(tc, test_input_from_caller_buffer);
     tcase_add_test(tc, test_clean_stop_removes_socket);

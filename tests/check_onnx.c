@@ -1440,7 +1440,7 @@ static double s_elem(const gx_tensor *t, size_t i)
         return ((const float *)p)[i];
     if (dt == GX_I64)
         return (double)((const int64_t *)p)[i];
-    ck_assert_msg(dt == GX_BOOL, "dtype %s", gx_dtype_name(dt));
+    ck_assert_msg(dt == GX_BOOL || dt == GX_U8, "dtype %s", gx_dtype_name(dt));
     return ((const uint8_t *)p)[i];
 }
 
@@ -1539,6 +1539,30 @@ START_TEST(test_onnx_convert_softmax)
     ADD(g, output, s_vi("y", NULL));
     s_cv_check("LogSoftmax-9", s_model(g, "", 9), 1, (gx_tensor *[]){s_cv_f32(3, dims, xv)}, 0,
                GX_F32, 3, dims, want);
+
+    /* at the last axis of a declared rank the coercion is nothing: the op
+     * alone; on a value of unknown rank: Flatten, Shape, op, Reshape */
+    const int64_t d2[2] = {2, 6};
+    g = s_graph("sm2");
+    s_cv_input(g, "x", F32, 2, d2);
+    ADD(g, node, s_node("Relu", NULL, "x", "r"));
+    ADD(g, node, s_node("Softmax", "a", "x", "y"));
+    ADD(g, node, s_node("Softmax", "b", "r", "z"));
+    ADD(g, output, s_vi("y", NULL));
+    ADD(g, output, s_vi("z", NULL));
+    char err[1024];
+    gx_graph *out = NULL;
+    ck_assert_int_eq(s_parse(s_model(g, "", 11), &out, err, sizeof err), GX_OK);
+    ck_assert_uint_eq(out->n_nodes, 6);
+    ck_assert_str_eq(out->nodes[1]->op, "Softmax");
+    ck_assert_str_eq(out->nodes[1]->name, "a");
+    ck_assert_str_eq(out->nodes[2]->op, "Flatten");
+    ck_assert_str_eq(out->nodes[2]->name, "b/Flatten");
+    ck_assert_str_eq(out->nodes[4]->op, "Softmax");
+    ck_assert_str_eq(out->nodes[4]->name, "b");
+    ck_assert_str_eq(out->nodes[5]->op, "Reshape");
+    ck_assert_str_eq(out->nodes[5]->out[0], "z");
+    gx_graph_destroy(&out);
 
     /* Hardmax-1, axis 0: the whole tensor is one row; its first maximum */
     static const double hard[12] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
@@ -1991,6 +2015,170 @@ START_TEST(test_onnx_convert_experimental)
 }
 END_TEST
 
+/* RoiAlign before 16 (no half-pixel shift), MeanVarianceNormalization
+ * before 9 (across_channels, normalize_variance), BatchNormalization
+ * before 9 with spatial=0. */
+START_TEST(test_onnx_convert_norms)
+{
+    /* X[h][w] = w: one bin over the whole 4x4 image, sampled at its centre:
+     * x = 2 without the shift, 1.5 with it */
+    const int64_t dx[4] = {1, 1, 4, 4}, dr[2] = {1, 4}, db[1] = {1}, d1[4] = {1, 1, 1, 1};
+    float xv[16];
+    for (int i = 0; i < 16; i++)
+        xv[i] = (float)(i % 4);
+    Onnx__GraphProto *g = s_graph("roi");
+    s_cv_input(g, "x", F32, 4, dx);
+    ADD(g, initializer, s_f32("rois", 2, dr, (float[]){0, 0, 4, 4}, 4));
+    ADD(g, initializer, s_tensor("bi", I64, 1, db, (int64_t[]){0}, 8));
+    Onnx__NodeProto *n = s_node("RoiAlign", NULL, "x,rois,bi", "y");
+    s_attr_i(n, "output_height", 1);
+    s_attr_i(n, "output_width", 1);
+    s_attr_i(n, "sampling_ratio", 1);
+    ADD(g, node, n);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("RoiAlign-10", s_model(g, "", 10), 1, (gx_tensor *[]){s_cv_f32(4, dx, xv)}, 0,
+               GX_F32, 4, d1, (double[]){2});
+    s_cv_check("RoiAlign-16", s_model(g, "", 16), 1, (gx_tensor *[]){s_cv_f32(4, dx, xv)}, 0,
+               GX_F32, 4, d1, (double[]){1.5});
+
+    const int64_t dm[4] = {1, 2, 1, 2};
+    static const float mv[4] = {1, 3, 2, 6};
+    g = s_graph("mvn");
+    s_cv_input(g, "x", F32, 4, dm);
+    ADD(g, node, n = s_node("MeanVarianceNormalization", NULL, "x", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("MVN-1", s_model(g, "", 1), 1, (gx_tensor *[]){s_cv_f32(4, dm, mv)}, 0, GX_F32, 4,
+               dm, (double[]){-1, 1, -1, 1});
+    s_attr_i(n, "normalize_variance", 0);
+    s_cv_check("MVN-1 mean only", s_model(g, "", 1), 1, (gx_tensor *[]){s_cv_f32(4, dm, mv)}, 0,
+               GX_F32, 4, dm, (double[]){-1, 1, -2, 2});
+    n->n_attribute = 0;
+    s_attr_i(n, "across_channels", 1);
+    double sd = sqrt(3.5);
+    s_cv_check("MVN-1 across channels", s_model(g, "", 1), 1,
+               (gx_tensor *[]){s_cv_f32(4, dm, mv)}, 0, GX_F32, 4, dm,
+               (double[]){-2 / sd, 0, -1 / sd, 3 / sd});
+
+    /* BatchNormalization-7, spatial=0: statistics per (channel, element) */
+    const int64_t dbx[3] = {2, 2, 1}, dst[2] = {2, 1};
+    static const float bx[4] = {1, 2, 3, 4};
+    static const float sc[2] = {2, 3}, bb[2] = {1, -1}, me[2] = {1, 2}, va[2] = {4, 9};
+    double want[4];
+    for (int i = 0; i < 4; i++) {
+        int c = i % 2;
+        want[i] = (bx[i] - me[c]) / sqrt(va[c] + 1e-3) * sc[c] + bb[c];
+    }
+    g = s_graph("bn");
+    s_cv_input(g, "x", F32, 3, dbx);
+    ADD(g, initializer, s_f32("s", 2, dst, sc, 2));
+    ADD(g, initializer, s_f32("b", 2, dst, bb, 2));
+    ADD(g, initializer, s_f32("m", 2, dst, me, 2));
+    ADD(g, initializer, s_f32("v", 2, dst, va, 2));
+    ADD(g, node, n = s_node("BatchNormalization", NULL, "x,s,b,m,v", "y"));
+    s_attr_i(n, "spatial", 0);
+    s_attr_f(n, "epsilon", 1e-3f);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("BatchNormalization-7 spatial=0", s_model(g, "", 7), 1,
+               (gx_tensor *[]){s_cv_f32(3, dbx, bx)}, 0, GX_F32, 3, dbx, want);
+}
+END_TEST
+
+/* Older forms the daemon's schemas read as they are (attributes that
+ * later became inputs): imported unchanged, they run with the meaning of
+ * their version. */
+START_TEST(test_onnx_convert_daemon_forms)
+{
+    const int64_t d23[2] = {2, 3}, d13[2] = {1, 3}, d3[1] = {3}, d6[1] = {6};
+    static const float v6[6] = {1, 2, 3, 4, 5, 6};
+    struct {
+        const char *op;
+        int64_t opset;
+        const int64_t *in_shape;
+        int in_ndim;
+        const char *ints_name;
+        size_t n_ints;
+        int64_t ints[4];
+        const char *ints2_name;
+        size_t n_ints2;
+        int64_t ints2[4];
+        int out_ndim;
+        int64_t out_shape[2];
+        double want[6];
+    } cases[] = {
+        {"Slice", 1, d23, 2, "starts", 2, {0, 1}, "ends", 2, {2, 3}, 2, {2, 2}, {2, 3, 5, 6}},
+        {"Squeeze", 1, d13, 2, "axes", 1, {0}, NULL, 0, {0}, 1, {3}, {1, 2, 3}},
+        {"Unsqueeze", 1, d3, 1, "axes", 1, {0}, NULL, 0, {0}, 2, {1, 3}, {1, 2, 3}},
+        {"ReduceSum", 1, d23, 2, "axes", 1, {1}, "keepdims", 0, {0}, 1, {2}, {6, 15}},
+        {"ReduceMean", 13, d23, 2, "axes", 1, {0}, "keepdims", 0, {0}, 1, {3}, {2.5, 3.5, 4.5}},
+        {"Pad", 2, d3, 1, "pads", 2, {1, 0}, NULL, 0, {0}, 1, {4}, {0, 1, 2, 3}},
+        {"Split", 2, d6, 1, "split", 2, {2, 4}, NULL, 0, {0}, 1, {2}, {1, 2}},
+        {"TopK", 1, d3, 1, "k", 0, {2}, NULL, 0, {0}, 1, {2}, {3, 2}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Onnx__GraphProto *g = s_graph("old");
+        s_cv_input(g, "x", F32, cases[i].in_ndim, cases[i].in_shape);
+        bool two = strcmp(cases[i].op, "Split") == 0 || strcmp(cases[i].op, "TopK") == 0;
+        Onnx__NodeProto *n = s_node(cases[i].op, NULL, "x", two ? "y,w" : "y");
+        if (cases[i].n_ints)
+            s_attr_is(n, cases[i].ints_name, cases[i].n_ints, cases[i].ints);
+        else
+            s_attr_i(n, cases[i].ints_name, cases[i].ints[0]);
+        if (cases[i].ints2_name && cases[i].n_ints2)
+            s_attr_is(n, cases[i].ints2_name, cases[i].n_ints2, cases[i].ints2);
+        else if (cases[i].ints2_name)
+            s_attr_i(n, cases[i].ints2_name, cases[i].ints2[0]);
+        ADD(g, node, n);
+        ADD(g, output, s_vi("y", NULL));
+        char what[64];
+        snprintf(what, sizeof what, "%s-%lld", cases[i].op, (long long)cases[i].opset);
+        s_cv_check(what, s_model(g, "", cases[i].opset), 1,
+                   (gx_tensor *[]){s_cv_f32(cases[i].in_ndim, cases[i].in_shape, v6)}, 0, GX_F32,
+                   cases[i].out_ndim, cases[i].out_shape, cases[i].want);
+    }
+    /* Clip-6: min and max attributes */
+    Onnx__GraphProto *g = s_graph("clip");
+    s_cv_input(g, "x", F32, 1, d6);
+    Onnx__NodeProto *n = s_node("Clip", NULL, "x", "y");
+    s_attr_f(n, "min", 2);
+    s_attr_f(n, "max", 4);
+    ADD(g, node, n);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Clip-6", s_model(g, "", 6), 1, (gx_tensor *[]){s_cv_f32(1, d6, v6)}, 0, GX_F32, 1,
+               d6, (double[]){2, 2, 3, 4, 4, 4});
+    /* QuantizeLinear-21 with output_dtype 0 (the zero point's type) */
+    const int64_t dq[1] = {4};
+    g = s_graph("q");
+    s_cv_input(g, "x", F32, 1, dq);
+    ADD(g, initializer, s_f32("s", 0, NULL, (float[]){0.5f}, 1));
+    ADD(g, initializer, s_tensor("z", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, 0, NULL,
+                                 (uint8_t[]){1}, 1));
+    ADD(g, node, n = s_node("QuantizeLinear", NULL, "x,s,z", "y"));
+    s_attr_i(n, "output_dtype", 0);
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("QuantizeLinear-21", s_model(g, "", 21), 1, (gx_tensor *[]){s_cv_f32(1, dq, v6)},
+               0, GX_U8, 1, dq, (double[]){3, 5, 7, 9});
+
+    /* Upsample-7: scales attribute; Upsample-9: scales input */
+    const int64_t d12[4] = {1, 1, 1, 2}, d14[4] = {1, 1, 1, 4}, d4[1] = {4};
+    g = s_graph("up7");
+    s_cv_input(g, "x", F32, 4, d12);
+    ADD(g, node, n = s_node("Upsample", NULL, "x", "y"));
+    Onnx__AttributeProto *a = s_attr(n, "scales", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->n_floats = 4;
+    a->floats = s_copy((float[]){1, 1, 1, 2}, 4 * sizeof(float));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Upsample-7", s_model(g, "", 7), 1, (gx_tensor *[]){s_cv_f32(4, d12, v6)}, 0,
+               GX_F32, 4, d14, (double[]){1, 1, 2, 2});
+    g = s_graph("up9");
+    s_cv_input(g, "x", F32, 4, d12);
+    ADD(g, initializer, s_f32("sc", 1, d4, (float[]){1, 1, 1, 2}, 4));
+    ADD(g, node, s_node("Upsample", NULL, "x,sc", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("Upsample-9", s_model(g, "", 9), 1, (gx_tensor *[]){s_cv_f32(4, d12, v6)}, 0,
+               GX_F32, 4, d14, (double[]){1, 1, 2, 2});
+}
+END_TEST
+
 Suite *onnx_suite(void)
 {
     Suite *s = suite_create("onnx");
@@ -2024,6 +2212,8 @@ Suite *onnx_suite(void)
     tcase_add_test(tc, test_onnx_convert_scan8);
     tcase_add_test(tc, test_onnx_convert_resize11);
     tcase_add_test(tc, test_onnx_convert_experimental);
+    tcase_add_test(tc, test_onnx_convert_norms);
+    tcase_add_test(tc, test_onnx_convert_daemon_forms);
     suite_add_tcase(s, tc);
     return s;
 }
