@@ -156,3 +156,31 @@ def test_close_while_a_thread_waits():
         assert blocker.cancel() is False and blocker.done()
     finally:
         assert d.stop() == 0  # the spin job is cancelled by the shutdown
+
+
+def test_priority_is_passed(spin):
+    """Behind the running spin job, a quick job at priority -50 and then a
+    second spin job at -10: once the first is cancelled the second runs
+    (forever) and the quick one stays queued; in arrival order the quick
+    one would have run first and finished."""
+    c, g = spin
+    affine = c.load(data("affine.yaml"))  # compiled now: its run is one queued job
+    first = _start_blocker(c, g)
+    quick = c.submit(affine, {"x": X3}, priority=-50)
+    second = c.submit(g, {"x": X2}, priority=-10)
+    assert first.cancel() is True
+    with pytest.raises(gexec.CancelledError):
+        first.result()
+
+    def settled():
+        s = c.stats()
+        return s["workers_busy"] == 1 and (s["queue_length"] == 1 or quick.done())
+
+    wait_for(settled, "the second spin job to run")
+    try:
+        assert not quick.done() and c.stats()["queue_length"] == 1
+    finally:
+        assert second.cancel() is True
+    with pytest.raises(gexec.CancelledError):
+        second.result()
+    np.testing.assert_array_equal(quick.result()["y"], X3 * 3)
