@@ -865,6 +865,29 @@ static const char *s_build_mobilenet(s_mb *b, const s_model *m)
     return s_head(b, h, c, 100);
 }
 
+/* ResNet's basic block: two 3x3 Conv+BN, the shortcut a 1x1 Conv+BN where
+ * the shape changes, Relu after the sum. */
+static const char *s_basic_block(s_mb *b, const char *x, int64_t cin, int64_t cout, int64_t stride)
+{
+    const char *t = s_op1(b, "Relu", s_conv_bn(b, x, cin, cout, 3, stride, 1));
+    t = s_conv_bn(b, t, cout, cout, 3, 1, 1);
+    const char *sc = stride != 1 || cin != cout ? s_conv_bn(b, x, cin, cout, 1, stride, 1) : x;
+    return s_op1(b, "Relu", s_op2(b, "Add", t, sc));
+}
+
+static const char *s_build_resnet18(s_mb *b, const s_model *m)
+{
+    const char *h = s_maxpool2(b, s_op1(b, "Relu", s_conv_bn(b, "x", 3, 64, 7, 2, 1)));
+    int64_t c = 64;
+    for (int64_t st = 0; st < 4; st++) {
+        const int64_t out = 64 << st;
+        h = s_basic_block(b, h, c, out, st ? 2 : 1);
+        h = s_basic_block(b, h, out, out, 1);
+        c = out;
+    }
+    return s_head(b, h, c, 1000);
+}
+
 static const char *s_build_transformer(s_mb *b, const s_model *m)
 {
     const char *r1 = s_op2(b, "Add", "x", s_attention(b, s_layernorm(b, "x", 256), 128, 256, 4));
@@ -897,6 +920,8 @@ static const s_model s_models[] = {
     {"mobilenet", "x[1,3,112,112] -> Conv s2 + BN + Clip6, 6 inverted residual blocks "
      "(expand 4, depthwise 3x3) to 64 ch -> GAP -> Gemm 64->100", s_build_mobilenet, 4,
      {1, 3, 112, 112}},
+    {"resnet18", "x[1,3,224,224] -> ResNet-18: Conv 7x7 s2 + BN + Relu, MaxPool, 8 basic "
+     "blocks (64 to 512 ch) -> GAP -> Gemm 512->1000", s_build_resnet18, 4, {1, 3, 224, 224}},
     {"transformer", "x[1,128,256] -> LN (torch pieces), 4-head attention, residual, FFN "
      "256->1024->256 (Erf GELU), residual, LN", s_build_transformer, 3, {1, 128, 256}},
 };
