@@ -46,6 +46,8 @@ def test_cnn_example_every_mode(client):
         y = f.result()["y"]
         # the daemon reports the mode it used (a combined mode it may narrow)
         assert f.info.mode in gexec.modes() and f.info.mode != "auto"
+        if mode != "auto":  # the daemon says it was asked for this mode
+            assert f.info.reason.startswith(f"requested {mode}:"), f.info.reason
         if mode == "seq":
             assert f.info.mode == "seq" and f.info.workers == 1
         np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
