@@ -615,13 +615,17 @@ class Future:
         """One wait of at most wait_ms for the reply; under the lock. Returns
         the C status when nothing came, else None (settled)."""
         conn = self._conn
-        if not conn.ptr:
+        r = _P()
+        if not conn.ptr:  # closed: a reply received before is still in the job
+            rc = lib.gx_job_wait(self._job, 0, ctypes.byref(r))
+            if r:
+                self._settle(rc, r)
+                return None
             lib.gx_job_destroy(ctypes.byref(self._job))
             self._job = None
             conn.futures -= 1
             self._exc = Error(_EINVAL, "the client was closed before the job's reply came")
             return None
-        r = _P()
         rc = lib.gx_job_wait(self._job, wait_ms, ctypes.byref(r))
         if r or rc != _ETIMEDOUT:
             self._settle(rc, r)

@@ -184,3 +184,17 @@ def test_priority_is_passed(spin):
     with pytest.raises(gexec.CancelledError):
         second.result()
     np.testing.assert_array_equal(quick.result()["y"], X3 * 3)
+
+
+def test_reply_received_before_close_is_kept(one_worker):
+    """Two Futures on one connection of a one-worker daemon: the first
+    finishes first, so waiting for the second receives the first's reply
+    too; after close() the first still gives its outputs."""
+    c = gexec.Client(one_worker.endpoint, timeout_ms=30000)
+    g = c.load(data("affine.yaml"))
+    f1 = c.submit(g, {"x": X3})
+    f2 = c.submit(g, {"x": X3 * 2})
+    assert f1._conn is f2._conn
+    np.testing.assert_array_equal(f2.result()["y"], X3 * 5)
+    c.close()
+    np.testing.assert_array_equal(f1.result()["y"], X3 * 3)
