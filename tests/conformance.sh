@@ -2,8 +2,10 @@
 # make check's wrapper for the ONNX node test runner: first checks the
 # byte comparison that --modes relies on (--self-test, no data needed); then
 # skips (77) when the test data (Debian's libonnx-testdata) is not
-# installed, else runs every case in seq and again in every other fixed
-# mode (--modes: each mode's outputs must be byte-identical to seq's) and
+# installed, else runs the suites simple, pytorch-converted and
+# pytorch-operator once (-s) when they are installed beside the node tests,
+# then every node case in seq and again in every other fixed mode
+# (--modes: each mode's outputs must be byte-identical to seq's), and
 # passes the runner's status through. GEXEC_ONNX_DATA overrides the data
 # directory.
 # make check runs this from the top build directory
@@ -14,6 +16,12 @@ data=${GEXEC_ONNX_DATA:-/usr/share/libonnx-testdata/data/node}
 if [ ! -d "$data" ]; then
     echo "conformance: $data not found (install libonnx-testdata); skipped"
     exit 77
+fi
+# the other suites of the same data (opset 6 exports, sequences, strings),
+# once each, when they are there; the node tests' line stays the last
+root=$(dirname "$data")
+if [ -d "$root/simple" ] && [ -d "$root/pytorch-converted" ] && [ -d "$root/pytorch-operator" ]; then
+    "$runner" -d "$root" -s simple,pytorch-converted,pytorch-operator "$@" || exit 1
 fi
 exec "$runner" -d "$data" --modes "$@"
 # the single-mode run (each case once, in mode auto), as before --modes:
