@@ -20,6 +20,7 @@
 
 #include "daemon/config.h"
 #include "daemon/topo.h"
+#include "daemon/tune/tune.h"
 #include "libclient/internal.h"
 #include "libclient/wire.h"
 #include "ops/backend.h"
@@ -59,6 +60,7 @@ static int s_check_tcp(const char *v, char *why, size_t whylen);
 static int s_check_cpus(const char *v, char *why, size_t whylen);
 static int s_check_dir(const char *v, char *why, size_t whylen);
 static int s_check_backend(const char *v, char *why, size_t whylen);
+static int s_check_tune_mode(const char *v, char *why, size_t whylen);
 static int s_check_user(const char *v, char *why, size_t whylen);
 
 #define S_KIB INT64_C(1024)
@@ -170,6 +172,22 @@ static const s_key s_keys[] = {
      .max = S_PIB, .def = "1G",
      .doc = "bytes of the profile files kept; beyond it those of the least recently used "
             "graphs are removed"},
+    {.name = "tune.mode", .type = S_STRING, .off = S_OFF(tune_mode), .check = s_check_tune_mode,
+     .def = "explore",
+     .doc = "best-implementation registry (docs/tune.md): off (defaults only), cache (use "
+            "records measured before), explore (also measure missing ones on idle time)"},
+    {.name = "tune.dir", .type = S_STRING, .off = S_OFF(tune_dir), .check = s_check_dir,
+     .def = "default",
+     .doc = "where tune.db is kept; default: the state directory (the one holding "
+            "profile.dir's default: $STATE_DIRECTORY, /var/lib/gexec as root, else "
+            "$XDG_STATE_HOME/gexec or ~/.local/state/gexec; with profile.dir set, its parent); "
+            "\"\": memory only"},
+    {.name = "tune.budget_ms", .type = S_INT, .off = S_OFF(tune_budget_ms), .min = 1,
+     .max = 3600000, .def = "100",
+     .doc = "time spent measuring the candidates of one signature (ms, idle waits excluded)"},
+    {.name = "tune.max_records", .type = S_INT, .off = S_OFF(tune_max_records), .min = 1,
+     .max = 100000000, .def = "100000",
+     .doc = "records kept in tune.db; beyond it the oldest measurements are removed"},
 };
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
 
@@ -252,6 +270,14 @@ static int s_check_dir(const char *v, char *why, size_t whylen)
     if (!*v || strcmp(v, "default") == 0 || (v[0] == '/' && strlen(v) < 900))
         return GX_OK;
     return s_why(why, whylen, S_Q " is not an absolute path, \"default\" or \"\"", v);
+}
+
+static int s_check_tune_mode(const char *v, char *why, size_t whylen)
+{
+    gxd_tune_mode m;
+    if (gxd_tune_mode_parse(v, &m) == GX_OK)
+        return GX_OK;
+    return s_why(why, whylen, S_Q " is not off, cache or explore", v);
 }
 
 static int s_check_cpus(const char *v, char *why, size_t whylen)

@@ -51,6 +51,10 @@ typedef struct gxd_config {
     char *profile_dir;               /* "profile.dir": "default", "" (off) or a path */
     int64_t profile_max_entries;     /* "profile.max_entries": files kept (LRU beyond) */
     int64_t profile_max_bytes;       /* "profile.max_bytes": their bytes (LRU beyond) */
+    char *tune_mode;                 /* "tune.mode": off, cache, explore (NULL: default) */
+    char *tune_dir;                  /* "tune.dir": "default", "" (memory only) or a path */
+    int64_t tune_budget_ms;          /* "tune.budget_ms": measuring time per signature */
+    int64_t tune_max_records;        /* "tune.max_records": rows of tune.db */
 } gxd_config;
 
 /* Fill with the built-in defaults. Pair with gxd_config_fini. */

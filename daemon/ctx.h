@@ -53,6 +53,7 @@ typedef struct gxd_ctx {
     gxd_queue queue;
     gxd_models models;
     struct gxd_pool *pool;
+    struct gxd_tune *tune; /* best-implementation registry (daemon/tune); NULL: tune.mode off */
 
     void *zctx, *router;
     void *monitor; /* PAIR: the router's accepted/disconnected events */

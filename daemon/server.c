@@ -15,6 +15,7 @@
 
 #include "daemon/pool.h"
 #include "daemon/server.h"
+#include "daemon/tune/tune.h"
 #include "libclient/wire.h"
 
 #define GXD_MAX_FRAMES 1026 /* header + up to 1024 input tensors (+1 to detect more) */
@@ -547,6 +548,33 @@ static void s_pack_kv(msgpack_packer *pk, const char *k, int64_t v)
     msgpack_pack_int64(pk, v);
 }
 
+/* "tune": the registry's counters (docs/tune.md), an empty map when off. */
+static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
+{
+    gx_mp_pack_str(pk, "tune");
+    if (!ctx->tune) {
+        msgpack_pack_map(pk, 0);
+        return;
+    }
+    gxd_tune_stats ts;
+    gxd_tune_get_stats(ctx->tune, &ts);
+    msgpack_pack_map(pk, 13);
+    gx_mp_pack_str(pk, "mode");
+    gx_mp_pack_str(pk, gxd_tune_mode_name(gxd_tune_get_mode(ctx->tune)));
+    s_pack_kv(pk, "lookups", ts.lookups);
+    s_pack_kv(pk, "hits_memory", ts.hits[GXD_TUNE_MEMORY]);
+    s_pack_kv(pk, "hits_local", ts.hits[GXD_TUNE_LOCAL]);
+    s_pack_kv(pk, "misses", ts.misses);
+    s_pack_kv(pk, "queued", ts.queued);
+    s_pack_kv(pk, "pending", ts.pending);
+    s_pack_kv(pk, "explored", ts.explored);
+    s_pack_kv(pk, "rejected", ts.rejected);
+    s_pack_kv(pk, "explore_us", ts.explore_us);
+    s_pack_kv(pk, "stored", ts.stored);
+    s_pack_kv(pk, "cached", ts.cached);
+    s_pack_kv(pk, "db_errors", ts.db_errors);
+}
+
 static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
 {
     const gxd_stats *st = &ctx->stats;
@@ -554,7 +582,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, "stats");
-    msgpack_pack_map(&r.pk, 20);
+    msgpack_pack_map(&r.pk, 21);
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -577,6 +605,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_kv(&r.pk, "plans_compiled", (int64_t)st->compile_count);
     s_pack_kv(&r.pk, "queue_us_total", st->queue_us_total);
     s_pack_kv(&r.pk, "compute_us_total", st->compute_us_total);
+    s_pack_tune_stats(ctx, &r.pk);
     s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
     return GX_OK;
 }
@@ -954,6 +983,52 @@ static void s_partition_opts(gxd_ctx *ctx)
     }
 }
 
+/* The explorer's question: no job queued or running? epoch: the queue's
+ * post count, which moves whenever a job arrives. */
+static bool s_tune_idle(void *arg, uint64_t *epoch)
+{
+    gxd_ctx *ctx = arg;
+    *epoch = atomic_load(&ctx->queue.posts);
+    return ctx->pool && gxd_queue_len(&ctx->queue) == 0 && gxd_pool_busy(ctx->pool) == 0;
+}
+
+/* The best-implementation registry (docs/tune.md): tune.db in tune.dir
+ * (default: the state directory, the parent of the profile directory). */
+static int s_tune_start(gxd_ctx *ctx, char *err, size_t errlen)
+{
+    gxd_tune_mode mode = GXD_TUNE_EXPLORE;
+    if (ctx->cfg.tune_mode && gxd_tune_mode_parse(ctx->cfg.tune_mode, &mode) < 0)
+        return gx_errf(err, errlen, GX_ECONFIG, "tune.mode: '%s' is not off, cache or explore",
+                       ctx->cfg.tune_mode);
+    if (mode == GXD_TUNE_OFF)
+        return GX_OK;
+    char dir[1024] = "";
+    const char *cfg = ctx->cfg.tune_dir;
+    if (cfg && *cfg && strcmp(cfg, "default") != 0) {
+        snprintf(dir, sizeof dir, "%s", cfg);
+    } else if (!cfg || *cfg) { /* default: the directory that holds the profiles' */
+        const char *p = ctx->cfg.profile_dir;
+        gxd_profile_dir(p && *p ? p : "default", dir, sizeof dir);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir)
+            *slash = '\0';
+        else
+            dir[0] = '\0';
+    }
+    gxd_tune_opts o = {.mode = mode,
+                       .dir = dir,
+                       .budget_ms = ctx->cfg.tune_budget_ms,
+                       .max_records = ctx->cfg.tune_max_records,
+                       .log = &ctx->log};
+    if (!(ctx->tune = gxd_tune_new(&o, err, errlen)))
+        return GX_ENOMEM;
+    gxd_tune_set_idle(ctx->tune, s_tune_idle, ctx);
+    ctx->limits.tune = ctx->tune;
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "tune: %s, records in %s", gxd_tune_mode_name(mode),
+            dir[0] ? dir : "memory only");
+    return GX_OK;
+}
+
 int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
 {
     int rc;
@@ -978,6 +1053,8 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
         ctx->n_priority_uids++;
     }
     gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
+    if ((rc = s_tune_start(ctx, err, errlen)) < 0)
+        return rc;
     char pdir[1024];
     gxd_profile_dir(ctx->cfg.profile_dir, pdir, sizeof pdir);
     if (gxd_models_set_profile(&ctx->models, pdir, ctx->cfg.profile_max_entries,
@@ -989,6 +1066,8 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     if (pdir[0])
         GXD_LOG(&ctx->log, GXD_LOG_INFO, "profiles in %s", pdir);
     ctx->replan_tick_us = ctx->started_us;
+    if (ctx->tune) /* a new winner also makes a plan stale */
+        ctx->models.replan.stale = gxd_tune_plan_stale;
     if (ctx->cfg.compiler_replan &&
         (rc = gxd_models_replan_start(&ctx->models, &ctx->limits,
                                       ctx->cfg.compiler_replan_min_jobs)) < 0)
@@ -1045,6 +1124,8 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     if ((rc = gxd_pool_start(ctx, &ctx->pool, err, errlen)) < 0)
         return rc;
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "%d workers started", gxd_pool_size(ctx->pool));
+    if (ctx->tune && (rc = gxd_tune_explore_start(ctx->tune)) < 0)
+        return gx_errf(err, errlen, rc, "cannot start the tune explorer thread");
     return GX_OK;
 }
 
@@ -1123,6 +1204,7 @@ int gxd_server_run(gxd_ctx *ctx)
         }
         s_poll_once(ctx, 50);
     }
+    gxd_tune_explore_stop(ctx->tune);
     gxd_pool_join(&ctx->pool);
     s_flush_done(ctx);
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "stopped");
@@ -1131,6 +1213,7 @@ int gxd_server_run(gxd_ctx *ctx)
 
 void gxd_server_fini(gxd_ctx *ctx)
 {
+    gxd_tune_explore_stop(ctx->tune); /* it asks the pool whether it is idle */
     if (ctx->pool) {
         s_fail_list(ctx, gxd_queue_close(&ctx->queue), GX_ESHUTDOWN, "the daemon is shutting down");
         gxd_pool_join(&ctx->pool);
@@ -1156,6 +1239,8 @@ void gxd_server_fini(gxd_ctx *ctx)
         unlink(ctx->endpoint + 6);
     ctx->ipc_bound = false;
     gxd_models_fini(&ctx->models);
+    gxd_tune_destroy(&ctx->tune); /* after the plans that name it */
+    ctx->limits.tune = NULL;
     gxd_queue_fini(&ctx->queue);
     gxd_topo_destroy(&ctx->topo);
     if (ctx->done_fd >= 0)

@@ -51,7 +51,16 @@ void gx_cpu_gemm_pack(gx_op op, const gx_attrval *attr, const gx_view *b, float 
 /* The kernel that reads in[1] packed, for MatMul or Gemm. */
 gx_kernel_fn gx_cpu_gemm_packed_kernel(gx_op op);
 
-/* Is fn one of the packed kernels? (Their shares differ: see below.) */
+/* The packed kernel for op on the ISA called isa ("avx512", "avx2",
+ * "baseline"), whatever gx_cpu_gemm_isa_set chose; NULL when this CPU
+ * lacks it. The tune registry's candidates (daemon/tune) are these. */
+gx_kernel_fn gx_cpu_gemm_packed_kernel_isa(gx_op op, const char *isa);
+
+/* The name of the i-th ISA this CPU has kernels for, widest first (i from
+ * 0); NULL past the last. */
+const char *gx_cpu_gemm_isa_name(int i);
+
+/* Is fn one of the packed kernels (any ISA)? (Their shares differ: see below.) */
 bool gx_cpu_gemm_is_packed(gx_kernel_fn fn);
 
 /* The block of y (as rows of its last dim, n columns) that share ith of

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 Suite *status_suite(void);
+Suite *tune_suite(void);
 Suite *wire_suite(void);
 Suite *npy_suite(void);
 Suite *yaml_suite(void);

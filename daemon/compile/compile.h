@@ -251,6 +251,13 @@ typedef struct gxd_plan {
      * (packed weights), in step order; prepared_bytes their total */
     struct gxd_prepared *prepared;
     size_t n_prepared, prepared_bytes;
+    /* prepare pass: the implementation each MatMul and Gemm it prepared
+     * runs and where the choice came from (the tune registry, seed 003),
+     * in step order (owned by the plan); tune: the registry it asked
+     * (borrowed; NULL: none), for the re-planner */
+    struct gxd_impl_choice *impls;
+    size_t n_impls;
+    struct gxd_tune *tune;
     struct gxd_shared_ref *shared_refs; /* references the plan holds (freed with it) */
     size_t n_shared_refs;
     /* Holders beyond the first (gxd_plan_ref, gxd_plan_release): 0 when
@@ -258,6 +265,22 @@ typedef struct gxd_plan {
      * held by the model and by each job running it. */
     atomic_int refs;
 } gxd_plan;
+
+/* The implementation the prepare pass chose for a MatMul or Gemm step
+ * (daemon/tune/tune.h): impl@version, and source: "default" (no record:
+ * today's rule), "tuned (memory)" or "tuned (local)" (a record found in
+ * that level), or "whole batch" (a slice's plan runs what the whole
+ * batch's does). sig: the step's signature (owned by the plan), NULL when
+ * the registry does not tune it. ns: the record's median time, else -1. */
+typedef struct gxd_impl_choice {
+    const char *node;
+    gx_op op;
+    char impl[32];
+    int version;
+    char source[24];
+    int64_t ns;
+    const struct gxd_tune_sig *sig;
+} gxd_impl_choice;
 
 /* One partition: steps with part == its index, all on device. entry, exit:
  * its only entry and exit steps, or -1 where it has several (the fallback's
@@ -322,6 +345,9 @@ typedef struct gxd_compile_limits {
     /* the graph's table of shared prepared constants (NULL: each plan
      * packs its own) */
     gxd_shared *shared;
+    /* the best-implementation registry the prepare pass asks (NULL: every
+     * MatMul and Gemm runs the default; daemon/tune/tune.h) */
+    struct gxd_tune *tune;
     bool no_layout;
     bool no_layout_times;
 } gxd_compile_limits;

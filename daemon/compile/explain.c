@@ -15,6 +15,7 @@
 
 #include "daemon/compile/compile.h"
 #include "daemon/compile/layout.h"
+#include "daemon/tune/tune.h"
 #include "ops/layout.h"
 
 /* Append a string literal. */
@@ -557,6 +558,35 @@ static void s_sec_prepared(gx_strbuf *b, const s_ctx *x)
     S_LIT(b, "]}");
 }
 
+/* The implementation each MatMul and Gemm runs (prepare pass, seed 003):
+ * impl@version, where the choice came from (default, tuned (memory),
+ * tuned (local), whole batch), the record's time, the signature. */
+static void s_sec_impls(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    S_LIT(b, "[");
+    for (size_t i = 0; i < p->n_impls; i++) {
+        const gxd_impl_choice *c = &p->impls[i];
+        char sig[512] = "";
+        if (c->sig)
+            gxd_tune_sig_str(c->sig, sig, sizeof sig);
+        gx_strbuf_printf(b, "%s{\"node\":", i ? "," : "");
+        s_str(b, c->node ? c->node : "");
+        S_LIT(b, ",\"op\":");
+        s_str(b, gx_op_name(c->op));
+        S_LIT(b, ",\"impl\":");
+        s_str(b, c->impl);
+        gx_strbuf_printf(b, ",\"version\":%d,\"source\":", c->version);
+        s_str(b, c->source);
+        if (c->ns >= 0)
+            gx_strbuf_printf(b, ",\"ns\":%lld", (long long)c->ns);
+        S_LIT(b, ",\"signature\":");
+        s_str(b, c->sig ? sig : NULL);
+        S_LIT(b, "}");
+    }
+    S_LIT(b, "]");
+}
+
 /* The sections, in output order. */
 static const struct {
     const char *key;
@@ -567,7 +597,7 @@ static const struct {
     {"batch", s_sec_batch},     {"keyed", s_sec_keyed},   {"folded", s_sec_folded},
     {"rewrite", s_sec_rewrite},
     {"partition", s_sec_partition}, {"layout", s_sec_layout}, {"prepared", s_sec_prepared},
-    {"fusion", s_sec_fusion},
+    {"fusion", s_sec_fusion}, {"implementations", s_sec_impls},
 };
 
 char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g)

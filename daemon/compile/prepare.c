@@ -11,7 +11,15 @@
  * is the plan's own, or the whole batch's for the plan of a slice of the
  * batch (replicas). Other steps are untouched. Runs after layout (which
  * picks the Conv kernels) and before fuse (an epilogue's head runs the
- * step's kernel). Records each prepared constant for explain. */
+ * step's kernel). Records each prepared constant for explain.
+ *
+ * Which product kernel (seed 003): the tune registry (lim->tune,
+ * daemon/tune/tune.h) is asked once per plan for all of them; a record
+ * names the winner (a packed kernel on some ISA; or one that reads B as it
+ * is, OpenBLAS or the plain-B kernel: then nothing is packed); a miss runs
+ * the default, the packed kernel on the ISA in use, and the registry
+ * explores the signature on idle time. p->impls records each choice and
+ * where it came from, for explain and the re-planner. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,6 +27,7 @@
 #include <string.h>
 
 #include "daemon/compile/passes.h"
+#include "daemon/tune/tune.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
 #include "ops/schema.h"
@@ -249,6 +258,108 @@ static int s_prepare_input(gxd_cstate *st, gxd_step *s, const s_form *f, const c
     return GX_OK;
 }
 
+/* The implementation step s of the whole batch's plan runs (a slice's
+ * plan runs the same, so both give the same bits), or NULL. */
+static const gxd_impl_choice *s_whole_choice(const gxd_plan *whole, const gxd_step *s)
+{
+    for (size_t i = 0; whole && s->node && i < whole->n_impls; i++)
+        if (whole->impls[i].node && !strcmp(whole->impls[i].node, s->node->name) &&
+            whole->impls[i].op == s->op)
+            return &whole->impls[i];
+    return NULL;
+}
+
+/* Seed 003: the implementation of each packable product step todo[j]: a
+ * slice's plan takes the whole batch's; else one batch of lookups in the
+ * tune registry (lim->tune), whose hits name the winner; a miss (queued
+ * for exploration by the registry) or no registry: the default, the
+ * packed kernel on the ISA in use (impl[j] NULL without a registry).
+ * Fills p->impls, one per todo step, for explain and the re-planner. */
+static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_impl **impl)
+{
+    gxd_plan *p = st->plan;
+    gxd_tune *t = st->lim->tune;
+    gxd_tune_sig *sigs = gxd_plan_own(p, (n + 1) * sizeof *sigs);
+    gxd_tune_rec *recs = calloc(n + 1, sizeof *recs);
+    bool *ok = calloc(n + 1, sizeof *ok), *found = calloc(n + 1, sizeof *found);
+    int *ask = calloc(n + 1, sizeof *ask);
+    gxd_tune_sig *batch = calloc(n + 1, sizeof *batch);
+    gxd_tune_rec *brec = calloc(n + 1, sizeof *brec);
+    bool *bfound = calloc(n + 1, sizeof *bfound);
+    p->impls = gxd_plan_own(p, (n + 1) * sizeof *p->impls);
+    int rc = GX_OK;
+    if (!sigs || !recs || !ok || !found || !ask || !batch || !brec || !bfound || !p->impls) {
+        rc = gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
+        goto out;
+    }
+    p->tune = t;
+    size_t n_ask = 0;
+    for (size_t j = 0; j < n; j++) {
+        const gxd_step *s = &p->steps[todo[j]];
+        gx_view in[3];
+        for (int k = 0; k < 3; k++)
+            in[k] = k < s->n_in && s->in[k] >= 0 ? p->values[s->in[k]].view
+                                                 : (gx_view){.ndim = -1};
+        char why[128];
+        ok[j] = gxd_tune_sig_of(s->op, s->attr, s->n_in < 3 ? s->n_in : 3, in,
+                                &p->values[s->out[0]].view, &sigs[j], why, sizeof why);
+        if (ok[j] && t && !st->whole) {
+            batch[n_ask] = sigs[j];
+            ask[n_ask++] = (int)j;
+        }
+    }
+    gxd_tune_lookup_batch(t, batch, n_ask, brec, bfound);
+    for (size_t q = 0; q < n_ask; q++) {
+        recs[ask[q]] = brec[q];
+        found[ask[q]] = bfound[q];
+    }
+    for (size_t j = 0; j < n; j++) {
+        const gxd_step *s = &p->steps[todo[j]];
+        gxd_impl_choice *c = &p->impls[j];
+        *c = (gxd_impl_choice){.node = s->node ? s->node->name : NULL,
+                               .op = s->op,
+                               .ns = -1,
+                               .sig = ok[j] ? &sigs[j] : NULL};
+        impl[j] = NULL;
+        const gxd_impl_choice *w = st->whole ? s_whole_choice(st->whole, s) : NULL;
+        if (w && t && (impl[j] = gxd_tune_impl_find(t, w->impl, w->version))) {
+            snprintf(c->source, sizeof c->source, "whole batch");
+        } else if (found[j] && (impl[j] = gxd_tune_impl_find(t, recs[j].impl, recs[j].version))) {
+            snprintf(c->source, sizeof c->source, "tuned (%s)",
+                     recs[j].level == GXD_TUNE_MEMORY ? "memory" : "local");
+            c->ns = recs[j].ns;
+        } else {
+            impl[j] = t ? gxd_tune_default(t, s->op) : NULL;
+            snprintf(c->source, sizeof c->source, "default");
+        }
+        if (impl[j]) {
+            snprintf(c->impl, sizeof c->impl, "%s", impl[j]->name);
+            c->version = impl[j]->version;
+        } else {
+            snprintf(c->impl, sizeof c->impl, "packed.%s", gx_cpu_gemm_isa());
+            c->version = 1;
+        }
+    }
+    p->n_impls = n;
+out:
+    free(recs);
+    free(ok);
+    free(found);
+    free(ask);
+    free(batch);
+    free(brec);
+    free(bfound);
+    return rc;
+}
+
+/* Is product step s packable (ops/gemm.h)? why when not. */
+static bool s_packable(const gxd_plan *p, const gxd_step *s, char *why, size_t len)
+{
+    const gxd_value *b = &p->values[s->in[1]];
+    return gx_cpu_gemm_packable(s->op, s->attr, &p->values[s->in[0]].view, &b->view,
+                                &p->values[s->out[0]].view, b->kind == GXD_VALUE_CONST, why, len);
+}
+
 int gxd_pass_prepare(gxd_cstate *st)
 {
     gxd_plan *p = st->plan;
@@ -267,32 +378,46 @@ int gxd_pass_prepare(gxd_cstate *st)
         p->prepared = rec;
     if (refs)
         p->shared_refs = refs;
-    if (!vals || !rec || !refs)
-        return gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
+    int *todo = calloc(n_new + 1, sizeof *todo);
+    const gxd_tune_impl **impl = calloc(n_new + 1, sizeof *impl);
+    int rc = GX_OK;
+    if (!vals || !rec || !refs || !todo || !impl) {
+        rc = gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
+        goto out;
+    }
+    size_t n_todo = 0;
     for (size_t i = 0; i < p->n_steps; i++) {
+        char why[96];
+        if (s_product_step(p, &p->steps[i]) && s_packable(p, &p->steps[i], why, sizeof why))
+            todo[n_todo++] = (int)i;
+    }
+    if ((rc = s_choose(st, todo, n_todo, impl)) < 0)
+        goto out;
+    for (size_t i = 0, j = 0; i < p->n_steps && rc >= 0; i++) {
         gxd_step *s = &p->steps[i];
         char what[96];
-        int rc = GX_OK;
         if (s_layout_conv(p, s)) {
             const s_form f = {GX_OP_CONV, false, s->layout, s->attr};
             snprintf(what, sizeof what, "W in %s blocks of 16 output channels for the %s Conv "
                                         "kernel",
                      gx_layout_name(s->layout), gx_layout_name(s->layout));
             rc = s_prepare_input(st, s, &f, gx_layout_name(s->layout), what);
-        } else if (s_product_step(p, s)) {
-            const gxd_value *b = &p->values[s->in[1]];
-            if (!gx_cpu_gemm_packable(s->op, s->attr, &p->values[s->in[0]].view, &b->view,
-                                      &p->values[s->out[0]].view, b->kind == GXD_VALUE_CONST,
-                                      what, sizeof what))
+        } else if (j < n_todo && todo[j] == (int)i) {
+            const gxd_tune_impl *im = impl[j++];
+            if (im && !im->packed) { /* reads B as it is: nothing to prepare */
+                s->kernel = s->op == GX_OP_GEMM ? im->gemm : im->matmul;
                 continue;
+            }
             const s_form f = {s->op, s_trans_b(s->op, s->attr), GX_LAYOUT_PLAIN, s->attr};
-            snprintf(what, sizeof what, "B in %d-column panels for the packed %s kernel (%s)",
-                     GX_GEMM_PANEL, gx_op_name(s->op), gx_cpu_gemm_isa());
+            snprintf(what, sizeof what, "B in %d-column panels for the packed %s kernel (%.16s)",
+                     GX_GEMM_PANEL, gx_op_name(s->op), p->impls[j - 1].impl);
             if ((rc = s_prepare_input(st, s, &f, "packed", what)) == GX_OK)
-                s->kernel = gx_cpu_gemm_packed_kernel(s->op);
+                s->kernel = im ? (s->op == GX_OP_GEMM ? im->gemm : im->matmul)
+                               : gx_cpu_gemm_packed_kernel(s->op);
         }
-        if (rc < 0)
-            return rc;
     }
-    return GX_OK;
+out:
+    free(todo);
+    free(impl);
+    return rc < 0 ? rc : GX_OK;
 }

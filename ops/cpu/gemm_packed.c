@@ -253,11 +253,11 @@ bool gx_cpu_gemm_isa_set(const char *name)
  * at b + p * pstride with its row k ldbk floats further (ops/gemm.h's
  * packed form: pstride kk * 16, ldbk 16; a row-major B [kk, ldbk]: pstride
  * 16, whose panels must then all be whole). */
-static void s_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk, int64_t n,
-                      const float *a, int64_t lda, const float *b, int64_t ldbk, int64_t pstride,
-                      float *y, int64_t ldy, float alpha, float beta)
+static void s_product(const s_isa *isa, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
+                      int64_t kk, int64_t n, const float *a, int64_t lda, const float *b,
+                      int64_t ldbk, int64_t pstride, float *y, int64_t ldy, float alpha,
+                      float beta)
 {
-    const s_isa *isa = s_isa_get();
     if (r1 - r0 == 1 && isa->wide) { /* a lone row: wide_np panels at a time */
         int64_t p = p0;
         for (; p + isa->wide_np <= p1; p += isa->wide_np)
@@ -280,11 +280,11 @@ static void s_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk
 }
 
 /* The packed form's product (ops/gemm.h). */
-static void s_packed_product(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk,
-                             int64_t n, const float *a, int64_t lda, const float *bp, float *y,
-                             int64_t ldy, float alpha, float beta)
+static void s_packed_product(const s_isa *isa, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
+                             int64_t kk, int64_t n, const float *a, int64_t lda, const float *bp,
+                             float *y, int64_t ldy, float alpha, float beta)
 {
-    s_product(r0, r1, p0, p1, kk, n, a, lda, bp, S_P, kk * S_P, y, ldy, alpha, beta);
+    s_product(isa, r0, r1, p0, p1, kk, n, a, lda, bp, S_P, kk * S_P, y, ldy, alpha, beta);
 }
 
 void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
@@ -293,7 +293,7 @@ void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64
     const int64_t whole = n / S_P;
     if (rows <= 0 || n <= 0)
         return;
-    s_product(0, rows, 0, whole, kk, n, a, lda, b, ldb, S_P, y, ldy, 1.0f,
+    s_product(s_isa_get(), 0, rows, 0, whole, kk, n, a, lda, b, ldb, S_P, y, ldy, 1.0f,
               accumulate ? 1.0f : 0.0f);
     for (int64_t i = 0; i < rows; i++) /* the columns past the last whole panel */
         for (int64_t j = whole * S_P; j < n; j++) {
@@ -308,7 +308,8 @@ void gx_cpu_gemm_packed_rows(int64_t rows, int64_t n, int64_t kk, const float *a
                              const float *bp, float *y, int64_t ldy, bool accumulate)
 {
     if (rows > 0 && n > 0)
-        s_packed_product(0, rows, 0, (n + S_P - 1) / S_P, kk, n, a, lda, bp, y, ldy, 1.0f,
+        s_packed_product(s_isa_get(), 0, rows, 0, (n + S_P - 1) / S_P, kk, n, a, lda, bp, y, ldy,
+                         1.0f,
                          accumulate ? 1.0f : 0.0f);
 }
 
@@ -386,32 +387,32 @@ void gx_cpu_gemm_packed_share(const gx_kargs *k, const gx_view *y, gx_gemm_block
 }
 
 /* The share of a product of y = a · packed (n columns). */
-static void s_run(const gx_kargs *k, float alpha, float beta)
+static void s_run(const gx_kargs *k, const s_isa *isa, float alpha, float beta)
 {
     const gx_view *a = &k->in[0], *bp = &k->in[1], *y = &k->out[0];
     const int64_t kk = a->shape[a->ndim - 1];
     gx_gemm_block b;
     gx_cpu_gemm_packed_share(k, y, &b);
     if (b.r0 < b.r1 && b.c0 < b.c1)
-        s_packed_product(b.r0, b.r1, b.c0 / S_P, (b.c1 + S_P - 1) / S_P, kk, b.n, a->data, kk,
+        s_packed_product(isa, b.r0, b.r1, b.c0 / S_P, (b.c1 + S_P - 1) / S_P, kk, b.n, a->data, kk,
                          bp->data, y->data, b.n, alpha, beta);
 }
 
 /* MatMul: A [..., M, K] (or [K]) by the packed B [K, N]: every leading
  * dim of A is just more rows. */
-static void s_matmul_packed(const gx_kargs *k)
+static void s_matmul_packed_on(const gx_kargs *k, const s_isa *isa)
 {
     const gx_view *y = &k->out[0];
     const int64_t n = y->shape[y->ndim - 1];
     if (n == 0 || y->numel == 0)
         return;
-    s_run(k, 1.0f, 0.0f);
+    s_run(k, isa, 1.0f, 0.0f);
 }
 
 /* Gemm: Y = alpha * A B + beta * C; this share's part of Y receives C
  * (broadcast) first, then the product adds onto it. With beta == 0 C is
  * not read. */
-static void s_gemm_packed(const gx_kargs *k)
+static void s_gemm_packed_on(const gx_kargs *k, const s_isa *isa)
 {
     const gx_view *y = &k->out[0];
     const gx_view *c = k->n_in > 2 && k->in[2].ndim >= 0 ? &k->in[2] : NULL;
@@ -438,17 +439,76 @@ static void s_gemm_packed(const gx_kargs *k)
         }
         cbeta = beta;
     }
-    s_run(k, alpha, cbeta);
+    s_run(k, isa, alpha, cbeta);
 }
+
+/* The kernels: on the ISA in use, and on each ISA (daemon/tune's
+ * candidates). */
+#define S_PACKED_ON(NAME, ISA)                                                \
+    static void s_matmul_packed##NAME(const gx_kargs *k)                      \
+    {                                                                         \
+        s_matmul_packed_on(k, ISA);                                           \
+    }                                                                         \
+    static void s_gemm_packed##NAME(const gx_kargs *k)                        \
+    {                                                                         \
+        s_gemm_packed_on(k, ISA);                                             \
+    }
+S_PACKED_ON(, s_isa_get())
+S_PACKED_ON(_baseline, &s_base)
+#ifdef S_X86
+S_PACKED_ON(_avx512, &s_avx512)
+S_PACKED_ON(_avx2, &s_avx2)
+#endif
+
+static const struct {
+    const s_isa *isa;
+    gx_kernel_fn matmul, gemm;
+} s_by_isa[] = {
+#ifdef S_X86
+    {&s_avx512, s_matmul_packed_avx512, s_gemm_packed_avx512},
+    {&s_avx2, s_matmul_packed_avx2, s_gemm_packed_avx2},
+#endif
+    {&s_base, s_matmul_packed_baseline, s_gemm_packed_baseline},
+};
 
 gx_kernel_fn gx_cpu_gemm_packed_kernel(gx_op op)
 {
     return op == GX_OP_GEMM ? s_gemm_packed : op == GX_OP_MATMUL ? s_matmul_packed : NULL;
 }
 
+const char *gx_cpu_gemm_isa_name(int i)
+{
+    for (int j = 0, seen = 0; j < 3; j++) {
+        const s_isa *isa = s_supported(j);
+        if (isa && seen++ == i)
+            return isa->name;
+    }
+    return NULL;
+}
+
+gx_kernel_fn gx_cpu_gemm_packed_kernel_isa(gx_op op, const char *name)
+{
+    for (size_t i = 0; i < sizeof s_by_isa / sizeof s_by_isa[0]; i++) {
+        const s_isa *isa = s_by_isa[i].isa;
+        bool has = false;
+        for (int j = 0; j < 3 && !has; j++)
+            has = s_supported(j) == isa;
+        if (has && !strcmp(isa->name, name))
+            return op == GX_OP_GEMM     ? s_by_isa[i].gemm
+                   : op == GX_OP_MATMUL ? s_by_isa[i].matmul
+                                        : NULL;
+    }
+    return NULL;
+}
+
 bool gx_cpu_gemm_is_packed(gx_kernel_fn fn)
 {
-    return fn && (fn == s_gemm_packed || fn == s_matmul_packed);
+    if (fn && (fn == s_gemm_packed || fn == s_matmul_packed))
+        return true;
+    for (size_t i = 0; fn && i < sizeof s_by_isa / sizeof s_by_isa[0]; i++)
+        if (fn == s_by_isa[i].matmul || fn == s_by_isa[i].gemm)
+            return true;
+    return false;
 }
 
 bool gx_cpu_gemm_verify(const char *what, gx_gemm_product_fn fn, void *ctx, int64_t rows,

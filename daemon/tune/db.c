@@ -1,0 +1,270 @@
+/*
+ * tune.db: the registry's local level, one SQLite database under the
+ * daemon's state directory. One table of winners keyed by the full key
+ * text (signature, device model, build ids); WAL journal, so a daemon
+ * killed at any moment leaves a valid database (the last transaction is
+ * either in or not). Bounded: beyond max_records rows the oldest
+ * measurements are deleted. A file that is not a database, or fails
+ * SQLite's quick check, is moved aside and replaced by an empty one.
+ */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/tune/tune_internal.h"
+#include "libclient/internal.h"
+
+#define S_SCHEMA_VERSION 1
+
+struct gxd_tune_db {
+    sqlite3 *db;
+    sqlite3_stmt *get, *put, *reuse, *trim;
+    int64_t max_records;
+    int64_t puts; /* since the last trim */
+};
+
+static const char s_schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS winners("
+    " key TEXT PRIMARY KEY,"  /* signature | device | builds */
+    " op TEXT NOT NULL,"
+    " impl TEXT NOT NULL,"
+    " version INTEGER NOT NULL,"
+    " ns INTEGER NOT NULL,"   /* the winner's median time */
+    " others TEXT NOT NULL,"  /* name@v:ns or name@v:rejected (why), ... */
+    " validation TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " measured_at INTEGER NOT NULL,"
+    " reuse INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS winners_age ON winners(measured_at);"
+    "INSERT OR IGNORE INTO meta VALUES('schema', '1');";
+
+static int s_prepare(gxd_tune_db *d, char *err, size_t errlen)
+{
+    const char *sql[4] = {
+        "SELECT impl, version, ns, others, validation, host, measured_at FROM winners WHERE key=?",
+        "INSERT OR REPLACE INTO winners(key, op, impl, version, ns, others, validation, host,"
+        " measured_at) VALUES(?,?,?,?,?,?,?,?,?)",
+        "UPDATE winners SET reuse=reuse+1 WHERE key=?",
+        "DELETE FROM winners WHERE key IN (SELECT key FROM winners ORDER BY measured_at DESC"
+        " LIMIT -1 OFFSET ?)",
+    };
+    sqlite3_stmt **st[4] = {&d->get, &d->put, &d->reuse, &d->trim};
+    for (int i = 0; i < 4; i++)
+        if (sqlite3_prepare_v2(d->db, sql[i], -1, st[i], NULL) != SQLITE_OK)
+            return gx_errf(err, errlen, GX_EIO, "%s", sqlite3_errmsg(d->db));
+    return GX_OK;
+}
+
+static void s_finalize(gxd_tune_db *d)
+{
+    sqlite3_finalize(d->get);
+    sqlite3_finalize(d->put);
+    sqlite3_finalize(d->reuse);
+    sqlite3_finalize(d->trim);
+    d->get = d->put = d->reuse = d->trim = NULL;
+    if (d->db)
+        sqlite3_close(d->db);
+    d->db = NULL;
+}
+
+/* Open path and check it: GX_OK, GX_EFORMAT (not a database, or corrupt:
+ * the caller moves it aside) or GX_EIO. */
+static int s_open(gxd_tune_db *d, const char *path, char *err, size_t errlen)
+{
+    int rc = sqlite3_open_v2(path, &d->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        gx_errf(err, errlen, GX_EIO, "%s: %s", path, d->db ? sqlite3_errmsg(d->db) : "no memory");
+        s_finalize(d);
+        return GX_EIO;
+    }
+    sqlite3_busy_timeout(d->db, 2000);
+    sqlite3_stmt *q = NULL;
+    bool ok = false;
+    char *emsg = NULL;
+    rc = sqlite3_prepare_v2(d->db, "PRAGMA quick_check", -1, &q, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_text(q, 0);
+        ok = v && !strcmp((const char *)v, "ok");
+        if (!ok)
+            gx_errf(err, errlen, GX_EFORMAT, "%s: quick_check: %s", path, v ? (const char *)v : "?");
+    } else {
+        rc = sqlite3_errcode(d->db);
+        gx_errf(err, errlen, GX_EFORMAT, "%s: %s", path, sqlite3_errmsg(d->db));
+    }
+    sqlite3_finalize(q);
+    if (ok && sqlite3_exec(d->db, s_schema, NULL, NULL, &emsg) != SQLITE_OK) {
+        ok = false;
+        rc = sqlite3_errcode(d->db);
+        gx_errf(err, errlen, GX_EFORMAT, "%s: %s", path, emsg ? emsg : "schema");
+    }
+    sqlite3_free(emsg);
+    if (ok && s_prepare(d, err, errlen) != GX_OK)
+        ok = false;
+    if (ok) {
+        /* a database of another schema version is not ours to read */
+        sqlite3_stmt *v = NULL;
+        if (sqlite3_prepare_v2(d->db, "SELECT v FROM meta WHERE k='schema'", -1, &v, NULL) ==
+                SQLITE_OK &&
+            sqlite3_step(v) == SQLITE_ROW &&
+            sqlite3_column_int(v, 0) != S_SCHEMA_VERSION) {
+            ok = false;
+            gx_errf(err, errlen, GX_EFORMAT, "%s: schema version %d, this gexecd reads %d", path,
+                    sqlite3_column_int(v, 0), S_SCHEMA_VERSION);
+        }
+        sqlite3_finalize(v);
+    }
+    if (ok)
+        return GX_OK;
+    s_finalize(d);
+    /* a file that is no database (or a damaged one) is moved aside; a
+     * directory we cannot write to is an I/O error */
+    return rc == SQLITE_CANTOPEN || rc == SQLITE_READONLY || rc == SQLITE_PERM ||
+                   rc == SQLITE_IOERR
+               ? GX_EIO
+               : GX_EFORMAT;
+}
+
+gxd_tune_db *gxd_tune_db_open(const char *dir, int64_t max_records, gxd_log *log, char *err,
+                              size_t errlen)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/tune.db", dir) >= (int)sizeof path) {
+        gx_errf(err, errlen, GX_EINVAL, "tune: directory name too long");
+        return NULL;
+    }
+    if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
+        gx_errf(err, errlen, GX_EIO, "tune: cannot make %s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    gxd_tune_db *d = calloc(1, sizeof *d);
+    if (!d) {
+        gx_errf(err, errlen, GX_ENOMEM, "tune: out of memory");
+        return NULL;
+    }
+    d->max_records = max_records > 0 ? max_records : 100000;
+    int rc = s_open(d, path, err, errlen);
+    if (rc == GX_EFORMAT) {
+        char aside[4200];
+        snprintf(aside, sizeof aside, "%s.corrupt-%lld", path, (long long)time(NULL));
+        if (log)
+            GXD_LOG(log, GXD_LOG_WARN, "tune: %s; moved aside to %s, starting a new database", err,
+                    aside);
+        if (rename(path, aside) != 0) {
+            gx_errf(err, errlen, GX_EIO, "tune: cannot move %s aside: %s", path, strerror(errno));
+            free(d);
+            return NULL;
+        }
+        /* the journal files belong to the old file */
+        char side[4200];
+        snprintf(side, sizeof side, "%s-wal", path);
+        (void)unlink(side);
+        snprintf(side, sizeof side, "%s-shm", path);
+        (void)unlink(side);
+        rc = s_open(d, path, err, errlen);
+    }
+    if (rc != GX_OK) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void gxd_tune_db_close(gxd_tune_db **dp)
+{
+    gxd_tune_db *d = *dp;
+    if (!d)
+        return;
+    s_finalize(d);
+    free(d);
+    *dp = NULL;
+}
+
+static void s_text(sqlite3_stmt *q, int col, char *dst, size_t len)
+{
+    const unsigned char *v = sqlite3_column_text(q, col);
+    snprintf(dst, len, "%s", v ? (const char *)v : "");
+}
+
+int gxd_tune_db_get(gxd_tune_db *d, const char *const *keys, size_t n, gxd_tune_rec *recs,
+                    bool *found)
+{
+    int rc = GX_OK;
+    if (sqlite3_exec(d->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        return GX_EIO;
+    for (size_t i = 0; i < n; i++) {
+        found[i] = false;
+        if (!keys[i])
+            continue;
+        sqlite3_reset(d->get);
+        sqlite3_bind_text(d->get, 1, keys[i], -1, SQLITE_STATIC);
+        int s = sqlite3_step(d->get);
+        if (s == SQLITE_ROW) {
+            gxd_tune_rec *r = &recs[i];
+            memset(r, 0, sizeof *r);
+            s_text(d->get, 0, r->impl, sizeof r->impl);
+            r->version = sqlite3_column_int(d->get, 1);
+            r->ns = sqlite3_column_int64(d->get, 2);
+            s_text(d->get, 3, r->others, sizeof r->others);
+            s_text(d->get, 4, r->validation, sizeof r->validation);
+            s_text(d->get, 5, r->host, sizeof r->host);
+            r->measured_at = sqlite3_column_int64(d->get, 6);
+            r->level = GXD_TUNE_LOCAL;
+            found[i] = true;
+            sqlite3_reset(d->reuse);
+            sqlite3_bind_text(d->reuse, 1, keys[i], -1, SQLITE_STATIC);
+            if (sqlite3_step(d->reuse) != SQLITE_DONE)
+                rc = GX_EIO;
+        } else if (s != SQLITE_DONE) {
+            rc = GX_EIO;
+        }
+        sqlite3_clear_bindings(d->get);
+    }
+    sqlite3_reset(d->get);
+    sqlite3_reset(d->reuse);
+    if (sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        (void)sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+        rc = GX_EIO;
+    }
+    return rc;
+}
+
+int gxd_tune_db_put(gxd_tune_db *d, const char *key, const char *op, const gxd_tune_rec *r)
+{
+    sqlite3_stmt *q = d->put;
+    sqlite3_reset(q);
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, op, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, r->impl, -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 4, r->version);
+    sqlite3_bind_int64(q, 5, r->ns);
+    sqlite3_bind_text(q, 6, r->others, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 7, r->validation, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 8, r->host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 9, r->measured_at);
+    int s = sqlite3_step(q);
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    if (s != SQLITE_DONE)
+        return GX_EIO;
+    /* keep the table bounded; checking every 64 puts is enough */
+    if (++d->puts >= 64 || d->max_records < 64) {
+        d->puts = 0;
+        sqlite3_reset(d->trim);
+        sqlite3_bind_int64(d->trim, 1, d->max_records);
+        s = sqlite3_step(d->trim);
+        sqlite3_reset(d->trim);
+        if (s != SQLITE_DONE)
+            return GX_EIO;
+    }
+    return GX_OK;
+}

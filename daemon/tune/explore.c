@@ -1,0 +1,277 @@
+/*
+ * Exploration (seed 003): the collection queue of signatures that missed,
+ * admission by priority, and the explorer thread that measures one
+ * signature at a time on idle time only.
+ *
+ * Admission: the explorer takes the waiting signature with the highest
+ * priority, hits × its multiply-adds (how often it was met times how long
+ * it runs), so the products that cost the daemon most are tuned first.
+ * The collection queue is bounded (GXD_TUNE_MAX_PENDING); a signature met
+ * when it is full is dropped (met again later, it is queued again).
+ *
+ * Idle time: the thread runs at the lowest priority (nice 19) and takes a
+ * timed sample only while the idle callback says no job is queued or
+ * running, discarding a sample during which a job arrived; a job that
+ * arrives mid-run waits for at most one run of one candidate (bounded by
+ * the product's size; tune.budget_ms bounds a signature's whole
+ * exploration, idle waits excluded).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/tune/tune_internal.h"
+#include "libclient/internal.h"
+
+static int64_t s_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void gxd_tune_set_idle(gxd_tune *t, gxd_tune_idle_fn fn, void *arg)
+{
+    pthread_mutex_lock(&t->qmu);
+    t->idle = fn;
+    t->idle_arg = arg;
+    pthread_mutex_unlock(&t->qmu);
+}
+
+void gxd_tune_set_changed(gxd_tune *t, gxd_tune_changed_fn fn, void *arg)
+{
+    pthread_mutex_lock(&t->qmu);
+    t->changed = fn;
+    t->changed_arg = arg;
+    pthread_mutex_unlock(&t->qmu);
+}
+
+void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig)
+{
+    for (size_t i = 0; i < t->n_pending; i++)
+        if (!strcmp(t->pending[i].key, key)) {
+            t->pending[i].hits++;
+            return;
+        }
+    for (size_t i = 0; i < t->n_tried && i < GXD_TUNE_MAX_PENDING; i++)
+        if (t->tried[i] && !strcmp(t->tried[i], key))
+            return; /* explored this run without a winner */
+    if (t->n_pending >= GXD_TUNE_MAX_PENDING)
+        return;
+    char *k = gx_strdup(key);
+    if (!k)
+        return;
+    t->pending[t->n_pending++] = (gxd_tune_pending){.key = k, .sig = *sig, .hits = 1};
+    pthread_mutex_lock(&t->mu);
+    t->st.queued++;
+    pthread_mutex_unlock(&t->mu);
+    pthread_cond_broadcast(&t->qcv);
+}
+
+/* Append "fmt" to others (cut at its end). */
+static void s_append(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void s_append(char *dst, size_t len, const char *fmt, ...)
+{
+    size_t o = strlen(dst);
+    if (o + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + o, len - o, fmt, ap);
+    va_end(ap);
+}
+
+/* Wait until idle() says so (or there is no idle()); false when the
+ * registry is stopping. */
+static bool s_wait_idle(gxd_tune *t, gxd_tune_idle_fn idle, void *arg)
+{
+    uint64_t e;
+    while (!atomic_load(&t->stop)) {
+        if (!idle || idle(arg, &e))
+            return true;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out)
+{
+    pthread_mutex_lock(&t->qmu);
+    gxd_tune_idle_fn idle = t->idle;
+    void *idle_arg = t->idle_arg;
+    pthread_mutex_unlock(&t->qmu);
+    /* every step waits for idle time: the inputs and the reference too */
+    if (!s_wait_idle(t, idle, idle_arg))
+        return GX_ESHUTDOWN;
+    gxd_tune_bench bn;
+    if (gxd_tune_bench_init(&bn, sig) != GX_OK)
+        return GX_ENOMEM;
+    const int64_t t0 = s_now_us();
+    gxd_tune_rec rec = {.ns = -1};
+    size_t n_try = 0;
+    for (size_t i = 0; i < t->n_impls; i++)
+        n_try += (sig->op == GX_OP_GEMM ? t->impls[i].gemm : t->impls[i].matmul) != NULL;
+    const int64_t budget_ns = t->o.budget_ms * 1000000 / (int64_t)(n_try ? n_try : 1);
+    int64_t rejected = 0;
+    const gxd_tune_impl *best = NULL;
+    for (size_t i = 0; i < t->n_impls && !atomic_load(&t->stop); i++) {
+        const gxd_tune_impl *im = &t->impls[i];
+        if (!(sig->op == GX_OP_GEMM ? im->gemm : im->matmul))
+            continue;
+        char why[256];
+        if (!s_wait_idle(t, idle, idle_arg))
+            break;
+        if (!gxd_tune_bench_check(&bn, im, why, sizeof why)) {
+            s_append(rec.others, sizeof rec.others, "%s%s@%d:rejected (%s)", rec.others[0] ? ", " : "",
+                     im->name, im->version, why);
+            rejected++;
+            continue;
+        }
+        const int64_t ns =
+            gxd_tune_bench_time(&bn, im, GXD_TUNE_MAX_RUNS, budget_ns, idle, idle_arg, &t->stop);
+        if (ns < 0)
+            break; /* stopping */
+        s_append(rec.others, sizeof rec.others, "%s%s@%d:%lld", rec.others[0] ? ", " : "",
+                 im->name, im->version, (long long)ns);
+        if (!best || ns < rec.ns) {
+            best = im;
+            rec.ns = ns;
+            snprintf(rec.validation, sizeof rec.validation, "%s", why);
+        }
+    }
+    gxd_tune_bench_fini(&bn);
+    pthread_mutex_lock(&t->mu);
+    t->st.explored++;
+    t->st.rejected += rejected;
+    t->st.explore_us += s_now_us() - t0;
+    pthread_mutex_unlock(&t->mu);
+    if (atomic_load(&t->stop) && !best)
+        return GX_ESHUTDOWN;
+    if (!best) {
+        if (out)
+            *out = rec;
+        return GX_ENOTFOUND;
+    }
+    snprintf(rec.impl, sizeof rec.impl, "%s", best->name);
+    rec.version = best->version;
+    snprintf(rec.host, sizeof rec.host, "%s", t->host);
+    rec.measured_at = (int64_t)time(NULL);
+    rec.level = GXD_TUNE_MEMORY;
+    (void)gxd_tune_store(t, sig, &rec); /* a database error is counted and logged there */
+    if (out)
+        *out = rec;
+    const gxd_tune_impl *def = gxd_tune_default(t, sig->op);
+    if (t->log) {
+        char s[512];
+        gxd_tune_sig_str(sig, s, sizeof s);
+        GXD_LOG(t->log, GXD_LOG_INFO, "tune: %s: %s@%d (%lld ns; %s)", s, rec.impl, rec.version,
+                (long long)rec.ns, rec.others);
+    }
+    if (def != best) {
+        pthread_mutex_lock(&t->qmu);
+        gxd_tune_changed_fn fn = t->changed;
+        void *arg = t->changed_arg;
+        pthread_mutex_unlock(&t->qmu);
+        if (fn)
+            fn(arg);
+    }
+    return GX_OK;
+}
+
+/* The waiting signature with the highest priority, taken out of the
+ * queue (under qmu); false when none. */
+static bool s_admit(gxd_tune *t, gxd_tune_pending *out)
+{
+    if (!t->n_pending)
+        return false;
+    size_t best = 0;
+    double bp = -1.0;
+    for (size_t i = 0; i < t->n_pending; i++) {
+        const gxd_tune_sig *s = &t->pending[i].sig;
+        const double p = (double)t->pending[i].hits * (double)s->m * (double)s->n * (double)s->k;
+        if (p > bp) {
+            bp = p;
+            best = i;
+        }
+    }
+    *out = t->pending[best];
+    t->pending[best] = t->pending[--t->n_pending];
+    return true;
+}
+
+static void *s_explore_main(void *arg)
+{
+    gxd_tune *t = arg;
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+    pthread_mutex_lock(&t->qmu);
+    while (!atomic_load(&t->stop)) {
+        gxd_tune_pending p;
+        if (!s_admit(t, &p)) {
+            pthread_cond_broadcast(&t->qcv); /* gxd_tune_explore_wait */
+            pthread_cond_wait(&t->qcv, &t->qmu);
+            continue;
+        }
+        t->busy = true;
+        pthread_mutex_unlock(&t->qmu);
+        const int rc = gxd_tune_explore_sig(t, &p.sig, NULL);
+        pthread_mutex_lock(&t->qmu);
+        t->busy = false;
+        if (rc == GX_ENOTFOUND || rc == GX_ENOMEM) { /* not again this run */
+            size_t slot = t->n_tried++ % GXD_TUNE_MAX_PENDING;
+            free(t->tried[slot]);
+            t->tried[slot] = p.key;
+            p.key = NULL;
+        }
+        free(p.key);
+        pthread_cond_broadcast(&t->qcv);
+    }
+    pthread_mutex_unlock(&t->qmu);
+    return NULL;
+}
+
+int gxd_tune_explore_start(gxd_tune *t)
+{
+    if (!t || t->o.mode != GXD_TUNE_EXPLORE || t->started)
+        return GX_OK;
+    if (pthread_create(&t->thread, NULL, s_explore_main, t) != 0)
+        return GX_EINTERNAL;
+    t->started = true;
+    return GX_OK;
+}
+
+void gxd_tune_explore_stop(gxd_tune *t)
+{
+    if (!t || !t->started)
+        return;
+    pthread_mutex_lock(&t->qmu);
+    atomic_store(&t->stop, true);
+    pthread_cond_broadcast(&t->qcv);
+    pthread_mutex_unlock(&t->qmu);
+    pthread_join(t->thread, NULL);
+    t->started = false;
+}
+
+bool gxd_tune_explore_wait(gxd_tune *t, int64_t timeout_ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += (time_t)(timeout_ms / 1000);
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&t->qmu);
+    bool ok = true;
+    while (t->started && (t->n_pending || t->busy) && ok)
+        ok = pthread_cond_timedwait(&t->qcv, &t->qmu, &dl) == 0;
+    ok = !t->n_pending && !t->busy;
+    pthread_mutex_unlock(&t->qmu);
+    return ok;
+}

@@ -1,0 +1,336 @@
+/*
+ * The MatMul and Gemm side of the registry: which steps are tuned (their
+ * signature), the built-in implementations (the packed kernels on each ISA
+ * this CPU has, the plain-B kernel, OpenBLAS), and one measurement of one
+ * implementation on a signature: fixed pseudo-random inputs of the real
+ * shapes, the output checked against a float64 reference, the median of
+ * several timed runs on this thread.
+ */
+#include <config.h>
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/tune/tune_internal.h"
+#include "libclient/internal.h"
+#include "ops/cpu/cpu.h"
+#include "ops/gemm.h"
+#include "ops/schema.h"
+
+/* ---- signatures ---- */
+
+bool gxd_tune_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *in,
+                     const gx_view *y, gxd_tune_sig *sig, char *why, size_t whylen)
+{
+    if (op != GX_OP_MATMUL && op != GX_OP_GEMM) {
+        snprintf(why, whylen, "%s is not tuned", gx_op_name(op));
+        return false;
+    }
+    if (n_in < 2 || !gx_cpu_gemm_packable(op, attr, &in[0], &in[1], y, true, why, whylen))
+        return false;
+    const gx_view *a = &in[0], *b = &in[1];
+    memset(sig, 0, sizeof *sig);
+    sig->op = op;
+    sig->a_ndim = a->ndim;
+    memcpy(sig->a_shape, a->shape, sizeof a->shape[0] * (size_t)a->ndim);
+    sig->k = a->shape[a->ndim - 1];
+    sig->m = sig->k > 0 ? a->numel / sig->k : 0;
+    sig->n = y->ndim > 0 ? y->shape[y->ndim - 1] : 1;
+    sig->c_ndim = -1;
+    if (op == GX_OP_GEMM) {
+        sig->trans_b = attr[GX_GEMM_TRANSB].i != 0;
+        sig->alpha = (float)attr[GX_GEMM_ALPHA].f;
+        sig->beta = (float)attr[GX_GEMM_BETA].f;
+        if (n_in > 2 && in[2].ndim >= 0) {
+            if (in[2].ndim > 2 || in[2].dtype != GX_F32) {
+                snprintf(why, whylen, "C is not a float32 of at most 2 dims");
+                return false;
+            }
+            sig->c_ndim = in[2].ndim;
+            memcpy(sig->c_shape, in[2].shape, sizeof in[2].shape[0] * (size_t)in[2].ndim);
+        }
+    }
+    (void)b;
+    if (sig->m <= 0 || sig->n <= 0 || sig->k <= 0) {
+        snprintf(why, whylen, "an empty product");
+        return false;
+    }
+    return true;
+}
+
+void gxd_tune_sig_str(const gxd_tune_sig *s, char *buf, size_t len)
+{
+    char a[128], c[64] = "";
+    gx_shape_str(s->a_ndim, s->a_shape, a, sizeof a);
+    if (s->op == GX_OP_GEMM) {
+        char cs[48] = "none";
+        if (s->c_ndim >= 0)
+            gx_shape_str(s->c_ndim, s->c_shape, cs, sizeof cs);
+        snprintf(c, sizeof c, " transB=%d alpha=%.9g beta=%.9g c=%s", s->trans_b, (double)s->alpha,
+                 (double)s->beta, cs);
+    }
+    snprintf(buf, len, "%s f32 a%s b[%lld,%lld]%s y[%lld,%lld] plain", gx_op_name(s->op), a,
+             (long long)(s->trans_b ? s->n : s->k), (long long)(s->trans_b ? s->k : s->n), c,
+             (long long)s->m, (long long)s->n);
+}
+
+/* ---- the built-in implementations ---- */
+
+/* OpenBLAS: this thread's rows of y = a · b, B as it is. */
+static void s_blas_matmul(const gx_kargs *k)
+{
+    const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
+    const int64_t rows = kk > 0 ? a->numel / kk : 0;
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    if (lo >= hi || n == 0)
+        return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), (int)n, (int)kk, 1.0f,
+                (const float *)a->data + lo * kk, (int)kk, b->data, (int)n, 0.0f,
+                (float *)y->data + lo * n, (int)n);
+}
+
+/* The plain-B kernels of ops/gemm.h (the ISA in use) over B in place. */
+static void s_plain_matmul(const gx_kargs *k)
+{
+    const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
+    const int64_t rows = kk > 0 ? a->numel / kk : 0;
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    if (lo < hi)
+        gx_cpu_gemm_rows(hi - lo, n, kk, (const float *)a->data + lo * kk, kk, b->data, n,
+                         (float *)y->data + lo * n, n, false);
+}
+
+size_t gxd_tune_builtin_impls(gxd_tune_impl *out, size_t max)
+{
+    size_t n = 0;
+    for (int i = 0; gx_cpu_gemm_isa_name(i) && n < max; i++) {
+        const char *isa = gx_cpu_gemm_isa_name(i);
+        gxd_tune_impl *im = &out[n++];
+        memset(im, 0, sizeof *im);
+        snprintf(im->name, sizeof im->name, "packed.%s", isa);
+        im->version = 1;
+        snprintf(im->source, sizeof im->source, "gexec");
+        im->packed = true;
+        im->matmul = gx_cpu_gemm_packed_kernel_isa(GX_OP_MATMUL, isa);
+        im->gemm = gx_cpu_gemm_packed_kernel_isa(GX_OP_GEMM, isa);
+    }
+    if (n < max)
+        out[n++] = (gxd_tune_impl){.name = "plain", .version = 1, .source = "gexec",
+                                   .matmul = s_plain_matmul};
+    if (n < max)
+        out[n++] = (gxd_tune_impl){.name = "blas", .version = 1, .source = "openblas",
+                                   .matmul = s_blas_matmul, .gemm = gx_cpu_kernel(GX_OP_GEMM)};
+    return n;
+}
+
+void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t len)
+{
+    size_t o = 0;
+    int w = snprintf(buf, len, "gexec-%s [%s] core=%s", PACKAGE_VERSION, OPENBLAS_VERSION,
+                     openblas_get_corename());
+    o = w > 0 && (size_t)w < len ? (size_t)w : len - 1;
+    for (size_t i = 0; i < n && o + 1 < len; i++) {
+        w = snprintf(buf + o, len - o, " %s@%d", impls[i].name, impls[i].version);
+        o = w > 0 && (size_t)w < len - o ? o + (size_t)w : len - 1;
+    }
+}
+
+/* ---- measuring ---- */
+
+/* Fixed pseudo-random floats in [-1, 1): the same for every candidate
+ * and every run. */
+static void s_fill(float *p, int64_t n, uint64_t seed)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (float)((double)(x >> 40) / (double)(1ull << 23)) - 1.0f;
+    }
+}
+
+static int64_t s_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int s_cmp64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s)
+{
+    memset(bn, 0, sizeof *bn);
+    bn->sig = *s;
+    const int64_t m = s->m, k = s->k, n = s->n;
+    const int64_t cn = s->c_ndim < 0 ? 0 : gx_shape_numel(s->c_ndim, s->c_shape, INT64_MAX);
+    bn->a = gx_aligned_alloc(sizeof(float) * (size_t)(m * k + 1));
+    bn->b = gx_aligned_alloc(sizeof(float) * (size_t)(k * n + 1));
+    bn->bp = gx_aligned_alloc(sizeof(float) * (size_t)(((n + 15) / 16) * 16 * k + 16));
+    bn->c = gx_aligned_alloc(sizeof(float) * (size_t)(cn + 1));
+    bn->y = gx_aligned_alloc(sizeof(float) * (size_t)(m * n + 1));
+    if (!bn->a || !bn->b || !bn->bp || !bn->c || !bn->y) {
+        gxd_tune_bench_fini(bn);
+        return GX_ENOMEM;
+    }
+    s_fill(bn->a, m * k, 1);
+    s_fill(bn->b, k * n, 2);
+    s_fill(bn->c, cn, 3);
+    for (int i = 0; i < GX_MAX_ATTRS; i++)
+        bn->attr[i] = (gx_attrval){0};
+    if (s->op == GX_OP_GEMM) {
+        bn->attr[GX_GEMM_ALPHA].f = s->alpha;
+        bn->attr[GX_GEMM_BETA].f = s->beta;
+        bn->attr[GX_GEMM_TRANSB].i = s->trans_b;
+    }
+    bn->va = (gx_view){.dtype = GX_F32, .ndim = s->a_ndim, .numel = m * k, .data = bn->a};
+    memcpy(bn->va.shape, s->a_shape, sizeof s->a_shape);
+    bn->vb = (gx_view){.dtype = GX_F32, .ndim = 2, .numel = k * n, .data = bn->b};
+    bn->vb.shape[0] = s->trans_b ? n : k;
+    bn->vb.shape[1] = s->trans_b ? k : n;
+    bn->vc = (gx_view){.dtype = GX_F32, .ndim = s->c_ndim, .numel = cn, .data = bn->c};
+    memcpy(bn->vc.shape, s->c_shape, sizeof s->c_shape);
+    bn->vy = (gx_view){.dtype = GX_F32, .ndim = s->a_ndim, .numel = m * n, .data = bn->y};
+    memcpy(bn->vy.shape, s->a_shape, sizeof s->a_shape);
+    bn->vy.shape[s->a_ndim - 1] = n;
+    if (s->op == GX_OP_GEMM) {
+        bn->vy.ndim = 2;
+        bn->vy.shape[0] = m;
+        bn->vy.shape[1] = n;
+    }
+    gx_cpu_gemm_pack(s->op, bn->attr, &bn->vb, bn->bp);
+    /* the reference on up to GXD_TUNE_CHECK_ROWS rows spread over A */
+    bn->n_check = m < GXD_TUNE_CHECK_ROWS ? (int)m : GXD_TUNE_CHECK_ROWS;
+    bn->ref = malloc(sizeof *bn->ref * (size_t)(bn->n_check * n + 1));
+    bn->mag = malloc(sizeof *bn->mag * (size_t)(bn->n_check * n + 1));
+    if (!bn->ref || !bn->mag) {
+        gxd_tune_bench_fini(bn);
+        return GX_ENOMEM;
+    }
+    int64_t cs[2] = {0, 0};
+    if (s->c_ndim >= 0)
+        gx_bcast_strides(2, s->c_ndim, s->c_shape, cs);
+    for (int r = 0; r < bn->n_check; r++) {
+        const int64_t i = bn->n_check > 1 ? (int64_t)r * (m - 1) / (bn->n_check - 1) : 0;
+        bn->rows[r] = i;
+        for (int64_t j = 0; j < n; j++) {
+            double sum = 0.0, mag = 0.0;
+            for (int64_t l = 0; l < k; l++) {
+                const double bv = s->trans_b ? bn->b[j * k + l] : bn->b[l * n + j];
+                sum += (double)bn->a[i * k + l] * bv;
+                mag += fabs((double)bn->a[i * k + l] * bv);
+            }
+            if (s->op == GX_OP_GEMM) {
+                sum *= s->alpha;
+                mag *= fabs((double)s->alpha);
+                if (s->c_ndim >= 0 && s->beta != 0.0f) {
+                    const double cv = bn->c[i * cs[0] + j * cs[1]];
+                    sum += s->beta * cv;
+                    mag += fabs(s->beta * cv);
+                }
+            }
+            bn->ref[r * n + j] = sum;
+            bn->mag[r * n + j] = mag;
+        }
+    }
+    return GX_OK;
+}
+
+void gxd_tune_bench_fini(gxd_tune_bench *bn)
+{
+    free(bn->a);
+    free(bn->b);
+    free(bn->bp);
+    free(bn->c);
+    free(bn->y);
+    free(bn->ref);
+    free(bn->mag);
+    memset(bn, 0, sizeof *bn);
+}
+
+/* One run of im's kernel on the bench's inputs, on this thread. */
+static void s_run_once(gxd_tune_bench *bn, const gxd_tune_impl *im)
+{
+    const gxd_tune_sig *s = &bn->sig;
+    gx_view in[3] = {bn->va, bn->vb, bn->vc};
+    if (im->packed)
+        in[1].data = bn->bp;
+    const gx_kargs k = {.attr = bn->attr,
+                        .n_in = s->op == GX_OP_GEMM ? 3 : 2,
+                        .in = in,
+                        .n_out = 1,
+                        .out = &bn->vy,
+                        .ith = 0,
+                        .nth = 1};
+    (s->op == GX_OP_GEMM ? im->gemm : im->matmul)(&k);
+}
+
+bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen)
+{
+    const gxd_tune_sig *s = &bn->sig;
+    const int64_t n = s->n;
+    for (int64_t i = 0; i < s->m * n; i++) /* poison: a kernel that skips an element fails */
+        bn->y[i] = NAN;
+    s_run_once(bn, im);
+    for (int r = 0; r < bn->n_check; r++)
+        for (int64_t j = 0; j < n; j++) {
+            const double got = bn->y[bn->rows[r] * n + j], want = bn->ref[r * n + j];
+            /* float32 sums of k terms: relative to the sum of magnitudes */
+            const double tol = 1e-5 * (double)(s->k + 8) * bn->mag[r * n + j] + 1e-6;
+            if (!(fabs(got - want) <= tol)) {
+                snprintf(why, whylen, "y[%lld,%lld] = %.9g, reference %.9g (tolerance %.3g)",
+                         (long long)bn->rows[r], (long long)j, got, want, tol);
+                return false;
+            }
+        }
+    snprintf(why, whylen, "%d rows of %lld against a float64 reference, tol 1e-5*(k+8)*|a||b|",
+             bn->n_check, (long long)s->m);
+    return true;
+}
+
+int64_t gxd_tune_bench_time(gxd_tune_bench *bn, const gxd_tune_impl *im, int runs,
+                            int64_t budget_ns, gxd_tune_idle_fn idle, void *idle_arg,
+                            atomic_bool *stop)
+{
+    if (im->fixed_ns > 0)
+        return im->fixed_ns;
+    int64_t t[GXD_TUNE_MAX_RUNS];
+    int got = 0;
+    if (runs > GXD_TUNE_MAX_RUNS)
+        runs = GXD_TUNE_MAX_RUNS;
+    const int64_t start = s_ns();
+    s_run_once(bn, im); /* warm the caches */
+    while (got < runs && !atomic_load(stop)) {
+        uint64_t e0 = 0, e1 = 0;
+        if (idle && !idle(idle_arg, &e0)) {
+            struct timespec ts = {0, 5 * 1000 * 1000};
+            nanosleep(&ts, NULL); /* a job runs: wait for idle time */
+            continue;
+        }
+        const int64_t t0 = s_ns();
+        s_run_once(bn, im);
+        const int64_t dt = s_ns() - t0;
+        if (idle && (!idle(idle_arg, &e1) || e1 != e0))
+            continue; /* a job came meanwhile: this sample is not clean */
+        t[got++] = dt;
+        if (got >= 3 && s_ns() - start > budget_ns)
+            break;
+    }
+    if (!got)
+        return -1;
+    qsort(t, (size_t)got, sizeof t[0], s_cmp64);
+    return t[got / 2];
+}

@@ -1,0 +1,354 @@
+/*
+ * The registry's lookups: keys, the in-memory cache (a bounded hash table,
+ * least recently found records evicted), tune.db behind it, statistics.
+ * The explorer is in explore.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/tune/tune_internal.h"
+#include "libclient/internal.h"
+#include "ops/gemm.h"
+
+int gxd_tune_mode_parse(const char *s, gxd_tune_mode *out)
+{
+    static const char *names[] = {"off", "cache", "explore"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) {
+            *out = (gxd_tune_mode)i;
+            return GX_OK;
+        }
+    return GX_EINVAL;
+}
+
+const char *gxd_tune_mode_name(gxd_tune_mode m)
+{
+    switch (m) {
+    case GXD_TUNE_OFF: return "off";
+    case GXD_TUNE_CACHE: return "cache";
+    case GXD_TUNE_EXPLORE: return "explore";
+    }
+    return "?";
+}
+
+/* "cpu=<model name> isa=avx512,avx2,baseline" */
+static void s_device(char *buf, size_t len)
+{
+    char model[160] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            const char *v = strchr(line, ':') + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            snprintf(model, sizeof model, "%.*s", (int)strcspn(v, "\n"), v);
+            break;
+        }
+    if (f)
+        fclose(f);
+    int o = snprintf(buf, len, "cpu=%s isa=", model);
+    for (int i = 0; gx_cpu_gemm_isa_name(i) && o > 0 && (size_t)o < len; i++)
+        o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "", gx_cpu_gemm_isa_name(i));
+}
+
+gxd_tune *gxd_tune_new(const gxd_tune_opts *o, char *err, size_t errlen)
+{
+    gxd_tune *t = calloc(1, sizeof *t);
+    if (!t) {
+        gx_errf(err, errlen, GX_ENOMEM, "tune: out of memory");
+        return NULL;
+    }
+    t->o = *o;
+    t->o.dir = NULL; /* borrowed: not kept */
+    t->log = o->log;
+    if (t->o.max_cached <= 0)
+        t->o.max_cached = 4096;
+    if (t->o.budget_ms <= 0)
+        t->o.budget_ms = 200;
+    t->n_slots = (size_t)t->o.max_cached * 2;
+    if (!(t->slots = calloc(t->n_slots, sizeof *t->slots))) {
+        free(t);
+        gx_errf(err, errlen, GX_ENOMEM, "tune: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_mutex_init(&t->qmu, NULL);
+    pthread_cond_init(&t->qcv, NULL);
+    atomic_init(&t->stop, false);
+    t->n_impls = gxd_tune_builtin_impls(t->impls, GXD_TUNE_MAX_IMPLS);
+    s_device(t->device, sizeof t->device);
+    gxd_tune_builds_str(t->impls, t->n_impls, t->builds, sizeof t->builds);
+    if (gethostname(t->host, sizeof t->host - 1) != 0)
+        snprintf(t->host, sizeof t->host, "unknown");
+    if (o->mode != GXD_TUNE_OFF && o->dir && o->dir[0]) {
+        char why[512];
+        t->db = gxd_tune_db_open(o->dir, o->max_records, o->log, why, sizeof why);
+        if (!t->db && o->log)
+            GXD_LOG(o->log, GXD_LOG_WARN, "tune: %s; records are kept in memory only", why);
+    }
+    return t;
+}
+
+void gxd_tune_destroy(gxd_tune **tp)
+{
+    gxd_tune *t = *tp;
+    if (!t)
+        return;
+    gxd_tune_explore_stop(t);
+    gxd_tune_db_close(&t->db);
+    for (size_t i = 0; i < t->n_slots; i++)
+        free(t->slots[i].key);
+    free(t->slots);
+    for (size_t i = 0; i < t->n_pending; i++)
+        free(t->pending[i].key);
+    for (size_t i = 0; i < t->n_tried && i < GXD_TUNE_MAX_PENDING; i++)
+        free(t->tried[i]);
+    pthread_cond_destroy(&t->qcv);
+    pthread_mutex_destroy(&t->qmu);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+    *tp = NULL;
+}
+
+gxd_tune_mode gxd_tune_get_mode(const gxd_tune *t)
+{
+    return t ? t->o.mode : GXD_TUNE_OFF;
+}
+
+const gxd_tune_impl *gxd_tune_impls(const gxd_tune *t, size_t *n)
+{
+    *n = t->n_impls;
+    return t->impls;
+}
+
+bool gxd_tune_add_impl(gxd_tune *t, const gxd_tune_impl *im)
+{
+    if (t->n_impls >= GXD_TUNE_MAX_IMPLS)
+        return false;
+    t->impls[t->n_impls++] = *im;
+    gxd_tune_builds_str(t->impls, t->n_impls, t->builds, sizeof t->builds);
+    return true;
+}
+
+const gxd_tune_impl *gxd_tune_impl_find(const gxd_tune *t, const char *name, int version)
+{
+    for (size_t i = 0; i < t->n_impls; i++)
+        if (!strcmp(t->impls[i].name, name) && (version < 0 || t->impls[i].version == version))
+            return &t->impls[i];
+    return NULL;
+}
+
+const gxd_tune_impl *gxd_tune_default(const gxd_tune *t, gx_op op)
+{
+    char name[32];
+    snprintf(name, sizeof name, "packed.%s", gx_cpu_gemm_isa());
+    (void)op;
+    return gxd_tune_impl_find(t, name, -1);
+}
+
+const char *gxd_tune_device(const gxd_tune *t)
+{
+    return t->device;
+}
+
+const char *gxd_tune_builds(const gxd_tune *t)
+{
+    return t->builds;
+}
+
+char *gxd_tune_key(const gxd_tune *t, const gxd_tune_sig *sig)
+{
+    char s[512];
+    gxd_tune_sig_str(sig, s, sizeof s);
+    const size_t len = strlen(s) + strlen(t->device) + strlen(t->builds) + 8;
+    char *k = malloc(len);
+    if (k)
+        snprintf(k, len, "%s | %s | %s", s, t->device, t->builds);
+    return k;
+}
+
+/* ---- the cache (under t->mu) ---- */
+
+static uint64_t s_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of key, or the free slot where it would go (linear probing;
+ * the table is at most half full). */
+static gxd_tune_slot *s_slot(gxd_tune *t, const char *key)
+{
+    size_t i = (size_t)(s_hash(key) % t->n_slots);
+    while (t->slots[i].key && strcmp(t->slots[i].key, key))
+        i = (i + 1) % t->n_slots;
+    return &t->slots[i];
+}
+
+/* Remove slot e, moving later entries of its run back (no tombstones). */
+static void s_remove(gxd_tune *t, gxd_tune_slot *e)
+{
+    size_t i = (size_t)(e - t->slots);
+    free(e->key);
+    e->key = NULL;
+    t->n_cached--;
+    for (size_t j = (i + 1) % t->n_slots; t->slots[j].key; j = (j + 1) % t->n_slots) {
+        gxd_tune_slot moved = t->slots[j];
+        t->slots[j].key = NULL;
+        *s_slot(t, moved.key) = moved;
+    }
+}
+
+static void s_cache_put(gxd_tune *t, const char *key, const gxd_tune_rec *rec)
+{
+    gxd_tune_slot *e = s_slot(t, key);
+    if (!e->key) {
+        if (t->n_cached >= (size_t)t->o.max_cached) { /* evict the least recently found */
+            gxd_tune_slot *old = NULL;
+            for (size_t i = 0; i < t->n_slots; i++)
+                if (t->slots[i].key && (!old || t->slots[i].used < old->used))
+                    old = &t->slots[i];
+            s_remove(t, old);
+            e = s_slot(t, key);
+        }
+        if (!(e->key = gx_strdup(key)))
+            return; /* ENOMEM: the record is just not cached */
+        t->n_cached++;
+    }
+    e->rec = *rec;
+    e->used = ++t->clock;
+}
+
+void gxd_tune_cache_clear(gxd_tune *t)
+{
+    pthread_mutex_lock(&t->mu);
+    for (size_t i = 0; i < t->n_slots; i++) {
+        free(t->slots[i].key);
+        t->slots[i].key = NULL;
+    }
+    t->n_cached = 0;
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- lookups ---- */
+
+void gxd_tune_lookup_batch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n, gxd_tune_rec *recs,
+                           bool *found)
+{
+    for (size_t i = 0; i < n; i++)
+        found[i] = false;
+    if (!t || t->o.mode == GXD_TUNE_OFF || !n)
+        return;
+    char **keys = calloc(n, sizeof *keys);
+    bool *dbf = calloc(n, sizeof *dbf);
+    if (!keys || !dbf)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = gxd_tune_key(t, &sigs[i]);
+    pthread_mutex_lock(&t->mu);
+    size_t n_db = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!keys[i])
+            continue;
+        t->st.lookups++;
+        gxd_tune_slot *e = s_slot(t, keys[i]);
+        if (e->key) {
+            e->used = ++t->clock;
+            recs[i] = e->rec;
+            recs[i].level = GXD_TUNE_MEMORY;
+            found[i] = true;
+            t->st.hits[GXD_TUNE_MEMORY]++;
+        } else {
+            n_db++;
+        }
+    }
+    if (n_db && t->db) { /* the misses, in one transaction */
+        const char **ask = calloc(n, sizeof *ask);
+        if (ask) {
+            for (size_t i = 0; i < n; i++)
+                ask[i] = found[i] ? NULL : keys[i];
+            if (gxd_tune_db_get(t->db, ask, n, recs, dbf) != GX_OK) {
+                t->st.db_errors++;
+                if (!t->db_warned && t->log)
+                    GXD_LOG(t->log, GXD_LOG_WARN, "tune: reading tune.db failed (logged once)");
+                t->db_warned = true;
+            }
+            for (size_t i = 0; i < n; i++)
+                if (dbf[i]) {
+                    found[i] = true;
+                    t->st.hits[GXD_TUNE_LOCAL]++;
+                    s_cache_put(t, keys[i], &recs[i]);
+                }
+            free(ask);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        t->st.misses += keys[i] && !found[i];
+    pthread_mutex_unlock(&t->mu);
+    if (t->o.mode == GXD_TUNE_EXPLORE) {
+        pthread_mutex_lock(&t->qmu);
+        for (size_t i = 0; i < n; i++)
+            if (keys[i] && !found[i])
+                gxd_tune_queue_sig(t, keys[i], &sigs[i]);
+        pthread_mutex_unlock(&t->qmu);
+    }
+out:
+    for (size_t i = 0; keys && i < n; i++)
+        free(keys[i]);
+    free(keys);
+    free(dbf);
+}
+
+int gxd_tune_store(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *rec)
+{
+    char *key = gxd_tune_key(t, sig);
+    if (!key)
+        return GX_ENOMEM;
+    int rc = GX_OK;
+    pthread_mutex_lock(&t->mu);
+    s_cache_put(t, key, rec);
+    t->st.stored++;
+    if (t->db && gxd_tune_db_put(t->db, key, gx_op_name(sig->op), rec) != GX_OK) {
+        rc = GX_EIO;
+        t->st.db_errors++;
+        if (!t->db_warned && t->log)
+            GXD_LOG(t->log, GXD_LOG_WARN, "tune: writing tune.db failed (logged once)");
+        t->db_warned = true;
+    }
+    pthread_mutex_unlock(&t->mu);
+    free(key);
+    return rc;
+}
+
+void gxd_tune_get_stats(gxd_tune *t, gxd_tune_stats *s)
+{
+    pthread_mutex_lock(&t->mu);
+    *s = t->st;
+    s->cached = (int64_t)t->n_cached;
+    pthread_mutex_unlock(&t->mu);
+    pthread_mutex_lock(&t->qmu);
+    s->pending = (int64_t)t->n_pending + (t->busy ? 1 : 0);
+    pthread_mutex_unlock(&t->qmu);
+}
+
+bool gxd_tune_peek(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec)
+{
+    if (!t || t->o.mode == GXD_TUNE_OFF)
+        return false;
+    char *key = gxd_tune_key(t, sig);
+    if (!key)
+        return false;
+    pthread_mutex_lock(&t->mu);
+    const gxd_tune_slot *e = s_slot(t, key);
+    const bool found = e->key != NULL;
+    if (found)
+        *rec = e->rec;
+    pthread_mutex_unlock(&t->mu);
+    free(key);
+    return found;
+}

@@ -1,0 +1,237 @@
+/*
+ * The best-implementation registry (seed 003, docs/tune.md): for each op
+ * signature, the implementation measured fastest on this kind of machine,
+ * remembered on disk and shared by every plan that meets the signature.
+ *
+ *   gxd_tune_opts o = {.mode = GXD_TUNE_EXPLORE, .dir = "/var/lib/gexec",
+ *                      .budget_ms = 200, .log = &ctx->log};
+ *   gxd_tune *t = gxd_tune_new(&o, err, sizeof err);    // opens dir/tune.db
+ *   gxd_tune_set_idle(t, my_idle, ctx);                // when may it measure?
+ *   gxd_tune_explore_start(t);                         // the explorer thread
+ *   ...  // the compiler's prepare pass: gxd_tune_lookup_batch(t, sigs, n, recs)
+ *   gxd_tune_destroy(&t);
+ *
+ * Key: op, dtypes, shapes, attributes, layout (gxd_tune_sig, written as a
+ * canonical text), the device model (CPU model name and the ISAs the
+ * kernels have on it) and the build ids of the candidate implementations
+ * (their names and versions, OpenBLAS's version and configuration, the
+ * gexec version): a record measured with another library build, or on
+ * another CPU, is never used.
+ *
+ * Lookup, one batch per plan: the in-memory cache (bounded), then the local
+ * SQLite database tune.db (bounded in rows; a file that is not a valid
+ * database is moved aside, logged, and a new one made). A miss returns
+ * nothing: the caller compiles with the default at once, and (mode
+ * explore) the signature goes to the collection queue; the explorer thread
+ * admits queued signatures into its exploration queue by how often they
+ * were met (priority), and measures one only while the daemon is idle (no
+ * job queued or running: gxd_tune_set_idle), every candidate on the real
+ * shapes with fixed inputs, each output checked against a float64
+ * reference (a candidate that differs is rejected, the reason stored),
+ * timed by the median of several runs, within tune.budget_ms per
+ * signature. The fastest valid one is stored in both levels.
+ *
+ * Thread safety: every function may be called from any thread (the
+ * compiler runs on workers and the re-planner); one mutex guards the cache
+ * and the database, another the queues.
+ */
+#ifndef GXD_TUNE_H
+#define GXD_TUNE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/log.h"
+#include "ops/op.h"
+
+typedef enum gxd_tune_mode {
+    GXD_TUNE_OFF,     /* no lookups: every step runs the default */
+    GXD_TUNE_CACHE,   /* lookups only: records measured earlier are used */
+    GXD_TUNE_EXPLORE, /* lookups, and misses are measured on idle time */
+} gxd_tune_mode;
+
+/* "off", "cache", "explore"; GX_OK or GX_EINVAL. */
+int gxd_tune_mode_parse(const char *s, gxd_tune_mode *out);
+const char *gxd_tune_mode_name(gxd_tune_mode m);
+
+/* A product the registry tunes: a float32 MatMul or Gemm whose B is a
+ * constant 2-D matrix (ops/gemm.h's packable steps), plain layout. A's
+ * leading dims are rows: y[m, n] = a[m, k] · op(b). */
+typedef struct gxd_tune_sig {
+    gx_op op; /* GX_OP_MATMUL or GX_OP_GEMM */
+    int a_ndim;
+    int64_t a_shape[GX_MAX_DIMS];
+    int64_t m, k, n;
+    /* Gemm only */
+    bool trans_b;
+    float alpha, beta;
+    int c_ndim; /* -1: no C */
+    int64_t c_shape[2];
+} gxd_tune_sig;
+
+/* The sig of step (op, attr, inputs in[0..n_in), output y) or false when
+ * the registry does not tune it (why says why). */
+bool gxd_tune_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *in,
+                     const gx_view *y, gxd_tune_sig *sig, char *why, size_t whylen);
+
+/* The canonical text of sig's part of the key ("MatMul f32 a[8,64] b[64,32]
+ * y[8,32] plain"). */
+void gxd_tune_sig_str(const gxd_tune_sig *sig, char *buf, size_t len);
+
+/* ---- implementations (candidates) ------------------------------------- */
+
+/* One implementation of a tuned op: a stable name and version, where it
+ * comes from, and its kernels (NULL: not for that op). packed: its kernel
+ * reads B packed by the prepare pass (ops/gemm.h); else B as it is. */
+typedef struct gxd_tune_impl {
+    char name[32];    /* "packed.avx512", "blas", "plain" */
+    int version;
+    char source[16];  /* "gexec", "openblas", "test" */
+    bool packed;
+    gx_kernel_fn matmul, gemm;
+    /* Tests: > 0, the time this implementation is measured at (its speed
+     * is decided, not measured; its output is still checked). */
+    int64_t fixed_ns;
+} gxd_tune_impl;
+
+/* ---- records ----------------------------------------------------------- */
+
+#define GXD_TUNE_MAX_IMPLS 12
+
+/* Where a record came from. */
+typedef enum gxd_tune_level {
+    GXD_TUNE_MEMORY,
+    GXD_TUNE_LOCAL,
+    GXD_TUNE_LEVEL_COUNT
+} gxd_tune_level;
+
+/* A winner: the implementation (name, version), its median time, the
+ * others' (text "name@v:ns,..." with rejected ones as "name@v:rejected"),
+ * how it was validated and where and when it was measured. */
+typedef struct gxd_tune_rec {
+    char impl[32];
+    int version;
+    int64_t ns;
+    char others[512];
+    char validation[256];
+    char host[64];
+    int64_t measured_at; /* seconds since the epoch */
+    gxd_tune_level level; /* where the lookup found it */
+} gxd_tune_rec;
+
+/* ---- the registry ------------------------------------------------------ */
+
+typedef struct gxd_tune gxd_tune;
+
+typedef struct gxd_tune_opts {
+    gxd_tune_mode mode;
+    const char *dir;     /* tune.db lives here (made if missing); NULL or "": memory only */
+    int64_t budget_ms;   /* exploration time per signature */
+    int64_t max_records; /* rows kept in tune.db (oldest beyond are removed); 0: 100000 */
+    int64_t max_cached;  /* records kept in memory; 0: 4096 */
+    gxd_log *log;        /* where warnings go (may be NULL) */
+} gxd_tune_opts;
+
+/* A new registry with the built-in implementations this build and CPU
+ * have. On a database that cannot be opened or made, the registry works
+ * from memory alone (logged). NULL on ENOMEM, with err. The caller
+ * destroys it. */
+gxd_tune *gxd_tune_new(const gxd_tune_opts *o, char *err, size_t errlen);
+/* Stops the explorer (a measurement in progress finishes), closes the
+ * database, frees everything. Accepts NULL. */
+void gxd_tune_destroy(gxd_tune **t);
+gxd_tune_mode gxd_tune_get_mode(const gxd_tune *t);
+
+/* The implementations, in the order candidates are tried; *n their count.
+ * Borrowed: valid while t lives. */
+const gxd_tune_impl *gxd_tune_impls(const gxd_tune *t, size_t *n);
+/* Tests: add an implementation (the planted candidates); false when full. */
+bool gxd_tune_add_impl(gxd_tune *t, const gxd_tune_impl *im);
+/* The implementation called name at version (any version: -1), or NULL. */
+const gxd_tune_impl *gxd_tune_impl_find(const gxd_tune *t, const char *name, int version);
+/* The default for op (what runs without a record): the packed kernel on
+ * the ISA gx_cpu_gemm_isa chose. */
+const gxd_tune_impl *gxd_tune_default(const gxd_tune *t, gx_op op);
+
+/* The device model and build ids part of every key (borrowed). */
+const char *gxd_tune_device(const gxd_tune *t);
+const char *gxd_tune_builds(const gxd_tune *t);
+
+/* Look n signatures up at once: memory, then tune.db in one transaction.
+ * found[i] true and recs[i] filled on a hit (recs[i].level says where);
+ * a miss is queued for exploration (mode explore). Counts each lookup.
+ * Mode off: every found[i] is false and nothing is counted or queued. */
+void gxd_tune_lookup_batch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n, gxd_tune_rec *recs,
+                           bool *found);
+
+/* Store a winner for sig in memory and tune.db (the explorer does this;
+ * tests too). GX_OK, or GX_EIO when the database refused it (memory keeps
+ * it). */
+int gxd_tune_store(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *rec);
+
+/* Forget the in-memory cache (tests: the next lookup reads tune.db). */
+void gxd_tune_cache_clear(gxd_tune *t);
+
+/* ---- exploration ------------------------------------------------------- */
+
+/* Is the daemon idle now (no job queued or running)? *epoch: a counter
+ * that changes whenever a job arrives (a measurement across a change is
+ * discarded). Without one the registry is always idle (tests). */
+typedef bool (*gxd_tune_idle_fn)(void *arg, uint64_t *epoch);
+void gxd_tune_set_idle(gxd_tune *t, gxd_tune_idle_fn fn, void *arg);
+
+/* Called after a new winner is stored that differs from the default (the
+ * daemon queues its models for a re-plan check). */
+typedef void (*gxd_tune_changed_fn)(void *arg);
+void gxd_tune_set_changed(gxd_tune *t, gxd_tune_changed_fn fn, void *arg);
+
+/* Measure every candidate for sig now, on this thread, and store the
+ * fastest valid one (also in *rec when not NULL). Waits for idle time
+ * between runs. GX_OK; GX_ENOTFOUND when no candidate passed (each
+ * rejection in rec->others); GX_ENOMEM. */
+int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec);
+
+/* Start the explorer thread (mode explore only; no-op otherwise). GX_OK or
+ * GX_EINTERNAL. */
+int gxd_tune_explore_start(gxd_tune *t);
+/* Stop the explorer thread (a run in progress finishes first). Accepts
+ * NULL and a registry whose explorer is not running. */
+void gxd_tune_explore_stop(gxd_tune *t);
+/* Wait until both queues are empty and nothing is being measured (tests,
+ * `gexec-submit tune`); false after timeout_ms. */
+bool gxd_tune_explore_wait(gxd_tune *t, int64_t timeout_ms);
+
+/* The record in memory for sig, without counting a lookup or queueing a
+ * miss (the re-planner's question); false when none. */
+bool gxd_tune_peek(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec);
+
+/* ---- plans ------------------------------------------------------------- */
+
+struct gxd_plan;
+struct gxd_profile;
+/* The re-planner's question (daemon/models.h: gxd_models.replan.stale):
+ * would the layout pass decide differently (gxd_plan_layout_stale), or
+ * does the registry now hold a winner other than the implementation a step
+ * of p runs (a signature explored since p was compiled)? why says which. */
+bool gxd_tune_plan_stale(const struct gxd_plan *p, const struct gxd_profile *prof, char *why,
+                         size_t len);
+
+/* ---- statistics -------------------------------------------------------- */
+
+typedef struct gxd_tune_stats {
+    int64_t lookups;
+    int64_t hits[GXD_TUNE_LEVEL_COUNT];
+    int64_t misses;
+    int64_t queued;       /* signatures put in the collection queue */
+    int64_t explored;     /* signatures measured */
+    int64_t rejected;     /* candidates whose output differed */
+    int64_t explore_us;   /* time spent measuring */
+    int64_t stored;       /* winners stored */
+    int64_t db_errors;
+    int64_t pending;      /* signatures waiting now (both queues) */
+    int64_t cached;       /* records in memory now */
+} gxd_tune_stats;
+
+void gxd_tune_get_stats(gxd_tune *t, gxd_tune_stats *s);
+
+#endif

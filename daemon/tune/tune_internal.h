@@ -1,0 +1,126 @@
+/*
+ * Inside the registry (daemon/tune): what its files share. Nothing here is
+ * for other parts of the daemon (daemon/tune/tune.h is).
+ */
+#ifndef GXD_TUNE_INTERNAL_H
+#define GXD_TUNE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/tune/tune.h"
+
+/* Rows of the output checked against the float64 reference. */
+#define GXD_TUNE_CHECK_ROWS 32
+/* Most timed runs of one candidate (the median is kept). */
+#define GXD_TUNE_MAX_RUNS 31
+
+/* The built-in implementations this build and CPU have, into out (at most
+ * max); returns their count. */
+size_t gxd_tune_builtin_impls(gxd_tune_impl *out, size_t max);
+/* The build ids part of the key: gexec's version, OpenBLAS's, and every
+ * implementation's name@version. */
+void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t len);
+
+/* One signature's fixed inputs, B also packed, and the reference of
+ * n_check rows (float64, and the sums of magnitudes for the tolerance).
+ * Owned buffers: gxd_tune_bench_fini frees them. */
+typedef struct gxd_tune_bench {
+    gxd_tune_sig sig;
+    float *a, *b, *bp, *c, *y;
+    gx_attrval attr[GX_MAX_ATTRS];
+    gx_view va, vb, vc, vy;
+    int n_check;
+    int64_t rows[GXD_TUNE_CHECK_ROWS];
+    double *ref, *mag;
+} gxd_tune_bench;
+
+/* GX_OK or GX_ENOMEM (then nothing is held). */
+int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s);
+void gxd_tune_bench_fini(gxd_tune_bench *bn);
+/* Run im once and compare its output with the reference; false with why
+ * (the first element that differs), true with how it was checked. */
+bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen);
+/* The median of up to runs timed runs of im (ns; fixed_ns when set),
+ * taken only while idle() says so and no job arrived during the run,
+ * stopping after budget_ns once 3 runs are in; -1 when *stop was set
+ * before any run. */
+int64_t gxd_tune_bench_time(gxd_tune_bench *bn, const gxd_tune_impl *im, int runs,
+                            int64_t budget_ns, gxd_tune_idle_fn idle, void *idle_arg,
+                            atomic_bool *stop);
+
+/* ---- tune.db (daemon/tune/db.c) ---- */
+
+typedef struct gxd_tune_db gxd_tune_db;
+
+/* Open (or make) dir/tune.db. A file that is not a valid database is
+ * renamed to tune.db.corrupt-<time> (logged) and a new one made. NULL
+ * with err when it cannot be opened or made. */
+gxd_tune_db *gxd_tune_db_open(const char *dir, int64_t max_records, gxd_log *log, char *err,
+                              size_t errlen);
+void gxd_tune_db_close(gxd_tune_db **db);
+/* Look keys[0..n) up in one transaction: found[i] and recs[i] on a hit
+ * (reuse counted). GX_OK or GX_EIO. */
+int gxd_tune_db_get(gxd_tune_db *db, const char *const *keys, size_t n, gxd_tune_rec *recs,
+                    bool *found);
+/* Insert or replace key's record (op: its op's name, for listings); the
+ * oldest rows beyond max_records go. GX_OK or GX_EIO. */
+int gxd_tune_db_put(gxd_tune_db *db, const char *key, const char *op, const gxd_tune_rec *rec);
+
+/* ---- the registry (daemon/tune/registry.c, explore.c) ---- */
+
+/* One cached record (a slot of the cache table; key NULL: free). */
+typedef struct gxd_tune_slot {
+    char *key;
+    gxd_tune_rec rec;
+    uint64_t used; /* t->clock when last found */
+} gxd_tune_slot;
+
+/* A signature waiting for exploration; hits: lookups that missed it. */
+typedef struct gxd_tune_pending {
+    char *key;
+    gxd_tune_sig sig;
+    int64_t hits;
+} gxd_tune_pending;
+
+#define GXD_TUNE_MAX_PENDING 1024
+
+struct gxd_tune {
+    gxd_tune_opts o;
+    gxd_log *log;
+    char device[256], builds[1024], host[64];
+    gxd_tune_impl impls[GXD_TUNE_MAX_IMPLS];
+    size_t n_impls;
+
+    pthread_mutex_t mu; /* cache, db, stats */
+    gxd_tune_slot *slots;
+    size_t n_slots, n_cached; /* table size (twice max_cached), records */
+    uint64_t clock;
+    gxd_tune_db *db;
+    bool db_warned;
+    gxd_tune_stats st;
+
+    pthread_mutex_t qmu; /* the queues, the explorer */
+    pthread_cond_t qcv;
+    gxd_tune_pending pending[GXD_TUNE_MAX_PENDING];
+    size_t n_pending;
+    char *tried[GXD_TUNE_MAX_PENDING]; /* explored this run with no winner (ring) */
+    size_t n_tried;
+    bool busy, started;
+    atomic_bool stop;
+    pthread_t thread;
+    gxd_tune_idle_fn idle;
+    void *idle_arg;
+    gxd_tune_changed_fn changed;
+    void *changed_arg;
+};
+
+/* The full key of sig: signature | device | builds (malloc'ed). */
+char *gxd_tune_key(const gxd_tune *t, const gxd_tune_sig *sig);
+/* Queue sig (key owned by the caller) for exploration, unless queued,
+ * tried already, or the queue is full. Under qmu. */
+void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig);
+
+#endif

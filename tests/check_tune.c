@@ -1,0 +1,604 @@
+/*
+ * The best-implementation registry (daemon/tune, docs/tune.md): lookup
+ * order (memory, then tune.db), one batch per plan, tune.db across a
+ * restart, a corrupt tune.db moved aside and rebuilt, exploration with a
+ * planted candidate that is faster but wrong (rejected, the reason kept)
+ * and one that is faster and right (wins, the prepare pass picks it, the
+ * old plan is stale for the re-planner), the explorer thread, mode off.
+ *
+ * No assert depends on how fast anything ran: planted candidates have
+ * their measured time fixed (gxd_tune_impl.fixed_ns, 1 ns: faster than
+ * any real run), and the real ones are only checked to have been timed.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon/compile/compile.h"
+#include "daemon/config.h"
+#include "daemon/exec/exec.h"
+#include "daemon/tune/tune.h"
+#include "gexec/client.h"
+#include "libclient/internal.h"
+#include "ops/cpu/cpu.h"
+#include "ops/gemm.h"
+#include "tests/testutil.h"
+
+#define NAMES(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
+                   (const char *[]) { __VA_ARGS__ }
+
+#define S_M 4
+#define S_K 64
+#define S_N 32
+
+static const gxd_compile_limits s_lim0 = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                                          .max_arena_bytes = 256ll << 20};
+
+static gxd_tune_sig s_sig(int64_t m, int64_t k, int64_t n)
+{
+    gxd_tune_sig s;
+    memset(&s, 0, sizeof s);
+    s.op = GX_OP_MATMUL;
+    s.a_ndim = 2;
+    s.a_shape[0] = m;
+    s.a_shape[1] = k;
+    s.m = m;
+    s.k = k;
+    s.n = n;
+    s.c_ndim = -1;
+    return s;
+}
+
+static gxd_tune *s_new(const char *dir, gxd_tune_mode mode)
+{
+    char err[256];
+    gxd_tune_opts o = {.mode = mode, .dir = dir, .budget_ms = 20};
+    gxd_tune *t = gxd_tune_new(&o, err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    return t;
+}
+
+static gxd_tune_rec s_rec(const char *impl, int64_t ns)
+{
+    gxd_tune_rec r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.impl, sizeof r.impl, "%s", impl);
+    r.version = 1;
+    r.ns = ns;
+    snprintf(r.others, sizeof r.others, "blas@1:%lld", (long long)ns * 2);
+    snprintf(r.validation, sizeof r.validation, "test");
+    snprintf(r.host, sizeof r.host, "here");
+    r.measured_at = 1700000000;
+    return r;
+}
+
+/* ---- planted candidates ---- */
+
+/* Right: OpenBLAS on B as it is (this thread's rows). */
+static void s_right(const gx_kargs *k)
+{
+    const gx_view *a = &k->in[0], *y = &k->out[0];
+    const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
+    const int64_t rows = a->numel / kk;
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t l = 0; l < kk; l++)
+                s += (double)((const float *)a->data)[i * kk + l] *
+                     ((const float *)k->in[1].data)[l * n + j];
+            ((float *)y->data)[i * n + j] = (float)s;
+        }
+}
+
+/* Wrong: right but for one element. */
+static void s_wrong(const gx_kargs *k)
+{
+    s_right(k);
+    int64_t lo, hi;
+    const gx_view *y = &k->out[0];
+    gx_cpu_share(k, y->numel / y->shape[y->ndim - 1], 1, &lo, &hi);
+    if (lo < hi)
+        ((float *)y->data)[lo * y->shape[y->ndim - 1]] += 0.5f;
+}
+
+static const gxd_tune_impl s_fast_wrong = {.name = "test.wrong", .version = 1, .source = "test",
+                                           .matmul = s_wrong, .fixed_ns = 1};
+static const gxd_tune_impl s_fast_right = {.name = "test.right", .version = 1, .source = "test",
+                                           .matmul = s_right, .fixed_ns = 1};
+
+/* ---- a graph: y = x · W, x [S_M, S_K], W constant [S_K, S_N] ---- */
+
+static float s_w[S_K * S_N];
+
+static gx_graph *s_graph(void)
+{
+    for (int i = 0; i < S_K * S_N; i++)
+        s_w[i] = (float)((i * 37) % 17) / 16.0f - 0.5f;
+    gx_graph *g = gx_graph_new("tune");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){-1, S_K}), GX_OK);
+    gxt_const(g, "w", GX_F32, 2, (int64_t[]){S_K, S_N}, s_w);
+    ck_assert_ptr_nonnull(gx_graph_add_node(g, "MatMul", "mm", NAMES("x", "w"), NAMES("y")));
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    return g;
+}
+
+static gxd_plan *s_compile(const gx_graph *g, gxd_tune *t)
+{
+    char err[512];
+    static float x[S_M * S_K];
+    gx_view in = {.dtype = GX_F32, .ndim = 2, .shape = {S_M, S_K}, .numel = S_M * S_K, .data = x};
+    gxd_compile_limits lim = s_lim0;
+    lim.tune = t;
+    gxd_plan *p = NULL;
+    ck_assert_msg(gxd_compile(g, &in, &lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_uint_eq(p->n_impls, 1);
+    return p;
+}
+
+/* Run plan and compare with a float64 product. */
+static void s_exec_check(const gxd_plan *plan)
+{
+    char err[512];
+    float x[S_M * S_K];
+    for (int i = 0; i < S_M * S_K; i++)
+        x[i] = (float)(i % 13) / 8.0f - 0.75f;
+    gx_view in = {.dtype = GX_F32, .ndim = 2, .shape = {S_M, S_K}, .numel = S_M * S_K, .data = x};
+    void *arena = gx_aligned_alloc(plan->arena_bytes + 1);
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    gxd_frame f;
+    ck_assert_msg(gxd_frame_init(&f, plan, arena, &in, &s_lim0, &stop, err, sizeof err) == GX_OK,
+                  "%s", err);
+    ck_assert_int_eq(gxd_exec_seq(&f), GX_OK);
+    const gx_view *y = gxd_frame_output(&f, 0);
+    for (int i = 0; i < S_M; i++)
+        for (int j = 0; j < S_N; j++) {
+            double s = 0;
+            for (int l = 0; l < S_K; l++)
+                s += (double)x[i * S_K + l] * s_w[l * S_N + j];
+            ck_assert_double_eq_tol(((const float *)y->data)[i * S_N + j], s, 1e-4);
+        }
+    gxd_frame_fini(&f);
+    free(arena);
+}
+
+/* ---- lookups ---- */
+
+START_TEST(test_lookup_order)
+{
+    char *dir = gxt_tmpdir();
+    gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
+    const gxd_tune_sig a = s_sig(8, 64, 32), b = s_sig(16, 64, 32), c = s_sig(32, 64, 32);
+    gxd_tune_rec ra = s_rec("blas", 100), rb = s_rec("plain", 200);
+    ck_assert_int_eq(gxd_tune_store(t, &a, &ra), GX_OK);
+    ck_assert_int_eq(gxd_tune_store(t, &b, &rb), GX_OK);
+    gxd_tune_cache_clear(t); /* b now only in tune.db */
+    gxd_tune_rec got[3];
+    bool found[3];
+    /* a: memory after this; b: tune.db; c: nowhere */
+    gxd_tune_lookup_batch(t, &a, 1, got, found);
+    ck_assert(found[0]);
+    ck_assert_int_eq(got[0].level, GXD_TUNE_LOCAL);
+    const gxd_tune_sig batch[3] = {a, b, c};
+    gxd_tune_lookup_batch(t, batch, 3, got, found);
+    ck_assert(found[0] && found[1] && !found[2]);
+    ck_assert_int_eq(got[0].level, GXD_TUNE_MEMORY);
+    ck_assert_int_eq(got[1].level, GXD_TUNE_LOCAL);
+    ck_assert_str_eq(got[0].impl, "blas");
+    ck_assert_str_eq(got[1].impl, "plain");
+    ck_assert_int_eq(got[1].ns, 200);
+    gxd_tune_lookup_batch(t, batch, 2, got, found); /* both in memory now */
+    ck_assert_int_eq(got[0].level, GXD_TUNE_MEMORY);
+    ck_assert_int_eq(got[1].level, GXD_TUNE_MEMORY);
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.lookups, 6);
+    ck_assert_int_eq(st.hits[GXD_TUNE_MEMORY], 3);
+    ck_assert_int_eq(st.hits[GXD_TUNE_LOCAL], 2);
+    ck_assert_int_eq(st.misses, 1);
+    ck_assert_int_eq(st.queued, 0); /* mode cache: misses are not explored */
+    ck_assert_int_eq(st.stored, 2);
+    ck_assert_int_eq(st.db_errors, 0);
+    gxd_tune_destroy(&t);
+    ck_assert_ptr_null(t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* The key holds the device model and the build ids: a record made with
+ * other implementations is not found. */
+START_TEST(test_key_builds)
+{
+    char *dir = gxt_tmpdir();
+    gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
+    const gxd_tune_sig a = s_sig(8, 64, 32);
+    gxd_tune_rec r = s_rec("blas", 100);
+    ck_assert_int_eq(gxd_tune_store(t, &a, &r), GX_OK);
+    ck_assert_ptr_nonnull(strstr(gxd_tune_device(t), "isa="));
+    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), "blas@1"));
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right)); /* another set of builds */
+    bool found;
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+    ck_assert(!found);
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_persist)
+{
+    char *dir = gxt_tmpdir();
+    gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
+    const gxd_tune_sig a = s_sig(8, 64, 32);
+    gxd_tune_rec r = s_rec("packed.baseline", 1234);
+    ck_assert_int_eq(gxd_tune_store(t, &a, &r), GX_OK);
+    gxd_tune_destroy(&t);
+    t = s_new(dir, GXD_TUNE_CACHE); /* a restart */
+    gxd_tune_rec got;
+    bool found;
+    gxd_tune_lookup_batch(t, &a, 1, &got, &found);
+    ck_assert(found);
+    ck_assert_int_eq(got.level, GXD_TUNE_LOCAL);
+    ck_assert_str_eq(got.impl, "packed.baseline");
+    ck_assert_int_eq(got.version, 1);
+    ck_assert_int_eq(got.ns, 1234);
+    ck_assert_str_eq(got.others, r.others);
+    ck_assert_str_eq(got.validation, "test");
+    ck_assert_str_eq(got.host, "here");
+    ck_assert_int_eq(got.measured_at, 1700000000);
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A registry killed without closing (a child process _exits after its
+ * store): tune.db is valid and holds the record. */
+START_TEST(test_persist_killed)
+{
+    char *dir = gxt_tmpdir();
+    const gxd_tune_sig a = s_sig(8, 64, 32);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
+        gxd_tune_rec r = s_rec("blas", 77);
+        _exit(gxd_tune_store(t, &a, &r) == GX_OK ? 0 : 1); /* no destroy, no close */
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
+    gxd_tune_rec got;
+    bool found;
+    gxd_tune_lookup_batch(t, &a, 1, &got, &found);
+    ck_assert(found);
+    ck_assert_int_eq(got.ns, 77);
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_corrupt)
+{
+    char *dir = gxt_tmpdir();
+    char path[4200], out[4096];
+    snprintf(path, sizeof path, "%s/tune.db", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 200; i++)
+        fputs("this is not an SQLite database\n", f);
+    fclose(f);
+    gxd_log lg;
+    gxd_log_init(&lg, GXD_LOG_ERROR); /* the move is a warning: quiet here */
+    char err[256];
+    gxd_tune_opts o = {.mode = GXD_TUNE_CACHE, .dir = dir, .log = &lg};
+    gxd_tune *t = gxd_tune_new(&o, err, sizeof err);
+    ck_assert_ptr_nonnull(t);
+    const gxd_tune_sig a = s_sig(8, 64, 32);
+    gxd_tune_rec r = s_rec("blas", 5);
+    ck_assert_int_eq(gxd_tune_store(t, &a, &r), GX_OK); /* the new database works */
+    gxd_tune_destroy(&t);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s | grep -c '^tune.db.corrupt-'", dir), 0);
+    ck_assert_int_eq(atoi(out), 1);
+    t = s_new(dir, GXD_TUNE_CACHE);
+    bool found;
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+    ck_assert(found);
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_mode_off)
+{
+    char *dir = gxt_tmpdir();
+    gxd_tune *t = s_new(dir, GXD_TUNE_OFF);
+    const gxd_tune_sig a = s_sig(8, 64, 32);
+    gxd_tune_rec r = s_rec("blas", 5);
+    bool found = true;
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+    ck_assert(!found);
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.lookups, 0);
+    gxd_tune_destroy(&t);
+    ck_assert_int_ne(access(dir, F_OK), -1);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tune.db", dir);
+    ck_assert_int_eq(access(path, F_OK), -1); /* off: no database made */
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_config)
+{
+    gxd_config c;
+    char err[256];
+    gxd_config_init(&c);
+    ck_assert_str_eq(c.tune_mode, "explore");
+    ck_assert_int_eq(c.tune_budget_ms, 100);
+    ck_assert_int_eq(gxd_config_set(&c, "tune.mode", "cache", err, sizeof err), GX_OK);
+    ck_assert_str_eq(c.tune_mode, "cache");
+    ck_assert_int_eq(gxd_config_set(&c, "tune.mode", "fast", err, sizeof err), GX_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err, "not off, cache or explore"));
+    ck_assert_int_eq(gxd_config_set(&c, "tune.budget_ms", "0", err, sizeof err), GX_ECONFIG);
+    ck_assert_int_eq(gxd_config_set(&c, "tune.budget_ms", "250", err, sizeof err), GX_OK);
+    ck_assert_int_eq(gxd_config_set(&c, "tune.dir", "relative", err, sizeof err), GX_ECONFIG);
+    gxd_config_fini(&c);
+}
+END_TEST
+
+/* ---- exploration ---- */
+
+/* The real candidates of this CPU all pass the check and are timed. */
+START_TEST(test_explore_builtin)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_EXPLORE);
+    gxd_tune_sig s = s_sig(5, 40, 37); /* odd sizes: partial panels */
+    gxd_tune_rec r;
+    ck_assert_int_eq(gxd_tune_explore_sig(t, &s, &r), GX_OK);
+    size_t n;
+    const gxd_tune_impl *im = gxd_tune_impls(t, &n);
+    for (size_t i = 0; i < n; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "%s@%d:", im[i].name, im[i].version);
+        ck_assert_msg(strstr(r.others, want) != NULL, "%s not in %s", want, r.others);
+    }
+    ck_assert_ptr_null(strstr(r.others, "rejected"));
+    ck_assert_ptr_nonnull(gxd_tune_impl_find(t, r.impl, r.version));
+    ck_assert_int_gt(r.ns, 0);
+    /* Gemm with transB, alpha, beta and a row of C */
+    memset(&s, 0, sizeof s);
+    s.op = GX_OP_GEMM;
+    s.a_ndim = 2;
+    s.a_shape[0] = s.m = 9;
+    s.a_shape[1] = s.k = 20;
+    s.n = 18;
+    s.trans_b = true;
+    s.alpha = 0.5f;
+    s.beta = 2.0f;
+    s.c_ndim = 1;
+    s.c_shape[0] = 18;
+    ck_assert_int_eq(gxd_tune_explore_sig(t, &s, &r), GX_OK);
+    ck_assert_ptr_null(strstr(r.others, "rejected"));
+    ck_assert_ptr_nonnull(strstr(r.others, "blas@1:"));
+    ck_assert_ptr_null(strstr(r.others, "plain@1")); /* not a Gemm kernel */
+    gxd_tune_destroy(&t);
+}
+END_TEST
+
+START_TEST(test_fast_wrong_rejected)
+{
+    char *dir = gxt_tmpdir();
+    gxd_tune *t = s_new(dir, GXD_TUNE_EXPLORE);
+    ck_assert(gxd_tune_add_impl(t, &s_fast_wrong));
+    gxd_tune_sig s = s_sig(S_M, S_K, S_N);
+    gxd_tune_rec r;
+    ck_assert_int_eq(gxd_tune_explore_sig(t, &s, &r), GX_OK);
+    ck_assert_str_ne(r.impl, "test.wrong");
+    ck_assert_ptr_nonnull(strstr(r.others, "test.wrong@1:rejected (y["));
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.rejected, 1);
+    ck_assert_int_eq(st.explored, 1);
+    ck_assert_int_eq(st.stored, 1);
+    /* the stored record keeps the reason */
+    gxd_tune_cache_clear(t);
+    bool found;
+    gxd_tune_lookup_batch(t, &s, 1, &r, &found);
+    ck_assert(found);
+    ck_assert_ptr_nonnull(strstr(r.others, "test.wrong@1:rejected"));
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A planted faster valid candidate wins; the next compile runs it, the
+ * plan compiled before is stale for the re-planner. */
+START_TEST(test_fast_right_wins)
+{
+    char *dir = gxt_tmpdir();
+    gxd_tune *t = s_new(dir, GXD_TUNE_EXPLORE);
+    ck_assert(gxd_tune_add_impl(t, &s_fast_wrong));
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right));
+    gx_graph *g = s_graph();
+    gxd_plan *old = s_compile(g, t); /* a miss: the default, and queued */
+    ck_assert_str_eq(old->impls[0].source, "default");
+    ck_assert_str_eq(old->impls[0].impl, gxd_tune_default(t, GX_OP_MATMUL)->name);
+    ck_assert_ptr_nonnull(old->impls[0].sig);
+    s_exec_check(old);
+    char why[512] = "";
+    ck_assert(!gxd_tune_plan_stale(old, NULL, why, sizeof why));
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.misses, 1);
+    ck_assert_int_eq(st.queued, 1);
+
+    gxd_tune_rec r;
+    ck_assert_int_eq(gxd_tune_explore_sig(t, old->impls[0].sig, &r), GX_OK);
+    ck_assert_str_eq(r.impl, "test.right");
+    ck_assert_int_eq(r.ns, 1);
+    ck_assert_ptr_nonnull(strstr(r.others, "test.wrong@1:rejected"));
+    ck_assert(gxd_tune_plan_stale(old, NULL, why, sizeof why));
+    ck_assert_msg(strstr(why, "'mm' (MatMul): tuned test.right@1") != NULL, "%s", why);
+
+    gxd_plan *p = s_compile(g, t); /* the re-plan (or next compile) */
+    ck_assert_str_eq(p->impls[0].impl, "test.right");
+    ck_assert_str_eq(p->impls[0].source, "tuned (memory)");
+    ck_assert_int_eq(p->impls[0].ns, 1);
+    ck_assert_uint_eq(p->n_prepared, 0); /* it reads B as it is: nothing packed */
+    bool runs = false;
+    for (size_t i = 0; i < p->n_steps; i++)
+        runs |= p->steps[i].kernel == s_right;
+    ck_assert(runs);
+    ck_assert(!gxd_tune_plan_stale(p, NULL, why, sizeof why));
+    s_exec_check(p);
+    char *json = gxd_plan_explain_json(p, g);
+    ck_assert_ptr_nonnull(json);
+    ck_assert_msg(strstr(json, "\"implementations\":[{\"node\":\"mm\",\"op\":\"MatMul\","
+                               "\"impl\":\"test.right\",\"version\":1,\"source\":\"tuned (memory)\"") != NULL,
+                  "%s", json);
+    free(json);
+    gxd_plan_destroy(&p);
+
+    /* after a restart the record comes from tune.db */
+    gxd_tune_destroy(&t);
+    t = s_new(dir, GXD_TUNE_CACHE);
+    ck_assert(gxd_tune_add_impl(t, &s_fast_wrong));
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right));
+    p = s_compile(g, t);
+    ck_assert_str_eq(p->impls[0].impl, "test.right");
+    ck_assert_str_eq(p->impls[0].source, "tuned (local)");
+    s_exec_check(p);
+    gxd_plan_destroy(&p);
+    gxd_plan_destroy(&old);
+    gx_graph_destroy(&g);
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A record naming a packed kernel on another ISA: the plan packs B and
+ * runs that ISA's kernel. */
+START_TEST(test_packed_winner)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
+    gx_graph *g = s_graph();
+    gxd_tune_sig s = s_sig(S_M, S_K, S_N);
+    gxd_tune_rec r = s_rec("packed.baseline", 10);
+    ck_assert_int_eq(gxd_tune_store(t, &s, &r), GX_OK);
+    gxd_plan *p = s_compile(g, t);
+    ck_assert_str_eq(p->impls[0].impl, "packed.baseline");
+    ck_assert_uint_eq(p->n_prepared, 1);
+    bool runs = false;
+    for (size_t i = 0; i < p->n_steps; i++)
+        runs |= p->steps[i].kernel == gx_cpu_gemm_packed_kernel_isa(GX_OP_MATMUL, "baseline");
+    ck_assert(runs);
+    s_exec_check(p);
+    gxd_plan_destroy(&p);
+    /* no registry: today's default, recorded for explain */
+    p = s_compile(g, NULL);
+    char want[32];
+    snprintf(want, sizeof want, "packed.%s", gx_cpu_gemm_isa());
+    ck_assert_str_eq(p->impls[0].impl, want);
+    ck_assert_str_eq(p->impls[0].source, "default");
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&g);
+    gxd_tune_destroy(&t);
+}
+END_TEST
+
+/* The explorer thread: a compile's miss is explored in the background and
+ * the next compile finds the winner in memory. */
+START_TEST(test_explorer_thread)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_EXPLORE);
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right));
+    ck_assert_int_eq(gxd_tune_explore_start(t), GX_OK);
+    gx_graph *g = s_graph();
+    gxd_plan *p = s_compile(g, t);
+    ck_assert_str_eq(p->impls[0].source, "default");
+    gxd_plan_destroy(&p);
+    ck_assert(gxd_tune_explore_wait(t, 60000));
+    p = s_compile(g, t);
+    ck_assert_str_eq(p->impls[0].source, "tuned (memory)");
+    ck_assert_str_eq(p->impls[0].impl, "test.right");
+    gxd_plan_destroy(&p);
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.explored, 1);
+    ck_assert_int_eq(st.pending, 0);
+    ck_assert_int_ge(st.explore_us, 0);
+    gx_graph_destroy(&g);
+    gxd_tune_destroy(&t);
+}
+END_TEST
+
+/* The explorer waits while the daemon is busy. */
+static bool s_busy(void *arg, uint64_t *epoch)
+{
+    *epoch = 0;
+    return !*(atomic_bool *)arg;
+}
+
+START_TEST(test_explorer_waits_for_idle)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_EXPLORE);
+    static atomic_bool busy;
+    atomic_store(&busy, true);
+    gxd_tune_set_idle(t, s_busy, &busy);
+    ck_assert_int_eq(gxd_tune_explore_start(t), GX_OK);
+    gxd_tune_sig s = s_sig(S_M, S_K, S_N);
+    gxd_tune_rec r;
+    bool found;
+    gxd_tune_lookup_batch(t, &s, 1, &r, &found); /* queued */
+    ck_assert(!gxd_tune_explore_wait(t, 300));    /* busy: nothing measured */
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.stored, 0);
+    atomic_store(&busy, false);
+    ck_assert(gxd_tune_explore_wait(t, 60000));
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.stored, 1);
+    gxd_tune_destroy(&t); /* stops the thread */
+}
+END_TEST
+
+Suite *tune_suite(void)
+{
+    Suite *s = suite_create("tune");
+    TCase *tc = tcase_create("registry");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_lookup_order);
+    tcase_add_test(tc, test_key_builds);
+    tcase_add_test(tc, test_persist);
+    tcase_add_test(tc, test_persist_killed);
+    tcase_add_test(tc, test_corrupt);
+    tcase_add_test(tc, test_mode_off);
+    tcase_add_test(tc, test_config);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("explore");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_explore_builtin);
+    tcase_add_test(tc, test_fast_wrong_rejected);
+    tcase_add_test(tc, test_fast_right_wins);
+    tcase_add_test(tc, test_packed_winner);
+    tcase_add_test(tc, test_explorer_thread);
+    tcase_add_test(tc, test_explorer_waits_for_idle);
+    suite_add_tcase(s, tc);
+    return s;
+}
