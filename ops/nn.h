@@ -77,16 +77,19 @@ typedef struct gx_pad {
 /* Like gx_resize_setup, for Pad. */
 int gx_pad_setup(gx_infer *ic, gx_pad *p);
 
-/* Attention (opset 23; 24's nonpad_kv_seqlen refused): softmax(Q Kᵀ ·
- * scale + mask) V per head, with grouped K/V heads (query head h reads K/V
- * head h / (q_heads / kv_heads)). Q, K, V are 4-D [B, heads, seq, head]
+/* Attention (opsets 23 and 24): softmax(Q Kᵀ · scale + mask) V per head,
+ * with grouped K/V heads (query head h reads K/V head h / (q_heads /
+ * kv_heads)), a KV cache (past_key and past_value, 4-D [B, kv_heads, past,
+ * head], come before K and V; present_key and present_value are the two
+ * together) and opset 24's nonpad_kv_seqlen (int64 [B]: keys from
+ * nonpad_kv_seqlen[b] on are masked; clamped to [0, total] at run time). Q, K, V are 4-D [B, heads, seq, head]
  * or 3-D [B, seq, heads * head] with q_num_heads and kv_num_heads given;
  * Y has Q's form with V's head size. Element (b, h, i, d) of Q is at
  * b * q.sample + h * q.head + i * q.row + d, and so for K, V and Y: the
  * kernel reads rows in place either way. The mask is bool (false: masked)
- * or Q's dtype (added), broadcasting to [B, q_heads, q_seq, kv_seq] but
+ * or Q's dtype (added), broadcasting to [B, q_heads, q_seq, total] but
  * along the keys: a shorter last dim masks the keys past it (as the ONNX
- * reference pads it). */
+ * reference pads it). qk_matmul_output (output 3) is not supported. */
 #define GX_ATTENTION_MAX_HEAD 16384 /* Q's head size at most */
 
 typedef struct gx_attn_strides {
@@ -95,12 +98,16 @@ typedef struct gx_attn_strides {
 
 typedef struct gx_attention {
     int64_t batch, q_heads, kv_heads, q_seq, kv_seq, head, v_head;
+    int64_t past;  /* keys of past_key / past_value before K's (0: none) */
+    int64_t total; /* past + kv_seq: the keys attended */
     gx_attn_strides q, k, v, y;
     double scale, softcap; /* softcap 0: none */
-    bool causal;           /* key j > query i masked (top-left aligned) */
-    bool has_mask;
+    bool causal;           /* key j > query i + offset masked (the offset: past, or
+                            * nonpad_kv_seqlen[b] - q_seq without past, else 0) */
+    bool has_mask, has_past, has_nonpad;
     int y_ndim;
     int64_t y_shape[4];
+    int64_t present_k[4], present_v[4]; /* present_key, present_value: 4-D */
 } gx_attention;
 
 /* Like gx_resize_setup, for Attention. */

@@ -1,11 +1,11 @@
-/* Schema of Attention (opset 23, ai.onnx): scaled dot-product attention
- * over 4-D or 3-D Q, K, V with grouped K/V heads, an optional bool or
- * additive mask, is_causal, scale and softcap. Its KV cache inputs
- * (past_key, past_value), opset 24's nonpad_kv_seqlen and the optional
- * outputs (present_key, present_value, qk_matmul_output) are refused: the
- * first three make a plan depend on a growing cache gexec has no state for.
- * The rewrite pass also makes this op from MatMul → scale → Softmax →
- * MatMul as exporters spell it out (docs/rewrite.md). */
+/* Schema of Attention (opsets 23 and 24, ai.onnx): scaled dot-product
+ * attention over 4-D or 3-D Q, K, V with grouped K/V heads, an optional
+ * bool or additive mask, is_causal, scale, softcap, a KV cache (past_key,
+ * past_value in; present_key, present_value out) and nonpad_kv_seqlen.
+ * The scores output (qk_matmul_output) is refused: its meaning changed
+ * between the reference's versions, and the kernel never holds the
+ * scores whole. The rewrite pass also makes this op from MatMul → scale →
+ * Softmax → MatMul as exporters spell it out (docs/rewrite.md). */
 #include <math.h>
 #include <string.h>
 
@@ -56,17 +56,13 @@ int gx_attention_setup(gx_infer *ic, gx_attention *a)
     for (int i = S_Q; i <= S_V; i++)
         if ((rc = gx_infer_need_f32(ic, op, i)) < 0)
             return rc;
-    static const char *const cache[] = {[S_PAST_KEY] = "past_key", [S_PAST_VALUE] = "past_value",
-                                        [S_NONPAD] = "nonpad_kv_seqlen"};
-    for (int i = S_PAST_KEY; i < S_NIN; i++)
-        if (s_present(ic, i))
-            return gx_infer_errf(ic, GX_EUNSUPPORTED,
-                                 "%s: input %s (a KV cache) is not supported", op, cache[i]);
-    if (ic->n_out > 1)
+    if (ic->n_out > 3)
         return gx_infer_errf(ic, GX_EUNSUPPORTED,
-                             "%s: outputs present_key, present_value and qk_matmul_output are "
-                             "not supported (Y only)",
+                             "%s: output qk_matmul_output is not supported (Y, present_key and "
+                             "present_value only)",
                              op);
+    if (s_present(ic, S_PAST_KEY) != s_present(ic, S_PAST_VALUE))
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: past_key and past_value come together", op);
     const gx_view *q = &ic->in[S_Q], *k = &ic->in[S_K], *v = &ic->in[S_V];
     if (q->ndim != k->ndim || q->ndim != v->ndim || (q->ndim != 3 && q->ndim != 4))
         return gx_infer_errf(ic, GX_ESHAPE, "%s: Q, K and V have ranks %d, %d, %d; all 3 or all 4",
@@ -111,6 +107,38 @@ int gx_attention_setup(gx_infer *ic, gx_attention *a)
     if (a->head > GX_ATTENTION_MAX_HEAD || a->v_head > INT32_MAX)
         return gx_infer_errf(ic, GX_EUNSUPPORTED, "%s: head size %lld is above %d", op,
                              (long long)a->head, GX_ATTENTION_MAX_HEAD);
+    if ((a->has_past = s_present(ic, S_PAST_KEY))) {
+        const gx_view *pk = &ic->in[S_PAST_KEY], *pv = &ic->in[S_PAST_VALUE];
+        for (int i = S_PAST_KEY; i <= S_PAST_VALUE; i++)
+            if ((rc = gx_infer_need_f32(ic, op, i)) < 0)
+                return rc;
+        a->past = pk->ndim == 4 ? pk->shape[2] : -1;
+        if (pk->ndim != 4 || pv->ndim != 4 || pk->shape[0] != a->batch ||
+            pk->shape[1] != a->kv_heads || pk->shape[3] != a->head ||
+            pv->shape[0] != a->batch || pv->shape[1] != a->kv_heads || pv->shape[2] != a->past ||
+            pv->shape[3] != a->v_head) {
+            char sk[GX_SHAPE_STRLEN], sv[GX_SHAPE_STRLEN];
+            return gx_infer_errf(ic, GX_ESHAPE,
+                                 "%s: past_key %s and past_value %s are not [%lld, %lld, past, "
+                                 "%lld] and [%lld, %lld, past, %lld]",
+                                 op, gx_shape_str(pk->ndim, pk->shape, sk, sizeof sk),
+                                 gx_shape_str(pv->ndim, pv->shape, sv, sizeof sv),
+                                 (long long)a->batch, (long long)a->kv_heads, (long long)a->head,
+                                 (long long)a->batch, (long long)a->kv_heads,
+                                 (long long)a->v_head);
+        }
+    }
+    a->total = a->past + a->kv_seq;
+    if ((a->has_nonpad = s_present(ic, S_NONPAD))) {
+        const gx_view *np = &ic->in[S_NONPAD];
+        if (np->dtype != GX_I64 || np->ndim != 1 || np->shape[0] != a->batch)
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: nonpad_kv_seqlen is not int64 [%lld]", op,
+                                 (long long)a->batch);
+    }
+    memcpy(a->present_k, (int64_t[]){a->batch, a->kv_heads, a->total, a->head},
+           sizeof a->present_k);
+    memcpy(a->present_v, (int64_t[]){a->batch, a->kv_heads, a->total, a->v_head},
+           sizeof a->present_v);
     a->q = s_strides(four, a->q_heads, a->q_seq, a->head);
     a->k = s_strides(four, a->kv_heads, a->kv_seq, a->head);
     a->v = s_strides(four, a->kv_heads, a->kv_seq, a->v_head);
@@ -137,8 +165,8 @@ int gx_attention_setup(gx_infer *ic, gx_attention *a)
                                  gx_dtype_name(m->dtype));
         /* as the reference: a last dim shorter than kv_seq is padded
          * with masked keys, the other dims broadcast */
-        const int64_t full[4] = {a->batch, a->q_heads, a->q_seq, a->kv_seq};
-        bool ok = m->ndim >= 1 && m->ndim <= 4 && m->shape[m->ndim - 1] <= a->kv_seq;
+        const int64_t full[4] = {a->batch, a->q_heads, a->q_seq, a->total};
+        bool ok = m->ndim >= 1 && m->ndim <= 4 && m->shape[m->ndim - 1] <= a->total;
         for (int d = 0; ok && d < m->ndim - 1; d++) {
             const int64_t want = full[4 - m->ndim + d];
             ok = m->shape[d] == want || m->shape[d] == 1;
@@ -147,7 +175,7 @@ int gx_attention_setup(gx_infer *ic, gx_attention *a)
             char sm[GX_SHAPE_STRLEN], sf[GX_SHAPE_STRLEN];
             return gx_infer_errf(ic, GX_ESHAPE,
                                  "%s: attn_mask %s does not fit %s (rank 1 to 4, the last dim "
-                                 "at most kv_seq, the others 1 or equal)",
+                                 "at most the keys', the others 1 or equal)",
                                  op,
                                  gx_shape_str(m->ndim, m->shape, sm, sizeof sm),
                                  gx_shape_str(4, full, sf, sizeof sf));
@@ -163,6 +191,10 @@ static int s_infer_attention(gx_infer *ic)
     if (rc < 0)
         return rc;
     gx_view_set(&ic->out[0], GX_F32, a.y_ndim, a.y_shape);
+    if (ic->n_out > 1)
+        gx_view_set(&ic->out[1], GX_F32, 4, a.present_k);
+    if (ic->n_out > 2)
+        gx_view_set(&ic->out[2], GX_F32, 4, a.present_v);
     return GX_OK;
 }
 
@@ -171,17 +203,19 @@ static gx_cost s_cost_attention(const gx_infer *ic)
 {
     gx_attention a;
     gx_attention_setup((gx_infer *)ic, &a);
-    const double scores = (double)a.batch * (double)a.q_heads * (double)a.q_seq * (double)a.kv_seq;
+    const double scores = (double)a.batch * (double)a.q_heads * (double)a.q_seq * (double)a.total;
     return (gx_cost){.flops = scores * (2.0 * (double)a.head + 2.0 * (double)a.v_head + 6.0),
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
-/* Samples apart: Q, K, V batched; a mask batched along [B, ...] (rank 4)
- * or shared (rank < 4, or a first dim of 1). */
+/* Samples apart: Q, K, V (and the cache and nonpad_kv_seqlen, when given)
+ * batched; a mask batched along [B, ...] (rank 4) or shared (rank < 4, or
+ * a first dim of 1). */
 static bool s_batch_attention(const gx_batch_ctx *bc)
 {
-    for (int i = S_Q; i <= S_V; i++)
-        if (!gx_batch_in(bc, i))
+    for (int i = S_Q; i < S_NIN; i++)
+        if (i != S_MASK && (i <= S_V || (i < bc->n_in && bc->in[i].ndim >= 0)) &&
+            !gx_batch_in(bc, i))
             return false;
     if (bc->n_in > S_MASK && bc->in[S_MASK].ndim >= 0) {
         const gx_view *m = &bc->in[S_MASK];
@@ -189,7 +223,8 @@ static bool s_batch_attention(const gx_batch_ctx *bc)
         if (batched ? m->ndim != 4 : m->ndim == 4 && m->shape[0] != 1)
             return false;
     }
-    bc->out_batched[0] = true;
+    for (int k = 0; k < bc->n_out; k++)
+        bc->out_batched[k] = true;
     return true;
 }
 

@@ -284,6 +284,8 @@ typedef struct s_attn_case {
     int64_t mshape[4];
     bool causal;
     double scale, softcap;
+    int64_t past;      /* keys of past_key / past_value (0: none) */
+    int64_t nonpad[2]; /* nonpad_kv_seqlen per sample ({0}: none) */
 } s_attn_case;
 
 /* Element (b, h, i, e) of a Q, K, V or Y of heads × size in c's form. */
@@ -297,22 +299,35 @@ static int64_t s_attn_at(const s_attn_case *c, int64_t heads, int64_t seq, int64
 /* The ONNX reference's computation (onnx/reference/ops/op_attention.py)
  * in double: scale, softcap, the bias (mask padded with masked keys,
  * causal), softmax, · V. */
+/* Key j of the keys attended (the cache's first) of K/V head hk of
+ * sample b: element e of a row of `size`. */
+static float s_attn_key(const s_attn_case *c, const float *past, const float *x, int64_t size,
+                        int64_t b, int64_t hk, int64_t j, int64_t e)
+{
+    if (j < c->past)
+        return past[((b * c->hkv + hk) * c->past + j) * size + e];
+    return x[s_attn_at(c, c->hkv, c->skv, size, b, hk, j - c->past, e)];
+}
+
 static void s_attn_ref(const s_attn_case *c, const float *q, const float *k, const float *v,
-                       const void *mask, float *y)
+                       const void *mask, const float *pk, const float *pv, float *y)
 {
     const double scale = c->scale != 0 ? c->scale : 1 / sqrt((double)c->d);
-    double *sc = malloc((size_t)c->skv * sizeof *sc);
-    const int64_t full[4] = {c->b, c->hq, c->s, c->skv};
+    const int64_t total = c->past + c->skv;
+    double *sc = malloc((size_t)total * sizeof *sc);
+    const int64_t full[4] = {c->b, c->hq, c->s, total};
     for (int64_t b = 0; b < c->b; b++)
         for (int64_t h = 0; h < c->hq; h++)
             for (int64_t i = 0; i < c->s; i++) {
                 const int64_t hk = h / (c->hq / c->hkv);
                 double mx = -INFINITY, sum = 0;
-                for (int64_t j = 0; j < c->skv; j++) {
+                const int64_t keys = c->nonpad[0] ? c->nonpad[b] : total;
+                const int64_t offset = c->past ? c->past : c->nonpad[0] ? keys - c->s : 0;
+                for (int64_t j = 0; j < total; j++) {
                     double x = 0;
                     for (int64_t e = 0; e < c->d; e++)
                         x += (double)q[s_attn_at(c, c->hq, c->s, c->d, b, h, i, e)] *
-                             k[s_attn_at(c, c->hkv, c->skv, c->d, b, hk, j, e)];
+                             s_attn_key(c, pk, k, c->d, b, hk, j, e);
                     x *= scale;
                     if (c->softcap > 0)
                         x = c->softcap * tanh(x / c->softcap);
@@ -333,17 +348,17 @@ static void s_attn_ref(const s_attn_case *c, const float *q, const float *k, con
                                 x = -INFINITY;
                         }
                     }
-                    if (c->causal && j > i)
+                    if ((c->causal && j > i + offset) || j >= keys)
                         x = -INFINITY;
                     sc[j] = x;
                     mx = x > mx ? x : mx;
                 }
-                for (int64_t j = 0; j < c->skv; j++)
+                for (int64_t j = 0; j < total; j++)
                     sum += sc[j] = exp(sc[j] - mx);
                 for (int64_t e = 0; e < c->dv; e++) {
                     double acc = 0;
-                    for (int64_t j = 0; j < c->skv; j++)
-                        acc += sc[j] * v[s_attn_at(c, c->hkv, c->skv, c->dv, b, hk, j, e)];
+                    for (int64_t j = 0; j < total; j++)
+                        acc += sc[j] * s_attn_key(c, pv, v, c->dv, b, hk, j, e);
                     y[s_attn_at(c, c->hq, c->s, c->dv, b, h, i, e)] = (float)(acc / sum);
                 }
             }
@@ -372,10 +387,20 @@ START_TEST(test_attention)
          .mask = 1, .mnd = 3, .mshape = {1, 37, 600}},
         {.four = true, .b = 1, .hq = 1, .hkv = 1, .s = 6, .skv = 300, .d = 100, .dv = 17,
          .softcap = 2.0, .scale = 0.5},
+        /* a KV cache (causal after it; the chunk straddling its end), and
+         * nonpad_kv_seqlen (opset 24) with and without one */
+        {.four = true, .b = 2, .hq = 4, .hkv = 2, .s = 3, .skv = 3, .d = 8, .dv = 6, .past = 5,
+         .causal = true},
+        {.four = false, .b = 1, .hq = 2, .hkv = 2, .s = 2, .skv = 2, .d = 64, .dv = 8,
+         .past = 300, .mask = 1, .mnd = 2, .mshape = {2, 290}},
+        {.four = true, .b = 2, .hq = 2, .hkv = 2, .s = 4, .skv = 9, .d = 8, .dv = 8,
+         .causal = true, .nonpad = {7, 9}},
+        {.four = true, .b = 2, .hq = 2, .hkv = 1, .s = 2, .skv = 2, .d = 8, .dv = 8, .past = 4,
+         .nonpad = {5, 3}},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
         const s_attn_case *c = &cases[ci];
-        gx_view in[4];
+        gx_view in[7];
         if (c->four) {
             in[0] = ot_rand(GX_F32, SHAPE(c->b, c->hq, c->s, c->d));
             in[1] = ot_rand(GX_F32, SHAPE(c->b, c->hkv, c->skv, c->d));
@@ -386,11 +411,22 @@ START_TEST(test_attention)
             in[2] = ot_rand(GX_F32, SHAPE(c->b, c->skv, c->hkv * c->dv));
         }
         int n_in = 3;
+        in[3] = in[4] = in[5] = in[6] = NONE;
         if (c->mask) {
-            in[n_in++] = ot_rand(c->mask == 1 ? GX_F32 : GX_BOOL, c->mnd, c->mshape);
+            in[3] = ot_rand(c->mask == 1 ? GX_F32 : GX_BOOL, c->mnd, c->mshape);
+            n_in = 4;
             if (c->mask == 2) /* about a third masked, never a whole row */
                 for (int64_t i = 0; i < in[3].numel; i++)
                     ((bool *)in[3].data)[i] = i % c->mshape[c->mnd - 1] == 0 || ot_randf() > -0.6f;
+        }
+        if (c->past) {
+            in[4] = ot_rand(GX_F32, SHAPE(c->b, c->hkv, c->past, c->d));
+            in[5] = ot_rand(GX_F32, SHAPE(c->b, c->hkv, c->past, c->dv));
+            n_in = 6;
+        }
+        if (c->nonpad[0]) {
+            in[6] = ot_view(GX_I64, ot_copy(c->nonpad, sizeof c->nonpad), SHAPE(c->b));
+            n_in = 7;
         }
         gx_attr attrs[5];
         int na = 0;
@@ -407,9 +443,26 @@ START_TEST(test_attention)
         gx_view want = c->four ? ot_rand(GX_F32, SHAPE(c->b, c->hq, c->s, c->dv))
                                : ot_rand(GX_F32, SHAPE(c->b, c->s, c->hq * c->dv));
         s_attn_ref(c, in[0].data, in[1].data, in[2].data, c->mask ? in[3].data : NULL,
-                   want.data);
-        s_check_f32(GX_OP_ATTENTION, &(gx_node){.n_attr = na, .attr = attrs}, n_in, in, &want,
-                    1e-4f, 1e-5f);
+                   in[4].data, in[5].data, want.data);
+        const gx_node *node = &(gx_node){.n_attr = na, .attr = attrs};
+        if (!c->past) {
+            s_check_f32(GX_OP_ATTENTION, node, n_in, in, &want, 1e-4f, 1e-5f);
+            continue;
+        }
+        /* present_key and present_value: the cache, then K and V, as 4-D */
+        gx_view out[3];
+        s_check_threads(GX_OP_ATTENTION, node, n_in, in, 3, out);
+        ck_assert_msg(ot_close(out[0].data, want.data, want.numel, 1e-4f, 1e-5f), "case %zu", ci);
+        const int64_t total = c->past + c->skv;
+        for (int o = 1; o <= 2; o++) {
+            const int64_t size = o == 1 ? c->d : c->dv;
+            ot_check_shape(&out[o], 4, (int64_t[]){c->b, c->hkv, total, size});
+            for (int64_t r = 0; r < c->b * c->hkv * total; r++)
+                for (int64_t e = 0; e < size; e++)
+                    ck_assert(((float *)out[o].data)[r * size + e] ==
+                              s_attn_key(c, in[3 + o].data, in[o].data, size,
+                                         r / total / c->hkv, r / total % c->hkv, r % total, e));
+        }
     }
     /* a row with every key masked has no weights: NaN, as the reference */
     gx_view m = ot_view(GX_BOOL, ot_copy((bool[]){true, true, false, false}, 4), SHAPE(2, 2));
@@ -1120,11 +1173,15 @@ START_TEST(test_errors)
     gx_view at[6] = {RANDV(1, 2, 3, 4), RANDV(1, 2, 5, 4), RANDV(1, 2, 5, 6), RANDV(3, 6)};
     ot_expect_error(GX_OP_ATTENTION, NULL, 4, at, GX_ESHAPE,
                     "Attention: attn_mask [3,6] does not fit [1,2,3,5] (rank 1 to 4, the last "
-                    "dim at most kv_seq, the others 1 or equal)");
+                    "dim at most the keys', the others 1 or equal)");
     at[3] = RANDV(3, 5);
     at[4] = RANDV(1, 2, 2, 4);
-    ot_expect_error(GX_OP_ATTENTION, NULL, 5, at, GX_EUNSUPPORTED,
-                    "Attention: input past_key (a KV cache) is not supported");
+    ot_expect_error(GX_OP_ATTENTION, NULL, 5, at, GX_ESHAPE,
+                    "Attention: past_key and past_value come together");
+    at[5] = RANDV(1, 2, 3, 6);
+    ot_expect_error(GX_OP_ATTENTION, NULL, 6, at, GX_ESHAPE,
+                    "Attention: past_key [1,2,2,4] and past_value [1,2,3,6] are not [1, 2, past, "
+                    "4] and [1, 2, past, 6]");
     at[1] = RANDV(1, 2, 5, 3);
     ot_expect_error(GX_OP_ATTENTION, NULL, 3, at, GX_ESHAPE,
                     "Attention: K [B, kv_heads, kv_seq, 4] and V [B, kv_heads, kv_seq, v_head] "

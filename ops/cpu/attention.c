@@ -13,7 +13,7 @@
  *
  * Every row's arithmetic (its chunks, the products' order) is the same
  * whatever the split, so the modes give the same bits. As in the ONNX
- * reference, a mask whose last dim is shorter than kv_seq masks the keys
+ * reference, a mask whose last dim is shorter than the keys masks those
  * past it, masked scores are -inf (the softcap comes before the bias),
  * and a row with every key masked has no weights (0 / 0: NaN).
  */
@@ -33,6 +33,8 @@
 typedef struct s_attn {
     const gx_attention *a;
     const float *q, *k, *v;
+    const float *past_k, *past_v; /* [B, kv_heads, past, head]: keys 0..past */
+    const int64_t *nonpad;        /* [B], or NULL */
     float *y;
     const float *mask_add; /* float mask, or NULL */
     const bool *mask_bool; /* bool mask, or NULL */
@@ -44,7 +46,8 @@ typedef struct s_attn {
 /* One row of n scores of query i against keys j0.. (already Q·Kᵀ), in
  * the reference's order: scale, softcap, then the bias: the mask's first
  * nm entries (madd added, or mbool false: -inf) and -inf past key `last`
- * (the causal cut, and keys past a mask shorter than kv_seq). Returns the
+ * (the causal cut, keys past nonpad_kv_seqlen or a mask shorter than
+ * the keys). Returns the
  * row's maximum (-inf when every key is masked; n > 0). */
 GX_CPU_CLONES static float s_score_row(int64_t n, float *restrict x, float scale, float softcap,
                                        const float *madd, const bool *mbool, int64_t nm,
@@ -82,16 +85,50 @@ GX_CPU_CLONES static void s_scale_row(int64_t n, float *restrict y, float s)
         y[j] *= s;
 }
 
-/* kt[d * n + j] = k[j * row + d]: a chunk of n keys of K transposed, in
- * columns of 16 keys (each of their cache lines read for 16 d's in a row,
- * each row of kt written 16 floats at a time). */
-static void s_transpose(int64_t n, int64_t D, const float *k, int64_t row, float *restrict kt)
+/* Key j (past ones first) of K/V head hk of sample b: row of size `size`
+ * (head or v_head) of past (cache) or of x (K or V, strides st). */
+static const float *s_row(const s_attn *t, const float *past, const float *x,
+                          const gx_attn_strides *st, int64_t size, int64_t b, int64_t hk,
+                          int64_t j)
 {
+    const gx_attention *a = t->a;
+    if (j < a->past)
+        return past + ((b * a->kv_heads + hk) * a->past + j) * size;
+    return x + b * st->sample + hk * st->head + (j - a->past) * st->row;
+}
+
+/* kt[d * n + j] = K's key j0 + j, element d: a chunk of n keys transposed,
+ * in columns of 16 keys (each of their cache lines read for 16 d's in a
+ * row, each row of kt written 16 floats at a time). */
+static void s_transpose(const s_attn *t, int64_t b, int64_t hk, int64_t j0, int64_t n,
+                        float *restrict kt)
+{
+    const int64_t D = t->a->head;
     for (int64_t jb = 0; jb < n; jb += 16) {
         const int64_t w = n - jb < 16 ? n - jb : 16;
+        const float *row[16];
+        for (int64_t j = 0; j < w; j++)
+            row[j] = s_row(t, t->past_k, t->k, &t->a->k, D, b, hk, j0 + jb + j);
         for (int64_t d = 0; d < D; d++)
             for (int64_t j = 0; j < w; j++)
-                kt[d * n + jb + j] = k[(jb + j) * row + d];
+                kt[d * n + jb + j] = row[j][d];
+    }
+}
+
+/* y[nr rows] += p[nr, n] · V's keys j0.. (in two products where they
+ * straddle the cache's end). */
+static void s_times_v(const s_attn *t, int64_t b, int64_t hk, int64_t j0, int64_t n, int64_t nr,
+                      const float *p, float *y)
+{
+    const gx_attention *a = t->a;
+    int64_t j = j0;
+    while (j < j0 + n) {
+        const int64_t end = j < a->past && a->past < j0 + n ? a->past : j0 + n;
+        const bool cached = j < a->past;
+        gx_cpu_gemm_rows(nr, a->v_head, end - j, p + (j - j0), n,
+                         s_row(t, t->past_v, t->v, &a->v, a->v_head, b, hk, j),
+                         cached ? a->v_head : a->v.row, y, a->y.row, true);
+        j = end;
     }
 }
 
@@ -104,8 +141,6 @@ static void s_segment(const s_attn *t, int64_t b, int64_t h, int64_t i0, int64_t
     const gx_attention *a = t->a;
     const int64_t hk = h / (a->q_heads / a->kv_heads), D = a->head, Dv = a->v_head;
     const float *q = t->q + b * a->q.sample + h * a->q.head + i0 * a->q.row;
-    const float *k = t->k + b * a->k.sample + hk * a->k.head;
-    const float *v = t->v + b * a->v.sample + hk * a->v.head;
     float *y = t->y + b * a->y.sample + h * a->y.head + i0 * a->y.row;
     float kt[S_KT_FLOATS], s[S_ROWS * S_KEYS], m[S_SEG], l[S_SEG];
     for (int64_t r = 0; r < rows; r++) {
@@ -113,15 +148,22 @@ static void s_segment(const s_attn *t, int64_t b, int64_t h, int64_t i0, int64_t
         for (int64_t d = 0; d < Dv; d++)
             y[r * a->y.row + d] = 0.0f;
     }
+    /* keys attended: those before nonpad_kv_seqlen[b]; the causal cut at
+     * query i is key i + offset */
+    int64_t keys = a->total, offset = a->past;
+    if (t->nonpad) {
+        keys = t->nonpad[b] < 0 ? 0 : t->nonpad[b] > a->total ? a->total : t->nonpad[b];
+        offset = a->has_past ? a->past : keys - a->q_seq;
+    }
     const float scale = (float)a->scale, softcap = (float)a->softcap;
-    for (int64_t j0 = 0; j0 < a->kv_seq; j0 += t->keys) {
-        if (a->causal && j0 > i0 + rows - 1)
+    for (int64_t j0 = 0; j0 < keys; j0 += t->keys) {
+        if (a->causal && j0 > i0 + rows - 1 + offset)
             break; /* every key from here on is past every row's query */
-        const int64_t n = a->kv_seq - j0 < t->keys ? a->kv_seq - j0 : t->keys;
-        s_transpose(n, D, k + j0 * a->k.row, a->k.row, kt);
+        const int64_t n = keys - j0 < t->keys ? keys - j0 : t->keys;
+        s_transpose(t, b, hk, j0, n, kt);
         for (int64_t r0 = 0; r0 < rows; r0 += S_ROWS) {
             const int64_t nr = rows - r0 < S_ROWS ? rows - r0 : S_ROWS;
-            if (a->causal && j0 > i0 + r0 + nr - 1)
+            if (a->causal && j0 > i0 + r0 + nr - 1 + offset)
                 break;
             gx_cpu_gemm_rows(nr, n, D, q + r0 * a->q.row, a->q.row, kt, n, s, n, false);
             bool any = false;
@@ -129,10 +171,12 @@ static void s_segment(const s_attn *t, int64_t b, int64_t h, int64_t i0, int64_t
                 const int64_t r = r0 + rr, i = i0 + r;
                 float *x = s + rr * n;
                 const int64_t mo = b * t->ms[0] + h * t->ms[1] + i * t->ms[2] + j0;
-                int64_t last = a->causal ? i - j0 : n, nm = t->mask_keys - j0;
+                int64_t last = keys - 1 - j0, nm = t->mask_keys - j0;
+                if (a->causal && i + offset - j0 < last)
+                    last = i + offset - j0;
                 nm = nm < 0 ? 0 : nm > n ? n : nm;
-                if (t->mask_add || t->mask_bool)
-                    last = last < nm - 1 ? last : nm - 1;
+                if ((t->mask_add || t->mask_bool) && nm - 1 < last)
+                    last = nm - 1;
                 const float mx = s_score_row(n, x, scale, softcap,
                                              t->mask_add ? t->mask_add + mo : NULL,
                                              t->mask_bool ? t->mask_bool + mo : NULL, nm, last);
@@ -150,12 +194,26 @@ static void s_segment(const s_attn *t, int64_t b, int64_t h, int64_t i0, int64_t
                 any = true;
             }
             if (any)
-                gx_cpu_gemm_rows(nr, Dv, n, s, n, v + j0 * a->v.row, a->v.row, y + r0 * a->y.row,
-                                 a->y.row, true);
+                s_times_v(t, b, hk, j0, n, nr, s, y + r0 * a->y.row);
         }
     }
     for (int64_t r = 0; r < rows; r++)
         s_scale_row(Dv, y + r * a->y.row, l[r] > 0.0f ? 1.0f / l[r] : NAN);
+}
+
+/* Share ith of present_key or present_value (out: [B, kv_heads, total,
+ * size]): the cache's rows, then the new ones. */
+static void s_present(const gx_kargs *k, const s_attn *t, const float *past, const float *x,
+                      const gx_attn_strides *st, int64_t size, float *out)
+{
+    const gx_attention *a = t->a;
+    int64_t lo, hi;
+    gx_cpu_share(k, a->batch * a->kv_heads * a->total, 1, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        const int64_t j = r % a->total, bh = r / a->total;
+        memcpy(out + r * size, s_row(t, past, x, st, size, bh / a->kv_heads, bh % a->kv_heads, j),
+               (size_t)size * sizeof *out);
+    }
 }
 
 void gx_cpu_ATTENTION(const gx_kargs *k)
@@ -167,12 +225,16 @@ void gx_cpu_ATTENTION(const gx_kargs *k)
     gx_attention_setup(&ic, &a);
     s_attn t = {.a = &a, .q = k->in[0].data, .k = k->in[1].data, .v = k->in[2].data,
                 .y = k->out[0].data};
+    if (a.has_past)
+        t.past_k = k->in[4].data, t.past_v = k->in[5].data;
+    if (a.has_nonpad)
+        t.nonpad = k->in[6].data;
     if (a.has_mask) {
         const gx_view *mv = &k->in[3];
         int64_t st[4];
         gx_bcast_strides(4, mv->ndim, mv->shape, st);
         memcpy(t.ms, st, sizeof t.ms);
-        t.mask_keys = mv->ndim > 0 ? mv->shape[mv->ndim - 1] : a.kv_seq;
+        t.mask_keys = mv->shape[mv->ndim - 1]; /* rank >= 1 (the schema's check) */
         if (mv->dtype == GX_BOOL)
             t.mask_bool = mv->data;
         else
@@ -193,4 +255,8 @@ void gx_cpu_ATTENTION(const gx_kargs *k)
         s_segment(&t, bh / a.q_heads, bh % a.q_heads, i0, rows);
         u += rows;
     }
+    if (k->n_out > 1)
+        s_present(k, &t, t.past_k, t.k, &a.k, a.head, k->out[1].data);
+    if (k->n_out > 2)
+        s_present(k, &t, t.past_v, t.v, &a.v, a.v_head, k->out[2].data);
 }
