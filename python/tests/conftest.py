@@ -33,7 +33,7 @@ def data(name):
 class Daemon:
     """A gexecd of its own on an ipc socket in a temporary directory."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, config=""):
         binary = os.environ.get("GEXECD")
         if not binary:
             pytest.skip("GEXECD (the gexecd to start) is not set; run through check.sh")
@@ -41,7 +41,7 @@ class Daemon:
         self.endpoint = f"ipc://{self.dir}/gexecd.sock"
         conf = os.path.join(self.dir, "gexecd.yaml")
         with open(conf, "w") as f:  # a spin job left running is cancelled soon on SIGTERM
-            f.write("shutdown_grace_ms: 200\n")
+            f.write("shutdown_grace_ms: 200\n" + config)
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
         self.proc = subprocess.Popen(

@@ -146,3 +146,18 @@ def test_missing_library_is_a_clear_import_error(tmp_path):
     assert p.returncode != 0
     assert "ImportError: gexec: cannot load libgexec" in p.stderr
     assert str(tmp_path / "libgexec.so.0") in p.stderr
+
+
+def test_priority_above_the_limit_is_refused():
+    d = Daemon(config="limits:\n  max_client_priority: 0\n  priority_users: []\n")
+    try:
+        with gexec.Client(d.endpoint) as c:
+            g = c.load(data("affine.yaml"))
+            with pytest.raises(gexec.PermissionDeniedError) as ei:
+                c.run(g, {"x": np.ones((1, 3), np.float32)}, priority=50)
+            assert ei.value.name == "GX_EPERM" and isinstance(ei.value, PermissionError)
+            assert "max_client_priority" in ei.value.message
+            y = c.run(g, {"x": np.ones((1, 3), np.float32)}, priority=0)["y"]
+            np.testing.assert_array_equal(y, np.full((1, 3), 3, np.float32))
+    finally:
+        assert d.stop() == 0
