@@ -214,17 +214,33 @@ def _names(g, count, get):
 class Graph:
     """A graph the daemon has loaded (returned by Client.load): its id (the
     hex SHA-256 the daemon answered), input and output names, and where it
-    came from. Runs name the graph by id, so nothing is sent again; the id
-    is valid with any Client of the same daemon until the daemon restarts
-    (then a run answers GX_ENOTFOUND: load it again)."""
+    came from. Runs name the graph by id, so nothing is sent again; a Graph
+    may be used with any Client of the same daemon. It keeps the parsed
+    graph (weights included): when the daemon has dropped it (graphs.max
+    evicts idle graphs; a restart forgets them all), the run, submit or
+    explain that gets GX_ENOTFOUND loads it again and retries once."""
 
-    __slots__ = ("id", "inputs", "outputs", "source")
+    __slots__ = ("id", "inputs", "outputs", "source", "_g")
 
-    def __init__(self, gid, inputs, outputs, source):
+    def __init__(self, gid, inputs, outputs, source, g):
         self.id = gid
         self.inputs = inputs
         self.outputs = outputs
         self.source = source
+        self._g = g  # the gx_graph, owned; only read (by LOAD) once made
+
+    def _reload(self, conn):
+        """LOAD the graph again on conn (held by the caller); its status."""
+        gid = GraphId()
+        rc = lib.gx_client_load(conn.ptr, self._g, ctypes.byref(gid))
+        if rc == 0 and gid.hex.decode() != self.id:
+            return _EINVAL  # cannot happen: the id is the graph's hash
+        return rc
+
+    def __del__(self, _destroy=lib.gx_graph_destroy, _byref=ctypes.byref):
+        g = getattr(self, "_g", None)
+        if g:
+            _destroy(_byref(g))
 
     def __repr__(self):
         return f"gexec.Graph({self.id[:12]}…, inputs={self.inputs}, outputs={self.outputs})"
@@ -256,6 +272,14 @@ class RunInfo:
                 f"queue_us={self.queue_us}, compute_us={self.compute_us})")
 
 
+def _conn_error(rc, conn):
+    """The exception for status rc with conn's last message (libgexec may
+    have put the status name in front of it already)."""
+    msg = lib.gx_client_last_error(conn.ptr).decode(errors="replace")
+    prefix = lib.gx_status_name(rc).decode() + ": "
+    return error(rc, msg[len(prefix):] if msg.startswith(prefix) else msg)
+
+
 def _outputs(r):
     """{name: ndarray} of a successful result r (its tensors are taken)."""
     out = {}
@@ -271,7 +295,7 @@ def _finish(rc, r, conn):
     (with info when the daemon answered); frees r."""
     try:
         if not r:
-            raise error(rc, lib.gx_client_last_error(conn.ptr).decode(errors="replace"))
+            raise _conn_error(rc, conn)
         info = RunInfo(ctypes.cast(lib.gx_result_info(r),
                                    ctypes.POINTER(_lib.RunInfoStruct)).contents)
         if rc < 0:
@@ -444,7 +468,7 @@ class Client:
         try:
             rc = fn(conn.ptr, *args)
             if rc < 0:
-                raise error(rc, lib.gx_client_last_error(conn.ptr).decode(errors="replace"))
+                raise _conn_error(rc, conn)
             return rc
         finally:
             self._checkin(conn)
@@ -474,12 +498,13 @@ class Client:
         try:
             gid = GraphId()
             self._call(lib.gx_client_load, g, ctypes.byref(gid))
-            return Graph(gid.hex.decode(), _names(g, lib.gx_graph_input_count,
-                                                   lib.gx_graph_input_name),
-                         _names(g, lib.gx_graph_output_count, lib.gx_graph_output_name),
-                         os.fspath(src) if isinstance(src, (str, os.PathLike)) else "<bytes>")
-        finally:
+        except BaseException:
             lib.gx_graph_destroy(ctypes.byref(g))
+            raise
+        return Graph(gid.hex.decode(),
+                     _names(g, lib.gx_graph_input_count, lib.gx_graph_input_name),
+                     _names(g, lib.gx_graph_output_count, lib.gx_graph_output_name),
+                     os.fspath(src) if isinstance(src, (str, os.PathLike)) else "<bytes>", g)
 
     def _request(self, graph, inputs, outputs=None, mode=None, priority=None,
                  deadline_ms=None):
@@ -548,19 +573,26 @@ class Client:
 
     def _send(self, wait, graph, inputs, mode, priority, deadline_ms, outputs):
         rq, keep = self._request(graph, inputs, outputs, mode, priority, deadline_ms)
+        retry = graph if isinstance(graph, Graph) else None
         try:
             conn = self._checkout(for_submit=not wait)
             try:
                 if wait:
                     r = _P()
                     rc = lib.gx_client_run(conn.ptr, rq, ctypes.byref(r))
+                    if rc == _ENOTFOUND and r and retry and retry._reload(conn) == 0:
+                        lib.gx_result_destroy(ctypes.byref(r))
+                        rc = lib.gx_client_run(conn.ptr, rq, ctypes.byref(r))
                     return _finish(rc, r, conn)[0]
                 job = _P()
                 rc = lib.gx_client_submit(conn.ptr, rq, ctypes.byref(job))
                 if rc < 0:
-                    raise error(rc, lib.gx_client_last_error(conn.ptr).decode(errors="replace"))
+                    raise _conn_error(rc, conn)
                 conn.futures += 1
-                return Future(self, conn, job)
+                f = Future(self, conn, job)
+                if retry:  # the Future keeps the request to send it again
+                    f._retry, keep = (retry, rq, keep), []
+                return f
             finally:
                 self._checkin(conn)
         finally:
@@ -571,9 +603,21 @@ class Client:
         inputs, as a dict (docs/protocol.md, EXPLAIN); nothing runs. An
         input left out takes its declared shape."""
         rq, keep = self._request(graph, inputs)
+        out = _P()
         try:
-            return self._json_call(lib.gx_client_explain, rq)
+            conn = self._checkout()
+            try:
+                rc = lib.gx_client_explain(conn.ptr, rq, ctypes.byref(out))
+                if rc == _ENOTFOUND and isinstance(graph, Graph) and graph._reload(conn) == 0:
+                    rc = lib.gx_client_explain(conn.ptr, rq, ctypes.byref(out))
+                if rc < 0:
+                    raise _conn_error(rc, conn)
+            finally:
+                self._checkin(conn)
+            return json.loads(ctypes.string_at(out).decode())
         finally:
+            if out:
+                _lib.free(out)
             _free(keep)
 
     def stats(self):
@@ -598,10 +642,35 @@ class Future:
         self._job = job        # None once the reply is in (or given up)
         self._outputs = None
         self._exc = None
+        self._retry = None     # (Graph, gx_request, keep) of a run by id not yet retried
         self.info = None
+
+    def _resend(self):
+        """After GX_ENOTFOUND for the graph's id: LOAD it again and submit
+        the request again, once; under the lock. True if the new job is
+        pending."""
+        graph, rq, keep = self._retry
+        self._retry = None
+        try:
+            if graph._reload(self._conn) < 0:
+                return False
+            job = _P()
+            if lib.gx_client_submit(self._conn.ptr, rq, ctypes.byref(job)) < 0:
+                return False
+            lib.gx_job_destroy(ctypes.byref(self._job))
+            self._job = job
+            return True
+        finally:
+            _free(keep)
 
     def _settle(self, rc, r):
         """Record the reply; under the connection's lock."""
+        if self._retry:
+            if rc == _ENOTFOUND and r and self._conn.ptr and self._resend():
+                lib.gx_result_destroy(ctypes.byref(r))
+                return False
+            _free(self._retry[2])
+            self._retry = None
         try:
             self._outputs, self.info = _finish(rc, r, self._conn)
         except Error as e:
@@ -610,6 +679,7 @@ class Future:
         lib.gx_job_destroy(ctypes.byref(self._job))
         self._job = None
         self._conn.futures -= 1
+        return True
 
     def _poll(self, wait_ms):
         """One wait of at most wait_ms for the reply; under the lock. Returns
@@ -618,19 +688,20 @@ class Future:
         r = _P()
         if not conn.ptr:  # closed: a reply received before is still in the job
             rc = lib.gx_job_wait(self._job, 0, ctypes.byref(r))
-            if r:
-                self._settle(rc, r)
+            if r and self._settle(rc, r):
                 return None
             lib.gx_job_destroy(ctypes.byref(self._job))
             self._job = None
             conn.futures -= 1
+            if self._retry:
+                _free(self._retry[2])
+                self._retry = None
             self._exc = Error(_EINVAL, "the client was closed before the job's reply came")
             return None
         rc = lib.gx_job_wait(self._job, wait_ms, ctypes.byref(r))
-        if r or rc != _ETIMEDOUT:
-            self._settle(rc, r)
+        if (r or rc != _ETIMEDOUT) and self._settle(rc, r):
             return None
-        return rc
+        return _ETIMEDOUT  # nothing yet (or sent again)
 
     def _check_process(self):
         """Refuse a pending Future inherited through fork(): its connection
@@ -703,10 +774,13 @@ class Future:
             if rc == _ENOTFOUND:
                 return False
             if rc < 0:
-                raise error(rc, lib.gx_client_last_error(self._conn.ptr).decode(errors="replace"))
+                raise _conn_error(rc, self._conn)
             return True
 
     def __del__(self):
+        retry = getattr(self, "_retry", None)
+        if retry:
+            _free(retry[2])  # the request: the client's lock is not needed
         job = getattr(self, "_job", None)
         if job is None or self._conn.pid != os.getpid():
             return

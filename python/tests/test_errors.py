@@ -33,7 +33,8 @@ def test_bad_inputs_raise_and_daemon_keeps_serving(client):
         assert e.status < 0 and e.name.startswith("GX_E")
         if name:
             assert e.name == name
-        assert text in e.message and e.name in str(e)
+        assert text in e.message and str(e) == f"{e.name}: {e.message}"
+        assert not e.message.startswith(e.name)
         _ok(client)
 
 
@@ -159,5 +160,26 @@ def test_priority_above_the_limit_is_refused():
             assert "max_client_priority" in ei.value.message
             y = c.run(g, {"x": np.ones((1, 3), np.float32)}, priority=0)["y"]
             np.testing.assert_array_equal(y, np.full((1, 3), 3, np.float32))
+    finally:
+        assert d.stop() == 0
+
+
+def test_evicted_graph_is_loaded_again():
+    """graphs.max 1: loading a second graph drops the first (idle); running,
+    submitting or explaining the first loads it again, once, transparently."""
+    d = Daemon(config="graphs:\n  max: 1\n")
+    try:
+        with gexec.Client(d.endpoint) as c:
+            x = np.ones((1, 3), np.float32)
+            g = c.load(data("affine.yaml"))
+            mlp = c.load(example("mlp.yaml"))
+            loads = c.stats()["loads"]
+            np.testing.assert_array_equal(c.run(g, {"x": x})["y"], x * 3)
+            c.load(example("mlp.yaml"))  # drops g again
+            f = c.submit(g, {"x": x})
+            np.testing.assert_array_equal(f.result()["y"], x * 3)
+            c.run(mlp, {"x": np.load(example("mlp_input.npy"))})  # drops g
+            assert c.explain(g, {"x": x})["steps"]
+            assert c.stats()["loads"] >= loads + 5  # g, mlp, g, mlp, g
     finally:
         assert d.stop() == 0

@@ -159,8 +159,9 @@ def test_explain(client):
     plan = client.explain(g)
     assert isinstance(plan, dict) and plan["steps"]
     assert client.explain(example("mlp.yaml"), {"x": np.load(example("mlp_input.npy"))})["steps"]
-    with pytest.raises(gexec.InvalidInputError):
+    with pytest.raises(gexec.InvalidInputError) as ei:
         client.explain(g, {"x": np.ones((7, 7), np.float32)})
+    assert ei.value.name == "GX_ESHAPE" and not ei.value.message.startswith("GX_")
 
 
 def test_stats_count_runs(client):
