@@ -123,7 +123,7 @@ def test_deadline_expires_while_running(spin):
     with pytest.raises(gexec.DeadlineError) as ei:
         c.run(g, {"x": X2}, deadline_ms=100)
     assert "deadline expired" in ei.value.message
-    assert ei.value.info is not None and ei.value.info.device
+    assert ei.value.info is not None  # the daemon answered (it says how, if it ran)
     f = c.submit(g, {"x": X2}, deadline_ms=100)
     assert isinstance(f.exception(), gexec.DeadlineError)
 
