@@ -192,8 +192,8 @@ def test_reply_received_before_close_is_kept(one_worker):
     too; after close() the first still gives its outputs."""
     c = gexec.Client(one_worker.endpoint, timeout_ms=30000)
     g = c.load(data("affine.yaml"))
-    f1 = c.submit(g, {"x": X3})
-    f2 = c.submit(g, {"x": X3 * 2})
+    f1 = c.submit(g, {"x": X3}, mode="seq")  # one job at a time, in order
+    f2 = c.submit(g, {"x": X3 * 2}, mode="seq")
     assert f1._conn is f2._conn
     np.testing.assert_array_equal(f2.result()["y"], X3 * 5)
     c.close()
