@@ -1167,15 +1167,15 @@ static int s_cv_gemm(s_emit *e)
     return s_emit_node(e, NULL);
 }
 
-/* BatchNormalization: before 7 is_test (dropped: the outputs asked for say
- * which mode, as from 7 on); before 14 the mean and var outputs mean
- * training mode, which 14 says with training_mode. */
+/* BatchNormalization: before 7 is_test says the mode (default 0:
+ * training, statistics of the batch); from 7 to 13 the mean and var
+ * outputs mean training mode; 14 says it with training_mode. */
 static int s_cv_batchnorm(s_emit *e)
 {
     gx_node *n;
     int rc;
     s_skip(e, "is_test");
-    bool stats = false;
+    bool stats = e->c->opset < 7 && !s_find_int(e->np, "is_test", 0);
     for (size_t i = 1; i < e->n_out; i++) {
         if (i >= 3 && *e->out[i])
             return s_fail(e->c, GX_EUNSUPPORTED, e->path,
@@ -1192,7 +1192,8 @@ static int s_cv_batchnorm(s_emit *e)
         float epsv;
         if (stats)
             return s_fail(e->c, GX_EUNSUPPORTED, e->path,
-                          "spatial=0 in training mode (mean and var outputs) is not supported");
+                          "spatial=0 in training mode (is_test=0 before opset 7, or mean and "
+                          "var outputs) is not supported");
         if (e->n_in != 5 || !*e->in[0] || !*e->in[1] || !*e->in[2] || !*e->in[3] || !*e->in[4])
             return s_fail(e->c, GX_EFORMAT, e->path,
                           "BatchNormalization takes X, scale, B, mean and var");
@@ -1225,8 +1226,8 @@ static int s_cv_dropout(s_emit *e)
     s_skip(e, "is_test");
     if (e->c->opset < 7 && !s_find_int(e->np, "is_test", 0) && (!ratio || ratio->f != 0))
         return s_fail(e->c, GX_EUNSUPPORTED, e->path,
-                      "is_test=0 (training mode) drops random elements; random ops are not "
-                      "supported");
+                      "is_test=0 (training mode, the default before opset 7) drops random "
+                      "elements; random ops are not supported (is_test=1 is inference)");
     if (e->c->opset >= 10 || !*mask)
         return s_emit_node(e, NULL);
     if (!(m = s_fresh_value(e, "mask")))

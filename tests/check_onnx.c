@@ -1699,6 +1699,14 @@ START_TEST(test_onnx_convert_attrs)
     s_cv_check("BatchNormalization-5", s_model(g, "", 5), 1, (gx_tensor *[]){s_cv_f32(3, dx, xv)},
                0, GX_F32, 3, dx, want);
 
+    /* BatchNormalization-6 without is_test (0): training mode, statistics
+     * of the batch (per channel: mean 1.5 and 3.5, variance 0.25) */
+    n->n_attribute = 0;
+    for (int i = 0; i < 4; i++)
+        want[i] = (i % 2 ? 0.5 : -0.5) / sqrt(0.25 + 1e-5) * scale[i / 2] + bias[i / 2];
+    s_cv_check("BatchNormalization-6 is_test=0", s_model(g, "", 6), 1,
+               (gx_tensor *[]){s_cv_f32(3, dx, xv)}, 0, GX_F32, 3, dx, want);
+
     /* Dropout-6 in test mode is the identity; its mask is float ones */
     const double ones[4] = {1, 1, 1, 1}, xd[4] = {1, 2, 3, 4};
     g = s_graph("drop");
@@ -1723,7 +1731,7 @@ START_TEST(test_onnx_convert_attrs)
     char err[1024];
     gx_graph *out = NULL;
     ASSERT_ERR(s_parse(s_model(g, "", 6), &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "(Dropout): is_test=0 (training mode)");
+               "(Dropout): is_test=0 (training mode", "is_test=1 is inference");
 
     /* Concat-3 without axis joins along 1 */
     const int64_t d21[2] = {2, 1}, d22[2] = {2, 2};
