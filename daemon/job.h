@@ -38,6 +38,7 @@ typedef struct gxd_job_output {
 
 typedef struct gxd_job {
     gxd_job_kind kind;
+    bool tune; /* EXPLAIN for TUNE: the plan's signatures are explored now (daemon/tune) */
     uint8_t identity[GXD_MAX_IDENTITY]; /* ROUTER routing id of the client */
     size_t identity_len;
     uint64_t id;                        /* client's correlation id */

@@ -351,8 +351,10 @@ static void s_replan_model(gxd_models *m, gxd_model *mdl)
     size_t n = 0;
     pthread_mutex_lock(&mdl->mu);
     gxd_profile *prof = s_profile_locked(mdl, false);
-    if (prof && prof->jobs - mdl->replan_jobs >= r->min_jobs) {
+    const int64_t forced = atomic_load(&r->forced);
+    if (prof && (prof->jobs - mdl->replan_jobs >= r->min_jobs || mdl->replan_forced != forced)) {
         mdl->replan_jobs = prof->jobs;
+        mdl->replan_forced = forced;
         for (size_t i = 0; i < mdl->n_plans; i++)
             plans[n++] = gxd_plan_ref(mdl->plans[i]);
     }
@@ -443,6 +445,11 @@ void gxd_models_replan_tick(gxd_models *m)
     }
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
+}
+
+void gxd_models_replan_force(gxd_models *m)
+{
+    atomic_fetch_add(&m->replan.forced, 1);
 }
 
 void gxd_models_replan_wait(gxd_models *m)

@@ -79,6 +79,7 @@ typedef struct gxd_model {
     bool replan_queued;
     struct gxd_model *replan_next;
     int64_t replan_jobs;
+    int64_t replan_forced; /* replanner.forced at its last check */
     const struct gxd_models *reg;
     struct gxd_model *next;
 } gxd_model;
@@ -95,6 +96,9 @@ typedef struct gxd_replanner {
     gxd_model *head, *tail; /* queued models, a reference each */
     /* counts, for logs and tests */
     _Atomic int64_t checks, replans, failures;
+    /* bumped by gxd_models_replan_force: a model whose replan_forced
+     * differs is checked whatever its job count */
+    _Atomic int64_t forced;
 } gxd_replanner;
 
 typedef struct gxd_models {
@@ -119,6 +123,10 @@ int gxd_models_replan_start(gxd_models *m, const gxd_compile_limits *lim, int64_
 /* I/O thread, every compiler.replan_ms: queue every model not queued yet
  * for the re-planner. No-op when it was not started. */
 void gxd_models_replan_tick(gxd_models *m);
+/* Any thread: something other than the profiles changed what a compile
+ * would choose (a new tune winner, daemon/tune): the next check of every
+ * model (next tick) looks at its plans whatever its job count. */
+void gxd_models_replan_force(gxd_models *m);
 /* Wait until the re-planner has nothing queued or in progress (tests). */
 void gxd_models_replan_wait(gxd_models *m);
 /* The profile store in dir ("" or NULL: off), bounded to max_entries files

@@ -8,6 +8,7 @@
 #include "daemon/exec/exec.h"
 #include "daemon/policy.h"
 #include "daemon/pool.h"
+#include "daemon/tune/tune.h"
 #include "daemon/server.h"
 #include "daemon/team.h"
 
@@ -494,7 +495,9 @@ static void s_job_execute(gxd_worker *w, gxd_job *j)
         goto out;
     }
     if (j->kind == GXD_JOB_EXPLAIN) {
-        if (!(j->explain = gxd_plan_explain_json(plan, g)))
+        if (j->tune && (rc = gxd_tune_request_plan(ctx->tune, plan)) < 0)
+            gxd_job_fail(j, rc, "tune: the registry is off (tune.mode: off)");
+        else if (!(j->explain = gxd_plan_explain_json(plan, g)))
             gxd_job_fail(j, GX_ENOMEM, "out of memory describing the plan");
         goto out;
     }

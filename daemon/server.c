@@ -122,7 +122,8 @@ static void s_reply_explain(gxd_ctx *ctx, gxd_job *j)
 {
     s_reply r;
     bool ok = j->status == GX_OK && j->explain;
-    s_reply_begin(&r, "EXPLAIN", j->id, j->status, j->status == GX_OK ? NULL : j->message,
+    s_reply_begin(&r, j->tune ? "TUNE" : "EXPLAIN", j->id, j->status,
+                  j->status == GX_OK ? NULL : j->message,
                   (j->model ? 1 : 0) + (ok ? 2 : 0));
     if (j->model) {
         gx_mp_pack_str(&r.pk, "graph_id");
@@ -499,11 +500,18 @@ static int s_handle_run(gxd_ctx *ctx, s_req *rq)
     return rc;
 }
 
-static int s_handle_explain(gxd_ctx *ctx, s_req *rq)
+/* EXPLAIN, and TUNE: the same (the plan's description), and the plan's
+ * signatures are queued for exploration now, ahead of the others
+ * (docs/tune.md). */
+static int s_handle_explain_or_tune(gxd_ctx *ctx, s_req *rq, bool tune)
 {
+    if (tune && !ctx->tune)
+        return gx_errf(rq->err, sizeof rq->err, GX_EUNSUPPORTED,
+                       "the best-implementation registry is off (tune.mode: off)");
     gxd_job *j = s_new_job(rq, GXD_JOB_EXPLAIN);
     if (!j)
         return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    j->tune = tune;
     int rc = s_decode_graph_ref(ctx, rq, j);
     if (rc == GX_OK)
         rc = s_decode_inputs(ctx, rq, j);
@@ -512,6 +520,16 @@ static int s_handle_explain(gxd_ctx *ctx, s_req *rq)
     if (rc < 0)
         gxd_job_destroy(&j);
     return rc;
+}
+
+static int s_handle_explain(gxd_ctx *ctx, s_req *rq)
+{
+    return s_handle_explain_or_tune(ctx, rq, false);
+}
+
+static int s_handle_tune(gxd_ctx *ctx, s_req *rq)
+{
+    return s_handle_explain_or_tune(ctx, rq, true);
 }
 
 static int s_handle_cancel(gxd_ctx *ctx, s_req *rq)
@@ -621,6 +639,7 @@ static const struct {
     {"PING", s_handle_ping, 0},     {"LOAD", s_handle_load, 0},
     {"RUN", s_handle_run, GXD_MAX_MSG_INPUTS}, {"CANCEL", s_handle_cancel, 0},
     {"STATS", s_handle_stats, 0}, {"EXPLAIN", s_handle_explain, GXD_MAX_MSG_INPUTS},
+    {"TUNE", s_handle_tune, GXD_MAX_MSG_INPUTS},
 };
 
 static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len, bool overflow)
@@ -666,7 +685,7 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
                 snprintf(tname, sizeof tname, "%.*s", (int)(t->via.str.size < 40 ? t->via.str.size : 40),
                          t->via.str.ptr);
             rc = gx_errf(rq->err, sizeof rq->err, GX_EREQUEST,
-                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS, EXPLAIN)",
+                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS, EXPLAIN, TUNE)",
                          tname);
         } else {
             rq->type = s_requests[i].name;
@@ -992,6 +1011,14 @@ static bool s_tune_idle(void *arg, uint64_t *epoch)
     return ctx->pool && gxd_queue_len(&ctx->queue) == 0 && gxd_pool_busy(ctx->pool) == 0;
 }
 
+/* A new winner: cached plans are checked for a re-plan at the next tick
+ * whatever their job counts (explorer thread: atomics only). */
+static void s_tune_changed(void *arg)
+{
+    gxd_ctx *ctx = arg;
+    gxd_models_replan_force(&ctx->models);
+}
+
 /* The best-implementation registry (docs/tune.md): tune.db in tune.dir
  * (default: the state directory, the parent of the profile directory). */
 static int s_tune_start(gxd_ctx *ctx, char *err, size_t errlen)
@@ -1023,6 +1050,7 @@ static int s_tune_start(gxd_ctx *ctx, char *err, size_t errlen)
     if (!(ctx->tune = gxd_tune_new(&o, err, errlen)))
         return GX_ENOMEM;
     gxd_tune_set_idle(ctx->tune, s_tune_idle, ctx);
+    gxd_tune_set_changed(ctx->tune, s_tune_changed, ctx);
     ctx->limits.tune = ctx->tune;
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "tune: %s, records in %s", gxd_tune_mode_name(mode),
             dir[0] ? dir : "memory only");

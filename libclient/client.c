@@ -845,7 +845,20 @@ GX_EXPORT int gx_client_run(gx_client *c, const gx_request *rq, gx_result **out)
     return rc < 0 ? rc : s_await(c, &job, out);
 }
 
+static int s_explain(gx_client *c, const gx_request *rq, char **json, const char *type);
+
 GX_EXPORT int gx_client_explain(gx_client *c, const gx_request *rq, char **json)
+{
+    return s_explain(c, rq, json, "EXPLAIN");
+}
+
+GX_EXPORT int gx_client_tune(gx_client *c, const gx_request *rq, char **json)
+{
+    return s_explain(c, rq, json, "TUNE");
+}
+
+/* EXPLAIN or TUNE: the same request and reply. */
+static int s_explain(gx_client *c, const gx_request *rq, char **json, const char *type)
 {
     if (json)
         *json = NULL;
@@ -858,7 +871,7 @@ GX_EXPORT int gx_client_explain(gx_client *c, const gx_request *rq, char **json)
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t id = c->next_id++;
-    s_pack_head(&pk, "EXPLAIN", id, 2);
+    s_pack_head(&pk, type, id, 2);
     s_pack_graph_inputs(&pk, rq);
     gx_job *job = NULL;
     int rc = s_send(c, &sb, rq, id, &job);
@@ -868,7 +881,7 @@ GX_EXPORT int gx_client_explain(gx_client *c, const gx_request *rq, char **json)
         *json = r->plan_json;
         r->plan_json = NULL;
         if (!*json)
-            rc = s_fail(c, GX_EPROTO, "EXPLAIN reply without a plan");
+            rc = s_fail(c, GX_EPROTO, "%s reply without a plan", type);
     }
     gx_result_destroy(&r);
     return rc;

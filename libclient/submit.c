@@ -79,7 +79,14 @@ static void s_usage(FILE *out)
             "      print the plan the daemon compiles for GRAPH and these inputs (inputs\n"
             "      left out take their declared shapes): steps and kernels, buffers and\n"
             "      arena sizes, batch and out-of-order analysis; nothing runs.\n"
-            "      --json prints the daemon's JSON (docs/protocol.md, EXPLAIN)\n",
+            "      --json prints the daemon's JSON (docs/protocol.md, EXPLAIN)\n"
+            "  impls GRAPH [-i NAME=FILE.npy]... [--json]\n"
+            "      the implementation each MatMul and Gemm of the plan runs, and why\n"
+            "      (default, or the tune registry's record: docs/tune.md)\n"
+            "  tune GRAPH [-i NAME=FILE.npy]... [--json]\n"
+            "      explore the plan's MatMul and Gemm signatures now (on the daemon's idle\n"
+            "      time), show the progress, then what the plan runs (--timeout bounds\n"
+            "      the wait)\n",
             s_mode_list());
     fprintf(out,
             "  ping            check that gexecd answers\n"
@@ -734,6 +741,32 @@ static void s_x_prepared(const gx_json *j)
     }
 }
 
+/* The implementation each MatMul and Gemm runs and where the choice came
+ * from (docs/tune.md). */
+static void s_x_impls(const gx_json *j)
+{
+    const gx_json *im = gx_json_get(j, "implementations");
+    if (!gx_json_len(im))
+        return;
+    printf("\nimplementations (docs/tune.md):\n");
+    s_table t = {.ncols = 6,
+                 .head = {"node", "op", "impl", "source", "ns", "signature"},
+                 .right = {false, false, false, false, true, false}};
+    for (size_t i = 0; i < gx_json_len(im); i++) {
+        const gx_json *q = &im->items[i], *ns = gx_json_get(q, "ns");
+        char impl[64], n[32] = "-";
+        snprintf(impl, sizeof impl, "%s@%.0f", gx_json_str(gx_json_get(q, "impl"), "?"),
+                 gx_json_num(gx_json_get(q, "version"), 0));
+        if (ns && ns->type == GX_JSON_NUM)
+            snprintf(n, sizeof n, "%.0f", ns->num);
+        s_table_row(&t, gx_json_str(gx_json_get(q, "node"), "?"),
+                    gx_json_str(gx_json_get(q, "op"), "?"), impl,
+                    gx_json_str(gx_json_get(q, "source"), "?"), n,
+                    gx_json_str(gx_json_get(q, "signature"), "-"), NULL);
+    }
+    s_table_print(&t, "  ");
+}
+
 /* A cost in microseconds, or "-" where the layout has no kernel. */
 static const char *s_us(const gx_json *v, char *buf, size_t len)
 {
@@ -791,10 +824,123 @@ static void s_x_layout(const gx_json *j)
 static void (*const s_explain_sections[])(const gx_json *j) = {
     s_x_header, s_x_io,    s_x_steps,  s_x_buffers,   s_x_memory,
     s_x_batch,  s_x_keyed, s_x_folded, s_x_rewrite,   s_x_partition, s_x_layout,
-    s_x_prepared, s_x_fusion,
+    s_x_prepared, s_x_impls, s_x_fusion,
 };
 
+/* impls --json: the plan's implementations as a JSON array. */
+static void s_impls_json(const gx_json *j)
+{
+    const gx_json *im = gx_json_get(j, "implementations");
+    static const char *const keys[] = {"node", "op", "impl", "source", "signature"};
+    putchar('[');
+    for (size_t i = 0; i < gx_json_len(im); i++) {
+        const gx_json *q = &im->items[i], *ns = gx_json_get(q, "ns");
+        printf("%s{", i ? "," : "");
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            printf("%s\"%s\":", k ? "," : "", keys[k]);
+            const char *v = gx_json_str(gx_json_get(q, keys[k]), NULL);
+            if (v)
+                s_json_str(v);
+            else
+                fputs("null", stdout);
+        }
+        printf(",\"version\":%.0f", gx_json_num(gx_json_get(q, "version"), 0));
+        if (ns && ns->type == GX_JSON_NUM)
+            printf(",\"ns\":%.0f", ns->num);
+        putchar('}');
+    }
+    puts("]");
+}
+
+/* What explain, impls and tune print. */
+typedef enum s_xwhat { S_X_EXPLAIN, S_X_IMPLS, S_X_TUNE } s_xwhat;
+
+static int s_explain_cmd(const opts *o, s_xwhat what);
+
 static int s_cmd_explain(const opts *o)
+{
+    return s_explain_cmd(o, S_X_EXPLAIN);
+}
+
+/* The "tune" map of the daemon's STATS: pending and explored, or false. */
+static bool s_tune_progress(gx_client *c, double *pending, double *explored)
+{
+    char *json = NULL, err[256];
+    if (gx_client_stats(c, &json) < 0)
+        return false;
+    gx_json *j = gx_json_parse(json, err, sizeof err);
+    free(json);
+    const gx_json *t = gx_json_get(j, "tune");
+    bool ok = t && gx_json_get(t, "pending");
+    if (ok) {
+        *pending = gx_json_num(gx_json_get(t, "pending"), 0);
+        *explored = gx_json_num(gx_json_get(t, "explored"), 0);
+    }
+    gx_json_destroy(&j);
+    return ok;
+}
+
+/* Signatures of the plan's implementations still on the default. */
+static size_t s_on_default(const gx_json *j, size_t *n_sigs)
+{
+    const gx_json *im = gx_json_get(j, "implementations");
+    size_t n = 0;
+    *n_sigs = 0;
+    for (size_t i = 0; i < gx_json_len(im); i++) {
+        const gx_json *q = &im->items[i];
+        if (!gx_json_str(gx_json_get(q, "signature"), NULL))
+            continue;
+        ++*n_sigs;
+        n += !strcmp(gx_json_str(gx_json_get(q, "source"), ""), "default");
+    }
+    return n;
+}
+
+/* tune GRAPH: TUNE, then the daemon's progress until nothing is pending,
+ * then the plan's implementations once it re-planned (or the timeout). */
+static int s_tune_wait(const opts *o, gx_client *c, const gx_request *rq, gx_json **j)
+{
+    char err[512], *json = NULL;
+    size_t n_sigs;
+    s_on_default(*j, &n_sigs);
+    fprintf(stderr, "tune: %zu signature%s queued for exploration\n", n_sigs,
+            n_sigs == 1 ? "" : "s");
+    const long limit_ms = o->timeout_ms > 0 ? o->timeout_ms : 600000;
+    struct timespec tick = {0, 200 * 1000 * 1000};
+    double pending = 0, explored = 0, explored0 = -1;
+    long waited = 0;
+    for (; waited < limit_ms; waited += 200) {
+        if (!s_tune_progress(c, &pending, &explored))
+            return s_die("STATS: %s", gx_client_last_error(c));
+        if (explored0 < 0)
+            explored0 = explored;
+        fprintf(stderr, "\rtune: %.0f explored, %.0f pending   ", explored - explored0, pending);
+        if (pending == 0)
+            break;
+        nanosleep(&tick, NULL);
+    }
+    fprintf(stderr, "\n");
+    if (pending > 0)
+        return s_die("tune: %.0f signatures still pending after %ld ms (the daemon measures "
+                     "on idle time only)", pending, limit_ms);
+    /* the winners reach the cached plan at the daemon's next re-plan check */
+    for (; waited < limit_ms; waited += 200) {
+        size_t n;
+        if (s_on_default(*j, &n) == 0)
+            break;
+        nanosleep(&tick, NULL);
+        if (gx_client_explain(c, rq, &json) < 0)
+            return s_die("%s", gx_client_last_error(c));
+        gx_json_destroy(j);
+        *j = gx_json_parse(json, err, sizeof err);
+        free(json);
+        if (!*j)
+            return s_die("the daemon's plan does not parse: %s", err);
+    }
+    return 0;
+}
+
+static int s_explain_cmd(const opts *o, s_xwhat what)
 {
     gx_graph *g = NULL;
     gx_tensor *inputs[MAX_INPUTS] = {0};
@@ -815,19 +961,28 @@ static int s_cmd_explain(const opts *o)
     gx_request_set_graph(rq, g);
     for (int i = 0; i < o->n_in; i++)
         gx_request_add_input(rq, o->in_names[i], inputs[i]);
-    if (gx_client_explain(c, rq, &json) < 0) {
+    if ((what == S_X_TUNE ? gx_client_tune(c, rq, &json) : gx_client_explain(c, rq, &json)) < 0) {
         s_die("%s", gx_client_last_error(c));
         goto out;
     }
-    if (o->json) {
+    if (what == S_X_EXPLAIN && o->json) {
         printf("%s\n", json);
-    } else {
-        if (!(j = gx_json_parse(json, err, sizeof err))) {
-            s_die("the daemon's plan does not parse: %s", err);
-            goto out;
-        }
+        ret = 0;
+        goto out;
+    }
+    if (!(j = gx_json_parse(json, err, sizeof err))) {
+        s_die("the daemon's plan does not parse: %s", err);
+        goto out;
+    }
+    if (what == S_X_TUNE && s_tune_wait(o, c, rq, &j) != 0)
+        goto out;
+    if (what == S_X_EXPLAIN) {
         for (size_t i = 0; i < sizeof s_explain_sections / sizeof s_explain_sections[0]; i++)
             s_explain_sections[i](j);
+    } else if (o->json) {
+        s_impls_json(j);
+    } else {
+        s_x_impls(j);
     }
     ret = 0;
 out:
@@ -983,13 +1138,16 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[optind++];
     int operands = argc - optind;
-    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "load") == 0 || strcmp(cmd, "explain") == 0) {
+    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "load") == 0 || strcmp(cmd, "explain") == 0 ||
+        strcmp(cmd, "impls") == 0 || strcmp(cmd, "tune") == 0) {
         if (operands != 1)
             return s_die("%s expects exactly one GRAPH file (got %d operands)", cmd, operands);
         o.graph = argv[optind];
-        return strcmp(cmd, "run") == 0    ? s_cmd_run(&o)
-               : strcmp(cmd, "load") == 0 ? s_cmd_load(&o)
-                                          : s_cmd_explain(&o);
+        return strcmp(cmd, "run") == 0     ? s_cmd_run(&o)
+               : strcmp(cmd, "load") == 0  ? s_cmd_load(&o)
+               : strcmp(cmd, "impls") == 0 ? s_explain_cmd(&o, S_X_IMPLS)
+               : strcmp(cmd, "tune") == 0  ? s_explain_cmd(&o, S_X_TUNE)
+                                           : s_cmd_explain(&o);
     }
     if (operands != 0)
         return s_die("%s takes no operands ('%s' is unexpected)", cmd, argv[optind]);

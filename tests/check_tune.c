@@ -578,6 +578,117 @@ START_TEST(test_explorer_waits_for_idle)
 }
 END_TEST
 
+/* ---- a real gexecd ---- */
+
+static gx_client *s_client(const gxt_daemon *d)
+{
+    char err[256];
+    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 60000);
+    return c;
+}
+
+/* The plan's description for x [S_M, S_K] (malloc'ed). */
+static char *s_explain(gx_client *c, const gx_graph *g, bool tune)
+{
+    gx_request *rq = gx_request_new();
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){S_M, S_K});
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    char *json = NULL;
+    int rc = tune ? gx_client_tune(c, rq, &json) : gx_client_explain(c, rq, &json);
+    ck_assert_msg(rc == GX_OK, "%s", gx_client_last_error(c));
+    gx_tensor_destroy(&x);
+    gx_request_destroy(&rq);
+    return json;
+}
+
+/* TUNE on a daemon in mode cache: the signature is explored, the cached
+ * plan re-planned to say so, STATS counts it; after a restart the record
+ * comes from tune.db. */
+START_TEST(test_daemon_tune)
+{
+    char *dir = gxt_tmpdir(), cfg[4200], out[256];
+    snprintf(cfg, sizeof cfg, "%s/c.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "tune:\n  mode: cache\n  dir: %s\nprofile:\n  dir: \"\"\ncompiler:\n"
+               "  replan_ms: 20\n", dir);
+    fclose(f);
+    const char *args[] = {"-c", cfg, NULL};
+    gxt_daemon d;
+    gxt_daemon_start(&d, args);
+    gx_client *c = s_client(&d);
+    gx_graph *g = s_graph();
+    char *json = s_explain(c, g, false);
+    ck_assert_msg(strstr(json, "\"impl\":\"packed.") && strstr(json, "\"source\":\"default\""),
+                  "%s", json);
+    free(json);
+    json = s_explain(c, g, true);
+    free(json);
+    bool tuned = false;
+    for (int i = 0; i < 3000 && !tuned; i++) { /* up to a minute */
+        json = s_explain(c, g, false);
+        tuned = strstr(json, "\"source\":\"tuned (memory)\"") != NULL;
+        free(json);
+        if (!tuned)
+            usleep(20000);
+    }
+    ck_assert_msg(tuned, "the plan was not re-planned to the tuned choice");
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    ck_assert_msg(strstr(json, "\"tune\":{\"mode\":\"cache\"") && strstr(json, "\"explored\":1,") &&
+                      strstr(json, "\"stored\":1,") && strstr(json, "\"rejected\":0,"),
+                  "%s", json);
+    free(json);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+
+    gxt_daemon_start(&d, args); /* a restart */
+    c = s_client(&d);
+    json = s_explain(c, g, false);
+    ck_assert_msg(strstr(json, "\"source\":\"tuned (local)\""), "%s", json);
+    free(json);
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    ck_assert_msg(strstr(json, "\"hits_local\":1,"), "%s", json);
+    free(json);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "test -s %s/tune.db", dir), 0);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* TUNE when tune.mode is off: a clear error. */
+START_TEST(test_daemon_tune_off)
+{
+    char *dir = gxt_tmpdir(), cfg[4200];
+    snprintf(cfg, sizeof cfg, "%s/c.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "tune:\n  mode: off\nprofile:\n  dir: \"\"\n");
+    fclose(f);
+    const char *args[] = {"-c", cfg, NULL};
+    gxt_daemon d;
+    gxt_daemon_start(&d, args);
+    gx_client *c = s_client(&d);
+    gx_graph *g = s_graph();
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    char *json = NULL;
+    ck_assert_int_eq(gx_client_tune(c, rq, &json), GX_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(gx_client_last_error(c), "tune.mode: off"));
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -599,6 +710,11 @@ Suite *tune_suite(void)
     tcase_add_test(tc, test_packed_winner);
     tcase_add_test(tc, test_explorer_thread);
     tcase_add_test(tc, test_explorer_waits_for_idle);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("daemon");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_daemon_tune);
+    tcase_add_test(tc, test_daemon_tune_off);
     suite_add_tcase(s, tc);
     return s;
 }

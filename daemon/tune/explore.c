@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/compile/compile.h"
 #include "daemon/tune/tune_internal.h"
 #include "libclient/internal.h"
 
@@ -166,21 +167,20 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
     (void)gxd_tune_store(t, sig, &rec); /* a database error is counted and logged there */
     if (out)
         *out = rec;
-    const gxd_tune_impl *def = gxd_tune_default(t, sig->op);
     if (t->log) {
         char s[512];
         gxd_tune_sig_str(sig, s, sizeof s);
         GXD_LOG(t->log, GXD_LOG_INFO, "tune: %s: %s@%d (%lld ns; %s)", s, rec.impl, rec.version,
                 (long long)rec.ns, rec.others);
     }
-    if (def != best) {
-        pthread_mutex_lock(&t->qmu);
-        gxd_tune_changed_fn fn = t->changed;
-        void *arg = t->changed_arg;
-        pthread_mutex_unlock(&t->qmu);
-        if (fn)
-            fn(arg);
-    }
+    /* every winner, the default's too: a plan compiled on the default
+     * re-plans to run (and say) the tuned choice */
+    pthread_mutex_lock(&t->qmu);
+    gxd_tune_changed_fn fn = t->changed;
+    void *arg = t->changed_arg;
+    pthread_mutex_unlock(&t->qmu);
+    if (fn)
+        fn(arg);
     return GX_OK;
 }
 
@@ -235,14 +235,55 @@ static void *s_explore_main(void *arg)
     return NULL;
 }
 
-int gxd_tune_explore_start(gxd_tune *t)
+/* Start the thread (under qmu). */
+static int s_start(gxd_tune *t)
 {
-    if (!t || t->o.mode != GXD_TUNE_EXPLORE || t->started)
+    if (t->started)
         return GX_OK;
+    atomic_store(&t->stop, false);
     if (pthread_create(&t->thread, NULL, s_explore_main, t) != 0)
         return GX_EINTERNAL;
     t->started = true;
     return GX_OK;
+}
+
+int gxd_tune_explore_start(gxd_tune *t)
+{
+    if (!t || t->o.mode != GXD_TUNE_EXPLORE)
+        return GX_OK;
+    pthread_mutex_lock(&t->qmu);
+    int rc = s_start(t);
+    pthread_mutex_unlock(&t->qmu);
+    return rc;
+}
+
+int gxd_tune_request_plan(gxd_tune *t, const gxd_plan *p)
+{
+    if (!t || t->o.mode == GXD_TUNE_OFF)
+        return GX_EUNSUPPORTED;
+    int n = 0;
+    pthread_mutex_lock(&t->qmu);
+    for (size_t i = 0; i < p->n_impls; i++) {
+        const gxd_tune_sig *sig = p->impls[i].sig;
+        char *key = sig ? gxd_tune_key(t, sig) : NULL;
+        if (!key)
+            continue;
+        for (size_t k = 0; k < t->n_tried && k < GXD_TUNE_MAX_PENDING; k++)
+            if (t->tried[k] && !strcmp(t->tried[k], key)) { /* asked for: try again */
+                free(t->tried[k]);
+                t->tried[k] = NULL;
+            }
+        gxd_tune_queue_sig(t, key, sig);
+        for (size_t k = 0; k < t->n_pending; k++)
+            if (!strcmp(t->pending[k].key, key)) {
+                t->pending[k].hits = INT64_MAX / 4; /* ahead of the waiting ones */
+                n++;
+            }
+        free(key);
+    }
+    int rc = n ? s_start(t) : GX_OK;
+    pthread_mutex_unlock(&t->qmu);
+    return rc < 0 ? rc : n;
 }
 
 void gxd_tune_explore_stop(gxd_tune *t)

@@ -18,9 +18,12 @@ bool gxd_tune_plan_stale(const gxd_plan *p, const struct gxd_profile *prof, char
     for (size_t i = 0; p->tune && i < p->n_impls; i++) {
         const gxd_impl_choice *c = &p->impls[i];
         gxd_tune_rec r;
-        if (!c->sig || !strcmp(c->source, "whole batch") || !gxd_tune_peek(p->tune, c->sig, &r))
+        if (!c->sig || !strcmp(c->source, "whole batch") || !gxd_tune_peek(p->tune, c->sig, &r) ||
+            !gxd_tune_impl_find(p->tune, r.impl, r.version))
             continue;
-        if (strcmp(r.impl, c->impl) != 0 || r.version != c->version) {
+        /* another winner; or the default won, and a compile now says so */
+        if (strcmp(r.impl, c->impl) != 0 || r.version != c->version ||
+            !strcmp(c->source, "default")) {
             snprintf(why, len, "'%s' (%s): tuned %s@%d (%lld ns) over %s@%d (%s)",
                      c->node ? c->node : "?", gx_op_name(c->op), r.impl, r.version,
                      (long long)r.ns, c->impl, c->version, c->source);

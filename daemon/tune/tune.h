@@ -122,6 +122,8 @@ typedef struct gxd_tune_rec {
 /* ---- the registry ------------------------------------------------------ */
 
 typedef struct gxd_tune gxd_tune;
+struct gxd_plan;
+struct gxd_profile;
 
 typedef struct gxd_tune_opts {
     gxd_tune_mode mode;
@@ -180,8 +182,8 @@ void gxd_tune_cache_clear(gxd_tune *t);
 typedef bool (*gxd_tune_idle_fn)(void *arg, uint64_t *epoch);
 void gxd_tune_set_idle(gxd_tune *t, gxd_tune_idle_fn fn, void *arg);
 
-/* Called after a new winner is stored that differs from the default (the
- * daemon queues its models for a re-plan check). */
+/* Called (on the explorer's thread) after a winner is stored: the daemon
+ * has its models checked for a re-plan at the next tick. */
 typedef void (*gxd_tune_changed_fn)(void *arg);
 void gxd_tune_set_changed(gxd_tune *t, gxd_tune_changed_fn fn, void *arg);
 
@@ -197,6 +199,13 @@ int gxd_tune_explore_start(gxd_tune *t);
 /* Stop the explorer thread (a run in progress finishes first). Accepts
  * NULL and a registry whose explorer is not running. */
 void gxd_tune_explore_stop(gxd_tune *t);
+/* TUNE (gexec-submit tune): queue every signature of plan p now, ahead
+ * of the waiting ones, even one explored before in this run or with a
+ * record (it is measured again and the record replaced), and start the
+ * explorer (in mode cache too). Returns how many were queued, or
+ * GX_EUNSUPPORTED when t is NULL or off, GX_EINTERNAL when the thread
+ * cannot start. */
+int gxd_tune_request_plan(gxd_tune *t, const struct gxd_plan *p);
 /* Wait until both queues are empty and nothing is being measured (tests,
  * `gexec-submit tune`); false after timeout_ms. */
 bool gxd_tune_explore_wait(gxd_tune *t, int64_t timeout_ms);
@@ -207,8 +216,6 @@ bool gxd_tune_peek(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec);
 
 /* ---- plans ------------------------------------------------------------- */
 
-struct gxd_plan;
-struct gxd_profile;
 /* The re-planner's question (daemon/models.h: gxd_models.replan.stale):
  * would the layout pass decide differently (gxd_plan_layout_stale), or
  * does the registry now hold a winner other than the implementation a step

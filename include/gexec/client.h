@@ -131,6 +131,13 @@ GX_EXPORT int gx_request_set_mode(gx_request *rq, gx_mode mode);
  * (the daemon's message is in gx_client_last_error). */
 GX_EXPORT int gx_client_explain(gx_client *c, const gx_request *rq, char **json);
 
+/* TUNE: like gx_client_explain (*json is the same plan description), and
+ * the daemon queues the plan's MatMul/Gemm signatures for exploration now,
+ * ahead of others (docs/tune.md); measuring happens after the reply, on
+ * the daemon's idle time: STATS' "tune" map shows the progress.
+ * GX_EUNSUPPORTED when the daemon's tune.mode is off. */
+GX_EXPORT int gx_client_tune(gx_client *c, const gx_request *rq, char **json);
+
 /* ---- running ---- */
 
 /* Submit and wait. Returns the job's status; *out (caller owns) is set
