@@ -1694,6 +1694,14 @@ static int s_cv_quant21(s_emit *e)
     return s_emit_node(e, NULL);
 }
 
+/* DynamicSlice (experimental, opsets 1-9) is Slice 10: data, starts, ends
+ * and axes as inputs. */
+static int s_cv_dynamic_slice(s_emit *e)
+{
+    e->op = "Slice";
+    return s_emit_node(e, NULL);
+}
+
 /* Version conversions: a node of op in an ai.onnx opset in [from, below)
  * goes through fn. */
 static const struct {
@@ -1739,6 +1747,7 @@ static const struct {
     {"ScaledTanh", 1, 10, s_cv_experimental},
     {"ParametricSoftplus", 1, 10, s_cv_experimental},
     {"Crop", 1, 10, s_cv_experimental},
+    {"DynamicSlice", 1, 10, s_cv_dynamic_slice},
     {"DFT", 20, S_OPSET_MAX + 1, s_cv_dft},
     {"QuantizeLinear", 21, S_OPSET_MAX + 1, s_cv_quant21},
     {"DequantizeLinear", 21, S_OPSET_MAX + 1, s_cv_quant21},

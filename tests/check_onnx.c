@@ -1943,7 +1943,7 @@ START_TEST(test_onnx_convert_resize11)
 END_TEST
 
 /* The experimental ops of opsets 1-9 (ImageScaler, Affine, Scale,
- * ScaledTanh, ParametricSoftplus, Crop) and Tile before 6. */
+ * ScaledTanh, ParametricSoftplus, Crop, DynamicSlice) and Tile before 6. */
 START_TEST(test_onnx_convert_experimental)
 {
     const int64_t dx[4] = {1, 2, 1, 2};
@@ -2010,6 +2010,17 @@ START_TEST(test_onnx_convert_experimental)
     s_attr_is(n, "scale", 2, (int64_t[]){1, 1});
     s_cv_check("Crop with scale", s_model(g, "", 1), 1, (gx_tensor *[]){s_cv_f32(4, dc, cv)}, 0,
                GX_F32, 4, dc1, (double[]){2});
+    /* DynamicSlice: Slice 10 by another name */
+    g = s_graph("ds");
+    s_cv_input(g, "x", F32, 4, dc);
+    ADD(g, initializer, s_tensor("st", I64, 1, (int64_t[]){1}, (int64_t[]){1}, 8));
+    ADD(g, initializer, s_tensor("en", I64, 1, (int64_t[]){1}, (int64_t[]){3}, 8));
+    ADD(g, initializer, s_tensor("ax", I64, 1, (int64_t[]){1}, (int64_t[]){3}, 8));
+    ADD(g, node, s_node("DynamicSlice", NULL, "x,st,en,ax", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    s_cv_check("DynamicSlice", s_model(g, "", 9), 1, (gx_tensor *[]){s_cv_f32(4, dc, cv)}, 0,
+               GX_F32, 4, dc2, (double[]){2, 3, 5, 6});
+
     /* Tile-1: tiles and axis inputs */
     const int64_t d22[2] = {2, 2}, d24[2] = {2, 4};
     g = s_graph("tile");
