@@ -138,6 +138,7 @@
     X(HARDMAX, "Hardmax")                                                     \
     X(BATCHNORM, "BatchNormalization")                                        \
     X(LAYERNORM, "LayerNormalization")                                        \
+    X(RMSNORM, "RMSNormalization")                                            \
     X(ATTENTION, "Attention")                                                 \
     X(INSTANCENORM, "InstanceNormalization")                                  \
     X(MVN, "MeanVarianceNormalization")                                       \

@@ -1,6 +1,7 @@
 /* Schemas of the nn family's normalising ops, all on float32: Softmax,
  * LogSoftmax and Hardmax (opset 13: along one axis), BatchNormalization
  * (opset 15, inference or training statistics), LayerNormalization,
+ * RMSNormalization (opset 23),
  * InstanceNormalization, MeanVarianceNormalization, LRN, and Dropout (its
  * inference form, which copies). The spatial ops (Resize, Upsample, Pad,
  * DepthToSpace, SpaceToDepth) are in ops/schema_spatial.c. */
@@ -257,6 +258,58 @@ const gx_op_schema gx_schema_LAYERNORM = {
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 3,
     .attrs = s_layernorm_attrs, .n_attrs = GX_LAYERNORM_NATTRS,
     .infer = s_infer_layernorm, .cost = s_cost_layernorm, .batch = s_batch_layernorm,
+};
+
+/* ---- RMSNormalization (opset 23) ---- */
+
+static const gx_attr_spec s_rmsnorm_attrs[] = {
+    [GX_RMSNORM_AXIS] = {.name = "axis", .type = GX_ATTR_INT, .def_i = -1},
+    [GX_RMSNORM_EPSILON] = {.name = "epsilon", .type = GX_ATTR_FLOAT, .def_f = 1e-5},
+    [GX_RMSNORM_STASH_TYPE] = {.name = "stash_type", .type = GX_ATTR_INT, .def_i = 1},
+};
+_Static_assert(sizeof s_rmsnorm_attrs / sizeof s_rmsnorm_attrs[0] == GX_RMSNORM_NATTRS,
+               "RMSNormalization attrs");
+
+/* Y = X / sqrt(mean(X^2 over X.shape[axis:]) + epsilon) * scale. */
+static int s_infer_rmsnorm(gx_infer *ic)
+{
+    const char *op = "RMSNormalization";
+    int rc = gx_infer_need_f32(ic, op, 0);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    int axis;
+    if (x->ndim < 1)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: X is a scalar; rank >= 1 needed", op);
+    if (!gx_axis_norm(ic->attr[GX_RMSNORM_AXIS].i, x->ndim, &axis))
+        return gx_infer_errf(ic, GX_EATTR, "%s: axis %lld is out of range for rank %d", op,
+                             (long long)ic->attr[GX_RMSNORM_AXIS].i, x->ndim);
+    const int64_t stash = ic->attr[GX_RMSNORM_STASH_TYPE].i;
+    if (stash != 1 && stash != 11)
+        return gx_infer_errf(ic, GX_EUNSUPPORTED,
+                             "%s: stash_type %lld not supported (1 = float32 or 11 = float64)",
+                             op, (long long)stash);
+    if ((rc = s_need_norm_shaped(ic, op, 1, "scale", axis)) < 0)
+        return rc;
+    gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
+    return GX_OK;
+}
+
+/* a pass of squares, then a multiply twice */
+static gx_cost s_cost_rmsnorm(const gx_infer *ic)
+{
+    return s_cost_per_elem(ic, 4);
+}
+
+static bool s_batch_rmsnorm(const gx_batch_ctx *bc)
+{
+    return gx_batch_axis_not0(bc, GX_RMSNORM_AXIS);
+}
+
+const gx_op_schema gx_schema_RMSNORM = {
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .attrs = s_rmsnorm_attrs, .n_attrs = GX_RMSNORM_NATTRS,
+    .infer = s_infer_rmsnorm, .cost = s_cost_rmsnorm, .batch = s_batch_rmsnorm,
 };
 
 /* ---- InstanceNormalization ---- */

@@ -273,6 +273,39 @@ START_TEST(test_batchnorm_training)
 }
 END_TEST
 
+/* ---- RMSNormalization ---- */
+
+START_TEST(test_rmsnorm)
+{
+    gx_view x = RANDV(3, 4, 5, 70);
+    for (int axis = -3; axis < 0; axis++) {
+        const int a = axis + 4, nn = 4 - a;
+        const int64_t n = gx_shape_numel(nn, x.shape + a, INT64_MAX), rows = x.numel / n;
+        /* scale: the whole normalised shape, or broadcast from its last dim */
+        gx_view sc = axis == -1 ? ot_rand(GX_F32, 1, x.shape + 3) : ot_rand(GX_F32, nn, x.shape + a);
+        gx_view want = s_like(&x);
+        for (int64_t r = 0; r < rows; r++) {
+            double ss = 0;
+            for (int64_t j = 0; j < n; j++) {
+                const double v = ((float *)x.data)[r * n + j];
+                ss += v * v;
+            }
+            const double inv = 1 / sqrt(ss / (double)n + 1e-6);
+            for (int64_t j = 0; j < n; j++)
+                ((float *)want.data)[r * n + j] =
+                    (float)(((float *)x.data)[r * n + j] * inv * ((float *)sc.data)[j % sc.numel]);
+        }
+        gx_view in[2] = {x, sc};
+        s_check_f32(GX_OP_RMSNORM, NODE(A_INT("axis", axis), A_FLOAT("epsilon", 1e-6)), 2, in,
+                    &want, 1e-5f, 1e-6f);
+    }
+    gx_view in[2] = {x, RANDV(5, 1)};
+    ot_expect_error(GX_OP_RMSNORM, NULL, 2, in, GX_ESHAPE,
+                    "RMSNormalization: scale of shape [5,1] does not broadcast to the normalised "
+                    "shape [70]");
+}
+END_TEST
+
 /* ---- Attention ---- */
 
 /* One Attention case: shapes, mask (0 none, 1 float32, 2 bool) of rank
@@ -1336,6 +1369,7 @@ Suite *ops_nn_suite(void)
     tcase_add_test(tc, test_batchnorm);
     tcase_add_test(tc, test_batchnorm_training);
     tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_rmsnorm);
     tcase_add_test(tc, test_attention);
     tcase_add_test(tc, test_instancenorm);
     tcase_add_test(tc, test_mvn);

@@ -695,7 +695,9 @@ END_TEST
 START_TEST(test_layernorm_declined)
 {
     /* the centred values are a graph output too; the variance is read by
-     * another node: no LayerNormalization */
+     * another node: no LayerNormalization. In the first, what follows the
+     * centred values is an RMSNormalization of them (a LayerNormalization
+     * is one of x - mean), which takes its place, with the Add of beta. */
     gx_graph *g = gx_graph_new("ln_no");
     s_input(g, "x", 2, (const int64_t[]){4, 8});
     const int64_t last = -1;
@@ -709,8 +711,90 @@ START_TEST(test_layernorm_declined)
     gx_view *in = s_inputs(g);
     gxd_plan *p = s_check(g, in, 1e-4f, 1e-4f);
     ck_assert_uint_eq(s_count_op(p, GX_OP_LAYERNORM), 0);
-    HAS(p, false, "layernorm", "not one LayerNormalization: a.o1 is a graph output");
+    ck_assert_uint_eq(s_count_op(p, GX_OP_RMSNORM), 1);
+    HAS(p, true, "rmsnorm", "a.pow, a.var, a.add, a.sqrt, a.div, a.mul became one "
+                            "RMSNormalization");
     HAS(p, false, "layernorm", "not one LayerNormalization: b.o3 has a reader outside");
+    HAS(p, false, "rmsnorm", "not one RMSNormalization: b.o3 has a reader outside");
+    gxd_plan_destroy(&p);
+    s_free_inputs(g, in);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- RMSNormalization ---- */
+
+/* x / sqrt(mean(x^2) + eps) [* gamma] over `axis`, spelled as `form`: 0:
+ * x * Reciprocal(S) * gamma (gamma on the left, as LLaMA's export), 1:
+ * Div(x, S) without gamma, 2: x * Div(1, S) * gamma with x * x for x^2.
+ * Nodes <p>.pow, .mean, .add, .sqrt, .rcp, .norm, .gamma. */
+static void s_rms(gx_graph *g, const char *pre, const char *x, const char *y, int64_t c, int form,
+                  int64_t axis)
+{
+    char n[10][48], o[8][48];
+    const char *what[10] = {"pow", "mean", "add", "sqrt", "rcp", "norm", "gamma", "two", "eps",
+                            "one"};
+    for (int i = 0; i < 10; i++)
+        snprintf(n[i], sizeof n[i], "%s.%s", pre, what[i]);
+    for (int i = 0; i < 8; i++)
+        snprintf(o[i], sizeof o[i], "%s.o%d", pre, i);
+    if (form == 2) {
+        NODE(g, "Mul", n[0], o[0], x, x);
+    } else {
+        s_scalar(g, n[7], 2.0f);
+        NODE(g, "Pow", n[0], o[0], x, n[7]);
+    }
+    gx_node *m = NODE(g, "ReduceMean", n[1], o[1], o[0]);
+    gx_node_set_ints(m, "axes", &axis, 1);
+    s_scalar(g, n[8], 1e-6f);
+    NODE(g, "Add", n[2], o[2], o[1], n[8]);
+    NODE(g, "Sqrt", n[3], o[3], o[2]);
+    if (form == 1) {
+        NODE(g, "Div", n[5], y, x, o[3]);
+        return;
+    }
+    if (form == 0) {
+        NODE(g, "Reciprocal", n[4], o[4], o[3]);
+    } else {
+        s_scalar(g, n[9], 1.0f);
+        NODE(g, "Div", n[4], o[4], n[9], o[3]);
+    }
+    NODE(g, "Mul", n[5], o[5], x, o[4]);
+    char gm[48];
+    snprintf(gm, sizeof gm, "%s.w", pre);
+    s_const_r(g, gm, 1, &c, 0.5f, 1.0f);
+    if (form == 0)
+        NODE(g, "Mul", n[6], y, gm, o[5]);
+    else
+        NODE(g, "Mul", n[6], y, o[5], gm);
+}
+
+START_TEST(test_rmsnorm)
+{
+    gx_graph *g = gx_graph_new("rms");
+    s_input(g, "x", 3, (const int64_t[]){2, 5, 16});
+    s_rms(g, "r0", "x", "y0", 16, 0, -1);
+    s_rms(g, "r1", "x", "y1", 16, 1, 2);
+    s_rms(g, "r2", "x", "y2", 16, 2, -1);
+    s_rms(g, "r3", "x", "y3", 16, 1, 1); /* not over the last axis */
+    for (int i = 0; i < 4; i++) {
+        char y[8];
+        snprintf(y, sizeof y, "y%d", i);
+        gx_graph_add_output(g, y);
+    }
+    gx_view *in = s_inputs(g);
+    gxd_plan *p = s_check(g, in, 1e-4f, 1e-4f);
+    ck_assert_uint_eq(s_count_op(p, GX_OP_RMSNORM), 3);
+    const gxd_step *s = s_step(p, "r0.gamma");
+    ck_assert_int_eq(s->op, GX_OP_RMSNORM);
+    ck_assert_int_eq(s->attr[GX_RMSNORM_AXIS].i, 2);
+    ck_assert_double_eq_tol(s->attr[GX_RMSNORM_EPSILON].f, 1e-6, 1e-12);
+    ck_assert_int_eq(s_step(p, "r1.norm")->op, GX_OP_RMSNORM);
+    ck_assert_int_eq(s_step(p, "r2.gamma")->op, GX_OP_RMSNORM);
+    HAS(p, true, "rmsnorm", "r0.pow, r0.mean, r0.add, r0.sqrt, r0.rcp, r0.norm, r0.gamma became "
+                            "one RMSNormalization");
+    HAS(p, false, "rmsnorm", "the mean is not over trailing axes");
+    ck_assert_uint_eq(p->n_steps, 3 + 5);
     gxd_plan_destroy(&p);
     s_free_inputs(g, in);
     gx_graph_destroy(&g);
@@ -1079,6 +1163,7 @@ Suite *rewrite_suite(void)
     tc = tcase_create("patterns");
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_layernorm_declined);
+    tcase_add_test(tc, test_rmsnorm);
     tcase_add_test(tc, test_gelu);
     tcase_add_test(tc, test_gelu_tanh_and_declined);
     tcase_add_test(tc, test_hardswish);

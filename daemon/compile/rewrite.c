@@ -20,6 +20,9 @@
  *   layernorm  ReduceMean, Sub, Pow 2 (or Mul by itself), ReduceMean, Add
  *              eps, Sqrt, Div, and optionally Mul gamma and Add beta, over
  *              trailing axes, become one LayerNormalization;
+ *   rmsnorm    Pow 2 (or Mul by itself), ReduceMean, Add eps, Sqrt, then
+ *              Div, or Reciprocal (or Div of 1) and Mul, optionally Mul
+ *              gamma, over trailing axes, become one RMSNormalization;
  *   gelu       x * 0.5 * (1 + Erf(x / sqrt 2)) (the three factors grouped
  *              in any order; x * (1 / sqrt 2) too) becomes Gelu, and the
  *              tanh form 0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -1053,6 +1056,32 @@ static void s_pat_commit(s_rw *w, int a, s_pat *m, gxd_step *ns, const char *rul
     s_done(w, rule, node, "%s became one %s", names, gx_op_name(w->p->steps[a].op));
 }
 
+/* The first axis of ReduceMean step r when it reduces trailing axes only
+ * (at least one) with keepdims, else -1. */
+static int s_trailing_mean(const gxd_plan *p, int r)
+{
+    const gxd_step *s = &p->steps[r];
+    gx_view in[2];
+    bool mask[GX_MAX_DIMS];
+    char err[160];
+    for (int i = 0; i < 2; i++) {
+        memset(&in[i], 0, sizeof in[i]);
+        in[i].ndim = -1;
+        if (i < s->n_in && s->in[i] >= 0)
+            in[i] = p->values[s->in[i]].view;
+    }
+    if (s->attr[GX_REDUCE_KEEPDIMS].i == 0 ||
+        gx_reduce_mask("ReduceMean", s->attr, s->n_in, in, mask, err, sizeof err) < 0)
+        return -1;
+    int first = in[0].ndim;
+    while (first > 0 && mask[first - 1])
+        first--;
+    for (int i = 0; i < first; i++)
+        if (mask[i])
+            return -1;
+    return first < in[0].ndim ? first : -1;
+}
+
 /* Anchor a: Add beta, Mul gamma or the Div of a spelled-out
  * LayerNormalization. */
 static int s_rule_layernorm(s_rw *w, int a, bool *hit)
@@ -1114,31 +1143,7 @@ static int s_rule_layernorm(s_rw *w, int a, bool *hit)
     s_pat_add(&m, sb), s_pat_add(&m, rm);
     if (pw >= 0)
         s_pat_const(&m, p, p->steps[pw].in[1], 2.0, true, "the exponent");
-    int axes[2] = {-1, -1};
-    const int red[2] = {rm, rv};
-    for (int k = 0; k < 2; k++) { /* trailing axes, kept */
-        const gxd_step *r = &p->steps[red[k]];
-        gx_view in[2];
-        bool mask[GX_MAX_DIMS];
-        char err[160];
-        for (int i = 0; i < 2; i++) {
-            memset(&in[i], 0, sizeof in[i]);
-            in[i].ndim = -1;
-            if (i < r->n_in && r->in[i] >= 0)
-                in[i] = p->values[r->in[i]].view;
-        }
-        if (r->attr[GX_REDUCE_KEEPDIMS].i == 0 ||
-            gx_reduce_mask("ReduceMean", r->attr, r->n_in, in, mask, err, sizeof err) < 0)
-            continue;
-        int first = in[0].ndim;
-        while (first > 0 && mask[first - 1])
-            first--;
-        bool lead = false;
-        for (int i = 0; i < first; i++)
-            lead = lead || mask[i];
-        if (!lead && first < in[0].ndim)
-            axes[k] = first;
-    }
+    const int axes[2] = {s_trailing_mean(p, rm), s_trailing_mean(p, rv)};
     if (axes[0] < 0 || axes[1] != axes[0])
         s_pat_fail(&m, "the means are not over the same trailing axes with keepdims");
     double eps = 0;
@@ -1179,6 +1184,114 @@ static int s_rule_layernorm(s_rw *w, int a, bool *hit)
         return GX_OK;
     }
     s_pat_commit(w, a, &m, &ns, "layernorm");
+    *hit = true;
+    return GX_OK;
+}
+
+/* Anchor a: Mul gamma, or the normalising step, of a spelled-out
+ * RMSNormalization: x * Reciprocal(S) (or Div(1, S)), or Div(x, S), S =
+ * Sqrt(Add(ReduceMean(Pow(x, 2) or x * x), eps)) over trailing axes. */
+static int s_rule_rmsnorm(s_rw *w, int a, bool *hit)
+{
+    gxd_plan *p = w->p;
+    const gxd_step *as = &p->steps[a];
+    if ((as->op != GX_OP_MUL && as->op != GX_OP_DIV) || as->n_in != 2)
+        return GX_OK;
+    s_pat m = {.n = 0, .core = -1};
+    int nrm = a, gamma = -1;
+    if (as->op == GX_OP_MUL) { /* Mul gamma: the other side is normalised */
+        const int kc = s_cf32(p, as->in[0]) ? 0 : s_cf32(p, as->in[1]) ? 1 : -1;
+        const int v = kc >= 0 ? as->in[1 - kc] : -1;
+        const int d = v >= 0 && s_prod(w, v, GX_OP_MUL) >= 0 ? s_prod(w, v, GX_OP_MUL)
+                                                            : s_prod(w, v, GX_OP_DIV);
+        if (d >= 0) {
+            gamma = as->in[kc];
+            nrm = d;
+            s_pat_add(&m, d);
+        }
+    }
+    /* x * R or Div(x, S) */
+    const gxd_step *ns = &p->steps[nrm];
+    int x = -1, sq = -1, rc1 = -1;
+    if (ns->op == GX_OP_DIV) {
+        x = ns->in[0];
+        sq = s_prod(w, ns->in[1], GX_OP_SQRT);
+    } else {
+        for (int k = 0; k < 2 && sq < 0; k++) {
+            const int r = ns->in[k];
+            double one = 0;
+            rc1 = s_prod(w, r, GX_OP_RECIPROCAL);
+            if (rc1 < 0 && (rc1 = s_prod(w, r, GX_OP_DIV)) >= 0 &&
+                !(s_scalar(p, p->steps[rc1].in[0], &one) && one == 1.0))
+                rc1 = -1;
+            if (rc1 >= 0) {
+                x = ns->in[1 - k];
+                sq = s_prod(w, p->steps[rc1].in[p->steps[rc1].op == GX_OP_DIV ? 1 : 0],
+                            GX_OP_SQRT);
+            }
+        }
+    }
+    const int ad = sq >= 0 ? s_prod(w, p->steps[sq].in[0], GX_OP_ADD) : -1;
+    const int ke = ad >= 0 ? s_scalar_side(p, &p->steps[ad]) : -1;
+    const int rv = ke >= 0 ? s_prod(w, p->steps[ad].in[1 - ke], GX_OP_REDUCE_MEAN) : -1;
+    const int sv = rv >= 0 ? p->steps[rv].in[0] : -1;
+    const int pw = sv >= 0 ? s_prod(w, sv, GX_OP_POW) : -1;
+    const int sqm = sv >= 0 && pw < 0 ? s_prod(w, sv, GX_OP_MUL) : -1;
+    if (rv < 0 || (pw < 0 && sqm < 0))
+        return GX_OK;
+    if (pw >= 0 ? p->steps[pw].in[0] != x
+                : p->steps[sqm].in[0] != x || p->steps[sqm].in[1] != x)
+        return GX_OK;
+    /* the core is there: from here on, a failed check is a near miss */
+    m.core = rv;
+    if (nrm != a)
+        s_pat_add(&m, nrm);
+    if (rc1 >= 0)
+        s_pat_add(&m, rc1);
+    s_pat_add(&m, sq), s_pat_add(&m, ad), s_pat_add(&m, rv), s_pat_add(&m, pw >= 0 ? pw : sqm);
+    if (pw >= 0)
+        s_pat_const(&m, p, p->steps[pw].in[1], 2.0, true, "the exponent");
+    const int axis = s_trailing_mean(p, rv);
+    if (axis < 0)
+        s_pat_fail(&m, "the mean is not over trailing axes with keepdims");
+    double eps = 0;
+    if (!s_scalar(p, p->steps[ad].in[ke], &eps) || !isfinite(eps))
+        s_pat_fail(&m, "epsilon is not a finite scalar constant");
+    if (p->values[x].view.dtype != GX_F32)
+        s_pat_fail(&m, "%s is not float32", p->values[x].name);
+    s_pat_closed(w, a, &m);
+    const char *node = s_name(as);
+    if (m.bad) {
+        s_pat_miss(w, &m, "rmsnorm", node, GX_OP_RMSNORM);
+        return GX_OK;
+    }
+    const gx_view xv = p->values[x].view;
+    const size_t mark = p->n_values;
+    int rc = GX_OK;
+    if (gamma < 0) {
+        if ((rc = s_new_const(w, node, "ones", GX_F32, xv.ndim - axis, xv.shape + axis,
+                              &gamma)) < 0)
+            return rc;
+        float *g = p->values[gamma].view.data;
+        for (int64_t i = 0; i < p->values[gamma].view.numel; i++)
+            g[i] = 1.0f;
+    }
+    gxd_step st = {0};
+    if ((rc = s_step_new(w, GX_OP_RMSNORM, node, 2, (const int[]){x, gamma}, as->out[0], &st)) <
+        0) {
+        s_step_free(&st);
+        return rc;
+    }
+    st.attr[GX_RMSNORM_AXIS] = (gx_attrval){.set = true, .i = axis};
+    st.attr[GX_RMSNORM_EPSILON] = (gx_attrval){.set = true, .f = eps};
+    if (!s_reinfer(p, &st)) {
+        p->n_values = mark;
+        s_step_free(&st);
+        snprintf(m.why, sizeof m.why, "gamma does not fit the normalised shape");
+        s_pat_miss(w, &m, "rmsnorm", node, GX_OP_RMSNORM);
+        return GX_OK;
+    }
+    s_pat_commit(w, a, &m, &st, "rmsnorm");
     *hit = true;
     return GX_OK;
 }
@@ -1704,8 +1817,8 @@ static int s_finish(s_rw *w)
 static int s_round(s_rw *w)
 {
     static int (*const rules[])(s_rw *, int, bool *) = {
-        s_rule_attention, s_rule_heads,     s_rule_layernorm, s_rule_activation,
-        s_rule_fold,      s_rule_transpose, s_rule_reshape,
+        s_rule_attention, s_rule_heads,     s_rule_layernorm, s_rule_rmsnorm,
+        s_rule_activation, s_rule_fold,     s_rule_transpose, s_rule_reshape,
     };
     for (size_t i = w->n; i-- > 0;) {
         bool hit = false;

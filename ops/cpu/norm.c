@@ -331,6 +331,41 @@ void gx_cpu_LAYERNORM(const gx_kargs *k)
     }
 }
 
+/* ---- RMSNormalization ---- */
+
+/* 1 / sqrt(mean of squares + eps) of a row of n > 0 floats, the sum
+ * vectorised for each ISA. */
+GX_CPU_CLONES static double s_rms_inv(int64_t n, const float *restrict x, double eps)
+{
+    return 1.0 / sqrt(gx_row_sumsq(n, x, 0.0f) / (double)n + eps);
+}
+
+/* LayerNormalization's rows with a mean of 0 and no bias: y = x * inv *
+ * scale (x - 0 and + 0 change no bits but a -0's sign). */
+void gx_cpu_RMSNORM(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0];
+    int axis = x->ndim - 1;
+    gx_axis_norm(k->attr[GX_RMSNORM_AXIS].i, x->ndim, &axis);
+    const int nn = x->ndim - axis;
+    const int64_t rows = gx_shape_numel(axis, x->shape, INT64_MAX);
+    const int64_t n = gx_shape_numel(nn, x->shape + axis, INT64_MAX);
+    const double eps = k->attr[GX_RMSNORM_EPSILON].f;
+    static const float zero = 0.0f;
+    int64_t ss[GX_MAX_DIMS], bs[GX_MAX_DIMS] = {0};
+    gx_bcast_strides(nn, k->in[1].ndim, k->in[1].shape, ss);
+    gx_nditer it;
+    gx_nditer_init(&it, nn, x->shape + axis, 2, (const int64_t *const[]){ss, bs});
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    for (int64_t row = lo; row < hi && n > 0; row++) {
+        const float *px = (const float *)x->data + row * n;
+        gx_nditer_seek(&it, 0, n);
+        s_layernorm_row(&it, (float *)k->out[0].data + row * n, px, k->in[1].data, &zero, 0.0f,
+                        (float)s_rms_inv(n, px, eps));
+    }
+}
+
 /* ---- LRN ---- */
 
 /* y = x / (bias + alpha / size * sum of x^2 over the channels c - (size-1)/2
