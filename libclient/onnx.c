@@ -1128,7 +1128,8 @@ static int s_cv_coerce2d(s_emit *e)
     e->in[0] = flat;
     e->out[0] = y0;
     s_skip(e, "axis");
-    if ((rc = s_emit_node(e, &n)) < 0 || (rc = s_set_rc(e, gx_node_set_int(n, "axis", 1), "axis")) < 0)
+    if ((rc = s_emit_node(e, &n)) < 0 ||
+        (rc = s_set_rc(e, gx_node_set_int(n, "axis", 1), "axis")) < 0)
         return rc;
     return s_aux_i(e, "Reshape", 2, (const char *[]){y0, shape}, y, NULL, "allowzero", 1);
 }
@@ -1702,6 +1703,67 @@ static int s_cv_dynamic_slice(s_emit *e)
     return s_emit_node(e, NULL);
 }
 
+/* ConstantFill (experimental, opsets 1-9): a tensor of `value` (default
+ * 0) of type `dtype` (default float) whose shape is the input's values
+ * (input_as_shape=1), the input's shape, or the `shape` attribute, then
+ * extra_shape: ConstantOfShape (float) and a Cast. */
+static int s_cv_constant_fill(s_emit *e)
+{
+    const Onnx__AttributeProto *sh =
+        s_find_typed(e->np, "shape", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    const Onnx__AttributeProto *ex =
+        s_find_typed(e->np, "extra_shape", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    const char *x = e->n_in ? e->in[0] : "", *shape, *filled;
+    int64_t dtype = s_find_int(e->np, "dtype", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+    gx_dtype dt;
+    float value;
+    int rc;
+    if (e->n_in > 1 || e->n_out != 1 || (*x && sh))
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "ConstantFill takes at most one input (or a shape attribute) and gives "
+                      "one output");
+    if (!s_dtype((int32_t)dtype, &dt) || dtype != (int32_t)dtype)
+        return s_fail(e->c, GX_EDTYPE, e->path, "dtype %" PRId64 " is not supported", dtype);
+    if ((rc = s_float_attr(e, "value", 0, &value)) < 0)
+        return rc;
+    if (!*x) {
+        size_t n = (sh ? sh->n_ints : 0) + (ex ? ex->n_ints : 0);
+        int64_t *dims = calloc(n + 1, sizeof *dims);
+        if (!dims)
+            return s_fail(e->c, GX_ENOMEM, e->path, "out of memory");
+        if (sh && sh->n_ints)
+            memcpy(dims, sh->ints, sh->n_ints * sizeof *dims);
+        if (ex && ex->n_ints)
+            memcpy(dims + (sh ? sh->n_ints : 0), ex->ints, ex->n_ints * sizeof *dims);
+        shape = s_aux_i64(e, "shape", false, n, dims);
+        free(dims);
+        if (!shape)
+            return GX_ENOMEM;
+    } else {
+        if (s_find_int(e->np, "input_as_shape", 0))
+            rc = s_aux_i(e, "Cast", 1, &x, NULL, &shape, "to",
+                         ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+        else
+            rc = s_aux(e, "Shape", 1, &x, NULL, &shape) ? GX_OK : GX_ENOMEM;
+        if (rc < 0)
+            return rc;
+        if (ex && ex->n_ints) {
+            const char *extra = s_aux_i64(e, "extra_shape", false, ex->n_ints, ex->ints);
+            if (!extra || (rc = s_aux_i(e, "Concat", 2, (const char *[]){shape, extra}, NULL,
+                                        &shape, "axis", 0)) < 0)
+                return extra ? rc : GX_ENOMEM;
+        }
+    }
+    bool f32 = dt == GX_F32;
+    gx_node *n = s_aux(e, "ConstantOfShape", 1, &shape, f32 ? e->out[0] : NULL, &filled);
+    if (!n)
+        return GX_ENOMEM;
+    gx_tensor *v = gx_tensor_new_copy(GX_F32, 1, (int64_t[]){1}, &value, sizeof value);
+    if ((rc = s_set_rc(e, v ? gx_node_set_tensor(n, "value", &v) : GX_ENOMEM, "value")) < 0 || f32)
+        return rc;
+    return s_aux_i(e, "Cast", 1, &filled, e->out[0], NULL, "to", dtype);
+}
+
 /* Version conversions: a node of op in an ai.onnx opset in [from, below)
  * goes through fn. */
 static const struct {
@@ -1748,6 +1810,7 @@ static const struct {
     {"ParametricSoftplus", 1, 10, s_cv_experimental},
     {"Crop", 1, 10, s_cv_experimental},
     {"DynamicSlice", 1, 10, s_cv_dynamic_slice},
+    {"ConstantFill", 1, 10, s_cv_constant_fill},
     {"DFT", 20, S_OPSET_MAX + 1, s_cv_dft},
     {"QuantizeLinear", 21, S_OPSET_MAX + 1, s_cv_quant21},
     {"DequantizeLinear", 21, S_OPSET_MAX + 1, s_cv_quant21},

@@ -1943,7 +1943,8 @@ START_TEST(test_onnx_convert_resize11)
 END_TEST
 
 /* The experimental ops of opsets 1-9 (ImageScaler, Affine, Scale,
- * ScaledTanh, ParametricSoftplus, Crop, DynamicSlice) and Tile before 6. */
+ * ScaledTanh, ParametricSoftplus, Crop, DynamicSlice, ConstantFill) and Tile
+ * before 6. */
 START_TEST(test_onnx_convert_experimental)
 {
     const int64_t dx[4] = {1, 2, 1, 2};
@@ -2020,6 +2021,33 @@ START_TEST(test_onnx_convert_experimental)
     ADD(g, output, s_vi("y", NULL));
     s_cv_check("DynamicSlice", s_model(g, "", 9), 1, (gx_tensor *[]){s_cv_f32(4, dc, cv)}, 0,
                GX_F32, 4, dc2, (double[]){2, 3, 5, 6});
+
+    /* ConstantFill: from the shape attribute, the input's shape, or the
+     * input's values; extra_shape after */
+    const int64_t d2[1] = {2}, d21[2] = {2, 1};
+    g = s_graph("cf");
+    s_cv_input(g, "x", F32, 1, d2);
+    ADD(g, node, n = s_node("ConstantFill", NULL, "", "y"));
+    s_attr_is(n, "shape", 2, (int64_t[]){2, 1});
+    s_attr_f(n, "value", 1.5f);
+    ADD(g, node, n = s_node("ConstantFill", NULL, "x", "z"));
+    s_attr_is(n, "extra_shape", 1, (int64_t[]){1});
+    s_attr_i(n, "dtype", I64);
+    s_attr_f(n, "value", 7);
+    ADD(g, node, n = s_node("ConstantFill", NULL, "x", "w"));
+    s_attr_i(n, "input_as_shape", 1);
+    ADD(g, output, s_vi("y", NULL));
+    ADD(g, output, s_vi("z", NULL));
+    ADD(g, output, s_vi("w", NULL));
+    s_cv_check("ConstantFill shape", s_model(g, "", 1), 1,
+               (gx_tensor *[]){s_cv_f32(1, d2, (float[]){1, 2})}, 0, GX_F32, 2, d21,
+               (double[]){1.5, 1.5});
+    s_cv_check("ConstantFill like", s_model(g, "", 1), 1,
+               (gx_tensor *[]){s_cv_f32(1, d2, (float[]){1, 2})}, 1, GX_I64, 2, d21,
+               (double[]){7, 7});
+    s_cv_check("ConstantFill input_as_shape", s_model(g, "", 1), 1,
+               (gx_tensor *[]){s_cv_f32(1, d2, (float[]){1, 2})}, 2, GX_F32, 2,
+               (int64_t[]){1, 2}, (double[]){0, 0});
 
     /* Tile-1: tiles and axis inputs */
     const int64_t d22[2] = {2, 2}, d24[2] = {2, 4};
