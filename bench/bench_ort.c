@@ -865,6 +865,54 @@ static const char *s_build_mobilenet(s_mb *b, const s_model *m)
     return s_head(b, h, c, 100);
 }
 
+/* 1x1 Conv with a bias (no BatchNormalization): squeeze-and-excitation. */
+static const char *s_conv1x1_bias(s_mb *b, const char *x, int64_t cin, int64_t cout)
+{
+    const char *w = s_weights(b, 4, (int64_t[]){cout, cin, 1, 1}, cin);
+    const char *bias = s_rand(b, 1, (int64_t[]){cout}, -0.1f, 0.1f);
+    return s_node(b, "Conv", 3, (const char *[]){x, w, bias})->output[0];
+}
+
+/* MobileNetV3's squeeze-and-excitation: x * HardSigmoid(Conv(Relu(Conv(GAP x)))). */
+static const char *s_se(s_mb *b, const char *x, int64_t c)
+{
+    const char *s = s_op1(b, "GlobalAveragePool", x);
+    s = s_op1(b, "Relu", s_conv1x1_bias(b, s, c, c / 4));
+    Onnx__NodeProto *hs = s_node(b, "HardSigmoid", 1,
+                                 (const char *[]){s_conv1x1_bias(b, s, c / 4, c)});
+    s_attr_float(b, hs, "alpha", 1.0f / 6.0f);
+    return s_op2(b, "Mul", x, hs->output[0]);
+}
+
+static const char *s_build_mobilenetv3(s_mb *b, const s_model *m)
+{
+    /* MobileNetV3-Small's blocks: expanded channels, out, kernel, stride,
+     * squeeze-and-excitation, HardSwish (else Relu) */
+    static const int64_t blocks[][6] = {
+        {16, 16, 3, 2, 1, 0},  {72, 24, 3, 2, 0, 0},  {88, 24, 3, 1, 0, 0},
+        {96, 40, 5, 2, 1, 1},  {240, 40, 5, 1, 1, 1}, {120, 48, 5, 1, 1, 1},
+        {288, 96, 5, 2, 1, 1}, {576, 96, 5, 1, 1, 1},
+    };
+    const char *h = s_op1(b, "HardSwish", s_conv_bn(b, "x", 3, 16, 3, 2, 1));
+    int64_t c = 16;
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        const int64_t *k = blocks[i];
+        const char *act = k[5] ? "HardSwish" : "Relu";
+        const char *t = h;
+        if (k[0] != c)
+            t = s_op1(b, act, s_conv_bn(b, t, c, k[0], 1, 1, 1));
+        t = s_op1(b, act, s_conv_bn(b, t, k[0], k[0], k[2], k[3], k[0]));
+        if (k[4])
+            t = s_se(b, t, k[0]);
+        t = s_conv_bn(b, t, k[0], k[1], 1, 1, 1);
+        h = k[3] == 1 && c == k[1] ? s_op2(b, "Add", h, t) : t;
+        c = k[1];
+    }
+    h = s_op1(b, "HardSwish", s_conv_bn(b, h, c, 576, 1, 1, 1));
+    const char *f = s_op1(b, "Flatten", s_op1(b, "GlobalAveragePool", h));
+    return s_gemm(b, s_op1(b, "HardSwish", s_gemm(b, f, 576, 1024)), 1024, 1000);
+}
+
 /* ResNet's basic block: two 3x3 Conv+BN, the shortcut a 1x1 Conv+BN where
  * the shape changes, Relu after the sum. */
 static const char *s_basic_block(s_mb *b, const char *x, int64_t cin, int64_t cout, int64_t stride)
@@ -920,6 +968,9 @@ static const s_model s_models[] = {
     {"mobilenet", "x[1,3,112,112] -> Conv s2 + BN + Clip6, 6 inverted residual blocks "
      "(expand 4, depthwise 3x3) to 64 ch -> GAP -> Gemm 64->100", s_build_mobilenet, 4,
      {1, 3, 112, 112}},
+    {"mobilenetv3", "x[1,3,224,224] -> MobileNetV3-Small: HardSwish, depthwise 3x3 and 5x5, "
+     "squeeze-and-excitation (HardSigmoid), 576 ch -> Gemm 1024 -> Gemm 1000",
+     s_build_mobilenetv3, 4, {1, 3, 224, 224}},
     {"resnet18", "x[1,3,224,224] -> ResNet-18: Conv 7x7 s2 + BN + Relu, MaxPool, 8 basic "
      "blocks (64 to 512 ch) -> GAP -> Gemm 512->1000", s_build_resnet18, 4, {1, 3, 224, 224}},
     {"transformer", "x[1,128,256] -> LN (torch pieces), 4-head attention, residual, FFN "
