@@ -119,25 +119,43 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
     for (size_t i = 0; i < t->n_impls; i++)
         n_try += (sig->op == GX_OP_GEMM ? t->impls[i].gemm : t->impls[i].matmul) != NULL;
     const int64_t budget_ns = t->o.budget_ms * 1000000 / (int64_t)(n_try ? n_try : 1);
-    int64_t rejected = 0;
-    const gxd_tune_impl *best = NULL;
-    for (size_t i = 0; i < t->n_impls && !atomic_load(&t->stop); i++) {
-        const gxd_tune_impl *im = &t->impls[i];
+    int64_t rejected = 0, def_ns = -1;
+    const gxd_tune_impl *best = NULL, *def = gxd_tune_default(t, sig->op);
+    char def_why[256] = "";
+    /* the default first: the others are compared with it as they come */
+    const gxd_tune_impl *order[GXD_TUNE_MAX_IMPLS];
+    size_t n_order = 0;
+    if (def)
+        order[n_order++] = def;
+    for (size_t i = 0; i < t->n_impls; i++)
+        if (&t->impls[i] != def)
+            order[n_order++] = &t->impls[i];
+    for (size_t i = 0; i < n_order && !atomic_load(&t->stop); i++) {
+        const gxd_tune_impl *im = order[i];
         if (!(sig->op == GX_OP_GEMM ? im->gemm : im->matmul))
             continue;
         char why[256];
+        int64_t run_ns = 0;
         if (!s_wait_idle(t, idle, idle_arg))
             break;
-        if (!gxd_tune_bench_check(&bn, im, why, sizeof why)) {
+        if (!gxd_tune_bench_check(&bn, im, why, sizeof why, &run_ns)) {
             s_append(rec.others, sizeof rec.others, "%s%s@%d:rejected (%s)", rec.others[0] ? ", " : "",
                      im->name, im->version, why);
             rejected++;
             continue;
         }
-        const int64_t ns =
-            gxd_tune_bench_time(&bn, im, GXD_TUNE_MAX_RUNS, budget_ns, idle, idle_arg, &t->stop);
+        int64_t ns;
+        if (im->fixed_ns <= 0 && best && run_ns > GXD_TUNE_SLOW * rec.ns)
+            ns = run_ns; /* clearly slower: one run is enough */
+        else
+            ns = gxd_tune_bench_time(&bn, im, run_ns > GXD_TUNE_LONG_RUN_NS ? 3 : GXD_TUNE_MAX_RUNS,
+                                     budget_ns, idle, idle_arg, &t->stop);
         if (ns < 0)
             break; /* stopping */
+        if (im == def) {
+            def_ns = ns;
+            snprintf(def_why, sizeof def_why, "%s", why);
+        }
         s_append(rec.others, sizeof rec.others, "%s%s@%d:%lld", rec.others[0] ? ", " : "",
                  im->name, im->version, (long long)ns);
         if (!best || ns < rec.ns) {
@@ -147,6 +165,11 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
         }
     }
     gxd_tune_bench_fini(&bn);
+    if (best && def_ns > 0 && best != def && (double)def_ns <= (double)rec.ns * (1.0 + GXD_TUNE_MARGIN)) {
+        best = def; /* within the noise of the fastest: keep the default */
+        rec.ns = def_ns;
+        snprintf(rec.validation, sizeof rec.validation, "%s", def_why);
+    }
     pthread_mutex_lock(&t->mu);
     t->st.explored++;
     t->st.rejected += rejected;

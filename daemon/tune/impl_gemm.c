@@ -278,13 +278,16 @@ static void s_run_once(gxd_tune_bench *bn, const gxd_tune_impl *im)
     (s->op == GX_OP_GEMM ? im->gemm : im->matmul)(&k);
 }
 
-bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen)
+bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen,
+                          int64_t *run_ns)
 {
     const gxd_tune_sig *s = &bn->sig;
     const int64_t n = s->n;
     for (int64_t i = 0; i < s->m * n; i++) /* poison: a kernel that skips an element fails */
         bn->y[i] = NAN;
+    const int64_t t0 = s_ns();
     s_run_once(bn, im);
+    *run_ns = s_ns() - t0;
     for (int r = 0; r < bn->n_check; r++)
         for (int64_t j = 0; j < n; j++) {
             const double got = bn->y[bn->rows[r] * n + j], want = bn->ref[r * n + j];

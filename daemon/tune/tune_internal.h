@@ -14,6 +14,15 @@
 
 /* Rows of the output checked against the float64 reference. */
 #define GXD_TUNE_CHECK_ROWS 32
+/* A candidate within this fraction of the fastest does not displace the
+ * default: noise is not a reason to change a plan. */
+#define GXD_TUNE_MARGIN 0.03
+/* A candidate whose checked run took longer than this many times the
+ * fastest so far is not timed again (that run is its time): clearly
+ * slower, and each run is time a job may wait for. */
+#define GXD_TUNE_SLOW 4
+/* Runs longer than this (ns) are timed 3 times only. */
+#define GXD_TUNE_LONG_RUN_NS (50 * 1000 * 1000)
 /* Most timed runs of one candidate (the median is kept). */
 #define GXD_TUNE_MAX_RUNS 31
 
@@ -41,8 +50,10 @@ typedef struct gxd_tune_bench {
 int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s);
 void gxd_tune_bench_fini(gxd_tune_bench *bn);
 /* Run im once and compare its output with the reference; false with why
- * (the first element that differs), true with how it was checked. */
-bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen);
+ * (the first element that differs), true with how it was checked. *run_ns:
+ * how long that run took. */
+bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen,
+                          int64_t *run_ns);
 /* The median of up to runs timed runs of im (ns; fixed_ns when set),
  * taken only while idle() says so and no job arrived during the run,
  * stopping after budget_ns once 3 runs are in; -1 when *stop was set
