@@ -576,7 +576,7 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
     }
     gxd_tune_stats ts;
     gxd_tune_get_stats(ctx->tune, &ts);
-    msgpack_pack_map(pk, 13);
+    msgpack_pack_map(pk, 14);
     gx_mp_pack_str(pk, "mode");
     gx_mp_pack_str(pk, gxd_tune_mode_name(gxd_tune_get_mode(ctx->tune)));
     s_pack_kv(pk, "lookups", ts.lookups);
@@ -590,6 +590,7 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
     s_pack_kv(pk, "explore_us", ts.explore_us);
     s_pack_kv(pk, "stored", ts.stored);
     s_pack_kv(pk, "cached", ts.cached);
+    s_pack_kv(pk, "prefetched", ts.prefetched);
     s_pack_kv(pk, "db_errors", ts.db_errors);
 }
 

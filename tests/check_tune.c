@@ -174,7 +174,8 @@ START_TEST(test_lookup_order)
 {
     char *dir = gxt_tmpdir();
     gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
-    const gxd_tune_sig a = s_sig(8, 64, 32), b = s_sig(16, 64, 32), c = s_sig(32, 64, 32);
+    /* a and b in two families (no prefetch between them: test_prefetch) */
+    const gxd_tune_sig a = s_sig(8, 64, 32), b = s_sig(16, 64, 48), c = s_sig(32, 64, 32);
     gxd_tune_rec ra = s_rec("blas", 100), rb = s_rec("plain", 200);
     ck_assert_int_eq(gxd_tune_store(t, &a, &ra), GX_OK);
     ck_assert_int_eq(gxd_tune_store(t, &b, &rb), GX_OK);
@@ -228,6 +229,69 @@ START_TEST(test_key_builds)
     gxd_tune_lookup_batch(t, &a, 1, &r, &found);
     ck_assert(!found);
     gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A lookup that reaches tune.db reads the other batch sizes of the same
+ * product into memory with it. */
+START_TEST(test_prefetch)
+{
+    char *dir = gxt_tmpdir();
+    gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
+    const gxd_tune_sig a = s_sig(8, 64, 32), b = s_sig(16, 64, 32), other = s_sig(8, 64, 48);
+    gxd_tune_rec r = s_rec("blas", 100);
+    ck_assert_int_eq(gxd_tune_store(t, &a, &r), GX_OK);
+    r = s_rec("plain", 200);
+    ck_assert_int_eq(gxd_tune_store(t, &b, &r), GX_OK);
+    r = s_rec("plain", 300);
+    ck_assert_int_eq(gxd_tune_store(t, &other, &r), GX_OK);
+    gxd_tune_destroy(&t);
+    t = s_new(dir, GXD_TUNE_CACHE);
+    bool found;
+    ck_assert(!gxd_tune_peek(t, &b, &r));
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+    ck_assert(found);
+    ck_assert(gxd_tune_peek(t, &b, &r)); /* same family: in memory now */
+    ck_assert_str_eq(r.impl, "plain");
+    ck_assert(!gxd_tune_peek(t, &other, &r)); /* another N: another family */
+    gxd_tune_lookup_batch(t, &b, 1, &r, &found);
+    ck_assert(found);
+    ck_assert_int_eq(r.level, GXD_TUNE_MEMORY);
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.prefetched, 1);
+    ck_assert_int_eq(st.hits[GXD_TUNE_LOCAL], 1);
+    ck_assert_int_eq(st.hits[GXD_TUNE_MEMORY], 1);
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A tune.db of another schema version is moved aside like a corrupt one. */
+START_TEST(test_schema_version)
+{
+    char *dir = gxt_tmpdir(), out[256];
+    gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
+    gxd_tune_destroy(&t);
+    if (gxt_sh(out, sizeof out, "command -v sqlite3 >/dev/null") != 0) { /* no sqlite3 shell */
+        fprintf(stderr, "tune: test_schema_version skipped: no sqlite3 command\n");
+        gxt_rmtree(dir);
+        free(dir);
+        return;
+    }
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "sqlite3 %s/tune.db \"update meta set v='99' where k='schema'\"", dir), 0);
+    gxd_log lg;
+    gxd_log_init(&lg, GXD_LOG_ERROR);
+    char err[256];
+    gxd_tune_opts o = {.mode = GXD_TUNE_CACHE, .dir = dir, .log = &lg};
+    t = gxd_tune_new(&o, err, sizeof err);
+    ck_assert_ptr_nonnull(t);
+    gxd_tune_destroy(&t);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s | grep -c '^tune.db.corrupt-'", dir), 0);
+    ck_assert_int_eq(atoi(out), 1);
     gxt_rmtree(dir);
     free(dir);
 }
@@ -696,6 +760,8 @@ Suite *tune_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_lookup_order);
     tcase_add_test(tc, test_key_builds);
+    tcase_add_test(tc, test_prefetch);
+    tcase_add_test(tc, test_schema_version);
     tcase_add_test(tc, test_persist);
     tcase_add_test(tc, test_persist_killed);
     tcase_add_test(tc, test_corrupt);

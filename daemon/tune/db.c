@@ -19,11 +19,11 @@
 #include "daemon/tune/tune_internal.h"
 #include "libclient/internal.h"
 
-#define S_SCHEMA_VERSION 1
+#define S_SCHEMA_VERSION 2
 
 struct gxd_tune_db {
     sqlite3 *db;
-    sqlite3_stmt *get, *put, *reuse, *trim;
+    sqlite3_stmt *get, *put, *reuse, *trim, *family;
     int64_t max_records;
     int64_t puts; /* since the last trim */
 };
@@ -34,6 +34,7 @@ static const char s_schema[] =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS winners("
     " key TEXT PRIMARY KEY,"  /* signature | device | builds */
+    " family TEXT NOT NULL,"  /* the same without the rows: other batch sizes */
     " op TEXT NOT NULL,"
     " impl TEXT NOT NULL,"
     " version INTEGER NOT NULL,"
@@ -44,20 +45,23 @@ static const char s_schema[] =
     " measured_at INTEGER NOT NULL,"
     " reuse INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS winners_age ON winners(measured_at);"
-    "INSERT OR IGNORE INTO meta VALUES('schema', '1');";
+    "CREATE INDEX IF NOT EXISTS winners_family ON winners(family);"
+    "INSERT OR IGNORE INTO meta VALUES('schema', '2');";
 
 static int s_prepare(gxd_tune_db *d, char *err, size_t errlen)
 {
-    const char *sql[4] = {
+    const char *sql[5] = {
         "SELECT impl, version, ns, others, validation, host, measured_at FROM winners WHERE key=?",
         "INSERT OR REPLACE INTO winners(key, op, impl, version, ns, others, validation, host,"
-        " measured_at) VALUES(?,?,?,?,?,?,?,?,?)",
+        " measured_at, family) VALUES(?,?,?,?,?,?,?,?,?,?)",
         "UPDATE winners SET reuse=reuse+1 WHERE key=?",
         "DELETE FROM winners WHERE key IN (SELECT key FROM winners ORDER BY measured_at DESC"
         " LIMIT -1 OFFSET ?)",
+        "SELECT impl, version, ns, others, validation, host, measured_at, key FROM winners"
+        " WHERE family=? ORDER BY measured_at DESC LIMIT ?",
     };
-    sqlite3_stmt **st[4] = {&d->get, &d->put, &d->reuse, &d->trim};
-    for (int i = 0; i < 4; i++)
+    sqlite3_stmt **st[5] = {&d->get, &d->put, &d->reuse, &d->trim, &d->family};
+    for (int i = 0; i < 5; i++)
         if (sqlite3_prepare_v2(d->db, sql[i], -1, st[i], NULL) != SQLITE_OK)
             return gx_errf(err, errlen, GX_EIO, "%s", sqlite3_errmsg(d->db));
     return GX_OK;
@@ -69,7 +73,8 @@ static void s_finalize(gxd_tune_db *d)
     sqlite3_finalize(d->put);
     sqlite3_finalize(d->reuse);
     sqlite3_finalize(d->trim);
-    d->get = d->put = d->reuse = d->trim = NULL;
+    sqlite3_finalize(d->family);
+    d->get = d->put = d->reuse = d->trim = d->family = NULL;
     if (d->db)
         sqlite3_close(d->db);
     d->db = NULL;
@@ -195,6 +200,39 @@ static void s_text(sqlite3_stmt *q, int col, char *dst, size_t len)
     snprintf(dst, len, "%s", v ? (const char *)v : "");
 }
 
+/* A record from the first 7 columns of a SELECT. */
+static void s_row(sqlite3_stmt *q, gxd_tune_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    s_text(q, 0, r->impl, sizeof r->impl);
+    r->version = sqlite3_column_int(q, 1);
+    r->ns = sqlite3_column_int64(q, 2);
+    s_text(q, 3, r->others, sizeof r->others);
+    s_text(q, 4, r->validation, sizeof r->validation);
+    s_text(q, 5, r->host, sizeof r->host);
+    r->measured_at = sqlite3_column_int64(q, 6);
+    r->level = GXD_TUNE_LOCAL;
+}
+
+int gxd_tune_db_family(gxd_tune_db *d, const char *family, int max,
+                       void (*fn)(void *arg, const char *key, const gxd_tune_rec *rec), void *arg)
+{
+    sqlite3_reset(d->family);
+    sqlite3_bind_text(d->family, 1, family, -1, SQLITE_STATIC);
+    sqlite3_bind_int(d->family, 2, max);
+    int s;
+    while ((s = sqlite3_step(d->family)) == SQLITE_ROW) {
+        gxd_tune_rec r;
+        s_row(d->family, &r);
+        const unsigned char *key = sqlite3_column_text(d->family, 7);
+        if (key)
+            fn(arg, (const char *)key, &r);
+    }
+    sqlite3_reset(d->family);
+    sqlite3_clear_bindings(d->family);
+    return s == SQLITE_DONE ? GX_OK : GX_EIO;
+}
+
 int gxd_tune_db_get(gxd_tune_db *d, const char *const *keys, size_t n, gxd_tune_rec *recs,
                     bool *found)
 {
@@ -209,16 +247,7 @@ int gxd_tune_db_get(gxd_tune_db *d, const char *const *keys, size_t n, gxd_tune_
         sqlite3_bind_text(d->get, 1, keys[i], -1, SQLITE_STATIC);
         int s = sqlite3_step(d->get);
         if (s == SQLITE_ROW) {
-            gxd_tune_rec *r = &recs[i];
-            memset(r, 0, sizeof *r);
-            s_text(d->get, 0, r->impl, sizeof r->impl);
-            r->version = sqlite3_column_int(d->get, 1);
-            r->ns = sqlite3_column_int64(d->get, 2);
-            s_text(d->get, 3, r->others, sizeof r->others);
-            s_text(d->get, 4, r->validation, sizeof r->validation);
-            s_text(d->get, 5, r->host, sizeof r->host);
-            r->measured_at = sqlite3_column_int64(d->get, 6);
-            r->level = GXD_TUNE_LOCAL;
+            s_row(d->get, &recs[i]);
             found[i] = true;
             sqlite3_reset(d->reuse);
             sqlite3_bind_text(d->reuse, 1, keys[i], -1, SQLITE_STATIC);
@@ -238,7 +267,8 @@ int gxd_tune_db_get(gxd_tune_db *d, const char *const *keys, size_t n, gxd_tune_
     return rc;
 }
 
-int gxd_tune_db_put(gxd_tune_db *d, const char *key, const char *op, const gxd_tune_rec *r)
+int gxd_tune_db_put(gxd_tune_db *d, const char *key, const char *family, const char *op,
+                    const gxd_tune_rec *r)
 {
     sqlite3_stmt *q = d->put;
     sqlite3_reset(q);
@@ -251,6 +281,7 @@ int gxd_tune_db_put(gxd_tune_db *d, const char *key, const char *op, const gxd_t
     sqlite3_bind_text(q, 7, r->validation, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 8, r->host, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 9, r->measured_at);
+    sqlite3_bind_text(q, 10, family, -1, SQLITE_STATIC);
     int s = sqlite3_step(q);
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);

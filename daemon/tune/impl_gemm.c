@@ -78,6 +78,21 @@ void gxd_tune_sig_str(const gxd_tune_sig *s, char *buf, size_t len)
              (long long)s->m, (long long)s->n);
 }
 
+void gxd_tune_sig_family_str(const gxd_tune_sig *s, char *buf, size_t len)
+{
+    char c[96] = "";
+    if (s->op == GX_OP_GEMM) {
+        char cs[48] = "none";
+        if (s->c_ndim >= 0) /* C's rows follow A's: only its columns count */
+            snprintf(cs, sizeof cs, "%s%lld", s->c_ndim == 0 ? "scalar" : "cols=",
+                     s->c_ndim == 0 ? 0LL : (long long)s->c_shape[s->c_ndim - 1]);
+        snprintf(c, sizeof c, " transB=%d alpha=%.9g beta=%.9g c=%s", s->trans_b, (double)s->alpha,
+                 (double)s->beta, cs);
+    }
+    snprintf(buf, len, "%s f32 b[%lld,%lld]%s plain", gx_op_name(s->op),
+             (long long)(s->trans_b ? s->n : s->k), (long long)(s->trans_b ? s->k : s->n), c);
+}
+
 /* ---- the built-in implementations ---- */
 
 /* OpenBLAS: this thread's rows of y = a · b, B as it is. */

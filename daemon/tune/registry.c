@@ -170,6 +170,17 @@ char *gxd_tune_key(const gxd_tune *t, const gxd_tune_sig *sig)
     return k;
 }
 
+char *gxd_tune_family(const gxd_tune *t, const gxd_tune_sig *sig)
+{
+    char s[512];
+    gxd_tune_sig_family_str(sig, s, sizeof s);
+    const size_t len = strlen(s) + strlen(t->device) + strlen(t->builds) + 8;
+    char *k = malloc(len);
+    if (k)
+        snprintf(k, len, "%s | %s | %s", s, t->device, t->builds);
+    return k;
+}
+
 /* ---- the cache (under t->mu) ---- */
 
 static uint64_t s_hash(const char *s)
@@ -237,6 +248,40 @@ void gxd_tune_cache_clear(gxd_tune *t)
 
 /* ---- lookups ---- */
 
+/* A prefetched record: into the cache unless there already. */
+static void s_prefetch_one(void *arg, const char *key, const gxd_tune_rec *rec)
+{
+    gxd_tune *t = arg;
+    if (!s_slot(t, key)->key) {
+        s_cache_put(t, key, rec);
+        t->st.prefetched++;
+    }
+}
+
+/* Read the newest records of each family of sigs[0..n) into the cache
+ * (the same products at the other batch sizes met before: a later compile
+ * for one of them finds it in memory). Under t->mu. */
+static void s_prefetch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n)
+{
+    char *seen[16];
+    size_t n_seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *fam = gxd_tune_family(t, &sigs[i]);
+        bool dup = !fam;
+        for (size_t k = 0; k < n_seen && !dup; k++)
+            dup = !strcmp(seen[k], fam);
+        if (dup || n_seen == sizeof seen / sizeof seen[0]) {
+            free(fam);
+            continue;
+        }
+        seen[n_seen++] = fam;
+        if (gxd_tune_db_family(t->db, fam, GXD_TUNE_PREFETCH, s_prefetch_one, t) != GX_OK)
+            t->st.db_errors++;
+    }
+    for (size_t k = 0; k < n_seen; k++)
+        free(seen[k]);
+}
+
 void gxd_tune_lookup_batch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n, gxd_tune_rec *recs,
                            bool *found)
 {
@@ -286,6 +331,7 @@ void gxd_tune_lookup_batch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n, gxd_
                 }
             free(ask);
         }
+        s_prefetch(t, sigs, n);
     }
     for (size_t i = 0; i < n; i++)
         t->st.misses += keys[i] && !found[i];
@@ -306,14 +352,17 @@ out:
 
 int gxd_tune_store(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *rec)
 {
-    char *key = gxd_tune_key(t, sig);
-    if (!key)
+    char *key = gxd_tune_key(t, sig), *fam = gxd_tune_family(t, sig);
+    if (!key || !fam) {
+        free(key);
+        free(fam);
         return GX_ENOMEM;
+    }
     int rc = GX_OK;
     pthread_mutex_lock(&t->mu);
     s_cache_put(t, key, rec);
     t->st.stored++;
-    if (t->db && gxd_tune_db_put(t->db, key, gx_op_name(sig->op), rec) != GX_OK) {
+    if (t->db && gxd_tune_db_put(t->db, key, fam, gx_op_name(sig->op), rec) != GX_OK) {
         rc = GX_EIO;
         t->st.db_errors++;
         if (!t->db_warned && t->log)
@@ -322,6 +371,7 @@ int gxd_tune_store(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *rec
     }
     pthread_mutex_unlock(&t->mu);
     free(key);
+    free(fam);
     return rc;
 }
 

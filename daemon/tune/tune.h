@@ -20,7 +20,9 @@
  *
  * Lookup, one batch per plan: the in-memory cache (bounded), then the local
  * SQLite database tune.db (bounded in rows; a file that is not a valid
- * database is moved aside, logged, and a new one made). A miss returns
+ * database is moved aside, logged, and a new one made), which also
+ * prefetches the records of the same products at other batch sizes (the
+ * signature's family) into the cache. A miss returns
  * nothing: the caller compiles with the default at once, and (mode
  * explore) the signature goes to the collection queue; the explorer thread
  * admits queued signatures into its exploration queue by how often they
@@ -77,6 +79,11 @@ bool gxd_tune_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *
 /* The canonical text of sig's part of the key ("MatMul f32 a[8,64] b[64,32]
  * y[8,32] plain"). */
 void gxd_tune_sig_str(const gxd_tune_sig *sig, char *buf, size_t len);
+
+/* The family of sig: its text without A's and Y's shapes (the rows), so
+ * the same product at other batch sizes shares it ("MatMul f32 b[64,32]
+ * plain"); the registry prefetches a family's records together. */
+void gxd_tune_sig_family_str(const gxd_tune_sig *sig, char *buf, size_t len);
 
 /* ---- implementations (candidates) ------------------------------------- */
 
@@ -237,6 +244,7 @@ typedef struct gxd_tune_stats {
     int64_t db_errors;
     int64_t pending;      /* signatures waiting now (both queues) */
     int64_t cached;       /* records in memory now */
+    int64_t prefetched;   /* records read into memory with another signature of their family */
 } gxd_tune_stats;
 
 void gxd_tune_get_stats(gxd_tune *t, gxd_tune_stats *s);

@@ -76,9 +76,15 @@ void gxd_tune_db_close(gxd_tune_db **db);
  * (reuse counted). GX_OK or GX_EIO. */
 int gxd_tune_db_get(gxd_tune_db *db, const char *const *keys, size_t n, gxd_tune_rec *recs,
                     bool *found);
-/* Insert or replace key's record (op: its op's name, for listings); the
- * oldest rows beyond max_records go. GX_OK or GX_EIO. */
-int gxd_tune_db_put(gxd_tune_db *db, const char *key, const char *op, const gxd_tune_rec *rec);
+/* Insert or replace key's record (family: gxd_tune_family's; op: its op's
+ * name, for listings); the oldest rows beyond max_records go. GX_OK or
+ * GX_EIO. */
+int gxd_tune_db_put(gxd_tune_db *db, const char *key, const char *family, const char *op,
+                    const gxd_tune_rec *rec);
+/* fn for each of the (at most max) newest records of family. GX_OK or
+ * GX_EIO. */
+int gxd_tune_db_family(gxd_tune_db *db, const char *family, int max,
+                       void (*fn)(void *arg, const char *key, const gxd_tune_rec *rec), void *arg);
 
 /* ---- the registry (daemon/tune/registry.c, explore.c) ---- */
 
@@ -130,6 +136,10 @@ struct gxd_tune {
 
 /* The full key of sig: signature | device | builds (malloc'ed). */
 char *gxd_tune_key(const gxd_tune *t, const gxd_tune_sig *sig);
+/* Its family: the same with gxd_tune_sig_family_str (malloc'ed). */
+char *gxd_tune_family(const gxd_tune *t, const gxd_tune_sig *sig);
+/* Records of one family read into the cache per lookup, at most. */
+#define GXD_TUNE_PREFETCH 64
 /* Queue sig (key owned by the caller) for exploration, unless queued,
  * tried already, or the queue is full. Under qmu. */
 void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig);
