@@ -1426,10 +1426,15 @@ static int s_cv_experimental(s_emit *e)
             s_find_typed(e->np, "border", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
         const Onnx__AttributeProto *sc =
             s_find_typed(e->np, "scale", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-        if (!b || b->n_ints != 4 || (sc && sc->n_ints != 2))
+        bool neg = false;
+        for (size_t i = 0; b && i < b->n_ints; i++)
+            neg |= b->ints[i] < 0 || b->ints[i] > INT32_MAX;
+        for (size_t i = 0; sc && i < sc->n_ints; i++)
+            neg |= sc->ints[i] < 0 || sc->ints[i] > INT32_MAX;
+        if (!b || b->n_ints != 4 || (sc && sc->n_ints != 2) || neg)
             return s_fail(e->c, GX_EATTR, e->path,
                           "Crop needs border [left, top, right, bottom] and at most a scale "
-                          "[height, width]");
+                          "[height, width], none negative");
         int64_t starts[2] = {b->ints[1], b->ints[0]}, ends[2], axes[2] = {2, 3};
         if (sc) {
             ends[0] = b->ints[1] + sc->ints[0];
