@@ -1532,7 +1532,9 @@ static int s_cv_tile1(s_emit *e)
  * states [B, ...] and K scan outputs [B, T, ...]. Becomes a Loop over the
  * batch whose body takes sample b of each input (Gather) and runs Scan 9
  * on it with the same body; the Loop stacks what each iteration returns
- * along a new axis 0, the batch. Only without sequence_lens. */
+ * along a new axis 0, the batch. A scan input read in reverse (directions)
+ * is reversed in the body and scanned forward. Only without
+ * sequence_lens. */
 static int s_cv_scan8(s_emit *e)
 {
     s_ctx *c = e->c;
@@ -1541,10 +1543,11 @@ static int s_cv_scan8(s_emit *e)
     const Onnx__AttributeProto *dirs =
         s_find_typed(e->np, "directions", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
     int64_t m = s_find_int(e->np, "num_scan_inputs", -1);
-    if (!body || !body->g || m < 1 || e->n_in < 1 + (size_t)m || e->n_out < 1)
+    if (!body || !body->g || m < 1 || e->n_in < 1 + (size_t)m || e->n_out < 1 ||
+        (dirs && dirs->n_ints != (size_t)m))
         return s_fail(c, GX_EFORMAT, e->path,
                       "Scan 8 needs a body, num_scan_inputs >= 1 and as many inputs after "
-                      "sequence_lens");
+                      "sequence_lens, and a direction per scan input if any");
     if (*e->in[0])
         return s_fail(c, GX_EUNSUPPORTED, e->path,
                       "sequence_lens (input 0 of Scan before opset 9) is not supported");
@@ -1604,6 +1607,29 @@ static int s_cv_scan8(s_emit *e)
             rc = s_fail(c, GX_ENOMEM, e->path, "out of memory");
             goto out;
         }
+        /* a scan input read in reverse: the sample reversed along its
+         * sequence axis, scanned forward (the outputs are in step order
+         * either way) */
+        size_t j = i - (n_vals - (size_t)m);
+        if (i >= n_vals - (size_t)m && dirs && j < dirs->n_ints && dirs->ints[j]) {
+            const int64_t st = -1, en = INT64_MIN, ax = 0, step = -1;
+            const char *cs, *ce, *ca, *cp, *rev;
+            snprintf(nn, sizeof nn, "reverse_%zu", i);
+            if (!(cs = s_aux_i64(e, "rev_start", false, 1, &st)) ||
+                !(ce = s_aux_i64(e, "rev_end", false, 1, &en)) ||
+                !(ca = s_aux_i64(e, "rev_axis", false, 1, &ax)) ||
+                !(cp = s_aux_i64(e, "rev_step", false, 1, &step)) ||
+                !(rev = s_fresh_value(e, nn))) {
+                rc = GX_ENOMEM;
+                goto out;
+            }
+            if (!gx_graph_add_node(lb, "Slice", nn, 5,
+                                   (const char *[]){inner_in[i], cs, ce, ca, cp}, 1, &rev)) {
+                rc = s_fail(c, GX_ENOMEM, e->path, "out of memory");
+                goto out;
+            }
+            inner_in[i] = rev;
+        }
     }
     for (size_t i = 0; i < e->n_out; i++) {
         if (!(inner_out[i] = s_fresh_value(e, "step_out"))) {
@@ -1616,9 +1642,7 @@ static int s_cv_scan8(s_emit *e)
         }
     }
     gx_node *scan = gx_graph_add_node(lb, "Scan", "scan", n_vals, inner_in, e->n_out, inner_out);
-    if (!scan || (rc = gx_node_set_int(scan, "num_scan_inputs", m)) < 0 ||
-        (dirs && (rc = gx_node_set_ints(scan, "scan_input_directions", dirs->ints,
-                                        dirs->n_ints)) < 0)) {
+    if (!scan || (rc = gx_node_set_int(scan, "num_scan_inputs", m)) < 0) {
         rc = s_fail(c, GX_ENOMEM, e->path, "out of memory");
         goto out;
     }
