@@ -136,20 +136,25 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
             continue;
         char why[256];
         int64_t run_ns = 0;
+        int pieces = 1;
         if (!s_wait_idle(t, idle, idle_arg))
             break;
-        if (!gxd_tune_bench_check(&bn, im, why, sizeof why, &run_ns)) {
+        if (!gxd_tune_bench_check(&bn, im, why, sizeof why, &run_ns, &pieces, idle, idle_arg,
+                                  &t->stop)) {
+            if (run_ns < 0)
+                break; /* stopping */
             s_append(rec.others, sizeof rec.others, "%s%s@%d:rejected (%s)", rec.others[0] ? ", " : "",
                      im->name, im->version, why);
             rejected++;
             continue;
         }
         int64_t ns;
-        if (im->fixed_ns <= 0 && best && run_ns > GXD_TUNE_SLOW * rec.ns)
+        if (im->fixed_ns <= 0 && best && pieces == 1 && run_ns > GXD_TUNE_SLOW * rec.ns)
             ns = run_ns; /* clearly slower: one run is enough */
         else
             ns = gxd_tune_bench_time(&bn, im, run_ns > GXD_TUNE_LONG_RUN_NS ? 3 : GXD_TUNE_MAX_RUNS,
-                                     budget_ns, idle, idle_arg, &t->stop);
+                                     gxd_tune_bench_pieces(&bn, run_ns), budget_ns, idle,
+                                     idle_arg, &t->stop);
         if (ns < 0)
             break; /* stopping */
         if (im == def) {

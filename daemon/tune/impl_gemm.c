@@ -276,8 +276,9 @@ void gxd_tune_bench_fini(gxd_tune_bench *bn)
     memset(bn, 0, sizeof *bn);
 }
 
-/* One run of im's kernel on the bench's inputs, on this thread. */
-static void s_run_once(gxd_tune_bench *bn, const gxd_tune_impl *im)
+/* Share ith of nth of one run of im's kernel on the bench's inputs, on
+ * this thread. */
+static void s_piece(gxd_tune_bench *bn, const gxd_tune_impl *im, int ith, int nth)
 {
     const gxd_tune_sig *s = &bn->sig;
     gx_view in[3] = {bn->va, bn->vb, bn->vc};
@@ -288,21 +289,66 @@ static void s_run_once(gxd_tune_bench *bn, const gxd_tune_impl *im)
                         .in = in,
                         .n_out = 1,
                         .out = &bn->vy,
-                        .ith = 0,
-                        .nth = 1};
+                        .ith = ith,
+                        .nth = nth};
     (s->op == GX_OP_GEMM ? im->gemm : im->matmul)(&k);
 }
 
+/* Pieces a run of about run_ns is cut into (GXD_TUNE_PIECE_NS each), at
+ * most one per 16 output elements and GXD_TUNE_MAX_PIECES. */
+int gxd_tune_bench_pieces(const gxd_tune_bench *bn, int64_t run_ns)
+{
+    int64_t n = (run_ns + GXD_TUNE_PIECE_NS - 1) / GXD_TUNE_PIECE_NS;
+    const int64_t cap = bn->sig.m * bn->sig.n / 16;
+    if (n > cap)
+        n = cap;
+    if (n > GXD_TUNE_MAX_PIECES)
+        n = GXD_TUNE_MAX_PIECES;
+    return n < 1 ? 1 : (int)n;
+}
+
+/* One whole run of im in nth pieces, one after the other on this thread
+ * (kernels split their work by (ith, nth) and compute every element the
+ * same way whatever the split). Between pieces, when a job arrived (idle()
+ * false, or its epoch moved): with wait, wait for idle time and go on;
+ * else give the run up (false). False when stopping. */
+static bool s_run(gxd_tune_bench *bn, const gxd_tune_impl *im, int nth, gxd_tune_idle_fn idle,
+                  void *arg, bool wait, atomic_bool *stop)
+{
+    uint64_t e0 = 0, e1 = 0;
+    if (idle)
+        (void)idle(arg, &e0);
+    for (int i = 0; i < nth; i++) {
+        while (i > 0 && idle && (!idle(arg, &e1) || e1 != e0)) {
+            if (!wait || atomic_load(stop))
+                return false;
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            (void)idle(arg, &e0);
+        }
+        s_piece(bn, im, i, nth);
+    }
+    return !atomic_load(stop);
+}
+
 bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen,
-                          int64_t *run_ns)
+                          int64_t *run_ns, int *pieces, gxd_tune_idle_fn idle, void *idle_arg,
+                          atomic_bool *stop)
 {
     const gxd_tune_sig *s = &bn->sig;
     const int64_t n = s->n;
     for (int64_t i = 0; i < s->m * n; i++) /* poison: a kernel that skips an element fails */
         bn->y[i] = NAN;
+    /* a first run of unknown length: pieces as if at GXD_TUNE_SLOW_FLOPS */
+    *pieces = gxd_tune_bench_pieces(
+        bn, (int64_t)(2.0 * (double)s->m * (double)s->n * (double)s->k / GXD_TUNE_SLOW_FLOPS * 1e9));
     const int64_t t0 = s_ns();
-    s_run_once(bn, im);
-    *run_ns = s_ns() - t0;
+    if (!s_run(bn, im, *pieces, idle, idle_arg, true, stop)) {
+        snprintf(why, whylen, "stopped");
+        *run_ns = -1;
+        return false;
+    }
+    *run_ns = s_ns() - t0; /* idle waits included: an upper bound */
     for (int r = 0; r < bn->n_check; r++)
         for (int64_t j = 0; j < n; j++) {
             const double got = bn->y[bn->rows[r] * n + j], want = bn->ref[r * n + j];
@@ -319,7 +365,7 @@ bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why
     return true;
 }
 
-int64_t gxd_tune_bench_time(gxd_tune_bench *bn, const gxd_tune_impl *im, int runs,
+int64_t gxd_tune_bench_time(gxd_tune_bench *bn, const gxd_tune_impl *im, int runs, int nth,
                             int64_t budget_ns, gxd_tune_idle_fn idle, void *idle_arg,
                             atomic_bool *stop)
 {
@@ -330,19 +376,21 @@ int64_t gxd_tune_bench_time(gxd_tune_bench *bn, const gxd_tune_impl *im, int run
     if (runs > GXD_TUNE_MAX_RUNS)
         runs = GXD_TUNE_MAX_RUNS;
     const int64_t start = s_ns();
-    s_run_once(bn, im); /* warm the caches */
+    if (!s_run(bn, im, nth, idle, idle_arg, true, stop)) /* warm the caches */
+        return -1;
     while (got < runs && !atomic_load(stop)) {
         uint64_t e0 = 0, e1 = 0;
         if (idle && !idle(idle_arg, &e0)) {
-            struct timespec ts = {0, 5 * 1000 * 1000};
+            struct timespec ts = {0, 2 * 1000 * 1000};
             nanosleep(&ts, NULL); /* a job runs: wait for idle time */
             continue;
         }
         const int64_t t0 = s_ns();
-        s_run_once(bn, im);
+        if (!s_run(bn, im, nth, idle, idle_arg, false, stop))
+            continue; /* a job came meanwhile: this sample is given up */
         const int64_t dt = s_ns() - t0;
         if (idle && (!idle(idle_arg, &e1) || e1 != e0))
-            continue; /* a job came meanwhile: this sample is not clean */
+            continue; /* a job came during the last piece: not clean */
         t[got++] = dt;
         if (got >= 3 && s_ns() - start > budget_ns)
             break;

@@ -49,16 +49,27 @@ typedef struct gxd_tune_bench {
 /* GX_OK or GX_ENOMEM (then nothing is held). */
 int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s);
 void gxd_tune_bench_fini(gxd_tune_bench *bn);
-/* Run im once and compare its output with the reference; false with why
- * (the first element that differs), true with how it was checked. *run_ns:
- * how long that run took. */
+/* A run is cut into pieces of about this long (ns), between which the
+ * explorer yields to a job that arrived: a job waits for one piece at most. */
+#define GXD_TUNE_PIECE_NS (2 * 1000 * 1000)
+#define GXD_TUNE_MAX_PIECES 256
+/* The speed (flop/s) a first run is assumed to have when it is cut. */
+#define GXD_TUNE_SLOW_FLOPS 1e9
+
+/* Pieces for a run of about run_ns on bn's shapes (at least 1). */
+int gxd_tune_bench_pieces(const gxd_tune_bench *bn, int64_t run_ns);
+/* Run im once, in *pieces pieces (from the product's size), waiting for
+ * idle time between them, and compare its output with the reference;
+ * false with why (the first element that differs; "stopped"), true with
+ * how it was checked. *run_ns: how long that run took, waits included. */
 bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen,
-                          int64_t *run_ns);
-/* The median of up to runs timed runs of im (ns; fixed_ns when set),
- * taken only while idle() says so and no job arrived during the run,
- * stopping after budget_ns once 3 runs are in; -1 when *stop was set
- * before any run. */
-int64_t gxd_tune_bench_time(gxd_tune_bench *bn, const gxd_tune_impl *im, int runs,
+                          int64_t *run_ns, int *pieces, gxd_tune_idle_fn idle, void *idle_arg,
+                          atomic_bool *stop);
+/* The median of up to runs timed runs of im (ns; fixed_ns when set), each
+ * in nth pieces, taken only while idle() says so; a run during which a job
+ * arrived is given up at the next piece; stopping after budget_ns once 3
+ * runs are in; -1 when *stop was set before any run. */
+int64_t gxd_tune_bench_time(gxd_tune_bench *bn, const gxd_tune_impl *im, int runs, int nth,
                             int64_t budget_ns, gxd_tune_idle_fn idle, void *idle_arg,
                             atomic_bool *stop);
 
