@@ -478,6 +478,9 @@ START_TEST(test_fast_wrong_rejected)
     ck_assert_int_eq(st.rejected, 1);
     ck_assert_int_eq(st.explored, 1);
     ck_assert_int_eq(st.stored, 1);
+    ck_assert_int_eq(st.n_wins, 1);
+    ck_assert_int_eq(st.wins[0].n, 1);
+    ck_assert(!strcmp(st.wins[0].source, "gexec") || !strcmp(st.wins[0].source, "openblas"));
     /* the stored record keeps the reason */
     gxd_tune_cache_clear(t);
     bool found;
@@ -580,6 +583,38 @@ START_TEST(test_packed_winner)
     snprintf(want, sizeof want, "packed.%s", gx_cpu_gemm_isa());
     ck_assert_str_eq(p->impls[0].impl, want);
     ck_assert_str_eq(p->impls[0].source, "default");
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&g);
+    gxd_tune_destroy(&t);
+}
+END_TEST
+
+/* The plan of a slice of the batch (replicas) runs what the whole batch's
+ * runs, whatever the registry holds for its own rows: the same bits. */
+START_TEST(test_slice_follows_whole)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
+    gx_graph *g = s_graph();
+    gxd_tune_sig whole = s_sig(S_M, S_K, S_N), half = s_sig(S_M / 2, S_K, S_N);
+    gxd_tune_rec r = s_rec("blas", 10);
+    ck_assert_int_eq(gxd_tune_store(t, &whole, &r), GX_OK);
+    r = s_rec("packed.baseline", 5);
+    ck_assert_int_eq(gxd_tune_store(t, &half, &r), GX_OK); /* not used by the slice */
+    gxd_plan *p = s_compile(g, t), *q = NULL;
+    ck_assert_str_eq(p->impls[0].impl, "blas");
+    static float x[S_M * S_K];
+    gx_view in = {.dtype = GX_F32, .ndim = 2, .shape = {S_M / 2, S_K}, .numel = S_M / 2 * S_K,
+                  .data = x};
+    gxd_compile_limits lim = s_lim0;
+    lim.tune = t;
+    char err[512];
+    bool owned = false;
+    ck_assert_msg(gxd_plan_slice(p, g, &in, &lim, &q, &owned, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_uint_eq(q->n_impls, 1);
+    ck_assert_str_eq(q->impls[0].impl, "blas");
+    ck_assert_str_eq(q->impls[0].source, "whole batch");
+    if (owned)
+        gxd_plan_destroy(&q);
     gxd_plan_destroy(&p);
     gx_graph_destroy(&g);
     gxd_tune_destroy(&t);
@@ -702,7 +737,8 @@ START_TEST(test_daemon_tune)
     ck_assert_msg(tuned, "the plan was not re-planned to the tuned choice");
     ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
     ck_assert_msg(strstr(json, "\"tune\":{\"mode\":\"cache\"") && strstr(json, "\"explored\":1,") &&
-                      strstr(json, "\"stored\":1,") && strstr(json, "\"rejected\":0,"),
+                      strstr(json, "\"stored\":1,") && strstr(json, "\"rejected\":0,") &&
+                      strstr(json, "\"wins\":{\""),
                   "%s", json);
     free(json);
     gx_client_destroy(&c);
@@ -774,6 +810,7 @@ Suite *tune_suite(void)
     tcase_add_test(tc, test_fast_wrong_rejected);
     tcase_add_test(tc, test_fast_right_wins);
     tcase_add_test(tc, test_packed_winner);
+    tcase_add_test(tc, test_slice_follows_whole);
     tcase_add_test(tc, test_explorer_thread);
     tcase_add_test(tc, test_explorer_waits_for_idle);
     suite_add_tcase(s, tc);

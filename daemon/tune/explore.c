@@ -187,6 +187,16 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
             *out = rec;
         return GX_ENOTFOUND;
     }
+    pthread_mutex_lock(&t->mu); /* wins per source (STATS) */
+    int w = 0;
+    while (w < t->st.n_wins && strcmp(t->st.wins[w].source, best->source) != 0)
+        w++;
+    if (w == t->st.n_wins && w < GXD_TUNE_MAX_IMPLS)
+        snprintf(t->st.wins[t->st.n_wins++].source, sizeof t->st.wins[0].source, "%s",
+                 best->source);
+    if (w < t->st.n_wins)
+        t->st.wins[w].n++;
+    pthread_mutex_unlock(&t->mu);
     snprintf(rec.impl, sizeof rec.impl, "%s", best->name);
     rec.version = best->version;
     snprintf(rec.host, sizeof rec.host, "%s", t->host);

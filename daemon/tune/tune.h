@@ -245,6 +245,13 @@ typedef struct gxd_tune_stats {
     int64_t pending;      /* signatures waiting now (both queues) */
     int64_t cached;       /* records in memory now */
     int64_t prefetched;   /* records read into memory with another signature of their family */
+    /* winners stored by this daemon, per source of the winning
+     * implementation ("gexec", "openblas", ...) */
+    struct {
+        char source[16];
+        int64_t n;
+    } wins[GXD_TUNE_MAX_IMPLS];
+    int n_wins;
 } gxd_tune_stats;
 
 void gxd_tune_get_stats(gxd_tune *t, gxd_tune_stats *s);
