@@ -113,4 +113,20 @@ int64_t gx_conv_pass_images(int64_t n, int64_t per_image);
  * shape; a larger output_shape only adds zeros at the end of each dim. */
 void gx_maxunpool_dims(const gx_attrval *attr, const gx_view *x, int64_t *dims);
 
+/* Col2Im's geometry (opset 18) over n spatial dims: input [N, channels *
+ * kprod, nblocks] of columns, output [N, channels, image...]; a block
+ * starts at col * stride - pads[d] and its kernel offsets step by dil. */
+typedef struct gx_col2im {
+    int n;
+    int64_t image[GX_MAX_DIMS], block[GX_MAX_DIMS], dil[GX_MAX_DIMS], stride[GX_MAX_DIMS];
+    int64_t pads[2 * GX_MAX_DIMS]; /* begins, then ends */
+    int64_t cols[GX_MAX_DIMS];     /* blocks along each dim */
+    int64_t kprod, nblocks, channels;
+} gx_col2im;
+
+/* Checks Col2Im's inputs and attributes (image_shape and block_shape
+ * values must be known) and fills g. GX_OK, GX_INFER_DYNAMIC, or an error
+ * with a message in ic->err. Shared by the schema and the kernel. */
+int gx_col2im_setup(gx_infer *ic, gx_col2im *g);
+
 #endif

@@ -67,7 +67,9 @@
     X(COSH, "Cosh")                                                           \
     X(ASINH, "Asinh")                                                         \
     X(ACOSH, "Acosh")                                                         \
-    X(ATANH, "Atanh")
+    X(ATANH, "Atanh")                                                         \
+    X(MISH, "Mish")                                                           \
+    X(SWISH, "Swish")
 
 
 #define GX_OPS_LOGIC(X)                                                       \
@@ -81,6 +83,10 @@
     X(OR, "Or")                                                               \
     X(XOR, "Xor")                                                             \
     X(BIT_SHIFT, "BitShift")                                                  \
+    X(BITWISE_AND, "BitwiseAnd")                                              \
+    X(BITWISE_OR, "BitwiseOr")                                                \
+    X(BITWISE_XOR, "BitwiseXor")                                              \
+    X(BITWISE_NOT, "BitwiseNot")                                              \
     X(WHERE, "Where")                                                         \
     X(ISNAN, "IsNaN")                                                         \
     X(ISINF, "IsInf")                                                         \
@@ -129,7 +135,8 @@
     X(GLOBALMAXPOOL, "GlobalMaxPool")                                         \
     X(GLOBALAVERAGEPOOL, "GlobalAveragePool")                                 \
     X(GLOBALLPPOOL, "GlobalLpPool")                                           \
-    X(MAXUNPOOL, "MaxUnpool")
+    X(MAXUNPOOL, "MaxUnpool")                                                 \
+    X(COL2IM, "Col2Im")
 
 
 #define GX_OPS_NN(X)                                                          \
@@ -139,6 +146,8 @@
     X(BATCHNORM, "BatchNormalization")                                        \
     X(LAYERNORM, "LayerNormalization")                                        \
     X(RMSNORM, "RMSNormalization")                                            \
+    X(LPNORM, "LpNormalization")                                              \
+    X(GROUPNORM, "GroupNormalization")                                        \
     X(ATTENTION, "Attention")                                                 \
     X(INSTANCENORM, "InstanceNormalization")                                  \
     X(MVN, "MeanVarianceNormalization")                                       \
@@ -147,6 +156,7 @@
     X(RESIZE, "Resize")                                                       \
     X(UPSAMPLE, "Upsample")                                                   \
     X(PAD, "Pad")                                                             \
+    X(CENTER_CROP_PAD, "CenterCropPad")                                       \
     X(DEPTHTOSPACE, "DepthToSpace")                                           \
     X(SPACETODEPTH, "SpaceToDepth")
 

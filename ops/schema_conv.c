@@ -860,3 +860,124 @@ const gx_op_schema gx_schema_MAXUNPOOL = {
     .value_inputs = 1u << 2,
     .infer = s_infer_maxunpool, .cost = s_cost_maxunpool,
 };
+
+/* ---- Col2Im (opset 18) ---- */
+
+static const gx_attr_spec s_col2im_attrs[] = {
+    [GX_COL2IM_DILATIONS] = {.name = "dilations", .type = GX_ATTR_INTS},
+    [GX_COL2IM_PADS] = {.name = "pads", .type = GX_ATTR_INTS},
+    [GX_COL2IM_STRIDES] = {.name = "strides", .type = GX_ATTR_INTS},
+};
+_Static_assert(sizeof s_col2im_attrs / sizeof s_col2im_attrs[0] == GX_COL2IM_NATTRS,
+               "Col2Im attrs");
+
+/* Input 1 or 2 (image_shape, block_shape): 1-D int64 of n values >= 1,
+ * whose value must be known; GX_INFER_DYNAMIC while it is not. */
+static int s_col2im_shape_input(gx_infer *ic, int i, const char *what, int n, int64_t *out)
+{
+    const gx_view *v = &ic->in[i];
+    if (v->dtype != GX_I64)
+        return gx_infer_errf(ic, GX_EDTYPE, "Col2Im: %s is %s, expected int64", what,
+                             gx_dtype_name(v->dtype) ? gx_dtype_name(v->dtype) : "unknown dtype");
+    if (v->ndim != 1 || v->shape[0] != n) {
+        char s[GX_SHAPE_STRLEN];
+        return gx_infer_errf(ic, GX_ESHAPE, "Col2Im: %s has shape %s, expected [%d]", what,
+                             gx_shape_str(v->ndim, v->shape, s, sizeof s), n);
+    }
+    const int64_t *p = gx_infer_value(ic, i);
+    if (!p)
+        return GX_INFER_DYNAMIC;
+    for (int d = 0; d < n; d++) {
+        if (p[d] < 1 || p[d] > S_ATTR_MAX)
+            return gx_infer_errf(ic, GX_ESHAPE, "Col2Im: %s[%d] is %lld, expected 1..%d", what,
+                                 d, (long long)p[d], S_ATTR_MAX);
+        out[d] = p[d];
+    }
+    return GX_OK;
+}
+
+int gx_col2im_setup(gx_infer *ic, gx_col2im *g)
+{
+    const char *op = "Col2Im";
+    static const gx_dtype ok[] = {GX_F32};
+    int rc;
+    if ((rc = s_need_dtype(ic, op, 0, 1, ok, "float32 only")) < 0 ||
+        (rc = gx_infer_need(ic, op, 1)) < 0 || (rc = gx_infer_need(ic, op, 2)) < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    if (x->ndim != 3)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: input has rank %d; [N, C * prod(block_shape), L] "
+                             "needed", op, x->ndim);
+    if (ic->in[1].ndim != 1 || ic->in[1].shape[0] < 1 ||
+        ic->in[1].shape[0] > GX_MAX_DIMS - 2) {
+        char s[GX_SHAPE_STRLEN];
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: image_shape has shape %s, expected [1..%d]", op,
+                             gx_shape_str(ic->in[1].ndim, ic->in[1].shape, s, sizeof s),
+                             GX_MAX_DIMS - 2);
+    }
+    const int n = (int)ic->in[1].shape[0];
+    *g = (gx_col2im){.n = n};
+    if ((rc = s_col2im_shape_input(ic, 1, "image_shape", n, g->image)) != GX_OK ||
+        (rc = s_col2im_shape_input(ic, 2, "block_shape", n, g->block)) != GX_OK ||
+        (rc = s_ints(&ic->attr[GX_COL2IM_DILATIONS], op, "dilations", n, 1, 1, g->dil, ic->err,
+                     ic->errlen)) < 0 ||
+        (rc = s_ints(&ic->attr[GX_COL2IM_PADS], op, "pads", 2 * n, 0, 0, g->pads, ic->err,
+                     ic->errlen)) < 0 ||
+        (rc = s_ints(&ic->attr[GX_COL2IM_STRIDES], op, "strides", n, 1, 1, g->stride, ic->err,
+                     ic->errlen)) < 0)
+        return rc;
+    g->kprod = 1;
+    g->nblocks = 1;
+    for (int d = 0; d < n; d++) {
+        g->kprod *= g->block[d];
+        if (g->kprod > S_ATTR_MAX)
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: block_shape is too large", op);
+        const int64_t extent = g->dil[d] * (g->block[d] - 1) + 1;
+        const int64_t room = g->image[d] + g->pads[d] + g->pads[n + d] - extent;
+        if (room < 0)
+            return gx_infer_errf(ic, GX_ESHAPE,
+                                 "%s: dim %d: the block (extent %lld) does not fit the padded "
+                                 "image (%lld)", op, d, (long long)extent,
+                                 (long long)(g->image[d] + g->pads[d] + g->pads[n + d]));
+        g->cols[d] = room / g->stride[d] + 1;
+        g->nblocks *= g->cols[d];
+        if (g->nblocks > S_ATTR_MAX)
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: too many blocks", op);
+    }
+    if (x->shape[1] % g->kprod != 0)
+        return gx_infer_errf(ic, GX_ESHAPE,
+                             "%s: input dim 1 (%lld) is not a multiple of prod(block_shape) = %lld",
+                             op, (long long)x->shape[1], (long long)g->kprod);
+    if (x->shape[2] != g->nblocks)
+        return gx_infer_errf(ic, GX_ESHAPE,
+                             "%s: input dim 2 is %lld, but the image holds %lld blocks", op,
+                             (long long)x->shape[2], (long long)g->nblocks);
+    g->channels = x->shape[1] / g->kprod;
+    return GX_OK;
+}
+
+static int s_infer_col2im(gx_infer *ic)
+{
+    gx_col2im g;
+    int rc = gx_col2im_setup(ic, &g);
+    if (rc != GX_OK)
+        return rc;
+    int64_t shape[GX_MAX_DIMS] = {ic->in[0].shape[0], g.channels};
+    memcpy(shape + 2, g.image, (size_t)g.n * sizeof shape[0]);
+    if (gx_shape_numel(g.n + 2, shape, INT64_MAX / 8) < 0)
+        return gx_infer_errf(ic, GX_ESHAPE, "Col2Im: the output is too large");
+    gx_view_set(&ic->out[0], GX_F32, g.n + 2, shape);
+    return GX_OK;
+}
+
+/* one add per input element, plus zeroing the output */
+static gx_cost s_cost_col2im(const gx_infer *ic)
+{
+    return s_cost_io(ic, (double)gx_view_numel(&ic->in[0]));
+}
+
+const gx_op_schema gx_schema_COL2IM = {
+    .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
+    .attrs = s_col2im_attrs, .n_attrs = GX_COL2IM_NATTRS, .value_inputs = 1u << 1 | 1u << 2,
+    .infer = s_infer_col2im, .cost = s_cost_col2im, .batch = gx_batch_samplewise,
+};

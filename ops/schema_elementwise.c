@@ -238,6 +238,11 @@ static const gx_attr_spec s_gelu_attrs[] = {
 };
 _Static_assert(sizeof s_gelu_attrs / sizeof s_gelu_attrs[0] == GX_GELU_NATTRS, "Gelu attrs");
 
+static const gx_attr_spec s_swish_attrs[] = {
+    [GX_SWISH_ALPHA] = {.name = "alpha", .type = GX_ATTR_FLOAT, .def_f = 1.0},
+};
+_Static_assert(sizeof s_swish_attrs / sizeof s_swish_attrs[0] == GX_SWISH_NATTRS, "Swish attrs");
+
 /* Celu divides by alpha. */
 static int s_infer_celu(gx_infer *ic)
 {
@@ -313,6 +318,8 @@ S_UNARY(FLOOR, S_FLOAT, 5, NULL, 0)
 S_UNARY(CEIL, S_FLOAT, 5, NULL, 0)
 S_UNARY(ROUND, S_FLOAT, 4, NULL, 0)
 S_UNARY(HARDSWISH, S_FLOAT, 5, NULL, 0)
+S_UNARY(MISH, S_FLOAT, 40, NULL, 0)
+S_UNARY(SWISH, S_FLOAT, 13, s_swish_attrs, GX_SWISH_NATTRS)
 S_UNARY(SOFTPLUS, S_FLOAT, 28, NULL, 0)
 S_UNARY(SOFTSIGN, S_FLOAT, 3, NULL, 0)
 S_UNARY(SIN, S_FLOAT, 20, NULL, 0)

@@ -1,8 +1,9 @@
 /*
  * Schemas of the logic family (GX_OPS_LOGIC in ops/op.h): comparisons and
  * boolean ops with numpy broadcasting, Where, IsNaN/IsInf, Cast/CastLike,
- * BitShift, and the index-producing or index-driven ops CumSum, Trilu,
- * OneHot, Range, EyeLike, NonZero and Compress.
+ * BitShift, BitwiseAnd/Or/Xor/Not (opset 18), and the index-producing or
+ * index-driven ops CumSum, Trilu, OneHot, Range, EyeLike, NonZero and
+ * Compress.
  */
 #include <math.h>
 #include <string.h>
@@ -290,6 +291,29 @@ S_BINARY_SCHEMA(GREATER_OR_EQUAL, S_ANY, "a gexec dtype", GX_BOOL)
 S_BINARY_SCHEMA(AND, S_BIT(GX_BOOL), "bool", GX_BOOL)
 S_BINARY_SCHEMA(OR, S_BIT(GX_BOOL), "bool", GX_BOOL)
 S_BINARY_SCHEMA(XOR, S_BIT(GX_BOOL), "bool", GX_BOOL)
+
+/* BitwiseAnd, BitwiseOr, BitwiseXor (opset 18): integers of one dtype,
+ * broadcast; the output is their dtype. */
+#define S_INTS (S_SINTS | S_UINTS)
+#define S_INTS_NAMES "int8, int16, int32, int64, uint8, uint16, uint32 or uint64"
+S_BINARY_SCHEMA(BITWISE_AND, S_INTS, S_INTS_NAMES, GX_DTYPE_COUNT)
+S_BINARY_SCHEMA(BITWISE_OR, S_INTS, S_INTS_NAMES, GX_DTYPE_COUNT)
+S_BINARY_SCHEMA(BITWISE_XOR, S_INTS, S_INTS_NAMES, GX_DTYPE_COUNT)
+
+/* BitwiseNot (opset 18): one integer input, same dtype and shape out. */
+static int s_infer_bitwise_not(gx_infer *ic)
+{
+    int rc = s_need_dtype(ic, "BitwiseNot", 0, S_INTS, S_INTS_NAMES);
+    if (rc < 0)
+        return rc;
+    gx_view_set(&ic->out[0], ic->in[0].dtype, ic->in[0].ndim, ic->in[0].shape);
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_BITWISE_NOT = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .flags = GX_OPF_ELEMENTWISE, .infer = s_infer_bitwise_not, .cost = s_cost_io,
+};
 
 static const gx_attr_spec s_bit_shift_attrs[] = {
     [GX_BIT_SHIFT_DIRECTION] = {.name = "direction", .type = GX_ATTR_STRING, .required = true},

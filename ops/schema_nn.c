@@ -1,9 +1,9 @@
 /* Schemas of the nn family's normalising ops, all on float32: Softmax,
  * LogSoftmax and Hardmax (opset 13: along one axis), BatchNormalization
  * (opset 15, inference or training statistics), LayerNormalization,
- * RMSNormalization (opset 23),
- * InstanceNormalization, MeanVarianceNormalization, LRN, and Dropout (its
- * inference form, which copies). The spatial ops (Resize, Upsample, Pad,
+ * RMSNormalization (opset 23), LpNormalization, GroupNormalization
+ * (opsets 18 and 21), InstanceNormalization, MeanVarianceNormalization,
+ * LRN, and Dropout (its inference form, which copies). The spatial ops (Resize, Upsample, Pad,
  * DepthToSpace, SpaceToDepth) are in ops/schema_spatial.c. */
 #include "ops/batch.h"
 #include "ops/schema.h"
@@ -347,6 +347,120 @@ const gx_op_schema gx_schema_INSTANCENORM = {
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_instancenorm_attrs, .n_attrs = GX_INSTANCENORM_NATTRS,
     .infer = s_infer_instancenorm, .cost = s_cost_norm, .batch = gx_batch_samplewise,
+};
+
+/* ---- LpNormalization (opset 1) ---- */
+
+static const gx_attr_spec s_lpnorm_attrs[] = {
+    [GX_LPNORM_AXIS] = {.name = "axis", .type = GX_ATTR_INT, .def_i = -1},
+    [GX_LPNORM_P] = {.name = "p", .type = GX_ATTR_INT, .def_i = 2},
+};
+_Static_assert(sizeof s_lpnorm_attrs / sizeof s_lpnorm_attrs[0] == GX_LPNORM_NATTRS,
+               "LpNormalization attrs");
+
+/* y = x / ||x||_p along axis, p 1 (sum of |x|) or 2 (root of the sum of
+ * squares); a zero norm gives 0 / 0 = NaN, as the formula does. */
+static int s_infer_lpnorm(gx_infer *ic)
+{
+    const char *op = "LpNormalization";
+    int rc = gx_infer_need_f32(ic, op, 0);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    int axis;
+    if (x->ndim < 1)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: input is a scalar; rank >= 1 needed", op);
+    if (!gx_axis_norm(ic->attr[GX_LPNORM_AXIS].i, x->ndim, &axis))
+        return gx_infer_errf(ic, GX_EATTR, "%s: axis %lld is out of range for rank %d", op,
+                             (long long)ic->attr[GX_LPNORM_AXIS].i, x->ndim);
+    const int64_t p = ic->attr[GX_LPNORM_P].i;
+    if (p != 1 && p != 2)
+        return gx_infer_errf(ic, GX_EATTR, "%s: p is %lld; the specification allows 1 or 2", op,
+                             (long long)p);
+    gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
+    return GX_OK;
+}
+
+/* a pass of |x| or x^2, then a division */
+static gx_cost s_cost_lpnorm(const gx_infer *ic)
+{
+    return s_cost_per_elem(ic, 3);
+}
+
+static bool s_batch_lpnorm(const gx_batch_ctx *bc)
+{
+    return gx_batch_axis_not0(bc, GX_LPNORM_AXIS);
+}
+
+const gx_op_schema gx_schema_LPNORM = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .attrs = s_lpnorm_attrs, .n_attrs = GX_LPNORM_NATTRS,
+    .infer = s_infer_lpnorm, .cost = s_cost_lpnorm, .batch = s_batch_lpnorm,
+};
+
+/* ---- GroupNormalization (opsets 18 and 21) ---- */
+
+static const gx_attr_spec s_groupnorm_attrs[] = {
+    [GX_GROUPNORM_EPSILON] = {.name = "epsilon", .type = GX_ATTR_FLOAT, .def_f = 1e-5},
+    [GX_GROUPNORM_NUM_GROUPS] = {.name = "num_groups", .type = GX_ATTR_INT, .required = true},
+    [GX_GROUPNORM_STASH_TYPE] = {.name = "stash_type", .type = GX_ATTR_INT, .def_i = 1},
+};
+_Static_assert(sizeof s_groupnorm_attrs / sizeof s_groupnorm_attrs[0] == GX_GROUPNORM_NATTRS,
+               "GroupNormalization attrs");
+
+/* X [N, C, D1...] normalised per sample and group of C / num_groups
+ * channels. Opset 21's scale and bias have one value per channel ([C]),
+ * opset 18's one per group ([num_groups]); the node does not carry its
+ * opset, but the shapes tell them apart (and where C == num_groups both
+ * mean the same), so either is accepted. */
+static int s_infer_groupnorm(gx_infer *ic)
+{
+    const char *op = "GroupNormalization";
+    int rc = gx_infer_need_f32(ic, op, 0);
+    if (rc < 0)
+        return rc;
+    const gx_view *x = &ic->in[0];
+    if (x->ndim < 2)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: X has rank %d; [N, C, ...] needed", op,
+                             x->ndim);
+    const int64_t c = x->shape[1], g = ic->attr[GX_GROUPNORM_NUM_GROUPS].i;
+    if (g < 1)
+        return gx_infer_errf(ic, GX_EATTR, "%s: num_groups is %lld; it must be positive", op,
+                             (long long)g);
+    if (c % g != 0)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: num_groups %lld does not divide the %lld channels", op,
+                             (long long)g, (long long)c);
+    const int64_t stash = ic->attr[GX_GROUPNORM_STASH_TYPE].i;
+    if (stash != 1 && stash != 11)
+        return gx_infer_errf(ic, GX_EUNSUPPORTED,
+                             "%s: stash_type %lld not supported (1 = float32 or 11 = float64)",
+                             op, (long long)stash);
+    for (int i = 1; i <= 2; i++) {
+        const char *what = i == 1 ? "scale" : "bias";
+        if ((rc = gx_infer_need_f32(ic, op, i)) < 0)
+            return rc;
+        const gx_view *v = &ic->in[i];
+        if (v->ndim != 1 || (v->shape[0] != c && v->shape[0] != g)) {
+            char sv[GX_SHAPE_STRLEN];
+            return gx_infer_errf(ic, GX_ESHAPE,
+                                 "%s: %s has shape %s, expected [%lld] (per channel, opset 21) "
+                                 "or [%lld] (per group, opset 18)",
+                                 op, what, gx_shape_str(v->ndim, v->shape, sv, sizeof sv),
+                                 (long long)c, (long long)g);
+        }
+    }
+    if (ic->in[1].shape[0] != ic->in[2].shape[0])
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: scale has %lld values but bias %lld", op,
+                             (long long)ic->in[1].shape[0], (long long)ic->in[2].shape[0]);
+    gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_GROUPNORM = {
+    .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
+    .attrs = s_groupnorm_attrs, .n_attrs = GX_GROUPNORM_NATTRS,
+    .infer = s_infer_groupnorm, .cost = s_cost_norm, .batch = gx_batch_samplewise,
 };
 
 /* ---- MeanVarianceNormalization ---- */

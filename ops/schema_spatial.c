@@ -1,6 +1,7 @@
 /* Schemas of the nn family's spatial ops: Resize (opsets 10-19) and
  * Upsample (7-9) with their shared parameter setup, Pad (2-19, any dtype),
- * DepthToSpace and SpaceToDepth (any dtype). */
+ * CenterCropPad (18, any dtype), DepthToSpace and SpaceToDepth (any
+ * dtype). */
 #include <math.h>
 #include <string.h>
 
@@ -566,6 +567,84 @@ const gx_op_schema gx_schema_PAD = {
     .attrs = s_pad_attrs, .n_attrs = GX_PAD_NATTRS, .flags = GX_OPF_SHAPE_ONLY,
     .value_inputs = 1u << 1 | 1u << 3, .infer = s_infer_pad, .cost = s_cost_move,
     .batch = s_batch_pad,
+};
+
+/* ---- CenterCropPad (opset 18) ---- */
+
+static const gx_attr_spec s_center_crop_pad_attrs[] = {
+    [GX_CENTER_CROP_PAD_AXES] = {.name = "axes", .type = GX_ATTR_INTS},
+};
+_Static_assert(sizeof s_center_crop_pad_attrs / sizeof s_center_crop_pad_attrs[0] ==
+                   GX_CENTER_CROP_PAD_NATTRS,
+               "CenterCropPad attrs");
+
+/* The output shape: input_data's, with each of the axes (all dims when
+ * the attribute is absent) set to its entry of shape (input 1, int32 or
+ * int64, whose value must be known). The kernel centres the input in it
+ * (ops/cpu/pad.c). */
+static int s_center_crop_pad_shape(gx_infer *ic, int64_t *out)
+{
+    const char *op = "CenterCropPad";
+    int rc;
+    if ((rc = gx_infer_need(ic, op, 0)) < 0 || (rc = gx_infer_need(ic, op, 1)) < 0)
+        return rc;
+    const gx_view *x = &ic->in[0], *sv = &ic->in[1];
+    const gx_attrval *a = &ic->attr[GX_CENTER_CROP_PAD_AXES];
+    int dims[GX_MAX_DIMS], n = x->ndim;
+    if (a->set) {
+        if ((rc = s_axes(ic, op, x->ndim, a->n, a->ints, dims)) < 0)
+            return rc;
+        n = (int)a->n;
+    } else {
+        for (int d = 0; d < x->ndim; d++)
+            dims[d] = d;
+    }
+    if (sv->dtype != GX_I64 && sv->dtype != GX_I32)
+        return gx_infer_errf(ic, GX_EDTYPE, "%s: shape is %s, expected int32 or int64", op,
+                             s_dtname(sv->dtype));
+    if (sv->ndim != 1 || sv->shape[0] != n) {
+        char s[GX_SHAPE_STRLEN];
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: shape has shape %s, expected [%d] (one per axis)",
+                             op, gx_shape_str(sv->ndim, sv->shape, s, sizeof s), n);
+    }
+    const void *v = gx_infer_value(ic, 1);
+    if (!v)
+        return GX_INFER_DYNAMIC;
+    memcpy(out, x->shape, (size_t)x->ndim * sizeof *out);
+    for (int i = 0; i < n; i++) {
+        const int64_t t = sv->dtype == GX_I64 ? ((const int64_t *)v)[i] : ((const int32_t *)v)[i];
+        if (t < 0)
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: target size %lld of axis %d is negative", op,
+                                 (long long)t, dims[i]);
+        out[dims[i]] = t;
+    }
+    if (gx_shape_numel(x->ndim, out, INT64_MAX / 8) < 0)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: the output is too large", op);
+    return GX_OK;
+}
+
+static int s_infer_center_crop_pad(gx_infer *ic)
+{
+    int64_t shape[GX_MAX_DIMS];
+    int rc = s_center_crop_pad_shape(ic, shape);
+    if (rc != GX_OK)
+        return rc;
+    gx_view_set(&ic->out[0], ic->in[0].dtype, ic->in[0].ndim, shape);
+    return GX_OK;
+}
+
+/* Separable when axis 0 keeps its size. */
+static bool s_batch_center_crop_pad(const gx_batch_ctx *bc)
+{
+    return gx_batch_samplewise(bc) && bc->out[0].ndim == bc->in[0].ndim &&
+           bc->out[0].shape[0] == bc->in[0].shape[0];
+}
+
+const gx_op_schema gx_schema_CENTER_CROP_PAD = {
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .attrs = s_center_crop_pad_attrs, .n_attrs = GX_CENTER_CROP_PAD_NATTRS,
+    .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_center_crop_pad,
+    .cost = s_cost_move, .batch = s_batch_center_crop_pad,
 };
 
 /* ---- DepthToSpace, SpaceToDepth ---- */

@@ -29,6 +29,7 @@ Suite *ops_quant_suite(void);
 Suite *ops_rnn_suite(void);
 Suite *ops_signal_suite(void);
 Suite *ops_vision_suite(void);
+Suite *ops_new_suite(void);
 Suite *control_suite(void);
 Suite *par_suite(void);
 Suite *modes_suite(void);

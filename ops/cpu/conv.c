@@ -370,3 +370,64 @@ void gx_cpu_CONVINTEGER(const gx_kargs *k)
         }
     }
 }
+
+/* ---- Col2Im ---- */
+
+/* Sums each column of the input into the image position its block and
+ * kernel offset address (gx_col2im): a share is a range of (image,
+ * channel) planes, each zeroed and then accumulated in one fixed order,
+ * kernel offset by offset and block by block, the last dim's blocks as a
+ * run clipped to the image beforehand. */
+void gx_cpu_COL2IM(const gx_kargs *k)
+{
+    char err[160];
+    gx_infer ic = {.attr = k->attr, .n_in = k->n_in, .in = k->in, .err = err,
+                   .errlen = sizeof err};
+    gx_col2im g;
+    if (gx_col2im_setup(&ic, &g) != GX_OK)
+        return; /* checked by infer */
+    const int n = g.n, last = n - 1;
+    const int64_t planes = k->out[0].shape[0] * g.channels;
+    const int64_t plane = gx_shape_numel(n, g.image, INT64_MAX);
+    const int64_t runs = g.nblocks / g.cols[last];
+    const int64_t s = g.stride[last], p = g.pads[last], img = g.image[last];
+    int64_t lo, hi;
+    gx_cpu_share(k, planes, 1, &lo, &hi);
+    for (int64_t pi = lo; pi < hi; pi++) {
+        float *restrict y = (float *)k->out[0].data + pi * plane;
+        const float *col = (const float *)k->in[0].data + pi * g.kprod * g.nblocks;
+        memset(y, 0, (size_t)plane * sizeof *y);
+        for (int64_t ki = 0; ki < g.kprod; ki++) {
+            int64_t kd[GX_MAX_DIMS], rem = ki;
+            for (int d = last; d >= 0; d--) {
+                kd[d] = rem % g.block[d];
+                rem /= g.block[d];
+            }
+            /* blocks b along the last dim land at b * s - p + kd * dil */
+            const int64_t shift = kd[last] * g.dil[last] - p;
+            int64_t b0 = shift >= 0 ? 0 : (-shift + s - 1) / s;
+            int64_t b1 = img - 1 - shift < 0 ? 0 : (img - 1 - shift) / s + 1;
+            if (b1 > g.cols[last])
+                b1 = g.cols[last];
+            for (int64_t ri = 0; ri < runs && b0 < b1; ri++) {
+                /* the outer dims' block index and image offset */
+                int64_t off = 0, stride = img, rr = ri;
+                bool inside = true;
+                for (int d = last - 1; d >= 0; d--) {
+                    const int64_t bd = rr % g.cols[d];
+                    rr /= g.cols[d];
+                    const int64_t im = bd * g.stride[d] - g.pads[d] + kd[d] * g.dil[d];
+                    inside = inside && im >= 0 && im < g.image[d];
+                    off += im * stride;
+                    stride *= g.image[d];
+                }
+                if (!inside)
+                    continue;
+                const float *restrict c = col + ki * g.nblocks + ri * g.cols[last];
+                const int64_t at = off + shift; /* + b * s >= 0 for b >= b0 */
+                for (int64_t b = b0; b < b1; b++)
+                    y[at + b * s] += c[b];
+            }
+        }
+    }
+}

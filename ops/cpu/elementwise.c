@@ -618,6 +618,9 @@ void gx_cpu_POW(const gx_kargs *k)
 #define S_CELU(v) S_SEL((v) > 0, (v), p0 * S_EXPM1((v) / p0))
 #define S_HARDSIGMOID(v) S_F(s_clamp01f, s_clamp01d, p0 * (v) + p1)
 #define S_HARDSWISH(v) ((v) * S_F(s_clamp01f, s_clamp01d, (ct)(1.0 / 6.0) * (v) + (ct)0.5))
+/* Mish (opset 18) and Swish (opset 24, alpha) */
+#define S_MISH(v) ((v) * S_TANH(S_SOFTPLUS(v)))
+#define S_SWISH(v) ((v) * S_SIGMOID(p0 * (v)))
 #define S_THRESHOLDEDRELU(v) ((v) > p0 ? (v) : (ct)0)
 #define S_SHRINK(v) S_SEL((v) < -p1, (v) + p0, S_SEL((v) > p1, (v) - p0, (ct)0))
 /* x Phi(x) = x erfc(-x / sqrt 2) / 2: erfc keeps the negative tail
@@ -671,6 +674,8 @@ static const s_row1 s_clip[GX_DTYPE_COUNT] = {S_TABLE_NUM(S_ENTRY1, CLIP)};
     X(SOFTPLUS, S_SOFTPLUS)                                                   \
     X(SOFTSIGN, S_SOFTSIGN)                                                   \
     X(HARDSWISH, S_HARDSWISH)                                                 \
+    X(MISH, S_MISH)                                                           \
+    X(SWISH, S_SWISH)                                                         \
     X(LEAKYRELU, S_LEAKYRELU)                                                 \
     X(ELU, S_ELU)                                                             \
     X(SELU, S_SELU)                                                           \
@@ -743,6 +748,8 @@ S_UNARY_KERNEL(ATANH, 0, 0)
 S_UNARY_KERNEL(SOFTPLUS, 0, 0)
 S_UNARY_KERNEL(SOFTSIGN, 0, 0)
 S_UNARY_KERNEL(HARDSWISH, 0, 0)
+S_UNARY_KERNEL(MISH, 0, 0)
+S_UNARY_KERNEL(SWISH, S_ATTR(SWISH_ALPHA), 0)
 S_UNARY_KERNEL(LEAKYRELU, S_ATTR(LEAKYRELU_ALPHA), 0)
 S_UNARY_KERNEL(ELU, S_ATTR(ELU_ALPHA), 0)
 S_UNARY_KERNEL(SELU, S_ATTR(SELU_ALPHA), S_ATTR(SELU_GAMMA))

@@ -1,6 +1,6 @@
 /*
  * CPU kernels of the elementwise logic ops: comparisons (bool out), And Or
- * Xor Not, BitShift, Where, IsNaN and IsInf. The broadcasting ones share
+ * Xor Not, BitwiseAnd/Or/Xor/Not, BitShift, Where, IsNaN and IsInf. The broadcasting ones share
  * one driver that walks the output in runs (gx_nditer) and hands each run
  * to a row loop stamped out per dtype; a run's inputs each advance by 0 or
  * 1 element, and the row loops have a separate loop for the common cases so
@@ -145,6 +145,52 @@ S_BINARY_ROW(s_xor, uint8_t, uint8_t, S_TRUTH, uint8_t, a ^ b)
 void gx_cpu_AND(const gx_kargs *k) { s_bcast(k, s_and); }
 void gx_cpu_OR(const gx_kargs *k) { s_bcast(k, s_or); }
 void gx_cpu_XOR(const gx_kargs *k) { s_bcast(k, s_xor); }
+
+/* ---- BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot: integers, on the
+ * bits, so one row per element size serves signed and unsigned ---- */
+
+#define S_BITWISE_ROWS(BITS)                                                  \
+    S_BINARY_ROW(s_band_##BITS, uint##BITS##_t, uint##BITS##_t, S_ID, uint##BITS##_t, a & b) \
+    S_BINARY_ROW(s_bor_##BITS, uint##BITS##_t, uint##BITS##_t, S_ID, uint##BITS##_t, a | b) \
+    S_BINARY_ROW(s_bxor_##BITS, uint##BITS##_t, uint##BITS##_t, S_ID, uint##BITS##_t, a ^ b)
+S_BITWISE_ROWS(8)
+S_BITWISE_ROWS(16)
+S_BITWISE_ROWS(32)
+S_BITWISE_ROWS(64)
+
+/* Rows by element size (1, 2, 4, 8 bytes). */
+static const s_row s_band[9] = {[1] = s_band_8, [2] = s_band_16, [4] = s_band_32, [8] = s_band_64};
+static const s_row s_bor[9] = {[1] = s_bor_8, [2] = s_bor_16, [4] = s_bor_32, [8] = s_bor_64};
+static const s_row s_bxor[9] = {[1] = s_bxor_8, [2] = s_bxor_16, [4] = s_bxor_32, [8] = s_bxor_64};
+
+void gx_cpu_BITWISE_AND(const gx_kargs *k) { s_bcast(k, s_band[gx_dtype_size(k->out[0].dtype)]); }
+void gx_cpu_BITWISE_OR(const gx_kargs *k) { s_bcast(k, s_bor[gx_dtype_size(k->out[0].dtype)]); }
+void gx_cpu_BITWISE_XOR(const gx_kargs *k) { s_bcast(k, s_bxor[gx_dtype_size(k->out[0].dtype)]); }
+
+#define S_BITWISE_NOT(BITS)                                                   \
+    static void s_bnot_##BITS(int64_t n, void *restrict yv, const void *restrict xv) \
+    {                                                                         \
+        uint##BITS##_t *restrict y = yv;                                      \
+        const uint##BITS##_t *restrict x = xv;                                \
+        for (int64_t i = 0; i < n; i++)                                       \
+            y[i] = (uint##BITS##_t)~x[i];                                     \
+    }
+S_BITWISE_NOT(8)
+S_BITWISE_NOT(16)
+S_BITWISE_NOT(32)
+S_BITWISE_NOT(64)
+
+void gx_cpu_BITWISE_NOT(const gx_kargs *k)
+{
+    typedef void (*row_fn)(int64_t n, void *restrict y, const void *restrict x);
+    static const row_fn rows[9] = {[1] = s_bnot_8, [2] = s_bnot_16, [4] = s_bnot_32,
+                                   [8] = s_bnot_64};
+    const int64_t es = (int64_t)gx_dtype_size(k->out[0].dtype);
+    int64_t lo, hi;
+    gx_cpu_share(k, k->out[0].numel, S_ALIGN, &lo, &hi);
+    if (lo < hi)
+        rows[es](hi - lo, (char *)k->out[0].data + lo * es, (const char *)k->in[0].data + lo * es);
+}
 
 /* ---- BitShift: unsigned; a shift by the width or more gives 0 (C leaves
  * it undefined) ---- */

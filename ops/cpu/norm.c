@@ -2,6 +2,7 @@
  * The normalisations on the CPU, float32: BatchNormalization (inference:
  * one multiply-add per element with per-channel factors; training: batch
  * statistics per channel), InstanceNormalization, LayerNormalization,
+ * RMSNormalization, LpNormalization, GroupNormalization,
  * MeanVarianceNormalization and LRN.
  *
  * The statistics ops see the tensor as groups (one per index of the kept
@@ -363,6 +364,121 @@ void gx_cpu_RMSNORM(const gx_kargs *k)
         gx_nditer_seek(&it, 0, n);
         s_layernorm_row(&it, (float *)k->out[0].data + row * n, px, k->in[1].data, &zero, 0.0f,
                         (float)s_rms_inv(n, px, eps));
+    }
+}
+
+/* ---- LpNormalization ---- */
+
+/* Columns of a [outer, n, inner] view normalised together when inner > 1:
+ * a block's sums are lanes of one vector loop. */
+#define S_LP_COLS 16
+
+/* Sum of |x| (p 1) or x^2 (p 2) over x[0..n), in float lanes per block
+ * and double across blocks (gx_row_sum's scheme). */
+GX_CPU_CLONES static double s_lp_sum(int64_t n, const float *restrict x, bool l1)
+{
+    if (!l1)
+        return gx_row_sumsq(n, x, 0.0f);
+    double total = 0;
+    for (int64_t b = 0; b < n; b += GX_ROWSUM_BLOCK) {
+        const int64_t m = n - b < GX_ROWSUM_BLOCK ? n - b : GX_ROWSUM_BLOCK;
+        const float *xb = x + b;
+        float acc[GX_ROWSUM_LANES] = {0};
+        int64_t i = 0;
+        for (; i + GX_ROWSUM_LANES <= m; i += GX_ROWSUM_LANES)
+            for (int j = 0; j < GX_ROWSUM_LANES; j++)
+                acc[j] += fabsf(xb[i + j]);
+        for (; i < m; i++)
+            acc[0] += fabsf(xb[i]);
+        for (int j = 0; j < GX_ROWSUM_LANES; j++)
+            total += acc[j];
+    }
+    return total;
+}
+
+/* y = x / norm over n elements at stride 1. */
+GX_CPU_CLONES static void s_lp_div(int64_t n, float *restrict y, const float *restrict x,
+                                   float norm)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] / norm;
+}
+
+/* x as [outer, n, inner] around the axis. inner == 1: a share is a range
+ * of rows; else a range of (outer, block of S_LP_COLS columns) pairs,
+ * whose norms are summed in double lanes down the n rows. */
+void gx_cpu_LPNORM(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0];
+    int axis = x->ndim - 1;
+    gx_axis_norm(k->attr[GX_LPNORM_AXIS].i, x->ndim, &axis);
+    const bool l1 = k->attr[GX_LPNORM_P].i == 1;
+    const int64_t n = x->shape[axis];
+    const int64_t inner = gx_shape_numel(x->ndim - axis - 1, x->shape + axis + 1, INT64_MAX);
+    const int64_t outer = gx_shape_numel(axis, x->shape, INT64_MAX);
+    const float *px = x->data;
+    float *py = k->out[0].data;
+    int64_t lo, hi;
+    if (inner == 1) {
+        gx_cpu_share(k, outer, 1, &lo, &hi);
+        for (int64_t r = lo; r < hi; r++) {
+            const double s = s_lp_sum(n, px + r * n, l1);
+            s_lp_div(n, py + r * n, px + r * n, (float)(l1 ? s : sqrt(s)));
+        }
+        return;
+    }
+    const int64_t blocks = (inner + S_LP_COLS - 1) / S_LP_COLS;
+    gx_cpu_share(k, outer * blocks, 1, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        const int64_t o = t / blocks, c0 = t % blocks * S_LP_COLS;
+        const int64_t w = inner - c0 < S_LP_COLS ? inner - c0 : S_LP_COLS;
+        const float *xb = px + o * n * inner + c0;
+        float *yb = py + o * n * inner + c0;
+        double acc[S_LP_COLS] = {0};
+        float norm[S_LP_COLS];
+        for (int64_t j = 0; j < n; j++) {
+            const float *xr = xb + j * inner;
+            for (int64_t c = 0; c < w; c++)
+                acc[c] += l1 ? fabs((double)xr[c]) : (double)xr[c] * xr[c];
+        }
+        for (int64_t c = 0; c < w; c++)
+            norm[c] = (float)(l1 ? acc[c] : sqrt(acc[c]));
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t c = 0; c < w; c++)
+                yb[j * inner + c] = xb[j * inner + c] / norm[c];
+    }
+}
+
+/* ---- GroupNormalization ---- */
+
+/* X [N, C, D...] as N * num_groups contiguous groups of C / num_groups
+ * channels; a share is a range of groups. y = (x - mean) * inv * scale +
+ * bias, scale and bias per channel (opset 21) or per group (opset 18, when
+ * they hold num_groups values). */
+void gx_cpu_GROUPNORM(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0];
+    const int64_t c = x->shape[1], g = k->attr[GX_GROUPNORM_NUM_GROUPS].i, cg = c / g;
+    const int64_t spatial = gx_shape_numel(x->ndim - 2, x->shape + 2, INT64_MAX);
+    const int64_t count = cg * spatial, groups = x->shape[0] * g;
+    const double eps = k->attr[GX_GROUPNORM_EPSILON].f;
+    const bool per_group = k->in[1].shape[0] != c;
+    const float *scale = k->in[1].data, *bias = k->in[2].data;
+    int64_t lo, hi;
+    gx_cpu_share(k, groups, 1, &lo, &hi);
+    for (int64_t gi = lo; gi < hi && count > 0; gi++) {
+        const float *px = (const float *)x->data + gi * count;
+        float *py = (float *)k->out[0].data + gi * count;
+        double mean, inv;
+        s_moments(count, px, eps, &mean, &inv);
+        for (int64_t j = 0; j < cg; j++) {
+            const int64_t ch = gi % g * cg + j, p = per_group ? gi % g : ch;
+            const float m = (float)mean, a = (float)inv, s = scale[p], b = bias[p];
+            float *restrict yr = py + j * spatial;
+            const float *restrict xr = px + j * spatial;
+            for (int64_t i = 0; i < spatial; i++)
+                yr[i] = (xr[i] - m) * a * s + b;
+        }
     }
 }
 

@@ -4,7 +4,8 @@
  * The output is walked in rows along its last dim: a row whose outer
  * indices fall in constant padding is all constant, else it is the
  * source row's middle (one memcpy) between two padded ends. A share is an
- * element range of the output on cache-line boundaries.
+ * element range of the output on cache-line boundaries. CenterCropPad
+ * (opset 18) at the end.
  */
 #include <string.h>
 
@@ -142,5 +143,64 @@ void gx_cpu_PAD(const gx_kargs *k)
         }
         s_pad_cols(&p, x->shape[L], (char *)y->data + (size_t)(row * W) * es, src, es, a, b);
         u = row * W + b;
+    }
+}
+
+/* ---- CenterCropPad ---- */
+
+/* Each dim of the output centres the input's: a smaller output starts
+ * (in - out) / 2 into the input (crop), a larger one places the input
+ * (out - in) / 2 into itself and zeroes the rest (pad); the halves round
+ * down, as in the ONNX reference. The output is walked in rows along its
+ * last dim, a share being a range of rows; zero bytes are 0 in every
+ * dtype. */
+void gx_cpu_CENTER_CROP_PAD(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const int nd = y->ndim;
+    const size_t es = gx_dtype_size(y->dtype);
+    int64_t delta[GX_MAX_DIMS], xstride[GX_MAX_DIMS];
+    int64_t st = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        const int64_t in = x->shape[d], out = y->shape[d];
+        delta[d] = in >= out ? (in - out) / 2 : -((out - in) / 2); /* source = dest + delta */
+        xstride[d] = st;
+        st *= in;
+    }
+    const int64_t w = nd ? y->shape[nd - 1] : 1;
+    if (w == 0 || y->numel == 0)
+        return;
+    const int64_t rows = y->numel / w;
+    /* the last dim's columns [c0, c1) have a source */
+    int64_t c0 = 0, c1 = w;
+    if (nd) {
+        const int64_t dl = delta[nd - 1], in = x->shape[nd - 1];
+        c0 = dl < 0 ? -dl : 0;
+        c1 = in - dl < w ? in - dl : w;
+        if (c1 < c0)
+            c1 = c0;
+    }
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        char *yr = (char *)y->data + (size_t)(r * w) * es;
+        int64_t src = 0, rem = r;
+        bool inside = true;
+        for (int d = nd - 2; d >= 0; d--) {
+            const int64_t o = rem % y->shape[d], i = o + delta[d];
+            rem /= y->shape[d];
+            inside = inside && i >= 0 && i < x->shape[d];
+            src += i * xstride[d];
+        }
+        if (!inside || c1 == c0) {
+            memset(yr, 0, (size_t)w * es);
+            continue;
+        }
+        if (nd)
+            src += c0 + delta[nd - 1];
+        memset(yr, 0, (size_t)c0 * es);
+        memcpy(yr + (size_t)c0 * es, (const char *)x->data + (size_t)src * es,
+               (size_t)(c1 - c0) * es);
+        memset(yr + (size_t)c1 * es, 0, (size_t)(w - c1) * es);
     }
 }
