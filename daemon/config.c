@@ -62,6 +62,7 @@ static int s_check_dir(const char *v, char *why, size_t whylen);
 static int s_check_backend(const char *v, char *why, size_t whylen);
 static int s_check_tune_mode(const char *v, char *why, size_t whylen);
 static int s_check_user(const char *v, char *why, size_t whylen);
+static int s_check_listen(const char *v, char *why, size_t whylen);
 
 #define S_KIB INT64_C(1024)
 #define S_MIB (S_KIB * 1024)
@@ -188,6 +189,10 @@ static const s_key s_keys[] = {
     {.name = "tune.max_records", .type = S_INT, .off = S_OFF(tune_max_records), .min = 1,
      .max = 100000000, .def = "100000",
      .doc = "records kept in tune.db; beyond it the oldest measurements are removed"},
+    {.name = "metrics.listen", .type = S_STRING, .off = S_OFF(metrics_listen),
+     .check = s_check_listen, .def = "",
+     .doc = "serve the Prometheus text exposition at http://ADDRESS/metrics (docs/metrics.md): "
+            "PORT (on 127.0.0.1), HOST:PORT or [V6]:PORT; \"\": off"},
 };
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
 
@@ -278,6 +283,23 @@ static int s_check_tune_mode(const char *v, char *why, size_t whylen)
     if (gxd_tune_mode_parse(v, &m) == GX_OK)
         return GX_OK;
     return s_why(why, whylen, S_Q " is not off, cache or explore", v);
+}
+
+/* metrics.listen: "" (off), PORT, HOST:PORT or [V6]:PORT; the host is
+ * resolved when the endpoint starts. */
+static int s_check_listen(const char *v, char *why, size_t whylen)
+{
+    if (!*v)
+        return GX_OK;
+    const char *colon = strrchr(v, ':'), *port = colon ? colon + 1 : v;
+    char *end;
+    errno = 0;
+    long p = strtol(port, &end, 10);
+    if (!*port || *end || errno || p < 0 || p > 65535)
+        return s_why(why, whylen, S_Q " is not PORT, HOST:PORT or [V6]:PORT (port 0 to 65535)", v);
+    if (colon && (colon == v || (v[0] == '[' && colon[-1] != ']')))
+        return s_why(why, whylen, S_Q " has no host before its port (write [V6]:PORT for IPv6)", v);
+    return GX_OK;
 }
 
 static int s_check_cpus(const char *v, char *why, size_t whylen)

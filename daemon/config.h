@@ -55,6 +55,7 @@ typedef struct gxd_config {
     char *tune_dir;                  /* "tune.dir": "default", "" (memory only) or a path */
     int64_t tune_budget_ms;          /* "tune.budget_ms": measuring time per signature */
     int64_t tune_max_records;        /* "tune.max_records": rows of tune.db */
+    char *metrics_listen;            /* "metrics.listen": Prometheus over HTTP; NULL off */
 } gxd_config;
 
 /* Fill with the built-in defaults. Pair with gxd_config_fini. */

@@ -54,6 +54,7 @@ typedef struct gxd_ctx {
     gxd_models models;
     struct gxd_pool *pool;
     struct gxd_tune *tune; /* best-implementation registry (daemon/tune); NULL: tune.mode off */
+    struct gxd_metrics *metrics; /* latency histograms, the HTTP endpoint (daemon/metrics.h) */
 
     void *zctx, *router;
     void *monitor; /* PAIR: the router's accepted/disconnected events */

@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "daemon/metrics.h"
 #include "daemon/pool.h"
 #include "daemon/server.h"
 #include "daemon/tune/tune.h"
@@ -170,6 +171,9 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     int64_t compute_us = j->t_exec ? j->t_end - j->t_exec : 0;
     st->queue_us_total += queue_us;
     st->compute_us_total += compute_us;
+    if (ok && ctx->metrics)
+        gxd_metrics_job(ctx->metrics, j->model ? j->model->id.hex : NULL, j->ran_mode, queue_us,
+                        compute_us, j->t_end - j->t_enqueue);
     s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, ok ? 2 : 1);
     gx_mp_pack_str(&r.pk, "run");
     msgpack_pack_map(&r.pk, 9);
@@ -594,14 +598,37 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
     s_pack_kv(pk, "db_errors", ts.db_errors);
 }
 
+/* STATS with "format": "prometheus": the exposition text (daemon/metrics.h)
+ * in "text", the same the HTTP endpoint serves. */
+static int s_handle_stats_text(gxd_ctx *ctx, s_req *rq)
+{
+    const msgpack_object *fmt = gx_mp_find(rq->hdr, "format");
+    if (!gx_mp_streq(fmt, "prometheus"))
+        return gx_errf(rq->err, sizeof rq->err, GX_EREQUEST,
+                       "STATS: format must be \"prometheus\" (or left out for the stats map)");
+    char *text = gxd_metrics_prometheus(ctx);
+    if (!text)
+        return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    s_reply r;
+    s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
+    gx_mp_pack_str(&r.pk, "text");
+    gx_mp_pack_str(&r.pk, text);
+    free(text);
+    s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
+    return GX_OK;
+}
+
 static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
 {
+    if (gx_mp_find(rq->hdr, "format"))
+        return s_handle_stats_text(ctx, rq);
     const gxd_stats *st = &ctx->stats;
+    const char *url = gxd_metrics_url(ctx->metrics);
     char topo[256];
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, "stats");
-    msgpack_pack_map(&r.pk, 21);
+    msgpack_pack_map(&r.pk, 21 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -625,6 +652,14 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_kv(&r.pk, "queue_us_total", st->queue_us_total);
     s_pack_kv(&r.pk, "compute_us_total", st->compute_us_total);
     s_pack_tune_stats(ctx, &r.pk);
+    if (ctx->metrics) {
+        gx_mp_pack_str(&r.pk, "latency");
+        gxd_metrics_pack(ctx->metrics, &r.pk);
+    }
+    if (url) {
+        gx_mp_pack_str(&r.pk, "metrics_url");
+        gx_mp_pack_str(&r.pk, url);
+    }
     s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
     return GX_OK;
 }
@@ -1150,6 +1185,13 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
         zmq_connect(ctx->monitor, mon) != 0)
         return gx_errf(err, errlen, GX_EINTERNAL, "zmq socket monitor: %s", zmq_strerror(zmq_errno()));
 
+    if ((rc = gxd_metrics_new((size_t)ctx->cfg.graphs_max, &ctx->metrics)) < 0)
+        return gx_errf(err, errlen, rc, "out of memory for the metrics");
+    if (ctx->cfg.metrics_listen && *ctx->cfg.metrics_listen) {
+        if ((rc = gxd_metrics_http_start(ctx, ctx->cfg.metrics_listen, err, errlen)) < 0)
+            return rc;
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "metrics on %s", gxd_metrics_url(ctx->metrics));
+    }
     if ((rc = gxd_pool_start(ctx, &ctx->pool, err, errlen)) < 0)
         return rc;
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "%d workers started", gxd_pool_size(ctx->pool));
@@ -1165,9 +1207,13 @@ static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
         {NULL, ctx->done_fd, ZMQ_POLLIN, 0},
         {NULL, ctx->signal_fd, ZMQ_POLLIN, 0},
         {ctx->monitor, 0, ZMQ_POLLIN, 0},
+        {NULL, gxd_metrics_http_fd(ctx->metrics), ZMQ_POLLIN, 0}, /* the HTTP endpoint */
     };
-    if (zmq_poll(items, ctx->monitor ? 4 : 3, timeout_ms) < 0)
+    int n = !ctx->monitor ? 3 : items[4].fd < 0 ? 4 : 5;
+    if (zmq_poll(items, n, timeout_ms) < 0)
         return;
+    if (n == 5) /* every turn, for its connection timeouts too */
+        gxd_metrics_http_run(ctx->metrics);
     if (items[3].revents & ZMQ_POLLIN)
         s_monitor_drain(ctx);
     if (items[1].revents & ZMQ_POLLIN)
@@ -1270,6 +1316,7 @@ void gxd_server_fini(gxd_ctx *ctx)
     gxd_models_fini(&ctx->models);
     gxd_tune_destroy(&ctx->tune); /* after the plans that name it */
     ctx->limits.tune = NULL;
+    gxd_metrics_destroy(&ctx->metrics);
     gxd_queue_fini(&ctx->queue);
     gxd_topo_destroy(&ctx->topo);
     if (ctx->done_fd >= 0)

@@ -3,6 +3,8 @@
  * ids, replies matched to the request (or job) waiting for them.
  * See include/gexec/client.h and docs/protocol.md.
  */
+#include <config.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -28,6 +30,7 @@ struct gx_result {
     gx_graph_id graph_id; /* LOAD */
     char *stats_json;     /* STATS */
     char *plan_json;      /* EXPLAIN */
+    char *text;           /* STATS in Prometheus' text format */
 };
 
 struct gx_job {
@@ -207,6 +210,7 @@ GX_EXPORT void gx_result_destroy(gx_result **rp)
     free(r->message);
     free(r->stats_json);
     free(r->plan_json);
+    free(r->text);
     free(r);
     *rp = NULL;
 }
@@ -372,6 +376,11 @@ static int s_parse_reply(const msgpack_object *h, zmq_msg_t *frames, size_t nfra
             return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
         }
         r->stats_json = b.p;
+    }
+    const msgpack_object *text = gx_mp_find(h, "text");
+    if (text && text->type == MSGPACK_OBJECT_STR) {
+        if (!(r->text = strndup(text->via.str.ptr, text->via.str.size)))
+            return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
     }
     const msgpack_object *plan = gx_mp_find(h, "plan");
     if (plan && plan->type == MSGPACK_OBJECT_STR) {
@@ -639,6 +648,40 @@ GX_EXPORT int gx_client_load(gx_client *c, const gx_graph *g, gx_graph_id *id)
     int rc = s_simple(c, "LOAD", g, 0, &r);
     if (rc == GX_OK && id)
         *id = r->graph_id;
+    gx_result_destroy(&r);
+    return rc;
+}
+
+GX_EXPORT const char *gx_version(void)
+{
+    return PACKAGE_VERSION;
+}
+
+GX_EXPORT int gx_client_metrics(gx_client *c, char **text)
+{
+    if (!c || !text)
+        return GX_EINVAL;
+    *text = NULL;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t id = c->next_id++;
+    s_pack_head(&pk, "STATS", id, 1);
+    gx_mp_pack_str(&pk, "format");
+    gx_mp_pack_str(&pk, "prometheus");
+    gx_job *job = NULL;
+    gx_result *r = NULL;
+    int rc = s_send(c, &sb, NULL, id, &job);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc == GX_OK)
+        rc = s_await(c, &job, &r);
+    if (rc == GX_OK) {
+        *text = r->text;
+        r->text = NULL;
+        if (!*text)
+            rc = s_fail(c, GX_EPROTO, "STATS reply without the Prometheus text");
+    }
     gx_result_destroy(&r);
     return rc;
 }

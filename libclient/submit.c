@@ -10,10 +10,13 @@
  * GRAPH is a YAML graph file (docs/graph-format.md) or, named *.onnx, an
  * ONNX model (docs/onnx.md).
  *   gexec-submit [--socket EP] ping
- *   gexec-submit [--socket EP] stats [--json]
+ *   gexec-submit [--socket EP] stats [--json | --prometheus]
+ *   gexec-submit --version
  *
  * Every failure ends with a one-line reason on stderr and a non-zero exit.
  */
+#include <config.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <getopt.h>
@@ -27,6 +30,7 @@
 
 #include <gexec/gexec.h>
 
+#include "libclient/hist.h"
 #include "libclient/json.h"
 
 #define MAX_INPUTS 256
@@ -47,6 +51,7 @@ typedef struct opts {
     long repeat;
     bool json;
     bool explain_mode;
+    bool prometheus; /* stats --prometheus */
 } opts;
 
 /* "auto, seq, ..., inter+replica": every mode of GX_MODE_LIST. */
@@ -90,7 +95,11 @@ static void s_usage(FILE *out)
             s_mode_list());
     fprintf(out,
             "  ping            check that gexecd answers\n"
-            "  stats [--json]  daemon statistics\n"
+            "  stats [--json | --prometheus]\n"
+            "      daemon statistics, with p50/p90/p99 of queue wait, compute and end to\n"
+            "      end latency per mode and per graph; --prometheus prints the text\n"
+            "      exposition metrics.listen serves (docs/metrics.md)\n"
+            "  --version       print gexec-submit's and libgexec's version\n"
             "The endpoint defaults to $GEXEC_SOCKET or the daemon's default.\n");
 }
 
@@ -1031,33 +1040,131 @@ static int s_cmd_ping(const opts *o)
     return rc == GX_OK ? 0 : 1;
 }
 
+/* "key: value" for each scalar member of o, nested objects as "a.b: v";
+ * skip (may be NULL) is left out. */
+static void s_print_flat(const gx_json *o, const char *prefix, const char *skip)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        const gx_json *v = &o->items[i];
+        char key[256];
+        snprintf(key, sizeof key, "%s%s", prefix, o->keys[i]);
+        if (skip && strcmp(key, skip) == 0)
+            continue;
+        switch (v->type) {
+        case GX_JSON_OBJ: {
+            char sub[260];
+            snprintf(sub, sizeof sub, "%s.", key);
+            s_print_flat(v, sub, skip);
+            break;
+        }
+        case GX_JSON_NUM: printf("%s: %.15g\n", key, v->num); break;
+        case GX_JSON_STR: printf("%s: %s\n", key, v->str); break;
+        case GX_JSON_BOOL: printf("%s: %s\n", key, v->b ? "true" : "false"); break;
+        case GX_JSON_NULL: printf("%s: null\n", key); break;
+        case GX_JSON_ARR: printf("%s: [%zu values]\n", key, v->n); break;
+        }
+    }
+}
+
+/* The q-quantile in us of STATS' histogram h ({"buckets": [...]}) over
+ * bounds, as text ("-" without samples, ">N" in the overflow bucket). */
+static const char *s_hist_q(const gx_json *bounds, const gx_json *h, double q, char *buf,
+                            size_t len)
+{
+    int64_t b[GX_HIST_NBOUNDS * 4];
+    uint64_t c[GX_HIST_NBOUNDS * 4 + 1];
+    const gx_json *counts = gx_json_get(h, "buckets");
+    size_t nb = gx_json_len(bounds);
+    if (nb == 0 || nb >= sizeof b / sizeof b[0] || gx_json_len(counts) != nb + 1) {
+        snprintf(buf, len, "?");
+        return buf;
+    }
+    for (size_t i = 0; i <= nb; i++) {
+        if (i < nb)
+            b[i] = (int64_t)gx_json_num(gx_json_at(bounds, i), 0);
+        c[i] = (uint64_t)gx_json_num(gx_json_at(counts, i), 0);
+    }
+    double v = gx_hist_quantile(b, nb, c, q);
+    uint64_t below = 0, total = c[nb];
+    for (size_t i = 0; i < nb; i++)
+        below += c[i];
+    total += below;
+    if (v < 0)
+        snprintf(buf, len, "-");
+    else if ((double)below < q * (double)total)
+        snprintf(buf, len, ">%.0f", v);
+    else
+        snprintf(buf, len, "%.0f", v);
+    return buf;
+}
+
+/* One row of the latency table: jobs, then p50/p90/p99 of queue, compute
+ * and e2e. */
+static void s_latency_row(s_table *t, const char *name, const gx_json *bounds, const gx_json *l)
+{
+    char cells[10][32];
+    snprintf(cells[0], sizeof cells[0], "%.0f", gx_json_num(gx_json_get(l, "jobs"), 0));
+    static const char *const kinds[] = {"queue", "compute", "e2e"};
+    static const double qs[] = {0.5, 0.9, 0.99};
+    for (int k = 0; k < 3; k++)
+        for (int q = 0; q < 3; q++)
+            s_hist_q(bounds, gx_json_get(l, kinds[k]), qs[q], cells[1 + k * 3 + q], sizeof cells[0]);
+    s_table_row(t, name, cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6],
+                cells[7], cells[8], cells[9], NULL);
+}
+
+/* The latency table of STATS' "latency" (per mode, then per graph). */
+static void s_print_latency(const gx_json *lat)
+{
+    const gx_json *bounds = gx_json_get(lat, "bounds_us"), *modes = gx_json_get(lat, "modes"),
+                  *graphs = gx_json_get(lat, "graphs");
+    if (!gx_json_len(bounds) || !modes || !graphs)
+        return;
+    if (!modes->n && !graphs->n) {
+        printf("latency: no jobs yet\n");
+        return;
+    }
+    printf("latency in us (estimated from histograms; queue: arrival to a worker, compute: "
+           "the run, e2e: arrival to the result):\n");
+    s_table t = {.ncols = 11,
+                 .head = {"", "jobs", "queue p50", "p90", "p99", "compute p50", "p90", "p99",
+                          "e2e p50", "p90", "p99"},
+                 .right = {false, true, true, true, true, true, true, true, true, true, true}};
+    char name[64];
+    for (size_t i = 0; i < modes->n; i++) {
+        snprintf(name, sizeof name, "mode %s", modes->keys[i]);
+        s_latency_row(&t, name, bounds, &modes->items[i]);
+    }
+    for (size_t i = 0; i < graphs->n; i++) {
+        snprintf(name, sizeof name, "graph %.12s", graphs->keys[i]);
+        s_latency_row(&t, name, bounds, &graphs->items[i]);
+    }
+    s_table_print(&t, "  ");
+}
+
 static int s_cmd_stats(const opts *o)
 {
     gx_client *c = s_connect(o);
-    char *json = NULL;
+    char *json = NULL, err[256];
     if (!c)
         return 1;
-    int rc = gx_client_stats(c, &json);
+    int rc = o->prometheus ? gx_client_metrics(c, &json) : gx_client_stats(c, &json);
     if (rc < 0) {
         s_die("%s", gx_client_last_error(c));
-    } else if (o->json) {
-        printf("%s\n", json);
+    } else if (o->json || o->prometheus) {
+        fputs(json, stdout);
+        if (!o->prometheus)
+            putchar('\n');
     } else {
-        /* one "key: value" per line from the flat JSON object */
-        bool in_str = false;
-        for (const char *p = json + 1; *p && p[1]; p++) {
-            if (*p == '"' && p[-1] != '\\') {
-                in_str = !in_str;
-                continue;
-            }
-            if (!in_str && *p == ',')
-                putchar('\n');
-            else if (!in_str && *p == ':')
-                fputs(": ", stdout);
-            else
-                putchar(*p);
+        gx_json *j = gx_json_parse(json, err, sizeof err);
+        if (!j || j->type != GX_JSON_OBJ) {
+            rc = GX_EPROTO;
+            s_die("STATS reply is not a JSON object: %s", j ? "wrong type" : err);
+        } else {
+            s_print_flat(j, "", "latency");
+            s_print_latency(gx_json_get(j, "latency"));
         }
-        putchar('\n');
+        gx_json_destroy(&j);
     }
     free(json);
     gx_client_destroy(&c);
@@ -1068,7 +1175,7 @@ static int s_cmd_stats(const opts *o)
 int main(int argc, char **argv)
 {
     enum { OPT_MODE = 256, OPT_PRIO, OPT_DEADLINE, OPT_REPEAT, OPT_JSON, OPT_TIMEOUT, OPT_OUTPUT,
-           OPT_EXPLAIN };
+           OPT_EXPLAIN, OPT_PROMETHEUS, OPT_VERSION };
     static const struct option lopts[] = {
         {"socket", required_argument, NULL, 's'},   {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"input", required_argument, NULL, 'i'},    {"outdir", required_argument, NULL, 'o'},
@@ -1077,6 +1184,8 @@ int main(int argc, char **argv)
         {"deadline-ms", required_argument, NULL, OPT_DEADLINE},
         {"repeat", required_argument, NULL, OPT_REPEAT}, {"json", no_argument, NULL, OPT_JSON},
         {"explain-mode", no_argument, NULL, OPT_EXPLAIN},
+        {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
+        {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     opts o = {.timeout_ms = 60000, .mode = GX_MODE_AUTO, .repeat = 1};
@@ -1128,6 +1237,10 @@ int main(int argc, char **argv)
             break;
         case OPT_JSON: o.json = true; break;
         case OPT_EXPLAIN: o.explain_mode = true; break;
+        case OPT_PROMETHEUS: o.prometheus = true; break;
+        case OPT_VERSION:
+            printf("gexec-submit %s (libgexec %s)\n", PACKAGE_VERSION, gx_version());
+            return 0;
         case 'h': s_usage(stdout); return 0;
         default: s_usage(stderr); return 2;
         }

@@ -53,6 +53,7 @@ Suite *hostile_suite(void);
 Suite *fuzz_suite(void);
 Suite *profile_suite(void);
 Suite *replan_suite(void);
+Suite *metrics_suite(void);
 
 /* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
  * mismatch to stderr. */

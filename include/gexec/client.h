@@ -92,6 +92,12 @@ GX_EXPORT int gx_client_ping(gx_client *c);
 GX_EXPORT int gx_client_load(gx_client *c, const gx_graph *g, gx_graph_id *id);
 /* Daemon statistics as a JSON object; *json is malloc'ed, caller frees. */
 GX_EXPORT int gx_client_stats(gx_client *c, char **json);
+/* The daemon's metrics in Prometheus' text exposition format, the text its
+ * metrics.listen endpoint serves (docs/metrics.md); *text is malloc'ed,
+ * caller frees. */
+GX_EXPORT int gx_client_metrics(gx_client *c, char **text);
+/* The version of this libgexec ("0.1.0"); static storage. */
+GX_EXPORT const char *gx_version(void);
 
 /* ---- requests ---- */
 

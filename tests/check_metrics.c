@@ -1,0 +1,295 @@
+/*
+ * Metrics (daemon/metrics.c, libclient/hist.h): the histogram buckets and
+ * quantile estimate on times the test chooses, the per-graph table's bound,
+ * and a real gexecd whose STATS histograms must hold exactly the queue and
+ * compute times its RUN replies reported, as gexec-submit prints them.
+ */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "daemon/metrics.h"
+#include "libclient/hist.h"
+#include "libclient/internal.h"
+#include "libclient/json.h"
+#include "libclient/wire.h"
+#include "tests/testutil.h"
+
+START_TEST(test_hist_buckets)
+{
+    for (size_t i = 1; i < GX_HIST_NBOUNDS; i++)
+        ck_assert_int_lt(gx_hist_bounds_us[i - 1], gx_hist_bounds_us[i]);
+    ck_assert_int_eq(gx_hist_bounds_us[0], 5);
+    ck_assert_int_eq(gx_hist_bounds_us[GX_HIST_NBOUNDS - 1], 100000000);
+    ck_assert_uint_eq(gx_hist_bucket(-3), 0);
+    ck_assert_uint_eq(gx_hist_bucket(0), 0);
+    ck_assert_uint_eq(gx_hist_bucket(5), 0); /* bounds are inclusive (le) */
+    ck_assert_uint_eq(gx_hist_bucket(6), 1);
+    ck_assert_uint_eq(gx_hist_bucket(10), 1);
+    ck_assert_uint_eq(gx_hist_bucket(11), 2);
+    ck_assert_uint_eq(gx_hist_bucket(700), gx_hist_bucket(501));
+    ck_assert_uint_eq(gx_hist_bucket(701), gx_hist_bucket(1000));
+    ck_assert_uint_eq(gx_hist_bucket(100000000), GX_HIST_NBOUNDS - 1);
+    ck_assert_uint_eq(gx_hist_bucket(100000001), GX_HIST_NBOUNDS);
+    for (size_t i = 0; i < GX_HIST_NBOUNDS; i++) { /* every bound lands in its own bucket */
+        ck_assert_uint_eq(gx_hist_bucket(gx_hist_bounds_us[i]), i);
+        ck_assert_uint_eq(gx_hist_bucket(gx_hist_bounds_us[i] + 1), i + 1);
+    }
+}
+END_TEST
+
+START_TEST(test_hist_quantile)
+{
+    uint64_t c[GX_HIST_NBUCKETS] = {0};
+    ck_assert(gx_hist_quantile(gx_hist_bounds_us, GX_HIST_NBOUNDS, c, 0.5) < 0);
+    /* 100 samples in (10, 15]: linear inside the bucket */
+    c[gx_hist_bucket(12)] = 100;
+    ck_assert_double_eq_tol(gx_hist_quantile(gx_hist_bounds_us, GX_HIST_NBOUNDS, c, 0.5), 12.5, 1e-9);
+    ck_assert_double_eq_tol(gx_hist_quantile(gx_hist_bounds_us, GX_HIST_NBOUNDS, c, 1.0), 15, 1e-9);
+    /* one sample above the last bound: the last bound */
+    memset(c, 0, sizeof c);
+    c[GX_HIST_NBOUNDS] = 1;
+    ck_assert_double_eq(gx_hist_quantile(gx_hist_bounds_us, GX_HIST_NBOUNDS, c, 0.99), 1e8);
+    /* 1..2000 us once each: every estimate lies in the bucket of the exact
+     * quantile (nearest rank) */
+    gxd_hist h = {0};
+    for (int64_t us = 1; us <= 2000; us++)
+        gxd_hist_add(&h, us);
+    ck_assert_uint_eq(h.count, 2000);
+    ck_assert_int_eq(h.sum_us, 2000 * 2001 / 2);
+    const double qs[] = {0.5, 0.9, 0.99, 0.999};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        double est = gx_hist_quantile(gx_hist_bounds_us, GX_HIST_NBOUNDS, h.buckets, qs[i]);
+        int64_t exact = (int64_t)(qs[i] * 2000);
+        ck_assert_msg(gx_hist_bucket((int64_t)(est + 0.999)) == gx_hist_bucket(exact),
+                      "q %g: estimate %g, exact %lld", qs[i], est, (long long)exact);
+    }
+    ck_assert_double_eq_tol(gx_hist_quantile(gx_hist_bounds_us, GX_HIST_NBOUNDS, h.buckets, 0.5),
+                            1000, 1e-9); /* 1000 is a bound, 500..700..1000 */
+}
+END_TEST
+
+/* Counting per mode and per graph, the bound on graphs, and the packed map. */
+START_TEST(test_metrics_table)
+{
+    gxd_metrics *m = NULL;
+    ck_assert_int_eq(gxd_metrics_new(2, &m), GX_OK);
+    gxd_metrics_job(m, "aa", GX_MODE_SEQ, 7, 120, 150);
+    gxd_metrics_job(m, "bb", GX_MODE_INTER, 3000, 40, 3100);
+    gxd_metrics_job(m, "aa", GX_MODE_SEQ, 9, 80, 95);
+    gxd_metrics_job(m, "cc", GX_MODE_SEQ, 1, 1, 2); /* drops bb, the least recently run */
+    const gxd_latency *seq = gxd_metrics_mode(m, GX_MODE_SEQ);
+    ck_assert_uint_eq(seq->e2e.count, 3);
+    ck_assert_int_eq(seq->queue.sum_us, 17);
+    ck_assert_int_eq(seq->compute.sum_us, 201);
+    ck_assert_uint_eq(seq->compute.buckets[gx_hist_bucket(120)], 1);
+    ck_assert_uint_eq(seq->compute.buckets[gx_hist_bucket(80)], 1);
+    ck_assert_uint_eq(gxd_metrics_mode(m, GX_MODE_INTER)->queue.buckets[gx_hist_bucket(3000)], 1);
+    ck_assert_ptr_nonnull(gxd_metrics_graph(m, "aa"));
+    ck_assert_uint_eq(gxd_metrics_graph(m, "aa")->e2e.count, 2);
+    ck_assert_ptr_null(gxd_metrics_graph(m, "bb"));
+    ck_assert_uint_eq(gxd_metrics_graph(m, "cc")->e2e.count, 1);
+
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    gxd_metrics_pack(m, &pk);
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    ck_assert_int_eq(msgpack_unpack_next(&up, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+    const msgpack_object *bounds = gx_mp_find(&up.data, "bounds_us");
+    ck_assert_ptr_nonnull(bounds);
+    ck_assert_uint_eq(bounds->via.array.size, GX_HIST_NBOUNDS);
+    const msgpack_object *modes = gx_mp_find(&up.data, "modes");
+    ck_assert_uint_eq(modes->via.map.size, 2); /* seq and inter; the others ran nothing */
+    const msgpack_object *s = gx_mp_find(modes, "seq");
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(gx_mp_find(s, "jobs")->via.u64, 3);
+    const msgpack_object *q = gx_mp_find(s, "queue");
+    ck_assert_uint_eq(gx_mp_find(q, "count")->via.u64, 3);
+    ck_assert_uint_eq(gx_mp_find(q, "sum_us")->via.u64, 17);
+    ck_assert_uint_eq(gx_mp_find(q, "buckets")->via.array.size, GX_HIST_NBUCKETS);
+    ck_assert_uint_eq(gx_mp_find(&up.data, "graphs")->via.map.size, 2);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+    gxd_metrics_destroy(&m);
+    ck_assert_ptr_null(m);
+    gxd_metrics_destroy(&m);
+}
+END_TEST
+
+/* y = x + 1 on [1, 8] */
+static gx_graph *s_add_graph(void)
+{
+    gx_graph *g = gx_graph_new("add1");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){1, 8});
+    gx_tensor *one = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
+    *(float *)gx_tensor_data(one) = 1.0f;
+    gx_graph_add_const(g, "one", &one);
+    gx_graph_add_node(g, "Add", "add", 2, (const char *[]){"x", "one"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+/* What the replies said, per mode: the expected histograms. */
+typedef struct expect {
+    uint64_t n;
+    int64_t queue_sum, compute_sum;
+    uint64_t queue[GX_HIST_NBUCKETS], compute[GX_HIST_NBUCKETS];
+} expect;
+
+static void s_check_hist(const gx_json *h, const uint64_t *want, uint64_t n, int64_t sum,
+                         const char *what)
+{
+    ck_assert_msg(h != NULL, "%s: missing", what);
+    ck_assert_msg(gx_json_num(gx_json_get(h, "count"), -1) == (double)n, "%s: count", what);
+    if (sum >= 0)
+        ck_assert_msg(gx_json_num(gx_json_get(h, "sum_us"), -1) == (double)sum,
+                      "%s: sum %.0f, the replies say %lld", what,
+                      gx_json_num(gx_json_get(h, "sum_us"), -1), (long long)sum);
+    const gx_json *b = gx_json_get(h, "buckets");
+    ck_assert_uint_eq(gx_json_len(b), GX_HIST_NBUCKETS);
+    for (size_t i = 0; want && i < GX_HIST_NBUCKETS; i++)
+        ck_assert_msg(gx_json_num(gx_json_at(b, i), -1) == (double)want[i],
+                      "%s: bucket %zu holds %.0f, the replies say %llu", what, i,
+                      gx_json_num(gx_json_at(b, i), -1), (unsigned long long)want[i]);
+}
+
+START_TEST(test_stats_histograms_match_replies)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    char err[256];
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 60000);
+    gx_graph *g = s_add_graph();
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 8});
+    static expect want[GX_MODE_COUNT];
+    memset(want, 0, sizeof want);
+    const gx_mode modes[] = {GX_MODE_SEQ, GX_MODE_INTER, GX_MODE_SEQ};
+    int64_t e2e_floor = 0;
+    for (int k = 0; k < 30; k++) {
+        gx_request *rq = gx_request_new();
+        gx_result *r = NULL;
+        gx_request_set_graph_id(rq, &id);
+        gx_request_add_input(rq, "x", x);
+        gx_request_set_mode(rq, modes[k % 3]);
+        ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+        const gx_run_info *info = gx_result_info(r);
+        gx_mode m;
+        ck_assert_int_eq(gx_mode_parse(info->mode, &m), GX_OK);
+        expect *e = &want[m];
+        e->n++;
+        e->queue_sum += info->queue_us;
+        e->compute_sum += info->compute_us;
+        e->queue[gx_hist_bucket(info->queue_us)]++;
+        e->compute[gx_hist_bucket(info->compute_us)]++;
+        e2e_floor += info->queue_us + info->compute_us;
+        gx_result_destroy(&r);
+        gx_request_destroy(&rq);
+    }
+    /* a failed job (wrong input shape) is not in the histograms */
+    gx_tensor *bad = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 3});
+    gx_request *rq = gx_request_new();
+    gx_result *r = NULL;
+    gx_request_set_graph_id(rq, &id);
+    gx_request_add_input(rq, "x", bad);
+    ck_assert_int_lt(gx_client_run(c, rq, &r), 0);
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&bad);
+
+    char *json = NULL;
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    gx_json *j = gx_json_parse(json, err, sizeof err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(gx_json_len(gx_json_path(j, "latency.bounds_us")), GX_HIST_NBOUNDS);
+    uint64_t total = 0;
+    for (int m = 0; m < GX_MODE_COUNT; m++) {
+        char path[64], what[128];
+        snprintf(path, sizeof path, "latency.modes.%s", gx_mode_name((gx_mode)m));
+        const gx_json *l = gx_json_path(j, path);
+        if (!want[m].n) {
+            ck_assert_msg(l == NULL, "%s: no job ran in it", path);
+            continue;
+        }
+        ck_assert_msg(l != NULL, "%s missing", path);
+        ck_assert_double_eq(gx_json_num(gx_json_get(l, "jobs"), -1), (double)want[m].n);
+        snprintf(what, sizeof what, "%s queue", path);
+        s_check_hist(gx_json_get(l, "queue"), want[m].queue, want[m].n, want[m].queue_sum, what);
+        snprintf(what, sizeof what, "%s compute", path);
+        s_check_hist(gx_json_get(l, "compute"), want[m].compute, want[m].n, want[m].compute_sum,
+                     what);
+        snprintf(what, sizeof what, "%s e2e", path);
+        s_check_hist(gx_json_get(l, "e2e"), NULL, want[m].n, -1, what);
+        total += want[m].n;
+    }
+    ck_assert_uint_eq(total, 30);
+    const gx_json *graphs = gx_json_path(j, "latency.graphs");
+    const gx_json *gl = gx_json_get(graphs, id.hex);
+    ck_assert_msg(gl != NULL, "latency.graphs has no %s", id.hex);
+    ck_assert_double_eq(gx_json_num(gx_json_get(gl, "jobs"), -1), 30);
+    /* end to end holds queue and compute (and compile) of each job */
+    ck_assert(gx_json_num(gx_json_path(gl, "e2e.sum_us"), -1) >= (double)e2e_floor);
+    ck_assert_double_eq(gx_json_num(gx_json_get(j, "runs_failed"), -1), 1);
+    gx_json_destroy(&j);
+    free(json);
+
+    /* gexec-submit prints the rows; --prometheus the same counts */
+    char out[16384];
+    const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --socket %s stats", bin, d.endpoint), 0);
+    char row[64];
+    ck_assert_msg(strstr(out, "queue p50") && strstr(out, "e2e p50"), "%s", out);
+    const char *line = strstr(out, "mode seq");
+    ck_assert_msg(line != NULL, "%s", out);
+    long jobs = strtol(line + strlen("mode seq"), NULL, 10);
+    ck_assert_int_eq(jobs, (long)want[GX_MODE_SEQ].n);
+    snprintf(row, sizeof row, "graph %.12s", id.hex);
+    ck_assert_msg(strstr(out, row), "no '%s' in %s", row, out);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --socket %s stats --prometheus | grep -v _bucket", bin,
+                          d.endpoint),
+                     0);
+    snprintf(row, sizeof row, "gexec_jobs_total{mode=\"seq\"} %llu\n",
+             (unsigned long long)want[GX_MODE_SEQ].n);
+    ck_assert_msg(strstr(out, row), "no '%s' in %s", row, out);
+    snprintf(row, sizeof row, "gexec_runs_total{status=\"failed\"} 1\n");
+    ck_assert_msg(strstr(out, row), "no '%s' in %s", row, out);
+
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(test_version)
+{
+    char out[512];
+    ck_assert_str_eq(gx_version(), PACKAGE_VERSION);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s --version", GX_TEST_BUILDDIR "/libclient/gexec-submit"), 0);
+    ck_assert_str_eq(out, "gexec-submit " PACKAGE_VERSION " (libgexec " PACKAGE_VERSION ")\n");
+}
+END_TEST
+
+Suite *metrics_suite(void)
+{
+    Suite *s = suite_create("metrics");
+    TCase *tc = tcase_create("metrics");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_hist_buckets);
+    tcase_add_test(tc, test_hist_quantile);
+    tcase_add_test(tc, test_metrics_table);
+    tcase_add_test(tc, test_stats_histograms_match_replies);
+    tcase_add_test(tc, test_version);
+    suite_add_tcase(s, tc);
+    return s;
+}
