@@ -3,9 +3,9 @@
 # byte comparison that --modes relies on (--self-test, no data needed); then
 # skips (77) when the test data (Debian's libonnx-testdata) is not
 # installed, else runs the suites simple, pytorch-converted and
-# pytorch-operator once (-s) when they are installed beside the node tests,
-# then every node case in seq and again in every other fixed mode
-# (--modes: each mode's outputs must be byte-identical to seq's), and
+# pytorch-operator (-s) when they are installed beside the node tests,
+# then the node cases, each case in seq and again in every other fixed
+# mode (--modes: each mode's outputs must be byte-identical to seq's), and
 # passes the runner's status through. GEXEC_ONNX_DATA overrides the data
 # directory.
 # make check runs this from the top build directory
@@ -18,10 +18,10 @@ if [ ! -d "$data" ]; then
     exit 77
 fi
 # the other suites of the same data (opset 6 exports, sequences, strings),
-# once each, when they are there; the node tests' line stays the last
+# when they are there; the node tests' line stays the last
 root=$(dirname "$data")
 if [ -d "$root/simple" ] && [ -d "$root/pytorch-converted" ] && [ -d "$root/pytorch-operator" ]; then
-    "$runner" -d "$root" -s simple,pytorch-converted,pytorch-operator "$@" || exit 1
+    "$runner" -d "$root" -s simple,pytorch-converted,pytorch-operator --modes "$@" || exit 1
 fi
 exec "$runner" -d "$data" --modes "$@"
 # the single-mode run (each case once, in mode auto), as before --modes:

@@ -5,8 +5,9 @@
  * with stride 1 and no padding multiplies W straight into x; a depthwise
  * conv runs directly, tap by tap along output lines; everything else builds
  * im2col columns in the scratch and multiplies them with cblas_sgemm. A
- * thread's share is a range of output positions over (image, group, block
- * of output channels, position), so threads never write the same columns;
+ * thread's share is a range of tiles of output positions over (image,
+ * group, block of output channels, tile), so threads never write the same
+ * columns, and each product has the same shape whatever the split;
  * the blocks (gx_conv_row_blocks) are usually one per group, more when
  * there are few positions, each with its own copy of the columns.
  * gx_cpu_conv_epi runs the same share and hands each run of output
@@ -167,6 +168,15 @@ static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi
     }
 }
 
+/* Output positions of a tile of the im2col path: about a quarter of a
+ * plane (so a lone plane still splits four ways), 64 to 1024, a multiple
+ * of 16. */
+static int64_t s_pos_tile(int64_t P)
+{
+    int64_t t = (P / 4 + 15) / 16 * 16;
+    return t < 64 ? 64 : t > 1024 ? 1024 : t;
+}
+
 /* Depthwise: output channel oc reads input channel oc / mg only. The
  * thread's share is a range of output lines over (image, channel, line);
  * the lines it has of one channel take the taps one at a time, each tap
@@ -234,24 +244,27 @@ void gx_cpu_conv_epi(const gx_kargs *k, gx_fused_epi_fn epi, void *ctx)
         s_conv_depthwise(k, &cv);
         return;
     }
-    /* units: (image of the pass, group, row block, output position) */
+    /* units: (image of the pass, group, row block, tile of positions); the
+     * tiles depend on the shapes alone, so every product has the same
+     * shape, and the same bits, whatever the split (a BLAS may sum a
+     * product of another N differently) */
     const int64_t P = cv.w.out_size, rb = gx_conv_row_blocks(cv.n, cv.g, cv.mg, P);
+    const int64_t T = s_pos_tile(P), tiles = P > 0 ? (P + T - 1) / T : 0;
     const int64_t col_elems = cv.cg * cv.w.k_size * P;
     const bool pointwise = path == GX_CONV_POINTWISE;
     const int64_t pass = pointwise ? cv.n : gx_conv_pass_images(cv.n, cv.g * rb * col_elems);
     int64_t lo, hi;
-    gx_cpu_share(k, pass * cv.g * rb * P, GX_CPU_LINE, &lo, &hi);
+    gx_cpu_share(k, pass * cv.g * rb * tiles, 1, &lo, &hi);
     for (int64_t i0 = 0; i0 < cv.n; i0 += pass) {
-        for (int64_t u = lo; u < hi;) {
-            const int64_t seg = u / P, p0 = u % P;
-            const int64_t p1 = P - p0 < hi - u ? P : p0 + (hi - u);
+        for (int64_t u = lo; u < hi; u++) {
+            const int64_t seg = u / tiles, p0 = u % tiles * T;
+            const int64_t p1 = P - p0 < T ? P : p0 + T;
             const int64_t b = seg / (cv.g * rb), gi = seg / rb % cv.g, r = seg % rb;
             if (i0 + b >= cv.n)
                 break;
             float *col = pointwise ? NULL : (float *)k->scratch + seg * col_elems;
             s_conv_block(&cv, pointwise, i0 + b, gi, cv.mg * r / rb, cv.mg * (r + 1) / rb, p0, p1,
                          col);
-            u += p1 - p0;
         }
     }
 }
