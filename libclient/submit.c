@@ -11,6 +11,8 @@
  * ONNX model (docs/onnx.md).
  *   gexec-submit [--socket EP] ping
  *   gexec-submit [--socket EP] stats [--json | --prometheus]
+ *   gexec-submit [--socket EP] perf GRAPH [-i NAME=FILE.npy]... [--concurrency N | --rate R]
+ *                [--duration S] [--mode M] [--json]
  *   gexec-submit --version
  *
  * Every failure ends with a one-line reason on stderr and a non-zero exit.
@@ -32,6 +34,7 @@
 
 #include "libclient/hist.h"
 #include "libclient/json.h"
+#include "libclient/perf.h"
 
 #define MAX_INPUTS 256
 
@@ -52,6 +55,9 @@ typedef struct opts {
     bool json;
     bool explain_mode;
     bool prometheus; /* stats --prometheus */
+    long concurrency; /* perf: 0 = not given */
+    double rate;      /* perf: requests/s; 0 = closed loop */
+    double duration_s;
 } opts;
 
 /* "auto, seq, ..., inter+replica": every mode of GX_MODE_LIST. */
@@ -94,6 +100,13 @@ static void s_usage(FILE *out)
             "      the wait)\n",
             s_mode_list());
     fprintf(out,
+            "  perf GRAPH [-i NAME=FILE.npy]... [--concurrency N | --rate R] [--duration S]\n"
+            "            [--mode M] [--json]\n"
+            "      load generator: N clients each sending the next request when the last\n"
+            "      is answered (default 1), or R requests/s on a fixed schedule (by at\n"
+            "      most --concurrency clients, default 16), for S seconds (default 5);\n"
+            "      a progress line on stderr, then throughput, p50/p90/p99/p99.9 latency\n"
+            "      and its split into client, queue, compile and compute time\n"
             "  ping            check that gexecd answers\n"
             "  stats [--json | --prometheus]\n"
             "      daemon statistics, with p50/p90/p99 of queue wait, compute and end to\n"
@@ -1171,11 +1184,44 @@ static int s_cmd_stats(const opts *o)
     return rc == GX_OK ? 0 : 1;
 }
 
+static int s_cmd_perf(const opts *o)
+{
+    gx_graph *g = NULL;
+    gx_tensor *inputs[MAX_INPUTS] = {0};
+    char err[1024];
+    int ret = 1;
+    if (s_load_graph(o->graph, &g))
+        return 1;
+    for (int i = 0; i < o->n_in; i++)
+        if (gx_npy_load(o->in_files[i], &inputs[i], err, sizeof err) < 0) {
+            s_die("input '%s': %s", o->in_names[i], err);
+            goto out;
+        }
+    gxs_perf_opts p = {.endpoint = o->socket,
+                       .timeout_ms = o->timeout_ms,
+                       .graph_path = o->graph,
+                       .graph = g,
+                       .n_in = o->n_in,
+                       .in_names = o->in_names,
+                       .inputs = (const gx_tensor *const *)inputs,
+                       .mode = o->mode,
+                       .concurrency = (int)(o->concurrency ? o->concurrency : o->rate > 0 ? 16 : 1),
+                       .rate = o->rate,
+                       .duration_s = o->duration_s > 0 ? o->duration_s : 5,
+                       .json = o->json};
+    ret = gxs_perf_run(&p);
+out:
+    for (int i = 0; i < o->n_in; i++)
+        gx_tensor_destroy(&inputs[i]);
+    gx_graph_destroy(&g);
+    return ret;
+}
+
 /* Options may come before or after the command (getopt permutes argv). */
 int main(int argc, char **argv)
 {
     enum { OPT_MODE = 256, OPT_PRIO, OPT_DEADLINE, OPT_REPEAT, OPT_JSON, OPT_TIMEOUT, OPT_OUTPUT,
-           OPT_EXPLAIN, OPT_PROMETHEUS, OPT_VERSION };
+           OPT_EXPLAIN, OPT_PROMETHEUS, OPT_VERSION, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION };
     static const struct option lopts[] = {
         {"socket", required_argument, NULL, 's'},   {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"input", required_argument, NULL, 'i'},    {"outdir", required_argument, NULL, 'o'},
@@ -1186,6 +1232,9 @@ int main(int argc, char **argv)
         {"explain-mode", no_argument, NULL, OPT_EXPLAIN},
         {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
         {"version", no_argument, NULL, OPT_VERSION},
+        {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
+        {"rate", required_argument, NULL, OPT_RATE},
+        {"duration", required_argument, NULL, OPT_DURATION},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     opts o = {.timeout_ms = 60000, .mode = GX_MODE_AUTO, .repeat = 1};
@@ -1238,6 +1287,22 @@ int main(int argc, char **argv)
         case OPT_JSON: o.json = true; break;
         case OPT_EXPLAIN: o.explain_mode = true; break;
         case OPT_PROMETHEUS: o.prometheus = true; break;
+        case OPT_CONCURRENCY:
+            if (!s_parse_long(optarg, 1, 1024, &v))
+                return s_die("--concurrency expects an integer in [1, 1024], got '%s'", optarg);
+            o.concurrency = v;
+            break;
+        case OPT_RATE:
+        case OPT_DURATION: {
+            char *end;
+            errno = 0;
+            double d = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(d > 0) || d > 1e7)
+                return s_die("--%s expects a positive number, got '%s'",
+                             c == OPT_RATE ? "rate" : "duration", optarg);
+            *(c == OPT_RATE ? &o.rate : &o.duration_s) = d;
+            break;
+        }
         case OPT_VERSION:
             printf("gexec-submit %s (libgexec %s)\n", PACKAGE_VERSION, gx_version());
             return 0;
@@ -1252,11 +1317,12 @@ int main(int argc, char **argv)
     const char *cmd = argv[optind++];
     int operands = argc - optind;
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "load") == 0 || strcmp(cmd, "explain") == 0 ||
-        strcmp(cmd, "impls") == 0 || strcmp(cmd, "tune") == 0) {
+        strcmp(cmd, "impls") == 0 || strcmp(cmd, "tune") == 0 || strcmp(cmd, "perf") == 0) {
         if (operands != 1)
             return s_die("%s expects exactly one GRAPH file (got %d operands)", cmd, operands);
         o.graph = argv[optind];
         return strcmp(cmd, "run") == 0     ? s_cmd_run(&o)
+               : strcmp(cmd, "perf") == 0  ? s_cmd_perf(&o)
                : strcmp(cmd, "load") == 0  ? s_cmd_load(&o)
                : strcmp(cmd, "impls") == 0 ? s_explain_cmd(&o, S_X_IMPLS)
                : strcmp(cmd, "tune") == 0  ? s_explain_cmd(&o, S_X_TUNE)

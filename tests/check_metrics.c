@@ -271,6 +271,93 @@ START_TEST(test_stats_histograms_match_replies)
 }
 END_TEST
 
+/* gexec-submit perf against examples/mlp.yaml: the report's structure, its
+ * numbers consistent with each other and with the daemon's own count. */
+START_TEST(test_perf_report)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    static char out[65536];
+    char mlp[512], input[512], err[256];
+    const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
+    snprintf(mlp, sizeof mlp, "%s", gxt_srcpath("examples/mlp.yaml"));
+    snprintf(input, sizeof input, "%s", gxt_srcpath("examples/mlp_input.npy"));
+
+    int rc = gxt_sh(out, sizeof out, "%s --socket %s perf %s -i x=%s --concurrency 3 --duration 0.5 --json 2>/dev/null",
+                    bin, d.endpoint, mlp, input);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    gx_json *j = gx_json_parse(out, err, sizeof err);
+    ck_assert_msg(j != NULL, "%s: %s", err, out);
+    double n = gx_json_num(gx_json_get(j, "requests"), -1);
+    ck_assert(n >= 1);
+    ck_assert_double_eq(gx_json_num(gx_json_get(j, "failed"), -1), 0);
+    ck_assert_double_eq(gx_json_num(gx_json_get(j, "concurrency"), -1), 3);
+    ck_assert(gx_json_num(gx_json_get(j, "throughput_per_s"), -1) > 0);
+    const char *qs[] = {"min", "p50", "p90", "p99", "p99.9", "max"};
+    double prev = 0;
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        const gx_json *v = gx_json_get(gx_json_get(j, "latency_us"), qs[i]);
+        ck_assert_msg(v && v->type == GX_JSON_NUM, "latency_us.%s missing", qs[i]);
+        ck_assert_msg(v->num >= prev, "latency_us.%s = %g below the one before (%g)", qs[i], v->num, prev);
+        prev = v->num;
+    }
+    double split = 0;
+    const char *parts[] = {"client", "queue", "compile", "compute"};
+    for (size_t i = 0; i < 4; i++) {
+        const gx_json *v = gx_json_get(gx_json_get(j, "split_us"), parts[i]);
+        ck_assert_msg(v && v->type == GX_JSON_NUM, "split_us.%s missing", parts[i]);
+        split += v->num;
+    }
+    ck_assert_double_eq_tol(split, gx_json_num(gx_json_path(j, "latency_us.mean"), -1), 0.5);
+    const gx_json *modes = gx_json_get(j, "modes");
+    double sum = 0;
+    for (size_t i = 0; modes && i < modes->n; i++)
+        sum += modes->items[i].num;
+    ck_assert_double_eq(sum, n);
+    char id[80];
+    snprintf(id, sizeof id, "%s", gx_json_str(gx_json_get(j, "graph_id"), ""));
+    gx_json_destroy(&j);
+
+    /* the daemon ran exactly those requests and the warm-up */
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_ptr_nonnull(c);
+    char *json = NULL;
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    j = gx_json_parse(json, err, sizeof err);
+    const gx_json *g = gx_json_get(gx_json_path(j, "latency.graphs"), id);
+    ck_assert_msg(g != NULL, "no graph %s in STATS", id);
+    ck_assert_double_eq(gx_json_num(gx_json_get(g, "jobs"), -1), n + 1);
+    gx_json_destroy(&j);
+    free(json);
+    gx_client_destroy(&c);
+
+    /* open loop: 100/s for 0.5 s is 50 requests, however fast they are */
+    rc = gxt_sh(out, sizeof out, "%s --socket %s perf %s -i x=%s --rate 100 --duration 0.5 --json 2>/dev/null",
+                bin, d.endpoint, mlp, input);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    j = gx_json_parse(out, err, sizeof err);
+    ck_assert_msg(j != NULL, "%s: %s", err, out);
+    ck_assert_double_eq(gx_json_num(gx_json_get(j, "requests"), -1), 50);
+    ck_assert_double_eq(gx_json_num(gx_json_get(j, "rate"), -1), 100);
+    gx_json_destroy(&j);
+
+    /* the text report and its progress lines */
+    rc = gxt_sh(out, sizeof out, "%s --socket %s perf %s -i x=%s --duration 0.3 --mode seq 2>&1", bin,
+                d.endpoint, mlp, input);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    const char *want[] = {"throughput:", "infer/s", "p50 ", "p90 ", "p99 ", "p99.9 ", "mean split:",
+                          "client ", "queue ", "compute ", "modes:", " seq "};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]), "no '%s' in %s", want[i], out);
+
+    /* a request that cannot run: a non-zero exit and the daemon's reason */
+    rc = gxt_sh(out, sizeof out, "%s --socket %s perf %s --duration 0.2 2>&1", bin, d.endpoint, mlp);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(out, "missing input 'x'"), "%s", out);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(test_version)
 {
     char out[512];
@@ -289,6 +376,7 @@ Suite *metrics_suite(void)
     tcase_add_test(tc, test_hist_quantile);
     tcase_add_test(tc, test_metrics_table);
     tcase_add_test(tc, test_stats_histograms_match_replies);
+    tcase_add_test(tc, test_perf_report);
     tcase_add_test(tc, test_version);
     suite_add_tcase(s, tc);
     return s;
