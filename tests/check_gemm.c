@@ -85,7 +85,7 @@ START_TEST(test_matmul_shapes)
     if (!gx_cpu_gemm_isa_set(s_isas[_i]))
         return;
     static const int64_t ms[] = {1, 2, 3, 5, 7, 8, 9, 17};
-    static const int64_t ks[] = {1, 3, 16, 33};
+    static const int64_t ks[] = {1, 3, 16, 33, 700, 1000}; /* the last two in K blocks */
     static const int64_t ns[] = {1, 5, 16, 17, 40, 64};
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
         for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
@@ -120,14 +120,16 @@ START_TEST(test_matmul_shapes)
 END_TEST
 
 /* gx_cpu_gemm_rows: B read in place with a row stride wider than N, N
- * with and without a partial last panel, every ISA; then accumulated. */
+ * with and without a partial last panel, K whole and in blocks, every
+ * ISA; then accumulated. */
 START_TEST(test_plain_rows)
 {
     if (!gx_cpu_gemm_isa_set(s_isas[_i]))
         return;
     static const int64_t ns[] = {16, 21, 40, 64};
-    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
-        const int64_t m = 11, kk = 29, n = ns[ni], ldb = n + 3;
+    for (size_t ni = 0; ni < 2 * sizeof ns / sizeof *ns; ni++) {
+        /* the second time, K in blocks */
+        const int64_t m = 11, kk = ni < 4 ? 29 : 800, n = ns[ni % 4], ldb = n + 3;
         float *a = s_fill(m * kk), *b = s_fill(kk * ldb), ref[11 * 64], y[11 * 64];
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
@@ -182,7 +184,7 @@ START_TEST(test_gemm_forms)
 {
     if (!gx_cpu_gemm_isa_set(s_isas[_i]))
         return;
-    const int64_t m = 5, kk = 24, n = 21;
+    const int64_t m = 5, kk = 900, n = 21; /* K in blocks: C's beta on the first only */
     static const int64_t cshape[][2] = {{0, 0}, {1, 0}, {1, 1}, {1, 21}, {5, 1}, {5, 21}};
     static const int cnd[] = {-1, 0, 1, 2, 2, 2};
     for (int tb = 0; tb < 2; tb++)

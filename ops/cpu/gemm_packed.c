@@ -3,9 +3,11 @@
  * and the same kernels over a plain row-major B (gx_cpu_gemm_rows).
  *
  * The work: for each block of GX_GEMM_ROW_BLOCK rows of A, for each pair
- * of 16-column panels of B, for each group of MR rows, a register-blocked
- * micro kernel runs the whole K loop: MR × 32 accumulators, one broadcast
- * of A[i][k] and two panel loads per k. A lone row (batch-1 inference) is
+ * of 16-column panels of B, for each block of K (all of it while the
+ * panels fit in L1: s_k_block), for each group of MR rows, a
+ * register-blocked micro kernel runs the block's K loop: MR × 32
+ * accumulators, one broadcast of A[i][k] and two panel loads per k, the
+ * sums added to y after the first block. A lone row (batch-1 inference) is
  * a matrix-vector product that streams B once, four panels at a time. A
  * thread's share is whole rows, or with few rows panels of every row
  * (gx_cpu_gemm_packed_share).
@@ -248,6 +250,21 @@ bool gx_cpu_gemm_isa_set(const char *name)
     return false;
 }
 
+/* The K rows of B a micro kernel reads per call: all of them while np
+ * panels of K rows fit in L1 (48 KiB), else even blocks of at most 32 KiB
+ * of panels, which the block's row groups then read from L1 instead of
+ * L2. Depends on K alone, so every split of the rows computes the same
+ * sums (each block's partial sum is added to y in K order). */
+static int64_t s_k_block(int64_t kk, int np)
+{
+    const int64_t fit = 48 * 1024 / (np * S_P * (int64_t)sizeof(float));
+    const int64_t max = 32 * 1024 / (np * S_P * (int64_t)sizeof(float));
+    if (kk <= fit)
+        return kk > 0 ? kk : 1;
+    const int64_t blocks = (kk + max - 1) / max;
+    return (kk + blocks - 1) / blocks;
+}
+
 /* Rows [r0, r1) × panels [p0, p1) of y (row stride ldy, n columns) =
  * alpha * a (rows of kk floats, stride lda) · B (+ beta * y), B's panel p
  * at b + p * pstride with its row k ldbk floats further (ops/gemm.h's
@@ -258,22 +275,29 @@ static void s_product(const s_isa *isa, int64_t r0, int64_t r1, int64_t p0, int6
                       int64_t ldbk, int64_t pstride, float *y, int64_t ldy, float alpha,
                       float beta)
 {
+    const int64_t kc = s_k_block(kk, isa->np);
     if (r1 - r0 == 1 && isa->wide) { /* a lone row: wide_np panels at a time */
         int64_t p = p0;
         for (; p + isa->wide_np <= p1; p += isa->wide_np)
-            isa->wide(kk, a + r0 * lda, lda, b + p * pstride, ldbk, pstride,
-                      y + r0 * ldy + p * S_P, ldy, n - p * S_P, alpha, beta);
+            for (int64_t k0 = 0; k0 < kk; k0 += kc) /* the same sums as below */
+                isa->wide(kk - k0 < kc ? kk - k0 : kc, a + r0 * lda + k0, lda,
+                          b + p * pstride + k0 * ldbk, ldbk, pstride, y + r0 * ldy + p * S_P,
+                          ldy, n - p * S_P, alpha, k0 ? 1.0f : beta);
         p0 = p; /* the rest as below */
     }
     for (int64_t rb = r0; rb < r1; rb += GX_GEMM_ROW_BLOCK) {
         const int64_t re = rb + GX_GEMM_ROW_BLOCK < r1 ? rb + GX_GEMM_ROW_BLOCK : r1;
         for (int64_t p = p0; p < p1; p += isa->np) {
             const int np = p + isa->np <= p1 ? isa->np : (int)(p1 - p);
-            const float *bp = b + p * pstride;
-            for (int64_t r = rb; r < re; r += isa->mr) {
-                const int mr = r + isa->mr <= re ? isa->mr : (int)(re - r);
-                isa->fn[mr - 1][np - 1](kk, a + r * lda, lda, bp, ldbk, pstride,
-                                        y + r * ldy + p * S_P, ldy, n - p * S_P, alpha, beta);
+            for (int64_t k0 = 0; k0 < kk; k0 += kc) {
+                const int64_t kn = kk - k0 < kc ? kk - k0 : kc;
+                const float *bp = b + p * pstride + k0 * ldbk;
+                const float be = k0 ? 1.0f : beta; /* later blocks add to the first's sums */
+                for (int64_t r = rb; r < re; r += isa->mr) {
+                    const int mr = r + isa->mr <= re ? isa->mr : (int)(re - r);
+                    isa->fn[mr - 1][np - 1](kn, a + r * lda + k0, lda, bp, ldbk, pstride,
+                                            y + r * ldy + p * S_P, ldy, n - p * S_P, alpha, be);
+                }
             }
         }
     }
