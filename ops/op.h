@@ -149,6 +149,7 @@
     X(LPNORM, "LpNormalization")                                              \
     X(GROUPNORM, "GroupNormalization")                                        \
     X(ATTENTION, "Attention")                                                 \
+    X(ROTARY_EMBEDDING, "RotaryEmbedding")                                    \
     X(INSTANCENORM, "InstanceNormalization")                                  \
     X(MVN, "MeanVarianceNormalization")                                       \
     X(LRN, "LRN")                                                             \
@@ -219,7 +220,8 @@
 #define GX_OPS_VISION(X)                                                      \
     X(GRIDSAMPLE, "GridSample")                                               \
     X(ROIALIGN, "RoiAlign")                                                   \
-    X(MAXROIPOOL, "MaxRoiPool")
+    X(MAXROIPOOL, "MaxRoiPool")                                               \
+    X(AFFINE_GRID, "AffineGrid")
 
 
 #define GX_OPS_CONTROL(X)                                                     \

@@ -3,8 +3,11 @@
  * (opset 15, inference or training statistics), LayerNormalization,
  * RMSNormalization (opset 23), LpNormalization, GroupNormalization
  * (opsets 18 and 21), InstanceNormalization, MeanVarianceNormalization,
- * LRN, and Dropout (its inference form, which copies). The spatial ops (Resize, Upsample, Pad,
+ * LRN, Dropout (its inference form, which copies), and RotaryEmbedding
+ * (opset 23). The spatial ops (Resize, Upsample, Pad,
  * DepthToSpace, SpaceToDepth) are in ops/schema_spatial.c. */
+#include <string.h>
+
 #include "ops/batch.h"
 #include "ops/schema.h"
 
@@ -310,6 +313,129 @@ const gx_op_schema gx_schema_RMSNORM = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_rmsnorm_attrs, .n_attrs = GX_RMSNORM_NATTRS,
     .infer = s_infer_rmsnorm, .cost = s_cost_rmsnorm, .batch = s_batch_rmsnorm,
+};
+
+/* ---- RotaryEmbedding (opset 23) ---- */
+
+static const gx_attr_spec s_rotary_attrs[] = {
+    [GX_ROTARY_INTERLEAVED] = {.name = "interleaved", .type = GX_ATTR_INT, .def_i = 0},
+    [GX_ROTARY_NUM_HEADS] = {.name = "num_heads", .type = GX_ATTR_INT, .def_i = 0},
+    [GX_ROTARY_DIM] = {.name = "rotary_embedding_dim", .type = GX_ATTR_INT, .def_i = 0},
+};
+_Static_assert(sizeof s_rotary_attrs / sizeof s_rotary_attrs[0] == GX_ROTARY_NATTRS,
+               "RotaryEmbedding attrs");
+
+/* X is [batch, num_heads, seq, head_size] or [batch, seq, num_heads *
+ * head_size] (then num_heads is required); the first rotary_embedding_dim
+ * (default head_size) values of each head rotate by the cos/sin row of
+ * their position: cos_cache[position_ids[b, s]] ([max_pos, dim / 2] with
+ * position_ids) or cos_cache[b, s] ([batch, seq, dim / 2] without).
+ * Position ids are checked whenever their values are known; the kernel
+ * rotates by cos = sin = 0 (zeros) for one out of range, as the gathers do. */
+static int s_infer_rotary(gx_infer *ic)
+{
+    const char *op = "RotaryEmbedding";
+    int rc;
+    if ((rc = gx_infer_need_f32(ic, op, 0)) < 0 || (rc = gx_infer_need_f32(ic, op, 1)) < 0 ||
+        (rc = gx_infer_need_f32(ic, op, 2)) < 0)
+        return rc;
+    const gx_view *x = &ic->in[0], *cs = &ic->in[1], *sn = &ic->in[2];
+    const bool has_pos = ic->n_in > 3 && ic->in[3].ndim >= 0;
+    const int64_t interleaved = ic->attr[GX_ROTARY_INTERLEAVED].i;
+    const int64_t nh = ic->attr[GX_ROTARY_NUM_HEADS].i, rd = ic->attr[GX_ROTARY_DIM].i;
+    char sa[GX_SHAPE_STRLEN], sb[GX_SHAPE_STRLEN];
+    if (interleaved != 0 && interleaved != 1)
+        return gx_infer_errf(ic, GX_EATTR, "%s: interleaved is %lld, expected 0 or 1", op,
+                             (long long)interleaved);
+    if (x->ndim != 3 && x->ndim != 4)
+        return gx_infer_errf(ic, GX_ESHAPE,
+                             "%s: X has shape %s; [batch, num_heads, seq, head_size] or "
+                             "[batch, seq, hidden] needed",
+                             op, gx_shape_str(x->ndim, x->shape, sa, sizeof sa));
+    const int64_t batch = x->shape[0], seq = x->shape[x->ndim == 4 ? 2 : 1];
+    int64_t head;
+    if (x->ndim == 4) {
+        head = x->shape[3];
+    } else {
+        if (nh < 1)
+            return gx_infer_errf(ic, GX_EATTR, "%s: a 3-D X needs num_heads > 0 (got %lld)", op,
+                                 (long long)nh);
+        if (x->shape[2] % nh != 0)
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: hidden size %lld is not a multiple of "
+                                 "num_heads %lld", op, (long long)x->shape[2], (long long)nh);
+        head = x->shape[2] / nh;
+    }
+    const int64_t dim = rd ? rd : head;
+    if (dim < 0 || dim > head || dim % 2 != 0)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: rotary_embedding_dim %lld must be even and at most the head "
+                             "size %lld",
+                             op, (long long)dim, (long long)head);
+    if (cs->ndim != sn->ndim ||
+        memcmp(cs->shape, sn->shape, (size_t)cs->ndim * sizeof cs->shape[0]) != 0)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: cos_cache %s and sin_cache %s differ", op,
+                             gx_shape_str(cs->ndim, cs->shape, sa, sizeof sa),
+                             gx_shape_str(sn->ndim, sn->shape, sb, sizeof sb));
+    if (has_pos) {
+        const gx_view *p = &ic->in[3];
+        if (p->dtype != GX_I64)
+            return gx_infer_errf(ic, GX_EDTYPE, "%s: position_ids is %s, expected int64", op,
+                                 s_dtname(p->dtype));
+        if (p->ndim != 2 || p->shape[0] != batch || p->shape[1] != seq)
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: position_ids has shape %s, expected "
+                                 "[%lld, %lld]", op, gx_shape_str(p->ndim, p->shape, sa, sizeof sa),
+                                 (long long)batch, (long long)seq);
+        if (cs->ndim != 2 || cs->shape[1] != dim / 2)
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: with position_ids, cos_cache has shape %s, "
+                                 "expected [max_position_id + 1, %lld]", op,
+                                 gx_shape_str(cs->ndim, cs->shape, sa, sizeof sa),
+                                 (long long)(dim / 2));
+        const int64_t *pv = gx_infer_value(ic, 3);
+        for (int64_t i = 0; pv && i < p->numel; i++)
+            if (pv[i] < 0 || pv[i] >= cs->shape[0])
+                return gx_infer_errf(ic, GX_ESHAPE, "%s: position id %lld is outside the cache "
+                                     "[0, %lld)", op, (long long)pv[i], (long long)cs->shape[0]);
+    } else if (cs->ndim != 3 || cs->shape[0] != batch || cs->shape[1] != seq ||
+               cs->shape[2] != dim / 2) {
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: without position_ids, cos_cache has shape %s, "
+                             "expected [%lld, %lld, %lld]", op,
+                             gx_shape_str(cs->ndim, cs->shape, sa, sizeof sa), (long long)batch,
+                             (long long)seq, (long long)(dim / 2));
+    }
+    gx_view_set(&ic->out[0], GX_F32, x->ndim, x->shape);
+    return GX_OK;
+}
+
+/* two multiplies and an add per rotated value */
+static gx_cost s_cost_rotary(const gx_infer *ic)
+{
+    return s_cost_per_elem(ic, 3);
+}
+
+/* X's samples stay apart: with position_ids (batched with X) the caches
+ * are a table that must not be batched; without, the caches are per
+ * sample and batched with X. */
+static bool s_batch_rotary(const gx_batch_ctx *bc)
+{
+    const bool has_pos = bc->n_in > 3 && bc->in[3].ndim >= 0;
+    if (!gx_batch_in(bc, 0) || bc->in[0].ndim < 1)
+        return false;
+    const int64_t n = bc->in[0].shape[0];
+    for (int i = 1; i < bc->n_in; i++) {
+        if (i == 3 && !has_pos)
+            continue;
+        const bool want = has_pos ? i == 3 : true;
+        if (gx_batch_in(bc, i) != want || (want && bc->in[i].shape[0] != n))
+            return false;
+    }
+    bc->out_batched[0] = true;
+    return true;
+}
+
+const gx_op_schema gx_schema_ROTARY_EMBEDDING = {
+    .min_in = 3, .max_in = 4, .min_out = 1, .max_out = 1,
+    .attrs = s_rotary_attrs, .n_attrs = GX_ROTARY_NATTRS,
+    .infer = s_infer_rotary, .cost = s_cost_rotary, .batch = s_batch_rotary,
 };
 
 /* ---- InstanceNormalization ---- */

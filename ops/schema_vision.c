@@ -1,5 +1,6 @@
 /* Schemas of the vision family (GX_OPS_VISION in ops/op.h): GridSample,
- * RoiAlign and MaxRoiPool, float32 over 4-D [N, C, H, W] images. */
+ * RoiAlign and MaxRoiPool, float32 over 4-D [N, C, H, W] images, and
+ * AffineGrid (opset 20, float32, 2-D and 3-D grids). */
 #include <string.h>
 
 #include "ops/schema.h"
@@ -214,4 +215,76 @@ const gx_op_schema gx_schema_MAXROIPOOL = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_maxroipool_attrs, .n_attrs = GX_MAXROIPOOL_NATTRS,
     .infer = s_infer_maxroipool, .cost = s_cost_maxroipool,
+};
+
+/* ---- AffineGrid (opset 20) ---- */
+
+static const gx_attr_spec s_affine_grid_attrs[] = {
+    [GX_AFFINE_GRID_ALIGN_CORNERS] = {.name = "align_corners", .type = GX_ATTR_INT, .def_i = 0},
+};
+_Static_assert(sizeof s_affine_grid_attrs / sizeof s_affine_grid_attrs[0] ==
+                   GX_AFFINE_GRID_NATTRS,
+               "AffineGrid attrs");
+
+/* theta [N, 2, 3] with size [N, C, H, W] gives a grid [N, H, W, 2]; theta
+ * [N, 3, 4] with size [N, C, D, H, W] a grid [N, D, H, W, 3]. size (int64)
+ * must be known. */
+static int s_infer_affine_grid(gx_infer *ic)
+{
+    const char *op = "AffineGrid";
+    int rc = gx_infer_need_f32(ic, op, 0);
+    if (rc == GX_OK)
+        rc = gx_infer_need(ic, op, 1);
+    if (rc < 0)
+        return rc;
+    const gx_view *t = &ic->in[0], *sz = &ic->in[1];
+    const int64_t align = ic->attr[GX_AFFINE_GRID_ALIGN_CORNERS].i;
+    char s[GX_SHAPE_STRLEN];
+    if (align != 0 && align != 1)
+        return gx_infer_errf(ic, GX_EATTR, "%s: align_corners is %lld, expected 0 or 1", op,
+                             (long long)align);
+    if (sz->dtype != GX_I64)
+        return gx_infer_errf(ic, GX_EDTYPE, "%s: size is %s, expected int64", op,
+                             gx_dtype_name(sz->dtype) ? gx_dtype_name(sz->dtype) : "unknown");
+    if (sz->ndim != 1 || (sz->shape[0] != 4 && sz->shape[0] != 5))
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: size has shape %s, expected [4] (N, C, H, W) "
+                             "or [5] (N, C, D, H, W)", op,
+                             gx_shape_str(sz->ndim, sz->shape, s, sizeof s));
+    const int sd = (int)sz->shape[0] - 2; /* spatial dims */
+    if (t->ndim != 3 || t->shape[1] != sd || t->shape[2] != sd + 1)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: theta has shape %s, expected [N, %d, %d] for a "
+                             "size of %d values", op, gx_shape_str(t->ndim, t->shape, s, sizeof s),
+                             sd, sd + 1, sd + 2);
+    const int64_t *v = gx_infer_value(ic, 1);
+    if (!v)
+        return GX_INFER_DYNAMIC;
+    if (v[0] != t->shape[0])
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: size[0] is %lld but theta holds %lld matrices",
+                             op, (long long)v[0], (long long)t->shape[0]);
+    int64_t shape[5] = {v[0]};
+    for (int d = 0; d < sd; d++) {
+        if (v[2 + d] < 1)
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: size[%d] is %lld; spatial sizes must be "
+                                 "positive", op, 2 + d, (long long)v[2 + d]);
+        shape[1 + d] = v[2 + d];
+    }
+    shape[1 + sd] = sd;
+    if (gx_shape_numel(sd + 2, shape, INT64_MAX / 8) < 0)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: the grid is too large", op);
+    gx_view_set(&ic->out[0], GX_F32, sd + 2, shape);
+    return GX_OK;
+}
+
+/* a small matrix-vector product per grid point */
+static gx_cost s_cost_affine_grid(const gx_infer *ic)
+{
+    return (gx_cost){.flops = 4 * (double)gx_view_numel(&ic->out[0]),
+                     .bytes = gx_infer_io_bytes(ic)};
+}
+
+/* No batch rule: size (a value the plan is made for) names the batch. */
+const gx_op_schema gx_schema_AFFINE_GRID = {
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .attrs = s_affine_grid_attrs, .n_attrs = GX_AFFINE_GRID_NATTRS, .value_inputs = 1u << 1,
+    .infer = s_infer_affine_grid, .cost = s_cost_affine_grid,
 };

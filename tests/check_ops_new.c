@@ -1,7 +1,8 @@
 /*
  * Op tests of the ops added from ONNX opsets 18-24 (and LpNormalization,
  * opset 1): Mish, Swish, BitwiseAnd/Or/Xor/Not, LpNormalization,
- * GroupNormalization, CenterCropPad and Col2Im. Hand-computed values (many
+ * GroupNormalization, CenterCropPad, Col2Im, RotaryEmbedding and
+ * AffineGrid. Hand-computed values (many
  * from the examples of the ONNX node tests), naive float64 references
  * written from the ONNX reference implementation's formulas, the errors
  * infer gives, and every kernel split into 3 and 7 shares that must match
@@ -523,7 +524,8 @@ static gx_view s_ref_col2im(const gx_view *x, int n, const int64_t *image, const
     int64_t kprod = 1, cols[GX_MAX_DIMS], L = 1, plane = 1;
     for (int d = 0; d < n; d++) {
         kprod *= block[d];
-        cols[d] = (image[d] + pads[d] + pads[n + d] - (dil[d] * (block[d] - 1) + 1)) / stride[d] + 1;
+        const int64_t extent = dil[d] * (block[d] - 1) + 1;
+        cols[d] = (image[d] + pads[d] + pads[n + d] - extent) / stride[d] + 1;
         L *= cols[d];
         plane *= image[d];
     }
@@ -631,6 +633,210 @@ START_TEST(test_col2im)
 }
 END_TEST
 
+/* ---- RotaryEmbedding ---- */
+
+/* The ONNX reference on X seen as [batch, seq, heads, head_size]: x1, x2
+ * the halves (or even and odd values) of the first dim values of a head,
+ * real = cos x1 - sin x2 and imag = sin x1 + cos x2, in float32 as numpy
+ * computes them on float32 arrays. */
+static gx_view s_ref_rotary(const gx_view *x, const float *cosc, const float *sinc,
+                            const int64_t *pos, int64_t heads, int64_t dim, bool interleaved)
+{
+    const bool four = x->ndim == 4;
+    const int64_t B = x->shape[0], S = x->shape[four ? 2 : 1];
+    const int64_t hd = four ? x->shape[3] : x->shape[2] / heads, half = dim / 2;
+    gx_view y = s_like(x);
+    const float *px = x->data;
+    float *py = y.data;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++)
+            for (int64_t h = 0; h < heads; h++) {
+                const int64_t base = four ? ((b * heads + h) * S + s) * hd
+                                          : ((b * S + s) * heads + h) * hd;
+                const int64_t row = pos ? pos[b * S + s] : b * S + s;
+                for (int64_t i = 0; i < hd; i++)
+                    py[base + i] = px[base + i];
+                for (int64_t i = 0; i < half; i++) {
+                    const int64_t i1 = interleaved ? 2 * i : i;
+                    const int64_t i2 = interleaved ? 2 * i + 1 : half + i;
+                    const float c = cosc[row * half + i], sn = sinc[row * half + i];
+                    const float x1 = px[base + i1], x2 = px[base + i2];
+                    const float a = c * x1, bb = sn * x2, cc = sn * x1, d = c * x2;
+                    py[base + i1] = a - bb;
+                    py[base + i2] = cc + d;
+                }
+            }
+    return y;
+}
+
+START_TEST(test_rotary_embedding)
+{
+    /* by hand: one head of 4, position 0 */
+    gx_view x = F32V(SHAPE(1, 1, 1, 4), 1, 2, 3, 4);
+    gx_view c = F32V(SHAPE(1, 2), 0.5f, 0), sn = F32V(SHAPE(1, 2), 0.25f, 1);
+    gx_view p0 = I64V(SHAPE(1, 1), 0);
+    ot_expect(GX_OP_ROTARY_EMBEDDING, NULL, 4, (gx_view[]){x, c, sn, p0},
+              F32V(SHAPE(1, 1, 1, 4), -0.25f, -4, 1.75f, 2), 0, 0);
+    ot_expect(GX_OP_ROTARY_EMBEDDING, NODE(A_INT("interleaved", 1)), 4, (gx_view[]){x, c, sn, p0},
+              F32V(SHAPE(1, 1, 1, 4), 0, 1.25f, -4, 3), 0, 0);
+    /* partial rotation: only the first 2 of 4 rotate */
+    gx_view c1 = F32V(SHAPE(1, 1), 0), s1 = F32V(SHAPE(1, 1), 1);
+    ot_expect(GX_OP_ROTARY_EMBEDDING, NODE(A_INT("rotary_embedding_dim", 2)), 4,
+              (gx_view[]){x, c1, s1, p0}, F32V(SHAPE(1, 1, 1, 4), -2, 1, 3, 4), 0, 0);
+    /* random: 4-D and 3-D, with and without position ids, both layouts,
+     * full and partial rotation (the ONNX node tests' variants) */
+    const int64_t B = 2, S = 3, H = 4, D = 8;
+    for (int three = 0; three < 2; three++) {
+        gx_view xr = three ? RANDV(B, S, H * D) : RANDV(B, H, S, D);
+        for (int il = 0; il < 2; il++) {
+            for (int64_t dim = 4; dim <= D; dim += 4) {
+                gx_view pc = ot_rand(GX_F32, 2, (int64_t[]){11, dim / 2}),
+                        ps = ot_rand(GX_F32, 2, (int64_t[]){11, dim / 2});
+                gx_view pos = I64V(SHAPE(2, 3), 10, 0, 3, 7, 7, 1);
+                gx_view bc = ot_rand(GX_F32, 3, (int64_t[]){B, S, dim / 2}),
+                        bs = ot_rand(GX_F32, 3, (int64_t[]){B, S, dim / 2});
+                gx_attr attrs[3] = {A_INT("interleaved", il), A_INT("num_heads", H),
+                                    A_INT("rotary_embedding_dim", dim == D && il ? 0 : dim)};
+                gx_node node = {.n_attr = 3, .attr = attrs};
+                gx_view want = s_ref_rotary(&xr, pc.data, ps.data, pos.data, H, dim, il);
+                s_check_f32(GX_OP_ROTARY_EMBEDDING, &node, 4, (gx_view[]){xr, pc, ps, pos}, &want,
+                            0, 0);
+                want = s_ref_rotary(&xr, bc.data, bs.data, NULL, H, dim, il);
+                s_check_f32(GX_OP_ROTARY_EMBEDDING, &node, 3, (gx_view[]){xr, bc, bs}, &want, 0,
+                            0);
+            }
+        }
+    }
+    /* errors */
+    gx_view x3 = RANDV(1, 1, 8), cs2 = RANDV(1, 2);
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NULL, 4, (gx_view[]){x3, cs2, cs2, p0}, GX_EATTR,
+                    "RotaryEmbedding: a 3-D X needs num_heads > 0 (got 0)");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NODE(A_INT("num_heads", 3)), 4,
+                    (gx_view[]){x3, cs2, cs2, p0}, GX_ESHAPE,
+                    "RotaryEmbedding: hidden size 8 is not a multiple of num_heads 3");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NODE(A_INT("rotary_embedding_dim", 3)), 4,
+                    (gx_view[]){x, c, sn, p0}, GX_EATTR,
+                    "RotaryEmbedding: rotary_embedding_dim 3 must be even and at most the head "
+                    "size 4");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NULL, 4, (gx_view[]){x, c, s1, p0}, GX_ESHAPE,
+                    "RotaryEmbedding: cos_cache [1,2] and sin_cache [1,1] differ");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NULL, 4, (gx_view[]){x, c, sn, I64V(SHAPE(1, 1), 1)},
+                    GX_ESHAPE, "RotaryEmbedding: position id 1 is outside the cache [0, 1)");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NULL, 4, (gx_view[]){x, c, sn, I32V(SHAPE(1, 1), 0)},
+                    GX_EDTYPE, "RotaryEmbedding: position_ids is int32, expected int64");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NULL, 4, (gx_view[]){x, c, sn, I64V(SHAPE(1, 2), 0, 0)},
+                    GX_ESHAPE, "RotaryEmbedding: position_ids has shape [1,2], expected [1, 1]");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NULL, 3, (gx_view[]){x, c, sn}, GX_ESHAPE,
+                    "RotaryEmbedding: without position_ids, cos_cache has shape [1,2], expected "
+                    "[1, 1, 2]");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NULL, 4,
+                    (gx_view[]){x, RANDV(1, 1, 2), RANDV(1, 1, 2), p0}, GX_ESHAPE,
+                    "RotaryEmbedding: with position_ids, cos_cache has shape [1,1,2], expected "
+                    "[max_position_id + 1, 2]");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NODE(A_INT("interleaved", 2)), 4,
+                    (gx_view[]){x, c, sn, p0}, GX_EATTR,
+                    "RotaryEmbedding: interleaved is 2, expected 0 or 1");
+    ot_expect_error(GX_OP_ROTARY_EMBEDDING, NULL, 4, (gx_view[]){RANDV(4), c, sn, p0}, GX_ESHAPE,
+                    "RotaryEmbedding: X has shape [4]; [batch, num_heads, seq, head_size] or "
+                    "[batch, seq, hidden] needed");
+    /* a position id the infer did not see stays in bounds: zeros */
+    gx_attrval av[GX_MAX_ATTRS];
+    gx_view out;
+    char err[ERRLEN];
+    ck_assert_int_eq(ot_run(GX_OP_ROTARY_EMBEDDING, NULL, 4, (gx_view[]){x, c, sn, p0}, 1, av,
+                            &out, err), GX_OK);
+    ((int64_t *)p0.data)[0] = 5;
+    const gx_kargs ka = {.attr = av, .n_in = 4, .in = (gx_view[]){x, c, sn, p0}, .n_out = 1,
+                         .out = &out, .nth = 1};
+    gx_cpu_kernel(GX_OP_ROTARY_EMBEDDING)(&ka);
+    for (int i = 0; i < 4; i++)
+        ck_assert(((float *)out.data)[i] == 0.0f);
+}
+END_TEST
+
+/* ---- AffineGrid ---- */
+
+/* The grid points as PyTorch's affine_grid (which the ONNX op follows)
+ * defines them: linspace(-1, 1, n), scaled by (n - 1) / n without
+ * align_corners, i.e. (2i + 1 - n) / n. */
+static double s_ref_lin(int64_t i, int64_t n, bool align)
+{
+    if (!align)
+        return (double)(2 * i + 1 - n) / (double)n;
+    return n == 1 ? -1.0 : -1.0 + 2.0 * (double)i / (double)(n - 1);
+}
+
+START_TEST(test_affine_grid)
+{
+    /* by hand: the identity over H = 2, W = 3 */
+    gx_view id = F32V(SHAPE(1, 2, 3), 1, 0, 0, 0, 1, 0);
+    gx_view size = I64V(SHAPE(4), 1, 5, 2, 3);
+    ot_expect(GX_OP_AFFINE_GRID, NULL, 2, (gx_view[]){id, size},
+              F32V(SHAPE(1, 2, 3, 2), -2.0f / 3, -0.5f, 0, -0.5f, 2.0f / 3, -0.5f, -2.0f / 3, 0.5f,
+                   0, 0.5f, 2.0f / 3, 0.5f),
+              1e-7f, 0);
+    ot_expect(GX_OP_AFFINE_GRID, NODE(A_INT("align_corners", 1)), 2, (gx_view[]){id, size},
+              F32V(SHAPE(1, 2, 3, 2), -1, -1, 0, -1, 1, -1, -1, 1, 0, 1, 1, 1), 0, 0);
+    /* scale, flip and shift: (2x + 0.5, -y) */
+    gx_view th = F32V(SHAPE(1, 2, 3), 2, 0, 0.5f, 0, -1, 0);
+    ot_expect(GX_OP_AFFINE_GRID, NODE(A_INT("align_corners", 1)), 2, (gx_view[]){th, size},
+              F32V(SHAPE(1, 2, 3, 2), -1.5f, 1, 0.5f, 1, 2.5f, 1, -1.5f, -1, 0.5f, -1, 2.5f, -1),
+              0, 0);
+    /* random thetas, 2-D and 3-D, both align_corners (the node tests'
+     * variants), a dim of one point */
+    static const int64_t sizes[][5] = {
+        {2, 3, 5, 7}, {3, 1, 1, 4}, {2, 2, 3, 4, 5}, {1, 1, 1, 2, 3}};
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        const int nd = sizes[c][4] ? 5 : 4, sd = nd - 2;
+        gx_view theta = ot_rand(GX_F32, 3, (int64_t[]){sizes[c][0], sd, sd + 1});
+        gx_view sz = ot_view(GX_I64, ot_copy(sizes[c], (size_t)nd * sizeof(int64_t)), 1,
+                             (int64_t[]){nd});
+        for (int align = 0; align < 2; align++) {
+            int64_t oshape[5] = {sizes[c][0]};
+            for (int d = 0; d < sd; d++)
+                oshape[1 + d] = sizes[c][2 + d];
+            oshape[1 + sd] = sd;
+            gx_view want = ot_view(GX_F32, NULL, sd + 2, oshape);
+            want.data = ot_alloc((size_t)want.numel * sizeof(float));
+            for (int64_t i = 0; i < want.numel / sd; i++) {
+                int64_t idx[4];
+                ot_unravel(i, sd + 1, oshape, idx);
+                double pt[4] = {0, 0, 0, 1};
+                for (int d = 0; d < sd; d++) /* x along the last dim, then y, z */
+                    pt[d] = s_ref_lin(idx[sd - d], oshape[sd - d], align);
+                pt[sd] = 1;
+                const float *t = (const float *)theta.data + idx[0] * sd * (sd + 1);
+                for (int r = 0; r < sd; r++) {
+                    double v = 0;
+                    for (int j = 0; j <= sd; j++)
+                        v += (double)t[r * (sd + 1) + j] * pt[j];
+                    ((float *)want.data)[i * sd + r] = (float)v;
+                }
+            }
+            s_check_f32(GX_OP_AFFINE_GRID, NODE(A_INT("align_corners", align)), 2,
+                        (gx_view[]){theta, sz}, &want, 1e-6f, 1e-6f);
+        }
+    }
+    ot_expect_error(GX_OP_AFFINE_GRID, NULL, 2, (gx_view[]){id, I64V(SHAPE(3), 1, 1, 2)},
+                    GX_ESHAPE, "AffineGrid: size has shape [3], expected [4] (N, C, H, W) or [5] "
+                    "(N, C, D, H, W)");
+    ot_expect_error(GX_OP_AFFINE_GRID, NULL, 2, (gx_view[]){id, I64V(SHAPE(5), 1, 1, 2, 2, 2)},
+                    GX_ESHAPE, "AffineGrid: theta has shape [1,2,3], expected [N, 3, 4] for a "
+                    "size of 5 values");
+    ot_expect_error(GX_OP_AFFINE_GRID, NULL, 2, (gx_view[]){id, I64V(SHAPE(4), 2, 1, 2, 2)},
+                    GX_ESHAPE, "AffineGrid: size[0] is 2 but theta holds 1 matrices");
+    ot_expect_error(GX_OP_AFFINE_GRID, NULL, 2, (gx_view[]){id, I64V(SHAPE(4), 1, 1, 0, 2)},
+                    GX_ESHAPE, "AffineGrid: size[2] is 0; spatial sizes must be positive");
+    ot_expect_error(GX_OP_AFFINE_GRID, NULL, 2, (gx_view[]){id, I32V(SHAPE(4), 1, 1, 2, 2)},
+                    GX_EDTYPE, "AffineGrid: size is int32, expected int64");
+    ot_expect_error(GX_OP_AFFINE_GRID, NODE(A_INT("align_corners", 2)), 2,
+                    (gx_view[]){id, size}, GX_EATTR,
+                    "AffineGrid: align_corners is 2, expected 0 or 1");
+    ot_expect_error(GX_OP_AFFINE_GRID, NULL, 2, (gx_view[]){I64V(SHAPE(1, 2, 3), 1, 0, 0, 0, 1, 0),
+                    size}, GX_EDTYPE, "AffineGrid: int64 not supported (float32 only)");
+}
+END_TEST
+
 /* ---- schema properties ---- */
 
 /* Value inputs, the dynamic answer while they are unknown, batch rules. */
@@ -679,6 +885,26 @@ START_TEST(test_schema)
     bc = (gx_batch_ctx){.attr = av, .n_in = 3, .in = ci, .in_batched = batched, .n_out = 1,
                         .out = &co, .out_batched = ob};
     ck_assert(gx_op_batch_separable(GX_OP_COL2IM, &bc));
+    /* RotaryEmbedding: with position_ids, they are batched and the caches
+     * not; without, the caches are batched */
+    gx_view rx[4] = {RANDV(2, 4, 3, 8), RANDV(10, 4), RANDV(10, 4),
+                     I64V(SHAPE(2, 3), 0, 1, 2, 3, 4, 5)};
+    gx_view ro = RANDV(2, 4, 3, 8);
+    ck_assert_int_eq(gx_op_resolve_attrs(GX_OP_ROTARY_EMBEDDING, NULL, gav, err, sizeof err),
+                     GX_OK);
+    bool rb[4] = {true, false, false, true};
+    bc = (gx_batch_ctx){.attr = gav, .n_in = 4, .in = rx, .in_batched = rb, .n_out = 1,
+                        .out = &ro, .out_batched = ob};
+    ck_assert(gx_op_batch_separable(GX_OP_ROTARY_EMBEDDING, &bc));
+    rb[1] = true;
+    ck_assert(!gx_op_batch_separable(GX_OP_ROTARY_EMBEDDING, &bc));
+    rx[1] = RANDV(2, 3, 4);
+    rx[2] = RANDV(2, 3, 4);
+    bc.n_in = 3;
+    rb[2] = true;
+    ck_assert(gx_op_batch_separable(GX_OP_ROTARY_EMBEDDING, &bc));
+    rb[2] = false;
+    ck_assert(!gx_op_batch_separable(GX_OP_ROTARY_EMBEDDING, &bc));
     /* the elementwise ones follow broadcasting */
     ck_assert(gx_op_schema_get(GX_OP_MISH)->flags & GX_OPF_ELEMENTWISE);
     ck_assert(gx_op_schema_get(GX_OP_BITWISE_NOT)->flags & GX_OPF_ELEMENTWISE);
@@ -700,6 +926,8 @@ Suite *ops_new_suite(void)
     tcase_add_test(tc, test_groupnorm);
     tcase_add_test(tc, test_center_crop_pad);
     tcase_add_test(tc, test_col2im);
+    tcase_add_test(tc, test_rotary_embedding);
+    tcase_add_test(tc, test_affine_grid);
     tcase_add_test(tc, test_schema);
     suite_add_tcase(s, tc);
     return s;

@@ -1,5 +1,5 @@
 /* CPU kernels of the vision family (GX_OPS_VISION in ops/op.h): GridSample,
- * RoiAlign and MaxRoiPool, following the ONNX reference implementations (which follow
+ * RoiAlign, MaxRoiPool and AffineGrid, following the ONNX reference implementations (which follow
  * onnxruntime's) step by step, coordinates in double. */
 #include <float.h>
 #include <math.h>
@@ -293,6 +293,49 @@ void gx_cpu_MAXROIPOOL(const gx_kargs *k)
                     for (int64_t w = ws; w < we; w++)
                         m = fmaxf(m, plane[h * W + w]);
                 o[ph * PW + pw] = m;
+            }
+        }
+    }
+}
+
+/* ---- AffineGrid ---- */
+
+/* The normalised coordinate of index i of a dim of n points: evenly from
+ * -1 to 1 with align_corners (-1 for a single point), else the pixel
+ * centres -1 + (2i + 1) / n; written as one division each, so that the
+ * middle point is exactly 0. */
+static double s_affine_coord(int64_t i, int64_t n, bool align)
+{
+    if (align)
+        return n > 1 ? (double)(2 * i - (n - 1)) / (double)(n - 1) : -1.0;
+    return (double)(2 * i + 1 - n) / (double)n;
+}
+
+/* grid[n, (d,) h, w] = theta[n] (x_w, y_h, (z_d,) 1), in double; a share
+ * is a range of rows of the grid's W points. */
+void gx_cpu_AFFINE_GRID(const gx_kargs *k)
+{
+    const gx_view *y = &k->out[0];
+    const int sd = y->ndim - 2;
+    const bool align = k->attr[GX_AFFINE_GRID_ALIGN_CORNERS].i != 0;
+    const int64_t W = y->shape[sd], H = y->shape[sd - 1], D = sd == 3 ? y->shape[1] : 1;
+    const int64_t rows = y->shape[0] * D * H;
+    const float *theta = k->in[0].data;
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        const int64_t n = r / (D * H), h = r % H, d = r / H % D;
+        const float *t = theta + n * sd * (sd + 1);
+        const double yc = s_affine_coord(h, H, align);
+        const double zc = sd == 3 ? s_affine_coord(d, D, align) : 0.0;
+        float *out = (float *)y->data + r * W * sd;
+        for (int64_t w = 0; w < W; w++) {
+            const double xc = s_affine_coord(w, W, align);
+            for (int i = 0; i < sd; i++) {
+                const float *ti = t + i * (sd + 1);
+                double v = (double)ti[0] * xc + (double)ti[1] * yc;
+                v = sd == 3 ? v + (double)ti[2] * zc + (double)ti[3] : v + (double)ti[2];
+                out[w * sd + i] = (float)v;
             }
         }
     }
