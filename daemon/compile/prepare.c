@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "daemon/compile/passes.h"
+#include "daemon/profile.h"
 #include "daemon/tune/tune.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
@@ -286,9 +287,11 @@ static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_im
     gxd_tune_sig *batch = calloc(n + 1, sizeof *batch);
     gxd_tune_rec *brec = calloc(n + 1, sizeof *brec);
     bool *bfound = calloc(n + 1, sizeof *bfound);
+    double *weight = calloc(n + 1, sizeof *weight);
     p->impls = gxd_plan_own(p, (n + 1) * sizeof *p->impls);
     int rc = GX_OK;
-    if (!sigs || !recs || !ok || !found || !ask || !batch || !brec || !bfound || !p->impls) {
+    if (!sigs || !recs || !ok || !found || !ask || !batch || !brec || !bfound || !weight ||
+        !p->impls) {
         rc = gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
         goto out;
     }
@@ -304,11 +307,16 @@ static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_im
         ok[j] = gxd_tune_sig_of(s->op, s->attr, s->n_in < 3 ? s->n_in : 3, in,
                                 &p->values[s->out[0]].view, &sigs[j], why, sizeof why);
         if (ok[j] && t && !st->whole) {
+            /* its worth for exploration: the time it took in the profile */
+            const gxd_profile_node *pn =
+                st->lim->profile && s->node ? gxd_profile_find(st->lim->profile, s->node->name)
+                                            : NULL;
+            weight[n_ask] = pn && pn->ns > 0 ? (double)pn->runs * (double)pn->ns : 0.0;
             batch[n_ask] = sigs[j];
             ask[n_ask++] = (int)j;
         }
     }
-    gxd_tune_lookup_batch(t, batch, n_ask, brec, bfound);
+    gxd_tune_lookup_batch_prio(t, batch, weight, n_ask, brec, bfound);
     for (size_t q = 0; q < n_ask; q++) {
         recs[ask[q]] = brec[q];
         found[ask[q]] = bfound[q];
@@ -349,6 +357,7 @@ out:
     free(batch);
     free(brec);
     free(bfound);
+    free(weight);
     return rc;
 }
 

@@ -4,8 +4,10 @@
  * signature at a time on idle time only.
  *
  * Admission: the explorer takes the waiting signature with the highest
- * priority, hits × its multiply-adds (how often it was met times how long
- * it runs), so the products that cost the daemon most are tuned first.
+ * priority, hits × weight: how often a compile met it times the time its
+ * step took in the graph's profile (runs × mean ns; the profile store), or
+ * its multiply-adds when the profile has none, so the products that cost
+ * the daemon most are tuned first.
  * The collection queue is bounded (GXD_TUNE_MAX_PENDING); a signature met
  * when it is full is dropped (met again later, it is queued again).
  *
@@ -52,11 +54,15 @@ void gxd_tune_set_changed(gxd_tune *t, gxd_tune_changed_fn fn, void *arg)
     pthread_mutex_unlock(&t->qmu);
 }
 
-void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig)
+void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig, double weight)
 {
+    if (!(weight > 0)) /* unknown: its multiply-adds */
+        weight = (double)sig->m * (double)sig->n * (double)sig->k;
     for (size_t i = 0; i < t->n_pending; i++)
         if (!strcmp(t->pending[i].key, key)) {
             t->pending[i].hits++;
+            if (weight > t->pending[i].weight)
+                t->pending[i].weight = weight;
             return;
         }
     for (size_t i = 0; i < t->n_tried && i < GXD_TUNE_MAX_PENDING; i++)
@@ -67,7 +73,8 @@ void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig)
     char *k = gx_strdup(key);
     if (!k)
         return;
-    t->pending[t->n_pending++] = (gxd_tune_pending){.key = k, .sig = *sig, .hits = 1};
+    t->pending[t->n_pending++] =
+        (gxd_tune_pending){.key = k, .sig = *sig, .hits = 1, .weight = weight};
     pthread_mutex_lock(&t->mu);
     t->st.queued++;
     pthread_mutex_unlock(&t->mu);
@@ -231,8 +238,7 @@ static bool s_admit(gxd_tune *t, gxd_tune_pending *out)
     size_t best = 0;
     double bp = -1.0;
     for (size_t i = 0; i < t->n_pending; i++) {
-        const gxd_tune_sig *s = &t->pending[i].sig;
-        const double p = (double)t->pending[i].hits * (double)s->m * (double)s->n * (double)s->k;
+        const double p = (double)t->pending[i].hits * t->pending[i].weight;
         if (p > bp) {
             bp = p;
             best = i;
@@ -311,7 +317,7 @@ int gxd_tune_request_plan(gxd_tune *t, const gxd_plan *p)
                 free(t->tried[k]);
                 t->tried[k] = NULL;
             }
-        gxd_tune_queue_sig(t, key, sig);
+        gxd_tune_queue_sig(t, key, sig, 0.0);
         for (size_t k = 0; k < t->n_pending; k++)
             if (!strcmp(t->pending[k].key, key)) {
                 t->pending[k].hits = INT64_MAX / 4; /* ahead of the waiting ones */

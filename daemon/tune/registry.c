@@ -285,6 +285,12 @@ static void s_prefetch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n)
 void gxd_tune_lookup_batch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n, gxd_tune_rec *recs,
                            bool *found)
 {
+    gxd_tune_lookup_batch_prio(t, sigs, NULL, n, recs, found);
+}
+
+void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const double *weight,
+                                size_t n, gxd_tune_rec *recs, bool *found)
+{
     for (size_t i = 0; i < n; i++)
         found[i] = false;
     if (!t || t->o.mode == GXD_TUNE_OFF || !n)
@@ -340,7 +346,7 @@ void gxd_tune_lookup_batch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n, gxd_
         pthread_mutex_lock(&t->qmu);
         for (size_t i = 0; i < n; i++)
             if (keys[i] && !found[i])
-                gxd_tune_queue_sig(t, keys[i], &sigs[i]);
+                gxd_tune_queue_sig(t, keys[i], &sigs[i], weight ? weight[i] : 0.0);
         pthread_mutex_unlock(&t->qmu);
     }
 out:

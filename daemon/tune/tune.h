@@ -172,6 +172,13 @@ const char *gxd_tune_builds(const gxd_tune *t);
  * Mode off: every found[i] is false and nothing is counted or queued. */
 void gxd_tune_lookup_batch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n, gxd_tune_rec *recs,
                            bool *found);
+/* The same, with each signature's worth for the exploration queue's
+ * priority: weight[i], the time its step took in the graph's profile (runs
+ * × ns), or <= 0 (and weight NULL) where unknown: then its size in
+ * multiply-adds stands in. The explorer takes the waiting signature with
+ * the highest hits × weight first. */
+void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const double *weight,
+                                size_t n, gxd_tune_rec *recs, bool *found);
 
 /* Store a winner for sig in memory and tune.db (the explorer does this;
  * tests too). GX_OK, or GX_EIO when the database refused it (memory keeps

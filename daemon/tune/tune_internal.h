@@ -106,11 +106,13 @@ typedef struct gxd_tune_slot {
     uint64_t used; /* t->clock when last found */
 } gxd_tune_slot;
 
-/* A signature waiting for exploration; hits: lookups that missed it. */
+/* A signature waiting for exploration; hits: lookups that missed it;
+ * weight: the most time its step took in a profile (or its size). */
 typedef struct gxd_tune_pending {
     char *key;
     gxd_tune_sig sig;
     int64_t hits;
+    double weight;
 } gxd_tune_pending;
 
 #define GXD_TUNE_MAX_PENDING 1024
@@ -153,6 +155,6 @@ char *gxd_tune_family(const gxd_tune *t, const gxd_tune_sig *sig);
 #define GXD_TUNE_PREFETCH 64
 /* Queue sig (key owned by the caller) for exploration, unless queued,
  * tried already, or the queue is full. Under qmu. */
-void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig);
+void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig, double weight);
 
 #endif
