@@ -991,9 +991,9 @@ END_TEST
  * its inverse when by_mul), plus `mask` when given, Softmax along `axis`,
  * times V, back to [B, S, H * D]. Nodes <p>.q, <p>.scores, <p>.softmax,
  * <p>.out, <p>.merge... */
-static void s_attention(gx_graph *g, const char *pre, const char *x, const char *mask,
-                        const char *y, int64_t b, int64_t s, int64_t h, int64_t d, bool by_mul,
-                        bool kt_twice, int64_t axis)
+static void s_attention_where(gx_graph *g, const char *pre, const char *x, const char *mask,
+                              const char *y, int64_t b, int64_t s, int64_t h, int64_t d,
+                              bool by_mul, bool kt_twice, int64_t axis, int where, bool full_row)
 {
     char nm[16][64];
 #define N(i, fmt) (snprintf(nm[i], sizeof nm[i], "%s." fmt, pre), nm[i])
@@ -1033,6 +1033,25 @@ static void s_attention(gx_graph *g, const char *pre, const char *x, const char 
     NODE(g, "MatMul", N(7, "scores"), N(8, "s"), qh, nm[6]);
     NODE(g, by_mul ? "Mul" : "Div", N(9, "scale"), N(10, "ss"), nm[8], nm[5]);
     const char *logits = nm[10];
+    if (where) { /* GPT-2's causal mask: Where(tril, scores, min) or Where(triu, -1e9, scores) */
+        char cn[64], fn[64], wn[64], wo[64];
+        snprintf(cn, sizeof cn, "%s.causal", pre);
+        snprintf(fn, sizeof fn, "%s.fill", pre);
+        snprintf(wn, sizeof wn, "%s.where", pre);
+        snprintf(wo, sizeof wo, "%s.w", pre);
+        bool *tri = malloc((size_t)(s * s) * sizeof *tri);
+        for (int64_t i = 0; i < s; i++)
+            for (int64_t j = 0; j < s; j++)
+                tri[i * s + j] = (j <= i) == (where == 1) && !(full_row && i == 1);
+        gxt_const(g, cn, GX_BOOL, 4, (const int64_t[]){1, 1, s, s}, tri);
+        free(tri);
+        s_scalar(g, fn, where == 1 ? -3.4028234663852886e38f : -1e9f);
+        if (where == 1)
+            NODE(g, "Where", wn, wo, cn, nm[10], fn);
+        else
+            NODE(g, "Where", wn, wo, cn, fn, nm[10]);
+        snprintf(nm[10], sizeof nm[10], "%s", wo);
+    }
     if (mask) {
         NODE(g, "Add", N(11, "mask"), N(12, "sm"), nm[10], mask);
         logits = nm[12];
@@ -1044,6 +1063,13 @@ static void s_attention(gx_graph *g, const char *pre, const char *x, const char 
     gx_node_set_ints(t, "perm", heads, 4);
     NODE(g, "Reshape", N(5, "merge_r"), y, nm[2], nm[4]);
 #undef N
+}
+
+static void s_attention(gx_graph *g, const char *pre, const char *x, const char *mask,
+                        const char *y, int64_t b, int64_t s, int64_t h, int64_t d, bool by_mul,
+                        bool kt_twice, int64_t axis)
+{
+    s_attention_where(g, pre, x, mask, y, b, s, h, d, by_mul, kt_twice, axis, 0, false);
 }
 
 START_TEST(test_attention)
@@ -1073,6 +1099,32 @@ START_TEST(test_attention)
     HAS(p, true, "attention", "a.scores, a.scale, a.mask, a.softmax, a.out became one Attention");
     HAS(p, true, "attention", "b.kt, b.scores, b.scale, b.softmax, b.out became one Attention");
     HAS(p, true, "heads", "became one Attention");
+    gxd_plan_destroy(&p);
+    s_free_inputs(g, in);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_attention_where)
+{
+    /* a causal bool mask by Where, both ways round; then one whose second
+     * row masks every key (the Where gives that row equal weights, not an
+     * Attention's NaN): left alone */
+    gx_graph *g = gx_graph_new("attn_where");
+    s_input(g, "x", 3, (const int64_t[]){1, 6, 16});
+    s_attention_where(g, "a", "x", NULL, "ya", 1, 6, 4, 4, false, false, -1, 1, false);
+    s_attention_where(g, "b", "x", NULL, "yb", 1, 6, 2, 8, true, false, -1, 2, false);
+    s_attention_where(g, "c", "x", NULL, "yc", 1, 6, 2, 8, true, false, -1, 1, true);
+    gx_graph_add_output(g, "ya");
+    gx_graph_add_output(g, "yb");
+    gx_graph_add_output(g, "yc");
+    gx_view *in = s_inputs(g);
+    gxd_plan *p = s_check(g, in, 1e-4f, 1e-4f);
+    ck_assert_uint_eq(s_count_op(p, GX_OP_ATTENTION), 2);
+    ck_assert_uint_eq(s_count_op(p, GX_OP_WHERE), 1);
+    HAS(p, true, "attention", "a.scores, a.scale, a.where, a.softmax, a.out became one Attention");
+    HAS(p, true, "attention", "b.scores, b.scale, b.where, b.softmax, b.out became one Attention");
+    HAS(p, false, "attention", "a row of the Where's condition c.causal masks every key");
     gxd_plan_destroy(&p);
     s_free_inputs(g, in);
     gx_graph_destroy(&g);
@@ -1168,6 +1220,7 @@ Suite *rewrite_suite(void)
     tcase_add_test(tc, test_gelu_tanh_and_declined);
     tcase_add_test(tc, test_hardswish);
     tcase_add_test(tc, test_attention);
+    tcase_add_test(tc, test_attention_where);
     tcase_add_test(tc, test_attention_declined);
     tcase_add_test(tc, test_block);
     suite_add_tcase(s, tc);

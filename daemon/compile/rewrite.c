@@ -30,7 +30,8 @@
  *   hardswish  x * HardSigmoid(x) with alpha 1/6 and beta 0.5, and
  *              x * Clip(x + 3, 0, 6) / 6 (or * 1/6), become HardSwish;
  *   attention  MatMul(Q, Kᵀ), a scale (Mul or Div by a scalar), an
- *              optional Add of a float32 mask over every key, Softmax
+ *              optional Add of a float32 mask over every key (or a Where
+ *              of a bool constant and a fill of at most -1e9), Softmax
  *              along the last axis and MatMul by V, all of rank 4 with Kᵀ
  *              made by a Transpose, become one Attention of Q, K, V (the
  *              Transpose writes K instead, or leaves);
@@ -1530,15 +1531,51 @@ static int s_rule_activation(s_rw *w, int a, bool *hit)
 /* ---- attention: MatMul, scale, [mask], Softmax, MatMul ---- */
 
 /* Is v attention's scores: made by a MatMul, or by a Mul or Div of one
- * by a scalar constant? */
+ * by a scalar constant, or by a Where choosing between those and a
+ * constant? */
 static bool s_scores(const s_rw *w, int v)
 {
+    const int wh = s_prod(w, v, GX_OP_WHERE);
+    if (wh >= 0)
+        return s_scores(w, w->p->steps[wh].in[1]) || s_scores(w, w->p->steps[wh].in[2]);
     int d = s_prod(w, v, GX_OP_MUL) >= 0 ? s_prod(w, v, GX_OP_MUL) : s_prod(w, v, GX_OP_DIV);
     if (d >= 0) {
         const int k = s_scalar_side(w->p, &w->p->steps[d]);
         v = k < 0 ? -1 : w->p->steps[d].in[1 - k];
     }
     return s_prod(w, v, GX_OP_MATMUL) >= 0;
+}
+
+/* The checks of a Where(cond, scores, fill) in attention (keep_true; else
+ * Where(cond, fill, scores)): cond a bool constant over every key (its last
+ * dim is the keys', the others broadcast), fill a scalar constant at most
+ * -1e9 (or -inf): its exp is 0 beside any real score, so the Where is
+ * Attention's bool mask, as long as no row of cond masks every key (the
+ * Where would then give every key the same weight, the mask none). */
+static void s_where_mask(const gxd_plan *p, int cond, int fill, bool keep_true, int64_t keys,
+                         s_pat *m)
+{
+    const gxd_value *cv = &p->values[cond];
+    double c = 0;
+    if (cv->kind != GXD_VALUE_CONST || cv->view.dtype != GX_BOOL || !cv->view.data ||
+        cv->view.ndim < 1 || cv->view.ndim > 4 || cv->view.shape[cv->view.ndim - 1] != keys) {
+        s_pat_fail(m, "the Where's condition %s is not a bool constant over every key", cv->name);
+        return;
+    }
+    if (!s_scalar(p, fill, &c) || !(c <= -1e9)) {
+        s_pat_fail(m, "the Where's other value is not a constant of at most -1e9");
+        return;
+    }
+    const bool *b = cv->view.data;
+    for (int64_t r = 0; r < cv->view.numel / keys; r++) {
+        bool kept = false;
+        for (int64_t j = 0; j < keys && !kept; j++)
+            kept = b[r * keys + j] == keep_true;
+        if (!kept) {
+            s_pat_fail(m, "a row of the Where's condition %s masks every key", cv->name);
+            return;
+        }
+    }
 }
 
 /* Anchor a: MatMul(P, V), P = Softmax(X) along the last axis, X =
@@ -1567,6 +1604,21 @@ static int s_rule_attention(s_rw *w, int a, bool *hit)
         s_pat_add(&m, ad);
         mask = s->in[1 - k];
         x = s->in[k];
+    }
+    /* Where(cond, scores, c) (or Where(cond, c, scores): masked where
+     * true), c very negative: a bool mask */
+    int cond = -1, fill = -1;
+    bool keep_true = true;
+    const int wh = s_prod(w, x, GX_OP_WHERE);
+    if (wh >= 0) {
+        const gxd_step *s = &p->steps[wh];
+        keep_true = s_scores(w, s->in[1]);
+        if (!keep_true && !s_scores(w, s->in[2]))
+            return GX_OK;
+        s_pat_add(&m, wh);
+        cond = s->in[0];
+        fill = s->in[keep_true ? 2 : 1];
+        x = s->in[keep_true ? 1 : 2];
     }
     const int sc = s_prod(w, x, GX_OP_MUL) >= 0 ? s_prod(w, x, GX_OP_MUL) : s_prod(w, x, GX_OP_DIV);
     if (sc >= 0) {
@@ -1614,7 +1666,11 @@ static int s_rule_attention(s_rw *w, int a, bool *hit)
         const gx_view *mv = &p->values[mask].view;
         if (mv->dtype != GX_F32 || mv->ndim < 1 || mv->shape[mv->ndim - 1] != ktv->shape[3])
             s_pat_fail(&m, "the mask %s is not float32 over every key", p->values[mask].name);
+        else if (cond >= 0)
+            s_pat_fail(&m, "it has both a Where and an added mask");
     }
+    if (!m.bad && cond >= 0)
+        s_where_mask(p, cond, fill, keep_true, ktv->shape[3], &m);
     s_pat_closed(w, a, &m);
     if (!m.bad && !s_internal(w, kt, 1))
         s_pat_fail(&m, "Kᵀ (%s) has another reader", p->values[kt].name);
@@ -1625,6 +1681,19 @@ static int s_rule_attention(s_rw *w, int a, bool *hit)
     }
     const bool identity = perm[0] == 0 && perm[1] == 1 && perm[2] == 2 && perm[3] == 3;
     const int kin = identity ? ts->in[0] : kt;
+    const size_t mark = p->n_values;
+    int rc = GX_OK;
+    if (cond >= 0 && keep_true) {
+        mask = cond;
+    } else if (cond >= 0) { /* masked where true: the Attention's mask keeps where true */
+        const gx_view cv = p->values[cond].view; /* a copy: p->values may move */
+        if ((rc = s_new_const(w, node, "keep", GX_BOOL, cv.ndim, cv.shape, &mask)) < 0)
+            return rc;
+        const bool *src = cv.data;
+        bool *dst = p->values[mask].view.data;
+        for (int64_t i = 0; i < cv.numel; i++)
+            dst[i] = !src[i];
+    }
     /* Kᵀ's value holds K from here: its shape, for the checks */
     gxd_value *kval = &p->values[kt];
     const gx_view ktsave = kval->view;
@@ -1633,8 +1702,8 @@ static int s_rule_attention(s_rw *w, int a, bool *hit)
         kval->view.shape[2] = kval->view.shape[3], kval->view.shape[3] = t;
     }
     gxd_step ns = {0}, nt = {0};
-    int rc = s_step_new(w, GX_OP_ATTENTION, node, mask >= 0 ? 4 : 3,
-                        (const int[]){q, kin, v, mask}, as->out[0], &ns);
+    rc = s_step_new(w, GX_OP_ATTENTION, node, mask >= 0 ? 4 : 3, (const int[]){q, kin, v, mask},
+                    as->out[0], &ns);
     int64_t *owned = rc == GX_OK && !identity ? gxd_plan_own(p, sizeof perm) : NULL;
     if (rc == GX_OK && !identity && !owned)
         rc = GX_ENOMEM;
@@ -1652,6 +1721,7 @@ static int s_rule_attention(s_rw *w, int a, bool *hit)
     }
     if (!s_reinfer(p, &ns) || (!identity && !s_reinfer(p, &nt))) {
         kval->view = ktsave;
+        p->n_values = mark;
         s_step_free(&ns), s_step_free(&nt);
         snprintf(m.why, sizeof m.why, "Q, K and V do not fit one Attention (heads or batch)");
         s_pat_miss(w, &m, "attention", node, GX_OP_ATTENTION);
