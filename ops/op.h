@@ -177,6 +177,7 @@
     X(SCATTER_ELEMENTS, "ScatterElements")                                    \
     X(SCATTER_ND, "ScatterND")                                                \
     X(SCATTER, "Scatter")                                                     \
+    X(TENSOR_SCATTER, "TensorScatter")                                        \
     X(EXPAND, "Expand")                                                       \
     X(TILE, "Tile")                                                           \
     X(SHAPE, "Shape")                                                         \

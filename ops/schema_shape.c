@@ -1,7 +1,7 @@
 /* Schemas of the ops that move bytes (any dtype): Reshape, Flatten,
  * Squeeze, Unsqueeze, Transpose, Concat, Split, Slice, the gathers and
- * scatters, Expand, Tile, Shape, Size, Constant, ConstantOfShape, Identity
- * and ReverseSequence.
+ * scatters, Expand, Tile, Shape, Size, Constant, ConstantOfShape, Identity,
+ * ReverseSequence and TensorScatter (opset 24).
  *
  * Index inputs (Gather's indices...) are not value inputs: the plan must
  * not be keyed on them. When their value happens to be known (a constant,
@@ -1381,4 +1381,92 @@ const gx_op_schema gx_schema_REVERSE_SEQUENCE = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_reverse_sequence_attrs, .n_attrs = GX_REVERSE_SEQUENCE_NATTRS,
     .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_reverse_sequence, .cost = s_cost_io,
+};
+
+/* ---- TensorScatter (opset 24) ---- */
+
+static const gx_attr_spec s_tensor_scatter_attrs[] = {
+    [GX_TENSOR_SCATTER_AXIS] = {.name = "axis", .type = GX_ATTR_INT, .def_i = -2},
+    [GX_TENSOR_SCATTER_MODE] = {.name = "mode", .type = GX_ATTR_STRING, .def_s = "linear"},
+};
+_Static_assert(sizeof s_tensor_scatter_attrs / sizeof s_tensor_scatter_attrs[0] ==
+                   GX_TENSOR_SCATTER_NATTRS,
+               "TensorScatter attrs");
+
+/* present_cache = past_cache with, for each sample b, update's rows along
+ * axis (not 0, the batch) written from position write_indices[b] (0 when
+ * absent), modulo the cache's length in circular mode (Python's modulo,
+ * as the reference's). Any dtype; update matches past_cache but for its
+ * shorter axis. Linear write indices are checked whenever their values are
+ * known (the rows must fit); the kernel drops rows that would land outside
+ * the cache. */
+static int s_infer_tensor_scatter(gx_infer *ic)
+{
+    const char *op = "TensorScatter";
+    int rc, axis;
+    if ((rc = gx_infer_need(ic, op, 0)) < 0 || (rc = gx_infer_need(ic, op, 1)) < 0)
+        return rc;
+    const gx_view *past = &ic->in[0], *up = &ic->in[1];
+    const char *mode = ic->attr[GX_TENSOR_SCATTER_MODE].s;
+    char sa[GX_SHAPE_STRLEN], sb[GX_SHAPE_STRLEN];
+    if (!mode || (strcmp(mode, "linear") != 0 && strcmp(mode, "circular") != 0))
+        return gx_infer_errf(ic, GX_EATTR, "%s: mode '%s' is not linear or circular", op,
+                             mode ? mode : "");
+    if (up->dtype != past->dtype)
+        return gx_infer_errf(ic, GX_EDTYPE, "%s: update is %s but past_cache is %s", op,
+                             s_dtname(up->dtype), s_dtname(past->dtype));
+    if (past->ndim < 2)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: past_cache has rank %d; [batch, ..., "
+                             "max_sequence_length, ...] needed", op, past->ndim);
+    if (!gx_axis_norm(ic->attr[GX_TENSOR_SCATTER_AXIS].i, past->ndim, &axis) || axis == 0)
+        return gx_infer_errf(ic, GX_EATTR, "%s: axis %lld is not a dim of rank %d other than the "
+                             "batch (0)", op, (long long)ic->attr[GX_TENSOR_SCATTER_AXIS].i,
+                             past->ndim);
+    bool ok = up->ndim == past->ndim;
+    for (int d = 0; ok && d < past->ndim; d++)
+        ok = d == axis ? up->shape[d] <= past->shape[d] : up->shape[d] == past->shape[d];
+    if (!ok)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: update %s does not fit past_cache %s (equal "
+                             "dims but for axis %d, no longer there)", op,
+                             gx_shape_str(up->ndim, up->shape, sa, sizeof sa),
+                             gx_shape_str(past->ndim, past->shape, sb, sizeof sb), axis);
+    if (ic->n_in > 2 && ic->in[2].ndim >= 0) {
+        const gx_view *w = &ic->in[2];
+        if (w->dtype != GX_I64)
+            return gx_infer_errf(ic, GX_EDTYPE, "%s: write_indices is %s, expected int64", op,
+                                 s_dtname(w->dtype));
+        if (w->ndim != 1 || w->shape[0] != past->shape[0])
+            return gx_infer_errf(ic, GX_ESHAPE, "%s: write_indices has shape %s, expected [%lld]",
+                                 op, gx_shape_str(w->ndim, w->shape, sa, sizeof sa),
+                                 (long long)past->shape[0]);
+        const int64_t *wv = gx_infer_value(ic, 2);
+        const bool linear = mode[0] == 'l';
+        for (int64_t b = 0; wv && linear && b < w->shape[0]; b++) {
+            if (wv[b] < 0 || wv[b] > past->shape[axis] - up->shape[axis])
+                return gx_infer_errf(ic, GX_ESHAPE, "%s: write index %lld of sample %lld %s", op,
+                                     (long long)wv[b], (long long)b,
+                                     wv[b] < 0 ? "is negative"
+                                               : "puts the update past the cache's end");
+        }
+    }
+    gx_view_set(&ic->out[0], past->dtype, past->ndim, past->shape);
+    return GX_OK;
+}
+
+/* Every sample's rows come from its own past_cache, update and write
+ * index. */
+static bool s_batch_tensor_scatter(const gx_batch_ctx *bc)
+{
+    const bool has_w = bc->n_in > 2 && bc->in[2].ndim >= 0;
+    if (!gx_batch_in(bc, 0) || !gx_batch_in(bc, 1) || (has_w && !gx_batch_in(bc, 2)))
+        return false;
+    bc->out_batched[0] = true;
+    return true;
+}
+
+const gx_op_schema gx_schema_TENSOR_SCATTER = {
+    .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
+    .attrs = s_tensor_scatter_attrs, .n_attrs = GX_TENSOR_SCATTER_NATTRS,
+    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_tensor_scatter, .cost = s_cost_io,
+    .batch = s_batch_tensor_scatter,
 };

@@ -1,8 +1,8 @@
 /*
  * Op tests of the ops added from ONNX opsets 18-24 (and LpNormalization,
  * opset 1): Mish, Swish, BitwiseAnd/Or/Xor/Not, LpNormalization,
- * GroupNormalization, CenterCropPad, Col2Im, RotaryEmbedding and
- * AffineGrid. Hand-computed values (many
+ * GroupNormalization, CenterCropPad, Col2Im, RotaryEmbedding, AffineGrid
+ * and TensorScatter. Hand-computed values (many
  * from the examples of the ONNX node tests), naive float64 references
  * written from the ONNX reference implementation's formulas, the errors
  * infer gives, and every kernel split into 3 and 7 shares that must match
@@ -29,6 +29,8 @@
     ot_view(GX_U16, ot_copy((uint16_t[]){__VA_ARGS__}, sizeof((uint16_t[]){__VA_ARGS__})), shape)
 #define F64V(shape, ...)                                                      \
     ot_view(GX_F64, ot_copy((double[]){__VA_ARGS__}, sizeof((double[]){__VA_ARGS__})), shape)
+
+#define A_STR(key, v) ((gx_attr){.name = (char *)(key), .type = GX_ATTR_STRING, .s = (char *)(v)})
 
 static size_t s_nbytes(const gx_view *v)
 {
@@ -837,6 +839,121 @@ START_TEST(test_affine_grid)
 }
 END_TEST
 
+/* ---- TensorScatter ---- */
+
+/* The specification's pseudocode: a copy of past_cache, then for every
+ * prefix index before axis and sequence index s of update, the update's
+ * row written at write_indices[batch] + s (mod max_sequence_length in
+ * circular mode). */
+static gx_view s_ref_tensor_scatter(const gx_view *past, const gx_view *up, const int64_t *w,
+                                    int axis, bool circular)
+{
+    const size_t es = gx_dtype_size(past->dtype);
+    gx_view y = ot_view(past->dtype, ot_copy(past->data, s_nbytes(past) + 1), past->ndim,
+                        past->shape);
+    const int64_t inner = gx_shape_numel(past->ndim - axis - 1, past->shape + axis + 1, INT64_MAX);
+    const int64_t outer = gx_shape_numel(axis, past->shape, INT64_MAX);
+    const int64_t per_b = outer / past->shape[0], max = past->shape[axis], len = up->shape[axis];
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t sq = 0; sq < len; sq++) {
+            int64_t at = (w ? w[o / per_b] : 0) + sq;
+            if (circular)
+                at = ((at % max) + max) % max;
+            memcpy((char *)y.data + (size_t)((o * max + at) * inner) * es,
+                   (const char *)up->data + (size_t)((o * len + sq) * inner) * es,
+                   (size_t)inner * es);
+        }
+    }
+    return y;
+}
+
+START_TEST(test_tensor_scatter)
+{
+    /* by hand: a cache of 2 samples x 4 positions of 1 value */
+    gx_view past = F32V(SHAPE(2, 4, 1), 1, 2, 3, 4, 5, 6, 7, 8);
+    gx_view up = F32V(SHAPE(2, 2, 1), 10, 11, 20, 21);
+    gx_view w = I64V(SHAPE(2), 1, 2);
+    ot_expect(GX_OP_TENSOR_SCATTER, NULL, 3, (gx_view[]){past, up, w},
+              F32V(SHAPE(2, 4, 1), 1, 10, 11, 4, 5, 6, 20, 21), 0, 0);
+    ot_expect(GX_OP_TENSOR_SCATTER, NULL, 2, (gx_view[]){past, up},
+              F32V(SHAPE(2, 4, 1), 10, 11, 3, 4, 20, 21, 7, 8), 0, 0);
+    gx_view w3 = I64V(SHAPE(2), 3, 6);
+    ot_expect(GX_OP_TENSOR_SCATTER, NODE(A_STR("mode", "circular")), 3,
+              (gx_view[]){past, up, w3}, F32V(SHAPE(2, 4, 1), 11, 2, 3, 10, 5, 6, 20, 21), 0, 0);
+    /* random: the node tests' [batch, heads, seq, head] caches along -2,
+     * other axes, circular wrap, negative circular indices, other dtypes */
+    static const struct {
+        gx_dtype dt;
+        int64_t past[4], len;
+        int axis;
+        bool circular;
+        int64_t w[3];
+    } cases[] = {
+        {GX_F32, {2, 3, 5, 4}, 2, 2, false, {0, 3}},
+        {GX_F32, {2, 3, 5, 4}, 5, 2, false, {0, 0}},
+        {GX_F32, {2, 3, 5, 4}, 3, 2, true, {4, 2}},
+        {GX_F16, {3, 6, 2, 2}, 4, 1, true, {-1, 5, 11}},
+        {GX_I8, {3, 2, 2, 7}, 3, 3, false, {4, 1, 0}},
+        {GX_I64, {2, 4, 3, 1}, 1, 1, true, {3, 7}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t us[4];
+        memcpy(us, cases[c].past, sizeof us);
+        us[cases[c].axis] = cases[c].len;
+        gx_view pv = ot_rand(cases[c].dt, 4, cases[c].past), uv = ot_rand(cases[c].dt, 4, us);
+        gx_view wv = ot_view(GX_I64, ot_copy(cases[c].w, (size_t)cases[c].past[0] * 8), 1,
+                             cases[c].past);
+        gx_attr attrs[2] = {A_INT("axis", cases[c].axis - (c % 2 ? 4 : 0)),
+                            A_STR("mode", cases[c].circular ? "circular" : "linear")};
+        gx_node node = {.n_attr = 2, .attr = attrs};
+        s_check_exact(GX_OP_TENSOR_SCATTER, &node, 3, (gx_view[]){pv, uv, wv},
+                      s_ref_tensor_scatter(&pv, &uv, cases[c].w, cases[c].axis,
+                                           cases[c].circular));
+        s_check_exact(GX_OP_TENSOR_SCATTER, &node, 2, (gx_view[]){pv, uv},
+                      s_ref_tensor_scatter(&pv, &uv, NULL, cases[c].axis, cases[c].circular));
+    }
+    /* errors */
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NODE(A_STR("mode", "ring")), 2, (gx_view[]){past, up},
+                    GX_EATTR, "TensorScatter: mode 'ring' is not linear or circular");
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NODE(A_INT("axis", 0)), 2, (gx_view[]){past, up},
+                    GX_EATTR, "TensorScatter: axis 0 is not a dim of rank 3 other than the batch "
+                    "(0)");
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 2, (gx_view[]){past, RANDV(2, 5, 1)}, GX_ESHAPE,
+                    "TensorScatter: update [2,5,1] does not fit past_cache [2,4,1] (equal dims "
+                    "but for axis 1, no longer there)");
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 2, (gx_view[]){past, RANDV(2, 2, 2)}, GX_ESHAPE,
+                    NULL);
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 2,
+                    (gx_view[]){past, I64V(SHAPE(2, 2, 1), 1, 2, 3, 4)}, GX_EDTYPE, "TensorScatter: update is int64 but past_cache is float32");
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 3, (gx_view[]){past, up, I64V(SHAPE(2), 1, 3)},
+                    GX_ESHAPE, "TensorScatter: write index 3 of sample 1 puts the update past the "
+                    "cache's end");
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 3, (gx_view[]){past, up, I64V(SHAPE(2), -1, 0)},
+                    GX_ESHAPE, "TensorScatter: write index -1 of sample 0 is negative");
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 3, (gx_view[]){past, up, I32V(SHAPE(2), 0, 0)},
+                    GX_EDTYPE, "TensorScatter: write_indices is int32, expected int64");
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 3, (gx_view[]){past, up, I64V(SHAPE(1), 0)},
+                    GX_ESHAPE, "TensorScatter: write_indices has shape [1], expected [2]");
+    ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 2, (gx_view[]){RANDV(4), RANDV(2)}, GX_ESHAPE,
+                    "TensorScatter: past_cache has rank 1; [batch, ..., max_sequence_length, ...] "
+                    "needed");
+    /* an index infer did not see: the rows past the end are dropped */
+    gx_attrval av[GX_MAX_ATTRS];
+    gx_view out;
+    char err[ERRLEN];
+    gx_view wl = I64V(SHAPE(2), 0, 0);
+    ck_assert_int_eq(ot_run(GX_OP_TENSOR_SCATTER, NULL, 3, (gx_view[]){past, up, wl}, 1, av, &out,
+                            err), GX_OK);
+    ((int64_t *)wl.data)[0] = 3;
+    ((int64_t *)wl.data)[1] = -1;
+    const gx_kargs ka = {.attr = av, .n_in = 3, .in = (gx_view[]){past, up, wl}, .n_out = 1,
+                         .out = &out, .nth = 1};
+    gx_cpu_kernel(GX_OP_TENSOR_SCATTER)(&ka);
+    const float want[8] = {1, 2, 3, 10, 5, 6, 7, 8};
+    ck_assert(memcmp(out.data, want, sizeof want) == 0);
+}
+END_TEST
+
 /* ---- schema properties ---- */
 
 /* Value inputs, the dynamic answer while they are unknown, batch rules. */
@@ -928,6 +1045,7 @@ Suite *ops_new_suite(void)
     tcase_add_test(tc, test_col2im);
     tcase_add_test(tc, test_rotary_embedding);
     tcase_add_test(tc, test_affine_grid);
+    tcase_add_test(tc, test_tensor_scatter);
     tcase_add_test(tc, test_schema);
     suite_add_tcase(s, tc);
     return s;

@@ -1,7 +1,8 @@
 /*
  * Kernels of the ops that read or write through an index tensor: Gather,
- * GatherElements, GatherND, ScatterElements, Scatter, ScatterND, and
- * ReverseSequence (which indexes by sequence length).
+ * GatherElements, GatherND, ScatterElements, Scatter, ScatterND,
+ * ReverseSequence (which indexes by sequence length) and TensorScatter
+ * (which writes at a position per sample).
  *
  * Out-of-range indices. Infer refuses them whenever it sees their values
  * (constants, and every input of a node that runs its infer at run time),
@@ -9,7 +10,8 @@
  *   - a gather whose index lies outside [-dim, dim) writes zero bytes for
  *     what it would have read;
  *   - a scatter skips an update whose index lies outside [-dim, dim);
- *   - ReverseSequence clamps each sequence length into [0, time dim].
+ *   - ReverseSequence clamps each sequence length into [0, time dim];
+ *   - TensorScatter drops update rows that would land outside the cache.
  *
  * Gathers share the output by byte or element ranges. A scatter's thread
  * copies its range of data to the output, then walks every update in order
@@ -455,5 +457,44 @@ void gx_cpu_SCATTER_ND(const gx_kargs *k)
         const int64_t s = off > lo ? off : lo, e = s_min(off + slice, hi);
         if (off >= 0 && s < e)
             combine(py + s * es, pu + (t * slice + s - off) * es, e - s);
+    }
+}
+
+/* ---- TensorScatter ---- */
+
+/* The output as [outer, max_seq, inner] around the axis; a share is a
+ * range of its (outer, position) rows, each copied from the one row that
+ * lands there: update row s where position t = w + s (linear) or
+ * (w + s) mod max_seq (circular) for the sample's write index w, else the
+ * past_cache row. update is no longer than the cache along the axis, so
+ * at most one update row lands on a position. */
+void gx_cpu_TENSOR_SCATTER(const gx_kargs *k)
+{
+    const gx_view *past = &k->in[0], *up = &k->in[1], *y = &k->out[0];
+    int axis = 1;
+    gx_axis_norm(k->attr[GX_TENSOR_SCATTER_AXIS].i, past->ndim, &axis);
+    const bool circular = k->attr[GX_TENSOR_SCATTER_MODE].s[0] == 'c';
+    const bool has_w = k->n_in > 2 && k->in[2].ndim >= 0;
+    const int64_t *wi = has_w ? k->in[2].data : NULL;
+    const size_t es = gx_dtype_size(past->dtype);
+    const int64_t max = past->shape[axis], len = up->shape[axis];
+    const int64_t inner = gx_shape_numel(past->ndim - axis - 1, past->shape + axis + 1, INT64_MAX);
+    const int64_t per_sample = gx_shape_numel(axis - 1, past->shape + 1, INT64_MAX);
+    const int64_t rows = gx_shape_numel(axis, past->shape, INT64_MAX) * max;
+    const size_t rb = (size_t)inner * es;
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        const int64_t o = r / max, t = r % max;
+        const int64_t w = wi ? wi[o / per_sample] : 0;
+        int64_t s = t - w;
+        if (circular && max > 0) {
+            s %= max;
+            s = s < 0 ? s + max : s;
+        }
+        const bool from_update = s >= 0 && s < len && (circular || w >= 0);
+        const char *src = from_update ? (const char *)up->data + (size_t)(o * len + s) * rb
+                                      : (const char *)past->data + (size_t)r * rb;
+        memcpy((char *)y->data + (size_t)r * rb, src, rb);
     }
 }
