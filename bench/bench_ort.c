@@ -650,6 +650,14 @@ static void s_attr_float(s_mb *b, Onnx__NodeProto *n, const char *name, float v)
     a->f = v;
 }
 
+static void s_attr_str(s_mb *b, Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = s_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    a->s.len = strlen(v);
+    a->s.data = (uint8_t *)s_str(b, v);
+}
+
 static void s_attr_ints(s_mb *b, Onnx__NodeProto *n, const char *name, size_t count,
                         const int64_t *v)
 {
@@ -913,6 +921,35 @@ static const char *s_build_mobilenetv3(s_mb *b, const s_model *m)
     return s_gemm(b, s_op1(b, "HardSwish", s_gemm(b, f, 576, 1024)), 1024, 1000);
 }
 
+/* x upsampled 2x by Resize (nearest, scales input), as FPN's top-down path. */
+static const char *s_upsample2(s_mb *b, const char *x)
+{
+    const char *scales = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){4},
+                                (float[]){1, 1, 2, 2}, 4 * sizeof(float));
+    Onnx__NodeProto *r = s_node(b, "Resize", 3, (const char *[]){x, "", scales});
+    s_attr_str(b, r, "mode", "nearest");
+    return r->output[0];
+}
+
+/* A small feature pyramid: a 3-stage backbone (Conv+BN+Relu, stride 2),
+ * lateral 1x1 convs, top-down Resize 2x + Add, 3x3 smoothing, and a
+ * ConvTranspose 2x head on the finest level. */
+static const char *s_build_fpn(s_mb *b, const s_model *m)
+{
+    const char *c1 = s_op1(b, "Relu", s_conv_bn(b, "x", 3, 32, 3, 2, 1));
+    const char *c2 = s_op1(b, "Relu", s_conv_bn(b, c1, 32, 64, 3, 2, 1));
+    const char *c3 = s_op1(b, "Relu", s_conv_bn(b, c2, 64, 128, 3, 2, 1));
+    const char *p3 = s_conv1x1_bias(b, c3, 128, 64);
+    const char *p2 = s_op2(b, "Add", s_conv1x1_bias(b, c2, 64, 64), s_upsample2(b, p3));
+    const char *p1 = s_op2(b, "Add", s_conv1x1_bias(b, c1, 32, 64), s_upsample2(b, p2));
+    p1 = s_op1(b, "Relu", s_conv_bn(b, p1, 64, 64, 3, 1, 1));
+    const char *w = s_weights(b, 4, (int64_t[]){64, 16, 2, 2}, 64 * 4);
+    Onnx__NodeProto *up = s_node(b, "ConvTranspose", 2, (const char *[]){p1, w});
+    s_attr_ints(b, up, "kernel_shape", 2, (int64_t[]){2, 2});
+    s_attr_ints(b, up, "strides", 2, (int64_t[]){2, 2});
+    return up->output[0];
+}
+
 /* ResNet's basic block: two 3x3 Conv+BN, the shortcut a 1x1 Conv+BN where
  * the shape changes, Relu after the sum. */
 static const char *s_basic_block(s_mb *b, const char *x, int64_t cin, int64_t cout, int64_t stride)
@@ -971,6 +1008,8 @@ static const s_model s_models[] = {
     {"mobilenetv3", "x[1,3,224,224] -> MobileNetV3-Small: HardSwish, depthwise 3x3 and 5x5, "
      "squeeze-and-excitation (HardSigmoid), 576 ch -> Gemm 1024 -> Gemm 1000",
      s_build_mobilenetv3, 4, {1, 3, 224, 224}},
+    {"fpn", "x[1,3,128,128] -> 3 stride-2 Conv+BN+Relu, lateral 1x1 convs, Resize 2x + Add "
+     "top-down, 3x3 Conv, ConvTranspose 2x to 16 ch", s_build_fpn, 4, {1, 3, 128, 128}},
     {"resnet18", "x[1,3,224,224] -> ResNet-18: Conv 7x7 s2 + BN + Relu, MaxPool, 8 basic "
      "blocks (64 to 512 ch) -> GAP -> Gemm 512->1000", s_build_resnet18, 4, {1, 3, 224, 224}},
     {"transformer", "x[1,128,256] -> LN (torch pieces), 4-head attention, residual, FFN "

@@ -17,7 +17,8 @@
  * (gx_conv_pass_images). Every pass is split the same way, so a thread
  * reuses only the scratch columns it wrote itself and the threads need no
  * barrier between passes. ConvTranspose does the same with W^T x per
- * (image, output channel) followed by col2im into that channel.
+ * (image, group, block of output channels) followed by col2im into each
+ * channel.
  */
 #include <cblas.h>
 
@@ -301,9 +302,20 @@ static void s_col2im(const gx_win *w, const float *col, float *y)
     }
 }
 
-/* The thread's share is a range of (image, output channel) units of a
- * pass; a unit multiplies its channel's slice of W^T with the image's x of
- * the group into its own scratch rows, then scatters them into y. */
+/* Output channels of a ConvTranspose unit: a group's mg in up to four
+ * even blocks (by shape alone, so every split runs the same products),
+ * each one product W^T x for all its channels: x is packed once per
+ * block, not once per channel. */
+static int64_t s_ct_blocks(int64_t mg)
+{
+    return mg < 4 ? mg : 4;
+}
+
+/* The thread's share is a range of (image, group, block of output
+ * channels) units of a pass; a unit multiplies its channels' slice of
+ * W^T with the image's x of the group into its own scratch rows (the
+ * channels' rows one after the other, as they lie in the scratch), then
+ * scatters each channel's into y. */
 void gx_cpu_CONVTRANSPOSE(const gx_kargs *k)
 {
     const gx_view *x = &k->in[0], *wt = &k->in[1], *y = &k->out[0];
@@ -312,23 +324,29 @@ void gx_cpu_CONVTRANSPOSE(const gx_kargs *k)
     gx_win_init_transpose(&w, k->attr, x, wt, NULL, 0);
     const int64_t n = x->shape[0], c = x->shape[1], m = y->shape[1];
     const int64_t g = k->attr[GX_CONVTRANSPOSE_GROUP].i, cg = c / g, mg = m / g;
-    const int64_t px = w.out_size, unit = w.k_size * px;
+    const int64_t px = w.out_size, unit = w.k_size * px, nb = s_ct_blocks(mg);
     const int64_t pass = gx_conv_pass_images(n, m * unit);
     const float *px_data = x->data, *pw = wt->data;
     float *py = y->data;
     int64_t lo, hi;
-    gx_cpu_share(k, pass * m, 1, &lo, &hi);
+    if (nb == 0)
+        return;
+    gx_cpu_share(k, pass * g * nb, 1, &lo, &hi);
     for (int64_t i0 = 0; i0 < n; i0 += pass) {
-        for (int64_t u = lo; u < hi && i0 + u / m < n; u++) {
-            const int64_t i = i0 + u / m, oc = u % m, gi = oc / mg, mm = oc % mg;
-            float *col = (float *)k->scratch + u * unit;
-            float *yc = py + (i * m + oc) * w.in_size;
-            s_sgemm(true, w.k_size, px, cg, pw + gi * cg * mg * w.k_size + mm * w.k_size,
-                    mg * w.k_size, px_data + (i * c + gi * cg) * px, px, 0.0f, col, px);
-            const float bv = bias ? bias[oc] : 0.0f;
-            for (int64_t q = 0; q < w.in_size; q++)
-                yc[q] = bv;
-            s_col2im(&w, col, yc);
+        for (int64_t u = lo; u < hi && i0 + u / (g * nb) < n; u++) {
+            const int64_t b = u / (g * nb), gi = u / nb % g, bl = u % nb;
+            const int64_t mm0 = mg * bl / nb, mm1 = mg * (bl + 1) / nb, oc0 = gi * mg + mm0;
+            float *col = (float *)k->scratch + (b * m + oc0) * unit;
+            s_sgemm(true, (mm1 - mm0) * w.k_size, px, cg,
+                    pw + gi * cg * mg * w.k_size + mm0 * w.k_size, mg * w.k_size,
+                    px_data + ((i0 + b) * c + gi * cg) * px, px, 0.0f, col, px);
+            for (int64_t oc = oc0; oc < oc0 + mm1 - mm0; oc++) {
+                float *yc = py + ((i0 + b) * m + oc) * w.in_size;
+                const float bv = bias ? bias[oc] : 0.0f;
+                for (int64_t q = 0; q < w.in_size; q++)
+                    yc[q] = bv;
+                s_col2im(&w, col + (oc - oc0) * unit, yc);
+            }
         }
     }
 }
