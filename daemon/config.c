@@ -1060,3 +1060,28 @@ void gxd_config_dump(const gxd_config *c, FILE *out)
         prevsec = sec;
     }
 }
+
+/* ---- keys one by one (SIGHUP compares the old and new values) ----------- */
+
+size_t gxd_config_nkeys(void)
+{
+    return S_NKEYS;
+}
+
+const char *gxd_config_key_name(size_t i)
+{
+    return i < S_NKEYS ? s_keys[i].name : NULL;
+}
+
+int gxd_config_value_text(const gxd_config *c, size_t i, char *buf, size_t len)
+{
+    if (i >= S_NKEYS || !len)
+        return GX_EINVAL;
+    FILE *f = fmemopen(buf, len, "w");
+    if (!f)
+        return GX_ENOMEM;
+    s_dump_value(f, c, &s_keys[i]);
+    bool cut = ftell(f) >= (long)len - 1;
+    fclose(f);
+    return cut ? GX_ELIMIT : GX_OK;
+}

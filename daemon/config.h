@@ -73,5 +73,11 @@ int gxd_config_set(gxd_config *c, const char *key, const char *value, char *err,
 int gxd_config_user_uid(const char *v, uid_t *uid, char *why, size_t whylen);
 /* Print every key with its current value as YAML (gexecd --print-config). */
 void gxd_config_dump(const gxd_config *c, FILE *out);
+/* The keys one by one, in table order: their count, the dotted name of
+ * key i (static storage; NULL past the end), and its value in c as
+ * --print-config writes it (NUL-terminated in buf; GX_ELIMIT when cut). */
+size_t gxd_config_nkeys(void);
+const char *gxd_config_key_name(size_t i);
+int gxd_config_value_text(const gxd_config *c, size_t i, char *buf, size_t len);
 
 #endif

@@ -30,6 +30,7 @@ typedef struct gxd_stats {
     /* jobs of clients that disconnected: dropped from the queue, and
      * running ones asked to stop at their next step */
     uint64_t gone_dropped, gone_cancelled;
+    uint64_t reloads, reload_failures; /* SIGHUP (daemon/reload.h) */
 } gxd_stats;
 
 /* A connection that sent requests: its file descriptor (from ZeroMQ's
@@ -55,6 +56,11 @@ typedef struct gxd_ctx {
     struct gxd_pool *pool;
     struct gxd_tune *tune; /* best-implementation registry (daemon/tune); NULL: tune.mode off */
     struct gxd_metrics *metrics; /* latency histograms, the HTTP endpoint (daemon/metrics.h) */
+    /* what SIGHUP reads again: the file, then the command line's keys
+     * (main's strings, alive while the server runs) */
+    const char *config_path;
+    const char *const *flag_keys, *const *flag_vals;
+    int n_flags;
 
     void *zctx, *router;
     void *monitor; /* PAIR: the router's accepted/disconnected events */

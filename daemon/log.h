@@ -25,7 +25,7 @@ typedef enum gxd_log_level {
 } gxd_log_level;
 
 typedef struct gxd_log {
-    gxd_log_level level;
+    _Atomic gxd_log_level level; /* SIGHUP may change it while workers log */
     bool journal; /* stderr is connected to the journal */
 } gxd_log;
 

@@ -260,6 +260,10 @@ int main(int argc, char **argv)
     }
     gxd_log_init(&ctx.log, ctx.cfg.log_level);
 
+    ctx.config_path = config_path;
+    ctx.flag_keys = flag_keys;
+    ctx.flag_vals = flag_vals;
+    ctx.n_flags = n_flags;
     int report_fd = foreground ? -1 : s_detach();
     int status = 1;
     if (gxd_server_init(&ctx, err, sizeof err) < 0) {

@@ -280,6 +280,9 @@ char *gxd_metrics_prometheus(gxd_ctx *ctx)
              "running jobs cancelled because their client went away", (double)st->gone_cancelled);
     s_sample(f, "gexec_plans_compiled_total", "counter", "jobs that compiled a plan",
              (double)st->compile_count);
+    s_family(f, "gexec_config_reloads_total", "counter", "SIGHUP reloads, by outcome");
+    fprintf(f, "gexec_config_reloads_total{status=\"ok\"} %" PRIu64 "\n", st->reloads);
+    fprintf(f, "gexec_config_reloads_total{status=\"refused\"} %" PRIu64 "\n", st->reload_failures);
     if (ctx->tune) {
         gxd_tune_stats ts;
         gxd_tune_get_stats(ctx->tune, &ts);
@@ -358,6 +361,8 @@ static void s_http_log(void *cls, const char *fmt, va_list ap)
 int gxd_metrics_http_start(gxd_ctx *ctx, const char *listen, char *err, size_t errlen)
 {
     gxd_metrics *m = ctx->metrics;
+    if (m->http)
+        return gx_errf(err, errlen, GX_EINTERNAL, "metrics: the endpoint is already serving");
     char host[128] = "127.0.0.1", port[16];
     const char *colon = strrchr(listen, ':');
     if (!colon) {
@@ -406,6 +411,16 @@ int gxd_metrics_http_start(gxd_ctx *ctx, const char *listen, char *err, size_t e
     snprintf(m->url, sizeof m->url, family == AF_INET6 ? "http://[%s]:%u/metrics" : "http://%s:%u/metrics",
              host, (unsigned)bp->port);
     return GX_OK;
+}
+
+void gxd_metrics_http_stop(gxd_metrics *m)
+{
+    if (!m || !m->http)
+        return;
+    MHD_stop_daemon(m->http);
+    m->http = NULL;
+    m->http_fd = -1;
+    m->url[0] = '\0';
 }
 
 int gxd_metrics_http_fd(const gxd_metrics *m)

@@ -74,6 +74,8 @@ char *gxd_metrics_prometheus(struct gxd_ctx *ctx);
  * and why in err. The endpoint runs in gxd_metrics_http_run, called by the
  * poll loop when gxd_metrics_http_fd is readable. */
 int gxd_metrics_http_start(struct gxd_ctx *ctx, const char *listen, char *err, size_t errlen);
+/* Stop serving (SIGHUP with a new metrics.listen); no-op without an endpoint. */
+void gxd_metrics_http_stop(gxd_metrics *m);
 /* The descriptor to poll for input, or -1 when there is no endpoint. */
 int gxd_metrics_http_fd(const gxd_metrics *m);
 void gxd_metrics_http_run(gxd_metrics *m);

@@ -138,6 +138,14 @@ gxd_job *gxd_queue_pop(gxd_queue *q)
     return gxd_queue_pop_or(q, NULL, NULL, &woken);
 }
 
+void gxd_queue_set_bounds(gxd_queue *q, size_t max_jobs, size_t max_bytes)
+{
+    pthread_mutex_lock(&q->mu);
+    q->max_jobs = max_jobs;
+    q->max_bytes = max_bytes;
+    pthread_mutex_unlock(&q->mu);
+}
+
 void gxd_queue_set_spin(gxd_queue *q, int64_t us)
 {
     q->spin_us = us > 0 ? us : 0;

@@ -43,6 +43,8 @@ typedef struct gxd_queue {
 } gxd_queue;
 
 int gxd_queue_init(gxd_queue *q, size_t max_jobs, size_t max_bytes);
+/* New bounds (SIGHUP): jobs already queued stay; later pushes see them. */
+void gxd_queue_set_bounds(gxd_queue *q, size_t max_jobs, size_t max_bytes);
 /* The queue must be empty (drained) and no worker waiting. */
 void gxd_queue_fini(gxd_queue *q);
 /* Enqueue; ownership moves in on GX_OK. GX_EQUEUEFULL or GX_ESHUTDOWN

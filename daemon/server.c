@@ -15,6 +15,7 @@
 
 #include "daemon/metrics.h"
 #include "daemon/pool.h"
+#include "daemon/reload.h"
 #include "daemon/server.h"
 #include "daemon/tune/tune.h"
 #include "libclient/wire.h"
@@ -628,7 +629,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, "stats");
-    msgpack_pack_map(&r.pk, 21 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
+    msgpack_pack_map(&r.pk, 23 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -651,6 +652,8 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_kv(&r.pk, "plans_compiled", (int64_t)st->compile_count);
     s_pack_kv(&r.pk, "queue_us_total", st->queue_us_total);
     s_pack_kv(&r.pk, "compute_us_total", st->compute_us_total);
+    s_pack_kv(&r.pk, "config_reloads", (int64_t)st->reloads);
+    s_pack_kv(&r.pk, "config_reload_failures", (int64_t)st->reload_failures);
     s_pack_tune_stats(ctx, &r.pk);
     if (ctx->metrics) {
         gx_mp_pack_str(&r.pk, "latency");
@@ -1222,7 +1225,8 @@ static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
         unsigned char sig;
         while (read(ctx->signal_fd, &sig, 1) == 1) {
             if (sig == SIGHUP) {
-                GXD_LOG(&ctx->log, GXD_LOG_INFO, "SIGHUP ignored (restart to apply a new config)");
+                if (!ctx->stopping)
+                    gxd_reload(ctx);
                 continue;
             }
             if (!ctx->stopping)

@@ -74,7 +74,15 @@ print(r'''.El
 .Nm gexecd
 reads the file once, at start;
 .Dv SIGHUP
-is logged and ignored, so restart the daemon to apply a change.
+reads it again and applies
+.Cm log_level ,
+.Cm queue.max_jobs ,
+.Cm queue.max_bytes ,
+.Cm limits.max_client_priority ,
+.Cm shutdown_grace_ms
+and
+.Cm metrics.listen
+at once; a change to any other key is logged and waits for a restart.
 .Sh FILES
 .Bl -tag -width Ds
 .It Pa /etc/gexec/gexecd.yaml

@@ -6,9 +6,11 @@
  */
 #include <config.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <msgpack.h>
 
@@ -358,6 +360,103 @@ START_TEST(test_perf_report)
 }
 END_TEST
 
+/* The value of counter key in STATS (-1 when absent). */
+static double s_stat(gx_client *c, const char *key)
+{
+    char *json = NULL, err[128];
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    gx_json *j = gx_json_parse(json, err, sizeof err);
+    double v = gx_json_num(gx_json_get(j, key), -1);
+    gx_json_destroy(&j);
+    free(json);
+    return v;
+}
+
+/* Poll STATS until key reaches want (no sleep decides anything: the loop
+ * only bounds the wait). */
+static void s_wait_stat(gx_client *c, const char *key, double want)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (s_stat(c, key) == want)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    ck_abort_msg("STATS %s never became %g", key, want);
+}
+
+static void s_write(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* SIGHUP changes queue.max_jobs while a job runs; a file that does not load
+ * leaves the running configuration as it was. One worker, held by a job
+ * that runs until it is cancelled (python/tests/data/spin.yaml). */
+START_TEST(test_sighup_reload_queue_bound)
+{
+    char *dir = gxt_tmpdir(), conf[512], err[256];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    s_write(conf, "queue:\n  max_jobs: 64\nprofile:\n  dir: \"\"\ntune:\n  mode: \"off\"\n");
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *const[]){"-c", conf, "--cpus", "0", NULL});
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 60000);
+    gx_graph *g = NULL;
+    ck_assert_msg(gx_graph_load_yaml(gxt_srcpath("python/tests/data/spin.yaml"), &g, err, sizeof err) == GX_OK,
+                  "%s", err);
+    gx_tensor *x = gx_tensor_new(GX_F32, 1, (int64_t[]){2});
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    gx_job *a = NULL, *b = NULL, *full = NULL;
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_submit(c, rq, &a), GX_OK);
+    s_wait_stat(c, "workers_busy", 1);
+
+    s_write(conf, "queue:\n  max_jobs: 1\nprofile:\n  dir: \"\"\ntune:\n  mode: \"off\"\n");
+    ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
+    s_wait_stat(c, "config_reloads", 1);
+    ck_assert_int_eq(gx_client_submit(c, rq, &b), GX_OK); /* queued: the one place */
+    ck_assert_int_eq(gx_client_submit(c, rq, &full), GX_OK);
+    ck_assert_int_eq(gx_job_wait(full, 30000, &r), GX_EQUEUEFULL);
+    ck_assert_msg(strstr(gx_result_message(r), "queue.max_jobs = 1"), "%s", gx_result_message(r));
+    gx_result_destroy(&r);
+    gx_job_destroy(&full);
+
+    /* a bad file: refused, the bound stays 1 */
+    s_write(conf, "queue:\n  max_jobs: lots\n");
+    ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
+    s_wait_stat(c, "config_reload_failures", 1);
+    ck_assert_double_eq(s_stat(c, "config_reloads"), 1);
+    ck_assert_int_eq(gx_client_submit(c, rq, &full), GX_OK);
+    ck_assert_int_eq(gx_job_wait(full, 30000, &r), GX_EQUEUEFULL);
+    gx_result_destroy(&r);
+    gx_job_destroy(&full);
+
+    /* the running and the queued job are unharmed: cancelled now, they say so */
+    ck_assert_int_eq(gx_job_cancel(b), GX_OK);
+    ck_assert_int_eq(gx_job_cancel(a), GX_OK);
+    ck_assert_int_eq(gx_job_wait(b, 30000, &r), GX_ECANCELLED);
+    gx_result_destroy(&r);
+    ck_assert_int_eq(gx_job_wait(a, 30000, &r), GX_ECANCELLED);
+    gx_result_destroy(&r);
+    gx_job_destroy(&a);
+    gx_job_destroy(&b);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_version)
 {
     char out[512];
@@ -377,6 +476,7 @@ Suite *metrics_suite(void)
     tcase_add_test(tc, test_metrics_table);
     tcase_add_test(tc, test_stats_histograms_match_replies);
     tcase_add_test(tc, test_perf_report);
+    tcase_add_test(tc, test_sighup_reload_queue_bound);
     tcase_add_test(tc, test_version);
     suite_add_tcase(s, tc);
     return s;
