@@ -8,9 +8,10 @@
  *
  * The output is walked in rows along its last dim. A share is an element
  * range; the last dim's taps are worked out once per chunk of columns,
- * the other dims' once per row and chunk, where taps of weight 0 (dims not
- * resized) drop out. Nearest moves elements of any dtype without
- * arithmetic; linear and cubic are float32.
+ * the other dims' when their index changes, where taps of weight 0 (dims
+ * not resized) drop out. Nearest moves elements of any dtype without
+ * arithmetic, and copies a row it has just made when the next reads the
+ * same row of x (an upsampled dim); linear and cubic are float32.
  */
 #include <math.h>
 #include <string.h>
@@ -140,29 +141,50 @@ static void s_taps_at(const gx_resize *r, int d, int64_t xo, s_taps *t)
     }
 }
 
-/* One row's worth of the dims before the last: their taps with weight 0
- * dropped. Returns false when the row lies outside (tf_crop_and_resize). */
-static bool s_row_taps(const gx_resize *r, int64_t row, s_taps *rt)
+/* The taps of the dims before the last for the rows a share walks in
+ * order: each dim's are worked out again only when its index changes. */
+typedef struct s_rows {
+    int64_t at[GX_MAX_DIMS]; /* the index whose taps tap[] holds, -1: none */
+    s_taps tap[GX_MAX_DIMS]; /* with taps of weight 0 dropped */
+    bool outside[GX_MAX_DIMS];
+} s_rows;
+
+static void s_rows_init(s_rows *rs)
 {
-    for (int d = r->ndim - 2; d >= 0; d--) {
-        s_taps t;
-        s_taps_at(r, d, row % r->out[d], &t);
-        row /= r->out[d];
-        if (t.outside)
-            return false;
-        rt[d].n = 0;
-        for (int j = 0; j < t.n; j++) {
-            if (t.w[j] != 0) {
-                rt[d].i[rt[d].n] = t.i[j];
-                rt[d].w[rt[d].n++] = t.w[j];
-            }
-        }
-    }
-    return true;
+    for (int d = 0; d < GX_MAX_DIMS; d++)
+        rs->at[d] = -1;
 }
 
-/* y[c] = x[base + col[c].i[0]] for c in [a, b), elements of es bytes. */
-static void s_gather_row(size_t es, void *y, const void *x, int64_t base, const s_taps *col,
+/* One row's worth of the dims before the last: their taps with weight 0
+ * dropped, in rt. Returns false when the row lies outside
+ * (tf_crop_and_resize). */
+static bool s_row_taps(const gx_resize *r, int64_t row, s_rows *rs, s_taps *rt)
+{
+    bool inside = true;
+    for (int d = r->ndim - 2; d >= 0; d--) {
+        const int64_t idx = row % r->out[d];
+        row /= r->out[d];
+        if (rs->at[d] != idx) {
+            s_taps t;
+            s_taps_at(r, d, idx, &t);
+            rs->at[d] = idx;
+            rs->outside[d] = t.outside;
+            rs->tap[d].n = 0;
+            for (int j = 0; j < t.n; j++) {
+                if (t.w[j] != 0) {
+                    rs->tap[d].i[rs->tap[d].n] = t.i[j];
+                    rs->tap[d].w[rs->tap[d].n++] = t.w[j];
+                }
+            }
+        }
+        inside &= !rs->outside[d];
+        rt[d] = rs->tap[d];
+    }
+    return inside;
+}
+
+/* y[c] = x[base + idx[c]] for c in [a, b), elements of es bytes. */
+static void s_gather_row(size_t es, void *y, const void *x, int64_t base, const int64_t *idx,
                          int64_t a, int64_t b)
 {
 #define S_GATHER(T)                                                           \
@@ -170,7 +192,7 @@ static void s_gather_row(size_t es, void *y, const void *x, int64_t base, const 
         T *restrict y_ = y;                                                   \
         const T *restrict x_ = (const T *)x + base;                           \
         for (int64_t c = a; c < b; c++)                                       \
-            y_[c] = x_[col[c].i[0]];                                          \
+            y_[c] = x_[idx[c]];                                               \
     } while (0)
     switch (es) {
     case 1:
@@ -203,24 +225,41 @@ static void s_interp_row(float *restrict y, const float *restrict x, const s_tap
     }
 }
 
+/* The row of x the last nearest-mode row gathered, and where it put
+ * columns [a, b) of it: a row that gathers the same (an upsampled dim)
+ * copies them. */
+typedef struct s_prev {
+    int64_t base, a, b;
+    const char *y;
+} s_prev;
+
 /* Columns [a, b) of output row `row`, given the column taps col (indexed
- * by column, already offset by the chunk's start). */
+ * by column, already offset by the chunk's start; idx: their first taps'
+ * indices). */
 static void s_resize_row(const gx_resize *r, const gx_view *x, const int64_t *xs, void *yrow,
-                         int64_t row, const s_taps *col, int64_t a, int64_t b)
+                         int64_t row, const s_taps *col, const int64_t *idx, s_rows *rs,
+                         s_prev *prev, int64_t a, int64_t b)
 {
     const int L = r->ndim - 1;
     s_taps rt[GX_MAX_DIMS];
     float *fy = yrow;
-    if (!s_row_taps(r, row, rt)) {
+    if (!s_row_taps(r, row, rs, rt)) {
         for (int64_t c = a; c < b; c++)
             fy[c] = r->extrapolation;
+        prev->y = NULL;
         return;
     }
     if (r->mode == GX_INTERP_NEAREST) {
         int64_t base = 0;
         for (int d = 0; d < L; d++)
             base += rt[d].i[0] * xs[d];
-        s_gather_row(gx_dtype_size(x->dtype), yrow, x->data, base, col, a, b);
+        const size_t es = gx_dtype_size(x->dtype);
+        if (prev->y && prev->base == base && prev->a == a && prev->b == b)
+            memcpy((char *)yrow + (size_t)a * es, prev->y + (size_t)a * es,
+                   (size_t)(b - a) * es);
+        else
+            s_gather_row(es, yrow, x->data, base, idx, a, b);
+        *prev = (s_prev){base, a, b, yrow};
     } else {
         /* every combination of the row dims' taps, odometer-style */
         int at[GX_MAX_DIMS] = {0};
@@ -269,9 +308,13 @@ static void s_resize(const gx_kargs *k, gx_op op)
         return;
     const int64_t r0 = lo / W, r1 = (hi - 1) / W + 1;
     s_taps col[S_CHUNK];
+    int64_t idx[S_CHUNK];
+    s_rows rs;
+    s_rows_init(&rs);
     for (int64_t c0 = 0; c0 < W; c0 += S_CHUNK) {
         const int64_t c1 = W - c0 < S_CHUNK ? W : c0 + S_CHUNK;
         bool have_taps = false;
+        s_prev prev = {0};
         for (int64_t row = r0; row < r1; row++) {
             /* this share's part of the chunk in this row */
             const int64_t a = lo - row * W > c0 ? lo - row * W : c0;
@@ -279,12 +322,14 @@ static void s_resize(const gx_kargs *k, gx_op op)
             if (a >= b)
                 continue;
             if (!have_taps) {
-                for (int64_t c = c0; c < c1; c++)
+                for (int64_t c = c0; c < c1; c++) {
                     s_taps_at(&r, L, c, &col[c - c0]);
+                    idx[c - c0] = col[c - c0].i[0];
+                }
                 have_taps = true;
             }
-            s_resize_row(&r, x, xs, (char *)y->data + (size_t)(row * W + c0) * es, row,
-                         col, a - c0, b - c0);
+            s_resize_row(&r, x, xs, (char *)y->data + (size_t)(row * W + c0) * es, row, col,
+                         idx, &rs, &prev, a - c0, b - c0);
         }
     }
 }
