@@ -32,7 +32,7 @@ bool gxd_tune_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *
     }
     if (n_in < 2 || !gx_cpu_gemm_packable(op, attr, &in[0], &in[1], y, true, why, whylen))
         return false;
-    const gx_view *a = &in[0], *b = &in[1];
+    const gx_view *a = &in[0];
     memset(sig, 0, sizeof *sig);
     sig->op = op;
     sig->a_ndim = a->ndim;
@@ -54,7 +54,6 @@ bool gxd_tune_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *
             memcpy(sig->c_shape, in[2].shape, sizeof in[2].shape[0] * (size_t)in[2].ndim);
         }
     }
-    (void)b;
     if (sig->m <= 0 || sig->n <= 0 || sig->k <= 0) {
         snprintf(why, whylen, "an empty product");
         return false;
@@ -149,8 +148,9 @@ size_t gxd_tune_builtin_impls(gxd_tune_impl *out, size_t max)
 void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t len)
 {
     size_t o = 0;
-    int w = snprintf(buf, len, "gexec-%s [%s] core=%s", PACKAGE_VERSION, OPENBLAS_VERSION,
-                     openblas_get_corename());
+    /* the ISA in use: the default and "plain" run on it */
+    int w = snprintf(buf, len, "gexec-%s gemm=%s [%s] core=%s", PACKAGE_VERSION,
+                     gx_cpu_gemm_isa(), OPENBLAS_VERSION, openblas_get_corename());
     o = w > 0 && (size_t)w < len ? (size_t)w : len - 1;
     for (size_t i = 0; i < n && o + 1 < len; i++) {
         w = snprintf(buf + o, len - o, " %s@%d", impls[i].name, impls[i].version);
