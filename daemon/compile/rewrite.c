@@ -1786,8 +1786,8 @@ static int s_rule_heads(s_rw *w, int a, bool *hit)
     const gx_attrval *pa = &p->steps[t].attr[GX_TRANSPOSE_PERM];
     const gxd_step *ats = &p->steps[at];
     if (pa->n != 4 || pa->ints[0] != 0 || pa->ints[1] != 2 || pa->ints[2] != 1 ||
-        pa->ints[3] != 3 || p->values[ats->in[0]].view.ndim != 4)
-        return GX_OK;
+        pa->ints[3] != 3 || p->values[ats->in[0]].view.ndim != 4 || ats->n_in > 4)
+        return GX_OK; /* (a KV cache stays as it is) */
     s_pat m = {.n = 0, .core = at};
     s_pat_add(&m, t), s_pat_add(&m, at);
     int in[4] = {-1, -1, -1, ats->n_in > 3 ? ats->in[3] : -1};
