@@ -129,4 +129,19 @@ typedef struct gx_col2im {
  * with a message in ic->err. Shared by the schema and the kernel. */
 int gx_col2im_setup(gx_infer *ic, gx_col2im *g);
 
+/* DeformConv's geometry (opset 19, 2-D only): X [n, c, h, w], W [m, c /
+ * group, kh, kw], offset [n, og * kh * kw * 2, oh, ow] and the optional B
+ * [m] and mask [n, og * kh * kw, oh, ow]; tap (ki, kj) of output (i, j)
+ * samples X at (i * sh - ph + ki * dh, j * sw - pw + kj * dw) plus its
+ * offset, bilinearly. */
+typedef struct gx_deformconv {
+    int64_t n, c, h, w, m, kh, kw, oh, ow;
+    int64_t group, og, dh, dw, ph, pw, sh, sw;
+    bool has_b, has_mask;
+} gx_deformconv;
+
+/* Checks DeformConv's inputs and attributes and fills g. GX_OK or an
+ * error with a message in ic->err. Shared by the schema and the kernel. */
+int gx_deformconv_setup(gx_infer *ic, gx_deformconv *g);
+
 #endif

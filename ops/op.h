@@ -136,7 +136,8 @@
     X(GLOBALAVERAGEPOOL, "GlobalAveragePool")                                 \
     X(GLOBALLPPOOL, "GlobalLpPool")                                           \
     X(MAXUNPOOL, "MaxUnpool")                                                 \
-    X(COL2IM, "Col2Im")
+    X(COL2IM, "Col2Im")                                                       \
+    X(DEFORMCONV, "DeformConv")
 
 
 #define GX_OPS_NN(X)                                                          \

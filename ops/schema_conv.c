@@ -1,10 +1,10 @@
 /*
  * Schemas of the conv family (GX_OPS_CONV in ops/op.h): Conv, ConvInteger,
  * ConvTranspose, the windowed pools MaxPool / AveragePool / LpPool, the
- * global pools and MaxUnpool, plus the window geometry (ops/conv.h) that
- * their kernels share. Shapes follow the formulas of the ONNX operator
- * specification; attribute values are bounded so that no size computed from
- * them overflows.
+ * global pools, MaxUnpool, Col2Im (opset 18) and DeformConv (19), plus the
+ * window geometry (ops/conv.h) that their kernels share. Shapes follow the
+ * formulas of the ONNX operator specification; attribute values are
+ * bounded so that no size computed from them overflows.
  */
 #include <limits.h>
 #include <string.h>
@@ -980,4 +980,140 @@ const gx_op_schema gx_schema_COL2IM = {
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_col2im_attrs, .n_attrs = GX_COL2IM_NATTRS, .value_inputs = 1u << 1 | 1u << 2,
     .infer = s_infer_col2im, .cost = s_cost_col2im, .batch = gx_batch_samplewise,
+};
+
+/* ---- DeformConv (opset 19) ---- */
+
+static const gx_attr_spec s_deformconv_attrs[] = {
+    [GX_DEFORMCONV_DILATIONS] = {.name = "dilations", .type = GX_ATTR_INTS},
+    [GX_DEFORMCONV_GROUP] = {.name = "group", .type = GX_ATTR_INT, .def_i = 1},
+    [GX_DEFORMCONV_KERNEL_SHAPE] = {.name = "kernel_shape", .type = GX_ATTR_INTS},
+    [GX_DEFORMCONV_OFFSET_GROUP] = {.name = "offset_group", .type = GX_ATTR_INT, .def_i = 1},
+    [GX_DEFORMCONV_PADS] = {.name = "pads", .type = GX_ATTR_INTS},
+    [GX_DEFORMCONV_STRIDES] = {.name = "strides", .type = GX_ATTR_INTS},
+};
+_Static_assert(sizeof s_deformconv_attrs / sizeof s_deformconv_attrs[0] == GX_DEFORMCONV_NATTRS,
+               "DeformConv attrs");
+
+/* Input i is float32 of the given rank-4 shape (B: [oc]). */
+static int s_deform_need(gx_infer *ic, int i, const char *what, int n, const int64_t *want)
+{
+    static const gx_dtype ok[] = {GX_F32};
+    int rc = s_need_dtype(ic, "DeformConv", i, 1, ok, "float32 only");
+    if (rc < 0)
+        return rc;
+    const gx_view *v = &ic->in[i];
+    if (v->ndim != n || memcmp(v->shape, want, (size_t)n * sizeof want[0]) != 0) {
+        char sv[GX_SHAPE_STRLEN], sw[GX_SHAPE_STRLEN];
+        return gx_infer_errf(ic, GX_ESHAPE, "DeformConv: %s has shape %s, expected %s", what,
+                             gx_shape_str(v->ndim, v->shape, sv, sizeof sv),
+                             gx_shape_str(n, want, sw, sizeof sw));
+    }
+    return GX_OK;
+}
+
+int gx_deformconv_setup(gx_infer *ic, gx_deformconv *g)
+{
+    const char *op = "DeformConv";
+    static const gx_dtype ok[] = {GX_F32};
+    int rc;
+    if ((rc = s_need_dtype(ic, op, 0, 1, ok, "float32 only")) < 0 ||
+        (rc = s_need_dtype(ic, op, 1, 1, ok, "float32 only")) < 0 ||
+        (rc = gx_infer_need(ic, op, 2)) < 0)
+        return rc;
+    const gx_view *x = &ic->in[0], *w = &ic->in[1];
+    if (x->ndim != 4)
+        return gx_infer_errf(ic, x->ndim > 4 ? GX_EUNSUPPORTED : GX_ESHAPE,
+                             "%s: X has rank %d; only 2-D images [N, C, H, W] are supported", op,
+                             x->ndim);
+    if (w->ndim != 4)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: W has rank %d; [M, C / group, kH, kW] needed",
+                             op, w->ndim);
+    *g = (gx_deformconv){.n = x->shape[0], .c = x->shape[1], .h = x->shape[2], .w = x->shape[3],
+                         .m = w->shape[0], .kh = w->shape[2], .kw = w->shape[3],
+                         .group = ic->attr[GX_DEFORMCONV_GROUP].i,
+                         .og = ic->attr[GX_DEFORMCONV_OFFSET_GROUP].i};
+    const gx_attrval *ks = &ic->attr[GX_DEFORMCONV_KERNEL_SHAPE];
+    if (ks->set && (ks->n != 2 || ks->ints[0] != g->kh || ks->ints[1] != g->kw))
+        return gx_infer_errf(ic, GX_EATTR, "%s: kernel_shape does not match W's [%lld, %lld]", op,
+                             (long long)g->kh, (long long)g->kw);
+    if (g->group < 1 || g->group > S_ATTR_MAX || g->c != w->shape[1] * g->group ||
+        g->m % g->group != 0)
+        return gx_infer_errf(ic, GX_ESHAPE,
+                             "%s: group %lld does not fit X's %lld channels, W's %lld input "
+                             "channels and %lld output channels",
+                             op, (long long)g->group, (long long)g->c, (long long)w->shape[1],
+                             (long long)g->m);
+    if (g->og < 1 || g->og > S_ATTR_MAX || g->c % g->og != 0)
+        return gx_infer_errf(ic, GX_EATTR, "%s: offset_group %lld does not divide the %lld "
+                             "channels", op, (long long)g->og, (long long)g->c);
+    int64_t dil[2], pads[4], str[2];
+    if ((rc = s_ints(&ic->attr[GX_DEFORMCONV_DILATIONS], op, "dilations", 2, 1, 1, dil, ic->err,
+                     ic->errlen)) < 0 ||
+        (rc = s_ints(&ic->attr[GX_DEFORMCONV_PADS], op, "pads", 4, 0, 0, pads, ic->err,
+                     ic->errlen)) < 0 ||
+        (rc = s_ints(&ic->attr[GX_DEFORMCONV_STRIDES], op, "strides", 2, 1, 1, str, ic->err,
+                     ic->errlen)) < 0)
+        return rc;
+    g->dh = dil[0];
+    g->dw = dil[1];
+    g->ph = pads[0];
+    g->pw = pads[1];
+    g->sh = str[0];
+    g->sw = str[1];
+    const int64_t eh = (g->kh - 1) * g->dh + 1, ew = (g->kw - 1) * g->dw + 1;
+    const int64_t rh = g->h + pads[0] + pads[2] - eh, rw = g->w + pads[1] + pads[3] - ew;
+    if (g->kh < 1 || g->kw < 1 || rh < 0 || rw < 0)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: the kernel (extent %lld x %lld) does not fit "
+                             "the padded image", op, (long long)eh, (long long)ew);
+    g->oh = rh / g->sh + 1;
+    g->ow = rw / g->sw + 1;
+    const int64_t taps = g->og * g->kh * g->kw;
+    if (taps > S_ATTR_MAX)
+        return gx_infer_errf(ic, GX_ESHAPE, "%s: the kernel is too large", op);
+    if ((rc = s_deform_need(ic, 2, "offset", 4, (int64_t[]){g->n, 2 * taps, g->oh, g->ow})) < 0)
+        return rc;
+    g->has_b = s_has(ic, 3);
+    g->has_mask = s_has(ic, 4);
+    if ((g->has_b && (rc = s_deform_need(ic, 3, "B", 1, (int64_t[]){g->m})) < 0) ||
+        (g->has_mask &&
+         (rc = s_deform_need(ic, 4, "mask", 4, (int64_t[]){g->n, taps, g->oh, g->ow})) < 0))
+        return rc;
+    return GX_OK;
+}
+
+static int s_infer_deformconv(gx_infer *ic)
+{
+    gx_deformconv g;
+    int rc = gx_deformconv_setup(ic, &g);
+    if (rc != GX_OK)
+        return rc;
+    gx_view_set(&ic->out[0], GX_F32, 4, (int64_t[]){g.n, g.m, g.oh, g.ow});
+    return GX_OK;
+}
+
+/* per output element: C / group input channels times kH kW taps, each a
+ * bilinear sample (4 loads, about 10 flops) and a multiply-add */
+static gx_cost s_cost_deformconv(const gx_infer *ic)
+{
+    const gx_view *w = &ic->in[1];
+    return s_cost_io(ic, (double)gx_view_numel(&ic->out[0]) * (double)w->shape[1] *
+                             (double)w->shape[2] * (double)w->shape[3] * 12.0);
+}
+
+/* X, offset and mask carry the batch; W and B must not. */
+static bool s_batch_deformconv(const gx_batch_ctx *bc)
+{
+    if (!gx_batch_in(bc, 0) || !gx_batch_in(bc, 2) || gx_batch_in(bc, 1) ||
+        (bc->n_in > 3 && gx_batch_in(bc, 3)) ||
+        (bc->n_in > 4 && bc->in[4].ndim >= 0 && !gx_batch_in(bc, 4)))
+        return false;
+    bc->out_batched[0] = true;
+    return true;
+}
+
+const gx_op_schema gx_schema_DEFORMCONV = {
+    .min_in = 3, .max_in = 5, .min_out = 1, .max_out = 1,
+    .attrs = s_deformconv_attrs, .n_attrs = GX_DEFORMCONV_NATTRS,
+    .infer = s_infer_deformconv, .cost = s_cost_deformconv, .batch = s_batch_deformconv,
 };

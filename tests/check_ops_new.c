@@ -1,8 +1,8 @@
 /*
  * Op tests of the ops added from ONNX opsets 18-24 (and LpNormalization,
  * opset 1): Mish, Swish, BitwiseAnd/Or/Xor/Not, LpNormalization,
- * GroupNormalization, CenterCropPad, Col2Im, RotaryEmbedding, AffineGrid
- * and TensorScatter. Hand-computed values (many
+ * GroupNormalization, CenterCropPad, Col2Im, RotaryEmbedding, AffineGrid,
+ * TensorScatter and DeformConv. Hand-computed values (many
  * from the examples of the ONNX node tests), naive float64 references
  * written from the ONNX reference implementation's formulas, the errors
  * infer gives, and every kernel split into 3 and 7 shares that must match
@@ -924,7 +924,8 @@ START_TEST(test_tensor_scatter)
     ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 2, (gx_view[]){past, RANDV(2, 2, 2)}, GX_ESHAPE,
                     NULL);
     ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 2,
-                    (gx_view[]){past, I64V(SHAPE(2, 2, 1), 1, 2, 3, 4)}, GX_EDTYPE, "TensorScatter: update is int64 but past_cache is float32");
+                    (gx_view[]){past, I64V(SHAPE(2, 2, 1), 1, 2, 3, 4)}, GX_EDTYPE,
+                    "TensorScatter: update is int64 but past_cache is float32");
     ot_expect_error(GX_OP_TENSOR_SCATTER, NULL, 3, (gx_view[]){past, up, I64V(SHAPE(2), 1, 3)},
                     GX_ESHAPE, "TensorScatter: write index 3 of sample 1 puts the update past the "
                     "cache's end");
@@ -951,6 +952,172 @@ START_TEST(test_tensor_scatter)
     gx_cpu_kernel(GX_OP_TENSOR_SCATTER)(&ka);
     const float want[8] = {1, 2, 3, 10, 5, 6, 7, 8};
     ck_assert(memcmp(out.data, want, sizeof want) == 0);
+}
+END_TEST
+
+/* ---- DeformConv ---- */
+
+/* Bilinear sampling written as the tent sum over every pixel:
+ * X[y, x] max(0, 1 - |y - py|) max(0, 1 - |x - px|), pixels outside the
+ * image being absent (zeros). */
+static double s_ref_tent(const float *plane, int64_t h, int64_t w, double py, double px)
+{
+    double v = 0;
+    for (int64_t yy = 0; yy < h; yy++)
+        for (int64_t xx = 0; xx < w; xx++) {
+            const double a = 1 - fabs((double)yy - py), b = 1 - fabs((double)xx - px);
+            if (a > 0 && b > 0)
+                v += a * b * plane[yy * w + xx];
+        }
+    return v;
+}
+
+/* The ONNX reference's loops: output (n, oc, i, j) = B[oc] + the sum over
+ * the group's input channels and the taps of W * mask * X sampled at the
+ * tap's grid position plus its offset (offset group of the channel). */
+static gx_view s_ref_deformconv(const gx_view *x, const gx_view *w, const gx_view *off,
+                                const float *b, const float *mask, int64_t group, int64_t og,
+                                const int64_t *str, const int64_t *pads, const int64_t *dil)
+{
+    const int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    const int64_t M = w->shape[0], kh = w->shape[2], kw = w->shape[3];
+    const int64_t oh = off->shape[2], ow = off->shape[3];
+    gx_view y = ot_view(GX_F32, ot_alloc((size_t)(N * M * oh * ow) * sizeof(float)), 4,
+                        (int64_t[]){N, M, oh, ow});
+    const float *px = x->data, *pw = w->data, *po = off->data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    double acc = b ? b[m] : 0;
+                    for (int64_t c = 0; c < C; c++) {
+                        if (c / (C / group) != m / (M / group))
+                            continue;
+                        const int64_t g = c / (C / og);
+                        for (int64_t ki = 0; ki < kh; ki++)
+                            for (int64_t kj = 0; kj < kw; kj++) {
+                                const int64_t tap = (g * kh + ki) * kw + kj;
+                                const int64_t at = (n * og * kh * kw * 2 + 2 * tap) * oh * ow;
+                                const double dy = po[at + i * ow + j];
+                                const double dx = po[at + oh * ow + i * ow + j];
+                                const double v = s_ref_tent(
+                                    px + (n * C + c) * H * W, H, W,
+                                    (double)(i * str[0] - pads[0] + ki * dil[0]) + dy,
+                                    (double)(j * str[1] - pads[1] + kj * dil[1]) + dx);
+                                const double mk =
+                                    mask ? mask[((n * og * kh * kw + tap) * oh + i) * ow + j] : 1;
+                                const int64_t wc = m * (C / group) + c % (C / group);
+                                acc += v * mk * pw[(wc * kh + ki) * kw + kj];
+                            }
+                    }
+                    ((float *)y.data)[((n * M + m) * oh + i) * ow + j] = (float)acc;
+                }
+    return y;
+}
+
+START_TEST(test_deformconv)
+{
+    /* the ONNX node tests, values as they give them */
+    float x9[9];
+    for (int i = 0; i < 9; i++)
+        x9[i] = (float)i;
+    gx_view x = ot_view(GX_F32, ot_copy(x9, sizeof x9), SHAPE(1, 1, 3, 3));
+    gx_view w = F32V(SHAPE(1, 1, 2, 2), 1, 1, 1, 1);
+    gx_view offp = ot_view(GX_F32, ot_alloc(8 * 16 * sizeof(float)), SHAPE(1, 8, 4, 4));
+    ((float *)offp.data)[0] = 0.5f;
+    ((float *)offp.data)[5 * 16 + 1 * 4 + 2] = -0.1f;
+    ot_expect(GX_OP_DEFORMCONV, NODE(A_INTS("kernel_shape", 2, 2), A_INTS("pads", 1, 1, 1, 1)), 3,
+              (gx_view[]){x, w, offp},
+              F32V(SHAPE(1, 1, 4, 4), 0, 1, 3, 2, 3, 8, 11.9f, 7, 9, 20, 24, 13, 6, 13, 15, 8),
+              1e-6f, 1e-6f);
+    gx_view off = ot_view(GX_F32, ot_alloc(8 * 4 * sizeof(float)), SHAPE(1, 8, 2, 2));
+    ((float *)off.data)[0] = 0.5f;
+    ((float *)off.data)[5 * 4 + 1] = -0.1f;
+    ot_expect(GX_OP_DEFORMCONV, NODE(A_INTS("kernel_shape", 2, 2), A_INTS("pads", 0, 0, 0, 0)), 3,
+              (gx_view[]){x, w, off}, F32V(SHAPE(1, 1, 2, 2), 9.5f, 11.9f, 20, 24), 1e-6f, 1e-6f);
+    gx_view mask = F32V(SHAPE(1, 4, 2, 2), 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.2f, 1, 1, 1, 1);
+    ot_expect(GX_OP_DEFORMCONV, NODE(A_INTS("kernel_shape", 2, 2)), 5,
+              (gx_view[]){x, w, off, F32V(SHAPE(1), 1), mask},
+              F32V(SHAPE(1, 1, 2, 2), 10.5f, 12.9f, 21, 19.4f), 1e-6f, 1e-6f);
+    float x18[18];
+    for (int i = 0; i < 9; i++) {
+        x18[i] = (float)i;
+        x18[9 + i] = (float)(8 - i);
+    }
+    gx_view x2 = ot_view(GX_F32, ot_copy(x18, sizeof x18), SHAPE(1, 2, 3, 3));
+    gx_view w2 = F32V(SHAPE(1, 2, 2, 2), 1, 1, 1, 1, 1, 1, 1, 1);
+    gx_view off2 = ot_view(GX_F32, ot_alloc(16 * 4 * sizeof(float)), SHAPE(1, 16, 2, 2));
+    ((float *)off2.data)[0] = 0.5f;
+    ((float *)off2.data)[13 * 4 + 1] = -0.1f;
+    ot_expect(GX_OP_DEFORMCONV, NODE(A_INT("offset_group", 2)), 3, (gx_view[]){x2, w2, off2},
+              F32V(SHAPE(1, 1, 2, 2), 33.5f, 32.1f, 32, 32), 1e-6f, 1e-6f);
+    /* random: groups, offset groups, strides, dilations, pads, B, mask,
+     * offsets reaching past the image */
+    static const struct {
+        int64_t n, c, h, w, m, kh, kw, group, og, str[2], pads[4], dil[2];
+    } cases[] = {
+        {2, 4, 7, 6, 6, 3, 2, 2, 2, {1, 2}, {1, 0, 2, 1}, {2, 1}},
+        {1, 3, 5, 5, 2, 3, 3, 1, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+        {3, 2, 4, 9, 4, 1, 3, 2, 1, {1, 1}, {0, 2, 0, 0}, {1, 3}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t eh = (cases[c].kh - 1) * cases[c].dil[0] + 1;
+        const int64_t ew = (cases[c].kw - 1) * cases[c].dil[1] + 1;
+        const int64_t *pd = cases[c].pads;
+        const int64_t oh = (cases[c].h + pd[0] + pd[2] - eh) / cases[c].str[0] + 1;
+        const int64_t ow = (cases[c].w + pd[1] + pd[3] - ew) / cases[c].str[1] + 1;
+        const int64_t taps = cases[c].og * cases[c].kh * cases[c].kw;
+        gx_view xr =
+            ot_rand(GX_F32, 4, (int64_t[]){cases[c].n, cases[c].c, cases[c].h, cases[c].w});
+        gx_view wr = ot_rand(GX_F32, 4, (int64_t[]){cases[c].m, cases[c].c / cases[c].group,
+                                                   cases[c].kh, cases[c].kw});
+        gx_view ofr = ot_rand(GX_F32, 4, (int64_t[]){cases[c].n, 2 * taps, oh, ow});
+        gx_view br = ot_rand(GX_F32, 1, (int64_t[]){cases[c].m});
+        gx_view mr = ot_rand(GX_F32, 4, (int64_t[]){cases[c].n, taps, oh, ow});
+        gx_attr attrs[6] = {
+            {.name = (char *)"strides", .type = GX_ATTR_INTS, .ints = (int64_t *)cases[c].str,
+             .n = 2},
+            {.name = (char *)"pads", .type = GX_ATTR_INTS, .ints = (int64_t *)cases[c].pads,
+             .n = 4},
+            {.name = (char *)"dilations", .type = GX_ATTR_INTS, .ints = (int64_t *)cases[c].dil,
+             .n = 2},
+            A_INT("group", cases[c].group),
+            A_INT("offset_group", cases[c].og),
+            A_INTS("kernel_shape", cases[c].kh, cases[c].kw),
+        };
+        gx_node node = {.n_attr = 6, .attr = attrs};
+        gx_view want = s_ref_deformconv(&xr, &wr, &ofr, br.data, mr.data, cases[c].group,
+                                        cases[c].og, cases[c].str, cases[c].pads, cases[c].dil);
+        s_check_f32(GX_OP_DEFORMCONV, &node, 5, (gx_view[]){xr, wr, ofr, br, mr}, &want, 1e-5f,
+                    1e-5f);
+        want = s_ref_deformconv(&xr, &wr, &ofr, NULL, NULL, cases[c].group, cases[c].og,
+                                cases[c].str, cases[c].pads, cases[c].dil);
+        s_check_f32(GX_OP_DEFORMCONV, &node, 3, (gx_view[]){xr, wr, ofr}, &want, 1e-5f, 1e-5f);
+    }
+    /* errors */
+    ot_expect_error(GX_OP_DEFORMCONV, NULL, 3, (gx_view[]){x, w, offp}, GX_ESHAPE,
+                    "DeformConv: offset has shape [1,8,4,4], expected [1,8,2,2]");
+    ot_expect_error(GX_OP_DEFORMCONV, NODE(A_INTS("kernel_shape", 3, 3)), 3, (gx_view[]){x, w, off},
+                    GX_EATTR, "DeformConv: kernel_shape does not match W's [2, 2]");
+    ot_expect_error(GX_OP_DEFORMCONV, NODE(A_INT("group", 2)), 3, (gx_view[]){x, w, off},
+                    GX_ESHAPE, "DeformConv: group 2 does not fit X's 1 channels, W's 1 input "
+                    "channels and 1 output channels");
+    ot_expect_error(GX_OP_DEFORMCONV, NODE(A_INT("offset_group", 2)), 3, (gx_view[]){x, w, off},
+                    GX_EATTR, "DeformConv: offset_group 2 does not divide the 1 channels");
+    ot_expect_error(GX_OP_DEFORMCONV, NULL, 3, (gx_view[]){RANDV(1, 1, 3, 3, 3), w, off},
+                    GX_EUNSUPPORTED,
+                    "DeformConv: X has rank 5; only 2-D images [N, C, H, W] are supported");
+    ot_expect_error(GX_OP_DEFORMCONV, NULL, 4, (gx_view[]){x, w, off, RANDV(2)}, GX_ESHAPE,
+                    "DeformConv: B has shape [2], expected [1]");
+    ot_expect_error(GX_OP_DEFORMCONV, NULL, 5, (gx_view[]){x, w, off, RANDV(1), RANDV(1, 4, 2)},
+                    GX_ESHAPE, "DeformConv: mask has shape [1,4,2], expected [1,4,2,2]");
+    ot_expect_error(GX_OP_DEFORMCONV, NODE(A_INTS("strides", 0, 1)), 3, (gx_view[]){x, w, off},
+                    GX_EATTR, "DeformConv: strides[0] is 0, expected 1..2147483647");
+    ot_expect_error(GX_OP_DEFORMCONV, NULL, 3, (gx_view[]){x, RANDV(1, 1, 4, 4), off}, GX_ESHAPE,
+                    "DeformConv: the kernel (extent 4 x 4) does not fit the padded image");
+    ot_expect_error(GX_OP_DEFORMCONV, NULL, 3,
+                    (gx_view[]){I64V(SHAPE(1, 1, 1, 1), 1), w, off}, GX_EDTYPE,
+                    "DeformConv: input 0 is int64, not supported (float32 only)");
 }
 END_TEST
 
@@ -1046,6 +1213,7 @@ Suite *ops_new_suite(void)
     tcase_add_test(tc, test_rotary_embedding);
     tcase_add_test(tc, test_affine_grid);
     tcase_add_test(tc, test_tensor_scatter);
+    tcase_add_test(tc, test_deformconv);
     tcase_add_test(tc, test_schema);
     suite_add_tcase(s, tc);
     return s;
