@@ -133,6 +133,12 @@ void gxd_models_fini(gxd_models *m)
         gxd_model_release(&mdl);
     }
     m->n = 0;
+    while (m->unloading) {
+        gxd_model *mdl = m->unloading;
+        m->unloading = mdl->next;
+        gxd_model_release(&mdl);
+    }
+    m->n_unloading = 0;
     /* a model someone still holds is not saved when it goes */
     gxd_profile_store_destroy(&m->store);
 }
@@ -172,6 +178,60 @@ gxd_model *gxd_models_find(gxd_models *m, const char *hex)
             return gxd_model_ref(mdl);
         }
     return NULL;
+}
+
+gxd_model *gxd_models_find_name(gxd_models *m, const char *name)
+{
+    for (gxd_model *mdl = m->head; mdl; mdl = mdl->next)
+        if (mdl->name[0] && strcmp(mdl->name, name) == 0) {
+            mdl->last_used = gxd_now_us();
+            return gxd_model_ref(mdl);
+        }
+    return NULL;
+}
+
+void gxd_models_set_name(gxd_models *m, gxd_model *mdl, const char *name)
+{
+    for (gxd_model *o = m->head; o; o = o->next)
+        if (o != mdl && strcmp(o->name, name) == 0)
+            o->name[0] = '\0';
+    snprintf(mdl->name, sizeof mdl->name, "%s", name);
+}
+
+int gxd_models_unload(gxd_models *m, gxd_model *mdl)
+{
+    gxd_model **pp = &m->head;
+    while (*pp && *pp != mdl)
+        pp = &(*pp)->next;
+    if (!*pp)
+        return GX_ENOTFOUND;
+    *pp = mdl->next;
+    m->n--;
+    mdl->name[0] = '\0';
+    /* the caller holds one reference, the registry another: more are jobs */
+    if (atomic_load(&mdl->refs) <= 2) {
+        gxd_model *reg = mdl;
+        gxd_model_release(&reg);
+        return GX_OK;
+    }
+    mdl->next = m->unloading;
+    m->unloading = mdl;
+    m->n_unloading++;
+    return GX_OK;
+}
+
+void gxd_models_reap(gxd_models *m)
+{
+    for (gxd_model **pp = &m->unloading; *pp;) {
+        gxd_model *mdl = *pp;
+        if (atomic_load(&mdl->refs) != 1) {
+            pp = &mdl->next;
+            continue;
+        }
+        *pp = mdl->next;
+        m->n_unloading--;
+        gxd_model_release(&mdl);
+    }
 }
 
 static void s_evict(gxd_models *m)

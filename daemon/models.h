@@ -45,6 +45,8 @@
 /* plans swapped out that jobs still run, per model; a model with this many
  * is not re-planned until some are freed */
 #define GXD_MAX_RETIRED_PLANS 8
+/* a graph's name (LOAD "name"): this many bytes with the NUL */
+#define GXD_MAX_GRAPH_NAME 64
 
 /* The re-planner's question (default gxd_plan_layout_stale) and the
  * registry's compiler (default gxd_compile): tests put their own in
@@ -67,6 +69,7 @@ typedef struct gxd_model {
     size_t n_retired;
     gxd_plan *retired[GXD_MAX_RETIRED_PLANS]; /* swapped out, jobs still run them */
     int64_t last_used; /* registry LRU, I/O thread */
+    char name[GXD_MAX_GRAPH_NAME]; /* "" or the name LOAD gave it (I/O thread) */
     /* The profile store (daemon/profile.h): what the graph's file held
      * when it was loaded (NULL: none) plus the counters of retired plans
      * freed since; the jobs counted at the last save (I/O thread). */
@@ -104,6 +107,9 @@ typedef struct gxd_replanner {
 typedef struct gxd_models {
     gxd_model *head;
     size_t n, max;
+    /* unloaded models jobs still hold; freed by gxd_models_reap (I/O thread) */
+    gxd_model *unloading;
+    size_t n_unloading;
     /* profile store (NULL: off; owned), and where to warn */
     gxd_profile_store *store;
     gxd_log *log;
@@ -151,6 +157,18 @@ gxd_model *gxd_models_find(gxd_models *m, const char *hex);
  * NULL on ENOMEM. */
 gxd_model *gxd_models_add(gxd_models *m, gx_graph **g);
 gxd_model *gxd_model_ref(gxd_model *mdl);
+/* A new reference to the model named name, or NULL. */
+gxd_model *gxd_models_find_name(gxd_models *m, const char *name);
+/* Give mdl the name (taken from any other model that had it). */
+void gxd_models_set_name(gxd_models *m, gxd_model *mdl, const char *name);
+/* UNLOAD: mdl leaves the registry now (find, LIST and RUN no longer see
+ * it); the registry's reference is dropped at once when nobody else holds
+ * the model, else by gxd_models_reap once the jobs holding it are done, so
+ * a running or queued job never fails for it. GX_OK, or GX_ENOTFOUND when
+ * mdl is not in the registry. The caller still drops its own reference. */
+int gxd_models_unload(gxd_models *m, gxd_model *mdl);
+/* I/O thread, every turn: free the unloaded models nobody holds any more. */
+void gxd_models_reap(gxd_models *m);
 /* Drop a reference; the last one frees the model. Accepts NULL. */
 void gxd_model_release(gxd_model **mdl);
 

@@ -297,15 +297,40 @@ static int s_handle_ping(gxd_ctx *ctx, s_req *rq)
     return GX_OK;
 }
 
+/* The optional graph name in field key (LOAD "name", RUN "graph_name"):
+ * 1 to 63 of [A-Za-z0-9._-] into name, else a status. Absent: GX_OK, "". */
+static int s_graph_name(s_req *rq, const char *key, char name[GXD_MAX_GRAPH_NAME])
+{
+    const msgpack_object *o = gx_mp_find(rq->hdr, key);
+    name[0] = '\0';
+    if (!o)
+        return GX_OK;
+    const char *ok = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+    if (o->type != MSGPACK_OBJECT_STR || o->via.str.size == 0 ||
+        o->via.str.size >= GXD_MAX_GRAPH_NAME)
+        return gx_errf(rq->err, sizeof rq->err, GX_EPROTO,
+                       "%s: expected a name of 1 to %d characters", key, GXD_MAX_GRAPH_NAME - 1);
+    memcpy(name, o->via.str.ptr, o->via.str.size);
+    name[o->via.str.size] = '\0';
+    if (strspn(name, ok) != o->via.str.size)
+        return gx_errf(rq->err, sizeof rq->err, GX_EPROTO,
+                       "%s: '%s' has characters other than letters, digits, '.', '_' and '-'", key,
+                       name);
+    return GX_OK;
+}
+
 static int s_handle_load(gxd_ctx *ctx, s_req *rq)
 {
     gxd_model *mdl = NULL;
     const msgpack_object *go = gx_mp_find(rq->hdr, "graph");
     if (!go)
         return gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "LOAD: missing field 'graph'");
-    int rc = s_decode_graph(ctx, rq, go, &mdl);
-    if (rc < 0)
+    char name[GXD_MAX_GRAPH_NAME] = "";
+    int rc = s_graph_name(rq, "name", name);
+    if (rc < 0 || (rc = s_decode_graph(ctx, rq, go, &mdl)) < 0)
         return rc;
+    if (name[0])
+        gxd_models_set_name(&ctx->models, mdl, name);
     ctx->stats.loads++;
     gxd_job *j = s_new_job(rq, GXD_JOB_LOAD);
     if (!j) {
@@ -327,6 +352,18 @@ static int s_decode_graph_ref(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     const msgpack_object *h = rq->hdr;
     const msgpack_object *gid = gx_mp_find(h, "graph_id"), *graph = gx_mp_find(h, "graph");
     int rc = GX_OK;
+    if (gx_mp_find(h, "graph_name")) {
+        char name[GXD_MAX_GRAPH_NAME];
+        if (gid || graph)
+            return gx_errf(err, errlen, GX_EPROTO,
+                           "%s: give exactly one of 'graph_id', 'graph_name' and 'graph'", rq->type);
+        if ((rc = s_graph_name(rq, "graph_name", name)) < 0)
+            return rc;
+        if (!(j->model = gxd_models_find_name(&ctx->models, name)))
+            return gx_errf(err, errlen, GX_ENOTFOUND,
+                           "no graph is loaded under the name '%s' (LOAD it with that name)", name);
+        return GX_OK;
+    }
     if (!gid == !graph)
         return gx_errf(err, errlen, GX_EPROTO, "%s: give exactly one of 'graph_id' and 'graph'",
                        rq->type);
@@ -667,6 +704,77 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     return GX_OK;
 }
 
+/* LIST: every loaded graph with its name, inputs, outputs, plans, the
+ * arena bytes of one job of each plan, and the jobs holding it. */
+static int s_handle_list(gxd_ctx *ctx, s_req *rq)
+{
+    s_reply r;
+    int64_t now = gxd_now_us();
+    s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
+    gx_mp_pack_str(&r.pk, "graphs");
+    msgpack_pack_array(&r.pk, ctx->models.n);
+    for (gxd_model *m = ctx->models.head; m; m = m->next) {
+        const gx_graph *g = m->graph;
+        size_t plans, arena = 0;
+        pthread_mutex_lock(&m->mu); /* workers add plans */
+        plans = m->n_plans;
+        for (size_t i = 0; i < m->n_plans; i++)
+            arena += m->plans[i]->arena_bytes;
+        pthread_mutex_unlock(&m->mu);
+        msgpack_pack_map(&r.pk, 8);
+        gx_mp_pack_str(&r.pk, "graph_id");
+        gx_mp_pack_str(&r.pk, m->id.hex);
+        gx_mp_pack_str(&r.pk, "name");
+        gx_mp_pack_str(&r.pk, m->name);
+        gx_mp_pack_str(&r.pk, "inputs");
+        msgpack_pack_array(&r.pk, g->n_inputs);
+        for (size_t i = 0; i < g->n_inputs; i++)
+            gx_mp_pack_str(&r.pk, g->inputs[i].name);
+        gx_mp_pack_str(&r.pk, "outputs");
+        msgpack_pack_array(&r.pk, g->n_outputs);
+        for (size_t i = 0; i < g->n_outputs; i++)
+            gx_mp_pack_str(&r.pk, g->outputs[i].name);
+        s_pack_kv(&r.pk, "plans", (int64_t)plans);
+        s_pack_kv(&r.pk, "arena_bytes", (int64_t)arena);
+        /* the registry holds one reference; jobs queued or running the rest
+         * (and the re-planner while it checks the graph) */
+        s_pack_kv(&r.pk, "jobs", (int64_t)atomic_load(&m->refs) - 1);
+        s_pack_kv(&r.pk, "idle_ms", (now - m->last_used) / 1000);
+    }
+    s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
+    return GX_OK;
+}
+
+/* UNLOAD graph_id | graph_name: the graph leaves the registry now; its plans
+ * and arenas are freed once the jobs holding it are done (they finish). */
+static int s_handle_unload(gxd_ctx *ctx, s_req *rq)
+{
+    if (gx_mp_find(rq->hdr, "graph"))
+        return gx_errf(rq->err, sizeof rq->err, GX_EPROTO,
+                       "UNLOAD: give 'graph_id' or 'graph_name', not a graph");
+    gxd_job probe = {0};
+    int rc = s_decode_graph_ref(ctx, rq, &probe);
+    if (rc < 0)
+        return rc;
+    gxd_model *m = probe.model;
+    int64_t jobs = (int64_t)atomic_load(&m->refs) - 2; /* less the registry's and ours */
+    char hex[sizeof m->id.hex];
+    memcpy(hex, m->id.hex, sizeof hex);
+    rc = gxd_models_unload(&ctx->models, m);
+    gxd_model_release(&m);
+    if (rc < 0)
+        return gx_errf(rq->err, sizeof rq->err, rc, "graph %s is not loaded", hex);
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "graph %.12s unloaded (%lld job%s still hold it)", hex,
+            (long long)jobs, jobs == 1 ? "" : "s");
+    s_reply r;
+    s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 2);
+    gx_mp_pack_str(&r.pk, "graph_id");
+    gx_mp_pack_str(&r.pk, hex);
+    s_pack_kv(&r.pk, "jobs", jobs);
+    s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
+    return GX_OK;
+}
+
 /* The request table: checked (type known, frames allowed) before a handler
  * runs. A handler either replies itself or returns an error status with a
  * message in rq->err, which becomes the error reply. */
@@ -679,6 +787,7 @@ static const struct {
     {"RUN", s_handle_run, GXD_MAX_MSG_INPUTS}, {"CANCEL", s_handle_cancel, 0},
     {"STATS", s_handle_stats, 0}, {"EXPLAIN", s_handle_explain, GXD_MAX_MSG_INPUTS},
     {"TUNE", s_handle_tune, GXD_MAX_MSG_INPUTS},
+    {"LIST", s_handle_list, 0},     {"UNLOAD", s_handle_unload, 0},
 };
 
 static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len, bool overflow)
@@ -724,7 +833,7 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
                 snprintf(tname, sizeof tname, "%.*s", (int)(t->via.str.size < 40 ? t->via.str.size : 40),
                          t->via.str.ptr);
             rc = gx_errf(rq->err, sizeof rq->err, GX_EREQUEST,
-                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS, EXPLAIN, TUNE)",
+                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS, EXPLAIN, TUNE, LIST, UNLOAD)",
                          tname);
         } else {
             rq->type = s_requests[i].name;
@@ -1244,6 +1353,8 @@ static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
     }
     s_fail_list(ctx, gxd_queue_expire(&ctx->queue, gxd_now_us()), GX_ETIMEDOUT,
                 "deadline expired while the job was queued");
+    if (ctx->models.unloading) /* unloaded graphs whose last job is done */
+        gxd_models_reap(&ctx->models);
 }
 
 int gxd_server_run(gxd_ctx *ctx)

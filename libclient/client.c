@@ -31,6 +31,7 @@ struct gx_result {
     char *stats_json;     /* STATS */
     char *plan_json;      /* EXPLAIN */
     char *text;           /* STATS in Prometheus' text format */
+    char *list_json;      /* LIST */
 };
 
 struct gx_job {
@@ -53,6 +54,7 @@ struct gx_client {
 struct gx_request {
     gx_graph_id graph_id;
     bool has_id;
+    char graph_name[64]; /* "" or the name of a loaded graph */
     const gx_graph *graph;
     size_t n_in, cap_in;
     struct {
@@ -211,6 +213,7 @@ GX_EXPORT void gx_result_destroy(gx_result **rp)
     free(r->stats_json);
     free(r->plan_json);
     free(r->text);
+    free(r->list_json);
     free(r);
     *rp = NULL;
 }
@@ -376,6 +379,16 @@ static int s_parse_reply(const msgpack_object *h, zmq_msg_t *frames, size_t nfra
             return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
         }
         r->stats_json = b.p;
+    }
+    const msgpack_object *graphs = gx_mp_find(h, "graphs");
+    if (graphs && graphs->type == MSGPACK_OBJECT_ARRAY) {
+        gx_strbuf b = {0};
+        s_json(&b, graphs);
+        if (b.oom) {
+            free(b.p);
+            return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+        }
+        r->list_json = b.p;
     }
     const msgpack_object *text = gx_mp_find(h, "text");
     if (text && text->type == MSGPACK_OBJECT_STR) {
@@ -652,6 +665,69 @@ GX_EXPORT int gx_client_load(gx_client *c, const gx_graph *g, gx_graph_id *id)
     return rc;
 }
 
+GX_EXPORT int gx_client_load_named(gx_client *c, const gx_graph *g, const char *name,
+                                   gx_graph_id *id)
+{
+    if (!c || !g || !name || !*name)
+        return GX_EINVAL;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t rid = c->next_id++;
+    s_pack_head(&pk, "LOAD", rid, 2);
+    gx_mp_pack_str(&pk, "graph");
+    gx_wire_pack_graph(&pk, g);
+    gx_mp_pack_str(&pk, "name");
+    gx_mp_pack_str(&pk, name);
+    gx_job *job = NULL;
+    gx_result *r = NULL;
+    int rc = s_send(c, &sb, NULL, rid, &job);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc == GX_OK)
+        rc = s_await(c, &job, &r);
+    if (rc == GX_OK && id)
+        *id = r->graph_id;
+    gx_result_destroy(&r);
+    return rc;
+}
+
+GX_EXPORT int gx_client_list(gx_client *c, char **json)
+{
+    if (!c || !json)
+        return GX_EINVAL;
+    *json = NULL;
+    gx_result *r = NULL;
+    int rc = s_simple(c, "LIST", NULL, 0, &r);
+    if (rc == GX_OK) {
+        *json = r->list_json;
+        r->list_json = NULL;
+        if (!*json)
+            rc = s_fail(c, GX_EPROTO, "LIST reply without graphs");
+    }
+    gx_result_destroy(&r);
+    return rc;
+}
+
+GX_EXPORT int gx_client_unload(gx_client *c, const char *graph)
+{
+    if (!c || !graph || !*graph)
+        return GX_EINVAL;
+    bool hex = strlen(graph) == 64 && strspn(graph, "0123456789abcdef") == 64;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t rid = c->next_id++;
+    s_pack_head(&pk, "UNLOAD", rid, 1);
+    gx_mp_pack_str(&pk, hex ? "graph_id" : "graph_name");
+    gx_mp_pack_str(&pk, graph);
+    gx_job *job = NULL;
+    int rc = s_send(c, &sb, NULL, rid, &job);
+    msgpack_sbuffer_destroy(&sb);
+    return rc < 0 ? rc : s_await(c, &job, NULL);
+}
+
 GX_EXPORT const char *gx_version(void)
 {
     return PACKAGE_VERSION;
@@ -745,6 +821,17 @@ GX_EXPORT int gx_request_set_graph_id(gx_request *rq, const gx_graph_id *id)
     rq->graph_id = *id;
     rq->has_id = true;
     rq->graph = NULL;
+    rq->graph_name[0] = '\0';
+    return GX_OK;
+}
+
+GX_EXPORT int gx_request_set_graph_name(gx_request *rq, const char *name)
+{
+    if (!rq || !name || !*name || strlen(name) >= sizeof rq->graph_name)
+        return GX_EINVAL;
+    snprintf(rq->graph_name, sizeof rq->graph_name, "%s", name);
+    rq->has_id = false;
+    rq->graph = NULL;
     return GX_OK;
 }
 
@@ -754,6 +841,7 @@ GX_EXPORT int gx_request_set_graph(gx_request *rq, const gx_graph *g)
         return GX_EINVAL;
     rq->graph = g;
     rq->has_id = false;
+    rq->graph_name[0] = '\0';
     return GX_OK;
 }
 
@@ -838,6 +926,9 @@ static void s_pack_graph_inputs(msgpack_packer *pk, const gx_request *rq)
     if (rq->has_id) {
         gx_mp_pack_str(pk, "graph_id");
         gx_mp_pack_str(pk, rq->graph_id.hex);
+    } else if (rq->graph_name[0]) {
+        gx_mp_pack_str(pk, "graph_name");
+        gx_mp_pack_str(pk, rq->graph_name);
     } else {
         gx_mp_pack_str(pk, "graph");
         gx_wire_pack_graph(pk, rq->graph);
@@ -855,8 +946,8 @@ GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
         *job = NULL;
     if (!c || !rq || !job)
         return GX_EINVAL;
-    if (!rq->has_id && !rq->graph)
-        return s_fail(c, GX_EINVAL, "request names no graph (set a graph or a graph id)");
+    if (!rq->has_id && !rq->graph && !rq->graph_name[0])
+        return s_fail(c, GX_EINVAL, "request names no graph (set a graph, a graph id or a name)");
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
@@ -907,8 +998,8 @@ static int s_explain(gx_client *c, const gx_request *rq, char **json, const char
         *json = NULL;
     if (!c || !rq || !json)
         return GX_EINVAL;
-    if (!rq->has_id && !rq->graph)
-        return s_fail(c, GX_EINVAL, "request names no graph (set a graph or a graph id)");
+    if (!rq->has_id && !rq->graph && !rq->graph_name[0])
+        return s_fail(c, GX_EINVAL, "request names no graph (set a graph, a graph id or a name)");
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);

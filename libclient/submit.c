@@ -13,6 +13,9 @@
  *   gexec-submit [--socket EP] stats [--json | --prometheus]
  *   gexec-submit [--socket EP] perf GRAPH [-i NAME=FILE.npy]... [--concurrency N | --rate R]
  *                [--duration S] [--mode M] [--json]
+ *   gexec-submit [--socket EP] load GRAPH [--name NAME]
+ *   gexec-submit [--socket EP] list [--json]
+ *   gexec-submit [--socket EP] unload ID|NAME
  *   gexec-submit --version
  *
  * Every failure ends with a one-line reason on stderr and a non-zero exit.
@@ -58,6 +61,7 @@ typedef struct opts {
     long concurrency; /* perf: 0 = not given */
     double rate;      /* perf: requests/s; 0 = closed loop */
     double duration_s;
+    const char *name; /* load --name */
 } opts;
 
 /* "auto, seq, ..., inter+replica": every mode of GX_MODE_LIST. */
@@ -85,7 +89,10 @@ static void s_usage(FILE *out)
             "      (default auto: the daemon chooses);\n"
             "      --explain-mode prints the mode used, its workers and replicas, why,\n"
             "      and the daemon's estimated time in each mode\n"
-            "  load GRAPH      send the graph and print its id\n"
+            "  load GRAPH [--name NAME]\n"
+            "      send the graph and print its id; --name also loads it under NAME\n"
+            "  list [--json]   the loaded graphs: id, name, inputs, outputs, plans, memory, jobs\n"
+            "  unload ID|NAME  drop a loaded graph (its running and queued jobs finish)\n"
             "  explain GRAPH [-i NAME=FILE.npy]... [--json]\n"
             "      print the plan the daemon compiles for GRAPH and these inputs (inputs\n"
             "      left out take their declared shapes): steps and kernels, buffers and\n"
@@ -1026,7 +1033,7 @@ static int s_cmd_load(const opts *o)
         return 1;
     gx_client *c = s_connect(o);
     int ret = 1;
-    if (c && gx_client_load(c, g, &id) == GX_OK) {
+    if (c && (o->name ? gx_client_load_named(c, g, o->name, &id) : gx_client_load(c, g, &id)) == GX_OK) {
         printf("%s\n", id.hex);
         ret = 0;
     } else if (c) {
@@ -1184,6 +1191,66 @@ static int s_cmd_stats(const opts *o)
     return rc == GX_OK ? 0 : 1;
 }
 
+static int s_cmd_list(const opts *o)
+{
+    gx_client *c = s_connect(o);
+    char *json = NULL, err[256];
+    if (!c)
+        return 1;
+    int rc = gx_client_list(c, &json);
+    if (rc < 0) {
+        s_die("%s", gx_client_last_error(c));
+    } else if (o->json) {
+        printf("%s\n", json);
+    } else {
+        gx_json *j = gx_json_parse(json, err, sizeof err);
+        s_table t = {.ncols = 8,
+                     .head = {"graph id", "name", "inputs", "outputs", "plans", "arena", "jobs", "idle"},
+                     .right = {false, false, false, false, true, true, true, true}};
+        for (size_t i = 0; i < gx_json_len(j); i++) {
+            const gx_json *g = gx_json_at(j, i);
+            char id[16], ins[256] = "", outs[256] = "", plans[32], arena[32], jobs[32], idle[32];
+            snprintf(id, sizeof id, "%.12s", gx_json_str(gx_json_get(g, "graph_id"), "?"));
+            const char *keys[2] = {"inputs", "outputs"};
+            char *dst[2] = {ins, outs};
+            for (int k = 0; k < 2; k++) {
+                const gx_json *a = gx_json_get(g, keys[k]);
+                for (size_t n = 0; n < gx_json_len(a); n++)
+                    snprintf(dst[k] + strlen(dst[k]), 256 - strlen(dst[k]), "%s%s", n ? "," : "",
+                             gx_json_str(gx_json_at(a, n), "?"));
+            }
+            snprintf(plans, sizeof plans, "%.0f", gx_json_num(gx_json_get(g, "plans"), 0));
+            s_bytes(gx_json_num(gx_json_get(g, "arena_bytes"), 0), arena, sizeof arena);
+            snprintf(jobs, sizeof jobs, "%.0f", gx_json_num(gx_json_get(g, "jobs"), 0));
+            snprintf(idle, sizeof idle, "%.1f s", gx_json_num(gx_json_get(g, "idle_ms"), 0) / 1000);
+            s_table_row(&t, id, gx_json_str(gx_json_get(g, "name"), ""), ins, outs, plans, arena, jobs,
+                        idle, NULL);
+        }
+        if (t.nrows)
+            s_table_print(&t, "");
+        else
+            printf("no graphs loaded\n");
+        gx_json_destroy(&j);
+    }
+    free(json);
+    gx_client_destroy(&c);
+    return rc == GX_OK ? 0 : 1;
+}
+
+static int s_cmd_unload(const opts *o, const char *graph)
+{
+    gx_client *c = s_connect(o);
+    if (!c)
+        return 1;
+    int rc = gx_client_unload(c, graph);
+    if (rc == GX_OK)
+        printf("unloaded %s\n", graph);
+    else
+        s_die("%s", gx_client_last_error(c));
+    gx_client_destroy(&c);
+    return rc == GX_OK ? 0 : 1;
+}
+
 static int s_cmd_perf(const opts *o)
 {
     gx_graph *g = NULL;
@@ -1221,7 +1288,8 @@ out:
 int main(int argc, char **argv)
 {
     enum { OPT_MODE = 256, OPT_PRIO, OPT_DEADLINE, OPT_REPEAT, OPT_JSON, OPT_TIMEOUT, OPT_OUTPUT,
-           OPT_EXPLAIN, OPT_PROMETHEUS, OPT_VERSION, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION };
+           OPT_EXPLAIN, OPT_PROMETHEUS, OPT_VERSION, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION,
+           OPT_NAME };
     static const struct option lopts[] = {
         {"socket", required_argument, NULL, 's'},   {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"input", required_argument, NULL, 'i'},    {"outdir", required_argument, NULL, 'o'},
@@ -1235,6 +1303,7 @@ int main(int argc, char **argv)
         {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
         {"rate", required_argument, NULL, OPT_RATE},
         {"duration", required_argument, NULL, OPT_DURATION},
+        {"name", required_argument, NULL, OPT_NAME},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     opts o = {.timeout_ms = 60000, .mode = GX_MODE_AUTO, .repeat = 1};
@@ -1287,6 +1356,7 @@ int main(int argc, char **argv)
         case OPT_JSON: o.json = true; break;
         case OPT_EXPLAIN: o.explain_mode = true; break;
         case OPT_PROMETHEUS: o.prometheus = true; break;
+        case OPT_NAME: o.name = optarg; break;
         case OPT_CONCURRENCY:
             if (!s_parse_long(optarg, 1, 1024, &v))
                 return s_die("--concurrency expects an integer in [1, 1024], got '%s'", optarg);
@@ -1328,8 +1398,15 @@ int main(int argc, char **argv)
                : strcmp(cmd, "tune") == 0  ? s_explain_cmd(&o, S_X_TUNE)
                                            : s_cmd_explain(&o);
     }
+    if (strcmp(cmd, "unload") == 0) {
+        if (operands != 1)
+            return s_die("unload expects one graph id or name (got %d operands)", operands);
+        return s_cmd_unload(&o, argv[optind]);
+    }
     if (operands != 0)
         return s_die("%s takes no operands ('%s' is unexpected)", cmd, argv[optind]);
+    if (strcmp(cmd, "list") == 0)
+        return s_cmd_list(&o);
     if (strcmp(cmd, "ping") == 0)
         return s_cmd_ping(&o);
     if (strcmp(cmd, "stats") == 0)

@@ -54,6 +54,7 @@ Suite *fuzz_suite(void);
 Suite *profile_suite(void);
 Suite *replan_suite(void);
 Suite *metrics_suite(void);
+Suite *modelctl_suite(void);
 
 /* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
  * mismatch to stderr. */

@@ -96,6 +96,20 @@ GX_EXPORT int gx_client_stats(gx_client *c, char **json);
  * metrics.listen endpoint serves (docs/metrics.md); *text is malloc'ed,
  * caller frees. */
 GX_EXPORT int gx_client_metrics(gx_client *c, char **text);
+/* LOAD under a name (1 to 63 of letters, digits, '.', '_', '-'): requests
+ * may then name the graph (gx_request_set_graph_name) and UNLOAD it by
+ * name; the name moves to this graph from any other that had it. */
+GX_EXPORT int gx_client_load_named(gx_client *c, const gx_graph *g, const char *name,
+                                   gx_graph_id *id);
+/* The loaded graphs as a JSON array (docs/protocol.md, LIST): each with
+ * graph_id, name, inputs, outputs, plans, arena_bytes, jobs, idle_ms.
+ * *json is malloc'ed, caller frees. */
+GX_EXPORT int gx_client_list(gx_client *c, char **json);
+/* UNLOAD a graph by id (64 hex digits) or name: it leaves the daemon's
+ * registry at once and its plans and memory go once the jobs already
+ * holding it have finished (they are not failed). GX_ENOTFOUND when no
+ * such graph is loaded. */
+GX_EXPORT int gx_client_unload(gx_client *c, const char *graph);
 /* The version of this libgexec ("0.1.0"); static storage. */
 GX_EXPORT const char *gx_version(void);
 
@@ -106,6 +120,8 @@ GX_EXPORT gx_request *gx_request_new(void);
 GX_EXPORT void gx_request_destroy(gx_request **rq);
 /* Run a loaded graph by id. */
 GX_EXPORT int gx_request_set_graph_id(gx_request *rq, const gx_graph_id *id);
+/* Run the graph loaded under this name (gx_client_load_named). */
+GX_EXPORT int gx_request_set_graph_name(gx_request *rq, const char *name);
 /* Carry the graph inline. The graph is borrowed: it must outlive every
  * submit of this request. */
 GX_EXPORT int gx_request_set_graph(gx_request *rq, const gx_graph *g);
