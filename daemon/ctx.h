@@ -79,6 +79,8 @@ typedef struct gxd_ctx {
     int64_t started_us;
     int64_t profiles_saved_us; /* last periodic save of the profiles */
     int64_t replan_tick_us;    /* last time the models were queued for a re-plan check */
+    uint64_t watchdog_us;      /* systemd's WatchdogSec= (0: none); pinged at half of it */
+    int64_t watchdog_last_us;
     gxd_stats stats;
 } gxd_ctx;
 

@@ -1357,11 +1357,27 @@ static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
         gxd_models_reap(&ctx->models);
 }
 
+/* WATCHDOG=1 at half of WatchdogSec=, from the I/O thread's loop (which
+ * turns at least once a second): a hung I/O thread gets restarted. */
+static void s_watchdog(gxd_ctx *ctx)
+{
+    int64_t now = gxd_now_us();
+    if (ctx->watchdog_us && now - ctx->watchdog_last_us >= (int64_t)ctx->watchdog_us / 2) {
+        sd_notify(0, "WATCHDOG=1");
+        ctx->watchdog_last_us = now;
+    }
+}
+
 int gxd_server_run(gxd_ctx *ctx)
 {
-    sd_notify(0, "READY=1");
+    sd_notifyf(0, "READY=1\nSTATUS=serving on %s with %d workers", ctx->endpoint,
+               gxd_pool_size(ctx->pool));
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "ready");
+    if (sd_watchdog_enabled(0, &ctx->watchdog_us) <= 0)
+        ctx->watchdog_us = 0;
+    ctx->watchdog_last_us = gxd_now_us();
     while (!ctx->stopping) {
+        s_watchdog(ctx);
         long timeout = 1000;
         if (ctx->cfg.compiler_replan && ctx->cfg.compiler_replan_ms < timeout)
             timeout = (long)ctx->cfg.compiler_replan_ms;
