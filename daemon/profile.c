@@ -149,7 +149,8 @@ int gxd_profile_fold_plan(gxd_profile *p, const gxd_plan *plan, const char *pref
     for (size_t s = 0; s < plan->n_steps; s++) {
         const gxd_step *st = &plan->steps[s];
         const char *nn = s_node_name(st);
-        if (st->folded || st->copy || st->reorder || !nn) /* the graph's nodes only */
+        /* the graph's nodes only */
+        if (st->folded || st->copy || st->reorder || st->convert || !nn)
             continue;
         if ((size_t)snprintf(name, sizeof name, "%s%s", prefix, nn) >= sizeof name)
             return GX_ELIMIT;
@@ -197,7 +198,8 @@ size_t gxd_profile_seed(const gxd_profile *p, gxd_plan *plan)
     for (size_t s = 0; p && s < plan->n_steps; s++) {
         const gxd_step *st = &plan->steps[s];
         const char *nn = s_node_name(st);
-        if (st->folded || st->copy || st->reorder || !nn) /* the graph's nodes only */
+        /* the graph's nodes only */
+        if (st->folded || st->copy || st->reorder || st->convert || !nn)
             continue;
         const gxd_profile_node *e = gxd_profile_find(p, nn);
         if (e && e->ns > 0) {

@@ -692,6 +692,24 @@ static void s_x_folded(const gx_json *j)
     }
 }
 
+/* The widen pass: float16/bfloat16 steps run on float32 kernels. Printed
+ * only for a plan that has any. */
+static void s_x_widen(const gx_json *j)
+{
+    const gx_json *w = gx_json_get(j, "widen"), *a = gx_json_get(w, "steps");
+    if (!gx_json_len(a))
+        return;
+    char cb[32];
+    printf("\ncomputed in float32 (%.0f Cast steps, %.0f constants converted once, %s):\n",
+           gx_json_num(gx_json_get(w, "casts"), 0), gx_json_num(gx_json_get(w, "constants"), 0),
+           s_bytes(gx_json_num(gx_json_get(w, "constant_bytes"), 0), cb, sizeof cb));
+    for (size_t i = 0; i < gx_json_len(a); i++)
+        printf("  %s (%s), %s: %s\n", gx_json_str(gx_json_get(&a->items[i], "node"), "?"),
+               gx_json_str(gx_json_get(&a->items[i], "op"), "?"),
+               gx_json_str(gx_json_get(&a->items[i], "from"), "?"),
+               gx_json_str(gx_json_get(&a->items[i], "why"), "?"));
+}
+
 static void s_x_partition(const gx_json *j)
 {
     const gx_json *pt = gx_json_get(j, "partition"), *d = gx_json_get(pt, "devices");
@@ -852,7 +870,7 @@ static void s_x_layout(const gx_json *j)
 /* The explain sections, in print order; one per section of the JSON. */
 static void (*const s_explain_sections[])(const gx_json *j) = {
     s_x_header, s_x_io,    s_x_steps,  s_x_buffers,   s_x_memory,
-    s_x_batch,  s_x_keyed, s_x_folded, s_x_rewrite,   s_x_partition, s_x_layout,
+    s_x_batch,  s_x_keyed, s_x_folded, s_x_widen, s_x_rewrite,   s_x_partition, s_x_layout,
     s_x_prepared, s_x_impls, s_x_fusion,
 };
 

@@ -13,6 +13,7 @@ static const struct {
 } s_passes[] = {
     {"verify", gxd_pass_verify},
     {"infer", gxd_pass_infer},
+    {"widen", gxd_pass_widen},
     {"rewrite", gxd_pass_rewrite},
     {"partition", gxd_pass_partition},
     {"layout", gxd_pass_layout},

@@ -6,7 +6,17 @@
  *               subgraph scopes, which inputs' values shapes depend on
  *   2. infer    dtypes and shapes of every value from the op schemas; nodes
  *               whose inputs are all known are evaluated (constant folding);
- *               nodes whose shapes depend on run-time values are left dynamic
+ *               nodes whose shapes depend on run-time values are left dynamic;
+ *               a node whose op has no kernel for its float16 (bfloat16)
+ *               inputs but takes them as float32 is marked wide
+ *   2b. widen   float16 and bfloat16 graphs on float32 kernels: each wide
+ *               step reads and writes float32 twins of its half values,
+ *               constants converted here once, other values through one
+ *               Cast step each way where a half value crosses between a
+ *               wide step and anything else (never between two wide
+ *               steps: a step with a half kernel whose inputs are float32
+ *               already is widened too), so every later pass sees float32
+ *               steps (docs/onnx.md, "float16 and bfloat16 models")
  *   3. rewrite  algebraic rewrites of the steps as exported: BatchNormalization,
  *               Mul and Add by per-channel constants folded into the Conv,
  *               Gemm or MatMul before them, Transposes into Gemm's flags,
@@ -152,7 +162,24 @@ typedef struct gxd_step {
      * synthetic, kernel gx_cpu_reorder) */
     gx_layout layout;
     bool reorder;
+    /* infer and widen passes: wide, the step computes in float32 what the
+     * graph has in float16 or bfloat16 (it reads and writes the values'
+     * float32 twins); convert, a Cast step the widen pass inserted between
+     * a half value and its twin (node synthetic, owned by the plan) */
+    bool wide;
+    bool convert;
 } gxd_step;
+
+/* A step the widen pass runs in float32, for explain: its node, op, the
+ * half dtype of its graph values and why ("no kernel in that dtype", or
+ * "its inputs are float32 already": it has one, but it would only read
+ * values converted back from float32). Strings borrowed. */
+typedef struct gxd_widened {
+    const char *node;
+    gx_op op;
+    gx_dtype half;
+    const char *why;
+} gxd_widened;
 
 /* What the fuse pass did around one step, for explain: the nodes it runs
  * (more than one: a fused group) and why neighbours stayed out. */
@@ -232,6 +259,11 @@ typedef struct gxd_plan {
     struct gxd_fallout *fell;
     size_t n_fell, cap_fell;
     size_t n_copies;
+    /* widen pass: the wide steps in step order (owned by the plan), Cast
+     * steps inserted, constants converted to float32 and their bytes */
+    gxd_widened *widened;
+    size_t n_widened;
+    size_t widen_casts, widen_consts, widen_const_bytes;
     /* rewrite pass: what it did, then its near misses (owned by the
      * plan); rewrite_why says why the pass did not run ("" if it did) */
     gxd_rewrite *rewrites;

@@ -361,6 +361,31 @@ static void s_sec_folded(gx_strbuf *b, const s_ctx *x)
     S_LIT(b, "]");
 }
 
+/* The widen pass's records: each step that computes in float32 what the
+ * graph has in float16 or bfloat16 (its node, op, that dtype and why),
+ * the Cast steps it inserted and the constants it converted. */
+static void s_sec_widen(gx_strbuf *b, const s_ctx *x)
+{
+    const gxd_plan *p = x->p;
+    gx_strbuf_printf(b, "{\"casts\":%zu,\"constants\":%zu,\"constant_bytes\":%zu,\"steps\":[",
+                     p->widen_casts, p->widen_consts, p->widen_const_bytes);
+    for (size_t i = 0; i < p->n_widened; i++) {
+        const gxd_widened *w = &p->widened[i];
+        if (i)
+            S_LIT(b, ",");
+        S_LIT(b, "{\"node\":");
+        s_str(b, w->node);
+        S_LIT(b, ",\"op\":");
+        s_str(b, gx_op_name(w->op));
+        S_LIT(b, ",\"from\":");
+        s_str(b, gx_dtype_name(w->half));
+        S_LIT(b, ",\"why\":");
+        s_str(b, w->why);
+        S_LIT(b, "}");
+    }
+    S_LIT(b, "]}");
+}
+
 /* The rewrite pass's records: each rewrite it made (the step's node, the
  * rule, what it replaced) and each near miss with why it declined. */
 static void s_sec_rewrite(gx_strbuf *b, const s_ctx *x)
@@ -595,7 +620,7 @@ static const struct {
     {"summary", s_sec_summary}, {"inputs", s_sec_inputs}, {"outputs", s_sec_outputs},
     {"steps", s_sec_steps},     {"buffers", s_sec_buffers}, {"memory", s_sec_memory},
     {"batch", s_sec_batch},     {"keyed", s_sec_keyed},   {"folded", s_sec_folded},
-    {"rewrite", s_sec_rewrite},
+    {"widen", s_sec_widen},     {"rewrite", s_sec_rewrite},
     {"partition", s_sec_partition}, {"layout", s_sec_layout}, {"prepared", s_sec_prepared},
     {"fusion", s_sec_fusion}, {"implementations", s_sec_impls},
 };

@@ -8,7 +8,11 @@
  * A step whose inputs are all known and whose outputs are small is folded:
  * run here, its outputs become constants, it never runs per job. Nodes
  * refused as unsupported (op variant, dtype) do not stop the pass: one error
- * names every one of them.
+ * names every one of them. A node refused for its float16 (bfloat16)
+ * inputs that infers with them as float32 is not refused but marked wide:
+ * its half outputs keep the half dtype (the graph's), the widen pass
+ * (widen.c) gives it float32 twins; folded, it runs here on converted
+ * copies of its inputs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,20 +112,36 @@ static int s_fold(gxd_cstate *st, gxd_step *s, const gx_infer *ic)
     void *scratch = NULL;
     if (sc->scratch && !(scratch = gx_aligned_alloc(sc->scratch(ic) + 1)))
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+    /* a wide step (widen.c) computes a half output in float32 first */
+    float *wide[GX_MAX_OP_INPUTS] = {0};
+    int rc = GX_OK;
     for (int k = 0; k < s->n_out; k++) {
         gxd_value *v = &p->values[s->out[k]];
         if (!(ic->out[k].data = v->view.data = gxd_plan_own(p, v->nbytes))) {
-            free(scratch);
-            return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+            rc = gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+            goto out;
         }
         v->kind = GXD_VALUE_CONST;
+        if (ic->out[k].dtype != v->view.dtype &&
+            !(ic->out[k].data = wide[k] =
+                  gx_aligned_alloc((size_t)v->view.numel * sizeof(float) + 1))) {
+            rc = gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+            goto out;
+        }
     }
     gx_kargs ka = {.attr = s->attr, .n_in = s->n_formal, .in = ic->in, .n_out = s->n_out,
                    .out = ic->out, .scratch = scratch, .nth = 1};
     gx_cpu_kernel(s->op)(&ka);
-    free(scratch);
+    for (int k = 0; k < s->n_out; k++)
+        if (wide[k])
+            gxd_widen_from_f32(wide[k], p->values[s->out[k]].view.dtype,
+                               p->values[s->out[k]].view.data, ic->out[k].numel);
     s->folded = true;
-    return GX_OK;
+out:
+    for (int k = 0; k < s->n_out; k++)
+        free(wide[k]);
+    free(scratch);
+    return rc;
 }
 
 /* Is rc a refusal of what the node asks for (rather than a broken graph)?
@@ -194,6 +214,21 @@ int gxd_pass_infer(gxd_cstate *st)
         char msg[384] = "";
         gx_infer ic = {s->attr, s->n_formal, in, s->n_out, out, msg, sizeof msg};
         rc = sc->infer(&ic);
+        /* no kernel for its float16 (bfloat16) inputs: as float32 (widen.c) */
+        gxd_widen_try wt;
+        if (rc == GX_EDTYPE && gxd_widen_views(s, in, known, &wt)) {
+            memset(out, 0, sizeof out[0] * (size_t)s->n_out);
+            char msg2[384] = "";
+            gx_infer ic2 = {s->attr, s->n_formal, in, s->n_out, out, msg2, sizeof msg2};
+            int rc2 = sc->infer(&ic2);
+            if (rc2 == GX_OK) {
+                rc = GX_OK, s->wide = true;
+            } else {
+                gxd_widen_undo(s, in, &wt);
+                if (rc2 != GX_EDTYPE && rc2 != GX_INFER_DYNAMIC) /* what is wrong besides */
+                    rc = rc2, snprintf(msg, sizeof msg, "%s", msg2);
+            }
+        }
         if (rc == GX_INFER_DYNAMIC) {
             s_make_dynamic(p, s);
             continue;
@@ -212,8 +247,13 @@ int gxd_pass_infer(gxd_cstate *st)
             gxd_value *v = &p->values[s->out[k]];
             v->view = out[k];
             v->view.data = NULL;
-            if ((rc = s_set_size(st, v)) < 0)
+            if (s->wide && out[k].dtype == GX_F32 && wt.outs_half)
+                v->view.dtype = wt.half; /* the graph's dtype; out[k] stays the kernel's */
+            if ((rc = s_set_size(st, v)) < 0) {
+                if (s->wide)
+                    gxd_widen_done(s, &wt);
                 return rc;
+            }
             out[k].numel = v->view.numel;
             small = small && v->nbytes <= GXD_MAX_FOLD_BYTES;
         }
@@ -221,10 +261,16 @@ int gxd_pass_infer(gxd_cstate *st)
         s->scratch_bytes = sc->scratch ? sc->scratch(&ic) : 0;
         if (small && !(sc->flags & (GX_OPF_NO_FOLD | GX_OPF_CONTROL)) &&
             (known || (sc->flags & GX_OPF_READS_SHAPES))) {
-            if ((rc = s_fold(st, s, &ic)) < 0)
+            rc = s_fold(st, s, &ic);
+            if (s->wide)
+                gxd_widen_done(s, &wt);
+            s->wide = false; /* nothing of it runs */
+            if (rc < 0)
                 return rc;
             continue;
         }
+        if (s->wide)
+            gxd_widen_done(s, &wt);
         p->flops += s->cost.flops;
     }
     if (n_refused == 1)

@@ -31,6 +31,33 @@ typedef struct gxd_cstate {
  * status with a message in st->err. */
 int gxd_pass_verify(gxd_cstate *st);
 int gxd_pass_infer(gxd_cstate *st);
+/* Pass 2b (daemon/compile/widen.c): float16 and bfloat16 steps without a
+ * kernel in that dtype compute in float32. */
+int gxd_pass_widen(gxd_cstate *st);
+
+/* Infer's second try at a step whose schema refused its 16-bit float
+ * inputs (GX_EDTYPE), daemon/compile/widen.c. */
+typedef struct gxd_widen_try {
+    gx_dtype half;  /* float16 or bfloat16: the dtype the inputs had */
+    bool outs_half; /* a float32 output is a half value of the graph */
+    gx_view orig[GX_MAX_OP_INPUTS];
+    void *tmp[GX_MAX_OP_INPUTS]; /* converted data of known inputs */
+} gxd_widen_try;
+/* Is dt float16 or bfloat16? */
+bool gxd_widen_half(gx_dtype dt);
+/* in[] (step s's input views) with every half input as float32; the data
+ * of a known one converted (all of them with all_data, else those infer
+ * reads the values of) into buffers t holds. false, in[] untouched, when
+ * s is a Cast or CastLike, has no half input, both kinds, or memory ran
+ * out. Then gxd_widen_done (keep the float32 views) or gxd_widen_undo
+ * (back to the originals) frees the buffers. */
+bool gxd_widen_views(const gxd_step *s, gx_view *in, bool all_data, gxd_widen_try *t);
+void gxd_widen_done(const gxd_step *s, gxd_widen_try *t);
+void gxd_widen_undo(const gxd_step *s, gx_view *in, gxd_widen_try *t);
+/* n elements of half dtype at src into float32 at dst (exact), and back
+ * (rounded to nearest even). */
+void gxd_widen_to_f32(const void *src, gx_dtype half, float *dst, int64_t n);
+void gxd_widen_from_f32(const float *src, gx_dtype half, void *dst, int64_t n);
 /* Pass 3 (daemon/compile/rewrite.c): algebraic rewrites of the steps. */
 int gxd_pass_rewrite(gxd_cstate *st);
 /* Pass 4 (daemon/compile/partition.c): devices, partitions and copies. */

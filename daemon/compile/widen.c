@@ -1,0 +1,454 @@
+/*
+ * Pass 2b, widen: float16 and bfloat16 graphs on float32 kernels.
+ * Contract: after infer, before rewrite. Infer marked `wide` every step
+ * whose op has no kernel in the 16-bit float dtype (`half`) of its
+ * inputs but accepts them as float32 (gxd_widen_views); the values keep
+ * their graph dtypes. This pass then
+ *
+ *   - also widens a step that has a half kernel when every half input it
+ *     reads is a constant or a wide step's output and at least one is the
+ *     latter (it would only convert them back), so a run of steps computes
+ *     in float32 from end to end;
+ *   - gives each half value a wide step reads or writes a float32 twin
+ *     ("<name>:f32"): a constant's twin is converted here, once per plan
+ *     (a slice's plan borrows the whole batch's), never per job; any other
+ *     value read by a wide step gets one Cast step to float32 ("widen:"),
+ *     before its first wide reader, shared by all of them;
+ *   - makes each wide step read and write the twins; a value it writes
+ *     that anything else reads (a step with a half kernel, control flow, a
+ *     graph output) gets one Cast step back to half ("narrow:") right
+ *     after it; one nothing else reads leaves the arena (GXD_VALUE_FUSED,
+ *     def the wide step).
+ *
+ * So conversions appear only where a half value crosses between a float32
+ * step and anything else, never between two float32 steps: a chain of
+ * them keeps its intermediate values in float32, which is at least as
+ * accurate as the all-half computation the graph describes (each value is
+ * rounded to half at most once, where the graph hands it to a half step
+ * or returns it). Every later pass sees ordinary float32 steps (rewrite
+ * folds a BatchNormalization into a Conv, layout and prepare pack the
+ * converted weights, fuse builds epilogues). Records each wide step with
+ * why, and the counts, for explain. Wide steps are static: a step whose
+ * shapes are known only at run time, or that follows such a step, is
+ * never widened (it runs a half kernel, or is refused as before).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/compile/passes.h"
+#include "ops/cpu/cpu.h"
+
+bool gxd_widen_half(gx_dtype dt)
+{
+    return dt == GX_F16 || dt == GX_BF16;
+}
+
+void gxd_widen_to_f32(const void *src, gx_dtype half, float *dst, int64_t n)
+{
+    const uint16_t *s = src;
+    if (half == GX_F16)
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = gx_f16_to_f32(s[i]);
+    else
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = gx_bf16_to_f32(s[i]);
+}
+
+void gxd_widen_from_f32(const float *src, gx_dtype half, void *dst, int64_t n)
+{
+    uint16_t *d = dst;
+    if (half == GX_F16)
+        for (int64_t i = 0; i < n; i++)
+            d[i] = gx_f32_to_f16(src[i]);
+    else
+        for (int64_t i = 0; i < n; i++)
+            d[i] = gx_f32_to_bf16(src[i]);
+}
+
+bool gxd_widen_views(const gxd_step *s, gx_view *in, bool all_data, gxd_widen_try *t)
+{
+    const uint64_t value_inputs = gx_op_schema_get(s->op)->value_inputs;
+    if (s->op == GX_OP_CAST || s->op == GX_OP_CAST_LIKE)
+        return false; /* their dtypes are what they are about */
+    t->half = GX_DTYPE_COUNT;
+    bool real_f32 = false;
+    for (int k = 0; k < s->n_formal; k++) {
+        t->tmp[k] = NULL;
+        if (in[k].ndim < 0)
+            continue;
+        real_f32 = real_f32 || in[k].dtype == GX_F32;
+        if (!gxd_widen_half(in[k].dtype))
+            continue;
+        if (t->half != GX_DTYPE_COUNT && t->half != in[k].dtype)
+            return false; /* float16 and bfloat16 together: no one twin dtype */
+        t->half = in[k].dtype;
+    }
+    if (t->half == GX_DTYPE_COUNT)
+        return false;
+    /* a float32 output is the graph's half value unless the node reads
+     * genuine float32 inputs too, its first among them (then the output
+     * follows that one) */
+    t->outs_half = !real_f32 || gxd_widen_half(in[0].dtype);
+    for (int k = 0; k < s->n_formal; k++)
+        t->orig[k] = in[k];
+    for (int k = 0; k < s->n_formal; k++) {
+        if (in[k].ndim < 0 || in[k].dtype != t->half)
+            continue;
+        void *data = in[k].data;
+        in[k].dtype = GX_F32;
+        in[k].data = NULL;
+        if (data && (all_data || (k < 64 && (value_inputs >> k & 1)))) {
+            float *f = gx_aligned_alloc((size_t)in[k].numel * sizeof *f + 1);
+            if (!f) {
+                gxd_widen_undo(s, in, t);
+                return false;
+            }
+            gxd_widen_to_f32(data, t->half, f, in[k].numel);
+            in[k].data = t->tmp[k] = f;
+        }
+    }
+    return true;
+}
+
+void gxd_widen_undo(const gxd_step *s, gx_view *in, gxd_widen_try *t)
+{
+    for (int k = 0; k < s->n_formal; k++) {
+        free(t->tmp[k]);
+        t->tmp[k] = NULL;
+        if (t->half != GX_DTYPE_COUNT)
+            in[k] = t->orig[k];
+    }
+}
+
+void gxd_widen_done(const gxd_step *s, gxd_widen_try *t)
+{
+    for (int k = 0; k < s->n_formal; k++) {
+        free(t->tmp[k]);
+        t->tmp[k] = NULL;
+    }
+}
+
+/* ---- the pass ---- */
+
+typedef struct s_wd {
+    gxd_cstate *st;
+    gxd_plan *p;
+    int *twin;        /* per value of the original plan: its float32 twin, or -1 */
+    bool *rd_wide;    /* read by a wide step */
+    bool *rd_other;   /* read by any other step, or a graph output */
+    gxd_step *ns;     /* the new step list */
+    size_t n_ns;
+    size_t cap_values;
+} s_wd;
+
+/* A new value: v's float32 twin "<v's name>:f32", of v's shape. */
+static int s_twin_new(s_wd *w, int v, gxd_value_kind kind, int *out)
+{
+    gxd_plan *p = w->p;
+    if (p->n_values + 1 > w->cap_values) {
+        size_t cap = 2 * w->cap_values + 8;
+        gxd_value *vals = realloc(p->values, (cap + 1) * sizeof *vals);
+        if (!vals)
+            return GX_ENOMEM;
+        p->values = vals;
+        w->cap_values = cap;
+    }
+    const gxd_value *x = &p->values[v];
+    size_t len = strlen(x->name) + 5;
+    char *name = gxd_plan_own(p, len);
+    if (!name)
+        return GX_ENOMEM;
+    snprintf(name, len, "%s:f32", x->name);
+    gxd_value *c = &p->values[p->n_values];
+    *c = *x;
+    c->name = name;
+    c->kind = kind;
+    c->keyed = false;
+    c->view.dtype = GX_F32;
+    c->view.data = NULL;
+    c->nbytes = x->view.ndim >= 0 ? (size_t)x->view.numel * sizeof(float) : 0;
+    c->def = -1;
+    c->last_use = -1;
+    c->buffer = -1;
+    c->offset = 0;
+    *out = (int)p->n_values++;
+    return GX_OK;
+}
+
+/* A constant's twin, its data converted (or the whole batch's, for a
+ * slice's plan: that plan outlives this one). */
+static int s_twin_const(s_wd *w, int v, int *out)
+{
+    gxd_plan *p = w->p;
+    int rc = s_twin_new(w, v, GXD_VALUE_CONST, out);
+    if (rc < 0)
+        return rc;
+    gxd_value *c = &p->values[*out];
+    const gxd_plan *whole = w->st->whole;
+    for (size_t i = 0; whole && i < whole->n_values; i++) {
+        const gxd_value *x = &whole->values[i];
+        if (x->kind == GXD_VALUE_CONST && x->view.dtype == GX_F32 && x->nbytes == c->nbytes &&
+            x->view.data && !strcmp(x->name, c->name)) {
+            c->view.data = x->view.data;
+            return GX_OK;
+        }
+    }
+    if (!(c->view.data = gxd_plan_own(p, c->nbytes)))
+        return GX_ENOMEM;
+    gxd_widen_to_f32(p->values[v].view.data, p->values[v].view.dtype, c->view.data,
+                     c->view.numel);
+    p->widen_consts++;
+    p->widen_const_bytes += c->nbytes;
+    return GX_OK;
+}
+
+/* Appends a Cast step from value `from` into value `to` (to's dtype), its
+ * node named "<what>:<the half value's name>" (owned by the plan). */
+static int s_cast(s_wd *w, const char *what, int from, int to)
+{
+    gxd_plan *p = w->p;
+    const gxd_value *x = &p->values[from], *y = &p->values[to];
+    const gxd_value *h = gxd_widen_half(x->view.dtype) ? x : y;
+    gx_node *node = gxd_plan_own(p, sizeof *node);
+    gx_attr *attr = gxd_plan_own(p, sizeof *attr);
+    size_t len = strlen(h->name) + strlen(what) + 2;
+    char *name = gxd_plan_own(p, len);
+    gxd_step *s = &w->ns[w->n_ns];
+    memset(s, 0, sizeof *s);
+    if (!node || !attr || !name || !(s->in = malloc(sizeof *s->in)) ||
+        !(s->out = malloc(sizeof *s->out))) {
+        free(s->in);
+        s->in = NULL;
+        return GX_ENOMEM;
+    }
+    snprintf(name, len, "%s:%s", what, h->name);
+    /* ONNX's codes for Cast's `to` */
+    attr->name = (char *)"to";
+    attr->type = GX_ATTR_INT;
+    attr->i = y->view.dtype == GX_F32 ? 1 : y->view.dtype == GX_F16 ? 10 : 16;
+    node->name = name;
+    node->op = (char *)gx_op_name(GX_OP_CAST);
+    node->n_attr = 1;
+    node->attr = attr;
+    char err[160];
+    if (gx_op_resolve_attrs(GX_OP_CAST, node, s->attr, err, sizeof err) < 0)
+        abort(); /* "to" is an INT attribute with a valid code */
+    s->op = GX_OP_CAST;
+    s->node = node;
+    s->n_in = s->n_out = s->n_formal = 1;
+    s->in[0] = from;
+    s->out[0] = to;
+    s->scratch = -1;
+    s->part = -1;
+    s->convert = true;
+    s->cost = (gx_cost){(double)x->view.numel, (double)(x->nbytes + y->nbytes)};
+    p->values[to].def = (int)w->n_ns++;
+    p->widen_casts++;
+    return GX_OK;
+}
+
+/* Would step s (not wide) compute in float32 without converting anything
+ * to float32 for it alone? Its half inputs are constants, wide steps'
+ * outputs (one at least: else nothing is saved) or values a wide step
+ * reads (converted anyway), and its schema takes them as float32 with the
+ * same outputs. Then it is widened, cost and scratch for float32. */
+static bool s_follows(s_wd *w, gxd_step *s)
+{
+    const gxd_plan *p = w->p;
+    const gx_op_schema *sc = gx_op_schema_get(s->op);
+    if (s->wide || s->folded || s->dynamic ||
+        (sc->flags & (GX_OPF_CONTROL | GX_OPF_READS_SHAPES)) ||
+        s->n_formal > GX_MAX_OP_INPUTS || s->n_out > GX_MAX_OP_INPUTS)
+        return false;
+    bool from_wide = false;
+    gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
+    for (int k = 0; k < s->n_formal; k++) {
+        if (s->in[k] < 0) {
+            memset(&in[k], 0, sizeof in[k]);
+            in[k].ndim = -1;
+            continue;
+        }
+        const gxd_value *v = &p->values[s->in[k]];
+        in[k] = v->view;
+        if (!gxd_widen_half(v->view.dtype))
+            continue;
+        bool wide_def = v->def >= 0 && p->steps[v->def].wide;
+        if (!wide_def && v->kind != GXD_VALUE_CONST && !w->rd_wide[s->in[k]])
+            return false;
+        if (k < 64 && (sc->value_inputs >> k & 1))
+            return false;
+        from_wide = from_wide || wide_def;
+    }
+    if (!from_wide)
+        return false;
+    gxd_widen_try t;
+    if (!gxd_widen_views(s, in, false, &t))
+        return false;
+    memset(out, 0, sizeof out[0] * (size_t)s->n_out);
+    char msg[256];
+    gx_infer ic = {s->attr, s->n_formal, in, s->n_out, out, msg, sizeof msg};
+    bool ok = sc->infer(&ic) == GX_OK;
+    for (int k = 0; ok && k < s->n_out; k++) {
+        const gx_view *v = &p->values[s->out[k]].view;
+        gx_dtype dt = out[k].dtype == GX_F32 && t.outs_half ? t.half : out[k].dtype;
+        ok = dt == v->dtype && out[k].ndim == v->ndim &&
+             !memcmp(out[k].shape, v->shape, (size_t)v->ndim * sizeof *v->shape);
+        out[k].numel = v->numel;
+    }
+    if (ok) {
+        s->cost = sc->cost(&ic);
+        s->scratch_bytes = sc->scratch ? sc->scratch(&ic) : 0;
+        s->wide = true;
+    }
+    gxd_widen_done(s, &t);
+    return ok;
+}
+
+/* The records for explain: each wide step, in step order. */
+static int s_record(s_wd *w, const bool *follows)
+{
+    gxd_plan *p = w->p;
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_steps; i++)
+        n += p->steps[i].wide;
+    if (!n)
+        return GX_OK;
+    if (!(p->widened = gxd_plan_own(p, n * sizeof *p->widened)))
+        return GX_ENOMEM;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        if (!s->wide)
+            continue;
+        gx_dtype half = GX_DTYPE_COUNT;
+        for (int k = 0; k < s->n_formal && half == GX_DTYPE_COUNT; k++)
+            if (s->in[k] >= 0 && gxd_widen_half(p->values[s->in[k]].view.dtype))
+                half = p->values[s->in[k]].view.dtype;
+        p->widened[p->n_widened++] = (gxd_widened){
+            .node = s->node->name, .op = s->op, .half = half,
+            .why = follows[i] ? "its inputs are float32 already" : "no kernel in that dtype"};
+    }
+    return GX_OK;
+}
+
+/* Rebuilds the step list with the twins and Cast steps. */
+static int s_rewire(s_wd *w)
+{
+    gxd_plan *p = w->p;
+    const size_t n_values = p->n_values, n_steps = p->n_steps;
+    for (size_t i = 0; i < n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        for (int k = 0; k < s->n_in; k++)
+            if (s->in[k] >= 0) {
+                if (s->wide && k < s->n_formal)
+                    w->rd_wide[s->in[k]] = true;
+                else
+                    w->rd_other[s->in[k]] = true;
+            }
+    }
+    for (size_t i = 0; i < p->n_outputs; i++)
+        w->rd_other[p->outputs[i]] = true;
+    for (size_t v = 0; v < n_values; v++)
+        w->twin[v] = -1;
+
+    int rc;
+    for (size_t i = 0; i < n_steps; i++) {
+        gxd_step *s = &p->steps[i];
+        if (!s->wide) {
+            for (int k = 0; k < s->n_out; k++)
+                p->values[s->out[k]].def = (int)w->n_ns;
+            w->ns[w->n_ns++] = *s;
+            continue;
+        }
+        for (int k = 0; k < s->n_formal; k++) {
+            int v = s->in[k];
+            if (v < 0 || !gxd_widen_half(p->values[v].view.dtype))
+                continue;
+            if (w->twin[v] < 0) {
+                if (p->values[v].kind == GXD_VALUE_CONST)
+                    rc = s_twin_const(w, v, &w->twin[v]);
+                else if ((rc = s_twin_new(w, v, GXD_VALUE_TEMP, &w->twin[v])) == GX_OK)
+                    rc = s_cast(w, "widen", v, w->twin[v]);
+                if (rc < 0)
+                    return rc;
+            }
+            s->in[k] = w->twin[v];
+        }
+        const int at = (int)w->n_ns++;
+        w->ns[at] = *s;
+        s = &w->ns[at];
+        for (int k = 0; k < s->n_out; k++) {
+            int v = s->out[k];
+            p->values[v].def = at;
+            if (!gxd_widen_half(p->values[v].view.dtype))
+                continue;
+            int c;
+            if ((rc = s_twin_new(w, v, GXD_VALUE_TEMP, &c)) < 0)
+                return rc;
+            w->twin[v] = c;
+            p->values[c].def = at;
+            s->out[k] = c;
+            if (w->rd_other[v]) {
+                if ((rc = s_cast(w, "narrow", c, v)) < 0)
+                    return rc;
+            } else {
+                p->values[v].kind = GXD_VALUE_FUSED; /* its work is done by the wide step */
+            }
+        }
+    }
+    free(p->steps);
+    p->steps = w->ns;
+    p->n_steps = w->n_ns;
+    w->ns = NULL;
+    return GX_OK;
+}
+
+int gxd_pass_widen(gxd_cstate *st)
+{
+    gxd_plan *p = st->plan;
+    size_t n_wide = 0;
+    for (size_t i = 0; i < p->n_steps; i++)
+        n_wide += p->steps[i].wide;
+    if (!n_wide)
+        return GX_OK;
+    s_wd w = {.st = st, .p = p, .cap_values = p->n_values};
+    bool *follows = calloc(p->n_steps + 1, sizeof *follows);
+    w.twin = malloc((p->n_values + 1) * sizeof *w.twin);
+    w.rd_wide = calloc(p->n_values + 1, sizeof *w.rd_wide);
+    w.rd_other = calloc(p->n_values + 1, sizeof *w.rd_other);
+    /* at most two Cast steps per value besides the steps */
+    w.ns = calloc(p->n_steps + 2 * p->n_values + 1, sizeof *w.ns);
+    int rc = GX_ENOMEM;
+    if (!follows || !w.twin || !w.rd_wide || !w.rd_other || !w.ns)
+        goto out;
+    /* to a fixed point: each widened step may let others follow */
+    for (bool changed = true; changed;) {
+        changed = false;
+        memset(w.rd_wide, 0, (p->n_values + 1) * sizeof *w.rd_wide);
+        for (size_t i = 0; i < p->n_steps; i++)
+            for (int k = 0; p->steps[i].wide && k < p->steps[i].n_formal; k++)
+                if (p->steps[i].in[k] >= 0)
+                    w.rd_wide[p->steps[i].in[k]] = true;
+        for (size_t i = 0; i < p->n_steps; i++)
+            if (s_follows(&w, &p->steps[i]))
+                follows[i] = changed = true;
+    }
+    memset(w.rd_wide, 0, (p->n_values + 1) * sizeof *w.rd_wide);
+    if ((rc = s_record(&w, follows)) < 0 || (rc = s_rewire(&w)) < 0)
+        goto out;
+out:
+    if (w.ns) {
+        /* a failure halfway: the steps appended so far are the plan's
+         * (with their arrays), the rest are still in the old list */
+        for (size_t i = 0; i < w.n_ns; i++)
+            if (w.ns[i].convert) {
+                free(w.ns[i].in);
+                free(w.ns[i].out);
+            }
+        free(w.ns);
+    }
+    free(follows), free(w.twin), free(w.rd_wide), free(w.rd_other);
+    if (rc < 0)
+        return gx_errf(st->err, st->errlen, rc, "out of memory while widening half steps");
+    return GX_OK;
+}
