@@ -572,6 +572,44 @@ START_TEST(test_f16_explain)
 }
 END_TEST
 
+/* What stays refused, and how: a node whose inputs mix float16 and
+ * bfloat16 (no one float32 twin dtype) keeps the dtype refusal; a node
+ * refused for float16 whose float32 form is wrong for another reason says
+ * that reason, not the dtype. */
+START_TEST(test_f16_refusals)
+{
+    const int64_t xs[2] = {2, 4}, ws[2] = {4, 3};
+    const float w[12] = {0};
+    gx_graph *g = gx_graph_new("mixed_halves");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F16, 2, xs), GX_OK);
+    gx_tensor *t = s_tensor(GX_BF16, 2, ws, w);
+    ck_assert_int_eq(gx_graph_add_const(g, "W", &t), GX_OK);
+    s_model m = {.g = g};
+    NODE(&m, "MatMul", "mm", "y", "x", "W");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    gx_view in = {.dtype = GX_F16, .ndim = 2, .shape = {2, 4}, .numel = 8};
+    gxd_plan *p = NULL;
+    char err[512];
+    int rc = gxd_compile(g, &in, &s_lim, &p, err, sizeof err);
+    ck_assert_msg(rc == GX_EDTYPE && strstr(err, "node 'mm' (MatMul)"), "%s: %s",
+                  gx_status_name(rc), err);
+    gx_graph_destroy(&g);
+
+    /* MatMul of [2,4] by [3,3]: the shapes are what is wrong */
+    g = gx_graph_new("bad_shapes");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F16, 2, xs), GX_OK);
+    t = s_tensor(GX_F16, 2, (const int64_t[]){3, 3}, w);
+    ck_assert_int_eq(gx_graph_add_const(g, "W", &t), GX_OK);
+    m.g = g;
+    NODE(&m, "MatMul", "mm", "y", "x", "W");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    rc = gxd_compile(g, &in, &s_lim, &p, err, sizeof err);
+    ck_assert_msg(rc == GX_ESHAPE && !strstr(err, "float16"), "%s: %s", gx_status_name(rc), err);
+    ck_assert_ptr_null(p);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 /* ---- every mode of a real gexecd ---- */
 
 static gx_result *s_daemon_run(gx_client *c, const gx_graph_id *id, const gx_tensor *x,
@@ -811,6 +849,7 @@ Suite *f16_suite(void)
     tcase_add_test(tc, test_bf16_mlp);
     tcase_add_test(tc, test_f16_mixed);
     tcase_add_test(tc, test_f16_explain);
+    tcase_add_test(tc, test_f16_refusals);
     tcase_add_test(tc, test_f16_onnx);
     suite_add_tcase(s, tc);
     tc = tcase_create("modes");
