@@ -6,6 +6,7 @@
  * here, and a documented line in conf/gexecd.yaml.
  */
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -62,6 +63,8 @@ static int s_check_dir(const char *v, char *why, size_t whylen);
 static int s_check_backend(const char *v, char *why, size_t whylen);
 static int s_check_tune_mode(const char *v, char *why, size_t whylen);
 static int s_check_user(const char *v, char *why, size_t whylen);
+static int s_check_socket_mode(const char *v, char *why, size_t whylen);
+static int s_check_group(const char *v, char *why, size_t whylen);
 static int s_check_listen(const char *v, char *why, size_t whylen);
 
 #define S_KIB INT64_C(1024)
@@ -78,6 +81,12 @@ static const s_key s_keys[] = {
      .flags = S_NULL_IS_DEFAULT, .def = "default",
      .doc = "main endpoint (ipc:// or tcp://); default: $GEXEC_SOCKET, else "
             "ipc:///run/gexec/gexecd.sock as root, else under $XDG_RUNTIME_DIR"},
+    {.name = "socket_mode", .type = S_STRING, .off = S_OFF(socket_mode),
+     .check = s_check_socket_mode, .def = "0660",
+     .doc = "mode of the ipc socket file, octal; who may connect (0666: every local user)"},
+    {.name = "socket_group", .type = S_STRING, .off = S_OFF(socket_group), .check = s_check_group,
+     .flags = S_NULL_IS_DEFAULT, .def = "default",
+     .doc = "group of the ipc socket file (a name or a gid); default: the daemon's own group"},
     {.name = "tcp", .type = S_STRLIST, .off = S_OFF(tcp), .count_off = S_OFF(n_tcp),
      .max = GXD_MAX_ENDPOINTS, .check = s_check_tcp, .def = "",
      .doc = "extra tcp:// endpoints; there is no authentication, so bind loopback only "
@@ -262,6 +271,50 @@ int gxd_config_user_uid(const char *v, uid_t *uid, char *why, size_t whylen)
     }
     s_why(why, whylen, S_Q " is not a user on this system (a name, a uid or self)", v);
     return GX_ECONFIG;
+}
+
+int gxd_config_socket_mode(const char *v, mode_t *mode, char *why, size_t whylen)
+{
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 8);
+    if (*v >= '0' && *v <= '7' && !*end && errno == 0 && n <= 0777) {
+        *mode = (mode_t)n;
+        return GX_OK;
+    }
+    s_why(why, whylen, S_Q " is not a file mode (octal, 0 to 0777, such as 0660)", v);
+    return GX_ECONFIG;
+}
+
+int gxd_config_group_gid(const char *v, gid_t *gid, char *why, size_t whylen)
+{
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (*v >= '0' && *v <= '9' && !*end && errno == 0 && n < (unsigned long)(gid_t)-1) {
+        *gid = (gid_t)n;
+        return GX_OK;
+    }
+    struct group gr, *res = NULL;
+    char buf[4096];
+    if (getgrnam_r(v, &gr, buf, sizeof buf, &res) == 0 && res) {
+        *gid = res->gr_gid;
+        return GX_OK;
+    }
+    s_why(why, whylen, S_Q " is not a group on this system (a name or a gid)", v);
+    return GX_ECONFIG;
+}
+
+static int s_check_socket_mode(const char *v, char *why, size_t whylen)
+{
+    mode_t m;
+    return gxd_config_socket_mode(v, &m, why, whylen);
+}
+
+static int s_check_group(const char *v, char *why, size_t whylen)
+{
+    gid_t g;
+    return gxd_config_group_gid(v, &g, why, whylen);
 }
 
 static int s_check_user(const char *v, char *why, size_t whylen)

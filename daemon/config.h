@@ -19,6 +19,8 @@
 
 typedef struct gxd_config {
     char *socket;                    /* "socket": main endpoint; NULL = gx_default_endpoint() */
+    char *socket_mode;               /* "socket_mode": octal mode of the ipc socket file */
+    char *socket_group;              /* "socket_group": its group; NULL = the daemon's */
     char *tcp[GXD_MAX_ENDPOINTS];    /* "tcp": extra endpoints, list of strings */
     int n_tcp;
     char *cpus;                      /* "cpus": "all" or a list of OS CPU numbers "0-3,6" */
@@ -71,6 +73,11 @@ int gxd_config_set(gxd_config *c, const char *key, const char *value, char *err,
 /* The uid of one limits.priority_users entry: "self" (the daemon's own
  * user), a user name or a number. GX_OK, or GX_ECONFIG with why. */
 int gxd_config_user_uid(const char *v, uid_t *uid, char *why, size_t whylen);
+
+/* socket_mode's value as a mode (0 to 0777, octal digits), and
+ * socket_group's as a gid (a name or a number). GX_OK, or GX_ECONFIG with why. */
+int gxd_config_socket_mode(const char *v, mode_t *mode, char *why, size_t whylen);
+int gxd_config_group_gid(const char *v, gid_t *gid, char *why, size_t whylen);
 /* Print every key with its current value as YAML (gexecd --print-config). */
 void gxd_config_dump(const gxd_config *c, FILE *out);
 /* The keys one by one, in table order: their count, the dotted name of

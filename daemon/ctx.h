@@ -70,6 +70,8 @@ typedef struct gxd_ctx {
     size_t n_closed, cap_closed;
     char endpoint[512];
     bool ipc_bound; /* endpoint is an ipc:// socket file this daemon bound: removed at the end */
+    mode_t socket_mode; /* socket_mode, parsed */
+    gid_t socket_gid;   /* socket_group, parsed; (gid_t)-1: the daemon's */
     int signal_fd; /* read end of the signal pipe (SIGTERM/SIGINT/SIGHUP) */
     int done_fd;   /* eventfd: workers finished jobs */
     pthread_mutex_t done_mu;

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "daemon/reload.h"
 #include "daemon/server.h"
 #include "daemon/tune/tune.h"
+#include "libclient/sockpath.h"
 #include "libclient/wire.h"
 
 #define GXD_MAX_FRAMES 1026 /* header + up to 1024 input tensors (+1 to detect more) */
@@ -1081,33 +1084,93 @@ static int s_install_signals(gxd_ctx *ctx, char *err, size_t errlen)
     return GX_OK;
 }
 
-/* For ipc:// endpoints: create the socket's directory, and refuse to steal
- * the socket of a daemon that is still answering there. */
+/* Whether a listener answers on the unix socket at path: 1 yes, 0 no one
+ * (ECONNREFUSED: a stale file), <0 -errno when that cannot be told. A
+ * connect, not a PING, so a busy daemon is not mistaken for a stale one. */
+static int s_ipc_alive(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? 1
+             : errno == ECONNREFUSED                            ? 0
+             : errno == EAGAIN                                  ? 1 /* a full backlog: live */
+                                                                : -errno;
+    close(fd);
+    return rc;
+}
+
+/* For ipc:// endpoints, before binding: the socket's directory exists (made
+ * 0700 when it is the private default, else with search bits for those
+ * socket_mode lets in) and is safe (libclient/sockpath.h); a socket file a
+ * daemon still answers on is refused, a stale one is removed; anything else
+ * at the path is left for its owner. */
 static int s_prepare_ipc(gxd_ctx *ctx, const char *ep, char *err, size_t errlen)
 {
-    if (strncmp(ep, "ipc://", 6) != 0)
+    if (strncmp(ep, "ipc://", 6) != 0 || ep[6] == '@')
         return GX_OK;
     const char *path = ep + 6;
-    char dir[640];
+    char dir[640], priv[640], why[768];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
         *slash = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-            return gx_errf(err, errlen, GX_EIO, "cannot create %s for %s: %s", dir, ep, strerror(errno));
+    bool is_private = geteuid() != 0 && gx_sock_private_dir(priv, sizeof priv) == GX_OK &&
+                      strcmp(dir, priv) == 0;
+    mode_t dmode = 0700 | (ctx->socket_mode & 0070 ? 0010 : 0) | (ctx->socket_mode & 0007 ? 0001 : 0);
+    if (is_private)
+        dmode = 0700;
+    if (mkdir(dir, dmode) == 0) {
+        /* mkdir's mode went through the umask; a group of our choosing */
+        if (chmod(dir, dmode) != 0 || (ctx->socket_gid != (gid_t)-1 && !is_private &&
+                                       chown(dir, (uid_t)-1, ctx->socket_gid) != 0))
+            return gx_errf(err, errlen, GX_EIO, "cannot set the mode or group of %s: %s", dir,
+                           strerror(errno));
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "created %s (mode %04o) for the socket", dir, (unsigned)dmode);
+    } else if (errno != EEXIST) {
+        return gx_errf(err, errlen, GX_EIO, "cannot create %s for %s: %s", dir, ep, strerror(errno));
     }
-    if (access(path, F_OK) != 0)
+    int rc = gx_sock_check_dir(dir, is_private, why, sizeof why);
+    if (rc < 0)
+        return gx_errf(err, errlen, rc, "refusing to bind %s: %s", ep, why);
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return errno == ENOENT ? GX_OK
+                               : gx_errf(err, errlen, GX_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISSOCK(sb.st_mode))
+        return gx_errf(err, errlen, GX_EBUSY, "%s exists and is not a socket; remove it or choose "
+                       "another --socket", path);
+    int alive = s_ipc_alive(path);
+    if (alive > 0)
+        return gx_errf(err, errlen, GX_EBUSY, "another gexecd is already serving %s; stop it "
+                       "first or choose another --socket", ep);
+    if (alive < 0)
+        return gx_errf(err, errlen, GX_EIO, "cannot tell whether a daemon serves %s: %s", path,
+                       strerror(-alive));
+    if (unlink(path) != 0)
+        return gx_errf(err, errlen, GX_EIO, "cannot remove the stale socket %s (owner uid %u): %s",
+                       path, (unsigned)sb.st_uid, strerror(errno));
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "removed the stale socket %s (no daemon answered there)", path);
+    return GX_OK;
+}
+
+/* The ipc socket file just bound at ep gets socket_mode and socket_group. */
+static int s_ipc_set_mode(gxd_ctx *ctx, const char *ep, char *err, size_t errlen)
+{
+    if (strncmp(ep, "ipc://", 6) != 0 || ep[6] == '@')
         return GX_OK;
-    char cerr[128];
-    gx_client *c = gx_client_new(ep, cerr, sizeof cerr);
-    int alive = GX_ECONNECT;
-    if (c) {
-        gx_client_set_timeout(c, 300);
-        alive = gx_client_ping(c);
-        gx_client_destroy(&c);
-    }
-    if (alive == GX_OK)
-        return gx_errf(err, errlen, GX_EBUSY, "another gexecd is already serving %s", ep);
+    if (chmod(ep + 6, ctx->socket_mode) != 0 ||
+        (ctx->socket_gid != (gid_t)-1 && chown(ep + 6, (uid_t)-1, ctx->socket_gid) != 0))
+        return gx_errf(err, errlen, GX_EIO, "cannot set the mode %04o or group of %s: %s",
+                       (unsigned)ctx->socket_mode, ep + 6, strerror(errno));
     return GX_OK;
 }
 
@@ -1123,8 +1186,16 @@ static int s_bind(gxd_ctx *ctx, const char *given, char *err, size_t errlen)
     int rc = s_prepare_ipc(ctx, ep, err, errlen);
     if (rc < 0)
         return rc;
-    if (zmq_bind(ctx->router, ep) != 0)
+    /* the socket file is made 0600 and opened to socket_mode once its group
+     * is set (the umask is the process's: for this moment, a file another
+     * thread makes comes out 0600 at worst) */
+    mode_t old_umask = umask(0177);
+    int bound = zmq_bind(ctx->router, ep);
+    umask(old_umask);
+    if (bound != 0)
         return gx_errf(err, errlen, GX_EIO, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
+    if ((rc = s_ipc_set_mode(ctx, ep, err, errlen)) < 0)
+        return rc;
     if (strncmp(ep, "tcp://", 6) == 0 && strncmp(ep, "tcp://127.", 10) != 0 &&
         strncmp(ep, "tcp://localhost:", 16) != 0 && strncmp(ep, "tcp://[::1]:", 12) != 0)
         GXD_LOG(&ctx->log, GXD_LOG_WARN,
@@ -1279,6 +1350,14 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
         zmq_setsockopt(ctx->router, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
         zmq_setsockopt(ctx->router, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof timeout);
     }
+    char why[256];
+    ctx->socket_mode = 0660;
+    ctx->socket_gid = (gid_t)-1;
+    if ((ctx->cfg.socket_mode &&
+         gxd_config_socket_mode(ctx->cfg.socket_mode, &ctx->socket_mode, why, sizeof why) < 0) ||
+        (ctx->cfg.socket_group &&
+         gxd_config_group_gid(ctx->cfg.socket_group, &ctx->socket_gid, why, sizeof why) < 0))
+        return gx_errf(err, errlen, GX_ECONFIG, "%s", why);
     if (ctx->cfg.socket && *ctx->cfg.socket)
         snprintf(ctx->endpoint, sizeof ctx->endpoint, "%s", ctx->cfg.socket);
     else

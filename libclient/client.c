@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "libclient/sockpath.h"
 #include "libclient/wire.h"
 
 #define GX_DEFAULT_TIMEOUT_MS 60000
@@ -104,8 +105,8 @@ GX_EXPORT int gx_default_endpoint(char *buf, size_t len)
         n = snprintf(buf, len, "ipc:///run/gexec/gexecd.sock");
     else if (xdg && *xdg)
         n = snprintf(buf, len, "ipc://%s/gexecd.sock", xdg);
-    else
-        n = snprintf(buf, len, "ipc:///tmp/gexecd-%u.sock", (unsigned)geteuid());
+    else /* a private directory (0700, this user's): no one else can bind there first */
+        n = snprintf(buf, len, "ipc:///tmp/gexec-%u/gexecd.sock", (unsigned)geteuid());
     return n < 0 || (size_t)n >= len ? GX_ELIMIT : GX_OK;
 }
 
@@ -158,6 +159,17 @@ GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errle
         snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     else
         gx_default_endpoint(c->endpoint, sizeof c->endpoint);
+    /* an ipc socket (or its directory) another user could own is refused
+     * before connecting: whoever listens there gets the graphs and tensors */
+    char why[768];
+    int rc = strncmp(c->endpoint, "ipc://", 6) == 0 && c->endpoint[6] != '@'
+                 ? gx_sock_check_connect(c->endpoint + 6, why, sizeof why)
+                 : GX_OK;
+    if (rc < 0) {
+        gx_errf(err, errlen, rc, "%s", why);
+        gx_client_destroy(&c);
+        return NULL;
+    }
     int linger = 0;
     if (!(c->zctx = zmq_ctx_new()) || !(c->sock = zmq_socket(c->zctx, ZMQ_DEALER)) ||
         zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||

@@ -3,6 +3,7 @@
  * and gexec-submit.
  */
 #include <errno.h>
+#include <grp.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -588,6 +589,189 @@ START_TEST(test_socket_permission_reported)
 }
 END_TEST
 
+/* ---- sockets no one else can impersonate (issue 18 item 2) ---- */
+
+static const char *s_gexecd_bin(void)
+{
+    static char path[4096];
+    const char *bin = getenv("GEXECD");
+    if (bin)
+        return bin;
+    snprintf(path, sizeof path, "%s/daemon/gexecd", GX_TEST_BUILDDIR);
+    return path;
+}
+
+/* gexecd on endpoint (NULL: its default) as uid (0: as is, else also that
+ * gid, without XDG_RUNTIME_DIR and GEXEC_SOCKET) in the background. */
+static pid_t s_spawn_gexecd(const char *endpoint, uid_t uid)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (uid && (setgroups(0, NULL) != 0 || setgid(uid) != 0 || setuid(uid) != 0))
+            _exit(126);
+        if (uid) {
+            unsetenv("XDG_RUNTIME_DIR");
+            unsetenv("GEXEC_SOCKET");
+        }
+        const char *argv[] = {s_gexecd_bin(), "--foreground", "--log-level", "error", "--profile-dir",
+                              "", endpoint ? "--socket" : NULL, endpoint, NULL};
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Whether a client (as uid when not 0) gets a PONG from endpoint within
+ * about 30 s, the daemon pid still alive; false at once when the client is
+ * refused (why gets the reason). */
+static bool s_ping_as(const char *endpoint, uid_t uid, pid_t daemon, char *why, size_t whylen)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        if (uid && (setgroups(0, NULL) != 0 || setgid(uid) != 0 || setuid(uid) != 0))
+            _exit(126);
+        char err[768] = "";
+        gx_client *c = NULL;
+        /* the daemon makes its directory as it starts: wait for that */
+        for (int i = 0; i < 150 && !c && kill(daemon, 0) == 0; i++)
+            if (!(c = gx_client_new(endpoint, err, sizeof err)) && strstr(err, "No such file"))
+                nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+            else
+                break;
+        int rc = GX_ECONNECT;
+        if (c) {
+            gx_client_set_timeout(c, 200);
+            for (int i = 0; i < 150 && rc != GX_OK && kill(daemon, 0) == 0; i++)
+                rc = gx_client_ping(c);
+            snprintf(err, sizeof err, "%s", gx_client_last_error(c));
+            gx_client_destroy(&c);
+        }
+        ssize_t n = write(fds[1], err, strlen(err));
+        (void)n;
+        _exit(rc == GX_OK ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t n = read(fds[0], why, whylen - 1);
+    why[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static int s_stop(pid_t pid, int sig)
+{
+    int st = 0;
+    kill(pid, sig);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A second gexecd on a socket a daemon answers on refuses to start and
+ * leaves it working; after a SIGKILL the file left behind is stale and the
+ * next daemon takes it over; a file that is not a socket is left alone. */
+START_TEST(test_socket_live_and_stale)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    char out[4096], why[768];
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --foreground --profile-dir '' --socket %s 2>&1",
+                            s_gexecd_bin(), d.endpoint), 0);
+    ck_assert_msg(strstr(out, "another gexecd is already serving") != NULL, "%s", out);
+    ck_assert_msg(s_ping_as(d.endpoint, 0, d.pid, why, sizeof why), "%s", why);
+    s_stop(d.pid, SIGKILL);
+    d.pid = 0;
+    ck_assert_int_eq(access(d.endpoint + 6, F_OK), 0); /* stale: no one answers there */
+    pid_t again = s_spawn_gexecd(d.endpoint, 0);
+    ck_assert_msg(s_ping_as(d.endpoint, 0, again, why, sizeof why), "%s", why);
+    ck_assert_int_eq(s_stop(again, SIGTERM), 0);
+    FILE *f = fopen(d.endpoint + 6, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --foreground --profile-dir '' --socket %s 2>&1",
+                            s_gexecd_bin(), d.endpoint), 0);
+    ck_assert_msg(strstr(out, "exists and is not a socket") != NULL, "%s", out);
+    ck_assert_int_eq(access(d.endpoint + 6, F_OK), 0);
+    gxt_daemon_stop(&d);
+}
+END_TEST
+
+/* The default socket of a user without XDG_RUNTIME_DIR is in
+ * /tmp/gexec-<uid>, which gexecd makes 0700 and refuses to use when someone
+ * else owns it, it is open to others or a symlink. A client refuses another
+ * user's socket, a directory others may write to, and a missing socket in
+ * a shared sticky one. Needs root: the second user is nobody. */
+START_TEST(test_socket_private_dir)
+{
+    if (getuid() != 0) {
+        fprintf(stderr, "test_socket_private_dir: not root, nothing checked\n");
+        return;
+    }
+    const uid_t nobody = 65534;
+    const char *pdir = "/tmp/gexec-65534";
+    char out[4096], why[768], cmd[8192];
+    gxt_rmtree(pdir);
+    snprintf(cmd, sizeof cmd,
+             "setpriv --reuid=65534 --regid=65534 --clear-groups env -u XDG_RUNTIME_DIR "
+             "-u GEXEC_SOCKET %s --foreground --profile-dir '' 2>&1", s_gexecd_bin());
+    /* owned by someone else (root) */
+    ck_assert_int_eq(mkdir(pdir, 0700), 0);
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s", cmd), 0);
+    ck_assert_msg(strstr(out, "must be owned by this user (uid 65534) with mode 0700; it is owned by uid 0")
+                  != NULL, "%s", out);
+    /* the user's, but open to others */
+    ck_assert_int_eq(chown(pdir, nobody, nobody), 0);
+    ck_assert_int_eq(chmod(pdir, 0755), 0);
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s", cmd), 0);
+    ck_assert_msg(strstr(out, "with mode 0755") != NULL, "%s", out);
+    ck_assert_int_eq(rmdir(pdir), 0);
+    /* a symlink to a directory of the right kind */
+    char *real = gxt_tmpdir();
+    ck_assert_int_eq(chown(real, nobody, nobody), 0);
+    ck_assert_int_eq(symlink(real, pdir), 0);
+    ck_assert_int_ne(gxt_sh(out, sizeof out, "%s", cmd), 0);
+    ck_assert_msg(strstr(out, "is a symbolic link") != NULL, "%s", out);
+    ck_assert_int_eq(unlink(pdir), 0);
+    /* absent: made 0700 and served; nobody's client reaches it, root's
+     * refuses a socket nobody owns */
+    pid_t pid = s_spawn_gexecd(NULL, nobody);
+    char ep[256];
+    snprintf(ep, sizeof ep, "ipc://%s/gexecd.sock", pdir);
+    ck_assert_msg(s_ping_as(ep, nobody, pid, why, sizeof why), "%s", why);
+    struct stat sb;
+    ck_assert_int_eq(lstat(pdir, &sb), 0);
+    ck_assert(S_ISDIR(sb.st_mode) && sb.st_uid == nobody && (sb.st_mode & 07777) == 0700);
+    ck_assert_int_eq(lstat(ep + 6, &sb), 0);
+    ck_assert(S_ISSOCK(sb.st_mode) && (sb.st_mode & 0777) == 0660);
+    ck_assert(!s_ping_as(ep, 0, pid, why, sizeof why));
+    ck_assert_msg(strstr(why, "is owned by uid 65534") && strstr(why, "refusing to connect"), "%s", why);
+    /* the socket itself nobody's, in a directory root trusts */
+    ck_assert_int_eq(chown(pdir, 0, 0), 0);
+    ck_assert(!s_ping_as(ep, 0, pid, why, sizeof why));
+    ck_assert_msg(strstr(why, "gexecd.sock is owned by uid 65534"), "%s", why);
+    /* a directory anyone may write to */
+    ck_assert_int_eq(chmod(pdir, 0777), 0);
+    ck_assert(!s_ping_as(ep, 0, pid, why, sizeof why));
+    ck_assert_msg(strstr(why, "is writable by other users (mode 0777)"), "%s", why);
+    ck_assert_int_eq(chown(pdir, nobody, nobody), 0);
+    ck_assert_int_eq(chmod(pdir, 0700), 0);
+    ck_assert_int_eq(s_stop(pid, SIGTERM), 0);
+    /* a missing socket in a shared sticky directory */
+    ck_assert_int_eq(chown(pdir, 0, 0), 0);
+    ck_assert_int_eq(chmod(pdir, 01777), 0);
+    ck_assert(!s_ping_as(ep, 0, getpid(), why, sizeof why));
+    ck_assert_msg(strstr(why, "shared directory"), "%s", why);
+    gxt_rmtree(pdir);
+    gxt_rmtree(real);
+    free(real);
+}
+END_TEST
+
 /* The reply's tensors are written by the steps straight into the reply's
  * buffers where they can be: every way an output can come back must still
  * give the right values. y = Relu(x) (a step's output), x itself (an
@@ -1131,6 +1315,8 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_input_from_caller_buffer);
     tcase_add_test(tc, test_clean_stop_removes_socket);
     tcase_add_test(tc, test_socket_permission_reported);
+    tcase_add_test(tc, test_socket_live_and_stale);
+    tcase_add_test(tc, test_socket_private_dir);
     tcase_add_test(tc, test_gexec_submit_cli);
     tcase_add_test(tc, test_run_info_reports_mode_choice);
     tcase_add_test(tc, test_gexec_submit_explain_mode);
