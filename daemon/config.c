@@ -124,6 +124,11 @@ static const s_key s_keys[] = {
      .check = s_check_user, .def = "root, self",
      .doc = "users (names, uids, or self: the daemon's own) whose ipc clients may ask for "
             "priorities above limits.max_client_priority"},
+    {.name = "limits.max_memory_bytes", .type = S_SIZE, .off = S_OFF(limits_max_memory_bytes),
+     .min = 0, .max = S_PIB, .def = "0",
+     .doc = "bytes held by loaded graphs and their compiled plans (constants, prepared weights, "
+            "one arena per plan); beyond it idle graphs are dropped, least recently used first, "
+            "and what still does not fit is refused with GX_ELIMIT; 0: 3/4 of physical memory"},
     {.name = "graphs.max", .type = S_INT, .off = S_OFF(graphs_max), .min = 1, .max = 1000000,
      .def = "256", .doc = "compiled graphs kept; the least recently used beyond are dropped"},
     {.name = "shutdown_grace_ms", .type = S_INT, .off = S_OFF(shutdown_grace_ms), .min = 0,
@@ -271,6 +276,14 @@ int gxd_config_user_uid(const char *v, uid_t *uid, char *why, size_t whylen)
     }
     s_why(why, whylen, S_Q " is not a user on this system (a name, a uid or self)", v);
     return GX_ECONFIG;
+}
+
+int64_t gxd_config_memory_budget(const gxd_config *c)
+{
+    if (c->limits_max_memory_bytes > 0)
+        return c->limits_max_memory_bytes;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (int64_t)pages * page / 4 * 3 : 0;
 }
 
 int gxd_config_socket_mode(const char *v, mode_t *mode, char *why, size_t whylen)

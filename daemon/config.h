@@ -36,6 +36,7 @@ typedef struct gxd_config {
     char *limits_priority_users[GXD_MAX_ENDPOINTS]; /* "limits.priority_users": who may */
     int n_limits_priority_users;
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
+    int64_t limits_max_memory_bytes; /* "limits.max_memory_bytes": graphs and plans; 0 = auto */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
     int64_t client_heartbeat_ms;     /* "client_heartbeat_ms": ZMTP heartbeats; 0 off */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
@@ -73,6 +74,10 @@ int gxd_config_set(gxd_config *c, const char *key, const char *value, char *err,
 /* The uid of one limits.priority_users entry: "self" (the daemon's own
  * user), a user name or a number. GX_OK, or GX_ECONFIG with why. */
 int gxd_config_user_uid(const char *v, uid_t *uid, char *why, size_t whylen);
+
+/* limits.max_memory_bytes in effect: the key, or when 0 three quarters of
+ * the machine's physical memory. */
+int64_t gxd_config_memory_budget(const gxd_config *c);
 
 /* socket_mode's value as a mode (0 to 0777, octal digits), and
  * socket_group's as a gid (a name or a number). GX_OK, or GX_ECONFIG with why. */

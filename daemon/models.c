@@ -31,6 +31,8 @@ int gxd_models_set_profile(gxd_models *m, const char *dir, int64_t max_entries, 
     return GX_OK;
 }
 
+static void s_count(gxd_model *mdl, int64_t delta);
+
 /* Retired plans no job runs any more (only the model holds them: jobs
  * take plans from the cache alone, under the lock, so none can come back)
  * have final counters: fold them into the base profile and free them.
@@ -48,12 +50,53 @@ static void s_reap_locked(gxd_model *mdl)
             gxd_profile_finish(done);
             (void)gxd_profile_merge(mdl->profile, done); /* ENOMEM: counts lost, not doubled */
             gxd_plan_release(&p);
+            s_count(mdl, -mdl->retired_bytes[i]);
         } else {
+            mdl->retired_bytes[k] = mdl->retired_bytes[i];
             mdl->retired[k++] = p;
         }
         gxd_profile_destroy(&done);
     }
     mdl->n_retired = k;
+}
+
+/* ---- the memory budget ---- */
+
+int64_t gxd_graph_mem_bytes(const gx_graph *g)
+{
+    int64_t b = (int64_t)sizeof *g;
+    for (size_t i = 0; i < g->n_consts; i++)
+        b += 64 + (int64_t)g->consts[i].t->nbytes;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const gx_node *n = g->nodes[i];
+        b += (int64_t)(sizeof *n + 32 * (n->n_in + n->n_out + 1) + sizeof *n->attr * n->n_attr);
+        for (size_t a = 0; a < n->n_attr; a++)
+            if (n->attr[a].type == GX_ATTR_TENSOR && n->attr[a].t)
+                b += (int64_t)n->attr[a].t->nbytes;
+            else if (n->attr[a].type == GX_ATTR_GRAPH && n->attr[a].g)
+                b += gxd_graph_mem_bytes(n->attr[a].g);
+    }
+    return b;
+}
+
+int64_t gxd_plan_mem_bytes(const gxd_plan *p)
+{
+    return (int64_t)(sizeof *p + p->n_values * sizeof *p->values +
+                     p->n_steps * (sizeof *p->steps + sizeof *p->stats + 64) + p->owned_bytes +
+                     p->prepared_bytes + p->arena_bytes + p->dag_arena_bytes);
+}
+
+/* delta bytes for mdl and its registry */
+static void s_count(gxd_model *mdl, int64_t delta)
+{
+    atomic_fetch_add(&mdl->bytes, delta);
+    if (mdl->reg)
+        atomic_fetch_add(&((gxd_models *)mdl->reg)->bytes, delta);
+}
+
+void gxd_models_set_budget(gxd_models *m, int64_t max_bytes)
+{
+    m->max_bytes = max_bytes;
 }
 
 /* The model's profile now, under its lock; NULL on ENOMEM or try and a
@@ -159,6 +202,7 @@ void gxd_model_release(gxd_model **mp)
     if (atomic_fetch_sub(&mdl->refs, 1) != 1)
         return;
     s_save_profile(mdl, false);
+    s_count(mdl, -atomic_load(&mdl->bytes));
     gxd_profile_destroy(&mdl->profile);
     for (size_t i = 0; i < mdl->n_plans; i++)
         gxd_plan_release(&mdl->plans[i]);
@@ -234,15 +278,18 @@ void gxd_models_reap(gxd_models *m)
     }
 }
 
-static void s_evict(gxd_models *m)
+/* Evict idle models, least recently used first, while the registry holds
+ * graphs.max of them or more than the budget less need bytes. */
+static void s_evict(gxd_models *m, int64_t need)
 {
-    while (m->n >= m->max) {
+    while (m->n >= m->max ||
+           (m->max_bytes > 0 && atomic_load(&m->bytes) + need > m->max_bytes)) {
         gxd_model **victim = NULL;
         for (gxd_model **pp = &m->head; *pp; pp = &(*pp)->next)
             if (atomic_load(&(*pp)->refs) == 1 && (!victim || (*pp)->last_used < (*victim)->last_used))
                 victim = pp;
         if (!victim)
-            return; /* every model is in use: go over the limit rather than fail */
+            return; /* every model is in use: go over graphs.max rather than fail */
         gxd_model *mdl = *victim;
         *victim = mdl->next;
         m->n--;
@@ -250,22 +297,41 @@ static void s_evict(gxd_models *m)
     }
 }
 
-gxd_model *gxd_models_add(gxd_models *m, gx_graph **g)
+void gxd_models_trim(gxd_models *m)
+{
+    if (m->max_bytes > 0 && atomic_load(&m->bytes) > m->max_bytes)
+        s_evict(m, 0);
+}
+
+int gxd_models_add(gxd_models *m, gx_graph **g, gxd_model **out, char *err, size_t errlen)
 {
     gx_graph_id id;
     gx_wire_graph_id(*g, &id);
     gxd_model *mdl = gxd_models_find(m, id.hex);
+    *out = NULL;
     if (mdl) {
         gx_graph_destroy(g);
-        return mdl;
+        *out = mdl;
+        return GX_OK;
     }
+    int64_t gb = gxd_graph_mem_bytes(*g), idle = 0;
+    for (gxd_model *o = m->head; o; o = o->next)
+        if (atomic_load(&o->refs) == 1)
+            idle += atomic_load(&o->bytes);
+    /* nothing is evicted for a graph that would not fit anyway */
+    if (m->max_bytes > 0 && atomic_load(&m->bytes) - idle + gb > m->max_bytes)
+        return gx_errf(err, errlen, GX_ELIMIT,
+                       "the graph needs %lld bytes and limits.max_memory_bytes is %lld, of which "
+                       "%lld are held by graphs in use",
+                       (long long)gb, (long long)m->max_bytes,
+                       (long long)(atomic_load(&m->bytes) - idle));
+    s_evict(m, gb);
     if (!(mdl = calloc(1, sizeof *mdl)))
-        return NULL;
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
     if (pthread_mutex_init(&mdl->mu, NULL) != 0) {
         free(mdl);
-        return NULL;
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
     }
-    s_evict(m);
     mdl->id = id;
     mdl->graph = *g;
     *g = NULL;
@@ -273,9 +339,9 @@ gxd_model *gxd_models_add(gxd_models *m, gx_graph **g)
     atomic_init(&mdl->refs, 2); /* registry + caller */
     mdl->reg = m;
     if (m->store) {
-        char err[512];
-        if (gxd_profile_store_load(m->store, id.hex, &mdl->profile, err, sizeof err) < 0 && m->log)
-            GXD_LOG(m->log, GXD_LOG_WARN, "profile ignored: %s", err);
+        char perr[512];
+        if (gxd_profile_store_load(m->store, id.hex, &mdl->profile, perr, sizeof perr) < 0 && m->log)
+            GXD_LOG(m->log, GXD_LOG_WARN, "profile ignored: %s", perr);
         mdl->saved_jobs = mdl->profile ? mdl->profile->jobs : 0;
         mdl->replan_jobs = mdl->saved_jobs;
     }
@@ -283,7 +349,9 @@ gxd_model *gxd_models_add(gxd_models *m, gx_graph **g)
     mdl->next = m->head;
     m->head = mdl;
     m->n++;
-    return mdl;
+    s_count(mdl, gb);
+    *out = mdl;
+    return GX_OK;
 }
 
 int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, size_t errlen)
@@ -335,8 +403,21 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
     /* A plan compiled without the values of its keyed inputs (at LOAD)
      * would serve every later job dynamically: it is not kept. Otherwise
      * the cache holds it too. */
-    if (mdl->n_plans < GXD_MAX_PLANS_PER_MODEL && !(*plan)->needs_keys)
+    int64_t pb = gxd_plan_mem_bytes(*plan), budget = mdl->reg ? mdl->reg->max_bytes : 0;
+    if (budget > 0 && pb + atomic_load(&mdl->bytes) > budget) {
+        rc = gx_errf(err, errlen, GX_ELIMIT,
+                     "the plan for these inputs needs %lld bytes (one arena of %zu among them) "
+                     "and its graph holds %lld: more than limits.max_memory_bytes (%lld)",
+                     (long long)pb, (*plan)->arena_bytes, (long long)atomic_load(&mdl->bytes),
+                     (long long)budget);
+        gxd_plan_release(plan);
+        goto out;
+    }
+    if (mdl->n_plans < GXD_MAX_PLANS_PER_MODEL && !(*plan)->needs_keys) {
+        mdl->plan_bytes[mdl->n_plans] = pb;
         mdl->plans[mdl->n_plans++] = gxd_plan_ref(*plan);
+        s_count(mdl, pb);
+    }
 out:
     pthread_mutex_unlock(&mdl->mu);
     return rc;
@@ -382,7 +463,10 @@ static void s_replan_one(gxd_models *m, gxd_model *mdl, gxd_plan *old, const gxd
                      at == mdl->n_plans ? "the plan left the cache"
                                         : "too many swapped-out plans still running");
     } else {
+        mdl->retired_bytes[mdl->n_retired] = mdl->plan_bytes[at];
         mdl->retired[mdl->n_retired++] = old; /* the cache's hold moves */
+        mdl->plan_bytes[at] = gxd_plan_mem_bytes(np);
+        s_count(mdl, mdl->plan_bytes[at]);
         mdl->plans[at] = np;
         np = NULL;
     }

@@ -69,6 +69,11 @@ typedef struct gxd_model {
     size_t n_retired;
     gxd_plan *retired[GXD_MAX_RETIRED_PLANS]; /* swapped out, jobs still run them */
     int64_t last_used; /* registry LRU, I/O thread */
+    /* the memory budget: what the graph and the cached and retired plans
+     * were counted for (under mu, bytes also read by the I/O thread) */
+    _Atomic int64_t bytes;
+    int64_t plan_bytes[GXD_MAX_PLANS_PER_MODEL];
+    int64_t retired_bytes[GXD_MAX_RETIRED_PLANS];
     char name[GXD_MAX_GRAPH_NAME]; /* "" or the name LOAD gave it (I/O thread) */
     /* The profile store (daemon/profile.h): what the graph's file held
      * when it was loaded (NULL: none) plus the counters of retired plans
@@ -107,6 +112,10 @@ typedef struct gxd_replanner {
 typedef struct gxd_models {
     gxd_model *head;
     size_t n, max;
+    /* limits.max_memory_bytes (0: none) and the bytes of the models in the
+     * registry or unloading (gxd_model.bytes summed; any thread adds) */
+    int64_t max_bytes;
+    _Atomic int64_t bytes;
     /* unloaded models jobs still hold; freed by gxd_models_reap (I/O thread) */
     gxd_model *unloading;
     size_t n_unloading;
@@ -151,11 +160,26 @@ void gxd_models_save_profiles(gxd_models *m);
 gxd_profile *gxd_model_profile(gxd_model *mdl, bool try);
 /* A new reference to the model with this id, or NULL. */
 gxd_model *gxd_models_find(gxd_models *m, const char *hex);
+/* The memory budget in bytes (limits.max_memory_bytes; 0: none). Counted:
+ * each graph (its constants, tensor attributes, subgraphs and nodes) and
+ * each plan a model keeps (gxd_plan_mem_bytes), from when it is kept until
+ * the model or the plan is freed. */
+void gxd_models_set_budget(gxd_models *m, int64_t max_bytes);
+/* What a plan holds: its tables, folded and prepared constants, slice
+ * plans made so far and one arena (a job running it allocates one). */
+int64_t gxd_plan_mem_bytes(const gxd_plan *p);
+/* What a graph holds (constants, tensor attributes, subgraphs, nodes). */
+int64_t gxd_graph_mem_bytes(const gx_graph *g);
 /* The model for *g (ownership of *g moves in; *g is set to NULL): the
  * existing one with the same id, or a new one. Evicts the least recently
- * used idle model beyond the configured maximum. Returns a new reference,
- * NULL on ENOMEM. */
-gxd_model *gxd_models_add(gxd_models *m, gx_graph **g);
+ * used idle models beyond graphs.max and, until the graph fits, beyond the
+ * memory budget. *out is a new reference. GX_OK; GX_ELIMIT when the graph
+ * does not fit even with every idle model evicted (err names the budget);
+ * GX_ENOMEM. */
+int gxd_models_add(gxd_models *m, gx_graph **g, gxd_model **out, char *err, size_t errlen);
+/* I/O thread, every turn: evict idle models, least recently used first,
+ * while the budget is exceeded (plans compiled meanwhile on workers). */
+void gxd_models_trim(gxd_models *m);
 gxd_model *gxd_model_ref(gxd_model *mdl);
 /* A new reference to the model named name, or NULL. */
 gxd_model *gxd_models_find_name(gxd_models *m, const char *name);
@@ -176,7 +200,10 @@ void gxd_model_release(gxd_model **mdl);
 int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, size_t errlen);
 /* Worker side: the plan for these input views (in graph input order),
  * compiled on first use with the model's profile now (lim->profile is
- * replaced by it). *plan is a new hold the caller drops with
+ * replaced by it). A plan that with its graph exceeds the memory budget
+ * on its own is refused (GX_ELIMIT, naming the budget); one that fits is
+ * kept and counted, and gxd_models_trim makes room by evicting idle
+ * models. *plan is a new hold the caller drops with
  * gxd_plan_release before it drops the model (the plan borrows the
  * model's graph). *compile_us is 0 on a hit. */
 int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limits *lim,

@@ -287,9 +287,9 @@ static int s_decode_graph(gxd_ctx *ctx, s_req *rq, const msgpack_object *o, gxd_
             return rc;
         }
     }
-    *out = gxd_models_add(&ctx->models, &g);
+    rc = gxd_models_add(&ctx->models, &g, out, rq->err, sizeof rq->err);
     gx_graph_destroy(&g);
-    return *out ? GX_OK : gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    return rc;
 }
 
 static int s_handle_ping(gxd_ctx *ctx, s_req *rq)
@@ -1304,6 +1304,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
         ctx->n_priority_uids++;
     }
     gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
+    gxd_models_set_budget(&ctx->models, gxd_config_memory_budget(&ctx->cfg));
     if ((rc = s_tune_start(ctx, err, errlen)) < 0)
         return rc;
     char pdir[1024];
@@ -1413,6 +1414,7 @@ static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
         s_monitor_drain(ctx);
     if (items[1].revents & ZMQ_POLLIN)
         s_flush_done(ctx);
+    gxd_models_trim(&ctx->models); /* plans compiled since may exceed the memory budget */
     if (items[2].revents & ZMQ_POLLIN) {
         unsigned char sig;
         while (read(ctx->signal_fd, &sig, 1) == 1) {

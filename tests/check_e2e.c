@@ -772,6 +772,94 @@ START_TEST(test_socket_private_dir)
 }
 END_TEST
 
+/* y = x + w with w a constant of n floats (tag makes graphs differ). */
+static gx_graph *s_const_graph(int64_t n, float tag)
+{
+    gx_graph *g = gx_graph_new("budget");
+    gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){n});
+    gx_tensor *w = gx_tensor_new(GX_F32, 1, (int64_t[]){n});
+    float *pw = gx_tensor_data(w);
+    for (int64_t i = 0; i < n; i++)
+        pw[i] = tag;
+    gx_graph_add_const(g, "w", &w);
+    gx_graph_add_node(g, "Add", NULL, 2, (const char *[]){"x", "w"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+static int s_run_id(gx_client *c, const gx_graph_id *id, int64_t n, gx_result **r)
+{
+    gx_tensor *x = gx_tensor_new(GX_F32, 1, (int64_t[]){n});
+    memset(gx_tensor_data(x), 0, (size_t)n * sizeof(float));
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, id);
+    gx_request_add_input(rq, "x", x);
+    int rc = gx_client_run(c, rq, r);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    return rc == GX_OK ? gx_result_status(*r) : rc;
+}
+
+/* limits.max_memory_bytes: graphs beyond it push out the least recently
+ * used idle ones; a graph, or a plan with its graph, larger than the whole
+ * budget is refused with an error naming it. Budget 2 MiB; each graph of
+ * 100,000 floats holds about 400 KB, and its plan about 800 KB more (an
+ * arena for x and y). */
+START_TEST(test_memory_budget)
+{
+    char *dir = gxt_tmpdir(), conf[4200];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    FILE *f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("limits:\n  max_memory_bytes: 2M\n", f);
+    fclose(f);
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *[]){"-c", conf, NULL});
+    gx_client *c = s_client(&d);
+    const int64_t n = 100000;
+    gx_graph_id ids[3];
+    gx_result *r = NULL;
+    for (int i = 0; i < 3; i++) {
+        gx_graph *g = s_const_graph(n, (float)i + 1);
+        ck_assert_int_eq(gx_client_load(c, g, &ids[i]), GX_OK);
+        gx_graph_destroy(&g);
+        ck_assert_int_eq(s_run_id(c, &ids[i], n, &r), GX_OK);
+        ck_assert_float_eq(((const float *)gx_tensor_cdata(gx_result_output(r, 0)))[7], (float)i + 1);
+        gx_result_destroy(&r);
+    }
+    /* 3 x 1.2 MB > 2 MiB: the first (least recently used) went, the last stays */
+    ck_assert_int_eq(s_run_id(c, &ids[0], n, &r), GX_ENOTFOUND);
+    gx_result_destroy(&r);
+    ck_assert_int_eq(s_run_id(c, &ids[2], n, &r), GX_OK);
+    gx_result_destroy(&r);
+    /* a graph larger than the budget */
+    gx_graph *big = s_const_graph(600000, 9.0f);
+    gx_graph_id bid;
+    ck_assert_int_eq(gx_client_load(c, big, &bid), GX_ELIMIT);
+    ck_assert_msg(strstr(gx_client_last_error(c), "limits.max_memory_bytes is 2097152"), "%s",
+                  gx_client_last_error(c));
+    gx_graph_destroy(&big);
+    /* a small graph whose plan (its arena) does not fit */
+    gx_graph *wide = gx_graph_new("wide");
+    gx_graph_add_input(wide, "x", GX_F32, 1, (int64_t[]){400000});
+    gx_graph_add_node(wide, "Relu", NULL, 1, (const char *[]){"x"}, 1, (const char *[]){"h"});
+    gx_graph_add_node(wide, "Neg", NULL, 1, (const char *[]){"h"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(wide, "y");
+    gx_graph_id wid; /* LOAD compiles the plan for the declared shapes */
+    ck_assert_int_eq(gx_client_load(c, wide, &wid), GX_ELIMIT);
+    ck_assert_msg(strstr(gx_client_last_error(c), "more than limits.max_memory_bytes (2097152)"),
+                  "%s", gx_client_last_error(c));
+    gx_graph_destroy(&wide);
+    /* and the daemon still serves */
+    ck_assert_int_eq(s_run_id(c, &ids[2], n, &r), GX_OK);
+    gx_result_destroy(&r);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* The reply's tensors are written by the steps straight into the reply's
  * buffers where they can be: every way an output can come back must still
  * give the right values. y = Relu(x) (a step's output), x itself (an
@@ -1317,6 +1405,7 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_socket_permission_reported);
     tcase_add_test(tc, test_socket_live_and_stale);
     tcase_add_test(tc, test_socket_private_dir);
+    tcase_add_test(tc, test_memory_budget);
     tcase_add_test(tc, test_gexec_submit_cli);
     tcase_add_test(tc, test_run_info_reports_mode_choice);
     tcase_add_test(tc, test_gexec_submit_explain_mode);

@@ -462,7 +462,8 @@ START_TEST(test_models_hooks)
     gxd_models_init(&m, 1);
     ck_assert_int_eq(gxd_models_set_profile(&m, dir, 100, 1 << 30, NULL), GX_OK);
     gx_graph *g = s_mm_graph(1);
-    gxd_model *mdl = gxd_models_add(&m, &g);
+    gxd_model *mdl = NULL;
+    ck_assert_int_eq(gxd_models_add(&m, &g, &mdl, err, sizeof err), GX_OK);
     ck_assert_ptr_nonnull(mdl);
     char hex[65];
     snprintf(hex, sizeof hex, "%s", mdl->id.hex);
@@ -484,7 +485,8 @@ START_TEST(test_models_hooks)
     gxd_model_release(&mdl);
     /* another graph evicts this one, which saves its last job */
     gx_graph *g2 = s_mm_graph(2);
-    gxd_model *other = gxd_models_add(&m, &g2);
+    gxd_model *other = NULL;
+    ck_assert_int_eq(gxd_models_add(&m, &g2, &other, err, sizeof err), GX_OK);
     ck_assert_uint_eq(m.n, 1);
     p = s_load(dir, hex);
     ck_assert_int_eq(p->jobs, 4);
@@ -498,7 +500,7 @@ START_TEST(test_models_hooks)
     gxd_models_init(&m, 4);
     ck_assert_int_eq(gxd_models_set_profile(&m, dir, 100, 1 << 30, NULL), GX_OK);
     g = s_mm_graph(1);
-    mdl = gxd_models_add(&m, &g);
+    ck_assert_int_eq(gxd_models_add(&m, &g, &mdl, err, sizeof err), GX_OK);
     ck_assert_int_eq(gxd_model_plan(mdl, in, &s_lim, &plan, &us, err, sizeof err), GX_OK);
     ck_assert_int_eq(atomic_load(&plan->stats[0].ns), ns);
     gxd_plan_release(&plan);

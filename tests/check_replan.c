@@ -170,8 +170,8 @@ static gxd_model *s_setup(gxd_models *m, int64_t min_jobs)
     m->compile = s_compile;
     ck_assert_int_eq(gxd_models_replan_start(m, &s_lim, min_jobs), GX_OK);
     gx_graph *g = s_graph();
-    gxd_model *mdl = gxd_models_add(m, &g);
-    ck_assert_ptr_nonnull(mdl);
+    gxd_model *mdl = NULL;
+    ck_assert_int_eq(gxd_models_add(m, &g, &mdl, NULL, 0), GX_OK);
     return mdl;
 }
 
@@ -216,7 +216,8 @@ START_TEST(test_compile_uses_profile)
     gxd_models_init(&m, 4);
     m.compile = s_compile;
     gx_graph *g = s_graph();
-    gxd_model *mdl = gxd_models_add(&m, &g);
+    gxd_model *mdl = NULL;
+    ck_assert_int_eq(gxd_models_add(&m, &g, &mdl, NULL, 0), GX_OK);
     gxd_plan *p = s_plan(mdl);
     ck_assert_int_eq(s_t.compiles, 1);
     ck_assert(!s_t.had_profile); /* nothing ran, no file */
@@ -229,7 +230,7 @@ START_TEST(test_compile_uses_profile)
     gxd_models_init(&m, 4);
     m.compile = s_compile;
     g = s_graph();
-    mdl = gxd_models_add(&m, &g);
+    ck_assert_int_eq(gxd_models_add(&m, &g, &mdl, NULL, 0), GX_OK);
     ck_assert_ptr_null(mdl->profile);
     mdl->profile = gxd_profile_new(mdl->id.hex);
     mdl->profile->jobs = 7;

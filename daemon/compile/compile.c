@@ -74,6 +74,7 @@ void *gxd_plan_own(gxd_plan *p, size_t nbytes)
         return NULL;
     }
     p->owned[p->n_owned++] = m;
+    p->owned_bytes += nbytes;
     return m;
 }
 

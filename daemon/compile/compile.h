@@ -246,6 +246,7 @@ typedef struct gxd_plan {
     char batch_why[160];
     void **owned;       /* folded values and keyed copies, freed with the plan */
     size_t n_owned, cap_owned;
+    size_t owned_bytes; /* their bytes (the memory budget, daemon/models.h) */
     /* Partition pass (seed 000). devices: the backends offered, in order of
      * preference, the fallback (the CPU) first; parts: connected runs of
      * steps on one device (on other devices than the fallback: one entry
