@@ -48,6 +48,7 @@ struct gx_client {
     int timeout_ms;
     uint64_t next_id;
     gx_job *pending;
+    uint64_t strays; /* replies no waiting job took (gx_client_stray_replies) */
     char endpoint[512];
     char last_error[1024];
 };
@@ -201,6 +202,11 @@ GX_EXPORT void gx_client_set_timeout(gx_client *c, int timeout_ms)
 {
     if (c)
         c->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
+}
+
+GX_EXPORT uint64_t gx_client_stray_replies(const gx_client *c)
+{
+    return c ? c->strays : 0;
 }
 
 GX_EXPORT const char *gx_client_last_error(const gx_client *c)
@@ -492,6 +498,7 @@ static int s_recv_one(gx_client *c, int timeout_ms)
         int64_t id = 0;
         if (rc == GX_OK &&
             gx_mp_int(gx_mp_find(&up.data, "id"), "id", 0, INT64_MAX, &id, NULL, 0) == GX_OK) {
+            c->strays++; /* taken back below when a waiting job takes it */
             for (gx_job *j = c->pending; j; j = j->next) {
                 if (j->id != (uint64_t)id || j->result)
                     continue;
@@ -503,6 +510,7 @@ static int s_recv_one(gx_client *c, int timeout_ms)
                     r->message = strdup(err);
                 }
                 j->result = r;
+                c->strays--;
                 break;
             }
         }

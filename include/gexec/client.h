@@ -85,6 +85,10 @@ GX_EXPORT void gx_client_destroy(gx_client **c);
 GX_EXPORT void gx_client_set_timeout(gx_client *c, int timeout_ms);
 /* Message of the latest failure on this client; owned by the client. */
 GX_EXPORT const char *gx_client_last_error(const gx_client *c);
+/* Replies received that answered no job still waiting for one (a second
+ * reply to a job, or one to a job already destroyed): 0 from a daemon
+ * that answers every job once, while its jobs are kept. */
+GX_EXPORT uint64_t gx_client_stray_replies(const gx_client *c);
 
 /* Round trip to the daemon. GX_ECONNECT if no reply within the timeout. */
 GX_EXPORT int gx_client_ping(gx_client *c);
