@@ -219,6 +219,12 @@ static const struct {
      "2:14: compiler.replan_ms: value 5 out of range [10, 86400000]"},
     {"socket: /run/x.sock\n",
      "1:9: socket: '/run/x.sock' is not an endpoint (ipc:///path/to/sock or tcp://host:port)"},
+    {"socket_mode: 0999\n",
+     "1:14: socket_mode: '0999' is not a file mode (octal, 0 to 0777, such as 0660)"},
+    {"socket_group: no-such-group-gx\n",
+     "1:15: socket_group: 'no-such-group-gx' is not a group on this system (a name or a gid)"},
+    {"limits:\n  max_memory_bytes: -1\n",
+     "2:21: limits.max_memory_bytes: '-1' is not a size (bytes, or with a suffix: 64M, 1G)"},
     {"tcp:\n  - tcp://127.0.0.1:1\n  - ipc:///x\n",
      "3:5: tcp: 'ipc:///x' is not a tcp:// endpoint (tcp://127.0.0.1:5555)"},
     {"tcp: [tcp://a:1, tcp://a:2, tcp://a:3, tcp://a:4, tcp://a:5, tcp://a:6, tcp://a:7, "
