@@ -637,8 +637,9 @@ static bool s_ping_as(const char *endpoint, uid_t uid, pid_t daemon, char *why, 
             _exit(126);
         char err[768] = "";
         gx_client *c = NULL;
+#define S_ALIVE(pid) (kill(pid, 0) == 0 || errno == EPERM) /* EPERM: not nobody's yet */
         /* the daemon makes its directory as it starts: wait for that */
-        for (int i = 0; i < 150 && !c && kill(daemon, 0) == 0; i++)
+        for (int i = 0; i < 150 && !c && S_ALIVE(daemon); i++)
             if (!(c = gx_client_new(endpoint, err, sizeof err)) && strstr(err, "No such file"))
                 nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
             else
@@ -646,8 +647,9 @@ static bool s_ping_as(const char *endpoint, uid_t uid, pid_t daemon, char *why, 
         int rc = GX_ECONNECT;
         if (c) {
             gx_client_set_timeout(c, 200);
-            for (int i = 0; i < 150 && rc != GX_OK && kill(daemon, 0) == 0; i++)
+            for (int i = 0; i < 150 && rc != GX_OK && S_ALIVE(daemon); i++)
                 rc = gx_client_ping(c);
+#undef S_ALIVE
             snprintf(err, sizeof err, "%s", gx_client_last_error(c));
             gx_client_destroy(&c);
         }
