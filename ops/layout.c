@@ -302,7 +302,8 @@ void gx_layout_operand_fill(gx_layout l, const gx_view *c, const int64_t nchw[4]
 bool gx_layout_sensitive(gx_op op)
 {
     return op == GX_OP_CONV || op == GX_OP_MAXPOOL || op == GX_OP_AVERAGEPOOL ||
-           op == GX_OP_GLOBALAVERAGEPOOL || op == GX_OP_GLOBALMAXPOOL || op == GX_OP_BATCHNORM;
+           op == GX_OP_GLOBALAVERAGEPOOL || op == GX_OP_GLOBALMAXPOOL || op == GX_OP_BATCHNORM ||
+           op == GX_OP_RESIZE;
 }
 
 gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, char *why,
@@ -312,6 +313,8 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
         return gx_cpu_kernel(op);
     if (op == GX_OP_CONV)
         return gx_cpu_conv_layout(l, ic, why, len);
+    if (op == GX_OP_RESIZE)
+        return gx_cpu_resize_layout(l, ic, why, len);
     if (gx_layout_sensitive(op))
         return gx_cpu_pool_layout(op, l, ic, why, len);
     snprintf(why, len, "%s: %s has no kernel for it", gx_layout_name(l), gx_op_name(op));
@@ -339,6 +342,8 @@ double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
         return 0.5;
     if (op == GX_OP_BATCHNORM)
         return nhwc ? 0.8 : 0.95;
+    if (op == GX_OP_RESIZE) /* a memcpy of C floats per pixel against a gather per element */
+        return 0.5;
     if (op == GX_OP_CONV && ic->n_in >= 2 && ic->in[1].ndim == 4) {
         /* bench/bench_layout_ops, one AVX-512 core, against NCHW's im2col
          * and sgemm: both layouts run the same direct kernels

@@ -154,4 +154,8 @@ void gx_cpu_conv_layout_rows(gx_layout l, const gx_view *y, int ith, int nth, in
 gx_kernel_fn gx_cpu_pool_layout(gx_op op, gx_layout l, const gx_infer *ic, char *why,
                                 size_t len);
 
+/* Resize (nearest, N and C kept) in NHWC (ops/cpu/resize.c): whole pixels
+ * of C floats copied; the same bytes as in NCHW. NULL with why otherwise. */
+gx_kernel_fn gx_cpu_resize_layout(gx_layout l, const gx_infer *ic, char *why, size_t len);
+
 #endif

@@ -270,6 +270,50 @@ START_TEST(conv_weights_shared)
 }
 END_TEST
 
+/* FPN's top-down step: Conv, Resize nearest 2x, Conv. The Resize runs in
+ * NHWC between the Convs (no reorders around it) and gives the layout-off
+ * plan's results. */
+START_TEST(resize_in_nhwc)
+{
+    gx_graph *g = gx_graph_new("up");
+    gx_graph_add_input(g, "x", GX_F32, 4, (int64_t[]){1, 16, 10, 12});
+    s_conv(g, "c1", "x", 16, 32, 3, "a");
+    gxt_const(g, "scales", GX_F32, 1, (int64_t[]){4}, (float[]){1, 1, 2, 2});
+    gx_node *r = gx_graph_add_node(g, "Resize", "up", 3, (const char *[]){"a", "", "scales"}, 1,
+                                   (const char *[]){"u"});
+    gx_node_set_string(r, "mode", "nearest");
+    s_conv(g, "c2", "u", 32, 32, 3, "y");
+    gx_graph_add_output(g, "y");
+    float *x = malloc(16 * 10 * 12 * sizeof *x);
+    for (int64_t i = 0; i < 16 * 10 * 12; i++)
+        x[i] = s_rand();
+    gx_view in = {.dtype = GX_F32, .ndim = 4, .shape = {1, 16, 10, 12}, .numel = 16 * 10 * 12,
+                  .data = x};
+    gxd_compile_limits off = s_lim;
+    off.no_layout = true;
+    gxd_plan *p_on = NULL, *p_off = NULL;
+    char err[512];
+    ck_assert_msg(gxd_compile(g, &in, &s_lim, &p_on, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_compile(g, &in, &off, &p_off, err, sizeof err) == GX_OK, "%s", err);
+    s_check_plan(p_on);
+    bool nhwc = false;
+    for (size_t i = 0; i < p_on->n_steps; i++) {
+        const gxd_step *st = &p_on->steps[i];
+        ck_assert_msg(!st->reorder || strcmp(st->node->name, "up") != 0, "a reorder");
+        nhwc |= st->op == GX_OP_RESIZE && st->layout == GX_LAYOUT_NHWC;
+    }
+    ck_assert_msg(nhwc, "the Resize did not run in NHWC");
+    size_t n_on, n_off;
+    float *y_on = s_run(p_on, &in, 0, &n_on), *y_off = s_run(p_off, &in, 0, &n_off);
+    ck_assert_uint_eq(n_on, n_off);
+    ck_assert(gxt_allclose(y_on, y_off, n_on, 1e-4f, 1e-4f));
+    free(y_on), free(y_off), free(x);
+    gxd_plan_destroy(&p_on);
+    gxd_plan_destroy(&p_off);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 /* A subgraph capturing x [1, 32, 6, 6] that arrives in layout l: MaxPool,
  * Relu, a per-channel Mul and Softmax over the channels (plain only). */
 START_TEST(captured_in_each_layout)
@@ -713,6 +757,7 @@ Suite *layout_pass_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cnn_same_results);
     tcase_add_test(tc, conv_weights_shared);
+    tcase_add_test(tc, resize_in_nhwc);
     tcase_add_test(tc, captured_in_each_layout);
     tcase_add_test(tc, if_weighs_branches_by_probability);
     tcase_add_test(tc, measured_times_steer_layouts);

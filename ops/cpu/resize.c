@@ -14,9 +14,11 @@
  * same row of x (an upsampled dim); linear and cubic are float32.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/layout.h"
 #include "ops/nn.h"
 
 /* Columns whose taps are held at once (on the stack). */
@@ -342,4 +344,96 @@ void gx_cpu_RESIZE(const gx_kargs *k)
 void gx_cpu_UPSAMPLE(const gx_kargs *k)
 {
     s_resize(k, GX_OP_UPSAMPLE);
+}
+
+/* ---- NHWC (the layout pass's kernel) ---- */
+
+/* Output columns whose input columns are worked out once per call. */
+#define S_NHWC_COLS 4096
+
+/* The plan of x in NHWC (k->in[0] physical) as gx_resize sees it. */
+static void s_nhwc_setup(const gx_kargs *k, gx_resize *r)
+{
+    gx_view in[GX_MAX_OP_INPUTS];
+    char err[256];
+    for (int i = 0; i < k->n_in && i < GX_MAX_OP_INPUTS; i++)
+        in[i] = k->in[i];
+    in[0] = gx_layout_logical(&k->in[0]);
+    gx_resize_setup(&(gx_infer){.attr = k->attr, .n_in = k->n_in, .in = in, .err = err,
+                                .errlen = sizeof err},
+                    GX_OP_RESIZE, r);
+}
+
+/* Pixels [lo, hi) of y [N, OH, OW, C]: each the C floats of its nearest
+ * input pixel. */
+static void s_resize_nhwc(const gx_kargs *k)
+{
+    gx_resize r;
+    s_nhwc_setup(k, &r);
+    const int64_t C = r.out[1], OH = r.out[2], OW = r.out[3], IH = r.in[2], IW = r.in[3];
+    const size_t bytes = (size_t)C * gx_dtype_size(k->in[0].dtype);
+    const char *x = k->in[0].data;
+    char *y = k->out[0].data;
+    int64_t lo, hi, cols[S_NHWC_COLS];
+    gx_cpu_share(k, r.out[0] * OH * OW, 1, &lo, &hi);
+    const bool table = OW <= S_NHWC_COLS;
+    s_taps t;
+    for (int64_t c = 0; table && c < OW; c++) {
+        s_taps_at(&r, 3, c, &t);
+        cols[c] = t.i[0];
+    }
+    int64_t row = -1, iy = 0;
+    for (int64_t p = lo; p < hi; p++) {
+        const int64_t n = p / (OH * OW), oy = p / OW % OH, ox = p % OW;
+        if (p / OW != row) {
+            row = p / OW;
+            s_taps_at(&r, 2, oy, &t);
+            iy = t.i[0];
+        }
+        int64_t ix;
+        if (table) {
+            ix = cols[ox];
+        } else {
+            s_taps_at(&r, 3, ox, &t);
+            ix = t.i[0];
+        }
+        memcpy(y + (size_t)p * bytes, x + (size_t)((n * IH + iy) * IW + ix) * bytes, bytes);
+    }
+}
+
+gx_kernel_fn gx_cpu_resize_layout(gx_layout l, const gx_infer *ic, char *why, size_t len)
+{
+    const char *ln = gx_layout_name(l);
+    if (l != GX_LAYOUT_NHWC) {
+        snprintf(why, len, "%s: no Resize kernel (nhwc only)", ln);
+        return NULL;
+    }
+    const gx_view *x = &ic->in[0];
+    gx_resize r;
+    char err[256];
+    gx_infer c = *ic;
+    c.err = err, c.errlen = sizeof err;
+    if (x->ndim != 4 || x->dtype != GX_F32 || gx_resize_setup(&c, GX_OP_RESIZE, &r) != GX_OK) {
+        snprintf(why, len, "%s: Resize of a %d-D input, or scales not known when planned", ln,
+                 x->ndim);
+        return NULL;
+    }
+    if (r.mode != GX_INTERP_NEAREST || r.coord == GX_COORD_TF_CROP_AND_RESIZE) {
+        snprintf(why, len, "%s: Resize other than nearest", ln);
+        return NULL;
+    }
+    /* N and C must map to themselves */
+    for (int d = 0; d < 2; d++) {
+        bool same = r.out[d] == r.in[d];
+        for (int64_t i = 0; same && i < r.in[d]; i++) {
+            s_taps t;
+            s_taps_at(&r, d, i, &t);
+            same = !t.outside && t.i[0] == i;
+        }
+        if (!same) {
+            snprintf(why, len, "%s: Resize of the batch or channel dim", ln);
+            return NULL;
+        }
+    }
+    return s_resize_nhwc;
 }
