@@ -113,20 +113,16 @@ static void s_log_blas(gxd_ctx *ctx)
             now ? now : "auto-detected", note);
 }
 
-/* gexec's own MatMul kernels (ops/gemm.h), checked on real products
- * before any job runs: a CPU on which the widest ones compute wrong gets
- * the baseline ones. */
-static void s_check_gemm(gxd_ctx *ctx)
+/* The CPU backend readied before any job runs (its MatMul kernels checked
+ * on real products; a CPU on which the widest compute wrong gets the
+ * baseline ones). */
+static void s_open_cpu(gxd_ctx *ctx)
 {
-    char why[256];
-    if (gx_cpu_gemm_selfcheck(why, sizeof why)) {
-        GXD_LOG(&ctx->log, GXD_LOG_INFO, "MatMul kernels: %s, checked", gx_cpu_gemm_isa());
-        return;
-    }
-    GXD_LOG(&ctx->log, GXD_LOG_WARN, "MatMul kernels: %s; using the baseline ones", why);
-    gx_cpu_gemm_isa_set("baseline");
-    if (!gx_cpu_gemm_selfcheck(why, sizeof why))
-        GXD_LOG(&ctx->log, GXD_LOG_ERROR, "MatMul kernels: %s", why);
+    const gx_backend *cpu = gx_backend_cpu();
+    char note[400] = "";
+    int rc = cpu->open(cpu, note, sizeof note);
+    if (note[0])
+        GXD_LOG(&ctx->log, rc < 0 ? GXD_LOG_ERROR : GXD_LOG_INFO, "cpu: %s", note);
 }
 
 static void s_probe_cuda(gxd_ctx *ctx)
@@ -272,7 +268,7 @@ int main(int argc, char **argv)
     } else {
         s_probe_cuda(&ctx);
         s_log_blas(&ctx);
-        s_check_gemm(&ctx);
+        s_open_cpu(&ctx);
         GXD_LOG(&ctx.log, GXD_LOG_INFO, "gexecd %s serving on %s (pid %d)", PACKAGE_VERSION,
                 ctx.endpoint, (int)getpid());
         s_report(report_fd, "");

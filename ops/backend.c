@@ -14,15 +14,6 @@ const gx_attrval *gx_rule_attr(const gx_rule_ctx *rc, const char *name)
     return NULL;
 }
 
-/* ---- the CPU: every op the schemas accept -------------------------------- */
-
-static const gx_backend s_cpu = {.name = "cpu", .rules = NULL, .kernel = gx_cpu_kernel};
-
-const gx_backend *gx_backend_cpu(void)
-{
-    return &s_cpu;
-}
-
 /* ---- CUDA: what cuBLAS and cuDNN support (declared; no kernels yet) ------ */
 
 /* Writes the reason and returns false. */
@@ -126,18 +117,38 @@ const gx_backend *gx_backend_cuda(void)
     return &s_cuda;
 }
 
+static const gx_backend *s_registered[GX_BACKEND_MAX];
+static size_t s_n_registered;
+
+int gx_backend_register(const gx_backend *b)
+{
+    if (gx_backend_find(b->name))
+        return GX_EINVAL;
+    if (s_n_registered == GX_BACKEND_MAX)
+        return GX_ELIMIT;
+    s_registered[s_n_registered++] = b;
+    return GX_OK;
+}
+
 const gx_backend *gx_backend_find(const char *name)
 {
-    const gx_backend *all[] = {&s_cpu, &s_cuda};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(all[i]->name, name) == 0)
-            return all[i];
+    const gx_backend *builtin[] = {gx_backend_cpu(), &s_cuda};
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+        if (strcmp(builtin[i]->name, name) == 0)
+            return builtin[i];
+    for (size_t i = 0; i < s_n_registered; i++)
+        if (strcmp(s_registered[i]->name, name) == 0)
+            return s_registered[i];
     return NULL;
 }
 
 const char *gx_backend_names(void)
 {
-    return "cpu, cuda";
+    static char names[GX_BACKEND_MAX * 24 + 16];
+    size_t o = (size_t)snprintf(names, sizeof names, "cpu, cuda");
+    for (size_t i = 0; i < s_n_registered && o < sizeof names; i++)
+        o += (size_t)snprintf(names + o, sizeof names - o, ", %s", s_registered[i]->name);
+    return names;
 }
 
 /* ---- rules --------------------------------------------------------------- */
@@ -193,7 +204,7 @@ bool gx_backend_accepts(const gx_backend *b, const gx_rule_ctx *rc, char *why, s
 
 bool gx_backend_runnable(const gx_backend *b, char *why, size_t whylen)
 {
-    if (b->kernel)
+    if (b->kernel && b->alloc && b->free && (b->host_memory || b->copy))
         return true;
     snprintf(why, whylen, "declared only: this build has no %s kernels", b->name);
     return false;

@@ -1,23 +1,40 @@
 /*
- * Backends: the devices a plan's steps may run on, and per op the rules
- * under which each device's library supports it (seed 000). The compiler's
- * partition pass (daemon/compile/partition.c) reads them:
+ * Backends: the devices a plan's steps run on (seeds 000, 004), each a
+ * table of operations in the style of ggml-backend. The compiler and the
+ * executors reach a device only through its table:
  *
- *   const gx_backend *cuda = gx_backend_find("cuda");
- *   if (gx_backend_lists(cuda, GX_OP_CONV))              // pass one: op in its table
- *       ok = gx_backend_accepts(cuda, &rc, why, sizeof why); // pass two: dtypes, attrs, shapes
+ *   const gx_backend *b = plan->devices[step->device];
+ *   if (gx_backend_lists(b, GX_OP_CONV))                 // partition, pass one
+ *       ok = gx_backend_accepts(b, &rc, why, sizeof why); // pass two: dtypes, attrs, shapes
+ *   step->kernel = b->kernel(step->op);                   // plan
+ *   void *arena = b->alloc(b, bytes);                     // an arena on the device
+ *   b->copy(b, GX_COPY_TO_DEVICE, dst, src, n, queue);    // a copy step
  *
- * A backend is a name, a table of rules (one row per op it supports: the
- * dtypes it accepts and an optional predicate over attributes and shapes)
- * and its kernels. The CPU backend has no table: it runs everything the op
- * schemas accept (its rule is that infer succeeded). The CUDA backend's
- * table is declared (what cuBLAS/cuDNN support) but it has no kernels yet,
- * so the daemon does not offer it to the compiler (gx_backend_runnable).
- * Backends are static storage; tests may define their own.
+ * A backend has:
+ *   what it runs   rules: one row per op (dtypes, an optional predicate over
+ *                  attributes and shapes, the library); NULL: every op the
+ *                  schemas accept (the CPU);
+ *   kernels        one per op (required to run plans), by stable name too
+ *                  (the artifact, explain); per memory layout (optional,
+ *                  seed 001); fused elementwise groups as one step
+ *                  (optional); constants prepared once per plan in the form
+ *                  its kernels read ("library data", optional);
+ *   memory         arenas allocated and freed on the device; host_memory:
+ *                  the CPU can read them (the CPU's own arenas; a device
+ *                  without it gets arenas of its own and explicit copies);
+ *   copies         host <-> device and within the device, on a queue;
+ *   synchronisation queues (streams) made per worker and synchronised;
+ *                  optional: without them every kernel and copy has
+ *                  finished when it returns (the CPU).
+ *
+ * Slots marked optional may be NULL. Backends are static storage, built in
+ * (the CPU, CUDA) or registered at start-up (gx_backend_register: a GPU the
+ * daemon owns; a test's device).
  */
 #ifndef GX_OPS_BACKEND_H
 #define GX_OPS_BACKEND_H
 
+#include "ops/layout.h"
 #include "ops/op.h"
 
 /* Bit for a dtype in a rule's mask. */
@@ -50,21 +67,116 @@ typedef struct gx_op_rule {
     const char *lib;      /* the library that provides it, for explain ("cuDNN") */
 } gx_op_rule;
 
-typedef struct gx_backend {
-    const char *name;         /* "cpu", "cuda": config and explain use it */
+typedef enum gx_copy_kind {
+    GX_COPY_TO_DEVICE, /* host memory to the device's */
+    GX_COPY_TO_HOST,   /* the device's memory to host memory; finished on return */
+    GX_COPY_ON_DEVICE, /* within the device's memory */
+} gx_copy_kind;
+
+struct gx_fused;
+typedef struct gx_backend gx_backend;
+
+/* Kernels per memory layout (seed 001; ops/layout.h). */
+typedef struct gx_backend_layouts {
+    /* The kernel of the node (ic: attributes, logical views) with its
+     * inputs and outputs in layout l, or NULL with why. */
+    gx_kernel_fn (*kernel)(gx_op op, gx_layout l, const gx_infer *ic, char *why, size_t len);
+    /* Its time relative to the plain layout's kernel (1.0). */
+    double (*factor)(gx_op op, gx_layout l, const gx_infer *ic);
+    /* The layout that kernel reads input k in. */
+    gx_layout (*input)(gx_op op, gx_layout l, const gx_infer *ic, int k);
+    /* Scratch bytes of a Conv's kernel in l. */
+    size_t (*conv_scratch)(gx_layout l, const gx_infer *ic);
+    /* A Conv's weights packed for its kernel in l: the packed view's shape,
+     * then its data. */
+    void (*conv_pack_shape)(gx_layout l, const gx_attrval *attr, const gx_view *w,
+                            gx_view *packed);
+    void (*conv_pack)(gx_layout l, const gx_attrval *attr, const gx_view *w,
+                      const gx_view *packed);
+    /* Kernel of the reorder steps between layouts. */
+    gx_kernel_fn reorder;
+} gx_backend_layouts;
+
+/* Constant B operands of MatMul and Gemm packed once per plan for the
+ * kernels that read them so (ops/gemm.h). */
+typedef struct gx_backend_gemm_pack {
+    bool (*packable)(gx_op op, const gx_attrval *attr, const gx_view *a, const gx_view *b,
+                     const gx_view *y, bool b_const, char *why, size_t whylen);
+    size_t (*packed_floats)(gx_op op, const gx_attrval *attr, const gx_view *b);
+    void (*pack)(gx_op op, const gx_attrval *attr, const gx_view *b, float *dst);
+    gx_kernel_fn (*kernel)(gx_op op); /* reads in[1] packed */
+    const char *(*impl)(void);        /* its implementation's name, "packed.avx512" */
+} gx_backend_gemm_pack;
+
+struct gx_backend {
+    const char *name;         /* "cpu", "cuda": config, explain, replies */
     const gx_op_rule *rules;  /* NULL: every op the schemas accept (the CPU) */
     size_t n_rules;
-    /* Optional: the device's kernel for op, NULL where it has none. A backend
-     * without this slot is declared only and cannot run a plan. */
-    gx_kernel_fn (*kernel)(gx_op op);
-} gx_backend;
+    void *dev;                /* the device's own state (a GPU's context), or NULL */
+    /* Optional: readies the device at start-up (its kernels checked on real
+     * data); GX_OK or an error, with a line for the log in note either way
+     * ("" for nothing to say). */
+    int (*open)(const gx_backend *b, char *note, size_t len);
 
-/* The built-in backends; static storage. */
+    /* ---- kernels ---- */
+    /* The device's kernel for op, NULL where it has none. A backend without
+     * this slot is declared only and cannot run a plan. */
+    gx_kernel_fn (*kernel)(gx_op op);
+    /* Optional: a stable name for each of its kernels ("cpu.Conv.nhwc")
+     * and back; NULL when unknown. */
+    const char *(*kernel_name)(gx_kernel_fn fn);
+    gx_kernel_fn (*kernel_by_name)(const char *name);
+    /* Optional: kernels per memory layout; NULL: the plain layout only. */
+    const gx_backend_layouts *layouts;
+    /* Optional: runs a fused group (ops/fused.h) as one step; k->in are the
+     * group's inputs, k->out[0] its output. NULL: no fusion on the device. */
+    void (*fused)(const gx_backend *b, const struct gx_fused *f, const gx_kargs *k);
+    /* Optional: packed constant GEMM operands. */
+    const gx_backend_gemm_pack *gemm_pack;
+    /* Do its kernels take shares (gx_kargs ith of nth) run by several
+     * threads at once? Else each step runs whole on one thread. */
+    bool shares;
+
+    /* ---- memory ---- */
+    /* Is the device's memory host memory (kernels of the CPU read it)? */
+    bool host_memory;
+    /* An arena of bytes on the device (aligned to GX_ALIGN at least), NULL
+     * when it has no room; free releases one. Required to run plans. */
+    void *(*alloc)(const gx_backend *b, size_t bytes);
+    void (*free)(const gx_backend *b, void *p);
+    /* Optional: bytes the device can still give, 0 when unknown. */
+    size_t (*capacity)(const gx_backend *b);
+
+    /* ---- copies (required when !host_memory) ---- */
+    /* n bytes from src to dst, in order on queue (NULL: finished on return).
+     * A copy to the device has read src when it returns (src may be
+     * written next); a copy to the host has finished. GX_OK or an error
+     * code (a failed kernel before it on queue may be reported here). */
+    int (*copy)(const gx_backend *b, gx_copy_kind kind, void *dst, const void *src, size_t n,
+                void *queue);
+
+    /* ---- synchronisation (optional: NULL on a device whose kernels have
+     * finished when they return) ---- */
+    /* A queue (stream) of the calling worker for the device's kernels and
+     * copies (gx_kargs.queue), and its release. */
+    void *(*queue_new)(const gx_backend *b);
+    void (*queue_free)(const gx_backend *b, void *queue);
+    /* Waits until everything put on queue has finished. GX_OK or an error. */
+    int (*queue_sync)(const gx_backend *b, void *queue);
+};
+
+/* The built-in backends; static storage. The CPU's table is in
+ * ops/cpu/backend.c. */
 const gx_backend *gx_backend_cpu(void);
 const gx_backend *gx_backend_cuda(void);
-/* A built-in backend by name, NULL if none is called that. */
+/* Adds b (static storage) to the backends gx_backend_find knows; GX_OK,
+ * GX_EINVAL for a name taken, GX_ELIMIT past GX_BACKEND_MAX. Call before
+ * any lookup from another thread (start-up, a test's set-up). */
+#define GX_BACKEND_MAX 8
+int gx_backend_register(const gx_backend *b);
+/* A backend by name (built in or registered), NULL if none is called that. */
 const gx_backend *gx_backend_find(const char *name);
-/* Names of the built-in backends, for messages: "cpu, cuda". */
+/* Names of the known backends, for messages: "cpu, cuda". */
 const char *gx_backend_names(void);
 
 /* Pass one: does b's table have a row for op (can the device run it at all)? */

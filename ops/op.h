@@ -427,6 +427,7 @@ typedef struct gx_kargs {
     const gx_view *out;
     void *scratch; /* the schema's scratch() bytes, GX_ALIGN-aligned; else NULL */
     int ith, nth;
+    void *queue; /* the device's queue (stream) for this worker; NULL on the CPU */
 } gx_kargs;
 
 typedef void (*gx_kernel_fn)(const gx_kargs *k);

@@ -33,8 +33,8 @@ START_TEST(test_chain_reuses)
         v[i].last_use = i; /* read by the next step */
         v[i].nbytes = 1000;
     }
-    size_t nb;
-    size_t peak = gxd_memplan_assign(v, 10, &nb);
+    size_t nb = 0;
+    size_t peak = gxd_memplan_assign(v, 10, 0, &nb);
     ck_assert_uint_eq(nb, 10);
     s_assert_disjoint(v, 10);
     ck_assert_uint_eq(peak, 2 * 1024); /* two live at a time, 64-aligned */
@@ -58,8 +58,8 @@ START_TEST(test_random_lifetimes)
             if (v[i].kind != GXD_VALUE_CONST)
                 naive += (v[i].nbytes + GX_ALIGN - 1) / GX_ALIGN * GX_ALIGN;
         }
-        size_t nb;
-        size_t peak = gxd_memplan_assign(v, n, &nb);
+        size_t nb = 0;
+        size_t peak = gxd_memplan_assign(v, n, 0, &nb);
         s_assert_disjoint(v, n);
         ck_assert_uint_le(peak, naive);
         free(v);

@@ -35,16 +35,41 @@ static const gx_op_rule s_t1_rules[] = {
     {GX_OP_ADD, GX_DT(F32), 0, NULL, "t1lib"},   {GX_OP_MUL, GX_DT(F32), 0, NULL, "t1lib"},
     {GX_OP_SOFTMAX, GX_DT(F32), 0, s_last_axis, "t1lib"},
 };
-static const gx_backend s_t1 = {"t1", s_t1_rules, sizeof s_t1_rules / sizeof s_t1_rules[0],
-                                gx_cpu_kernel};
+/* Devices sharing the host's memory (no copies between them and the CPU):
+ * arenas from the heap. */
+static void *s_alloc(const gx_backend *b, size_t bytes)
+{
+    (void)b;
+    return gx_aligned_alloc(bytes ? bytes : 1);
+}
+
+static void s_free(const gx_backend *b, void *p)
+{
+    (void)b;
+    free(p);
+}
+
+static void s_fused(const gx_backend *b, const gx_fused *f, const gx_kargs *k)
+{
+    (void)b;
+    gx_cpu_fused(f, k->in, &k->out[0], k->scratch, k->ith, k->nth);
+}
+
+#define S_HOST_DEVICE(nm, table)                                                               \
+    {                                                                                          \
+        .name = nm, .rules = table, .n_rules = sizeof table / sizeof table[0],                 \
+        .kernel = gx_cpu_kernel, .fused = s_fused, .shares = true, .host_memory = true,        \
+        .alloc = s_alloc, .free = s_free                                                       \
+    }
+
+static const gx_backend s_t1 = S_HOST_DEVICE("t1", s_t1_rules);
 
 static const gx_op_rule s_t2_rules[] = {
     {GX_OP_EXP, GX_DT(F32), 0, NULL, "t2lib"},
     {GX_OP_NEG, GX_DT(F32), 0, NULL, "t2lib"},
     {GX_OP_RELU, GX_DT(F32), 0, NULL, "t2lib"},
 };
-static const gx_backend s_t2 = {"t2", s_t2_rules, sizeof s_t2_rules / sizeof s_t2_rules[0],
-                                gx_cpu_kernel};
+static const gx_backend s_t2 = S_HOST_DEVICE("t2", s_t2_rules);
 
 static gxd_partition_opts s_opts(const gx_backend *a, const gx_backend *b, int min_nodes)
 {

@@ -145,6 +145,12 @@ void gxd_plan_destroy(gxd_plan **pp)
     free(p->prepared);
     gxd_shared_drop(p);
     gxd_layout_rec_destroy(&p->layout);
+    for (size_t i = 0; i < p->n_dev_consts; i++) {
+        const gxd_dev_const *c = &p->dev_consts[i];
+        const gx_backend *b = p->devices[c->device];
+        b->free(b, p->values[c->value].view.data);
+    }
+    free(p->dev_consts);
     for (size_t i = 0; i < p->n_owned; i++)
         free(p->owned[i]);
     free(p->owned);

@@ -101,6 +101,11 @@ typedef struct gxd_value {
     int last_use;     /* last step reading it; n_steps if a graph output */
     int buffer;       /* logical buffer number; -1 for constants */
     size_t offset;    /* from the arena base */
+    int mem;          /* memplan: the device whose memory (arena) holds it, an
+                       * index into plan->devices; 0, the host, for inputs,
+                       * host constants and every value of a device with host
+                       * memory. A constant on another device (mem > 0) is
+                       * the prepare pass's copy, its data that device's. */
 } gxd_value;
 
 typedef struct gxd_subplans gxd_subplans;
@@ -219,7 +224,17 @@ typedef struct gxd_plan {
     int *inputs;  /* value index of graph input i */
     int *outputs; /* value index of graph output i */
     size_t n_buffers;
-    size_t arena_bytes; /* peak: size of one arena */
+    size_t arena_bytes; /* peak: size of one (host) arena */
+    /* memplan and dag passes: the arenas of devices without host memory
+     * (index as plan->devices; 0 for the others, whose values are in the
+     * host's arena), for step order and for the DAG executors */
+    size_t dev_arena_bytes[GXD_MAX_DEVICES];
+    size_t dev_dag_arena_bytes[GXD_MAX_DEVICES];
+    /* prepare pass: constants copied once into the memory of a device
+     * without host memory that reads them (freed with the plan through
+     * that device's table) */
+    struct gxd_dev_const *dev_consts;
+    size_t n_dev_consts;
     size_t naive_bytes; /* sum of all buffer sizes (no reuse), for comparison */
     double flops;
     size_t n_dynamic;   /* dynamic steps */
@@ -314,6 +329,13 @@ typedef struct gxd_impl_choice {
     int64_t ns;
     const struct gxd_tune_sig *sig;
 } gxd_impl_choice;
+
+/* A constant in a device's memory: value (mem == device) holds the bytes
+ * of host value source there. */
+typedef struct gxd_dev_const {
+    int device;
+    int value, source;
+} gxd_dev_const;
 
 /* One partition: steps with part == its index, all on device. entry, exit:
  * its only entry and exit steps, or -1 where it has several (the fallback's
@@ -473,8 +495,10 @@ void gxd_plan_partition_explain(const gxd_plan *p, FILE *out);
  * frees, or NULL on ENOMEM. Reads only what the passes recorded. */
 char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g);
 
-/* Pass 8 (memplan) on its own, for tests: assign offsets to values given their
- * nbytes/def/last_use; sets buffer, offset, and returns the arena size. */
-size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers);
+/* Pass 8 (memplan) on its own, for tests: assign offsets to the values in
+ * device mem's memory (value.mem) given their nbytes/def/last_use; sets
+ * buffer (numbered from *n_buffers on, which counts them) and offset, and
+ * returns the arena size. */
+size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n_buffers);
 
 #endif

@@ -179,6 +179,8 @@ static int s_dag_layout(gxd_plan *p)
         size_t best_at = 0;
         for (size_t oj = 0; oj < n_open && d >= 0; oj++) {
             int sl = open[oj];
+            if (p->values[slot_last[sl]].mem != val->mem) /* another device's memory */
+                continue;
             if (!s_done_before(p, anc, words, rd_off, readers, slot_last[sl], d))
                 continue;
             /* smallest slot that fits, else the largest */
@@ -203,17 +205,24 @@ static int s_dag_layout(gxd_plan *p)
             open[best_at] = open[--n_open];
     }
     {
+        /* each device's slots one after another in its own arena */
         size_t *slot_off = calloc(n_slots + 1, sizeof *slot_off);
+        size_t end[GXD_MAX_DEVICES] = {0};
         if (!slot_off || !(p->dag_offset = calloc(nv + 1, sizeof *p->dag_offset))) {
             free(slot_off);
             goto out;
         }
-        for (size_t sl = 0; sl < n_slots; sl++)
-            slot_off[sl + 1] = slot_off[sl] + slot_size[sl];
+        for (size_t sl = 0; sl < n_slots; sl++) {
+            const int mem = p->values[slot_last[sl]].mem;
+            slot_off[sl] = end[mem];
+            end[mem] += slot_size[sl];
+        }
         for (size_t v = 0; v < nv; v++)
             if (s_placed(&p->values[v]))
                 p->dag_offset[v] = slot_off[slot_of[v]];
-        p->dag_arena_bytes = slot_off[n_slots];
+        p->dag_arena_bytes = end[0];
+        for (size_t d = 1; d < p->n_devices; d++)
+            p->dev_dag_arena_bytes[d] = end[d];
         free(slot_off);
     }
     rc = GX_OK;
@@ -243,11 +252,14 @@ int gxd_pass_dag(gxd_cstate *st)
     }
     if (s_dag_layout(p) < 0)
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
-    if (p->dag_arena_bytes > (uint64_t)st->lim->max_arena_bytes) {
-        snprintf(p->dag_why, sizeof p->dag_why,
-                 "running out of order needs an arena of %zu bytes (limit %lld)",
-                 p->dag_arena_bytes, (long long)st->lim->max_arena_bytes);
-        return GX_OK;
+    for (size_t d = 0; d < p->n_devices; d++) {
+        const size_t bytes = d ? p->dev_dag_arena_bytes[d] : p->dag_arena_bytes;
+        if (bytes > (uint64_t)st->lim->max_arena_bytes) {
+            snprintf(p->dag_why, sizeof p->dag_why,
+                     "running out of order needs an arena of %zu bytes on %s (limit %lld)",
+                     bytes, p->devices[d]->name, (long long)st->lim->max_arena_bytes);
+            return GX_OK;
+        }
     }
     p->dag_ok = true;
     return GX_OK;

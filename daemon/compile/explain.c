@@ -86,7 +86,7 @@ static const char *s_step_run(const gxd_step *s)
 {
     if (s->folded)
         return "folded";
-    if (!s->kernel)
+    if (!s->kernel && !s->copy)
         return "control flow";
     return s->dynamic ? "dynamic" : "static";
 }
@@ -177,19 +177,19 @@ static void s_sec_steps(gx_strbuf *b, const s_ctx *x)
         S_LIT(b, "],\"run\":");
         s_str(b, s_step_run(s));
         /* the device the partition pass chose; a fused step runs the group's
-         * kernel, a copy the host's copy */
+         * kernel, a copy the devices' copies */
         const char *dev = s->device >= 0 && (size_t)s->device < p->n_devices
                               ? p->devices[s->device]->name
                               : "cpu";
         S_LIT(b, ",\"device\":");
         s_str(b, dev);
         S_LIT(b, ",\"kernel\":");
-        if (!s->kernel || s->folded)
+        if (s->copy)
+            gx_strbuf_printf(b, "\"%s.copy\"", dev);
+        else if (!s->kernel || s->folded)
             S_LIT(b, "null");
         else if (s->fused)
             gx_strbuf_printf(b, "\"%s.fused\"", dev);
-        else if (s->copy)
-            gx_strbuf_printf(b, "\"%s.copy\"", dev);
         else if (s->reorder)
             gx_strbuf_printf(b, "\"%s.reorder\"", dev);
         else if (s->layout != GX_LAYOUT_PLAIN)

@@ -54,8 +54,10 @@ static const char *s_unfusable(const gxd_plan *p, int i)
         return "has shapes known only at run time";
     if (!(sc->flags & GX_OPF_ELEMENTWISE))
         return "not elementwise";
-    if (!s_math[s->op] || sc->batch || sc->scratch || !gx_cpu_kernel(s->op))
+    if (!s_math[s->op] || sc->batch || sc->scratch)
         return "not an arithmetic elementwise op";
+    if (!p->devices[s->device]->fused || !p->devices[s->device]->kernel(s->op))
+        return "its device runs no fused groups of it";
     if (s->n_out != 1 || s->n_in != s->n_formal)
         return "has several outputs";
     if (s->n_in > GX_FUSED_MAX_OP_IN)
@@ -79,7 +81,8 @@ static bool s_head_ok(const gxd_plan *p, int i)
                                 * NHWC or NCHW16c x may be NCHW (gx_cpu_layout_input) */
         const gx_view *x = &p->values[s->in[0]].view, *y = &p->values[s->out[0]].view;
         const bool kernel = s->layout == GX_LAYOUT_PLAIN
-                                ? !s->kernel || s->kernel == gx_cpu_kernel(GX_OP_CONV)
+                                ? !s->kernel ||
+                                      s->kernel == p->devices[s->device]->kernel(GX_OP_CONV)
                                 : s->kernel != NULL;
         return kernel && (x->layout == s->layout || s->layout != GX_LAYOUT_PLAIN) &&
                y->layout == s->layout && x->dtype == GX_F32 && y->dtype == GX_F32;
@@ -135,7 +138,7 @@ static const char *s_build(const gxd_plan *p, const int *mark, int r, const s_gr
         const gxd_step *s = &p->steps[g->head];
         f->has_head = true;
         f->head.op = s->op;
-        f->head.kernel = s->kernel ? s->kernel : gx_cpu_kernel(s->op);
+        f->head.kernel = s->kernel ? s->kernel : p->devices[s->device]->kernel(s->op);
         f->head_layout = s->layout;
         f->head.n_in = s->n_in;
         f->head.out = -1;
@@ -158,7 +161,7 @@ static const char *s_build(const gxd_plan *p, const int *mark, int r, const s_gr
         const gxd_step *s = &p->steps[g->m[j]];
         gx_fused_op *op = &f->op[j];
         op->op = s->op;
-        op->kernel = gx_cpu_kernel(s->op);
+        op->kernel = p->devices[s->device]->kernel(s->op);
         op->n_in = s->n_in;
         memcpy(op->attr, s->attr, sizeof op->attr);
         for (int k = 0; k < s->n_in; k++) {

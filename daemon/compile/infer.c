@@ -131,7 +131,7 @@ static int s_fold(gxd_cstate *st, gxd_step *s, const gx_infer *ic)
     }
     gx_kargs ka = {.attr = s->attr, .n_in = s->n_formal, .in = ic->in, .n_out = s->n_out,
                    .out = ic->out, .scratch = scratch, .nth = 1};
-    gx_cpu_kernel(s->op)(&ka);
+    gx_backend_cpu()->kernel(s->op)(&ka); /* folding runs on the host */
     for (int k = 0; k < s->n_out; k++)
         if (wide[k])
             gxd_widen_from_f32(wide[k], p->values[s->out[k]].view.dtype,

@@ -7,8 +7,9 @@
  *
  * that the solver (layout_solve.c) finds for the problem described in
  * layout.h. Then:
- *   - a step whose layout is not plain runs the kernel for it
- *     (gx_cpu_layout_kernel) and its outputs hold their physical shapes;
+ *   - a step whose layout is not plain runs the kernel for it (its
+ *     device's layouts table, ops/backend.h) and its outputs hold their
+ *     physical shapes;
  *   - where a consumer's layout differs from its input's, a reorder step
  *     (after the producer, one per value and layout) makes the copy it
  *     reads; graph outputs are plain again;
@@ -71,10 +72,17 @@ static void s_infer_ctx(const gxd_plan *p, const gxd_step *s, gx_view *in, gx_vi
     *ic = (gx_infer){.attr = s->attr, .n_in = s->n_in, .in = in, .n_out = s->n_out, .out = out};
 }
 
-static bool s_elementwise(const gxd_step *s)
+/* The kernels per layout of step s's device (the fallback's: the pass
+ * places only its steps), NULL when it has none. */
+static const gx_backend_layouts *s_layouts(const gxd_plan *p, const gxd_step *s)
 {
-    return (gx_op_schema_get(s->op)->flags & GX_OPF_ELEMENTWISE) && gx_cpu_kernel(s->op) &&
-           s->n_out == 1 && s->n_in == s->n_formal;
+    return p->devices[s->device]->layouts;
+}
+
+static bool s_elementwise(const gxd_plan *p, const gxd_step *s)
+{
+    return (gx_op_schema_get(s->op)->flags & GX_OPF_ELEMENTWISE) &&
+           p->devices[s->device]->kernel(s->op) && s->n_out == 1 && s->n_in == s->n_formal;
 }
 
 /* Can step s run in layout l (not plain)? Its kernel, and its cost per run
@@ -90,10 +98,10 @@ static gx_kernel_fn s_offer(const gxd_plan *p, const gxd_step *s, gx_layout l, d
         return NULL;
     }
     s_infer_ctx(p, s, in, out, &ic);
-    if (!s_elementwise(s)) {
-        gx_kernel_fn fn = gx_cpu_layout_kernel(s->op, l, &ic, why, len);
+    if (!s_elementwise(p, s)) {
+        gx_kernel_fn fn = s_layouts(p, s)->kernel(s->op, l, &ic, why, len);
         if (fn)
-            *factor = gx_cpu_layout_factor(s->op, l, &ic);
+            *factor = s_layouts(p, s)->factor(s->op, l, &ic);
         return fn;
     }
     /* elementwise: data inputs of the output's shape, constants that
@@ -113,20 +121,20 @@ static gx_kernel_fn s_offer(const gxd_plan *p, const gxd_step *s, gx_layout l, d
         }
     }
     *factor = 1.0;
-    return gx_cpu_kernel(s->op);
+    return p->devices[s->device]->kernel(s->op);
 }
 
 /* The layout step s (values still logical) reads its input k in when it
- * runs in layout l: l, or another where its kernel says so
- * (gx_cpu_layout_input: a first Conv reading its image in NCHW). */
+ * runs in layout l: l, or another where its kernel says so (a first Conv
+ * reading its image in NCHW). */
 static int s_reads(const gxd_plan *p, const gxd_step *s, int k, int l)
 {
-    if (l == GX_LAYOUT_PLAIN || s_elementwise(s))
+    if (l == GX_LAYOUT_PLAIN || s_elementwise(p, s))
         return l;
     gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
     gx_infer ic;
     s_infer_ctx(p, s, in, out, &ic);
-    return (int)gx_cpu_layout_input(s->op, (gx_layout)l, &ic, k);
+    return (int)s_layouts(p, s)->input(s->op, (gx_layout)l, &ic, k);
 }
 
 /* ---- building the problem ---- */
@@ -365,8 +373,8 @@ static int s_ops(s_build *b, const gxd_profile *prof)
             }
             continue;
         }
-        const bool may = !s->dynamic && !s->copy && s->device == 0 && s->n_out >= 1 &&
-                         b->cand[s->out[0]];
+        const bool may = !s->dynamic && !s->copy && s->device == 0 && s_layouts(p, s) &&
+                         s->n_out >= 1 && b->cand[s->out[0]];
         size_t at = 0;
         for (int l = 1; l < GX_LAYOUT_COUNT; l++) {
             double factor = 1;
@@ -453,8 +461,8 @@ static int s_edges(s_build *b)
                                 a == (size_t)want ? 0 : s_reorder_us(p, v, a, (size_t)want);
             }
             const int d = v >= 0 && b->cand[v] ? p->values[v].def : -1;
-            if (d < 0 || !s_elementwise(s) ||
-                (p->steps[d].op != GX_OP_CONV && !s_elementwise(&p->steps[d])))
+            if (d < 0 || !s_elementwise(p, s) ||
+                (p->steps[d].op != GX_OP_CONV && !s_elementwise(p, &p->steps[d])))
                 continue;
             size_t at = ne, readers = 0;
             for (size_t e = 0; e < ne; e++)
@@ -531,10 +539,10 @@ static int s_rewrite_step(gxd_plan *p, gxd_step *s, gx_layout l, size_t *n_packe
     s_infer_ctx(p, s, in, out, &ic);
     s->layout = l;
     int rc = GX_OK;
-    if (s->op == GX_OP_CONV && !s_elementwise(s)) {
+    if (s->op == GX_OP_CONV && !s_elementwise(p, s)) {
         /* its weights are packed for l by the prepare pass */
-        s->scratch_bytes = gx_cpu_conv_layout_scratch(l, &ic);
-    } else if (s_elementwise(s)) {
+        s->scratch_bytes = s_layouts(p, s)->conv_scratch(l, &ic);
+    } else if (s_elementwise(p, s)) {
         const int64_t *nchw = p->values[s->out[0]].view.shape;
         for (int k = 0; k < s->n_in && rc == GX_OK; k++) {
             const int v = s->in[k];
@@ -557,7 +565,7 @@ static int s_rewrite_step(gxd_plan *p, gxd_step *s, gx_layout l, size_t *n_packe
 static int s_reorder_step(gxd_plan *p, int v, int c, gxd_step *s)
 {
     int rc = gxd_step_move(p, "reorder", v, c, s);
-    s->kernel = gx_cpu_reorder;
+    s->kernel = p->devices[0]->layouts->reorder; /* the pass places the fallback's steps */
     s->layout = p->values[c].view.layout;
     s->reorder = true;
     return rc;

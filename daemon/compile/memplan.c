@@ -8,6 +8,8 @@
  * A kernel's scratch memory is a value of its own, live during its step.
  * Dynamic values are not placed: they live on the heap at run time; nor
  * are the values inside a fused step (the fuse pass): they live in its tiles.
+ * Each device without host memory has an arena of its own for the values
+ * its steps make (dev_arena_bytes); everything else is in the host's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 #include "daemon/compile/passes.h"
 
 
-size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers)
+size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n_buffers)
 {
     /* Values in order of definition (inputs, def == -1, first). */
     int max_def = -1;
@@ -37,11 +39,11 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, size_t *n_buffers)
     for (size_t i = 0; i < n_values; i++)
         order[bucket[values[i].def + 1]++] = i;
 
-    size_t n_active = 0, peak = 0, buffers = 0;
+    size_t n_active = 0, peak = 0, buffers = *n_buffers;
     for (size_t oi = 0; oi < n_values; oi++) {
         gxd_value *v = &values[order[oi]];
         if (v->kind == GXD_VALUE_CONST || v->kind == GXD_VALUE_DYNAMIC ||
-            v->kind == GXD_VALUE_FUSED)
+            v->kind == GXD_VALUE_FUSED || v->mem != mem)
             continue;
         v->buffer = (int)buffers++;
         size_t need = gxd_aligned(v->nbytes);
@@ -130,12 +132,25 @@ int gxd_pass_memplan(gxd_cstate *st)
     for (size_t i = 0; i < p->n_values; i++)
         if (p->values[i].kind == GXD_VALUE_INPUT || p->values[i].kind == GXD_VALUE_TEMP)
             p->naive_bytes += gxd_aligned(p->values[i].nbytes);
-    p->arena_bytes = gxd_memplan_assign(p->values, p->n_values, &p->n_buffers);
-    if (p->arena_bytes == SIZE_MAX)
-        return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
-    if (p->arena_bytes > (uint64_t)st->lim->max_arena_bytes)
-        return gx_errf(st->err, st->errlen, GX_ELIMIT,
-                       "the graph needs an arena of %zu bytes (limit %lld)", p->arena_bytes,
-                       (long long)st->lim->max_arena_bytes);
+    for (size_t i = 0; i < p->n_values; i++) {
+        gxd_value *v = &p->values[i];
+        if (v->kind == GXD_VALUE_CONST)
+            continue; /* the prepare pass put it */
+        const int d = v->def >= 0 && v->kind != GXD_VALUE_INPUT ? p->steps[v->def].device : 0;
+        v->mem = p->devices[d]->host_memory ? 0 : d;
+    }
+    p->n_buffers = 0;
+    for (size_t d = 0; d < p->n_devices; d++) {
+        if (d && p->devices[d]->host_memory)
+            continue;
+        size_t bytes = gxd_memplan_assign(p->values, p->n_values, (int)d, &p->n_buffers);
+        if (bytes == SIZE_MAX)
+            return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+        if (bytes > (uint64_t)st->lim->max_arena_bytes)
+            return gx_errf(st->err, st->errlen, GX_ELIMIT,
+                           "the graph needs an arena of %zu bytes on %s (limit %lld)", bytes,
+                           p->devices[d]->name, (long long)st->lim->max_arena_bytes);
+        *(d ? &p->dev_arena_bytes[d] : &p->arena_bytes) = bytes;
+    }
     return GX_OK;
 }

@@ -1,6 +1,7 @@
 /*
- * Pass 6, prepare (seed 004's library data). Contract: every CPU MatMul
- * or Gemm step whose B is a constant float32 matrix the packed kernels
+ * Pass 6, prepare (seed 004's library data). Contract: every MatMul or
+ * Gemm step on a device with packed operands (its table's gemm_pack: the
+ * CPU) whose B is a constant float32 matrix the packed kernels
  * take (ops/gemm.h) reads a copy of B packed into column panels and runs
  * the packed kernel; every Conv step the layout pass put in a layout of
  * its own (NHWC, NCHW16c) reads its weights packed for that layout's
@@ -11,7 +12,10 @@
  * is the plan's own, or the whole batch's for the plan of a slice of the
  * batch (replicas). Other steps are untouched. Runs after layout (which
  * picks the Conv kernels) and before fuse (an epilogue's head runs the
- * step's kernel). Records each prepared constant for explain.
+ * step's kernel). Records each prepared constant for explain. Last, every
+ * constant a step of a device without host memory reads is copied into
+ * that device's memory once (a value with mem == the device, in
+ * plan->dev_consts), and the step reads that copy.
  *
  * Which product kernel (seed 003): the tune registry (lim->tune,
  * daemon/tune/tune.h) is asked once per plan for all of them; a record
@@ -61,6 +65,7 @@ typedef struct gxd_shared_ref {
 /* How a constant is prepared: for op's kernel, with Gemm's transB or in
  * a Conv's layout; attr: the step's resolved attributes. */
 typedef struct s_form {
+    const gx_backend *dev; /* whose kernel reads it */
     gx_op op;
     bool trans_b;
     gx_layout layout;
@@ -70,6 +75,7 @@ typedef struct s_form {
 typedef struct s_entry {
     const void *src; /* the graph constant's data: stable while the graph lives */
     size_t src_bytes;
+    const gx_backend *dev;
     gx_op op;
     bool trans_b;
     gx_layout layout;
@@ -116,11 +122,11 @@ void gxd_shared_drop(gxd_plan *p)
 static size_t s_form_view(const s_form *f, const gx_view *b, gx_view *pv)
 {
     if (f->op == GX_OP_CONV) {
-        gx_cpu_conv_pack_shape(f->layout, f->attr, b, pv);
+        f->dev->layouts->conv_pack_shape(f->layout, f->attr, b, pv);
         return (size_t)pv->numel * gx_dtype_size(pv->dtype);
     }
     *pv = *b; /* the packed kernels see B's logical shape (ops/gemm.h) */
-    return gx_cpu_gemm_packed_floats(f->op, f->attr, b) * sizeof(float);
+    return f->dev->gemm_pack->packed_floats(f->op, f->attr, b) * sizeof(float);
 }
 
 /* Writes b in form f (view pv of s_form_view) to dst. */
@@ -128,9 +134,9 @@ static void s_form_fill(const s_form *f, const gx_view *b, gx_view pv, void *dst
 {
     if (f->op == GX_OP_CONV) {
         pv.data = dst;
-        gx_cpu_conv_pack(f->layout, f->attr, b, &pv);
+        f->dev->layouts->conv_pack(f->layout, f->attr, b, &pv);
     } else {
-        gx_cpu_gemm_pack(f->op, f->attr, b, dst);
+        f->dev->gemm_pack->pack(f->op, f->attr, b, dst);
     }
 }
 
@@ -144,7 +150,7 @@ static void *s_shared_copy(gxd_shared *s, gxd_plan *p, const gxd_value *b, const
     s_blob *blob = NULL;
     for (size_t i = 0; i < s->n && !blob; i++)
         if (s->e[i].src == b->view.data && s->e[i].src_bytes == b->nbytes &&
-            s->e[i].op == f->op && s->e[i].trans_b == f->trans_b &&
+            s->e[i].dev == f->dev && s->e[i].op == f->op && s->e[i].trans_b == f->trans_b &&
             s->e[i].layout == f->layout)
             blob = s->e[i].blob;
     if (!blob && gx_grow(&s->e, &s->cap, s->n + 1, sizeof *s->e) &&
@@ -152,7 +158,8 @@ static void *s_shared_copy(gxd_shared *s, gxd_plan *p, const gxd_value *b, const
         blob->bytes = bytes;
         atomic_init(&blob->refs, 1); /* the table's */
         s_form_fill(f, &b->view, pv, s_blob_data(blob));
-        s->e[s->n++] = (s_entry){b->view.data, b->nbytes, f->op, f->trans_b, f->layout, blob};
+        s->e[s->n++] = (s_entry){b->view.data, b->nbytes, f->dev, f->op, f->trans_b, f->layout,
+                                  blob};
     }
     if (blob) {
         atomic_fetch_add(&blob->refs, 1);
@@ -181,7 +188,7 @@ static bool s_product_step(const gxd_plan *p, const gxd_step *s)
     return (s->op == GX_OP_MATMUL || s->op == GX_OP_GEMM) && !s->folded && !s->copy &&
            !s->reorder && !s->dynamic && !s->fused && !s->sub && !s->kernel &&
            s->layout == GX_LAYOUT_PLAIN && s->n_in >= 2 && s->in[1] >= 0 &&
-           p->devices[s->device] == gx_backend_cpu();
+           p->devices[s->device]->gemm_pack;
 }
 
 static bool s_trans_b(gx_op op, const gx_attrval *attr)
@@ -194,7 +201,8 @@ static bool s_trans_b(gx_op op, const gx_attrval *attr)
 static bool s_layout_conv(const gxd_plan *p, const gxd_step *s)
 {
     return s->op == GX_OP_CONV && s->layout != GX_LAYOUT_PLAIN && !s->folded && !s->fused &&
-           s->n_in >= 2 && s->in[1] >= 0 && p->devices[s->device] == gx_backend_cpu();
+           s->n_in >= 2 && s->in[1] >= 0 && p->devices[s->device]->layouts &&
+           p->devices[s->device]->layouts->conv_pack;
 }
 
 /* The whole batch's copy of constant b in form f, or NULL: the same name
@@ -344,7 +352,7 @@ static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_im
             snprintf(c->impl, sizeof c->impl, "%s", impl[j]->name);
             c->version = impl[j]->version;
         } else {
-            snprintf(c->impl, sizeof c->impl, "packed.%s", gx_cpu_gemm_isa());
+            snprintf(c->impl, sizeof c->impl, "%s", p->devices[s->device]->gemm_pack->impl());
             c->version = 1;
         }
     }
@@ -365,11 +373,12 @@ out:
 static bool s_packable(const gxd_plan *p, const gxd_step *s, char *why, size_t len)
 {
     const gxd_value *b = &p->values[s->in[1]];
-    return gx_cpu_gemm_packable(s->op, s->attr, &p->values[s->in[0]].view, &b->view,
+    return p->devices[s->device]->gemm_pack->packable(s->op, s->attr, &p->values[s->in[0]].view, &b->view,
                                 &p->values[s->out[0]].view, b->kind == GXD_VALUE_CONST, why, len);
 }
 
-int gxd_pass_prepare(gxd_cstate *st)
+/* Constant operands packed for the kernels that read them so. */
+static int s_pack(gxd_cstate *st)
 {
     gxd_plan *p = st->plan;
     size_t n_new = 0;
@@ -406,7 +415,7 @@ int gxd_pass_prepare(gxd_cstate *st)
         gxd_step *s = &p->steps[i];
         char what[96];
         if (s_layout_conv(p, s)) {
-            const s_form f = {GX_OP_CONV, false, s->layout, s->attr};
+            const s_form f = {p->devices[s->device], GX_OP_CONV, false, s->layout, s->attr};
             snprintf(what, sizeof what, "W in %s blocks of 16 output channels for the %s Conv "
                                         "kernel",
                      gx_layout_name(s->layout), gx_layout_name(s->layout));
@@ -417,16 +426,92 @@ int gxd_pass_prepare(gxd_cstate *st)
                 s->kernel = s->op == GX_OP_GEMM ? im->gemm : im->matmul;
                 continue;
             }
-            const s_form f = {s->op, s_trans_b(s->op, s->attr), GX_LAYOUT_PLAIN, s->attr};
+            const s_form f = {p->devices[s->device], s->op, s_trans_b(s->op, s->attr),
+                              GX_LAYOUT_PLAIN, s->attr};
             snprintf(what, sizeof what, "B in %d-column panels for the packed %s kernel (%.16s)",
                      GX_GEMM_PANEL, gx_op_name(s->op), p->impls[j - 1].impl);
             if ((rc = s_prepare_input(st, s, &f, "packed", what)) == GX_OK)
                 s->kernel = im ? (s->op == GX_OP_GEMM ? im->gemm : im->matmul)
-                               : gx_cpu_gemm_packed_kernel(s->op);
+                               : p->devices[s->device]->gemm_pack->kernel(s->op);
         }
     }
 out:
     free(todo);
     free(impl);
     return rc < 0 ? rc : GX_OK;
+}
+
+/* Does step s run on a device without host memory? */
+static bool s_off_host(const gxd_plan *p, const gxd_step *s)
+{
+    return !s->folded && !s->copy && !p->devices[s->device]->host_memory;
+}
+
+/* Constants read by steps of a device without host memory: copied once
+ * into its memory, where every step of it reads them (partition.c:
+ * constants are loaded with the plan on every device that reads them). */
+static int s_upload(gxd_cstate *st)
+{
+    gxd_plan *p = st->plan;
+    const size_t nd = p->n_devices, nv = p->n_values;
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_steps; i++)
+        n += s_off_host(p, &p->steps[i]) ? (size_t)p->steps[i].n_in : 0;
+    if (!n)
+        return GX_OK;
+    int *twin = malloc((nv * nd + 1) * sizeof *twin); /* twin[v * nd + d] */
+    gxd_value *vals = realloc(p->values, (nv + n + 1) * sizeof *vals);
+    if (vals)
+        p->values = vals;
+    gxd_dev_const *dc = vals ? realloc(p->dev_consts, (n + 1) * sizeof *dc) : NULL;
+    if (dc)
+        p->dev_consts = dc;
+    int rc = GX_OK;
+    if (!twin || !vals || !dc) {
+        rc = gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < nv * nd; i++)
+        twin[i] = -1;
+    for (size_t i = 0; i < p->n_steps && rc == GX_OK; i++) {
+        gxd_step *s = &p->steps[i];
+        if (!s_off_host(p, s))
+            continue;
+        const gx_backend *b = p->devices[s->device];
+        for (int k = 0; k < s->n_in && rc == GX_OK; k++) {
+            const int v = s->in[k];
+            if (v < 0 || p->values[v].kind != GXD_VALUE_CONST || p->values[v].mem != 0)
+                continue;
+            int *t = &twin[(size_t)v * nd + (size_t)s->device];
+            if (*t < 0) {
+                gxd_value *c = &p->values[p->n_values];
+                *c = p->values[v];
+                c->mem = s->device;
+                c->view.data = b->alloc(b, c->nbytes);
+                if (!c->view.data) {
+                    rc = gx_errf(st->err, st->errlen, GX_ENOMEM,
+                                 "%s has no room for constant '%s' (%zu bytes)", b->name,
+                                 c->name, c->nbytes);
+                    break;
+                }
+                p->dev_consts[p->n_dev_consts++] =
+                    (gxd_dev_const){.device = s->device, .value = (int)p->n_values, .source = v};
+                *t = (int)p->n_values++;
+                if ((rc = b->copy(b, GX_COPY_TO_DEVICE, c->view.data, p->values[v].view.data,
+                                  c->nbytes, NULL)) < 0)
+                    rc = gx_errf(st->err, st->errlen, rc, "%s: cannot copy constant '%s' to it",
+                                 b->name, c->name);
+            }
+            s->in[k] = *t;
+        }
+    }
+out:
+    free(twin);
+    return rc;
+}
+
+int gxd_pass_prepare(gxd_cstate *st)
+{
+    int rc = s_pack(st);
+    return rc < 0 ? rc : s_upload(st);
 }

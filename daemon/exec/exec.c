@@ -26,8 +26,68 @@ int gxd_frame_init_ex(gxd_frame *f, const gxd_plan *plan, void *arena, bool dag,
                       const gx_view *inputs, const gxd_compile_limits *lim,
                       const gxd_exec_stop *stop, char *err, size_t errlen)
 {
+    return gxd_frame_init_dev(f, plan, arena, NULL, dag, inputs, lim, stop, err, errlen);
+}
+
+bool gxd_plan_off_host(const gxd_plan *plan)
+{
+    for (size_t i = 0; i < plan->n_steps; i++)
+        if (!plan->steps[i].folded && !plan->devices[plan->steps[i].device]->host_memory)
+            return true;
+    return false;
+}
+
+/* The frame's own arenas and queues on the plan's devices without host
+ * memory. */
+static int s_devmem_make(gxd_frame *f, bool dag)
+{
+    const gxd_plan *p = f->plan;
+    f->own_dm = true;
+    for (size_t d = 1; d < p->n_devices; d++) {
+        const gx_backend *b = p->devices[d];
+        if (b->host_memory)
+            continue;
+        const size_t bytes = dag ? p->dev_dag_arena_bytes[d] : p->dev_arena_bytes[d];
+        if (!(f->dm.arena[d] = b->alloc(b, bytes)))
+            return gx_errf(f->err, f->errlen, GX_ENOMEM, "%s has no room for an arena of %zu bytes",
+                           b->name, bytes);
+        if (b->queue_new && !(f->dm.queue[d] = b->queue_new(b)))
+            return gx_errf(f->err, f->errlen, GX_ENOMEM, "%s: cannot make a queue", b->name);
+    }
+    return GX_OK;
+}
+
+static void s_devmem_free(gxd_frame *f)
+{
+    const gxd_plan *p = f->plan;
+    for (size_t d = 1; f->own_dm && d < p->n_devices; d++) {
+        const gx_backend *b = p->devices[d];
+        if (f->dm.queue[d]) {
+            b->queue_sync(b, f->dm.queue[d]); /* nothing may still use the arena */
+            b->queue_free(b, f->dm.queue[d]);
+        }
+        if (f->dm.arena[d])
+            b->free(b, f->dm.arena[d]);
+    }
+    memset(&f->dm, 0, sizeof f->dm);
+    f->own_dm = false;
+}
+
+int gxd_frame_init_dev(gxd_frame *f, const gxd_plan *plan, void *arena, const gxd_devmem *dm,
+                       bool dag, const gx_view *inputs, const gxd_compile_limits *lim,
+                       const gxd_exec_stop *stop, char *err, size_t errlen)
+{
     *f = (gxd_frame){.plan = plan, .arena = arena, .lim = lim, .stop = stop, .err = err,
                      .errlen = errlen};
+    if (dm) {
+        f->dm = *dm;
+    } else if (plan->n_devices > 1 && gxd_plan_off_host(plan)) {
+        int rc = s_devmem_make(f, dag);
+        if (rc < 0) {
+            s_devmem_free(f);
+            return rc;
+        }
+    }
     f->val = calloc(plan->n_values + 1, sizeof *f->val);
     f->heap = plan->n_dynamic ? calloc(plan->n_values + 1, sizeof *f->heap) : NULL;
     if (!f->val || (plan->n_dynamic && !f->heap)) {
@@ -39,7 +99,8 @@ int gxd_frame_init_ex(gxd_frame *f, const gxd_plan *plan, void *arena, bool dag,
         const gxd_value *v = &plan->values[i];
         f->val[i] = v->view;
         if (v->kind == GXD_VALUE_INPUT || v->kind == GXD_VALUE_TEMP)
-            f->val[i].data = (char *)arena + (dag ? plan->dag_offset[i] : v->offset);
+            f->val[i].data = (char *)(v->mem ? f->dm.arena[v->mem] : arena) +
+                             (dag ? plan->dag_offset[i] : v->offset);
     }
     for (size_t i = 0; i < plan->n_inputs; i++) {
         const gxd_value *v = &plan->values[plan->inputs[i]];
@@ -63,6 +124,8 @@ void gxd_frame_fini(gxd_frame *f)
     free(f->val);
     f->heap = NULL;
     f->val = NULL;
+    if (f->plan)
+        s_devmem_free(f);
 }
 
 const gx_view *gxd_frame_output(const gxd_frame *f, size_t i)
@@ -118,11 +181,44 @@ int gxd_exec_step(gxd_frame *f, size_t s)
     return gxd_exec_step_share(f, s, 0, 1);
 }
 
+/* A copy step: its input's bytes into its output, between the memories
+ * of the devices that hold them (through a host buffer between two
+ * devices). */
+static int s_copy(gxd_frame *f, const gxd_step *st)
+{
+    const gxd_plan *p = f->plan;
+    const int from = p->values[st->in[0]].mem, to = p->values[st->out[0]].mem;
+    const gx_backend *src = p->devices[from], *dst = p->devices[to];
+    void *y = f->val[st->out[0]].data;
+    const void *x = f->val[st->in[0]].data;
+    const size_t n = p->values[st->out[0]].nbytes;
+    int rc;
+    if (from == to)
+        rc = dst->copy(dst, to ? GX_COPY_ON_DEVICE : GX_COPY_TO_HOST, y, x, n, f->dm.queue[to]);
+    else if (!from)
+        rc = dst->copy(dst, GX_COPY_TO_DEVICE, y, x, n, f->dm.queue[to]);
+    else if (!to)
+        rc = src->copy(src, GX_COPY_TO_HOST, y, x, n, f->dm.queue[from]);
+    else { /* device to device */
+        void *host = gx_aligned_alloc(n ? n : 1);
+        rc = !host ? GX_ENOMEM : src->copy(src, GX_COPY_TO_HOST, host, x, n, f->dm.queue[from]);
+        if (rc == GX_OK)
+            rc = dst->copy(dst, GX_COPY_TO_DEVICE, y, host, n, f->dm.queue[to]);
+        free(host);
+    }
+    if (rc < 0)
+        return gx_errf(f->err, f->errlen, rc, "copying '%s' from %s to %s: %s",
+                       p->values[st->in[0]].name, src->name, dst->name, gx_strerror(rc));
+    return GX_OK;
+}
+
 int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth)
 {
     const gxd_step *st = &f->plan->steps[s];
     if (st->folded)
         return GX_OK;
+    if (st->copy)
+        return ith ? GX_OK : s_copy(f, st);
     if (!st->kernel)
         return gxd_exec_control(f, st);
     gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
@@ -147,10 +243,12 @@ int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth)
         if (st->scratch >= 0)
             scratch = f->val[st->scratch].data;
     }
+    const gx_backend *dev = f->plan->devices[st->device];
     gx_kargs ka = {.attr = st->attr, .n_in = st->n_formal, .in = in, .n_out = st->n_out,
-                   .out = out, .scratch = scratch, .ith = ith, .nth = nth};
+                   .out = out, .scratch = scratch, .ith = ith, .nth = nth,
+                   .queue = f->dm.queue[st->device]};
     if (st->fused)
-        gx_cpu_fused(st->fused, in, &out[0], scratch, ith, nth);
+        dev->fused(dev, st->fused, &ka);
     else
         st->kernel(&ka);
     if (st->dynamic)

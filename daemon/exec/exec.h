@@ -24,10 +24,21 @@ typedef struct gxd_exec_stop {
 /* GX_ECANCELLED, GX_ETIMEDOUT or GX_OK: whether the job must stop now. */
 int gxd_exec_should_stop(const gxd_exec_stop *stop);
 
+/* Device memory of one run: the arena of each device without host memory
+ * (plan->dev_arena_bytes[d], or dev_dag_arena_bytes[d] in the DAG layout)
+ * and the queue its steps go on (gx_backend.queue_new; NULL for a device
+ * without queues). Index as plan->devices; entry 0 (the host) unused. */
+typedef struct gxd_devmem {
+    void *arena[GXD_MAX_DEVICES];
+    void *queue[GXD_MAX_DEVICES];
+} gxd_devmem;
+
 /* One run of a plan. */
 typedef struct gxd_frame {
     const gxd_plan *plan;
     void *arena;  /* plan->arena_bytes, GX_ALIGN-aligned, owned by the caller */
+    gxd_devmem dm; /* the other devices' arenas and queues */
+    bool own_dm;   /* made by the frame (freed by fini), else the caller's */
     gx_view *val; /* every value for this run: dtype, shape, data */
     void **heap;  /* data of dynamic values, owned by the frame */
     const gxd_compile_limits *lim; /* for dynamic sizes and subgraph compiles */
@@ -48,6 +59,15 @@ int gxd_frame_init(gxd_frame *f, const gxd_plan *plan, void *arena, const gx_vie
 int gxd_frame_init_ex(gxd_frame *f, const gxd_plan *plan, void *arena, bool dag,
                       const gx_view *inputs, const gxd_compile_limits *lim,
                       const gxd_exec_stop *stop, char *err, size_t errlen);
+/* The same with the memory of the plan's other devices: dm (owned by the
+ * caller, sized for the layout dag chooses), or NULL for arenas and queues
+ * the frame makes through the devices' tables (and fini frees). */
+int gxd_frame_init_dev(gxd_frame *f, const gxd_plan *plan, void *arena, const gxd_devmem *dm,
+                       bool dag, const gx_view *inputs, const gxd_compile_limits *lim,
+                       const gxd_exec_stop *stop, char *err, size_t errlen);
+/* Does any step of plan run on a device without host memory (so that its
+ * frames need a gxd_devmem)? */
+bool gxd_plan_off_host(const gxd_plan *plan);
 /* Frees what the frame owns (not the arena). Accepts a zeroed frame. */
 void gxd_frame_fini(gxd_frame *f);
 /* Output i of the plan: its view for this run (data valid until fini). */

@@ -77,6 +77,7 @@ static bool s_split(const par *r, const gxd_plan *p, size_t s)
 {
     const gxd_step *st = &p->steps[s];
     return r->cfg->split && r->cfg->workers > 1 && st->kernel && !st->dynamic &&
+           p->devices[st->device]->shares &&
            gxd_step_cost_us(p, s) >= r->cfg->split_min_us;
 }
 
