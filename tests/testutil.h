@@ -56,6 +56,7 @@ Suite *profile_suite(void);
 Suite *replan_suite(void);
 Suite *metrics_suite(void);
 Suite *modelctl_suite(void);
+Suite *artifact_suite(void);
 
 /* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
  * mismatch to stderr. */

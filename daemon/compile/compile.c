@@ -112,6 +112,14 @@ typedef struct gxd_slices {
     char why[GXD_MAX_SLICES][256];
 } gxd_slices;
 
+gxd_slices *gxd_slices_new(void)
+{
+    gxd_slices *s = calloc(1, sizeof *s);
+    if (s)
+        pthread_mutex_init(&s->mu, NULL);
+    return s;
+}
+
 static void s_slices_destroy(gxd_slices **sp)
 {
     gxd_slices *s = *sp;
@@ -192,12 +200,10 @@ static int s_run(const gx_graph *g, const char *const *captured, size_t n_captur
                      .err = err, .errlen = errlen};
     int rc = GX_ENOMEM;
     *out = NULL;
-    if (!(st.plan = calloc(1, sizeof *st.plan)) ||
-        !(st.plan->slices = calloc(1, sizeof *st.plan->slices))) {
+    if (!(st.plan = calloc(1, sizeof *st.plan)) || !(st.plan->slices = gxd_slices_new())) {
         free(st.plan);
         return gx_errf(err, errlen, rc, "out of memory");
     }
-    pthread_mutex_init(&st.plan->slices->mu, NULL);
     for (size_t i = 0; i < npasses; i++)
         if ((rc = s_passes[i].run(&st)) < 0)
             break;

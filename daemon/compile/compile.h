@@ -312,6 +312,9 @@ typedef struct gxd_plan {
      * only its creator holds it, as a fresh plan. A model's cached plan is
      * held by the model and by each job running it. */
     atomic_int refs;
+    /* read from an artifact file (daemon/compile/artifact.h), not
+     * compiled: explain's records of the passes are absent */
+    bool from_artifact;
 } gxd_plan;
 
 /* The implementation the prepare pass chose for a MatMul or Gemm step

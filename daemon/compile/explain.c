@@ -510,7 +510,7 @@ static void s_sec_layout(gx_strbuf *b, const s_ctx *x)
     const gxd_layout_rec *r = p->layout;
     if (!r || r->why[0]) {
         S_LIT(b, "{\"off\":");
-        s_str(b, r ? r->why : "not run");
+        s_str(b, r ? r->why : p->from_artifact ? "not saved in the artifact" : "not run");
         S_LIT(b, "}");
         return;
     }
@@ -639,6 +639,9 @@ char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g)
     gx_strbuf b = {0};
     S_LIT(&b, "{\"graph\":");
     s_str(&b, g->name);
+    /* a plan read from an artifact file has no records of the passes */
+    S_LIT(&b, ",\"source\":");
+    s_str(&b, p->from_artifact ? "from artifact" : "compiled");
     for (size_t i = 0; i < sizeof s_sections / sizeof s_sections[0]; i++) {
         S_LIT(&b, ",");
         s_str(&b, s_sections[i].key);

@@ -127,6 +127,10 @@ void *gxd_plan_own(gxd_plan *p, size_t nbytes);
  * partition. GX_OK or GX_ENOMEM (then *s holds what to free). */
 int gxd_step_move(gxd_plan *p, const char *what, int v, int c, gxd_step *s);
 
+/* A plan's empty cache of slice plans (gxd_plan_slice), which
+ * gxd_plan_destroy frees; NULL on ENOMEM. */
+struct gxd_slices *gxd_slices_new(void);
+
 /* Name table: -1 if absent. */
 int gxd_names_get(const gxd_names *t, const char *name);
 /* Insert; false if present already or ENOMEM (*dup tells which). */

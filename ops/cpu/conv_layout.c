@@ -1133,6 +1133,11 @@ gx_kernel_fn gx_cpu_conv_layout(gx_layout l, const gx_infer *ic, char *why, size
     return l == GX_LAYOUT_NHWC ? s_conv_nhwc : s_conv_16c;
 }
 
+gx_kernel_fn gx_cpu_conv_layout_fn(gx_layout l)
+{
+    return l == GX_LAYOUT_NHWC ? s_conv_nhwc : l == GX_LAYOUT_NCHW16C ? s_conv_16c : NULL;
+}
+
 gx_layout gx_cpu_conv_layout_input(gx_layout l, const gx_infer *ic)
 {
     const gx_view *x = &ic->in[0];

@@ -416,3 +416,13 @@ gx_kernel_fn gx_cpu_pool_layout(gx_op op, gx_layout l, const gx_infer *ic, char 
     }
     return s_batchnorm_kernel;
 }
+
+gx_kernel_fn gx_cpu_pool_layout_fn(gx_op op)
+{
+    return op == GX_OP_MAXPOOL             ? s_maxpool
+           : op == GX_OP_AVERAGEPOOL       ? s_averagepool
+           : op == GX_OP_GLOBALMAXPOOL     ? s_globalmaxpool
+           : op == GX_OP_GLOBALAVERAGEPOOL ? s_globalaveragepool
+           : op == GX_OP_BATCHNORM         ? s_batchnorm_kernel
+                                           : NULL;
+}

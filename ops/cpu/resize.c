@@ -437,3 +437,8 @@ gx_kernel_fn gx_cpu_resize_layout(gx_layout l, const gx_infer *ic, char *why, si
     }
     return s_resize_nhwc;
 }
+
+gx_kernel_fn gx_cpu_resize_layout_fn(void)
+{
+    return s_resize_nhwc;
+}

@@ -1,0 +1,61 @@
+/*
+ * Compiled plans on disk (seed 004's executable artifact; docs/artifact.md):
+ * a plan serialises to one versioned, self-describing file (the step DAG,
+ * each step's kernel by stable name, the buffer table with offsets in each
+ * arena, the constants in the form the kernels read them) and reads back
+ * into a plan that runs like the one compiled, without compiling.
+ *
+ *   void *buf; size_t len;
+ *   if (gxd_artifact_write(plan, g, id.hex, &buf, &len, err, sizeof err) == GX_OK)
+ *       ... save buf ...
+ *   gxd_plan *p;
+ *   rc = gxd_artifact_read(buf, len, g, id.hex, &lim, &p, err, sizeof err);
+ *
+ * A plan's nodes are borrowed from its graph: the artifact names them (and
+ * the graph's constants it reads in place), and the reader binds them to g
+ * again, which must be the graph the plan was compiled from (its id) and
+ * outlive the plan. The reader trusts nothing in the file: the header's
+ * checksum, format version and build id, then every index, size and name
+ * are checked before anything runs. Explain-only records (rewrites, fuse
+ * groups, the layout problem, partition fallout, widened steps) are not
+ * saved; a plan read back has from_artifact set and explain says so.
+ * Plans of control-flow subgraphs are compiled at run time as always.
+ */
+#ifndef GXD_ARTIFACT_H
+#define GXD_ARTIFACT_H
+
+#include "daemon/compile/compile.h"
+#include "libclient/artifact_fmt.h"
+
+/* This build's id (static storage): the gexec version and a hash of the
+ * op and kernel tables and the artifact format. An artifact from another
+ * build is refused (GX_EVERSION). */
+const char *gxd_artifact_build_id(void);
+
+/* Serialise p, compiled from g (whose id is graph_id), into *buf (malloc'ed,
+ * *len bytes; the caller frees). GX_OK; GX_EUNSUPPORTED (why in err) for a
+ * plan that cannot be saved: one compiled without its keyed inputs'
+ * values, or with a kernel that has no stable name; GX_ENOMEM. */
+int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_id, void **buf,
+                       size_t *len, char *err, size_t errlen);
+
+/* The plan in the artifact buf[0..len) for graph g with id graph_id
+ * (lim: its tune registry resolves the kernels the registry named; the
+ * plan's run-time compiles use the caller's limits as always). *out is a
+ * new plan owned by the caller, borrowing from g. GX_OK; GX_EFORMAT
+ * (truncated, corrupt, malformed, an index or size out of range),
+ * GX_EVERSION (another format version or build), GX_ENOTFOUND (stale: for
+ * another graph, or a node, constant, kernel or device it names is not
+ * here), GX_ENOMEM; err says which and where. */
+int gxd_artifact_read(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
+                      const gxd_compile_limits *lim, gxd_plan **out, char *err, size_t errlen);
+
+/* The key of the artifact of plan inputs for graph graph_id on the
+ * devices of lim (lim->part; NULL: the CPU) in this build:
+ * "<graph id>-<16 hex digits>" into buf (at least 96 bytes). The hex digits
+ * hash the inputs' dtypes, shapes and layouts, keyed inputs' values, the
+ * device names and the build id. */
+void gxd_artifact_key(const char *graph_id, const gx_view *inputs, size_t n_inputs,
+                      const gxd_compile_limits *lim, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,562 @@
+/*
+ * Compiled plans on disk (daemon/compile/artifact.h, seed 004): a plan
+ * written and read back runs to the same bytes as the plan compiled, in
+ * every mode (sequential, intra-op, inter-op, replicas of batch slices),
+ * for an MLP with fused epilogues over packed weights, a CNN whose layout
+ * pass picks blocked layouts with packed Conv weights, a graph with
+ * dynamic steps and one with control flow; writing the plan read back
+ * gives the same file; and truncated, corrupted, version-bumped,
+ * foreign-build and other-graph files are refused with a clear error.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/compile/artifact.h"
+#include "daemon/exec/exec.h"
+#include "daemon/team.h"
+#include "ops/cpu/names.h"
+#include "ops/gemm.h"
+#include "ops/layout.h"
+#include "gexec/client.h"
+#include "gexec/graph.h"
+#include "gexec/tensor.h"
+#include "libclient/internal.h"
+#include "libclient/wire.h"
+#include "tests/testutil.h"
+
+static const gxd_compile_limits s_lim = {.max_nodes = 10000, .max_tensor_bytes = 64ll << 20,
+                                         .max_arena_bytes = 256ll << 20};
+
+/* ---- graphs ------------------------------------------------------------- */
+
+static unsigned s_seed = 4242;
+
+static float s_randf(void)
+{
+    s_seed = s_seed * 1103515245u + 12345u;
+    return (float)((s_seed >> 9) % 2001) / 1000.0f - 1.0f;
+}
+
+static void s_rconst(gx_graph *g, const char *name, int ndim, const int64_t *shape, float scale)
+{
+    gx_tensor *t = gx_tensor_new(GX_F32, ndim, shape);
+    ck_assert_ptr_nonnull(t);
+    float *d = gx_tensor_data(t);
+    for (int64_t i = 0; i < gx_tensor_numel(t); i++)
+        d[i] = s_randf() * scale;
+    ck_assert_int_eq(gx_graph_add_const(g, name, &t), GX_OK);
+}
+
+#define IN(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
+                (const char *[]) { __VA_ARGS__ }
+
+static gx_node *s_node(gx_graph *g, const char *op, size_t n_in, const char *const *in,
+                       const char *out)
+{
+    gx_node *n = gx_graph_add_node(g, op, NULL, n_in, in, 1, &out);
+    ck_assert_ptr_nonnull(n);
+    return n;
+}
+
+/* x [8, 64] -> MatMul + Add + Relu -> MatMul + Add -> Softmax: packed
+ * weights, epilogues fused into the products. */
+static gx_graph *s_mlp(void)
+{
+    gx_graph *g = gx_graph_new("mlp");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (const int64_t[]){8, 64}), GX_OK);
+    s_rconst(g, "w1", 2, (const int64_t[]){64, 48}, 0.3f);
+    s_rconst(g, "b1", 1, (const int64_t[]){48}, 0.1f);
+    s_rconst(g, "w2", 2, (const int64_t[]){48, 10}, 0.3f);
+    s_rconst(g, "b2", 1, (const int64_t[]){10}, 0.1f);
+    s_node(g, "MatMul", IN("x", "w1"), "m1");
+    s_node(g, "Add", IN("m1", "b1"), "a1");
+    s_node(g, "Relu", IN("a1"), "r1");
+    s_node(g, "MatMul", IN("r1", "w2"), "m2");
+    s_node(g, "Add", IN("m2", "b2"), "a2");
+    s_node(g, "Softmax", IN("a2"), "y");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    return g;
+}
+
+/* x [4, 3, 16, 16] -> Conv 3->16 + Relu -> Conv 16->32 + BN + Relu ->
+ * MaxPool -> Conv 32->32 + Relu -> GlobalAveragePool -> Flatten -> Gemm ->
+ * Softmax: channels in multiples of 16, so blocked layouts pay. */
+static gx_graph *s_cnn(void)
+{
+    gx_graph *g = gx_graph_new("cnn");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 4, (const int64_t[]){4, 3, 16, 16}),
+                     GX_OK);
+    s_rconst(g, "w1", 4, (const int64_t[]){16, 3, 3, 3}, 0.5f);
+    s_rconst(g, "b1", 1, (const int64_t[]){16}, 0.1f);
+    s_rconst(g, "w2", 4, (const int64_t[]){32, 16, 3, 3}, 0.2f);
+    s_rconst(g, "scale", 1, (const int64_t[]){32}, 1.0f);
+    s_rconst(g, "bias", 1, (const int64_t[]){32}, 0.1f);
+    s_rconst(g, "mean", 1, (const int64_t[]){32}, 0.1f);
+    gx_tensor *var = gx_tensor_new(GX_F32, 1, (const int64_t[]){32});
+    for (int i = 0; i < 32; i++)
+        ((float *)gx_tensor_data(var))[i] = 0.5f + 0.05f * (float)i;
+    ck_assert_int_eq(gx_graph_add_const(g, "var", &var), GX_OK);
+    s_rconst(g, "w3", 4, (const int64_t[]){32, 32, 3, 3}, 0.1f);
+    s_rconst(g, "wf", 2, (const int64_t[]){32, 10}, 0.5f);
+    s_rconst(g, "bf", 1, (const int64_t[]){10}, 0.1f);
+    const int64_t pads[] = {1, 1, 1, 1};
+    gx_node *c1 = s_node(g, "Conv", IN("x", "w1", "b1"), "c1");
+    ck_assert_int_eq(gx_node_set_ints(c1, "pads", pads, 4), GX_OK);
+    s_node(g, "Relu", IN("c1"), "r1");
+    gx_node *c2 = s_node(g, "Conv", IN("r1", "w2"), "c2");
+    ck_assert_int_eq(gx_node_set_ints(c2, "pads", pads, 4), GX_OK);
+    s_node(g, "BatchNormalization", IN("c2", "scale", "bias", "mean", "var"), "n2");
+    s_node(g, "Relu", IN("n2"), "r2");
+    gx_node *mp = s_node(g, "MaxPool", IN("r2"), "p2");
+    ck_assert_int_eq(gx_node_set_ints(mp, "kernel_shape", (const int64_t[]){2, 2}, 2), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(mp, "strides", (const int64_t[]){2, 2}, 2), GX_OK);
+    gx_node *c3 = s_node(g, "Conv", IN("p2", "w3"), "c3");
+    ck_assert_int_eq(gx_node_set_ints(c3, "pads", pads, 4), GX_OK);
+    s_node(g, "Relu", IN("c3"), "r3");
+    s_node(g, "GlobalAveragePool", IN("r3"), "gp");
+    s_node(g, "Flatten", IN("gp"), "f");
+    s_node(g, "Gemm", IN("f", "wf", "bf"), "logits");
+    s_node(g, "Softmax", IN("logits"), "y");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    return g;
+}
+
+/* x [6, 8], s int64 [1024] (too big to be keyed: s_inputs gives it 8, 6,
+ * 0...): y = Reshape(Relu(x), s[0:2]) * 2, whose shape is known at run
+ * time only (dynamic steps); w = Cast(NonZero(x > 0)) + 1. */
+static gx_graph *s_dynamic(void)
+{
+    gx_graph *g = gx_graph_new("dynamic");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (const int64_t[]){6, 8}), GX_OK);
+    ck_assert_int_eq(gx_graph_add_input(g, "s", GX_I64, 1, (const int64_t[]){1024}), GX_OK);
+    const float two = 2.0f, zero = 0.0f, one = 1.0f;
+    const int64_t start = 0, end = 2;
+    gxt_const(g, "two", GX_F32, 0, NULL, &two);
+    gxt_const(g, "zero", GX_F32, 0, NULL, &zero);
+    gxt_const(g, "one", GX_F32, 0, NULL, &one);
+    gxt_const(g, "st", GX_I64, 1, (const int64_t[]){1}, &start);
+    gxt_const(g, "en", GX_I64, 1, (const int64_t[]){1}, &end);
+    s_node(g, "Relu", IN("x"), "r");
+    s_node(g, "Slice", IN("s", "st", "en"), "sl");
+    s_node(g, "Reshape", IN("r", "sl"), "rs");
+    s_node(g, "Mul", IN("rs", "two"), "y");
+    s_node(g, "Greater", IN("x", "zero"), "pos");
+    s_node(g, "NonZero", IN("pos"), "z");
+    gx_node *c = s_node(g, "Cast", IN("z"), "zf");
+    ck_assert_int_eq(gx_node_set_int(c, "to", 1), GX_OK);
+    s_node(g, "Add", IN("zf", "one"), "w");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(g, "w"), GX_OK);
+    return g;
+}
+
+typedef struct s_case {
+    const char *name;
+    gx_graph *(*make)(void);
+    bool replicas; /* its batch splits */
+} s_case;
+
+static gx_graph *s_if(void)
+{
+    return gxt_nested_if(2);
+}
+
+static const s_case s_cases[] = {
+    {"mlp", s_mlp, true},
+    {"cnn", s_cnn, true},
+    {"dynamic", s_dynamic, false},
+    {"if", s_if, false},
+};
+
+/* Inputs for g: random floats, booleans true. */
+static void s_inputs(const gx_graph *g, gx_view *in, void **data)
+{
+    for (size_t i = 0; i < g->n_inputs; i++) {
+        const gx_value_decl *d = &g->inputs[i];
+        memset(&in[i], 0, sizeof in[i]);
+        in[i].dtype = d->dtype;
+        in[i].ndim = d->ndim;
+        in[i].numel = 1;
+        for (int k = 0; k < d->ndim; k++)
+            in[i].numel *= in[i].shape[k] = d->shape[k];
+        const size_t es = gx_dtype_size(d->dtype);
+        data[i] = gx_aligned_alloc((size_t)in[i].numel * es + 1);
+        for (int64_t k = 0; k < in[i].numel; k++)
+            if (d->dtype == GX_F32)
+                ((float *)data[i])[k] = s_randf();
+            else if (d->dtype == GX_I64)
+                ((int64_t *)data[i])[k] = k == 0 ? 8 : k == 1 ? 6 : 0;
+            else
+                memset((char *)data[i] + k * (int64_t)es, 1, es);
+        in[i].data = data[i];
+    }
+}
+
+/* ---- running plans ------------------------------------------------------------ */
+
+#define HELPERS 3
+
+typedef struct s_env {
+    gxd_queue q;
+    gxd_team t;
+    pthread_t th[HELPERS];
+} s_env;
+
+static void *s_helper_main(void *arg)
+{
+    s_env *e = arg;
+    while (gxd_team_next_job(&e->t))
+        ck_abort_msg("no job was queued");
+    return NULL;
+}
+
+static void s_env_start(s_env *e)
+{
+    ck_assert_int_eq(gxd_queue_init(&e->q, 8, 1 << 20), GX_OK);
+    gxd_team_init(&e->t, &e->q);
+    for (int i = 0; i < HELPERS; i++)
+        ck_assert_int_eq(pthread_create(&e->th[i], NULL, s_helper_main, e), 0);
+}
+
+static void s_env_stop(s_env *e)
+{
+    ck_assert_ptr_null(gxd_queue_close(&e->q));
+    for (int i = 0; i < HELPERS; i++)
+        pthread_join(e->th[i], NULL);
+    gxd_team_fini(&e->t);
+    gxd_queue_fini(&e->q);
+}
+
+/* The outputs of one run, concatenated bytes. */
+typedef struct s_out {
+    size_t n;
+    char *bytes;
+} s_out;
+
+static void s_append(s_out *o, const void *p, size_t n)
+{
+    o->bytes = realloc(o->bytes, o->n + n + 1);
+    memcpy(o->bytes + o->n, p, n);
+    o->n += n;
+}
+
+/* Runs n frames of plans p[] over inputs in[] (one set per frame) with
+ * cfg; appends every output of every frame to o. */
+static void s_run(s_env *e, gxd_plan *const *p, const gx_view *const *in, int n,
+                  const gxd_par_cfg *cfg, s_out *o)
+{
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    gxd_frame f[4];
+    void *arena[4];
+    char err[512];
+    for (int r = 0; r < n; r++) {
+        const size_t bytes = cfg->dag ? p[r]->dag_arena_bytes : p[r]->arena_bytes;
+        arena[r] = gx_aligned_alloc(bytes + 1);
+        memset(arena[r], 0xA5, bytes);
+        ck_assert_msg(gxd_frame_init_ex(&f[r], p[r], arena[r], cfg->dag, in[r], &s_lim, &stop,
+                                        err, sizeof err) == GX_OK,
+                      "%s", err);
+    }
+    int rc = gxd_exec_par(&e->t, cfg, f, n, &(int){0}, err, sizeof err);
+    ck_assert_msg(rc == GX_OK, "%s", err);
+    for (int r = 0; r < n; r++) {
+        for (size_t i = 0; i < p[r]->n_outputs; i++) {
+            const gx_view *v = gxd_frame_output(&f[r], i);
+            s_append(o, v->data, (size_t)v->numel * gx_dtype_size(v->dtype));
+        }
+        gxd_frame_fini(&f[r]);
+        free(arena[r]);
+    }
+}
+
+static const gxd_par_cfg s_cfgs[] = {
+    {.workers = 1},                                                 /* sequential */
+    {.workers = 3, .split = true, .split_min_us = 0},               /* intra */
+    {.workers = 3, .dag = true},                                    /* inter */
+    {.workers = 4, .dag = true, .split = true, .split_min_us = 0},  /* inter + intra */
+};
+static const char *const s_cfg_names[] = {"seq", "intra", "inter", "inter+intra"};
+
+/* The replica split of a one-output plan p of a batch of b: its slices'
+ * plans (gxd_plan_slice) run side by side, each on its rows of the batch. */
+static void s_run_replicas(s_env *e, gxd_plan *p, const gx_graph *g, const gx_view *in,
+                           s_out *o)
+{
+    ck_assert_int_gt(p->batch, 1);
+    ck_assert_uint_eq(p->n_inputs, 1);
+    const int64_t half = p->batch / 2;
+    gx_view part[2];
+    gxd_plan *sp[2];
+    bool owned[2];
+    char err[512];
+    const size_t row = (size_t)(in->numel / in->shape[0]) * gx_dtype_size(in->dtype);
+    for (int r = 0; r < 2; r++) {
+        part[r] = *in;
+        part[r].shape[0] = r ? p->batch - half : half;
+        part[r].numel = part[r].shape[0] * (in->numel / in->shape[0]);
+        part[r].data = (char *)in->data + (size_t)(r ? half : 0) * row;
+        ck_assert_msg(gxd_plan_slice(p, g, &part[r], &s_lim, &sp[r], &owned[r], err,
+                                     sizeof err) == GX_OK,
+                      "%s", err);
+    }
+    const gx_view *ins[2] = {&part[0], &part[1]};
+    gxd_par_cfg cfg = {.workers = 2};
+    s_run(e, sp, ins, 2, &cfg, o);
+    for (int r = 0; r < 2; r++)
+        if (owned[r])
+            gxd_plan_destroy(&sp[r]);
+}
+
+static const char *s_id(const gx_graph *g, gx_graph_id *id)
+{
+    gx_wire_graph_id(g, id);
+    return id->hex;
+}
+
+START_TEST(round_trip_runs_the_same_bytes)
+{
+    const s_case *c = &s_cases[_i];
+    s_env e;
+    s_env_start(&e);
+    gx_graph *g = c->make();
+    gx_graph_id id;
+    gx_view in[4];
+    void *data[4];
+    char err[512];
+    s_inputs(g, in, data);
+    gxd_plan *p = NULL, *q = NULL;
+    ck_assert_msg(gxd_verify(g, &s_lim, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_compile(g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s: %s", c->name, err);
+    void *buf = NULL, *buf2 = NULL;
+    size_t len = 0, len2 = 0;
+    ck_assert_msg(gxd_artifact_write(p, g, s_id(g, &id), &buf, &len, err, sizeof err) == GX_OK,
+                  "%s: %s", c->name, err);
+    ck_assert_msg(gxd_artifact_read(buf, len, g, id.hex, &s_lim, &q, err, sizeof err) == GX_OK,
+                  "%s: %s", c->name, err);
+    ck_assert(q->from_artifact && !p->from_artifact);
+    ck_assert_uint_eq(q->n_steps, p->n_steps);
+    ck_assert_uint_eq(q->arena_bytes, p->arena_bytes);
+    for (size_t i = 0; i < p->n_steps; i++) {
+        ck_assert_ptr_eq(q->steps[i].kernel, p->steps[i].kernel);
+        ck_assert_str_eq(q->steps[i].node->name, p->steps[i].node->name);
+    }
+    /* the plan read back writes the same file */
+    ck_assert_msg(gxd_artifact_write(q, g, id.hex, &buf2, &len2, err, sizeof err) == GX_OK, "%s",
+                  err);
+    ck_assert_uint_eq(len2, len);
+    ck_assert(memcmp(buf, buf2, len) == 0);
+    /* every mode gives the compiled plan's sequential bytes */
+    const gx_view *ins[1] = {in};
+    s_out ref = {0};
+    s_run(&e, &p, ins, 1, &s_cfgs[0], &ref);
+    for (size_t k = 0; k < sizeof s_cfgs / sizeof s_cfgs[0]; k++) {
+        if (s_cfgs[k].dag && !q->dag_ok)
+            continue;
+        s_out got = {0};
+        s_run(&e, &q, ins, 1, &s_cfgs[k], &got);
+        ck_assert_uint_eq(got.n, ref.n);
+        ck_assert_msg(memcmp(got.bytes, ref.bytes, ref.n) == 0, "%s: %s differs", c->name,
+                      s_cfg_names[k]);
+        free(got.bytes);
+    }
+    if (c->replicas) {
+        s_out a = {0}, b = {0};
+        s_run_replicas(&e, p, g, in, &a);
+        s_run_replicas(&e, q, g, in, &b);
+        ck_assert_uint_eq(a.n, ref.n);
+        ck_assert_uint_eq(b.n, ref.n);
+        ck_assert_msg(memcmp(b.bytes, a.bytes, a.n) == 0, "%s: replicas differ", c->name);
+        free(a.bytes);
+        free(b.bytes);
+    }
+    free(ref.bytes);
+    if (!strcmp(c->name, "cnn")) { /* what the test is about: layouts and packed weights */
+        bool layout = false;
+        for (size_t i = 0; i < q->n_steps; i++)
+            layout |= q->steps[i].layout != GX_LAYOUT_PLAIN;
+        ck_assert(layout);
+        ck_assert_uint_gt(q->n_prepared, 0);
+    }
+    if (!strcmp(c->name, "dynamic"))
+        ck_assert_uint_gt(q->n_dynamic, 0);
+    if (!strcmp(c->name, "mlp")) {
+        bool fused = false;
+        for (size_t i = 0; i < q->n_steps; i++)
+            fused |= q->steps[i].fused && q->steps[i].fused->has_head;
+        ck_assert(fused);
+    }
+    char *ex = gxd_plan_explain_json(q, g);
+    ck_assert_ptr_nonnull(ex);
+    ck_assert_ptr_nonnull(strstr(ex, "from artifact"));
+    free(ex);
+    free(buf);
+    free(buf2);
+    gxd_plan_destroy(&q);
+    gxd_plan_destroy(&p);
+    for (size_t i = 0; i < g->n_inputs; i++)
+        free(data[i]);
+    gx_graph_destroy(&g);
+    s_env_stop(&e);
+}
+END_TEST
+
+/* ---- refused files ------------------------------------------------------------ */
+
+typedef struct s_file {
+    gx_graph *g;
+    gx_graph_id id;
+    unsigned char *buf;
+    size_t len;
+} s_file;
+
+static void s_file_make(s_file *f)
+{
+    f->g = s_cnn();
+    gx_view in[1];
+    void *data[1];
+    char err[512];
+    gxd_plan *p = NULL;
+    s_inputs(f->g, in, data);
+    ck_assert_int_eq(gxd_verify(f->g, &s_lim, err, sizeof err), GX_OK);
+    ck_assert_msg(gxd_compile(f->g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_int_eq(gxd_artifact_write(p, f->g, s_id(f->g, &f->id), (void **)&f->buf, &f->len,
+                                        err, sizeof err),
+                     GX_OK);
+    gxd_plan_destroy(&p);
+    free(data[0]);
+}
+
+static void s_file_free(s_file *f)
+{
+    free(f->buf);
+    gx_graph_destroy(&f->g);
+}
+
+/* Reads buf; returns the status, err the message. */
+static int s_read(const s_file *f, const void *buf, size_t len, char *err, size_t errlen)
+{
+    gxd_plan *p = NULL;
+    int rc = gxd_artifact_read(buf, len, f->g, f->id.hex, &s_lim, &p, err, errlen);
+    ck_assert(rc == GX_OK ? p != NULL : p == NULL);
+    gxd_plan_destroy(&p);
+    return rc;
+}
+
+static void s_reseal(unsigned char *buf, size_t len)
+{
+    gx_artifact_put_le(buf + 24, gx_artifact_checksum(buf + GX_ARTIFACT_HEADER,
+                                                      len - GX_ARTIFACT_HEADER), 8);
+}
+
+START_TEST(bad_files_are_refused)
+{
+    s_file f;
+    s_file_make(&f);
+    char err[512];
+    ck_assert_int_eq(s_read(&f, f.buf, f.len, err, sizeof err), GX_OK);
+    /* truncated anywhere */
+    const size_t cuts[] = {0, 7, GX_ARTIFACT_HEADER - 1, GX_ARTIFACT_HEADER, f.len / 2, f.len - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        ck_assert_int_eq(s_read(&f, f.buf, cuts[i], err, sizeof err), GX_EFORMAT);
+        ck_assert_msg(strstr(err, "truncated") || strstr(err, "shorter") || strstr(err, "magic"),
+                      "%s", err);
+    }
+    unsigned char *b = malloc(f.len);
+    /* a flipped bit in the body: the checksum */
+    for (size_t at = GX_ARTIFACT_HEADER; at < f.len; at += f.len / 97 + 1) {
+        memcpy(b, f.buf, f.len);
+        b[at] ^= 0x10;
+        ck_assert_int_eq(s_read(&f, b, f.len, err, sizeof err), GX_EFORMAT);
+        ck_assert_msg(strstr(err, "checksum"), "%s", err);
+    }
+    /* another format version; another build */
+    memcpy(b, f.buf, f.len);
+    gx_artifact_put_le(b + 8, GX_ARTIFACT_VERSION + 1, 4);
+    ck_assert_int_eq(s_read(&f, b, f.len, err, sizeof err), GX_EVERSION);
+    ck_assert_msg(strstr(err, "format version"), "%s", err);
+    memcpy(b, f.buf, f.len);
+    b[32 + 6] ^= 1; /* "gexec-" then the version */
+    ck_assert_int_eq(s_read(&f, b, f.len, err, sizeof err), GX_EVERSION);
+    ck_assert_msg(strstr(err, "another build"), "%s", err);
+    /* another graph: stale */
+    gx_graph *g2 = s_mlp();
+    gx_graph_id id2;
+    gxd_plan *p = NULL;
+    ck_assert_int_eq(gxd_artifact_read(f.buf, f.len, g2, s_id(g2, &id2), &s_lim, &p, err,
+                                       sizeof err),
+                     GX_ENOTFOUND);
+    ck_assert_msg(strstr(err, "for graph"), "%s", err);
+    ck_assert_int_eq(gxd_artifact_read(f.buf, f.len, g2, f.id.hex, &s_lim, &p, err, sizeof err),
+                     GX_ENOTFOUND); /* the right id, the wrong graph: its nodes differ */
+    gx_graph_destroy(&g2);
+    free(b);
+    s_file_free(&f);
+}
+END_TEST
+
+START_TEST(resealed_corruption_never_runs_wild)
+{
+    /* a hostile file: bits flipped and the checksum made right again; the
+     * reader refuses or reads something its checks accept, never more
+     * (the sanitizer build checks the "never more") */
+    s_file f;
+    s_file_make(&f);
+    unsigned char *b = malloc(f.len);
+    char err[512];
+    unsigned x = 7;
+    int refused = 0, n = 0;
+    for (size_t at = GX_ARTIFACT_HEADER; at < f.len; at += 1 + (x = x * 1103515245u + 12345u) % 61) {
+        memcpy(b, f.buf, f.len);
+        b[at] ^= (unsigned char)(1u << (x >> 16) % 8);
+        s_reseal(b, f.len);
+        refused += s_read(&f, b, f.len, err, sizeof err) < 0;
+        n++;
+    }
+    ck_assert_int_gt(refused, 0);
+    ck_assert_int_gt(n, 100);
+    free(b);
+    s_file_free(&f);
+}
+END_TEST
+
+START_TEST(kernel_names_round_trip)
+{
+    for (int op = 0; op < GX_OP_COUNT; op++) {
+        gx_kernel_fn fn = gx_cpu_kernel((gx_op)op);
+        if (!fn)
+            continue;
+        const char *name = gx_cpu_kernel_name(fn);
+        ck_assert_ptr_nonnull(name);
+        ck_assert_ptr_eq(gx_cpu_kernel_by_name(name), fn);
+    }
+    const gx_kernel_fn more[] = {gx_cpu_reorder, gx_cpu_gemm_packed_kernel(GX_OP_MATMUL),
+                                 gx_cpu_gemm_packed_kernel(GX_OP_GEMM)};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+        ck_assert_ptr_eq(gx_cpu_kernel_by_name(gx_cpu_kernel_name(more[i])), more[i]);
+    for (int i = 0; gx_cpu_gemm_isa_name(i); i++) {
+        gx_kernel_fn fn = gx_cpu_gemm_packed_kernel_isa(GX_OP_MATMUL, gx_cpu_gemm_isa_name(i));
+        ck_assert_ptr_eq(gx_cpu_kernel_by_name(gx_cpu_kernel_name(fn)), fn);
+    }
+    ck_assert_ptr_null(gx_cpu_kernel_name(NULL));
+    ck_assert_ptr_null(gx_cpu_kernel_by_name("cpu.NoSuchOp@1"));
+    ck_assert_str_eq(gx_cpu_kernel_name(gx_cpu_kernel(GX_OP_CONV)), "cpu.Conv@1");
+}
+END_TEST
+
+Suite *artifact_suite(void)
+{
+    Suite *s = suite_create("artifact");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, round_trip_runs_the_same_bytes, 0,
+                        (int)(sizeof s_cases / sizeof s_cases[0]));
+    tcase_add_test(tc, bad_files_are_refused);
+    tcase_add_test(tc, resealed_corruption_never_runs_wild);
+    tcase_add_test(tc, kernel_names_round_trip);
+    suite_add_tcase(s, tc);
+    return s;
+}
