@@ -7,6 +7,7 @@
  * Test devices run on the host (their kernels are the CPU's), so every
  * partitioned plan also runs, and must give the CPU plan's results.
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "daemon/compile/compile.h"
 #include "daemon/config.h"
 #include "daemon/exec/exec.h"
+#include "tests/testdev.h"
 #include "tests/testutil.h"
 
 /* ---- test backends ------------------------------------------------------ */
@@ -236,29 +238,38 @@ static size_t s_assert_copies(const gxd_plan *p)
 }
 
 /* Runs plan p on c's inputs; writes the outputs (S_N floats each). */
+/* Runs p over arenas in its step-order layout, then (when it has one) in
+ * its DAG layout, which must give the same outputs; out: the first's. */
 static void s_exec(const gxd_plan *p, const gx_view *in, float out[][S_N])
 {
     gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
                               .max_arena_bytes = 256ll << 20};
-    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
     atomic_bool cancel = false;
     gxd_exec_stop stop = {&cancel, 0};
-    gxd_frame f;
-    char err[256];
-    ck_assert_int_eq(gxd_frame_init(&f, p, arena, in, &lim, &stop, err, sizeof err), GX_OK);
-    ck_assert_msg(gxd_exec_seq(&f) == GX_OK, "%s", err);
-    for (size_t o = 0; o < p->n_outputs; o++) {
-        const gx_view *v = gxd_frame_output(&f, o);
-        ck_assert_int_eq(v->numel, S_N);
-        memcpy(out[o], v->data, sizeof out[o]);
+    for (int dag = 0; dag <= (int)p->dag_ok; dag++) {
+        void *arena = gx_aligned_alloc((dag ? p->dag_arena_bytes : p->arena_bytes) + 1);
+        gxd_frame f;
+        char err[256];
+        ck_assert_int_eq(gxd_frame_init_ex(&f, p, arena, dag, in, &lim, &stop, err, sizeof err),
+                         GX_OK);
+        ck_assert_msg(gxd_exec_seq(&f) == GX_OK, "%s", err);
+        for (size_t o = 0; o < p->n_outputs; o++) {
+            const gx_view *v = gxd_frame_output(&f, o);
+            ck_assert_int_eq(v->numel, S_N);
+            if (dag)
+                ck_assert(memcmp(out[o], v->data, sizeof out[o]) == 0);
+            else
+                memcpy(out[o], v->data, sizeof out[o]);
+        }
+        gxd_frame_fini(&f);
+        free(arena);
     }
-    gxd_frame_fini(&f);
-    free(arena);
 }
 
 /* The partitioned plan computes what the CPU's does, bit for bit (the
- * test devices run the CPU's kernels). */
-static void s_assert_same_results(s_case *c)
+ * test devices run the CPU's kernels), or within tol of it where the
+ * CPU's own steps run other kernels (a MatMul's packed one). */
+static void s_assert_close_results(s_case *c, float tol)
 {
     s_case cpu = *c;
     cpu.p = NULL;
@@ -268,8 +279,18 @@ static void s_assert_same_results(s_case *c)
     ck_assert_uint_le(c->p->n_outputs, 20);
     s_exec(c->p, c->in, a);
     s_exec(cpu.p, c->in, b);
-    ck_assert(memcmp(a, b, c->p->n_outputs * sizeof a[0]) == 0);
+    for (size_t o = 0; o < c->p->n_outputs; o++)
+        for (int i = 0; i < S_N; i++)
+            ck_assert_msg(tol ? fabsf(a[o][i] - b[o][i]) <= tol : a[o][i] == b[o][i] ||
+                                                                      (a[o][i] != a[o][i] &&
+                                                                       b[o][i] != b[o][i]),
+                          "output %zu [%d]: %g vs %g", o, i, a[o][i], b[o][i]);
     gxd_plan_destroy(&cpu.p);
+}
+
+static void s_assert_same_results(s_case *c)
+{
+    s_assert_close_results(c, 0);
 }
 
 static void s_done(s_case *c)
@@ -386,6 +407,58 @@ START_TEST(test_chain_split)
     ck_assert_uint_eq(p->n_fell, 0); /* c was never t1's: Neg is not in its table */
     s_assert_same_results(&c);
     s_done(&c);
+}
+END_TEST
+
+/* A device with memory of its own (testdev): the same chain, with a
+ * constant and a MatMul, runs with its values in testdev's arena (each
+ * testdev kernel checks that what it reads and writes is testdev memory),
+ * the constant copied there once per plan, values crossing by the copy
+ * steps; same results as the CPU; everything testdev gave out comes back
+ * when the plan is destroyed. */
+START_TEST(test_own_memory)
+{
+    s_case c = {.g = s_graph("chain", 1)};
+    int64_t ws[2] = {S_C, S_C};
+    gx_tensor *w = gx_tensor_new(GX_F32, 2, ws);
+    float *wd = gx_tensor_data(w);
+    for (int i = 0; i < S_C * S_C; i++)
+        wd[i] = (float)(i % 7) * 0.125f - 0.25f;
+    gx_graph_add_const(c.g, "w", &w);
+    s_op(c.g, "Relu", "a", "x", NULL);
+    s_op(c.g, "MatMul", "b", "a", "w");
+    s_op(c.g, "Neg", "c", "b", NULL);
+    s_op(c.g, "Sigmoid", "d", "c", NULL);
+    s_op(c.g, "Tanh", "e", "d", NULL);
+    gx_graph_add_output(c.g, "e");
+    gx_graph_add_output(c.g, "b");
+    s_inputs(&c, 1);
+    const gx_testdev_stats before = gx_testdev_stats_get();
+    gxd_partition_opts o = s_opts(gx_testdev(), NULL, 1);
+    ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+    gxd_plan *p = c.p;
+    ck_assert_str_eq(s_dev(p, "b"), "testdev");
+    ck_assert_str_eq(s_dev(p, "e"), "testdev");
+    ck_assert_uint_gt(p->dev_arena_bytes[1], 0);
+    ck_assert_uint_eq(p->n_dev_consts, 1); /* w, once */
+    ck_assert_int_eq(p->values[p->dev_consts[0].value].mem, 1);
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *st = &p->steps[i];
+        for (int k = 0; k < st->n_out && !st->folded; k++)
+            ck_assert_int_eq(p->values[st->out[k]].mem,
+                             p->devices[st->device] == gx_testdev() ? 1 : 0);
+    }
+    for (size_t i = 0; i < p->n_outputs; i++)
+        ck_assert_int_eq(p->values[p->outputs[i]].mem, 0);
+    s_assert_copies(p);
+    s_assert_close_results(&c, 1e-5f);
+    const gx_testdev_stats ran = gx_testdev_stats_get();
+    ck_assert_uint_gt(ran.kernels, before.kernels);
+    ck_assert_uint_gt(ran.to_device, before.to_device);
+    ck_assert_uint_gt(ran.to_host, before.to_host);
+    ck_assert_uint_gt(ran.queues, before.queues);
+    s_done(&c);
+    ck_assert_uint_eq(gx_testdev_stats_get().live, before.live);
 }
 END_TEST
 
@@ -811,7 +884,9 @@ START_TEST(test_random_graphs)
                 gx_graph_add_output(c.g, names[k]);
         s_inputs(&c, 2);
         int min = 1 + (int)(rand_r(&seed) % 3);
-        gxd_partition_opts o = round % 2 ? s_opts(&s_t1, &s_t2, min) : s_opts(&s_t1, NULL, min);
+        /* t2 or testdev second: devices on the host's memory and one with its own */
+        gxd_partition_opts o = round % 2 ? s_opts(&s_t1, round % 4 == 1 ? &s_t2 : gx_testdev(), min)
+                                         : s_opts(&s_t1, NULL, min);
         ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
         const gxd_plan *p = c.p;
         s_assert_copies(p);
@@ -920,7 +995,7 @@ START_TEST(test_config_keys)
     ck_assert_int_eq(c.partition_min_nodes, 2);
     ck_assert_int_eq(gxd_config_set(&c, "partition.prefer", "cpu, tpu", err, sizeof err),
                      GX_ECONFIG);
-    ck_assert_msg(strstr(err, "'tpu' is not a backend (cpu, cuda)"), "%s", err);
+    ck_assert_msg(strstr(err, "'tpu' is not a backend (cpu, cuda"), "%s", err);
     ck_assert_int_eq(gxd_config_set(&c, "partition.min_nodes", "0", err, sizeof err),
                      GX_ECONFIG);
     ck_assert_int_eq(gxd_config_set(&c, "partition.prefer", "cpu", err, sizeof err), GX_OK);
@@ -937,6 +1012,7 @@ Suite *partition_suite(void)
     tcase_add_test(tc, test_cuda_not_offered);
     tcase_add_test(tc, test_chain_split);
     tcase_add_test(tc, test_fusion_stays_on_one_device);
+    tcase_add_test(tc, test_own_memory);
     tcase_add_test(tc, test_folded_not_copied);
     tcase_add_test(tc, test_prune_outputs);
     tcase_add_test(tc, test_prune_inputs);

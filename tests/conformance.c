@@ -54,6 +54,11 @@
  * each suite's counts as passed/failed/unsupported after a ';' (-j:
  * "by_suite").
  *
+ * --device NAME: the daemon it starts prefers device NAME (partition.prefer
+ * [NAME, cpu], min_nodes 1), so subgraphs, copies and that device's
+ * arenas run in every case (tests/gexecd-testdev has the test device
+ * "testdev", tests/testdev.c).
+ *
  * Without -e it starts the build tree's gexecd ($GEXEC_DAEMON, else
  * ../daemon/gexecd next to this program) in the foreground on a temporary
  * socket, restarts it when it dies or hangs (that case FAILs) and stops it
@@ -95,6 +100,7 @@ static const char *const s_result_names[] = {"PASS", "FAIL", "UNSUPPORTED"};
 
 typedef struct daemon_proc {
     const char *bin; /* NULL: an external daemon (-e) */
+    const char *device; /* --device: the device it prefers, or NULL */
     pid_t pid;
     char dir[64];
     char endpoint[128];
@@ -219,6 +225,8 @@ static int s_daemon_start(daemon_proc *d)
     /* no profile store: decisions (layouts) never depend on earlier runs,
      * and nothing is left behind */
     fputs("scheduler:\n  split_min_ns: 0\nprofile:\n  dir: \"\"\n", cf);
+    if (d->device) /* every subgraph it can take, however small */
+        fprintf(cf, "partition:\n  prefer: [%s, cpu]\n  min_nodes: 1\n", d->device);
     if (fclose(cf) != 0)
         return -1;
     pid_t pid = fork();
@@ -874,7 +882,7 @@ static int s_rm(const char *path, const struct stat *sb, int flag, struct FTW *f
 static void s_usage(FILE *f)
 {
     fprintf(f, "usage: conformance [-e ENDPOINT] [-d DATA_DIR] [-s SUITES] [-v] [-j]\n"
-               "                   [-m MODE | --modes[=LIST]] [FILTER...]\n"
+               "                   [-m MODE | --modes[=LIST]] [--device NAME] [FILTER...]\n"
                "  -e EP   use the gexecd at EP (default: start the build tree's gexecd)\n"
                "  -d DIR  the ONNX node tests (default " DEFAULT_DATA "); with -s, the\n"
                "          folder of the suites (default " DEFAULT_ROOT ")\n"
@@ -888,6 +896,8 @@ static void s_usage(FILE *f)
                "          of the comma-separated LIST), whose outputs must be byte-identical\n"
                "          to seq's\n"
                "  --self-test  check the comparison --modes uses on synthetic tensors, and exit\n"
+               "  --device NAME  the daemon started prefers device NAME for every subgraph\n"
+               "          it can take (partition.prefer, min_nodes 1)\n"
                "Modes: ");
     for (int m = 0; m < GX_MODE_COUNT; m++)
         fprintf(f, "%s%s", m ? ", " : "", gx_mode_name((gx_mode)m));
@@ -1012,9 +1022,10 @@ static void s_count_modes(runner *r, result res)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_MODES = 256, OPT_SELF_TEST };
+    enum { OPT_MODES = 256, OPT_SELF_TEST, OPT_DEVICE };
     static const struct option lopts[] = {
         {"modes", optional_argument, NULL, OPT_MODES},
+        {"device", required_argument, NULL, OPT_DEVICE},
         {"self-test", no_argument, NULL, OPT_SELF_TEST},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -1044,6 +1055,7 @@ int main(int argc, char **argv)
             if (s_parse_modes(&r, optarg) < 0)
                 return 2;
             break;
+        case OPT_DEVICE: r.d.device = optarg; break;
         case OPT_SELF_TEST: return s_self_test();
         case 'h': s_usage(stdout); return 0;
         default: s_usage(stderr); return 2;

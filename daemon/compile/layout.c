@@ -129,7 +129,7 @@ static gx_kernel_fn s_offer(const gxd_plan *p, const gxd_step *s, gx_layout l, d
  * reading its image in NCHW). */
 static int s_reads(const gxd_plan *p, const gxd_step *s, int k, int l)
 {
-    if (l == GX_LAYOUT_PLAIN || s_elementwise(p, s))
+    if (l == GX_LAYOUT_PLAIN || s_elementwise(p, s) || !s_layouts(p, s))
         return l;
     gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
     gx_infer ic;

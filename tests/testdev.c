@@ -1,0 +1,196 @@
+/*
+ * "testdev": a second device for tests (ops/backend.h), registered when a
+ * program that links this file starts (tests/gexecd-testdev, the Check
+ * suites). It runs the CPU's kernels, reached through the CPU's table, but
+ * its memory is its own: arenas and constants come from its alloc, values
+ * cross through explicit copies, and every kernel checks before it runs
+ * that each tensor it reads or writes lies in memory this device gave out
+ * (a step fed host memory directly aborts the process). Counters let
+ * tests see that copies and arenas ran. Not the CPU backend's code: only
+ * its kernels.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/backend.h"
+#include "ops/cpu/cpu.h"
+#include "tests/testdev.h"
+
+#define S_MAX_BLOCKS 4096
+
+static pthread_mutex_t s_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char *p;
+    size_t bytes;
+} s_block[S_MAX_BLOCKS];
+static size_t s_n_blocks;
+static gx_testdev_stats s_stats;
+
+static bool s_inside(const void *p, size_t bytes)
+{
+    bool in = false;
+    pthread_mutex_lock(&s_mu);
+    for (size_t i = 0; i < s_n_blocks && !in; i++)
+        in = (const char *)p >= s_block[i].p &&
+             (const char *)p + bytes <= s_block[i].p + s_block[i].bytes;
+    pthread_mutex_unlock(&s_mu);
+    return in;
+}
+
+static void s_check_view(const gx_view *v, const char *what, int i)
+{
+    if (v->ndim < 0 || v->numel == 0 || !v->data)
+        return;
+    size_t bytes = (size_t)v->numel * gx_dtype_size(v->dtype);
+    if (!s_inside(v->data, bytes)) {
+        fprintf(stderr, "testdev: %s %d (%zu bytes at %p) is not in testdev memory\n", what, i,
+                bytes, v->data);
+        abort();
+    }
+}
+
+static void s_check(const gx_kargs *k)
+{
+    for (int i = 0; i < k->n_in; i++)
+        s_check_view(&k->in[i], "input", i);
+    for (int i = 0; i < k->n_out; i++)
+        s_check_view(&k->out[i], "output", i);
+    if (!k->queue) {
+        fprintf(stderr, "testdev: a kernel ran without its queue\n");
+        abort();
+    }
+    __atomic_add_fetch(&s_stats.kernels, 1, __ATOMIC_RELAXED);
+}
+
+/* One checking kernel per op with a CPU kernel. */
+#define S_KERNEL(e, name)                                                                      \
+    static void s_k_##e(const gx_kargs *k)                                                     \
+    {                                                                                          \
+        s_check(k);                                                                            \
+        gx_backend_cpu()->kernel(GX_OP_##e)(k);                                                \
+    }
+GX_KERNEL_OP_LIST(S_KERNEL)
+#undef S_KERNEL
+
+static const gx_kernel_fn s_kernels[GX_OP_COUNT] = {
+#define S_ROW(e, name) [GX_OP_##e] = s_k_##e,
+    GX_KERNEL_OP_LIST(S_ROW)
+#undef S_ROW
+};
+
+static gx_kernel_fn s_kernel(gx_op op)
+{
+    return (unsigned)op < GX_OP_COUNT ? s_kernels[op] : NULL;
+}
+
+static void *s_alloc(const gx_backend *b, size_t bytes)
+{
+    (void)b;
+    char *p = gx_aligned_alloc(bytes ? bytes : 1);
+    pthread_mutex_lock(&s_mu);
+    if (p && s_n_blocks == S_MAX_BLOCKS) {
+        free(p);
+        p = NULL;
+    }
+    if (p) {
+        s_block[s_n_blocks].p = p;
+        s_block[s_n_blocks++].bytes = bytes;
+        s_stats.allocs++;
+        s_stats.live++;
+    }
+    pthread_mutex_unlock(&s_mu);
+    return p;
+}
+
+static void s_free(const gx_backend *b, void *p)
+{
+    (void)b;
+    if (!p)
+        return;
+    pthread_mutex_lock(&s_mu);
+    size_t i = 0;
+    while (i < s_n_blocks && s_block[i].p != p)
+        i++;
+    if (i == s_n_blocks) {
+        fprintf(stderr, "testdev: free of %p, which it did not give out\n", p);
+        abort();
+    }
+    s_block[i] = s_block[--s_n_blocks];
+    s_stats.live--;
+    pthread_mutex_unlock(&s_mu);
+    free(p);
+}
+
+static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void *src, size_t n,
+                  void *queue)
+{
+    (void)b, (void)queue;
+    if (!n)
+        return GX_OK;
+    /* the device's side must be its memory */
+    if ((kind != GX_COPY_TO_HOST && !s_inside(dst, n)) ||
+        (kind != GX_COPY_TO_DEVICE && !s_inside(src, n))) {
+        fprintf(stderr, "testdev: copy (kind %d) of %zu bytes outside testdev memory\n",
+                (int)kind, n);
+        abort();
+    }
+    memcpy(dst, src, n);
+    __atomic_add_fetch(kind == GX_COPY_TO_HOST ? &s_stats.to_host : &s_stats.to_device, 1,
+                       __ATOMIC_RELAXED);
+    return GX_OK;
+}
+
+/* A queue: nothing runs late on this device; the token proves the
+ * executors hand each kernel its device's queue. */
+static void *s_queue_new(const gx_backend *b)
+{
+    (void)b;
+    __atomic_add_fetch(&s_stats.queues, 1, __ATOMIC_RELAXED);
+    return malloc(1);
+}
+
+static void s_queue_free(const gx_backend *b, void *queue)
+{
+    (void)b;
+    free(queue);
+}
+
+static int s_queue_sync(const gx_backend *b, void *queue)
+{
+    (void)b, (void)queue;
+    return GX_OK;
+}
+
+static const gx_backend s_testdev = {
+    .name = "testdev",
+    .rules = NULL, /* every op the schemas accept, as the CPU */
+    .kernel = s_kernel,
+    .shares = true,
+    .host_memory = false,
+    .alloc = s_alloc,
+    .free = s_free,
+    .copy = s_copy,
+    .queue_new = s_queue_new,
+    .queue_free = s_queue_free,
+    .queue_sync = s_queue_sync,
+};
+
+__attribute__((constructor)) static void s_register(void)
+{
+    gx_backend_register(&s_testdev);
+}
+
+const gx_backend *gx_testdev(void)
+{
+    return &s_testdev;
+}
+
+gx_testdev_stats gx_testdev_stats_get(void)
+{
+    pthread_mutex_lock(&s_mu);
+    gx_testdev_stats st = s_stats;
+    pthread_mutex_unlock(&s_mu);
+    return st;
+}
