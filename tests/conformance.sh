@@ -5,8 +5,9 @@
 # installed, else runs the suites simple, pytorch-converted and
 # pytorch-operator (-s) when they are installed beside the node tests,
 # then the node cases, each case in seq and again in every other fixed
-# mode (--modes: each mode's outputs must be byte-identical to seq's), and
-# passes the runner's status through. GEXEC_ONNX_DATA overrides the data
+# mode (--modes: each mode's outputs must be byte-identical to seq's), the
+# node cases once more over two devices (--device testdev), and passes the
+# runner's status through. GEXEC_ONNX_DATA overrides the data
 # directory.
 # make check runs this from the top build directory
 runner=tests/conformance
@@ -22,6 +23,13 @@ fi
 root=$(dirname "$data")
 if [ -d "$root/simple" ] && [ -d "$root/pytorch-converted" ] && [ -d "$root/pytorch-operator" ]; then
     "$runner" -d "$root" -s simple,pytorch-converted,pytorch-operator --modes "$@" || exit 1
+fi
+# the node cases over two devices: a gexecd whose test device "testdev"
+# (memory of its own, tests/testdev.c) takes every subgraph it can, so
+# partitions, copies and per-device arenas run in every mode
+testdev=$(dirname "$runner")/gexecd-testdev
+if [ -x "$testdev" ]; then
+    GEXEC_DAEMON=$testdev "$runner" -d "$data" --device testdev --modes "$@" || exit 1
 fi
 exec "$runner" -d "$data" --modes "$@"
 # the single-mode run (each case once, in mode auto), as before --modes:
