@@ -187,6 +187,17 @@ static const s_key s_keys[] = {
      .max = S_PIB, .def = "1G",
      .doc = "bytes of the profile files kept; beyond it those of the least recently used "
             "graphs are removed"},
+    {.name = "artifacts.dir", .type = S_STRING, .off = S_OFF(artifacts_dir),
+     .check = s_check_dir, .def = "default",
+     .doc = "where compiled plans are kept across restarts (docs/artifact.md); default: "
+            "\"artifacts\" next to the profile store's directory (with profile.dir \"\": "
+            "off); \"\": off"},
+    {.name = "artifacts.max_files", .type = S_INT, .off = S_OFF(artifacts_max_files), .min = 1,
+     .max = 100000000, .def = "1024",
+     .doc = "artifact files kept; beyond it the least recently used are removed"},
+    {.name = "artifacts.max_bytes", .type = S_SIZE, .off = S_OFF(artifacts_max_bytes),
+     .min = S_KIB, .max = S_PIB, .def = "4G",
+     .doc = "bytes of the artifact files kept; beyond it the least recently used are removed"},
     {.name = "tune.mode", .type = S_STRING, .off = S_OFF(tune_mode), .check = s_check_tune_mode,
      .def = "explore",
      .doc = "best-implementation registry (docs/tune.md): off (defaults only), cache (use "

@@ -54,6 +54,9 @@ typedef struct gxd_config {
     char *profile_dir;               /* "profile.dir": "default", "" (off) or a path */
     int64_t profile_max_entries;     /* "profile.max_entries": files kept (LRU beyond) */
     int64_t profile_max_bytes;       /* "profile.max_bytes": their bytes (LRU beyond) */
+    char *artifacts_dir;             /* "artifacts.dir": "default", "" (off) or a path */
+    int64_t artifacts_max_files;     /* "artifacts.max_files": files kept (LRU beyond) */
+    int64_t artifacts_max_bytes;     /* "artifacts.max_bytes": their bytes (LRU beyond) */
     char *tune_mode;                 /* "tune.mode": off, cache, explore (NULL: default) */
     char *tune_dir;                  /* "tune.dir": "default", "" (memory only) or a path */
     int64_t tune_budget_ms;          /* "tune.budget_ms": measuring time per signature */

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "daemon/compile/artifact.h"
 #include "daemon/job.h"
 #include "daemon/models.h"
 #include "libclient/wire.h"
@@ -29,6 +30,71 @@ int gxd_models_set_profile(gxd_models *m, const char *dir, int64_t max_entries, 
         return GX_ENOMEM;
     gxd_profile_store_open(m->store);
     return GX_OK;
+}
+
+int gxd_models_set_artifacts(gxd_models *m, const char *dir, int64_t max_files,
+                             int64_t max_bytes, gxd_log *log)
+{
+    gxd_artifacts_destroy(&m->artifacts);
+    if (!dir || !*dir)
+        return GX_OK;
+    return (m->artifacts = gxd_artifacts_new(dir, max_files, max_bytes, log)) ? GX_OK
+                                                                             : GX_ENOMEM;
+}
+
+/* ---- plans on disk ---- */
+
+/* The plan for inputs from the model's artifact, or NULL (none; or one
+ * refused, which is logged and removed). */
+static gxd_plan *s_artifact_load(gxd_model *mdl, const gx_view *inputs,
+                                 const gxd_compile_limits *lim)
+{
+    const gxd_models *m = mdl->reg;
+    char key[128], err[512];
+    void *buf = NULL;
+    size_t len = 0;
+    gxd_plan *p = NULL;
+    gxd_artifact_key(mdl->id.hex, inputs, mdl->graph->n_inputs, lim, key, sizeof key);
+    if (gxd_artifacts_load(m->artifacts, key, &buf, &len) < 0)
+        return NULL;
+    int rc = gxd_artifact_read(buf, len, mdl->graph, mdl->id.hex, lim, &p, err, sizeof err);
+    free(buf);
+    if (rc == GX_OK && !gxd_plan_matches(p, inputs)) /* another keyed input's value */
+        rc = gx_errf(err, sizeof err, GX_ENOTFOUND, "artifact: for other keyed input values");
+    if (rc < 0) {
+        gxd_plan_destroy(&p);
+        gxd_artifacts_reject(m->artifacts, key);
+        if (m->log)
+            GXD_LOG(m->log, GXD_LOG_WARN, "graph %.12s: artifact %s ignored, compiling: %s",
+                    mdl->id.hex, key, err);
+        return NULL;
+    }
+    gxd_artifacts_hit(m->artifacts);
+    if (m->log)
+        GXD_LOG(m->log, GXD_LOG_INFO, "graph %.12s: plan of %zu steps read from artifact %s",
+                mdl->id.hex, p->n_steps, key);
+    return p;
+}
+
+/* Write p's artifact (a failure is logged: the plan serves anyway). */
+static void s_artifact_save(gxd_model *mdl, const gxd_plan *p, const gxd_compile_limits *lim)
+{
+    const gxd_models *m = mdl->reg;
+    if (!m || !m->artifacts || p->needs_keys)
+        return;
+    gx_view in[GX_MAX_OP_INPUTS];
+    char key[128], err[512];
+    void *buf = NULL;
+    size_t len = 0;
+    for (size_t i = 0; i < p->n_inputs && i < GX_MAX_OP_INPUTS; i++)
+        in[i] = p->values[p->inputs[i]].view;
+    gxd_artifact_key(mdl->id.hex, in, p->n_inputs, lim, key, sizeof key);
+    int rc = gxd_artifact_write(p, mdl->graph, mdl->id.hex, &buf, &len, err, sizeof err);
+    if (rc == GX_OK)
+        (void)gxd_artifacts_save(m->artifacts, key, buf, len); /* logs its failures */
+    else if (m->log)
+        GXD_LOG(m->log, GXD_LOG_INFO, "graph %.12s: no artifact: %s", mdl->id.hex, err);
+    free(buf);
 }
 
 static void s_count(gxd_model *mdl, int64_t delta);
@@ -184,6 +250,7 @@ void gxd_models_fini(gxd_models *m)
     m->n_unloading = 0;
     /* a model someone still holds is not saved when it goes */
     gxd_profile_store_destroy(&m->store);
+    gxd_artifacts_destroy(&m->artifacts);
 }
 
 gxd_model *gxd_model_ref(gxd_model *mdl)
@@ -384,6 +451,8 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
             goto out;
         }
     int64_t t0 = gxd_now_us();
+    if (mdl->reg && mdl->reg->artifacts && (*plan = s_artifact_load(mdl, inputs, lim)))
+        goto cache;
     /* the layout pass weighs nodes by the profile now: after a restart the
      * saved one guides the first compile (base alone if folding fails) */
     gxd_profile *now = s_profile_locked(mdl, false);
@@ -397,6 +466,8 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
     *compile_us = gxd_now_us() - t0;
     if (rc < 0)
         goto out;
+    s_artifact_save(mdl, *plan, lim);
+cache:
     /* measured times from the profile: the policy's estimates hold from
      * the first job */
     gxd_profile_seed(mdl->profile, *plan);
@@ -467,10 +538,12 @@ static void s_replan_one(gxd_models *m, gxd_model *mdl, gxd_plan *old, const gxd
         mdl->retired[mdl->n_retired++] = old; /* the cache's hold moves */
         mdl->plan_bytes[at] = gxd_plan_mem_bytes(np);
         s_count(mdl, mdl->plan_bytes[at]);
-        mdl->plans[at] = np;
-        np = NULL;
+        mdl->plans[at] = gxd_plan_ref(np); /* and ours, to save it */
     }
     pthread_mutex_unlock(&mdl->mu);
+    if (rc == GX_OK) /* the next restart starts from the new plan */
+        s_artifact_save(mdl, np, &lim);
+    gxd_plan_release(&np);
 out:
     gxd_plan_destroy(&np);
     if (rc < 0) {

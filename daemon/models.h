@@ -37,6 +37,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "daemon/artifacts.h"
 #include "daemon/compile/compile.h"
 #include "daemon/log.h"
 #include "daemon/profile.h"
@@ -123,6 +124,9 @@ typedef struct gxd_models {
     gxd_profile_store *store;
     gxd_log *log;
     gxd_compile_fn compile; /* plans of the models' graphs (job path and re-plans) */
+    /* compiled plans on disk (NULL: off; owned): a plan-cache miss reads
+     * its artifact before compiling, compiles and re-plans write one */
+    gxd_artifacts *artifacts;
     gxd_replanner replan;
 } gxd_models;
 
@@ -149,6 +153,10 @@ void gxd_models_replan_wait(gxd_models *m);
  * warnings go to log. GX_OK, or GX_ENOMEM (the store is then off). */
 int gxd_models_set_profile(gxd_models *m, const char *dir, int64_t max_entries, int64_t max_bytes,
                            gxd_log *log);
+/* The artifact cache in dir ("" or NULL: off), bounded to max_files files
+ * of max_bytes in all (daemon/artifacts.h). GX_OK, or GX_ENOMEM (off). */
+int gxd_models_set_artifacts(gxd_models *m, const char *dir, int64_t max_files,
+                             int64_t max_bytes, gxd_log *log);
 /* I/O thread, now and then: save the profile of every model that ran jobs
  * since its last save, skipping a model a worker is compiling for. */
 void gxd_models_save_profiles(gxd_models *m);
@@ -205,7 +213,8 @@ int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, s
  * kept and counted, and gxd_models_trim makes room by evicting idle
  * models. *plan is a new hold the caller drops with
  * gxd_plan_release before it drops the model (the plan borrows the
- * model's graph). *compile_us is 0 on a hit. */
+ * model's graph). *compile_us is 0 on a hit, also when the plan was read
+ * from the artifact cache instead of compiled (m->artifacts). */
 int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limits *lim,
                    gxd_plan **plan, int64_t *compile_us, char *err, size_t errlen);
 

@@ -425,43 +425,23 @@ static int s_write_all(int fd, const char *text, size_t len)
     return 0;
 }
 
-/*
- * Write <dir>/<graph>.json atomically and durably: a temporary file in the
- * same directory, written, fsync'ed, renamed over the old file, then the
- * directory fsync'ed. SIGKILL, a crash or a full disk at any point leaves
- * the old file or the new one, never part of one (a temporary file may be
- * left behind: the store removes those). On failure *op names the step
- * ("write", "rename"...), and the return is an errno (> 0) or a negative
- * gx_status with err set; 0 on success. *bytes: the file's size.
- */
-static int s_save(const gxd_profile *p, const char *dir, const char **op, size_t *bytes,
-                  char *err, size_t errlen)
+int gxd_write_durable(const char *dir, const char *name, const void *buf, size_t len,
+                      const char **op)
 {
     char path[PATH_MAX], tmp[PATH_MAX];
-    int rc = s_path(path, sizeof path, dir, p->graph, err, errlen);
     *op = "name the file";
-    if (rc < 0)
-        return rc;
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.json.XXXXXX", dir, p->graph) >= sizeof tmp)
-        return gx_errf(err, errlen, GX_ELIMIT, "profile path too long");
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path ||
+        (size_t)snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, name) >= sizeof tmp)
+        return ENAMETOOLONG;
     *op = "create the directory";
     if (s_mkdirs(dir) != 0)
         return errno;
-    *op = "format";
-    char *text = gxd_profile_to_json(p);
-    if (!text)
-        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
-    *bytes = strlen(text);
     *op = "create a temporary file";
     int fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = errno;
-        free(text);
-        return rc;
-    }
+    if (fd < 0)
+        return errno;
     *op = "write";
-    rc = s_write_all(fd, text, *bytes);
-    free(text);
+    int rc = s_write_all(fd, buf, len);
     if (rc == 0 && fchmod(fd, 0644) != 0)
         *op = "chmod", rc = errno;
     if (rc == 0 && fsync(fd) != 0)
@@ -481,6 +461,28 @@ static int s_save(const gxd_profile *p, const char *dir, const char **op, size_t
             *op = "fsync the directory", rc = errno;
         close(dfd);
     }
+    return rc;
+}
+
+/* <dir>/<graph>.json through gxd_write_durable. On failure *op names the
+ * step ("write", "rename"...), and the return is an errno (> 0) or a
+ * negative gx_status with err set; 0 on success. *bytes: the file's size. */
+static int s_save(const gxd_profile *p, const char *dir, const char **op, size_t *bytes,
+                  char *err, size_t errlen)
+{
+    char path[PATH_MAX], name[96];
+    int rc = s_path(path, sizeof path, dir, p->graph, err, errlen);
+    *op = "name the file";
+    if (rc < 0)
+        return rc;
+    snprintf(name, sizeof name, "%s.json", p->graph);
+    *op = "format";
+    char *text = gxd_profile_to_json(p);
+    if (!text)
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    *bytes = strlen(text);
+    rc = gxd_write_durable(dir, name, text, *bytes, op);
+    free(text);
     return rc;
 }
 

@@ -643,6 +643,29 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
         s_pack_kv(pk, ts.wins[i].source, ts.wins[i].n);
 }
 
+/* "artifacts": the artifact cache's counters (docs/artifact.md), an empty
+ * map when it is off. */
+static void s_pack_artifact_stats(gxd_ctx *ctx, msgpack_packer *pk)
+{
+    gx_mp_pack_str(pk, "artifacts");
+    if (!ctx->models.artifacts) {
+        msgpack_pack_map(pk, 0);
+        return;
+    }
+    gxd_artifacts_stats as;
+    gxd_artifacts_get_stats(ctx->models.artifacts, &as);
+    msgpack_pack_map(pk, 8);
+    gx_mp_pack_str(pk, "dir");
+    gx_mp_pack_str(pk, gxd_artifacts_dir(ctx->models.artifacts));
+    s_pack_kv(pk, "hits", as.hits);
+    s_pack_kv(pk, "misses", as.misses);
+    s_pack_kv(pk, "rejected", as.rejected);
+    s_pack_kv(pk, "writes", as.writes);
+    s_pack_kv(pk, "evicted", as.evicted);
+    s_pack_kv(pk, "files", as.files);
+    s_pack_kv(pk, "bytes", as.bytes);
+}
+
 /* STATS with "format": "prometheus": the exposition text (daemon/metrics.h)
  * in "text", the same the HTTP endpoint serves. */
 static int s_handle_stats_text(gxd_ctx *ctx, s_req *rq)
@@ -673,7 +696,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, "stats");
-    msgpack_pack_map(&r.pk, 23 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
+    msgpack_pack_map(&r.pk, 24 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -699,6 +722,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_kv(&r.pk, "config_reloads", (int64_t)st->reloads);
     s_pack_kv(&r.pk, "config_reload_failures", (int64_t)st->reload_failures);
     s_pack_tune_stats(ctx, &r.pk);
+    s_pack_artifact_stats(ctx, &r.pk);
     if (ctx->metrics) {
         gx_mp_pack_str(&r.pk, "latency");
         gxd_metrics_pack(ctx->metrics, &r.pk);
@@ -1280,6 +1304,26 @@ static int s_tune_start(gxd_ctx *ctx, char *err, size_t errlen)
     return GX_OK;
 }
 
+/* The artifact cache (artifacts.dir): a path; "" off; "default":
+ * "artifacts" next to the profile store's directory pdir ("": off). */
+static void s_artifacts_start(gxd_ctx *ctx, const char *pdir)
+{
+    char dir[1024] = "";
+    const char *cfg = ctx->cfg.artifacts_dir;
+    if (cfg && *cfg && strcmp(cfg, "default") != 0) {
+        snprintf(dir, sizeof dir, "%s", cfg);
+    } else if (!cfg || *cfg) {
+        const char *slash = strrchr(pdir, '/');
+        if (slash && slash != pdir)
+            snprintf(dir, sizeof dir, "%.*s/artifacts", (int)(slash - pdir), pdir);
+    }
+    if (gxd_models_set_artifacts(&ctx->models, dir, ctx->cfg.artifacts_max_files,
+                                 ctx->cfg.artifacts_max_bytes, &ctx->log) < 0)
+        GXD_LOG(&ctx->log, GXD_LOG_WARN, "artifacts in %s: out of memory, the cache is off", dir);
+    else if (dir[0])
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "artifacts in %s", dir);
+}
+
 int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
 {
     int rc;
@@ -1317,6 +1361,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     ctx->profiles_saved_us = ctx->started_us;
     if (pdir[0])
         GXD_LOG(&ctx->log, GXD_LOG_INFO, "profiles in %s", pdir);
+    s_artifacts_start(ctx, pdir);
     ctx->replan_tick_us = ctx->started_us;
     if (ctx->tune) /* a new winner also makes a plan stale */
         ctx->models.replan.stale = gxd_tune_plan_stale;

@@ -84,17 +84,17 @@ static inline int gx_artifact_header_read(const void *buf, size_t len, gx_artifa
     memcpy(h->build, p + 32, GX_ARTIFACT_BUILD);
     h->build[GX_ARTIFACT_BUILD] = '\0';
     if (gx_artifact_le(p + 12, 4) != GX_ARTIFACT_HEADER) {
-        snprintf(err, errlen, "artifact header of %llu bytes (expected %d)",
+        snprintf(err, errlen, "a header of %llu bytes (expected %d)",
                  (unsigned long long)gx_artifact_le(p + 12, 4), GX_ARTIFACT_HEADER);
         return GX_EFORMAT;
     }
     if (h->body_bytes != len - GX_ARTIFACT_HEADER) {
-        snprintf(err, errlen, "truncated artifact: the header says %llu body bytes, the file has %zu",
+        snprintf(err, errlen, "truncated: the header says %llu body bytes, the file has %zu",
                  (unsigned long long)h->body_bytes, len - GX_ARTIFACT_HEADER);
         return GX_EFORMAT;
     }
     if (gx_artifact_checksum(p + GX_ARTIFACT_HEADER, (size_t)h->body_bytes) != h->checksum) {
-        snprintf(err, errlen, "artifact checksum mismatch (corrupt file)");
+        snprintf(err, errlen, "checksum mismatch (corrupt file)");
         return GX_EFORMAT;
     }
     return GX_OK;

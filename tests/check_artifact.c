@@ -547,6 +547,106 @@ START_TEST(kernel_names_round_trip)
 }
 END_TEST
 
+/* ---- through gexecd -------------------------------------------------------------- */
+
+/* One RUN of g (inter-op) on the daemon at endpoint: the output's bytes (malloc'ed,
+ * *n of them), the compile time, and the plan's explain text. */
+static char *s_daemon_run(const char *endpoint, const gx_graph *g, const gx_tensor *x,
+                          size_t *n, int64_t *compile_us, char **explain)
+{
+    char err[512];
+    gx_client *c = gx_client_new(endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 30000);
+    gx_request *rq = gx_request_new();
+    ck_assert_int_eq(gx_request_set_graph(rq, g), GX_OK);
+    ck_assert_int_eq(gx_request_add_input(rq, "x", x), GX_OK);
+    /* inter-op: the DAG executor over the plan read back (replicas would
+     * compile their slices' plans, which are not saved) */
+    ck_assert_int_eq(gx_request_set_mode(rq, GX_MODE_INTER), GX_OK);
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    ck_assert_msg(gx_result_status(r) == GX_OK, "%s", gx_result_message(r));
+    *compile_us = gx_result_info(r)->compile_us;
+    const gx_tensor *y = gx_result_output(r, 0);
+    *n = (size_t)gx_tensor_numel(y) * gx_dtype_size(gx_tensor_dtype(y));
+    char *bytes = malloc(*n);
+    memcpy(bytes, gx_tensor_data((gx_tensor *)y), *n);
+    gx_result_destroy(&r);
+    ck_assert_int_eq(gx_client_explain(c, rq, explain), GX_OK);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    return bytes;
+}
+
+/* STATS as JSON text (caller frees). */
+static char *s_stats(const char *endpoint)
+{
+    char err[512], *json = NULL;
+    gx_client *c = gx_client_new(endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    gx_client_destroy(&c);
+    return json;
+}
+
+START_TEST(restarted_daemon_serves_from_artifact)
+{
+    char *dir = gxt_tmpdir(), profiles[4200], out[4096];
+    snprintf(profiles, sizeof profiles, "%s/profiles", dir);
+    const char *args[] = {"--profile-dir", profiles, NULL};
+    gx_graph *g = s_cnn();
+    gx_tensor *x = gx_tensor_new(GX_F32, 4, (const int64_t[]){4, 3, 16, 16});
+    for (int64_t i = 0; i < gx_tensor_numel(x); i++)
+        ((float *)gx_tensor_data(x))[i] = s_randf();
+    size_t n0, n1, n2;
+    int64_t us0, us1, us2;
+    char *ex0, *ex1, *ex2;
+    /* first daemon: compiles, writes the artifact */
+    gxt_daemon d;
+    gxt_daemon_start(&d, args);
+    char *y0 = s_daemon_run(d.endpoint, g, x, &n0, &us0, &ex0);
+    char *st = s_stats(d.endpoint);
+    ck_assert_msg(strstr(st, "\"writes\":1"), "%s", st);
+    free(st);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    ck_assert_int_gt(us0, 0);
+    ck_assert_ptr_nonnull(strstr(ex0, "\"source\":\"compiled\""));
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s/artifacts | grep -c '\\.gxa$'", dir), 0);
+    ck_assert_str_eq(out, "1\n");
+    /* a new daemon on the same directory: no compile, the same bytes */
+    gxt_daemon_start(&d, args);
+    char *y1 = s_daemon_run(d.endpoint, g, x, &n1, &us1, &ex1);
+    st = s_stats(d.endpoint);
+    ck_assert_msg(strstr(st, "\"hits\":1") && strstr(st, "\"plans_compiled\":0"), "%s", st);
+    free(st);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    ck_assert_int_eq(us1, 0);
+    ck_assert_msg(strstr(ex1, "\"source\":\"from artifact\""), "%.300s", ex1);
+    ck_assert_uint_eq(n1, n0);
+    ck_assert(memcmp(y1, y0, n0) == 0);
+    /* a corrupt file: refused, compiled again, written again */
+    ck_assert_int_eq(gxt_sh(out, sizeof out,
+                            "f=$(ls %s/artifacts/*.gxa) && printf 'XXXX' | "
+                            "dd of=\"$f\" bs=1 seek=200 conv=notrunc 2>/dev/null",
+                            dir),
+                     0);
+    gxt_daemon_start(&d, args);
+    char *y2 = s_daemon_run(d.endpoint, g, x, &n2, &us2, &ex2);
+    st = s_stats(d.endpoint);
+    ck_assert_msg(strstr(st, "\"rejected\":1") && strstr(st, "\"writes\":1"), "%s", st);
+    free(st);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    ck_assert_int_gt(us2, 0);
+    ck_assert(n2 == n0 && memcmp(y2, y0, n0) == 0);
+    free(y0), free(y1), free(y2), free(ex0), free(ex1), free(ex2);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *artifact_suite(void)
 {
     Suite *s = suite_create("artifact");
@@ -558,5 +658,9 @@ Suite *artifact_suite(void)
     tcase_add_test(tc, resealed_corruption_never_runs_wild);
     tcase_add_test(tc, kernel_names_round_trip);
     suite_add_tcase(s, tc);
+    TCase *e2e = tcase_create("e2e");
+    tcase_set_timeout(e2e, 120);
+    tcase_add_test(e2e, restarted_daemon_serves_from_artifact);
+    suite_add_tcase(s, e2e);
     return s;
 }
