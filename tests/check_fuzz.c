@@ -25,6 +25,7 @@ static const struct {
     {"yaml", gx_fuzz_yaml},
     {"onnx", gx_fuzz_onnx},
     {"config", gx_fuzz_config},
+    {"artifact", gx_fuzz_artifact},
 };
 
 /* The whole file in a buffer of exactly its size (so ASan sees overreads). */

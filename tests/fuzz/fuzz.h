@@ -14,6 +14,9 @@
  *                     the same bytes as an ONNX tensor (gx_tensor_parse_onnx)
  *     gx_fuzz_config  a gexecd config file (gxd_config_load), then a dump and
  *                     reload that must reproduce it
+ *     gx_fuzz_artifact a compiled-plan artifact (gxd_artifact_read) against a
+ *                     fixed graph, as a file and as a body behind a valid
+ *                     header; an accepted plan must write and read back
  *
  * Each accepts any bytes, returns 0, and must neither crash, leak, trip a
  * sanitizer nor take long. A broken invariant (a canonical encoding that
@@ -36,6 +39,10 @@ int gx_fuzz_npy(const uint8_t *data, size_t size);
 int gx_fuzz_yaml(const uint8_t *data, size_t size);
 int gx_fuzz_onnx(const uint8_t *data, size_t size);
 int gx_fuzz_config(const uint8_t *data, size_t size);
+int gx_fuzz_artifact(const uint8_t *data, size_t size);
+/* The fixed graph gx_fuzz_artifact reads artifacts against (a new graph
+ * the caller destroys; tests/fuzz/corpus/artifact/ holds its plans). */
+gx_graph *gx_fuzz_artifact_graph(void);
 
 /* ---- shared by the graph targets (tests/fuzz/fuzz_graph.c) ---- */
 

@@ -4,7 +4,7 @@
 #
 #   tests/fuzz/run.sh [-j JOBS] [SECONDS] [TARGET...]
 #
-# Targets (tests/fuzz/fuzz.h): wire npy yaml onnx config (default: all). Each is
+# Targets (tests/fuzz/fuzz.h): wire npy yaml onnx config artifact (default: all). Each is
 # built into build-fuzz/ with clang -fsanitize=fuzzer,address,undefined from
 # the sources (no configure needed) and runs SECONDS (default 60), JOBS
 # targets at a time (default 1). It starts from tests/fuzz/corpus/<target>
@@ -41,7 +41,7 @@ fi
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(wire npy yaml onnx config)
+[ ${#targets[@]} -gt 0 ] || targets=(wire npy yaml onnx config artifact)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -55,7 +55,8 @@ sources=(
     ops/schema_shape.c ops/cpu/kernels.c ops/cpu/iter.c ops/cpu/elementwise.c
     ops/cpu/matmul.c ops/cpu/softmax.c ops/cpu/shape.c
     daemon/compile/compile.c daemon/compile/verify.c daemon/compile/infer.c
-    daemon/compile/memplan.c daemon/compile/plan.c
+    daemon/compile/memplan.c daemon/compile/plan.c daemon/compile/artifact.c daemon/artifacts.c
+    ops/cpu/names.c
     daemon/exec/exec.c daemon/exec/exec_seq.c daemon/job.c daemon/models.c
     daemon/config.c daemon/log.c daemon/topo.c
     tests/fuzz/fuzz_util.c tests/fuzz/fuzz_graph.c
@@ -116,8 +117,8 @@ protoc-c --proto_path="$out/gen/libclient/pb" --c_out="$out/gen/libclient" \
     "$out/gen/libclient/pb/onnx.proto"
 for t in "${targets[@]}"; do
     case $t in
-    wire | npy | yaml | onnx | config) ;;
-    *) echo "unknown target '$t' (wire npy yaml onnx config)" >&2; exit 2 ;;
+    wire | npy | yaml | onnx | config | artifact) ;;
+    *) echo "unknown target '$t' (wire npy yaml onnx config artifact)" >&2; exit 2 ;;
     esac
     build "$t"
 done
