@@ -59,6 +59,7 @@ typedef struct s_key {
 static int s_check_endpoint(const char *v, char *why, size_t whylen);
 static int s_check_tcp(const char *v, char *why, size_t whylen);
 static int s_check_cpus(const char *v, char *why, size_t whylen);
+static int s_check_gpus(const char *v, char *why, size_t whylen);
 static int s_check_dir(const char *v, char *why, size_t whylen);
 static int s_check_backend(const char *v, char *why, size_t whylen);
 static int s_check_tune_mode(const char *v, char *why, size_t whylen);
@@ -93,6 +94,13 @@ static const s_key s_keys[] = {
             "(tcp://127.0.0.1:5555)"},
     {.name = "cpus", .type = S_STRING, .off = S_OFF(cpus), .check = s_check_cpus, .def = "all",
      .doc = "CPUs to run workers on, one worker per core: \"all\" or OS numbers like \"0-3,6\""},
+    {.name = "gpus", .type = S_STRING, .off = S_OFF(gpus), .check = s_check_gpus, .def = "all",
+     .doc = "the GPU gexecd owns: \"all\" (today the first CUDA device), \"none\" or a CUDA "
+            "device number like \"1\""},
+    {.name = "gpu_memory_percent", .type = S_INT, .off = S_OFF(gpu_memory_percent), .min = 1,
+     .max = 100, .def = "90",
+     .doc = "share of the GPU's memory its arenas may take (percent); a plan that does not fit "
+            "is refused"},
     {.name = "log_level", .type = S_LOGLEVEL, .off = S_OFF(log_level), .def = "info",
      .doc = "error, warn, info or debug"},
     {.name = "queue.max_jobs", .type = S_INT, .off = S_OFF(queue_max_jobs), .min = 1,
@@ -382,6 +390,18 @@ static int s_check_listen(const char *v, char *why, size_t whylen)
 static int s_check_cpus(const char *v, char *why, size_t whylen)
 {
     return gxd_topo_cpus_check(v, why, whylen);
+}
+
+static int s_check_gpus(const char *v, char *why, size_t whylen)
+{
+    if (strcmp(v, "all") == 0 || strcmp(v, "none") == 0)
+        return GX_OK;
+    const char *p = v;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (p == v || *p || p - v > 4)
+        return s_why(why, whylen, S_Q " is not all, none or a CUDA device number", v);
+    return GX_OK;
 }
 
 /* Strict decimal integer: optional sign, digits, nothing else. */

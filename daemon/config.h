@@ -24,6 +24,8 @@ typedef struct gxd_config {
     char *tcp[GXD_MAX_ENDPOINTS];    /* "tcp": extra endpoints, list of strings */
     int n_tcp;
     char *cpus;                      /* "cpus": "all" or a list of OS CPU numbers "0-3,6" */
+    char *gpus;                      /* "gpus": "all", "none" or a CUDA device number */
+    int64_t gpu_memory_percent;      /* "gpu_memory_percent": of a GPU's memory for arenas */
     gxd_log_level log_level;         /* "log_level" */
     int64_t queue_max_jobs;          /* "queue.max_jobs" */
     int64_t queue_max_bytes;         /* "queue.max_bytes": input bytes held by queued jobs */

@@ -12,12 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 #include "daemon/ctx.h"
 #include "daemon/server.h"
+#include "ops/cuda/cuda.h"
 #include "ops/gemm.h"
 
 static void s_usage(FILE *out)
@@ -125,20 +123,29 @@ static void s_open_cpu(gxd_ctx *ctx)
         GXD_LOG(&ctx->log, rc < 0 ? GXD_LOG_ERROR : GXD_LOG_INFO, "cpu: %s", note);
 }
 
-static void s_probe_cuda(gxd_ctx *ctx)
+/* The GPU the config names (gpus), opened before the server offers
+ * backends to the compiler: one context for the process, its kernels
+ * checked; without a GPU, a driver or a CUDA build, a line says why and
+ * partition.prefer skips cuda (the CPU serves). */
+static void s_open_cuda(gxd_ctx *ctx)
 {
-#ifdef HAVE_CUDA
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0)
-        GXD_LOG(&ctx->log, GXD_LOG_INFO, "CUDA: no usable device (%s); serving on CPU",
-                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    else
-        GXD_LOG(&ctx->log, GXD_LOG_INFO,
-                "CUDA: %d device(s) present; the CUDA backend is not built yet, serving on CPU", n);
-#else
-    GXD_LOG(&ctx->log, GXD_LOG_INFO, "built without CUDA; serving on CPU");
-#endif
+    const gx_backend *cuda = gx_backend_cuda();
+    const char *gpus = ctx->cfg.gpus ? ctx->cfg.gpus : "all";
+    if (strcmp(gpus, "none") == 0) {
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "cuda: gpus is none; serving on CPU");
+        return;
+    }
+    if (!cuda->open) {
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "cuda: built without CUDA; serving on CPU");
+        return;
+    }
+    int dev = strcmp(gpus, "all") == 0 ? 0 : atoi(gpus);
+    gx_cuda_configure(dev, (double)ctx->cfg.gpu_memory_percent / 100.0);
+    char note[512] = "";
+    int rc = cuda->open(cuda, note, sizeof note);
+    GXD_LOG(&ctx->log, rc == GX_OK ? GXD_LOG_INFO : rc == GX_EUNSUPPORTED ? GXD_LOG_INFO
+                                                                          : GXD_LOG_WARN,
+            "cuda: %s", note);
 }
 
 /* Fork; the parent waits until the child reports ready (exit 0) or an
@@ -262,11 +269,11 @@ int main(int argc, char **argv)
     ctx.n_flags = n_flags;
     int report_fd = foreground ? -1 : s_detach();
     int status = 1;
+    s_open_cuda(&ctx);
     if (gxd_server_init(&ctx, err, sizeof err) < 0) {
         GXD_LOG(&ctx.log, GXD_LOG_ERROR, "%s", err);
         s_report(report_fd, err);
     } else {
-        s_probe_cuda(&ctx);
         s_log_blas(&ctx);
         s_open_cpu(&ctx);
         GXD_LOG(&ctx.log, GXD_LOG_INFO, "gexecd %s serving on %s (pid %d)", PACKAGE_VERSION,

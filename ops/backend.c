@@ -1,5 +1,4 @@
 /* Backends and their op rules. See backend.h. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,109 +11,6 @@ const gx_attrval *gx_rule_attr(const gx_rule_ctx *rc, const char *name)
         if (strcmp(sc->attrs[i].name, name) == 0)
             return &rc->attr[i];
     return NULL;
-}
-
-/* ---- CUDA: what cuBLAS and cuDNN support (declared; no kernels yet) ------ */
-
-/* Writes the reason and returns false. */
-__attribute__((format(printf, 3, 4))) static bool s_why(char *why, size_t len, const char *fmt,
-                                                        ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-/* cuBLAS batched GEMM: operands of rank 2 or more. */
-static bool s_cuda_matmul(const gx_rule_ctx *rc, char *why, size_t len)
-{
-    if (rc->in[0].ndim < 2 || rc->in[1].ndim < 2)
-        return s_why(why, len, "operands of rank %d and %d: cuBLAS needs rank 2 or more",
-                     rc->in[0].ndim, rc->in[1].ndim);
-    return true;
-}
-
-/* cuDNN convolution: 2-D, and group 1 or depthwise (group == channels). */
-static bool s_cuda_conv(const gx_rule_ctx *rc, char *why, size_t len)
-{
-    if (rc->in[0].ndim != 4)
-        return s_why(why, len, "input of rank %d: only 2-D convolutions (rank 4)",
-                     rc->in[0].ndim);
-    const gx_attrval *g = gx_rule_attr(rc, "group");
-    int64_t group = g ? g->i : 1;
-    if (group != 1 && group != rc->in[0].shape[1])
-        return s_why(why, len, "group %lld is neither 1 nor depthwise (%lld channels)",
-                     (long long)group, (long long)rc->in[0].shape[1]);
-    return true;
-}
-
-/* cuDNN pooling: 2-D windows, one output (no MaxPool indices). */
-static bool s_cuda_pool2d(const gx_rule_ctx *rc, char *why, size_t len)
-{
-    if (rc->in[0].ndim != 4)
-        return s_why(why, len, "input of rank %d: only 2-D pooling (rank 4)", rc->in[0].ndim);
-    if (rc->n_out > 1)
-        return s_why(why, len, "the indices output is not supported");
-    return true;
-}
-
-/* cuDNN softmax: over the last axis only. */
-static bool s_cuda_softmax(const gx_rule_ctx *rc, char *why, size_t len)
-{
-    const gx_attrval *a = gx_rule_attr(rc, "axis");
-    int64_t axis = a ? a->i : -1, nd = rc->in[0].ndim;
-    if (axis != -1 && axis != nd - 1)
-        return s_why(why, len, "axis %lld is not the last axis (%lld)", (long long)axis,
-                     (long long)(nd - 1));
-    return true;
-}
-
-/* cuDNN batch normalisation: inference only. */
-static bool s_cuda_batchnorm(const gx_rule_ctx *rc, char *why, size_t len)
-{
-    const gx_attrval *a = gx_rule_attr(rc, "training_mode");
-    if (a && a->i != 0)
-        return s_why(why, len, "training_mode %lld: inference only", (long long)a->i);
-    return true;
-}
-
-#define S_EW(op) {GX_OP_##op, GX_DT_FLOAT, 0, NULL, "cuDNN"}
-
-static const gx_op_rule s_cuda_rules[] = {
-    {GX_OP_MATMUL, GX_DT_FLOAT, 0, s_cuda_matmul, "cuBLAS"},
-    {GX_OP_GEMM, GX_DT_FLOAT, 0, NULL, "cuBLAS"},
-    {GX_OP_CONV, GX_DT_FLOAT, 0, s_cuda_conv, "cuDNN"},
-    {GX_OP_MAXPOOL, GX_DT_FLOAT, 0, s_cuda_pool2d, "cuDNN"},
-    {GX_OP_AVERAGEPOOL, GX_DT_FLOAT, 0, s_cuda_pool2d, "cuDNN"},
-    {GX_OP_GLOBALMAXPOOL, GX_DT_FLOAT, 0, s_cuda_pool2d, "cuDNN"},
-    {GX_OP_GLOBALAVERAGEPOOL, GX_DT_FLOAT, 0, s_cuda_pool2d, "cuDNN"},
-    {GX_OP_SOFTMAX, GX_DT_FLOAT, 0, s_cuda_softmax, "cuDNN"},
-    {GX_OP_LOGSOFTMAX, GX_DT_FLOAT, 0, s_cuda_softmax, "cuDNN"},
-    {GX_OP_BATCHNORM, GX_DT_FLOAT, 0, s_cuda_batchnorm, "cuDNN"},
-    S_EW(RELU), S_EW(SIGMOID), S_EW(TANH), S_EW(ADD), S_EW(SUB), S_EW(MUL), S_EW(DIV),
-    S_EW(EXP), S_EW(LOG), S_EW(SQRT), S_EW(NEG), S_EW(ABS), S_EW(CLIP), S_EW(LEAKYRELU),
-    S_EW(ELU), S_EW(ERF), S_EW(GELU), S_EW(IDENTITY),
-    /* views of the same bytes: the shape input may be int64 */
-    {GX_OP_RESHAPE, GX_DT_FLOAT, 1u << 1, NULL, "cuDNN"},
-    {GX_OP_FLATTEN, GX_DT_FLOAT, 0, NULL, "cuDNN"},
-    {GX_OP_SQUEEZE, GX_DT_FLOAT, 1u << 1, NULL, "cuDNN"},
-    {GX_OP_UNSQUEEZE, GX_DT_FLOAT, 1u << 1, NULL, "cuDNN"},
-    {GX_OP_TRANSPOSE, GX_DT_FLOAT, 0, NULL, "cuDNN"},
-    {GX_OP_CONCAT, GX_DT_FLOAT, 0, NULL, "cuDNN"},
-    {GX_OP_REDUCE_MEAN, GX_DT_FLOAT, 1u << 1, NULL, "cuDNN"},
-    {GX_OP_REDUCE_SUM, GX_DT_FLOAT, 1u << 1, NULL, "cuDNN"},
-};
-
-static const gx_backend s_cuda = {.name = "cuda",
-                                  .rules = s_cuda_rules,
-                                  .n_rules = sizeof s_cuda_rules / sizeof s_cuda_rules[0],
-                                  .kernel = NULL};
-
-const gx_backend *gx_backend_cuda(void)
-{
-    return &s_cuda;
 }
 
 static const gx_backend *s_registered[GX_BACKEND_MAX];
@@ -132,7 +28,7 @@ int gx_backend_register(const gx_backend *b)
 
 const gx_backend *gx_backend_find(const char *name)
 {
-    const gx_backend *builtin[] = {gx_backend_cpu(), &s_cuda};
+    const gx_backend *builtin[] = {gx_backend_cpu(), gx_backend_cuda()};
     for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
         if (strcmp(builtin[i]->name, name) == 0)
             return builtin[i];
@@ -204,8 +100,9 @@ bool gx_backend_accepts(const gx_backend *b, const gx_rule_ctx *rc, char *why, s
 
 bool gx_backend_runnable(const gx_backend *b, char *why, size_t whylen)
 {
-    if (b->kernel && b->alloc && b->free && (b->host_memory || b->copy))
-        return true;
-    snprintf(why, whylen, "declared only: this build has no %s kernels", b->name);
-    return false;
+    if (!(b->kernel && b->alloc && b->free && (b->host_memory || b->copy))) {
+        snprintf(why, whylen, "declared only: this build has no %s kernels", b->name);
+        return false;
+    }
+    return !b->usable || b->usable(b, why, whylen);
 }

@@ -117,6 +117,9 @@ struct gx_backend {
      * data); GX_OK or an error, with a line for the log in note either way
      * ("" for nothing to say). */
     int (*open)(const gx_backend *b, char *note, size_t len);
+    /* Optional: can plans run on the device now (a GPU present and opened)?
+     * false with why ("no CUDA device: ...") when not. NULL: always. */
+    bool (*usable)(const gx_backend *b, char *why, size_t len);
 
     /* ---- kernels ---- */
     /* The device's kernel for op, NULL where it has none. A backend without

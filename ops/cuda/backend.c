@@ -1,0 +1,407 @@
+/*
+ * The CUDA backend's table (ops/backend.h) and its device: one GPU, its
+ * primary context (one per process), arenas from cudaMalloc (never managed
+ * memory) within a fraction of its memory, copies and kernels on a stream
+ * per worker, generated kernels compiled with NVRTC and cached by source
+ * hash. Until open finds the GPU the table is not usable, and the daemon
+ * serves on the CPU.
+ */
+#include <config.h>
+
+#include <nvrtc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cuda/internal.h"
+
+#define S_JIT_MAX 128
+
+static struct {
+    int device;
+    double fraction;
+    bool ready;
+    char why[400];       /* why it is not ready */
+    int major, minor;    /* compute capability, for NVRTC */
+    size_t total;        /* device memory */
+    size_t limit;        /* arenas may take this much */
+    atomic_size_t used;  /* bytes of live arenas */
+    pthread_mutex_t mu;  /* the JIT cache and the fallback queue */
+    struct {
+        uint64_t hash;
+        char name[32];
+        cudaLibrary_t lib;
+        cudaKernel_t fn;
+    } jit[S_JIT_MAX];
+    size_t n_jit;
+    gx_cuda_queue fallback;
+    bool fallback_made;
+} s_dev = {.fraction = 0.9, .why = "no CUDA device: not opened", .mu = PTHREAD_MUTEX_INITIALIZER};
+
+int gx_cuda_configure(int device, double mem_fraction)
+{
+    if (device < 0 || !(mem_fraction > 0 && mem_fraction <= 1))
+        return GX_EINVAL;
+    s_dev.device = device;
+    s_dev.fraction = mem_fraction;
+    return GX_OK;
+}
+
+void gx_cuda_fail(gx_cuda_queue *q, const char *fmt, ...)
+{
+    if (q->err < 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(q->msg, sizeof q->msg, fmt, ap);
+    va_end(ap);
+    q->err = GX_EINTERNAL;
+}
+
+int gx_cuda_bind(void)
+{
+    cudaSetDevice(s_dev.device);
+    return s_dev.device;
+}
+
+gx_cuda_queue *gx_cuda_queue_of(const gx_kargs *k)
+{
+    gx_cuda_bind();
+    if (k->queue)
+        return k->queue;
+    pthread_mutex_lock(&s_dev.mu);
+    if (!s_dev.fallback_made) {
+        s_dev.fallback.stream = cudaStreamLegacy;
+        if (cublasCreate(&s_dev.fallback.blas) == CUBLAS_STATUS_SUCCESS)
+            cublasSetStream(s_dev.fallback.blas, cudaStreamLegacy);
+        s_dev.fallback_made = true;
+    }
+    return &s_dev.fallback; /* held until gx_cuda_done */
+}
+
+void gx_cuda_done(const gx_kargs *k, gx_cuda_queue *q)
+{
+    if (k->queue)
+        return;
+    cudaError_t e = cudaStreamSynchronize(q->stream);
+    if (e != cudaSuccess)
+        fprintf(stderr, "gexec cuda: a kernel without a queue failed: %s\n", cudaGetErrorString(e));
+    if (q->err < 0)
+        fprintf(stderr, "gexec cuda: a kernel without a queue failed: %s\n", q->msg);
+    q->err = GX_OK;
+    pthread_mutex_unlock(&s_dev.mu);
+}
+
+/* FNV-1a */
+static uint64_t s_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Compiles src to a cubin for this GPU; the image (malloc'd) or NULL with
+ * the reason on q. */
+static char *s_nvrtc(gx_cuda_queue *q, const char *src, const char *name)
+{
+    nvrtcProgram prog;
+    nvrtcResult r = nvrtcCreateProgram(&prog, src, name, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        gx_cuda_fail(q, "NVRTC: %s", nvrtcGetErrorString(r));
+        return NULL;
+    }
+    char arch[48];
+    snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", s_dev.major, s_dev.minor);
+    const char *opts[] = {arch, "--std=c++17"};
+    char *img = NULL;
+    r = nvrtcCompileProgram(prog, 2, opts);
+    if (r != NVRTC_SUCCESS) {
+        size_t n = 0;
+        char log[160] = "";
+        if (nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
+            char *full = malloc(n);
+            if (full && nvrtcGetProgramLog(prog, full) == NVRTC_SUCCESS)
+                snprintf(log, sizeof log, "%s", full);
+            free(full);
+        }
+        gx_cuda_fail(q, "NVRTC cannot compile %s for %s: %s %s", name, arch,
+                     nvrtcGetErrorString(r), log);
+        goto out;
+    }
+    size_t n = 0;
+    if ((r = nvrtcGetCUBINSize(prog, &n)) != NVRTC_SUCCESS || !(img = malloc(n)) ||
+        (r = nvrtcGetCUBIN(prog, img)) != NVRTC_SUCCESS) {
+        gx_cuda_fail(q, "NVRTC: no cubin for %s: %s", name, nvrtcGetErrorString(r));
+        free(img);
+        img = NULL;
+    }
+out:
+    nvrtcDestroyProgram(&prog);
+    return img;
+}
+
+const void *gx_cuda_jit(gx_cuda_queue *q, const char *src, const char *name)
+{
+    const uint64_t h = s_hash(src);
+    static pthread_mutex_t jit_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&jit_mu);
+    const void *fn = NULL;
+    for (size_t i = 0; i < s_dev.n_jit && !fn; i++)
+        if (s_dev.jit[i].hash == h && strcmp(s_dev.jit[i].name, name) == 0)
+            fn = (const void *)s_dev.jit[i].fn;
+    if (!fn && s_dev.n_jit == S_JIT_MAX)
+        gx_cuda_fail(q, "NVRTC: the cache of %d kernels is full", S_JIT_MAX);
+    else if (!fn) {
+        char *img = s_nvrtc(q, src, name);
+        cudaLibrary_t lib;
+        cudaKernel_t k;
+        cudaError_t e;
+        if (img && (e = cudaLibraryLoadData(&lib, img, NULL, NULL, 0, NULL, NULL, 0)) != cudaSuccess)
+            gx_cuda_fail(q, "loading %s: %s", name, cudaGetErrorString(e));
+        else if (img && (e = cudaLibraryGetKernel(&k, lib, name)) != cudaSuccess)
+            gx_cuda_fail(q, "kernel %s: %s", name, cudaGetErrorString(e));
+        else if (img) {
+            s_dev.jit[s_dev.n_jit].hash = h;
+            snprintf(s_dev.jit[s_dev.n_jit].name, sizeof s_dev.jit[0].name, "%s", name);
+            s_dev.jit[s_dev.n_jit].lib = lib;
+            s_dev.jit[s_dev.n_jit++].fn = k;
+            fn = (const void *)k;
+        }
+        free(img);
+    }
+    pthread_mutex_unlock(&jit_mu);
+    return fn;
+}
+
+unsigned gx_cuda_grid(int64_t n)
+{
+    int64_t g = (n + 255) / 256;
+    return (unsigned)(g < 1 ? 1 : g > 65535 * 8 ? 65535 * 8 : g);
+}
+
+void gx_cuda_launch(gx_cuda_queue *q, const void *fn, unsigned grid, unsigned block, void **args)
+{
+    if (!fn)
+        return;
+    cudaError_t e = cudaLaunchKernel(fn, (dim3){grid, 1, 1}, (dim3){block, 1, 1}, args, 0,
+                                     q->stream);
+    if (e != cudaSuccess)
+        gx_cuda_fail(q, "kernel launch: %s", cudaGetErrorString(e));
+}
+
+/* ---- the table's slots ------------------------------------------------- */
+
+static int s_open(const gx_backend *b, char *note, size_t len)
+{
+    (void)b;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        snprintf(s_dev.why, sizeof s_dev.why, "no CUDA device (%s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return gx_errf(note, len, GX_EUNSUPPORTED, "%s; serving on CPU", s_dev.why);
+    }
+    if (s_dev.device >= n) {
+        snprintf(s_dev.why, sizeof s_dev.why, "no CUDA device %d (%d present)", s_dev.device, n);
+        return gx_errf(note, len, GX_EUNSUPPORTED, "%s; serving on CPU", s_dev.why);
+    }
+    struct cudaDeviceProp prop;
+    size_t avail = 0, total = 0;
+    if ((e = cudaSetDevice(s_dev.device)) != cudaSuccess || (e = cudaFree(NULL)) != cudaSuccess ||
+        (e = cudaGetDeviceProperties(&prop, s_dev.device)) != cudaSuccess ||
+        (e = cudaMemGetInfo(&avail, &total)) != cudaSuccess) {
+        snprintf(s_dev.why, sizeof s_dev.why, "CUDA device %d: %s", s_dev.device,
+                 cudaGetErrorString(e));
+        return gx_errf(note, len, GX_EUNSUPPORTED, "%s; serving on CPU", s_dev.why);
+    }
+    s_dev.major = prop.major;
+    s_dev.minor = prop.minor;
+    s_dev.total = total;
+    s_dev.limit = (size_t)((double)total * s_dev.fraction);
+    char why[240];
+    if (gx_cuda_selfcheck(why, sizeof why) < 0) {
+        snprintf(s_dev.why, sizeof s_dev.why, "CUDA device %d (%.64s): self-check failed: %s",
+                 s_dev.device, prop.name, why);
+        return gx_errf(note, len, GX_EINTERNAL, "%s; serving on CPU", s_dev.why);
+    }
+    s_dev.ready = true;
+    snprintf(note, len,
+             "GPU %d: %.64s, sm_%d%d, %zu MiB (%zu free; arenas up to %zu MiB); cuBLAS and NVRTC "
+             "kernels checked",
+             s_dev.device, prop.name, prop.major, prop.minor, total >> 20, avail >> 20,
+             s_dev.limit >> 20);
+    return GX_OK;
+}
+
+static bool s_usable(const gx_backend *b, char *why, size_t len)
+{
+    (void)b;
+    if (!s_dev.ready)
+        snprintf(why, len, "%s", s_dev.why);
+    return s_dev.ready;
+}
+
+/* Live arenas and their sizes, for the memory bound. */
+static pthread_mutex_t s_arena_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *p;
+    size_t bytes;
+} *s_arena;
+static size_t s_n_arena, s_cap_arena;
+
+static void *s_alloc(const gx_backend *b, size_t bytes)
+{
+    (void)b;
+    gx_cuda_bind();
+    if (!bytes)
+        bytes = 1;
+    void *p = NULL;
+    pthread_mutex_lock(&s_arena_mu);
+    const size_t used = atomic_load(&s_dev.used);
+    if ((s_dev.limit && used + bytes > s_dev.limit) ||
+        !gx_grow(&s_arena, &s_cap_arena, s_n_arena + 1, sizeof *s_arena) ||
+        cudaMalloc(&p, bytes) != cudaSuccess) {
+        pthread_mutex_unlock(&s_arena_mu);
+        return NULL;
+    }
+    s_arena[s_n_arena].p = p;
+    s_arena[s_n_arena++].bytes = bytes;
+    atomic_fetch_add(&s_dev.used, bytes);
+    pthread_mutex_unlock(&s_arena_mu);
+    return p;
+}
+
+static void s_free(const gx_backend *b, void *p)
+{
+    (void)b;
+    if (!p)
+        return;
+    gx_cuda_bind();
+    pthread_mutex_lock(&s_arena_mu);
+    for (size_t i = 0; i < s_n_arena; i++)
+        if (s_arena[i].p == p) {
+            atomic_fetch_sub(&s_dev.used, s_arena[i].bytes);
+            s_arena[i] = s_arena[--s_n_arena];
+            break;
+        }
+    pthread_mutex_unlock(&s_arena_mu);
+    cudaFree(p);
+}
+
+static size_t s_capacity(const gx_backend *b)
+{
+    (void)b;
+    gx_cuda_bind();
+    size_t avail = 0, total = 0;
+    if (cudaMemGetInfo(&avail, &total) != cudaSuccess)
+        return 0;
+    size_t used = atomic_load(&s_dev.used);
+    size_t room = s_dev.limit > used ? s_dev.limit - used : 0;
+    return room < avail ? room : avail;
+}
+
+/* Reports and clears q's error. */
+static int s_report(gx_cuda_queue *q)
+{
+    int rc = q->err;
+    if (rc < 0) {
+        fprintf(stderr, "gexec cuda: %s\n", q->msg);
+        q->err = GX_OK;
+    }
+    return rc;
+}
+
+static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void *src, size_t n,
+                  void *queue)
+{
+    (void)b;
+    gx_cuda_bind();
+    gx_cuda_queue *q = queue;
+    if (q && q->err < 0)
+        return s_report(q);
+    if (!n)
+        return GX_OK;
+    const enum cudaMemcpyKind k = kind == GX_COPY_TO_DEVICE ? cudaMemcpyHostToDevice
+                                  : kind == GX_COPY_TO_HOST ? cudaMemcpyDeviceToHost
+                                                            : cudaMemcpyDeviceToDevice;
+    cudaError_t e;
+    if (!q)
+        e = cudaMemcpy(dst, src, n, k);
+    else if ((e = cudaMemcpyAsync(dst, src, n, k, q->stream)) == cudaSuccess &&
+             kind != GX_COPY_ON_DEVICE) /* src read (to the device), dst written (to the host) */
+        e = cudaStreamSynchronize(q->stream);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "gexec cuda: copy of %zu bytes: %s\n", n, cudaGetErrorString(e));
+        return GX_EINTERNAL;
+    }
+    return q ? s_report(q) : GX_OK;
+}
+
+static void *s_queue_new(const gx_backend *b)
+{
+    (void)b;
+    gx_cuda_bind();
+    gx_cuda_queue *q = calloc(1, sizeof *q);
+    if (!q)
+        return NULL;
+    if (cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking) != cudaSuccess) {
+        free(q);
+        return NULL;
+    }
+    if (cublasCreate(&q->blas) != CUBLAS_STATUS_SUCCESS) {
+        cudaStreamDestroy(q->stream);
+        free(q);
+        return NULL;
+    }
+    cublasSetStream(q->blas, q->stream);
+    return q;
+}
+
+static void s_queue_free(const gx_backend *b, void *queue)
+{
+    (void)b;
+    gx_cuda_queue *q = queue;
+    if (!q)
+        return;
+    gx_cuda_bind();
+    cudaStreamSynchronize(q->stream);
+    cublasDestroy(q->blas);
+    cudaStreamDestroy(q->stream);
+    free(q);
+}
+
+static int s_queue_sync(const gx_backend *b, void *queue)
+{
+    (void)b;
+    gx_cuda_queue *q = queue;
+    gx_cuda_bind();
+    cudaError_t e = cudaStreamSynchronize(q->stream);
+    if (e != cudaSuccess)
+        gx_cuda_fail(q, "stream: %s", cudaGetErrorString(e));
+    return s_report(q);
+}
+
+static const gx_backend s_cuda = {
+    .name = "cuda",
+    .rules = gx_cuda_rules,
+    .n_rules = GX_CUDA_N_RULES,
+    .open = s_open,
+    .usable = s_usable,
+    .kernel = gx_cuda_kernel,
+    .shares = false,
+    .host_memory = false,
+    .alloc = s_alloc,
+    .free = s_free,
+    .capacity = s_capacity,
+    .copy = s_copy,
+    .queue_new = s_queue_new,
+    .queue_free = s_queue_free,
+    .queue_sync = s_queue_sync,
+};
+
+const gx_backend *gx_backend_cuda(void)
+{
+    return &s_cuda;
+}

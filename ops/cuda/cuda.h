@@ -1,0 +1,27 @@
+/*
+ * The CUDA backend (ops/backend.h) of one GPU: cudaMalloc'd arenas, copies
+ * and kernels on a stream per worker, cuBLAS for MatMul and Gemm, kernels
+ * generated as CUDA C and compiled with NVRTC at first use for the
+ * elementwise ops and Softmax. What it claims is its rules table
+ * (rules.c); gx_backend_cuda() is its table, declared only in a build
+ * without the CUDA toolkit and not usable until gx_cuda_open found a GPU.
+ *
+ *   gx_cuda_configure(0, 0.9);               // before open: GPU 0, 90 % of its memory
+ *   const gx_backend *b = gx_backend_cuda();
+ *   if (b->open && b->open(b, note, sizeof note) == GX_OK)
+ *       gx_backend_register(...)             // not needed: cuda is built in
+ */
+#ifndef GX_OPS_CUDA_H
+#define GX_OPS_CUDA_H
+
+#include "ops/backend.h"
+
+/* The rules of what the kernels run (rules.c; static storage). */
+#define GX_CUDA_N_RULES 24
+extern const gx_op_rule gx_cuda_rules[GX_CUDA_N_RULES];
+
+/* Which GPU open readies and the fraction of its memory (0 < f <= 1)
+ * arenas may take; call before open. GX_OK or GX_EINVAL. */
+int gx_cuda_configure(int device, double mem_fraction);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * Shared by the CUDA backend's files (HAVE_CUDA builds only): the device,
+ * a worker's queue, the NVRTC kernel cache.
+ */
+#ifndef GX_OPS_CUDA_INTERNAL_H
+#define GX_OPS_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "ops/cuda/cuda.h"
+
+/* A worker's queue (gx_kargs.queue): its stream, a cuBLAS handle bound to
+ * it, and the first error a kernel met on it (reported, then cleared, by
+ * the next copy or queue_sync). */
+typedef struct gx_cuda_queue {
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    int err;           /* GX_OK or the first error */
+    char msg[200];
+} gx_cuda_queue;
+
+/* Records a failure on q (the first one sticks). */
+void gx_cuda_fail(gx_cuda_queue *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The device's index; cudaSetDevice on the calling thread. */
+int gx_cuda_bind(void);
+/* The queue of a kernel call: k->queue, else the device's fallback on the
+ * legacy stream (a caller without queues; the fallback is synchronised
+ * after each kernel). */
+gx_cuda_queue *gx_cuda_queue_of(const gx_kargs *k);
+/* Synchronises the fallback queue after a kernel that ran on it. */
+void gx_cuda_done(const gx_kargs *k, gx_cuda_queue *q);
+
+/* The kernel `name` of CUDA C source src, compiled with NVRTC for this GPU
+ * at first use and cached by the source's hash; NULL with the reason
+ * recorded on q. */
+const void *gx_cuda_jit(gx_cuda_queue *q, const char *src, const char *name);
+/* Launches fn over n elements (grid-stride loops), or grid x block. */
+void gx_cuda_launch(gx_cuda_queue *q, const void *fn, unsigned grid, unsigned block, void **args);
+unsigned gx_cuda_grid(int64_t n);
+
+/* The kernel of op (kernels.c), NULL where it has none. */
+gx_kernel_fn gx_cuda_kernel(gx_op op);
+/* Runs a small product and an elementwise kernel and checks them; GX_OK or
+ * an error with why. */
+int gx_cuda_selfcheck(char *why, size_t len);
+
+#endif

@@ -1,0 +1,519 @@
+/*
+ * The CUDA backend on a real GPU (run by tests/gpu/run.sh on a machine with
+ * one, and by make check, where it skips with 77 when there is none).
+ * Each case compiles a small graph twice in-process, once preferring cuda
+ * (partition.min_nodes 1) and once on the CPU only, runs both with the
+ * sequential executor, checks that the nodes ran on cuda and that the
+ * outputs agree within 1e-4 relative, and prints PASS or FAIL; then
+ * MatMul 1024^3 and 4096^3 through a plan against cuBLAS alone.
+ *
+ *   tests/gpu/check_cuda            the cases and the timing
+ *   tests/gpu/check_cuda --npy-close A.npy B.npy   (run.sh) exit 0 if close
+ */
+#include <config.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gexec/io.h>
+
+#include "daemon/compile/compile.h"
+#include "daemon/exec/exec.h"
+#include "ops/cuda/cuda.h"
+
+#define S_TOL 1e-4
+
+static int s_pass, s_fail;
+
+static double s_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Deterministic values in [-1, 1) (positive ones for Log and Sqrt). */
+static void s_fill(float *p, int64_t n, unsigned seed, bool positive)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (int64_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        float v = (float)(x >> 8) / (float)(1u << 24) * 2.f - 1.f;
+        p[i] = positive ? fabsf(v) + 0.05f : v;
+    }
+}
+
+static gx_tensor *s_const(gx_graph *g, const char *name, int nd, const int64_t *shape,
+                          unsigned seed)
+{
+    gx_tensor *t = gx_tensor_new(GX_F32, nd, shape);
+    s_fill(gx_tensor_data(t), gx_tensor_numel(t), seed, false);
+    gx_graph_add_const(g, name, &t);
+    return NULL;
+}
+
+typedef struct s_case {
+    const char *name;
+    gx_graph *g;
+    int n_in;
+    gx_view in[3];
+    float *data[3];
+    const char *on_cuda[8]; /* nodes that must run on cuda */
+} s_case;
+
+static void s_input(s_case *c, const char *name, int nd, const int64_t *shape, bool positive)
+{
+    gx_graph_add_input(c->g, name, GX_F32, nd, shape);
+    gx_view *v = &c->in[c->n_in];
+    *v = (gx_view){.dtype = GX_F32, .ndim = nd, .numel = 1};
+    for (int i = 0; i < nd; i++)
+        v->numel *= v->shape[i] = shape[i];
+    c->data[c->n_in] = malloc((size_t)v->numel * sizeof(float));
+    s_fill(c->data[c->n_in], v->numel, 7u + (unsigned)c->n_in, positive);
+    v->data = c->data[c->n_in++];
+}
+
+static gx_node *s_node(gx_graph *g, const char *op, const char *name, int n, const char *a,
+                       const char *b, const char *cc, const char *out)
+{
+    const char *in[3] = {a, b, cc};
+    return gx_graph_add_node(g, op, name, (size_t)n, in, 1, (const char *[]){out});
+}
+
+static gxd_compile_limits s_lim(const gxd_partition_opts *o)
+{
+    return (gxd_compile_limits){.max_nodes = 10000, .max_tensor_bytes = 1ll << 31,
+                                .max_arena_bytes = 8ll << 30, .part = o};
+}
+
+static int s_compile(s_case *c, const gx_backend *first, gxd_plan **p, char *err, size_t len)
+{
+    gxd_partition_opts o = {.min_nodes = 1};
+    if (first)
+        o.backends[o.n_backends++] = first;
+    o.backends[o.n_backends++] = gx_backend_cpu();
+    gxd_compile_limits lim = s_lim(&o);
+    return gxd_compile(c->g, c->in, &lim, p, err, len);
+}
+
+/* Runs p; out gets a malloc'd copy of output 0 (n floats). */
+static int s_run(const gxd_plan *p, const gx_view *in, float **out, int64_t *n, char *err,
+                 size_t len)
+{
+    gxd_compile_limits lim = s_lim(NULL);
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+    gxd_frame f;
+    int rc = gxd_frame_init_ex(&f, p, arena, false, in, &lim, &stop, err, len);
+    if (rc == GX_OK) {
+        if ((rc = gxd_exec_seq(&f)) == GX_OK) {
+            const gx_view *v = gxd_frame_output(&f, 0);
+            *n = v->numel;
+            *out = malloc((size_t)v->numel * sizeof(float) + 1);
+            memcpy(*out, v->data, (size_t)v->numel * sizeof(float));
+        }
+        gxd_frame_fini(&f);
+    }
+    free(arena);
+    return rc;
+}
+
+static const char *s_device_of(const gxd_plan *p, const char *node)
+{
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        if (!s->copy && s->node && s->node->name && strcmp(s->node->name, node) == 0)
+            return p->devices[s->device]->name;
+    }
+    return "(no step)";
+}
+
+static void s_check(s_case *c)
+{
+    gx_graph_add_output(c->g, "y");
+    char err[512] = "", why[600] = "";
+    gxd_plan *pg = NULL, *pc = NULL;
+    float *yg = NULL, *yc = NULL;
+    int64_t ng = 0, nc = 0;
+    bool ok = false;
+    if (s_compile(c, gx_backend_cuda(), &pg, err, sizeof err) < 0) {
+        snprintf(why, sizeof why, "compile (cuda): %s", err);
+        goto out;
+    }
+    if (s_compile(c, NULL, &pc, err, sizeof err) < 0) {
+        snprintf(why, sizeof why, "compile (cpu): %s", err);
+        goto out;
+    }
+    for (int i = 0; i < 8 && c->on_cuda[i]; i++)
+        if (strcmp(s_device_of(pg, c->on_cuda[i]), "cuda") != 0) {
+            snprintf(why, sizeof why, "node %s ran on %s, not cuda", c->on_cuda[i],
+                     s_device_of(pg, c->on_cuda[i]));
+            goto out;
+        }
+    if (s_run(pg, c->in, &yg, &ng, err, sizeof err) < 0) {
+        snprintf(why, sizeof why, "run (cuda): %s", err);
+        goto out;
+    }
+    if (s_run(pc, c->in, &yc, &nc, err, sizeof err) < 0) {
+        snprintf(why, sizeof why, "run (cpu): %s", err);
+        goto out;
+    }
+    if (ng != nc) {
+        snprintf(why, sizeof why, "%lld outputs on cuda, %lld on cpu", (long long)ng,
+                 (long long)nc);
+        goto out;
+    }
+    double worst = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < ng; i++) {
+        double d = fabs((double)yg[i] - yc[i]) / fmax(1.0, fabs((double)yc[i]));
+        if (!(d <= worst)) { /* NaN counts as worst */
+            worst = isnan(d) ? INFINITY : d;
+            at = i;
+        }
+    }
+    if (!(worst <= S_TOL)) {
+        snprintf(why, sizeof why, "element %lld: cuda %.9g, cpu %.9g (relative error %.3g)",
+                 (long long)at, yg[at], yc[at], worst);
+        goto out;
+    }
+    snprintf(why, sizeof why, "%lld values, max relative error %.2g", (long long)ng, worst);
+    ok = true;
+out:
+    printf("%s %-28s %s\n", ok ? "PASS" : "FAIL", c->name, why);
+    fflush(stdout);
+    ok ? s_pass++ : s_fail++;
+    free(yg);
+    free(yc);
+    gxd_plan_destroy(&pg);
+    gxd_plan_destroy(&pc);
+    gx_graph_destroy(&c->g);
+    for (int i = 0; i < c->n_in; i++)
+        free(c->data[i]);
+}
+
+static s_case s_new(const char *name)
+{
+    return (s_case){.name = name, .g = gx_graph_new(name)};
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+static void s_matmul2d(void)
+{
+    s_case c = s_new("MatMul 2-D 67x129x33");
+    s_input(&c, "a", 2, (int64_t[]){67, 129}, false);
+    s_const(c.g, "w", 2, (int64_t[]){129, 33}, 3);
+    s_node(c.g, "MatMul", "mm", 2, "a", "w", NULL, "y");
+    c.on_cuda[0] = "mm";
+    s_check(&c);
+}
+
+static void s_matmul_batched(void)
+{
+    s_case c = s_new("MatMul batched 3x5 x 2-D B");
+    s_input(&c, "a", 4, (int64_t[]){3, 5, 17, 40}, false);
+    s_const(c.g, "w", 2, (int64_t[]){40, 24}, 4);
+    s_node(c.g, "MatMul", "mm", 2, "a", "w", NULL, "y");
+    c.on_cuda[0] = "mm";
+    s_check(&c);
+
+    c = s_new("MatMul batched A and B");
+    s_input(&c, "a", 3, (int64_t[]){6, 19, 31}, false);
+    s_input(&c, "b", 3, (int64_t[]){6, 31, 23}, false);
+    s_node(c.g, "MatMul", "mm", 2, "a", "b", NULL, "y");
+    c.on_cuda[0] = "mm";
+    s_check(&c);
+}
+
+static void s_gemm(int ta, int tb, int cdims, double alpha, double beta)
+{
+    char name[64];
+    snprintf(name, sizeof name, "Gemm tA%d tB%d C%dd a%g b%g", ta, tb, cdims, alpha, beta);
+    s_case c = s_new(name);
+    const int64_t m = 37, k = 53, n = 29;
+    s_input(&c, "a", 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k}, false);
+    s_const(c.g, "b", 2, tb ? (int64_t[]){n, k} : (int64_t[]){k, n}, 5);
+    if (cdims == 1)
+        s_const(c.g, "c", 1, (int64_t[]){n}, 6);
+    else if (cdims == 2)
+        s_const(c.g, "c", 2, (int64_t[]){m, 1}, 6);
+    gx_node *nd = s_node(c.g, "Gemm", "gemm", cdims ? 3 : 2, "a", "b", "c", "y");
+    gx_node_set_int(nd, "transA", ta);
+    gx_node_set_int(nd, "transB", tb);
+    gx_node_set_float(nd, "alpha", alpha);
+    gx_node_set_float(nd, "beta", beta);
+    c.on_cuda[0] = "gemm";
+    s_check(&c);
+}
+
+static void s_unary(const char *op, bool positive, const char *attr, double v)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%s%s", op, attr ? " " : "", attr ? attr : "");
+    s_case c = s_new(name);
+    s_input(&c, "x", 3, (int64_t[]){4, 33, 65}, positive);
+    gx_node *nd = s_node(c.g, op, "u", 1, "x", NULL, NULL, "y");
+    if (attr && strcmp(attr, "tanh") == 0)
+        gx_node_set_string(nd, "approximate", "tanh");
+    else if (attr)
+        gx_node_set_float(nd, attr, v);
+    if (strcmp(op, "Identity") != 0) /* the rewrite pass may drop it */
+        c.on_cuda[0] = "u";
+    s_check(&c);
+}
+
+static void s_clip_inputs(void)
+{
+    s_case c = s_new("Clip min/max inputs");
+    s_input(&c, "x", 2, (int64_t[]){31, 70}, false);
+    gx_tensor *lo = gx_tensor_new_copy(GX_F32, 0, NULL, (float[]){-0.25f}, sizeof(float));
+    gx_tensor *hi = gx_tensor_new_copy(GX_F32, 0, NULL, (float[]){0.5f}, sizeof(float));
+    gx_graph_add_const(c.g, "lo", &lo);
+    gx_graph_add_const(c.g, "hi", &hi);
+    s_node(c.g, "Clip", "u", 3, "x", "lo", "hi", "y");
+    c.on_cuda[0] = "u";
+    s_check(&c);
+}
+
+static void s_binary(const char *op, int nb, const int64_t *bshape)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s %s", op, nb == 3 ? "same shape" : "broadcast");
+    s_case c = s_new(name);
+    s_input(&c, "a", 3, (int64_t[]){5, 12, 37}, false);
+    s_input(&c, "b", nb, bshape, strcmp(op, "Div") == 0);
+    s_node(c.g, op, "bin", 2, "a", "b", NULL, "y");
+    c.on_cuda[0] = "bin";
+    s_check(&c);
+}
+
+static void s_softmax(void)
+{
+    s_case c = s_new("Softmax last axis 1000");
+    s_input(&c, "x", 2, (int64_t[]){33, 1000}, false);
+    gx_node *nd = s_node(c.g, "Softmax", "sm", 1, "x", NULL, NULL, "y");
+    gx_node_set_int(nd, "axis", -1);
+    c.on_cuda[0] = "sm";
+    s_check(&c);
+}
+
+static void s_reshape(void)
+{
+    s_case c = s_new("Relu-Reshape-Neg");
+    s_input(&c, "x", 2, (int64_t[]){8, 30}, false);
+    gx_tensor *sh = gx_tensor_new_copy(GX_I64, 1, (int64_t[]){3}, (int64_t[]){4, 2, 30},
+                                       3 * sizeof(int64_t));
+    gx_graph_add_const(c.g, "shape", &sh);
+    s_node(c.g, "Relu", "r", 1, "x", NULL, NULL, "r1");
+    s_node(c.g, "Reshape", "rs", 2, "r1", "shape", NULL, "r2");
+    s_node(c.g, "Neg", "n", 1, "r2", NULL, NULL, "y");
+    c.on_cuda[0] = "r";
+    c.on_cuda[1] = "n";
+    s_check(&c);
+}
+
+static void s_mlp(void)
+{
+    s_case c = s_new("MLP MatMul-Add-Relu-MatMul-Softmax");
+    s_input(&c, "x", 2, (int64_t[]){64, 256}, false);
+    s_const(c.g, "w1", 2, (int64_t[]){256, 512}, 11);
+    s_const(c.g, "b1", 1, (int64_t[]){512}, 12);
+    s_const(c.g, "w2", 2, (int64_t[]){512, 10}, 13);
+    s_node(c.g, "MatMul", "fc1", 2, "x", "w1", NULL, "h");
+    s_node(c.g, "Add", "bias1", 2, "h", "b1", NULL, "hb");
+    s_node(c.g, "Relu", "act", 1, "hb", NULL, NULL, "a");
+    s_node(c.g, "MatMul", "fc2", 2, "a", "w2", NULL, "z");
+    gx_node *nd = s_node(c.g, "Softmax", "sm", 1, "z", NULL, NULL, "y");
+    gx_node_set_int(nd, "axis", -1);
+    c.on_cuda[0] = "fc1";
+    c.on_cuda[1] = "bias1";
+    c.on_cuda[2] = "act";
+    c.on_cuda[3] = "fc2";
+    c.on_cuda[4] = "sm";
+    s_check(&c);
+}
+
+/* ---- timing ------------------------------------------------------------- */
+
+static int s_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* MatMul n^3: the plan (input copied in, output copied out) vs cuBLAS
+ * alone on device buffers and cuBLAS plus the same two copies. */
+static void s_time_matmul(int64_t n, int reps)
+{
+    s_case c = s_new("time");
+    s_input(&c, "a", 2, (int64_t[]){n, n}, false);
+    s_const(c.g, "w", 2, (int64_t[]){n, n}, 3);
+    s_node(c.g, "MatMul", "mm", 2, "a", "w", NULL, "y");
+    gx_graph_add_output(c.g, "y");
+    char err[512];
+    gxd_plan *p = NULL;
+    if (s_compile(&c, gx_backend_cuda(), &p, err, sizeof err) < 0) {
+        printf("TIME MatMul %lld^3: compile: %s\n", (long long)n, err);
+        goto out;
+    }
+    gxd_compile_limits lim = s_lim(NULL);
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+    gxd_frame f;
+    double t[32];
+    if (gxd_frame_init_ex(&f, p, arena, false, c.in, &lim, &stop, err, sizeof err) < 0) {
+        printf("TIME MatMul %lld^3: frame: %s\n", (long long)n, err);
+        free(arena);
+        goto out;
+    }
+    int rc = GX_OK;
+    for (int r = -1; r < reps && rc == GX_OK; r++) { /* -1: warm-up */
+        double t0 = s_now();
+        rc = gxd_exec_seq(&f);
+        if (r >= 0)
+            t[r] = s_now() - t0;
+    }
+    gxd_frame_fini(&f);
+    free(arena);
+    if (rc < 0) {
+        printf("TIME MatMul %lld^3: run: %s\n", (long long)n, err);
+        goto out;
+    }
+    qsort(t, (size_t)reps, sizeof t[0], s_cmp_double);
+    const double plan = t[reps / 2];
+
+    /* cuBLAS alone */
+    const size_t bytes = (size_t)(n * n) * sizeof(float);
+    float *da, *db, *dy;
+    cublasHandle_t h;
+    cudaStream_t st;
+    cudaStreamCreate(&st);
+    cublasCreate(&h);
+    cublasSetStream(h, st);
+    cudaMalloc((void **)&da, bytes);
+    cudaMalloc((void **)&db, bytes);
+    cudaMalloc((void **)&dy, bytes);
+    cudaMemcpy(da, c.data[0], bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, c.data[0], bytes, cudaMemcpyHostToDevice);
+    float *host = malloc(bytes);
+    const float one = 1, zero = 0;
+    double tk[32], tc[32];
+    for (int r = -1; r < reps; r++) {
+        double t0 = s_now();
+        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, db, (int)n, da,
+                    (int)n, &zero, dy, (int)n);
+        cudaStreamSynchronize(st);
+        double t1 = s_now();
+        cudaMemcpyAsync(da, c.data[0], bytes, cudaMemcpyHostToDevice, st);
+        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, db, (int)n, da,
+                    (int)n, &zero, dy, (int)n);
+        cudaMemcpyAsync(host, dy, bytes, cudaMemcpyDeviceToHost, st);
+        cudaStreamSynchronize(st);
+        if (r >= 0) {
+            tk[r] = t1 - t0;
+            tc[r] = s_now() - t1;
+        }
+    }
+    cudaError_t e = cudaGetLastError();
+    qsort(tk, (size_t)reps, sizeof tk[0], s_cmp_double);
+    qsort(tc, (size_t)reps, sizeof tc[0], s_cmp_double);
+    const double flop = 2.0 * (double)n * (double)n * (double)n;
+    printf("TIME MatMul %lld^3 f32 (median of %d): plan %.3f ms (%.1f TFLOP/s, copies "
+           "included) | cuBLAS alone %.3f ms (%.1f TFLOP/s) -> plan at %.0f%% of cuBLAS | "
+           "cuBLAS + the same copies %.3f ms -> plan at %.0f%%%s%s\n",
+           (long long)n, reps, plan * 1e3, flop / plan * 1e-12, tk[reps / 2] * 1e3,
+           flop / tk[reps / 2] * 1e-12, 100.0 * tk[reps / 2] / plan, tc[reps / 2] * 1e3,
+           100.0 * tc[reps / 2] / plan, e != cudaSuccess ? "; CUDA error: " : "",
+           e != cudaSuccess ? cudaGetErrorString(e) : "");
+    free(host);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dy);
+    cublasDestroy(h);
+    cudaStreamDestroy(st);
+out:
+    fflush(stdout);
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&c.g);
+    free(c.data[0]);
+}
+
+/* --npy-close A B: same shape and every value within S_TOL relative. */
+static int s_npy_close(const char *a, const char *b)
+{
+    gx_tensor *ta = NULL, *tb = NULL;
+    char err[256];
+    if (gx_npy_load(a, &ta, err, sizeof err) < 0 || gx_npy_load(b, &tb, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    if (gx_tensor_dtype(ta) != GX_F32 || gx_tensor_dtype(tb) != GX_F32 ||
+        gx_tensor_numel(ta) != gx_tensor_numel(tb)) {
+        fprintf(stderr, "%s and %s differ in dtype or size\n", a, b);
+        rc = 1;
+    }
+    const float *x = gx_tensor_data(ta), *y = gx_tensor_data(tb);
+    for (int64_t i = 0; !rc && i < gx_tensor_numel(ta); i++)
+        if (!(fabs((double)x[i] - y[i]) <= S_TOL * fmax(1.0, fabs((double)y[i])))) {
+            fprintf(stderr, "%s[%lld] = %.9g but %s has %.9g\n", a, (long long)i, x[i], b, y[i]);
+            rc = 1;
+        }
+    gx_tensor_destroy(&ta);
+    gx_tensor_destroy(&tb);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "--npy-close") == 0)
+        return s_npy_close(argv[2], argv[3]);
+    const gx_backend *cuda = gx_backend_cuda();
+    char note[512] = "";
+    gx_cuda_configure(0, 0.9);
+    if (cuda->open(cuda, note, sizeof note) < 0) {
+        printf("SKIP check_cuda: %s\n", note);
+        return 77;
+    }
+    printf("cuda: %s\n", note);
+    s_matmul2d();
+    s_matmul_batched();
+    s_gemm(0, 0, 0, 1, 1);
+    s_gemm(0, 1, 1, 1, 1);
+    s_gemm(1, 0, 2, 0.5, 2);
+    s_gemm(1, 1, 1, 1.5, 0.25);
+    const char *plain[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Erf",
+                           "Gelu", "Identity"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        s_unary(plain[i], false, NULL, 0);
+    s_unary("Log", true, NULL, 0);
+    s_unary("Sqrt", true, NULL, 0);
+    s_unary("Gelu", false, "tanh", 0);
+    s_unary("LeakyRelu", false, "alpha", 0.2);
+    s_clip_inputs();
+    const char *bin[] = {"Add", "Sub", "Mul", "Div"};
+    for (size_t i = 0; i < 4; i++) {
+        s_binary(bin[i], 3, (int64_t[]){5, 12, 37});
+        s_binary(bin[i], 2, (int64_t[]){12, 1});
+    }
+    s_binary("Add", 1, (int64_t[]){37});
+    s_softmax();
+    s_reshape();
+    s_mlp();
+    printf("%d passed, %d failed\n", s_pass, s_fail);
+    fflush(stdout);
+    if (argc < 2 || strcmp(argv[1], "--no-timing") != 0) {
+        s_time_matmul(1024, 20);
+        s_time_matmul(4096, 10);
+    }
+    return s_fail ? 1 : 0;
+}
