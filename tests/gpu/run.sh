@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Every GPU check of the CUDA backend in one run, on a machine with a GPU,
+# the CUDA toolkit and driver, from the repository root, with gpu-carry/
+# made by tests/gpu/pack.sh elsewhere:
+#
+#   tests/gpu/run.sh
+#
+# 1. nvidia-smi -L
+# 2. check_cuda: each kernel against the CPU in-process (PASS/FAIL per case,
+#    "N passed, N failed"), then MatMul 1024^3 and 4096^3 through a plan vs
+#    cuBLAS alone
+# 3. the real gexecd preferring cuda, 4 client processes running the MLP
+#    example at once: every job answered, outputs equal to a CPU-only
+#    gexecd's, nvidia-smi showing one context
+# Prints everything on stdout; each part's failure is reported and the
+# next part still runs; the last line sums up. Bounded to about 4 minutes.
+set -u
+cd "$(dirname "$0")/../.."
+top=$PWD
+carry=$top/gpu-carry
+fails=0
+part() { printf '\n=== %s ===\n' "$*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+if [ ! -x "$carry/bin/gexecd" ]; then
+    if [ -f "$carry/gexec-gpu.tar.gz" ]; then
+        tar -C "$carry" -xzf "$carry/gexec-gpu.tar.gz" || { echo "cannot unpack $carry/gexec-gpu.tar.gz"; exit 1; }
+    else
+        echo "no $carry/gexec-gpu.tar.gz: run tests/gpu/pack.sh where gexec was built"; exit 1
+    fi
+fi
+cudalib=
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$d" ] && cudalib=$cudalib:$d
+done
+export LD_LIBRARY_PATH="$carry/lib$cudalib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+bin=$carry/bin
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+"$bin/gexecd" --version || fail "gexecd does not start"
+
+part "1. GPUs"
+timeout 20 nvidia-smi -L || fail "nvidia-smi -L"
+timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+
+part "2. check_cuda (kernels vs CPU, then MatMul timing)"
+timeout 150 "$bin/check_cuda"
+rc=$?
+case $rc in
+    0) echo "check_cuda: all passed" ;;
+    77) fail "check_cuda skipped: no usable GPU (see its SKIP line)" ;;
+    124) fail "check_cuda timed out after 150 s" ;;
+    *) fail "check_cuda exit $rc" ;;
+esac
+
+part "3. gexecd on cuda, 4 client processes"
+tmp=$(mktemp -d)
+submit=$bin/gexec-submit
+start() { # name prefer gpus -> pid in $tmp/$1.pid
+    cat > "$tmp/$1.yaml" <<EOC
+socket: "ipc://$tmp/$1.sock"
+gpus: "$3"
+log_level: info
+partition:
+  prefer: [$2]
+tune:
+  mode: "off"
+EOC
+    "$bin/gexecd" -f -c "$tmp/$1.yaml" --profile-dir "" > "$tmp/$1.log" 2>&1 &
+    echo $! > "$tmp/$1.pid"
+    for _ in $(seq 1 100); do
+        "$submit" --socket "ipc://$tmp/$1.sock" --timeout 1000 ping > /dev/null 2>&1 && return 0
+        sleep 0.2
+    done
+    echo "gexecd ($1) did not answer; its log:"; cat "$tmp/$1.log"; return 1
+}
+stop() { [ -f "$tmp/$1.pid" ] && kill "$(cat "$tmp/$1.pid")" 2> /dev/null; wait "$(cat "$tmp/$1.pid")" 2> /dev/null; }
+graph=examples/mlp.yaml
+input=x=examples/mlp_input.npy
+if start ref "cpu" none; then
+    timeout 30 "$submit" --socket "ipc://$tmp/ref.sock" run "$graph" -i "$input" -o "$tmp/ref" ||
+        fail "the CPU-only reference run"
+    stop ref
+else
+    fail "the CPU-only gexecd"
+fi
+if start gpu "cuda, cpu" all; then
+    sock=ipc://$tmp/gpu.sock
+    grep -i "cuda" "$tmp/gpu.log"
+    timeout 30 "$submit" --socket "$sock" explain "$graph" -i "$input" > "$tmp/explain.txt" 2>&1
+    sed -n 1,40p "$tmp/explain.txt"
+    grep -q "not offering backend 'cuda'" "$tmp/gpu.log" && fail "gexecd does not offer cuda (its log says why)"
+    echo "explain mentions cuda: $(grep -c cuda "$tmp/explain.txt") line(s)"
+    timeout 30 "$submit" --socket "$sock" run "$graph" -i "$input" -o "$tmp/one" 2>&1 | grep -E "ran:|why:"
+    pids=()
+    for i in 1 2 3 4; do
+        timeout 90 "$submit" --socket "$sock" run "$graph" -i "$input" -o "$tmp/out$i" --repeat 250 \
+            > "$tmp/client$i.txt" 2>&1 &
+        pids+=($!)
+    done
+    sleep 1
+    echo "-- nvidia-smi while the clients run (one gexecd context expected):"
+    timeout 20 nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv || true
+    nctx=$(timeout 20 nvidia-smi --query-compute-apps=pid --format=csv,noheader 2> /dev/null |
+           grep -c -w "$(cat "$tmp/gpu.pid")" || true)
+    echo "contexts of gexecd (pid $(cat "$tmp/gpu.pid")): $nctx"
+    [ "$nctx" = 1 ] || fail "gexecd holds $nctx contexts, not 1 (or nvidia-smi cannot tell)"
+    for i in 1 2 3 4; do
+        if wait "${pids[$((i - 1))]}"; then
+            if [ -f "$tmp/ref/y.npy" ] && "$bin/check_cuda" --npy-close "$tmp/out$i/y.npy" "$tmp/ref/y.npy"; then
+                echo "client $i: 250 jobs answered, output equals the CPU's"
+            else
+                fail "client $i: output differs from the CPU's (or no reference)"
+            fi
+        else
+            fail "client $i failed:"; tail -5 "$tmp/client$i.txt"
+        fi
+    done
+    echo "-- daemon stats:"
+    timeout 20 "$submit" --socket "$sock" stats 2>&1 | head -30
+    timeout 60 "$submit" --socket "$sock" perf "$graph" -i "$input" --concurrency 4 --duration 5 2>&1 | tail -12
+    stop gpu
+    echo "-- gexecd log (cuda lines, warnings, errors):"
+    grep -i -E "cuda|warn|error" "$tmp/gpu.log" | head -30
+else
+    fail "gexecd preferring cuda"
+fi
+rm -rf "$tmp"
+
+part "summary"
+if [ "$fails" = 0 ]; then echo "run.sh: every part passed"; else echo "run.sh: $fails part(s) failed"; fi
+exit $((fails > 0))
