@@ -197,39 +197,6 @@ static void s_inputs(const gx_graph *g, gx_view *in, void **data)
 
 /* ---- running plans ------------------------------------------------------------ */
 
-#define HELPERS 3
-
-typedef struct s_env {
-    gxd_queue q;
-    gxd_team t;
-    pthread_t th[HELPERS];
-} s_env;
-
-static void *s_helper_main(void *arg)
-{
-    s_env *e = arg;
-    while (gxd_team_next_job(&e->t))
-        ck_abort_msg("no job was queued");
-    return NULL;
-}
-
-static void s_env_start(s_env *e)
-{
-    ck_assert_int_eq(gxd_queue_init(&e->q, 8, 1 << 20), GX_OK);
-    gxd_team_init(&e->t, &e->q);
-    for (int i = 0; i < HELPERS; i++)
-        ck_assert_int_eq(pthread_create(&e->th[i], NULL, s_helper_main, e), 0);
-}
-
-static void s_env_stop(s_env *e)
-{
-    ck_assert_ptr_null(gxd_queue_close(&e->q));
-    for (int i = 0; i < HELPERS; i++)
-        pthread_join(e->th[i], NULL);
-    gxd_team_fini(&e->t);
-    gxd_queue_fini(&e->q);
-}
-
 /* The outputs of one run, concatenated bytes. */
 typedef struct s_out {
     size_t n;
@@ -245,7 +212,7 @@ static void s_append(s_out *o, const void *p, size_t n)
 
 /* Runs n frames of plans p[] over inputs in[] (one set per frame) with
  * cfg; appends every output of every frame to o. */
-static void s_run(s_env *e, gxd_plan *const *p, const gx_view *const *in, int n,
+static void s_run(gxt_team *e, gxd_plan *const *p, const gx_view *const *in, int n,
                   const gxd_par_cfg *cfg, s_out *o)
 {
     atomic_bool cancel = false;
@@ -283,7 +250,7 @@ static const char *const s_cfg_names[] = {"seq", "intra", "inter", "inter+intra"
 
 /* The replica split of a one-output plan p of a batch of b: its slices'
  * plans (gxd_plan_slice) run side by side, each on its rows of the batch. */
-static void s_run_replicas(s_env *e, gxd_plan *p, const gx_graph *g, const gx_view *in,
+static void s_run_replicas(gxt_team *e, gxd_plan *p, const gx_graph *g, const gx_view *in,
                            s_out *o)
 {
     ck_assert_int_gt(p->batch, 1);
@@ -320,8 +287,8 @@ static const char *s_id(const gx_graph *g, gx_graph_id *id)
 START_TEST(round_trip_runs_the_same_bytes)
 {
     const s_case *c = &s_cases[_i];
-    s_env e;
-    s_env_start(&e);
+    gxt_team e;
+    gxt_team_start(&e);
     gx_graph *g = c->make();
     gx_graph_id id;
     gx_view in[4];
@@ -400,7 +367,7 @@ START_TEST(round_trip_runs_the_same_bytes)
     for (size_t i = 0; i < g->n_inputs; i++)
         free(data[i]);
     gx_graph_destroy(&g);
-    s_env_stop(&e);
+    gxt_team_stop(&e);
 }
 END_TEST
 

@@ -31,41 +31,6 @@
 static const gxd_compile_limits s_lim = {.max_nodes = 10000, .max_tensor_bytes = 64ll << 20,
                                          .max_arena_bytes = 256ll << 20};
 
-/* ---- a private team: a queue nobody pushes to, helpers waiting on it ---- */
-
-#define HELPERS 3
-
-typedef struct s_env {
-    gxd_queue q;
-    gxd_team t;
-    pthread_t th[HELPERS];
-} s_env;
-
-static void *s_helper_main(void *arg)
-{
-    s_env *e = arg;
-    while (gxd_team_next_job(&e->t))
-        ck_abort_msg("no job was queued");
-    return NULL;
-}
-
-static void s_env_start(s_env *e)
-{
-    ck_assert_int_eq(gxd_queue_init(&e->q, 8, 1 << 20), GX_OK);
-    gxd_team_init(&e->t, &e->q);
-    for (int i = 0; i < HELPERS; i++)
-        ck_assert_int_eq(pthread_create(&e->th[i], NULL, s_helper_main, e), 0);
-}
-
-static void s_env_stop(s_env *e)
-{
-    ck_assert_ptr_null(gxd_queue_close(&e->q));
-    for (int i = 0; i < HELPERS; i++)
-        pthread_join(e->th[i], NULL);
-    gxd_team_fini(&e->t);
-    gxd_queue_fini(&e->q);
-}
-
 /* ---- random graphs ---- */
 
 static unsigned s_seed;
@@ -292,11 +257,11 @@ END_TEST
 
 START_TEST(team_helpers_join_once_each)
 {
-    s_env e;
-    s_env_start(&e);
+    gxt_team e;
+    gxt_team_start(&e);
     for (int round = 0; round < 200; round++) {
         s_count c = {0};
-        int helpers = round % (HELPERS + 1);
+        int helpers = round % (GXT_HELPERS + 1);
         int members = gxd_team_run(&e.t, helpers, s_count_fn, &c);
         int calls = atomic_load(&c.calls), seen = atomic_load(&c.seen);
         ck_assert_int_eq(members, calls);
@@ -307,7 +272,7 @@ START_TEST(team_helpers_join_once_each)
         ck_assert_int_lt(seen, 1 << (helpers + 1));
         ck_assert_int_eq(atomic_load(&e.t.open_slots), 0);
     }
-    s_env_stop(&e);
+    gxt_team_stop(&e);
 }
 END_TEST
 
@@ -319,7 +284,7 @@ typedef struct s_outs {
     void *data[64];
 } s_outs;
 
-static int s_exec(s_env *e, const gxd_plan *p, const gxd_par_cfg *cfg, const gx_view *in,
+static int s_exec(gxt_team *e, const gxd_plan *p, const gxd_par_cfg *cfg, const gx_view *in,
                   s_outs *o, char *err, size_t errlen)
 {
     atomic_bool cancel = false;
@@ -384,8 +349,8 @@ static const gxd_par_cfg s_cfgs[] = {
 
 START_TEST(modes_match_sequential_bytes)
 {
-    s_env e;
-    s_env_start(&e);
+    gxt_team e;
+    gxt_team_start(&e);
     s_seed = 1000u + (unsigned)_i;
     for (int round = 0; round < 12; round++) {
         gx_graph *g = s_random_graph(20 + (int)(s_rand() % 60));
@@ -410,7 +375,7 @@ START_TEST(modes_match_sequential_bytes)
         gxd_plan_destroy(&p);
         gx_graph_destroy(&g);
     }
-    s_env_stop(&e);
+    gxt_team_stop(&e);
 }
 END_TEST
 
@@ -419,8 +384,8 @@ START_TEST(replicas_run_side_by_side)
     /* 3 frames over 2 plans (slices of 2 and 1 rows of a [5, 16] batch
      * would be cut by the pool; here: 3 copies of random inputs), each
      * giving what it gives alone */
-    s_env e;
-    s_env_start(&e);
+    gxt_team e;
+    gxt_team_start(&e);
     s_seed = 99;
     gx_graph *g = s_random_graph(40);
     float x[3][ROWS * COLS];
@@ -458,14 +423,14 @@ START_TEST(replicas_run_side_by_side)
     }
     gxd_plan_destroy(&p);
     gx_graph_destroy(&g);
-    s_env_stop(&e);
+    gxt_team_stop(&e);
 }
 END_TEST
 
 START_TEST(cancel_stops_every_mode)
 {
-    s_env e;
-    s_env_start(&e);
+    gxt_team e;
+    gxt_team_start(&e);
     s_seed = 5;
     gx_graph *g = s_random_graph(30);
     float x[ROWS * COLS];
@@ -488,7 +453,7 @@ START_TEST(cancel_stops_every_mode)
     }
     gxd_plan_destroy(&p);
     gx_graph_destroy(&g);
-    s_env_stop(&e);
+    gxt_team_stop(&e);
 }
 END_TEST
 
@@ -496,8 +461,8 @@ START_TEST(step_error_reaches_the_caller)
 {
     /* Reshape whose shape comes from a non-keyed (too large) input is
      * dynamic; a bad shape fails at run time, in every mode */
-    s_env e;
-    s_env_start(&e);
+    gxt_team e;
+    gxt_team_start(&e);
     gx_graph *g = gx_graph_new("bad");
     ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 1, (const int64_t[]){6}), GX_OK);
     ck_assert_int_eq(gx_graph_add_input(g, "s", GX_I64, 1, (const int64_t[]){1024}), GX_OK);
@@ -532,7 +497,7 @@ START_TEST(step_error_reaches_the_caller)
     free(sd);
     gxd_plan_destroy(&p);
     gx_graph_destroy(&g);
-    s_env_stop(&e);
+    gxt_team_stop(&e);
 }
 END_TEST
 

@@ -199,3 +199,28 @@ int gxt_sh(char *out, size_t len, const char *fmt, ...)
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+static void *s_team_helper(void *arg)
+{
+    gxt_team *e = arg;
+    while (gxd_team_next_job(&e->t))
+        ck_abort_msg("no job was queued");
+    return NULL;
+}
+
+void gxt_team_start(gxt_team *e)
+{
+    ck_assert_int_eq(gxd_queue_init(&e->q, 8, 1 << 20), GX_OK);
+    gxd_team_init(&e->t, &e->q);
+    for (int i = 0; i < GXT_HELPERS; i++)
+        ck_assert_int_eq(pthread_create(&e->th[i], NULL, s_team_helper, e), 0);
+}
+
+void gxt_team_stop(gxt_team *e)
+{
+    ck_assert_ptr_null(gxd_queue_close(&e->q));
+    for (int i = 0; i < GXT_HELPERS; i++)
+        pthread_join(e->th[i], NULL);
+    gxd_team_fini(&e->t);
+    gxd_queue_fini(&e->q);
+}

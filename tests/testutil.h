@@ -6,10 +6,13 @@
 #define GX_TESTUTIL_H
 
 #include <check.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "daemon/team.h"
 
 Suite *status_suite(void);
 Suite *tune_suite(void);
@@ -102,5 +105,17 @@ typedef struct gxt_daemon {
 void gxt_daemon_start(gxt_daemon *d, const char *const *extra_args);
 /* SIGTERM, wait for exit; returns the exit status (or -1 if killed). */
 int gxt_daemon_stop(gxt_daemon *d);
+
+/* A private team of workers for running executors in a test
+ * (gxd_exec_par): a queue nobody pushes to, GXT_HELPERS helper threads
+ * waiting on it. Fails the test on error. */
+#define GXT_HELPERS 3
+typedef struct gxt_team {
+    gxd_queue q;
+    gxd_team t;
+    pthread_t th[GXT_HELPERS];
+} gxt_team;
+void gxt_team_start(gxt_team *e);
+void gxt_team_stop(gxt_team *e);
 
 #endif
