@@ -339,12 +339,25 @@ static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void 
     return q ? s_report(q) : GX_OK;
 }
 
+/* Released queues are kept for the next frame (a cuBLAS handle costs
+ * milliseconds and device memory to make): at most S_POOL of them. */
+#define S_POOL 64
+static pthread_mutex_t s_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static gx_cuda_queue *s_pool[S_POOL];
+static size_t s_n_pool;
+
 static void *s_queue_new(const gx_backend *b)
 {
     (void)b;
     gx_cuda_bind();
-    gx_cuda_queue *q = calloc(1, sizeof *q);
-    if (!q)
+    gx_cuda_queue *q = NULL;
+    pthread_mutex_lock(&s_pool_mu);
+    if (s_n_pool)
+        q = s_pool[--s_n_pool];
+    pthread_mutex_unlock(&s_pool_mu);
+    if (q)
+        return q;
+    if (!(q = calloc(1, sizeof *q)))
         return NULL;
     if (cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking) != cudaSuccess) {
         free(q);
@@ -367,6 +380,15 @@ static void s_queue_free(const gx_backend *b, void *queue)
         return;
     gx_cuda_bind();
     cudaStreamSynchronize(q->stream);
+    q->err = GX_OK;
+    pthread_mutex_lock(&s_pool_mu);
+    if (s_n_pool < S_POOL) {
+        s_pool[s_n_pool++] = q;
+        q = NULL;
+    }
+    pthread_mutex_unlock(&s_pool_mu);
+    if (!q)
+        return;
     cublasDestroy(q->blas);
     cudaStreamDestroy(q->stream);
     free(q);

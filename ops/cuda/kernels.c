@@ -49,8 +49,8 @@ static const char *const s_expr[GX_OP_COUNT] = {
 
 static const char *s_unary_expr(gx_op op, const gx_attrval *attr)
 {
-    const char *approx = attr[GX_GELU_APPROXIMATE].s;
-    if (op == GX_OP_GELU && approx && strcmp(approx, "tanh") == 0)
+    const char *approx = op == GX_OP_GELU ? attr[GX_GELU_APPROXIMATE].s : NULL;
+    if (approx && strcmp(approx, "tanh") == 0)
         return "0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)))";
     return s_expr[op];
 }
