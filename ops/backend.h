@@ -129,6 +129,9 @@ struct gx_backend {
      * and back; NULL when unknown. */
     const char *(*kernel_name)(gx_kernel_fn fn);
     gx_kernel_fn (*kernel_by_name)(const char *name);
+    /* Optional: a hash of its kernels' names and versions (an artifact
+     * written by another build of the table is not read). */
+    uint64_t (*kernels_id)(void);
     /* Optional: kernels per memory layout; NULL: the plain layout only. */
     const gx_backend_layouts *layouts;
     /* Optional: runs a fused group (ops/fused.h) as one step; k->in are the

@@ -27,7 +27,6 @@
 #include "daemon/tune/tune.h"
 #include "libclient/internal.h"
 #include "libclient/wire.h"
-#include "ops/cpu/names.h"
 
 /* msgpack depth of a body: map, steps, step, fused, ops, op, attrs, attr,
  * ints: 9, and some room. */
@@ -175,7 +174,7 @@ static uint64_t s_fields_hash(uint64_t h, const s_field *f, size_t n)
 
 static void s_build_init(void)
 {
-    uint64_t h = gx_cpu_kernel_table_hash();
+    uint64_t h = gx_backend_cpu()->kernels_id(); /* the kernels plans name */
     const int v = GX_ARTIFACT_VERSION;
     h = s_fnv(h, &v, sizeof v);
     h = s_fields_hash(h, s_plan_fields, S_N(s_plan_fields));
@@ -278,11 +277,15 @@ static long s_node_index(const gx_graph *g, const gx_node *n)
     return -1;
 }
 
-/* The kernel's stable name: the CPU's table, then the tune registry's
- * implementations ("tune:<impl>@<version>:<MatMul|Gemm>"). */
+/* The kernel's stable name: its device's table (names carry the device,
+ * "cpu.Conv@1"), then the tune registry's implementations
+ * ("tune:<impl>@<version>:<MatMul|Gemm>"). */
 static const char *s_kernel_name(const gxd_plan *p, gx_kernel_fn fn, char *buf, size_t len)
 {
-    const char *name = gx_cpu_kernel_name(fn);
+    const char *name = NULL;
+    for (size_t d = 0; d < p->n_devices && !name && fn; d++)
+        if (p->devices[d]->kernel_name)
+            name = p->devices[d]->kernel_name(fn);
     if (name || !fn || !p->tune)
         return name;
     size_t n = 0;
@@ -486,6 +489,9 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
     if (p->needs_keys)
         return gx_errf(err, errlen, GX_EUNSUPPORTED,
                        "the plan was compiled without the values of its keyed inputs");
+    if (p->n_devices > 1 && gxd_plan_off_host(p))
+        return gx_errf(err, errlen, GX_EUNSUPPORTED,
+                       "the plan runs steps on a device with memory of its own (not yet stored)");
     s_w w = {.p = p, .g = g, .err = err, .errlen = errlen};
     msgpack_sbuffer_init(&w.sb);
     msgpack_packer_init(&w.pk, &w.sb, msgpack_sbuffer_write);
@@ -767,14 +773,18 @@ static int s_ints(s_r *r, const msgpack_object *o, const char *key, int64_t lo, 
     return GX_OK;
 }
 
-/* The kernel named by o: the CPU's table or the tune registry's. */
+/* The kernel named by o: the plan's devices' tables or the tune registry's. */
 static int s_kernel(s_r *r, const msgpack_object *o, gx_kernel_fn *fn)
 {
     char name[96];
     int rc = s_str(r, o, "kernel", name, sizeof name);
     if (rc < 0)
         return rc;
-    if ((*fn = gx_cpu_kernel_by_name(name)))
+    *fn = NULL;
+    for (size_t d = 0; d < r->p->n_devices && !*fn; d++)
+        if (r->p->devices[d]->kernel_by_name)
+            *fn = r->p->devices[d]->kernel_by_name(name);
+    if (*fn)
         return GX_OK;
     char impl[40], opn[16];
     int version;
@@ -1232,8 +1242,11 @@ static int s_body(s_r *r, const msgpack_object *body, const char *graph_id)
         char name[32];
         if ((rc = s_str(r, &dev->via.array.ptr[i], "devices", name, sizeof name)) < 0)
             return rc;
+        char why[160];
         if (!(p->devices[p->n_devices++] = gx_backend_find(name)))
             return s_bad(r, GX_ENOTFOUND, "no device '%s' in this build", name);
+        if (!gx_backend_runnable(p->devices[p->n_devices - 1], why, sizeof why))
+            return s_bad(r, GX_ENOTFOUND, "device '%s' cannot run plans: %s", name, why);
     }
     if ((rc = s_unpack_fields(r, s_key(r, body, "plan", MSGPACK_OBJECT_MAP), p, s_plan_fields,
                               S_N(s_plan_fields))) < 0)

@@ -292,3 +292,25 @@ bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs)
     }
     return true;
 }
+
+bool gxd_plan_off_host(const gxd_plan *plan)
+{
+    for (size_t i = 0; i < plan->n_steps; i++)
+        if (!plan->steps[i].folded && !plan->devices[plan->steps[i].device]->host_memory)
+            return true;
+    return false;
+}
+
+void gxd_plan_devices(const gxd_plan *plan, char *buf, size_t len)
+{
+    bool runs[GXD_MAX_DEVICES] = {false};
+    for (size_t i = 0; i < plan->n_steps; i++)
+        runs[plan->steps[i].device] |= !plan->steps[i].folded && !plan->steps[i].copy;
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t k = 1; k <= plan->n_devices && o < len; k++) {
+        const size_t d = k % plan->n_devices; /* the fallback last */
+        if (runs[d] || (d == 0 && !o))
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? "+" : "", plan->devices[d]->name);
+    }
+}

@@ -498,6 +498,14 @@ void gxd_plan_partition_explain(const gxd_plan *p, FILE *out);
  * frees, or NULL on ENOMEM. Reads only what the passes recorded. */
 char *gxd_plan_explain_json(const gxd_plan *p, const gx_graph *g);
 
+/* Does any step of plan run on a device without host memory (so that its
+ * frames need device memory, daemon/exec/exec.h)? */
+bool gxd_plan_off_host(const gxd_plan *plan);
+/* The devices plan's steps run on, for replies: "cpu", "cuda+cpu" (the
+ * offered devices that run a step, in order of preference, the fallback
+ * last). */
+void gxd_plan_devices(const gxd_plan *plan, char *buf, size_t len);
+
 /* Pass 8 (memplan) on its own, for tests: assign offsets to the values in
  * device mem's memory (value.mem) given their nbytes/def/last_use; sets
  * buffer (numbered from *n_buffers on, which counts them) and offset, and

@@ -65,13 +65,6 @@ int gxd_frame_init_ex(gxd_frame *f, const gxd_plan *plan, void *arena, bool dag,
 int gxd_frame_init_dev(gxd_frame *f, const gxd_plan *plan, void *arena, const gxd_devmem *dm,
                        bool dag, const gx_view *inputs, const gxd_compile_limits *lim,
                        const gxd_exec_stop *stop, char *err, size_t errlen);
-/* Does any step of plan run on a device without host memory (so that its
- * frames need a gxd_devmem)? */
-bool gxd_plan_off_host(const gxd_plan *plan);
-/* The devices plan's steps run on, for replies: "cpu", "cuda+cpu" (the
- * offered devices that run a step, in order of preference, the fallback
- * last). */
-void gxd_plan_devices(const gxd_plan *plan, char *buf, size_t len);
 /* Frees what the frame owns (not the arena). Accepts a zeroed frame. */
 void gxd_frame_fini(gxd_frame *f);
 /* Output i of the plan: its view for this run (data valid until fini). */

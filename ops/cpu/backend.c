@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ops/backend.h"
+#include "ops/cpu/names.h"
 #include "ops/fused.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
@@ -88,6 +89,9 @@ static const gx_backend s_cpu = {
     .rules = NULL,
     .open = s_open,
     .kernel = gx_cpu_kernel,
+    .kernel_name = gx_cpu_kernel_name,
+    .kernel_by_name = gx_cpu_kernel_by_name,
+    .kernels_id = gx_cpu_kernel_table_hash,
     .layouts = &s_layouts,
     .fused = s_fused,
     .gemm_pack = &s_gemm_pack,
