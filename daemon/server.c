@@ -221,8 +221,11 @@ static void s_fail_list(gxd_ctx *ctx, gxd_job *list, int status, const char *why
     }
 }
 
-void gxd_server_job_done(gxd_ctx *ctx, gxd_job *j)
+/* The pool's done callback (gxd_pool_done_fn), on a worker thread: queue
+ * the finished job for the I/O thread and wake it. */
+static void s_job_done(void *arg, gxd_job *j)
 {
+    gxd_ctx *ctx = arg;
     j->next = NULL;
     pthread_mutex_lock(&ctx->done_mu);
     if (ctx->done_tail)
@@ -1433,7 +1436,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
             return rc;
         GXD_LOG(&ctx->log, GXD_LOG_INFO, "metrics on %s", gxd_metrics_url(ctx->metrics));
     }
-    if ((rc = gxd_pool_start(ctx, &ctx->pool, err, errlen)) < 0)
+    if ((rc = gxd_pool_start(ctx, s_job_done, ctx, &ctx->pool, err, errlen)) < 0)
         return rc;
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "%d workers started", gxd_pool_size(ctx->pool));
     if (ctx->tune && (rc = gxd_tune_explore_start(ctx->tune)) < 0)

@@ -2,7 +2,7 @@
  * The I/O thread: a ROUTER socket (plus optional TCP endpoints), a table of
  * request types, and the replies. It only decodes, validates and enqueues;
  * compiling and executing happen on the workers, which hand finished jobs
- * back through gxd_server_job_done. See docs/protocol.md.
+ * back through the pool's done callback. See docs/protocol.md.
  */
 #ifndef GXD_SERVER_H
 #define GXD_SERVER_H
@@ -17,7 +17,5 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen);
  * shutdown_grace_ms) and send their replies. Returns 0. */
 int gxd_server_run(gxd_ctx *ctx);
 void gxd_server_fini(gxd_ctx *ctx);
-/* Called by a worker when a job has its result; thread-safe. */
-void gxd_server_job_done(gxd_ctx *ctx, gxd_job *j);
 
 #endif

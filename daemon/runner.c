@@ -1,0 +1,462 @@
+/* Running one job on a worker. See runner.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/exec/exec.h"
+#include "daemon/policy.h"
+#include "daemon/runner.h"
+#include "daemon/tune/tune.h"
+
+/* A step is worth splitting when it takes this many times the sync. */
+#define GXD_SPLIT_SYNC_FACTOR 4.0
+
+/* EXPLAIN, an input the request left out: its declared dtype and shape
+ * (no data), which must be concrete. */
+static int s_declared_input(gxd_job *j, const gx_value_decl *d, gx_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->dtype = d->dtype;
+    v->ndim = d->ndim; /* numel: infer computes it, within the limits */
+    for (int k = 0; k < d->ndim; k++) {
+        if (d->shape[k] < 0)
+            return gxd_job_fail(j, GX_ESHAPE,
+                                "input '%s' has a symbolic dimension %d: give its shape "
+                                "(a tensor for it) to explain the plan", d->name, k);
+        v->shape[k] = d->shape[k];
+    }
+    return GX_OK;
+}
+
+/* Graph input i of the job's model, matched by name; errors name the
+ * missing or unknown input (EXPLAIN: a missing one takes its declaration). */
+static int s_bind_inputs(gxd_job *j, gx_view *views)
+{
+    const gx_graph *g = j->model->graph;
+    for (size_t i = 0; i < j->n_in; i++) {
+        bool known = false;
+        for (size_t k = 0; k < g->n_inputs && !known; k++)
+            known = strcmp(g->inputs[k].name, j->in[i].name) == 0;
+        if (!known)
+            return gxd_job_fail(j, GX_EGRAPH, "input '%s' is not an input of the graph",
+                                j->in[i].name);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(j->in[k].name, j->in[i].name) == 0)
+                return gxd_job_fail(j, GX_EGRAPH, "input '%s' given twice", j->in[i].name);
+    }
+    for (size_t k = 0; k < g->n_inputs; k++) {
+        size_t i = 0;
+        while (i < j->n_in && strcmp(g->inputs[k].name, j->in[i].name) != 0)
+            i++;
+        if (i < j->n_in)
+            views[k] = j->in[i].view;
+        else if (j->kind != GXD_JOB_EXPLAIN)
+            return gxd_job_fail(j, GX_EGRAPH, "missing input '%s'", g->inputs[k].name);
+        else if (s_declared_input(j, &g->inputs[k], &views[k]) < 0)
+            return j->status;
+    }
+    return GX_OK;
+}
+
+/* o's view and buffer for graph output k as the frames have it now
+ * (replicas: their slices concatenated along axis 0; free() frees the
+ * buffer). GX_OK, or the job failed (ENOMEM). */
+static int s_output_buffer(gxd_job *j, gxd_job_output *o, const gxd_frame *f, int n_frames,
+                           size_t k)
+{
+    o->view = *gxd_frame_output(&f[0], k);
+    o->nbytes = 0;
+    for (int r = 0; r < n_frames; r++) {
+        const gx_view *v = gxd_frame_output(&f[r], k);
+        o->nbytes += (size_t)v->numel * gx_dtype_size(v->dtype);
+        if (r > 0) {
+            o->view.shape[0] += v->shape[0];
+            o->view.numel += v->numel;
+        }
+    }
+    /* aligned as an arena is: the steps write it directly */
+    if (!(o->view.data = gx_aligned_alloc(o->nbytes)))
+        return gxd_job_fail(j, GX_ENOMEM, "out of memory");
+    return GX_OK;
+}
+
+/* The wanted outputs' buffers for the reply, made before the run: output
+ * i is graph output k (replicas: the frames' slices of it, concatenated
+ * along axis 0). Where every frame's output is a static value its steps
+ * write in the arena, the frames are pointed at their place in the buffer,
+ * so the steps write the reply directly; the rest (dynamic shapes,
+ * control flow, an input or constant given back) is copied after the run
+ * by s_collect_outputs. GX_OK, or the job failed (ENOMEM, an unknown
+ * output name). */
+static int s_prepare_outputs(gxd_job *j, gxd_frame *f, int n_frames)
+{
+    const gx_graph *g = j->model->graph;
+    size_t n = j->n_want ? j->n_want : g->n_outputs;
+    if (!(j->out = calloc(n + 1, sizeof *j->out)) || !(j->out_k = calloc(n + 1, sizeof *j->out_k)))
+        return gxd_job_fail(j, GX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const char *name = j->n_want ? j->want[i] : g->outputs[i].name;
+        size_t k = 0;
+        while (k < g->n_outputs && strcmp(g->outputs[k].name, name) != 0)
+            k++;
+        if (k == g->n_outputs)
+            return gxd_job_fail(j, GX_EGRAPH, "'%s' is not an output of the graph", name);
+        gxd_job_output *o = &j->out[j->n_out];
+        if (!(o->name = strdup(name)))
+            return gxd_job_fail(j, GX_ENOMEM, "out of memory");
+        j->out_k[j->n_out++] = k;
+        bool direct = true;
+        for (int r = 0; r < n_frames && direct; r++) {
+            const gxd_plan *p = f[r].plan;
+            const gxd_value *pv = &p->values[p->outputs[k]];
+            direct = pv->kind == GXD_VALUE_TEMP && pv->view.ndim >= 0;
+        }
+        if (!direct)
+            continue; /* shape known after the run */
+        if (s_output_buffer(j, o, f, n_frames, k) < 0)
+            return j->status;
+        size_t at = 0;
+        for (int r = 0; r < n_frames; r++) {
+            const int v = f[r].plan->outputs[k];
+            gx_view *fv = &f[r].val[v];
+            const size_t nb = (size_t)fv->numel * gx_dtype_size(fv->dtype);
+            /* not when an earlier output took this value: that one is copied */
+            if (fv->data == (char *)f[r].arena + f[r].plan->values[v].offset ||
+                (f[r].plan->dag_offset &&
+                 fv->data == (char *)f[r].arena + f[r].plan->dag_offset[v]))
+                fv->data = (char *)o->view.data + at;
+            at += nb;
+        }
+    }
+    return GX_OK;
+}
+
+/* After the run: the outputs s_prepare_outputs could not point the frames
+ * at get their buffers, and whatever is not where the reply wants it is
+ * copied there. */
+static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
+{
+    for (size_t i = 0; i < j->n_out; i++) {
+        gxd_job_output *o = &j->out[i];
+        const size_t k = j->out_k[i];
+        if (!o->view.data && s_output_buffer(j, o, f, n_frames, k) < 0)
+            return j->status;
+        size_t at = 0;
+        for (int r = 0; r < n_frames; r++) {
+            const gx_view *v = gxd_frame_output(&f[r], k);
+            size_t nb = (size_t)v->numel * gx_dtype_size(v->dtype);
+            char *dst = (char *)o->view.data + at;
+            if (nb && v->data != dst)
+                memcpy(dst, v->data, nb);
+            at += nb;
+        }
+    }
+    return GX_OK;
+}
+
+/* A failed job replies without tensors. */
+static void s_drop_outputs(gxd_job *j)
+{
+    for (size_t i = 0; i < j->n_out; i++) {
+        free(j->out[i].name);
+        free(j->out[i].view.data);
+    }
+    j->n_out = 0;
+}
+
+/* Record why the job stops (rc from gxd_exec_should_stop); true if it must. */
+static bool s_stopped(gxd_job *j, int rc, const char *when)
+{
+    if (rc == GX_ECANCELLED)
+        gxd_job_fail(j, rc, "job %llu was cancelled %s", (unsigned long long)j->id, when);
+    else if (rc == GX_ETIMEDOUT)
+        gxd_job_fail(j, rc, "deadline expired %s", when);
+    return rc < 0;
+}
+
+/* The policy's view of a plan: step costs (measured where known), the
+ * critical path through the DAG, what intra-op could split. */
+static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d)
+{
+    memset(d, 0, sizeof *d);
+    double small[256] = {0}; /* most plans: no allocation per job */
+    double *start = p->n_steps <= 256 ? small : calloc(p->n_steps + 1, sizeof *start);
+    for (size_t s = 0; s < p->n_steps; s++) {
+        const gxd_step *st = &p->steps[s];
+        if (st->folded)
+            continue;
+        double c = gxd_step_cost_us(p, s);
+        d->total_us += c;
+        d->n_steps++;
+        if (st->kernel && !st->dynamic && c >= split_min_us) {
+            d->split_us += c;
+            d->n_split++;
+        }
+        if (!st->on_batch)
+            d->unbatched_us += c;
+        if (start) {
+            double end = start[s] + c;
+            for (int k = 0; k < st->n_succ; k++)
+                if (start[st->succ[k]] < end)
+                    start[st->succ[k]] = end;
+            if (end > d->critical_us)
+                d->critical_us = end;
+        }
+    }
+    bool walked = start != NULL;
+    if (start != small)
+        free(start);
+    if (!walked || !p->dag_ok) {
+        d->critical_us = d->total_us;
+        d->width = 1;
+    } else {
+        d->width = p->width;
+    }
+    d->split_crit_us = d->total_us > 0 ? d->critical_us * d->split_us / d->total_us : 0;
+    d->batch = p->batch;
+    d->sync_steps = p->sync_steps;
+    for (size_t i = 0; i < p->n_inputs; i++)
+        d->io_bytes += (double)p->values[p->inputs[i]].nbytes;
+    for (size_t i = 0; i < p->n_outputs; i++)
+        d->io_bytes += (double)p->values[p->outputs[i]].nbytes;
+    d->dynamic = p->n_dynamic || p->n_control;
+}
+
+static double s_split_min_us(const gxd_runner *rn)
+{
+    if (rn->ctx->cfg.sched_split_min_ns >= 0)
+        return (double)rn->ctx->cfg.sched_split_min_ns / 1000.0;
+    double m = GXD_SPLIT_SYNC_FACTOR * rn->cal->sync_us[rn->team_max];
+    return m > 2.0 ? m : 2.0;
+}
+
+/* One job's replicas: the frames over their plans and arenas. */
+typedef struct gxd_replicas {
+    int n;
+    gxd_frame f[GXD_MAX_TEAM];
+    gxd_plan *plan[GXD_MAX_TEAM];
+    bool owned[GXD_MAX_TEAM];
+} gxd_replicas;
+
+static void s_replicas_fini(gxd_replicas *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        gxd_frame_fini(&r->f[i]);
+        if (r->owned[i])
+            gxd_plan_destroy(&r->plan[i]);
+    }
+    r->n = 0;
+}
+
+/* Lay out n replicas of the job over the worker's arenas: replica i gets
+ * its slice of the batch (axis 0 of every batched input: the non-keyed
+ * inputs with a dimension) and a plan for that size. With n == 1 the job's
+ * own plan and inputs. GX_OK, or an error in err (replicas set up so far
+ * stay in r for s_replicas_fini). */
+static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_view *inputs,
+                           int n, bool dag, gxd_arenas *a, const gxd_exec_stop *stop,
+                           gxd_replicas *r, char *err, size_t errlen)
+{
+    gx_view in[GX_MAX_OP_INPUTS];
+    int64_t at = 0, B = n > 1 ? plan->batch : 0;
+    size_t total = 0;
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < n; i++) {
+        gxd_plan *rp = plan;
+        memcpy(in, inputs, plan->n_inputs * sizeof *in);
+        if (n > 1) {
+            int64_t b = B / n + (i < B % n);
+            for (size_t k = 0; k < plan->n_inputs; k++) {
+                const gxd_value *v = &plan->values[plan->inputs[k]];
+                if (v->keyed || v->view.ndim < 1)
+                    continue;
+                size_t row = v->nbytes / (size_t)B;
+                in[k].shape[0] = b;
+                in[k].numel = v->view.numel / B * b;
+                in[k].data = (char *)inputs[k].data + (size_t)at * row;
+            }
+            at += b;
+            int64_t t0 = gxd_now_us();
+            int rc = gxd_plan_slice(plan, j->model->graph, in, &ctx->limits, &rp, &r->owned[i],
+                                    err, errlen);
+            j->compile_us += gxd_now_us() - t0;
+            if (rc < 0)
+                return rc;
+            r->plan[i] = rp;
+            r->n = i + 1; /* owns the plan from here on */
+            for (size_t k = 0; k < plan->n_outputs; k++) {
+                const gx_view *o = &rp->values[rp->outputs[k]].view,
+                              *full = &plan->values[plan->outputs[k]].view;
+                if (o->ndim != full->ndim || o->ndim < 1 || o->shape[0] != b ||
+                    memcmp(&o->shape[1], &full->shape[1],
+                           (size_t)(o->ndim - 1) * sizeof o->shape[0]))
+                    return gx_errf(err, errlen, GX_EINTERNAL,
+                                   "output '%s' of a slice of %lld does not have the slice's shape",
+                                   rp->values[rp->outputs[k]].name, (long long)b);
+            }
+            if (dag && !rp->dag_ok)
+                return gx_errf(err, errlen, GX_EUNSUPPORTED,
+                               "a slice's plan cannot run out of order");
+        }
+        size_t bytes = dag ? rp->dag_arena_bytes : rp->arena_bytes;
+        if ((total += bytes) > (uint64_t)ctx->limits.max_arena_bytes)
+            return gx_errf(err, errlen, GX_ELIMIT,
+                           "%d replicas need arenas of %zu bytes in all (limit %lld)", n, total,
+                           (long long)ctx->limits.max_arena_bytes);
+        void *arena = gxd_arenas_get(a, i, bytes);
+        if (!arena)
+            return gx_errf(err, errlen, GX_ENOMEM, "cannot allocate an arena of %zu bytes",
+                           dag ? rp->dag_arena_bytes : rp->arena_bytes);
+        int rc = gxd_frame_init_ex(&r->f[i], rp, arena, dag, in, &ctx->limits, stop, err, errlen);
+        r->plan[i] = rp;
+        r->n = i + 1;
+        if (rc < 0)
+            return rc;
+    }
+    return GX_OK;
+}
+
+/* What the chosen mode means for the executor. */
+static void s_config(const gxd_policy_choice *c, const gxd_plan *plan, double split_min_us,
+                     gxd_par_cfg *cfg)
+{
+    gx_mode m = c->mode;
+    cfg->workers = c->workers > 0 ? c->workers : 1;
+    cfg->dag = (m == GX_MODE_INTER || m == GX_MODE_INTER_INTRA || m == GX_MODE_INTER_REPLICA) &&
+               plan->dag_ok;
+    cfg->split = m == GX_MODE_INTRA || m == GX_MODE_INTER_INTRA;
+    cfg->split_min_us = split_min_us;
+    if (m == GX_MODE_REPLICA && cfg->workers > c->replicas)
+        cfg->workers = c->replicas; /* each replica runs in step order */
+}
+
+/* Choose the mode, lay out the replicas, run. Fills the job's result. */
+static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *plan,
+                  const gx_view *inputs, const gxd_exec_stop *stop)
+{
+    gxd_ctx *ctx = rn->ctx;
+    char err[1024] = "";
+    double split_min = s_split_min_us(rn);
+    gxd_policy_job pj;
+    s_describe(plan, split_min, &pj);
+    int idle = gxd_team_idle(rn->team);
+    const int helpers = idle < rn->team_max ? idle : rn->team_max - 1;
+    /* helpers still spinning after their last job join at once */
+    const bool hot = helpers > 0 && gxd_queue_spinning(&ctx->queue) >= helpers;
+    gxd_policy_machine m = {.workers = 1 + helpers,
+                            .workers_total = rn->workers,
+                            .queued = gxd_queue_len(&ctx->queue),
+                            .sync_us = rn->cal->sync_us,
+                            .dispatch_us = rn->cal->dispatch_us,
+                            .join_us = hot ? rn->cal->join_spin_us : rn->cal->join_us,
+                            .copy_gbps = rn->cal->copy_gbps};
+    gxd_policy_choice c;
+    gxd_policy_choose(&pj, &m, j->mode, &c);
+    gxd_par_cfg cfg;
+    s_config(&c, plan, split_min, &cfg);
+    int n = c.replicas > 1 && plan->batch > 1 ? c.replicas : 1;
+    if (n > plan->batch && n > 1)
+        n = (int)plan->batch;
+    j->t_exec = gxd_now_us();
+    int64_t compiled = j->compile_us;
+    gxd_replicas r;
+    int rc = s_replicas_init(ctx, j, plan, inputs, n, cfg.dag, a, stop, &r, err, sizeof err);
+    if (rc < 0 && n > 1 && rc != GX_ENOMEM) {
+        /* the split did not work out: run the job whole */
+        char why[sizeof c.reason];
+        snprintf(why, sizeof why, "%s", err);
+        s_replicas_fini(&r);
+        n = 1;
+        if (c.mode == GX_MODE_REPLICA)
+            c.mode = GX_MODE_SEQ, cfg.workers = 1;
+        snprintf(c.reason, sizeof c.reason, "batch split failed (%.100s): %s", why,
+                 gx_mode_name(c.mode == GX_MODE_INTER_REPLICA ? GX_MODE_INTER : c.mode));
+        err[0] = '\0';
+        rc = s_replicas_init(ctx, j, plan, inputs, 1, cfg.dag, a, stop, &r, err, sizeof err);
+    }
+    j->t_exec += j->compile_us - compiled; /* slice plans compiled: not compute */
+    if (c.mode == GX_MODE_INTER_REPLICA && n == 1)
+        c.mode = GX_MODE_INTER; /* one copy: that is what ran */
+    bool wants_dag = c.mode == GX_MODE_INTER || c.mode == GX_MODE_INTER_INTRA ||
+                     c.mode == GX_MODE_INTER_REPLICA;
+    size_t len = strlen(c.reason);
+    if (wants_dag && !cfg.dag && len < sizeof c.reason - 1)
+        snprintf(c.reason + len, sizeof c.reason - len, "; in step order: %s",
+                 n > 1 ? r.plan[0]->dag_why : plan->dag_why);
+    j->ran_mode = c.mode;
+    j->replicas = n;
+    memcpy(j->est_us, c.est_us, sizeof j->est_us);
+    snprintf(j->reason, sizeof j->reason, "%s", c.reason);
+    int members = 1;
+    if (rc == GX_OK && s_prepare_outputs(j, r.f, n) == GX_OK &&
+        (rc = gxd_exec_par(rn->team, &cfg, r.f, n, &members, err, sizeof err)) == GX_OK)
+        s_collect_outputs(j, r.f, n);
+    if (rc < 0 || j->status < 0)
+        s_drop_outputs(j);
+    j->workers = members;
+    s_replicas_fini(&r);
+    if (rc == GX_ECANCELLED || rc == GX_ETIMEDOUT)
+        s_stopped(j, rc, "while running");
+    else if (rc < 0)
+        gxd_job_fail(j, rc, "%s", err[0] ? err : gx_strerror(rc));
+}
+
+void gxd_runner_execute(const gxd_runner *rn, gxd_arenas *a, gxd_job *j)
+{
+    gxd_ctx *ctx = rn->ctx;
+    char err[1024];
+    gx_view inputs[GX_MAX_OP_INPUTS];
+    gxd_plan *plan = NULL; /* a hold on the model's plan: a re-plan may swap it meanwhile */
+    int rc;
+    gxd_exec_stop stop = {&j->cancel, j->deadline_us};
+    j->t_start = gxd_now_us();
+    if (s_stopped(j, gxd_exec_should_stop(&stop), "before the job could run"))
+        goto out;
+    if ((rc = gxd_model_verify(j->model, &ctx->limits, err, sizeof err)) < 0) {
+        gxd_job_fail(j, rc, "%s", err);
+        goto out;
+    }
+    const gx_graph *g = j->model->graph;
+    if (j->kind == GXD_JOB_LOAD) {
+        /* With fully concrete inputs, compile now: shape errors surface at
+         * LOAD and the first RUN finds its plan ready. */
+        bool concrete = g->n_inputs <= GX_MAX_OP_INPUTS;
+        for (size_t i = 0; i < g->n_inputs && concrete; i++) {
+            const gx_value_decl *d = &g->inputs[i];
+            memset(&inputs[i], 0, sizeof inputs[i]);
+            inputs[i].dtype = d->dtype;
+            inputs[i].ndim = d->ndim;
+            for (int k = 0; k < d->ndim; k++)
+                concrete = concrete && (inputs[i].shape[k] = d->shape[k]) >= 0;
+        }
+        if (concrete &&
+            (rc = gxd_model_plan(j->model, inputs, &ctx->limits, &plan, &j->compile_us, err,
+                                 sizeof err)) < 0)
+            gxd_job_fail(j, rc, "%s", err);
+        goto out;
+    }
+    if (g->n_inputs > GX_MAX_OP_INPUTS) {
+        gxd_job_fail(j, GX_ELIMIT, "graph has more than %d inputs", GX_MAX_OP_INPUTS);
+        goto out;
+    }
+    if (s_bind_inputs(j, inputs) < 0)
+        goto out;
+    if ((rc = gxd_model_plan(j->model, inputs, &ctx->limits, &plan, &j->compile_us, err,
+                             sizeof err)) < 0) {
+        gxd_job_fail(j, rc, "%s", err);
+        goto out;
+    }
+    if (j->kind == GXD_JOB_EXPLAIN) {
+        if (j->tune && (rc = gxd_tune_request_plan(ctx->tune, plan)) < 0)
+            gxd_job_fail(j, rc, "tune: the registry is off (tune.mode: off)");
+        else if (!(j->explain = gxd_plan_explain_json(plan, g)))
+            gxd_job_fail(j, GX_ENOMEM, "out of memory describing the plan");
+        goto out;
+    }
+    if (s_stopped(j, gxd_exec_should_stop(&stop), "before the job could run"))
+        goto out;
+    s_run(rn, a, j, plan, inputs, &stop);
+out:
+    gxd_plan_release(&plan);
+    j->t_end = gxd_now_us();
+}
