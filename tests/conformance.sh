@@ -28,8 +28,12 @@ fi
 # (memory of its own, tests/testdev.c) takes every subgraph it can, so
 # partitions, copies and per-device arenas run in every mode
 testdev=$(dirname "$runner")/gexecd-testdev
+# (and again claiming only what the CUDA backend's rules claim: the
+# subgraphs a GPU would take, with its memory as out of the host's reach)
 if [ -x "$testdev" ]; then
     GEXEC_DAEMON=$testdev "$runner" -d "$data" --device testdev --modes "$@" || exit 1
+    GEXEC_TESTDEV_RULES=cuda GEXEC_DAEMON=$testdev "$runner" -d "$data" --device testdev \
+        --modes "$@" || exit 1
 fi
 exec "$runner" -d "$data" --modes "$@"
 # the single-mode run (each case once, in mode auto), as before --modes:

@@ -5,14 +5,18 @@
  * its memory is its own: arenas and constants come from its alloc, values
  * cross through explicit copies, and every kernel checks before it runs
  * that each tensor it reads or writes lies in memory this device gave out
- * (a step fed host memory directly aborts the process). Counters let
- * tests see that copies and arenas ran. Not the CPU backend's code: only
- * its kernels.
+ * (a step fed host memory directly aborts the process). Its memory is
+ * mapped without access while none of its kernels or copies runs, so a
+ * host step (or the executor) that touches it directly faults at once, as
+ * it would on a GPU's memory. Counters let tests see that copies and
+ * arenas ran. Not the CPU backend's code: only its kernels.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ops/backend.h"
 #include "ops/cpu/cpu.h"
@@ -27,6 +31,39 @@ static struct {
 } s_block[S_MAX_BLOCKS];
 static size_t s_n_blocks;
 static gx_testdev_stats s_stats;
+static int s_inside_device; /* kernels and copies running (s_mu) */
+
+static size_t s_mapped(size_t bytes)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return (bytes ? bytes + page - 1 : page) / page * page;
+}
+
+static void s_protect_all(int prot)
+{
+    for (size_t i = 0; i < s_n_blocks; i++)
+        if (mprotect(s_block[i].p, s_mapped(s_block[i].bytes), prot) != 0) {
+            perror("testdev: mprotect");
+            abort();
+        }
+}
+
+/* Its memory readable and writable while one of its kernels or copies runs. */
+static void s_enter(void)
+{
+    pthread_mutex_lock(&s_mu);
+    if (s_inside_device++ == 0)
+        s_protect_all(PROT_READ | PROT_WRITE);
+    pthread_mutex_unlock(&s_mu);
+}
+
+static void s_leave(void)
+{
+    pthread_mutex_lock(&s_mu);
+    if (--s_inside_device == 0)
+        s_protect_all(PROT_NONE);
+    pthread_mutex_unlock(&s_mu);
+}
 
 static bool s_inside(const void *p, size_t bytes)
 {
@@ -69,7 +106,9 @@ static void s_check(const gx_kargs *k)
     static void s_k_##e(const gx_kargs *k)                                                     \
     {                                                                                          \
         s_check(k);                                                                            \
+        s_enter();                                                                             \
         gx_backend_cpu()->kernel(GX_OP_##e)(k);                                                \
+        s_leave();                                                                             \
     }
 GX_KERNEL_OP_LIST(S_KERNEL)
 #undef S_KERNEL
@@ -88,11 +127,16 @@ static gx_kernel_fn s_kernel(gx_op op)
 static void *s_alloc(const gx_backend *b, size_t bytes)
 {
     (void)b;
-    char *p = gx_aligned_alloc(bytes ? bytes : 1);
+    char *p = mmap(NULL, s_mapped(bytes), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
     pthread_mutex_lock(&s_mu);
-    if (p && s_n_blocks == S_MAX_BLOCKS) {
-        free(p);
+    if (s_n_blocks == S_MAX_BLOCKS) {
+        munmap(p, s_mapped(bytes));
         p = NULL;
+    } else if (s_inside_device && mprotect(p, s_mapped(bytes), PROT_READ | PROT_WRITE) != 0) {
+        perror("testdev: mprotect");
+        abort();
     }
     if (p) {
         s_block[s_n_blocks].p = p;
@@ -117,10 +161,10 @@ static void s_free(const gx_backend *b, void *p)
         fprintf(stderr, "testdev: free of %p, which it did not give out\n", p);
         abort();
     }
+    munmap(p, s_mapped(s_block[i].bytes));
     s_block[i] = s_block[--s_n_blocks];
     s_stats.live--;
     pthread_mutex_unlock(&s_mu);
-    free(p);
 }
 
 static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void *src, size_t n,
@@ -136,7 +180,9 @@ static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void 
                 (int)kind, n);
         abort();
     }
+    s_enter();
     memcpy(dst, src, n);
+    s_leave();
     __atomic_add_fetch(kind == GX_COPY_TO_HOST ? &s_stats.to_host : &s_stats.to_device, 1,
                        __ATOMIC_RELAXED);
     return GX_OK;
@@ -163,7 +209,7 @@ static int s_queue_sync(const gx_backend *b, void *queue)
     return GX_OK;
 }
 
-static const gx_backend s_testdev = {
+static gx_backend s_testdev = {
     .name = "testdev",
     .rules = NULL, /* every op the schemas accept, as the CPU */
     .kernel = s_kernel,
@@ -177,8 +223,16 @@ static const gx_backend s_testdev = {
     .queue_sync = s_queue_sync,
 };
 
+/* GEXEC_TESTDEV_RULES=NAME: testdev claims what backend NAME's rules
+ * claim (cuda: the subgraphs a GPU would take, run here). */
 __attribute__((constructor)) static void s_register(void)
 {
+    const char *like = getenv("GEXEC_TESTDEV_RULES");
+    const gx_backend *b = like ? gx_backend_find(like) : NULL;
+    if (b) {
+        s_testdev.rules = b->rules;
+        s_testdev.n_rules = b->n_rules;
+    }
     gx_backend_register(&s_testdev);
 }
 

@@ -105,7 +105,7 @@ typedef struct gxd_value {
                        * index into plan->devices; 0, the host, for inputs,
                        * host constants and every value of a device with host
                        * memory. A constant on another device (mem > 0) is
-                       * the prepare pass's copy, its data that device's. */
+                       * the plan pass's copy, its data that device's. */
 } gxd_value;
 
 typedef struct gxd_subplans gxd_subplans;
@@ -230,7 +230,7 @@ typedef struct gxd_plan {
      * host's arena), for step order and for the DAG executors */
     size_t dev_arena_bytes[GXD_MAX_DEVICES];
     size_t dev_dag_arena_bytes[GXD_MAX_DEVICES];
-    /* prepare pass: constants copied once into the memory of a device
+    /* plan pass: constants copied once into the memory of a device
      * without host memory that reads them (freed with the plan through
      * that device's table) */
     struct gxd_dev_const *dev_consts;

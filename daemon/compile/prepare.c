@@ -12,10 +12,7 @@
  * is the plan's own, or the whole batch's for the plan of a slice of the
  * batch (replicas). Other steps are untouched. Runs after layout (which
  * picks the Conv kernels) and before fuse (an epilogue's head runs the
- * step's kernel). Records each prepared constant for explain. Last, every
- * constant a step of a device without host memory reads is copied into
- * that device's memory once (a value with mem == the device, in
- * plan->dev_consts), and the step reads that copy.
+ * step's kernel). Records each prepared constant for explain.
  *
  * Which product kernel (seed 003): the tune registry (lim->tune,
  * daemon/tune/tune.h) is asked once per plan for all of them; a record
@@ -377,8 +374,7 @@ static bool s_packable(const gxd_plan *p, const gxd_step *s, char *why, size_t l
                                 &p->values[s->out[0]].view, b->kind == GXD_VALUE_CONST, why, len);
 }
 
-/* Constant operands packed for the kernels that read them so. */
-static int s_pack(gxd_cstate *st)
+int gxd_pass_prepare(gxd_cstate *st)
 {
     gxd_plan *p = st->plan;
     size_t n_new = 0;
@@ -439,79 +435,4 @@ out:
     free(todo);
     free(impl);
     return rc < 0 ? rc : GX_OK;
-}
-
-/* Does step s run on a device without host memory? */
-static bool s_off_host(const gxd_plan *p, const gxd_step *s)
-{
-    return !s->folded && !s->copy && !p->devices[s->device]->host_memory;
-}
-
-/* Constants read by steps of a device without host memory: copied once
- * into its memory, where every step of it reads them (partition.c:
- * constants are loaded with the plan on every device that reads them). */
-static int s_upload(gxd_cstate *st)
-{
-    gxd_plan *p = st->plan;
-    const size_t nd = p->n_devices, nv = p->n_values;
-    size_t n = 0;
-    for (size_t i = 0; i < p->n_steps; i++)
-        n += s_off_host(p, &p->steps[i]) ? (size_t)p->steps[i].n_in : 0;
-    if (!n)
-        return GX_OK;
-    int *twin = malloc((nv * nd + 1) * sizeof *twin); /* twin[v * nd + d] */
-    gxd_value *vals = realloc(p->values, (nv + n + 1) * sizeof *vals);
-    if (vals)
-        p->values = vals;
-    gxd_dev_const *dc = vals ? realloc(p->dev_consts, (n + 1) * sizeof *dc) : NULL;
-    if (dc)
-        p->dev_consts = dc;
-    int rc = GX_OK;
-    if (!twin || !vals || !dc) {
-        rc = gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < nv * nd; i++)
-        twin[i] = -1;
-    for (size_t i = 0; i < p->n_steps && rc == GX_OK; i++) {
-        gxd_step *s = &p->steps[i];
-        if (!s_off_host(p, s))
-            continue;
-        const gx_backend *b = p->devices[s->device];
-        for (int k = 0; k < s->n_in && rc == GX_OK; k++) {
-            const int v = s->in[k];
-            if (v < 0 || p->values[v].kind != GXD_VALUE_CONST || p->values[v].mem != 0)
-                continue;
-            int *t = &twin[(size_t)v * nd + (size_t)s->device];
-            if (*t < 0) {
-                gxd_value *c = &p->values[p->n_values];
-                *c = p->values[v];
-                c->mem = s->device;
-                c->view.data = b->alloc(b, c->nbytes);
-                if (!c->view.data) {
-                    rc = gx_errf(st->err, st->errlen, GX_ENOMEM,
-                                 "%s has no room for constant '%s' (%zu bytes)", b->name,
-                                 c->name, c->nbytes);
-                    break;
-                }
-                p->dev_consts[p->n_dev_consts++] =
-                    (gxd_dev_const){.device = s->device, .value = (int)p->n_values, .source = v};
-                *t = (int)p->n_values++;
-                if ((rc = b->copy(b, GX_COPY_TO_DEVICE, c->view.data, p->values[v].view.data,
-                                  c->nbytes, NULL)) < 0)
-                    rc = gx_errf(st->err, st->errlen, rc, "%s: cannot copy constant '%s' to it",
-                                 b->name, c->name);
-            }
-            s->in[k] = *t;
-        }
-    }
-out:
-    free(twin);
-    return rc;
-}
-
-int gxd_pass_prepare(gxd_cstate *st)
-{
-    int rc = s_pack(st);
-    return rc < 0 ? rc : s_upload(st);
 }
