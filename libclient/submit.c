@@ -6,6 +6,7 @@
  *                [--repeat N] [--json] [--explain-mode]
  *   gexec-submit [--socket EP] load GRAPH
  *   gexec-submit [--socket EP] explain GRAPH [-i NAME=FILE.npy]... [--json]
+ *   gexec-submit explain --artifact FILE [--json]
  *
  * GRAPH is a YAML graph file (docs/graph-format.md) or, named *.onnx, an
  * ONNX model (docs/onnx.md).
@@ -35,6 +36,7 @@
 
 #include <gexec/gexec.h>
 
+#include "libclient/artifact_read.h"
 #include "libclient/hist.h"
 #include "libclient/json.h"
 #include "libclient/perf.h"
@@ -62,6 +64,7 @@ typedef struct opts {
     double rate;      /* perf: requests/s; 0 = closed loop */
     double duration_s;
     const char *name; /* load --name */
+    const char *artifact; /* explain --artifact */
 } opts;
 
 /* "auto, seq, ..., inter+replica": every mode of GX_MODE_LIST. */
@@ -98,6 +101,10 @@ static void s_usage(FILE *out)
             "      left out take their declared shapes): steps and kernels, buffers and\n"
             "      arena sizes, batch and out-of-order analysis; nothing runs.\n"
             "      --json prints the daemon's JSON (docs/protocol.md, EXPLAIN)\n"
+            "  explain --artifact FILE [--json]\n"
+            "      print a compiled plan's file (gexecd's artifacts.dir, or compile -o):\n"
+            "      header and checksum, graph, devices, arena sizes, steps with their\n"
+            "      kernels, values and the constants it holds; read here, no daemon\n"
             "  impls GRAPH [-i NAME=FILE.npy]... [--json]\n"
             "      the implementation each MatMul and Gemm of the plan runs, and why\n"
             "      (default, or the tune registry's record: docs/tune.md)\n"
@@ -1043,6 +1050,186 @@ out:
     return ret;
 }
 
+/* ---- explain --artifact: a compiled plan's file, read here ---- */
+
+/* Value i's name in the body's values, or "?" (an index the file made up). */
+static const char *s_a_value(const gx_json *values, const gx_json *idx)
+{
+    double i = gx_json_num(idx, -1);
+    if (i < 0 || i >= (double)gx_json_len(values))
+        return "?";
+    return gx_json_str(gx_json_get(gx_json_at(values, (size_t)i), "name"), "?");
+}
+
+/* The names of the values an array of indices names, joined with ", ". */
+static const char *s_a_values(const gx_json *values, const gx_json *a, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < gx_json_len(a) && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "",
+                               s_a_value(values, gx_json_at(a, i)));
+    if (!at)
+        snprintf(buf, len, "-");
+    return buf;
+}
+
+static void s_a_header(const gx_json *j, const gx_json *b)
+{
+    const gx_json *p = gx_json_get(b, "plan"), *dev = gx_json_get(b, "devices");
+    char b1[32], b2[32], b3[32], devs[256];
+    printf("artifact %s: %s, format version %.0f, build %s, checksum %s\n",
+           gx_json_str(gx_json_get(j, "file"), "?"),
+           s_bytes(gx_json_num(gx_json_get(j, "file_bytes"), 0), b1, sizeof b1),
+           gx_json_num(gx_json_get(j, "version"), 0), gx_json_str(gx_json_get(j, "build"), "?"),
+           gx_json_str(gx_json_get(j, "checksum"), "?"));
+    if (!b)
+        return;
+    printf("graph %s on %s: %zu steps, %zu values, %.4g flops\n",
+           gx_json_str(gx_json_get(b, "graph"), "?"), s_join(dev, devs, sizeof devs),
+           gx_json_len(gx_json_get(b, "steps")), gx_json_len(gx_json_get(b, "values")),
+           gx_json_num(gx_json_get(p, "flops"), 0));
+    printf("arena %s (no reuse would need %s), %.0f buffers; out-of-order arena %s%s%s, "
+           "width %.0f\n",
+           s_bytes(gx_json_num(gx_json_get(p, "arena_bytes"), 0), b1, sizeof b1),
+           s_bytes(gx_json_num(gx_json_get(p, "naive_bytes"), 0), b2, sizeof b2),
+           gx_json_num(gx_json_get(p, "n_buffers"), 0),
+           s_bytes(gx_json_num(gx_json_get(p, "dag_arena_bytes"), 0), b3, sizeof b3),
+           gx_json_bool(gx_json_get(p, "dag_ok"), false) ? "" : ", not used: ",
+           gx_json_bool(gx_json_get(p, "dag_ok"), false)
+               ? ""
+               : gx_json_str(gx_json_get(p, "dag_why"), "?"),
+           gx_json_num(gx_json_get(p, "width"), 0));
+    double batch = gx_json_num(gx_json_get(p, "batch"), 0);
+    if (batch > 0)
+        printf("batch of %.0f, split across replicas; ", batch);
+    else
+        printf("batch: %s; ", gx_json_str(gx_json_get(p, "batch_why"), "not split"));
+    printf("prepared constants %s\n",
+           s_bytes(gx_json_num(gx_json_get(p, "prepared_bytes"), 0), b1, sizeof b1));
+    char in[1024], out[1024];
+    const gx_json *values = gx_json_get(b, "values");
+    printf("inputs: %s\noutputs: %s\n", s_a_values(values, gx_json_get(b, "inputs"), in, sizeof in),
+           s_a_values(values, gx_json_get(b, "outputs"), out, sizeof out));
+}
+
+static void s_a_steps(const gx_json *b)
+{
+    const gx_json *steps = gx_json_get(b, "steps"), *values = gx_json_get(b, "values"),
+                  *dev = gx_json_get(b, "devices");
+    s_table t = {.ncols = 7, .head = {"#", "op", "node", "device", "kernel", "inputs", "outputs"},
+                 .right = {true}};
+    for (size_t i = 0; i < gx_json_len(steps); i++) {
+        const gx_json *s = gx_json_at(steps, i), *f = gx_json_get(s, "fused");
+        char idx[32], kern[512], in[512], out[512];
+        double d = gx_json_num(gx_json_get(s, "device"), -1);
+        const char *dn = d >= 0 && d < (double)gx_json_len(dev)
+                             ? gx_json_str(gx_json_at(dev, (size_t)d), "?") : "?";
+        size_t at = (size_t)snprintf(kern, sizeof kern, "%s",
+                                     gx_json_str(gx_json_get(s, "kernel"), "-"));
+        const gx_json *ops = gx_json_get(f, "ops"), *head = gx_json_get(f, "head");
+        if (f && f->type == GX_JSON_OBJ && at < sizeof kern)
+            at += (size_t)snprintf(kern + at, sizeof kern - at, " [fused %s%s",
+                                   gx_json_str(gx_json_get(head, "kernel"), ""),
+                                   gx_json_get(head, "kernel") ? " + " : "");
+        for (size_t k = 0; k < gx_json_len(ops) && at < sizeof kern; k++)
+            at += (size_t)snprintf(kern + at, sizeof kern - at, "%s%s", k ? " + " : "",
+                                   gx_json_str(gx_json_get(gx_json_at(ops, k), "kernel"), "?"));
+        if (f && f->type == GX_JSON_OBJ && at < sizeof kern)
+            snprintf(kern + at, sizeof kern - at, "]");
+        snprintf(idx, sizeof idx, "%zu", i);
+        s_table_row(&t, idx, gx_json_str(gx_json_get(s, "op"), "?"),
+                    gx_json_str(gx_json_get(s, "node_name"), "?"), dn, kern,
+                    s_a_values(values, gx_json_get(s, "in"), in, sizeof in),
+                    s_a_values(values, gx_json_get(s, "out"), out, sizeof out), NULL);
+    }
+    printf("\nsteps (in run order):\n");
+    s_table_print(&t, "  ");
+}
+
+/* Values by kind, then the constants (and keyed inputs' values) the file
+ * holds or names. */
+static void s_a_values_summary(const gx_json *b)
+{
+    static const char *const kinds[] = {"input", "const", "temp", "dynamic", "fused"};
+    enum { NK = sizeof kinds / sizeof kinds[0] };
+    const gx_json *values = gx_json_get(b, "values");
+    double n[NK] = {0}, bytes[NK] = {0}, held = 0, named = 0;
+    s_table t = {.ncols = 5, .head = {"value", "dtype", "shape", "bytes", "data"},
+                 .right = {false, false, false, true, false}};
+    for (size_t i = 0; i < gx_json_len(values); i++) {
+        const gx_json *v = gx_json_at(values, i), *data = gx_json_get(v, "data");
+        const char *kind = gx_json_str(gx_json_get(v, "kind"), "?");
+        double nb = gx_json_num(gx_json_get(v, "nbytes"), 0);
+        for (int k = 0; k < NK; k++)
+            if (!strcmp(kind, kinds[k]))
+                n[k]++, bytes[k] += nb;
+        if (!data || data->type == GX_JSON_NULL)
+            continue;
+        char sh[256], nbs[32], what[320];
+        if (data->type == GX_JSON_STR) {
+            snprintf(what, sizeof what, "the graph's constant '%s'", data->str);
+            named += nb;
+        } else {
+            char hb[32];
+            snprintf(what, sizeof what, "in the file (%s%s)",
+                     s_bytes(gx_json_num(gx_json_get(data, "bin"), 0), hb, sizeof hb),
+                     gx_json_bool(gx_json_get(v, "keyed"), false) ? ", a keyed input's value" : "");
+            held += gx_json_num(gx_json_get(data, "bin"), 0);
+        }
+        snprintf(nbs, sizeof nbs, "%.0f", nb);
+        s_table_row(&t, gx_json_str(gx_json_get(v, "name"), "?"),
+                    gx_json_str(gx_json_get(v, "view.dtype"), "?"),
+                    s_shape_str(gx_json_get(v, "shape"), sh, sizeof sh), nbs, what, NULL);
+    }
+    printf("\nvalues:");
+    for (int k = 0; k < NK; k++) {
+        char bb[32];
+        if (n[k] > 0)
+            printf(" %.0f %s (%s)", n[k], kinds[k], s_bytes(bytes[k], bb, sizeof bb));
+    }
+    char b1[32], b2[32];
+    printf("\nconstants: %s in the file, %s read from the graph's constants:\n",
+           s_bytes(held, b1, sizeof b1), s_bytes(named, b2, sizeof b2));
+    s_table_print(&t, "  ");
+}
+
+/* explain --artifact FILE [--json]: the file's contents, read here (no
+ * daemon). Exit status 1 when the file is not intact (its checksum or
+ * its body). */
+static int s_cmd_explain_artifact(const opts *o)
+{
+    char *text = NULL, err[512];
+    bool intact = false;
+    if (gxs_artifact_json(o->artifact, &text, &intact, err, sizeof err) < 0)
+        return s_die("%s", err);
+    gx_json *j = gx_json_parse(text, err, sizeof err);
+    if (!j) {
+        free(text);
+        return s_die("%s: %s", o->artifact, err);
+    }
+    const gx_json *b = gx_json_get(j, "body");
+    if (b && b->type != GX_JSON_OBJ)
+        b = NULL;
+    if (o->json) {
+        printf("%s\n", text);
+    } else {
+        s_a_header(j, b);
+        if (b) {
+            s_a_steps(b);
+            s_a_values_summary(b);
+        }
+    }
+    int ret = 0;
+    if (!intact)
+        ret = s_die("%s is not intact: %s", o->artifact,
+                    !b ? gx_json_str(gx_json_get(j, "body_error"), "?")
+                       : "checksum mismatch (its contents are shown as they are)");
+    gx_json_destroy(&j);
+    free(text);
+    return ret;
+}
+
 static int s_cmd_load(const opts *o)
 {
     gx_graph *g = NULL;
@@ -1307,7 +1494,7 @@ int main(int argc, char **argv)
 {
     enum { OPT_MODE = 256, OPT_PRIO, OPT_DEADLINE, OPT_REPEAT, OPT_JSON, OPT_TIMEOUT, OPT_OUTPUT,
            OPT_EXPLAIN, OPT_PROMETHEUS, OPT_VERSION, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION,
-           OPT_NAME };
+           OPT_NAME, OPT_ARTIFACT };
     static const struct option lopts[] = {
         {"socket", required_argument, NULL, 's'},   {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"input", required_argument, NULL, 'i'},    {"outdir", required_argument, NULL, 'o'},
@@ -1322,6 +1509,7 @@ int main(int argc, char **argv)
         {"rate", required_argument, NULL, OPT_RATE},
         {"duration", required_argument, NULL, OPT_DURATION},
         {"name", required_argument, NULL, OPT_NAME},
+        {"artifact", required_argument, NULL, OPT_ARTIFACT},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     opts o = {.timeout_ms = 60000, .mode = GX_MODE_AUTO, .repeat = 1};
@@ -1375,6 +1563,7 @@ int main(int argc, char **argv)
         case OPT_EXPLAIN: o.explain_mode = true; break;
         case OPT_PROMETHEUS: o.prometheus = true; break;
         case OPT_NAME: o.name = optarg; break;
+        case OPT_ARTIFACT: o.artifact = optarg; break;
         case OPT_CONCURRENCY:
             if (!s_parse_long(optarg, 1, 1024, &v))
                 return s_die("--concurrency expects an integer in [1, 1024], got '%s'", optarg);
@@ -1404,6 +1593,13 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[optind++];
     int operands = argc - optind;
+    if (o.artifact && strcmp(cmd, "explain") != 0)
+        return s_die("--artifact belongs to explain (explain --artifact FILE)");
+    if (o.artifact) {
+        if (operands != 0)
+            return s_die("explain --artifact FILE takes no GRAPH (got %d operands)", operands);
+        return s_cmd_explain_artifact(&o);
+    }
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "load") == 0 || strcmp(cmd, "explain") == 0 ||
         strcmp(cmd, "impls") == 0 || strcmp(cmd, "tune") == 0 || strcmp(cmd, "perf") == 0) {
         if (operands != 1)

@@ -14,6 +14,7 @@
 #include <msgpack.h>
 
 #include "libclient/internal.h"
+#include "libclient/mpdecode.h"
 
 #define GX_WIRE_MAX_NAME 1024
 
@@ -41,6 +42,7 @@
 #define GX_WIRE_MAX_DEPTH 32
 /* The most gx_wire_check ever allows. */
 #define GX_WIRE_DEPTH_LIMIT GX_WIRE_DEPTH_FOR_NESTING(GX_WIRE_MAX_NESTING + 1)
+_Static_assert(GX_WIRE_DEPTH_LIMIT <= GX_MP_MAX_DEPTH, "the decoder's depth bound");
 
 typedef struct gx_wire_limits {
     int64_t max_nodes;

@@ -24,6 +24,7 @@
 #include "gexec/graph.h"
 #include "gexec/tensor.h"
 #include "libclient/internal.h"
+#include "libclient/json.h"
 #include "libclient/wire.h"
 #include "tests/testutil.h"
 
@@ -514,6 +515,74 @@ START_TEST(kernel_names_round_trip)
 }
 END_TEST
 
+/* gexec-submit explain --artifact: the file's header, graph, steps with
+ * their kernels and the constants, read by the client without a daemon;
+ * --json for tools; a corrupt file is shown marked and exits 1; hostile
+ * resealed files never crash it. */
+START_TEST(explain_artifact_prints_the_file)
+{
+    static char out[1 << 17];
+    char *dir = gxt_tmpdir(), path[4200], err[512];
+    const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
+    s_file f;
+    s_file_make(&f);
+    snprintf(path, sizeof path, "%s/plan.gxa", dir);
+    FILE *fp = fopen(path, "wb");
+    ck_assert(fp && fwrite(f.buf, 1, f.len, fp) == f.len && fclose(fp) == 0);
+    int rc = gxt_sh(out, sizeof out, "%s explain --artifact %s 2>&1", bin, path);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    char want_graph[128];
+    snprintf(want_graph, sizeof want_graph, "graph %s on cpu", f.id.hex);
+    const char *const want[] = {"format version 1", gxd_artifact_build_id(), "checksum ok",
+                                want_graph, "steps (in run order)", "cpu.Conv", "[fused ",
+                                "constants: ", "the graph's constant 'w1'", "in the file ("};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]), "'%s' missing from:\n%s", want[i], out);
+    rc = gxt_sh(out, sizeof out, "%s explain --artifact %s --json", bin, path);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    gx_json *j = gx_json_parse(out, err, sizeof err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_str_eq(gx_json_str(gx_json_get(j, "checksum"), ""), "ok");
+    ck_assert_str_eq(gx_json_str(gx_json_path(j, "body.graph"), ""), f.id.hex);
+    ck_assert_uint_gt(gx_json_len(gx_json_path(j, "body.steps")), 5);
+    gx_json_destroy(&j);
+    /* a flipped bit: shown, marked, exit 1 */
+    unsigned char *b = malloc(f.len);
+    memcpy(b, f.buf, f.len);
+    b[f.len - 3] ^= 0x40;
+    fp = fopen(path, "wb");
+    ck_assert(fp && fwrite(b, 1, f.len, fp) == f.len && fclose(fp) == 0);
+    rc = gxt_sh(out, sizeof out, "%s explain --artifact %s 2>&1", bin, path);
+    ck_assert_msg(rc == 1 && strstr(out, "checksum mismatch"), "exit %d: %s", rc, out);
+    /* truncated; not an artifact */
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "head -c 5000 %s > %s.cut && %s explain --artifact "
+                                             "%s.cut 2>&1", path, path, bin, path), 1);
+    ck_assert_msg(strstr(out, "truncated"), "%s", out);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s explain --artifact %s 2>&1", bin,
+                            gxt_srcpath("examples/mlp.yaml")), 1);
+    ck_assert_msg(strstr(out, "not a gexec artifact"), "%s", out);
+    /* hostile: bits flipped, checksum made right; exit 0 or 1, never a crash */
+    unsigned x = 11;
+    for (int k = 0; k < 24; k++) {
+        memcpy(b, f.buf, f.len);
+        for (int q = 0; q < 4; q++) {
+            x = x * 1103515245u + 12345u;
+            b[GX_ARTIFACT_HEADER + (x >> 8) % (f.len - GX_ARTIFACT_HEADER)] ^= (unsigned char)x;
+        }
+        s_reseal(b, f.len);
+        fp = fopen(path, "wb");
+        ck_assert(fp && fwrite(b, 1, f.len, fp) == f.len && fclose(fp) == 0);
+        rc = gxt_sh(out, sizeof out, "%s explain --artifact %s >/dev/null 2>%s.err; "
+                                     "s=$?; cat %s.err; exit $s", bin, path, path, path);
+        ck_assert_msg((rc == 0 || rc == 1) && !strstr(out, "Sanitizer"), "exit %d: %s", rc, out);
+    }
+    free(b);
+    s_file_free(&f);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* ---- through gexecd -------------------------------------------------------------- */
 
 /* One RUN of g (inter-op) on the daemon at endpoint: the output's bytes (malloc'ed,
@@ -624,6 +693,7 @@ Suite *artifact_suite(void)
     tcase_add_test(tc, bad_files_are_refused);
     tcase_add_test(tc, resealed_corruption_never_runs_wild);
     tcase_add_test(tc, kernel_names_round_trip);
+    tcase_add_test(tc, explain_artifact_prints_the_file);
     suite_add_tcase(s, tc);
     TCase *e2e = tcase_create("e2e");
     tcase_set_timeout(e2e, 120);
