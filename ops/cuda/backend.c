@@ -68,8 +68,11 @@ int gx_cuda_bind(void)
 gx_cuda_queue *gx_cuda_queue_of(const gx_kargs *k)
 {
     gx_cuda_bind();
-    if (k->queue)
-        return k->queue;
+    if (k->queue) {
+        gx_cuda_queue *q = k->queue;
+        pthread_mutex_lock(&q->mu);
+        return q;
+    }
     pthread_mutex_lock(&s_dev.mu);
     if (!s_dev.fallback_made) {
         s_dev.fallback.stream = cudaStreamLegacy;
@@ -82,8 +85,10 @@ gx_cuda_queue *gx_cuda_queue_of(const gx_kargs *k)
 
 void gx_cuda_done(const gx_kargs *k, gx_cuda_queue *q)
 {
-    if (k->queue)
+    if (k->queue) {
+        pthread_mutex_unlock(&q->mu);
         return;
+    }
     cudaError_t e = cudaStreamSynchronize(q->stream);
     if (e != cudaSuccess)
         fprintf(stderr, "gexec cuda: a kernel without a queue failed: %s\n", cudaGetErrorString(e));
@@ -313,12 +318,8 @@ static int s_report(gx_cuda_queue *q)
     return rc;
 }
 
-static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void *src, size_t n,
-                  void *queue)
+static int s_copy_on(gx_cuda_queue *q, gx_copy_kind kind, void *dst, const void *src, size_t n)
 {
-    (void)b;
-    gx_cuda_bind();
-    gx_cuda_queue *q = queue;
     if (q && q->err < 0)
         return s_report(q);
     if (!n)
@@ -337,6 +338,20 @@ static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void 
         return GX_EINTERNAL;
     }
     return q ? s_report(q) : GX_OK;
+}
+
+static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void *src, size_t n,
+                  void *queue)
+{
+    (void)b;
+    gx_cuda_bind();
+    gx_cuda_queue *q = queue;
+    if (q)
+        pthread_mutex_lock(&q->mu);
+    int rc = s_copy_on(q, kind, dst, src, n);
+    if (q)
+        pthread_mutex_unlock(&q->mu);
+    return rc;
 }
 
 /* Released queues are kept for the next frame (a cuBLAS handle costs
@@ -359,6 +374,7 @@ static void *s_queue_new(const gx_backend *b)
         return q;
     if (!(q = calloc(1, sizeof *q)))
         return NULL;
+    pthread_mutex_init(&q->mu, NULL);
     if (cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking) != cudaSuccess) {
         free(q);
         return NULL;
@@ -391,6 +407,7 @@ static void s_queue_free(const gx_backend *b, void *queue)
         return;
     cublasDestroy(q->blas);
     cudaStreamDestroy(q->stream);
+    pthread_mutex_destroy(&q->mu);
     free(q);
 }
 
@@ -399,10 +416,13 @@ static int s_queue_sync(const gx_backend *b, void *queue)
     (void)b;
     gx_cuda_queue *q = queue;
     gx_cuda_bind();
+    pthread_mutex_lock(&q->mu);
     cudaError_t e = cudaStreamSynchronize(q->stream);
     if (e != cudaSuccess)
         gx_cuda_fail(q, "stream: %s", cudaGetErrorString(e));
-    return s_report(q);
+    int rc = s_report(q);
+    pthread_mutex_unlock(&q->mu);
+    return rc;
 }
 
 static const gx_backend s_cuda = {

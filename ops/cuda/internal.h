@@ -14,8 +14,11 @@
 
 /* A worker's queue (gx_kargs.queue): its stream, a cuBLAS handle bound to
  * it, and the first error a kernel met on it (reported, then cleared, by
- * the next copy or queue_sync). */
+ * the next copy or queue_sync). The threads of one job (inter-op) share
+ * it: its kernels, copies and syncs take turns (mu), as a cuBLAS handle
+ * needs; the stream keeps them in the order they were issued. */
 typedef struct gx_cuda_queue {
+    pthread_mutex_t mu;
     cudaStream_t stream;
     cublasHandle_t blas;
     int err;           /* GX_OK or the first error */
@@ -26,11 +29,11 @@ typedef struct gx_cuda_queue {
 void gx_cuda_fail(gx_cuda_queue *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The device's index; cudaSetDevice on the calling thread. */
 int gx_cuda_bind(void);
-/* The queue of a kernel call: k->queue, else the device's fallback on the
- * legacy stream (a caller without queues; the fallback is synchronised
- * after each kernel). */
+/* The queue of a kernel call, held until gx_cuda_done: k->queue, else the
+ * device's fallback on the legacy stream (a caller without queues; the
+ * fallback is synchronised after each kernel). */
 gx_cuda_queue *gx_cuda_queue_of(const gx_kargs *k);
-/* Synchronises the fallback queue after a kernel that ran on it. */
+/* Releases the queue; synchronises the fallback after a kernel that ran on it. */
 void gx_cuda_done(const gx_kargs *k, gx_cuda_queue *q);
 
 /* The kernel `name` of CUDA C source src, compiled with NVRTC for this GPU
