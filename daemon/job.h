@@ -20,6 +20,7 @@ typedef enum gxd_job_kind {
     GXD_JOB_LOAD,
     GXD_JOB_RUN,
     GXD_JOB_EXPLAIN, /* compile (or find) the plan for the inputs, describe it */
+    GXD_JOB_COMPILE, /* compile (or find) the plan for the inputs, answer its artifact */
 } gxd_job_kind;
 
 #define GXD_MAX_IDENTITY 256
@@ -71,6 +72,7 @@ typedef struct gxd_job {
     gxd_job_output *out;
     size_t *out_k; /* graph output index of out[i] */
     char *explain; /* EXPLAIN: the plan as JSON (malloc'ed, freed with the job) */
+    char key[96];  /* COMPILE: the artifact's name in the artifact cache (out[0]: its bytes) */
 
     struct gxd_job *next; /* done list link */
 } gxd_job;

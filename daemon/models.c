@@ -76,20 +76,29 @@ static gxd_plan *s_artifact_load(gxd_model *mdl, const gx_view *inputs,
     return p;
 }
 
+int gxd_model_artifact(const gxd_model *mdl, const gxd_plan *p, const gxd_compile_limits *lim,
+                       void **buf, size_t *len, char *key, size_t keylen, char *err,
+                       size_t errlen)
+{
+    gx_view in[GX_MAX_OP_INPUTS];
+    if (p->n_inputs > GX_MAX_OP_INPUTS)
+        return gx_errf(err, errlen, GX_ELIMIT, "more than %d inputs", GX_MAX_OP_INPUTS);
+    for (size_t i = 0; i < p->n_inputs; i++)
+        in[i] = p->values[p->inputs[i]].view; /* data: the keyed inputs' values */
+    gxd_artifact_key(mdl->id.hex, in, p->n_inputs, lim, key, keylen);
+    return gxd_artifact_write(p, mdl->graph, mdl->id.hex, buf, len, err, errlen);
+}
+
 /* Write p's artifact (a failure is logged: the plan serves anyway). */
 static void s_artifact_save(gxd_model *mdl, const gxd_plan *p, const gxd_compile_limits *lim)
 {
     const gxd_models *m = mdl->reg;
     if (!m || !m->artifacts || p->needs_keys)
         return;
-    gx_view in[GX_MAX_OP_INPUTS];
     char key[128], err[512];
     void *buf = NULL;
     size_t len = 0;
-    for (size_t i = 0; i < p->n_inputs && i < GX_MAX_OP_INPUTS; i++)
-        in[i] = p->values[p->inputs[i]].view;
-    gxd_artifact_key(mdl->id.hex, in, p->n_inputs, lim, key, sizeof key);
-    int rc = gxd_artifact_write(p, mdl->graph, mdl->id.hex, &buf, &len, err, sizeof err);
+    int rc = gxd_model_artifact(mdl, p, lim, &buf, &len, key, sizeof key, err, sizeof err);
     if (rc == GX_OK)
         (void)gxd_artifacts_save(m->artifacts, key, buf, len); /* logs its failures */
     else if (m->log)

@@ -217,5 +217,14 @@ int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, s
  * from the artifact cache instead of compiled (m->artifacts). */
 int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limits *lim,
                    gxd_plan **plan, int64_t *compile_us, char *err, size_t errlen);
+/* Worker side: the artifact file of plan p (gxd_model_plan's for lim), as
+ * the artifact cache keeps it: *buf malloc'ed, *len bytes, the caller
+ * frees; key (at least 96 bytes) its name in the cache, without ".gxa".
+ * GX_OK; GX_EUNSUPPORTED for a plan that is not stored (why in err: one
+ * compiled without its keyed inputs' values, one with device memory of
+ * its own), GX_ENOMEM. */
+int gxd_model_artifact(const gxd_model *mdl, const gxd_plan *p, const gxd_compile_limits *lim,
+                       void **buf, size_t *len, char *key, size_t keylen, char *err,
+                       size_t errlen);
 
 #endif

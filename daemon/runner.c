@@ -11,8 +11,8 @@
 /* A step is worth splitting when it takes this many times the sync. */
 #define GXD_SPLIT_SYNC_FACTOR 4.0
 
-/* EXPLAIN, an input the request left out: its declared dtype and shape
- * (no data), which must be concrete. */
+/* EXPLAIN or COMPILE, an input the request left out: its declared dtype
+ * and shape (no data), which must be concrete. */
 static int s_declared_input(gxd_job *j, const gx_value_decl *d, gx_view *v)
 {
     memset(v, 0, sizeof *v);
@@ -22,7 +22,7 @@ static int s_declared_input(gxd_job *j, const gx_value_decl *d, gx_view *v)
         if (d->shape[k] < 0)
             return gxd_job_fail(j, GX_ESHAPE,
                                 "input '%s' has a symbolic dimension %d: give its shape "
-                                "(a tensor for it) to explain the plan", d->name, k);
+                                "(a tensor or a shape for it) to plan it", d->name, k);
         v->shape[k] = d->shape[k];
     }
     return GX_OK;
@@ -50,7 +50,7 @@ static int s_bind_inputs(gxd_job *j, gx_view *views)
             i++;
         if (i < j->n_in)
             views[k] = j->in[i].view;
-        else if (j->kind != GXD_JOB_EXPLAIN)
+        else if (j->kind == GXD_JOB_RUN)
             return gxd_job_fail(j, GX_EGRAPH, "missing input '%s'", g->inputs[k].name);
         else if (s_declared_input(j, &g->inputs[k], &views[k]) < 0)
             return j->status;
@@ -401,6 +401,32 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
         gxd_job_fail(j, rc, "%s", err[0] ? err : gx_strerror(rc));
 }
 
+/* COMPILE: the plan's artifact, the job's one output ("artifact", uint8,
+ * the file's bytes), and its name in the artifact cache. */
+static void s_artifact_out(gxd_ctx *ctx, gxd_job *j, const gxd_plan *plan)
+{
+    char err[512];
+    void *buf = NULL;
+    size_t len = 0;
+    int rc = gxd_model_artifact(j->model, plan, &ctx->limits, &buf, &len, j->key, sizeof j->key,
+                                err, sizeof err);
+    if (rc < 0) {
+        gxd_job_fail(j, rc, "no artifact for this plan: %s", err);
+        return;
+    }
+    if (!(j->out = calloc(1, sizeof *j->out))) {
+        free(buf);
+        gxd_job_fail(j, GX_ENOMEM, "out of memory");
+        return;
+    }
+    j->n_out = 1; /* the job frees the buffer from here on */
+    j->out[0].view = (gx_view){.dtype = GX_U8, .ndim = 1, .shape = {(int64_t)len},
+                               .numel = (int64_t)len, .data = buf};
+    j->out[0].nbytes = len;
+    if (!(j->out[0].name = strdup("artifact")))
+        gxd_job_fail(j, GX_ENOMEM, "out of memory");
+}
+
 void gxd_runner_execute(const gxd_runner *rn, gxd_arenas *a, gxd_job *j)
 {
     gxd_ctx *ctx = rn->ctx;
@@ -444,6 +470,10 @@ void gxd_runner_execute(const gxd_runner *rn, gxd_arenas *a, gxd_job *j)
     if ((rc = gxd_model_plan(j->model, inputs, &ctx->limits, &plan, &j->compile_us, err,
                              sizeof err)) < 0) {
         gxd_job_fail(j, rc, "%s", err);
+        goto out;
+    }
+    if (j->kind == GXD_JOB_COMPILE) {
+        s_artifact_out(ctx, j, plan);
         goto out;
     }
     if (j->kind == GXD_JOB_EXPLAIN) {

@@ -143,12 +143,38 @@ static void s_reply_explain(gxd_ctx *ctx, gxd_job *j)
     s_reply_send(ctx, j->identity, j->identity_len, &r, NULL);
 }
 
+/* A COMPILE's reply: the graph's id, the compile time (0 when the plan
+ * was cached or read from the artifact cache), the artifact's name in the
+ * cache and, on success, its bytes: one output frame, "artifact". */
+static void s_reply_compile(gxd_ctx *ctx, gxd_job *j)
+{
+    s_reply r;
+    bool ok = j->status == GX_OK && j->n_out == 1;
+    s_reply_begin(&r, "COMPILE", j->id, j->status, j->status == GX_OK ? NULL : j->message,
+                  (j->model ? 1 : 0) + (ok ? 3 : 0));
+    if (j->model) {
+        gx_mp_pack_str(&r.pk, "graph_id");
+        gx_mp_pack_str(&r.pk, j->model->id.hex);
+    }
+    if (ok) {
+        gx_mp_pack_str(&r.pk, "compile_us");
+        msgpack_pack_int64(&r.pk, j->compile_us);
+        gx_mp_pack_str(&r.pk, "key");
+        gx_mp_pack_str(&r.pk, j->key);
+        gx_mp_pack_str(&r.pk, "outputs");
+        msgpack_pack_array(&r.pk, 1);
+        gx_wire_pack_tensor_desc(&r.pk, j->out[0].name, j->out[0].view.dtype,
+                                 j->out[0].view.ndim, j->out[0].view.shape);
+    }
+    s_reply_send(ctx, j->identity, j->identity_len, &r, ok ? j : NULL);
+}
+
 /* The final reply of a job; counts it in the statistics. */
 static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
 {
     s_reply r;
     bool ok = j->status == GX_OK;
-    const char *type = j->kind == GXD_JOB_LOAD ? "LOAD" : "RUN"; /* EXPLAIN: its own reply */
+    const char *type = j->kind == GXD_JOB_LOAD ? "LOAD" : "RUN"; /* the others: their own */
     gxd_stats *st = &ctx->stats;
     if (j->status == GX_ECANCELLED)
         st->cancelled++;
@@ -165,6 +191,10 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     }
     if (j->kind == GXD_JOB_EXPLAIN) {
         s_reply_explain(ctx, j);
+        return;
+    }
+    if (j->kind == GXD_JOB_COMPILE) {
+        s_reply_compile(ctx, j);
         return;
     }
     if (ok)
@@ -391,17 +421,28 @@ static int s_decode_graph_ref(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     return rc;
 }
 
-/* The `inputs` descriptors of a RUN or EXPLAIN and their tensor frames
- * (kept as received) into j->in. EXPLAIN may leave `inputs` out. */
+/* The `inputs` descriptors of a RUN, EXPLAIN or COMPILE and their tensor
+ * frames (kept as received) into j->in; then, EXPLAIN and COMPILE, the
+ * `shapes` descriptors: inputs by dtype and shape alone, without values.
+ * EXPLAIN and COMPILE may leave both out. */
 static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
 {
     char *err = rq->err;
     size_t errlen = sizeof rq->err;
     int rc;
-    const msgpack_object *ins = gx_mp_find(rq->hdr, "inputs");
+    const msgpack_object *ins = gx_mp_find(rq->hdr, "inputs"),
+                         *shapes = gx_mp_find(rq->hdr, "shapes");
     const msgpack_object none = {.type = MSGPACK_OBJECT_ARRAY};
-    if (!ins && j->kind == GXD_JOB_EXPLAIN)
+    if (!ins && j->kind != GXD_JOB_RUN)
         ins = &none;
+    if (shapes && (j->kind == GXD_JOB_RUN || shapes->type != MSGPACK_OBJECT_ARRAY ||
+                   shapes->via.array.size > GXD_MAX_MSG_INPUTS))
+        return gx_errf(err, errlen, GX_EPROTO,
+                       j->kind == GXD_JOB_RUN ? "RUN: 'shapes' is for EXPLAIN, TUNE and COMPILE "
+                                                "(a RUN needs every input's values)"
+                                              : "%s: 'shapes' must be an array of at most %d "
+                                                "tensor descriptors",
+                       rq->type, GXD_MAX_MSG_INPUTS);
     if (!ins || ins->type != MSGPACK_OBJECT_ARRAY)
         return gx_errf(err, errlen, GX_EPROTO,
                        "%s: 'inputs' must be an array of tensor descriptors", rq->type);
@@ -409,26 +450,33 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         return gx_errf(err, errlen, GX_EPROTO,
                        "%s: %u input descriptors but %zu tensor frames follow the header",
                        rq->type, ins->via.array.size, rq->nframes);
-    if (!(j->in = calloc(rq->nframes + 1, sizeof *j->in)))
+    const size_t n_shapes = shapes ? shapes->via.array.size : 0;
+    if (!(j->in = calloc(rq->nframes + n_shapes + 1, sizeof *j->in)))
         return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
-    for (size_t i = 0; i < rq->nframes; i++) {
+    for (size_t i = 0; i < rq->nframes + n_shapes; i++) {
         gxd_job_input *in = &j->in[i];
+        const bool shape_only = i >= rq->nframes;
         size_t nbytes;
         char what[32];
-        snprintf(what, sizeof what, "inputs[%zu]", i);
+        snprintf(what, sizeof what, "%s[%zu]", shape_only ? "shapes" : "inputs",
+                 shape_only ? i - rq->nframes : i);
         zmq_msg_init(&in->frame);
         j->n_in = i + 1;
-        if ((rc = gx_wire_unpack_tensor_desc(&ins->via.array.ptr[i], what, ctx->limits.max_tensor_bytes,
-                                             &in->name, &in->view.dtype, &in->view.ndim,
-                                             in->view.shape, &nbytes, err, errlen)) < 0)
+        if ((rc = gx_wire_unpack_tensor_desc(shape_only ? &shapes->via.array.ptr[i - rq->nframes]
+                                                        : &ins->via.array.ptr[i],
+                                             what, ctx->limits.max_tensor_bytes, &in->name,
+                                             &in->view.dtype, &in->view.ndim, in->view.shape,
+                                             &nbytes, err, errlen)) < 0)
             return rc;
+        in->view.numel = nbytes / gx_dtype_size(in->view.dtype);
+        if (shape_only)
+            continue; /* no data: the plan knows its shape, not its values */
         if (zmq_msg_size(&rq->frames[i]) != nbytes)
             return gx_errf(err, errlen, GX_EPROTO,
                            "input '%s': its frame has %zu bytes but dtype and shape need %zu",
                            in->name, zmq_msg_size(&rq->frames[i]), nbytes);
         zmq_msg_move(&in->frame, &rq->frames[i]); /* the bytes stay where ZeroMQ put them */
         in->view.data = zmq_msg_data(&in->frame);
-        in->view.numel = nbytes / gx_dtype_size(in->view.dtype);
         j->bytes += nbytes;
     }
     return GX_OK;
@@ -578,6 +626,23 @@ static int s_handle_explain(gxd_ctx *ctx, s_req *rq)
 static int s_handle_tune(gxd_ctx *ctx, s_req *rq)
 {
     return s_handle_explain_or_tune(ctx, rq, true);
+}
+
+/* COMPILE: the plan EXPLAIN would describe, answered as its artifact file
+ * (docs/artifact.md); nothing runs. */
+static int s_handle_compile(gxd_ctx *ctx, s_req *rq)
+{
+    gxd_job *j = s_new_job(rq, GXD_JOB_COMPILE);
+    if (!j)
+        return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    int rc = s_decode_graph_ref(ctx, rq, j);
+    if (rc == GX_OK)
+        rc = s_decode_inputs(ctx, rq, j);
+    if (rc == GX_OK)
+        rc = s_enqueue(ctx, rq, j);
+    if (rc < 0)
+        gxd_job_destroy(&j);
+    return rc;
 }
 
 static int s_handle_cancel(gxd_ctx *ctx, s_req *rq)
@@ -822,6 +887,7 @@ static const struct {
     {"STATS", s_handle_stats, 0}, {"EXPLAIN", s_handle_explain, GXD_MAX_MSG_INPUTS},
     {"TUNE", s_handle_tune, GXD_MAX_MSG_INPUTS},
     {"LIST", s_handle_list, 0},     {"UNLOAD", s_handle_unload, 0},
+    {"COMPILE", s_handle_compile, GXD_MAX_MSG_INPUTS},
 };
 
 static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len, bool overflow)
@@ -866,9 +932,12 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
             if (t && t->type == MSGPACK_OBJECT_STR)
                 snprintf(tname, sizeof tname, "%.*s", (int)(t->via.str.size < 40 ? t->via.str.size : 40),
                          t->via.str.ptr);
-            rc = gx_errf(rq->err, sizeof rq->err, GX_EREQUEST,
-                         "unknown request type '%s' (PING, LOAD, RUN, CANCEL, STATS, EXPLAIN, TUNE, LIST, UNLOAD)",
-                         tname);
+            char known[160] = "";
+            for (size_t k = 0; k < n; k++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                         k ? ", " : "", s_requests[k].name);
+            rc = gx_errf(rq->err, sizeof rq->err, GX_EREQUEST, "unknown request type '%s' (%s)",
+                         tname, known);
         } else {
             rq->type = s_requests[i].name;
             if (overflow || rq->nframes > s_requests[i].max_frames)

@@ -33,6 +33,7 @@ struct gx_result {
     char *plan_json;      /* EXPLAIN */
     char *text;           /* STATS in Prometheus' text format */
     char *list_json;      /* LIST */
+    char key[128];        /* COMPILE: the artifact's name in the daemon's cache */
 };
 
 struct gx_job {
@@ -63,6 +64,7 @@ struct gx_request {
         char *name;
         const gx_tensor *t;
         gx_tensor *view; /* gx_request_add_input_data's: owned, its data borrowed */
+        bool shape_only; /* gx_request_add_input_shape's: dtype and shape, no values */
     } *in;
     size_t n_out, cap_out;
     char **out;
@@ -387,6 +389,7 @@ static int s_parse_reply(const msgpack_object *h, zmq_msg_t *frames, size_t nfra
     r->status = strcmp(status, "GX_OK") == 0 ? GX_OK : gx_status_from_name(status);
     r->message = strdup(msg);
     s_copy_str(gx_mp_find(h, "graph_id"), r->graph_id.hex, sizeof r->graph_id.hex);
+    s_copy_str(gx_mp_find(h, "key"), r->key, sizeof r->key);
     s_parse_run_info(gx_mp_find(h, "run"), &r->info);
     const msgpack_object *stats = gx_mp_find(h, "stats");
     if (stats) {
@@ -591,11 +594,14 @@ static int s_send(gx_client *c, const msgpack_sbuffer *hdr, const gx_request *rq
     gx_job *job = calloc(1, sizeof *job);
     if (!job)
         return s_fail(c, GX_ENOMEM, "out of memory");
-    size_t nframes = rq ? rq->n_in : 0;
+    size_t nframes = 0;
+    for (size_t i = 0; rq && i < rq->n_in; i++)
+        nframes += !rq->in[i].shape_only;
     int rc = zmq_send(c->sock, hdr->data, hdr->size, nframes ? ZMQ_SNDMORE : 0);
-    for (size_t i = 0; rc >= 0 && i < nframes; i++)
-        rc = zmq_send(c->sock, rq->in[i].t->data, rq->in[i].t->nbytes,
-                      i + 1 < nframes ? ZMQ_SNDMORE : 0);
+    for (size_t i = 0, sent = 0; rc >= 0 && i < rq->n_in && sent < nframes; i++)
+        if (!rq->in[i].shape_only)
+            rc = zmq_send(c->sock, rq->in[i].t->data, rq->in[i].t->nbytes,
+                          ++sent < nframes ? ZMQ_SNDMORE : 0);
     if (rc < 0) {
         free(job);
         return s_fail(c, GX_ECONNECT, "send to %s: %s", c->endpoint, zmq_strerror(zmq_errno()));
@@ -874,7 +880,32 @@ GX_EXPORT int gx_request_add_input(gx_request *rq, const char *name, const gx_te
     if (!(rq->in[rq->n_in].name = strdup(name)))
         return GX_ENOMEM;
     rq->in[rq->n_in].view = NULL;
+    rq->in[rq->n_in].shape_only = false;
     rq->in[rq->n_in++].t = t;
+    return GX_OK;
+}
+
+GX_EXPORT int gx_request_add_input_shape(gx_request *rq, const char *name, gx_dtype dt, int ndim,
+                                         const int64_t *shape)
+{
+    size_t nbytes;
+    if (!rq || ndim < 0 || ndim > GX_MAX_DIMS || (ndim > 0 && !shape) ||
+        !gx_shape_nbytes(dt, ndim, shape, &nbytes))
+        return GX_EINVAL;
+    gx_tensor *v = calloc(1, sizeof *v);
+    if (!v)
+        return GX_ENOMEM;
+    v->dtype = dt;
+    v->ndim = ndim;
+    if (ndim > 0)
+        memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
+    int rc = gx_request_add_input(rq, name, v);
+    if (rc < 0) {
+        free(v);
+        return rc;
+    }
+    rq->in[rq->n_in - 1].view = v;
+    rq->in[rq->n_in - 1].shape_only = true;
     return GX_OK;
 }
 
@@ -940,7 +971,17 @@ GX_EXPORT int gx_request_set_mode(gx_request *rq, gx_mode mode)
     return GX_OK;
 }
 
-/* The `graph_id` or `graph` and the `inputs` of rq (two header fields). */
+/* Inputs of rq given by shape alone (gx_request_add_input_shape). */
+static size_t s_n_shapes(const gx_request *rq)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rq->n_in; i++)
+        n += rq->in[i].shape_only;
+    return n;
+}
+
+/* The `graph_id` or `graph`, the `inputs` of rq and, when it has inputs
+ * given by shape alone, their `shapes` (two header fields, or three). */
 static void s_pack_graph_inputs(msgpack_packer *pk, const gx_request *rq)
 {
     if (rq->has_id) {
@@ -953,11 +994,15 @@ static void s_pack_graph_inputs(msgpack_packer *pk, const gx_request *rq)
         gx_mp_pack_str(pk, "graph");
         gx_wire_pack_graph(pk, rq->graph);
     }
-    gx_mp_pack_str(pk, "inputs");
-    msgpack_pack_array(pk, rq->n_in);
-    for (size_t i = 0; i < rq->n_in; i++)
-        gx_wire_pack_tensor_desc(pk, rq->in[i].name, rq->in[i].t->dtype, rq->in[i].t->ndim,
-                                 rq->in[i].t->shape);
+    const size_t n_shapes = s_n_shapes(rq);
+    for (int shapes = 0; shapes <= (n_shapes > 0); shapes++) {
+        gx_mp_pack_str(pk, shapes ? "shapes" : "inputs");
+        msgpack_pack_array(pk, (uint32_t)(shapes ? n_shapes : rq->n_in - n_shapes));
+        for (size_t i = 0; i < rq->n_in; i++)
+            if (rq->in[i].shape_only == (shapes == 1))
+                gx_wire_pack_tensor_desc(pk, rq->in[i].name, rq->in[i].t->dtype,
+                                         rq->in[i].t->ndim, rq->in[i].t->shape);
+    }
 }
 
 GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
@@ -968,6 +1013,9 @@ GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
         return GX_EINVAL;
     if (!rq->has_id && !rq->graph && !rq->graph_name[0])
         return s_fail(c, GX_EINVAL, "request names no graph (set a graph, a graph id or a name)");
+    if (s_n_shapes(rq))
+        return s_fail(c, GX_EINVAL, "a RUN needs every input's values (an input given by its "
+                                    "shape alone is for explain and compile)");
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
@@ -1011,13 +1059,10 @@ GX_EXPORT int gx_client_tune(gx_client *c, const gx_request *rq, char **json)
     return s_explain(c, rq, json, "TUNE");
 }
 
-/* EXPLAIN or TUNE: the same request and reply. */
-static int s_explain(gx_client *c, const gx_request *rq, char **json, const char *type)
+/* EXPLAIN, TUNE or COMPILE of rq (the graph and inputs alone): the reply
+ * in *r (caller owns; also on error when the daemon answered). */
+static int s_plan_request(gx_client *c, const gx_request *rq, const char *type, gx_result **r)
 {
-    if (json)
-        *json = NULL;
-    if (!c || !rq || !json)
-        return GX_EINVAL;
     if (!rq->has_id && !rq->graph && !rq->graph_name[0])
         return s_fail(c, GX_EINVAL, "request names no graph (set a graph, a graph id or a name)");
     msgpack_sbuffer sb;
@@ -1025,13 +1070,50 @@ static int s_explain(gx_client *c, const gx_request *rq, char **json, const char
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t id = c->next_id++;
-    s_pack_head(&pk, type, id, 2);
+    s_pack_head(&pk, type, id, 2 + (s_n_shapes(rq) > 0));
     s_pack_graph_inputs(&pk, rq);
     gx_job *job = NULL;
     int rc = s_send(c, &sb, rq, id, &job);
     msgpack_sbuffer_destroy(&sb);
+    return rc < 0 ? rc : s_await(c, &job, r);
+}
+
+GX_EXPORT int gx_client_compile(gx_client *c, const gx_request *rq, void **artifact, size_t *len,
+                                char *key, size_t keylen)
+{
+    if (artifact)
+        *artifact = NULL;
+    if (len)
+        *len = 0;
+    if (!c || !rq || !artifact || !len)
+        return GX_EINVAL;
     gx_result *r = NULL;
-    if (rc == GX_OK && (rc = s_await(c, &job, &r)) == GX_OK) {
+    int rc = s_plan_request(c, rq, "COMPILE", &r);
+    if (rc == GX_OK && (r->n_out != 1 || strcmp(r->names[0], "artifact") != 0 ||
+                        r->tensors[0]->dtype != GX_U8))
+        rc = s_fail(c, GX_EPROTO, "COMPILE reply without an artifact");
+    if (rc == GX_OK) {
+        *len = r->tensors[0]->nbytes;
+        *artifact = r->tensors[0]->data; /* the tensor's buffer moves to the caller */
+        r->tensors[0]->data = NULL;
+        r->tensors[0]->nbytes = 0;
+        if (key && keylen)
+            snprintf(key, keylen, "%s", r->key);
+    }
+    gx_result_destroy(&r);
+    return rc;
+}
+
+/* EXPLAIN or TUNE: the same request and reply. */
+static int s_explain(gx_client *c, const gx_request *rq, char **json, const char *type)
+{
+    if (json)
+        *json = NULL;
+    if (!c || !rq || !json)
+        return GX_EINVAL;
+    gx_result *r = NULL;
+    int rc = s_plan_request(c, rq, type, &r);
+    if (rc == GX_OK) {
         *json = r->plan_json;
         r->plan_json = NULL;
         if (!*json)

@@ -350,6 +350,11 @@ GX_EXPORT const char *gx_graph_input_name(const gx_graph *g, size_t i)
     return g && i < g->n_inputs ? g->inputs[i].name : NULL;
 }
 
+GX_EXPORT gx_dtype gx_graph_input_dtype(const gx_graph *g, size_t i)
+{
+    return g && i < g->n_inputs ? g->inputs[i].dtype : GX_DTYPE_COUNT;
+}
+
 GX_EXPORT const char *gx_graph_output_name(const gx_graph *g, size_t i)
 {
     return g && i < g->n_outputs ? g->outputs[i].name : NULL;

@@ -7,6 +7,7 @@
  *   gexec-submit [--socket EP] load GRAPH
  *   gexec-submit [--socket EP] explain GRAPH [-i NAME=FILE.npy]... [--json]
  *   gexec-submit explain --artifact FILE [--json]
+ *   gexec-submit [--socket EP] compile GRAPH [-i NAME=FILE.npy]... [--shape NAME=DIMS]... -o FILE
  *
  * GRAPH is a YAML graph file (docs/graph-format.md) or, named *.onnx, an
  * ONNX model (docs/onnx.md).
@@ -65,6 +66,10 @@ typedef struct opts {
     double duration_s;
     const char *name; /* load --name */
     const char *artifact; /* explain --artifact */
+    const char *shape_names[MAX_INPUTS]; /* --shape NAME=DIMS */
+    int64_t shapes[MAX_INPUTS][GX_MAX_DIMS];
+    int shape_ndim[MAX_INPUTS];
+    int n_shapes;
 } opts;
 
 /* "auto, seq, ..., inter+replica": every mode of GX_MODE_LIST. */
@@ -105,6 +110,12 @@ static void s_usage(FILE *out)
             "      print a compiled plan's file (gexecd's artifacts.dir, or compile -o):\n"
             "      header and checksum, graph, devices, arena sizes, steps with their\n"
             "      kernels, values and the constants it holds; read here, no daemon\n"
+            "  compile GRAPH [-i NAME=FILE.npy]... [--shape NAME=DIMS]... -o FILE\n"
+            "      write the artifact of the plan the daemon compiles (or has) for GRAPH\n"
+            "      and these inputs to FILE, without running it: the file gexecd keeps in\n"
+            "      its artifacts.dir (the name it gives it is printed); --shape NAME=1x3x8x8\n"
+            "      plans an input by its shape alone (explain, impls and tune take it\n"
+            "      too); a keyed input needs its values (-i)\n"
             "  impls GRAPH [-i NAME=FILE.npy]... [--json]\n"
             "      the implementation each MatMul and Gemm of the plan runs, and why\n"
             "      (default, or the tune registry's record: docs/tune.md)\n"
@@ -994,6 +1005,40 @@ static int s_tune_wait(const opts *o, gx_client *c, const gx_request *rq, gx_jso
     return 0;
 }
 
+/* The request of explain, impls, tune and compile: GRAPH, its -i inputs
+ * (tensors[i], loaded here; the caller destroys them) and --shape inputs
+ * (their dtypes as the graph declares them), on a new client. 0, or 1
+ * after a one-line reason; *g, *c and *rq are then the caller's to free
+ * all the same. */
+static int s_plan_request(const opts *o, gx_graph **g, gx_tensor **inputs, gx_client **c,
+                          gx_request **rq)
+{
+    char err[512];
+    if (s_load_graph(o->graph, g))
+        return 1;
+    for (int i = 0; i < o->n_in; i++)
+        if (gx_npy_load(o->in_files[i], &inputs[i], err, sizeof err) < 0)
+            return s_die("input '%s': %s", o->in_names[i], err);
+    if (!(*c = s_connect(o)) || !(*rq = gx_request_new()))
+        return 1;
+    gx_request_set_graph(*rq, *g);
+    for (int i = 0; i < o->n_in; i++)
+        gx_request_add_input(*rq, o->in_names[i], inputs[i]);
+    for (int i = 0; i < o->n_shapes; i++) {
+        size_t k = 0;
+        while (k < gx_graph_input_count(*g) && strcmp(gx_graph_input_name(*g, k), o->shape_names[i]))
+            k++;
+        if (k == gx_graph_input_count(*g))
+            return s_die("--shape %s: the graph has no input '%s'", o->shape_names[i],
+                         o->shape_names[i]);
+        if (gx_request_add_input_shape(*rq, o->shape_names[i], gx_graph_input_dtype(*g, k),
+                                       o->shape_ndim[i], o->shapes[i]) < 0)
+            return s_die("--shape %s: a shape of %s too large", o->shape_names[i],
+                         gx_dtype_name(gx_graph_input_dtype(*g, k)));
+    }
+    return 0;
+}
+
 static int s_explain_cmd(const opts *o, s_xwhat what)
 {
     gx_graph *g = NULL;
@@ -1003,18 +1048,8 @@ static int s_explain_cmd(const opts *o, s_xwhat what)
     char *json = NULL, err[512];
     gx_json *j = NULL;
     int ret = 1;
-    if (s_load_graph(o->graph, &g))
-        return 1;
-    for (int i = 0; i < o->n_in; i++)
-        if (gx_npy_load(o->in_files[i], &inputs[i], err, sizeof err) < 0) {
-            s_die("input '%s': %s", o->in_names[i], err);
-            goto out;
-        }
-    if (!(c = s_connect(o)) || !(rq = gx_request_new()))
+    if (s_plan_request(o, &g, inputs, &c, &rq))
         goto out;
-    gx_request_set_graph(rq, g);
-    for (int i = 0; i < o->n_in; i++)
-        gx_request_add_input(rq, o->in_names[i], inputs[i]);
     if ((what == S_X_TUNE ? gx_client_tune(c, rq, &json) : gx_client_explain(c, rq, &json)) < 0) {
         s_die("%s", gx_client_last_error(c));
         goto out;
@@ -1227,6 +1262,49 @@ static int s_cmd_explain_artifact(const opts *o)
                        : "checksum mismatch (its contents are shown as they are)");
     gx_json_destroy(&j);
     free(text);
+    return ret;
+}
+
+/* compile GRAPH [-i NAME=FILE.npy]... [--shape NAME=DIMS]... -o FILE: the
+ * plan's artifact, as the daemon would keep it, into FILE; nothing runs. */
+static int s_cmd_compile(const opts *o)
+{
+    gx_graph *g = NULL;
+    gx_tensor *inputs[MAX_INPUTS] = {0};
+    gx_client *c = NULL;
+    gx_request *rq = NULL;
+    void *buf = NULL;
+    size_t len = 0;
+    char key[128] = "", tmp[4200];
+    int ret = 1;
+    if (!o->outdir)
+        return s_die("compile needs -o FILE, where the artifact goes");
+    if (s_plan_request(o, &g, inputs, &c, &rq))
+        goto out;
+    if (gx_client_compile(c, rq, &buf, &len, key, sizeof key) < 0) {
+        s_die("%s", gx_client_last_error(c));
+        goto out;
+    }
+    /* a whole file or none: written beside it, then renamed */
+    snprintf(tmp, sizeof tmp, "%s.tmp", o->outdir);
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(buf, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok || rename(tmp, o->outdir) != 0) {
+        s_die("%s: %s", o->outdir, strerror(errno));
+        remove(tmp);
+        goto out;
+    }
+    printf("%s: %zu bytes (gexecd's artifacts.dir name: %s.gxa)\n", o->outdir, len, key);
+    ret = 0;
+out:
+    free(buf);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    for (int i = 0; i < o->n_in; i++)
+        gx_tensor_destroy(&inputs[i]);
+    gx_graph_destroy(&g);
     return ret;
 }
 
@@ -1494,7 +1572,7 @@ int main(int argc, char **argv)
 {
     enum { OPT_MODE = 256, OPT_PRIO, OPT_DEADLINE, OPT_REPEAT, OPT_JSON, OPT_TIMEOUT, OPT_OUTPUT,
            OPT_EXPLAIN, OPT_PROMETHEUS, OPT_VERSION, OPT_CONCURRENCY, OPT_RATE, OPT_DURATION,
-           OPT_NAME, OPT_ARTIFACT };
+           OPT_NAME, OPT_ARTIFACT, OPT_SHAPE };
     static const struct option lopts[] = {
         {"socket", required_argument, NULL, 's'},   {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"input", required_argument, NULL, 'i'},    {"outdir", required_argument, NULL, 'o'},
@@ -1510,6 +1588,7 @@ int main(int argc, char **argv)
         {"duration", required_argument, NULL, OPT_DURATION},
         {"name", required_argument, NULL, OPT_NAME},
         {"artifact", required_argument, NULL, OPT_ARTIFACT},
+        {"shape", required_argument, NULL, OPT_SHAPE},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     opts o = {.timeout_ms = 60000, .mode = GX_MODE_AUTO, .repeat = 1};
@@ -1564,6 +1643,27 @@ int main(int argc, char **argv)
         case OPT_PROMETHEUS: o.prometheus = true; break;
         case OPT_NAME: o.name = optarg; break;
         case OPT_ARTIFACT: o.artifact = optarg; break;
+        case OPT_SHAPE: {
+            char *eq = strchr(optarg, '='), *p, *end;
+            if (!eq || eq == optarg || !eq[1])
+                return s_die("--shape expects NAME=DIMS (1x3x224x224), got '%s'", optarg);
+            if (o.n_shapes == MAX_INPUTS)
+                return s_die("too many --shape inputs (at most %d)", MAX_INPUTS);
+            *eq = '\0';
+            int n = 0;
+            for (p = eq + 1; *p; p = *end ? end + 1 : end) {
+                errno = 0;
+                long long d = strtoll(p, &end, 10);
+                if (errno || end == p || d < 0 || (*end && *end != 'x' && *end != ',') ||
+                    n == GX_MAX_DIMS || (*end && !end[1]))
+                    return s_die("--shape %s: '%s' is not dimensions such as 1x3x224x224 "
+                                 "(at most %d)", optarg, eq + 1, GX_MAX_DIMS);
+                o.shapes[o.n_shapes][n++] = d;
+            }
+            o.shape_names[o.n_shapes] = optarg;
+            o.shape_ndim[o.n_shapes++] = n;
+            break;
+        }
         case OPT_CONCURRENCY:
             if (!s_parse_long(optarg, 1, 1024, &v))
                 return s_die("--concurrency expects an integer in [1, 1024], got '%s'", optarg);
@@ -1600,12 +1700,17 @@ int main(int argc, char **argv)
             return s_die("explain --artifact FILE takes no GRAPH (got %d operands)", operands);
         return s_cmd_explain_artifact(&o);
     }
+    if (o.n_shapes && strcmp(cmd, "explain") && strcmp(cmd, "impls") && strcmp(cmd, "tune") &&
+        strcmp(cmd, "compile"))
+        return s_die("--shape is for explain, impls, tune and compile (%s needs values: -i)", cmd);
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "load") == 0 || strcmp(cmd, "explain") == 0 ||
-        strcmp(cmd, "impls") == 0 || strcmp(cmd, "tune") == 0 || strcmp(cmd, "perf") == 0) {
+        strcmp(cmd, "impls") == 0 || strcmp(cmd, "tune") == 0 || strcmp(cmd, "perf") == 0 ||
+        strcmp(cmd, "compile") == 0) {
         if (operands != 1)
             return s_die("%s expects exactly one GRAPH file (got %d operands)", cmd, operands);
         o.graph = argv[optind];
-        return strcmp(cmd, "run") == 0     ? s_cmd_run(&o)
+        return strcmp(cmd, "run") == 0       ? s_cmd_run(&o)
+               : strcmp(cmd, "compile") == 0 ? s_cmd_compile(&o)
                : strcmp(cmd, "perf") == 0  ? s_cmd_perf(&o)
                : strcmp(cmd, "load") == 0  ? s_cmd_load(&o)
                : strcmp(cmd, "impls") == 0 ? s_explain_cmd(&o, S_X_IMPLS)

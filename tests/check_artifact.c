@@ -154,6 +154,19 @@ static gx_graph *s_dynamic(void)
     return g;
 }
 
+/* x [2, 3] reshaped by the keyed input s [2] (its values shape the plan):
+ * y = Relu(Reshape(x, s)). */
+static gx_graph *s_keyed(void)
+{
+    gx_graph *g = gx_graph_new("keyed");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (const int64_t[]){2, 3}), GX_OK);
+    ck_assert_int_eq(gx_graph_add_input(g, "s", GX_I64, 1, (const int64_t[]){2}), GX_OK);
+    s_node(g, "Reshape", IN("x", "s"), "r");
+    s_node(g, "Relu", IN("r"), "y");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    return g;
+}
+
 typedef struct s_case {
     const char *name;
     gx_graph *(*make)(void);
@@ -683,6 +696,122 @@ START_TEST(restarted_daemon_serves_from_artifact)
 }
 END_TEST
 
+/* The whole file at path (malloc'ed, *n bytes), or NULL. */
+static unsigned char *s_slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)len + 1);
+    *n = fread(b, 1, (size_t)len, f);
+    fclose(f);
+    return b;
+}
+
+/* COMPILE of g with x by shape alone: the artifact's bytes (*n) and key. */
+static void *s_compile(const char *endpoint, const gx_graph *g, size_t *n, char *key, int *rc,
+                       char *err, size_t errlen)
+{
+    char cerr[512];
+    gx_client *c = gx_client_new(endpoint, cerr, sizeof cerr);
+    ck_assert_msg(c != NULL, "%s", cerr);
+    gx_client_set_timeout(c, 30000);
+    gx_request *rq = gx_request_new();
+    ck_assert_int_eq(gx_request_set_graph(rq, g), GX_OK);
+    ck_assert_int_eq(gx_request_add_input_shape(rq, "x", GX_F32, 4, (const int64_t[]){4, 3, 16, 16}),
+                     GX_OK);
+    void *buf = NULL;
+    *rc = gx_client_compile(c, rq, &buf, n, key, 96);
+    snprintf(err, errlen, "%s", gx_client_last_error(c));
+    /* a RUN needs values: a shape alone is refused before it is sent */
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_EINVAL);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    return buf;
+}
+
+/* COMPILE: the artifact of a graph for given shapes without running it,
+ * the bytes the daemon's cache holds under the key it answers; a daemon
+ * that finds that file under that name serves the graph without compiling;
+ * gexec-submit compile -o writes it and explain --artifact reads it. */
+START_TEST(compile_request_answers_the_artifact)
+{
+    static char out[1 << 16];
+    char *dir = gxt_tmpdir(), profiles[4200], path[4200], key[96], err[1024];
+    const char *bin = GX_TEST_BUILDDIR "/libclient/gexec-submit";
+    snprintf(profiles, sizeof profiles, "%s/a/profiles", dir);
+    const char *args[] = {"--profile-dir", profiles, NULL};
+    gx_graph *g = s_cnn();
+    gxt_daemon d;
+    gxt_daemon_start(&d, args);
+    size_t n = 0, m = 0;
+    int rc;
+    unsigned char *buf = s_compile(d.endpoint, g, &n, key, &rc, err, sizeof err);
+    ck_assert_msg(rc == GX_OK, "%s", err);
+    gx_graph_id id;
+    ck_assert_int_eq(strncmp(key, s_id(g, &id), 64), 0);
+    ck_assert_int_eq(key[64], '-');
+    snprintf(path, sizeof path, "%s/a/artifacts/%s.gxa", dir, key);
+    unsigned char *file = s_slurp(path, &m);
+    ck_assert_msg(file != NULL, "no %s", path);
+    ck_assert(m == n && memcmp(file, buf, n) == 0); /* what the cache wrote */
+    free(file);
+    /* cached now: the same bytes again */
+    unsigned char *again = s_compile(d.endpoint, g, &m, key, &rc, err, sizeof err);
+    ck_assert(rc == GX_OK && m == n && memcmp(again, buf, n) == 0);
+    free(again);
+    /* gexec-submit compile -o, then explain --artifact on the file */
+    int x = gxt_sh(out, sizeof out, "%s --socket %s compile %s --shape x=1x3x32x32 -o %s/cnn.gxa "
+                                    "&& %s explain --artifact %s/cnn.gxa 2>&1",
+                   bin, d.endpoint, gxt_srcpath("examples/cnn.yaml"), dir, bin, dir);
+    ck_assert_msg(x == 0 && strstr(out, "artifacts.dir name: ") && strstr(out, "checksum ok") &&
+                      strstr(out, "cpu.MaxPool"),
+                  "exit %d: %s", x, out);
+    x = gxt_sh(out, sizeof out, "%s --socket %s compile %s --shape x=1x3 -o %s/bad.gxa 2>&1", bin,
+               d.endpoint, gxt_srcpath("examples/cnn.yaml"), dir);
+    ck_assert_msg(x != 0 && strstr(out, "GX_ESHAPE"), "exit %d: %s", x, out);
+    /* a keyed input without its values: refused, saying so */
+    gx_graph *k = s_keyed();
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    gx_request *rq = gx_request_new();
+    ck_assert_int_eq(gx_request_set_graph(rq, k), GX_OK);
+    void *kb = NULL;
+    ck_assert_int_eq(gx_client_compile(c, rq, &kb, &m, NULL, 0), GX_EUNSUPPORTED);
+    ck_assert_msg(strstr(gx_client_last_error(c), "keyed"), "%s", gx_client_last_error(c));
+    ck_assert_ptr_null(kb);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    gx_graph_destroy(&k);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    /* another daemon that finds the file under its name: no compile */
+    snprintf(profiles, sizeof profiles, "%s/b/profiles", dir);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "mkdir -p %s/b/artifacts", dir), 0);
+    snprintf(path, sizeof path, "%s/b/artifacts/%s.gxa", dir, key);
+    FILE *f = fopen(path, "wb");
+    ck_assert(f && fwrite(buf, 1, n, f) == n && fclose(f) == 0);
+    gxt_daemon_start(&d, args);
+    gx_tensor *t = gx_tensor_new(GX_F32, 4, (const int64_t[]){4, 3, 16, 16});
+    char *ex = NULL;
+    int64_t us = -1;
+    char *y = s_daemon_run(d.endpoint, g, t, &m, &us, &ex);
+    ck_assert_int_eq(us, 0);
+    ck_assert_msg(strstr(ex, "\"source\":\"from artifact\""), "%.300s", ex);
+    char *st = s_stats(d.endpoint);
+    ck_assert_msg(strstr(st, "\"hits\":1") && strstr(st, "\"plans_compiled\":0"), "%s", st);
+    free(st);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    free(y), free(ex), free(buf);
+    gx_tensor_destroy(&t);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *artifact_suite(void)
 {
     Suite *s = suite_create("artifact");
@@ -698,6 +827,7 @@ Suite *artifact_suite(void)
     TCase *e2e = tcase_create("e2e");
     tcase_set_timeout(e2e, 120);
     tcase_add_test(e2e, restarted_daemon_serves_from_artifact);
+    tcase_add_test(e2e, compile_request_answers_the_artifact);
     suite_add_tcase(s, e2e);
     return s;
 }

@@ -140,6 +140,13 @@ GX_EXPORT int gx_request_add_input(gx_request *rq, const char *name, const gx_te
 GX_EXPORT int gx_request_add_input_data(gx_request *rq, const char *name, gx_dtype dt,
                                         int ndim, const int64_t *shape, const void *data,
                                         size_t nbytes);
+/* An input by dtype and shape alone, without values, for gx_client_explain,
+ * gx_client_tune and gx_client_compile: the plan is made for that shape
+ * (a keyed input, one whose values shape the plan, needs its values:
+ * gx_request_add_input). gx_client_run and gx_client_submit refuse a
+ * request that has one (GX_EINVAL). */
+GX_EXPORT int gx_request_add_input_shape(gx_request *rq, const char *name, gx_dtype dt,
+                                         int ndim, const int64_t *shape);
 /* Ask for a value by name; with none added, the graph's outputs come back. */
 GX_EXPORT int gx_request_add_output(gx_request *rq, const char *name);
 /* Higher runs first; range [-100, 100]. */
@@ -163,6 +170,18 @@ GX_EXPORT int gx_client_explain(gx_client *c, const gx_request *rq, char **json)
  * the daemon's idle time: STATS' "tune" map shows the progress.
  * GX_EUNSUPPORTED when the daemon's tune.mode is off. */
 GX_EXPORT int gx_client_tune(gx_client *c, const gx_request *rq, char **json);
+
+/* COMPILE: the plan the daemon compiles (or has cached) for rq's graph and
+ * inputs, as gx_client_explain's, answered as its artifact file
+ * (docs/artifact.md): the bytes gexecd keeps in its artifacts.dir under
+ * the name key + ".gxa", which a daemon of the same build serves without
+ * compiling. Nothing runs. *artifact is malloc'ed (*len bytes), the caller
+ * frees it; key (may be NULL) receives the name, at most keylen bytes with
+ * the NUL (96 hold it). A plan that is not stored is GX_EUNSUPPORTED with
+ * the reason in gx_client_last_error: one that needs its keyed inputs'
+ * values, or that runs on a device with memory of its own. */
+GX_EXPORT int gx_client_compile(gx_client *c, const gx_request *rq, void **artifact,
+                                size_t *len, char *key, size_t keylen);
 
 /* ---- running ---- */
 

@@ -72,6 +72,8 @@ GX_EXPORT size_t gx_graph_output_count(const gx_graph *g);
 /* Name of input/output i; owned by the graph; NULL if i is out of range. */
 GX_EXPORT const char *gx_graph_input_name(const gx_graph *g, size_t i);
 GX_EXPORT const char *gx_graph_output_name(const gx_graph *g, size_t i);
+/* The declared dtype of input i; GX_DTYPE_COUNT if i is out of range. */
+GX_EXPORT gx_dtype gx_graph_input_dtype(const gx_graph *g, size_t i);
 
 #ifdef __cplusplus
 }
