@@ -54,7 +54,7 @@ static gxd_plan *s_artifact_load(gxd_model *mdl, const gx_view *inputs,
     void *buf = NULL;
     size_t len = 0;
     gxd_plan *p = NULL;
-    gxd_artifact_key(mdl->id.hex, inputs, mdl->graph->n_inputs, lim, key, sizeof key);
+    gxd_artifact_key(mdl->id.hex, inputs, mdl->keyed, mdl->graph->n_inputs, lim, key, sizeof key);
     if (gxd_artifacts_load(m->artifacts, key, &buf, &len) < 0)
         return NULL;
     int rc = gxd_artifact_read(buf, len, mdl->graph, mdl->id.hex, lim, &p, err, sizeof err);
@@ -81,11 +81,14 @@ int gxd_model_artifact(const gxd_model *mdl, const gxd_plan *p, const gxd_compil
                        size_t errlen)
 {
     gx_view in[GX_MAX_OP_INPUTS];
+    bool keyed[GX_MAX_OP_INPUTS];
     if (p->n_inputs > GX_MAX_OP_INPUTS)
         return gx_errf(err, errlen, GX_ELIMIT, "more than %d inputs", GX_MAX_OP_INPUTS);
-    for (size_t i = 0; i < p->n_inputs; i++)
+    for (size_t i = 0; i < p->n_inputs; i++) {
         in[i] = p->values[p->inputs[i]].view; /* data: the keyed inputs' values */
-    gxd_artifact_key(mdl->id.hex, in, p->n_inputs, lim, key, keylen);
+        keyed[i] = p->values[p->inputs[i]].keyed;
+    }
+    gxd_artifact_key(mdl->id.hex, in, keyed, p->n_inputs, lim, key, keylen);
     return gxd_artifact_write(p, mdl->graph, mdl->id.hex, buf, len, err, errlen);
 }
 
@@ -434,7 +437,11 @@ int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, s
 {
     pthread_mutex_lock(&mdl->mu);
     if (mdl->verified == 0) {
-        int rc = gxd_verify(mdl->graph, lim, mdl->error, sizeof mdl->error);
+        bool keyed[GX_MAX_OP_INPUTS + 1] = {false};
+        int rc = mdl->graph->n_inputs <= GX_MAX_OP_INPUTS
+                     ? gxd_verify_keyed(mdl->graph, lim, keyed, mdl->error, sizeof mdl->error)
+                     : gxd_verify(mdl->graph, lim, mdl->error, sizeof mdl->error);
+        memcpy(mdl->keyed, keyed, sizeof mdl->keyed);
         mdl->verified = rc < 0 ? rc : 1;
     }
     int rc = mdl->verified < 0 ? gx_errf(err, errlen, mdl->verified, "%s", mdl->error) : GX_OK;

@@ -64,6 +64,9 @@ typedef struct gxd_model {
     atomic_int refs;
     pthread_mutex_t mu;
     int verified; /* 0 not yet, 1 ok, < 0 the status it failed with */
+    /* verified: which inputs are keyed (their values are part of the
+     * artifact's key); inputs beyond GX_MAX_OP_INPUTS are never planned */
+    bool keyed[GX_MAX_OP_INPUTS];
     char error[1024];
     size_t n_plans;
     gxd_plan *plans[GXD_MAX_PLANS_PER_MODEL]; /* found by gxd_plan_matches */

@@ -812,6 +812,68 @@ START_TEST(compile_request_answers_the_artifact)
 }
 END_TEST
 
+/* A RUN of the keyed graph with s = {a, b}: compile_us. */
+static int64_t s_keyed_run(const char *endpoint, const gx_graph *g, int64_t a, int64_t b)
+{
+    char err[512];
+    gx_client *c = gx_client_new(endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (const int64_t[]){2, 3});
+    gx_tensor *s = gx_tensor_new(GX_I64, 1, (const int64_t[]){2});
+    for (int i = 0; i < 6; i++)
+        ((float *)gx_tensor_data(x))[i] = (float)i - 2.5f;
+    ((int64_t *)gx_tensor_data(s))[0] = a;
+    ((int64_t *)gx_tensor_data(s))[1] = b;
+    gx_request *rq = gx_request_new();
+    ck_assert_int_eq(gx_request_set_graph(rq, g), GX_OK);
+    ck_assert_int_eq(gx_request_add_input(rq, "x", x), GX_OK);
+    ck_assert_int_eq(gx_request_add_input(rq, "s", s), GX_OK);
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    const gx_tensor *y = gx_result_output(r, 0);
+    ck_assert(gx_tensor_shape(y)[0] == a && gx_tensor_shape(y)[1] == b);
+    ck_assert_float_eq(((const float *)gx_tensor_cdata(y))[5], 2.5f);
+    int64_t us = gx_result_info(r)->compile_us;
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    gx_tensor_destroy(&s);
+    gx_client_destroy(&c);
+    return us;
+}
+
+/* Keyed inputs' values are part of the artifact's key: plans for two
+ * values of s are two files, and a restarted daemon serves both without
+ * compiling or refusing either. */
+START_TEST(keyed_values_have_their_own_files)
+{
+    char *dir = gxt_tmpdir(), profiles[4200], out[4096];
+    snprintf(profiles, sizeof profiles, "%s/profiles", dir);
+    const char *args[] = {"--profile-dir", profiles, NULL};
+    gx_graph *g = s_keyed();
+    gxt_daemon d;
+    gxt_daemon_start(&d, args);
+    ck_assert_int_gt(s_keyed_run(d.endpoint, g, 3, 2), 0);
+    ck_assert_int_gt(s_keyed_run(d.endpoint, g, 6, 1), 0);
+    ck_assert_int_eq(s_keyed_run(d.endpoint, g, 3, 2), 0); /* the plan cache */
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s/artifacts | grep -c '\\.gxa$'", dir), 0);
+    ck_assert_str_eq(out, "2\n");
+    gxt_daemon_start(&d, args);
+    ck_assert_int_eq(s_keyed_run(d.endpoint, g, 6, 1), 0);
+    ck_assert_int_eq(s_keyed_run(d.endpoint, g, 3, 2), 0);
+    char *st = s_stats(d.endpoint);
+    ck_assert_msg(strstr(st, "\"hits\":2") && strstr(st, "\"rejected\":0") &&
+                      strstr(st, "\"plans_compiled\":0"),
+                  "%s", st);
+    free(st);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *artifact_suite(void)
 {
     Suite *s = suite_create("artifact");
@@ -828,6 +890,7 @@ Suite *artifact_suite(void)
     tcase_set_timeout(e2e, 120);
     tcase_add_test(e2e, restarted_daemon_serves_from_artifact);
     tcase_add_test(e2e, compile_request_answers_the_artifact);
+    tcase_add_test(e2e, keyed_values_have_their_own_files);
     suite_add_tcase(s, e2e);
     return s;
 }

@@ -1321,15 +1321,22 @@ int gxd_artifact_read(const void *buf, size_t len, const gx_graph *g, const char
 
 /* ---- the cache key ------------------------------------------------------------ */
 
-void gxd_artifact_key(const char *graph_id, const gx_view *inputs, size_t n_inputs,
-                      const gxd_compile_limits *lim, char *buf, size_t len)
+void gxd_artifact_key(const char *graph_id, const gx_view *inputs, const bool *keyed,
+                      size_t n_inputs, const gxd_compile_limits *lim, char *buf, size_t len)
 {
     uint64_t h = s_fnv_str(1469598103934665603ull, gxd_artifact_build_id());
     for (size_t i = 0; i < n_inputs; i++) {
         const gx_view *v = &inputs[i];
         const int head[3] = {(int)v->dtype, v->ndim, (int)v->layout};
+        size_t nb = 0;
         h = s_fnv(h, head, sizeof head);
         h = s_fnv(h, v->shape, (size_t)(v->ndim > 0 ? v->ndim : 0) * sizeof *v->shape);
+        /* a keyed input's value, as the compiler keeps it (infer.c) */
+        if (keyed && keyed[i] && v->data && gx_shape_nbytes(v->dtype, v->ndim, v->shape, &nb) &&
+            nb <= GXD_MAX_KEY_BYTES) {
+            h = s_fnv(h, "=", 1);
+            h = s_fnv(h, v->data, nb);
+        }
     }
     const gxd_partition_opts *po = lim ? lim->part : NULL;
     if (po)

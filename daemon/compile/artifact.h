@@ -53,9 +53,11 @@ int gxd_artifact_read(const void *buf, size_t len, const gx_graph *g, const char
 /* The key of the artifact of plan inputs for graph graph_id on the
  * devices of lim (lim->part; NULL: the CPU) in this build:
  * "<graph id>-<16 hex digits>" into buf (at least 96 bytes). The hex digits
- * hash the inputs' dtypes, shapes and layouts, keyed inputs' values, the
- * device names and the build id. */
-void gxd_artifact_key(const char *graph_id, const gx_view *inputs, size_t n_inputs,
-                      const gxd_compile_limits *lim, char *buf, size_t len);
+ * hash the inputs' dtypes, shapes and layouts, the values of keyed inputs
+ * (keyed[i], NULL: none; as the compiler keys them: with data, at most
+ * GXD_MAX_KEY_BYTES), the device names, the compiler's switches and the
+ * build id. Plans for other keyed values have other keys. */
+void gxd_artifact_key(const char *graph_id, const gx_view *inputs, const bool *keyed,
+                      size_t n_inputs, const gxd_compile_limits *lim, char *buf, size_t len);
 
 #endif

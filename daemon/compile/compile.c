@@ -229,6 +229,17 @@ int gxd_verify(const gx_graph *g, const gxd_compile_limits *lim, char *err, size
     return gxd_verify_sub(g, NULL, 0, lim, err, errlen);
 }
 
+int gxd_verify_keyed(const gx_graph *g, const gxd_compile_limits *lim, bool *keyed, char *err,
+                     size_t errlen)
+{
+    gxd_plan *p = NULL;
+    int rc = s_run(g, NULL, 0, NULL, NULL, lim, 1, &p, err, errlen);
+    for (size_t i = 0; rc == GX_OK && i < p->n_inputs && i < g->n_inputs; i++)
+        keyed[i] = p->values[p->inputs[i]].keyed;
+    gxd_plan_destroy(&p);
+    return rc;
+}
+
 int gxd_compile_sub(const gx_graph *g, const char *const *captured, size_t n_captured,
                     const gx_view *inputs, const gxd_compile_limits *lim, gxd_plan **out,
                     char *err, size_t errlen)

@@ -414,6 +414,11 @@ typedef struct gxd_compile_limits {
  * GX_OK, or GX_EGRAPH / GX_EOP / GX_EATTR / GX_ELIMIT with a message naming
  * the node and the problem. */
 int gxd_verify(const gx_graph *g, const gxd_compile_limits *lim, char *err, size_t errlen);
+/* gxd_verify, and which graph inputs are keyed (their values shape the
+ * plan, when at most GXD_MAX_KEY_BYTES): keyed[i] for input i, the caller's
+ * array of g->n_inputs. */
+int gxd_verify_keyed(const gx_graph *g, const gxd_compile_limits *lim, bool *keyed, char *err,
+                     size_t errlen);
 
 /* Run every pass for the given input shapes (in graph input order; a
  * symbolic declared dim takes the given size; data, where given, is read for
