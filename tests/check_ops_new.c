@@ -32,63 +32,15 @@
 
 #define A_STR(key, v) ((gx_attr){.name = (char *)(key), .type = GX_ATTR_STRING, .s = (char *)(v)})
 
-static size_t s_nbytes(const gx_view *v)
-{
-    return (size_t)v->numel * gx_dtype_size(v->dtype);
-}
-
-/* A float32 view shaped like x, for a reference's values. */
-static gx_view s_like(const gx_view *x)
-{
-    gx_view v = *x;
-    v.dtype = GX_F32;
-    v.data = ot_alloc((size_t)v.numel * sizeof(float));
-    return v;
-}
-
-/* Runs op with nth = 1, then 3 and 7: every output must equal the nth = 1
- * one byte for byte, and each share run alone on outputs filled with 0x00
- * and with 0xFF must write disjoint bytes that together cover them all.
- * Fills out[0..n_out) with the nth = 1 outputs. */
-static void s_check_threads(gx_op op, const gx_node *node, int n_in, const gx_view *in, int n_out,
-                            gx_view *out)
-{
-    gx_attrval av[GX_MAX_ATTRS];
-    char err[ERRLEN];
-    const char *name = gx_op_name(op);
-    int rc = ot_run_n(op, node, n_in, in, 1, av, n_out, out, err);
-    ck_assert_msg(rc == GX_OK, "%s: %s", name, err);
-    for (int nth = 3; nth <= 7; nth += 4) {
-        gx_view on[4];
-        ck_assert_int_eq(ot_run_n(op, node, n_in, in, nth, av, n_out, on, err), GX_OK);
-        for (int i = 0; i < n_out; i++)
-            ck_assert_msg(memcmp(on[i].data, out[i].data, s_nbytes(&out[i])) == 0,
-                          "%s: output %d with nth=%d differs from nth=1", name, i, nth);
-        ot_check_shares(op, av, n_in, in, n_out, out, nth);
-    }
-}
-
-/* s_check_threads with one float32 output, compared with want. */
-static void s_check_f32(gx_op op, const gx_node *node, int n_in, const gx_view *in,
-                        const gx_view *want, float rtol, float atol)
-{
-    gx_view out;
-    s_check_threads(op, node, n_in, in, 1, &out);
-    ot_check_shape(&out, want->ndim, want->shape);
-    ck_assert_int_eq(out.dtype, GX_F32);
-    ck_assert_msg(ot_close(out.data, want->data, want->numel, rtol, atol), "%s: values",
-                  gx_op_name(op));
-}
-
-/* s_check_threads with one output of any dtype, equal to want bit for bit. */
+/* ot_check_threads with one output of any dtype, equal to want bit for bit. */
 static void s_check_exact(gx_op op, const gx_node *node, int n_in, const gx_view *in,
                           gx_view want)
 {
     gx_view out;
-    s_check_threads(op, node, n_in, in, 1, &out);
+    ot_check_threads(op, node, n_in, in, 1, &out);
     ot_check_shape(&out, want.ndim, want.shape);
     ck_assert_int_eq(out.dtype, want.dtype);
-    ck_assert_msg(memcmp(out.data, want.data, s_nbytes(&want)) == 0, "%s: values",
+    ck_assert_msg(memcmp(out.data, want.data, ot_nbytes(&want)) == 0, "%s: values",
                   gx_op_name(op));
 }
 
@@ -109,27 +61,27 @@ START_TEST(test_mish)
     /* the ONNX node test's formula on a few hand-picked points, extremes
      * included: softplus(x) ~ x above 20, ~ e^x far below 0 */
     gx_view x = F32V(SHAPE(2, 5), -100, -20, -3, -1, -0.5f, 0, 0.5f, 1, 3, 100);
-    gx_view want = s_like(&x);
+    gx_view want = ot_like_f32(&x);
     for (int64_t i = 0; i < x.numel; i++)
         ((float *)want.data)[i] = (float)s_mish_ref(((float *)x.data)[i]);
-    s_check_f32(GX_OP_MISH, NULL, 1, &x, &want, 2e-6f, 1e-7f);
+    ot_check_f32(GX_OP_MISH, NULL, 1, &x, &want, 2e-6f, 1e-7f);
     /* mish(1) = tanh(ln(1 + e)) = 0.86509838... */
     ck_assert_float_eq_tol(((float *)want.data)[7], 0.8650984f, 1e-6f);
     gx_view r = RANDV(3, 7, 131);
-    want = s_like(&r);
+    want = ot_like_f32(&r);
     for (int64_t i = 0; i < r.numel; i++)
         ((float *)want.data)[i] = (float)s_mish_ref(((float *)r.data)[i]);
-    s_check_f32(GX_OP_MISH, NULL, 1, &r, &want, 2e-6f, 1e-7f);
+    ot_check_f32(GX_OP_MISH, NULL, 1, &r, &want, 2e-6f, 1e-7f);
     /* float64 and float16 */
     gx_view d = F64V(SHAPE(4), -2, -0.25, 0.75, 4);
     gx_view out;
-    s_check_threads(GX_OP_MISH, NULL, 1, &d, 1, &out);
+    ot_check_threads(GX_OP_MISH, NULL, 1, &d, 1, &out);
     for (int i = 0; i < 4; i++)
         ck_assert_double_eq_tol(((double *)out.data)[i], s_mish_ref(((double *)d.data)[i]),
                                 1e-15);
     uint16_t h[3] = {gx_f32_to_f16(-1.5f), gx_f32_to_f16(0.25f), gx_f32_to_f16(2.0f)};
     gx_view hv = ot_view(GX_F16, ot_copy(h, sizeof h), SHAPE(3));
-    s_check_threads(GX_OP_MISH, NULL, 1, &hv, 1, &out);
+    ot_check_threads(GX_OP_MISH, NULL, 1, &hv, 1, &out);
     ck_assert_int_eq(out.dtype, GX_F16);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(((uint16_t *)out.data)[i],
@@ -149,10 +101,10 @@ START_TEST(test_swish)
     gx_view r = RANDV(5, 301);
     for (int a = 0; a < 3; a++) {
         const double alpha = a == 0 ? 1.0 : a == 1 ? 0.5 : -1.75;
-        gx_view want = s_like(&r);
+        gx_view want = ot_like_f32(&r);
         for (int64_t i = 0; i < r.numel; i++)
             ((float *)want.data)[i] = (float)s_swish_ref(((float *)r.data)[i], alpha);
-        s_check_f32(GX_OP_SWISH, a ? NODE(A_FLOAT("alpha", alpha)) : NULL, 1, &r, &want, 2e-6f,
+        ot_check_f32(GX_OP_SWISH, a ? NODE(A_FLOAT("alpha", alpha)) : NULL, 1, &r, &want, 2e-6f,
                     1e-7f);
     }
     /* large |x|: sigmoid saturates without NaN */
@@ -160,7 +112,7 @@ START_TEST(test_swish)
     ot_expect(GX_OP_SWISH, NULL, 1, &big, F32V(SHAPE(4), -0.0f, -0.0f, 90, 200), 0, 1e-30f);
     gx_view d = F64V(SHAPE(3), -1, 0.5, 2);
     gx_view out;
-    s_check_threads(GX_OP_SWISH, NODE(A_FLOAT("alpha", 2.0)), 1, &d, 1, &out);
+    ot_check_threads(GX_OP_SWISH, NODE(A_FLOAT("alpha", 2.0)), 1, &d, 1, &out);
     for (int i = 0; i < 3; i++)
         ck_assert_double_eq_tol(((double *)out.data)[i], s_swish_ref(((double *)d.data)[i], 2.0),
                                 1e-15);
@@ -233,8 +185,8 @@ START_TEST(test_bitwise_reference)
             }
         }
         gx_view big = ot_rand(dt, SHAPE(4, 301));
-        gx_view want = ot_view(dt, ot_alloc(s_nbytes(&big)), big.ndim, big.shape);
-        for (size_t k = 0; k < s_nbytes(&big); k++)
+        gx_view want = ot_view(dt, ot_alloc(ot_nbytes(&big)), big.ndim, big.shape);
+        for (size_t k = 0; k < ot_nbytes(&big); k++)
             ((unsigned char *)want.data)[k] = (unsigned char)~((unsigned char *)big.data)[k];
         s_check_exact(GX_OP_BITWISE_NOT, NULL, 1, &big, want);
     }
@@ -297,19 +249,19 @@ START_TEST(test_lpnorm)
     /* a zero vector: 0 / 0 */
     gx_view z = F32V(SHAPE(1, 2), 0, 0);
     gx_view out;
-    s_check_threads(GX_OP_LPNORM, NULL, 1, &z, 1, &out);
+    ot_check_threads(GX_OP_LPNORM, NULL, 1, &z, 1, &out);
     ck_assert(isnan(((float *)out.data)[0]) && isnan(((float *)out.data)[1]));
     gx_view r = RANDV(3, 5, 37), row = RANDV(2, 5000);
     for (int p = 1; p <= 2; p++) {
         for (int axis = -3; axis < 3; axis++) {
-            gx_view want = s_like(&r);
+            gx_view want = ot_like_f32(&r);
             s_ref_lpnorm(&r, axis < 0 ? axis + 3 : axis, p, &want);
-            s_check_f32(GX_OP_LPNORM, NODE(A_INT("axis", axis), A_INT("p", p)), 1, &r, &want,
+            ot_check_f32(GX_OP_LPNORM, NODE(A_INT("axis", axis), A_INT("p", p)), 1, &r, &want,
                         2e-6f, 1e-7f);
         }
-        gx_view want = s_like(&row);
+        gx_view want = ot_like_f32(&row);
         s_ref_lpnorm(&row, 1, p, &want);
-        s_check_f32(GX_OP_LPNORM, NODE(A_INT("p", p)), 1, &row, &want, 2e-6f, 1e-7f);
+        ot_check_f32(GX_OP_LPNORM, NODE(A_INT("p", p)), 1, &row, &want, 2e-6f, 1e-7f);
     }
     gx_view i = I64V(SHAPE(2), 1, 2), sc = F32V(SHAPE(1), 1);
     sc.ndim = 0;
@@ -369,20 +321,20 @@ START_TEST(test_groupnorm)
             continue;
         gx_view scc = RANDV(6), bc = RANDV(6), scg = ot_rand(GX_F32, 1, (int64_t[]){g}),
                 bg = ot_rand(GX_F32, 1, (int64_t[]){g});
-        gx_view want = s_like(&r);
+        gx_view want = ot_like_f32(&r);
         s_ref_groupnorm(&r, g, scc.data, bc.data, false, 1e-5, &want);
-        s_check_f32(GX_OP_GROUPNORM, NODE(A_INT("num_groups", g)), 3, (gx_view[]){r, scc, bc},
+        ot_check_f32(GX_OP_GROUPNORM, NODE(A_INT("num_groups", g)), 3, (gx_view[]){r, scc, bc},
                     &want, 2e-5f, 2e-6f);
         s_ref_groupnorm(&r, g, scg.data, bg.data, g != 6, 1e-2, &want);
-        s_check_f32(GX_OP_GROUPNORM,
+        ot_check_f32(GX_OP_GROUPNORM,
                     NODE(A_INT("num_groups", g), A_FLOAT("epsilon", 1e-2), A_INT("stash_type", 1)),
                     3, (gx_view[]){r, scg, bg}, &want, 2e-5f, 2e-6f);
     }
     /* rank 2: one value per channel */
     gx_view r2 = RANDV(4, 6), s6 = RANDV(6), b6 = RANDV(6);
-    gx_view want = s_like(&r2);
+    gx_view want = ot_like_f32(&r2);
     s_ref_groupnorm(&r2, 3, s6.data, b6.data, false, 1e-5, &want);
-    s_check_f32(GX_OP_GROUPNORM, NODE(A_INT("num_groups", 3)), 3, (gx_view[]){r2, s6, b6}, &want,
+    ot_check_f32(GX_OP_GROUPNORM, NODE(A_INT("num_groups", 3)), 3, (gx_view[]){r2, s6, b6}, &want,
                 2e-5f, 2e-6f);
     /* errors */
     gx_view s3 = RANDV(3), s4 = RANDV(4), s2 = RANDV(2), i = I64V(SHAPE(1, 4), 1, 2, 3, 4);
@@ -456,7 +408,7 @@ START_TEST(test_center_crop_pad)
      * first, by the slices the test writes out */
     gx_view x = RANDV(20, 10, 3), y;
     gx_view sh = I64V(SHAPE(3), 10, 7, 3);
-    s_check_threads(GX_OP_CENTER_CROP_PAD, NULL, 2, (gx_view[]){x, sh}, 1, &y);
+    ot_check_threads(GX_OP_CENTER_CROP_PAD, NULL, 2, (gx_view[]){x, sh}, 1, &y);
     ot_check_shape(&y, SHAPE(10, 7, 3));
     for (int64_t i = 0; i < 10; i++)
         for (int64_t j = 0; j < 7; j++)
@@ -568,7 +520,7 @@ START_TEST(test_col2im)
     for (int i = 0; i < 25; i++)
         seq[i] = (float)(i + 1);
     gx_view want = ot_view(GX_F32, ot_copy(seq, sizeof seq), SHAPE(1, 1, 5, 5));
-    s_check_f32(GX_OP_COL2IM, NULL, 3, (gx_view[]){x, I64V(SHAPE(2), 5, 5), I64V(SHAPE(2), 1, 5)},
+    ot_check_f32(GX_OP_COL2IM, NULL, 3, (gx_view[]){x, I64V(SHAPE(2), 5, 5), I64V(SHAPE(2), 1, 5)},
                 &want, 0, 0);
     /* col2im_pads: 1x5 blocks over [5, 5] padded by 1 all round: blocks
      * of a row overlap */
@@ -608,7 +560,7 @@ START_TEST(test_col2im)
                              (int64_t[]){n});
         gx_view bv = ot_view(GX_I64, ot_copy(cases[c].block, (size_t)n * sizeof(int64_t)), 1,
                              (int64_t[]){n});
-        s_check_f32(GX_OP_COL2IM, &node, 3, (gx_view[]){in, iv, bv}, &ref, 1e-6f, 1e-6f);
+        ot_check_f32(GX_OP_COL2IM, &node, 3, (gx_view[]){in, iv, bv}, &ref, 1e-6f, 1e-6f);
     }
     /* errors */
     gx_view im = I64V(SHAPE(2), 5, 5), bl = I64V(SHAPE(2), 1, 5);
@@ -647,7 +599,7 @@ static gx_view s_ref_rotary(const gx_view *x, const float *cosc, const float *si
     const bool four = x->ndim == 4;
     const int64_t B = x->shape[0], S = x->shape[four ? 2 : 1];
     const int64_t hd = four ? x->shape[3] : x->shape[2] / heads, half = dim / 2;
-    gx_view y = s_like(x);
+    gx_view y = ot_like_f32(x);
     const float *px = x->data;
     float *py = y.data;
     for (int64_t b = 0; b < B; b++)
@@ -701,10 +653,10 @@ START_TEST(test_rotary_embedding)
                                     A_INT("rotary_embedding_dim", dim == D && il ? 0 : dim)};
                 gx_node node = {.n_attr = 3, .attr = attrs};
                 gx_view want = s_ref_rotary(&xr, pc.data, ps.data, pos.data, H, dim, il);
-                s_check_f32(GX_OP_ROTARY_EMBEDDING, &node, 4, (gx_view[]){xr, pc, ps, pos}, &want,
+                ot_check_f32(GX_OP_ROTARY_EMBEDDING, &node, 4, (gx_view[]){xr, pc, ps, pos}, &want,
                             0, 0);
                 want = s_ref_rotary(&xr, bc.data, bs.data, NULL, H, dim, il);
-                s_check_f32(GX_OP_ROTARY_EMBEDDING, &node, 3, (gx_view[]){xr, bc, bs}, &want, 0,
+                ot_check_f32(GX_OP_ROTARY_EMBEDDING, &node, 3, (gx_view[]){xr, bc, bs}, &want, 0,
                             0);
             }
         }
@@ -815,7 +767,7 @@ START_TEST(test_affine_grid)
                     ((float *)want.data)[i * sd + r] = (float)v;
                 }
             }
-            s_check_f32(GX_OP_AFFINE_GRID, NODE(A_INT("align_corners", align)), 2,
+            ot_check_f32(GX_OP_AFFINE_GRID, NODE(A_INT("align_corners", align)), 2,
                         (gx_view[]){theta, sz}, &want, 1e-6f, 1e-6f);
         }
     }
@@ -849,7 +801,7 @@ static gx_view s_ref_tensor_scatter(const gx_view *past, const gx_view *up, cons
                                     int axis, bool circular)
 {
     const size_t es = gx_dtype_size(past->dtype);
-    gx_view y = ot_view(past->dtype, ot_copy(past->data, s_nbytes(past) + 1), past->ndim,
+    gx_view y = ot_view(past->dtype, ot_copy(past->data, ot_nbytes(past) + 1), past->ndim,
                         past->shape);
     const int64_t inner = gx_shape_numel(past->ndim - axis - 1, past->shape + axis + 1, INT64_MAX);
     const int64_t outer = gx_shape_numel(axis, past->shape, INT64_MAX);
@@ -1088,11 +1040,11 @@ START_TEST(test_deformconv)
         gx_node node = {.n_attr = 6, .attr = attrs};
         gx_view want = s_ref_deformconv(&xr, &wr, &ofr, br.data, mr.data, cases[c].group,
                                         cases[c].og, cases[c].str, cases[c].pads, cases[c].dil);
-        s_check_f32(GX_OP_DEFORMCONV, &node, 5, (gx_view[]){xr, wr, ofr, br, mr}, &want, 1e-5f,
+        ot_check_f32(GX_OP_DEFORMCONV, &node, 5, (gx_view[]){xr, wr, ofr, br, mr}, &want, 1e-5f,
                     1e-5f);
         want = s_ref_deformconv(&xr, &wr, &ofr, NULL, NULL, cases[c].group, cases[c].og,
                                 cases[c].str, cases[c].pads, cases[c].dil);
-        s_check_f32(GX_OP_DEFORMCONV, &node, 3, (gx_view[]){xr, wr, ofr}, &want, 1e-5f, 1e-5f);
+        ot_check_f32(GX_OP_DEFORMCONV, &node, 3, (gx_view[]){xr, wr, ofr}, &want, 1e-5f, 1e-5f);
     }
     /* errors */
     ot_expect_error(GX_OP_DEFORMCONV, NULL, 3, (gx_view[]){x, w, offp}, GX_ESHAPE,

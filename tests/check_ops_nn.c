@@ -51,53 +51,6 @@ static gx_view s_iota(int ndim, const int64_t *shape)
     return v;
 }
 
-static gx_view s_like(const gx_view *x)
-{
-    gx_view v = *x;
-    v.dtype = GX_F32;
-    v.data = ot_alloc((size_t)v.numel * sizeof(float));
-    return v;
-}
-
-static size_t s_nbytes(const gx_view *v)
-{
-    return (size_t)v->numel * gx_dtype_size(v->dtype);
-}
-
-/* Runs op with nth = 1, then 3 and 7: every output must equal the nth = 1
- * one byte for byte, and each share run alone on outputs filled with 0x00
- * and with 0xFF must write disjoint bytes that together cover them all.
- * Fills out[0..n_out) with the nth = 1 outputs. */
-static void s_check_threads(gx_op op, const gx_node *node, int n_in, const gx_view *in, int n_out,
-                            gx_view *out)
-{
-    gx_attrval av[GX_MAX_ATTRS];
-    char err[ERRLEN];
-    const char *name = gx_op_name(op);
-    int rc = ot_run_n(op, node, n_in, in, 1, av, n_out, out, err);
-    ck_assert_msg(rc == GX_OK, "%s: %s", name, err);
-    for (int nth = 3; nth <= 7; nth += 4) {
-        gx_view on[4];
-        ck_assert_int_eq(ot_run_n(op, node, n_in, in, nth, av, n_out, on, err), GX_OK);
-        for (int i = 0; i < n_out; i++)
-            ck_assert_msg(memcmp(on[i].data, out[i].data, s_nbytes(&out[i])) == 0,
-                          "%s: output %d with nth=%d differs from nth=1", name, i, nth);
-        ot_check_shares(op, av, n_in, in, n_out, out, nth);
-    }
-}
-
-/* s_check_threads with one float32 output, compared with want. */
-static void s_check_f32(gx_op op, const gx_node *node, int n_in, const gx_view *in,
-                        const gx_view *want, float rtol, float atol)
-{
-    gx_view out;
-    s_check_threads(op, node, n_in, in, 1, &out);
-    ot_check_shape(&out, want->ndim, want->shape);
-    ck_assert_int_eq(out.dtype, GX_F32);
-    ck_assert_msg(ot_close(out.data, want->data, want->numel, rtol, atol), "%s: values",
-                  gx_op_name(op));
-}
-
 /* ---- Softmax, LogSoftmax, Hardmax ---- */
 
 static void s_ref_softmax(gx_op op, int axis, const gx_view *x, gx_view *y)
@@ -133,16 +86,16 @@ START_TEST(test_softmax_family)
     gx_view x = RANDV(3, 37, 41), big = RANDV(2, 300, 5), row = RANDV(4, 700);
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         for (int axis = -3; axis < 3; axis++) {
-            gx_view want = s_like(&x);
+            gx_view want = ot_like_f32(&x);
             s_ref_softmax(ops[i], axis < 0 ? axis + 3 : axis, &x, &want);
-            s_check_f32(ops[i], NODE(A_INT("axis", axis)), 1, &x, &want, 2e-6f, 1e-6f);
+            ot_check_f32(ops[i], NODE(A_INT("axis", axis)), 1, &x, &want, 2e-6f, 1e-6f);
         }
-        gx_view want = s_like(&big);
+        gx_view want = ot_like_f32(&big);
         s_ref_softmax(ops[i], 1, &big, &want);
-        s_check_f32(ops[i], NODE(A_INT("axis", 1)), 1, &big, &want, 2e-6f, 1e-6f);
-        want = s_like(&row);
+        ot_check_f32(ops[i], NODE(A_INT("axis", 1)), 1, &big, &want, 2e-6f, 1e-6f);
+        want = ot_like_f32(&row);
         s_ref_softmax(ops[i], 1, &row, &want);
-        s_check_f32(ops[i], NULL, 1, &row, &want, 2e-6f, 1e-6f);
+        ot_check_f32(ops[i], NULL, 1, &row, &want, 2e-6f, 1e-6f);
     }
     /* from the operator documentation: large inputs stay finite */
     gx_view large = F32V(SHAPE(2, 4), 0, 1, 2, 3, 10000, 10001, 10002, 10003);
@@ -224,14 +177,14 @@ START_TEST(test_batchnorm)
         gx_view x = ot_rand(GX_F32, ranks[s], shapes[s]);
         const int64_t C = x.shape[1], S = x.numel / (x.shape[0] * C);
         gx_view bn[5] = {x, RANDV(C), RANDV(C), RANDV(C), s_positive(C)};
-        gx_view want = s_like(&x);
+        gx_view want = ot_like_f32(&x);
         const float *sc = bn[1].data, *b = bn[2].data, *m = bn[3].data, *v = bn[4].data;
         for (int64_t i = 0; i < x.numel; i++) {
             int64_t c = i / S % C;
             ((float *)want.data)[i] = (float)((((float *)x.data)[i] - m[c]) /
                                                   sqrt(v[c] + 1e-3) * sc[c] + b[c]);
         }
-        s_check_f32(GX_OP_BATCHNORM, NODE(A_FLOAT("epsilon", 1e-3), A_INT("spatial", 1)), 5, bn,
+        ot_check_f32(GX_OP_BATCHNORM, NODE(A_FLOAT("epsilon", 1e-3), A_INT("spatial", 1)), 5, bn,
                     &want, 1e-5f, 1e-5f);
     }
 }
@@ -246,13 +199,13 @@ START_TEST(test_batchnorm_training)
     const gx_node *node =
         NODE(A_INT("training_mode", 1), A_FLOAT("momentum", 0.8), A_FLOAT("epsilon", 1e-2));
     gx_view out[3];
-    s_check_threads(GX_OP_BATCHNORM, node, 5, in, 3, out);
+    ot_check_threads(GX_OP_BATCHNORM, node, 5, in, 3, out);
     bool reduced[4] = {true, false, true, true};
     double mean[5], var[5];
     int64_t *group = ot_alloc((size_t)x.numel * sizeof *group);
     s_ref_stats(&x, reduced, mean, var, group);
     const float *sc = in[1].data, *b = in[2].data, *rm = in[3].data, *rv = in[4].data;
-    gx_view want = s_like(&x);
+    gx_view want = ot_like_f32(&x);
     for (int64_t i = 0; i < x.numel; i++) {
         int64_t c = group[i];
         ((float *)want.data)[i] =
@@ -269,7 +222,7 @@ START_TEST(test_batchnorm_training)
     ck_assert(ot_close(out[1].data, wm, 5, 1e-5f, 1e-6f));
     ck_assert(ot_close(out[2].data, wv, 5, 1e-5f, 1e-6f));
     /* Y alone in training mode uses the batch statistics too */
-    s_check_f32(GX_OP_BATCHNORM, node, 5, in, &want, 1e-5f, 1e-5f);
+    ot_check_f32(GX_OP_BATCHNORM, node, 5, in, &want, 1e-5f, 1e-5f);
 }
 END_TEST
 
@@ -283,7 +236,7 @@ START_TEST(test_rmsnorm)
         const int64_t n = gx_shape_numel(nn, x.shape + a, INT64_MAX), rows = x.numel / n;
         /* scale: the whole normalised shape, or broadcast from its last dim */
         gx_view sc = axis == -1 ? ot_rand(GX_F32, 1, x.shape + 3) : ot_rand(GX_F32, nn, x.shape + a);
-        gx_view want = s_like(&x);
+        gx_view want = ot_like_f32(&x);
         for (int64_t r = 0; r < rows; r++) {
             double ss = 0;
             for (int64_t j = 0; j < n; j++) {
@@ -296,7 +249,7 @@ START_TEST(test_rmsnorm)
                     (float)(((float *)x.data)[r * n + j] * inv * ((float *)sc.data)[j % sc.numel]);
         }
         gx_view in[2] = {x, sc};
-        s_check_f32(GX_OP_RMSNORM, NODE(A_INT("axis", axis), A_FLOAT("epsilon", 1e-6)), 2, in,
+        ot_check_f32(GX_OP_RMSNORM, NODE(A_INT("axis", axis), A_FLOAT("epsilon", 1e-6)), 2, in,
                     &want, 1e-5f, 1e-6f);
     }
     gx_view in[2] = {x, RANDV(5, 1)};
@@ -479,12 +432,12 @@ START_TEST(test_attention)
                    in[4].data, in[5].data, want.data);
         const gx_node *node = &(gx_node){.n_attr = na, .attr = attrs};
         if (!c->past) {
-            s_check_f32(GX_OP_ATTENTION, node, n_in, in, &want, 1e-4f, 1e-5f);
+            ot_check_f32(GX_OP_ATTENTION, node, n_in, in, &want, 1e-4f, 1e-5f);
             continue;
         }
         /* present_key and present_value: the cache, then K and V, as 4-D */
         gx_view out[3];
-        s_check_threads(GX_OP_ATTENTION, node, n_in, in, 3, out);
+        ot_check_threads(GX_OP_ATTENTION, node, n_in, in, 3, out);
         ck_assert_msg(ot_close(out[0].data, want.data, want.numel, 1e-4f, 1e-5f), "case %zu", ci);
         const int64_t total = c->past + c->skv;
         for (int o = 1; o <= 2; o++) {
@@ -531,7 +484,7 @@ START_TEST(test_layernorm)
         s_ref_stats(&x, reduced, mean, var, group);
         /* scale the full normalised shape; B broadcast from its last dim */
         gx_view sc = ot_rand(GX_F32, nn, x.shape + a), b = ot_rand(GX_F32, 1, x.shape + 3);
-        gx_view want[3] = {s_like(&x)};
+        gx_view want[3] = {ot_like_f32(&x)};
         int64_t st[4];
         for (int d = 0; d < 4; d++)
             st[d] = d < a ? x.shape[d] : 1;
@@ -548,7 +501,7 @@ START_TEST(test_layernorm)
         }
         gx_view out[3];
         gx_view in[3] = {x, sc, b};
-        s_check_threads(GX_OP_LAYERNORM, NODE(A_INT("axis", axis)), 3, in, 3, out);
+        ot_check_threads(GX_OP_LAYERNORM, NODE(A_INT("axis", axis)), 3, in, 3, out);
         for (int o = 0; o < 3; o++) {
             ot_check_shape(&out[o], want[o].ndim, want[o].shape);
             ck_assert_msg(ot_close(out[o].data, want[o].data, want[o].numel, 1e-5f, 1e-5f),
@@ -586,14 +539,14 @@ START_TEST(test_instancenorm)
     double mean[12], var[12];
     int64_t *group = ot_alloc((size_t)x.numel * sizeof *group);
     s_ref_stats(&x, reduced, mean, var, group);
-    gx_view want = s_like(&x);
+    gx_view want = ot_like_f32(&x);
     for (int64_t i = 0; i < x.numel; i++) {
         const int64_t g = group[i], c = g % 4;
         ((float *)want.data)[i] = (float)((((float *)x.data)[i] - mean[g]) /
                                               sqrt(var[g] + 0.05) * ((float *)in2[1].data)[c] +
                                           ((float *)in2[2].data)[c]);
     }
-    s_check_f32(GX_OP_INSTANCENORM, NODE(A_FLOAT("epsilon", 0.05)), 3, in2, &want, 1e-5f, 1e-5f);
+    ot_check_f32(GX_OP_INSTANCENORM, NODE(A_FLOAT("epsilon", 0.05)), 3, in2, &want, 1e-5f, 1e-5f);
 }
 END_TEST
 
@@ -609,14 +562,14 @@ START_TEST(test_mvn)
         double mean[360], var[360];
         int64_t *group = ot_alloc((size_t)x.numel * sizeof *group);
         s_ref_stats(&x, reduced, mean, var, group);
-        gx_view want = s_like(&x);
+        gx_view want = ot_like_f32(&x);
         for (int64_t i = 0; i < x.numel; i++)
             ((float *)want.data)[i] =
                 (float)((((float *)x.data)[i] - mean[group[i]]) / (sqrt(var[group[i]]) + 1e-9));
         gx_attr a = {.name = "axes", .type = GX_ATTR_INTS, .ints = (int64_t *)axes_sets[s],
                      .n = nsets[s]};
         const gx_node *node = s == 0 ? NULL : &(gx_node){.n_attr = 1, .attr = &a};
-        s_check_f32(GX_OP_MVN, node, 1, &x, &want, 1e-5f, 1e-5f);
+        ot_check_f32(GX_OP_MVN, node, 1, &x, &want, 1e-5f, 1e-5f);
     }
 }
 END_TEST
@@ -627,7 +580,7 @@ START_TEST(test_lrn)
 {
     gx_view x = RANDV(2, 7, 5, 9);
     for (int size = 1; size <= 4; size++) {
-        gx_view want = s_like(&x);
+        gx_view want = ot_like_f32(&x);
         const float *px = x.data;
         for (int64_t i = 0; i < x.numel; i++) {
             const int64_t c = i / 45 % 7, base = i - c * 45;
@@ -637,7 +590,7 @@ START_TEST(test_lrn)
                     sq += (double)px[base + cc * 45] * px[base + cc * 45];
             ((float *)want.data)[i] = (float)(px[i] / pow(1.5 + 0.01 / size * sq, 0.6));
         }
-        s_check_f32(GX_OP_LRN,
+        ot_check_f32(GX_OP_LRN,
                     NODE(A_INT("size", size), A_FLOAT("alpha", 0.01), A_FLOAT("beta", 0.6),
                          A_FLOAT("bias", 1.5)),
                     1, &x, &want, 1e-5f, 1e-6f);
@@ -646,7 +599,7 @@ START_TEST(test_lrn)
     gx_view wide = RANDV(1, 3, 4099);
     for (int64_t i = 0; i < wide.numel; i++)
         ((float *)wide.data)[i] *= (float)pow(10, (double)(i % 97) / 12 - 3);
-    gx_view want = s_like(&wide);
+    gx_view want = ot_like_f32(&wide);
     for (int64_t i = 0; i < wide.numel; i++) {
         const float *pw = wide.data;
         const int64_t c = i / 4099, base = i - c * 4099;
@@ -656,12 +609,12 @@ START_TEST(test_lrn)
                 sq += (double)pw[base + cc * 4099] * pw[base + cc * 4099];
         ((float *)want.data)[i] = (float)(pw[i] / pow(1e-3 + 30.0 / 3 * sq, 0.75));
     }
-    s_check_f32(GX_OP_LRN, NODE(A_INT("size", 3), A_FLOAT("alpha", 30), A_FLOAT("bias", 1e-3)), 1,
+    ot_check_f32(GX_OP_LRN, NODE(A_INT("size", 3), A_FLOAT("alpha", 30), A_FLOAT("bias", 1e-3)), 1,
                 &wide, &want, 2e-6f, 0);
     /* an infinity makes its neighbours' bases infinite: libm's pow there */
     gx_view inf = F32V(SHAPE(1, 3, 2), 1, 2, INFINITY, 3, 4, 5);
     gx_view out;
-    s_check_threads(GX_OP_LRN, NODE(A_INT("size", 3)), 1, &inf, 1, &out);
+    ot_check_threads(GX_OP_LRN, NODE(A_INT("size", 3)), 1, &inf, 1, &out);
     const float *po = out.data;
     ck_assert(po[0] == 0 && po[4] == 0 && isnan(po[2]));
     ck_assert(fabsf(po[1] - (float)(2 / pow(1 + 1e-4 / 3 * 13, 0.75))) < 1e-6f);
@@ -680,24 +633,24 @@ START_TEST(test_dropout)
 {
     gx_view x = RANDV(5, 77);
     gx_view out[2];
-    s_check_threads(GX_OP_DROPOUT, NULL, 1, &x, 2, out);
-    ck_assert(memcmp(out[0].data, x.data, s_nbytes(&x)) == 0);
+    ot_check_threads(GX_OP_DROPOUT, NULL, 1, &x, 2, out);
+    ck_assert(memcmp(out[0].data, x.data, ot_nbytes(&x)) == 0);
     ck_assert_int_eq(out[1].dtype, GX_BOOL);
     for (int64_t i = 0; i < x.numel; i++)
         ck_assert(((bool *)out[1].data)[i]);
     /* a ratio input, training off, training with ratio 0: all copy */
     const bool t = true, f = false;
     gx_view in[3] = {x, s_f32_scalar(0.3f), s_scalar(GX_BOOL, &f)};
-    s_check_threads(GX_OP_DROPOUT, NODE(A_INT("seed", 3)), 3, in, 2, out);
-    ck_assert(memcmp(out[0].data, x.data, s_nbytes(&x)) == 0);
+    ot_check_threads(GX_OP_DROPOUT, NODE(A_INT("seed", 3)), 3, in, 2, out);
+    ck_assert(memcmp(out[0].data, x.data, ot_nbytes(&x)) == 0);
     in[1] = s_f32_scalar(0);
     in[2] = s_scalar(GX_BOOL, &t);
-    s_check_threads(GX_OP_DROPOUT, NULL, 3, in, 1, out);
-    ck_assert(memcmp(out[0].data, x.data, s_nbytes(&x)) == 0);
+    ot_check_threads(GX_OP_DROPOUT, NULL, 3, in, 1, out);
+    ck_assert(memcmp(out[0].data, x.data, ot_nbytes(&x)) == 0);
     /* the opset-7 ratio attribute, and float64 data */
     gx_view d = ot_rand(GX_F64, SHAPE(33));
-    s_check_threads(GX_OP_DROPOUT, NODE(A_FLOAT("ratio", 0.2)), 1, &d, 1, out);
-    ck_assert(out[0].dtype == GX_F64 && memcmp(out[0].data, d.data, s_nbytes(&d)) == 0);
+    ot_check_threads(GX_OP_DROPOUT, NODE(A_FLOAT("ratio", 0.2)), 1, &d, 1, out);
+    ck_assert(out[0].dtype == GX_F64 && memcmp(out[0].data, d.data, ot_nbytes(&d)) == 0);
 }
 END_TEST
 
@@ -883,7 +836,7 @@ START_TEST(test_resize_reference)
                         else
                             in[3] = ot_view(GX_I64, ot_copy(sizes[t - 3], 32), SHAPE(4));
                         gx_view want = s_rz_ref(&p, &x);
-                        s_check_f32(GX_OP_RESIZE,
+                        ot_check_f32(GX_OP_RESIZE,
                                     NODE(A_STR("mode", modes[m]),
                                          A_STR("coordinate_transformation_mode", coords[c]),
                                          A_STR("nearest_mode", nearests[nm]),
@@ -969,7 +922,7 @@ START_TEST(test_resize_nearest_dtypes)
     gx_view u8 = ot_rand(GX_U8, SHAPE(3, 5, 300));
     gx_view in[3] = {u8, NONE, F32V(SHAPE(3), 1, 1.5f, 1.9f)};
     gx_view out;
-    s_check_threads(GX_OP_RESIZE, NODE(A_STR("nearest_mode", "floor")), 3, in, 1, &out);
+    ot_check_threads(GX_OP_RESIZE, NODE(A_STR("nearest_mode", "floor")), 3, in, 1, &out);
     /* 300 * 1.9f is 569.99999 in float64: 569 columns */
     ot_check_shape(&out, SHAPE(3, 7, 569));
     for (int64_t i = 0; i < out.numel; i++) {
@@ -981,7 +934,7 @@ START_TEST(test_resize_nearest_dtypes)
     }
     gx_view i64 = I64V(SHAPE(3), 7, 8, 9);
     gx_view r1[4] = {i64, NONE, NONE, I64V(SHAPE(1), 5)};
-    s_check_threads(GX_OP_RESIZE, NODE(A_STR("coordinate_transformation_mode", "asymmetric")), 4,
+    ot_check_threads(GX_OP_RESIZE, NODE(A_STR("coordinate_transformation_mode", "asymmetric")), 4,
                     r1, 1, &out);
     static const int64_t want[] = {7, 8, 8, 9, 9};
     ck_assert(out.dtype == GX_I64 && memcmp(out.data, want, sizeof want) == 0);
@@ -996,16 +949,16 @@ START_TEST(test_upsample)
     gx_view want = F32V(SHAPE(1, 1, 4, 6), 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4,
                         3, 3, 3, 4, 4, 4);
     gx_view in[2] = {x, F32V(SHAPE(4), 1, 1, 2, 3)};
-    s_check_f32(GX_OP_UPSAMPLE, NULL, 2, in, &want, 0, 0);
-    s_check_f32(GX_OP_UPSAMPLE, NODE(A_FLOATS("scales", 1, 1, 2, 3)), 1, in, &want, 0, 0);
-    s_check_f32(GX_OP_RESIZE, NULL, 2, in, &want, 0, 0);
+    ot_check_f32(GX_OP_UPSAMPLE, NULL, 2, in, &want, 0, 0);
+    ot_check_f32(GX_OP_UPSAMPLE, NODE(A_FLOATS("scales", 1, 1, 2, 3)), 1, in, &want, 0, 0);
+    ot_check_f32(GX_OP_RESIZE, NULL, 2, in, &want, 0, 0);
     gx_view lin = F32V(SHAPE(1, 1, 2, 4), 1, 1.5, 2, 2, 3, 3.5, 4, 4);
     in[1] = F32V(SHAPE(4), 1, 1, 1, 2);
-    s_check_f32(GX_OP_UPSAMPLE, NODE(A_STR("mode", "linear")), 2, in, &lin, 0, 0);
+    ot_check_f32(GX_OP_UPSAMPLE, NODE(A_STR("mode", "linear")), 2, in, &lin, 0, 0);
     /* opset-10 Resize shrinking rounds up (as onnxruntime) */
     gx_view x24 = F32V(SHAPE(1, 1, 2, 4), 1, 2, 3, 4, 5, 6, 7, 8);
     gx_view dn[2] = {x24, F32V(SHAPE(4), 1, 1, 0.6f, 0.6f)}, dnw = F32V(SHAPE(1, 1, 1, 2), 1, 3);
-    s_check_f32(GX_OP_RESIZE, NULL, 2, dn, &dnw, 0, 0);
+    ot_check_f32(GX_OP_RESIZE, NULL, 2, dn, &dnw, 0, 0);
 }
 END_TEST
 
@@ -1087,7 +1040,7 @@ START_TEST(test_pad_reference)
                 gx_view cv = s_scalar(dts[di], (const unsigned char[8]){7, 7, 7, 7, 7, 7, 7, 7});
                 gx_view in[3] = {x, ot_view(GX_I64, ot_copy(p, 48), SHAPE(6)), cv};
                 gx_view out;
-                s_check_threads(GX_OP_PAD, NODE(A_STR("mode", modes[mi])), 3, in, 1, &out);
+                ot_check_threads(GX_OP_PAD, NODE(A_STR("mode", modes[mi])), 3, in, 1, &out);
                 int64_t shape[3];
                 for (int d = 0; d < 3; d++)
                     shape[d] = x.shape[d] + p[d] + p[3 + d];
@@ -1132,7 +1085,7 @@ START_TEST(test_depthtospace)
     gx_view r = ot_rand(GX_I16, SHAPE(2, 18, 5, 7));
     for (int crd = 0; crd < 2; crd++) {
         gx_view y;
-        s_check_threads(GX_OP_DEPTHTOSPACE,
+        ot_check_threads(GX_OP_DEPTHTOSPACE,
                         NODE(A_INT("blocksize", 3), A_STR("mode", crd ? "CRD" : "DCR")), 1, &r, 1,
                         &y);
         ot_check_shape(&y, SHAPE(2, 2, 15, 21));
@@ -1145,9 +1098,9 @@ START_TEST(test_depthtospace)
         }
         if (!crd) {
             gx_view back;
-            s_check_threads(GX_OP_SPACETODEPTH, NODE(A_INT("blocksize", 3)), 1, &y, 1, &back);
+            ot_check_threads(GX_OP_SPACETODEPTH, NODE(A_INT("blocksize", 3)), 1, &y, 1, &back);
             ot_check_shape(&back, SHAPE(2, 18, 5, 7));
-            ck_assert(memcmp(back.data, r.data, s_nbytes(&r)) == 0);
+            ck_assert(memcmp(back.data, r.data, ot_nbytes(&r)) == 0);
         }
     }
     gx_view s = s_iota(SHAPE(1, 1, 2, 4));

@@ -38,6 +38,19 @@ gx_view ot_view(gx_dtype dt, void *data, int ndim, const int64_t *shape)
     return v;
 }
 
+gx_view ot_like_f32(const gx_view *x)
+{
+    gx_view v = *x;
+    v.dtype = GX_F32;
+    v.data = ot_alloc((size_t)v.numel * sizeof(float));
+    return v;
+}
+
+size_t ot_nbytes(const gx_view *v)
+{
+    return (size_t)v->numel * gx_dtype_size(v->dtype);
+}
+
 /* A float32 view of the literal values, e.g. F32V(SHAPE(2), 1, 2). */
 
 void *ot_copy(const void *src, size_t nbytes)
@@ -166,6 +179,35 @@ void ot_expect(gx_op op, const gx_node *node, int n_in, const gx_view *in, gx_vi
         ck_assert_msg(ot_close(out.data, want.data, want.numel, rtol, atol),
                       "%s nth=%d", gx_op_name(op), nth);
     }
+}
+
+void ot_check_threads(gx_op op, const gx_node *node, int n_in, const gx_view *in, int n_out,
+                      gx_view *out)
+{
+    gx_attrval av[GX_MAX_ATTRS];
+    char err[ERRLEN];
+    const char *name = gx_op_name(op);
+    int rc = ot_run_n(op, node, n_in, in, 1, av, n_out, out, err);
+    ck_assert_msg(rc == GX_OK, "%s: %s", name, err);
+    for (int nth = 3; nth <= 7; nth += 4) {
+        gx_view on[4];
+        ck_assert_int_eq(ot_run_n(op, node, n_in, in, nth, av, n_out, on, err), GX_OK);
+        for (int i = 0; i < n_out; i++)
+            ck_assert_msg(memcmp(on[i].data, out[i].data, ot_nbytes(&out[i])) == 0,
+                          "%s: output %d with nth=%d differs from nth=1", name, i, nth);
+        ot_check_shares(op, av, n_in, in, n_out, out, nth);
+    }
+}
+
+void ot_check_f32(gx_op op, const gx_node *node, int n_in, const gx_view *in, const gx_view *want,
+                  float rtol, float atol)
+{
+    gx_view out;
+    ot_check_threads(op, node, n_in, in, 1, &out);
+    ot_check_shape(&out, want->ndim, want->shape);
+    ck_assert_int_eq(out.dtype, GX_F32);
+    ck_assert_msg(ot_close(out.data, want->data, want->numel, rtol, atol), "%s: values",
+                  gx_op_name(op));
 }
 
 void ot_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in, int n_out,

@@ -43,6 +43,10 @@ void ot_free_all(void);
 void *ot_copy(const void *src, size_t nbytes);
 /* A view of data (not copied) with the given dtype and shape. */
 gx_view ot_view(gx_dtype dt, void *data, int ndim, const int64_t *shape);
+/* A float32 view shaped like x, for a reference's values (ot_alloc'd). */
+gx_view ot_like_f32(const gx_view *x);
+/* Bytes of v's data. */
+size_t ot_nbytes(const gx_view *v);
 /* Deterministic pseudo-random float in [-2, 2). */
 float ot_randf(void);
 /* A view of random values (float32: ot_randf; other dtypes: its bytes). */
@@ -77,6 +81,16 @@ void ot_check_shape(const gx_view *v, int ndim, const int64_t *shape);
  * share): every byte of every output must be written by exactly one. */
 void ot_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in, int n_out,
                      const gx_view *out, int nth);
+/* Runs op with nth = 1, then 3 and 7: every output must equal the nth = 1
+ * one byte for byte, and each share run alone on outputs filled with 0x00
+ * and with 0xFF must write disjoint bytes that together cover them all
+ * (ot_check_shares). Fills out[0..n_out) (n_out <= 4) with the nth = 1
+ * outputs (ot_alloc'd). */
+void ot_check_threads(gx_op op, const gx_node *node, int n_in, const gx_view *in, int n_out,
+                      gx_view *out);
+/* ot_check_threads with one float32 output, compared with want. */
+void ot_check_f32(gx_op op, const gx_node *node, int n_in, const gx_view *in, const gx_view *want,
+                  float rtol, float atol);
 /* Runs op (nth = 1 and 3) and compares the float32 output with the given
  * shape and values. */
 void ot_expect(gx_op op, const gx_node *node, int n_in, const gx_view *in, gx_view want,
