@@ -44,20 +44,43 @@ int gxd_models_set_artifacts(gxd_models *m, const char *dir, int64_t max_files,
 
 /* ---- plans on disk ---- */
 
-/* The plan for inputs from the model's artifact, or NULL (none; or one
- * refused, which is logged and removed). */
-static gxd_plan *s_artifact_load(gxd_model *mdl, const gx_view *inputs,
-                                 const gxd_compile_limits *lim)
+/* The artifact key of plan p's inputs (and keyed values) for lim; with
+ * slice > 0, that of its plan for slices of that many rows of its batch
+ * ("<key>-<rows in hex>"). */
+static int s_plan_key(const gxd_model *mdl, const gxd_plan *p, const gxd_compile_limits *lim,
+                      int64_t slice, char *key, size_t keylen, char *err, size_t errlen)
+{
+    gx_view in[GX_MAX_OP_INPUTS];
+    bool keyed[GX_MAX_OP_INPUTS];
+    if (p->n_inputs > GX_MAX_OP_INPUTS)
+        return gx_errf(err, errlen, GX_ELIMIT, "more than %d inputs", GX_MAX_OP_INPUTS);
+    for (size_t i = 0; i < p->n_inputs; i++) {
+        in[i] = p->values[p->inputs[i]].view; /* data: the keyed inputs' values */
+        keyed[i] = p->values[p->inputs[i]].keyed;
+    }
+    gxd_artifact_key(mdl->id.hex, in, keyed, p->n_inputs, lim, key, keylen);
+    size_t n = strlen(key);
+    if (slice > 0 && (size_t)snprintf(key + n, keylen - n, "-%llx", (unsigned long long)slice) >=
+                         keylen - n)
+        return gx_errf(err, errlen, GX_ELIMIT, "an artifact key longer than %zu", keylen);
+    return GX_OK;
+}
+
+/* The plan under key from the model's artifacts (whole: for a slice of
+ * its batch, sharing its constants), if it serves inputs; or NULL (none;
+ * or one refused, which is logged and removed). */
+static gxd_plan *s_artifact_load(gxd_model *mdl, const char *key, const gxd_plan *whole,
+                                 const gx_view *inputs, const gxd_compile_limits *lim)
 {
     const gxd_models *m = mdl->reg;
-    char key[128], err[512];
+    char err[512];
     void *buf = NULL;
     size_t len = 0;
     gxd_plan *p = NULL;
-    gxd_artifact_key(mdl->id.hex, inputs, mdl->keyed, mdl->graph->n_inputs, lim, key, sizeof key);
     if (gxd_artifacts_load(m->artifacts, key, &buf, &len) < 0)
         return NULL;
-    int rc = gxd_artifact_read(buf, len, mdl->graph, mdl->id.hex, lim, &p, err, sizeof err);
+    int rc = gxd_artifact_read_slice(buf, len, mdl->graph, mdl->id.hex, lim, whole, &p, err,
+                                     sizeof err);
     free(buf);
     if (rc == GX_OK && !gxd_plan_matches(p, inputs)) /* another keyed input's value */
         rc = gx_errf(err, sizeof err, GX_ENOTFOUND, "artifact: for other keyed input values");
@@ -80,33 +103,71 @@ int gxd_model_artifact(const gxd_model *mdl, const gxd_plan *p, const gxd_compil
                        void **buf, size_t *len, char *key, size_t keylen, char *err,
                        size_t errlen)
 {
-    gx_view in[GX_MAX_OP_INPUTS];
-    bool keyed[GX_MAX_OP_INPUTS];
-    if (p->n_inputs > GX_MAX_OP_INPUTS)
-        return gx_errf(err, errlen, GX_ELIMIT, "more than %d inputs", GX_MAX_OP_INPUTS);
-    for (size_t i = 0; i < p->n_inputs; i++) {
-        in[i] = p->values[p->inputs[i]].view; /* data: the keyed inputs' values */
-        keyed[i] = p->values[p->inputs[i]].keyed;
-    }
-    gxd_artifact_key(mdl->id.hex, in, keyed, p->n_inputs, lim, key, keylen);
-    return gxd_artifact_write(p, mdl->graph, mdl->id.hex, buf, len, err, errlen);
+    int rc = s_plan_key(mdl, p, lim, 0, key, keylen, err, errlen);
+    return rc < 0 ? rc : gxd_artifact_write(p, mdl->graph, mdl->id.hex, buf, len, err, errlen);
 }
 
-/* Write p's artifact (a failure is logged: the plan serves anyway). */
-static void s_artifact_save(gxd_model *mdl, const gxd_plan *p, const gxd_compile_limits *lim)
+/* Write p's artifact under key (a failure is logged: the plan serves
+ * anyway). */
+static void s_artifact_save(gxd_model *mdl, const gxd_plan *p, const char *key)
 {
     const gxd_models *m = mdl->reg;
     if (!m || !m->artifacts || p->needs_keys)
         return;
-    char key[128], err[512];
+    char err[512];
     void *buf = NULL;
     size_t len = 0;
-    int rc = gxd_model_artifact(mdl, p, lim, &buf, &len, key, sizeof key, err, sizeof err);
+    int rc = gxd_artifact_write(p, mdl->graph, mdl->id.hex, &buf, &len, err, sizeof err);
     if (rc == GX_OK)
         (void)gxd_artifacts_save(m->artifacts, key, buf, len); /* logs its failures */
     else if (m->log)
         GXD_LOG(m->log, GXD_LOG_INFO, "graph %.12s: no artifact: %s", mdl->id.hex, err);
     free(buf);
+}
+
+/* p's artifact under its key. */
+static void s_plan_save(gxd_model *mdl, const gxd_plan *p, const gxd_compile_limits *lim)
+{
+    char key[128], err[256];
+    if (mdl->reg && mdl->reg->artifacts && s_plan_key(mdl, p, lim, 0, key, sizeof key, err,
+                                                      sizeof err) == GX_OK)
+        s_artifact_save(mdl, p, key);
+}
+
+/* ---- slice plans on disk (gxd_slice_store) ---- */
+
+typedef struct s_slice_arg {
+    gxd_model *mdl;
+    const gxd_compile_limits *lim;
+} s_slice_arg;
+
+static gxd_plan *s_slice_load(void *arg, const gxd_plan *whole, const gx_view *inputs,
+                              int64_t size)
+{
+    s_slice_arg *a = arg;
+    char key[128], err[256];
+    if (s_plan_key(a->mdl, whole, a->lim, size, key, sizeof key, err, sizeof err) < 0)
+        return NULL;
+    return s_artifact_load(a->mdl, key, whole, inputs, a->lim);
+}
+
+static void s_slice_save(void *arg, const gxd_plan *whole, const gxd_plan *slice, int64_t size)
+{
+    s_slice_arg *a = arg;
+    char key[128], err[256];
+    if (s_plan_key(a->mdl, whole, a->lim, size, key, sizeof key, err, sizeof err) == GX_OK)
+        s_artifact_save(a->mdl, slice, key);
+}
+
+int gxd_model_slice(gxd_model *mdl, gxd_plan *whole, const gx_view *inputs,
+                    const gxd_compile_limits *lim, gxd_plan **out, bool *owned, bool *compiled,
+                    char *err, size_t errlen)
+{
+    s_slice_arg a = {mdl, lim};
+    const gxd_slice_store store = {s_slice_load, s_slice_save, &a};
+    const bool disk = mdl->reg && mdl->reg->artifacts && !whole->needs_keys;
+    return gxd_plan_slice_stored(whole, mdl->graph, inputs, lim, disk ? &store : NULL, out, owned,
+                                 compiled, err, errlen);
 }
 
 static void s_count(gxd_model *mdl, int64_t delta);
@@ -467,8 +528,12 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
             goto out;
         }
     int64_t t0 = gxd_now_us();
-    if (mdl->reg && mdl->reg->artifacts && (*plan = s_artifact_load(mdl, inputs, lim)))
-        goto cache;
+    char key[128];
+    if (mdl->reg && mdl->reg->artifacts) {
+        gxd_artifact_key(mdl->id.hex, inputs, mdl->keyed, n_in, lim, key, sizeof key);
+        if ((*plan = s_artifact_load(mdl, key, NULL, inputs, lim)))
+            goto cache;
+    }
     /* the layout pass weighs nodes by the profile now: after a restart the
      * saved one guides the first compile (base alone if folding fails) */
     gxd_profile *now = s_profile_locked(mdl, false);
@@ -482,7 +547,7 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
     *compile_us = gxd_now_us() - t0;
     if (rc < 0)
         goto out;
-    s_artifact_save(mdl, *plan, lim);
+    s_plan_save(mdl, *plan, lim);
 cache:
     /* measured times from the profile: the policy's estimates hold from
      * the first job */
@@ -558,7 +623,7 @@ static void s_replan_one(gxd_models *m, gxd_model *mdl, gxd_plan *old, const gxd
     }
     pthread_mutex_unlock(&mdl->mu);
     if (rc == GX_OK) /* the next restart starts from the new plan */
-        s_artifact_save(mdl, np, &lim);
+        s_plan_save(mdl, np, &lim);
     gxd_plan_release(&np);
 out:
     gxd_plan_destroy(&np);

@@ -220,6 +220,14 @@ int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, s
  * from the artifact cache instead of compiled (m->artifacts). */
 int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limits *lim,
                    gxd_plan **plan, int64_t *compile_us, char *err, size_t errlen);
+/* Worker side: gxd_plan_slice for whole, one of the model's plans, with
+ * the artifact cache (m->artifacts) as its store: a slice's plan is read
+ * from its file (key: whole's, and the slice's rows) before it is
+ * compiled, and written when compiled, so that a restarted daemon's first
+ * replica job compiles nothing either. *compiled: as gxd_plan_slice_stored. */
+int gxd_model_slice(gxd_model *mdl, gxd_plan *whole, const gx_view *inputs,
+                    const gxd_compile_limits *lim, gxd_plan **out, bool *owned, bool *compiled,
+                    char *err, size_t errlen);
 /* Worker side: the artifact file of plan p (gxd_model_plan's for lim), as
  * the artifact cache keeps it: *buf malloc'ed, *len bytes, the caller
  * frees; key (at least 96 bytes) its name in the cache, without ".gxa".

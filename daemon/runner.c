@@ -277,9 +277,11 @@ static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_vi
             }
             at += b;
             int64_t t0 = gxd_now_us();
-            int rc = gxd_plan_slice(plan, j->model->graph, in, &ctx->limits, &rp, &r->owned[i],
-                                    err, errlen);
-            j->compile_us += gxd_now_us() - t0;
+            bool compiled = false;
+            int rc = gxd_model_slice(j->model, plan, in, &ctx->limits, &rp, &r->owned[i],
+                                     &compiled, err, errlen);
+            if (compiled) /* not when cached or read from its artifact */
+                j->compile_us += gxd_now_us() - t0;
             if (rc < 0)
                 return rc;
             r->plan[i] = rp;

@@ -504,6 +504,63 @@ START_TEST(resealed_corruption_never_runs_wild)
 }
 END_TEST
 
+/* A slice's plan written and read back for its whole plan runs to the
+ * same bytes and reads the whole plan's prepared constants in place (as a
+ * compiled slice does), where a plain read holds copies. */
+START_TEST(slice_plans_share_the_whole_plans_constants)
+{
+    gxt_team e;
+    gxt_team_start(&e);
+    gx_graph *g = s_cnn();
+    gx_graph_id id;
+    gx_view in[1];
+    void *data[1];
+    char err[512];
+    s_inputs(g, in, data);
+    gxd_plan *p = NULL, *sp = NULL, *q = NULL, *c = NULL;
+    bool owned = false;
+    ck_assert_int_eq(gxd_verify(g, &s_lim, err, sizeof err), GX_OK);
+    ck_assert_msg(gxd_compile(g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    gx_view half = in[0];
+    half.shape[0] = in[0].shape[0] / 2;
+    half.numel = in[0].numel / 2;
+    ck_assert_msg(gxd_plan_slice(p, g, &half, &s_lim, &sp, &owned, err, sizeof err) == GX_OK,
+                  "%s", err);
+    void *buf = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(gxd_artifact_write(sp, g, s_id(g, &id), &buf, &len, err, sizeof err), GX_OK);
+    ck_assert_msg(gxd_artifact_read_slice(buf, len, g, id.hex, &s_lim, p, &q, err, sizeof err) ==
+                      GX_OK, "%s", err);
+    ck_assert_int_eq(gxd_artifact_read(buf, len, g, id.hex, &s_lim, &c, err, sizeof err), GX_OK);
+    int shared = 0;
+    for (size_t i = 0; i < q->n_values; i++) {
+        const gxd_value *v = &q->values[i];
+        for (size_t k = 0; v->kind == GXD_VALUE_CONST && v->view.data && k < p->n_values; k++)
+            if (p->values[k].view.data == v->view.data && !strcmp(p->values[k].name, v->name)) {
+                bool graphs = false; /* the graph's own constants are shared anyway */
+                for (size_t t = 0; t < g->n_consts; t++)
+                    graphs = graphs || g->consts[t].t->data == v->view.data;
+                shared += !graphs;
+                ck_assert(c->values[i].view.data != v->view.data || graphs);
+            }
+    }
+    ck_assert_int_gt(shared, 0);
+    s_out a = {0}, b = {0};
+    const gx_view *ins[1] = {&half};
+    s_run(&e, &sp, ins, 1, &s_cfgs[0], &a);
+    s_run(&e, &q, ins, 1, &s_cfgs[0], &b);
+    ck_assert(a.n == b.n && memcmp(a.bytes, b.bytes, a.n) == 0);
+    free(a.bytes), free(b.bytes), free(buf), free(data[0]);
+    gxd_plan_destroy(&q);
+    gxd_plan_destroy(&c);
+    if (owned)
+        gxd_plan_destroy(&sp);
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&g);
+    gxt_team_stop(&e);
+}
+END_TEST
+
 START_TEST(kernel_names_round_trip)
 {
     for (int op = 0; op < GX_OP_COUNT; op++) {
@@ -598,10 +655,10 @@ END_TEST
 
 /* ---- through gexecd -------------------------------------------------------------- */
 
-/* One RUN of g (inter-op) on the daemon at endpoint: the output's bytes (malloc'ed,
+/* One RUN of g in mode on the daemon at endpoint: the output's bytes (malloc'ed,
  * *n of them), the compile time, and the plan's explain text. */
 static char *s_daemon_run(const char *endpoint, const gx_graph *g, const gx_tensor *x,
-                          size_t *n, int64_t *compile_us, char **explain)
+                          gx_mode mode, size_t *n, int64_t *compile_us, char **explain)
 {
     char err[512];
     gx_client *c = gx_client_new(endpoint, err, sizeof err);
@@ -610,13 +667,13 @@ static char *s_daemon_run(const char *endpoint, const gx_graph *g, const gx_tens
     gx_request *rq = gx_request_new();
     ck_assert_int_eq(gx_request_set_graph(rq, g), GX_OK);
     ck_assert_int_eq(gx_request_add_input(rq, "x", x), GX_OK);
-    /* inter-op: the DAG executor over the plan read back (replicas would
-     * compile their slices' plans, which are not saved) */
-    ck_assert_int_eq(gx_request_set_mode(rq, GX_MODE_INTER), GX_OK);
+    ck_assert_int_eq(gx_request_set_mode(rq, mode), GX_OK);
     gx_result *r = NULL;
     ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
     ck_assert_msg(gx_result_status(r) == GX_OK, "%s", gx_result_message(r));
     *compile_us = gx_result_info(r)->compile_us;
+    if (mode == GX_MODE_REPLICA) /* slices of the batch, each with its plan */
+        ck_assert_int_gt(gx_result_info(r)->replicas, 1);
     const gx_tensor *y = gx_result_output(r, 0);
     *n = (size_t)gx_tensor_numel(y) * gx_dtype_size(gx_tensor_dtype(y));
     char *bytes = malloc(*n);
@@ -639,6 +696,10 @@ static char *s_stats(const char *endpoint)
     return json;
 }
 
+/* Modes of the restart test: the plan read back under the DAG executor;
+ * replicas, whose slices' plans are read back too. */
+static const gx_mode s_modes[] = {GX_MODE_INTER, GX_MODE_REPLICA};
+
 START_TEST(restarted_daemon_serves_from_artifact)
 {
     char *dir = gxt_tmpdir(), profiles[4200], out[4096];
@@ -654,34 +715,40 @@ START_TEST(restarted_daemon_serves_from_artifact)
     /* first daemon: compiles, writes the artifact */
     gxt_daemon d;
     gxt_daemon_start(&d, args);
-    char *y0 = s_daemon_run(d.endpoint, g, x, &n0, &us0, &ex0);
+    char *y0 = s_daemon_run(d.endpoint, g, x, s_modes[_i], &n0, &us0, &ex0);
+    /* one file for the plan, and (replicas) one per slice size: "<key>-<rows>" */
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s/artifacts | grep -c '\\.gxa$'", dir), 0);
+    const int files = atoi(out);
+    ck_assert_int_eq(files > 1, s_modes[_i] == GX_MODE_REPLICA);
+    char want[64];
+    snprintf(want, sizeof want, "\"writes\":%d,", files);
     char *st = s_stats(d.endpoint);
-    ck_assert_msg(strstr(st, "\"writes\":1"), "%s", st);
+    ck_assert_msg(strstr(st, want), "%s: %s", want, st);
     free(st);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
     ck_assert_int_gt(us0, 0);
     ck_assert_ptr_nonnull(strstr(ex0, "\"source\":\"compiled\""));
-    ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s/artifacts | grep -c '\\.gxa$'", dir), 0);
-    ck_assert_str_eq(out, "1\n");
     /* a new daemon on the same directory: no compile, the same bytes */
     gxt_daemon_start(&d, args);
-    char *y1 = s_daemon_run(d.endpoint, g, x, &n1, &us1, &ex1);
+    char *y1 = s_daemon_run(d.endpoint, g, x, s_modes[_i], &n1, &us1, &ex1);
     st = s_stats(d.endpoint);
-    ck_assert_msg(strstr(st, "\"hits\":1") && strstr(st, "\"plans_compiled\":0"), "%s", st);
+    snprintf(want, sizeof want, "\"hits\":%d,", files);
+    ck_assert_msg(strstr(st, want) && strstr(st, "\"plans_compiled\":0"), "%s", st);
     free(st);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
-    ck_assert_int_eq(us1, 0);
+    ck_assert_int_eq(us1, 0); /* slices' plans included */
     ck_assert_msg(strstr(ex1, "\"source\":\"from artifact\""), "%.300s", ex1);
     ck_assert_uint_eq(n1, n0);
     ck_assert(memcmp(y1, y0, n0) == 0);
-    /* a corrupt file: refused, compiled again, written again */
+    /* a corrupt file (the plan's): refused, compiled again, written again */
     ck_assert_int_eq(gxt_sh(out, sizeof out,
-                            "f=$(ls %s/artifacts/*.gxa) && printf 'XXXX' | "
+                            "f=$(ls %s/artifacts/*.gxa | grep -E -- '-[0-9a-f]{16}\\.gxa$') && "
+                            "printf 'XXXX' | "
                             "dd of=\"$f\" bs=1 seek=200 conv=notrunc 2>/dev/null",
                             dir),
                      0);
     gxt_daemon_start(&d, args);
-    char *y2 = s_daemon_run(d.endpoint, g, x, &n2, &us2, &ex2);
+    char *y2 = s_daemon_run(d.endpoint, g, x, s_modes[_i], &n2, &us2, &ex2);
     st = s_stats(d.endpoint);
     ck_assert_msg(strstr(st, "\"rejected\":1") && strstr(st, "\"writes\":1"), "%s", st);
     free(st);
@@ -797,7 +864,7 @@ START_TEST(compile_request_answers_the_artifact)
     gx_tensor *t = gx_tensor_new(GX_F32, 4, (const int64_t[]){4, 3, 16, 16});
     char *ex = NULL;
     int64_t us = -1;
-    char *y = s_daemon_run(d.endpoint, g, t, &m, &us, &ex);
+    char *y = s_daemon_run(d.endpoint, g, t, GX_MODE_INTER, &m, &us, &ex);
     ck_assert_int_eq(us, 0);
     ck_assert_msg(strstr(ex, "\"source\":\"from artifact\""), "%.300s", ex);
     char *st = s_stats(d.endpoint);
@@ -884,11 +951,13 @@ Suite *artifact_suite(void)
     tcase_add_test(tc, bad_files_are_refused);
     tcase_add_test(tc, resealed_corruption_never_runs_wild);
     tcase_add_test(tc, kernel_names_round_trip);
+    tcase_add_test(tc, slice_plans_share_the_whole_plans_constants);
     tcase_add_test(tc, explain_artifact_prints_the_file);
     suite_add_tcase(s, tc);
     TCase *e2e = tcase_create("e2e");
     tcase_set_timeout(e2e, 120);
-    tcase_add_test(e2e, restarted_daemon_serves_from_artifact);
+    tcase_add_loop_test(e2e, restarted_daemon_serves_from_artifact, 0,
+                        (int)(sizeof s_modes / sizeof s_modes[0]));
     tcase_add_test(e2e, compile_request_answers_the_artifact);
     tcase_add_test(e2e, keyed_values_have_their_own_files);
     suite_add_tcase(s, e2e);

@@ -564,6 +564,7 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
 
 typedef struct s_r {
     gxd_plan *p;
+    const gxd_plan *whole; /* a slice's plan: whole's constants are shared */
     const gx_graph *g;
     const gxd_compile_limits *lim;
     char where[96]; /* "steps[3]" */
@@ -1074,6 +1075,15 @@ static int s_value_data(s_r *r, const msgpack_object *o, gxd_value *v)
     if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != v->nbytes)
         return S_BAD(r, "data of %u bytes for a value of %zu",
                      o->type == MSGPACK_OBJECT_BIN ? o->via.bin.size : 0, v->nbytes);
+    for (size_t i = 0; r->whole && i < r->whole->n_values; i++) {
+        const gxd_value *w = &r->whole->values[i];
+        if (w->view.data && w->nbytes == v->nbytes && w->view.dtype == v->view.dtype &&
+            w->kind == GXD_VALUE_CONST && !strcmp(w->name, v->name) &&
+            !memcmp(w->view.data, o->via.bin.ptr, v->nbytes)) {
+            v->view.data = w->view.data; /* whole's: the slice lives in its cache */
+            return GX_OK;
+        }
+    }
     if (!(v->view.data = gxd_plan_own(r->p, v->nbytes)))
         return gx_errf(r->err, r->errlen, GX_ENOMEM, "artifact: out of memory");
     memcpy(v->view.data, o->via.bin.ptr, v->nbytes);
@@ -1281,6 +1291,13 @@ static int s_body(s_r *r, const msgpack_object *body, const char *graph_id)
 int gxd_artifact_read(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
                       const gxd_compile_limits *lim, gxd_plan **out, char *err, size_t errlen)
 {
+    return gxd_artifact_read_slice(buf, len, g, graph_id, lim, NULL, out, err, errlen);
+}
+
+int gxd_artifact_read_slice(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
+                            const gxd_compile_limits *lim, const gxd_plan *whole, gxd_plan **out,
+                            char *err, size_t errlen)
+{
     *out = NULL;
     gx_artifact_header h;
     char why[256];
@@ -1300,7 +1317,7 @@ int gxd_artifact_read(const void *buf, size_t len, const gx_graph *g, const char
         msgpack_unpacked_destroy(&mp);
         return gx_errf(err, errlen, GX_EFORMAT, "artifact: %s", why);
     }
-    s_r r = {.g = g, .lim = lim, .err = err, .errlen = errlen};
+    s_r r = {.g = g, .whole = whole, .lim = lim, .err = err, .errlen = errlen};
     if (!(r.p = calloc(1, sizeof *r.p)) || !(r.p->slices = gxd_slices_new())) {
         free(r.p);
         msgpack_unpacked_destroy(&mp);

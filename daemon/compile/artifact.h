@@ -50,6 +50,14 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
 int gxd_artifact_read(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
                       const gxd_compile_limits *lim, gxd_plan **out, char *err, size_t errlen);
 
+/* gxd_artifact_read for the plan of a slice of whole's batch
+ * (gxd_plan_slice): constants the file holds with the same name, size and
+ * bytes as whole's are whole's, borrowed instead of copied (as a slice
+ * compiled from whole borrows them), so whole must outlive the plan. */
+int gxd_artifact_read_slice(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
+                            const gxd_compile_limits *lim, const gxd_plan *whole, gxd_plan **out,
+                            char *err, size_t errlen);
+
 /* The key of the artifact of plan inputs for graph graph_id on the
  * devices of lim (lim->part; NULL: the CPU) in this build:
  * "<graph id>-<16 hex digits>" into buf (at least 96 bytes). The hex digits

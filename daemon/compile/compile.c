@@ -258,6 +258,14 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
                    const gxd_compile_limits *lim, gxd_plan **out, bool *owned, char *err,
                    size_t errlen)
 {
+    bool compiled;
+    return gxd_plan_slice_stored(p, g, inputs, lim, NULL, out, owned, &compiled, err, errlen);
+}
+
+int gxd_plan_slice_stored(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
+                          const gxd_compile_limits *lim, const gxd_slice_store *store,
+                          gxd_plan **out, bool *owned, bool *compiled, char *err, size_t errlen)
+{
     gxd_slices *s = p->slices;
     int64_t size = -1;
     for (size_t i = 0; i < p->n_inputs && size < 0; i++) {
@@ -266,6 +274,7 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
             size = inputs[i].shape[0];
     }
     *owned = false;
+    *compiled = false;
     pthread_mutex_lock(&s->mu);
     int rc = GX_OK;
     for (size_t i = 0; i < s->n; i++)
@@ -274,8 +283,13 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
                 rc = gx_errf(err, errlen, s->rc[i], "%s", s->why[i]);
             goto out;
         }
-    rc = s_run(g, NULL, 0, inputs, p, lim, sizeof s_passes / sizeof s_passes[0], out, err,
-               errlen);
+    if (!store || !(*out = store->load(store->arg, p, inputs, size))) {
+        rc = s_run(g, NULL, 0, inputs, p, lim, sizeof s_passes / sizeof s_passes[0], out, err,
+                   errlen);
+        *compiled = true;
+        if (rc == GX_OK && store)
+            store->save(store->arg, p, *out, size);
+    }
     if (s->n == GXD_MAX_SLICES) {
         *owned = rc == GX_OK;
     } else if (rc != GX_ENOMEM) { /* failures are remembered too: not retried per job */

@@ -470,6 +470,24 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
                    const gxd_compile_limits *lim, gxd_plan **out, bool *owned, char *err,
                    size_t errlen);
 
+/* Where slice plans are kept across restarts (the daemon's artifact cache:
+ * daemon/models.c). load answers the plan of the slice of size rows of
+ * whole's batch for inputs (a new plan the slice cache then owns), or
+ * NULL: none, compile it; save is shown each slice plan compiled. Both are
+ * called under whole's slice cache lock. */
+typedef struct gxd_slice_store {
+    gxd_plan *(*load)(void *arg, const gxd_plan *whole, const gx_view *inputs, int64_t size);
+    void (*save)(void *arg, const gxd_plan *whole, const gxd_plan *slice, int64_t size);
+    void *arg;
+} gxd_slice_store;
+
+/* gxd_plan_slice that asks store (NULL: none) before compiling a slice's
+ * plan and shows it the plans it compiles; *compiled: this call compiled
+ * one (it was neither cached nor stored). */
+int gxd_plan_slice_stored(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
+                          const gxd_compile_limits *lim, const gxd_slice_store *store,
+                          gxd_plan **out, bool *owned, bool *compiled, char *err, size_t errlen);
+
 /* Would the layout pass decide differently for p's graph with the
  * expected executions and measured times of profile prof than it did when
  * p was built (seed 001: a graph has run often enough for its profile to
