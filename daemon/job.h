@@ -64,6 +64,7 @@ typedef struct gxd_job {
     int status;
     char message[1024];
     gx_mode ran_mode;
+    char device[32];                /* the devices its plan ran on ("cuda+cpu") */
     int workers;
     int replicas;                   /* copies of the graph it ran as (1: none) */
     double est_us[GX_MODE_COUNT];   /* the policy's estimate per mode; < 0: n/a */

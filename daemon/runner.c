@@ -309,7 +309,13 @@ static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_vi
         if (!arena)
             return gx_errf(err, errlen, GX_ENOMEM, "cannot allocate an arena of %zu bytes",
                            dag ? rp->dag_arena_bytes : rp->arena_bytes);
-        int rc = gxd_frame_init_ex(&r->f[i], rp, arena, dag, in, &ctx->limits, stop, err, errlen);
+        gxd_devmem dm, *dmp = NULL;
+        int rc = GX_OK;
+        if (rp->n_devices > 1 && gxd_plan_off_host(rp) &&
+            (rc = gxd_arenas_devmem(a, i, rp, dag, dmp = &dm, err, errlen)) < 0)
+            return rc;
+        rc = gxd_frame_init_dev(&r->f[i], rp, arena, dmp, dag, in, &ctx->limits, stop, err,
+                                errlen);
         r->plan[i] = rp;
         r->n = i + 1;
         if (rc < 0)
@@ -386,6 +392,7 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
         snprintf(c.reason + len, sizeof c.reason - len, "; in step order: %s",
                  n > 1 ? r.plan[0]->dag_why : plan->dag_why);
     j->ran_mode = c.mode;
+    gxd_plan_devices(plan, j->device, sizeof j->device);
     j->replicas = n;
     memcpy(j->est_us, c.est_us, sizeof j->est_us);
     snprintf(j->reason, sizeof j->reason, "%s", c.reason);

@@ -214,7 +214,7 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     gx_mp_pack_str(&r.pk, "mode");
     gx_mp_pack_str(&r.pk, gx_mode_name(j->ran_mode));
     gx_mp_pack_str(&r.pk, "device");
-    gx_mp_pack_str(&r.pk, "cpu");
+    gx_mp_pack_str(&r.pk, j->device[0] ? j->device : "cpu");
     gx_mp_pack_str(&r.pk, "workers");
     msgpack_pack_int(&r.pk, j->workers);
     gx_mp_pack_str(&r.pk, "queue_us");

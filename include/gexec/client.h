@@ -208,7 +208,7 @@ GX_EXPORT void gx_job_destroy(gx_job **job);
 /* How the job ran, as the daemon reported it. */
 typedef struct gx_run_info {
     char mode[16];     /* "seq", ... */
-    char device[32];   /* "cpu" */
+    char device[32];   /* the devices its plan ran on: "cpu", "cuda+cpu" */
     int workers;       /* threads that ran the job */
     int64_t queue_us;  /* time in the queue */
     int64_t compute_us;/* time executing (compile excluded) */
