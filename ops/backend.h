@@ -142,6 +142,10 @@ struct gx_backend {
     /* Do its kernels take shares (gx_kargs ith of nth) run by several
      * threads at once? Else each step runs whole on one thread. */
     bool shares;
+    /* Do its kernels give each sample of a batch the same bits whatever
+     * the batch size around it? Only then may a job's batch be cut into
+     * slices that run as replicas (seed 002; the batch pass). */
+    bool exact_slices;
 
     /* ---- memory ---- */
     /* Is the device's memory host memory (kernels of the CPU read it)? */

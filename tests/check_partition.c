@@ -61,8 +61,8 @@ static void s_fused(const gx_backend *b, const gx_fused *f, const gx_kargs *k)
 #define S_HOST_DEVICE(nm, table)                                                               \
     {                                                                                          \
         .name = nm, .rules = table, .n_rules = sizeof table / sizeof table[0],                 \
-        .kernel = gx_cpu_kernel, .fused = s_fused, .shares = true, .host_memory = true,        \
-        .alloc = s_alloc, .free = s_free                                                       \
+        .kernel = gx_cpu_kernel, .fused = s_fused, .shares = true, .exact_slices = true,       \
+        .host_memory = true, .alloc = s_alloc, .free = s_free                                  \
     }
 
 static const gx_backend s_t1 = S_HOST_DEVICE("t1", s_t1_rules);

@@ -214,6 +214,7 @@ static gx_backend s_testdev = {
     .rules = NULL, /* every op the schemas accept, as the CPU */
     .kernel = s_kernel,
     .shares = true,
+    .exact_slices = true,
     .host_memory = false,
     .alloc = s_alloc,
     .free = s_free,

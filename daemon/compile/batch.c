@@ -138,6 +138,16 @@ void gxd_plan_batch(gxd_plan *p)
     }
     if (!first)
         goto out;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        if (s->on_batch && !s->folded && !p->devices[s->device]->exact_slices) {
+            snprintf(p->batch_why, sizeof p->batch_why,
+                     "node '%s' runs on %s, whose kernels may round a sample differently in "
+                     "another batch size",
+                     s->node->name, p->devices[s->device]->name);
+            goto out;
+        }
+    }
 
     for (size_t i = 0; i < p->n_outputs; i++) {
         const gxd_value *v = &p->values[p->outputs[i]];

@@ -96,6 +96,7 @@ static const gx_backend s_cpu = {
     .fused = s_fused,
     .gemm_pack = &s_gemm_pack,
     .shares = true,
+    .exact_slices = true,
     .host_memory = true,
     .alloc = s_alloc,
     .free = s_free,

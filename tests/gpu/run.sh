@@ -13,6 +13,8 @@
 # 3. the real gexecd preferring cuda, 4 client processes running the MLP
 #    example at once: every job answered, outputs equal to a CPU-only
 #    gexecd's, nvidia-smi showing one context
+# 4. the ONNX node conformance run with cuda preferred for every subgraph
+#    it can take, in every mode (when pack.sh packed the test data)
 # Prints everything on stdout; each part's failure is reported and the
 # next part still runs; the last line sums up. Bounded to about 4 minutes.
 set -u
@@ -135,6 +137,19 @@ else
     fail "gexecd preferring cuda"
 fi
 rm -rf "$tmp"
+
+part "4. ONNX node conformance with cuda preferred (min_nodes 1), every mode"
+if [ -f "$top/gpu-carry/onnx-node.tar.gz" ]; then
+    tar -C "$carry" -xzf "$top/gpu-carry/onnx-node.tar.gz"
+    GEXEC_DAEMON=$bin/gexecd timeout 240 "$bin/conformance" -d "$carry/node" --device cuda \
+        --modes > "$carry/conf.txt" 2>&1
+    rc=$?
+    grep -E "^FAIL" "$carry/conf.txt" | head -40
+    tail -1 "$carry/conf.txt"
+    [ "$rc" = 0 ] || fail "conformance over cuda (exit $rc)"
+else
+    echo "no gpu-carry/onnx-node.tar.gz (libonnx-testdata was not installed where pack.sh ran)"
+fi
 
 part "summary"
 if [ "$fails" = 0 ]; then echo "run.sh: every part passed"; else echo "run.sh: $fails part(s) failed"; fi
