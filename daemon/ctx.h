@@ -31,6 +31,9 @@ typedef struct gxd_stats {
      * running ones asked to stop at their next step */
     uint64_t gone_dropped, gone_cancelled;
     uint64_t reloads, reload_failures; /* SIGHUP (daemon/reload.h) */
+    /* jobs whose plan ran steps on each device: the CPU, then
+     * ctx->part.backends[i] at i + 1 */
+    uint64_t device_jobs[GXD_MAX_DEVICES + 1];
 } gxd_stats;
 
 /* A connection that sent requests: its file descriptor (from ZeroMQ's

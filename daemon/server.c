@@ -169,6 +169,31 @@ static void s_reply_compile(gxd_ctx *ctx, gxd_job *j)
     s_reply_send(ctx, j->identity, j->identity_len, &r, ok ? j : NULL);
 }
 
+/* The devices the daemon offers plans: the CPU, then ctx->part's. */
+static const gx_backend *s_device(const gxd_ctx *ctx, size_t i)
+{
+    return i == 0 ? gx_backend_cpu() : ctx->part.backends[i - 1];
+}
+
+static size_t s_n_devices(const gxd_ctx *ctx)
+{
+    return 1 + ctx->part.n_backends;
+}
+
+/* Counts job j for each device its plan ran on (j->device: "cuda+cpu"). */
+static void s_count_devices(gxd_ctx *ctx, const gxd_job *j)
+{
+    for (size_t i = 0; i < s_n_devices(ctx); i++) {
+        const char *name = s_device(ctx, i)->name, *at = j->device;
+        const size_t len = strlen(name);
+        while ((at = strstr(at, name)) && ((at > j->device && at[-1] != '+') ||
+                                           (at[len] && at[len] != '+')))
+            at += len;
+        if (at && (i == 0 || s_device(ctx, i) != gx_backend_cpu()))
+            ctx->stats.device_jobs[i]++;
+    }
+}
+
 /* The final reply of a job; counts it in the statistics. */
 static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
 {
@@ -197,10 +222,12 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
         s_reply_compile(ctx, j);
         return;
     }
-    if (ok)
+    if (ok) {
         st->runs_ok++;
-    else
+        s_count_devices(ctx, j);
+    } else {
         st->runs_failed++;
+    }
     int64_t queue_us = (j->t_start ? j->t_start : j->t_end) - j->t_enqueue;
     int64_t compute_us = j->t_exec ? j->t_end - j->t_exec : 0;
     st->queue_us_total += queue_us;
@@ -713,6 +740,27 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
 
 /* "artifacts": the artifact cache's counters (docs/artifact.md), an empty
  * map when it is off. */
+/* "devices": per device the daemon offers, the jobs that ran steps on it
+ * and, where the device says, the bytes it can still give. */
+static void s_pack_device_stats(gxd_ctx *ctx, msgpack_packer *pk)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s_n_devices(ctx); i++)
+        n += i == 0 || s_device(ctx, i) != gx_backend_cpu();
+    gx_mp_pack_str(pk, "devices");
+    msgpack_pack_map(pk, (uint32_t)n);
+    for (size_t i = 0; i < s_n_devices(ctx); i++) {
+        const gx_backend *b = s_device(ctx, i);
+        if (i && b == gx_backend_cpu())
+            continue; /* partition.prefer may name the CPU too */
+        gx_mp_pack_str(pk, b->name);
+        msgpack_pack_map(pk, b->capacity ? 2 : 1);
+        s_pack_kv(pk, "jobs", (int64_t)ctx->stats.device_jobs[i]);
+        if (b->capacity)
+            s_pack_kv(pk, "free_bytes", (int64_t)b->capacity(b));
+    }
+}
+
 static void s_pack_artifact_stats(gxd_ctx *ctx, msgpack_packer *pk)
 {
     gx_mp_pack_str(pk, "artifacts");
@@ -764,7 +812,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, "stats");
-    msgpack_pack_map(&r.pk, 24 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
+    msgpack_pack_map(&r.pk, 25 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -791,6 +839,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_kv(&r.pk, "config_reload_failures", (int64_t)st->reload_failures);
     s_pack_tune_stats(ctx, &r.pk);
     s_pack_artifact_stats(ctx, &r.pk);
+    s_pack_device_stats(ctx, &r.pk);
     if (ctx->metrics) {
         gx_mp_pack_str(&r.pk, "latency");
         gxd_metrics_pack(ctx->metrics, &r.pk);
