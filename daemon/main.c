@@ -15,6 +15,7 @@
 
 #include "daemon/ctx.h"
 #include "daemon/server.h"
+#include "daemon/topo.h"
 #include "ops/cuda/cuda.h"
 #include "ops/gemm.h"
 
@@ -123,6 +124,13 @@ static void s_open_cpu(gxd_ctx *ctx)
         GXD_LOG(&ctx->log, rc < 0 ? GXD_LOG_ERROR : GXD_LOG_INFO, "cpu: %s", note);
 }
 
+/* The CUDA device index the config's gpus names ("all": the first). */
+static int s_gpu_index(const gxd_ctx *ctx)
+{
+    const char *gpus = ctx->cfg.gpus ? ctx->cfg.gpus : "all";
+    return strcmp(gpus, "all") == 0 ? 0 : atoi(gpus);
+}
+
 /* The GPU the config names (gpus), opened before the server offers
  * backends to the compiler: one context for the process, its kernels
  * checked; without a GPU, a driver or a CUDA build, a line says why and
@@ -139,13 +147,26 @@ static void s_open_cuda(gxd_ctx *ctx)
         GXD_LOG(&ctx->log, GXD_LOG_INFO, "cuda: built without CUDA; serving on CPU");
         return;
     }
-    int dev = strcmp(gpus, "all") == 0 ? 0 : atoi(gpus);
-    gx_cuda_configure(dev, (double)ctx->cfg.gpu_memory_percent / 100.0);
+    gx_cuda_configure(s_gpu_index(ctx), (double)ctx->cfg.gpu_memory_percent / 100.0);
     char note[512] = "";
     int rc = cuda->open(cuda, note, sizeof note);
     GXD_LOG(&ctx->log, rc == GX_OK ? GXD_LOG_INFO : rc == GX_EUNSUPPORTED ? GXD_LOG_INFO
                                                                           : GXD_LOG_WARN,
             "cuda: %s", note);
+}
+
+/* Where the GPU sits (hwloc): the workers on cores near it. */
+static void s_log_gpu_near(gxd_ctx *ctx)
+{
+    char why[160], near[128];
+    if (!gx_backend_runnable(gx_backend_cuda(), why, sizeof why))
+        return;
+    int n = gxd_topo_gpu_near(ctx->topo, s_gpu_index(ctx), near, sizeof near);
+    if (n < 0)
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "cuda: %s", near);
+    else
+        GXD_LOG(&ctx->log, GXD_LOG_INFO, "cuda: GPU %d is near %d of %d workers (%s)",
+                s_gpu_index(ctx), n, gxd_topo_ncores(ctx->topo), n ? near : "none");
 }
 
 /* Fork; the parent waits until the child reports ready (exit 0) or an
@@ -276,6 +297,7 @@ int main(int argc, char **argv)
     } else {
         s_log_blas(&ctx);
         s_open_cpu(&ctx);
+        s_log_gpu_near(&ctx);
         GXD_LOG(&ctx.log, GXD_LOG_INFO, "gexecd %s serving on %s (pid %d)", PACKAGE_VERSION,
                 ctx.endpoint, (int)getpid());
         s_report(report_fd, "");

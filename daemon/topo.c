@@ -4,6 +4,8 @@
  * (binding a thread) is serialised by a mutex, since hwloc documents no
  * thread-safety guarantee for concurrent calls on one topology.
  */
+#include <config.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -12,6 +14,9 @@
 #include <string.h>
 
 #include <hwloc.h>
+#ifdef HAVE_CUDA
+#include <hwloc/cudart.h>
+#endif
 
 #include <gexec/status.h>
 
@@ -347,6 +352,39 @@ int gxd_topo_nnuma(const gxd_topo *t)
 int gxd_topo_ngpus(const gxd_topo *t)
 {
     return t->ngpus;
+}
+
+int gxd_topo_gpu_near(const gxd_topo *t, int cuda_index, char *buf, size_t len)
+{
+#ifdef HAVE_CUDA
+    hwloc_bitmap_t near = hwloc_bitmap_alloc();
+    if (!near)
+        return gx_errf(buf, len, GX_ENOMEM, "out of memory");
+    if (hwloc_cudart_get_device_cpuset(t->topo, cuda_index, near) != 0) {
+        hwloc_bitmap_free(near);
+        return gx_errf(buf, len, GX_ENOTFOUND, "hwloc cannot place CUDA device %d", cuda_index);
+    }
+    int n = 0, o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < t->ncores; i++) {
+        if (!hwloc_bitmap_intersects(near, t->pin[i]))
+            continue;
+        const bool run = i > 0 && hwloc_bitmap_intersects(near, t->pin[i - 1]) &&
+                         i + 1 < t->ncores && hwloc_bitmap_intersects(near, t->pin[i + 1]);
+        if (!run && o >= 0 && (size_t)o < len) /* the ends of each run of workers */
+            o += snprintf(buf + o, len - (size_t)o, "%s%d",
+                          n && i > 0 && hwloc_bitmap_intersects(near, t->pin[i - 1]) ? "-"
+                          : n                                                         ? ","
+                                                                                      : "",
+                          i);
+        n++;
+    }
+    hwloc_bitmap_free(near);
+    return n;
+#else
+    (void)t;
+    return gx_errf(buf, len, GX_EUNSUPPORTED, "CUDA device %d: built without CUDA", cuda_index);
+#endif
 }
 
 char *gxd_topo_describe(const gxd_topo *t, char *buf, size_t len)

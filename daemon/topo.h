@@ -33,6 +33,11 @@ int gxd_topo_pin_thread(gxd_topo *t, int i);
  * OS device (DRM, CUDA, OpenCL, NVML), each device counted once. */
 int gxd_topo_nnuma(const gxd_topo *t);
 int gxd_topo_ngpus(const gxd_topo *t);
+/* The owned cores near CUDA device cuda_index (its PCI slot's locality,
+ * hwloc's cudart helper) into buf as a list of worker numbers ("0-7");
+ * the number of them, or a negative status (no such device, a build
+ * without CUDA) with buf saying why. */
+int gxd_topo_gpu_near(const gxd_topo *t, int cuda_index, char *buf, size_t len);
 /* One-line summary: "2 cores (PUs 0-1), 1 NUMA node, 0 GPUs". Returns buf. */
 char *gxd_topo_describe(const gxd_topo *t, char *buf, size_t len);
 
