@@ -162,6 +162,10 @@ static const s_key s_keys[] = {
     {.name = "partition.min_nodes", .type = S_INT, .off = S_OFF(partition_min_nodes), .min = 1,
      .max = 1000000, .def = "2",
      .doc = "smallest subgraph worth moving to another device than the cpu (nodes)"},
+    {.name = "partition.cost_check", .type = S_BOOL, .off = S_OFF(partition_cost_check),
+     .def = "true",
+     .doc = "a subgraph moves to another device only when its estimated time there, with "
+            "the copies in and out, is below its time on the cpu"},
     {.name = "compiler.rewrite", .type = S_BOOL, .off = S_OFF(compiler_rewrite), .def = "true",
      .doc = "rewrite the graph's steps algebraically (BatchNormalization folded into Conv, "
             "spelled-out LayerNormalization, Gelu, HardSwish as one op...; docs/rewrite.md)"},

@@ -46,6 +46,7 @@ typedef struct gxd_config {
     char *partition_prefer[GXD_MAX_ENDPOINTS]; /* "partition.prefer": backend names */
     int n_partition_prefer;
     int64_t partition_min_nodes;     /* "partition.min_nodes" */
+    bool partition_cost_check;       /* "partition.cost_check" */
     bool compiler_rewrite;           /* "compiler.rewrite": the rewrite pass runs */
     bool compiler_fuse;              /* "compiler.fuse": the fuse pass runs */
     bool compiler_layout;            /* "compiler.layout": the layout pass runs */

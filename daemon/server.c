@@ -1355,7 +1355,8 @@ static int s_bind(gxd_ctx *ctx, const char *given, char *err, size_t errlen)
 static void s_partition_opts(gxd_ctx *ctx)
 {
     gxd_partition_opts *o = &ctx->part;
-    *o = (gxd_partition_opts){.min_nodes = (int)ctx->cfg.partition_min_nodes};
+    *o = (gxd_partition_opts){.min_nodes = (int)ctx->cfg.partition_min_nodes,
+                              .no_cost_check = !ctx->cfg.partition_cost_check};
     for (int i = 0; i < ctx->cfg.n_partition_prefer && o->n_backends < GXD_MAX_DEVICES; i++) {
         const gx_backend *b = gx_backend_find(ctx->cfg.partition_prefer[i]);
         char why[160];

@@ -145,6 +145,13 @@ struct gx_backend {
     /* Do its kernels give each sample of a batch the same bits whatever
      * the batch size around it? Only then may a job's batch be cut into
      * slices that run as replicas (seed 002; the batch pass). */
+    /* Optional: rough costs for the partition pass's check that moving a
+     * subgraph here pays (all zero: it always does): per step launched,
+     * per copy to or from the device and the copies' rate, and the
+     * device's float32 rate and memory rate. */
+    struct {
+        double launch_us, copy_us, copy_bytes_per_us, flops_per_us, bytes_per_us;
+    } cost;
     bool exact_slices;
 
     /* ---- memory ---- */

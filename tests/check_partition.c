@@ -462,6 +462,37 @@ START_TEST(test_own_memory)
 }
 END_TEST
 
+/* The cost check: a device whose launches and copies cost more than the
+ * chain's work on the CPU does not get it (explain says by how much),
+ * unless the check is off; a device fast enough at both does. */
+START_TEST(test_cost_check)
+{
+    static gx_backend slow = S_HOST_DEVICE("slow", s_t1_rules);
+    static gx_backend fast = S_HOST_DEVICE("fast", s_t1_rules);
+    slow.cost.launch_us = 5, slow.cost.copy_us = 10, slow.cost.copy_bytes_per_us = 1e4;
+    slow.cost.flops_per_us = 2e7, slow.cost.bytes_per_us = 1e6;
+    fast.cost.copy_bytes_per_us = fast.cost.flops_per_us = fast.cost.bytes_per_us = 1e12;
+    for (int round = 0; round < 3; round++) {
+        s_case c = {.g = s_graph("chain", 1)};
+        s_op(c.g, "Relu", "a", "x", NULL);
+        s_op(c.g, "Exp", "b", "a", NULL);
+        s_op(c.g, "Tanh", "e", "b", NULL);
+        gx_graph_add_output(c.g, "e");
+        s_inputs(&c, 1);
+        gxd_partition_opts o = s_opts(round == 2 ? &fast : &slow, NULL, 2);
+        o.no_cost_check = round == 1;
+        ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+        const char *dev = round == 0 ? "cpu" : round == 1 ? "slow" : "fast";
+        ck_assert_str_eq(s_dev(c.p, "a"), dev);
+        ck_assert_str_eq(s_dev(c.p, "e"), dev);
+        if (round == 0)
+            s_assert_why(c.p, "b", "slow", "not worth moving: about");
+        s_assert_same_results(&c);
+        s_done(&c);
+    }
+}
+END_TEST
+
 /* With fusion on, the same chain: a group never spans two devices (a, b
  * fuse on t1, d, e on t1, c stays alone on the cpu) and the copies stay
  * between the devices. */
@@ -1013,6 +1044,7 @@ Suite *partition_suite(void)
     tcase_add_test(tc, test_chain_split);
     tcase_add_test(tc, test_fusion_stays_on_one_device);
     tcase_add_test(tc, test_own_memory);
+    tcase_add_test(tc, test_cost_check);
     tcase_add_test(tc, test_folded_not_copied);
     tcase_add_test(tc, test_prune_outputs);
     tcase_add_test(tc, test_prune_inputs);

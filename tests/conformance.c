@@ -55,7 +55,7 @@
  * "by_suite").
  *
  * --device NAME: the daemon it starts prefers device NAME (partition.prefer
- * [NAME, cpu], min_nodes 1), so subgraphs, copies and that device's
+ * [NAME, cpu], min_nodes 1, cost_check false), so subgraphs, copies and that device's
  * arenas run in every case (tests/gexecd-testdev has the test device
  * "testdev", tests/testdev.c).
  *
@@ -226,7 +226,8 @@ static int s_daemon_start(daemon_proc *d)
      * and nothing is left behind */
     fputs("scheduler:\n  split_min_ns: 0\nprofile:\n  dir: \"\"\n", cf);
     if (d->device) /* every subgraph it can take, however small */
-        fprintf(cf, "partition:\n  prefer: [%s, cpu]\n  min_nodes: 1\n", d->device);
+        fprintf(cf, "partition:\n  prefer: [%s, cpu]\n  min_nodes: 1\n  cost_check: false\n",
+                d->device);
     if (fclose(cf) != 0)
         return -1;
     pid_t pid = fork();

@@ -370,6 +370,7 @@ typedef struct gxd_partition_opts {
     size_t n_backends;
     int min_nodes;
     bool off;
+    bool no_cost_check; /* partition.cost_check false: keep every subgraph big enough */
 } gxd_partition_opts;
 
 /* Defaults: the CPU alone, min_nodes 2. */

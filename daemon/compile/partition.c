@@ -18,7 +18,11 @@
  *                 reached is one subgraph, the rest others; iterate;
  *               one entry, several exits: from the last exit, walk
  *                 backward, stopping at the other exits; likewise;
- *             a subgraph with fewer steps than opts->min_nodes is dropped.
+ *             a subgraph with fewer steps than opts->min_nodes is dropped,
+ *             and so is one whose estimated time on the device (its
+ *             table's costs: launches, the copies in and out, its rates)
+ *             is not below its estimated time on the CPU, unless
+ *             opts->no_cost_check (partition.cost_check false).
  *
  * Steps dropped (or never taken) stay free for the next device and end on
  * the fallback; each drop is recorded in plan->fell with its reason.
@@ -267,12 +271,68 @@ static int s_push_components(s_part *w, s_work *wk, int *set, int n)
     return GX_OK;
 }
 
-/* Assigns a target subgraph: to device d if it is large enough, else its
- * steps fall out. */
+/* Is value v read outside the steps stamped in w->mark, or a graph output? */
+static bool s_leaves(const s_part *w, int v)
+{
+    const gxd_plan *p = w->p;
+    for (size_t o = 0; o < p->n_outputs; o++)
+        if (p->outputs[o] == v)
+            return true;
+    const int d = p->values[v].def;
+    for (int k = w->succ_off[d]; k < w->succ_off[d + 1]; k++)
+        if (w->mark[w->succ[k]] != w->stamp)
+            for (int j = 0; j < p->steps[w->succ[k]].n_in; j++)
+                if (p->steps[w->succ[k]].in[j] == v)
+                    return true;
+    return false;
+}
+
+/* Does moving set[0..n) to device d pay (its table's costs; all zero: it
+ * does)? If not, why says by how much. */
+static bool s_pays(s_part *w, int d, const int *set, int n, char *why, size_t len)
+{
+    const gx_backend *b = w->p->devices[d];
+    if (w->opts->no_cost_check || !b->cost.flops_per_us || !b->cost.bytes_per_us ||
+        !b->cost.copy_bytes_per_us)
+        return true;
+    const gxd_plan *p = w->p;
+    double cpu_us = 0, dev_us = 0, copied = 0;
+    int copies = 0;
+    w->stamp++;
+    for (int i = 0; i < n; i++)
+        w->mark[set[i]] = w->stamp;
+    for (int i = 0; i < n; i++) {
+        const gxd_step *s = &p->steps[set[i]];
+        const double f = s->cost.flops / b->cost.flops_per_us;
+        const double m = s->cost.bytes / b->cost.bytes_per_us;
+        cpu_us += gxd_est_us(&s->cost);
+        dev_us += b->cost.launch_us + (f > m ? f : m);
+        for (int k = 0; k < s->n_in; k++) { /* values made outside come in */
+            const int v = s->in[k];
+            if (v >= 0 && p->values[v].kind != GXD_VALUE_CONST &&
+                (p->values[v].def < 0 || w->mark[p->values[v].def] != w->stamp))
+                copies++, copied += (double)p->values[v].nbytes;
+        }
+        for (int k = 0; k < s->n_out; k++) /* and those read outside go out */
+            if (s_leaves(w, s->out[k]))
+                copies++, copied += (double)p->values[s->out[k]].nbytes;
+    }
+    dev_us += copies * b->cost.copy_us + copied / b->cost.copy_bytes_per_us;
+    if (dev_us < cpu_us)
+        return true;
+    snprintf(why, len, "about %.3g us on the cpu, %.3g us on %s with %d cop%s in and out",
+             cpu_us, dev_us, b->name, copies, copies == 1 ? "y" : "ies");
+    return false;
+}
+
+/* Assigns a target subgraph: to device d if it is large enough and moving
+ * it pays, else its steps fall out. */
 static int s_target(s_part *w, int d, const int *set, int n, int *n_parts)
 {
     int rc = GX_OK;
-    if (n >= w->opts->min_nodes) {
+    char cost[128];
+    const bool big = n >= w->opts->min_nodes, pays = big && s_pays(w, d, set, n, cost, sizeof cost);
+    if (pays) {
         for (int i = 0; i < n; i++) {
             w->dev[set[i]] = d;
             w->part[set[i]] = *n_parts;
@@ -280,11 +340,15 @@ static int s_target(s_part *w, int d, const int *set, int n, int *n_parts)
         (*n_parts)++;
         return GX_OK;
     }
-    char why[160];
+    char why[320]; /* kept to the length of a plan's record (s_fall) */
     for (int i = 0; i < n && rc == GX_OK; i++) {
         const char *note = w->note[set[i]];
-        snprintf(why, sizeof why, "%s%ssubgraph below the minimum of %d nodes", note,
-                 note[0] ? ", then " : "", w->opts->min_nodes);
+        if (big)
+            snprintf(why, sizeof why, "%s%ssubgraph not worth moving: %s", note,
+                     note[0] ? ", then " : "", cost);
+        else
+            snprintf(why, sizeof why, "%s%ssubgraph below the minimum of %d nodes", note,
+                     note[0] ? ", then " : "", w->opts->min_nodes);
         rc = s_fall(w, set[i], d, why);
     }
     return rc;

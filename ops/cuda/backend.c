@@ -444,6 +444,10 @@ static const gx_backend s_cuda = {
 };
 
 const gx_backend *gx_backend_cuda(void)
+    /* a kernel launch, a pageable copy (and its synchronisation), and a
+     * data-centre GPU's float32 and memory rates */
+    .cost = {.launch_us = 5, .copy_us = 10, .copy_bytes_per_us = 10000, .flops_per_us = 2e7,
+             .bytes_per_us = 1e6},
 {
     return &s_cuda;
 }

@@ -94,7 +94,7 @@ static gxd_compile_limits s_lim(const gxd_partition_opts *o)
 
 static int s_compile(s_case *c, const gx_backend *first, gxd_plan **p, char *err, size_t len)
 {
-    gxd_partition_opts o = {.min_nodes = 1};
+    gxd_partition_opts o = {.min_nodes = 1, .no_cost_check = true}; /* tiny graphs too */
     if (first)
         o.backends[o.n_backends++] = first;
     o.backends[o.n_backends++] = gx_backend_cpu();
