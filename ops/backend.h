@@ -137,14 +137,14 @@ struct gx_backend {
     /* Optional: runs a fused group (ops/fused.h) as one step; k->in are the
      * group's inputs, k->out[0] its output. NULL: no fusion on the device. */
     void (*fused)(const gx_backend *b, const struct gx_fused *f, const gx_kargs *k);
+    /* Does its fused slot refuse groups with a head (MatMul, Gemm, Conv:
+     * ops/fused.h)? Then the fuse pass forms elementwise groups only. */
+    bool no_fused_heads;
     /* Optional: packed constant GEMM operands. */
     const gx_backend_gemm_pack *gemm_pack;
     /* Do its kernels take shares (gx_kargs ith of nth) run by several
      * threads at once? Else each step runs whole on one thread. */
     bool shares;
-    /* Do its kernels give each sample of a batch the same bits whatever
-     * the batch size around it? Only then may a job's batch be cut into
-     * slices that run as replicas (seed 002; the batch pass). */
     /* Optional: rough costs for the partition pass's check that moving a
      * subgraph here pays (all zero: it always does): per step launched,
      * per copy to or from the device and the copies' rate, and the
@@ -152,6 +152,9 @@ struct gx_backend {
     struct {
         double launch_us, copy_us, copy_bytes_per_us, flops_per_us, bytes_per_us;
     } cost;
+    /* Do its kernels give each sample of a batch the same bits whatever
+     * the batch size around it? Only then may a job's batch be cut into
+     * slices that run as replicas (seed 002; the batch pass). */
     bool exact_slices;
 
     /* ---- memory ---- */

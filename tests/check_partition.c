@@ -317,7 +317,20 @@ START_TEST(test_cuda_rules)
     ck_assert(gx_backend_runnable(gx_backend_cpu(), why, sizeof why));
     ck_assert(gx_backend_lists(cuda, GX_OP_MATMUL));
     ck_assert(gx_backend_lists(cuda, GX_OP_RELU));
-    ck_assert(!gx_backend_lists(cuda, GX_OP_CONV)); /* no cuDNN kernels yet */
+    /* Conv only with cuDNN (HAVE_CUDNN), which pads symmetrically */
+    ck_assert(gx_backend_lists(cuda, GX_OP_CONV) == gx_backend_lists(cuda, GX_OP_BATCHNORM));
+    if (gx_backend_lists(cuda, GX_OP_CONV)) {
+        gx_attrval ca[GX_MAX_ATTRS] = {0};
+        const int64_t pads[4] = {0, 0, 1, 1};
+        ca[GX_CONV_GROUP].i = 1;
+        ca[GX_WIN_PADS] = (gx_attrval){.set = true, .ints = pads, .n = 4};
+        gx_view cv[3] = {{.dtype = GX_F32, .ndim = 4, .shape = {1, 2, 5, 5}},
+                         {.dtype = GX_F32, .ndim = 4, .shape = {3, 2, 3, 3}},
+                         {.dtype = GX_F32, .ndim = 4, .shape = {1, 3, 4, 4}}};
+        gx_rule_ctx crc = {GX_OP_CONV, ca, 2, cv, 1, &cv[2]};
+        ck_assert(!gx_backend_accepts(cuda, &crc, why, sizeof why));
+        ck_assert_msg(strstr(why, "cuDNN") && strstr(why, "symmetric"), "%s", why);
+    }
     ck_assert(!gx_backend_lists(cuda, GX_OP_NON_MAX_SUPPRESSION));
     ck_assert(gx_backend_lists(gx_backend_cpu(), GX_OP_NON_MAX_SUPPRESSION));
 

@@ -70,10 +70,13 @@ static const char *s_unfusable(const gxd_plan *p, int i)
 /* Can step i be the head of an epilogue group (ops/fused.h): a MatMul of
  * operands of rank >= 2, a Gemm, or a float32 Conv in the plain layout
  * that runs the CPU's plain kernel (the layout pass may have given it
- * another), static, with its output in the arena? */
+ * another), static, with its output in the arena, on a device whose fused
+ * slot takes heads? */
 static bool s_head_ok(const gxd_plan *p, int i)
 {
     const gxd_step *s = &p->steps[i];
+    if (p->devices[s->device]->no_fused_heads)
+        return false;
     if (s->folded || s->copy || s->dynamic || s->n_out != 1 || s->n_in != s->n_formal ||
         s->n_in > GX_FUSED_MAX_OP_IN || p->values[s->out[0]].kind != GXD_VALUE_TEMP)
         return false;

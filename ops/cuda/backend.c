@@ -16,7 +16,7 @@
 
 #include "ops/cuda/internal.h"
 
-#define S_JIT_MAX 128
+#define S_JIT_MAX 1024 /* fused groups add one kernel per distinct program */
 
 static struct {
     int device;
@@ -234,9 +234,15 @@ static int s_open(const gx_backend *b, char *note, size_t len)
     s_dev.ready = true;
     snprintf(note, len,
              "GPU %d: %.64s, sm_%d%d, %zu MiB (%zu free; arenas up to %zu MiB); cuBLAS and NVRTC "
-             "kernels checked",
+             "kernels checked%s",
              s_dev.device, prop.name, prop.major, prop.minor, total >> 20, avail >> 20,
-             s_dev.limit >> 20);
+             s_dev.limit >> 20,
+#ifdef HAVE_CUDNN
+             "; cuDNN"
+#else
+             "; no cuDNN (Conv, pools, BatchNormalization stay on the CPU)"
+#endif
+    );
     return GX_OK;
 }
 
@@ -406,6 +412,9 @@ static void s_queue_free(const gx_backend *b, void *queue)
     if (!q)
         return;
     cublasDestroy(q->blas);
+#ifdef HAVE_CUDNN
+    gx_cuda_dnn_fini(q);
+#endif
     cudaStreamDestroy(q->stream);
     pthread_mutex_destroy(&q->mu);
     free(q);
@@ -432,7 +441,13 @@ static const gx_backend s_cuda = {
     .open = s_open,
     .usable = s_usable,
     .kernel = gx_cuda_kernel,
+    .fused = gx_cuda_fused,
+    .no_fused_heads = true,
     .shares = false,
+    /* a kernel launch, a pageable copy (and its synchronisation), and a
+     * data-centre GPU's float32 and memory rates */
+    .cost = {.launch_us = 5, .copy_us = 10, .copy_bytes_per_us = 10000, .flops_per_us = 2e7,
+             .bytes_per_us = 1e6},
     .host_memory = false,
     .alloc = s_alloc,
     .free = s_free,
@@ -444,10 +459,6 @@ static const gx_backend s_cuda = {
 };
 
 const gx_backend *gx_backend_cuda(void)
-    /* a kernel launch, a pageable copy (and its synchronisation), and a
-     * data-centre GPU's float32 and memory rates */
-    .cost = {.launch_us = 5, .copy_us = 10, .copy_bytes_per_us = 10000, .flops_per_us = 2e7,
-             .bytes_per_us = 1e6},
 {
     return &s_cuda;
 }

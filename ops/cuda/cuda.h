@@ -2,8 +2,10 @@
  * The CUDA backend (ops/backend.h) of one GPU: cudaMalloc'd arenas, copies
  * and kernels on a stream per worker, cuBLAS for MatMul and Gemm, kernels
  * generated as CUDA C and compiled with NVRTC at first use for the
- * elementwise ops and Softmax. What it claims is its rules table
- * (rules.c); gx_backend_cuda() is its table, declared only in a build
+ * elementwise ops, Softmax, Transpose, trailing reductions and fused
+ * groups, cuDNN for Conv, pools and BatchNormalization (where configure
+ * found it). What it claims is its rules table (rules.c);
+ * gx_backend_cuda() is its table, declared only in a build
  * without the CUDA toolkit and not usable until gx_cuda_open found a GPU.
  *
  *   gx_cuda_configure(0, 0.9);               // before open: GPU 0, 90 % of its memory
@@ -16,8 +18,15 @@
 
 #include "ops/backend.h"
 
-/* The rules of what the kernels run (rules.c; static storage). */
-#define GX_CUDA_N_RULES 24
+/* The rules of what the kernels run (rules.c; static storage); the cuDNN
+ * rows only in a build with cuDNN (config.h's HAVE_CUDNN). */
+#define GX_CUDA_N_BASE_RULES 28
+#ifdef HAVE_CUDNN
+#define GX_CUDA_N_DNN_RULES 6
+#else
+#define GX_CUDA_N_DNN_RULES 0
+#endif
+#define GX_CUDA_N_RULES (GX_CUDA_N_BASE_RULES + GX_CUDA_N_DNN_RULES)
 extern const gx_op_rule gx_cuda_rules[GX_CUDA_N_RULES];
 
 /* Which GPU open readies and the fraction of its memory (0 < f <= 1)

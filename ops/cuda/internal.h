@@ -9,6 +9,9 @@
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#ifdef HAVE_CUDNN
+#include <cudnn.h>
+#endif
 
 #include "ops/cuda/cuda.h"
 
@@ -23,6 +26,11 @@ typedef struct gx_cuda_queue {
     cublasHandle_t blas;
     int err;           /* GX_OK or the first error */
     char msg[200];
+#ifdef HAVE_CUDNN
+    cudnnHandle_t dnn; /* made at the first cuDNN kernel on the queue */
+    void *ws;          /* cuDNN's workspace, grown on demand (cudaMalloc) */
+    size_t ws_bytes;
+#endif
 } gx_cuda_queue;
 
 /* Records a failure on q (the first one sticks). */
@@ -43,6 +51,24 @@ const void *gx_cuda_jit(gx_cuda_queue *q, const char *src, const char *name);
 /* Launches fn over n elements (grid-stride loops), or grid x block. */
 void gx_cuda_launch(gx_cuda_queue *q, const void *fn, unsigned grid, unsigned block, void **args);
 unsigned gx_cuda_grid(int64_t n);
+
+#ifdef HAVE_CUDNN
+/* The cuDNN kernel of op (dnn.c: Conv, pools, BatchNormalization), NULL
+ * where it has none. */
+gx_kernel_fn gx_cuda_dnn_kernel(gx_op op);
+/* Releases q's cuDNN handle and workspace (the queue is going away). */
+void gx_cuda_dnn_fini(gx_cuda_queue *q);
+#endif
+
+/* The expression of a generated unary kernel of op: CUDA C over v (the
+ * element), a (LeakyRelu's alpha), lov and hiv (Clip's bounds); NULL for
+ * an op without one. */
+const char *gx_cuda_unary_expr(gx_op op, const gx_attrval *attr);
+/* The operator of a generated binary kernel ("+"), NULL for other ops. */
+const char *gx_cuda_binary_sym(gx_op op);
+/* The backend's fused slot (fused.c): the group as one generated kernel. */
+struct gx_fused;
+void gx_cuda_fused(const gx_backend *b, const struct gx_fused *f, const gx_kargs *k);
 
 /* The kernel of op (kernels.c), NULL where it has none. */
 gx_kernel_fn gx_cuda_kernel(gx_op op);

@@ -1,8 +1,10 @@
 /*
  * The CUDA backend's kernels (float32): MatMul and Gemm through cuBLAS on
  * the worker's stream and handle; elementwise ops, broadcasting binary ops,
- * Softmax over the last axis and Gemm's C as CUDA C compiled by NVRTC at
- * first use (gx_cuda_jit); the shape ops as copies within the device.
+ * Softmax over the last axis, Gemm's C, Transpose (rank 6 at most) and
+ * ReduceSum / ReduceMean over trailing axes as CUDA C compiled by NVRTC
+ * at first use (gx_cuda_jit); the shape ops and Concat as copies within
+ * the device; Conv, pools and BatchNormalization through cuDNN (dnn.c).
  * Every kernel enqueues on its queue and returns; a failure is recorded
  * on the queue and reported by the next copy or sync.
  */
@@ -47,7 +49,7 @@ static const char *const s_expr[GX_OP_COUNT] = {
     [GX_OP_CLIP] = "fminf(fmaxf(v, lov), hiv)",
 };
 
-static const char *s_unary_expr(gx_op op, const gx_attrval *attr)
+const char *gx_cuda_unary_expr(gx_op op, const gx_attrval *attr)
 {
     const char *approx = op == GX_OP_GELU ? attr[GX_GELU_APPROXIMATE].s : NULL;
     if (approx && strcmp(approx, "tanh") == 0)
@@ -58,7 +60,7 @@ static const char *s_unary_expr(gx_op op, const gx_attrval *attr)
 static void s_unary(const gx_kargs *k, gx_op op)
 {
     gx_cuda_queue *q = gx_cuda_queue_of(k);
-    const char *expr = s_unary_expr(op, k->attr);
+    const char *expr = gx_cuda_unary_expr(op, k->attr);
     char src[sizeof s_unary_src + 256], name[48];
     snprintf(name, sizeof name, "gx_%s", gx_op_name(op));
     snprintf(src, sizeof src, s_unary_src, name, expr);
@@ -194,6 +196,140 @@ static void s_k_softmax(const gx_kargs *k)
     if (rows > 0 && cols > 0)
         gx_cuda_launch(q, fn, (unsigned)rows, 256, args);
     gx_cuda_done(k, q);
+}
+
+/* ---- Transpose, Concat, ReduceSum / ReduceMean ------------------------- */
+
+/* y[i] = x[offset of i's coordinates]: dim are y's dims, st the stride in x
+ * of the axis each of y's dims comes from (rank 6 at most). */
+typedef struct s_perm {
+    long long n, nd;
+    long long dim[6], st[6];
+} s_perm;
+
+static const char s_transpose_src[] =
+    "struct pm { long long n, nd; long long dim[6], st[6]; };\n"
+    "extern \"C\" __global__ void gx_transpose(const float *__restrict__ x,\n"
+    "    float *__restrict__ y, pm p)\n"
+    "{\n"
+    "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.n;\n"
+    "         i += (long long)gridDim.x * blockDim.x) {\n"
+    "        long long r = i, o = 0;\n"
+    "        for (int d = (int)p.nd - 1; d >= 0; d--) {\n"
+    "            const long long c = r % p.dim[d];\n"
+    "            r /= p.dim[d];\n"
+    "            o += c * p.st[d];\n"
+    "        }\n"
+    "        y[i] = x[o];\n"
+    "    }\n"
+    "}\n";
+
+static void s_k_transpose(const gx_kargs *k)
+{
+    gx_cuda_queue *q = gx_cuda_queue_of(k);
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const gx_attrval *pa = &k->attr[GX_TRANSPOSE_PERM];
+    long long xst[6];
+    long long st = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        xst[d] = st;
+        st *= x->shape[d];
+    }
+    s_perm p = {.n = (long long)y->numel, .nd = y->ndim};
+    for (int d = 0; d < y->ndim; d++) {
+        const int from = pa->set && pa->n == (size_t)x->ndim ? (int)pa->ints[d] : x->ndim - 1 - d;
+        p.dim[d] = y->shape[d];
+        p.st[d] = xst[from < 0 ? from + x->ndim : from];
+    }
+    const float *xp = x->data;
+    float *yp = y->data;
+    void *args[] = {&xp, &yp, &p};
+    if (p.n > 0)
+        gx_cuda_launch(q, gx_cuda_jit(q, s_transpose_src, "gx_transpose"), gx_cuda_grid(p.n),
+                       256, args);
+    gx_cuda_done(k, q);
+}
+
+/* Each input a block of rows copied into its columns of y (one 2-D copy
+ * per input: rows = the product of the dims before the axis). */
+static void s_k_concat(const gx_kargs *k)
+{
+    gx_cuda_queue *q = gx_cuda_queue_of(k);
+    const gx_view *y = &k->out[0];
+    int axis = (int)k->attr[GX_CONCAT_AXIS].i;
+    if (axis < 0)
+        axis += y->ndim;
+    const size_t es = gx_dtype_size(y->dtype);
+    size_t rows = 1, inner = es;
+    for (int d = 0; d < axis; d++)
+        rows *= (size_t)y->shape[d];
+    for (int d = axis + 1; d < y->ndim; d++)
+        inner *= (size_t)y->shape[d];
+    const size_t pitch = (size_t)y->shape[axis] * inner;
+    size_t at = 0;
+    for (int i = 0; i < k->n_in; i++) {
+        const gx_view *x = &k->in[i];
+        const size_t width = (size_t)(x->ndim > axis ? x->shape[axis] : 0) * inner;
+        cudaError_t e = cudaSuccess;
+        if (width && rows)
+            e = cudaMemcpy2DAsync((char *)y->data + at, pitch, x->data, width, width, rows,
+                                  cudaMemcpyDeviceToDevice, q->stream);
+        if (e != cudaSuccess)
+            gx_cuda_fail(q, "Concat: a copy of %zu x %zu bytes: %s", rows, width,
+                         cudaGetErrorString(e));
+        at += width;
+    }
+    gx_cuda_done(k, q);
+}
+
+/* y[r] = the sum (times scale) of x's row r of cols elements: one block
+ * of 256 threads per row. */
+static const char s_reduce_src[] =
+    "extern \"C\" __global__ void gx_reduce_rows(const float *__restrict__ x,\n"
+    "    float *__restrict__ y, long long rows, long long cols, float scale)\n"
+    "{\n"
+    "    __shared__ float sh[256];\n"
+    "    const int t = threadIdx.x;\n"
+    "    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {\n"
+    "        const float *xr = x + r * cols;\n"
+    "        float s = 0.f;\n"
+    "        for (long long j = t; j < cols; j += blockDim.x) s += xr[j];\n"
+    "        sh[t] = s;\n"
+    "        __syncthreads();\n"
+    "        for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
+    "            if (t < h) sh[t] += sh[t + h];\n"
+    "            __syncthreads();\n"
+    "        }\n"
+    "        if (t == 0) y[r] = sh[0] * scale;\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "}\n";
+
+/* The rules claim trailing reductions only (rules.c), so that y's
+ * elements are rows of x of in / out elements each. */
+static void s_reduce(const gx_kargs *k, bool mean)
+{
+    gx_cuda_queue *q = gx_cuda_queue_of(k);
+    long long rows = (long long)k->out[0].numel;
+    long long cols = rows ? (long long)k->in[0].numel / rows : 0;
+    float scale = mean && cols ? 1.f / (float)cols : 1.f;
+    const float *xp = k->in[0].data;
+    float *yp = k->out[0].data;
+    void *args[] = {&xp, &yp, &rows, &cols, &scale};
+    if (rows > 0)
+        gx_cuda_launch(q, gx_cuda_jit(q, s_reduce_src, "gx_reduce_rows"),
+                       (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8), 256, args);
+    gx_cuda_done(k, q);
+}
+
+static void s_k_reduce_sum(const gx_kargs *k)
+{
+    s_reduce(k, false);
+}
+
+static void s_k_reduce_mean(const gx_kargs *k)
+{
+    s_reduce(k, true);
 }
 
 /* ---- cuBLAS ------------------------------------------------------------- */
@@ -333,6 +469,12 @@ S_UNARY(LEAKYRELU)
 S_UNARY(CLIP)
 #undef S_UNARY
 
+const char *gx_cuda_binary_sym(gx_op op)
+{
+    return op == GX_OP_ADD ? "+" : op == GX_OP_SUB ? "-" : op == GX_OP_MUL ? "*"
+         : op == GX_OP_DIV ? "/" : NULL;
+}
+
 #define S_BINARY(e, sym)                                                                       \
     static void s_k_##e(const gx_kargs *k)                                                     \
     {                                                                                          \
@@ -354,11 +496,19 @@ static const gx_kernel_fn s_kernels[GX_OP_COUNT] = {
     [GX_OP_SOFTMAX] = s_k_softmax,
     [GX_OP_IDENTITY] = s_k_copy, [GX_OP_RESHAPE] = s_k_copy, [GX_OP_FLATTEN] = s_k_copy,
     [GX_OP_SQUEEZE] = s_k_copy, [GX_OP_UNSQUEEZE] = s_k_copy,
+    [GX_OP_TRANSPOSE] = s_k_transpose, [GX_OP_CONCAT] = s_k_concat,
+    [GX_OP_REDUCE_SUM] = s_k_reduce_sum, [GX_OP_REDUCE_MEAN] = s_k_reduce_mean,
 };
 
 gx_kernel_fn gx_cuda_kernel(gx_op op)
 {
-    return (unsigned)op < GX_OP_COUNT ? s_kernels[op] : NULL;
+    if ((unsigned)op >= GX_OP_COUNT)
+        return NULL;
+#ifdef HAVE_CUDNN
+    if (!s_kernels[op])
+        return gx_cuda_dnn_kernel(op);
+#endif
+    return s_kernels[op];
 }
 
 /* ---- the self-check at open -------------------------------------------- */

@@ -36,6 +36,22 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
 done
 export LD_LIBRARY_PATH="$carry/lib$cudalib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 bin=$carry/bin
+# cuDNN (a build with it links libcudnn.so.9): the toolkit's, the system's,
+# or a Python wheel's (PyTorch's nvidia-cudnn) when neither has it
+if ldd "$bin/check_cuda" 2>/dev/null | grep -q "libcudnn.*not found"; then
+    for d in /usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu \
+             $(ls -d /usr/local/lib/python3*/dist-packages/nvidia/cudnn/lib \
+                     /usr/lib/python3*/dist-packages/nvidia/cudnn/lib \
+                     /usr/local/lib/python3*/site-packages/nvidia/cudnn/lib \
+                     /opt/conda/lib/python3*/site-packages/nvidia/cudnn/lib \
+                     "$HOME"/.local/lib/python3*/site-packages/nvidia/cudnn/lib 2>/dev/null); do
+        if [ -f "$d/libcudnn.so.9" ]; then
+            echo "cuDNN from $d"
+            export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+            break
+        fi
+    done
+fi
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 # A carried library that needs a newer glibc than this machine's (built on
 # Debian 12, glibc 2.36: libstdc++ is the one that does) steps aside for
