@@ -8,8 +8,9 @@
 #
 # 1. nvidia-smi -L
 # 2. check_cuda: each kernel against the CPU in-process (PASS/FAIL per case,
-#    "N passed, N failed"), then MatMul 1024^3 and 4096^3 through a plan vs
-#    cuBLAS alone
+#    "N passed, N failed"; cuDNN ops and fused groups too), then MatMul
+#    1024^3 and 4096^3 through a plan vs cuBLAS alone and a 200-op
+#    elementwise chain fused vs one launch per op (TIME lines)
 # 3. the real gexecd preferring cuda, 4 client processes running the MLP
 #    example at once: every job answered, outputs equal to a CPU-only
 #    gexecd's, nvidia-smi showing one context
@@ -70,13 +71,13 @@ part "1. GPUs"
 timeout 20 nvidia-smi -L || fail "nvidia-smi -L"
 timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
 
-part "2. check_cuda (kernels vs CPU, then MatMul timing)"
-timeout 120 "$bin/check_cuda"
+part "2. check_cuda (kernels vs CPU, then MatMul and fused-chain timing)"
+timeout 180 "$bin/check_cuda"
 rc=$?
 case $rc in
     0) echo "check_cuda: all passed" ;;
     77) fail "check_cuda skipped: no usable GPU (see its SKIP line)" ;;
-    124) fail "check_cuda timed out after 120 s" ;;
+    124) fail "check_cuda timed out after 180 s" ;;
     *) fail "check_cuda exit $rc" ;;
 esac
 
