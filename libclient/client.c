@@ -598,7 +598,7 @@ static int s_send(gx_client *c, const msgpack_sbuffer *hdr, const gx_request *rq
     for (size_t i = 0; rq && i < rq->n_in; i++)
         nframes += !rq->in[i].shape_only;
     int rc = zmq_send(c->sock, hdr->data, hdr->size, nframes ? ZMQ_SNDMORE : 0);
-    for (size_t i = 0, sent = 0; rc >= 0 && i < rq->n_in && sent < nframes; i++)
+    for (size_t i = 0, sent = 0; rc >= 0 && sent < nframes; i++) /* rq: frames to send */
         if (!rq->in[i].shape_only)
             rc = zmq_send(c->sock, rq->in[i].t->data, rq->in[i].t->nbytes,
                           ++sent < nframes ? ZMQ_SNDMORE : 0);
