@@ -231,6 +231,17 @@ static int s_open(const gx_backend *b, char *note, size_t len)
                  s_dev.device, prop.name, why);
         return gx_errf(note, len, GX_EINTERNAL, "%s; serving on CPU", s_dev.why);
     }
+#ifdef HAVE_CUDNN
+    /* the rules claim Conv, pools and BatchNormalization: cuDNN must load */
+    cudnnHandle_t dnn;
+    cudnnStatus_t ds = cudnnCreate(&dnn);
+    if (ds != CUDNN_STATUS_SUCCESS) {
+        snprintf(s_dev.why, sizeof s_dev.why, "CUDA device %d (%.64s): cuDNN %zu: %s",
+                 s_dev.device, prop.name, cudnnGetVersion(), cudnnGetErrorString(ds));
+        return gx_errf(note, len, GX_EINTERNAL, "%s; serving on CPU", s_dev.why);
+    }
+    cudnnDestroy(dnn);
+#endif
     s_dev.ready = true;
     snprintf(note, len,
              "GPU %d: %.64s, sm_%d%d, %zu MiB (%zu free; arenas up to %zu MiB); cuBLAS and NVRTC "
@@ -238,7 +249,7 @@ static int s_open(const gx_backend *b, char *note, size_t len)
              s_dev.device, prop.name, prop.major, prop.minor, total >> 20, avail >> 20,
              s_dev.limit >> 20,
 #ifdef HAVE_CUDNN
-             "; cuDNN"
+             "; cuDNN ready"
 #else
              "; no cuDNN (Conv, pools, BatchNormalization stay on the CPU)"
 #endif
