@@ -20,6 +20,7 @@
 
 #include "ops/backend.h"
 #include "ops/cpu/cpu.h"
+#include "ops/fused.h"
 #include "tests/testdev.h"
 
 #define S_MAX_BLOCKS 4096
@@ -124,6 +125,24 @@ static gx_kernel_fn s_kernel(gx_op op)
     return (unsigned)op < GX_OP_COUNT ? s_kernels[op] : NULL;
 }
 
+/* A fused group (only while testdev claims like a backend with a fused
+ * slot, GEXEC_TESTDEV_RULES=cuda): the CPU's fused kernel over testdev
+ * memory, its ops on the CPU's kernels. */
+static void s_fused(const gx_backend *b, const gx_fused *f, const gx_kargs *k)
+{
+    (void)b;
+    static _Thread_local gx_fused cpu;
+    s_check(k);
+    cpu = *f;
+    if (cpu.has_head)
+        cpu.head.kernel = gx_backend_cpu()->kernel(cpu.head.op);
+    for (int j = 0; j < cpu.n_ops; j++)
+        cpu.op[j].kernel = gx_backend_cpu()->kernel(cpu.op[j].op);
+    s_enter();
+    gx_cpu_fused(&cpu, k->in, &k->out[0], k->scratch, k->ith, k->nth);
+    s_leave();
+}
+
 static void *s_alloc(const gx_backend *b, size_t bytes)
 {
     (void)b;
@@ -225,7 +244,8 @@ static gx_backend s_testdev = {
 };
 
 /* GEXEC_TESTDEV_RULES=NAME: testdev claims what backend NAME's rules
- * claim (cuda: the subgraphs a GPU would take, run here). */
+ * claim (cuda: the subgraphs a GPU would take, run here) and forms fused
+ * groups as NAME does. */
 __attribute__((constructor)) static void s_register(void)
 {
     const char *like = getenv("GEXEC_TESTDEV_RULES");
@@ -233,6 +253,10 @@ __attribute__((constructor)) static void s_register(void)
     if (b) {
         s_testdev.rules = b->rules;
         s_testdev.n_rules = b->n_rules;
+        if (b->fused) { /* its fused groups too (cuda: without heads) */
+            s_testdev.fused = s_fused;
+            s_testdev.no_fused_heads = b->no_fused_heads;
+        }
     }
     gx_backend_register(&s_testdev);
 }
