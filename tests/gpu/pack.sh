@@ -2,7 +2,8 @@
 # Packs what tests/gpu/run.sh needs on a GPU machine that has the CUDA
 # toolkit and driver but none of this project's libraries: the built
 # gexecd, gexec-submit (the real binary, not libtool's wrapper), libgexec,
-# tests/gpu/check_cuda, and every shared library ldd shows for them that is
+# tests/gpu/check_cuda, tests/conformance (and the ONNX node tests, when
+# installed here), and every shared library ldd shows for them that is
 # neither CUDA's (/usr/local/cuda*) nor glibc's. Builds nothing: run it
 # here, from the repository root, after `make check` in the build tree.
 #
@@ -34,7 +35,7 @@ real() {
     else echo "pack.sh: no binary behind $p" >&2; return 1; fi
 }
 
-for p in daemon/gexecd libclient/gexec-submit tests/gpu/check_cuda; do
+for p in daemon/gexecd libclient/gexec-submit tests/gpu/check_cuda tests/conformance; do
     cp -L "$(real "$build/$p")" "$out/bin/"
 done
 cp -P "$build"/libclient/.libs/libgexec.so* "$out/lib/"
@@ -55,6 +56,10 @@ strip --strip-debug "$out"/bin/* "$out"/lib/*.so* 2>/dev/null || true
 missing=$(LD_LIBRARY_PATH="$out/lib" ldd "$out"/bin/* | grep "not found" | grep -v -E "libcu|libnvrtc" || true)
 [ -z "$missing" ] || { echo "pack.sh: unresolved: $missing" >&2; exit 1; }
 tar -C "$out" -czf "$carry/gexec-gpu.tar.gz" bin lib
+# the ONNX node tests (Debian's libonnx-testdata), for the conformance run
+# over cuda, when they are installed here
+nodes=/usr/share/libonnx-testdata/data
+if [ -d "$nodes/node" ]; then tar -C "$nodes" -czf "$carry/onnx-node.tar.gz" node; fi
 echo "unpacked: $(ls "$out/bin" | wc -l) programs, $(ls "$out/lib" | wc -l) libraries, $(du -sm "$out" | cut -f1) MiB"
 ls "$out/bin" "$out/lib" | tr '\n' ' '; echo
 

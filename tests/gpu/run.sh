@@ -91,6 +91,7 @@ gpus: "$3"
 log_level: info
 partition:
   prefer: [$2]
+  cost_check: false
 tune:
   mode: "off"
 EOC
