@@ -236,6 +236,7 @@ typedef struct gxd_replicas {
     gxd_frame f[GXD_MAX_TEAM];
     gxd_plan *plan[GXD_MAX_TEAM];
     bool owned[GXD_MAX_TEAM];
+    int64_t plan_us; /* getting the slices' plans: compiled, cached or read */
 } gxd_replicas;
 
 static void s_replicas_fini(gxd_replicas *r)
@@ -280,6 +281,7 @@ static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_vi
             bool compiled = false;
             int rc = gxd_model_slice(j->model, plan, in, &ctx->limits, &rp, &r->owned[i],
                                      &compiled, err, errlen);
+            r->plan_us += gxd_now_us() - t0;
             if (compiled) /* not when cached or read from its artifact */
                 j->compile_us += gxd_now_us() - t0;
             if (rc < 0)
@@ -366,9 +368,9 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
     if (n > plan->batch && n > 1)
         n = (int)plan->batch;
     j->t_exec = gxd_now_us();
-    int64_t compiled = j->compile_us;
     gxd_replicas r;
     int rc = s_replicas_init(ctx, j, plan, inputs, n, cfg.dag, a, stop, &r, err, sizeof err);
+    int64_t plan_us = r.plan_us;
     if (rc < 0 && n > 1 && rc != GX_ENOMEM) {
         /* the split did not work out: run the job whole */
         char why[sizeof c.reason];
@@ -382,7 +384,7 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
         err[0] = '\0';
         rc = s_replicas_init(ctx, j, plan, inputs, 1, cfg.dag, a, stop, &r, err, sizeof err);
     }
-    j->t_exec += j->compile_us - compiled; /* slice plans compiled: not compute */
+    j->t_exec += plan_us; /* slice plans compiled or read: not compute */
     if (c.mode == GX_MODE_INTER_REPLICA && n == 1)
         c.mode = GX_MODE_INTER; /* one copy: that is what ran */
     bool wants_dag = c.mode == GX_MODE_INTER || c.mode == GX_MODE_INTER_INTRA ||

@@ -121,15 +121,18 @@ static void s_pack_estimates(msgpack_packer *pk, const double est_us[GX_MODE_COU
         }
 }
 
-/* An EXPLAIN's reply: the graph's id, the compile time (0 when the plan
- * was cached) and, on success, the plan as JSON text. */
-static void s_reply_explain(gxd_ctx *ctx, gxd_job *j)
+/* An EXPLAIN's (TUNE's) or a COMPILE's reply: the graph's id, the compile
+ * time (0 when the plan was cached or read from the artifact cache) and,
+ * on success, EXPLAIN: the plan as JSON text; COMPILE: the artifact's name
+ * in the cache and its bytes, one output frame, "artifact". */
+static void s_reply_plan(gxd_ctx *ctx, gxd_job *j)
 {
     s_reply r;
-    bool ok = j->status == GX_OK && j->explain;
-    s_reply_begin(&r, j->tune ? "TUNE" : "EXPLAIN", j->id, j->status,
+    const bool compile = j->kind == GXD_JOB_COMPILE;
+    bool ok = j->status == GX_OK && (compile ? j->n_out == 1 : j->explain != NULL);
+    s_reply_begin(&r, compile ? "COMPILE" : j->tune ? "TUNE" : "EXPLAIN", j->id, j->status,
                   j->status == GX_OK ? NULL : j->message,
-                  (j->model ? 1 : 0) + (ok ? 2 : 0));
+                  (j->model ? 1 : 0) + (ok ? (compile ? 3 : 2) : 0));
     if (j->model) {
         gx_mp_pack_str(&r.pk, "graph_id");
         gx_mp_pack_str(&r.pk, j->model->id.hex);
@@ -137,36 +140,19 @@ static void s_reply_explain(gxd_ctx *ctx, gxd_job *j)
     if (ok) {
         gx_mp_pack_str(&r.pk, "compile_us");
         msgpack_pack_int64(&r.pk, j->compile_us);
-        gx_mp_pack_str(&r.pk, "plan");
-        gx_mp_pack_str(&r.pk, j->explain);
     }
-    s_reply_send(ctx, j->identity, j->identity_len, &r, NULL);
-}
-
-/* A COMPILE's reply: the graph's id, the compile time (0 when the plan
- * was cached or read from the artifact cache), the artifact's name in the
- * cache and, on success, its bytes: one output frame, "artifact". */
-static void s_reply_compile(gxd_ctx *ctx, gxd_job *j)
-{
-    s_reply r;
-    bool ok = j->status == GX_OK && j->n_out == 1;
-    s_reply_begin(&r, "COMPILE", j->id, j->status, j->status == GX_OK ? NULL : j->message,
-                  (j->model ? 1 : 0) + (ok ? 3 : 0));
-    if (j->model) {
-        gx_mp_pack_str(&r.pk, "graph_id");
-        gx_mp_pack_str(&r.pk, j->model->id.hex);
-    }
-    if (ok) {
-        gx_mp_pack_str(&r.pk, "compile_us");
-        msgpack_pack_int64(&r.pk, j->compile_us);
+    if (ok && compile) {
         gx_mp_pack_str(&r.pk, "key");
         gx_mp_pack_str(&r.pk, j->key);
         gx_mp_pack_str(&r.pk, "outputs");
         msgpack_pack_array(&r.pk, 1);
         gx_wire_pack_tensor_desc(&r.pk, j->out[0].name, j->out[0].view.dtype,
                                  j->out[0].view.ndim, j->out[0].view.shape);
+    } else if (ok) {
+        gx_mp_pack_str(&r.pk, "plan");
+        gx_mp_pack_str(&r.pk, j->explain);
     }
-    s_reply_send(ctx, j->identity, j->identity_len, &r, ok ? j : NULL);
+    s_reply_send(ctx, j->identity, j->identity_len, &r, ok && compile ? j : NULL);
 }
 
 /* The devices the daemon offers plans: the CPU, then ctx->part's. */
@@ -214,12 +200,8 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
         s_reply_send(ctx, j->identity, j->identity_len, &r, NULL);
         return;
     }
-    if (j->kind == GXD_JOB_EXPLAIN) {
-        s_reply_explain(ctx, j);
-        return;
-    }
-    if (j->kind == GXD_JOB_COMPILE) {
-        s_reply_compile(ctx, j);
+    if (j->kind == GXD_JOB_EXPLAIN || j->kind == GXD_JOB_COMPILE) {
+        s_reply_plan(ctx, j);
         return;
     }
     if (ok) {
@@ -623,15 +605,15 @@ static int s_handle_run(gxd_ctx *ctx, s_req *rq)
     return rc;
 }
 
-/* EXPLAIN, and TUNE: the same (the plan's description), and the plan's
- * signatures are queued for exploration now, ahead of the others
- * (docs/tune.md). */
-static int s_handle_explain_or_tune(gxd_ctx *ctx, s_req *rq, bool tune)
+/* EXPLAIN, TUNE and COMPILE (kind): the graph and inputs a plan is made
+ * for, queued. TUNE is EXPLAIN, and the plan's signatures are queued for
+ * exploration now, ahead of the others (docs/tune.md). */
+static int s_handle_plan(gxd_ctx *ctx, s_req *rq, gxd_job_kind kind, bool tune)
 {
     if (tune && !ctx->tune)
         return gx_errf(rq->err, sizeof rq->err, GX_EUNSUPPORTED,
                        "the best-implementation registry is off (tune.mode: off)");
-    gxd_job *j = s_new_job(rq, GXD_JOB_EXPLAIN);
+    gxd_job *j = s_new_job(rq, kind);
     if (!j)
         return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
     j->tune = tune;
@@ -647,29 +629,19 @@ static int s_handle_explain_or_tune(gxd_ctx *ctx, s_req *rq, bool tune)
 
 static int s_handle_explain(gxd_ctx *ctx, s_req *rq)
 {
-    return s_handle_explain_or_tune(ctx, rq, false);
+    return s_handle_plan(ctx, rq, GXD_JOB_EXPLAIN, false);
 }
 
 static int s_handle_tune(gxd_ctx *ctx, s_req *rq)
 {
-    return s_handle_explain_or_tune(ctx, rq, true);
+    return s_handle_plan(ctx, rq, GXD_JOB_EXPLAIN, true);
 }
 
 /* COMPILE: the plan EXPLAIN would describe, answered as its artifact file
  * (docs/artifact.md); nothing runs. */
 static int s_handle_compile(gxd_ctx *ctx, s_req *rq)
 {
-    gxd_job *j = s_new_job(rq, GXD_JOB_COMPILE);
-    if (!j)
-        return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
-    int rc = s_decode_graph_ref(ctx, rq, j);
-    if (rc == GX_OK)
-        rc = s_decode_inputs(ctx, rq, j);
-    if (rc == GX_OK)
-        rc = s_enqueue(ctx, rq, j);
-    if (rc < 0)
-        gxd_job_destroy(&j);
-    return rc;
+    return s_handle_plan(ctx, rq, GXD_JOB_COMPILE, false);
 }
 
 static int s_handle_cancel(gxd_ctx *ctx, s_req *rq)

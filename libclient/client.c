@@ -885,6 +885,11 @@ GX_EXPORT int gx_request_add_input(gx_request *rq, const char *name, const gx_te
     return GX_OK;
 }
 
+/* An input whose tensor (a view: data borrowed, or none for a shape
+ * alone) the request owns. */
+static int s_add_view(gx_request *rq, const char *name, gx_dtype dt, int ndim,
+                      const int64_t *shape, const void *data, size_t nbytes, bool shape_only);
+
 GX_EXPORT int gx_request_add_input_shape(gx_request *rq, const char *name, gx_dtype dt, int ndim,
                                          const int64_t *shape)
 {
@@ -892,21 +897,7 @@ GX_EXPORT int gx_request_add_input_shape(gx_request *rq, const char *name, gx_dt
     if (!rq || ndim < 0 || ndim > GX_MAX_DIMS || (ndim > 0 && !shape) ||
         !gx_shape_nbytes(dt, ndim, shape, &nbytes))
         return GX_EINVAL;
-    gx_tensor *v = calloc(1, sizeof *v);
-    if (!v)
-        return GX_ENOMEM;
-    v->dtype = dt;
-    v->ndim = ndim;
-    if (ndim > 0)
-        memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
-    int rc = gx_request_add_input(rq, name, v);
-    if (rc < 0) {
-        free(v);
-        return rc;
-    }
-    rq->in[rq->n_in - 1].view = v;
-    rq->in[rq->n_in - 1].shape_only = true;
-    return GX_OK;
+    return s_add_view(rq, name, dt, ndim, shape, NULL, 0, true);
 }
 
 GX_EXPORT int gx_request_add_input_data(gx_request *rq, const char *name, gx_dtype dt, int ndim,
@@ -916,6 +907,12 @@ GX_EXPORT int gx_request_add_input_data(gx_request *rq, const char *name, gx_dty
     if (!rq || (ndim > 0 && !shape) || !gx_shape_nbytes(dt, ndim, shape, &want) ||
         want != nbytes || (nbytes && !data))
         return GX_EINVAL;
+    return s_add_view(rq, name, dt, ndim, shape, data, nbytes, false);
+}
+
+static int s_add_view(gx_request *rq, const char *name, gx_dtype dt, int ndim,
+                      const int64_t *shape, const void *data, size_t nbytes, bool shape_only)
+{
     gx_tensor *v = calloc(1, sizeof *v);
     if (!v)
         return GX_ENOMEM;
@@ -932,6 +929,7 @@ GX_EXPORT int gx_request_add_input_data(gx_request *rq, const char *name, gx_dty
         return rc;
     }
     rq->in[rq->n_in - 1].view = v;
+    rq->in[rq->n_in - 1].shape_only = shape_only;
     return GX_OK;
 }
 

@@ -1006,52 +1006,66 @@ static int s_tune_wait(const opts *o, gx_client *c, const gx_request *rq, gx_jso
 }
 
 /* The request of explain, impls, tune and compile: GRAPH, its -i inputs
- * (tensors[i], loaded here; the caller destroys them) and --shape inputs
- * (their dtypes as the graph declares them), on a new client. 0, or 1
- * after a one-line reason; *g, *c and *rq are then the caller's to free
- * all the same. */
-static int s_plan_request(const opts *o, gx_graph **g, gx_tensor **inputs, gx_client **c,
-                          gx_request **rq)
+ * and --shape inputs (their dtypes as the graph declares them), on a new
+ * client. */
+typedef struct s_preq {
+    gx_graph *g;
+    gx_tensor *inputs[MAX_INPUTS];
+    gx_client *c;
+    gx_request *rq;
+} s_preq;
+
+/* Fills q (zeroed here). 0, or 1 after a one-line reason; s_preq_free it
+ * either way. */
+static int s_preq_init(const opts *o, s_preq *q)
 {
     char err[512];
-    if (s_load_graph(o->graph, g))
+    memset(q, 0, sizeof *q);
+    if (s_load_graph(o->graph, &q->g))
         return 1;
     for (int i = 0; i < o->n_in; i++)
-        if (gx_npy_load(o->in_files[i], &inputs[i], err, sizeof err) < 0)
+        if (gx_npy_load(o->in_files[i], &q->inputs[i], err, sizeof err) < 0)
             return s_die("input '%s': %s", o->in_names[i], err);
-    if (!(*c = s_connect(o)) || !(*rq = gx_request_new()))
+    if (!(q->c = s_connect(o)) || !(q->rq = gx_request_new()))
         return 1;
-    gx_request_set_graph(*rq, *g);
+    gx_request_set_graph(q->rq, q->g);
     for (int i = 0; i < o->n_in; i++)
-        gx_request_add_input(*rq, o->in_names[i], inputs[i]);
+        gx_request_add_input(q->rq, o->in_names[i], q->inputs[i]);
     for (int i = 0; i < o->n_shapes; i++) {
-        size_t k = 0;
-        while (k < gx_graph_input_count(*g) && strcmp(gx_graph_input_name(*g, k), o->shape_names[i]))
+        size_t k = 0, n = gx_graph_input_count(q->g);
+        while (k < n && strcmp(gx_graph_input_name(q->g, k), o->shape_names[i]))
             k++;
-        if (k == gx_graph_input_count(*g))
+        if (k == n)
             return s_die("--shape %s: the graph has no input '%s'", o->shape_names[i],
                          o->shape_names[i]);
-        if (gx_request_add_input_shape(*rq, o->shape_names[i], gx_graph_input_dtype(*g, k),
+        if (gx_request_add_input_shape(q->rq, o->shape_names[i], gx_graph_input_dtype(q->g, k),
                                        o->shape_ndim[i], o->shapes[i]) < 0)
             return s_die("--shape %s: a shape of %s too large", o->shape_names[i],
-                         gx_dtype_name(gx_graph_input_dtype(*g, k)));
+                         gx_dtype_name(gx_graph_input_dtype(q->g, k)));
     }
     return 0;
 }
 
+static void s_preq_free(s_preq *q)
+{
+    gx_request_destroy(&q->rq);
+    gx_client_destroy(&q->c);
+    for (int i = 0; i < MAX_INPUTS; i++)
+        gx_tensor_destroy(&q->inputs[i]);
+    gx_graph_destroy(&q->g);
+}
+
 static int s_explain_cmd(const opts *o, s_xwhat what)
 {
-    gx_graph *g = NULL;
-    gx_tensor *inputs[MAX_INPUTS] = {0};
-    gx_client *c = NULL;
-    gx_request *rq = NULL;
+    s_preq q;
     char *json = NULL, err[512];
     gx_json *j = NULL;
     int ret = 1;
-    if (s_plan_request(o, &g, inputs, &c, &rq))
+    if (s_preq_init(o, &q))
         goto out;
-    if ((what == S_X_TUNE ? gx_client_tune(c, rq, &json) : gx_client_explain(c, rq, &json)) < 0) {
-        s_die("%s", gx_client_last_error(c));
+    if ((what == S_X_TUNE ? gx_client_tune(q.c, q.rq, &json)
+                          : gx_client_explain(q.c, q.rq, &json)) < 0) {
+        s_die("%s", gx_client_last_error(q.c));
         goto out;
     }
     if (what == S_X_EXPLAIN && o->json) {
@@ -1063,7 +1077,7 @@ static int s_explain_cmd(const opts *o, s_xwhat what)
         s_die("the daemon's plan does not parse: %s", err);
         goto out;
     }
-    if (what == S_X_TUNE && s_tune_wait(o, c, rq, &j) != 0)
+    if (what == S_X_TUNE && s_tune_wait(o, q.c, q.rq, &j) != 0)
         goto out;
     if (what == S_X_EXPLAIN) {
         for (size_t i = 0; i < sizeof s_explain_sections / sizeof s_explain_sections[0]; i++)
@@ -1077,11 +1091,7 @@ static int s_explain_cmd(const opts *o, s_xwhat what)
 out:
     gx_json_destroy(&j);
     free(json);
-    gx_request_destroy(&rq);
-    gx_client_destroy(&c);
-    for (int i = 0; i < o->n_in; i++)
-        gx_tensor_destroy(&inputs[i]);
-    gx_graph_destroy(&g);
+    s_preq_free(&q);
     return ret;
 }
 
@@ -1269,20 +1279,17 @@ static int s_cmd_explain_artifact(const opts *o)
  * plan's artifact, as the daemon would keep it, into FILE; nothing runs. */
 static int s_cmd_compile(const opts *o)
 {
-    gx_graph *g = NULL;
-    gx_tensor *inputs[MAX_INPUTS] = {0};
-    gx_client *c = NULL;
-    gx_request *rq = NULL;
+    s_preq q;
     void *buf = NULL;
     size_t len = 0;
     char key[128] = "", tmp[4200];
     int ret = 1;
     if (!o->outdir)
         return s_die("compile needs -o FILE, where the artifact goes");
-    if (s_plan_request(o, &g, inputs, &c, &rq))
+    if (s_preq_init(o, &q))
         goto out;
-    if (gx_client_compile(c, rq, &buf, &len, key, sizeof key) < 0) {
-        s_die("%s", gx_client_last_error(c));
+    if (gx_client_compile(q.c, q.rq, &buf, &len, key, sizeof key) < 0) {
+        s_die("%s", gx_client_last_error(q.c));
         goto out;
     }
     /* a whole file or none: written beside it, then renamed */
@@ -1300,11 +1307,7 @@ static int s_cmd_compile(const opts *o)
     ret = 0;
 out:
     free(buf);
-    gx_request_destroy(&rq);
-    gx_client_destroy(&c);
-    for (int i = 0; i < o->n_in; i++)
-        gx_tensor_destroy(&inputs[i]);
-    gx_graph_destroy(&g);
+    s_preq_free(&q);
     return ret;
 }
 

@@ -894,6 +894,46 @@ START_TEST(test_explain_fields)
 }
 END_TEST
 
+#define S_COMPILE "v: 1, type: 'COMPILE', graph_id: $, "
+
+/* COMPILE decodes as EXPLAIN does, and inputs given by shape alone
+ * (`shapes`, no frames) are checked as descriptors; a RUN refuses them. */
+static const s_mp_case s_compile_cases[] = {
+    {"a valid COMPILE, declared shapes", "{" S_COMPILE "id: 330}", 0, 0, "COMPILE", 330, GX_OK,
+     ""},
+    {"a valid COMPILE, a shape", "{" S_COMPILE "id: 331, shapes: [" S_X "]}", 0, 0, "COMPILE",
+     331, GX_OK, ""},
+    {"a valid COMPILE with an input", "{" S_COMPILE "id: 332, inputs: [" S_X "]}", 1, 64,
+     "COMPILE", 332, GX_OK, ""},
+    {"shapes not an array", "{" S_COMPILE "id: 333, shapes: 'x'}", 0, 0, "COMPILE", 333,
+     GX_EPROTO, "shapes"},
+    {"a shape of dtype float99",
+     "{" S_COMPILE "id: 334, shapes: [{name: 'x', dtype: 'float99', shape: [1, 16]}]}", 0, 0,
+     "COMPILE", 334, GX_EDTYPE, "float99"},
+    {"a shape with a negative dim",
+     "{" S_COMPILE "id: 335, shapes: [{name: 'x', dtype: 'float32', shape: [1, -16]}]}", 0, 0,
+     "COMPILE", 335, GX_EPROTO, "shapes[0]"},
+    {"an input and a shape of the same name",
+     "{" S_COMPILE "id: 336, inputs: [" S_X "], shapes: [" S_X "]}", 1, 64, "COMPILE", 336,
+     GX_EGRAPH, "twice"},
+    {"a shape that is not the graph's",
+     "{" S_COMPILE "id: 337, shapes: [{name: 'x', dtype: 'float32', shape: [3, 16]}]}", 0, 0,
+     "COMPILE", 337, GX_ESHAPE, "input 'x'"},
+    {"a frame for a shape", "{" S_COMPILE "id: 338, shapes: [" S_X "]}", 1, 64, "COMPILE", 338,
+     GX_EPROTO, "frames"},
+    {"a RUN with shapes",
+     "{v: 1, type: 'RUN', graph_id: $, id: 339, inputs: [" S_X "], shapes: [" S_X "]}", 1, 64,
+     "RUN", 339, GX_EPROTO, "shapes"},
+    {"an EXPLAIN with a shape", "{" S_EXPLAIN "id: 340, shapes: [" S_X "]}", 0, 0, "EXPLAIN",
+     340, GX_OK, ""},
+};
+
+START_TEST(test_compile_fields)
+{
+    s_run_cases(s_compile_cases, sizeof s_compile_cases / sizeof s_compile_cases[0]);
+}
+END_TEST
+
 /* Inputs are matched by name: missing and extra ones are named. */
 START_TEST(test_run_inputs)
 {
@@ -2208,6 +2248,7 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_run_fields);
     tcase_add_test(tc, test_run_mode_field);
     tcase_add_test(tc, test_explain_fields);
+    tcase_add_test(tc, test_compile_fields);
     tcase_add_test(tc, test_run_inputs);
     tcase_add_test(tc, test_edge_shapes);
     tcase_add_test(tc, test_zero_size);
