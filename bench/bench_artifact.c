@@ -6,6 +6,15 @@
  * reading it back (gxd_artifact_read: what a restarted gexecd does instead
  * of compiling), and the artifact's size.
  *
+ * Then the restart, through a real gexecd: a daemon serves the graph once
+ * (a RUN carrying it), is killed with SIGKILL and started again, and the
+ * first job of the new daemon is timed at the client (send to result:
+ * graph decode and verify, plan, run), with the artifact cache on (the
+ * plan is read from the file the first daemon wrote) and off (compiled
+ * again), side by side; the median of five restarts each, the mode the
+ * daemon chooses (auto) and replica (the whole plan's and every slice's
+ * plan; needs a batch: the graph's input then has 8 rows).
+ *
  *   bench/bench_artifact [blocks]    (default 100 residual blocks)
  */
 #include <stdio.h>
@@ -37,13 +46,13 @@ static void s_node(gx_graph *g, const char *op, size_t n, const char *const *in,
         gx_node_set_ints(nd, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
 }
 
-/* x [1, 16, 32, 32] -> blocks of (Conv-BN-Relu-Conv-BN) + x -> Relu, then
- * GlobalAveragePool, Flatten, Gemm: 6 nodes a block. */
-static gx_graph *s_resnet(int blocks)
+/* x [batch, 16, 32, 32] -> blocks of (Conv-BN-Relu-Conv-BN) + x -> Relu,
+ * then GlobalAveragePool, Flatten, Gemm: 6 nodes a block. */
+static gx_graph *s_resnet(int blocks, int64_t batch)
 {
     gx_graph *g = gx_graph_new("resnet");
     const int C = 16;
-    gx_graph_add_input(g, "x", GX_F32, 4, (const int64_t[]){1, C, 32, 32});
+    gx_graph_add_input(g, "x", GX_F32, 4, (const int64_t[]){batch, C, 32, 32});
     char prev[32] = "x";
     for (int b = 0; b < blocks; b++) {
         char n[16][32];
@@ -138,12 +147,110 @@ static void s_bench(const char *name, gx_graph *g)
     gx_graph_destroy(&g);
 }
 
+/* ---- restart: the first job of a gexecd killed and started again ---- */
+
+/* What the client saw of one job: send to result, and the reply's times. */
+typedef struct s_job {
+    double us, compile_us, compute_us;
+    int replicas;
+} s_job;
+
+/* One RUN of g (inline, x as its input, in mode) on d. */
+static s_job s_first_job(const gxb_daemon *d, const gx_graph *g, const gx_tensor *x, gx_mode mode)
+{
+    char err[256];
+    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
+    if (!c)
+        gxb_die("bench_artifact", "restart", err);
+    gx_client_set_timeout(c, 600000);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, g->inputs[0].name, x);
+    gx_request_set_mode(rq, mode);
+    gx_result *r = NULL;
+    double t0 = gxb_now_us();
+    if (gx_client_run(c, rq, &r) < 0)
+        gxb_die("bench_artifact", "restart", gx_client_last_error(c));
+    s_job j = {.us = gxb_now_us() - t0,
+               .compile_us = (double)gx_result_info(r)->compile_us,
+               .compute_us = (double)gx_result_info(r)->compute_us,
+               .replicas = gx_result_info(r)->replicas};
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_client_destroy(&c);
+    return j;
+}
+
+/* A gexecd (config conf: the artifact cache on; NULL: off) serves g once,
+ * is killed with SIGKILL and started again: its first job. */
+static s_job s_restart(const gx_graph *g, const gx_tensor *x, gx_mode mode, const char *conf)
+{
+    const char *args[] = {"-c", conf, NULL};
+    gxb_daemon d;
+    gxb_daemon_start(&d, "bench_artifact", conf ? args : NULL);
+    s_first_job(&d, g, x, mode);
+    gxb_daemon_kill(&d);
+    gxb_daemon_start(&d, "bench_artifact", conf ? args : NULL);
+    s_job j = s_first_job(&d, g, x, mode);
+    gxb_daemon_stop(&d);
+    return j;
+}
+
+/* The medians of n jobs' times, one line. */
+static void s_print_jobs(const char *what, s_job *j, int n)
+{
+    double us[8], cu[8], cp[8];
+    for (int i = 0; i < n && i < 8; i++)
+        us[i] = j[i].us, cu[i] = j[i].compile_us, cp[i] = j[i].compute_us;
+    qsort(us, (size_t)n, sizeof *us, s_cmp);
+    qsort(cu, (size_t)n, sizeof *cu, s_cmp);
+    qsort(cp, (size_t)n, sizeof *cp, s_cmp);
+    printf("  %-16s first job %8.1f ms  (compile %6.1f ms, compute %6.1f ms, replicas %d)\n",
+           what, us[n / 2] / 1000, cu[n / 2] / 1000, cp[n / 2] / 1000, j[0].replicas);
+}
+
+static void s_bench_restart(const char *name, gx_graph *g, gx_mode mode)
+{
+    enum { N = 5 };
+    char dir[] = "/tmp/gexec-bench-art-XXXXXX", conf[64], cmd[128];
+    if (!mkdtemp(dir))
+        gxb_die("bench_artifact", "mkdtemp", "failed");
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    FILE *f = fopen(conf, "w");
+    if (!f || fprintf(f, "artifacts:\n  dir: %s/artifacts\n", dir) < 0 || fclose(f) != 0)
+        gxb_die("bench_artifact", conf, "cannot write");
+    gx_tensor *x = gx_tensor_new(g->inputs[0].dtype, g->inputs[0].ndim, g->inputs[0].shape);
+    float *px = gx_tensor_data(x);
+    for (int64_t i = 0; i < gx_tensor_numel(x); i++)
+        px[i] = (float)(i % 17) / 17.0f;
+    s_job with[N], without[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s/artifacts", dir); /* each restart from scratch */
+        if (system(cmd) != 0)
+            gxb_die("bench_artifact", cmd, "failed");
+        with[i] = s_restart(g, x, mode, conf);
+        without[i] = s_restart(g, x, mode, NULL);
+    }
+    printf("%s, %zu nodes, mode %s, [%lld,...] input: after SIGKILL and a restart "
+           "(median of %d)\n",
+           name, g->n_nodes, gx_mode_name(mode), (long long)g->inputs[0].shape[0], N);
+    s_print_jobs("with artifacts", with, N);
+    s_print_jobs("without", without, N);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        gxb_die("bench_artifact", cmd, "failed");
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+}
+
 int main(int argc, char **argv)
 {
-    const int blocks = argc > 1 ? atoi(argv[1]) : 100;
+    const int blocks = argc > 1 && atoi(argv[1]) > 0 ? atoi(argv[1]) : 100;
     printf("bench_artifact: median of 5, one thread\n");
     s_bench("mlp", s_mlp());
-    s_bench("resnet-4", s_resnet(4));
-    s_bench("resnet", s_resnet(blocks > 0 ? blocks : 100));
+    s_bench("resnet-4", s_resnet(4, 1));
+    s_bench("resnet", s_resnet(blocks, 1));
+    s_bench_restart("resnet", s_resnet(blocks, 1), GX_MODE_AUTO);
+    s_bench_restart("resnet-b8", s_resnet(blocks, 8), GX_MODE_REPLICA);
     return 0;
 }

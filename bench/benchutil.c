@@ -114,10 +114,12 @@ void gxb_daemon_start(gxb_daemon *d, const char *prog, const char *const *extra_
     }
 }
 
-void gxb_daemon_stop(gxb_daemon *d)
+/* Signal sig to the daemon, wait for it (SIGKILL after 10 s), remove its
+ * socket and folder. */
+static void s_daemon_end(gxb_daemon *d, int sig)
 {
     int st;
-    kill(d->pid, SIGTERM);
+    kill(d->pid, sig);
     for (int i = 0; i < 500; i++) {
         if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
             d->pid = 0;
@@ -133,6 +135,16 @@ void gxb_daemon_stop(gxb_daemon *d)
     snprintf(sock, sizeof sock, "%s/gexecd.sock", d->dir);
     unlink(sock);
     rmdir(d->dir);
+}
+
+void gxb_daemon_stop(gxb_daemon *d)
+{
+    s_daemon_end(d, SIGTERM);
+}
+
+void gxb_daemon_kill(gxb_daemon *d)
+{
+    s_daemon_end(d, SIGKILL);
 }
 
 /* ---- STATS ---- */

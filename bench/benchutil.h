@@ -49,6 +49,9 @@ void gxb_daemon_start(gxb_daemon *d, const char *prog, const char *const *extra_
 /* SIGTERM the daemon, wait up to 10 s (then SIGKILL), and remove its socket
  * and folder. */
 void gxb_daemon_stop(gxb_daemon *d);
+/* gxb_daemon_stop with SIGKILL: the daemon gets no chance to clean up (a
+ * crash, as far as its files are concerned). */
+void gxb_daemon_kill(gxb_daemon *d);
 
 /* What a benchmark's header line shows of the daemon, as text ("?" where the
  * STATS reply lacks a key). */
