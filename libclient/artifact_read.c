@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,17 +16,6 @@
 
 /* The depth of an artifact's body (the writer's S_MAX_DEPTH). */
 #define S_MAX_DEPTH 16
-
-static int s_errf(char *err, size_t errlen, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int s_errf(char *err, size_t errlen, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return status;
-}
 
 /* A JSON string of n bytes at s: quotes, backslashes and control bytes
  * escaped (bytes from 0x80 pass as they are). */
@@ -112,15 +100,15 @@ static int s_slurp(const char *path, unsigned char **buf, size_t *len, char *err
     FILE *f = fopen(path, "rb");
     struct stat st;
     if (!f)
-        return s_errf(err, errlen, GX_EIO, "%s: %s", path, strerror(errno));
+        return gx_mp_errf(err, errlen, GX_EIO, "%s: %s", path, strerror(errno));
     int rc = GX_OK;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-        rc = s_errf(err, errlen, GX_EIO, "%s: not a regular file", path);
+        rc = gx_mp_errf(err, errlen, GX_EIO, "%s: not a regular file", path);
     else if ((uint64_t)st.st_size > SIZE_MAX - 1 || !(*buf = malloc((size_t)st.st_size + 1)))
-        rc = s_errf(err, errlen, GX_ENOMEM, "%s: no memory for %lld bytes", path,
+        rc = gx_mp_errf(err, errlen, GX_ENOMEM, "%s: no memory for %lld bytes", path,
                     (long long)st.st_size);
     else if (fread(*buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
-        rc = s_errf(err, errlen, GX_EIO, "%s: short read", path);
+        rc = gx_mp_errf(err, errlen, GX_EIO, "%s: short read", path);
     *len = rc == GX_OK ? (size_t)st.st_size : 0;
     fclose(f);
     if (rc < 0) {
@@ -147,12 +135,12 @@ int gxs_artifact_json(const char *path, char **json, bool *intact, char *err, si
     const bool sum_ok = rc == GX_OK;
     if (rc < 0 && strncmp(why, "checksum", 8) != 0) {
         free(buf);
-        return s_errf(err, errlen, rc, "%s: %s", path, why);
+        return gx_mp_errf(err, errlen, rc, "%s: %s", path, why);
     }
     FILE *f = open_memstream(json, &jlen);
     if (!f) {
         free(buf);
-        return s_errf(err, errlen, GX_ENOMEM, "out of memory");
+        return gx_mp_errf(err, errlen, GX_ENOMEM, "out of memory");
     }
     fputs("{\"file\":", f);
     s_str(f, path, strlen(path));
@@ -165,7 +153,7 @@ int gxs_artifact_json(const char *path, char **json, bool *intact, char *err, si
     rc = gx_mp_unpack(buf + GX_ARTIFACT_HEADER, (size_t)h.body_bytes, S_MAX_DEPTH, &mp, why,
                       sizeof why);
     if (rc == GX_OK && mp.data.type != MSGPACK_OBJECT_MAP)
-        rc = s_errf(why, sizeof why, GX_EFORMAT, "the body is not a map");
+        rc = gx_mp_errf(why, sizeof why, GX_EFORMAT, "the body is not a map");
     if (rc == GX_OK) {
         s_json(f, &mp.data);
     } else {
@@ -178,7 +166,7 @@ int gxs_artifact_json(const char *path, char **json, bool *intact, char *err, si
     if (fclose(f) != 0 || !*json) {
         free(*json);
         *json = NULL;
-        return s_errf(err, errlen, GX_ENOMEM, "out of memory");
+        return gx_mp_errf(err, errlen, GX_ENOMEM, "out of memory");
     }
     *intact = sum_ok && rc == GX_OK;
     return GX_OK;

@@ -6,9 +6,7 @@
 
 #include "libclient/mpdecode.h"
 
-static int s_errf(char *err, size_t errlen, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int s_errf(char *err, size_t errlen, int status, const char *fmt, ...)
+int gx_mp_errf(char *err, size_t errlen, int status, const char *fmt, ...)
 {
     if (err && errlen > 0) {
         va_list ap;
@@ -42,7 +40,7 @@ int gx_mp_check(const void *buf, size_t len, int max_depth, char *err, size_t er
         max_depth = GX_MP_MAX_DEPTH;
     stack[0] = 1;
     if (!buf || len == 0)
-        return s_errf(err, errlen, GX_EPROTO, "empty message");
+        return gx_mp_errf(err, errlen, GX_EPROTO, "empty message");
     while (depth >= 0) {
         if (stack[depth] == 0) {
             depth--;
@@ -51,9 +49,9 @@ int gx_mp_check(const void *buf, size_t len, int max_depth, char *err, size_t er
         stack[depth]--;
         pending--;
         if (p >= end)
-            return s_errf(err, errlen, GX_EPROTO, "truncated msgpack (%zu bytes)", len);
+            return gx_mp_errf(err, errlen, GX_EPROTO, "truncated msgpack (%zu bytes)", len);
         if (++objects > GX_MP_MAX_OBJECTS)
-            return s_errf(err, errlen, GX_ELIMIT, "message has more than %u msgpack objects",
+            return gx_mp_errf(err, errlen, GX_ELIMIT, "message has more than %u msgpack objects",
                            GX_MP_MAX_OBJECTS);
         uint8_t b = *p++;
         uint64_t skip = 0, count = 0; /* payload bytes; child elements */
@@ -80,13 +78,13 @@ int gx_mp_check(const void *buf, size_t len, int max_depth, char *err, size_t er
             case 0xdc: case 0xde: lenbytes = 2, container = true; break;
             case 0xdd: case 0xdf: lenbytes = 4, container = true; break;
             default:
-                return s_errf(err, errlen, GX_EPROTO,
+                return gx_mp_errf(err, errlen, GX_EPROTO,
                                "unsupported msgpack type byte 0x%02x at offset %zu", b,
                                (size_t)(p - 1 - (const uint8_t *)buf));
             }
             if (lenbytes) {
                 if (end - p < lenbytes)
-                    return s_errf(err, errlen, GX_EPROTO, "truncated msgpack length");
+                    return gx_mp_errf(err, errlen, GX_EPROTO, "truncated msgpack length");
                 uint64_t n = s_be(p, lenbytes);
                 p += lenbytes;
                 if (container)
@@ -96,22 +94,22 @@ int gx_mp_check(const void *buf, size_t len, int max_depth, char *err, size_t er
             }
         }
         if (skip > (uint64_t)(end - p))
-            return s_errf(err, errlen, GX_EPROTO, "truncated msgpack: %llu bytes announced, %zu left",
+            return gx_mp_errf(err, errlen, GX_EPROTO, "truncated msgpack: %llu bytes announced, %zu left",
                            (unsigned long long)skip, (size_t)(end - p));
         p += skip;
         if (container && depth + 1 > max_depth) /* empty containers count too */
-            return s_errf(err, errlen, GX_EPROTO, "msgpack nested deeper than %d", max_depth);
+            return gx_mp_errf(err, errlen, GX_EPROTO, "msgpack nested deeper than %d", max_depth);
         if (container && count > 0) {
             pending += count;
             if (pending > (uint64_t)(end - p))
-                return s_errf(err, errlen, GX_EPROTO,
+                return gx_mp_errf(err, errlen, GX_EPROTO,
                                "msgpack container announces %llu elements but only %zu bytes remain",
                                (unsigned long long)count, (size_t)(end - p));
             stack[++depth] = count;
         }
     }
     if (p != end)
-        return s_errf(err, errlen, GX_EPROTO, "%zu trailing bytes after the msgpack object",
+        return gx_mp_errf(err, errlen, GX_EPROTO, "%zu trailing bytes after the msgpack object",
                        (size_t)(end - p));
     return GX_OK;
 }
@@ -250,12 +248,12 @@ int gx_mp_unpack(const void *buf, size_t len, int max_depth, msgpack_unpacked *o
     msgpack_unpacked_destroy(out);
     out->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
     if (!out->zone)
-        return s_errf(err, errlen, GX_ENOMEM, "out of memory decoding message");
+        return gx_mp_errf(err, errlen, GX_ENOMEM, "out of memory decoding message");
     const uint8_t *p = buf;
     if ((rc = s_build(&p, out->zone, &out->data)) < 0) {
         msgpack_unpacked_destroy(out);
-        return rc == GX_ENOMEM ? s_errf(err, errlen, rc, "out of memory decoding message")
-                               : s_errf(err, errlen, rc, "malformed msgpack");
+        return rc == GX_ENOMEM ? gx_mp_errf(err, errlen, rc, "out of memory decoding message")
+                               : gx_mp_errf(err, errlen, rc, "malformed msgpack");
     }
     return GX_OK;
 }

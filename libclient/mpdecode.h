@@ -38,4 +38,9 @@ int gx_mp_check(const void *buf, size_t len, int max_depth, char *err, size_t er
 int gx_mp_unpack(const void *buf, size_t len, int max_depth, msgpack_unpacked *out, char *err,
                  size_t errlen);
 
+/* gx_errf for programs without libgexec's internals: fmt into err (may be
+ * NULL), returns status. */
+int gx_mp_errf(char *err, size_t errlen, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

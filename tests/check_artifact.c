@@ -655,15 +655,22 @@ END_TEST
 
 /* ---- through gexecd -------------------------------------------------------------- */
 
-/* One RUN of g in mode on the daemon at endpoint: the output's bytes (malloc'ed,
- * *n of them), the compile time, and the plan's explain text. */
-static char *s_daemon_run(const char *endpoint, const gx_graph *g, const gx_tensor *x,
-                          gx_mode mode, size_t *n, int64_t *compile_us, char **explain)
+/* A client of the daemon at endpoint, 30 s per reply. */
+static gx_client *s_connect(const char *endpoint)
 {
     char err[512];
     gx_client *c = gx_client_new(endpoint, err, sizeof err);
     ck_assert_msg(c != NULL, "%s", err);
     gx_client_set_timeout(c, 30000);
+    return c;
+}
+
+/* One RUN of g in mode on the daemon at endpoint: the output's bytes (malloc'ed,
+ * *n of them), the compile time, and the plan's explain text. */
+static char *s_daemon_run(const char *endpoint, const gx_graph *g, const gx_tensor *x,
+                          gx_mode mode, size_t *n, int64_t *compile_us, char **explain)
+{
+    gx_client *c = s_connect(endpoint);
     gx_request *rq = gx_request_new();
     ck_assert_int_eq(gx_request_set_graph(rq, g), GX_OK);
     ck_assert_int_eq(gx_request_add_input(rq, "x", x), GX_OK);
@@ -782,10 +789,7 @@ static unsigned char *s_slurp(const char *path, size_t *n)
 static void *s_compile(const char *endpoint, const gx_graph *g, size_t *n, char *key, int *rc,
                        char *err, size_t errlen)
 {
-    char cerr[512];
-    gx_client *c = gx_client_new(endpoint, cerr, sizeof cerr);
-    ck_assert_msg(c != NULL, "%s", cerr);
-    gx_client_set_timeout(c, 30000);
+    gx_client *c = s_connect(endpoint);
     gx_request *rq = gx_request_new();
     ck_assert_int_eq(gx_request_set_graph(rq, g), GX_OK);
     ck_assert_int_eq(gx_request_add_input_shape(rq, "x", GX_F32, 4, (const int64_t[]){4, 3, 16, 16}),
@@ -843,7 +847,7 @@ START_TEST(compile_request_answers_the_artifact)
     ck_assert_msg(x != 0 && strstr(out, "GX_ESHAPE"), "exit %d: %s", x, out);
     /* a keyed input without its values: refused, saying so */
     gx_graph *k = s_keyed();
-    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    gx_client *c = s_connect(d.endpoint);
     gx_request *rq = gx_request_new();
     ck_assert_int_eq(gx_request_set_graph(rq, k), GX_OK);
     void *kb = NULL;
@@ -882,9 +886,7 @@ END_TEST
 /* A RUN of the keyed graph with s = {a, b}: compile_us. */
 static int64_t s_keyed_run(const char *endpoint, const gx_graph *g, int64_t a, int64_t b)
 {
-    char err[512];
-    gx_client *c = gx_client_new(endpoint, err, sizeof err);
-    ck_assert_msg(c != NULL, "%s", err);
+    gx_client *c = s_connect(endpoint);
     gx_tensor *x = gx_tensor_new(GX_F32, 2, (const int64_t[]){2, 3});
     gx_tensor *s = gx_tensor_new(GX_I64, 1, (const int64_t[]){2});
     for (int i = 0; i < 6; i++)
