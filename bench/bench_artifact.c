@@ -24,8 +24,8 @@
 #include "bench/benchutil.h"
 #include "daemon/compile/artifact.h"
 #include "gexec/client.h"
-#include "libclient/internal.h"
-#include "libclient/wire.h"
+#include "core/internal.h"
+#include "core/wire.h"
 
 static const gxd_compile_limits s_lim = {.max_nodes = 100000, .max_tensor_bytes = 1ll << 30,
                                          .max_arena_bytes = 4ll << 30};

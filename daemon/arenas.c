@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "daemon/arenas.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 void gxd_arenas_init(gxd_arenas *a) { memset(a, 0, sizeof *a); }
 

@@ -22,8 +22,8 @@
 #include "daemon/config.h"
 #include "daemon/topo.h"
 #include "daemon/tune/tune.h"
-#include "libclient/internal.h"
-#include "libclient/wire.h"
+#include "core/internal.h"
+#include "core/wire.h"
 #include "ops/backend.h"
 
 /* ---- the table ---------------------------------------------------------- */

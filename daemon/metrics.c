@@ -25,8 +25,8 @@
 #include "daemon/metrics.h"
 #include "daemon/pool.h"
 #include "daemon/tune/tune.h"
-#include "libclient/internal.h"
-#include "libclient/wire.h"
+#include "core/internal.h"
+#include "core/wire.h"
 
 /* Per-graph latencies; the least recently run is replaced when full. */
 typedef struct s_graph {

@@ -23,11 +23,11 @@
 
 #include <gexec/client.h>
 
-#include "libclient/hist.h"
+#include "core/hist.h"
 
 struct gxd_ctx;
 
-/* One histogram of microseconds (libclient/hist.h's buckets). */
+/* One histogram of microseconds (core/hist.h's buckets). */
 typedef struct gxd_hist {
     uint64_t count;
     int64_t sum_us;

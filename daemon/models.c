@@ -9,7 +9,7 @@
 #include "daemon/compile/artifact.h"
 #include "daemon/job.h"
 #include "daemon/models.h"
-#include "libclient/wire.h"
+#include "core/wire.h"
 
 void gxd_models_init(gxd_models *m, size_t max)
 {

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "daemon/profile.h"
-#include "libclient/internal.h"
-#include "libclient/json.h"
+#include "core/internal.h"
+#include "core/json.h"
 #include "ops/layout.h"
 
 #define S_MAX_COUNT INT64_C(9007199254740991) /* 2^53 - 1: exact in JSON numbers */

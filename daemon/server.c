@@ -20,8 +20,8 @@
 #include "daemon/reload.h"
 #include "daemon/server.h"
 #include "daemon/tune/tune.h"
-#include "libclient/sockpath.h"
-#include "libclient/wire.h"
+#include "core/sockpath.h"
+#include "core/wire.h"
 
 #define GXD_MAX_FRAMES 1026 /* header + up to 1024 input tensors (+1 to detect more) */
 #define GXD_MAX_MSG_INPUTS (GXD_MAX_FRAMES - 2)
@@ -1223,7 +1223,7 @@ static int s_ipc_alive(const char *path)
 
 /* For ipc:// endpoints, before binding: the socket's directory exists (made
  * 0700 when it is the private default, else with search bits for those
- * socket_mode lets in) and is safe (libclient/sockpath.h); a socket file a
+ * socket_mode lets in) and is safe (core/sockpath.h); a socket file a
  * daemon still answers on is refused, a stale one is removed; anything else
  * at the path is left for its owner. */
 static int s_prepare_ipc(gxd_ctx *ctx, const char *ep, char *err, size_t errlen)

@@ -21,7 +21,7 @@
 #include <gexec/status.h>
 
 #include "daemon/topo.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 /* Largest OS CPU number a "cpus" list may name: bounds the bitmap we build. */
 #define S_CPU_MAX 65535

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "libclient/artifact_fmt.h"
+#include "core/artifact_fmt.h"
 #include "libclient/artifact_read.h"
-#include "libclient/mpdecode.h"
+#include "core/mpdecode.h"
 
 /* The depth of an artifact's body (the writer's S_MAX_DEPTH). */
 #define S_MAX_DEPTH 16

@@ -5,7 +5,7 @@
  * links the public libgexec and msgpack-c only.
  *
  * Nothing in the file is trusted: the header is read with the checks of
- * libclient/artifact_fmt.h (the daemon's), the body decoded with
+ * core/artifact_fmt.h (the daemon's), the body decoded with
  * gx_mp_unpack (no allocation before the container counts are checked
  * against the bytes, depth bounded), and every value is only copied into
  * JSON, never used as an index or a size here.

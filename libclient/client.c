@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "libclient/sockpath.h"
-#include "libclient/wire.h"
+#include "core/sockpath.h"
+#include "core/wire.h"
 
 #define GX_DEFAULT_TIMEOUT_MS 60000
 
@@ -72,46 +72,6 @@ struct gx_request {
     int64_t deadline_ms;
     gx_mode mode;
 };
-
-/* ---- modes and endpoints ---- */
-
-static const char *const s_mode_names[] = {
-#define GX_MODE_NAME(e, name) name,
-    GX_MODE_LIST(GX_MODE_NAME)
-#undef GX_MODE_NAME
-};
-_Static_assert(sizeof s_mode_names / sizeof s_mode_names[0] == GX_MODE_COUNT, "modes");
-
-GX_EXPORT const char *gx_mode_name(gx_mode m)
-{
-    return (unsigned)m < GX_MODE_COUNT ? s_mode_names[m] : "?";
-}
-
-GX_EXPORT int gx_mode_parse(const char *name, gx_mode *m)
-{
-    for (int i = 0; name && i < GX_MODE_COUNT; i++)
-        if (strcmp(name, s_mode_names[i]) == 0) {
-            *m = (gx_mode)i;
-            return GX_OK;
-        }
-    return GX_EINVAL;
-}
-
-GX_EXPORT int gx_default_endpoint(char *buf, size_t len)
-{
-    const char *env = getenv("GEXEC_SOCKET");
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-    int n;
-    if (env && *env)
-        n = snprintf(buf, len, "%s", env);
-    else if (geteuid() == 0)
-        n = snprintf(buf, len, "ipc:///run/gexec/gexecd.sock");
-    else if (xdg && *xdg)
-        n = snprintf(buf, len, "ipc://%s/gexecd.sock", xdg);
-    else /* a private directory (0700, this user's): no one else can bind there first */
-        n = snprintf(buf, len, "ipc:///tmp/gexec-%u/gexecd.sock", (unsigned)geteuid());
-    return n < 0 || (size_t)n >= len ? GX_ELIMIT : GX_OK;
-}
 
 /* ---- client ---- */
 
@@ -370,7 +330,7 @@ static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
         if (!(us >= 0) || !isfinite(us))
             continue;
         for (int m = GX_MODE_AUTO + 1; m < GX_MODE_COUNT; m++)
-            if (gx_mp_streq(&est->via.map.ptr[i].key, s_mode_names[m]))
+            if (gx_mp_streq(&est->via.map.ptr[i].key, gx_mode_name((gx_mode)m)))
                 info->est_us[m] = us;
     }
 }

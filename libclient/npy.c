@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 #define S_MAGIC "\x93NUMPY"
 #define S_MAGIC_LEN 6

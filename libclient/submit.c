@@ -38,8 +38,8 @@
 #include <gexec/gexec.h>
 
 #include "libclient/artifact_read.h"
-#include "libclient/hist.h"
-#include "libclient/json.h"
+#include "core/hist.h"
+#include "core/json.h"
 #include "libclient/perf.h"
 
 #define MAX_INPUTS 256

@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 #define S_MAX_FILE ((size_t)1 << 30)
 /* The schema nests 6 deep (top, nodes, node, attrs, tensor, data). */

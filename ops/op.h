@@ -15,7 +15,7 @@
 #ifndef GX_OPS_OP_H
 #define GX_OPS_OP_H
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 /* X(enum suffix, ONNX op name), one list per family; each family's schemas
  * live in ops/schema_<family>.c and its CPU kernels in ops/cpu/. */

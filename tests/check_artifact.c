@@ -23,9 +23,9 @@
 #include "gexec/client.h"
 #include "gexec/graph.h"
 #include "gexec/tensor.h"
-#include "libclient/internal.h"
-#include "libclient/json.h"
-#include "libclient/wire.h"
+#include "core/internal.h"
+#include "core/json.h"
+#include "core/wire.h"
 #include "tests/testutil.h"
 
 static const gxd_compile_limits s_lim = {.max_nodes = 10000, .max_tensor_bytes = 64ll << 20,

@@ -11,7 +11,7 @@
 
 #include "daemon/compile/compile.h"
 #include "daemon/exec/exec.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/optest.h"
 #include "tests/testutil.h"
 

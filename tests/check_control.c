@@ -12,7 +12,7 @@
 #include "daemon/compile/compile.h"
 #include "daemon/exec/exec.h"
 #include "daemon/job.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/testutil.h"
 
 static const gxd_compile_limits s_lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,

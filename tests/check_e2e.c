@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/testutil.h"
 
 static gx_client *s_client(const gxt_daemon *d)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "daemon/compile/compile.h"
-#include "libclient/json.h"
+#include "core/json.h"
 #include "tests/testutil.h"
 
 #define NAMES(...) (const char *[]){__VA_ARGS__}

@@ -14,7 +14,7 @@
 #include "daemon/compile/compile.h"
 #include "daemon/compile/passes.h"
 #include "daemon/exec/exec.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/testutil.h"
 
 /* (the rewrite pass off: it would fold the per-channel bias Adds these

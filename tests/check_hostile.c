@@ -27,7 +27,7 @@
 
 #include <gexec/gexec.h>
 
-#include "libclient/wire.h"
+#include "core/wire.h"
 #include "tests/testutil.h"
 
 #define S_REPLY_MS 5000 /* every reply must come within this */

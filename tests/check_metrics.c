@@ -1,5 +1,5 @@
 /*
- * Metrics (daemon/metrics.c, libclient/hist.h): the histogram buckets and
+ * Metrics (daemon/metrics.c, core/hist.h): the histogram buckets and
  * quantile estimate on times the test chooses, the per-graph table's bound,
  * and a real gexecd whose STATS histograms must hold exactly the queue and
  * compute times its RUN replies reported, as gexec-submit prints them.
@@ -15,10 +15,10 @@
 #include <msgpack.h>
 
 #include "daemon/metrics.h"
-#include "libclient/hist.h"
-#include "libclient/internal.h"
-#include "libclient/json.h"
-#include "libclient/wire.h"
+#include "core/hist.h"
+#include "core/internal.h"
+#include "core/json.h"
+#include "core/wire.h"
 #include "tests/testutil.h"
 
 START_TEST(test_hist_buckets)

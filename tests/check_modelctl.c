@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "libclient/internal.h"
-#include "libclient/json.h"
+#include "core/internal.h"
+#include "core/json.h"
 #include "tests/testutil.h"
 
 static gx_client *s_client(const gxt_daemon *d)

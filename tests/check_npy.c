@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/testutil.h"
 
 /* .npy bytes: magic, version major.0, the header dict padded with spaces and

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "libclient/onnx.pb-c.h"
-#include "libclient/wire.h"
+#include "core/wire.h"
 #include "tests/testutil.h"
 
 #define NODE_TESTS "/usr/share/libonnx-testdata/data/node"

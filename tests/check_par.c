@@ -25,7 +25,7 @@
 #include "daemon/compile/compile.h"
 #include "daemon/exec/exec.h"
 #include "daemon/team.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/testutil.h"
 
 static const gxd_compile_limits s_lim = {.max_nodes = 10000, .max_tensor_bytes = 64ll << 20,

@@ -21,9 +21,9 @@
 #include "daemon/job.h"
 #include "daemon/models.h"
 #include "daemon/profile.h"
-#include "libclient/internal.h"
-#include "libclient/json.h"
-#include "libclient/wire.h"
+#include "core/internal.h"
+#include "core/json.h"
+#include "core/wire.h"
 #include "tests/testutil.h"
 
 #define NAMES(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \

@@ -15,7 +15,7 @@
 
 #include "daemon/compile/compile.h"
 #include "daemon/exec/exec.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "ops/schema.h"
 #include "tests/testutil.h"
 

@@ -1,7 +1,7 @@
 /* Status codes, dtypes, shapes and tensors. */
 #include <string.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/testutil.h"
 
 START_TEST(test_status_names_round_trip)

@@ -23,7 +23,7 @@
 #include "daemon/exec/exec.h"
 #include "daemon/tune/tune.h"
 #include "gexec/client.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "ops/cpu/cpu.h"
 #include "ops/gemm.h"
 #include "tests/testutil.h"

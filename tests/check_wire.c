@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libclient/wire.h"
+#include "core/wire.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/testutil.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/testutil.h"
 
 #define SRC "t.yaml"

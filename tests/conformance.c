@@ -82,7 +82,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "libclient/onnx.pb-c.h"
 
 #define DEFAULT_ROOT "/usr/share/libonnx-testdata/data"

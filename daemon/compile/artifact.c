@@ -25,8 +25,8 @@
 #include "daemon/compile/layout.h"
 #include "daemon/compile/passes.h"
 #include "daemon/tune/tune.h"
-#include "libclient/internal.h"
-#include "libclient/wire.h"
+#include "core/internal.h"
+#include "core/wire.h"
 
 /* msgpack depth of a body: map, steps, step, fused, ops, op, attrs, attr,
  * ints: 9, and some room. */

@@ -25,7 +25,7 @@
 #define GXD_ARTIFACT_H
 
 #include "daemon/compile/compile.h"
-#include "libclient/artifact_fmt.h"
+#include "core/artifact_fmt.h"
 
 /* This build's id (static storage): the gexec version and a hash of the
  * op and kernel tables and the artifact format. An artifact from another

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/tune/tune_internal.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 #define S_SCHEMA_VERSION 2
 

@@ -29,7 +29,7 @@
 
 #include "daemon/compile/compile.h"
 #include "daemon/tune/tune_internal.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 static int64_t s_now_us(void)
 {

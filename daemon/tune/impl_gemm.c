@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "daemon/tune/tune_internal.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "ops/cpu/cpu.h"
 #include "ops/gemm.h"
 #include "ops/schema.h"

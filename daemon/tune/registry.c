@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "daemon/tune/tune_internal.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "ops/gemm.h"
 
 int gxd_tune_mode_parse(const char *s, gxd_tune_mode *out)

@@ -14,8 +14,8 @@
 
 #include "daemon/compile/artifact.h"
 #include "gexec/client.h"
-#include "libclient/internal.h"
-#include "libclient/wire.h"
+#include "core/internal.h"
+#include "core/wire.h"
 #include "tests/fuzz/fuzz.h"
 
 static const gxd_compile_limits s_lim = {.max_nodes = 1000, .max_tensor_bytes = 16 << 20,

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/fuzz/fuzz.h"
 
 /* gxd_config_dump into a new buffer (caller frees); NULL on ENOMEM. */

@@ -10,7 +10,7 @@
 
 #include "daemon/compile/compile.h"
 #include "daemon/exec/exec.h"
-#include "libclient/wire.h"
+#include "core/wire.h"
 #include "tests/fuzz/fuzz.h"
 
 /* Generous but bounded, like a daemon's configured limits. */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/fuzz/fuzz.h"
 
 static void s_fail(const char *what, const char *err)

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 #include "tests/fuzz/fuzz.h"
 
 static void s_fail(const char *what, const char *err)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libclient/wire.h"
+#include "core/wire.h"
 #include "tests/fuzz/fuzz.h"
 
 #define S_MAX_DESCS 64

@@ -48,7 +48,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 # The library, op and daemon sources a target may reach; everything gexecd
 # links but main(), the request loop and the workers.
 sources=(
-    libclient/status.c libclient/tensor.c libclient/graph.c libclient/wire.c
+    core/status.c core/tensor.c core/graph.c core/wire.c
     libclient/npy.c libclient/yaml_graph.c libclient/onnx.c libclient/client.c
     "$out/gen/libclient/onnx.pb-c.c"
     ops/schema.c ops/schema_elementwise.c ops/schema_linalg.c ops/schema_nn.c

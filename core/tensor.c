@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 static const struct {
     const char *name;

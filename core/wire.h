@@ -13,8 +13,8 @@
 
 #include <msgpack.h>
 
-#include "libclient/internal.h"
-#include "libclient/mpdecode.h"
+#include "core/internal.h"
+#include "core/mpdecode.h"
 
 #define GX_WIRE_MAX_NAME 1024
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libclient/json.h"
+#include "core/json.h"
 
 #define GX_JSON_MAX_DEPTH 64
 

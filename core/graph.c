@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 const char *gx_attr_type_name(gx_attr_type t)
 {

@@ -1,5 +1,6 @@
 /*
- * Ownership checks of ipc:// sockets and their directories (sockpath.h).
+ * The default endpoint, and ownership checks of ipc:// sockets and their
+ * directories (sockpath.h).
  */
 #include <errno.h>
 #include <pwd.h>
@@ -9,10 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <gexec/status.h>
-
-#include "libclient/internal.h"
-#include "libclient/sockpath.h"
+#include "core/internal.h" /* before any gexec header: GX_EXPORT */
+#include "core/sockpath.h"
 
 int gx_sock_private_dir(char *buf, size_t len)
 {
@@ -150,4 +149,20 @@ int gx_sock_check_dir(const char *dir, bool private_dir, char *why, size_t whyle
                        "%s is writable by other users (mode %04o): they could replace the socket",
                        dir, mode);
     return GX_OK;
+}
+
+GX_EXPORT int gx_default_endpoint(char *buf, size_t len)
+{
+    const char *env = getenv("GEXEC_SOCKET");
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+    if (env && *env)
+        n = snprintf(buf, len, "%s", env);
+    else if (geteuid() == 0)
+        n = snprintf(buf, len, "ipc:///run/gexec/gexecd.sock");
+    else if (xdg && *xdg)
+        n = snprintf(buf, len, "ipc://%s/gexecd.sock", xdg);
+    else /* a private directory (0700, this user's): no one else can bind there first */
+        n = snprintf(buf, len, "ipc:///tmp/gexec-%u/gexecd.sock", (unsigned)geteuid());
+    return n < 0 || (size_t)n >= len ? GX_ELIMIT : GX_OK;
 }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "libclient/mpdecode.h"
+#include "core/mpdecode.h"
 
 int gx_mp_errf(char *err, size_t errlen, int status, const char *fmt, ...)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libclient/internal.h"
+#include "core/internal.h"
 
 GX_EXPORT const char *gx_strerror(int status)
 {

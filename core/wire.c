@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libclient/wire.h"
+#include "core/wire.h"
 
 int gx_wire_check(const void *buf, size_t len, int max_depth, char *err, size_t errlen)
 {
