@@ -154,6 +154,11 @@ static const s_key s_keys[] = {
      .max = 100000, .def = "200",
      .doc = "an idle worker spins this long for the next job or team call before it sleeps "
             "(us); 0: it sleeps at once"},
+    {.name = "scheduler.device_graphs", .type = S_BOOL, .off = S_OFF(sched_device_graphs),
+     .def = "true",
+     .doc = "a job run in step order launches each run of consecutive kernel steps on a GPU as "
+            "one recorded graph (CUDA Graphs), from a plan's third job on a worker's arena and "
+            "stream; false: one launch per step"},
     {.name = "partition.prefer", .type = S_STRLIST, .off = S_OFF(partition_prefer),
      .count_off = S_OFF(n_partition_prefer), .max = 4, .check = s_check_backend,
      .def = "cuda, cpu",

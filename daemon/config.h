@@ -43,6 +43,7 @@ typedef struct gxd_config {
     int64_t client_heartbeat_ms;     /* "client_heartbeat_ms": ZMTP heartbeats; 0 off */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
     int64_t sched_spin_us;           /* "scheduler.spin_us": idle workers spin before sleeping */
+    bool sched_device_graphs;        /* "scheduler.device_graphs": runs of GPU steps as graphs */
     char *partition_prefer[GXD_MAX_ENDPOINTS]; /* "partition.prefer": backend names */
     int n_partition_prefer;
     int64_t partition_min_nodes;     /* "partition.min_nodes" */

@@ -25,7 +25,9 @@
  *   copies         host <-> device and within the device, on a queue;
  *   synchronisation queues (streams) made per worker and synchronised;
  *                  optional: without them every kernel and copy has
- *                  finished when it returns (the CPU).
+ *                  finished when it returns (the CPU);
+ *   graphs         a run of kernel steps recorded once and replayed as
+ *                  one launch (optional: CUDA Graphs).
  *
  * Slots marked optional may be NULL. Backends are static storage, built in
  * (the CPU, CUDA) or registered at start-up (gx_backend_register: a GPU the
@@ -183,6 +185,25 @@ struct gx_backend {
     void (*queue_free)(const gx_backend *b, void *queue);
     /* Waits until everything put on queue has finished. GX_OK or an error. */
     int (*queue_sync)(const gx_backend *b, void *queue);
+
+    /* ---- whole-run graphs (optional, all four or none; seed 004) ----
+     * The sequential executor records a run of consecutive kernel steps
+     * put on one queue (no copies, dynamic or control-flow steps between)
+     * as one graph and replays it in later jobs with the same arena and
+     * queue (daemon/exec/exec_seq.c). Never called on a NULL queue.
+     * capture_begin: the kernels called on queue from now on, on this
+     * thread, are recorded, not run; GX_OK, or an error (run the steps
+     * one by one). capture_end: stops recording; the graph (owned by the
+     * caller, freed with graph_free), or NULL when the recording failed
+     * (nothing ran, nothing is left on queue: run the steps one by one;
+     * an error a kernel met while recording is cleared). replay: puts the
+     * graph's work on queue: GX_OK; 1 when the graph no longer fits the
+     * queue (its library state changed: capture again); or an error
+     * (nothing was put on queue). */
+    int (*capture_begin)(const gx_backend *b, void *queue);
+    void *(*capture_end)(const gx_backend *b, void *queue);
+    int (*replay)(const gx_backend *b, void *graph, void *queue);
+    void (*graph_free)(const gx_backend *b, void *graph);
 };
 
 /* The built-in backends; static storage. The CPU's table is in

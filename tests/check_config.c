@@ -46,6 +46,7 @@ static void s_assert_defaults(const gxd_config *c)
     ck_assert_int_eq(c->graphs_max, 256);
     ck_assert_int_eq(c->shutdown_grace_ms, 10000);
     ck_assert(c->compiler_fuse);
+    ck_assert(c->sched_device_graphs);
     ck_assert(c->compiler_replan);
     ck_assert_int_eq(c->compiler_replan_ms, 1000);
     ck_assert_int_eq(c->compiler_replan_min_jobs, 100);

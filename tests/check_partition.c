@@ -475,6 +475,108 @@ START_TEST(test_own_memory)
 }
 END_TEST
 
+/* Runs of testdev's steps as recorded graphs (daemon/exec/exec_seq.c):
+ * over one arena and queue, a run goes step by step the first time, is
+ * recorded the second and replayed after that, and every run gives the
+ * CPU plan's outputs; with graphs off nothing is recorded; a recording
+ * that fails leaves the run step by step for good; a stale graph is
+ * dropped and recorded again. */
+static void s_exec_dm(const gxd_plan *p, const gx_view *in, const gxd_devmem *dm, bool no_graphs,
+                      float out[][S_N])
+{
+    gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                              .max_arena_bytes = 256ll << 20, .no_graphs = no_graphs};
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+    gxd_frame f;
+    char err[256];
+    ck_assert_int_eq(gxd_frame_init_dev(&f, p, arena, dm, false, in, &lim, &stop, err, sizeof err),
+                     GX_OK);
+    ck_assert_msg(gxd_exec_seq(&f) == GX_OK, "%s", err);
+    for (size_t o = 0; o < p->n_outputs; o++)
+        memcpy(out[o], gxd_frame_output(&f, o)->data, sizeof out[o]);
+    gxd_frame_fini(&f);
+    free(arena);
+}
+
+START_TEST(test_device_graphs)
+{
+    s_case c = {.g = s_graph("graphs", 1)};
+    int64_t ws[2] = {S_C, S_C};
+    gx_tensor *w = gx_tensor_new(GX_F32, 2, ws);
+    float *wd = gx_tensor_data(w);
+    for (int i = 0; i < S_C * S_C; i++)
+        wd[i] = (float)(i % 5) * 0.125f - 0.25f;
+    gx_graph_add_const(c.g, "w", &w);
+    s_op(c.g, "Relu", "a", "x", NULL);
+    s_op(c.g, "MatMul", "b", "a", "w");
+    s_op(c.g, "Neg", "c", "b", NULL);
+    s_op(c.g, "Sigmoid", "d", "c", NULL);
+    s_op(c.g, "Tanh", "e", "d", NULL);
+    gx_graph_add_output(c.g, "e");
+    s_inputs(&c, 1);
+    gxd_partition_opts o = s_opts(gx_testdev(), NULL, 1);
+    s_case cpu = c;
+    cpu.p = NULL;
+    ck_assert_msg(s_compile(&cpu, NULL) == GX_OK, "%s", cpu.err);
+    float want[1][S_N], got[1][S_N];
+    s_exec(cpu.p, c.in, want);
+    const gx_backend *b = gx_testdev();
+    for (int mode = GX_TESTDEV_GRAPH_NORMAL; mode <= GX_TESTDEV_GRAPH_STALE; mode++) {
+        ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+        gxd_plan *p = c.p;
+        ck_assert_uint_eq(p->n_devices, 2);
+        gxd_devmem dm = {0};
+        ck_assert_ptr_nonnull(dm.arena[1] = b->alloc(b, p->dev_arena_bytes[1]));
+        ck_assert_ptr_nonnull(dm.queue[1] = b->queue_new(b));
+        gx_testdev_graph_mode(mode);
+        /* off: step by step, nothing recorded */
+        for (int run = 0; run < 3; run++) {
+            s_exec_dm(p, c.in, &dm, true, got);
+            ck_assert(memcmp(got, want, sizeof got) == 0);
+        }
+        gxd_graph_stats st = gxd_plan_graph_stats(p);
+        ck_assert_int_eq(st.captures + st.replays + st.failed, 0);
+        const gx_testdev_stats t0 = gx_testdev_stats_get();
+        for (int run = 1; run <= 5; run++) {
+            s_exec_dm(p, c.in, &dm, false, got);
+            ck_assert_msg(memcmp(got, want, sizeof got) == 0, "mode %d run %d", mode, run);
+            st = gxd_plan_graph_stats(p);
+            if (run == 1)
+                ck_assert_int_eq(st.captures + st.replays + st.failed, 0);
+            if (mode == GX_TESTDEV_GRAPH_NORMAL) {
+                /* one run (Relu to Tanh: 5 kernels), recorded at run 2 */
+                ck_assert_int_eq(st.captures, run >= 2);
+                ck_assert_int_eq(st.replays, run - 1);
+                ck_assert_int_eq(st.entries, run >= 2);
+            } else if (mode == GX_TESTDEV_GRAPH_FAIL) {
+                ck_assert_int_eq(st.failed, run >= 2); /* once: then step by step */
+                ck_assert_int_eq(st.captures + st.replays + st.entries, 0);
+            } else {
+                /* recorded at 2 (its first replay is the recording's),
+                 * stale at 3, recorded again at 4, stale at 5 */
+                ck_assert_int_eq(st.captures, run >= 4 ? 2 : run >= 2);
+                ck_assert_int_eq(st.stale, run >= 5 ? 2 : run >= 3);
+                ck_assert_int_eq(st.failed, 0);
+            }
+        }
+        const gx_testdev_stats t1 = gx_testdev_stats_get();
+        if (mode == GX_TESTDEV_GRAPH_NORMAL) {
+            ck_assert_uint_eq(t1.captures - t0.captures, 1);
+            ck_assert_uint_eq(t1.replays - t0.replays, 4);
+        }
+        ck_assert_uint_eq(t1.kernels - t0.kernels, 5 * 5); /* every run ran every kernel once */
+        gx_testdev_graph_mode(GX_TESTDEV_GRAPH_NORMAL);
+        gxd_plan_destroy(&c.p); /* frees its graphs through testdev's table */
+        b->queue_free(b, dm.queue[1]);
+        b->free(b, dm.arena[1]);
+    }
+    gxd_plan_destroy(&cpu.p);
+    gx_graph_destroy(&c.g);
+}
+END_TEST
+
 /* The cost check: a device whose launches and copies cost more than the
  * chain's work on the CPU does not get it (explain says by how much),
  * unless the check is off; a device fast enough at both does. */
@@ -1057,6 +1159,7 @@ Suite *partition_suite(void)
     tcase_add_test(tc, test_chain_split);
     tcase_add_test(tc, test_fusion_stays_on_one_device);
     tcase_add_test(tc, test_own_memory);
+    tcase_add_test(tc, test_device_graphs);
     tcase_add_test(tc, test_cost_check);
     tcase_add_test(tc, test_folded_not_copied);
     tcase_add_test(tc, test_prune_outputs);

@@ -102,10 +102,74 @@ static void s_check(const gx_kargs *k)
     __atomic_add_fetch(&s_stats.kernels, 1, __ATOMIC_RELAXED);
 }
 
+/* ---- recorded graphs ----
+ * A queue is a token that may be recording: its kernels are then kept
+ * (the kernel, the group of a fused step, attributes and views, as a GPU
+ * graph keeps a launch's arguments) rather than run, and a replay runs
+ * them in order. gx_testdev_graph_mode makes recordings fail or replays
+ * find the graph stale, for the executor's fallbacks. */
+typedef struct s_call {
+    gx_kernel_fn fn;     /* the CPU's kernel, or NULL for a fused step */
+    const gx_fused *fused;
+    gx_kargs k;          /* in, out point into the call's own views */
+    gx_view v[2 * GX_MAX_OP_INPUTS];
+} s_call;
+
+typedef struct s_queue {
+    bool recording;
+    s_call *calls; /* while recording */
+    size_t n, cap;
+    bool lost;     /* out of memory while recording */
+} s_queue;
+
+typedef struct s_graph {
+    s_call *calls;
+    size_t n;
+    const s_queue *queue;
+    int launched; /* replays so far (STALE spares the first) */
+} s_graph;
+
+static int s_graph_mode; /* GX_TESTDEV_GRAPH_* */
+
+/* Keeps the call on q if q records; false when it must run now. */
+static bool s_record(const gx_kargs *k, gx_kernel_fn fn, const gx_fused *fused)
+{
+    s_queue *q = k->queue;
+    if (!q || !q->recording)
+        return false;
+    for (int i = 0; i < k->n_in; i++) /* checked as they would be when run */
+        s_check_view(&k->in[i], "input", i);
+    for (int i = 0; i < k->n_out; i++)
+        s_check_view(&k->out[i], "output", i);
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 16;
+        s_call *c = realloc(q->calls, cap * sizeof *c);
+        if (c) {
+            q->calls = c;
+            q->cap = cap;
+        }
+    }
+    if (k->n_in + k->n_out > 2 * GX_MAX_OP_INPUTS || k->nth != 1 || q->n == q->cap) {
+        q->lost = true;
+        return true;
+    }
+    s_call *c = &q->calls[q->n++];
+    c->fn = fn;
+    c->fused = fused;
+    c->k = *k;
+    memcpy(c->v, k->in, sizeof *k->in * (size_t)k->n_in);
+    memcpy(c->v + k->n_in, k->out, sizeof *k->out * (size_t)k->n_out);
+    c->k.in = c->v;
+    c->k.out = c->v + k->n_in;
+    return true;
+}
+
 /* One checking kernel per op with a CPU kernel. */
 #define S_KERNEL(e, name)                                                                      \
     static void s_k_##e(const gx_kargs *k)                                                     \
     {                                                                                          \
+        if (s_record(k, gx_backend_cpu()->kernel(GX_OP_##e), NULL))                            \
+            return;                                                                            \
         s_check(k);                                                                            \
         s_enter();                                                                             \
         gx_backend_cpu()->kernel(GX_OP_##e)(k);                                                \
@@ -132,6 +196,8 @@ static void s_fused(const gx_backend *b, const gx_fused *f, const gx_kargs *k)
 {
     (void)b;
     static _Thread_local gx_fused cpu;
+    if (s_record(k, NULL, f))
+        return;
     s_check(k);
     cpu = *f;
     if (cpu.has_head)
@@ -208,18 +274,92 @@ static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void 
 }
 
 /* A queue: nothing runs late on this device; the token proves the
- * executors hand each kernel its device's queue. */
+ * executors hand each kernel its device's queue (and records graphs). */
 static void *s_queue_new(const gx_backend *b)
 {
     (void)b;
     __atomic_add_fetch(&s_stats.queues, 1, __ATOMIC_RELAXED);
-    return malloc(1);
+    return calloc(1, sizeof(s_queue));
 }
 
 static void s_queue_free(const gx_backend *b, void *queue)
 {
     (void)b;
-    free(queue);
+    s_queue *q = queue;
+    if (q && q->recording) {
+        fprintf(stderr, "testdev: a queue freed while it records\n");
+        abort();
+    }
+    if (q)
+        free(q->calls);
+    free(q);
+}
+
+static int s_capture_begin(const gx_backend *b, void *queue)
+{
+    (void)b;
+    s_queue *q = queue;
+    if (q->recording) {
+        fprintf(stderr, "testdev: a recording began twice on one queue\n");
+        abort();
+    }
+    *q = (s_queue){.recording = true};
+    return GX_OK;
+}
+
+static void *s_capture_end(const gx_backend *b, void *queue)
+{
+    (void)b;
+    s_queue *q = queue;
+    if (!q->recording) {
+        fprintf(stderr, "testdev: a recording ended that did not begin\n");
+        abort();
+    }
+    s_graph *g = q->lost || __atomic_load_n(&s_graph_mode, __ATOMIC_RELAXED) ==
+                                GX_TESTDEV_GRAPH_FAIL
+                     ? NULL
+                     : malloc(sizeof *g);
+    if (g)
+        *g = (s_graph){q->calls, q->n, q, 0};
+    else
+        free(q->calls);
+    *q = (s_queue){0};
+    if (g)
+        __atomic_add_fetch(&s_stats.captures, 1, __ATOMIC_RELAXED);
+    return g;
+}
+
+static int s_replay(const gx_backend *b, void *graph, void *queue)
+{
+    (void)b;
+    s_graph *g = graph;
+    if (g->queue != queue || (g->launched && __atomic_load_n(&s_graph_mode, __ATOMIC_RELAXED) ==
+                                                 GX_TESTDEV_GRAPH_STALE))
+        return 1;
+    g->launched++;
+    for (size_t i = 0; i < g->n; i++) {
+        gx_kargs k = g->calls[i].k;
+        k.queue = queue;
+        if (g->calls[i].fused) {
+            s_fused(NULL, g->calls[i].fused, &k);
+            continue;
+        }
+        s_check(&k);
+        s_enter();
+        g->calls[i].fn(&k);
+        s_leave();
+    }
+    __atomic_add_fetch(&s_stats.replays, 1, __ATOMIC_RELAXED);
+    return GX_OK;
+}
+
+static void s_graph_free(const gx_backend *b, void *graph)
+{
+    (void)b;
+    s_graph *g = graph;
+    if (g)
+        free(g->calls);
+    free(g);
 }
 
 static int s_queue_sync(const gx_backend *b, void *queue)
@@ -241,9 +381,20 @@ static gx_backend s_testdev = {
     .queue_new = s_queue_new,
     .queue_free = s_queue_free,
     .queue_sync = s_queue_sync,
+    .capture_begin = s_capture_begin,
+    .capture_end = s_capture_end,
+    .replay = s_replay,
+    .graph_free = s_graph_free,
 };
 
-/* GEXEC_TESTDEV_RULES=NAME: testdev claims what backend NAME's rules
+static void s_print_graph_stats(void)
+{
+    fprintf(stderr, "testdev: %llu graphs recorded, %llu replayed\n",
+            (unsigned long long)s_stats.captures, (unsigned long long)s_stats.replays);
+}
+
+/* GEXEC_TESTDEV_GRAPH_STATS set: the graph counters on stderr at exit.
+ * GEXEC_TESTDEV_RULES=NAME: testdev claims what backend NAME's rules
  * claim (cuda: the subgraphs a GPU would take, run here) and forms fused
  * groups as NAME does. */
 __attribute__((constructor)) static void s_register(void)
@@ -259,6 +410,8 @@ __attribute__((constructor)) static void s_register(void)
         }
     }
     gx_backend_register(&s_testdev);
+    if (getenv("GEXEC_TESTDEV_GRAPH_STATS"))
+        atexit(s_print_graph_stats);
 }
 
 const gx_backend *gx_testdev(void)
@@ -272,4 +425,9 @@ gx_testdev_stats gx_testdev_stats_get(void)
     gx_testdev_stats st = s_stats;
     pthread_mutex_unlock(&s_mu);
     return st;
+}
+
+void gx_testdev_graph_mode(int mode)
+{
+    __atomic_store_n(&s_graph_mode, mode, __ATOMIC_RELAXED);
 }

@@ -12,9 +12,15 @@ typedef struct gx_testdev_stats {
     uint64_t to_device, to_host; /* copies (to_device counts copies within it too) */
     uint64_t allocs, live;       /* arenas and constants given out, and not yet freed */
     uint64_t queues;             /* queues made */
+    uint64_t captures, replays;  /* graphs recorded, and replayed */
 } gx_testdev_stats;
 
 const gx_backend *gx_testdev(void);
 gx_testdev_stats gx_testdev_stats_get(void);
+
+/* How its graphs behave from now on: as a GPU's (NORMAL), every recording
+ * fails (FAIL), every replay but a graph's first finds it stale (STALE). */
+enum { GX_TESTDEV_GRAPH_NORMAL, GX_TESTDEV_GRAPH_FAIL, GX_TESTDEV_GRAPH_STALE };
+void gx_testdev_graph_mode(int mode);
 
 #endif

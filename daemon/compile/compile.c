@@ -167,6 +167,7 @@ void gxd_plan_destroy(gxd_plan **pp)
     free(p->fell);
     free(p->stats);
     s_slices_destroy(&p->slices);
+    gxd_plan_graphs_free(p);
     free(p->steps);
     free(p->values);
     free(p->inputs);

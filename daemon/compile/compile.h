@@ -250,6 +250,9 @@ typedef struct gxd_plan {
     int width;
     gxd_step_stats *stats; /* per step; stats[n_steps].runs counts the plan's runs */
     struct gxd_slices *slices; /* plans of slices of the batch (gxd_plan_slice) */
+    /* runs of device steps recorded as graphs and replayed (made at first
+     * use, daemon/exec/exec_seq.c; freed with the plan) */
+    struct gxd_graphs *_Atomic graphs;
     bool needs_keys;    /* a keyed input had no data (LOAD): do not cache */
     /* Replica split (seed 002), set by gxd_plan_batch: batch > 0 is the
      * size of axis 0 shared by the batched inputs when every step keeps
@@ -409,6 +412,10 @@ typedef struct gxd_compile_limits {
     struct gxd_tune *tune;
     bool no_layout;
     bool no_layout_times;
+    /* scheduler.device_graphs false: the sequential executor launches a
+     * device's steps one by one, never as a recorded graph (read when a
+     * plan runs, not by the passes) */
+    bool no_graphs;
 } gxd_compile_limits;
 
 /* Pass 1 alone: is the graph well formed, independent of input shapes?
@@ -505,6 +512,18 @@ bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, ch
 bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs);
 /* Frees p now, whoever else holds it (a plan nobody shares). Accepts NULL. */
 void gxd_plan_destroy(gxd_plan **p);
+/* What the sequential executor did with p's runs of device steps
+ * (daemon/exec/exec_seq.c): graphs recorded, replays (each one launch
+ * for the whole run), recordings that failed (that run then always goes
+ * step by step), graphs that no longer fit their queue and were dropped,
+ * and runs left step by step because the plan's cache was full. */
+typedef struct gxd_graph_stats {
+    int64_t captures, replays, failed, stale, full;
+    int entries; /* graphs held */
+} gxd_graph_stats;
+gxd_graph_stats gxd_plan_graph_stats(const gxd_plan *p);
+/* Frees p's graphs (gxd_plan_destroy calls it). */
+void gxd_plan_graphs_free(gxd_plan *p);
 /* Another holder of p (which the caller holds); returns p. */
 gxd_plan *gxd_plan_ref(gxd_plan *p);
 /* Drops the caller's hold and nulls *p; the last holder frees the plan.

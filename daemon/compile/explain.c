@@ -464,6 +464,34 @@ static void s_sec_fusion(gx_strbuf *b, const s_ctx *x)
     S_LIT(b, "]}");
 }
 
+/* Runs of two or more consecutive kernel steps that begin in part k on a
+ * device with graph slots: the sequential executor replays each as one
+ * graph (daemon/exec/exec_seq.c) when scheduler.device_graphs is on. */
+static int s_graph_runs(const gxd_plan *p, int k)
+{
+    int runs = 0;
+    for (size_t s = 0; s < p->n_steps;) {
+        const gxd_step *st = &p->steps[s];
+        const gx_backend *b = p->devices[st->device];
+        if (st->folded || st->part != k || !st->kernel || st->copy || st->dynamic ||
+            st->device == 0 || !b->capture_begin) {
+            s++;
+            continue;
+        }
+        int kernels = 0;
+        for (; s < p->n_steps; s++) {
+            const gxd_step *t = &p->steps[s];
+            if (t->folded)
+                continue;
+            if (t->device != st->device || !t->kernel || t->copy || t->dynamic)
+                break;
+            kernels++;
+        }
+        runs += kernels >= 2;
+    }
+    return runs;
+}
+
 /* The partition pass's records (seed 000): the devices offered, the
  * partitions with their entry and exit, copies, and why each step that
  * fell out of a device did. */
@@ -483,8 +511,8 @@ static void s_sec_partition(gx_strbuf *b, const s_ctx *x)
         s_str(b, pt->device >= 0 && (size_t)pt->device < p->n_devices
                      ? p->devices[pt->device]->name
                      : "?");
-        gx_strbuf_printf(b, ",\"steps\":%d,\"entry\":%d,\"exit\":%d}", pt->n_steps, pt->entry,
-                         pt->exit);
+        gx_strbuf_printf(b, ",\"steps\":%d,\"entry\":%d,\"exit\":%d,\"graph_runs\":%d}",
+                         pt->n_steps, pt->entry, pt->exit, s_graph_runs(p, (int)k));
     }
     gx_strbuf_printf(b, "],\"copies\":%zu,\"fell\":[", p->n_copies);
     for (size_t k = 0; k < p->n_fell; k++) {

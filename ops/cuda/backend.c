@@ -402,6 +402,7 @@ static void *s_queue_new(const gx_backend *b)
         return NULL;
     }
     cublasSetStream(q->blas, q->stream);
+    q->id = gx_cuda_serial();
     return q;
 }
 
@@ -445,6 +446,104 @@ static int s_queue_sync(const gx_backend *b, void *queue)
     return rc;
 }
 
+uint64_t gx_cuda_serial(void)
+{
+    static atomic_uint_fast64_t next = 1;
+    return atomic_fetch_add(&next, 1);
+}
+
+/* ---- whole-run graphs (CUDA Graphs) ------------------------------------
+ * The executor records a run of kernels on a queue by stream capture in
+ * thread-local mode (another thread's cudaMalloc does not break it; one
+ * on this thread, a synchronous copy or a sync does, and then the run
+ * goes step by step) and replays it with cudaGraphLaunch on that queue.
+ * The graph holds the arena's pointers and the queue's cuBLAS handle and
+ * cuDNN workspace: it replays only on the queue it was recorded on, and
+ * only while that workspace is the same. */
+typedef struct s_graph {
+    cudaGraphExec_t exec;
+    uint64_t queue_id, ws_gen;
+} s_graph;
+
+static int s_capture_begin(const gx_backend *b, void *queue)
+{
+    (void)b;
+    gx_cuda_queue *q = queue;
+    gx_cuda_bind();
+    pthread_mutex_lock(&q->mu);
+    int rc = q->err < 0 ? q->err : GX_OK; /* reported by the steps one by one */
+    if (rc == GX_OK && cudaStreamBeginCapture(q->stream, cudaStreamCaptureModeThreadLocal) !=
+                           cudaSuccess) {
+        cudaGetLastError();
+        rc = GX_EINTERNAL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+static void *s_capture_end(const gx_backend *b, void *queue)
+{
+    (void)b;
+    gx_cuda_queue *q = queue;
+    gx_cuda_bind();
+    pthread_mutex_lock(&q->mu);
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(q->stream, &graph);
+    s_graph *g = NULL;
+    if (e == cudaSuccess && graph && q->err == GX_OK && (g = calloc(1, sizeof *g)) &&
+        (e = cudaGraphInstantiate(&g->exec, graph, 0)) == cudaSuccess) {
+        g->queue_id = q->id;
+        g->ws_gen = q->ws_gen;
+    } else {
+        free(g);
+        g = NULL;
+        fprintf(stderr, "gexec cuda: a run of kernels cannot be recorded as a graph (%s); it "
+                        "runs kernel by kernel\n",
+                q->err < 0 ? q->msg : e != cudaSuccess ? cudaGetErrorString(e) : "no graph");
+        q->err = GX_OK; /* nothing ran: the steps run again one by one */
+        cudaGetLastError();
+    }
+    if (graph)
+        cudaGraphDestroy(graph);
+    pthread_mutex_unlock(&q->mu);
+    return g;
+}
+
+static int s_replay(const gx_backend *b, void *graph, void *queue)
+{
+    (void)b;
+    s_graph *g = graph;
+    gx_cuda_queue *q = queue;
+    gx_cuda_bind();
+    pthread_mutex_lock(&q->mu);
+    int rc = GX_OK;
+    if (q->id != g->queue_id || q->ws_gen != g->ws_gen) {
+        rc = 1; /* another queue, or its workspace was replaced */
+    } else {
+        cudaError_t e = cudaGraphLaunch(g->exec, q->stream);
+        if (e != cudaSuccess) {
+            fprintf(stderr, "gexec cuda: launching a recorded graph: %s; its run goes kernel by "
+                            "kernel\n",
+                    cudaGetErrorString(e));
+            cudaGetLastError();
+            rc = GX_EINTERNAL;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+static void s_graph_free(const gx_backend *b, void *graph)
+{
+    (void)b;
+    s_graph *g = graph;
+    if (!g)
+        return;
+    gx_cuda_bind();
+    cudaGraphExecDestroy(g->exec);
+    free(g);
+}
+
 static const gx_backend s_cuda = {
     .name = "cuda",
     .rules = gx_cuda_rules,
@@ -467,6 +566,10 @@ static const gx_backend s_cuda = {
     .queue_new = s_queue_new,
     .queue_free = s_queue_free,
     .queue_sync = s_queue_sync,
+    .capture_begin = s_capture_begin,
+    .capture_end = s_capture_end,
+    .replay = s_replay,
+    .graph_free = s_graph_free,
 };
 
 const gx_backend *gx_backend_cuda(void)

@@ -49,6 +49,7 @@ static bool s_workspace(gx_cuda_queue *q, size_t bytes)
     }
     q->ws = NULL;
     q->ws_bytes = 0;
+    q->ws_gen = gx_cuda_serial();
     cudaError_t e = cudaMalloc(&q->ws, bytes);
     if (e != cudaSuccess) {
         q->ws = NULL;
@@ -68,6 +69,7 @@ void gx_cuda_dnn_fini(gx_cuda_queue *q)
     q->dnn = NULL;
     q->ws = NULL;
     q->ws_bytes = 0;
+    q->ws_gen = gx_cuda_serial();
 }
 
 static bool s_ok(gx_cuda_queue *q, cudnnStatus_t st, const char *what)

@@ -26,12 +26,19 @@ typedef struct gx_cuda_queue {
     cublasHandle_t blas;
     int err;           /* GX_OK or the first error */
     char msg[200];
+    uint64_t id;       /* unique per queue made: a recorded graph names the
+                        * queue whose cuBLAS and cuDNN state it uses */
+    uint64_t ws_gen;   /* changes whenever ws is replaced (graphs recorded
+                        * before then read the old one: record again) */
 #ifdef HAVE_CUDNN
     cudnnHandle_t dnn; /* made at the first cuDNN kernel on the queue */
     void *ws;          /* cuDNN's workspace, grown on demand (cudaMalloc) */
     size_t ws_bytes;
 #endif
 } gx_cuda_queue;
+
+/* A fresh value for a queue's id or ws_gen (never 0). */
+uint64_t gx_cuda_serial(void);
 
 /* Records a failure on q (the first one sticks). */
 void gx_cuda_fail(gx_cuda_queue *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
