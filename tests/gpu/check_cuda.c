@@ -5,9 +5,13 @@
  * (partition.min_nodes 1) and once on the CPU only, runs both with the
  * sequential executor, checks that the nodes ran on cuda and that the
  * outputs agree within 1e-4 relative (and, for fused cases, that the
- * plan has a fused step on cuda), and prints PASS or FAIL; then MatMul
- * 1024^3 and 4096^3 through a plan against cuBLAS alone, and a 200-op
- * elementwise chain with the fuse pass on and off.
+ * plan has a fused step on cuda), and prints PASS or FAIL; the MLP and
+ * the convnet also run 5 times over one arena and stream as CUDA Graphs
+ * (scheduler.device_graphs), each run checked and the graph counters
+ * showing recordings and replays; then MatMul 1024^3 and 4096^3 through a
+ * plan against cuBLAS alone, a 200-op elementwise chain with the fuse
+ * pass on and off and, fuse off, as one CUDA Graph per job against one
+ * launch per op, and a small-batch MLP with graphs on and off.
  *
  *   tests/gpu/check_cuda            the cases and the timing
  *   tests/gpu/check_cuda --npy-close A.npy B.npy   (run.sh) exit 0 if close
@@ -68,6 +72,9 @@ typedef struct s_case {
     float *data[3];
     const char *on_cuda[8]; /* nodes that must run on cuda */
     int want_fused;         /* fused steps the cuda plan must have on cuda */
+    int graph_runs;         /* also run the cuda plan this many times over one
+                             * arena and stream: each run must match, and its
+                             * runs of kernels be replayed as CUDA Graphs */
 } s_case;
 
 static void s_input(s_case *c, const char *name, int nd, const int64_t *shape, bool positive)
@@ -126,6 +133,81 @@ static int s_run(const gxd_plan *p, const gx_view *in, float **out, int64_t *n, 
     }
     free(arena);
     return rc;
+}
+
+/* Runs p (graphs on) `runs` times over one arena and queue per device,
+ * as a daemon's worker does, comparing each run's output 0 with the CPU's
+ * (want, n floats); then the graph counters must show every run of
+ * kernels recorded once (run 2) and replayed from then on. false with
+ * why. */
+static bool s_graph_runs(const gxd_plan *p, const gx_view *in, int runs, const float *want,
+                         int64_t n, char *why, size_t len)
+{
+    gxd_compile_limits lim = s_lim(NULL);
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    gxd_devmem dm = {0};
+    bool ok = true;
+    char err[512] = "";
+    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+    for (size_t d = 1; d < p->n_devices && ok; d++) {
+        const gx_backend *b = p->devices[d];
+        if (b->host_memory)
+            continue;
+        if (!(dm.arena[d] = b->alloc(b, p->dev_arena_bytes[d])) ||
+            (b->queue_new && !(dm.queue[d] = b->queue_new(b)))) {
+            snprintf(why, len, "graph runs: no arena or queue on %s", b->name);
+            ok = false;
+        }
+    }
+    const gxd_graph_stats was = gxd_plan_graph_stats(p); /* s_check's run may count */
+    for (int r = 1; r <= runs && ok; r++) {
+        gxd_frame f;
+        int rc = gxd_frame_init_dev(&f, p, arena, &dm, false, in, &lim, &stop, err, sizeof err);
+        if (rc == GX_OK && (rc = gxd_exec_seq(&f)) == GX_OK) {
+            const gx_view *v = gxd_frame_output(&f, 0);
+            const float *y = v->data;
+            for (int64_t i = 0; i < n && ok; i++)
+                if (v->numel != n ||
+                    !(fabs((double)y[i] - want[i]) <= S_TOL * fmax(1.0, fabs((double)want[i])))) {
+                    snprintf(why, len, "graph run %d: element %lld: cuda %.9g, cpu %.9g", r,
+                             (long long)i, v->numel == n ? y[i] : NAN, want[i]);
+                    ok = false;
+                }
+        }
+        if (rc < 0) {
+            snprintf(why, len, "graph run %d: %s", r, err);
+            ok = false;
+        }
+        gxd_frame_fini(&f);
+    }
+    gxd_graph_stats st = gxd_plan_graph_stats(p);
+    st.captures -= was.captures;
+    st.replays -= was.replays;
+    /* the first run over these may be recorded already when s_check's run
+     * had the same arena and (pooled) stream: runs 3 on are replays anyway */
+    if (ok && (st.failed || st.captures < 1 || st.replays < runs - 2)) {
+        snprintf(why, len,
+                 "graph counters after %d runs: %lld recorded, %lld replays, %lld failed "
+                 "(stderr says why), %lld stale, %lld left out",
+                 runs, (long long)st.captures, (long long)st.replays, (long long)st.failed,
+                 (long long)st.stale, (long long)st.full);
+        ok = false;
+    }
+    if (ok)
+        snprintf(why, len, "%d runs: %lld graphs recorded, %lld replays (%lld stale), all match",
+                 runs, (long long)st.captures, (long long)st.replays, (long long)st.stale);
+    for (size_t d = 1; d < p->n_devices; d++) {
+        const gx_backend *b = p->devices[d];
+        if (dm.queue[d]) {
+            b->queue_sync(b, dm.queue[d]);
+            b->queue_free(b, dm.queue[d]);
+        }
+        if (dm.arena[d])
+            b->free(b, dm.arena[d]);
+    }
+    free(arena);
+    return ok;
 }
 
 static const char *s_device_of(const gxd_plan *p, const char *node)
@@ -200,6 +282,12 @@ static void s_check(s_case *c)
     }
     snprintf(why, sizeof why, "%lld values, max relative error %.2g", (long long)ng, worst);
     ok = true;
+    if (c->graph_runs) {
+        char gw[400];
+        ok = s_graph_runs(pg, c->in, c->graph_runs, yc, nc, gw, sizeof gw);
+        size_t wl = strlen(why);
+        snprintf(why + wl, sizeof why - wl, "; %s", gw);
+    }
 out:
     printf("%s %-28s %s\n", ok ? "PASS" : "FAIL", c->name, why);
     fflush(stdout);
@@ -334,6 +422,21 @@ static void s_reshape(void)
     s_check(&c);
 }
 
+/* The MLP of s_mlp with a batch of `batch` rows, output "y". */
+static void s_mlp_graph(s_case *c, int64_t batch)
+{
+    s_input(c, "x", 2, (int64_t[]){batch, 256}, false);
+    s_const(c->g, "w1", 2, (int64_t[]){256, 512}, 11);
+    s_const(c->g, "b1", 1, (int64_t[]){512}, 12);
+    s_const(c->g, "w2", 2, (int64_t[]){512, 10}, 13);
+    s_node(c->g, "MatMul", "fc1", 2, "x", "w1", NULL, "h");
+    s_node(c->g, "Add", "bias1", 2, "h", "b1", NULL, "hb");
+    s_node(c->g, "Relu", "act", 1, "hb", NULL, NULL, "a");
+    s_node(c->g, "MatMul", "fc2", 2, "a", "w2", NULL, "z");
+    gx_node *nd = s_node(c->g, "Softmax", "sm", 1, "z", NULL, NULL, "y");
+    gx_node_set_int(nd, "axis", -1);
+}
+
 static void s_mlp(void)
 {
     s_case c = s_new("MLP MatMul-Add-Relu-MatMul-Softmax");
@@ -352,6 +455,11 @@ static void s_mlp(void)
     c.on_cuda[2] = "act";
     c.on_cuda[3] = "fc2";
     c.on_cuda[4] = "sm";
+    s_check(&c);
+    /* again, run 5 times as CUDA Graphs */
+    c = s_new("MLP as CUDA Graphs, 5 runs");
+    s_mlp_graph(&c, 64);
+    c.graph_runs = 5;
     s_check(&c);
 }
 
@@ -533,9 +641,9 @@ static void s_batchnorm(int rank)
 }
 
 /* Conv-BN-Relu-MaxPool-Conv-GlobalAveragePool-Flatten-Gemm. */
-static void s_convnet(void)
+static void s_convnet(const char *name, int graph_runs)
 {
-    s_case cs = s_new("convnet Conv-BN-Relu-Pool-Conv-GAP-Gemm");
+    s_case cs = s_new(name);
     s_input(&cs, "x", 4, (int64_t[]){4, 3, 32, 32}, false);
     s_const(cs.g, "w1", 4, (int64_t[]){16, 3, 3, 3}, 41);
     s_const(cs.g, "b1", 1, (int64_t[]){16}, 42);
@@ -566,6 +674,7 @@ static void s_convnet(void)
     const char *on[] = {"conv1", "relu", "pool", "conv2", "gap", "fc"};
     for (int i = 0; i < 6; i++)
         cs.on_cuda[i] = on[i];
+    cs.graph_runs = graph_runs;
     s_check(&cs);
 }
 
@@ -588,7 +697,8 @@ static void s_dnn_cases(void)
     s_global("GlobalAveragePool", 3);
     s_batchnorm(4);
     s_batchnorm(2);
-    s_convnet();
+    s_convnet("convnet Conv-BN-Relu-Pool-Conv-GAP-Gemm", 0);
+    s_convnet("convnet as CUDA Graphs, 5 runs", 5);
 }
 #endif
 
@@ -698,11 +808,71 @@ out:
     free(c.data[0]);
 }
 
+/* The median time per job of c's graph (output "y") as one plan on cuda,
+ * the fuse pass and the CUDA Graphs of the sequential executor on or off,
+ * over one frame (one arena and stream, as a daemon's worker: input and
+ * output copies included), after two warm-up jobs (NVRTC; with graphs
+ * on: the first job goes kernel by kernel, the second records); -1 with
+ * err on failure. Prints a TIME line. */
+static double s_time_plan(s_case *c, const char *what, bool no_fuse, bool no_graphs, int reps,
+                          char *err, size_t len)
+{
+    gxd_partition_opts o = {.min_nodes = 1, .no_cost_check = true};
+    o.backends[o.n_backends++] = gx_backend_cuda();
+    o.backends[o.n_backends++] = gx_backend_cpu();
+    gxd_compile_limits lim = s_lim(&o);
+    lim.no_fuse = no_fuse;
+    gxd_plan *p = NULL;
+    double best = -1;
+    if (reps > 64)
+        reps = 64;
+    if (gxd_compile(c->g, c->in, &lim, &p, err, len) == GX_OK) {
+        atomic_bool cancel = false;
+        gxd_exec_stop stop = {&cancel, 0};
+        void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+        gxd_compile_limits rl = s_lim(NULL);
+        rl.no_graphs = no_graphs;
+        gxd_frame f;
+        double t[64];
+        if (gxd_frame_init_ex(&f, p, arena, false, c->in, &rl, &stop, err, len) == GX_OK) {
+            int rc = GX_OK;
+            for (int r = -2; r < reps && rc == GX_OK; r++) {
+                double t0 = s_now();
+                rc = gxd_exec_seq(&f);
+                if (r >= 0)
+                    t[r] = s_now() - t0;
+            }
+            gxd_frame_fini(&f);
+            if (rc == GX_OK) {
+                qsort(t, (size_t)reps, sizeof t[0], s_cmp_double);
+                best = t[reps / 2];
+            } else {
+                snprintf(err, len, "run failed: %s", gx_status_name(rc));
+            }
+        }
+        free(arena);
+        size_t fused = 0, kern = 0;
+        for (size_t i = 0; i < p->n_steps; i++)
+            if (!p->steps[i].copy && p->devices[p->steps[i].device] == gx_backend_cuda()) {
+                kern++;
+                fused += p->steps[i].fused != NULL;
+            }
+        const gxd_graph_stats st = gxd_plan_graph_stats(p);
+        printf("TIME %s, fuse %s, graphs %s: %zu steps on cuda (%zu fused), %lld graphs "
+               "recorded, %lld replays, %lld failed%s",
+               what, no_fuse ? "off" : "on", no_graphs ? "off" : "on", kern, fused,
+               (long long)st.captures, (long long)st.replays, (long long)st.failed,
+               best >= 0 ? "" : "\n");
+        if (best >= 0)
+            printf(": %.3f ms per job (median of %d)\n", best * 1e3, reps);
+    }
+    gxd_plan_destroy(&p);
+    return best;
+}
+
 /* A 200-op elementwise chain (Add a constant, Relu, Mul by a constant, in
- * turn) over 2^20 floats as one plan on cuda: the median time per job
- * with the fuse pass on (a few generated kernels) and off (one launch per
- * op), input and output copies included in both. */
-static double s_time_chain_one(bool no_fuse, int reps, char *err, size_t len)
+ * turn) over 2^20 floats. */
+static s_case s_chain_case(void)
 {
     s_case c = s_new("chain");
     const int64_t n = 1 << 20;
@@ -724,66 +894,56 @@ static double s_time_chain_one(bool no_fuse, int reps, char *err, size_t len)
         snprintf(prev, sizeof prev, "%s", cur);
     }
     gx_graph_add_output(c.g, "y");
-    gxd_partition_opts o = {.min_nodes = 1, .no_cost_check = true};
-    o.backends[o.n_backends++] = gx_backend_cuda();
-    o.backends[o.n_backends++] = gx_backend_cpu();
-    gxd_compile_limits lim = s_lim(&o);
-    lim.no_fuse = no_fuse;
-    gxd_plan *p = NULL;
-    double best = -1;
-    if (gxd_compile(c.g, c.in, &lim, &p, err, len) == GX_OK) {
-        atomic_bool cancel = false;
-        gxd_exec_stop stop = {&cancel, 0};
-        void *arena = gx_aligned_alloc(p->arena_bytes + 1);
-        gxd_compile_limits rl = s_lim(NULL);
-        gxd_frame f;
-        double t[64];
-        if (gxd_frame_init_ex(&f, p, arena, false, c.in, &rl, &stop, err, len) == GX_OK) {
-            int rc = GX_OK;
-            for (int r = -2; r < reps && rc == GX_OK; r++) { /* two warm-ups (NVRTC) */
-                double t0 = s_now();
-                rc = gxd_exec_seq(&f);
-                if (r >= 0)
-                    t[r] = s_now() - t0;
-            }
-            gxd_frame_fini(&f);
-            if (rc == GX_OK) {
-                qsort(t, (size_t)reps, sizeof t[0], s_cmp_double);
-                best = t[reps / 2];
-            } else {
-                snprintf(err, len, "run failed: %s", gx_status_name(rc));
-            }
-        }
-        free(arena);
-        size_t fused = 0, kern = 0;
-        for (size_t i = 0; i < p->n_steps; i++)
-            if (!p->steps[i].copy && p->devices[p->steps[i].device] == gx_backend_cuda()) {
-                kern++;
-                fused += p->steps[i].fused != NULL;
-            }
-        printf("TIME chain of 200 ops, 2^20 floats, fuse %s: %zu steps on cuda (%zu fused)%s",
-               no_fuse ? "off" : "on", kern, fused, best >= 0 ? "" : "\n");
-        if (best >= 0)
-            printf(": %.3f ms per job (median of %d)\n", best * 1e3, reps);
-    }
-    gxd_plan_destroy(&p);
-    gx_graph_destroy(&c.g);
-    free(c.data[0]);
-    return best;
+    return c;
 }
 
+static void s_case_free(s_case *c)
+{
+    gx_graph_destroy(&c->g);
+    for (int i = 0; i < c->n_in; i++)
+        free(c->data[i]);
+}
+
+/* The chain with the fuse pass on and off (one launch per op), and with
+ * fuse off, as one CUDA Graph per job against one launch per op; a
+ * small-batch MLP with graphs on and off. */
 static void s_time_chain(void)
 {
     char err[512] = "";
-    double off = s_time_chain_one(true, 20, err, sizeof err);
+    s_case c = s_chain_case();
+    const char *ch = "chain of 200 ops, 2^20 floats";
+    double off = s_time_plan(&c, ch, true, true, 20, err, sizeof err);
     if (off < 0)
         printf("TIME chain (fuse off): %s\n", err);
-    double on = s_time_chain_one(false, 20, err, sizeof err);
+    double on = s_time_plan(&c, ch, false, true, 20, err, sizeof err);
     if (on < 0)
         printf("TIME chain (fuse on): %s\n", err);
     if (on > 0 && off > 0)
         printf("TIME chain of 200 ops: fused %.1fx faster per job (copies of 4 MiB in and out "
                "included)\n", off / on);
+    double gr = s_time_plan(&c, ch, true, false, 20, err, sizeof err);
+    if (gr < 0)
+        printf("TIME chain (fuse off, graphs on): %s\n", err);
+    if (gr > 0 && off > 0)
+        printf("TIME chain of 200 ops, fuse off: one CUDA Graph per job %.1fx faster than one "
+               "launch per op (copies included)\n", off / gr);
+    s_case_free(&c);
+    for (int64_t batch = 1; batch <= 16; batch *= 16) {
+        char what[64];
+        snprintf(what, sizeof what, "MLP 256-512-10, batch %lld", (long long)batch);
+        c = s_new("mlp");
+        s_mlp_graph(&c, batch);
+        gx_graph_add_output(c.g, "y");
+        double g0 = s_time_plan(&c, what, false, true, 50, err, sizeof err);
+        if (g0 < 0)
+            printf("TIME %s (graphs off): %s\n", what, err);
+        double g1 = s_time_plan(&c, what, false, false, 50, err, sizeof err);
+        if (g1 < 0)
+            printf("TIME %s (graphs on): %s\n", what, err);
+        if (g0 > 0 && g1 > 0)
+            printf("TIME %s: graphs on %.2fx faster per job\n", what, g0 / g1);
+        s_case_free(&c);
+    }
     fflush(stdout);
 }
 
