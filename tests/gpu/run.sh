@@ -16,6 +16,8 @@
 #    gexecd's, nvidia-smi showing one context
 # 4. the ONNX node conformance run with cuda preferred for every subgraph
 #    it can take, in every mode (when pack.sh packed the test data)
+# 5. convnets (batch 32 and 1, a 100-block residual net) in PyTorch eager,
+#    PyTorch CUDA Graphs and through gexecd (tests/gpu/bench_torch.py)
 # Prints everything on stdout; each part's failure is reported and the
 # next part still runs; the last line sums up. Bounded to about 4 minutes.
 set -u
@@ -167,6 +169,16 @@ if [ -f "$top/gpu-carry/onnx-node.tar.gz" ]; then
     [ "$rc" = 0 ] || fail "conformance over cuda (exit $rc)"
 else
     echo "no gpu-carry/onnx-node.tar.gz (libonnx-testdata was not installed where pack.sh ran)"
+fi
+
+part "5. the same convnets in PyTorch (eager, CUDA Graph) and through gexecd"
+if python3 -c "import torch" 2> /dev/null; then
+    timeout 240 python3 "$top/tests/gpu/bench_torch.py" "$bin" "$carry/torch"
+    rc=$?
+    [ "$rc" = 0 ] || [ "$rc" = 77 ] || fail "bench_torch (exit $rc; its gexecd log: $carry/torch/gexecd.log)"
+    [ "$rc" = 0 ] || tail -20 "$carry/torch/gexecd.log" 2> /dev/null
+else
+    echo "no PyTorch here: skipped"
 fi
 
 part "summary"
