@@ -175,7 +175,12 @@ static bool s_stopped(gxd_job *j, int rc, const char *when)
 }
 
 /* The policy's view of a plan: step costs (measured where known), the
- * critical path through the DAG, what intra-op could split. */
+ * critical path through the DAG, what intra-op could split. A plan with
+ * steps on a device without host memory (a GPU) is one device "worker":
+ * its steps go on one queue in order (inter-op gains nothing, and only
+ * the step-order executor replays them as one device graph) and they take
+ * no shares; its replicas (separate arenas and queues) still may run at
+ * once. */
 static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d)
 {
     memset(d, 0, sizeof *d);
@@ -188,7 +193,8 @@ static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d
         double c = gxd_step_cost_us(p, s);
         d->total_us += c;
         d->n_steps++;
-        if (st->kernel && !st->dynamic && c >= split_min_us) {
+        if (st->kernel && !st->dynamic && c >= split_min_us &&
+            p->devices[st->device]->shares) {
             d->split_us += c;
             d->n_split++;
         }
@@ -206,7 +212,7 @@ static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d
     bool walked = start != NULL;
     if (start != small)
         free(start);
-    if (!walked || !p->dag_ok) {
+    if (!walked || !p->dag_ok || (p->n_devices > 1 && gxd_plan_off_host(p))) {
         d->critical_us = d->total_us;
         d->width = 1;
     } else {
