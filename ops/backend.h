@@ -114,7 +114,6 @@ struct gx_backend {
     const char *name;         /* "cpu", "cuda": config, explain, replies */
     const gx_op_rule *rules;  /* NULL: every op the schemas accept (the CPU) */
     size_t n_rules;
-    void *dev;                /* the device's own state (a GPU's context), or NULL */
     /* Optional: readies the device at start-up (its kernels checked on real
      * data); GX_OK or an error, with a line for the log in note either way
      * ("" for nothing to say). */
