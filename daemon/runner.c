@@ -212,7 +212,7 @@ static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d
     bool walked = start != NULL;
     if (start != small)
         free(start);
-    if (!walked || !p->dag_ok || (p->n_devices > 1 && gxd_plan_off_host(p))) {
+    if (!walked || !p->dag_ok || gxd_plan_off_host(p)) {
         d->critical_us = d->total_us;
         d->width = 1;
     } else {
@@ -319,7 +319,7 @@ static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_vi
                            dag ? rp->dag_arena_bytes : rp->arena_bytes);
         gxd_devmem dm, *dmp = NULL;
         int rc = GX_OK;
-        if (rp->n_devices > 1 && gxd_plan_off_host(rp) &&
+        if (gxd_plan_off_host(rp) &&
             (rc = gxd_arenas_devmem(a, i, rp, dag, dmp = &dm, err, errlen)) < 0)
             return rc;
         rc = gxd_frame_init_dev(&r->f[i], rp, arena, dmp, dag, in, &ctx->limits, stop, err,

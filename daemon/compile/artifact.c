@@ -489,7 +489,7 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
     if (p->needs_keys)
         return gx_errf(err, errlen, GX_EUNSUPPORTED,
                        "the plan was compiled without the values of its keyed inputs");
-    if (p->n_devices > 1 && gxd_plan_off_host(p))
+    if (gxd_plan_off_host(p))
         return gx_errf(err, errlen, GX_EUNSUPPORTED,
                        "the plan runs steps on a device with memory of its own (not yet stored)");
     s_w w = {.p = p, .g = g, .err = err, .errlen = errlen};

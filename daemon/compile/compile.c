@@ -321,6 +321,8 @@ bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs)
 
 bool gxd_plan_off_host(const gxd_plan *plan)
 {
+    if (plan->n_devices < 2) /* the CPU alone: nothing to look at */
+        return false;
     for (size_t i = 0; i < plan->n_steps; i++)
         if (!plan->steps[i].folded && !plan->devices[plan->steps[i].device]->host_memory)
             return true;

@@ -73,7 +73,7 @@ int gxd_frame_init_dev(gxd_frame *f, const gxd_plan *plan, void *arena, const gx
                      .errlen = errlen};
     if (dm) {
         f->dm = *dm;
-    } else if (plan->n_devices > 1 && gxd_plan_off_host(plan)) {
+    } else if (gxd_plan_off_host(plan)) {
         int rc = s_devmem_make(f, dag);
         if (rc < 0) {
             s_devmem_free(f);
