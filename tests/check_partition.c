@@ -106,6 +106,26 @@ static gx_graph *s_graph(const char *name, int n_in)
     return g;
 }
 
+/* x -> a Relu -> b MatMul(a, w) -> c Neg -> d Sigmoid -> e Tanh -> (out e):
+ * w a constant [S_C, S_C] whose values repeat every `period`. */
+static gx_graph *s_matmul_chain(const char *name, int period)
+{
+    gx_graph *g = s_graph(name, 1);
+    int64_t ws[2] = {S_C, S_C};
+    gx_tensor *w = gx_tensor_new(GX_F32, 2, ws);
+    float *wd = gx_tensor_data(w);
+    for (int i = 0; i < S_C * S_C; i++)
+        wd[i] = (float)(i % period) * 0.125f - 0.25f;
+    gx_graph_add_const(g, "w", &w);
+    s_op(g, "Relu", "a", "x", NULL);
+    s_op(g, "MatMul", "b", "a", "w");
+    s_op(g, "Neg", "c", "b", NULL);
+    s_op(g, "Sigmoid", "d", "c", NULL);
+    s_op(g, "Tanh", "e", "d", NULL);
+    gx_graph_add_output(g, "e");
+    return g;
+}
+
 typedef struct s_case {
     gx_graph *g;
     gx_view in[2];
@@ -431,19 +451,7 @@ END_TEST
  * when the plan is destroyed. */
 START_TEST(test_own_memory)
 {
-    s_case c = {.g = s_graph("chain", 1)};
-    int64_t ws[2] = {S_C, S_C};
-    gx_tensor *w = gx_tensor_new(GX_F32, 2, ws);
-    float *wd = gx_tensor_data(w);
-    for (int i = 0; i < S_C * S_C; i++)
-        wd[i] = (float)(i % 7) * 0.125f - 0.25f;
-    gx_graph_add_const(c.g, "w", &w);
-    s_op(c.g, "Relu", "a", "x", NULL);
-    s_op(c.g, "MatMul", "b", "a", "w");
-    s_op(c.g, "Neg", "c", "b", NULL);
-    s_op(c.g, "Sigmoid", "d", "c", NULL);
-    s_op(c.g, "Tanh", "e", "d", NULL);
-    gx_graph_add_output(c.g, "e");
+    s_case c = {.g = s_matmul_chain("chain", 7)};
     gx_graph_add_output(c.g, "b");
     s_inputs(&c, 1);
     const gx_testdev_stats before = gx_testdev_stats_get();
@@ -502,19 +510,7 @@ static void s_exec_dm(const gxd_plan *p, const gx_view *in, const gxd_devmem *dm
 
 START_TEST(test_device_graphs)
 {
-    s_case c = {.g = s_graph("graphs", 1)};
-    int64_t ws[2] = {S_C, S_C};
-    gx_tensor *w = gx_tensor_new(GX_F32, 2, ws);
-    float *wd = gx_tensor_data(w);
-    for (int i = 0; i < S_C * S_C; i++)
-        wd[i] = (float)(i % 5) * 0.125f - 0.25f;
-    gx_graph_add_const(c.g, "w", &w);
-    s_op(c.g, "Relu", "a", "x", NULL);
-    s_op(c.g, "MatMul", "b", "a", "w");
-    s_op(c.g, "Neg", "c", "b", NULL);
-    s_op(c.g, "Sigmoid", "d", "c", NULL);
-    s_op(c.g, "Tanh", "e", "d", NULL);
-    gx_graph_add_output(c.g, "e");
+    s_case c = {.g = s_matmul_chain("graphs", 5)};
     s_inputs(&c, 1);
     gxd_partition_opts o = s_opts(gx_testdev(), NULL, 1);
     s_case cpu = c;
