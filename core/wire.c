@@ -112,13 +112,73 @@ static void s_pack_shape(msgpack_packer *pk, int ndim, const int64_t *shape)
 void gx_wire_pack_tensor_desc(msgpack_packer *pk, const char *name, gx_dtype dt, int ndim,
                               const int64_t *shape)
 {
+    gx_wire_pack_tensor_desc_shm(pk, name, dt, ndim, shape, NULL);
+}
+
+bool gx_wire_shm_name_ok(const char *name)
+{
+    static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+    size_t n = name ? strlen(name) : 0;
+    return n > 0 && n < GX_WIRE_SHM_MAX_NAME && name[0] != '.' && strspn(name, ok) == n;
+}
+
+void gx_wire_pack_shm_ref(msgpack_packer *pk, const gx_wire_shm_ref *ref)
+{
     msgpack_pack_map(pk, 3);
+    gx_mp_pack_str(pk, "region");
+    gx_mp_pack_str(pk, ref->region);
+    gx_mp_pack_str(pk, "offset");
+    msgpack_pack_uint64(pk, ref->offset);
+    gx_mp_pack_str(pk, "bytes");
+    msgpack_pack_uint64(pk, ref->bytes);
+}
+
+int gx_wire_unpack_shm_ref(const msgpack_object *o, const char *what, gx_wire_shm_ref *ref,
+                           char *err, size_t errlen)
+{
+    memset(ref, 0, sizeof *ref);
+    if (!o || o->type != MSGPACK_OBJECT_MAP)
+        return gx_errf(err, errlen, GX_EPROTO, "%s: expected a map {region, offset, bytes}", what);
+    const msgpack_object *r = gx_mp_find(o, "region");
+    if (!r || r->type != MSGPACK_OBJECT_STR || r->via.str.size >= GX_WIRE_SHM_MAX_NAME)
+        return gx_errf(err, errlen, GX_EPROTO, "%s.region: expected a region name of 1 to %d "
+                       "characters", what, GX_WIRE_SHM_MAX_NAME - 1);
+    memcpy(ref->region, r->via.str.ptr, r->via.str.size);
+    ref->region[r->via.str.size] = '\0';
+    if (!gx_wire_shm_name_ok(ref->region) || strlen(ref->region) != r->via.str.size)
+        return gx_errf(err, errlen, GX_EINVAL, "%s.region: '%s' is not a region name (letters, "
+                       "digits, '.', '_', '-', not starting with '.')", what, ref->region);
+    int64_t off, bytes;
+    char path[96];
+    snprintf(path, sizeof path, "%s.offset", what);
+    int rc = gx_mp_int(gx_mp_find(o, "offset"), path, 0, INT64_MAX, &off, err, errlen);
+    snprintf(path, sizeof path, "%s.bytes", what);
+    if (rc == GX_OK)
+        rc = gx_mp_int(gx_mp_find(o, "bytes"), path, 0, INT64_MAX, &bytes, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (off > INT64_MAX - bytes)
+        return gx_errf(err, errlen, GX_EINVAL, "%s: offset %lld + bytes %lld overflows", what,
+                       (long long)off, (long long)bytes);
+    ref->offset = (uint64_t)off;
+    ref->bytes = (uint64_t)bytes;
+    return GX_OK;
+}
+
+void gx_wire_pack_tensor_desc_shm(msgpack_packer *pk, const char *name, gx_dtype dt, int ndim,
+                                  const int64_t *shape, const gx_wire_shm_ref *ref)
+{
+    msgpack_pack_map(pk, ref ? 4 : 3);
     gx_mp_pack_str(pk, "name");
     gx_mp_pack_str(pk, name);
     gx_mp_pack_str(pk, "dtype");
     gx_mp_pack_str(pk, gx_dtype_name(dt));
     gx_mp_pack_str(pk, "shape");
     s_pack_shape(pk, ndim, shape);
+    if (ref) {
+        gx_mp_pack_str(pk, "shm");
+        gx_wire_pack_shm_ref(pk, ref);
+    }
 }
 
 /* Decode the dtype field of map o. */

@@ -96,6 +96,29 @@ int gx_wire_unpack_tensor_desc(const msgpack_object *o, const char *what, int64_
                                char **name, gx_dtype *dt, int *ndim, int64_t *shape,
                                size_t *nbytes, char *err, size_t errlen);
 
+/* ---- shared-memory references (docs/shm.md) ---- */
+
+/* A region name: 1 to GX_WIRE_SHM_MAX_NAME - 1 of [A-Za-z0-9._-], not
+ * starting with '.'; the file is /dev/shm/<name>. */
+#define GX_WIRE_SHM_MAX_NAME 128
+bool gx_wire_shm_name_ok(const char *name);
+
+/* {region, offset, bytes}: where a tensor lies in a registered region. */
+typedef struct gx_wire_shm_ref {
+    char region[GX_WIRE_SHM_MAX_NAME];
+    uint64_t offset, bytes;
+} gx_wire_shm_ref;
+
+void gx_wire_pack_shm_ref(msgpack_packer *pk, const gx_wire_shm_ref *ref);
+/* A tensor descriptor whose data lies at ref ("shm" key) instead of in a
+ * frame; ref NULL: gx_wire_pack_tensor_desc's. */
+void gx_wire_pack_tensor_desc_shm(msgpack_packer *pk, const char *name, gx_dtype dt, int ndim,
+                                  const int64_t *shape, const gx_wire_shm_ref *ref);
+/* Decode {region, offset, bytes} (what names it in errors): GX_OK, or
+ * GX_EPROTO / GX_EINVAL with err. offset + bytes does not overflow. */
+int gx_wire_unpack_shm_ref(const msgpack_object *o, const char *what, gx_wire_shm_ref *ref,
+                           char *err, size_t errlen);
+
 /* The canonical encoding of g: fixed key order, attributes sorted by name,
  * floats as float64. Equal graphs encode to equal bytes. */
 void gx_wire_pack_graph(msgpack_packer *pk, const gx_graph *g);

@@ -132,6 +132,14 @@ static const s_key s_keys[] = {
      .check = s_check_user, .def = "root, self",
      .doc = "users (names, uids, or self: the daemon's own) whose ipc clients may ask for "
             "priorities above limits.max_client_priority"},
+    {.name = "limits.shm_regions_per_client", .type = S_INT,
+     .off = S_OFF(limits_shm_regions_per_client), .min = 0, .max = 1024, .def = "64",
+     .doc = "shared-memory regions one ipc client may register (SHM_REGISTER, docs/shm.md); "
+            "0: none may"},
+    {.name = "limits.shm_bytes", .type = S_SIZE, .off = S_OFF(limits_shm_bytes), .min = 0,
+     .max = S_PIB, .def = "16G",
+     .doc = "bytes of clients' shared-memory regions the daemon maps at once, every client's "
+            "together (address space: the pages are the clients' files)"},
     {.name = "limits.max_memory_bytes", .type = S_SIZE, .off = S_OFF(limits_max_memory_bytes),
      .min = 0, .max = S_PIB, .def = "0",
      .doc = "bytes held by loaded graphs and their compiled plans (constants, prepared weights, "

@@ -37,6 +37,8 @@ typedef struct gxd_config {
     int64_t limits_max_client_priority; /* "limits.max_client_priority": above it, users only */
     char *limits_priority_users[GXD_MAX_ENDPOINTS]; /* "limits.priority_users": who may */
     int n_limits_priority_users;
+    int64_t limits_shm_regions_per_client; /* "limits.shm_regions_per_client": 0 = no shm */
+    int64_t limits_shm_bytes;        /* "limits.shm_bytes": clients' regions mapped, in all */
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     int64_t limits_max_memory_bytes; /* "limits.max_memory_bytes": graphs and plans; 0 = auto */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */

@@ -14,6 +14,7 @@
 #include "daemon/log.h"
 #include "daemon/models.h"
 #include "daemon/queue.h"
+#include "daemon/shm.h"
 #include "daemon/topo.h"
 
 struct gxd_pool;
@@ -56,6 +57,7 @@ typedef struct gxd_ctx {
     int n_priority_uids;
     gxd_queue queue;
     gxd_models models;
+    gxd_shm shm; /* clients' shared-memory regions (daemon/shm.h) */
     struct gxd_pool *pool;
     struct gxd_tune *tune; /* best-implementation registry (daemon/tune); NULL: tune.mode off */
     struct gxd_metrics *metrics; /* latency histograms, the HTTP endpoint (daemon/metrics.h) */

@@ -7,6 +7,7 @@
 
 #include "daemon/job.h"
 #include "daemon/models.h"
+#include "daemon/shm.h"
 
 int64_t gxd_now_us(void)
 {
@@ -42,13 +43,16 @@ void gxd_job_destroy(gxd_job **jp)
     for (size_t i = 0; i < j->n_in; i++) {
         free(j->in[i].name);
         zmq_msg_close(&j->in[i].frame);
+        gxd_shm_region_release(&j->in[i].shm);
     }
     for (size_t i = 0; i < j->n_want; i++)
         free(j->want[i]);
     for (size_t i = 0; i < j->n_out; i++) {
         free(j->out[i].name);
-        free(j->out[i].view.data);
+        if (!j->out[i].in_shm)
+            free(j->out[i].view.data);
     }
+    gxd_shm_region_release(&j->out_shm);
     free(j->in);
     free(j->want);
     free(j->out);

@@ -25,16 +25,21 @@ typedef enum gxd_job_kind {
 
 #define GXD_MAX_IDENTITY 256
 
+struct gxd_shm_region;
+
 typedef struct gxd_job_input {
     char *name;
-    gx_view view;      /* data points into frame */
+    gx_view view;      /* data points into frame, or into shm */
     zmq_msg_t frame;   /* the received tensor bytes, not copied */
+    struct gxd_shm_region *shm; /* a reference: the region view.data lies in (NULL: none) */
 } gxd_job_input;
 
 typedef struct gxd_job_output {
     char *name;
     gx_view view;      /* data: malloc'ed, handed to ZeroMQ with the reply */
     size_t nbytes;
+    bool in_shm;       /* data lies in the job's output area at shm_offset (not owned) */
+    uint64_t shm_offset; /* in the region */
 } gxd_job_output;
 
 typedef struct gxd_job {
@@ -48,6 +53,9 @@ typedef struct gxd_job {
     size_t n_in, n_want;
     gxd_job_input *in;
     char **want; /* requested output names (none: graph outputs) */
+    /* RUN's output_shm: the outputs that fit are written there (daemon/shm.h) */
+    struct gxd_shm_region *out_shm; /* a reference, or NULL */
+    uint64_t out_shm_offset, out_shm_bytes, out_shm_used;
 
     int priority;
     gx_mode mode;

@@ -6,6 +6,7 @@
 #include "daemon/exec/exec.h"
 #include "daemon/policy.h"
 #include "daemon/runner.h"
+#include "daemon/shm.h"
 #include "daemon/tune/tune.h"
 
 /* A step is worth splitting when it takes this many times the sync. */
@@ -58,6 +59,22 @@ static int s_bind_inputs(gxd_job *j, gx_view *views)
     return GX_OK;
 }
 
+/* The place for nbytes in the job's output area (RUN output_shm), GX_ALIGN
+ * aligned after the outputs placed before: its offset in the region, or
+ * false when the job has no area or the rest of it is too small. */
+static bool s_area_place(gxd_job *j, size_t nbytes, uint64_t *offset)
+{
+    if (!j->out_shm)
+        return false;
+    const uintptr_t end = (uintptr_t)j->out_shm->base + j->out_shm_offset + j->out_shm_used;
+    const uint64_t at = j->out_shm_used + (GX_ALIGN - end % GX_ALIGN) % GX_ALIGN;
+    if (at > j->out_shm_bytes || nbytes > j->out_shm_bytes - at)
+        return false;
+    j->out_shm_used = at + nbytes;
+    *offset = j->out_shm_offset + at;
+    return true;
+}
+
 /* o's view and buffer for graph output k as the frames have it now
  * (replicas: their slices concatenated along axis 0; free() frees the
  * buffer). GX_OK, or the job failed (ENOMEM). */
@@ -73,6 +90,15 @@ static int s_output_buffer(gxd_job *j, gxd_job_output *o, const gxd_frame *f, in
             o->view.shape[0] += v->shape[0];
             o->view.numel += v->numel;
         }
+    }
+    /* floating-point values the steps may write straight into the client's
+     * output area; the others are copied there after the run
+     * (s_collect_outputs), so a later step never reads an index or a shape
+     * the client can change */
+    if (gxd_shm_in_place(o->view.dtype) && s_area_place(j, o->nbytes, &o->shm_offset)) {
+        o->view.data = (char *)j->out_shm->base + o->shm_offset;
+        o->in_shm = true;
+        return GX_OK;
     }
     /* aligned as an arena is: the steps write it directly */
     if (!(o->view.data = gx_aligned_alloc(o->nbytes)))
@@ -150,6 +176,12 @@ static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
                 memcpy(dst, v->data, nb);
             at += nb;
         }
+        if (!o->in_shm && s_area_place(j, o->nbytes, &o->shm_offset)) {
+            memcpy((char *)j->out_shm->base + o->shm_offset, o->view.data, o->nbytes);
+            free(o->view.data);
+            o->view.data = (char *)j->out_shm->base + o->shm_offset;
+            o->in_shm = true;
+        }
     }
     return GX_OK;
 }
@@ -159,7 +191,8 @@ static void s_drop_outputs(gxd_job *j)
 {
     for (size_t i = 0; i < j->n_out; i++) {
         free(j->out[i].name);
-        free(j->out[i].view.data);
+        if (!j->out[i].in_shm)
+            free(j->out[i].view.data);
     }
     j->n_out = 0;
 }

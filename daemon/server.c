@@ -76,19 +76,23 @@ static void s_free_buf(void *data, void *hint)
 static void s_reply_send(gxd_ctx *ctx, const void *identity, size_t identity_len, s_reply *r,
                          gxd_job *j)
 {
-    size_t nout = j ? j->n_out : 0;
+    size_t nout = 0; /* frames: the outputs not written to shared memory */
+    for (size_t i = 0; j && i < j->n_out; i++)
+        nout += !j->out[i].in_shm;
     int rc = zmq_send(ctx->router, identity, identity_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
         rc = zmq_send(ctx->router, r->sb.data, r->sb.size, (nout ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
-    for (size_t i = 0; rc >= 0 && i < nout; i++) {
+    for (size_t i = 0, sent = 0; rc >= 0 && sent < nout; i++) {
         zmq_msg_t m;
         gxd_job_output *o = &j->out[i];
+        if (o->in_shm)
+            continue;
         if (zmq_msg_init_data(&m, o->view.data, o->nbytes, s_free_buf, NULL) != 0) {
             rc = -1;
             break;
         }
         o->view.data = NULL; /* ZeroMQ frees it */
-        rc = zmq_msg_send(&m, ctx->router, (i + 1 < nout ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
+        rc = zmq_msg_send(&m, ctx->router, (++sent < nout ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
         if (rc < 0)
             zmq_msg_close(&m);
     }
@@ -180,6 +184,22 @@ static void s_count_devices(gxd_ctx *ctx, const gxd_job *j)
     }
 }
 
+/* A finished job whose regions were truncated while it ran (the SIGBUS
+ * handler put zeros in their place, daemon/shm.h): failed, true. */
+static bool s_shm_lost(gxd_job *j)
+{
+    const gxd_shm_region *lost = j->out_shm && gxd_shm_faulted(j->out_shm) ? j->out_shm : NULL;
+    for (size_t i = 0; i < j->n_in && !lost; i++)
+        if (j->in[i].shm && gxd_shm_faulted(j->in[i].shm))
+            lost = j->in[i].shm;
+    if (lost)
+        gxd_job_fail(j, GX_EIO,
+                     "region '%s' was truncated while the job ran: its inputs read as zeros "
+                     "and its outputs were lost (unregister it and register it again)",
+                     lost->name);
+    return lost != NULL;
+}
+
 /* The final reply of a job; counts it in the statistics. */
 static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
 {
@@ -203,6 +223,10 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     if (j->kind == GXD_JOB_EXPLAIN || j->kind == GXD_JOB_COMPILE) {
         s_reply_plan(ctx, j);
         return;
+    }
+    if (ok && s_shm_lost(j)) {
+        ok = false;
+        ctx->shm.stats.refused++;
     }
     if (ok) {
         st->runs_ok++;
@@ -240,9 +264,14 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     if (ok) {
         gx_mp_pack_str(&r.pk, "outputs");
         msgpack_pack_array(&r.pk, j->n_out);
-        for (size_t i = 0; i < j->n_out; i++)
-            gx_wire_pack_tensor_desc(&r.pk, j->out[i].name, j->out[i].view.dtype,
-                                     j->out[i].view.ndim, j->out[i].view.shape);
+        for (size_t i = 0; i < j->n_out; i++) {
+            const gxd_job_output *o = &j->out[i];
+            gx_wire_shm_ref ref = {.offset = o->shm_offset, .bytes = o->nbytes};
+            if (o->in_shm)
+                snprintf(ref.region, sizeof ref.region, "%s", j->out_shm->name);
+            gx_wire_pack_tensor_desc_shm(&r.pk, o->name, o->view.dtype, o->view.ndim,
+                                         o->view.shape, o->in_shm ? &ref : NULL);
+        }
     }
     s_reply_send(ctx, j->identity, j->identity_len, &r, ok ? j : NULL);
 }
@@ -430,10 +459,62 @@ static int s_decode_graph_ref(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     return rc;
 }
 
+/* The bytes ref names in one of the requesting client's regions: *p and
+ * a new reference to the region in *region. GX_OK, or an error in rq->err. */
+static int s_shm_slice(gxd_ctx *ctx, s_req *rq, const gx_wire_shm_ref *ref,
+                       gxd_shm_region **region, void **p)
+{
+    *region = gxd_shm_find(&ctx->shm, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity),
+                           ref->region);
+    int rc = *region ? gxd_shm_slice(*region, ref->offset, ref->bytes, p, rq->err, sizeof rq->err)
+                     : gx_errf(rq->err, sizeof rq->err, GX_ENOTFOUND,
+                               "region '%s' is not registered by this client (SHM_REGISTER it "
+                               "first; a region belongs to the connection that registered it)",
+                               ref->region);
+    if (rc < 0) {
+        gxd_shm_region_release(region);
+        ctx->shm.stats.refused++;
+    }
+    return rc;
+}
+
+/* Input in with the descriptor's "shm" so instead of a frame: read in
+ * place when its dtype allows (gxd_shm_in_place), else copied now. */
+static int s_shm_input(gxd_ctx *ctx, s_req *rq, gxd_job *j, gxd_job_input *in,
+                       const msgpack_object *so, size_t nbytes, const char *what)
+{
+    char path[48];
+    gx_wire_shm_ref ref;
+    void *p;
+    snprintf(path, sizeof path, "%s.shm", what);
+    int rc = gx_wire_unpack_shm_ref(so, path, &ref, rq->err, sizeof rq->err);
+    if (rc == GX_OK && ref.bytes != nbytes)
+        rc = gx_errf(rq->err, sizeof rq->err, GX_EINVAL,
+                     "input '%s': shm.bytes is %llu but dtype and shape need %zu", in->name,
+                     (unsigned long long)ref.bytes, nbytes);
+    if (rc == GX_OK)
+        rc = s_shm_slice(ctx, rq, &ref, &in->shm, &p);
+    if (rc < 0 || gxd_shm_in_place(in->view.dtype)) {
+        in->view.data = p;
+        return rc;
+    }
+    gxd_shm_region_release(&in->shm); /* a copy: the region is not needed any more */
+    zmq_msg_close(&in->frame);
+    if (zmq_msg_init_size(&in->frame, nbytes) != 0) {
+        zmq_msg_init(&in->frame);
+        return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    }
+    memcpy(zmq_msg_data(&in->frame), p, nbytes);
+    in->view.data = zmq_msg_data(&in->frame);
+    j->bytes += nbytes;
+    return GX_OK;
+}
+
 /* The `inputs` descriptors of a RUN, EXPLAIN or COMPILE and their tensor
- * frames (kept as received) into j->in; then, EXPLAIN and COMPILE, the
- * `shapes` descriptors: inputs by dtype and shape alone, without values.
- * EXPLAIN and COMPILE may leave both out. */
+ * frames (kept as received) or shared-memory places (docs/shm.md) into
+ * j->in; then, EXPLAIN and COMPILE, the `shapes` descriptors: inputs by
+ * dtype and shape alone, without values. EXPLAIN and COMPILE may leave
+ * both out. */
 static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
 {
     char *err = rq->err;
@@ -455,36 +536,46 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     if (!ins || ins->type != MSGPACK_OBJECT_ARRAY)
         return gx_errf(err, errlen, GX_EPROTO,
                        "%s: 'inputs' must be an array of tensor descriptors", rq->type);
-    if (ins->via.array.size != rq->nframes)
+    const size_t n_ins = ins->via.array.size;
+    size_t n_shm = 0, f = 0; /* inputs in shared memory; frames taken */
+    for (size_t i = 0; i < n_ins; i++)
+        n_shm += gx_mp_find(&ins->via.array.ptr[i], "shm") != NULL;
+    if (n_ins - n_shm != rq->nframes)
         return gx_errf(err, errlen, GX_EPROTO,
-                       "%s: %u input descriptors but %zu tensor frames follow the header",
-                       rq->type, ins->via.array.size, rq->nframes);
+                       "%s: %zu input descriptors (%zu of them in shared memory) but %zu tensor "
+                       "frames follow the header", rq->type, n_ins, n_shm, rq->nframes);
     const size_t n_shapes = shapes ? shapes->via.array.size : 0;
-    if (!(j->in = calloc(rq->nframes + n_shapes + 1, sizeof *j->in)))
+    if (!(j->in = calloc(n_ins + n_shapes + 1, sizeof *j->in)))
         return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
-    for (size_t i = 0; i < rq->nframes + n_shapes; i++) {
+    for (size_t i = 0; i < n_ins + n_shapes; i++) {
         gxd_job_input *in = &j->in[i];
-        const bool shape_only = i >= rq->nframes;
+        const bool shape_only = i >= n_ins;
+        const msgpack_object *desc = shape_only ? &shapes->via.array.ptr[i - n_ins]
+                                                : &ins->via.array.ptr[i],
+                             *so = shape_only ? NULL : gx_mp_find(desc, "shm");
         size_t nbytes;
         char what[32];
         snprintf(what, sizeof what, "%s[%zu]", shape_only ? "shapes" : "inputs",
-                 shape_only ? i - rq->nframes : i);
+                 shape_only ? i - n_ins : i);
         zmq_msg_init(&in->frame);
         j->n_in = i + 1;
-        if ((rc = gx_wire_unpack_tensor_desc(shape_only ? &shapes->via.array.ptr[i - rq->nframes]
-                                                        : &ins->via.array.ptr[i],
-                                             what, ctx->limits.max_tensor_bytes, &in->name,
+        if ((rc = gx_wire_unpack_tensor_desc(desc, what, ctx->limits.max_tensor_bytes, &in->name,
                                              &in->view.dtype, &in->view.ndim, in->view.shape,
                                              &nbytes, err, errlen)) < 0)
             return rc;
         in->view.numel = nbytes / gx_dtype_size(in->view.dtype);
         if (shape_only)
             continue; /* no data: the plan knows its shape, not its values */
-        if (zmq_msg_size(&rq->frames[i]) != nbytes)
+        if (so) {
+            if ((rc = s_shm_input(ctx, rq, j, in, so, nbytes, what)) < 0)
+                return rc;
+            continue;
+        }
+        if (zmq_msg_size(&rq->frames[f]) != nbytes)
             return gx_errf(err, errlen, GX_EPROTO,
                            "input '%s': its frame has %zu bytes but dtype and shape need %zu",
-                           in->name, zmq_msg_size(&rq->frames[i]), nbytes);
-        zmq_msg_move(&in->frame, &rq->frames[i]); /* the bytes stay where ZeroMQ put them */
+                           in->name, zmq_msg_size(&rq->frames[f]), nbytes);
+        zmq_msg_move(&in->frame, &rq->frames[f++]); /* the bytes stay where ZeroMQ put them */
         in->view.data = zmq_msg_data(&in->frame);
         j->bytes += nbytes;
     }
@@ -556,6 +647,15 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         for (uint32_t i = 0; i < o->via.array.size; i++, j->n_want++)
             if ((rc = gx_mp_strdup(&o->via.array.ptr[i], "outputs[]", &j->want[i], err, errlen)) < 0)
                 return rc;
+    }
+    if ((o = gx_mp_find(h, "output_shm"))) { /* where outputs go, as far as they fit */
+        gx_wire_shm_ref ref;
+        void *p;
+        if ((rc = gx_wire_unpack_shm_ref(o, "output_shm", &ref, err, errlen)) < 0 ||
+            (rc = s_shm_slice(ctx, rq, &ref, &j->out_shm, &p)) < 0)
+            return rc;
+        j->out_shm_offset = ref.offset;
+        j->out_shm_bytes = ref.bytes;
     }
     if ((o = gx_mp_find(h, "priority"))) {
         if ((rc = gx_mp_int(o, "priority", -100, 100, &v, err, errlen)) < 0)
@@ -733,6 +833,21 @@ static void s_pack_device_stats(gxd_ctx *ctx, msgpack_packer *pk)
     }
 }
 
+/* "shm": clients' shared-memory regions (docs/shm.md). */
+static void s_pack_shm_stats(gxd_ctx *ctx, msgpack_packer *pk)
+{
+    const gxd_shm_stats *ss = &ctx->shm.stats;
+    gx_mp_pack_str(pk, "shm");
+    msgpack_pack_map(pk, 7);
+    s_pack_kv(pk, "regions", (int64_t)atomic_load(&ctx->shm.mapped));
+    s_pack_kv(pk, "bytes", (int64_t)atomic_load(&ctx->shm.mapped_bytes));
+    s_pack_kv(pk, "registered", (int64_t)ss->registered);
+    s_pack_kv(pk, "unregistered", (int64_t)ss->unregistered);
+    s_pack_kv(pk, "dropped_disconnected", (int64_t)ss->dropped);
+    s_pack_kv(pk, "refused", (int64_t)ss->refused);
+    s_pack_kv(pk, "faults", (int64_t)gxd_shm_faults());
+}
+
 static void s_pack_artifact_stats(gxd_ctx *ctx, msgpack_packer *pk)
 {
     gx_mp_pack_str(pk, "artifacts");
@@ -784,7 +899,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, "stats");
-    msgpack_pack_map(&r.pk, 25 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
+    msgpack_pack_map(&r.pk, 26 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -812,6 +927,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_tune_stats(ctx, &r.pk);
     s_pack_artifact_stats(ctx, &r.pk);
     s_pack_device_stats(ctx, &r.pk);
+    s_pack_shm_stats(ctx, &r.pk);
     if (ctx->metrics) {
         gx_mp_pack_str(&r.pk, "latency");
         gxd_metrics_pack(ctx->metrics, &r.pk);
@@ -895,6 +1011,91 @@ static int s_handle_unload(gxd_ctx *ctx, s_req *rq)
     return GX_OK;
 }
 
+/* ---- shared memory (docs/shm.md) ---- */
+
+/* SHM_REGISTER region, bytes: map the client's /dev/shm/<region>; local
+ * (ipc) clients only, whose uid must own the file. */
+static int s_handle_shm_register(gxd_ctx *ctx, s_req *rq)
+{
+    uid_t uid;
+    int64_t bytes;
+    char *name = NULL;
+    if (!s_peer_uid(rq, &uid)) {
+        ctx->shm.stats.refused++;
+        return gx_errf(rq->err, sizeof rq->err, GX_EPERM,
+                       "SHM_REGISTER: shared memory is for local clients over ipc, whose user "
+                       "the kernel vouches for; this client is not identified (tcp)");
+    }
+    int rc = gx_mp_strdup(gx_mp_find(rq->hdr, "region"), "SHM_REGISTER: region", &name, rq->err,
+                          sizeof rq->err);
+    if (rc == GX_OK)
+        rc = gx_mp_int(gx_mp_find(rq->hdr, "bytes"), "SHM_REGISTER: bytes", 1, INT64_MAX, &bytes,
+                       rq->err, sizeof rq->err);
+    if (rc == GX_OK)
+        rc = gxd_shm_register(&ctx->shm, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity),
+                              uid, name, (size_t)bytes, rq->err, sizeof rq->err);
+    if (rc == GX_OK) {
+        GXD_LOG(&ctx->log, GXD_LOG_DEBUG, "region %s (%lld bytes) registered by uid %lu", name,
+                (long long)bytes, (unsigned long)uid);
+        s_reply r;
+        s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 2);
+        gx_mp_pack_str(&r.pk, "region");
+        gx_mp_pack_str(&r.pk, name);
+        s_pack_kv(&r.pk, "bytes", bytes);
+        s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
+    }
+    free(name);
+    return rc;
+}
+
+/* SHM_UNREGISTER [region]: that region of the client, or all of them;
+ * jobs still using one keep it mapped until they finish. */
+static int s_handle_shm_unregister(gxd_ctx *ctx, s_req *rq)
+{
+    char *name = NULL;
+    size_t n = 0;
+    const msgpack_object *o = gx_mp_find(rq->hdr, "region");
+    int rc = o ? gx_mp_strdup(o, "SHM_UNREGISTER: region", &name, rq->err, sizeof rq->err)
+               : GX_OK;
+    if (rc == GX_OK &&
+        (rc = gxd_shm_unregister(&ctx->shm, zmq_msg_data(&rq->identity),
+                                 zmq_msg_size(&rq->identity), name, &n)) < 0)
+        gx_errf(rq->err, sizeof rq->err, rc, "SHM_UNREGISTER: this client has no region '%s'",
+                name);
+    free(name);
+    if (rc < 0)
+        return rc;
+    s_reply r;
+    s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
+    s_pack_kv(&r.pk, "unregistered", (int64_t)n);
+    s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
+    return GX_OK;
+}
+
+static void s_pack_region(void *arg, const gxd_shm_region *reg)
+{
+    msgpack_packer *pk = arg;
+    msgpack_pack_map(pk, 3);
+    gx_mp_pack_str(pk, "region");
+    gx_mp_pack_str(pk, reg->name);
+    s_pack_kv(pk, "bytes", (int64_t)reg->bytes);
+    s_pack_kv(pk, "jobs", (int64_t)atomic_load(&reg->refs) - 1); /* less the table's */
+}
+
+/* SHM_LIST: the client's regions, each with its bytes and the jobs using it. */
+static int s_handle_shm_list(gxd_ctx *ctx, s_req *rq)
+{
+    const void *id = zmq_msg_data(&rq->identity);
+    size_t idlen = zmq_msg_size(&rq->identity);
+    s_reply r;
+    s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
+    gx_mp_pack_str(&r.pk, "regions");
+    msgpack_pack_array(&r.pk, (uint32_t)gxd_shm_count(&ctx->shm, id, idlen));
+    gxd_shm_each(&ctx->shm, id, idlen, s_pack_region, &r.pk);
+    s_reply_send(ctx, id, idlen, &r, NULL);
+    return GX_OK;
+}
+
 /* The request table: checked (type known, frames allowed) before a handler
  * runs. A handler either replies itself or returns an error status with a
  * message in rq->err, which becomes the error reply. */
@@ -909,6 +1110,9 @@ static const struct {
     {"TUNE", s_handle_tune, GXD_MAX_MSG_INPUTS},
     {"LIST", s_handle_list, 0},     {"UNLOAD", s_handle_unload, 0},
     {"COMPILE", s_handle_compile, GXD_MAX_MSG_INPUTS},
+    {"SHM_REGISTER", s_handle_shm_register, 0},
+    {"SHM_UNREGISTER", s_handle_shm_unregister, 0},
+    {"SHM_LIST", s_handle_shm_list, 0},
 };
 
 static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len, bool overflow)
@@ -1025,6 +1229,10 @@ static void s_peer_gone(gxd_ctx *ctx, int fd)
             dropped++;
         s_fail_list(ctx, list, GX_ECANCELLED, "the client disconnected; the job was not started");
         int cancelled = ctx->pool ? gxd_pool_cancel_client(ctx->pool, p.identity, p.identity_len) : 0;
+        size_t regions = gxd_shm_drop_client(&ctx->shm, p.identity, p.identity_len);
+        if (regions)
+            GXD_LOG(&ctx->log, GXD_LOG_INFO, "a client disconnected: its %zu shared-memory "
+                    "regions unregistered", regions);
         ctx->stats.gone_dropped += dropped;
         ctx->stats.gone_cancelled += (uint64_t)cancelled;
         if (dropped || cancelled)
@@ -1443,6 +1651,10 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
         ctx->n_priority_uids++;
     }
     gxd_models_init(&ctx->models, (size_t)ctx->cfg.graphs_max);
+    if (gxd_shm_init(&ctx->shm, (size_t)ctx->cfg.limits_shm_regions_per_client,
+                     (size_t)ctx->cfg.limits_shm_bytes) < 0)
+        return gx_errf(err, errlen, GX_EINTERNAL, "cannot install the SIGBUS handler: %s",
+                       strerror(errno));
     gxd_models_set_budget(&ctx->models, gxd_config_memory_budget(&ctx->cfg));
     if ((rc = s_tune_start(ctx, err, errlen)) < 0)
         return rc;
@@ -1670,6 +1882,7 @@ void gxd_server_fini(gxd_ctx *ctx)
         unlink(ctx->endpoint + 6);
     ctx->ipc_bound = false;
     gxd_models_fini(&ctx->models);
+    gxd_shm_fini(&ctx->shm); /* after the jobs that held regions */
     gxd_tune_destroy(&ctx->tune); /* after the plans that name it */
     ctx->limits.tune = NULL;
     gxd_metrics_destroy(&ctx->metrics);
