@@ -355,6 +355,36 @@ GX_EXPORT gx_dtype gx_graph_input_dtype(const gx_graph *g, size_t i)
     return g && i < g->n_inputs ? g->inputs[i].dtype : GX_DTYPE_COUNT;
 }
 
+GX_EXPORT gx_kind gx_graph_input_kind(const gx_graph *g, size_t i, bool *optional)
+{
+    if (optional)
+        *optional = g && i < g->n_inputs && g->inputs[i].optional;
+    return g && i < g->n_inputs ? g->inputs[i].kind : GX_KIND_COUNT;
+}
+
+GX_EXPORT gx_kind gx_graph_output_kind(const gx_graph *g, size_t i, bool *optional)
+{
+    if (optional)
+        *optional = g && i < g->n_outputs && g->outputs[i].optional;
+    return g && i < g->n_outputs ? g->outputs[i].kind : GX_KIND_COUNT;
+}
+
+int gx_graph_set_decl_kind(gx_graph *g, bool input, const char *name, gx_kind kind,
+                           bool optional)
+{
+    gx_value_decl *d = input ? g->inputs : g->outputs;
+    size_t n = input ? g->n_inputs : g->n_outputs;
+    if (kind != GX_KIND_TENSOR && kind != GX_KIND_SEQUENCE)
+        return GX_EINVAL;
+    while (n > 0 && strcmp(d[n - 1].name, name) != 0)
+        n--;
+    if (!n)
+        return GX_EINVAL;
+    d[n - 1].kind = kind;
+    d[n - 1].optional = optional;
+    return GX_OK;
+}
+
 GX_EXPORT const char *gx_graph_output_name(const gx_graph *g, size_t i)
 {
     return g && i < g->n_outputs ? g->outputs[i].name : NULL;

@@ -22,7 +22,13 @@ struct gx_tensor {
     int64_t numel;
     size_t nbytes;
     void *data; /* GX_ALIGN-aligned, owned (free()) */
+    gx_kind kind;      /* GX_KIND_SEQUENCE: items, not data; GX_KIND_NONE: nothing */
+    size_t n_items, cap_items;
+    gx_tensor **items; /* a sequence's tensors, owned */
 };
+
+/* A deep copy of t, whatever its kind. NULL on ENOMEM. Caller owns it. */
+gx_tensor *gx_tensor_clone(const gx_tensor *t);
 
 /* X(enum suffix, wire name) */
 #define GX_ATTR_TYPE_LIST(X)                                                  \
@@ -71,6 +77,8 @@ struct gx_node {
  * dim. */
 typedef struct gx_value_decl {
     char *name;
+    gx_kind kind;   /* GX_KIND_TENSOR or GX_KIND_SEQUENCE (of dtype tensors) */
+    bool optional;  /* an optional value: none, or one of kind */
     gx_dtype dtype;
     int ndim;
     int64_t shape[GX_MAX_DIMS];
@@ -99,6 +107,11 @@ int gx_graph_add_output_decl(gx_graph *g, const char *name, gx_dtype dt, int ndi
  * gx_graph_add_input needs both. */
 int gx_graph_add_input_decl(gx_graph *g, const char *name, gx_dtype dt, int ndim,
                             const int64_t *shape);
+
+/* Declares the input or output `name` declared last in g a sequence (of
+ * its dtype tensors) and/or optional. GX_OK or GX_EINVAL (no such decl). */
+int gx_graph_set_decl_kind(gx_graph *g, bool input, const char *name, gx_kind kind,
+                           bool optional);
 
 /* Element count of a shape; -1 on negative dims or overflow past limit. */
 int64_t gx_shape_numel(int ndim, const int64_t *shape, int64_t limit);

@@ -141,6 +141,9 @@ GX_EXPORT void gx_tensor_destroy(gx_tensor **t)
 {
     if (!t || !*t)
         return;
+    for (size_t i = 0; i < (*t)->n_items; i++)
+        gx_tensor_destroy(&(*t)->items[i]);
+    free((*t)->items);
     free((*t)->data);
     free(*t);
     *t = NULL;
@@ -153,3 +156,76 @@ GX_EXPORT int64_t gx_tensor_numel(const gx_tensor *t) { return t->numel; }
 GX_EXPORT size_t gx_tensor_nbytes(const gx_tensor *t) { return t->nbytes; }
 GX_EXPORT void *gx_tensor_data(gx_tensor *t) { return t->data; }
 GX_EXPORT const void *gx_tensor_cdata(const gx_tensor *t) { return t->data; }
+
+GX_EXPORT gx_kind gx_tensor_kind(const gx_tensor *t) { return t->kind; }
+
+GX_EXPORT const char *gx_kind_name(gx_kind k)
+{
+    static const char *const names[GX_KIND_COUNT] = {"tensor", "sequence", "none"};
+    return (unsigned)k < GX_KIND_COUNT ? names[k] : "?";
+}
+
+GX_EXPORT gx_tensor *gx_sequence_new(gx_dtype dt)
+{
+    if ((unsigned)dt >= GX_DTYPE_COUNT)
+        return NULL;
+    gx_tensor *t = calloc(1, sizeof *t);
+    if (t) {
+        t->kind = GX_KIND_SEQUENCE;
+        t->dtype = dt;
+    }
+    return t;
+}
+
+GX_EXPORT int gx_sequence_append(gx_tensor *seq, gx_tensor **item)
+{
+    int rc = GX_OK;
+    if (!item || !*item || !seq || seq->kind != GX_KIND_SEQUENCE ||
+        (*item)->kind != GX_KIND_TENSOR)
+        rc = GX_EINVAL;
+    else if ((*item)->dtype != seq->dtype)
+        rc = GX_EDTYPE;
+    else if (!gx_grow(&seq->items, &seq->cap_items, seq->n_items + 1, sizeof *seq->items))
+        rc = GX_ENOMEM;
+    if (rc < 0) {
+        if (item)
+            gx_tensor_destroy(item);
+        return rc;
+    }
+    seq->items[seq->n_items++] = *item;
+    *item = NULL;
+    return GX_OK;
+}
+
+GX_EXPORT size_t gx_sequence_length(const gx_tensor *seq)
+{
+    return seq && seq->kind == GX_KIND_SEQUENCE ? seq->n_items : 0;
+}
+
+GX_EXPORT gx_tensor *gx_sequence_item(const gx_tensor *seq, size_t i)
+{
+    return seq && seq->kind == GX_KIND_SEQUENCE && i < seq->n_items ? seq->items[i] : NULL;
+}
+
+GX_EXPORT gx_tensor *gx_none_new(void)
+{
+    gx_tensor *t = calloc(1, sizeof *t);
+    if (t) {
+        t->kind = GX_KIND_NONE;
+        t->dtype = GX_F32;
+    }
+    return t;
+}
+
+gx_tensor *gx_tensor_clone(const gx_tensor *t)
+{
+    if (t->kind == GX_KIND_TENSOR)
+        return gx_tensor_new_copy(t->dtype, t->ndim, t->shape, t->data, t->nbytes);
+    gx_tensor *c = t->kind == GX_KIND_NONE ? gx_none_new() : gx_sequence_new(t->dtype);
+    for (size_t i = 0; c && i < t->n_items; i++) {
+        gx_tensor *it = gx_tensor_clone(t->items[i]);
+        if (!it || gx_sequence_append(c, &it) < 0)
+            gx_tensor_destroy(&c);
+    }
+    return c;
+}

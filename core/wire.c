@@ -270,15 +270,25 @@ static void s_pack_tensor_inline(msgpack_packer *pk, const gx_tensor *t)
 }
 
 /* {name, dtype, shape}, leaving out what is unknown (dtype GX_DTYPE_COUNT,
- * ndim -1). Fully declared values encode as tensor descriptors. */
+ * ndim -1), plus kind "sequence" and optional true where they apply. Fully
+ * declared tensors encode as tensor descriptors. */
 static void s_pack_decls(msgpack_packer *pk, const gx_value_decl *d, size_t n)
 {
     msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++) {
         bool typed = d[i].dtype != GX_DTYPE_COUNT, shaped = d[i].ndim >= 0;
-        msgpack_pack_map(pk, 1 + typed + shaped);
+        bool seq = d[i].kind == GX_KIND_SEQUENCE; /* plain tensors encode as before */
+        msgpack_pack_map(pk, 1 + typed + shaped + seq + d[i].optional);
         gx_mp_pack_str(pk, "name");
         gx_mp_pack_str(pk, d[i].name);
+        if (seq) {
+            gx_mp_pack_str(pk, "kind");
+            gx_mp_pack_str(pk, "sequence");
+        }
+        if (d[i].optional) {
+            gx_mp_pack_str(pk, "optional");
+            msgpack_pack_true(pk);
+        }
         if (typed) {
             gx_mp_pack_str(pk, "dtype");
             gx_mp_pack_str(pk, gx_dtype_name(d[i].dtype));
@@ -475,7 +485,18 @@ static int s_unpack_decls(s_dec *d, gx_graph *g, const msgpack_object *o, const 
         if (rc == GX_OK) {
             rc = outputs ? gx_graph_add_output_decl(g, name, dt, ndim, shape)
                          : gx_graph_add_input_decl(g, name, dt, ndim, shape);
-            if (rc < 0)
+            /* a sequence (of dtype tensors) or an optional: see s_pack_decls */
+            const msgpack_object *kind = gx_mp_find(e, "kind"), *opt = gx_mp_find(e, "optional");
+            bool seq = kind && gx_mp_streq(kind, "sequence");
+            if (rc == GX_OK && ((kind && !seq && !gx_mp_streq(kind, "tensor")) ||
+                                (opt && opt->type != MSGPACK_OBJECT_BOOLEAN)))
+                rc = gx_errf(d->err, d->errlen, GX_EPROTO,
+                             "%s: kind must be \"tensor\" or \"sequence\", optional a bool", path);
+            else if (rc == GX_OK && (seq || (opt && opt->via.boolean)))
+                rc = gx_graph_set_decl_kind(g, !outputs, name,
+                                            seq ? GX_KIND_SEQUENCE : GX_KIND_TENSOR,
+                                            opt && opt->via.boolean);
+            if (rc < 0 && rc != GX_EPROTO)
                 rc = gx_errf(d->err, d->errlen, rc, "%s: %s", path, gx_strerror(rc));
         }
         free(name);

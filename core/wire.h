@@ -119,6 +119,27 @@ void gx_wire_pack_tensor_desc_shm(msgpack_packer *pk, const char *name, gx_dtype
 int gx_wire_unpack_shm_ref(const msgpack_object *o, const char *what, gx_wire_shm_ref *ref,
                            char *err, size_t errlen);
 
+/* ---- values that are not one tensor (core/wire_value.c) ---- */
+
+/* The descriptor of t, whatever its kind: a tensor's is the tensor
+ * descriptor; a sequence adds kind "sequence" and items (each item's shape);
+ * none adds kind "none". */
+void gx_wire_pack_value_desc(msgpack_packer *pk, const char *name, const gx_tensor *t);
+/* The bytes of t's frame (a sequence: its items' bytes back to back), and
+ * writing them to dst. */
+size_t gx_wire_value_bytes(const gx_tensor *t);
+void gx_wire_value_write(const gx_tensor *t, void *dst);
+/* The kind a descriptor names (no kind: a tensor). GX_OK or GX_EPROTO. */
+int gx_wire_desc_kind(const msgpack_object *o, const char *what, gx_kind *kind, char *err,
+                      size_t errlen);
+/* Decodes descriptor o and its frame (data, len) into a new value *out
+ * (caller owns it and *name): sizes are checked against the descriptor and
+ * max_bytes before anything is copied. GX_OK, or GX_EPROTO / GX_ELIMIT /
+ * GX_EDTYPE / GX_ENOMEM with a message naming the field. */
+int gx_wire_unpack_value(const msgpack_object *o, const char *what, int64_t max_bytes,
+                         const void *data, size_t len, char **name, gx_tensor **out, char *err,
+                         size_t errlen);
+
 /* The canonical encoding of g: fixed key order, attributes sorted by name,
  * floats as float64. Equal graphs encode to equal bytes. */
 void gx_wire_pack_graph(msgpack_packer *pk, const gx_graph *g);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/wire.h"
 #include "daemon/exec/exec.h"
 #include "daemon/policy.h"
 #include "daemon/runner.h"
@@ -19,6 +20,7 @@ static int s_declared_input(gxd_job *j, const gx_value_decl *d, gx_view *v)
     memset(v, 0, sizeof *v);
     v->dtype = d->dtype;
     v->ndim = d->ndim; /* numel: infer computes it, within the limits */
+    v->kind = d->kind;
     for (int k = 0; k < d->ndim; k++) {
         if (d->shape[k] < 0)
             return gxd_job_fail(j, GX_ESHAPE,
@@ -84,6 +86,8 @@ static int s_output_buffer(gxd_job *j, gxd_job_output *o, const gxd_frame *f, in
     o->view = *gxd_frame_output(&f[0], k);
     o->nbytes = 0;
     for (int r = 0; r < n_frames; r++) {
+    if (o->view.kind != GX_KIND_TENSOR) /* a sequence or none: s_output_value */
+        return GX_OK;
         const gx_view *v = gxd_frame_output(&f[r], k);
         o->nbytes += (size_t)v->numel * gx_dtype_size(v->dtype);
         if (r > 0) {
@@ -158,6 +162,25 @@ static int s_prepare_outputs(gxd_job *j, gxd_frame *f, int n_frames)
 }
 
 /* After the run: the outputs s_prepare_outputs could not point the frames
+/* A sequence or none output: o->value, a copy of it, with its frame's
+ * bytes (gx_wire_value_bytes) in o->view.data. GX_OK or the job failed. */
+static int s_output_value(gxd_job *j, gxd_job_output *o, const gxd_frame *f, int n_frames,
+                          size_t k)
+{
+    const gx_view *v = gxd_frame_output(&f[0], k);
+    if (n_frames > 1) /* the batch pass never slices a graph with such values */
+        return gxd_job_fail(j, GX_EINTERNAL, "output '%s': a %s cut into slices", o->name,
+                            gx_kind_name(v->kind));
+    o->value = v->kind == GX_KIND_SEQUENCE ? gx_tensor_clone(v->data) : gx_none_new();
+    if (o->value && v->kind == GX_KIND_NONE)
+        o->value->dtype = (unsigned)v->dtype < GX_DTYPE_COUNT ? v->dtype : GX_F32;
+    o->nbytes = o->value ? gx_wire_value_bytes(o->value) : 0;
+    if (!o->value || !(o->view.data = gx_aligned_alloc(o->nbytes)))
+        return gxd_job_fail(j, GX_ENOMEM, "out of memory");
+    gx_wire_value_write(o->value, o->view.data);
+    return GX_OK;
+}
+
  * at get their buffers, and whatever is not where the reply wants it is
  * copied there. */
 static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
@@ -168,6 +191,11 @@ static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
         if (!o->view.data && s_output_buffer(j, o, f, n_frames, k) < 0)
             return j->status;
         size_t at = 0;
+        if (o->view.kind != GX_KIND_TENSOR) {
+            if (s_output_value(j, o, f, n_frames, k) < 0)
+                return j->status;
+            continue;
+        }
         for (int r = 0; r < n_frames; r++) {
             const gx_view *v = gxd_frame_output(&f[r], k);
             size_t nb = (size_t)v->numel * gx_dtype_size(v->dtype);
@@ -540,3 +568,4 @@ out:
     gxd_plan_release(&plan);
     j->t_end = gxd_now_us();
 }
+            inputs[i].kind = d->kind;

@@ -18,8 +18,14 @@
 
 #include "core/sockpath.h"
 #include "core/wire.h"
+#include "libclient/shm.h"
 
 #define GX_DEFAULT_TIMEOUT_MS 60000
+/* The client's own region (docs/shm.md): inputs of at least the threshold
+ * go there, with room for the outputs after them. */
+#define GX_SHM_THRESHOLD_DEFAULT 65536
+#define GX_SHM_POOL_MIN (16u << 20)
+#define GX_SHM_POOL_MAX ((size_t)1 << 30)
 
 struct gx_result {
     int status;
@@ -34,12 +40,15 @@ struct gx_result {
     char *text;           /* STATS in Prometheus' text format */
     char *list_json;      /* LIST */
     char key[128];        /* COMPILE: the artifact's name in the daemon's cache */
+    uint64_t *shm_at;     /* per output: offset + 1 in the request's output area, 0: none */
+    size_t *shm_bytes;
 };
 
 struct gx_job {
     gx_client *client; /* NULL once the client is gone */
     uint64_t id;
     gx_result *result; /* set when the reply arrived */
+    bool pool_extent;  /* it holds room in the client's region until its reply */
     gx_job *next;      /* client's list of pending jobs */
 };
 
@@ -50,6 +59,17 @@ struct gx_client {
     uint64_t next_id;
     gx_job *pending;
     uint64_t strays; /* replies no waiting job took (gx_client_stray_replies) */
+    /* shared memory (docs/shm.md): the client's own region, registered,
+     * filled from the start and emptied when no job holds room in it */
+    gx_shm *pool;
+    size_t pool_used;
+    int pool_live;       /* jobs holding room in it */
+    bool pool_retired;   /* a job left without its reply: the daemon may still write */
+    bool shm_off;        /* not local, or the daemon refused the region */
+    size_t shm_threshold;
+    size_t last_out_bytes; /* the outputs of the latest RUN reply, for the next output area */
+    gx_shm **regions;    /* registered by the caller */
+    size_t n_regions, cap_regions;
     char endpoint[512];
     char last_error[1024];
 };
@@ -65,12 +85,16 @@ struct gx_request {
         const gx_tensor *t;
         gx_tensor *view; /* gx_request_add_input_data's: owned, its data borrowed */
         bool shape_only; /* gx_request_add_input_shape's: dtype and shape, no values */
+        const gx_shm *shm; /* gx_request_add_input_shm's: the values lie at shm_off */
+        size_t shm_off;
     } *in;
     size_t n_out, cap_out;
     char **out;
     int priority;
     int64_t deadline_ms;
     gx_mode mode;
+    const gx_shm *out_shm; /* gx_request_set_output_shm's area */
+    size_t out_shm_off, out_shm_bytes;
 };
 
 /* ---- client ---- */
@@ -118,6 +142,10 @@ GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errle
     }
     c->timeout_ms = GX_DEFAULT_TIMEOUT_MS;
     c->next_id = 1;
+    const char *th = getenv("GEXEC_SHM_THRESHOLD");
+    char *end = NULL;
+    unsigned long long thv = th && *th ? strtoull(th, &end, 10) : GX_SHM_THRESHOLD_DEFAULT;
+    c->shm_threshold = end && *end ? SIZE_MAX : (size_t)thv; /* "off" and the like: never */
     if (endpoint)
         snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     else
@@ -133,6 +161,7 @@ GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errle
         gx_client_destroy(&c);
         return NULL;
     }
+    c->shm_off = strncmp(c->endpoint, "ipc://", 6) != 0; /* a daemon elsewhere cannot map it */
     int linger = 0;
     if (!(c->zctx = zmq_ctx_new()) || !(c->sock = zmq_socket(c->zctx, ZMQ_DEALER)) ||
         zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
@@ -152,6 +181,8 @@ GX_EXPORT void gx_client_destroy(gx_client **cp)
     gx_client *c = *cp;
     for (gx_job *j = c->pending; j; j = j->next)
         j->client = NULL;
+    gx_shm_destroy(&c->pool); /* the daemon drops its regions when the client goes */
+    free(c->regions);
     if (c->sock)
         zmq_close(c->sock);
     if (c->zctx)
@@ -189,6 +220,8 @@ GX_EXPORT void gx_result_destroy(gx_result **rp)
     }
     free(r->names);
     free(r->tensors);
+    free(r->shm_at);
+    free(r->shm_bytes);
     free(r->message);
     free(r->stats_json);
     free(r->plan_json);
@@ -335,9 +368,37 @@ static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
     }
 }
 
-/* Build a result from a reply header and its tensor frames. */
-static int s_parse_reply(const msgpack_object *h, zmq_msg_t *frames, size_t nframes,
-                         gx_result **out, char *err, size_t errlen)
+/* Output i of a reply that the daemon wrote to shared memory at ref: from
+ * the client's own region, copied into a tensor (its room is reused);
+ * from a region of the caller's, left there (gx_result_output_shm). */
+static int s_shm_output(gx_client *c, gx_result *r, size_t i, const gx_wire_shm_ref *ref,
+                        gx_dtype dt, int ndim, const int64_t *shape, size_t nbytes, char *err,
+                        size_t errlen)
+{
+    const gx_shm *s = c->pool && strcmp(c->pool->name, ref->region) == 0 ? c->pool : NULL;
+    for (size_t k = 0; !s && k < c->n_regions; k++)
+        if (strcmp(c->regions[k]->name, ref->region) == 0)
+            s = c->regions[k];
+    if (!s || ref->bytes != nbytes || ref->offset > s->bytes || nbytes > s->bytes - ref->offset)
+        return gx_errf(err, errlen, GX_EPROTO,
+                       "output '%s': the reply places it at %llu (+%llu bytes) in region '%s', "
+                       "which is not a registered region of this client or is too small",
+                       r->names[i], (unsigned long long)ref->offset,
+                       (unsigned long long)ref->bytes, ref->region);
+    if (s != c->pool) {
+        r->shm_at[i] = ref->offset + 1;
+        r->shm_bytes[i] = nbytes;
+        return GX_OK;
+    }
+    r->tensors[i] = gx_tensor_new_copy(dt, ndim, shape, (const char *)s->base + ref->offset,
+                                       nbytes);
+    return r->tensors[i] ? GX_OK : gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+}
+
+/* Build a result from a reply header and its tensor frames (and, for
+ * outputs in shared memory, c's regions). */
+static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frames,
+                         size_t nframes, gx_result **out, char *err, size_t errlen)
 {
     gx_result *r = calloc(1, sizeof *r);
     if (!r)
@@ -386,30 +447,47 @@ static int s_parse_reply(const msgpack_object *h, zmq_msg_t *frames, size_t nfra
     const msgpack_object *outs = gx_mp_find(h, "outputs");
     if (!outs)
         return GX_OK;
-    if (outs->type != MSGPACK_OBJECT_ARRAY || outs->via.array.size != nframes)
-        return gx_errf(err, errlen, GX_EPROTO, "reply lists %u outputs but carries %zu frames",
-                       outs->type == MSGPACK_OBJECT_ARRAY ? outs->via.array.size : 0, nframes);
-    r->names = calloc(nframes + 1, sizeof *r->names);
-    r->tensors = calloc(nframes + 1, sizeof *r->tensors);
-    if (!r->names || !r->tensors)
+    size_t n = outs->type == MSGPACK_OBJECT_ARRAY ? outs->via.array.size : 0, in_shm = 0;
+    for (size_t i = 0; i < n; i++)
+        in_shm += gx_mp_find(&outs->via.array.ptr[i], "shm") != NULL;
+    if (outs->type != MSGPACK_OBJECT_ARRAY || n - in_shm != nframes)
+        return gx_errf(err, errlen, GX_EPROTO,
+                       "reply lists %zu outputs (%zu in shared memory) but carries %zu frames", n,
+                       in_shm, nframes);
+    r->names = calloc(n + 1, sizeof *r->names);
+    r->tensors = calloc(n + 1, sizeof *r->tensors);
+    r->shm_at = calloc(n + 1, sizeof *r->shm_at);
+    r->shm_bytes = calloc(n + 1, sizeof *r->shm_bytes);
+    if (!r->names || !r->tensors || !r->shm_at || !r->shm_bytes)
         return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
-    for (size_t i = 0; i < nframes; i++) {
+    size_t total = 0;
+    for (size_t i = 0, f = 0; i < n; i++) {
         gx_dtype dt;
         int ndim;
         int64_t shape[GX_MAX_DIMS];
         size_t nbytes;
+        const msgpack_object *so = gx_mp_find(&outs->via.array.ptr[i], "shm");
         int rc = gx_wire_unpack_tensor_desc(&outs->via.array.ptr[i], "outputs", INT64_MAX,
                                             &r->names[i], &dt, &ndim, shape, &nbytes, err, errlen);
         if (rc < 0)
             return rc;
         r->n_out = i + 1;
-        if (zmq_msg_size(&frames[i]) != nbytes)
+        total += nbytes;
+        if (so) {
+            gx_wire_shm_ref ref;
+            if ((rc = gx_wire_unpack_shm_ref(so, "outputs[].shm", &ref, err, errlen)) < 0 ||
+                (rc = s_shm_output(c, r, i, &ref, dt, ndim, shape, nbytes, err, errlen)) < 0)
+                return rc;
+            continue;
+        }
+        if (zmq_msg_size(&frames[f]) != nbytes)
             return gx_errf(err, errlen, GX_EPROTO, "output '%s': frame has %zu bytes, expected %zu",
-                           r->names[i], zmq_msg_size(&frames[i]), nbytes);
-        r->tensors[i] = gx_tensor_new_copy(dt, ndim, shape, zmq_msg_data(&frames[i]), nbytes);
+                           r->names[i], zmq_msg_size(&frames[f]), nbytes);
+        r->tensors[i] = gx_tensor_new_copy(dt, ndim, shape, zmq_msg_data(&frames[f++]), nbytes);
         if (!r->tensors[i])
             return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
     }
+    c->last_out_bytes = total;
     return GX_OK;
 }
 
@@ -466,13 +544,16 @@ static int s_recv_one(gx_client *c, int timeout_ms)
                 if (j->id != (uint64_t)id || j->result)
                     continue;
                 gx_result *r = NULL;
-                int prc = s_parse_reply(&up.data, frames + 1, nf - 1, &r, err, sizeof err);
+                int prc = s_parse_reply(c, &up.data, frames + 1, nf - 1, &r, err, sizeof err);
                 if (prc < 0 && r) {
                     r->status = prc;
                     free(r->message);
                     r->message = strdup(err);
                 }
                 j->result = r;
+                if (j->pool_extent) /* its outputs are copied out of the region */
+                    c->pool_live--;
+                j->pool_extent = false;
                 c->strays--;
                 break;
             }
@@ -502,6 +583,11 @@ GX_EXPORT void gx_job_destroy(gx_job **jp)
 {
     if (!jp || !*jp)
         return;
+    gx_client *c = (*jp)->client;
+    if (c && (*jp)->pool_extent) { /* the daemon may still write its outputs there */
+        c->pool_live--;
+        c->pool_retired = true;
+    }
     s_job_unlink(*jp);
     gx_result_destroy(&(*jp)->result);
     free(*jp);
@@ -547,19 +633,45 @@ GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
     return status;
 }
 
-/* Send header (sbuffer) plus frames; registers a pending job. */
-static int s_send(gx_client *c, const msgpack_sbuffer *hdr, const gx_request *rq,
-                  uint64_t id, gx_job **jobp)
+/* Where input i of a request lies in shared memory (docs/shm.md): a
+ * region's name, NULL when its bytes travel in a frame. */
+typedef struct s_place {
+    const char *region;
+    uint64_t offset;
+} s_place;
+
+/* Input i's place: pl's (the client's own region), else the request's own
+ * (gx_request_add_input_shm); region NULL: neither. */
+static s_place s_place_of(const gx_request *rq, const s_place *pl, size_t i)
+{
+    if (pl && pl[i].region)
+        return pl[i];
+    if (rq->in[i].shm)
+        return (s_place){rq->in[i].shm->name, rq->in[i].shm_off};
+    return (s_place){NULL, 0};
+}
+
+/* Whether input i of rq travels in a frame. */
+static bool s_framed(const gx_request *rq, const s_place *pl, size_t i)
+{
+    return !rq->in[i].shape_only && !s_place_of(rq, pl, i).region;
+}
+
+/* Send header (sbuffer) plus the frames of rq's inputs not in shared
+ * memory (pl: where the client's own region has some, or NULL);
+ * registers a pending job. */
+static int s_send_placed(gx_client *c, const msgpack_sbuffer *hdr, const gx_request *rq,
+                         const s_place *pl, uint64_t id, gx_job **jobp)
 {
     gx_job *job = calloc(1, sizeof *job);
     if (!job)
         return s_fail(c, GX_ENOMEM, "out of memory");
     size_t nframes = 0;
     for (size_t i = 0; rq && i < rq->n_in; i++)
-        nframes += !rq->in[i].shape_only;
+        nframes += s_framed(rq, pl, i);
     int rc = zmq_send(c->sock, hdr->data, hdr->size, nframes ? ZMQ_SNDMORE : 0);
     for (size_t i = 0, sent = 0; rc >= 0 && sent < nframes; i++) /* rq: frames to send */
-        if (!rq->in[i].shape_only)
+        if (s_framed(rq, pl, i))
             rc = zmq_send(c->sock, rq->in[i].t->data, rq->in[i].t->nbytes,
                           ++sent < nframes ? ZMQ_SNDMORE : 0);
     if (rc < 0) {
@@ -572,6 +684,12 @@ static int s_send(gx_client *c, const msgpack_sbuffer *hdr, const gx_request *rq
     c->pending = job;
     *jobp = job;
     return GX_OK;
+}
+
+static int s_send(gx_client *c, const msgpack_sbuffer *hdr, const gx_request *rq, uint64_t id,
+                  gx_job **jobp)
+{
+    return s_send_placed(c, hdr, rq, NULL, id, jobp);
 }
 
 static void s_pack_head(msgpack_packer *pk, const char *type, uint64_t id, size_t extra)
@@ -938,9 +1056,10 @@ static size_t s_n_shapes(const gx_request *rq)
     return n;
 }
 
-/* The `graph_id` or `graph`, the `inputs` of rq and, when it has inputs
- * given by shape alone, their `shapes` (two header fields, or three). */
-static void s_pack_graph_inputs(msgpack_packer *pk, const gx_request *rq)
+/* The `graph_id` or `graph`, the `inputs` of rq (those in shared memory
+ * with their place, pl as for s_send_placed) and, when it has inputs given
+ * by shape alone, their `shapes` (two header fields, or three). */
+static void s_pack_graph_inputs(msgpack_packer *pk, const gx_request *rq, const s_place *pl)
 {
     if (rq->has_id) {
         gx_mp_pack_str(pk, "graph_id");
@@ -956,12 +1075,193 @@ static void s_pack_graph_inputs(msgpack_packer *pk, const gx_request *rq)
     for (int shapes = 0; shapes <= (n_shapes > 0); shapes++) {
         gx_mp_pack_str(pk, shapes ? "shapes" : "inputs");
         msgpack_pack_array(pk, (uint32_t)(shapes ? n_shapes : rq->n_in - n_shapes));
-        for (size_t i = 0; i < rq->n_in; i++)
-            if (rq->in[i].shape_only == (shapes == 1))
+        for (size_t i = 0; i < rq->n_in; i++) {
+            const s_place at = s_place_of(rq, pl, i);
+            gx_wire_shm_ref ref = {.offset = at.offset, .bytes = rq->in[i].t->nbytes};
+            if (rq->in[i].shape_only != (shapes == 1))
+                continue;
+            if (!at.region) {
                 gx_wire_pack_tensor_desc(pk, rq->in[i].name, rq->in[i].t->dtype,
                                          rq->in[i].t->ndim, rq->in[i].t->shape);
+                continue;
+            }
+            snprintf(ref.region, sizeof ref.region, "%s", at.region);
+            gx_wire_pack_tensor_desc_shm(pk, rq->in[i].name, rq->in[i].t->dtype,
+                                         rq->in[i].t->ndim, rq->in[i].t->shape, &ref);
+        }
     }
 }
+
+/* ---- shared memory (docs/shm.md) ---- */
+
+static size_t s_align(size_t n)
+{
+    return (n + 63) & ~(size_t)63;
+}
+
+/* SHM_REGISTER s (or SHM_UNREGISTER it). */
+static int s_shm_request(gx_client *c, const gx_shm *s, bool reg)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t id = c->next_id++;
+    s_pack_head(&pk, reg ? "SHM_REGISTER" : "SHM_UNREGISTER", id, reg ? 2 : 1);
+    gx_mp_pack_str(&pk, "region");
+    gx_mp_pack_str(&pk, s->name);
+    if (reg) {
+        gx_mp_pack_str(&pk, "bytes");
+        msgpack_pack_uint64(&pk, s->bytes);
+    }
+    gx_job *job = NULL;
+    int rc = s_send(c, &sb, NULL, id, &job);
+    msgpack_sbuffer_destroy(&sb);
+    return rc < 0 ? rc : s_await(c, &job, NULL);
+}
+
+/* Whether input i of rq goes through the client's own region. */
+static bool s_pooled(const gx_client *c, const gx_request *rq, size_t i)
+{
+    const gx_tensor *t = rq->in[i].t;
+    return s_framed(rq, NULL, i) && t->nbytes &&
+           t->nbytes >= c->shm_threshold;
+}
+
+/* Room for need bytes in the client's own region at *off, made and
+ * registered on first use and made again, larger, when no job holds room
+ * in it; false when shared memory is off for this client or the region is
+ * full (the job's tensors then go over the socket). */
+static bool s_pool_reserve(gx_client *c, size_t need, size_t *off)
+{
+    if (c->shm_off || need > GX_SHM_POOL_MAX)
+        return false;
+    if (c->pool && c->pool_live == 0) {
+        c->pool_used = 0;
+        if (c->pool_retired || need > c->pool->bytes) {
+            s_shm_request(c, c->pool, false); /* the daemon keeps it while jobs use it */
+            gx_shm_destroy(&c->pool);
+        }
+    }
+    if (!c->pool) {
+        size_t cap = GX_SHM_POOL_MIN;
+        while (cap < need)
+            cap *= 2;
+        char err[256];
+        gx_shm *s = gx_shm_new(cap, err, sizeof err);
+        if (!s || s_shm_request(c, s, true) < 0) {
+            gx_shm_destroy(&s);
+            c->shm_off = true; /* sockets from now on */
+            return false;
+        }
+        gx_shm_unlink(s); /* the daemon has it open: no name outlives this process */
+        c->pool = s;
+        c->pool_used = 0;
+        c->pool_retired = false;
+    }
+    if (c->pool_retired || need > c->pool->bytes - c->pool_used)
+        return false;
+    *off = c->pool_used;
+    c->pool_used += need;
+    c->pool_live++;
+    return true;
+}
+
+/* The inputs of rq that go through the client's own region: copied there,
+ * their places in pl; an output area after them (*out_off, *out_bytes; 0
+ * bytes: none) unless the request has its own. true when the job holds
+ * room in the region. */
+static bool s_pool_place(gx_client *c, const gx_request *rq, s_place *pl, size_t *out_off,
+                         size_t *out_bytes)
+{
+    size_t need = 0, at;
+    *out_bytes = 0;
+    if (c->shm_off || c->shm_threshold == SIZE_MAX)
+        return false;
+    for (size_t i = 0; i < rq->n_in; i++)
+        if (s_pooled(c, rq, i))
+            need += s_align(rq->in[i].t->nbytes);
+    if (!need)
+        return false;
+    size_t area = rq->out_shm ? 0 : s_align(need > c->last_out_bytes ? need : c->last_out_bytes);
+    if (!s_pool_reserve(c, need + area, &at))
+        return false;
+    for (size_t i = 0; i < rq->n_in; i++)
+        if (s_pooled(c, rq, i)) {
+            memcpy((char *)c->pool->base + at, rq->in[i].t->data, rq->in[i].t->nbytes);
+            pl[i] = (s_place){c->pool->name, at};
+            at += s_align(rq->in[i].t->nbytes);
+        }
+    *out_off = at;
+    *out_bytes = area;
+    return true;
+}
+
+GX_EXPORT int gx_client_shm_register(gx_client *c, gx_shm *s)
+{
+    if (!c || !s)
+        return GX_EINVAL;
+    if (!gx_grow(&c->regions, &c->cap_regions, c->n_regions + 1, sizeof *c->regions))
+        return s_fail(c, GX_ENOMEM, "out of memory");
+    int rc = s_shm_request(c, s, true);
+    if (rc == GX_OK)
+        c->regions[c->n_regions++] = s;
+    return rc;
+}
+
+GX_EXPORT int gx_client_shm_unregister(gx_client *c, gx_shm *s)
+{
+    if (!c || !s)
+        return GX_EINVAL;
+    for (size_t k = 0; k < c->n_regions; k++)
+        if (c->regions[k] == s)
+            c->regions[k--] = c->regions[--c->n_regions];
+    return s_shm_request(c, s, false);
+}
+
+GX_EXPORT void gx_client_set_shm_threshold(gx_client *c, size_t bytes)
+{
+    if (c)
+        c->shm_threshold = bytes;
+}
+
+GX_EXPORT int gx_request_add_input_shm(gx_request *rq, const char *name, gx_dtype dt, int ndim,
+                                       const int64_t *shape, const gx_shm *s, size_t offset)
+{
+    size_t nbytes;
+    if (!rq || !s || (ndim > 0 && !shape) || !gx_shape_nbytes(dt, ndim, shape, &nbytes) ||
+        offset > s->bytes || nbytes > s->bytes - offset)
+        return GX_EINVAL;
+    int rc = s_add_view(rq, name, dt, ndim, shape, NULL, nbytes, false);
+    if (rc == GX_OK) {
+        rq->in[rq->n_in - 1].shm = s;
+        rq->in[rq->n_in - 1].shm_off = offset;
+    }
+    return rc;
+}
+
+GX_EXPORT int gx_request_set_output_shm(gx_request *rq, const gx_shm *s, size_t offset,
+                                        size_t bytes)
+{
+    if (!rq || (s && (offset > s->bytes || bytes > s->bytes - offset)))
+        return GX_EINVAL;
+    rq->out_shm = s;
+    rq->out_shm_off = offset;
+    rq->out_shm_bytes = bytes;
+    return GX_OK;
+}
+
+GX_EXPORT bool gx_result_output_shm(const gx_result *r, size_t i, size_t *offset, size_t *nbytes)
+{
+    if (!r || i >= r->n_out || !r->shm_at || !r->shm_at[i])
+        return false;
+    if (offset)
+        *offset = r->shm_at[i] - 1;
+    if (nbytes)
+        *nbytes = r->shm_bytes[i];
+    return true;
+}
+
 
 GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
 {
@@ -974,13 +1274,27 @@ GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
     if (s_n_shapes(rq))
         return s_fail(c, GX_EINVAL, "a RUN needs every input's values (an input given by its "
                                     "shape alone is for explain and compile)");
+    s_place *pl = calloc(rq->n_in + 1, sizeof *pl);
+    if (!pl)
+        return s_fail(c, GX_ENOMEM, "out of memory");
+    size_t area_off = 0, area_bytes = 0;
+    const bool extent = s_pool_place(c, rq, pl, &area_off, &area_bytes);
+    gx_wire_shm_ref area = {.offset = rq->out_shm ? rq->out_shm_off : area_off,
+                            .bytes = rq->out_shm ? rq->out_shm_bytes : area_bytes};
+    if (rq->out_shm || area_bytes)
+        snprintf(area.region, sizeof area.region, "%s", rq->out_shm ? rq->out_shm->name
+                                                                    : c->pool->name);
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t id = c->next_id++;
-    s_pack_head(&pk, "RUN", id, 6);
-    s_pack_graph_inputs(&pk, rq);
+    s_pack_head(&pk, "RUN", id, 6 + (area.region[0] != '\0'));
+    s_pack_graph_inputs(&pk, rq, pl);
+    if (area.region[0]) {
+        gx_mp_pack_str(&pk, "output_shm");
+        gx_wire_pack_shm_ref(&pk, &area);
+    }
     gx_mp_pack_str(&pk, "outputs");
     msgpack_pack_array(&pk, rq->n_out);
     for (size_t i = 0; i < rq->n_out; i++)
@@ -991,8 +1305,13 @@ GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
     msgpack_pack_int64(&pk, rq->deadline_ms);
     gx_mp_pack_str(&pk, "mode");
     gx_mp_pack_str(&pk, gx_mode_name(rq->mode));
-    int rc = s_send(c, &sb, rq, id, job);
+    int rc = s_send_placed(c, &sb, rq, pl, id, job);
     msgpack_sbuffer_destroy(&sb);
+    free(pl);
+    if (extent && rc == GX_OK)
+        (*job)->pool_extent = true;
+    else if (extent)
+        c->pool_live--;
     return rc;
 }
 
@@ -1029,7 +1348,7 @@ static int s_plan_request(gx_client *c, const gx_request *rq, const char *type, 
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t id = c->next_id++;
     s_pack_head(&pk, type, id, 2 + (s_n_shapes(rq) > 0));
-    s_pack_graph_inputs(&pk, rq);
+    s_pack_graph_inputs(&pk, rq, NULL);
     gx_job *job = NULL;
     int rc = s_send(c, &sb, rq, id, &job);
     msgpack_sbuffer_destroy(&sb);

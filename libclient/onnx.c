@@ -633,9 +633,23 @@ static int s_decl(s_ctx *c, gx_graph *g, const Onnx__ValueInfoProto *vi, const c
     int64_t shape[GX_MAX_DIMS];
     const char *kind = input ? "input" : "output";
 
+    /* optional(x) and sequence(tensor): gexec's value kinds (docs/onnx.md) */
+    bool optional = false, seq = false;
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type &&
+        tp->optional_type->elem_type) {
+        optional = true;
+        tp = tp->optional_type->elem_type;
+    }
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type &&
+        tp->sequence_type->elem_type &&
+        tp->sequence_type->elem_type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+        seq = true;
+        tp = tp->sequence_type->elem_type;
+    }
     if (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
         tp->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET)
-        return s_fail(c, GX_EUNSUPPORTED, path, "%s '%.100s': %s values are not supported (only tensors)",
+        return s_fail(c, GX_EUNSUPPORTED, path,
+                      "%s '%.100s': %s values are not supported (only tensors, sequences of tensors and optionals of those)",
                       kind, name,
                       tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "sequence"
                       : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE    ? "map"
@@ -649,7 +663,9 @@ static int s_decl(s_ctx *c, gx_graph *g, const Onnx__ValueInfoProto *vi, const c
         !s_dtype(tt->elem_type, &dt))
         return s_fail(c, GX_EDTYPE, path, "%s '%.100s': element type %s (%" PRId32 ") is not supported",
                       kind, name, s_onnx_type_name(tt->elem_type), tt->elem_type);
-    if (tt && tt->shape) {
+    if (seq)
+        ndim = 0; /* a sequence's items have shapes of their own */
+    else if (tt && tt->shape) {
         const Onnx__TensorShapeProto *sp = tt->shape;
         if (sp->n_dim > GX_MAX_DIMS)
             return s_fail(c, GX_EUNSUPPORTED, path, "%s '%.100s' has %zu dims; gexec supports at most %d",
@@ -675,6 +691,9 @@ static int s_decl(s_ctx *c, gx_graph *g, const Onnx__ValueInfoProto *vi, const c
     rc = !input ? gx_graph_add_output_decl(g, name, dt, ndim, shape)
          : top  ? gx_graph_add_input(g, name, dt, ndim, shape)
                 : gx_graph_add_input_decl(g, name, dt, ndim, shape);
+    if (rc == GX_OK && (seq || optional))
+        rc = gx_graph_set_decl_kind(g, input, name, seq ? GX_KIND_SEQUENCE : GX_KIND_TENSOR,
+                                    optional);
     if (rc < 0)
         return s_fail(c, rc, path, "cannot declare %s '%.100s': %s", kind, name, gx_strerror(rc));
     return GX_OK;
@@ -1795,6 +1814,14 @@ static int s_cv_constant_fill(s_emit *e)
 
 /* Version conversions: a node of op in an ai.onnx opset in [from, below)
  * goes through fn. */
+/* Optional: its type attribute (a TypeProto) declares only what a none
+ * would hold, which gexec's none does not need. */
+static int s_cv_optional(s_emit *e)
+{
+    s_skip(e, "type");
+    return s_emit_node(e, NULL);
+}
+
 static const struct {
     const char *op;
     int64_t from, below;
@@ -1840,6 +1867,7 @@ static const struct {
     {"Crop", 1, 10, s_cv_experimental},
     {"DynamicSlice", 1, 10, s_cv_dynamic_slice},
     {"ConstantFill", 1, 10, s_cv_constant_fill},
+    {"Optional", 15, S_OPSET_MAX + 1, s_cv_optional},
     {"DFT", 20, S_OPSET_MAX + 1, s_cv_dft},
     {"QuantizeLinear", 21, S_OPSET_MAX + 1, s_cv_quant21},
     {"DequantizeLinear", 21, S_OPSET_MAX + 1, s_cv_quant21},
@@ -2207,6 +2235,119 @@ GX_EXPORT int gx_tensor_parse_onnx(const void *buf, size_t len, gx_tensor **out,
     if (!buf && len)
         return gx_errf(err, errlen, GX_EINVAL, "gx_tensor_parse_onnx: NULL buffer");
     return s_parse_tensor(buf ? buf : "", len, NULL, "<onnx tensor>", out, err, errlen);
+}
+
+/* One field of a protobuf message: its number, wire type, and a varint's
+ * value or a length-delimited field's bytes. false at the end or on
+ * malformed bytes (*bad then). */
+static bool s_pb_field(const uint8_t **p, const uint8_t *end, uint32_t *num, int *wt, uint64_t *v,
+                       const uint8_t **bytes, bool *bad)
+{
+    uint64_t tag, len;
+    *bad = false;
+    if (*p >= end)
+        return false;
+    if (!s_varint(p, end, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX) {
+        *bad = true;
+        return false;
+    }
+    *num = (uint32_t)(tag >> 3);
+    *wt = (int)(tag & 7);
+    if (*wt == 0)
+        return (*bad = !s_varint(p, end, v)) == false;
+    if (*wt == 2 && s_varint(p, end, &len) && len <= (uint64_t)(end - *p)) {
+        *bytes = *p;
+        *v = len;
+        *p += len;
+        return true;
+    }
+    if (*wt == 1 || *wt == 5) {
+        size_t n = *wt == 1 ? 8 : 4;
+        if ((size_t)(end - *p) >= n) {
+            *p += n;
+            return true;
+        }
+    }
+    *bad = true;
+    return false;
+}
+
+/* ONNX's SequenceProto / OptionalProto (onnx-data.proto) field numbers and
+ * their elem_type codes. */
+enum { S_PB_ELEM_TYPE = 2, S_PB_TENSOR = 3, S_PB_OPT_SEQUENCE = 5 };
+enum { S_PB_TYPE_TENSOR = 1, S_PB_TYPE_SEQUENCE = 3 };
+
+/* A SequenceProto of tensors, or (optional) an OptionalProto of a tensor
+ * or such a sequence, into *out. */
+static int s_parse_value(const uint8_t *buf, size_t len, const char *dir, const char *src,
+                         bool optional, gx_tensor **out, char *err, size_t errlen)
+{
+    const uint8_t *p = buf, *end = buf + len, *bytes = NULL;
+    uint32_t num;
+    int wt, rc = GX_OK;
+    uint64_t v;
+    bool bad;
+    int64_t elem = 0;
+    *out = NULL;
+    while (rc == GX_OK && s_pb_field(&p, end, &num, &wt, &v, &bytes, &bad)) {
+        if (num == S_PB_ELEM_TYPE && wt == 0) {
+            elem = (int64_t)v;
+        } else if (num == S_PB_TENSOR && wt == 2 && optional) {
+            gx_tensor_destroy(out);
+            rc = s_parse_tensor(bytes, (size_t)v, dir, src, out, err, errlen);
+        } else if (num == S_PB_OPT_SEQUENCE && wt == 2 && optional) {
+            gx_tensor_destroy(out);
+            rc = s_parse_value(bytes, (size_t)v, dir, src, false, out, err, errlen);
+        } else if (num == S_PB_TENSOR && wt == 2) {
+            gx_tensor *t = NULL;
+            if ((rc = s_parse_tensor(bytes, (size_t)v, dir, src, &t, err, errlen)) < 0)
+                break;
+            if (!*out && !(*out = gx_sequence_new(t->dtype)))
+                rc = gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+            else if ((rc = gx_sequence_append(*out, &t)) < 0)
+                rc = gx_errf(err, errlen, rc, "%s: the sequence's tensors differ in dtype", src);
+            gx_tensor_destroy(&t);
+        } else if (wt == 2 && num >= 4) {
+            rc = gx_errf(err, errlen, GX_EUNSUPPORTED,
+                         "%s: %s of sparse tensors, maps or optionals are not supported", src,
+                         optional ? "an optional" : "a sequence");
+        }
+    }
+    if (rc == GX_OK && bad)
+        rc = gx_errf(err, errlen, GX_EFORMAT, "%s: not a valid %s", src,
+                     optional ? "OptionalProto" : "SequenceProto");
+    if (rc == GX_OK && elem != 0 && elem != S_PB_TYPE_TENSOR &&
+        !(optional && elem == S_PB_TYPE_SEQUENCE))
+        rc = gx_errf(err, errlen, GX_EUNSUPPORTED, "%s: element type %lld is not supported", src,
+                     (long long)elem);
+    if (rc == GX_OK && !*out && !(*out = optional ? gx_none_new() : gx_sequence_new(GX_F32)))
+        rc = gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    if (rc < 0)
+        gx_tensor_destroy(out);
+    return rc;
+}
+
+GX_EXPORT int gx_value_load_onnx(const char *path, gx_kind kind, bool optional, gx_tensor **out,
+                                 char *err, size_t errlen)
+{
+    if (!out)
+        return gx_errf(err, errlen, GX_EINVAL, "gx_value_load_onnx: no output value");
+    *out = NULL;
+    if (!path || (kind != GX_KIND_TENSOR && kind != GX_KIND_SEQUENCE))
+        return gx_errf(err, errlen, GX_EINVAL, "gx_value_load_onnx: no path or a bad kind");
+    void *buf;
+    size_t len = 0;
+    char *dir;
+    int rc = s_read_file(path, &buf, &len, &dir, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (!optional && kind == GX_KIND_TENSOR)
+        rc = s_parse_tensor(buf, len, dir, path, out, err, errlen);
+    else
+        rc = s_parse_value(buf, len, dir, path, optional, out, err, errlen);
+    free(buf);
+    free(dir);
+    return rc;
 }
 
 GX_EXPORT int gx_tensor_load_onnx(const char *path, gx_tensor **out, char *err, size_t errlen)

@@ -232,8 +232,26 @@
     X(SCAN, "Scan")
 
 
-/* Every op but control flow has a kernel per device (ops/cpu/cpu.h); the
- * executor runs control flow itself. */
+/* Ops over sequence and optional values (ONNX sequence(tensor),
+ * optional(...)): run by the executor (daemon/exec/values.c), like control
+ * flow, as their values are not tensors in an arena. */
+#define GX_OPS_SEQUENCE(X)                                                    \
+    X(SEQUENCE_EMPTY, "SequenceEmpty")                                        \
+    X(SEQUENCE_CONSTRUCT, "SequenceConstruct")                                \
+    X(SEQUENCE_INSERT, "SequenceInsert")                                      \
+    X(SEQUENCE_AT, "SequenceAt")                                              \
+    X(SEQUENCE_ERASE, "SequenceErase")                                        \
+    X(SEQUENCE_LENGTH, "SequenceLength")                                      \
+    X(SPLIT_TO_SEQUENCE, "SplitToSequence")                                   \
+    X(CONCAT_FROM_SEQUENCE, "ConcatFromSequence")                             \
+    X(SEQUENCE_MAP, "SequenceMap")                                            \
+    X(OPTIONAL, "Optional")                                                   \
+    X(OPTIONAL_HAS_ELEMENT, "OptionalHasElement")                             \
+    X(OPTIONAL_GET_ELEMENT, "OptionalGetElement")
+
+
+/* Every op but control flow and the sequence ops has a kernel per device
+ * (ops/cpu/cpu.h); the executor runs those itself. */
 #define GX_KERNEL_OP_LIST(X)                                                  \
     GX_OPS_MATH(X)                                                            \
     GX_OPS_LOGIC(X)                                                           \
@@ -250,7 +268,8 @@
 
 #define GX_OP_LIST(X)                                                         \
     GX_KERNEL_OP_LIST(X)                                                      \
-    GX_OPS_CONTROL(X)
+    GX_OPS_CONTROL(X)                                                         \
+    GX_OPS_SEQUENCE(X)
 
 typedef enum gx_op {
 #define GX_OP_ENUM(e, name) GX_OP_##e,
@@ -288,6 +307,12 @@ typedef struct gx_view {
     int64_t numel;
     void *data;
     gx_layout layout;
+    /* What the value is (include/gexec/tensor.h): a tensor (0, what every
+     * kernel takes), a sequence (data: its gx_tensor, items owned by it) or
+     * none (an optional without an element; data NULL). Only values of the
+     * executor-run ops (GX_OPF_CONTROL) and the graph's inputs and outputs
+     * may be other than tensors; they are always dynamic. */
+    gx_kind kind;
 } gx_view;
 
 /* One attribute a schema accepts. Defaults: def_i for INT, def_f for FLOAT,
@@ -321,7 +346,8 @@ typedef struct gx_attrval {
 #define GX_OPF_SHAPE_ONLY (1u << 2)    /* moves bytes; any dtype */
 #define GX_OPF_READS_SHAPES (1u << 3)  /* reads only its inputs' shapes (Shape, Size) */
 #define GX_OPF_NO_FOLD (1u << 4)       /* never evaluated at compile time */
-#define GX_OPF_CONTROL (1u << 5)       /* runs subgraphs: the executor runs it, no kernel */
+#define GX_OPF_CONTROL (1u << 5)       /* the executor runs it, no kernel: control flow
+                                        * (subgraphs), sequence and optional ops */
 
 /* infer's answer when an output shape depends on the value of an input that
  * is not known yet (gx_infer_value returned NULL). The compiler then leaves
@@ -432,7 +458,7 @@ typedef struct gx_kargs {
 
 typedef void (*gx_kernel_fn)(const gx_kargs *k);
 
-/* CPU kernel of op; NULL only for the control-flow ops (GX_OPF_CONTROL). */
+/* CPU kernel of op; NULL only for the executor-run ops (GX_OPF_CONTROL). */
 gx_kernel_fn gx_cpu_kernel(gx_op op);
 
 /* numpy broadcasting of two shapes into out; false if incompatible. */

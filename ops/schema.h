@@ -43,6 +43,9 @@ enum { GX_TRILU_UPPER, GX_TRILU_NATTRS };
 enum { GX_ONE_HOT_AXIS, GX_ONE_HOT_NATTRS };
 enum { GX_EYE_LIKE_DTYPE, GX_EYE_LIKE_K, GX_EYE_LIKE_NATTRS };
 enum { GX_COMPRESS_AXIS, GX_COMPRESS_NATTRS };
+/* The gexec dtype of an ONNX TensorProto.DataType code; false for a code
+ * that is not one or names a type gexec lacks. */
+bool gx_onnx_dtype(int64_t code, gx_dtype *dt);
 /* The bits of an element of dt that make it nonzero: all of them but a
  * float's sign (-0.0 is zero; NaN is not). NonZero's infer and kernel. */
 uint64_t gx_nonzero_bits(gx_dtype dt);
@@ -286,6 +289,14 @@ enum {
     GX_SCAN_OUTPUT_DIRECTIONS,
     GX_SCAN_NATTRS
 };
+
+
+/* sequence and optional values */
+enum { GX_SEQUENCE_EMPTY_DTYPE, GX_SEQUENCE_EMPTY_NATTRS };
+enum { GX_SPLIT_TO_SEQUENCE_AXIS, GX_SPLIT_TO_SEQUENCE_KEEPDIMS, GX_SPLIT_TO_SEQUENCE_NATTRS };
+enum { GX_CONCAT_FROM_SEQUENCE_AXIS, GX_CONCAT_FROM_SEQUENCE_NEW_AXIS,
+       GX_CONCAT_FROM_SEQUENCE_NATTRS };
+enum { GX_SEQUENCE_MAP_BODY, GX_SEQUENCE_MAP_NATTRS };
 
 
 /* Longest text gx_shape_str writes for GX_MAX_DIMS dims. */

@@ -215,6 +215,13 @@ static int s_onnx_dtype(gx_infer *ic, const char *op, const char *attr, int64_t 
     return GX_OK;
 }
 
+bool gx_onnx_dtype(int64_t code, gx_dtype *dt)
+{
+    char msg[128];
+    gx_infer ic = {.err = msg, .errlen = sizeof msg};
+    return s_onnx_dtype(&ic, "", "", code, dt) == GX_OK;
+}
+
 /* Output shape = numpy broadcast of inputs first..first+n-1. */
 static int s_bcast_shapes(gx_infer *ic, const char *op, int first, int n, int *nd,
                           int64_t *shape)

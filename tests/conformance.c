@@ -333,6 +333,41 @@ static bool s_is_float(gx_dtype dt)
 
 /* Compare got with want; false with a reason. */
 static bool s_compare(const char *name, const gx_tensor *got, const gx_tensor *want, char *why,
+                      size_t len);
+
+/* Sequences and none (include/gexec/tensor.h) as s_compare and
+ * s_same_tensor (same): the same kind, then for a sequence the same
+ * length and dtype and each item compared; false with why. */
+static bool s_compare_value(const char *name, const gx_tensor *got, const gx_tensor *want,
+                            char *why, size_t len,
+                            bool (*same)(const char *, const gx_tensor *, const gx_tensor *,
+                                         char *, size_t))
+{
+    if (got->kind != want->kind) {
+        snprintf(why, len, "output '%s': a %s, expected a %s", name, gx_kind_name(got->kind),
+                 gx_kind_name(want->kind));
+        return false;
+    }
+    if (got->kind == GX_KIND_TENSOR)
+        return same(name, got, want, why, len);
+    if (got->kind == GX_KIND_NONE)
+        return true;
+    if (got->n_items != want->n_items || got->dtype != want->dtype) {
+        snprintf(why, len, "output '%s': a sequence of %zu %s, expected %zu %s", name,
+                 got->n_items, gx_dtype_name(got->dtype), want->n_items,
+                 gx_dtype_name(want->dtype));
+        return false;
+    }
+    for (size_t i = 0; i < got->n_items; i++) {
+        char item[600];
+        snprintf(item, sizeof item, "%s[%zu]", name, i);
+        if (!same(item, got->items[i], want->items[i], why, len))
+            return false;
+    }
+    return true;
+}
+
+static bool s_compare(const char *name, const gx_tensor *got, const gx_tensor *want, char *why,
                       size_t len)
 {
     char s1[160], s2[160];
@@ -429,6 +464,16 @@ static int s_check_test_data(const gx_graph *g, gx_tensor **in, gx_tensor **want
     for (size_t i = 0; i < g->n_inputs; i++) {
         const gx_value_decl *d = &g->inputs[i];
         bool same = true;
+        if (in[i]->kind != GX_KIND_TENSOR) { /* a sequence or none: its items' dtype */
+            if (in[i]->kind == GX_KIND_SEQUENCE && !in[i]->n_items)
+                in[i]->dtype = d->dtype; /* an empty one's file does not say */
+            if (in[i]->kind == GX_KIND_SEQUENCE && in[i]->dtype != d->dtype) {
+                snprintf(why, len, "broken test case: input '%s' is a sequence of %s, but the model declares %s",
+                         d->name, gx_dtype_name(in[i]->dtype), gx_dtype_name(d->dtype));
+                return -1;
+            }
+            continue;
+        }
         if (d->dtype == GX_BF16 && in[i]->dtype == GX_U16)
             in[i]->dtype = GX_BF16;
         same = d->dtype == in[i]->dtype && d->ndim == in[i]->ndim;
@@ -443,9 +488,13 @@ static int s_check_test_data(const gx_graph *g, gx_tensor **in, gx_tensor **want
             return -1;
         }
     }
-    for (size_t i = 0; i < g->n_outputs; i++)
+    for (size_t i = 0; i < g->n_outputs; i++) {
         if (g->outputs[i].dtype == GX_BF16 && want[i]->dtype == GX_U16)
             want[i]->dtype = GX_BF16;
+        if (want[i]->kind == GX_KIND_SEQUENCE && !want[i]->n_items &&
+            g->outputs[i].dtype != GX_DTYPE_COUNT)
+            want[i]->dtype = g->outputs[i].dtype;
+    }
     return 0;
 }
 
@@ -576,7 +625,7 @@ static bool s_identical(const gx_result *seq, const gx_result *got, char *why, s
             snprintf(why, len, "output '%s' missing", name);
             return false;
         }
-        if (!s_same_tensor(name, a, gx_result_output(seq, i), why, len))
+        if (!s_compare_value(name, a, gx_result_output(seq, i), why, len, s_same_tensor))
             return false;
     }
     return true;
@@ -705,7 +754,10 @@ static result s_run_case(runner *r, const char *name, char *why, size_t len)
         bool is_in = i < n_in;
         size_t k = is_in ? i : i - n_in;
         snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, is_in ? "input" : "output", k);
-        if ((rc = gx_tensor_load_onnx(path, is_in ? &in[k] : &want[k], err, sizeof err)) < 0) {
+        bool opt;
+        gx_kind kind = is_in ? gx_graph_input_kind(g, k, &opt) : gx_graph_output_kind(g, k, &opt);
+        if ((rc = gx_value_load_onnx(path, kind, opt, is_in ? &in[k] : &want[k], err,
+                                     sizeof err)) < 0) {
             snprintf(why, len, "test data: %s: %s", gx_status_name(rc), err);
             out = s_classify(rc);
             goto out;
@@ -736,7 +788,7 @@ static result s_run_case(runner *r, const char *name, char *why, size_t len)
         if (!got) {
             snprintf(why, len, "output '%s' missing from the result", oname);
             out = R_FAIL;
-        } else if (!s_compare(oname, got, want[i], why, len)) {
+        } else if (!s_compare_value(oname, got, want[i], why, len, s_compare)) {
             out = R_FAIL;
         }
     }

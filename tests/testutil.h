@@ -60,6 +60,7 @@ Suite *replan_suite(void);
 Suite *metrics_suite(void);
 Suite *modelctl_suite(void);
 Suite *artifact_suite(void);
+Suite *shm_suite(void);
 
 /* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
  * mismatch to stderr. */

@@ -310,7 +310,8 @@ bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs)
     for (size_t i = 0; i < p->n_inputs; i++) {
         const gxd_value *v = &p->values[p->inputs[i]];
         const gx_view *a = &v->view, *b = &inputs[i];
-        if (a->dtype != b->dtype || a->ndim != b->ndim || a->layout != b->layout ||
+        if (a->kind != b->kind || a->dtype != b->dtype || a->ndim != b->ndim ||
+            a->layout != b->layout ||
             memcmp(a->shape, b->shape, (size_t)(a->ndim > 0 ? a->ndim : 0) * sizeof *a->shape))
             return false;
         if (v->keyed && (!b->data || memcmp(a->data, b->data, v->nbytes)))

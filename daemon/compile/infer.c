@@ -69,6 +69,20 @@ static int s_bind_inputs(gxd_cstate *st)
         v->view = gx_layout_logical(&st->inputs[i]); /* the layout pass keeps its layout */
         v->view.data = NULL;
         const gx_value_decl *d = i < g->n_inputs ? &g->inputs[i] : NULL;
+        const gx_kind kind = st->inputs[i].kind;
+        if (d && kind != d->kind && !(kind == GX_KIND_NONE && d->optional))
+            return gx_errf(st->err, st->errlen, GX_EDTYPE, "input '%s': expected a %s%s, got a %s",
+                           d->name, d->optional ? "optional " : "", gx_kind_name(d->kind),
+                           gx_kind_name(kind));
+        if (kind != GX_KIND_TENSOR) {
+            /* a sequence or none: a dynamic value, read where it is; every
+             * step that reads it runs at run time */
+            v->kind = GXD_VALUE_DYNAMIC;
+            v->keyed = false;
+            v->view = (gx_view){.dtype = st->inputs[i].dtype, .kind = kind};
+            v->nbytes = 0;
+            continue;
+        }
         if (d && !s_matches(d, &v->view, st->slice && !v->keyed))
             return gx_errf(st->err, st->errlen, GX_ESHAPE, "input '%s': expected %s %s, got %s %s",
                            d->name, gx_dtype_name(d->dtype) ? gx_dtype_name(d->dtype) : "any",

@@ -12,23 +12,8 @@
 #include "daemon/exec/exec.h"
 #include "ops/schema.h"
 
-/* A heap copy of v (data owned by the caller). */
-static int s_copy(gxd_frame *f, const gx_view *v, gx_view *out)
-{
-    size_t nbytes = (size_t)v->numel * gx_dtype_size(v->dtype);
-    *out = *v;
-    if (!(out->data = gx_aligned_alloc(nbytes ? nbytes : 1)))
-        return gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory for %zu bytes", nbytes);
-    if (nbytes)
-        memcpy(out->data, v->data, nbytes);
-    return GX_OK;
-}
-
-/* Runs subgraph g of step s on `formal` (its declared inputs) plus the
- * values it captures from f; outs[0..g->n_outputs) become heap copies of
- * its outputs. */
-static int s_run_sub(gxd_frame *f, const gxd_step *s, const char *attr, const gx_view *formal,
-                     size_t n_formal, gx_view *outs)
+int gxd_exec_subgraph(gxd_frame *f, const gxd_step *s, const char *attr, const gx_view *formal,
+                      size_t n_formal, gx_view *outs)
 {
     const int *pos;
     size_t n_cap;
@@ -70,12 +55,12 @@ static int s_run_sub(gxd_frame *f, const gxd_step *s, const char *attr, const gx
         goto out;
     }
     for (; n_done < plan->n_outputs; n_done++)
-        if ((rc = s_copy(f, gxd_frame_output(&sub, n_done), &outs[n_done])) < 0)
+        if ((rc = gxd_view_clone(f, gxd_frame_output(&sub, n_done), &outs[n_done])) < 0)
             break;
 out:
     if (rc < 0)
         for (size_t i = 0; i < n_done; i++)
-            free(outs[i].data);
+            gxd_view_free(&outs[i]);
     gxd_frame_fini(&sub);
     free(arena);
     if (owned)
@@ -87,9 +72,7 @@ out:
 /* Makes v (a heap copy) the value of step output k. */
 static void s_set_output(gxd_frame *f, const gxd_step *s, int k, gx_view v)
 {
-    free(f->heap[s->out[k]]);
-    f->heap[s->out[k]] = v.data;
-    f->val[s->out[k]] = v;
+    gxd_frame_set(f, s->out[k], v);
 }
 
 static bool s_true(const gx_view *v)
@@ -101,7 +84,7 @@ static int s_if(gxd_frame *f, const gxd_step *s)
 {
     const gx_view *cond = &f->val[s->in[0]];
     gx_view outs[GX_MAX_OP_INPUTS];
-    int rc = s_run_sub(f, s, s_true(cond) ? "then_branch" : "else_branch", NULL, 0, outs);
+    int rc = gxd_exec_subgraph(f, s, s_true(cond) ? "then_branch" : "else_branch", NULL, 0, outs);
     if (rc < 0)
         return rc;
     for (int k = 0; k < s->n_out; k++)
@@ -121,6 +104,10 @@ static int s_stack_add(gxd_frame *f, const gxd_step *s, s_stack *sc, const gx_vi
                       int64_t iter)
 {
     size_t nbytes = (size_t)v->numel * gx_dtype_size(v->dtype);
+    if (v->kind != GX_KIND_TENSOR)
+        return gx_errf(f->err, f->errlen, GX_EUNSUPPORTED,
+                       "node '%s' (%s): a scan output must be a tensor, not a sequence or optional",
+                       s->node->name, s->node->op);
     if (iter == 0) {
         sc->elem = *v;
     } else if (v->dtype != sc->elem.dtype || v->ndim != sc->elem.ndim ||
@@ -188,14 +175,14 @@ static int s_carry_step(gxd_frame *f, const gxd_step *s, s_carry *c, gx_view *ou
     int rc = GX_OK;
     for (int j = 0; j < c->n_state; j++) {
         if (c->owned)
-            free(c->state[j].data);
+            gxd_view_free(&c->state[j]);
         c->state[j] = outs[j];
     }
     c->owned = true;
     for (int k = 0; k < c->n_stack && rc == GX_OK; k++)
         rc = s_stack_add(f, s, &c->stacks[k], &outs[c->n_state + k], iter);
     for (int k = 0; k < c->n_stack; k++)
-        free(outs[c->n_state + k].data);
+        gxd_view_free(&outs[c->n_state + k]);
     return rc;
 }
 
@@ -207,7 +194,7 @@ static int s_carry_finish(gxd_frame *f, const gxd_step *s, s_carry *c, int64_t i
     int rc;
     for (int j = 0; j < c->n_state; j++) {
         gx_view v = c->state[j];
-        if (!c->owned && (rc = s_copy(f, &c->state[j], &v)) < 0)
+        if (!c->owned && (rc = gxd_view_clone(f, &c->state[j], &v)) < 0)
             return rc;
         s_set_output(f, s, j, v);
         c->state[j].data = NULL; /* the output owns it now */
@@ -224,7 +211,7 @@ static int s_carry_finish(gxd_frame *f, const gxd_step *s, s_carry *c, int64_t i
 static void s_carry_fini(s_carry *c)
 {
     for (int j = 0; c->owned && j < c->n_state; j++)
-        free(c->state[j].data);
+        gxd_view_free(&c->state[j]);
     for (int k = 0; c->stacks && k < c->n_stack; k++)
         free(c->stacks[k].data);
     free(c->stacks);
@@ -252,12 +239,12 @@ static int s_loop(gxd_frame *f, const gxd_step *s)
         formal[2 + j] = f->val[s->in[2 + j]];
     for (; iter < max_iter && cond; iter++) {
         if ((rc = gxd_exec_should_stop(f->stop)) < 0 ||
-            (rc = s_run_sub(f, s, "body", formal, (size_t)n_carried + 2, outs)) < 0)
+            (rc = gxd_exec_subgraph(f, s, "body", formal, (size_t)n_carried + 2, outs)) < 0)
             goto out;
         const gx_view *co = &outs[0];
-        bool ok = co->dtype == GX_BOOL && co->numel == 1;
+        bool ok = co->kind == GX_KIND_TENSOR && co->dtype == GX_BOOL && co->numel == 1;
         cond = ok && s_true(co);
-        free(outs[0].data);
+        gxd_view_free(&outs[0]);
         if ((rc = s_carry_step(f, s, &c, outs + 1, iter)) < 0)
             goto out;
         if (!ok) {
@@ -303,7 +290,7 @@ static int s_scan(gxd_frame *f, const gxd_step *s)
             slice->data = (char *)x->data + iter * slice->numel * (int64_t)gx_dtype_size(x->dtype);
         }
         if ((rc = gxd_exec_should_stop(f->stop)) < 0 ||
-            (rc = s_run_sub(f, s, "body", formal, (size_t)s->n_formal, outs)) < 0 ||
+            (rc = gxd_exec_subgraph(f, s, "body", formal, (size_t)s->n_formal, outs)) < 0 ||
             (rc = s_carry_step(f, s, &c, outs, iter)) < 0)
             goto out;
     }
@@ -317,12 +304,21 @@ out:
 
 int gxd_exec_control(gxd_frame *f, const gxd_step *s)
 {
+    /* If's cond, Loop's M and cond, Scan's scanned inputs are tensors;
+     * other inputs (Loop's carried values) may be sequences or none */
+    int n_tensors = s->op == GX_OP_IF     ? 1
+                    : s->op == GX_OP_LOOP ? 2
+                    : s->op == GX_OP_SCAN ? s->n_formal
+                                          : 0;
+    for (int k = 0; k < n_tensors && k < s->n_formal; k++)
+        if (s->in[k] >= 0 && f->val[s->in[k]].kind != GX_KIND_TENSOR)
+            return gx_errf(f->err, f->errlen, GX_EDTYPE, "node '%s' (%s): input %d must be a tensor",
+                           s->node->name, s->node->op, k);
     if (s->op == GX_OP_IF)
         return s_if(f, s);
     if (s->op == GX_OP_LOOP)
         return s_loop(f, s);
     if (s->op == GX_OP_SCAN)
         return s_scan(f, s);
-    return gx_errf(f->err, f->errlen, GX_EINTERNAL, "node '%s' (%s) has no kernel",
-                   s->node->name, s->node->op);
+    return gxd_exec_values(f, s);
 }

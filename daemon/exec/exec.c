@@ -97,6 +97,15 @@ int gxd_frame_init_dev(gxd_frame *f, const gxd_plan *plan, void *arena, const gx
     for (size_t i = 0; i < plan->n_inputs; i++) {
         const gxd_value *v = &plan->values[plan->inputs[i]];
         const size_t es = gx_dtype_size(v->view.dtype);
+        if (inputs[i].kind != v->view.kind) {
+            gxd_frame_fini(f);
+            return gx_errf(err, errlen, GX_EDTYPE, "input '%s' is a %s; the plan was made for a %s",
+                           v->name, gx_kind_name(inputs[i].kind), gx_kind_name(v->view.kind));
+        }
+        if (v->view.kind != GX_KIND_TENSOR) { /* a sequence or none: read where it is */
+            f->val[plan->inputs[i]] = inputs[i];
+            continue;
+        }
         if (!v->nbytes)
             continue;
         if (es && (uintptr_t)inputs[i].data % es == 0) /* read in place: no kernel writes */
@@ -111,7 +120,11 @@ void gxd_frame_fini(gxd_frame *f)
 {
     if (f->heap)
         for (size_t i = 0; i < f->plan->n_values; i++)
-            free(f->heap[i]);
+            if (f->heap[i]) {
+                gx_view v = f->val[i];
+                v.data = f->heap[i];
+                gxd_view_free(&v);
+            }
     free(f->heap);
     free(f->val);
     f->heap = NULL;
@@ -220,6 +233,17 @@ int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth)
             in[k].ndim = -1;
         } else {
             in[k] = f->val[st->in[k]];
+        }
+        if (st->in[k] >= 0 && in[k].kind != GX_KIND_TENSOR) {
+            /* a sequence or none reaches a kernel only through a dynamic
+             * step; Identity passes it on, every other op refuses it */
+            if (st->op == GX_OP_IDENTITY && st->n_out == 1 && !st->fused && !ith) {
+                gxd_frame_alias(f, st->out[0], &in[k]);
+                return GX_OK;
+            }
+            return gx_errf(f->err, f->errlen, GX_EDTYPE,
+                           "node '%s' (%s): input %d is a %s; the op takes tensors",
+                           st->node->name, st->node->op, k, gx_kind_name(in[k].kind));
         }
     }
     void *scratch = NULL;

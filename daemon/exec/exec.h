@@ -78,8 +78,29 @@ int gxd_exec_step(gxd_frame *f, size_t s);
  * dynamic). */
 int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth);
 
-/* Runs control-flow step s (If, Loop): daemon/exec/control.c. */
+/* Runs control-flow step s (If, Loop, Scan), or a sequence or optional op
+ * through gxd_exec_values: daemon/exec/control.c. */
 int gxd_exec_control(gxd_frame *f, const gxd_step *s);
+/* Runs subgraph attr of step s on `formal` (its declared inputs) plus the
+ * values it captures from f; outs[0..n_outputs) become heap copies of its
+ * outputs (the caller frees them with gxd_view_free). */
+int gxd_exec_subgraph(gxd_frame *f, const gxd_step *s, const char *attr, const gx_view *formal,
+                      size_t n_formal, gx_view *outs);
+
+/* Sequence and optional values (daemon/exec/values.c). */
+/* Runs the sequence or optional op of step s. */
+int gxd_exec_values(gxd_frame *f, const gxd_step *s);
+/* Frees what a heap view owns, by its kind (a tensor's bytes, a sequence
+ * and its items; none owns nothing); sets v->data to NULL. */
+void gxd_view_free(gx_view *v);
+/* A heap copy of v in *out (a sequence deeply), for the caller to free. */
+int gxd_view_clone(gxd_frame *f, const gx_view *v, gx_view *out);
+/* Makes val (heap data now owned by the frame) value v of the frame,
+ * freeing what v owned before. */
+void gxd_frame_set(gxd_frame *f, int v, gx_view val);
+/* Makes value v the same as *val, owned by whoever owns *val (values are
+ * never changed once made, and the frame keeps them all until fini). */
+void gxd_frame_alias(gxd_frame *f, int v, const gx_view *val);
 
 /* The sequential executor: every step in order on the calling thread. */
 int gxd_exec_seq(gxd_frame *f);

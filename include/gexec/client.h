@@ -236,6 +236,74 @@ GX_EXPORT const gx_tensor *gx_result_output(const gx_result *r, size_t i);
 GX_EXPORT gx_tensor *gx_result_take_output(gx_result *r, size_t i);
 GX_EXPORT void gx_result_destroy(gx_result **r);
 
+/* ---- shared memory (docs/shm.md) ----
+ *
+ * A client of a local daemon (an ipc:// endpoint) may hand it tensors in
+ * shared memory instead of sending their bytes over the socket: a region
+ * is a POSIX shared-memory file (/dev/shm/<name>, mode 0600) this process
+ * makes and maps, and the daemon maps once it is registered. Inputs are
+ * then read, and outputs written, where they lie.
+ *
+ * The library does this by itself for inputs of at least the client's
+ * threshold (gx_client_set_shm_threshold): one region per client, made
+ * and registered on first use, with room for the outputs after the
+ * inputs; results come back as usual. Where the daemon is not local or
+ * refuses the region, everything goes over the socket.
+ *
+ * Explicitly:
+ *
+ *     gx_shm *s = gx_shm_new(16 << 20, err, sizeof err);
+ *     gx_client_shm_register(c, s);
+ *     memcpy(gx_shm_data(s), x, 4 << 20);                       // the input
+ *     gx_request_add_input_shm(rq, "x", GX_F32, 2, shape, s, 0);
+ *     gx_request_set_output_shm(rq, s, 4 << 20, 12 << 20);     // outputs go here
+ *     gx_client_run(c, rq, &r);
+ *     size_t at, n;
+ *     if (gx_result_output_shm(r, 0, &at, &n))  // y is at gx_shm_data(s) + at
+ *         ...
+ *     gx_client_shm_unregister(c, s);
+ *     gx_shm_destroy(&s);
+ */
+typedef struct gx_shm gx_shm;
+
+/* A new region of bytes (zero-filled), mapped in this process; caller owns
+ * it. NULL with a message in err on failure. */
+GX_EXPORT gx_shm *gx_shm_new(size_t bytes, char *err, size_t errlen);
+/* Unmaps the region and removes its file; the daemon's mapping (while
+ * registered, or while a job uses it) keeps the memory alive. Accepts
+ * NULL; sets *s = NULL. */
+GX_EXPORT void gx_shm_destroy(gx_shm **s);
+/* Its memory (page aligned), its size, its name in /dev/shm. */
+GX_EXPORT void *gx_shm_data(gx_shm *s);
+GX_EXPORT size_t gx_shm_size(const gx_shm *s);
+GX_EXPORT const char *gx_shm_name(const gx_shm *s);
+
+/* SHM_REGISTER: the daemon maps s for this client (until it is
+ * unregistered or the client disconnects). GX_EPERM over tcp or for a
+ * daemon of another user that cannot open it; GX_ELIMIT beyond the
+ * daemon's limits.shm_* keys. s must outlive its registration. */
+GX_EXPORT int gx_client_shm_register(gx_client *c, gx_shm *s);
+/* SHM_UNREGISTER: the daemon unmaps s (once the jobs using it are done). */
+GX_EXPORT int gx_client_shm_unregister(gx_client *c, gx_shm *s);
+/* Inputs of at least bytes go through the client's own region when the
+ * daemon is local; SIZE_MAX: never. Default: $GEXEC_SHM_THRESHOLD, else
+ * 65536. */
+GX_EXPORT void gx_client_set_shm_threshold(gx_client *c, size_t bytes);
+
+/* An input whose nbytes of dtype dt and shape lie at offset in s (a
+ * region registered with the client that submits the request). */
+GX_EXPORT int gx_request_add_input_shm(gx_request *rq, const char *name, gx_dtype dt, int ndim,
+                                       const int64_t *shape, const gx_shm *s, size_t offset);
+/* Outputs go to s from offset on, as many as fit in bytes, one after the
+ * other (each 64-byte aligned); the rest come back as usual. */
+GX_EXPORT int gx_request_set_output_shm(gx_request *rq, const gx_shm *s, size_t offset,
+                                        size_t bytes);
+/* Whether output i was written to the request's output area: then
+ * gx_result_output(r, i) is NULL, and the bytes are at *offset (*nbytes
+ * of them) in that region. */
+GX_EXPORT bool gx_result_output_shm(const gx_result *r, size_t i, size_t *offset,
+                                    size_t *nbytes);
+
 #ifdef __cplusplus
 }
 #endif

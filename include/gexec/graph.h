@@ -22,6 +22,7 @@
 #ifndef GEXEC_GRAPH_H
 #define GEXEC_GRAPH_H
 
+#include <stdbool.h>
 #include <gexec/tensor.h>
 
 #ifdef __cplusplus
@@ -74,6 +75,11 @@ GX_EXPORT const char *gx_graph_input_name(const gx_graph *g, size_t i);
 GX_EXPORT const char *gx_graph_output_name(const gx_graph *g, size_t i);
 /* The declared dtype of input i; GX_DTYPE_COUNT if i is out of range. */
 GX_EXPORT gx_dtype gx_graph_input_dtype(const gx_graph *g, size_t i);
+/* What input (output) i holds: GX_KIND_TENSOR or GX_KIND_SEQUENCE (of its
+ * dtype tensors), GX_KIND_COUNT if i is out of range; *optional (may be
+ * NULL) says whether it may also be none (an ONNX optional). */
+GX_EXPORT gx_kind gx_graph_input_kind(const gx_graph *g, size_t i, bool *optional);
+GX_EXPORT gx_kind gx_graph_output_kind(const gx_graph *g, size_t i, bool *optional);
 
 #ifdef __cplusplus
 }

@@ -60,6 +60,13 @@ GX_EXPORT int gx_graph_parse_onnx(const void *buf, size_t len, const char *base_
  * External data is read relative to the file's directory. Errors as for
  * gx_graph_load_onnx; *out is NULL on failure. */
 GX_EXPORT int gx_tensor_load_onnx(const char *path, gx_tensor **out, char *err, size_t errlen);
+/* Read a value of a graph input or output (gx_graph_input_kind) from an
+ * ONNX .pb file: a TensorProto for a tensor, a SequenceProto of tensors for
+ * a sequence, an OptionalProto (of a tensor or such a sequence; empty:
+ * none) when optional. An empty sequence is float32 (the file does not
+ * say). Errors as for gx_tensor_load_onnx. */
+GX_EXPORT int gx_value_load_onnx(const char *path, gx_kind kind, bool optional, gx_tensor **out,
+                                 char *err, size_t errlen);
 /* Parse TensorProto bytes in memory; external data is refused. */
 GX_EXPORT int gx_tensor_parse_onnx(const void *buf, size_t len, gx_tensor **out, char *err,
                                    size_t errlen);

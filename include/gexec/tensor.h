@@ -71,6 +71,40 @@ GX_EXPORT size_t gx_tensor_nbytes(const gx_tensor *t);
 GX_EXPORT void *gx_tensor_data(gx_tensor *t);
 GX_EXPORT const void *gx_tensor_cdata(const gx_tensor *t);
 
+/*
+ * Values that are not one tensor (ONNX sequence and optional values) travel
+ * as gx_tensor handles too, of another kind: a sequence holds tensors of one
+ * dtype (its items, each of its own shape); "none" is an optional value
+ * without an element (an optional with one is its element). A sequence or
+ * none has ndim 0, numel 0, nbytes 0 and no data.
+ *
+ *     gx_tensor *seq = gx_sequence_new(GX_F32);
+ *     gx_sequence_append(seq, &t);            // takes ownership of t
+ *     gx_request_add_input(rq, "s", seq);
+ */
+typedef enum gx_kind {
+    GX_KIND_TENSOR,   /* a dense tensor */
+    GX_KIND_SEQUENCE, /* a sequence of tensors */
+    GX_KIND_NONE,     /* an optional value without an element */
+    GX_KIND_COUNT
+} gx_kind;
+
+GX_EXPORT gx_kind gx_tensor_kind(const gx_tensor *t);
+/* "tensor", "sequence", "none"; "?" out of range. Static storage. */
+GX_EXPORT const char *gx_kind_name(gx_kind k);
+/* An empty sequence of dt tensors. Caller owns it; NULL on ENOMEM or a
+ * bad dtype. */
+GX_EXPORT gx_tensor *gx_sequence_new(gx_dtype dt);
+/* Appends *item (a tensor of the sequence's dtype; ownership moves in, also
+ * on failure; *item is set to NULL). GX_EINVAL / GX_EDTYPE / GX_ENOMEM. */
+GX_EXPORT int gx_sequence_append(gx_tensor *seq, gx_tensor **item);
+/* Number of items of a sequence (0 for other kinds). */
+GX_EXPORT size_t gx_sequence_length(const gx_tensor *seq);
+/* Item i of a sequence, owned by it; NULL if i is out of range. */
+GX_EXPORT gx_tensor *gx_sequence_item(const gx_tensor *seq, size_t i);
+/* A new "none" (an optional without an element). Caller owns it. */
+GX_EXPORT gx_tensor *gx_none_new(void);
+
 #ifdef __cplusplus
 }
 #endif
