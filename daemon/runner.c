@@ -222,6 +222,7 @@ static void s_drop_outputs(gxd_job *j)
         if (!j->out[i].in_shm)
             free(j->out[i].view.data);
     }
+        gx_tensor_destroy(&j->out[i].value);
     j->n_out = 0;
 }
 

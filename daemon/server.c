@@ -269,8 +269,11 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
             gx_wire_shm_ref ref = {.offset = o->shm_offset, .bytes = o->nbytes};
             if (o->in_shm)
                 snprintf(ref.region, sizeof ref.region, "%s", j->out_shm->name);
-            gx_wire_pack_tensor_desc_shm(&r.pk, o->name, o->view.dtype, o->view.ndim,
-                                         o->view.shape, o->in_shm ? &ref : NULL);
+            if (o->value) /* a sequence or none: its frame is never in shared memory */
+                gx_wire_pack_value_desc(&r.pk, o->name, o->value);
+            else
+                gx_wire_pack_tensor_desc_shm(&r.pk, o->name, o->view.dtype, o->view.ndim,
+                                             o->view.shape, o->in_shm ? &ref : NULL);
         }
     }
     s_reply_send(ctx, j->identity, j->identity_len, &r, ok ? j : NULL);
@@ -572,6 +575,25 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
             continue;
         }
         if (zmq_msg_size(&rq->frames[f]) != nbytes)
+        gx_kind kind;
+        if ((rc = gx_wire_desc_kind(desc, what, &kind, err, errlen)) < 0)
+            return rc;
+        if (kind != GX_KIND_TENSOR) { /* a sequence or none: decoded from its frame */
+            char *name = NULL;
+            if (so || f >= rq->nframes)
+                return gx_errf(err, errlen, GX_EPROTO, "%s: a %s travels in a frame", what,
+                               gx_kind_name(kind));
+            if ((rc = gx_wire_unpack_value(desc, what, ctx->limits.max_tensor_bytes,
+                                           zmq_msg_data(&rq->frames[f]),
+                                           zmq_msg_size(&rq->frames[f]), &name, &in->value, err,
+                                           errlen)) < 0)
+                return rc;
+            free(name);
+            j->bytes += zmq_msg_size(&rq->frames[f++]);
+            in->view = (gx_view){.dtype = in->value->dtype, .kind = kind,
+                                 .data = kind == GX_KIND_SEQUENCE ? in->value : NULL};
+            continue;
+        }
             return gx_errf(err, errlen, GX_EPROTO,
                            "input '%s': its frame has %zu bytes but dtype and shape need %zu",
                            in->name, zmq_msg_size(&rq->frames[f]), nbytes);

@@ -35,6 +35,7 @@ Suite *ops_signal_suite(void);
 Suite *ops_vision_suite(void);
 Suite *ops_new_suite(void);
 Suite *control_suite(void);
+Suite *sequence_suite(void);
 Suite *par_suite(void);
 Suite *modes_suite(void);
 Suite *batch_suite(void);
