@@ -997,6 +997,8 @@ static int s_add_view(gx_request *rq, const char *name, gx_dtype dt, int ndim,
     v->dtype = dt;
     v->ndim = ndim;
     if (ndim > 0)
+    rq->in[rq->n_in].shm = NULL;
+    rq->in[rq->n_in].shm_off = 0;
         memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
     v->numel = gx_shape_numel(ndim, shape, INT64_MAX);
     v->nbytes = nbytes;
