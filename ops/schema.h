@@ -253,6 +253,16 @@ enum {
 enum { GX_GRU_LINEAR_BEFORE_RESET = GX_RNN_NATTRS, GX_GRU_NATTRS };
 enum { GX_LSTM_INPUT_FORGET = GX_RNN_NATTRS, GX_LSTM_NATTRS };
 
+/* Time steps whose input products (X_t W^T, [batch, gh] each) an RNN, GRU
+ * or LSTM kernel computes as one product: as many of seq as fit in about
+ * 256 KiB, at least one. The kernel's scratch holds them (schema_rnn.c). */
+static inline int64_t gx_rnn_chunk(int64_t seq, int64_t batch, int64_t gh)
+{
+    const int64_t row = batch * gh > 0 ? batch * gh : 1;
+    const int64_t n = (int64_t)(256 << 10) / (int64_t)sizeof(float) / row;
+    return n < 1 ? 1 : n < seq ? n : (seq > 0 ? seq : 1);
+}
+
 
 /* signal (the three window ops share one attribute list) */
 enum { GX_WINDOW_OUTPUT_DATATYPE, GX_WINDOW_PERIODIC, GX_WINDOW_NATTRS };

@@ -199,14 +199,17 @@ static gx_cost s_cost(const gx_infer *ic)
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
-/* The kernel's state: gate sums of X and of H ([batch, gates * hidden]
- * each), then H, C and a temporary ([batch, hidden] each). */
+/* The kernel's state: gate sums of X for gx_rnn_chunk steps ([steps,
+ * batch, gates * hidden]), of H ([batch, gates * hidden]), then H, C and a
+ * temporary ([batch, hidden] each). */
 static size_t s_scratch(const gx_infer *ic)
 {
     const gx_view *x = &ic->in[S_X], *r = &ic->in[S_R];
-    const int64_t batch = x->shape[ic->attr[GX_RNN_LAYOUT].i ? 0 : 1];
-    const int64_t per_row = 2 * r->shape[1] + 3 * r->shape[2];
-    return (size_t)(batch * per_row) * sizeof(float);
+    const bool layout1 = ic->attr[GX_RNN_LAYOUT].i != 0;
+    const int64_t batch = x->shape[layout1 ? 0 : 1], seq = x->shape[layout1 ? 1 : 0];
+    const int64_t gh = r->shape[1];
+    const int64_t steps = gx_rnn_chunk(seq, batch, gh);
+    return (size_t)(batch * ((steps + 1) * gh + 3 * r->shape[2])) * sizeof(float);
 }
 
 const gx_op_schema gx_schema_RNN = {

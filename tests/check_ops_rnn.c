@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/schema.h"
 #include "tests/optest.h"
 #include "tests/testutil.h"
 
@@ -20,6 +21,7 @@ typedef struct s_cfg {
     bool bias, h0, c0, peep;
     float clip; /* 0: none */
     bool lbr;
+    bool scaled; /* W and R scaled by 1 / sqrt(fan-in), as trained weights are */
 } s_cfg;
 
 static int s_gates(gx_op op)
@@ -40,10 +42,10 @@ static float s_cl(const s_cfg *c, float v)
 /* dot of W/R row `row` of direction d (gh rows of len n) with vector v */
 static float s_dot(const float *m, int64_t d, int64_t gh, int64_t row, int64_t n, const float *v)
 {
-    float s = 0;
+    double s = 0;
     for (int64_t i = 0; i < n; i++)
-        s += m[(d * gh + row) * n + i] * v[i];
-    return s;
+        s += (double)m[(d * gh + row) * n + i] * v[i];
+    return (float)s;
 }
 
 /* The reference: fills y, yh, yc (layouts as ONNX). */
@@ -53,7 +55,10 @@ static void s_reference(const s_cfg *c, const float *x, const float *w, const fl
 {
     const int g = s_gates(c->op);
     const int64_t H = c->hid, gh = g * H, I = c->in;
-    float h[64], cc[64], hn[64], cn[64], xt[64];
+    float *h = ot_alloc((size_t)H * 4), *cc = ot_alloc((size_t)H * 4);
+    float *hn = ot_alloc((size_t)H * 4), *cn = ot_alloc((size_t)H * 4);
+    float *rr = ot_alloc((size_t)H * 4), *rh = ot_alloc((size_t)H * 4);
+    float *xt = ot_alloc((size_t)I * 4);
     for (int d = 0; d < c->nd; d++) {
         const bool back = c->reverse || d == 1;
         for (int64_t bi = 0; bi < c->batch; bi++) {
@@ -66,46 +71,43 @@ static void s_reference(const s_cfg *c, const float *x, const float *w, const fl
                 const int64_t t = back ? c->seq - 1 - s : s;
                 for (int64_t i = 0; i < I; i++)
                     xt[i] = x[(c->layout1 ? bi * c->seq + t : t * c->batch + bi) * I + i];
+                /* gate q's pre-activation parts: X W^T + Wb and H R^T + Rb */
+#define XW(q, j) (s_dot(w, d, gh, (q) * H + (j), I, xt) + (b ? b[d * 2 * gh + (q) * H + (j)] : 0))
+#define HR(q, j)                                                                                   \
+    (s_dot(r, d, gh, (q) * H + (j), H, h) + (b ? b[d * 2 * gh + gh + (q) * H + (j)] : 0))
+                if (g == 3) { /* GRU: r for every unit (the reset product needs them) */
+                    for (int64_t l = 0; l < H; l++) {
+                        rr[l] = s_sig(s_cl(c, XW(1, l) + HR(1, l)));
+                        rh[l] = rr[l] * h[l];
+                    }
+                }
                 for (int64_t j = 0; j < H; j++) {
-                    /* gate q's pre-activation parts: X W^T + Wb and H R^T + Rb */
-#define XW(q) (s_dot(w, d, gh, (q) * H + j, I, xt) + (b ? b[d * 2 * gh + (q) * H + j] : 0))
-#define HR(q) (s_dot(r, d, gh, (q) * H + j, H, h) + (b ? b[d * 2 * gh + gh + (q) * H + j] : 0))
                     if (g == 1) {
-                        hn[j] = tanhf(s_cl(c, XW(0) + HR(0)));
+                        hn[j] = tanhf(s_cl(c, XW(0, j) + HR(0, j)));
                     } else if (g == 3) {
-                        float z = s_sig(s_cl(c, XW(0) + HR(0)));
-                        float rr[64];
-                        /* r for every unit (needed by the reset product) */
-                        for (int64_t l = 0; l < H; l++)
-                            rr[l] = s_sig(s_cl(c, s_dot(w, d, gh, H + l, I, xt) +
-                                                      (b ? b[d * 2 * gh + H + l] : 0) +
-                                                      s_dot(r, d, gh, H + l, H, h) +
-                                                      (b ? b[d * 2 * gh + gh + H + l] : 0)));
+                        float z = s_sig(s_cl(c, XW(0, j) + HR(0, j)));
                         float hh;
-                        if (c->lbr) {
-                            hh = rr[j] * HR(2);
-                        } else {
-                            float rh[64];
-                            for (int64_t l = 0; l < H; l++)
-                                rh[l] = rr[l] * h[l];
+                        if (c->lbr)
+                            hh = rr[j] * HR(2, j);
+                        else
                             hh = s_dot(r, d, gh, 2 * H + j, H, rh) +
                                  (b ? b[d * 2 * gh + gh + 2 * H + j] : 0);
-                        }
-                        float ht = tanhf(s_cl(c, XW(2) + hh));
+                        float ht = tanhf(s_cl(c, XW(2, j) + hh));
                         hn[j] = (1 - z) * ht + z * h[j];
                     } else {
                         const float *pd = p ? p + d * 3 * H : NULL;
-                        float ig = s_sig(s_cl(c, XW(0) + HR(0) + (pd ? pd[j] * cc[j] : 0)));
-                        float fg =
-                            s_sig(s_cl(c, XW(2) + HR(2) + (pd ? pd[2 * H + j] * cc[j] : 0)));
-                        float ct = tanhf(s_cl(c, XW(3) + HR(3)));
+                        float ig = s_sig(s_cl(c, XW(0, j) + HR(0, j) + (pd ? pd[j] * cc[j] : 0)));
+                        float fg = s_sig(
+                            s_cl(c, XW(2, j) + HR(2, j) + (pd ? pd[2 * H + j] * cc[j] : 0)));
+                        float ct = tanhf(s_cl(c, XW(3, j) + HR(3, j)));
                         cn[j] = fg * cc[j] + ig * ct;
-                        float og = s_sig(s_cl(c, XW(1) + HR(1) + (pd ? pd[H + j] * cn[j] : 0)));
+                        float og =
+                            s_sig(s_cl(c, XW(1, j) + HR(1, j) + (pd ? pd[H + j] * cn[j] : 0)));
                         hn[j] = og * tanhf(cn[j]);
                     }
+                }
 #undef XW
 #undef HR
-                }
                 memcpy(h, hn, sizeof(float) * (size_t)H);
                 if (g == 4)
                     memcpy(cc, cn, sizeof(float) * (size_t)H);
@@ -131,6 +133,11 @@ static void s_check(const s_cfg *c)
     in[0] = c->layout1 ? RANDV(c->batch, c->seq, c->in) : RANDV(c->seq, c->batch, c->in);
     in[1] = RANDV(nd, gh, c->in);
     in[2] = RANDV(nd, gh, H);
+    for (int i = 1; i <= 2 && c->scaled; i++) {
+        const float k = 1.0f / sqrtf((float)in[i].shape[2]);
+        for (int64_t e = 0; e < in[i].numel; e++)
+            ((float *)in[i].data)[e] *= k;
+    }
     for (int i = 3; i < 8; i++)
         in[i] = (gx_view){.ndim = -1};
     if (c->bias)
@@ -207,6 +214,26 @@ START_TEST(test_rnn_family_vs_reference)
             }
         }
     }
+}
+END_TEST
+
+/* Sequences longer than the steps whose input products the kernel takes
+ * at once (gx_rnn_chunk: 256 KiB of gate sums), so that several chunks
+ * run, in both directions and layouts, at batch 1 (matrix-vector products)
+ * and 2. */
+START_TEST(test_rnn_long_sequences)
+{
+    const gx_op ops[] = {GX_OP_RNN, GX_OP_GRU, GX_OP_LSTM};
+    const int64_t hid[] = {1024, 342, 256}; /* about 1024 gate sums a row */
+    for (int o = 0; o < 3; o++)
+        for (int64_t batch = 1; batch <= 2; batch++)
+            for (int lay = 0; lay < 2; lay++) {
+                s_cfg c = {.op = ops[o], .seq = 70, .batch = batch, .in = 8, .hid = hid[o],
+                           .nd = 2, .layout1 = lay, .bias = true, .h0 = lay,
+                           .c0 = lay && ops[o] == GX_OP_LSTM, .lbr = lay, .scaled = true};
+                ck_assert_int_gt(c.seq, gx_rnn_chunk(c.seq, batch, s_gates(ops[o]) * hid[o]));
+                s_check(&c);
+            }
 }
 END_TEST
 
@@ -298,6 +325,7 @@ Suite *ops_rnn_suite(void)
     TCase *tc = tcase_create("rnn");
     tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_add_test(tc, test_rnn_family_vs_reference);
+    tcase_add_test(tc, test_rnn_long_sequences);
     tcase_add_test(tc, test_rnn_hand_values);
     tcase_add_test(tc, test_rnn_hidden_from_w);
     tcase_add_test(tc, test_rnn_errors);
