@@ -9,9 +9,11 @@
  * layout's time over plain's (below 1: faster; nan: no kernel in that
  * layout), and the largest difference of a layout's result from plain's
  * (|a - b| / (1 + |b|)). The ratios are gx_cpu_layout_factor's
- * (ops/layout.c). Asserts nothing.
+ * (ops/layout.c). Times are the thread's CPU time, so that other
+ * processes on the machine lengthen them less. Asserts nothing.
  *
- *     bench/bench_layout_ops
+ *     bench/bench_layout_ops                    # the shapes below
+ *     bench/bench_layout_ops N C M HW K S [G]   # one shape
  */
 #include <cblas.h>
 #include <math.h>
@@ -28,7 +30,7 @@
 static double s_now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -161,12 +163,22 @@ static void s_shape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, int
     free(out.data);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     openblas_set_num_threads(1); /* as gexecd's workers run it */
     printf("# Conv, pad k/2, bias; one thread, best of %d; microseconds\n", RUNS);
     printf("  N    C    M   HW  kernel         plain       nhwc    nchw16c   nhwc/p 16c/p  "
            "maxdiff\n");
+    if (argc == 7 || argc == 8) {
+        int64_t a[7] = {0, 0, 0, 0, 0, 0, 1};
+        for (int i = 1; i < argc; i++)
+            if ((a[i - 1] = strtoll(argv[i], NULL, 10)) <= 0) {
+                fprintf(stderr, "usage: bench_layout_ops [N C M HW K S [G]]\n");
+                return 2;
+            }
+        s_shape(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+        return 0;
+    }
     static const int64_t ns[] = {1, 8}, cs[] = {16, 32, 64}, hws[] = {32, 16, 8}, ks[] = {3, 1};
     for (size_t a = 0; a < 2; a++)
         for (size_t b = 0; b < 2; b++)
@@ -188,5 +200,8 @@ int main(void)
     s_shape(1, 24, 96, 28, 1, 1, 1);
     s_shape(1, 96, 24, 28, 1, 1, 1);
     s_shape(1, 16, 64, 56, 1, 1, 1);
+    /* ResNet-18's 3x3 convs at 224x224: few, short rows, large weights */
+    for (int64_t c = 64, hw = 56; c <= 512; c *= 2, hw /= 2)
+        s_shape(1, c, c, hw, 3, 1, 1);
     return 0;
 }

@@ -796,8 +796,16 @@ struct s_model {
     /* adds nodes from "x" and returns the output value's name */
     const char *(*build)(s_mb *b, const s_model *m);
     int ndim;
-    int64_t x[4]; /* input shape */
+    int64_t x[GX_MAX_DIMS]; /* input shape */
 };
+
+/* A model file (bench_ort FILE.onnx): its bytes, input and output. */
+typedef struct s_file {
+    s_model m; /* name, input shape; no build */
+    uint8_t *bytes;
+    size_t len;
+    char in_name[128], out_name[128];
+} s_file;
 
 static const char *s_build_mlp(s_mb *b, const s_model *m)
 {
@@ -1017,6 +1025,64 @@ static const s_model s_models[] = {
 };
 #define S_N_MODELS (sizeof s_models / sizeof s_models[0])
 
+/* A model file as an s_model: its bytes, its one float32 input (the first
+ * graph input that is not an initializer; dimensions without a fixed size
+ * taken as 1) and its first output. Dies on anything else. */
+static void s_model_file(const char *path, s_file *mf)
+{
+    s_model *m = &mf->m;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        gxb_die(S_PROG, path, strerror(errno));
+    for (;;) {
+        if (!(mf->bytes = realloc(mf->bytes, mf->len + 65536)))
+            gxb_die(S_PROG, path, strerror(ENOMEM));
+        const size_t got = fread(mf->bytes + mf->len, 1, 65536, f);
+        mf->len += got;
+        if (got < 65536)
+            break;
+    }
+    const bool bad = ferror(f);
+    fclose(f);
+    Onnx__ModelProto *mp = bad ? NULL : onnx__model_proto__unpack(NULL, mf->len, mf->bytes);
+    if (!mp || !mp->graph || mp->graph->n_output == 0)
+        gxb_die(S_PROG, path, "not an ONNX model with a graph and an output");
+    const Onnx__GraphProto *g = mp->graph;
+    const Onnx__ValueInfoProto *in = NULL;
+    for (size_t i = 0; i < g->n_input && !in; i++) {
+        bool init = false;
+        for (size_t j = 0; j < g->n_initializer && !init; j++)
+            init = strcmp(g->initializer[j]->name, g->input[i]->name) == 0;
+        in = init ? NULL : g->input[i];
+    }
+    const Onnx__TypeProto__Tensor *tt = in && in->type ? in->type->tensor_type : NULL;
+    if (!tt || tt->elem_type != S_ONNX_TENSOR_ELEMENT_FLOAT || !tt->shape ||
+        tt->shape->n_dim > GX_MAX_DIMS)
+        gxb_die(S_PROG, path, "the model's input is not one float32 tensor of known rank");
+    for (size_t i = 0; i < g->n_input; i++)
+        if (g->input[i] != in) {
+            bool init = false;
+            for (size_t j = 0; j < g->n_initializer && !init; j++)
+                init = strcmp(g->initializer[j]->name, g->input[i]->name) == 0;
+            if (!init)
+                gxb_die(S_PROG, path, "the model has more than one input");
+        }
+    m->ndim = (int)tt->shape->n_dim;
+    for (int d = 0; d < m->ndim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        m->x[d] = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                          dim->dim_value > 0
+                      ? dim->dim_value
+                      : 1;
+    }
+    snprintf(mf->in_name, sizeof mf->in_name, "%s", in->name);
+    snprintf(mf->out_name, sizeof mf->out_name, "%s", g->output[0]->name);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    m->name = base;
+    m->what = path;
+}
+
 /* ==== measuring ============================================================ */
 
 enum { S_ORT1, S_ORT2, S_GX_SEQ, S_GX_AUTO, S_NCFG };
@@ -1033,6 +1099,8 @@ typedef struct s_opts {
     int max_runs;
     int warmup;
     int rounds;
+    char **files; /* FILE.onnx arguments: these models instead of the built-in ones */
+    int n_files;
 } s_opts;
 
 /* A growing list of doubles. */
@@ -1114,6 +1182,7 @@ typedef struct s_out {
 /* One model in both runtimes. */
 typedef struct s_case {
     const s_model *m;
+    const s_file *file; /* m's file, or NULL: a built-in model */
     uint8_t *bytes;
     size_t len;
     size_t nodes;
@@ -1158,7 +1227,8 @@ static void s_out_set(s_out *o, const float *v, int64_t n, int ndim, const int64
 static bool s_ort_run(const s_ctx *x, s_case *k, int cfg, bool keep, double *us)
 {
     const s_ort_api *a = x->ort.api;
-    const char *in_name = "x", *out_name = "y";
+    const char *in_name = k->file ? k->file->in_name : "x";
+    const char *out_name = k->file ? k->file->out_name : "y";
     const OrtValue *in[1] = {k->ort_x};
     OrtValue *out = NULL;
     double t0 = gxb_now_us();
@@ -1246,27 +1316,36 @@ static bool s_run(const s_ctx *x, s_case *k, int cfg, bool keep, bool record)
 /* Build the model (weights from seed: models built by the same function get
  * the same weights), its input (from input_seed), ORT's sessions and gexec's
  * loaded graph. */
-static void s_case_setup(const s_ctx *x, s_case *k, const s_model *m, uint64_t seed,
-                         uint64_t input_seed)
+static void s_case_setup(const s_ctx *x, s_case *k, const s_model *m, const s_file *file,
+                         uint64_t seed, uint64_t input_seed)
 {
     memset(k, 0, sizeof *k);
     k->m = m;
-    s_mb b;
-    s_mb_init(&b, m->name, seed);
-    s_graph_input(&b, "x", m->ndim, m->x);
-    /* the output gets a fixed name: an Identity would be a node more, so the
-     * builder's last node is renamed instead */
-    const char *y = m->build(&b, m);
-    Onnx__NodeProto *last = b.graph.node[b.graph.n_node - 1];
-    if (strcmp(last->output[0], y) != 0)
-        gxb_die(S_PROG, m->name, "the output is not the last node's");
-    last->output[0] = s_str(&b, "y");
-    s_graph_output(&b, "y");
-    k->nodes = b.graph.n_node;
-    k->weight_bytes = b.weight_bytes;
-    k->bytes = s_mb_pack(&b, &k->len);
-    s_mb_fini(&b);
-    if (x->o.save) {
+    k->file = file;
+    if (file) {
+        k->bytes = malloc(file->len);
+        if (!k->bytes)
+            gxb_die(S_PROG, m->name, "out of memory");
+        memcpy(k->bytes, file->bytes, file->len);
+        k->len = file->len;
+    } else {
+        s_mb b;
+        s_mb_init(&b, m->name, seed);
+        s_graph_input(&b, "x", m->ndim, m->x);
+        /* the output gets a fixed name: an Identity would be a node more, so
+         * the builder's last node is renamed instead */
+        const char *y = m->build(&b, m);
+        Onnx__NodeProto *last = b.graph.node[b.graph.n_node - 1];
+        if (strcmp(last->output[0], y) != 0)
+            gxb_die(S_PROG, m->name, "the output is not the last node's");
+        last->output[0] = s_str(&b, "y");
+        s_graph_output(&b, "y");
+        k->nodes = b.graph.n_node;
+        k->weight_bytes = b.weight_bytes;
+        k->bytes = s_mb_pack(&b, &k->len);
+        s_mb_fini(&b);
+    }
+    if (x->o.save && !file) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s.onnx", x->o.save, m->name);
         FILE *f = fopen(path, "wb");
@@ -1309,7 +1388,7 @@ static void s_case_setup(const s_ctx *x, s_case *k, const s_model *m, uint64_t s
         for (int i = 0; i < 2; i++) {
             k->rq[i] = gx_request_new();
             gx_request_set_graph_id(k->rq[i], &id);
-            gx_request_add_input(k->rq[i], "x", k->x);
+            gx_request_add_input(k->rq[i], file ? file->in_name : "x", k->x);
             gx_request_set_mode(k->rq[i], i == 0 ? GX_MODE_SEQ : GX_MODE_AUTO);
         }
         k->ok[S_GX_SEQ] = k->ok[S_GX_AUTO] = true;
@@ -1490,7 +1569,7 @@ static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: bench_ort [--quick] [--only NAMES] [--ort PATH] [--socket EP] [--seconds S]\n"
-            "                 [--runs N] [--no-fetch] [--save DIR] [--list]\n"
+            "                 [--runs N] [--no-fetch] [--save DIR] [--list] [FILE.onnx...]\n"
             "  --quick        short runs (0.25 s and at most 40 runs per model and\n"
             "                 configuration)\n"
             "  --only NAMES   models whose names start with one of NAMES (comma-separated)\n"
@@ -1502,7 +1581,10 @@ static void s_usage(FILE *out)
             "  --save DIR     also write each model to DIR/<name>.onnx\n"
             "  --seconds S    timed seconds per model and configuration (1.5)\n"
             "  --runs N       at most N timed runs per model and configuration (2000)\n"
-            "  --list         print the models and exit\n");
+            "  --list         print the models and exit\n"
+            "  FILE.onnx...   these models instead of the built-in ones: each with one\n"
+            "                 float32 input (a dimension without a fixed size taken as 1);\n"
+            "                 the first output is compared\n");
 }
 
 static bool s_parse(int argc, char **argv, s_opts *o)
@@ -1528,6 +1610,11 @@ static bool s_parse(int argc, char **argv, s_opts *o)
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             s_usage(stdout);
             exit(0);
+        }
+        if (a[0] != '-') {
+            o->files = argv + i;
+            o->n_files = argc - i;
+            return true; /* files come last */
         }
         if (!v)
             return false;
@@ -1557,9 +1644,20 @@ int main(int argc, char **argv)
         s_usage(stderr);
         return 2;
     }
+    /* the built-in models, or the files given */
+    size_t n_models = x.o.n_files > 0 ? (size_t)x.o.n_files : S_N_MODELS;
+    s_file *files = x.o.n_files > 0 ? calloc(n_models, sizeof *files) : NULL;
+    s_model *models = calloc(n_models, sizeof *models);
+    if (!models || (x.o.n_files > 0 && !files))
+        gxb_die(S_PROG, "models", "out of memory");
+    for (size_t m = 0; m < n_models; m++) {
+        if (files)
+            s_model_file(x.o.files[m], &files[m]);
+        models[m] = files ? files[m].m : s_models[m];
+    }
     bool any = false;
-    for (size_t m = 0; m < S_N_MODELS; m++)
-        any |= s_selected(x.o.only, s_models[m].name);
+    for (size_t m = 0; m < n_models; m++)
+        any |= s_selected(x.o.only, models[m].name);
     if (!any) {
         fprintf(stderr, "bench_ort: --only %s matches no model (see --list)\n", x.o.only);
         return 2;
@@ -1598,17 +1696,17 @@ int main(int argc, char **argv)
            "# seq/ORT, auto/ORT: gexec compute_us over the faster ORT (< 1: gexec faster); "
            "max_abs, max_rel: gexec vs ORT output (rel to max |ORT|; > %.0e: MISMATCH)\n",
            S_REL_TOL);
-    for (size_t m = 0; m < S_N_MODELS; m++)
-        if (s_selected(x.o.only, s_models[m].name))
-            printf("#   %-12s %s\n", s_models[m].name, s_models[m].what);
+    for (size_t m = 0; m < n_models; m++)
+        if (s_selected(x.o.only, models[m].name))
+            printf("#   %-12s %s\n", models[m].name, models[m].what);
     s_print_header();
     fflush(stdout);
 
-    for (size_t m = 0; m < S_N_MODELS; m++) {
-        if (!s_selected(x.o.only, s_models[m].name))
+    for (size_t m = 0; m < n_models; m++) {
+        if (!s_selected(x.o.only, models[m].name))
             continue;
         s_case k;
-        s_case_setup(&x, &k, &s_models[m], 0x6e78, 0x5eed + m);
+        s_case_setup(&x, &k, &models[m], files ? &files[m] : NULL, 0x6e78, 0x5eed + m);
         s_case_measure(&x, &k);
         s_case_print(&x, &k);
         s_case_teardown(&x, &k);
@@ -1619,5 +1717,9 @@ int main(int argc, char **argv)
     if (!x.o.socket)
         gxb_daemon_stop(&d);
     s_ort_close(&x.ort);
+    for (int i = 0; i < x.o.n_files; i++)
+        free(files[i].bytes);
+    free(files);
+    free(models);
     return 0;
 }
