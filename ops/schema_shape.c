@@ -97,11 +97,13 @@ static int s_axes_arg(gx_infer *ic, const char *op, const gx_attrval *attr, int6
         if (attr->set)
             return gx_infer_errf(ic, GX_EATTR, "%s: axes given both as attribute and as input",
                                  op);
-        if ((rc = s_need_vec(ic, op, 1, "axes", false)) < 0)
+        /* one axis as a scalar, as ONNX Runtime takes it (exporters' Loop bodies) */
+        const bool scalar = ic->in[1].ndim == 0 && ic->in[1].dtype == GX_I64;
+        if (!scalar && (rc = s_need_vec(ic, op, 1, "axes", false)) < 0)
             return rc;
         if (!(*axes = gx_infer_value(ic, 1)))
             return GX_INFER_DYNAMIC;
-        *n = ic->in[1].shape[0];
+        *n = scalar ? 1 : ic->in[1].shape[0];
     } else {
         *n = attr->set ? (int64_t)attr->n : -1;
         *axes = attr->ints;
