@@ -476,6 +476,23 @@ static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frame
         if (so) {
             gx_wire_shm_ref ref;
             if ((rc = gx_wire_unpack_shm_ref(so, "outputs[].shm", &ref, err, errlen)) < 0 ||
+        gx_kind kind;
+        if ((rc = gx_wire_desc_kind(&outs->via.array.ptr[i], "outputs", &kind, err, errlen)) < 0)
+            return rc;
+        if (kind != GX_KIND_TENSOR) { /* a sequence or none, from its frame */
+            char *name = NULL;
+            if (so || f >= nframes)
+                return gx_errf(err, errlen, GX_EPROTO, "output '%s': a %s without its frame",
+                               r->names[i], gx_kind_name(kind));
+            rc = gx_wire_unpack_value(&outs->via.array.ptr[i], "outputs", INT64_MAX,
+                                      zmq_msg_data(&frames[f]), zmq_msg_size(&frames[f]), &name,
+                                      &r->tensors[i], err, errlen);
+            free(name);
+            if (rc < 0)
+                return rc;
+            total += zmq_msg_size(&frames[f++]);
+            continue;
+        }
                 (rc = s_shm_output(c, r, i, &ref, dt, ndim, shape, nbytes, err, errlen)) < 0)
                 return rc;
             continue;
@@ -636,6 +653,22 @@ GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
 /* Where input i of a request lies in shared memory (docs/shm.md): a
  * region's name, NULL when its bytes travel in a frame. */
 typedef struct s_place {
+/* Sends the frame of a sequence or none (its items' bytes back to back,
+ * docs/protocol.md); zmq_send's return, -1 with errno ENOMEM. */
+static int s_send_value(void *sock, const gx_tensor *t, int flags)
+{
+    size_t n = gx_wire_value_bytes(t);
+    void *buf = malloc(n ? n : 1);
+    if (!buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    gx_wire_value_write(t, buf);
+    int rc = zmq_send(sock, buf, n, flags);
+    free(buf);
+    return rc;
+}
+
     const char *region;
     uint64_t offset;
 } s_place;
@@ -671,7 +704,9 @@ static int s_send_placed(gx_client *c, const msgpack_sbuffer *hdr, const gx_requ
         nframes += s_framed(rq, pl, i);
     int rc = zmq_send(c->sock, hdr->data, hdr->size, nframes ? ZMQ_SNDMORE : 0);
     for (size_t i = 0, sent = 0; rc >= 0 && sent < nframes; i++) /* rq: frames to send */
-        if (s_framed(rq, pl, i))
+        if (s_framed(rq, pl, i) && rq->in[i].t->kind != GX_KIND_TENSOR)
+            rc = s_send_value(c->sock, rq->in[i].t, ++sent < nframes ? ZMQ_SNDMORE : 0);
+        else if (s_framed(rq, pl, i))
             rc = zmq_send(c->sock, rq->in[i].t->data, rq->in[i].t->nbytes,
                           ++sent < nframes ? ZMQ_SNDMORE : 0);
     if (rc < 0) {
@@ -1083,8 +1118,7 @@ static void s_pack_graph_inputs(msgpack_packer *pk, const gx_request *rq, const 
             if (rq->in[i].shape_only != (shapes == 1))
                 continue;
             if (!at.region) {
-                gx_wire_pack_tensor_desc(pk, rq->in[i].name, rq->in[i].t->dtype,
-                                         rq->in[i].t->ndim, rq->in[i].t->shape);
+                gx_wire_pack_value_desc(pk, rq->in[i].name, rq->in[i].t);
                 continue;
             }
             snprintf(ref.region, sizeof ref.region, "%s", at.region);
