@@ -21,6 +21,7 @@ typedef struct s_job {
     bool can_split; /* batch >= 1 and no sync step: a replica split is allowed */
     double io_bytes;
     double unbatched;
+    double stream_bytes;
     int W;  /* workers for this job (1..GXD_MAX_TEAM) */
     int WT; /* workers of the daemon (>= W) */
     size_t queued;
@@ -79,6 +80,7 @@ static void s_normalise(const gxd_policy_job *job, const gxd_policy_machine *m, 
     j->can_split = j->batch > 0 && job->sync_steps == 0;
     j->io_bytes = s_pos(job->io_bytes);
     j->unbatched = fmin(s_pos(job->unbatched_us), j->total);
+    j->stream_bytes = s_pos(job->stream_bytes);
     j->W = m->workers >= 1 ? s_min(m->workers, GXD_MAX_TEAM) : 1;
     if (m->workers_total >= 1 && m->workers_total < j->W)
         j->W = m->workers_total;
@@ -124,7 +126,11 @@ static double s_estimate_run(const s_job *j, gx_mode mode, int r, int wi)
             share = ceil((double)j->batch / r) / (double)j->batch;
             copy = s_copy_us(j->io_bytes / r, m->copy_gbps);
         }
-        double body = j->unbatched + (j->total - j->unbatched) * share;
+        /* every slice reads the large weights again, over the one bus */
+        const double stream = r > 1 ? fmin(s_copy_us(j->stream_bytes, m->copy_gbps),
+                                           j->total - j->unbatched)
+                                    : 0;
+        double body = j->unbatched + stream * r + (j->total - j->unbatched - stream) * share;
         if (wi > 1)
             body = fmax(j->crit * share + j->unbatched * (1 - share), body / wi) + disp;
         return body + copy + s_sync(j, w);

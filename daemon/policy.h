@@ -28,9 +28,12 @@
  *                    A batch split into r slices (2 <= r <= batch):
  *                    body(s) + copy(io_bytes / r) + sync(r), where
  *                    s = ceil(batch / r) / batch is the largest slice's
- *                    share, body(s) = unbatched + (total - unbatched) * s
- *                    (every slice runs the steps that read no batched
- *                    value whole) and copy(b) = b / (copy_gbps * 1000) µs.
+ *                    share, body(s) = unbatched + stream * r + (total -
+ *                    unbatched - stream) * s (every slice runs the steps that
+ *                    read no batched value whole; stream = copy(stream_bytes),
+ *                    at most their steps' time, is the reading of large
+ *                    weights, which every slice repeats over the one memory
+ *                    bus) and copy(b) = b / (copy_gbps * 1000) µs.
  *                    The smaller of the two (the queue's within 3%).
  *   inter+replica    r slices each run inter-op on wi workers (w = r * wi):
  *                    max(critical * s + unbatched * (1 - s), body(s) / wi)
@@ -79,6 +82,10 @@
 /* Most workers one job may use (and entries in the sync table). */
 #define GXD_MAX_TEAM 256
 
+/* A constant this large is read from memory, not a core's cache: each
+ * slice of a batch split reads it again (stream_bytes). */
+#define GXD_STREAM_MIN_BYTES ((size_t)4 << 20)
+
 /* What the policy knows of one job's plan. Costs in microseconds: measured
  * per-step times from earlier runs where present, else the schema's FLOP
  * and byte estimates converted with the machine's rates. */
@@ -95,6 +102,9 @@ typedef struct gxd_policy_job {
     double io_bytes;      /* bytes of the job's inputs and outputs (a split copies them) */
     double unbatched_us;  /* part of total_us in steps that read no batched value:
                            * every slice of a split runs them whole */
+    double stream_bytes;  /* constants above GXD_STREAM_MIN_BYTES read by steps on
+                           * the batch: every slice of a split reads them again,
+                           * all slices at once from the same memory */
     bool dynamic;         /* has dynamic or control-flow steps */
 } gxd_policy_job;
 

@@ -236,6 +236,21 @@ static bool s_stopped(gxd_job *j, int rc, const char *when)
     return rc < 0;
 }
 
+/* Bytes of step st's constant inputs of at least GXD_STREAM_MIN_BYTES:
+ * weights too large to stay in a core's cache, read from memory by every
+ * slice of a batch split. */
+static double s_stream_bytes(const gxd_plan *p, const gxd_step *st)
+{
+    double b = 0;
+    for (int i = 0; i < st->n_in; i++) {
+        const int v = st->in[i];
+        if (v >= 0 && p->values[v].kind == GXD_VALUE_CONST &&
+            p->values[v].nbytes >= GXD_STREAM_MIN_BYTES)
+            b += (double)p->values[v].nbytes;
+    }
+    return b;
+}
+
 /* The policy's view of a plan: step costs (measured where known), the
  * critical path through the DAG, what intra-op could split. A plan with
  * steps on a device without host memory (a GPU) is one device "worker":
@@ -262,6 +277,8 @@ static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d
         }
         if (!st->on_batch)
             d->unbatched_us += c;
+        else
+            d->stream_bytes += s_stream_bytes(p, st);
         if (start) {
             double end = start[s] + c;
             for (int k = 0; k < st->n_succ; k++)

@@ -223,6 +223,20 @@ START_TEST(test_rule3_batch_split)
                             3000 + 1000.0 / 2 + job.io_bytes / 2 / 1e4 + 3, 1e-6);
     c = s_choose(&job, 2, 0, GX_MODE_AUTO);
     ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    /* Large weights on the batch (a vocabulary's Gemm at batch 8): every
+     * slice reads them again, one after the other over the memory bus. */
+    job = s_cnn(0);
+    job.stream_bytes = 20e6; /* 2000 us at 10 GB/s: half the steps' time */
+    c = s_choose(&job, 2, 0, GX_MODE_REPLICA);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA],
+                            2000.0 * 2 + 2000.0 / 2 + job.io_bytes / 2 / 1e4 + 3, 1e-6);
+    c = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_ne(c.mode, GX_MODE_REPLICA);
+    /* no more than the steps' time: weights read faster than the rate */
+    job.stream_bytes = 1e9;
+    c = s_choose(&job, 2, 0, GX_MODE_REPLICA);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], 4000.0 * 2 + job.io_bytes / 2 / 1e4 + 3,
+                            1e-6);
 }
 END_TEST
 
