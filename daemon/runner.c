@@ -298,7 +298,7 @@ static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d
         d->width = p->width;
     }
     d->split_crit_us = d->total_us > 0 ? d->critical_us * d->split_us / d->total_us : 0;
-    d->batch = p->batch;
+    d->batch = gxd_plan_slices_failed(p) ? 0 : p->batch;
     d->sync_steps = p->sync_steps;
     for (size_t i = 0; i < p->n_inputs; i++)
         d->io_bytes += (double)p->values[p->inputs[i]].nbytes;
@@ -462,10 +462,18 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
         snprintf(why, sizeof why, "%s", err);
         s_replicas_fini(&r);
         n = 1;
-        if (c.mode == GX_MODE_REPLICA)
-            c.mode = GX_MODE_SEQ, cfg.workers = 1;
-        snprintf(c.reason, sizeof c.reason, "batch split failed (%.100s): %s", why,
-                 gx_mode_name(c.mode == GX_MODE_INTER_REPLICA ? GX_MODE_INTER : c.mode));
+        /* the best of the modes that run the job whole (later jobs of this
+         * plan are never split: gxd_plan_slices_failed) */
+        pj.batch = 0;
+        gxd_policy_choose(&pj, &m,
+                          j->mode == GX_MODE_AUTO          ? GX_MODE_AUTO
+                          : j->mode == GX_MODE_INTER_REPLICA ? GX_MODE_INTER
+                                                             : GX_MODE_SEQ,
+                          &c);
+        s_config(&c, plan, split_min, &cfg);
+        char chosen[sizeof c.reason];
+        snprintf(chosen, sizeof chosen, "%s", c.reason);
+        snprintf(c.reason, sizeof c.reason, "batch split failed (%.50s): %.80s", why, chosen);
         err[0] = '\0';
         rc = s_replicas_init(ctx, j, plan, inputs, 1, cfg.dag, a, stop, &r, err, sizeof err);
     }

@@ -233,6 +233,92 @@ START_TEST(every_mode_matches_seq)
 }
 END_TEST
 
+/* An int64 constant of n values. */
+static void s_ints(gx_graph *g, const char *name, int64_t n, const int64_t *v)
+{
+    gx_tensor *t = gx_tensor_new(GX_I64, 1, (const int64_t[]){n});
+    ck_assert_ptr_nonnull(t);
+    memcpy(gx_tensor_data(t), v, (size_t)n * sizeof *v);
+    ck_assert_int_eq(gx_graph_add_const(g, name, &t), GX_OK);
+}
+
+/* Attention over x [4,6,8] in 2 heads as converters export it, with the
+ * batch of 4 in the Reshapes' shapes. The compiler's rewrites turn it into
+ * an Attention step without those Reshapes, so the plan's batch analysis
+ * lets a job be cut; a slice's plan cannot be compiled (its Reshapes, read
+ * before the rewrites, name 4 samples). The job runs whole, with the
+ * reason; later jobs of the plan are not cut. */
+START_TEST(failed_split_runs_whole)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_client(&d);
+    if (s_workers(c) < 2) { /* nothing to split over */
+        gx_client_destroy(&c);
+        ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+        return;
+    }
+    gx_graph *g = gx_graph_new("baked_batch");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 3, (const int64_t[]){4, 6, 8}), GX_OK);
+    s_ints(g, "heads", 4, (const int64_t[]){4, 6, 2, 4});
+    s_ints(g, "merged", 3, (const int64_t[]){4, 6, 8});
+    gx_tensor *two = gx_tensor_new(GX_F32, 0, NULL);
+    *(float *)gx_tensor_data(two) = 2.0f;
+    ck_assert_int_eq(gx_graph_add_const(g, "two", &two), GX_OK);
+    const char *proj[3] = {"q", "k", "v"}, *w[3] = {"wq", "wk", "wv"};
+    const char *split[3] = {"qr", "kr", "vr"}, *heads[3] = {"qh", "kt", "vh"};
+    static const int64_t perm[3][4] = {{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}};
+    for (int i = 0; i < 3; i++) {
+        s_const(g, w[i], 2, (const int64_t[]){8, 8}, 0.5f);
+        s_node(g, "MatMul", IN("x", w[i]), proj[i]);
+        s_node(g, "Reshape", IN(proj[i], "heads"), split[i]);
+        gx_node *t = s_node(g, "Transpose", IN(split[i]), heads[i]);
+        ck_assert_int_eq(gx_node_set_ints(t, "perm", perm[i], 4), GX_OK);
+    }
+    s_node(g, "MatMul", IN("qh", "kt"), "qk");
+    s_node(g, "Div", IN("qk", "two"), "scaled");
+    gx_node *sm = s_node(g, "Softmax", IN("scaled"), "p");
+    ck_assert_int_eq(gx_node_set_int(sm, "axis", -1), GX_OK);
+    s_node(g, "MatMul", IN("p", "vh"), "o");
+    gx_node *t = s_node(g, "Transpose", IN("o"), "ot");
+    ck_assert_int_eq(gx_node_set_ints(t, "perm", perm[0], 4), GX_OK);
+    s_node(g, "Reshape", IN("ot", "merged"), "y");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = s_rand_tensor(3, (const int64_t[]){4, 6, 8}, 1.0f);
+    gx_result *ref = s_run(c, &id, x, GX_MODE_SEQ);
+    /* a requested replica tries the split once two workers are idle */
+    bool failed = false;
+    for (int i = 0; i < 50 && !failed; i++) {
+        gx_result *r = s_run(c, &id, x, GX_MODE_REPLICA);
+        const gx_run_info *info = gx_result_info(r);
+        ck_assert(s_same(r, ref));
+        ck_assert_int_eq(info->replicas, 1);
+        failed = strstr(info->reason, "batch split failed") != NULL;
+        if (failed)
+            ck_assert_str_eq(info->mode, "seq");
+        gx_result_destroy(&r);
+    }
+    ck_assert_msg(failed, "a requested replica never tried to split the batch");
+    /* now auto never tries again */
+    for (int i = 0; i < 5; i++) {
+        gx_result *r = s_run(c, &id, x, GX_MODE_AUTO);
+        const gx_run_info *info = gx_result_info(r);
+        ck_assert(s_same(r, ref));
+        ck_assert_int_eq(info->replicas, 1);
+        ck_assert_msg(!strstr(info->reason, "split failed") && !strstr(info->reason, "batch 4"),
+                      "%s", info->reason);
+        gx_result_destroy(&r);
+    }
+    gx_result_destroy(&ref);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 /* ---- many clients, random modes ---- */
 
 #define INPUTS 4
@@ -399,6 +485,7 @@ Suite *modes_suite(void)
     TCase *tc = tcase_create("modes");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, every_mode_matches_seq);
+    tcase_add_test(tc, failed_split_runs_whole);
     tcase_add_test(tc, concurrent_clients_random_modes);
     tcase_add_test(tc, cancel_and_shutdown_in_parallel_modes);
     suite_add_tcase(s, tc);

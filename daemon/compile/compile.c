@@ -110,6 +110,7 @@ typedef struct gxd_slices {
     gxd_plan *plan[GXD_MAX_SLICES]; /* NULL: the compile failed with rc[], why[] */
     int rc[GXD_MAX_SLICES];
     char why[GXD_MAX_SLICES][256];
+    atomic_bool failed; /* a slice's compile failed (not for memory) */
 } gxd_slices;
 
 gxd_slices *gxd_slices_new(void)
@@ -299,10 +300,17 @@ int gxd_plan_slice_stored(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
         s->rc[s->n] = rc;
         snprintf(s->why[s->n], sizeof s->why[s->n], "%s", rc < 0 ? err : "");
         s->n++;
+        if (rc < 0)
+            atomic_store_explicit(&s->failed, true, memory_order_relaxed);
     }
 out:
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+bool gxd_plan_slices_failed(const gxd_plan *p)
+{
+    return p->slices && atomic_load_explicit(&p->slices->failed, memory_order_relaxed);
 }
 
 bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs)

@@ -478,6 +478,11 @@ int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
                    const gxd_compile_limits *lim, gxd_plan **out, bool *owned, char *err,
                    size_t errlen);
 
+/* Has a slice of p failed to compile (a Reshape to a shape that names the
+ * whole batch, say)? Then the others would too: the policy stops
+ * splitting p's jobs. */
+bool gxd_plan_slices_failed(const gxd_plan *p);
+
 /* Where slice plans are kept across restarts (the daemon's artifact cache:
  * daemon/models.c). load answers the plan of the slice of size rows of
  * whole's batch for inputs (a new plan the slice cache then owns), or
