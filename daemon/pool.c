@@ -75,6 +75,12 @@ int gxd_pool_start(gxd_ctx *ctx, gxd_pool_done_fn done, void *done_arg, gxd_pool
                              .cal = &p->cal};
     *out = p;
     for (int i = 0; i < n; i++) {
+        /* Calibrate with every worker but one started: this thread leads
+         * the teams as a worker would, beside n - 1 helpers, on n cores
+         * (with all n idle and spinning, it would compete with them for
+         * a core, and a team would look several times dearer to wake) */
+        if (i == n - 1 && n > 1)
+            gxd_calibrate(ctx, &p->team, p->runner.team_max, &p->cal);
         p->w[i].pool = p;
         p->w[i].index = i;
         gxd_arenas_init(&p->w[i].arenas);
@@ -83,7 +89,8 @@ int gxd_pool_start(gxd_ctx *ctx, gxd_pool_done_fn done, void *done_arg, gxd_pool
         p->w[i].started = true;
         p->n = i + 1;
     }
-    gxd_calibrate(ctx, &p->team, p->runner.team_max, &p->cal);
+    if (n == 1)
+        gxd_calibrate(ctx, &p->team, p->runner.team_max, &p->cal);
     return GX_OK;
 }
 
