@@ -473,9 +473,6 @@ static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frame
             return rc;
         r->n_out = i + 1;
         total += nbytes;
-        if (so) {
-            gx_wire_shm_ref ref;
-            if ((rc = gx_wire_unpack_shm_ref(so, "outputs[].shm", &ref, err, errlen)) < 0 ||
         gx_kind kind;
         if ((rc = gx_wire_desc_kind(&outs->via.array.ptr[i], "outputs", &kind, err, errlen)) < 0)
             return rc;
@@ -493,6 +490,9 @@ static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frame
             total += zmq_msg_size(&frames[f++]);
             continue;
         }
+        if (so) {
+            gx_wire_shm_ref ref;
+            if ((rc = gx_wire_unpack_shm_ref(so, "outputs[].shm", &ref, err, errlen)) < 0 ||
                 (rc = s_shm_output(c, r, i, &ref, dt, ndim, shape, nbytes, err, errlen)) < 0)
                 return rc;
             continue;
@@ -650,9 +650,6 @@ GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
     return status;
 }
 
-/* Where input i of a request lies in shared memory (docs/shm.md): a
- * region's name, NULL when its bytes travel in a frame. */
-typedef struct s_place {
 /* Sends the frame of a sequence or none (its items' bytes back to back,
  * docs/protocol.md); zmq_send's return, -1 with errno ENOMEM. */
 static int s_send_value(void *sock, const gx_tensor *t, int flags)
@@ -669,6 +666,9 @@ static int s_send_value(void *sock, const gx_tensor *t, int flags)
     return rc;
 }
 
+/* Where input i of a request lies in shared memory (docs/shm.md): a
+ * region's name, NULL when its bytes travel in a frame. */
+typedef struct s_place {
     const char *region;
     uint64_t offset;
 } s_place;
@@ -994,6 +994,8 @@ GX_EXPORT int gx_request_add_input(gx_request *rq, const char *name, const gx_te
         return GX_ENOMEM;
     rq->in[rq->n_in].view = NULL;
     rq->in[rq->n_in].shape_only = false;
+    rq->in[rq->n_in].shm = NULL;
+    rq->in[rq->n_in].shm_off = 0;
     rq->in[rq->n_in++].t = t;
     return GX_OK;
 }
@@ -1032,8 +1034,6 @@ static int s_add_view(gx_request *rq, const char *name, gx_dtype dt, int ndim,
     v->dtype = dt;
     v->ndim = ndim;
     if (ndim > 0)
-    rq->in[rq->n_in].shm = NULL;
-    rq->in[rq->n_in].shm_off = 0;
         memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
     v->numel = gx_shape_numel(ndim, shape, INT64_MAX);
     v->nbytes = nbytes;
@@ -1160,7 +1160,7 @@ static int s_shm_request(gx_client *c, const gx_shm *s, bool reg)
 static bool s_pooled(const gx_client *c, const gx_request *rq, size_t i)
 {
     const gx_tensor *t = rq->in[i].t;
-    return s_framed(rq, NULL, i) && t->nbytes &&
+    return s_framed(rq, NULL, i) && t->kind == GX_KIND_TENSOR && t->nbytes &&
            t->nbytes >= c->shm_threshold;
 }
 
