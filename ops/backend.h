@@ -110,6 +110,19 @@ typedef struct gx_backend_gemm_pack {
     const char *(*impl)(void);        /* its implementation's name, "packed.avx512" */
 } gx_backend_gemm_pack;
 
+/* Constant int8/uint8 B operands of MatMulInteger, QLinearMatMul and
+ * QLinearConv packed once per plan for the kernels that read them so
+ * (ops/qgemm.h). */
+typedef struct gx_backend_qgemm_pack {
+    int (*b_input)(gx_op op); /* the input the packed form replaces */
+    bool (*packable)(gx_op op, const gx_attrval *attr, int n_in, const gx_view *in,
+                     const gx_view *y, bool b_const, char *why, size_t whylen);
+    size_t (*packed_bytes)(gx_op op, const gx_view *b);
+    void (*pack)(gx_op op, const gx_view *b, void *dst);
+    gx_kernel_fn (*kernel)(gx_op op); /* reads input b_input(op) packed */
+    const char *(*impl)(void);        /* its implementation's name */
+} gx_backend_qgemm_pack;
+
 struct gx_backend {
     const char *name;         /* "cpu", "cuda": config, explain, replies */
     const gx_op_rule *rules;  /* NULL: every op the schemas accept (the CPU) */
@@ -141,8 +154,9 @@ struct gx_backend {
     /* Does its fused slot refuse groups with a head (MatMul, Gemm, Conv:
      * ops/fused.h)? Then the fuse pass forms elementwise groups only. */
     bool no_fused_heads;
-    /* Optional: packed constant GEMM operands. */
+    /* Optional: packed constant GEMM operands, float32 and integer. */
     const gx_backend_gemm_pack *gemm_pack;
+    const gx_backend_qgemm_pack *qgemm_pack;
     /* Do its kernels take shares (gx_kargs ith of nth) run by several
      * threads at once? Else each step runs whole on one thread. */
     bool shares;

@@ -15,6 +15,7 @@
 #include "daemon/compile/compile.h"
 #include "daemon/exec/exec.h"
 #include "ops/gemm.h"
+#include "ops/qgemm.h"
 #include "ops/schema.h"
 #include "tests/testutil.h"
 
@@ -366,6 +367,102 @@ START_TEST(test_prepare_pass)
 }
 END_TEST
 
+/* The integer products: x [4, 20] -> DynamicQuantizeLinear ->
+ * MatMulInteger by a constant int8 W [20, 24] (and its zero point), and
+ * an image u8 [1, 3, 8, 8] -> QLinearConv by a constant int8 W [5, 3, 3,
+ * 3], pad 1, with a bias. The prepare pass packs both weights, the steps
+ * run the packed kernels, and the plan gives the bytes of the reference
+ * kernels (a plan whose weights are inputs). */
+START_TEST(test_prepare_pass_integer)
+{
+    int8_t wm[20 * 24], wc[5 * 3 * 3 * 3];
+    uint8_t img[3 * 8 * 8];
+    int32_t bias[5] = {-300, 0, 7, 1000, -5};
+    for (size_t i = 0; i < sizeof wm; i++)
+        wm[i] = (int8_t)(i * 37 % 255 - 127);
+    for (size_t i = 0; i < sizeof wc; i++)
+        wc[i] = (int8_t)(i * 53 % 255 - 127);
+    for (size_t i = 0; i < sizeof img; i++)
+        img[i] = (uint8_t)(i * 29 % 256);
+    const int8_t wzp = 3;
+    const uint8_t izp = 128, yzp = 100;
+    const float iscale = 0.02f, wscale = 0.004f, yscale = 0.05f;
+    float *x = s_fill(4 * 20);
+    int32_t *want_y = NULL;
+    uint8_t *want_c = NULL;
+    for (int ref = 0; ref < 2; ref++) {
+        gx_graph *g = gx_graph_new(ref ? "ref" : "int");
+        gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){4, 20});
+        gx_graph_add_input(g, "img", GX_U8, 4, (int64_t[]){1, 3, 8, 8});
+        if (ref) { /* weights as inputs: nothing to pack */
+            gx_graph_add_input(g, "Wm", GX_I8, 2, (int64_t[]){20, 24});
+            gx_graph_add_input(g, "Wc", GX_I8, 4, (int64_t[]){5, 3, 3, 3});
+        } else {
+            gxt_const(g, "Wm", GX_I8, 2, (int64_t[]){20, 24}, wm);
+            gxt_const(g, "Wc", GX_I8, 4, (int64_t[]){5, 3, 3, 3}, wc);
+        }
+        gxt_const(g, "wzp", GX_I8, 0, NULL, &wzp);
+        gxt_const(g, "izp", GX_U8, 0, NULL, &izp);
+        gxt_const(g, "yzp", GX_U8, 0, NULL, &yzp);
+        gxt_const(g, "is", GX_F32, 0, NULL, &iscale);
+        gxt_const(g, "ws", GX_F32, 0, NULL, &wscale);
+        gxt_const(g, "ys", GX_F32, 0, NULL, &yscale);
+        gxt_const(g, "bias", GX_I32, 1, (int64_t[]){5}, bias);
+        gx_graph_add_node(g, "DynamicQuantizeLinear", "dq", 1, (const char *[]){"x"}, 3,
+                          (const char *[]){"q", "qs", "qz"});
+        gx_graph_add_node(g, "MatMulInteger", "mmi", 4, (const char *[]){"q", "Wm", "qz", "wzp"},
+                          1, (const char *[]){"y"});
+        gx_node *n = gx_graph_add_node(
+            g, "QLinearConv", "qconv", 9,
+            (const char *[]){"img", "is", "izp", "Wc", "ws", "wzp", "ys", "yzp", "bias"}, 1,
+            (const char *[]){"yc"});
+        gx_node_set_ints(n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+        gx_graph_add_output(g, "y");
+        gx_graph_add_output(g, "yc");
+        gx_view in[4] = {s_view(2, (int64_t[]){4, 20}, x),
+                         {.dtype = GX_U8, .ndim = 4, .shape = {1, 3, 8, 8}, .numel = 192,
+                          .data = img},
+                         {.dtype = GX_I8, .ndim = 2, .shape = {20, 24}, .numel = 480, .data = wm},
+                         {.dtype = GX_I8, .ndim = 4, .shape = {5, 3, 3, 3}, .numel = 135,
+                          .data = wc}};
+        gxd_plan *p = NULL;
+        char err[512];
+        ck_assert_msg(gxd_compile(g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+        ck_assert_uint_eq(p->n_prepared, ref ? 0 : 2);
+        for (size_t i = 0; i < p->n_steps; i++) {
+            const gxd_step *s = &p->steps[i];
+            if (s->op == GX_OP_MATMUL_INTEGER || s->op == GX_OP_QLINEAR_CONV)
+                ck_assert((s->kernel == gx_cpu_qgemm_kernel(s->op)) == !ref);
+        }
+        char err2[256]; /* both outputs from one frame */
+        atomic_bool cancel = false;
+        gxd_exec_stop stop = {&cancel, 0};
+        void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+        gxd_frame f;
+        ck_assert_msg(gxd_frame_init(&f, p, arena, in, &s_lim, &stop, err2, sizeof err2) == GX_OK,
+                      "%s", err2);
+        for (size_t s = 0; s < p->n_steps; s++)
+            ck_assert_int_eq(gxd_exec_step(&f, s), GX_OK);
+        int32_t *y = malloc(4 * 24 * sizeof *y);
+        uint8_t *yc = malloc(5 * 64);
+        memcpy(y, gxd_frame_output(&f, 0)->data, 4 * 24 * sizeof *y);
+        memcpy(yc, gxd_frame_output(&f, 1)->data, 5 * 64);
+        gxd_frame_fini(&f);
+        free(arena);
+        if (ref) {
+            ck_assert(!memcmp(y, want_y, 4 * 24 * sizeof(int32_t)));
+            ck_assert(!memcmp(yc, want_c, 5 * 64));
+            free(want_y), free(want_c), free(y), free(yc);
+        } else {
+            want_y = y, want_c = yc;
+        }
+        gxd_plan_destroy(&p);
+        gx_graph_destroy(&g);
+    }
+    free(x);
+}
+END_TEST
+
 /* A plan of a slice of the batch (a replica's) reads the whole batch's
  * packed weights instead of packing its own, and counts none. */
 START_TEST(test_slices_share)
@@ -448,6 +545,7 @@ Suite *gemm_suite(void)
     tcase_add_test(tc, test_not_packable);
     tcase_add_test(tc, test_verify);
     tcase_add_test(tc, test_prepare_pass);
+    tcase_add_test(tc, test_prepare_pass_integer);
     tcase_add_test(tc, test_slices_share);
     tcase_add_test(tc, test_shared_between_plans);
     suite_add_tcase(s, tc);

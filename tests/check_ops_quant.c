@@ -6,8 +6,11 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "ops/gemm.h"
+#include "ops/qgemm.h"
 #include "tests/optest.h"
 #include "tests/testutil.h"
 
@@ -142,6 +145,22 @@ START_TEST(test_dynamic_quantize)
     gx_view zero = F32V(SHAPE(2), 0, 0);
     gx_view wzero[3] = {U8V(SHAPE(2), 0, 0), F32V(SCALAR, 0), U8V(SCALAR, 0)};
     s_expect_n(GX_OP_DYNAMIC_QUANTIZE_LINEAR, NODE(), 1, &zero, 3, wzero);
+    /* 16 lanes at a time and a tail, the extremes anywhere: against the
+     * formula element by element (scale 511 / 255: every step exact) */
+    for (int at = 0; at < 37; at += 12) {
+        float *v = ot_alloc(37 * sizeof *v);
+        uint8_t *q = ot_alloc(37);
+        for (int i = 0; i < 37; i++)
+            v[i] = (float)(i % 7) - 3.0f;
+        v[at] = -255.5f, v[36 - at] = 255.5f;
+        const float scale = 511.0f / 255.0f, zp = rintf(255.5f / scale);
+        for (int i = 0; i < 37; i++)
+            q[i] = (uint8_t)fminf(fmaxf(rintf(v[i] / scale) + zp, 0.0f), 255.0f);
+        gx_view xv = ot_view(GX_F32, v, SHAPE(37));
+        gx_view wv[3] = {ot_view(GX_U8, q, SHAPE(37)), F32V(SCALAR, scale),
+                         U8V(SCALAR, (uint8_t)zp)};
+        s_expect_n(GX_OP_DYNAMIC_QUANTIZE_LINEAR, NODE(), 1, &xv, 3, wv);
+    }
     /* three outputs: infer by hand (ot_expect_error asks for one) */
     gx_view u8 = U8V(SHAPE(1), 0), out[3];
     char err[ERRLEN];
@@ -399,6 +418,147 @@ START_TEST(test_nms_errors)
 }
 END_TEST
 
+/* ---- the packed integer kernels (ops/qgemm.h) ---- */
+
+static unsigned s_seed = 7;
+
+/* A tensor of dtype t (int8, uint8, float32 in (0, 0.05], int32 in
+ * +-2000) with random values. */
+static gx_view s_rand_of(gx_dtype t, int ndim, const int64_t *shape)
+{
+    gx_view v = ot_view(t, NULL, ndim, shape);
+    v.data = ot_alloc((size_t)(v.numel > 0 ? v.numel : 1) * gx_dtype_size(t));
+    for (int64_t i = 0; i < v.numel; i++) {
+        s_seed = s_seed * 1103515245u + 12345u;
+        const unsigned r = s_seed >> 8;
+        if (t == GX_F32)
+            ((float *)v.data)[i] = (float)(r % 1000 + 1) / 20000.0f;
+        else if (t == GX_I32)
+            ((int32_t *)v.data)[i] = (int32_t)(r % 4001) - 2000;
+        else
+            ((uint8_t *)v.data)[i] = (uint8_t)r;
+    }
+    return v;
+}
+
+/* op on in through its reference kernel and through the packed one (B,
+ * input gx_cpu_qgemm_b_input, packed; nth 1 and 3 shares): the same bytes. */
+static void s_packed_same(gx_op op, const gx_node *node, int n_in, gx_view *in, const char *what)
+{
+    gx_attrval av[GX_MAX_ATTRS];
+    gx_view ref;
+    char err[ERRLEN];
+    ck_assert_msg(ot_run(op, node, n_in, in, 1, av, &ref, err) == GX_OK, "%s: %s", what, err);
+    char why[128];
+    ck_assert_msg(gx_cpu_qgemm_packable(op, av, n_in, in, &ref, true, why, sizeof why), "%s: %s",
+                  what, why);
+    const int ib = gx_cpu_qgemm_b_input(op);
+    void *packed = ot_alloc(gx_cpu_qgemm_packed_bytes(op, &in[ib]));
+    gx_cpu_qgemm_pack(op, &in[ib], packed);
+    gx_view pin[9];
+    memcpy(pin, in, sizeof *in * (size_t)n_in);
+    pin[ib].data = packed;
+    for (int nth = 1; nth <= 3; nth += 2) {
+        gx_view y = ref;
+        y.data = ot_alloc((size_t)ref.numel * gx_dtype_size(ref.dtype));
+        memset(y.data, 0xA5, (size_t)ref.numel * gx_dtype_size(ref.dtype));
+        for (int ith = 0; ith < nth; ith++) {
+            const gx_kargs k = {.attr = av, .n_in = n_in, .in = pin, .n_out = 1, .out = &y,
+                                .ith = ith, .nth = nth};
+            gx_cpu_qgemm_kernel(op)(&k);
+        }
+        s_assert_same(op, &y, &ref, what);
+    }
+}
+
+static const gx_dtype s_bytes[2] = {GX_U8, GX_I8};
+
+/* On each ISA the GEMM may use (AVX-512 with VNNI where the CPU has it,
+ * and the baseline loops), every dtype pairing, zero points absent,
+ * scalar and per column, K not a multiple of 4 and N of 16. */
+START_TEST(test_packed_matmul_integer)
+{
+    static const char *const isas[] = {"avx512", "baseline"};
+    static const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 17}, {8, 768, 40}, {5, 33, 16}, {9, 7, 33}};
+    const char *was = gx_cpu_gemm_isa();
+    for (int is = 0; is < 2; is++) {
+        if (!gx_cpu_gemm_isa_set(isas[is]))
+            continue;
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+                    for (int zp = 0; zp < 3; zp++) {
+                        const int64_t m = shapes[si][0], kk = shapes[si][1], n = shapes[si][2];
+                        gx_view in[4];
+                        in[0] = s_rand_of(s_bytes[ta], 3, (const int64_t[]){2, m, kk});
+                        in[1] = s_rand_of(s_bytes[tb], 2, (const int64_t[]){kk, n});
+                        in[2] = s_rand_of(s_bytes[ta], SCALAR);
+                        in[3] = zp == 2 ? s_rand_of(s_bytes[tb], 1, (const int64_t[]){n})
+                                        : s_rand_of(s_bytes[tb], SCALAR);
+                        char what[96];
+                        snprintf(what, sizeof what, "%s, %s x %s, %lldx%lldx%lld, zp %d",
+                                 isas[is], gx_dtype_name(s_bytes[ta]), gx_dtype_name(s_bytes[tb]),
+                                 (long long)m, (long long)kk, (long long)n, zp);
+                        s_packed_same(GX_OP_MATMUL_INTEGER, &(gx_node){0}, zp ? 4 : 2, in, what);
+                    }
+        ot_free_all();
+    }
+    gx_cpu_gemm_isa_set(was);
+}
+END_TEST
+
+START_TEST(test_packed_qlinear)
+{
+    static const char *const isas[] = {"avx512", "baseline"};
+    const char *was = gx_cpu_gemm_isa();
+    for (int is = 0; is < 2; is++) {
+        if (!gx_cpu_gemm_isa_set(isas[is]))
+            continue;
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                char what[96];
+                /* QLinearMatMul [7, 45] x [45, 21] into the other dtype */
+                gx_view in[9];
+                in[0] = s_rand_of(s_bytes[ta], 2, (const int64_t[]){7, 45});
+                in[1] = s_rand_of(GX_F32, SCALAR);
+                in[2] = s_rand_of(s_bytes[ta], SCALAR);
+                in[3] = s_rand_of(s_bytes[tb], 2, (const int64_t[]){45, 21});
+                in[4] = s_rand_of(GX_F32, SCALAR);
+                in[5] = s_rand_of(s_bytes[tb], SCALAR);
+                in[6] = s_rand_of(GX_F32, SCALAR);
+                in[7] = s_rand_of(s_bytes[1 - ta], SCALAR);
+                snprintf(what, sizeof what, "%s, QLinearMatMul %s x %s", isas[is],
+                         gx_dtype_name(s_bytes[ta]), gx_dtype_name(s_bytes[tb]));
+                s_packed_same(GX_OP_QLINEAR_MATMUL, &(gx_node){0}, 8, in, what);
+                /* QLinearConv: 3x3 pad 1, and 3x3 stride 2 dilation 2, per-channel
+                 * weights' scale and zero point, with and without a bias */
+                for (int c = 0; c < 2; c++) {
+                    const int64_t pads[4] = {1, 1, 1, 1}, strides[2] = {2, 2}, dil[2] = {2, 2};
+                    gx_attr at[3] = {
+                        {.name = (char *)"pads", .type = GX_ATTR_INTS, .ints = (int64_t *)pads,
+                         .n = 4},
+                        {.name = (char *)"strides", .type = GX_ATTR_INTS,
+                         .ints = (int64_t *)strides, .n = 2},
+                        {.name = (char *)"dilations", .type = GX_ATTR_INTS,
+                         .ints = (int64_t *)dil, .n = 2}};
+                    const gx_node node = {.n_attr = c ? 3 : 1, .attr = at};
+                    in[0] = s_rand_of(s_bytes[ta], 4, (const int64_t[]){2, 5, 9, 11});
+                    in[3] = s_rand_of(s_bytes[tb], 4, (const int64_t[]){19, 5, 3, 3});
+                    in[4] = s_rand_of(GX_F32, 1, (const int64_t[]){19});
+                    in[5] = c ? s_rand_of(s_bytes[tb], 1, (const int64_t[]){19})
+                              : s_rand_of(s_bytes[tb], SCALAR);
+                    in[8] = s_rand_of(GX_I32, 1, (const int64_t[]){19});
+                    snprintf(what, sizeof what, "%s, QLinearConv %s x %s, case %d", isas[is],
+                             gx_dtype_name(s_bytes[ta]), gx_dtype_name(s_bytes[tb]), c);
+                    s_packed_same(GX_OP_QLINEAR_CONV, &node, c ? 9 : 8, in, what);
+                }
+            }
+        ot_free_all();
+    }
+    gx_cpu_gemm_isa_set(was);
+}
+END_TEST
+
 Suite *ops_quant_suite(void)
 {
     Suite *s = suite_create("ops_quant");
@@ -412,6 +572,8 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_qlinear_matmul_errors);
     tcase_add_test(tc, test_qlinearconv);
     tcase_add_test(tc, test_qlinearconv_errors);
+    tcase_add_test(tc, test_packed_matmul_integer);
+    tcase_add_test(tc, test_packed_qlinear);
     tcase_add_test(tc, test_unique);
     tcase_add_test(tc, test_unique_errors);
     tcase_add_test(tc, test_nms);

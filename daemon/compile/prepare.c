@@ -5,7 +5,10 @@
  * take (ops/gemm.h) reads a copy of B packed into column panels and runs
  * the packed kernel; every Conv step the layout pass put in a layout of
  * its own (NHWC, NCHW16c) reads its weights packed for that layout's
- * kernel (ops/layout.h), which it needs. Each copy is made here once and
+ * kernel (ops/layout.h), which it needs; every MatMulInteger,
+ * QLinearMatMul and QLinearConv step on a device with packed integer
+ * operands (qgemm_pack) whose B (W) is a constant its packed kernel takes
+ * (ops/qgemm.h) reads it packed and runs that kernel. Each copy is made here once and
  * shared by every job and worker: a graph constant's copy is the graph's
  * (one per source and form, for all its plans: input shapes, batch
  * slices, re-plans), another constant's (folded weights, a keyed input)
@@ -115,9 +118,19 @@ void gxd_shared_drop(gxd_plan *p)
     p->n_shared_refs = 0;
 }
 
+/* Is op one of the integer products (qgemm_pack)? */
+static bool s_qop(gx_op op)
+{
+    return op == GX_OP_MATMUL_INTEGER || op == GX_OP_QLINEAR_MATMUL || op == GX_OP_QLINEAR_CONV;
+}
+
 /* b's view in form f (*pv: dtype and shape, data untouched) and its bytes. */
 static size_t s_form_view(const s_form *f, const gx_view *b, gx_view *pv)
 {
+    if (s_qop(f->op)) {
+        *pv = *b; /* as for the float32 products */
+        return f->dev->qgemm_pack->packed_bytes(f->op, b);
+    }
     if (f->op == GX_OP_CONV) {
         f->dev->layouts->conv_pack_shape(f->layout, f->attr, b, pv);
         return (size_t)pv->numel * gx_dtype_size(pv->dtype);
@@ -129,7 +142,9 @@ static size_t s_form_view(const s_form *f, const gx_view *b, gx_view *pv)
 /* Writes b in form f (view pv of s_form_view) to dst. */
 static void s_form_fill(const s_form *f, const gx_view *b, gx_view pv, void *dst)
 {
-    if (f->op == GX_OP_CONV) {
+    if (s_qop(f->op)) {
+        f->dev->qgemm_pack->pack(f->op, b, dst);
+    } else if (f->op == GX_OP_CONV) {
         pv.data = dst;
         f->dev->layouts->conv_pack(f->layout, f->attr, b, &pv);
     } else {
@@ -202,6 +217,26 @@ static bool s_layout_conv(const gxd_plan *p, const gxd_step *s)
            p->devices[s->device]->layouts->conv_pack;
 }
 
+#define S_MAX_QIN 9 /* QLinearConv's inputs */
+
+/* An integer product whose B (W) its device's packed kernel takes. */
+static bool s_qproduct_step(const gxd_plan *p, const gxd_step *s)
+{
+    const gx_backend_qgemm_pack *q = p->devices[s->device]->qgemm_pack;
+    if (!q || !s_qop(s->op) || s->folded || s->copy || s->reorder || s->dynamic || s->fused ||
+        s->sub || s->kernel || s->layout != GX_LAYOUT_PLAIN || s->n_in > S_MAX_QIN)
+        return false;
+    const int ib = q->b_input(s->op);
+    if (s->n_in <= ib || s->in[ib] < 0)
+        return false;
+    gx_view in[S_MAX_QIN];
+    for (int i = 0; i < s->n_in; i++)
+        in[i] = s->in[i] >= 0 ? p->values[s->in[i]].view : (gx_view){.ndim = -1};
+    char why[96];
+    return q->packable(s->op, s->attr, s->n_in, in, &p->values[s->out[0]].view,
+                       p->values[s->in[ib]].kind == GXD_VALUE_CONST, why, sizeof why);
+}
+
 /* The whole batch's copy of constant b in form f, or NULL: the same name
  * and the same contents (a constant a pass made, such as folded weights,
  * is each plan's own copy). */
@@ -218,14 +253,14 @@ static void *s_borrow(const gxd_plan *whole, const gxd_value *b, const s_form *f
     return NULL;
 }
 
-/* Step s reads its input 1 (b) in form f from now on: the graph's shared
- * copy, the whole batch's, or the plan's own; a new constant value named
- * "<b>@<tag>" and a record (what: the form, for explain). */
-static int s_prepare_input(gxd_cstate *st, gxd_step *s, const s_form *f, const char *tag,
-                           const char *what)
+/* Step s reads its input at (b) in form f from now on: the graph's
+ * shared copy, the whole batch's, or the plan's own; a new constant value
+ * named "<b>@<tag>" and a record (what: the form, for explain). */
+static int s_prepare_input(gxd_cstate *st, gxd_step *s, int at, const s_form *f,
+                           const char *tag, const char *what)
 {
     gxd_plan *p = st->plan;
-    const gxd_value *b = &p->values[s->in[1]];
+    const gxd_value *b = &p->values[s->in[at]];
     gx_view pv;
     const size_t bytes = s_form_view(f, &b->view, &pv);
     const size_t len = strlen(b->name) + strlen(tag) + 2;
@@ -253,14 +288,14 @@ static int s_prepare_input(gxd_cstate *st, gxd_step *s, const s_form *f, const c
     gxd_prepared *r = &p->prepared[p->n_prepared++];
     *r = (gxd_prepared){.node = s->node ? s->node->name : NULL, .op = f->op,
                         .trans_b = f->trans_b, .layout = f->layout, .from = b->name,
-                        .value = (int)p->n_values, .source = s->in[1], .bytes = bytes,
+                        .value = (int)p->n_values, .source = s->in[at], .bytes = bytes,
                         .borrowed = borrowed, .shared = shared};
     snprintf(r->what, sizeof r->what, "%s%s", what,
              shared     ? ", the graph's copy, shared by its plans"
              : borrowed ? ", the whole batch's copy"
                         : "");
     p->prepared_bytes += borrowed || shared ? 0 : bytes; /* what the plan alone holds */
-    s->in[1] = (int)p->n_values++;
+    s->in[at] = (int)p->n_values++;
     return GX_OK;
 }
 
@@ -379,7 +414,8 @@ int gxd_pass_prepare(gxd_cstate *st)
     gxd_plan *p = st->plan;
     size_t n_new = 0;
     for (size_t i = 0; i < p->n_steps; i++)
-        n_new += s_product_step(p, &p->steps[i]) || s_layout_conv(p, &p->steps[i]);
+        n_new += s_product_step(p, &p->steps[i]) || s_layout_conv(p, &p->steps[i]) ||
+                 s_qproduct_step(p, &p->steps[i]);
     if (!n_new)
         return GX_OK;
     gxd_value *vals = realloc(p->values, (p->n_values + n_new + 1) * sizeof *vals);
@@ -415,7 +451,16 @@ int gxd_pass_prepare(gxd_cstate *st)
             snprintf(what, sizeof what, "W in %s blocks of 16 output channels for the %s Conv "
                                         "kernel",
                      gx_layout_name(s->layout), gx_layout_name(s->layout));
-            rc = s_prepare_input(st, s, &f, gx_layout_name(s->layout), what);
+            rc = s_prepare_input(st, s, 1, &f, gx_layout_name(s->layout), what);
+        } else if (s_qproduct_step(p, s)) {
+            const gx_backend_qgemm_pack *q = p->devices[s->device]->qgemm_pack;
+            const s_form f = {p->devices[s->device], s->op, false, GX_LAYOUT_PLAIN, s->attr};
+            snprintf(what, sizeof what,
+                     "%s as int8 in %d-column panels for the packed %s kernel (%.20s)",
+                     s->op == GX_OP_QLINEAR_CONV ? "W" : "B", GX_GEMM_PANEL, gx_op_name(s->op),
+                     q->impl());
+            if ((rc = s_prepare_input(st, s, q->b_input(s->op), &f, "packed", what)) == GX_OK)
+                s->kernel = q->kernel(s->op);
         } else if (j < n_todo && todo[j] == (int)i) {
             const gxd_tune_impl *im = impl[j++];
             if (im && !im->packed) { /* reads B as it is: nothing to prepare */
@@ -426,7 +471,7 @@ int gxd_pass_prepare(gxd_cstate *st)
                               GX_LAYOUT_PLAIN, s->attr};
             snprintf(what, sizeof what, "B in %d-column panels for the packed %s kernel (%.16s)",
                      GX_GEMM_PANEL, gx_op_name(s->op), p->impls[j - 1].impl);
-            if ((rc = s_prepare_input(st, s, &f, "packed", what)) == GX_OK)
+            if ((rc = s_prepare_input(st, s, 1, &f, "packed", what)) == GX_OK)
                 s->kernel = im ? (s->op == GX_OP_GEMM ? im->gemm : im->matmul)
                                : p->devices[s->device]->gemm_pack->kernel(s->op);
         }

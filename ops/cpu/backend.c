@@ -13,6 +13,7 @@
 #include "ops/fused.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
+#include "ops/qgemm.h"
 
 static const gx_backend_layouts s_layouts = {
     .kernel = gx_cpu_layout_kernel,
@@ -30,6 +31,15 @@ static const char *s_gemm_impl(void)
     snprintf(name, sizeof name, "packed.%s", gx_cpu_gemm_isa());
     return name;
 }
+
+static const gx_backend_qgemm_pack s_qgemm_pack = {
+    .b_input = gx_cpu_qgemm_b_input,
+    .packable = gx_cpu_qgemm_packable,
+    .packed_bytes = gx_cpu_qgemm_packed_bytes,
+    .pack = gx_cpu_qgemm_pack,
+    .kernel = gx_cpu_qgemm_kernel,
+    .impl = gx_cpu_qgemm_impl,
+};
 
 static const gx_backend_gemm_pack s_gemm_pack = {
     .packable = gx_cpu_gemm_packable,
@@ -95,6 +105,7 @@ static const gx_backend s_cpu = {
     .layouts = &s_layouts,
     .fused = s_fused,
     .gemm_pack = &s_gemm_pack,
+    .qgemm_pack = &s_qgemm_pack,
     .shares = true,
     .exact_slices = true,
     .host_memory = true,

@@ -6,6 +6,7 @@
 #include "ops/cpu/names.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
+#include "ops/qgemm.h"
 
 typedef struct s_row {
     const char *name;
@@ -22,7 +23,15 @@ static const s_row s_ops[] = {
 /* The kernels per layout and the packed GEMM kernels, which the files
  * that define them hand out by what they run (fixed names; a kernel the
  * CPU lacks, such as an ISA's, has no row at run time). */
-typedef enum s_kind { S_CONV, S_POOL, S_RESIZE, S_REORDER, S_PACKED, S_PACKED_ISA } s_kind;
+typedef enum s_kind {
+    S_CONV,
+    S_POOL,
+    S_RESIZE,
+    S_REORDER,
+    S_PACKED,
+    S_PACKED_ISA,
+    S_QPACKED
+} s_kind;
 
 static const struct {
     const char *name;
@@ -47,6 +56,9 @@ static const struct {
     {"cpu.Gemm.packed.avx2@1", S_PACKED_ISA, GX_OP_GEMM, "avx2"},
     {"cpu.MatMul.packed.baseline@1", S_PACKED_ISA, GX_OP_MATMUL, "baseline"},
     {"cpu.Gemm.packed.baseline@1", S_PACKED_ISA, GX_OP_GEMM, "baseline"},
+    {"cpu.MatMulInteger.packed@1", S_QPACKED, GX_OP_MATMUL_INTEGER, NULL},
+    {"cpu.QLinearMatMul.packed@1", S_QPACKED, GX_OP_QLINEAR_MATMUL, NULL},
+    {"cpu.QLinearConv.packed@1", S_QPACKED, GX_OP_QLINEAR_CONV, NULL},
 };
 #define S_N_FIXED (sizeof s_fixed / sizeof s_fixed[0])
 
@@ -77,6 +89,9 @@ static void s_init(void)
             break;
         case S_PACKED_ISA:
             fn = gx_cpu_gemm_packed_kernel_isa(op, s_fixed[i].isa);
+            break;
+        case S_QPACKED:
+            fn = gx_cpu_qgemm_kernel(op);
             break;
         }
         if (fn)

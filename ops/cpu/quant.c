@@ -104,6 +104,44 @@ void gx_cpu_DEQUANTIZE_LINEAR(const gx_kargs *k)
 
 /* ---- DynamicQuantizeLinear ---- */
 
+typedef float s_v16 __attribute__((vector_size(64), aligned(4)));
+typedef int32_t s_vi16 __attribute__((vector_size(64), aligned(4)));
+
+/* The range of x with 0 in it: [min(0, min x), max(0, max x)]; NaN is
+ * passed over. 16 lanes at a time, selected by compare masks (C has no
+ * ?: on vectors). */
+GX_CPU_CLONES static void s_range(int64_t n, const float *restrict x, float *mn, float *mx)
+{
+    s_v16 lo = {0}, hi = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const s_v16 v = *(const s_v16 *)(x + i);
+        const s_vi16 l = v < lo, h = v > hi;
+        lo = (s_v16)(((s_vi16)v & l) | ((s_vi16)lo & ~l));
+        hi = (s_v16)(((s_vi16)v & h) | ((s_vi16)hi & ~h));
+    }
+    float a = 0.0f, b = 0.0f;
+    for (int l = 0; l < 16; l++) {
+        a = lo[l] < a ? lo[l] : a;
+        b = hi[l] > b ? hi[l] : b;
+    }
+    for (; i < n; i++) {
+        a = x[i] < a ? x[i] : a;
+        b = x[i] > b ? x[i] : b;
+    }
+    *mn = a, *mx = b;
+}
+
+/* y = saturate(round(x / scale) + zp) for a scale > 0. */
+GX_CPU_CLONES static void s_quant_u8(int64_t n, const float *restrict x, float scale, float zp,
+                                     uint8_t *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float v = rintf(x[i] / scale) + zp;
+        y[i] = (uint8_t)(v > 0.0f ? (v < 255.0f ? v : 255.0f) : 0.0f);
+    }
+}
+
 /* The range is [min(0, min x), max(0, max x)], so 0 is exact; scale =
  * range / 255 and zero point = saturate(round(-min / scale)). Every share
  * scans all of x for the range (no shared state between shares); share 0
@@ -113,11 +151,8 @@ void gx_cpu_DYNAMIC_QUANTIZE_LINEAR(const gx_kargs *k)
 {
     const float *x = k->in[0].data;
     const int64_t n = k->in[0].numel;
-    float mn = 0.0f, mx = 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        mn = x[i] < mn ? x[i] : mn;
-        mx = x[i] > mx ? x[i] : mx;
-    }
+    float mn, mx;
+    s_range(n, x, &mn, &mx);
     const float scale = (mx - mn) / 255.0f;
     const float zp = scale > 0.0f ? s_clampf(rintf(-mn / scale), 0.0f, 255.0f) : 0.0f;
     if (k->ith == 0) {
@@ -127,8 +162,10 @@ void gx_cpu_DYNAMIC_QUANTIZE_LINEAR(const gx_kargs *k)
     int64_t lo, hi;
     gx_cpu_share(k, n, GX_CPU_LINE * 4, &lo, &hi);
     uint8_t *y = k->out[0].data;
-    for (int64_t i = lo; i < hi; i++)
-        y[i] = scale > 0.0f ? (uint8_t)s_clampf(rintf(x[i] / scale) + zp, 0.0f, 255.0f) : 0;
+    if (scale > 0.0f)
+        s_quant_u8(hi - lo, x + lo, scale, zp, y + lo);
+    else if (hi > lo)
+        memset(y + lo, 0, (size_t)(hi - lo));
 }
 
 /* ---- QLinearMatMul ---- */

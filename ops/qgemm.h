@@ -1,0 +1,37 @@
+/*
+ * Integer products over weights packed once per plan (seed 004's "library
+ * data", as ops/gemm.h for float32): a MatMulInteger, QLinearMatMul or
+ * QLinearConv (2-D, group 1) whose B (W) is a constant int8 or uint8
+ * tensor runs from a copy of it the prepare pass packs (through the
+ * device's qgemm_pack slot, ops/backend.h), four uint8 x int8 products
+ * into each int32 lane (AVX512-VNNI where the CPU has it), with the exact
+ * sums of the reference kernels: the same bits on every ISA and split.
+ * The packed value keeps B's view (dtype, logical shape).
+ */
+#ifndef GX_OPS_QGEMM_H
+#define GX_OPS_QGEMM_H
+
+#include "ops/op.h"
+
+/* Most K (a row's products) the packed kernels take. */
+#define GX_QGEMM_MAX_K 8192
+
+/* The input the packed form replaces: B of MatMulInteger (1), of
+ * QLinearMatMul and W of QLinearConv (3). */
+int gx_cpu_qgemm_b_input(gx_op op);
+
+/* Can the step (op, its resolved attributes, its n_in inputs as inferred,
+ * output y) run from its B packed? false with why otherwise. */
+bool gx_cpu_qgemm_packable(gx_op op, const gx_attrval *attr, int n_in, const gx_view *in,
+                           const gx_view *y, bool b_const, char *why, size_t whylen);
+
+/* Bytes of b packed, and the packing (dst GX_ALIGN-aligned). */
+size_t gx_cpu_qgemm_packed_bytes(gx_op op, const gx_view *b);
+void gx_cpu_qgemm_pack(gx_op op, const gx_view *b, void *dst);
+
+/* The kernel that reads the packed B, and its implementation's name
+ * ("qgemm.avx512vnni", "qgemm.baseline"). */
+gx_kernel_fn gx_cpu_qgemm_kernel(gx_op op);
+const char *gx_cpu_qgemm_impl(void);
+
+#endif
