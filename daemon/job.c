@@ -44,16 +44,16 @@ void gxd_job_destroy(gxd_job **jp)
         free(j->in[i].name);
         zmq_msg_close(&j->in[i].frame);
         gxd_shm_region_release(&j->in[i].shm);
-    }
         gx_tensor_destroy(&j->in[i].value);
+    }
     for (size_t i = 0; i < j->n_want; i++)
         free(j->want[i]);
     for (size_t i = 0; i < j->n_out; i++) {
         free(j->out[i].name);
         if (!j->out[i].in_shm)
             free(j->out[i].view.data);
-    }
         gx_tensor_destroy(&j->out[i].value);
+    }
     gxd_shm_region_release(&j->out_shm);
     free(j->in);
     free(j->want);

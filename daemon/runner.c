@@ -85,9 +85,9 @@ static int s_output_buffer(gxd_job *j, gxd_job_output *o, const gxd_frame *f, in
 {
     o->view = *gxd_frame_output(&f[0], k);
     o->nbytes = 0;
-    for (int r = 0; r < n_frames; r++) {
     if (o->view.kind != GX_KIND_TENSOR) /* a sequence or none: s_output_value */
         return GX_OK;
+    for (int r = 0; r < n_frames; r++) {
         const gx_view *v = gxd_frame_output(&f[r], k);
         o->nbytes += (size_t)v->numel * gx_dtype_size(v->dtype);
         if (r > 0) {
@@ -161,7 +161,6 @@ static int s_prepare_outputs(gxd_job *j, gxd_frame *f, int n_frames)
     return GX_OK;
 }
 
-/* After the run: the outputs s_prepare_outputs could not point the frames
 /* A sequence or none output: o->value, a copy of it, with its frame's
  * bytes (gx_wire_value_bytes) in o->view.data. GX_OK or the job failed. */
 static int s_output_value(gxd_job *j, gxd_job_output *o, const gxd_frame *f, int n_frames,
@@ -181,6 +180,7 @@ static int s_output_value(gxd_job *j, gxd_job_output *o, const gxd_frame *f, int
     return GX_OK;
 }
 
+/* After the run: the outputs s_prepare_outputs could not point the frames
  * at get their buffers, and whatever is not where the reply wants it is
  * copied there. */
 static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
@@ -190,12 +190,12 @@ static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
         const size_t k = j->out_k[i];
         if (!o->view.data && s_output_buffer(j, o, f, n_frames, k) < 0)
             return j->status;
-        size_t at = 0;
         if (o->view.kind != GX_KIND_TENSOR) {
             if (s_output_value(j, o, f, n_frames, k) < 0)
                 return j->status;
             continue;
         }
+        size_t at = 0;
         for (int r = 0; r < n_frames; r++) {
             const gx_view *v = gxd_frame_output(&f[r], k);
             size_t nb = (size_t)v->numel * gx_dtype_size(v->dtype);
@@ -221,8 +221,8 @@ static void s_drop_outputs(gxd_job *j)
         free(j->out[i].name);
         if (!j->out[i].in_shm)
             free(j->out[i].view.data);
-    }
         gx_tensor_destroy(&j->out[i].value);
+    }
     j->n_out = 0;
 }
 
@@ -556,6 +556,7 @@ void gxd_runner_execute(const gxd_runner *rn, gxd_arenas *a, gxd_job *j)
             memset(&inputs[i], 0, sizeof inputs[i]);
             inputs[i].dtype = d->dtype;
             inputs[i].ndim = d->ndim;
+            inputs[i].kind = d->kind;
             for (int k = 0; k < d->ndim; k++)
                 concrete = concrete && (inputs[i].shape[k] = d->shape[k]) >= 0;
         }
@@ -594,4 +595,3 @@ out:
     gxd_plan_release(&plan);
     j->t_end = gxd_now_us();
 }
-            inputs[i].kind = d->kind;

@@ -569,12 +569,6 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         in->view.numel = nbytes / gx_dtype_size(in->view.dtype);
         if (shape_only)
             continue; /* no data: the plan knows its shape, not its values */
-        if (so) {
-            if ((rc = s_shm_input(ctx, rq, j, in, so, nbytes, what)) < 0)
-                return rc;
-            continue;
-        }
-        if (zmq_msg_size(&rq->frames[f]) != nbytes)
         gx_kind kind;
         if ((rc = gx_wire_desc_kind(desc, what, &kind, err, errlen)) < 0)
             return rc;
@@ -594,6 +588,12 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
                                  .data = kind == GX_KIND_SEQUENCE ? in->value : NULL};
             continue;
         }
+        if (so) {
+            if ((rc = s_shm_input(ctx, rq, j, in, so, nbytes, what)) < 0)
+                return rc;
+            continue;
+        }
+        if (zmq_msg_size(&rq->frames[f]) != nbytes)
             return gx_errf(err, errlen, GX_EPROTO,
                            "input '%s': its frame has %zu bytes but dtype and shape need %zu",
                            in->name, zmq_msg_size(&rq->frames[f]), nbytes);
