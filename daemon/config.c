@@ -90,8 +90,8 @@ static const s_key s_keys[] = {
      .doc = "group of the ipc socket file (a name or a gid); default: the daemon's own group"},
     {.name = "tcp", .type = S_STRLIST, .off = S_OFF(tcp), .count_off = S_OFF(n_tcp),
      .max = GXD_MAX_ENDPOINTS, .check = s_check_tcp, .def = "",
-     .doc = "extra tcp:// endpoints; there is no authentication, so bind loopback only "
-            "(tcp://127.0.0.1:5555)"},
+     .doc = "extra tcp:// endpoints; one other machines can reach needs the security.* keys "
+            "(CURVE, docs/security.md), else only loopback binds (tcp://127.0.0.1:5555)"},
     {.name = "cpus", .type = S_STRING, .off = S_OFF(cpus), .check = s_check_cpus, .def = "all",
      .doc = "CPUs to run workers on, one worker per core: \"all\" or OS numbers like \"0-3,6\""},
     {.name = "gpus", .type = S_STRING, .off = S_OFF(gpus), .check = s_check_gpus, .def = "all",
@@ -243,6 +243,15 @@ static const s_key s_keys[] = {
      .check = s_check_listen, .def = "",
      .doc = "serve the Prometheus text exposition at http://ADDRESS/metrics (docs/metrics.md): "
             "PORT (on 127.0.0.1), HOST:PORT or [V6]:PORT; \"\": off"},
+    {.name = "security.server_secret_key", .type = S_STRING,
+     .off = S_OFF(security_server_secret_key), .def = "",
+     .doc = "file holding the daemon's CURVE secret key (gexec-submit keygen; mode 0600); with "
+            "security.client_keys every tcp endpoint takes only listed clients "
+            "(docs/security.md); \"\": tcp on loopback only"},
+    {.name = "security.client_keys", .type = S_STRING, .off = S_OFF(security_client_keys),
+     .def = "",
+     .doc = "the CURVE public keys of the clients admitted over tcp: a file of keys, one per "
+            "line, or a directory of .pub files; read again on SIGHUP"},
 };
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
 

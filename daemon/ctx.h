@@ -69,6 +69,7 @@ typedef struct gxd_ctx {
 
     void *zctx, *router;
     void *monitor; /* PAIR: the router's accepted/disconnected events */
+    struct gxd_auth *auth; /* CURVE on tcp endpoints (daemon/auth.h); NULL: no keys */
     gxd_peer *peers; /* connections that sent requests, by fd */
     size_t n_peers, cap_peers;
     int *closed; /* fds of connections closed, not reused yet */

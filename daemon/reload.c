@@ -13,6 +13,7 @@
 
 #include <gexec/status.h>
 
+#include "daemon/auth.h"
 #include "daemon/metrics.h"
 #include "daemon/reload.h"
 
@@ -60,6 +61,36 @@ static void s_metrics(gxd_ctx *ctx, gxd_config *next)
         GXD_LOG(&ctx->log, GXD_LOG_INFO, "reload: metrics on %s", gxd_metrics_url(ctx->metrics));
 }
 
+/* the new path only: s_client_keys_read reads the keys on every reload */
+static void s_client_keys(gxd_ctx *ctx, gxd_config *next)
+{
+    free(ctx->cfg.security_client_keys);
+    ctx->cfg.security_client_keys = next->security_client_keys;
+    next->security_client_keys = NULL;
+}
+
+/* The CURVE client keys are read again on every SIGHUP, whether the path
+ * changed or not: the files are what an administrator edits to admit or
+ * revoke a client. A bad list leaves the old one. */
+static void s_client_keys_read(gxd_ctx *ctx)
+{
+    char err[1024];
+    size_t n;
+    uint64_t admitted, refused;
+    if (!ctx->auth) {
+        if (ctx->cfg.security_client_keys && *ctx->cfg.security_client_keys)
+            GXD_LOG(&ctx->log, GXD_LOG_WARN,
+                    "reload: CURVE is turned on only at start; restart gexecd for it");
+        return;
+    }
+    if (gxd_auth_reload(ctx->auth, ctx->cfg.security_client_keys, err, sizeof err) < 0) {
+        GXD_LOG(&ctx->log, GXD_LOG_ERROR, "reload: %s; the client keys stay as they were", err);
+        return;
+    }
+    gxd_auth_stats(ctx->auth, &n, &admitted, &refused);
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "reload: %zu CURVE client keys", n);
+}
+
 static const struct {
     const char *key;
     s_apply_fn apply;
@@ -70,6 +101,7 @@ static const struct {
     {"limits.max_client_priority", s_priority},
     {"shutdown_grace_ms", s_grace},
     {"metrics.listen", s_metrics},
+    {"security.client_keys", s_client_keys},
 };
 #define S_NLIVE (sizeof s_live / sizeof s_live[0])
 
@@ -140,6 +172,7 @@ void gxd_reload(gxd_ctx *ctx)
         applied++;
     }
     gxd_config_fini(&next);
+    s_client_keys_read(ctx);
     ctx->stats.reloads++;
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "reload done: %d key%s applied, %d kept until a restart", applied,
             applied == 1 ? "" : "s", kept);

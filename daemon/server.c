@@ -15,6 +15,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "daemon/auth.h"
 #include "daemon/metrics.h"
 #include "daemon/pool.h"
 #include "daemon/reload.h"
@@ -1521,8 +1522,9 @@ static int s_ipc_set_mode(gxd_ctx *ctx, const char *ep, char *err, size_t errlen
     return GX_OK;
 }
 
-/* tcp://:PORT (no host) binds loopback; anything else is bound as given,
- * with a warning when it is reachable from other machines. */
+/* tcp://:PORT (no host) binds loopback; anything else is bound as given.
+ * A tcp endpoint is bound with CURVE when the daemon has keys, and
+ * refused when it has none and other machines could reach it (auth.h). */
 static int s_bind(gxd_ctx *ctx, const char *given, char *err, size_t errlen)
 {
     char ep[640];
@@ -1530,8 +1532,10 @@ static int s_bind(gxd_ctx *ctx, const char *given, char *err, size_t errlen)
         snprintf(ep, sizeof ep, "tcp://127.0.0.1:%s", given + 7);
     else
         snprintf(ep, sizeof ep, "%s", given);
-    int rc = s_prepare_ipc(ctx, ep, err, errlen);
+    int rc = gxd_auth_prepare_bind(ctx->auth, ctx->router, ep, err, errlen);
     if (rc < 0)
+        return rc;
+    if ((rc = s_prepare_ipc(ctx, ep, err, errlen)) < 0)
         return rc;
     /* the socket file is made 0600 and opened to socket_mode once its group
      * is set (the umask is the process's: for this moment, a file another
@@ -1543,11 +1547,8 @@ static int s_bind(gxd_ctx *ctx, const char *given, char *err, size_t errlen)
         return gx_errf(err, errlen, GX_EIO, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
     if ((rc = s_ipc_set_mode(ctx, ep, err, errlen)) < 0)
         return rc;
-    if (strncmp(ep, "tcp://", 6) == 0 && strncmp(ep, "tcp://127.", 10) != 0 &&
-        strncmp(ep, "tcp://localhost:", 16) != 0 && strncmp(ep, "tcp://[::1]:", 12) != 0)
-        GXD_LOG(&ctx->log, GXD_LOG_WARN,
-                "%s is reachable from other machines and the protocol has no authentication", ep);
-    GXD_LOG(&ctx->log, GXD_LOG_INFO, "listening on %s", ep);
+    GXD_LOG(&ctx->log, GXD_LOG_INFO, "listening on %s%s", ep,
+            ctx->auth && strncmp(ep, "tcp://", 6) == 0 ? " (CURVE)" : "");
     return GX_OK;
 }
 
@@ -1725,6 +1726,8 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
         zmq_setsockopt(ctx->router, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
         zmq_setsockopt(ctx->router, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof timeout);
     }
+    if ((rc = gxd_auth_new(ctx->zctx, &ctx->cfg, &ctx->log, &ctx->auth, err, errlen)) < 0)
+        return rc;
     char why[256];
     ctx->socket_mode = 0660;
     ctx->socket_gid = (gid_t)-1;
@@ -1897,6 +1900,7 @@ void gxd_server_fini(gxd_ctx *ctx)
     ctx->monitor = NULL;
     if (ctx->router)
         zmq_close(ctx->router);
+    gxd_auth_destroy(&ctx->auth); /* its sockets are in zctx */
     if (ctx->zctx)
         zmq_ctx_term(ctx->zctx);
     ctx->router = ctx->zctx = NULL;

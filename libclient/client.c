@@ -18,6 +18,7 @@
 
 #include "core/sockpath.h"
 #include "core/wire.h"
+#include "core/curvekey.h"
 #include "libclient/shm.h"
 
 #define GX_DEFAULT_TIMEOUT_MS 60000
@@ -49,12 +50,21 @@ struct gx_job {
     uint64_t id;
     gx_result *result; /* set when the reply arrived */
     bool pool_extent;  /* it holds room in the client's region until its reply */
+    uint64_t conn_gen; /* the client's conn_gen when it was sent */
     gx_job *next;      /* client's list of pending jobs */
 };
 
 struct gx_client {
     void *zctx;
     void *sock;
+    /* PAIR on the socket's monitor: a lost connection (its jobs' replies
+     * will not come) and a refused CURVE handshake end a wait at once */
+    void *mon;
+    uint64_t conn_gen;   /* connections lost so far */
+    int refused_event;   /* the latest ZMQ_EVENT_HANDSHAKE_FAILED_*, or DISCONNECTED
+                            before any handshake succeeded; 0: none */
+    bool handshaken;     /* a handshake succeeded once */
+    int refused_value;   /* its value: a ZAP status (400) or a protocol error */
     int timeout_ms;
     uint64_t next_id;
     gx_job *pending;
@@ -133,7 +143,65 @@ static const char *s_no_reply_why(const gx_client *c, char *buf, size_t len)
     return "is gexecd running?";
 }
 
+/* A key argument, else the environment variable var (both: the key or
+ * the path of its file). GX_OK with key[0] == '\0' when neither is set. */
+static int s_key_arg(const char *given, const char *var, bool secret, char key[GX_CURVE_KEY_BUF],
+                     char *err, size_t errlen)
+{
+    const char *v = given && *given ? given : getenv(var);
+    key[0] = '\0';
+    if (!v || !*v)
+        return GX_OK;
+    char why[768];
+    int rc = gx_curve_key_get(v, secret, key, why, sizeof why);
+    if (rc < 0)
+        return gx_errf(err, errlen, rc, "%s: %s", given && *given ? "CURVE key" : var, why);
+    return GX_OK;
+}
+
+/* CURVE client options on sock for a tcp endpoint (docs/security.md): the
+ * server's public key and this client's secret key from the arguments or
+ * GEXEC_SERVER_KEY and GEXEC_CLIENT_SECRET (GEXEC_CLIENT_KEY, when set,
+ * must be that secret's public key). Neither: no CURVE. */
+static int s_curve_setup(void *sock, const char *server_key, const char *client_secret,
+                         char *err, size_t errlen)
+{
+    char sk[GX_CURVE_KEY_BUF], cs[GX_CURVE_KEY_BUF], cp[GX_CURVE_KEY_BUF], given[GX_CURVE_KEY_BUF];
+    int rc;
+    if ((rc = s_key_arg(server_key, "GEXEC_SERVER_KEY", false, sk, err, errlen)) < 0 ||
+        (rc = s_key_arg(client_secret, "GEXEC_CLIENT_SECRET", true, cs, err, errlen)) < 0 ||
+        (rc = s_key_arg(NULL, "GEXEC_CLIENT_KEY", false, given, err, errlen)) < 0)
+        return rc;
+    if (!sk[0] && !cs[0])
+        return GX_OK;
+    if (!sk[0] || !cs[0])
+        return gx_errf(err, errlen, GX_EINVAL,
+                       "CURVE needs both the server's public key (GEXEC_SERVER_KEY) and this "
+                       "client's secret key (GEXEC_CLIENT_SECRET); only the %s is set",
+                       sk[0] ? "server's key" : "client's secret");
+    if (!zmq_has("curve"))
+        return gx_errf(err, errlen, GX_EUNSUPPORTED, "this libzmq was built without CURVE");
+    if (zmq_curve_public(cp, cs) != 0)
+        return gx_errf(err, errlen, GX_EINVAL, "GEXEC_CLIENT_SECRET: not a CURVE secret key");
+    if (given[0] && strcmp(given, cp) != 0)
+        return gx_errf(err, errlen, GX_EINVAL,
+                       "GEXEC_CLIENT_KEY is not the public key of GEXEC_CLIENT_SECRET (%s)", cp);
+    rc = zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, sk, GX_CURVE_KEY_LEN) |
+         zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, cp, GX_CURVE_KEY_LEN) |
+         zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, cs, GX_CURVE_KEY_LEN);
+    explicit_bzero(cs, sizeof cs);
+    if (rc != 0)
+        return gx_errf(err, errlen, GX_EINVAL, "CURVE keys: %s", zmq_strerror(zmq_errno()));
+    return GX_OK;
+}
+
 GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errlen)
+{
+    return gx_client_new_curve(endpoint, NULL, NULL, err, errlen);
+}
+
+GX_EXPORT gx_client *gx_client_new_curve(const char *endpoint, const char *server_key,
+                                         const char *client_secret, char *err, size_t errlen)
 {
     gx_client *c = calloc(1, sizeof *c);
     if (!c) {
@@ -163,9 +231,25 @@ GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errle
     }
     c->shm_off = strncmp(c->endpoint, "ipc://", 6) != 0; /* a daemon elsewhere cannot map it */
     int linger = 0;
-    if (!(c->zctx = zmq_ctx_new()) || !(c->sock = zmq_socket(c->zctx, ZMQ_DEALER)) ||
-        zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
-        zmq_connect(c->sock, c->endpoint) != 0) {
+    char mon[64];
+    snprintf(mon, sizeof mon, "inproc://gexec-client-%p", (void *)c);
+    if (!(c->zctx = zmq_ctx_new()) || !(c->sock = zmq_socket(c->zctx, ZMQ_DEALER))) {
+        gx_errf(err, errlen, GX_ENOMEM, "zmq: %s", zmq_strerror(zmq_errno()));
+        gx_client_destroy(&c);
+        return NULL;
+    }
+    if (strncmp(c->endpoint, "tcp://", 6) == 0 &&
+        (rc = s_curve_setup(c->sock, server_key, client_secret, err, errlen)) < 0) {
+        gx_client_destroy(&c);
+        return NULL;
+    }
+    if (zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_socket_monitor(c->sock, mon,
+                           ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0 ||
+        !(c->mon = zmq_socket(c->zctx, ZMQ_PAIR)) ||
+        zmq_setsockopt(c->mon, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_connect(c->mon, mon) != 0 || zmq_connect(c->sock, c->endpoint) != 0) {
         gx_errf(err, errlen, GX_ECONNECT, "cannot connect to %s: %s", c->endpoint,
                 zmq_strerror(zmq_errno()));
         gx_client_destroy(&c);
@@ -183,6 +267,10 @@ GX_EXPORT void gx_client_destroy(gx_client **cp)
         j->client = NULL;
     gx_shm_destroy(&c->pool); /* the daemon drops its regions when the client goes */
     free(c->regions);
+    if (c->sock)
+        zmq_socket_monitor(c->sock, NULL, 0);
+    if (c->mon)
+        zmq_close(c->mon);
     if (c->sock)
         zmq_close(c->sock);
     if (c->zctx)
@@ -409,6 +497,7 @@ static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frame
     s_copy_str(gx_mp_find(h, "message"), msg, sizeof msg);
     r->status = strcmp(status, "GX_OK") == 0 ? GX_OK : gx_status_from_name(status);
     r->message = strdup(msg);
+    snprintf(r->info.endpoint, sizeof r->info.endpoint, "%s", c->endpoint);
     s_copy_str(gx_mp_find(h, "graph_id"), r->graph_id.hex, sizeof r->graph_id.hex);
     s_copy_str(gx_mp_find(h, "key"), r->key, sizeof r->key);
     s_parse_run_info(gx_mp_find(h, "run"), &r->info);
@@ -517,16 +606,85 @@ static int64_t s_now_ms(void)
 
 #define GX_MAX_REPLY_FRAMES 1025
 
+/* The socket monitor's events so far: a lost connection counts in
+ * conn_gen, a failed handshake is kept until one succeeds. */
+static void s_monitor_drain(gx_client *c)
+{
+    for (;;) {
+        zmq_msg_t ev;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        uint16_t event = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&ev) >= 6) {
+            memcpy(&event, zmq_msg_data(&ev), 2);
+            memcpy(&value, (const char *)zmq_msg_data(&ev) + 2, 4);
+        }
+        bool more = zmq_msg_more(&ev);
+        zmq_msg_close(&ev);
+        if (more) { /* the endpoint frame */
+            zmq_msg_init(&ev);
+            zmq_msg_recv(&ev, c->mon, 0);
+            zmq_msg_close(&ev);
+        }
+        if (event == ZMQ_EVENT_DISCONNECTED) {
+            c->conn_gen++;
+            if (!c->handshaken && !c->refused_event) /* closed during the handshake */
+                c->refused_event = event;
+        } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            c->refused_event = 0;
+            c->handshaken = true;
+        } else if (event) {
+            c->refused_event = event;
+            c->refused_value = (int)value;
+        }
+    }
+}
+
+/* Why the daemon refused the handshake, for a wait that ends with it. */
+static int s_refused(gx_client *c)
+{
+    if (c->refused_event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        return s_fail(c, GX_EPERM,
+                      "%s refused this client's CURVE key (ZAP %d): its public key is not in "
+                      "the daemon's security.client_keys",
+                      c->endpoint, c->refused_value);
+    if (c->refused_event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+        c->refused_value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+        return s_fail(c, GX_EPERM,
+                      "%s and this client disagree on CURVE: the daemon takes only clients with "
+                      "keys (set GEXEC_SERVER_KEY and GEXEC_CLIENT_SECRET), or it has none",
+                      c->endpoint);
+    if (c->refused_event == ZMQ_EVENT_DISCONNECTED)
+        return s_fail(c, GX_EPERM,
+                      "%s closed the connection during the handshake: a daemon with CURVE "
+                      "takes only clients with keys (GEXEC_SERVER_KEY, GEXEC_CLIENT_SECRET), "
+                      "and the server's public key must be its own",
+                      c->endpoint);
+    return s_fail(c, GX_EPERM,
+                  "the handshake with %s failed (ZeroMQ event %#x, %#x): a wrong "
+                  "GEXEC_SERVER_KEY, or not a gexecd",
+                  c->endpoint, (unsigned)c->refused_event, (unsigned)c->refused_value);
+}
+
 /* Receive one reply within timeout_ms and hand it to its pending job.
- * GX_OK, GX_ETIMEDOUT (nothing came) or GX_EPROTO/GX_ENOMEM. */
+ * GX_OK (a reply, or monitor events: the caller looks at its job again),
+ * GX_ETIMEDOUT (nothing came) or GX_EPROTO/GX_ENOMEM. */
 static int s_recv_one(gx_client *c, int timeout_ms)
 {
-    zmq_pollitem_t it = {c->sock, 0, ZMQ_POLLIN, 0};
-    int n = zmq_poll(&it, 1, timeout_ms);
+    zmq_pollitem_t it[] = {{c->sock, 0, ZMQ_POLLIN, 0}, {c->mon, 0, ZMQ_POLLIN, 0}};
+    int n = zmq_poll(it, 2, timeout_ms);
     if (n < 0)
         return s_fail(c, GX_EIO, "poll: %s", zmq_strerror(zmq_errno()));
     if (n == 0)
         return GX_ETIMEDOUT;
+    if (it[1].revents & ZMQ_POLLIN)
+        s_monitor_drain(c);
+    if (!(it[0].revents & ZMQ_POLLIN))
+        return GX_OK;
     zmq_msg_t *frames = calloc(GX_MAX_REPLY_FRAMES, sizeof *frames);
     if (!frames)
         return s_fail(c, GX_ENOMEM, "out of memory");
@@ -624,6 +782,13 @@ GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
         return GX_EINVAL;
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : s_now_ms() + timeout_ms;
     while (!job->result) {
+        if (c->refused_event)
+            return s_refused(c);
+        if (job->conn_gen != c->conn_gen)
+            return s_fail(c, GX_ECONNECT,
+                          "the connection to %s was lost before the job's reply came (the "
+                          "daemon stopped or was killed): it may or may not have run there",
+                          c->endpoint);
         int64_t left = timeout_ms < 0 ? -1 : deadline - s_now_ms();
         if (timeout_ms >= 0 && left < 0)
             left = 0;
@@ -715,6 +880,7 @@ static int s_send_placed(gx_client *c, const msgpack_sbuffer *hdr, const gx_requ
     }
     job->client = c;
     job->id = id;
+    job->conn_gen = c->conn_gen;
     job->next = c->pending;
     c->pending = job;
     *jobp = job;
@@ -745,7 +911,9 @@ static int s_await(gx_client *c, gx_job **job, gx_result **out)
 {
     gx_result *r = NULL;
     int rc = gx_job_wait(*job, c->timeout_ms, &r);
-    if (rc == GX_ETIMEDOUT && !r) {
+    if (rc == GX_ETIMEDOUT && !r && c->refused_event) {
+        rc = s_refused(c);
+    } else if (rc == GX_ETIMEDOUT && !r) {
         char why[640];
         rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (%s)", c->endpoint,
                     c->timeout_ms, s_no_reply_why(c, why, sizeof why));

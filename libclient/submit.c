@@ -137,8 +137,14 @@ static void s_usage(FILE *out)
             "      daemon statistics, with p50/p90/p99 of queue wait, compute and end to\n"
             "      end latency per mode and per graph; --prometheus prints the text\n"
             "      exposition metrics.listen serves (docs/metrics.md)\n"
+            "  keygen [-o PREFIX]\n"
+            "      write a new CURVE key pair for tcp endpoints (docs/security.md):\n"
+            "      PREFIX.key, the secret (mode 0600), and PREFIX.pub (default PREFIX:\n"
+            "      gexec-curve); existing files are not replaced\n"
             "  --version       print gexec-submit's and libgexec's version\n"
-            "The endpoint defaults to $GEXEC_SOCKET or the daemon's default.\n");
+            "The endpoint defaults to $GEXEC_SOCKET or the daemon's default. A tcp://\n"
+            "endpoint uses CURVE when $GEXEC_SERVER_KEY and $GEXEC_CLIENT_SECRET are\n"
+            "set (a key or its file each).\n");
 }
 
 static int s_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1330,6 +1336,17 @@ static int s_cmd_load(const opts *o)
     return ret;
 }
 
+/* keygen: a key pair in PREFIX.key and PREFIX.pub; prints the public key. */
+static int s_cmd_keygen(const opts *o)
+{
+    char pub[41], err[1024];
+    const char *prefix = o->outdir ? o->outdir : "gexec-curve";
+    if (gx_curve_keygen(prefix, pub, err, sizeof err) < 0)
+        return s_die("keygen: %s", err);
+    printf("secret key: %s.key\npublic key: %s.pub %s\n", prefix, prefix, pub);
+    return 0;
+}
+
 static int s_cmd_ping(const opts *o)
 {
     gx_client *c = s_connect(o);
@@ -1731,6 +1748,8 @@ int main(int argc, char **argv)
         return s_cmd_list(&o);
     if (strcmp(cmd, "ping") == 0)
         return s_cmd_ping(&o);
+    if (strcmp(cmd, "keygen") == 0)
+        return s_cmd_keygen(&o);
     if (strcmp(cmd, "stats") == 0)
         return s_cmd_stats(&o);
     s_usage(stderr);

@@ -62,6 +62,7 @@ Suite *metrics_suite(void);
 Suite *modelctl_suite(void);
 Suite *artifact_suite(void);
 Suite *shm_suite(void);
+Suite *curve_suite(void);
 
 /* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
  * mismatch to stderr. */

@@ -75,8 +75,18 @@ typedef struct gx_result gx_result;
 typedef struct gx_job gx_job;
 
 /* Connect (lazily, as ZeroMQ does) to endpoint, or the default if NULL.
- * Caller owns the client. NULL on failure with a message in err. */
+ * Caller owns the client. NULL on failure with a message in err.
+ * A tcp:// endpoint uses CURVE (docs/security.md) when $GEXEC_SERVER_KEY
+ * and $GEXEC_CLIENT_SECRET are set, each a key (40 Z85 characters) or the
+ * path of a key file (gexec-submit keygen); $GEXEC_CLIENT_KEY, if set,
+ * must be the secret's public key. A daemon that refuses the handshake
+ * (a key it does not list) fails the waiting call with GX_EPERM; a
+ * connection lost while a call waits fails it with GX_ECONNECT. */
 GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errlen);
+/* gx_client_new with the CURVE keys given (a key or a key file each; NULL
+ * takes the environment variable). */
+GX_EXPORT gx_client *gx_client_new_curve(const char *endpoint, const char *server_key,
+                                         const char *client_secret, char *err, size_t errlen);
 /* Closes the connection; outstanding gx_job handles become unusable
  * (they must still be destroyed). Accepts NULL; sets *c = NULL. */
 GX_EXPORT void gx_client_destroy(gx_client **c);
@@ -116,6 +126,12 @@ GX_EXPORT int gx_client_list(gx_client *c, char **json);
 GX_EXPORT int gx_client_unload(gx_client *c, const char *graph);
 /* The version of this libgexec ("0.1.0"); static storage. */
 GX_EXPORT const char *gx_version(void);
+
+/* A CURVE key pair for tcp endpoints (docs/security.md): writes the secret
+ * key to PREFIX.key (mode 0600) and the public key to PREFIX.pub, and the
+ * public key (40 Z85 characters and a NUL) to public_key (may be NULL).
+ * An existing file is not replaced (GX_EIO). */
+GX_EXPORT int gx_curve_keygen(const char *prefix, char public_key[41], char *err, size_t errlen);
 
 /* ---- requests ---- */
 
