@@ -180,8 +180,44 @@ GX_CPU_CLONES static void s_dots(const uint8_t *a, int64_t lda, int rows, int64_
 }
 
 #ifdef S_VNNI_OK
-/* Two panels by up to four rows at a time: eight int32 accumulators, each
- * quad of k a broadcast of 4 bytes of a row times a panel's 64 bytes. */
+/* Two panels (w0 and w1, or w0 alone) by R rows: 2 R int32 accumulators
+ * in registers (R a constant once inlined), each quad of k a broadcast of
+ * 4 bytes of a row times a panel's 64 bytes. */
+S_TVNNI static inline __attribute__((always_inline)) void
+s_vnni_rows(const uint8_t *a, int64_t lda, const int R, int64_t k4, const int8_t *w0,
+            const int8_t *w1, bool two, int32_t *c, int64_t ldc)
+{
+    /* named accumulators: an array of them would live on the stack */
+    __m512i x0 = _mm512_setzero_si512(), y0 = x0, x1 = x0, y1 = x0, x2 = x0, y2 = x0, x3 = x0,
+            y3 = x0;
+#define S_ROW(r, x, y)                                                                             \
+    do {                                                                                           \
+        int32_t quad;                                                                              \
+        memcpy(&quad, a + (r) * lda + q * 4, sizeof quad);                                         \
+        const __m512i av = _mm512_set1_epi32(quad);                                                \
+        x = _mm512_dpbusd_epi32(x, av, b0);                                                        \
+        y = _mm512_dpbusd_epi32(y, av, b1);                                                        \
+    } while (0)
+    for (int64_t q = 0; q < k4; q++) {
+        const __m512i b0 = _mm512_loadu_si512(w0 + q * 64);
+        const __m512i b1 = _mm512_loadu_si512(w1 + q * 64);
+        S_ROW(0, x0, y0);
+        if (R > 1)
+            S_ROW(1, x1, y1);
+        if (R > 2)
+            S_ROW(2, x2, y2);
+        if (R > 3)
+            S_ROW(3, x3, y3);
+    }
+#undef S_ROW
+    const __m512i xs[S_R] = {x0, x1, x2, x3}, ys[S_R] = {y0, y1, y2, y3};
+    for (int r = 0; r < R; r++) {
+        _mm512_storeu_si512(c + r * ldc, xs[r]);
+        if (two)
+            _mm512_storeu_si512(c + r * ldc + S_P, ys[r]);
+    }
+}
+
 S_TVNNI static void s_dots_vnni(const uint8_t *a, int64_t lda, int rows, int64_t k4,
                                 const int8_t *pb, int64_t p0, int64_t p1, int32_t *c,
                                 int64_t ldc)
@@ -189,26 +225,20 @@ S_TVNNI static void s_dots_vnni(const uint8_t *a, int64_t lda, int rows, int64_t
     for (int64_t p = p0; p < p1; p += 2) {
         const bool two = p + 1 < p1;
         const int8_t *w0 = pb + p * k4 * 64, *w1 = two ? w0 + k4 * 64 : w0;
-        __m512i acc[S_R][2];
-        for (int r = 0; r < S_R; r++)
-            acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-        for (int64_t q = 0; q < k4; q++) {
-            const __m512i b0 = _mm512_loadu_si512(w0 + q * 64);
-            const __m512i b1 = _mm512_loadu_si512(w1 + q * 64);
-            for (int r = 0; r < S_R; r++) {
-                if (r >= rows)
-                    break;
-                int32_t quad;
-                memcpy(&quad, a + r * lda + q * 4, sizeof quad);
-                const __m512i av = _mm512_set1_epi32(quad);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
-                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
-            }
-        }
-        for (int r = 0; r < rows; r++) {
-            _mm512_storeu_si512(c + r * ldc + (p - p0) * S_P, acc[r][0]);
-            if (two)
-                _mm512_storeu_si512(c + r * ldc + (p + 1 - p0) * S_P, acc[r][1]);
+        int32_t *cp = c + (p - p0) * S_P;
+        switch (rows) {
+        case 4:
+            s_vnni_rows(a, lda, 4, k4, w0, w1, two, cp, ldc);
+            break;
+        case 3:
+            s_vnni_rows(a, lda, 3, k4, w0, w1, two, cp, ldc);
+            break;
+        case 2:
+            s_vnni_rows(a, lda, 2, k4, w0, w1, two, cp, ldc);
+            break;
+        default:
+            s_vnni_rows(a, lda, 1, k4, w0, w1, two, cp, ldc);
+            break;
         }
     }
 }
