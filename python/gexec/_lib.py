@@ -109,6 +109,8 @@ def _declare(lib):
         "gx_mode_parse": (c_int, [c_char_p, ctypes.POINTER(c_int)]),
         "gx_default_endpoint": (c_int, [ctypes.c_char_p, S]),
         "gx_client_new": (P, [c_char_p, ctypes.c_char_p, S]),
+        "gx_client_new_curve": (P, [c_char_p, c_char_p, c_char_p, ctypes.c_char_p, S]),
+        "gx_curve_keygen": (c_int, [c_char_p, ctypes.c_char_p, ctypes.c_char_p, S]),
         "gx_client_destroy": (None, [ctypes.POINTER(P)]),
         "gx_client_set_timeout": (None, [P, c_int]),
         "gx_client_last_error": (c_char_p, [P]),

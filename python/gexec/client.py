@@ -386,12 +386,20 @@ class Client:
     Raises InvalidInputError for a malformed endpoint; an absent daemon is
     only noticed by the first call (ZeroMQ connects lazily).
 
+    server_key, client_secret: CURVE keys for a tcp endpoint (docs/security.md),
+    each a key (40 Z85 characters) or the path of its file (gexec-submit
+    keygen); None takes $GEXEC_SERVER_KEY and $GEXEC_CLIENT_SECRET as
+    libgexec does. A daemon that refuses this client's key raises
+    PermissionDeniedError on the first call.
+
     Use it from any number of threads (see the module's notes); close() it,
     or use it as a context manager, to close its connections.
     """
 
-    def __init__(self, endpoint=None, timeout_ms=60000):
+    def __init__(self, endpoint=None, timeout_ms=60000, server_key=None, client_secret=None):
         self.endpoint = endpoint if endpoint is not None else default_endpoint()
+        self._keys = tuple(None if k is None else os.fsencode(k)
+                           for k in (server_key, client_secret))
         self.timeout_ms = -1 if timeout_ms is None else int(timeout_ms)
         self._lock = threading.Lock()
         self._conns = []
@@ -418,7 +426,7 @@ class Client:
                          if not c.busy and (for_submit or c.futures == 0)), None)
             if conn is None:
                 err = ctypes.create_string_buffer(_ERRLEN)
-                ptr = lib.gx_client_new(self.endpoint.encode(), err, _ERRLEN)
+                ptr = lib.gx_client_new_curve(self.endpoint.encode(), *self._keys, err, _ERRLEN)
                 if not ptr:
                     raise InvalidInputError(_EINVAL, err.value.decode(errors="replace"))
                 lib.gx_client_set_timeout(ptr, self.timeout_ms)
