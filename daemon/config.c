@@ -162,6 +162,16 @@ static const s_key s_keys[] = {
      .max = 100000, .def = "200",
      .doc = "an idle worker spins this long for the next job or team call before it sleeps "
             "(us); 0: it sleeps at once"},
+    {.name = "scheduler.batch_max", .type = S_INT, .off = S_OFF(sched_batch_max), .min = 1,
+     .max = 256, .def = "8",
+     .doc = "dynamic batching: a worker merges up to this many queued jobs of one graph and "
+            "input signature into one job along axis 0 when the policy estimates it faster; "
+            "1: off"},
+    {.name = "scheduler.batch_delay_us", .type = S_INT, .off = S_OFF(sched_batch_delay_us),
+     .min = 0, .max = 1000000, .def = "0",
+     .doc = "dynamic batching: a job with fewer than batch_max like it queued waits this long "
+            "for more (us; never past a member's deadline, and not while a job of higher "
+            "priority is queued); 0: merge only what is already queued"},
     {.name = "scheduler.device_graphs", .type = S_BOOL, .off = S_OFF(sched_device_graphs),
      .def = "true",
      .doc = "a job run in step order launches each run of consecutive kernel steps on a GPU as "

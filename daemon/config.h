@@ -45,6 +45,8 @@ typedef struct gxd_config {
     int64_t client_heartbeat_ms;     /* "client_heartbeat_ms": ZMTP heartbeats; 0 off */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
     int64_t sched_spin_us;           /* "scheduler.spin_us": idle workers spin before sleeping */
+    int64_t sched_batch_max;         /* "scheduler.batch_max": jobs merged into one (1: off) */
+    int64_t sched_batch_delay_us;    /* "scheduler.batch_delay_us": wait for more to merge */
     bool sched_device_graphs;        /* "scheduler.device_graphs": runs of GPU steps as graphs */
     char *partition_prefer[GXD_MAX_ENDPOINTS]; /* "partition.prefer": backend names */
     int n_partition_prefer;

@@ -27,6 +27,9 @@ typedef struct gxd_stats {
     uint64_t runs_ok, runs_failed;
     uint64_t cancelled, expired, rejected_full;
     uint64_t compile_count;
+    /* dynamic batching (daemon/batcher.h): merged runs, and the jobs
+     * answered from one */
+    uint64_t batches, batched_jobs;
     int64_t compute_us_total, queue_us_total;
     /* jobs of clients that disconnected: dropped from the queue, and
      * running ones asked to stop at their next step */

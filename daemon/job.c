@@ -29,6 +29,7 @@ gxd_job *gxd_job_new(gxd_job_kind kind, const void *identity, size_t identity_le
     j->id = id;
     j->ran_mode = GX_MODE_SEQ;
     j->replicas = 1;
+    j->batched = 1;
     for (int m = 0; m < GX_MODE_COUNT; m++)
         j->est_us[m] = -1;
     atomic_init(&j->cancel, false);

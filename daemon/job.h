@@ -79,6 +79,9 @@ typedef struct gxd_job {
     char device[32];                /* the devices its plan ran on ("cuda+cpu") */
     int workers;
     int replicas;                   /* copies of the graph it ran as (1: none) */
+    int batched;                    /* jobs merged into the run it was part of, itself
+                                     * included (daemon/batcher.h); 1: it ran alone */
+    bool batch_lead;                /* it led that merged run (STATS counts batches) */
     double est_us[GX_MODE_COUNT];   /* the policy's estimate per mode; < 0: n/a */
     char reason[160];
     size_t n_out;
@@ -87,6 +90,9 @@ typedef struct gxd_job {
     char *explain; /* EXPLAIN: the plan as JSON (malloc'ed, freed with the job) */
     char key[96];  /* COMPILE: the artifact's name in the artifact cache (out[0]: its bytes) */
 
+    /* the jobs merged into this one's run (the leader's list, linked
+     * through batch_next; the worker hands each to the done callback) */
+    struct gxd_job *batch_next;
     struct gxd_job *next; /* done list link */
 } gxd_job;
 

@@ -397,3 +397,25 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
     out->workers = cfg[pick].replicas * cfg[pick].per;
     out->replicas = cfg[pick].replicas;
 }
+
+void gxd_policy_merge(const gxd_policy_job *one, const gxd_policy_job *merged, int n,
+                      const gxd_policy_machine *m, gxd_policy_merge_choice *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 1)
+        n = 1;
+    int w = m->workers >= 1 ? m->workers : 1;
+    if (w > n)
+        w = n;
+    out->apart_us = ceil((double)n / w) * s_pos(one->total_us);
+    gxd_policy_machine mm = *m;
+    mm.queued = 0;
+    gxd_policy_choose(merged, &mm, GX_MODE_AUTO, &out->run);
+    out->merged_us = s_pos(out->run.est_us[out->run.mode]);
+    out->merge = n > 1 && out->merged_us < out->apart_us;
+    char a[16], b[16];
+    s_say(out->reason, sizeof out->reason, "%s %d jobs: %s %sus vs %d apart on %d worker%s %sus",
+          out->merge ? "batched" : "not batched", n, gx_mode_name(out->run.mode),
+          s_us(out->merged_us, a, sizeof a), n, w, w > 1 ? "s" : "",
+          s_us(out->apart_us, b, sizeof b));
+}

@@ -145,4 +145,26 @@ typedef struct gxd_policy_choice {
 void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, gx_mode requested,
                        gxd_policy_choice *out);
 
+/* Dynamic batching (daemon/batcher.h): n jobs of one plan (one), or one
+ * job of the plan for their inputs concatenated along axis 0 (merged)?
+ * With w = min(n, workers) workers free for them now:
+ *
+ *   apart    ceil(n / w) * total(one)    (each job on a worker of its own,
+ *                                          as queued replicas run them)
+ *   merged   the estimate of the mode gxd_policy_choose picks for merged
+ *            on the same machine (queued = 0: the others are in the batch)
+ *
+ * Merge when merged < apart. Both descriptions must use the same kind of
+ * costs (measured or estimated) to be compared. Fills est_apart_us,
+ * est_merged_us and reason; never fails. */
+typedef struct gxd_policy_merge_choice {
+    bool merge;
+    double apart_us, merged_us; /* the time of all n jobs, either way */
+    gxd_policy_choice run;      /* how the merged job would run */
+    char reason[160];
+} gxd_policy_merge_choice;
+
+void gxd_policy_merge(const gxd_policy_job *one, const gxd_policy_job *merged, int n,
+                      const gxd_policy_machine *m, gxd_policy_merge_choice *out);
+
 #endif

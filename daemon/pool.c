@@ -46,7 +46,16 @@ static void *s_worker_main(void *arg)
         pthread_mutex_lock(&p->mu);
         w->current = NULL;
         pthread_mutex_unlock(&p->mu);
+        /* the jobs merged into its run (daemon/batcher.h), each answered */
+        gxd_job *m = j->batch_next;
+        j->batch_next = NULL;
         p->done(p->done_arg, j);
+        while (m) {
+            gxd_job *next = m->batch_next;
+            m->batch_next = NULL;
+            p->done(p->done_arg, m);
+            m = next;
+        }
     }
     gxd_arenas_fini(&w->arenas);
     return NULL;
@@ -124,7 +133,8 @@ bool gxd_pool_cancel(gxd_pool *p, const void *identity, size_t identity_len, uin
         }
     }
     pthread_mutex_unlock(&p->mu);
-    return found;
+    /* taken from the queue into a running job's batch */
+    return found || gxd_queue_cancel_held(&p->ctx->queue, identity, identity_len, id);
 }
 
 int gxd_pool_cancel_client(gxd_pool *p, const void *identity, size_t identity_len)
@@ -139,7 +149,7 @@ int gxd_pool_cancel_client(gxd_pool *p, const void *identity, size_t identity_le
             n += !atomic_exchange(&j->cancel, true);
     }
     pthread_mutex_unlock(&p->mu);
-    return n;
+    return n + gxd_queue_cancel_held_client(&p->ctx->queue, identity, identity_len);
 }
 
 int gxd_pool_busy(gxd_pool *p)
@@ -159,4 +169,5 @@ void gxd_pool_cancel_all(gxd_pool *p)
         if (p->w[i].current)
             atomic_store(&p->w[i].current->cancel, true);
     pthread_mutex_unlock(&p->mu);
+    gxd_queue_cancel_held_client(&p->ctx->queue, NULL, 0);
 }

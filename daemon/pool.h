@@ -27,7 +27,8 @@ int gxd_pool_start(gxd_ctx *ctx, gxd_pool_done_fn done, void *done_arg, gxd_pool
 /* Wait for every worker to exit (the queue must be closed first). */
 void gxd_pool_join(gxd_pool **p);
 int gxd_pool_size(const gxd_pool *p);
-/* Ask the running job (identity, id) to stop; true if it was running. */
+/* Ask the running job (identity, id) to stop, also one held in a running
+ * job's batch (daemon/batcher.h); true if it was running or held. */
 bool gxd_pool_cancel(gxd_pool *p, const void *identity, size_t identity_len, uint64_t id);
 /* Ask every running job to stop (shutdown after the grace period). */
 void gxd_pool_cancel_all(gxd_pool *p);

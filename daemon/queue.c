@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <time.h>
 
 #include "daemon/queue.h"
 
@@ -16,6 +17,16 @@ int gxd_queue_init(gxd_queue *q, size_t max_jobs, size_t max_bytes)
         pthread_mutex_destroy(&q->mu);
         return GX_ENOMEM;
     }
+    pthread_condattr_t ca;
+    bool ok = pthread_condattr_init(&ca) == 0;
+    ok = ok && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+         pthread_cond_init(&q->batch_cv, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+    if (!ok) {
+        pthread_cond_destroy(&q->cv);
+        pthread_mutex_destroy(&q->mu);
+        return GX_ENOMEM;
+    }
     return GX_OK;
 }
 
@@ -23,6 +34,8 @@ void gxd_queue_fini(gxd_queue *q)
 {
     free(q->heap);
     free(q->clients);
+    free(q->held);
+    pthread_cond_destroy(&q->batch_cv);
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
 }
@@ -127,6 +140,8 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen)
         s_up(q, q->n - 1);
         atomic_fetch_add_explicit(&q->posts, 1, memory_order_release);
         pthread_cond_signal(&q->cv);
+        if (q->batch_waiting)
+            pthread_cond_broadcast(&q->batch_cv);
     }
     pthread_mutex_unlock(&q->mu);
     return rc;
@@ -296,6 +311,7 @@ gxd_job *gxd_queue_close(gxd_queue *q)
         list = j;
     }
     pthread_cond_broadcast(&q->cv);
+    pthread_cond_broadcast(&q->batch_cv);
     pthread_mutex_unlock(&q->mu);
     return list;
 }
@@ -304,6 +320,121 @@ size_t gxd_queue_len(gxd_queue *q)
 {
     pthread_mutex_lock(&q->mu);
     size_t n = q->n;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+/* Index of the first queued job like lead's batch, or q->n; under mu. */
+static size_t s_first_like(gxd_queue *q, const gxd_job *lead, gxd_queue_like_fn like, void *arg,
+                           size_t n)
+{
+    size_t best = q->n;
+    for (size_t i = 0; i < q->n; i++)
+        if ((best == q->n || s_before(q->heap[i], q->heap[best])) && like(lead, q->heap[i], n, arg))
+            best = i;
+    return best;
+}
+
+size_t gxd_queue_take_like(gxd_queue *q, const gxd_job *lead, gxd_queue_like_fn like, void *arg,
+                           gxd_job **out, size_t max, int64_t until_us)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&q->mu);
+    while (n < max && !q->closed) {
+        size_t i = s_first_like(q, lead, like, arg, n);
+        if (i < q->n) {
+            if (!gx_grow(&q->held, &q->cap_held, q->n_held + 1, sizeof *q->held))
+                break;
+            gxd_job *j = s_take(q, i);
+            if (j->tag > q->vtime)
+                q->vtime = j->tag;
+            q->held[q->n_held++] = j;
+            out[n++] = j;
+            continue;
+        }
+        /* nothing more like it: wait for pushes, unless it is time, or a
+         * job that goes before lead's is waiting */
+        int64_t now = gxd_now_us();
+        if (now >= until_us || (q->n && q->heap[0]->priority > lead->priority))
+            break;
+        struct timespec ts = {.tv_sec = until_us / 1000000, .tv_nsec = until_us % 1000000 * 1000};
+        q->batch_waiting++;
+        pthread_cond_timedwait(&q->batch_cv, &q->mu, &ts);
+        q->batch_waiting--;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+/* Forget held job j; under mu. False if it was not held. */
+static bool s_unhold(gxd_queue *q, const gxd_job *j)
+{
+    for (size_t i = 0; i < q->n_held; i++)
+        if (q->held[i] == j) {
+            q->held[i] = q->held[--q->n_held];
+            return true;
+        }
+    return false;
+}
+
+void gxd_queue_release(gxd_queue *q, gxd_job *j)
+{
+    pthread_mutex_lock(&q->mu);
+    s_unhold(q, j);
+    pthread_mutex_unlock(&q->mu);
+}
+
+int gxd_queue_putback(gxd_queue *q, gxd_job *j)
+{
+    int rc = GX_OK;
+    pthread_mutex_lock(&q->mu);
+    s_unhold(q, j);
+    gxd_queue_client *c = NULL;
+    if (q->closed)
+        rc = GX_ESHUTDOWN;
+    else if (!gx_grow(&q->heap, &q->cap, q->n + 1, sizeof *q->heap) || !(c = s_client(q, j, true)))
+        rc = GX_ENOMEM;
+    if (rc == GX_OK) {
+        /* seq and tag as it had them: it goes back to its turn */
+        if (c->last_tag < j->tag)
+            c->last_tag = j->tag;
+        c->queued++;
+        q->heap[q->n++] = j;
+        q->bytes += j->bytes;
+        s_up(q, q->n - 1);
+        atomic_fetch_add_explicit(&q->posts, 1, memory_order_release);
+        pthread_cond_signal(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+bool gxd_queue_cancel_held(gxd_queue *q, const void *identity, size_t identity_len, uint64_t id)
+{
+    bool found = false;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < q->n_held && !found; i++) {
+        gxd_job *j = q->held[i];
+        if (j->id == id && j->identity_len == identity_len &&
+            memcmp(j->identity, identity, identity_len) == 0) {
+            atomic_store(&j->cancel, true);
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return found;
+}
+
+int gxd_queue_cancel_held_client(gxd_queue *q, const void *identity, size_t identity_len)
+{
+    int n = 0;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < q->n_held; i++) {
+        gxd_job *j = q->held[i];
+        if (identity_len == 0 ||
+            (j->identity_len == identity_len && memcmp(j->identity, identity, identity_len) == 0))
+            n += !atomic_exchange(&j->cancel, true);
+    }
     pthread_mutex_unlock(&q->mu);
     return n;
 }

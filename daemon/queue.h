@@ -8,6 +8,12 @@
  * with GX_EQUEUEFULL, nobody blocks); deadlines swept by the I/O thread;
  * removal by (client, correlation id) for cancellation. Thread-safe: the I/O
  * thread pushes, sweeps and removes, workers pop.
+ *
+ * Dynamic batching (daemon/batcher.h): a worker may also take the queued
+ * jobs like the one it took (gxd_queue_take_like). Those are "held" until
+ * it releases each (it ran) or puts it back (it will not merge it): a held
+ * job is no longer queued, but a cancel still reaches it
+ * (gxd_queue_cancel_held*), which the worker sees in its cancel flag.
  */
 #ifndef GXD_QUEUE_H
 #define GXD_QUEUE_H
@@ -35,6 +41,11 @@ typedef struct gxd_queue {
     gxd_queue_client *clients; /* the ones with queued jobs */
     size_t n_clients, cap_clients;
     bool closed;
+    /* taken by a batch leader, not yet released or put back */
+    gxd_job **held;
+    size_t n_held, cap_held;
+    pthread_cond_t batch_cv; /* broadcast on a push while a leader waits (batch_waiting) */
+    int batch_waiting;
     /* pushes, kicks and the close, counted (changed under mu): what an
      * idle popper watches while it spins */
     atomic_uint_fast64_t posts;
@@ -83,6 +94,29 @@ int64_t gxd_queue_next_deadline(gxd_queue *q);
  * Returns every queued job as a list (caller owns them). */
 gxd_job *gxd_queue_close(gxd_queue *q);
 size_t gxd_queue_len(gxd_queue *q);
+
+/* Does queued job j go with lead's batch, n jobs already taken besides
+ * lead? Called under the queue's lock: it must not call the queue. */
+typedef bool (*gxd_queue_like_fn)(const gxd_job *lead, const gxd_job *j, size_t n, void *arg);
+/* Take up to max queued jobs like(lead, j, taken so far, arg) holds for,
+ * in queue order (the one that would be popped first, first), into out;
+ * they are held from then on (see above). With fewer than max taken, wait
+ * until until_us (CLOCK_MONOTONIC; <= now: never) for pushes of more, but
+ * no longer once a job of higher priority than lead's is queued, or the
+ * queue closes. Returns how many were taken (ENOMEM: those so far). */
+size_t gxd_queue_take_like(gxd_queue *q, const gxd_job *lead, gxd_queue_like_fn like, void *arg,
+                           gxd_job **out, size_t max, int64_t until_us);
+/* Held job j ran, or failed: it is no longer held (caller owns it still). */
+void gxd_queue_release(gxd_queue *q, gxd_job *j);
+/* Held job j goes back into the queue where it was (its arrival order and
+ * turn kept, the bounds not checked: it was counted before). GX_OK, or
+ * GX_ESHUTDOWN (closed) / GX_ENOMEM, when the caller keeps it, released. */
+int gxd_queue_putback(gxd_queue *q, gxd_job *j);
+/* Set the cancel flag of the held job (identity, id); true if held. */
+bool gxd_queue_cancel_held(gxd_queue *q, const void *identity, size_t identity_len, uint64_t id);
+/* Set the cancel flag of every held job of the client (identity_len 0:
+ * of every client); returns how many were not set before. */
+int gxd_queue_cancel_held_client(gxd_queue *q, const void *identity, size_t identity_len);
 /* Poppers spinning right now (a hint: a kick reaches them at once). */
 int gxd_queue_spinning(gxd_queue *q);
 

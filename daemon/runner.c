@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/wire.h"
+#include "daemon/batcher.h"
 #include "daemon/exec/exec.h"
 #include "daemon/policy.h"
 #include "daemon/runner.h"
@@ -257,8 +258,9 @@ static double s_stream_bytes(const gxd_plan *p, const gxd_step *st)
  * its steps go on one queue in order (inter-op gains nothing, and only
  * the step-order executor replays them as one device graph) and they take
  * no shares; its replicas (separate arenas and queues) still may run at
- * once. */
-static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d)
+ * once. estimated: the compiler's estimates even where times were
+ * measured (to compare with a plan that never ran). */
+static void s_describe(const gxd_plan *p, double split_min_us, bool estimated, gxd_policy_job *d)
 {
     memset(d, 0, sizeof *d);
     double small[256] = {0}; /* most plans: no allocation per job */
@@ -267,7 +269,7 @@ static void s_describe(const gxd_plan *p, double split_min_us, gxd_policy_job *d
         const gxd_step *st = &p->steps[s];
         if (st->folded)
             continue;
-        double c = gxd_step_cost_us(p, s);
+        double c = estimated ? st->est_us : gxd_step_cost_us(p, s);
         d->total_us += c;
         d->n_steps++;
         if (st->kernel && !st->dynamic && c >= split_min_us &&
@@ -313,6 +315,32 @@ static double s_split_min_us(const gxd_runner *rn)
         return (double)rn->ctx->cfg.sched_split_min_ns / 1000.0;
     double m = GXD_SPLIT_SYNC_FACTOR * rn->cal->sync_us[rn->team_max];
     return m > 2.0 ? m : 2.0;
+}
+
+/* The machine as the policy sees it for a job starting now. */
+static void s_machine(const gxd_runner *rn, gxd_policy_machine *m)
+{
+    gxd_ctx *ctx = rn->ctx;
+    int idle = gxd_team_idle(rn->team);
+    const int helpers = idle < rn->team_max ? idle : rn->team_max - 1;
+    /* helpers still spinning after their last job join at once */
+    const bool hot = helpers > 0 && gxd_queue_spinning(&ctx->queue) >= helpers;
+    *m = (gxd_policy_machine){.workers = 1 + helpers,
+                              .workers_total = rn->workers,
+                              .queued = gxd_queue_len(&ctx->queue),
+                              .sync_us = rn->cal->sync_us,
+                              .dispatch_us = rn->cal->dispatch_us,
+                              .join_us = hot ? rn->cal->join_spin_us : rn->cal->join_us,
+                              .copy_gbps = rn->cal->copy_gbps};
+}
+
+/* Has any step of p been timed yet? */
+static bool s_timed(const gxd_plan *p)
+{
+    for (size_t s = 0; s < p->n_steps; s++)
+        if (!p->steps[s].folded && atomic_load_explicit(&p->stats[s].ns, memory_order_relaxed) > 0)
+            return true;
+    return false;
 }
 
 /* One job's replicas: the frames over their plans and arenas. */
@@ -433,18 +461,9 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
     char err[1024] = "";
     double split_min = s_split_min_us(rn);
     gxd_policy_job pj;
-    s_describe(plan, split_min, &pj);
-    int idle = gxd_team_idle(rn->team);
-    const int helpers = idle < rn->team_max ? idle : rn->team_max - 1;
-    /* helpers still spinning after their last job join at once */
-    const bool hot = helpers > 0 && gxd_queue_spinning(&ctx->queue) >= helpers;
-    gxd_policy_machine m = {.workers = 1 + helpers,
-                            .workers_total = rn->workers,
-                            .queued = gxd_queue_len(&ctx->queue),
-                            .sync_us = rn->cal->sync_us,
-                            .dispatch_us = rn->cal->dispatch_us,
-                            .join_us = hot ? rn->cal->join_spin_us : rn->cal->join_us,
-                            .copy_gbps = rn->cal->copy_gbps};
+    s_describe(plan, split_min, false, &pj);
+    gxd_policy_machine m;
+    s_machine(rn, &m);
     gxd_policy_choice c;
     gxd_policy_choose(&pj, &m, j->mode, &c);
     gxd_par_cfg cfg;
@@ -503,6 +522,182 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
         s_stopped(j, rc, "while running");
     else if (rc < 0)
         gxd_job_fail(j, rc, "%s", err[0] ? err : gx_strerror(rc));
+}
+
+/* Member m of a batch whose merged run failed (why) runs alone on plan,
+ * as if it had not been batched; its reason says so. */
+static void s_run_alone(const gxd_runner *rn, gxd_arenas *a, gxd_job *m, gxd_plan *plan,
+                        const char *why)
+{
+    gx_view v[GX_MAX_OP_INPUTS];
+    gxd_exec_stop stop = {&m->cancel, m->deadline_us};
+    if (s_stopped(m, gxd_exec_should_stop(&stop), "before the job could run"))
+        return;
+    gxd_batch_views(m, m->model->graph, v);
+    s_run(rn, a, m, plan, v, &stop);
+    char r[sizeof m->reason];
+    snprintf(r, sizeof r, "alone, its batch failed (%.60s): %.70s", why, m->reason);
+    memcpy(m->reason, r, sizeof r);
+}
+
+/* Dynamic batching (daemon/batcher.h): take the queued jobs like j (its
+ * plan and bound inputs), and when the merged plan keeps their samples
+ * apart and the policy estimates one merged run faster than the jobs
+ * apart, run them as one job and split its outputs back. If the merged
+ * run fails, every member runs alone (so one member's bad data fails only
+ * that member); a member cancelled or past its deadline by the end gets
+ * that error, its part of the outputs dropped. True when j ran so: its
+ * result and every member's are set, the members are linked from
+ * j->batch_next for the caller to hand on. False: j is to run alone
+ * (nothing was taken, or the taken jobs went back to the queue; any the
+ * queue refused back are failed and linked from j->batch_next). */
+static bool s_run_batch(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *plan,
+                        const gx_view *inputs)
+{
+    gxd_ctx *ctx = rn->ctx;
+    const int64_t max = ctx->cfg.sched_batch_max < GXD_BATCH_MAX ? ctx->cfg.sched_batch_max
+                                                                 : GXD_BATCH_MAX;
+    const int64_t delay = ctx->cfg.sched_batch_delay_us;
+    const gx_graph *g = j->model->graph;
+    char why[160], err[1024] = "";
+    int64_t rows;
+    if (max <= 1)
+        return false;
+    if (!gxd_batch_plan_ok(j, plan, &rows, why, sizeof why)) {
+        GXD_LOG(&ctx->log, GXD_LOG_DEBUG, "job %llu leads no batch: %s",
+                (unsigned long long)j->id, why);
+        return false;
+    }
+    const double split_min = s_split_min_us(rn);
+    gxd_policy_job one;
+    s_describe(plan, split_min, false, &one);
+    /* the batch's run takes at most its jobs one after another: no member
+     * joins unless that still meets its deadline, the leader's included */
+    const double one_us = one.total_us > 1 ? one.total_us : 1;
+    int64_t now = gxd_now_us();
+    size_t want = (size_t)max - 1;
+    if (j->deadline_us) {
+        double fit = (double)(j->deadline_us - now) / one_us;
+        if (fit < 2)
+            return false;
+        if (fit < (double)max)
+            want = (size_t)fit - 1;
+    }
+    const int64_t run_us = (int64_t)(one_us * (double)(want + 1)) + 1;
+    int64_t until = delay > 0 ? now + delay : 0;
+    if (j->deadline_us && until > j->deadline_us - run_us)
+        until = j->deadline_us - run_us;
+    gxd_batch_like_arg la = {.plan = plan, .graph = g, .inputs = inputs, .run_us = run_us};
+    gxd_job *m[GXD_BATCH_MAX];
+    m[0] = j;
+    size_t n = 1 + gxd_queue_take_like(&ctx->queue, j, gxd_batch_like, &la, m + 1, want, until);
+    if (n == 1)
+        return false;
+
+    /* the merged inputs and their plan */
+    const int64_t t_taken = gxd_now_us();
+    gx_view merged[GX_MAX_OP_INPUTS];
+    void *bufs[GX_MAX_OP_INPUTS] = {0};
+    gx_view *vv = calloc(n * g->n_inputs + 1, sizeof *vv);
+    const gx_view **vp = calloc(n, sizeof *vp);
+    gxd_plan *mplan = NULL;
+    int64_t compile_us = 0;
+    int rc = vv && vp ? GX_OK : GX_ENOMEM;
+    for (size_t i = 0; i < n && rc == GX_OK; i++) {
+        m[i]->t_start = i ? t_taken : m[i]->t_start;
+        gxd_batch_views(m[i], g, vv + i * g->n_inputs);
+        vp[i] = vv + i * g->n_inputs;
+    }
+    if (rc == GX_OK)
+        rc = gxd_batch_concat(g->n_inputs, vp, n, merged, bufs);
+    if (rc == GX_OK)
+        rc = gxd_model_plan(j->model, merged, &ctx->limits, &mplan, &compile_us, err,
+                            sizeof err);
+    bool go = rc == GX_OK && mplan->batch == rows * (int64_t)n && mplan->sync_steps == 0;
+    gxd_policy_merge_choice mc = {.merge = false};
+    if (go) {
+        /* measured times against measured ones, else estimates on both */
+        const bool est = !s_timed(mplan) || !s_timed(plan);
+        gxd_policy_job pone, pm;
+        gxd_policy_machine mach;
+        s_describe(plan, split_min, est, &pone);
+        s_describe(mplan, split_min, est, &pm);
+        s_machine(rn, &mach);
+        gxd_policy_merge(&pone, &pm, (int)n, &mach, &mc);
+        go = mc.merge;
+    }
+    gxd_job **tail = &j->batch_next;
+    if (!go)
+        GXD_LOG(&ctx->log, GXD_LOG_DEBUG, "batch of %zu jobs not merged: %s", n,
+                rc < 0 ? err
+                : mplan->batch != rows * (int64_t)n ? mplan->batch_why
+                                                    : mc.reason);
+    if (!go) {
+        for (size_t i = 1; i < n; i++) {
+            int prc = gxd_queue_putback(&ctx->queue, m[i]);
+            if (prc < 0) { /* it stays with this worker, answered */
+                gxd_job_fail(m[i], prc, prc == GX_ESHUTDOWN ? "the daemon is shutting down"
+                                                            : "out of memory");
+                m[i]->t_end = gxd_now_us();
+                *tail = m[i];
+                tail = &m[i]->batch_next;
+            }
+        }
+        goto out;
+    }
+
+    /* one run for all, into a carrier job nobody answers */
+    gxd_job *carrier = gxd_job_new(GXD_JOB_RUN, j->identity, j->identity_len, j->id);
+    if (carrier) {
+        carrier->model = gxd_model_ref(j->model);
+        carrier->want = j->want;
+        carrier->n_want = j->n_want;
+        carrier->compile_us = compile_us;
+        int64_t dl = 0;
+        for (size_t i = 0; i < n; i++)
+            if (m[i]->deadline_us && (!dl || m[i]->deadline_us < dl))
+                dl = m[i]->deadline_us;
+        /* the leader's cancel stops the run; then the others run alone */
+        gxd_exec_stop stop = {&j->cancel, dl};
+        s_run(rn, a, carrier, mplan, merged, &stop);
+        carrier->want = NULL;
+        carrier->n_want = 0;
+    }
+    const int crc = carrier ? carrier->status : GX_ENOMEM;
+    snprintf(why, sizeof why, "%.150s", carrier ? carrier->message : "out of memory");
+    char reason[sizeof j->reason];
+    snprintf(reason, sizeof reason, "%.80s; %.70s", mc.reason, carrier ? carrier->reason : "");
+    for (size_t i = 0; i < n; i++) {
+        gxd_job *mi = m[i];
+        if (crc < 0) {
+            s_run_alone(rn, a, mi, plan, why);
+        } else if (atomic_load(&mi->cancel)) {
+            gxd_job_fail(mi, GX_ECANCELLED, "job %llu was cancelled while running (in a batch)",
+                         (unsigned long long)mi->id);
+            mi->batched = (int)n;
+        } else if (mi->deadline_us && gxd_now_us() >= mi->deadline_us) {
+            gxd_job_fail(mi, GX_ETIMEDOUT, "deadline expired while running (in a batch)");
+            mi->batched = (int)n;
+        } else {
+            gxd_batch_split(carrier, mi, i, n, reason);
+        }
+        mi->t_end = gxd_now_us();
+        if (i > 0) {
+            *tail = mi;
+            tail = &mi->batch_next;
+        }
+    }
+    j->batch_lead = crc == GX_OK;
+    gxd_job_destroy(&carrier);
+out:
+    for (size_t i = 1; i < n; i++)
+        gxd_queue_release(&ctx->queue, m[i]); /* putback did already: no-op */
+    gxd_plan_release(&mplan);
+    for (size_t k = 0; k < GX_MAX_OP_INPUTS; k++)
+        free(bufs[k]);
+    free(vv);
+    free(vp);
+    return go;
 }
 
 /* COMPILE: the plan's artifact, the job's one output ("artifact", uint8,
@@ -590,7 +785,8 @@ void gxd_runner_execute(const gxd_runner *rn, gxd_arenas *a, gxd_job *j)
     }
     if (s_stopped(j, gxd_exec_should_stop(&stop), "before the job could run"))
         goto out;
-    s_run(rn, a, j, plan, inputs, &stop);
+    if (!s_run_batch(rn, a, j, plan, inputs))
+        s_run(rn, a, j, plan, inputs, &stop);
 out:
     gxd_plan_release(&plan);
     j->t_end = gxd_now_us();

@@ -229,6 +229,10 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
         ok = false;
         ctx->shm.stats.refused++;
     }
+    if (j->batched > 1) {
+        st->batched_jobs++;
+        st->batches += j->batch_lead;
+    }
     if (ok) {
         st->runs_ok++;
         s_count_devices(ctx, j);
@@ -244,7 +248,7 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
                         compute_us, j->t_end - j->t_enqueue);
     s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, ok ? 2 : 1);
     gx_mp_pack_str(&r.pk, "run");
-    msgpack_pack_map(&r.pk, 9);
+    msgpack_pack_map(&r.pk, 10);
     gx_mp_pack_str(&r.pk, "mode");
     gx_mp_pack_str(&r.pk, gx_mode_name(j->ran_mode));
     gx_mp_pack_str(&r.pk, "device");
@@ -261,6 +265,8 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     gx_mp_pack_str(&r.pk, j->reason);
     gx_mp_pack_str(&r.pk, "replicas");
     msgpack_pack_int(&r.pk, j->replicas);
+    gx_mp_pack_str(&r.pk, "batched");
+    msgpack_pack_int(&r.pk, j->batched);
     s_pack_estimates(&r.pk, j->est_us);
     if (ok) {
         gx_mp_pack_str(&r.pk, "outputs");
@@ -922,7 +928,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, "stats");
-    msgpack_pack_map(&r.pk, 26 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
+    msgpack_pack_map(&r.pk, 28 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -942,6 +948,8 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_kv(&r.pk, "rejected_queue_full", (int64_t)st->rejected_full);
     s_pack_kv(&r.pk, "disconnected_dropped", (int64_t)st->gone_dropped);
     s_pack_kv(&r.pk, "disconnected_cancelled", (int64_t)st->gone_cancelled);
+    s_pack_kv(&r.pk, "batches", (int64_t)st->batches);
+    s_pack_kv(&r.pk, "batched_jobs", (int64_t)st->batched_jobs);
     s_pack_kv(&r.pk, "plans_compiled", (int64_t)st->compile_count);
     s_pack_kv(&r.pk, "queue_us_total", st->queue_us_total);
     s_pack_kv(&r.pk, "compute_us_total", st->compute_us_total);

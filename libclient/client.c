@@ -415,12 +415,13 @@ static int64_t s_get_i64(const msgpack_object *o)
 }
 
 /* The "run" map of a RUN reply into info. A field that is missing or of the
- * wrong type keeps its default (replicas 1, estimates -1); estimates under
+ * wrong type keeps its default (replicas and batched 1, estimates -1); estimates under
  * names that are not modes (or that are auto) are ignored, as are negative
  * or non-finite ones. */
 static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
 {
     info->replicas = 1;
+    info->batched = 1;
     for (int m = 0; m < GX_MODE_COUNT; m++)
         info->est_us[m] = -1;
     if (!run || run->type != MSGPACK_OBJECT_MAP)
@@ -436,6 +437,8 @@ static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
     info->compile_us = s_get_i64(gx_mp_find(run, "compile_us"));
     if (gx_mp_int(gx_mp_find(run, "replicas"), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)
         info->replicas = (int)v;
+    if (gx_mp_int(gx_mp_find(run, "batched"), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)
+        info->batched = (int)v;
     const msgpack_object *est = gx_mp_find(run, "estimates");
     if (!est || est->type != MSGPACK_OBJECT_MAP)
         return;

@@ -394,10 +394,10 @@ static int s_cmd_run(const opts *o)
             size_t len = strlen(o->outdir);
             printf("outputs written to %s%s\n", o->outdir, len && o->outdir[len - 1] == '/' ? "" : "/");
         }
-        printf("ran: mode=%s device=%s workers=%d replicas=%d queue=%" PRId64 "us compute=%" PRId64
-               "us compile=%" PRId64 "us\n",
-               info->mode, info->device, info->workers, info->replicas, info->queue_us,
-               info->compute_us, info->compile_us);
+        printf("ran: mode=%s device=%s workers=%d replicas=%d batched=%d queue=%" PRId64
+               "us compute=%" PRId64 "us compile=%" PRId64 "us\n",
+               info->mode, info->device, info->workers, info->replicas, info->batched,
+               info->queue_us, info->compute_us, info->compile_us);
         if (o->explain_mode)
             s_explain_mode(o->mode, info);
         else

@@ -18,6 +18,7 @@ int main(void)
         ops_quant_suite,    ops_rnn_suite,   ops_signal_suite,  ops_vision_suite,
         ops_new_suite,      sequence_suite,
         control_suite,      par_suite,       modes_suite,       batch_suite,
+        batching_suite,
         memplan_suite,      fuse_suite,      gemm_suite,     queue_suite,       config_suite,
         topo_suite,         policy_suite,    partition_suite,
         e2e_suite,          explain_suite,   hostile_suite,     fuzz_suite,

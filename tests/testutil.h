@@ -39,6 +39,7 @@ Suite *sequence_suite(void);
 Suite *par_suite(void);
 Suite *modes_suite(void);
 Suite *batch_suite(void);
+Suite *batching_suite(void);
 Suite *fuse_suite(void);
 Suite *rewrite_suite(void);
 Suite *gemm_suite(void);

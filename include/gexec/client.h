@@ -237,6 +237,9 @@ typedef struct gx_run_info {
      * no estimate for it (always for GX_MODE_AUTO). Reported whether the
      * mode was chosen by the daemon or requested. */
     double est_us[GX_MODE_COUNT];
+    int batched;       /* jobs merged into the one run this job was part of,
+                          itself included (dynamic batching); 1: it ran alone,
+                          also when the reply did not say */
 } gx_run_info;
 
 GX_EXPORT int gx_result_status(const gx_result *r);

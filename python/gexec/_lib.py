@@ -170,4 +170,5 @@ class RunInfoStruct(ctypes.Structure):
                 ("compile_us", c_int64),
                 ("reason", ctypes.c_char * 160),
                 ("replicas", c_int),
-                ("est_us", ctypes.c_double * MODE_COUNT)]
+                ("est_us", ctypes.c_double * MODE_COUNT),
+                ("batched", c_int)]

@@ -252,7 +252,7 @@ class Graph:
 class RunInfo:
     """How a job ran, as the daemon reported it (gx_run_info)."""
 
-    __slots__ = ("mode", "device", "workers", "replicas", "queue_us", "compute_us",
+    __slots__ = ("mode", "device", "workers", "replicas", "batched", "queue_us", "compute_us",
                  "compile_us", "reason", "estimates")
 
     def __init__(self, ri):
@@ -260,6 +260,7 @@ class RunInfo:
         self.device = ri.device.decode()
         self.workers = ri.workers
         self.replicas = ri.replicas
+        self.batched = ri.batched
         self.queue_us = ri.queue_us
         self.compute_us = ri.compute_us
         self.compile_us = ri.compile_us
