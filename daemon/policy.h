@@ -155,8 +155,8 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
  *            on the same machine (queued = 0: the others are in the batch)
  *
  * Merge when merged < apart. Both descriptions must use the same kind of
- * costs (measured or estimated) to be compared. Fills est_apart_us,
- * est_merged_us and reason; never fails. */
+ * costs (measured or estimated) to be compared. Fills apart_us,
+ * merged_us, the merged job's choice and reason; never fails. */
 typedef struct gxd_policy_merge_choice {
     bool merge;
     double apart_us, merged_us; /* the time of all n jobs, either way */
