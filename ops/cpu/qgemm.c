@@ -15,7 +15,7 @@
  * to 16, zeros past N), then panels of 16 columns, each K4 = ceil(K / 4)
  * quads of [16 columns][4 k] int8 (zeros past K and N).
  *
- * A is copied four rows at a time into a buffer of K4 * 4 bytes a row
+ * A is copied eight rows at a time into a buffer of K4 * 4 bytes a row
  * (flipped to uint8, zeros past K); a QLinearConv's rows are its im2col
  * rows (taps outside x read x_zp, which adds nothing), in the order of
  * W's [C, kh, kw]. Shares are blocks of rows (output positions).
@@ -37,7 +37,7 @@
 #endif
 
 #define S_P 16 /* columns of a panel */
-#define S_R 4  /* rows of A a block takes */
+#define S_R 8  /* rows of A a block takes */
 
 /* ---- what the packed kernels take ---- */
 
@@ -180,7 +180,7 @@ GX_CPU_CLONES static void s_dots(const uint8_t *a, int64_t lda, int rows, int64_
 }
 
 #ifdef S_VNNI_OK
-/* Two panels (w0 and w1, or w0 alone) by R rows: 2 R int32 accumulators
+/* Two panels (w0 and w1, or w0 alone) by R rows (at most S_R): 2 R int32 accumulators
  * in registers (R a constant once inlined), each quad of k a broadcast of
  * 4 bytes of a row times a panel's 64 bytes. */
 S_TVNNI static inline __attribute__((always_inline)) void
@@ -189,28 +189,32 @@ s_vnni_rows(const uint8_t *a, int64_t lda, const int R, int64_t k4, const int8_t
 {
     /* named accumulators: an array of them would live on the stack */
     __m512i x0 = _mm512_setzero_si512(), y0 = x0, x1 = x0, y1 = x0, x2 = x0, y2 = x0, x3 = x0,
-            y3 = x0;
+            y3 = x0, x4 = x0, y4 = x0, x5 = x0, y5 = x0, x6 = x0, y6 = x0, x7 = x0, y7 = x0;
 #define S_ROW(r, x, y)                                                                             \
     do {                                                                                           \
-        int32_t quad;                                                                              \
-        memcpy(&quad, a + (r) * lda + q * 4, sizeof quad);                                         \
-        const __m512i av = _mm512_set1_epi32(quad);                                                \
-        x = _mm512_dpbusd_epi32(x, av, b0);                                                        \
-        y = _mm512_dpbusd_epi32(y, av, b1);                                                        \
+        if (R > (r)) {                                                                             \
+            int32_t quad;                                                                          \
+            memcpy(&quad, a + (r) * lda + q * 4, sizeof quad);                                     \
+            const __m512i av = _mm512_set1_epi32(quad);                                            \
+            x = _mm512_dpbusd_epi32(x, av, b0);                                                    \
+            y = _mm512_dpbusd_epi32(y, av, b1);                                                    \
+        }                                                                                          \
     } while (0)
     for (int64_t q = 0; q < k4; q++) {
         const __m512i b0 = _mm512_loadu_si512(w0 + q * 64);
         const __m512i b1 = _mm512_loadu_si512(w1 + q * 64);
         S_ROW(0, x0, y0);
-        if (R > 1)
-            S_ROW(1, x1, y1);
-        if (R > 2)
-            S_ROW(2, x2, y2);
-        if (R > 3)
-            S_ROW(3, x3, y3);
+        S_ROW(1, x1, y1);
+        S_ROW(2, x2, y2);
+        S_ROW(3, x3, y3);
+        S_ROW(4, x4, y4);
+        S_ROW(5, x5, y5);
+        S_ROW(6, x6, y6);
+        S_ROW(7, x7, y7);
     }
 #undef S_ROW
-    const __m512i xs[S_R] = {x0, x1, x2, x3}, ys[S_R] = {y0, y1, y2, y3};
+    const __m512i xs[S_R] = {x0, x1, x2, x3, x4, x5, x6, x7};
+    const __m512i ys[S_R] = {y0, y1, y2, y3, y4, y5, y6, y7};
     for (int r = 0; r < R; r++) {
         _mm512_storeu_si512(c + r * ldc, xs[r]);
         if (two)
@@ -227,15 +231,18 @@ S_TVNNI static void s_dots_vnni(const uint8_t *a, int64_t lda, int rows, int64_t
         const int8_t *w0 = pb + p * k4 * 64, *w1 = two ? w0 + k4 * 64 : w0;
         int32_t *cp = c + (p - p0) * S_P;
         switch (rows) {
-        case 4:
-            s_vnni_rows(a, lda, 4, k4, w0, w1, two, cp, ldc);
-            break;
-        case 3:
-            s_vnni_rows(a, lda, 3, k4, w0, w1, two, cp, ldc);
-            break;
-        case 2:
-            s_vnni_rows(a, lda, 2, k4, w0, w1, two, cp, ldc);
-            break;
+#define S_CASE(n)                                                                                  \
+    case n:                                                                                        \
+        s_vnni_rows(a, lda, n, k4, w0, w1, two, cp, ldc);                                          \
+        break;
+            S_CASE(8)
+            S_CASE(7)
+            S_CASE(6)
+            S_CASE(5)
+            S_CASE(4)
+            S_CASE(3)
+            S_CASE(2)
+#undef S_CASE
         default:
             s_vnni_rows(a, lda, 1, k4, w0, w1, two, cp, ldc);
             break;
