@@ -404,39 +404,75 @@ static void s_qlinear_matmul(const gx_kargs *k)
 
 /* ---- QLinearConv ---- */
 
-/* The im2col row of output position (oh, ow) of image xn (C planes of
- * IH x IW): K = C * kh * kw bytes as uint8, x_zp' where a tap is outside. */
-static int32_t s_im2col_row(const gx_win *w, const uint8_t *xn, int64_t c, int64_t oh,
-                            int64_t ow, bool flip, uint8_t pad, int64_t k4, uint8_t *dst)
+/* Sum of n bytes (vectorised). */
+GX_CPU_CLONES static int32_t s_sum_u8(const uint8_t *restrict p, int64_t n)
 {
-    const int64_t IH = w->in[0], IW = w->in[1], KH = w->k[0], KW = w->k[1];
     int32_t s = 0;
-    int64_t at = 0;
-    const int64_t iw0 = ow * w->stride[1] - w->pad_lo[1], dw = w->dil[1];
-    const bool inside_w = iw0 >= 0 && iw0 + (KW - 1) * dw < IW;
-    const uint8_t fx = flip ? 0x80 : 0;
-    for (int64_t ci = 0; ci < c; ci++) {
-        const uint8_t *plane = xn + ci * IH * IW;
-        for (int64_t i = 0; i < KH; i++) {
-            const int64_t ih = oh * w->stride[0] - w->pad_lo[0] + i * w->dil[0];
-            if (ih < 0 || ih >= IH) {
-                memset(dst + at, pad, (size_t)KW);
-                s += (int32_t)pad * (int32_t)KW;
-                at += KW;
-                continue;
-            }
-            const uint8_t *row = plane + ih * IW;
-            for (int64_t j = 0; j < KW; j++) {
-                const int64_t iw = iw0 + j * dw;
-                const uint8_t v =
-                    inside_w || (iw >= 0 && iw < IW) ? (uint8_t)(row[iw] ^ fx) : pad;
-                dst[at++] = v;
-                s += v;
-            }
-        }
-    }
-    memset(dst + at, 0, (size_t)(k4 * 4 - at));
+    for (int64_t i = 0; i < n; i++)
+        s += p[i];
     return s;
+}
+
+/* The taps of one window row: KW bytes of x's row (flipped when flip),
+ * pad where a tap is outside [0, IW); in: all of them inside. */
+static inline __attribute__((always_inline)) void
+s_taps(uint8_t *restrict dst, const uint8_t *restrict row, int64_t iw0, int64_t kw, int64_t dw,
+       int64_t iw_n, bool in, bool flip, uint8_t pad)
+{
+    const uint8_t fx = flip ? 0x80 : 0;
+    if (in && kw == 3 && dw == 1) { /* most windows */
+        dst[0] = row[iw0] ^ fx, dst[1] = row[iw0 + 1] ^ fx, dst[2] = row[iw0 + 2] ^ fx;
+        return;
+    }
+    if (in) {
+        for (int64_t j = 0; j < kw; j++)
+            dst[j] = row[iw0 + j * dw] ^ fx;
+        return;
+    }
+    for (int64_t j = 0; j < kw; j++) {
+        const int64_t iw = iw0 + j * dw;
+        dst[j] = iw >= 0 && iw < iw_n ? (uint8_t)(row[iw] ^ fx) : pad;
+    }
+}
+
+/* The im2col rows of nr output positions from r0 (over images of pos
+ * positions, C planes of IH x IW each at x): K = C * kh * kw bytes each,
+ * as uint8, x_zp' where a tap is outside, zeros to k4 * 4, each row k4 * 4
+ * bytes after the last in dst; their sums in sa. The walk takes each
+ * window row (channel, kernel row) once for all nr rows. */
+static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t pos, int64_t r0,
+                     int nr, bool flip, uint8_t pad, int64_t k4, uint8_t *dst, int32_t *sa)
+{
+    const int64_t IH = w->in[0], IW = w->in[1], KH = w->k[0], KW = w->k[1], ld = k4 * 4;
+    const int64_t dw = w->dil[1];
+    const uint8_t *xn[S_R];
+    int64_t ih0[S_R], iw0[S_R];
+    bool in[S_R];
+    for (int r = 0; r < nr; r++) {
+        const int64_t n = (r0 + r) / pos, o = (r0 + r) % pos;
+        xn[r] = x + n * c * IH * IW;
+        ih0[r] = o / w->out[1] * w->stride[0] - w->pad_lo[0];
+        iw0[r] = o % w->out[1] * w->stride[1] - w->pad_lo[1];
+        in[r] = iw0[r] >= 0 && iw0[r] + (KW - 1) * dw < IW;
+    }
+    int64_t at = 0;
+    for (int64_t ci = 0; ci < c; ci++)
+        for (int64_t i = 0; i < KH; i++, at += KW)
+            for (int r = 0; r < nr; r++) {
+                const int64_t ih = ih0[r] + i * w->dil[0];
+                uint8_t *d = dst + r * ld + at;
+                const uint8_t *row = xn[r] + (ci * IH + ih) * IW;
+                if (ih < 0 || ih >= IH)
+                    memset(d, pad, (size_t)KW);
+                else if (flip)
+                    s_taps(d, row, iw0[r], KW, dw, IW, in[r], true, pad);
+                else
+                    s_taps(d, row, iw0[r], KW, dw, IW, in[r], false, pad);
+            }
+    for (int r = 0; r < nr; r++) {
+        memset(dst + r * ld + at, 0, (size_t)(ld - at));
+        sa[r] = s_sum_u8(dst + r * ld, at);
+    }
 }
 
 static void s_qlinear_conv(const gx_kargs *k)
@@ -463,12 +499,7 @@ static void s_qlinear_conv(const gx_kargs *k)
         const int64_t r0 = blk * S_R;
         const int nr = (int)(rows - r0 < S_R ? rows - r0 : S_R);
         int32_t sa[S_R];
-        for (int r = 0; r < nr; r++) {
-            const int64_t n = (r0 + r) / pos, o = (r0 + r) % pos;
-            sa[r] = s_im2col_row(&w, (const uint8_t *)x->data + n * c * w.in_size, c,
-                                 o / w.out[1], o % w.out[1], xflip, (uint8_t)xz, k4,
-                                 abuf + r * k4 * 4);
-        }
+        s_im2col(&w, x->data, c, pos, r0, nr, xflip, (uint8_t)xz, k4, abuf, sa);
         for (int64_t p = 0; p < np / S_P; p += 2) {
             const int64_t p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
             const int64_t j0 = p * S_P, j1 = p1 * S_P < m ? p1 * S_P : m;
