@@ -78,9 +78,10 @@ static int64_t s_row(const gx_win *w, int64_t line, const int64_t *j)
     return off;
 }
 
-/* Columns [p0, p1) of the im2col matrix of one (image, group): row r =
- * (channel, tap) holds at column p (an output position) the x element that
- * the tap reads there, or 0 in the padding. Rows are w->out_size long. */
+/* Columns [p0, p1) of the im2col matrix of one (image, group), as a
+ * matrix of their own: row r = (channel, tap) holds at column p - p0 (p
+ * an output position) the x element that the tap reads there, or 0 in the
+ * padding. Rows are p1 - p0 long. */
 static void s_im2col(const gx_win *w, int64_t cg, const float *x, int64_t p0, int64_t p1,
                      float *col)
 {
@@ -91,7 +92,7 @@ static void s_im2col(const gx_win *w, int64_t cg, const float *x, int64_t p0, in
     for (int64_t r = 0; r < cg * w->k_size; r++) {
         s_tap(w, r % w->k_size, j);
         const float *xc = x + r / w->k_size * w->in_size;
-        float *row = col + r * w->out_size;
+        float *row = col + r * (p1 - p0);
         int64_t c0, fa, fb; /* where a whole line reads x */
         gx_win_inner(w, j[last], 0, ow, &c0, &fa, &fb);
         for (int64_t line = l0; line < l1; line++) {
@@ -101,19 +102,20 @@ static void s_im2col(const gx_win *w, int64_t cg, const float *x, int64_t p0, in
             int64_t a = fa > o0 ? fa : o0, b = fb < o1 ? fb : o1;
             if (off < 0 || b < a)
                 a = b = o1;
-            float *restrict dst = row + line * ow;
+            /* column o of the line is element o - o0 of dst */
+            float *restrict dst = row + (line * ow + o0 - p0);
             const float *restrict src = xc + (off < 0 ? 0 : off); /* its row; index c0 + o * s */
             for (int64_t o = o0; o < a; o++)
-                dst[o] = 0.0f;
+                dst[o - o0] = 0.0f;
             if (s == 1) {
                 for (int64_t o = a; o < b; o++)
-                    dst[o] = src[c0 + o];
+                    dst[o - o0] = src[c0 + o];
             } else {
                 for (int64_t o = a; o < b; o++)
-                    dst[o] = src[c0 + o * s];
+                    dst[o - o0] = src[c0 + o * s];
             }
             for (int64_t o = b; o < o1; o++)
-                dst[o] = 0.0f;
+                dst[o - o0] = 0.0f;
         }
     }
 }
@@ -151,12 +153,15 @@ static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi
     const float *xg = cv->x + (i * cv->c + gi * cv->cg) * cv->w.in_size;
     float *yg = cv->y + (i * cv->m + gi * cv->mg + m0) * P + p0;
     const float *b = cv->bias ? cv->bias + gi * cv->mg + m0 : NULL;
-    if (!pointwise) {
-        s_im2col(&cv->w, cv->cg, xg, p0, p1, col);
-        xg = col;
+    const float *xb = xg + p0; /* the product's B: x itself, or the tile's columns */
+    int64_t ldb = P;
+    if (!pointwise) { /* the tile's own [cgk, p1 - p0] matrix, in its part of col */
+        s_im2col(&cv->w, cv->cg, xg, p0, p1, col + p0 * cgk);
+        xb = col + p0 * cgk;
+        ldb = p1 - p0;
     }
     s_bias_rows(b, m1 - m0, p1 - p0, yg, P);
-    s_sgemm(false, m1 - m0, p1 - p0, cgk, cv->wt + (gi * cv->mg + m0) * cgk, cgk, xg + p0, P,
+    s_sgemm(false, m1 - m0, p1 - p0, cgk, cv->wt + (gi * cv->mg + m0) * cgk, cgk, xb, ldb,
             b ? 1.0f : 0.0f, yg, P);
     if (!cv->epi)
         return;
@@ -170,11 +175,15 @@ static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi
 }
 
 /* Output positions of a tile of the im2col path: about a quarter of a
- * plane (so a lone plane still splits four ways), 64 to 1024, a multiple
- * of 16. */
-static int64_t s_pos_tile(int64_t P)
+ * plane (so a lone plane still splits four ways), 64 to 1024, and no more
+ * than keep the tile's columns (cgk rows) within S_TILE_FLOATS, which the
+ * product then reads from L2; a multiple of 16. */
+#define S_TILE_FLOATS (96 << 10)
+static int64_t s_pos_tile(int64_t P, int64_t cgk)
 {
     int64_t t = (P / 4 + 15) / 16 * 16;
+    const int64_t fit = S_TILE_FLOATS / (cgk > 0 ? cgk : 1) / 16 * 16;
+    t = t < fit ? t : fit;
     return t < 64 ? 64 : t > 1024 ? 1024 : t;
 }
 
@@ -250,7 +259,7 @@ void gx_cpu_conv_epi(const gx_kargs *k, gx_fused_epi_fn epi, void *ctx)
      * shape, and the same bits, whatever the split (a BLAS may sum a
      * product of another N differently) */
     const int64_t P = cv.w.out_size, rb = gx_conv_row_blocks(cv.n, cv.g, cv.mg, P);
-    const int64_t T = s_pos_tile(P), tiles = P > 0 ? (P + T - 1) / T : 0;
+    const int64_t T = s_pos_tile(P, cv.cg * cv.w.k_size), tiles = P > 0 ? (P + T - 1) / T : 0;
     const int64_t col_elems = cv.cg * cv.w.k_size * P;
     const bool pointwise = path == GX_CONV_POINTWISE;
     const int64_t pass = pointwise ? cv.n : gx_conv_pass_images(cv.n, cv.g * rb * col_elems);
