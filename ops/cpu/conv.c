@@ -4,8 +4,10 @@
  * Conv (float32) takes one of three paths (gx_conv_path_of): a 1x1 window
  * with stride 1 and no padding multiplies W straight into x; a depthwise
  * conv runs directly, tap by tap along output lines; everything else builds
- * im2col columns in the scratch and multiplies them with cblas_sgemm. A
- * thread's share is a range of tiles of output positions over (image,
+ * im2col columns in the scratch, each tile of output positions its own
+ * [channels x taps, tile] matrix small enough for L2, and multiplies W by
+ * it with the GEMM's kernels (gx_cpu_gemm_rows, B read in place; a tile
+ * too large for them goes to cblas_sgemm). A thread's share is a range of tiles of output positions over (image,
  * group, block of output channels, tile), so threads never write the same
  * columns, and each product has the same shape whatever the split;
  * the blocks (gx_conv_row_blocks) are usually one per group, more when
@@ -25,6 +27,7 @@
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
 #include "ops/fused.h"
+#include "ops/gemm.h"
 
 /* y[m, n] (row stride ldy) = op(a) b + beta * y; with k == 0 the product is
  * empty and y becomes beta * y. */
@@ -161,8 +164,13 @@ static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi
         ldb = p1 - p0;
     }
     s_bias_rows(b, m1 - m0, p1 - p0, yg, P);
-    s_sgemm(false, m1 - m0, p1 - p0, cgk, cv->wt + (gi * cv->mg + m0) * cgk, cgk, xb, ldb,
-            b ? 1.0f : 0.0f, yg, P);
+    if (!pointwise && (p1 - p0) * cgk <= GX_GEMM_PLAIN_MAX_B)
+        /* the tile's columns are in L2: the GEMM's own kernels read them in place */
+        gx_cpu_gemm_rows(m1 - m0, p1 - p0, cgk, cv->wt + (gi * cv->mg + m0) * cgk, cgk, xb, ldb,
+                         yg, P, b != NULL);
+    else
+        s_sgemm(false, m1 - m0, p1 - p0, cgk, cv->wt + (gi * cv->mg + m0) * cgk, cgk, xb, ldb,
+                b ? 1.0f : 0.0f, yg, P);
     if (!cv->epi)
         return;
     const int64_t c0 = i * cv->m + gi * cv->mg; /* the block's first channel of y */
