@@ -993,6 +993,85 @@ static const char *s_build_transformer(s_mb *b, const s_model *m)
     return s_layernorm(b, r2, 256);
 }
 
+/* A recurrent layer as exported (one node, gate weights W, R and biases B
+ * for one direction): x [64, 1, 128] -> hidden 256, output Y. */
+static const char *s_build_rnn(s_mb *b, const char *op, int gates)
+{
+    const int64_t in = 128, hid = 256, gh = gates * hid;
+    const char *w = s_weights(b, 3, (int64_t[]){1, gh, in}, in);
+    const char *r = s_weights(b, 3, (int64_t[]){1, gh, hid}, hid);
+    const char *bias = s_rand(b, 2, (int64_t[]){1, 2 * gh}, -0.1f, 0.1f);
+    Onnx__NodeProto *n = s_node(b, op, 4, (const char *[]){"x", w, r, bias});
+    s_attr_int(b, n, "hidden_size", hid);
+    return n->output[0];
+}
+
+static const char *s_build_lstm(s_mb *b, const s_model *m)
+{
+    return s_build_rnn(b, "LSTM", 4);
+}
+
+static const char *s_build_gru(s_mb *b, const s_model *m)
+{
+    return s_build_rnn(b, "GRU", 3);
+}
+
+/* ONNX Runtime's quantize_dynamic form of a Linear layer: x ->
+ * DynamicQuantizeLinear -> MatMulInteger by int8 weights -> Cast ->
+ * Mul (x's scale times the weights') -> Add bias; four of them with Relu. */
+static const char *s_build_dq_mlp(s_mb *b, const s_model *m)
+{
+    const char *h = "x";
+    const int64_t d = 768;
+    int8_t *w = malloc((size_t)(d * d));
+    if (!w)
+        gxb_die(S_PROG, "building a model", strerror(ENOMEM));
+    const int8_t zero = 0;
+    for (int layer = 0; layer < 4; layer++) {
+        for (int64_t i = 0; i < d * d; i++)
+            w[i] = (int8_t)(s_uniform(&b->rng, -127.0f, 127.0f));
+        const char *wq = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 2, (int64_t[]){d, d}, w,
+                                (size_t)(d * d));
+        const char *wz = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 0, NULL, &zero, 1);
+        Onnx__NodeProto *q = s_node(b, "DynamicQuantizeLinear", 1, (const char *[]){h});
+        q->n_output = 3;
+        q->output = s_alloc(b, 3 * sizeof *q->output);
+        for (int i = 0; i < 3; i++)
+            q->output[i] = (char *)s_fresh(b);
+        Onnx__NodeProto *mm = s_node(b, "MatMulInteger", 4,
+                                     (const char *[]){q->output[0], wq, q->output[2], wz});
+        Onnx__NodeProto *f = s_node(b, "Cast", 1, (const char *[]){mm->output[0]});
+        s_attr_int(b, f, "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        const char *scale = s_op2(b, "Mul", q->output[1], s_scalar(b, 1.0f / 127.0f / 28.0f));
+        const char *y = s_op2(b, "Mul", f->output[0], scale);
+        h = s_op1(b, "Relu", s_op2(b, "Add", y, s_rand(b, 1, (int64_t[]){d}, -0.1f, 0.1f)));
+    }
+    free(w);
+    return h;
+}
+
+/* An audio front end: 1-D convolutions over 16000 samples (1 s at 16
+ * kHz), widening and dilating, each with Relu. */
+static const char *s_build_conv1d(s_mb *b, const s_model *m)
+{
+    static const int64_t spec[][3] = {{64, 7, 1}, {64, 3, 2}, {128, 3, 4}, {128, 3, 8},
+                                      {128, 3, 1}}; /* out channels, width, dilation */
+    const char *h = "x";
+    int64_t c = 1;
+    for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
+        const int64_t co = spec[i][0], k = spec[i][1], dil = spec[i][2], pad = k / 2 * dil;
+        const char *w = s_weights(b, 3, (int64_t[]){co, c, k}, c * k);
+        const char *bias = s_rand(b, 1, (int64_t[]){co}, -0.1f, 0.1f);
+        Onnx__NodeProto *n = s_node(b, "Conv", 3, (const char *[]){h, w, bias});
+        s_attr_ints(b, n, "kernel_shape", 1, (int64_t[]){k});
+        s_attr_ints(b, n, "dilations", 1, (int64_t[]){dil});
+        s_attr_ints(b, n, "pads", 2, (int64_t[]){pad, pad});
+        h = s_op1(b, "Relu", n->output[0]);
+        c = co;
+    }
+    return h;
+}
+
 static const s_model s_models[] = {
     {"mlp_b1", "x[1,512] -> 8 x (MatMul 512x512, Add bias, Relu)", s_build_mlp, 2, {1, 512}},
     {"mlp_b64", "x[64,512] -> the same 8 layers", s_build_mlp, 2, {64, 512}},
@@ -1020,6 +1099,12 @@ static const s_model s_models[] = {
      "top-down, 3x3 Conv, ConvTranspose 2x to 16 ch", s_build_fpn, 4, {1, 3, 128, 128}},
     {"resnet18", "x[1,3,224,224] -> ResNet-18: Conv 7x7 s2 + BN + Relu, MaxPool, 8 basic "
      "blocks (64 to 512 ch) -> GAP -> Gemm 512->1000", s_build_resnet18, 4, {1, 3, 224, 224}},
+    {"lstm", "x[64,1,128] -> LSTM, 256 units, 64 steps at batch 1", s_build_lstm, 3, {64, 1, 128}},
+    {"gru", "x[64,1,128] -> GRU, 256 units, 64 steps at batch 1", s_build_gru, 3, {64, 1, 128}},
+    {"dq_mlp", "x[8,768] -> 4 x (DynamicQuantizeLinear, MatMulInteger int8 768x768, Cast, Mul "
+     "scales, Add bias, Relu)", s_build_dq_mlp, 2, {8, 768}},
+    {"conv1d", "x[1,1,16000] -> 5 x (Conv1d k7/k3, dilations 1-8, to 64/128 ch, Relu)",
+     s_build_conv1d, 3, {1, 1, 16000}},
     {"transformer", "x[1,128,256] -> LN (torch pieces), 4-head attention, residual, FFN "
      "256->1024->256 (Erf GELU), residual, LN", s_build_transformer, 3, {1, 128, 256}},
 };

@@ -18,7 +18,9 @@
  * A is copied eight rows at a time into a buffer of K4 * 4 bytes a row
  * (flipped to uint8, zeros past K); a QLinearConv's rows are its im2col
  * rows (taps outside x read x_zp, which adds nothing), in the order of
- * W's [C, kh, kw]. Shares are blocks of rows (output positions).
+ * W's [C, kh, kw]. Shares: a product's are (block of rows, pair of
+ * panels), so a few rows (a batch-1 layer) still split; a QLinearConv's
+ * are blocks of rows (output positions).
  */
 #include <math.h>
 #include <stdio.h>
@@ -349,44 +351,45 @@ static void s_matmul(const gx_kargs *k, bool requant)
                 *(const float *)k->in[6].data;
         yz = (float)s_zp(k, 7, 0);
     }
+    /* units: (block of rows, pair of panels), so that a few rows (a
+     * batch-1 layer) still split over the shares by columns */
+    const int64_t pairs = (np / S_P + 1) / 2, units = (rows + S_R - 1) / S_R * pairs;
     int64_t lo, hi;
-    gx_cpu_share(k, (rows + S_R - 1) / S_R, 1, &lo, &hi);
+    gx_cpu_share(k, units, 1, &lo, &hi);
     uint8_t abuf[S_R * GX_QGEMM_MAX_K + 64];
     int32_t c[S_R * S_P * 2];
-    for (int64_t blk = lo; blk < hi; blk++) {
-        const int64_t r0 = blk * S_R;
+    int32_t sa[S_R], az[S_R];
+    for (int64_t u = lo; u < hi; u++) {
+        const int64_t blk = u / pairs, r0 = blk * S_R;
         const int nr = (int)(rows - r0 < S_R ? rows - r0 : S_R);
-        int32_t sa[S_R], az[S_R];
-        for (int r = 0; r < nr; r++) {
+        for (int r = 0; r < nr && (u == lo || u % pairs == 0); r++) { /* the block's rows */
             sa[r] = s_row_u8((const uint8_t *)a->data + (r0 + r) * kk, kk, k4, aflip,
                              abuf + r * k4 * 4);
             /* (a per-row a_zero_point is MatMulInteger's, one per row of A's matrix) */
             az[r] = s_zp(k, iaz, (r0 + r) % m) + (aflip ? 128 : 0);
         }
-        for (int64_t p = 0; p < np / S_P; p += 2) {
-            const int64_t p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
-            const int64_t j0 = p * S_P, j1 = p1 * S_P < n ? p1 * S_P : n;
-            int32_t bz[S_P * 2];
-            float scales[S_P * 2];
-            for (int64_t j = j0; j < j1; j++) {
-                bz[j - j0] = s_zp(k, ibz, j) - (bflip ? 128 : 0);
-                scales[j - j0] = scale;
-            }
-            dots(abuf, k4 * 4, nr, k4, pb, p, p1, c, S_P * 2);
-            for (int r = 0; r < nr; r++) {
-                const int64_t row = r0 + r;
-                const int32_t *cr = c + r * S_P * 2;
-                if (requant) {
-                    double acc[S_P * 2];
-                    for (int64_t j = j0; j < j1; j++)
-                        acc[j - j0] =
-                            (double)s_exact(cr[j - j0], sa[r], sb[j], az[r], bz[j - j0], kk);
-                    s_store_q(y, row * n + j0, 1, (int)(j1 - j0), acc, scales, yz);
-                } else {
-                    for (int64_t j = j0; j < j1; j++)
-                        ((int32_t *)y->data)[row * n + j] =
-                            (int32_t)s_exact(cr[j - j0], sa[r], sb[j], az[r], bz[j - j0], kk);
-                }
+        const int64_t p = u % pairs * 2, p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
+        const int64_t j0 = p * S_P, j1 = p1 * S_P < n ? p1 * S_P : n;
+        int32_t bz[S_P * 2];
+        float scales[S_P * 2];
+        for (int64_t j = j0; j < j1; j++) {
+            bz[j - j0] = s_zp(k, ibz, j) - (bflip ? 128 : 0);
+            scales[j - j0] = scale;
+        }
+        dots(abuf, k4 * 4, nr, k4, pb, p, p1, c, S_P * 2);
+        for (int r = 0; r < nr; r++) {
+            const int64_t row = r0 + r;
+            const int32_t *cr = c + r * S_P * 2;
+            if (requant) {
+                double acc[S_P * 2];
+                for (int64_t j = j0; j < j1; j++)
+                    acc[j - j0] =
+                        (double)s_exact(cr[j - j0], sa[r], sb[j], az[r], bz[j - j0], kk);
+                s_store_q(y, row * n + j0, 1, (int)(j1 - j0), acc, scales, yz);
+            } else {
+                for (int64_t j = j0; j < j1; j++)
+                    ((int32_t *)y->data)[row * n + j] =
+                        (int32_t)s_exact(cr[j - j0], sa[r], sb[j], az[r], bz[j - j0], kk);
             }
         }
     }
