@@ -1884,6 +1884,16 @@ static const struct {
     {"Scan", 8, "Scan first appeared in opset 8"},
 };
 
+/* The ops of other domains than ai.onnx that gexec runs, each under the
+ * gexec op of its name, all of their domain's opset 1. */
+static const struct {
+    const char *domain, *op;
+} s_other_ops[] = {
+    {"ai.onnx.preview.training", "Adagrad"},
+    {"ai.onnx.preview.training", "Adam"},
+    {"ai.onnx.preview.training", "Momentum"},
+};
+
 /* One node. node_names holds the graph's node names (explicit and made). */
 static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
                   const char *gpath, int depth, s_set *node_names)
@@ -1896,20 +1906,33 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
         snprintf(path, sizeof path, "%.400s.node[%zu] (%.60s)", gpath, idx, op);
     if (!*op)
         return s_fail(c, GX_EFORMAT, path, "node without an op_type");
-    if (*dom && strcmp(dom, "ai.onnx") != 0) {
+    bool other = *dom && strcmp(dom, "ai.onnx") != 0;
+    if (other) {
         const s_domain *d = s_domain_find(c, dom);
+        bool dom_known = false, op_known = false;
+        for (size_t i = 0; i < sizeof s_other_ops / sizeof s_other_ops[0]; i++)
+            if (strcmp(dom, s_other_ops[i].domain) == 0) {
+                dom_known = true;
+                op_known = op_known || strcmp(op, s_other_ops[i].op) == 0;
+            }
         char ver[64] = "the model does not import it";
         if (d)
             snprintf(ver, sizeof ver, "opset %" PRId64 " imported", d->version);
-        return s_fail(c, GX_EUNSUPPORTED, path,
-                      "operator domain '%.100s' is not supported (op '%.60s', %s; gexec runs "
-                      "the ai.onnx ops)",
-                      dom, op, ver);
+        if (!dom_known)
+            return s_fail(c, GX_EUNSUPPORTED, path,
+                          "operator domain '%.100s' is not supported (op '%.60s', %s; gexec runs "
+                          "the ai.onnx ops)",
+                          dom, op, ver);
+        if (!op_known || !d || d->version != 1)
+            return s_fail(c, GX_EUNSUPPORTED, path,
+                          "op '%.60s' of domain '%.100s' is not supported (%s; gexec runs its "
+                          "Adagrad, Adam and Momentum of opset 1)",
+                          op, dom, ver);
     }
-    if (!c->has_opset)
+    if (!other && !c->has_opset)
         return s_fail(c, GX_EUNSUPPORTED, path,
                       "op '%.60s' of ai.onnx, but the model imports no ai.onnx opset", op);
-    if (c->opset < S_OPSET_MIN || c->opset > S_OPSET_MAX)
+    if (!other && (c->opset < S_OPSET_MIN || c->opset > S_OPSET_MAX))
         return s_fail(c, GX_EUNSUPPORTED, path,
                       "ai.onnx opset %" PRId64 " is not supported (gexec reads opsets %d to %d)",
                       c->opset, S_OPSET_MIN, S_OPSET_MAX);
@@ -1971,7 +1994,7 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
     }
     e.name = name;
     /* consumed_inputs (opsets 1-5) was an in-place hint of no meaning */
-    if (c->opset < 7)
+    if (!other && c->opset < 7)
         s_skip(&e, "consumed_inputs");
     int (*fn)(s_emit *) = NULL;
     for (size_t i = 0; i < sizeof s_convs / sizeof s_convs[0] && !fn; i++)

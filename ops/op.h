@@ -226,6 +226,19 @@
     X(AFFINE_GRID, "AffineGrid")
 
 
+/* Text features: n-gram counts of token ids. */
+#define GX_OPS_TEXT(X)                                                        \
+    X(TFIDF_VECTORIZER, "TfIdfVectorizer")
+
+
+/* The optimizer steps of the ai.onnx.preview.training domain (opset 1):
+ * elementwise updates of several tensors at once. */
+#define GX_OPS_TRAINING(X)                                                    \
+    X(ADAGRAD, "Adagrad")                                                     \
+    X(ADAM, "Adam")                                                           \
+    X(MOMENTUM, "Momentum")
+
+
 #define GX_OPS_CONTROL(X)                                                     \
     X(IF, "If")                                                               \
     X(LOOP, "Loop")                                                           \
@@ -264,7 +277,9 @@
     GX_OPS_QUANT(X)                                                           \
     GX_OPS_RNN(X)                                                             \
     GX_OPS_SIGNAL(X)                                                          \
-    GX_OPS_VISION(X)
+    GX_OPS_VISION(X)                                                          \
+    GX_OPS_TEXT(X)                                                            \
+    GX_OPS_TRAINING(X)
 
 #define GX_OP_LIST(X)                                                         \
     GX_KERNEL_OP_LIST(X)                                                      \

@@ -33,6 +33,8 @@ Suite *ops_quant_suite(void);
 Suite *ops_rnn_suite(void);
 Suite *ops_signal_suite(void);
 Suite *ops_vision_suite(void);
+Suite *ops_text_suite(void);
+Suite *ops_training_suite(void);
 Suite *ops_new_suite(void);
 Suite *control_suite(void);
 Suite *sequence_suite(void);

@@ -1,0 +1,92 @@
+/*
+ * TfIdfVectorizer on the CPU, as ONNX's reference counts: for each skip
+ * distance d in 1..max_skip_count+1 and each start position, the n-grams
+ * x[s], x[s+d], ..., of lengths min_gram_length..max_gram_length found in
+ * the pool add 1 to their column; 1-grams are counted at d = 1 only. A
+ * pool n-gram is found by a scan of the pool's n-grams of its length (the
+ * first match wins). Then IDF writes weight (1 without weights) where the
+ * count is nonzero, TFIDF count x weight. Threads take whole rows.
+ */
+#include <string.h>
+
+#include "ops/cpu/cpu.h"
+
+/* The pool's n-grams of length n: [*b, *e) of pool_int64s and the number
+ * of the first among all the pool's n-grams; false if there are none. */
+static bool s_grams(const gx_attrval *at, int64_t n, int64_t *b, int64_t *e, int64_t *first)
+{
+    const gx_attrval *cnt = &at[GX_TFIDF_NGRAM_COUNTS];
+    const int64_t pool_n = (int64_t)at[GX_TFIDF_POOL_INT64S].n;
+    if (n < 1 || (size_t)n > cnt->n)
+        return false;
+    *first = 0;
+    for (int64_t k = 0; k < n; k++) {
+        *b = cnt->ints[k];
+        *e = (size_t)k + 1 < cnt->n ? cnt->ints[k + 1] : pool_n;
+        if (k + 1 < n)
+            *first += (*e - *b) / (k + 1);
+    }
+    return *e > *b;
+}
+
+/* Token i of row x (int32 or int64). */
+static int64_t s_tok(const gx_view *x, const void *row, int64_t i)
+{
+    return x->dtype == GX_I32 ? ((const int32_t *)row)[i] : ((const int64_t *)row)[i];
+}
+
+/* Adds 1 to the column of the pool n-gram x[s], x[s+d], ... of length n. */
+static void s_count(const gx_attrval *at, const gx_view *x, const void *row, int64_t s,
+                    int64_t d, int64_t n, float *y)
+{
+    int64_t b, e, first;
+    if (!s_grams(at, n, &b, &e, &first))
+        return;
+    const int64_t *pool = at[GX_TFIDF_POOL_INT64S].ints;
+    for (int64_t g = 0; b + g * n < e; g++) {
+        const int64_t *p = pool + b + g * n;
+        int64_t j = 0;
+        while (j < n && p[j] == s_tok(x, row, s + j * d))
+            j++;
+        if (j == n) {
+            y[at[GX_TFIDF_NGRAM_INDEXES].ints[first + g]] += 1;
+            return;
+        }
+    }
+}
+
+void gx_cpu_TFIDF_VECTORIZER(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *yv = &k->out[0];
+    const gx_attrval *at = k->attr;
+    const int64_t rows = x->ndim == 2 ? x->shape[0] : 1, c = x->shape[x->ndim - 1];
+    const int64_t cols = gx_tfidf_columns(at);
+    const int64_t lo_n = at[GX_TFIDF_MIN_GRAM_LENGTH].i, hi_n = at[GX_TFIDF_MAX_GRAM_LENGTH].i;
+    const int64_t max_d = at[GX_TFIDF_MAX_SKIP_COUNT].i + 1;
+    const char *mode = at[GX_TFIDF_MODE].s;
+    const gx_attrval *w = &at[GX_TFIDF_WEIGHTS];
+    const size_t es = gx_dtype_size(x->dtype);
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        const void *row = (const char *)x->data + (size_t)(r * c) * es;
+        float *y = (float *)yv->data + r * cols;
+        memset(y, 0, (size_t)cols * sizeof *y);
+        int64_t start_n = lo_n;
+        for (int64_t d = 1; d <= max_d; d++) {
+            for (int64_t s = 0; s + d * (start_n - 1) < c; s++)
+                for (int64_t n = start_n; n <= hi_n && s + (n - 1) * d < c; n++)
+                    s_count(at, x, row, s, d, n, y);
+            /* 1-grams do not depend on the skip distance */
+            if (start_n == 1 && ++start_n > hi_n)
+                break;
+        }
+        if (strcmp(mode, "TF") == 0)
+            continue;
+        const bool idf = strcmp(mode, "IDF") == 0;
+        for (int64_t j = 0; j < cols; j++) {
+            float wt = w->set ? (float)w->floats[j] : 1.0f;
+            y[j] = idf ? (y[j] > 0 ? wt : 0) : y[j] * wt;
+        }
+    }
+}
