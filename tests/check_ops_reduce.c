@@ -957,6 +957,43 @@ START_TEST(test_einsum_hand)
 }
 END_TEST
 
+/* float32 products in any label order (the batch-of-products path, with
+ * rows past one block and labels in every group) against the general
+ * loop's float64 sums of the same values. */
+START_TEST(test_einsum_products)
+{
+    static const struct {
+        const char *eq;
+        int64_t a[5], b[5];
+    } cases[] = {
+        {"bhid,bhjd->bhij", {4, 2, 3, 70, 8}, {4, 2, 3, 20, 8}},
+        {"bhij,bhjd->bhid", {4, 2, 3, 70, 20}, {4, 2, 3, 20, 8}},
+        {"ik,jk->ij", {2, 130, 9}, {2, 17, 9}},
+        {"kai,kjb->ajbi", {3, 5, 3, 4}, {3, 5, 6, 2}},
+        {"abc,cd->dba", {3, 4, 3, 5}, {2, 5, 6}},
+        {"i,j->ji", {1, 7}, {1, 5}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gx_view in[2] = {ot_rand(GX_F32, (int)cases[c].a[0], &cases[c].a[1]),
+                         ot_rand(GX_F32, (int)cases[c].b[0], &cases[c].b[1])};
+        gx_view in64[2];
+        for (int i = 0; i < 2; i++) {
+            in64[i] = s_like(GX_F64, in[i].ndim, in[i].shape);
+            for (int64_t e = 0; e < in[i].numel; e++)
+                s_set(&in64[i], e, s_get(&in[i], e));
+        }
+        gx_view got, want;
+        s_run(GX_OP_EINSUM, NODE(A_STR("equation", cases[c].eq)), 2, in, 1, &got);
+        s_run(GX_OP_EINSUM, NODE(A_STR("equation", cases[c].eq)), 2, in64, 1, &want);
+        ck_assert_int_eq(got.numel, want.numel);
+        for (int64_t e = 0; e < want.numel; e++)
+            ck_assert_msg(fabs(s_get(&got, e) - s_get(&want, e)) <=
+                              1e-5 * (1 + fabs(s_get(&want, e))),
+                          "Einsum %s: element %lld", cases[c].eq, (long long)e);
+    }
+}
+END_TEST
+
 /* Einsum against MatMul, including "..." batch dims that broadcast. */
 START_TEST(test_einsum_matmul)
 {
@@ -1104,6 +1141,7 @@ Suite *ops_reduce_suite(void)
     tcase_add_test(tc, test_linalg_mm_errors);
     tcase_add_test(tc, test_einsum_hand);
     tcase_add_test(tc, test_einsum_matmul);
+    tcase_add_test(tc, test_einsum_products);
     tcase_add_test(tc, test_einsum_errors);
     tcase_add_test(tc, test_det);
     suite_add_tcase(s, tc);

@@ -1,20 +1,32 @@
 /*
  * Einsum and Det on the CPU.
  *
- * Einsum is the general loop: for each output element (a thread's share is
- * a range of them), the sum over every summed label of the product of the
- * operands, each addressed through its per-label strides (0 where it lacks
- * the label, a sum of strides on a diagonal). The innermost summed label
- * is the inner loop. Floats accumulate in double, integers in the wrapping
- * unsigned type of their width.
+ * Einsum of two float32 operands that is a batch of matrix products (each
+ * label in both operands and the output: a batch label; in one operand and
+ * the output: a row or column label; in both operands only: summed; no
+ * label repeated in a term, none broadcast) runs as one: per batch element,
+ * A's rows [L, C] and B [C, R] are gathered into a buffer whatever their
+ * order in the operands, multiplied by the GEMM's kernels (float32 sums in
+ * K order, as a MatMul) and scattered into y; a thread's share is a range
+ * of (batch element, block of rows). Attention as exported with Einsum
+ * ("bhid,bhjd->bhij") is that. Every other Einsum is the general loop: for
+ * each output element (a thread's share is a range of them), the sum over
+ * every summed label of the product of the operands, each addressed
+ * through its per-label strides (0 where it lacks the label, a sum of
+ * strides on a diagonal). The innermost summed label is the inner loop.
+ * Floats accumulate in double, integers in the wrapping unsigned type of
+ * their width.
  *
  * Det factorises each matrix (a thread's share is a range of matrices) by
  * Gaussian elimination with partial pivoting, in a float64 copy in its own
  * place in the scratch memory.
  */
+#include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/gemm.h"
 
 /* ---- Einsum ---- */
 
@@ -97,10 +109,147 @@ static const s_einsum_fn s_einsum_tab[GX_DTYPE_COUNT] = {
     [GX_I64] = s_einsum_I64, [GX_U32] = s_einsum_U32, [GX_U64] = s_einsum_U64,
 };
 
+/* Most floats a batch of products gathers (its buffer and offset tables);
+ * a larger one runs the general loop. */
+#define S_BMM_MAX_FLOATS ((int64_t)4 << 20)
+/* Rows a unit of a batch of products takes. */
+#define S_BMM_ROWS 64
+
+/* The labels of a batch of products: batch (in both operands and y), rows
+ * (A and y), columns (B and y), summed (A and B). */
+typedef struct s_bmm {
+    int nb, nl, nr, nc;
+    int b[GX_MAX_DIMS], l[GX_MAX_DIMS], r[GX_MAX_DIMS], c[GX_EINSUM_MAX_LABELS];
+    int64_t B, L, R, C; /* their sizes' products */
+} s_bmm;
+
+/* Is e (float32, two operands) a batch of products? Fills m when so. */
+static bool s_bmm_of(const gx_kargs *k, const gx_einsum *e, s_bmm *m)
+{
+    if (e->n_in != 2 || k->out[0].dtype != GX_F32 || k->out[0].numel == 0)
+        return false;
+    for (int i = 0; i < 2; i++) { /* every dim its own label: no diagonal, no broadcast */
+        int n = 0;
+        for (int l = 0; l < e->n_labels; l++)
+            n += e->stride[i][l] != 0;
+        if (n != k->in[i].ndim)
+            return false;
+    }
+    memset(m, 0, sizeof *m);
+    m->B = m->L = m->R = m->C = 1;
+    bool in_out[GX_EINSUM_MAX_LABELS] = {false};
+    for (int d = 0; d < e->out_ndim; d++) {
+        const int l = e->out_label[d];
+        const bool a = e->stride[0][l] != 0, b = e->stride[1][l] != 0;
+        in_out[l] = true;
+        if (a && b)
+            m->b[m->nb++] = l, m->B *= e->size[l];
+        else if (a)
+            m->l[m->nl++] = l, m->L *= e->size[l];
+        else if (b)
+            m->r[m->nr++] = l, m->R *= e->size[l];
+        else
+            return false;
+    }
+    for (int l = 0; l < e->n_labels; l++) {
+        if (in_out[l])
+            continue;
+        if (!e->stride[0][l] || !e->stride[1][l]) /* summed over one operand alone */
+            return false;
+        m->c[m->nc++] = l, m->C *= e->size[l];
+    }
+    const int64_t rows = m->L < S_BMM_ROWS ? m->L : S_BMM_ROWS;
+    return m->C > 0 && rows * m->C + m->C * m->R + rows * m->R + 3 * m->B + 2 * m->L +
+                               2 * m->C + 2 * m->R <=
+                           S_BMM_MAX_FLOATS;
+}
+
+/* off[index] for every index (row-major over the n labels lab, their
+ * sizes' product in all): the offset in an operand of strides st (per
+ * label), or in y (st NULL: row-major over e->out_label). */
+static void s_offsets(const gx_einsum *e, const int64_t *st, const int *lab, int n, int64_t all,
+                      int64_t *off)
+{
+    int64_t stride[GX_EINSUM_MAX_LABELS];
+    for (int d = 0; d < n; d++) {
+        stride[d] = st ? st[lab[d]] : 1;
+        for (int o = e->out_ndim - 1; !st && e->out_label[o] != lab[d]; o--)
+            stride[d] *= e->size[e->out_label[o]];
+    }
+    for (int64_t index = 0; index < all; index++) {
+        int64_t o = 0, rest = index;
+        for (int d = n - 1; d >= 0; d--) {
+            const int64_t size = e->size[lab[d]];
+            o += rest % size * stride[d];
+            rest /= size;
+        }
+        off[index] = o;
+    }
+}
+
+static bool s_einsum_bmm(const gx_kargs *k, const gx_einsum *e, const s_bmm *m)
+{
+    const int64_t blocks = (m->L + S_BMM_ROWS - 1) / S_BMM_ROWS;
+    const int64_t rows = m->L < S_BMM_ROWS ? m->L : S_BMM_ROWS;
+    int64_t lo, hi;
+    gx_cpu_share(k, m->B * blocks, 1, &lo, &hi);
+    if (lo >= hi)
+        return true;
+    /* the buffers (A's rows, B, the product) and the offset tables of
+     * every label group in each operand and in y */
+    const int64_t floats = rows * m->C + m->C * m->R + rows * m->R;
+    const int64_t offs = 3 * m->B + 2 * m->L + 2 * m->C + 2 * m->R;
+    float *a = malloc((size_t)floats * sizeof *a + (size_t)offs * sizeof(int64_t));
+    if (!a)
+        return false; /* the general loop, without memory of its own */
+    float *bm = a + rows * m->C, *ym = bm + m->C * m->R;
+    int64_t *ab = (int64_t *)(ym + rows * m->R), *bb = ab + m->B, *yb = bb + m->B;
+    int64_t *al = yb + m->B, *yl = al + m->L, *ac = yl + m->L, *bc = ac + m->C;
+    int64_t *br = bc + m->C, *yr = br + m->R;
+    s_offsets(e, e->stride[0], m->b, m->nb, m->B, ab);
+    s_offsets(e, e->stride[1], m->b, m->nb, m->B, bb);
+    s_offsets(e, NULL, m->b, m->nb, m->B, yb);
+    s_offsets(e, e->stride[0], m->l, m->nl, m->L, al);
+    s_offsets(e, NULL, m->l, m->nl, m->L, yl);
+    s_offsets(e, e->stride[0], m->c, m->nc, m->C, ac);
+    s_offsets(e, e->stride[1], m->c, m->nc, m->C, bc);
+    s_offsets(e, e->stride[1], m->r, m->nr, m->R, br);
+    s_offsets(e, NULL, m->r, m->nr, m->R, yr);
+    const float *x0 = k->in[0].data, *x1 = k->in[1].data;
+    float *y = k->out[0].data;
+    int64_t have = -1; /* the batch element whose B is in bm */
+    for (int64_t u = lo; u < hi; u++) {
+        const int64_t bi = u / blocks, l0 = u % blocks * S_BMM_ROWS;
+        const int64_t nl = m->L - l0 < S_BMM_ROWS ? m->L - l0 : S_BMM_ROWS;
+        if (have != bi) { /* B [C, R] of batch element bi */
+            for (int64_t c = 0; c < m->C; c++)
+                for (int64_t r = 0; r < m->R; r++)
+                    bm[c * m->R + r] = x1[bb[bi] + bc[c] + br[r]];
+            have = bi;
+        }
+        for (int64_t l = 0; l < nl; l++) /* A's rows [nl, C] */
+            for (int64_t c = 0; c < m->C; c++)
+                a[l * m->C + c] = x0[ab[bi] + al[l0 + l] + ac[c]];
+        if (m->C * m->R <= GX_GEMM_PLAIN_MAX_B)
+            gx_cpu_gemm_rows(nl, m->R, m->C, a, m->C, bm, m->R, ym, m->R, false);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nl, (int)m->R,
+                        (int)m->C, 1.0f, a, (int)m->C, bm, (int)m->R, 0.0f, ym, (int)m->R);
+        for (int64_t l = 0; l < nl; l++)
+            for (int64_t r = 0; r < m->R; r++)
+                y[yb[bi] + yl[l0 + l] + yr[r]] = ym[l * m->R + r];
+    }
+    free(a);
+    return true;
+}
+
 void gx_cpu_EINSUM(const gx_kargs *k)
 {
     gx_einsum e;
     gx_einsum_parse(k->attr[GX_EINSUM_EQUATION].s, k->n_in, k->in, &e, NULL, 0);
+    s_bmm m;
+    if (s_bmm_of(k, &e, &m) && s_einsum_bmm(k, &e, &m))
+        return;
     int64_t lo, hi;
     gx_cpu_share(k, k->out[0].numel, GX_CPU_LINE, &lo, &hi);
     if (lo < hi)
