@@ -653,6 +653,62 @@ S_DTYPES_ANY(S_TOPK_FN, TOPK)
 #define S_TOPK_ROW(OP, DT, T, A, K) [GX_##DT] = s_topk_##DT,
 static const s_topk_fn s_topk_tab[GX_DTYPE_COUNT] = {S_DTYPES_ANY(S_TOPK_ROW, TOPK)};
 
+/* Does any of x[0..n) beat a kept value t (largest: above it; else below;
+ * NaN counts: s_better decides then)? Vectorised. */
+GX_CPU_CLONES static bool s_any_past(const float *restrict x, int64_t n, float t, bool largest)
+{
+    int hit = 0;
+    if (largest)
+        for (int64_t i = 0; i < n; i++)
+            hit |= !(x[i] <= t);
+    else
+        for (int64_t i = 0; i < n; i++)
+            hit |= !(x[i] >= t);
+    return hit != 0;
+}
+
+#define S_TOPK_BLOCK 64
+
+/* s_topk_F32 for a contiguous row (inner 1) much longer than k: once the
+ * first k are kept, blocks of S_TOPK_BLOCK with nothing past the worst
+ * kept value are passed over whole (most of a long row), the others
+ * element by element as s_topk_F32 does; the same pairs, in the same order. */
+static void s_topk_f32(const void *xv, int64_t n, int64_t inner, int64_t k, bool largest,
+                       void *vv, int64_t *idx)
+{
+    if (inner != 1 || k == 0 || n < 4 * k || n < 2 * S_TOPK_BLOCK) {
+        s_topk_F32(xv, n, inner, k, largest, vv, idx);
+        return;
+    }
+    const float *x = xv;
+    float *v = vv;
+    s_topk_F32(x, k, 1, k, largest, v, idx); /* the first k, best first */
+    for (int64_t i = 0, j = k - 1; i < j; i++, j--) { /* worst first: a heap, worst on top */
+        const float tv = v[i];
+        const int64_t ti = idx[i];
+        v[i] = v[j], idx[i] = idx[j];
+        v[j] = tv, idx[j] = ti;
+    }
+    for (int64_t i = k; i < n;) {
+        const int64_t end = n - i < S_TOPK_BLOCK ? n : i + S_TOPK_BLOCK;
+        if (s_any_past(x + i, end - i, v[0], largest))
+            for (; i < end; i++)
+                if (s_better_F32(largest, x[i], i, v[0], idx[0])) {
+                    v[0] = x[i];
+                    idx[0] = i;
+                    s_sift_F32(largest, v, idx, 1, 0, k);
+                }
+        i = end;
+    }
+    for (int64_t end = k - 1; end > 0; end--) {
+        const float tv = v[0];
+        const int64_t ti = idx[0];
+        v[0] = v[end], idx[0] = idx[end];
+        v[end] = tv, idx[end] = ti;
+        s_sift_F32(largest, v, idx, 1, 0, end);
+    }
+}
+
 /* Slices along axis: x as [outer, n, inner], outputs as [outer, k, inner];
  * a share is a range of the outer * inner slices. sorted=0 leaves the
  * order to us: it is sorted too. */
@@ -665,7 +721,7 @@ void gx_cpu_TOPK(const gx_kargs *k)
     const int64_t inner = gx_shape_numel(x->ndim - axis - 1, x->shape + axis + 1, INT64_MAX);
     const int64_t slices = gx_shape_numel(axis, x->shape, INT64_MAX) * inner;
     const bool largest = k->attr[GX_TOPK_LARGEST].i != 0;
-    const s_topk_fn fn = s_topk_tab[x->dtype];
+    const s_topk_fn fn = x->dtype == GX_F32 ? s_topk_f32 : s_topk_tab[x->dtype];
     const int64_t es = (int64_t)gx_dtype_size(x->dtype);
     int64_t lo, hi;
     gx_cpu_share(k, slices, 1, &lo, &hi);
