@@ -49,6 +49,7 @@ struct gx_job {
     gx_client *client; /* NULL once the client is gone */
     uint64_t id;
     gx_result *result; /* set when the reply arrived */
+    struct s_mjob *multi; /* a job of a client of several daemons: its own state */
     bool pool_extent;  /* it holds room in the client's region until its reply */
     uint64_t conn_gen; /* the client's conn_gen when it was sent */
     gx_job *next;      /* client's list of pending jobs */
@@ -64,6 +65,7 @@ struct gx_client {
     int refused_event;   /* the latest ZMQ_EVENT_HANDSHAKE_FAILED_*, or DISCONNECTED
                             before any handshake succeeded; 0: none */
     bool handshaken;     /* a handshake succeeded once */
+    bool up;             /* connected: a handshake succeeded since the last disconnect */
     int refused_value;   /* its value: a ZAP status (400) or a protocol error */
     int timeout_ms;
     uint64_t next_id;
@@ -82,6 +84,7 @@ struct gx_client {
     size_t n_regions, cap_regions;
     char endpoint[512];
     char last_error[1024];
+    struct s_multi *multi; /* several daemons (gx_client_new_multi): members talk */
 };
 
 struct gx_request {
@@ -106,6 +109,42 @@ struct gx_request {
     const gx_shm *out_shm; /* gx_request_set_output_shm's area */
     size_t out_shm_off, out_shm_bytes;
 };
+
+/* A client of several daemons (docs/cluster.md): member clients, one per
+ * endpoint, do the talking; see "several daemons" below. */
+static gx_client *s_multi_new(const char *const *endpoints, size_t n, const char *server_key,
+                              const char *client_secret, char *err, size_t errlen);
+static gx_client *s_multi_new_list(const char *list, const char *server_key,
+                                   const char *client_secret, char *err, size_t errlen);
+static void s_multi_destroy(gx_client *c);
+static int s_multi_load(gx_client *c, const gx_graph *g, const char *name, gx_graph_id *id);
+static int s_multi_unload(gx_client *c, const char *graph);
+static int s_multi_submit(gx_client *c, const gx_request *rq, gx_job **job);
+static int s_mjob_wait(gx_job *job, int timeout_ms, bool gone_on_timeout, gx_result **out);
+static void s_mjob_destroy(gx_job *job);
+static int s_mjob_cancel(gx_job *job);
+static void s_multi_error(gx_client *c, const gx_client *m);
+/* A status that says the daemon went away (or never answered). */
+static bool s_gone(int rc) { return rc == GX_ECONNECT || rc == GX_EPERM || rc == GX_ETIMEDOUT; }
+
+/* In a public call on client c: with several daemons, the call (an
+ * expression over the member m) on each in turn until one answers. */
+#define S_MULTI_FIRST(c, call)                                                  \
+    do {                                                                        \
+        if ((c)->multi) {                                                       \
+            int rc_ = GX_ECONNECT;                                              \
+            for (size_t k_ = 0; k_ < s_multi_count(c); k_++) {                  \
+                gx_client *m = s_multi_member(c, k_);                           \
+                rc_ = (call);                                                   \
+                s_multi_error((c), m);                                          \
+                if (!s_gone(rc_))                                               \
+                    break;                                                      \
+            }                                                                   \
+            return rc_;                                                         \
+        }                                                                       \
+    } while (0)
+static size_t s_multi_count(const gx_client *c);
+static gx_client *s_multi_member(const gx_client *c, size_t k);
 
 /* ---- client ---- */
 
@@ -203,6 +242,11 @@ GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errle
 GX_EXPORT gx_client *gx_client_new_curve(const char *endpoint, const char *server_key,
                                          const char *client_secret, char *err, size_t errlen)
 {
+    char list[4096];
+    if (!endpoint && gx_default_endpoint(list, sizeof list) == GX_OK && strchr(list, ','))
+        return s_multi_new_list(list, server_key, client_secret, err, errlen);
+    if (endpoint && strchr(endpoint, ','))
+        return s_multi_new_list(endpoint, server_key, client_secret, err, errlen);
     gx_client *c = calloc(1, sizeof *c);
     if (!c) {
         gx_errf(err, errlen, GX_ENOMEM, "out of memory");
@@ -265,6 +309,7 @@ GX_EXPORT void gx_client_destroy(gx_client **cp)
     gx_client *c = *cp;
     for (gx_job *j = c->pending; j; j = j->next)
         j->client = NULL;
+    s_multi_destroy(c);
     gx_shm_destroy(&c->pool); /* the daemon drops its regions when the client goes */
     free(c->regions);
     if (c->sock)
@@ -283,11 +328,16 @@ GX_EXPORT void gx_client_set_timeout(gx_client *c, int timeout_ms)
 {
     if (c)
         c->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
+    for (size_t k = 0; c && k < s_multi_count(c); k++)
+        gx_client_set_timeout(s_multi_member(c, k), timeout_ms);
 }
 
 GX_EXPORT uint64_t gx_client_stray_replies(const gx_client *c)
 {
-    return c ? c->strays : 0;
+    uint64_t n = c ? c->strays : 0;
+    for (size_t k = 0; c && k < s_multi_count(c); k++)
+        n += gx_client_stray_replies(s_multi_member(c, k));
+    return n;
 }
 
 GX_EXPORT const char *gx_client_last_error(const gx_client *c)
@@ -634,11 +684,13 @@ static void s_monitor_drain(gx_client *c)
         }
         if (event == ZMQ_EVENT_DISCONNECTED) {
             c->conn_gen++;
+            c->up = false;
             if (!c->handshaken && !c->refused_event) /* closed during the handshake */
                 c->refused_event = event;
         } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             c->refused_event = 0;
             c->handshaken = true;
+            c->up = true;
         } else if (event) {
             c->refused_event = event;
             c->refused_value = (int)value;
@@ -727,6 +779,9 @@ static int s_recv_one(gx_client *c, int timeout_ms)
                     free(r->message);
                     r->message = strdup(err);
                 }
+                if (r)
+                    snprintf(r->info.endpoint, sizeof r->info.endpoint, "%.*s",
+                             (int)sizeof r->info.endpoint - 1, c->endpoint);
                 j->result = r;
                 if (j->pool_extent) /* its outputs are copied out of the region */
                     c->pool_live--;
@@ -760,6 +815,8 @@ GX_EXPORT void gx_job_destroy(gx_job **jp)
 {
     if (!jp || !*jp)
         return;
+    if ((*jp)->multi)
+        s_mjob_destroy(*jp);
     gx_client *c = (*jp)->client;
     if (c && (*jp)->pool_extent) { /* the daemon may still write its outputs there */
         c->pool_live--;
@@ -779,6 +836,8 @@ GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
         *out = NULL;
     if (!job)
         return GX_EINVAL;
+    if (job->multi)
+        return s_mjob_wait(job, timeout_ms, false, out);
     gx_client *c = job->client;
     if (!c && !job->result)
         return GX_EINVAL;
@@ -912,10 +971,12 @@ static void s_pack_head(msgpack_packer *pk, const char *type, uint64_t id, size_
 static int s_await(gx_client *c, gx_job **job, gx_result **out)
 {
     gx_result *r = NULL;
-    int rc = gx_job_wait(*job, c->timeout_ms, &r);
-    if (rc == GX_ETIMEDOUT && !r && c->refused_event) {
+    const bool multi = (*job)->multi != NULL; /* its members said why already */
+    int rc = multi ? s_mjob_wait(*job, c->timeout_ms, true, &r)
+                   : gx_job_wait(*job, c->timeout_ms, &r);
+    if (!multi && rc == GX_ETIMEDOUT && !r && c->refused_event) {
         rc = s_refused(c);
-    } else if (rc == GX_ETIMEDOUT && !r) {
+    } else if (!multi && rc == GX_ETIMEDOUT && !r) {
         char why[640];
         rc = s_fail(c, GX_ECONNECT, "no reply from %s within %d ms (%s)", c->endpoint,
                     c->timeout_ms, s_no_reply_why(c, why, sizeof why));
@@ -956,6 +1017,7 @@ GX_EXPORT int gx_client_ping(gx_client *c)
 {
     if (!c)
         return GX_EINVAL;
+    S_MULTI_FIRST(c, gx_client_ping(m));
     gx_result *r = NULL;
     int rc = s_simple(c, "PING", NULL, 0, &r);
     gx_result_destroy(&r);
@@ -966,6 +1028,8 @@ GX_EXPORT int gx_client_load(gx_client *c, const gx_graph *g, gx_graph_id *id)
 {
     if (!c || !g)
         return GX_EINVAL;
+    if (c->multi)
+        return s_multi_load(c, g, NULL, id);
     gx_result *r = NULL;
     int rc = s_simple(c, "LOAD", g, 0, &r);
     if (rc == GX_OK && id)
@@ -979,6 +1043,8 @@ GX_EXPORT int gx_client_load_named(gx_client *c, const gx_graph *g, const char *
 {
     if (!c || !g || !name || !*name)
         return GX_EINVAL;
+    if (c->multi)
+        return s_multi_load(c, g, name, id);
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
@@ -1006,6 +1072,7 @@ GX_EXPORT int gx_client_list(gx_client *c, char **json)
     if (!c || !json)
         return GX_EINVAL;
     *json = NULL;
+    S_MULTI_FIRST(c, gx_client_list(m, json));
     gx_result *r = NULL;
     int rc = s_simple(c, "LIST", NULL, 0, &r);
     if (rc == GX_OK) {
@@ -1022,6 +1089,8 @@ GX_EXPORT int gx_client_unload(gx_client *c, const char *graph)
 {
     if (!c || !graph || !*graph)
         return GX_EINVAL;
+    if (c->multi)
+        return s_multi_unload(c, graph);
     bool hex = strlen(graph) == 64 && strspn(graph, "0123456789abcdef") == 64;
     msgpack_sbuffer sb;
     msgpack_packer pk;
@@ -1047,6 +1116,7 @@ GX_EXPORT int gx_client_metrics(gx_client *c, char **text)
     if (!c || !text)
         return GX_EINVAL;
     *text = NULL;
+    S_MULTI_FIRST(c, gx_client_metrics(m, text));
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
@@ -1076,6 +1146,7 @@ GX_EXPORT int gx_client_stats(gx_client *c, char **json)
     if (!c || !json)
         return GX_EINVAL;
     *json = NULL;
+    S_MULTI_FIRST(c, gx_client_stats(m, json));
     gx_result *r = NULL;
     int rc = s_simple(c, "STATS", NULL, 0, &r);
     if (rc == GX_OK) {
@@ -1092,6 +1163,8 @@ GX_EXPORT int gx_job_cancel(gx_job *job)
 {
     if (!job || !job->client)
         return GX_EINVAL;
+    if (job->multi)
+        return s_mjob_cancel(job);
     gx_client *c = job->client;
     gx_result *r = NULL;
     int rc = s_simple(c, "CANCEL", NULL, job->id, &r);
@@ -1407,6 +1480,8 @@ GX_EXPORT int gx_client_shm_register(gx_client *c, gx_shm *s)
 {
     if (!c || !s)
         return GX_EINVAL;
+    if (c->multi)
+        return s_fail(c, GX_EUNSUPPORTED, "a client of several daemons has no shared memory");
     if (!gx_grow(&c->regions, &c->cap_regions, c->n_regions + 1, sizeof *c->regions))
         return s_fail(c, GX_ENOMEM, "out of memory");
     int rc = s_shm_request(c, s, true);
@@ -1419,6 +1494,8 @@ GX_EXPORT int gx_client_shm_unregister(gx_client *c, gx_shm *s)
 {
     if (!c || !s)
         return GX_EINVAL;
+    if (c->multi)
+        return s_fail(c, GX_EUNSUPPORTED, "a client of several daemons has no shared memory");
     for (size_t k = 0; k < c->n_regions; k++)
         if (c->regions[k] == s)
             c->regions[k--] = c->regions[--c->n_regions];
@@ -1469,6 +1546,28 @@ GX_EXPORT bool gx_result_output_shm(const gx_result *r, size_t i, size_t *offset
 }
 
 
+/* The header of a RUN of rq (pl, area: as gx_client_submit places it). */
+static void s_pack_run(msgpack_packer *pk, const gx_request *rq, const s_place *pl,
+                       const gx_wire_shm_ref *area, uint64_t id)
+{
+    s_pack_head(pk, "RUN", id, 6 + (area->region[0] != '\0'));
+    s_pack_graph_inputs(pk, rq, pl);
+    if (area->region[0]) {
+        gx_mp_pack_str(pk, "output_shm");
+        gx_wire_pack_shm_ref(pk, area);
+    }
+    gx_mp_pack_str(pk, "outputs");
+    msgpack_pack_array(pk, rq->n_out);
+    for (size_t i = 0; i < rq->n_out; i++)
+        gx_mp_pack_str(pk, rq->out[i]);
+    gx_mp_pack_str(pk, "priority");
+    msgpack_pack_int(pk, rq->priority);
+    gx_mp_pack_str(pk, "deadline_ms");
+    msgpack_pack_int64(pk, rq->deadline_ms);
+    gx_mp_pack_str(pk, "mode");
+    gx_mp_pack_str(pk, gx_mode_name(rq->mode));
+}
+
 GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
 {
     if (job)
@@ -1480,6 +1579,8 @@ GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
     if (s_n_shapes(rq))
         return s_fail(c, GX_EINVAL, "a RUN needs every input's values (an input given by its "
                                     "shape alone is for explain and compile)");
+    if (c->multi)
+        return s_multi_submit(c, rq, job);
     s_place *pl = calloc(rq->n_in + 1, sizeof *pl);
     if (!pl)
         return s_fail(c, GX_ENOMEM, "out of memory");
@@ -1495,22 +1596,7 @@ GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t id = c->next_id++;
-    s_pack_head(&pk, "RUN", id, 6 + (area.region[0] != '\0'));
-    s_pack_graph_inputs(&pk, rq, pl);
-    if (area.region[0]) {
-        gx_mp_pack_str(&pk, "output_shm");
-        gx_wire_pack_shm_ref(&pk, &area);
-    }
-    gx_mp_pack_str(&pk, "outputs");
-    msgpack_pack_array(&pk, rq->n_out);
-    for (size_t i = 0; i < rq->n_out; i++)
-        gx_mp_pack_str(&pk, rq->out[i]);
-    gx_mp_pack_str(&pk, "priority");
-    msgpack_pack_int(&pk, rq->priority);
-    gx_mp_pack_str(&pk, "deadline_ms");
-    msgpack_pack_int64(&pk, rq->deadline_ms);
-    gx_mp_pack_str(&pk, "mode");
-    gx_mp_pack_str(&pk, gx_mode_name(rq->mode));
+    s_pack_run(&pk, rq, pl, &area, id);
     int rc = s_send_placed(c, &sb, rq, pl, id, job);
     msgpack_sbuffer_destroy(&sb);
     free(pl);
@@ -1570,6 +1656,7 @@ GX_EXPORT int gx_client_compile(gx_client *c, const gx_request *rq, void **artif
         *len = 0;
     if (!c || !rq || !artifact || !len)
         return GX_EINVAL;
+    S_MULTI_FIRST(c, gx_client_compile(m, rq, artifact, len, key, keylen));
     gx_result *r = NULL;
     int rc = s_plan_request(c, rq, "COMPILE", &r);
     if (rc == GX_OK && (r->n_out != 1 || strcmp(r->names[0], "artifact") != 0 ||
@@ -1594,6 +1681,7 @@ static int s_explain(gx_client *c, const gx_request *rq, char **json, const char
         *json = NULL;
     if (!c || !rq || !json)
         return GX_EINVAL;
+    S_MULTI_FIRST(c, s_explain(m, rq, json, type));
     gx_result *r = NULL;
     int rc = s_plan_request(c, rq, type, &r);
     if (rc == GX_OK) {
@@ -1604,4 +1692,519 @@ static int s_explain(gx_client *c, const gx_request *rq, char **json, const char
     }
     gx_result_destroy(&r);
     return rc;
+}
+
+/* ---- several daemons (docs/cluster.md) ----
+ *
+ * A client of several daemons has no socket of its own: one member client
+ * per endpoint talks to its daemon. A RUN is packed once into frames the
+ * job keeps (its id from the client's own counter, so the same header
+ * serves every member), sent to the member chosen by s_pick, and sent
+ * again to another member when that one goes away; a graph the client
+ * LOADed is kept as its packed bytes and LOADed again on a member whose
+ * RUN answers GX_ENOTFOUND. */
+
+#define GX_MULTI_MAX 64                   /* members: the bits of s_mjob.tried */
+#define GX_MULTI_MEMBER_IDS ((uint64_t)1 << 48) /* members' own ids start here */
+
+typedef struct s_kept {
+    gx_graph_id id;
+    char name[64]; /* "" or the name it was loaded under */
+    char *bytes;   /* the packed graph */
+    size_t len;
+} s_kept;
+
+struct s_multi {
+    size_t n;
+    gx_client **m;
+    int *inflight; /* this client's jobs waiting for a reply from each member */
+    size_t rr;     /* where the next tie is broken */
+    s_kept *kept;
+    size_t n_kept, cap_kept;
+};
+
+struct s_mjob {
+    size_t at;       /* the member it was last sent to */
+    gx_job *inner;   /* its job there; NULL once answered or dropped */
+    uint64_t tried;  /* members it was sent to and that went away */
+    bool reloaded;   /* its graph was LOADed again on member at */
+    int last_rc;     /* the latest member's failure */
+    uint64_t id_;    /* the id in its header */
+    char key_id[65], key_name[64]; /* the kept graph it names, if any */
+    size_t n;        /* frames: header, then the inputs' bytes */
+    void **buf;
+    size_t *len;
+};
+
+static size_t s_multi_count(const gx_client *c) { return c->multi ? c->multi->n : 0; }
+static gx_client *s_multi_member(const gx_client *c, size_t k) { return c->multi->m[k]; }
+
+static void s_multi_error(gx_client *c, const gx_client *m)
+{
+    if (c != m)
+        snprintf(c->last_error, sizeof c->last_error, "%s", m->last_error);
+}
+
+GX_EXPORT gx_client *gx_client_new_multi(const char *const *endpoints, size_t n, char *err,
+                                         size_t errlen)
+{
+    return s_multi_new(endpoints, n, NULL, NULL, err, errlen);
+}
+
+static gx_client *s_multi_new(const char *const *endpoints, size_t n, const char *server_key,
+                              const char *client_secret, char *err, size_t errlen)
+{
+    if (!endpoints || n == 0 || n > GX_MULTI_MAX) {
+        gx_errf(err, errlen, GX_EINVAL, "several daemons: 1 to %d endpoints, not %zu",
+                GX_MULTI_MAX, n);
+        return NULL;
+    }
+    gx_client *c = calloc(1, sizeof *c);
+    struct s_multi *mu = calloc(1, sizeof *mu);
+    if (c)
+        c->multi = mu;
+    if (!c || !mu || !(mu->m = calloc(n, sizeof *mu->m)) ||
+        !(mu->inflight = calloc(n, sizeof *mu->inflight))) {
+        gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+        if (!c)
+            free(mu);
+        gx_client_destroy(&c);
+        return NULL;
+    }
+    c->timeout_ms = GX_DEFAULT_TIMEOUT_MS;
+    c->next_id = 1;
+    c->shm_off = true;
+    c->shm_threshold = SIZE_MAX;
+    /* daemons with key pairs of their own: a comma-separated server key
+     * (or key file) per endpoint, in their order */
+    const char *sk = server_key ? server_key : getenv("GEXEC_SERVER_KEY");
+    char *keys = sk && strchr(sk, ',') ? strdup(sk) : NULL, *save = NULL;
+    const char *key_of[GX_MULTI_MAX];
+    size_t n_keys = 0;
+    if (sk && strchr(sk, ',') && !keys) {
+        gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+        gx_client_destroy(&c);
+        return NULL;
+    }
+    for (char *tok = keys ? strtok_r(keys, ",", &save) : NULL; tok;
+         tok = strtok_r(NULL, ",", &save))
+        if (n_keys < GX_MULTI_MAX)
+            key_of[n_keys++] = tok + strspn(tok, " \t");
+    if (keys && n_keys != n) {
+        gx_errf(err, errlen, GX_EINVAL,
+                "several daemons: %zu server keys (GEXEC_SERVER_KEY) for %zu endpoints", n_keys,
+                n);
+        free(keys);
+        gx_client_destroy(&c);
+        return NULL;
+    }
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!endpoints[k] ||
+            !(mu->m[k] = gx_client_new_curve(endpoints[k], keys ? key_of[k] : server_key,
+                                             client_secret, err, errlen))) {
+            if (!endpoints[k])
+                gx_errf(err, errlen, GX_EINVAL, "several daemons: endpoint %zu is NULL", k);
+            free(keys);
+            gx_client_destroy(&c);
+            return NULL;
+        }
+        mu->n = k + 1;
+        mu->m[k]->next_id = GX_MULTI_MEMBER_IDS;
+        mu->m[k]->shm_off = true; /* a job's frames carry its bytes, for any member */
+        mu->m[k]->shm_threshold = SIZE_MAX;
+        int w = snprintf(c->endpoint + at, sizeof c->endpoint - at, "%s%s", k ? "," : "",
+                         endpoints[k]);
+        at = w < 0 || (size_t)w >= sizeof c->endpoint - at ? sizeof c->endpoint - 1 : at + (size_t)w;
+    }
+    free(keys);
+    return c;
+}
+
+/* A comma-separated list of endpoints (empty items skipped). */
+static gx_client *s_multi_new_list(const char *list, const char *server_key,
+                                   const char *client_secret, char *err, size_t errlen)
+{
+    char *copy = strdup(list);
+    const char *eps[GX_MULTI_MAX + 1];
+    size_t n = 0;
+    if (!copy) {
+        gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        tok += strspn(tok, " \t");
+        if (*tok && n <= GX_MULTI_MAX)
+            eps[n++] = tok;
+    }
+    gx_client *c = s_multi_new(eps, n, server_key, client_secret, err, errlen);
+    free(copy);
+    return c;
+}
+
+static void s_multi_destroy(gx_client *c)
+{
+    struct s_multi *mu = c->multi;
+    if (!mu)
+        return;
+    for (size_t k = 0; k < mu->n; k++)
+        gx_client_destroy(&mu->m[k]);
+    for (size_t i = 0; i < mu->n_kept; i++)
+        free(mu->kept[i].bytes);
+    free(mu->kept);
+    free(mu->m);
+    free(mu->inflight);
+    free(mu);
+    c->multi = NULL;
+}
+
+/* Whether member m's daemon went away (connected once, not now). */
+static bool s_member_down(gx_client *m)
+{
+    s_monitor_drain(m);
+    return m->handshaken && !m->up;
+}
+
+/* The member for the next job: of those not in tried, one that is not
+ * down, with the fewest of this client's jobs in flight; ties in turn.
+ * -1 when every member was tried. */
+static int s_pick(gx_client *c, uint64_t tried)
+{
+    struct s_multi *mu = c->multi;
+    int best = -1;
+    bool best_down = true;
+    for (size_t i = 0; i < mu->n; i++) {
+        size_t k = (mu->rr + i) % mu->n;
+        if (tried & ((uint64_t)1 << k))
+            continue;
+        bool down = s_member_down(mu->m[k]);
+        if (best < 0 || (best_down && !down) ||
+            (best_down == down && mu->inflight[k] < mu->inflight[best])) {
+            best = (int)k;
+            best_down = down;
+        }
+    }
+    if (best >= 0)
+        mu->rr = (size_t)best + 1;
+    return best;
+}
+
+/* LOAD the packed graph (and name, may be NULL) on member m. */
+static int s_load_bytes(gx_client *m, const s_kept *g, const char *name, gx_graph_id *id)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t rid = m->next_id++;
+    s_pack_head(&pk, "LOAD", rid, name && *name ? 2 : 1);
+    gx_mp_pack_str(&pk, "graph");
+    msgpack_sbuffer_write(&sb, g->bytes, g->len);
+    if (name && *name) {
+        gx_mp_pack_str(&pk, "name");
+        gx_mp_pack_str(&pk, name);
+    }
+    gx_job *job = NULL;
+    gx_result *r = NULL;
+    int rc = s_send(m, &sb, NULL, rid, &job);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc == GX_OK)
+        rc = s_await(m, &job, &r);
+    if (rc == GX_OK && id)
+        *id = r->graph_id;
+    gx_result_destroy(&r);
+    return rc;
+}
+
+static s_kept *s_kept_find(struct s_multi *mu, const char *id, const char *name)
+{
+    for (size_t i = 0; i < mu->n_kept; i++)
+        if ((id && *id && strcmp(mu->kept[i].id.hex, id) == 0) ||
+            (name && *name && strcmp(mu->kept[i].name, name) == 0))
+            return &mu->kept[i];
+    return NULL;
+}
+
+/* LOAD on one member that answers, and keep the graph for the others. */
+static int s_multi_load(gx_client *c, const gx_graph *g, const char *name, gx_graph_id *id)
+{
+    struct s_multi *mu = c->multi;
+    if (!gx_grow(&mu->kept, &mu->cap_kept, mu->n_kept + 1, sizeof *mu->kept))
+        return s_fail(c, GX_ENOMEM, "out of memory");
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    gx_wire_pack_graph(&pk, g);
+    s_kept k = {.bytes = sb.data, .len = sb.size};
+    if (name)
+        snprintf(k.name, sizeof k.name, "%s", name);
+    int rc = GX_ECONNECT, at;
+    uint64_t tried = 0;
+    while ((at = s_pick(c, tried)) >= 0) {
+        rc = s_load_bytes(mu->m[at], &k, name, &k.id);
+        s_multi_error(c, mu->m[at]);
+        if (!s_gone(rc))
+            break;
+        tried |= (uint64_t)1 << at;
+    }
+    if (rc != GX_OK) {
+        msgpack_sbuffer_destroy(&sb);
+        return rc;
+    }
+    for (size_t i = 0; name && i < mu->n_kept; i++) /* the name moves to this graph */
+        if (strcmp(mu->kept[i].name, name) == 0)
+            mu->kept[i].name[0] = '\0';
+    s_kept *old = s_kept_find(mu, k.id.hex, NULL);
+    if (old) {
+        if (name)
+            snprintf(old->name, sizeof old->name, "%s", name);
+        msgpack_sbuffer_destroy(&sb);
+    } else {
+        mu->kept[mu->n_kept++] = k;
+    }
+    if (id)
+        *id = k.id;
+    return GX_OK;
+}
+
+/* UNLOAD on every member; the graph is no longer kept. GX_OK when one
+ * had it. */
+static int s_multi_unload(gx_client *c, const char *graph)
+{
+    struct s_multi *mu = c->multi;
+    bool hex = strlen(graph) == 64 && strspn(graph, "0123456789abcdef") == 64;
+    s_kept *k = s_kept_find(mu, hex ? graph : NULL, hex ? NULL : graph);
+    if (k) {
+        free(k->bytes);
+        *k = mu->kept[--mu->n_kept];
+    }
+    int rc = GX_ENOTFOUND;
+    for (size_t i = 0; i < mu->n; i++) {
+        int one = gx_client_unload(mu->m[i], graph);
+        if (one == GX_OK || rc != GX_OK) {
+            rc = one;
+            s_multi_error(c, mu->m[i]);
+        }
+    }
+    return rc;
+}
+
+/* Send the job's frames to member k as a job of k's; GX_ECONNECT when its
+ * queue is full (a daemon that is gone and not yet noticed) rather than
+ * block. */
+static int s_send_frames(gx_client *c, struct s_mjob *mj, size_t k)
+{
+    gx_client *m = c->multi->m[k];
+    gx_job *job = calloc(1, sizeof *job);
+    if (!job)
+        return s_fail(m, GX_ENOMEM, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; rc >= 0 && i < mj->n; i++)
+        rc = zmq_send(m->sock, mj->buf[i], mj->len[i],
+                      ZMQ_DONTWAIT | (i + 1 < mj->n ? ZMQ_SNDMORE : 0)); /* full: another */
+    if (rc < 0) {
+        free(job);
+        return s_fail(m, GX_ECONNECT, "send to %s: %s", m->endpoint, zmq_strerror(zmq_errno()));
+    }
+    job->client = m;
+    job->id = mj->id_;
+    job->conn_gen = m->conn_gen;
+    job->next = m->pending;
+    m->pending = job;
+    mj->inner = job;
+    mj->at = k;
+    c->multi->inflight[k]++;
+    return GX_OK;
+}
+
+/* Forget the job's job on its member (answered, or the member went away). */
+static void s_mjob_drop(gx_client *c, struct s_mjob *mj)
+{
+    if (!mj->inner)
+        return;
+    if (c)
+        c->multi->inflight[mj->at]--;
+    gx_job_destroy(&mj->inner);
+}
+
+/* Send the job to a member not tried yet; its last failure when none is
+ * left. */
+static int s_mjob_send(gx_client *c, struct s_mjob *mj)
+{
+    int k;
+    while ((k = s_pick(c, mj->tried)) >= 0) {
+        int rc = s_send_frames(c, mj, (size_t)k);
+        if (rc == GX_OK) {
+            mj->reloaded = false;
+            return GX_OK;
+        }
+        s_multi_error(c, c->multi->m[k]);
+        mj->last_rc = rc;
+        mj->tried |= (uint64_t)1 << k;
+    }
+    return mj->last_rc;
+}
+
+static void s_mjob_free(struct s_mjob *mj)
+{
+    for (size_t i = 0; i < mj->n; i++)
+        free(mj->buf[i]);
+    free(mj->buf);
+    free(mj->len);
+    free(mj);
+}
+
+static int s_multi_submit(gx_client *c, const gx_request *rq, gx_job **jobp)
+{
+    bool shm = rq->out_shm != NULL;
+    for (size_t i = 0; i < rq->n_in; i++)
+        shm |= rq->in[i].shm != NULL;
+    if (shm)
+        return s_fail(c, GX_EUNSUPPORTED,
+                      "a client of several daemons sends no tensors in shared memory");
+    gx_job *job = calloc(1, sizeof *job);
+    struct s_mjob *mj = calloc(1, sizeof *mj);
+    if (job)
+        job->multi = mj;
+    if (!job || !mj || !(mj->buf = calloc(rq->n_in + 1, sizeof *mj->buf)) ||
+        !(mj->len = calloc(rq->n_in + 1, sizeof *mj->len))) {
+        free(job);
+        if (mj)
+            s_mjob_free(mj);
+        return s_fail(c, GX_ENOMEM, "out of memory");
+    }
+    job->client = c;
+    job->id = c->next_id++;
+    mj->id_ = job->id;
+    mj->last_rc = GX_ECONNECT;
+    if (rq->has_id)
+        snprintf(mj->key_id, sizeof mj->key_id, "%s", rq->graph_id.hex);
+    snprintf(mj->key_name, sizeof mj->key_name, "%s", rq->graph_name);
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    gx_wire_shm_ref none = {0};
+    s_pack_run(&pk, rq, NULL, &none, job->id);
+    mj->buf[0] = sb.data; /* the sbuffer's memory moves to the job */
+    mj->len[0] = sb.size;
+    mj->n = 1;
+    int rc = sb.data ? GX_OK : s_fail(c, GX_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == GX_OK && i < rq->n_in; i++) {
+        const gx_tensor *t = rq->in[i].t;
+        size_t n = t->kind == GX_KIND_TENSOR ? t->nbytes : gx_wire_value_bytes(t);
+        if (!(mj->buf[mj->n] = malloc(n ? n : 1))) {
+            rc = s_fail(c, GX_ENOMEM, "out of memory");
+            break;
+        }
+        if (t->kind == GX_KIND_TENSOR)
+            memcpy(mj->buf[mj->n], t->data, n);
+        else
+            gx_wire_value_write(t, mj->buf[mj->n]);
+        mj->len[mj->n++] = n;
+    }
+    if (rc == GX_OK)
+        rc = s_mjob_send(c, mj);
+    if (rc < 0) {
+        gx_job_destroy(&job);
+        return rc;
+    }
+    job->next = c->pending;
+    c->pending = job;
+    *jobp = job;
+    return GX_OK;
+}
+
+/* Wait for a job of a client of several daemons: its member's reply, or,
+ * when the member goes away (and, with gone_on_timeout, when no reply
+ * comes within timeout_ms), the job again on another member; a GX_ENOTFOUND
+ * for a kept graph LOADs it there and sends the job once more. */
+static int s_mjob_wait(gx_job *job, int timeout_ms, bool gone_on_timeout, gx_result **out)
+{
+    if (out)
+        *out = NULL;
+    struct s_mjob *mj = job->multi;
+    gx_client *c = job->client;
+    if (!c || !mj->inner)
+        return GX_EINVAL;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : s_now_ms() + timeout_ms;
+    for (;;) {
+        gx_client *m = c->multi->m[mj->at];
+        int64_t left = timeout_ms < 0 ? -1 : deadline - s_now_ms();
+        if (timeout_ms >= 0 && left < 0)
+            left = 0;
+        gx_result *r = NULL;
+        int rc = s_member_down(m) ? s_fail(m, GX_ECONNECT, "the connection to %s was lost "
+                                                           "before the job's reply came",
+                                           m->endpoint)
+                                  : gx_job_wait(mj->inner, (int)(left > INT32_MAX ? INT32_MAX
+                                                                                 : left), &r);
+        if (rc == GX_ETIMEDOUT && !r && !gone_on_timeout) {
+            s_multi_error(c, m);
+            return rc; /* the job stays valid */
+        }
+        if (!r && s_gone(rc)) {
+            s_multi_error(c, m);
+            mj->last_rc = rc == GX_ETIMEDOUT ? GX_ECONNECT : rc;
+            mj->tried |= (uint64_t)1 << mj->at;
+            s_mjob_drop(c, mj);
+            if ((rc = s_mjob_send(c, mj)) < 0)
+                return rc;
+            if (gone_on_timeout && timeout_ms >= 0) /* each daemon gets the whole timeout */
+                deadline = s_now_ms() + timeout_ms;
+            continue;
+        }
+        s_kept *k = r && r->status == GX_ENOTFOUND && !mj->reloaded
+                        ? s_kept_find(c->multi, mj->key_id, mj->key_name)
+                        : NULL;
+        if (k) {
+            gx_result_destroy(&r);
+            s_mjob_drop(c, mj);
+            mj->reloaded = true;
+            size_t at = mj->at;
+            rc = s_load_bytes(m, k, k->name[0] && strcmp(k->name, mj->key_name) == 0
+                                        ? k->name : NULL, NULL);
+            if (rc == GX_OK)
+                rc = s_send_frames(c, mj, at);
+            if (rc == GX_OK)
+                continue;
+            s_multi_error(c, m);
+            if (!s_gone(rc))
+                return rc;
+            mj->last_rc = rc;
+            mj->tried |= (uint64_t)1 << at;
+            if ((rc = s_mjob_send(c, mj)) < 0)
+                return rc;
+            continue;
+        }
+        if (rc < 0)
+            s_multi_error(c, m);
+        s_mjob_drop(c, mj);
+        s_job_unlink(job);
+        if (out)
+            *out = r;
+        else
+            gx_result_destroy(&r);
+        return rc;
+    }
+}
+
+static int s_mjob_cancel(gx_job *job)
+{
+    struct s_mjob *mj = job->multi;
+    if (!mj->inner)
+        return GX_EINVAL;
+    int rc = gx_job_cancel(mj->inner);
+    s_multi_error(job->client, job->client->multi->m[mj->at]);
+    return rc;
+}
+
+static void s_mjob_destroy(gx_job *job)
+{
+    struct s_mjob *mj = job->multi;
+    s_mjob_drop(job->client, mj);
+    s_mjob_free(mj);
+    job->multi = NULL;
 }

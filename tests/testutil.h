@@ -66,6 +66,7 @@ Suite *modelctl_suite(void);
 Suite *artifact_suite(void);
 Suite *shm_suite(void);
 Suite *curve_suite(void);
+Suite *multi_suite(void);
 
 /* True when |a[i]-b[i]| <= atol + rtol*|b[i]| for all i; prints the first
  * mismatch to stderr. */

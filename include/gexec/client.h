@@ -87,6 +87,24 @@ GX_EXPORT gx_client *gx_client_new(const char *endpoint, char *err, size_t errle
  * takes the environment variable). */
 GX_EXPORT gx_client *gx_client_new_curve(const char *endpoint, const char *server_key,
                                          const char *client_secret, char *err, size_t errlen);
+/* A client of several daemons (docs/cluster.md): endpoints[0..n-1], each
+ * as gx_client_new's (CURVE keys from the environment). gx_client_new
+ * makes one too when its endpoint (or $GEXEC_SOCKET) is a comma-separated
+ * list ($GEXEC_SERVER_KEY, or gx_client_new_curve's server_key, may then
+ * list one key per endpoint, comma-separated). RUN jobs go to the daemon with the fewest of this client's jobs in
+ * flight (ties in turn); a graph loaded through the client is kept and
+ * LOADed again on a daemon whose RUN answers GX_ENOTFOUND; a job whose
+ * daemon goes away (GX_ECONNECT, GX_EPERM or no reply within the timeout)
+ * is sent to another daemon, never twice to one, and fails with the last
+ * error once every daemon was tried (gx_run_info.endpoint says which one
+ * ran it). A request's inputs are copied at submit for that; shared-memory
+ * inputs and output areas (gx_request_add_input_shm,
+ * gx_request_set_output_shm, gx_client_shm_register) are GX_EUNSUPPORTED.
+ * PING, STATS, LIST, METRICS, EXPLAIN, TUNE and COMPILE go to the first
+ * daemon that answers; UNLOAD to all. Caller owns the client; NULL with a
+ * message in err on failure (n == 0, or any endpoint refused). */
+GX_EXPORT gx_client *gx_client_new_multi(const char *const *endpoints, size_t n, char *err,
+                                         size_t errlen);
 /* Closes the connection; outstanding gx_job handles become unusable
  * (they must still be destroyed). Accepts NULL; sets *c = NULL. */
 GX_EXPORT void gx_client_destroy(gx_client **c);
@@ -240,6 +258,8 @@ typedef struct gx_run_info {
     int batched;       /* jobs merged into the one run this job was part of,
                           itself included (dynamic batching); 1: it ran alone,
                           also when the reply did not say */
+    char endpoint[256];/* the endpoint of the daemon that ran it (the client's
+                          own, or one of several: gx_client_new_multi) */
 } gx_run_info;
 
 GX_EXPORT int gx_result_status(const gx_result *r);

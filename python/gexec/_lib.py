@@ -171,4 +171,5 @@ class RunInfoStruct(ctypes.Structure):
                 ("reason", ctypes.c_char * 160),
                 ("replicas", c_int),
                 ("est_us", ctypes.c_double * MODE_COUNT),
-                ("batched", c_int)]
+                ("batched", c_int),
+                ("endpoint", ctypes.c_char * 256)]

@@ -253,7 +253,7 @@ class RunInfo:
     """How a job ran, as the daemon reported it (gx_run_info)."""
 
     __slots__ = ("mode", "device", "workers", "replicas", "batched", "queue_us", "compute_us",
-                 "compile_us", "reason", "estimates")
+                 "compile_us", "reason", "estimates", "endpoint")
 
     def __init__(self, ri):
         self.mode = ri.mode.decode()
@@ -267,6 +267,7 @@ class RunInfo:
         self.reason = ri.reason.decode(errors="replace")
         self.estimates = {lib.gx_mode_name(m).decode(): ri.est_us[m]
                           for m in range(_lib.MODE_COUNT) if ri.est_us[m] >= 0}
+        self.endpoint = ri.endpoint.decode(errors="replace")  # the daemon that ran it
 
     def __repr__(self):
         return (f"RunInfo(mode={self.mode!r}, device={self.device!r}, workers={self.workers}, "
@@ -379,7 +380,9 @@ if hasattr(os, "register_at_fork"):
 class Client:
     """A connection to gexecd.
 
-    endpoint: a ZeroMQ endpoint ("ipc:///path/gexecd.sock", "tcp://host:port");
+    endpoint: a ZeroMQ endpoint ("ipc:///path/gexecd.sock", "tcp://host:port"),
+    or several comma-separated: jobs then spread over those daemons and fail
+    over when one goes away (docs/cluster.md; RunInfo.endpoint says where);
     None picks it as libgexec does ($GEXEC_SOCKET, else the default for this
     user, see default_endpoint()). timeout_ms: how long a call waits for the
     daemon's reply before it raises ConnectError (None: forever); it bounds

@@ -1,0 +1,321 @@
+/*
+ * A client of several daemons (docs/cluster.md): two gexecd on one machine
+ * (two ipc sockets) serve one client; its jobs spread over both, a graph
+ * loaded once runs on both (LOADed again where a RUN answers not found),
+ * and a daemon killed with jobs of the client queued loses none of them:
+ * each gets one answer, from the survivor. Synchronised on STATS and on
+ * a job that cannot end by itself, never on sleeps.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+/* y = x * 2 + 1 on [1, 4] */
+static gx_graph *s_affine(void)
+{
+    gx_graph *g = gx_graph_new("affine");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){1, 4});
+    gx_tensor *two = gx_tensor_new(GX_F32, 0, NULL), *one = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
+    *(float *)gx_tensor_data(two) = 2.0f;
+    *(float *)gx_tensor_data(one) = 1.0f;
+    gx_graph_add_const(g, "two", &two);
+    gx_graph_add_const(g, "one", &one);
+    gx_graph_add_node(g, "Mul", "mul", 2, (const char *[]){"x", "two"}, 1, (const char *[]){"t"});
+    gx_graph_add_node(g, "Add", "add", 2, (const char *[]){"t", "one"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+/* A job that runs until cancelled (Loop without a trip count whose body
+ * passes its condition, true, on): it keeps a one-worker daemon busy. */
+static gx_graph *s_endless(void)
+{
+    gx_graph *body = gx_graph_new("body");
+    gx_graph_add_input(body, "i", GX_I64, 0, NULL);
+    gx_graph_add_input(body, "c", GX_BOOL, 0, NULL);
+    gx_graph_add_input(body, "v", GX_F32, 1, (int64_t[]){1});
+    gx_graph_add_node(body, "Identity", NULL, 1, (const char *[]){"c"}, 1,
+                      (const char *[]){"c_out"});
+    gx_graph_add_node(body, "Neg", NULL, 1, (const char *[]){"v"}, 1, (const char *[]){"v_out"});
+    gx_graph_add_output(body, "c_out");
+    gx_graph_add_output(body, "v_out");
+    gx_graph *g = gx_graph_new("endless");
+    gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){1});
+    gx_graph_add_input(g, "c", GX_BOOL, 0, NULL);
+    gx_node *n = gx_graph_add_node(g, "Loop", "forever", 3, (const char *[]){"", "c", "x"}, 1,
+                                   (const char *[]){"y"});
+    ck_assert_int_eq(gx_node_set_graph(n, "body", &body), GX_OK);
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+static gx_client *s_client(const char *endpoint)
+{
+    char err[512];
+    gx_client *c = gx_client_new(endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 60000);
+    return c;
+}
+
+/* The integer after "key": in the daemon's STATS. */
+static long s_stat(gx_client *c, const char *key)
+{
+    char *json = NULL, pat[64];
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *at = strstr(json, pat);
+    ck_assert_msg(at != NULL, "no %s in %s", key, json);
+    long v = strtol(at + strlen(pat), NULL, 10);
+    free(json);
+    return v;
+}
+
+static void s_wait_stat(gx_client *c, const char *key, long want)
+{
+    while (s_stat(c, key) != want)
+        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+}
+
+static void s_check_y(const gx_result *r, float base)
+{
+    const gx_tensor *y = gx_result_output(r, 0);
+    ck_assert_ptr_nonnull(y);
+    const float *p = gx_tensor_cdata(y);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(p[i], (base + (float)i) * 2.0f + 1.0f);
+}
+
+/* One graph loaded once through the client runs on both daemons (the
+ * second gets it when its RUN answers not found); synchronous runs
+ * alternate, submitted jobs split evenly, and each daemon's STATS counts
+ * its share. The endpoint list comes from GEXEC_SOCKET, comma-separated. */
+START_TEST(test_spread_and_reload)
+{
+    gxt_daemon a, b;
+    gxt_daemon_start(&a, NULL);
+    gxt_daemon_start(&b, NULL);
+    char list[1100];
+    snprintf(list, sizeof list, "%s,%s", a.endpoint, b.endpoint);
+    setenv("GEXEC_SOCKET", list, 1);
+    gx_client *c = s_client(NULL);
+    unsetenv("GEXEC_SOCKET");
+    gx_graph *g = s_affine();
+    gx_graph_id id;
+    ck_assert_msg(gx_client_load(c, g, &id) == GX_OK, "%s", gx_client_last_error(c));
+    gx_graph_destroy(&g); /* the client keeps what it needs */
+    gx_tensor *x = gx_tensor_new_copy(GX_F32, 2, (int64_t[]){1, 4}, (float[]){1, 2, 3, 4}, 16);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, &id);
+    gx_request_add_input(rq, "x", x);
+    enum { N = 10 };
+    int on_a = 0, on_b = 0;
+    for (int i = 0; i < N; i++) {
+        gx_result *r = NULL;
+        ck_assert_msg(gx_client_run(c, rq, &r) == GX_OK, "%s", gx_client_last_error(c));
+        s_check_y(r, 1);
+        const char *ep = gx_result_info(r)->endpoint;
+        on_a += strcmp(ep, a.endpoint) == 0;
+        on_b += strcmp(ep, b.endpoint) == 0;
+        gx_result_destroy(&r);
+    }
+    ck_assert_int_eq(on_a, N / 2);
+    ck_assert_int_eq(on_b, N / 2);
+    /* submitted together: the fewest in flight first, so half each; the
+     * request (and its input) may go before the replies come */
+    gx_job *jobs[N];
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(gx_client_submit(c, rq, &jobs[i]), GX_OK);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    on_a = on_b = 0;
+    for (int i = 0; i < N; i++) {
+        gx_result *r = NULL;
+        ck_assert_msg(gx_job_wait(jobs[i], -1, &r) == GX_OK, "%s", gx_client_last_error(c));
+        s_check_y(r, 1);
+        on_a += strcmp(gx_result_info(r)->endpoint, a.endpoint) == 0;
+        on_b += strcmp(gx_result_info(r)->endpoint, b.endpoint) == 0;
+        gx_result_destroy(&r);
+        gx_job_destroy(&jobs[i]);
+    }
+    ck_assert_int_eq(on_a, N / 2);
+    ck_assert_int_eq(on_b, N / 2);
+    ck_assert_uint_eq(gx_client_stray_replies(c), 0);
+    gx_client *ca = s_client(a.endpoint), *cb = s_client(b.endpoint);
+    ck_assert_int_eq(s_stat(ca, "runs_ok"), N);
+    ck_assert_int_eq(s_stat(cb, "runs_ok"), N);
+    ck_assert_int_eq(s_stat(ca, "loads") + s_stat(cb, "loads"), 2); /* once each */
+    /* UNLOAD goes to both */
+    ck_assert_int_eq(gx_client_unload(c, id.hex), GX_OK);
+    char *json = NULL;
+    ck_assert_int_eq(gx_client_list(ca, &json), GX_OK);
+    ck_assert_str_eq(json, "[]");
+    free(json);
+    ck_assert_int_eq(gx_client_list(cb, &json), GX_OK);
+    ck_assert_str_eq(json, "[]");
+    free(json);
+    gx_client_destroy(&ca);
+    gx_client_destroy(&cb);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&a), 0);
+    ck_assert_int_eq(gxt_daemon_stop(&b), 0);
+}
+END_TEST
+
+/* Daemon b (one worker) is kept busy by another client's endless job, so
+ * the client's jobs sent to b wait in its queue; b is then killed
+ * (SIGKILL): every job is answered once, correctly, by a, also those
+ * submitted after the kill. */
+START_TEST(test_failover)
+{
+    char *dir = gxt_tmpdir(), conf[1024];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    FILE *f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "shutdown_grace_ms: 0\n");
+    fclose(f);
+    gxt_daemon a, b;
+    gxt_daemon_start(&a, NULL);
+    gxt_daemon_start(&b, (const char *[]){"--cpus", "0", "--config", conf, NULL});
+    /* b's one worker runs a job that never ends */
+    gx_client *hog = s_client(b.endpoint), *watch = s_client(b.endpoint);
+    gx_graph *eg = s_endless();
+    gx_tensor *ex = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
+    gx_tensor *cond = gx_tensor_new(GX_BOOL, 0, NULL);
+    *(uint8_t *)gx_tensor_data(cond) = 1;
+    gx_request *erq = gx_request_new();
+    gx_request_set_graph(erq, eg);
+    gx_request_add_input(erq, "x", ex);
+    gx_request_add_input(erq, "c", cond);
+    gx_job *endless = NULL;
+    ck_assert_int_eq(gx_client_submit(hog, erq, &endless), GX_OK);
+    s_wait_stat(watch, "workers_busy", 1);
+
+    const char *eps[] = {a.endpoint, b.endpoint};
+    char err[512];
+    gx_client *c = gx_client_new_multi(eps, 2, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 60000);
+    gx_graph *g = s_affine();
+    enum { N = 40 };
+    gx_tensor *x[N];
+    gx_request *rq[N];
+    gx_job *jobs[N];
+    for (int i = 0; i < N; i++) {
+        float v[4] = {(float)i, (float)i + 1, (float)i + 2, (float)i + 3};
+        x[i] = gx_tensor_new_copy(GX_F32, 2, (int64_t[]){1, 4}, v, sizeof v);
+        rq[i] = gx_request_new();
+        gx_request_set_graph(rq[i], g);
+        gx_request_add_input(rq[i], "x", x[i]);
+    }
+    for (int i = 0; i < N / 2; i++)
+        ck_assert_int_eq(gx_client_submit(c, rq[i], &jobs[i]), GX_OK);
+    /* half of them wait in b's queue behind the endless job */
+    s_wait_stat(watch, "queue_length", N / 4);
+    /* a's share is answered meanwhile */
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_job_wait(jobs[0], -1, &r), GX_OK);
+    s_check_y(r, 0);
+    ck_assert_str_eq(gx_result_info(r)->endpoint, a.endpoint);
+    gx_result_destroy(&r);
+    gx_job_destroy(&jobs[0]);
+
+    kill(b.pid, SIGKILL);
+    int st = 0;
+    ck_assert_int_eq(waitpid(b.pid, &st, 0), b.pid);
+    b.pid = 0;
+    for (int i = N / 2; i < N; i++) /* during and after the loss */
+        ck_assert_int_eq(gx_client_submit(c, rq[i], &jobs[i]), GX_OK);
+    for (int i = 1; i < N; i++) {
+        int rc = gx_job_wait(jobs[i], -1, &r);
+        ck_assert_msg(rc == GX_OK, "job %d: %s", i, gx_client_last_error(c));
+        s_check_y(r, (float)i);
+        ck_assert_str_eq(gx_result_info(r)->endpoint, a.endpoint);
+        gx_result_destroy(&r);
+        ck_assert_int_eq(gx_job_wait(jobs[i], 0, &r), GX_EINVAL); /* answered once */
+        gx_job_destroy(&jobs[i]);
+    }
+    ck_assert_uint_eq(gx_client_stray_replies(c), 0);
+    gx_client *ca = s_client(a.endpoint);
+    ck_assert_int_eq(s_stat(ca, "runs_ok"), N);
+    gx_client_destroy(&ca);
+
+    for (int i = 0; i < N; i++) {
+        gx_request_destroy(&rq[i]);
+        gx_tensor_destroy(&x[i]);
+    }
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    gx_job_destroy(&endless);
+    gx_client_destroy(&hog);
+    gx_client_destroy(&watch);
+    gx_request_destroy(&erq);
+    gx_tensor_destroy(&ex);
+    gx_tensor_destroy(&cond);
+    gx_graph_destroy(&eg);
+    ck_assert_int_eq(gxt_daemon_stop(&a), 0);
+    gxt_daemon_stop(&b); /* its directory */
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* Every daemon gone: the job fails with the last error, GX_ECONNECT. */
+START_TEST(test_all_gone)
+{
+    gxt_daemon a;
+    gxt_daemon_start(&a, NULL);
+    char *dir = gxt_tmpdir(), list[2048];
+    snprintf(list, sizeof list, "%s, ipc://%s/none.sock", a.endpoint, dir);
+    gx_client *c = s_client(list);
+    gx_client_set_timeout(c, 2000);
+    ck_assert_int_eq(gx_client_ping(c), GX_OK);
+    ck_assert_int_eq(gx_client_shm_register(c, NULL), GX_EINVAL);
+    /* a server key per endpoint, or the count is wrong */
+    char err[512];
+    ck_assert_ptr_null(gx_client_new_curve(list, "a,b,c", NULL, err, sizeof err));
+    ck_assert_msg(strstr(err, "3 server keys") != NULL, "%s", err);
+    const char *none[1] = {NULL};
+    ck_assert_ptr_null(gx_client_new_multi(none, 0, err, sizeof err));
+    gx_graph *g = s_affine();
+    gx_tensor *x = gx_tensor_new_copy(GX_F32, 2, (int64_t[]){1, 4}, (float[]){1, 2, 3, 4}, 16);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    kill(a.pid, SIGKILL);
+    int st = 0;
+    ck_assert_int_eq(waitpid(a.pid, &st, 0), a.pid);
+    a.pid = 0;
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_ECONNECT);
+    ck_assert_ptr_null(r);
+    ck_assert_msg(strstr(gx_client_last_error(c), "none.sock") ||
+                      strstr(gx_client_last_error(c), a.endpoint),
+                  "%s", gx_client_last_error(c));
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    gxt_daemon_stop(&a); /* its directory */
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+Suite *multi_suite(void)
+{
+    Suite *s = suite_create("multi");
+    TCase *tc = tcase_create("multi");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_spread_and_reload);
+    tcase_add_test(tc, test_failover);
+    tcase_add_test(tc, test_all_gone);
+    suite_add_tcase(s, tc);
+    return s;
+}
