@@ -83,15 +83,24 @@ static gx_graph *s_cnn(void)
 
 /* The slow job that holds the one worker: k chained MatMuls of a
  * [1024,1024] input by the identity (cancelled, never finished). */
+/* The slow graph's matrices: a step at a time it holds the worker until
+ * cancelled, and a step must end well within a wait (ThreadSanitizer makes
+ * a 1024^3 product take minutes). */
+#if defined(__SANITIZE_THREAD__)
+#define S_HOLD_N 256
+#else
+#define S_HOLD_N 1024
+#endif
+
 static gx_graph *s_slow_graph(int k)
 {
     gx_graph *g = gx_graph_new("slow");
-    int64_t s[2] = {1024, 1024};
+    int64_t s[2] = {S_HOLD_N, S_HOLD_N};
     gx_graph_add_input(g, "x", GX_F32, 2, s);
     gx_tensor *w = gx_tensor_new(GX_F32, 2, s);
     float *p = gx_tensor_data(w);
-    for (int i = 0; i < 1024; i++)
-        p[i * 1024 + i] = 1.0f;
+    for (int i = 0; i < S_HOLD_N; i++)
+        p[i * S_HOLD_N + i] = 1.0f;
     gx_graph_add_const(g, "w", &w);
     char prev[32] = "x", cur[32];
     for (int i = 0; i < k; i++) {
@@ -143,7 +152,7 @@ static long long s_stat(gx_client *c, const char *key)
 static void s_hold(hold *h, gx_client *c, gx_client *watch)
 {
     h->g = s_slow_graph(400);
-    h->x = gx_tensor_new(GX_F32, 2, (int64_t[]){1024, 1024});
+    h->x = gx_tensor_new(GX_F32, 2, (int64_t[]){S_HOLD_N, S_HOLD_N});
     h->rq = gx_request_new();
     gx_request_set_graph(h->rq, h->g);
     gx_request_add_input(h->rq, "x", h->x);
