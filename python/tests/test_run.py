@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gexec
-from conftest import example, data
+from conftest import example, data, Daemon
 from onnx_model import mlp_model
 
 MLP_Y = np.array([[0.2624, 0.4392, 0.2984]], np.float32)  # examples/README.md
@@ -190,3 +190,21 @@ def test_empty_and_scalar_tensors(client):
               b"nodes:\n  - {op: Neg, inputs: [x], outputs: [y]}\noutputs: [y]\n")
     y = client.run(scalar, {"x": np.int64(41)})["y"]
     assert y.shape == () and y.dtype == np.int64 and int(y) == -41
+
+
+def test_several_daemons_one_client():
+    """A comma-separated endpoint list: jobs alternate between the daemons,
+    the graph loaded once runs on both, RunInfo.endpoint says where."""
+    a, b = Daemon(), Daemon()
+    try:
+        with gexec.Client(f"{a.endpoint},{b.endpoint}", timeout_ms=30000) as c:
+            g = c.load(example("mlp.yaml"))
+            x = np.load(example("mlp_input.npy"))
+            where = []
+            for _ in range(4):
+                f = c.submit(g, {"x": x})
+                np.testing.assert_allclose(f.result()["y"], MLP_Y, atol=1e-4)
+                where.append(f.info.endpoint)
+            assert sorted(where) == sorted([a.endpoint, b.endpoint] * 2)
+    finally:
+        assert a.stop() == 0 and b.stop() == 0
