@@ -199,13 +199,13 @@ static bool s_einsum_bmm(const gx_kargs *k, const gx_einsum *e, const s_bmm *m)
      * every label group in each operand and in y */
     const int64_t floats = rows * m->C + m->C * m->R + rows * m->R;
     const int64_t offs = 3 * m->B + 2 * m->L + 2 * m->C + 2 * m->R;
-    float *a = malloc((size_t)floats * sizeof *a + (size_t)offs * sizeof(int64_t));
-    if (!a)
+    int64_t *ab = malloc((size_t)offs * sizeof *ab + (size_t)floats * sizeof(float));
+    if (!ab)
         return false; /* the general loop, without memory of its own */
-    float *bm = a + rows * m->C, *ym = bm + m->C * m->R;
-    int64_t *ab = (int64_t *)(ym + rows * m->R), *bb = ab + m->B, *yb = bb + m->B;
+    int64_t *bb = ab + m->B, *yb = bb + m->B;
     int64_t *al = yb + m->B, *yl = al + m->L, *ac = yl + m->L, *bc = ac + m->C;
     int64_t *br = bc + m->C, *yr = br + m->R;
+    float *a = (float *)(yr + m->R), *bm = a + rows * m->C, *ym = bm + m->C * m->R;
     s_offsets(e, e->stride[0], m->b, m->nb, m->B, ab);
     s_offsets(e, e->stride[1], m->b, m->nb, m->B, bb);
     s_offsets(e, NULL, m->b, m->nb, m->B, yb);
@@ -239,7 +239,7 @@ static bool s_einsum_bmm(const gx_kargs *k, const gx_einsum *e, const s_bmm *m)
             for (int64_t r = 0; r < m->R; r++)
                 y[yb[bi] + yl[l0 + l] + yr[r]] = ym[l * m->R + r];
     }
-    free(a);
+    free(ab);
     return true;
 }
 
