@@ -326,6 +326,7 @@ Suite *ops_rnn_suite(void)
     Suite *s = suite_create("ops_rnn");
     TCase *tc = tcase_create("rnn");
     tcase_add_checked_fixture(tc, NULL, ot_free_all);
+    tcase_set_timeout(tc, 120); /* the float64 references, on a loaded machine */
     tcase_add_test(tc, test_rnn_family_vs_reference);
     tcase_add_test(tc, test_rnn_long_sequences);
     tcase_add_test(tc, test_rnn_hand_values);

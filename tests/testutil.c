@@ -164,7 +164,9 @@ int gxt_daemon_stop(gxt_daemon *d)
     if (d->pid > 0) {
         kill(d->pid, SIGTERM);
         int st = 0;
-        for (int i = 0; i < 300; i++) {
+        /* up to a minute: a loaded machine (two CPU hogs beside the suite)
+         * can stretch a clean shutdown well past a few seconds */
+        for (int i = 0; i < 3000; i++) {
             if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
                 result = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
                 d->pid = 0;
