@@ -107,35 +107,6 @@ typedef struct s_report {
     char msg[160];
 } s_report;
 
-static void s_write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return;
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
-static bool s_read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        p += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
 /* A client process: waits for the graph id, then runs batch-1 jobs one at a
  * time until end_us; reports and exits. Forked before the parent has a
  * ZeroMQ context. */
@@ -147,7 +118,7 @@ static void s_child(const char *endpoint, int go_fd, int report_fd, const int64_
         gx_graph_id id;
         double end_us;
     } go;
-    if (!s_read_all(go_fd, &go, sizeof go))
+    if (!gxb_read_all(go_fd, &go, sizeof go))
         _exit(0);
     char err[256];
     gx_client *c = gx_client_new(endpoint, err, sizeof err);
@@ -174,7 +145,7 @@ static void s_child(const char *endpoint, int go_fd, int report_fd, const int64_
             gx_result_destroy(&r);
         }
     }
-    s_write_all(report_fd, &rep, sizeof rep);
+    gxb_write_all(report_fd, &rep, sizeof rep);
     gx_request_destroy(&rq);
     gx_tensor_destroy(&x);
     gx_client_destroy(&c);
@@ -192,7 +163,7 @@ static void s_measure(gx_graph *(*make)(void), const int64_t *shape, int ndim, i
         gxb_die(S_PROG, "config", strerror(errno));
     char text[128];
     const int len = snprintf(text, sizeof text, "scheduler:\n  batch_max: %d\n", batch_max);
-    s_write_all(fd, text, (size_t)len);
+    gxb_write_all(fd, text, (size_t)len);
     close(fd);
     gxb_daemon d = {0};
     gxb_daemon_start(&d, S_PROG, (const char *const[]){"-c", cfg, NULL});
@@ -224,11 +195,11 @@ static void s_measure(gx_graph *(*make)(void), const int64_t *shape, int ndim, i
     msg.end_us = gxb_now_us() + seconds * 1e6;
     const double t0 = gxb_now_us();
     for (int i = 0; i < S_PROCS; i++)
-        s_write_all(go[i][1], &msg, sizeof msg);
+        gxb_write_all(go[i][1], &msg, sizeof msg);
     long jobs = 0, batched = 0;
     for (int i = 0; i < S_PROCS; i++) {
         s_report r = {0};
-        if (!s_read_all(rep[i][0], &r, sizeof r) || r.rc < 0)
+        if (!gxb_read_all(rep[i][0], &r, sizeof r) || r.rc < 0)
             gxb_die(S_PROG, "client process", r.rc < 0 ? r.msg : "exited");
         jobs += r.jobs;
         batched += r.batched;

@@ -527,36 +527,6 @@ typedef struct s_proc {
     int cmd_fd, report_fd; /* parent's ends */
 } s_proc;
 
-static bool s_read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        p += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
-static bool s_write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        p += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
 /* A forked client process: its own gx_client (the parent's ZeroMQ context
  * is never touched here), one request per mode, then commands until told to
  * exit. Never returns. */
@@ -582,9 +552,9 @@ static void s_child(const char *endpoint, const gx_graph_id *id, int cmd_fd, int
         gx_request_add_input(rq[m], "x", x);
         gx_request_set_mode(rq[m], (gx_mode)m);
     }
-    s_write_all(report_fd, &rep, sizeof rep);
+    gxb_write_all(report_fd, &rep, sizeof rep);
     s_cmd cmd;
-    while (rep.rc == GX_OK && s_read_all(cmd_fd, &cmd, sizeof cmd) && cmd.mode >= 0 &&
+    while (rep.rc == GX_OK && gxb_read_all(cmd_fd, &cmd, sizeof cmd) && cmd.mode >= 0 &&
            cmd.mode < GX_MODE_COUNT) {
         s_cell cell = {0};
         double secs;
@@ -593,7 +563,7 @@ static void s_child(const char *endpoint, const gx_graph_id *id, int cmd_fd, int
                             &rep.jobs, &secs);
         if (rep.rc < 0)
             snprintf(rep.msg, sizeof rep.msg, "%s", cell.msg);
-        if (!s_write_all(report_fd, &rep, sizeof rep))
+        if (!gxb_write_all(report_fd, &rep, sizeof rep))
             break;
     }
     for (int m = 0; m < GX_MODE_COUNT; m++)
@@ -634,7 +604,7 @@ static bool s_procs_start(s_proc *p, const char *endpoint, const gx_graph_id *id
     }
     for (int i = 0; i < S_PROCS; i++) {
         s_report r;
-        if (!s_read_all(p[i].report_fd, &r, sizeof r) || r.rc < 0) {
+        if (!gxb_read_all(p[i].report_fd, &r, sizeof r) || r.rc < 0) {
             fprintf(stderr, "bench_modes: client process %d: %s\n", i,
                     r.rc < 0 ? r.msg : "exited");
             return false;
@@ -649,7 +619,7 @@ static void s_procs_stop(s_proc *p)
         if (p[i].pid <= 0)
             continue;
         s_cmd quit = {-1, 0};
-        s_write_all(p[i].cmd_fd, &quit, sizeof quit);
+        gxb_write_all(p[i].cmd_fd, &quit, sizeof quit);
         close(p[i].cmd_fd);
         close(p[i].report_fd);
         int st;
@@ -664,11 +634,11 @@ static void s_procs_rep(s_proc *p, s_cell *cell, double secs)
     double t0 = gxb_now_us();
     s_cmd cmd = {(int)cell->mode, t0 + secs * 1e6};
     for (int i = 0; i < S_PROCS; i++)
-        s_write_all(p[i].cmd_fd, &cmd, sizeof cmd);
+        gxb_write_all(p[i].cmd_fd, &cmd, sizeof cmd);
     long jobs = 0;
     for (int i = 0; i < S_PROCS; i++) {
         s_report r;
-        if (!s_read_all(p[i].report_fd, &r, sizeof r)) {
+        if (!gxb_read_all(p[i].report_fd, &r, sizeof r)) {
             cell->rc = GX_EIO;
             snprintf(cell->msg, sizeof cell->msg, "client process %d exited", i);
             continue;

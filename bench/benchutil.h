@@ -20,6 +20,7 @@
 #ifndef GX_BENCHUTIL_H
 #define GX_BENCHUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -31,6 +32,11 @@ double gxb_now_us(void);
 /* Print "<prog>: <what>: <why>" to stderr and exit 1 (nothing left to
  * measure). */
 void gxb_die(const char *prog, const char *what, const char *why) __attribute__((noreturn));
+
+/* All len bytes to or from fd (a pipe between a benchmark and its client
+ * processes), through EINTR; false when the other end is gone or failed. */
+bool gxb_write_all(int fd, const void *buf, size_t len);
+bool gxb_read_all(int fd, void *buf, size_t len);
 
 /* A gexecd child process on ipc://<dir>/gexecd.sock, embedded by its caller. */
 typedef struct gxb_daemon {
