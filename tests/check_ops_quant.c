@@ -559,6 +559,53 @@ START_TEST(test_packed_qlinear)
 }
 END_TEST
 
+/* The direct QLinearConv (stride 1) against the reference: bands of rows
+ * (a tall image, several shares), asymmetric pads, dilation, 1x1 windows,
+ * channels not a multiple of 4 and output channels not of 8, and many
+ * input channels (short bands). */
+START_TEST(test_packed_qlinearconv_direct)
+{
+    static const struct {
+        int64_t x[4], w[4], pads[4], dil[2];
+    } cases[] = {
+        {{1, 3, 61, 23}, {11, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}},
+        {{2, 6, 13, 17}, {9, 6, 3, 5}, {0, 2, 1, 0}, {2, 1}},
+        {{1, 37, 12, 9}, {19, 37, 1, 1}, {0, 0, 0, 0}, {1, 1}},
+        {{1, 800, 12, 10}, {8, 800, 3, 3}, {1, 1, 1, 1}, {1, 1}},
+        {{3, 4, 5, 40}, {16, 4, 2, 2}, {0, 0, 0, 0}, {1, 3}},
+    };
+    const char *was = gx_cpu_gemm_isa();
+    if (!gx_cpu_gemm_isa_set("avx512"))
+        return; /* the baseline path is test_packed_qlinear's */
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+        for (int ta = 0; ta < 2; ta++) {
+            gx_attr at[2] = {
+                {.name = (char *)"pads", .type = GX_ATTR_INTS, .ints = (int64_t *)cases[ci].pads,
+                 .n = 4},
+                {.name = (char *)"dilations", .type = GX_ATTR_INTS,
+                 .ints = (int64_t *)cases[ci].dil, .n = 2}};
+            const gx_node node = {.n_attr = 2, .attr = at};
+            const int64_t m = cases[ci].w[0];
+            gx_view in[9];
+            in[0] = s_rand_of(s_bytes[ta], 4, cases[ci].x);
+            in[1] = s_rand_of(GX_F32, SCALAR);
+            in[2] = s_rand_of(s_bytes[ta], SCALAR);
+            in[3] = s_rand_of(s_bytes[1 - ta], 4, cases[ci].w);
+            in[4] = s_rand_of(GX_F32, 1, (const int64_t[]){m});
+            in[5] = s_rand_of(s_bytes[1 - ta], 1, (const int64_t[]){m});
+            in[6] = s_rand_of(GX_F32, SCALAR);
+            in[7] = s_rand_of(s_bytes[ta], SCALAR);
+            in[8] = s_rand_of(GX_I32, 1, (const int64_t[]){m});
+            char what[96];
+            snprintf(what, sizeof what, "direct QLinearConv case %zu, x %s", ci,
+                     gx_dtype_name(s_bytes[ta]));
+            s_packed_same(GX_OP_QLINEAR_CONV, &node, 9, in, what);
+            ot_free_all();
+        }
+    gx_cpu_gemm_isa_set(was);
+}
+END_TEST
+
 Suite *ops_quant_suite(void)
 {
     Suite *s = suite_create("ops_quant");
@@ -574,6 +621,7 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_qlinearconv_errors);
     tcase_add_test(tc, test_packed_matmul_integer);
     tcase_add_test(tc, test_packed_qlinear);
+    tcase_add_test(tc, test_packed_qlinearconv_direct);
     tcase_add_test(tc, test_unique);
     tcase_add_test(tc, test_unique_errors);
     tcase_add_test(tc, test_nms);

@@ -58,7 +58,7 @@ static const struct {
     {"cpu.Gemm.packed.baseline@1", S_PACKED_ISA, GX_OP_GEMM, "baseline"},
     {"cpu.MatMulInteger.packed@1", S_QPACKED, GX_OP_MATMUL_INTEGER, NULL},
     {"cpu.QLinearMatMul.packed@1", S_QPACKED, GX_OP_QLINEAR_MATMUL, NULL},
-    {"cpu.QLinearConv.packed@1", S_QPACKED, GX_OP_QLINEAR_CONV, NULL},
+    {"cpu.QLinearConv.packed@2", S_QPACKED, GX_OP_QLINEAR_CONV, NULL},
 };
 #define S_N_FIXED (sizeof s_fixed / sizeof s_fixed[0])
 

@@ -13,12 +13,14 @@
  *
  * Packed B (gx_cpu_qgemm_pack): the int32 column sums of b' (N rounded up
  * to 16, zeros past N), then panels of 16 columns, each K4 = ceil(K / 4)
- * quads of [16 columns][4 k] int8 (zeros past K and N).
+ * quads of [16 columns][4 k] int8 (zeros past K and N); a QLinearConv's
+ * then also W's direct form (s_direct_bytes).
  *
  * A is copied eight rows at a time into a buffer of K4 * 4 bytes a row
  * (flipped to uint8, zeros past K); a QLinearConv's rows are its im2col
  * rows (taps outside x read x_zp, which adds nothing), in the order of
- * W's [C, kh, kw]. Shares: a product's are (block of rows, pair of
+ * W's [C, kh, kw], except for a stride-1 QLinearConv on VNNI, which runs
+ * directly from a second packed form of W (s_qconv_direct). Shares: a product's are (block of rows, pair of
  * panels), so a few rows (a batch-1 layer) still split; a QLinearConv's
  * are blocks of rows (output positions).
  */
@@ -35,11 +37,12 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define S_VNNI_OK 1
-#define S_TVNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define S_TVNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #endif
 
 #define S_P 16 /* columns of a panel */
 #define S_R 8  /* rows of A a block takes */
+#define S_MB 8 /* output channels a block of the direct QLinearConv takes */
 
 /* ---- what the packed kernels take ---- */
 
@@ -122,12 +125,28 @@ bool gx_cpu_qgemm_packable(gx_op op, const gx_attrval *attr, int n_in, const gx_
     return true;
 }
 
-size_t gx_cpu_qgemm_packed_bytes(gx_op op, const gx_view *b)
+/* Bytes of the GEMM form (column sums and panels). */
+static size_t s_gemm_bytes(gx_op op, const gx_view *b)
 {
     int64_t k, n;
     s_kn(op, b, &k, &n);
     const int64_t np = (n + S_P - 1) / S_P * S_P, k4 = (k + 3) / 4;
     return (size_t)(np * 4 + np * k4 * 4);
+}
+
+/* Bytes of a QLinearConv's direct form (S_MB blocks of output channels,
+ * each [C4][taps][S_MB][4] int8); 0 for the other ops. */
+static size_t s_direct_bytes(gx_op op, const gx_view *w)
+{
+    if (op != GX_OP_QLINEAR_CONV)
+        return 0;
+    const int64_t mb = (w->shape[0] + S_MB - 1) / S_MB, c4 = (w->shape[1] + 3) / 4;
+    return (size_t)(mb * c4 * (w->numel / (w->shape[0] * w->shape[1])) * S_MB * 4);
+}
+
+size_t gx_cpu_qgemm_packed_bytes(gx_op op, const gx_view *b)
+{
+    return s_gemm_bytes(op, b) + s_direct_bytes(op, b);
 }
 
 /* b'[k][j]: element (k, j) of the product's B as int8. */
@@ -154,6 +173,16 @@ void gx_cpu_qgemm_pack(gx_op op, const gx_view *b, void *dst)
             sums[j] += v;
         }
     }
+    if (op != GX_OP_QLINEAR_CONV)
+        return;
+    /* the direct form: element (m, c, tap) at [m / S_MB][c / 4][tap][m % S_MB][c % 4] */
+    int8_t *direct = (int8_t *)dst + s_gemm_bytes(op, b);
+    const int64_t c = b->shape[1], c4 = (c + 3) / 4, taps = k / (c ? c : 1);
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t ci = 0; ci < c; ci++)
+            for (int64_t t = 0; t < taps; t++)
+                direct[(((j / S_MB) * c4 + ci / 4) * taps + t) * S_MB * 4 + j % S_MB * 4 + ci % 4] =
+                    s_b(op, b, k, n, ci * taps + t, j);
 }
 
 /* ---- the dot products ---- */
@@ -260,7 +289,7 @@ static s_dots_fn s_dots_pick(void)
 {
 #ifdef S_VNNI_OK
     if (!strcmp(gx_cpu_gemm_isa(), "avx512") && __builtin_cpu_supports("avx512vnni") &&
-        __builtin_cpu_supports("avx512bw"))
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
         return s_dots_vnni;
 #endif
     return s_dots;
@@ -478,6 +507,241 @@ static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t pos, 
     }
 }
 
+/* ---- QLinearConv, direct (stride 1, AVX512-VNNI) ----
+ *
+ * A band of output rows of one image at a time, without im2col: x's rows
+ * the band reads are copied once into planes of four channels
+ * interleaved ([C4][position][4] uint8, x_zp' in the padding), each row
+ * Wp = pad + IW + pad wide. Output position p = r * Wp + ow of the band
+ * (ow < OW real, the last (KW - 1) * dw of each row scratch) then reads
+ * tap (kh, kw) of its window at plane position p + kh * dh * Wp + kw * dw:
+ * sixteen consecutive positions are one 64-byte load per channel quad
+ * and tap, multiplied by a broadcast quad of W's direct form. Registers:
+ * 2 x 16 positions by S_MB channels. The exact sums and the requantizing
+ * are the GEMM path's (in double, exact for these integers). */
+
+#define S_DPOS 2048             /* plane positions of a band at most */
+#define S_DBYTES (64 * 1024)    /* interleaved bytes of a band at most */
+#define S_DTAPS 64              /* window taps at most */
+
+#ifdef S_VNNI_OK
+typedef struct s_dgeom {
+    int64_t c, c4, m, taps, kw, dh, dw, wp, ow, oh, band, plane, vpos;
+} s_dgeom;
+
+/* The band's plane positions with br output rows: the rows' positions
+ * rounded up to 32, then what the last window reads past them. */
+static int64_t s_dplane(const s_dgeom *g, int64_t br, int64_t *vpos)
+{
+    *vpos = (br * g->wp + 31) / 32 * 32;
+    return *vpos + (g->taps / g->kw - 1) * g->dh * g->wp + (g->kw - 1) * g->dw;
+}
+
+/* Geometry of the direct path for w and nth shares; false when it does
+ * not apply (a stride, or rows too wide for a band of one row). */
+static bool s_dgeom_init(const gx_win *w, const gx_view *x, const gx_view *wt, int nth,
+                         s_dgeom *g)
+{
+    if (w->nsp != 2 || w->stride[0] != 1 || w->stride[1] != 1 || w->k_size > S_DTAPS)
+        return false;
+    *g = (s_dgeom){.c = x->shape[1], .c4 = (x->shape[1] + 3) / 4, .m = wt->shape[0],
+                   .taps = w->k_size, .kw = w->k[1], .dh = w->dil[0], .dw = w->dil[1],
+                   .wp = w->pad_lo[1] + w->in[1] + w->pad_hi[1], .ow = w->out[1],
+                   .oh = w->out[0]};
+    const int64_t cap = S_DBYTES / (g->c4 * 4) < S_DPOS ? S_DBYTES / (g->c4 * 4) : S_DPOS;
+    /* the tallest band that fits, then, with several shares, lower for
+     * about 2 bands a share (shorter bands waste more positions) */
+    int64_t br = 0;
+    while (br < g->oh && s_dplane(g, br + 1, &g->vpos) <= cap)
+        br++;
+    if (br < 1)
+        return false;
+    const int64_t want = nth > 1 ? (2 * (int64_t)nth + x->shape[0] - 1) / x->shape[0] : 1;
+    const int64_t even = (g->oh + want - 1) / want;
+    g->band = even < br ? even : br;
+    g->plane = s_dplane(g, g->band, &g->vpos);
+    return true;
+}
+
+/* The interleaved planes of the band of output rows [oh0, oh0 + br) of
+ * image xn (C planes of IH x IW), and in s the sum of the real channels
+ * at each plane position (a dot product with ones). 16 positions at a
+ * time, each a masked load of the four channels' rows (x_zp' where a tap
+ * is outside x, zeros past C) interleaved by bytes. */
+S_TVNNI static void s_dplanes(const s_dgeom *g, const gx_win *w, const uint8_t *xn, int64_t oh0,
+                              bool flip, uint8_t pad, uint8_t *restrict pl, int32_t *restrict s)
+{
+    const int64_t IH = w->in[0], IW = w->in[1], lo = w->pad_lo[1];
+    const __m128i padv = _mm_set1_epi8((char)pad), fx = _mm_set1_epi8(flip ? (char)0x80 : 0);
+    const __m512i ones = _mm512_set1_epi8(1);
+    const int64_t rows = (g->plane + g->wp - 1) / g->wp;
+    for (int64_t cq = 0; cq < g->c4; cq++) {
+        uint8_t *plq = pl + cq * g->plane * 4;
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t ih = oh0 - w->pad_lo[0] + r, p0 = r * g->wp;
+            const int64_t n = p0 + g->wp <= g->plane ? g->wp : g->plane - p0;
+            const uint8_t *row[4];
+            for (int c = 0; c < 4; c++)
+                row[c] = cq * 4 + c < g->c && ih >= 0 && ih < IH
+                             ? xn + ((cq * 4 + c) * IH + ih) * IW
+                             : NULL;
+            for (int64_t j0 = 0; j0 < n; j0 += 16) {
+                const int64_t iw0 = j0 - lo;
+                __mmask16 in = 0;
+                for (int i = 0; i < 16; i++)
+                    in |= (__mmask16)((iw0 + i >= 0 && iw0 + i < IW) << i);
+                __m128i v[4];
+                for (int c = 0; c < 4; c++) {
+                    if (row[c])
+                        v[c] = _mm_mask_blend_epi8(
+                            in, padv,
+                            _mm_xor_si128(_mm_maskz_loadu_epi8(in, row[c] + iw0), fx));
+                    else
+                        v[c] = cq * 4 + c < g->c ? padv : _mm_setzero_si128();
+                }
+                const __m128i a = _mm_unpacklo_epi8(v[0], v[1]), ah = _mm_unpackhi_epi8(v[0], v[1]);
+                const __m128i b = _mm_unpacklo_epi8(v[2], v[3]), bh = _mm_unpackhi_epi8(v[2], v[3]);
+                __m512i q = _mm512_castsi128_si512(_mm_unpacklo_epi16(a, b));
+                q = _mm512_inserti32x4(q, _mm_unpackhi_epi16(a, b), 1);
+                q = _mm512_inserti32x4(q, _mm_unpacklo_epi16(ah, bh), 2);
+                q = _mm512_inserti32x4(q, _mm_unpackhi_epi16(ah, bh), 3);
+                const __mmask16 own = n - j0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j0)) - 1);
+                _mm512_mask_storeu_epi32(plq + (p0 + j0) * 4, own, q);
+                const __m512i sum =
+                    cq ? _mm512_maskz_loadu_epi32(own, s + p0 + j0) : _mm512_setzero_si512();
+                _mm512_mask_storeu_epi32(s + p0 + j0, own, _mm512_dpbusd_epi32(sum, q, ones));
+            }
+        }
+    }
+}
+
+/* Output channels [mb * S_MB, + S_MB) at the band's 32 positions from p:
+ * the int32 dot products of their windows into d[S_MB][32]. */
+S_TVNNI static void s_dblock(const s_dgeom *g, const uint8_t *pl, const int8_t *wd,
+                             const int64_t *off, int64_t p, int32_t *d)
+{
+    __m512i a0 = _mm512_setzero_si512(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0,
+            b3 = a0, a4 = a0, b4 = a0, a5 = a0, b5 = a0, a6 = a0, b6 = a0, a7 = a0, b7 = a0;
+    for (int64_t cq = 0; cq < g->c4; cq++) {
+        const uint8_t *base = pl + (cq * g->plane + p) * 4;
+        const int8_t *wq = wd + cq * g->taps * S_MB * 4;
+        for (int64_t t = 0; t < g->taps; t++) {
+            const __m512i x0 = _mm512_loadu_si512(base + off[t] * 4);
+            const __m512i x1 = _mm512_loadu_si512(base + off[t] * 4 + 64);
+            const int32_t *wt = (const int32_t *)(wq + t * S_MB * 4);
+#define S_CH(i, a, b)                                                                              \
+    do {                                                                                           \
+        const __m512i wv = _mm512_set1_epi32(wt[i]);                                               \
+        a = _mm512_dpbusd_epi32(a, x0, wv);                                                        \
+        b = _mm512_dpbusd_epi32(b, x1, wv);                                                        \
+    } while (0)
+            S_CH(0, a0, b0);
+            S_CH(1, a1, b1);
+            S_CH(2, a2, b2);
+            S_CH(3, a3, b3);
+            S_CH(4, a4, b4);
+            S_CH(5, a5, b5);
+            S_CH(6, a6, b6);
+            S_CH(7, a7, b7);
+#undef S_CH
+        }
+    }
+    const __m512i as[S_MB] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    const __m512i bs[S_MB] = {b0, b1, b2, b3, b4, b5, b6, b7};
+    for (int i = 0; i < S_MB; i++) {
+        _mm512_storeu_si512(d + i * 32, as[i]);
+        _mm512_storeu_si512(d + i * 32 + 16, bs[i]);
+    }
+}
+
+/* 8 sums e = d - bz sa + cm (exact in double), requantized: rint(e *
+ * scale) + yz clamped to [lo, hi] (NaN: lo), as int32. */
+S_TVNNI static inline __m256i s_drequant(__m256i d, __m256i sa, double bz, double cm,
+                                         double scale, double yz, double lo, double hi)
+{
+    __m512d e = _mm512_add_pd(_mm512_cvtepi32_pd(d), _mm512_set1_pd(cm));
+    e = _mm512_fnmadd_pd(_mm512_set1_pd(bz), _mm512_cvtepi32_pd(sa), e);
+    e = _mm512_roundscale_pd(_mm512_mul_pd(e, _mm512_set1_pd(scale)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    e = _mm512_max_pd(_mm512_add_pd(e, _mm512_set1_pd(yz)), _mm512_set1_pd(lo));
+    return _mm512_cvtpd_epi32(_mm512_min_pd(e, _mm512_set1_pd(hi)));
+}
+
+S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_dgeom *g,
+                                   const int8_t *wd, const int32_t *sb, int32_t xz, bool xflip,
+                                   bool wflip, float xs, float ys, float yz)
+{
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
+    const bool s8 = y->dtype == GX_I8;
+    const double lo = s8 ? -128.0 : 0.0, hi = s8 ? 127.0 : 255.0;
+    const int64_t bands = (g->oh + g->band - 1) / g->band, kk = g->c * g->taps;
+    const int64_t in_img = g->c * w->in[0] * w->in[1], out_img = g->m * g->oh * g->ow;
+    const float *ws = k->in[4].data;
+    int64_t off[S_DTAPS], ulo, uhi;
+    for (int64_t t = 0; t < g->taps; t++)
+        off[t] = t / g->kw * g->dh * g->wp + t % g->kw * g->dw;
+    gx_cpu_share(k, x->shape[0] * bands, 1, &ulo, &uhi);
+    uint8_t pl[S_DBYTES] __attribute__((aligned(64)));
+    int32_t ssum[S_DPOS], sa[S_DPOS], d[S_MB * 32];
+    uint8_t ob[S_MB][32];
+    for (int64_t u = ulo; u < uhi; u++) {
+        const int64_t n = u / bands, oh0 = u % bands * g->band;
+        const int64_t br = g->oh - oh0 < g->band ? g->oh - oh0 : g->band;
+        s_dplanes(g, w, (const uint8_t *)x->data + n * in_img, oh0, xflip, (uint8_t)xz, pl,
+                  ssum);
+        for (int64_t p = 0; p < g->vpos; p++) {
+            int32_t t = 0;
+            for (int64_t i = 0; i < g->taps; i++)
+                t += ssum[p + off[i]];
+            sa[p] = t;
+        }
+        for (int64_t mb = 0; mb * S_MB < g->m; mb++) {
+            const int8_t *wb = wd + mb * g->c4 * g->taps * S_MB * 4;
+            const int nm = (int)(g->m - mb * S_MB < S_MB ? g->m - mb * S_MB : S_MB);
+            double bz[S_MB], cm[S_MB], sc[S_MB];
+            for (int i = 0; i < nm; i++) {
+                const int64_t j = mb * S_MB + i;
+                sc[i] = (double)(xs * ws[k->in[4].numel > 1 ? j : 0] / ys); /* as the GEMM path's */
+                bz[i] = s_zp(k, 5, j) - (wflip ? 128 : 0);
+                cm[i] = -(double)xz * sb[j] + (double)kk * xz * bz[i] + (bias ? bias[j] : 0);
+            }
+            for (int64_t p = 0; p < g->vpos; p += 32) {
+                s_dblock(g, pl, wb, off, p, d);
+                for (int i = 0; i < nm; i++) {
+                    const int64_t j = mb * S_MB + i;
+                    for (int h = 0; h < 32; h += 16) {
+                        __m256i r[2];
+                        for (int e = 0; e < 2; e++)
+                            r[e] = s_drequant(
+                                _mm256_loadu_si256((const __m256i *)(d + i * 32 + h + e * 8)),
+                                _mm256_loadu_si256((const __m256i *)(sa + p + h + e * 8)), bz[i],
+                                cm[i], sc[i], yz, lo, hi);
+                        _mm_storeu_si128(
+                            (__m128i *)(ob[i] + h),
+                            _mm512_cvtepi32_epi8(_mm512_inserti64x4(_mm512_castsi256_si512(r[0]),
+                                                                    r[1], 1)));
+                    }
+                    /* the real positions among the 32 into y's rows */
+                    uint8_t *yc = (uint8_t *)y->data + n * out_img + j * g->oh * g->ow;
+                    for (int64_t q = p; q < p + 32 && q < br * g->wp;) {
+                        const int64_t r = q / g->wp, ow = q % g->wp;
+                        const int64_t end = r * g->wp + g->ow;
+                        if (ow >= g->ow) {
+                            q = (r + 1) * g->wp;
+                            continue;
+                        }
+                        const int64_t len = (end < p + 32 ? end : p + 32) - q;
+                        memcpy(yc + (oh0 + r) * g->ow + ow, ob[i] + (q - p), (size_t)len);
+                        q += len;
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
+
 static void s_qlinear_conv(const gx_kargs *k)
 {
     const gx_view *x = &k->in[0], *wt = &k->in[3], *y = &k->out[0];
@@ -494,6 +758,14 @@ static void s_qlinear_conv(const gx_kargs *k)
     const float yz = (float)s_zp(k, 7, 0);
     const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
     const s_dots_fn dots = s_dots_pick();
+#ifdef S_VNNI_OK
+    s_dgeom g;
+    if (dots == s_dots_vnni && s_dgeom_init(&w, x, wt, k->nth, &g)) {
+        s_qconv_direct(k, &w, &g, (const int8_t *)wt->data + s_gemm_bytes(GX_OP_QLINEAR_CONV, wt),
+                       sb, xz, xflip, wflip, xs, ys, yz);
+        return;
+    }
+#endif
     int64_t lo, hi;
     gx_cpu_share(k, (rows + S_R - 1) / S_R, 1, &lo, &hi);
     uint8_t abuf[S_R * GX_QGEMM_MAX_K + 64];

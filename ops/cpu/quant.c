@@ -39,17 +39,25 @@ static float s_clampf(float v, float lo, float hi)
 
 /* ---- QuantizeLinear ---- */
 
+/* A run of n elements sharing one scale and zero point (vectorised). */
 #define S_QUANTIZE(T, LO, HI)                                                 \
+    GX_CPU_CLONES static void s_quantize_run_##T(int64_t n, const float *restrict x, float s,  \
+                                                 float z, T *restrict y)      \
+    {                                                                         \
+        for (int64_t i = 0; i < n; i++)                                       \
+            y[i] = (T)s_clampf(rintf(x[i] / s) + z, LO, HI);                  \
+    }                                                                         \
     static void s_quantize_##T(const gx_kargs *k, int64_t lo, int64_t hi, int64_t n_ch,         \
                                int64_t inner)                                 \
     {                                                                         \
         const float *x = k->in[0].data, *scale = k->in[1].data;               \
         T *y = k->out[0].data;                                                \
         for (int64_t i = lo; i < hi;) {                                       \
-            const int64_t c = (i / inner) % n_ch, end = (i / inner + 1) * inner; \
-            const float s = scale[c], z = (float)s_zero_point(k, 2, c);       \
-            for (; i < hi && i < end; i++)                                    \
-                y[i] = (T)s_clampf(rintf(x[i] / s) + z, LO, HI);              \
+            const int64_t c = (i / inner) % n_ch;                             \
+            const int64_t end = n_ch == 1 ? hi : (i / inner + 1) * inner;     \
+            const int64_t n = (end < hi ? end : hi) - i;                      \
+            s_quantize_run_##T(n, x + i, scale[c], (float)s_zero_point(k, 2, c), y + i); \
+            i += n;                                                           \
         }                                                                     \
     }
 S_QUANTIZE(uint8_t, 0.0f, 255.0f)
@@ -70,6 +78,13 @@ void gx_cpu_QUANTIZE_LINEAR(const gx_kargs *k)
 /* ---- DequantizeLinear ---- */
 
 #define S_DEQUANTIZE(T)                                                       \
+    GX_CPU_CLONES static void s_dequantize_run_##T(int64_t n, const T *restrict x, float s,    \
+                                                   int32_t z, float *restrict y) \
+    {                                                                         \
+        for (int64_t i = 0; i < n; i++)                                       \
+            y[i] = (sizeof(T) < 4 ? (float)((int32_t)x[i] - z)                 \
+                                  : (float)((int64_t)x[i] - z)) * s;           \
+    }                                                                         \
     static void s_dequantize_##T(const gx_kargs *k, int64_t lo, int64_t hi, int64_t n_ch,       \
                                  int64_t inner)                               \
     {                                                                         \
@@ -77,11 +92,11 @@ void gx_cpu_QUANTIZE_LINEAR(const gx_kargs *k)
         const float *scale = k->in[1].data;                                   \
         float *y = k->out[0].data;                                            \
         for (int64_t i = lo; i < hi;) {                                       \
-            const int64_t c = (i / inner) % n_ch, end = (i / inner + 1) * inner; \
-            const float s = scale[c];                                         \
-            const int32_t z = s_zero_point(k, 2, c);                          \
-            for (; i < hi && i < end; i++)                                    \
-                y[i] = (float)((int64_t)x[i] - z) * s;                        \
+            const int64_t c = (i / inner) % n_ch;                             \
+            const int64_t end = n_ch == 1 ? hi : (i / inner + 1) * inner;     \
+            const int64_t n = (end < hi ? end : hi) - i;                      \
+            s_dequantize_run_##T(n, x + i, scale[c], s_zero_point(k, 2, c), y + i); \
+            i += n;                                                           \
         }                                                                     \
     }
 S_DEQUANTIZE(uint8_t)
