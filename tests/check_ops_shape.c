@@ -365,6 +365,13 @@ START_TEST(test_transpose_tiled)
     }
     gx_view m = RANDV(100, 67);
     s_expect(GX_OP_TRANSPOSE, NULL, 1, &m, s_ref_transpose(&m, (int64_t[]){1, 0}));
+    /* whole 16 x 16 tiles of 4-byte elements (in registers on AVX-512),
+     * with partial ones beside them */
+    for (size_t t = 0; t < 2; t++) {
+        gx_view b = ot_rand(t ? GX_I32 : GX_F32, SHAPE(2, 48, 35));
+        s_expect(GX_OP_TRANSPOSE, NODE(A_INTS("perm", 0, 2, 1)), 1, &b,
+                 s_ref_transpose(&b, (int64_t[]){0, 2, 1}));
+    }
 }
 END_TEST
 

@@ -551,6 +551,71 @@ START_TEST(test_transpose)
 }
 END_TEST
 
+/* ---- reduce ---- */
+
+START_TEST(test_reduce)
+{
+    /* NHWC -> ReduceMean over H, W (a global pool as TensorFlow exports
+     * it): the Transpose leaves; with keepdims it moves after the
+     * reduction; kept dims out of order (axes as an input, as opset 18)
+     * and the default reversing perm move it too; a Transpose read twice
+     * stays */
+    gx_graph *g = gx_graph_new("reduce");
+    s_input(g, "x", 4, (const int64_t[]){2, 8, 5, 6});
+    s_input(g, "x3", 3, (const int64_t[]){4, 7, 3});
+    gx_node *t1 = NODE(g, "Transpose", "t1", "xt", "x");
+    gx_node_set_ints(t1, "perm", (int64_t[]){0, 2, 3, 1}, 4);
+    gx_node *r1 = NODE(g, "ReduceMean", "r1", "y1", "xt");
+    gx_node_set_ints(r1, "axes", (int64_t[]){1, 2}, 2);
+    gx_node_set_int(r1, "keepdims", 0);
+    gx_node *t2 = NODE(g, "Transpose", "t2", "xt2", "x");
+    gx_node_set_ints(t2, "perm", (int64_t[]){0, 2, 3, 1}, 4);
+    gx_node *r2 = NODE(g, "ReduceSum", "r2", "y2", "xt2");
+    gx_node_set_ints(r2, "axes", (int64_t[]){-2}, 1);
+    gx_node *t3 = NODE(g, "Transpose", "t3", "xt3", "x3");
+    gx_node_set_ints(t3, "perm", (int64_t[]){2, 0, 1}, 3);
+    s_i64(g, "ax3", 1, (const int64_t[]){1});
+    gx_node *r3 = NODE(g, "ReduceMax", "r3", "y3", "xt3", "ax3");
+    gx_node_set_int(r3, "keepdims", 0);
+    NODE(g, "Transpose", "t4", "xt4", "x3");
+    gx_node *r4 = NODE(g, "ReduceL2", "r4", "y4", "xt4");
+    gx_node_set_ints(r4, "axes", (int64_t[]){0}, 1);
+    gx_node *t5 = NODE(g, "Transpose", "t5", "xt5", "x3");
+    gx_node_set_ints(t5, "perm", (int64_t[]){1, 0, 2}, 3);
+    NODE(g, "ReduceMin", "r5", "y5", "xt5");
+    NODE(g, "Relu", "z5", "y6", "xt5");
+    gx_graph_add_output(g, "y1");
+    gx_graph_add_output(g, "y2");
+    gx_graph_add_output(g, "y3");
+    gx_graph_add_output(g, "y4");
+    gx_graph_add_output(g, "y5");
+    gx_graph_add_output(g, "y6");
+    gx_view *in = s_inputs(g);
+    gxd_plan *p = s_check(g, in, 1e-5f, 1e-5f);
+    ck_assert_ptr_null(s_step(p, "t1"));
+    ck_assert_int_eq(s_step(p, "r1")->attr[GX_REDUCE_AXES].n, 2);
+    ck_assert_int_eq(s_step(p, "r1")->attr[GX_REDUCE_AXES].ints[0], 2);
+    ck_assert_int_eq(s_step(p, "r1")->attr[GX_REDUCE_AXES].ints[1], 3);
+    /* moved: the reduction first, reading x */
+    for (int i = 2; i <= 4; i++) {
+        char tn[8], rn[8];
+        snprintf(tn, sizeof tn, "t%d", i);
+        snprintf(rn, sizeof rn, "r%d", i);
+        const gxd_step *ts = s_step(p, tn), *rs = s_step(p, rn);
+        ck_assert_msg(ts && rs && rs < ts, "%s is not after %s:%s", tn, rn, s_records(p));
+        ck_assert_int_eq(rs->in[0], ts == s_step(p, "t2") ? (int)p->inputs[0] : (int)p->inputs[1]);
+    }
+    ck_assert_ptr_nonnull(s_step(p, "t5"));
+    HAS(p, true, "reduce", "t1 (Transpose) removed: r1 reduces its input over the same elements");
+    HAS(p, true, "reduce", "t2 (Transpose) moved after r2, which reduces its input (80 of 480");
+    HAS(p, true, "reduce", "t3 (Transpose) moved after r3");
+    HAS(p, false, "reduce", "t5 (Transpose) not moved after r5: its output has another reader");
+    gxd_plan_destroy(&p);
+    s_free_inputs(g, in);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 /* ---- reshape ---- */
 
 START_TEST(test_reshape)
@@ -1210,6 +1275,7 @@ Suite *rewrite_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("shapes");
     tcase_add_test(tc, test_transpose);
+    tcase_add_test(tc, test_reduce);
     tcase_add_test(tc, test_reshape);
     suite_add_tcase(s, tc);
     tc = tcase_create("patterns");

@@ -13,6 +13,10 @@
  *              pass, which runs it as the MatMul's epilogue anyway);
  *   transpose  a 2-D Transpose feeding a Gemm or a 2-D MatMul becomes the
  *              Gemm's transA or transB (a MatMul becomes a Gemm);
+ *   reduce     a Reduce* reading a Transpose reduces the Transpose's input
+ *              (the axes mapped back), and what is left is transposed
+ *              after it, unless no kept dim moves (then the Transpose
+ *              just leaves);
  *   reshape    a chain of Reshape, Flatten, Squeeze, Unsqueeze and Identity
  *              becomes one Reshape to the final shape; one whose output
  *              has its input's shape leaves the plan, its readers reading
@@ -849,6 +853,140 @@ static int s_rule_transpose(s_rw *w, int a, bool *hit)
     s_done(w, "transpose", s_name(s), "%s (Transpose) absorbed into %s (%s%s, transA=%d transB=%d)",
            names, s_name(s), gx_op_name(was), was == GX_OP_GEMM ? "" : ", now Gemm",
            (int)s->attr[GX_GEMM_TRANSA].i, (int)s->attr[GX_GEMM_TRANSB].i);
+    *hit = true;
+    return GX_OK;
+}
+
+/* ---- reduce: a Transpose feeding a reduction ---- */
+
+/* Is op one of the Reduce* ops (ops/op.h's family)? */
+static bool s_reduce_op(gx_op op)
+{
+#define S_IS(e, name) || op == GX_OP_##e
+    return false GX_OPS_REDUCE(S_IS);
+#undef S_IS
+}
+
+/* The reduction reads x itself, over the dims the Transpose moved its
+ * axes from; what is left of x (all of its dims, reduced ones 1, with
+ * keepdims) is transposed after it, unless no dim moves. */
+static int s_rule_reduce(s_rw *w, int a, bool *hit)
+{
+    gxd_plan *p = w->p;
+    const gxd_step *as = &p->steps[a];
+    if (!s_reduce_op(as->op) || !s_plain(w, a) || as->n_in < 1)
+        return GX_OK;
+    const int v = as->in[0], t = s_prod(w, v, GX_OP_TRANSPOSE);
+    if (t < 0)
+        return GX_OK;
+    const gxd_step *ts = &p->steps[t];
+    gx_view in[2] = {p->values[v].view, {.ndim = -1}};
+    if (as->n_in > 1 && as->in[1] >= 0 && !(in[1] = p->values[as->in[1]].view).data)
+        return GX_OK; /* axes known at run time only */
+    bool mask[GX_MAX_DIMS];
+    char err[160];
+    if (gx_reduce_mask(gx_op_name(as->op), as->attr, as->n_in, in, mask, err, sizeof err) < 0)
+        return GX_OK;
+    if (!s_internal(w, v, s_count(as, v))) {
+        s_miss(w, "reduce", s_name(as), "%s (Transpose) not moved after %s: %s", s_name(ts),
+               s_name(as),
+               w->is_out[v] ? "its output is a graph output" : "its output has another reader");
+        return GX_OK;
+    }
+    const gx_view *xv = &p->values[ts->in[0]].view;
+    const gx_attrval *perm = &ts->attr[GX_TRANSPOSE_PERM];
+    const int rank = xv->ndim;
+    const bool keep = as->attr[GX_REDUCE_KEEPDIMS].i != 0;
+    int pm[GX_MAX_DIMS], nred = 0, nkept = 0;
+    bool xmask[GX_MAX_DIMS] = {false};
+    for (int d = 0; d < rank; d++) {
+        pm[d] = perm->set ? (int)perm->ints[d] : rank - 1 - d;
+        if (mask[d])
+            xmask[pm[d]] = true, nred++;
+    }
+    if (!nred)
+        return GX_OK;
+    /* the Transpose after: keepdims keeps every dim, so perm again;
+     * otherwise the kept dims' order in y (pm[i], i kept) as ranks */
+    int64_t after[GX_MAX_DIMS];
+    bool moves = false;
+    for (int i = 0; i < rank; i++) {
+        if (keep) {
+            after[nkept++] = pm[i];
+            moves |= xv->shape[pm[i]] != 1 && pm[i] != i && !mask[i];
+            continue;
+        }
+        if (mask[i])
+            continue;
+        int r = 0;
+        for (int j = 0; j < rank; j++)
+            r += !mask[j] && pm[j] < pm[i];
+        after[nkept] = r;
+        moves |= r != nkept++;
+    }
+    int64_t *axes = gxd_plan_own(p, (size_t)nred * sizeof *axes);
+    int64_t *aperm = gxd_plan_own(p, (size_t)(nkept ? nkept : 1) * sizeof *aperm);
+    if (!axes || !aperm)
+        return GX_ENOMEM;
+    for (int d = 0, n = 0; d < rank; d++)
+        if (xmask[d])
+            axes[n++] = d;
+    memcpy(aperm, after, (size_t)nkept * sizeof *aperm);
+    const int y = as->out[0];
+    /* (with keepdims and only dims of 1 moving, the Transpose after is a
+     * copy of the reduced values) */
+    gxd_step ns1, ns2 = {0};
+    const int x = ts->in[0];
+    int rc = s_step_like(as, 1, &x, moves || keep ? v : y, &ns1);
+    if (rc < 0) {
+        s_step_free(&ns1);
+        return rc;
+    }
+    ns1.attr[GX_REDUCE_AXES] = (gx_attrval){.set = true, .ints = axes, .n = (size_t)nred};
+    if (!(moves || keep)) {
+        if (!s_reinfer(p, &ns1)) {
+            s_step_free(&ns1);
+            return GX_OK;
+        }
+        s_pend(w, &t, 1, a);
+        s_commit(w, a, &ns1, &t, 1);
+        s_done(w, "reduce", s_name(&p->steps[a]),
+               "%s (Transpose) removed: %s reduces its input over the same elements",
+               s_name(&p->steps[t]), s_name(&p->steps[a]));
+        *hit = true;
+        return GX_OK;
+    }
+    /* v becomes what is left of x, read by the Transpose after */
+    gxd_value *vv = &p->values[v];
+    const gx_view was = vv->view;
+    const size_t was_bytes = vv->nbytes;
+    vv->view.numel = 1;
+    for (int d = 0, n = 0; d < rank; d++) {
+        if (xmask[d] && !keep)
+            continue;
+        vv->view.numel *= vv->view.shape[n++] = xmask[d] ? 1 : xv->shape[d];
+    }
+    vv->view.ndim = keep ? rank : rank - nred;
+    vv->nbytes = (size_t)vv->view.numel * gx_dtype_size(vv->view.dtype);
+    if ((rc = s_step_like(ts, 1, &v, y, &ns2)) < 0 ||
+        !s_reinfer(p, &ns1) ||
+        ((ns2.attr[GX_TRANSPOSE_PERM] = (gx_attrval){.set = true, .ints = aperm,
+                                                     .n = (size_t)nkept}),
+         !s_reinfer(p, &ns2))) {
+        vv->view = was;
+        vv->nbytes = was_bytes;
+        s_step_free(&ns1);
+        s_step_free(&ns2);
+        return rc < 0 ? rc : GX_OK;
+    }
+    s_pend(w, &t, 1, a);
+    s_commit(w, t, &ns1, NULL, 0);
+    s_commit(w, a, &ns2, NULL, 0);
+    s_done(w, "reduce", s_name(&p->steps[t]),
+           "%s (Transpose) moved after %s, which reduces its input (%lld of %lld elements "
+           "transposed)",
+           s_name(&p->steps[a]), s_name(&p->steps[t]), (long long)vv->view.numel,
+           (long long)p->values[p->steps[t].in[0]].view.numel);
     *hit = true;
     return GX_OK;
 }
@@ -1888,7 +2026,8 @@ static int s_round(s_rw *w)
 {
     static int (*const rules[])(s_rw *, int, bool *) = {
         s_rule_attention, s_rule_heads,     s_rule_layernorm, s_rule_rmsnorm,
-        s_rule_activation, s_rule_fold,     s_rule_transpose, s_rule_reshape,
+        s_rule_activation, s_rule_fold,     s_rule_transpose, s_rule_reduce,
+        s_rule_reshape,
     };
     for (size_t i = w->n; i-- > 0;) {
         bool hit = false;
