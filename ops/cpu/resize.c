@@ -11,7 +11,9 @@
  * the other dims' when their index changes, where taps of weight 0 (dims
  * not resized) drop out. Nearest moves elements of any dtype without
  * arithmetic, and copies a row it has just made when the next reads the
- * same row of x (an upsampled dim); linear and cubic are float32.
+ * same row of x (an upsampled dim); linear and cubic are float32, and
+ * interpolate each row of x they read along the last dim once for the
+ * rows of output that read it (s_hcache), which then blend such rows.
  */
 #include <math.h>
 #include <stdio.h>
@@ -213,18 +215,63 @@ static void s_gather_row(size_t es, void *y, const void *x, int64_t base, const 
 #undef S_GATHER
 }
 
-/* y[c] (=, or += when add) w * sum of the column taps of x + base, for c
- * in [a, b) (float32). */
-static void s_interp_row(float *restrict y, const float *restrict x, const s_taps *col, int64_t a,
-                         int64_t b, float w, bool add)
+/* h[c] = the sum of the column taps of x + base, for c in [a, b)
+ * (float32): one row of x interpolated along the last dim. */
+static void s_interp_row(float *restrict h, const float *restrict x, const s_taps *col, int64_t a,
+                         int64_t b)
 {
     for (int64_t c = a; c < b; c++) {
         const s_taps *t = &col[c];
         float v = 0;
         for (int j = 0; j < t->n; j++)
             v += t->w[j] * x[t->i[j]];
-        y[c] = add ? y[c] + w * v : w * v;
+        h[c] = v;
     }
+}
+
+/* y[c] (=, or += when add) w * h[c] for c in [a, b). */
+GX_CPU_CLONES static void s_blend_row(float *restrict y, const float *restrict h, int64_t a,
+                                      int64_t b, float w, bool add)
+{
+    if (add)
+        for (int64_t c = a; c < b; c++)
+            y[c] += w * h[c];
+    else
+        for (int64_t c = a; c < b; c++)
+            y[c] = w * h[c];
+}
+
+/* Rows of x interpolated along the last dim (columns [a, b) of the
+ * current chunk), kept while the rows of the output that read them are
+ * made: upsampling by s along a row dim reads each row of x for about s
+ * rows of output (and 2 or 4 times as a tap), which then only blend. */
+#define S_HROWS 4
+typedef struct s_hcache {
+    int64_t base[S_HROWS], a[S_HROWS], b[S_HROWS];
+    int next;
+    float h[S_HROWS][S_CHUNK];
+} s_hcache;
+
+static void s_hcache_reset(s_hcache *hc)
+{
+    for (int i = 0; i < S_HROWS; i++)
+        hc->base[i] = -1;
+    hc->next = 0;
+}
+
+/* Row x + base interpolated, columns [a, b): from the cache or made into
+ * its oldest slot. */
+static const float *s_hrow(s_hcache *hc, const float *x, int64_t base, const s_taps *col,
+                           int64_t a, int64_t b)
+{
+    for (int i = 0; i < S_HROWS; i++)
+        if (hc->base[i] == base && hc->a[i] == a && hc->b[i] == b)
+            return hc->h[i];
+    const int i = hc->next;
+    hc->next = (i + 1) % S_HROWS;
+    s_interp_row(hc->h[i], x + base, col, a, b);
+    hc->base[i] = base, hc->a[i] = a, hc->b[i] = b;
+    return hc->h[i];
 }
 
 /* The row of x the last nearest-mode row gathered, and where it put
@@ -240,7 +287,7 @@ typedef struct s_prev {
  * indices). */
 static void s_resize_row(const gx_resize *r, const gx_view *x, const int64_t *xs, void *yrow,
                          int64_t row, const s_taps *col, const int64_t *idx, s_rows *rs,
-                         s_prev *prev, int64_t a, int64_t b)
+                         s_prev *prev, s_hcache *hc, int64_t a, int64_t b)
 {
     const int L = r->ndim - 1;
     s_taps rt[GX_MAX_DIMS];
@@ -272,7 +319,7 @@ static void s_resize_row(const gx_resize *r, const gx_view *x, const int64_t *xs
                 base += rt[d].i[at[d]] * xs[d];
                 w *= rt[d].w[at[d]];
             }
-            s_interp_row(fy, (const float *)x->data + base, col, a, b, w, !first);
+            s_blend_row(fy, s_hrow(hc, x->data, base, col, a, b), a, b, w, !first);
             int d = L - 1;
             while (d >= 0 && ++at[d] == rt[d].n)
                 at[d--] = 0;
@@ -313,10 +360,12 @@ static void s_resize(const gx_kargs *k, gx_op op)
     int64_t idx[S_CHUNK];
     s_rows rs;
     s_rows_init(&rs);
+    s_hcache hc;
     for (int64_t c0 = 0; c0 < W; c0 += S_CHUNK) {
         const int64_t c1 = W - c0 < S_CHUNK ? W : c0 + S_CHUNK;
         bool have_taps = false;
         s_prev prev = {0};
+        s_hcache_reset(&hc);
         for (int64_t row = r0; row < r1; row++) {
             /* this share's part of the chunk in this row */
             const int64_t a = lo - row * W > c0 ? lo - row * W : c0;
@@ -331,7 +380,7 @@ static void s_resize(const gx_kargs *k, gx_op op)
                 have_taps = true;
             }
             s_resize_row(&r, x, xs, (char *)y->data + (size_t)(row * W + c0) * es, row, col,
-                         idx, &rs, &prev, a - c0, b - c0);
+                         idx, &rs, &prev, &hc, a - c0, b - c0);
         }
     }
 }
