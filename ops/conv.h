@@ -102,6 +102,19 @@ gx_conv_path gx_conv_path_of(const gx_win *w, int64_t channels, int64_t group);
  * each by the thread that uses it. */
 int64_t gx_conv_row_blocks(int64_t n, int64_t group, int64_t mg, int64_t p);
 
+/* Output positions of a tile of the im2col path, whose columns (cgk =
+ * channels of a group x taps rows) one product reads from L2: about a
+ * quarter of a plane of P positions (so a lone plane still splits four
+ * ways), 64 to 1024, a multiple of 16, within a fixed budget. */
+int64_t gx_conv_tile(int64_t p, int64_t cgk);
+
+/* Floats of the im2col path's columns per image, for ng (group, block)
+ * products of p positions each: a tile-sized region per unit (group,
+ * block, tile), whether or not the last tile of a plane is whole. A
+ * thread builds every tile it has in the region of its first unit, which
+ * no other thread's unit owns, so the columns stay in its cache. */
+int64_t gx_conv_col_floats(int64_t ng, int64_t p, int64_t cgk);
+
 /* How many images' column buffers (per_image elements each: im2col for
  * Conv, the product before col2im for ConvTranspose) the kernel's scratch
  * holds at once, 1..n: the whole batch of n unless that would exceed a fixed

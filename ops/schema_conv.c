@@ -269,6 +269,23 @@ int64_t gx_conv_row_blocks(int64_t n, int64_t group, int64_t mg, int64_t p)
     return want < most ? want : most;
 }
 
+/* Floats of a tile's columns at most (384 KiB). */
+#define S_TILE_FLOATS (96 << 10)
+
+int64_t gx_conv_tile(int64_t p, int64_t cgk)
+{
+    int64_t t = (p / 4 + 15) / 16 * 16;
+    const int64_t fit = S_TILE_FLOATS / (cgk > 0 ? cgk : 1) / 16 * 16;
+    t = t < fit ? t : fit;
+    return t < 64 ? 64 : t > 1024 ? 1024 : t;
+}
+
+int64_t gx_conv_col_floats(int64_t ng, int64_t p, int64_t cgk)
+{
+    const int64_t t = gx_conv_tile(p, cgk);
+    return ng * ((p + t - 1) / t) * t * cgk;
+}
+
 int64_t gx_conv_pass_images(int64_t n, int64_t per_image)
 {
     if (n <= 1 || per_image <= 0)
@@ -431,8 +448,9 @@ static size_t s_scratch_conv(const gx_infer *ic)
     const int64_t g = ic->attr[GX_CONV_GROUP].i, mg = ic->in[1].shape[0] / g;
     if (gx_conv_path_of(&w, x->shape[1], g) != GX_CONV_IM2COL)
         return 0;
-    const int64_t per_image = x->shape[1] * w.k_size * w.out_size *
-                              gx_conv_row_blocks(x->shape[0], g, mg, w.out_size);
+    const int64_t per_image = gx_conv_col_floats(
+        g * gx_conv_row_blocks(x->shape[0], g, mg, w.out_size), w.out_size,
+        x->shape[1] / g * w.k_size);
     return (size_t)(gx_conv_pass_images(x->shape[0], per_image) * per_image) * sizeof(float);
 }
 

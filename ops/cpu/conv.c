@@ -15,10 +15,10 @@
  * gx_cpu_conv_epi runs the same share and hands each run of output
  * elements it has just finished to an epilogue (a fused group's ops).
  *
- * The scratch holds the column matrices of a pass of several images
- * (gx_conv_pass_images). Every pass is split the same way, so a thread
- * reuses only the scratch columns it wrote itself and the threads need no
- * barrier between passes. ConvTranspose does the same with W^T x per
+ * The scratch has a tile-sized region per unit of a pass of several images
+ * (gx_conv_col_floats, gx_conv_pass_images); a thread builds all its
+ * tiles in the region of its first unit, which stays in its cache, and
+ * the threads need no barrier. ConvTranspose does the same with W^T x per
  * (image, group, block of output channels) followed by col2im into each
  * channel.
  */
@@ -147,8 +147,8 @@ typedef struct s_conv {
 } s_conv;
 
 /* Output channels [m0, m1) of group gi and columns [p0, p1) of image i:
- * im2col into col (a column matrix of the group) unless the conv is
- * pointwise, then one sgemm. */
+ * im2col into col (the tile's [cgk, p1 - p0] columns) unless the conv is
+ * pointwise, then one product. */
 static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi, int64_t m0,
                          int64_t m1, int64_t p0, int64_t p1, float *col)
 {
@@ -158,9 +158,9 @@ static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi
     const float *b = cv->bias ? cv->bias + gi * cv->mg + m0 : NULL;
     const float *xb = xg + p0; /* the product's B: x itself, or the tile's columns */
     int64_t ldb = P;
-    if (!pointwise) { /* the tile's own [cgk, p1 - p0] matrix, in its part of col */
-        s_im2col(&cv->w, cv->cg, xg, p0, p1, col + p0 * cgk);
-        xb = col + p0 * cgk;
+    if (!pointwise) {
+        s_im2col(&cv->w, cv->cg, xg, p0, p1, col);
+        xb = col;
         ldb = p1 - p0;
     }
     s_bias_rows(b, m1 - m0, p1 - p0, yg, P);
@@ -180,19 +180,6 @@ static void s_conv_block(const s_conv *cv, bool pointwise, int64_t i, int64_t gi
         for (int64_t ch = c0 + m0; ch < c0 + m1; ch++)
             cv->epi(cv->epi_ctx, ch * P + p0, ch * P + p1);
     }
-}
-
-/* Output positions of a tile of the im2col path: about a quarter of a
- * plane (so a lone plane still splits four ways), 64 to 1024, and no more
- * than keep the tile's columns (cgk rows) within S_TILE_FLOATS, which the
- * product then reads from L2; a multiple of 16. */
-#define S_TILE_FLOATS (96 << 10)
-static int64_t s_pos_tile(int64_t P, int64_t cgk)
-{
-    int64_t t = (P / 4 + 15) / 16 * 16;
-    const int64_t fit = S_TILE_FLOATS / (cgk > 0 ? cgk : 1) / 16 * 16;
-    t = t < fit ? t : fit;
-    return t < 64 ? 64 : t > 1024 ? 1024 : t;
 }
 
 /* Depthwise: output channel oc reads input channel oc / mg only. The
@@ -267,12 +254,15 @@ void gx_cpu_conv_epi(const gx_kargs *k, gx_fused_epi_fn epi, void *ctx)
      * shape, and the same bits, whatever the split (a BLAS may sum a
      * product of another N differently) */
     const int64_t P = cv.w.out_size, rb = gx_conv_row_blocks(cv.n, cv.g, cv.mg, P);
-    const int64_t T = s_pos_tile(P, cv.cg * cv.w.k_size), tiles = P > 0 ? (P + T - 1) / T : 0;
-    const int64_t col_elems = cv.cg * cv.w.k_size * P;
+    const int64_t cgk = cv.cg * cv.w.k_size, T = gx_conv_tile(P, cgk);
+    const int64_t tiles = P > 0 ? (P + T - 1) / T : 0;
     const bool pointwise = path == GX_CONV_POINTWISE;
-    const int64_t pass = pointwise ? cv.n : gx_conv_pass_images(cv.n, cv.g * rb * col_elems);
+    const int64_t pass =
+        pointwise ? cv.n : gx_conv_pass_images(cv.n, gx_conv_col_floats(cv.g * rb, P, cgk));
     int64_t lo, hi;
     gx_cpu_share(k, pass * cv.g * rb * tiles, 1, &lo, &hi);
+    /* every tile of the share in the region of its first unit */
+    float *col = pointwise ? NULL : (float *)k->scratch + lo * T * cgk;
     for (int64_t i0 = 0; i0 < cv.n; i0 += pass) {
         for (int64_t u = lo; u < hi; u++) {
             const int64_t seg = u / tiles, p0 = u % tiles * T;
@@ -280,7 +270,6 @@ void gx_cpu_conv_epi(const gx_kargs *k, gx_fused_epi_fn epi, void *ctx)
             const int64_t b = seg / (cv.g * rb), gi = seg / rb % cv.g, r = seg % rb;
             if (i0 + b >= cv.n)
                 break;
-            float *col = pointwise ? NULL : (float *)k->scratch + seg * col_elems;
             s_conv_block(&cv, pointwise, i0 + b, gi, cv.mg * r / rb, cv.mg * (r + 1) / rb, p0, p1,
                          col);
         }
