@@ -272,7 +272,7 @@ static void s_describe(const gxd_plan *p, double split_min_us, bool estimated, g
         double c = estimated ? st->est_us : gxd_step_cost_us(p, s);
         d->total_us += c;
         d->n_steps++;
-        if (st->kernel && !st->dynamic && c >= split_min_us &&
+        if (st->kernel && !st->dynamic && c >= split_min_us && st->max_shares != 1 &&
             p->devices[st->device]->shares) {
             d->split_us += c;
             d->n_split++;

@@ -429,6 +429,10 @@ typedef struct gx_op_schema {
     /* Optional: bytes of scratch memory the kernel needs (gx_kargs.scratch),
      * after a successful infer. NULL: none. */
     size_t (*scratch)(const gx_infer *ic);
+    /* Optional: how many shares (gx_kargs ith of nth) the kernel's work
+     * splits into at most, after a successful infer; the others do
+     * nothing (1: share 0 does it all). NULL: as many as it is given. */
+    int (*shares)(const gx_infer *ic);
     /* Optional: the op's batch rule (gx_batch_ctx). NULL: elementwise ops
      * follow the broadcasting rule (gx_op_batch_separable), every other op
      * is taken to mix samples. */

@@ -199,9 +199,9 @@ static gx_cost s_cost(const gx_infer *ic)
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
-/* The kernel's state: gate sums of X for gx_rnn_chunk steps ([steps,
- * batch, gates * hidden]), of H ([batch, gates * hidden]), then H, C and a
- * temporary ([batch, hidden] each). */
+/* The kernel's state, per direction: gate sums of X for gx_rnn_chunk
+ * steps ([steps, batch, gates * hidden]), of H ([batch, gates * hidden]),
+ * then H, C and a temporary ([batch, hidden] each). */
 static size_t s_scratch(const gx_infer *ic)
 {
     const gx_view *x = &ic->in[S_X], *r = &ic->in[S_R];
@@ -209,26 +209,32 @@ static size_t s_scratch(const gx_infer *ic)
     const int64_t batch = x->shape[layout1 ? 0 : 1], seq = x->shape[layout1 ? 1 : 0];
     const int64_t gh = r->shape[1];
     const int64_t steps = gx_rnn_chunk(seq, batch, gh);
-    return (size_t)(batch * ((steps + 1) * gh + 3 * r->shape[2])) * sizeof(float);
+    return (size_t)(r->shape[0] * batch * ((steps + 1) * gh + 3 * r->shape[2])) * sizeof(float);
+}
+
+/* One share per direction: each runs its own recurrence. */
+static int s_shares(const gx_infer *ic)
+{
+    return (int)ic->in[S_R].shape[0];
 }
 
 const gx_op_schema gx_schema_RNN = {
     .min_in = 3, .max_in = 6, .min_out = 1, .max_out = 2,
     .attrs = s_rnn_attrs, .n_attrs = GX_RNN_NATTRS,
     .value_inputs = 1u << S_SEQ_LENS,
-    .infer = s_infer_rnn, .cost = s_cost, .scratch = s_scratch,
+    .infer = s_infer_rnn, .cost = s_cost, .scratch = s_scratch, .shares = s_shares,
 };
 
 const gx_op_schema gx_schema_GRU = {
     .min_in = 3, .max_in = 6, .min_out = 1, .max_out = 2,
     .attrs = s_gru_attrs, .n_attrs = GX_GRU_NATTRS,
     .value_inputs = 1u << S_SEQ_LENS,
-    .infer = s_infer_gru, .cost = s_cost, .scratch = s_scratch,
+    .infer = s_infer_gru, .cost = s_cost, .scratch = s_scratch, .shares = s_shares,
 };
 
 const gx_op_schema gx_schema_LSTM = {
     .min_in = 3, .max_in = 8, .min_out = 1, .max_out = 3,
     .attrs = s_lstm_attrs, .n_attrs = GX_LSTM_NATTRS,
     .value_inputs = 1u << S_SEQ_LENS,
-    .infer = s_infer_lstm, .cost = s_cost, .scratch = s_scratch,
+    .infer = s_infer_lstm, .cost = s_cost, .scratch = s_scratch, .shares = s_shares,
 };

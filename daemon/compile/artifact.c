@@ -106,6 +106,7 @@ static const s_field s_step_fields[] = {
     S_F(gxd_step, dynamic, S_BOOL),
     S_F(gxd_step, folded, S_BOOL),
     S_F(gxd_step, scratch_bytes, S_SIZE),
+    S_F(gxd_step, max_shares, S_INT),
     S_F(gxd_step, scratch, S_INT),
     S_F(gxd_step, n_preds, S_INT),
     S_F(gxd_step, est_us, S_DBL),

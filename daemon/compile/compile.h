@@ -140,6 +140,7 @@ typedef struct gxd_step {
     bool dynamic;         /* infer (and output allocation) at run time */
     bool folded;          /* evaluated at compile time: not run */
     size_t scratch_bytes; /* the kernel's scratch memory (static steps) */
+    int max_shares;       /* the most shares its kernel splits into; 0: any */
     int scratch;          /* its value index (memplan); -1 if none */
     gxd_subplans *sub;    /* control flow: compiled subgraphs, by signature */
     /* dag pass: the steps that must finish before this one (count) and

@@ -273,6 +273,7 @@ int gxd_pass_infer(gxd_cstate *st)
         }
         s->cost = sc->cost(&ic);
         s->scratch_bytes = sc->scratch ? sc->scratch(&ic) : 0;
+        s->max_shares = sc->shares ? sc->shares(&ic) : 0;
         if (small && !(sc->flags & (GX_OPF_NO_FOLD | GX_OPF_CONTROL)) &&
             (known || (sc->flags & GX_OPF_READS_SHAPES))) {
             rc = s_fold(st, s, &ic);

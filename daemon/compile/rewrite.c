@@ -432,6 +432,7 @@ static bool s_reinfer(const gxd_plan *p, gxd_step *s)
     }
     s->cost = sc->cost(&ic);
     s->scratch_bytes = sc->scratch ? sc->scratch(&ic) : 0;
+    s->max_shares = sc->shares ? sc->shares(&ic) : 0;
     return true;
 }
 

@@ -5,7 +5,8 @@
  * product per gx_rnn_chunk steps); each time step then takes H_{t-1} R^T
  * (a matrix-vector product at batch 1) and the gate arithmetic, in
  * vectorised float math (vmath.h). The steps are sequential and the batch
- * is small in practice, so thread 0 does all of it.
+ * is small in practice: a share is a direction (a bidirectional layer
+ * runs both recurrences at once), each with its own state in the scratch.
  * Gate order in W, R and B: RNN [i], GRU [z, r, h], LSTM [i, o, f, c].
  */
 #include <cblas.h>
@@ -226,7 +227,7 @@ static void s_step(const s_rnn *r, float *xg, float *hg, const float *wb, const 
 
 static void s_run(const gx_kargs *k, int gates)
 {
-    if (k->ith != 0 || k->scratch == NULL) /* no scratch: an empty batch */
+    if (k->scratch == NULL) /* no scratch: an empty batch */
         return;
     const gx_view *xv = &k->in[S_X], *rv = &k->in[S_R];
     const gx_attrval *a = k->attr;
@@ -257,9 +258,12 @@ static void s_run(const gx_kargs *k, int gates)
     float *yh = k->n_out > 1 ? k->out[1].data : NULL;
     float *yc = k->n_out > 2 ? k->out[2].data : NULL;
     const int64_t chunk = gx_rnn_chunk(r.seq, B, gh);
-    float *xs = k->scratch, *hg = xs + chunk * B * gh, *h = hg + B * gh, *c = h + B * H;
-    float *tmp = c + B * H;
-    for (int64_t d = 0; d < r.nd; d++) {
+    int64_t lo, hi;
+    gx_cpu_share(k, r.nd, 1, &lo, &hi);
+    for (int64_t d = lo; d < hi; d++) {
+        /* the direction's state in its part of the scratch */
+        float *xs = (float *)k->scratch + d * B * ((chunk + 1) * gh + 3 * H);
+        float *hg = xs + chunk * B * gh, *h = hg + B * gh, *c = h + B * H, *tmp = c + B * H;
         const bool back = reverse || d == 1;
         const float *wd = w + d * gh * r.in, *rd = rm + d * gh * H;
         const float *wb = bias ? bias + d * 2 * gh : NULL, *rb = bias ? wb + gh : NULL;
