@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/conv.h"
 #include "ops/gemm.h"
 #include "ops/qgemm.h"
 #include "tests/optest.h"
@@ -222,12 +223,15 @@ END_TEST
 
 /* ---- QLinearConv ---- */
 
-/* QLinearConv of random x and w (dtype dt) against ConvInteger's int32
- * sums, plus the bias, requantised here. */
-static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t group)
+/* QLinearConv of random x [2, c, 5, 6] and w [6, c / group, kh, 2]
+ * (dtype dt) against sums taken here tap by tap (the geometry
+ * ConvInteger's infer resolves, which has its own kernel), plus the
+ * bias, requantised here. */
+static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t c, int64_t group,
+                              int64_t kh)
 {
     const bool i8 = dt == GX_I8;
-    gx_view x = ot_rand(dt, SHAPE(2, 4, 5, 6)), wt = ot_rand(dt, SHAPE(6, 4 / group, 3, 2));
+    gx_view x = ot_rand(dt, SHAPE(2, c, 5, 6)), wt = ot_rand(dt, SHAPE(6, c / group, kh, 2));
     gx_view xz = i8 ? I8V(SCALAR, -3) : U8V(SCALAR, 120);
     gx_view wz = i8 ? I8V(SHAPE(6), 0, 1, -1, 2, 5, -7) : U8V(SHAPE(6), 128, 127, 0, 255, 3, 9);
     gx_view ws = F32V(SHAPE(6), 0.01f, 0.02f, 0.005f, 0.03f, 0.001f, 0.04f);
@@ -240,11 +244,34 @@ static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t group)
     char err[ERRLEN];
     gx_view ci[4] = {x, wt, xz, wz};
     ck_assert_msg(ot_run(GX_OP_CONVINTEGER, node, 4, ci, 1, av, &acc, err) == GX_OK, "%s", err);
+    gx_win w;
+    ck_assert_int_eq(gx_win_init(&w, av, "ConvInteger", &x, wt.shape + 2, false, false, err, ERRLEN),
+                     GX_OK);
     gx_view want = ot_view(dt, ot_alloc((size_t)acc.numel), acc.ndim, acc.shape);
-    const int64_t per_m = acc.numel / acc.shape[0] / 6;
+    const int64_t per_m = acc.numel / acc.shape[0] / 6, cg = c / group;
     for (int64_t e = 0; e < acc.numel; e++) {
-        const int64_t m = e / per_m % 6;
-        const int32_t sum = ((const int32_t *)acc.data)[e] + ((const int32_t *)b.data)[m];
+        const int64_t m = e / per_m % 6, n = e / per_m / 6;
+        const int64_t oh = e % per_m / w.out[1], ow = e % per_m % w.out[1];
+        int64_t s64 = 0;
+        for (int64_t ic = 0; ic < cg; ic++)
+            for (int64_t i = 0; i < w.k[0]; i++)
+                for (int64_t j = 0; j < w.k[1]; j++) {
+                    const int64_t ih = oh * w.stride[0] - w.pad_lo[0] + i * w.dil[0];
+                    const int64_t iw = ow * w.stride[1] - w.pad_lo[1] + j * w.dil[1];
+                    if (ih < 0 || ih >= 5 || iw < 0 || iw >= 6)
+                        continue;
+                    const int64_t xi = ((n * c + m / (6 / group) * cg + ic) * 5 + ih) * 6 + iw;
+                    const int64_t wi = ((m * cg + ic) * w.k[0] + i) * w.k[1] + j;
+                    const int32_t xv = i8 ? ((const int8_t *)x.data)[xi] - -3
+                                          : ((const uint8_t *)x.data)[xi] - 120;
+                    const int32_t wv = i8 ? ((const int8_t *)wt.data)[wi] -
+                                                ((const int8_t *)wz.data)[m]
+                                          : ((const uint8_t *)wt.data)[wi] -
+                                                ((const uint8_t *)wz.data)[m];
+                    s64 += (int64_t)xv * wv;
+                }
+        ck_assert_int_eq(s64, ((const int32_t *)acc.data)[e]); /* ConvInteger agrees */
+        const int64_t sum = s64 + ((const int32_t *)b.data)[m];
         const float scale = xs * ((const float *)ws.data)[m] / ys;
         double v = rint((double)sum * scale) + (i8 ? 4 : 100);
         const double lo = i8 ? -128 : 0, hi = i8 ? 127 : 255;
@@ -264,11 +291,30 @@ START_TEST(test_qlinearconv)
                      U8V(SCALAR, 132), U8V(SHAPE(1, 1, 1, 1), 0), F32V(SHAPE(1), 0.00172795f),
                      U8V(SHAPE(1), 255), F32V(SCALAR, 0.0016268126f), U8V(SCALAR, 123)};
     s_expect(GX_OP_QLINEAR_CONV, NODE(), 8, in, U8V(SHAPE(1, 1, 1, 3), 0, 81, 93));
-    s_qlinearconv_ref(GX_U8, NODE(A_INTS("pads", 1, 0, 2, 1), A_INTS("strides", 2, 1)), 1);
-    s_qlinearconv_ref(GX_U8, NODE(A_INTS("dilations", 2, 2), A_INT("group", 2)), 2);
+    s_qlinearconv_ref(GX_U8, NODE(A_INTS("pads", 1, 0, 2, 1), A_INTS("strides", 2, 1)), 4, 1, 3);
+    s_qlinearconv_ref(GX_U8, NODE(A_INTS("dilations", 2, 2), A_INT("group", 2)), 4, 2, 3);
     s_qlinearconv_ref(GX_I8, NODE((gx_attr){.name = (char *)"auto_pad", .type = GX_ATTR_STRING,
                                             .s = (char *)"SAME_UPPER"}),
-                      1);
+                      4, 1, 3);
+    /* depthwise (quantized MobileNets), with a channel multiplier of 2 and
+     * of 1 (planes at a time), strides 2, 1 and (1, 3), padding,
+     * dilation, both dtypes */
+    for (int i8 = 0; i8 < 2; i8++) {
+        const gx_dtype dt = i8 ? GX_I8 : GX_U8;
+        s_qlinearconv_ref(dt,
+                          NODE(A_INTS("pads", 1, 1, 1, 0), A_INTS("strides", 2, 2),
+                               A_INT("group", 3)),
+                          3, 3, 3);
+        s_qlinearconv_ref(dt,
+                          NODE(A_INTS("pads", 1, 1, 1, 0), A_INTS("strides", 2, 2),
+                               A_INT("group", 6)),
+                          6, 6, 3);
+        s_qlinearconv_ref(dt, NODE(A_INTS("pads", 1, 1, 1, 1), A_INT("group", 6)), 6, 6, 3);
+        s_qlinearconv_ref(dt,
+                          NODE(A_INTS("pads", 0, 2, 1, 0), A_INTS("strides", 1, 3),
+                               A_INTS("dilations", 2, 2), A_INT("group", 6)),
+                          6, 6, 2);
+    }
 }
 END_TEST
 

@@ -1,5 +1,5 @@
 /*
- * Conv, ConvTranspose and ConvInteger on the CPU.
+ * Conv, ConvTranspose, ConvInteger and QLinearConv on the CPU.
  *
  * Conv (float32) takes one of three paths (gx_conv_path_of): a 1x1 window
  * with stride 1 and no padding multiplies W straight into x; a depthwise
@@ -23,6 +23,8 @@
  * channel.
  */
 #include <cblas.h>
+#include <math.h>
+#include <string.h>
 
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
@@ -357,7 +359,11 @@ void gx_cpu_CONVTRANSPOSE(const gx_kargs *k)
     }
 }
 
-/* ---- ConvInteger ---- */
+/* ---- ConvInteger and QLinearConv ----
+ * Both sum exact int32 products along output lines (s_qline); a
+ * QLinearConv requantizes each line, and a depthwise one takes a plane at
+ * a time (s_qlinear_dw). QLinearConvs of group 1 with constant weights
+ * run on ops/cpu/qgemm.c instead. */
 
 /* Element i of an int8 (sign) or uint8 buffer. */
 static inline int32_t s_q8(const void *p, bool sign, int64_t i)
@@ -365,45 +371,329 @@ static inline int32_t s_q8(const void *p, bool sign, int64_t i)
     return sign ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
 }
 
+/* acc[o] += wv (x[o * s] - xz) for o in [a, b), x uint8 or int8: each
+ * product fits int32, the sum wraps like the int32 it is. */
+#define S_QTAP(T)                                                                                  \
+    GX_CPU_CLONES static void s_qtap_##T(int32_t *restrict acc, const T *restrict x, int64_t a,   \
+                                         int64_t b, int64_t s, int32_t wv, int32_t xz)            \
+    {                                                                                              \
+        if (s == 1)                                                                                \
+            for (int64_t o = a; o < b; o++)                                                        \
+                acc[o] = (int32_t)((uint32_t)acc[o] + (uint32_t)(wv * ((int32_t)x[o] - xz)));    \
+        else                                                                                       \
+            for (int64_t o = a; o < b; o++)                                                        \
+                acc[o] =                                                                           \
+                    (int32_t)((uint32_t)acc[o] + (uint32_t)(wv * ((int32_t)x[o * s] - xz)));     \
+    }
+S_QTAP(uint8_t)
+S_QTAP(int8_t)
+#undef S_QTAP
+
+/* An integer conv's geometry and operands (ConvInteger, QLinearConv). */
+typedef struct s_qconv {
+    gx_win w;
+    const gx_view *x, *wt;
+    int64_t c, cg, mg;
+    int32_t xzp;
+} s_qconv;
+
+/* Columns [o0, o1) of output line `line` of channel oc of image i, into
+ * acc[0, o1 - o0): the int32 (wrapping) sum over the group's channels and
+ * the taps of (w - wzp)(x - xzp); padding (x's zero point) adds nothing,
+ * nor does a tap whose weight is the zero point. */
+static void s_qline(const s_qconv *q, int64_t i, int64_t oc, int64_t line, int32_t wzp,
+                    int64_t o0, int64_t o1, int32_t *acc)
+{
+    const gx_win *w = &q->w;
+    const int last = w->nsp - 1;
+    const int64_t s = w->stride[last], ks = w->k_size;
+    const bool xs = q->x->dtype == GX_I8, ws = q->wt->dtype == GX_I8;
+    int64_t j[GX_WIN_MAX];
+    memset(acc, 0, (size_t)(o1 - o0) * sizeof *acc);
+    for (int64_t r = 0; r < q->cg * ks; r++) {
+        const int64_t t = r % ks, ic = oc / q->mg * q->cg + r / ks;
+        const int32_t wv = s_q8(q->wt->data, ws, oc * q->cg * ks + r) - wzp;
+        s_tap(w, t, j);
+        const int64_t off = s_row(w, line, j);
+        if (off < 0 || wv == 0)
+            continue;
+        int64_t c0, a, b;
+        gx_win_inner(w, j[last], o0, o1, &c0, &a, &b);
+        /* x at column o: base + o * s; acc at o - o0 */
+        const int64_t base = (i * q->c + ic) * w->in_size + off + c0 + o0 * s;
+        if (xs)
+            s_qtap_int8_t(acc - o0, (const int8_t *)q->x->data + base - o0 * s, a, b, s, wv,
+                          q->xzp);
+        else
+            s_qtap_uint8_t(acc - o0, (const uint8_t *)q->x->data + base - o0 * s, a, b, s, wv,
+                           q->xzp);
+    }
+}
+
 /* Direct, in int32: the share is a range of output lines over (image,
- * output channel, line); zero points are subtracted as values are read, and
- * padding (x_zero_point) contributes nothing. */
+ * output channel, line); zero points are subtracted as values are read. */
 void gx_cpu_CONVINTEGER(const gx_kargs *k)
 {
     const gx_view *x = &k->in[0], *wt = &k->in[1], *y = &k->out[0];
     const gx_view *xz = k->n_in > 2 && k->in[2].ndim >= 0 ? &k->in[2] : NULL;
     const gx_view *wz = k->n_in > 3 && k->in[3].ndim >= 0 ? &k->in[3] : NULL;
-    const bool xs = x->dtype == GX_I8, ws = wt->dtype == GX_I8;
-    gx_win w;
-    gx_win_init(&w, k->attr, "ConvInteger", x, wt->shape + 2, false, false, NULL, 0);
-    const int last = w.nsp - 1;
-    const int64_t n = x->shape[0], c = x->shape[1], m = wt->shape[0];
-    const int64_t g = k->attr[GX_CONV_GROUP].i, cg = c / g, mg = m / g;
-    const int64_t ow = w.out[last], s = w.stride[last];
-    const int64_t lines = ow > 0 ? w.out_size / ow : 0;
-    const int32_t xzp = xz ? s_q8(xz->data, xs, 0) : 0;
-    int64_t lo, hi, j[GX_WIN_MAX];
-    gx_cpu_share(k, n * m * lines, 1, &lo, &hi);
+    s_qconv q = {.x = x, .wt = wt, .c = x->shape[1]};
+    gx_win_init(&q.w, k->attr, "ConvInteger", x, wt->shape + 2, false, false, NULL, 0);
+    const int64_t m = wt->shape[0], g = k->attr[GX_CONV_GROUP].i;
+    q.cg = q.c / g, q.mg = m / g;
+    q.xzp = xz ? s_q8(xz->data, xz->dtype == GX_I8, 0) : 0;
+    const int64_t ow = q.w.out[q.w.nsp - 1], lines = ow > 0 ? q.w.out_size / ow : 0;
+    int64_t lo, hi;
+    gx_cpu_share(k, x->shape[0] * m * lines, 1, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
-        const int64_t line = u % lines, ch = u / lines, oc = ch % m, i = ch / m;
-        const int32_t wzp = !wz ? 0 : s_q8(wz->data, ws, wz->numel > 1 ? oc : 0);
-        int32_t *restrict yl = (int32_t *)y->data + ch * w.out_size + line * ow;
-        for (int64_t o = 0; o < ow; o++)
-            yl[o] = 0;
-        for (int64_t r = 0; r < cg * w.k_size; r++) {
-            const int64_t t = r % w.k_size, ic = (oc / mg) * cg + r / w.k_size;
-            s_tap(&w, t, j);
-            const int64_t off = s_row(&w, line, j);
-            int64_t c0, a, b;
-            gx_win_inner(&w, j[last], 0, ow, &c0, &a, &b);
-            if (off < 0)
+        const int64_t line = u % lines, ch = u / lines, oc = ch % m;
+        const int32_t wzp = !wz ? 0 : s_q8(wz->data, wz->dtype == GX_I8, wz->numel > 1 ? oc : 0);
+        s_qline(&q, ch / m, oc, line, wzp, 0, ow,
+                (int32_t *)y->data + ch * q.w.out_size + line * ow);
+    }
+}
+
+/* Columns of a QLinearConv line taken at once (on the stack). */
+#define S_QCOLS 1024
+/* Taps of a QLinearConv output whose sums surely fit int32: 255 * 255
+ * each. Wider windows take the int64 loop. */
+#define S_QTAPS_INT32 (INT32_MAX / (255 * 255))
+
+/* y[o * 1] = (acc[o] + bias) * scale (the product in double, as the ONNX
+ * reference's numpy does) rounded half to even, plus yz, saturated to
+ * [lo, hi] (NaN: lo), for o < n; uint8 or int8 y. */
+#define S_QSTORE(T)                                                                                \
+    GX_CPU_CLONES static void s_qstore_##T(int64_t n, const int32_t *restrict acc, double bias,  \
+                                           float scale, float yz, float lo, float hi,             \
+                                           T *restrict y)                                         \
+    {                                                                                              \
+        for (int64_t o = 0; o < n; o++) {                                                          \
+            const float v = (float)rint(((double)acc[o] + bias) * scale) + yz;                     \
+            y[o] = (T)(v > lo ? (v < hi ? v : hi) : lo);                                           \
+        }                                                                                          \
+    }
+S_QSTORE(uint8_t)
+S_QSTORE(int8_t)
+#undef S_QSTORE
+
+/* One QLinearConv output, the int64 way: a window too wide for int32 sums. */
+static int64_t s_qlinear_wide(const s_qconv *q, int64_t n, int64_t m, int64_t o, int32_t wzp)
+{
+    const gx_win *w = &q->w;
+    const bool xs = q->x->dtype == GX_I8, ws = q->wt->dtype == GX_I8;
+    int64_t od[GX_WIN_MAX], acc = 0;
+    for (int d = w->nsp - 1; d >= 0; d--) {
+        od[d] = o % w->out[d];
+        o /= w->out[d];
+    }
+    for (int64_t c = 0; c < q->cg; c++) {
+        const int64_t ci = m / q->mg * q->cg + c;
+        const int64_t xbase = (n * q->c + ci) * w->in_size, wbase = (m * q->cg + c) * w->k_size;
+        for (int64_t t = 0; t < w->k_size; t++) {
+            int64_t xi = 0, mul = 1, tr = t;
+            bool inside = true;
+            for (int d = w->nsp - 1; d >= 0; d--) {
+                const int64_t j = tr % w->k[d];
+                tr /= w->k[d];
+                const int64_t p = od[d] * w->stride[d] - w->pad_lo[d] + j * w->dil[d];
+                inside &= p >= 0 && p < w->in[d];
+                xi += p * mul;
+                mul *= w->in[d];
+            }
+            if (inside)
+                acc += (int64_t)(s_q8(q->x->data, xs, xbase + xi) - q->xzp) *
+                       (s_q8(q->wt->data, ws, wbase + t) - wzp);
+        }
+    }
+    return acc;
+}
+
+/* Depthwise 2-D (each output channel reads its own input channel), a
+ * plane at a time: x - x_zp as int16 in a padded copy of the plane, its
+ * columns split by phase modulo the stride (so each tap reads an output
+ * row's elements one after the other), then every output row sums its
+ * taps over the whole row, vectorised, and is requantized. The copy is
+ * on the stack: planes larger than S_DW_ELEMS take the line path. */
+#define S_DW_ELEMS (48 << 10)
+
+typedef struct s_dw {
+    int64_t rows, sw, wq; /* padded rows, column phases, phase width */
+} s_dw;
+
+static bool s_dw_fits(const gx_win *w, s_dw *d)
+{
+    if (w->nsp != 2)
+        return false;
+    d->rows = w->pad_lo[0] + w->in[0] + w->pad_hi[0];
+    d->sw = w->stride[1];
+    /* the phase width: every column an output row's taps read */
+    d->wq = w->out[1] + (w->k[1] - 1) * w->dil[1] / d->sw + 1;
+    return d->rows * d->sw * d->wq <= S_DW_ELEMS;
+}
+
+/* Row ih of a plane of x (IW elements) into the padded copy: padded
+ * column c = iw + pl goes to phase c % sw, element c / sw of its row
+ * (dst: the row in phase 0; phases plane elements apart). */
+#define S_DW_FILL(T)                                                                               \
+    GX_CPU_CLONES static void s_dw_fill_##T(const T *restrict x, int64_t IW, int64_t pl,          \
+                                            const s_dw *d, int64_t plane, int32_t xz,             \
+                                            int16_t *restrict dst)                                \
+    {                                                                                              \
+        for (int64_t ph = 0; ph < d->sw; ph++) {                                                   \
+            /* q with 0 <= q * sw + ph - pl < IW, q < wq */                                        \
+            const int64_t qa = pl > ph ? (pl - ph + d->sw - 1) / d->sw : 0;                        \
+            int64_t qb = IW - 1 + pl - ph >= 0 ? (IW - 1 + pl - ph) / d->sw + 1 : 0;             \
+            qb = qb < d->wq ? qb : d->wq;                                                          \
+            int16_t *out = dst + ph * plane;                                                       \
+            const T *in = x + ph - pl;                                                             \
+            for (int64_t q = qa; q < qb; q++)                                                      \
+                out[q] = (int16_t)((int32_t)in[q * d->sw] - xz);                                   \
+        }                                                                                          \
+    }
+S_DW_FILL(uint8_t)
+S_DW_FILL(int8_t)
+#undef S_DW_FILL
+
+/* acc[o] += wv * x[o] for o < n (int16 x, int32 sums). */
+GX_CPU_CLONES static void s_dw_tap(int64_t n, int32_t wv, const int16_t *restrict x,
+                                   int32_t *restrict acc)
+{
+    for (int64_t o = 0; o < n; o++)
+        acc[o] += wv * (int32_t)x[o];
+}
+
+/* Plane ch of image n: each output row's sums into acc (its width), then
+ * store(row, acc). */
+typedef void (*s_dw_row_fn)(const void *ctx, int64_t oh, const int32_t *acc);
+
+static void s_qlinear_dw(const s_qconv *q, const s_dw *d, int64_t n, int64_t ch, int32_t wzp,
+                         int32_t *restrict acc, int16_t *restrict xp, s_dw_row_fn store,
+                         const void *ctx)
+{
+    const gx_win *w = &q->w;
+    const bool xs = q->x->dtype == GX_I8;
+    const int64_t IH = w->in[0], IW = w->in[1], plane = d->rows * d->wq;
+    /* xp[ph][r][c]: padded column c * sw + ph of padded row r */
+    memset(xp, 0, (size_t)(d->sw * plane) * sizeof *xp);
+    const int64_t base = (n * q->c + ch) * w->in_size;
+    for (int64_t ih = 0; ih < IH; ih++) {
+        int16_t *dst = xp + (ih + w->pad_lo[0]) * d->wq;
+        if (xs)
+            s_dw_fill_int8_t((const int8_t *)q->x->data + base + ih * IW, IW, w->pad_lo[1], d,
+                             plane, q->xzp, dst);
+        else
+            s_dw_fill_uint8_t((const uint8_t *)q->x->data + base + ih * IW, IW, w->pad_lo[1], d,
+                              plane, q->xzp, dst);
+    }
+    const int64_t ow = w->out[1];
+    for (int64_t oh = 0; oh < w->out[0]; oh++) {
+        int32_t *a = acc;
+        memset(a, 0, (size_t)ow * sizeof *a);
+        for (int64_t kh = 0; kh < w->k[0]; kh++) {
+            const int64_t r = oh * w->stride[0] + kh * w->dil[0];
+            for (int64_t kw = 0; kw < w->k[1]; kw++) {
+                const int64_t col = kw * w->dil[1];
+                const int32_t wv =
+                    s_q8(q->wt->data, q->wt->dtype == GX_I8, ch * w->k_size + kh * w->k[1] + kw) -
+                    wzp;
+                if (wv)
+                    s_dw_tap(ow, wv, xp + col % d->sw * plane + r * d->wq + col / d->sw, a);
+            }
+        }
+        store(ctx, oh, a);
+    }
+}
+
+/* What a QLinearConv's rows are requantized with. */
+typedef struct s_qout {
+    double bias;
+    float scale, yz, lo, hi;
+    void *y; /* the channel's plane */
+    int64_t ow;
+    bool s8;
+} s_qout;
+
+static void s_qout_row(const void *ctx, int64_t oh, const int32_t *acc)
+{
+    const s_qout *o = ctx;
+    if (o->s8)
+        s_qstore_int8_t(o->ow, acc, o->bias, o->scale, o->yz, o->lo, o->hi,
+                        (int8_t *)o->y + oh * o->ow);
+    else
+        s_qstore_uint8_t(o->ow, acc, o->bias, o->scale, o->yz, o->lo, o->hi,
+                         (uint8_t *)o->y + oh * o->ow);
+}
+
+/* Direct, as ConvInteger (lines of int32 sums), each line requantized:
+ * exact sums of (x - x_zp)(w - w_zp[m]) plus B[m], scaled by x_scale *
+ * w_scale[m] / y_scale (float32, then the product in double), rounded
+ * half to even, plus y_zp, saturated. The share is a range of output
+ * lines over (image, output channel, line). Constant weights of group 1
+ * take the packed kernels instead (ops/cpu/qgemm.c). */
+void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *wt = &k->in[3], *y = &k->out[0];
+    s_qconv q = {.x = x, .wt = wt, .c = x->shape[1]};
+    gx_win_init(&q.w, k->attr, "QLinearConv", x, wt->shape + 2, false, false, NULL, 0);
+    const int64_t m = wt->shape[0];
+    q.cg = wt->shape[1], q.mg = m / k->attr[GX_QLINEARCONV_GROUP].i;
+    q.xzp = s_q8(k->in[2].data, k->in[2].dtype == GX_I8, 0);
+    const gx_view *wz = k->n_in > 5 && k->in[5].ndim >= 0 ? &k->in[5] : NULL;
+    const float xs = *(const float *)k->in[1].data, ys = *(const float *)k->in[6].data;
+    const float *wsc = k->in[4].data;
+    const float yz = k->n_in > 7 && k->in[7].ndim >= 0
+                         ? (float)s_q8(k->in[7].data, k->in[7].dtype == GX_I8, 0)
+                         : 0.0f;
+    const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
+    const bool s8 = y->dtype == GX_I8, wide = q.cg * q.w.k_size > S_QTAPS_INT32;
+    const float lo_q = s8 ? -128.0f : 0.0f, hi_q = s8 ? 127.0f : 255.0f;
+    const int64_t ow = q.w.out[q.w.nsp - 1], lines = ow > 0 ? q.w.out_size / ow : 0;
+    int64_t lo, hi;
+    s_dw dw;
+    int32_t acc[S_QCOLS];
+    if (q.cg == 1 && q.mg == 1 && !wide && ow <= S_QCOLS && s_dw_fits(&q.w, &dw)) {
+        int16_t xp[S_DW_ELEMS];
+        gx_cpu_share(k, x->shape[0] * m, 1, &lo, &hi);
+        for (int64_t u = lo; u < hi; u++) {
+            const int64_t oc = u % m;
+            const int32_t wzp =
+                !wz ? 0 : s_q8(wz->data, wz->dtype == GX_I8, wz->numel > 1 ? oc : 0);
+            const s_qout o = {.bias = bias ? bias[oc] : 0,
+                              .scale = xs * wsc[k->in[4].numel > 1 ? oc : 0] / ys,
+                              .yz = yz, .lo = lo_q, .hi = hi_q, .ow = ow, .s8 = s8,
+                              .y = (char *)y->data + u * q.w.out_size};
+            s_qlinear_dw(&q, &dw, u / m, oc, wzp, acc, xp, s_qout_row, &o);
+        }
+        return;
+    }
+    gx_cpu_share(k, x->shape[0] * m * lines, 1, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        const int64_t line = u % lines, ch = u / lines, oc = ch % m;
+        const int32_t wzp = !wz ? 0 : s_q8(wz->data, wz->dtype == GX_I8, wz->numel > 1 ? oc : 0);
+        const float scale = xs * wsc[k->in[4].numel > 1 ? oc : 0] / ys;
+        const double b = bias ? bias[oc] : 0;
+        const int64_t e0 = ch * q.w.out_size + line * ow;
+        for (int64_t o0 = 0; o0 < ow; o0 += S_QCOLS) {
+            const int64_t o1 = ow - o0 < S_QCOLS ? ow : o0 + S_QCOLS;
+            if (wide) { /* exact in int64, element by element */
+                for (int64_t o = o0; o < o1; o++) {
+                    const double v = (double)s_qlinear_wide(&q, ch / m, oc, line * ow + o, wzp);
+                    const float f = (float)rint((v + b) * scale) + yz;
+                    const float c = f > lo_q ? (f < hi_q ? f : hi_q) : lo_q;
+                    if (s8)
+                        ((int8_t *)y->data)[e0 + o] = (int8_t)c;
+                    else
+                        ((uint8_t *)y->data)[e0 + o] = (uint8_t)c;
+                }
                 continue;
-            const int32_t wv = s_q8(wt->data, ws, oc * cg * w.k_size + r) - wzp;
-            const int64_t base = (i * c + ic) * w.in_size + off + c0;
-            /* each product fits int32; the sum wraps like the int32 it is */
-            for (int64_t o = a; o < b; o++)
-                yl[o] = (int32_t)((uint32_t)yl[o] +
-                                  (uint32_t)(wv * (s_q8(x->data, xs, base + o * s) - xzp)));
+            }
+            s_qline(&q, ch / m, oc, line, wzp, o0, o1, acc);
+            if (s8)
+                s_qstore_int8_t(o1 - o0, acc, b, scale, yz, lo_q, hi_q,
+                                (int8_t *)y->data + e0 + o0);
+            else
+                s_qstore_uint8_t(o1 - o0, acc, b, scale, yz, lo_q, hi_q,
+                                 (uint8_t *)y->data + e0 + o0);
         }
     }
 }
