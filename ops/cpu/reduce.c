@@ -692,8 +692,11 @@ static void s_topk_f32(const void *xv, int64_t n, int64_t inner, int64_t k, bool
     for (int64_t i = k; i < n;) {
         const int64_t end = n - i < S_TOPK_BLOCK ? n : i + S_TOPK_BLOCK;
         if (s_any_past(x + i, end - i, v[0], largest))
+            /* an element equal to the worst kept one comes later: never
+             * better, so the plain comparison passes over most */
             for (; i < end; i++)
-                if (s_better_F32(largest, x[i], i, v[0], idx[0])) {
+                if ((largest ? !(x[i] <= v[0]) : !(x[i] >= v[0])) &&
+                    s_better_F32(largest, x[i], i, v[0], idx[0])) {
                     v[0] = x[i];
                     idx[0] = i;
                     s_sift_F32(largest, v, idx, 1, 0, k);
