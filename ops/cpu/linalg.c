@@ -8,8 +8,11 @@
  * A's rows [L, C] and B [C, R] are gathered into a buffer whatever their
  * order in the operands, multiplied by the GEMM's kernels (float32 sums in
  * K order, as a MatMul) and scattered into y; a thread's share is a range
- * of (batch element, block of rows). Attention as exported with Einsum
- * ("bhid,bhjd->bhij") is that. Every other Einsum is the general loop: for
+ * of (batch element, block of rows). When every label group of A, B and
+ * y is one dim of memory (attention as exported with Einsum,
+ * "bhid,bhjd->bhij" and "bhij,bhjd->bhid"), BLAS reads the operands in
+ * place, transposed where their columns are the contiguous ones, and
+ * writes y directly. Every other Einsum is the general loop: for
  * each output element (a thread's share is a range of them), the sum over
  * every summed label of the product of the operands, each addressed
  * through its per-label strides (0 where it lacks the label, a sum of
@@ -187,6 +190,35 @@ static void s_offsets(const gx_einsum *e, const int64_t *st, const int *lab, int
     }
 }
 
+/* Is off[i] = i * *stride for i < n (a label group one dim of memory)? */
+static bool s_affine(const int64_t *off, int64_t n, int64_t *stride)
+{
+    *stride = n > 1 ? off[1] - off[0] : 1;
+    for (int64_t i = 0; i < n; i++)
+        if (off[i] != i * *stride)
+            return false;
+    return true;
+}
+
+/* A rows x cols matrix whose elements are rs and cs apart as BLAS takes
+ * it (row-major, trans when its columns are the contiguous ones, ld at
+ * least the stored rows' length); false when neither is contiguous. */
+static bool s_blas_view(int64_t rs, int64_t cs, int64_t rows, int64_t cols, bool *trans,
+                        int64_t *ld)
+{
+    if (cs == 1 || cols == 1) {
+        *trans = false;
+        *ld = rows > 1 ? rs : cols;
+        return *ld >= cols && *ld <= INT32_MAX;
+    }
+    if (rs == 1 || rows == 1) {
+        *trans = true;
+        *ld = cols > 1 ? cs : rows;
+        return *ld >= rows && *ld <= INT32_MAX;
+    }
+    return false;
+}
+
 static bool s_einsum_bmm(const gx_kargs *k, const gx_einsum *e, const s_bmm *m)
 {
     const int64_t blocks = (m->L + S_BMM_ROWS - 1) / S_BMM_ROWS;
@@ -217,6 +249,27 @@ static bool s_einsum_bmm(const gx_kargs *k, const gx_einsum *e, const s_bmm *m)
     s_offsets(e, NULL, m->r, m->nr, m->R, yr);
     const float *x0 = k->in[0].data, *x1 = k->in[1].data;
     float *y = k->out[0].data;
+    /* each operand's rows and columns one dim of memory each (a matmul of
+     * transposed or strided matrices, as attention's Einsums are): BLAS
+     * reads them in place and writes y */
+    int64_t sl, sc, sbc, sbr, syl, syr, lda, ldb, ldy;
+    bool ta, tb, ty;
+    if (s_affine(al, m->L, &sl) && s_affine(ac, m->C, &sc) && s_affine(bc, m->C, &sbc) &&
+        s_affine(br, m->R, &sbr) && s_affine(yl, m->L, &syl) && s_affine(yr, m->R, &syr) &&
+        s_blas_view(sl, sc, m->L, m->C, &ta, &lda) &&
+        s_blas_view(sbc, sbr, m->C, m->R, &tb, &ldb) &&
+        s_blas_view(syl, syr, m->L, m->R, &ty, &ldy) && !ty) {
+        for (int64_t u = lo; u < hi; u++) {
+            const int64_t bi = u / blocks, l0 = u % blocks * S_BMM_ROWS;
+            const int64_t nl = m->L - l0 < S_BMM_ROWS ? m->L - l0 : S_BMM_ROWS;
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                        tb ? CblasTrans : CblasNoTrans, (int)nl, (int)m->R, (int)m->C, 1.0f,
+                        x0 + ab[bi] + l0 * sl, (int)lda, x1 + bb[bi], (int)ldb, 0.0f,
+                        y + yb[bi] + l0 * syl, (int)ldy);
+        }
+        free(ab);
+        return true;
+    }
     int64_t have = -1; /* the batch element whose B is in bm */
     for (int64_t u = lo; u < hi; u++) {
         const int64_t bi = u / blocks, l0 = u % blocks * S_BMM_ROWS;
