@@ -335,6 +335,18 @@ static inline int64_t s_exact(int32_t d, int32_t sa, int32_t sb, int32_t az, int
     return (int64_t)d - (int64_t)bz * sa - (int64_t)az * sb + k * az * bz;
 }
 
+/* s_exact for n columns of a row, as the int32 MatMulInteger writes: the
+ * same sum modulo 2^32, in wrapping unsigned arithmetic (vectorised). */
+GX_CPU_CLONES static void s_exact_row(int64_t n, const int32_t *restrict d, int32_t sa,
+                                      int32_t az, const int32_t *restrict bz,
+                                      const int32_t *restrict sb, int32_t k, int32_t *restrict y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (int32_t)((uint32_t)d[i] - (uint32_t)bz[i] * (uint32_t)sa -
+                         (uint32_t)az * (uint32_t)sb[i] +
+                         (uint32_t)k * (uint32_t)az * (uint32_t)bz[i]);
+}
+
 /* n sums requantized into y from element e on, stride apart: acc * scale
  * (the product in double, as the ONNX reference's numpy does) rounded
  * half to even, plus yz, saturated to y's dtype (NaN: its lowest, as the
@@ -416,9 +428,8 @@ static void s_matmul(const gx_kargs *k, bool requant)
                         (double)s_exact(cr[j - j0], sa[r], sb[j], az[r], bz[j - j0], kk);
                 s_store_q(y, row * n + j0, 1, (int)(j1 - j0), acc, scales, yz);
             } else {
-                for (int64_t j = j0; j < j1; j++)
-                    ((int32_t *)y->data)[row * n + j] =
-                        (int32_t)s_exact(cr[j - j0], sa[r], sb[j], az[r], bz[j - j0], kk);
+                s_exact_row(j1 - j0, cr, sa[r], az[r], bz, sb + j0, (int32_t)kk,
+                            (int32_t *)y->data + row * n + j0);
             }
         }
     }
