@@ -451,6 +451,32 @@ START_TEST(test_layout_batchnorm)
 }
 END_TEST
 
+/* InstanceNormalization: the plain kernel's bits (statistics in the same
+ * order), random shapes, a plane of more than one 4096-pixel block of
+ * sums, channels past a multiple of 16 in NHWC. */
+START_TEST(test_layout_instancenorm)
+{
+    const gx_layout ls[] = {GX_LAYOUT_NHWC, GX_LAYOUT_NCHW16C};
+    for (int li = 0; li < 2; li++) {
+        for (int i = 0; i < 20; i++) {
+            gx_view x = s_input(ls[li]);
+            const int64_t C = x.shape[1];
+            gx_view in[3] = {x, RANDV(C), RANDV(C)};
+            ck_assert(s_check_op(GX_OP_INSTANCENORM, NODE(A_FLOAT("epsilon", 1e-3)), ls[li], 3,
+                                 in));
+            ot_free_all();
+        }
+        gx_view x = RANDV(2, 32, 70, 61); /* 4270 pixels: two blocks */
+        gx_view in[3] = {x, RANDV(32), RANDV(32)};
+        ck_assert(s_check_op(GX_OP_INSTANCENORM, NULL, ls[li], 3, in));
+        ot_free_all();
+    }
+    gx_view x = RANDV(1, 21, 5, 7);
+    gx_view in[3] = {x, RANDV(21), RANDV(21)};
+    ck_assert(s_check_op(GX_OP_INSTANCENORM, NULL, GX_LAYOUT_NHWC, 3, in));
+}
+END_TEST
+
 /* Each refusal names the layout and the reason. */
 static void s_expect_refused(gx_op op, const gx_node *node, gx_layout l, int n_in,
                              const gx_view *in, int n_out, const char *want)
@@ -498,6 +524,7 @@ Suite *layout_ops_suite(void)
     tcase_add_test(tc, test_layout_operands);
     tcase_add_test(tc, test_layout_pools);
     tcase_add_test(tc, test_layout_global_pools);
+    tcase_add_test(tc, test_layout_instancenorm);
     tcase_add_test(tc, test_layout_batchnorm);
     tcase_add_test(tc, test_layout_refusals);
     suite_add_tcase(s, tc);

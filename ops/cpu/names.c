@@ -46,6 +46,7 @@ static const struct {
     {"cpu.GlobalMaxPool.layout@1", S_POOL, GX_OP_GLOBALMAXPOOL, NULL},
     {"cpu.GlobalAveragePool.layout@1", S_POOL, GX_OP_GLOBALAVERAGEPOOL, NULL},
     {"cpu.BatchNormalization.layout@1", S_POOL, GX_OP_BATCHNORM, NULL},
+    {"cpu.InstanceNormalization.layout@1", S_POOL, GX_OP_INSTANCENORM, NULL},
     {"cpu.Resize.nhwc@1", S_RESIZE, 0, NULL},
     {"cpu.reorder@1", S_REORDER, 0, NULL},
     {"cpu.MatMul.packed@1", S_PACKED, GX_OP_MATMUL, NULL},

@@ -1,5 +1,6 @@
 /*
- * Pools and BatchNormalization in the NHWC and NCHW16c layouts
+ * Pools, BatchNormalization and InstanceNormalization in the NHWC and
+ * NCHW16c layouts
  * (ops/layout.h), float32, rank 4.
  *
  * Both layouts are seen the same way: P planes of H x W pixels, each pixel
@@ -24,6 +25,7 @@
 
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/rowsum.h"
 #include "ops/layout.h"
 
 #define S_VEC 16   /* lanes per inner loop */
@@ -360,6 +362,102 @@ static void s_batchnorm_kernel(const gx_kargs *k)
                 k->attr[GX_BATCHNORM_EPSILON].f, k->in[0].data, k->out[0].data, lo, hi);
 }
 
+/* ---- InstanceNormalization ----
+ * The plain kernel's statistics (ops/cpu/rowsum.h) per channel: blocks of
+ * GX_ROWSUM_BLOCK pixels, element i of a block into float partial i % 16
+ * (the tail into partial 0), the partials added in double in order, block
+ * after block; the mean, then the squares of x - (float)mean alike. Here
+ * the 16 partials of each of 16 channels are 16 vectors. */
+
+/* Per lane (channel) of n <= S_VEC at x (S pixels, L apart): the sum of
+ * x, or of (x - m)^2 when sq, in rowsum.h's order, into out[n]. */
+S_INLINE void s_in_sums(const float *restrict x, int64_t S, int64_t L, int64_t n, bool sq,
+                        const float *restrict m, double *restrict out)
+{
+    for (int64_t l = 0; l < n; l++)
+        out[l] = 0;
+    s_vf mv = {0};
+    if (sq)
+        memcpy(&mv, m, (size_t)n * sizeof *m);
+    for (int64_t b = 0; b < S; b += GX_ROWSUM_BLOCK) {
+        const int64_t cnt = S - b < GX_ROWSUM_BLOCK ? S - b : GX_ROWSUM_BLOCK;
+        s_vf acc[GX_ROWSUM_LANES];
+        memset(acc, 0, sizeof acc);
+        int64_t i = 0;
+        for (; i + GX_ROWSUM_LANES <= cnt; i += GX_ROWSUM_LANES)
+            for (int j = 0; j < GX_ROWSUM_LANES; j++) {
+                s_vf v = {0};
+                memcpy(&v, x + (b + i + j) * L, (size_t)n * sizeof(float));
+                if (sq) {
+                    v = v - mv;
+                    acc[j] += v * v;
+                } else {
+                    acc[j] += v;
+                }
+            }
+        for (; i < cnt; i++) {
+            s_vf v = {0};
+            memcpy(&v, x + (b + i) * L, (size_t)n * sizeof(float));
+            if (sq) {
+                v = v - mv;
+                acc[0] += v * v;
+            } else {
+                acc[0] += v;
+            }
+        }
+        for (int j = 0; j < GX_ROWSUM_LANES; j++)
+            for (int64_t l = 0; l < n; l++)
+                out[l] += acc[j][l];
+    }
+}
+
+/* Units (plane, 16 lanes): the lanes' statistics, then y = (x - mean) * a
+ * + b with a = (float)(scale / sqrt(var + eps)) as the plain kernel. */
+GX_CPU_CLONES static void s_instnorm(const s_geo *g, const float *scale, const float *bias,
+                                     double eps, const float *x, float *y, int64_t lo, int64_t hi)
+{
+    const int64_t S = g->d[2] * g->d[3], L = g->L, per = (L + S_VEC - 1) / S_VEC;
+    const int64_t blocks = g->d[1] / L;
+    for (int64_t u = lo; u < hi; u++) {
+        const int64_t p = u / per, l0 = u % per * S_VEC;
+        const int64_t n = L - l0 < S_VEC ? L - l0 : S_VEC, c0 = p % blocks * L + l0;
+        const float *xp = x + p * S * L + l0;
+        float *yp = y + p * S * L + l0;
+        double sum[S_VEC], sq[S_VEC];
+        float m[S_VEC] = {0}, fa[S_VEC] = {0}, fb[S_VEC] = {0};
+        s_in_sums(xp, S, L, n, false, m, sum);
+        for (int64_t l = 0; l < n; l++)
+            m[l] = (float)(sum[l] / (double)S);
+        s_in_sums(xp, S, L, n, true, m, sq);
+        for (int64_t l = 0; l < n; l++) {
+            const double var = sq[l] / (double)S;
+            fa[l] = (float)(scale[c0 + l] / sqrt(var + eps));
+            fb[l] = bias[c0 + l];
+        }
+        s_vf mv, av, bv;
+        memcpy(&mv, m, sizeof mv);
+        memcpy(&av, fa, sizeof av);
+        memcpy(&bv, fb, sizeof bv);
+        for (int64_t s = 0; s < S; s++) {
+            if (n == S_VEC) {
+                S_ST(yp + s * L, (S_LD(xp + s * L) - mv) * av + bv);
+            } else {
+                for (int64_t l = 0; l < n; l++)
+                    yp[s * L + l] = (xp[s * L + l] - m[l]) * fa[l] + fb[l];
+            }
+        }
+    }
+}
+
+static void s_instnorm_kernel(const gx_kargs *k)
+{
+    const s_geo g = s_geo_of(&k->in[0]);
+    int64_t lo, hi;
+    gx_cpu_share(k, g.P * ((g.L + S_VEC - 1) / S_VEC), 1, &lo, &hi);
+    s_instnorm(&g, k->in[1].data, k->in[2].data, k->attr[GX_INSTANCENORM_EPSILON].f,
+               k->in[0].data, k->out[0].data, lo, hi);
+}
+
 /* ---- which kernel ---- */
 
 gx_kernel_fn gx_cpu_pool_layout(gx_op op, gx_layout l, const gx_infer *ic, char *why,
@@ -394,6 +492,16 @@ gx_kernel_fn gx_cpu_pool_layout(gx_op op, gx_layout l, const gx_infer *ic, char 
         return s_globalmaxpool;
     if (op == GX_OP_GLOBALAVERAGEPOOL)
         return s_globalaveragepool;
+    if (op == GX_OP_INSTANCENORM) {
+        for (int i = 1; i <= 2; i++) {
+            if (i >= ic->n_in || ic->in[i].dtype != GX_F32 || ic->in[i].numel != x->shape[1]) {
+                snprintf(why, len, "%s: InstanceNormalization's input %d is not float32 [C]", ln,
+                         i);
+                return NULL;
+            }
+        }
+        return s_instnorm_kernel;
+    }
     if (op != GX_OP_BATCHNORM) {
         snprintf(why, len, "%s: no %s kernel", ln, on);
         return NULL;
@@ -424,5 +532,6 @@ gx_kernel_fn gx_cpu_pool_layout_fn(gx_op op)
            : op == GX_OP_GLOBALMAXPOOL     ? s_globalmaxpool
            : op == GX_OP_GLOBALAVERAGEPOOL ? s_globalaveragepool
            : op == GX_OP_BATCHNORM         ? s_batchnorm_kernel
+           : op == GX_OP_INSTANCENORM      ? s_instnorm_kernel
                                            : NULL;
 }
