@@ -303,7 +303,7 @@ bool gx_layout_sensitive(gx_op op)
 {
     return op == GX_OP_CONV || op == GX_OP_MAXPOOL || op == GX_OP_AVERAGEPOOL ||
            op == GX_OP_GLOBALAVERAGEPOOL || op == GX_OP_GLOBALMAXPOOL || op == GX_OP_BATCHNORM ||
-           op == GX_OP_INSTANCENORM || op == GX_OP_RESIZE;
+           op == GX_OP_INSTANCENORM || op == GX_OP_RESIZE || op == GX_OP_CONCAT;
 }
 
 gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, char *why,
@@ -315,6 +315,8 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
         return gx_cpu_conv_layout(l, ic, why, len);
     if (op == GX_OP_RESIZE)
         return gx_cpu_resize_layout(l, ic, why, len);
+    if (op == GX_OP_CONCAT)
+        return gx_cpu_concat_layout(l, ic, why, len);
     if (gx_layout_sensitive(op))
         return gx_cpu_pool_layout(op, l, ic, why, len);
     snprintf(why, len, "%s: %s has no kernel for it", gx_layout_name(l), gx_op_name(op));
@@ -344,6 +346,8 @@ double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
         return nhwc ? 0.8 : 0.95;
     if (op == GX_OP_INSTANCENORM) /* three strided passes against three row passes: even */
         return 1.0;
+    if (op == GX_OP_CONCAT) /* the same copies, in runs of a pixel's channels in NHWC */
+        return nhwc ? 1.1 : 1.0;
     if (op == GX_OP_RESIZE) /* a memcpy of C floats per pixel against a gather per element */
         return 0.5;
     if (op == GX_OP_CONV && ic->n_in >= 2 && ic->in[1].ndim == 4) {

@@ -154,6 +154,12 @@ void gx_cpu_conv_layout_rows(gx_layout l, const gx_view *y, int ith, int nth, in
 gx_kernel_fn gx_cpu_pool_layout(gx_op op, gx_layout l, const gx_infer *ic, char *why,
                                 size_t len);
 
+/* Concat in NHWC or NCHW16c (ops/cpu/shape.c): the plain kernel along the
+ * physical axis that holds the logical one; every input must fit the
+ * layout (float32, 4-D, NCHW16c: channels a multiple of 16). NULL with why
+ * otherwise. */
+gx_kernel_fn gx_cpu_concat_layout(gx_layout l, const gx_infer *ic, char *why, size_t len);
+
 /* Resize (nearest, N and C kept) in NHWC (ops/cpu/resize.c): whole pixels
  * of C floats copied; the same bytes as in NCHW. NULL with why otherwise. */
 gx_kernel_fn gx_cpu_resize_layout(gx_layout l, const gx_infer *ic, char *why, size_t len);

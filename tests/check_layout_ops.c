@@ -491,6 +491,54 @@ static void s_expect_refused(gx_op op, const gx_node *node, gx_layout l, int n_i
     ck_assert_str_eq(why, want);
 }
 
+/* Concat in each layout along every axis (negative too) of three inputs:
+ * the plain kernel's bytes, shares 1, 2 and 3. */
+START_TEST(test_layout_concat)
+{
+    const gx_layout ls[] = {GX_LAYOUT_NHWC, GX_LAYOUT_NCHW16C};
+    const int64_t base[4] = {2, 32, 5, 7};
+    for (int li = 0; li < 2; li++)
+        for (int axis = -4; axis < 4; axis++) {
+            const int a = axis < 0 ? axis + 4 : axis;
+            gx_view in[3], pin[3];
+            for (int i = 0; i < 3; i++) {
+                int64_t sh[4];
+                memcpy(sh, base, sizeof sh);
+                sh[a] = a == 1 ? 16 * (i + 1) : i + 1;
+                in[i] = ot_rand(GX_F32, 4, sh);
+                pin[i] = s_to(ls[li], &in[i], 1);
+            }
+            gx_attrval av[GX_MAX_ATTRS];
+            gx_view want;
+            char err[ERRLEN];
+            ck_assert_int_eq(ot_run(GX_OP_CONCAT, NODE(A_INT("axis", axis)), 3, in, 1, av, &want,
+                                    err),
+                             GX_OK);
+            const gx_infer ic = {.attr = av, .n_in = 3, .in = in, .n_out = 1, .out = &want};
+            char why[128];
+            gx_kernel_fn fn = gx_cpu_layout_kernel(GX_OP_CONCAT, ls[li], &ic, why, sizeof why);
+            ck_assert_msg(fn != NULL, "%s", why);
+            gx_view py = gx_layout_physical(ls[li], &want);
+            py.data = ot_alloc((size_t)want.numel * sizeof(float));
+            for (int t = 0; t < 3; t++) {
+                memset(py.data, 0xFF, (size_t)py.numel * sizeof(float));
+                gx_kargs k = {.attr = av, .n_in = 3, .in = pin, .n_out = 1, .out = &py,
+                              .nth = s_nths[t]};
+                for (k.ith = 0; k.ith < k.nth; k.ith++)
+                    fn(&k);
+                gx_view back = s_to(GX_LAYOUT_PLAIN, &py, 1);
+                ck_assert_msg(s_same(&back, &want), "%s Concat axis %d nth %d",
+                              gx_layout_name(ls[li]), axis, s_nths[t]);
+            }
+            ot_free_all();
+        }
+    /* NCHW16c needs every input's channels a multiple of 16 */
+    gx_view odd[2] = {RANDV(1, 16, 2, 2), RANDV(1, 8, 2, 2)};
+    s_expect_refused(GX_OP_CONCAT, NODE(A_INT("axis", 1)), GX_LAYOUT_NCHW16C, 2, odd, 1,
+                     "nchw16c: Concat of a 4-D float32 [.., 8, ..] input");
+}
+END_TEST
+
 START_TEST(test_layout_refusals)
 {
     gx_view x = RANDV(1, 32, 4, 4), odd = RANDV(1, 5, 4, 4), x5 = RANDV(1, 16, 2, 2, 2);
@@ -525,6 +573,7 @@ Suite *layout_ops_suite(void)
     tcase_add_test(tc, test_layout_pools);
     tcase_add_test(tc, test_layout_global_pools);
     tcase_add_test(tc, test_layout_instancenorm);
+    tcase_add_test(tc, test_layout_concat);
     tcase_add_test(tc, test_layout_batchnorm);
     tcase_add_test(tc, test_layout_refusals);
     suite_add_tcase(s, tc);

@@ -27,10 +27,11 @@ GX_KERNEL_OP_LIST(GX_CPU_KERNEL_DECL)
 /* The kernels per memory layout (ops/layout.h) by what they run, for the
  * name table (ops/cpu/names.c): a Conv's in layout l (nhwc, nchw16c; else
  * NULL), a pool's or BatchNormalization's in either blocked layout (NULL
- * for other ops), Resize's in nhwc. */
+ * for other ops), Resize's in nhwc, Concat's in either. */
 gx_kernel_fn gx_cpu_conv_layout_fn(gx_layout l);
 gx_kernel_fn gx_cpu_pool_layout_fn(gx_op op);
 gx_kernel_fn gx_cpu_resize_layout_fn(void);
+gx_kernel_fn gx_cpu_concat_layout_fn(void);
 
 /* IEEE binary16 and bfloat16 <-> float32 (round to nearest even; NaN stays
  * NaN). */

@@ -27,6 +27,7 @@ typedef enum s_kind {
     S_CONV,
     S_POOL,
     S_RESIZE,
+    S_CONCAT,
     S_REORDER,
     S_PACKED,
     S_PACKED_ISA,
@@ -48,6 +49,7 @@ static const struct {
     {"cpu.BatchNormalization.layout@1", S_POOL, GX_OP_BATCHNORM, NULL},
     {"cpu.InstanceNormalization.layout@1", S_POOL, GX_OP_INSTANCENORM, NULL},
     {"cpu.Resize.nhwc@1", S_RESIZE, 0, NULL},
+    {"cpu.Concat.layout@1", S_CONCAT, 0, NULL},
     {"cpu.reorder@1", S_REORDER, 0, NULL},
     {"cpu.MatMul.packed@1", S_PACKED, GX_OP_MATMUL, NULL},
     {"cpu.Gemm.packed@1", S_PACKED, GX_OP_GEMM, NULL},
@@ -81,6 +83,9 @@ static void s_init(void)
             break;
         case S_RESIZE:
             fn = gx_cpu_resize_layout_fn();
+            break;
+        case S_CONCAT:
+            fn = gx_cpu_concat_layout_fn();
             break;
         case S_REORDER:
             fn = gx_cpu_reorder;

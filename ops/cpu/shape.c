@@ -7,9 +7,11 @@
  * cache-line boundaries; contiguous runs are memcpy'd. Gathers and scatters
  * are in ops/cpu/gather.c.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/layout.h"
 #include "ops/schema_shape.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -324,6 +326,46 @@ void gx_cpu_CONCAT(const gx_kargs *k)
             at += chunk;
         }
     }
+}
+
+/* Concat in NHWC or NCHW16c: the same concatenation along the physical
+ * axis that holds the logical one (channels: NHWC's last, NCHW16c's
+ * blocks, every input's channels a multiple of 16 there), by the plain
+ * kernel on the physical views. */
+static void s_concat_layout(const gx_kargs *k)
+{
+    static const int phys[2][4] = {{0, 3, 1, 2}, {0, 1, 2, 3}}; /* NHWC, NCHW16c */
+    gx_attrval attr[GX_CONCAT_NATTRS];
+    memcpy(attr, k->attr, sizeof attr);
+    int axis = 0;
+    gx_axis_norm(attr[GX_CONCAT_AXIS].i, 4, &axis);
+    attr[GX_CONCAT_AXIS].i = phys[k->out[0].layout == GX_LAYOUT_NCHW16C][axis];
+    gx_kargs pk = *k;
+    pk.attr = attr;
+    gx_cpu_CONCAT(&pk);
+}
+
+gx_kernel_fn gx_cpu_concat_layout(gx_layout l, const gx_infer *ic, char *why, size_t len)
+{
+    const char *ln = gx_layout_name(l);
+    if (l != GX_LAYOUT_NHWC && l != GX_LAYOUT_NCHW16C) {
+        snprintf(why, len, "%s: no Concat kernel", ln);
+        return NULL;
+    }
+    for (int i = 0; i < ic->n_in; i++) {
+        if (!gx_layout_fits(l, &ic->in[i])) {
+            snprintf(why, len, "%s: Concat of a %d-D %s [.., %lld, ..] input", ln, ic->in[i].ndim,
+                     gx_dtype_name(ic->in[i].dtype),
+                     (long long)(ic->in[i].ndim > 1 ? ic->in[i].shape[1] : 0));
+            return NULL;
+        }
+    }
+    return s_concat_layout;
+}
+
+gx_kernel_fn gx_cpu_concat_layout_fn(void)
+{
+    return s_concat_layout;
 }
 
 /* Split: Concat the other way round; a share is a byte range of the input,
