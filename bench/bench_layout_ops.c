@@ -154,7 +154,7 @@ static void s_shape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, int
     free(ref);
     printf("%3lld %4lld %4lld %4lld  %lldx%lld%s s%lld %10.1f %10.1f %10.1f   %6.2f %6.2f  %.0e\n",
            (long long)n, (long long)c, (long long)m, (long long)hw, (long long)kk, (long long)kk,
-           g > 1 ? "dw" : "  ", (long long)st, us[GX_LAYOUT_PLAIN],
+           g == c ? "dw" : g > 1 ? "g " : "  ", (long long)st, us[GX_LAYOUT_PLAIN],
            us[GX_LAYOUT_NHWC], us[GX_LAYOUT_NCHW16C], us[GX_LAYOUT_NHWC] / us[GX_LAYOUT_PLAIN],
            us[GX_LAYOUT_NCHW16C] / us[GX_LAYOUT_PLAIN], worst);
     fflush(stdout);

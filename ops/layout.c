@@ -365,6 +365,9 @@ double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
             return (nhwc ? 0.07 : 0.08) * wide;
         if (pointwise)
             return (nhwc ? 0.5 : 0.52) * wide;
+        /* groups of 16 or more channels: 0.45-0.68 (3x3, 2 to 8 groups) */
+        if (ic->attr[GX_CONV_GROUP].i > 1)
+            return 0.6 * wide;
         return 0.3 * wide;
     }
     return 1.0;

@@ -6,8 +6,9 @@
  * (gx_cpu_layout_input: NCHW for an NCHW16c Conv whose C is not a multiple
  * of 16 and an NHWC one with C <= 4); shares of nth = 2, 3, 7 and 70 each write exactly their
  * gx_cpu_conv_layout_rows range, byte for byte what nth = 1 writes, also
- * all at once on threads, and stay inside the scratch; group 1 and
- * depthwise (group == C == M), on the widest ISA and on the baseline
+ * all at once on threads, and stay inside the scratch; group 1,
+ * depthwise (group == C == M) and groups of 16 or more channels in and
+ * out, on the widest ISA and on the baseline
  * (gx_cpu_gemm_isa_set); a fused Relu or Clip applied as the kernel
  * stores, and the epilogue's ranges (gx_cpu_conv_layout_epi); and the
  * refusals.
@@ -226,7 +227,7 @@ static bool s_run_case(const s_case *t, gx_layout l)
     gx_view kin[3];
     const gx_layout lx = gx_cpu_layout_input(GX_OP_CONV, l, &ic, 0);
     ck_assert_int_eq(lx, gx_cpu_conv_layout_input(l, &ic));
-    ck_assert(lx == l || (!t->group && ((l == GX_LAYOUT_NCHW16C && t->c % 16) ||
+    ck_assert(lx == l || ((!t->group || t->group == 1) && ((l == GX_LAYOUT_NCHW16C && t->c % 16) ||
                                         (l == GX_LAYOUT_NHWC && t->c <= 4))));
     kin[0] = gx_layout_physical(lx, &in[0]);
     kin[0].data = ot_alloc((size_t)in[0].numel * sizeof(float));
@@ -331,6 +332,9 @@ static s_case s_random(bool odd)
     if (s_pick(4) == 0) { /* depthwise */
         t.m = t.c;
         t.group = t.c;
+    } else if (s_pick(4) == 0 && t.c % 32 == 0 && t.m % 16 == 0) { /* groups of 16 channels */
+        t.group = t.c / 16;
+        t.m = t.group * 16 * (1 + s_pick(2));
     }
     return t;
 }
@@ -415,6 +419,17 @@ static const s_case s_direct_cases[] = {
      .dw = 1, .pads = {1, 1, 1, 1}, .group = 48},
     {.n = 1, .c = 16, .m = 64, .h = 56, .w = 56, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
      .dw = 1, .bias = true},
+    /* groups of 16 or more channels (ResNeXt, grouped 3x3): 2 groups of 16
+     * in and 32 out, 4 of 32 in and 16 out with stride 2, 8 of 16 and 16
+     * (runs of blocks cut at each group), a 1x1 with 3 groups */
+    {.n = 2, .c = 32, .m = 64, .h = 11, .w = 13, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .group = 2, .bias = true},
+    {.n = 1, .c = 128, .m = 64, .h = 9, .w = 10, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .group = 4},
+    {.n = 1, .c = 128, .m = 128, .h = 14, .w = 14, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .group = 8, .bias = true},
+    {.n = 2, .c = 48, .m = 96, .h = 7, .w = 9, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .group = 3},
 };
 
 static void s_direct(bool baseline)
@@ -494,7 +509,8 @@ START_TEST(refusals)
     const gx_node *g2 = NODE(A_INT("group", 2));
     s_refused(GX_LAYOUT_NHWC, g2, 4, 4, 2, true, "group 2");
     s_refused(GX_LAYOUT_NHWC, NODE(A_INT("group", 4)), 4, 8, 1, true, "group 4"); /* M = 2C */
-    s_refused(GX_LAYOUT_NCHW16C, g2, 32, 32, 16, true, "group 2");
+    s_refused(GX_LAYOUT_NCHW16C, g2, 16, 32, 8, true, "group 2"); /* groups of 8 channels in */
+    s_refused(GX_LAYOUT_NHWC, g2, 32, 16, 16, true, "group 2");    /* groups of 8 out */
     s_refused(GX_LAYOUT_NCHW16C, NULL, 3, 8, 3, true, "multiple of 16");
     s_refused(GX_LAYOUT_NCHW16C, NULL, 16, 8, 16, true, "multiple of 16");
     s_refused(GX_LAYOUT_NCHW16C, NODE(A_INT("group", 24)), 24, 24, 1, true, "multiple of 16");

@@ -1,7 +1,9 @@
 /*
  * Conv in the NHWC and NCHW16c layouts (ops/layout.h): float32, 2-D,
- * group 1 or depthwise (group == C == M), constant weights packed once per
- * plan.
+ * group 1, depthwise (group == C == M), or groups whose input and output
+ * channels are multiples of 16 (each output block reads its group's
+ * channels only: a run of blocks never crosses a group), constant weights
+ * packed once per plan.
  *
  * Packed weights (gx_cpu_conv_pack), the same in both layouts: blocks of
  * 16 output channels (M rounded up, zeros past it), block b holding
@@ -78,6 +80,13 @@ static void s_geometry(const gx_kargs *k, gx_win *w, int64_t *c, int64_t *m)
     gx_layout_dims(&k->out[0], d);
     *c = x.shape[1];
     *m = d[1];
+}
+
+/* A depthwise conv (one input channel per group; the packed weights'
+ * third dim) rather than one of groups of 16 channels or more? */
+static bool s_depthwise(const gx_kargs *k)
+{
+    return k->attr[GX_CONV_GROUP].i > 1 && k->in[1].shape[2] == 1;
 }
 
 /* Is the window a 1x1 with stride 1 and no padding (a plane is a row)? */
@@ -476,6 +485,8 @@ typedef struct s_cv {
     bool k3;           /* inside columns by s_dk3_512 (AVX-512) */
     bool wide;         /* AVX-512 */
     int64_t mb, last;  /* output blocks; lanes of the last one */
+    int64_t gblk, gx;  /* output blocks per channel group (all at group 1), x's floats
+                        * between the groups' first input channels */
     int64_t ci_lo, ci_hi; /* output columns whose windows lie inside x along W */
     int64_t x_img, xrow, xcol, y_img, yrow;
     const float *x, *wp, *bias;
@@ -532,10 +543,13 @@ static void s_dk_cols(const s_cv *cv, int64_t n, int64_t oh, int64_t o0, int64_t
     const int64_t sw = w->stride[1], pw = w->pad_lo[1];
     int64_t a0, a1;
     gx_win_taps(w, 0, oh, &a0, &a1);
-    const float *xn = cv->x + n * cv->x_img;
+    const float *xi = cv->x + n * cv->x_img;
     const int64_t row = (oh * w->stride[0] - w->pad_lo[0]) * cv->xrow;
     for (int64_t mb = m0; mb < m1;) {
-        const int nb = s_nb(cv, m1 - mb);
+        /* the blocks of a run lie in one group: x from its first channel */
+        const int64_t g = mb / cv->gblk, gend = (g + 1) * cv->gblk < m1 ? (g + 1) * cv->gblk : m1;
+        const float *xn = xi + g * cv->gx;
+        const int nb = s_nb(cv, gend - mb);
         const float *wm = cv->wp + mb * d->wmb, *bias = cv->bias ? cv->bias + mb * S_B : NULL;
         const int last = mb + nb == cv->mb ? (int)cv->last : S_B;
         float *yr = cv->y + n * cv->y_img + oh * cv->yrow + mb * d->ymb;
@@ -612,9 +626,13 @@ static void s_cv_init(s_cv *cv, const gx_kargs *k, const s_act *act, bool *flat)
     cv->y = k->out[0].data;
     cv->cl = lx != GX_LAYOUT_PLAIN && c % S_B == 0;
     cv->x_img = c * IH * IW;
+    /* groups (of input and output channels multiples of 16): a block reads
+     * its group's cg channels, from the group's first */
+    const int64_t groups = k->attr[GX_CONV_GROUP].i, cg = c / groups;
+    cv->gblk = groups > 1 ? m / groups / S_B : cv->mb;
     s_dk *d = &cv->d;
-    d->C = c;
-    d->G = cv->cl ? c / S_B : c;
+    d->C = cg;
+    d->G = cv->cl ? cg / S_B : cg;
     if (lx == GX_LAYOUT_NHWC) {
         d->xg = cv->cl ? S_B : 1, cv->xrow = IW * c, cv->xcol = c;
     } else if (lx == GX_LAYOUT_NCHW16C) {
@@ -628,7 +646,8 @@ static void s_cv_init(s_cv *cv, const gx_kargs *k, const s_act *act, bool *flat)
     d->kw = w->k[1];
     d->iw = IW, d->sw = w->stride[1], d->dwj = w->dil[1];
     d->act = act->kind, d->lo = act->lo, d->hi = act->hi;
-    d->wmb = w->k_size * c * S_B;
+    d->wmb = w->k_size * cg * S_B;
+    cv->gx = groups > 1 ? (lx == GX_LAYOUT_NHWC ? cg : cg / S_B * d->xg) : 0;
     cv->y_img = m * OH * OW;
     if (k->out[0].layout == GX_LAYOUT_NHWC) {
         d->ymb = S_B, d->ycol = m, cv->yrow = OW * m;
@@ -1002,7 +1021,7 @@ static void s_nhwc(const gx_kargs *k, const s_act *act, const s_epi *epi)
     const int64_t lo = c0 * S_CHUNK, hi = c1 * S_CHUNK < p ? c1 * S_CHUNK : p;
     if (lo >= hi)
         return;
-    if (k->attr[GX_CONV_GROUP].i > 1) {
+    if (s_depthwise(k)) {
         s_dw dw;
         s_dw_init(&dw, k, act);
         const int64_t OH = d[2], OW = d[3];
@@ -1031,7 +1050,7 @@ static void s_16c(const gx_kargs *k, const s_act *act, const s_epi *epi)
     gx_cpu_share(k, d[0] * (d[1] / S_B) * d[2], 1, &r0, &r1);
     if (r0 >= r1)
         return;
-    if (k->attr[GX_CONV_GROUP].i > 1) {
+    if (s_depthwise(k)) {
         s_dw dw;
         s_dw_init(&dw, k, act);
         const int64_t OH = d[2], MB = d[1] / S_B, row = d[3] * S_B;
@@ -1115,9 +1134,12 @@ gx_kernel_fn gx_cpu_conv_layout(gx_layout l, const gx_infer *ic, char *why, size
         return NULL;
     }
     const int64_t g = ic->attr[GX_CONV_GROUP].i;
-    if (g != 1 && !(g == x->shape[1] && g == wt->shape[0])) {
-        snprintf(why, len, "%s: Conv with group %lld (only group 1, or depthwise: group == C == M)",
-                 name, (long long)g);
+    if (g != 1 && !(g == x->shape[1] && g == wt->shape[0]) &&
+        !(x->shape[1] / g % S_B == 0 && wt->shape[0] / g % S_B == 0)) {
+        snprintf(why, len,
+                 "%s: Conv with group %lld (only group 1, depthwise: group == C == M, or groups "
+                 "of channels in and out multiples of %d)",
+                 name, (long long)g, S_B);
         return NULL;
     }
     if (!wt->data) {
