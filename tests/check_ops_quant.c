@@ -605,32 +605,39 @@ START_TEST(test_packed_qlinear)
 }
 END_TEST
 
-/* The direct QLinearConv (stride 1) against the reference: bands of rows
- * (a tall image, several shares), asymmetric pads, dilation, 1x1 windows,
- * channels not a multiple of 4 and output channels not of 8, and many
- * input channels (short bands). */
+/* The direct QLinearConv against the reference: bands of rows (a tall
+ * image, several shares), asymmetric pads, dilation, 1x1 windows,
+ * channels not a multiple of 4 and output channels not of 8, many input
+ * channels (short bands), and strides (phases of the input: 2 x 2, 2 x 1,
+ * 1 x 3 with dilation, a 1x1 downsampling). */
 START_TEST(test_packed_qlinearconv_direct)
 {
     static const struct {
-        int64_t x[4], w[4], pads[4], dil[2];
+        int64_t x[4], w[4], pads[4], dil[2], st[2];
     } cases[] = {
-        {{1, 3, 61, 23}, {11, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}},
-        {{2, 6, 13, 17}, {9, 6, 3, 5}, {0, 2, 1, 0}, {2, 1}},
-        {{1, 37, 12, 9}, {19, 37, 1, 1}, {0, 0, 0, 0}, {1, 1}},
-        {{1, 800, 12, 10}, {8, 800, 3, 3}, {1, 1, 1, 1}, {1, 1}},
-        {{3, 4, 5, 40}, {16, 4, 2, 2}, {0, 0, 0, 0}, {1, 3}},
+        {{1, 3, 61, 23}, {11, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}},
+        {{2, 6, 13, 17}, {9, 6, 3, 5}, {0, 2, 1, 0}, {2, 1}, {1, 1}},
+        {{1, 37, 12, 9}, {19, 37, 1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}},
+        {{1, 800, 12, 10}, {8, 800, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}},
+        {{3, 4, 5, 40}, {16, 4, 2, 2}, {0, 0, 0, 0}, {1, 3}, {1, 1}},
+        {{1, 5, 23, 19}, {13, 5, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}},
+        {{2, 8, 14, 15}, {8, 8, 3, 3}, {1, 0, 0, 2}, {1, 1}, {2, 1}},
+        {{1, 7, 9, 31}, {10, 7, 3, 3}, {2, 1, 2, 1}, {2, 2}, {1, 3}},
+        {{1, 64, 16, 16}, {32, 64, 1, 1}, {0, 0, 0, 0}, {1, 1}, {2, 2}},
     };
     const char *was = gx_cpu_gemm_isa();
     if (!gx_cpu_gemm_isa_set("avx512"))
         return; /* the baseline path is test_packed_qlinear's */
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
         for (int ta = 0; ta < 2; ta++) {
-            gx_attr at[2] = {
+            gx_attr at[3] = {
                 {.name = (char *)"pads", .type = GX_ATTR_INTS, .ints = (int64_t *)cases[ci].pads,
                  .n = 4},
                 {.name = (char *)"dilations", .type = GX_ATTR_INTS,
-                 .ints = (int64_t *)cases[ci].dil, .n = 2}};
-            const gx_node node = {.n_attr = 2, .attr = at};
+                 .ints = (int64_t *)cases[ci].dil, .n = 2},
+                {.name = (char *)"strides", .type = GX_ATTR_INTS,
+                 .ints = (int64_t *)cases[ci].st, .n = 2}};
+            const gx_node node = {.n_attr = 3, .attr = at};
             const int64_t m = cases[ci].w[0];
             gx_view in[9];
             in[0] = s_rand_of(s_bytes[ta], 4, cases[ci].x);

@@ -19,7 +19,7 @@
  * A is copied eight rows at a time into a buffer of K4 * 4 bytes a row
  * (flipped to uint8, zeros past K); a QLinearConv's rows are its im2col
  * rows (taps outside x read x_zp, which adds nothing), in the order of
- * W's [C, kh, kw], except for a stride-1 QLinearConv on VNNI, which runs
+ * W's [C, kh, kw], except for a QLinearConv on VNNI, which runs
  * directly from a second packed form of W (s_qconv_direct). Shares: a product's are (block of rows, pair of
  * panels), so a few rows (a batch-1 layer) still split; a QLinearConv's
  * are blocks of rows (output positions).
@@ -518,18 +518,22 @@ static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t pos, 
     }
 }
 
-/* ---- QLinearConv, direct (stride 1, AVX512-VNNI) ----
+/* ---- QLinearConv, direct (AVX512-VNNI) ----
  *
  * A band of output rows of one image at a time, without im2col: x's rows
  * the band reads are copied once into planes of four channels
- * interleaved ([C4][position][4] uint8, x_zp' in the padding), each row
- * Wp = pad + IW + pad wide. Output position p = r * Wp + ow of the band
- * (ow < OW real, the last (KW - 1) * dw of each row scratch) then reads
- * tap (kh, kw) of its window at plane position p + kh * dh * Wp + kw * dw:
- * sixteen consecutive positions are one 64-byte load per channel quad
- * and tap, multiplied by a broadcast quad of W's direct form. Registers:
- * 2 x 16 positions by S_MB channels. The exact sums and the requantizing
- * are the GEMM path's (in double, exact for these integers). */
+ * interleaved ([C4][phase][position][4] uint8, x_zp' in the padding).
+ * With strides sh, sw the padded input is split into sh * sw phases
+ * (padded row i goes to row i / sh of phase row i % sh, column j to
+ * column j / sw of phase column j % sw), each row Wq = OW + (KW - 1) *
+ * dw / sw wide; stride 1 has one phase, the padded rows themselves.
+ * Output position p = r * Wq + ow of the band (ow < OW real, the rest of
+ * each row scratch) then reads tap (kh, kw) of its window in phase (kh dh
+ * % sh, kw dw % sw) at position p + (kh dh / sh) Wq + kw dw / sw: sixteen
+ * consecutive positions are one 64-byte load per channel quad and tap,
+ * multiplied by a broadcast quad of W's direct form. Registers: 2 x 16
+ * positions by S_MB channels. The exact sums and the requantizing are
+ * the GEMM path's (in double, exact for these integers). */
 
 #define S_DPOS 2048             /* plane positions of a band at most */
 #define S_DBYTES (64 * 1024)    /* interleaved bytes of a band at most */
@@ -537,29 +541,31 @@ static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t pos, 
 
 #ifdef S_VNNI_OK
 typedef struct s_dgeom {
-    int64_t c, c4, m, taps, kw, dh, dw, wp, ow, oh, band, plane, vpos;
+    int64_t c, c4, m, taps, kw, dh, dw, sh, sw, nph, wq, ow, oh, band, plane, cqs, vpos;
 } s_dgeom;
 
-/* The band's plane positions with br output rows: the rows' positions
- * rounded up to 32, then what the last window reads past them. */
+/* A phase's positions with br output rows: the rows' positions rounded up
+ * to 32, then what the last window reads past them. */
 static int64_t s_dplane(const s_dgeom *g, int64_t br, int64_t *vpos)
 {
-    *vpos = (br * g->wp + 31) / 32 * 32;
-    return *vpos + (g->taps / g->kw - 1) * g->dh * g->wp + (g->kw - 1) * g->dw;
+    *vpos = (br * g->wq + 31) / 32 * 32;
+    return *vpos + (g->taps / g->kw - 1) * g->dh / g->sh * g->wq + (g->kw - 1) * g->dw / g->sw;
 }
 
 /* Geometry of the direct path for w and nth shares; false when it does
- * not apply (a stride, or rows too wide for a band of one row). */
+ * not apply (rows too wide for a band of one row). */
 static bool s_dgeom_init(const gx_win *w, const gx_view *x, const gx_view *wt, int nth,
                          s_dgeom *g)
 {
-    if (w->nsp != 2 || w->stride[0] != 1 || w->stride[1] != 1 || w->k_size > S_DTAPS)
+    if (w->nsp != 2 || w->k_size > S_DTAPS)
         return false;
     *g = (s_dgeom){.c = x->shape[1], .c4 = (x->shape[1] + 3) / 4, .m = wt->shape[0],
                    .taps = w->k_size, .kw = w->k[1], .dh = w->dil[0], .dw = w->dil[1],
-                   .wp = w->pad_lo[1] + w->in[1] + w->pad_hi[1], .ow = w->out[1],
-                   .oh = w->out[0]};
-    const int64_t cap = S_DBYTES / (g->c4 * 4) < S_DPOS ? S_DBYTES / (g->c4 * 4) : S_DPOS;
+                   .sh = w->stride[0], .sw = w->stride[1], .ow = w->out[1], .oh = w->out[0]};
+    g->nph = g->sh * g->sw;
+    g->wq = g->ow + (g->kw - 1) * g->dw / g->sw;
+    const int64_t per = g->c4 * 4 * g->nph; /* bytes per phase position */
+    const int64_t cap = S_DBYTES / per < S_DPOS / g->nph ? S_DBYTES / per : S_DPOS / g->nph;
     /* the tallest band that fits, then, with several shares, lower for
      * about 2 bands a share (shorter bands waste more positions) */
     int64_t br = 0;
@@ -571,59 +577,77 @@ static bool s_dgeom_init(const gx_win *w, const gx_view *x, const gx_view *wt, i
     const int64_t even = (g->oh + want - 1) / want;
     g->band = even < br ? even : br;
     g->plane = s_dplane(g, g->band, &g->vpos);
+    g->cqs = g->nph * g->plane;
     return true;
 }
 
 /* The interleaved planes of the band of output rows [oh0, oh0 + br) of
- * image xn (C planes of IH x IW), and in s the sum of the real channels
- * at each plane position (a dot product with ones). 16 positions at a
- * time, each a masked load of the four channels' rows (x_zp' where a tap
- * is outside x, zeros past C) interleaved by bytes. */
+ * image xn (C planes of IH x IW), every phase, and in s the sum of the
+ * real channels at each phase position (a dot product with ones). 16
+ * positions at a time: with stride 1 along W a masked load of each of
+ * the four channels' rows (x_zp' where a tap is outside x, zeros past C),
+ * else gathered byte by byte, interleaved by bytes. */
 S_TVNNI static void s_dplanes(const s_dgeom *g, const gx_win *w, const uint8_t *xn, int64_t oh0,
                               bool flip, uint8_t pad, uint8_t *restrict pl, int32_t *restrict s)
 {
     const int64_t IH = w->in[0], IW = w->in[1], lo = w->pad_lo[1];
     const __m128i padv = _mm_set1_epi8((char)pad), fx = _mm_set1_epi8(flip ? (char)0x80 : 0);
     const __m512i ones = _mm512_set1_epi8(1);
-    const int64_t rows = (g->plane + g->wp - 1) / g->wp;
-    for (int64_t cq = 0; cq < g->c4; cq++) {
-        uint8_t *plq = pl + cq * g->plane * 4;
-        for (int64_t r = 0; r < rows; r++) {
-            const int64_t ih = oh0 - w->pad_lo[0] + r, p0 = r * g->wp;
-            const int64_t n = p0 + g->wp <= g->plane ? g->wp : g->plane - p0;
-            const uint8_t *row[4];
-            for (int c = 0; c < 4; c++)
-                row[c] = cq * 4 + c < g->c && ih >= 0 && ih < IH
-                             ? xn + ((cq * 4 + c) * IH + ih) * IW
-                             : NULL;
-            for (int64_t j0 = 0; j0 < n; j0 += 16) {
-                const int64_t iw0 = j0 - lo;
-                __mmask16 in = 0;
-                for (int i = 0; i < 16; i++)
-                    in |= (__mmask16)((iw0 + i >= 0 && iw0 + i < IW) << i);
-                __m128i v[4];
-                for (int c = 0; c < 4; c++) {
-                    if (row[c])
-                        v[c] = _mm_mask_blend_epi8(
-                            in, padv,
-                            _mm_xor_si128(_mm_maskz_loadu_epi8(in, row[c] + iw0), fx));
-                    else
-                        v[c] = cq * 4 + c < g->c ? padv : _mm_setzero_si128();
+    const int64_t rows = (g->plane + g->wq - 1) / g->wq;
+    for (int64_t cq = 0; cq < g->c4; cq++)
+        for (int64_t ph = 0; ph < g->nph; ph++) {
+            const int64_t pr = ph / g->sw, pc = ph % g->sw;
+            uint8_t *plq = pl + (cq * g->cqs + ph * g->plane) * 4;
+            int32_t *sq = s + ph * g->plane;
+            for (int64_t r = 0; r < rows; r++) {
+                const int64_t ih = oh0 * g->sh - w->pad_lo[0] + r * g->sh + pr, p0 = r * g->wq;
+                const int64_t n = p0 + g->wq <= g->plane ? g->wq : g->plane - p0;
+                const uint8_t *row[4];
+                for (int c = 0; c < 4; c++)
+                    row[c] = cq * 4 + c < g->c && ih >= 0 && ih < IH
+                                 ? xn + ((cq * 4 + c) * IH + ih) * IW
+                                 : NULL;
+                for (int64_t j0 = 0; j0 < n; j0 += 16) {
+                    const int64_t iw0 = j0 * g->sw + pc - lo; /* x's column of position j0 */
+                    __mmask16 in = 0;
+                    for (int i = 0; i < 16; i++) {
+                        const int64_t iw = iw0 + i * g->sw;
+                        in |= (__mmask16)((iw >= 0 && iw < IW) << i);
+                    }
+                    __m128i v[4];
+                    for (int c = 0; c < 4; c++) {
+                        if (!row[c]) {
+                            v[c] = cq * 4 + c < g->c ? padv : _mm_setzero_si128();
+                        } else if (g->sw == 1) {
+                            v[c] = _mm_mask_blend_epi8(
+                                in, padv,
+                                _mm_xor_si128(_mm_maskz_loadu_epi8(in, row[c] + iw0), fx));
+                        } else {
+                            uint8_t b[16];
+                            for (int i = 0; i < 16; i++)
+                                b[i] = in >> i & 1 ? (uint8_t)(row[c][iw0 + i * g->sw] ^
+                                                               (flip ? 0x80 : 0))
+                                                   : pad;
+                            v[c] = _mm_loadu_si128((const __m128i *)b);
+                        }
+                    }
+                    const __m128i a = _mm_unpacklo_epi8(v[0], v[1]),
+                                  ah = _mm_unpackhi_epi8(v[0], v[1]);
+                    const __m128i b = _mm_unpacklo_epi8(v[2], v[3]),
+                                  bh = _mm_unpackhi_epi8(v[2], v[3]);
+                    __m512i q = _mm512_castsi128_si512(_mm_unpacklo_epi16(a, b));
+                    q = _mm512_inserti32x4(q, _mm_unpackhi_epi16(a, b), 1);
+                    q = _mm512_inserti32x4(q, _mm_unpacklo_epi16(ah, bh), 2);
+                    q = _mm512_inserti32x4(q, _mm_unpackhi_epi16(ah, bh), 3);
+                    const __mmask16 own =
+                        n - j0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j0)) - 1);
+                    _mm512_mask_storeu_epi32(plq + (p0 + j0) * 4, own, q);
+                    const __m512i sum =
+                        cq ? _mm512_maskz_loadu_epi32(own, sq + p0 + j0) : _mm512_setzero_si512();
+                    _mm512_mask_storeu_epi32(sq + p0 + j0, own, _mm512_dpbusd_epi32(sum, q, ones));
                 }
-                const __m128i a = _mm_unpacklo_epi8(v[0], v[1]), ah = _mm_unpackhi_epi8(v[0], v[1]);
-                const __m128i b = _mm_unpacklo_epi8(v[2], v[3]), bh = _mm_unpackhi_epi8(v[2], v[3]);
-                __m512i q = _mm512_castsi128_si512(_mm_unpacklo_epi16(a, b));
-                q = _mm512_inserti32x4(q, _mm_unpackhi_epi16(a, b), 1);
-                q = _mm512_inserti32x4(q, _mm_unpacklo_epi16(ah, bh), 2);
-                q = _mm512_inserti32x4(q, _mm_unpackhi_epi16(ah, bh), 3);
-                const __mmask16 own = n - j0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j0)) - 1);
-                _mm512_mask_storeu_epi32(plq + (p0 + j0) * 4, own, q);
-                const __m512i sum =
-                    cq ? _mm512_maskz_loadu_epi32(own, s + p0 + j0) : _mm512_setzero_si512();
-                _mm512_mask_storeu_epi32(s + p0 + j0, own, _mm512_dpbusd_epi32(sum, q, ones));
             }
         }
-    }
 }
 
 /* Output channels [mb * S_MB, + S_MB) at the band's 32 positions from p:
@@ -634,7 +658,7 @@ S_TVNNI static void s_dblock(const s_dgeom *g, const uint8_t *pl, const int8_t *
     __m512i a0 = _mm512_setzero_si512(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0,
             b3 = a0, a4 = a0, b4 = a0, a5 = a0, b5 = a0, a6 = a0, b6 = a0, a7 = a0, b7 = a0;
     for (int64_t cq = 0; cq < g->c4; cq++) {
-        const uint8_t *base = pl + (cq * g->plane + p) * 4;
+        const uint8_t *base = pl + (cq * g->cqs + p) * 4;
         const int8_t *wq = wd + cq * g->taps * S_MB * 4;
         for (int64_t t = 0; t < g->taps; t++) {
             const __m512i x0 = _mm512_loadu_si512(base + off[t] * 4);
@@ -690,8 +714,10 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
     const int64_t in_img = g->c * w->in[0] * w->in[1], out_img = g->m * g->oh * g->ow;
     const float *ws = k->in[4].data;
     int64_t off[S_DTAPS], ulo, uhi;
-    for (int64_t t = 0; t < g->taps; t++)
-        off[t] = t / g->kw * g->dh * g->wp + t % g->kw * g->dw;
+    for (int64_t t = 0; t < g->taps; t++) {
+        const int64_t i = t / g->kw * g->dh, j = t % g->kw * g->dw; /* in padded x */
+        off[t] = (i % g->sh * g->sw + j % g->sw) * g->plane + i / g->sh * g->wq + j / g->sw;
+    }
     gx_cpu_share(k, x->shape[0] * bands, 1, &ulo, &uhi);
     uint8_t pl[S_DBYTES] __attribute__((aligned(64)));
     int32_t ssum[S_DPOS], sa[S_DPOS], d[S_MB * 32];
@@ -735,11 +761,11 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
                     }
                     /* the real positions among the 32 into y's rows */
                     uint8_t *yc = (uint8_t *)y->data + n * out_img + j * g->oh * g->ow;
-                    for (int64_t q = p; q < p + 32 && q < br * g->wp;) {
-                        const int64_t r = q / g->wp, ow = q % g->wp;
-                        const int64_t end = r * g->wp + g->ow;
+                    for (int64_t q = p; q < p + 32 && q < br * g->wq;) {
+                        const int64_t r = q / g->wq, ow = q % g->wq;
+                        const int64_t end = r * g->wq + g->ow;
                         if (ow >= g->ow) {
-                            q = (r + 1) * g->wp;
+                            q = (r + 1) * g->wq;
                             continue;
                         }
                         const int64_t len = (end < p + 32 ? end : p + 32) - q;
