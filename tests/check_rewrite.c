@@ -616,6 +616,62 @@ START_TEST(test_reduce)
 }
 END_TEST
 
+/* ---- permute ---- */
+
+START_TEST(test_permute)
+{
+    /* NCHW -> NHWC -> NCHW around a Relu cancels out (the Identity left
+     * then leaves); two Transposes of rank 3 become one; a Transpose that
+     * moves only a dim of 1 becomes a Reshape; a Transpose read twice
+     * stays */
+    gx_graph *g = gx_graph_new("permute");
+    s_input(g, "x", 4, (const int64_t[]){2, 3, 4, 5});
+    s_input(g, "x3", 3, (const int64_t[]){4, 6, 5});
+    s_input(g, "u", 4, (const int64_t[]){2, 1, 6, 3});
+    gx_node *t1 = NODE(g, "Transpose", "t1", "a1", "x");
+    gx_node_set_ints(t1, "perm", (int64_t[]){0, 2, 3, 1}, 4);
+    gx_node *t2 = NODE(g, "Transpose", "t2", "a2", "a1");
+    gx_node_set_ints(t2, "perm", (int64_t[]){0, 3, 1, 2}, 4);
+    NODE(g, "Relu", "r1", "y1", "a2");
+    gx_node *t3 = NODE(g, "Transpose", "t3", "a3", "x3");
+    gx_node_set_ints(t3, "perm", (int64_t[]){1, 0, 2}, 3);
+    gx_node *t4 = NODE(g, "Transpose", "t4", "a4", "a3");
+    gx_node_set_ints(t4, "perm", (int64_t[]){0, 2, 1}, 3);
+    NODE(g, "Relu", "r2", "y2", "a4");
+    gx_node *t5 = NODE(g, "Transpose", "t5", "a5", "u");
+    gx_node_set_ints(t5, "perm", (int64_t[]){0, 2, 1, 3}, 4);
+    NODE(g, "Relu", "r3", "y3", "a5");
+    gx_node *t6 = NODE(g, "Transpose", "t6", "a6", "x3");
+    gx_node_set_ints(t6, "perm", (int64_t[]){2, 0, 1}, 3);
+    gx_node *t7 = NODE(g, "Transpose", "t7", "a7", "a6");
+    gx_node_set_ints(t7, "perm", (int64_t[]){1, 2, 0}, 3);
+    NODE(g, "Relu", "r4", "y4", "a6");
+    NODE(g, "Relu", "r5", "y5", "a7");
+    gx_graph_add_output(g, "y1");
+    gx_graph_add_output(g, "y2");
+    gx_graph_add_output(g, "y3");
+    gx_graph_add_output(g, "y4");
+    gx_graph_add_output(g, "y5");
+    gx_view *in = s_inputs(g);
+    gxd_plan *p = s_check(g, in, 0, 0);
+    ck_assert_ptr_null(s_step(p, "t1"));
+    ck_assert_ptr_null(s_step(p, "t2"));
+    ck_assert_int_eq(s_step(p, "r1")->in[0], (int)p->inputs[0]);
+    ck_assert_ptr_null(s_step(p, "t3"));
+    ck_assert_int_eq(s_step(p, "t4")->op, GX_OP_TRANSPOSE);
+    ck_assert_int_eq(s_step(p, "t4")->in[0], (int)p->inputs[1]);
+    ck_assert_int_eq(s_step(p, "t5")->op, GX_OP_RESHAPE);
+    ck_assert_int_eq(s_step(p, "t6")->op, GX_OP_TRANSPOSE);
+    ck_assert_int_eq(s_step(p, "t7")->op, GX_OP_TRANSPOSE);
+    HAS(p, true, "permute", "t1, t2 (Transposes) cancel out");
+    HAS(p, true, "permute", "t3, t4 (Transposes) became one");
+    HAS(p, true, "permute", "t5 (Transpose) moves only dims of 1: a Reshape");
+    gxd_plan_destroy(&p);
+    s_free_inputs(g, in);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 /* ---- reshape ---- */
 
 START_TEST(test_reshape)
@@ -1276,6 +1332,7 @@ Suite *rewrite_suite(void)
     tc = tcase_create("shapes");
     tcase_add_test(tc, test_transpose);
     tcase_add_test(tc, test_reduce);
+    tcase_add_test(tc, test_permute);
     tcase_add_test(tc, test_reshape);
     suite_add_tcase(s, tc);
     tc = tcase_create("patterns");

@@ -17,6 +17,9 @@
  *              (the axes mapped back), and what is left is transposed
  *              after it, unless no kept dim moves (then the Transpose
  *              just leaves);
+ *   permute    a Transpose of a Transpose becomes one (an Identity when
+ *              they cancel out), and a Transpose that moves only dims of 1
+ *              a Reshape (both then fall to the reshape rule);
  *   reshape    a chain of Reshape, Flatten, Squeeze, Unsqueeze and Identity
  *              becomes one Reshape to the final shape; one whose output
  *              has its input's shape leaves the plan, its readers reading
@@ -856,6 +859,88 @@ static int s_rule_transpose(s_rw *w, int a, bool *hit)
            (int)s->attr[GX_GEMM_TRANSA].i, (int)s->attr[GX_GEMM_TRANSB].i);
     *hit = true;
     return GX_OK;
+}
+
+/* ---- permute: Transposes of Transposes, and ones that only reshape ---- */
+
+/* Step s's perm (the reverse when it has none) into pm; its rank. */
+static int s_perm(const gxd_plan *p, const gxd_step *s, int *pm)
+{
+    const gx_attrval *perm = &s->attr[GX_TRANSPOSE_PERM];
+    const int rank = p->values[s->in[0]].view.ndim;
+    for (int d = 0; d < rank; d++)
+        pm[d] = perm->set ? (int)perm->ints[d] : rank - 1 - d;
+    return rank;
+}
+
+static int s_rule_permute(s_rw *w, int a, bool *hit)
+{
+    gxd_plan *p = w->p;
+    const gxd_step *as = &p->steps[a];
+    if (as->op != GX_OP_TRANSPOSE || !s_plain(w, a))
+        return GX_OK;
+    const int v = as->in[0], y = as->out[0], t = s_prod(w, v, GX_OP_TRANSPOSE);
+    int pa[GX_MAX_DIMS], pt[GX_MAX_DIMS], q[GX_MAX_DIMS];
+    const int rank = s_perm(p, as, pa);
+    gxd_step ns = {0};
+    int rc = GX_OK;
+    const char *node = s_name(as);
+    if (t >= 0 && s_internal(w, v, 1)) {
+        /* y[i] = v[pa[i]] = x[pt[pa[i]]]: one Transpose, or none */
+        s_perm(p, &p->steps[t], pt);
+        bool ident = true;
+        for (int i = 0; i < rank; i++)
+            ident &= (q[i] = pt[pa[i]]) == i;
+        const int x = p->steps[t].in[0];
+        int64_t *ints = ident ? NULL : gxd_plan_own(p, (size_t)rank * sizeof *ints);
+        if (!ident && !ints)
+            return GX_ENOMEM;
+        rc = ident ? s_step_new(w, GX_OP_IDENTITY, node, 1, &x, y, &ns)
+                   : s_step_like(as, 1, &x, y, &ns);
+        for (int i = 0; i < rank && ints; i++)
+            ints[i] = q[i];
+        if (ints)
+            ns.attr[GX_TRANSPOSE_PERM] = (gx_attrval){.set = true, .ints = ints, .n = (size_t)rank};
+        if (rc == GX_OK && s_reinfer(p, &ns)) {
+            char names[160];
+            s_names(w, (const int[]){t, a}, 2, names, sizeof names);
+            s_pend(w, &t, 1, a);
+            s_commit(w, a, &ns, &t, 1);
+            s_done(w, "permute", s_name(&p->steps[a]), ident ? "%s (Transposes) cancel out"
+                                                             : "%s (Transposes) became one",
+                   names);
+            *hit = true;
+        }
+        s_step_free(&ns);
+        return rc;
+    }
+    /* only dims of 1 move: the elements keep their order */
+    const gx_view *xv = &p->values[v].view, *yv = &p->values[y].view;
+    for (int i = 0, last = -1; i < rank; i++) {
+        if (xv->shape[pa[i]] == 1)
+            continue;
+        if (pa[i] < last)
+            return GX_OK;
+        last = pa[i];
+    }
+    const size_t mark = p->n_values;
+    int shape;
+    const int64_t r = yv->ndim;
+    if ((rc = s_new_const(w, node, "shape", GX_I64, 1, &r, &shape)) == GX_OK) {
+        memcpy(p->values[shape].view.data, yv->shape, (size_t)r * sizeof *yv->shape);
+        rc = s_step_new(w, GX_OP_RESHAPE, node, 2, (const int[]){v, shape}, y, &ns);
+    }
+    if (rc == GX_OK && s_reinfer(p, &ns)) {
+        s_pend(w, NULL, 0, a);
+        s_commit(w, a, &ns, NULL, 0);
+        s_done(w, "permute", s_name(&p->steps[a]),
+               "%s (Transpose) moves only dims of 1: a Reshape", s_name(&p->steps[a]));
+        *hit = true;
+    } else if (rc == GX_OK) {
+        p->n_values = mark;
+    }
+    s_step_free(&ns);
+    return rc;
 }
 
 /* ---- reduce: a Transpose feeding a reduction ---- */
@@ -2028,7 +2113,7 @@ static int s_round(s_rw *w)
     static int (*const rules[])(s_rw *, int, bool *) = {
         s_rule_attention, s_rule_heads,     s_rule_layernorm, s_rule_rmsnorm,
         s_rule_activation, s_rule_fold,     s_rule_transpose, s_rule_reduce,
-        s_rule_reshape,
+        s_rule_permute,    s_rule_reshape,
     };
     for (size_t i = w->n; i-- > 0;) {
         bool hit = false;
