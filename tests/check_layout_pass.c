@@ -314,6 +314,58 @@ START_TEST(resize_in_nhwc)
 }
 END_TEST
 
+/* A squeeze-and-excite block between Convs: the scale [N, C, 1, 1] of
+ * GlobalAveragePool and Sigmoid multiplies the Conv's output in the
+ * Convs' layout (it broadcasts there dim by dim), with no reorder of the
+ * large tensor, and the results are the layout-off plan's. */
+START_TEST(excite_in_layout)
+{
+    gx_graph *g = gx_graph_new("se");
+    gx_graph_add_input(g, "x", GX_F32, 4, (int64_t[]){2, 32, 9, 9});
+    s_conv(g, "c1", "x", 32, 32, 3, "a");
+    gx_graph_add_node(g, "GlobalAveragePool", "gap", 1, (const char *[]){"a"}, 1,
+                      (const char *[]){"m"});
+    gx_graph_add_node(g, "Sigmoid", "sig", 1, (const char *[]){"m"}, 1, (const char *[]){"s"});
+    gx_graph_add_node(g, "Mul", "scale", 2, (const char *[]){"a", "s"}, 1,
+                      (const char *[]){"e"});
+    s_conv(g, "c2", "e", 32, 32, 3, "y");
+    gx_graph_add_output(g, "y");
+    const int64_t numel = 2 * 32 * 9 * 9;
+    float *x = malloc((size_t)numel * sizeof *x);
+    for (int64_t i = 0; i < numel; i++)
+        x[i] = s_rand();
+    gx_view in = {.dtype = GX_F32, .ndim = 4, .shape = {2, 32, 9, 9}, .numel = numel, .data = x};
+    gxd_compile_limits off = s_lim, unfused = s_lim;
+    off.no_layout = true;
+    unfused.no_fuse = true;
+    gxd_plan *p_on = NULL, *p_off = NULL, *p_un = NULL;
+    char err[512];
+    ck_assert_msg(gxd_compile(g, &in, &s_lim, &p_on, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_compile(g, &in, &off, &p_off, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_compile(g, &in, &unfused, &p_un, err, sizeof err) == GX_OK, "%s", err);
+    s_check_plan(p_on);
+    s_check_plan(p_un);
+    const gxd_step *mul = NULL;
+    for (size_t i = 0; i < p_un->n_steps; i++)
+        if (!strcmp(p_un->steps[i].node->name, "scale"))
+            mul = &p_un->steps[i];
+    ck_assert_ptr_nonnull(mul);
+    ck_assert_msg(mul->layout != GX_LAYOUT_PLAIN, "the Mul ran in NCHW");
+    for (gxd_plan **pp = (gxd_plan *[]){p_on, p_un, NULL}; *pp; pp++) {
+        size_t n_on, n_off;
+        float *y_on = s_run(*pp, &in, 0, &n_on), *y_off = s_run(p_off, &in, 0, &n_off);
+        ck_assert_uint_eq(n_on, n_off);
+        ck_assert(gxt_allclose(y_on, y_off, n_on, 1e-4f, 1e-4f));
+        free(y_on), free(y_off);
+    }
+    free(x);
+    gxd_plan_destroy(&p_on);
+    gxd_plan_destroy(&p_off);
+    gxd_plan_destroy(&p_un);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 /* A subgraph capturing x [1, 32, 6, 6] that arrives in layout l: MaxPool,
  * Relu, a per-channel Mul and Softmax over the channels (plain only). */
 START_TEST(captured_in_each_layout)
@@ -757,6 +809,7 @@ Suite *layout_pass_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cnn_same_results);
     tcase_add_test(tc, conv_weights_shared);
+    tcase_add_test(tc, excite_in_layout);
     tcase_add_test(tc, resize_in_nhwc);
     tcase_add_test(tc, captured_in_each_layout);
     tcase_add_test(tc, if_weighs_branches_by_probability);

@@ -85,6 +85,19 @@ static bool s_elementwise(const gxd_plan *p, const gxd_step *s)
            p->devices[s->device]->kernel(s->op) && s->n_out == 1 && s->n_in == s->n_formal;
 }
 
+/* Does a 4-D x broadcast to y dim by dim (each dim 1 or y's)? Then it
+ * does in every layout too: a layout permutes (and blocks) the dims of
+ * both alike. */
+static bool s_bcast4(const gx_view *x, const gx_view *y)
+{
+    if (x->ndim != 4 || y->ndim != 4)
+        return false;
+    for (int d = 0; d < 4; d++)
+        if (x->shape[d] != 1 && x->shape[d] != y->shape[d])
+            return false;
+    return true;
+}
+
 /* Can step s run in layout l (not plain)? Its kernel, and its cost per run
  * relative to plain in *factor; or NULL with why. */
 static gx_kernel_fn s_offer(const gxd_plan *p, const gxd_step *s, gx_layout l, double *factor,
@@ -104,17 +117,17 @@ static gx_kernel_fn s_offer(const gxd_plan *p, const gxd_step *s, gx_layout l, d
             *factor = s_layouts(p, s)->factor(s->op, l, &ic);
         return fn;
     }
-    /* elementwise: data inputs of the output's shape, constants that
-     * broadcast in l once rewritten */
+    /* elementwise: data inputs of the output's shape or broadcasting to it
+     * dim by dim (a squeeze-and-excite scale [N, C, 1, 1]) and stored in
+     * l too, constants that broadcast in l once rewritten */
     for (int k = 0; k < s->n_in; k++) {
         const int v = s->in[k];
         if (v < 0)
             continue;
         const gxd_value *x = &p->values[v];
         if (x->kind == GXD_VALUE_CONST ? !gx_layout_operand(l, &x->view, y->view.shape, NULL)
-                                       : !s_candidate(p, v) || x->view.ndim != 4 ||
-                                             memcmp(x->view.shape, y->view.shape,
-                                                    sizeof y->view.shape[0] * 4)) {
+                                       : !s_candidate(p, v) || !s_bcast4(&x->view, &y->view) ||
+                                             !gx_layout_fits(l, &x->view)) {
             snprintf(why, len, "%s: input '%s' does not broadcast in it", gx_layout_name(l),
                      x->name);
             return NULL;
