@@ -914,10 +914,11 @@ static int s_rule_permute(s_rw *w, int a, bool *hit)
         s_step_free(&ns);
         return rc;
     }
-    /* only dims of 1 move: the elements keep their order */
-    const gx_view *xv = &p->values[v].view, *yv = &p->values[y].view;
+    /* only dims of 1 move: the elements keep their order (copies of the
+     * views: s_new_const may move p->values) */
+    const gx_view xv = p->values[v].view, yv = p->values[y].view;
     for (int i = 0, last = -1; i < rank; i++) {
-        if (xv->shape[pa[i]] == 1)
+        if (xv.shape[pa[i]] == 1)
             continue;
         if (pa[i] < last)
             return GX_OK;
@@ -925,9 +926,9 @@ static int s_rule_permute(s_rw *w, int a, bool *hit)
     }
     const size_t mark = p->n_values;
     int shape;
-    const int64_t r = yv->ndim;
+    const int64_t r = yv.ndim;
     if ((rc = s_new_const(w, node, "shape", GX_I64, 1, &r, &shape)) == GX_OK) {
-        memcpy(p->values[shape].view.data, yv->shape, (size_t)r * sizeof *yv->shape);
+        memcpy(p->values[shape].view.data, yv.shape, (size_t)r * sizeof *yv.shape);
         rc = s_step_new(w, GX_OP_RESHAPE, node, 2, (const int[]){v, shape}, y, &ns);
     }
     if (rc == GX_OK && s_reinfer(p, &ns)) {
