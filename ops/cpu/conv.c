@@ -419,13 +419,15 @@ static void s_qline(const s_qconv *q, int64_t i, int64_t oc, int64_t line, int32
             continue;
         int64_t c0, a, b;
         gx_win_inner(w, j[last], o0, o1, &c0, &a, &b);
-        /* x at column o: base + o * s; acc at o - o0 */
-        const int64_t base = (i * q->c + ic) * w->in_size + off + c0 + o0 * s;
+        if (a >= b)
+            continue;
+        /* columns [a, b): x from column a's element, acc from a - o0 */
+        const int64_t base = (i * q->c + ic) * w->in_size + off + c0 + a * s;
         if (xs)
-            s_qtap_int8_t(acc - o0, (const int8_t *)q->x->data + base - o0 * s, a, b, s, wv,
+            s_qtap_int8_t(acc + (a - o0), (const int8_t *)q->x->data + base, 0, b - a, s, wv,
                           q->xzp);
         else
-            s_qtap_uint8_t(acc - o0, (const uint8_t *)q->x->data + base - o0 * s, a, b, s, wv,
+            s_qtap_uint8_t(acc + (a - o0), (const uint8_t *)q->x->data + base, 0, b - a, s, wv,
                            q->xzp);
     }
 }
