@@ -25,7 +25,63 @@ struct gx_tensor {
     gx_kind kind;      /* GX_KIND_SEQUENCE: items, not data; GX_KIND_NONE: nothing */
     size_t n_items, cap_items;
     gx_tensor **items; /* a sequence's tensors, owned */
+    struct gx_strblock *strs; /* GX_STRING: the records data's handles point at, owned */
 };
+
+/*
+ * One element of a string tensor (docs/strings.md): data holds a handle
+ * per element, a pointer to a record (len bytes, then a NUL), or NULL for
+ * the empty string. Records never move and are never changed once made;
+ * whoever made them (a tensor's string store, a job's string heap, a plan)
+ * keeps them until every handle to them is gone. Copying a handle copies
+ * the string.
+ */
+typedef struct gx_strrec {
+    uint64_t len;
+    char bytes[]; /* len bytes, then '\0' */
+} gx_strrec;
+_Static_assert(sizeof(const gx_strrec *) == 8, "a string handle is 8 bytes");
+
+/* The record's bytes and length; "" and 0 for NULL. */
+static inline const char *gx_str_bytes(const gx_strrec *r) { return r ? r->bytes : ""; }
+static inline size_t gx_str_len(const gx_strrec *r) { return r ? (size_t)r->len : 0; }
+/* Bytes of a record of len bytes in a store (8-aligned). */
+static inline size_t gx_strrec_size(size_t len)
+{
+    return (sizeof(gx_strrec) + len + 1 + 7) & ~(size_t)7;
+}
+/* Whether two strings hold the same bytes. */
+bool gx_str_eq(const gx_strrec *a, const gx_strrec *b);
+/* Writes a record of n bytes at s into mem (gx_strrec_size(n) bytes, 8-aligned). */
+const gx_strrec *gx_strrec_write(void *mem, const char *s, size_t n);
+
+/* A string tensor's copy of a record (a new one in t's store; NULL on
+ * ENOMEM, or for the empty string with *ok left true). */
+const gx_strrec *gx_tensor_str_add(gx_tensor *t, const char *s, size_t n, bool *ok);
+/* Frees a tensor's string store (gx_tensor_destroy does). */
+void gx_tensor_strs_free(gx_tensor *t);
+
+/*
+ * A job's string heap (docs/strings.md): the records string kernels make
+ * while a job runs, in chunks freed together when the job ends. Bounded:
+ * an allocation past max_bytes (counting each record's gx_strrec_size)
+ * fails, and the heap remembers it (exceeded) so the executor fails the
+ * job with GX_ELIMIT. Thread-safe (intra-op shares allocate at once).
+ */
+typedef struct gx_strheap gx_strheap;
+/* A new empty heap of at most max_bytes. NULL on ENOMEM. Caller owns it. */
+gx_strheap *gx_strheap_new(size_t max_bytes);
+/* Frees every record it made. Accepts NULL; sets *h = NULL. */
+void gx_strheap_destroy(gx_strheap **h);
+/* A record of n bytes copied from s (NULL s: n bytes of zeros to fill
+ * through the returned record's bytes); NULL for n == 0 (the empty
+ * string) or when the heap is full or out of memory (then
+ * gx_strheap_failed is true and the string reads as ""). */
+const gx_strrec *gx_strheap_add(gx_strheap *h, const char *s, size_t n);
+/* Whether an allocation failed; *limit gets max_bytes. */
+bool gx_strheap_failed(const gx_strheap *h, size_t *limit);
+/* Bytes taken so far. */
+size_t gx_strheap_used(const gx_strheap *h);
 
 /* A deep copy of t, whatever its kind. NULL on ENOMEM. Caller owns it. */
 gx_tensor *gx_tensor_clone(const gx_tensor *t);

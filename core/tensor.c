@@ -31,7 +31,7 @@ GX_EXPORT int gx_dtype_parse(const char *name, gx_dtype *dt)
         [GX_F32] = "f32", [GX_F16] = "f16", [GX_BF16] = "bf16", [GX_F64] = "f64",
         [GX_I64] = "i64", [GX_I32] = "i32", [GX_I8] = "i8",     [GX_U8] = "u8",
         [GX_BOOL] = "bool", [GX_I16] = "i16", [GX_U16] = "u16",  [GX_U32] = "u32",
-        [GX_U64] = "u64",
+        [GX_U64] = "u64", [GX_STRING] = "str",
     };
     if (!name)
         return GX_EDTYPE;
@@ -132,8 +132,20 @@ GX_EXPORT gx_tensor *gx_tensor_new_copy(gx_dtype dt, int ndim, const int64_t *sh
         gx_tensor_destroy(&t);
         return NULL;
     }
-    if (t && nbytes)
+    if (t && nbytes && dt == GX_STRING) { /* data: handles; the strings are copied */
+        const gx_strrec *const *src = data;
+        const gx_strrec **dst = t->data;
+        for (int64_t i = 0; i < t->numel; i++) {
+            bool ok;
+            dst[i] = gx_tensor_str_add(t, gx_str_bytes(src[i]), gx_str_len(src[i]), &ok);
+            if (!ok) {
+                gx_tensor_destroy(&t);
+                return NULL;
+            }
+        }
+    } else if (t && nbytes) {
         memcpy(t->data, data, nbytes);
+    }
     return t;
 }
 
@@ -144,6 +156,7 @@ GX_EXPORT void gx_tensor_destroy(gx_tensor **t)
     for (size_t i = 0; i < (*t)->n_items; i++)
         gx_tensor_destroy(&(*t)->items[i]);
     free((*t)->items);
+    gx_tensor_strs_free(*t);
     free((*t)->data);
     free(*t);
     *t = NULL;

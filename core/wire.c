@@ -265,6 +265,15 @@ static void s_pack_tensor_inline(msgpack_packer *pk, const gx_tensor *t)
     gx_mp_pack_str(pk, "shape");
     s_pack_shape(pk, t->ndim, t->shape);
     gx_mp_pack_str(pk, "data");
+    if (t->dtype == GX_STRING) { /* an array of str (docs/protocol.md) */
+        const gx_strrec *const *h = t->data;
+        msgpack_pack_array(pk, (size_t)t->numel);
+        for (int64_t i = 0; i < t->numel; i++) {
+            msgpack_pack_str(pk, gx_str_len(h[i]));
+            msgpack_pack_str_body(pk, gx_str_bytes(h[i]), gx_str_len(h[i]));
+        }
+        return;
+    }
     msgpack_pack_bin(pk, t->nbytes);
     msgpack_pack_bin_body(pk, t->data, t->nbytes);
 }
@@ -433,6 +442,51 @@ typedef struct s_dec {
 static int s_unpack_graph(const msgpack_object *o, const gx_wire_limits *lim, s_nest *nest,
                           int level, gx_graph **out, char *err, size_t errlen);
 
+/* A string tensor's inline data (docs/protocol.md): an array of numel str
+ * or bin, at most max_tensor_bytes of strings in all. */
+static int s_unpack_strs_inline(s_dec *d, const msgpack_object *data, const char *what, int ndim,
+                                const int64_t *shape, gx_tensor **out)
+{
+    if (!data || data->type != MSGPACK_OBJECT_ARRAY)
+        return gx_errf(d->err, d->errlen, GX_EPROTO, "%s.data: a string tensor needs an array of str",
+                       what);
+    gx_tensor *t = gx_tensor_new(GX_STRING, ndim, shape);
+    if (!t)
+        return gx_errf(d->err, d->errlen, GX_ENOMEM, "%s: out of memory", what);
+    if (data->via.array.size != (uint64_t)t->numel) {
+        int rc = gx_errf(d->err, d->errlen, GX_ESHAPE, "%s.data: %u strings, but the shape has %lld",
+                         what, data->via.array.size, (long long)t->numel);
+        gx_tensor_destroy(&t);
+        return rc;
+    }
+    const gx_strrec **h = t->data;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < data->via.array.size; i++) {
+        const msgpack_object *e = &data->via.array.ptr[i];
+        const bool str = e->type == MSGPACK_OBJECT_STR;
+        int rc = GX_OK;
+        bool ok = true;
+        if (!str && e->type != MSGPACK_OBJECT_BIN)
+            rc = gx_errf(d->err, d->errlen, GX_EPROTO, "%s.data[%u]: expected a str or bin", what, i);
+        else if ((total += str ? e->via.str.size : e->via.bin.size) >
+                 (uint64_t)d->lim->max_tensor_bytes)
+            rc = gx_errf(d->err, d->errlen, GX_ELIMIT,
+                         "%s: strings larger than the limit of %lld bytes", what,
+                         (long long)d->lim->max_tensor_bytes);
+        else
+            h[i] = gx_tensor_str_add(t, str ? e->via.str.ptr : e->via.bin.ptr,
+                                     str ? e->via.str.size : e->via.bin.size, &ok);
+        if (rc == GX_OK && !ok)
+            rc = gx_errf(d->err, d->errlen, GX_ENOMEM, "%s: out of memory", what);
+        if (rc < 0) {
+            gx_tensor_destroy(&t);
+            return rc;
+        }
+    }
+    *out = t;
+    return GX_OK;
+}
+
 static int s_unpack_tensor_inline(s_dec *d, const msgpack_object *o, const char *what,
                                   gx_tensor **out)
 {
@@ -449,6 +503,8 @@ static int s_unpack_tensor_inline(s_dec *d, const msgpack_object *o, const char 
         return gx_errf(d->err, d->errlen, GX_ELIMIT, "%s: tensor larger than the limit of %lld bytes",
                        what, (long long)d->lim->max_tensor_bytes);
     const msgpack_object *data = gx_mp_find(o, "data");
+    if (dt == GX_STRING)
+        return s_unpack_strs_inline(d, data, what, ndim, shape, out);
     if (!data || data->type != MSGPACK_OBJECT_BIN)
         return gx_errf(d->err, d->errlen, GX_EPROTO, "%s.data: expected binary data", what);
     if (data->via.bin.size != nbytes)

@@ -125,10 +125,31 @@ int gx_wire_unpack_shm_ref(const msgpack_object *o, const char *what, gx_wire_sh
  * descriptor; a sequence adds kind "sequence" and items (each item's shape);
  * none adds kind "none". */
 void gx_wire_pack_value_desc(msgpack_packer *pk, const char *name, const gx_tensor *t);
-/* The bytes of t's frame (a sequence: its items' bytes back to back), and
+/* The bytes of t's frame (a sequence: its items' bytes back to back; a
+ * string tensor, or each string item: gx_wire_strs_write's array), and
  * writing them to dst. */
 size_t gx_wire_value_bytes(const gx_tensor *t);
 void gx_wire_value_write(const gx_tensor *t, void *dst);
+/* Whether a value of kind and dtype travels as a value (its frame made by
+ * gx_wire_value_write, decoded by gx_wire_unpack_value, never in shared
+ * memory): sequences, nones and string tensors. */
+bool gx_wire_is_value(gx_kind kind, gx_dtype dt);
+
+/*
+ * A string tensor's data on the wire (docs/protocol.md, "String tensors"):
+ * one msgpack array of numel elements, each a str or a bin of the
+ * element's bytes. gx_wire_strs_bytes / gx_wire_strs_write encode the
+ * tensor's elements; gx_wire_strs_read decodes data[0..len) into t (a new
+ * string tensor of the descriptor's shape), at most max_bytes of string
+ * bytes in all, and says in *used how many bytes it read. GX_OK, or
+ * GX_EPROTO / GX_ELIMIT / GX_ENOMEM with a message naming `what`.
+ * Allocates nothing before a length is checked against the bytes left.
+ */
+size_t gx_wire_strs_bytes(const gx_tensor *t);
+void *gx_wire_strs_write(const gx_tensor *t, void *dst);
+int gx_wire_strs_read(gx_tensor *t, const void *data, size_t len, int64_t max_bytes,
+                      size_t *used, const char *what, char *err, size_t errlen);
+
 /* The kind a descriptor names (no kind: a tensor). GX_OK or GX_EPROTO. */
 int gx_wire_desc_kind(const msgpack_object *o, const char *what, gx_kind *kind, char *err,
                       size_t errlen);

@@ -32,8 +32,9 @@ typedef struct gxd_job_input {
     gx_view view;      /* data points into frame, or into shm */
     zmq_msg_t frame;   /* the received tensor bytes, not copied */
     struct gxd_shm_region *shm; /* a reference: the region view.data lies in (NULL: none) */
-    gx_tensor *value;  /* a sequence or none input (view.kind), decoded from frame: view.data
-                        * points at it; owned */
+    gx_tensor *value;  /* a sequence, none or string tensor input (gx_wire_is_value),
+                        * decoded from frame: view.data points at it (a string tensor: at
+                        * its handles); owned */
 } gxd_job_input;
 
 typedef struct gxd_job_output {
@@ -42,8 +43,9 @@ typedef struct gxd_job_output {
     size_t nbytes;
     bool in_shm;       /* data lies in the job's output area at shm_offset (not owned) */
     uint64_t shm_offset; /* in the region */
-    gx_tensor *value;  /* a sequence or none output (view.kind): what its descriptor lists;
-                        * owned; view.data holds its frame's bytes */
+    gx_tensor *value;  /* a sequence, none or string tensor output (gx_wire_is_value):
+                        * what its descriptor lists; owned; view.data holds its frame's
+                        * bytes */
 } gxd_job_output;
 
 typedef struct gxd_job {

@@ -140,7 +140,8 @@ static int s_prepare_outputs(gxd_job *j, gxd_frame *f, int n_frames)
         for (int r = 0; r < n_frames && direct; r++) {
             const gxd_plan *p = f[r].plan;
             const gxd_value *pv = &p->values[p->outputs[k]];
-            direct = pv->kind == GXD_VALUE_TEMP && pv->view.ndim >= 0;
+            direct = pv->kind == GXD_VALUE_TEMP && pv->view.ndim >= 0 &&
+                     pv->view.dtype != GX_STRING; /* strings: copied out, s_output_value */
         }
         if (!direct)
             continue; /* shape known after the run */
@@ -162,8 +163,10 @@ static int s_prepare_outputs(gxd_job *j, gxd_frame *f, int n_frames)
     return GX_OK;
 }
 
-/* A sequence or none output: o->value, a copy of it, with its frame's
- * bytes (gx_wire_value_bytes) in o->view.data. GX_OK or the job failed. */
+/* A sequence, none or string tensor output: o->value, a copy of it (the
+ * strings copied out of the job's heap, which goes with the frame), with
+ * its frame's bytes (gx_wire_value_bytes) in o->view.data. GX_OK or the
+ * job failed. */
 static int s_output_value(gxd_job *j, gxd_job_output *o, const gxd_frame *f, int n_frames,
                           size_t k)
 {
@@ -171,7 +174,11 @@ static int s_output_value(gxd_job *j, gxd_job_output *o, const gxd_frame *f, int
     if (n_frames > 1) /* the batch pass never slices a graph with such values */
         return gxd_job_fail(j, GX_EINTERNAL, "output '%s': a %s cut into slices", o->name,
                             gx_kind_name(v->kind));
-    o->value = v->kind == GX_KIND_SEQUENCE ? gx_tensor_clone(v->data) : gx_none_new();
+    o->value = v->kind == GX_KIND_SEQUENCE ? gx_tensor_clone(v->data)
+               : v->kind == GX_KIND_TENSOR
+                   ? gx_tensor_new_copy(v->dtype, v->ndim, v->shape, v->data,
+                                        (size_t)v->numel * gx_dtype_size(v->dtype))
+                   : gx_none_new();
     if (o->value && v->kind == GX_KIND_NONE)
         o->value->dtype = (unsigned)v->dtype < GX_DTYPE_COUNT ? v->dtype : GX_F32;
     o->nbytes = o->value ? gx_wire_value_bytes(o->value) : 0;
@@ -189,13 +196,16 @@ static int s_collect_outputs(gxd_job *j, const gxd_frame *f, int n_frames)
     for (size_t i = 0; i < j->n_out; i++) {
         gxd_job_output *o = &j->out[i];
         const size_t k = j->out_k[i];
-        if (!o->view.data && s_output_buffer(j, o, f, n_frames, k) < 0)
-            return j->status;
-        if (o->view.kind != GX_KIND_TENSOR) {
+        const gx_view *v0 = gxd_frame_output(&f[0], k);
+        if (gx_wire_is_value(v0->kind, v0->dtype)) { /* never direct: s_prepare_outputs */
+            o->view = *v0;
+            o->view.data = NULL;
             if (s_output_value(j, o, f, n_frames, k) < 0)
                 return j->status;
             continue;
         }
+        if (!o->view.data && s_output_buffer(j, o, f, n_frames, k) < 0)
+            return j->status;
         size_t at = 0;
         for (int r = 0; r < n_frames; r++) {
             const gx_view *v = gxd_frame_output(&f[r], k);

@@ -579,11 +579,12 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         gx_kind kind;
         if ((rc = gx_wire_desc_kind(desc, what, &kind, err, errlen)) < 0)
             return rc;
-        if (kind != GX_KIND_TENSOR) { /* a sequence or none: decoded from its frame */
+        if (gx_wire_is_value(kind, in->view.dtype)) {
+            /* a sequence, none or string tensor: decoded from its frame */
             char *name = NULL;
             if (so || f >= rq->nframes)
                 return gx_errf(err, errlen, GX_EPROTO, "%s: a %s travels in a frame", what,
-                               gx_kind_name(kind));
+                               kind == GX_KIND_TENSOR ? "string tensor" : gx_kind_name(kind));
             if ((rc = gx_wire_unpack_value(desc, what, ctx->limits.max_tensor_bytes,
                                            zmq_msg_data(&rq->frames[f]),
                                            zmq_msg_size(&rq->frames[f]), &name, &in->value, err,
@@ -593,6 +594,12 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
             j->bytes += zmq_msg_size(&rq->frames[f++]);
             in->view = (gx_view){.dtype = in->value->dtype, .kind = kind,
                                  .data = kind == GX_KIND_SEQUENCE ? in->value : NULL};
+            if (kind == GX_KIND_TENSOR) { /* strings: the value's handles */
+                in->view.ndim = in->value->ndim;
+                memcpy(in->view.shape, in->value->shape, sizeof in->view.shape);
+                in->view.numel = in->value->numel;
+                in->view.data = in->value->data;
+            }
             continue;
         }
         if (so) {

@@ -617,7 +617,7 @@ static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frame
         gx_kind kind;
         if ((rc = gx_wire_desc_kind(&outs->via.array.ptr[i], "outputs", &kind, err, errlen)) < 0)
             return rc;
-        if (kind != GX_KIND_TENSOR) { /* a sequence or none, from its frame */
+        if (gx_wire_is_value(kind, dt)) { /* a sequence, none or strings, from its frame */
             char *name = NULL;
             if (so || f >= nframes)
                 return gx_errf(err, errlen, GX_EPROTO, "output '%s': a %s without its frame",
@@ -930,7 +930,7 @@ static int s_send_placed(gx_client *c, const msgpack_sbuffer *hdr, const gx_requ
         nframes += s_framed(rq, pl, i);
     int rc = zmq_send(c->sock, hdr->data, hdr->size, nframes ? ZMQ_SNDMORE : 0);
     for (size_t i = 0, sent = 0; rc >= 0 && sent < nframes; i++) /* rq: frames to send */
-        if (s_framed(rq, pl, i) && rq->in[i].t->kind != GX_KIND_TENSOR)
+        if (s_framed(rq, pl, i) && gx_wire_is_value(rq->in[i].t->kind, rq->in[i].t->dtype))
             rc = s_send_value(c->sock, rq->in[i].t, ++sent < nframes ? ZMQ_SNDMORE : 0);
         else if (s_framed(rq, pl, i))
             rc = zmq_send(c->sock, rq->in[i].t->data, rq->in[i].t->nbytes,
@@ -1263,7 +1263,7 @@ GX_EXPORT int gx_request_add_input_data(gx_request *rq, const char *name, gx_dty
 {
     size_t want;
     if (!rq || (ndim > 0 && !shape) || !gx_shape_nbytes(dt, ndim, shape, &want) ||
-        want != nbytes || (nbytes && !data))
+        want != nbytes || (nbytes && !data) || dt == GX_STRING) /* strings: a gx_tensor */
         return GX_EINVAL;
     return s_add_view(rq, name, dt, ndim, shape, data, nbytes, false);
 }
@@ -1403,7 +1403,7 @@ static int s_shm_request(gx_client *c, const gx_shm *s, bool reg)
 static bool s_pooled(const gx_client *c, const gx_request *rq, size_t i)
 {
     const gx_tensor *t = rq->in[i].t;
-    return s_framed(rq, NULL, i) && t->kind == GX_KIND_TENSOR && t->nbytes &&
+    return s_framed(rq, NULL, i) && !gx_wire_is_value(t->kind, t->dtype) && t->nbytes &&
            t->nbytes >= c->shm_threshold;
 }
 
@@ -1513,8 +1513,8 @@ GX_EXPORT int gx_request_add_input_shm(gx_request *rq, const char *name, gx_dtyp
 {
     size_t nbytes;
     if (!rq || !s || (ndim > 0 && !shape) || !gx_shape_nbytes(dt, ndim, shape, &nbytes) ||
-        offset > s->bytes || nbytes > s->bytes - offset)
-        return GX_EINVAL;
+        offset > s->bytes || nbytes > s->bytes - offset || dt == GX_STRING)
+        return GX_EINVAL; /* strings travel in frames (docs/strings.md) */
     int rc = s_add_view(rq, name, dt, ndim, shape, NULL, nbytes, false);
     if (rc == GX_OK) {
         rq->in[rq->n_in - 1].shm = s;
@@ -2094,12 +2094,13 @@ static int s_multi_submit(gx_client *c, const gx_request *rq, gx_job **jobp)
     int rc = sb.data ? GX_OK : s_fail(c, GX_ENOMEM, "out of memory");
     for (size_t i = 0; rc == GX_OK && i < rq->n_in; i++) {
         const gx_tensor *t = rq->in[i].t;
-        size_t n = t->kind == GX_KIND_TENSOR ? t->nbytes : gx_wire_value_bytes(t);
+        const bool value = gx_wire_is_value(t->kind, t->dtype);
+        size_t n = value ? gx_wire_value_bytes(t) : t->nbytes;
         if (!(mj->buf[mj->n] = malloc(n ? n : 1))) {
             rc = s_fail(c, GX_ENOMEM, "out of memory");
             break;
         }
-        if (t->kind == GX_KIND_TENSOR)
+        if (!value)
             memcpy(mj->buf[mj->n], t->data, n);
         else
             gx_wire_value_write(t, mj->buf[mj->n]);

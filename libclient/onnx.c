@@ -253,6 +253,7 @@ static bool s_dtype(int32_t t, gx_dtype *dt)
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *dt = GX_U32; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *dt = GX_U64; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *dt = GX_BF16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING: *dt = GX_STRING; return true;
     default: return false;
     }
 }
@@ -487,7 +488,8 @@ static int s_from_int32(s_ctx *c, const char *what, const int32_t *src, size_t n
     case GX_U16: case GX_F16: case GX_BF16: lo = 0, hi = UINT16_MAX; break;
     case GX_BOOL: lo = 0, hi = 1; break;
     case GX_I32: lo = INT32_MIN, hi = INT32_MAX; break;
-    case GX_F32: case GX_F64: case GX_I64: case GX_U32: case GX_U64: case GX_DTYPE_COUNT:
+    case GX_F32: case GX_F64: case GX_I64: case GX_U32: case GX_U64: case GX_STRING:
+    case GX_DTYPE_COUNT:
     default:
         return s_fail(c, GX_EINTERNAL, what, "int32_data for %s", gx_dtype_name(dt));
     }
@@ -517,10 +519,38 @@ static void s_typed_field(const Onnx__TensorProto *tp, gx_dtype dt, size_t *n, c
         *n = tp->n_uint64_data, *data = tp->uint64_data, *field = "uint64_data";
         return;
     case GX_F16: case GX_BF16: case GX_I32: case GX_I8: case GX_U8: case GX_BOOL: case GX_I16:
-    case GX_U16: case GX_DTYPE_COUNT:
+    case GX_U16: case GX_STRING: case GX_DTYPE_COUNT:
         break;
     }
     *n = tp->n_int32_data, *data = tp->int32_data, *field = "int32_data";
+}
+
+/* A STRING TensorProto (its string_data, one bytes value per element)
+ * into a new string tensor. */
+static int s_strings(s_ctx *c, const Onnx__TensorProto *tp, const char *what, int ndim,
+                     const int64_t *shape, size_t numel, gx_tensor **out)
+{
+    char sh[160];
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return s_fail(c, GX_EFORMAT, what, "a string tensor cannot have external data");
+    if (tp->has_raw_data)
+        return s_fail(c, GX_EFORMAT, what, "a string tensor has no raw_data (string_data only)");
+    if (tp->n_string_data != numel)
+        return s_fail(c, GX_EFORMAT, what, "string_data has %zu values, but shape %s needs %zu",
+                      tp->n_string_data, gx_shape_str(ndim, shape, sh, sizeof sh), numel);
+    gx_tensor *t = gx_tensor_new(GX_STRING, ndim, shape);
+    const gx_strrec **h = t ? t->data : NULL;
+    for (size_t i = 0; t && i < numel; i++) {
+        bool ok;
+        h[i] = gx_tensor_str_add(t, (const char *)tp->string_data[i].data,
+                                 tp->string_data[i].len, &ok);
+        if (!ok)
+            gx_tensor_destroy(&t);
+    }
+    if (!t)
+        return s_fail(c, GX_ENOMEM, what, "out of memory");
+    *out = t;
+    return GX_OK;
 }
 
 /* A TensorProto into a new tensor; what names it in messages. */
@@ -551,6 +581,8 @@ static int s_tensor(s_ctx *c, const Onnx__TensorProto *tp, const char *what, gx_
     gx_tensor *t = NULL;
     int rc = GX_OK;
 
+    if (dt == GX_STRING)
+        return s_strings(c, tp, what, ndim, shape, numel, out);
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         rc = s_external(c, tp, what, dt, ndim, shape, nbytes, &t);
     } else if (tp->has_raw_data) {
@@ -766,6 +798,18 @@ static int s_attr(s_ctx *c, gx_node *n, const Onnx__AttributeProto *a, const cha
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
         rc = gx_node_set_ints(n, name, a->ints, a->n_ints);
         break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
+        /* a list of strings: a 1-D string tensor attribute (docs/onnx.md) */
+        gx_tensor *t = gx_tensor_new(GX_STRING, 1, (int64_t[]){(int64_t)a->n_strings});
+        for (size_t i = 0; t && i < a->n_strings; i++)
+            if (gx_tensor_set_string(t, (int64_t)i, (const char *)a->strings[i].data,
+                                     a->strings[i].len) < 0)
+                gx_tensor_destroy(&t);
+        if (!t)
+            return s_fail(c, GX_ENOMEM, path, "out of memory");
+        rc = gx_node_set_tensor(n, name, &t);
+        break;
+    }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         gx_tensor *t = NULL;
         if (!a->t)
@@ -822,9 +866,12 @@ static int s_constant(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, const ch
                : strcmp(an, "value_int") == 0    ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT
                : strcmp(an, "value_ints") == 0   ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
                                                  : -1;
-    if (want < 0 && (strcmp(an, "value_string") == 0 || strcmp(an, "value_strings") == 0 ||
-                     strcmp(an, "sparse_value") == 0))
-        return s_fail(c, GX_EUNSUPPORTED, apath, "string and sparse constants are not supported");
+    if (want < 0 && strcmp(an, "value_string") == 0)
+        want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    if (want < 0 && strcmp(an, "value_strings") == 0)
+        want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+    if (want < 0 && strcmp(an, "sparse_value") == 0)
+        return s_fail(c, GX_EUNSUPPORTED, apath, "sparse constants are not supported");
     if (want < 0)
         return s_fail(c, GX_EFORMAT, apath, "not an attribute of Constant");
     if (!a->has_type || (int)a->type != want)
@@ -848,6 +895,18 @@ static int s_constant(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, const ch
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
         t = gx_tensor_new_copy(GX_F32, 1, (int64_t[]){(int64_t)a->n_floats}, a->floats,
                                a->n_floats * sizeof *a->floats);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        if ((t = gx_tensor_new(GX_STRING, 0, NULL)) &&
+            gx_tensor_set_string(t, 0, (const char *)a->s.data, a->s.len) < 0)
+            gx_tensor_destroy(&t);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        t = gx_tensor_new(GX_STRING, 1, (int64_t[]){(int64_t)a->n_strings});
+        for (size_t i = 0; t && i < a->n_strings; i++)
+            if (gx_tensor_set_string(t, (int64_t)i, (const char *)a->strings[i].data,
+                                     a->strings[i].len) < 0)
+                gx_tensor_destroy(&t);
         break;
     default: /* INTS */
         t = gx_tensor_new_copy(GX_I64, 1, (int64_t[]){(int64_t)a->n_ints}, a->ints,

@@ -721,6 +721,7 @@ static int s_value(s_ctx *c, const s_node *n, const char *path, gx_dtype dt, voi
     case GX_U32: lo = 0, hi = UINT32_MAX; break;
     case GX_U64: lo = 0, hi = INT64_MAX; break; /* parsed as int64 */
     case GX_BOOL:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         return s_fail(c, n, GX_EINTERNAL, "%s: unexpected dtype", path);
     }
@@ -742,6 +743,7 @@ static int s_value(s_ctx *c, const s_node *n, const char *path, gx_dtype dt, voi
     case GX_BF16:
     case GX_F64:
     case GX_BOOL:
+    case GX_STRING:
     case GX_DTYPE_COUNT: break;
     }
     return GX_OK;

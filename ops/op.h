@@ -363,6 +363,8 @@ typedef struct gx_attrval {
 #define GX_OPF_NO_FOLD (1u << 4)       /* never evaluated at compile time */
 #define GX_OPF_CONTROL (1u << 5)       /* the executor runs it, no kernel: control flow
                                         * (subgraphs), sequence and optional ops */
+#define GX_OPF_STRINGS (1u << 6)       /* takes or gives string tensors (docs/strings.md);
+                                        * the compiler refuses strings to every other op */
 
 /* infer's answer when an output shape depends on the value of an input that
  * is not known yet (gx_infer_value returned NULL). The compiler then leaves
@@ -454,6 +456,13 @@ bool gx_op_batch_separable(gx_op op, const gx_batch_ctx *bc);
 /* Schema of op; never NULL for op < GX_OP_COUNT. Static storage. */
 const gx_op_schema *gx_op_schema_get(gx_op op);
 
+/* The string rule (docs/strings.md): GX_OK when op may see the dtypes of
+ * ic's inputs and outputs (after a successful infer), GX_EDTYPE with a
+ * message in ic->err when a tensor among them is a string and op's schema
+ * lacks GX_OPF_STRINGS. Ops the executor runs (GX_OPF_CONTROL) carry
+ * strings as any value. */
+int gx_op_check_strings(gx_op op, gx_infer *ic);
+
 /* Resolve a node's attributes against the op's schema into out[n_attrs]:
  * unknown names, wrong types (an INT is accepted where a FLOAT is expected)
  * and missing required attributes are GX_EATTR with a message. */
@@ -473,6 +482,10 @@ typedef struct gx_kargs {
     void *scratch; /* the schema's scratch() bytes, GX_ALIGN-aligned; else NULL */
     int ith, nth;
     void *queue; /* the device's queue (stream) for this worker; NULL on the CPU */
+    /* The job's string heap, where kernels that make strings put them
+     * (docs/strings.md); NULL where no step makes strings (folding). A
+     * full heap gives "" and fails the job after the step. */
+    gx_strheap *strs;
 } gx_kargs;
 
 typedef void (*gx_kernel_fn)(const gx_kargs *k);

@@ -43,6 +43,21 @@ const gx_op_schema *gx_op_schema_get(gx_op op)
 /* Resolution: every node attribute must name a spec of the right type (INT
  * is promoted to FLOAT), each at most once; unset specs take their default;
  * required specs must be set. */
+int gx_op_check_strings(gx_op op, gx_infer *ic)
+{
+    const gx_op_schema *sc = gx_op_schema_get(op);
+    if (sc->flags & (GX_OPF_STRINGS | GX_OPF_CONTROL))
+        return GX_OK;
+    for (int i = 0; i < ic->n_in + ic->n_out; i++) {
+        const gx_view *v = i < ic->n_in ? &ic->in[i] : &ic->out[i - ic->n_in];
+        if (v->ndim >= 0 && v->kind == GX_KIND_TENSOR && v->dtype == GX_STRING)
+            return gx_infer_errf(ic, GX_EDTYPE, "%s: %s %d is a string tensor; %s takes none",
+                                 gx_op_name(op), i < ic->n_in ? "input" : "output",
+                                 i < ic->n_in ? i : i - ic->n_in, gx_op_name(op));
+    }
+    return GX_OK;
+}
+
 int gx_op_resolve_attrs(gx_op op, const gx_node *node, gx_attrval *out, char *err,
                         size_t errlen)
 {

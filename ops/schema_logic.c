@@ -18,7 +18,8 @@
 #define S_SINTS (S_BIT(GX_I8) | S_BIT(GX_I16) | S_BIT(GX_I32) | S_BIT(GX_I64))
 #define S_UINTS (S_BIT(GX_U8) | S_BIT(GX_U16) | S_BIT(GX_U32) | S_BIT(GX_U64))
 #define S_NUMERIC (S_FLOATS | S_SINTS | S_UINTS)
-#define S_ANY (S_NUMERIC | S_BIT(GX_BOOL))
+#define S_PLAIN (S_NUMERIC | S_BIT(GX_BOOL))
+#define S_ANY (S_PLAIN | S_BIT(GX_STRING)) /* strings: only GX_OPF_STRINGS ops */
 _Static_assert(S_ANY == (1u << GX_DTYPE_COUNT) - 1, "every dtype is in a class");
 
 static const char *s_dtname(gx_dtype dt)
@@ -101,6 +102,7 @@ static double s_elem_f64(const gx_view *v, int64_t i)
         return ((const uint32_t *)p)[i];
     case GX_U64:
         return (double)((const uint64_t *)p)[i];
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }
@@ -132,6 +134,7 @@ static bool s_elem_i64(const gx_view *v, int64_t i, int64_t *out)
     case GX_U16:
     case GX_U32:
     case GX_BOOL:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }
@@ -161,6 +164,7 @@ uint64_t gx_nonzero_bits(gx_dtype dt)
     case GX_U32:
     case GX_U64:
     case GX_BOOL:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }
@@ -195,7 +199,7 @@ static int s_onnx_dtype(gx_infer *ic, const char *op, const char *attr, int64_t 
         [1] = {"FLOAT", GX_F32},         [2] = {"UINT8", GX_U8},
         [3] = {"INT8", GX_I8},           [4] = {"UINT16", GX_U16},
         [5] = {"INT16", GX_I16},         [6] = {"INT32", GX_I32},
-        [7] = {"INT64", GX_I64},         [8] = {"STRING", -1},
+        [7] = {"INT64", GX_I64},         [8] = {"STRING", GX_STRING},
         [9] = {"BOOL", GX_BOOL},         [10] = {"FLOAT16", GX_F16},
         [11] = {"DOUBLE", GX_F64},       [12] = {"UINT32", GX_U32},
         [13] = {"UINT64", GX_U64},       [14] = {"COMPLEX64", -1},
@@ -278,23 +282,24 @@ static int s_infer_binary(gx_infer *ic, gx_op op, unsigned mask, const char *exp
     return GX_OK;
 }
 
-#define S_BINARY_SCHEMA(E, MASK, EXPECTED, OUT_DT)                            \
+#define S_BINARY_SCHEMA_F(E, MASK, EXPECTED, OUT_DT, FLAGS)                   \
     static int s_infer_##E(gx_infer *ic)                                      \
     {                                                                         \
         return s_infer_binary(ic, GX_OP_##E, MASK, EXPECTED, OUT_DT);         \
     }                                                                         \
     const gx_op_schema gx_schema_##E = {                                      \
         .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,                 \
-        .flags = GX_OPF_ELEMENTWISE, .infer = s_infer_##E, .cost = s_cost_io, \
+        .flags = GX_OPF_ELEMENTWISE | (FLAGS), .infer = s_infer_##E, .cost = s_cost_io, \
     };
+#define S_BINARY_SCHEMA(E, MASK, EXPECTED, OUT_DT) S_BINARY_SCHEMA_F(E, MASK, EXPECTED, OUT_DT, 0)
 
-/* Comparisons take every dtype (ONNX leaves bool out of the ordering ones;
- * false < true is harmless). */
-S_BINARY_SCHEMA(EQUAL, S_ANY, "a gexec dtype", GX_BOOL)
-S_BINARY_SCHEMA(LESS, S_ANY, "a gexec dtype", GX_BOOL)
-S_BINARY_SCHEMA(GREATER, S_ANY, "a gexec dtype", GX_BOOL)
-S_BINARY_SCHEMA(LESS_OR_EQUAL, S_ANY, "a gexec dtype", GX_BOOL)
-S_BINARY_SCHEMA(GREATER_OR_EQUAL, S_ANY, "a gexec dtype", GX_BOOL)
+/* Comparisons take every numeric dtype and bool (ONNX leaves bool out of
+ * the ordering ones; false < true is harmless); Equal strings too. */
+S_BINARY_SCHEMA_F(EQUAL, S_ANY, "a gexec dtype", GX_BOOL, GX_OPF_STRINGS)
+S_BINARY_SCHEMA(LESS, S_PLAIN, "a numeric or bool dtype", GX_BOOL)
+S_BINARY_SCHEMA(GREATER, S_PLAIN, "a numeric or bool dtype", GX_BOOL)
+S_BINARY_SCHEMA(LESS_OR_EQUAL, S_PLAIN, "a numeric or bool dtype", GX_BOOL)
+S_BINARY_SCHEMA(GREATER_OR_EQUAL, S_PLAIN, "a numeric or bool dtype", GX_BOOL)
 S_BINARY_SCHEMA(AND, S_BIT(GX_BOOL), "bool", GX_BOOL)
 S_BINARY_SCHEMA(OR, S_BIT(GX_BOOL), "bool", GX_BOOL)
 S_BINARY_SCHEMA(XOR, S_BIT(GX_BOOL), "bool", GX_BOOL)
@@ -363,7 +368,7 @@ static int s_infer_where(gx_infer *ic)
 
 const gx_op_schema gx_schema_WHERE = {
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
-    .flags = GX_OPF_ELEMENTWISE, .infer = s_infer_where, .cost = s_cost_io,
+    .flags = GX_OPF_ELEMENTWISE | GX_OPF_STRINGS, .infer = s_infer_where, .cost = s_cost_io,
 };
 
 /* ---- unary tests: Not, IsNaN, IsInf ---- */
@@ -439,7 +444,7 @@ static int s_infer_cast(gx_infer *ic)
 const gx_op_schema gx_schema_CAST = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_cast_attrs, .n_attrs = GX_CAST_NATTRS,
-    .flags = GX_OPF_ELEMENTWISE, .infer = s_infer_cast, .cost = s_cost_io,
+    .flags = GX_OPF_ELEMENTWISE | GX_OPF_STRINGS, .infer = s_infer_cast, .cost = s_cost_io,
 };
 
 static const gx_attr_spec s_cast_like_attrs[] = {
@@ -480,7 +485,8 @@ static bool s_batch_cast_like(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_CAST_LIKE = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_cast_like_attrs, .n_attrs = GX_CAST_LIKE_NATTRS,
-    .infer = s_infer_cast_like, .cost = s_cost_cast_like, .batch = s_batch_cast_like,
+    .flags = GX_OPF_STRINGS, .infer = s_infer_cast_like, .cost = s_cost_cast_like,
+    .batch = s_batch_cast_like,
 };
 
 /* ---- CumSum ---- */
@@ -534,7 +540,7 @@ _Static_assert(sizeof s_trilu_attrs / sizeof s_trilu_attrs[0] == GX_TRILU_NATTRS
 static int s_infer_trilu(gx_infer *ic)
 {
     int rc;
-    if ((rc = s_need_dtype(ic, "Trilu", 0, S_ANY, "a gexec dtype")) < 0)
+    if ((rc = s_need_dtype(ic, "Trilu", 0, S_PLAIN, "a numeric or bool dtype")) < 0)
         return rc;
     const gx_view *x = &ic->in[0];
     if (x->ndim < 2)
@@ -572,7 +578,7 @@ static int s_infer_one_hot(gx_infer *ic)
     if ((rc = s_need_dtype(ic, "OneHot", 0, S_NUMERIC, "a numeric type")) < 0 ||
         (rc = s_need_dtype(ic, "OneHot", 1, S_NUMERIC, "a numeric type")) < 0 ||
         (rc = s_need_scalar(ic, "OneHot", 1, "depth")) < 0 ||
-        (rc = s_need_dtype(ic, "OneHot", 2, S_ANY, "a gexec dtype")) < 0)
+        (rc = s_need_dtype(ic, "OneHot", 2, S_PLAIN, "a numeric or bool dtype")) < 0)
         return rc;
     const gx_view *ind = &ic->in[0], *val = &ic->in[2];
     if (val->ndim != 1 || val->shape[0] != 2) {
@@ -708,7 +714,7 @@ _Static_assert(sizeof s_eye_like_attrs / sizeof s_eye_like_attrs[0] == GX_EYE_LI
 static int s_infer_eye_like(gx_infer *ic)
 {
     int rc;
-    if ((rc = s_need_dtype(ic, "EyeLike", 0, S_ANY, "a gexec dtype")) < 0)
+    if ((rc = s_need_dtype(ic, "EyeLike", 0, S_PLAIN, "a numeric or bool dtype")) < 0)
         return rc;
     const gx_view *x = &ic->in[0];
     if (x->ndim != 2)
@@ -740,7 +746,7 @@ const gx_op_schema gx_schema_EYE_LIKE = {
  * the data, so input 0 is a value input. */
 static int s_infer_nonzero(gx_infer *ic)
 {
-    int rc = s_need_dtype(ic, "NonZero", 0, S_ANY, "a gexec dtype");
+    int rc = s_need_dtype(ic, "NonZero", 0, S_PLAIN, "a numeric or bool dtype");
     if (rc < 0)
         return rc;
     const gx_view *x = &ic->in[0];
@@ -771,7 +777,7 @@ _Static_assert(sizeof s_compress_attrs / sizeof s_compress_attrs[0] == GX_COMPRE
 static int s_infer_compress(gx_infer *ic)
 {
     int rc;
-    if ((rc = s_need_dtype(ic, "Compress", 0, S_ANY, "a gexec dtype")) < 0 ||
+    if ((rc = s_need_dtype(ic, "Compress", 0, S_PLAIN, "a numeric or bool dtype")) < 0 ||
         (rc = s_need_dtype(ic, "Compress", 1, S_BIT(GX_BOOL), "bool")) < 0)
         return rc;
     const gx_view *x = &ic->in[0], *c = &ic->in[1];

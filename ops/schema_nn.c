@@ -702,6 +702,7 @@ static bool s_scalar_nonzero(const gx_view *v)
     case GX_U16:
     case GX_U32:
     case GX_U64:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }

@@ -375,7 +375,7 @@ static int s_elem_cmp(const gx_view *x, int64_t i, int64_t j)
     case GX_I8: S_CMP(int8_t);
     case GX_U8: S_CMP(uint8_t);
     case GX_F16: case GX_BF16: case GX_I16: case GX_U16: case GX_U32: case GX_U64:
-    case GX_BOOL: case GX_DTYPE_COUNT:
+    case GX_BOOL: case GX_STRING: case GX_DTYPE_COUNT:
         break;
     }
 #undef S_CMP

@@ -238,7 +238,7 @@ static bool s_batch_reshape(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_RESHAPE = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_reshape_attrs, .n_attrs = GX_RESHAPE_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_reshape,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .value_inputs = 1u << 1, .infer = s_infer_reshape,
     .cost = s_cost_move, .batch = s_batch_reshape,
 };
 
@@ -280,7 +280,7 @@ static bool s_batch_flatten(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_FLATTEN = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_flatten_attrs, .n_attrs = GX_FLATTEN_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_flatten, .cost = s_cost_move,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .infer = s_infer_flatten, .cost = s_cost_move,
     .batch = s_batch_flatten,
 };
 
@@ -342,7 +342,7 @@ static bool s_batch_squeeze(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_SQUEEZE = {
     .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_squeeze_attrs, .n_attrs = GX_SQUEEZE_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_squeeze,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .value_inputs = 1u << 1, .infer = s_infer_squeeze,
     .cost = s_cost_move, .batch = s_batch_squeeze,
 };
 
@@ -397,7 +397,7 @@ static bool s_batch_unsqueeze(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_UNSQUEEZE = {
     .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_unsqueeze_attrs, .n_attrs = GX_UNSQUEEZE_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_unsqueeze,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .value_inputs = 1u << 1, .infer = s_infer_unsqueeze,
     .cost = s_cost_move, .batch = s_batch_unsqueeze,
 };
 
@@ -456,7 +456,7 @@ static bool s_batch_transpose(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_TRANSPOSE = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_transpose_attrs, .n_attrs = GX_TRANSPOSE_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_transpose, .cost = s_cost_move,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .infer = s_infer_transpose, .cost = s_cost_move,
     .batch = s_batch_transpose,
 };
 
@@ -516,7 +516,7 @@ static bool s_batch_concat(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_CONCAT = {
     .min_in = 1, .max_in = GX_MAX_OP_INPUTS, .min_out = 1, .max_out = 1,
     .attrs = s_concat_attrs, .n_attrs = GX_CONCAT_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_concat, .cost = s_cost_move,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .infer = s_infer_concat, .cost = s_cost_move,
     .batch = s_batch_concat,
 };
 
@@ -604,7 +604,7 @@ static bool s_batch_split(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_SPLIT = {
     .min_in = 1, .max_in = 2, .min_out = 1, .max_out = GX_MAX_OP_INPUTS,
     .attrs = s_split_attrs, .n_attrs = GX_SPLIT_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_split,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .value_inputs = 1u << 1, .infer = s_infer_split,
     .cost = s_cost_split, .batch = s_batch_split,
 };
 
@@ -748,7 +748,7 @@ static bool s_batch_slice(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_SLICE = {
     .min_in = 1, .max_in = 5, .min_out = 1, .max_out = 1,
     .attrs = s_slice_attrs, .n_attrs = GX_SLICE_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 0x1eu, .infer = s_infer_slice,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .value_inputs = 0x1eu, .infer = s_infer_slice,
     .cost = s_cost_move, .batch = s_batch_slice,
 };
 
@@ -812,7 +812,7 @@ static bool s_batch_gather(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_GATHER = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_gather_attrs, .n_attrs = GX_GATHER_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_gather, .cost = s_cost_io,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .infer = s_infer_gather, .cost = s_cost_io,
     .batch = s_batch_gather,
 };
 
@@ -867,7 +867,7 @@ static int s_infer_gather_elements(gx_infer *ic)
 const gx_op_schema gx_schema_GATHER_ELEMENTS = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_gather_elements_attrs, .n_attrs = GX_GATHER_ELEMENTS_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_gather_elements, .cost = s_cost_io,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .infer = s_infer_gather_elements, .cost = s_cost_io,
 };
 
 /* Checks the (data, indices) pair of GatherND / ScatterND with b batch
@@ -939,7 +939,7 @@ static int s_infer_gather_nd(gx_infer *ic)
 const gx_op_schema gx_schema_GATHER_ND = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_gather_nd_attrs, .n_attrs = GX_GATHER_ND_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_gather_nd, .cost = s_cost_io,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .infer = s_infer_gather_nd, .cost = s_cost_io,
 };
 
 /* ---- ScatterElements, ScatterND, Scatter ---- */
@@ -1126,7 +1126,7 @@ static bool s_batch_expand(const gx_batch_ctx *bc)
 
 const gx_op_schema gx_schema_EXPAND = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
-    .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_expand,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .value_inputs = 1u << 1, .infer = s_infer_expand,
     .cost = s_cost_move, .batch = s_batch_expand,
 };
 
@@ -1168,7 +1168,7 @@ static bool s_batch_tile(const gx_batch_ctx *bc)
 
 const gx_op_schema gx_schema_TILE = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
-    .flags = GX_OPF_SHAPE_ONLY, .value_inputs = 1u << 1, .infer = s_infer_tile,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .value_inputs = 1u << 1, .infer = s_infer_tile,
     .cost = s_cost_move, .batch = s_batch_tile,
 };
 
@@ -1211,7 +1211,7 @@ static bool s_batch_shape(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_SHAPE = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_shape_attrs, .n_attrs = GX_SHAPE_NATTRS,
-    .flags = GX_OPF_READS_SHAPES, .infer = s_infer_shape, .cost = s_cost_out,
+    .flags = GX_OPF_READS_SHAPES | GX_OPF_STRINGS, .infer = s_infer_shape, .cost = s_cost_out,
     .batch = s_batch_shape,
 };
 
@@ -1226,7 +1226,7 @@ static int s_infer_size(gx_infer *ic)
 
 const gx_op_schema gx_schema_SIZE = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .flags = GX_OPF_READS_SHAPES, .infer = s_infer_size, .cost = s_cost_out,
+    .flags = GX_OPF_READS_SHAPES | GX_OPF_STRINGS, .infer = s_infer_size, .cost = s_cost_out,
 };
 
 /* ---- Constant, ConstantOfShape ---- */
@@ -1333,7 +1333,7 @@ static int s_infer_identity(gx_infer *ic)
 
 const gx_op_schema gx_schema_IDENTITY = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_identity, .cost = s_cost_move,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .infer = s_infer_identity, .cost = s_cost_move,
     .batch = gx_batch_samplewise,
 };
 

@@ -423,6 +423,7 @@ static void s_store(gx_dtype dt, double v, unsigned char *out)
     case GX_BOOL:
         S_STORE(uint8_t, v != 0);
         break;
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }

@@ -57,6 +57,7 @@ static gx_view s_typed(gx_dtype dt, int ndim, const int64_t *shape, const double
         case GX_U16:
         case GX_U32:
         case GX_U64:
+        case GX_STRING:
         case GX_DTYPE_COUNT:
             ck_abort_msg("s_typed: dtype %d", (int)dt);
         }
@@ -83,6 +84,7 @@ static double s_get(const gx_view *v, int64_t i)
     case GX_U16:
     case GX_U32:
     case GX_U64:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }

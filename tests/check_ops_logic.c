@@ -148,6 +148,7 @@ static int s_order(gx_dtype dt, const void *a, int64_t i, const void *b, int64_t
         return S_ORD(((const uint64_t *)a)[i], ((const uint64_t *)b)[j]);
     case GX_BOOL:
         return S_ORD(((const uint8_t *)a)[i] != 0, ((const uint8_t *)b)[j] != 0);
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }
@@ -453,6 +454,7 @@ static int64_t s_onnx_code(gx_dtype dt)
         return 13;
     case GX_BF16:
         return 16;
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }
@@ -495,6 +497,7 @@ static void s_put_small(gx_dtype dt, void *p, int64_t i, int v)
     case GX_U64:
         ((uint64_t *)p)[i] = (uint64_t)v;
         return;
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }

@@ -61,6 +61,7 @@ static double s_get(const gx_view *v, int64_t i)
         return ((const uint8_t *)v->data)[i];
     case GX_F16:
     case GX_BF16:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }
@@ -104,6 +105,7 @@ static void s_set(const gx_view *v, int64_t i, double x)
         return;
     case GX_F16:
     case GX_BF16:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }

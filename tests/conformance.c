@@ -322,7 +322,7 @@ static double s_float_at(const gx_tensor *t, int64_t i)
     case GX_F16: return s_f16_to_f32(((const uint16_t *)t->data)[i]);
     case GX_BF16: return s_bf16_to_f32(((const uint16_t *)t->data)[i]);
     case GX_I64: case GX_I32: case GX_I8: case GX_U8: case GX_BOOL: case GX_I16: case GX_U16:
-    case GX_U32: case GX_U64: case GX_DTYPE_COUNT:
+    case GX_U32: case GX_U64: case GX_STRING: case GX_DTYPE_COUNT:
         break;
     }
     return NAN;

@@ -493,6 +493,15 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
     if (gxd_plan_off_host(p))
         return gx_errf(err, errlen, GX_EUNSUPPORTED,
                        "the plan runs steps on a device with memory of its own (not yet stored)");
+    for (size_t i = 0; i < p->n_values; i++) {
+        const gxd_value *v = &p->values[i];
+        /* a string's handles are addresses: only the graph's own constants
+         * (named, read in place) may be strings with data (docs/strings.md) */
+        if (v->view.dtype == GX_STRING && v->view.data &&
+            (v->kind == GXD_VALUE_CONST || v->keyed) && !s_graph_const(g, v))
+            return gx_errf(err, errlen, GX_EUNSUPPORTED,
+                           "value '%s' is a string tensor the plan made (not stored)", v->name);
+    }
     s_w w = {.p = p, .g = g, .err = err, .errlen = errlen};
     msgpack_sbuffer_init(&w.sb);
     msgpack_packer_init(&w.pk, &w.sb, msgpack_sbuffer_write);

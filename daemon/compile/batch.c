@@ -10,7 +10,8 @@
  * samples apart (gx_op_batch_separable) and every graph output carries the
  * batch on its axis 0. Otherwise batch is 0 and batch_why says why; the
  * steps that mix samples of a batched value are counted in sync_steps.
- * Never fails: a plan it cannot prove splittable is simply not split.
+ * Never fails: a plan it cannot prove splittable is simply not split; a
+ * plan with string values never is.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,15 @@ void gxd_plan_batch(gxd_plan *p)
         snprintf(p->batch_why, sizeof p->batch_why, "out of memory while looking for a batch");
         return;
     }
+
+    /* strings stay whole: their records belong to one job (docs/strings.md) */
+    for (size_t i = 0; i < p->n_values; i++)
+        if (p->values[i].view.dtype == GX_STRING && p->values[i].view.kind == GX_KIND_TENSOR) {
+            snprintf(p->batch_why, sizeof p->batch_why,
+                     "value '%s' is a string tensor (strings are never split or merged)",
+                     p->values[i].name);
+            goto out;
+        }
 
     /* The batched inputs and their shared size of axis 0. */
     int64_t B = -1;

@@ -306,6 +306,7 @@ static void s_elem(gx_strbuf *b, const gx_view *v, int64_t k)
     case GX_F64: s_num(b, ((const double *)d)[k]); return;
     case GX_F16:
     case GX_BF16:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }

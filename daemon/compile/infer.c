@@ -228,6 +228,8 @@ int gxd_pass_infer(gxd_cstate *st)
         char msg[384] = "";
         gx_infer ic = {s->attr, s->n_formal, in, s->n_out, out, msg, sizeof msg};
         rc = sc->infer(&ic);
+        if (rc == GX_OK)
+            rc = gx_op_check_strings(s->op, &ic);
         /* no kernel for its float16 (bfloat16) inputs: as float32 (widen.c) */
         gxd_widen_try wt;
         if (rc == GX_EDTYPE && gxd_widen_views(s, in, known, &wt)) {
@@ -274,6 +276,9 @@ int gxd_pass_infer(gxd_cstate *st)
         s->cost = sc->cost(&ic);
         s->scratch_bytes = sc->scratch ? sc->scratch(&ic) : 0;
         s->max_shares = sc->shares ? sc->shares(&ic) : 0;
+        /* no folding into strings: a plan has no string heap (docs/strings.md) */
+        for (int k = 0; k < s->n_out; k++)
+            small = small && out[k].dtype != GX_STRING;
         if (small && !(sc->flags & (GX_OPF_NO_FOLD | GX_OPF_CONTROL)) &&
             (known || (sc->flags & GX_OPF_READS_SHAPES))) {
             rc = s_fold(st, s, &ic);

@@ -27,7 +27,9 @@
  * Steps dropped (or never taken) stay free for the next device and end on
  * the fallback; each drop is recorded in plan->fell with its reason.
  * Dynamic and control-flow steps always run on the fallback (rules cannot
- * be checked without shapes; the executor runs control flow). Folded steps
+ * be checked without shapes; the executor runs control flow), and so do
+ * steps that read or write string tensors (a string's bytes live in host
+ * memory: docs/strings.md). Folded steps
  * run nowhere (device 0, part -1). A copy step (op Identity, step.copy) is
  * inserted on every edge whose ends are on different devices: graph
  * inputs and outputs live on the fallback; constants are loaded with the
@@ -436,6 +438,17 @@ out:
 }
 
 /* Passes one and two for preferred device d. */
+/* Does step s read or write a string tensor? */
+static bool s_strings(const gxd_plan *p, const gxd_step *s)
+{
+    for (int k = 0; k < s->n_in + s->n_out; k++) {
+        const int v = k < s->n_in ? s->in[k] : s->out[k - s->n_in];
+        if (v >= 0 && p->values[v].view.dtype == GX_STRING)
+            return true;
+    }
+    return false;
+}
+
 static int s_device(s_part *w, int d, int *n_parts)
 {
     const gx_backend *b = w->p->devices[d];
@@ -454,6 +467,8 @@ static int s_device(s_part *w, int d, int *n_parts)
             rc = s_fall(w, (int)i, d, "dynamic shapes: rules need them, runs on the fallback");
         else if (gx_op_schema_get(s->op)->flags & GX_OPF_CONTROL)
             rc = s_fall(w, (int)i, d, "control flow runs on the fallback");
+        else if (s_strings(w->p, s))
+            rc = s_fall(w, (int)i, d, "string tensors stay on the host (docs/strings.md)");
         else
             set[n++] = (int)i;
     }

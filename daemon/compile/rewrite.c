@@ -182,6 +182,7 @@ static bool s_scalar(const gxd_plan *p, int v, double *c)
     case GX_U16:
     case GX_U8:
     case GX_BOOL:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break;
     }

@@ -46,8 +46,10 @@ int gxd_exec_subgraph(gxd_frame *f, const gxd_step *s, const char *attr, const g
                      plan->arena_bytes);
         goto out;
     }
-    if ((rc = gxd_frame_init(&sub, plan, arena, in, f->lim, f->stop, why, sizeof why)) == GX_OK)
+    if ((rc = gxd_frame_init(&sub, plan, arena, in, f->lim, f->stop, why, sizeof why)) == GX_OK) {
+        gxd_frame_borrow_strs(&sub, f); /* its strings may be among its outputs */
         rc = gxd_exec_seq(&sub);
+    }
     if (rc < 0) {
         if (rc != GX_ECANCELLED && rc != GX_ETIMEDOUT)
             rc = gx_errf(f->err, f->errlen, rc, "node '%s' (%s), subgraph '%s': %s",

@@ -82,7 +82,9 @@ int gxd_frame_init_dev(gxd_frame *f, const gxd_plan *plan, void *arena, const gx
     }
     f->val = calloc(plan->n_values + 1, sizeof *f->val);
     f->heap = plan->n_dynamic ? calloc(plan->n_values + 1, sizeof *f->heap) : NULL;
-    if (!f->val || (plan->n_dynamic && !f->heap)) {
+    f->strs = gx_strheap_new(lim ? (size_t)lim->max_tensor_bytes : SIZE_MAX);
+    f->own_strs = true;
+    if (!f->val || (plan->n_dynamic && !f->heap) || !f->strs) {
         gxd_frame_fini(f);
         return gx_errf(err, errlen, GX_ENOMEM, "out of memory for a frame of %zu values",
                        plan->n_values);
@@ -129,8 +131,19 @@ void gxd_frame_fini(gxd_frame *f)
     free(f->val);
     f->heap = NULL;
     f->val = NULL;
+    if (f->own_strs)
+        gx_strheap_destroy(&f->strs);
+    f->strs = NULL;
     if (f->plan)
         s_devmem_free(f);
+}
+
+void gxd_frame_borrow_strs(gxd_frame *f, const gxd_frame *parent)
+{
+    if (f->own_strs)
+        gx_strheap_destroy(&f->strs);
+    f->strs = parent->strs;
+    f->own_strs = false;
 }
 
 const gx_view *gxd_frame_output(const gxd_frame *f, size_t i)
@@ -148,6 +161,8 @@ static int s_dynamic_outputs(gxd_frame *f, const gxd_step *st, const gx_view *in
     memset(out, 0, sizeof *out * (size_t)st->n_out);
     gx_infer ic = {st->attr, st->n_formal, in, st->n_out, out, msg, sizeof msg};
     int rc = sc->infer(&ic);
+    if (rc == GX_OK)
+        rc = gx_op_check_strings(st->op, &ic);
     if (rc == GX_INFER_DYNAMIC)
         rc = gx_errf(msg, sizeof msg, GX_EINTERNAL, "inference still depends on unknown values");
     if (rc < 0)
@@ -262,13 +277,19 @@ int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth)
     const gx_backend *dev = f->plan->devices[st->device];
     gx_kargs ka = {.attr = st->attr, .n_in = st->n_formal, .in = in, .n_out = st->n_out,
                    .out = out, .scratch = scratch, .ith = ith, .nth = nth,
-                   .queue = f->dm.queue[st->device]};
+                   .queue = f->dm.queue[st->device], .strs = f->strs};
     if (st->fused)
         dev->fused(dev, st->fused, &ka);
     else
         st->kernel(&ka);
     if (st->dynamic)
         free(scratch);
+    size_t limit;
+    if (gx_strheap_failed(f->strs, &limit))
+        return gx_errf(f->err, f->errlen, GX_ELIMIT,
+                       "node '%s' (%s): the job's strings exceed the limit of %zu bytes "
+                       "(limits.max_tensor_bytes)",
+                       st->node->name, st->node->op, limit);
     return GX_OK;
 }
 

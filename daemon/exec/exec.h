@@ -45,6 +45,12 @@ typedef struct gxd_frame {
     const gxd_exec_stop *stop;
     char *err; /* why a step failed */
     size_t errlen;
+    /* The run's string heap (docs/strings.md): the strings its kernels
+     * make, bounded by lim->max_tensor_bytes, freed at fini; a subgraph's
+     * frame borrows its parent's (own_strs false), so that strings it
+     * gives back outlive it. */
+    gx_strheap *strs;
+    bool own_strs;
 } gxd_frame;
 
 /* Lays the plan over arena (plan->arena_bytes). Graph input i is read
@@ -65,6 +71,8 @@ int gxd_frame_init_ex(gxd_frame *f, const gxd_plan *plan, void *arena, bool dag,
 int gxd_frame_init_dev(gxd_frame *f, const gxd_plan *plan, void *arena, const gxd_devmem *dm,
                        bool dag, const gx_view *inputs, const gxd_compile_limits *lim,
                        const gxd_exec_stop *stop, char *err, size_t errlen);
+/* Makes f (just initialised) use parent's string heap instead of its own. */
+void gxd_frame_borrow_strs(gxd_frame *f, const gxd_frame *parent);
 /* Frees what the frame owns (not the arena). Accepts a zeroed frame. */
 void gxd_frame_fini(gxd_frame *f);
 /* Output i of the plan: its view for this run (data valid until fini). */

@@ -170,7 +170,8 @@ GX_EXPORT int gx_request_add_input(gx_request *rq, const char *name, const gx_te
  * until the request is destroyed and copied into the message by each submit,
  * as gx_request_add_input's tensor is. Saves building a gx_tensor (a copy)
  * for data that is already in memory, such as a numpy array. GX_EINVAL if
- * nbytes is not the size of that dtype and shape. */
+ * nbytes is not the size of that dtype and shape, or for GX_STRING (string
+ * tensors are added as gx_tensors: gx_tensor_new_strings). */
 GX_EXPORT int gx_request_add_input_data(gx_request *rq, const char *name, gx_dtype dt,
                                         int ndim, const int64_t *shape, const void *data,
                                         size_t nbytes);
@@ -330,7 +331,8 @@ GX_EXPORT int gx_client_shm_unregister(gx_client *c, gx_shm *s);
 GX_EXPORT void gx_client_set_shm_threshold(gx_client *c, size_t bytes);
 
 /* An input whose nbytes of dtype dt and shape lie at offset in s (a
- * region registered with the client that submits the request). */
+ * region registered with the client that submits the request). GX_EINVAL
+ * for GX_STRING: string tensors always travel in frames. */
 GX_EXPORT int gx_request_add_input_shm(gx_request *rq, const char *name, gx_dtype dt, int ndim,
                                        const int64_t *shape, const gx_shm *s, size_t offset);
 /* Outputs go to s from offset on, as many as fit in bytes, one after the

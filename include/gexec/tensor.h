@@ -34,7 +34,8 @@ extern "C" {
     X(I16, "int16", 2, "<i2")                                                 \
     X(U16, "uint16", 2, "<u2")                                                \
     X(U32, "uint32", 4, "<u4")                                                \
-    X(U64, "uint64", 8, "<u8")
+    X(U64, "uint64", 8, "<u8")                                                \
+    X(STRING, "string", 8, NULL)
 
 typedef enum gx_dtype {
 #define GX_DTYPE_ENUM(e, name, size, descr) GX_##e,
@@ -70,6 +71,34 @@ GX_EXPORT size_t gx_tensor_nbytes(const gx_tensor *t);
 /* The data buffer (64-byte aligned); owned by the tensor. */
 GX_EXPORT void *gx_tensor_data(gx_tensor *t);
 GX_EXPORT const void *gx_tensor_cdata(const gx_tensor *t);
+
+/*
+ * String tensors (GX_STRING, ONNX's STRING: docs/strings.md). Each element
+ * is a byte string of any length and any bytes (UTF-8 by convention; not
+ * NUL-terminated as far as its length goes, though a NUL always follows
+ * it). An element is stored as a fixed-size handle (gx_dtype_size 8) that
+ * the tensor's own string store backs, so read and write elements only
+ * through these calls; gx_tensor_data of a string tensor is not for
+ * clients. gx_tensor_new(GX_STRING, ...) holds empty strings.
+ *
+ *     const char *words[] = {"red", "green"};
+ *     int64_t n = 2;
+ *     gx_tensor *t = gx_tensor_new_strings(1, &n, words, NULL);
+ *     size_t len;
+ *     const char *s = gx_tensor_string(t, 1, &len);   // "green", 5
+ */
+/* A new string tensor of shape with numel elements: strs[i] of lens[i]
+ * bytes (lens NULL: strlen of each; a NULL strs[i] is ""); the bytes are
+ * copied. NULL on bad arguments, overflow or ENOMEM. Caller owns it. */
+GX_EXPORT gx_tensor *gx_tensor_new_strings(int ndim, const int64_t *shape,
+                                           const char *const *strs, const size_t *lens);
+/* Element i (row-major) of a string tensor and its length in *len (may be
+ * NULL); valid while the tensor lives and element i is not set again.
+ * NULL if t is not a string tensor or i is out of range. */
+GX_EXPORT const char *gx_tensor_string(const gx_tensor *t, int64_t i, size_t *len);
+/* Sets element i of a string tensor to a copy of len bytes at s.
+ * GX_OK, GX_EINVAL (not a string tensor, i out of range) or GX_ENOMEM. */
+GX_EXPORT int gx_tensor_set_string(gx_tensor *t, int64_t i, const char *s, size_t len);
 
 /*
  * Values that are not one tensor (ONNX sequence and optional values) travel

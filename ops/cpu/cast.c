@@ -10,8 +10,24 @@
  *   - to float16/bfloat16: correctly rounded to nearest even, also from
  *     double and 64-bit integers (rounded to odd on the way through float,
  *     so the second rounding cannot land wrong).
+ * To and from strings (s_cast_strings, docs/strings.md) as numpy's astype,
+ * which ONNX's reference uses:
+ *   - a float becomes the fewest digits that read back to the same value
+ *     in its own dtype, positional for 1e-4 <= |v| < 1e16 ("0.5", "3.0"),
+ *     else scientific ("1e-05", "1.5e+16"); "nan", "inf", "-inf";
+ *   - an integer its decimal digits; a bool "True" or "False";
+ *   - a string becomes a float as strtod reads it (plain or scientific,
+ *     "INF", "+INF", "-INF", "NaN" in any case; surrounding spaces
+ *     allowed), NaN when it is no number; an integer from its leading
+ *     decimal integer, or the number it spells truncated toward zero
+ *     ("100.5" gives 100) and saturated, 0 when it is no number; a bool
+ *     true for "true" (any case) or a nonzero number.
  */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
 
 #include "ops/cpu/cpu.h"
 
@@ -60,7 +76,8 @@ typedef uint64_t s_U;
     X(__VA_ARGS__, U64, uint64_t)
 
 #define S_COUNT(D, T, CLS, LOAD) +1
-_Static_assert(0 S_SRC(S_COUNT) == GX_DTYPE_COUNT, "S_SRC lists every dtype");
+_Static_assert(0 S_SRC(S_COUNT) == GX_DTYPE_COUNT - 1,
+               "S_SRC lists every dtype but strings (s_cast_strings)");
 
 /* ---- rounding to odd into float32 ---- */
 
@@ -170,5 +187,193 @@ static void s_cast_share(const gx_kargs *k)
                                    (const char *)x->data + lo * (int64_t)gx_dtype_size(x->dtype));
 }
 
-void gx_cpu_CAST(const gx_kargs *k) { s_cast_share(k); }
-void gx_cpu_CAST_LIKE(const gx_kargs *k) { s_cast_share(k); }
+/* ---- to and from strings ---- */
+
+/* Does text read back as v in dtype dt (the bits of v's dtype)? */
+static bool s_reads_back(const char *text, gx_dtype dt, double v)
+{
+    switch (dt) {
+    case GX_F32:
+        return strtof(text, NULL) == (float)v;
+    case GX_F16:
+        return gx_f32_to_f16(strtof(text, NULL)) == gx_f32_to_f16((float)v);
+    case GX_BF16:
+        return gx_f32_to_bf16(strtof(text, NULL)) == gx_f32_to_bf16((float)v);
+    case GX_F64: case GX_I64: case GX_I32: case GX_I8: case GX_U8: case GX_BOOL: case GX_I16:
+    case GX_U16: case GX_U32: case GX_U64: case GX_STRING: case GX_DTYPE_COUNT:
+        break;
+    }
+    return strtod(text, NULL) == v;
+}
+
+/* v (a value of float dtype dt) as numpy prints it, into buf (64 bytes);
+ * returns the length. */
+static int s_format_float(double v, gx_dtype dt, char *buf)
+{
+    if (v != v)
+        return snprintf(buf, 64, "nan");
+    if (isinf(v))
+        return snprintf(buf, 64, v < 0 ? "-inf" : "inf");
+    if (v == 0)
+        return snprintf(buf, 64, signbit(v) ? "-0.0" : "0.0");
+    /* the fewest significant digits that read back */
+    char sci[40];
+    int p = 1;
+    for (; p < 17; p++) {
+        snprintf(sci, sizeof sci, "%.*e", p - 1, v);
+        if (s_reads_back(sci, dt, v))
+            break;
+    }
+    snprintf(sci, sizeof sci, "%.*e", p - 1, v);
+    /* sci: [-]d[.ddd]e[+-]xx */
+    const bool neg = sci[0] == '-';
+    char digits[24];
+    int nd = 0;
+    const char *q = sci + neg;
+    for (; *q && *q != 'e'; q++)
+        if (*q != '.')
+            digits[nd++] = *q;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    const int e = atoi(q + 1);
+    int n = 0;
+    if (neg)
+        buf[n++] = '-';
+    if (e >= -4 && e < 16) { /* positional */
+        if (e < 0) {
+            buf[n++] = '0';
+            buf[n++] = '.';
+            for (int i = 0; i < -e - 1; i++)
+                buf[n++] = '0';
+            for (int i = 0; i < nd; i++)
+                buf[n++] = digits[i];
+        } else {
+            for (int i = 0; i <= e; i++)
+                buf[n++] = i < nd ? digits[i] : '0';
+            buf[n++] = '.';
+            if (nd > e + 1)
+                for (int i = e + 1; i < nd; i++)
+                    buf[n++] = digits[i];
+            else
+                buf[n++] = '0';
+        }
+        buf[n] = '\0';
+        return n;
+    }
+    buf[n++] = digits[0];
+    if (nd > 1) {
+        buf[n++] = '.';
+        for (int i = 1; i < nd; i++)
+            buf[n++] = digits[i];
+    }
+    return n + snprintf(buf + n, 64 - (size_t)n, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
+}
+
+/* Element i of x (not a string) as text into buf (64 bytes); its length. */
+static int s_format(const gx_view *x, int64_t i, char *buf)
+{
+    const void *p = x->data;
+    switch (x->dtype) {
+    case GX_F32: return s_format_float(((const float *)p)[i], GX_F32, buf);
+    case GX_F16: return s_format_float(gx_f16_to_f32(((const uint16_t *)p)[i]), GX_F16, buf);
+    case GX_BF16: return s_format_float(gx_bf16_to_f32(((const uint16_t *)p)[i]), GX_BF16, buf);
+    case GX_F64: return s_format_float(((const double *)p)[i], GX_F64, buf);
+    case GX_I64: return snprintf(buf, 64, "%lld", (long long)((const int64_t *)p)[i]);
+    case GX_I32: return snprintf(buf, 64, "%d", ((const int32_t *)p)[i]);
+    case GX_I16: return snprintf(buf, 64, "%d", ((const int16_t *)p)[i]);
+    case GX_I8: return snprintf(buf, 64, "%d", ((const int8_t *)p)[i]);
+    case GX_U8: return snprintf(buf, 64, "%u", ((const uint8_t *)p)[i]);
+    case GX_U16: return snprintf(buf, 64, "%u", ((const uint16_t *)p)[i]);
+    case GX_U32: return snprintf(buf, 64, "%u", ((const uint32_t *)p)[i]);
+    case GX_U64: return snprintf(buf, 64, "%llu", (unsigned long long)((const uint64_t *)p)[i]);
+    case GX_BOOL: return snprintf(buf, 64, "%s", ((const uint8_t *)p)[i] ? "True" : "False");
+    case GX_STRING:
+    case GX_DTYPE_COUNT:
+        break;
+    }
+    buf[0] = '\0';
+    return 0;
+}
+
+/* A string read as a number: as a double (NaN when it is none), and as an
+ * int64 when it starts with a decimal integer that is all of it (*exact). */
+static double s_parse(const gx_strrec *r, int64_t *iv, bool *exact)
+{
+    const char *t = gx_str_bytes(r);
+    char *end;
+    *exact = false;
+    errno = 0;
+    long long ll = strtoll(t, &end, 10);
+    if (end != t && errno == 0) {
+        while (*end == ' ' || *end == '\t' || *end == '\n')
+            end++;
+        if (*end == '\0') {
+            *iv = ll;
+            *exact = true;
+            return (double)ll;
+        }
+    }
+    double d = strtod(t, &end);
+    return end == t ? NAN : d;
+}
+
+/* Writes element i of y (not a string) from string r. */
+static void s_store_parsed(const gx_view *y, int64_t i, const gx_strrec *r)
+{
+    int64_t iv = 0;
+    bool exact;
+    const double d = s_parse(r, &iv, &exact);
+    void *p = y->data;
+    switch (y->dtype) {
+    case GX_F32: ((float *)p)[i] = strtof(gx_str_bytes(r), NULL); return;
+    case GX_F16: ((uint16_t *)p)[i] = s_D_to_F16(d); return;
+    case GX_BF16: ((uint16_t *)p)[i] = s_D_to_BF16(d); return;
+    case GX_F64: ((double *)p)[i] = d; return;
+    case GX_I64: ((int64_t *)p)[i] = exact ? iv : s_D_to_I64(d); return;
+    case GX_I32: ((int32_t *)p)[i] = exact ? s_I_to_I32(iv) : s_D_to_I32(d); return;
+    case GX_I16: ((int16_t *)p)[i] = exact ? s_I_to_I16(iv) : s_D_to_I16(d); return;
+    case GX_I8: ((int8_t *)p)[i] = exact ? s_I_to_I8(iv) : s_D_to_I8(d); return;
+    case GX_U8: ((uint8_t *)p)[i] = exact ? s_I_to_U8(iv) : s_D_to_U8(d); return;
+    case GX_U16: ((uint16_t *)p)[i] = exact ? s_I_to_U16(iv) : s_D_to_U16(d); return;
+    case GX_U32: ((uint32_t *)p)[i] = exact ? s_I_to_U32(iv) : s_D_to_U32(d); return;
+    case GX_U64: ((uint64_t *)p)[i] = exact ? s_I_to_U64(iv) : s_D_to_U64(d); return;
+    case GX_BOOL:
+        ((uint8_t *)p)[i] = strcasecmp(gx_str_bytes(r), "true") == 0 || (d == d && d != 0);
+        return;
+    case GX_STRING:
+    case GX_DTYPE_COUNT:
+        return;
+    }
+}
+
+/* A cast from or to strings over this thread's share. */
+static void s_cast_strings(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    int64_t lo, hi;
+    gx_cpu_share(k, y->numel, S_ALIGN, &lo, &hi);
+    const gx_strrec **ys = y->data;
+    const gx_strrec *const *xs = x->data;
+    for (int64_t i = lo; i < hi; i++) {
+        if (x->dtype == GX_STRING && y->dtype == GX_STRING) {
+            ys[i] = xs[i]; /* the same string: a handle copy */
+        } else if (x->dtype == GX_STRING) {
+            s_store_parsed(y, i, xs[i]);
+        } else {
+            char buf[64];
+            int n = s_format(x, i, buf);
+            ys[i] = gx_strheap_add(k->strs, buf, (size_t)n);
+        }
+    }
+}
+
+static void s_cast_any(const gx_kargs *k)
+{
+    if (k->in[0].dtype == GX_STRING || k->out[0].dtype == GX_STRING)
+        s_cast_strings(k);
+    else
+        s_cast_share(k);
+}
+
+void gx_cpu_CAST(const gx_kargs *k) { s_cast_any(k); }
+void gx_cpu_CAST_LIKE(const gx_kargs *k) { s_cast_any(k); }

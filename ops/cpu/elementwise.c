@@ -432,6 +432,7 @@ static double s_load_f64(const void *p, gx_dtype dt, int64_t i)
     case GX_U16: return ((const uint16_t *)p)[i];
     case GX_U32: return ((const uint32_t *)p)[i];
     case GX_U64: return (double)((const uint64_t *)p)[i];
+    case GX_STRING:
     case GX_DTYPE_COUNT: break;
     }
     return 0;
@@ -454,6 +455,7 @@ static int64_t s_load_i64(const void *p, gx_dtype dt, int64_t i)
     case GX_F16:
     case GX_BF16:
     case GX_F64:
+    case GX_STRING:
     case GX_DTYPE_COUNT: break;
     }
     return 0;
@@ -496,6 +498,7 @@ static void s_store_pow(void *p, gx_dtype dt, int64_t i, double v, int64_t iv, b
     case GX_U16:
     case GX_U32:
     case GX_U64:
+    case GX_STRING:
     case GX_DTYPE_COUNT: return;
     }
 }
@@ -787,6 +790,7 @@ static const void *s_clip_bound(const gx_kargs *k, int i, int attr, gx_dtype dt,
     case GX_U16:
     case GX_U32:
     case GX_U64:
+    case GX_STRING:
     case GX_DTYPE_COUNT: return NULL; /* refused by infer */
     }
     return buf;

@@ -35,7 +35,8 @@
     X(U64, uint64_t, uint64_t, S_ID)
 
 #define S_COUNT(D, T, C, LOAD) +1
-_Static_assert(0 S_DTYPES(S_COUNT) == GX_DTYPE_COUNT, "S_DTYPES lists every dtype");
+_Static_assert(0 S_DTYPES(S_COUNT) == GX_DTYPE_COUNT - 1,
+               "S_DTYPES lists every dtype but strings (Equal compares them apart)");
 
 #define S_FLOAT_DTYPES(X)                                                     \
     X(F32, float, float, S_ID)                                                \
@@ -128,7 +129,11 @@ S_DTYPES(S_CMP_ROWS)
 #define S_CMP_ENTRY(D, T, C, LOAD)                                            \
     [GX_##D] = {[S_EQ] = s_eq_##D, [S_LT] = s_lt_##D, [S_GT] = s_gt_##D,      \
                 [S_LE] = s_le_##D, [S_GE] = s_ge_##D},
-static const s_row s_cmp[GX_DTYPE_COUNT][S_NCMP] = {S_DTYPES(S_CMP_ENTRY)};
+typedef const gx_strrec *s_str;
+S_BINARY_ROW(s_eq_STRING, s_str, s_str, S_ID, uint8_t, gx_str_eq(a, b))
+/* strings: Equal only (its schema's GX_OPF_STRINGS; the others refuse them) */
+static const s_row s_cmp[GX_DTYPE_COUNT][S_NCMP] = {S_DTYPES(S_CMP_ENTRY)[GX_STRING] = {
+                                                        [S_EQ] = s_eq_STRING}};
 
 void gx_cpu_EQUAL(const gx_kargs *k) { s_bcast(k, s_cmp[k->in[0].dtype][S_EQ]); }
 void gx_cpu_LESS(const gx_kargs *k) { s_bcast(k, s_cmp[k->in[0].dtype][S_LT]); }

@@ -264,6 +264,7 @@ void gx_cpu_MAXPOOL(const gx_kargs *k)
     case GX_U16:
     case GX_U32:
     case GX_U64:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break; /* refused by infer */
     }
@@ -294,6 +295,7 @@ static void s_sumpool(const gx_kargs *k, const char *op, int ceil_attr, bool inc
     case GX_U16:
     case GX_U32:
     case GX_U64:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break; /* refused by infer */
     }
@@ -384,6 +386,7 @@ static void s_global(const gx_kargs *k, int kind, int lp)
     case GX_U16:
     case GX_U32:
     case GX_U64:
+    case GX_STRING:
     case GX_DTYPE_COUNT:
         break; /* refused by infer */
     }
