@@ -226,9 +226,13 @@
     X(AFFINE_GRID, "AffineGrid")
 
 
-/* Text features: n-gram counts of token ids. */
+/* Text: n-gram counts of token ids or strings, and the string ops
+ * (docs/strings.md). */
 #define GX_OPS_TEXT(X)                                                        \
-    X(TFIDF_VECTORIZER, "TfIdfVectorizer")
+    X(TFIDF_VECTORIZER, "TfIdfVectorizer")                                    \
+    X(STRING_NORMALIZER, "StringNormalizer")                                  \
+    X(STRING_CONCAT, "StringConcat")                                          \
+    X(STRING_SPLIT, "StringSplit")
 
 
 /* The optimizer steps of the ai.onnx.preview.training domain (opset 1):

@@ -302,6 +302,30 @@ enum {
 /* The output columns of a TfIdfVectorizer whose attributes infer
  * accepted: 1 + the largest of ngram_indexes. */
 int64_t gx_tfidf_columns(const gx_attrval *attr);
+enum {
+    GX_STRNORM_CASE_CHANGE_ACTION,
+    GX_STRNORM_IS_CASE_SENSITIVE,
+    GX_STRNORM_LOCALE,
+    GX_STRNORM_STOPWORDS,
+    GX_STRNORM_NATTRS
+};
+enum { GX_STRSPLIT_DELIMITER, GX_STRSPLIT_MAXSPLIT, GX_STRSPLIT_NATTRS };
+
+/* Unicode case mapping of the string ops (ops/schema_text.c): UTF-8 in,
+ * UTF-8 out, code point by code point (the C.UTF-8 locale's simple case
+ * mapping; ASCII only where that locale is missing); bytes that are not
+ * UTF-8 pass unchanged. gx_text_case writes the mapped bytes of s[0..n) to
+ * dst (NULL: only counts them) and returns their length; up: upper case,
+ * else lower. gx_text_eq_nocase compares two strings case-insensitively
+ * (lower-cased). */
+size_t gx_text_case(const char *s, size_t n, bool up, char *dst);
+bool gx_text_eq_nocase(const char *a, size_t na, const char *b, size_t nb);
+/* Whether StringNormalizer (its resolved attributes) drops string r. */
+bool gx_strnorm_drops(const gx_attrval *attr, const gx_strrec *r);
+/* StringSplit of r (attributes attr): calls fn(ctx, piece, len) for each
+ * substring, at most 1 + maxsplit of them; returns how many there are. */
+int64_t gx_strsplit(const gx_attrval *attr, const gx_strrec *r,
+                    void (*fn)(void *ctx, int64_t i, const char *p, size_t n), void *ctx);
 
 
 /* training (ai.onnx.preview.training) */

@@ -1278,7 +1278,7 @@ static int s_infer_constant(gx_infer *ic)
 const gx_op_schema gx_schema_CONSTANT = {
     .min_in = 0, .max_in = 0, .min_out = 1, .max_out = 1,
     .attrs = s_constant_attrs, .n_attrs = GX_CONSTANT_NATTRS,
-    .infer = s_infer_constant, .cost = s_cost_out,
+    .flags = GX_OPF_STRINGS, .infer = s_infer_constant, .cost = s_cost_out,
 };
 
 static const gx_attr_spec s_constant_of_shape_attrs[] = {

@@ -5,9 +5,18 @@
  * then the 2-grams..., ngram_counts[k] where the (k+1)-grams start;
  * ngram_indexes[i] is the output column of the pool's i-th n-gram. The
  * output is float32 [1 + max(ngram_indexes)] or [N, that]. A pool of
- * strings (pool_strings) is not supported: gexec has no string tensors.
+ * strings (pool_strings) is not supported yet.
+ *
+ * The string ops (docs/strings.md) make new strings in the job's string
+ * heap (gx_kargs.strs); the shapes of StringNormalizer's and StringSplit's
+ * outputs follow from the strings, so they are known at compile time for
+ * constants only and are otherwise found at run time (GX_INFER_DYNAMIC; no
+ * value_inputs: a plan is never keyed on strings).
  */
+#include <locale.h>
+#include <pthread.h>
 #include <string.h>
+#include <wctype.h>
 
 #include "ops/schema.h"
 
@@ -123,4 +132,313 @@ const gx_op_schema gx_schema_TFIDF_VECTORIZER = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1, .attrs = s_tfidf_attrs,
     .n_attrs = GX_TFIDF_NATTRS, .infer = s_infer_tfidf, .cost = s_cost_tfidf,
     .batch = s_batch_tfidf,
+};
+
+/* ---- case mapping ---- */
+
+/* The C.UTF-8 locale for towupper_l/towlower_l, made once; (locale_t)0
+ * where the system lacks it (then ASCII only). Never changed after. */
+static locale_t s_utf8_locale;
+static pthread_once_t s_utf8_once = PTHREAD_ONCE_INIT;
+
+static void s_utf8_init(void)
+{
+    s_utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* The code point at p (n bytes left): its length, or 0 when the bytes
+ * are not UTF-8 (one byte then passes as it is). */
+static size_t s_utf8_dec(const unsigned char *p, size_t n, uint32_t *cp)
+{
+    if (p[0] < 0x80) {
+        *cp = p[0];
+        return 1;
+    }
+    size_t len = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (!len || len > n)
+        return 0;
+    uint32_t c = p[0] & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (p[i] & 0x3f);
+    }
+    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    *cp = c;
+    return len;
+}
+
+static size_t s_utf8_enc(uint32_t c, unsigned char *out)
+{
+    if (c < 0x80) {
+        out[0] = (unsigned char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (unsigned char)(0xc0 | c >> 6);
+        out[1] = (unsigned char)(0x80 | (c & 0x3f));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (unsigned char)(0xe0 | c >> 12);
+        out[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
+        out[2] = (unsigned char)(0x80 | (c & 0x3f));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xf0 | c >> 18);
+    out[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3f));
+    out[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
+    out[3] = (unsigned char)(0x80 | (c & 0x3f));
+    return 4;
+}
+
+static uint32_t s_map(uint32_t c, bool up)
+{
+    if (c < 0x80)
+        return up ? (c >= 'a' && c <= 'z' ? c - 32 : c) : (c >= 'A' && c <= 'Z' ? c + 32 : c);
+    pthread_once(&s_utf8_once, s_utf8_init);
+    if (!s_utf8_locale)
+        return c;
+    wint_t m = up ? towupper_l((wint_t)c, s_utf8_locale) : towlower_l((wint_t)c, s_utf8_locale);
+    return m <= 0x10ffff && !(m >= 0xd800 && m <= 0xdfff) ? (uint32_t)m : c;
+}
+
+size_t gx_text_case(const char *s, size_t n, bool up, char *dst)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t at = 0, out = 0;
+    while (at < n) {
+        uint32_t c;
+        unsigned char buf[4];
+        size_t len = s_utf8_dec(p + at, n - at, &c);
+        if (!len) { /* not UTF-8: the byte as it is */
+            if (dst)
+                dst[out] = (char)p[at];
+            out++, at++;
+            continue;
+        }
+        size_t m = s_utf8_enc(s_map(c, up), buf);
+        if (dst)
+            memcpy(dst + out, buf, m);
+        out += m, at += len;
+    }
+    return out;
+}
+
+bool gx_text_eq_nocase(const char *a, size_t na, const char *b, size_t nb)
+{
+    const unsigned char *p = (const unsigned char *)a, *q = (const unsigned char *)b;
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        uint32_t ca, cb;
+        size_t la = s_utf8_dec(p + i, na - i, &ca), lb = s_utf8_dec(q + j, nb - j, &cb);
+        if (!la)
+            ca = 0x110000u + p[i], la = 1; /* raw bytes match only themselves */
+        if (!lb)
+            cb = 0x110000u + q[j], lb = 1;
+        if (ca != cb && (ca > 0x10ffff || cb > 0x10ffff || s_map(ca, false) != s_map(cb, false)))
+            return false;
+        i += la, j += lb;
+    }
+    return i == na && j == nb;
+}
+
+/* ---- StringNormalizer (opset 10) ---- */
+
+static const gx_attr_spec s_strnorm_attrs[] = {
+    [GX_STRNORM_CASE_CHANGE_ACTION] = {.name = "case_change_action", .type = GX_ATTR_STRING,
+                                       .def_s = "NONE"},
+    [GX_STRNORM_IS_CASE_SENSITIVE] = {.name = "is_case_sensitive", .type = GX_ATTR_INT},
+    [GX_STRNORM_LOCALE] = {.name = "locale", .type = GX_ATTR_STRING, .def_s = ""},
+    [GX_STRNORM_STOPWORDS] = {.name = "stopwords", .type = GX_ATTR_TENSOR},
+};
+_Static_assert(sizeof s_strnorm_attrs / sizeof s_strnorm_attrs[0] == GX_STRNORM_NATTRS,
+               "StringNormalizer attrs");
+
+bool gx_strnorm_drops(const gx_attrval *attr, const gx_strrec *r)
+{
+    const gx_tensor *sw = attr[GX_STRNORM_STOPWORDS].t;
+    const bool cs = attr[GX_STRNORM_IS_CASE_SENSITIVE].i != 0;
+    for (int64_t i = 0; sw && i < gx_tensor_numel(sw); i++) {
+        size_t n;
+        const char *w = gx_tensor_string(sw, i, &n);
+        if (cs ? n == gx_str_len(r) && memcmp(w, gx_str_bytes(r), n) == 0
+               : gx_text_eq_nocase(w, n, gx_str_bytes(r), gx_str_len(r)))
+            return true;
+    }
+    return false;
+}
+
+/* The input: [C] or [1, C] strings; the output: the strings not dropped
+ * (one "" when every one is), in the same rank. */
+static int s_infer_strnorm(gx_infer *ic)
+{
+    const gx_view *x = &ic->in[0];
+    const char *act = ic->attr[GX_STRNORM_CASE_CHANGE_ACTION].s;
+    const gx_tensor *sw = ic->attr[GX_STRNORM_STOPWORDS].t;
+    if (x->dtype != GX_STRING || x->kind != GX_KIND_TENSOR)
+        return gx_infer_errf(ic, GX_EDTYPE, "StringNormalizer: input is %s; strings needed",
+                             gx_dtype_name(x->dtype));
+    if (!(x->ndim == 1 || (x->ndim == 2 && x->shape[0] == 1))) {
+        char sh[GX_SHAPE_STRLEN];
+        return gx_infer_errf(ic, GX_ESHAPE, "StringNormalizer: input has shape %s; [C] or [1, C]",
+                             gx_shape_str(x->ndim, x->shape, sh, sizeof sh));
+    }
+    if (strcmp(act, "NONE") != 0 && strcmp(act, "LOWER") != 0 && strcmp(act, "UPPER") != 0)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "StringNormalizer: case_change_action \"%s\" is not NONE, LOWER or UPPER",
+                             act);
+    if (sw && (gx_tensor_dtype(sw) != GX_STRING || gx_tensor_ndim(sw) != 1))
+        return gx_infer_errf(ic, GX_EATTR, "StringNormalizer: stopwords must be a list of strings");
+    int64_t shape[2] = {1, 0};
+    gx_view_set(&ic->out[0], GX_STRING, x->ndim, x->ndim == 1 ? shape + 1 : shape);
+    if (!x->data)
+        return GX_INFER_DYNAMIC;
+    int64_t kept = 0;
+    const gx_strrec *const *h = x->data;
+    for (int64_t i = 0; i < x->numel; i++)
+        kept += !gx_strnorm_drops(ic->attr, h[i]);
+    shape[1] = kept ? kept : 1;
+    gx_view_set(&ic->out[0], GX_STRING, x->ndim, x->ndim == 1 ? shape + 1 : shape);
+    return GX_OK;
+}
+
+static gx_cost s_cost_strings(const gx_infer *ic)
+{
+    double n = 0;
+    for (int i = 0; i < ic->n_in; i++)
+        n += (double)gx_view_numel(&ic->in[i]);
+    for (int i = 0; i < ic->n_out; i++)
+        n += (double)gx_view_numel(&ic->out[i]);
+    return (gx_cost){.flops = 16 * n, .bytes = 32 * n};
+}
+
+const gx_op_schema gx_schema_STRING_NORMALIZER = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1, .attrs = s_strnorm_attrs,
+    .n_attrs = GX_STRNORM_NATTRS, .flags = GX_OPF_STRINGS, .infer = s_infer_strnorm,
+    .cost = s_cost_strings,
+};
+
+/* ---- StringConcat (opset 20): x + y elementwise, broadcast ---- */
+
+static int s_infer_strconcat(gx_infer *ic)
+{
+    const gx_view *a = &ic->in[0], *b = &ic->in[1];
+    int nd;
+    int64_t shape[GX_MAX_DIMS];
+    if (a->dtype != GX_STRING || b->dtype != GX_STRING)
+        return gx_infer_errf(ic, GX_EDTYPE, "StringConcat: inputs are %s and %s; strings needed",
+                             gx_dtype_name(a->dtype), gx_dtype_name(b->dtype));
+    if (!gx_broadcast_shape(a->ndim, a->shape, b->ndim, b->shape, &nd, shape)) {
+        char sa[GX_SHAPE_STRLEN], sb[GX_SHAPE_STRLEN];
+        return gx_infer_errf(ic, GX_ESHAPE, "StringConcat: shapes %s and %s are not broadcastable",
+                             gx_shape_str(a->ndim, a->shape, sa, sizeof sa),
+                             gx_shape_str(b->ndim, b->shape, sb, sizeof sb));
+    }
+    gx_view_set(&ic->out[0], GX_STRING, nd, shape);
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_STRING_CONCAT = {
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1, .flags = GX_OPF_STRINGS,
+    .infer = s_infer_strconcat, .cost = s_cost_strings,
+};
+
+/* ---- StringSplit (opset 20): Python's str.split ---- */
+
+static const gx_attr_spec s_strsplit_attrs[] = {
+    [GX_STRSPLIT_DELIMITER] = {.name = "delimiter", .type = GX_ATTR_STRING, .def_s = ""},
+    [GX_STRSPLIT_MAXSPLIT] = {.name = "maxsplit", .type = GX_ATTR_INT, .def_i = -1},
+};
+_Static_assert(sizeof s_strsplit_attrs / sizeof s_strsplit_attrs[0] == GX_STRSPLIT_NATTRS,
+               "StringSplit attrs");
+
+static bool s_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+int64_t gx_strsplit(const gx_attrval *attr, const gx_strrec *r,
+                    void (*fn)(void *ctx, int64_t i, const char *p, size_t n), void *ctx)
+{
+    const char *d = attr[GX_STRSPLIT_DELIMITER].s;
+    const size_t dn = strlen(d);
+    const int64_t max = attr[GX_STRSPLIT_MAXSPLIT].set && attr[GX_STRSPLIT_MAXSPLIT].i >= 0
+                            ? attr[GX_STRSPLIT_MAXSPLIT].i
+                            : INT64_MAX;
+    const char *s = gx_str_bytes(r);
+    size_t n = gx_str_len(r), at = 0;
+    int64_t k = 0;
+    if (dn == 0) { /* runs of whitespace; none at the ends */
+        while (true) {
+            while (at < n && s_space(s[at]))
+                at++;
+            if (at == n)
+                return k;
+            size_t end = at;
+            if (k == max) { /* the rest, trailing spaces included, as Python does */
+                if (fn)
+                    fn(ctx, k, s + at, n - at);
+                return k + 1;
+            }
+            while (end < n && !s_space(s[end]))
+                end++;
+            if (fn)
+                fn(ctx, k, s + at, end - at);
+            k++;
+            at = end;
+        }
+    }
+    while (true) {
+        const char *hit = NULL;
+        if (k < max)
+            for (size_t i = at; i + dn <= n && !hit; i++)
+                if (memcmp(s + i, d, dn) == 0)
+                    hit = s + i;
+        size_t end = hit ? (size_t)(hit - s) : n;
+        if (fn)
+            fn(ctx, k, s + at, end - at);
+        k++;
+        if (!hit)
+            return k;
+        at = end + dn;
+    }
+}
+
+/* Outputs: Y, x's shape + [the most substrings of any element] ("" past
+ * an element's own), and Z, int64 x's shape: each element's count. */
+static int s_infer_strsplit(gx_infer *ic)
+{
+    const gx_view *x = &ic->in[0];
+    if (x->dtype != GX_STRING || x->kind != GX_KIND_TENSOR)
+        return gx_infer_errf(ic, GX_EDTYPE, "StringSplit: input is %s; strings needed",
+                             gx_dtype_name(x->dtype));
+    if (x->ndim >= GX_MAX_DIMS)
+        return gx_infer_errf(ic, GX_ELIMIT, "StringSplit: input has rank %d; at most %d",
+                             x->ndim, GX_MAX_DIMS - 1);
+    int64_t shape[GX_MAX_DIMS];
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof shape[0]);
+    shape[x->ndim] = 0;
+    gx_view_set(&ic->out[0], GX_STRING, x->ndim + 1, shape);
+    if (ic->n_out > 1)
+        gx_view_set(&ic->out[1], GX_I64, x->ndim, x->shape);
+    if (!x->data)
+        return GX_INFER_DYNAMIC;
+    const gx_strrec *const *h = x->data;
+    int64_t most = 0;
+    for (int64_t i = 0; i < x->numel; i++) {
+        int64_t k = gx_strsplit(ic->attr, h[i], NULL, NULL);
+        most = k > most ? k : most;
+    }
+    shape[x->ndim] = most;
+    gx_view_set(&ic->out[0], GX_STRING, x->ndim + 1, shape);
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_STRING_SPLIT = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 2, .attrs = s_strsplit_attrs,
+    .n_attrs = GX_STRSPLIT_NATTRS, .flags = GX_OPF_STRINGS, .infer = s_infer_strsplit,
+    .cost = s_cost_strings,
 };

@@ -369,6 +369,25 @@ static bool s_compare_value(const char *name, const gx_tensor *got, const gx_ten
     return true;
 }
 
+/* Whether string tensors a and b (same shape) hold the same strings; else
+ * why says where they first differ. */
+static bool s_same_strings(const char *name, const gx_tensor *a, const gx_tensor *b,
+                           const char *other, char *why, size_t len)
+{
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < a->numel; i++) {
+        size_t na, nb;
+        const char *sa = gx_tensor_string(a, i, &na), *sb = gx_tensor_string(b, i, &nb);
+        if ((na != nb || memcmp(sa, sb, na) != 0) && bad++ == 0)
+            first = i;
+    }
+    if (bad)
+        snprintf(why, len, "output '%s': %lld of %lld strings differ; first at %lld: got \"%.60s\", %s \"%.60s\"",
+                 name, (long long)bad, (long long)a->numel, (long long)first,
+                 gx_tensor_string(a, first, NULL), other, gx_tensor_string(b, first, NULL));
+    return bad == 0;
+}
+
 static bool s_compare(const char *name, const gx_tensor *got, const gx_tensor *want, char *why,
                       size_t len)
 {
@@ -386,6 +405,8 @@ static bool s_compare(const char *name, const gx_tensor *got, const gx_tensor *w
         return false;
     }
     int64_t bad = 0, first = -1;
+    if (got->dtype == GX_STRING)
+        return s_same_strings(name, got, want, "expected", why, len);
     if (s_is_float(got->dtype)) {
         double rtol = got->dtype == GX_BF16 ? 0x1p-7 : RTOL;
         for (int64_t i = 0; i < got->numel; i++) {
@@ -585,6 +606,8 @@ static bool s_same_tensor(const char *name, const gx_tensor *a, const gx_tensor 
                  gx_shape_str(b->ndim, b->shape, s2, sizeof s2));
         return false;
     }
+    if (a->dtype == GX_STRING)
+        return s_same_strings(name, a, b, "seq", why, len);
     size_t es = gx_dtype_size(a->dtype);
     int64_t bad = 0, first = -1;
     for (int64_t k = 0; k < a->numel; k++)

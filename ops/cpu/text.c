@@ -90,3 +90,97 @@ void gx_cpu_TFIDF_VECTORIZER(const gx_kargs *k)
         }
     }
 }
+
+/* ---- the string ops (docs/strings.md): their strings go to the job's
+ * string heap; a full heap gives "" and fails the job after the step ---- */
+
+/* A heap copy of s[0..n) mapped by case action act ("NONE": as it is). */
+static const gx_strrec *s_cased(gx_strheap *h, const gx_strrec *r, const char *act)
+{
+    const char *s = gx_str_bytes(r);
+    const size_t n = gx_str_len(r);
+    if (strcmp(act, "NONE") == 0 || n == 0)
+        return r; /* the same string: a handle copy */
+    const bool up = strcmp(act, "UPPER") == 0;
+    const size_t m = gx_text_case(s, n, up, NULL);
+    const gx_strrec *out = gx_strheap_add(h, NULL, m);
+    if (out)
+        gx_text_case(s, n, up, (char *)out->bytes);
+    return out;
+}
+
+/* One thread: the output's length depends on every element before. */
+void gx_cpu_STRING_NORMALIZER(const gx_kargs *k)
+{
+    if (k->ith != 0)
+        return;
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const gx_strrec *const *xs = x->data;
+    const gx_strrec **ys = y->data;
+    const char *act = k->attr[GX_STRNORM_CASE_CHANGE_ACTION].s;
+    int64_t n = 0;
+    for (int64_t i = 0; i < x->numel; i++)
+        if (!gx_strnorm_drops(k->attr, xs[i]))
+            ys[n++] = s_cased(k->strs, xs[i], act);
+    if (n == 0 && y->numel == 1)
+        ys[0] = NULL; /* every string dropped: one "" */
+}
+
+void gx_cpu_STRING_CONCAT(const gx_kargs *k)
+{
+    const gx_view *y = &k->out[0];
+    int64_t lo, hi;
+    gx_cpu_share(k, y->numel, 1, &lo, &hi);
+    if (lo >= hi)
+        return;
+    int64_t strides[2][GX_MAX_DIMS];
+    for (int i = 0; i < 2; i++)
+        gx_bcast_strides(y->ndim, k->in[i].ndim, k->in[i].shape, strides[i]);
+    gx_nditer it;
+    gx_nditer_init(&it, y->ndim, y->shape, 2, (const int64_t *const[]){strides[0], strides[1]});
+    gx_nditer_seek(&it, lo, hi);
+    const gx_strrec *const *a = k->in[0].data, *const *b = k->in[1].data;
+    const gx_strrec **ys = y->data;
+    gx_nditer_run r;
+    while (gx_nditer_next(&it, &r)) {
+        for (int64_t j = 0; j < r.n; j++) {
+            const gx_strrec *sa = a[r.off[0] + j * it.step[0]], *sb = b[r.off[1] + j * it.step[1]];
+            const size_t na = gx_str_len(sa), nb = gx_str_len(sb);
+            const gx_strrec *out = !nb ? sa : !na ? sb : gx_strheap_add(k->strs, NULL, na + nb);
+            if (out && na && nb) {
+                memcpy((char *)out->bytes, sa->bytes, na);
+                memcpy((char *)out->bytes + na, sb->bytes, nb);
+            }
+            ys[r.y + j] = out;
+        }
+    }
+}
+
+typedef struct s_split_ctx {
+    gx_strheap *heap;
+    const gx_strrec **row;
+} s_split_ctx;
+
+static void s_split_put(void *ctx, int64_t i, const char *p, size_t n)
+{
+    s_split_ctx *c = ctx;
+    c->row[i] = gx_strheap_add(c->heap, p, n);
+}
+
+/* Elements are split apart: threads take whole elements. */
+void gx_cpu_STRING_SPLIT(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const int64_t w = y->shape[y->ndim - 1];
+    const gx_strrec *const *xs = x->data;
+    int64_t lo, hi;
+    gx_cpu_share(k, x->numel, 1, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++) {
+        s_split_ctx c = {k->strs, (const gx_strrec **)y->data + i * w};
+        int64_t n = gx_strsplit(k->attr, xs[i], s_split_put, &c);
+        for (int64_t j = n; j < w; j++)
+            c.row[j] = NULL;
+        if (k->n_out > 1)
+            ((int64_t *)k->out[1].data)[i] = n;
+    }
+}
