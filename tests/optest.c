@@ -19,10 +19,21 @@ void *ot_alloc(size_t nbytes)
     return s_mem[s_nmem++] = p;
 }
 
+/* The string heap the kernels of one test make strings in (ot_strs). */
+static gx_strheap *s_strs;
+
+gx_strheap *ot_strs(void)
+{
+    if (!s_strs)
+        ck_assert_ptr_nonnull(s_strs = gx_strheap_new((size_t)1 << 30));
+    return s_strs;
+}
+
 void ot_free_all(void)
 {
     while (s_nmem > 0)
         free(s_mem[--s_nmem]);
+    gx_strheap_destroy(&s_strs);
 }
 
 /* ---- building inputs ---- */
@@ -103,7 +114,7 @@ int ot_run_n(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth
     memset(out, 0, sizeof *out * (size_t)n_out);
     gx_infer ic = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = out, .err = err,
                    .errlen = ERRLEN};
-    if ((rc = s->infer(&ic)) < 0)
+    if ((rc = s->infer(&ic)) < 0 || (rc = gx_op_check_strings(op, &ic)) < 0)
         return rc;
     ck_assert_msg(rc == GX_OK, "%s: infer with every input's data returned %d", gx_op_name(op), rc);
     gx_cost c = s->cost(&ic);
@@ -116,7 +127,7 @@ int ot_run_n(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth
         memset(out[i].data, 0xFF, nbytes);
     }
     gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = out,
-                  .scratch = scratch, .nth = nth};
+                  .scratch = scratch, .nth = nth, .strs = ot_strs()};
     for (k.ith = 0; k.ith < nth; k.ith++)
         gx_cpu_kernel(op)(&k);
     return GX_OK;
@@ -236,7 +247,7 @@ void ot_check_shares(gx_op op, const gx_attrval *av, int n_in, const gx_view *in
             for (int i = 0; i < n_out; i++)
                 memset(o[f][i].data, f ? 0xFF : 0x00, nbytes[i]);
             gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = o[f],
-                          .scratch = scratch, .ith = ith, .nth = nth};
+                          .scratch = scratch, .ith = ith, .nth = nth, .strs = ot_strs()};
             gx_cpu_kernel(op)(&k);
         }
         for (int i = 0; i < n_out; i++) {

@@ -59,8 +59,11 @@ void ot_unravel(int64_t flat, int nd, const int64_t *shape, int64_t *idx);
  * repeat). */
 int64_t ot_bcast_off(int ndo, const int64_t *idx, int nd, const int64_t *shape);
 
+/* The string heap kernels run by ot_run_n make strings in; freed (with
+ * every string in it) by ot_free_all. */
+gx_strheap *ot_strs(void);
 /* Resolves attributes into av, infers (inputs carry their data, as at run
- * time), allocates the outputs (filled with 0xFF bytes so unwritten
+ * time) and checks the string rule (gx_op_check_strings), allocates the outputs (filled with 0xFF bytes so unwritten
  * elements show) and scratch, and runs the kernel as nth shares, ith =
  * 0..nth-1 in turn. Returns the first failing status; err (ERRLEN bytes)
  * says why. */

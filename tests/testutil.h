@@ -38,6 +38,7 @@ Suite *ops_training_suite(void);
 Suite *ops_new_suite(void);
 Suite *control_suite(void);
 Suite *sequence_suite(void);
+Suite *strings_suite(void);
 Suite *par_suite(void);
 Suite *modes_suite(void);
 Suite *batch_suite(void);
