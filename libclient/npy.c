@@ -12,8 +12,12 @@
  * by a small strict tokenizer (never evaluated), sizes are computed with
  * overflow checks, and the data must be exactly as long as the header says.
  * Accepted dtypes are the descr column of GX_DTYPE_LIST (tensor.h) with byte
- * order '<', '|' or '=' (native, little-endian here); big-endian data,
- * Fortran order, structured and object dtypes are refused.
+ * order '<', '|' or '=' (native, little-endian here), and numpy's
+ * fixed-width strings as string tensors (docs/strings.md): 'U<n>' (n UCS-4
+ * code points, to UTF-8) and 'S<n>' (n bytes), each element without its
+ * trailing NULs; big-endian data, Fortran order, structured and object
+ * dtypes are refused. A string tensor is saved as 'U<n>' when every element
+ * is UTF-8, else as 'S<n>' (n the longest element, at least 1).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -48,7 +52,12 @@ typedef struct s_npy_header {
     int64_t shape[GX_MAX_DIMS];
     size_t data_offset; /* bytes from the start of the file */
     size_t nbytes;      /* data size implied by dtype and shape */
+    char str_kind;      /* GX_STRING: 'U' or 'S' */
+    size_t str_width;   /* GX_STRING: characters per element */
 } s_npy_header;
+
+/* Longest fixed-width string element accepted, in characters. */
+#define S_MAX_STR_WIDTH ((size_t)1 << 24)
 
 /* ---- the header dict ---------------------------------------------------- */
 
@@ -160,8 +169,24 @@ static int s_shape(s_lexer *lx, s_npy_header *h, const char *src, char *err, siz
     }
 }
 
-static int s_descr(const char *d, gx_dtype *dt, const char *src, char *err, size_t errlen)
+static int s_descr(const char *d, s_npy_header *h, const char *src, char *err, size_t errlen)
 {
+    gx_dtype *dt = &h->dtype;
+    if ((d[1] == 'U' || d[1] == 'S') && d[2] >= '0' && d[2] <= '9') { /* fixed-width strings */
+        char *end;
+        errno = 0;
+        unsigned long long w = strtoull(d + 2, &end, 10);
+        if (*end || errno || w > S_MAX_STR_WIDTH)
+            return gx_errf(err, errlen, GX_EDTYPE, "%s: string dtype '%s' is malformed or wider "
+                           "than %zu", src, d, S_MAX_STR_WIDTH);
+        if (d[1] == 'U' && d[0] != '<' && d[0] != '=')
+            return gx_errf(err, errlen, GX_EDTYPE,
+                           "%s: dtype '%s' is not little-endian (save as '<U%llu')", src, d, w);
+        *dt = GX_STRING;
+        h->str_kind = d[1];
+        h->str_width = (size_t)w;
+        return GX_OK;
+    }
     /* Byte order: '<' little, '|' not applicable, '=' native (little-endian
      * on every host gexec runs on), '>' and '!' big; for one-byte types the
      * order does not matter. */
@@ -207,7 +232,7 @@ static int s_parse_dict(const char *p, size_t len, s_npy_header *h, const char *
                                "%s: npy header: 'descr' is not a simple dtype string "
                                "(structured dtypes are not supported)",
                                src);
-            if ((rc = s_descr(val, &h->dtype, src, err, errlen)) < 0)
+            if ((rc = s_descr(val, h, src, err, errlen)) < 0)
                 return rc;
             have_descr = true;
         } else if (strcmp(key, "fortran_order") == 0 && !have_order) {
@@ -288,7 +313,14 @@ static int s_parse_header(const char *hdr, uint32_t hlen, size_t hstart, size_t 
     if (rc < 0)
         return rc;
     char sbuf[256];
-    if (!gx_shape_nbytes(h->dtype, h->ndim, h->shape, &h->nbytes))
+    if (h->dtype == GX_STRING) { /* the file's bytes: width characters an element */
+        const size_t item = h->str_width * (h->str_kind == 'U' ? 4 : 1);
+        int64_t n = gx_shape_numel(h->ndim, h->shape, INT64_MAX / 8);
+        if (n < 0 || (item && (uint64_t)n > SIZE_MAX / 2 / item))
+            return gx_errf(err, errlen, GX_EFORMAT, "%s: shape %s of strings overflows", src,
+                           gx_shape_str(h->ndim, h->shape, sbuf, sizeof sbuf));
+        h->nbytes = (size_t)n * item;
+    } else if (!gx_shape_nbytes(h->dtype, h->ndim, h->shape, &h->nbytes))
         return gx_errf(err, errlen, GX_EFORMAT, "%s: shape %s of %s overflows", src,
                        gx_shape_str(h->ndim, h->shape, sbuf, sizeof sbuf),
                        gx_dtype_name(h->dtype));
@@ -327,6 +359,95 @@ static int s_tensor_for(const s_npy_header *h, gx_tensor **out, const char *src,
     return GX_OK;
 }
 
+/* A string tensor from fixed-width elements (h->str_kind, h->str_width)
+ * at data: each without its trailing NULs, 'U' code points to UTF-8. */
+static int s_strings(const s_npy_header *h, const unsigned char *data, gx_tensor **out,
+                     const char *src, char *err, size_t errlen)
+{
+    gx_tensor *t = gx_tensor_new(GX_STRING, h->ndim, h->shape);
+    const bool u = h->str_kind == 'U';
+    const size_t w = h->str_width, item = w * (u ? 4 : 1);
+    char *buf = malloc(w * 4 + 1);
+    int rc = GX_OK;
+    if (!t || !buf)
+        rc = gx_errf(err, errlen, GX_ENOMEM, "%s: out of memory", src);
+    const gx_strrec **hd = t ? t->data : NULL;
+    for (int64_t i = 0; rc == GX_OK && i < t->numel; i++) {
+        const unsigned char *e = data + (size_t)i * item;
+        size_t n = 0, len = w;
+        if (!u) {
+            while (len > 0 && e[len - 1] == 0)
+                len--;
+            memcpy(buf, e, len);
+            n = len;
+        } else {
+            while (len > 0 && !(e[4 * (len - 1)] | e[4 * (len - 1) + 1] | e[4 * (len - 1) + 2] |
+                                e[4 * (len - 1) + 3]))
+                len--;
+            for (size_t k = 0; k < len && rc == GX_OK; k++) {
+                const unsigned char *q = e + 4 * k;
+                uint32_t c = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+                             (uint32_t)q[3] << 24;
+                if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+                    rc = gx_errf(err, errlen, GX_EFORMAT,
+                                 "%s: element %lld holds U+%X, not a Unicode scalar value", src,
+                                 (long long)i, c);
+                } else if (c < 0x80) {
+                    buf[n++] = (char)c;
+                } else if (c < 0x800) {
+                    buf[n++] = (char)(0xc0 | c >> 6);
+                    buf[n++] = (char)(0x80 | (c & 0x3f));
+                } else if (c < 0x10000) {
+                    buf[n++] = (char)(0xe0 | c >> 12);
+                    buf[n++] = (char)(0x80 | ((c >> 6) & 0x3f));
+                    buf[n++] = (char)(0x80 | (c & 0x3f));
+                } else {
+                    buf[n++] = (char)(0xf0 | c >> 18);
+                    buf[n++] = (char)(0x80 | ((c >> 12) & 0x3f));
+                    buf[n++] = (char)(0x80 | ((c >> 6) & 0x3f));
+                    buf[n++] = (char)(0x80 | (c & 0x3f));
+                }
+            }
+        }
+        bool ok;
+        if (rc == GX_OK && (hd[i] = gx_tensor_str_add(t, buf, n, &ok), !ok))
+            rc = gx_errf(err, errlen, GX_ENOMEM, "%s: out of memory", src);
+    }
+    free(buf);
+    if (rc < 0) {
+        gx_tensor_destroy(&t);
+        return rc;
+    }
+    *out = t;
+    return GX_OK;
+}
+
+/* The code points of UTF-8 s[0..n) into cp (NULL: count only); -1 when s
+ * is not UTF-8. */
+static int64_t s_utf8_points(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    int64_t k = 0;
+    for (size_t i = 0; i < n; k++) {
+        size_t len = s[i] < 0x80 ? 1 : (s[i] & 0xe0) == 0xc0 ? 2 : (s[i] & 0xf0) == 0xe0 ? 3
+                   : (s[i] & 0xf8) == 0xf0 ? 4 : 0;
+        if (!len || len > n - i)
+            return -1;
+        uint32_t c = s[i] & (len == 1 ? 0x7f : 0x7f >> len);
+        for (size_t j = 1; j < len; j++) {
+            if ((s[i + j] & 0xc0) != 0x80)
+                return -1;
+            c = c << 6 | (s[i + j] & 0x3f);
+        }
+        static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if ((len > 1 && c < min[len]) || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+            return -1;
+        if (cp)
+            cp[k] = c;
+        i += len;
+    }
+    return k;
+}
+
 /* numpy stores bool as any byte; kernels expect 0 or 1. */
 static void s_normalize_bool(gx_tensor *t)
 {
@@ -357,6 +478,8 @@ static int s_parse(const void *buf, size_t len, gx_tensor **out, const char *src
                              errlen)) < 0)
         return rc;
     gx_tensor *t;
+    if (h.dtype == GX_STRING)
+        return s_strings(&h, b + h.data_offset, out, src, err, errlen);
     if ((rc = s_tensor_for(&h, &t, src, err, errlen)) < 0)
         return rc;
     if (h.nbytes)
@@ -474,6 +597,17 @@ GX_EXPORT int gx_npy_load(const char *path, gx_tensor **out, char *err, size_t e
     }
     if ((rc = s_parse_header(hdr, hlen, hstart, total, &h, path, err, errlen)) < 0)
         goto free_hdr;
+    if (h.dtype == GX_STRING) { /* converted element by element: the whole file */
+        unsigned char *buf = malloc(total ? total : 1);
+        if (!buf)
+            rc = gx_errf(err, errlen, GX_ENOMEM, "%s: out of memory", path);
+        else if (fseek(f, 0, SEEK_SET) != 0 || !s_read_exact(f, buf, total))
+            rc = gx_errf(err, errlen, GX_EIO, "%s: read error", path);
+        else
+            rc = s_parse(buf, total, out, path, err, errlen);
+        free(buf);
+        goto free_hdr;
+    }
     if ((rc = s_tensor_for(&h, &t, path, err, errlen)) < 0)
         goto free_hdr;
     if (!s_read_exact(f, t->data, h.nbytes)) {
@@ -529,10 +663,84 @@ static size_t s_format_header(const gx_tensor *t, const char *descr, char *buf, 
     return total;
 }
 
+/* Writes the header and data bytes to path; removes it on failure. */
+static int s_write(const char *path, const char *hdr, size_t hn, const void *data, size_t n,
+                   char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return gx_errf(err, errlen, GX_EIO, "%s: %s", path, strerror(errno));
+    bool ok = fwrite(hdr, 1, hn, f) == hn && (n == 0 || fwrite(data, 1, n, f) == n);
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        remove(path);
+        return gx_errf(err, errlen, GX_EIO, "%s: write failed: %s", path, strerror(saved));
+    }
+    return GX_OK;
+}
+
+/* A string tensor as '<U<n>' (all UTF-8) or '|S<n>'. */
+static int s_save_strings(const char *path, const gx_tensor *t, char *err, size_t errlen)
+{
+    bool utf8 = true;
+    size_t w = 1;
+    for (int64_t i = 0; i < t->numel; i++) {
+        size_t n;
+        const unsigned char *s = (const unsigned char *)gx_tensor_string(t, i, &n);
+        int64_t k = utf8 ? s_utf8_points(s, n, NULL) : -1;
+        utf8 = utf8 && k >= 0;
+        w = n > w ? n : w; /* bytes bound code points */
+    }
+    const size_t item = utf8 ? 4 * w : w;
+    if ((uint64_t)t->numel > SIZE_MAX / 2 / item)
+        return gx_errf(err, errlen, GX_ELIMIT, "%s: too large to save", path);
+    unsigned char *data = calloc((size_t)t->numel * item + 1, 1);
+    uint32_t *cp = malloc((w + 1) * sizeof *cp);
+    if (!data || !cp) {
+        free(data);
+        free(cp);
+        return gx_errf(err, errlen, GX_ENOMEM, "%s: out of memory", path);
+    }
+    size_t wmax = 1;
+    for (int64_t i = 0; i < t->numel; i++) {
+        size_t n;
+        const unsigned char *s = (const unsigned char *)gx_tensor_string(t, i, &n);
+        unsigned char *e = data + (size_t)i * item;
+        if (!utf8) {
+            memcpy(e, s, n);
+            continue;
+        }
+        int64_t k = s_utf8_points(s, n, cp);
+        wmax = (size_t)k > wmax ? (size_t)k : wmax;
+        for (int64_t j = 0; j < k; j++)
+            for (int b = 0; b < 4; b++)
+                e[4 * j + b] = (unsigned char)(cp[j] >> (8 * b));
+    }
+    free(cp);
+    if (utf8 && wmax < w) { /* the elements as wide as the most code points */
+        for (int64_t i = 0; i < t->numel; i++)
+            memmove(data + (size_t)i * 4 * wmax, data + (size_t)i * item, 4 * wmax);
+        w = wmax;
+    }
+    char descr[32], hdr[512];
+    snprintf(descr, sizeof descr, "%s%zu", utf8 ? "<U" : "|S", w);
+    size_t hn = s_format_header(t, descr, hdr, sizeof hdr);
+    int rc = hn ? s_write(path, hdr, hn, data, (size_t)t->numel * (utf8 ? 4 * w : w), err, errlen)
+                : gx_errf(err, errlen, GX_EINTERNAL, "%s: npy header does not fit", path);
+    free(data);
+    return rc;
+}
+
 GX_EXPORT int gx_npy_save(const char *path, const gx_tensor *t, char *err, size_t errlen)
 {
     if (!path || !t)
         return gx_errf(err, errlen, GX_EINVAL, "gx_npy_save: no %s", path ? "tensor" : "path");
+    if (t->kind == GX_KIND_TENSOR && t->dtype == GX_STRING)
+        return s_save_strings(path, t, err, errlen);
     if ((unsigned)t->dtype >= GX_DTYPE_COUNT || !s_descrs[t->dtype])
         return gx_errf(err, errlen, GX_EDTYPE, "%s: numpy has no dtype %s", path,
                        gx_dtype_name(t->dtype) ? gx_dtype_name(t->dtype) : "(invalid)");

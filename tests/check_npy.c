@@ -391,8 +391,10 @@ START_TEST(test_hostile_header)
                        GX_EDTYPE, "big-endian");
     s_expect_dict_fail(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8,
                        GX_EDTYPE, "'<c8'");
-    s_expect_dict_fail(1, "{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }", 8,
-                       GX_EDTYPE, "unsupported dtype");
+    s_expect_dict_fail(1, "{'descr': '>U2', 'fortran_order': False, 'shape': (1,), }", 8,
+                       GX_EDTYPE, "not little-endian");
+    s_expect_dict_fail(1, "{'descr': '<U2x', 'fortran_order': False, 'shape': (1,), }", 8,
+                       GX_EDTYPE, "malformed");
     s_expect_dict_fail(1, "{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", 8,
                        GX_EDTYPE, "unsupported dtype");
     s_expect_dict_fail(1, "{'descr': '', 'fortran_order': False, 'shape': (1,), }", 8, GX_EDTYPE,

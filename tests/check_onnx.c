@@ -454,14 +454,35 @@ START_TEST(test_onnx_constant_nodes)
     ck_assert_int_eq(((int64_t *)t->data)[1], 8);
     gx_graph_destroy(&out);
 
-    /* value_string(s) and sparse_value: unsupported; anything else malformed */
+    /* value_string and value_strings: string constants */
+    g = s_graph("strs");
+    ADD(g, node, n = s_node("Constant", "k", "", "c"));
+    Onnx__AttributeProto *sa = s_attr(n, "value_strings", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    sa->n_strings = 2;
+    sa->strings = s_new(2 * sizeof *sa->strings);
+    sa->strings[0] = (ProtobufCBinaryData){2, s_copy("hi", 2)};
+    sa->strings[1] = (ProtobufCBinaryData){0, NULL};
+    ADD(g, node, n = s_node("Constant", "k2", "", "d"));
+    sa = s_attr(n, "value_string", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    sa->has_s = 1;
+    sa->s = (ProtobufCBinaryData){3, s_copy("abc", 3)};
+    ADD(g, output, s_vi("c", NULL));
+    ADD(g, output, s_vi("d", NULL));
+    ck_assert_int_eq(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_OK);
+    ck_assert_int_eq(out->consts[0].t->dtype, GX_STRING);
+    ck_assert_int_eq(out->consts[0].t->shape[0], 2);
+    ck_assert_str_eq(gx_tensor_string(out->consts[0].t, 0, NULL), "hi");
+    ck_assert_str_eq(gx_tensor_string(out->consts[0].t, 1, NULL), "");
+    ck_assert_int_eq(out->consts[1].t->ndim, 0);
+    ck_assert_str_eq(gx_tensor_string(out->consts[1].t, 0, NULL), "abc");
+    gx_graph_destroy(&out);
+
+    /* sparse_value: unsupported; anything else malformed */
     static const struct {
         const char *attr;
         int type, status;
         const char *msg;
     } bad[] = {
-        {"value_string", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, GX_EUNSUPPORTED, "string"},
-        {"value_strings", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS, GX_EUNSUPPORTED, "string"},
         {"sparse_value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR, GX_EUNSUPPORTED, "sparse"},
         {"frob", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, GX_EFORMAT, "not an attribute of Constant"},
         {"value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, GX_EFORMAT, "expected TENSOR"},
@@ -584,7 +605,7 @@ START_TEST(test_onnx_tensor_errors)
         int status;
         const char *msg;
     } cases[] = {
-        {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, {1}, 1, GX_EDTYPE, "element type STRING"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, {1}, 1, GX_EFORMAT, "no raw_data"},
         {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, 1, {1}, 8, GX_EDTYPE, "COMPLEX64"},
         {17, 1, {1}, 1, GX_EDTYPE, "FLOAT8E4M3FN"},
         {99, 1, {1}, 1, GX_EDTYPE, "unknown (99)"},
@@ -770,7 +791,6 @@ START_TEST(test_onnx_unsupported)
         int type;
         const char *msg;
     } attrs[] = {
-        {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS, "type STRINGS"},
         {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS, "type TENSORS"},
         {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS, "type GRAPHS"},
         {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR, "type SPARSE_TENSOR"},
@@ -793,7 +813,7 @@ START_TEST(test_onnx_unsupported)
 
     /* several problems: every one named, the first one's status */
     Onnx__GraphProto *g = s_graph("g");
-    ADD(g, input, s_vi("s", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, (int64_t[]){1})));
+    ADD(g, input, s_vi("s", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, 1, (int64_t[]){1})));
     Onnx__TypeProto *seq = s_new(sizeof *seq);
     onnx__type_proto__init(seq);
     seq->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
@@ -801,7 +821,7 @@ START_TEST(test_onnx_unsupported)
     onnx__type_proto__sequence__init(seq->sequence_type);
     ADD(g, input, s_vi("q", seq));
     Onnx__NodeProto *n = s_node("A", "a", "", "y");
-    s_attr(n, "strs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    s_attr(n, "strs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS);
     ADD(g, node, n);
     ADD(g, node, n = s_node("B", "b", "", "z"));
     s_attr(n, "r", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)->ref_attr_name = s_str("outer");
@@ -810,7 +830,7 @@ START_TEST(test_onnx_unsupported)
     ADD(g, node, s_node("Relu", "fine", "y", "v"));
     ADD(g, output, s_vi("v", NULL));
     ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EDTYPE, err,
-               "5 unsupported features", "input 's': element type STRING",
+               "5 unsupported features", "input 's': element type COMPLEX64",
                "input 'q': sequence values are not supported", "(A 'a'): attribute 'strs'",
                "(B 'b'): attribute 'r': references attribute 'outer'",
                "graph.node[2] (C): operator domain 'ai.onnx.ml'");

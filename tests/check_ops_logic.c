@@ -244,7 +244,7 @@ START_TEST(test_compare_ref)
 {
     static const gx_op ops[] = {GX_OP_EQUAL, GX_OP_LESS, GX_OP_GREATER, GX_OP_LESS_OR_EQUAL,
                                 GX_OP_GREATER_OR_EQUAL};
-    for (int dt = 0; dt < GX_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < GX_STRING; dt++) {
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
             s_check_cmp_ref(ops[o], s_rand_few((gx_dtype)dt, SHAPE(3, 37, 41)),
                             s_rand_few((gx_dtype)dt, SHAPE(41)));
@@ -363,7 +363,7 @@ START_TEST(test_where)
     s_expect(GX_OP_WHERE, NULL, 3,
              (gx_view[]){BOOLV(SHAPE(2, 1), 1, 0), U8V(SHAPE(1, 3), 1, 2, 3), U8V(SCALAR, 9)},
              U8V(SHAPE(2, 3), 1, 2, 3, 9, 9, 9));
-    for (int dt = 0; dt < GX_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < GX_STRING; dt++) {
         s_check_where_ref(ot_rand(GX_BOOL, SHAPE(5, 1, 67)), ot_rand((gx_dtype)dt, SHAPE(3, 1)),
                           ot_rand((gx_dtype)dt, SHAPE(5, 3, 67)));
         s_check_where_ref(ot_rand(GX_BOOL, SHAPE(333)), ot_rand((gx_dtype)dt, SHAPE(333)),
@@ -509,8 +509,8 @@ START_TEST(test_cast_all_pairs)
     /* small integers are exact in every dtype: each of the 169 loops must
      * carry them over (bool: nonzero is 1) */
     const int64_t n = 300;
-    for (int s = 0; s < GX_DTYPE_COUNT; s++) {
-        for (int d = 0; d < GX_DTYPE_COUNT; d++) {
+    for (int s = 0; s < GX_STRING; s++) {
+        for (int d = 0; d < GX_STRING; d++) {
             gx_view x = ot_view((gx_dtype)s, ot_alloc((size_t)n * 8), SHAPE(3, 100));
             gx_view want = ot_view((gx_dtype)d, ot_alloc((size_t)n * 8), SHAPE(3, 100));
             for (int64_t i = 0; i < n; i++) {
@@ -610,7 +610,6 @@ END_TEST
 START_TEST(test_cast_errors)
 {
     gx_view x = F32V(SHAPE(1), 1);
-    ot_expect_error(GX_OP_CAST, CAST_TO(8), 1, &x, GX_EDTYPE, "Cast: to=8 (STRING) is not supported");
     ot_expect_error(GX_OP_CAST, CAST_TO(17), 1, &x, GX_EDTYPE,
                     "Cast: to=17 (FLOAT8E4M3FN) is not supported");
     ot_expect_error(GX_OP_CAST, CAST_TO(14), 1, &x, GX_EDTYPE,
@@ -934,7 +933,7 @@ START_TEST(test_eye_like)
              (gx_view[]){ot_rand(GX_U8, SHAPE(2, 2))}, BOOLV(SHAPE(2, 2), 0, 0, 0, 0));
     s_expect(GX_OP_EYE_LIKE, NODE(A_INT("dtype", 13), A_INT("k", INT64_MIN)), 1,
              (gx_view[]){ot_rand(GX_U8, SHAPE(2, 1))}, U64V(SHAPE(2, 1), 0, 0));
-    for (int dt = 0; dt < GX_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < GX_STRING; dt++) {
         gx_view y = s_run(GX_OP_EYE_LIKE, NULL, 1, (gx_view[]){ot_rand((gx_dtype)dt, SHAPE(37, 70))});
         gx_view c = s_run(GX_OP_CAST, CAST_TO(1), 1, &y);
         for (int64_t i = 0; i < c.numel; i++)
@@ -944,7 +943,7 @@ START_TEST(test_eye_like)
     ot_expect_error(GX_OP_EYE_LIKE, NULL, 1, (gx_view[]){RANDV(2, 2, 2)}, GX_ESHAPE,
                     "EyeLike: input has rank 3, expected 2");
     ot_expect_error(GX_OP_EYE_LIKE, NODE(A_INT("dtype", 8)), 1, (gx_view[]){RANDV(2, 2)}, GX_EDTYPE,
-                    "EyeLike: dtype=8 (STRING) is not supported");
+                    "EyeLike: output 0 is a string tensor; EyeLike takes none");
     ot_expect_error(GX_OP_EYE_LIKE, NODE(A_INT("dtype", 42)), 1, (gx_view[]){RANDV(2, 2)}, GX_EATTR,
                     "EyeLike: dtype=42 is not an ONNX data type");
 }
@@ -1003,7 +1002,7 @@ START_TEST(test_nonzero)
              s_empty(GX_I64, SHAPE(2, 0)));
     s_expect(GX_OP_NONZERO, NULL, 1, (gx_view[]){s_empty(GX_F32, SHAPE(3, 0))},
              s_empty(GX_I64, SHAPE(2, 0)));
-    for (int dt = 0; dt < GX_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < GX_STRING; dt++) {
         gx_view x = s_rand_few((gx_dtype)dt, SHAPE(3, 7, 61));
         for (int64_t i = 0; i < x.numel; i += 3) /* plenty of zeros */
             memset((char *)x.data + i * (int64_t)gx_dtype_size(x.dtype), 0, gx_dtype_size(x.dtype));
