@@ -92,6 +92,10 @@ def _declare(lib):
         "gx_tensor_shape": (ctypes.POINTER(c_int64), [P]),
         "gx_tensor_nbytes": (S, [P]),
         "gx_tensor_data": (P, [P]),
+        "gx_tensor_numel": (c_int64, [P]),
+        "gx_tensor_new_strings": (P, [c_int, ctypes.POINTER(c_int64), ctypes.POINTER(c_char_p),
+                                      ctypes.POINTER(S)]),
+        "gx_tensor_string": (P, [P, c_int64, ctypes.POINTER(S)]),
         # graph.h, io.h
         "gx_graph_destroy": (None, [ctypes.POINTER(P)]),
         "gx_graph_input_count": (S, [P]),
@@ -122,6 +126,7 @@ def _declare(lib):
         "gx_request_destroy": (None, [ctypes.POINTER(P)]),
         "gx_request_set_graph_id": (c_int, [P, ctypes.POINTER(GraphId)]),
         "gx_request_set_graph": (c_int, [P, P]),
+        "gx_request_add_input": (c_int, [P, c_char_p, P]),
         "gx_request_add_input_data": (c_int, [P, c_char_p, c_int, c_int,
                                               ctypes.POINTER(c_int64), P, S]),
         "gx_request_add_output": (c_int, [P, c_char_p]),

@@ -79,6 +79,7 @@ def _dtype_tables():
 
 
 _TO_NP, _FROM_NP = _dtype_tables()
+_STRING = next(c for c in range(256) if lib.gx_dtype_name(c) == b"string")
 _DT_NAMES = {}
 for _code in range(256):
     _name = lib.gx_dtype_name(_code)
@@ -125,9 +126,33 @@ class _TensorOwner:
             _destroy(_byref(self._t))
 
 
+def _strings_of(t, shape):
+    """A string tensor's elements as a numpy array (docs/strings.md): of
+    numpy's str dtype when every element is UTF-8, else an object array of
+    bytes. Takes over t (frees it)."""
+    try:
+        n = lib.gx_tensor_numel(t)
+        ln = ctypes.c_size_t()
+        raw = [ctypes.string_at(lib.gx_tensor_string(t, i, ctypes.byref(ln)), ln.value)
+               for i in range(n)]
+    finally:
+        lib.gx_tensor_destroy(ctypes.byref(_P(t)))
+    try:
+        return np.array([b.decode("utf-8") for b in raw], dtype=str).reshape(shape)
+    except UnicodeDecodeError:
+        out = np.empty(len(raw), dtype=object)
+        out[:] = raw
+        return out.reshape(shape)
+
+
 def _array_of(t, name):
-    """A numpy array that takes over the gx_tensor t (no copy)."""
+    """A numpy array that takes over the gx_tensor t (no copy; strings are
+    copied)."""
     code = lib.gx_tensor_dtype(t)
+    if code == _STRING:
+        ndim = lib.gx_tensor_ndim(t)
+        shp = lib.gx_tensor_shape(t)
+        return _strings_of(t, tuple(shp[i] for i in range(ndim)))
     npdt = _TO_NP.get(code)
     if npdt is None:
         lib.gx_tensor_destroy(ctypes.byref(_P(t)))
@@ -144,10 +169,38 @@ def _array_of(t, name):
     return raw.view(npdt).reshape(shape)
 
 
+def _string_input(name, a):
+    """A new gx_tensor of strings from a numpy array of str ('U'), bytes
+    ('S') or objects that are each str or bytes; str is sent as UTF-8.
+    The caller destroys it."""
+    if a.ndim > 8:
+        raise InvalidInputError(_EINVAL, f"input '{name}': {a.ndim} dimensions (gexec takes "
+                                "at most 8)")
+    items = []
+    for x in a.reshape(-1):
+        if isinstance(x, str):
+            x = x.encode("utf-8")
+        elif not isinstance(x, bytes):
+            raise InvalidInputError(_EDTYPE, f"input '{name}': an element of type "
+                                    f"{type(x).__name__}; a string tensor takes str or bytes")
+        items.append(x)
+    n = len(items)
+    strs = (ctypes.c_char_p * max(n, 1))(*items)
+    lens = (ctypes.c_size_t * max(n, 1))(*(len(x) for x in items))
+    shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+    t = lib.gx_tensor_new_strings(a.ndim, shape, strs, lens)
+    if not t:
+        raise Error(_ENOMEM, f"input '{name}': out of memory")
+    return _P(t)
+
+
 def _input_of(name, value):
     """(dtype code, C-contiguous native-order array) of an input; the array
-    is value itself when it already is one, else one copy of it."""
+    is value itself when it already is one, else one copy of it. Strings:
+    (_STRING, a gx_tensor the caller destroys)."""
     a = np.asarray(value)
+    if a.dtype.kind in "USO":
+        return _STRING, _string_input(name, a)
     if not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="))
     code = _FROM_NP.get(a.dtype)
@@ -538,6 +591,11 @@ class Client:
                 raise error(rc, "cannot set the request's graph")
             for name, value in (inputs or {}).items():
                 code, a = _input_of(name, value)
+                if code == _STRING:  # a gx_tensor, borrowed until it is sent
+                    keep.append((lib.gx_tensor_destroy, a))
+                    if lib.gx_request_add_input(rq, name.encode(), a) < 0:
+                        raise InvalidInputError(_EINVAL, f"bad input name {name!r}")
+                    continue
                 keep.append((None, a))  # borrowed by the request until it is sent
                 shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
                 if lib.gx_request_add_input_data(rq, name.encode(), code, a.ndim, shape,
