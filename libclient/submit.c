@@ -223,6 +223,21 @@ static void s_print_tensor(const char *name, const gx_tensor *t)
             printf(" %.6g", (double)p[i]);
         if (n > 8)
             printf(" ...");
+    } else if (gx_tensor_dtype(t) == GX_STRING) { /* quoted, bytes past ASCII escaped */
+        int64_t n = gx_tensor_numel(t);
+        printf(" =");
+        for (int64_t i = 0; i < n && i < 8; i++) {
+            size_t len;
+            const unsigned char *p = (const unsigned char *)gx_tensor_string(t, i, &len);
+            printf(" \"");
+            for (size_t k = 0; k < len && k < 64; k++)
+                printf(p[k] == '"' || p[k] == '\\' ? "\\%c" : p[k] >= 0x20 && p[k] < 0x7f ? "%c"
+                                                                                   : "\\x%02x",
+                       p[k]);
+            printf(len > 64 ? "...\"" : "\"");
+        }
+        if (n > 8)
+            printf(" ...");
     }
     printf("\n");
 }
