@@ -297,11 +297,14 @@ enum {
     GX_TFIDF_NGRAM_INDEXES,
     GX_TFIDF_POOL_INT64S,
     GX_TFIDF_WEIGHTS,
+    GX_TFIDF_POOL_STRINGS, /* ONNX's STRINGS: a 1-D string tensor attribute */
     GX_TFIDF_NATTRS
 };
 /* The output columns of a TfIdfVectorizer whose attributes infer
  * accepted: 1 + the largest of ngram_indexes. */
 int64_t gx_tfidf_columns(const gx_attrval *attr);
+/* The size of its pool (pool_int64s or pool_strings, whichever is set). */
+int64_t gx_tfidf_pool_size(const gx_attrval *attr);
 enum {
     GX_STRNORM_CASE_CHANGE_ACTION,
     GX_STRNORM_IS_CASE_SENSITIVE,

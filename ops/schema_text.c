@@ -4,8 +4,9 @@
  * the n-grams of a pool given as attributes: pool_int64s holds the 1-grams,
  * then the 2-grams..., ngram_counts[k] where the (k+1)-grams start;
  * ngram_indexes[i] is the output column of the pool's i-th n-gram. The
- * output is float32 [1 + max(ngram_indexes)] or [N, that]. A pool of
- * strings (pool_strings) is not supported yet.
+ * output is float32 [1 + max(ngram_indexes)] or [N, that]. With a pool of
+ * strings (pool_strings) the input is string tokens, compared byte for
+ * byte.
  *
  * The string ops (docs/strings.md) make new strings in the job's string
  * heap (gx_kargs.strs); the shapes of StringNormalizer's and StringSplit's
@@ -33,6 +34,7 @@ static const gx_attr_spec s_tfidf_attrs[] = {
                                 .required = true},
     [GX_TFIDF_POOL_INT64S] = {.name = "pool_int64s", .type = GX_ATTR_INTS},
     [GX_TFIDF_WEIGHTS] = {.name = "weights", .type = GX_ATTR_FLOATS},
+    [GX_TFIDF_POOL_STRINGS] = {.name = "pool_strings", .type = GX_ATTR_TENSOR},
 };
 _Static_assert(sizeof s_tfidf_attrs / sizeof s_tfidf_attrs[0] == GX_TFIDF_NATTRS,
                "TfIdfVectorizer attrs");
@@ -51,6 +53,12 @@ int64_t gx_tfidf_columns(const gx_attrval *attr)
     return m + 1;
 }
 
+int64_t gx_tfidf_pool_size(const gx_attrval *attr)
+{
+    const gx_tensor *ps = attr[GX_TFIDF_POOL_STRINGS].t;
+    return ps ? gx_tensor_numel(ps) : (int64_t)attr[GX_TFIDF_POOL_INT64S].n;
+}
+
 static int s_infer_tfidf(gx_infer *ic)
 {
     const gx_view *x = &ic->in[0];
@@ -60,11 +68,17 @@ static int s_infer_tfidf(gx_infer *ic)
     const gx_attrval *cnt = &at[GX_TFIDF_NGRAM_COUNTS], *ix = &at[GX_TFIDF_NGRAM_INDEXES];
     const gx_attrval *pool = &at[GX_TFIDF_POOL_INT64S], *w = &at[GX_TFIDF_WEIGHTS];
     const char *mode = at[GX_TFIDF_MODE].s;
-    if (x->dtype != GX_I64 && x->dtype != GX_I32)
-        return gx_infer_errf(ic, GX_EDTYPE,
-                             "TfIdfVectorizer: input is %s; int32 or int64 token ids needed "
-                             "(gexec has no string tensors)",
-                             gx_dtype_name(x->dtype));
+    const gx_tensor *ps = at[GX_TFIDF_POOL_STRINGS].t;
+    if (pool->set == (ps != NULL))
+        return gx_infer_errf(ic, GX_EATTR,
+                             "TfIdfVectorizer: exactly one of pool_int64s and pool_strings needed");
+    if (ps && (gx_tensor_dtype(ps) != GX_STRING || gx_tensor_ndim(ps) != 1))
+        return gx_infer_errf(ic, GX_EATTR, "TfIdfVectorizer: pool_strings must be a list of strings");
+    if (ps ? x->dtype != GX_STRING : x->dtype != GX_I64 && x->dtype != GX_I32)
+        return gx_infer_errf(ic, GX_EDTYPE, "TfIdfVectorizer: input is %s; %s needed",
+                             gx_dtype_name(x->dtype),
+                             ps ? "string tokens (the pool is pool_strings)"
+                                : "int32 or int64 token ids (the pool is pool_int64s)");
     if (x->ndim != 1 && x->ndim != 2)
         return gx_infer_errf(ic, GX_ESHAPE, "TfIdfVectorizer: input has rank %d; [C] or [N, C]",
                              x->ndim);
@@ -76,17 +90,16 @@ static int s_infer_tfidf(gx_infer *ic)
                              "TfIdfVectorizer: gram lengths %lld..%lld and max_skip_count %lld; "
                              "1 <= min <= max <= %d and a count >= 0 needed",
                              (long long)lo, (long long)hi, (long long)skip, S_MAX_GRAM);
-    if (!pool->set)
-        return gx_infer_errf(ic, GX_EATTR, "TfIdfVectorizer: pool_int64s is missing");
+    const size_t pool_n = (size_t)gx_tfidf_pool_size(at);
     /* the pool's n-grams, size by size */
     size_t n_grams = 0;
     for (size_t k = 0; k < cnt->n; k++) {
-        int64_t b = cnt->ints[k], e = k + 1 < cnt->n ? cnt->ints[k + 1] : (int64_t)pool->n;
-        if (b < 0 || e < b || e > (int64_t)pool->n || (e - b) % (int64_t)(k + 1) != 0)
+        int64_t b = cnt->ints[k], e = k + 1 < cnt->n ? cnt->ints[k + 1] : (int64_t)pool_n;
+        if (b < 0 || e < b || e > (int64_t)pool_n || (e - b) % (int64_t)(k + 1) != 0)
             return gx_infer_errf(ic, GX_EATTR,
                                  "TfIdfVectorizer: ngram_counts[%zu] = %lld does not start a "
                                  "whole number of %zu-grams within the pool of %zu",
-                                 k, (long long)b, k + 1, pool->n);
+                                 k, (long long)b, k + 1, pool_n);
         n_grams += (size_t)(e - b) / (k + 1);
     }
     if (ix->n != n_grams)
@@ -116,7 +129,7 @@ static gx_cost s_cost_tfidf(const gx_infer *ic)
 {
     const gx_attrval *at = ic->attr;
     double per = (double)(at[GX_TFIDF_MAX_SKIP_COUNT].i + 1) *
-                 (double)at[GX_TFIDF_MAX_GRAM_LENGTH].i * (double)at[GX_TFIDF_POOL_INT64S].n;
+                 (double)at[GX_TFIDF_MAX_GRAM_LENGTH].i * (double)gx_tfidf_pool_size(at);
     return (gx_cost){.flops = per * (double)gx_view_numel(&ic->in[0]),
                      .bytes = gx_infer_io_bytes(ic)};
 }
@@ -130,7 +143,8 @@ static bool s_batch_tfidf(const gx_batch_ctx *bc)
 
 const gx_op_schema gx_schema_TFIDF_VECTORIZER = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1, .attrs = s_tfidf_attrs,
-    .n_attrs = GX_TFIDF_NATTRS, .infer = s_infer_tfidf, .cost = s_cost_tfidf,
+    .n_attrs = GX_TFIDF_NATTRS, .flags = GX_OPF_STRINGS, .infer = s_infer_tfidf,
+    .cost = s_cost_tfidf,
     .batch = s_batch_tfidf,
 };
 

@@ -80,8 +80,8 @@ START_TEST(test_tfidf_errors)
                     "TfIdfVectorizer: mode \"BM25\" is not TF, IDF or TFIDF");
     ot_expect_error(GX_OP_TFIDF_VECTORIZER, S_TFIDF("TF", 0), 1, (gx_view[]){F32V(SHAPE(1), 1)},
                     GX_EDTYPE,
-                    "TfIdfVectorizer: input is float32; int32 or int64 token ids needed (gexec "
-                    "has no string tensors)");
+                    "TfIdfVectorizer: input is float32; int32 or int64 token ids (the pool is "
+                    "pool_int64s) needed");
     ot_expect_error(GX_OP_TFIDF_VECTORIZER, S_TFIDF("IDF", 0, A_FLOATS("weights", 1)), 1, &x,
                     GX_EATTR, "TfIdfVectorizer: 1 weights for 3 output columns");
     ot_expect_error(GX_OP_TFIDF_VECTORIZER,
@@ -107,6 +107,43 @@ START_TEST(test_tfidf_errors)
 }
 END_TEST
 
+/* The pool of S_TFIDF as strings: "one", "three", then ("one", "two"). */
+#define S_TFIDF_STR(mode, skip)                                               \
+    NODE(A_INT("min_gram_length", 1), A_INT("max_gram_length", 2),            \
+         A_INT("max_skip_count", skip), A_STR("mode", mode),                  \
+         A_INTS("ngram_counts", 0, 2), A_INTS("ngram_indexes", 0, 1, 2),      \
+         ((gx_attr){.name = (char *)"pool_strings", .type = GX_ATTR_TENSOR, .t = pool}))
+
+START_TEST(test_tfidf_strings)
+{
+    gx_tensor *pool = gx_tensor_new_strings(1, (int64_t[]){4},
+                                            (const char *[]){"one", "three", "one", "two"}, NULL);
+    gx_tensor *tok = gx_tensor_new_strings(
+        2, (int64_t[]){2, 5}, (const char *[]){"one", "two", "three", "one", "two", /* row 0 */
+                                               "one", "x", "two", "thre", "three"},
+        NULL);
+    gx_view x = ot_view(GX_STRING, gx_tensor_data(tok), 2, (int64_t[]){2, 5});
+    /* the same counts as the token ids of test_tfidf_hand */
+    s_expect(S_TFIDF_STR("TF", 0), x, F32V(SHAPE(2, 3), 2, 1, 2, 1, 1, 0));
+    s_expect(S_TFIDF_STR("TF", 1), x, F32V(SHAPE(2, 3), 2, 1, 2, 1, 1, 1));
+    gx_view out[1];
+    ot_check_threads(GX_OP_TFIDF_VECTORIZER, S_TFIDF_STR("TF", 2), 1, &x, 1, out);
+    /* string tokens need the string pool, and the other way round */
+    ot_expect_error(GX_OP_TFIDF_VECTORIZER, S_TFIDF("TF", 0), 1, &x, GX_EDTYPE, NULL);
+    ot_expect_error(GX_OP_TFIDF_VECTORIZER, S_TFIDF_STR("TF", 0), 1,
+                    (gx_view[]){I64V(SHAPE(2), 1, 2)}, GX_EDTYPE,
+                    "TfIdfVectorizer: input is int64; string tokens (the pool is pool_strings) "
+                    "needed");
+    ot_expect_error(GX_OP_TFIDF_VECTORIZER,
+                    S_TFIDF("TF", 0, ((gx_attr){.name = (char *)"pool_strings",
+                                                 .type = GX_ATTR_TENSOR, .t = pool})),
+                    1, &x, GX_EATTR,
+                    "TfIdfVectorizer: exactly one of pool_int64s and pool_strings needed");
+    gx_tensor_destroy(&tok);
+    gx_tensor_destroy(&pool);
+}
+END_TEST
+
 Suite *ops_text_suite(void)
 {
     Suite *s = suite_create("ops_text");
@@ -114,6 +151,7 @@ Suite *ops_text_suite(void)
     tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_add_test(tc, test_tfidf_hand);
     tcase_add_test(tc, test_tfidf_threads);
+    tcase_add_test(tc, test_tfidf_strings);
     tcase_add_test(tc, test_tfidf_errors);
     suite_add_tcase(s, tc);
     return s;

@@ -325,7 +325,12 @@ static void s_store_parsed(const gx_view *y, int64_t i, const gx_strrec *r)
     const double d = s_parse(r, &iv, &exact);
     void *p = y->data;
     switch (y->dtype) {
-    case GX_F32: ((float *)p)[i] = strtof(gx_str_bytes(r), NULL); return;
+    case GX_F32: { /* read as float32 at once: no double rounding */
+        char *end;
+        float f = strtof(gx_str_bytes(r), &end);
+        ((float *)p)[i] = end == gx_str_bytes(r) ? NAN : f;
+        return;
+    }
     case GX_F16: ((uint16_t *)p)[i] = s_D_to_F16(d); return;
     case GX_BF16: ((uint16_t *)p)[i] = s_D_to_BF16(d); return;
     case GX_F64: ((double *)p)[i] = d; return;

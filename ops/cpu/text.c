@@ -1,5 +1,5 @@
 /*
- * TfIdfVectorizer on the CPU, as ONNX's reference counts: for each skip
+ * TfIdfVectorizer on the CPU (token ids or strings), as ONNX's reference counts: for each skip
  * distance d in 1..max_skip_count+1 and each start position, the n-grams
  * x[s], x[s+d], ..., of lengths min_gram_length..max_gram_length found in
  * the pool add 1 to their column; 1-grams are counted at d = 1 only. A
@@ -16,7 +16,7 @@
 static bool s_grams(const gx_attrval *at, int64_t n, int64_t *b, int64_t *e, int64_t *first)
 {
     const gx_attrval *cnt = &at[GX_TFIDF_NGRAM_COUNTS];
-    const int64_t pool_n = (int64_t)at[GX_TFIDF_POOL_INT64S].n;
+    const int64_t pool_n = gx_tfidf_pool_size(at);
     if (n < 1 || (size_t)n > cnt->n)
         return false;
     *first = 0;
@@ -29,10 +29,16 @@ static bool s_grams(const gx_attrval *at, int64_t n, int64_t *b, int64_t *e, int
     return *e > *b;
 }
 
-/* Token i of row x (int32 or int64). */
-static int64_t s_tok(const gx_view *x, const void *row, int64_t i)
+/* Is pool entry p the same token as token i of row x (int32, int64 or
+ * strings)? */
+static bool s_same(const gx_attrval *at, int64_t p, const gx_view *x, const void *row, int64_t i)
 {
-    return x->dtype == GX_I32 ? ((const int32_t *)row)[i] : ((const int64_t *)row)[i];
+    const gx_tensor *ps = at[GX_TFIDF_POOL_STRINGS].t;
+    if (ps)
+        return gx_str_eq(((const gx_strrec *const *)gx_tensor_cdata(ps))[p],
+                         ((const gx_strrec *const *)row)[i]);
+    const int64_t v = at[GX_TFIDF_POOL_INT64S].ints[p];
+    return v == (x->dtype == GX_I32 ? ((const int32_t *)row)[i] : ((const int64_t *)row)[i]);
 }
 
 /* Adds 1 to the column of the pool n-gram x[s], x[s+d], ... of length n. */
@@ -42,11 +48,9 @@ static void s_count(const gx_attrval *at, const gx_view *x, const void *row, int
     int64_t b, e, first;
     if (!s_grams(at, n, &b, &e, &first))
         return;
-    const int64_t *pool = at[GX_TFIDF_POOL_INT64S].ints;
     for (int64_t g = 0; b + g * n < e; g++) {
-        const int64_t *p = pool + b + g * n;
         int64_t j = 0;
-        while (j < n && p[j] == s_tok(x, row, s + j * d))
+        while (j < n && s_same(at, b + g * n + j, x, row, s + j * d))
             j++;
         if (j == n) {
             y[at[GX_TFIDF_NGRAM_INDEXES].ints[first + g]] += 1;
