@@ -467,6 +467,8 @@ START_TEST(test_move)
     gx_view ga[2] = {x, I64V(SHAPE(3), 2, 0, -1)};
     EXPECT(GX_OP_GATHER, NODE(A_INT("axis", 1)), 2, ga, SHAPE(2, 3), "c", "a", "c", "f", "d",
            "f");
+    gx_view gn[2] = {x, I64V(SHAPE(2, 2), 1, 0, 0, 2)};
+    EXPECT(GX_OP_GATHER_ND, NULL, 2, gn, SHAPE(2), "d", "c");
     gx_view ge[2] = {x, I64V(SHAPE(2, 1), 1, 2)};
     EXPECT(GX_OP_GATHER_ELEMENTS, NODE(A_INT("axis", 1)), 2, ge, SHAPE(2, 1), "b", "f");
     gx_view sl[4] = {x, I64V(SHAPE(1), 1), I64V(SHAPE(1), 3), I64V(SHAPE(1), 1)};
@@ -654,6 +656,27 @@ START_TEST(test_graph)
     ck_assert_msg(strstr(err, "node 'cat' (StringConcat): the job's strings exceed the limit of "
                               "1024 bytes"),
                   "%s", err);
+    gx_graph_destroy(&g);
+
+    /* a string input that becomes a shape: never keyed, found at run time */
+    g = gx_graph_new("shape");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_STRING, 1, (int64_t[]){2}), GX_OK);
+    ck_assert_int_eq(gx_graph_add_input(g, "v", GX_F32, 1, (int64_t[]){6}), GX_OK);
+    gx_node *cn = gx_graph_add_node(g, "Cast", "c", 1, (const char *[]){"x"}, 1,
+                                    (const char *[]){"shp"});
+    gx_node_set_int(cn, "to", S_ONNX_INT64);
+    gx_graph_add_node(g, "Reshape", "r", 2, (const char *[]){"v", "shp"}, 1,
+                      (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    float v6[6] = {0};
+    for (int round = 0; round < 2; round++) {
+        gx_tensor *sx = s_kept(gx_tensor_new_strings(
+            1, (int64_t[]){2}, round ? STRS("3", "2") : STRS("2", "3"), NULL));
+        gx_view sin[2] = {ot_view(GX_STRING, sx->data, SHAPE(2)), ot_view(GX_F32, v6, SHAPE(6))};
+        ck_assert_msg(s_run(g, sin, 64 << 20, out, err, sizeof err) == GX_OK, "%s", err);
+        ck_assert_int_eq(out[0]->shape[0], round ? 3 : 2);
+        gx_tensor_destroy(&out[0]);
+    }
     gx_graph_destroy(&g);
 
     /* strings refused where a graph declares numbers, and to Add */

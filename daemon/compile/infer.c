@@ -91,6 +91,8 @@ static int s_bind_inputs(gxd_cstate *st)
                            gx_shape_str(v->view.ndim, v->view.shape, sh2, sizeof sh2));
         if ((rc = s_set_size(st, v)) < 0)
             return rc;
+        if (v->view.dtype == GX_STRING) /* handles are addresses (verify.c, s_mark_keyed) */
+            v->keyed = false;
         if (!v->keyed)
             continue;
         if (!data) { /* compiled ahead of any job (LOAD): the key is unknown */

@@ -103,9 +103,9 @@ int gxd_free_names(const gx_graph *g, gxd_strv *out)
 
 /* Keyed inputs: walking the steps backwards, a value is needed when a
  * schema reads it (value_inputs) or a step that produces a needed value
- * reads it (to fold that step). Needed graph inputs become keyed. Steps that
- * read only shapes, and control flow, stop the walk. */
-static void s_mark_keyed(gxd_plan *p, bool *needed)
+ * reads it (to fold that step). Needed graph inputs but strings become
+ * keyed. Steps that read only shapes, and control flow, stop the walk. */
+static void s_mark_keyed(gxd_plan *p, const gx_graph *g, bool *needed)
 {
     for (size_t i = p->n_steps; i-- > 0;) {
         const gxd_step *s = &p->steps[i];
@@ -119,8 +119,11 @@ static void s_mark_keyed(gxd_plan *p, bool *needed)
             if (s->in[k] >= 0 && (produces_needed || (k < 64 && (sc->value_inputs >> k) & 1)))
                 needed[s->in[k]] = true;
     }
+    /* never a string input: a handle is an address, not a value to key a
+     * plan on (docs/strings.md); what it feeds waits for run time */
     for (size_t i = 0; i < p->n_inputs; i++)
-        p->values[p->inputs[i]].keyed = needed[p->inputs[i]];
+        p->values[p->inputs[i]].keyed =
+            needed[p->inputs[i]] && !(i < g->n_inputs && g->inputs[i].dtype == GX_STRING);
 }
 
 /* Append "sep item" to a growing message. */
@@ -401,7 +404,7 @@ int gxd_pass_verify(gxd_cstate *st)
         rc = gx_errf(err, errlen, GX_ENOMEM, "out of memory");
         goto out;
     }
-    s_mark_keyed(p, needed);
+    s_mark_keyed(p, g, needed);
     free(needed);
     for (size_t i = 0; i < n_nodes; i++)
         if (gx_op_schema_get(p->steps[i].op)->flags & GX_OPF_CONTROL &&
