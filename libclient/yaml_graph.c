@@ -663,6 +663,10 @@ static int s_value(s_ctx *c, const s_node *n, const char *path, gx_dtype dt, voi
                    size_t i)
 {
     const char *s = NULL;
+    if (dt == GX_STRING) /* docs/strings.md: from ONNX models, .npy files or inputs */
+        return s_fail(c, n, GX_EUNSUPPORTED,
+                      "%s: string constants are not supported in YAML graphs (use an ONNX "
+                      "model, a .npy file or an input)", path);
     int rc = s_text(c, n, path, &s);
     if (rc < 0)
         return rc;
@@ -720,8 +724,8 @@ static int s_value(s_ctx *c, const s_node *n, const char *path, gx_dtype dt, voi
     case GX_U16: lo = 0, hi = UINT16_MAX; break;
     case GX_U32: lo = 0, hi = UINT32_MAX; break;
     case GX_U64: lo = 0, hi = INT64_MAX; break; /* parsed as int64 */
-    case GX_BOOL:
     case GX_STRING:
+    case GX_BOOL:
     case GX_DTYPE_COUNT:
         return s_fail(c, n, GX_EINTERNAL, "%s: unexpected dtype", path);
     }
