@@ -1991,6 +1991,10 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
     if (!other && !c->has_opset)
         return s_fail(c, GX_EUNSUPPORTED, path,
                       "op '%.60s' of ai.onnx, but the model imports no ai.onnx opset", op);
+    if (!other && strcmp(op, "RegexFullMatch") == 0) /* docs/strings.md */
+        return s_fail(c, GX_EUNSUPPORTED, path,
+                      "RegexFullMatch is not supported: gexec has no regular expression engine "
+                      "with RE2's semantics");
     if (!other && (c->opset < S_OPSET_MIN || c->opset > S_OPSET_MAX))
         return s_fail(c, GX_EUNSUPPORTED, path,
                       "ai.onnx opset %" PRId64 " is not supported (gexec reads opsets %d to %d)",

@@ -811,6 +811,14 @@ START_TEST(test_onnx_unsupported)
                    "graph.node[0] (Op 'n'): attribute 'a'", attrs[i].msg);
     }
 
+    /* RegexFullMatch: refused by name (no RE2-compatible engine) */
+    Onnx__GraphProto *rg = s_graph("g");
+    ADD(rg, node, s_node("RegexFullMatch", "re", "x", "y"));
+    ADD(rg, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, (int64_t[]){2})));
+    ADD(rg, output, s_vi("y", NULL));
+    ASSERT_ERR(s_parse(s_model(rg, "", 20), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "(RegexFullMatch 're')", "RE2");
+
     /* several problems: every one named, the first one's status */
     Onnx__GraphProto *g = s_graph("g");
     ADD(g, input, s_vi("s", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, 1, (int64_t[]){1})));
