@@ -599,6 +599,11 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
                 memcpy(in->view.shape, in->value->shape, sizeof in->view.shape);
                 in->view.numel = in->value->numel;
                 in->view.data = in->value->data;
+                /* the queue counts what they take decoded: handles and records */
+                const gx_strrec *const *h = in->value->data;
+                j->bytes += in->value->nbytes;
+                for (int64_t e = 0; e < in->value->numel; e++)
+                    j->bytes += h[e] ? gx_strrec_size(gx_str_len(h[e])) : 0;
             }
             continue;
         }
