@@ -145,6 +145,20 @@ static const s_key s_keys[] = {
      .doc = "bytes held by loaded graphs and their compiled plans (constants, prepared weights, "
             "one arena per plan); beyond it idle graphs are dropped, least recently used first, "
             "and what still does not fit is refused with GX_ELIMIT; 0: 3/4 of physical memory"},
+    {.name = "limits.client_graphs", .type = S_INT, .off = S_OFF(limits_client_graphs), .min = 0,
+     .max = 1000000, .def = "128",
+     .doc = "graphs one client (one connection) may hold loaded: LOADed or sent inline; "
+            "beyond it a new graph is refused with GX_ELIMIT; 0: no bound but graphs.max"},
+    {.name = "limits.client_memory_bytes", .type = S_SIZE, .off = S_OFF(limits_client_memory_bytes),
+     .min = 0, .max = S_PIB, .def = "0",
+     .doc = "bytes of graphs and plans one client (one connection) may hold, counted as "
+            "limits.max_memory_bytes counts them; beyond it a new graph is refused with "
+            "GX_ELIMIT; 0: half of limits.max_memory_bytes in effect"},
+    {.name = "limits.client_jobs", .type = S_INT, .off = S_OFF(limits_client_jobs), .min = 0,
+     .max = 1000000, .def = "512",
+     .doc = "jobs one client (one connection) may have waiting in the queue; beyond it a "
+            "request is refused with GX_ELIMIT (other clients' are still queued); 0: no "
+            "bound but queue.max_jobs"},
     {.name = "graphs.max", .type = S_INT, .off = S_OFF(graphs_max), .min = 1, .max = 1000000,
      .def = "256", .doc = "compiled graphs kept; the least recently used beyond are dropped"},
     {.name = "shutdown_grace_ms", .type = S_INT, .off = S_OFF(shutdown_grace_ms), .min = 0,
@@ -339,6 +353,13 @@ int64_t gxd_config_memory_budget(const gxd_config *c)
         return c->limits_max_memory_bytes;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (int64_t)pages * page / 4 * 3 : 0;
+}
+
+int64_t gxd_config_client_memory(const gxd_config *c)
+{
+    if (c->limits_client_memory_bytes > 0)
+        return c->limits_client_memory_bytes;
+    return gxd_config_memory_budget(c) / 2;
 }
 
 int gxd_config_socket_mode(const char *v, mode_t *mode, char *why, size_t whylen)

@@ -41,6 +41,9 @@ typedef struct gxd_config {
     int64_t limits_shm_bytes;        /* "limits.shm_bytes": clients' regions mapped, in all */
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     int64_t limits_max_memory_bytes; /* "limits.max_memory_bytes": graphs and plans; 0 = auto */
+    int64_t limits_client_graphs;    /* "limits.client_graphs": loaded, per client; 0 = none */
+    int64_t limits_client_memory_bytes; /* "limits.client_memory_bytes": per client; 0 = auto */
+    int64_t limits_client_jobs;      /* "limits.client_jobs": queued, per client; 0 = none */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
     int64_t client_heartbeat_ms;     /* "client_heartbeat_ms": ZMTP heartbeats; 0 off */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */
@@ -91,6 +94,9 @@ int gxd_config_user_uid(const char *v, uid_t *uid, char *why, size_t whylen);
 /* limits.max_memory_bytes in effect: the key, or when 0 three quarters of
  * the machine's physical memory. */
 int64_t gxd_config_memory_budget(const gxd_config *c);
+/* limits.client_memory_bytes in effect: the key, or when 0 half of
+ * gxd_config_memory_budget. */
+int64_t gxd_config_client_memory(const gxd_config *c);
 
 /* socket_mode's value as a mode (0 to 0777, octal digits), and
  * socket_group's as a gid (a name or a number). GX_OK, or GX_ECONFIG with why. */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "daemon/clients.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
@@ -61,6 +62,7 @@ typedef struct gxd_ctx {
     gxd_queue queue;
     gxd_models models;
     gxd_shm shm; /* clients' shared-memory regions (daemon/shm.h) */
+    gxd_clients clients; /* graphs each client holds, for its limits (daemon/clients.h) */
     struct gxd_pool *pool;
     struct gxd_tune *tune; /* best-implementation registry (daemon/tune); NULL: tune.mode off */
     struct gxd_metrics *metrics; /* latency histograms, the HTTP endpoint (daemon/metrics.h) */

@@ -443,10 +443,25 @@ void gxd_models_trim(gxd_models *m)
         s_evict(m, 0);
 }
 
+gxd_model *gxd_models_peek(gxd_models *m, const char *hex)
+{
+    for (gxd_model *mdl = m->head; mdl; mdl = mdl->next)
+        if (strcmp(mdl->id.hex, hex) == 0)
+            return mdl;
+    return NULL;
+}
+
 int gxd_models_add(gxd_models *m, gx_graph **g, gxd_model **out, char *err, size_t errlen)
 {
     gx_graph_id id;
     gx_wire_graph_id(*g, &id);
+    return gxd_models_add_id(m, g, &id, out, err, errlen);
+}
+
+int gxd_models_add_id(gxd_models *m, gx_graph **g, const gx_graph_id *idp, gxd_model **out,
+                      char *err, size_t errlen)
+{
+    const gx_graph_id id = *idp;
     gxd_model *mdl = gxd_models_find(m, id.hex);
     *out = NULL;
     if (mdl) {
@@ -486,6 +501,7 @@ int gxd_models_add(gxd_models *m, gx_graph **g, gxd_model **out, char *err, size
         mdl->replan_jobs = mdl->saved_jobs;
     }
     mdl->last_used = gxd_now_us();
+    mdl->serial = ++m->serials;
     mdl->next = m->head;
     m->head = mdl;
     m->n++;

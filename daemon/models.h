@@ -73,6 +73,7 @@ typedef struct gxd_model {
     size_t n_retired;
     gxd_plan *retired[GXD_MAX_RETIRED_PLANS]; /* swapped out, jobs still run them */
     int64_t last_used; /* registry LRU, I/O thread */
+    uint64_t serial; /* this model's number in its registry: never reused */
     /* the memory budget: what the graph and the cached and retired plans
      * were counted for (under mu, bytes also read by the I/O thread) */
     _Atomic int64_t bytes;
@@ -116,6 +117,7 @@ typedef struct gxd_replanner {
 typedef struct gxd_models {
     gxd_model *head;
     size_t n, max;
+    uint64_t serials; /* models created so far (gxd_model.serial) */
     /* limits.max_memory_bytes (0: none) and the bytes of the models in the
      * registry or unloading (gxd_model.bytes summed; any thread adds) */
     int64_t max_bytes;
@@ -188,6 +190,12 @@ int64_t gxd_graph_mem_bytes(const gx_graph *g);
  * does not fit even with every idle model evicted (err names the budget);
  * GX_ENOMEM. */
 int gxd_models_add(gxd_models *m, gx_graph **g, gxd_model **out, char *err, size_t errlen);
+/* The same, for the graph whose id (gx_wire_graph_id) the caller knows. */
+int gxd_models_add_id(gxd_models *m, gx_graph **g, const gx_graph_id *id, gxd_model **out,
+                      char *err, size_t errlen);
+/* The model with this id in the registry (not unloading), or NULL; no new
+ * reference and no use counted (the LRU order stays). I/O thread. */
+gxd_model *gxd_models_peek(gxd_models *m, const char *hex);
 /* I/O thread, every turn: evict idle models, least recently used first,
  * while the budget is exceeded (plans compiled meanwhile on workers). */
 void gxd_models_trim(gxd_models *m);

@@ -126,7 +126,12 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen)
         rc = gx_errf(err, errlen, GX_EQUEUEFULL,
                      "job queue full (%zu input bytes queued + %zu > queue.max_bytes = %zu); retry later",
                      q->bytes, j->bytes, q->max_bytes);
-    gxd_queue_client *c = NULL;
+    gxd_queue_client *c = rc == GX_OK && q->max_client_jobs ? s_client(q, j, false) : NULL;
+    if (c && c->queued >= q->max_client_jobs)
+        rc = gx_errf(err, errlen, GX_ELIMIT,
+                     "this client has %zu jobs queued and limits.client_jobs is %zu; wait for "
+                     "replies before sending more",
+                     c->queued, q->max_client_jobs);
     if (rc == GX_OK && (!gx_grow(&q->heap, &q->cap, q->n + 1, sizeof *q->heap) ||
                         !(c = s_client(q, j, true))))
         rc = gx_errf(err, errlen, GX_ENOMEM, "out of memory queueing the job");
@@ -158,6 +163,13 @@ void gxd_queue_set_bounds(gxd_queue *q, size_t max_jobs, size_t max_bytes)
     pthread_mutex_lock(&q->mu);
     q->max_jobs = max_jobs;
     q->max_bytes = max_bytes;
+    pthread_mutex_unlock(&q->mu);
+}
+
+void gxd_queue_set_client_max(gxd_queue *q, size_t max_client_jobs)
+{
+    pthread_mutex_lock(&q->mu);
+    q->max_client_jobs = max_client_jobs;
     pthread_mutex_unlock(&q->mu);
 }
 

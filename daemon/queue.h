@@ -36,6 +36,7 @@ typedef struct gxd_queue {
     gxd_job **heap;
     size_t n, cap;
     size_t max_jobs, max_bytes, bytes;
+    size_t max_client_jobs; /* queued jobs per client (limits.client_jobs); 0: none */
     uint64_t next_seq;
     uint64_t vtime; /* tag of the job popped last */
     gxd_queue_client *clients; /* the ones with queued jobs */
@@ -56,10 +57,15 @@ typedef struct gxd_queue {
 int gxd_queue_init(gxd_queue *q, size_t max_jobs, size_t max_bytes);
 /* New bounds (SIGHUP): jobs already queued stay; later pushes see them. */
 void gxd_queue_set_bounds(gxd_queue *q, size_t max_jobs, size_t max_bytes);
+/* Jobs one client may have queued (limits.client_jobs; 0: no bound but
+ * max_jobs): a push beyond it fails at once with GX_ELIMIT, and other
+ * clients' pushes go on. New bound: as gxd_queue_set_bounds. */
+void gxd_queue_set_client_max(gxd_queue *q, size_t max_client_jobs);
 /* The queue must be empty (drained) and no worker waiting. */
 void gxd_queue_fini(gxd_queue *q);
-/* Enqueue; ownership moves in on GX_OK. GX_EQUEUEFULL or GX_ESHUTDOWN
- * (queue closed) with a message otherwise; the caller keeps the job. */
+/* Enqueue; ownership moves in on GX_OK. GX_EQUEUEFULL, GX_ELIMIT (the
+ * client's own bound) or GX_ESHUTDOWN (queue closed) with a message
+ * otherwise; the caller keeps the job. */
 int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen);
 /* An idle popper spins for up to us microseconds (0: never) watching for
  * a job or a kick before it sleeps on the condition variable: a job or

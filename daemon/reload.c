@@ -38,6 +38,16 @@ static void s_priority(gxd_ctx *ctx, gxd_config *next)
     ctx->cfg.limits_max_client_priority = next->limits_max_client_priority;
 }
 
+static void s_client_limits(gxd_ctx *ctx, gxd_config *next)
+{
+    ctx->cfg.limits_client_graphs = next->limits_client_graphs;
+    ctx->cfg.limits_client_memory_bytes = next->limits_client_memory_bytes;
+    ctx->cfg.limits_client_jobs = next->limits_client_jobs;
+    gxd_clients_set_limits(&ctx->clients, (size_t)next->limits_client_graphs,
+                           gxd_config_client_memory(&ctx->cfg));
+    gxd_queue_set_client_max(&ctx->queue, (size_t)next->limits_client_jobs);
+}
+
 static void s_grace(gxd_ctx *ctx, gxd_config *next)
 {
     ctx->cfg.shutdown_grace_ms = next->shutdown_grace_ms;
@@ -99,6 +109,9 @@ static const struct {
     {"queue.max_jobs", s_queue},
     {"queue.max_bytes", s_queue},
     {"limits.max_client_priority", s_priority},
+    {"limits.client_graphs", s_client_limits},
+    {"limits.client_memory_bytes", s_client_limits},
+    {"limits.client_jobs", s_client_limits},
     {"shutdown_grace_ms", s_grace},
     {"metrics.listen", s_metrics},
     {"security.client_keys", s_client_keys},

@@ -368,7 +368,19 @@ static int s_decode_graph(gxd_ctx *ctx, s_req *rq, const msgpack_object *o, gxd_
             return rc;
         }
     }
-    rc = gxd_models_add(&ctx->models, &g, out, rq->err, sizeof rq->err);
+    /* the client's own bounds first: nothing is evicted for a graph it may not hold */
+    const void *ident = zmq_msg_data(&rq->identity);
+    size_t ilen = zmq_msg_size(&rq->identity);
+    gx_graph_id id;
+    gx_wire_graph_id(g, &id);
+    rc = gxd_clients_check(&ctx->clients, &ctx->models, ident, ilen, &id, gxd_graph_mem_bytes(g),
+                           rq->err, sizeof rq->err);
+    if (rc == GX_OK)
+        rc = gxd_models_add_id(&ctx->models, &g, &id, out, rq->err, sizeof rq->err);
+    if (rc == GX_OK && gxd_clients_hold(&ctx->clients, ident, ilen, *out) < 0) {
+        gxd_model_release(out);
+        rc = gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    }
     gx_graph_destroy(&g);
     return rc;
 }
@@ -1272,6 +1284,7 @@ static void s_peer_gone(gxd_ctx *ctx, int fd)
             dropped++;
         s_fail_list(ctx, list, GX_ECANCELLED, "the client disconnected; the job was not started");
         int cancelled = ctx->pool ? gxd_pool_cancel_client(ctx->pool, p.identity, p.identity_len) : 0;
+        gxd_clients_drop(&ctx->clients, p.identity, p.identity_len);
         size_t regions = gxd_shm_drop_client(&ctx->shm, p.identity, p.identity_len);
         if (regions)
             GXD_LOG(&ctx->log, GXD_LOG_INFO, "a client disconnected: its %zu shared-memory "
@@ -1723,6 +1736,9 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
                              (size_t)ctx->cfg.queue_max_bytes)) < 0)
         return gx_errf(err, errlen, rc, "cannot create the job queue");
     gxd_queue_set_spin(&ctx->queue, ctx->cfg.sched_spin_us);
+    gxd_queue_set_client_max(&ctx->queue, (size_t)ctx->cfg.limits_client_jobs);
+    gxd_clients_init(&ctx->clients, (size_t)ctx->cfg.limits_client_graphs,
+                     gxd_config_client_memory(&ctx->cfg));
 
     if ((rc = s_install_signals(ctx, err, errlen)) < 0)
         return rc;
@@ -1929,6 +1945,7 @@ void gxd_server_fini(gxd_ctx *ctx)
     ctx->ipc_bound = false;
     gxd_models_fini(&ctx->models);
     gxd_shm_fini(&ctx->shm); /* after the jobs that held regions */
+    gxd_clients_fini(&ctx->clients);
     gxd_tune_destroy(&ctx->tune); /* after the plans that name it */
     ctx->limits.tune = NULL;
     gxd_metrics_destroy(&ctx->metrics);

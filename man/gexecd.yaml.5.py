@@ -79,6 +79,9 @@ reads it again and applies
 .Cm queue.max_jobs ,
 .Cm queue.max_bytes ,
 .Cm limits.max_client_priority ,
+.Cm limits.client_graphs ,
+.Cm limits.client_memory_bytes ,
+.Cm limits.client_jobs ,
 .Cm shutdown_grace_ms
 and
 .Cm metrics.listen
