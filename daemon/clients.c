@@ -1,4 +1,5 @@
 /* Per-client limits on loaded graphs. See clients.h. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,38 @@ static void s_prune(gxd_models *m, gxd_client *c, int64_t *bytes)
     }
 }
 
+/* Does a client other than c hold what h names? */
+static bool s_shared(const gxd_clients *cs, const gxd_client *c, const gxd_client_hold *h)
+{
+    for (size_t i = 0; i < cs->n; i++)
+        for (size_t k = 0; &cs->v[i] != c && k < cs->v[i].n; k++)
+            if (cs->v[i].holds[k].serial == h->serial &&
+                strcmp(cs->v[i].holds[k].id.hex, h->id.hex) == 0)
+                return true;
+    return false;
+}
+
+/* Unload c's least recently used graph that no job runs and no other
+ * client holds; false when there is none. */
+static bool s_evict_own(gxd_clients *cs, gxd_models *m, gxd_client *c)
+{
+    size_t best = c->n;
+    gxd_model *victim = NULL;
+    for (size_t i = 0; i < c->n; i++) {
+        gxd_model *mdl = s_model(m, &c->holds[i]);
+        if (mdl && atomic_load(&mdl->refs) == 1 && !s_shared(cs, c, &c->holds[i]) &&
+            (!victim || mdl->last_used < victim->last_used)) {
+            victim = mdl;
+            best = i;
+        }
+    }
+    if (!victim)
+        return false;
+    c->holds[best] = c->holds[--c->n];
+    gxd_models_unload(m, victim); /* idle: freed now */
+    return true;
+}
+
 int gxd_clients_check(gxd_clients *cs, gxd_models *m, const void *identity, size_t identity_len,
                       const gx_graph_id *id, int64_t new_bytes, char *err, size_t errlen)
 {
@@ -68,19 +101,24 @@ int gxd_clients_check(gxd_clients *cs, gxd_models *m, const void *identity, size
     for (size_t i = 0; c && i < c->n; i++)
         if (strcmp(c->holds[i].id.hex, id->hex) == 0)
             return GX_OK;
+    const gxd_model *mdl = gxd_models_peek(m, id->hex);
+    int64_t need = mdl ? atomic_load(&mdl->bytes) : new_bytes;
+    /* beyond a bound, the client's own idle graphs go first, LRU */
+    while (c && ((cs->max_graphs && c->n >= cs->max_graphs) ||
+                 (cs->max_bytes > 0 && held + need > cs->max_bytes)) &&
+           s_evict_own(cs, m, c))
+        s_prune(m, c, &held);
     size_t n = c ? c->n : 0;
     if (cs->max_graphs && n >= cs->max_graphs)
         return gx_errf(err, errlen, GX_ELIMIT,
-                       "this client holds %zu graphs and limits.client_graphs is %zu; "
-                       "UNLOAD one before loading another",
+                       "this client holds %zu graphs in use or shared and limits.client_graphs "
+                       "is %zu; UNLOAD one before loading another",
                        n, cs->max_graphs);
-    const gxd_model *mdl = gxd_models_peek(m, id->hex);
-    int64_t need = mdl ? atomic_load(&mdl->bytes) : new_bytes;
     if (cs->max_bytes > 0 && held + need > cs->max_bytes)
         return gx_errf(err, errlen, GX_ELIMIT,
-                       "the graph holds %lld bytes and this client's graphs and plans %lld; "
-                       "limits.client_memory_bytes is %lld; UNLOAD a graph before loading "
-                       "another",
+                       "the graph holds %lld bytes and this client's graphs and plans in use "
+                       "or shared %lld; limits.client_memory_bytes is %lld; UNLOAD a graph "
+                       "before loading another",
                        (long long)need, (long long)held, (long long)cs->max_bytes);
     return GX_OK;
 }

@@ -5,9 +5,11 @@
  * ones it asked for (LOAD, or a graph inline in RUN, EXPLAIN, TUNE or
  * COMPILE) that are still in the registry; their bytes are what the
  * memory budget counts for them (graph and plans, daemon/models.h), so a
- * graph two clients asked for counts for both. A new graph beyond
- * limits.client_graphs or limits.client_memory_bytes is refused with
- * GX_ELIMIT before it is added; other clients go on. Jobs queued per
+ * graph two clients asked for counts for both. For a new graph beyond
+ * limits.client_graphs or limits.client_memory_bytes, the client's own
+ * idle graphs (no job holds them, no other client asked for them) are
+ * unloaded, least recently used first; what still does not fit is
+ * refused with GX_ELIMIT before it is added; other clients go on. Jobs queued per
  * client are the queue's bound (gxd_queue_set_client_max).
  *
  * I/O thread only. A record remembers a graph by id and the model's
@@ -51,8 +53,9 @@ void gxd_clients_fini(gxd_clients *cs);
 void gxd_clients_set_limits(gxd_clients *cs, size_t max_graphs, int64_t max_bytes);
 /* May the client hold graph id as well? new_bytes: what it holds when it
  * is not loaded yet (gxd_graph_mem_bytes); a loaded one counts its model's
- * bytes, one the client holds already always may. GX_OK, or GX_ELIMIT
- * with err naming the limit and its value. */
+ * bytes, one the client holds already always may. Makes room by unloading
+ * the client's own idle graphs (see above). GX_OK, or GX_ELIMIT with err
+ * naming the limit and its value. */
 int gxd_clients_check(gxd_clients *cs, gxd_models *m, const void *identity, size_t identity_len,
                       const gx_graph_id *id, int64_t new_bytes, char *err, size_t errlen);
 /* The client holds mdl (after gxd_models_add_id). GX_OK, or GX_ENOMEM

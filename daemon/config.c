@@ -148,12 +148,14 @@ static const s_key s_keys[] = {
     {.name = "limits.client_graphs", .type = S_INT, .off = S_OFF(limits_client_graphs), .min = 0,
      .max = 1000000, .def = "128",
      .doc = "graphs one client (one connection) may hold loaded: LOADed or sent inline; "
-            "beyond it a new graph is refused with GX_ELIMIT; 0: no bound but graphs.max"},
+            "beyond it its own idle graphs go, least recently used first, else a new graph "
+            "is refused with GX_ELIMIT; 0: no bound but graphs.max"},
     {.name = "limits.client_memory_bytes", .type = S_SIZE, .off = S_OFF(limits_client_memory_bytes),
      .min = 0, .max = S_PIB, .def = "0",
      .doc = "bytes of graphs and plans one client (one connection) may hold, counted as "
-            "limits.max_memory_bytes counts them; beyond it a new graph is refused with "
-            "GX_ELIMIT; 0: half of limits.max_memory_bytes in effect"},
+            "limits.max_memory_bytes counts them; beyond it its own idle graphs go, least "
+            "recently used first, else a new graph is refused with GX_ELIMIT; 0: half of "
+            "limits.max_memory_bytes in effect"},
     {.name = "limits.client_jobs", .type = S_INT, .off = S_OFF(limits_client_jobs), .min = 0,
      .max = 1000000, .def = "512",
      .doc = "jobs one client (one connection) may have waiting in the queue; beyond it a "
