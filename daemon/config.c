@@ -119,6 +119,11 @@ static const s_key s_keys[] = {
     {.name = "limits.max_arena_bytes", .type = S_SIZE, .off = S_OFF(limits_max_arena_bytes),
      .min = S_KIB, .max = S_PIB, .def = "4G",
      .doc = "memory arena of one job (all its intermediate values)"},
+    {.name = "limits.max_compile_ms", .type = S_INT, .off = S_OFF(limits_max_compile_ms),
+     .min = 0, .max = 86400000, .def = "60000",
+     .doc = "time one compile may take (a graph's plan for one input signature, a slice's "
+            "or a subgraph's), checked after each compiler pass but the last; beyond it the "
+            "LOAD or RUN fails with GX_ELIMIT naming this limit and the pass; 0: no bound"},
     {.name = "limits.max_nesting", .type = S_INT, .off = S_OFF(limits_max_nesting), .min = 1,
      .max = GX_WIRE_MAX_NESTING, .def = "16",
      .doc = "levels of subgraphs (If branches, Loop and Scan bodies in one another) in a graph; "

@@ -33,6 +33,7 @@ typedef struct gxd_config {
     int64_t limits_max_tensor_bytes; /* "limits.max_tensor_bytes": one tensor (inputs, values) */
     int64_t limits_max_nodes;        /* "limits.max_nodes" per graph */
     int64_t limits_max_arena_bytes;  /* "limits.max_arena_bytes" per job */
+    int64_t limits_max_compile_ms;   /* "limits.max_compile_ms": one compile; 0 = none */
     int64_t limits_max_nesting;      /* "limits.max_nesting": levels of subgraphs in a graph */
     int64_t limits_max_client_priority; /* "limits.max_client_priority": above it, users only */
     char *limits_priority_users[GXD_MAX_ENDPOINTS]; /* "limits.priority_users": who may */

@@ -1691,6 +1691,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     ctx->limits = (gxd_compile_limits){.max_nodes = ctx->cfg.limits_max_nodes,
                                        .max_tensor_bytes = ctx->cfg.limits_max_tensor_bytes,
                                        .max_arena_bytes = ctx->cfg.limits_max_arena_bytes,
+                                       .max_compile_us = ctx->cfg.limits_max_compile_ms * 1000,
                                        .part = &ctx->part,
                                        .no_rewrite = !ctx->cfg.compiler_rewrite,
                                        .no_fuse = !ctx->cfg.compiler_fuse,

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/compile/layout.h"
 #include "daemon/compile/passes.h"
@@ -193,6 +194,13 @@ void gxd_plan_release(gxd_plan **pp)
         gxd_plan_destroy(&p);
 }
 
+static int64_t s_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int s_run(const gx_graph *g, const char *const *captured, size_t n_captured,
                  const gx_view *inputs, const gxd_plan *whole, const gxd_compile_limits *lim,
                  size_t npasses, gxd_plan **out, char *err, size_t errlen)
@@ -206,9 +214,20 @@ static int s_run(const gx_graph *g, const char *const *captured, size_t n_captur
         free(st.plan);
         return gx_errf(err, errlen, rc, "out of memory");
     }
-    for (size_t i = 0; i < npasses; i++)
+    int64_t t0 = s_now_us();
+    for (size_t i = 0; i < npasses; i++) {
         if ((rc = s_passes[i].run(&st)) < 0)
             break;
+        int64_t took = s_now_us() - t0;
+        if (lim && lim->max_compile_us > 0 && took > lim->max_compile_us && i + 1 < npasses) {
+            rc = gx_errf(err, errlen, GX_ELIMIT,
+                         "compiling the graph took %lld ms by the end of pass '%s', more than "
+                         "limits.max_compile_ms (%lld)",
+                         (long long)(took / 1000), s_passes[i].name,
+                         (long long)(lim->max_compile_us / 1000));
+            break;
+        }
+    }
     free(st.names.key);
     free(st.names.val);
     if (rc < 0)

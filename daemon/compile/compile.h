@@ -395,6 +395,9 @@ typedef struct gxd_compile_limits {
     int64_t max_nodes;
     int64_t max_tensor_bytes;
     int64_t max_arena_bytes;
+    /* limits.max_compile_ms in µs (0: none): one compile stops with
+     * GX_ELIMIT after the pass that ends beyond it */
+    int64_t max_compile_us;
     const gxd_partition_opts *part; /* NULL: the defaults (the CPU alone) */
     bool no_fuse; /* compiler.fuse: false: the fuse pass leaves the steps alone */
     bool no_rewrite; /* compiler.rewrite: false: the rewrite pass leaves the steps alone */
