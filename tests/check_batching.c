@@ -15,15 +15,6 @@
 #include "gexec/graph.h"
 #include "tests/testutil.h"
 
-static gx_client *s_client(const gxt_daemon *d)
-{
-    char err[256];
-    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
-    ck_assert_msg(c != NULL, "%s", err);
-    gx_client_set_timeout(c, 60000);
-    return c;
-}
-
 /* Deterministic pseudo-random floats in [-1, 1). */
 static void s_fill(float *p, size_t n, uint32_t seed)
 {
@@ -81,95 +72,6 @@ static gx_graph *s_cnn(void)
     return g;
 }
 
-/* The slow job that holds the one worker: k chained MatMuls of a
- * [1024,1024] input by the identity (cancelled, never finished). */
-/* The slow graph's matrices: a step at a time it holds the worker until
- * cancelled, and a step must end well within a wait (ThreadSanitizer makes
- * a 1024^3 product take minutes). */
-#if defined(__SANITIZE_THREAD__)
-#define S_HOLD_N 256
-#else
-#define S_HOLD_N 1024
-#endif
-
-static gx_graph *s_slow_graph(int k)
-{
-    gx_graph *g = gx_graph_new("slow");
-    int64_t s[2] = {S_HOLD_N, S_HOLD_N};
-    gx_graph_add_input(g, "x", GX_F32, 2, s);
-    gx_tensor *w = gx_tensor_new(GX_F32, 2, s);
-    float *p = gx_tensor_data(w);
-    for (int i = 0; i < S_HOLD_N; i++)
-        p[i * S_HOLD_N + i] = 1.0f;
-    gx_graph_add_const(g, "w", &w);
-    char prev[32] = "x", cur[32];
-    for (int i = 0; i < k; i++) {
-        snprintf(cur, sizeof cur, "m%d", i);
-        gx_graph_add_node(g, "MatMul", NULL, 2, (const char *[]){prev, "w"}, 1,
-                          (const char *[]){cur});
-        memcpy(prev, cur, sizeof prev);
-    }
-    gx_graph_add_output(g, prev);
-    return g;
-}
-
-typedef struct hold {
-    gx_graph *g;
-    gx_tensor *x;
-    gx_request *rq;
-    gx_job *job;
-} hold;
-
-/* Wait until STATS has the text want (workers_busy, queue_length...). */
-static void s_wait_stats(gx_client *c, const char *want)
-{
-    for (int i = 0; i < 3000; i++) {
-        char *json = NULL;
-        ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
-        bool ok = strstr(json, want) != NULL;
-        free(json);
-        if (ok)
-            return;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    ck_abort_msg("STATS never said %s", want);
-}
-
-/* The value of STATS' integer key. */
-static long long s_stat(gx_client *c, const char *key)
-{
-    char *json = NULL, pat[64];
-    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *at = strstr(json, pat);
-    ck_assert_msg(at != NULL, "no %s in STATS", key);
-    long long v = atoll(at + strlen(pat));
-    free(json);
-    return v;
-}
-
-static void s_hold(hold *h, gx_client *c, gx_client *watch)
-{
-    h->g = s_slow_graph(400);
-    h->x = gx_tensor_new(GX_F32, 2, (int64_t[]){S_HOLD_N, S_HOLD_N});
-    h->rq = gx_request_new();
-    gx_request_set_graph(h->rq, h->g);
-    gx_request_add_input(h->rq, "x", h->x);
-    ck_assert_int_eq(gx_client_submit(c, h->rq, &h->job), GX_OK);
-    s_wait_stats(watch, "\"workers_busy\":1");
-}
-
-static void s_release(hold *h)
-{
-    ck_assert_int_eq(gx_job_cancel(h->job), GX_OK);
-    ck_assert_int_eq(gx_job_wait(h->job, 60000, NULL), GX_ECANCELLED);
-    gx_job_destroy(&h->job);
-    gx_request_destroy(&h->rq);
-    gx_tensor_destroy(&h->x);
-    gx_graph_destroy(&h->g);
-}
-
 /* One client thread: its own connection, one batch-1 job, waited for. */
 typedef struct member {
     const gxt_daemon *d;
@@ -184,7 +86,7 @@ typedef struct member {
 static void *s_member_main(void *arg)
 {
     member *m = arg;
-    gx_client *c = s_client(m->d);
+    gx_client *c = gxt_client(m->d);
     gx_request *rq = gx_request_new();
     gx_request_set_graph(rq, m->g);
     gx_request_add_input(rq, "x", m->x);
@@ -241,7 +143,7 @@ static void s_check_merge(const gx_graph *g, int ndim, const int64_t *shape)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, (const char *[]){"--cpus", "0", NULL}); /* one worker */
-    gx_client *c = s_client(&d), *watch = s_client(&d);
+    gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
     member m[N_MEMBERS];
     gx_result *ref[N_MEMBERS];
     pthread_t th[N_MEMBERS];
@@ -249,14 +151,14 @@ static void s_check_merge(const gx_graph *g, int ndim, const int64_t *shape)
         m[i] = (member){.d = &d, .g = g, .x = s_input(g, ndim, shape, (uint32_t)i)};
         ref[i] = s_alone(c, g, m[i].x);
     }
-    hold h;
-    s_hold(&h, c, watch);
+    gxt_hold h;
+    gxt_hold_start(&h, c, watch);
     for (int i = 0; i < N_MEMBERS; i++)
         ck_assert_int_eq(pthread_create(&th[i], NULL, s_member_main, &m[i]), 0);
     char want[64];
     snprintf(want, sizeof want, "\"queue_length\":%d", N_MEMBERS);
-    s_wait_stats(watch, want);
-    s_release(&h);
+    gxt_wait_stats(watch, want);
+    gxt_hold_release(&h);
     for (int i = 0; i < N_MEMBERS; i++) {
         ck_assert_int_eq(pthread_join(th[i], NULL), 0);
         ck_assert_msg(m[i].rc == GX_OK, "member %d: %s", i,
@@ -269,8 +171,8 @@ static void s_check_merge(const gx_graph *g, int ndim, const int64_t *shape)
         gx_result_destroy(&ref[i]);
         gx_tensor_destroy(&m[i].x);
     }
-    ck_assert_int_eq(s_stat(watch, "batches"), 1);
-    ck_assert_int_eq(s_stat(watch, "batched_jobs"), N_MEMBERS);
+    ck_assert_int_eq(gxt_stat(watch, "batches"), 1);
+    ck_assert_int_eq(gxt_stat(watch, "batched_jobs"), N_MEMBERS);
     gx_client_destroy(&c);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
@@ -302,7 +204,7 @@ START_TEST(test_priority_deadline_bad_cancel)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, (const char *[]){"--cpus", "0", NULL});
-    gx_client *c = s_client(&d), *watch = s_client(&d);
+    gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
     gx_graph *g = s_mlp();
     const int64_t shape[2] = {1, 64}, bad_shape[2] = {1, 63};
     enum { N = 7 };
@@ -316,30 +218,30 @@ START_TEST(test_priority_deadline_bad_cancel)
     m[2].deadline_ms = 600000;
     m[3].priority = 5;
     m[4].deadline_ms = 50;
-    hold h;
-    s_hold(&h, c, watch);
+    gxt_hold h;
+    gxt_hold_start(&h, c, watch);
     /* the priority-5 job queued after the others (so that, run first, it
      * waited less than they did whatever the threads' timing) */
     for (int i = 0; i < 6; i++)
         if (i != 3 && i != 4)
             ck_assert_int_eq(pthread_create(&th[i], NULL, s_member_main, &m[i]), 0);
-    s_wait_stats(watch, "\"queue_length\":4");
+    gxt_wait_stats(watch, "\"queue_length\":4");
     ck_assert_int_eq(pthread_create(&th[3], NULL, s_member_main, &m[3]), 0);
-    s_wait_stats(watch, "\"queue_length\":5");
+    gxt_wait_stats(watch, "\"queue_length\":5");
     ck_assert_int_eq(pthread_create(&th[4], NULL, s_member_main, &m[4]), 0);
-    s_wait_stats(watch, "\"expired\":1"); /* m[4], swept from the queue */
+    gxt_wait_stats(watch, "\"expired\":1"); /* m[4], swept from the queue */
     /* m[6]: cancelled while queued */
     gx_request *rq = gx_request_new();
     gx_request_set_graph(rq, g);
     gx_request_add_input(rq, "x", m[6].x);
     gx_job *cj = NULL;
     ck_assert_int_eq(gx_client_submit(c, rq, &cj), GX_OK);
-    s_wait_stats(watch, "\"queue_length\":6");
+    gxt_wait_stats(watch, "\"queue_length\":6");
     ck_assert_int_eq(gx_job_cancel(cj), GX_OK);
     ck_assert_int_eq(gx_job_wait(cj, 60000, NULL), GX_ECANCELLED);
     gx_job_destroy(&cj);
     gx_request_destroy(&rq);
-    s_release(&h);
+    gxt_hold_release(&h);
     for (int i = 0; i < 6; i++)
         ck_assert_int_eq(pthread_join(th[i], NULL), 0);
     for (int i = 0; i < 3; i++) {
@@ -363,8 +265,8 @@ START_TEST(test_priority_deadline_bad_cancel)
         gx_result_destroy(&m[i].r);
         gx_tensor_destroy(&m[i].x);
     }
-    ck_assert_int_eq(s_stat(watch, "batches"), 1);
-    ck_assert_int_eq(s_stat(watch, "batched_jobs"), 3);
+    ck_assert_int_eq(gxt_stat(watch, "batches"), 1);
+    ck_assert_int_eq(gxt_stat(watch, "batched_jobs"), 3);
     ck_assert_int_eq(gx_client_ping(c), GX_OK);
     gx_graph_destroy(&g);
     gx_client_destroy(&c);
@@ -377,25 +279,20 @@ END_TEST
  * alone. */
 START_TEST(test_off)
 {
-    char *dir = gxt_tmpdir(), conf[512];
-    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
-    FILE *f = fopen(conf, "w");
-    fputs("scheduler:\n  batch_max: 1\n", f);
-    fclose(f);
     gxt_daemon d;
-    gxt_daemon_start(&d, (const char *[]){"--cpus", "0", "--config", conf, NULL});
-    gx_client *c = s_client(&d), *watch = s_client(&d);
+    gxt_daemon_start_yaml(&d, "scheduler:\n  batch_max: 1\n", (const char *[]){"--cpus", "0", NULL});
+    gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
     gx_graph *g = s_mlp();
     member m[4];
     pthread_t th[4];
-    hold h;
-    s_hold(&h, c, watch);
+    gxt_hold h;
+    gxt_hold_start(&h, c, watch);
     for (int i = 0; i < 4; i++) {
         m[i] = (member){.d = &d, .g = g, .x = s_input(g, 2, (int64_t[]){1, 64}, (uint32_t)i)};
         ck_assert_int_eq(pthread_create(&th[i], NULL, s_member_main, &m[i]), 0);
     }
-    s_wait_stats(watch, "\"queue_length\":4");
-    s_release(&h);
+    gxt_wait_stats(watch, "\"queue_length\":4");
+    gxt_hold_release(&h);
     for (int i = 0; i < 4; i++) {
         ck_assert_int_eq(pthread_join(th[i], NULL), 0);
         ck_assert_int_eq(m[i].rc, GX_OK);
@@ -403,13 +300,11 @@ START_TEST(test_off)
         gx_result_destroy(&m[i].r);
         gx_tensor_destroy(&m[i].x);
     }
-    ck_assert_int_eq(s_stat(watch, "batches"), 0);
+    ck_assert_int_eq(gxt_stat(watch, "batches"), 0);
     gx_graph_destroy(&g);
     gx_client_destroy(&c);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
-    gxt_rmtree(dir);
-    free(dir);
 }
 END_TEST
 

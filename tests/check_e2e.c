@@ -2,7 +2,6 @@
  * End to end: a real gexecd on a temporary socket, driven through libgexec
  * and gexec-submit.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <math.h>
@@ -18,15 +17,6 @@
 
 #include "core/internal.h"
 #include "tests/testutil.h"
-
-static gx_client *s_client(const gxt_daemon *d)
-{
-    char err[256];
-    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
-    ck_assert_msg(c != NULL, "%s", err);
-    gx_client_set_timeout(c, 60000);
-    return c;
-}
 
 /* y = x * 2 + 1 on [1, n] */
 static gx_graph *s_affine_graph(int64_t n)
@@ -63,27 +53,6 @@ static void s_check_affine(const gx_result *r, int64_t n, float base)
         ck_assert_float_eq(p[i], (base + (float)i) * 2.0f + 1.0f);
 }
 
-/* A slow job: k chained MatMuls of a [1024,1024] input by the identity. */
-static gx_graph *s_slow_graph(int k)
-{
-    gx_graph *g = gx_graph_new("slow");
-    int64_t s[2] = {1024, 1024};
-    gx_graph_add_input(g, "x", GX_F32, 2, s);
-    gx_tensor *w = gx_tensor_new(GX_F32, 2, s);
-    float *p = gx_tensor_data(w);
-    for (int i = 0; i < 1024; i++)
-        p[i * 1024 + i] = 1.0f;
-    gx_graph_add_const(g, "w", &w);
-    char prev[32] = "x", cur[32];
-    for (int i = 0; i < k; i++) {
-        snprintf(cur, sizeof cur, "m%d", i);
-        gx_graph_add_node(g, "MatMul", NULL, 2, (const char *[]){prev, "w"}, 1, (const char *[]){cur});
-        memcpy(prev, cur, sizeof prev);
-    }
-    gx_graph_add_output(g, prev);
-    return g;
-}
-
 typedef struct slow_job {
     gx_graph *g;
     gx_tensor *x;
@@ -92,8 +61,8 @@ typedef struct slow_job {
 
 static void s_slow_init(slow_job *s, int k)
 {
-    s->g = s_slow_graph(k);
-    s->x = gx_tensor_new(GX_F32, 2, (int64_t[]){1024, 1024});
+    s->g = gxt_slow_graph(k);
+    s->x = gx_tensor_new(GX_F32, 2, (int64_t[]){GXT_SLOW_N, GXT_SLOW_N});
     s->rq = gx_request_new();
     gx_request_set_graph(s->rq, s->g);
     gx_request_add_input(s->rq, "x", s->x);
@@ -104,24 +73,6 @@ static void s_slow_fini(slow_job *s)
     gx_request_destroy(&s->rq);
     gx_tensor_destroy(&s->x);
     gx_graph_destroy(&s->g);
-}
-
-/* Wait until the daemon reports `busy` workers running (compiles included). */
-static void s_wait_busy(gx_client *c, int busy)
-{
-    char want[64];
-    snprintf(want, sizeof want, "\"workers_busy\":%d", busy);
-    for (int i = 0; i < 500; i++) {
-        char *json = NULL;
-        ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
-        bool ok = strstr(json, want) != NULL;
-        free(json);
-        if (ok)
-            return;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    ck_abort_msg("daemon never had %d busy workers", busy);
 }
 
 /* An example from examples/: NAME.yaml and its input x, NAME_input.npy.
@@ -145,7 +96,7 @@ static example s_example(const char *name)
 /* Run the example through a new client; the result is the caller's. */
 static gx_result *s_run_example(const gxt_daemon *d, const example *e)
 {
-    gx_client *c = s_client(d);
+    gx_client *c = gxt_client(d);
     gx_request *rq = gx_request_new();
     gx_request_set_graph(rq, e->g);
     gx_request_add_input(rq, "x", e->x);
@@ -236,7 +187,7 @@ START_TEST(test_load_shares_one_plan)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    gx_client *a = s_client(&d), *b = s_client(&d);
+    gx_client *a = gxt_client(&d), *b = gxt_client(&d);
     gx_graph *g1 = s_affine_graph(8), *g2 = s_affine_graph(8), *g3 = s_affine_graph(9);
     gx_graph_id i1, i2, i3;
     ck_assert_int_eq(gx_client_load(a, g1, &i1), GX_OK);
@@ -370,7 +321,7 @@ static void *s_client_thread(void *p)
 /* LOAD the affine graph on its own connection; returns its id. */
 static gx_graph_id s_load_affine(const gxt_daemon *d)
 {
-    gx_client *c = s_client(d);
+    gx_client *c = gxt_client(d);
     gx_graph *g = s_affine_graph(32);
     gx_graph_id id;
     ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
@@ -412,7 +363,7 @@ START_TEST(test_many_clients_every_job_answered_once)
         waitpid(kids[i], &st, 0);
         ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
-    gx_client *c = s_client(&d);
+    gx_client *c = gxt_client(&d);
     char *json = NULL;
     char want[64];
     ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
@@ -433,13 +384,13 @@ START_TEST(test_cancel_queued_and_running)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, (const char *[]){"--cpus", "0", NULL}); /* one worker */
-    gx_client *c = s_client(&d), *watch = s_client(&d);
+    gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
     slow_job s;
     s_slow_init(&s, 400);
     gx_job *a = NULL, *b = NULL;
     gx_result *r = NULL;
     ck_assert_int_eq(gx_client_submit(c, s.rq, &a), GX_OK);
-    s_wait_busy(watch, 1);
+    gxt_wait_stats(watch, "\"workers_busy\":1");
     ck_assert_int_eq(gx_client_submit(c, s.rq, &b), GX_OK);
     /* B is queued behind A: cancelling it answers it at once */
     ck_assert_int_eq(gx_job_cancel(b), GX_OK);
@@ -464,20 +415,16 @@ END_TEST
 
 START_TEST(test_deadline_and_queue_full)
 {
-    char *dir = gxt_tmpdir(), conf[512];
-    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
-    FILE *f = fopen(conf, "w");
-    fputs("# two queued jobs at most\nqueue:\n  max_jobs: 2\n", f);
-    fclose(f);
     gxt_daemon d;
-    gxt_daemon_start(&d, (const char *[]){"--cpus", "0", "--config", conf, NULL});
-    gx_client *c = s_client(&d), *watch = s_client(&d);
+    gxt_daemon_start_yaml(&d, "# two queued jobs at most\nqueue:\n  max_jobs: 2\n",
+                          (const char *[]){"--cpus", "0", NULL});
+    gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
     slow_job s;
     s_slow_init(&s, 400);
     gx_job *a = NULL, *b = NULL, *e = NULL, *full = NULL;
     gx_result *r = NULL;
     ck_assert_int_eq(gx_client_submit(c, s.rq, &a), GX_OK);
-    s_wait_busy(watch, 1);
+    gxt_wait_stats(watch, "\"workers_busy\":1");
 
     /* deadline: B waits behind A and expires while queued */
     gx_tensor *x = s_fill(4, 0);
@@ -533,8 +480,6 @@ START_TEST(test_deadline_and_queue_full)
     gx_client_destroy(&c);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
-    gxt_rmtree(dir);
-    free(dir);
 }
 END_TEST
 
@@ -817,17 +762,18 @@ START_TEST(test_memory_budget)
     snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
     FILE *f = fopen(conf, "w");
     ck_assert_ptr_nonnull(f);
-    fputs("limits:\n  max_memory_bytes: 2M\n", f);
+    /* one client loads them all: its own bound is beyond the budget */
+    fputs("limits:\n  max_memory_bytes: 2M\n  client_memory_bytes: 1G\n", f);
     fclose(f);
     gxt_daemon d;
     gxt_daemon_start(&d, (const char *[]){"-c", conf, NULL});
-    gx_client *c = s_client(&d);
+    gx_client *c = gxt_client(&d);
     const int64_t n = 100000;
     gx_graph_id ids[3];
     gx_result *r = NULL;
     for (int i = 0; i < 3; i++) {
         gx_graph *g = s_const_graph(n, (float)i + 1);
-        ck_assert_int_eq(gx_client_load(c, g, &ids[i]), GX_OK);
+        ck_assert_msg(gx_client_load(c, g, &ids[i]) == GX_OK, "%s", gx_client_last_error(c));
         gx_graph_destroy(&g);
         ck_assert_int_eq(s_run_id(c, &ids[i], n, &r), GX_OK);
         ck_assert_float_eq(((const float *)gx_tensor_cdata(gx_result_output(r, 0)))[7], (float)i + 1);
@@ -875,7 +821,7 @@ START_TEST(test_outputs_every_way)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    gx_client *c = s_client(&d);
+    gx_client *c = gxt_client(&d);
     gx_graph *g = gx_graph_new("outs");
     gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){4, 8});
     gx_graph_add_node(g, "Relu", NULL, 1, (const char *[]){"x"}, 1, (const char *[]){"y"});
@@ -921,7 +867,7 @@ START_TEST(test_input_from_caller_buffer)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    gx_client *c = s_client(&d);
+    gx_client *c = gxt_client(&d);
     gx_graph *g = s_affine_graph(4);
     gx_request *rq = gx_request_new();
     gx_request_set_graph(rq, g);
@@ -951,40 +897,12 @@ START_TEST(test_input_from_caller_buffer)
 }
 END_TEST
 
-/* A job that never ends by itself: Loop with no trip count whose body
- * passes its condition (true) on. It runs until it is cancelled, so a test
- * knows it is still running whatever the machine's load. */
-static gx_graph *s_endless_graph(void)
-{
-    gx_graph *body = gx_graph_new("body");
-    gx_graph_add_input(body, "i", GX_I64, 0, NULL);
-    gx_graph_add_input(body, "c", GX_BOOL, 0, NULL);
-    gx_graph_add_input(body, "v", GX_F32, 1, (int64_t[]){1});
-    gx_graph_add_node(body, "Identity", NULL, 1, (const char *[]){"c"}, 1,
-                      (const char *[]){"c_out"});
-    gx_graph_add_node(body, "Neg", NULL, 1, (const char *[]){"v"}, 1, (const char *[]){"v_out"});
-    gx_graph_add_output(body, "c_out");
-    gx_graph_add_output(body, "v_out");
-    gx_graph *g = gx_graph_new("endless");
-    gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){1});
-    gx_graph_add_input(g, "c", GX_BOOL, 0, NULL);
-    gx_node *n = gx_graph_add_node(g, "Loop", "forever", 3, (const char *[]){"", "c", "x"}, 1,
-                                   (const char *[]){"y"});
-    ck_assert_int_eq(gx_node_set_graph(n, "body", &body), GX_OK);
-    gx_graph_add_output(g, "y");
-    return g;
-}
-
 /* A daemon on one worker with shutdown_grace_ms set to grace. */
-static void s_daemon_grace(gxt_daemon *d, const char *dir, int grace)
+static void s_daemon_grace(gxt_daemon *d, int grace)
 {
-    char conf[512];
-    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
-    FILE *f = fopen(conf, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "shutdown_grace_ms: %d\n", grace);
-    fclose(f);
-    gxt_daemon_start(d, (const char *[]){"--cpus", "0", "--config", conf, NULL});
+    char yaml[64];
+    snprintf(yaml, sizeof yaml, "shutdown_grace_ms: %d\n", grace);
+    gxt_daemon_start_yaml(d, yaml, (const char *[]){"--cpus", "0", NULL});
 }
 
 /* SIGTERM: a running job finishes (the grace period is long), queued jobs
@@ -994,15 +912,14 @@ static void s_daemon_grace(gxt_daemon *d, const char *dir, int grace)
  * queued ones sit behind a job that cannot end by itself. */
 START_TEST(test_sigterm_answers_every_job)
 {
-    char *dir = gxt_tmpdir();
     gxt_daemon d;
-    s_daemon_grace(&d, dir, 3600000);
-    gx_client *c = s_client(&d), *watch = s_client(&d);
+    s_daemon_grace(&d, 3600000);
+    gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
     slow_job s;
     s_slow_init(&s, 10);
     gx_job *job = NULL;
     ck_assert_int_eq(gx_client_submit(c, s.rq, &job), GX_OK);
-    s_wait_busy(watch, 1);
+    gxt_wait_stats(watch, "\"workers_busy\":1");
     kill(d.pid, SIGTERM);
     ck_assert_int_eq(gx_job_wait(job, 600000, NULL), GX_OK); /* the running job finished */
     gx_job_destroy(&job);
@@ -1011,22 +928,16 @@ START_TEST(test_sigterm_answers_every_job)
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0); /* exit status 0 */
 
-    s_daemon_grace(&d, dir, 0);
-    c = s_client(&d);
-    watch = s_client(&d);
-    gx_graph *g = s_endless_graph();
-    gx_tensor *x = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
-    gx_tensor *cond = gx_tensor_new(GX_BOOL, 0, NULL);
-    *(uint8_t *)gx_tensor_data(cond) = 1;
-    gx_request *rq = gx_request_new();
-    gx_request_set_graph(rq, g);
-    gx_request_add_input(rq, "x", x);
-    gx_request_add_input(rq, "c", cond);
+    s_daemon_grace(&d, 0);
+    c = gxt_client(&d);
+    watch = gxt_client(&d);
+    gxt_endless en;
+    gxt_endless_init(&en);
     gx_job *jobs[4];
-    ck_assert_int_eq(gx_client_submit(c, rq, &jobs[0]), GX_OK);
-    s_wait_busy(watch, 1);
+    ck_assert_int_eq(gx_client_submit(c, en.rq, &jobs[0]), GX_OK);
+    gxt_wait_stats(watch, "\"workers_busy\":1");
     for (int i = 1; i < 4; i++)
-        ck_assert_int_eq(gx_client_submit(c, rq, &jobs[i]), GX_OK);
+        ck_assert_int_eq(gx_client_submit(c, en.rq, &jobs[i]), GX_OK);
     ck_assert_int_eq(gx_client_ping(c), GX_OK); /* all four are in */
     kill(d.pid, SIGTERM);
     gx_result *r = NULL;
@@ -1036,33 +947,12 @@ START_TEST(test_sigterm_answers_every_job)
         ck_assert_int_eq(gx_job_wait(jobs[i], 600000, NULL), GX_ESHUTDOWN);
     for (int i = 0; i < 4; i++)
         gx_job_destroy(&jobs[i]);
-    gx_request_destroy(&rq);
-    gx_tensor_destroy(&x);
-    gx_tensor_destroy(&cond);
-    gx_graph_destroy(&g);
+    gxt_endless_fini(&en);
     gx_client_destroy(&c);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
-    gxt_rmtree(dir);
-    free(dir);
 }
 END_TEST
-
-/* Poll STATS until its JSON holds want. No limit of its own: the test's
- * Check timeout is the only one, so a busy machine is only slower. */
-static void s_wait_stats(gx_client *c, const char *want)
-{
-    for (;;) {
-        char *json = NULL;
-        ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
-        bool ok = strstr(json, want) != NULL;
-        free(json);
-        if (ok)
-            return;
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-}
 
 /* A client that disconnects: its queued jobs are dropped, its running one
  * is cancelled at its next step, STATS counts both, and the one worker is
@@ -1070,32 +960,25 @@ static void s_wait_stats(gx_client *c, const char *want)
  * running job is one that cannot end by itself. */
 START_TEST(test_disconnect_drops_jobs)
 {
-    char *dir = gxt_tmpdir();
     gxt_daemon d;
-    s_daemon_grace(&d, dir, 0); /* one worker */
-    gx_client *c = s_client(&d), *watch = s_client(&d);
-    gx_graph *g = s_endless_graph();
-    gx_tensor *x = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
-    gx_tensor *cond = gx_tensor_new(GX_BOOL, 0, NULL);
-    *(uint8_t *)gx_tensor_data(cond) = 1;
-    gx_request *rq = gx_request_new();
-    gx_request_set_graph(rq, g);
-    gx_request_add_input(rq, "x", x);
-    gx_request_add_input(rq, "c", cond);
+    s_daemon_grace(&d, 0); /* one worker */
+    gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
+    gxt_endless en;
+    gxt_endless_init(&en);
     gx_job *jobs[4];
-    ck_assert_int_eq(gx_client_submit(c, rq, &jobs[0]), GX_OK);
-    s_wait_stats(watch, "\"workers_busy\":1");
+    ck_assert_int_eq(gx_client_submit(c, en.rq, &jobs[0]), GX_OK);
+    gxt_wait_stats(watch, "\"workers_busy\":1");
     for (int i = 1; i < 4; i++)
-        ck_assert_int_eq(gx_client_submit(c, rq, &jobs[i]), GX_OK);
+        ck_assert_int_eq(gx_client_submit(c, en.rq, &jobs[i]), GX_OK);
     ck_assert_int_eq(gx_client_ping(c), GX_OK); /* all four are in */
-    s_wait_stats(watch, "\"queue_length\":3");
+    gxt_wait_stats(watch, "\"queue_length\":3");
     gx_client_destroy(&c); /* goes away without waiting for its jobs */
     for (int i = 0; i < 4; i++)
         gx_job_destroy(&jobs[i]);
-    s_wait_stats(watch, "\"disconnected_dropped\":3");
-    s_wait_stats(watch, "\"disconnected_cancelled\":1");
-    s_wait_stats(watch, "\"workers_busy\":0");
-    s_wait_stats(watch, "\"queue_length\":0");
+    gxt_wait_stats(watch, "\"disconnected_dropped\":3");
+    gxt_wait_stats(watch, "\"disconnected_cancelled\":1");
+    gxt_wait_stats(watch, "\"workers_busy\":0");
+    gxt_wait_stats(watch, "\"queue_length\":0");
 
     /* the worker serves the next client */
     gx_graph *a = s_affine_graph(4);
@@ -1111,29 +994,11 @@ START_TEST(test_disconnect_drops_jobs)
     gx_request_destroy(&arq);
     gx_tensor_destroy(&ax);
     gx_graph_destroy(&a);
-    gx_request_destroy(&rq);
-    gx_tensor_destroy(&x);
-    gx_tensor_destroy(&cond);
-    gx_graph_destroy(&g);
+    gxt_endless_fini(&en);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
-    gxt_rmtree(dir);
-    free(dir);
 }
 END_TEST
-
-/* Threads of this process right now (/proc/self/task); -1 if unknown. */
-static int s_threads(void)
-{
-    DIR *dir = opendir("/proc/self/task");
-    if (!dir)
-        return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(dir));)
-        n += e->d_name[0] != '.';
-    closedir(dir);
-    return n;
-}
 
 /* A client that hangs (SIGSTOP) with a job running answers no heartbeat:
  * after client_heartbeat_ms x 3 gexecd disconnects it and cancels the
@@ -1141,14 +1006,8 @@ static int s_threads(void)
  * stopped client cannot answer. */
 START_TEST(test_hung_client_is_dropped)
 {
-    char *dir = gxt_tmpdir(), conf[512];
-    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
-    FILE *f = fopen(conf, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "client_heartbeat_ms: 50\n");
-    fclose(f);
     gxt_daemon d;
-    gxt_daemon_start(&d, (const char *[]){"--cpus", "0", "--config", conf, NULL});
+    gxt_daemon_start_yaml(&d, "client_heartbeat_ms: 50\n", (const char *[]){"--cpus", "0", NULL});
     /* The client process first, forked while this process has no other
      * thread (no client of its own yet): a child of a threaded parent
      * inherits the locks the other threads held at the fork, and under
@@ -1156,41 +1015,33 @@ START_TEST(test_hung_client_is_dropped)
      * block for good before its connection's handshake (its job and PING
      * never reach gexecd). ThreadSanitizer runs a thread of its own. */
 #if defined(__SANITIZE_THREAD__)
-    ck_assert_int_le(s_threads(), 2);
+    ck_assert_int_le(gxt_threads(), 2);
 #else
-    ck_assert_int_eq(s_threads(), 1);
+    ck_assert_int_eq(gxt_threads(), 1);
 #endif
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) { /* the client: an endless job in, then it hangs */
         char err[256];
         gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
-        gx_graph *g = s_endless_graph();
-        gx_tensor *x = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
-        gx_tensor *cond = gx_tensor_new(GX_BOOL, 0, NULL);
-        *(uint8_t *)gx_tensor_data(cond) = 1;
-        gx_request *rq = gx_request_new();
-        gx_request_set_graph(rq, g);
-        gx_request_add_input(rq, "x", x);
-        gx_request_add_input(rq, "c", cond);
+        gxt_endless en;
+        gxt_endless_init(&en);
         gx_job *job = NULL;
-        if (!c || gx_client_submit(c, rq, &job) != GX_OK || gx_client_ping(c) != GX_OK)
+        if (!c || gx_client_submit(c, en.rq, &job) != GX_OK || gx_client_ping(c) != GX_OK)
             _exit(1);
         raise(SIGSTOP);
         _exit(2); /* not reached: the test kills it */
     }
-    gx_client *watch = s_client(&d);
+    gx_client *watch = gxt_client(&d);
     int st = 0;
     ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
     ck_assert_msg(WIFSTOPPED(st), "the client failed before it hung (status %d)", st);
-    s_wait_stats(watch, "\"disconnected_cancelled\":1");
-    s_wait_stats(watch, "\"workers_busy\":0");
+    gxt_wait_stats(watch, "\"disconnected_cancelled\":1");
+    gxt_wait_stats(watch, "\"workers_busy\":0");
     kill(pid, SIGKILL);
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
-    gxt_rmtree(dir);
-    free(dir);
 }
 END_TEST
 
@@ -1261,7 +1112,7 @@ START_TEST(test_run_info_reports_mode_choice)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    gx_client *c = s_client(&d);
+    gx_client *c = gxt_client(&d);
     gx_graph *g = s_affine_graph(64);
     gx_tensor *x = s_fill(64, -5.0f);
     gx_request *rq = gx_request_new();
@@ -1374,7 +1225,7 @@ START_TEST(test_daemon_start_errors)
     /* a second daemon on the same socket refuses to steal it */
     ck_assert_int_ne(gxt_sh(out, sizeof out, "%s --foreground --socket %s 2>&1", bin, d.endpoint), 0);
     ck_assert_ptr_nonnull(strstr(out, "another gexecd"));
-    gx_client *c = s_client(&d);
+    gx_client *c = gxt_client(&d);
     ck_assert_int_eq(gx_client_ping(c), GX_OK);
     gx_client_destroy(&c);
 

@@ -431,11 +431,10 @@ static void s_load(gx_graph *g, gx_graph_id *id)
     gx_graph_destroy(&g);
 }
 
-/*
- * Start a daemon (with a config file holding yaml, unless NULL), connect the
- * well-behaved client and load the graphs the cases use.
- */
-static void s_start(const char *yaml)
+/* Start a daemon (with a config file holding yaml, unless NULL). It leaves
+ * this process with no thread of its own (gxt_daemon_start's client is
+ * gone). */
+static void s_start_daemon(const char *yaml)
 {
     if (yaml) {
         s_conf_dir = gxt_tmpdir();
@@ -449,6 +448,32 @@ static void s_start(const char *yaml)
     } else {
         gxt_daemon_start(&s_d, NULL);
     }
+}
+
+/* y = Relu(x), x float32 [1, 16] */
+static gx_graph *s_relu_graph(void)
+{
+    gx_graph *g = gx_graph_new("relu");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){1, 16});
+    gx_graph_add_node(g, "Relu", "r", 1, (const char *[]){"x"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+/* z = x + y, float32 [2, 2] */
+static gx_graph *s_add_graph(void)
+{
+    gx_graph *g = gx_graph_new("add");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){2, 2});
+    gx_graph_add_input(g, "y", GX_F32, 2, (int64_t[]){2, 2});
+    gx_graph_add_node(g, "Add", "a", 2, (const char *[]){"x", "y"}, 1, (const char *[]){"z"});
+    gx_graph_add_output(g, "z");
+    return g;
+}
+
+/* Connect the well-behaved client and load the graphs the cases use. */
+static void s_start_clients(void)
+{
     s_zctx = zmq_ctx_new();
     ck_assert_ptr_nonnull(s_zctx);
     char err[256];
@@ -457,24 +482,26 @@ static void s_start(const char *yaml)
     gx_client_set_timeout(s_cli, 10000);
     s_load(s_ref_graph(), &s_ref_id);
 
-    gx_graph *g = gx_graph_new("relu");
-    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){1, 16});
-    gx_graph_add_node(g, "Relu", "r", 1, (const char *[]){"x"}, 1, (const char *[]){"y"});
-    gx_graph_add_output(g, "y");
-    s_load(g, &s_relu_id);
+    s_load(s_relu_graph(), &s_relu_id);
+    s_load(s_add_graph(), &s_add_id);
+}
 
-    g = gx_graph_new("add");
-    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){2, 2});
-    gx_graph_add_input(g, "y", GX_F32, 2, (int64_t[]){2, 2});
-    gx_graph_add_node(g, "Add", "a", 2, (const char *[]){"x", "y"}, 1, (const char *[]){"z"});
-    gx_graph_add_output(g, "z");
-    s_load(g, &s_add_id);
+static void s_start(const char *yaml)
+{
+    s_start_daemon(yaml);
+    s_start_clients();
 }
 
 /* Default configuration: the "frames" cases. */
 static void s_setup(void)
 {
     s_start(NULL);
+}
+
+/* Default configuration, no client yet: the cases that fork. */
+static void s_setup_daemon(void)
+{
+    s_start_daemon(NULL);
 }
 
 /* The "limits" cases: every limit small enough to reach with small
@@ -1564,41 +1591,73 @@ static void s_wait_idle(void)
     ck_abort_msg("gexecd did not become idle within 5 s");
 }
 
+/* A forked client process: wait for the slow graph's id on fd, send it
+ * four RUNs of it and vanish (no close, no term) with them in flight. */
+static void s_vanishing_client(int fd)
+{
+    char hex[65] = "";
+    if (read(fd, hex, 64) != 64)
+        _exit(1);
+    msgpack_sbuffer sb;
+    s_mp(&sb, "{v: 1, type: 'RUN', id: 1, graph_id: $, inputs: [{name: 'a', dtype: 'float32', "
+              "shape: [256, 256]}]}",
+         hex, NULL);
+    size_t flen = 256 * 256 * 4;
+    void *frame = calloc(1, flen);
+    void *ctx = zmq_ctx_new();
+    void *ks = zmq_socket(ctx, ZMQ_DEALER);
+    zmq_connect(ks, s_d.endpoint);
+    for (int k = 0; k < 4; k++) {
+        zmq_send(ks, sb.data, sb.size, ZMQ_SNDMORE);
+        zmq_send(ks, frame, flen, 0);
+    }
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    _exit(0);
+}
+
 START_TEST(test_disconnect)
 {
+    /* Whole processes that exit with requests in flight. Forked first,
+     * while this process has no other thread (the fixture started only
+     * the daemon): a child of a threaded parent inherits the locks the
+     * other threads held at the fork, and under ASan one is the
+     * allocator's, so the child could block for good. They wait on a pipe
+     * for the graph's id. ThreadSanitizer runs a thread of its own. */
+#if defined(__SANITIZE_THREAD__)
+    ck_assert_int_le(gxt_threads(), 2);
+#else
+    ck_assert_int_eq(gxt_threads(), 1);
+#endif
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t kids[4];
+    for (int c = 0; c < 4; c++) {
+        kids[c] = fork();
+        ck_assert_int_ge(kids[c], 0);
+        if (kids[c] == 0) {
+            close(go[1]);
+            s_vanishing_client(go[0]);
+        }
+    }
+    close(go[0]);
+    s_start_clients();
     gx_graph_id slow;
     s_load(s_slow_graph(), &slow);
+    for (int c = 0; c < 4; c++)
+        ck_assert_int_eq(write(go[1], slow.hex, 64), 64);
+    close(go[1]);
+    for (int c = 0; c < 4; c++) {
+        int st;
+        ck_assert_int_eq(waitpid(kids[c], &st, 0), kids[c]);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d: status %d", c, st);
+    }
     msgpack_sbuffer sb;
     s_mp(&sb, "{v: 1, type: 'RUN', id: 1, graph_id: $, inputs: [{name: 'a', dtype: 'float32', "
               "shape: [256, 256]}]}",
          slow.hex, NULL);
     size_t flen = 256 * 256 * 4;
     void *frame = calloc(1, flen);
-
-    /* whole processes that exit with requests in flight; forked first,
-     * while this process's ZeroMQ thread is idle (a child of a busy
-     * threaded parent may inherit a held allocator lock) */
-    pid_t kids[4];
-    for (int c = 0; c < 4; c++) {
-        kids[c] = fork();
-        ck_assert_int_ge(kids[c], 0);
-        if (kids[c] == 0) {
-            void *ctx = zmq_ctx_new();
-            void *ks = zmq_socket(ctx, ZMQ_DEALER);
-            zmq_connect(ks, s_d.endpoint);
-            for (int k = 0; k < 4; k++) {
-                zmq_send(ks, sb.data, sb.size, ZMQ_SNDMORE);
-                zmq_send(ks, frame, flen, 0);
-            }
-            struct timespec ts = {0, 20 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            _exit(0); /* no close, no term: the peer just vanishes */
-        }
-    }
-    for (int c = 0; c < 4; c++) {
-        int st;
-        ck_assert_int_eq(waitpid(kids[c], &st, 0), kids[c]);
-    }
     /* sockets closed right after sending; linger lets the requests out */
     for (int c = 0; c < 8; c++) {
         void *s = zmq_socket(s_zctx, ZMQ_DEALER);
@@ -2112,6 +2171,154 @@ START_TEST(test_oversized_frame)
 }
 END_TEST
 
+/* ---- per-client limits ---- */
+
+/* Four graphs, 1 MiB and two queued jobs per client, one worker. */
+static void s_setup_client_limits(void)
+{
+    s_start("cpus: \"0\"\n"
+            "limits:\n"
+            "  client_graphs: 4\n"
+            "  client_memory_bytes: 1M\n"
+            "  client_jobs: 2\n");
+}
+
+/* A graph whose output is its constant of n float32 (seed: its values). */
+static gx_graph *s_const_graph(const char *name, int64_t n, float seed)
+{
+    gx_graph *g = gx_graph_new(name);
+    gx_tensor *w = gx_tensor_new(GX_F32, 1, (int64_t[]){n});
+    for (int64_t i = 0; i < n; i++)
+        ((float *)gx_tensor_data(w))[i] = seed;
+    gx_graph_add_const(g, "w", &w);
+    gx_graph_add_output(g, "w");
+    return g;
+}
+
+/* The client's own graphs (limits.client_graphs) and bytes
+ * (limits.client_memory_bytes): its idle graphs no other client holds make
+ * room, least recently used first; beyond that a new graph is refused at
+ * once with GX_ELIMIT naming the limit and its value. Its queued jobs
+ * (limits.client_jobs) likewise. Other clients go on, and every job gets
+ * its one reply. */
+START_TEST(test_client_limits)
+{
+    gx_client *other = gxt_client(&s_d), *third = gxt_client(&s_d), *holder = gxt_client(&s_d);
+    gx_client *p = gxt_client(&s_d), *q = gxt_client(&s_d);
+    gx_graph_id id4, id5, big1, big2, big3;
+    /* s_cli holds the three graphs s_start loaded and a fourth, each one
+     * other holds too: a fifth is refused (nothing of s_cli's alone to drop) */
+    gx_graph *g4 = s_const_graph("c4", 4, 4.0f), *g5 = s_const_graph("c5", 4, 5.0f);
+    ck_assert_int_eq(gx_client_load(s_cli, g4, &id4), GX_OK);
+    gx_graph *shared[] = {s_ref_graph(), s_relu_graph(), s_add_graph(), g4};
+    const gx_graph_id *want[] = {&s_ref_id, &s_relu_id, &s_add_id, &id4};
+    for (int i = 0; i < 4; i++) {
+        gx_graph_id id;
+        ck_assert_int_eq(gx_client_load(other, shared[i], &id), GX_OK);
+        ck_assert_str_eq(id.hex, want[i]->hex);
+    }
+    ck_assert_int_eq(gx_client_load(s_cli, g5, &id5), GX_ELIMIT);
+    ck_assert_msg(strstr(gx_client_last_error(s_cli), "limits.client_graphs is 4"), "%s",
+                  gx_client_last_error(s_cli));
+    /* one it holds loads again; the fifth is another client's to load */
+    ck_assert_int_eq(gx_client_load(s_cli, g4, &id4), GX_OK);
+    ck_assert_int_eq(gx_client_load(third, g5, &id5), GX_OK);
+    /* after an UNLOAD it may hold the fifth too */
+    ck_assert_int_eq(gx_client_unload(s_cli, id4.hex), GX_OK);
+    ck_assert_int_eq(gx_client_load(s_cli, g5, &id5), GX_OK);
+
+    /* 600 KB of constant each: two are beyond 1 MiB for one client. p's
+     * first is q's too, so it stays and the second is refused */
+    gx_graph *b1 = s_const_graph("big1", 150000, 1.0f), *b2 = s_const_graph("big2", 150000, 2.0f);
+    gx_graph *b3 = s_const_graph("big3", 150000, 3.0f);
+    ck_assert_int_eq(gx_client_load(p, b1, &big1), GX_OK);
+    ck_assert_int_eq(gx_client_load(q, b1, &big1), GX_OK);
+    ck_assert_int_eq(gx_client_load(p, b2, &big2), GX_ELIMIT);
+    ck_assert_msg(strstr(gx_client_last_error(p), "limits.client_memory_bytes is 1048576"),
+                  "%s", gx_client_last_error(p));
+    /* holder's idle second graph makes room for its third */
+    ck_assert_int_eq(gx_client_load(holder, b2, &big2), GX_OK);
+    ck_assert_int_eq(gx_client_load(holder, b3, &big3), GX_OK);
+    char *list = NULL;
+    ck_assert_int_eq(gx_client_list(holder, &list), GX_OK);
+    ck_assert_msg(!strstr(list, big2.hex) && strstr(list, big3.hex) && strstr(list, big1.hex),
+                  "%s", list);
+    free(list);
+
+    /* the one worker held: two of third's jobs wait, a third is refused,
+     * and other's job is queued beside them */
+    gxt_hold h;
+    gxt_hold_start(&h, holder, s_cli);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 16});
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, &s_relu_id);
+    gx_request_add_input(rq, "x", x);
+    gx_job *j[4] = {NULL};
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_client_submit(third, rq, &j[0]), GX_OK);
+    ck_assert_int_eq(gx_client_submit(third, rq, &j[1]), GX_OK);
+    gxt_wait_stats(s_cli, "\"queue_length\":2");
+    ck_assert_int_eq(gx_client_submit(third, rq, &j[2]), GX_OK);
+    ck_assert_int_eq(gx_job_wait(j[2], 60000, &r), GX_ELIMIT);
+    ck_assert_msg(strstr(gx_result_message(r), "limits.client_jobs is 2"), "%s",
+                  gx_result_message(r));
+    gx_result_destroy(&r);
+    ck_assert_int_eq(gx_client_submit(s_cli, rq, &j[3]), GX_OK);
+    gxt_wait_stats(s_cli, "\"queue_length\":3");
+    gxt_hold_release(&h);
+    for (int i = 0; i < 4; i++) {
+        if (i != 2)
+            ck_assert_int_eq(gx_job_wait(j[i], 60000, NULL), GX_OK);
+        gx_job_destroy(&j[i]);
+    }
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g4);
+    gx_graph_destroy(&g5);
+    gx_graph_destroy(&b1);
+    gx_graph_destroy(&b2);
+    gx_graph_destroy(&b3);
+    for (int i = 0; i < 3; i++)
+        gx_graph_destroy(&shared[i]);
+    gx_client_destroy(&p);
+    gx_client_destroy(&q);
+    gx_client_destroy(&other);
+    gx_client_destroy(&third);
+    gx_client_destroy(&holder);
+}
+END_TEST
+
+/* ---- the compile-time bound ---- */
+
+/* limits.max_compile_ms: a graph whose compile runs past it fails its LOAD
+ * with GX_ELIMIT naming the limit, and the daemon goes on serving. 20000
+ * nodes where 1 ms is allowed: no pass walks them faster (a slow machine
+ * only makes it surer). */
+START_TEST(test_compile_bound)
+{
+    gxt_daemon d;
+    gxt_daemon_start_yaml(&d, "limits:\n  max_compile_ms: 1\n", NULL);
+    gx_client *c = gxt_client(&d);
+    gx_graph *g = gx_graph_new("long");
+    gx_graph_add_input(g, "v0", GX_F32, 1, (int64_t[]){4});
+    for (int i = 0; i < 20000; i++) {
+        char in[16], out[16];
+        snprintf(in, sizeof in, "v%d", i);
+        snprintf(out, sizeof out, "v%d", i + 1);
+        gx_graph_add_node(g, "Relu", NULL, 1, (const char *[]){in}, 1, (const char *[]){out});
+    }
+    gx_graph_add_output(g, "v20000");
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_ELIMIT);
+    ck_assert_msg(strstr(gx_client_last_error(c), "more than limits.max_compile_ms (1)"), "%s",
+                  gx_client_last_error(c));
+    ck_assert_int_eq(gx_client_ping(c), GX_OK);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 /* ---- hostile replies: libgexec against a fake daemon ---- */
 
 /*
@@ -2257,7 +2464,6 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_too_many_nodes);
     tcase_add_test(tc, test_2000_frames);
     tcase_add_test(tc, test_big_garbage);
-    tcase_add_test(tc, test_disconnect);
     tcase_add_test(tc, test_flood);
     tcase_add_test(tc, test_fuzz_run);
     tcase_add_test(tc, test_fuzz_inline_graph);
@@ -2266,6 +2472,12 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_depth_past_limit_with_empty_leaf);
     tcase_add_test(tc, test_graph_nesting);
     tcase_add_test(tc, test_priority_default);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("disconnect");
+    tcase_add_checked_fixture(tc, s_setup_daemon, s_teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_disconnect);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("limits");
@@ -2285,6 +2497,17 @@ Suite *hostile_suite(void)
     tcase_add_checked_fixture(tc, s_setup_queue, s_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_queue_full);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("client_limits");
+    tcase_add_checked_fixture(tc, s_setup_client_limits, s_teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_client_limits);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("compile_bound");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_compile_bound);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("replies");

@@ -13,15 +13,6 @@
 #include "core/json.h"
 #include "tests/testutil.h"
 
-static gx_client *s_client(const gxt_daemon *d)
-{
-    char err[256];
-    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
-    ck_assert_msg(c != NULL, "%s", err);
-    gx_client_set_timeout(c, 60000);
-    return c;
-}
-
 /* One worker, no re-planner (it would hold graphs now and then), no tuning. */
 static void s_start(gxt_daemon *d, char **dir)
 {
@@ -75,31 +66,13 @@ static gx_json *s_list(gx_client *c)
     return j;
 }
 
-static void s_wait_busy(gx_client *c, int busy)
-{
-    char want[64];
-    snprintf(want, sizeof want, "\"workers_busy\":%d", busy);
-    for (int i = 0; i < 1000; i++) {
-        char *json = NULL;
-        ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
-        bool ok = strstr(json, want) != NULL;
-        free(json);
-        if (ok)
-            return;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    ck_abort_msg("daemon never had %d busy workers", busy);
-}
-
 START_TEST(test_unload_under_queued_jobs)
 {
     gxt_daemon d;
     char *dir;
     s_start(&d, &dir);
-    gx_client *c = s_client(&d);
-    char err[256];
-    gx_graph *g = s_triple(), *spin = NULL;
+    gx_client *c = gxt_client(&d);
+    gx_graph *g = s_triple();
     gx_graph_id id, other;
     ck_assert_int_eq(gx_client_load_named(c, g, "triple", &id), GX_OK);
     ck_assert_int_eq(gx_client_load_named(c, g, "bad name!", &other), GX_EPROTO);
@@ -114,15 +87,8 @@ START_TEST(test_unload_under_queued_jobs)
     gx_json_destroy(&j);
 
     /* the one worker is held by a job that runs until cancelled */
-    ck_assert_msg(gx_graph_load_yaml(gxt_srcpath("python/tests/data/spin.yaml"), &spin, err, sizeof err) == GX_OK,
-                  "%s", err);
-    gx_tensor *sx = gx_tensor_new(GX_F32, 1, (int64_t[]){2});
-    gx_request *srq = gx_request_new();
-    gx_request_set_graph(srq, spin);
-    gx_request_add_input(srq, "x", sx);
-    gx_job *sj = NULL;
-    ck_assert_int_eq(gx_client_submit(c, srq, &sj), GX_OK);
-    s_wait_busy(c, 1);
+    gxt_hold h;
+    gxt_hold_start(&h, c, c);
 
     /* five jobs of the graph, by name, wait behind it */
     enum { N = 5 };
@@ -151,9 +117,7 @@ START_TEST(test_unload_under_queued_jobs)
     ck_assert_int_eq(gx_client_unload(c, id.hex), GX_ENOTFOUND);
 
     /* the queued jobs run to their results once the worker is free */
-    ck_assert_int_eq(gx_job_cancel(sj), GX_OK);
-    ck_assert_int_eq(gx_job_wait(sj, 30000, &r), GX_ECANCELLED);
-    gx_result_destroy(&r);
+    gxt_hold_release(&h);
     for (int i = 0; i < N; i++) {
         ck_assert_int_eq(gx_job_wait(jobs[i], 30000, &r), GX_OK);
         const float *y = gx_tensor_cdata(gx_result_output(r, 0));
@@ -168,12 +132,8 @@ START_TEST(test_unload_under_queued_jobs)
     ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
     gx_result_destroy(&r);
 
-    gx_job_destroy(&sj);
-    gx_request_destroy(&srq);
     gx_request_destroy(&rq);
-    gx_tensor_destroy(&sx);
     gx_tensor_destroy(&x);
-    gx_graph_destroy(&spin);
     gx_graph_destroy(&g);
     gx_client_destroy(&c);
     s_stop(&d, &dir);
@@ -200,7 +160,7 @@ START_TEST(test_unload_returns_memory)
     gxt_daemon d;
     char *dir;
     s_start(&d, &dir);
-    gx_client *c = s_client(&d);
+    gx_client *c = gxt_client(&d);
     /* y = Gather(w, i): a 128 MiB constant, one float out */
     enum { K = 32 * 1024 * 1024 };
     gx_graph *g = gx_graph_new("big");

@@ -32,29 +32,6 @@ static gx_graph *s_affine(void)
     return g;
 }
 
-/* A job that runs until cancelled (Loop without a trip count whose body
- * passes its condition, true, on): it keeps a one-worker daemon busy. */
-static gx_graph *s_endless(void)
-{
-    gx_graph *body = gx_graph_new("body");
-    gx_graph_add_input(body, "i", GX_I64, 0, NULL);
-    gx_graph_add_input(body, "c", GX_BOOL, 0, NULL);
-    gx_graph_add_input(body, "v", GX_F32, 1, (int64_t[]){1});
-    gx_graph_add_node(body, "Identity", NULL, 1, (const char *[]){"c"}, 1,
-                      (const char *[]){"c_out"});
-    gx_graph_add_node(body, "Neg", NULL, 1, (const char *[]){"v"}, 1, (const char *[]){"v_out"});
-    gx_graph_add_output(body, "c_out");
-    gx_graph_add_output(body, "v_out");
-    gx_graph *g = gx_graph_new("endless");
-    gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){1});
-    gx_graph_add_input(g, "c", GX_BOOL, 0, NULL);
-    gx_node *n = gx_graph_add_node(g, "Loop", "forever", 3, (const char *[]){"", "c", "x"}, 1,
-                                   (const char *[]){"y"});
-    ck_assert_int_eq(gx_node_set_graph(n, "body", &body), GX_OK);
-    gx_graph_add_output(g, "y");
-    return g;
-}
-
 static gx_client *s_client(const char *endpoint)
 {
     char err[512];
@@ -64,22 +41,9 @@ static gx_client *s_client(const char *endpoint)
     return c;
 }
 
-/* The integer after "key": in the daemon's STATS. */
-static long s_stat(gx_client *c, const char *key)
-{
-    char *json = NULL, pat[64];
-    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *at = strstr(json, pat);
-    ck_assert_msg(at != NULL, "no %s in %s", key, json);
-    long v = strtol(at + strlen(pat), NULL, 10);
-    free(json);
-    return v;
-}
-
 static void s_wait_stat(gx_client *c, const char *key, long want)
 {
-    while (s_stat(c, key) != want)
+    while (gxt_stat(c, key) != want)
         nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
 }
 
@@ -148,9 +112,9 @@ START_TEST(test_spread_and_reload)
     ck_assert_int_eq(on_b, N / 2);
     ck_assert_uint_eq(gx_client_stray_replies(c), 0);
     gx_client *ca = s_client(a.endpoint), *cb = s_client(b.endpoint);
-    ck_assert_int_eq(s_stat(ca, "runs_ok"), N);
-    ck_assert_int_eq(s_stat(cb, "runs_ok"), N);
-    ck_assert_int_eq(s_stat(ca, "loads") + s_stat(cb, "loads"), 2); /* once each */
+    ck_assert_int_eq(gxt_stat(ca, "runs_ok"), N);
+    ck_assert_int_eq(gxt_stat(cb, "runs_ok"), N);
+    ck_assert_int_eq(gxt_stat(ca, "loads") + gxt_stat(cb, "loads"), 2); /* once each */
     /* UNLOAD goes to both */
     ck_assert_int_eq(gx_client_unload(c, id.hex), GX_OK);
     char *json = NULL;
@@ -174,27 +138,15 @@ END_TEST
  * submitted after the kill. */
 START_TEST(test_failover)
 {
-    char *dir = gxt_tmpdir(), conf[1024];
-    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
-    FILE *f = fopen(conf, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "shutdown_grace_ms: 0\n");
-    fclose(f);
     gxt_daemon a, b;
     gxt_daemon_start(&a, NULL);
-    gxt_daemon_start(&b, (const char *[]){"--cpus", "0", "--config", conf, NULL});
+    gxt_daemon_start_yaml(&b, "shutdown_grace_ms: 0\n", (const char *[]){"--cpus", "0", NULL});
     /* b's one worker runs a job that never ends */
     gx_client *hog = s_client(b.endpoint), *watch = s_client(b.endpoint);
-    gx_graph *eg = s_endless();
-    gx_tensor *ex = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
-    gx_tensor *cond = gx_tensor_new(GX_BOOL, 0, NULL);
-    *(uint8_t *)gx_tensor_data(cond) = 1;
-    gx_request *erq = gx_request_new();
-    gx_request_set_graph(erq, eg);
-    gx_request_add_input(erq, "x", ex);
-    gx_request_add_input(erq, "c", cond);
+    gxt_endless en;
+    gxt_endless_init(&en);
     gx_job *endless = NULL;
-    ck_assert_int_eq(gx_client_submit(hog, erq, &endless), GX_OK);
+    ck_assert_int_eq(gx_client_submit(hog, en.rq, &endless), GX_OK);
     s_wait_stat(watch, "workers_busy", 1);
 
     const char *eps[] = {a.endpoint, b.endpoint};
@@ -243,7 +195,7 @@ START_TEST(test_failover)
     }
     ck_assert_uint_eq(gx_client_stray_replies(c), 0);
     gx_client *ca = s_client(a.endpoint);
-    ck_assert_int_eq(s_stat(ca, "runs_ok"), N);
+    ck_assert_int_eq(gxt_stat(ca, "runs_ok"), N);
     gx_client_destroy(&ca);
 
     for (int i = 0; i < N; i++) {
@@ -255,14 +207,9 @@ START_TEST(test_failover)
     gx_job_destroy(&endless);
     gx_client_destroy(&hog);
     gx_client_destroy(&watch);
-    gx_request_destroy(&erq);
-    gx_tensor_destroy(&ex);
-    gx_tensor_destroy(&cond);
-    gx_graph_destroy(&eg);
+    gxt_endless_fini(&en);
     ck_assert_int_eq(gxt_daemon_stop(&a), 0);
     gxt_daemon_stop(&b); /* its directory */
-    gxt_rmtree(dir);
-    free(dir);
 }
 END_TEST
 

@@ -22,30 +22,6 @@
 #include "libclient/shm.h"
 #include "tests/testutil.h"
 
-static gx_client *s_client(const gxt_daemon *d)
-{
-    char err[256];
-    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
-    ck_assert_msg(c != NULL, "%s", err);
-    gx_client_set_timeout(c, 60000);
-    return c;
-}
-
-/* STATS until it holds want (the daemon learns of a disconnect on its own
- * time: synchronised on what it reports, no sleep decides). */
-static void s_wait_stats(gx_client *c, const char *want)
-{
-    for (;;) {
-        char *json = NULL;
-        ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
-        bool ok = strstr(json, want) != NULL;
-        free(json);
-        if (ok)
-            return;
-        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
-    }
-}
-
 /* y = x * 2 + 1, x float32 [1, n] */
 static gx_graph *s_affine(int64_t n)
 {
@@ -119,18 +95,6 @@ static unsigned char *s_run(gx_client *c, const gx_graph *g, int n, const char *
     return buf;
 }
 
-static int64_t s_stat(gx_client *c, const char *key)
-{
-    char *json = NULL, pat[64];
-    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *at = strstr(strstr(json, "\"shm\":"), pat);
-    ck_assert_ptr_nonnull(at);
-    int64_t v = strtoll(at + strlen(pat), NULL, 10);
-    free(json);
-    return v;
-}
-
 /* The same graphs over the socket, through the client's own region
  * (automatic) and through a region of the caller's (explicit): the same
  * bytes. */
@@ -138,7 +102,7 @@ START_TEST(test_shm_results_identical)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    gx_client *sock = s_client(&d), *shm = s_client(&d);
+    gx_client *sock = gxt_client(&d), *shm = gxt_client(&d);
     gx_client_set_shm_threshold(sock, SIZE_MAX);
     gx_client_set_shm_threshold(shm, 0);
     const int64_t n = 1 << 20, m = 96;
@@ -154,7 +118,7 @@ START_TEST(test_shm_results_identical)
     ck_assert_uint_eq(la, (size_t)n * 4);
     ck_assert_uint_eq(la, lb);
     ck_assert_int_eq(memcmp(ya, yb, la), 0);
-    ck_assert_int_eq(s_stat(shm, "regions"), 1); /* the automatic path took it */
+    ck_assert_int_eq(gxt_stat(shm, "shm.regions"), 1); /* the automatic path took it */
     unsigned char *ym = s_run(sock, gm, 3, mm_names, ab, &lm);
     unsigned char *yn = s_run(shm, gm, 3, mm_names, ab, &ln);
     ck_assert_uint_eq(lm, ln);
@@ -200,9 +164,9 @@ START_TEST(test_shm_results_identical)
     ck_assert_int_eq(memcmp(gx_tensor_cdata(gx_result_output(r, 0)), ym, ny), 0);
     gx_result_destroy(&r);
     gx_request_destroy(&rq);
-    ck_assert_int_eq(s_stat(shm, "regions"), 2);
+    ck_assert_int_eq(gxt_stat(shm, "shm.regions"), 2);
     ck_assert_int_eq(gx_client_shm_unregister(shm, s), GX_OK);
-    ck_assert_int_eq(s_stat(shm, "regions"), 1);
+    ck_assert_int_eq(gxt_stat(shm, "shm.regions"), 1);
     gx_shm_destroy(&s);
 
     free(ya), free(yb), free(ym), free(yn);
@@ -337,7 +301,7 @@ START_TEST(test_shm_hostile)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    gx_client *c = s_client(&d);
+    gx_client *c = gxt_client(&d);
     gx_graph *g = s_affine(256);
     gx_graph_id gid;
     ck_assert_int_eq(gx_client_load(c, g, &gid), GX_OK);
@@ -420,8 +384,8 @@ START_TEST(test_shm_hostile)
     s_call(sock, &m, NULL, 0, st, msg);
     s_expect(st, msg, "GX_OK", "");
     ck_assert_int_eq(gx_client_ping(c), GX_OK);
-    ck_assert_int_eq(s_stat(c, "regions"), 0);
-    ck_assert_int_ge(s_stat(c, "refused"), 10);
+    ck_assert_int_eq(gxt_stat(c, "shm.regions"), 0);
+    ck_assert_int_ge(gxt_stat(c, "shm.refused"), 10);
 
     zmq_close(sock);
     zmq_ctx_term(zctx);
@@ -477,15 +441,15 @@ START_TEST(test_shm_killed_client)
     char prefix[64];
     snprintf(prefix, sizeof prefix, "/dev/shm/gexec-%ld-", (long)pid);
     ck_assert_int_eq(s_maps_count(d.pid, prefix), 2);
-    gx_client *watch = s_client(&d);
-    ck_assert_int_eq(s_stat(watch, "regions"), 2);
-    ck_assert_int_eq(s_stat(watch, "bytes"), 3 << 20);
+    gx_client *watch = gxt_client(&d);
+    ck_assert_int_eq(gxt_stat(watch, "shm.regions"), 2);
+    ck_assert_int_eq(gxt_stat(watch, "shm.bytes"), 3 << 20);
     kill(pid, SIGKILL);
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    s_wait_stats(watch, "\"dropped_disconnected\":2");
-    ck_assert_int_eq(s_stat(watch, "regions"), 0);
-    ck_assert_int_eq(s_stat(watch, "bytes"), 0);
+    gxt_wait_stats(watch, "\"dropped_disconnected\":2");
+    ck_assert_int_eq(gxt_stat(watch, "shm.regions"), 0);
+    ck_assert_int_eq(gxt_stat(watch, "shm.bytes"), 0);
     ck_assert_int_eq(s_maps_count(d.pid, prefix), 0);
     /* its files are the client's to remove; the daemon keeps nothing */
     gx_client_destroy(&watch);
@@ -499,15 +463,9 @@ END_TEST
  * region is refused runs over the socket. */
 START_TEST(test_shm_limits)
 {
-    char *dir = gxt_tmpdir(), conf[512];
-    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
-    FILE *f = fopen(conf, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "limits:\n  shm_regions_per_client: 2\n  shm_bytes: 3M\n");
-    fclose(f);
     gxt_daemon d;
-    gxt_daemon_start(&d, (const char *[]){"--config", conf, NULL});
-    gx_client *c = s_client(&d);
+    gxt_daemon_start_yaml(&d, "limits:\n  shm_regions_per_client: 2\n  shm_bytes: 3M\n", NULL);
+    gx_client *c = gxt_client(&d);
     char err[256];
     gx_shm *s[4];
     for (int i = 0; i < 4; i++)
@@ -518,7 +476,7 @@ START_TEST(test_shm_limits)
     ck_assert_ptr_nonnull(strstr(gx_client_last_error(c), "limits.shm_regions_per_client"));
     ck_assert_int_eq(gx_client_shm_unregister(c, s[1]), GX_OK);
     ck_assert_int_eq(gx_client_shm_register(c, s[3]), GX_OK); /* 3 MiB in all */
-    gx_client *c2 = s_client(&d);
+    gx_client *c2 = gxt_client(&d);
     ck_assert_int_eq(gx_client_shm_register(c2, s[2]), GX_ELIMIT);
     ck_assert_ptr_nonnull(strstr(gx_client_last_error(c2), "limits.shm_bytes"));
     /* c2's own region (16 MiB) is refused too: its 4 MiB input goes over the socket */
@@ -531,7 +489,7 @@ START_TEST(test_shm_limits)
     ck_assert_uint_eq(len, 4u << 20);
     for (int i = 0; i < 1 << 20; i += 4099)
         ck_assert_float_eq(yp[i], xp[i] * 2.0f + 1.0f);
-    ck_assert_int_eq(s_stat(c, "regions"), 2);
+    ck_assert_int_eq(gxt_stat(c, "shm.regions"), 2);
     free(y);
     gx_tensor_destroy(&x);
     gx_graph_destroy(&g);
@@ -540,8 +498,6 @@ START_TEST(test_shm_limits)
     gx_client_destroy(&c);
     gx_client_destroy(&c2);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
-    gxt_rmtree(dir);
-    free(dir);
 }
 END_TEST
 

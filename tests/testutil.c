@@ -1,4 +1,5 @@
 /* Shared test helpers (see testutil.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -108,8 +109,21 @@ void gxt_rmtree(const char *dir)
 
 void gxt_daemon_start(gxt_daemon *d, const char *const *extra_args)
 {
+    gxt_daemon_start_yaml(d, NULL, extra_args);
+}
+
+void gxt_daemon_start_yaml(gxt_daemon *d, const char *yaml, const char *const *extra_args)
+{
     memset(d, 0, sizeof *d);
     d->dir = gxt_tmpdir();
+    static char conf[4200];
+    if (yaml) {
+        snprintf(conf, sizeof conf, "%s/gexecd.yaml", d->dir);
+        FILE *f = fopen(conf, "w");
+        ck_assert_msg(f != NULL, "%s: %s", conf, strerror(errno));
+        fputs(yaml, f);
+        ck_assert_int_eq(fclose(f), 0);
+    }
     snprintf(d->endpoint, sizeof d->endpoint, "ipc://%s/gexecd.sock", d->dir);
     const char *bin = getenv("GEXECD");
     char path[4096];
@@ -129,6 +143,10 @@ void gxt_daemon_start(gxt_daemon *d, const char *const *extra_args)
         snprintf(profiles, sizeof profiles, "%s/profiles", d->dir);
         argv[argc++] = "--profile-dir";
         argv[argc++] = profiles;
+    }
+    if (yaml) {
+        argv[argc++] = "--config";
+        argv[argc++] = conf;
     }
     for (int i = 0; extra_args && extra_args[i] && argc < 62; i++)
         argv[argc++] = extra_args[i];
@@ -225,4 +243,134 @@ void gxt_team_stop(gxt_team *e)
         pthread_join(e->th[i], NULL);
     gxd_team_fini(&e->t);
     gxd_queue_fini(&e->q);
+}
+
+gx_client *gxt_client(const gxt_daemon *d)
+{
+    char err[256];
+    gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 60000);
+    return c;
+}
+
+void gxt_wait_stats(gx_client *c, const char *want)
+{
+    for (;;) {
+        char *json = NULL;
+        ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+        bool ok = strstr(json, want) != NULL;
+        free(json);
+        if (ok)
+            return;
+        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    }
+}
+
+long long gxt_stat(gx_client *c, const char *key)
+{
+    char *json = NULL, pat[64];
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    const char *at = json, *dot = strchr(key, '.');
+    if (dot) { /* "section.key": the key inside that section */
+        snprintf(pat, sizeof pat, "\"%.*s\":", (int)(dot - key), key);
+        at = strstr(json, pat);
+        ck_assert_msg(at != NULL, "no %s in STATS", pat);
+        key = dot + 1;
+    }
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    at = strstr(at, pat);
+    ck_assert_msg(at != NULL, "no %s in STATS", key);
+    long long v = atoll(at + strlen(pat));
+    free(json);
+    return v;
+}
+
+gx_graph *gxt_endless_graph(void)
+{
+    gx_graph *body = gx_graph_new("body");
+    gx_graph_add_input(body, "i", GX_I64, 0, NULL);
+    gx_graph_add_input(body, "c", GX_BOOL, 0, NULL);
+    gx_graph_add_input(body, "v", GX_F32, 1, (int64_t[]){1});
+    gx_graph_add_node(body, "Identity", NULL, 1, (const char *[]){"c"}, 1,
+                      (const char *[]){"c_out"});
+    gx_graph_add_node(body, "Neg", NULL, 1, (const char *[]){"v"}, 1, (const char *[]){"v_out"});
+    gx_graph_add_output(body, "c_out");
+    gx_graph_add_output(body, "v_out");
+    gx_graph *g = gx_graph_new("endless");
+    gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){1});
+    gx_graph_add_input(g, "c", GX_BOOL, 0, NULL);
+    gx_node *n = gx_graph_add_node(g, "Loop", "forever", 3, (const char *[]){"", "c", "x"}, 1,
+                                   (const char *[]){"y"});
+    ck_assert_int_eq(gx_node_set_graph(n, "body", &body), GX_OK);
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+void gxt_endless_init(gxt_endless *e)
+{
+    e->g = gxt_endless_graph();
+    e->x = gx_tensor_new(GX_F32, 1, (int64_t[]){1});
+    e->c = gx_tensor_new(GX_BOOL, 0, NULL);
+    *(uint8_t *)gx_tensor_data(e->c) = 1;
+    e->rq = gx_request_new();
+    gx_request_set_graph(e->rq, e->g);
+    gx_request_add_input(e->rq, "x", e->x);
+    gx_request_add_input(e->rq, "c", e->c);
+}
+
+void gxt_endless_fini(gxt_endless *e)
+{
+    gx_request_destroy(&e->rq);
+    gx_tensor_destroy(&e->x);
+    gx_tensor_destroy(&e->c);
+    gx_graph_destroy(&e->g);
+}
+
+void gxt_hold_start(gxt_hold *h, gx_client *c, gx_client *watch)
+{
+    gxt_endless_init(&h->e);
+    ck_assert_int_eq(gx_client_submit(c, h->e.rq, &h->job), GX_OK);
+    gxt_wait_stats(watch, "\"workers_busy\":1");
+}
+
+void gxt_hold_release(gxt_hold *h)
+{
+    ck_assert_int_eq(gx_job_cancel(h->job), GX_OK);
+    ck_assert_int_eq(gx_job_wait(h->job, 60000, NULL), GX_ECANCELLED);
+    gx_job_destroy(&h->job);
+    gxt_endless_fini(&h->e);
+}
+
+int gxt_threads(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(dir));)
+        n += e->d_name[0] != '.';
+    closedir(dir);
+    return n;
+}
+
+gx_graph *gxt_slow_graph(int k)
+{
+    gx_graph *g = gx_graph_new("slow");
+    int64_t s[2] = {GXT_SLOW_N, GXT_SLOW_N};
+    gx_graph_add_input(g, "x", GX_F32, 2, s);
+    gx_tensor *w = gx_tensor_new(GX_F32, 2, s);
+    float *p = gx_tensor_data(w);
+    for (int i = 0; i < GXT_SLOW_N; i++)
+        p[i * GXT_SLOW_N + i] = 1.0f;
+    gx_graph_add_const(g, "w", &w);
+    char prev[32] = "x", cur[32];
+    for (int i = 0; i < k; i++) {
+        snprintf(cur, sizeof cur, "m%d", i);
+        gx_graph_add_node(g, "MatMul", NULL, 2, (const char *[]){prev, "w"}, 1,
+                          (const char *[]){cur});
+        memcpy(prev, cur, sizeof prev);
+    }
+    gx_graph_add_output(g, prev);
+    return g;
 }

@@ -111,8 +111,58 @@ typedef struct gxt_daemon {
  * and wait until it answers PING. Fails the test on error. Its profile
  * store is <dir>/profiles unless extra_args hold -c or --profile-dir. */
 void gxt_daemon_start(gxt_daemon *d, const char *const *extra_args);
+/* The same with a configuration file holding yaml (NULL: none), written
+ * into d->dir and passed with --config before extra_args. */
+void gxt_daemon_start_yaml(gxt_daemon *d, const char *yaml, const char *const *extra_args);
 /* SIGTERM, wait for exit; returns the exit status (or -1 if killed). */
 int gxt_daemon_stop(gxt_daemon *d);
+
+/* Threads of this process now (/proc/self/task), or -1. A test that
+ * forks a child which goes on running code checks it is 1 first. */
+int gxt_threads(void);
+/* A client of d with a 60 s timeout. Fails the test on error; the caller
+ * destroys it. */
+struct gx_client *gxt_client(const gxt_daemon *d);
+/* Poll STATS until its JSON holds want (e.g. "\"workers_busy\":1"). No
+ * limit of its own: the test's Check timeout is the only one, so a busy
+ * machine is only slower. */
+void gxt_wait_stats(struct gx_client *c, const char *want);
+/* The integer after "key": in STATS ("section.key": the first one after
+ * "section":, as "shm.bytes"). Fails the test when there is none. */
+long long gxt_stat(struct gx_client *c, const char *key);
+/* A slow job: k chained MatMuls of an input x, float32 [GXT_SLOW_N,
+ * GXT_SLOW_N], by the identity (output the last product). A step must end
+ * well within a wait: ThreadSanitizer makes a 1024^3 product take minutes. */
+#if defined(__SANITIZE_THREAD__)
+#define GXT_SLOW_N 256
+#else
+#define GXT_SLOW_N 1024
+#endif
+struct gx_graph *gxt_slow_graph(int k);
+/* A job that never ends by itself: Loop with no trip count whose body
+ * passes its condition on. Inputs x (float32 [1]) and c (bool scalar,
+ * true); output y. It runs until it is cancelled (or its deadline), so a
+ * test knows it is still running whatever the machine's load. */
+struct gx_graph *gxt_endless_graph(void);
+/* A request for the endless graph: gxt_endless_init builds the graph, its
+ * inputs (c true) and the request; gxt_endless_fini destroys them. */
+typedef struct gxt_endless {
+    struct gx_graph *g;
+    struct gx_tensor *x, *c;
+    struct gx_request *rq;
+} gxt_endless;
+void gxt_endless_init(gxt_endless *e);
+void gxt_endless_fini(gxt_endless *e);
+/* A job that holds one worker (of a one-worker daemon: --cpus 0) until
+ * released: gxt_hold_start submits the endless request from c and waits
+ * until watch's STATS say one worker is busy; gxt_hold_release cancels it,
+ * waits for its GX_ECANCELLED and frees it all. */
+typedef struct gxt_hold {
+    gxt_endless e;
+    struct gx_job *job;
+} gxt_hold;
+void gxt_hold_start(gxt_hold *h, struct gx_client *c, struct gx_client *watch);
+void gxt_hold_release(gxt_hold *h);
 
 /* A private team of workers for running executors in a test
  * (gxd_exec_par): a queue nobody pushes to, GXT_HELPERS helper threads
