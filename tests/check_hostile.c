@@ -2032,6 +2032,21 @@ static void s_expect_load(const char *what, gx_graph *g, int64_t id, int status,
     gx_graph_destroy(&g);
 }
 
+/* n Relus in a chain: v0 (float32 [4]) -> v1 -> ... -> vn, the output. */
+static gx_graph *s_relu_chain(int n)
+{
+    gx_graph *g = gx_graph_new("long");
+    gx_graph_add_input(g, "v0", GX_F32, 1, (int64_t[]){4});
+    char in[16], out[16] = "v0";
+    for (int i = 0; i < n; i++) {
+        snprintf(in, sizeof in, "v%d", i);
+        snprintf(out, sizeof out, "v%d", i + 1);
+        gx_graph_add_node(g, "Relu", NULL, 1, (const char *[]){in}, 1, (const char *[]){out});
+    }
+    gx_graph_add_output(g, out);
+    return g;
+}
+
 START_TEST(test_limits)
 {
     /* an input of 32 KiB where tensors may have 16 KiB */
@@ -2057,16 +2072,7 @@ START_TEST(test_limits)
     s_expect_load("intermediate over max_tensor_bytes", g, 122, GX_ELIMIT, "'c'");
 
     /* 11 nodes where 10 are allowed */
-    g = gx_graph_new("long");
-    gx_graph_add_input(g, "v0", GX_F32, 1, (int64_t[]){4});
-    for (int i = 0; i < 11; i++) {
-        char in[8], out[8];
-        snprintf(in, sizeof in, "v%d", i);
-        snprintf(out, sizeof out, "v%d", i + 1);
-        gx_graph_add_node(g, "Relu", NULL, 1, (const char *[]){in}, 1, (const char *[]){out});
-    }
-    gx_graph_add_output(g, "v11");
-    s_expect_load("11 nodes over max_nodes", g, 123, GX_ELIMIT, "limit 10");
+    s_expect_load("11 nodes over max_nodes", s_relu_chain(11), 123, GX_ELIMIT, "limit 10");
 
     /* x, five Softmax values (not fused) and their sum (the Adds fused), of
      * 16000 bytes each: 112000 bytes of arena where 64 KiB are allowed */
@@ -2299,15 +2305,7 @@ START_TEST(test_compile_bound)
     gxt_daemon d;
     gxt_daemon_start_yaml(&d, "limits:\n  max_compile_ms: 1\n", NULL);
     gx_client *c = gxt_client(&d);
-    gx_graph *g = gx_graph_new("long");
-    gx_graph_add_input(g, "v0", GX_F32, 1, (int64_t[]){4});
-    for (int i = 0; i < 20000; i++) {
-        char in[16], out[16];
-        snprintf(in, sizeof in, "v%d", i);
-        snprintf(out, sizeof out, "v%d", i + 1);
-        gx_graph_add_node(g, "Relu", NULL, 1, (const char *[]){in}, 1, (const char *[]){out});
-    }
-    gx_graph_add_output(g, "v20000");
+    gx_graph *g = s_relu_chain(20000);
     gx_graph_id id;
     ck_assert_int_eq(gx_client_load(c, g, &id), GX_ELIMIT);
     ck_assert_msg(strstr(gx_client_last_error(c), "more than limits.max_compile_ms (1)"), "%s",
