@@ -854,26 +854,44 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
         s_pack_kv(pk, ts.wins[i].source, ts.wins[i].n);
 }
 
-/* "artifacts": the artifact cache's counters (docs/artifact.md), an empty
- * map when it is off. */
-/* "devices": per device the daemon offers, the jobs that ran steps on it
- * and, where the device says, the bytes it can still give. */
-static void s_pack_device_stats(gxd_ctx *ctx, msgpack_packer *pk)
+size_t gxd_device_stats(const gxd_ctx *ctx, gxd_device_stat *out, size_t max)
 {
     size_t n = 0;
-    for (size_t i = 0; i < s_n_devices(ctx); i++)
-        n += i == 0 || s_device(ctx, i) != gx_backend_cpu();
-    gx_mp_pack_str(pk, "devices");
-    msgpack_pack_map(pk, (uint32_t)n);
-    for (size_t i = 0; i < s_n_devices(ctx); i++) {
+    for (size_t i = 0; i < s_n_devices(ctx) && n < max; i++) {
         const gx_backend *b = s_device(ctx, i);
         if (i && b == gx_backend_cpu())
             continue; /* partition.prefer may name the CPU too */
-        gx_mp_pack_str(pk, b->name);
-        msgpack_pack_map(pk, b->capacity ? 2 : 1);
-        s_pack_kv(pk, "jobs", (int64_t)ctx->stats.device_jobs[i]);
-        if (b->capacity)
-            s_pack_kv(pk, "free_bytes", (int64_t)b->capacity(b));
+        out[n++] = (gxd_device_stat){
+            .name = b->name,
+            .jobs = ctx->stats.device_jobs[i],
+            /* host memory: what limits.max_memory_bytes counts (graphs,
+             * plans, one arena each); a device's own: what its alloc gave */
+            .in_use = b == gx_backend_cpu() ? atomic_load(&ctx->models.bytes)
+                      : b->in_use           ? (int64_t)b->in_use(b)
+                                            : -1,
+            .free = b->capacity ? (int64_t)b->capacity(b) : -1,
+        };
+    }
+    return n;
+}
+
+/* "devices": per device the daemon offers, the jobs that ran steps on it,
+ * the bytes it holds for plans and jobs and, where the device says, the
+ * bytes it can still give. */
+static void s_pack_device_stats(gxd_ctx *ctx, msgpack_packer *pk)
+{
+    gxd_device_stat ds[GXD_MAX_DEVICES + 1];
+    size_t n = gxd_device_stats(ctx, ds, sizeof ds / sizeof ds[0]);
+    gx_mp_pack_str(pk, "devices");
+    msgpack_pack_map(pk, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        gx_mp_pack_str(pk, ds[i].name);
+        msgpack_pack_map(pk, 1 + (ds[i].in_use >= 0) + (ds[i].free >= 0));
+        s_pack_kv(pk, "jobs", (int64_t)ds[i].jobs);
+        if (ds[i].in_use >= 0)
+            s_pack_kv(pk, "memory_bytes", ds[i].in_use);
+        if (ds[i].free >= 0)
+            s_pack_kv(pk, "free_bytes", ds[i].free);
     }
 }
 
@@ -892,6 +910,8 @@ static void s_pack_shm_stats(gxd_ctx *ctx, msgpack_packer *pk)
     s_pack_kv(pk, "faults", (int64_t)gxd_shm_faults());
 }
 
+/* "artifacts": the artifact cache's counters (docs/artifact.md), an empty
+ * map when it is off. */
 static void s_pack_artifact_stats(gxd_ctx *ctx, msgpack_packer *pk)
 {
     gx_mp_pack_str(pk, "artifacts");
