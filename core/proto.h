@@ -105,7 +105,9 @@ typedef enum gx_req {
     /* a LIST entry (besides graph_id, name, inputs, outputs, jobs) */        \
     X(PLANS, "plans")                                                         \
     X(ARENA_BYTES, "arena_bytes")                                             \
-    X(IDLE_MS, "idle_ms")
+    X(IDLE_MS, "idle_ms")                                                     \
+    X(READY, "ready")                                                         \
+    X(PRELOADED, "preloaded")
 
 typedef enum gx_field {
 #define GX_FIELD_ENUM(e, name) GX_FIELD_##e,

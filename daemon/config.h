@@ -40,6 +40,8 @@ typedef struct gxd_config {
     int64_t limits_shm_regions_per_client; /* "limits.shm_regions_per_client": 0 = no shm */
     int64_t limits_shm_bytes;        /* "limits.shm_bytes": clients' regions mapped, in all */
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
+    char *graphs_preload[GXD_MAX_ENDPOINTS]; /* "graphs.preload": [NAME=]PATH, warmed at start */
+    int n_graphs_preload;
     int64_t limits_max_memory_bytes; /* "limits.max_memory_bytes": graphs and plans; 0 = auto */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
     int64_t client_heartbeat_ms;     /* "client_heartbeat_ms": ZMTP heartbeats; 0 off */

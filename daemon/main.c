@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/ctx.h"
@@ -170,7 +171,8 @@ static void s_log_gpu_near(gxd_ctx *ctx)
 }
 
 /* Fork; the parent waits until the child reports ready (exit 0) or an
- * error (exit 1), so `gexecd` returning means it is serving. Returns the
+ * error (exit 1, or 2 when the child exits with 2: a configuration error),
+ * so `gexecd` returning means it is serving. Returns the
  * write end of the report pipe in the child. */
 static int s_detach(void)
 {
@@ -192,7 +194,11 @@ static int s_detach(void)
             exit(0);
         buf[n > 0 ? n : 0] = '\0';
         fprintf(stderr, "gexecd: %s\n", n > 0 ? buf : "failed to start");
-        exit(1);
+        /* the child's exit status: 2 for a configuration error */
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        exit(WIFEXITED(st) && WEXITSTATUS(st) == 2 ? 2 : 1);
     }
     close(fds[0]);
     setsid();
@@ -291,9 +297,11 @@ int main(int argc, char **argv)
     int report_fd = foreground ? -1 : s_detach();
     int status = 1;
     s_open_cuda(&ctx);
-    if (gxd_server_init(&ctx, err, sizeof err) < 0) {
+    int rc = gxd_server_init(&ctx, err, sizeof err);
+    if (rc < 0) {
         GXD_LOG(&ctx.log, GXD_LOG_ERROR, "%s", err);
         s_report(report_fd, err);
+        status = rc == GX_ECONFIG ? 2 : 1; /* 2: RestartPreventExitStatus= in the unit */
     } else {
         s_log_blas(&ctx);
         s_open_cpu(&ctx);

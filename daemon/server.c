@@ -18,6 +18,7 @@
 #include "daemon/auth.h"
 #include "daemon/metrics.h"
 #include "daemon/pool.h"
+#include "daemon/preload.h"
 #include "daemon/reload.h"
 #include "daemon/server.h"
 #include "daemon/tune/tune.h"
@@ -1023,7 +1024,7 @@ static int s_handle_list(gxd_ctx *ctx, s_req *rq)
         for (size_t i = 0; i < m->n_plans; i++)
             arena += m->plans[i]->arena_bytes;
         pthread_mutex_unlock(&m->mu);
-        msgpack_pack_map(&r.pk, 8);
+        msgpack_pack_map(&r.pk, 10);
         gx_mp_pack_str(&r.pk, GX_F(GRAPH_ID));
         gx_mp_pack_str(&r.pk, m->id.hex);
         gx_mp_pack_str(&r.pk, GX_F(NAME));
@@ -1042,6 +1043,11 @@ static int s_handle_list(gxd_ctx *ctx, s_req *rq)
          * (and the re-planner while it checks the graph) */
         s_pack_kv(&r.pk, GX_F(JOBS), (int64_t)atomic_load(&m->refs) - 1);
         s_pack_kv(&r.pk, GX_F(IDLE_MS), (now - m->last_used) / 1000);
+        /* ready: a plan is compiled, so a RUN of its shapes starts at once */
+        gx_mp_pack_str(&r.pk, GX_F(READY));
+        plans ? msgpack_pack_true(&r.pk) : msgpack_pack_false(&r.pk);
+        gx_mp_pack_str(&r.pk, GX_F(PRELOADED));
+        m->pinned ? msgpack_pack_true(&r.pk) : msgpack_pack_false(&r.pk);
     }
     s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
     return GX_OK;
@@ -1817,7 +1823,9 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "%d workers started", gxd_pool_size(ctx->pool));
     if (ctx->tune && (rc = gxd_tune_explore_start(ctx->tune)) < 0)
         return gx_errf(err, errlen, rc, "cannot start the tune explorer thread");
-    return GX_OK;
+    /* last: graphs.preload compiles and runs on the pool, before the
+     * socket is read and READY=1 */
+    return gxd_preload_run(ctx, err, errlen);
 }
 
 static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
