@@ -69,6 +69,7 @@ static int s_check_socket_mode(const char *v, char *why, size_t whylen);
 static int s_check_group(const char *v, char *why, size_t whylen);
 static int s_check_listen(const char *v, char *why, size_t whylen);
 static int s_check_preload(const char *v, char *why, size_t whylen);
+static int s_check_log_file(const char *v, char *why, size_t whylen);
 
 #define S_KIB INT64_C(1024)
 #define S_MIB (S_KIB * 1024)
@@ -105,6 +106,11 @@ static const s_key s_keys[] = {
             "is refused"},
     {.name = "log_level", .type = S_LOGLEVEL, .off = S_OFF(log_level), .def = "info",
      .doc = "error, warn, info or debug"},
+    {.name = "log_file", .type = S_STRING, .off = S_OFF(log_file), .check = s_check_log_file,
+     .def = "",
+     .doc = "where a detached gexecd (no --foreground) writes its log: an absolute path, "
+            "appended (e.g. /var/lib/gexec/gexecd.log); \"\": syslog (facility daemon); in "
+            "the foreground the log goes to stderr (the journal under systemd)"},
     {.name = "queue.max_jobs", .type = S_INT, .off = S_OFF(queue_max_jobs), .min = 1,
      .max = 1000000, .def = "1024",
      .doc = "jobs waiting to run; beyond it RUN is refused with GX_EQUEUEFULL"},
@@ -1233,4 +1239,12 @@ static int s_check_preload(const char *v, char *why, size_t whylen)
     char name[GXD_MAX_GRAPH_NAME];
     const char *path;
     return gxd_preload_parse(v, name, &path, why, whylen);
+}
+
+/* log_file: "" or an absolute path; it is opened when gexecd detaches. */
+static int s_check_log_file(const char *v, char *why, size_t whylen)
+{
+    if (!*v || v[0] == '/')
+        return GX_OK;
+    return s_why(why, whylen, "'%s' is not an absolute path (or \"\" for syslog)", v);
 }

@@ -27,6 +27,7 @@ typedef struct gxd_config {
     char *gpus;                      /* "gpus": "all", "none" or a CUDA device number */
     int64_t gpu_memory_percent;      /* "gpu_memory_percent": of a GPU's memory for arenas */
     gxd_log_level log_level;         /* "log_level" */
+    char *log_file;                  /* "log_file": a detached daemon's log; "" syslog */
     int64_t queue_max_jobs;          /* "queue.max_jobs" */
     int64_t queue_max_bytes;         /* "queue.max_bytes": input bytes held by queued jobs */
     int64_t limits_max_message_bytes;/* "limits.max_message_bytes": one frame */

@@ -6,6 +6,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -216,6 +217,26 @@ static void s_report(int fd, const char *msg)
     close(fd);
 }
 
+/* The detached child: its log goes to log_file or syslog, and stdout and
+ * stderr to /dev/null (the terminal it came from may close). Exits with 2
+ * (a configuration error, reported to the parent) when log_file cannot be
+ * opened. */
+static void s_detach_log(gxd_ctx *ctx, int report_fd)
+{
+    char why[1024];
+    if (gxd_log_detach(&ctx->log, ctx->cfg.log_file, why, sizeof why) < 0) {
+        s_report(report_fd, why);
+        gxd_config_fini(&ctx->cfg);
+        exit(2);
+    }
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        close(null);
+    }
+}
+
 int main(int argc, char **argv)
 {
     enum { OPT_TCP = 256, OPT_CPUS, OPT_PRINT, OPT_PROFILE_DIR };
@@ -295,6 +316,8 @@ int main(int argc, char **argv)
     ctx.flag_vals = flag_vals;
     ctx.n_flags = n_flags;
     int report_fd = foreground ? -1 : s_detach();
+    if (report_fd >= 0)
+        s_detach_log(&ctx, report_fd);
     int status = 1;
     s_open_cuda(&ctx);
     int rc = gxd_server_init(&ctx, err, sizeof err);
