@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include <gexec/io.h>
 #include <gexec/status.h>
 
@@ -167,6 +169,8 @@ static int s_preload_one(gxd_ctx *ctx, const char *entry, char *err, size_t errl
 int gxd_preload_run(gxd_ctx *ctx, char *err, size_t errlen)
 {
     for (int i = 0; i < ctx->cfg.n_graphs_preload; i++) {
+        sd_notifyf(0, "STATUS=preloading graph %d of %d: %.200s", i + 1,
+                   ctx->cfg.n_graphs_preload, ctx->cfg.graphs_preload[i]);
         char why[1024];
         int rc = s_preload_one(ctx, ctx->cfg.graphs_preload[i], why, sizeof why);
         if (rc < 0)
