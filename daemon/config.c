@@ -20,6 +20,7 @@
 #include <gexec/status.h>
 
 #include "daemon/config.h"
+#include "daemon/preload.h"
 #include "daemon/topo.h"
 #include "daemon/tune/tune.h"
 #include "core/internal.h"
@@ -67,6 +68,8 @@ static int s_check_user(const char *v, char *why, size_t whylen);
 static int s_check_socket_mode(const char *v, char *why, size_t whylen);
 static int s_check_group(const char *v, char *why, size_t whylen);
 static int s_check_listen(const char *v, char *why, size_t whylen);
+static int s_check_preload(const char *v, char *why, size_t whylen);
+static int s_check_log_file(const char *v, char *why, size_t whylen);
 
 #define S_KIB INT64_C(1024)
 #define S_MIB (S_KIB * 1024)
@@ -103,6 +106,11 @@ static const s_key s_keys[] = {
             "is refused"},
     {.name = "log_level", .type = S_LOGLEVEL, .off = S_OFF(log_level), .def = "info",
      .doc = "error, warn, info or debug"},
+    {.name = "log_file", .type = S_STRING, .off = S_OFF(log_file), .check = s_check_log_file,
+     .def = "",
+     .doc = "where a detached gexecd (no --foreground) writes its log: an absolute path, "
+            "appended (e.g. /var/lib/gexec/gexecd.log); \"\": syslog (facility daemon); in "
+            "the foreground the log goes to stderr (the journal under systemd)"},
     {.name = "queue.max_jobs", .type = S_INT, .off = S_OFF(queue_max_jobs), .min = 1,
      .max = 1000000, .def = "1024",
      .doc = "jobs waiting to run; beyond it RUN is refused with GX_EQUEUEFULL"},
@@ -168,6 +176,12 @@ static const s_key s_keys[] = {
             "bound but queue.max_jobs"},
     {.name = "graphs.max", .type = S_INT, .off = S_OFF(graphs_max), .min = 1, .max = 1000000,
      .def = "256", .doc = "compiled graphs kept; the least recently used beyond are dropped"},
+    {.name = "graphs.preload", .type = S_STRLIST, .off = S_OFF(graphs_preload),
+     .count_off = S_OFF(n_graphs_preload), .max = GXD_MAX_ENDPOINTS,
+     .check = s_check_preload, .def = "",
+     .doc = "graph files (YAML, or ONNX when the name ends in .onnx), each PATH or NAME=PATH, "
+            "loaded, compiled and run once on zeros before gexecd reads its socket and reports "
+            "ready; never evicted; one that fails stops the start (exit status 2)"},
     {.name = "shutdown_grace_ms", .type = S_INT, .off = S_OFF(shutdown_grace_ms), .min = 0,
      .max = 3600000, .def = "10000",
      .doc = "on SIGTERM, wait this long for running jobs (keep below systemd's TimeoutStopSec)"},
@@ -1245,4 +1259,20 @@ int gxd_config_value_text(const gxd_config *c, size_t i, char *buf, size_t len)
     bool cut = ftell(f) >= (long)len - 1;
     fclose(f);
     return cut ? GX_ELIMIT : GX_OK;
+}
+
+/* graphs.preload: PATH or NAME=PATH; the file is read when gexecd starts. */
+static int s_check_preload(const char *v, char *why, size_t whylen)
+{
+    char name[GXD_MAX_GRAPH_NAME];
+    const char *path;
+    return gxd_preload_parse(v, name, &path, why, whylen);
+}
+
+/* log_file: "" or an absolute path; it is opened when gexecd detaches. */
+static int s_check_log_file(const char *v, char *why, size_t whylen)
+{
+    if (!*v || v[0] == '/')
+        return GX_OK;
+    return s_why(why, whylen, "'%s' is not an absolute path (or \"\" for syslog)", v);
 }

@@ -27,6 +27,7 @@ typedef struct gxd_config {
     char *gpus;                      /* "gpus": "all", "none" or a CUDA device number */
     int64_t gpu_memory_percent;      /* "gpu_memory_percent": of a GPU's memory for arenas */
     gxd_log_level log_level;         /* "log_level" */
+    char *log_file;                  /* "log_file": a detached daemon's log; "" syslog */
     int64_t queue_max_jobs;          /* "queue.max_jobs" */
     int64_t queue_max_bytes;         /* "queue.max_bytes": input bytes held by queued jobs */
     int64_t limits_max_message_bytes;/* "limits.max_message_bytes": one frame */
@@ -41,6 +42,8 @@ typedef struct gxd_config {
     int64_t limits_shm_regions_per_client; /* "limits.shm_regions_per_client": 0 = no shm */
     int64_t limits_shm_bytes;        /* "limits.shm_bytes": clients' regions mapped, in all */
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
+    char *graphs_preload[GXD_MAX_ENDPOINTS]; /* "graphs.preload": [NAME=]PATH, warmed at start */
+    int n_graphs_preload;
     int64_t limits_max_memory_bytes; /* "limits.max_memory_bytes": graphs and plans; 0 = auto */
     int64_t limits_client_graphs;    /* "limits.client_graphs": loaded, per client; 0 = none */
     int64_t limits_client_memory_bytes; /* "limits.client_memory_bytes": per client; 0 = auto */

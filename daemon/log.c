@@ -6,12 +6,14 @@
  * UTC timestamp, the program name and pid, and the level.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +65,25 @@ void gxd_log_init(gxd_log *lg, gxd_log_level level)
 {
     lg->level = level;
     lg->journal = s_stderr_is_journal();
+    lg->syslog = false;
+    lg->fd = 0;
+}
+
+int gxd_log_detach(gxd_log *lg, const char *path, char *why, size_t whylen)
+{
+    lg->journal = false;
+    if (!path || !*path) {
+        openlog("gexecd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+        lg->syslog = true;
+        return GX_OK;
+    }
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        snprintf(why, whylen, "log_file: cannot open %s: %s", path, strerror(errno));
+        return GX_EIO;
+    }
+    lg->fd = fd;
+    return GX_OK;
 }
 
 int gxd_log_level_parse(const char *name, gxd_log_level *out)
@@ -87,10 +108,10 @@ const char *gxd_log_level_name(gxd_log_level level)
 
 /* Write all of buf to stderr in one write(2) (retried only if interrupted or
  * cut short, which a pipe or terminal does not do for a line this size). */
-static void s_write_all(const char *buf, size_t n)
+static void s_write_all(int fd, const char *buf, size_t n)
 {
     while (n > 0) {
-        ssize_t w = write(STDERR_FILENO, buf, n);
+        ssize_t w = write(fd, buf, n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -109,7 +130,9 @@ void gxd_log_write(const gxd_log *lg, gxd_log_level level, const char *fmt, ...)
 
     char line[S_LINE_MAX];
     size_t n;
-    if (lg->journal) {
+    if (lg->syslog) {
+        n = 0; /* syslog adds the time, ident and pid */
+    } else if (lg->journal) {
         n = (size_t)snprintf(line, sizeof line, "<%d>", s_prios[level]);
     } else {
         struct timespec ts;
@@ -144,7 +167,12 @@ void gxd_log_write(const gxd_log *lg, gxd_log_level level, const char *fmt, ...)
     for (size_t i = head; i < n; i++)
         if (line[i] == '\n' || line[i] == '\r')
             line[i] = ' ';
-    line[n++] = '\n';
-    s_write_all(line, n);
+    if (lg->syslog) {
+        line[n] = '\0';
+        syslog(s_prios[level], "%s: %s", s_tags[level], line);
+    } else {
+        line[n++] = '\n';
+        s_write_all(lg->fd > 0 ? lg->fd : STDERR_FILENO, line, n);
+    }
     errno = saved_errno;
 }

@@ -2,6 +2,9 @@
  * Daemon logging. The level is checked before the arguments are evaluated.
  * Lines go to stderr; under systemd (JOURNAL_STREAM set) they carry the
  * "<N>" priority prefix the journal understands, otherwise a timestamp.
+ * A daemon that detaches (no --foreground) has no terminal left: its lines
+ * go to the file log_file names (appended, with timestamps), or without
+ * one to syslog (facility daemon, ident gexecd), never to /dev/null.
  *
  *     GXD_LOG(&ctx->log, GXD_LOG_INFO, "listening on %s", ep);
  */
@@ -9,6 +12,7 @@
 #define GXD_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* X(enum suffix, config name, syslog priority) */
 #define GXD_LOG_LEVEL_LIST(X)                                                 \
@@ -27,9 +31,15 @@ typedef enum gxd_log_level {
 typedef struct gxd_log {
     _Atomic gxd_log_level level; /* SIGHUP may change it while workers log */
     bool journal; /* stderr is connected to the journal */
+    bool syslog;  /* lines go to syslog(3) */
+    int fd;       /* log_file's descriptor; 0 (a zeroed struct too): stderr */
 } gxd_log;
 
 void gxd_log_init(gxd_log *lg, gxd_log_level level);
+/* The daemon detaches: lines go to path (appended; created 0640), or when
+ * path is NULL or "" to syslog. GX_OK, or GX_EIO with why (lines then still
+ * go to stderr). Call before other threads log. */
+int gxd_log_detach(gxd_log *lg, const char *path, char *why, size_t whylen);
 /* "error", "warn", "info", "debug"; GX_OK or GX_EINVAL. */
 int gxd_log_level_parse(const char *name, gxd_log_level *out);
 const char *gxd_log_level_name(gxd_log_level level);

@@ -6,11 +6,13 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/ctx.h"
@@ -170,7 +172,8 @@ static void s_log_gpu_near(gxd_ctx *ctx)
 }
 
 /* Fork; the parent waits until the child reports ready (exit 0) or an
- * error (exit 1), so `gexecd` returning means it is serving. Returns the
+ * error (exit 1, or 2 when the child exits with 2: a configuration error),
+ * so `gexecd` returning means it is serving. Returns the
  * write end of the report pipe in the child. */
 static int s_detach(void)
 {
@@ -192,7 +195,11 @@ static int s_detach(void)
             exit(0);
         buf[n > 0 ? n : 0] = '\0';
         fprintf(stderr, "gexecd: %s\n", n > 0 ? buf : "failed to start");
-        exit(1);
+        /* the child's exit status: 2 for a configuration error */
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        exit(WIFEXITED(st) && WEXITSTATUS(st) == 2 ? 2 : 1);
     }
     close(fds[0]);
     setsid();
@@ -208,6 +215,26 @@ static void s_report(int fd, const char *msg)
     ssize_t n = write(fd, msg, strlen(msg) + (msg[0] ? 0 : 1));
     (void)n;
     close(fd);
+}
+
+/* The detached child: its log goes to log_file or syslog, and stdout and
+ * stderr to /dev/null (the terminal it came from may close). Exits with 2
+ * (a configuration error, reported to the parent) when log_file cannot be
+ * opened. */
+static void s_detach_log(gxd_ctx *ctx, int report_fd)
+{
+    char why[1024];
+    if (gxd_log_detach(&ctx->log, ctx->cfg.log_file, why, sizeof why) < 0) {
+        s_report(report_fd, why);
+        gxd_config_fini(&ctx->cfg);
+        exit(2);
+    }
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        close(null);
+    }
 }
 
 int main(int argc, char **argv)
@@ -289,11 +316,15 @@ int main(int argc, char **argv)
     ctx.flag_vals = flag_vals;
     ctx.n_flags = n_flags;
     int report_fd = foreground ? -1 : s_detach();
+    if (report_fd >= 0)
+        s_detach_log(&ctx, report_fd);
     int status = 1;
     s_open_cuda(&ctx);
-    if (gxd_server_init(&ctx, err, sizeof err) < 0) {
+    int rc = gxd_server_init(&ctx, err, sizeof err);
+    if (rc < 0) {
         GXD_LOG(&ctx.log, GXD_LOG_ERROR, "%s", err);
         s_report(report_fd, err);
+        status = rc == GX_ECONFIG ? 2 : 1; /* 2: RestartPreventExitStatus= in the unit */
     } else {
         s_log_blas(&ctx);
         s_open_cpu(&ctx);

@@ -21,6 +21,7 @@
 #include <gexec/status.h>
 
 #include "daemon/ctx.h"
+#include "daemon/server.h"
 #include "daemon/job.h"
 #include "daemon/metrics.h"
 #include "daemon/pool.h"
@@ -292,6 +293,28 @@ char *gxd_metrics_prometheus(gxd_ctx *ctx)
                  (double)ts.misses);
         s_sample(f, "gexec_tune_explored_total", "counter", "signatures measured",
                  (double)ts.explored);
+    }
+    gxd_device_stat ds[GXD_MAX_DEVICES + 1];
+    size_t nd = gxd_device_stats(ctx, ds, sizeof ds / sizeof ds[0]);
+    s_family(f, "gexec_device_jobs_total", "counter", "jobs that ran steps on the device");
+    for (size_t i = 0; i < nd; i++)
+        fprintf(f, "gexec_device_jobs_total{device=\"%s\"} %" PRIu64 "\n", ds[i].name, ds[i].jobs);
+    /* the devices that say (a family without samples is left out) */
+    for (int k = 0; k < 2; k++) {
+        const char *fam = k ? "gexec_device_free_bytes" : "gexec_device_memory_bytes";
+        bool any = false;
+        for (size_t i = 0; i < nd; i++) {
+            int64_t v = k ? ds[i].free : ds[i].in_use;
+            if (v < 0)
+                continue;
+            if (!any)
+                s_family(f, fam, "gauge",
+                         k ? "bytes the device can still give"
+                           : "bytes the device holds for plans and jobs (arenas, constants, "
+                             "prepared weights)");
+            any = true;
+            fprintf(f, "%s{device=\"%s\"} %" PRId64 "\n", fam, ds[i].name, v);
+        }
     }
     if (m) {
         s_family(f, "gexec_jobs_total", "counter", "jobs run to a result, per mode");

@@ -426,7 +426,7 @@ static void s_evict(gxd_models *m, int64_t need)
            (m->max_bytes > 0 && atomic_load(&m->bytes) + need > m->max_bytes)) {
         gxd_model **victim = NULL;
         for (gxd_model **pp = &m->head; *pp; pp = &(*pp)->next)
-            if (atomic_load(&(*pp)->refs) == 1 && (!victim || (*pp)->last_used < (*victim)->last_used))
+            if (atomic_load(&(*pp)->refs) == 1 && !(*pp)->pinned && (!victim || (*pp)->last_used < (*victim)->last_used))
                 victim = pp;
         if (!victim)
             return; /* every model is in use: go over graphs.max rather than fail */
@@ -471,7 +471,7 @@ int gxd_models_add_id(gxd_models *m, gx_graph **g, const gx_graph_id *idp, gxd_m
     }
     int64_t gb = gxd_graph_mem_bytes(*g), idle = 0;
     for (gxd_model *o = m->head; o; o = o->next)
-        if (atomic_load(&o->refs) == 1)
+        if (atomic_load(&o->refs) == 1 && !o->pinned)
             idle += atomic_load(&o->bytes);
     /* nothing is evicted for a graph that would not fit anyway */
     if (m->max_bytes > 0 && atomic_load(&m->bytes) - idle + gb > m->max_bytes)

@@ -80,6 +80,7 @@ typedef struct gxd_model {
     int64_t plan_bytes[GXD_MAX_PLANS_PER_MODEL];
     int64_t retired_bytes[GXD_MAX_RETIRED_PLANS];
     char name[GXD_MAX_GRAPH_NAME]; /* "" or the name LOAD gave it (I/O thread) */
+    bool pinned; /* graphs.preload: never evicted, only UNLOADed (I/O thread) */
     /* The profile store (daemon/profile.h): what the graph's file held
      * when it was loaded (NULL: none) plus the counters of retired plans
      * freed since; the jobs counted at the last save (I/O thread). */

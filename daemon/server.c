@@ -18,10 +18,12 @@
 #include "daemon/auth.h"
 #include "daemon/metrics.h"
 #include "daemon/pool.h"
+#include "daemon/preload.h"
 #include "daemon/reload.h"
 #include "daemon/server.h"
 #include "daemon/tune/tune.h"
 #include "core/sockpath.h"
+#include "core/proto.h"
 #include "core/wire.h"
 
 #define GXD_MAX_FRAMES 1026 /* header + up to 1024 input tensors (+1 to detect more) */
@@ -53,16 +55,16 @@ static void s_reply_begin(s_reply *r, const char *type, uint64_t id, int status,
     msgpack_sbuffer_init(&r->sb);
     msgpack_packer_init(&r->pk, &r->sb, msgpack_sbuffer_write);
     msgpack_pack_map(&r->pk, 4 + (message ? 1 : 0) + extra);
-    gx_mp_pack_str(&r->pk, "v");
+    gx_mp_pack_str(&r->pk, GX_F(V));
     msgpack_pack_int(&r->pk, GX_PROTOCOL_VERSION);
-    gx_mp_pack_str(&r->pk, "type");
+    gx_mp_pack_str(&r->pk, GX_F(TYPE));
     gx_mp_pack_str(&r->pk, type);
-    gx_mp_pack_str(&r->pk, "id");
+    gx_mp_pack_str(&r->pk, GX_F(ID));
     msgpack_pack_uint64(&r->pk, id);
-    gx_mp_pack_str(&r->pk, "status");
+    gx_mp_pack_str(&r->pk, GX_F(STATUS));
     gx_mp_pack_str(&r->pk, gx_status_name(status));
     if (message) {
-        gx_mp_pack_str(&r->pk, "message");
+        gx_mp_pack_str(&r->pk, GX_F(MESSAGE));
         gx_mp_pack_str(&r->pk, message);
     }
 }
@@ -117,7 +119,7 @@ static void s_pack_estimates(msgpack_packer *pk, const double est_us[GX_MODE_COU
     size_t n = 0;
     for (int m = GX_MODE_AUTO + 1; m < GX_MODE_COUNT; m++)
         n += est_us[m] >= 0 && isfinite(est_us[m]);
-    gx_mp_pack_str(pk, "estimates");
+    gx_mp_pack_str(pk, GX_F(ESTIMATES));
     msgpack_pack_map(pk, n);
     for (int m = GX_MODE_AUTO + 1; m < GX_MODE_COUNT; m++)
         if (est_us[m] >= 0 && isfinite(est_us[m])) {
@@ -135,26 +137,27 @@ static void s_reply_plan(gxd_ctx *ctx, gxd_job *j)
     s_reply r;
     const bool compile = j->kind == GXD_JOB_COMPILE;
     bool ok = j->status == GX_OK && (compile ? j->n_out == 1 : j->explain != NULL);
-    s_reply_begin(&r, compile ? "COMPILE" : j->tune ? "TUNE" : "EXPLAIN", j->id, j->status,
+    gx_req kind = compile ? GX_REQ_COMPILE : j->tune ? GX_REQ_TUNE : GX_REQ_EXPLAIN;
+    s_reply_begin(&r, gx_req_name(kind), j->id, j->status,
                   j->status == GX_OK ? NULL : j->message,
                   (j->model ? 1 : 0) + (ok ? (compile ? 3 : 2) : 0));
     if (j->model) {
-        gx_mp_pack_str(&r.pk, "graph_id");
+        gx_mp_pack_str(&r.pk, GX_F(GRAPH_ID));
         gx_mp_pack_str(&r.pk, j->model->id.hex);
     }
     if (ok) {
-        gx_mp_pack_str(&r.pk, "compile_us");
+        gx_mp_pack_str(&r.pk, GX_F(COMPILE_US));
         msgpack_pack_int64(&r.pk, j->compile_us);
     }
     if (ok && compile) {
-        gx_mp_pack_str(&r.pk, "key");
+        gx_mp_pack_str(&r.pk, GX_F(KEY));
         gx_mp_pack_str(&r.pk, j->key);
-        gx_mp_pack_str(&r.pk, "outputs");
+        gx_mp_pack_str(&r.pk, GX_F(OUTPUTS));
         msgpack_pack_array(&r.pk, 1);
         gx_wire_pack_tensor_desc(&r.pk, j->out[0].name, j->out[0].view.dtype,
                                  j->out[0].view.ndim, j->out[0].view.shape);
     } else if (ok) {
-        gx_mp_pack_str(&r.pk, "plan");
+        gx_mp_pack_str(&r.pk, GX_F(PLAN));
         gx_mp_pack_str(&r.pk, j->explain);
     }
     s_reply_send(ctx, j->identity, j->identity_len, &r, ok && compile ? j : NULL);
@@ -206,7 +209,8 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
 {
     s_reply r;
     bool ok = j->status == GX_OK;
-    const char *type = j->kind == GXD_JOB_LOAD ? "LOAD" : "RUN"; /* the others: their own */
+    /* the others: their own */
+    const char *type = gx_req_name(j->kind == GXD_JOB_LOAD ? GX_REQ_LOAD : GX_REQ_RUN);
     gxd_stats *st = &ctx->stats;
     if (j->status == GX_ECANCELLED)
         st->cancelled++;
@@ -216,7 +220,7 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
         st->compile_count++;
     if (j->kind == GXD_JOB_LOAD) {
         s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, 1);
-        gx_mp_pack_str(&r.pk, "graph_id");
+        gx_mp_pack_str(&r.pk, GX_F(GRAPH_ID));
         gx_mp_pack_str(&r.pk, j->model->id.hex);
         s_reply_send(ctx, j->identity, j->identity_len, &r, NULL);
         return;
@@ -247,29 +251,29 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
         gxd_metrics_job(ctx->metrics, j->model ? j->model->id.hex : NULL, j->ran_mode, queue_us,
                         compute_us, j->t_end - j->t_enqueue);
     s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, ok ? 2 : 1);
-    gx_mp_pack_str(&r.pk, "run");
+    gx_mp_pack_str(&r.pk, GX_F(RUN));
     msgpack_pack_map(&r.pk, 10);
-    gx_mp_pack_str(&r.pk, "mode");
+    gx_mp_pack_str(&r.pk, GX_F(MODE));
     gx_mp_pack_str(&r.pk, gx_mode_name(j->ran_mode));
-    gx_mp_pack_str(&r.pk, "device");
+    gx_mp_pack_str(&r.pk, GX_F(DEVICE));
     gx_mp_pack_str(&r.pk, j->device[0] ? j->device : "cpu");
-    gx_mp_pack_str(&r.pk, "workers");
+    gx_mp_pack_str(&r.pk, GX_F(WORKERS));
     msgpack_pack_int(&r.pk, j->workers);
-    gx_mp_pack_str(&r.pk, "queue_us");
+    gx_mp_pack_str(&r.pk, GX_F(QUEUE_US));
     msgpack_pack_int64(&r.pk, queue_us);
-    gx_mp_pack_str(&r.pk, "compute_us");
+    gx_mp_pack_str(&r.pk, GX_F(COMPUTE_US));
     msgpack_pack_int64(&r.pk, compute_us);
-    gx_mp_pack_str(&r.pk, "compile_us");
+    gx_mp_pack_str(&r.pk, GX_F(COMPILE_US));
     msgpack_pack_int64(&r.pk, j->compile_us);
-    gx_mp_pack_str(&r.pk, "reason");
+    gx_mp_pack_str(&r.pk, GX_F(REASON));
     gx_mp_pack_str(&r.pk, j->reason);
-    gx_mp_pack_str(&r.pk, "replicas");
+    gx_mp_pack_str(&r.pk, GX_F(REPLICAS));
     msgpack_pack_int(&r.pk, j->replicas);
-    gx_mp_pack_str(&r.pk, "batched");
+    gx_mp_pack_str(&r.pk, GX_F(BATCHED));
     msgpack_pack_int(&r.pk, j->batched);
     s_pack_estimates(&r.pk, j->est_us);
     if (ok) {
-        gx_mp_pack_str(&r.pk, "outputs");
+        gx_mp_pack_str(&r.pk, GX_F(OUTPUTS));
         msgpack_pack_array(&r.pk, j->n_out);
         for (size_t i = 0; i < j->n_out; i++) {
             const gxd_job_output *o = &j->out[i];
@@ -418,11 +422,11 @@ static int s_graph_name(s_req *rq, const char *key, char name[GXD_MAX_GRAPH_NAME
 static int s_handle_load(gxd_ctx *ctx, s_req *rq)
 {
     gxd_model *mdl = NULL;
-    const msgpack_object *go = gx_mp_find(rq->hdr, "graph");
+    const msgpack_object *go = gx_mp_find(rq->hdr, GX_F(GRAPH));
     if (!go)
         return gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "LOAD: missing field 'graph'");
     char name[GXD_MAX_GRAPH_NAME] = "";
-    int rc = s_graph_name(rq, "name", name);
+    int rc = s_graph_name(rq, GX_F(NAME), name);
     if (rc < 0 || (rc = s_decode_graph(ctx, rq, go, &mdl)) < 0)
         return rc;
     if (name[0])
@@ -446,14 +450,14 @@ static int s_decode_graph_ref(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     char *err = rq->err;
     size_t errlen = sizeof rq->err;
     const msgpack_object *h = rq->hdr;
-    const msgpack_object *gid = gx_mp_find(h, "graph_id"), *graph = gx_mp_find(h, "graph");
+    const msgpack_object *gid = gx_mp_find(h, GX_F(GRAPH_ID)), *graph = gx_mp_find(h, GX_F(GRAPH));
     int rc = GX_OK;
-    if (gx_mp_find(h, "graph_name")) {
+    if (gx_mp_find(h, GX_F(GRAPH_NAME))) {
         char name[GXD_MAX_GRAPH_NAME];
         if (gid || graph)
             return gx_errf(err, errlen, GX_EPROTO,
                            "%s: give exactly one of 'graph_id', 'graph_name' and 'graph'", rq->type);
-        if ((rc = s_graph_name(rq, "graph_name", name)) < 0)
+        if ((rc = s_graph_name(rq, GX_F(GRAPH_NAME), name)) < 0)
             return rc;
         if (!(j->model = gxd_models_find_name(&ctx->models, name)))
             return gx_errf(err, errlen, GX_ENOTFOUND,
@@ -542,8 +546,8 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     char *err = rq->err;
     size_t errlen = sizeof rq->err;
     int rc;
-    const msgpack_object *ins = gx_mp_find(rq->hdr, "inputs"),
-                         *shapes = gx_mp_find(rq->hdr, "shapes");
+    const msgpack_object *ins = gx_mp_find(rq->hdr, GX_F(INPUTS)),
+                         *shapes = gx_mp_find(rq->hdr, GX_F(SHAPES));
     const msgpack_object none = {.type = MSGPACK_OBJECT_ARRAY};
     if (!ins && j->kind != GXD_JOB_RUN)
         ins = &none;
@@ -561,7 +565,7 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     const size_t n_ins = ins->via.array.size;
     size_t n_shm = 0, f = 0; /* inputs in shared memory; frames taken */
     for (size_t i = 0; i < n_ins; i++)
-        n_shm += gx_mp_find(&ins->via.array.ptr[i], "shm") != NULL;
+        n_shm += gx_mp_find(&ins->via.array.ptr[i], GX_F(SHM)) != NULL;
     if (n_ins - n_shm != rq->nframes)
         return gx_errf(err, errlen, GX_EPROTO,
                        "%s: %zu input descriptors (%zu of them in shared memory) but %zu tensor "
@@ -574,7 +578,7 @@ static int s_decode_inputs(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         const bool shape_only = i >= n_ins;
         const msgpack_object *desc = shape_only ? &shapes->via.array.ptr[i - n_ins]
                                                 : &ins->via.array.ptr[i],
-                             *so = shape_only ? NULL : gx_mp_find(desc, "shm");
+                             *so = shape_only ? NULL : gx_mp_find(desc, GX_F(SHM));
         size_t nbytes;
         char what[32];
         snprintf(what, sizeof what, "%s[%zu]", shape_only ? "shapes" : "inputs",
@@ -692,7 +696,7 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     if ((rc = s_decode_graph_ref(ctx, rq, j)) < 0 || (rc = s_decode_inputs(ctx, rq, j)) < 0)
         return rc;
 
-    if ((o = gx_mp_find(h, "outputs")) && !(o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 0)) {
+    if ((o = gx_mp_find(h, GX_F(OUTPUTS))) && !(o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 0)) {
         if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > GXD_MAX_MSG_INPUTS)
             return gx_errf(err, errlen, GX_EPROTO, "RUN: 'outputs' must be an array of names");
         if (!(j->want = calloc(o->via.array.size, sizeof *j->want)))
@@ -701,7 +705,7 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
             if ((rc = gx_mp_strdup(&o->via.array.ptr[i], "outputs[]", &j->want[i], err, errlen)) < 0)
                 return rc;
     }
-    if ((o = gx_mp_find(h, "output_shm"))) { /* where outputs go, as far as they fit */
+    if ((o = gx_mp_find(h, GX_F(OUTPUT_SHM)))) { /* where outputs go, as far as they fit */
         gx_wire_shm_ref ref;
         void *p;
         if ((rc = gx_wire_unpack_shm_ref(o, "output_shm", &ref, err, errlen)) < 0 ||
@@ -710,20 +714,20 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         j->out_shm_offset = ref.offset;
         j->out_shm_bytes = ref.bytes;
     }
-    if ((o = gx_mp_find(h, "priority"))) {
+    if ((o = gx_mp_find(h, GX_F(PRIORITY)))) {
         if ((rc = gx_mp_int(o, "priority", -100, 100, &v, err, errlen)) < 0)
             return rc;
         if (v > ctx->cfg.limits_max_client_priority && (rc = s_priority_allowed(ctx, rq, v)) < 0)
             return rc;
         j->priority = (int)v;
     }
-    if ((o = gx_mp_find(h, "deadline_ms"))) {
+    if ((o = gx_mp_find(h, GX_F(DEADLINE_MS)))) {
         if ((rc = gx_mp_int(o, "deadline_ms", 0, INT64_MAX / 1000 - gxd_now_us() / 1000, &v, err, errlen)) < 0)
             return rc;
         j->deadline_us = v ? gxd_now_us() + v * 1000 : 0;
     }
     j->mode = GX_MODE_AUTO;
-    if ((o = gx_mp_find(h, "mode"))) {
+    if ((o = gx_mp_find(h, GX_F(MODE)))) {
         char *m = NULL;
         if ((rc = gx_mp_strdup(o, "mode", &m, err, errlen)) < 0)
             return rc;
@@ -800,7 +804,7 @@ static int s_handle_compile(gxd_ctx *ctx, s_req *rq)
 static int s_handle_cancel(gxd_ctx *ctx, s_req *rq)
 {
     int64_t target;
-    int rc = gx_mp_int(gx_mp_find(rq->hdr, "target"), "CANCEL: target", 0, INT64_MAX, &target,
+    int rc = gx_mp_int(gx_mp_find(rq->hdr, GX_F(TARGET)), "CANCEL: target", 0, INT64_MAX, &target,
                        rq->err, sizeof rq->err);
     if (rc < 0)
         return rc;
@@ -863,26 +867,44 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
         s_pack_kv(pk, ts.wins[i].source, ts.wins[i].n);
 }
 
-/* "artifacts": the artifact cache's counters (docs/artifact.md), an empty
- * map when it is off. */
-/* "devices": per device the daemon offers, the jobs that ran steps on it
- * and, where the device says, the bytes it can still give. */
-static void s_pack_device_stats(gxd_ctx *ctx, msgpack_packer *pk)
+size_t gxd_device_stats(const gxd_ctx *ctx, gxd_device_stat *out, size_t max)
 {
     size_t n = 0;
-    for (size_t i = 0; i < s_n_devices(ctx); i++)
-        n += i == 0 || s_device(ctx, i) != gx_backend_cpu();
-    gx_mp_pack_str(pk, "devices");
-    msgpack_pack_map(pk, (uint32_t)n);
-    for (size_t i = 0; i < s_n_devices(ctx); i++) {
+    for (size_t i = 0; i < s_n_devices(ctx) && n < max; i++) {
         const gx_backend *b = s_device(ctx, i);
         if (i && b == gx_backend_cpu())
             continue; /* partition.prefer may name the CPU too */
-        gx_mp_pack_str(pk, b->name);
-        msgpack_pack_map(pk, b->capacity ? 2 : 1);
-        s_pack_kv(pk, "jobs", (int64_t)ctx->stats.device_jobs[i]);
-        if (b->capacity)
-            s_pack_kv(pk, "free_bytes", (int64_t)b->capacity(b));
+        out[n++] = (gxd_device_stat){
+            .name = b->name,
+            .jobs = ctx->stats.device_jobs[i],
+            /* host memory: what limits.max_memory_bytes counts (graphs,
+             * plans, one arena each); a device's own: what its alloc gave */
+            .in_use = b == gx_backend_cpu() ? atomic_load(&ctx->models.bytes)
+                      : b->in_use           ? (int64_t)b->in_use(b)
+                                            : -1,
+            .free = b->capacity ? (int64_t)b->capacity(b) : -1,
+        };
+    }
+    return n;
+}
+
+/* "devices": per device the daemon offers, the jobs that ran steps on it,
+ * the bytes it holds for plans and jobs and, where the device says, the
+ * bytes it can still give. */
+static void s_pack_device_stats(gxd_ctx *ctx, msgpack_packer *pk)
+{
+    gxd_device_stat ds[GXD_MAX_DEVICES + 1];
+    size_t n = gxd_device_stats(ctx, ds, sizeof ds / sizeof ds[0]);
+    gx_mp_pack_str(pk, "devices");
+    msgpack_pack_map(pk, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        gx_mp_pack_str(pk, ds[i].name);
+        msgpack_pack_map(pk, 1 + (ds[i].in_use >= 0) + (ds[i].free >= 0));
+        s_pack_kv(pk, "jobs", (int64_t)ds[i].jobs);
+        if (ds[i].in_use >= 0)
+            s_pack_kv(pk, "memory_bytes", ds[i].in_use);
+        if (ds[i].free >= 0)
+            s_pack_kv(pk, "free_bytes", ds[i].free);
     }
 }
 
@@ -901,6 +923,8 @@ static void s_pack_shm_stats(gxd_ctx *ctx, msgpack_packer *pk)
     s_pack_kv(pk, "faults", (int64_t)gxd_shm_faults());
 }
 
+/* "artifacts": the artifact cache's counters (docs/artifact.md), an empty
+ * map when it is off. */
 static void s_pack_artifact_stats(gxd_ctx *ctx, msgpack_packer *pk)
 {
     gx_mp_pack_str(pk, "artifacts");
@@ -926,7 +950,7 @@ static void s_pack_artifact_stats(gxd_ctx *ctx, msgpack_packer *pk)
  * in "text", the same the HTTP endpoint serves. */
 static int s_handle_stats_text(gxd_ctx *ctx, s_req *rq)
 {
-    const msgpack_object *fmt = gx_mp_find(rq->hdr, "format");
+    const msgpack_object *fmt = gx_mp_find(rq->hdr, GX_F(FORMAT));
     if (!gx_mp_streq(fmt, "prometheus"))
         return gx_errf(rq->err, sizeof rq->err, GX_EREQUEST,
                        "STATS: format must be \"prometheus\" (or left out for the stats map)");
@@ -935,7 +959,7 @@ static int s_handle_stats_text(gxd_ctx *ctx, s_req *rq)
         return gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
-    gx_mp_pack_str(&r.pk, "text");
+    gx_mp_pack_str(&r.pk, GX_F(TEXT));
     gx_mp_pack_str(&r.pk, text);
     free(text);
     s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
@@ -944,14 +968,14 @@ static int s_handle_stats_text(gxd_ctx *ctx, s_req *rq)
 
 static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
 {
-    if (gx_mp_find(rq->hdr, "format"))
+    if (gx_mp_find(rq->hdr, GX_F(FORMAT)))
         return s_handle_stats_text(ctx, rq);
     const gxd_stats *st = &ctx->stats;
     const char *url = gxd_metrics_url(ctx->metrics);
     char topo[256];
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
-    gx_mp_pack_str(&r.pk, "stats");
+    gx_mp_pack_str(&r.pk, GX_F(STATS));
     msgpack_pack_map(&r.pk, 28 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
@@ -1002,7 +1026,7 @@ static int s_handle_list(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     int64_t now = gxd_now_us();
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
-    gx_mp_pack_str(&r.pk, "graphs");
+    gx_mp_pack_str(&r.pk, GX_F(GRAPHS));
     msgpack_pack_array(&r.pk, ctx->models.n);
     for (gxd_model *m = ctx->models.head; m; m = m->next) {
         const gx_graph *g = m->graph;
@@ -1012,25 +1036,30 @@ static int s_handle_list(gxd_ctx *ctx, s_req *rq)
         for (size_t i = 0; i < m->n_plans; i++)
             arena += m->plans[i]->arena_bytes;
         pthread_mutex_unlock(&m->mu);
-        msgpack_pack_map(&r.pk, 8);
-        gx_mp_pack_str(&r.pk, "graph_id");
+        msgpack_pack_map(&r.pk, 10);
+        gx_mp_pack_str(&r.pk, GX_F(GRAPH_ID));
         gx_mp_pack_str(&r.pk, m->id.hex);
-        gx_mp_pack_str(&r.pk, "name");
+        gx_mp_pack_str(&r.pk, GX_F(NAME));
         gx_mp_pack_str(&r.pk, m->name);
-        gx_mp_pack_str(&r.pk, "inputs");
+        gx_mp_pack_str(&r.pk, GX_F(INPUTS));
         msgpack_pack_array(&r.pk, g->n_inputs);
         for (size_t i = 0; i < g->n_inputs; i++)
             gx_mp_pack_str(&r.pk, g->inputs[i].name);
-        gx_mp_pack_str(&r.pk, "outputs");
+        gx_mp_pack_str(&r.pk, GX_F(OUTPUTS));
         msgpack_pack_array(&r.pk, g->n_outputs);
         for (size_t i = 0; i < g->n_outputs; i++)
             gx_mp_pack_str(&r.pk, g->outputs[i].name);
-        s_pack_kv(&r.pk, "plans", (int64_t)plans);
-        s_pack_kv(&r.pk, "arena_bytes", (int64_t)arena);
+        s_pack_kv(&r.pk, GX_F(PLANS), (int64_t)plans);
+        s_pack_kv(&r.pk, GX_F(ARENA_BYTES), (int64_t)arena);
         /* the registry holds one reference; jobs queued or running the rest
          * (and the re-planner while it checks the graph) */
-        s_pack_kv(&r.pk, "jobs", (int64_t)atomic_load(&m->refs) - 1);
-        s_pack_kv(&r.pk, "idle_ms", (now - m->last_used) / 1000);
+        s_pack_kv(&r.pk, GX_F(JOBS), (int64_t)atomic_load(&m->refs) - 1);
+        s_pack_kv(&r.pk, GX_F(IDLE_MS), (now - m->last_used) / 1000);
+        /* ready: a plan is compiled, so a RUN of its shapes starts at once */
+        gx_mp_pack_str(&r.pk, GX_F(READY));
+        plans ? msgpack_pack_true(&r.pk) : msgpack_pack_false(&r.pk);
+        gx_mp_pack_str(&r.pk, GX_F(PRELOADED));
+        m->pinned ? msgpack_pack_true(&r.pk) : msgpack_pack_false(&r.pk);
     }
     s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
     return GX_OK;
@@ -1040,7 +1069,7 @@ static int s_handle_list(gxd_ctx *ctx, s_req *rq)
  * and arenas are freed once the jobs holding it are done (they finish). */
 static int s_handle_unload(gxd_ctx *ctx, s_req *rq)
 {
-    if (gx_mp_find(rq->hdr, "graph"))
+    if (gx_mp_find(rq->hdr, GX_F(GRAPH)))
         return gx_errf(rq->err, sizeof rq->err, GX_EPROTO,
                        "UNLOAD: give 'graph_id' or 'graph_name', not a graph");
     gxd_job probe = {0};
@@ -1059,9 +1088,9 @@ static int s_handle_unload(gxd_ctx *ctx, s_req *rq)
             (long long)jobs, jobs == 1 ? "" : "s");
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 2);
-    gx_mp_pack_str(&r.pk, "graph_id");
+    gx_mp_pack_str(&r.pk, GX_F(GRAPH_ID));
     gx_mp_pack_str(&r.pk, hex);
-    s_pack_kv(&r.pk, "jobs", jobs);
+    s_pack_kv(&r.pk, GX_F(JOBS), jobs);
     s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
     return GX_OK;
 }
@@ -1081,10 +1110,10 @@ static int s_handle_shm_register(gxd_ctx *ctx, s_req *rq)
                        "SHM_REGISTER: shared memory is for local clients over ipc, whose user "
                        "the kernel vouches for; this client is not identified (tcp)");
     }
-    int rc = gx_mp_strdup(gx_mp_find(rq->hdr, "region"), "SHM_REGISTER: region", &name, rq->err,
+    int rc = gx_mp_strdup(gx_mp_find(rq->hdr, GX_F(REGION)), "SHM_REGISTER: region", &name, rq->err,
                           sizeof rq->err);
     if (rc == GX_OK)
-        rc = gx_mp_int(gx_mp_find(rq->hdr, "bytes"), "SHM_REGISTER: bytes", 1, INT64_MAX, &bytes,
+        rc = gx_mp_int(gx_mp_find(rq->hdr, GX_F(BYTES)), "SHM_REGISTER: bytes", 1, INT64_MAX, &bytes,
                        rq->err, sizeof rq->err);
     if (rc == GX_OK)
         rc = gxd_shm_register(&ctx->shm, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity),
@@ -1094,9 +1123,9 @@ static int s_handle_shm_register(gxd_ctx *ctx, s_req *rq)
                 (long long)bytes, (unsigned long)uid);
         s_reply r;
         s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 2);
-        gx_mp_pack_str(&r.pk, "region");
+        gx_mp_pack_str(&r.pk, GX_F(REGION));
         gx_mp_pack_str(&r.pk, name);
-        s_pack_kv(&r.pk, "bytes", bytes);
+        s_pack_kv(&r.pk, GX_F(BYTES), bytes);
         s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
     }
     free(name);
@@ -1109,7 +1138,7 @@ static int s_handle_shm_unregister(gxd_ctx *ctx, s_req *rq)
 {
     char *name = NULL;
     size_t n = 0;
-    const msgpack_object *o = gx_mp_find(rq->hdr, "region");
+    const msgpack_object *o = gx_mp_find(rq->hdr, GX_F(REGION));
     int rc = o ? gx_mp_strdup(o, "SHM_UNREGISTER: region", &name, rq->err, sizeof rq->err)
                : GX_OK;
     if (rc == GX_OK &&
@@ -1122,7 +1151,7 @@ static int s_handle_shm_unregister(gxd_ctx *ctx, s_req *rq)
         return rc;
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
-    s_pack_kv(&r.pk, "unregistered", (int64_t)n);
+    s_pack_kv(&r.pk, GX_F(UNREGISTERED), (int64_t)n);
     s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
     return GX_OK;
 }
@@ -1131,10 +1160,10 @@ static void s_pack_region(void *arg, const gxd_shm_region *reg)
 {
     msgpack_packer *pk = arg;
     msgpack_pack_map(pk, 3);
-    gx_mp_pack_str(pk, "region");
+    gx_mp_pack_str(pk, GX_F(REGION));
     gx_mp_pack_str(pk, reg->name);
-    s_pack_kv(pk, "bytes", (int64_t)reg->bytes);
-    s_pack_kv(pk, "jobs", (int64_t)atomic_load(&reg->refs) - 1); /* less the table's */
+    s_pack_kv(pk, GX_F(BYTES), (int64_t)reg->bytes);
+    s_pack_kv(pk, GX_F(JOBS), (int64_t)atomic_load(&reg->refs) - 1); /* less the table's */
 }
 
 /* SHM_LIST: the client's regions, each with its bytes and the jobs using it. */
@@ -1144,31 +1173,38 @@ static int s_handle_shm_list(gxd_ctx *ctx, s_req *rq)
     size_t idlen = zmq_msg_size(&rq->identity);
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
-    gx_mp_pack_str(&r.pk, "regions");
+    gx_mp_pack_str(&r.pk, GX_F(REGIONS));
     msgpack_pack_array(&r.pk, (uint32_t)gxd_shm_count(&ctx->shm, id, idlen));
     gxd_shm_each(&ctx->shm, id, idlen, s_pack_region, &r.pk);
     s_reply_send(ctx, id, idlen, &r, NULL);
     return GX_OK;
 }
 
-/* The request table: checked (type known, frames allowed) before a handler
- * runs. A handler either replies itself or returns an error status with a
- * message in rq->err, which becomes the error reply. */
-static const struct {
-    const char *name;
-    int (*handle)(gxd_ctx *ctx, s_req *rq);
-    size_t max_frames; /* tensor frames after the header */
-} s_requests[] = {
-    {"PING", s_handle_ping, 0},     {"LOAD", s_handle_load, 0},
-    {"RUN", s_handle_run, GXD_MAX_MSG_INPUTS}, {"CANCEL", s_handle_cancel, 0},
-    {"STATS", s_handle_stats, 0}, {"EXPLAIN", s_handle_explain, GXD_MAX_MSG_INPUTS},
-    {"TUNE", s_handle_tune, GXD_MAX_MSG_INPUTS},
-    {"LIST", s_handle_list, 0},     {"UNLOAD", s_handle_unload, 0},
-    {"COMPILE", s_handle_compile, GXD_MAX_MSG_INPUTS},
-    {"SHM_REGISTER", s_handle_shm_register, 0},
-    {"SHM_UNREGISTER", s_handle_shm_unregister, 0},
-    {"SHM_LIST", s_handle_shm_list, 0},
-};
+/* The handler of each request kind (core/proto.h declares the kinds; a
+ * kind without a case here does not compile). A handler either replies
+ * itself or returns an error status with a message in rq->err, which
+ * becomes the error reply. */
+typedef int (*s_handler)(gxd_ctx *ctx, s_req *rq);
+static s_handler s_handler_of(gx_req k)
+{
+    switch (k) {
+    case GX_REQ_PING: return s_handle_ping;
+    case GX_REQ_LOAD: return s_handle_load;
+    case GX_REQ_RUN: return s_handle_run;
+    case GX_REQ_CANCEL: return s_handle_cancel;
+    case GX_REQ_STATS: return s_handle_stats;
+    case GX_REQ_EXPLAIN: return s_handle_explain;
+    case GX_REQ_TUNE: return s_handle_tune;
+    case GX_REQ_LIST: return s_handle_list;
+    case GX_REQ_UNLOAD: return s_handle_unload;
+    case GX_REQ_COMPILE: return s_handle_compile;
+    case GX_REQ_SHM_REGISTER: return s_handle_shm_register;
+    case GX_REQ_SHM_UNREGISTER: return s_handle_shm_unregister;
+    case GX_REQ_SHM_LIST: return s_handle_shm_list;
+    case GX_REQ_COUNT: break;
+    }
+    abort(); /* not reached: gx_req_parse gives a kind below GX_REQ_COUNT */
+}
 
 static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len, bool overflow)
 {
@@ -1189,47 +1225,44 @@ static void s_dispatch(gxd_ctx *ctx, s_req *rq, const void *hdr, size_t hdr_len,
     rq->hdr = &up.data;
     if (rc == GX_OK) {
         /* the id first, so that every later error can echo it */
-        const msgpack_object *id = gx_mp_find(rq->hdr, "id");
+        const msgpack_object *id = gx_mp_find(rq->hdr, GX_F(ID));
         if (!id)
             rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO, "id: missing (a correlation id is required)");
         else if ((rc = gx_mp_int(id, "id", 0, INT64_MAX, &v, rq->err, sizeof rq->err)) == GX_OK)
             rq->id = (uint64_t)v;
     }
     if (rc == GX_OK &&
-        (rc = gx_mp_int(gx_mp_find(rq->hdr, "v"), "v (protocol version)", 0, INT32_MAX, &v, rq->err,
+        (rc = gx_mp_int(gx_mp_find(rq->hdr, GX_F(V)), "v (protocol version)", 0, INT32_MAX, &v, rq->err,
                         sizeof rq->err)) == GX_OK &&
         v != GX_PROTOCOL_VERSION)
         rc = gx_errf(rq->err, sizeof rq->err, GX_EVERSION,
                      "protocol version %lld is not supported (this daemon speaks %d)", (long long)v,
                      GX_PROTOCOL_VERSION);
-    size_t i = 0, n = sizeof s_requests / sizeof s_requests[0];
+    gx_req kind = GX_REQ_COUNT;
     if (rc == GX_OK) {
-        const msgpack_object *t = gx_mp_find(rq->hdr, "type");
-        while (i < n && !gx_mp_streq(t, s_requests[i].name))
-            i++;
-        if (i == n) {
+        const msgpack_object *t = gx_mp_find(rq->hdr, GX_F(TYPE));
+        if (!gx_req_parse(t, &kind)) {
             char tname[64] = "?";
             if (t && t->type == MSGPACK_OBJECT_STR)
                 snprintf(tname, sizeof tname, "%.*s", (int)(t->via.str.size < 40 ? t->via.str.size : 40),
                          t->via.str.ptr);
-            char known[160] = "";
-            for (size_t k = 0; k < n; k++)
-                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
-                         k ? ", " : "", s_requests[k].name);
+            char known[200];
+            gx_req_names_list(known, sizeof known);
             rc = gx_errf(rq->err, sizeof rq->err, GX_EREQUEST, "unknown request type '%s' (%s)",
                          tname, known);
         } else {
-            rq->type = s_requests[i].name;
-            if (overflow || rq->nframes > s_requests[i].max_frames)
+            size_t max_frames = gx_req_takes_frames(kind) ? GXD_MAX_MSG_INPUTS : 0;
+            rq->type = gx_req_name(kind);
+            if (overflow || rq->nframes > max_frames)
                 rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO,
                              "%s: too many frames (at most %zu tensor frames)", rq->type,
-                             s_requests[i].max_frames);
+                             max_frames);
         }
     }
     if (rc == GX_OK && ctx->stopping)
         rc = gx_errf(rq->err, sizeof rq->err, GX_ESHUTDOWN, "the daemon is shutting down");
     if (rc == GX_OK)
-        rc = s_requests[i].handle(ctx, rq);
+        rc = s_handler_of(kind)(ctx, rq);
     else
         ctx->stats.protocol_errors++;
     if (rc < 0)
@@ -1371,7 +1404,7 @@ static void s_on_request(gxd_ctx *ctx)
     s_monitor_drain(ctx);
     s_req rq;
     memset(&rq, 0, sizeof rq);
-    rq.type = "ERROR";
+    rq.type = GX_REQ_ERROR_NAME;
     zmq_msg_init(&rq.identity);
     if (zmq_msg_recv(&rq.identity, ctx->router, ZMQ_DONTWAIT) < 0) {
         zmq_msg_close(&rq.identity);
@@ -1807,7 +1840,9 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "%d workers started", gxd_pool_size(ctx->pool));
     if (ctx->tune && (rc = gxd_tune_explore_start(ctx->tune)) < 0)
         return gx_errf(err, errlen, rc, "cannot start the tune explorer thread");
-    return GX_OK;
+    /* last: graphs.preload compiles and runs on the pool, before the
+     * socket is read and READY=1 */
+    return gxd_preload_run(ctx, err, errlen);
 }
 
 static void s_poll_once(gxd_ctx *ctx, long timeout_ms)

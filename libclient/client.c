@@ -17,6 +17,7 @@
 #include <zmq.h>
 
 #include "core/sockpath.h"
+#include "core/proto.h"
 #include "core/wire.h"
 #include "core/curvekey.h"
 #include "libclient/shm.h"
@@ -476,20 +477,20 @@ static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
         info->est_us[m] = -1;
     if (!run || run->type != MSGPACK_OBJECT_MAP)
         return;
-    s_copy_str(gx_mp_find(run, "mode"), info->mode, sizeof info->mode);
-    s_copy_str(gx_mp_find(run, "device"), info->device, sizeof info->device);
-    s_copy_str(gx_mp_find(run, "reason"), info->reason, sizeof info->reason);
+    s_copy_str(gx_mp_find(run, GX_F(MODE)), info->mode, sizeof info->mode);
+    s_copy_str(gx_mp_find(run, GX_F(DEVICE)), info->device, sizeof info->device);
+    s_copy_str(gx_mp_find(run, GX_F(REASON)), info->reason, sizeof info->reason);
     int64_t v = 0;
-    if (gx_mp_int(gx_mp_find(run, "workers"), "", 0, INT32_MAX, &v, NULL, 0) == GX_OK)
+    if (gx_mp_int(gx_mp_find(run, GX_F(WORKERS)), "", 0, INT32_MAX, &v, NULL, 0) == GX_OK)
         info->workers = (int)v;
-    info->queue_us = s_get_i64(gx_mp_find(run, "queue_us"));
-    info->compute_us = s_get_i64(gx_mp_find(run, "compute_us"));
-    info->compile_us = s_get_i64(gx_mp_find(run, "compile_us"));
-    if (gx_mp_int(gx_mp_find(run, "replicas"), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)
+    info->queue_us = s_get_i64(gx_mp_find(run, GX_F(QUEUE_US)));
+    info->compute_us = s_get_i64(gx_mp_find(run, GX_F(COMPUTE_US)));
+    info->compile_us = s_get_i64(gx_mp_find(run, GX_F(COMPILE_US)));
+    if (gx_mp_int(gx_mp_find(run, GX_F(REPLICAS)), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)
         info->replicas = (int)v;
-    if (gx_mp_int(gx_mp_find(run, "batched"), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)
+    if (gx_mp_int(gx_mp_find(run, GX_F(BATCHED)), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)
         info->batched = (int)v;
-    const msgpack_object *est = gx_mp_find(run, "estimates");
+    const msgpack_object *est = gx_mp_find(run, GX_F(ESTIMATES));
     if (!est || est->type != MSGPACK_OBJECT_MAP)
         return;
     for (uint32_t i = 0; i < est->via.map.size; i++) {
@@ -536,6 +537,18 @@ static int s_shm_output(gx_client *c, gx_result *r, size_t i, const gx_wire_shm_
     return r->tensors[i] ? GX_OK : gx_errf(err, errlen, GX_ENOMEM, "out of memory");
 }
 
+/* o as a new JSON string (caller frees), or NULL when out of memory. */
+static char *s_to_json(const msgpack_object *o)
+{
+    gx_strbuf b = {0};
+    s_json(&b, o);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
 /* Build a result from a reply header and its tensor frames (and, for
  * outputs in shared memory, c's regions). */
 static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frames,
@@ -546,51 +559,60 @@ static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frame
         return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
     *out = r;
     char status[64], msg[1024];
-    s_copy_str(gx_mp_find(h, "status"), status, sizeof status);
-    s_copy_str(gx_mp_find(h, "message"), msg, sizeof msg);
+    s_copy_str(gx_mp_find(h, GX_F(STATUS)), status, sizeof status);
+    s_copy_str(gx_mp_find(h, GX_F(MESSAGE)), msg, sizeof msg);
     r->status = strcmp(status, "GX_OK") == 0 ? GX_OK : gx_status_from_name(status);
     r->message = strdup(msg);
-    s_copy_str(gx_mp_find(h, "graph_id"), r->graph_id.hex, sizeof r->graph_id.hex);
-    s_copy_str(gx_mp_find(h, "key"), r->key, sizeof r->key);
-    s_parse_run_info(gx_mp_find(h, "run"), &r->info);
-    const msgpack_object *stats = gx_mp_find(h, "stats");
-    if (stats) {
-        gx_strbuf b = {0};
-        s_json(&b, stats);
-        if (b.oom) {
-            free(b.p);
-            return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    s_copy_str(gx_mp_find(h, GX_F(GRAPH_ID)), r->graph_id.hex, sizeof r->graph_id.hex);
+    gx_req req;
+    if (!gx_req_parse(gx_mp_find(h, GX_F(TYPE)), &req))
+        return GX_OK; /* "ERROR": a request the daemon could not read; the status says why */
+    /* What each kind's reply carries besides the status (docs/protocol.md). */
+    const msgpack_object *o;
+    switch (req) {
+    case GX_REQ_PING:
+    case GX_REQ_CANCEL:
+    case GX_REQ_UNLOAD:
+    case GX_REQ_SHM_REGISTER:
+    case GX_REQ_SHM_UNREGISTER:
+    case GX_REQ_SHM_LIST:
+        return GX_OK;
+    case GX_REQ_LOAD:
+    case GX_REQ_RUN:
+        s_parse_run_info(gx_mp_find(h, GX_F(RUN)), &r->info);
+        break;
+    case GX_REQ_EXPLAIN:
+    case GX_REQ_TUNE:
+    case GX_REQ_COMPILE:
+        s_copy_str(gx_mp_find(h, GX_F(KEY)), r->key, sizeof r->key);
+        if ((o = gx_mp_find(h, GX_F(PLAN))) && o->type == MSGPACK_OBJECT_STR) {
+            if (!(r->plan_json = malloc(o->via.str.size + 1)))
+                return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+            memcpy(r->plan_json, o->via.str.ptr, o->via.str.size);
+            r->plan_json[o->via.str.size] = '\0';
         }
-        r->stats_json = b.p;
-    }
-    const msgpack_object *graphs = gx_mp_find(h, "graphs");
-    if (graphs && graphs->type == MSGPACK_OBJECT_ARRAY) {
-        gx_strbuf b = {0};
-        s_json(&b, graphs);
-        if (b.oom) {
-            free(b.p);
+        break;
+    case GX_REQ_STATS:
+        if ((o = gx_mp_find(h, GX_F(STATS))) && !(r->stats_json = s_to_json(o)))
             return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
-        }
-        r->list_json = b.p;
-    }
-    const msgpack_object *text = gx_mp_find(h, "text");
-    if (text && text->type == MSGPACK_OBJECT_STR) {
-        if (!(r->text = strndup(text->via.str.ptr, text->via.str.size)))
+        if ((o = gx_mp_find(h, GX_F(TEXT))) && o->type == MSGPACK_OBJECT_STR &&
+            !(r->text = strndup(o->via.str.ptr, o->via.str.size)))
             return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
-    }
-    const msgpack_object *plan = gx_mp_find(h, "plan");
-    if (plan && plan->type == MSGPACK_OBJECT_STR) {
-        if (!(r->plan_json = malloc(plan->via.str.size + 1)))
+        return GX_OK;
+    case GX_REQ_LIST:
+        if ((o = gx_mp_find(h, GX_F(GRAPHS))) && o->type == MSGPACK_OBJECT_ARRAY &&
+            !(r->list_json = s_to_json(o)))
             return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
-        memcpy(r->plan_json, plan->via.str.ptr, plan->via.str.size);
-        r->plan_json[plan->via.str.size] = '\0';
+        return GX_OK;
+    case GX_REQ_COUNT:
+        return GX_OK;
     }
-    const msgpack_object *outs = gx_mp_find(h, "outputs");
+    const msgpack_object *outs = gx_mp_find(h, GX_F(OUTPUTS));
     if (!outs)
         return GX_OK;
     size_t n = outs->type == MSGPACK_OBJECT_ARRAY ? outs->via.array.size : 0, in_shm = 0;
     for (size_t i = 0; i < n; i++)
-        in_shm += gx_mp_find(&outs->via.array.ptr[i], "shm") != NULL;
+        in_shm += gx_mp_find(&outs->via.array.ptr[i], GX_F(SHM)) != NULL;
     if (outs->type != MSGPACK_OBJECT_ARRAY || n - in_shm != nframes)
         return gx_errf(err, errlen, GX_EPROTO,
                        "reply lists %zu outputs (%zu in shared memory) but carries %zu frames", n,
@@ -607,7 +629,7 @@ static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frame
         int ndim;
         int64_t shape[GX_MAX_DIMS];
         size_t nbytes;
-        const msgpack_object *so = gx_mp_find(&outs->via.array.ptr[i], "shm");
+        const msgpack_object *so = gx_mp_find(&outs->via.array.ptr[i], GX_F(SHM));
         int rc = gx_wire_unpack_tensor_desc(&outs->via.array.ptr[i], "outputs", INT64_MAX,
                                             &r->names[i], &dt, &ndim, shape, &nbytes, err, errlen);
         if (rc < 0)
@@ -767,7 +789,7 @@ static int s_recv_one(gx_client *c, int timeout_ms)
             s_fail(c, rc, "bad reply from daemon: %s", err);
         int64_t id = 0;
         if (rc == GX_OK &&
-            gx_mp_int(gx_mp_find(&up.data, "id"), "id", 0, INT64_MAX, &id, NULL, 0) == GX_OK) {
+            gx_mp_int(gx_mp_find(&up.data, GX_F(ID)), "id", 0, INT64_MAX, &id, NULL, 0) == GX_OK) {
             c->strays++; /* taken back below when a waiting job takes it */
             for (gx_job *j = c->pending; j; j = j->next) {
                 if (j->id != (uint64_t)id || j->result)
@@ -954,14 +976,14 @@ static int s_send(gx_client *c, const msgpack_sbuffer *hdr, const gx_request *rq
     return s_send_placed(c, hdr, rq, NULL, id, jobp);
 }
 
-static void s_pack_head(msgpack_packer *pk, const char *type, uint64_t id, size_t extra)
+static void s_pack_head(msgpack_packer *pk, gx_req type, uint64_t id, size_t extra)
 {
     msgpack_pack_map(pk, 3 + extra);
-    gx_mp_pack_str(pk, "v");
+    gx_mp_pack_str(pk, GX_F(V));
     msgpack_pack_int(pk, GX_PROTOCOL_VERSION);
-    gx_mp_pack_str(pk, "type");
-    gx_mp_pack_str(pk, type);
-    gx_mp_pack_str(pk, "id");
+    gx_mp_pack_str(pk, GX_F(TYPE));
+    gx_mp_pack_str(pk, gx_req_name(type));
+    gx_mp_pack_str(pk, GX_F(ID));
     msgpack_pack_uint64(pk, id);
 }
 
@@ -991,7 +1013,7 @@ static int s_await(gx_client *c, gx_job **job, gx_result **out)
 
 /* A request whose header carries at most a graph or a target id; waits for
  * the reply (*out, caller owns). */
-static int s_simple(gx_client *c, const char *type, const gx_graph *graph, uint64_t target,
+static int s_simple(gx_client *c, gx_req type, const gx_graph *graph, uint64_t target,
                     gx_result **out)
 {
     msgpack_sbuffer sb;
@@ -1001,10 +1023,10 @@ static int s_simple(gx_client *c, const char *type, const gx_graph *graph, uint6
     uint64_t id = c->next_id++;
     s_pack_head(&pk, type, id, graph || target ? 1 : 0);
     if (graph) {
-        gx_mp_pack_str(&pk, "graph");
+        gx_mp_pack_str(&pk, GX_F(GRAPH));
         gx_wire_pack_graph(&pk, graph);
     } else if (target) {
-        gx_mp_pack_str(&pk, "target");
+        gx_mp_pack_str(&pk, GX_F(TARGET));
         msgpack_pack_uint64(&pk, target);
     }
     gx_job *job = NULL;
@@ -1019,7 +1041,7 @@ GX_EXPORT int gx_client_ping(gx_client *c)
         return GX_EINVAL;
     S_MULTI_FIRST(c, gx_client_ping(m));
     gx_result *r = NULL;
-    int rc = s_simple(c, "PING", NULL, 0, &r);
+    int rc = s_simple(c, GX_REQ_PING, NULL, 0, &r);
     gx_result_destroy(&r);
     return rc;
 }
@@ -1031,7 +1053,7 @@ GX_EXPORT int gx_client_load(gx_client *c, const gx_graph *g, gx_graph_id *id)
     if (c->multi)
         return s_multi_load(c, g, NULL, id);
     gx_result *r = NULL;
-    int rc = s_simple(c, "LOAD", g, 0, &r);
+    int rc = s_simple(c, GX_REQ_LOAD, g, 0, &r);
     if (rc == GX_OK && id)
         *id = r->graph_id;
     gx_result_destroy(&r);
@@ -1050,10 +1072,10 @@ GX_EXPORT int gx_client_load_named(gx_client *c, const gx_graph *g, const char *
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t rid = c->next_id++;
-    s_pack_head(&pk, "LOAD", rid, 2);
-    gx_mp_pack_str(&pk, "graph");
+    s_pack_head(&pk, GX_REQ_LOAD, rid, 2);
+    gx_mp_pack_str(&pk, GX_F(GRAPH));
     gx_wire_pack_graph(&pk, g);
-    gx_mp_pack_str(&pk, "name");
+    gx_mp_pack_str(&pk, GX_F(NAME));
     gx_mp_pack_str(&pk, name);
     gx_job *job = NULL;
     gx_result *r = NULL;
@@ -1074,7 +1096,7 @@ GX_EXPORT int gx_client_list(gx_client *c, char **json)
     *json = NULL;
     S_MULTI_FIRST(c, gx_client_list(m, json));
     gx_result *r = NULL;
-    int rc = s_simple(c, "LIST", NULL, 0, &r);
+    int rc = s_simple(c, GX_REQ_LIST, NULL, 0, &r);
     if (rc == GX_OK) {
         *json = r->list_json;
         r->list_json = NULL;
@@ -1097,7 +1119,7 @@ GX_EXPORT int gx_client_unload(gx_client *c, const char *graph)
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t rid = c->next_id++;
-    s_pack_head(&pk, "UNLOAD", rid, 1);
+    s_pack_head(&pk, GX_REQ_UNLOAD, rid, 1);
     gx_mp_pack_str(&pk, hex ? "graph_id" : "graph_name");
     gx_mp_pack_str(&pk, graph);
     gx_job *job = NULL;
@@ -1122,8 +1144,8 @@ GX_EXPORT int gx_client_metrics(gx_client *c, char **text)
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t id = c->next_id++;
-    s_pack_head(&pk, "STATS", id, 1);
-    gx_mp_pack_str(&pk, "format");
+    s_pack_head(&pk, GX_REQ_STATS, id, 1);
+    gx_mp_pack_str(&pk, GX_F(FORMAT));
     gx_mp_pack_str(&pk, "prometheus");
     gx_job *job = NULL;
     gx_result *r = NULL;
@@ -1148,7 +1170,7 @@ GX_EXPORT int gx_client_stats(gx_client *c, char **json)
     *json = NULL;
     S_MULTI_FIRST(c, gx_client_stats(m, json));
     gx_result *r = NULL;
-    int rc = s_simple(c, "STATS", NULL, 0, &r);
+    int rc = s_simple(c, GX_REQ_STATS, NULL, 0, &r);
     if (rc == GX_OK) {
         *json = r->stats_json;
         r->stats_json = NULL;
@@ -1167,7 +1189,7 @@ GX_EXPORT int gx_job_cancel(gx_job *job)
         return s_mjob_cancel(job);
     gx_client *c = job->client;
     gx_result *r = NULL;
-    int rc = s_simple(c, "CANCEL", NULL, job->id, &r);
+    int rc = s_simple(c, GX_REQ_CANCEL, NULL, job->id, &r);
     gx_result_destroy(&r);
     return rc;
 }
@@ -1342,13 +1364,13 @@ static size_t s_n_shapes(const gx_request *rq)
 static void s_pack_graph_inputs(msgpack_packer *pk, const gx_request *rq, const s_place *pl)
 {
     if (rq->has_id) {
-        gx_mp_pack_str(pk, "graph_id");
+        gx_mp_pack_str(pk, GX_F(GRAPH_ID));
         gx_mp_pack_str(pk, rq->graph_id.hex);
     } else if (rq->graph_name[0]) {
-        gx_mp_pack_str(pk, "graph_name");
+        gx_mp_pack_str(pk, GX_F(GRAPH_NAME));
         gx_mp_pack_str(pk, rq->graph_name);
     } else {
-        gx_mp_pack_str(pk, "graph");
+        gx_mp_pack_str(pk, GX_F(GRAPH));
         gx_wire_pack_graph(pk, rq->graph);
     }
     const size_t n_shapes = s_n_shapes(rq);
@@ -1386,11 +1408,11 @@ static int s_shm_request(gx_client *c, const gx_shm *s, bool reg)
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t id = c->next_id++;
-    s_pack_head(&pk, reg ? "SHM_REGISTER" : "SHM_UNREGISTER", id, reg ? 2 : 1);
-    gx_mp_pack_str(&pk, "region");
+    s_pack_head(&pk, reg ? GX_REQ_SHM_REGISTER : GX_REQ_SHM_UNREGISTER, id, reg ? 2 : 1);
+    gx_mp_pack_str(&pk, GX_F(REGION));
     gx_mp_pack_str(&pk, s->name);
     if (reg) {
-        gx_mp_pack_str(&pk, "bytes");
+        gx_mp_pack_str(&pk, GX_F(BYTES));
         msgpack_pack_uint64(&pk, s->bytes);
     }
     gx_job *job = NULL;
@@ -1550,21 +1572,21 @@ GX_EXPORT bool gx_result_output_shm(const gx_result *r, size_t i, size_t *offset
 static void s_pack_run(msgpack_packer *pk, const gx_request *rq, const s_place *pl,
                        const gx_wire_shm_ref *area, uint64_t id)
 {
-    s_pack_head(pk, "RUN", id, 6 + (area->region[0] != '\0'));
+    s_pack_head(pk, GX_REQ_RUN, id, 6 + (area->region[0] != '\0'));
     s_pack_graph_inputs(pk, rq, pl);
     if (area->region[0]) {
-        gx_mp_pack_str(pk, "output_shm");
+        gx_mp_pack_str(pk, GX_F(OUTPUT_SHM));
         gx_wire_pack_shm_ref(pk, area);
     }
-    gx_mp_pack_str(pk, "outputs");
+    gx_mp_pack_str(pk, GX_F(OUTPUTS));
     msgpack_pack_array(pk, rq->n_out);
     for (size_t i = 0; i < rq->n_out; i++)
         gx_mp_pack_str(pk, rq->out[i]);
-    gx_mp_pack_str(pk, "priority");
+    gx_mp_pack_str(pk, GX_F(PRIORITY));
     msgpack_pack_int(pk, rq->priority);
-    gx_mp_pack_str(pk, "deadline_ms");
+    gx_mp_pack_str(pk, GX_F(DEADLINE_MS));
     msgpack_pack_int64(pk, rq->deadline_ms);
-    gx_mp_pack_str(pk, "mode");
+    gx_mp_pack_str(pk, GX_F(MODE));
     gx_mp_pack_str(pk, gx_mode_name(rq->mode));
 }
 
@@ -1616,21 +1638,21 @@ GX_EXPORT int gx_client_run(gx_client *c, const gx_request *rq, gx_result **out)
     return rc < 0 ? rc : s_await(c, &job, out);
 }
 
-static int s_explain(gx_client *c, const gx_request *rq, char **json, const char *type);
+static int s_explain(gx_client *c, const gx_request *rq, char **json, gx_req type);
 
 GX_EXPORT int gx_client_explain(gx_client *c, const gx_request *rq, char **json)
 {
-    return s_explain(c, rq, json, "EXPLAIN");
+    return s_explain(c, rq, json, GX_REQ_EXPLAIN);
 }
 
 GX_EXPORT int gx_client_tune(gx_client *c, const gx_request *rq, char **json)
 {
-    return s_explain(c, rq, json, "TUNE");
+    return s_explain(c, rq, json, GX_REQ_TUNE);
 }
 
 /* EXPLAIN, TUNE or COMPILE of rq (the graph and inputs alone): the reply
  * in *r (caller owns; also on error when the daemon answered). */
-static int s_plan_request(gx_client *c, const gx_request *rq, const char *type, gx_result **r)
+static int s_plan_request(gx_client *c, const gx_request *rq, gx_req type, gx_result **r)
 {
     if (!rq->has_id && !rq->graph && !rq->graph_name[0])
         return s_fail(c, GX_EINVAL, "request names no graph (set a graph, a graph id or a name)");
@@ -1658,7 +1680,7 @@ GX_EXPORT int gx_client_compile(gx_client *c, const gx_request *rq, void **artif
         return GX_EINVAL;
     S_MULTI_FIRST(c, gx_client_compile(m, rq, artifact, len, key, keylen));
     gx_result *r = NULL;
-    int rc = s_plan_request(c, rq, "COMPILE", &r);
+    int rc = s_plan_request(c, rq, GX_REQ_COMPILE, &r);
     if (rc == GX_OK && (r->n_out != 1 || strcmp(r->names[0], "artifact") != 0 ||
                         r->tensors[0]->dtype != GX_U8))
         rc = s_fail(c, GX_EPROTO, "COMPILE reply without an artifact");
@@ -1675,7 +1697,7 @@ GX_EXPORT int gx_client_compile(gx_client *c, const gx_request *rq, void **artif
 }
 
 /* EXPLAIN or TUNE: the same request and reply. */
-static int s_explain(gx_client *c, const gx_request *rq, char **json, const char *type)
+static int s_explain(gx_client *c, const gx_request *rq, char **json, gx_req type)
 {
     if (json)
         *json = NULL;
@@ -1688,7 +1710,7 @@ static int s_explain(gx_client *c, const gx_request *rq, char **json, const char
         *json = r->plan_json;
         r->plan_json = NULL;
         if (!*json)
-            rc = s_fail(c, GX_EPROTO, "%s reply without a plan", type);
+            rc = s_fail(c, GX_EPROTO, "%s reply without a plan", gx_req_name(type));
     }
     gx_result_destroy(&r);
     return rc;
@@ -1898,11 +1920,11 @@ static int s_load_bytes(gx_client *m, const s_kept *g, const char *name, gx_grap
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     uint64_t rid = m->next_id++;
-    s_pack_head(&pk, "LOAD", rid, name && *name ? 2 : 1);
-    gx_mp_pack_str(&pk, "graph");
+    s_pack_head(&pk, GX_REQ_LOAD, rid, name && *name ? 2 : 1);
+    gx_mp_pack_str(&pk, GX_F(GRAPH));
     msgpack_sbuffer_write(&sb, g->bytes, g->len);
     if (name && *name) {
-        gx_mp_pack_str(&pk, "name");
+        gx_mp_pack_str(&pk, GX_F(NAME));
         gx_mp_pack_str(&pk, name);
     }
     gx_job *job = NULL;

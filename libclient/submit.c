@@ -1,7 +1,7 @@
 /*
  * gexec-submit: the command line client.
  *
- *   gexec-submit [--socket EP] [--timeout MS] run GRAPH [-i NAME=FILE.npy]... [-o DIR]
+ *   gexec-submit [--socket EP] [--timeout MS] run GRAPH|--name NAME [-i NAME=FILE.npy]... [-o DIR]
  *                [--output NAME]... [--mode M] [--priority N] [--deadline-ms N]
  *                [--repeat N] [--json] [--explain-mode]
  *   gexec-submit [--socket EP] load GRAPH
@@ -88,18 +88,19 @@ static void s_usage(FILE *out)
     fprintf(out,
             "usage: gexec-submit [--socket EP] [--timeout MS] COMMAND [ARGS]\n"
             "commands:\n"
-            "  run GRAPH [-i NAME=FILE.npy]... [-o DIR] [--output NAME]... [--mode M]\n"
-            "            [--priority N] [--deadline-ms N] [--repeat N] [--json]\n"
+            "  run GRAPH|--name NAME [-i NAME=FILE.npy]... [-o DIR] [--output NAME]...\n"
+            "            [--mode M] [--priority N] [--deadline-ms N] [--repeat N] [--json]\n"
             "            [--explain-mode]\n"
             "      run GRAPH and write each output to DIR/NAME.npy; GRAPH is a gexec\n"
-            "      YAML graph file or an ONNX model (*.onnx); M is one of\n"
+            "      YAML graph file or an ONNX model (*.onnx); --name runs the graph the\n"
+            "      daemon has under NAME (load --name, graphs.preload); M is one of\n"
             "      %s\n"
             "      (default auto: the daemon chooses);\n"
             "      --explain-mode prints the mode used, its workers and replicas, why,\n"
             "      and the daemon's estimated time in each mode\n"
             "  load GRAPH [--name NAME]\n"
             "      send the graph and print its id; --name also loads it under NAME\n"
-            "  list [--json]   the loaded graphs: id, name, inputs, outputs, plans, memory, jobs\n"
+            "  list [--json]   the loaded graphs: id, name, inputs, outputs, ready, plans, memory, jobs\n"
             "  unload ID|NAME  drop a loaded graph (its running and queued jobs finish)\n"
             "  explain GRAPH [-i NAME=FILE.npy]... [--json]\n"
             "      print the plan the daemon compiles for GRAPH and these inputs (inputs\n"
@@ -329,7 +330,7 @@ static int s_cmd_run(const opts *o)
     char err[1024];
     gx_graph_id id;
 
-    if (s_load_graph(o->graph, &g))
+    if (o->graph && s_load_graph(o->graph, &g))
         return 1;
     for (int i = 0; i < o->n_in; i++)
         if (gx_npy_load(o->in_files[i], &inputs[i], err, sizeof err) < 0) {
@@ -338,11 +339,18 @@ static int s_cmd_run(const opts *o)
         }
     if (!(c = s_connect(o)) || !(rq = gx_request_new()))
         goto out;
-    if (gx_client_load(c, g, &id) < 0) {
+    if (!o->graph) { /* run --name: the graph loaded under it (LOAD --name, graphs.preload) */
+        snprintf(id.hex, sizeof id.hex, "%s", o->name);
+        if (gx_request_set_graph_name(rq, o->name) < 0) {
+            s_die("--name '%s': expected 1 to 63 letters, digits, '.', '_' and '-'", o->name);
+            goto out;
+        }
+    } else if (gx_client_load(c, g, &id) < 0) {
         s_die("%s", gx_client_last_error(c));
         goto out;
+    } else {
+        gx_request_set_graph_id(rq, &id);
     }
-    gx_request_set_graph_id(rq, &id);
     for (int i = 0; i < o->n_in; i++)
         gx_request_add_input(rq, o->in_names[i], inputs[i]);
     for (int i = 0; i < o->n_outputs; i++)
@@ -1522,9 +1530,10 @@ static int s_cmd_list(const opts *o)
         printf("%s\n", json);
     } else {
         gx_json *j = gx_json_parse(json, err, sizeof err);
-        s_table t = {.ncols = 8,
-                     .head = {"graph id", "name", "inputs", "outputs", "plans", "arena", "jobs", "idle"},
-                     .right = {false, false, false, false, true, true, true, true}};
+        s_table t = {.ncols = 9,
+                     .head = {"graph id", "name", "inputs", "outputs", "ready", "plans", "arena",
+                              "jobs", "idle"},
+                     .right = {false, false, false, false, false, true, true, true, true}};
         for (size_t i = 0; i < gx_json_len(j); i++) {
             const gx_json *g = gx_json_at(j, i);
             char id[16], ins[256] = "", outs[256] = "", plans[32], arena[32], jobs[32], idle[32];
@@ -1541,8 +1550,12 @@ static int s_cmd_list(const opts *o)
             s_bytes(gx_json_num(gx_json_get(g, "arena_bytes"), 0), arena, sizeof arena);
             snprintf(jobs, sizeof jobs, "%.0f", gx_json_num(gx_json_get(g, "jobs"), 0));
             snprintf(idle, sizeof idle, "%.1f s", gx_json_num(gx_json_get(g, "idle_ms"), 0) / 1000);
-            s_table_row(&t, id, gx_json_str(gx_json_get(g, "name"), ""), ins, outs, plans, arena, jobs,
-                        idle, NULL);
+            /* ready: a plan is compiled; preloaded: graphs.preload warmed it at start */
+            const char *ready = !gx_json_bool(gx_json_get(g, "ready"), false) ? "no"
+                                : gx_json_bool(gx_json_get(g, "preloaded"), false) ? "preloaded"
+                                                                                    : "yes";
+            s_table_row(&t, id, gx_json_str(gx_json_get(g, "name"), ""), ins, outs, ready, plans,
+                        arena, jobs, idle, NULL);
         }
         if (t.nrows)
             s_table_print(&t, "");
@@ -1741,6 +1754,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "load") == 0 || strcmp(cmd, "explain") == 0 ||
         strcmp(cmd, "impls") == 0 || strcmp(cmd, "tune") == 0 || strcmp(cmd, "perf") == 0 ||
         strcmp(cmd, "compile") == 0) {
+        if (strcmp(cmd, "run") == 0 && o.name && operands == 0)
+            return s_cmd_run(&o); /* run --name NAME: a graph the daemon has */
+        if (o.name && strcmp(cmd, "load") != 0)
+            return s_die("--name is for load (load GRAPH --name NAME) and run (run --name NAME, "
+                         "without GRAPH)");
         if (operands != 1)
             return s_die("%s expects exactly one GRAPH file (got %d operands)", cmd, operands);
         o.graph = argv[optind];

@@ -181,6 +181,9 @@ struct gx_backend {
     void (*free)(const gx_backend *b, void *p);
     /* Optional: bytes the device can still give, 0 when unknown. */
     size_t (*capacity)(const gx_backend *b);
+    /* Optional: bytes its alloc has given out and free not yet taken back
+     * (arenas, constants and prepared weights on the device), for STATS. */
+    size_t (*in_use)(const gx_backend *b);
 
     /* ---- copies (required when !host_memory) ---- */
     /* n bytes from src to dst, in order on queue (NULL: finished on return).

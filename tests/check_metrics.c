@@ -19,6 +19,7 @@
 #include "core/internal.h"
 #include "core/json.h"
 #include "core/wire.h"
+#include <gexec/io.h>
 #include "tests/testutil.h"
 
 START_TEST(test_hist_buckets)
@@ -457,6 +458,73 @@ START_TEST(test_sighup_reload_queue_bound)
 }
 END_TEST
 
+/* Per device: the jobs that ran on it and the memory it holds, in STATS
+ * and in the Prometheus text. gexecd-testdev offers the test device first
+ * (tests/testdev.c: memory of its own from its alloc), so every step of
+ * the MLP goes there and the CPU only copies. */
+START_TEST(test_device_stats)
+{
+    char *dir = gxt_tmpdir(), conf[512], err[256];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    /* no re-plans: the device's memory stays what the three jobs left */
+    s_write(conf, "partition:\n  prefer: [testdev, cpu]\n  min_nodes: 1\n  cost_check: false\n"
+                  "compiler:\n  replan: false\n"
+                  "profile:\n  dir: \"\"\ntune:\n  mode: \"off\"\nartifacts:\n  dir: \"\"\n");
+    setenv("GEXECD", GX_TEST_BUILDDIR "/tests/gexecd-testdev", 1);
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *const[]){"-c", conf, NULL});
+    unsetenv("GEXECD");
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    gx_client_set_timeout(c, 60000);
+    gx_graph *g = NULL;
+    gx_tensor *x = NULL;
+    ck_assert_msg(gx_graph_load_yaml(gxt_srcpath("examples/mlp.yaml"), &g, err, sizeof err) == GX_OK,
+                  "%s", err);
+    ck_assert_msg(gx_npy_load(gxt_srcpath("examples/mlp_input.npy"), &x, err, sizeof err) == GX_OK,
+                  "%s", err);
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    for (int i = 0; i < 3; i++) {
+        gx_result *r = NULL;
+        ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+        ck_assert_msg(strstr(gx_result_info(r)->device, "testdev"), "%s", gx_result_info(r)->device);
+        gx_result_destroy(&r);
+    }
+
+    char *json = NULL;
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    gx_json *j = gx_json_parse(json, err, sizeof err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_double_eq(gx_json_num(gx_json_path(j, "devices.testdev.jobs"), -1), 3);
+    /* its arenas and the plan's constants (the workers keep their arenas) */
+    ck_assert_msg(gx_json_num(gx_json_path(j, "devices.testdev.memory_bytes"), -1) > 0, "%s", json);
+    /* the CPU: the loaded graph and its plan, as limits.max_memory_bytes counts */
+    ck_assert_msg(gx_json_num(gx_json_path(j, "devices.cpu.memory_bytes"), -1) > 0, "%s", json);
+    double dev_bytes = gx_json_num(gx_json_path(j, "devices.testdev.memory_bytes"), -1);
+    gx_json_destroy(&j);
+    free(json);
+
+    char *text = NULL, want[128];
+    ck_assert_int_eq(gx_client_metrics(c, &text), GX_OK);
+    ck_assert_msg(strstr(text, "gexec_device_jobs_total{device=\"testdev\"} 3\n"), "%s", text);
+    ck_assert_msg(strstr(text, "gexec_device_jobs_total{device=\"cpu\"} "), "%s", text);
+    snprintf(want, sizeof want, "gexec_device_memory_bytes{device=\"testdev\"} %.0f\n", dev_bytes);
+    ck_assert_msg(strstr(text, want), "%s\nwant %s", text, want);
+    ck_assert_msg(strstr(text, "# TYPE gexec_device_memory_bytes gauge\n"), "%s", text);
+    free(text);
+
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_version)
 {
     char out[512];
@@ -477,6 +545,7 @@ Suite *metrics_suite(void)
     tcase_add_test(tc, test_stats_histograms_match_replies);
     tcase_add_test(tc, test_perf_report);
     tcase_add_test(tc, test_sighup_reload_queue_bound);
+    tcase_add_test(tc, test_device_stats);
     tcase_add_test(tc, test_version);
     suite_add_tcase(s, tc);
     return s;

@@ -252,6 +252,17 @@ static void s_free(const gx_backend *b, void *p)
     pthread_mutex_unlock(&s_mu);
 }
 
+static size_t s_in_use(const gx_backend *b)
+{
+    (void)b;
+    size_t bytes = 0;
+    pthread_mutex_lock(&s_mu);
+    for (size_t i = 0; i < s_n_blocks; i++)
+        bytes += s_block[i].bytes;
+    pthread_mutex_unlock(&s_mu);
+    return bytes;
+}
+
 static int s_copy(const gx_backend *b, gx_copy_kind kind, void *dst, const void *src, size_t n,
                   void *queue)
 {
@@ -377,6 +388,7 @@ static gx_backend s_testdev = {
     .host_memory = false,
     .alloc = s_alloc,
     .free = s_free,
+    .in_use = s_in_use,
     .copy = s_copy,
     .queue_new = s_queue_new,
     .queue_free = s_queue_free,

@@ -134,7 +134,8 @@ GX_EXPORT int gx_client_metrics(gx_client *c, char **text);
 GX_EXPORT int gx_client_load_named(gx_client *c, const gx_graph *g, const char *name,
                                    gx_graph_id *id);
 /* The loaded graphs as a JSON array (docs/protocol.md, LIST): each with
- * graph_id, name, inputs, outputs, plans, arena_bytes, jobs, idle_ms.
+ * graph_id, name, inputs, outputs, plans, arena_bytes, jobs, idle_ms, ready,
+ * preloaded.
  * *json is malloc'ed, caller frees. */
 GX_EXPORT int gx_client_list(gx_client *c, char **json);
 /* UNLOAD a graph by id (64 hex digits) or name: it leaves the daemon's

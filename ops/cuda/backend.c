@@ -324,6 +324,12 @@ static size_t s_capacity(const gx_backend *b)
     return room < avail ? room : avail;
 }
 
+static size_t s_in_use(const gx_backend *b)
+{
+    (void)b;
+    return atomic_load(&s_dev.used);
+}
+
 /* Reports and clears q's error. */
 static int s_report(gx_cuda_queue *q)
 {
@@ -562,6 +568,7 @@ static const gx_backend s_cuda = {
     .alloc = s_alloc,
     .free = s_free,
     .capacity = s_capacity,
+    .in_use = s_in_use,
     .copy = s_copy,
     .queue_new = s_queue_new,
     .queue_free = s_queue_free,
