@@ -216,6 +216,10 @@ int gxt_sh(char *out, size_t len, const char *fmt, ...)
     ck_assert_ptr_nonnull(p);
     size_t n = fread(out, 1, len - 1, p);
     out[n] = '\0';
+    /* the rest unread would end the command with SIGPIPE */
+    char rest[4096];
+    while (fread(rest, 1, sizeof rest, p) > 0)
+        ;
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
