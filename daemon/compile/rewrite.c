@@ -862,6 +862,26 @@ static int s_rule_transpose(s_rw *w, int a, bool *hit)
     return GX_OK;
 }
 
+/* *ns = a new Reshape (step `node`) of x to y's shape (a new int64
+ * constant "<node>+shape"), writing y; *ok when it infers to y. When it
+ * does not, the constant is taken back. GX_ENOMEM, or GX_OK. */
+static int s_reshape_to(s_rw *w, const char *node, int x, int y, gxd_step *ns, bool *ok)
+{
+    gxd_plan *p = w->p;
+    const size_t mark = p->n_values;
+    const gx_view yv = p->values[y].view; /* a copy: s_new_const may move the values */
+    const int64_t r = yv.ndim;
+    int shape, rc;
+    *ok = false;
+    if ((rc = s_new_const(w, node, "shape", GX_I64, 1, &r, &shape)) == GX_OK) {
+        memcpy(p->values[shape].view.data, yv.shape, (size_t)r * sizeof *yv.shape);
+        rc = s_step_new(w, GX_OP_RESHAPE, node, 2, (const int[]){x, shape}, y, ns);
+    }
+    if (rc == GX_OK && !(*ok = s_reinfer(p, ns)))
+        p->n_values = mark;
+    return rc;
+}
+
 /* ---- permute: Transposes of Transposes, and ones that only reshape ---- */
 
 /* Step s's perm (the reverse when it has none) into pm; its rank. */
@@ -915,31 +935,22 @@ static int s_rule_permute(s_rw *w, int a, bool *hit)
         s_step_free(&ns);
         return rc;
     }
-    /* only dims of 1 move: the elements keep their order (copies of the
-     * views: s_new_const may move p->values) */
-    const gx_view xv = p->values[v].view, yv = p->values[y].view;
+    /* only dims of 1 move: the elements keep their order */
+    const gx_view *xv = &p->values[v].view;
     for (int i = 0, last = -1; i < rank; i++) {
-        if (xv.shape[pa[i]] == 1)
+        if (xv->shape[pa[i]] == 1)
             continue;
         if (pa[i] < last)
             return GX_OK;
         last = pa[i];
     }
-    const size_t mark = p->n_values;
-    int shape;
-    const int64_t r = yv.ndim;
-    if ((rc = s_new_const(w, node, "shape", GX_I64, 1, &r, &shape)) == GX_OK) {
-        memcpy(p->values[shape].view.data, yv.shape, (size_t)r * sizeof *yv.shape);
-        rc = s_step_new(w, GX_OP_RESHAPE, node, 2, (const int[]){v, shape}, y, &ns);
-    }
-    if (rc == GX_OK && s_reinfer(p, &ns)) {
+    bool ok;
+    if ((rc = s_reshape_to(w, node, v, y, &ns, &ok)) == GX_OK && ok) {
         s_pend(w, NULL, 0, a);
         s_commit(w, a, &ns, NULL, 0);
         s_done(w, "permute", s_name(&p->steps[a]),
                "%s (Transpose) moves only dims of 1: a Reshape", s_name(&p->steps[a]));
         *hit = true;
-    } else if (rc == GX_OK) {
-        p->n_values = mark;
     }
     s_step_free(&ns);
     return rc;
@@ -982,13 +993,11 @@ static int s_rule_reduce(s_rw *w, int a, bool *hit)
         return GX_OK;
     }
     const gx_view *xv = &p->values[ts->in[0]].view;
-    const gx_attrval *perm = &ts->attr[GX_TRANSPOSE_PERM];
-    const int rank = xv->ndim;
     const bool keep = as->attr[GX_REDUCE_KEEPDIMS].i != 0;
     int pm[GX_MAX_DIMS], nred = 0, nkept = 0;
+    const int rank = s_perm(p, ts, pm);
     bool xmask[GX_MAX_DIMS] = {false};
     for (int d = 0; d < rank; d++) {
-        pm[d] = perm->set ? (int)perm->ints[d] : rank - 1 - d;
         if (mask[d])
             xmask[pm[d]] = true, nred++;
     }
@@ -1160,23 +1169,16 @@ static int s_rule_reshape(s_rw *w, int a, bool *hit)
     }
     if (n < 2 || yv.numel == 0)
         return GX_OK;
-    const size_t mark = p->n_values;
     gxd_step ns = {0};
-    int shape, rc;
-    const int64_t r = yv.ndim;
-    if ((rc = s_new_const(w, node, "shape", GX_I64, 1, &r, &shape)) == GX_OK) {
-        memcpy(p->values[shape].view.data, yv.shape, (size_t)r * sizeof *yv.shape);
-        rc = s_step_new(w, GX_OP_RESHAPE, node, 2, (const int[]){x, shape}, y, &ns);
-    }
-    if (rc == GX_OK && s_reinfer(p, &ns)) {
+    bool ok;
+    const int rc = s_reshape_to(w, node, x, y, &ns, &ok);
+    if (rc == GX_OK && ok) {
         char sh[160];
         s_pend(w, chain, n, -1);
         s_commit(w, a, &ns, chain + 1, n - 1);
         s_done(w, "reshape", node, "%s became one Reshape to %s", names,
                gx_shape_str(yv.ndim, yv.shape, sh, sizeof sh));
         *hit = true;
-    } else if (rc == GX_OK) {
-        p->n_values = mark;
     }
     s_step_free(&ns);
     return rc;
