@@ -461,17 +461,22 @@ void gx_cpu_CONVINTEGER(const gx_kargs *k)
  * each. Wider windows take the int64 loop. */
 #define S_QTAPS_INT32 (INT32_MAX / (255 * 255))
 
-/* y[o * 1] = (acc[o] + bias) * scale (the product in double, as the ONNX
+/* y[o] = (acc[o] + bias) * scale (the product in double, as the ONNX
  * reference's numpy does) rounded half to even, plus yz, saturated to
- * [lo, hi] (NaN: lo), for o < n; uint8 or int8 y. */
+ * [lo, hi] (NaN: lo), for o < n; uint8 or int8 y. Clamping to [lo - yz,
+ * hi - yz] before rounding is the same (integer bounds), and keeps the
+ * rounding a plain add and subtract of 1.5 * 2^52 (half to even, as rint
+ * in the default rounding mode), so the loop vectorises. */
 #define S_QSTORE(T)                                                                                \
     GX_CPU_CLONES static void s_qstore_##T(int64_t n, const int32_t *restrict acc, double bias,  \
-                                           float scale, float yz, float lo, float hi,             \
+                                           float scale, int32_t yz, int32_t lo, int32_t hi,       \
                                            T *restrict y)                                         \
     {                                                                                              \
+        const double dlo = lo - yz, dhi = hi - yz, magic = 0x1.8p52;                               \
         for (int64_t o = 0; o < n; o++) {                                                          \
-            const float v = (float)rint(((double)acc[o] + bias) * scale) + yz;                     \
-            y[o] = (T)(v > lo ? (v < hi ? v : hi) : lo);                                           \
+            double v = ((double)acc[o] + bias) * scale;                                            \
+            v = v > dlo ? (v < dhi ? v : dhi) : dlo;                                               \
+            y[o] = (T)((int32_t)((v + magic) - magic) + yz);                                       \
         }                                                                                          \
     }
 S_QSTORE(uint8_t)
@@ -511,26 +516,35 @@ static int64_t s_qlinear_wide(const s_qconv *q, int64_t n, int64_t m, int64_t o,
 }
 
 /* Depthwise 2-D (each output channel reads its own input channel), a
- * plane at a time: x - x_zp as int16 in a padded copy of the plane, its
+ * plane at a time: x - x_zp as float in a padded copy of the plane, its
  * columns split by phase modulo the stride (so each tap reads an output
  * row's elements one after the other), then every output row sums its
- * taps over the whole row, vectorised, and is requantized. The copy is
- * on the stack: planes larger than S_DW_ELEMS take the line path. */
-#define S_DW_ELEMS (48 << 10)
+ * taps 16 columns at a time and is requantized. The float sums are exact:
+ * every product and partial sum is an integer below 2^24 (255 * 255 per
+ * tap, at most S_DW_TAPS taps). The copy is on the stack: planes larger
+ * than S_DW_ELEMS take the line path. */
+#define S_DW_ELEMS (40 << 10)
+#define S_DW_TAPS 256
+#define S_DW_V 16 /* columns a vector of sums takes */
+
+typedef float s_dwv __attribute__((vector_size(S_DW_V * sizeof(float)), aligned(4)));
+typedef int32_t s_dwi __attribute__((vector_size(S_DW_V * sizeof(int32_t)), aligned(4)));
 
 typedef struct s_dw {
-    int64_t rows, sw, wq; /* padded rows, column phases, phase width */
+    int64_t rows, sw, wq, ow16; /* padded rows, column phases, phase width, ow rounded up */
 } s_dw;
 
 static bool s_dw_fits(const gx_win *w, s_dw *d)
 {
-    if (w->nsp != 2)
+    if (w->nsp != 2 || w->k_size > S_DW_TAPS)
         return false;
     d->rows = w->pad_lo[0] + w->in[0] + w->pad_hi[0];
     d->sw = w->stride[1];
     /* the phase width: every column an output row's taps read */
     d->wq = w->out[1] + (w->k[1] - 1) * w->dil[1] / d->sw + 1;
-    return d->rows * d->sw * d->wq <= S_DW_ELEMS;
+    d->ow16 = (w->out[1] + S_DW_V - 1) / S_DW_V * S_DW_V;
+    /* the last row's vectors read up to ow16 - ow columns past it */
+    return d->rows * d->sw * d->wq + d->ow16 <= S_DW_ELEMS;
 }
 
 /* Row ih of a plane of x (IW elements) into the padded copy: padded
@@ -539,47 +553,75 @@ static bool s_dw_fits(const gx_win *w, s_dw *d)
 #define S_DW_FILL(T)                                                                               \
     GX_CPU_CLONES static void s_dw_fill_##T(const T *restrict x, int64_t IW, int64_t pl,          \
                                             const s_dw *d, int64_t plane, int32_t xz,             \
-                                            int16_t *restrict dst)                                \
+                                            float *restrict dst)                                  \
     {                                                                                              \
         for (int64_t ph = 0; ph < d->sw; ph++) {                                                   \
             /* q with 0 <= q * sw + ph - pl < IW, q < wq */                                        \
             const int64_t qa = pl > ph ? (pl - ph + d->sw - 1) / d->sw : 0;                        \
             int64_t qb = IW - 1 + pl - ph >= 0 ? (IW - 1 + pl - ph) / d->sw + 1 : 0;             \
             qb = qb < d->wq ? qb : d->wq;                                                          \
-            int16_t *out = dst + ph * plane;                                                       \
+            float *out = dst + ph * plane;                                                         \
             const T *in = x + ph - pl;                                                             \
-            for (int64_t q = qa; q < qb; q++)                                                      \
-                out[q] = (int16_t)((int32_t)in[q * d->sw] - xz);                                   \
+            if (d->sw == 1)                                                                        \
+                for (int64_t q = qa; q < qb; q++)                                                  \
+                    out[q] = (float)((int32_t)in[q] - xz);                                         \
+            else if (d->sw == 2) /* a constant stride vectorises */                                \
+                for (int64_t q = qa; q < qb; q++)                                                  \
+                    out[q] = (float)((int32_t)in[q * 2] - xz);                                     \
+            else                                                                                   \
+                for (int64_t q = qa; q < qb; q++)                                                  \
+                    out[q] = (float)((int32_t)in[q * d->sw] - xz);                                 \
         }                                                                                          \
     }
 S_DW_FILL(uint8_t)
 S_DW_FILL(int8_t)
 #undef S_DW_FILL
 
-/* acc[o] += wv * x[o] for o < n (int16 x, int32 sums). */
-GX_CPU_CLONES static void s_dw_tap(int64_t n, int32_t wv, const int16_t *restrict x,
+/* acc[o] = sum over taps t of wv[t] * x[off[t] + o], for o < n (a
+ * multiple of S_DW_V), as int32 (the float sums are exact integers). */
+GX_CPU_CLONES static void s_dw_row(int64_t n, int taps, const float *restrict wv,
+                                   const int64_t *restrict off, const float *restrict x,
                                    int32_t *restrict acc)
 {
-    for (int64_t o = 0; o < n; o++)
-        acc[o] += wv * (int32_t)x[o];
+    for (int64_t o = 0; o < n; o += S_DW_V) {
+        s_dwv s = {0};
+        for (int t = 0; t < taps; t++)
+            s += wv[t] * *(const s_dwv *)(x + off[t] + o);
+        *(s_dwi *)(acc + o) = __builtin_convertvector(s, s_dwi);
+    }
 }
 
-/* Plane ch of image n: each output row's sums into acc (its width), then
- * store(row, acc). */
-typedef void (*s_dw_row_fn)(const void *ctx, int64_t oh, const int32_t *acc);
+/* What a QLinearConv's rows are requantized with. */
+typedef struct s_qout {
+    double bias;
+    float scale;
+    int32_t yz, lo, hi;
+    void *y; /* the channel's plane */
+    bool s8;
+} s_qout;
 
+/* n sums of acc into y + e, requantized as o says. */
+static void s_qout_put(const s_qout *o, int64_t n, const int32_t *acc, int64_t e)
+{
+    if (o->s8)
+        s_qstore_int8_t(n, acc, o->bias, o->scale, o->yz, o->lo, o->hi, (int8_t *)o->y + e);
+    else
+        s_qstore_uint8_t(n, acc, o->bias, o->scale, o->yz, o->lo, o->hi, (uint8_t *)o->y + e);
+}
+
+/* Plane ch of image n into o->y: the padded copy, then each output row's
+ * sums (acc: d->ow16 of them) requantized. */
 static void s_qlinear_dw(const s_qconv *q, const s_dw *d, int64_t n, int64_t ch, int32_t wzp,
-                         int32_t *restrict acc, int16_t *restrict xp, s_dw_row_fn store,
-                         const void *ctx)
+                         int32_t *restrict acc, float *restrict xp, const s_qout *o)
 {
     const gx_win *w = &q->w;
     const bool xs = q->x->dtype == GX_I8;
     const int64_t IH = w->in[0], IW = w->in[1], plane = d->rows * d->wq;
     /* xp[ph][r][c]: padded column c * sw + ph of padded row r */
-    memset(xp, 0, (size_t)(d->sw * plane) * sizeof *xp);
+    memset(xp, 0, (size_t)(d->sw * plane + d->ow16) * sizeof *xp);
     const int64_t base = (n * q->c + ch) * w->in_size;
     for (int64_t ih = 0; ih < IH; ih++) {
-        int16_t *dst = xp + (ih + w->pad_lo[0]) * d->wq;
+        float *dst = xp + (ih + w->pad_lo[0]) * d->wq;
         if (xs)
             s_dw_fill_int8_t((const int8_t *)q->x->data + base + ih * IW, IW, w->pad_lo[1], d,
                              plane, q->xzp, dst);
@@ -587,43 +629,26 @@ static void s_qlinear_dw(const s_qconv *q, const s_dw *d, int64_t n, int64_t ch,
             s_dw_fill_uint8_t((const uint8_t *)q->x->data + base + ih * IW, IW, w->pad_lo[1], d,
                               plane, q->xzp, dst);
     }
-    const int64_t ow = w->out[1];
-    for (int64_t oh = 0; oh < w->out[0]; oh++) {
-        int32_t *a = acc;
-        memset(a, 0, (size_t)ow * sizeof *a);
-        for (int64_t kh = 0; kh < w->k[0]; kh++) {
-            const int64_t r = oh * w->stride[0] + kh * w->dil[0];
-            for (int64_t kw = 0; kw < w->k[1]; kw++) {
-                const int64_t col = kw * w->dil[1];
-                const int32_t wv =
-                    s_q8(q->wt->data, q->wt->dtype == GX_I8, ch * w->k_size + kh * w->k[1] + kw) -
-                    wzp;
-                if (wv)
-                    s_dw_tap(ow, wv, xp + col % d->sw * plane + r * d->wq + col / d->sw, a);
+    /* the taps' weights and their offsets from an output row's first
+     * element in the copy (row 0 of its phase) */
+    float wv[S_DW_TAPS];
+    int64_t off[S_DW_TAPS];
+    int taps = 0;
+    for (int64_t kh = 0; kh < w->k[0]; kh++)
+        for (int64_t kw = 0; kw < w->k[1]; kw++) {
+            const int64_t col = kw * w->dil[1];
+            const int32_t v =
+                s_q8(q->wt->data, q->wt->dtype == GX_I8, ch * w->k_size + kh * w->k[1] + kw) - wzp;
+            if (v) {
+                wv[taps] = (float)v;
+                off[taps++] = col % d->sw * plane + kh * w->dil[0] * d->wq + col / d->sw;
             }
         }
-        store(ctx, oh, a);
+    const int64_t ow = w->out[1];
+    for (int64_t oh = 0; oh < w->out[0]; oh++) {
+        s_dw_row(d->ow16, taps, wv, off, xp + oh * w->stride[0] * d->wq, acc);
+        s_qout_put(o, ow, acc, oh * ow);
     }
-}
-
-/* What a QLinearConv's rows are requantized with. */
-typedef struct s_qout {
-    double bias;
-    float scale, yz, lo, hi;
-    void *y; /* the channel's plane */
-    int64_t ow;
-    bool s8;
-} s_qout;
-
-static void s_qout_row(const void *ctx, int64_t oh, const int32_t *acc)
-{
-    const s_qout *o = ctx;
-    if (o->s8)
-        s_qstore_int8_t(o->ow, acc, o->bias, o->scale, o->yz, o->lo, o->hi,
-                        (int8_t *)o->y + oh * o->ow);
-    else
-        s_qstore_uint8_t(o->ow, acc, o->bias, o->scale, o->yz, o->lo, o->hi,
-                         (uint8_t *)o->y + oh * o->ow);
 }
 
 /* Direct, as ConvInteger (lines of int32 sums), each line requantized:
@@ -643,28 +668,28 @@ void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
     const gx_view *wz = k->n_in > 5 && k->in[5].ndim >= 0 ? &k->in[5] : NULL;
     const float xs = *(const float *)k->in[1].data, ys = *(const float *)k->in[6].data;
     const float *wsc = k->in[4].data;
-    const float yz = k->n_in > 7 && k->in[7].ndim >= 0
-                         ? (float)s_q8(k->in[7].data, k->in[7].dtype == GX_I8, 0)
-                         : 0.0f;
+    const int32_t yz =
+        k->n_in > 7 && k->in[7].ndim >= 0 ? s_q8(k->in[7].data, k->in[7].dtype == GX_I8, 0) : 0;
     const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
     const bool s8 = y->dtype == GX_I8, wide = q.cg * q.w.k_size > S_QTAPS_INT32;
-    const float lo_q = s8 ? -128.0f : 0.0f, hi_q = s8 ? 127.0f : 255.0f;
     const int64_t ow = q.w.out[q.w.nsp - 1], lines = ow > 0 ? q.w.out_size / ow : 0;
     int64_t lo, hi;
     s_dw dw;
     int32_t acc[S_QCOLS];
+    /* channel oc's requantization, writing into the output planes */
+    s_qout o = {.yz = yz, .lo = s8 ? -128 : 0, .hi = s8 ? 127 : 255, .s8 = s8, .y = y->data};
+#define S_QOUT_CH(oc)                                                                              \
+    (o.bias = bias ? bias[oc] : 0, o.scale = xs * wsc[k->in[4].numel > 1 ? (oc) : 0] / ys)
     if (q.cg == 1 && q.mg == 1 && !wide && ow <= S_QCOLS && s_dw_fits(&q.w, &dw)) {
-        int16_t xp[S_DW_ELEMS];
+        float xp[S_DW_ELEMS];
         gx_cpu_share(k, x->shape[0] * m, 1, &lo, &hi);
         for (int64_t u = lo; u < hi; u++) {
             const int64_t oc = u % m;
             const int32_t wzp =
                 !wz ? 0 : s_q8(wz->data, wz->dtype == GX_I8, wz->numel > 1 ? oc : 0);
-            const s_qout o = {.bias = bias ? bias[oc] : 0,
-                              .scale = xs * wsc[k->in[4].numel > 1 ? oc : 0] / ys,
-                              .yz = yz, .lo = lo_q, .hi = hi_q, .ow = ow, .s8 = s8,
-                              .y = (char *)y->data + u * q.w.out_size};
-            s_qlinear_dw(&q, &dw, u / m, oc, wzp, acc, xp, s_qout_row, &o);
+            S_QOUT_CH(oc);
+            o.y = (char *)y->data + u * q.w.out_size;
+            s_qlinear_dw(&q, &dw, u / m, oc, wzp, acc, xp, &o);
         }
         return;
     }
@@ -672,32 +697,27 @@ void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
     for (int64_t u = lo; u < hi; u++) {
         const int64_t line = u % lines, ch = u / lines, oc = ch % m;
         const int32_t wzp = !wz ? 0 : s_q8(wz->data, wz->dtype == GX_I8, wz->numel > 1 ? oc : 0);
-        const float scale = xs * wsc[k->in[4].numel > 1 ? oc : 0] / ys;
-        const double b = bias ? bias[oc] : 0;
         const int64_t e0 = ch * q.w.out_size + line * ow;
+        S_QOUT_CH(oc);
         for (int64_t o0 = 0; o0 < ow; o0 += S_QCOLS) {
             const int64_t o1 = ow - o0 < S_QCOLS ? ow : o0 + S_QCOLS;
-            if (wide) { /* exact in int64, element by element */
-                for (int64_t o = o0; o < o1; o++) {
-                    const double v = (double)s_qlinear_wide(&q, ch / m, oc, line * ow + o, wzp);
-                    const float f = (float)rint((v + b) * scale) + yz;
-                    const float c = f > lo_q ? (f < hi_q ? f : hi_q) : lo_q;
+            if (wide) /* exact in int64, element by element */
+                for (int64_t c = o0; c < o1; c++) {
+                    const int64_t v = s_qlinear_wide(&q, ch / m, oc, line * ow + c, wzp);
+                    const double f = rint(((double)v + o.bias) * o.scale) + yz;
+                    const double r = f > o.lo ? (f < o.hi ? f : o.hi) : o.lo;
                     if (s8)
-                        ((int8_t *)y->data)[e0 + o] = (int8_t)c;
+                        ((int8_t *)y->data)[e0 + c] = (int8_t)r;
                     else
-                        ((uint8_t *)y->data)[e0 + o] = (uint8_t)c;
+                        ((uint8_t *)y->data)[e0 + c] = (uint8_t)r;
                 }
-                continue;
+            else {
+                s_qline(&q, ch / m, oc, line, wzp, o0, o1, acc);
+                s_qout_put(&o, o1 - o0, acc, e0 + o0);
             }
-            s_qline(&q, ch / m, oc, line, wzp, o0, o1, acc);
-            if (s8)
-                s_qstore_int8_t(o1 - o0, acc, b, scale, yz, lo_q, hi_q,
-                                (int8_t *)y->data + e0 + o0);
-            else
-                s_qstore_uint8_t(o1 - o0, acc, b, scale, yz, lo_q, hi_q,
-                                 (uint8_t *)y->data + e0 + o0);
         }
     }
+#undef S_QOUT_CH
 }
 
 /* ---- Col2Im ---- */

@@ -689,17 +689,67 @@ S_TVNNI static void s_dblock(const s_dgeom *g, const uint8_t *pl, const int8_t *
     }
 }
 
-/* 8 sums e = d - bz sa + cm (exact in double), requantized: rint(e *
- * scale) + yz clamped to [lo, hi] (NaN: lo), as int32. */
-S_TVNNI static inline __m256i s_drequant(__m256i d, __m256i sa, double bz, double cm,
-                                         double scale, double yz, double lo, double hi)
+/* How an output channel's sums d become bytes: e = d - bz sa + cm (sa:
+ * the window's sum of x), then rint(e * scale) + yz saturated to [lo, hi]
+ * (NaN: lo). e is computed in int32 when it surely fits (small: every
+ * |d| + |bz sa| + |cm| below 2^31), else in double; both are exact. */
+typedef struct s_drq {
+    double bz, cm, scale, lo, hi; /* lo, hi: the bounds less yz */
+    int32_t yz;
+    bool small;
+} s_drq;
+
+/* 16 sums d of a channel (sa: their windows' sums of x), requantized as
+ * q says, as 16 int32 (rounded half to even by the conversion). */
+S_TVNNI static inline __m512i s_drequant(const int32_t *d, const int32_t *sa, const s_drq *q)
 {
-    __m512d e = _mm512_add_pd(_mm512_cvtepi32_pd(d), _mm512_set1_pd(cm));
-    e = _mm512_fnmadd_pd(_mm512_set1_pd(bz), _mm512_cvtepi32_pd(sa), e);
-    e = _mm512_roundscale_pd(_mm512_mul_pd(e, _mm512_set1_pd(scale)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    e = _mm512_max_pd(_mm512_add_pd(e, _mm512_set1_pd(yz)), _mm512_set1_pd(lo));
-    return _mm512_cvtpd_epi32(_mm512_min_pd(e, _mm512_set1_pd(hi)));
+    __m512d e[2];
+    if (q->small) {
+        __m512i v = _mm512_add_epi32(_mm512_loadu_si512(d), _mm512_set1_epi32((int32_t)q->cm));
+        if (q->bz != 0)
+            v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(sa),
+                                                       _mm512_set1_epi32((int32_t)q->bz)));
+        e[0] = _mm512_cvtepi32_pd(_mm512_castsi512_si256(v));
+        e[1] = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1));
+    } else {
+        for (int h = 0; h < 2; h++) {
+            const __m256i dv = _mm256_loadu_si256((const __m256i *)(d + 8 * h));
+            const __m256i sv = _mm256_loadu_si256((const __m256i *)(sa + 8 * h));
+            e[h] = _mm512_add_pd(_mm512_cvtepi32_pd(dv), _mm512_set1_pd(q->cm));
+            e[h] = _mm512_fnmadd_pd(_mm512_set1_pd(q->bz), _mm512_cvtepi32_pd(sv), e[h]);
+        }
+    }
+    __m256i r[2];
+    for (int h = 0; h < 2; h++) {
+        /* max first: a NaN product gives lo */
+        const __m512d v = _mm512_min_pd(
+            _mm512_max_pd(_mm512_mul_pd(e[h], _mm512_set1_pd(q->scale)), _mm512_set1_pd(q->lo)),
+            _mm512_set1_pd(q->hi));
+        r[h] = _mm512_cvt_roundpd_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    return _mm512_add_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(r[0]), r[1], 1),
+                            _mm512_set1_epi32(q->yz));
+}
+
+/* The bytes of positions [p, p + 16) of a band (b, as int32) that are
+ * output elements (column below ow) into the channel's rows from yb (the
+ * band's first row), n positions in the band in all. */
+S_TVNNI static inline void s_dput(const s_dgeom *g, __m512i b, int64_t p, int64_t n, uint8_t *yb)
+{
+    const __m128i v = _mm512_cvtepi32_epi8(b);
+    const int64_t end = p + 16 < n ? p + 16 : n;
+    for (int64_t q = p; q < end;) {
+        const int64_t r = q / g->wq, c = q % g->wq;
+        if (c >= g->ow) {
+            q = (r + 1) * g->wq;
+            continue;
+        }
+        const int64_t len = (g->ow - c < end - q ? g->ow - c : end - q);
+        /* lanes [q - p, q - p + len) to columns c.. of row r */
+        const __mmask16 m = (__mmask16)(((1u << len) - 1) << (q - p));
+        _mm_mask_storeu_epi8(yb + r * g->ow + c - (q - p), m, v);
+        q += len;
+    }
 }
 
 S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_dgeom *g,
@@ -721,7 +771,6 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
     gx_cpu_share(k, x->shape[0] * bands, 1, &ulo, &uhi);
     uint8_t pl[S_DBYTES] __attribute__((aligned(64)));
     int32_t ssum[S_DPOS], sa[S_DPOS], d[S_MB * 32];
-    uint8_t ob[S_MB][32];
     for (int64_t u = ulo; u < uhi; u++) {
         const int64_t n = u / bands, oh0 = u % bands * g->band;
         const int64_t br = g->oh - oh0 < g->band ? g->oh - oh0 : g->band;
@@ -736,42 +785,26 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
         for (int64_t mb = 0; mb * S_MB < g->m; mb++) {
             const int8_t *wb = wd + mb * g->c4 * g->taps * S_MB * 4;
             const int nm = (int)(g->m - mb * S_MB < S_MB ? g->m - mb * S_MB : S_MB);
-            double bz[S_MB], cm[S_MB], sc[S_MB];
+            s_drq rq[S_MB];
             for (int i = 0; i < nm; i++) {
                 const int64_t j = mb * S_MB + i;
-                sc[i] = (double)(xs * ws[k->in[4].numel > 1 ? j : 0] / ys); /* as the GEMM path's */
-                bz[i] = s_zp(k, 5, j) - (wflip ? 128 : 0);
-                cm[i] = -(double)xz * sb[j] + (double)kk * xz * bz[i] + (bias ? bias[j] : 0);
+                const double bz = s_zp(k, 5, j) - (wflip ? 128 : 0);
+                const double cm =
+                    -(double)xz * sb[j] + (double)kk * xz * bz + (bias ? bias[j] : 0);
+                rq[i] = (s_drq){.bz = bz, .cm = cm, .yz = (int32_t)yz,
+                                .scale = (double)(xs * ws[k->in[4].numel > 1 ? j : 0] / ys),
+                                .lo = lo - yz, .hi = hi - yz,
+                                .small = (double)kk * 255 * (128 + fabs(bz)) + fabs(cm) < 0x1p31};
             }
             for (int64_t p = 0; p < g->vpos; p += 32) {
                 s_dblock(g, pl, wb, off, p, d);
                 for (int i = 0; i < nm; i++) {
-                    const int64_t j = mb * S_MB + i;
-                    for (int h = 0; h < 32; h += 16) {
-                        __m256i r[2];
-                        for (int e = 0; e < 2; e++)
-                            r[e] = s_drequant(
-                                _mm256_loadu_si256((const __m256i *)(d + i * 32 + h + e * 8)),
-                                _mm256_loadu_si256((const __m256i *)(sa + p + h + e * 8)), bz[i],
-                                cm[i], sc[i], yz, lo, hi);
-                        _mm_storeu_si128(
-                            (__m128i *)(ob[i] + h),
-                            _mm512_cvtepi32_epi8(_mm512_inserti64x4(_mm512_castsi256_si512(r[0]),
-                                                                    r[1], 1)));
-                    }
-                    /* the real positions among the 32 into y's rows */
-                    uint8_t *yc = (uint8_t *)y->data + n * out_img + j * g->oh * g->ow;
-                    for (int64_t q = p; q < p + 32 && q < br * g->wq;) {
-                        const int64_t r = q / g->wq, ow = q % g->wq;
-                        const int64_t end = r * g->wq + g->ow;
-                        if (ow >= g->ow) {
-                            q = (r + 1) * g->wq;
-                            continue;
-                        }
-                        const int64_t len = (end < p + 32 ? end : p + 32) - q;
-                        memcpy(yc + (oh0 + r) * g->ow + ow, ob[i] + (q - p), (size_t)len);
-                        q += len;
-                    }
+                    uint8_t *yb = (uint8_t *)y->data + n * out_img +
+                                  (mb * S_MB + i) * g->oh * g->ow + oh0 * g->ow;
+                    for (int h = 0; h < 32; h += 16)
+                        if (p + h < br * g->wq)
+                            s_dput(g, s_drequant(d + i * 32 + h, sa + p + h, &rq[i]), p + h,
+                                   br * g->wq, yb);
                 }
             }
         }
