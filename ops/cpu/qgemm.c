@@ -731,24 +731,29 @@ S_TVNNI static inline __m512i s_drequant(const int32_t *d, const int32_t *sa, co
                             _mm512_set1_epi32(q->yz));
 }
 
-/* The bytes of positions [p, p + 16) of a band (b, as int32) that are
- * output elements (column below ow) into the channel's rows from yb (the
- * band's first row), n positions in the band in all. */
-S_TVNNI static inline void s_dput(const s_dgeom *g, __m512i b, int64_t p, int64_t n, uint8_t *yb)
+/* The bytes of positions [p, p + 16) of a band (b, as int32; position p
+ * is column c of the band's row r) that are output elements (column below
+ * ow) into the channel's rows from yb (the band's first row), n positions
+ * in the band in all. */
+S_TVNNI static inline void s_dput(const s_dgeom *g, __m512i b, int64_t p, int64_t r, int64_t c,
+                                  int64_t n, uint8_t *yb)
 {
     const __m128i v = _mm512_cvtepi32_epi8(b);
     const int64_t end = p + 16 < n ? p + 16 : n;
+    if (g->wq == g->ow) { /* no columns past a row's outputs: the band's rows are contiguous */
+        _mm_mask_storeu_epi8(yb + p, (__mmask16)((1u << (end - p)) - 1), v);
+        return;
+    }
     for (int64_t q = p; q < end;) {
-        const int64_t r = q / g->wq, c = q % g->wq;
-        if (c >= g->ow) {
-            q = (r + 1) * g->wq;
+        if (c >= g->ow) { /* past the row's last output: the next row */
+            q += g->wq - c, r++, c = 0;
             continue;
         }
-        const int64_t len = (g->ow - c < end - q ? g->ow - c : end - q);
+        const int64_t len = g->ow - c < end - q ? g->ow - c : end - q;
         /* lanes [q - p, q - p + len) to columns c.. of row r */
         const __mmask16 m = (__mmask16)(((1u << len) - 1) << (q - p));
         _mm_mask_storeu_epi8(yb + r * g->ow + c - (q - p), m, v);
-        q += len;
+        q += len, c += len;
     }
 }
 
@@ -796,15 +801,18 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
                                 .lo = lo - yz, .hi = hi - yz,
                                 .small = (double)kk * 255 * (128 + fabs(bz)) + fabs(cm) < 0x1p31};
             }
-            for (int64_t p = 0; p < g->vpos; p += 32) {
+            /* position p is column c of the band's row r */
+            for (int64_t p = 0, r = 0, c = 0; p < g->vpos; p += 32) {
                 s_dblock(g, pl, wb, off, p, d);
-                for (int i = 0; i < nm; i++) {
-                    uint8_t *yb = (uint8_t *)y->data + n * out_img +
-                                  (mb * S_MB + i) * g->oh * g->ow + oh0 * g->ow;
-                    for (int h = 0; h < 32; h += 16)
-                        if (p + h < br * g->wq)
-                            s_dput(g, s_drequant(d + i * 32 + h, sa + p + h, &rq[i]), p + h,
-                                   br * g->wq, yb);
+                for (int h = 0; h < 32; h += 16) {
+                    if (p + h < br * g->wq)
+                        for (int i = 0; i < nm; i++)
+                            s_dput(g, s_drequant(d + i * 32 + h, sa + p + h, &rq[i]), p + h, r,
+                                   c, br * g->wq,
+                                   (uint8_t *)y->data + n * out_img +
+                                       (mb * S_MB + i) * g->oh * g->ow + oh0 * g->ow);
+                    for (c += 16; c >= g->wq; c -= g->wq)
+                        r++;
                 }
             }
         }
