@@ -43,6 +43,27 @@ S_INLINE float s_clip(float clip, float v)
 
 typedef float s_v16 __attribute__((vector_size(64), aligned(4)));
 
+typedef int32_t s_i16 __attribute__((vector_size(64)));
+
+/* s = the lane sums of a0..a3 in lanes 0, 4, 8 and 12, by halving: lanes
+ * folded onto each other, not a chain of 16 scalar adds per vector (a
+ * macro: s_v16 values cross no call, whose ABI depends on the target). */
+#define S_SUM4(s, a0, a1, a2, a3)                                                                  \
+    do {                                                                                           \
+        const s_i16 lo_ = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};                \
+        const s_i16 hi_ = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};          \
+        const s_i16 lo4_ = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};             \
+        const s_i16 hi4_ = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};           \
+        const s_i16 p2_ = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};                  \
+        const s_i16 p1_ = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};                  \
+        /* [a0, a1 folded to 8 lanes each], then [a0..a3 folded to 4] */                          \
+        const s_v16 b01_ = __builtin_shuffle(a0, a1, lo_) + __builtin_shuffle(a0, a1, hi_);       \
+        const s_v16 b23_ = __builtin_shuffle(a2, a3, lo_) + __builtin_shuffle(a2, a3, hi_);       \
+        const s_v16 c_ = __builtin_shuffle(b01_, b23_, lo4_) + __builtin_shuffle(b01_, b23_, hi4_); \
+        const s_v16 d_ = c_ + __builtin_shuffle(c_, p2_);                                          \
+        s = d_ + __builtin_shuffle(d_, p1_);                                                       \
+    } while (0)
+
 /* y[j] = m[j, :] . v for the n rows of m (k floats each), four rows at a
  * time in 16-lane sums added up at the end: one pass over m, which is
  * what a recurrent step's time is at batch 1 (R is read from L2 or L3). */
@@ -61,9 +82,9 @@ typedef float s_v16 __attribute__((vector_size(64), aligned(4)));
                 a2 += *(const s_v16 *)(r2 + i) * x;                                                \
                 a3 += *(const s_v16 *)(r3 + i) * x;                                                \
             }                                                                                      \
-            float s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                                  \
-            for (int l = 0; l < 16; l++)                                                           \
-                s0 += a0[l], s1 += a1[l], s2 += a2[l], s3 += a3[l];                                \
+            s_v16 s;                                                                               \
+            S_SUM4(s, a0, a1, a2, a3);                                                             \
+            float s0 = s[0], s1 = s[4], s2 = s[8], s3 = s[12];                                     \
             for (int64_t i = k16; i < k; i++)                                                      \
                 s0 += r0[i] * v[i], s1 += r1[i] * v[i], s2 += r2[i] * v[i], s3 += r3[i] * v[i];    \
             y[j] = s0, y[j + 1] = s1, y[j + 2] = s2, y[j + 3] = s3;                                \
