@@ -473,6 +473,16 @@ int gx_op_check_strings(gx_op op, gx_infer *ic);
 int gx_op_resolve_attrs(gx_op op, const gx_node *node, gx_attrval *out, char *err,
                         size_t errlen);
 
+/* What the shares of one run of a step hold in common, for kernels whose
+ * shares cooperate (gx_kargs.coop): zero when the run's first share
+ * starts. Shares may run at once on several threads or one after another
+ * on one, so a share never waits for another to start: it claims units of
+ * work from `next` and may wait only for units claimed before its own
+ * (their claimers are running them), counted done in `done`. */
+typedef struct gx_coop {
+    _Atomic int64_t next, done;
+} gx_coop;
+
 /* Arguments of one kernel call. The kernel computes the share ith of nth
  * (0 <= ith < nth) of the node's work; with nth == 1 it does all of it.
  * Kernels never allocate and never fail: everything that could fail was
@@ -485,6 +495,7 @@ typedef struct gx_kargs {
     const gx_view *out;
     void *scratch; /* the schema's scratch() bytes, GX_ALIGN-aligned; else NULL */
     int ith, nth;
+    gx_coop *coop; /* with nth > 1 in the executors, the run's gx_coop; else NULL */
     void *queue; /* the device's queue (stream) for this worker; NULL on the CPU */
     /* The job's string heap, where kernels that make strings put them
      * (docs/strings.md); NULL where no step makes strings (folding). A

@@ -201,7 +201,8 @@ static gx_cost s_cost(const gx_infer *ic)
 
 /* The kernel's state, per direction: gate sums of X for gx_rnn_chunk
  * steps ([steps, batch, gates * hidden]), of H ([batch, gates * hidden]),
- * then H, C and a temporary ([batch, hidden] each). */
+ * then H twice (the step's and the previous), C and a temporary
+ * ([batch, hidden] each). */
 static size_t s_scratch(const gx_infer *ic)
 {
     const gx_view *x = &ic->in[S_X], *r = &ic->in[S_R];
@@ -209,13 +210,16 @@ static size_t s_scratch(const gx_infer *ic)
     const int64_t batch = x->shape[layout1 ? 0 : 1], seq = x->shape[layout1 ? 1 : 0];
     const int64_t gh = r->shape[1];
     const int64_t steps = gx_rnn_chunk(seq, batch, gh);
-    return (size_t)(r->shape[0] * batch * ((steps + 1) * gh + 3 * r->shape[2])) * sizeof(float);
+    return (size_t)(r->shape[0] * batch * ((steps + 1) * gh + 4 * r->shape[2])) * sizeof(float);
 }
 
-/* One share per direction: each runs its own recurrence. */
+/* A bidirectional layer: one share per direction, each runs its own
+ * recurrence. One direction: any number, splitting every step (the
+ * kernel's shares cooperate through gx_kargs.coop). */
 static int s_shares(const gx_infer *ic)
 {
-    return (int)ic->in[S_R].shape[0];
+    const int nd = (int)ic->in[S_R].shape[0];
+    return nd > 1 ? nd : 0;
 }
 
 const gx_op_schema gx_schema_RNN = {

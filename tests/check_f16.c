@@ -246,12 +246,14 @@ static float *s_run(const gxd_plan *p, const gx_tensor *x, int nth, int64_t *n, 
     ck_assert_ptr_nonnull(arena);
     gxd_frame f;
     ck_assert_int_eq(gxd_frame_init(&f, p, arena, &in, &s_lim, &stop, err, sizeof err), GX_OK);
-    for (size_t s = 0; s < p->n_steps; s++)
+    for (size_t s = 0; s < p->n_steps; s++) {
+        gx_coop co = {0}; /* the shares run one after another */
         for (int ith = 0; ith < nth; ith++) {
-            int rc = p->steps[s].kernel ? gxd_exec_step_share(&f, s, ith, nth)
+            int rc = p->steps[s].kernel ? gxd_exec_step_share(&f, s, ith, nth, &co)
                                         : ith ? GX_OK : gxd_exec_step(&f, s);
             ck_assert_msg(rc == GX_OK, "step %zu: %s", s, err);
         }
+    }
     const gx_view *v = gxd_frame_output(&f, 0);
     *n = v->numel;
     *dt = v->dtype;

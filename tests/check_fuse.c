@@ -124,9 +124,11 @@ static s_outs s_run(const gxd_plan *p, const gx_view *in, int nth)
     ck_assert_ptr_nonnull(arena);
     gxd_frame f;
     ck_assert_int_eq(gxd_frame_init(&f, p, arena, in, &s_lim, &stop, err, sizeof err), GX_OK);
-    for (size_t s = 0; s < p->n_steps; s++)
+    for (size_t s = 0; s < p->n_steps; s++) {
+        gx_coop co = {0}; /* the shares run one after another */
         for (int ith = 0; ith < nth; ith++)
-            ck_assert_int_eq(gxd_exec_step_share(&f, s, ith, nth), GX_OK);
+            ck_assert_int_eq(gxd_exec_step_share(&f, s, ith, nth, &co), GX_OK);
+    }
     s_outs o = {.n = p->n_outputs};
     ck_assert_uint_le(o.n, 64);
     for (size_t i = 0; i < o.n; i++) {

@@ -122,8 +122,9 @@ static void s_reference(const s_cfg *c, const float *x, const float *w, const fl
     }
 }
 
-/* Runs the op on random inputs (nth 1 and 3) and compares all outputs with
- * the reference. */
+/* Runs the op on random inputs (nth 1 and 3 one after another, and 3 on
+ * threads at once: a single direction's shares split each step) and
+ * compares all outputs with the reference. */
 static void s_check(const s_cfg *c)
 {
     const int g = s_gates(c->op);
@@ -173,11 +174,12 @@ static void s_check(const s_cfg *c)
     if (c->op == GX_OP_GRU)
         attrs[na++] = A_INT("linear_before_reset", c->lbr);
     const gx_node node = {.n_attr = na, .attr = attrs};
-    for (int nth = 1; nth <= 3; nth += 2) {
+    for (int run = 0; run < 3; run++) {
         gx_attrval av[GX_MAX_ATTRS];
         gx_view out[3];
         char err[ERRLEN];
-        int rc = ot_run_n(c->op, &node, n_in, in, nth, av, n_out, out, err);
+        int rc = run < 2 ? ot_run_n(c->op, &node, n_in, in, 1 + 2 * run, av, n_out, out, err)
+                         : ot_run_threads(c->op, &node, n_in, in, 3, av, n_out, out, err);
         ck_assert_msg(rc == GX_OK, "%s: %s", gx_op_name(c->op), err);
         if (c->layout1)
             ot_check_shape(&out[0], SHAPE(c->batch, c->seq, nd, H));
@@ -219,23 +221,27 @@ END_TEST
 
 /* Sequences longer than the steps whose input products the kernel takes
  * at once (gx_rnn_chunk: 256 KiB of gate sums), so that several chunks
- * run, in both directions and layouts, at batch 1 (matrix-vector products;
- * GRU and LSTM) and more. */
+ * run, in every direction and both layouts, at batch 1 (matrix-vector
+ * products; GRU and LSTM) and more; one direction with hidden units
+ * enough for three shares to split each step. */
 START_TEST(test_rnn_long_sequences)
 {
     const gx_op ops[] = {GX_OP_RNN, GX_OP_GRU, GX_OP_LSTM};
     for (int o = 0; o < 3; o++)
         for (int64_t batch = o == 0 ? 2 : 1; batch <= 3; batch += 2)
-            for (int lay = 0; lay < 2; lay++) {
-                /* about 1100 gate sums a step: chunks of under 70 steps */
-                const int g = s_gates(ops[o]);
-                const int64_t hid = (1100 + batch * g - 1) / (batch * g);
-                s_cfg c = {.op = ops[o], .seq = 70, .batch = batch, .in = 8, .hid = hid,
-                           .nd = 2, .layout1 = lay, .bias = true, .h0 = lay,
-                           .c0 = lay && ops[o] == GX_OP_LSTM, .lbr = lay, .scaled = true};
-                ck_assert_int_gt(c.seq, gx_rnn_chunk(c.seq, batch, g * hid));
-                s_check(&c);
-            }
+            for (int lay = 0; lay < 2; lay++)
+                for (int nd = 1; nd <= 2; nd++) {
+                    /* about 1100 gate sums a step: chunks of under 70 steps */
+                    const int g = s_gates(ops[o]);
+                    const int64_t hid = (1100 + batch * g - 1) / (batch * g);
+                    s_cfg c = {.op = ops[o], .seq = 70, .batch = batch, .in = 8, .hid = hid,
+                               .nd = nd, .reverse = nd == 1 && lay, .layout1 = lay,
+                               .bias = true, .h0 = lay, .c0 = lay && ops[o] == GX_OP_LSTM,
+                               .lbr = lay, .peep = nd == 1 && ops[o] == GX_OP_LSTM,
+                               .scaled = true};
+                    ck_assert_int_gt(c.seq, gx_rnn_chunk(c.seq, batch, g * hid));
+                    s_check(&c);
+                }
 }
 END_TEST
 

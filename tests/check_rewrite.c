@@ -157,9 +157,11 @@ static float *s_run(const gxd_plan *p, const gx_view *in, size_t o, int nth, int
     ck_assert_ptr_nonnull(arena);
     gxd_frame f;
     ck_assert_int_eq(gxd_frame_init(&f, p, arena, in, &s_lim_all, &stop, err, sizeof err), GX_OK);
-    for (size_t s = 0; s < p->n_steps; s++)
+    for (size_t s = 0; s < p->n_steps; s++) {
+        gx_coop co = {0}; /* the shares run one after another */
         for (int ith = 0; ith < nth; ith++)
-            ck_assert_int_eq(gxd_exec_step_share(&f, s, ith, nth), GX_OK);
+            ck_assert_int_eq(gxd_exec_step_share(&f, s, ith, nth, &co), GX_OK);
+    }
     const gx_view *v = gxd_frame_output(&f, o);
     ck_assert_int_eq(v->dtype, GX_F32);
     *n = v->numel;

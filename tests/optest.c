@@ -1,4 +1,5 @@
 /* The op test harness. See optest.h. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,8 +100,20 @@ gx_view ot_rand(gx_dtype dt, int ndim, const int64_t *shape)
 
 /* ---- running an op ---- */
 
-int ot_run_n(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth,
-             gx_attrval *av, int n_out, gx_view *out, char *err)
+typedef struct s_share {
+    gx_op op;
+    gx_kargs k;
+} s_share;
+
+static void *s_share_main(void *arg)
+{
+    s_share *sh = arg;
+    gx_cpu_kernel(sh->op)(&sh->k);
+    return NULL;
+}
+
+static int s_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth,
+                 bool threads, gx_attrval *av, int n_out, gx_view *out, char *err)
 {
     const gx_op_schema *s = gx_op_schema_get(op);
     err[0] = '\0';
@@ -126,11 +139,37 @@ int ot_run_n(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth
         out[i].data = ot_alloc(nbytes);
         memset(out[i].data, 0xFF, nbytes);
     }
+    gx_coop co = {0};
     gx_kargs k = {.attr = av, .n_in = n_in, .in = in, .n_out = n_out, .out = out,
-                  .scratch = scratch, .nth = nth, .strs = ot_strs()};
-    for (k.ith = 0; k.ith < nth; k.ith++)
-        gx_cpu_kernel(op)(&k);
+                  .scratch = scratch, .nth = nth, .coop = &co, .strs = ot_strs()};
+    if (!threads) {
+        for (k.ith = 0; k.ith < nth; k.ith++)
+            gx_cpu_kernel(op)(&k);
+        return GX_OK;
+    }
+    s_share sh[16];
+    pthread_t th[16];
+    ck_assert_int_le(nth, 16);
+    for (int i = 0; i < nth; i++) {
+        sh[i] = (s_share){op, k};
+        sh[i].k.ith = i;
+        ck_assert_int_eq(pthread_create(&th[i], NULL, s_share_main, &sh[i]), 0);
+    }
+    for (int i = 0; i < nth; i++)
+        pthread_join(th[i], NULL);
     return GX_OK;
+}
+
+int ot_run_n(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth,
+             gx_attrval *av, int n_out, gx_view *out, char *err)
+{
+    return s_run(op, node, n_in, in, nth, false, av, n_out, out, err);
+}
+
+int ot_run_threads(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth,
+                   gx_attrval *av, int n_out, gx_view *out, char *err)
+{
+    return s_run(op, node, n_in, in, nth, true, av, n_out, out, err);
 }
 
 int ot_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth, gx_attrval *av,

@@ -63,12 +63,15 @@ int64_t ot_bcast_off(int ndo, const int64_t *idx, int nd, const int64_t *shape);
  * every string in it) by ot_free_all. */
 gx_strheap *ot_strs(void);
 /* Resolves attributes into av, infers (inputs carry their data, as at run
- * time) and checks the string rule (gx_op_check_strings), allocates the outputs (filled with 0xFF bytes so unwritten
- * elements show) and scratch, and runs the kernel as nth shares, ith =
- * 0..nth-1 in turn. Returns the first failing status; err (ERRLEN bytes)
- * says why. */
+ * time) and checks the string rule (gx_op_check_strings), allocates the
+ * outputs (filled with 0xFF bytes so unwritten elements show) and scratch,
+ * and runs the kernel as nth shares with one gx_coop, ith = 0..nth-1 in
+ * turn. Returns the first failing status; err (ERRLEN bytes) says why. */
 int ot_run_n(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth, gx_attrval *av,
              int n_out, gx_view *out, char *err);
+/* ot_run_n with the nth shares on nth threads at once. */
+int ot_run_threads(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth,
+                   gx_attrval *av, int n_out, gx_view *out, char *err);
 /* ot_run_n with one output. */
 int ot_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth, gx_attrval *av,
            gx_view *out, char *err);

@@ -198,7 +198,7 @@ static int s_dynamic_outputs(gxd_frame *f, const gxd_step *st, const gx_view *in
 
 int gxd_exec_step(gxd_frame *f, size_t s)
 {
-    return gxd_exec_step_share(f, s, 0, 1);
+    return gxd_exec_step_share(f, s, 0, 1, NULL);
 }
 
 /* A copy step: its input's bytes into its output, between the memories
@@ -232,7 +232,7 @@ static int s_copy(gxd_frame *f, const gxd_step *st)
     return GX_OK;
 }
 
-int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth)
+int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth, gx_coop *coop)
 {
     const gxd_step *st = &f->plan->steps[s];
     if (st->folded)
@@ -276,7 +276,7 @@ int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth)
     }
     const gx_backend *dev = f->plan->devices[st->device];
     gx_kargs ka = {.attr = st->attr, .n_in = st->n_formal, .in = in, .n_out = st->n_out,
-                   .out = out, .scratch = scratch, .ith = ith, .nth = nth,
+                   .out = out, .scratch = scratch, .ith = ith, .nth = nth, .coop = coop,
                    .queue = f->dm.queue[st->device], .strs = f->strs};
     if (st->fused)
         dev->fused(dev, st->fused, &ka);

@@ -83,8 +83,9 @@ const gx_view *gxd_frame_output(const gxd_frame *f, size_t i);
  * with a message in f->err. */
 int gxd_exec_step(gxd_frame *f, size_t s);
 /* Share ith of nth of step s (nth > 1 only for kernel steps that are not
- * dynamic). */
-int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth);
+ * dynamic); coop: what the run's shares hold in common (gx_coop, zeroed
+ * before its first share), NULL with nth == 1. */
+int gxd_exec_step_share(gxd_frame *f, size_t s, int ith, int nth, gx_coop *coop);
 
 /* Runs control-flow step s (If, Loop, Scan), or a sequence or optional op
  * through gxd_exec_values: daemon/exec/control.c. */

@@ -33,6 +33,7 @@ typedef struct par_step {
     int shares;          /* 1, or cfg->workers when split */
     int next_share;      /* next share to claim, guarded by par.mu */
     _Atomic int64_t ns;  /* time of its shares, summed */
+    gx_coop coop;        /* what its shares hold in common (gx_kargs.coop) */
 } par_step;
 
 typedef struct par_item {
@@ -160,7 +161,7 @@ static void s_run_share(par *r, par_item it, int share)
     int rc = share == 0 ? gxd_exec_should_stop(f.stop) : GX_OK;
     int64_t t0 = r->timed ? gxd_now_ns() : 0;
     if (rc == GX_OK)
-        rc = gxd_exec_step_share(&f, (size_t)it.step, share, ps->shares);
+        rc = gxd_exec_step_share(&f, (size_t)it.step, share, ps->shares, &ps->coop);
     if (r->timed)
         atomic_fetch_add_explicit(&ps->ns, gxd_now_ns() - t0, memory_order_relaxed);
     if (rc < 0) {
@@ -252,6 +253,8 @@ int gxd_exec_par(gxd_team *team, const gxd_par_cfg *cfg, gxd_frame *frames, int 
             ps->shares = s_split(&r, p, s) ? cfg->workers : 1;
             atomic_init(&ps->left, ps->shares);
             atomic_init(&ps->ns, 0);
+            atomic_init(&ps->coop.next, 0);
+            atomic_init(&ps->coop.done, 0);
             int pending = cfg->dag ? p->steps[s].n_preds : !first;
             atomic_init(&ps->pending, pending);
             if (!pending)

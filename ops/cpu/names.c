@@ -140,9 +140,15 @@ static uint64_t s_fnv(uint64_t h, const char *s)
     return (h ^ 0xff) * 1099511628211ull; /* a separator: "ab","c" != "a","bc" */
 }
 
+/* Raised when a kernel keeps its name but reads its scratch (or a packed
+ * constant) differently: a plan stored in an artifact holds the sizes of
+ * the build that compiled it, so that build's plans must not be read.
+ * 2: RNN, GRU and LSTM keep H twice (their shares split a step). */
+#define S_KERNELS_REV "2"
+
 uint64_t gx_cpu_kernel_table_hash(void)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = s_fnv(1469598103934665603ull, S_KERNELS_REV);
     for (size_t i = 0; i < sizeof s_ops / sizeof s_ops[0]; i++)
         h = s_fnv(h, s_ops[i].name);
     for (size_t i = 0; i < S_N_FIXED; i++) /* whatever this CPU has */

@@ -11,6 +11,8 @@
  */
 #include <cblas.h>
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -127,46 +129,47 @@ static void s_gemm_nt(int64_t batch, int64_t n, int64_t k, const float *a, int64
                     (int)lda, b, (int)k, 0.0f, y, (int)ldy);
 }
 
-/* The gate arithmetic of one batch row, vectorised (vmath.h): x and hh
- * are its gate sums X_t W^T + Wb and H_{t-1} R^T + Rb. */
+/* The gate arithmetic of one batch row for n hidden units, vectorised
+ * (vmath.h): x and hh point at the units' gate sums X_t W^T + Wb and
+ * H_{t-1} R^T + Rb, gate g's H elements further on. */
 
 /* RNN: h = tanh(x + hh). */
-GX_CPU_CLONES static void s_rnn_row(float clip, int64_t H, const float *restrict x,
+GX_CPU_CLONES static void s_rnn_row(float clip, int64_t n, const float *restrict x,
                                     const float *restrict hh, float *restrict h)
 {
-    for (int64_t j = 0; j < H; j++)
+    for (int64_t j = 0; j < n; j++)
         h[j] = gx_v_tanhf(s_clip(clip, x[j] + hh[j]));
 }
 
 /* GRU's reset gate r, times what it gates (hr: H_{t-1} R_h^T + Rb_h with
  * linear_before_reset, else H_{t-1}), into t. */
-GX_CPU_CLONES static void s_gru_reset(float clip, int64_t H, const float *restrict x,
+GX_CPU_CLONES static void s_gru_reset(float clip, int64_t H, int64_t n, const float *restrict x,
                                       const float *restrict hh, const float *restrict hr,
                                       float *restrict t)
 {
-    for (int64_t j = 0; j < H; j++)
+    for (int64_t j = 0; j < n; j++)
         t[j] = gx_v_sigmoidf(s_clip(clip, x[H + j] + hh[H + j])) * hr[j];
 }
 
 /* GRU: z, the candidate from x's h part and t (the reset part: its product
- * with R_h, biased), and the new h. */
-GX_CPU_CLONES static void s_gru_row(float clip, int64_t H, const float *restrict x,
+ * with R_h, biased), and the new h from the previous hp. */
+GX_CPU_CLONES static void s_gru_row(float clip, int64_t H, int64_t n, const float *restrict x,
                                     const float *restrict hh, const float *restrict t,
-                                    float *restrict h)
+                                    const float *restrict hp, float *restrict h)
 {
-    for (int64_t j = 0; j < H; j++) {
+    for (int64_t j = 0; j < n; j++) {
         const float z = gx_v_sigmoidf(s_clip(clip, x[j] + hh[j]));
         const float hn = gx_v_tanhf(s_clip(clip, x[2 * H + j] + t[j]));
-        h[j] = (1.0f - z) * hn + z * h[j];
+        h[j] = (1.0f - z) * hn + z * hp[j];
     }
 }
 
-/* LSTM, peepholes p when peep; c and h updated in place. */
-S_INLINE void s_lstm_body(float clip, int64_t H, const float *restrict x,
+/* LSTM, peepholes p when peep; c updated in place, the new h into h. */
+S_INLINE void s_lstm_body(float clip, int64_t H, int64_t n, const float *restrict x,
                           const float *restrict hh, const float *restrict p, bool peep,
                           float *restrict h, float *restrict c)
 {
-    for (int64_t j = 0; j < H; j++) {
+    for (int64_t j = 0; j < n; j++) {
         const float cp = c[j];
         float ig = x[j] + hh[j] + (peep ? p[j] * cp : 0.0f);
         float fg = x[2 * H + j] + hh[2 * H + j] + (peep ? p[2 * H + j] * cp : 0.0f);
@@ -182,18 +185,19 @@ S_INLINE void s_lstm_body(float clip, int64_t H, const float *restrict x,
     }
 }
 
-GX_CPU_CLONES static void s_lstm_row(float clip, int64_t H, const float *restrict x,
+GX_CPU_CLONES static void s_lstm_row(float clip, int64_t H, int64_t n, const float *restrict x,
                                      const float *restrict hh, float *restrict h,
                                      float *restrict c)
 {
-    s_lstm_body(clip, H, x, hh, NULL, false, h, c);
+    s_lstm_body(clip, H, n, x, hh, NULL, false, h, c);
 }
 
-GX_CPU_CLONES static void s_lstm_peep_row(float clip, int64_t H, const float *restrict x,
-                                          const float *restrict hh, const float *restrict p,
-                                          float *restrict h, float *restrict c)
+GX_CPU_CLONES static void s_lstm_peep_row(float clip, int64_t H, int64_t n,
+                                          const float *restrict x, const float *restrict hh,
+                                          const float *restrict p, float *restrict h,
+                                          float *restrict c)
 {
-    s_lstm_body(clip, H, x, hh, p, true, h, c);
+    s_lstm_body(clip, H, n, x, hh, p, true, h, c);
 }
 
 /* Element offset of row (d, b) of a [D, batch, H] / [batch, D, H] state. */
@@ -202,50 +206,186 @@ static int64_t s_state_off(const s_rnn *r, int64_t d, int64_t b)
     return (r->layout1 ? b * r->nd + d : d * r->batch + b) * r->hid;
 }
 
-/* One step of the gate arithmetic for every batch row: xg and hg are the
- * gate sums X_t W^T and H_{t-1} R^T ([batch, gates * hid]); wb, rb the
- * direction's biases (or NULL), p its peepholes (or NULL); h and c are
- * updated in place. tmp is [batch, hid] (GRU without linear_before_reset:
- * r (.) H_{t-1}, whose product with R_h is taken here). */
-static void s_step(const s_rnn *r, float *xg, float *hg, const float *wb, const float *rb,
-                   const float *p, const float *rmat, float *h, float *c, float *tmp)
+/* One direction's recurrence, cut into phases of `units` units each:
+ * per chunk of steps, the input products X_t W^T + Wb of its steps (a
+ * unit: a range of gate columns); then per step one phase (GRU without
+ * linear_before_reset: two, the second needing all of r (.) H_{t-1})
+ * whose unit is a range of hidden units: their rows of H_{t-1} R^T, gate
+ * arithmetic, new H and C. A phase reads only what earlier phases wrote,
+ * so units of one phase run on any thread in any order; H alternates
+ * between two buffers (a step reads one, writes the other). */
+typedef struct s_dir {
+    const s_rnn *r;
+    int64_t d, chunk, units, per; /* per: phases per step */
+    bool back;
+    const float *x, *wd, *rd, *wb, *rb, *pd, *h0, *c0;
+    float *y, *yh, *yc;
+    float *xs, *hg, *h[2], *c, *tmp; /* the direction's scratch */
+} s_dir;
+
+static int64_t s_phases(const s_dir *dr)
 {
-    const int64_t H = r->hid, gh = r->gates * H;
-    const int64_t nh = r->gates == 3 && !r->lbr ? 2 * H : gh; /* the sums hg has */
-    for (int64_t b = 0; b < r->batch; b++) {
-        float *x = xg + b * gh, *hh = hg + b * gh;
-        for (int64_t j = 0; j < gh && wb; j++)
-            x[j] += wb[j];
-        for (int64_t j = 0; j < nh && rb; j++)
-            hh[j] += rb[j];
-    }
-    for (int64_t b = 0; b < r->batch; b++) {
-        const float *x = xg + b * gh, *hh = hg + b * gh;
-        float *hb = h + b * H, *cb = c + b * H;
-        if (r->gates == 1)
-            s_rnn_row(r->clip, H, x, hh, hb);
-        else if (r->gates == 3) /* GRU: r now; the rest after the reset product */
-            s_gru_reset(r->clip, H, x, hh, r->lbr ? hh + 2 * H : hb, tmp + b * H);
-        else if (p)
-            s_lstm_peep_row(r->clip, H, x, hh, p, hb, cb);
-        else
-            s_lstm_row(r->clip, H, x, hh, hb, cb);
-    }
-    if (r->gates != 3)
-        return;
-    /* GRU without linear_before_reset: (r (.) H_{t-1}) R_h^T + Rb_h, into
-     * the h part of hg (its H_{t-1} R_h^T is not used then) */
-    if (!r->lbr && r->batch > 0) {
-        s_gemm_nt(r->batch, H, H, tmp, H, rmat + 2 * H * H, hg + 2 * H, gh);
-        for (int64_t b = 0; b < r->batch; b++) {
-            for (int64_t j = 0; j < H; j++)
-                tmp[b * H + j] = hg[b * gh + 2 * H + j] + (rb ? rb[2 * H + j] : 0.0f);
-        }
-    }
-    for (int64_t b = 0; b < r->batch; b++)
-        s_gru_row(r->clip, H, xg + b * gh, hg + b * gh, tmp + b * H, h + b * H);
+    return (dr->r->seq + dr->chunk - 1) / dr->chunk + dr->r->seq * dr->per;
 }
 
+/* [*a, *b): part u of `units` of n, rounded to 16 (a vector of floats). */
+static void s_part(int64_t n, int64_t u, int64_t units, int64_t *a, int64_t *b)
+{
+    *a = u == 0 ? 0 : (n * u / units + 15) / 16 * 16;
+    *b = u == units - 1 ? n : (n * (u + 1) / units + 15) / 16 * 16;
+    *a = *a < n ? *a : n;
+    *b = *b < n ? *b : n;
+}
+
+/* Step s's chunk: its first step sc, its nc steps at times [t0, t0 + nc). */
+static void s_chunk_of(const s_dir *dr, int64_t s, int64_t *sc, int64_t *nc, int64_t *t0)
+{
+    const int64_t seq = dr->r->seq;
+    *sc = s / dr->chunk * dr->chunk;
+    *nc = seq - *sc < dr->chunk ? seq - *sc : dr->chunk;
+    *t0 = dr->back ? seq - *sc - *nc : *sc;
+}
+
+/* Unit u of the input-product phase of the chunk starting at step sc;
+ * before the first chunk, also its hidden units' initial H and C. */
+static void s_unit_inputs(const s_dir *dr, int64_t sc, int64_t u)
+{
+    const s_rnn *r = dr->r;
+    const int64_t H = r->hid, gh = r->gates * H, B = r->batch;
+    int64_t sc_, nc, t0, g0, g1;
+    s_chunk_of(dr, sc, &sc_, &nc, &t0);
+    s_part(gh, u, dr->units, &g0, &g1);
+    const float *w = dr->wd + g0 * r->in;
+    if (r->layout1) /* X [batch, seq, in]: a product per batch row */
+        for (int64_t b = 0; b < B; b++)
+            s_gemm_nt(nc, g1 - g0, r->in, dr->x + (b * r->seq + t0) * r->in, r->in, w,
+                      dr->xs + b * gh + g0, B * gh);
+    else /* X [seq, batch, in]: the chunk's rows are consecutive */
+        s_gemm_nt(nc * B, g1 - g0, r->in, dr->x + t0 * B * r->in, r->in, w, dr->xs + g0, gh);
+    for (int64_t row = 0; row < nc * B && dr->wb; row++)
+        for (int64_t j = g0; j < g1; j++)
+            dr->xs[row * gh + j] += dr->wb[j];
+    if (sc > 0)
+        return;
+    int64_t j0, j1;
+    s_part(H, u, dr->units, &j0, &j1);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t j = j0; j < j1; j++) {
+            const int64_t o = s_state_off(r, dr->d, b) + j;
+            dr->h[0][b * H + j] = dr->h0 ? dr->h0[o] : 0.0f;
+            dr->c[b * H + j] = dr->c0 ? dr->c0[o] : 0.0f;
+        }
+}
+
+/* hg[b][g * H + j] = H_{t-1} R^T + Rb for gates [g0, g1), units [j0, j1). */
+static void s_hsums(const s_dir *dr, const float *hp, int g0, int g1, int64_t j0, int64_t j1)
+{
+    const s_rnn *r = dr->r;
+    const int64_t H = r->hid, gh = r->gates * H;
+    for (int g = g0; g < g1; g++) {
+        s_gemm_nt(r->batch, j1 - j0, H, hp, H, dr->rd + (g * H + j0) * H, dr->hg + g * H + j0,
+                  gh);
+        for (int64_t b = 0; b < r->batch && dr->rb; b++)
+            for (int64_t j = j0; j < j1; j++)
+                dr->hg[b * gh + g * H + j] += dr->rb[g * H + j];
+    }
+}
+
+/* Unit u of phase ph of step s. */
+static void s_unit_step(const s_dir *dr, int64_t s, int64_t ph, int64_t u)
+{
+    const s_rnn *r = dr->r;
+    const int64_t H = r->hid, gh = r->gates * H, B = r->batch;
+    int64_t sc, nc, t0, j0, j1;
+    s_chunk_of(dr, s, &sc, &nc, &t0);
+    s_part(H, u, dr->units, &j0, &j1);
+    if (j0 >= j1)
+        return;
+    const int64_t t = dr->back ? r->seq - 1 - s : s, n = j1 - j0;
+    const float *xg = dr->xs + (t - t0) * B * gh, *hp = dr->h[s % 2];
+    float *hn = dr->h[(s + 1) % 2];
+    if (r->gates == 3 && !r->lbr && ph == 0) {
+        /* GRU: z and r sums, then r (.) H_{t-1} for the next phase */
+        s_hsums(dr, hp, 0, 2, j0, j1);
+        for (int64_t b = 0; b < B; b++)
+            s_gru_reset(r->clip, H, n, xg + b * gh + j0, dr->hg + b * gh + j0, hp + b * H + j0,
+                        dr->tmp + b * H + j0);
+        return;
+    }
+    if (r->gates == 3 && !r->lbr) /* (r (.) H_{t-1}) R_h^T + Rb_h */
+        s_hsums(dr, dr->tmp, 2, 3, j0, j1);
+    else
+        s_hsums(dr, hp, 0, r->gates, j0, j1);
+    for (int64_t b = 0; b < B; b++) {
+        const float *x = xg + b * gh + j0, *hh = dr->hg + b * gh + j0;
+        float *hb = hn + b * H + j0, *cb = dr->c + b * H + j0;
+        if (r->gates == 1)
+            s_rnn_row(r->clip, n, x, hh, hb);
+        else if (r->gates == 3 && r->lbr) {
+            s_gru_reset(r->clip, H, n, x, hh, hh + 2 * H, dr->tmp + b * H + j0);
+            s_gru_row(r->clip, H, n, x, hh, dr->tmp + b * H + j0, hp + b * H + j0, hb);
+        } else if (r->gates == 3)
+            s_gru_row(r->clip, H, n, x, hh, hh + 2 * H, hp + b * H + j0, hb);
+        else if (dr->pd)
+            s_lstm_peep_row(r->clip, H, n, x, hh, dr->pd + j0, hb, cb);
+        else
+            s_lstm_row(r->clip, H, n, x, hh, hb, cb);
+        if (dr->y) { /* Y [seq, D, batch, H] or [batch, seq, D, H] */
+            const int64_t o = r->layout1 ? ((b * r->seq + t) * r->nd + dr->d) * H
+                                         : ((t * r->nd + dr->d) * B + b) * H;
+            memcpy(dr->y + o + j0, hb, (size_t)n * sizeof *dr->y);
+        }
+        if (s < r->seq - 1)
+            continue;
+        const int64_t o = s_state_off(r, dr->d, b) + j0;
+        if (dr->yh)
+            memcpy(dr->yh + o, hb, (size_t)n * sizeof *dr->yh);
+        if (dr->yc)
+            memcpy(dr->yc + o, cb, (size_t)n * sizeof *dr->yc);
+    }
+}
+
+/* Phase ph's unit u: phases go, per chunk, its inputs then its steps. */
+static void s_unit(const s_dir *dr, int64_t ph, int64_t u)
+{
+    const int64_t per_chunk = 1 + dr->chunk * dr->per, ci = ph / per_chunk, in = ph % per_chunk;
+    if (in == 0)
+        s_unit_inputs(dr, ci * dr->chunk, u);
+    else
+        s_unit_step(dr, ci * dr->chunk + (in - 1) / dr->per, (in - 1) % dr->per, u);
+}
+
+/* Waits until done reaches n: the units claimed before are running. */
+static void s_wait(_Atomic int64_t *done, int64_t n)
+{
+    for (unsigned i = 1; atomic_load_explicit(done, memory_order_acquire) < n; i++) {
+        if (i % 256 == 0)
+            sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+        else
+            __builtin_ia32_pause();
+#endif
+    }
+}
+
+/* Claims and runs units until every unit of every phase is claimed. */
+static void s_dir_run(const s_dir *dr, gx_coop *co)
+{
+    const int64_t total = s_phases(dr) * dr->units;
+    for (;;) {
+        const int64_t u = atomic_fetch_add_explicit(&co->next, 1, memory_order_relaxed);
+        if (u >= total)
+            return;
+        s_wait(&co->done, u / dr->units * dr->units); /* every unit of earlier phases */
+        s_unit(dr, u / dr->units, u % dr->units);
+        atomic_fetch_add_explicit(&co->done, 1, memory_order_release);
+    }
+}
+
+/* A single direction with several shares and their gx_coop: the shares
+ * split each phase (hidden units, gate columns). Otherwise a share is a
+ * direction (a bidirectional layer runs both recurrences at once), its
+ * phases one unit each. */
 static void s_run(const gx_kargs *k, int gates)
 {
     if (k->scratch == NULL) /* no scratch: an empty batch */
@@ -265,70 +405,38 @@ static void s_run(const gx_kargs *k, int gates)
     r.batch = xv->shape[r.layout1 ? 0 : 1];
     const bool reverse = a[GX_RNN_DIRECTION].s && strcmp(a[GX_RNN_DIRECTION].s, "reverse") == 0;
     const int64_t H = r.hid, gh = gates * H, B = r.batch;
-    const float *x = xv->data, *w = k->in[S_W].data, *rm = rv->data;
     const float *bias = k->n_in > S_B && k->in[S_B].ndim >= 0 ? k->in[S_B].data : NULL;
-    const float *h0 = k->n_in > S_INITIAL_H && k->in[S_INITIAL_H].ndim >= 0
-                          ? k->in[S_INITIAL_H].data
-                          : NULL;
-    const float *c0 = gates == 4 && k->n_in > S_INITIAL_C && k->in[S_INITIAL_C].ndim >= 0
-                          ? k->in[S_INITIAL_C].data
-                          : NULL;
     const float *pp = gates == 4 && k->n_in > S_P && k->in[S_P].ndim >= 0 ? k->in[S_P].data
                                                                            : NULL;
-    float *y = k->n_out > 0 ? k->out[0].data : NULL;
-    float *yh = k->n_out > 1 ? k->out[1].data : NULL;
-    float *yc = k->n_out > 2 ? k->out[2].data : NULL;
     const int64_t chunk = gx_rnn_chunk(r.seq, B, gh);
+    const bool coop = r.nd == 1 && k->coop && k->nth > 1;
     int64_t lo, hi;
-    gx_cpu_share(k, r.nd, 1, &lo, &hi);
+    if (coop)
+        lo = 0, hi = 1;
+    else
+        gx_cpu_share(k, r.nd, 1, &lo, &hi);
     for (int64_t d = lo; d < hi; d++) {
         /* the direction's state in its part of the scratch */
-        float *xs = (float *)k->scratch + d * B * ((chunk + 1) * gh + 3 * H);
-        float *hg = xs + chunk * B * gh, *h = hg + B * gh, *c = h + B * H, *tmp = c + B * H;
-        const bool back = reverse || d == 1;
-        const float *wd = w + d * gh * r.in, *rd = rm + d * gh * H;
-        const float *wb = bias ? bias + d * 2 * gh : NULL, *rb = bias ? wb + gh : NULL;
-        const float *pd = pp ? pp + d * 3 * H : NULL;
-        for (int64_t b = 0; b < B; b++) {
-            for (int64_t j = 0; j < H; j++) {
-                const int64_t o = s_state_off(&r, d, b) + j;
-                h[b * H + j] = h0 ? h0[o] : 0.0f;
-                c[b * H + j] = c0 ? c0[o] : 0.0f;
-            }
-        }
-        for (int64_t s = 0; s < r.seq; s++) {
-            const int64_t t = back ? r.seq - 1 - s : s;
-            /* step s is in the chunk of nc steps from sc, times [t0, t0 +
-             * nc); its first step takes their input products, xs[t - t0][b] */
-            const int64_t sc = s / chunk * chunk;
-            const int64_t nc = r.seq - sc < chunk ? r.seq - sc : chunk;
-            const int64_t t0 = back ? r.seq - sc - nc : sc;
-            if (s == sc && r.layout1) /* X [batch, seq, in]: a product per batch row */
-                for (int64_t b = 0; b < B; b++)
-                    s_gemm_nt(nc, gh, r.in, x + (b * r.seq + t0) * r.in, r.in, wd, xs + b * gh,
-                              B * gh);
-            else if (s == sc) /* X [seq, batch, in]: the chunk's rows are consecutive */
-                s_gemm_nt(nc * B, gh, r.in, x + t0 * B * r.in, r.in, wd, xs, gh);
-            /* (GRU without linear_before_reset: R_h's product comes in
-             * s_step, with r (.) H_{t-1}) */
-            s_gemm_nt(B, r.gates == 3 && !r.lbr ? 2 * H : gh, H, h, H, rd, hg, gh);
-            s_step(&r, xs + (t - t0) * B * gh, hg, wb, rb, pd, rd, h, c, tmp);
-            if (!y)
-                continue;
-            for (int64_t b = 0; b < B; b++) {
-                /* Y [seq, D, batch, H] or [batch, seq, D, H] */
-                const int64_t o = r.layout1 ? ((b * r.seq + t) * r.nd + d) * H
-                                            : ((t * r.nd + d) * B + b) * H;
-                memcpy(y + o, h + b * H, (size_t)H * sizeof *y);
-            }
-        }
-        for (int64_t b = 0; b < B; b++) {
-            const int64_t o = s_state_off(&r, d, b);
-            if (yh)
-                memcpy(yh + o, h + b * H, (size_t)H * sizeof *yh);
-            if (yc)
-                memcpy(yc + o, c + b * H, (size_t)H * sizeof *yc);
-        }
+        float *xs = (float *)k->scratch + d * B * ((chunk + 1) * gh + 4 * H);
+        s_dir dr = {
+            .r = &r, .d = d, .chunk = chunk, .units = coop ? k->nth : 1,
+            .per = gates == 3 && !r.lbr ? 2 : 1, .back = reverse || d == 1,
+            .x = xv->data, .wd = (const float *)k->in[S_W].data + d * gh * r.in,
+            .rd = (const float *)rv->data + d * gh * H,
+            .wb = bias ? bias + d * 2 * gh : NULL, .rb = bias ? bias + d * 2 * gh + gh : NULL,
+            .pd = pp ? pp + d * 3 * H : NULL,
+            .h0 = k->n_in > S_INITIAL_H && k->in[S_INITIAL_H].ndim >= 0
+                      ? k->in[S_INITIAL_H].data : NULL,
+            .c0 = gates == 4 && k->n_in > S_INITIAL_C && k->in[S_INITIAL_C].ndim >= 0
+                      ? k->in[S_INITIAL_C].data : NULL,
+            .y = k->n_out > 0 ? k->out[0].data : NULL,
+            .yh = k->n_out > 1 ? k->out[1].data : NULL,
+            .yc = k->n_out > 2 ? k->out[2].data : NULL,
+            .xs = xs, .hg = xs + chunk * B * gh};
+        dr.h[0] = dr.hg + B * gh, dr.h[1] = dr.h[0] + B * H;
+        dr.c = dr.h[1] + B * H, dr.tmp = dr.c + B * H;
+        gx_coop own = {0};
+        s_dir_run(&dr, coop ? k->coop : &own);
     }
 }
 
