@@ -691,8 +691,12 @@ START_TEST(test_topk_ref)
                     for (int largest = 0; largest < 2; largest++) {
                         ot_free_all();
                         gx_view x = s_rand(dts[t], (int)shapes[s][0], &shapes[s][1], -4, 4);
+                        float *xf = x.data;
+                        if (x.dtype == GX_F32 && ki == 3) /* whole numbers: many ties */
+                            for (int64_t e = 0; e < x.numel; e++)
+                                xf[e] = rintf(xf[e]);
                         if (x.dtype == GX_F32 && x.numel >= 1000) /* NaN above everything */
-                            ((float *)x.data)[777] = ((float *)x.data)[500] = NAN;
+                            xf[777] = xf[500] = NAN;
                         gx_view out[2];
                         s_run(GX_OP_TOPK, NODE(A_INT("axis", axis), A_INT("largest", largest)), 2,
                               (gx_view[]){x, I64V(SHAPE(1), ks[ki])}, 2, out);

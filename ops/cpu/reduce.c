@@ -22,6 +22,9 @@
  */
 #include <math.h>
 #include <stdint.h>
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#endif
 
 #include "ops/cpu/cpu.h"
 #include "ops/cpu/vmath.h"
@@ -653,26 +656,54 @@ S_DTYPES_ANY(S_TOPK_FN, TOPK)
 #define S_TOPK_ROW(OP, DT, T, A, K) [GX_##DT] = s_topk_##DT,
 static const s_topk_fn s_topk_tab[GX_DTYPE_COUNT] = {S_DTYPES_ANY(S_TOPK_ROW, TOPK)};
 
-/* Does any of x[0..n) beat a kept value t (largest: above it; else below;
- * NaN counts: s_better decides then)? Vectorised. */
-GX_CPU_CLONES static bool s_any_past(const float *restrict x, int64_t n, float t, bool largest)
-{
-    int hit = 0;
-    if (largest)
-        for (int64_t i = 0; i < n; i++)
-            hit |= !(x[i] <= t);
-    else
-        for (int64_t i = 0; i < n; i++)
-            hit |= !(x[i] >= t);
-    return hit != 0;
-}
-
 #define S_TOPK_BLOCK 64
 
+/* Bit i set when x[i] (i < S_TOPK_BLOCK) may beat a kept value t
+ * (largest: is not at or below it; else not at or above it; NaN: may).
+ * Compares of 16 lanes giving a mask where AVX-512 runs, else a plain
+ * loop (vectorised). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target("avx512f"))) static uint64_t s_past_512(const float *x, float t,
+                                                               bool largest)
+{
+    const __m512 tv = _mm512_set1_ps(t);
+    uint64_t m = 0;
+    for (int i = 0; i < S_TOPK_BLOCK; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        const __mmask16 in = largest ? _mm512_cmp_ps_mask(v, tv, _CMP_NLE_UQ)
+                                     : _mm512_cmp_ps_mask(v, tv, _CMP_NGE_UQ);
+        m |= (uint64_t)in << i;
+    }
+    return m;
+}
+#endif
+
+GX_CPU_CLONES static uint64_t s_past_plain(const float *restrict x, float t, bool largest)
+{
+    uint8_t hit[S_TOPK_BLOCK];
+    for (int i = 0; i < S_TOPK_BLOCK; i++)
+        hit[i] = largest ? !(x[i] <= t) : !(x[i] >= t);
+    uint64_t m = 0;
+    for (int i = 0; i < S_TOPK_BLOCK; i++)
+        m |= (uint64_t)hit[i] << i;
+    return m;
+}
+
+static uint64_t s_past(const float *x, float t, bool largest)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (__builtin_cpu_supports("avx512f"))
+        return s_past_512(x, t, largest);
+#endif
+    return s_past_plain(x, t, largest);
+}
+
 /* s_topk_F32 for a contiguous row (inner 1) much longer than k: once the
- * first k are kept, blocks of S_TOPK_BLOCK with nothing past the worst
- * kept value are passed over whole (most of a long row), the others
- * element by element as s_topk_F32 does; the same pairs, in the same order. */
+ * first k are kept, each block of S_TOPK_BLOCK is compared whole with the
+ * worst kept value, and only the elements past it (a bit mask: the worst
+ * kept value only gets harder to beat, so those are all that can enter) are taken one
+ * by one as s_topk_F32 does; the same pairs, in the same order. The tail
+ * shorter than a block goes element by element. */
 static void s_topk_f32(const void *xv, int64_t n, int64_t inner, int64_t k, bool largest,
                        void *vv, int64_t *idx)
 {
@@ -690,17 +721,18 @@ static void s_topk_f32(const void *xv, int64_t n, int64_t inner, int64_t k, bool
         v[j] = tv, idx[j] = ti;
     }
     for (int64_t i = k; i < n;) {
+        uint64_t m = n - i >= S_TOPK_BLOCK ? s_past(x + i, v[0], largest) : UINT64_MAX;
         const int64_t end = n - i < S_TOPK_BLOCK ? n : i + S_TOPK_BLOCK;
-        if (s_any_past(x + i, end - i, v[0], largest))
-            /* an element equal to the worst kept one comes later: never
-             * better, so the plain comparison passes over most */
-            for (; i < end; i++)
-                if ((largest ? !(x[i] <= v[0]) : !(x[i] >= v[0])) &&
-                    s_better_F32(largest, x[i], i, v[0], idx[0])) {
-                    v[0] = x[i];
-                    idx[0] = i;
-                    s_sift_F32(largest, v, idx, 1, 0, k);
-                }
+        for (; m; m &= m - 1) {
+            const int64_t e = i + __builtin_ctzll(m);
+            if (e >= end)
+                break;
+            if (s_better_F32(largest, x[e], e, v[0], idx[0])) {
+                v[0] = x[e];
+                idx[0] = e;
+                s_sift_F32(largest, v, idx, 1, 0, k);
+            }
+        }
         i = end;
     }
     for (int64_t end = k - 1; end > 0; end--) {
