@@ -104,6 +104,45 @@ START_TEST(test_dequantize)
 }
 END_TEST
 
+/* Runs longer than a vector (37 elements: two of 16 and a tail), uint8 and
+ * int8, against the formula element by element: values around half-
+ * integers of x / s, NaN, and both ends saturating. */
+START_TEST(test_quantize_runs)
+{
+    enum { N = 37 };
+    float *x = ot_alloc(N * sizeof *x);
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(i - 18) * 0.75f + (i % 3 ? 0.125f : 0.0f);
+    x[5] = NAN, x[6] = 1e9f, x[7] = -1e9f;
+    const float sc = 0.25f;
+    for (int sgn = 0; sgn < 2; sgn++) {
+        const gx_dtype dt = sgn ? GX_I8 : GX_U8;
+        const int32_t z = sgn ? -3 : 100;
+        const float lo = sgn ? -128.0f : 0.0f, hi = sgn ? 127.0f : 255.0f;
+        void *q = ot_alloc(N), *zp = ot_alloc(1);
+        float *dq = ot_alloc(N * sizeof *dq);
+        if (sgn)
+            *(int8_t *)zp = (int8_t)z;
+        else
+            *(uint8_t *)zp = (uint8_t)z;
+        for (int i = 0; i < N; i++) {
+            float v = rintf(x[i] / sc) + (float)z;
+            v = v > lo ? (v < hi ? v : hi) : lo;
+            if (sgn)
+                ((int8_t *)q)[i] = (int8_t)v;
+            else
+                ((uint8_t *)q)[i] = (uint8_t)v;
+            dq[i] = (v - (float)z) * sc;
+        }
+        gx_view in[3] = {ot_view(GX_F32, x, SHAPE(N)), F32V(SCALAR, sc),
+                         ot_view(dt, zp, SCALAR)};
+        s_expect(GX_OP_QUANTIZE_LINEAR, NODE(), 3, in, ot_view(dt, q, SHAPE(N)));
+        gx_view din[3] = {ot_view(dt, q, SHAPE(N)), F32V(SCALAR, sc), ot_view(dt, zp, SCALAR)};
+        s_expect(GX_OP_DEQUANTIZE_LINEAR, NODE(), 3, din, ot_view(GX_F32, dq, SHAPE(N)));
+    }
+}
+END_TEST
+
 START_TEST(test_quantize_errors)
 {
     gx_view bad_scale[3] = {F32V(SHAPE(2, 3), 0, 0, 0, 0, 0, 0), F32V(SHAPE(2), 1, 1),
@@ -666,6 +705,7 @@ Suite *ops_quant_suite(void)
     tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_add_test(tc, test_quantize);
     tcase_add_test(tc, test_dequantize);
+    tcase_add_test(tc, test_quantize_runs);
     tcase_add_test(tc, test_quantize_errors);
     tcase_add_test(tc, test_dynamic_quantize);
     tcase_add_test(tc, test_qlinear_matmul);

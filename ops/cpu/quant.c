@@ -42,15 +42,12 @@ static float s_clampf(float v, float lo, float hi)
     return a < hi ? a : hi;
 }
 
-/* ---- QuantizeLinear ---- */
-
-
-/* A run of n elements sharing one scale s and zero point z: y =
- * saturate(rint(x / s) + z), the quotient rounded to float first (as the
- * ONNX reference's numpy does; a product with 1 / s is not always the
- * same). Explicit AVX-512 where the CPU has it (16 lanes of division,
- * rounding, clamping and narrowing), else a loop the compiler vectorises. */
+/* Runs of bytes quantized and dequantized with one scale and zero point,
+ * in explicit AVX-512 where the CPU has it (S_AVX512): the compilers'
+ * vectorisation of the plain loops narrows and widens through 256-bit
+ * steps at several times the cost. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* y = rint(x / s) + z saturated to [lo, hi] (NaN: lo), as n bytes. */
 __attribute__((target("avx512f"))) static void s_quantize_512(int64_t n, const float *x,
                                                                float s, float z, float lo,
                                                                float hi, void *y)
@@ -66,11 +63,37 @@ __attribute__((target("avx512f"))) static void s_quantize_512(int64_t n, const f
         _mm512_mask_cvtepi32_storeu_epi8((char *)y + i, m, _mm512_cvttps_epi32(v));
     }
 }
+
+/* y = (x - z) * s for n bytes x (int8 when sgn, else uint8), 16 lanes. */
+__attribute__((target("avx512f"))) static void s_dequantize_512(int64_t n, const void *x,
+                                                                 bool sgn, float s, int32_t z,
+                                                                 float *y)
+{
+    const __m512 sv = _mm512_set1_ps(s);
+    const __m512i zv = _mm512_set1_epi32(z);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m128i b = _mm_loadu_si128((const __m128i *)((const char *)x + i));
+        const __m512i v = sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v, zv)), sv));
+    }
+    for (; i < n; i++) /* the tail (a masked byte load would need AVX512BW) */
+        y[i] = (float)((sgn ? ((const int8_t *)x)[i] : ((const uint8_t *)x)[i]) - z) * s;
+}
 #define S_AVX512 __builtin_cpu_supports("avx512f")
 #else
 #define S_AVX512 0
-#define s_quantize_512(n, x, s, z, lo, hi, y) ((void)0) /* never called */
+/* never called */
+#define s_quantize_512(n, x, s, z, lo, hi, y) ((void)0)
+#define s_dequantize_512(n, x, sgn, s, z, y) ((void)0)
 #endif
+
+/* ---- QuantizeLinear ---- */
+
+/* A run of n elements sharing one scale s and zero point z: y =
+ * saturate(rint(x / s) + z), the quotient rounded to float first (as the
+ * ONNX reference's numpy does; a product with 1 / s is not always the
+ * same). */
 #define S_QUANTIZE(T, LO, HI)                                                 \
     GX_CPU_CLONES static void s_quantize_plain_##T(int64_t n, const float *restrict x, float s, \
                                                    float z, T *restrict y)    \
@@ -116,12 +139,20 @@ void gx_cpu_QUANTIZE_LINEAR(const gx_kargs *k)
 /* ---- DequantizeLinear ---- */
 
 #define S_DEQUANTIZE(T)                                                       \
-    GX_CPU_CLONES static void s_dequantize_run_##T(int64_t n, const T *restrict x, float s,    \
-                                                   int32_t z, float *restrict y) \
+    GX_CPU_CLONES static void s_dequantize_plain_##T(int64_t n, const T *restrict x, float s,  \
+                                                     int32_t z, float *restrict y) \
     {                                                                         \
         for (int64_t i = 0; i < n; i++)                                       \
             y[i] = (sizeof(T) < 4 ? (float)((int32_t)x[i] - z)                 \
                                   : (float)((int64_t)x[i] - z)) * s;           \
+    }                                                                         \
+    /* bytes in AVX-512 where the CPU has it */                               \
+    static void s_dequantize_run_##T(int64_t n, const T *x, float s, int32_t z, float *y)      \
+    {                                                                         \
+        if (sizeof(T) == 1 && S_AVX512)                                       \
+            s_dequantize_512(n, x, (T)-1 < 0, s, z, y);                       \
+        else                                                                  \
+            s_dequantize_plain_##T(n, x, s, z, y);                            \
     }                                                                         \
     static void s_dequantize_##T(const gx_kargs *k, int64_t lo, int64_t hi, int64_t n_ch,       \
                                  int64_t inner)                               \
