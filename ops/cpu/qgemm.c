@@ -609,11 +609,12 @@ S_TVNNI static void s_dplanes(const s_dgeom *g, const gx_win *w, const uint8_t *
                                  : NULL;
                 for (int64_t j0 = 0; j0 < n; j0 += 16) {
                     const int64_t iw0 = j0 * g->sw + pc - lo; /* x's column of position j0 */
-                    __mmask16 in = 0;
-                    for (int i = 0; i < 16; i++) {
-                        const int64_t iw = iw0 + i * g->sw;
-                        in |= (__mmask16)((iw >= 0 && iw < IW) << i);
-                    }
+                    /* positions i in [i0, i1) read a column of x: 0 <= iw0 + i sw < IW */
+                    int64_t i0 = iw0 >= 0 ? 0 : (g->sw - 1 - iw0) / g->sw;
+                    int64_t i1 = IW - iw0 <= 0 ? 0 : (IW - iw0 + g->sw - 1) / g->sw;
+                    i0 = i0 < 16 ? i0 : 16, i1 = i1 < 16 ? i1 : 16;
+                    const __mmask16 in =
+                        i0 < i1 ? (__mmask16)(((1u << i1) - 1) & ~((1u << i0) - 1)) : 0;
                     __m128i v[4];
                     for (int c = 0; c < 4; c++) {
                         if (!row[c]) {
