@@ -582,8 +582,9 @@ static bool s_dgeom_init(const gx_win *w, const gx_view *x, const gx_view *wt, i
 }
 
 /* The interleaved planes of the band of output rows [oh0, oh0 + br) of
- * image xn (C planes of IH x IW), every phase, and in s the sum of the
- * real channels at each phase position (a dot product with ones). 16
+ * image xn (C planes of IH x IW), every phase, and in s (unless NULL) the
+ * sum of the real channels at each phase position (a dot product with
+ * ones). 16
  * positions at a time: with stride 1 along W a masked load of each of
  * the four channels' rows (x_zp' where a tap is outside x, zeros past C),
  * else gathered byte by byte, interleaved by bytes. */
@@ -598,7 +599,7 @@ S_TVNNI static void s_dplanes(const s_dgeom *g, const gx_win *w, const uint8_t *
         for (int64_t ph = 0; ph < g->nph; ph++) {
             const int64_t pr = ph / g->sw, pc = ph % g->sw;
             uint8_t *plq = pl + (cq * g->cqs + ph * g->plane) * 4;
-            int32_t *sq = s + ph * g->plane;
+            int32_t *sq = s ? s + ph * g->plane : NULL;
             for (int64_t r = 0; r < rows; r++) {
                 const int64_t ih = oh0 * g->sh - w->pad_lo[0] + r * g->sh + pr, p0 = r * g->wq;
                 const int64_t n = p0 + g->wq <= g->plane ? g->wq : g->plane - p0;
@@ -617,7 +618,10 @@ S_TVNNI static void s_dplanes(const s_dgeom *g, const gx_win *w, const uint8_t *
                         i0 < i1 ? (__mmask16)(((1u << i1) - 1) & ~((1u << i0) - 1)) : 0;
                     __m128i v[4];
                     for (int c = 0; c < 4; c++) {
-                        if (!row[c]) {
+                        if (row[c] && in == 0xFFFF && g->sw == 1) { /* inside x: plain */
+                            v[c] = _mm_loadu_si128((const __m128i *)(row[c] + iw0));
+                            v[c] = flip ? _mm_xor_si128(v[c], fx) : v[c];
+                        } else if (!row[c]) {
                             v[c] = cq * 4 + c < g->c ? padv : _mm_setzero_si128();
                         } else if (g->sw == 1) {
                             v[c] = _mm_mask_blend_epi8(
@@ -643,6 +647,8 @@ S_TVNNI static void s_dplanes(const s_dgeom *g, const gx_win *w, const uint8_t *
                     const __mmask16 own =
                         n - j0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j0)) - 1);
                     _mm512_mask_storeu_epi32(plq + (p0 + j0) * 4, own, q);
+                    if (!s)
+                        continue;
                     const __m512i sum =
                         cq ? _mm512_maskz_loadu_epi32(own, sq + p0 + j0) : _mm512_setzero_si512();
                     _mm512_mask_storeu_epi32(sq + p0 + j0, own, _mm512_dpbusd_epi32(sum, q, ones));
@@ -699,6 +705,22 @@ typedef struct s_drq {
     int32_t yz;
     bool small;
 } s_drq;
+
+/* Output channel j's s_drq: x_zp' xz, W's packed column sums sb, kk
+ * products per sum. */
+static s_drq s_drq_of(const gx_kargs *k, int64_t j, int32_t xz, bool wflip, const int32_t *sb,
+                      int64_t kk, float xs, float ys, float yz, double lo, double hi)
+{
+    const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
+    const float *ws = k->in[4].data;
+    const double bz = s_zp(k, 5, j) - (wflip ? 128 : 0);
+    const double cm = -(double)xz * sb[j] + (double)kk * xz * bz + (bias ? bias[j] : 0);
+    /* the scale as the GEMM path's: in float, then double */
+    return (s_drq){.bz = bz, .cm = cm, .yz = (int32_t)yz,
+                   .scale = (double)(xs * ws[k->in[4].numel > 1 ? j : 0] / ys),
+                   .lo = lo - yz, .hi = hi - yz,
+                   .small = (double)kk * 255 * (128 + fabs(bz)) + fabs(cm) < 0x1p31};
+}
 
 /* 16 sums d of a channel (sa: their windows' sums of x), requantized as
  * q says, as 16 int32 (rounded half to even by the conversion). */
@@ -763,12 +785,17 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
                                    bool wflip, float xs, float ys, float yz)
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
-    const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
     const bool s8 = y->dtype == GX_I8;
     const double lo = s8 ? -128.0 : 0.0, hi = s8 ? 127.0 : 255.0;
     const int64_t bands = (g->oh + g->band - 1) / g->band, kk = g->c * g->taps;
     const int64_t in_img = g->c * w->in[0] * w->in[1], out_img = g->m * g->oh * g->ow;
-    const float *ws = k->in[4].data;
+    /* the windows' sums of x are read only by a channel whose W zero
+     * point is not 0 or whose sums take the double path */
+    bool need_sa = false;
+    for (int64_t j = 0; j < g->m && !need_sa; j++) {
+        const s_drq q = s_drq_of(k, j, xz, wflip, sb, kk, xs, ys, yz, lo, hi);
+        need_sa = q.bz != 0 || !q.small;
+    }
     int64_t off[S_DTAPS], ulo, uhi;
     for (int64_t t = 0; t < g->taps; t++) {
         const int64_t i = t / g->kw * g->dh, j = t % g->kw * g->dw; /* in padded x */
@@ -781,8 +808,8 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
         const int64_t n = u / bands, oh0 = u % bands * g->band;
         const int64_t br = g->oh - oh0 < g->band ? g->oh - oh0 : g->band;
         s_dplanes(g, w, (const uint8_t *)x->data + n * in_img, oh0, xflip, (uint8_t)xz, pl,
-                  ssum);
-        for (int64_t p = 0; p < g->vpos; p++) {
+                  need_sa ? ssum : NULL);
+        for (int64_t p = 0; p < g->vpos && need_sa; p++) {
             int32_t t = 0;
             for (int64_t i = 0; i < g->taps; i++)
                 t += ssum[p + off[i]];
@@ -792,16 +819,8 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
             const int8_t *wb = wd + mb * g->c4 * g->taps * S_MB * 4;
             const int nm = (int)(g->m - mb * S_MB < S_MB ? g->m - mb * S_MB : S_MB);
             s_drq rq[S_MB];
-            for (int i = 0; i < nm; i++) {
-                const int64_t j = mb * S_MB + i;
-                const double bz = s_zp(k, 5, j) - (wflip ? 128 : 0);
-                const double cm =
-                    -(double)xz * sb[j] + (double)kk * xz * bz + (bias ? bias[j] : 0);
-                rq[i] = (s_drq){.bz = bz, .cm = cm, .yz = (int32_t)yz,
-                                .scale = (double)(xs * ws[k->in[4].numel > 1 ? j : 0] / ys),
-                                .lo = lo - yz, .hi = hi - yz,
-                                .small = (double)kk * 255 * (128 + fabs(bz)) + fabs(cm) < 0x1p31};
-            }
+            for (int i = 0; i < nm; i++)
+                rq[i] = s_drq_of(k, mb * S_MB + i, xz, wflip, sb, kk, xs, ys, yz, lo, hi);
             /* position p is column c of the band's row r */
             for (int64_t p = 0, r = 0, c = 0; p < g->vpos; p += 32) {
                 s_dblock(g, pl, wb, off, p, d);

@@ -61,7 +61,8 @@ typedef int32_t s_i16 __attribute__((vector_size(64)));
         /* [a0, a1 folded to 8 lanes each], then [a0..a3 folded to 4] */                          \
         const s_v16 b01_ = __builtin_shuffle(a0, a1, lo_) + __builtin_shuffle(a0, a1, hi_);       \
         const s_v16 b23_ = __builtin_shuffle(a2, a3, lo_) + __builtin_shuffle(a2, a3, hi_);       \
-        const s_v16 c_ = __builtin_shuffle(b01_, b23_, lo4_) + __builtin_shuffle(b01_, b23_, hi4_); \
+        const s_v16 c_ =                                                                           \
+            __builtin_shuffle(b01_, b23_, lo4_) + __builtin_shuffle(b01_, b23_, hi4_);             \
         const s_v16 d_ = c_ + __builtin_shuffle(c_, p2_);                                          \
         s = d_ + __builtin_shuffle(d_, p1_);                                                       \
     } while (0)
