@@ -591,14 +591,24 @@ GX_CPU_CLONES static void s_dw_row(int64_t n, int taps, const float *restrict wv
     }
 }
 
-/* What a QLinearConv's rows are requantized with. */
+/* What a QLinearConv's output channel is requantized with, and where its
+ * sums go (y: the element offsets of s_qout_put count from there). */
 typedef struct s_qout {
     double bias;
     float scale;
     int32_t yz, lo, hi;
-    void *y; /* the channel's plane */
+    void *y;
     bool s8;
 } s_qout;
+
+/* o for output channel oc of k's QLinearConv (x_scale xs, y_scale ys). */
+static void s_qout_channel(s_qout *o, const gx_kargs *k, int64_t oc, float xs, float ys)
+{
+    const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
+    const float *wsc = k->in[4].data;
+    o->bias = bias ? bias[oc] : 0;
+    o->scale = xs * wsc[k->in[4].numel > 1 ? oc : 0] / ys;
+}
 
 /* n sums of acc into y + e, requantized as o says. */
 static void s_qout_put(const s_qout *o, int64_t n, const int32_t *acc, int64_t e)
@@ -667,19 +677,14 @@ void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
     q.xzp = s_q8(k->in[2].data, k->in[2].dtype == GX_I8, 0);
     const gx_view *wz = k->n_in > 5 && k->in[5].ndim >= 0 ? &k->in[5] : NULL;
     const float xs = *(const float *)k->in[1].data, ys = *(const float *)k->in[6].data;
-    const float *wsc = k->in[4].data;
     const int32_t yz =
         k->n_in > 7 && k->in[7].ndim >= 0 ? s_q8(k->in[7].data, k->in[7].dtype == GX_I8, 0) : 0;
-    const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
     const bool s8 = y->dtype == GX_I8, wide = q.cg * q.w.k_size > S_QTAPS_INT32;
     const int64_t ow = q.w.out[q.w.nsp - 1], lines = ow > 0 ? q.w.out_size / ow : 0;
     int64_t lo, hi;
     s_dw dw;
     int32_t acc[S_QCOLS];
-    /* channel oc's requantization, writing into the output planes */
     s_qout o = {.yz = yz, .lo = s8 ? -128 : 0, .hi = s8 ? 127 : 255, .s8 = s8, .y = y->data};
-#define S_QOUT_CH(oc)                                                                              \
-    (o.bias = bias ? bias[oc] : 0, o.scale = xs * wsc[k->in[4].numel > 1 ? (oc) : 0] / ys)
     if (q.cg == 1 && q.mg == 1 && !wide && ow <= S_QCOLS && s_dw_fits(&q.w, &dw)) {
         float xp[S_DW_ELEMS];
         gx_cpu_share(k, x->shape[0] * m, 1, &lo, &hi);
@@ -687,8 +692,8 @@ void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
             const int64_t oc = u % m;
             const int32_t wzp =
                 !wz ? 0 : s_q8(wz->data, wz->dtype == GX_I8, wz->numel > 1 ? oc : 0);
-            S_QOUT_CH(oc);
-            o.y = (char *)y->data + u * q.w.out_size;
+            s_qout_channel(&o, k, oc, xs, ys);
+            o.y = (char *)y->data + u * q.w.out_size; /* the channel's plane */
             s_qlinear_dw(&q, &dw, u / m, oc, wzp, acc, xp, &o);
         }
         return;
@@ -698,7 +703,7 @@ void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
         const int64_t line = u % lines, ch = u / lines, oc = ch % m;
         const int32_t wzp = !wz ? 0 : s_q8(wz->data, wz->dtype == GX_I8, wz->numel > 1 ? oc : 0);
         const int64_t e0 = ch * q.w.out_size + line * ow;
-        S_QOUT_CH(oc);
+        s_qout_channel(&o, k, oc, xs, ys);
         for (int64_t o0 = 0; o0 < ow; o0 += S_QCOLS) {
             const int64_t o1 = ow - o0 < S_QCOLS ? ow : o0 + S_QCOLS;
             if (wide) /* exact in int64, element by element */
@@ -717,7 +722,6 @@ void gx_cpu_QLINEAR_CONV(const gx_kargs *k)
             }
         }
     }
-#undef S_QOUT_CH
 }
 
 /* ---- Col2Im ---- */
