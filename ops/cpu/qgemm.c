@@ -30,6 +30,7 @@
 
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/requant.h"
 #include "ops/gemm.h"
 #include "ops/qgemm.h"
 #include "ops/schema.h"
@@ -732,8 +733,7 @@ S_TVNNI static inline __m512i s_drequant(const int32_t *d, const int32_t *sa, co
         if (q->bz != 0)
             v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(sa),
                                                        _mm512_set1_epi32((int32_t)q->bz)));
-        e[0] = _mm512_cvtepi32_pd(_mm512_castsi512_si256(v));
-        e[1] = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1));
+        gx_requant_halves(v, &e[0], &e[1]);
     } else {
         for (int h = 0; h < 2; h++) {
             const __m256i dv = _mm256_loadu_si256((const __m256i *)(d + 8 * h));
@@ -742,16 +742,7 @@ S_TVNNI static inline __m512i s_drequant(const int32_t *d, const int32_t *sa, co
             e[h] = _mm512_fnmadd_pd(_mm512_set1_pd(q->bz), _mm512_cvtepi32_pd(sv), e[h]);
         }
     }
-    __m256i r[2];
-    for (int h = 0; h < 2; h++) {
-        /* max first: a NaN product gives lo */
-        const __m512d v = _mm512_min_pd(
-            _mm512_max_pd(_mm512_mul_pd(e[h], _mm512_set1_pd(q->scale)), _mm512_set1_pd(q->lo)),
-            _mm512_set1_pd(q->hi));
-        r[h] = _mm512_cvt_roundpd_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    }
-    return _mm512_add_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(r[0]), r[1], 1),
-                            _mm512_set1_epi32(q->yz));
+    return gx_requant16(e[0], e[1], q->scale, q->lo, q->hi, q->yz);
 }
 
 /* The bytes of positions [p, p + 16) of a band (b, as int32; position p
