@@ -262,15 +262,15 @@ END_TEST
 
 /* ---- QLinearConv ---- */
 
-/* QLinearConv of random x [2, c, 5, 6] and w [6, c / group, kh, 2]
+/* QLinearConv of random x [2, c, xh, xw] and w [6, c / group, kh, 2]
  * (dtype dt) against sums taken here tap by tap (the geometry
  * ConvInteger's infer resolves, which has its own kernel), plus the
  * bias, requantised here. */
-static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t c, int64_t group,
-                              int64_t kh)
+static void s_qlinearconv_ref_hw(gx_dtype dt, const gx_node *node, int64_t c, int64_t group,
+                                 int64_t kh, int64_t xh, int64_t xw)
 {
     const bool i8 = dt == GX_I8;
-    gx_view x = ot_rand(dt, SHAPE(2, c, 5, 6)), wt = ot_rand(dt, SHAPE(6, c / group, kh, 2));
+    gx_view x = ot_rand(dt, SHAPE(2, c, xh, xw)), wt = ot_rand(dt, SHAPE(6, c / group, kh, 2));
     gx_view xz = i8 ? I8V(SCALAR, -3) : U8V(SCALAR, 120);
     gx_view wz = i8 ? I8V(SHAPE(6), 0, 1, -1, 2, 5, -7) : U8V(SHAPE(6), 128, 127, 0, 255, 3, 9);
     gx_view ws = F32V(SHAPE(6), 0.01f, 0.02f, 0.005f, 0.03f, 0.001f, 0.04f);
@@ -297,9 +297,9 @@ static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t c, int64
                 for (int64_t j = 0; j < w.k[1]; j++) {
                     const int64_t ih = oh * w.stride[0] - w.pad_lo[0] + i * w.dil[0];
                     const int64_t iw = ow * w.stride[1] - w.pad_lo[1] + j * w.dil[1];
-                    if (ih < 0 || ih >= 5 || iw < 0 || iw >= 6)
+                    if (ih < 0 || ih >= xh || iw < 0 || iw >= xw)
                         continue;
-                    const int64_t xi = ((n * c + m / (6 / group) * cg + ic) * 5 + ih) * 6 + iw;
+                    const int64_t xi = ((n * c + m / (6 / group) * cg + ic) * xh + ih) * xw + iw;
                     const int64_t wi = ((m * cg + ic) * w.k[0] + i) * w.k[1] + j;
                     const int32_t xv = i8 ? ((const int8_t *)x.data)[xi] - -3
                                           : ((const uint8_t *)x.data)[xi] - 120;
@@ -321,6 +321,13 @@ static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t c, int64
             ((uint8_t *)want.data)[e] = (uint8_t)v;
     }
     s_expect(GX_OP_QLINEAR_CONV, node, 9, in, want);
+}
+
+/* s_qlinearconv_ref_hw with x [2, c, 5, 6]. */
+static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t c, int64_t group,
+                              int64_t kh)
+{
+    s_qlinearconv_ref_hw(dt, node, c, group, kh, 5, 6);
 }
 
 START_TEST(test_qlinearconv)
@@ -353,6 +360,13 @@ START_TEST(test_qlinearconv)
                           NODE(A_INTS("pads", 0, 2, 1, 0), A_INTS("strides", 1, 3),
                                A_INTS("dilations", 2, 2), A_INT("group", 6)),
                           6, 6, 2);
+        /* rows wide enough for 16 columns at a time, strides 1 and 2 */
+        s_qlinearconv_ref_hw(dt, NODE(A_INTS("pads", 1, 1, 1, 1), A_INT("group", 6)), 6, 6, 3,
+                             7, 41);
+        s_qlinearconv_ref_hw(dt,
+                             NODE(A_INTS("pads", 1, 1, 1, 0), A_INTS("strides", 2, 2),
+                                  A_INT("group", 6)),
+                             6, 6, 3, 7, 75);
     }
 }
 END_TEST

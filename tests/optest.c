@@ -87,9 +87,13 @@ gx_view ot_rand(gx_dtype dt, int ndim, const int64_t *shape)
     for (int64_t i = 0; i < v.numel; i++) {
         if (dt == GX_F32) {
             ((float *)v.data)[i] = ot_randf();
-        } else {
-            float f = ot_randf();
-            memcpy((char *)v.data + i * (int64_t)es, &f, es < sizeof f ? es : sizeof f);
+        } else { /* every byte from the generator's high bits (a float's low
+                    bytes are mostly zero bits) */
+            for (size_t b = 0; b < es; b++) {
+                s_seed = s_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                ((unsigned char *)v.data)[i * (int64_t)es + (int64_t)b] =
+                    (unsigned char)(s_seed >> 56);
+            }
         }
     }
     return v;

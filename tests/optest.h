@@ -49,7 +49,7 @@ gx_view ot_like_f32(const gx_view *x);
 size_t ot_nbytes(const gx_view *v);
 /* Deterministic pseudo-random float in [-2, 2). */
 float ot_randf(void);
-/* A view of random values (float32: ot_randf; other dtypes: its bytes). */
+/* A view of random values (float32: ot_randf; other dtypes: random bytes). */
 gx_view ot_rand(gx_dtype dt, int ndim, const int64_t *shape);
 
 /* The index (idx[0..nd)) of flat element `flat` of a tensor of shape. */
