@@ -262,6 +262,26 @@ START_TEST(test_rnn_hand_values)
 END_TEST
 
 /* hidden_size may be left to W's rows; Y may be omitted (only Y_h). */
+/* A sequence of no steps: Y is empty, Y_h (and LSTM's Y_c) are the
+ * initial state, with one share and with three splitting each step. */
+START_TEST(test_rnn_no_steps)
+{
+    for (int nth = 1; nth <= 3; nth += 2) {
+        const gx_view x = RANDV(0, 2, 3), w = RANDV(1, 16, 3), r = RANDV(1, 16, 4);
+        const gx_view h0 = RANDV(1, 2, 4), c0 = RANDV(1, 2, 4);
+        gx_view in[7] = {x, w, r, {.ndim = -1}, {.ndim = -1}, h0, c0};
+        gx_attrval av[GX_MAX_ATTRS];
+        gx_view out[3];
+        char err[ERRLEN];
+        int rc = ot_run_n(GX_OP_LSTM, NODE(A_INT("hidden_size", 4)), 7, in, nth, av, 3, out, err);
+        ck_assert_msg(rc == GX_OK, "%s", err);
+        ck_assert_int_eq(out[0].numel, 0);
+        ck_assert(ot_close(out[1].data, h0.data, 8, 0, 0));
+        ck_assert(ot_close(out[2].data, c0.data, 8, 0, 0));
+    }
+}
+END_TEST
+
 START_TEST(test_rnn_hidden_from_w)
 {
     s_cfg c = {.op = GX_OP_LSTM, .seq = 2, .batch = 2, .in = 3, .hid = 2, .nd = 1};
@@ -336,6 +356,7 @@ Suite *ops_rnn_suite(void)
     tcase_add_test(tc, test_rnn_family_vs_reference);
     tcase_add_test(tc, test_rnn_long_sequences);
     tcase_add_test(tc, test_rnn_hand_values);
+    tcase_add_test(tc, test_rnn_no_steps);
     tcase_add_test(tc, test_rnn_hidden_from_w);
     tcase_add_test(tc, test_rnn_errors);
     suite_add_tcase(s, tc);

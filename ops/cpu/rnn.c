@@ -346,6 +346,20 @@ static void s_unit_step(const s_dir *dr, int64_t s, int64_t ph, int64_t u)
     }
 }
 
+/* Y_h and Y_c of a sequence without steps: H_0 and C_0 (or zeros). */
+static void s_initial_out(const s_dir *dr)
+{
+    const s_rnn *r = dr->r;
+    for (int64_t b = 0; b < r->batch; b++)
+        for (int64_t j = 0; j < r->hid; j++) {
+            const int64_t o = s_state_off(r, dr->d, b) + j;
+            if (dr->yh)
+                dr->yh[o] = dr->h0 ? dr->h0[o] : 0.0f;
+            if (dr->yc)
+                dr->yc[o] = dr->c0 ? dr->c0[o] : 0.0f;
+        }
+}
+
 /* Phase ph's unit u: phases go, per chunk, its inputs then its steps. */
 static void s_unit(const s_dir *dr, int64_t ph, int64_t u)
 {
@@ -437,7 +451,10 @@ static void s_run(const gx_kargs *k, int gates)
         dr.h[0] = dr.hg + B * gh, dr.h[1] = dr.h[0] + B * H;
         dr.c = dr.h[1] + B * H, dr.tmp = dr.c + B * H;
         gx_coop own = {0};
-        s_dir_run(&dr, coop ? k->coop : &own);
+        if (r.seq > 0)
+            s_dir_run(&dr, coop ? k->coop : &own);
+        else if (!coop || k->ith == 0) /* no step: Y_h and Y_c are the initial state */
+            s_initial_out(&dr);
     }
 }
 
