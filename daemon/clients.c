@@ -43,23 +43,7 @@ static gxd_model *s_model(gxd_models *m, const gxd_client_hold *h)
     return mdl && mdl->serial == h->serial ? mdl : NULL;
 }
 
-/* Forget c's holds of graphs no longer in the registry; *bytes: what the
- * others hold. */
-static void s_prune(gxd_models *m, gxd_client *c, int64_t *bytes)
-{
-    *bytes = 0;
-    for (size_t i = 0; i < c->n;) {
-        gxd_model *mdl = s_model(m, &c->holds[i]);
-        if (!mdl) {
-            c->holds[i] = c->holds[--c->n];
-            continue;
-        }
-        *bytes += atomic_load(&mdl->bytes);
-        i++;
-    }
-}
-
-/* Does a client other than c hold what h names? */
+/* Does a client other than c (NULL: any) hold what h names? */
 static bool s_shared(const gxd_clients *cs, const gxd_client *c, const gxd_client_hold *h)
 {
     for (size_t i = 0; i < cs->n; i++)
@@ -68,6 +52,24 @@ static bool s_shared(const gxd_clients *cs, const gxd_client *c, const gxd_clien
                 strcmp(cs->v[i].holds[k].id.hex, h->id.hex) == 0)
                 return true;
     return false;
+}
+
+/* Forget c's holds of graphs no longer in the registry; *bytes: the bytes
+ * of the graphs c alone holds (a shared one is charged to no client, only
+ * to limits.max_memory_bytes). */
+static void s_prune(const gxd_clients *cs, gxd_models *m, gxd_client *c, int64_t *bytes)
+{
+    *bytes = 0;
+    for (size_t i = 0; i < c->n;) {
+        gxd_model *mdl = s_model(m, &c->holds[i]);
+        if (!mdl) {
+            c->holds[i] = c->holds[--c->n];
+            continue;
+        }
+        if (!s_shared(cs, c, &c->holds[i]))
+            *bytes += atomic_load(&mdl->bytes);
+        i++;
+    }
 }
 
 /* Unload c's least recently used graph that no job runs and no other
@@ -97,17 +99,19 @@ int gxd_clients_check(gxd_clients *cs, gxd_models *m, const void *identity, size
     gxd_client *c = s_find(cs, identity, identity_len);
     int64_t held = 0;
     if (c)
-        s_prune(m, c, &held);
+        s_prune(cs, m, c, &held);
     for (size_t i = 0; c && i < c->n; i++)
         if (strcmp(c->holds[i].id.hex, id->hex) == 0)
             return GX_OK;
-    const gxd_model *mdl = gxd_models_peek(m, id->hex);
-    int64_t need = mdl ? atomic_load(&mdl->bytes) : new_bytes;
+    gxd_model *mdl = gxd_models_peek(m, id->hex);
+    /* a graph another client holds becomes shared: it adds nothing */
+    const gxd_client_hold h = {.id = *id, .serial = mdl ? mdl->serial : 0};
+    int64_t need = !mdl ? new_bytes : s_shared(cs, c, &h) ? 0 : atomic_load(&mdl->bytes);
     /* beyond a bound, the client's own idle graphs go first, LRU */
     while (c && ((cs->max_graphs && c->n >= cs->max_graphs) ||
                  (cs->max_bytes > 0 && held + need > cs->max_bytes)) &&
            s_evict_own(cs, m, c))
-        s_prune(m, c, &held);
+        s_prune(cs, m, c, &held);
     size_t n = c ? c->n : 0;
     if (cs->max_graphs && n >= cs->max_graphs)
         return gx_errf(err, errlen, GX_ELIMIT,
@@ -116,8 +120,8 @@ int gxd_clients_check(gxd_clients *cs, gxd_models *m, const void *identity, size
                        n, cs->max_graphs);
     if (cs->max_bytes > 0 && held + need > cs->max_bytes)
         return gx_errf(err, errlen, GX_ELIMIT,
-                       "the graph holds %lld bytes and this client's graphs and plans in use "
-                       "or shared %lld; limits.client_memory_bytes is %lld; UNLOAD a graph "
+                       "the graph holds %lld bytes and the graphs and plans this client alone "
+                       "holds, in use, %lld; limits.client_memory_bytes is %lld; UNLOAD a graph "
                        "before loading another",
                        (long long)need, (long long)held, (long long)cs->max_bytes);
     return GX_OK;
@@ -155,7 +159,7 @@ void gxd_clients_usage(gxd_clients *cs, gxd_models *m, const void *identity, siz
     *graphs = 0;
     *bytes = 0;
     if (c) {
-        s_prune(m, c, bytes);
+        s_prune(cs, m, c, bytes);
         *graphs = c->n;
     }
 }

@@ -4,8 +4,13 @@
  * and the dead-client drop name it. The graphs a client holds are the
  * ones it asked for (LOAD, or a graph inline in RUN, EXPLAIN, TUNE or
  * COMPILE) that are still in the registry; their bytes are what the
- * memory budget counts for them (graph and plans, daemon/models.h), so a
- * graph two clients asked for counts for both. For a new graph beyond
+ * memory budget counts for them (graph and plans, daemon/models.h, plans
+ * made at run time included). limits.client_memory_bytes counts only the
+ * graphs a client alone holds: a graph two clients asked for is charged
+ * to neither, only to limits.max_memory_bytes (docs/security.md), so no
+ * client is refused for what another loaded, and it counts again for the
+ * one left holding it. limits.client_graphs counts every graph the client
+ * holds, shared or not. For a new graph beyond
  * limits.client_graphs or limits.client_memory_bytes, the client's own
  * idle graphs (no job holds them, no other client asked for them) are
  * unloaded, least recently used first; what still does not fit is
@@ -62,7 +67,8 @@ int gxd_clients_check(gxd_clients *cs, gxd_models *m, const void *identity, size
  * (then it is not counted for the client). */
 int gxd_clients_hold(gxd_clients *cs, const void *identity, size_t identity_len,
                      const gxd_model *mdl);
-/* What the client holds now: graphs, and their bytes. */
+/* What the client holds now: graphs (shared ones too), and the bytes of
+ * those it alone holds. */
 void gxd_clients_usage(gxd_clients *cs, gxd_models *m, const void *identity, size_t identity_len,
                        size_t *graphs, int64_t *bytes);
 /* The client went away: forget its record. */

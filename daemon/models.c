@@ -139,6 +139,7 @@ static void s_plan_save(gxd_model *mdl, const gxd_plan *p, const gxd_compile_lim
 typedef struct s_slice_arg {
     gxd_model *mdl;
     const gxd_compile_limits *lim;
+    bool loaded; /* a slice plan came from disk */
 } s_slice_arg;
 
 static gxd_plan *s_slice_load(void *arg, const gxd_plan *whole, const gx_view *inputs,
@@ -148,7 +149,9 @@ static gxd_plan *s_slice_load(void *arg, const gxd_plan *whole, const gx_view *i
     char key[128], err[256];
     if (s_plan_key(a->mdl, whole, a->lim, size, key, sizeof key, err, sizeof err) < 0)
         return NULL;
-    return s_artifact_load(a->mdl, key, whole, inputs, a->lim);
+    gxd_plan *p = s_artifact_load(a->mdl, key, whole, inputs, a->lim);
+    a->loaded = p != NULL;
+    return p;
 }
 
 static void s_slice_save(void *arg, const gxd_plan *whole, const gxd_plan *slice, int64_t size)
@@ -159,18 +162,68 @@ static void s_slice_save(void *arg, const gxd_plan *whole, const gxd_plan *slice
         s_artifact_save(a->mdl, slice, key);
 }
 
+static void s_count(gxd_model *mdl, int64_t delta);
+
+/* ---- plans against the memory budget ----------------------------------------
+ * Every plan a model keeps is made through here, whenever it is made (at
+ * LOAD, for a new input shape at RUN, a replica's slice, a re-plan): its
+ * compile gets the room the budget leaves the model (limits.max_memory_bytes
+ * less what its graph and plans hold), so one beyond it is refused as soon
+ * as its size is known, before a job allocates its arena; what it holds is
+ * then counted for the model (s_count) until it is freed. */
+
+/* lim, with the room a new plan of mdl has; what: room for the limit's
+ * name in the error. */
+static void s_plan_room(gxd_model *mdl, gxd_compile_limits *lim, char *what, size_t len)
+{
+    const int64_t budget = mdl->reg ? mdl->reg->max_bytes : 0;
+    if (budget <= 0)
+        return;
+    const int64_t held = atomic_load(&mdl->bytes);
+    lim->max_plan_bytes = budget > held ? budget - held : 1; /* 0 would be no limit */
+    snprintf(what, len, "limits.max_memory_bytes (%lld) less the %lld its graph and plans hold",
+             (long long)budget, (long long)held);
+    lim->max_plan_what = what;
+}
+
+/* A slice plan kept in whole's cache counts for the model with whole's
+ * own bytes (freed with it, daemon/compile/compile.c). Under mdl->mu. */
+static void s_count_slice(gxd_model *mdl, const gxd_plan *whole, int64_t bytes)
+{
+    for (size_t i = 0; i < mdl->n_plans; i++)
+        if (mdl->plans[i] == whole) {
+            mdl->plan_bytes[i] += bytes;
+            s_count(mdl, bytes);
+            return;
+        }
+    for (size_t i = 0; i < mdl->n_retired; i++)
+        if (mdl->retired[i] == whole) {
+            mdl->retired_bytes[i] += bytes;
+            s_count(mdl, bytes);
+            return;
+        }
+    /* whole is no plan the model keeps (one job's): freed with it */
+}
+
 int gxd_model_slice(gxd_model *mdl, gxd_plan *whole, const gx_view *inputs,
                     const gxd_compile_limits *lim, gxd_plan **out, bool *owned, bool *compiled,
                     char *err, size_t errlen)
 {
-    s_slice_arg a = {mdl, lim};
+    char what[160];
+    gxd_compile_limits slim = *lim;
+    s_plan_room(mdl, &slim, what, sizeof what);
+    s_slice_arg a = {mdl, &slim, false};
     const gxd_slice_store store = {s_slice_load, s_slice_save, &a};
     const bool disk = mdl->reg && mdl->reg->artifacts && !whole->needs_keys;
-    return gxd_plan_slice_stored(whole, mdl->graph, inputs, lim, disk ? &store : NULL, out, owned,
-                                 compiled, err, errlen);
+    int rc = gxd_plan_slice_stored(whole, mdl->graph, inputs, &slim, disk ? &store : NULL, out,
+                                   owned, compiled, err, errlen);
+    if (rc == GX_OK && (*compiled || a.loaded) && !*owned) {
+        pthread_mutex_lock(&mdl->mu);
+        s_count_slice(mdl, whole, gxd_plan_mem_bytes(*out));
+        pthread_mutex_unlock(&mdl->mu);
+    }
+    return rc;
 }
-
-static void s_count(gxd_model *mdl, int64_t delta);
 
 /* Retired plans no job runs any more (only the model holds them: jobs
  * take plans from the cache alone, under the lock, so none can come back)
@@ -216,13 +269,6 @@ int64_t gxd_graph_mem_bytes(const gx_graph *g)
                 b += gxd_graph_mem_bytes(n->attr[a].g);
     }
     return b;
-}
-
-int64_t gxd_plan_mem_bytes(const gxd_plan *p)
-{
-    return (int64_t)(sizeof *p + p->n_values * sizeof *p->values +
-                     p->n_steps * (sizeof *p->steps + sizeof *p->stats + 64) + p->owned_bytes +
-                     p->prepared_bytes + p->arena_bytes + p->dag_arena_bytes);
 }
 
 /* delta bytes for mdl and its registry */
@@ -554,6 +600,8 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
      * saved one guides the first compile (base alone if folding fails) */
     gxd_profile *now = s_profile_locked(mdl, false);
     gxd_compile_limits plim = *lim;
+    char what[160];
+    s_plan_room(mdl, &plim, what, sizeof what);
     plim.shared = mdl->shared;
     plim.profile = now ? now : mdl->profile;
     if (plim.profile && plim.profile->jobs == 0)
@@ -612,6 +660,8 @@ static void s_replan_one(gxd_models *m, gxd_model *mdl, gxd_plan *old, const gxd
     for (size_t i = 0; i < old->n_inputs; i++)
         in[i] = old->values[old->inputs[i]].view; /* data: the keyed inputs' values */
     gxd_compile_limits lim = r->lim;
+    char what[160];
+    s_plan_room(mdl, &lim, what, sizeof what);
     lim.profile = prof;
     lim.shared = mdl->shared;
     if ((rc = m->compile(mdl->graph, in, &lim, &np, err, sizeof err)) < 0)

@@ -176,12 +176,12 @@ gxd_profile *gxd_model_profile(gxd_model *mdl, bool try);
 gxd_model *gxd_models_find(gxd_models *m, const char *hex);
 /* The memory budget in bytes (limits.max_memory_bytes; 0: none). Counted:
  * each graph (its constants, tensor attributes, subgraphs and nodes) and
- * each plan a model keeps (gxd_plan_mem_bytes), from when it is kept until
- * the model or the plan is freed. */
+ * each plan a model keeps (gxd_plan_mem_bytes), the slice plans of its
+ * plans included, from when it is kept until the model or the plan is
+ * freed. Every plan is compiled with the room the budget leaves its model
+ * (gxd_compile_limits.max_plan_bytes), so one that would not fit is
+ * refused before a job allocates its arena (docs/security.md). */
 void gxd_models_set_budget(gxd_models *m, int64_t max_bytes);
-/* What a plan holds: its tables, folded and prepared constants, slice
- * plans made so far and one arena (a job running it allocates one). */
-int64_t gxd_plan_mem_bytes(const gxd_plan *p);
 /* What a graph holds (constants, tensor attributes, subgraphs, nodes). */
 int64_t gxd_graph_mem_bytes(const gx_graph *g);
 /* The model for *g (ownership of *g moves in; *g is set to NULL): the
@@ -221,7 +221,8 @@ int gxd_model_verify(gxd_model *mdl, const gxd_compile_limits *lim, char *err, s
 /* Worker side: the plan for these input views (in graph input order),
  * compiled on first use with the model's profile now (lim->profile is
  * replaced by it). A plan that with its graph exceeds the memory budget
- * on its own is refused (GX_ELIMIT, naming the budget); one that fits is
+ * on its own is refused (GX_ELIMIT, naming the budget; a compiled one as
+ * soon as its size is known, before its arena exists); one that fits is
  * kept and counted, and gxd_models_trim makes room by evicting idle
  * models. *plan is a new hold the caller drops with
  * gxd_plan_release before it drops the model (the plan borrows the
@@ -233,7 +234,9 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
  * the artifact cache (m->artifacts) as its store: a slice's plan is read
  * from its file (key: whole's, and the slice's rows) before it is
  * compiled, and written when compiled, so that a restarted daemon's first
- * replica job compiles nothing either. *compiled: as gxd_plan_slice_stored. */
+ * replica job compiles nothing either. *compiled: as gxd_plan_slice_stored.
+ * A slice made now is compiled within the budget's room and counted for
+ * the model with whole. */
 int gxd_model_slice(gxd_model *mdl, gxd_plan *whole, const gx_view *inputs,
                     const gxd_compile_limits *lim, gxd_plan **out, bool *owned, bool *compiled,
                     char *err, size_t errlen);

@@ -2234,14 +2234,30 @@ START_TEST(test_client_limits)
     ck_assert_int_eq(gx_client_load(s_cli, g5, &id5), GX_OK);
 
     /* 600 KB of constant each: two are beyond 1 MiB for one client. p's
-     * first is q's too, so it stays and the second is refused */
+     * first is q's too: shared, it is charged to neither, so p's second
+     * fits; a third alone with the second (held by a job) is refused */
     gx_graph *b1 = s_const_graph("big1", 150000, 1.0f), *b2 = s_const_graph("big2", 150000, 2.0f);
     gx_graph *b3 = s_const_graph("big3", 150000, 3.0f);
     ck_assert_int_eq(gx_client_load(p, b1, &big1), GX_OK);
     ck_assert_int_eq(gx_client_load(q, b1, &big1), GX_OK);
-    ck_assert_int_eq(gx_client_load(p, b2, &big2), GX_ELIMIT);
-    ck_assert_msg(strstr(gx_client_last_error(p), "limits.client_memory_bytes is 1048576"),
-                  "%s", gx_client_last_error(p));
+    ck_assert_msg(gx_client_load(p, b2, &big2) == GX_OK, "%s", gx_client_last_error(p));
+    {
+        gxt_hold h2;
+        gxt_hold_start(&h2, holder, s_cli);
+        gx_request *rq2 = gx_request_new();
+        gx_request_set_graph_id(rq2, &big2);
+        gx_job *j2 = NULL;
+        ck_assert_int_eq(gx_client_submit(p, rq2, &j2), GX_OK);
+        gxt_wait_stats(s_cli, "\"queue_length\":1");
+        ck_assert_int_eq(gx_client_load(p, b3, &big3), GX_ELIMIT);
+        ck_assert_msg(strstr(gx_client_last_error(p), "limits.client_memory_bytes is 1048576"),
+                      "%s", gx_client_last_error(p));
+        gxt_hold_release(&h2);
+        ck_assert_int_eq(gx_job_wait(j2, 60000, NULL), GX_OK);
+        gx_job_destroy(&j2);
+        gx_request_destroy(&rq2);
+        ck_assert_int_eq(gx_client_unload(p, big2.hex), GX_OK);
+    }
     /* holder's idle second graph makes room for its third */
     ck_assert_int_eq(gx_client_load(holder, b2, &big2), GX_OK);
     ck_assert_int_eq(gx_client_load(holder, b3, &big3), GX_OK);

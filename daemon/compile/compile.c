@@ -79,6 +79,29 @@ void *gxd_plan_own(gxd_plan *p, size_t nbytes)
     return m;
 }
 
+int64_t gxd_plan_mem_bytes(const gxd_plan *p)
+{
+    return (int64_t)(sizeof *p + p->n_values * sizeof *p->values +
+                     p->n_steps * (sizeof *p->steps + sizeof *p->stats + 64) + p->owned_bytes +
+                     p->prepared_bytes + p->arena_bytes + p->dag_arena_bytes);
+}
+
+int gxd_plan_room(gxd_cstate *st, const char *pass, size_t more)
+{
+    const gxd_compile_limits *lim = st->lim;
+    if (!lim || lim->max_plan_bytes <= 0)
+        return GX_OK;
+    const int64_t need = gxd_plan_mem_bytes(st->plan) + (int64_t)more;
+    if (need <= lim->max_plan_bytes)
+        return GX_OK;
+    return gx_errf(st->err, st->errlen, GX_ELIMIT,
+                   "the plan for these inputs needs %lld bytes by %s pass '%s' (one arena of %zu "
+                   "among them), more than the %lld left to it under %s; nothing more allocated",
+                   (long long)need, more ? "the allocation in" : "the end of", pass,
+                   st->plan->arena_bytes, (long long)lim->max_plan_bytes,
+                   lim->max_plan_what ? lim->max_plan_what : "its budget");
+}
+
 int gxd_step_move(gxd_plan *p, const char *what, int v, int c, gxd_step *s)
 {
     gx_node *node = gxd_plan_own(p, sizeof *node);
@@ -216,7 +239,7 @@ static int s_run(const gx_graph *g, const char *const *captured, size_t n_captur
     }
     int64_t t0 = s_now_us();
     for (size_t i = 0; i < npasses; i++) {
-        if ((rc = s_passes[i].run(&st)) < 0)
+        if ((rc = s_passes[i].run(&st)) < 0 || (rc = gxd_plan_room(&st, s_passes[i].name, 0)) < 0)
             break;
         int64_t took = s_now_us() - t0;
         if (lim && lim->max_compile_us > 0 && took > lim->max_compile_us && i + 1 < npasses) {

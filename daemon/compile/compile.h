@@ -398,6 +398,15 @@ typedef struct gxd_compile_limits {
     /* limits.max_compile_ms in µs (0: none): one compile stops with
      * GX_ELIMIT after the pass that ends beyond it */
     int64_t max_compile_us;
+    /* The bytes the plan may hold as gxd_plan_mem_bytes counts them, its
+     * arena included (0: none), and the limit it comes from, for the
+     * error ("limits.max_memory_bytes (2097152) less the 400100 its
+     * graph holds"). Checked before the prepare pass allocates each
+     * constant and after every pass, so a plan beyond it is refused with
+     * GX_ELIMIT once the memory planner knows its arena, before any job
+     * allocates one (daemon/models.c sets it) */
+    int64_t max_plan_bytes;
+    const char *max_plan_what;
     const gxd_partition_opts *part; /* NULL: the defaults (the CPU alone) */
     bool no_fuse; /* compiler.fuse: false: the fuse pass leaves the steps alone */
     bool no_rewrite; /* compiler.rewrite: false: the rewrite pass leaves the steps alone */
@@ -421,6 +430,11 @@ typedef struct gxd_compile_limits {
      * plan runs, not by the passes) */
     bool no_graphs;
 } gxd_compile_limits;
+
+/* What a plan holds: its tables, folded and prepared constants and one
+ * arena (a job running it allocates one); its slice plans are counted as
+ * they are made (daemon/models.c). The memory budget's measure. */
+int64_t gxd_plan_mem_bytes(const gxd_plan *p);
 
 /* Pass 1 alone: is the graph well formed, independent of input shapes?
  * GX_OK, or GX_EGRAPH / GX_EOP / GX_EATTR / GX_ELIMIT with a message naming

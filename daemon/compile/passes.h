@@ -119,6 +119,10 @@ static inline size_t gxd_aligned(size_t n)
  * keyed copies, names of values a pass adds), freed with the plan; NULL on
  * ENOMEM. */
 void *gxd_plan_own(gxd_plan *p, size_t nbytes);
+/* Would the plan still fit lim->max_plan_bytes with more bytes (0: as it
+ * is, at the end of a pass)? GX_OK, or GX_ELIMIT naming the pass, the need
+ * and the limit. */
+int gxd_plan_room(gxd_cstate *st, const char *pass, size_t more);
 
 /* *s = a step a pass inserts to move value v into value c (a copy
  * between devices, a reorder between layouts): op Identity, one input and

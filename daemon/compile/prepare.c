@@ -269,6 +269,9 @@ static int s_prepare_input(gxd_cstate *st, gxd_step *s, int at, const s_form *f,
     void *data = shared ? s_shared_copy(st->lim->shared, p, b, f, pv, bytes)
                         : s_borrow(st->whole, b, f);
     const bool borrowed = !shared && data != NULL;
+    int rc;
+    if (!data && !shared && (rc = gxd_plan_room(st, "prepare", bytes)) < 0)
+        return rc; /* the plan's own copy would not fit its budget */
     if (!name || (!data && (shared || !(data = gxd_plan_own(p, bytes)))))
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
     snprintf(name, len, "%s@%s", b->name, tag);
