@@ -109,8 +109,9 @@ static const s_key s_keys[] = {
     {.name = "log_file", .type = S_STRING, .off = S_OFF(log_file), .check = s_check_log_file,
      .def = "",
      .doc = "where a detached gexecd (no --foreground) writes its log: an absolute path, "
-            "appended (e.g. /var/lib/gexec/gexecd.log); \"\": syslog (facility daemon); in "
-            "the foreground the log goes to stderr (the journal under systemd)"},
+            "appended (e.g. /var/lib/gexec/gexecd.log), opened again on SIGHUP (logrotate); "
+            "\"\": syslog (facility daemon); in the foreground the log goes to stderr (the "
+            "journal under systemd)"},
     {.name = "queue.max_jobs", .type = S_INT, .off = S_OFF(queue_max_jobs), .min = 1,
      .max = 1000000, .def = "1024",
      .doc = "jobs waiting to run; beyond it RUN is refused with GX_EQUEUEFULL"},

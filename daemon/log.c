@@ -86,6 +86,22 @@ int gxd_log_detach(gxd_log *lg, const char *path, char *why, size_t whylen)
     return GX_OK;
 }
 
+int gxd_log_reopen(gxd_log *lg, const char *path, char *why, size_t whylen)
+{
+    if (lg->fd <= 0 || !path || !*path)
+        return GX_OK;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        snprintf(why, whylen, "log_file: cannot open %s again: %s", path, strerror(errno));
+        return GX_EIO;
+    }
+    int rc = dup3(fd, lg->fd, O_CLOEXEC) < 0 ? GX_EIO : GX_OK;
+    if (rc < 0)
+        snprintf(why, whylen, "log_file: cannot reopen %s: %s", path, strerror(errno));
+    close(fd);
+    return rc;
+}
+
 int gxd_log_level_parse(const char *name, gxd_log_level *out)
 {
     if (!name)

@@ -4,7 +4,8 @@
  * "<N>" priority prefix the journal understands, otherwise a timestamp.
  * A daemon that detaches (no --foreground) has no terminal left: its lines
  * go to the file log_file names (appended, with timestamps), or without
- * one to syslog (facility daemon, ident gexecd), never to /dev/null.
+ * one to syslog (facility daemon, ident gexecd), never to /dev/null;
+ * SIGHUP opens log_file again (gxd_log_reopen, for logrotate).
  *
  *     GXD_LOG(&ctx->log, GXD_LOG_INFO, "listening on %s", ep);
  */
@@ -40,6 +41,12 @@ void gxd_log_init(gxd_log *lg, gxd_log_level level);
  * path is NULL or "" to syslog. GX_OK, or GX_EIO with why (lines then still
  * go to stderr). Call before other threads log. */
 int gxd_log_detach(gxd_log *lg, const char *path, char *why, size_t whylen);
+/* SIGHUP (logrotate moved the file away): lines from now on go to path
+ * opened anew (created 0640), the same descriptor number taking it at once
+ * (dup3), so a line another thread writes meanwhile lands whole in the old
+ * file or the new. No-op (GX_OK) unless lines go to a log_file. GX_OK, or
+ * GX_EIO with why (lines then still go to the old file). */
+int gxd_log_reopen(gxd_log *lg, const char *path, char *why, size_t whylen);
 /* "error", "warn", "info", "debug"; GX_OK or GX_EINVAL. */
 int gxd_log_level_parse(const char *name, gxd_log_level *out);
 const char *gxd_log_level_name(gxd_log_level level);

@@ -150,6 +150,10 @@ static int s_read(gxd_ctx *ctx, gxd_config *next, char *err, size_t errlen)
 void gxd_reload(gxd_ctx *ctx)
 {
     s_notify_reloading();
+    /* logrotate moved log_file away: this reload's lines go to a new one */
+    char why[1100];
+    if (gxd_log_reopen(&ctx->log, ctx->cfg.log_file, why, sizeof why) < 0)
+        GXD_LOG(&ctx->log, GXD_LOG_ERROR, "%s; the log stays where it was", why);
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "SIGHUP: reading %s again",
             ctx->config_path ? ctx->config_path : "the built-in defaults");
     gxd_config next;

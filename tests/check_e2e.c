@@ -763,7 +763,8 @@ START_TEST(test_memory_budget)
     FILE *f = fopen(conf, "w");
     ck_assert_ptr_nonnull(f);
     /* one client loads them all: its own bound is beyond the budget */
-    fputs("limits:\n  max_memory_bytes: 2M\n  client_memory_bytes: 1G\n", f);
+    /* no profiles, so no artifacts: each plan is compiled here */
+    fputs("limits:\n  max_memory_bytes: 2M\n  client_memory_bytes: 1G\nprofile:\n  dir: \"\"\n", f);
     fclose(f);
     gxt_daemon d;
     gxt_daemon_start(&d, (const char *[]){"-c", conf, NULL});
@@ -799,9 +800,30 @@ START_TEST(test_memory_budget)
     gx_graph_add_output(wide, "y");
     gx_graph_id wid; /* LOAD compiles the plan for the declared shapes */
     ck_assert_int_eq(gx_client_load(c, wide, &wid), GX_ELIMIT);
-    ck_assert_msg(strstr(gx_client_last_error(c), "more than limits.max_memory_bytes (2097152)"),
+    /* refused once the memory planner knew its arena, before one was made */
+    ck_assert_msg(strstr(gx_client_last_error(c), "by the end of pass 'memplan'") &&
+                      strstr(gx_client_last_error(c), "limits.max_memory_bytes (2097152) less "),
                   "%s", gx_client_last_error(c));
     gx_graph_destroy(&wide);
+    /* a plan made at run time (a new input shape) counts against the
+     * budget the same way: refused before it is built, the small one runs */
+    gx_graph *dyn = gx_graph_new("dyn");
+    gx_graph_add_input(dyn, "x", GX_F32, 1, (int64_t[]){-1});
+    gx_graph_add_node(dyn, "Relu", NULL, 1, (const char *[]){"x"}, 1, (const char *[]){"h"});
+    gx_graph_add_node(dyn, "Neg", NULL, 1, (const char *[]){"h"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(dyn, "y");
+    gx_graph_id did;
+    ck_assert_msg(gx_client_load(c, dyn, &did) == GX_OK, "%s", gx_client_last_error(c));
+    gx_graph_destroy(&dyn);
+    ck_assert_int_eq(s_run_id(c, &did, 16, &r), GX_OK);
+    gx_result_destroy(&r);
+    ck_assert_int_eq(s_run_id(c, &did, 400000, &r), GX_ELIMIT);
+    ck_assert_msg(strstr(gx_result_message(r), "by the end of pass 'memplan'") &&
+                      strstr(gx_result_message(r), "limits.max_memory_bytes (2097152) less "),
+                  "%s", gx_result_message(r));
+    gx_result_destroy(&r);
+    ck_assert_int_eq(s_run_id(c, &did, 32, &r), GX_OK);
+    gx_result_destroy(&r);
     /* and the daemon still serves */
     ck_assert_int_eq(s_run_id(c, &ids[2], n, &r), GX_OK);
     gx_result_destroy(&r);
@@ -1248,6 +1270,79 @@ START_TEST(test_daemon_start_errors)
 }
 END_TEST
 
+/* The whole of a file (NUL-terminated; "" when it cannot be read). */
+static char *s_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = calloc(1, 1 << 20);
+    ck_assert_ptr_nonnull(buf);
+    if (f) {
+        size_t n = fread(buf, 1, (1 << 20) - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+    }
+    return buf;
+}
+
+/* Has process pid (not a child of ours) exited? Gone, or a zombie its new
+ * parent has not reaped yet. */
+static bool s_gone(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return !paren || paren[1] == '\0' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* logrotate: a detached gexecd writes to log_file; once the file is moved
+ * away, SIGHUP makes it open the path again, so the reload's lines are in
+ * a new file and the moved one keeps what came before. */
+START_TEST(test_log_file_reopen)
+{
+    char *dir = gxt_tmpdir(), conf[512], log[512], moved[520], ep[512], out[8192], err[256];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    snprintf(log, sizeof log, "%s/gexecd.log", dir);
+    snprintf(moved, sizeof moved, "%s.1", log);
+    snprintf(ep, sizeof ep, "ipc://%s/s", dir);
+    FILE *f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "log_file: %s\nprofile:\n  dir: \"\"\n", log);
+    fclose(f);
+    /* detached: the parent exits 0 once the daemon serves */
+    ck_assert_msg(gxt_sh(out, sizeof out, "%s -c %s --socket %s 2>&1", s_gexecd_bin(), conf, ep) == 0,
+                  "%s", out);
+    gx_client *c = gx_client_new(ep, err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    ck_assert_int_eq(gx_client_ping(c), GX_OK);
+    char *before = s_slurp(log);
+    const char *at = strstr(before, "gexecd[");
+    ck_assert_msg(at != NULL, "log: %s", before);
+    pid_t pid = (pid_t)atoi(at + strlen("gexecd["));
+    ck_assert_int_gt(pid, 1);
+    ck_assert_int_eq(rename(log, moved), 0);
+    ck_assert_int_eq(kill(pid, SIGHUP), 0);
+    gxt_wait_stats(c, "\"config_reloads\":1");
+    char *now = s_slurp(log), *old = s_slurp(moved);
+    ck_assert_msg(strstr(now, "SIGHUP: reading") && strstr(now, "reload done"), "new log: %s", now);
+    ck_assert_msg(!strstr(old, "SIGHUP") && strstr(old, "gexecd["), "moved log: %s", old);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    while (!s_gone(pid)) /* not our child: wait until it is gone */
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    free(before);
+    free(now);
+    free(old);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_tcp_endpoint_defaults_to_loopback)
 {
     char given[64], ep[64];
@@ -1287,6 +1382,7 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_socket_live_and_stale);
     tcase_add_test(tc, test_socket_private_dir);
     tcase_add_test(tc, test_memory_budget);
+    tcase_add_test(tc, test_log_file_reopen);
     tcase_add_test(tc, test_gexec_submit_cli);
     tcase_add_test(tc, test_run_info_reports_mode_choice);
     tcase_add_test(tc, test_gexec_submit_explain_mode);
