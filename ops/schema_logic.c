@@ -777,7 +777,7 @@ _Static_assert(sizeof s_compress_attrs / sizeof s_compress_attrs[0] == GX_COMPRE
 static int s_infer_compress(gx_infer *ic)
 {
     int rc;
-    if ((rc = s_need_dtype(ic, "Compress", 0, S_PLAIN, "a numeric or bool dtype")) < 0 ||
+    if ((rc = s_need_dtype(ic, "Compress", 0, S_ANY, "a gexec dtype")) < 0 ||
         (rc = s_need_dtype(ic, "Compress", 1, S_BIT(GX_BOOL), "bool")) < 0)
         return rc;
     const gx_view *x = &ic->in[0], *c = &ic->in[1];
@@ -812,5 +812,5 @@ static int s_infer_compress(gx_infer *ic)
 const gx_op_schema gx_schema_COMPRESS = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_compress_attrs, .n_attrs = GX_COMPRESS_NATTRS, .value_inputs = 1u << 1,
-    .infer = s_infer_compress, .cost = s_cost_io,
+    .flags = GX_OPF_STRINGS, .infer = s_infer_compress, .cost = s_cost_io,
 };

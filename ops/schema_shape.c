@@ -971,9 +971,9 @@ static int s_check_reduction(gx_infer *ic, const char *op, const char *reduction
     if (u->dtype != x->dtype)
         return gx_infer_errf(ic, GX_EDTYPE, "%s: updates are %s but data is %s", op,
                              s_dtname(u->dtype), s_dtname(x->dtype));
-    if (red != GX_SCATTER_NONE && x->dtype == GX_BOOL)
-        return gx_infer_errf(ic, GX_EDTYPE, "%s: reduction '%s' is not supported for bool", op,
-                             reduction);
+    if (red != GX_SCATTER_NONE && (x->dtype == GX_BOOL || x->dtype == GX_STRING))
+        return gx_infer_errf(ic, GX_EDTYPE, "%s: reduction '%s' is not supported for %s", op,
+                             reduction, s_dtname(x->dtype));
     return GX_OK;
 }
 
@@ -1019,7 +1019,7 @@ static int s_infer_scatter_elements(gx_infer *ic)
 const gx_op_schema gx_schema_SCATTER_ELEMENTS = {
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_scatter_elements_attrs, .n_attrs = GX_SCATTER_ELEMENTS_NATTRS,
-    .infer = s_infer_scatter_elements, .cost = s_cost_io,
+    .flags = GX_OPF_STRINGS, .infer = s_infer_scatter_elements, .cost = s_cost_io,
 };
 
 static const gx_attr_spec s_scatter_attrs[] = {
@@ -1037,7 +1037,7 @@ static int s_infer_scatter(gx_infer *ic)
 const gx_op_schema gx_schema_SCATTER = {
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_scatter_attrs, .n_attrs = GX_SCATTER_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_scatter, .cost = s_cost_io,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .infer = s_infer_scatter, .cost = s_cost_io,
 };
 
 static const gx_attr_spec s_scatter_nd_attrs[] = {
@@ -1076,7 +1076,7 @@ static int s_infer_scatter_nd(gx_infer *ic)
 const gx_op_schema gx_schema_SCATTER_ND = {
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
     .attrs = s_scatter_nd_attrs, .n_attrs = GX_SCATTER_ND_NATTRS,
-    .infer = s_infer_scatter_nd, .cost = s_cost_io,
+    .flags = GX_OPF_STRINGS, .infer = s_infer_scatter_nd, .cost = s_cost_io,
 };
 
 /* ---- Expand, Tile ---- */
@@ -1317,7 +1317,8 @@ static int s_infer_constant_of_shape(gx_infer *ic)
 const gx_op_schema gx_schema_CONSTANT_OF_SHAPE = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .attrs = s_constant_of_shape_attrs, .n_attrs = GX_CONSTANT_OF_SHAPE_NATTRS,
-    .value_inputs = 1u << 0, .infer = s_infer_constant_of_shape, .cost = s_cost_out,
+    .flags = GX_OPF_STRINGS, .value_inputs = 1u << 0, .infer = s_infer_constant_of_shape,
+    .cost = s_cost_out,
 };
 
 /* ---- Identity, ReverseSequence ---- */
@@ -1382,7 +1383,8 @@ static int s_infer_reverse_sequence(gx_infer *ic)
 const gx_op_schema gx_schema_REVERSE_SEQUENCE = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .attrs = s_reverse_sequence_attrs, .n_attrs = GX_REVERSE_SEQUENCE_NATTRS,
-    .flags = GX_OPF_SHAPE_ONLY, .infer = s_infer_reverse_sequence, .cost = s_cost_io,
+    .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS, .infer = s_infer_reverse_sequence,
+    .cost = s_cost_io,
 };
 
 /* ---- TensorScatter (opset 24) ---- */

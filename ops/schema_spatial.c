@@ -502,6 +502,9 @@ int gx_pad_setup(gx_infer *ic, gx_pad *p)
         const gx_attrval *a = &ic->attr[GX_PAD_PADS];
         if (!a->set)
             return gx_infer_errf(ic, GX_ESHAPE, "Pad: pads are missing");
+        if (x->dtype == GX_STRING) /* the float value attribute cannot be one */
+            return gx_infer_errf(ic, GX_EDTYPE, "Pad: string data needs pads and "
+                                                "constant_value as inputs (opset 11 or later)");
         if (a->n != 2 * (size_t)x->ndim)
             return gx_infer_errf(ic, GX_EATTR, "Pad: %zu pads for rank %d", a->n, x->ndim);
         memcpy(pads, a->ints, a->n * sizeof *pads);
@@ -565,7 +568,7 @@ static bool s_batch_pad(const gx_batch_ctx *bc)
 /* pads and axes fix the shape; constant_value is only read by the kernel */
 const gx_op_schema gx_schema_PAD = {
     .min_in = 1, .max_in = 4, .min_out = 1, .max_out = 1,
-    .attrs = s_pad_attrs, .n_attrs = GX_PAD_NATTRS, .flags = GX_OPF_SHAPE_ONLY,
+    .attrs = s_pad_attrs, .n_attrs = GX_PAD_NATTRS, .flags = GX_OPF_SHAPE_ONLY | GX_OPF_STRINGS,
     .value_inputs = 1u << 1 | 1u << 3, .infer = s_infer_pad, .cost = s_cost_move,
     .batch = s_batch_pad,
 };
