@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "core/json.h"
 #include "tests/testutil.h"
 
 /* y = x * 2 + 1 on [1, n] */
@@ -883,6 +884,63 @@ START_TEST(test_outputs_every_way)
 }
 END_TEST
 
+/* The CPU's memory_bytes in STATS: what limits.max_memory_bytes counts. */
+static double s_cpu_bytes(gx_client *c)
+{
+    char *json = NULL, err[256];
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    gx_json *j = gx_json_parse(json, err, sizeof err);
+    ck_assert_msg(j != NULL, "%s", err);
+    double v = gx_json_num(gx_json_path(j, "devices.cpu.memory_bytes"), -1);
+    ck_assert_msg(v >= 0, "%s", json);
+    gx_json_destroy(&j);
+    free(json);
+    return v;
+}
+
+/* Slice plans made at run time for replicas count for their model (with
+ * the plan they slice) once, and go with it: memory_bytes grows with the
+ * first split run, not with the second, and is 0 after the UNLOAD. */
+START_TEST(test_replica_slices_counted)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = gxt_client(&d);
+    gx_graph *g = gx_graph_new("slices");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){8, 256});
+    gx_graph_add_node(g, "Relu", NULL, 1, (const char *[]){"x"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){8, 256});
+    memset(gx_tensor_data(x), 0, 8 * 256 * sizeof(float));
+    double bytes[3];
+    static const gx_mode modes[] = {GX_MODE_SEQ, GX_MODE_REPLICA, GX_MODE_REPLICA};
+    for (int m = 0; m < 3; m++) {
+        gx_request *rq = gx_request_new();
+        gx_request_set_graph_id(rq, &id);
+        gx_request_add_input(rq, "x", x);
+        gx_request_set_mode(rq, modes[m]);
+        gx_result *r = NULL;
+        ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+        ck_assert_msg(gx_result_status(r) == GX_OK, "%s", gx_result_message(r));
+        if (modes[m] == GX_MODE_REPLICA)
+            ck_assert_int_gt(gx_result_info(r)->replicas, 1);
+        gx_result_destroy(&r);
+        gx_request_destroy(&rq);
+        bytes[m] = s_cpu_bytes(c);
+    }
+    ck_assert_msg(bytes[1] > bytes[0] && bytes[2] == bytes[1], "%.0f %.0f %.0f", bytes[0],
+                  bytes[1], bytes[2]);
+    ck_assert_int_eq(gx_client_unload(c, id.hex), GX_OK);
+    ck_assert_double_eq(s_cpu_bytes(c), 0);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 /* gx_request_add_input_data: the caller's buffer, checked against its dtype
  * and shape, read by every submit. */
 START_TEST(test_input_from_caller_buffer)
@@ -1383,6 +1441,7 @@ Suite *e2e_suite(void)
     tcase_add_test(tc, test_socket_private_dir);
     tcase_add_test(tc, test_memory_budget);
     tcase_add_test(tc, test_log_file_reopen);
+    tcase_add_test(tc, test_replica_slices_counted);
     tcase_add_test(tc, test_gexec_submit_cli);
     tcase_add_test(tc, test_run_info_reports_mode_choice);
     tcase_add_test(tc, test_gexec_submit_explain_mode);
