@@ -20,7 +20,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 packages=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libmsgpack-dev libyaml-dev libhwloc-dev libsystemd-dev
-    libopenblas-dev nettle-dev check libsqlite3-dev libmicrohttpd-dev mandoc
+    libopenblas-dev nettle-dev check libsqlite3-dev libpq-dev postgresql libmicrohttpd-dev mandoc
     libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
     python3-numpy python3-pytest
 )

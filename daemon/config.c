@@ -64,6 +64,7 @@ static int s_check_gpus(const char *v, char *why, size_t whylen);
 static int s_check_dir(const char *v, char *why, size_t whylen);
 static int s_check_backend(const char *v, char *why, size_t whylen);
 static int s_check_tune_mode(const char *v, char *why, size_t whylen);
+static int s_check_tune_upstream(const char *v, char *why, size_t whylen);
 static int s_check_user(const char *v, char *why, size_t whylen);
 static int s_check_socket_mode(const char *v, char *why, size_t whylen);
 static int s_check_group(const char *v, char *why, size_t whylen);
@@ -282,6 +283,11 @@ static const s_key s_keys[] = {
     {.name = "tune.budget_ms", .type = S_INT, .off = S_OFF(tune_budget_ms), .min = 1,
      .max = 3600000, .def = "100",
      .doc = "time spent measuring the candidates of one signature (ms, idle waits excluded)"},
+    {.name = "tune.upstream", .type = S_STRING, .off = S_OFF(tune_upstream),
+     .check = s_check_tune_upstream, .def = "",
+     .doc = "the site's central registry, shared by its daemons: a PostgreSQL URL "
+            "(postgresql://USER@HOST/DB, libpq's form); looked up after tune.db, winners "
+            "written to it (the faster record kept); \"\": none"},
     {.name = "tune.max_records", .type = S_INT, .off = S_OFF(tune_max_records), .min = 1,
      .max = 100000000, .def = "100000",
      .doc = "records kept in tune.db; beyond it the oldest measurements are removed"},
@@ -439,6 +445,13 @@ static int s_check_dir(const char *v, char *why, size_t whylen)
     if (!*v || strcmp(v, "default") == 0 || (v[0] == '/' && strlen(v) < 900))
         return GX_OK;
     return s_why(why, whylen, S_Q " is not an absolute path, \"default\" or \"\"", v);
+}
+
+static int s_check_tune_upstream(const char *v, char *why, size_t whylen)
+{
+    if (!*v)
+        return GX_OK;
+    return gxd_tune_upstream_check(v, why, whylen) == GX_OK ? GX_OK : GX_ECONFIG;
 }
 
 static int s_check_tune_mode(const char *v, char *why, size_t whylen)

@@ -293,6 +293,13 @@ char *gxd_metrics_prometheus(gxd_ctx *ctx)
                  (double)ts.misses);
         s_sample(f, "gexec_tune_explored_total", "counter", "signatures measured",
                  (double)ts.explored);
+        s_family(f, "gexec_tune_hits_total", "counter", "lookups that found a record, by level");
+        static const char *const level[GXD_TUNE_LEVEL_COUNT] = {"memory", "local", "central"};
+        for (int l = 0; l < GXD_TUNE_LEVEL_COUNT; l++)
+            fprintf(f, "gexec_tune_hits_total{level=\"%s\"} %" PRId64 "\n", level[l], ts.hits[l]);
+        s_sample(f, "gexec_tune_upstream_errors_total", "counter",
+                 "central registry failures (connections, reads, writes)",
+                 (double)ts.upstream_errors);
     }
     gxd_device_stat ds[GXD_MAX_DEVICES + 1];
     size_t nd = gxd_device_stats(ctx, ds, sizeof ds / sizeof ds[0]);

@@ -614,7 +614,7 @@ static void s_sec_prepared(gx_strbuf *b, const s_ctx *x)
 
 /* The implementation each MatMul and Gemm runs (prepare pass, seed 003):
  * impl@version, where the choice came from (default, tuned (memory),
- * tuned (local), whole batch), the record's time, the signature. */
+ * tuned (local), tuned (central), whole batch), the record's time, the signature. */
 static void s_sec_impls(gx_strbuf *b, const s_ctx *x)
 {
     const gxd_plan *p = x->p;

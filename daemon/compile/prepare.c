@@ -377,7 +377,9 @@ static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_im
             snprintf(c->source, sizeof c->source, "whole batch");
         } else if (found[j] && (impl[j] = gxd_tune_impl_find(t, recs[j].impl, recs[j].version))) {
             snprintf(c->source, sizeof c->source, "tuned (%s)",
-                     recs[j].level == GXD_TUNE_MEMORY ? "memory" : "local");
+                     recs[j].level == GXD_TUNE_MEMORY  ? "memory"
+                     : recs[j].level == GXD_TUNE_LOCAL ? "local"
+                                                       : "central");
             c->ns = recs[j].ns;
         } else {
             impl[j] = t ? gxd_tune_default(t, s->op) : NULL;

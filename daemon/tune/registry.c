@@ -89,6 +89,14 @@ gxd_tune *gxd_tune_new(const gxd_tune_opts *o, char *err, size_t errlen)
         if (!t->db && o->log)
             GXD_LOG(o->log, GXD_LOG_WARN, "tune: %s; records are kept in memory only", why);
     }
+    if (o->mode != GXD_TUNE_OFF && o->upstream && o->upstream[0]) {
+        char why[512];
+        if (!(t->up = gxd_tune_up_new(o->upstream, o->log, why, sizeof why))) {
+            t->st.upstream_errors++;
+            if (o->log)
+                GXD_LOG(o->log, GXD_LOG_ERROR, "tune: tune.upstream %s; no central registry", why);
+        }
+    }
     return t;
 }
 
@@ -98,6 +106,7 @@ void gxd_tune_destroy(gxd_tune **tp)
     if (!t)
         return;
     gxd_tune_explore_stop(t);
+    gxd_tune_up_destroy(&t->up);
     gxd_tune_db_close(&t->db);
     for (size_t i = 0; i < t->n_slots; i++)
         free(t->slots[i].key);
@@ -282,6 +291,103 @@ static void s_prefetch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n)
         free(seen[k]);
 }
 
+/* The central registry's answer to one batch: its records, merged by
+ * s_central under t->mu. */
+typedef struct s_rows {
+    char **keys;
+    gxd_tune_rec *recs;
+    size_t n, cap;
+    bool nomem;
+} s_rows;
+
+static void s_row_add(void *arg, const char *key, const gxd_tune_rec *rec)
+{
+    s_rows *r = arg;
+    if (r->n == r->cap) {
+        const size_t cap = r->cap ? r->cap * 2 : 16;
+        char **k = realloc(r->keys, cap * sizeof *k);
+        if (k)
+            r->keys = k;
+        gxd_tune_rec *v = k ? realloc(r->recs, cap * sizeof *v) : NULL;
+        if (!v) {
+            r->nomem = true;
+            return;
+        }
+        r->recs = v;
+        r->cap = cap;
+    }
+    if (!(r->keys[r->n] = gx_strdup(key))) {
+        r->nomem = true;
+        return;
+    }
+    r->recs[r->n++] = *rec;
+}
+
+/* Ask the central registry for the signatures still missing (one query,
+ * with their families' newest records: the prefetch), without t->mu held
+ * while it runs. A record of a missing key is a central hit, copied into
+ * tune.db and the cache; the family's others go into the cache. Nothing
+ * is asked while the registry is down (its thread reconnects). */
+static void s_central(gxd_tune *t, const gxd_tune_sig *sigs, char **keys, size_t n,
+                      gxd_tune_rec *recs, bool *found)
+{
+    const char **ask = calloc(n, sizeof *ask), **fams = calloc(n, sizeof *fams);
+    char **famv = calloc(n, sizeof *famv);
+    s_rows rows = {0};
+    size_t n_ask = 0, n_fam = 0;
+    if (!ask || !fams || !famv)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        if (!keys[i] || found[i])
+            continue;
+        ask[n_ask++] = keys[i];
+        if (!(famv[i] = gxd_tune_family(t, &sigs[i])))
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < n_fam && !dup; k++)
+            dup = !strcmp(fams[k], famv[i]);
+        if (!dup)
+            fams[n_fam++] = famv[i];
+    }
+    if (!n_ask)
+        goto out;
+    const int rc = gxd_tune_up_get(t->up, ask, n_ask, fams, n_fam, GXD_TUNE_PREFETCH, s_row_add,
+                                   &rows);
+    pthread_mutex_lock(&t->mu);
+    if (rc == GX_OK) {
+        for (size_t r = 0; r < rows.n; r++) {
+            bool asked = false;
+            for (size_t i = 0; i < n; i++)
+                if (keys[i] && !found[i] && !strcmp(keys[i], rows.keys[r])) {
+                    asked = true;
+                    found[i] = true;
+                    recs[i] = rows.recs[r];
+                    t->st.hits[GXD_TUNE_CENTRAL]++;
+                    s_cache_put(t, keys[i], &rows.recs[r]);
+                    if (t->db && famv[i] &&
+                        gxd_tune_db_put(t->db, keys[i], famv[i], gx_op_name(sigs[i].op),
+                                        &rows.recs[r]) != GX_OK)
+                        t->st.db_errors++;
+                }
+            if (!asked && !s_slot(t, rows.keys[r])->key) {
+                s_cache_put(t, rows.keys[r], &rows.recs[r]);
+                t->st.prefetched++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+out:
+    for (size_t r = 0; r < rows.n; r++)
+        free(rows.keys[r]);
+    free(rows.keys);
+    free(rows.recs);
+    for (size_t i = 0; famv && i < n; i++)
+        free(famv[i]);
+    free(famv);
+    free(fams);
+    free(ask);
+}
+
 void gxd_tune_lookup_batch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n, gxd_tune_rec *recs,
                            bool *found)
 {
@@ -339,6 +445,10 @@ void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const dou
         }
         s_prefetch(t, sigs, n);
     }
+    pthread_mutex_unlock(&t->mu);
+    if (t->up)
+        s_central(t, sigs, keys, n, recs, found);
+    pthread_mutex_lock(&t->mu);
     for (size_t i = 0; i < n; i++)
         t->st.misses += keys[i] && !found[i];
     pthread_mutex_unlock(&t->mu);
@@ -376,6 +486,8 @@ int gxd_tune_store(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *rec
         t->db_warned = true;
     }
     pthread_mutex_unlock(&t->mu);
+    if (t->up) /* sent by the central registry's thread */
+        gxd_tune_up_put(t->up, key, fam, gx_op_name(sig->op), rec);
     free(key);
     free(fam);
     return rc;
@@ -387,9 +499,21 @@ void gxd_tune_get_stats(gxd_tune *t, gxd_tune_stats *s)
     *s = t->st;
     s->cached = (int64_t)t->n_cached;
     pthread_mutex_unlock(&t->mu);
+    if (t->up)
+        gxd_tune_up_stats(t->up, s);
     pthread_mutex_lock(&t->qmu);
     s->pending = (int64_t)t->n_pending + (t->busy ? 1 : 0);
     pthread_mutex_unlock(&t->qmu);
+}
+
+int gxd_tune_upstream_sync(gxd_tune *t)
+{
+    return t && t->up ? gxd_tune_up_sync(t->up) : GX_EIO;
+}
+
+int gxd_tune_upstream_check(const char *url, char *err, size_t errlen)
+{
+    return gxd_tune_up_check_url(url, err, errlen);
 }
 
 bool gxd_tune_peek(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec)

@@ -109,6 +109,7 @@ typedef struct gxd_tune_impl {
 typedef enum gxd_tune_level {
     GXD_TUNE_MEMORY,
     GXD_TUNE_LOCAL,
+    GXD_TUNE_CENTRAL, /* tune.upstream, the site's PostgreSQL registry */
     GXD_TUNE_LEVEL_COUNT
 } gxd_tune_level;
 
@@ -139,6 +140,10 @@ typedef struct gxd_tune_opts {
     int64_t max_records; /* rows kept in tune.db (oldest beyond are removed); 0: 100000 */
     int64_t max_cached;  /* records kept in memory; 0: 4096 */
     gxd_log *log;        /* where warnings go (may be NULL) */
+    /* The central registry shared by a site's daemons: a postgresql:// URL
+     * (libpq's), NULL or "": none. Looked up after tune.db; winners are
+     * written to it too (the faster record kept). */
+    const char *upstream;
 } gxd_tune_opts;
 
 /* A new registry with the built-in implementations this build and CPU
@@ -184,6 +189,17 @@ void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const dou
  * tests too). GX_OK, or GX_EIO when the database refused it (memory keeps
  * it). */
 int gxd_tune_store(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *rec);
+
+/* The central registry (opts.upstream) now, on this thread: connect if
+ * down (ignoring the retry backoff) and send every queued winner. GX_OK
+ * when connected with nothing left to send; GX_EIO when unreachable (or
+ * none configured). Tests, and `gexec-submit tune`'s wait; the daemon's
+ * own thread does this in the background. */
+int gxd_tune_upstream_sync(gxd_tune *t);
+
+/* Is url a postgresql:// URL libpq accepts? GX_OK or GX_EINVAL with err
+ * (the config check of tune.upstream). */
+int gxd_tune_upstream_check(const char *url, char *err, size_t errlen);
 
 /* Forget the in-memory cache (tests: the next lookup reads tune.db). */
 void gxd_tune_cache_clear(gxd_tune *t);
@@ -252,6 +268,12 @@ typedef struct gxd_tune_stats {
     int64_t pending;      /* signatures waiting now (both queues) */
     int64_t cached;       /* records in memory now */
     int64_t prefetched;   /* records read into memory with another signature of their family */
+    /* the central registry (all 0 without one) */
+    bool upstream_up;         /* connected now */
+    int64_t upstream_errors;  /* failed connections, reads and writes */
+    int64_t upstream_written; /* winners sent (kept there only when faster) */
+    int64_t upstream_queued;  /* winners waiting to be sent */
+    int64_t upstream_dropped; /* winners not sent (queue full in an outage, refused) */
     /* winners stored by this daemon, per source of the winning
      * implementation ("gexec", "openblas", ...) */
     struct {

@@ -97,6 +97,34 @@ int gxd_tune_db_put(gxd_tune_db *db, const char *key, const char *family, const 
 int gxd_tune_db_family(gxd_tune_db *db, const char *family, int max,
                        void (*fn)(void *arg, const char *key, const gxd_tune_rec *rec), void *arg);
 
+/* ---- the central registry (daemon/tune/upstream.c) ---- */
+
+typedef struct gxd_tune_up gxd_tune_up;
+
+/* GX_OK or GX_EINVAL with err. */
+int gxd_tune_up_check_url(const char *url, char *err, size_t errlen);
+/* A central registry at url and its thread, which connects (now, and
+ * after a failure with a backoff of 1 s doubling to 60 s) and sends the
+ * queued writes. NULL with err on a bad URL or ENOMEM. */
+gxd_tune_up *gxd_tune_up_new(const char *url, gxd_log *log, char *err, size_t errlen);
+/* Stops the thread, closes, frees (queued writes are lost). Accepts NULL. */
+void gxd_tune_up_destroy(gxd_tune_up **u);
+/* Queue key's winner for the thread (copied). */
+void gxd_tune_up_put(gxd_tune_up *u, const char *key, const char *family, const char *op,
+                     const gxd_tune_rec *rec);
+/* One query: fn for each record of keys[0..n_keys) and each of the newest
+ * max_per_family of families[0..n_fam) (rec->level GXD_TUNE_CENTRAL).
+ * Only while connected (GX_EIO at once when not: never connects); a
+ * failure drops the connection for the thread to retry. GX_OK, GX_EIO,
+ * GX_ENOMEM. */
+int gxd_tune_up_get(gxd_tune_up *u, const char *const *keys, size_t n_keys,
+                    const char *const *families, size_t n_fam, int max_per_family,
+                    void (*fn)(void *arg, const char *key, const gxd_tune_rec *rec), void *arg);
+/* gxd_tune_upstream_sync's work. */
+int gxd_tune_up_sync(gxd_tune_up *u);
+/* The upstream_* fields of s. */
+void gxd_tune_up_stats(gxd_tune_up *u, gxd_tune_stats *s);
+
 /* ---- the registry (daemon/tune/registry.c, explore.c) ---- */
 
 /* One cached record (a slot of the cache table; key NULL: free). */
@@ -130,6 +158,7 @@ struct gxd_tune {
     uint64_t clock;
     gxd_tune_db *db;
     bool db_warned;
+    gxd_tune_up *up; /* tune.upstream, or NULL (its own lock) */
     gxd_tune_stats st;
 
     pthread_mutex_t qmu; /* the queues, the explorer */
