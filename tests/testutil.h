@@ -16,6 +16,7 @@
 
 Suite *status_suite(void);
 Suite *tune_suite(void);
+Suite *tune_upstream_suite(void);
 Suite *wire_suite(void);
 Suite *npy_suite(void);
 Suite *yaml_suite(void);

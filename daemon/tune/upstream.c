@@ -115,7 +115,7 @@ static PGconn *s_connect(const char *url, char *msg, size_t len)
 {
     const char *const keys[] = {"dbname",  "connect_timeout", "tcp_user_timeout",
                                 "options", "application_name", NULL};
-    const char *const vals[] = {url, "2", "2000", "-c statement_timeout=2000", "gexecd", NULL};
+    const char *const vals[] = {url, "2", "2000", "-c statement_timeout=2000 -c client_min_messages=warning", "gexecd", NULL};
     PGconn *pg = PQconnectdbParams(keys, vals, 1);
     if (!pg) {
         snprintf(msg, len, "out of memory");
@@ -221,6 +221,10 @@ static void *s_main(void *arg)
     gxd_tune_up *u = arg;
     pthread_mutex_lock(&u->mu);
     while (!u->stop) {
+        if (u->connecting) { /* a sync is connecting: wait for its outcome */
+            pthread_cond_wait(&u->cv, &u->mu);
+            continue;
+        }
         if (!u->pg && s_now_ms() >= u->next_try_ms)
             s_try_connect(u);
         s_flush(u);
