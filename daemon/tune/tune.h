@@ -22,7 +22,11 @@
  * SQLite database tune.db (bounded in rows; a file that is not a valid
  * database is moved aside, logged, and a new one made), which also
  * prefetches the records of the same products at other batch sizes (the
- * signature's family) into the cache. A miss returns
+ * signature's family) into the cache, then (opts.upstream) the site's
+ * central PostgreSQL registry, asked only while its thread holds a
+ * connection (daemon/tune/upstream.c; its records are copied into
+ * tune.db and the cache, winners are sent to it, the faster kept). A
+ * miss returns
  * nothing: the caller compiles with the default at once, and (mode
  * explore) the signature goes to the collection queue; the explorer thread
  * admits queued signatures into its exploration queue by how often they
