@@ -13,6 +13,7 @@
  * once, and again only after the server came back.
  */
 #include <libpq-fe.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,7 +180,7 @@ static void s_write_free(s_write *w)
 /* Send the queued writes, oldest first, while connected. Under u->mu. */
 static void s_flush(gxd_tune_up *u)
 {
-    while (u->pg && u->n_q) {
+    while (u->pg && u->n_q && !u->stop) {
         s_write *w = &u->q[0];
         char version[16], ns[24], at[24];
         snprintf(version, sizeof version, "%d", w->rec.version);
@@ -213,6 +214,11 @@ static void s_flush(gxd_tune_up *u)
         memmove(&u->q[0], &u->q[1], (u->n_q - 1) * sizeof u->q[0]);
         u->n_q--;
         memset(&u->q[u->n_q], 0, sizeof u->q[0]);
+        /* let a lookup in between two writes: a long queue after an
+         * outage must not hold a compile up */
+        pthread_mutex_unlock(&u->mu);
+        sched_yield();
+        pthread_mutex_lock(&u->mu);
     }
 }
 
