@@ -845,7 +845,7 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
     }
     gxd_tune_stats ts;
     gxd_tune_get_stats(ctx->tune, &ts);
-    msgpack_pack_map(pk, 21);
+    msgpack_pack_map(pk, 22);
     gx_mp_pack_str(pk, "mode");
     gx_mp_pack_str(pk, gxd_tune_mode_name(gxd_tune_get_mode(ctx->tune)));
     s_pack_kv(pk, "lookups", ts.lookups);
@@ -871,6 +871,17 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
     msgpack_pack_map(pk, (uint32_t)ts.n_wins);
     for (int i = 0; i < ts.n_wins; i++)
         s_pack_kv(pk, ts.wins[i].source, ts.wins[i].n);
+    gx_mp_pack_str(pk, "top");
+    msgpack_pack_array(pk, (uint32_t)ts.n_top);
+    for (int i = 0; i < ts.n_top; i++) {
+        msgpack_pack_map(pk, 4);
+        gx_mp_pack_str(pk, "signature");
+        gx_mp_pack_str(pk, ts.top[i].sig);
+        gx_mp_pack_str(pk, "impl");
+        gx_mp_pack_str(pk, ts.top[i].impl);
+        s_pack_kv(pk, "version", ts.top[i].version);
+        s_pack_kv(pk, "reuse", ts.top[i].reuse);
+    }
 }
 
 size_t gxd_device_stats(const gxd_ctx *ctx, gxd_device_stat *out, size_t max)

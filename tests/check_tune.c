@@ -206,6 +206,13 @@ START_TEST(test_lookup_order)
     ck_assert_int_eq(st.queued, 0); /* mode cache: misses are not explored */
     ck_assert_int_eq(st.stored, 2);
     ck_assert_int_eq(st.db_errors, 0);
+    /* reuse per record: a found 3 times, b twice */
+    ck_assert_int_eq(st.n_top, 2);
+    ck_assert_str_eq(st.top[0].sig, "MatMul f32 a[8,64] b[64,32] y[8,32] plain");
+    ck_assert_str_eq(st.top[0].impl, "blas");
+    ck_assert_int_eq(st.top[0].reuse, 3);
+    ck_assert_str_eq(st.top[1].impl, "plain");
+    ck_assert_int_eq(st.top[1].reuse, 2);
     gxd_tune_destroy(&t);
     ck_assert_ptr_null(t);
     gxt_rmtree(dir);

@@ -230,6 +230,8 @@ START_TEST(test_lookup_order)
     ck_assert_int_eq(st.hits[GXD_TUNE_LOCAL], 1);
     ck_assert_int_eq(st.misses, 0);
     ck_assert(st.upstream_up);
+    ck_assert_int_eq(st.n_top, 1); /* found once since the cache was cleared */
+    ck_assert_int_eq(st.top[0].reuse, 1);
     gxd_tune_destroy(&b);
 
     /* b's tune.db alone has it now */
@@ -600,6 +602,11 @@ START_TEST(test_daemon)
     ck_assert_msg(strstr(json, "\"source\":\"tuned (central)\""), "%s", json);
     free(json);
     ck_assert_int_eq(gxt_stat(c, "tune.hits_central"), 1);
+    ck_assert_int_eq(gx_client_stats(c, &json), GX_OK);
+    ck_assert_msg(strstr(json, "\"top\":[{\"signature\":\"MatMul f32 a[4,64] b[64,32] y[4,32] "
+                               "plain\",\"impl\":\""),
+                  "%s", json);
+    free(json);
     gx_client_destroy(&c);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
     gxt_rmtree(d.dir);

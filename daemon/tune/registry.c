@@ -239,7 +239,10 @@ static void s_cache_put(gxd_tune *t, const char *key, const gxd_tune_rec *rec)
         if (!(e->key = gx_strdup(key)))
             return; /* ENOMEM: the record is just not cached */
         t->n_cached++;
+        e->reuse = 0;
     }
+    if (e->rec.ns != rec->ns || strcmp(e->rec.impl, rec->impl) || e->rec.version != rec->version)
+        e->reuse = 0; /* another record: its own count */
     e->rec = *rec;
     e->used = ++t->clock;
 }
@@ -364,6 +367,7 @@ static void s_central(gxd_tune *t, const gxd_tune_sig *sigs, char **keys, size_t
                     recs[i] = rows.recs[r];
                     t->st.hits[GXD_TUNE_CENTRAL]++;
                     s_cache_put(t, keys[i], &rows.recs[r]);
+                    s_slot(t, keys[i])->reuse += s_slot(t, keys[i])->key != NULL;
                     if (t->db && famv[i] &&
                         gxd_tune_db_put(t->db, keys[i], famv[i], gx_op_name(sigs[i].op),
                                         &rows.recs[r]) != GX_OK)
@@ -416,6 +420,7 @@ void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const dou
         gxd_tune_slot *e = s_slot(t, keys[i]);
         if (e->key) {
             e->used = ++t->clock;
+            e->reuse++;
             recs[i] = e->rec;
             recs[i].level = GXD_TUNE_MEMORY;
             found[i] = true;
@@ -440,6 +445,7 @@ void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const dou
                     found[i] = true;
                     t->st.hits[GXD_TUNE_LOCAL]++;
                     s_cache_put(t, keys[i], &recs[i]);
+                    s_slot(t, keys[i])->reuse += s_slot(t, keys[i])->key != NULL;
                 }
             free(ask);
         }
@@ -498,6 +504,28 @@ void gxd_tune_get_stats(gxd_tune *t, gxd_tune_stats *s)
     pthread_mutex_lock(&t->mu);
     *s = t->st;
     s->cached = (int64_t)t->n_cached;
+    s->n_top = 0;
+    for (size_t i = 0; i < t->n_slots; i++) { /* insertion into the top, most reused first */
+        const gxd_tune_slot *e = &t->slots[i];
+        if (!e->key || e->reuse <= 0)
+            continue;
+        int at = s->n_top;
+        while (at > 0 && s->top[at - 1].reuse < e->reuse)
+            at--;
+        if (at >= GXD_TUNE_TOP)
+            continue;
+        const int last = s->n_top < GXD_TUNE_TOP ? s->n_top : GXD_TUNE_TOP - 1;
+        memmove(&s->top[at + 1], &s->top[at], (size_t)(last - at) * sizeof s->top[0]);
+        snprintf(s->top[at].sig, sizeof s->top[at].sig, "%.*s", (int)strcspn(e->key, "|"), e->key);
+        const size_t n = strlen(s->top[at].sig);
+        if (n && s->top[at].sig[n - 1] == ' ')
+            s->top[at].sig[n - 1] = '\0';
+        snprintf(s->top[at].impl, sizeof s->top[at].impl, "%s", e->rec.impl);
+        s->top[at].version = e->rec.version;
+        s->top[at].reuse = e->reuse;
+        if (s->n_top < GXD_TUNE_TOP)
+            s->n_top++;
+    }
     pthread_mutex_unlock(&t->mu);
     if (t->up)
         gxd_tune_up_stats(t->up, s);

@@ -259,6 +259,8 @@ bool gxd_tune_plan_stale(const struct gxd_plan *p, const struct gxd_profile *pro
 
 /* ---- statistics -------------------------------------------------------- */
 
+#define GXD_TUNE_TOP 8
+
 typedef struct gxd_tune_stats {
     int64_t lookups;
     int64_t hits[GXD_TUNE_LEVEL_COUNT];
@@ -285,6 +287,15 @@ typedef struct gxd_tune_stats {
         int64_t n;
     } wins[GXD_TUNE_MAX_IMPLS];
     int n_wins;
+    /* the records in memory found most often (reuse: lookups that found
+     * it since it was cached, at any level), most reused first */
+    struct {
+        char sig[160]; /* the signature part of its key */
+        char impl[32];
+        int version;
+        int64_t reuse;
+    } top[GXD_TUNE_TOP];
+    int n_top;
 } gxd_tune_stats;
 
 void gxd_tune_get_stats(gxd_tune *t, gxd_tune_stats *s);

@@ -132,6 +132,7 @@ typedef struct gxd_tune_slot {
     char *key;
     gxd_tune_rec rec;
     uint64_t used; /* t->clock when last found */
+    int64_t reuse; /* lookups that found it since it was cached */
 } gxd_tune_slot;
 
 /* A signature waiting for exploration; hits: lookups that missed it;
