@@ -42,8 +42,16 @@ struct gx_result {
     char *text;           /* STATS in Prometheus' text format */
     char *list_json;      /* LIST */
     char key[128];        /* COMPILE: the artifact's name in the daemon's cache */
-    uint64_t *shm_at;     /* per output: offset + 1 in the request's output area, 0: none */
-    size_t *shm_bytes;
+    struct gx_shm_out *shm; /* per output: where it lies in the request's output area */
+};
+
+/* An output the daemon wrote to the request's output area. */
+struct gx_shm_out {
+    uint64_t at; /* offset + 1 in the region, 0: the output is not there */
+    size_t bytes;
+    gx_dtype dtype;
+    int ndim;
+    int64_t shape[GX_MAX_DIMS];
 };
 
 struct gx_job {
@@ -359,8 +367,7 @@ GX_EXPORT void gx_result_destroy(gx_result **rp)
     }
     free(r->names);
     free(r->tensors);
-    free(r->shm_at);
-    free(r->shm_bytes);
+    free(r->shm);
     free(r->message);
     free(r->stats_json);
     free(r->plan_json);
@@ -528,8 +535,10 @@ static int s_shm_output(gx_client *c, gx_result *r, size_t i, const gx_wire_shm_
                        r->names[i], (unsigned long long)ref->offset,
                        (unsigned long long)ref->bytes, ref->region);
     if (s != c->pool) {
-        r->shm_at[i] = ref->offset + 1;
-        r->shm_bytes[i] = nbytes;
+        struct gx_shm_out *o = &r->shm[i];
+        *o = (struct gx_shm_out){.at = ref->offset + 1, .bytes = nbytes, .dtype = dt,
+                                 .ndim = ndim};
+        memcpy(o->shape, shape, (size_t)ndim * sizeof *shape);
         return GX_OK;
     }
     r->tensors[i] = gx_tensor_new_copy(dt, ndim, shape, (const char *)s->base + ref->offset,
@@ -619,9 +628,8 @@ static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frame
                        in_shm, nframes);
     r->names = calloc(n + 1, sizeof *r->names);
     r->tensors = calloc(n + 1, sizeof *r->tensors);
-    r->shm_at = calloc(n + 1, sizeof *r->shm_at);
-    r->shm_bytes = calloc(n + 1, sizeof *r->shm_bytes);
-    if (!r->names || !r->tensors || !r->shm_at || !r->shm_bytes)
+    r->shm = calloc(n + 1, sizeof *r->shm);
+    if (!r->names || !r->tensors || !r->shm)
         return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
     size_t total = 0;
     for (size_t i = 0, f = 0; i < n; i++) {
@@ -1558,13 +1566,25 @@ GX_EXPORT int gx_request_set_output_shm(gx_request *rq, const gx_shm *s, size_t 
 
 GX_EXPORT bool gx_result_output_shm(const gx_result *r, size_t i, size_t *offset, size_t *nbytes)
 {
-    if (!r || i >= r->n_out || !r->shm_at || !r->shm_at[i])
+    if (!r || i >= r->n_out || !r->shm || !r->shm[i].at)
         return false;
     if (offset)
-        *offset = r->shm_at[i] - 1;
+        *offset = r->shm[i].at - 1;
     if (nbytes)
-        *nbytes = r->shm_bytes[i];
+        *nbytes = r->shm[i].bytes;
     return true;
+}
+
+GX_EXPORT const int64_t *gx_result_output_shm_shape(const gx_result *r, size_t i, gx_dtype *dt,
+                                                    int *ndim)
+{
+    if (!r || i >= r->n_out || !r->shm || !r->shm[i].at)
+        return NULL;
+    if (dt)
+        *dt = r->shm[i].dtype;
+    if (ndim)
+        *ndim = r->shm[i].ndim;
+    return r->shm[i].shape;
 }
 
 

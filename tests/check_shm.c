@@ -151,6 +151,17 @@ START_TEST(test_shm_results_identical)
     ck_assert(gx_result_output_shm(r, 0, &at_y, &ny));
     ck_assert(gx_result_output_shm(r, 1, &at_s, &ns));
     ck_assert_ptr_null(gx_result_output(r, 0));
+    gx_dtype dt_y = GX_DTYPE_COUNT, dt_s = GX_DTYPE_COUNT;
+    int nd_y = -1, nd_s = -1;
+    const int64_t *sh_y = gx_result_output_shm_shape(r, 0, &dt_y, &nd_y);
+    const int64_t *sh_s = gx_result_output_shm_shape(r, 1, &dt_s, &nd_s);
+    ck_assert(sh_y && sh_s);
+    ck_assert_int_eq(dt_y, GX_F32);
+    ck_assert_int_eq(nd_y, 2);
+    ck_assert(sh_y[0] == m && sh_y[1] == m);
+    ck_assert_int_eq(dt_s, GX_I64);
+    ck_assert_int_eq(nd_s, 1);
+    ck_assert(sh_s[0] == m);
     ck_assert_uint_eq(ny + ns, lm);
     ck_assert_uint_ge(at_y, 4 << 20);
     ck_assert_int_eq(memcmp(base + at_y, ym, ny), 0);
@@ -160,6 +171,7 @@ START_TEST(test_shm_results_identical)
     ck_assert_int_eq(gx_request_set_output_shm(rq, s, 4 << 20, ns), GX_OK);
     ck_assert_int_eq(gx_client_run(shm, rq, &r), GX_OK);
     ck_assert(!gx_result_output_shm(r, 0, NULL, NULL));
+    ck_assert_ptr_null(gx_result_output_shm_shape(r, 0, NULL, NULL));
     ck_assert(gx_result_output_shm(r, 1, NULL, NULL));
     ck_assert_int_eq(memcmp(gx_tensor_cdata(gx_result_output(r, 0)), ym, ny), 0);
     gx_result_destroy(&r);

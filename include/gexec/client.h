@@ -345,6 +345,11 @@ GX_EXPORT int gx_request_set_output_shm(gx_request *rq, const gx_shm *s, size_t 
  * of them) in that region. */
 GX_EXPORT bool gx_result_output_shm(const gx_result *r, size_t i, size_t *offset,
                                     size_t *nbytes);
+/* The dtype (*dt) and shape (*ndim dimensions, the array returned, owned
+ * by the result) of output i when it was written to the output area;
+ * NULL when it was not (gx_result_output then has it). */
+GX_EXPORT const int64_t *gx_result_output_shm_shape(const gx_result *r, size_t i, gx_dtype *dt,
+                                                    int *ndim);
 
 #ifdef __cplusplus
 }

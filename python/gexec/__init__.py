@@ -6,6 +6,8 @@
         y = c.run(g, {"x": np.ones((1, 4), np.float32)})["y"]
         f = c.submit(g, {"x": x}, deadline_ms=50)
         f.result(timeout=1.0)                   # or f.cancel()
+        shm = gexec.SharedMemory(1 << 20)       # arrays the daemon reads and writes
+        c.register(shm)                         # in place (local daemon, docs/shm.md)
 
 A thin layer over libgexec (ctypes): the C library parses YAML and ONNX
 files, speaks the protocol and does the waiting; see python/README.md.
@@ -15,8 +17,9 @@ from ._lib import path as library_path
 from .errors import (Error, ConnectError, DeadlineError, CancelledError, QueueFullError,
                      ShutdownError, PermissionDeniedError, InvalidInputError)
 from .client import Client, Graph, Future, RunInfo, default_endpoint, modes, dtypes
+from .shm import SharedMemory
 
-__all__ = ["Client", "Graph", "Future", "RunInfo", "Error", "ConnectError", "DeadlineError",
+__all__ = ["Client", "Graph", "Future", "RunInfo", "SharedMemory", "Error", "ConnectError", "DeadlineError",
            "CancelledError", "QueueFullError", "ShutdownError", "PermissionDeniedError",
            "InvalidInputError",
            "default_endpoint", "modes", "dtypes", "library_path"]

@@ -144,6 +144,21 @@ def _declare(lib):
         "gx_result_output_name": (c_char_p, [P, S]),
         "gx_result_take_output": (P, [P, S]),
         "gx_result_destroy": (None, [ctypes.POINTER(P)]),
+        # client.h, shared memory (docs/shm.md)
+        "gx_shm_new": (P, [S, ctypes.c_char_p, S]),
+        "gx_shm_destroy": (None, [ctypes.POINTER(P)]),
+        "gx_shm_data": (P, [P]),
+        "gx_shm_size": (S, [P]),
+        "gx_shm_name": (c_char_p, [P]),
+        "gx_client_shm_register": (c_int, [P, P]),
+        "gx_client_shm_unregister": (c_int, [P, P]),
+        "gx_client_set_shm_threshold": (None, [P, S]),
+        "gx_request_add_input_shm": (c_int, [P, c_char_p, c_int, c_int,
+                                             ctypes.POINTER(c_int64), P, S]),
+        "gx_request_set_output_shm": (c_int, [P, P, S, S]),
+        "gx_result_output_shm": (ctypes.c_bool, [P, S, ctypes.POINTER(S), ctypes.POINTER(S)]),
+        "gx_result_output_shm_shape": (ctypes.POINTER(c_int64), [P, S, ctypes.POINTER(c_int),
+                                                                  ctypes.POINTER(c_int)]),
     }
     for name, (res, args) in protos.items():
         try:

@@ -29,6 +29,7 @@ import numpy as np
 from . import _lib
 from ._lib import lib, GraphId
 from .errors import Error, ConnectError, InvalidInputError, error
+from .shm import SharedMemory
 
 __all__ = ["Client", "Graph", "Future", "RunInfo", "default_endpoint", "modes",
            "dtypes"]
@@ -335,19 +336,37 @@ def _conn_error(rc, conn):
     return error(rc, msg[len(prefix):] if msg.startswith(prefix) else msg)
 
 
-def _outputs(r):
-    """{name: ndarray} of a successful result r (its tensors are taken)."""
+def _shm_output(r, i, name, shm):
+    """Output i of r, which the daemon wrote to the request's output area
+    in shm: an array over the region (no copy), or None when it is not
+    there."""
+    at, nbytes = ctypes.c_size_t(), ctypes.c_size_t()
+    if shm is None or not lib.gx_result_output_shm(r, i, ctypes.byref(at), ctypes.byref(nbytes)):
+        return None
+    code, ndim = ctypes.c_int(), ctypes.c_int()
+    shp = lib.gx_result_output_shm_shape(r, i, ctypes.byref(code), ctypes.byref(ndim))
+    npdt = _TO_NP.get(code.value)
+    if npdt is None:
+        raise Error(_EDTYPE, f"output '{name}' is {_DT_NAMES.get(code.value, code.value)}, "
+                    "which numpy lacks (for bfloat16 install ml_dtypes)")
+    return shm.array(tuple(shp[k] for k in range(ndim.value)), npdt, at.value)
+
+
+def _outputs(r, out_shm=None):
+    """{name: ndarray} of a successful result r (its tensors are taken);
+    those written to the output area in out_shm lie there."""
     out = {}
     for i in range(lib.gx_result_output_count(r)):
         name = lib.gx_result_output_name(r, i).decode()
-        t = lib.gx_result_take_output(r, i)
-        out[name] = _array_of(t, name)
+        a = _shm_output(r, i, name, out_shm)
+        out[name] = a if a is not None else _array_of(lib.gx_result_take_output(r, i), name)
     return out
 
 
-def _finish(rc, r, conn):
+def _finish(rc, r, conn, out_shm=None):
     """(outputs, info) of a reply r with status rc, or raises its error
-    (with info when the daemon answered); frees r."""
+    (with info when the daemon answered); frees r. out_shm: the region of
+    the request's output area, if it had one."""
     try:
         if not r:
             raise _conn_error(rc, conn)
@@ -357,7 +376,7 @@ def _finish(rc, r, conn):
             e = error(rc, lib.gx_result_message(r).decode(errors="replace"))
             e.info = info
             raise e
-        return _outputs(r), info
+        return _outputs(r, out_shm), info
     finally:
         if r:
             lib.gx_result_destroy(ctypes.byref(r))
@@ -406,6 +425,7 @@ class _Conn:
         self.futures = 0
         self.orphans = []
         self.pid = pid
+        self.regions = {}  # name: SharedMemory registered on this connection (under lock)
 
     def reap(self):
         """Destroy the orphaned jobs; under lock."""
@@ -453,8 +473,11 @@ class Client:
     or use it as a context manager, to close its connections.
     """
 
-    def __init__(self, endpoint=None, timeout_ms=60000, server_key=None, client_secret=None):
+    def __init__(self, endpoint=None, timeout_ms=60000, server_key=None, client_secret=None,
+                 shm_threshold=None):
         self.endpoint = endpoint if endpoint is not None else default_endpoint()
+        self.shm_threshold = shm_threshold
+        self._regions = {}  # name: SharedMemory registered with this client (under _lock)
         self._keys = tuple(None if k is None else os.fsencode(k)
                            for k in (server_key, client_secret))
         self.timeout_ms = -1 if timeout_ms is None else int(timeout_ms)
@@ -487,6 +510,10 @@ class Client:
                 if not ptr:
                     raise InvalidInputError(_EINVAL, err.value.decode(errors="replace"))
                 lib.gx_client_set_timeout(ptr, self.timeout_ms)
+                if self.shm_threshold is not None:
+                    lib.gx_client_set_shm_threshold(
+                        ptr, 2**64 - 1 if self.shm_threshold is False else
+                        max(0, int(self.shm_threshold)))
                 conn = _Conn(ptr, self._pid)
                 self._conns.append(conn)
             conn.busy = True
@@ -512,8 +539,13 @@ class Client:
         for c in conns:
             with c.lock:
                 c.reap()
-                lib.gx_client_destroy(ctypes.byref(c.ptr))
+                lib.gx_client_destroy(ctypes.byref(c.ptr))  # the daemon drops its regions
                 c.ptr = _P()
+                c.regions.clear()
+        with self._lock:
+            regions, self._regions = self._regions, {}
+        for shm in regions.values():
+            shm._clients.discard(self)
 
     def __enter__(self):
         return self
@@ -546,6 +578,74 @@ class Client:
         finally:
             _lib.free(out)
 
+    # -- shared memory (docs/shm.md) --
+
+    def register(self, shm):
+        """Register the SharedMemory shm with the daemon (SHM_REGISTER): from
+        now on an input array that lies in it is read by the daemon where it
+        is (no copy; do not change it until the job is done), and runs may
+        name it as output_shm. Raises PermissionDeniedError when the daemon
+        cannot map it (tcp, another user's daemon), InvalidInputError or
+        Error(GX_ELIMIT) beyond the daemon's limits. Each of the client's
+        connections registers it in turn, when it first needs it."""
+        if not isinstance(shm, SharedMemory):
+            raise TypeError(f"register takes a gexec.SharedMemory, not {type(shm).__name__}")
+        shm._check()
+        with self._lock:
+            self._regions[shm.name] = shm
+        shm._clients.add(self)
+        conn = self._checkout()
+        try:
+            self._attach(conn, [shm])
+        except BaseException:
+            with self._lock:
+                self._regions.pop(shm.name, None)
+            shm._clients.discard(self)
+            raise
+        finally:
+            self._checkin(conn)
+
+    def unregister(self, shm):
+        """SHM_UNREGISTER shm on every connection that registered it (the
+        daemon unmaps it once the jobs using it are done). Futures whose
+        output area lies in it must be done first."""
+        with self._lock:
+            if self._regions.pop(shm.name, None) is None:
+                raise InvalidInputError(_ENOTFOUND, f"region '{shm.name}' is not registered "
+                                        "with this client")
+            conns = list(self._conns)
+        shm._clients.discard(self)
+        if os.getpid() != self._pid:
+            return
+        for c in conns:
+            with c.lock:
+                if c.regions.pop(shm.name, None) is not None and c.ptr:
+                    lib.gx_client_shm_unregister(c.ptr, shm._p)
+
+    def _attach(self, conn, regions):
+        """Register each of regions on conn (held) that it lacks."""
+        for shm in regions:
+            if shm.name in conn.regions:
+                continue
+            shm._check()
+            rc = lib.gx_client_shm_register(conn.ptr, shm._p)
+            if rc < 0:
+                raise _conn_error(rc, conn)
+            conn.regions[shm.name] = shm
+
+    def _region_of(self, a):
+        """(SharedMemory, offset) of a registered region that the numpy
+        array a lies in, or None."""
+        if not self._regions:
+            return None
+        with self._lock:
+            regions = list(self._regions.values())
+        for shm in regions:
+            at = shm.offset_of(a)
+            if at is not None:
+                return shm, at
+        return None
+
     # -- requests --
 
     def ping(self):
@@ -571,9 +671,27 @@ class Client:
                      _names(g, lib.gx_graph_output_count, lib.gx_graph_output_name),
                      os.fspath(src) if isinstance(src, (str, os.PathLike)) else "<bytes>", g)
 
+    def _output_area(self, output_shm):
+        """(SharedMemory, offset, bytes) of run's output_shm argument."""
+        spec = output_shm if isinstance(output_shm, tuple) else (output_shm,)
+        if not 1 <= len(spec) <= 3 or not isinstance(spec[0], SharedMemory):
+            raise InvalidInputError(_EINVAL, "output_shm is a SharedMemory or a tuple "
+                                    "(SharedMemory, offset[, bytes])")
+        shm = spec[0]
+        off = int(spec[1]) if len(spec) > 1 else 0
+        nbytes = int(spec[2]) if len(spec) > 2 else shm.size - off
+        if self._regions.get(shm.name) is not shm:
+            raise InvalidInputError(_EINVAL, f"output_shm: region '{shm.name}' is not "
+                                    "registered with this client (Client.register it first)")
+        if off < 0 or nbytes < 0 or off > shm.size or nbytes > shm.size - off:
+            raise InvalidInputError(_EINVAL, f"output_shm: {nbytes} bytes at {off} lie outside "
+                                    f"region '{shm.name}' ({shm.size} bytes)")
+        return shm, off, nbytes
+
     def _request(self, graph, inputs, outputs=None, mode=None, priority=None,
-                 deadline_ms=None):
-        """(gx_request, [what to free or keep alive until it is sent])."""
+                 deadline_ms=None, output_shm=None, regions=None):
+        """(gx_request, [what to free or keep alive until it is sent]); the
+        regions the request names are appended to regions."""
         keep = []  # (destroy function, pointer) to free once sent, (None, array) to keep
         rq = _P(lib.gx_request_new())
         if not rq:
@@ -598,8 +716,15 @@ class Client:
                     continue
                 keep.append((None, a))  # borrowed by the request until it is sent
                 shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
-                if lib.gx_request_add_input_data(rq, name.encode(), code, a.ndim, shape,
-                                                 a.ctypes.data, a.nbytes) < 0:
+                place = self._region_of(a) if a.nbytes and regions is not None else None
+                if place:  # read by the daemon where it lies
+                    regions.append(place[0])
+                    rc = lib.gx_request_add_input_shm(rq, name.encode(), code, a.ndim, shape,
+                                                      place[0]._p, place[1])
+                else:
+                    rc = lib.gx_request_add_input_data(rq, name.encode(), code, a.ndim, shape,
+                                                       a.ctypes.data, a.nbytes)
+                if rc < 0:
                     raise InvalidInputError(_EINVAL, f"bad input name {name!r}")
             for name in outputs or ():
                 if lib.gx_request_add_output(rq, name.encode()) < 0:
@@ -615,13 +740,19 @@ class Client:
             if deadline_ms is not None and \
                     lib.gx_request_set_deadline_ms(rq, int(deadline_ms)) < 0:
                 raise InvalidInputError(_EINVAL, f"deadline_ms {deadline_ms} is negative")
+            if output_shm is not None:
+                shm, off, nbytes = self._output_area(output_shm)
+                regions.append(shm)
+                keep.append((None, shm))
+                if lib.gx_request_set_output_shm(rq, shm._p, off, nbytes) < 0:
+                    raise InvalidInputError(_EINVAL, "output_shm: refused by libgexec")
             return rq, keep
         except BaseException:
             _free(keep)
             raise
 
     def run(self, graph, inputs=None, mode=None, priority=None, deadline_ms=None,
-            outputs=None):
+            outputs=None, output_shm=None):
         """Run graph on inputs and wait; returns {output name: ndarray}.
 
         graph: a Graph from load() (runs by id), or a path or bytes as for
@@ -632,34 +763,51 @@ class Client:
         deadline_ms: the job fails with DeadlineError if not finished that
         long after the daemon received it (0 or None: no deadline).
         outputs: which of the graph's outputs to return (default: all).
+        output_shm: a SharedMemory registered with this client, or
+        (SharedMemory, offset[, bytes]): the daemon writes the outputs
+        there, one after the other as far as they fit, and those come back
+        as arrays over the region (no copy; they keep it mapped). They stay
+        valid until something writes that part of the region again, such
+        as the next run with the same output area: copy what you keep.
+        An input array that lies in a registered SharedMemory is read by
+        the daemon in place; others go through libgexec (its own region
+        for large ones on a local daemon, see shm_threshold).
         Raises an Error subclass on any failure.
         """
-        return self._send(True, graph, inputs, mode, priority, deadline_ms, outputs)
+        return self._send(True, graph, inputs, mode, priority, deadline_ms, outputs,
+                          output_shm)
 
     def submit(self, graph, inputs=None, mode=None, priority=None, deadline_ms=None,
-               outputs=None):
-        """Like run() without waiting: returns a Future."""
-        return self._send(False, graph, inputs, mode, priority, deadline_ms, outputs)
+               outputs=None, output_shm=None):
+        """Like run() without waiting: returns a Future. Inputs in a region
+        must not change, nor its output area be reused, until it is done."""
+        return self._send(False, graph, inputs, mode, priority, deadline_ms, outputs,
+                          output_shm)
 
-    def _send(self, wait, graph, inputs, mode, priority, deadline_ms, outputs):
-        rq, keep = self._request(graph, inputs, outputs, mode, priority, deadline_ms)
+    def _send(self, wait, graph, inputs, mode, priority, deadline_ms, outputs, output_shm=None):
+        regions = []
+        rq, keep = self._request(graph, inputs, outputs, mode, priority, deadline_ms,
+                                 output_shm, regions)
+        out_shm = regions[-1] if output_shm is not None else None
         retry = graph if isinstance(graph, Graph) else None
         try:
             conn = self._checkout(for_submit=not wait)
             try:
+                self._attach(conn, regions)
                 if wait:
                     r = _P()
                     rc = lib.gx_client_run(conn.ptr, rq, ctypes.byref(r))
                     if rc == _ENOTFOUND and r and retry and retry._reload(conn) == 0:
                         lib.gx_result_destroy(ctypes.byref(r))
                         rc = lib.gx_client_run(conn.ptr, rq, ctypes.byref(r))
-                    return _finish(rc, r, conn)[0]
+                    return _finish(rc, r, conn, out_shm)[0]
                 job = _P()
                 rc = lib.gx_client_submit(conn.ptr, rq, ctypes.byref(job))
                 if rc < 0:
                     raise _conn_error(rc, conn)
                 conn.futures += 1
                 f = Future(self, conn, job)
+                f._out_shm = out_shm
                 if retry:  # the Future keeps the request to send it again
                     f._retry, keep = (retry, rq, keep), []
                 return f
@@ -713,6 +861,7 @@ class Future:
         self._outputs = None
         self._exc = None
         self._retry = None     # (Graph, gx_request, keep) of a run by id not yet retried
+        self._out_shm = None   # the SharedMemory of the request's output area
         self.info = None
 
     def _resend(self):
@@ -742,7 +891,7 @@ class Future:
             _free(self._retry[2])
             self._retry = None
         try:
-            self._outputs, self.info = _finish(rc, r, self._conn)
+            self._outputs, self.info = _finish(rc, r, self._conn, self._out_shm)
         except Error as e:
             self._exc = e
             self.info = e.info
