@@ -4,6 +4,7 @@ threshold, and the lifetime rules. Against a gexecd of this module's own,
 so its STATS count only these regions."""
 
 import gc
+import os
 import threading
 
 import numpy as np
@@ -175,3 +176,24 @@ def test_array_keeps_region_alive(daemon):
         np.testing.assert_array_equal(y, np.full((100, 3), 3, np.float32))  # still mapped
         y[...] = 5
         assert float(y.sum()) == 1500.0
+
+
+def test_input_is_read_in_the_region(daemon):
+    """An input in a registered region is named by its place, not sent: a
+    region whose file was truncated after registration is refused
+    (GX_EIO) where a copy would have gone through."""
+    with gexec.Client(daemon.endpoint) as c:
+        g = c.load(data("affine.yaml"))
+        shm = gexec.SharedMemory(1 << 20)
+        c.register(shm)
+        x = shm.array((1000, 3), np.float32)
+        x[...] = 1
+        np.testing.assert_array_equal(c.run(g, {"x": x})["y"], np.full((1000, 3), 3))
+        os.truncate(f"/dev/shm/{shm.name}", 1 << 19)  # x's pages stay
+        with pytest.raises(gexec.Error) as e:
+            c.run(g, {"x": x})
+        assert e.value.name == "GX_EIO" and "truncated" in e.value.message
+        np.testing.assert_array_equal(c.run(g, {"x": x.copy()})["y"], np.full((1000, 3), 3))
+        del x, e  # (the exception's traceback holds the inputs)
+        gc.collect()
+        shm.close()
