@@ -469,6 +469,11 @@ class Client:
     libgexec does. A daemon that refuses this client's key raises
     PermissionDeniedError on the first call.
 
+    shm_threshold: on a local daemon, inputs of at least that many bytes go
+    through libgexec's own shared-memory region (False: never; None: the
+    library's default, $GEXEC_SHM_THRESHOLD or 65536). Arrays in a region
+    of your own go in place: see register() and run()'s output_shm.
+
     Use it from any number of threads (see the module's notes); close() it,
     or use it as a context manager, to close its connections.
     """
