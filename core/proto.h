@@ -40,7 +40,10 @@
     X(COMPILE, "COMPILE", true)                                               \
     X(SHM_REGISTER, "SHM_REGISTER", false)                                    \
     X(SHM_UNREGISTER, "SHM_UNREGISTER", false)                                \
-    X(SHM_LIST, "SHM_LIST", false)
+    X(SHM_LIST, "SHM_LIST", false)                                            \
+    X(RING_OPEN, "RING_OPEN", false)                                          \
+    X(RING_BIND, "RING_BIND", false)                                          \
+    X(RING_CLOSE, "RING_CLOSE", false)
 
 typedef enum gx_req {
 #define GX_REQ_ENUM(e, name, frames) GX_REQ_##e,
@@ -82,6 +85,8 @@ typedef enum gx_req {
     X(REGION, "region")                                                       \
     X(BYTES, "bytes")                                                         \
     X(SHM, "shm")                                                             \
+    X(SLOT, "slot")                                                           \
+    X(ENTRIES, "entries")                                                     \
     /* replies */                                                             \
     X(RUN, "run")                                                             \
     X(KEY, "key")                                                             \

@@ -15,6 +15,7 @@
 #include "daemon/log.h"
 #include "daemon/models.h"
 #include "daemon/queue.h"
+#include "daemon/ring.h"
 #include "daemon/shm.h"
 #include "daemon/topo.h"
 
@@ -62,6 +63,7 @@ typedef struct gxd_ctx {
     gxd_queue queue;
     gxd_models models;
     gxd_shm shm; /* clients' shared-memory regions (daemon/shm.h) */
+    gxd_rings rings; /* submission/completion rings in those regions (daemon/ring.h) */
     gxd_clients clients; /* graphs each client holds, for its limits (daemon/clients.h) */
     struct gxd_pool *pool;
     struct gxd_tune *tune; /* best-implementation registry (daemon/tune); NULL: tune.mode off */

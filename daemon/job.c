@@ -7,6 +7,7 @@
 
 #include "daemon/job.h"
 #include "daemon/models.h"
+#include "daemon/ring.h"
 #include "daemon/shm.h"
 
 int64_t gxd_now_us(void)
@@ -56,6 +57,7 @@ void gxd_job_destroy(gxd_job **jp)
         gx_tensor_destroy(&j->out[i].value);
     }
     gxd_shm_region_release(&j->out_shm);
+    gxd_ring_release(&j->ring);
     free(j->in);
     free(j->want);
     free(j->out);

@@ -26,6 +26,7 @@ typedef enum gxd_job_kind {
 #define GXD_MAX_IDENTITY 256
 
 struct gxd_shm_region;
+struct gxd_ring;
 
 typedef struct gxd_job_input {
     char *name;
@@ -96,6 +97,10 @@ typedef struct gxd_job {
      * through batch_next; the worker hands each to the done callback) */
     struct gxd_job *batch_next;
     struct gxd_job *next; /* done list link */
+    /* a job submitted through a shared-memory ring (daemon/ring.h): its one
+     * completion goes there, tagged ring_user, instead of a reply */
+    struct gxd_ring *ring; /* a reference, or NULL */
+    uint64_t ring_user;
 } gxd_job;
 
 /* A new empty job; caller owns it. NULL on ENOMEM. */

@@ -36,6 +36,7 @@ static void s_queue(gxd_ctx *ctx, gxd_config *next)
 static void s_priority(gxd_ctx *ctx, gxd_config *next)
 {
     ctx->cfg.limits_max_client_priority = next->limits_max_client_priority;
+    atomic_store(&ctx->rings.max_priority, next->limits_max_client_priority);
 }
 
 static void s_client_limits(gxd_ctx *ctx, gxd_config *next)

@@ -250,6 +250,10 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     if (ok && ctx->metrics)
         gxd_metrics_job(ctx->metrics, j->model ? j->model->id.hex : NULL, j->ran_mode, queue_us,
                         compute_us, j->t_end - j->t_enqueue);
+    if (gxd_job_ring(j)) { /* its completion goes to the ring instead */
+        gxd_ring_post(j);
+        return;
+    }
     s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, ok ? 2 : 1);
     gx_mp_pack_str(&r.pk, GX_F(RUN));
     msgpack_pack_map(&r.pk, 10);
@@ -940,6 +944,21 @@ static void s_pack_shm_stats(gxd_ctx *ctx, msgpack_packer *pk)
     s_pack_kv(pk, "faults", (int64_t)gxd_shm_faults());
 }
 
+/* "ring": the shared-memory rings' counters (daemon/ring.h). */
+static void s_pack_ring_stats(gxd_ctx *ctx, msgpack_packer *pk)
+{
+    gxd_ring_stats *rs = &ctx->rings.stats;
+    gx_mp_pack_str(pk, "ring");
+    msgpack_pack_map(pk, 7);
+    s_pack_kv(pk, "open", (int64_t)gxd_rings_count(&ctx->rings));
+    s_pack_kv(pk, "opened", (int64_t)atomic_load(&rs->opened));
+    s_pack_kv(pk, "closed", (int64_t)atomic_load(&rs->closed));
+    s_pack_kv(pk, "hostile", (int64_t)atomic_load(&rs->hostile));
+    s_pack_kv(pk, "jobs", (int64_t)atomic_load(&rs->jobs));
+    s_pack_kv(pk, "refused", (int64_t)atomic_load(&rs->refused));
+    s_pack_kv(pk, "dropped", (int64_t)atomic_load(&rs->dropped));
+}
+
 /* "artifacts": the artifact cache's counters (docs/artifact.md), an empty
  * map when it is off. */
 static void s_pack_artifact_stats(gxd_ctx *ctx, msgpack_packer *pk)
@@ -993,7 +1012,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, GX_F(STATS));
-    msgpack_pack_map(&r.pk, 28 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
+    msgpack_pack_map(&r.pk, 29 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -1024,6 +1043,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_artifact_stats(ctx, &r.pk);
     s_pack_device_stats(ctx, &r.pk);
     s_pack_shm_stats(ctx, &r.pk);
+    s_pack_ring_stats(ctx, &r.pk);
     if (ctx->metrics) {
         gx_mp_pack_str(&r.pk, "latency");
         gxd_metrics_pack(ctx->metrics, &r.pk);
@@ -1158,6 +1178,9 @@ static int s_handle_shm_unregister(gxd_ctx *ctx, s_req *rq)
     const msgpack_object *o = gx_mp_find(rq->hdr, GX_F(REGION));
     int rc = o ? gx_mp_strdup(o, "SHM_UNREGISTER: region", &name, rq->err, sizeof rq->err)
                : GX_OK;
+    if (rc == GX_OK) /* a ring in a region goes with it */
+        gxd_ring_close(&ctx->rings, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity),
+                       name);
     if (rc == GX_OK &&
         (rc = gxd_shm_unregister(&ctx->shm, zmq_msg_data(&rq->identity),
                                  zmq_msg_size(&rq->identity), name, &n)) < 0)
@@ -1201,6 +1224,85 @@ static int s_handle_shm_list(gxd_ctx *ctx, s_req *rq)
  * kind without a case here does not compile). A handler either replies
  * itself or returns an error status with a message in rq->err, which
  * becomes the error reply. */
+/* The region request rq names in its "region" key (malloc'ed in *name). */
+static int s_region_name(s_req *rq, char **name)
+{
+    char what[32];
+    snprintf(what, sizeof what, "%s: region", rq->type);
+    return gx_mp_strdup(gx_mp_find(rq->hdr, GX_F(REGION)), what, name, rq->err, sizeof rq->err);
+}
+
+/* RING_OPEN region: serve the ring at the start of this client's region
+ * (daemon/ring.h). */
+static int s_handle_ring_open(gxd_ctx *ctx, s_req *rq)
+{
+    char *name = NULL;
+    const void *id = zmq_msg_data(&rq->identity);
+    size_t idlen = zmq_msg_size(&rq->identity);
+    int rc = s_region_name(rq, &name);
+    gxd_shm_region *reg = NULL;
+    if (rc == GX_OK && !(reg = gxd_shm_find(&ctx->shm, id, idlen, name)))
+        rc = gx_errf(rq->err, sizeof rq->err, GX_ENOTFOUND,
+                     "RING_OPEN: region '%s' is not registered by this client (SHM_REGISTER it "
+                     "first)", name);
+    if (rc == GX_OK)
+        rc = gxd_ring_open(&ctx->rings, reg, id, idlen, rq->err, sizeof rq->err);
+    if (rc == GX_OK) {
+        s_reply r;
+        s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 0);
+        s_reply_send(ctx, id, idlen, &r, NULL);
+    }
+    gxd_shm_region_release(&reg);
+    free(name);
+    return rc;
+}
+
+/* RING_BIND region, graph_id | graph_name: a slot of the client's ring
+ * for that loaded graph. Reply: slot. */
+static int s_handle_ring_bind(gxd_ctx *ctx, s_req *rq)
+{
+    char *name = NULL;
+    uint32_t slot = 0;
+    gxd_job *j = s_new_job(rq, GXD_JOB_RUN); /* for s_decode_graph_ref's model lookup */
+    int rc = j ? s_region_name(rq, &name) : gx_errf(rq->err, sizeof rq->err, GX_ENOMEM, "out of memory");
+    if (rc == GX_OK && gx_mp_find(rq->hdr, GX_F(GRAPH)))
+        rc = gx_errf(rq->err, sizeof rq->err, GX_EPROTO,
+                     "RING_BIND: name a loaded graph ('graph_id' or 'graph_name'), not 'graph'");
+    if (rc == GX_OK && (rc = s_decode_graph_ref(ctx, rq, j)) == GX_OK) {
+        rc = gxd_ring_bind(&ctx->rings, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity),
+                           name, j->model, &slot, rq->err, sizeof rq->err);
+        j->model = NULL; /* gxd_ring_bind took the reference */
+    }
+    if (rc == GX_OK) {
+        s_reply r;
+        s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
+        s_pack_kv(&r.pk, GX_F(SLOT), slot);
+        s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
+    }
+    gxd_job_destroy(&j);
+    free(name);
+    return rc;
+}
+
+/* RING_CLOSE region: the client's ring there stops; completions not yet
+ * posted are dropped. */
+static int s_handle_ring_close(gxd_ctx *ctx, s_req *rq)
+{
+    char *name = NULL;
+    int rc = s_region_name(rq, &name);
+    if (rc == GX_OK && gxd_ring_close(&ctx->rings, zmq_msg_data(&rq->identity),
+                                      zmq_msg_size(&rq->identity), name) == 0)
+        rc = gx_errf(rq->err, sizeof rq->err, GX_ENOTFOUND,
+                     "RING_CLOSE: this client has no ring in region '%s'", name);
+    if (rc == GX_OK) {
+        s_reply r;
+        s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 0);
+        s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
+    }
+    free(name);
+    return rc;
+}
+
 typedef int (*s_handler)(gxd_ctx *ctx, s_req *rq);
 static s_handler s_handler_of(gx_req k)
 {
@@ -1218,6 +1320,9 @@ static s_handler s_handler_of(gx_req k)
     case GX_REQ_SHM_REGISTER: return s_handle_shm_register;
     case GX_REQ_SHM_UNREGISTER: return s_handle_shm_unregister;
     case GX_REQ_SHM_LIST: return s_handle_shm_list;
+    case GX_REQ_RING_OPEN: return s_handle_ring_open;
+    case GX_REQ_RING_BIND: return s_handle_ring_bind;
+    case GX_REQ_RING_CLOSE: return s_handle_ring_close;
     case GX_REQ_COUNT: break;
     }
     abort(); /* not reached: gx_req_parse gives a kind below GX_REQ_COUNT */
@@ -1335,6 +1440,7 @@ static void s_peer_gone(gxd_ctx *ctx, int fd)
         s_fail_list(ctx, list, GX_ECANCELLED, "the client disconnected; the job was not started");
         int cancelled = ctx->pool ? gxd_pool_cancel_client(ctx->pool, p.identity, p.identity_len) : 0;
         gxd_clients_drop(&ctx->clients, p.identity, p.identity_len);
+        gxd_rings_drop_client(&ctx->rings, p.identity, p.identity_len);
         size_t regions = gxd_shm_drop_client(&ctx->shm, p.identity, p.identity_len);
         if (regions)
             GXD_LOG(&ctx->log, GXD_LOG_INFO, "a client disconnected: its %zu shared-memory "
@@ -1763,6 +1869,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
                      (size_t)ctx->cfg.limits_shm_bytes) < 0)
         return gx_errf(err, errlen, GX_EINTERNAL, "cannot install the SIGBUS handler: %s",
                        strerror(errno));
+    gxd_rings_init(&ctx->rings, &ctx->queue, (int)ctx->cfg.limits_max_client_priority);
     gxd_models_set_budget(&ctx->models, gxd_config_memory_budget(&ctx->cfg));
     if ((rc = s_tune_start(ctx, err, errlen)) < 0)
         return rc;
@@ -1971,6 +2078,7 @@ int gxd_server_run(gxd_ctx *ctx)
 
 void gxd_server_fini(gxd_ctx *ctx)
 {
+    gxd_rings_fini(&ctx->rings); /* no ring thread queues jobs from here on */
     gxd_tune_explore_stop(ctx->tune); /* it asks the pool whether it is idle */
     if (ctx->pool) {
         s_fail_list(ctx, gxd_queue_close(&ctx->queue), GX_ESHUTDOWN, "the daemon is shutting down");

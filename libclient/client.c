@@ -20,6 +20,7 @@
 #include "core/proto.h"
 #include "core/wire.h"
 #include "core/curvekey.h"
+#include "core/ring.h"
 #include "libclient/shm.h"
 
 #define GX_DEFAULT_TIMEOUT_MS 60000
@@ -43,6 +44,7 @@ struct gx_result {
     char *list_json;      /* LIST */
     char key[128];        /* COMPILE: the artifact's name in the daemon's cache */
     struct gx_shm_out *shm; /* per output: where it lies in the request's output area */
+    uint32_t ring_slot;     /* RING_BIND */
 };
 
 /* An output the daemon wrote to the request's output area. */
@@ -91,6 +93,11 @@ struct gx_client {
     size_t last_out_bytes; /* the outputs of the latest RUN reply, for the next output area */
     gx_shm **regions;    /* registered by the caller */
     size_t n_regions, cap_regions;
+    /* the submission/completion ring (docs/shm.md, "Ring"): small jobs of
+     * gx_client_run go through it when ring_on and it could be set up */
+    bool ring_on;        /* gx_client_set_ring, $GEXEC_RING */
+    bool ring_failed;    /* setting it up failed, or it broke: the socket from now on */
+    struct s_ring *ring;
     char endpoint[512];
     char last_error[1024];
     struct s_multi *multi; /* several daemons (gx_client_new_multi): members talk */
@@ -133,6 +140,7 @@ static int s_mjob_wait(gx_job *job, int timeout_ms, bool gone_on_timeout, gx_res
 static void s_mjob_destroy(gx_job *job);
 static int s_mjob_cancel(gx_job *job);
 static void s_multi_error(gx_client *c, const gx_client *m);
+static void s_ring_destroy(gx_client *c);
 /* A status that says the daemon went away (or never answered). */
 static bool s_gone(int rc) { return rc == GX_ECONNECT || rc == GX_EPERM || rc == GX_ETIMEDOUT; }
 
@@ -267,6 +275,8 @@ GX_EXPORT gx_client *gx_client_new_curve(const char *endpoint, const char *serve
     char *end = NULL;
     unsigned long long thv = th && *th ? strtoull(th, &end, 10) : GX_SHM_THRESHOLD_DEFAULT;
     c->shm_threshold = end && *end ? SIZE_MAX : (size_t)thv; /* "off" and the like: never */
+    const char *ring = getenv("GEXEC_RING");
+    c->ring_on = ring && strcmp(ring, "1") == 0;
     if (endpoint)
         snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     else
@@ -320,6 +330,7 @@ GX_EXPORT void gx_client_destroy(gx_client **cp)
         j->client = NULL;
     s_multi_destroy(c);
     gx_shm_destroy(&c->pool); /* the daemon drops its regions when the client goes */
+    s_ring_destroy(c);
     free(c->regions);
     if (c->sock)
         zmq_socket_monitor(c->sock, NULL, 0);
@@ -585,6 +596,15 @@ static int s_parse_reply(gx_client *c, const msgpack_object *h, zmq_msg_t *frame
     case GX_REQ_SHM_REGISTER:
     case GX_REQ_SHM_UNREGISTER:
     case GX_REQ_SHM_LIST:
+    case GX_REQ_RING_OPEN:
+    case GX_REQ_RING_CLOSE:
+        return GX_OK;
+    case GX_REQ_RING_BIND:
+        if ((o = gx_mp_find(h, GX_F(SLOT))) && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+            o->via.u64 < GX_RING_MAX_SLOTS)
+            r->ring_slot = (uint32_t)o->via.u64;
+        else if (r->status == GX_OK)
+            return gx_errf(err, errlen, GX_EPROTO, "RING_BIND reply without a slot");
         return GX_OK;
     case GX_REQ_LOAD:
     case GX_REQ_RUN:
@@ -1649,12 +1669,296 @@ GX_EXPORT int gx_client_submit(gx_client *c, const gx_request *rq, gx_job **job)
     return rc;
 }
 
+/* ---- the ring (docs/shm.md, "Ring") ---- */
+
+#define S_RING_ENTRIES 4          /* gx_client_run waits for each job: a few suffice */
+#define S_RING_DATA (1u << 20)    /* inputs, then the output area */
+#define S_RING_IN_MAX (256u << 10) /* inputs of a job through the ring, at most */
+#define S_RING_SPIN_US 50         /* polled this long before sleeping on the futex */
+#define S_RING_NOT_TAKEN 1        /* s_ring_run: the job goes over the socket */
+
+struct s_ring {
+    gx_shm *shm; /* registered; its name unlinked */
+    gx_ring_hdr *hdr;
+    gx_ring_sqe *sq;
+    gx_ring_cqe *cq;
+    uint32_t sq_tail, cq_head; /* this side's indices */
+    uint64_t next_user;
+    struct {
+        gx_graph_id id;
+        uint32_t slot;
+    } slots[GX_RING_MAX_SLOTS];
+    size_t n_slots;
+};
+
+static int64_t s_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void s_ring_destroy(gx_client *c)
+{
+    if (!c->ring)
+        return;
+    gx_shm_destroy(&c->ring->shm); /* the daemon unmaps it when the client disconnects */
+    free(c->ring);
+    c->ring = NULL;
+}
+
+GX_EXPORT void gx_client_set_ring(gx_client *c, bool on)
+{
+    if (c)
+        c->ring_on = on;
+}
+
+/* A RING_OPEN, RING_BIND (id) or RING_CLOSE about the ring's region; its
+ * status, the reply in *out when out. */
+static int s_ring_request(gx_client *c, gx_req kind, const gx_graph_id *id, gx_result **out)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t rid = c->next_id++;
+    s_pack_head(&pk, kind, rid, id ? 2 : 1);
+    gx_mp_pack_str(&pk, GX_F(REGION));
+    gx_mp_pack_str(&pk, c->ring->shm->name);
+    if (id) {
+        gx_mp_pack_str(&pk, GX_F(GRAPH_ID));
+        gx_mp_pack_str(&pk, id->hex);
+    }
+    gx_job *job = NULL;
+    int rc = s_send(c, &sb, NULL, rid, &job);
+    msgpack_sbuffer_destroy(&sb);
+    return rc < 0 ? rc : s_await(c, &job, out);
+}
+
+/* The ring, made, registered and opened on first use; NULL when the
+ * daemon is not local or refuses it (the socket from then on). */
+static struct s_ring *s_ring_get(gx_client *c)
+{
+    if (c->ring || c->ring_failed)
+        return c->ring;
+    c->ring_failed = true;
+    if (c->multi || strncmp(c->endpoint, "ipc://", 6) != 0)
+        return NULL;
+    char err[256];
+    uint64_t data = gx_ring_data_offset(S_RING_ENTRIES);
+    struct s_ring *r = calloc(1, sizeof *r);
+    if (!r || !(r->shm = gx_shm_new(data + S_RING_DATA, err, sizeof err))) {
+        free(r);
+        return NULL;
+    }
+    r->hdr = r->shm->base;
+    r->hdr->magic = GX_RING_MAGIC;
+    r->hdr->entries = S_RING_ENTRIES;
+    r->sq = (gx_ring_sqe *)((char *)r->shm->base + gx_ring_sq_offset());
+    r->cq = (gx_ring_cqe *)((char *)r->shm->base + gx_ring_cq_offset(S_RING_ENTRIES));
+    c->ring = r;
+    if (s_shm_request(c, r->shm, true) < 0) {
+        s_ring_destroy(c);
+        return NULL;
+    }
+    gx_shm_unlink(r->shm); /* the daemon has it open */
+    if (s_ring_request(c, GX_REQ_RING_OPEN, NULL, NULL) < 0) {
+        s_shm_request(c, r->shm, false);
+        s_ring_destroy(c);
+        return NULL;
+    }
+    c->ring_failed = false;
+    return r;
+}
+
+/* The ring's slot of graph id, bound on first use; false when the daemon
+ * refuses (the job then goes over the socket, which says why). */
+static bool s_ring_slot(gx_client *c, struct s_ring *r, const gx_graph_id *id, uint32_t *slot)
+{
+    for (size_t k = 0; k < r->n_slots; k++)
+        if (strcmp(r->slots[k].id.hex, id->hex) == 0) {
+            *slot = r->slots[k].slot;
+            return true;
+        }
+    if (r->n_slots == GX_RING_MAX_SLOTS)
+        return false;
+    gx_result *res = NULL;
+    if (s_ring_request(c, GX_REQ_RING_BIND, id, &res) < 0 || !res) {
+        gx_result_destroy(&res);
+        return false;
+    }
+    r->slots[r->n_slots].id = *id;
+    *slot = r->slots[r->n_slots++].slot = res->ring_slot;
+    gx_result_destroy(&res);
+    return true;
+}
+
+/* Whether rq is a small job the ring carries: a graph by id, at most
+ * GX_RING_MAX_IO plain tensors in memory of at most S_RING_IN_MAX bytes,
+ * every output, the daemon's choice of mode, no output area of its own. */
+static bool s_ring_fits(const gx_request *rq)
+{
+    if (!rq->has_id || rq->graph_name[0] || rq->graph || rq->n_out || rq->mode != GX_MODE_AUTO ||
+        rq->out_shm || rq->n_in > GX_RING_MAX_IO)
+        return false;
+    size_t bytes = 0;
+    for (size_t i = 0; i < rq->n_in; i++) {
+        const gx_tensor *t = rq->in[i].t;
+        if (rq->in[i].shape_only || rq->in[i].shm || !t || gx_wire_is_value(t->kind, t->dtype) ||
+            strlen(rq->in[i].name) >= GX_RING_NAME)
+            return false;
+        bytes += s_align(t->nbytes);
+    }
+    return bytes <= S_RING_IN_MAX;
+}
+
+/* Waits for the completion of the job just submitted; GX_OK with it in
+ * *cqe, or GX_ECONNECT after the client's timeout. */
+static int s_ring_wait(gx_client *c, struct s_ring *r, gx_ring_cqe *cqe)
+{
+    gx_ring_hdr *h = r->hdr;
+    const int64_t t0 = s_now_us();
+    for (;;) {
+        uint32_t tail = atomic_load_explicit(&h->cq_tail, memory_order_acquire);
+        if (tail != r->cq_head) {
+            memcpy(cqe, &r->cq[r->cq_head & (S_RING_ENTRIES - 1)], sizeof *cqe);
+            r->cq_head++;
+            atomic_store_explicit(&h->cq_head, r->cq_head, memory_order_release);
+            atomic_thread_fence(memory_order_seq_cst);
+            if (atomic_load(&h->sq_sleep)) { /* it may wait for room in the completions */
+                atomic_fetch_add(&h->sq_futex, 1);
+                gx_ring_futex_wake(&h->sq_futex);
+            }
+            return GX_OK;
+        }
+        int64_t waited = s_now_us() - t0;
+        if (c->timeout_ms >= 0 && waited >= (int64_t)c->timeout_ms * 1000)
+            return s_fail(c, GX_ECONNECT, "no completion on the ring from %s within %d ms",
+                          c->endpoint, c->timeout_ms);
+        if (waited < S_RING_SPIN_US)
+            continue;
+        uint32_t f = atomic_load(&h->cq_futex);
+        atomic_store(&h->cq_sleep, 1);
+        if (atomic_load(&h->cq_tail) == r->cq_head) {
+            int64_t left = c->timeout_ms < 0 ? 100000 : (int64_t)c->timeout_ms * 1000 - waited;
+            gx_ring_futex_wait(&h->cq_futex, f, left < 100000 ? left : 100000);
+        }
+        atomic_store(&h->cq_sleep, 0);
+    }
+}
+
+/* gx_client_run through the ring when it is on and rq fits: its status
+ * (the result in *out), else S_RING_NOT_TAKEN. */
+static int s_ring_run(gx_client *c, const gx_request *rq, gx_result **out)
+{
+    struct s_ring *r;
+    uint32_t slot;
+    if (!c || !rq || !c->ring_on || !s_ring_fits(rq) || !(r = s_ring_get(c)) ||
+        !s_ring_slot(c, r, &rq->graph_id, &slot))
+        return S_RING_NOT_TAKEN;
+    const uint64_t data = gx_ring_data_offset(S_RING_ENTRIES);
+    gx_ring_sqe *e = &r->sq[r->sq_tail & (S_RING_ENTRIES - 1)];
+    memset(e, 0, sizeof *e);
+    e->user = ++r->next_user;
+    e->slot = slot;
+    e->n_in = (uint32_t)rq->n_in;
+    e->priority = rq->priority;
+    e->deadline_ms = rq->deadline_ms;
+    uint64_t at = data;
+    for (size_t i = 0; i < rq->n_in; i++) {
+        const gx_tensor *t = rq->in[i].t;
+        gx_ring_tensor *d = &e->in[i];
+        snprintf(d->name, sizeof d->name, "%s", rq->in[i].name);
+        d->offset = at;
+        d->bytes = t->nbytes;
+        d->dtype = t->dtype;
+        d->ndim = t->ndim;
+        memcpy(d->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
+        if (t->nbytes)
+            memcpy((char *)r->shm->base + at, t->data, t->nbytes);
+        at += s_align(t->nbytes);
+    }
+    e->out_offset = at;
+    e->out_bytes = data + S_RING_DATA - at;
+    r->sq_tail++;
+    atomic_store_explicit(&r->hdr->sq_tail, r->sq_tail, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&r->hdr->sq_sleep)) {
+        atomic_fetch_add(&r->hdr->sq_futex, 1);
+        gx_ring_futex_wake(&r->hdr->sq_futex);
+    }
+    gx_ring_cqe cqe;
+    int rc = s_ring_wait(c, r, &cqe);
+    if (rc == GX_OK && cqe.user != e->user)
+        rc = s_fail(c, GX_EPROTO, "the ring's completion is for job %llu, not %llu",
+                    (unsigned long long)cqe.user, (unsigned long long)r->next_user);
+    if (rc < 0) { /* the ring is out of step: the socket from now on */
+        c->ring_failed = true;
+        c->ring_on = false;
+        return rc;
+    }
+    gx_result *res = calloc(1, sizeof *res);
+    if (!res)
+        return s_fail(c, GX_ENOMEM, "out of memory");
+    res->status = cqe.status <= 0 && cqe.status > -1000 ? cqe.status : GX_EPROTO;
+    cqe.message[sizeof cqe.message - 1] = '\0';
+    res->message = strdup(res->status == GX_OK ? "" : cqe.message);
+    gx_run_info *ri = &res->info;
+    memcpy(ri->mode, cqe.mode, sizeof ri->mode - 1);
+    snprintf(ri->device, sizeof ri->device, "cpu");
+    ri->queue_us = cqe.queue_us;
+    ri->compute_us = cqe.compute_us;
+    ri->replicas = ri->batched = 1;
+    for (int m = 0; m < GX_MODE_COUNT; m++)
+        ri->est_us[m] = -1;
+    snprintf(ri->endpoint, sizeof ri->endpoint, "%.255s", c->endpoint);
+    size_t n = res->status == GX_OK ? cqe.n_out : 0;
+    if (n > GX_RING_MAX_IO)
+        n = 0, res->status = GX_EPROTO;
+    res->names = calloc(n + 1, sizeof *res->names);
+    res->tensors = calloc(n + 1, sizeof *res->tensors);
+    rc = res->names && res->tensors && res->message ? GX_OK : GX_ENOMEM;
+    for (size_t i = 0; rc == GX_OK && i < n; i++) {
+        const gx_ring_tensor *t = &cqe.out[i];
+        size_t nb;
+        res->n_out = i + 1;
+        if (t->dtype < 0 || t->dtype >= GX_DTYPE_COUNT || t->ndim < 0 || t->ndim > GX_MAX_DIMS ||
+            !gx_shape_nbytes((gx_dtype)t->dtype, t->ndim, t->shape, &nb) || nb != t->bytes ||
+            t->offset < data || t->offset > r->shm->bytes || nb > r->shm->bytes - t->offset ||
+            !memchr(t->name, 0, sizeof t->name)) {
+            rc = GX_EPROTO;
+            break;
+        }
+        res->names[i] = strdup(t->name);
+        res->tensors[i] = gx_tensor_new_copy((gx_dtype)t->dtype, t->ndim, t->shape,
+                                             (const char *)r->shm->base + t->offset, nb);
+        if (!res->names[i] || !res->tensors[i])
+            rc = GX_ENOMEM;
+    }
+    if (rc < 0) {
+        gx_result_destroy(&res);
+        return s_fail(c, rc, rc == GX_ENOMEM ? "out of memory"
+                                              : "the ring's completion describes no output");
+    }
+    rc = res->status;
+    if (rc < 0)
+        s_fail(c, rc, "%s: %s", gx_status_name(rc), res->message);
+    if (out)
+        *out = res;
+    else
+        gx_result_destroy(&res);
+    return rc;
+}
+
 GX_EXPORT int gx_client_run(gx_client *c, const gx_request *rq, gx_result **out)
 {
     if (out)
         *out = NULL;
+    int rc = s_ring_run(c, rq, out);
+    if (rc != S_RING_NOT_TAKEN)
+        return rc;
     gx_job *job = NULL;
-    int rc = gx_client_submit(c, rq, &job);
+    rc = gx_client_submit(c, rq, &job);
     return rc < 0 ? rc : s_await(c, &job, out);
 }
 

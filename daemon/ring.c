@@ -1,0 +1,477 @@
+/* Submission/completion rings of local clients. See ring.h and docs/shm.md. */
+#include <config.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ring.h"
+#include "core/wire.h"
+#include "daemon/models.h"
+#include "daemon/ring.h"
+
+#define S_SPIN_US 20           /* a ring thread polls this long before it sleeps */
+#define S_SLEEP_US 100000      /* and sleeps at most this long (a backstop, not a need) */
+#define S_ID_BIT (1ull << 63)  /* ring jobs' ids: never a socket request's */
+
+struct gxd_ring {
+    gxd_rings *owner;
+    gxd_shm_region *region; /* a reference */
+    uint8_t identity[GXD_MAX_IDENTITY];
+    size_t identity_len;
+    uint32_t entries, mask;
+    uint64_t data_off; /* inputs and outputs lie at or after this */
+    gx_ring_hdr *hdr;  /* in the region: hostile */
+    gx_ring_sqe *sq;
+    gx_ring_cqe *cq;
+    uint32_t sq_head;  /* submissions taken: the ring thread's own count */
+    uint64_t next_id;  /* the ring thread's */
+    pthread_mutex_t mu; /* posting completions, slots, closed */
+    uint32_t posted;    /* completions posted */
+    bool closed;
+    struct gxd_model *slots[GX_RING_MAX_SLOTS]; /* references */
+    uint32_t n_slots;
+    pthread_t thread;
+    atomic_bool stop;
+    atomic_int refs;
+    struct gxd_ring *next;
+};
+
+static gxd_ring *s_ref(gxd_ring *r)
+{
+    atomic_fetch_add(&r->refs, 1);
+    return r;
+}
+
+static void s_release(gxd_ring **rp)
+{
+    gxd_ring *r = *rp;
+    *rp = NULL;
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    for (uint32_t i = 0; i < r->n_slots; i++)
+        gxd_model_release(&r->slots[i]);
+    gxd_shm_region_release(&r->region);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+void gxd_rings_init(gxd_rings *rs, gxd_queue *queue, int max_priority)
+{
+    memset(rs, 0, sizeof *rs);
+    rs->queue = queue;
+    atomic_init(&rs->max_priority, max_priority);
+}
+
+static bool s_mine(const gxd_ring *r, const void *identity, size_t identity_len)
+{
+    return r->identity_len == identity_len && memcmp(r->identity, identity, identity_len) == 0;
+}
+
+/* Writes c as the next completion and wakes the client if it sleeps;
+ * dropped once the ring is closed. */
+static void s_post(gxd_ring *r, const gx_ring_cqe *c)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->closed) {
+        pthread_mutex_unlock(&r->mu);
+        atomic_fetch_add(&r->owner->stats.dropped, 1);
+        return;
+    }
+    /* room: the ring thread takes a submission only while fewer than
+     * entries of its completions are unread (s_thread) */
+    memcpy(&r->cq[r->posted & r->mask], c, sizeof *c);
+    r->posted++;
+    atomic_store_explicit(&r->hdr->cq_tail, r->posted, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&r->hdr->cq_sleep)) {
+        atomic_fetch_add(&r->hdr->cq_futex, 1);
+        gx_ring_futex_wake(&r->hdr->cq_futex);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void s_post_error(gxd_ring *r, uint64_t user, int status, const char *msg)
+{
+    gx_ring_cqe c;
+    memset(&c, 0, sizeof c);
+    c.user = user;
+    c.status = status;
+    snprintf(c.message, sizeof c.message, "%s", msg);
+    atomic_fetch_add(&r->owner->stats.refused, 1);
+    s_post(r, &c);
+}
+
+/* Input i of the submission e (a copy) into j->in[i]. */
+static int s_input(gxd_ring *r, gxd_job *j, const gx_ring_tensor *t, size_t i, char *err,
+                   size_t errlen)
+{
+    gxd_job_input *in = &j->in[i];
+    size_t nbytes;
+    void *p;
+    zmq_msg_init(&in->frame);
+    j->n_in = i + 1;
+    if (!memchr(t->name, 0, sizeof t->name) || !t->name[0])
+        return gx_errf(err, errlen, GX_EINVAL, "ring: input %zu has no NUL-terminated name", i);
+    if (t->dtype < 0 || t->dtype >= GX_DTYPE_COUNT || t->ndim < 0 || t->ndim > GX_MAX_DIMS ||
+        gx_wire_is_value(GX_KIND_TENSOR, (gx_dtype)t->dtype) ||
+        !gx_shape_nbytes((gx_dtype)t->dtype, t->ndim, t->shape, &nbytes) || nbytes != t->bytes)
+        return gx_errf(err, errlen, GX_EINVAL,
+                       "ring: input '%s': dtype %d, %d dimensions and %llu bytes do not make a "
+                       "tensor (strings and sequences go over the socket)",
+                       t->name, t->dtype, t->ndim, (unsigned long long)t->bytes);
+    if (!(in->name = strdup(t->name)))
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    if (t->offset < r->data_off)
+        return gx_errf(err, errlen, GX_EINVAL,
+                       "ring: input '%s' at offset %llu lies in the ring itself (data starts at "
+                       "%llu)", t->name, (unsigned long long)t->offset,
+                       (unsigned long long)r->data_off);
+    int rc = gxd_shm_slice(r->region, t->offset, nbytes, &p, err, errlen);
+    if (rc < 0)
+        return rc;
+    in->view.dtype = (gx_dtype)t->dtype;
+    in->view.ndim = t->ndim;
+    memcpy(in->view.shape, t->shape, sizeof in->view.shape);
+    in->view.numel = (int64_t)(nbytes / gx_dtype_size(in->view.dtype));
+    if (gxd_shm_in_place(in->view.dtype)) { /* read where it lies, as a socket RUN's shm */
+        in->shm = gxd_shm_region_ref(r->region);
+        in->view.data = p;
+        return GX_OK;
+    }
+    if (zmq_msg_init_size(&in->frame, nbytes) != 0) {
+        zmq_msg_init(&in->frame);
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    }
+    memcpy(zmq_msg_data(&in->frame), p, nbytes);
+    in->view.data = zmq_msg_data(&in->frame);
+    j->bytes += nbytes;
+    return GX_OK;
+}
+
+/* One submission (copied out of the ring): a RUN job on the queue, or an
+ * error completion. */
+static void s_submit(gxd_ring *r, const gx_ring_sqe *e)
+{
+    char err[160];
+    gxd_rings *rs = r->owner;
+    atomic_fetch_add(&rs->stats.jobs, 1);
+    gxd_job *j = gxd_job_new(GXD_JOB_RUN, r->identity, r->identity_len, S_ID_BIT | r->next_id++);
+    int rc = j ? GX_OK : gx_errf(err, sizeof err, GX_ENOMEM, "out of memory");
+    if (rc == GX_OK) {
+        j->ring = s_ref(r);
+        j->ring_user = e->user;
+        pthread_mutex_lock(&r->mu);
+        if (e->slot < r->n_slots)
+            j->model = gxd_model_ref(r->slots[e->slot]);
+        pthread_mutex_unlock(&r->mu);
+        if (!j->model)
+            rc = gx_errf(err, sizeof err, GX_ENOTFOUND,
+                         "ring: slot %u has no graph bound (RING_BIND it first)", e->slot);
+    }
+    if (rc == GX_OK && e->n_in > GX_RING_MAX_IO)
+        rc = gx_errf(err, sizeof err, GX_EINVAL, "ring: %u inputs (at most %d)", e->n_in,
+                     GX_RING_MAX_IO);
+    if (rc == GX_OK && e->n_in && !(j->in = calloc(e->n_in, sizeof *j->in)))
+        rc = gx_errf(err, sizeof err, GX_ENOMEM, "out of memory");
+    for (uint32_t i = 0; rc == GX_OK && i < e->n_in; i++)
+        rc = s_input(r, j, &e->in[i], i, err, sizeof err);
+    void *p;
+    if (rc == GX_OK && e->out_offset < r->data_off)
+        rc = gx_errf(err, sizeof err, GX_EINVAL,
+                     "ring: the output area at %llu lies in the ring itself (data starts at %llu)",
+                     (unsigned long long)e->out_offset, (unsigned long long)r->data_off);
+    if (rc == GX_OK &&
+        (rc = gxd_shm_slice(r->region, e->out_offset, e->out_bytes, &p, err, sizeof err)) == GX_OK) {
+        j->out_shm = gxd_shm_region_ref(r->region);
+        j->out_shm_offset = e->out_offset;
+        j->out_shm_bytes = e->out_bytes;
+    }
+    if (rc == GX_OK && (e->deadline_ms < 0 || e->deadline_ms > 86400000))
+        rc = gx_errf(err, sizeof err, GX_EINVAL, "ring: deadline_ms %lld outside [0, 86400000]",
+                     (long long)e->deadline_ms);
+    if (rc == GX_OK) {
+        int prio = e->priority < -100 ? -100 : e->priority > 100 ? 100 : e->priority;
+        int max = atomic_load(&rs->max_priority);
+        j->priority = prio > max ? max : prio;
+        j->deadline_us = e->deadline_ms ? gxd_now_us() + e->deadline_ms * 1000 : 0;
+        j->mode = GX_MODE_AUTO;
+        j->t_enqueue = gxd_now_us();
+        rc = gxd_queue_push(rs->queue, j, err, sizeof err);
+        if (rc == GX_OK)
+            return; /* the worker's result comes back through gxd_ring_post */
+    }
+    gxd_job_destroy(&j);
+    s_post_error(r, e->user, rc, err);
+}
+
+/* The ring broke its own rules: it is closed, and its client learns it
+ * from the next call that needs it (RING_* answers GX_EPROTO... or
+ * completions stop; the client library then falls back to the socket). */
+static void s_hostile(gxd_ring *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->closed = true;
+    pthread_mutex_unlock(&r->mu);
+    atomic_fetch_add(&r->owner->stats.hostile, 1);
+}
+
+static void *s_thread(void *arg)
+{
+    gxd_ring *r = arg;
+    gx_ring_hdr *h = r->hdr;
+    int64_t idle_since = 0;
+    unsigned spins = 0;
+    while (!atomic_load(&r->stop)) {
+        uint32_t tail = atomic_load_explicit(&h->sq_tail, memory_order_acquire);
+        uint32_t cq_head = atomic_load_explicit(&h->cq_head, memory_order_acquire);
+        /* hostile indices: more submissions than slots, completions read
+         * that were never written */
+        if (tail - r->sq_head > r->entries || r->sq_head - cq_head > r->entries) {
+            s_hostile(r);
+            break;
+        }
+        if (tail != r->sq_head && r->sq_head - cq_head < r->entries) {
+            gx_ring_sqe e;
+            memcpy(&e, &r->sq[r->sq_head & r->mask], sizeof e); /* read once, then never */
+            r->sq_head++;
+            atomic_store_explicit(&h->sq_head, r->sq_head, memory_order_release);
+            s_submit(r, &e);
+            idle_since = 0;
+            continue;
+        }
+        if ((++spins & 63) == 0 || !idle_since) {
+            int64_t now = gxd_now_us();
+            if (!idle_since)
+                idle_since = now;
+            if (now - idle_since < S_SPIN_US)
+                continue;
+        } else {
+            continue;
+        }
+        uint32_t f = atomic_load(&h->sq_futex);
+        atomic_store(&h->sq_sleep, 1);
+        tail = atomic_load(&h->sq_tail);
+        cq_head = atomic_load(&h->cq_head);
+        if (!atomic_load(&r->stop) && (tail == r->sq_head || r->sq_head - cq_head == r->entries))
+            gx_ring_futex_wait(&h->sq_futex, f, S_SLEEP_US);
+        atomic_store(&h->sq_sleep, 0);
+        idle_since = 0;
+    }
+    return NULL;
+}
+
+int gxd_ring_open(gxd_rings *rs, gxd_shm_region *region, const void *identity,
+                  size_t identity_len, char *err, size_t errlen)
+{
+    size_t mine = 0;
+    for (gxd_ring *o = rs->head; o; o = o->next) {
+        if (o->region == region)
+            return gx_errf(err, errlen, GX_EBUSY,
+                           "RING_OPEN: region '%s' has a ring already (RING_CLOSE it first)",
+                           region->name);
+        mine += s_mine(o, identity, identity_len);
+    }
+    if (mine >= GXD_RING_PER_CLIENT || rs->n >= GXD_RING_MAX)
+        return gx_errf(err, errlen, GX_ELIMIT,
+                       "RING_OPEN: %zu rings for this client, %zu in the daemon (at most %d "
+                       "and %d)", mine, rs->n, GXD_RING_PER_CLIENT, GXD_RING_MAX);
+    void *p;
+    int rc = gxd_shm_slice(region, 0, sizeof(gx_ring_hdr), &p, err, errlen);
+    if (rc < 0)
+        return rc;
+    uint32_t magic, entries; /* read once */
+    memcpy(&magic, (const char *)p + offsetof(gx_ring_hdr, magic), sizeof magic);
+    memcpy(&entries, (const char *)p + offsetof(gx_ring_hdr, entries), sizeof entries);
+    if (magic != GX_RING_MAGIC || entries == 0 || entries > GX_RING_MAX_ENTRIES ||
+        (entries & (entries - 1)))
+        return gx_errf(err, errlen, GX_EINVAL,
+                       "RING_OPEN: region '%s' does not start with a ring header (magic %#x, "
+                       "entries %u: a power of two up to %d)", region->name, magic, entries,
+                       GX_RING_MAX_ENTRIES);
+    uint64_t data_off = gx_ring_data_offset(entries);
+    if ((rc = gxd_shm_slice(region, 0, data_off, &p, err, errlen)) < 0)
+        return rc;
+    gxd_ring *r = calloc(1, sizeof *r);
+    if (!r)
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    r->owner = rs;
+    r->region = gxd_shm_region_ref(region);
+    memcpy(r->identity, identity, identity_len);
+    r->identity_len = identity_len;
+    r->entries = entries;
+    r->mask = entries - 1;
+    r->data_off = data_off;
+    r->hdr = p;
+    r->sq = (gx_ring_sqe *)((char *)p + gx_ring_sq_offset());
+    r->cq = (gx_ring_cqe *)((char *)p + gx_ring_cq_offset(entries));
+    /* the client's indices as they are now: the ring starts there */
+    r->sq_head = atomic_load(&r->hdr->sq_tail);
+    r->posted = r->sq_head;
+    atomic_store(&r->hdr->sq_head, r->sq_head);
+    atomic_store(&r->hdr->cq_tail, r->posted);
+    atomic_store(&r->hdr->cq_head, r->posted);
+    pthread_mutex_init(&r->mu, NULL);
+    atomic_init(&r->refs, 1); /* the table's */
+    atomic_init(&r->stop, false);
+    if (pthread_create(&r->thread, NULL, s_thread, r) != 0) {
+        s_release(&r);
+        return gx_errf(err, errlen, GX_ENOMEM, "RING_OPEN: cannot start a thread");
+    }
+    r->next = rs->head;
+    rs->head = r;
+    rs->n++;
+    atomic_fetch_add(&rs->stats.opened, 1);
+    return GX_OK;
+}
+
+static gxd_ring *s_find(gxd_rings *rs, const void *identity, size_t identity_len,
+                        const char *name)
+{
+    for (gxd_ring *r = rs->head; r; r = r->next)
+        if (s_mine(r, identity, identity_len) && strcmp(r->region->name, name) == 0)
+            return r;
+    return NULL;
+}
+
+int gxd_ring_bind(gxd_rings *rs, const void *identity, size_t identity_len, const char *name,
+                  struct gxd_model *model, uint32_t *slot, char *err, size_t errlen)
+{
+    gxd_ring *r = s_find(rs, identity, identity_len, name);
+    int rc = GX_OK;
+    if (!r) {
+        gxd_model_release(&model);
+        return gx_errf(err, errlen, GX_ENOTFOUND,
+                       "RING_BIND: this client has no ring in region '%s' (RING_OPEN it)", name);
+    }
+    pthread_mutex_lock(&r->mu);
+    uint32_t k = 0;
+    while (k < r->n_slots && r->slots[k] != model)
+        k++;
+    if (r->closed)
+        rc = gx_errf(err, errlen, GX_EPROTO,
+                     "RING_BIND: the ring in region '%s' was closed: its indices broke the "
+                     "ring's rules (RING_CLOSE it and open a new one)", name);
+    else if (k == r->n_slots && k == GX_RING_MAX_SLOTS)
+        rc = gx_errf(err, errlen, GX_ELIMIT, "RING_BIND: the ring has %d graphs bound, its most",
+                     GX_RING_MAX_SLOTS);
+    else if (k == r->n_slots)
+        r->slots[r->n_slots++] = gxd_model_ref(model);
+    pthread_mutex_unlock(&r->mu);
+    gxd_model_release(&model);
+    *slot = k;
+    return rc;
+}
+
+/* Stops r's thread, unlinks it from the table (*pp) and drops the table's
+ * reference; completions still to come are dropped. */
+static void s_close(gxd_rings *rs, gxd_ring **pp)
+{
+    gxd_ring *r = *pp;
+    *pp = r->next;
+    rs->n--;
+    pthread_mutex_lock(&r->mu);
+    r->closed = true;
+    pthread_mutex_unlock(&r->mu);
+    atomic_store(&r->stop, true);
+    atomic_fetch_add(&r->hdr->sq_futex, 1);
+    gx_ring_futex_wake(&r->hdr->sq_futex);
+    pthread_join(r->thread, NULL);
+    atomic_fetch_add(&rs->stats.closed, 1);
+    s_release(&r);
+}
+
+size_t gxd_ring_close(gxd_rings *rs, const void *identity, size_t identity_len,
+                      const char *name)
+{
+    size_t n = 0;
+    for (gxd_ring **pp = &rs->head; *pp;) {
+        if (s_mine(*pp, identity, identity_len) && (!name || strcmp((*pp)->region->name, name) == 0)) {
+            s_close(rs, pp);
+            n++;
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+    return n;
+}
+
+size_t gxd_rings_drop_client(gxd_rings *rs, const void *identity, size_t identity_len)
+{
+    return gxd_ring_close(rs, identity, identity_len, NULL);
+}
+
+void gxd_rings_fini(gxd_rings *rs)
+{
+    while (rs->head)
+        s_close(rs, &rs->head);
+}
+
+size_t gxd_rings_count(const gxd_rings *rs)
+{
+    return rs->n;
+}
+
+gxd_ring *gxd_job_ring(const gxd_job *j)
+{
+    return j->ring;
+}
+
+void gxd_ring_release(gxd_ring **r)
+{
+    s_release(r);
+}
+
+void gxd_ring_post(gxd_job *j)
+{
+    gxd_ring *r = j->ring;
+    gx_ring_cqe c;
+    memset(&c, 0, sizeof c);
+    c.user = j->ring_user;
+    c.status = j->status;
+    c.queue_us = (j->t_start ? j->t_start : j->t_end) - j->t_enqueue;
+    c.compute_us = j->t_exec ? j->t_end - j->t_exec : 0;
+    snprintf(c.mode, sizeof c.mode, "%s", gx_mode_name(j->ran_mode));
+    if (c.status == GX_OK && j->n_out > GX_RING_MAX_IO)
+        c.status = gx_errf(c.message, sizeof c.message, GX_EUNSUPPORTED,
+                           "ring: the graph has %zu outputs, the ring carries %d (use the socket)",
+                           j->n_out, GX_RING_MAX_IO);
+    for (size_t i = 0; c.status == GX_OK && i < j->n_out; i++) {
+        gxd_job_output *o = &j->out[i];
+        gx_ring_tensor *t = &c.out[i];
+        if (o->value || strlen(o->name) >= sizeof t->name) {
+            c.status = gx_errf(c.message, sizeof c.message, GX_EUNSUPPORTED,
+                               "ring: output '%.40s' is not a tensor of numbers with a name of "
+                               "at most %d bytes (use the socket)", o->name, GX_RING_NAME - 1);
+            break;
+        }
+        if (!o->in_shm) { /* it did not go to the area in the run (a merged batch): copy */
+            uintptr_t end = (uintptr_t)j->out_shm->base + j->out_shm_offset + j->out_shm_used;
+            uint64_t at = j->out_shm_used + (64 - end % 64) % 64;
+            if (at > j->out_shm_bytes || o->nbytes > j->out_shm_bytes - at) {
+                c.status = gx_errf(c.message, sizeof c.message, GX_ELIMIT,
+                                   "ring: the outputs need more than the %llu bytes of the "
+                                   "output area", (unsigned long long)j->out_shm_bytes);
+                break;
+            }
+            memcpy((char *)j->out_shm->base + j->out_shm_offset + at, o->view.data, o->nbytes);
+            j->out_shm_used = at + o->nbytes;
+            o->shm_offset = j->out_shm_offset + at;
+        }
+        snprintf(t->name, sizeof t->name, "%s", o->name);
+        t->offset = o->shm_offset;
+        t->bytes = o->nbytes;
+        t->dtype = o->view.dtype;
+        t->ndim = o->view.ndim;
+        memcpy(t->shape, o->view.shape, sizeof t->shape);
+        c.n_out = (uint32_t)i + 1;
+    }
+    if (c.status != GX_OK) {
+        c.n_out = 0;
+        if (!c.message[0])
+            snprintf(c.message, sizeof c.message, "%.150s", j->message);
+        atomic_fetch_add(&r->owner->stats.refused, c.status != j->status);
+    }
+    s_post(r, &c);
+}

@@ -1,0 +1,90 @@
+/*
+ * Submission/completion rings in clients' shared-memory regions (layout:
+ * core/ring.h; docs/shm.md, "Ring"): the local fast path for small jobs.
+ *
+ * RING_OPEN (on the I/O thread) starts one thread per ring that copies
+ * each submission out of the region, checks it, makes a RUN job of it and
+ * pushes it on the daemon's queue, as a socket RUN is; the job's single
+ * completion is posted by the I/O thread where it would have sent the
+ * reply (gxd_ring_post). A ring belongs to the connection that opened it
+ * and goes with it (RING_CLOSE, SHM_UNREGISTER of its region, the client
+ * disconnecting); jobs hold references, so a ring is freed after its last
+ * job, and completions for a closed ring are dropped.
+ *
+ *     gxd_rings rs;
+ *     gxd_rings_init(&rs, &queue, &limits_max_priority);
+ *     gxd_ring_open(&rs, region, id, idlen, err, errlen);  // RING_OPEN
+ *     gxd_ring_bind(&rs, id, idlen, region->name, model, &slot, err, errlen);
+ *     ...                                        // jobs arrive through the queue
+ *     gxd_ring_post(j);                          // in place of the RUN reply
+ *     gxd_rings_drop_client(&rs, id, idlen);     // the client went away
+ *     gxd_rings_fini(&rs);
+ *
+ * The table is the I/O thread's; a ring's thread reads only its ring.
+ */
+#ifndef GXD_RING_H
+#define GXD_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/job.h"
+#include "daemon/queue.h"
+#include "daemon/shm.h"
+
+/* Rings one connection may open, and one daemon serves (a thread each). */
+#define GXD_RING_PER_CLIENT 4
+#define GXD_RING_MAX 64
+
+typedef struct gxd_ring gxd_ring;
+
+/* Counters (STATS "ring"), updated by several threads. */
+typedef struct gxd_ring_stats {
+    atomic_uint_fast64_t opened, closed, hostile; /* rings; hostile: closed for bad indices */
+    atomic_uint_fast64_t jobs, refused, dropped;  /* submissions; refused: error completions;
+                                                   * dropped: completions of closed rings */
+} gxd_ring_stats;
+
+typedef struct gxd_rings {
+    gxd_ring *head;
+    size_t n;
+    gxd_queue *queue;
+    atomic_int max_priority; /* limits.max_client_priority: submissions above are lowered to it */
+    gxd_ring_stats stats;
+} gxd_rings;
+
+void gxd_rings_init(gxd_rings *rs, gxd_queue *queue, int max_priority);
+/* Closes every ring (their threads are joined). */
+void gxd_rings_fini(gxd_rings *rs);
+
+/* RING_OPEN: serve the ring laid out at the start of region (registered by
+ * this client; the table takes its own reference). Reads magic and
+ * entries once. GX_EINVAL (layout), GX_EBUSY (a ring there already),
+ * GX_ELIMIT (GXD_RING_*), GX_ENOMEM, with a message in err. */
+int gxd_ring_open(gxd_rings *rs, gxd_shm_region *region, const void *identity,
+                  size_t identity_len, char *err, size_t errlen);
+/* RING_BIND: model (a reference, which the ring keeps until it closes;
+ * taken in all cases) to a slot of the client's ring in region name: the
+ * slot in *slot (the same one for a model bound already). */
+int gxd_ring_bind(gxd_rings *rs, const void *identity, size_t identity_len, const char *name,
+                  struct gxd_model *model, uint32_t *slot, char *err, size_t errlen);
+/* RING_CLOSE, SHM_UNREGISTER: the client's ring in region name (NULL:
+ * all of the client's); how many were closed. */
+size_t gxd_ring_close(gxd_rings *rs, const void *identity, size_t identity_len,
+                      const char *name);
+/* The client disconnected: its rings close. */
+size_t gxd_rings_drop_client(gxd_rings *rs, const void *identity, size_t identity_len);
+/* Rings open now. */
+size_t gxd_rings_count(const gxd_rings *rs);
+
+/* Drops a job's reference on its ring (gxd_job_destroy). Accepts NULL. */
+void gxd_ring_release(gxd_ring **r);
+/* The job's ring, or NULL for a socket job. */
+gxd_ring *gxd_job_ring(const gxd_job *j);
+/* Posts the finished job j's one completion to its ring (dropped when the
+ * ring was closed) and drops j's reference on the ring. I/O thread; j is
+ * then destroyed by the caller. */
+void gxd_ring_post(gxd_job *j);
+
+#endif
