@@ -101,6 +101,7 @@ typedef struct gxd_job {
      * completion goes there, tagged ring_user, instead of a reply */
     struct gxd_ring *ring; /* a reference, or NULL */
     uint64_t ring_user;
+    bool ring_posted;      /* its completion was posted (by the worker that finished it) */
 } gxd_job;
 
 /* A new empty job; caller owns it. NULL on ENOMEM. */

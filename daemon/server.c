@@ -251,7 +251,8 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
         gxd_metrics_job(ctx->metrics, j->model ? j->model->id.hex : NULL, j->ran_mode, queue_us,
                         compute_us, j->t_end - j->t_enqueue);
     if (gxd_job_ring(j)) { /* its completion goes to the ring instead */
-        gxd_ring_post(j);
+        if (!j->ring_posted)
+            gxd_ring_post(j);
         return;
     }
     s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, ok ? 2 : 1);
@@ -312,6 +313,11 @@ static void s_fail_list(gxd_ctx *ctx, gxd_job *list, int status, const char *why
 static void s_job_done(void *arg, gxd_job *j)
 {
     gxd_ctx *ctx = arg;
+    if (gxd_job_ring(j)) { /* the client waits on the ring: answer it now, not after a hop */
+        s_shm_lost(j);
+        gxd_ring_post(j);
+        j->ring_posted = true;
+    }
     j->next = NULL;
     pthread_mutex_lock(&ctx->done_mu);
     if (ctx->done_tail)

@@ -1707,6 +1707,11 @@ static void s_ring_destroy(gx_client *c)
     c->ring = NULL;
 }
 
+gx_shm *gx_client_ring_shm(gx_client *c)
+{
+    return c && c->ring ? c->ring->shm : NULL;
+}
+
 GX_EXPORT void gx_client_set_ring(gx_client *c, bool on)
 {
     if (c)

@@ -18,6 +18,12 @@ struct gx_shm {
     bool linked;                     /* the name still exists: gx_shm_destroy unlinks it */
 };
 
+/* The region of c's submission/completion ring (docs/shm.md, "Ring"),
+ * NULL before its first use; owned by c. For the tests, which write
+ * hostile rings into it. */
+struct gx_client;
+struct gx_shm *gx_client_ring_shm(struct gx_client *c);
+
 /* Removes the region's name from /dev/shm (its memory stays while mapped,
  * by this process or the daemon). */
 void gx_shm_unlink(struct gx_shm *s);

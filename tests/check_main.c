@@ -25,7 +25,7 @@ int main(void)
         profile_suite,      layout_suite,    layout_ops_suite,  layout_pass_suite,
         layout_conv_suite,  replan_suite,    rewrite_suite,     tune_suite,
         tune_upstream_suite,
-        metrics_suite,      modelctl_suite,    artifact_suite,    shm_suite,
+        metrics_suite,      modelctl_suite,    artifact_suite,    shm_suite,         ring_suite,
         curve_suite,        multi_suite,
     };
     SRunner *sr = srunner_create(NULL);

@@ -67,6 +67,7 @@ Suite *metrics_suite(void);
 Suite *modelctl_suite(void);
 Suite *artifact_suite(void);
 Suite *shm_suite(void);
+Suite *ring_suite(void);
 Suite *curve_suite(void);
 Suite *multi_suite(void);
 

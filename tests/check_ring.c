@@ -1,0 +1,431 @@
+/*
+ * The shared-memory submission/completion ring (docs/shm.md, "Ring";
+ * daemon/ring.c, core/ring.h) against a real gexecd: results equal the
+ * socket's, every job of many threads is answered once, hostile ring
+ * contents get error completions or close the ring while the daemon
+ * serves on, a client killed mid-run loses its ring and region, and a
+ * full completion queue holds submissions back instead of overwriting.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/ring.h"
+#include "libclient/shm.h"
+#include "tests/testutil.h"
+
+/* y = x + x on x of dtype dt, [1, n] */
+static gx_graph *s_double(gx_dtype dt, int64_t n)
+{
+    gx_graph *g = gx_graph_new("double");
+    gx_graph_add_input(g, "x", dt, 2, (int64_t[]){1, n});
+    gx_graph_add_node(g, "Add", "add", 2, (const char *[]){"x", "x"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+static gx_client *s_ring_client(const gxt_daemon *d)
+{
+    gx_client *c = gxt_client(d);
+    gx_client_set_ring(c, true);
+    return c;
+}
+
+/* y of one run of graph id on x through c. */
+static gx_tensor *s_run(gx_client *c, const gx_graph_id *id, const gx_tensor *x)
+{
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, id);
+    gx_request_add_input(rq, "x", x);
+    gx_result *r = NULL;
+    ck_assert_msg(gx_client_run(c, rq, &r) == GX_OK, "%s", gx_client_last_error(c));
+    gx_tensor *y = gx_result_take_output(r, 0);
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    return y;
+}
+
+START_TEST(test_ring_identical)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *sock = gxt_client(&d), *ring = s_ring_client(&d);
+    gx_client_set_ring(sock, false);
+    const gx_dtype dts[] = {GX_F32, GX_I64, GX_F64}; /* in place, copied, in place */
+    long long jobs = 0;
+    for (int k = 0; k < 3; k++) {
+        gx_graph *g = s_double(dts[k], 1000);
+        gx_graph_id id;
+        ck_assert_int_eq(gx_client_load(sock, g, &id), GX_OK);
+        gx_tensor *x = gx_tensor_new(dts[k], 2, (int64_t[]){1, 1000});
+        unsigned char *p = gx_tensor_data(x);
+        for (size_t i = 0; i < gx_tensor_nbytes(x); i++)
+            p[i] = (unsigned char)(i * 7 + (size_t)k);
+        gx_tensor *a = s_run(sock, &id, x), *b = s_run(ring, &id, x);
+        ck_assert_int_eq(gx_tensor_dtype(b), dts[k]);
+        ck_assert_uint_eq(gx_tensor_nbytes(a), gx_tensor_nbytes(b));
+        ck_assert_int_eq(memcmp(gx_tensor_cdata(a), gx_tensor_cdata(b), gx_tensor_nbytes(a)), 0);
+        ck_assert_int_eq(gxt_stat(sock, "ring.jobs"), ++jobs); /* the ring carried it */
+        gx_tensor_destroy(&a);
+        gx_tensor_destroy(&b);
+        gx_tensor_destroy(&x);
+        gx_graph_destroy(&g);
+    }
+    /* a job the ring does not carry (too large) goes over the socket */
+    gx_graph *g = s_double(GX_F32, 1 << 17);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(sock, g, &id), GX_OK);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 1 << 17});
+    gx_tensor *y = s_run(ring, &id, x);
+    ck_assert_uint_eq(gx_tensor_nbytes(y), 4u << 17);
+    ck_assert_int_eq(gxt_stat(sock, "ring.jobs"), jobs);
+    /* a failed job through the ring: its error, as over the socket */
+    gx_tensor *bad = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 7});
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, &id);
+    gx_request_add_input(rq, "x", bad);
+    gx_result *r = NULL;
+    int rc = gx_client_run(ring, rq, &r);
+    ck_assert_int_lt(rc, 0);
+    ck_assert_int_eq(gx_result_status(r), rc);
+    ck_assert_int_eq(gxt_stat(sock, "ring.jobs"), jobs + 1);
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    gx_tensor_destroy(&bad);
+    gx_tensor_destroy(&x);
+    gx_tensor_destroy(&y);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&ring);
+    gx_client_destroy(&sock);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+#define S_THREADS 8
+#define S_RUNS 200
+
+typedef struct s_worker {
+    const gxt_daemon *d;
+    const gx_graph_id *id;
+    int k;
+    int good;
+} s_worker;
+
+static void *s_worker_main(void *arg)
+{
+    s_worker *w = arg;
+    gx_client *c = s_ring_client(w->d);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4});
+    for (int r = 0; r < S_RUNS; r++) {
+        float *p = gx_tensor_data(x);
+        for (int i = 0; i < 4; i++)
+            p[i] = (float)(w->k * 100000 + r * 4 + i);
+        gx_tensor *y = s_run(c, w->id, x);
+        const float *q = gx_tensor_cdata(y);
+        bool ok = true;
+        for (int i = 0; i < 4; i++)
+            ok &= q[i] == 2 * p[i];
+        w->good += ok;
+        gx_tensor_destroy(&y);
+    }
+    gx_tensor_destroy(&x);
+    gx_client_destroy(&c);
+    return NULL;
+}
+
+START_TEST(test_ring_many_threads)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = gxt_client(&d);
+    gx_graph *g = s_double(GX_F32, 4);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    pthread_t t[S_THREADS];
+    s_worker w[S_THREADS];
+    for (int k = 0; k < S_THREADS; k++) {
+        w[k] = (s_worker){.d = &d, .id = &id, .k = k};
+        pthread_create(&t[k], NULL, s_worker_main, &w[k]);
+    }
+    for (int k = 0; k < S_THREADS; k++) {
+        pthread_join(t[k], NULL);
+        ck_assert_int_eq(w[k].good, S_RUNS); /* each its own answer, once */
+    }
+    ck_assert_int_eq(gxt_stat(c, "ring.jobs"), S_THREADS * S_RUNS);
+    ck_assert_int_eq(gxt_stat(c, "ring.dropped"), 0);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+/* The raw ring of c (set up by one run through it). */
+typedef struct s_raw {
+    unsigned char *base;
+    size_t bytes;
+    gx_ring_hdr *h;
+    gx_ring_sqe *sq;
+    gx_ring_cqe *cq;
+    uint32_t entries;
+    uint64_t data;
+} s_raw;
+
+static s_raw s_raw_of(gx_client *c)
+{
+    gx_shm *s = gx_client_ring_shm(c);
+    ck_assert_ptr_nonnull(s);
+    s_raw r = {.base = gx_shm_data(s), .bytes = gx_shm_size(s)};
+    r.h = (gx_ring_hdr *)r.base;
+    r.entries = r.h->entries;
+    r.sq = (gx_ring_sqe *)(r.base + gx_ring_sq_offset());
+    r.cq = (gx_ring_cqe *)(r.base + gx_ring_cq_offset(r.entries));
+    r.data = gx_ring_data_offset(r.entries);
+    gx_client_set_ring(c, false); /* the test drives the ring from here on */
+    return r;
+}
+
+/* Publishes n submissions already written from sq_tail on. */
+static void s_publish(s_raw *r, uint32_t n)
+{
+    atomic_fetch_add(&r->h->sq_tail, n);
+    atomic_fetch_add(&r->h->sq_futex, 1);
+    gx_ring_futex_wake(&r->h->sq_futex);
+}
+
+/* Waits until cq_tail reaches want (the Check timeout is the bound). */
+static void s_wait_cq(s_raw *r, uint32_t want)
+{
+    for (;;) {
+        uint32_t f = atomic_load(&r->h->cq_futex);
+        atomic_store(&r->h->cq_sleep, 1);
+        if ((int32_t)(atomic_load(&r->h->cq_tail) - want) >= 0)
+            break;
+        gx_ring_futex_wait(&r->h->cq_futex, f, 100000);
+    }
+    atomic_store(&r->h->cq_sleep, 0);
+}
+
+/* A valid submission of the double graph (bound at slot 0) on 4 floats. */
+static void s_valid(s_raw *r, gx_ring_sqe *e, uint64_t user)
+{
+    memset(e, 0, sizeof *e);
+    e->user = user;
+    e->n_in = 1;
+    snprintf(e->in[0].name, sizeof e->in[0].name, "x");
+    e->in[0].offset = r->data;
+    e->in[0].bytes = 16;
+    e->in[0].dtype = GX_F32;
+    e->in[0].ndim = 2;
+    e->in[0].shape[0] = 1;
+    e->in[0].shape[1] = 4;
+    e->out_offset = r->data + 4096;
+    e->out_bytes = 4096;
+}
+
+START_TEST(test_ring_hostile)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_ring_client(&d);
+    gx_graph *g = s_double(GX_F32, 4);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4});
+    gx_tensor *y = s_run(c, &id, x); /* sets the ring up, binds the graph to slot 0 */
+    gx_tensor_destroy(&y);
+    s_raw r = s_raw_of(c);
+    float *in = (float *)(r.base + r.data);
+    for (int i = 0; i < 4; i++)
+        in[i] = (float)i + 0.5f;
+    enum { N = 12 };
+    uint32_t t0 = atomic_load(&r.h->sq_tail);
+    ck_assert_uint_eq(atomic_load(&r.h->cq_head), t0);
+    int want[N];
+    for (uint32_t k = 0; k < N; k += r.entries) { /* a batch at a time: the ring has entries */
+        for (uint32_t b = 0; b < r.entries && k + b < N; b++) {
+            uint32_t i = k + b;
+            gx_ring_sqe *e = &r.sq[(t0 + i) & (r.entries - 1)];
+            s_valid(&r, e, 100 + i);
+            want[i] = GX_EINVAL;
+            switch (i) {
+            case 0: e->slot = 99; want[i] = GX_ENOTFOUND; break;
+            case 1: e->n_in = 1000; break;
+            case 2: e->in[0].offset = r.bytes - 8; break;            /* past the end */
+            case 3: e->in[0].offset = 0; break;                      /* the ring itself */
+            case 4: e->in[0].dtype = 9999; break;
+            case 5: e->in[0].ndim = 9; break;
+            case 6: e->in[0].bytes = 12; break;                      /* not what the shape needs */
+            case 7: memset(e->in[0].name, 'x', sizeof e->in[0].name); break; /* no NUL */
+            case 8: e->out_offset = UINT64_MAX - 8; break;
+            case 9: e->in[0].shape[1] = INT64_MAX / 2; e->in[0].bytes = 0; break;
+            case 10: snprintf(e->in[0].name, sizeof e->in[0].name, "nope"); want[i] = 1; break;
+            case 11: want[i] = GX_OK; break;
+            }
+        }
+        uint32_t n = N - k < r.entries ? N - k : r.entries;
+        s_publish(&r, n);
+        s_wait_cq(&r, t0 + k + n);
+        for (uint32_t b = 0; b < n; b++) {
+            uint32_t i = k + b;
+            const gx_ring_cqe *q = &r.cq[(t0 + i) & (r.entries - 1)];
+            ck_assert_uint_eq(q->user, 100 + i);
+            if (want[i] == 1)
+                ck_assert_msg(q->status < 0, "submission %u: status %d", i, q->status);
+            else
+                ck_assert_msg(q->status == want[i], "submission %u: status %d (%s), want %d", i,
+                              q->status, q->message, want[i]);
+            if (q->status < 0)
+                ck_assert_msg(q->message[0], "submission %u: no message", i);
+            if (i == 11) {
+                ck_assert_uint_eq(q->n_out, 1);
+                const float *o = (const float *)(r.base + q->out[0].offset);
+                for (int j = 0; j < 4; j++)
+                    ck_assert(o[j] == 2 * in[j]);
+            }
+        }
+        atomic_store(&r.h->cq_head, t0 + k + n);
+    }
+    ck_assert_int_eq(gxt_stat(c, "ring.refused"), 10);
+    ck_assert_int_eq(gxt_stat(c, "ring.hostile"), 0);
+    /* indices that break the rules: more submissions than slots */
+    atomic_store(&r.h->sq_tail, atomic_load(&r.h->sq_tail) + 1000);
+    atomic_fetch_add(&r.h->sq_futex, 1);
+    gx_ring_futex_wake(&r.h->sq_futex);
+    gxt_wait_stats(c, "\"hostile\":1");
+    ck_assert_int_eq(gx_client_ping(c), GX_OK); /* the daemon serves on, over the socket too */
+    y = s_run(c, &id, x);
+    gx_tensor_destroy(&y);
+    /* another client has a ring of its own beside the closed one */
+    gx_client *other = s_ring_client(&d);
+    y = s_run(other, &id, x);
+    gx_tensor_destroy(&y);
+    ck_assert_int_eq(gxt_stat(c, "ring.open"), 2);
+    gx_client_destroy(&other);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(test_ring_full)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_ring_client(&d);
+    gx_graph *g = s_double(GX_F32, 4);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4});
+    gx_tensor *y = s_run(c, &id, x);
+    gx_tensor_destroy(&y);
+    s_raw r = s_raw_of(c);
+    const uint32_t n = r.entries, t0 = atomic_load(&r.h->sq_tail);
+    for (uint32_t i = 0; i < n; i++)
+        s_valid(&r, &r.sq[(t0 + i) & (n - 1)], 1 + i);
+    s_publish(&r, n);
+    s_wait_cq(&r, t0 + n); /* the completion queue is full now: nothing is read */
+    while (atomic_load(&r.h->sq_head) != t0 + n)
+        gx_ring_futex_wait(&r.h->cq_futex, atomic_load(&r.h->cq_futex), 1000);
+    for (uint32_t i = 0; i < n; i++) /* the submission slots are free again: fill them */
+        s_valid(&r, &r.sq[(t0 + n + i) & (n - 1)], 1 + n + i);
+    s_publish(&r, n);
+    /* none of the second lot is taken while no completion has room */
+    ck_assert_uint_eq(atomic_load(&r.h->sq_head), t0 + n);
+    for (uint32_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(r.cq[(t0 + i) & (n - 1)].user, 1 + i); /* not overwritten */
+        ck_assert_int_eq(r.cq[(t0 + i) & (n - 1)].status, GX_OK);
+    }
+    ck_assert_uint_eq(atomic_load(&r.h->cq_tail), t0 + n);
+    atomic_store(&r.h->cq_head, t0 + n); /* read: room for the rest */
+    atomic_fetch_add(&r.h->sq_futex, 1);
+    gx_ring_futex_wake(&r.h->sq_futex);
+    s_wait_cq(&r, t0 + 2 * n);
+    for (uint32_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(r.cq[(t0 + n + i) & (n - 1)].user, 1 + n + i);
+        ck_assert_int_eq(r.cq[(t0 + n + i) & (n - 1)].status, GX_OK);
+    }
+    ck_assert_int_eq(gxt_stat(c, "ring.hostile"), 0);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(test_ring_killed_client)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    ck_assert_int_eq(gxt_threads(), 1);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) { /* runs the endless graph through the ring until killed */
+        char err[256];
+        gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+        if (!c)
+            _exit(2);
+        gx_client_set_ring(c, true);
+        gxt_endless e;
+        gxt_endless_init(&e);
+        gx_graph_id id;
+        if (gx_client_load(c, e.g, &id) != GX_OK)
+            _exit(3);
+        gx_request *rq = gx_request_new();
+        gx_request_set_graph_id(rq, &id);
+        gx_request_add_input(rq, "x", e.x);
+        gx_request_add_input(rq, "c", e.c);
+        gx_result *r = NULL;
+        gx_client_run(c, rq, &r);
+        _exit(4);
+    }
+    gx_client *watch = gxt_client(&d);
+    gx_client_set_ring(watch, false);
+    while (gxt_stat(watch, "ring.jobs") < 1) /* (its LOAD came first, on a worker too) */
+        usleep(10000);
+    gxt_wait_stats(watch, "\"workers_busy\":1"); /* the endless job runs */
+    ck_assert_int_eq(gxt_stat(watch, "ring.jobs"), 1);
+    ck_assert_int_eq(gxt_stat(watch, "ring.open"), 1);
+    kill(pid, SIGKILL);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFSIGNALED(st));
+    gxt_wait_stats(watch, "\"workers_busy\":0");
+    while (gxt_stat(watch, "ring.open") != 0 || gxt_stat(watch, "shm.regions") != 0)
+        usleep(10000); /* the disconnect reaches the daemon; the Check timeout bounds it */
+    ck_assert_int_eq(gxt_stat(watch, "ring.closed"), 1);
+    /* serves on, through a new ring too */
+    gx_client *c = s_ring_client(&d);
+    gx_graph *g = s_double(GX_F32, 4);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4});
+    gx_tensor *y = s_run(c, &id, x);
+    ck_assert_int_eq(gxt_stat(watch, "ring.jobs"), 2);
+    gx_tensor_destroy(&y);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    gx_client_destroy(&watch);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+Suite *ring_suite(void)
+{
+    Suite *s = suite_create("ring");
+    TCase *tc = tcase_create("ring");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_ring_identical);
+    tcase_add_test(tc, test_ring_many_threads);
+    tcase_add_test(tc, test_ring_hostile);
+    tcase_add_test(tc, test_ring_full);
+    tcase_add_test(tc, test_ring_killed_client);
+    suite_add_tcase(s, tc);
+    return s;
+}
