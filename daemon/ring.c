@@ -21,6 +21,7 @@ struct gxd_ring {
     uint8_t identity[GXD_MAX_IDENTITY];
     size_t identity_len;
     uint32_t entries, mask;
+    bool elevated;     /* its client is one of limits.priority_users */
     uint64_t data_off; /* inputs and outputs lie at or after this */
     gx_ring_hdr *hdr;  /* in the region: hostile */
     gx_ring_sqe *sq;
@@ -191,10 +192,16 @@ static void s_submit(gxd_ring *r, const gx_ring_sqe *e)
     if (rc == GX_OK && (e->deadline_ms < 0 || e->deadline_ms > 86400000))
         rc = gx_errf(err, sizeof err, GX_EINVAL, "ring: deadline_ms %lld outside [0, 86400000]",
                      (long long)e->deadline_ms);
+    if (rc == GX_OK && (e->priority < -100 || e->priority > 100))
+        rc = gx_errf(err, sizeof err, GX_EINVAL, "ring: priority %d outside [-100, 100]",
+                     e->priority);
+    if (rc == GX_OK && e->priority > atomic_load(&rs->max_priority) && !r->elevated)
+        rc = gx_errf(err, sizeof err, GX_EPERM,
+                     "ring: priority %d is above limits.max_client_priority (%d), which only "
+                     "limits.priority_users may exceed", e->priority,
+                     atomic_load(&rs->max_priority));
     if (rc == GX_OK) {
-        int prio = e->priority < -100 ? -100 : e->priority > 100 ? 100 : e->priority;
-        int max = atomic_load(&rs->max_priority);
-        j->priority = prio > max ? max : prio;
+        j->priority = e->priority;
         j->deadline_us = e->deadline_ms ? gxd_now_us() + e->deadline_ms * 1000 : 0;
         j->mode = GX_MODE_AUTO;
         j->t_enqueue = gxd_now_us();
@@ -263,7 +270,7 @@ static void *s_thread(void *arg)
 }
 
 int gxd_ring_open(gxd_rings *rs, gxd_shm_region *region, const void *identity,
-                  size_t identity_len, char *err, size_t errlen)
+                  size_t identity_len, bool elevated, char *err, size_t errlen)
 {
     size_t mine = 0;
     for (gxd_ring *o = rs->head; o; o = o->next) {
@@ -302,6 +309,7 @@ int gxd_ring_open(gxd_rings *rs, gxd_shm_region *region, const void *identity,
     r->identity_len = identity_len;
     r->entries = entries;
     r->mask = entries - 1;
+    r->elevated = elevated;
     r->data_off = data_off;
     r->hdr = p;
     r->sq = (gx_ring_sqe *)((char *)p + gx_ring_sq_offset());

@@ -13,7 +13,7 @@
  *
  *     gxd_rings rs;
  *     gxd_rings_init(&rs, &queue, &limits_max_priority);
- *     gxd_ring_open(&rs, region, id, idlen, err, errlen);  // RING_OPEN
+ *     gxd_ring_open(&rs, region, id, idlen, false, err, errlen);  // RING_OPEN
  *     gxd_ring_bind(&rs, id, idlen, region->name, model, &slot, err, errlen);
  *     ...                                        // jobs arrive through the queue
  *     gxd_ring_post(j);                          // in place of the RUN reply
@@ -50,7 +50,7 @@ typedef struct gxd_rings {
     gxd_ring *head;
     size_t n;
     gxd_queue *queue;
-    atomic_int max_priority; /* limits.max_client_priority: submissions above are lowered to it */
+    atomic_int max_priority; /* limits.max_client_priority: submissions above are refused */
     gxd_ring_stats stats;
 } gxd_rings;
 
@@ -59,11 +59,12 @@ void gxd_rings_init(gxd_rings *rs, gxd_queue *queue, int max_priority);
 void gxd_rings_fini(gxd_rings *rs);
 
 /* RING_OPEN: serve the ring laid out at the start of region (registered by
- * this client; the table takes its own reference). Reads magic and
+ * this client; the table takes its own reference); elevated: the client
+ * may exceed limits.max_client_priority, as a socket RUN may. Reads magic and
  * entries once. GX_EINVAL (layout), GX_EBUSY (a ring there already),
  * GX_ELIMIT (GXD_RING_*), GX_ENOMEM, with a message in err. */
 int gxd_ring_open(gxd_rings *rs, gxd_shm_region *region, const void *identity,
-                  size_t identity_len, char *err, size_t errlen);
+                  size_t identity_len, bool elevated, char *err, size_t errlen);
 /* RING_BIND: model (a reference, which the ring keeps until it closes;
  * taken in all cases) to a slot of the client's ring in region name: the
  * slot in *slot (the same one for a model bound already). */

@@ -1251,8 +1251,11 @@ static int s_handle_ring_open(gxd_ctx *ctx, s_req *rq)
         rc = gx_errf(rq->err, sizeof rq->err, GX_ENOTFOUND,
                      "RING_OPEN: region '%s' is not registered by this client (SHM_REGISTER it "
                      "first)", name);
-    if (rc == GX_OK)
-        rc = gxd_ring_open(&ctx->rings, reg, id, idlen, rq->err, sizeof rq->err);
+    if (rc == GX_OK) {
+        bool elevated = s_priority_allowed(ctx, rq, 100) == GX_OK;
+        rq->err[0] = '\0';
+        rc = gxd_ring_open(&ctx->rings, reg, id, idlen, elevated, rq->err, sizeof rq->err);
+    }
     if (rc == GX_OK) {
         s_reply r;
         s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 0);

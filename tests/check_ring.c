@@ -245,8 +245,8 @@ static void s_valid(s_raw *r, gx_ring_sqe *e, uint64_t user)
 
 START_TEST(test_ring_hostile)
 {
-    gxt_daemon d;
-    gxt_daemon_start(&d, NULL);
+    gxt_daemon d; /* no one may exceed priority 0 */
+    gxt_daemon_start_yaml(&d, "limits:\n  max_client_priority: 0\n  priority_users: []\n", NULL);
     gx_client *c = s_ring_client(&d);
     gx_graph *g = s_double(GX_F32, 4);
     gx_graph_id id;
@@ -258,7 +258,7 @@ START_TEST(test_ring_hostile)
     float *in = (float *)(r.base + r.data);
     for (int i = 0; i < 4; i++)
         in[i] = (float)i + 0.5f;
-    enum { N = 12 };
+    enum { N = 14 };
     uint32_t t0 = atomic_load(&r.h->sq_tail);
     ck_assert_uint_eq(atomic_load(&r.h->cq_head), t0);
     int want[N];
@@ -280,7 +280,9 @@ START_TEST(test_ring_hostile)
             case 8: e->out_offset = UINT64_MAX - 8; break;
             case 9: e->in[0].shape[1] = INT64_MAX / 2; e->in[0].bytes = 0; break;
             case 10: snprintf(e->in[0].name, sizeof e->in[0].name, "nope"); want[i] = 1; break;
-            case 11: want[i] = GX_OK; break;
+            case 11: e->priority = 1000; break;
+            case 12: e->priority = 50; want[i] = GX_EPERM; break; /* limits.max_client_priority 0 */
+            case 13: want[i] = GX_OK; break;
             }
         }
         uint32_t n = N - k < r.entries ? N - k : r.entries;
@@ -296,7 +298,7 @@ START_TEST(test_ring_hostile)
                               q->status, q->message, want[i]);
             if (q->status < 0)
                 ck_assert_msg(q->message[0], "submission %u: no message", i);
-            if (i == 11) {
+            if (i == 13) {
                 ck_assert_uint_eq(q->n_out, 1);
                 const float *o = (const float *)(r.base + q->out[0].offset);
                 for (int j = 0; j < 4; j++)
@@ -305,7 +307,7 @@ START_TEST(test_ring_hostile)
         }
         atomic_store(&r.h->cq_head, t0 + k + n);
     }
-    ck_assert_int_eq(gxt_stat(c, "ring.refused"), 10);
+    ck_assert_int_eq(gxt_stat(c, "ring.refused"), 12);
     ck_assert_int_eq(gxt_stat(c, "ring.hostile"), 0);
     /* indices that break the rules: more submissions than slots */
     atomic_store(&r.h->sq_tail, atomic_load(&r.h->sq_tail) + 1000);
