@@ -197,3 +197,18 @@ def test_input_is_read_in_the_region(daemon):
         del x, e  # (the exception's traceback holds the inputs)
         gc.collect()
         shm.close()
+
+
+def test_small_jobs_through_the_ring(daemon, monkeypatch):
+    """GEXEC_RING=1: libgexec sends small runs through its shared-memory
+    ring (docs/shm.md, "Ring"); results are the socket's."""
+    x = _x(4)
+    with gexec.Client(daemon.endpoint, shm_threshold=False) as sock:
+        g = sock.load(data("affine.yaml"))
+        want = sock.run(g, {"x": x})["y"]
+        before = sock.stats()["ring"]["jobs"]
+        monkeypatch.setenv("GEXEC_RING", "1")
+        with gexec.Client(daemon.endpoint) as c:
+            for _ in range(5):
+                assert c.run(g, {"x": x})["y"].tobytes() == want.tobytes()
+        assert sock.stats()["ring"]["jobs"] == before + 5
