@@ -27,6 +27,7 @@
 #include "ops/cpu/cpu.h"
 #include "ops/gemm.h"
 #include "tests/testutil.h"
+#include "tests/tunetest.h"
 
 #define NAMES(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
                    (const char *[]) { __VA_ARGS__ }
@@ -38,21 +39,6 @@
 static const gxd_compile_limits s_lim0 = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
                                           .max_arena_bytes = 256ll << 20};
 
-static gxd_tune_sig s_sig(int64_t m, int64_t k, int64_t n)
-{
-    gxd_tune_sig s;
-    memset(&s, 0, sizeof s);
-    s.op = GX_OP_MATMUL;
-    s.a_ndim = 2;
-    s.a_shape[0] = m;
-    s.a_shape[1] = k;
-    s.m = m;
-    s.k = k;
-    s.n = n;
-    s.c_ndim = -1;
-    return s;
-}
-
 static gxd_tune *s_new(const char *dir, gxd_tune_mode mode)
 {
     char err[256];
@@ -60,20 +46,6 @@ static gxd_tune *s_new(const char *dir, gxd_tune_mode mode)
     gxd_tune *t = gxd_tune_new(&o, err, sizeof err);
     ck_assert_msg(t != NULL, "%s", err);
     return t;
-}
-
-static gxd_tune_rec s_rec(const char *impl, int64_t ns)
-{
-    gxd_tune_rec r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.impl, sizeof r.impl, "%s", impl);
-    r.version = 1;
-    r.ns = ns;
-    snprintf(r.others, sizeof r.others, "blas@1:%lld", (long long)ns * 2);
-    snprintf(r.validation, sizeof r.validation, "test");
-    snprintf(r.host, sizeof r.host, "here");
-    r.measured_at = 1700000000;
-    return r;
 }
 
 /* ---- planted candidates ---- */
@@ -175,8 +147,8 @@ START_TEST(test_lookup_order)
     char *dir = gxt_tmpdir();
     gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
     /* a and b in two families (no prefetch between them: test_prefetch) */
-    const gxd_tune_sig a = s_sig(8, 64, 32), b = s_sig(16, 64, 48), c = s_sig(32, 64, 32);
-    gxd_tune_rec ra = s_rec("blas", 100), rb = s_rec("plain", 200);
+    const gxd_tune_sig a = tt_sig(8, 64, 32), b = tt_sig(16, 64, 48), c = tt_sig(32, 64, 32);
+    gxd_tune_rec ra = tt_rec("blas", 100, "here"), rb = tt_rec("plain", 200, "here");
     ck_assert_int_eq(gxd_tune_store(t, &a, &ra), GX_OK);
     ck_assert_int_eq(gxd_tune_store(t, &b, &rb), GX_OK);
     gxd_tune_cache_clear(t); /* b now only in tune.db */
@@ -226,8 +198,8 @@ START_TEST(test_key_builds)
 {
     char *dir = gxt_tmpdir();
     gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
-    const gxd_tune_sig a = s_sig(8, 64, 32);
-    gxd_tune_rec r = s_rec("blas", 100);
+    const gxd_tune_sig a = tt_sig(8, 64, 32);
+    gxd_tune_rec r = tt_rec("blas", 100, "here");
     ck_assert_int_eq(gxd_tune_store(t, &a, &r), GX_OK);
     ck_assert_ptr_nonnull(strstr(gxd_tune_device(t), "isa="));
     ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), "blas@1"));
@@ -247,12 +219,12 @@ START_TEST(test_prefetch)
 {
     char *dir = gxt_tmpdir();
     gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
-    const gxd_tune_sig a = s_sig(8, 64, 32), b = s_sig(16, 64, 32), other = s_sig(8, 64, 48);
-    gxd_tune_rec r = s_rec("blas", 100);
+    const gxd_tune_sig a = tt_sig(8, 64, 32), b = tt_sig(16, 64, 32), other = tt_sig(8, 64, 48);
+    gxd_tune_rec r = tt_rec("blas", 100, "here");
     ck_assert_int_eq(gxd_tune_store(t, &a, &r), GX_OK);
-    r = s_rec("plain", 200);
+    r = tt_rec("plain", 200, "here");
     ck_assert_int_eq(gxd_tune_store(t, &b, &r), GX_OK);
-    r = s_rec("plain", 300);
+    r = tt_rec("plain", 300, "here");
     ck_assert_int_eq(gxd_tune_store(t, &other, &r), GX_OK);
     gxd_tune_destroy(&t);
     t = s_new(dir, GXD_TUNE_CACHE);
@@ -308,8 +280,8 @@ START_TEST(test_persist)
 {
     char *dir = gxt_tmpdir();
     gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
-    const gxd_tune_sig a = s_sig(8, 64, 32);
-    gxd_tune_rec r = s_rec("packed.baseline", 1234);
+    const gxd_tune_sig a = tt_sig(8, 64, 32);
+    gxd_tune_rec r = tt_rec("packed.baseline", 1234, "here");
     ck_assert_int_eq(gxd_tune_store(t, &a, &r), GX_OK);
     gxd_tune_destroy(&t);
     t = s_new(dir, GXD_TUNE_CACHE); /* a restart */
@@ -336,12 +308,12 @@ END_TEST
 START_TEST(test_persist_killed)
 {
     char *dir = gxt_tmpdir();
-    const gxd_tune_sig a = s_sig(8, 64, 32);
+    const gxd_tune_sig a = tt_sig(8, 64, 32);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
-        gxd_tune_rec r = s_rec("blas", 77);
+        gxd_tune_rec r = tt_rec("blas", 77, "here");
         _exit(gxd_tune_store(t, &a, &r) == GX_OK ? 0 : 1); /* no destroy, no close */
     }
     int status = 0;
@@ -375,8 +347,8 @@ START_TEST(test_corrupt)
     gxd_tune_opts o = {.mode = GXD_TUNE_CACHE, .dir = dir, .log = &lg};
     gxd_tune *t = gxd_tune_new(&o, err, sizeof err);
     ck_assert_ptr_nonnull(t);
-    const gxd_tune_sig a = s_sig(8, 64, 32);
-    gxd_tune_rec r = s_rec("blas", 5);
+    const gxd_tune_sig a = tt_sig(8, 64, 32);
+    gxd_tune_rec r = tt_rec("blas", 5, "here");
     ck_assert_int_eq(gxd_tune_store(t, &a, &r), GX_OK); /* the new database works */
     gxd_tune_destroy(&t);
     ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s | grep -c '^tune.db.corrupt-'", dir), 0);
@@ -395,8 +367,8 @@ START_TEST(test_mode_off)
 {
     char *dir = gxt_tmpdir();
     gxd_tune *t = s_new(dir, GXD_TUNE_OFF);
-    const gxd_tune_sig a = s_sig(8, 64, 32);
-    gxd_tune_rec r = s_rec("blas", 5);
+    const gxd_tune_sig a = tt_sig(8, 64, 32);
+    gxd_tune_rec r = tt_rec("blas", 5, "here");
     bool found = true;
     gxd_tune_lookup_batch(t, &a, 1, &r, &found);
     ck_assert(!found);
@@ -437,7 +409,7 @@ END_TEST
 START_TEST(test_explore_builtin)
 {
     gxd_tune *t = s_new(NULL, GXD_TUNE_EXPLORE);
-    gxd_tune_sig s = s_sig(5, 40, 37); /* odd sizes: partial panels */
+    gxd_tune_sig s = tt_sig(5, 40, 37); /* odd sizes: partial panels */
     gxd_tune_rec r;
     ck_assert_int_eq(gxd_tune_explore_sig(t, &s, &r), GX_OK);
     size_t n;
@@ -475,7 +447,7 @@ START_TEST(test_fast_wrong_rejected)
     char *dir = gxt_tmpdir();
     gxd_tune *t = s_new(dir, GXD_TUNE_EXPLORE);
     ck_assert(gxd_tune_add_impl(t, &s_fast_wrong));
-    gxd_tune_sig s = s_sig(S_M, S_K, S_N);
+    gxd_tune_sig s = tt_sig(S_M, S_K, S_N);
     gxd_tune_rec r;
     ck_assert_int_eq(gxd_tune_explore_sig(t, &s, &r), GX_OK);
     ck_assert_str_ne(r.impl, "test.wrong");
@@ -572,8 +544,8 @@ START_TEST(test_packed_winner)
 {
     gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
     gx_graph *g = s_graph();
-    gxd_tune_sig s = s_sig(S_M, S_K, S_N);
-    gxd_tune_rec r = s_rec("packed.baseline", 10);
+    gxd_tune_sig s = tt_sig(S_M, S_K, S_N);
+    gxd_tune_rec r = tt_rec("packed.baseline", 10, "here");
     ck_assert_int_eq(gxd_tune_store(t, &s, &r), GX_OK);
     gxd_plan *p = s_compile(g, t);
     ck_assert_str_eq(p->impls[0].impl, "packed.baseline");
@@ -602,10 +574,10 @@ START_TEST(test_slice_follows_whole)
 {
     gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
     gx_graph *g = s_graph();
-    gxd_tune_sig whole = s_sig(S_M, S_K, S_N), half = s_sig(S_M / 2, S_K, S_N);
-    gxd_tune_rec r = s_rec("blas", 10);
+    gxd_tune_sig whole = tt_sig(S_M, S_K, S_N), half = tt_sig(S_M / 2, S_K, S_N);
+    gxd_tune_rec r = tt_rec("blas", 10, "here");
     ck_assert_int_eq(gxd_tune_store(t, &whole, &r), GX_OK);
-    r = s_rec("packed.baseline", 5);
+    r = tt_rec("packed.baseline", 5, "here");
     ck_assert_int_eq(gxd_tune_store(t, &half, &r), GX_OK); /* not used by the slice */
     gxd_plan *p = s_compile(g, t), *q = NULL;
     ck_assert_str_eq(p->impls[0].impl, "blas");
@@ -668,7 +640,7 @@ START_TEST(test_explorer_waits_for_idle)
     atomic_store(&busy, true);
     gxd_tune_set_idle(t, s_busy, &busy);
     ck_assert_int_eq(gxd_tune_explore_start(t), GX_OK);
-    gxd_tune_sig s = s_sig(S_M, S_K, S_N);
+    gxd_tune_sig s = tt_sig(S_M, S_K, S_N);
     gxd_tune_rec r;
     bool found;
     gxd_tune_lookup_batch(t, &s, 1, &r, &found); /* queued */

@@ -26,6 +26,7 @@
 #include "gexec/client.h"
 #include "core/internal.h"
 #include "tests/testutil.h"
+#include "tests/tunetest.h"
 
 #define S_K 64
 #define S_N 32
@@ -145,35 +146,6 @@ static void s_fresh(void)
     s_sql("DROP TABLE IF EXISTS winners");
 }
 
-static gxd_tune_sig s_sig(int64_t m, int64_t k, int64_t n)
-{
-    gxd_tune_sig s;
-    memset(&s, 0, sizeof s);
-    s.op = GX_OP_MATMUL;
-    s.a_ndim = 2;
-    s.a_shape[0] = m;
-    s.a_shape[1] = k;
-    s.m = m;
-    s.k = k;
-    s.n = n;
-    s.c_ndim = -1;
-    return s;
-}
-
-static gxd_tune_rec s_rec(const char *impl, int64_t ns, const char *host)
-{
-    gxd_tune_rec r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.impl, sizeof r.impl, "%s", impl);
-    r.version = 1;
-    r.ns = ns;
-    snprintf(r.others, sizeof r.others, "blas@1:%lld", (long long)ns * 2);
-    snprintf(r.validation, sizeof r.validation, "test");
-    snprintf(r.host, sizeof r.host, "%s", host);
-    r.measured_at = 1700000000;
-    return r;
-}
-
 /* A registry in mode cache on dir (NULL: memory only) with url upstream
  * (NULL: none), logging into lg when not NULL. */
 static gxd_tune *s_new(const char *dir, const char *url, gxd_log *lg)
@@ -202,8 +174,8 @@ START_TEST(test_lookup_order)
     s_fresh();
     char *da = gxt_tmpdir(), *db = gxt_tmpdir();
     gxd_tune *a = s_new(da, s_url, NULL), *b = s_new(db, s_url, NULL);
-    const gxd_tune_sig s = s_sig(8, S_K, S_N);
-    gxd_tune_rec r = s_rec("blas", 700, "a"), got;
+    const gxd_tune_sig s = tt_sig(8, S_K, S_N);
+    gxd_tune_rec r = tt_rec("blas", 700, "a"), got;
     bool found;
     ck_assert_int_eq(gxd_tune_store(a, &s, &r), GX_OK);
     ck_assert_int_eq(gxd_tune_upstream_sync(a), GX_OK);
@@ -257,10 +229,10 @@ START_TEST(test_batch)
         return;
     s_fresh();
     gxd_tune *a = s_new(NULL, s_url, NULL), *b = s_new(NULL, s_url, NULL);
-    const gxd_tune_sig s8 = s_sig(8, S_K, S_N), s16 = s_sig(16, S_K, S_N),
-                       s32 = s_sig(32, S_K, S_N), s64 = s_sig(64, S_K, S_N),
-                       o8 = s_sig(8, S_K, 2 * S_N);
-    const gxd_tune_rec r = s_rec("plain", 100, "a");
+    const gxd_tune_sig s8 = tt_sig(8, S_K, S_N), s16 = tt_sig(16, S_K, S_N),
+                       s32 = tt_sig(32, S_K, S_N), s64 = tt_sig(64, S_K, S_N),
+                       o8 = tt_sig(8, S_K, 2 * S_N);
+    const gxd_tune_rec r = tt_rec("plain", 100, "a");
     ck_assert_int_eq(gxd_tune_store(a, &s8, &r), GX_OK);
     ck_assert_int_eq(gxd_tune_store(a, &s16, &r), GX_OK);
     ck_assert_int_eq(gxd_tune_store(a, &s32, &r), GX_OK);
@@ -308,8 +280,8 @@ static void *s_race(void *arg)
 {
     s_racer *r = arg;
     for (int i = 0; i < S_RACE_KEYS; i++) {
-        const gxd_tune_sig s = s_sig(i + 1, S_K, S_N);
-        const gxd_tune_rec rec = s_rec(r->base == 1000 ? "plain" : "blas", s_race_ns(r->base, i),
+        const gxd_tune_sig s = tt_sig(i + 1, S_K, S_N);
+        const gxd_tune_rec rec = tt_rec(r->base == 1000 ? "plain" : "blas", s_race_ns(r->base, i),
                                        r->base == 1000 ? "a" : "b");
         gxd_tune_store(r->t, &s, &rec);
         if (i % 8 == 0)
@@ -342,7 +314,7 @@ START_TEST(test_upsert_race)
     gxd_tune_rec got[S_RACE_KEYS];
     bool found[S_RACE_KEYS];
     for (int i = 0; i < S_RACE_KEYS; i++)
-        sigs[i] = s_sig(i + 1, S_K, S_N);
+        sigs[i] = tt_sig(i + 1, S_K, S_N);
     gxd_tune_lookup_batch(c, sigs, S_RACE_KEYS, got, found);
     for (int i = 0; i < S_RACE_KEYS; i++) {
         const int64_t a = s_race_ns(1000, i), b = s_race_ns(2000, i);
@@ -353,8 +325,8 @@ START_TEST(test_upsert_race)
     }
 
     /* a slower record after a faster one changes nothing; a faster one wins */
-    const gxd_tune_sig s = s_sig(1, S_K, S_N);
-    gxd_tune_rec slow = s_rec("plain", 999999, "slow"), fast = s_rec("blas", 5, "fast"), r;
+    const gxd_tune_sig s = tt_sig(1, S_K, S_N);
+    gxd_tune_rec slow = tt_rec("plain", 999999, "slow"), fast = tt_rec("blas", 5, "fast"), r;
     gxd_tune_store(ra.t, &s, &slow);
     ck_assert_int_eq(gxd_tune_upstream_sync(ra.t), GX_OK);
     gxd_tune_cache_clear(c);
@@ -398,8 +370,8 @@ START_TEST(test_down_then_up)
     ck_assert_msg(gxd_log_detach(&lg, logp, why, sizeof why) == GX_OK, "%s", why);
     gxd_tune *t = s_new(dir, s_url, &lg);
     ck_assert_int_eq(gxd_tune_upstream_sync(t), GX_EIO);
-    const gxd_tune_sig s = s_sig(8, S_K, S_N), s2 = s_sig(9, S_K, S_N);
-    gxd_tune_rec r = s_rec("blas", 700, "here"), got;
+    const gxd_tune_sig s = tt_sig(8, S_K, S_N), s2 = tt_sig(9, S_K, S_N);
+    gxd_tune_rec r = tt_rec("blas", 700, "here"), got;
     bool found;
     ck_assert_int_eq(gxd_tune_store(t, &s, &r), GX_OK); /* tune.db takes it */
     gxd_tune_cache_clear(t);
@@ -451,15 +423,15 @@ START_TEST(test_goes_away)
     ck_assert_msg(gxd_log_detach(&lg, logp, why, sizeof why) == GX_OK, "%s", why);
     gxd_tune *t = s_new(dir, s_url, &lg);
     ck_assert_int_eq(gxd_tune_upstream_sync(t), GX_OK);
-    const gxd_tune_sig s = s_sig(8, S_K, S_N);
-    gxd_tune_rec r = s_rec("blas", 700, "here"), got;
+    const gxd_tune_sig s = tt_sig(8, S_K, S_N);
+    gxd_tune_rec r = tt_rec("blas", 700, "here"), got;
     bool found;
     ck_assert_int_eq(gxd_tune_store(t, &s, &r), GX_OK);
     ck_assert_int_eq(gxd_tune_upstream_sync(t), GX_OK);
 
     s_pg_down();
     for (int i = 0; i < 5; i++) { /* misses: each would ask the server */
-        const gxd_tune_sig m = s_sig(100 + i, S_K, S_N);
+        const gxd_tune_sig m = tt_sig(100 + i, S_K, S_N);
         gxd_tune_lookup_batch(t, &m, 1, &got, &found);
         ck_assert(!found);
     }
@@ -506,8 +478,8 @@ START_TEST(test_bad_url)
     gxd_config_fini(&c);
 
     gxd_tune *t = s_new(NULL, "mysql://x/y", NULL);
-    const gxd_tune_sig s = s_sig(8, S_K, S_N);
-    gxd_tune_rec r = s_rec("blas", 700, "here"), got;
+    const gxd_tune_sig s = tt_sig(8, S_K, S_N);
+    gxd_tune_rec r = tt_rec("blas", 700, "here"), got;
     bool found;
     ck_assert_int_eq(gxd_tune_store(t, &s, &r), GX_OK);
     gxd_tune_lookup_batch(t, &s, 1, &got, &found);
