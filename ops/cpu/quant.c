@@ -1,12 +1,10 @@
 /* CPU kernels of the quant family (GX_OPS_QUANT in ops/op.h). Rounding is
  * rint's: to nearest, ties to even (the default FP environment). */
 #include <math.h>
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
-#endif
 
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/requant.h"
 
 /* Per-axis geometry of scale s against x: element i of x uses scale
  * (i / inner) % n_ch; a per-tensor scale is n_ch = inner = 1. */
@@ -43,10 +41,10 @@ static float s_clampf(float v, float lo, float hi)
 }
 
 /* Runs of bytes quantized and dequantized with one scale and zero point,
- * in explicit AVX-512 where the CPU has it (S_AVX512): the compilers'
- * vectorisation of the plain loops narrows and widens through 256-bit
- * steps at several times the cost. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * in explicit AVX-512 where the CPU has it (S_AVX512: requant.h's check):
+ * the compilers' vectorisation of the plain loops narrows and widens
+ * through 256-bit steps at several times the cost. */
+#ifdef GX_REQUANT_AVX512
 /* y = rint(x / s) + z saturated to [lo, hi] (NaN: lo), as n bytes. */
 __attribute__((target("avx512f"))) static void s_quantize_512(int64_t n, const float *x,
                                                                float s, float z, float lo,
@@ -80,7 +78,7 @@ __attribute__((target("avx512f"))) static void s_dequantize_512(int64_t n, const
     for (; i < n; i++) /* the tail (a masked byte load would need AVX512BW) */
         y[i] = (float)((sgn ? ((const int8_t *)x)[i] : ((const uint8_t *)x)[i]) - z) * s;
 }
-#define S_AVX512 __builtin_cpu_supports("avx512f")
+#define S_AVX512 gx_requant_avx512()
 #else
 #define S_AVX512 0
 /* never called */
