@@ -45,10 +45,12 @@ static unsigned s_rand(void)
 #define COLS 16
 
 /* x [ROWS, COLS] and n random nodes over earlier values: unary and binary
- * elementwise ops, MatMul with a constant [COLS, COLS], and a few
- * ReduceSum(axis 1, keepdims) + Add that broadcast. Every value no node
+ * elementwise ops, MatMul with a constant [COLS, COLS], a few
+ * ReduceSum(axis 1, keepdims) + Add that broadcast, and a few Reshape to
+ * [ROWS * COLS], Neg, Reshape back (memplan makes the reshapes views;
+ * without reshapes, only the Neg: the same values). Every value no node
  * reads is an output. */
-static gx_graph *s_random_graph(int n)
+static gx_graph *s_random_graph_ex(int n, bool reshapes)
 {
     static const char *const unary[] = {"Relu", "Tanh", "Sigmoid", "Neg", "Abs"};
     static const char *const binary[] = {"Add", "Mul", "Sub", "Max"};
@@ -60,6 +62,12 @@ static gx_graph *s_random_graph(int n)
     for (int i = 0; i < COLS * COLS; i++)
         wd[i] = (float)((int)(s_rand() % 200) - 100) / 400.0f;
     ck_assert_int_eq(gx_graph_add_const(g, "W", &w), GX_OK);
+    gx_tensor *flat = gx_tensor_new(GX_I64, 1, (const int64_t[]){1});
+    gx_tensor *back = gx_tensor_new(GX_I64, 1, (const int64_t[]){2});
+    ((int64_t *)gx_tensor_data(flat))[0] = ROWS * COLS;
+    memcpy(gx_tensor_data(back), shape, sizeof shape);
+    ck_assert_int_eq(gx_graph_add_const(g, "flat", &flat), GX_OK);
+    ck_assert_int_eq(gx_graph_add_const(g, "back", &back), GX_OK);
     int *readers = calloc((size_t)n + 1, sizeof *readers);
     char name[16], a[16], b[16], t[16];
     for (int i = 1; i <= n; i++) {
@@ -71,9 +79,19 @@ static gx_graph *s_random_graph(int n)
         snprintf(a, sizeof a, "v%d", x);
         snprintf(b, sizeof b, "v%d", y);
         readers[x]++;
-        unsigned kind = s_rand() % 10;
+        unsigned kind = s_rand() % 12;
         const char *out = name;
-        if (kind < 4) {
+        if (kind >= 10 && !reshapes) {
+            ck_assert_ptr_nonnull(gx_graph_add_node(g, "Neg", NULL, 1, (const char *[]){a}, 1, &out));
+        } else if (kind >= 10) {
+            char f[16], u[16];
+            snprintf(f, sizeof f, "f%d", i);
+            snprintf(u, sizeof u, "u%d", i);
+            const char *fout = f, *uout = u, *fin[2] = {a, "flat"}, *bin[2] = {u, "back"};
+            ck_assert_ptr_nonnull(gx_graph_add_node(g, "Reshape", NULL, 2, fin, 1, &fout));
+            ck_assert_ptr_nonnull(gx_graph_add_node(g, "Neg", NULL, 1, &fout, 1, &uout));
+            ck_assert_ptr_nonnull(gx_graph_add_node(g, "Reshape", NULL, 2, bin, 1, &out));
+        } else if (kind < 4) {
             const char *in = a;
             ck_assert_ptr_nonnull(gx_graph_add_node(g, unary[s_rand() % 5], NULL, 1, &in, 1, &out));
         } else if (kind < 8) {
@@ -100,6 +118,11 @@ static gx_graph *s_random_graph(int n)
         }
     free(readers);
     return g;
+}
+
+static gx_graph *s_random_graph(int n)
+{
+    return s_random_graph_ex(n, true);
 }
 
 static gx_view s_input(float *x)
@@ -166,7 +189,8 @@ static bool *s_reach(const gxd_plan *p)
     return r;
 }
 
-/* Steps touching value v: its producer and its readers (-1: an input). */
+/* Steps touching value v's memory (its producer and its readers, and
+ * those of every view of it) finish before step def (-1: an input)? */
 static bool s_done_before(const gxd_plan *p, const bool *reach, size_t v, int def)
 {
     size_t n = p->n_steps;
@@ -175,9 +199,11 @@ static bool s_done_before(const gxd_plan *p, const bool *reach, size_t v, int de
         return false;
     if (val->def >= 0 && !reach[(size_t)val->def * n + (size_t)def])
         return false;
+    const int src = gxd_view_source(p, (int)v);
     for (size_t s = 0; s < n; s++)
         for (int k = 0; k < p->steps[s].n_in; k++)
-            if (p->steps[s].in[k] == (int)v && !reach[s * n + (size_t)def])
+            if (p->steps[s].in[k] >= 0 && gxd_view_source(p, p->steps[s].in[k]) == src &&
+                !reach[s * n + (size_t)def])
                 return false;
     return true;
 }
@@ -185,6 +211,7 @@ static bool s_done_before(const gxd_plan *p, const bool *reach, size_t v, int de
 START_TEST(dag_layout_never_overlaps_live_values)
 {
     s_seed = 7u + (unsigned)_i;
+    int views = 0;
     for (int round = 0; round < 20; round++) {
         gx_graph *g = s_random_graph(10 + (int)(s_rand() % 40));
         float x[ROWS * COLS];
@@ -199,8 +226,9 @@ START_TEST(dag_layout_never_overlaps_live_values)
                 const gxd_value *va = &p->values[a], *vb = &p->values[b];
                 bool placed = (va->kind == GXD_VALUE_INPUT || va->kind == GXD_VALUE_TEMP) &&
                               (vb->kind == GXD_VALUE_INPUT || vb->kind == GXD_VALUE_TEMP);
-                if (!placed || !va->nbytes || !vb->nbytes)
-                    continue;
+                if (!placed || !va->nbytes || !vb->nbytes ||
+                    gxd_view_source(p, (int)a) == gxd_view_source(p, (int)b))
+                    continue; /* a view and its source: one memory by design */
                 size_t a0 = p->dag_offset[a], b0 = p->dag_offset[b];
                 if (a0 + va->nbytes <= b0 || b0 + vb->nbytes <= a0)
                     continue;
@@ -211,10 +239,13 @@ START_TEST(dag_layout_never_overlaps_live_values)
                 ck_assert_uint_le(a0 + va->nbytes, p->dag_arena_bytes);
             }
         ck_assert_uint_le(p->dag_arena_bytes, p->naive_bytes);
+        for (size_t v = 0; v < p->n_values; v++)
+            views += p->values[v].is_view;
         free(reach);
         gxd_plan_destroy(&p);
         gx_graph_destroy(&g);
     }
+    ck_assert_int_gt(views, 0); /* reshapes became views */
 }
 END_TEST
 
@@ -340,6 +371,7 @@ static bool s_same(const float *got, const float *want, int64_t n)
 }
 
 static const gxd_par_cfg s_cfgs[] = {
+    {.workers = 1},                                                   /* seq */
     {.workers = 2, .split = true, .split_min_us = 0},               /* intra */
     {.workers = 4, .split = true, .split_min_us = 0},               /* intra, more shares */
     {.workers = 2, .dag = true},                                     /* inter */
@@ -353,22 +385,31 @@ START_TEST(modes_match_sequential_bytes)
     gxt_team_start(&e);
     s_seed = 1000u + (unsigned)_i;
     for (int round = 0; round < 12; round++) {
-        gx_graph *g = s_random_graph(20 + (int)(s_rand() % 60));
+        /* the reference: the same graph without reshapes, in step order */
+        const unsigned seed = s_seed;
+        const int n = 20 + (int)(s_rand() % 60);
+        gx_graph *g0 = s_random_graph_ex(n, false);
+        s_seed = seed;
+        s_rand();
+        gx_graph *g = s_random_graph(n);
         float x[ROWS * COLS];
         gx_view in = s_input(x);
-        gxd_plan *p = NULL;
+        gxd_plan *p = NULL, *p0 = NULL;
         char err[512];
         ck_assert_msg(gxd_compile(g, &in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+        ck_assert_msg(gxd_compile(g0, &in, &s_lim, &p0, err, sizeof err) == GX_OK, "%s", err);
         s_outs ref, got;
         gxd_par_cfg seq = {.workers = 1};
-        ck_assert_int_eq(s_exec(&e, p, &seq, &in, &ref, err, sizeof err), GX_OK);
+        ck_assert_int_eq(s_exec(&e, p0, &seq, &in, &ref, err, sizeof err), GX_OK);
+        gxd_plan_destroy(&p0);
+        gx_graph_destroy(&g0);
         for (size_t c = 0; c < sizeof s_cfgs / sizeof s_cfgs[0]; c++) {
             ck_assert_msg(s_exec(&e, p, &s_cfgs[c], &in, &got, err, sizeof err) == GX_OK, "%s",
                           err);
             ck_assert_uint_eq(got.n, ref.n);
             for (size_t i = 0; i < ref.n; i++)
                 ck_assert_msg(s_same(got.data[i], ref.data[i], ref.v[i].numel),
-                              "round %d config %zu output %zu differs from seq", round, c, i);
+                              "round %d config %zu output %zu differs from the reference", round, c, i);
             s_outs_free(&got);
         }
         s_outs_free(&ref);

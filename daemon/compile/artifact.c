@@ -94,6 +94,7 @@ static const s_field s_value_fields[] = {
     S_F(gxd_value, last_use, S_INT),
     S_F(gxd_value, buffer, S_INT),
     S_F(gxd_value, offset, S_SIZE),
+    S_F(gxd_value, is_view, S_BOOL),
 };
 
 /* A step's scalars; its node, in, out, succ, kernel, attributes and fused
@@ -1157,6 +1158,24 @@ static int s_value(s_r *r, const msgpack_object *o, size_t i)
 /* Checks across the tables once all are read: the plan's inputs and
  * outputs are the graph's, successors and predecessor counts agree (the
  * DAG executors count predecessors down), values' definitions. */
+/* A view (memplan) shares the memory of its step's first input, made by
+ * an earlier step (so chains end), at the same offsets. */
+static int s_check_view(s_r *r, size_t i)
+{
+    const gxd_plan *p = r->p;
+    const gxd_value *v = &p->values[i];
+    if (!v->is_view)
+        return GX_OK;
+    const gxd_step *s = v->kind == GXD_VALUE_TEMP && v->def >= 0 ? &p->steps[v->def] : NULL;
+    const int x = s && s->n_in > 0 && s->n_out == 1 && s->out[0] == (int)i ? s->in[0] : -1;
+    const gxd_value *src = x >= 0 ? &p->values[x] : NULL;
+    if (!src || src->kind != GXD_VALUE_TEMP || src->def < 0 || src->def >= v->def ||
+        src->offset != v->offset || src->nbytes < v->nbytes ||
+        (p->dag_ok && p->dag_offset[x] != p->dag_offset[i]))
+        return S_BAD(r, "value %zu is a view, but not of its step's input at its offsets", i);
+    return GX_OK;
+}
+
 static int s_check_plan(s_r *r)
 {
     gxd_plan *p = r->p;
@@ -1187,6 +1206,8 @@ static int s_check_plan(s_r *r)
     free(preds);
     if (p->width < 0 || (size_t)p->width > p->n_steps + 1)
         return S_BAD(r, "width %d for %zu steps", p->width, p->n_steps);
+    for (size_t i = 0; i < p->n_values && rc == GX_OK; i++)
+        rc = s_check_view(r, i);
     for (size_t i = 0; i < p->n_prepared && rc == GX_OK; i++)
         if (p->prepared[i].value < 0 || (size_t)p->prepared[i].value >= p->n_values ||
             p->prepared[i].source < 0 || (size_t)p->prepared[i].source >= p->n_values)

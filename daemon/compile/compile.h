@@ -106,6 +106,8 @@ typedef struct gxd_value {
                        * host constants and every value of a device with host
                        * memory. A constant on another device (mem > 0) is
                        * the plan pass's copy, its data that device's. */
+    bool is_view;     /* memplan: a view, the bytes of its step's first input
+                       * (a reshape: gxd_view_source), at the same offsets */
 } gxd_value;
 
 typedef struct gxd_subplans gxd_subplans;
@@ -577,5 +579,8 @@ void gxd_plan_devices(const gxd_plan *plan, char *buf, size_t len);
  * buffer (numbered from *n_buffers on, which counts them) and offset, and
  * returns the arena size. */
 size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n_buffers);
+/* The value whose memory value v uses: v itself, or for a view the first
+ * value up its chain of reshapes that is no view. */
+int gxd_view_source(const gxd_plan *plan, int v);
 
 #endif

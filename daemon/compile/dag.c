@@ -12,7 +12,8 @@
  * the second's producer, which holds in every order the DAG allows. Values
  * are packed into slots: a value joins a slot whose last occupant is done
  * before it, else opens a slot; a slot whose last occupant is a graph
- * output is closed. Plans with more than GXD_DAG_MAX_STEPS steps or
+ * output is closed. A view (memplan) is placed where its source is, and
+ * its readers count as its source's. Plans with more than GXD_DAG_MAX_STEPS steps or
  * GXD_DAG_MAX_VALUES values skip the analysis (dag_ok false, dag_why says
  * so: they run in step order only).
  */
@@ -121,7 +122,13 @@ static bool s_done_before(const gxd_plan *p, const uint64_t *anc, size_t words, 
 
 static bool s_placed(const gxd_value *v)
 {
-    return v->kind == GXD_VALUE_INPUT || v->kind == GXD_VALUE_TEMP;
+    return (v->kind == GXD_VALUE_INPUT || v->kind == GXD_VALUE_TEMP) && !v->is_view;
+}
+
+/* The value whose readers a read of v counts as: v's source if v is a view. */
+static int s_read_as(const gxd_plan *p, int v)
+{
+    return p->values[v].is_view ? gxd_view_source(p, v) : v;
 }
 
 /* The DAG executors' buffer assignment (see the top comment). */
@@ -142,7 +149,7 @@ static int s_dag_layout(gxd_plan *p)
     for (size_t i = 0; i < p->n_steps; i++)
         for (int k = 0; k < p->steps[i].n_in; k++)
             if (p->steps[i].in[k] >= 0 && !p->steps[i].folded)
-                rd_off[p->steps[i].in[k] + 1]++, n_rd++;
+                rd_off[s_read_as(p, p->steps[i].in[k]) + 1]++, n_rd++;
     for (size_t v = 0; v < nv; v++)
         rd_off[v + 1] += rd_off[v];
     if (!(readers = malloc((n_rd + 1) * sizeof *readers)))
@@ -154,7 +161,7 @@ static int s_dag_layout(gxd_plan *p)
         for (size_t i = 0; i < p->n_steps; i++)
             for (int k = 0; k < p->steps[i].n_in; k++)
                 if (p->steps[i].in[k] >= 0 && !p->steps[i].folded)
-                    readers[fill[p->steps[i].in[k]]++] = (int)i;
+                    readers[fill[s_read_as(p, p->steps[i].in[k])]++] = (int)i;
     }
     /* values in order of their producer (memplan's order: inputs first):
      * a counting sort by def + 1 */
@@ -220,6 +227,9 @@ static int s_dag_layout(gxd_plan *p)
         for (size_t v = 0; v < nv; v++)
             if (s_placed(&p->values[v]))
                 p->dag_offset[v] = slot_off[slot_of[v]];
+        for (size_t v = 0; v < nv; v++)
+            if (p->values[v].is_view)
+                p->dag_offset[v] = p->dag_offset[gxd_view_source(p, (int)v)];
         p->dag_arena_bytes = end[0];
         for (size_t d = 1; d < p->n_devices; d++)
             p->dev_dag_arena_bytes[d] = end[d];
@@ -239,7 +249,10 @@ int gxd_pass_dag(gxd_cstate *st)
         return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
     for (size_t i = 0; i < p->n_steps; i++) {
         gxd_step *s = &p->steps[i];
-        s->est_us = s->folded ? 0 : gxd_est_us(&s->cost);
+        s->est_us = s->folded ? 0
+                    : s->n_out == 1 && s->out[0] >= 0 && p->values[s->out[0]].is_view
+                        ? GXD_EST_STEP_US /* copies nothing */
+                        : gxd_est_us(&s->cost);
         p->n_control += !s->folded && (gx_op_schema_get(s->op)->flags & GX_OPF_CONTROL) != 0;
     }
     if (s_edges(p) < 0)

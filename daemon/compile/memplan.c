@@ -10,6 +10,13 @@
  * are the values inside a fused step (the fuse pass): they live in its tiles.
  * Each device without host memory has an arena of its own for the values
  * its steps make (dev_arena_bytes); everything else is in the host's.
+ *
+ * Views: the output of a reshape (Reshape, Flatten, Squeeze, Unsqueeze,
+ * Identity) of a value in the host's arena takes no memory of its own: it
+ * is marked view and gets its input's buffer and offset, and that input
+ * lives until the view's last reader. Its kernel then copies nothing (source
+ * and destination are one). Not when either is a graph output (the runner
+ * points outputs at the reply, ../runner.c) or a graph input (bound per job).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +50,7 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n
     for (size_t oi = 0; oi < n_values; oi++) {
         gxd_value *v = &values[order[oi]];
         if (v->kind == GXD_VALUE_CONST || v->kind == GXD_VALUE_DYNAMIC ||
-            v->kind == GXD_VALUE_FUSED || v->mem != mem)
+            v->kind == GXD_VALUE_FUSED || v->is_view || v->mem != mem)
             continue;
         v->buffer = (int)buffers++;
         size_t need = gxd_aligned(v->nbytes);
@@ -77,6 +84,47 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n
     free(bucket), free(order), free(active);
     *n_buffers = buffers;
     return peak;
+}
+
+int gxd_view_source(const gxd_plan *plan, int v)
+{
+    while (plan->values[v].is_view)
+        v = plan->steps[plan->values[v].def].in[0];
+    return v;
+}
+
+/* May step i's output be a view of its first input (see the top comment)?
+ * Runs once mem and last_use are known. */
+static bool s_view_ok(const gxd_plan *p, size_t i)
+{
+    const gxd_step *s = &p->steps[i];
+    if (s->op != GX_OP_RESHAPE && s->op != GX_OP_FLATTEN && s->op != GX_OP_SQUEEZE &&
+        s->op != GX_OP_UNSQUEEZE && s->op != GX_OP_IDENTITY)
+        return false;
+    if (s->folded || s->dynamic || s->copy || s->fused || s->n_out != 1 || s->in[0] < 0)
+        return false;
+    const gxd_value *x = &p->values[s->in[0]], *y = &p->values[s->out[0]];
+    const gxd_value *src = &p->values[gxd_view_source(p, s->in[0])];
+    return x->kind == GXD_VALUE_TEMP && y->kind == GXD_VALUE_TEMP && x->mem == 0 && y->mem == 0 &&
+           x->view.ndim >= 0 && y->view.ndim >= 0 && x->view.dtype == y->view.dtype &&
+           x->view.layout == GX_LAYOUT_PLAIN && y->view.layout == GX_LAYOUT_PLAIN &&
+           x->nbytes == y->nbytes && src->last_use < (int)p->n_steps &&
+           y->last_use < (int)p->n_steps;
+}
+
+/* Marks the views, in step order (so a chain of reshapes views its first
+ * input), and makes each view's source live until the view's last reader. */
+static void s_mark_views(gxd_plan *p)
+{
+    for (size_t i = 0; i < p->n_steps; i++) {
+        if (!s_view_ok(p, i))
+            continue;
+        gxd_value *y = &p->values[p->steps[i].out[0]];
+        gxd_value *src = &p->values[gxd_view_source(p, p->steps[i].in[0])];
+        y->is_view = true;
+        if (src->last_use < y->last_use)
+            src->last_use = y->last_use;
+    }
 }
 
 /* One value per step that needs scratch memory. */
@@ -138,7 +186,9 @@ int gxd_pass_memplan(gxd_cstate *st)
             continue; /* the prepare pass put it */
         const int d = v->def >= 0 && v->kind != GXD_VALUE_INPUT ? p->steps[v->def].device : 0;
         v->mem = p->devices[d]->host_memory ? 0 : d;
+        v->is_view = false;
     }
+    s_mark_views(p);
     p->n_buffers = 0;
     for (size_t d = 0; d < p->n_devices; d++) {
         if (d && p->devices[d]->host_memory)
@@ -152,5 +202,11 @@ int gxd_pass_memplan(gxd_cstate *st)
                            p->devices[d]->name, (long long)st->lim->max_arena_bytes);
         *(d ? &p->dev_arena_bytes[d] : &p->arena_bytes) = bytes;
     }
+    for (size_t i = 0; i < p->n_values; i++)
+        if (p->values[i].is_view) {
+            const gxd_value *src = &p->values[gxd_view_source(p, (int)i)];
+            p->values[i].buffer = src->buffer;
+            p->values[i].offset = src->offset;
+        }
     return GX_OK;
 }
