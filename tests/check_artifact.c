@@ -454,6 +454,23 @@ START_TEST(bad_files_are_refused)
         ck_assert_int_eq(s_read(&f, b, f.len, err, sizeof err), GX_EFORMAT);
         ck_assert_msg(strstr(err, "checksum"), "%s", err);
     }
+    /* a value marked a view that is none (resealed): refused. The plan's
+     * Flatten makes one view (its bytes are the pool's) */
+    static const char no_view[] = "\xa7is_view\xc2", a_view[] = "\xa7is_view\xc3";
+    int views = 0, flips = 0;
+    for (size_t at = GX_ARTIFACT_HEADER; at + 9 <= f.len; at++) {
+        views += memcmp(f.buf + at, a_view, 9) == 0;
+        if (memcmp(f.buf + at, no_view, 9) != 0)
+            continue;
+        memcpy(b, f.buf, f.len);
+        b[at + 8] = 0xc3;
+        s_reseal(b, f.len);
+        ck_assert_int_eq(s_read(&f, b, f.len, err, sizeof err), GX_EFORMAT);
+        ck_assert_msg(strstr(err, "is a view, but not"), "%s", err);
+        flips++;
+    }
+    ck_assert_int_eq(views, 1);
+    ck_assert_int_gt(flips, 10);
     /* another format version; another build */
     memcpy(b, f.buf, f.len);
     gx_artifact_put_le(b + 8, GX_ARTIFACT_VERSION + 1, 4);
