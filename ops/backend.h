@@ -154,6 +154,9 @@ struct gx_backend {
     /* Does its fused slot refuse groups with a head (MatMul, Gemm, Conv:
      * ops/fused.h)? Then the fuse pass forms elementwise groups only. */
     bool no_fused_heads;
+    /* Does its fused slot run Cast in a group (of one of the group's inputs,
+     * of any dtype but strings, to the group's dtype)? */
+    bool fused_casts;
     /* Optional: packed constant GEMM operands, float32 and integer. */
     const gx_backend_gemm_pack *gemm_pack;
     const gx_backend_qgemm_pack *qgemm_pack;

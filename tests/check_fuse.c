@@ -83,8 +83,15 @@ static gx_view *s_inputs(const gx_graph *g, const int64_t shapes[][GX_MAX_DIMS],
         ck_assert_ptr_nonnull(v[i].data);
         for (int64_t k = 0; k < v[i].numel; k++) {
             double x = (double)((int)(s_rand() % 2000) - 1000) / 256.0;
+            const int r = (int)(s_rand() % 2001) - 1000;
             if (dts[i] == GX_F64)
                 ((double *)v[i].data)[k] = x;
+            else if (dts[i] == GX_I32)
+                ((int32_t *)v[i].data)[k] = r * 4099;
+            else if (dts[i] == GX_I64)
+                ((int64_t *)v[i].data)[k] = (int64_t)r << 40;
+            else if (dts[i] == GX_BOOL)
+                ((unsigned char *)v[i].data)[k] = r > 0;
             else
                 ((float *)v[i].data)[k] = (float)x;
         }
@@ -415,6 +422,45 @@ START_TEST(test_dtype_and_not_elementwise)
     ck_assert_uint_eq(p->n_steps, 3); /* A, P+Q, M+R+S */
     gxd_plan_destroy(&p);
     s_free_inputs(in, 2);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_cast_joins)
+{
+    /* int32, int64 and bool inputs cast to float32 inside one
+     * group (several tiles: the int64 input's elements are 8 bytes); a Cast of a float32 temporary to float64 joins the float64
+     * group after it, its producer (float32) stays out */
+    gx_graph *g = gx_graph_new("cast");
+    s_input(g, "xi", GX_I32, 2, (const int64_t[]){8, 1001});
+    s_input(g, "xb", GX_BOOL, 2, (const int64_t[]){8, 1001});
+    s_input(g, "xl", GX_I64, 2, (const int64_t[]){8, 1001});
+    s_input(g, "xf", GX_F32, 2, (const int64_t[]){8, 1001});
+    s_const(g, "s", 1, (const int64_t[]){1001});
+    gx_node_set_int(NODE(g, "Cast", "C", "c", "xi"), "to", 1);
+    NODE(g, "Mul", "M", "m", "c", "s");
+    gx_node_set_int(NODE(g, "Cast", "CB", "cb", "xb"), "to", 1);
+    NODE(g, "Add", "A", "a", "m", "cb");
+    gx_node_set_int(NODE(g, "Cast", "CL", "cl", "xl"), "to", 1);
+    NODE(g, "Sub", "S", "d", "a", "cl");
+    NODE(g, "Relu", "R", "r", "d");
+    NODE(g, "Exp", "E", "e", "xf");
+    gx_node_set_int(NODE(g, "Cast", "CD", "cd", "e"), "to", 11);
+    NODE(g, "Neg", "N", "n", "cd");
+    ck_assert_int_eq(gx_graph_add_output(g, "r"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(g, "n"), GX_OK);
+    gx_view *in = s_inputs(g,
+                           (const int64_t[][GX_MAX_DIMS]){{8, 1001}, {8, 1001}, {8, 1001},
+                                                          {8, 1001}},
+                           (const int[]){2, 2, 2, 2},
+                           (const gx_dtype[]){GX_I32, GX_BOOL, GX_I64, GX_F32}, 4);
+    gxd_plan *p = s_check_same(g, in, NULL);
+    s_assert_nodes(s_group(p, "R"), NAMES("C", "CB", "CL", "M", "A", "S", "R"));
+    s_assert_nodes(s_group(p, "N"), NAMES("CD", "N"));
+    ck_assert_str_eq(s_group(p, "N")->why, "node 'E' (Exp): dtype float32, not float64");
+    ck_assert_uint_eq(p->n_steps, 3); /* the float32 group, E, CD+N */
+    gxd_plan_destroy(&p);
+    s_free_inputs(in, 4);
     gx_graph_destroy(&g);
 }
 END_TEST
@@ -973,6 +1019,7 @@ Suite *fuse_suite(void)
     tcase_add_test(tc, test_reason_once);
     tcase_add_test(tc, test_graph_output);
     tcase_add_test(tc, test_dtype_and_not_elementwise);
+    tcase_add_test(tc, test_cast_joins);
     tcase_add_test(tc, test_small_operand_broadcast);
     tcase_add_test(tc, test_long_chain);
     tcase_add_test(tc, test_epilogue_matmul);

@@ -419,6 +419,7 @@ __attribute__((constructor)) static void s_register(void)
         if (b->fused) { /* its fused groups too (cuda: without heads) */
             s_testdev.fused = s_fused;
             s_testdev.no_fused_heads = b->no_fused_heads;
+            s_testdev.fused_casts = b->fused_casts;
         }
     }
     gx_backend_register(&s_testdev);

@@ -14,6 +14,11 @@
  * neighbours stayed out, is listed in plan->fuse_groups with the reasons.
  * Does nothing when limits->no_fuse is set (compiler.fuse: false).
  *
+ * A Cast may join too, where its device's fused slot runs it (fused_casts):
+ * its input, of another dtype, is then one of the group's inputs (only a
+ * value of the group's dtype passes between members), e.g. the int32
+ * product of a MatMulInteger cast to float32, scaled, biased and Relu'd.
+ *
  * Epilogues: a MatMul (operands of rank >= 2), Gemm or float32 Conv in
  * the plain layout with the CPU's plain kernel (not one the layout pass
  * chose for another layout) whose product has the group's shape and
@@ -54,7 +59,12 @@ static const char *s_unfusable(const gxd_plan *p, int i)
         return "has shapes known only at run time";
     if (!(sc->flags & GX_OPF_ELEMENTWISE))
         return "not elementwise";
-    if (!s_math[s->op] || sc->batch || sc->scratch)
+    const bool cast = s->op == GX_OP_CAST && s->n_in == 1 && s->in[0] >= 0 &&
+                      p->values[s->in[0]].view.dtype != GX_STRING &&
+                      p->values[s->out[0]].view.dtype != GX_STRING;
+    if (cast && !p->devices[s->device]->fused_casts)
+        return "its device runs no Cast in a fused group";
+    if (!cast && (!s_math[s->op] || sc->batch || sc->scratch))
         return "not an arithmetic elementwise op";
     if (!p->devices[s->device]->fused || !p->devices[s->device]->kernel(s->op))
         return "its device runs no fused groups of it";

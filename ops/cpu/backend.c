@@ -104,6 +104,7 @@ static const gx_backend s_cpu = {
     .kernels_id = gx_cpu_kernel_table_hash,
     .layouts = &s_layouts,
     .fused = s_fused,
+    .fused_casts = true,
     .gemm_pack = &s_gemm_pack,
     .qgemm_pack = &s_qgemm_pack,
     .shares = true,
