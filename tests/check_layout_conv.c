@@ -7,8 +7,8 @@
  * of 16 and an NHWC one with C <= 4); shares of nth = 2, 3, 7 and 70 each write exactly their
  * gx_cpu_conv_layout_rows range, byte for byte what nth = 1 writes, also
  * all at once on threads, and stay inside the scratch; group 1,
- * depthwise (group == C == M) and groups of 16 or more channels in and
- * out, on the widest ISA and on the baseline
+ * depthwise (group == C == M), groups of 2, 4 and 8 channels in and out,
+ * and groups of 16 or more channels in and out, on the widest ISA and on the baseline
  * (gx_cpu_gemm_isa_set); a fused Relu or Clip applied as the kernel
  * stores, and the epilogue's ranges (gx_cpu_conv_layout_epi); and the
  * refusals.
@@ -329,9 +329,13 @@ static s_case s_random(bool odd)
             t.pads[i] = s_pick(3);
     }
     t.bias = s_pick(2);
+    const int64_t cg = 2 << s_pick(3);
     if (s_pick(4) == 0) { /* depthwise */
         t.m = t.c;
         t.group = t.c;
+    } else if (s_pick(4) == 0 && t.c % cg == 0) { /* groups of 2, 4 or 8 channels */
+        t.m = t.c;
+        t.group = t.c / cg;
     } else if (s_pick(4) == 0 && t.c % 32 == 0 && t.m % 16 == 0) { /* groups of 16 channels */
         t.group = t.c / 16;
         t.m = t.group * 16 * (1 + s_pick(2));
@@ -430,6 +434,13 @@ static const s_case s_direct_cases[] = {
      .dw = 1, .pads = {1, 1, 1, 1}, .group = 8, .bias = true},
     {.n = 2, .c = 48, .m = 96, .h = 7, .w = 9, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
      .dw = 1, .group = 3},
+    /* groups of 4 (ResNeXt 32x4d), 2 and 8 channels, stride 2, dilated */
+    {.n = 1, .c = 128, .m = 128, .h = 14, .w = 15, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .group = 32, .bias = true},
+    {.n = 2, .c = 32, .m = 32, .h = 9, .w = 11, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .group = 16},
+    {.n = 1, .c = 64, .m = 64, .h = 12, .w = 13, .kh = 3, .kw = 5, .sh = 1, .sw = 2, .dh = 2,
+     .dw = 1, .pads = {2, 2, 1, 2}, .group = 8, .bias = true},
 };
 
 static void s_direct(bool baseline)
@@ -450,6 +461,14 @@ static void s_direct(bool baseline)
                        .sw = 2, .dh = 1, .dw = 1, .pads = {1, 1, 1, 1}, .group = 24,
                        .bias = true};
     ck_assert(s_run_case(&dw, GX_LAYOUT_NHWC));
+    /* groups of 8 and of 4 with C = 24, 20 (a last block of 8, 4 lanes) */
+    const s_case g8 = {.n = 1, .c = 24, .m = 24, .h = 7, .w = 12, .kh = 3, .kw = 3, .sh = 1,
+                       .sw = 1, .dh = 1, .dw = 1, .pads = {1, 1, 1, 1}, .group = 3,
+                       .bias = true};
+    const s_case g4 = {.n = 2, .c = 20, .m = 20, .h = 6, .w = 9, .kh = 3, .kw = 3, .sh = 2,
+                       .sw = 1, .dh = 1, .dw = 1, .pads = {0, 1, 1, 1}, .group = 5};
+    ck_assert(s_run_case(&g8, GX_LAYOUT_NHWC));
+    ck_assert(s_run_case(&g4, GX_LAYOUT_NHWC));
     if (baseline) {
         s_random_cases(GX_LAYOUT_NHWC, true, 10);
         s_random_cases(GX_LAYOUT_NCHW16C, true, 10);
@@ -507,7 +526,8 @@ static void s_refused(gx_layout l, const gx_node *node, int64_t c, int64_t m, in
 START_TEST(refusals)
 {
     const gx_node *g2 = NODE(A_INT("group", 2));
-    s_refused(GX_LAYOUT_NHWC, g2, 4, 4, 2, true, "group 2");
+    s_refused(GX_LAYOUT_NHWC, NODE(A_INT("group", 4)), 12, 12, 3, true, "group 4"); /* 3 each */
+    s_refused(GX_LAYOUT_NHWC, g2, 48, 48, 24, true, "group 2"); /* 24: not a multiple of 16 */
     s_refused(GX_LAYOUT_NHWC, NODE(A_INT("group", 4)), 4, 8, 1, true, "group 4"); /* M = 2C */
     s_refused(GX_LAYOUT_NCHW16C, g2, 16, 32, 8, true, "group 2"); /* groups of 8 channels in */
     s_refused(GX_LAYOUT_NHWC, g2, 32, 16, 16, true, "group 2");    /* groups of 8 out */

@@ -1,9 +1,10 @@
 /*
  * Conv in the NHWC and NCHW16c layouts (ops/layout.h): float32, 2-D,
- * group 1, depthwise (group == C == M), or groups whose input and output
- * channels are multiples of 16 (each output block reads its group's
- * channels only: a run of blocks never crosses a group), constant weights
- * packed once per plan.
+ * group 1, depthwise (group == C == M), groups of 2, 4 or 8 channels in and
+ * out (C == M: each output block reads its own input block, the ResNeXt
+ * kind), or groups whose input and output channels are multiples of 16
+ * (each output block reads its group's channels only: a run of blocks
+ * never crosses a group), constant weights packed once per plan.
  *
  * Packed weights (gx_cpu_conv_pack), the same in both layouts: blocks of
  * 16 output channels (M rounded up, zeros past it), block b holding
@@ -25,6 +26,8 @@
  * window with stride 1 and no padding walks each plane as one row.
  * Depthwise: 16 channels per vector, runs of R columns, each x vector
  * loaded once per window row when the window is 3 wide (s_dw3_512).
+ * Groups of 2, 4 or 8 channels run as depthwise does, each x vector's
+ * lanes permuted once per input channel of the group (s_gw512).
  *
  * Arithmetic: an output element is its bias (or 0) plus its products in
  * the order (kh, kw, input channel) (s_dk3_512: kh, channel, kw), window
@@ -82,11 +85,13 @@ static void s_geometry(const gx_kargs *k, gx_win *w, int64_t *c, int64_t *m)
     *m = d[1];
 }
 
-/* A depthwise conv (one input channel per group; the packed weights'
- * third dim) rather than one of groups of 16 channels or more? */
-static bool s_depthwise(const gx_kargs *k)
+/* A depthwise conv, or one of groups of 2, 4 or 8 channels in and out
+ * (the packed weights' third dim), whose output block reads the input
+ * block of its channels only; rather than one of groups of 16 channels or
+ * more? */
+static bool s_blockwise(const gx_kargs *k)
 {
-    return k->attr[GX_CONV_GROUP].i > 1 && k->in[1].shape[2] == 1;
+    return k->attr[GX_CONV_GROUP].i > 1 && k->in[1].shape[2] < S_B;
 }
 
 /* Is the window a 1x1 with stride 1 and no padding (a plane is a row)? */
@@ -725,6 +730,8 @@ static void s_dk_positions(const s_cv *cv, int64_t p0, int64_t p1, int64_t m, co
 typedef struct s_dw {
     gx_win w;
     bool wide;
+    int cg;               /* channels per group: 1 (depthwise), 2, 4 or 8 */
+    int64_t wblk;         /* floats of a block's packed weights */
     int64_t nblk, last;   /* channel blocks, lanes of the last */
     int64_t ci_lo, ci_hi; /* output columns whose windows lie inside x along W */
     int64_t x_img, xblk, xrow, xcol, y_img, ymb, yrow, ycol;
@@ -763,7 +770,7 @@ S_INLINE S_T512 void s_dw512(const int R, const bool CHK, const bool FULL, const
 {
     const __mmask16 m = FULL ? (__mmask16)0xffff : (__mmask16)((1u << last) - 1);
     for (int64_t blk = 0; blk < nb; blk++) {
-        const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->ksz * S_B;
+        const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->wblk;
         const float *bias = bias0 ? bias0 + blk * S_B : NULL;
         float *y = y0 + blk * d->ymb;
         const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
@@ -800,7 +807,7 @@ S_INLINE S_T512 void s_dw3_512(const int R, const int S, const bool CHK, const b
 {
     const __mmask16 m = FULL ? (__mmask16)0xffff : (__mmask16)((1u << last) - 1);
     for (int64_t blk = 0; blk < nb; blk++) {
-        const float *xn = x0 + blk * d->xblk, *w = wt + blk * d->ksz * S_B;
+        const float *xn = x0 + blk * d->xblk, *w = wt + blk * d->wblk;
         const float *bias = bias0 ? bias0 + blk * S_B : NULL;
         float *y = y0 + blk * d->ymb;
         const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
@@ -863,6 +870,83 @@ S_DW512_K(2)
     {{S_DW512_ROW(K, 0, 0), S_DW512_ROW(K, 0, 1)}, {S_DW512_ROW(K, 1, 0), S_DW512_ROW(K, 1, 1)}}
 /* [any window, 3 wide stride 1, stride 2][checked][full][R - 1] */
 static const s_dwb_fn s_dw512_tab[3][2][2][8] = {S_DW512_TAB(0), S_DW512_TAB(1), S_DW512_TAB(2)};
+
+/* Groups of CG (2, 4 or 8) channels in and out, any window: as s_dw512,
+ * and each x vector's lanes moved to the output lanes that read them,
+ * once per input channel of the group (lane l reads lane l - l % CG + ic;
+ * the weights [kh][kw][CG][16]), products in the order (kh, kw, ic). */
+S_INLINE S_T512 void s_gw512(const int R, const int CG, const bool CHK, const bool FULL,
+                             const s_dw *d, const float *x0, int64_t off, int64_t a0, int64_t a1,
+                             int64_t j0, const float *w0, const float *bias0, int last,
+                             int64_t nb, float *y0)
+{
+    const __mmask16 m = FULL ? (__mmask16)0xffff : (__mmask16)((1u << last) - 1);
+    const __m512i base = _mm512_and_si512(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32(~(CG - 1)));
+    __m512i idx[8];
+#pragma GCC unroll 8
+    for (int ic = 0; ic < CG; ic++)
+        idx[ic] = _mm512_add_epi32(base, _mm512_set1_epi32(ic));
+    for (int64_t blk = 0; blk < nb; blk++) {
+        const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->wblk;
+        const float *bias = bias0 ? bias0 + blk * S_B : NULL;
+        float *y = y0 + blk * d->ymb;
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+        __m512 acc[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++)
+            acc[r] = b;
+        for (int64_t a = a0; a < a1; a++) {
+            for (int64_t t = 0; t < d->kw; t++) {
+                const float *wt = w + (a * d->kw + t) * CG * S_B;
+                __m512 wv[8];
+#pragma GCC unroll 8
+                for (int ic = 0; ic < CG; ic++)
+                    wv[ic] = _mm512_loadu_ps(wt + ic * S_B);
+                const int64_t o = off + a * d->dhx + t * d->dwx, j = j0 + t * d->dwj;
+#pragma GCC unroll 8
+                for (int r = 0; r < R; r++) {
+                    const float *p = S_DW_XR(CHK, d, xn, o, j, r);
+                    const __m512 xv = FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+#pragma GCC unroll 8
+                    for (int ic = 0; ic < CG; ic++)
+                        acc[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx[ic], xv), wv[ic],
+                                                 acc[r]);
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++)
+            _mm512_mask_storeu_ps(y + r * d->ycol, m, S_ACT512(d, acc[r]));
+    }
+}
+
+#define S_GW512(CG, CHK, FULL, R)                                                                  \
+    static S_T512 void s_gw512_##CG##_##CHK##_##FULL##_##R(                                        \
+        const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t j0,           \
+        const float *w, const float *bias, int last, int64_t nb, float *y)                         \
+    {                                                                                              \
+        s_gw512(R, CG, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);                   \
+    }
+#define S_GW512_R(CG, CHK, FULL)                                                                   \
+    S_GW512(CG, CHK, FULL, 1) S_GW512(CG, CHK, FULL, 2) S_GW512(CG, CHK, FULL, 3)                  \
+    S_GW512(CG, CHK, FULL, 4) S_GW512(CG, CHK, FULL, 5) S_GW512(CG, CHK, FULL, 6)                  \
+    S_GW512(CG, CHK, FULL, 7) S_GW512(CG, CHK, FULL, 8)
+#define S_GW512_CG(CG)                                                                             \
+    S_GW512_R(CG, 0, 0) S_GW512_R(CG, 0, 1) S_GW512_R(CG, 1, 0) S_GW512_R(CG, 1, 1)
+S_GW512_CG(2)
+S_GW512_CG(4)
+S_GW512_CG(8)
+#define S_GW512_ROW(CG, CHK, FULL)                                                                 \
+    {s_gw512_##CG##_##CHK##_##FULL##_1, s_gw512_##CG##_##CHK##_##FULL##_2,                         \
+     s_gw512_##CG##_##CHK##_##FULL##_3, s_gw512_##CG##_##CHK##_##FULL##_4,                         \
+     s_gw512_##CG##_##CHK##_##FULL##_5, s_gw512_##CG##_##CHK##_##FULL##_6,                         \
+     s_gw512_##CG##_##CHK##_##FULL##_7, s_gw512_##CG##_##CHK##_##FULL##_8}
+#define S_GW512_TAB(CG)                                                                            \
+    {{S_GW512_ROW(CG, 0, 0), S_GW512_ROW(CG, 0, 1)}, {S_GW512_ROW(CG, 1, 0), S_GW512_ROW(CG, 1, 1)}}
+/* [CG 2, 4, 8][checked][full][R - 1] */
+static const s_dwb_fn s_gw512_tab[3][2][2][8] = {S_GW512_TAB(2), S_GW512_TAB(4), S_GW512_TAB(8)};
 #endif
 #define S_DW_RMAX 8
 
@@ -888,7 +972,28 @@ S_INLINE void s_dwv(const int R, const bool CHK, const s_dw *d, const float *xn,
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
         acc[r] = b;
-    for (int64_t a = a0; a < a1; a++) {
+    if (d->cg > 1) { /* groups: lane l reads lane l - l % cg + ic (s_gw512) */
+        s_vi16 idx[8];
+        for (int ic = 0; ic < d->cg; ic++)
+            for (int l = 0; l < S_B; l++)
+                idx[ic][l] = l - l % d->cg + ic;
+        for (int64_t a = a0; a < a1; a++) {
+            for (int64_t t = 0; t < d->kw; t++) {
+                const float *wt = w + (a * d->kw + t) * d->cg * S_B;
+                const int64_t o = off + a * d->dhx + t * d->dwx, j = j0 + t * d->dwj;
+#pragma GCC unroll 8
+                for (int r = 0; r < R; r++) {
+                    const s_v16 xv = S_LDN(S_DW_XR(CHK, d, xn, o, j, r), last);
+                    for (int ic = 0; ic < d->cg; ic++) {
+                        s_v16 wv;
+                        memcpy(&wv, wt + ic * S_B, sizeof wv);
+                        acc[r] += __builtin_shuffle(xv, idx[ic]) * wv;
+                    }
+                }
+            }
+        }
+    }
+    for (int64_t a = a0; a < a1 && d->cg == 1; a++) {
         for (int64_t t = 0; t < d->kw; t++) {
             s_v16 wv;
             memcpy(&wv, w + (a * d->kw + t) * S_B, sizeof wv);
@@ -935,12 +1040,16 @@ static void s_dw_run(const s_dw *d, bool chk, int64_t r, int64_t b0, int64_t b1,
 #ifdef S_X86
     if (d->wide) {
         const int k = d->k3 ? (int)d->sw : 0;
+        const s_dwb_fn(*tab)[2][8] = d->cg == 1   ? s_dw512_tab[k]
+                                     : d->cg == 2 ? s_gw512_tab[0]
+                                     : d->cg == 4 ? s_gw512_tab[1]
+                                                  : s_gw512_tab[2];
         if (full > b0)
-            s_dw512_tab[k][chk][1][r - 1](d, xn, off, a0, a1, j0, w, bias, S_B, full - b0, y);
+            tab[chk][1][r - 1](d, xn, off, a0, a1, j0, w, bias, S_B, full - b0, y);
         if (full < b1) { /* the partial last block */
             const int64_t e = full - b0;
-            s_dw512_tab[k][chk][0][r - 1](d, xn + e * d->xblk, off, a0, a1, j0,
-                                          w + e * d->ksz * S_B, bias ? bias + e * S_B : NULL,
+            tab[chk][0][r - 1](d, xn + e * d->xblk, off, a0, a1, j0,
+                                          w + e * d->wblk, bias ? bias + e * S_B : NULL,
                                           (int)d->last, 1, y + e * d->ymb);
         }
         return;
@@ -949,7 +1058,7 @@ static void s_dw_run(const s_dw *d, bool chk, int64_t r, int64_t b0, int64_t b1,
     const s_dw_fn f = s_dwv_tab[chk][r == 8 ? 3 : r == 4 ? 2 : r == 2 ? 1 : 0];
     for (int64_t b = b0; b < b1; b++) {
         const int64_t e = b - b0;
-        f(d, xn + e * d->xblk, off, a0, a1, j0, w + e * d->ksz * S_B,
+        f(d, xn + e * d->xblk, off, a0, a1, j0, w + e * d->wblk,
           bias ? bias + e * S_B : NULL, b == d->nblk - 1 ? (int)d->last : S_B, y + e * d->ymb);
     }
 }
@@ -963,7 +1072,7 @@ static void s_dw_cols(const s_dw *d, int64_t n, int64_t oh, int64_t o0, int64_t 
     int64_t a0, a1;
     gx_win_taps(w, 0, oh, &a0, &a1);
     const float *xn = d->x + n * d->x_img + b0 * d->xblk;
-    const float *wb = d->wp + b0 * d->ksz * S_B;
+    const float *wb = d->wp + b0 * d->wblk;
     const float *bias = d->bias ? d->bias + b0 * S_B : NULL;
     float *yr = d->y + n * d->y_img + oh * d->yrow + b0 * d->ymb;
     const int64_t row = (oh * w->stride[0] - w->pad_lo[0]) * d->xrow;
@@ -1003,7 +1112,9 @@ static void s_dw_init(s_dw *d, const gx_kargs *k, const s_act *act)
     d->xstep = w->stride[1] * d->xcol;
     d->kw = w->k[1];
     d->iw = IW, d->sw = w->stride[1], d->dwj = w->dil[1], d->ksz = w->k_size;
-    d->k3 = w->k[1] == 3 && w->dil[1] == 1 && (w->stride[1] == 1 || w->stride[1] == 2);
+    d->cg = (int)k->in[1].shape[2];
+    d->wblk = d->ksz * d->cg * S_B;
+    d->k3 = d->cg == 1 && w->k[1] == 3 && w->dil[1] == 1 && (w->stride[1] == 1 || w->stride[1] == 2);
     d->act = act->kind, d->lo = act->lo, d->hi = act->hi;
     s_inside(IW, OW, w->k[1], w->stride[1], w->dil[1], w->pad_lo[1], &d->ci_lo, &d->ci_hi);
 }
@@ -1021,7 +1132,7 @@ static void s_nhwc(const gx_kargs *k, const s_act *act, const s_epi *epi)
     const int64_t lo = c0 * S_CHUNK, hi = c1 * S_CHUNK < p ? c1 * S_CHUNK : p;
     if (lo >= hi)
         return;
-    if (s_depthwise(k)) {
+    if (s_blockwise(k)) {
         s_dw dw;
         s_dw_init(&dw, k, act);
         const int64_t OH = d[2], OW = d[3];
@@ -1050,7 +1161,7 @@ static void s_16c(const gx_kargs *k, const s_act *act, const s_epi *epi)
     gx_cpu_share(k, d[0] * (d[1] / S_B) * d[2], 1, &r0, &r1);
     if (r0 >= r1)
         return;
-    if (s_depthwise(k)) {
+    if (s_blockwise(k)) {
         s_dw dw;
         s_dw_init(&dw, k, act);
         const int64_t OH = d[2], MB = d[1] / S_B, row = d[3] * S_B;
@@ -1133,12 +1244,12 @@ gx_kernel_fn gx_cpu_conv_layout(gx_layout l, const gx_infer *ic, char *why, size
         snprintf(why, len, "%s: Conv needs a float32 2-D input (rank 4)", name);
         return NULL;
     }
-    const int64_t g = ic->attr[GX_CONV_GROUP].i;
-    if (g != 1 && !(g == x->shape[1] && g == wt->shape[0]) &&
-        !(x->shape[1] / g % S_B == 0 && wt->shape[0] / g % S_B == 0)) {
+    const int64_t g = ic->attr[GX_CONV_GROUP].i, cg = x->shape[1] / g;
+    const bool small = x->shape[1] == wt->shape[0] && (cg == 1 || cg == 2 || cg == 4 || cg == 8);
+    if (g != 1 && !small && !(cg % S_B == 0 && wt->shape[0] / g % S_B == 0)) {
         snprintf(why, len,
-                 "%s: Conv with group %lld (only group 1, depthwise: group == C == M, or groups "
-                 "of channels in and out multiples of %d)",
+                 "%s: Conv with group %lld (only group 1, groups of 1, 2, 4 or 8 channels in "
+                 "and out (depthwise: 1), or of channels in and out multiples of %d)",
                  name, (long long)g, S_B);
         return NULL;
     }
