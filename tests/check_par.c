@@ -48,8 +48,11 @@ static unsigned s_rand(void)
  * elementwise ops, MatMul with a constant [COLS, COLS], a few
  * ReduceSum(axis 1, keepdims) + Add that broadcast, and a few Reshape to
  * [ROWS * COLS], Neg, Reshape back (memplan makes the reshapes views;
- * without reshapes, only the Neg: the same values). Every value no node
- * reads is an output. */
+ * without reshapes, only the Neg: the same values), and a few Concat of
+ * two values along the rows, Reshape to [2, ROWS, COLS] and ReduceMean
+ * over the first axis (their inputs written in place in the Concat's
+ * output; without reshapes, (a + b) * 0.5: the same bits). Every value no
+ * node reads is an output. */
 static gx_graph *s_random_graph_ex(int n, bool reshapes)
 {
     static const char *const unary[] = {"Relu", "Tanh", "Sigmoid", "Neg", "Abs"};
@@ -68,6 +71,12 @@ static gx_graph *s_random_graph_ex(int n, bool reshapes)
     memcpy(gx_tensor_data(back), shape, sizeof shape);
     ck_assert_int_eq(gx_graph_add_const(g, "flat", &flat), GX_OK);
     ck_assert_int_eq(gx_graph_add_const(g, "back", &back), GX_OK);
+    gx_tensor *pair = gx_tensor_new(GX_I64, 1, (const int64_t[]){3});
+    gx_tensor *half = gx_tensor_new(GX_F32, 0, NULL);
+    memcpy(gx_tensor_data(pair), (const int64_t[]){2, ROWS, COLS}, 3 * sizeof(int64_t));
+    *(float *)gx_tensor_data(half) = 0.5f;
+    ck_assert_int_eq(gx_graph_add_const(g, "pair", &pair), GX_OK);
+    ck_assert_int_eq(gx_graph_add_const(g, "half", &half), GX_OK);
     int *readers = calloc((size_t)n + 1, sizeof *readers);
     char name[16], a[16], b[16], t[16];
     for (int i = 1; i <= n; i++) {
@@ -79,9 +88,29 @@ static gx_graph *s_random_graph_ex(int n, bool reshapes)
         snprintf(a, sizeof a, "v%d", x);
         snprintf(b, sizeof b, "v%d", y);
         readers[x]++;
-        unsigned kind = s_rand() % 12;
+        unsigned kind = s_rand() % 14;
         const char *out = name;
-        if (kind >= 10 && !reshapes) {
+        if (kind >= 12) {
+            char c[16], r[16];
+            snprintf(c, sizeof c, "c%d", i);
+            snprintf(r, sizeof r, "p%d", i);
+            const char *cout = c, *rout = r, *cin[2] = {a, b}, *rin[2] = {c, "pair"};
+            const char *hin[2] = {r, "half"};
+            readers[y]++;
+            if (!reshapes) {
+                ck_assert_ptr_nonnull(gx_graph_add_node(g, "Add", NULL, 2, cin, 1, &rout));
+                ck_assert_ptr_nonnull(gx_graph_add_node(g, "Mul", NULL, 2, hin, 1, &out));
+            } else {
+                gx_node *cn = gx_graph_add_node(g, "Concat", NULL, 2, cin, 1, &cout);
+                ck_assert_ptr_nonnull(cn);
+                ck_assert_int_eq(gx_node_set_int(cn, "axis", 0), GX_OK);
+                ck_assert_ptr_nonnull(gx_graph_add_node(g, "Reshape", NULL, 2, rin, 1, &rout));
+                gx_node *m = gx_graph_add_node(g, "ReduceMean", NULL, 1, &rout, 1, &out);
+                ck_assert_ptr_nonnull(m);
+                ck_assert_int_eq(gx_node_set_ints(m, "axes", (const int64_t[]){0}, 1), GX_OK);
+                ck_assert_int_eq(gx_node_set_int(m, "keepdims", 0), GX_OK);
+            }
+        } else if (kind >= 10 && !reshapes) {
             ck_assert_ptr_nonnull(gx_graph_add_node(g, "Neg", NULL, 1, (const char *[]){a}, 1, &out));
         } else if (kind >= 10) {
             char f[16], u[16];
@@ -208,10 +237,44 @@ static bool s_done_before(const gxd_plan *p, const bool *reach, size_t v, int de
     return true;
 }
 
+/* The value whose memory v's lies in: a view's source, a Concat input's
+ * Concat (placed in place), else v. */
+static int s_home(const gxd_plan *p, int v)
+{
+    v = gxd_view_source(p, v);
+    return p->values[v].placed_in ? p->values[v].placed_in - 1 : v;
+}
+
+/* In the step-order arena, two values live at once share no memory unless
+ * one lies in the other's by design (views, Concat inputs in place). */
+static void s_assert_step_order_disjoint(const gxd_plan *p)
+{
+    /* a Concat's output holds its memory from its first input in place on */
+    int *def = malloc((p->n_values + 1) * sizeof *def);
+    for (size_t v = 0; v < p->n_values; v++)
+        def[v] = p->values[v].def;
+    for (size_t v = 0; v < p->n_values; v++)
+        if (p->values[v].placed_in && p->values[v].def < def[p->values[v].placed_in - 1])
+            def[p->values[v].placed_in - 1] = p->values[v].def;
+    for (size_t a = 0; a < p->n_values; a++)
+        for (size_t b = a + 1; b < p->n_values; b++) {
+            const gxd_value *va = &p->values[a], *vb = &p->values[b];
+            if (va->kind != GXD_VALUE_TEMP || vb->kind != GXD_VALUE_TEMP || !va->nbytes ||
+                !vb->nbytes || s_home(p, (int)a) == s_home(p, (int)b))
+                continue;
+            const bool live = def[a] <= vb->last_use && def[b] <= va->last_use;
+            const bool mem = va->offset < vb->offset + vb->nbytes &&
+                             vb->offset < va->offset + va->nbytes;
+            ck_assert_msg(!(live && mem), "values %s and %s share memory while live", va->name,
+                          vb->name);
+        }
+    free(def);
+}
+
 START_TEST(dag_layout_never_overlaps_live_values)
 {
     s_seed = 7u + (unsigned)_i;
-    int views = 0;
+    int views = 0, in_place = 0;
     for (int round = 0; round < 20; round++) {
         gx_graph *g = s_random_graph(10 + (int)(s_rand() % 40));
         float x[ROWS * COLS];
@@ -220,6 +283,7 @@ START_TEST(dag_layout_never_overlaps_live_values)
         char err[256];
         ck_assert_msg(gxd_compile(g, &in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
         ck_assert(p->dag_ok);
+        s_assert_step_order_disjoint(p);
         bool *reach = s_reach(p);
         for (size_t a = 0; a < p->n_values; a++)
             for (size_t b = a + 1; b < p->n_values; b++) {
@@ -239,13 +303,16 @@ START_TEST(dag_layout_never_overlaps_live_values)
                 ck_assert_uint_le(a0 + va->nbytes, p->dag_arena_bytes);
             }
         ck_assert_uint_le(p->dag_arena_bytes, p->naive_bytes);
-        for (size_t v = 0; v < p->n_values; v++)
+        for (size_t v = 0; v < p->n_values; v++) {
             views += p->values[v].is_view;
+            in_place += p->values[v].placed_in != 0;
+        }
         free(reach);
         gxd_plan_destroy(&p);
         gx_graph_destroy(&g);
     }
-    ck_assert_int_gt(views, 0); /* reshapes became views */
+    ck_assert_int_gt(views, 0);  /* reshapes became views */
+    ck_assert_int_gt(in_place, 0); /* Concat inputs were put in place */
 }
 END_TEST
 

@@ -108,6 +108,10 @@ typedef struct gxd_value {
                        * the plan pass's copy, its data that device's. */
     bool is_view;     /* memplan: a view, the bytes of its step's first input
                        * (a reshape: gxd_view_source), at the same offsets */
+    int placed_in;    /* memplan: 1 + the Concat output whose bytes at
+                       * placed_at this value is, in the step-order arena
+                       * (its producer writes it in place); 0: none */
+    size_t placed_at;
 } gxd_value;
 
 typedef struct gxd_subplans gxd_subplans;

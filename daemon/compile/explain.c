@@ -259,6 +259,8 @@ static void s_sec_buffers(gx_strbuf *b, const s_ctx *x)
             S_LIT(b, ",\"dag_offset\":null");
         S_LIT(b, ",\"view_of\":");
         s_str(b, v->is_view ? p->values[gxd_view_source(p, (int)i)].name : NULL);
+        S_LIT(b, ",\"in_place_of\":");
+        s_str(b, v->placed_in ? p->values[v->placed_in - 1].name : NULL);
         gx_strbuf_printf(b, ",\"def\":%d,\"last_use\":%d,\"graph_output\":%s}", v->def,
                          v->last_use, v->last_use >= (int)p->n_steps ? "true" : "false");
     }

@@ -17,11 +17,22 @@
  * lives until the view's last reader. Its kernel then copies nothing (source
  * and destination are one). Not when either is a graph output (the runner
  * points outputs at the reply, ../runner.c) or a graph input (bound per job).
+ *
+ * Concat in place: a Concat whose inputs are contiguous runs of its output
+ * (nothing outside the axis, plain or NCHW16c with one image) has them
+ * written where they belong, in the step-order arena: each such input
+ * (an arena value of the host, no graph input or output, no view, in no
+ * other Concat, at a GX_ALIGN multiple) gets the output's buffer at its
+ * run's offset (placed_in, placed_at), and the output's memory is taken
+ * when its first such input is made and kept until the last reader of any
+ * of them. The Concat kernel then copies only the other inputs. The DAG
+ * executors' layout (pass 9) keeps every value apart, and copies.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/compile/passes.h"
+#include "ops/schema.h"
 
 
 size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n_buffers)
@@ -35,8 +46,9 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n
     size_t *bucket = calloc(nb + 1, sizeof *bucket);
     size_t *order = malloc((n_values + 1) * sizeof *order);
     size_t *active = malloc((n_values + 1) * sizeof *active); /* sorted by offset */
-    if (!bucket || !order || !active) {
-        free(bucket), free(order), free(active);
+    bool *done = calloc(n_values + 1, sizeof *done); /* Concat outputs placed early */
+    if (!bucket || !order || !active || !done) {
+        free(bucket), free(order), free(active), free(done);
         return SIZE_MAX;
     }
     for (size_t i = 0; i < n_values; i++)
@@ -52,12 +64,20 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n
         if (v->kind == GXD_VALUE_CONST || v->kind == GXD_VALUE_DYNAMIC ||
             v->kind == GXD_VALUE_FUSED || v->is_view || v->mem != mem)
             continue;
+        /* a Concat's output takes its memory when its first input in place
+         * is made */
+        const size_t at = v->placed_in ? (size_t)v->placed_in - 1 : order[oi];
+        if (done[at])
+            continue;
+        done[at] = true;
+        const int def = v->def;
+        v = &values[at];
         v->buffer = (int)buffers++;
         size_t need = gxd_aligned(v->nbytes);
         /* expire values dead before this one is defined */
         size_t w = 0;
         for (size_t a = 0; a < n_active; a++)
-            if (values[active[a]].last_use >= v->def)
+            if (values[active[a]].last_use >= def)
                 active[w++] = active[a];
         n_active = w;
         if (need == 0) {
@@ -76,12 +96,12 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n
         }
         v->offset = off;
         memmove(&active[pos + 1], &active[pos], (n_active - pos) * sizeof *active);
-        active[pos] = order[oi];
+        active[pos] = at;
         n_active++;
         if (off + need > peak)
             peak = off + need;
     }
-    free(bucket), free(order), free(active);
+    free(bucket), free(order), free(active), free(done);
     *n_buffers = buffers;
     return peak;
 }
@@ -124,6 +144,51 @@ static void s_mark_views(gxd_plan *p)
         y->is_view = true;
         if (src->last_use < y->last_use)
             src->last_use = y->last_use;
+    }
+}
+
+/* The Concat of step i: its inputs that can be written in place in its
+ * output (see the top comment) get placed_in and placed_at; the output
+ * lives until the last reader of any of them. */
+static void s_place_concat(gxd_plan *p, size_t i, bool *root)
+{
+    const gxd_step *s = &p->steps[i];
+    if (s->op != GX_OP_CONCAT || s->folded || s->dynamic || s->copy || s->fused || s->n_out != 1)
+        return;
+    gxd_value *y = &p->values[s->out[0]];
+    if (y->kind != GXD_VALUE_TEMP || y->mem != 0 || y->is_view || y->placed_in ||
+        y->view.ndim < 1 || y->last_use >= (int)p->n_steps)
+        return;
+    int64_t axis = s->attr[GX_CONCAT_AXIS].i;
+    if (axis < 0)
+        axis += y->view.ndim;
+    /* inputs are runs of y: nothing outside the axis (NCHW16c: channel
+     * blocks of one image) */
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis && d < y->view.ndim; d++)
+        outer *= y->view.shape[d];
+    if (y->view.layout == GX_LAYOUT_NCHW16C ? axis != 1 || y->view.shape[0] != 1
+                                            : y->view.layout != GX_LAYOUT_PLAIN || outer != 1)
+        return;
+    size_t at = 0;
+    for (int k = 0; k < s->n_in; k++) {
+        const int v = s->in[k];
+        if (v < 0)
+            continue;
+        gxd_value *x = &p->values[v];
+        bool twice = false;
+        for (int j = 0; j < k; j++)
+            twice = twice || s->in[j] == v;
+        if (x->kind == GXD_VALUE_TEMP && x->mem == 0 && !x->is_view && !x->placed_in && !twice &&
+            x->def >= 0 && x->last_use < (int)p->n_steps && x->view.layout == y->view.layout &&
+            at % GX_ALIGN == 0 && !root[v]) { /* (root: a Concat's output with its own) */
+            x->placed_in = s->out[0] + 1;
+            x->placed_at = at;
+            root[s->out[0]] = true;
+            if (y->last_use < x->last_use)
+                y->last_use = x->last_use;
+        }
+        at += x->nbytes;
     }
 }
 
@@ -187,8 +252,15 @@ int gxd_pass_memplan(gxd_cstate *st)
         const int d = v->def >= 0 && v->kind != GXD_VALUE_INPUT ? p->steps[v->def].device : 0;
         v->mem = p->devices[d]->host_memory ? 0 : d;
         v->is_view = false;
+        v->placed_in = 0;
     }
     s_mark_views(p);
+    bool *root = calloc(p->n_values + 1, sizeof *root);
+    if (!root)
+        return gx_errf(st->err, st->errlen, GX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < p->n_steps; i++)
+        s_place_concat(p, i, root);
+    free(root);
     p->n_buffers = 0;
     for (size_t d = 0; d < p->n_devices; d++) {
         if (d && p->devices[d]->host_memory)
@@ -202,6 +274,12 @@ int gxd_pass_memplan(gxd_cstate *st)
                            p->devices[d]->name, (long long)st->lim->max_arena_bytes);
         *(d ? &p->dev_arena_bytes[d] : &p->arena_bytes) = bytes;
     }
+    for (size_t i = 0; i < p->n_values; i++)
+        if (p->values[i].placed_in) {
+            const gxd_value *y = &p->values[p->values[i].placed_in - 1];
+            p->values[i].buffer = y->buffer;
+            p->values[i].offset = y->offset + p->values[i].placed_at;
+        }
     for (size_t i = 0; i < p->n_values; i++)
         if (p->values[i].is_view) {
             const gxd_value *src = &p->values[gxd_view_source(p, (int)i)];

@@ -320,9 +320,9 @@ void gx_cpu_CONCAT(const gx_kargs *k)
         for (int i = 0; i < k->n_in; i++) {
             const int64_t chunk = k->in[i].shape[axis] * inner;
             const int64_t s = at > lo ? at : lo, e = at + chunk < hi ? at + chunk : hi;
-            if (s < e)
-                memcpy(py + s, (const char *)k->in[i].data + o * chunk + (s - at),
-                       (size_t)(e - s));
+            const char *src = (const char *)k->in[i].data + o * chunk + (s - at);
+            if (s < e && src != py + s) /* (an input the memory plan put in place) */
+                memcpy(py + s, src, (size_t)(e - s));
             at += chunk;
         }
     }
