@@ -89,7 +89,7 @@ static gx_view *s_inputs(const gx_graph *g, const int64_t shapes[][GX_MAX_DIMS],
             else if (dts[i] == GX_I32)
                 ((int32_t *)v[i].data)[k] = r * 4099;
             else if (dts[i] == GX_I64)
-                ((int64_t *)v[i].data)[k] = (int64_t)r << 40;
+                ((int64_t *)v[i].data)[k] = (int64_t)r * ((int64_t)1 << 40);
             else if (dts[i] == GX_BOOL)
                 ((unsigned char *)v[i].data)[k] = r > 0;
             else
