@@ -27,7 +27,7 @@
  * Depthwise: 16 channels per vector, runs of R columns, each x vector
  * loaded once per window row when the window is 3 wide (s_dw3_512).
  * Groups of 2, 4 or 8 channels run as depthwise does, each x vector's
- * lanes permuted once per input channel of the group (s_gw512).
+ * lanes permuted once per input channel of the group (s_dw512).
  *
  * Arithmetic: an output element is its bias (or 0) plus its products in
  * the order (kh, kw, input channel) (s_dk3_512: kh, channel, kw), window
@@ -761,14 +761,25 @@ typedef void (*s_dw_fn)(const s_dw *d, const float *xn, int64_t off, int64_t a0,
 
 #ifdef S_X86
 /* AVX-512, blocks [0, nb) of a run (xn, w, bias, y at the first; FULL:
- * 16 lanes each, else one block of `last` lanes). Any window: per tap
- * and column one load of x. */
-S_INLINE S_T512 void s_dw512(const int R, const bool CHK, const bool FULL, const s_dw *d,
-                             const float *x0, int64_t off, int64_t a0, int64_t a1, int64_t j0,
-                             const float *w0, const float *bias0, int last, int64_t nb,
-                             float *y0)
+ * 16 lanes each, else one block of `last` lanes), groups of CG channels
+ * in and out (1: depthwise; 2, 4, 8). Any window: per tap and column one
+ * load of x; with CG > 1 its lanes moved to the output lanes that read
+ * them, once per input channel of the group (lane l reads lane
+ * l - l % CG + ic; weights [kh][kw][CG][16]); products in the order
+ * (kh, kw, ic). */
+S_INLINE S_T512 void s_dw512(const int R, const int CG, const bool CHK, const bool FULL,
+                             const s_dw *d, const float *x0, int64_t off, int64_t a0, int64_t a1,
+                             int64_t j0, const float *w0, const float *bias0, int last,
+                             int64_t nb, float *y0)
 {
     const __mmask16 m = FULL ? (__mmask16)0xffff : (__mmask16)((1u << last) - 1);
+    const __m512i base = _mm512_and_si512(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32(~(CG - 1)));
+    __m512i idx[8];
+#pragma GCC unroll 8
+    for (int ic = 0; ic < CG; ic++)
+        idx[ic] = _mm512_add_epi32(base, _mm512_set1_epi32(ic));
     for (int64_t blk = 0; blk < nb; blk++) {
         const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->wblk;
         const float *bias = bias0 ? bias0 + blk * S_B : NULL;
@@ -780,13 +791,20 @@ S_INLINE S_T512 void s_dw512(const int R, const bool CHK, const bool FULL, const
             acc[r] = b;
         for (int64_t a = a0; a < a1; a++) {
             for (int64_t t = 0; t < d->kw; t++) {
-                const __m512 wv = _mm512_loadu_ps(w + (a * d->kw + t) * S_B);
+                const float *wt = w + (a * d->kw + t) * CG * S_B;
+                __m512 wv[8];
+#pragma GCC unroll 8
+                for (int ic = 0; ic < CG; ic++)
+                    wv[ic] = _mm512_loadu_ps(wt + ic * S_B);
                 const int64_t o = off + a * d->dhx + t * d->dwx, j = j0 + t * d->dwj;
 #pragma GCC unroll 8
                 for (int r = 0; r < R; r++) {
                     const float *p = S_DW_XR(CHK, d, xn, o, j, r);
                     const __m512 xv = FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
-                    acc[r] = _mm512_fmadd_ps(xv, wv, acc[r]);
+#pragma GCC unroll 8
+                    for (int ic = 0; ic < CG; ic++)
+                        acc[r] = _mm512_fmadd_ps(CG == 1 ? xv : _mm512_permutexvar_ps(idx[ic], xv),
+                                                 wv[ic], acc[r]);
                 }
             }
         }
@@ -843,110 +861,42 @@ typedef void (*s_dwb_fn)(const s_dw *d, const float *xn, int64_t off, int64_t a0
                          int64_t j0, const float *w, const float *bias, int last, int64_t nb,
                          float *y);
 
-#define S_DW512(K, CHK, FULL, R)                                                                   \
-    static S_T512 void s_dw512_##K##_##CHK##_##FULL##_##R(                                         \
+/* Kinds of run: 0 any window (depthwise), 1 and 2 3 wide with stride 1
+ * and 2 (depthwise, s_dw3_512), 3, 4 and 5 groups of 2, 4 and 8 channels. */
+#define S_DW512(KIND, CHK, FULL, R)                                                                \
+    static S_T512 void s_dw512_##KIND##_##CHK##_##FULL##_##R(                                      \
         const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t j0,           \
         const float *w, const float *bias, int last, int64_t nb, float *y)                         \
     {                                                                                              \
-        if (K == 0)                                                                                \
-            s_dw512(R, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);                   \
+        if (KIND == 1 || KIND == 2)                                                                \
+            s_dw3_512(R, KIND, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);           \
         else                                                                                       \
-            s_dw3_512(R, K, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);              \
+            s_dw512(R, KIND == 3 ? 2 : KIND == 4 ? 4 : KIND == 5 ? 8 : 1, CHK, FULL, d, xn, off,   \
+                    a0, a1, j0, w, bias, last, nb, y);                                             \
     }
-#define S_DW512_R(K, CHK, FULL)                                                                    \
-    S_DW512(K, CHK, FULL, 1) S_DW512(K, CHK, FULL, 2) S_DW512(K, CHK, FULL, 3)                     \
-    S_DW512(K, CHK, FULL, 4) S_DW512(K, CHK, FULL, 5) S_DW512(K, CHK, FULL, 6)                     \
-    S_DW512(K, CHK, FULL, 7) S_DW512(K, CHK, FULL, 8)
-#define S_DW512_K(K) S_DW512_R(K, 0, 0) S_DW512_R(K, 0, 1) S_DW512_R(K, 1, 0) S_DW512_R(K, 1, 1)
+#define S_DW512_R(KIND, CHK, FULL)                                                                 \
+    S_DW512(KIND, CHK, FULL, 1) S_DW512(KIND, CHK, FULL, 2) S_DW512(KIND, CHK, FULL, 3)            \
+    S_DW512(KIND, CHK, FULL, 4) S_DW512(KIND, CHK, FULL, 5) S_DW512(KIND, CHK, FULL, 6)            \
+    S_DW512(KIND, CHK, FULL, 7) S_DW512(KIND, CHK, FULL, 8)
+#define S_DW512_K(KIND)                                                                            \
+    S_DW512_R(KIND, 0, 0) S_DW512_R(KIND, 0, 1) S_DW512_R(KIND, 1, 0) S_DW512_R(KIND, 1, 1)
 S_DW512_K(0)
 S_DW512_K(1)
 S_DW512_K(2)
-#define S_DW512_ROW(K, CHK, FULL)                                                                  \
-    {s_dw512_##K##_##CHK##_##FULL##_1, s_dw512_##K##_##CHK##_##FULL##_2,                           \
-     s_dw512_##K##_##CHK##_##FULL##_3, s_dw512_##K##_##CHK##_##FULL##_4,                           \
-     s_dw512_##K##_##CHK##_##FULL##_5, s_dw512_##K##_##CHK##_##FULL##_6,                           \
-     s_dw512_##K##_##CHK##_##FULL##_7, s_dw512_##K##_##CHK##_##FULL##_8}
-#define S_DW512_TAB(K)                                                                             \
-    {{S_DW512_ROW(K, 0, 0), S_DW512_ROW(K, 0, 1)}, {S_DW512_ROW(K, 1, 0), S_DW512_ROW(K, 1, 1)}}
-/* [any window, 3 wide stride 1, stride 2][checked][full][R - 1] */
-static const s_dwb_fn s_dw512_tab[3][2][2][8] = {S_DW512_TAB(0), S_DW512_TAB(1), S_DW512_TAB(2)};
-
-/* Groups of CG (2, 4 or 8) channels in and out, any window: as s_dw512,
- * and each x vector's lanes moved to the output lanes that read them,
- * once per input channel of the group (lane l reads lane l - l % CG + ic;
- * the weights [kh][kw][CG][16]), products in the order (kh, kw, ic). */
-S_INLINE S_T512 void s_gw512(const int R, const int CG, const bool CHK, const bool FULL,
-                             const s_dw *d, const float *x0, int64_t off, int64_t a0, int64_t a1,
-                             int64_t j0, const float *w0, const float *bias0, int last,
-                             int64_t nb, float *y0)
-{
-    const __mmask16 m = FULL ? (__mmask16)0xffff : (__mmask16)((1u << last) - 1);
-    const __m512i base = _mm512_and_si512(
-        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-        _mm512_set1_epi32(~(CG - 1)));
-    __m512i idx[8];
-#pragma GCC unroll 8
-    for (int ic = 0; ic < CG; ic++)
-        idx[ic] = _mm512_add_epi32(base, _mm512_set1_epi32(ic));
-    for (int64_t blk = 0; blk < nb; blk++) {
-        const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->wblk;
-        const float *bias = bias0 ? bias0 + blk * S_B : NULL;
-        float *y = y0 + blk * d->ymb;
-        const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
-        __m512 acc[8];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; r++)
-            acc[r] = b;
-        for (int64_t a = a0; a < a1; a++) {
-            for (int64_t t = 0; t < d->kw; t++) {
-                const float *wt = w + (a * d->kw + t) * CG * S_B;
-                __m512 wv[8];
-#pragma GCC unroll 8
-                for (int ic = 0; ic < CG; ic++)
-                    wv[ic] = _mm512_loadu_ps(wt + ic * S_B);
-                const int64_t o = off + a * d->dhx + t * d->dwx, j = j0 + t * d->dwj;
-#pragma GCC unroll 8
-                for (int r = 0; r < R; r++) {
-                    const float *p = S_DW_XR(CHK, d, xn, o, j, r);
-                    const __m512 xv = FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
-#pragma GCC unroll 8
-                    for (int ic = 0; ic < CG; ic++)
-                        acc[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx[ic], xv), wv[ic],
-                                                 acc[r]);
-                }
-            }
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < R; r++)
-            _mm512_mask_storeu_ps(y + r * d->ycol, m, S_ACT512(d, acc[r]));
-    }
-}
-
-#define S_GW512(CG, CHK, FULL, R)                                                                  \
-    static S_T512 void s_gw512_##CG##_##CHK##_##FULL##_##R(                                        \
-        const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t j0,           \
-        const float *w, const float *bias, int last, int64_t nb, float *y)                         \
-    {                                                                                              \
-        s_gw512(R, CG, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);                   \
-    }
-#define S_GW512_R(CG, CHK, FULL)                                                                   \
-    S_GW512(CG, CHK, FULL, 1) S_GW512(CG, CHK, FULL, 2) S_GW512(CG, CHK, FULL, 3)                  \
-    S_GW512(CG, CHK, FULL, 4) S_GW512(CG, CHK, FULL, 5) S_GW512(CG, CHK, FULL, 6)                  \
-    S_GW512(CG, CHK, FULL, 7) S_GW512(CG, CHK, FULL, 8)
-#define S_GW512_CG(CG)                                                                             \
-    S_GW512_R(CG, 0, 0) S_GW512_R(CG, 0, 1) S_GW512_R(CG, 1, 0) S_GW512_R(CG, 1, 1)
-S_GW512_CG(2)
-S_GW512_CG(4)
-S_GW512_CG(8)
-#define S_GW512_ROW(CG, CHK, FULL)                                                                 \
-    {s_gw512_##CG##_##CHK##_##FULL##_1, s_gw512_##CG##_##CHK##_##FULL##_2,                         \
-     s_gw512_##CG##_##CHK##_##FULL##_3, s_gw512_##CG##_##CHK##_##FULL##_4,                         \
-     s_gw512_##CG##_##CHK##_##FULL##_5, s_gw512_##CG##_##CHK##_##FULL##_6,                         \
-     s_gw512_##CG##_##CHK##_##FULL##_7, s_gw512_##CG##_##CHK##_##FULL##_8}
-#define S_GW512_TAB(CG)                                                                            \
-    {{S_GW512_ROW(CG, 0, 0), S_GW512_ROW(CG, 0, 1)}, {S_GW512_ROW(CG, 1, 0), S_GW512_ROW(CG, 1, 1)}}
-/* [CG 2, 4, 8][checked][full][R - 1] */
-static const s_dwb_fn s_gw512_tab[3][2][2][8] = {S_GW512_TAB(2), S_GW512_TAB(4), S_GW512_TAB(8)};
+S_DW512_K(3)
+S_DW512_K(4)
+S_DW512_K(5)
+#define S_DW512_ROW(KIND, CHK, FULL)                                                               \
+    {s_dw512_##KIND##_##CHK##_##FULL##_1, s_dw512_##KIND##_##CHK##_##FULL##_2,                     \
+     s_dw512_##KIND##_##CHK##_##FULL##_3, s_dw512_##KIND##_##CHK##_##FULL##_4,                     \
+     s_dw512_##KIND##_##CHK##_##FULL##_5, s_dw512_##KIND##_##CHK##_##FULL##_6,                     \
+     s_dw512_##KIND##_##CHK##_##FULL##_7, s_dw512_##KIND##_##CHK##_##FULL##_8}
+#define S_DW512_TAB(KIND)                                                                          \
+    {{S_DW512_ROW(KIND, 0, 0), S_DW512_ROW(KIND, 0, 1)},                                           \
+     {S_DW512_ROW(KIND, 1, 0), S_DW512_ROW(KIND, 1, 1)}}
+/* [kind][checked][full][R - 1] */
+static const s_dwb_fn s_dw512_tab[6][2][2][8] = {S_DW512_TAB(0), S_DW512_TAB(1), S_DW512_TAB(2),
+                                                  S_DW512_TAB(3), S_DW512_TAB(4), S_DW512_TAB(5)};
 #endif
 #define S_DW_RMAX 8
 
@@ -972,7 +922,7 @@ S_INLINE void s_dwv(const int R, const bool CHK, const s_dw *d, const float *xn,
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
         acc[r] = b;
-    if (d->cg > 1) { /* groups: lane l reads lane l - l % cg + ic (s_gw512) */
+    if (d->cg > 1) { /* groups: lane l reads lane l - l % cg + ic (s_dw512) */
         s_vi16 idx[8];
         for (int ic = 0; ic < d->cg; ic++)
             for (int l = 0; l < S_B; l++)
@@ -1039,11 +989,10 @@ static void s_dw_run(const s_dw *d, bool chk, int64_t r, int64_t b0, int64_t b1,
     const int64_t full = d->last == S_B ? b1 : b1 < d->nblk ? b1 : d->nblk - 1;
 #ifdef S_X86
     if (d->wide) {
-        const int k = d->k3 ? (int)d->sw : 0;
-        const s_dwb_fn(*tab)[2][8] = d->cg == 1   ? s_dw512_tab[k]
-                                     : d->cg == 2 ? s_gw512_tab[0]
-                                     : d->cg == 4 ? s_gw512_tab[1]
-                                                  : s_gw512_tab[2];
+        const int kind = d->cg > 1 ? 2 + (d->cg == 2 ? 1 : d->cg == 4 ? 2 : 3)
+                         : d->k3   ? (int)d->sw
+                                   : 0;
+        const s_dwb_fn(*tab)[2][8] = s_dw512_tab[kind];
         if (full > b0)
             tab[chk][1][r - 1](d, xn, off, a0, a1, j0, w, bias, S_B, full - b0, y);
         if (full < b1) { /* the partial last block */
