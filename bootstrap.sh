@@ -21,7 +21,7 @@ packages=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libmsgpack-dev libyaml-dev libhwloc-dev libsystemd-dev
     libopenblas-dev nettle-dev check libsqlite3-dev libpq-dev postgresql libmicrohttpd-dev mandoc
-    libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
+    libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libdnnl-dev
     python3-numpy python3-pytest
 )
 

@@ -10,8 +10,11 @@
  * their measured time fixed (gxd_tune_impl.fixed_ns, 1 ns: faster than
  * any real run), and the real ones are only checked to have been timed.
  */
+#include <config.h>
+
 #include <check.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,10 @@
 #include "ops/gemm.h"
 #include "tests/testutil.h"
 #include "tests/tunetest.h"
+
+#ifdef HAVE_DNNL
+#include <omp.h>
+#endif
 
 #define NAMES(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
                    (const char *[]) { __VA_ARGS__ }
@@ -568,6 +575,137 @@ START_TEST(test_packed_winner)
 }
 END_TEST
 
+/* oneDNN's candidate (daemon/tune/impl_dnnl.c): present exactly when
+ * built with oneDNN, its version in the build ids; valid on a real shape;
+ * each share run on its own thread at once (as gexec's workers run it),
+ * each held to one OpenMP thread; the same bits whatever the share
+ * count; a record naming it makes the plan run
+ * it on B as it is. */
+#ifdef HAVE_DNNL
+typedef struct s_share {
+    gx_kernel_fn f;
+    const gx_kargs *k;
+    int ith, omp_after;
+} s_share;
+
+static void *s_share_run(void *arg)
+{
+    s_share *sh = arg;
+    gx_kargs k = *sh->k;
+    k.ith = sh->ith;
+    sh->f(&k);
+    sh->omp_after = omp_get_max_threads();
+    return NULL;
+}
+#endif
+
+START_TEST(test_dnnl_candidate)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
+    const gxd_tune_impl *im = gxd_tune_impl_find(t, "dnnl.sgemm", 1);
+#ifndef HAVE_DNNL
+    ck_assert_ptr_null(im);
+    ck_assert_ptr_null(strstr(gxd_tune_builds(t), "onednn="));
+#else
+    ck_assert_ptr_nonnull(im);
+    ck_assert_str_eq(im->source, "onednn");
+    ck_assert(!im->packed);
+    ck_assert_ptr_null(im->gemm);
+    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), " onednn="));
+    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), " dnnl.sgemm@1"));
+    /* the registry's check on a shape of several panels and shares */
+    gxd_tune_sig s = tt_sig(37, 300, 130);
+    gxd_tune_rec r;
+    ck_assert_int_eq(gxd_tune_explore_sig(t, &s, &r), GX_OK);
+    ck_assert_msg(strstr(r.others, "dnnl.sgemm@1:") && !strstr(r.others, "dnnl.sgemm@1:rejected"),
+                  "%s", r.others);
+    /* 4 shares (a block of rows each) on 4 threads at once against a
+     * float64 product */
+    enum { M = 200, K = 70, N = 45, NTH = 4 };
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+    float *y = malloc(sizeof(float) * M * N);
+    ck_assert(a && b && y);
+    for (int i = 0; i < M * K; i++)
+        a[i] = (float)(i % 11) / 8.0f - 0.6f;
+    for (int i = 0; i < K * N; i++)
+        b[i] = (float)(i % 7) / 4.0f - 0.7f;
+    for (int i = 0; i < M * N; i++)
+        y[i] = -1e30f;
+    gx_view in[2] = {{.dtype = GX_F32, .ndim = 2, .shape = {M, K}, .numel = M * K, .data = a},
+                     {.dtype = GX_F32, .ndim = 2, .shape = {K, N}, .numel = K * N, .data = b}};
+    gx_view out = {.dtype = GX_F32, .ndim = 2, .shape = {M, N}, .numel = M * N, .data = y};
+    gx_attrval attr[GX_MAX_ATTRS] = {0};
+    const gx_kargs k = {.attr = attr, .n_in = 2, .in = in, .n_out = 1, .out = &out, .nth = NTH};
+    s_share sh[NTH];
+    pthread_t th[NTH];
+    for (int i = 0; i < NTH; i++) {
+        sh[i] = (s_share){.f = im->matmul, .k = &k, .ith = i, .omp_after = -1};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, s_share_run, &sh[i]), 0);
+    }
+    for (int i = 0; i < NTH; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(sh[i].omp_after, 1);
+    }
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double v = 0;
+            for (int l = 0; l < K; l++)
+                v += (double)a[i * K + l] * b[l * N + j];
+            ck_assert_double_eq_tol(y[i * N + j], v, 1e-4);
+        }
+    /* the same bits in 1, 3 and 150 shares (rows in blocks of its own; a long
+     * K, summed in several blocks) */
+    enum { M2 = 150, K2 = 1000 };
+    float *a2 = malloc(sizeof(float) * M2 * K2), *b2 = malloc(sizeof(float) * K2 * N);
+    float *y1 = malloc(sizeof(float) * M2 * N), *y3 = malloc(sizeof(float) * M2 * N);
+    ck_assert(a2 && b2 && y1 && y3);
+    for (int i = 0; i < M2 * K2; i++)
+        a2[i] = (float)((i * 13) % 29) / 9.0f - 1.3f;
+    for (int i = 0; i < K2 * N; i++)
+        b2[i] = (float)((i * 7) % 31) / 17.0f - 0.8f;
+    gx_view in2[2] = {
+        {.dtype = GX_F32, .ndim = 2, .shape = {M2, K2}, .numel = M2 * K2, .data = a2},
+        {.dtype = GX_F32, .ndim = 2, .shape = {K2, N}, .numel = K2 * N, .data = b2}};
+    gx_view o1 = {.dtype = GX_F32, .ndim = 2, .shape = {M2, N}, .numel = M2 * N, .data = y1};
+    gx_view o3 = o1;
+    o3.data = y3;
+    im->matmul(&(gx_kargs){.attr = attr, .n_in = 2, .in = in2, .n_out = 1, .out = &o1, .nth = 1});
+    for (int i = 0; i < 3; i++) /* 3 shares, and 150: a row each for a naive split */
+        im->matmul(&(gx_kargs){.attr = attr, .n_in = 2, .in = in2, .n_out = 1, .out = &o3,
+                               .ith = i, .nth = 3});
+    ck_assert_mem_eq(y1, y3, sizeof(float) * M2 * N);
+    memset(y3, 0, sizeof(float) * M2 * N);
+    for (int i = 0; i < M2; i++)
+        im->matmul(&(gx_kargs){.attr = attr, .n_in = 2, .in = in2, .n_out = 1, .out = &o3,
+                               .ith = i, .nth = M2});
+    ck_assert_mem_eq(y1, y3, sizeof(float) * M2 * N);
+    free(a2);
+    free(b2);
+    free(y1);
+    free(y3);
+    free(a);
+    free(b);
+    free(y);
+    /* a record naming it: the plan runs it, nothing packed */
+    gx_graph *g = s_graph();
+    s = tt_sig(S_M, S_K, S_N);
+    r = tt_rec("dnnl.sgemm", 10, "here");
+    ck_assert_int_eq(gxd_tune_store(t, &s, &r), GX_OK);
+    gxd_plan *p = s_compile(g, t);
+    ck_assert_str_eq(p->impls[0].impl, "dnnl.sgemm");
+    ck_assert_uint_eq(p->n_prepared, 0);
+    bool runs = false;
+    for (size_t i = 0; i < p->n_steps; i++)
+        runs |= p->steps[i].kernel == im->matmul;
+    ck_assert(runs);
+    s_exec_check(p);
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&g);
+#endif
+    gxd_tune_destroy(&t);
+}
+END_TEST
+
 /* The plan of a slice of the batch (replicas) runs what the whole batch's
  * runs, whatever the registry holds for its own rows: the same bits. */
 START_TEST(test_slice_follows_whole)
@@ -786,6 +924,7 @@ Suite *tune_suite(void)
     tc = tcase_create("explore");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_explore_builtin);
+    tcase_add_test(tc, test_dnnl_candidate);
     tcase_add_test(tc, test_fast_wrong_rejected);
     tcase_add_test(tc, test_fast_right_wins);
     tcase_add_test(tc, test_packed_winner);

@@ -142,6 +142,7 @@ size_t gxd_tune_builtin_impls(gxd_tune_impl *out, size_t max)
     if (n < max)
         out[n++] = (gxd_tune_impl){.name = "blas", .version = 1, .source = "openblas",
                                    .matmul = s_blas_matmul, .gemm = gx_cpu_kernel(GX_OP_GEMM)};
+    n += gxd_tune_dnnl_impls(out + n, max - n);
     return n;
 }
 
@@ -152,6 +153,8 @@ void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t
     int w = snprintf(buf, len, "gexec-%s gemm=%s [%s] core=%s", PACKAGE_VERSION,
                      gx_cpu_gemm_isa(), OPENBLAS_VERSION, openblas_get_corename());
     o = w > 0 && (size_t)w < len ? (size_t)w : len - 1;
+    gxd_tune_dnnl_build(buf + o, len - o);
+    o += strlen(buf + o);
     for (size_t i = 0; i < n && o + 1 < len; i++) {
         w = snprintf(buf + o, len - o, " %s@%d", impls[i].name, impls[i].version);
         o = w > 0 && (size_t)w < len - o ? o + (size_t)w : len - 1;

@@ -29,6 +29,11 @@
 /* The built-in implementations this build and CPU have, into out (at most
  * max); returns their count. */
 size_t gxd_tune_builtin_impls(gxd_tune_impl *out, size_t max);
+/* oneDNN's candidates (daemon/tune/impl_dnnl.c; none without oneDNN at
+ * build time) into out (at most max); returns their count. */
+size_t gxd_tune_dnnl_impls(gxd_tune_impl *out, size_t max);
+/* oneDNN's part of the build ids (" onednn=2.6.3"; "" without it). */
+void gxd_tune_dnnl_build(char *buf, size_t len);
 /* The build ids part of the key: gexec's version, OpenBLAS's, and every
  * implementation's name@version. */
 void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t len);
