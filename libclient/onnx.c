@@ -1881,6 +1881,385 @@ static int s_cv_optional(s_emit *e)
     return s_emit_node(e, NULL);
 }
 
+/* ---- com.microsoft contrib ops ------------------------------------------
+ *
+ * ONNX Runtime writes these into the models it saves after its graph
+ * optimizations (docs/onnx.md lists which). Each is lowered to the ai.onnx
+ * ops it is made of, with the semantics of ORT's contrib op spec, so the
+ * daemon keeps one meaning per op and its fuse pass fuses them again. */
+
+/* The STRING attribute name into buf ("" when absent). */
+static void s_ms_string(const s_emit *e, const char *name, char *buf, size_t len)
+{
+    const Onnx__AttributeProto *a =
+        s_find_typed(e->np, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    size_t n = a && a->s.data ? a->s.len : 0;
+    if (n >= len)
+        n = len - 1;
+    if (n)
+        memcpy(buf, a->s.data, n);
+    buf[n] = '\0';
+}
+
+/* The activation a fused contrib op names, from x into y: Relu, Tanh,
+ * Sigmoid, LeakyRelu (p[0]: alpha, default 0.01), HardSigmoid (alpha,
+ * beta: 0.2, 0.5) or Clip (min, max: required); n_p parameters given. */
+static int s_ms_activation(s_emit *e, const char *act, size_t n_p, const float *p, const char *x,
+                           const char *y)
+{
+    static const struct {
+        const char *op;
+        size_t n_p;
+        float def[2]; /* NaN: required */
+    } acts[] = {
+        {"Relu", 0, {0, 0}},           {"Tanh", 0, {0, 0}},
+        {"Sigmoid", 0, {0, 0}},        {"LeakyRelu", 1, {0.01f, 0}},
+        {"HardSigmoid", 2, {0.2f, 0.5f}}, {"Clip", 2, {NAN, NAN}},
+    };
+    size_t k = 0;
+    while (k < sizeof acts / sizeof acts[0] && strcmp(act, acts[k].op) != 0)
+        k++;
+    if (k == sizeof acts / sizeof acts[0])
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "activation '%.60s' is not supported (gexec runs Relu, Tanh, Sigmoid, "
+                      "LeakyRelu, HardSigmoid and Clip)", act);
+    float v[2];
+    for (size_t i = 0; i < acts[k].n_p; i++) {
+        v[i] = i < n_p ? p[i] : acts[k].def[i];
+        if (v[i] != v[i])
+            return s_fail(e->c, GX_EATTR, e->path, "activation %s needs %zu parameters, the "
+                          "node gives %zu", act, acts[k].n_p, n_p);
+    }
+    if (strcmp(act, "Clip") == 0) {
+        const char *lo = s_aux_like(e, "min", 0, NULL, &v[0], 1, x),
+                   *hi = lo ? s_aux_like(e, "max", 0, NULL, &v[1], 1, x) : NULL;
+        return hi && s_aux(e, "Clip", 3, (const char *[]){x, lo, hi}, y, NULL) ? GX_OK
+                                                                                : GX_ENOMEM;
+    }
+    gx_node *n = s_aux(e, act, 1, &x, y, NULL);
+    int rc = n ? GX_OK : GX_ENOMEM;
+    if (n && acts[k].n_p >= 1)
+        rc = s_set_rc(e, gx_node_set_float(n, "alpha", v[0]), "alpha");
+    if (n && rc == GX_OK && acts[k].n_p >= 2)
+        rc = s_set_rc(e, gx_node_set_float(n, "beta", v[1]), "beta");
+    return rc;
+}
+
+/* Emit the node (e->op) into a fresh value, then add Z (when given) and
+ * apply the activation act (when named) on the way to the node's output. */
+static int s_ms_fused(s_emit *e, const char *z, const char *act, size_t n_p, const float *p)
+{
+    const char *y = e->out[0], *t;
+    int rc = GX_OK;
+    if (!*act && !z)
+        return s_emit_node(e, NULL);
+    if (!(e->out[0] = s_fresh_value(e, e->op)) || (rc = s_emit_node(e, NULL)) < 0)
+        return e->out[0] ? rc : GX_ENOMEM;
+    t = e->out[0];
+    if (z && !s_aux(e, "Add", 2, (const char *[]){t, z}, *act ? NULL : y, &t))
+        return GX_ENOMEM;
+    return *act ? s_ms_activation(e, act, n_p, p, t, y) : GX_OK;
+}
+
+/* Trailing omitted inputs off e. */
+static void s_ms_trim(s_emit *e)
+{
+    while (e->n_in && !*e->in[e->n_in - 1])
+        e->n_in--;
+}
+
+/* FusedConv: Conv, + Z (input 3), activation (activation_params). */
+static int s_ms_fused_conv(s_emit *e)
+{
+    char act[32];
+    const Onnx__AttributeProto *pa =
+        s_find_typed(e->np, "activation_params", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    const char *z = e->n_in > 3 && *e->in[3] ? e->in[3] : NULL;
+    if (e->n_in < 2 || !*e->in[0] || !*e->in[1] || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "FusedConv takes X, W, B and Z, and gives Y");
+    s_ms_string(e, "activation", act, sizeof act);
+    s_skip(e, "activation");
+    s_skip(e, "activation_params");
+    e->op = "Conv";
+    if (e->n_in > 3)
+        e->n_in = 3;
+    s_ms_trim(e);
+    return s_ms_fused(e, z, act, pa ? pa->n_floats : 0, pa ? pa->floats : NULL);
+}
+
+/* FusedGemm: Gemm, then the activation (activation_alpha, _beta). */
+static int s_ms_fused_gemm(s_emit *e)
+{
+    char act[32];
+    float p[2];
+    size_t n_p = 0;
+    const char *names[2] = {"activation_alpha", "activation_beta"};
+    s_ms_string(e, "activation", act, sizeof act);
+    for (size_t i = 0; i < 2; i++) {
+        const Onnx__AttributeProto *a =
+            s_find_typed(e->np, names[i], ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+        if (a && n_p == i)
+            p[n_p++] = a->f;
+        s_skip(e, names[i]);
+    }
+    s_skip(e, "activation");
+    s_skip(e, "activation_gamma");
+    if (e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "FusedGemm gives one output");
+    e->op = "Gemm";
+    return s_ms_fused(e, NULL, act, n_p, p);
+}
+
+/* The last two axes of x swapped: a Transpose where x's rank is known,
+ * else an Einsum "...ij->...ji". */
+static int s_ms_swap_last(s_emit *e, const char *x, const char **y)
+{
+    int r = s_rank_of(e->c, x);
+    gx_node *n;
+    if (r >= 2) {
+        int64_t perm[GX_MAX_DIMS];
+        for (int i = 0; i < r; i++)
+            perm[i] = i;
+        perm[r - 2] = r - 1;
+        perm[r - 1] = r - 2;
+        return (n = s_aux(e, "Transpose", 1, &x, NULL, y))
+                   ? s_set_rc(e, gx_node_set_ints(n, "perm", perm, (size_t)r), "perm")
+                   : GX_ENOMEM;
+    }
+    return (n = s_aux(e, "Einsum", 1, &x, NULL, y))
+               ? s_set_rc(e, gx_node_set_string(n, "equation", "...ij->...ji"), "equation")
+               : GX_ENOMEM;
+}
+
+/* FusedMatMul: alpha * MatMul(A or A^T, B or B^T) (transA/transB swap the
+ * last two axes). */
+static int s_ms_fused_matmul(s_emit *e)
+{
+    static const char *const names[] = {"alpha", "transA", "transB", "transBatchA",
+                                        "transBatchB"};
+    float alpha;
+    int rc;
+    if (e->n_in != 2 || !*e->in[0] || !*e->in[1] || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "FusedMatMul takes A and B, and gives Y");
+    if (s_find_int(e->np, "transBatchA", 0) || s_find_int(e->np, "transBatchB", 0))
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "FusedMatMul with transBatchA or transBatchB is not supported yet");
+    if ((rc = s_float_attr(e, "alpha", 1.0f, &alpha)) < 0)
+        return rc;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        s_skip(e, names[i]);
+    for (int i = 0; i < 2; i++)
+        if (s_find_int(e->np, i ? "transB" : "transA", 0) &&
+            (rc = s_ms_swap_last(e, e->in[i], &e->in[i])) < 0)
+            return rc;
+    e->op = "MatMul";
+    if (alpha == 1.0f)
+        return s_emit_node(e, NULL);
+    const char *y = e->out[0], *k;
+    if (!(e->out[0] = s_fresh_value(e, "MatMul")) || (rc = s_emit_node(e, NULL)) < 0)
+        return e->out[0] ? rc : GX_ENOMEM;
+    return (k = s_aux_like(e, "alpha", 0, NULL, &alpha, 1, e->out[0])) &&
+                   s_aux(e, "Mul", 2, (const char *[]){e->out[0], k}, y, NULL)
+               ? GX_OK
+               : GX_ENOMEM;
+}
+
+/* Gelu (erf), FastGelu (tanh, with an optional bias input) and BiasGelu
+ * (erf of A + B): the Gelu of opset 20, after the bias's Add. */
+static int s_ms_gelu(s_emit *e)
+{
+    bool tanh = strcmp(e->op, "FastGelu") == 0;
+    size_t want = strcmp(e->op, "Gelu") == 0 ? 1 : 2;
+    gx_node *n;
+    int rc;
+    s_ms_trim(e);
+    if (e->n_in < 1 || e->n_in > want || !*e->in[0] || e->n_out != 1 ||
+        (strcmp(e->op, "BiasGelu") == 0 && e->n_in != 2))
+        return s_fail(e->c, GX_EFORMAT, e->path, "%s takes %s and gives one output", e->op,
+                      want == 1 ? "one input" : "X and a bias");
+    if (e->n_in == 2 && !s_aux(e, "Add", 2, (const char *[]){e->in[0], e->in[1]}, NULL, &e->in[0]))
+        return GX_ENOMEM;
+    e->n_in = 1;
+    e->op = "Gelu";
+    if ((rc = s_emit_node(e, &n)) < 0)
+        return rc;
+    return tanh ? s_set_rc(e, gx_node_set_string(n, "approximate", "tanh"), "approximate") : GX_OK;
+}
+
+/* QuickGelu: x * Sigmoid(alpha * x), alpha default 1.702. */
+static int s_ms_quick_gelu(s_emit *e)
+{
+    float alpha;
+    const char *x = e->n_in == 1 ? e->in[0] : "", *ax = x, *k, *s;
+    int rc;
+    if (!*x || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "QuickGelu takes one input and gives one output");
+    if ((rc = s_float_attr(e, "alpha", 1.702f, &alpha)) < 0)
+        return rc;
+    if (alpha != 1.0f && (!(k = s_aux_like(e, "alpha", 0, NULL, &alpha, 1, x)) ||
+                          !s_aux(e, "Mul", 2, (const char *[]){x, k}, NULL, &ax)))
+        return GX_ENOMEM;
+    return s_aux(e, "Sigmoid", 1, &ax, NULL, &s) &&
+                   s_aux(e, "Mul", 2, (const char *[]){x, s}, e->out[0], NULL)
+               ? GX_OK
+               : GX_ENOMEM;
+}
+
+/* BiasAdd: X + bias + skip. */
+static int s_ms_bias_add(s_emit *e)
+{
+    const char *t;
+    if (e->n_in != 3 || !*e->in[0] || !*e->in[1] || !*e->in[2] || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "BiasAdd takes X, bias and skip, and gives Y");
+    return s_aux(e, "Add", 2, (const char *[]){e->in[0], e->in[1]}, NULL, &t) &&
+                   s_aux(e, "Add", 2, (const char *[]){t, e->in[2]}, e->out[0], NULL)
+               ? GX_OK
+               : GX_ENOMEM;
+}
+
+/* SkipLayerNormalization (input, skip, gamma, beta, bias) and
+ * SkipSimplifiedLayerNormalization (input, skip, gamma, bias): the sum
+ * input + skip (+ bias), which output 3 gives, then LayerNormalization or
+ * RMSNormalization over the last axis. LayerNormalization's mean and
+ * inv_std_var are its outputs 1 and 2; the simplified form's are refused. */
+static int s_ms_skip_norm(s_emit *e)
+{
+    bool simple = strcmp(e->op, "SkipSimplifiedLayerNormalization") == 0;
+    size_t bias_at = simple ? 3 : 4;
+    const char *sum = e->n_out > 3 && *e->out[3] ? e->out[3] : NULL, *t;
+    float eps;
+    gx_node *n;
+    int rc;
+    if (e->n_in < 3 || !*e->in[0] || !*e->in[1] || !*e->in[2] || e->n_in > bias_at + 1 ||
+        e->n_out < 1 || !*e->out[0])
+        return s_fail(e->c, GX_EFORMAT, e->path, "%s takes input, skip, gamma%s and bias", e->op,
+                      simple ? "" : ", beta");
+    if (simple && ((e->n_out > 1 && *e->out[1]) || (e->n_out > 2 && *e->out[2])))
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "outputs mean and inv_std_var of %s are not supported", e->op);
+    if ((rc = s_float_attr(e, "epsilon", 1e-12f, &eps)) < 0)
+        return rc;
+    bool bias = e->n_in > bias_at && *e->in[bias_at];
+    if (!s_aux(e, "Add", 2, (const char *[]){e->in[0], e->in[1]}, bias ? NULL : sum, &t) ||
+        (bias && !s_aux(e, "Add", 2, (const char *[]){t, e->in[bias_at]}, sum, &t)))
+        return GX_ENOMEM;
+    e->in[1] = e->in[2];
+    e->in[2] = simple ? "" : e->n_in > 3 ? e->in[3] : "";
+    e->in[0] = t;
+    e->n_in = 3;
+    s_ms_trim(e);
+    e->n_out = e->n_out > 3 ? 3 : e->n_out;
+    while (e->n_out > 1 && !*e->out[e->n_out - 1])
+        e->n_out--;
+    e->op = simple ? "RMSNormalization" : "LayerNormalization";
+    s_skip(e, "epsilon");
+    s_skip(e, "axis");
+    if ((rc = s_emit_node(e, &n)) < 0 ||
+        (rc = s_set_rc(e, gx_node_set_int(n, "axis", -1), "axis")) < 0)
+        return rc;
+    return s_set_rc(e, gx_node_set_float(n, "epsilon", eps), "epsilon");
+}
+
+/* SimplifiedLayerNormalization (X, scale; axis, epsilon, stash_type): the
+ * RMSNormalization of opset 23; its inv_std_var output is refused. */
+static int s_ms_simplified_norm(s_emit *e)
+{
+    if (e->n_out > 1)
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "output inv_std_var of SimplifiedLayerNormalization is not supported");
+    e->op = "RMSNormalization";
+    return s_emit_node(e, NULL);
+}
+
+/* DynamicQuantizeMatMul (A, B, b_scale, b_zero_point, bias): A quantized
+ * to uint8 as DynamicQuantizeLinear does, MatMulInteger with B, then
+ * scaled by a_scale * b_scale, plus bias. */
+static int s_ms_dq_matmul(s_emit *e)
+{
+    const char *q[3], *mm, *f, *s1, *s2;
+    if (e->n_in < 3 || !*e->in[0] || !*e->in[1] || !*e->in[2] || e->n_in > 5 || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "DynamicQuantizeMatMul takes A, B, b_scale, b_zero_point and bias");
+    const char *bzp = e->n_in > 3 ? e->in[3] : "", *bias = e->n_in > 4 ? e->in[4] : "";
+    for (int i = 0; i < 3; i++)
+        if (!(q[i] = s_fresh_value(e, i == 0 ? "a_quant" : i == 1 ? "a_scale" : "a_zero_point")))
+            return GX_ENOMEM;
+    char *name = s_own(e->c, "%.200s/DynamicQuantizeLinear", e->name);
+    for (unsigned k = 1; name && s_set_has(e->node_names, name); k++)
+        name = s_own(e->c, "%.200s/DynamicQuantizeLinear_%u", e->name, k);
+    if (!name || !s_set_add(e->node_names, name) ||
+        !gx_graph_add_node(e->g, "DynamicQuantizeLinear", name, 1, &e->in[0], 3, q))
+        return s_fail(e->c, GX_ENOMEM, e->path, "cannot add DynamicQuantizeLinear");
+    gx_node *cast;
+    int rc;
+    if (!s_aux(e, "MatMulInteger", *bzp ? 4 : 3, (const char *[]){q[0], e->in[1], q[2], bzp},
+               NULL, &mm) ||
+        !(cast = s_aux(e, "Cast", 1, &mm, NULL, &f)))
+        return GX_ENOMEM;
+    if ((rc = s_set_rc(e, gx_node_set_int(cast, "to", 1), "to")) < 0)
+        return rc;
+    if (!s_aux(e, "Mul", 2, (const char *[]){q[1], e->in[2]}, NULL, &s1) ||
+        !s_aux(e, "Mul", 2, (const char *[]){f, s1}, *bias ? NULL : e->out[0], &s2) ||
+        (*bias && !s_aux(e, "Add", 2, (const char *[]){s2, bias}, e->out[0], NULL)))
+        return GX_ENOMEM;
+    return GX_OK;
+}
+
+/* QLinearConv of com.microsoft: ai.onnx's QLinearConv, on NHWC data when
+ * channels_last is 1 (X transposed to NCHW and the result back; W stays
+ * [M, C/group, k...]). */
+static int s_ms_qlinear_conv(s_emit *e)
+{
+    const Onnx__AttributeProto *ks =
+        s_find_typed(e->np, "kernel_shape", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    bool last = s_find_int(e->np, "channels_last", 0) != 0;
+    int rc = GX_OK;
+    s_skip(e, "channels_last");
+    e->op = "QLinearConv";
+    if (!last)
+        return s_emit_node(e, NULL);
+    int r = ks ? (int)ks->n_ints + 2 : s_rank_of(e->c, e->n_in > 3 ? e->in[3] : "");
+    if (r < 3 || r > GX_MAX_DIMS || e->n_in < 8 || !*e->in[0] || e->n_out != 1)
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "QLinearConv with channels_last needs kernel_shape (or a constant W), "
+                      "x and y");
+    int64_t to[GX_MAX_DIMS], back[GX_MAX_DIMS];
+    to[0] = back[0] = 0;
+    to[1] = r - 1;
+    back[r - 1] = 1;
+    for (int i = 2; i < r; i++)
+        to[i] = i - 1, back[i - 1] = i;
+    gx_node *n;
+    const char *y = e->out[0];
+    if (!(n = s_aux(e, "Transpose", 1, &e->in[0], NULL, &e->in[0])) ||
+        (rc = s_set_rc(e, gx_node_set_ints(n, "perm", to, (size_t)r), "perm")) < 0 ||
+        !(e->out[0] = s_fresh_value(e, "nchw")) || (rc = s_emit_node(e, NULL)) < 0 ||
+        !(n = s_aux(e, "Transpose", 1, &e->out[0], y, NULL)))
+        return n && e->out[0] ? rc : GX_ENOMEM;
+    return s_set_rc(e, gx_node_set_ints(n, "perm", back, (size_t)r), "perm");
+}
+
+/* The lowering of each com.microsoft op that has one; the others of
+ * s_other_ops run as the gexec op of their name. */
+static const struct {
+    const char *op;
+    int (*fn)(s_emit *e);
+} s_ms_lowerings[] = {
+    {"FusedConv", s_ms_fused_conv},
+    {"FusedGemm", s_ms_fused_gemm},
+    {"FusedMatMul", s_ms_fused_matmul},
+    {"Gelu", s_ms_gelu},
+    {"FastGelu", s_ms_gelu},
+    {"BiasGelu", s_ms_gelu},
+    {"QuickGelu", s_ms_quick_gelu},
+    {"BiasAdd", s_ms_bias_add},
+    {"SkipLayerNormalization", s_ms_skip_norm},
+    {"SkipSimplifiedLayerNormalization", s_ms_skip_norm},
+    {"SimplifiedLayerNormalization", s_ms_simplified_norm},
+    {"DynamicQuantizeMatMul", s_ms_dq_matmul},
+    {"QLinearConv", s_ms_qlinear_conv},
+};
+
 static const struct {
     const char *op;
     int64_t from, below;
@@ -1943,14 +2322,31 @@ static const struct {
     {"Scan", 8, "Scan first appeared in opset 8"},
 };
 
-/* The ops of other domains than ai.onnx that gexec runs, each under the
- * gexec op of its name, all of their domain's opset 1. */
+/* The ops of other domains than ai.onnx that gexec runs, with the
+ * versions of their domain it reads: com.microsoft's through their
+ * lowering in s_ms_lowerings when they have one, the others under the
+ * gexec op of their name. */
 static const struct {
     const char *domain, *op;
+    int64_t first_version, last_version;
 } s_other_ops[] = {
-    {"ai.onnx.preview.training", "Adagrad"},
-    {"ai.onnx.preview.training", "Adam"},
-    {"ai.onnx.preview.training", "Momentum"},
+    {"ai.onnx.preview.training", "Adagrad", 1, 1},
+    {"ai.onnx.preview.training", "Adam", 1, 1},
+    {"ai.onnx.preview.training", "Momentum", 1, 1},
+    {"com.microsoft", "FusedConv", 1, 1},
+    {"com.microsoft", "FusedGemm", 1, 1},
+    {"com.microsoft", "FusedMatMul", 1, 1},
+    {"com.microsoft", "Gelu", 1, 1},
+    {"com.microsoft", "FastGelu", 1, 1},
+    {"com.microsoft", "BiasGelu", 1, 1},
+    {"com.microsoft", "QuickGelu", 1, 1},
+    {"com.microsoft", "BiasAdd", 1, 1},
+    {"com.microsoft", "SkipLayerNormalization", 1, 1},
+    {"com.microsoft", "SkipSimplifiedLayerNormalization", 1, 1},
+    {"com.microsoft", "LayerNormalization", 1, 1},
+    {"com.microsoft", "SimplifiedLayerNormalization", 1, 1},
+    {"com.microsoft", "DynamicQuantizeMatMul", 1, 1},
+    {"com.microsoft", "QLinearConv", 1, 1},
 };
 
 /* One node. node_names holds the graph's node names (explicit and made). */
@@ -1972,7 +2368,9 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
         for (size_t i = 0; i < sizeof s_other_ops / sizeof s_other_ops[0]; i++)
             if (strcmp(dom, s_other_ops[i].domain) == 0) {
                 dom_known = true;
-                op_known = op_known || strcmp(op, s_other_ops[i].op) == 0;
+                op_known = op_known || (strcmp(op, s_other_ops[i].op) == 0 && d &&
+                                        d->version >= s_other_ops[i].first_version &&
+                                        d->version <= s_other_ops[i].last_version);
             }
         char ver[64] = "the model does not import it";
         if (d)
@@ -1980,12 +2378,16 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
         if (!dom_known)
             return s_fail(c, GX_EUNSUPPORTED, path,
                           "operator domain '%.100s' is not supported (op '%.60s', %s; gexec runs "
-                          "the ai.onnx ops)",
-                          dom, op, ver);
-        if (!op_known || !d || d->version != 1)
+                          "the ai.onnx ops and those docs/onnx.md lists of other domains)%s",
+                          dom, op, ver,
+                          strcmp(dom, "com.microsoft.nchwc") == 0
+                              ? "; ONNX Runtime writes this domain at ORT_ENABLE_ALL for its "
+                                "own CPU: save the model at ORT_ENABLE_EXTENDED"
+                              : "");
+        if (!op_known)
             return s_fail(c, GX_EUNSUPPORTED, path,
-                          "op '%.60s' of domain '%.100s' is not supported (%s; gexec runs its "
-                          "Adagrad, Adam and Momentum of opset 1)",
+                          "op '%.60s' of domain '%.100s' is not supported (%s; docs/onnx.md "
+                          "lists the ops and versions gexec runs of that domain)",
                           op, dom, ver);
     }
     if (!other && !c->has_opset)
@@ -2060,7 +2462,11 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
     if (!other && c->opset < 7)
         s_skip(&e, "consumed_inputs");
     int (*fn)(s_emit *) = NULL;
-    for (size_t i = 0; i < sizeof s_convs / sizeof s_convs[0] && !fn; i++)
+    for (size_t i = 0; other && strcmp(dom, "com.microsoft") == 0 &&
+                       i < sizeof s_ms_lowerings / sizeof s_ms_lowerings[0] && !fn; i++)
+        if (strcmp(op, s_ms_lowerings[i].op) == 0)
+            fn = s_ms_lowerings[i].fn;
+    for (size_t i = 0; !other && i < sizeof s_convs / sizeof s_convs[0] && !fn; i++)
         if (strcmp(op, s_convs[i].op) == 0 && c->opset >= s_convs[i].from &&
             c->opset < s_convs[i].below)
             fn = s_convs[i].fn;

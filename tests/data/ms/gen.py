@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""Write the small ONNX models of check_onnx_ms (tests/check_onnx_ms.c).
+
+Each is an ordinary ai.onnx model in which ONNX Runtime's graph
+optimizations put com.microsoft contrib ops when it saves the model
+optimized: the test has ORT save it, runs the saved model through gexec and
+compares with ORT's outputs on this original.
+
+    /usr/bin/python3 tests/data/ms/gen.py tests/data/ms
+"""
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(12)
+
+
+def w(name, *shape, scale=0.3):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def save(path, nodes, inputs, outputs, inits, opset=17):
+    g = helper.make_graph(nodes, path.split("/")[-1], inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def vi(name, *shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+
+
+def gelu_nodes(x, y, p):
+    """x * 0.5 * (1 + erf(x / sqrt(2))), as torch exports it"""
+    return [
+        helper.make_node("Div", [x, p + "sqrt2"], [p + "d"]),
+        helper.make_node("Erf", [p + "d"], [p + "e"]),
+        helper.make_node("Add", [p + "e", p + "one"], [p + "a"]),
+        helper.make_node("Mul", [x, p + "a"], [p + "m"]),
+        helper.make_node("Mul", [p + "m", p + "half"], [y]),
+    ], [numpy_helper.from_array(np.array(v, np.float32), p + n)
+        for n, v in (("sqrt2", np.sqrt(2)), ("one", 1.0), ("half", 0.5))]
+
+
+def cnn(path):
+    """Conv + BN + Relu, Conv + LeakyRelu, Conv + Clip, Conv + Sigmoid,
+    Conv + HardSigmoid, Conv + Tanh: FusedConv with each activation"""
+    nodes, inits = [], []
+    c, x = 3, "x"
+    acts = [("Relu", {}), ("LeakyRelu", {"alpha": 0.2}), ("Clip", None), ("Sigmoid", {}),
+            ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("Tanh", {})]
+    for i, (act, attrs) in enumerate(acts):
+        o = 4
+        inits += [w(f"w{i}", o, c, 3, 3), w(f"b{i}", o)]
+        nodes.append(helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"],
+                                      kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+        y = f"c{i}"
+        if i == 0:
+            inits += [numpy_helper.from_array(np.abs(rng.standard_normal(o)).astype(np.float32) + 0.5, n)
+                      for n in ("bs", "bv")]
+            inits += [w("bb", o), w("bm", o)]
+            nodes.append(helper.make_node("BatchNormalization", [y, "bs", "bb", "bm", "bv"], ["bn"]))
+            y = "bn"
+        if act == "Clip":
+            inits += [numpy_helper.from_array(np.array(v, np.float32), n)
+                      for n, v in (("lo", -0.5), ("hi", 0.6))]
+            nodes.append(helper.make_node("Clip", [y, "lo", "hi"], [f"a{i}"]))
+        else:
+            nodes.append(helper.make_node(act, [y], [f"a{i}"], **attrs))
+        x, c = f"a{i}", o
+    nodes.append(helper.make_node("Identity", [x], ["y"]))
+    save(path, nodes, [vi("x", 2, 3, 6, 6)], [vi("y", 2, 4, 6, 6)], inits)
+
+
+def mlp(path):
+    """MatMul + Add + erf Gelu (Gelu), x * Sigmoid(x) (QuickGelu), Gemm"""
+    g, gi = gelu_nodes("h", "g", "g_")
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["m"]),
+             helper.make_node("Add", ["m", "b0"], ["h"])] + g + [
+        helper.make_node("Sigmoid", ["g"], ["s"]),
+        helper.make_node("Mul", ["g", "s"], ["q"]),
+        helper.make_node("Gemm", ["q", "w1", "b1"], ["y"], transB=1)]
+    save(path, nodes, [vi("x", 4, 8)], [vi("y", 4, 5)],
+         [w("w0", 8, 16), w("b0", 16), w("w1", 5, 16), w("b1", 5)] + gi)
+
+
+def block(path):
+    """A transformer block: attention with a scaled Q K^T (FusedMatMul),
+    residual + LayerNorm (SkipLayerNormalization), an erf Gelu MLP"""
+    b, s, h = 2, 5, 8
+    g, gi = gelu_nodes("f1", "fg", "g_")
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"]),
+        helper.make_node("MatMul", ["x", "wk"], ["k"]),
+        helper.make_node("MatMul", ["x", "wv"], ["v"]),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+        helper.make_node("Div", ["qk", "scale"], ["qks"]),
+        helper.make_node("Softmax", ["qks"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["att"]),
+        helper.make_node("MatMul", ["att", "wo"], ["o"]),
+        helper.make_node("Add", ["o", "x"], ["r1"]),
+        helper.make_node("LayerNormalization", ["r1", "g1", "b1"], ["n1"], axis=-1, epsilon=1e-5),
+        helper.make_node("MatMul", ["n1", "wf1"], ["f0"]),
+        helper.make_node("Add", ["f0", "bf1"], ["f1"])] + g + [
+        helper.make_node("MatMul", ["fg", "wf2"], ["f2"]),
+        helper.make_node("Add", ["f2", "n1"], ["r2"]),
+        helper.make_node("LayerNormalization", ["r2", "g2", "b2"], ["y"], axis=-1, epsilon=1e-5)]
+    inits = [w(n, h, h) for n in ("wq", "wk", "wv", "wo")] + [
+        numpy_helper.from_array(np.array(np.sqrt(h), np.float32), "scale"),
+        w("g1", h), w("b1", h), w("g2", h), w("b2", h),
+        w("wf1", h, 2 * h), w("bf1", 2 * h), w("wf2", 2 * h, h)] + gi
+    save(path, nodes, [vi("x", b, s, h)], [vi("y", b, s, h)], inits)
+
+
+def dq_mlp(path):
+    """DynamicQuantizeLinear + MatMulInteger + scales (DynamicQuantizeMatMul)"""
+    bw = rng.integers(-100, 100, (8, 6)).astype(np.int8)
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+        helper.make_node("MatMulInteger", ["xq", "bw", "xz"], ["mi"]),
+        helper.make_node("Cast", ["mi"], ["mf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["xs", "bs"], ["sc"]),
+        helper.make_node("Mul", ["mf", "sc"], ["mm"]),
+        helper.make_node("Add", ["mm", "bias"], ["y"])]
+    inits = [numpy_helper.from_array(bw, "bw"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "bs"), w("bias", 6)]
+    save(path, nodes, [vi("x", 4, 8)], [vi("y", 4, 6)], inits)
+
+
+def qconv(path):
+    """QuantizeLinear, QLinearConv, DequantizeLinear: at ORT_ENABLE_ALL the
+    NHWC QLinearConv of com.microsoft (channels_last)"""
+    wq = rng.integers(-60, 60, (8, 4, 3, 3)).astype(np.int8)
+    sc = lambda n, v: numpy_helper.from_array(np.array(v, np.float32), n)
+    zp = lambda n, v, t: numpy_helper.from_array(np.array(v, t), n)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("QLinearConv", ["xq", "xs", "xz", "wq", "ws", "wz", "ys", "yz", "bq"],
+                         ["yq"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    inits = [sc("xs", 0.02), zp("xz", 128, np.uint8), numpy_helper.from_array(wq, "wq"),
+             sc("ws", 0.01), zp("wz", 0, np.int8), sc("ys", 0.05), zp("yz", 120, np.uint8),
+             numpy_helper.from_array(rng.integers(-500, 500, 8).astype(np.int32), "bq")]
+    save(path, nodes, [vi("x", 1, 4, 7, 7)], [vi("y", 1, 8, 4, 4)], inits)
+
+
+if __name__ == "__main__":
+    d = sys.argv[1] if len(sys.argv) > 1 else "."
+    for f in (cnn, mlp, block, dq_mlp, qconv):
+        f(f"{d}/{f.__name__}.onnx")
