@@ -2378,7 +2378,7 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
         if (!dom_known)
             return s_fail(c, GX_EUNSUPPORTED, path,
                           "operator domain '%.100s' is not supported (op '%.60s', %s; gexec runs "
-                          "the ai.onnx ops and those docs/onnx.md lists of other domains)%s",
+                          "the ai.onnx ops)%s",
                           dom, op, ver,
                           strcmp(dom, "com.microsoft.nchwc") == 0
                               ? "; ONNX Runtime writes this domain at ORT_ENABLE_ALL for its "

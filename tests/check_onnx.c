@@ -886,10 +886,10 @@ START_TEST(test_onnx_unsupported)
     m->opset_import[m->n_opset_import++] = o;
     ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err, "2 unsupported features",
                "graph.node[2] (Gradient 'grad'): op 'Gradient' of domain "
-               "'ai.onnx.preview.training' is not supported (opset 1 imported; gexec runs its "
-               "Adagrad, Adam and Momentum",
-               "graph.node[3] (FusedMatMul): operator domain 'com.microsoft' is not supported "
-               "(op 'FusedMatMul', the model does not import it");
+               "'ai.onnx.preview.training' is not supported (opset 1 imported; docs/onnx.md "
+               "lists the ops",
+               "graph.node[3] (FusedMatMul): op 'FusedMatMul' of domain 'com.microsoft' is not "
+               "supported (the model does not import it");
     /* the training domain's optimizer steps are read in its opset 1 only */
     g = s_mlp();
     ADD(g, node, n = s_node("Adam", "opt", "y", "z"));
@@ -2257,6 +2257,271 @@ START_TEST(test_onnx_convert_daemon_forms)
 }
 END_TEST
 
+/* ---- com.microsoft contrib ops (the lowerings of libclient/onnx.c) ---- */
+
+/* A model importing ai.onnx 17 and com.microsoft 1 (version v). */
+static Onnx__ModelProto *s_ms_model(Onnx__GraphProto *g, int64_t v)
+{
+    Onnx__ModelProto *m = s_model(g, "", 17);
+    Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
+    onnx__operator_set_id_proto__init(o);
+    o->domain = s_str("com.microsoft");
+    o->has_version = 1;
+    o->version = v;
+    m->opset_import[m->n_opset_import++] = o;
+    return m;
+}
+
+static Onnx__NodeProto *s_ms_node(Onnx__GraphProto *g, const char *op, const char *ins,
+                                  const char *outs)
+{
+    Onnx__NodeProto *n = s_node(op, NULL, ins, outs);
+    n->domain = s_str("com.microsoft");
+    ADD(g, node, n);
+    return n;
+}
+
+static void s_attr_fs(Onnx__NodeProto *n, const char *name, size_t count, const float *v)
+{
+    Onnx__AttributeProto *a = s_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->n_floats = count;
+    a->floats = s_copy(v, count * sizeof *v);
+}
+
+static double s_gelu(double x)
+{
+    return 0.5 * x * (1 + erf(x / sqrt(2)));
+}
+
+/* FusedConv (Z, LeakyRelu and Clip), FusedGemm, FusedMatMul (transA with
+ * the rank known: Transpose; transB on a value of unknown rank: Einsum). */
+START_TEST(test_onnx_convert_ms_fused)
+{
+    const int64_t d33[4] = {1, 1, 3, 3}, d1111[4] = {1, 1, 1, 1}, d1[1] = {1};
+    float xv[9], zv[9];
+    double want[9];
+    for (int i = 0; i < 9; i++)
+        xv[i] = (float)i - 4, zv[i] = 1;
+    Onnx__GraphProto *g = s_graph("fc");
+    s_cv_input(g, "x", F32, 4, d33);
+    s_cv_input(g, "z", F32, 4, d33);
+    ADD(g, initializer, s_f32("w", 4, d1111, (float[]){2}, 1));
+    ADD(g, initializer, s_f32("b", 1, d1, (float[]){0.5f}, 1));
+    Onnx__NodeProto *n = s_ms_node(g, "FusedConv", "x,w,b,z", "y");
+    s_attr_s(n, "activation", "LeakyRelu");
+    s_attr_fs(n, "activation_params", 1, (float[]){0.1f});
+    s_attr_is(n, "kernel_shape", 2, (int64_t[]){1, 1});
+    n = s_ms_node(g, "FusedConv", "x,w,b", "c");
+    s_attr_s(n, "activation", "Clip");
+    s_attr_fs(n, "activation_params", 2, (float[]){-1, 2});
+    ADD(g, output, s_vi("y", NULL));
+    ADD(g, output, s_vi("c", NULL));
+    for (int i = 0; i < 9; i++) {
+        double t = 2.0 * xv[i] + 0.5 + 1;
+        want[i] = t > 0 ? t : 0.1 * t;
+    }
+    s_cv_check("FusedConv LeakyRelu + Z", s_ms_model(g, 1), 2,
+               (gx_tensor *[]){s_cv_f32(4, d33, xv), s_cv_f32(4, d33, zv)}, 0, GX_F32, 4, d33,
+               want);
+    for (int i = 0; i < 9; i++)
+        want[i] = fmin(2, fmax(-1, 2.0 * xv[i] + 0.5));
+    s_cv_check("FusedConv Clip", s_ms_model(g, 1), 2,
+               (gx_tensor *[]){s_cv_f32(4, d33, xv), s_cv_f32(4, d33, zv)}, 1, GX_F32, 4, d33,
+               want);
+
+    /* FusedGemm: LeakyRelu(alpha * A B) */
+    const int64_t d23[2] = {2, 3}, d32[2] = {3, 2}, d22[2] = {2, 2};
+    static const float av[6] = {1, -2, 3, -4, 5, -6}, bv[6] = {0.5f, 1, -1, 2, 0.25f, -0.5f};
+    double ab[4];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            ab[i * 2 + j] = 0;
+            for (int k = 0; k < 3; k++)
+                ab[i * 2 + j] += (double)av[i * 3 + k] * bv[k * 2 + j];
+        }
+    g = s_graph("fg");
+    s_cv_input(g, "a", F32, 2, d23);
+    s_cv_input(g, "b", F32, 2, d32);
+    n = s_ms_node(g, "FusedGemm", "a,b", "y");
+    s_attr_f(n, "alpha", 2);
+    s_attr_s(n, "activation", "LeakyRelu");
+    s_attr_f(n, "activation_alpha", 0.5f);
+    ADD(g, output, s_vi("y", NULL));
+    for (int i = 0; i < 4; i++)
+        want[i] = 2 * ab[i] > 0 ? 2 * ab[i] : ab[i];
+    s_cv_check("FusedGemm", s_ms_model(g, 1), 2,
+               (gx_tensor *[]){s_cv_f32(2, d23, av), s_cv_f32(2, d32, bv)}, 0, GX_F32, 2, d22,
+               want);
+
+    /* FusedMatMul: 0.5 * A^T B^T, A stored [3, 2] (declared), B [2, 3]
+     * behind a Neg (rank unknown to the importer) */
+    float at[6], bneg[6];
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 3; k++)
+            at[k * 2 + i] = av[i * 3 + k];
+    for (int j = 0; j < 2; j++)
+        for (int k = 0; k < 3; k++)
+            bneg[j * 3 + k] = -bv[k * 2 + j];
+    g = s_graph("fm");
+    s_cv_input(g, "a", F32, 2, d32);
+    s_cv_input(g, "b", F32, 2, d23);
+    ADD(g, node, s_node("Neg", NULL, "b", "nb"));
+    n = s_ms_node(g, "FusedMatMul", "a,nb", "y");
+    s_attr_f(n, "alpha", 0.5f);
+    s_attr_i(n, "transA", 1);
+    s_attr_i(n, "transB", 1);
+    ADD(g, output, s_vi("y", NULL));
+    for (int i = 0; i < 4; i++)
+        want[i] = 0.5 * ab[i];
+    s_cv_check("FusedMatMul", s_ms_model(g, 1), 2,
+               (gx_tensor *[]){s_cv_f32(2, d32, at), s_cv_f32(2, d23, bneg)}, 0, GX_F32, 2,
+               d22, want);
+    char err[1024];
+    gx_graph *out = NULL;
+    ck_assert_int_eq(s_parse(s_ms_model(g, 1), &out, err, sizeof err), GX_OK);
+    ck_assert_str_eq(out->nodes[1]->op, "Transpose");
+    ck_assert_str_eq(out->nodes[2]->op, "Einsum");
+    ck_assert_str_eq(out->nodes[3]->op, "MatMul");
+    ck_assert_str_eq(out->nodes[out->n_nodes - 1]->op, "Mul");
+    gx_graph_destroy(&out);
+}
+END_TEST
+
+/* Gelu, FastGelu (with bias), BiasGelu, QuickGelu, BiasAdd */
+START_TEST(test_onnx_convert_ms_gelu)
+{
+    const int64_t d23[2] = {2, 3}, d3[1] = {3};
+    static const float xv[6] = {-2, -0.5f, 0, 0.5f, 1, 3}, bv[3] = {0.25f, -1, 0.5f};
+    double want[5][6];
+    for (int i = 0; i < 6; i++) {
+        double x = xv[i], xb = x + bv[i % 3];
+        want[0][i] = s_gelu(x);
+        want[1][i] = 0.5 * xb * (1 + tanh(0.7978845608028654 * (xb + 0.044715 * xb * xb * xb)));
+        want[2][i] = s_gelu(xb);
+        want[3][i] = x / (1 + exp(-1.702 * x));
+        want[4][i] = xb + x;
+    }
+    Onnx__GraphProto *g = s_graph("gelu");
+    s_cv_input(g, "x", F32, 2, d23);
+    s_cv_input(g, "b", F32, 1, d3);
+    s_ms_node(g, "Gelu", "x", "y0");
+    s_ms_node(g, "FastGelu", "x,b", "y1");
+    s_ms_node(g, "BiasGelu", "x,b", "y2");
+    s_ms_node(g, "QuickGelu", "x", "y3");
+    s_ms_node(g, "BiasAdd", "x,b,x", "y4");
+    for (int i = 0; i < 5; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "y%d", i);
+        ADD(g, output, s_vi(name, NULL));
+    }
+    static const char *const what[5] = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd"};
+    for (size_t i = 0; i < 5; i++)
+        s_cv_check(what[i], s_ms_model(g, 1), 2,
+                   (gx_tensor *[]){s_cv_f32(2, d23, xv), s_cv_f32(1, d3, bv)}, i, GX_F32, 2, d23,
+                   want[i]);
+}
+END_TEST
+
+/* SkipLayerNormalization (bias, the sum output), the simplified forms and
+ * com.microsoft's LayerNormalization, over the last axis. */
+START_TEST(test_onnx_convert_ms_norms)
+{
+    const int64_t d24[2] = {2, 4}, d4[1] = {4};
+    static const float xv[8] = {1, 2, 3, 4, -1, 0, 2, 7}, sv[8] = {0.5f, 0, -1, 2, 1, 1, 1, 1},
+                       gv[4] = {1, 2, 0.5f, -1}, bv[4] = {0, 0.5f, 1, -2},
+                       biv[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    double want[5][8];
+    const double eps = 1e-5;
+    for (int r = 0; r < 2; r++) {
+        double s[4], t[4], mean = 0, var = 0, tms = 0, xm = 0, xvar = 0, xms = 0;
+        const float *x = xv + r * 4;
+        for (int i = 0; i < 4; i++) {
+            t[i] = (double)x[i] + sv[r * 4 + i];
+            s[i] = t[i] + biv[i];
+            mean += s[i] / 4;
+            tms += t[i] * t[i] / 4;
+            xm += x[i] / 4.0;
+            xms += (double)x[i] * x[i] / 4;
+        }
+        for (int i = 0; i < 4; i++) {
+            var += (s[i] - mean) * (s[i] - mean) / 4;
+            xvar += (x[i] - xm) * (x[i] - xm) / 4;
+        }
+        for (int i = 0; i < 4; i++) {
+            want[0][r * 4 + i] = (s[i] - mean) / sqrt(var + eps) * gv[i] + bv[i];
+            want[1][r * 4 + i] = s[i];
+            want[2][r * 4 + i] = t[i] / sqrt(tms + eps) * gv[i];
+            want[3][r * 4 + i] = x[i] / sqrt(xms + eps) * gv[i];
+            want[4][r * 4 + i] = (x[i] - xm) / sqrt(xvar + eps) * gv[i] + bv[i];
+        }
+    }
+    Onnx__GraphProto *g = s_graph("norms");
+    s_cv_input(g, "x", F32, 2, d24);
+    s_cv_input(g, "s", F32, 2, d24);
+    ADD(g, initializer, s_f32("gamma", 1, d4, gv, 4));
+    ADD(g, initializer, s_f32("beta", 1, d4, bv, 4));
+    ADD(g, initializer, s_f32("bias", 1, d4, biv, 4));
+    Onnx__NodeProto *n = s_ms_node(g, "SkipLayerNormalization", "x,s,gamma,beta,bias", "y0,,,y1");
+    s_attr_f(n, "epsilon", 1e-5f);
+    n = s_ms_node(g, "SkipSimplifiedLayerNormalization", "x,s,gamma", "y2");
+    s_attr_f(n, "epsilon", 1e-5f);
+    n = s_ms_node(g, "SimplifiedLayerNormalization", "x,gamma", "y3");
+    s_attr_f(n, "epsilon", 1e-5f);
+    s_attr_i(n, "axis", -1);
+    n = s_ms_node(g, "LayerNormalization", "x,gamma,beta", "y4");
+    s_attr_f(n, "epsilon", 1e-5f);
+    for (int i = 0; i < 5; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "y%d", i);
+        ADD(g, output, s_vi(name, NULL));
+    }
+    static const char *const what[5] = {"SkipLayerNormalization", "its input_skip_bias_sum",
+                                         "SkipSimplifiedLayerNormalization",
+                                         "SimplifiedLayerNormalization", "LayerNormalization"};
+    for (size_t i = 0; i < 5; i++)
+        s_cv_check(what[i], s_ms_model(g, 1), 2,
+                   (gx_tensor *[]){s_cv_f32(2, d24, xv), s_cv_f32(2, d24, sv)}, i, GX_F32, 2,
+                   d24, want[i]);
+}
+END_TEST
+
+/* What the importer refuses of com.microsoft, node by node. */
+START_TEST(test_onnx_ms_refused)
+{
+    char err[4096];
+    gx_graph *out = NULL;
+    const int64_t d23[2] = {2, 3};
+    Onnx__GraphProto *g = s_graph("r");
+    s_cv_input(g, "x", F32, 2, d23);
+    s_ms_node(g, "Attention", "x", "a");
+    Onnx__NodeProto *n = s_ms_node(g, "FusedMatMul", "x,x", "b");
+    s_attr_i(n, "transBatchA", 1);
+    n = s_ms_node(g, "FusedConv", "x,x", "c");
+    s_attr_s(n, "activation", "Elu");
+    n = s_ms_node(g, "ReorderInput", "x", "d");
+    n->domain = s_str("com.microsoft.nchwc");
+    ADD(g, node, s_node("Relu", "ok", "x", "e"));
+    ADD(g, output, s_vi("e", NULL));
+    ASSERT_ERR(s_parse(s_ms_model(g, 1), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "4 unsupported features",
+               "graph.node[0] (Attention): op 'Attention' of domain 'com.microsoft' is not "
+               "supported (opset 1 imported",
+               "(FusedMatMul): FusedMatMul with transBatchA or transBatchB is not supported",
+               "(FusedConv): activation 'Elu' is not supported",
+               "(ReorderInput): operator domain 'com.microsoft.nchwc' is not supported",
+               "save the model at ORT_ENABLE_EXTENDED");
+    ck_assert_ptr_null(strstr(err, "'ok'"));
+    /* the contrib ops are read in com.microsoft's version 1 only */
+    g = s_graph("v");
+    s_cv_input(g, "x", F32, 2, d23);
+    s_ms_node(g, "Gelu", "x", "y");
+    ADD(g, output, s_vi("y", NULL));
+    ck_assert_int_eq(s_parse(s_ms_model(g, 1), NULL, err, sizeof err), GX_OK);
+    ASSERT_ERR(s_parse(s_ms_model(g, 2), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "op 'Gelu' of domain 'com.microsoft' is not supported (opset 2 imported");
+}
+END_TEST
+
 Suite *onnx_suite(void)
 {
     Suite *s = suite_create("onnx");
@@ -2278,6 +2543,7 @@ Suite *onnx_suite(void)
     tcase_add_test(tc, test_onnx_external_data);
     tcase_add_test(tc, test_onnx_node_tests_load);
     tcase_add_test(tc, test_onnx_submit_e2e);
+    tcase_add_test(tc, test_onnx_ms_refused);
     suite_add_tcase(s, tc);
     /* version conversion: each case runs on one gexecd */
     tc = tcase_create("convert");
@@ -2292,6 +2558,9 @@ Suite *onnx_suite(void)
     tcase_add_test(tc, test_onnx_convert_experimental);
     tcase_add_test(tc, test_onnx_convert_norms);
     tcase_add_test(tc, test_onnx_convert_daemon_forms);
+    tcase_add_test(tc, test_onnx_convert_ms_fused);
+    tcase_add_test(tc, test_onnx_convert_ms_gelu);
+    tcase_add_test(tc, test_onnx_convert_ms_norms);
     suite_add_tcase(s, tc);
     return s;
 }
