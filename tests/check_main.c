@@ -12,7 +12,7 @@ int main(void)
 {
     Suite *(*const suites[])(void) = {
         status_suite,       wire_suite,      npy_suite,         yaml_suite,
-        onnx_suite,         f16_suite,
+        onnx_suite,         onnx_ms_suite,   f16_suite,
         ops_suite,          ops_math_suite,  ops_logic_suite,   ops_reduce_suite,
         ops_conv_suite,     ops_nn_suite,    ops_shape_suite,   ops_loss_suite,
         ops_quant_suite,    ops_rnn_suite,   ops_signal_suite,  ops_vision_suite,

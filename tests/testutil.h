@@ -21,6 +21,7 @@ Suite *wire_suite(void);
 Suite *npy_suite(void);
 Suite *yaml_suite(void);
 Suite *onnx_suite(void);
+Suite *onnx_ms_suite(void);
 Suite *f16_suite(void);
 Suite *ops_suite(void);
 Suite *ops_math_suite(void);
