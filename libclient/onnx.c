@@ -2239,6 +2239,64 @@ static int s_ms_qlinear_conv(s_emit *e)
     return s_set_rc(e, gx_node_set_ints(n, "perm", back, (size_t)r), "perm");
 }
 
+/* DequantizeLinear(x, scale[, zero point]) into a fresh value *y. */
+static bool s_ms_dq(s_emit *e, const char *x, const char *s, const char *z, const char **y)
+{
+    return s_aux(e, "DequantizeLinear", *z ? 3 : 2, (const char *[]){x, s, z}, NULL, y) != NULL;
+}
+
+/* The QLinear ops of com.microsoft (QLinearAdd, QLinearMul: A, A_scale,
+ * A_zero_point, B, ..., C_scale, C_zero_point; QLinearSigmoid,
+ * QLinearLeakyRelu, QLinearGlobalAveragePool: X, X_scale, X_zero_point,
+ * Y_scale, Y_zero_point; QLinearConcat: Y_scale, Y_zero_point, then X,
+ * scale, zero point per input) as what they are defined to be: the float
+ * op between DequantizeLinear of the inputs and QuantizeLinear of the
+ * result. */
+static int s_ms_qlinear(s_emit *e)
+{
+    const char *op = e->op + strlen("QLinear");
+    bool concat = strcmp(op, "Concat") == 0, binary = !strcmp(op, "Add") || !strcmp(op, "Mul");
+    size_t n_x = concat ? (e->n_in >= 5 ? (e->n_in - 2) / 3 : 0) : binary ? 2 : 1;
+    size_t first = concat ? 2 : 0, ys = concat ? 0 : 3 * n_x;
+    int rc = GX_OK;
+    if (e->n_out != 1 || n_x == 0 || e->n_in < first + 3 * n_x + (concat ? 0 : 1) ||
+        e->n_in > first + 3 * n_x + (concat ? 0 : 2) || !*e->in[ys])
+        return s_fail(e->c, GX_EFORMAT, e->path, "%s: %zu inputs do not fit its signature",
+                      e->op, e->n_in);
+    if (s_find_int(e->np, "channels_last", 0))
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "%s with channels_last is not supported yet", e->op);
+    const char *yz = e->n_in > ys + 1 ? e->in[ys + 1] : "", *f = NULL;
+    const char **xs = calloc(n_x, sizeof *xs);
+    if (!xs)
+        return s_fail(e->c, GX_ENOMEM, e->path, "out of memory");
+    for (size_t i = 0; i < n_x && rc == GX_OK; i++) {
+        const char *const *t = e->in + first + 3 * i;
+        if (!*t[0] || !*t[1])
+            rc = s_fail(e->c, GX_EFORMAT, e->path, "%s: input %zu or its scale is missing",
+                        e->op, i);
+        else if (!s_ms_dq(e, t[0], t[1], t[2], &xs[i]))
+            rc = GX_ENOMEM;
+    }
+    gx_node *n = NULL;
+    if (rc == GX_OK) {
+        if (concat)
+            rc = s_aux_i(e, "Concat", n_x, xs, NULL, &f, "axis", s_find_int(e->np, "axis", 0));
+        else if (!(n = s_aux(e, op, n_x, xs, NULL, &f)))
+            rc = GX_ENOMEM;
+        else if (strcmp(op, "LeakyRelu") == 0) {
+            float alpha;
+            if ((rc = s_float_attr(e, "alpha", 0.01f, &alpha)) == GX_OK)
+                rc = s_set_rc(e, gx_node_set_float(n, "alpha", alpha), "alpha");
+        }
+    }
+    free(xs);
+    if (rc == GX_OK && !s_aux(e, "QuantizeLinear", *yz ? 3 : 2,
+                              (const char *[]){f, e->in[ys], yz}, e->out[0], NULL))
+        rc = GX_ENOMEM;
+    return rc;
+}
+
 /* The lowering of each com.microsoft op that has one; the others of
  * s_other_ops run as the gexec op of their name. */
 static const struct {
@@ -2258,6 +2316,12 @@ static const struct {
     {"SimplifiedLayerNormalization", s_ms_simplified_norm},
     {"DynamicQuantizeMatMul", s_ms_dq_matmul},
     {"QLinearConv", s_ms_qlinear_conv},
+    {"QLinearAdd", s_ms_qlinear},
+    {"QLinearMul", s_ms_qlinear},
+    {"QLinearSigmoid", s_ms_qlinear},
+    {"QLinearLeakyRelu", s_ms_qlinear},
+    {"QLinearGlobalAveragePool", s_ms_qlinear},
+    {"QLinearConcat", s_ms_qlinear},
 };
 
 static const struct {
@@ -2347,6 +2411,12 @@ static const struct {
     {"com.microsoft", "SimplifiedLayerNormalization", 1, 1},
     {"com.microsoft", "DynamicQuantizeMatMul", 1, 1},
     {"com.microsoft", "QLinearConv", 1, 1},
+    {"com.microsoft", "QLinearAdd", 1, 1},
+    {"com.microsoft", "QLinearMul", 1, 1},
+    {"com.microsoft", "QLinearSigmoid", 1, 1},
+    {"com.microsoft", "QLinearLeakyRelu", 1, 1},
+    {"com.microsoft", "QLinearGlobalAveragePool", 1, 1},
+    {"com.microsoft", "QLinearConcat", 1, 1},
 };
 
 /* One node. node_names holds the graph's node names (explicit and made). */

@@ -147,7 +147,7 @@ static bool s_file_has(const char *file, const char *s)
 static const struct {
     const char *model;
     int level;          /* ORT_ENABLE_EXTENDED 2, ORT_ENABLE_ALL 99 */
-    const char *ops[4]; /* com.microsoft ops ORT writes into it */
+    const char *ops[6]; /* com.microsoft ops ORT writes into it */
     int ndim;
     int64_t shape[4];
     double tol;         /* abs + rel */
@@ -157,6 +157,10 @@ static const struct {
     {"block", 2, {"FusedMatMul", "SkipLayerNormalization", "Gelu"}, 3, {2, 5, 8}, 1e-4},
     {"dq_mlp", 2, {"DynamicQuantizeMatMul"}, 2, {4, 8}, 1e-4},
     {"qconv", 99, {"QLinearConv"}, 4, {1, 4, 7, 7}, 1e-5},
+    /* quantized outputs: at most one step of the output's scale (0.03) */
+    {"qdq_ops", 2, {"QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat",
+      "QLinearGlobalAveragePool"}, 4,
+     {1, 4, 4, 4}, 0.031},
 };
 
 START_TEST(test_onnx_ms_ort_models)
@@ -193,7 +197,7 @@ START_TEST(test_onnx_ms_ort_models)
         S_FN(S_REL_SESSION, void, void *)(s_session(src, s_models[m].level, saved));
         ck_assert_msg(s_file_has(saved, "com.microsoft"), "%s: no com.microsoft op saved",
                       s_models[m].model);
-        for (size_t k = 0; k < 4 && s_models[m].ops[k]; k++)
+        for (size_t k = 0; k < 6 && s_models[m].ops[k]; k++)
             ck_assert_msg(s_file_has(saved, s_models[m].ops[k]), "%s: ORT saved no %s",
                           s_models[m].model, s_models[m].ops[k]);
         /* gexec on the saved model */

@@ -148,7 +148,36 @@ def qconv(path):
     save(path, nodes, [vi("x", 1, 4, 7, 7)], [vi("y", 1, 8, 4, 4)], inits)
 
 
+def qdq_ops(path):
+    """QDQ around Add, Mul, Sigmoid, LeakyRelu, Concat, GlobalAveragePool:
+    QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearConcat,
+    QLinearGlobalAveragePool"""
+    c = lambda n, v, t=np.float32: numpy_helper.from_array(np.array(v, t), n)
+    nodes = [helper.make_node("Neg", ["x"], ["x2"])]
+    inits = [c("s", 0.05), c("z", 128, np.uint8), c("s2", 0.03), c("z2", 100, np.uint8)]
+
+    def qdq(x, y, s="s", z="z"):
+        nodes.append(helper.make_node("QuantizeLinear", [x, s, z], [y + "q"]))
+        nodes.append(helper.make_node("DequantizeLinear", [y + "q", s, z], [y]))
+
+    qdq("x", "xd")
+    qdq("x2", "x2d")
+    nodes.append(helper.make_node("Add", ["xd", "x2d"], ["a"]))
+    qdq("a", "ad", "s2", "z2")
+    nodes.append(helper.make_node("Mul", ["ad", "xd"], ["m"]))
+    qdq("m", "md")
+    nodes.append(helper.make_node("Sigmoid", ["md"], ["sg"]))
+    qdq("sg", "sgd", "s2", "z2")
+    nodes.append(helper.make_node("LeakyRelu", ["sgd"], ["lr"], alpha=0.1))
+    qdq("lr", "lrd")
+    nodes.append(helper.make_node("Concat", ["lrd", "xd"], ["cc"], axis=1))
+    qdq("cc", "ccd")
+    nodes.append(helper.make_node("GlobalAveragePool", ["ccd"], ["gp"]))
+    qdq("gp", "y", "s2", "z2")
+    save(path, nodes, [vi("x", 1, 4, 4, 4)], [vi("y", 1, 8, 1, 1)], inits)
+
+
 if __name__ == "__main__":
     d = sys.argv[1] if len(sys.argv) > 1 else "."
-    for f in (cnn, mlp, block, dq_mlp, qconv):
+    for f in (cnn, mlp, block, dq_mlp, qconv, qdq_ops):
         f(f"{d}/{f.__name__}.onnx")
