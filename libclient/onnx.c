@@ -2205,24 +2205,17 @@ static int s_ms_dq_matmul(s_emit *e)
     return GX_OK;
 }
 
-/* QLinearConv of com.microsoft: ai.onnx's QLinearConv, on NHWC data when
- * channels_last is 1 (X transposed to NCHW and the result back; W stays
- * [M, C/group, k...]). */
-static int s_ms_qlinear_conv(s_emit *e)
+/* The node as e->op on channels-last data: X transposed from NHWC (rank
+ * 2 + the length of kernel_shape) to NCHW, the node, the result back. */
+static int s_ms_nhwc(s_emit *e)
 {
     const Onnx__AttributeProto *ks =
         s_find_typed(e->np, "kernel_shape", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-    bool last = s_find_int(e->np, "channels_last", 0) != 0;
-    int rc = GX_OK;
-    s_skip(e, "channels_last");
-    e->op = "QLinearConv";
-    if (!last)
-        return s_emit_node(e, NULL);
-    int r = ks ? (int)ks->n_ints + 2 : s_rank_of(e->c, e->n_in > 3 ? e->in[3] : "");
-    if (r < 3 || r > GX_MAX_DIMS || e->n_in < 8 || !*e->in[0] || e->n_out != 1)
+    int r = ks ? (int)ks->n_ints + 2 : 0, rc = GX_OK;
+    if (r < 3 || r > GX_MAX_DIMS || e->n_in < 1 || !*e->in[0] || e->n_out != 1)
         return s_fail(e->c, GX_EUNSUPPORTED, e->path,
-                      "QLinearConv with channels_last needs kernel_shape (or a constant W), "
-                      "x and y");
+                      "%s on channels-last data needs kernel_shape (1 to %d axes), X and Y",
+                      e->op, GX_MAX_DIMS - 2);
     int64_t to[GX_MAX_DIMS], back[GX_MAX_DIMS];
     to[0] = back[0] = 0;
     to[1] = r - 1;
@@ -2237,6 +2230,23 @@ static int s_ms_qlinear_conv(s_emit *e)
         !(n = s_aux(e, "Transpose", 1, &e->out[0], y, NULL)))
         return n && e->out[0] ? rc : GX_ENOMEM;
     return s_set_rc(e, gx_node_set_ints(n, "perm", back, (size_t)r), "perm");
+}
+
+/* QLinearConv of com.microsoft: ai.onnx's QLinearConv, on NHWC data when
+ * channels_last is 1 (W stays [M, C/group, k...]). */
+static int s_ms_qlinear_conv(s_emit *e)
+{
+    bool last = s_find_int(e->np, "channels_last", 0) != 0;
+    s_skip(e, "channels_last");
+    e->op = "QLinearConv";
+    return last ? s_ms_nhwc(e) : s_emit_node(e, NULL);
+}
+
+/* NhwcMaxPool: ai.onnx's MaxPool on NHWC data. */
+static int s_ms_nhwc_maxpool(s_emit *e)
+{
+    e->op = "MaxPool";
+    return s_ms_nhwc(e);
 }
 
 /* DequantizeLinear(x, scale[, zero point]) into a fresh value *y. */
@@ -2322,6 +2332,7 @@ static const struct {
     {"QLinearLeakyRelu", s_ms_qlinear},
     {"QLinearGlobalAveragePool", s_ms_qlinear},
     {"QLinearConcat", s_ms_qlinear},
+    {"NhwcMaxPool", s_ms_nhwc_maxpool},
 };
 
 static const struct {
@@ -2417,6 +2428,7 @@ static const struct {
     {"com.microsoft", "QLinearLeakyRelu", 1, 1},
     {"com.microsoft", "QLinearGlobalAveragePool", 1, 1},
     {"com.microsoft", "QLinearConcat", 1, 1},
+    {"com.microsoft", "NhwcMaxPool", 1, 1},
 };
 
 /* One node. node_names holds the graph's node names (explicit and made). */

@@ -2485,6 +2485,35 @@ START_TEST(test_onnx_convert_ms_norms)
 }
 END_TEST
 
+/* NhwcMaxPool: MaxPool on NHWC uint8 data */
+START_TEST(test_onnx_convert_ms_nhwc)
+{
+    const int64_t dx[4] = {1, 3, 3, 2}, dy[4] = {1, 2, 2, 2};
+    uint8_t xv[18];
+    for (int i = 0; i < 18; i++)
+        xv[i] = (uint8_t)((i * 7) % 19);
+    double want[8];
+    for (int h = 0; h < 2; h++)
+        for (int w = 0; w < 2; w++)
+            for (int ch = 0; ch < 2; ch++) {
+                int m = 0;
+                for (int dh = 0; dh < 2; dh++)
+                    for (int dw = 0; dw < 2; dw++)
+                        m = m > xv[((h + dh) * 3 + w + dw) * 2 + ch]
+                                ? m
+                                : xv[((h + dh) * 3 + w + dw) * 2 + ch];
+                want[(h * 2 + w) * 2 + ch] = m;
+            }
+    Onnx__GraphProto *g = s_graph("mp");
+    s_cv_input(g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, 4, dx);
+    Onnx__NodeProto *n = s_ms_node(g, "NhwcMaxPool", "x", "y");
+    s_attr_is(n, "kernel_shape", 2, (int64_t[]){2, 2});
+    ADD(g, output, s_vi("y", NULL));
+    gx_tensor *x = gx_tensor_new_copy(GX_U8, 4, dx, xv, sizeof xv);
+    s_cv_check("NhwcMaxPool", s_ms_model(g, 1), 1, &x, 0, GX_U8, 4, dy, want);
+}
+END_TEST
+
 /* What the importer refuses of com.microsoft, node by node. */
 START_TEST(test_onnx_ms_refused)
 {
@@ -2561,6 +2590,7 @@ Suite *onnx_suite(void)
     tcase_add_test(tc, test_onnx_convert_ms_fused);
     tcase_add_test(tc, test_onnx_convert_ms_gelu);
     tcase_add_test(tc, test_onnx_convert_ms_norms);
+    tcase_add_test(tc, test_onnx_convert_ms_nhwc);
     suite_add_tcase(s, tc);
     return s;
 }
