@@ -68,9 +68,12 @@ static int s_plan_key(const gxd_model *mdl, const gxd_plan *p, const gxd_compile
 
 /* The plan under key from the model's artifacts (whole: for a slice of
  * its batch, sharing its constants), if it serves inputs; or NULL (none;
- * or one refused, which is logged and removed). */
+ * one refused, which is logged and removed; or one larger than the room
+ * lim->max_plan_bytes gives it, found before it is built: left on disk,
+ * with *rc GX_ELIMIT and err filled). */
 static gxd_plan *s_artifact_load(gxd_model *mdl, const char *key, const gxd_plan *whole,
-                                 const gx_view *inputs, const gxd_compile_limits *lim)
+                                 const gx_view *inputs, const gxd_compile_limits *lim, int *rc_out,
+                                 char *err_out, size_t errlen)
 {
     const gxd_models *m = mdl->reg;
     char err[512];
@@ -82,6 +85,11 @@ static gxd_plan *s_artifact_load(gxd_model *mdl, const char *key, const gxd_plan
     int rc = gxd_artifact_read_slice(buf, len, mdl->graph, mdl->id.hex, lim, whole, &p, err,
                                      sizeof err);
     free(buf);
+    if (rc == GX_ELIMIT) { /* a valid plan, too large now */
+        if (rc_out)
+            *rc_out = gx_errf(err_out, errlen, rc, "%s", err);
+        return NULL;
+    }
     if (rc == GX_OK && !gxd_plan_matches(p, inputs)) /* another keyed input's value */
         rc = gx_errf(err, sizeof err, GX_ENOTFOUND, "artifact: for other keyed input values");
     if (rc < 0) {
@@ -149,7 +157,8 @@ static gxd_plan *s_slice_load(void *arg, const gxd_plan *whole, const gx_view *i
     char key[128], err[256];
     if (s_plan_key(a->mdl, whole, a->lim, size, key, sizeof key, err, sizeof err) < 0)
         return NULL;
-    gxd_plan *p = s_artifact_load(a->mdl, key, whole, inputs, a->lim);
+    /* one beyond the room is compiled instead, and refused at its size */
+    gxd_plan *p = s_artifact_load(a->mdl, key, whole, inputs, a->lim, NULL, err, sizeof err);
     a->loaded = p != NULL;
     return p;
 }
@@ -172,17 +181,48 @@ static void s_count(gxd_model *mdl, int64_t delta);
  * as its size is known, before a job allocates its arena; what it holds is
  * then counted for the model (s_count) until it is freed. */
 
-/* lim, with the room a new plan of mdl has; what: room for the limit's
- * name in the error. */
-static void s_plan_room(gxd_model *mdl, gxd_compile_limits *lim, char *what, size_t len)
+/* The room a new plan (or shared copy, or subplan) of model arg has: the
+ * budget less what its graph and plans hold, at least 1 (0: no budget);
+ * what names it for the error. */
+static int64_t s_budget_room(void *arg, char *what, size_t len)
 {
+    gxd_model *mdl = arg;
     const int64_t budget = mdl->reg ? mdl->reg->max_bytes : 0;
     if (budget <= 0)
-        return;
+        return 0;
     const int64_t held = atomic_load(&mdl->bytes);
-    lim->max_plan_bytes = budget > held ? budget - held : 1; /* 0 would be no limit */
     snprintf(what, len, "limits.max_memory_bytes (%lld) less the %lld its graph and plans hold",
              (long long)budget, (long long)held);
+    return budget > held ? budget - held : 1; /* 0 would be no limit */
+}
+
+/* Count bytes for model arg (a shared prepared constant, a subplan made
+ * by a compile or a job), or refuse them beyond the budget. */
+static int s_budget_charge(void *arg, int64_t bytes, char *err, size_t errlen)
+{
+    gxd_model *mdl = arg;
+    const int64_t budget = mdl->reg ? mdl->reg->max_bytes : 0;
+    const int64_t held = atomic_load(&mdl->bytes);
+    if (bytes > 0 && budget > 0 && held + bytes > budget)
+        return gx_errf(err, errlen, GX_ELIMIT,
+                       "%lld more bytes (a subgraph's plan or a shared prepared constant) and "
+                       "the %lld its graph and plans hold are more than "
+                       "limits.max_memory_bytes (%lld)",
+                       (long long)bytes, (long long)held, (long long)budget);
+    s_count(mdl, bytes);
+    return GX_OK;
+}
+
+/* lim, with the room a new plan of mdl has and the model's budget for
+ * what it makes beyond itself; what: room for the limit's name in the
+ * error. */
+static void s_plan_room(gxd_model *mdl, gxd_compile_limits *lim, char *what, size_t len)
+{
+    lim->budget = &mdl->budget;
+    const int64_t room = s_budget_room(mdl, what, len);
+    if (room <= 0)
+        return;
+    lim->max_plan_bytes = room;
     lim->max_plan_what = what;
 }
 
@@ -388,13 +428,14 @@ void gxd_model_release(gxd_model **mp)
     if (atomic_fetch_sub(&mdl->refs, 1) != 1)
         return;
     s_save_profile(mdl, false);
-    s_count(mdl, -atomic_load(&mdl->bytes));
     gxd_profile_destroy(&mdl->profile);
+    /* the plans give their subplans' charges back, then the rest goes */
     for (size_t i = 0; i < mdl->n_plans; i++)
         gxd_plan_release(&mdl->plans[i]);
     for (size_t i = 0; i < mdl->n_retired; i++)
         gxd_plan_release(&mdl->retired[i]);
     gxd_shared_destroy(&mdl->shared);
+    s_count(mdl, -atomic_load(&mdl->bytes));
     gx_graph_destroy(&mdl->graph);
     pthread_mutex_destroy(&mdl->mu);
     free(mdl);
@@ -537,6 +578,7 @@ int gxd_models_add_id(gxd_models *m, gx_graph **g, const gx_graph_id *idp, gxd_m
     mdl->graph = *g;
     *g = NULL;
     mdl->shared = gxd_shared_new(); /* NULL (ENOMEM): each plan packs its own */
+    mdl->budget = (gxd_budget){s_budget_room, s_budget_charge, mdl};
     atomic_init(&mdl->refs, 2); /* registry + caller */
     mdl->reg = m;
     if (m->store) {
@@ -591,18 +633,20 @@ int gxd_model_plan(gxd_model *mdl, const gx_view *inputs, const gxd_compile_limi
         }
     int64_t t0 = gxd_now_us();
     char key[128];
-    if (mdl->reg && mdl->reg->artifacts) {
-        gxd_artifact_key(mdl->id.hex, inputs, mdl->keyed, n_in, lim, key, sizeof key);
-        if ((*plan = s_artifact_load(mdl, key, NULL, inputs, lim)))
-            goto cache;
-    }
-    /* the layout pass weighs nodes by the profile now: after a restart the
-     * saved one guides the first compile (base alone if folding fails) */
-    gxd_profile *now = s_profile_locked(mdl, false);
     gxd_compile_limits plim = *lim;
     char what[160];
     s_plan_room(mdl, &plim, what, sizeof what);
     plim.shared = mdl->shared;
+    if (mdl->reg && mdl->reg->artifacts) {
+        gxd_artifact_key(mdl->id.hex, inputs, mdl->keyed, n_in, lim, key, sizeof key);
+        if ((*plan = s_artifact_load(mdl, key, NULL, inputs, &plim, &rc, err, errlen)))
+            goto cache;
+        if (rc < 0)
+            goto out;
+    }
+    /* the layout pass weighs nodes by the profile now: after a restart the
+     * saved one guides the first compile (base alone if folding fails) */
+    gxd_profile *now = s_profile_locked(mdl, false);
     plim.profile = now ? now : mdl->profile;
     if (plim.profile && plim.profile->jobs == 0)
         plim.profile = NULL; /* nothing ran yet: every node counts once */

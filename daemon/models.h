@@ -88,6 +88,9 @@ typedef struct gxd_model {
     int64_t saved_jobs;
     /* prepared constants shared by the graph's plans (daemon/compile/prepare.c) */
     gxd_shared *shared;
+    /* what its plans' compiles charge the shared copies and subplans to:
+     * this model's count (arg: the model) */
+    gxd_budget budget;
     /* re-planner: queued (under the re-planner's lock), the next queued
      * model, the profile's jobs at the last check (its thread) */
     bool replan_queued;
@@ -178,7 +181,9 @@ gxd_model *gxd_models_find(gxd_models *m, const char *hex);
  * each graph (its constants, tensor attributes, subgraphs and nodes) and
  * each plan a model keeps (gxd_plan_mem_bytes), the slice plans of its
  * plans included, from when it is kept until the model or the plan is
- * freed. Every plan is compiled with the room the budget leaves its model
+ * freed; and, through the model's gxd_budget, its shared prepared
+ * constants and the plans of its control-flow bodies (charged when made,
+ * at run time too, given back when freed). Every plan is compiled with the room the budget leaves its model
  * (gxd_compile_limits.max_plan_bytes), so one that would not fit is
  * refused before a job allocates its arena (docs/security.md). */
 void gxd_models_set_budget(gxd_models *m, int64_t max_bytes);

@@ -23,7 +23,7 @@ int main(void)
         topo_suite,         policy_suite,    partition_suite,
         e2e_suite,          explain_suite,   hostile_suite,     fuzz_suite,
         profile_suite,      layout_suite,    layout_ops_suite,  layout_pass_suite,
-        layout_conv_suite,  replan_suite,    rewrite_suite,     tune_suite,
+        layout_conv_suite,  replan_suite,    budget_suite,      rewrite_suite,     tune_suite,
         tune_upstream_suite,
         metrics_suite,      modelctl_suite,    artifact_suite,    shm_suite,         ring_suite,
         curve_suite,        multi_suite,

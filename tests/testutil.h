@@ -64,6 +64,7 @@ Suite *hostile_suite(void);
 Suite *fuzz_suite(void);
 Suite *profile_suite(void);
 Suite *replan_suite(void);
+Suite *budget_suite(void);
 Suite *metrics_suite(void);
 Suite *modelctl_suite(void);
 Suite *artifact_suite(void);

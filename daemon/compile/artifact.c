@@ -1056,7 +1056,7 @@ static int s_step(s_r *r, const msgpack_object *o, size_t i)
         return S_BAD(r, "%d predecessors, estimate %g us", s->n_preds, s->est_us);
     if (f && f->type != MSGPACK_OBJECT_NIL && (rc = s_fused(r, f, s)) < 0)
         return rc;
-    if (control && !(s->sub = gxd_subplans_new(p, s)))
+    if (control && !(s->sub = gxd_subplans_new(p, s, r->lim ? r->lim->budget : NULL)))
         return gx_errf(r->err, r->errlen, GX_ENOMEM, "artifact: out of memory");
     return GX_OK;
 }
@@ -1294,6 +1294,17 @@ static int s_body(s_r *r, const msgpack_object *body, const char *graph_id)
         return rc;
     p->n_values = values->via.array.size;
     p->n_steps = steps->via.array.size;
+    /* the budget, from the sizes the plan record declares, before anything
+     * they size is allocated: its owned bytes (names, constants) only add */
+    const int64_t need = gxd_plan_mem_bytes(p), room = r->lim ? r->lim->max_plan_bytes : 0;
+    if (room > 0 && need > room) {
+        p->n_values = p->n_steps = 0; /* none allocated */
+        return gx_errf(r->err, r->errlen, GX_ELIMIT,
+                       "artifact: its plan needs at least %lld bytes (one arena of %zu among "
+                       "them), more than the %lld left to it under %s; not read",
+                       (long long)need, p->arena_bytes, (long long)room,
+                       r->lim->max_plan_what ? r->lim->max_plan_what : "its budget");
+    }
     if (!(p->values = calloc(p->n_values + 1, sizeof *p->values)) ||
         !(p->dag_offset = calloc(p->n_values + 1, sizeof *p->dag_offset)) ||
         !(p->steps = calloc(p->n_steps + 1, sizeof *p->steps)) ||

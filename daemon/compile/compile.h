@@ -394,8 +394,28 @@ typedef struct gxd_partition_opts {
 typedef struct gxd_shared gxd_shared;
 /* NULL on ENOMEM. */
 gxd_shared *gxd_shared_new(void);
-/* Drops the table's references; plans keep theirs. Accepts NULL. */
+/* Drops the table's references; plans keep theirs. Accepts NULL. The
+ * budget a copy was charged to (gxd_compile_limits.budget of the compile
+ * that made it) is not given it back: the table lives as long as its
+ * model, whose count goes with it (daemon/models.c). */
 void gxd_shared_destroy(gxd_shared **s);
+/* The bytes of the copies the table holds (0 for NULL). */
+int64_t gxd_shared_bytes(gxd_shared *s);
+
+/* Where memory a graph's plans make beyond their own is counted (the
+ * model's share of limits.max_memory_bytes, daemon/models.c): the
+ * graph's shared prepared constants, and the plans of control-flow
+ * subgraphs (compiled on first use, during a job too). room: the bytes a
+ * new one may still take, and the limit's name for the error (what,
+ * whatlen); 0 when no budget applies. charge: count bytes (negative:
+ * give back): GX_OK, or GX_ELIMIT (err filled, nothing counted) when they
+ * do not fit. Outlives every plan compiled with it: each charge made for
+ * a plan is given back when the plan (or the table) is freed. */
+typedef struct gxd_budget {
+    int64_t (*room)(void *arg, char *what, size_t whatlen);
+    int (*charge)(void *arg, int64_t bytes, char *err, size_t errlen);
+    void *arg;
+} gxd_budget;
 
 typedef struct gxd_compile_limits {
     int64_t max_nodes;
@@ -426,6 +446,9 @@ typedef struct gxd_compile_limits {
     /* the graph's table of shared prepared constants (NULL: each plan
      * packs its own) */
     gxd_shared *shared;
+    /* where the shared table's copies and the subplans are counted (NULL:
+     * nowhere); set by daemon/models.c */
+    const gxd_budget *budget;
     /* the best-implementation registry the prepare pass asks (NULL: every
      * MatMul and Gemm runs the default; daemon/tune/tune.h) */
     struct gxd_tune *tune;
@@ -472,7 +495,7 @@ int gxd_verify_sub(const gx_graph *g, const char *const *captured, size_t n_capt
 /* Compiled subgraphs of one control-flow step (daemon/compile/subplans.c),
  * by graph and signature; shared by the jobs that run the step, so guarded
  * by its own lock. */
-gxd_subplans *gxd_subplans_new(const gxd_plan *p, const gxd_step *s);
+gxd_subplans *gxd_subplans_new(const gxd_plan *p, const gxd_step *s, const gxd_budget *budget);
 void gxd_subplans_destroy(gxd_subplans **sp);
 /* Subgraph attribute `attr` of the step, and where each value it captures
  * is among the step's inputs: the subgraph's input i (after its declared
@@ -481,7 +504,10 @@ void gxd_subplans_destroy(gxd_subplans **sp);
 const gx_graph *gxd_subplans_graph(const gxd_subplans *sp, const char *attr, const int **pos,
                                    size_t *n);
 /* The plan of subgraph g for inputs (declared, then captured), compiled on
- * first use. *owned: the cache is full, the caller destroys the plan. */
+ * first use. *owned: the cache is full, the caller destroys the plan. With
+ * a budget (gxd_subplans_new), a compile gets the room it leaves and a plan
+ * kept in the cache is charged to it until the cache is destroyed; one it
+ * cannot take is refused (GX_ELIMIT). */
 int gxd_subplans_get(gxd_subplans *sp, const gx_graph *g, const gx_view *inputs,
                      const gxd_compile_limits *lim, gxd_plan **plan, bool *owned, char *err,
                      size_t errlen);

@@ -86,6 +86,7 @@ struct gxd_shared {
     pthread_mutex_t mu;
     s_entry *e;
     size_t n, cap;
+    int64_t bytes; /* the copies' data */
 };
 
 gxd_shared *gxd_shared_new(void)
@@ -107,6 +108,16 @@ void gxd_shared_destroy(gxd_shared **sp)
     pthread_mutex_destroy(&s->mu);
     free(s);
     *sp = NULL;
+}
+
+int64_t gxd_shared_bytes(gxd_shared *s)
+{
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    const int64_t b = s->bytes;
+    pthread_mutex_unlock(&s->mu);
+    return b;
 }
 
 void gxd_shared_drop(gxd_plan *p)
@@ -153,18 +164,27 @@ static void s_form_fill(const s_form *f, const gx_view *b, gx_view pv, void *dst
 }
 
 /* The table's copy of b (a graph constant) in form f (view pv, bytes),
- * made on a miss; a reference for p goes to p->shared_refs (room for it
- * reserved by the caller). NULL on ENOMEM. */
-static void *s_shared_copy(gxd_shared *s, gxd_plan *p, const gxd_value *b, const s_form *f,
-                           gx_view pv, size_t bytes)
+ * made on a miss and charged to the compile's budget; a reference for p
+ * goes to p->shared_refs (room for it reserved by the caller). NULL with
+ * *rc GX_ENOMEM, or GX_ELIMIT (st->err filled) when the budget cannot
+ * take a new copy. */
+static void *s_shared_copy(gxd_cstate *st, gxd_shared *s, gxd_plan *p, const gxd_value *b,
+                           const s_form *f, gx_view pv, size_t bytes, int *rc)
 {
+    const gxd_budget *budget = st->lim->budget;
     pthread_mutex_lock(&s->mu);
     s_blob *blob = NULL;
+    *rc = GX_OK;
     for (size_t i = 0; i < s->n && !blob; i++)
         if (s->e[i].src == b->view.data && s->e[i].src_bytes == b->nbytes &&
             s->e[i].dev == f->dev && s->e[i].op == f->op && s->e[i].trans_b == f->trans_b &&
             s->e[i].layout == f->layout)
             blob = s->e[i].blob;
+    if (!blob && budget &&
+        (*rc = budget->charge(budget->arg, (int64_t)bytes, st->err, st->errlen)) < 0) {
+        pthread_mutex_unlock(&s->mu);
+        return NULL;
+    }
     if (!blob && gx_grow(&s->e, &s->cap, s->n + 1, sizeof *s->e) &&
         (blob = gx_aligned_alloc(S_BLOB_HEAD + bytes))) {
         blob->bytes = bytes;
@@ -172,6 +192,11 @@ static void *s_shared_copy(gxd_shared *s, gxd_plan *p, const gxd_value *b, const
         s_form_fill(f, &b->view, pv, s_blob_data(blob));
         s->e[s->n++] = (s_entry){b->view.data, b->nbytes, f->dev, f->op, f->trans_b, f->layout,
                                   blob};
+        s->bytes += (int64_t)bytes;
+    } else if (!blob) {
+        if (budget) /* charged above */
+            (void)budget->charge(budget->arg, -(int64_t)bytes, NULL, 0);
+        *rc = GX_ENOMEM;
     }
     if (blob) {
         atomic_fetch_add(&blob->refs, 1);
@@ -266,10 +291,12 @@ static int s_prepare_input(gxd_cstate *st, gxd_step *s, int at, const s_form *f,
     const size_t len = strlen(b->name) + strlen(tag) + 2;
     char *name = gxd_plan_own(p, len);
     const bool shared = st->lim->shared && s_graph_const(st->g, b);
-    void *data = shared ? s_shared_copy(st->lim->shared, p, b, f, pv, bytes)
+    int rc = GX_OK;
+    void *data = shared ? s_shared_copy(st, st->lim->shared, p, b, f, pv, bytes, &rc)
                         : s_borrow(st->whole, b, f);
+    if (rc == GX_ELIMIT)
+        return rc; /* a new shared copy would not fit the graph's budget */
     const bool borrowed = !shared && data != NULL;
-    int rc;
     if (!data && !shared && (rc = gxd_plan_room(st, "prepare", bytes)) < 0)
         return rc; /* the plan's own copy would not fit its budget */
     if (!name || (!data && (shared || !(data = gxd_plan_own(p, bytes)))))

@@ -24,6 +24,8 @@ struct gxd_subplans {
     size_t n_graphs;
     gxd_subgraph graph[GXD_MAX_SUBGRAPHS];
     pthread_mutex_t mu;
+    const gxd_budget *budget; /* NULL: nothing counted */
+    int64_t charged;          /* to budget, for the cached plans */
     size_t n;
     struct {
         const gx_graph *g;
@@ -31,12 +33,13 @@ struct gxd_subplans {
     } cache[GXD_MAX_SUBPLANS];
 };
 
-gxd_subplans *gxd_subplans_new(const gxd_plan *p, const gxd_step *s)
+gxd_subplans *gxd_subplans_new(const gxd_plan *p, const gxd_step *s, const gxd_budget *budget)
 {
     gxd_subplans *sp = calloc(1, sizeof *sp);
     if (!sp)
         return NULL;
     pthread_mutex_init(&sp->mu, NULL);
+    sp->budget = budget;
     const gx_node *n = s->node;
     for (size_t a = 0; a < n->n_attr; a++) {
         if (n->attr[a].type != GX_ATTR_GRAPH || sp->n_graphs == GXD_MAX_SUBGRAPHS)
@@ -68,7 +71,9 @@ void gxd_subplans_destroy(gxd_subplans **spp)
         free(sp->graph[i].pos);
     }
     for (size_t i = 0; i < sp->n; i++)
-        gxd_plan_destroy(&sp->cache[i].plan);
+        gxd_plan_destroy(&sp->cache[i].plan); /* theirs given back first */
+    if (sp->budget && sp->charged)
+        (void)sp->budget->charge(sp->budget->arg, -sp->charged, NULL, 0);
     pthread_mutex_destroy(&sp->mu);
     free(sp);
     *spp = NULL;
@@ -109,10 +114,27 @@ int gxd_subplans_get(gxd_subplans *sp, const gx_graph *g, const gx_view *inputs,
             *plan = sp->cache[i].plan;
             goto out;
         }
-    rc = gxd_compile_sub(g, sg->captured.v, sg->captured.n, inputs, lim, plan, err, errlen);
+    gxd_compile_limits slim = *lim;
+    char what[160];
+    const gxd_budget *b = sp->budget;
+    if (b) { /* the subplan's own subplans are counted the same way */
+        slim.budget = b;
+        const int64_t room = b->room(b->arg, what, sizeof what);
+        if (room > 0) {
+            slim.max_plan_bytes = room;
+            slim.max_plan_what = what;
+        }
+    }
+    rc = gxd_compile_sub(g, sg->captured.v, sg->captured.n, inputs, &slim, plan, err, errlen);
     if (rc < 0)
         goto out;
     if (sp->n < GXD_MAX_SUBPLANS && !(*plan)->needs_keys) {
+        const int64_t bytes = gxd_plan_mem_bytes(*plan);
+        if (b && (rc = b->charge(b->arg, bytes, err, errlen)) < 0) {
+            gxd_plan_destroy(plan);
+            goto out;
+        }
+        sp->charged += b ? bytes : 0;
         sp->cache[sp->n].g = g;
         sp->cache[sp->n++].plan = *plan;
     } else {

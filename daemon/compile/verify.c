@@ -408,7 +408,7 @@ int gxd_pass_verify(gxd_cstate *st)
     free(needed);
     for (size_t i = 0; i < n_nodes; i++)
         if (gx_op_schema_get(p->steps[i].op)->flags & GX_OPF_CONTROL &&
-            !(p->steps[i].sub = gxd_subplans_new(p, &p->steps[i]))) {
+            !(p->steps[i].sub = gxd_subplans_new(p, &p->steps[i], st->lim->budget))) {
             rc = gx_errf(err, errlen, GX_ENOMEM, "out of memory");
             goto out;
         }
