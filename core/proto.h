@@ -26,6 +26,16 @@
 /* A missed case in a switch over gx_req (or any enum) stops the build. */
 #pragma GCC diagnostic error "-Wswitch-enum"
 
+/* A RUN's priority and relative deadline, however it comes (socket RUN,
+ * shared-memory ring): one rule, checked by gexecd in one place
+ * (daemon/job.c, gxd_job_set_urgency) and by libgexec before sending.
+ * Priority: higher first. deadline_ms: 0 = none; at most one day (a job
+ * still queued after that has no client left waiting for it, and
+ * now + deadline cannot overflow). */
+#define GX_PRIORITY_MIN (-100)
+#define GX_PRIORITY_MAX 100
+#define GX_DEADLINE_MAX_MS 86400000LL
+
 /* X(ENUM suffix, wire name, whether tensor frames may follow the header) */
 #define GX_REQ_LIST(X)                                                        \
     X(PING, "PING", false)                                                    \

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/internal.h"
+#include "core/proto.h"
 #include "daemon/job.h"
 #include "daemon/models.h"
 #include "daemon/ring.h"
@@ -78,4 +80,25 @@ int gxd_job_fail(gxd_job *j, int status, const char *fmt, ...)
     vsnprintf(j->message, sizeof j->message, fmt, ap);
     va_end(ap);
     return status;
+}
+
+int gxd_job_set_urgency(gxd_job *j, const char *via, int64_t priority, int64_t deadline_ms,
+                        int ceiling, bool elevated, const char *why_not, char *err,
+                        size_t errlen)
+{
+    if (priority < GX_PRIORITY_MIN || priority > GX_PRIORITY_MAX)
+        return gx_errf(err, errlen, GX_EINVAL, "%s: priority %lld outside [%d, %d]", via,
+                       (long long)priority, GX_PRIORITY_MIN, GX_PRIORITY_MAX);
+    if (deadline_ms < 0 || deadline_ms > GX_DEADLINE_MAX_MS)
+        return gx_errf(err, errlen, GX_EINVAL,
+                       "%s: deadline_ms %lld outside [0, %lld] (0: none; at most a day)", via,
+                       (long long)deadline_ms, (long long)GX_DEADLINE_MAX_MS);
+    if (priority > ceiling && !elevated)
+        return gx_errf(err, errlen, GX_EPERM,
+                       "%s: priority %lld is above limits.max_client_priority (%d), which only "
+                       "limits.priority_users may exceed%s",
+                       via, (long long)priority, ceiling, why_not ? why_not : "");
+    j->priority = (int)priority;
+    j->deadline_us = deadline_ms ? gxd_now_us() + deadline_ms * 1000 : 0;
+    return GX_OK;
 }

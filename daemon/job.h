@@ -114,4 +114,16 @@ int gxd_job_fail(gxd_job *j, int status, const char *fmt, ...) __attribute__((fo
 /* Monotonic clock in microseconds. */
 int64_t gxd_now_us(void);
 
+/* The one rule for a RUN's priority and deadline (core/proto.h), for every
+ * way a job comes in (socket RUN, daemon/server.c; ring submission,
+ * daemon/ring.c): sets j->priority and j->deadline_us (from now), or
+ * answers GX_EINVAL naming the field and its range, or GX_EPERM when
+ * priority is above ceiling (limits.max_client_priority) and the client is
+ * not elevated (one of limits.priority_users); why_not says why not, for
+ * the message (", and uid 1000 is not one of them"; may be ""). via
+ * starts the message ("RUN", "ring"). */
+int gxd_job_set_urgency(gxd_job *j, const char *via, int64_t priority, int64_t deadline_ms,
+                        int ceiling, bool elevated, const char *why_not, char *err,
+                        size_t errlen);
+
 #endif

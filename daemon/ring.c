@@ -189,20 +189,12 @@ static void s_submit(gxd_ring *r, const gx_ring_sqe *e)
         j->out_shm_offset = e->out_offset;
         j->out_shm_bytes = e->out_bytes;
     }
-    if (rc == GX_OK && (e->deadline_ms < 0 || e->deadline_ms > 86400000))
-        rc = gx_errf(err, sizeof err, GX_EINVAL, "ring: deadline_ms %lld outside [0, 86400000]",
-                     (long long)e->deadline_ms);
-    if (rc == GX_OK && (e->priority < -100 || e->priority > 100))
-        rc = gx_errf(err, sizeof err, GX_EINVAL, "ring: priority %d outside [-100, 100]",
-                     e->priority);
-    if (rc == GX_OK && e->priority > atomic_load(&rs->max_priority) && !r->elevated)
-        rc = gx_errf(err, sizeof err, GX_EPERM,
-                     "ring: priority %d is above limits.max_client_priority (%d), which only "
-                     "limits.priority_users may exceed", e->priority,
-                     atomic_load(&rs->max_priority));
+    if (rc == GX_OK)
+        rc = gxd_job_set_urgency(j, "ring", e->priority, e->deadline_ms,
+                                 atomic_load(&rs->max_priority), r->elevated,
+                                 " (the uid of the connection that opened the ring)", err,
+                                 sizeof err);
     if (rc == GX_OK) {
-        j->priority = e->priority;
-        j->deadline_us = e->deadline_ms ? gxd_now_us() + e->deadline_ms * 1000 : 0;
         j->mode = GX_MODE_AUTO;
         j->t_enqueue = gxd_now_us();
         rc = gxd_queue_push(rs->queue, j, err, sizeof err);

@@ -675,25 +675,20 @@ static bool s_peer_uid(s_req *rq, uid_t *uid)
     return true;
 }
 
-/* A RUN priority above limits.max_client_priority: GX_OK when the client
- * is one of limits.priority_users, else GX_EPERM saying why. */
-static int s_priority_allowed(gxd_ctx *ctx, s_req *rq, int64_t priority)
+/* Is the client one of limits.priority_users (by the uid the kernel gives
+ * for its ipc connection)? If not, why_not says why, for the message. */
+static bool s_priority_elevated(gxd_ctx *ctx, s_req *rq, char *why_not, size_t len)
 {
     uid_t uid;
-    if (!s_peer_uid(rq, &uid))
-        return gx_errf(rq->err, sizeof rq->err, GX_EPERM,
-                       "RUN: priority %lld is above limits.max_client_priority (%lld), which "
-                       "only limits.priority_users may exceed, and this client is not "
-                       "identified (tcp)",
-                       (long long)priority, (long long)ctx->cfg.limits_max_client_priority);
+    if (!s_peer_uid(rq, &uid)) {
+        snprintf(why_not, len, ", and this client is not identified (tcp)");
+        return false;
+    }
     for (int i = 0; i < ctx->n_priority_uids; i++)
         if (ctx->priority_uids[i] == uid)
-            return GX_OK;
-    return gx_errf(rq->err, sizeof rq->err, GX_EPERM,
-                   "RUN: priority %lld is above limits.max_client_priority (%lld), which only "
-                   "limits.priority_users may exceed, and uid %lu is not one of them",
-                   (long long)priority, (long long)ctx->cfg.limits_max_client_priority,
-                   (unsigned long)uid);
+            return true;
+    snprintf(why_not, len, ", and uid %lu is not one of them", (unsigned long)uid);
+    return false;
 }
 
 static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
@@ -701,7 +696,6 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     char *err = rq->err;
     size_t errlen = sizeof rq->err;
     const msgpack_object *h = rq->hdr, *o;
-    int64_t v;
     int rc;
     if ((rc = s_decode_graph_ref(ctx, rq, j)) < 0 || (rc = s_decode_inputs(ctx, rq, j)) < 0)
         return rc;
@@ -724,18 +718,20 @@ static int s_decode_run(gxd_ctx *ctx, s_req *rq, gxd_job *j)
         j->out_shm_offset = ref.offset;
         j->out_shm_bytes = ref.bytes;
     }
-    if ((o = gx_mp_find(h, GX_F(PRIORITY)))) {
-        if ((rc = gx_mp_int(o, "priority", -100, 100, &v, err, errlen)) < 0)
-            return rc;
-        if (v > ctx->cfg.limits_max_client_priority && (rc = s_priority_allowed(ctx, rq, v)) < 0)
-            return rc;
-        j->priority = (int)v;
-    }
-    if ((o = gx_mp_find(h, GX_F(DEADLINE_MS)))) {
-        if ((rc = gx_mp_int(o, "deadline_ms", 0, INT64_MAX / 1000 - gxd_now_us() / 1000, &v, err, errlen)) < 0)
-            return rc;
-        j->deadline_us = v ? gxd_now_us() + v * 1000 : 0;
-    }
+    /* the types here; the values by the one rule the ring follows too */
+    int64_t prio = 0, deadline = 0;
+    if ((o = gx_mp_find(h, GX_F(PRIORITY))) &&
+        (rc = gx_mp_int(o, "priority", INT64_MIN, INT64_MAX, &prio, err, errlen)) < 0)
+        return rc;
+    if ((o = gx_mp_find(h, GX_F(DEADLINE_MS))) &&
+        (rc = gx_mp_int(o, "deadline_ms", INT64_MIN, INT64_MAX, &deadline, err, errlen)) < 0)
+        return rc;
+    char why_not[96] = "";
+    const int ceiling = ctx->cfg.limits_max_client_priority;
+    const bool elevated = prio <= ceiling || s_priority_elevated(ctx, rq, why_not, sizeof why_not);
+    if ((rc = gxd_job_set_urgency(j, "RUN", prio, deadline, ceiling, elevated, why_not, err,
+                                  errlen)) < 0)
+        return rc;
     j->mode = GX_MODE_AUTO;
     if ((o = gx_mp_find(h, GX_F(MODE)))) {
         char *m = NULL;
@@ -1252,7 +1248,8 @@ static int s_handle_ring_open(gxd_ctx *ctx, s_req *rq)
                      "RING_OPEN: region '%s' is not registered by this client (SHM_REGISTER it "
                      "first)", name);
     if (rc == GX_OK) {
-        bool elevated = s_priority_allowed(ctx, rq, 100) == GX_OK;
+        char why_not[96];
+        bool elevated = s_priority_elevated(ctx, rq, why_not, sizeof why_not);
         rq->err[0] = '\0';
         rc = gxd_ring_open(&ctx->rings, reg, id, idlen, elevated, rq->err, sizeof rq->err);
     }

@@ -1355,7 +1355,7 @@ GX_EXPORT int gx_request_add_output(gx_request *rq, const char *name)
 
 GX_EXPORT int gx_request_set_priority(gx_request *rq, int priority)
 {
-    if (!rq || priority < -100 || priority > 100)
+    if (!rq || priority < GX_PRIORITY_MIN || priority > GX_PRIORITY_MAX)
         return GX_EINVAL;
     rq->priority = priority;
     return GX_OK;
@@ -1363,7 +1363,7 @@ GX_EXPORT int gx_request_set_priority(gx_request *rq, int priority)
 
 GX_EXPORT int gx_request_set_deadline_ms(gx_request *rq, int64_t ms)
 {
-    if (!rq || ms < 0)
+    if (!rq || ms < 0 || ms > GX_DEADLINE_MAX_MS)
         return GX_EINVAL;
     rq->deadline_ms = ms;
     return GX_OK;

@@ -15,7 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zmq.h>
+
+#include "core/internal.h"
+#include "core/proto.h"
 #include "core/ring.h"
+#include "core/wire.h"
 #include "libclient/shm.h"
 #include "tests/testutil.h"
 
@@ -330,6 +335,150 @@ START_TEST(test_ring_hostile)
 }
 END_TEST
 
+/* Priorities and deadlines one rule (gxd_job_set_urgency, daemon/job.c)
+ * decides for both ways a job comes in, under limits.max_client_priority 0
+ * with no priority_users: each row's status, through a ring submission
+ * and through a socket RUN (raw: libgexec refuses the bad ones first). */
+static const struct {
+    int priority;
+    int64_t deadline_ms;
+    int want;
+} s_urgency[] = {
+    {GX_PRIORITY_MAX + 1, 0, GX_EINVAL},
+    {GX_PRIORITY_MIN - 1, 0, GX_EINVAL},
+    {1000, 0, GX_EINVAL},
+    {0, -1, GX_EINVAL},
+    {0, GX_DEADLINE_MAX_MS + 1, GX_EINVAL},
+    {0, INT64_MAX, GX_EINVAL},
+    {0, INT64_MIN, GX_EINVAL},
+    {50, 0, GX_EPERM},
+    {1, GX_DEADLINE_MAX_MS, GX_EPERM},
+    {0, GX_DEADLINE_MAX_MS, GX_OK},
+    {GX_PRIORITY_MIN, 1, GX_OK}, /* 1 ms may expire on a busy machine: either */
+};
+#define S_N_URGENCY (sizeof s_urgency / sizeof s_urgency[0])
+
+/* The status of a raw socket RUN of graph id on 4 floats with priority
+ * and deadline_ms; its message to msg. */
+static int s_socket_urgency(void *sock, const gx_graph_id *id, uint64_t rid, int priority,
+                            int64_t deadline_ms, char *msg, size_t len)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 7);
+    gx_mp_pack_str(&pk, "v");
+    msgpack_pack_int(&pk, 1);
+    gx_mp_pack_str(&pk, "type");
+    gx_mp_pack_str(&pk, "RUN");
+    gx_mp_pack_str(&pk, "id");
+    msgpack_pack_uint64(&pk, rid);
+    gx_mp_pack_str(&pk, GX_F(GRAPH_ID));
+    gx_mp_pack_str(&pk, id->hex);
+    gx_mp_pack_str(&pk, GX_F(PRIORITY));
+    msgpack_pack_int(&pk, priority);
+    gx_mp_pack_str(&pk, GX_F(DEADLINE_MS));
+    msgpack_pack_int64(&pk, deadline_ms);
+    gx_mp_pack_str(&pk, GX_F(INPUTS));
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_map(&pk, 3);
+    gx_mp_pack_str(&pk, "name");
+    gx_mp_pack_str(&pk, "x");
+    gx_mp_pack_str(&pk, "dtype");
+    gx_mp_pack_str(&pk, "float32");
+    gx_mp_pack_str(&pk, "shape");
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_int(&pk, 1);
+    msgpack_pack_int(&pk, 4);
+    const float x[4] = {1, 2, 3, 4};
+    ck_assert_int_ge(zmq_send(sock, sb.data, sb.size, ZMQ_SNDMORE), 0);
+    ck_assert_int_ge(zmq_send(sock, x, sizeof x, 0), 0);
+    msgpack_sbuffer_destroy(&sb);
+    zmq_msg_t hdr;
+    zmq_msg_init(&hdr);
+    ck_assert_int_ge(zmq_msg_recv(&hdr, sock, 0), 0); /* the Check timeout bounds it */
+    for (int more = zmq_msg_more(&hdr); more;) { /* output frames */
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        ck_assert_int_ge(zmq_msg_recv(&m, sock, 0), 0);
+        more = zmq_msg_more(&m);
+        zmq_msg_close(&m);
+    }
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    char err[256], status[64] = "";
+    ck_assert_msg(gx_wire_unpack(zmq_msg_data(&hdr), zmq_msg_size(&hdr), &up, err, sizeof err) ==
+                      GX_OK, "%s", err);
+    const msgpack_object *st = gx_mp_find(&up.data, "status"), *m = gx_mp_find(&up.data, "message");
+    ck_assert(st && st->type == MSGPACK_OBJECT_STR);
+    snprintf(status, sizeof status, "%.*s", (int)st->via.str.size, st->via.str.ptr);
+    snprintf(msg, len, "%.*s", m && m->type == MSGPACK_OBJECT_STR ? (int)m->via.str.size : 0,
+             m && m->type == MSGPACK_OBJECT_STR ? m->via.str.ptr : "");
+    msgpack_unpacked_destroy(&up);
+    zmq_msg_close(&hdr);
+    for (int s = GX_OK; s > -100; s--)
+        if (strcmp(gx_status_name(s), status) == 0)
+            return s;
+    ck_abort_msg("unknown status '%s'", status);
+    return 1;
+}
+
+START_TEST(test_ring_urgency_one_rule)
+{
+    gxt_daemon d;
+    gxt_daemon_start_yaml(&d, "limits:\n  max_client_priority: 0\n  priority_users: []\n", NULL);
+    gx_client *c = s_ring_client(&d);
+    gx_graph *g = s_double(GX_F32, 4);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4});
+    gx_tensor *y = s_run(c, &id, x); /* sets the ring up, binds the graph to slot 0 */
+    gx_tensor_destroy(&y);
+    s_raw r = s_raw_of(c);
+    void *zctx = zmq_ctx_new();
+    void *sock = zmq_socket(zctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+    ck_assert_int_eq(zmq_connect(sock, d.endpoint), 0);
+    for (size_t i = 0; i < S_N_URGENCY; i++) {
+        uint32_t t0 = atomic_load(&r.h->sq_tail);
+        gx_ring_sqe *e = &r.sq[t0 & (r.entries - 1)];
+        s_valid(&r, e, 500 + i);
+        e->priority = s_urgency[i].priority;
+        e->deadline_ms = s_urgency[i].deadline_ms;
+        s_publish(&r, 1);
+        s_wait_cq(&r, t0 + 1);
+        const gx_ring_cqe *q = s_cqe(&r, t0, 1, 500 + i);
+        const int ring = q->status;
+        char ring_msg[256], sock_msg[512];
+        snprintf(ring_msg, sizeof ring_msg, "%s", q->message);
+        atomic_store(&r.h->cq_head, t0 + 1);
+        const int socket = s_socket_urgency(sock, &id, 600 + i, s_urgency[i].priority,
+                                            s_urgency[i].deadline_ms, sock_msg, sizeof sock_msg);
+        const int want = s_urgency[i].want;
+        const bool either = want == GX_OK && s_urgency[i].deadline_ms == 1;
+        ck_assert_msg(ring == want || (either && ring == GX_ETIMEDOUT),
+                      "case %zu (priority %d, deadline_ms %lld): ring %s (%s), want %s", i,
+                      s_urgency[i].priority, (long long)s_urgency[i].deadline_ms,
+                      gx_status_name(ring), ring_msg, gx_status_name(want));
+        ck_assert_msg(socket == want || (either && socket == GX_ETIMEDOUT),
+                      "case %zu (priority %d, deadline_ms %lld): socket %s (%s), want %s", i,
+                      s_urgency[i].priority, (long long)s_urgency[i].deadline_ms,
+                      gx_status_name(socket), sock_msg, gx_status_name(want));
+        if (want < 0) /* the same words, after "ring:" / "RUN:" */
+            ck_assert_msg(strstr(sock_msg, strchr(ring_msg, ':')) != NULL ||
+                              want == GX_EPERM, "ring '%s', socket '%s'", ring_msg, sock_msg);
+    }
+    zmq_close(sock);
+    zmq_ctx_term(zctx);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(test_ring_full)
 {
     gxt_daemon d;
@@ -437,6 +586,7 @@ Suite *ring_suite(void)
     tcase_add_test(tc, test_ring_identical);
     tcase_add_test(tc, test_ring_many_threads);
     tcase_add_test(tc, test_ring_hostile);
+    tcase_add_test(tc, test_ring_urgency_one_rule);
     tcase_add_test(tc, test_ring_full);
     tcase_add_test(tc, test_ring_killed_client);
     suite_add_tcase(s, tc);

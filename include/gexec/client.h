@@ -187,7 +187,8 @@ GX_EXPORT int gx_request_add_input_shape(gx_request *rq, const char *name, gx_dt
 GX_EXPORT int gx_request_add_output(gx_request *rq, const char *name);
 /* Higher runs first; range [-100, 100]. */
 GX_EXPORT int gx_request_set_priority(gx_request *rq, int priority);
-/* Relative deadline: a job not finished in ms milliseconds gets GX_ETIMEDOUT. */
+/* Relative deadline: a job not finished in ms milliseconds gets GX_ETIMEDOUT;
+ * range [0, 86400000] (0: none; at most a day); GX_EINVAL beyond. */
 GX_EXPORT int gx_request_set_deadline_ms(gx_request *rq, int64_t ms);
 GX_EXPORT int gx_request_set_mode(gx_request *rq, gx_mode mode);
 

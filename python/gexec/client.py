@@ -744,7 +744,8 @@ class Client:
                 raise InvalidInputError(_EINVAL, f"priority {priority} is outside [-100, 100]")
             if deadline_ms is not None and \
                     lib.gx_request_set_deadline_ms(rq, int(deadline_ms)) < 0:
-                raise InvalidInputError(_EINVAL, f"deadline_ms {deadline_ms} is negative")
+                raise InvalidInputError(_EINVAL, f"deadline_ms {deadline_ms} is outside "
+                                                 "[0, 86400000] (at most a day)")
             if output_shm is not None:
                 shm, off, nbytes = self._output_area(output_shm)
                 regions.append(shm)
