@@ -13,11 +13,19 @@
 #include "core/internal.h" /* before any gexec header: GX_EXPORT */
 #include "core/sockpath.h"
 
+/* Where a private directory is made without XDG_RUNTIME_DIR: $TMPDIR (an
+ * absolute path), else /tmp. */
+static const char *s_tmp_base(void)
+{
+    const char *t = getenv("TMPDIR");
+    return t && t[0] == '/' ? t : "/tmp";
+}
+
 int gx_sock_private_dir(char *buf, size_t len)
 {
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     int n = xdg && *xdg ? snprintf(buf, len, "%s", xdg)
-                        : snprintf(buf, len, "/tmp/gexec-%u", (unsigned)geteuid());
+                        : snprintf(buf, len, "%s/gexec-%u", s_tmp_base(), (unsigned)geteuid());
     return n < 0 || (size_t)n >= len ? GX_ELIMIT : GX_OK;
 }
 
@@ -163,6 +171,7 @@ GX_EXPORT int gx_default_endpoint(char *buf, size_t len)
     else if (xdg && *xdg)
         n = snprintf(buf, len, "ipc://%s/gexecd.sock", xdg);
     else /* a private directory (0700, this user's): no one else can bind there first */
-        n = snprintf(buf, len, "ipc:///tmp/gexec-%u/gexecd.sock", (unsigned)geteuid());
+        n = snprintf(buf, len, "ipc://%s/gexec-%u/gexecd.sock", s_tmp_base(),
+                     (unsigned)geteuid());
     return n < 0 || (size_t)n >= len ? GX_ELIMIT : GX_OK;
 }

@@ -24,7 +24,8 @@
 #define GX_SERVICE_USER_DEFAULT "gexec"
 
 /* The per-user private directory of the default socket for a non-root user:
- * $XDG_RUNTIME_DIR when set, else /tmp/gexec-<uid>. GX_OK or GX_ELIMIT. */
+ * $XDG_RUNTIME_DIR when set, else $TMPDIR/gexec-<uid> ($TMPDIR when it is
+ * an absolute path, else /tmp). GX_OK or GX_ELIMIT. */
 int gx_sock_private_dir(char *buf, size_t len);
 
 /* True when uid is root, the effective user, or the service user. */

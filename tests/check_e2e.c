@@ -654,10 +654,12 @@ START_TEST(test_socket_live_and_stale)
 END_TEST
 
 /* The default socket of a user without XDG_RUNTIME_DIR is in
- * /tmp/gexec-<uid>, which gexecd makes 0700 and refuses to use when someone
- * else owns it, it is open to others or a symlink. A client refuses another
- * user's socket, a directory others may write to, and a missing socket in
- * a shared sticky one. Needs root: the second user is nobody. */
+ * $TMPDIR/gexec-<uid>, which gexecd makes 0700 and refuses to use when
+ * someone else owns it, it is open to others or a symlink. A client refuses
+ * another user's socket, a directory others may write to, and a missing
+ * socket in a shared sticky one. Needs root: the second user is nobody.
+ * TMPDIR is a fresh sticky directory of this test (as /tmp is), so two runs
+ * at once do not share /tmp/gexec-65534. */
 START_TEST(test_socket_private_dir)
 {
     if (getuid() != 0) {
@@ -665,12 +667,14 @@ START_TEST(test_socket_private_dir)
         return;
     }
     const uid_t nobody = 65534;
-    const char *pdir = "/tmp/gexec-65534";
+    char *base = gxt_tmpdir(), pdir[512];
+    ck_assert_int_eq(chmod(base, 01777), 0); /* shared and sticky, as /tmp */
+    snprintf(pdir, sizeof pdir, "%s/gexec-65534", base);
     char out[4096], why[768], cmd[8192];
-    gxt_rmtree(pdir);
     snprintf(cmd, sizeof cmd,
              "setpriv --reuid=65534 --regid=65534 --clear-groups env -u XDG_RUNTIME_DIR "
-             "-u GEXEC_SOCKET %s --foreground --profile-dir '' 2>&1", s_gexecd_bin());
+             "-u GEXEC_SOCKET TMPDIR=%s %s --foreground --profile-dir '' 2>&1", base,
+             s_gexecd_bin());
     /* owned by someone else (root) */
     ck_assert_int_eq(mkdir(pdir, 0700), 0);
     ck_assert_int_ne(gxt_sh(out, sizeof out, "%s", cmd), 0);
@@ -691,8 +695,12 @@ START_TEST(test_socket_private_dir)
     ck_assert_int_eq(unlink(pdir), 0);
     /* absent: made 0700 and served; nobody's client reaches it, root's
      * refuses a socket nobody owns */
+    char *was = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    ck_assert_int_eq(setenv("TMPDIR", base, 1), 0); /* for the child */
     pid_t pid = s_spawn_gexecd(NULL, nobody);
-    char ep[256];
+    ck_assert_int_eq(was ? setenv("TMPDIR", was, 1) : unsetenv("TMPDIR"), 0);
+    free(was);
+    char ep[600];
     snprintf(ep, sizeof ep, "ipc://%s/gexecd.sock", pdir);
     ck_assert_msg(s_ping_as(ep, nobody, pid, why, sizeof why), "%s", why);
     struct stat sb;
@@ -718,7 +726,8 @@ START_TEST(test_socket_private_dir)
     ck_assert_int_eq(chmod(pdir, 01777), 0);
     ck_assert(!s_ping_as(ep, 0, getpid(), why, sizeof why));
     ck_assert_msg(strstr(why, "shared directory"), "%s", why);
-    gxt_rmtree(pdir);
+    gxt_rmtree(base);
+    free(base);
     gxt_rmtree(real);
     free(real);
 }
