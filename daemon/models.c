@@ -479,6 +479,8 @@ int gxd_models_unload(gxd_models *m, gxd_model *mdl)
     *pp = mdl->next;
     m->n--;
     mdl->name[0] = '\0';
+    if (atomic_load(&mdl->ring_binds) > 0 && m->unbind)
+        m->unbind(m->unbind_arg, mdl); /* its ring slots let it go too */
     /* the caller holds one reference, the registry another: more are jobs */
     if (atomic_load(&mdl->refs) <= 2) {
         gxd_model *reg = mdl;
@@ -505,21 +507,34 @@ void gxd_models_reap(gxd_models *m)
     }
 }
 
+/* Is mdl idle: held by the registry and, at most, ring slots (no job, no
+ * request), and not pinned? A ring slot's reference is counted in
+ * ring_binds before it is taken and after it is dropped, so refs never
+ * reads below 1 + ring_binds. */
+static bool s_idle(const gxd_models *m, gxd_model *mdl)
+{
+    const int binds = atomic_load(&mdl->ring_binds);
+    return !mdl->pinned && (binds == 0 || m->unbind) && atomic_load(&mdl->refs) == 1 + binds;
+}
+
 /* Evict idle models, least recently used first, while the registry holds
- * graphs.max of them or more than the budget less need bytes. */
+ * graphs.max of them or more than the budget less need bytes. A model
+ * bound to rings is unbound first (its slots answer GX_ENOTFOUND). */
 static void s_evict(gxd_models *m, int64_t need)
 {
     while (m->n >= m->max ||
            (m->max_bytes > 0 && atomic_load(&m->bytes) + need > m->max_bytes)) {
         gxd_model **victim = NULL;
         for (gxd_model **pp = &m->head; *pp; pp = &(*pp)->next)
-            if (atomic_load(&(*pp)->refs) == 1 && !(*pp)->pinned && (!victim || (*pp)->last_used < (*victim)->last_used))
+            if (s_idle(m, *pp) && (!victim || (*pp)->last_used < (*victim)->last_used))
                 victim = pp;
         if (!victim)
             return; /* every model is in use: go over graphs.max rather than fail */
         gxd_model *mdl = *victim;
         *victim = mdl->next;
         m->n--;
+        if (atomic_load(&mdl->ring_binds) > 0)
+            m->unbind(m->unbind_arg, mdl); /* a job a ring started meanwhile keeps its own */
         gxd_model_release(&mdl);
     }
 }
@@ -558,7 +573,7 @@ int gxd_models_add_id(gxd_models *m, gx_graph **g, const gx_graph_id *idp, gxd_m
     }
     int64_t gb = gxd_graph_mem_bytes(*g), idle = 0;
     for (gxd_model *o = m->head; o; o = o->next)
-        if (atomic_load(&o->refs) == 1 && !o->pinned)
+        if (s_idle(m, o))
             idle += atomic_load(&o->bytes);
     /* nothing is evicted for a graph that would not fit anyway */
     if (m->max_bytes > 0 && atomic_load(&m->bytes) - idle + gb > m->max_bytes)

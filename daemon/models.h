@@ -81,6 +81,9 @@ typedef struct gxd_model {
     int64_t retired_bytes[GXD_MAX_RETIRED_PLANS];
     char name[GXD_MAX_GRAPH_NAME]; /* "" or the name LOAD gave it (I/O thread) */
     bool pinned; /* graphs.preload: never evicted, only UNLOADed (I/O thread) */
+    /* ring slots that hold a reference to it (daemon/ring.c): they do not
+     * keep it from eviction, which unbinds it (gxd_models.unbind) */
+    atomic_int ring_binds;
     /* The profile store (daemon/profile.h): what the graph's file held
      * when it was loaded (NULL: none) plus the counters of retired plans
      * freed since; the jobs counted at the last save (I/O thread). */
@@ -137,6 +140,11 @@ typedef struct gxd_models {
      * its artifact before compiling, compiles and re-plans write one */
     gxd_artifacts *artifacts;
     gxd_replanner replan;
+    /* Evicting a model that ring slots hold (ring_binds > 0): drops those
+     * references first (the server sets it to gxd_rings_unbind; NULL: such
+     * a model is not evicted). I/O thread. */
+    void (*unbind)(void *arg, gxd_model *mdl);
+    void *unbind_arg;
 } gxd_models;
 
 void gxd_models_init(gxd_models *m, size_t max);

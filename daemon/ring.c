@@ -45,6 +45,16 @@ static gxd_ring *s_ref(gxd_ring *r)
     return r;
 }
 
+/* Drops slot i's graph (its binding counted off first: see models.c,
+ * s_idle). Under r->mu, or with r unreachable. */
+static void s_unslot(gxd_ring *r, uint32_t i)
+{
+    if (!r->slots[i])
+        return;
+    atomic_fetch_sub(&r->slots[i]->ring_binds, 1);
+    gxd_model_release(&r->slots[i]);
+}
+
 static void s_release(gxd_ring **rp)
 {
     gxd_ring *r = *rp;
@@ -52,7 +62,7 @@ static void s_release(gxd_ring **rp)
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     for (uint32_t i = 0; i < r->n_slots; i++)
-        gxd_model_release(&r->slots[i]);
+        s_unslot(r, i);
     gxd_shm_region_release(&r->region);
     pthread_mutex_destroy(&r->mu);
     free(r);
@@ -346,22 +356,42 @@ int gxd_ring_bind(gxd_rings *rs, const void *identity, size_t identity_len, cons
                        "RING_BIND: this client has no ring in region '%s' (RING_OPEN it)", name);
     }
     pthread_mutex_lock(&r->mu);
-    uint32_t k = 0;
-    while (k < r->n_slots && r->slots[k] != model)
+    uint32_t k = 0, hole = r->n_slots;
+    while (k < r->n_slots && r->slots[k] != model) {
+        if (!r->slots[k] && hole == r->n_slots)
+            hole = k; /* its graph was evicted */
         k++;
+    }
+    if (k == r->n_slots)
+        k = hole;
     if (r->closed)
         rc = gx_errf(err, errlen, GX_EPROTO,
                      "RING_BIND: the ring in region '%s' was closed: its indices broke the "
                      "ring's rules (RING_CLOSE it and open a new one)", name);
-    else if (k == r->n_slots && k == GX_RING_MAX_SLOTS)
+    else if (k == GX_RING_MAX_SLOTS)
         rc = gx_errf(err, errlen, GX_ELIMIT, "RING_BIND: the ring has %d graphs bound, its most",
                      GX_RING_MAX_SLOTS);
-    else if (k == r->n_slots)
-        r->slots[r->n_slots++] = gxd_model_ref(model);
+    else if (!r->slots[k] || k == r->n_slots) {
+        atomic_fetch_add(&model->ring_binds, 1);
+        r->slots[k] = gxd_model_ref(model);
+        r->n_slots += k == r->n_slots;
+    }
     pthread_mutex_unlock(&r->mu);
     gxd_model_release(&model);
     *slot = k;
     return rc;
+}
+
+void gxd_rings_unbind(void *arg, struct gxd_model *model)
+{
+    gxd_rings *rs = arg;
+    for (gxd_ring *r = rs->head; r; r = r->next) {
+        pthread_mutex_lock(&r->mu);
+        for (uint32_t i = 0; i < r->n_slots; i++)
+            if (r->slots[i] == model)
+                s_unslot(r, i);
+        pthread_mutex_unlock(&r->mu);
+    }
 }
 
 /* Stops r's thread, unlinks it from the table (*pp) and drops the table's

@@ -65,11 +65,17 @@ void gxd_rings_fini(gxd_rings *rs);
  * GX_ELIMIT (GXD_RING_*), GX_ENOMEM, with a message in err. */
 int gxd_ring_open(gxd_rings *rs, gxd_shm_region *region, const void *identity,
                   size_t identity_len, bool elevated, char *err, size_t errlen);
-/* RING_BIND: model (a reference, which the ring keeps until it closes;
+/* RING_BIND: model (a reference, which the ring keeps until it closes or
+ * the registry evicts or unloads the model, gxd_rings_unbind;
  * taken in all cases) to a slot of the client's ring in region name: the
  * slot in *slot (the same one for a model bound already). */
 int gxd_ring_bind(gxd_rings *rs, const void *identity, size_t identity_len, const char *name,
                   struct gxd_model *model, uint32_t *slot, char *err, size_t errlen);
+/* The registry evicts model (graphs.max, the memory budget): every ring
+ * slot that holds it lets it go; a submission to such a slot is answered
+ * GX_ENOTFOUND, and RING_BIND reuses the slot. arg: the rings (the
+ * gxd_models.unbind hook). I/O thread. */
+void gxd_rings_unbind(void *arg, struct gxd_model *model);
 /* RING_CLOSE, SHM_UNREGISTER: the client's ring in region name (NULL:
  * all of the client's); how many were closed. */
 size_t gxd_ring_close(gxd_rings *rs, const void *identity, size_t identity_len,

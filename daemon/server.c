@@ -1876,6 +1876,8 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
         return gx_errf(err, errlen, GX_EINTERNAL, "cannot install the SIGBUS handler: %s",
                        strerror(errno));
     gxd_rings_init(&ctx->rings, &ctx->queue, (int)ctx->cfg.limits_max_client_priority);
+    ctx->models.unbind = gxd_rings_unbind; /* ring-bound graphs are evicted too */
+    ctx->models.unbind_arg = &ctx->rings;
     gxd_models_set_budget(&ctx->models, gxd_config_memory_budget(&ctx->cfg));
     if ((rc = s_tune_start(ctx, err, errlen)) < 0)
         return rc;

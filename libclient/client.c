@@ -1906,6 +1906,12 @@ static int s_ring_run(gx_client *c, const gx_request *rq, gx_result **out)
     if (!res)
         return s_fail(c, GX_ENOMEM, "out of memory");
     res->status = cqe.status <= 0 && cqe.status > -1000 ? cqe.status : GX_EPROTO;
+    if (res->status == GX_ENOTFOUND) /* the graph left the slot (evicted): bind anew next time */
+        for (size_t k = 0; k < r->n_slots; k++)
+            if (r->slots[k].slot == slot) {
+                r->slots[k] = r->slots[--r->n_slots];
+                break;
+            }
     cqe.message[sizeof cqe.message - 1] = '\0';
     res->message = strdup(res->status == GX_OK ? "" : cqe.message);
     gx_run_info *ri = &res->info;

@@ -479,6 +479,60 @@ START_TEST(test_ring_urgency_one_rule)
 }
 END_TEST
 
+/* The status of one run of graph id on x through c (the ring when it
+ * takes the job). */
+static int s_run_status(gx_client *c, const gx_graph_id *id, const gx_tensor *x)
+{
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph_id(rq, id);
+    gx_request_add_input(rq, "x", x);
+    gx_result *r = NULL;
+    int rc = gx_client_run(c, rq, &r);
+    if (rc == GX_OK)
+        rc = gx_result_status(r);
+    gx_result_destroy(&r);
+    gx_request_destroy(&rq);
+    return rc;
+}
+
+/* graphs.max holds for graphs bound to a ring: the least recently used
+ * one goes (its slot lets it go), a ring job of it is answered
+ * GX_ENOTFOUND as a socket one would be, and once it is loaded again the
+ * client binds it anew (the daemon reuses the slot) and the ring runs it. */
+START_TEST(test_ring_bound_evicted)
+{
+    gxt_daemon d;
+    gxt_daemon_start_yaml(&d, "graphs:\n  max: 2\n", NULL);
+    gx_client *c = s_ring_client(&d);
+    gx_graph *g[3];
+    gx_graph_id id[3];
+    gx_tensor *x[3];
+    for (int i = 0; i < 3; i++) { /* three graphs (sizes), three ids */
+        g[i] = s_double(GX_F32, 4 + 4 * i);
+        x[i] = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4 + 4 * i});
+        memset(gx_tensor_data(x[i]), 0, gx_tensor_nbytes(x[i]));
+        ck_assert_int_eq(gx_client_load(c, g[i], &id[i]), GX_OK);
+        if (i < 2) /* bound to the ring by their first run */
+            ck_assert_int_eq(s_run_status(c, &id[i], x[i]), GX_OK);
+    }
+    ck_assert_int_eq(gxt_stat(c, "ring.jobs"), 2);
+    ck_assert_int_eq(gxt_stat(c, "graphs_loaded"), 2); /* the third pushed one out */
+    ck_assert_int_eq(s_run_status(c, &id[0], x[0]), GX_ENOTFOUND);
+    ck_assert_int_eq(gxt_stat(c, "ring.jobs"), 3); /* through the ring */
+    ck_assert_int_eq(s_run_status(c, &id[1], x[1]), GX_OK); /* the other stays bound */
+    ck_assert_int_eq(gx_client_load(c, g[0], &id[0]), GX_OK);
+    ck_assert_int_eq(s_run_status(c, &id[0], x[0]), GX_OK);
+    ck_assert_int_eq(gxt_stat(c, "ring.jobs"), 5);
+    ck_assert_int_eq(gxt_stat(c, "graphs_loaded"), 2);
+    for (int i = 0; i < 3; i++) {
+        gx_graph_destroy(&g[i]);
+        gx_tensor_destroy(&x[i]);
+    }
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(test_ring_full)
 {
     gxt_daemon d;
@@ -587,6 +641,7 @@ Suite *ring_suite(void)
     tcase_add_test(tc, test_ring_many_threads);
     tcase_add_test(tc, test_ring_hostile);
     tcase_add_test(tc, test_ring_urgency_one_rule);
+    tcase_add_test(tc, test_ring_bound_evicted);
     tcase_add_test(tc, test_ring_full);
     tcase_add_test(tc, test_ring_killed_client);
     suite_add_tcase(s, tc);
