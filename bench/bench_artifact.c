@@ -99,12 +99,6 @@ static gx_graph *s_mlp(void)
     return g;
 }
 
-static int s_cmp(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void s_bench(const char *name, gx_graph *g)
 {
     enum { N = 5 };
@@ -138,9 +132,9 @@ static void s_bench(const char *name, gx_graph *g)
         gxd_plan_destroy(&q);
         free(buf);
     }
-    qsort(tc, N, sizeof *tc, s_cmp);
-    qsort(tw, N, sizeof *tw, s_cmp);
-    qsort(tr, N, sizeof *tr, s_cmp);
+    gxb_sort(tc, N);
+    gxb_sort(tw, N);
+    gxb_sort(tr, N);
     printf("%-10s %6zu nodes %6zu steps  compile %9.0f us  write %8.0f us  load %8.0f us  "
            "(%.1fx)  artifact %zu bytes\n",
            name, g->n_nodes, steps, tc[N / 2], tw[N / 2], tr[N / 2], tc[N / 2] / tr[N / 2], len);
@@ -202,9 +196,9 @@ static void s_print_jobs(const char *what, s_job *j, int n)
     double us[8], cu[8], cp[8];
     for (int i = 0; i < n && i < 8; i++)
         us[i] = j[i].us, cu[i] = j[i].compile_us, cp[i] = j[i].compute_us;
-    qsort(us, (size_t)n, sizeof *us, s_cmp);
-    qsort(cu, (size_t)n, sizeof *cu, s_cmp);
-    qsort(cp, (size_t)n, sizeof *cp, s_cmp);
+    gxb_sort(us, (size_t)n);
+    gxb_sort(cu, (size_t)n);
+    gxb_sort(cp, (size_t)n);
     printf("  %-16s first job %8.1f ms  (compile %6.1f ms, compute %6.1f ms, replicas %d)\n",
            what, us[n / 2] / 1000, cu[n / 2] / 1000, cp[n / 2] / 1000, j[0].replicas);
 }

@@ -50,19 +50,6 @@ static void s_row(const char *name, double value, const char *unit, const char *
     fflush(stdout);
 }
 
-static int s_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of n sorted values. */
-static double s_pct(const double *v, size_t n, double p)
-{
-    size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
-    return v[k ? k - 1 : 0];
-}
-
 static double s_mean(const double *v, size_t n)
 {
     double s = 0;
@@ -136,11 +123,11 @@ static void s_bench_latency(const s_opts *o, gx_client *c, const gx_graph_id *id
         daemon_us[i] = (double)(info[i].queue_us + info[i].compute_us);
     free(info);
     double mean = s_mean(t, n), dmean = s_mean(daemon_us, n);
-    qsort(t, n, sizeof *t, s_cmp_double);
+    gxb_sort(t, n);
     char note[64];
     snprintf(note, sizeof note, "%zu sequential RUNs", n);
-    s_row("(a) RUN round trip p50, Relu [1,16] by id", s_pct(t, n, 50), "us", note);
-    s_row("(a) RUN round trip p99", s_pct(t, n, 99), "us", NULL);
+    s_row("(a) RUN round trip p50, Relu [1,16] by id", gxb_pct(t, n, 50), "us", note);
+    s_row("(a) RUN round trip p99", gxb_pct(t, n, 99), "us", NULL);
     s_row("(a) RUN round trip mean", mean, "us", NULL);
     s_row("(a) of which in the daemon's queue+compute", dmean, "us", "mean queue_us+compute_us");
     free(t);
@@ -156,10 +143,10 @@ static void s_bench_latency(const s_opts *o, gx_client *c, const gx_graph_id *id
             s_die("PING", rc, c);
         t[i] = gxb_now_us() - t0;
     }
-    qsort(t, n, sizeof *t, s_cmp_double);
+    gxb_sort(t, n);
     snprintf(note, sizeof note, "%zu PINGs", n);
-    s_row("(b) PING round trip p50", s_pct(t, n, 50), "us", note);
-    s_row("(b) PING round trip p99", s_pct(t, n, 99), "us", NULL);
+    s_row("(b) PING round trip p50", gxb_pct(t, n, 50), "us", note);
+    s_row("(b) PING round trip p99", gxb_pct(t, n, 99), "us", NULL);
     free(t);
     gx_request_destroy(&rq);
     gx_tensor_destroy(&x);
@@ -312,9 +299,9 @@ static void s_bench_matmul(const s_opts *o, gx_client *c)
     for (size_t i = 0; i < runs; i++)
         comp[i] = (double)info[i].compute_us;
     free(info);
-    qsort(wall, runs, sizeof *wall, s_cmp_double);
-    qsort(comp, runs, sizeof *comp, s_cmp_double);
-    double wmed = s_pct(wall, runs, 50), cmed = s_pct(comp, runs, 50);
+    gxb_sort(wall, runs);
+    gxb_sort(comp, runs);
+    double wmed = gxb_pct(wall, runs, 50), cmed = gxb_pct(comp, runs, 50);
     char note[96];
     snprintf(note, sizeof note, "median of %zu RUNs: %.1f ms round trip", runs, wmed / 1e3);
     s_row("(d) MatMul 1024^3 GFLOP/s, client round trip", flop / wmed * 1e-3, "GFLOP/s", note);

@@ -380,20 +380,6 @@ typedef struct s_cell {
     double score;
 } s_cell;
 
-static int s_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double s_median(double *v, size_t n)
-{
-    if (n == 0)
-        return 0;
-    qsort(v, n, sizeof *v, s_cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* The failure of a RUN as the row prints it. r may be NULL. */
 static void s_fail(s_cell *cell, int rc, const gx_result *r, gx_client *c)
 {
@@ -727,8 +713,8 @@ static void s_rep(const s_case *cs, int q, gx_client *c, const gx_request *rq, s
 static void s_figures(const s_case *cs, s_cell *cell, char *fig, size_t len)
 {
     if (cs->kind == S_LATENCY) {
-        double med = s_median(cell->wall, cell->n_wall);
-        double cmed = s_median(cell->comp, cell->n_wall);
+        double med = gxb_median(cell->wall, cell->n_wall);
+        double cmed = gxb_median(cell->comp, cell->n_wall);
         double jps = cell->wall_sum > 0 ? (double)cell->n_wall / (cell->wall_sum * 1e-6) : 0;
         cell->score = med > 0 ? 1e6 / med : 0;
         char extra[48] = "";
@@ -739,7 +725,7 @@ static void s_figures(const s_case *cs, s_cell *cell, char *fig, size_t len)
         snprintf(fig, len, "%8.3f ms %7.1f jobs/s%s (daemon %.3f ms)", med * 1e-3, jps, extra,
                  cmed * 1e-3);
     } else {
-        double med = s_median(cell->rate, (size_t)cell->n_rate);
+        double med = gxb_median(cell->rate, (size_t)cell->n_rate);
         const s_tally *t = &cell->tally;
         cell->score = med;
         snprintf(fig, len, "%8.0f jobs/s (daemon %.1f us/job)", med,

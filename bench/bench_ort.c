@@ -1200,19 +1200,10 @@ static void s_vec_push(s_vec *a, double x)
     a->v[a->n++] = x;
 }
 
-static int s_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* NAN when empty; sorts a. */
 static double s_median(s_vec *a)
 {
-    if (!a->n)
-        return NAN;
-    qsort(a->v, a->n, sizeof *a->v, s_cmp_double);
-    return a->n % 2 ? a->v[a->n / 2] : 0.5 * (a->v[a->n / 2 - 1] + a->v[a->n / 2]);
+    return gxb_median(a->v, a->n);
 }
 
 /* How auto's jobs ran ("intra/2"), counted. */

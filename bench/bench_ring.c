@@ -20,16 +20,11 @@
 
 static const char *s_prog = "bench_ring";
 
-static int s_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void s_print(const char *what, double *t, int n)
 {
-    qsort(t, (size_t)n, sizeof *t, s_cmp);
-    printf("  %-34s p50 %7.1f us   p90 %7.1f us\n", what, t[n / 2], t[n * 9 / 10]);
+    gxb_sort(t, (size_t)n);
+    printf("  %-34s p50 %7.1f us   p90 %7.1f us\n", what, gxb_pct(t, (size_t)n, 50),
+           gxb_pct(t, (size_t)n, 90));
 }
 
 /* The tiny job through c (ring or socket, as c is set), timed. */

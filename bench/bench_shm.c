@@ -17,18 +17,6 @@
 
 static const char *s_prog = "bench_shm";
 
-static int s_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double s_median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, s_cmp);
-    return t[n / 2];
-}
-
 typedef struct s_model {
     const char *what;
     gx_graph *g;
@@ -108,7 +96,7 @@ static double s_time(gx_client *c, const s_model *m, const gx_graph_id *id, gx_s
             t[r] = gxb_now_us() - t0;
         gx_result_destroy(&res);
     }
-    double med = s_median(t, runs);
+    double med = gxb_median(t, (size_t)runs);
     free(t);
     gx_request_destroy(&rq);
     return med;
@@ -129,7 +117,7 @@ static double s_memcpy(size_t bytes, int runs)
         if (r >= 0)
             t[r] = gxb_now_us() - t0;
     }
-    double med = s_median(t, runs);
+    double med = gxb_median(t, (size_t)runs);
     free(t);
     free(a);
     free(b);

@@ -4,6 +4,7 @@
 #include "bench/benchutil.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,34 @@ double gxb_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int s_cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void gxb_sort(double *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, s_cmp_double);
+}
+
+double gxb_median(double *v, size_t n)
+{
+    if (!n)
+        return NAN;
+    gxb_sort(v, n);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double gxb_pct(const double *sorted, size_t n, double p)
+{
+    if (!n)
+        return NAN;
+    size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
+    return sorted[k ? (k > n ? n : k) - 1 : 0];
 }
 
 void gxb_die(const char *prog, const char *what, const char *why)

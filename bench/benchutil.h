@@ -29,6 +29,15 @@
 /* CLOCK_MONOTONIC in microseconds. */
 double gxb_now_us(void);
 
+/* The one copy of the benchmarks' order statistics. gxb_sort: v in
+ * ascending order. gxb_median: sorts v, then its median (the mean of the
+ * two middle values when n is even); NAN when n is 0. gxb_pct: the
+ * nearest-rank percentile p (0..100] of n values sorted already; NAN when
+ * n is 0. */
+void gxb_sort(double *v, size_t n);
+double gxb_median(double *v, size_t n);
+double gxb_pct(const double *sorted, size_t n, double p);
+
 /* Print "<prog>: <what>: <why>" to stderr and exit 1 (nothing left to
  * measure). */
 void gxb_die(const char *prog, const char *what, const char *why) __attribute__((noreturn));
