@@ -19,7 +19,7 @@
 #include "daemon/server.h"
 #include "daemon/topo.h"
 #include "ops/cuda/cuda.h"
-#include "ops/gemm.h"
+#include "ops/backend.h"
 
 static void s_usage(FILE *out)
 {
@@ -54,7 +54,7 @@ static void s_usage(FILE *out)
  * gexecd re-executes once more with the environment's choice.
  */
 
-/* cblas_sgemm as a gx_gemm_product_fn, for gx_cpu_gemm_verify. */
+/* cblas_sgemm as a gx_gemm_product_fn, for the CPU table's gemm_tune->verify. */
 static void s_blas_product(void *ctx, int64_t rows, int64_t k, int64_t cols, const float *a,
                            const float *b, float *y)
 {
@@ -70,9 +70,9 @@ static void s_configure_blas(char **argv)
         if (getenv("GEXECD_BLAS_REJECTED") || !now || strcmp(now, configured) == 0)
             return; /* the environment's choice, or checked already */
         char why[256];
-        if (gx_cpu_gemm_verify("cblas_sgemm", s_blas_product, NULL, 37, 71, 53, why, sizeof why) &&
-            gx_cpu_gemm_verify("cblas_sgemm", s_blas_product, NULL, 300, 280, 260, why,
-                               sizeof why))
+        const gx_backend_gemm_tune *gt = gx_backend_cpu()->gemm_tune;
+        if (gt->verify("cblas_sgemm", s_blas_product, NULL, 37, 71, 53, why, sizeof why) &&
+            gt->verify("cblas_sgemm", s_blas_product, NULL, 300, 280, 260, why, sizeof why))
             return;
         setenv("GEXECD_BLAS_REJECTED", now, 1);
         if (*configured)

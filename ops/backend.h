@@ -110,6 +110,32 @@ typedef struct gx_backend_gemm_pack {
     const char *(*impl)(void);        /* its implementation's name, "packed.avx512" */
 } gx_backend_gemm_pack;
 
+/* y = a · b, rows × kk by kk × cols, all row-major, by some kernel (a
+ * library the daemon loaded: the BLAS). */
+typedef void (*gx_gemm_product_fn)(void *ctx, int64_t rows, int64_t kk, int64_t cols,
+                                   const float *a, const float *b, float *y);
+
+/* The float32 MatMul/Gemm implementations a tune registry measures
+ * against each other on the device (daemon/tune/), and a check of a
+ * product function on it. */
+typedef struct gx_backend_gemm_tune {
+    /* The implementation gemm_pack's kernels use now ("avx512"), and the
+     * name of the i-th one the device has (from 0, widest first; NULL
+     * past the last). */
+    const char *(*isa)(void);
+    const char *(*isa_name)(int i);
+    /* The packed kernel (B packed by gemm_pack) of op on the one called
+     * isa, whatever is in use; NULL when the device lacks it. */
+    gx_kernel_fn (*packed_kernel_isa)(gx_op op, const char *isa);
+    /* MatMul over B as it is: the device's own loops, and the BLAS. */
+    gx_kernel_fn plain_matmul;
+    gx_kernel_fn blas_matmul;
+    /* Does fn compute right here? One product of fixed pseudo-random data
+     * against a double reference; false with why (naming what) when not. */
+    bool (*verify)(const char *what, gx_gemm_product_fn fn, void *ctx, int64_t rows, int64_t kk,
+                   int64_t cols, char *why, size_t whylen);
+} gx_backend_gemm_tune;
+
 /* Constant int8/uint8 B operands of MatMulInteger, QLinearMatMul and
  * QLinearConv packed once per plan for the kernels that read them so
  * (ops/qgemm.h). */
@@ -160,6 +186,8 @@ struct gx_backend {
     /* Optional: packed constant GEMM operands, float32 and integer. */
     const gx_backend_gemm_pack *gemm_pack;
     const gx_backend_qgemm_pack *qgemm_pack;
+    /* Optional: its MatMul/Gemm implementations for a tune registry. */
+    const gx_backend_gemm_tune *gemm_tune;
     /* Do its kernels take shares (gx_kargs ith of nth) run by several
      * threads at once? Else each step runs whole on one thread. */
     bool shares;

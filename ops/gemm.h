@@ -23,6 +23,7 @@
 #ifndef GX_OPS_GEMM_H
 #define GX_OPS_GEMM_H
 
+#include "ops/backend.h"
 #include "ops/op.h"
 
 #define GX_GEMM_PANEL 16
@@ -91,6 +92,13 @@ void gx_cpu_gemm_packed_rows(int64_t rows, int64_t n, int64_t kk, const float *a
 void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
                       const float *b, int64_t ldb, float *y, int64_t ldy, bool accumulate);
 
+/* The tune registry's MatMul candidates besides the packed kernels
+ * (daemon/tune/, through the CPU table's gemm_tune): float32 y = a · b,
+ * B as it is, a share of A's rows each, through gx_cpu_gemm_rows
+ * (plain_b) or OpenBLAS's cblas_sgemm (blas). */
+void gx_cpu_matmul_plain_b(const gx_kargs *k);
+void gx_cpu_matmul_blas(const gx_kargs *k);
+
 /* Largest B (K × N floats) gx_cpu_gemm_rows is used for by the MatMul
  * kernel; a bigger one goes to the BLAS (bench/bench_gemm). Like
  * packability, the choice depends on B alone, never on A's rows. */
@@ -101,9 +109,7 @@ void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64
  * has it. */
 const char *gx_cpu_gemm_isa(void);
 
-/* y = a · b, rows × kk by kk × cols, all row-major, by some kernel. */
-typedef void (*gx_gemm_product_fn)(void *ctx, int64_t rows, int64_t kk, int64_t cols,
-                                   const float *a, const float *b, float *y);
+/* gx_gemm_product_fn: ops/backend.h. */
 
 /* Does fn compute right on this CPU? One product of fixed pseudo-random
  * data against a double reference (1e-4 relative); false with why (naming

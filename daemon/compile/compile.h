@@ -171,7 +171,7 @@ typedef struct gxd_step {
      * layout-sensitive inputs and outputs are in it; for If and Loop, the
      * layout its subgraphs' captured values arrive in); reorder: a step the
      * pass inserted to move a value into another layout (op Identity, node
-     * synthetic, kernel gx_cpu_reorder) */
+     * synthetic, kernel: its device's layouts->reorder) */
     gx_layout layout;
     bool reorder;
     /* infer and widen passes: wide, the step computes in float32 what the

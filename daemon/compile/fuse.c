@@ -91,7 +91,7 @@ static bool s_head_ok(const gxd_plan *p, int i)
         s->n_in > GX_FUSED_MAX_OP_IN || p->values[s->out[0]].kind != GXD_VALUE_TEMP)
         return false;
     if (s->op == GX_OP_CONV) { /* float32, its kernel for its layout (ops/fused.h); in
-                                * NHWC or NCHW16c x may be NCHW (gx_cpu_layout_input) */
+                                * NHWC or NCHW16c x may be NCHW (layouts->input) */
         const gx_view *x = &p->values[s->in[0]].view, *y = &p->values[s->out[0]].view;
         const bool kernel = s->layout == GX_LAYOUT_PLAIN
                                 ? !s->kernel ||

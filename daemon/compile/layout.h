@@ -83,7 +83,7 @@ double gxd_layout_expected(unsigned long long node_runs, unsigned long long grap
  * op in a layout, per execution: its time in that layout measured by
  * earlier runs (the profile's "<node>@<layout>" entries), else a time
  * measured in another layout scaled by the layouts' factors for the op
- * (gx_cpu_layout_factor), else the schema's estimate times the factor; its
+ * (its layouts->factor), else the schema's estimate times the factor; its
  * count the expected executions per job from the profile. */
 
 /* One op of the problem, as explain prints it. */
@@ -94,7 +94,7 @@ typedef struct gxd_layout_op {
     int fixed;         /* the layout it must take, or -1 */
     double cost[GX_LAYOUT_COUNT]; /* microseconds per execution; INFINITY: no kernel */
     double est;                   /* the schema's estimate of one run (plain) */
-    double factor[GX_LAYOUT_COUNT]; /* gx_cpu_layout_factor; INFINITY: no kernel */
+    double factor[GX_LAYOUT_COUNT]; /* the device's layouts->factor; INFINITY: no kernel */
     double count;      /* expected executions per job */
     int chosen;
     char why[160];     /* the layouts it cannot take, and why */

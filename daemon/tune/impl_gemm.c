@@ -17,8 +17,7 @@
 
 #include "daemon/tune/tune_internal.h"
 #include "core/internal.h"
-#include "ops/cpu/cpu.h"
-#include "ops/gemm.h"
+#include "ops/backend.h"
 #include "ops/schema.h"
 
 /* ---- signatures ---- */
@@ -30,7 +29,7 @@ bool gxd_tune_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *
         snprintf(why, whylen, "%s is not tuned", gx_op_name(op));
         return false;
     }
-    if (n_in < 2 || !gx_cpu_gemm_packable(op, attr, &in[0], &in[1], y, true, why, whylen))
+    if (n_in < 2 || !gx_backend_cpu()->gemm_pack->packable(op, attr, &in[0], &in[1], y, true, why, whylen))
         return false;
     const gx_view *a = &in[0];
     memset(sig, 0, sizeof *sig);
@@ -94,54 +93,30 @@ void gxd_tune_sig_family_str(const gxd_tune_sig *s, char *buf, size_t len)
 
 /* ---- the built-in implementations ---- */
 
-/* OpenBLAS: this thread's rows of y = a · b, B as it is. */
-static void s_blas_matmul(const gx_kargs *k)
-{
-    const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
-    const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
-    const int64_t rows = kk > 0 ? a->numel / kk : 0;
-    int64_t lo, hi;
-    gx_cpu_share(k, rows, 1, &lo, &hi);
-    if (lo >= hi || n == 0)
-        return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), (int)n, (int)kk, 1.0f,
-                (const float *)a->data + lo * kk, (int)kk, b->data, (int)n, 0.0f,
-                (float *)y->data + lo * n, (int)n);
-}
-
-/* The plain-B kernels of ops/gemm.h (the ISA in use) over B in place. */
-static void s_plain_matmul(const gx_kargs *k)
-{
-    const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
-    const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
-    const int64_t rows = kk > 0 ? a->numel / kk : 0;
-    int64_t lo, hi;
-    gx_cpu_share(k, rows, 1, &lo, &hi);
-    if (lo < hi)
-        gx_cpu_gemm_rows(hi - lo, n, kk, (const float *)a->data + lo * kk, kk, b->data, n,
-                         (float *)y->data + lo * n, n, false);
-}
-
+/* The CPU table's candidates: its packed kernels on every ISA, its plain-B
+ * loops and OpenBLAS. */
 size_t gxd_tune_builtin_impls(gxd_tune_impl *out, size_t max)
 {
+    const gx_backend *cpu = gx_backend_cpu();
+    const gx_backend_gemm_tune *gt = cpu->gemm_tune;
     size_t n = 0;
-    for (int i = 0; gx_cpu_gemm_isa_name(i) && n < max; i++) {
-        const char *isa = gx_cpu_gemm_isa_name(i);
+    for (int i = 0; gt->isa_name(i) && n < max; i++) {
+        const char *isa = gt->isa_name(i);
         gxd_tune_impl *im = &out[n++];
         memset(im, 0, sizeof *im);
         snprintf(im->name, sizeof im->name, "packed.%s", isa);
         im->version = 1;
         snprintf(im->source, sizeof im->source, "gexec");
         im->packed = true;
-        im->matmul = gx_cpu_gemm_packed_kernel_isa(GX_OP_MATMUL, isa);
-        im->gemm = gx_cpu_gemm_packed_kernel_isa(GX_OP_GEMM, isa);
+        im->matmul = gt->packed_kernel_isa(GX_OP_MATMUL, isa);
+        im->gemm = gt->packed_kernel_isa(GX_OP_GEMM, isa);
     }
     if (n < max)
         out[n++] = (gxd_tune_impl){.name = "plain", .version = 1, .source = "gexec",
-                                   .matmul = s_plain_matmul};
+                                   .matmul = gt->plain_matmul};
     if (n < max)
         out[n++] = (gxd_tune_impl){.name = "blas", .version = 1, .source = "openblas",
-                                   .matmul = s_blas_matmul, .gemm = gx_cpu_kernel(GX_OP_GEMM)};
+                                   .matmul = gt->blas_matmul, .gemm = cpu->kernel(GX_OP_GEMM)};
     n += gxd_tune_dnnl_impls(out + n, max - n);
     return n;
 }
@@ -151,7 +126,7 @@ void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t
     size_t o = 0;
     /* the ISA in use: the default and "plain" run on it */
     int w = snprintf(buf, len, "gexec-%s gemm=%s [%s] core=%s", PACKAGE_VERSION,
-                     gx_cpu_gemm_isa(), OPENBLAS_VERSION, openblas_get_corename());
+                     gx_backend_cpu()->gemm_tune->isa(), OPENBLAS_VERSION, openblas_get_corename());
     o = w > 0 && (size_t)w < len ? (size_t)w : len - 1;
     gxd_tune_dnnl_build(buf + o, len - o);
     o += strlen(buf + o);
@@ -229,7 +204,7 @@ int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s)
         bn->vy.shape[0] = m;
         bn->vy.shape[1] = n;
     }
-    gx_cpu_gemm_pack(s->op, bn->attr, &bn->vb, bn->bp);
+    gx_backend_cpu()->gemm_pack->pack(s->op, bn->attr, &bn->vb, bn->bp);
     /* the reference on up to GXD_TUNE_CHECK_ROWS rows spread over A */
     bn->n_check = m < GXD_TUNE_CHECK_ROWS ? (int)m : GXD_TUNE_CHECK_ROWS;
     bn->ref = malloc(sizeof *bn->ref * (size_t)(bn->n_check * n + 1));

@@ -10,7 +10,7 @@
 
 #include "daemon/tune/tune_internal.h"
 #include "core/internal.h"
-#include "ops/gemm.h"
+#include "ops/backend.h"
 
 int gxd_tune_mode_parse(const char *s, gxd_tune_mode *out)
 {
@@ -50,8 +50,9 @@ static void s_device(char *buf, size_t len)
     if (f)
         fclose(f);
     int o = snprintf(buf, len, "cpu=%s isa=", model);
-    for (int i = 0; gx_cpu_gemm_isa_name(i) && o > 0 && (size_t)o < len; i++)
-        o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "", gx_cpu_gemm_isa_name(i));
+    const gx_backend_gemm_tune *gt = gx_backend_cpu()->gemm_tune;
+    for (int i = 0; gt->isa_name(i) && o > 0 && (size_t)o < len; i++)
+        o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "", gt->isa_name(i));
 }
 
 gxd_tune *gxd_tune_new(const gxd_tune_opts *o, char *err, size_t errlen)
@@ -153,7 +154,7 @@ const gxd_tune_impl *gxd_tune_impl_find(const gxd_tune *t, const char *name, int
 const gxd_tune_impl *gxd_tune_default(const gxd_tune *t, gx_op op)
 {
     char name[32];
-    snprintf(name, sizeof name, "packed.%s", gx_cpu_gemm_isa());
+    snprintf(name, sizeof name, "packed.%s", gx_backend_cpu()->gemm_tune->isa());
     (void)op;
     return gxd_tune_impl_find(t, name, -1);
 }

@@ -168,7 +168,7 @@ bool gxd_tune_add_impl(gxd_tune *t, const gxd_tune_impl *im);
 /* The implementation called name at version (any version: -1), or NULL. */
 const gxd_tune_impl *gxd_tune_impl_find(const gxd_tune *t, const char *name, int version);
 /* The default for op (what runs without a record): the packed kernel on
- * the ISA gx_cpu_gemm_isa chose. */
+ * the ISA the CPU table's gemm_tune->isa() names. */
 const gxd_tune_impl *gxd_tune_default(const gxd_tune *t, gx_op op);
 
 /* The device model and build ids part of every key (borrowed). */

@@ -49,6 +49,15 @@ static const gx_backend_gemm_pack s_gemm_pack = {
     .impl = s_gemm_impl,
 };
 
+static const gx_backend_gemm_tune s_gemm_tune = {
+    .isa = gx_cpu_gemm_isa,
+    .isa_name = gx_cpu_gemm_isa_name,
+    .packed_kernel_isa = gx_cpu_gemm_packed_kernel_isa,
+    .plain_matmul = gx_cpu_matmul_plain_b,
+    .blas_matmul = gx_cpu_matmul_blas,
+    .verify = gx_cpu_gemm_verify,
+};
+
 /* gexec's own MatMul kernels, checked on real products before any job
  * runs: a CPU on which the widest ones compute wrong gets the baseline ones. */
 static int s_open(const gx_backend *b, char *note, size_t len)
@@ -107,6 +116,7 @@ static const gx_backend s_cpu = {
     .fused_casts = true,
     .gemm_pack = &s_gemm_pack,
     .qgemm_pack = &s_qgemm_pack,
+    .gemm_tune = &s_gemm_tune,
     .shares = true,
     .exact_slices = true,
     .host_memory = true,

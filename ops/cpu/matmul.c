@@ -263,3 +263,31 @@ void gx_cpu_GEMM(const gx_kargs *k)
     s_gemm_tab[y->dtype](ta, tb, hi - lo, n, kk, alpha, pa, ta ? m : kk, b->data, tb ? kk : n,
                          cbeta, py + (size_t)(lo * n) * es);
 }
+
+/* ---- the tune registry's MatMul candidates (the CPU table's gemm_tune) ---- */
+
+void gx_cpu_matmul_blas(const gx_kargs *k)
+{
+    const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
+    const int64_t rows = kk > 0 ? a->numel / kk : 0;
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    if (lo >= hi || n == 0)
+        return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), (int)n, (int)kk, 1.0f,
+                (const float *)a->data + lo * kk, (int)kk, b->data, (int)n, 0.0f,
+                (float *)y->data + lo * n, (int)n);
+}
+
+void gx_cpu_matmul_plain_b(const gx_kargs *k)
+{
+    const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
+    const int64_t rows = kk > 0 ? a->numel / kk : 0;
+    int64_t lo, hi;
+    gx_cpu_share(k, rows, 1, &lo, &hi);
+    if (lo < hi)
+        gx_cpu_gemm_rows(hi - lo, n, kk, (const float *)a->data + lo * kk, kk, b->data, n,
+                         (float *)y->data + lo * n, n, false);
+}
