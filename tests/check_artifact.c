@@ -26,6 +26,7 @@
 #include "core/internal.h"
 #include "core/json.h"
 #include "core/wire.h"
+#include "tests/testdev.h"
 #include "tests/testutil.h"
 
 static const gxd_compile_limits s_lim = {.max_nodes = 10000, .max_tensor_bytes = 64ll << 20,
@@ -385,6 +386,99 @@ START_TEST(round_trip_runs_the_same_bytes)
 }
 END_TEST
 
+/* Plans partitioned onto testdev (memory of its own: per-device arenas,
+ * constants copied to it, copy steps) round-trip: the file holds the
+ * arenas' sizes and the host bytes of each device constant, the reader
+ * copies them to the device through its table; the plan read runs to the
+ * compiled plan's bytes in every mode (replica slices included), and
+ * what testdev gave out comes back when the plans go. */
+static const s_case s_dev_cases[] = {
+    {"mlp", s_mlp, true},
+    {"cnn", s_cnn, true},
+    {"dynamic", s_dynamic, false},
+};
+
+START_TEST(device_plans_round_trip)
+{
+    const s_case *c = &s_dev_cases[_i];
+    gxt_team e;
+    gxt_team_start(&e);
+    gx_graph *g = c->make();
+    gx_graph_id id;
+    gx_view in[4];
+    void *data[4];
+    char err[512];
+    s_inputs(g, in, data);
+    const gx_testdev_stats before = gx_testdev_stats_get();
+    gxd_partition_opts o = {.min_nodes = 1, .n_backends = 1, .backends = {gx_testdev()}};
+    gxd_compile_limits lim = s_lim;
+    lim.part = &o;
+    gxd_plan *p = NULL, *q = NULL;
+    ck_assert_msg(gxd_verify(g, &lim, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_compile(g, in, &lim, &p, err, sizeof err) == GX_OK, "%s: %s", c->name, err);
+    ck_assert_msg(gxd_plan_off_host(p), "%s: nothing on testdev", c->name);
+    void *buf = NULL, *buf2 = NULL;
+    size_t len = 0, len2 = 0;
+    ck_assert_msg(gxd_artifact_write(p, g, s_id(g, &id), &buf, &len, err, sizeof err) == GX_OK,
+                  "%s: %s", c->name, err);
+    const uint64_t to_dev = gx_testdev_stats_get().to_device;
+    ck_assert_msg(gxd_artifact_read(buf, len, g, id.hex, &lim, &q, err, sizeof err) == GX_OK,
+                  "%s: %s", c->name, err);
+    ck_assert(gxd_plan_off_host(q));
+    ck_assert_uint_eq(q->n_dev_consts, p->n_dev_consts);
+    ck_assert_uint_eq(gx_testdev_stats_get().to_device - to_dev, q->n_dev_consts);
+    for (size_t d = 0; d < GXD_MAX_DEVICES; d++) {
+        ck_assert_uint_eq(q->dev_arena_bytes[d], p->dev_arena_bytes[d]);
+        ck_assert_uint_eq(q->dev_dag_arena_bytes[d], p->dev_dag_arena_bytes[d]);
+    }
+    for (size_t i = 0; i < p->n_steps; i++) {
+        ck_assert_ptr_eq(q->steps[i].kernel, p->steps[i].kernel);
+        ck_assert_int_eq(q->steps[i].device, p->steps[i].device);
+    }
+    for (size_t i = 0; i < p->n_values; i++)
+        ck_assert_int_eq(q->values[i].mem, p->values[i].mem);
+    ck_assert_msg(gxd_artifact_write(q, g, id.hex, &buf2, &len2, err, sizeof err) == GX_OK, "%s",
+                  err);
+    ck_assert_uint_eq(len2, len);
+    ck_assert(memcmp(buf, buf2, len) == 0);
+    /* in each mode the plan read gives the compiled plan's bytes (not
+     * always the sequential ones: testdev's MatMul is the BLAS, whose
+     * bits follow the rows a share takes) */
+    const gx_view *ins[1] = {in};
+    for (size_t k = 0; k < sizeof s_cfgs / sizeof s_cfgs[0]; k++) {
+        if (s_cfgs[k].dag && !q->dag_ok)
+            continue;
+        s_out ref = {0}, got = {0};
+        s_run(&e, &p, ins, 1, &s_cfgs[k], &ref);
+        s_run(&e, &q, ins, 1, &s_cfgs[k], &got);
+        ck_assert_uint_gt(ref.n, 0);
+        ck_assert_uint_eq(got.n, ref.n);
+        ck_assert_msg(memcmp(got.bytes, ref.bytes, ref.n) == 0, "%s: %s differs", c->name,
+                      s_cfg_names[k]);
+        free(got.bytes);
+        free(ref.bytes);
+    }
+    if (c->replicas) {
+        s_out a = {0}, b = {0};
+        s_run_replicas(&e, p, g, in, &a);
+        s_run_replicas(&e, q, g, in, &b);
+        ck_assert_uint_eq(b.n, a.n);
+        ck_assert_msg(memcmp(b.bytes, a.bytes, a.n) == 0, "%s: replicas differ", c->name);
+        free(a.bytes);
+        free(b.bytes);
+    }
+    free(buf);
+    free(buf2);
+    gxd_plan_destroy(&q);
+    gxd_plan_destroy(&p);
+    ck_assert_uint_eq(gx_testdev_stats_get().live, before.live);
+    for (size_t i = 0; i < g->n_inputs; i++)
+        free(data[i]);
+    gx_graph_destroy(&g);
+    gxt_team_stop(&e);
+}
+END_TEST
+
 /* ---- refused files ------------------------------------------------------------ */
 
 typedef struct s_file {
@@ -517,6 +611,71 @@ START_TEST(resealed_corruption_never_runs_wild)
     ck_assert_int_gt(refused, 0);
     ck_assert_int_gt(n, 100);
     free(b);
+    s_file_free(&f);
+}
+END_TEST
+
+/* A testdev plan's file: truncated, flipped or resealed with a value
+ * moved to another memory, refused; random resealed corruption refused
+ * or read within the checks; nothing testdev gave out is left over. */
+START_TEST(device_files_are_checked)
+{
+    s_file f = {.g = s_mlp()};
+    gx_view in[1];
+    void *data[1];
+    char err[512];
+    s_inputs(f.g, in, data);
+    const gx_testdev_stats before = gx_testdev_stats_get();
+    gxd_partition_opts o = {.min_nodes = 1, .n_backends = 1, .backends = {gx_testdev()}};
+    gxd_compile_limits lim = s_lim;
+    lim.part = &o;
+    gxd_plan *p = NULL;
+    ck_assert_int_eq(gxd_verify(f.g, &lim, err, sizeof err), GX_OK);
+    ck_assert_msg(gxd_compile(f.g, in, &lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_artifact_write(p, f.g, s_id(f.g, &f.id), (void **)&f.buf, &f.len, err,
+                                     sizeof err) == GX_OK,
+                  "%s", err);
+    ck_assert_uint_gt(p->n_dev_consts, 0);
+    gxd_plan_destroy(&p);
+    ck_assert_int_eq(s_read(&f, f.buf, f.len, err, sizeof err), GX_OK);
+    const size_t cuts[] = {GX_ARTIFACT_HEADER - 1, GX_ARTIFACT_HEADER, f.len / 3, f.len - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++)
+        ck_assert_int_eq(s_read(&f, f.buf, cuts[i], err, sizeof err), GX_EFORMAT);
+    unsigned char *b = malloc(f.len);
+    /* each value's memory moved, host <-> testdev (resealed): refused */
+    static const char on_host[] = "\xa3mem\x00", on_dev[] = "\xa3mem\x01";
+    int moved[2] = {0, 0};
+    for (size_t at = GX_ARTIFACT_HEADER; at + 5 <= f.len; at++) {
+        const bool host = memcmp(f.buf + at, on_host, 5) == 0;
+        if (!host && memcmp(f.buf + at, on_dev, 5) != 0)
+            continue;
+        memcpy(b, f.buf, f.len);
+        b[at + 4] = host ? 1 : 0;
+        s_reseal(b, f.len);
+        ck_assert_msg(s_read(&f, b, f.len, err, sizeof err) == GX_EFORMAT, "moved %s at %zu: read",
+                      host ? "to testdev" : "to the host", at);
+        ck_assert_msg(strstr(err, "memory") || strstr(err, "device") || strstr(err, "arena") ||
+                          strstr(err, "constant"),
+                      "%s", err);
+        moved[host]++;
+    }
+    ck_assert_int_gt(moved[0], 0);
+    ck_assert_int_gt(moved[1], 0);
+    /* random flips, resealed */
+    unsigned x = 11;
+    int refused = 0, n = 0;
+    for (size_t at = GX_ARTIFACT_HEADER; at < f.len; at += 1 + (x = x * 1103515245u + 12345u) % 37) {
+        memcpy(b, f.buf, f.len);
+        b[at] ^= (unsigned char)(1u << (x >> 16) % 8);
+        s_reseal(b, f.len);
+        refused += s_read(&f, b, f.len, err, sizeof err) < 0;
+        n++;
+    }
+    ck_assert_int_gt(refused, 0);
+    ck_assert_int_gt(n, 50);
+    ck_assert_uint_eq(gx_testdev_stats_get().live, before.live);
+    free(b);
+    free(data[0]);
     s_file_free(&f);
 }
 END_TEST
@@ -724,11 +883,23 @@ static char *s_stats(const char *endpoint)
  * replicas, whose slices' plans are read back too. */
 static const gx_mode s_modes[] = {GX_MODE_INTER, GX_MODE_REPLICA};
 
+/* _i 0, 1: gexecd (the CPU) in s_modes[_i]; 2, 3: gexecd-testdev with
+ * every step it can take on testdev (memory of its own: the artifacts
+ * hold its arenas and the bytes of its constants). */
 START_TEST(restarted_daemon_serves_from_artifact)
 {
-    char *dir = gxt_tmpdir(), profiles[4200], out[4096];
+    char *dir = gxt_tmpdir(), profiles[4200], out[4096], conf[4200];
     snprintf(profiles, sizeof profiles, "%s/profiles", dir);
-    const char *args[] = {"--profile-dir", profiles, NULL};
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    const bool dev = _i >= 2;
+    FILE *cf = fopen(conf, "w");
+    ck_assert_ptr_nonnull(cf);
+    if (dev)
+        fputs("partition:\n  prefer: [testdev, cpu]\n  min_nodes: 1\n  cost_check: false\n", cf);
+    fclose(cf);
+    const char *args[] = {"-c", conf, "--profile-dir", profiles, NULL};
+    if (dev)
+        setenv("GEXECD", GX_TEST_BUILDDIR "/tests/gexecd-testdev", 1);
     gx_graph *g = s_cnn();
     gx_tensor *x = gx_tensor_new(GX_F32, 4, (const int64_t[]){4, 3, 16, 16});
     for (int64_t i = 0; i < gx_tensor_numel(x); i++)
@@ -739,11 +910,12 @@ START_TEST(restarted_daemon_serves_from_artifact)
     /* first daemon: compiles, writes the artifact */
     gxt_daemon d;
     gxt_daemon_start(&d, args);
-    char *y0 = s_daemon_run(d.endpoint, g, x, s_modes[_i], &n0, &us0, &ex0);
+    char *y0 = s_daemon_run(d.endpoint, g, x, s_modes[_i % 2], &n0, &us0, &ex0);
+    ck_assert_msg(!strstr(ex0, "\"testdev\"") == !dev, "%.300s", ex0);
     /* one file for the plan, and (replicas) one per slice size: "<key>-<rows>" */
     ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s/artifacts | grep -c '\\.gxa$'", dir), 0);
     const int files = atoi(out);
-    ck_assert_int_eq(files > 1, s_modes[_i] == GX_MODE_REPLICA);
+    ck_assert_int_eq(files > 1, s_modes[_i % 2] == GX_MODE_REPLICA);
     char want[64];
     snprintf(want, sizeof want, "\"writes\":%d,", files);
     char *st = s_stats(d.endpoint);
@@ -754,7 +926,7 @@ START_TEST(restarted_daemon_serves_from_artifact)
     ck_assert_ptr_nonnull(strstr(ex0, "\"source\":\"compiled\""));
     /* a new daemon on the same directory: no compile, the same bytes */
     gxt_daemon_start(&d, args);
-    char *y1 = s_daemon_run(d.endpoint, g, x, s_modes[_i], &n1, &us1, &ex1);
+    char *y1 = s_daemon_run(d.endpoint, g, x, s_modes[_i % 2], &n1, &us1, &ex1);
     st = s_stats(d.endpoint);
     snprintf(want, sizeof want, "\"hits\":%d,", files);
     ck_assert_msg(strstr(st, want) && strstr(st, "\"plans_compiled\":0"), "%s", st);
@@ -772,7 +944,7 @@ START_TEST(restarted_daemon_serves_from_artifact)
                             dir),
                      0);
     gxt_daemon_start(&d, args);
-    char *y2 = s_daemon_run(d.endpoint, g, x, s_modes[_i], &n2, &us2, &ex2);
+    char *y2 = s_daemon_run(d.endpoint, g, x, s_modes[_i % 2], &n2, &us2, &ex2);
     st = s_stats(d.endpoint);
     ck_assert_msg(strstr(st, "\"rejected\":1") && strstr(st, "\"writes\":1"), "%s", st);
     free(st);
@@ -780,6 +952,7 @@ START_TEST(restarted_daemon_serves_from_artifact)
     ck_assert_int_gt(us2, 0);
     ck_assert(n2 == n0 && memcmp(y2, y0, n0) == 0);
     free(y0), free(y1), free(y2), free(ex0), free(ex1), free(ex2);
+    unsetenv("GEXECD");
     gx_tensor_destroy(&x);
     gx_graph_destroy(&g);
     gxt_rmtree(dir);
@@ -967,7 +1140,10 @@ Suite *artifact_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, round_trip_runs_the_same_bytes, 0,
                         (int)(sizeof s_cases / sizeof s_cases[0]));
+    tcase_add_loop_test(tc, device_plans_round_trip, 0,
+                        (int)(sizeof s_dev_cases / sizeof s_dev_cases[0]));
     tcase_add_test(tc, bad_files_are_refused);
+    tcase_add_test(tc, device_files_are_checked);
     tcase_add_test(tc, resealed_corruption_never_runs_wild);
     tcase_add_test(tc, kernel_names_round_trip);
     tcase_add_test(tc, slice_plans_share_the_whole_plans_constants);
@@ -976,9 +1152,10 @@ Suite *artifact_suite(void)
     TCase *e2e = tcase_create("e2e");
     tcase_set_timeout(e2e, 120);
     tcase_add_loop_test(e2e, restarted_daemon_serves_from_artifact, 0,
-                        (int)(sizeof s_modes / sizeof s_modes[0]));
+                        2 * (int)(sizeof s_modes / sizeof s_modes[0]));
     tcase_add_test(e2e, compile_request_answers_the_artifact);
     tcase_add_test(e2e, keyed_values_have_their_own_files);
     suite_add_tcase(s, e2e);
     return s;
 }
+

@@ -189,6 +189,28 @@ static gx_kernel_fn s_kernel(gx_op op)
     return (unsigned)op < GX_OP_COUNT ? s_kernels[op] : NULL;
 }
 
+/* Stable names, "testdev.<Op>@1", so plans on testdev go to artifacts. */
+static const char *s_kernel_name(gx_kernel_fn fn)
+{
+    static const char *const names[GX_OP_COUNT] = {
+#define S_NAME(e, name) [GX_OP_##e] = "testdev." name "@1",
+        GX_KERNEL_OP_LIST(S_NAME)
+#undef S_NAME
+    };
+    for (int op = 0; fn && op < GX_OP_COUNT; op++)
+        if (s_kernels[op] == fn)
+            return names[op];
+    return NULL;
+}
+
+static gx_kernel_fn s_kernel_by_name(const char *name)
+{
+    for (int op = 0; op < GX_OP_COUNT; op++)
+        if (s_kernels[op] && !strcmp(s_kernel_name(s_kernels[op]), name))
+            return s_kernels[op];
+    return NULL;
+}
+
 /* A fused group (only while testdev claims like a backend with a fused
  * slot, GEXEC_TESTDEV_RULES=cuda): the CPU's fused kernel over testdev
  * memory, its ops on the CPU's kernels. */
@@ -383,6 +405,8 @@ static gx_backend s_testdev = {
     .name = "testdev",
     .rules = NULL, /* every op the schemas accept, as the CPU */
     .kernel = s_kernel,
+    .kernel_name = s_kernel_name,
+    .kernel_by_name = s_kernel_by_name,
     .shares = true,
     .exact_slices = true,
     .host_memory = false,

@@ -79,6 +79,8 @@ static const s_field s_plan_fields[] = {
     S_F(gxd_plan, rewrite_why, S_CHARS),
     S_F(gxd_plan, fuse_why, S_CHARS),
     S_F(gxd_plan, prepared_bytes, S_SIZE),
+    S_F(gxd_plan, dev_arena_bytes, S_SIZES),
+    S_F(gxd_plan, dev_dag_arena_bytes, S_SIZES),
 };
 
 /* A value's scalars; its name, shape, dag_offset and data by hand. */
@@ -95,6 +97,7 @@ static const s_field s_value_fields[] = {
     S_F(gxd_value, buffer, S_INT),
     S_F(gxd_value, offset, S_SIZE),
     S_F(gxd_value, is_view, S_BOOL),
+    S_F(gxd_value, mem, S_INT),
 };
 
 /* A step's scalars; its node, in, out, succ, kernel, attributes and fused
@@ -133,6 +136,14 @@ static const s_field s_prepared_fields[] = {
     S_F(gxd_prepared, layout, S_LAYOUT), S_F(gxd_prepared, value, S_INT),
     S_F(gxd_prepared, source, S_INT),  S_F(gxd_prepared, bytes, S_SIZE),
     S_F(gxd_prepared, what, S_CHARS),
+};
+
+/* A constant in a device's memory: its value (data nil in the file) gets
+ * the host bytes of source, copied to the device when the plan is read. */
+static const s_field s_dev_const_fields[] = {
+    S_F(gxd_dev_const, device, S_INT),
+    S_F(gxd_dev_const, value, S_INT),
+    S_F(gxd_dev_const, source, S_INT),
 };
 
 /* An implementation choice; node by hand (sig is not saved: the
@@ -182,6 +193,7 @@ static void s_build_init(void)
     h = s_fields_hash(h, s_plan_fields, S_N(s_plan_fields));
     h = s_fields_hash(h, s_value_fields, S_N(s_value_fields));
     h = s_fields_hash(h, s_step_fields, S_N(s_step_fields));
+    h = s_fields_hash(h, s_dev_const_fields, S_N(s_dev_const_fields));
     for (int d = 0; d < GX_DTYPE_COUNT; d++)
         h = s_fnv_str(h, gx_dtype_name((gx_dtype)d));
     for (int l = 0; l < GX_LAYOUT_COUNT; l++)
@@ -469,9 +481,11 @@ static void s_pack_value(s_w *w, size_t i)
     gx_mp_pack_str(pk, "dag_offset");
     msgpack_pack_uint64(pk, w->p->dag_offset ? w->p->dag_offset[i] : 0);
     /* data: none; the graph's constant of that name, read in place (a
-     * string); or the bytes the kernels read (folded, packed, keyed) */
+     * string); or the bytes the kernels read (folded, packed, keyed). A
+     * constant in a device's memory has none: its source's bytes are
+     * copied there when the plan is read (dev_consts). */
     gx_mp_pack_str(pk, "data");
-    const bool has = v->view.data && (v->kind == GXD_VALUE_CONST || v->keyed);
+    const bool has = v->view.data && v->mem == 0 && (v->kind == GXD_VALUE_CONST || v->keyed);
     const gx_const *c = has ? s_graph_const(w->g, v) : NULL;
     if (!has) {
         msgpack_pack_nil(pk);
@@ -491,9 +505,6 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
     if (p->needs_keys)
         return gx_errf(err, errlen, GX_EUNSUPPORTED,
                        "the plan was compiled without the values of its keyed inputs");
-    if (gxd_plan_off_host(p))
-        return gx_errf(err, errlen, GX_EUNSUPPORTED,
-                       "the plan runs steps on a device with memory of its own (not yet stored)");
     for (size_t i = 0; i < p->n_values; i++) {
         const gxd_value *v = &p->values[i];
         /* a string's handles are addresses: only the graph's own constants
@@ -508,7 +519,7 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
     msgpack_packer_init(&w.pk, &w.sb, msgpack_sbuffer_write);
     msgpack_packer *pk = &w.pk;
     int rc = GX_OK;
-    msgpack_pack_map(pk, 10);
+    msgpack_pack_map(pk, 11);
     gx_mp_pack_str(pk, "graph");
     gx_mp_pack_str(pk, graph_id);
     gx_mp_pack_str(pk, "devices");
@@ -556,6 +567,12 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
         s_pack_fields(pk, &p->impls[i], s_impl_fields, S_N(s_impl_fields));
         gx_mp_pack_str(pk, "node");
         s_pack_str_or_nil(pk, p->impls[i].node);
+    }
+    gx_mp_pack_str(pk, "dev_consts");
+    msgpack_pack_array(pk, (uint32_t)p->n_dev_consts);
+    for (size_t i = 0; i < p->n_dev_consts; i++) {
+        msgpack_pack_map(pk, (uint32_t)S_N(s_dev_const_fields));
+        s_pack_fields(pk, &p->dev_consts[i], s_dev_const_fields, S_N(s_dev_const_fields));
     }
     unsigned char *out = NULL;
     if (rc == GX_OK && !(out = malloc(GX_ARTIFACT_HEADER + w.sb.size)))
@@ -1043,8 +1060,13 @@ static int s_step(s_r *r, const msgpack_object *o, size_t i)
     if (s->n_formal < 0 || s->n_formal > s->n_in || s->n_out < 1)
         return S_BAD(r, "%d formal inputs of %d, %d outputs", s->n_formal, s->n_in, s->n_out);
     if (control ? s->kernel || s->fused || !s->node || s_node_index(r->g, s->node) < 0
-                : !s->kernel && !s->folded)
-        return S_BAD(r, "%s step %s a kernel", gx_op_name(s->op), control ? "with" : "without");
+                : !s->kernel == !s->copy && !s->folded)
+        return S_BAD(r, "%s step %s a kernel", gx_op_name(s->op),
+                     control || s->copy ? "with" : "without");
+    /* a copy step moves its output's bytes out of its input (exec.c) */
+    if (s->copy && (s->n_in != 1 || s->n_out != 1 || s->in[0] < 0 ||
+                    p->values[s->in[0]].nbytes < p->values[s->out[0]].nbytes))
+        return S_BAD(r, "a copy step of %d inputs and %d outputs", s->n_in, s->n_out);
     if (s->scratch < -1 || s->scratch >= nv ||
         (s->scratch >= 0 && (p->values[s->scratch].kind != GXD_VALUE_TEMP ||
                              p->values[s->scratch].nbytes < s->scratch_bytes)))
@@ -1136,15 +1158,27 @@ static int s_value(s_r *r, const msgpack_object *o, size_t i)
     if (v->def < -1 || v->def >= (int)p->n_steps || v->last_use < -1 ||
         v->last_use > (int)p->n_steps || v->buffer < -1 || v->buffer >= (int)p->n_buffers + 1)
         return S_BAD(r, "def %d, last use %d, buffer %d", v->def, v->last_use, v->buffer);
+    /* the memory that holds it: the host's, or a device's of its own
+     * (inputs are on the host; constants there come from dev_consts) */
+    if (v->mem < 0 || (size_t)v->mem >= p->n_devices ||
+        (v->mem > 0 && (p->devices[v->mem]->host_memory || v->kind == GXD_VALUE_INPUT ||
+                        v->keyed)))
+        return S_BAD(r, "a %s value in the memory of device %d", s_kind_names[v->kind], v->mem);
     if (v->kind == GXD_VALUE_INPUT || v->kind == GXD_VALUE_TEMP) {
-        if (v->offset > p->arena_bytes || v->nbytes > p->arena_bytes - v->offset ||
-            (p->dag_ok && (p->dag_offset[i] > p->dag_arena_bytes ||
-                           v->nbytes > p->dag_arena_bytes - p->dag_offset[i])))
+        const size_t ab = v->mem ? p->dev_arena_bytes[v->mem] : p->arena_bytes,
+                     db = v->mem ? p->dev_dag_arena_bytes[v->mem] : p->dag_arena_bytes;
+        if (v->offset > ab || v->nbytes > ab - v->offset ||
+            (p->dag_ok && (p->dag_offset[i] > db || v->nbytes > db - p->dag_offset[i])))
             return S_BAD(r, "%zu bytes at %zu (DAG: %zu) outside the arena of %zu (DAG: %zu)",
-                         v->nbytes, v->offset, p->dag_offset[i], p->arena_bytes,
-                         p->dag_arena_bytes);
+                         v->nbytes, v->offset, p->dag_offset[i], ab, db);
         if (v->offset % GX_ALIGN || (p->dag_ok && p->dag_offset[i] % GX_ALIGN))
             return S_BAD(r, "offset %zu is not aligned", v->offset);
+    }
+    if (v->mem > 0) {
+        const msgpack_object *d = gx_mp_find(o, "data");
+        if (d && d->type != MSGPACK_OBJECT_NIL)
+            return S_BAD(r, "data for a value in a device's memory");
+        return GX_OK; /* a constant's: dev_consts */
     }
     if ((rc = s_value_data(r, gx_mp_find(o, "data"), v)) < 0)
         return rc;
@@ -1176,6 +1210,43 @@ static int s_check_view(s_r *r, size_t i)
     return GX_OK;
 }
 
+/* A kernel step reads and writes only the memory of its device (the
+ * host's for a device with host memory): a device kernel never gets a
+ * host pointer, nor a host kernel a device's. Copy steps cross. */
+static int s_check_step_mem(s_r *r, size_t i)
+{
+    const gxd_plan *p = r->p;
+    const gxd_step *s = &p->steps[i];
+    if (s->copy || s->folded)
+        return GX_OK;
+    const int mem = p->devices[s->device]->host_memory ? 0 : s->device;
+    for (int k = 0; k < s->n_in + s->n_out; k++) {
+        const int v = k < s->n_in ? s->in[k] : s->out[k - s->n_in];
+        if (v >= 0 && p->values[v].mem != mem)
+            return S_BAD(r, "step %zu on device %d reads or writes value %d of memory %d", i,
+                         s->device, v, p->values[v].mem);
+    }
+    if (s->scratch >= 0 && p->values[s->scratch].mem != mem)
+        return S_BAD(r, "step %zu on device %d has scratch in memory %d", i, s->device,
+                     p->values[s->scratch].mem);
+    return GX_OK;
+}
+
+/* Is a plan value called vname graph output gname: that name, or its
+ * copy to the host from a device ("y@cpu": partition.c)? */
+static bool s_is_output(const gxd_plan *p, const char *vname, const char *gname)
+{
+    const size_t n = strlen(gname);
+    if (strncmp(vname, gname, n))
+        return false;
+    if (!vname[n])
+        return true;
+    for (size_t d = 0; vname[n] == '@' && d < p->n_devices; d++)
+        if (!strcmp(vname + n + 1, p->devices[d]->name))
+            return true;
+    return false;
+}
+
 static int s_check_plan(s_r *r)
 {
     gxd_plan *p = r->p;
@@ -1189,9 +1260,13 @@ static int s_check_plan(s_r *r)
             return s_bad(r, GX_ENOTFOUND, "input %zu is not the graph's '%s'", i,
                          r->g->inputs[i].name);
     for (size_t i = 0; i < p->n_outputs; i++)
-        if (strcmp(p->values[p->outputs[i]].name, r->g->outputs[i].name))
+        if (!s_is_output(p, p->values[p->outputs[i]].name, r->g->outputs[i].name))
             return s_bad(r, GX_ENOTFOUND, "output %zu is not the graph's '%s'", i,
                          r->g->outputs[i].name);
+    for (size_t i = 0; i < p->n_outputs; i++) /* the caller reads them */
+        if (p->values[p->outputs[i]].mem != 0)
+            return S_BAD(r, "output %zu is in the memory of device %d", i,
+                         p->values[p->outputs[i]].mem);
     int *preds = calloc(p->n_steps + 1, sizeof *preds);
     if (!preds)
         return gx_errf(r->err, r->errlen, GX_ENOMEM, "artifact: out of memory");
@@ -1208,6 +1283,8 @@ static int s_check_plan(s_r *r)
         return S_BAD(r, "width %d for %zu steps", p->width, p->n_steps);
     for (size_t i = 0; i < p->n_values && rc == GX_OK; i++)
         rc = s_check_view(r, i);
+    for (size_t i = 0; i < p->n_steps && rc == GX_OK; i++)
+        rc = s_check_step_mem(r, i);
     for (size_t i = 0; i < p->n_prepared && rc == GX_OK; i++)
         if (p->prepared[i].value < 0 || (size_t)p->prepared[i].value >= p->n_values ||
             p->prepared[i].source < 0 || (size_t)p->prepared[i].source >= p->n_values)
@@ -1216,6 +1293,57 @@ static int s_check_plan(s_r *r)
     for (size_t i = 0; i < p->n_parts && rc == GX_OK; i++)
         if (p->parts[i].device < 0 || (size_t)p->parts[i].device >= p->n_devices)
             rc = S_BAD(r, "parts[%zu] on device %d", i, p->parts[i].device);
+    return rc;
+}
+
+/* The constants in devices' memory: each a constant value of that device
+ * (every such value exactly once) and the host constant of the same size
+ * and dtype whose bytes it holds, copied to the device through its table.
+ * After the values; p->n_dev_consts counts those the device gave memory
+ * (gxd_plan_destroy frees them). */
+static int s_dev_consts(s_r *r, const msgpack_object *arr)
+{
+    gxd_plan *p = r->p;
+    const uint32_t n = arr->via.array.size;
+    if (!(p->dev_consts = calloc(n + 1, sizeof *p->dev_consts)))
+        return gx_errf(r->err, r->errlen, GX_ENOMEM, "artifact: out of memory");
+    int rc = GX_OK;
+    for (uint32_t i = 0; i < n && rc == GX_OK; i++) {
+        gxd_dev_const c;
+        snprintf(r->where, sizeof r->where, "dev_consts[%u]", i);
+        if ((rc = s_unpack_fields(r, &arr->via.array.ptr[i], &c, s_dev_const_fields,
+                                  S_N(s_dev_const_fields))) < 0)
+            break;
+        if (c.value < 0 || (size_t)c.value >= p->n_values || c.source < 0 ||
+            (size_t)c.source >= p->n_values) {
+            rc = S_BAD(r, "values %d and %d", c.value, c.source);
+            break;
+        }
+        gxd_value *v = &p->values[c.value];
+        const gxd_value *src = &p->values[c.source];
+        if (v->kind != GXD_VALUE_CONST || v->mem <= 0 || v->mem != c.device || v->view.data ||
+            src->kind != GXD_VALUE_CONST || src->mem != 0 || !src->view.data ||
+            src->nbytes != v->nbytes || src->view.dtype != v->view.dtype) {
+            rc = S_BAD(r, "value %d is not a new constant of device %d holding host constant %d",
+                       c.value, c.device, c.source);
+            break;
+        }
+        const gx_backend *b = p->devices[c.device];
+        if (!(v->view.data = b->alloc(b, v->nbytes))) {
+            rc = gx_errf(r->err, r->errlen, GX_ENOMEM, "%s has no room for constant '%s' (%zu bytes)",
+                         b->name, v->name, v->nbytes);
+            break;
+        }
+        p->dev_consts[p->n_dev_consts++] = c;
+        if ((rc = b->copy(b, GX_COPY_TO_DEVICE, v->view.data, src->view.data, v->nbytes, NULL)) < 0)
+            rc = gx_errf(r->err, r->errlen, rc, "%s: cannot copy constant '%s' to it", b->name,
+                         v->name);
+    }
+    for (size_t i = 0; i < p->n_values && rc == GX_OK; i++)
+        if (p->values[i].mem > 0 && p->values[i].kind == GXD_VALUE_CONST &&
+            !p->values[i].view.data && p->values[i].view.numel > 0)
+            rc = S_BAD(r, "value %zu is a constant of device %d without its source", i,
+                       p->values[i].mem);
     return rc;
 }
 
@@ -1274,8 +1402,9 @@ static int s_body(s_r *r, const msgpack_object *body, const char *graph_id)
         return s_bad(r, GX_ENOTFOUND, "for graph %.12s, not %.12s", id, graph_id);
     const msgpack_object *dev = s_array(r, body, "devices", GXD_MAX_DEVICES),
                          *values = s_array(r, body, "values", INT_MAX / 2),
-                         *steps = s_array(r, body, "steps", INT_MAX / 2);
-    if (!dev || !values || !steps)
+                         *steps = s_array(r, body, "steps", INT_MAX / 2),
+                         *dconsts = s_array(r, body, "dev_consts", INT_MAX / 2);
+    if (!dev || !values || !steps || !dconsts)
         return GX_EFORMAT;
     if (!dev->via.array.size)
         return S_BAD(r, "a plan on no device");
@@ -1327,6 +1456,8 @@ static int s_body(s_r *r, const msgpack_object *body, const char *graph_id)
     for (size_t i = 0; i < p->n_steps; i++)
         if ((rc = s_step(r, &steps->via.array.ptr[i], i)) < 0)
             return rc;
+    if ((rc = s_dev_consts(r, dconsts)) < 0)
+        return rc;
     return s_check_plan(r);
 }
 
