@@ -1174,6 +1174,20 @@ static void s_a_header(const gx_json *j, const gx_json *b)
                ? ""
                : gx_json_str(gx_json_get(p, "dag_why"), "?"),
            gx_json_num(gx_json_get(p, "width"), 0));
+    /* devices with memory of their own: their arenas, and the constants
+     * the reader copies there from the host's (dev_consts) */
+    const gx_json *da = gx_json_get(p, "dev_arena_bytes"), *dd = gx_json_get(p, "dev_dag_arena_bytes"),
+                  *dc = gx_json_get(b, "dev_consts");
+    for (size_t d = 1; d < gx_json_len(da) && d < gx_json_len(dev); d++) {
+        size_t nc = 0;
+        for (size_t i = 0; i < gx_json_len(dc); i++)
+            nc += gx_json_num(gx_json_get(gx_json_at(dc, i), "device"), -1) == (double)d;
+        if (gx_json_num(gx_json_at(da, d), 0) > 0 || nc)
+            printf("%s: arena %s, out-of-order arena %s, %zu constants copied there at load\n",
+                   gx_json_str(gx_json_at(dev, d), "?"),
+                   s_bytes(gx_json_num(gx_json_at(da, d), 0), b1, sizeof b1),
+                   s_bytes(gx_json_num(gx_json_at(dd, d), 0), b2, sizeof b2), nc);
+    }
     double batch = gx_json_num(gx_json_get(p, "batch"), 0);
     if (batch > 0)
         printf("batch of %.0f, split across replicas; ", batch);

@@ -674,6 +674,19 @@ START_TEST(device_files_are_checked)
     ck_assert_int_gt(refused, 0);
     ck_assert_int_gt(n, 50);
     ck_assert_uint_eq(gx_testdev_stats_get().live, before.live);
+    /* explain --artifact shows testdev's arenas and constants */
+    static char out[1 << 16];
+    char *dir = gxt_tmpdir(), path[4200];
+    snprintf(path, sizeof path, "%s/plan.gxa", dir);
+    FILE *fp = fopen(path, "wb");
+    ck_assert(fp && fwrite(f.buf, 1, f.len, fp) == f.len && fclose(fp) == 0);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "%s/libclient/gexec-submit explain --artifact %s 2>&1",
+                            GX_TEST_BUILDDIR, path),
+                     0);
+    ck_assert_msg(strstr(out, "testdev: arena ") && strstr(out, ", 4 constants copied there"),
+                  "%s", out);
+    gxt_rmtree(dir);
+    free(dir);
     free(b);
     free(data[0]);
     s_file_free(&f);
