@@ -16,6 +16,7 @@
 
 #include "daemon/compile/artifact.h"
 #include "daemon/exec/exec.h"
+#include "daemon/profile.h"
 #include "daemon/team.h"
 #include "ops/cpu/names.h"
 #include "ops/gemm.h"
@@ -693,6 +694,55 @@ START_TEST(device_files_are_checked)
 }
 END_TEST
 
+/* A plan read from an artifact keeps no layout problem: when its layout
+ * pass had a choice (layout_open, kept in the file), the re-planner's
+ * question says "stale" once there is a profile, and the compile from the
+ * graph with that profile is not stale again; a plan whose layouts were
+ * not free (the MLP) never is. */
+START_TEST(artifact_plans_are_replanned_from_the_graph)
+{
+    for (int k = 0; k < 2; k++) {
+        gx_graph *g = k ? s_mlp() : s_cnn();
+        gx_graph_id id;
+        gx_view in[1];
+        void *data[1];
+        char err[512], why[512];
+        s_inputs(g, in, data);
+        gxd_plan *p = NULL, *q = NULL, *np = NULL;
+        ck_assert_int_eq(gxd_verify(g, &s_lim, err, sizeof err), GX_OK);
+        ck_assert_msg(gxd_compile(g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+        ck_assert(p->layout_open == !k);
+        void *buf = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(gxd_artifact_write(p, g, s_id(g, &id), &buf, &len, err, sizeof err),
+                         GX_OK);
+        ck_assert_int_eq(gxd_artifact_read(buf, len, g, id.hex, &s_lim, &q, err, sizeof err),
+                         GX_OK);
+        ck_assert(q->layout_open == p->layout_open);
+        gxd_profile *prof = gxd_profile_new("00");
+        prof->jobs = 10;
+        for (size_t i = 0; i < g->n_nodes; i++)
+            ck_assert_int_eq(gxd_profile_add(prof, g->nodes[i]->name, 10, 10000), GX_OK);
+        gxd_profile_finish(prof);
+        ck_assert(!gxd_plan_layout_stale(q, NULL, why, sizeof why)); /* no profile yet */
+        ck_assert(gxd_plan_layout_stale(q, prof, why, sizeof why) == !k);
+        if (!k)
+            ck_assert_msg(strstr(why, "read from an artifact"), "%s", why);
+        gxd_compile_limits lim = s_lim;
+        lim.profile = prof;
+        ck_assert_msg(gxd_compile(g, in, &lim, &np, err, sizeof err) == GX_OK, "%s", err);
+        ck_assert(!gxd_plan_layout_stale(np, prof, why, sizeof why));
+        gxd_plan_destroy(&np);
+        gxd_plan_destroy(&q);
+        gxd_plan_destroy(&p);
+        gxd_profile_destroy(&prof);
+        free(buf);
+        free(data[0]);
+        gx_graph_destroy(&g);
+    }
+}
+END_TEST
+
 /* A slice's plan written and read back for its whole plan runs to the
  * same bytes and reads the whole plan's prepared constants in place (as a
  * compiled slice does), where a plain read holds copies. */
@@ -974,6 +1024,71 @@ START_TEST(restarted_daemon_serves_from_artifact)
 END_TEST
 
 /* The whole file at path (malloc'ed, *n bytes), or NULL. */
+/* A restarted gexecd serves a layout-free plan from its artifact, then its
+ * re-planner (every 10 ms, after one job) compiles it from the graph with
+ * the profile, swaps it in and writes its artifact again, which the next
+ * restart serves. Jobs run until explain says so (no timing assumed). */
+START_TEST(restarted_daemon_replans_artifact_plans)
+{
+    char *dir = gxt_tmpdir(), conf[4200], out[256];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    FILE *cf = fopen(conf, "w");
+    ck_assert_ptr_nonnull(cf);
+    fprintf(cf, "profile:\n  dir: \"%s/profiles\"\n"
+                "compiler:\n  replan: true\n  replan_ms: 10\n  replan_min_jobs: 1\n",
+            dir);
+    fclose(cf);
+    const char *args[] = {"-c", conf, NULL};
+    gx_graph *g = s_cnn();
+    gx_tensor *x = gx_tensor_new(GX_F32, 4, (const int64_t[]){4, 3, 16, 16});
+    for (int64_t i = 0; i < gx_tensor_numel(x); i++)
+        ((float *)gx_tensor_data(x))[i] = s_randf();
+    size_t n;
+    int64_t us;
+    char *ex, *y;
+    gxt_daemon d;
+    gxt_daemon_start(&d, args);
+    y = s_daemon_run(d.endpoint, g, x, GX_MODE_INTER, &n, &us, &ex);
+    free(y), free(ex);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    /* restarted: from the artifact, then re-planned from the graph */
+    gxt_daemon_start(&d, args);
+    y = s_daemon_run(d.endpoint, g, x, GX_MODE_INTER, &n, &us, &ex);
+    ck_assert_int_eq(us, 0);
+    ck_assert_msg(strstr(ex, "\"source\":\"from artifact\""), "%.300s", ex);
+    bool compiled = false;
+    for (int i = 0; i < 100000 && !compiled; i++) {
+        free(y), free(ex);
+        y = s_daemon_run(d.endpoint, g, x, GX_MODE_INTER, &n, &us, &ex);
+        compiled = strstr(ex, "\"source\":\"compiled\"") != NULL;
+    }
+    ck_assert(compiled);
+    ck_assert_int_eq(us, 0); /* the job did not compile: the re-planner did */
+    free(y), free(ex);
+    bool written = false; /* the re-planner writes after the swap */
+    for (int i = 0; i < 100000 && !written; i++) {
+        char *st = s_stats(d.endpoint);
+        written = strstr(st, "\"writes\":1,") != NULL;
+        free(st);
+    }
+    ck_assert(written);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s/artifacts | grep -c '\\.gxa$'", dir), 0);
+    ck_assert_int_eq(atoi(out), 1); /* replaced, not added */
+    /* the next restart serves the re-planned plan's file */
+    gxt_daemon_start(&d, args);
+    y = s_daemon_run(d.endpoint, g, x, GX_MODE_INTER, &n, &us, &ex);
+    ck_assert_int_eq(us, 0);
+    ck_assert_msg(strstr(ex, "\"source\":\"from artifact\""), "%.300s", ex);
+    free(y), free(ex);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 static unsigned char *s_slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -1157,6 +1272,7 @@ Suite *artifact_suite(void)
                         (int)(sizeof s_dev_cases / sizeof s_dev_cases[0]));
     tcase_add_test(tc, bad_files_are_refused);
     tcase_add_test(tc, device_files_are_checked);
+    tcase_add_test(tc, artifact_plans_are_replanned_from_the_graph);
     tcase_add_test(tc, resealed_corruption_never_runs_wild);
     tcase_add_test(tc, kernel_names_round_trip);
     tcase_add_test(tc, slice_plans_share_the_whole_plans_constants);
@@ -1167,6 +1283,7 @@ Suite *artifact_suite(void)
     tcase_add_loop_test(e2e, restarted_daemon_serves_from_artifact, 0,
                         2 * (int)(sizeof s_modes / sizeof s_modes[0]));
     tcase_add_test(e2e, compile_request_answers_the_artifact);
+    tcase_add_test(e2e, restarted_daemon_replans_artifact_plans);
     tcase_add_test(e2e, keyed_values_have_their_own_files);
     suite_add_tcase(s, e2e);
     return s;

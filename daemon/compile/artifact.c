@@ -81,6 +81,7 @@ static const s_field s_plan_fields[] = {
     S_F(gxd_plan, prepared_bytes, S_SIZE),
     S_F(gxd_plan, dev_arena_bytes, S_SIZES),
     S_F(gxd_plan, dev_dag_arena_bytes, S_SIZES),
+    S_F(gxd_plan, layout_open, S_BOOL),
 };
 
 /* A value's scalars; its name, shape, dag_offset and data by hand. */

@@ -305,6 +305,10 @@ typedef struct gxd_plan {
     /* layout pass: the problem it solved and what it chose
      * (daemon/compile/layout.h), for explain and gxd_plan_layout_stale */
     struct gxd_layout_rec *layout;
+    /* layout pass: it had a free choice and made it (the plan's layouts
+     * follow the profile); kept in artifacts, where the record is not, so
+     * that the re-planner knows a plan read from one may change */
+    bool layout_open;
     /* prepare pass: constants computed once for the kernel that reads them
      * (packed weights), in step order; prepared_bytes their total */
     struct gxd_prepared *prepared;
@@ -558,7 +562,10 @@ int gxd_plan_slice_stored(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
  * per job plus 1 us? If so, why says which op's layout changes and the
  * costs ("'conv1': nchw16c (31.2 us per job) over nhwc (40.1 us per job);
  * ..."). Cheap: solves the plan's recorded problem again, compiles
- * nothing. */
+ * nothing. A plan read from an artifact has no recorded problem: when
+ * its layout pass had a choice (layout_open), it is stale once there is
+ * a profile, so the re-planner compiles it from the graph (and writes
+ * the new plan's artifact). */
 bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, char *why,
                            size_t len);
 

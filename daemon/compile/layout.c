@@ -836,6 +836,7 @@ int gxd_pass_layout(gxd_cstate *st)
         goto out;
     }
     rc = s_apply(&b, choice);
+    p->layout_open = rc >= 0 && b.top;
 out:
     free(choice);
     s_build_free(&b);
@@ -850,6 +851,14 @@ bool gxd_plan_layout_stale(const gxd_plan *p, const struct gxd_profile *prof, ch
     if (len)
         why[0] = '\0';
     const gxd_layout_rec *r = p->layout;
+    if (!r && p->from_artifact && p->layout_open && prof) {
+        /* the file keeps the choices, not the problem: only a compile
+         * from the graph with the profile can say (and its plan replaces
+         * this one, and the file, atomically) */
+        snprintf(why, len, "read from an artifact, which keeps no layout problem: compiled "
+                           "from the graph with the profile");
+        return true;
+    }
     if (!r || !r->n_ops || r->why[0] || !prof)
         return false; /* nothing was free to choose */
     const size_t n = r->n_ops, L = GX_LAYOUT_COUNT;

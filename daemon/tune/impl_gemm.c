@@ -18,6 +18,7 @@
 #include "daemon/tune/tune_internal.h"
 #include "core/internal.h"
 #include "ops/backend.h"
+#include "ops/cpu/cpu.h" /* gx_bcast_strides */
 #include "ops/schema.h"
 
 /* ---- signatures ---- */
