@@ -43,6 +43,8 @@ typedef enum s_type {
 
 /* Validates one string value; writes "'v' is not ..." to why on failure. */
 typedef int (*s_check_fn)(const char *v, char *why, size_t whylen);
+/* Validates a list as a whole (its entries passed check). */
+typedef int (*s_check_list_fn)(const char *const *items, size_t n, char *why, size_t whylen);
 
 typedef struct s_key {
     const char *name; /* dotted: "queue.max_jobs" */
@@ -52,6 +54,7 @@ typedef struct s_key {
     int64_t min, max; /* S_INT, S_SIZE: inclusive range; S_STRLIST: max entries,
                        * at most GXD_MAX_ENDPOINTS (the arrays in this file) */
     s_check_fn check; /* S_STRING, S_STRLIST: may be NULL */
+    s_check_list_fn check_list; /* S_STRLIST: the whole list; may be NULL */
     unsigned flags;
     const char *def;  /* default, parsed like any other value */
     const char *doc;  /* one line, printed by gxd_config_dump */
@@ -61,6 +64,7 @@ static int s_check_endpoint(const char *v, char *why, size_t whylen);
 static int s_check_tcp(const char *v, char *why, size_t whylen);
 static int s_check_cpus(const char *v, char *why, size_t whylen);
 static int s_check_gpus(const char *v, char *why, size_t whylen);
+static int s_check_gpu_list(const char *const *items, size_t n, char *why, size_t whylen);
 static int s_check_dir(const char *v, char *why, size_t whylen);
 static int s_check_backend(const char *v, char *why, size_t whylen);
 static int s_check_tune_mode(const char *v, char *why, size_t whylen);
@@ -98,9 +102,11 @@ static const s_key s_keys[] = {
             "(CURVE, docs/security.md), else only loopback binds (tcp://127.0.0.1:5555)"},
     {.name = "cpus", .type = S_STRING, .off = S_OFF(cpus), .check = s_check_cpus, .def = "all",
      .doc = "CPUs to run workers on, one worker per core: \"all\" or OS numbers like \"0-3,6\""},
-    {.name = "gpus", .type = S_STRING, .off = S_OFF(gpus), .check = s_check_gpus, .def = "all",
-     .doc = "the GPU gexecd owns: \"all\" (today the first CUDA device), \"none\" or a CUDA "
-            "device number like \"1\""},
+    {.name = "gpus", .type = S_STRLIST, .off = S_OFF(gpus), .count_off = S_OFF(n_gpus),
+     .max = GXD_MAX_ENDPOINTS, .check = s_check_gpus, .check_list = s_check_gpu_list,
+     .def = "all",
+     .doc = "the GPUs gexecd owns: all (today the first CUDA device), none, or a list of CUDA "
+            "device numbers like [1]; one GPU today (multi-GPU is not built)"},
     {.name = "gpu_memory_percent", .type = S_INT, .off = S_OFF(gpu_memory_percent), .min = 1,
      .max = 100, .def = "90",
      .doc = "share of the GPU's memory its arenas may take (percent); a plan that does not fit "
@@ -496,6 +502,23 @@ static int s_check_gpus(const char *v, char *why, size_t whylen)
     return GX_OK;
 }
 
+/* all or none alone, or device numbers: one of them, as long as gexecd
+ * drives one GPU (multi-GPU is not built). */
+static int s_check_gpu_list(const char *const *items, size_t n, char *why, size_t whylen)
+{
+    if (!n)
+        return s_why(why, whylen, "no GPU listed (say none for no GPU)");
+    for (size_t i = 0; i < n && n > 1; i++)
+        if (!strcmp(items[i], "all") || !strcmp(items[i], "none"))
+            return s_why(why, whylen, "%s stands alone, not in a list", items[i]);
+    if (n > 1)
+        return s_why(why, whylen,
+                     "%zu GPUs listed: gexecd drives one GPU (multi-GPU is not built yet); "
+                     "list one",
+                     n);
+    return GX_OK;
+}
+
 /* Strict decimal integer: optional sign, digits, nothing else. */
 static int s_parse_int(const char *v, int64_t *out, char *why, size_t whylen)
 {
@@ -606,6 +629,11 @@ static int s_set_list(gxd_config *c, const s_key *k, const char *const *items, s
         if (!*items[i])
             return s_why(why, whylen, "entry %zu is empty", i + 1);
         int rc = k->check ? k->check(items[i], why, whylen) : GX_OK;
+        if (rc < 0)
+            return rc;
+    }
+    if (k->check_list) {
+        int rc = k->check_list(items, n, why, whylen);
         if (rc < 0)
             return rc;
     }

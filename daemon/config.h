@@ -24,7 +24,8 @@ typedef struct gxd_config {
     char *tcp[GXD_MAX_ENDPOINTS];    /* "tcp": extra endpoints, list of strings */
     int n_tcp;
     char *cpus;                      /* "cpus": "all" or a list of OS CPU numbers "0-3,6" */
-    char *gpus;                      /* "gpus": "all", "none" or a CUDA device number */
+    char *gpus[GXD_MAX_ENDPOINTS];   /* "gpus": all, none or CUDA device numbers ([1]); */
+    int n_gpus;                      /* one entry today (multi-GPU is not built) */
     int64_t gpu_memory_percent;      /* "gpu_memory_percent": of a GPU's memory for arenas */
     gxd_log_level log_level;         /* "log_level" */
     char *log_file;                  /* "log_file": a detached daemon's log; "" syslog */

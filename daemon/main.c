@@ -129,7 +129,7 @@ static void s_open_cpu(gxd_ctx *ctx)
 /* The CUDA device index the config's gpus names ("all": the first). */
 static int s_gpu_index(const gxd_ctx *ctx)
 {
-    const char *gpus = ctx->cfg.gpus ? ctx->cfg.gpus : "all";
+    const char *gpus = ctx->cfg.n_gpus ? ctx->cfg.gpus[0] : "all";
     return strcmp(gpus, "all") == 0 ? 0 : atoi(gpus);
 }
 
@@ -140,7 +140,7 @@ static int s_gpu_index(const gxd_ctx *ctx)
 static void s_open_cuda(gxd_ctx *ctx)
 {
     const gx_backend *cuda = gx_backend_cuda();
-    const char *gpus = ctx->cfg.gpus ? ctx->cfg.gpus : "all";
+    const char *gpus = ctx->cfg.n_gpus ? ctx->cfg.gpus[0] : "all";
     if (strcmp(gpus, "none") == 0) {
         GXD_LOG(&ctx->log, GXD_LOG_INFO, "cuda: gpus is none; serving on CPU");
         return;

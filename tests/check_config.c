@@ -496,11 +496,49 @@ START_TEST(test_dump_roundtrip)
 }
 END_TEST
 
+/* gpus: all, none, or a list of CUDA device numbers, in YAML or as one
+ * string; one GPU only for now (multi-GPU is not built): a longer list,
+ * or all/none inside a list, is refused with the reason. */
+START_TEST(test_gpus_list)
+{
+    char *dir = gxt_tmpdir(), err[512];
+    gxd_config c;
+    gxd_config_init(&c);
+    ck_assert_int_eq(c.n_gpus, 1);
+    ck_assert_str_eq(c.gpus[0], "all");
+    char *path = s_write(dir, "one.yaml", "gpus: [1]\n");
+    ck_assert_msg(gxd_config_load(&c, path, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_int_eq(c.n_gpus, 1);
+    ck_assert_str_eq(c.gpus[0], "1");
+    free(path);
+    path = s_write(dir, "two.yaml", "gpus: [0, 2]\n");
+    ck_assert_int_eq(gxd_config_load(&c, path, err, sizeof err), GX_ECONFIG);
+    ck_assert_msg(strstr(err, "two.yaml:1:") && strstr(err, "2 GPUs listed") &&
+                      strstr(err, "multi-GPU is not built"),
+                  "%s", err);
+    ck_assert_str_eq(c.gpus[0], "1"); /* unchanged */
+    ck_assert_int_eq(gxd_config_set(&c, "gpus", "0, 2", err, sizeof err), GX_ECONFIG);
+    ck_assert_int_eq(gxd_config_set(&c, "gpus", "all, 1", err, sizeof err), GX_ECONFIG);
+    ck_assert_msg(strstr(err, "all stands alone"), "%s", err);
+    ck_assert_int_eq(gxd_config_set(&c, "gpus", "[0]", err, sizeof err), GX_ECONFIG);
+    ck_assert_msg(strstr(err, "is not all, none or a CUDA device number"), "%s", err);
+    ck_assert_int_eq(gxd_config_set(&c, "gpus", "none", err, sizeof err), GX_OK);
+    ck_assert_str_eq(c.gpus[0], "none");
+    ck_assert_int_eq(gxd_config_set(&c, "gpus", "3", err, sizeof err), GX_OK);
+    ck_assert_str_eq(c.gpus[0], "3");
+    gxd_config_fini(&c);
+    free(path);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("config");
     tcase_add_test(tc, test_defaults);
+    tcase_add_test(tc, test_gpus_list);
     tcase_add_test(tc, test_shipped_file);
     tcase_add_test(tc, test_file_overrides);
     tcase_add_loop_test(tc, test_file_errors, 0, (int)(sizeof s_bad_files / sizeof s_bad_files[0]));
