@@ -130,6 +130,10 @@ typedef struct gx_backend_gemm_tune {
     /* MatMul over B as it is: the device's own loops, and the BLAS. */
     gx_kernel_fn plain_matmul;
     gx_kernel_fn blas_matmul;
+    /* Items [lo, hi) of n that share k->ith of k->nth takes, as the
+     * device's kernels split them (multiples of align but the last), for
+     * candidates from other libraries (daemon/tune/impl_dnnl.c). */
+    void (*share)(const gx_kargs *k, int64_t n, int64_t align, int64_t *lo, int64_t *hi);
     /* Does fn compute right here? One product of fixed pseudo-random data
      * against a double reference; false with why (naming what) when not. */
     bool (*verify)(const char *what, gx_gemm_product_fn fn, void *ctx, int64_t rows, int64_t kk,

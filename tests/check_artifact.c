@@ -1039,6 +1039,14 @@ START_TEST(restarted_daemon_replans_artifact_plans)
             dir);
     fclose(cf);
     const char *args[] = {"-c", conf, NULL};
+    /* the first daemon does not re-plan: its file is the compiled plan's */
+    char conf0[4200];
+    snprintf(conf0, sizeof conf0, "%s/gexecd0.yaml", dir);
+    cf = fopen(conf0, "w");
+    ck_assert_ptr_nonnull(cf);
+    fprintf(cf, "profile:\n  dir: \"%s/profiles\"\ncompiler:\n  replan: false\n", dir);
+    fclose(cf);
+    const char *args0[] = {"-c", conf0, NULL};
     gx_graph *g = s_cnn();
     gx_tensor *x = gx_tensor_new(GX_F32, 4, (const int64_t[]){4, 3, 16, 16});
     for (int64_t i = 0; i < gx_tensor_numel(x); i++)
@@ -1047,7 +1055,7 @@ START_TEST(restarted_daemon_replans_artifact_plans)
     int64_t us;
     char *ex, *y;
     gxt_daemon d;
-    gxt_daemon_start(&d, args);
+    gxt_daemon_start(&d, args0);
     y = s_daemon_run(d.endpoint, g, x, GX_MODE_INTER, &n, &us, &ex);
     free(y), free(ex);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "daemon/tune/tune_internal.h"
-#include "ops/cpu/cpu.h"
+#include "ops/backend.h"
 
 #ifdef HAVE_DNNL
 #include <omp.h>
@@ -39,7 +39,7 @@ static void s_dnnl_matmul(const gx_kargs *k)
     const int64_t rows = kk > 0 ? a->numel / kk : 0;
     int64_t lo, hi;
     omp_set_num_threads(1); /* this share, on this worker: no OpenMP team */
-    gx_cpu_share(k, (rows + S_ROWS - 1) / S_ROWS, 1, &lo, &hi);
+    gx_backend_cpu()->gemm_tune->share(k, (rows + S_ROWS - 1) / S_ROWS, 1, &lo, &hi);
     if (lo >= hi || n == 0)
         return;
     for (int64_t blk = lo; blk < hi; blk++) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ops/backend.h"
+#include "ops/cpu/cpu.h"
 #include "ops/cpu/names.h"
 #include "ops/fused.h"
 #include "ops/gemm.h"
@@ -55,6 +56,7 @@ static const gx_backend_gemm_tune s_gemm_tune = {
     .packed_kernel_isa = gx_cpu_gemm_packed_kernel_isa,
     .plain_matmul = gx_cpu_matmul_plain_b,
     .blas_matmul = gx_cpu_matmul_blas,
+    .share = gx_cpu_share,
     .verify = gx_cpu_gemm_verify,
 };
 
