@@ -904,8 +904,9 @@ static gx_client *s_connect(const char *endpoint)
     return c;
 }
 
-/* One RUN of g in mode on the daemon at endpoint: the output's bytes (malloc'ed,
- * *n of them), the compile time, and the plan's explain text. */
+/* One RUN of g in mode on the daemon at endpoint (replica: until one ran
+ * in slices): the output's bytes (malloc'ed, *n of them), the compile
+ * time, and the plan's explain text. */
 static char *s_daemon_run(const char *endpoint, const gx_graph *g, const gx_tensor *x,
                           gx_mode mode, size_t *n, int64_t *compile_us, char **explain)
 {
@@ -915,10 +916,20 @@ static char *s_daemon_run(const char *endpoint, const gx_graph *g, const gx_tens
     ck_assert_int_eq(gx_request_add_input(rq, "x", x), GX_OK);
     ck_assert_int_eq(gx_request_set_mode(rq, mode), GX_OK);
     gx_result *r = NULL;
-    ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
-    ck_assert_msg(gx_result_status(r) == GX_OK, "%s", gx_result_message(r));
-    *compile_us = gx_result_info(r)->compile_us;
-    if (mode == GX_MODE_REPLICA) /* slices of the batch, each with its plan */
+    /* replicas: slices of the batch, each with its plan. The policy counts
+     * the helpers waiting for work when the job starts; right after start
+     * the other worker may not wait yet (a busy machine), and the job runs
+     * whole: run it again until one ran in slices (compile_us: all runs') */
+    *compile_us = 0;
+    for (int tries = 0;; tries++) {
+        ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+        ck_assert_msg(gx_result_status(r) == GX_OK, "%s", gx_result_message(r));
+        *compile_us += gx_result_info(r)->compile_us;
+        if (mode != GX_MODE_REPLICA || gx_result_info(r)->replicas > 1 || tries == 200)
+            break;
+        gx_result_destroy(&r);
+    }
+    if (mode == GX_MODE_REPLICA)
         ck_assert_int_gt(gx_result_info(r)->replicas, 1);
     const gx_tensor *y = gx_result_output(r, 0);
     *n = (size_t)gx_tensor_numel(y) * gx_dtype_size(gx_tensor_dtype(y));
