@@ -2397,10 +2397,13 @@ static const struct {
     {"Scan", 8, "Scan first appeared in opset 8"},
 };
 
-/* The ops of other domains than ai.onnx that gexec runs, with the
- * versions of their domain it reads: com.microsoft's through their
- * lowering in s_ms_lowerings when they have one, the others under the
- * gexec op of their name. */
+/* The ops of other domains than ai.onnx that gexec runs (com.microsoft's
+ * through their lowering in s_ms_lowerings when they have one, the others
+ * under the gexec op of their name), in the versions of their domain's opset from
+ * first_version to last_version. ai.onnx.ml: docs/onnx.md, "Other
+ * domains"; the forms of its older opsets the schemas take as they are
+ * (LabelEncoder's classes_strings of opset 1, keys_ and values_ lists of
+ * 2, tensors of 4) or s_ml_node adjusts. */
 static const struct {
     const char *domain, *op;
     int64_t first_version, last_version;
@@ -2429,7 +2432,39 @@ static const struct {
     {"com.microsoft", "QLinearGlobalAveragePool", 1, 1},
     {"com.microsoft", "QLinearConcat", 1, 1},
     {"com.microsoft", "NhwcMaxPool", 1, 1},
+    {"ai.onnx.ml", "LabelEncoder", 1, 5},
+    {"ai.onnx.ml", "Scaler", 1, 5},
+    {"ai.onnx.ml", "Normalizer", 1, 5},
+    {"ai.onnx.ml", "Binarizer", 1, 5},
+    {"ai.onnx.ml", "Imputer", 1, 5},
+    {"ai.onnx.ml", "ArrayFeatureExtractor", 1, 5},
+    {"ai.onnx.ml", "LinearRegressor", 1, 5},
+    {"ai.onnx.ml", "LinearClassifier", 1, 5},
+    {"ai.onnx.ml", "TreeEnsembleRegressor", 1, 5},
+    {"ai.onnx.ml", "TreeEnsembleClassifier", 1, 5},
 };
+
+/* An ai.onnx.ml node's forms gexec does not run, refused with what to do
+ * instead; GX_OK for the others. */
+static int s_ml_node(s_ctx *c, const Onnx__NodeProto *np, const char *op, const char *path)
+{
+    static const char *const as_tensor[] = {"base_values_as_tensor", "nodes_values_as_tensor",
+                                            "nodes_hitrates_as_tensor", "target_weights_as_tensor",
+                                            "class_weights_as_tensor"};
+    if (strcmp(op, "ZipMap") == 0)
+        return s_fail(c, GX_EUNSUPPORTED, path,
+                      "ZipMap is not supported: it outputs a sequence of maps, a type gexec does "
+                      "not have; export the model without ZipMap (sklearn-onnx: options "
+                      "{'zipmap': False}) and read the probabilities tensor");
+    for (size_t i = 0; i < np->n_attribute; i++)
+        for (size_t j = 0; j < sizeof as_tensor / sizeof as_tensor[0]; j++)
+            if (np->attribute[i]->name && strcmp(np->attribute[i]->name, as_tensor[j]) == 0)
+                return s_fail(c, GX_EUNSUPPORTED, path,
+                              "attribute '%s' (float64 thresholds and weights, opset 3) is not "
+                              "supported; export with float32 ones",
+                              as_tensor[j]);
+    return GX_OK;
+}
 
 /* One node. node_names holds the graph's node names (explicit and made). */
 static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
@@ -2466,6 +2501,9 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
                               ? "; ONNX Runtime writes this domain at ORT_ENABLE_ALL for its "
                                 "own CPU: save the model at ORT_ENABLE_EXTENDED"
                               : "");
+        int rc = strcmp(dom, "ai.onnx.ml") == 0 ? s_ml_node(c, np, op, path) : GX_OK;
+        if (rc < 0)
+            return rc;
         if (!op_known)
             return s_fail(c, GX_EUNSUPPORTED, path,
                           "op '%.60s' of domain '%.100s' is not supported (%s; docs/onnx.md "
@@ -2543,6 +2581,9 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
     /* consumed_inputs (opsets 1-5) was an in-place hint of no meaning */
     if (!other && c->opset < 7)
         s_skip(&e, "consumed_inputs");
+    /* the trees' nodes_hitrates are a hint for reordering, of no meaning */
+    if (other && strncmp(op, "TreeEnsemble", 12) == 0)
+        s_skip(&e, "nodes_hitrates");
     int (*fn)(s_emit *) = NULL;
     for (size_t i = 0; other && strcmp(dom, "com.microsoft") == 0 &&
                        i < sizeof s_ms_lowerings / sizeof s_ms_lowerings[0] && !fn; i++)

@@ -235,6 +235,23 @@
     X(STRING_SPLIT, "StringSplit")
 
 
+/* The ai.onnx.ml domain's ops (docs/onnx.md, "Other domains"): the
+ * preprocessing and the linear and tree models that sklearn-onnx and
+ * onnxmltools export, with ONNX Runtime's semantics where the spec is
+ * silent. Schemas in ops/schema_ml.c, CPU kernels in ops/cpu/ml.c. */
+#define GX_OPS_ML(X)                                                          \
+    X(LABEL_ENCODER, "LabelEncoder")                                          \
+    X(SCALER, "Scaler")                                                       \
+    X(NORMALIZER, "Normalizer")                                               \
+    X(BINARIZER, "Binarizer")                                                 \
+    X(IMPUTER, "Imputer")                                                     \
+    X(ARRAY_FEATURE_EXTRACTOR, "ArrayFeatureExtractor")                       \
+    X(LINEAR_REGRESSOR, "LinearRegressor")                                    \
+    X(LINEAR_CLASSIFIER, "LinearClassifier")                                  \
+    X(TREE_ENSEMBLE_REGRESSOR, "TreeEnsembleRegressor")                       \
+    X(TREE_ENSEMBLE_CLASSIFIER, "TreeEnsembleClassifier")
+
+
 /* The optimizer steps of the ai.onnx.preview.training domain (opset 1):
  * elementwise updates of several tensors at once. */
 #define GX_OPS_TRAINING(X)                                                    \
@@ -283,6 +300,7 @@
     GX_OPS_SIGNAL(X)                                                          \
     GX_OPS_VISION(X)                                                          \
     GX_OPS_TEXT(X)                                                            \
+    GX_OPS_ML(X)                                                              \
     GX_OPS_TRAINING(X)
 
 #define GX_OP_LIST(X)                                                         \

@@ -331,6 +331,114 @@ int64_t gx_strsplit(const gx_attrval *attr, const gx_strrec *r,
                     void (*fn)(void *ctx, int64_t i, const char *p, size_t n), void *ctx);
 
 
+/* ml (ai.onnx.ml, ops/schema_ml.c): attributes in ONNX's names; a list of
+ * strings (STRINGS) is a 1-D string tensor attribute. */
+enum {
+    GX_LABENC_CLASSES_STRINGS, /* opset 1 */
+    GX_LABENC_DEFAULT_FLOAT,
+    GX_LABENC_DEFAULT_INT64,
+    GX_LABENC_DEFAULT_STRING,
+    GX_LABENC_DEFAULT_TENSOR,
+    GX_LABENC_KEYS_FLOATS,
+    GX_LABENC_KEYS_INT64S,
+    GX_LABENC_KEYS_STRINGS,
+    GX_LABENC_KEYS_TENSOR,
+    GX_LABENC_VALUES_FLOATS,
+    GX_LABENC_VALUES_INT64S,
+    GX_LABENC_VALUES_STRINGS,
+    GX_LABENC_VALUES_TENSOR,
+    GX_LABENC_NATTRS
+};
+enum { GX_SCALER_OFFSET, GX_SCALER_SCALE, GX_SCALER_NATTRS };
+enum { GX_NORMALIZER_NORM, GX_NORMALIZER_NATTRS };
+enum { GX_BINARIZER_THRESHOLD, GX_BINARIZER_NATTRS };
+enum {
+    GX_IMPUTER_IMPUTED_VALUE_FLOATS,
+    GX_IMPUTER_IMPUTED_VALUE_INT64S,
+    GX_IMPUTER_REPLACED_VALUE_FLOAT,
+    GX_IMPUTER_REPLACED_VALUE_INT64,
+    GX_IMPUTER_NATTRS
+};
+enum {
+    GX_LINREG_COEFFICIENTS,
+    GX_LINREG_INTERCEPTS,
+    GX_LINREG_POST_TRANSFORM,
+    GX_LINREG_TARGETS,
+    GX_LINREG_NATTRS
+};
+enum {
+    GX_LINCLS_CLASSLABELS_INTS,
+    GX_LINCLS_CLASSLABELS_STRINGS,
+    GX_LINCLS_COEFFICIENTS,
+    GX_LINCLS_INTERCEPTS,
+    GX_LINCLS_MULTI_CLASS,
+    GX_LINCLS_POST_TRANSFORM,
+    GX_LINCLS_NATTRS
+};
+/* TreeEnsembleRegressor and TreeEnsembleClassifier share the nodes_*
+ * attributes, post_transform and base_values at these indexes; the leaf
+ * weights are target_* or class_*, each op's own (GX_TREE_W_*). */
+enum {
+    GX_TREE_NODES_FALSENODEIDS,
+    GX_TREE_NODES_FEATUREIDS,
+    GX_TREE_NODES_MISSING_VALUE_TRACKS_TRUE,
+    GX_TREE_NODES_MODES,
+    GX_TREE_NODES_NODEIDS,
+    GX_TREE_NODES_TREEIDS,
+    GX_TREE_NODES_TRUENODEIDS,
+    GX_TREE_NODES_VALUES,
+    GX_TREE_POST_TRANSFORM,
+    GX_TREE_BASE_VALUES,
+    GX_TREE_W_IDS,     /* target_ids / class_ids */
+    GX_TREE_W_NODEIDS, /* target_nodeids / class_nodeids */
+    GX_TREE_W_TREEIDS,
+    GX_TREE_W_WEIGHTS,
+    GX_TREE_REG_AGGREGATE_FUNCTION, /* regressor */
+    GX_TREE_REG_N_TARGETS,
+    GX_TREE_REG_NATTRS
+};
+enum {
+    GX_TREE_CLS_CLASSLABELS_INT64S = GX_TREE_W_WEIGHTS + 1, /* classifier */
+    GX_TREE_CLS_CLASSLABELS_STRINGS,
+    GX_TREE_CLS_NATTRS
+};
+/* The post_transform names of the ml ops, in this order. */
+enum { GX_ML_NONE, GX_ML_LOGISTIC, GX_ML_SOFTMAX, GX_ML_SOFTMAX_ZERO, GX_ML_PROBIT };
+/* The post_transform s as one of those; -1 when it is none of them. */
+int gx_ml_transform(const char *s);
+/* LabelEncoder's keys or values as given: dtype float64 with as_f32 for a
+ * FLOATS list (doubles holding float32 values), int64, or a tensor's own
+ * dtype (string handles...). gx_labenc_side returns how many of the four
+ * attributes of that side are set; *out is filled when that is 1. */
+typedef struct gx_labenc_list {
+    gx_dtype dtype;
+    bool as_f32;
+    int64_t n;
+    const void *data;
+} gx_labenc_list;
+int gx_labenc_side(const gx_attrval *a, bool values, gx_labenc_list *out);
+
+/* Tree nodes' modes, in the order of their names. */
+enum { GX_TREE_LEQ, GX_TREE_LT, GX_TREE_GTE, GX_TREE_GT, GX_TREE_EQ, GX_TREE_NEQ, GX_TREE_LEAF };
+/* The mode named by r; -1 for none. */
+int gx_tree_mode(const gx_strrec *r);
+/* A node's or a leaf weight's (tree id, node id) and its position in its
+ * attribute lists; sorted by gx_tree_sort (no allocation), looked up by
+ * gx_tree_find (the first position with those ids, or -1). */
+typedef struct gx_tree_key {
+    int64_t tree, node, idx;
+} gx_tree_key;
+void gx_tree_sort(gx_tree_key *k, size_t n);
+int64_t gx_tree_find(const gx_tree_key *k, size_t n, int64_t tree, int64_t node);
+/* A node as the kernel walks it: its children's positions and the range
+ * of its weights in the sorted weight keys. */
+typedef struct gx_tree_node {
+    int64_t yes, no, wlo, whi;
+} gx_tree_node;
+/* The tree ensembles' scratch: node keys, weight keys, nodes, roots and
+ * a row's n_out scores, built by the kernel (one share). */
+size_t gx_tree_scratch_bytes(size_t n_nodes, size_t n_weights, size_t n_out);
+
 /* training (ai.onnx.preview.training) */
 enum { GX_ADAGRAD_DECAY_FACTOR, GX_ADAGRAD_EPSILON, GX_ADAGRAD_NORM_COEFFICIENT,
        GX_ADAGRAD_NATTRS };
