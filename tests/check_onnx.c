@@ -834,14 +834,14 @@ START_TEST(test_onnx_unsupported)
     ADD(g, node, n = s_node("B", "b", "", "z"));
     s_attr(n, "r", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)->ref_attr_name = s_str("outer");
     ADD(g, node, n = s_node("C", NULL, "", "w"));
-    n->domain = s_str("ai.onnx.ml");
+    n->domain = s_str("com.example");
     ADD(g, node, s_node("Relu", "fine", "y", "v"));
     ADD(g, output, s_vi("v", NULL));
     ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EDTYPE, err,
                "5 unsupported features", "input 's': element type COMPLEX64",
                "input 'q': sequence values are not supported", "(A 'a'): attribute 'strs'",
                "(B 'b'): attribute 'r': references attribute 'outer'",
-               "graph.node[2] (C): operator domain 'ai.onnx.ml'");
+               "graph.node[2] (C): operator domain 'com.example'");
     ck_assert_ptr_null(strstr(err, "fine"));
 
     /* many: the message is capped and says how many it left out */
@@ -905,7 +905,7 @@ START_TEST(test_onnx_unsupported)
                "(the model does not import it");
     ck_assert_ptr_null(strstr(err, "MatMul 'mm'"));
     /* no ai.onnx import: its nodes are refused, each by name */
-    ASSERT_ERR(s_parse(s_model(s_mlp(), "ai.onnx.ml", 3), &out, err, sizeof err),
+    ASSERT_ERR(s_parse(s_model(s_mlp(), "com.example", 3), &out, err, sizeof err),
                GX_EUNSUPPORTED, err, "2 unsupported features",
                "(MatMul 'mm'): op 'MatMul' of ai.onnx, but the model imports no ai.onnx opset",
                "(Relu): op 'Relu'");
@@ -921,14 +921,39 @@ START_TEST(test_onnx_unsupported)
     ASSERT_ERR(s_parse(s_model(s_mlp(), "", 0), &out, err, sizeof err), GX_EUNSUPPORTED, err,
                "ai.onnx opset 0 is not supported");
     /* a model of only other domains' nodes: refused by node too */
+    g = s_graph("ex");
+    ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){2})));
+    ADD(g, node, n = s_node("Frob", "fr", "x", "y"));
+    n->domain = s_str("com.example");
+    ADD(g, output, s_vi("y", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "com.example", 3), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "graph.node[0] (Frob 'fr'): operator domain 'com.example' is not supported (op "
+               "'Frob', opset 3 imported; gexec runs the ai.onnx ops)");
+    /* ai.onnx.ml: its ops of the table are read, every other one is
+     * refused by node with its op, domain and opset; ZipMap says what to do
+     * instead */
     g = s_graph("ml");
     ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){2})));
     ADD(g, node, n = s_node("Scaler", "sc", "x", "y"));
     n->domain = s_str("ai.onnx.ml");
     ADD(g, output, s_vi("y", NULL));
+    ck_assert_int_eq(s_parse(s_model(g, "ai.onnx.ml", 3), NULL, err, sizeof err), GX_OK);
+    ASSERT_ERR(s_parse(s_model(g, "ai.onnx.ml", 6), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "graph.node[0] (Scaler 'sc'): op 'Scaler' of domain 'ai.onnx.ml' is not "
+               "supported (opset 6 imported; docs/onnx.md lists the ops");
+    g = s_graph("ml");
+    ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){2})));
+    ADD(g, node, n = s_node("SVMRegressor", "svm", "x", "y"));
+    n->domain = s_str("ai.onnx.ml");
+    ADD(g, node, n = s_node("ZipMap", "zm", "y", "z"));
+    n->domain = s_str("ai.onnx.ml");
+    ADD(g, output, s_vi("z", NULL));
     ASSERT_ERR(s_parse(s_model(g, "ai.onnx.ml", 3), &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "graph.node[0] (Scaler 'sc'): operator domain 'ai.onnx.ml' is not supported (op "
-               "'Scaler', opset 3 imported; gexec runs the ai.onnx ops)");
+               "2 unsupported features",
+               "graph.node[0] (SVMRegressor 'svm'): op 'SVMRegressor' of domain 'ai.onnx.ml' is "
+               "not supported (opset 3 imported;",
+               "graph.node[1] (ZipMap 'zm'): ZipMap is not supported: it outputs a sequence of "
+               "maps", "export the model without ZipMap");
 }
 END_TEST
 

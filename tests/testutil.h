@@ -36,6 +36,7 @@ Suite *ops_rnn_suite(void);
 Suite *ops_signal_suite(void);
 Suite *ops_vision_suite(void);
 Suite *ops_text_suite(void);
+Suite *ml_suite(void);
 Suite *ops_training_suite(void);
 Suite *ops_new_suite(void);
 Suite *control_suite(void);
