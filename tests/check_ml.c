@@ -5,13 +5,25 @@
  * ArrayFeatureExtractor, LinearRegressor and LinearClassifier with their
  * post transforms and binary forms, the tree ensembles (nodes listed out of
  * order, every aggregate, missing values, the binary classifier's ONNX
- * Runtime scores), and the attribute errors.
+ * Runtime scores), and the attribute errors. test_vs_ort runs the models
+ * of tests/data/ml (make_models.py there) through the importer, compiler
+ * and executor and through ONNX Runtime (dlopen'ed as bench/bench_ort.c
+ * does: $GEXEC_ORT_LIB, else bench/ort.sh's folder build/ort) on the same
+ * inputs, and compares every output; it says so and passes when ONNX
+ * Runtime is not there.
  */
 #include <check.h>
+#include <dlfcn.h>
+#include <glob.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
+#include "daemon/compile/compile.h"
+#include "daemon/exec/exec.h"
 #include "ops/schema.h"
 #include "tests/optest.h"
 #include "tests/testutil.h"
@@ -296,22 +308,22 @@ END_TEST
 
 START_TEST(test_tree_regressor)
 {
-    gx_view x = F32V(SHAPE(3, 2), 0, 1, 1, -1, NAN, 5);
+    gx_view x = F32V(SHAPE(4, 2), 0, 1, 1, -1, NAN, 5, 0.5f, 0);
 #define REG(agg, ...)                                                                         \
     NODE(S_TREES, A_INTS("target_treeids", 0, 0, 1, 1), A_INTS("target_nodeids", 1, 2, 1, 2), \
          A_INTS("target_ids", 0, 0, 0, 0), A_FLOATS("target_weights", 1, 2, 10, 20),          \
          A_FLOATS("base_values", 100), A_STR("aggregate_function", agg), ##__VA_ARGS__)
-    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("SUM"), 1, &x, 0, 121, 112, 121);
-    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("AVERAGE"), 1, &x, 0, 110.5f, 106, 110.5f);
-    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("MIN"), 1, &x, 0, 101, 102, 101);
-    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("MAX"), 1, &x, 0, 120, 110, 120);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("SUM"), 1, &x, 0, 121, 112, 121, 121);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("AVERAGE"), 1, &x, 0, 110.5f, 106, 110.5f, 110.5f);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("MIN"), 1, &x, 0, 101, 102, 101, 101);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("MAX"), 1, &x, 0, 120, 110, 120, 120);
     /* two targets: tree 1 votes for target 1, SOFTMAX mixes them */
     const gx_node *two = NODE(S_TREES, A_INTS("target_treeids", 0, 0, 1, 1),
                               A_INTS("target_nodeids", 1, 2, 1, 2), A_INTS("target_ids", 0, 0, 1, 1),
                               A_FLOATS("target_weights", 1, 2, 1, 3), A_INT("n_targets", 2),
                               A_STR("post_transform", "SOFTMAX"));
     const float a = 1 / (1 + expf(2)), b = 1 / (1 + expf(-1));
-    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, two, 1, &x, 1e-6f, a, 1 - a, b, 1 - b, a, 1 - a);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR, two, 1, &x, 1e-6f, a, 1 - a, b, 1 - b, a, 1 - a, a, 1 - a);
     ot_expect_error(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("MEDIAN"), 1, &x, GX_EATTR, NULL);
     gx_view narrow = F32V(SHAPE(1, 1), 0);
     ot_expect_error(GX_OP_TREE_ENSEMBLE_REGRESSOR, REG("SUM"), 1, &narrow, GX_EATTR,
@@ -373,6 +385,312 @@ START_TEST(test_tree_classifier)
 }
 END_TEST
 
+/* ---- against ONNX Runtime ---- */
+
+/* OrtApi slots, by index (onnxruntime_c_api.h; bench/bench_ort.c lists
+ * them all): only those called here are typed. */
+typedef struct s_ort_api {
+    void *p0[2];
+    const char *(*GetErrorMessage)(const void *st); /* 2 */
+    void *(*CreateEnv)(int level, const char *id, void **env); /* 3 */
+    void *p4[4];
+    void *(*CreateSessionFromArray)(const void *env, const void *data, size_t len,
+                                    const void *opts, void **out); /* 8 */
+    void *(*Run)(void *sess, const void *ro, const char *const *in_names,
+                 const void *const *ins, size_t n_in, const char *const *out_names, size_t n_out,
+                 void **outs); /* 9 */
+    void *(*CreateSessionOptions)(void **out); /* 10 */
+    void *p11[37];
+    void *(*CreateTensorAsOrtValue)(void *alloc, const int64_t *shape, size_t nd, int type,
+                                    void **out); /* 48 */
+    void *(*CreateTensorWithDataAsOrtValue)(const void *mem, void *data, size_t len,
+                                            const int64_t *shape, size_t nd, int type,
+                                            void **out); /* 49 */
+    void *p50;
+    void *(*GetTensorMutableData)(void *v, void **out);            /* 51 */
+    void *(*FillStringTensor)(void *v, const char *const *s, size_t n); /* 52 */
+    void *(*GetStringTensorDataLength)(const void *v, size_t *len); /* 53 */
+    void *(*GetStringTensorContent)(const void *v, void *s, size_t len, size_t *offs,
+                                    size_t n); /* 54 */
+    void *p55[5];
+    void *(*GetTensorElementType)(const void *info, int *out); /* 60 */
+    void *(*GetDimensionsCount)(const void *info, size_t *out); /* 61 */
+    void *(*GetDimensions)(const void *info, int64_t *dims, size_t n); /* 62 */
+    void *p63[2];
+    void *(*GetTensorTypeAndShape)(const void *v, void **out); /* 65 */
+    void *p66[3];
+    void *(*CreateCpuMemoryInfo)(int type, int mem, void **out); /* 69 */
+    void *p70[8];
+    void *(*GetAllocatorWithDefaultOptions)(void **out); /* 78 */
+    void *p79[13];
+    void (*ReleaseEnv)(void *p);          /* 92 */
+    void (*ReleaseStatus)(void *p);       /* 93 */
+    void (*ReleaseMemoryInfo)(void *p);   /* 94 */
+    void (*ReleaseSession)(void *p);      /* 95 */
+    void (*ReleaseValue)(void *p);        /* 96 */
+    void *p97[2];
+    void (*ReleaseTensorTypeAndShapeInfo)(void *p); /* 99 */
+    void (*ReleaseSessionOptions)(void *p);         /* 100 */
+} s_ort_api;
+_Static_assert(offsetof(s_ort_api, CreateTensorAsOrtValue) == 48 * sizeof(void *), "slot 48");
+_Static_assert(offsetof(s_ort_api, GetTensorElementType) == 60 * sizeof(void *), "slot 60");
+_Static_assert(offsetof(s_ort_api, GetAllocatorWithDefaultOptions) == 78 * sizeof(void *),
+               "slot 78");
+_Static_assert(offsetof(s_ort_api, ReleaseEnv) == 92 * sizeof(void *), "slot 92");
+_Static_assert(offsetof(s_ort_api, ReleaseSessionOptions) == 100 * sizeof(void *), "slot 100");
+
+enum { S_ORT_FLOAT = 1, S_ORT_INT64 = 7, S_ORT_STRING = 8 };
+
+static const s_ort_api *s_ort;
+static void *s_ort_env, *s_ort_mem;
+
+static void s_ort_ok(void *st, const char *what)
+{
+    if (st) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", s_ort->GetErrorMessage(st));
+        s_ort->ReleaseStatus(st);
+        ck_abort_msg("ONNX Runtime: %s: %s", what, msg);
+    }
+}
+
+/* ONNX Runtime loaded (once), or NULL with why set. */
+static const s_ort_api *s_ort_load(char *why, size_t len)
+{
+    if (s_ort)
+        return s_ort;
+    char path[4096] = "";
+    const char *env = getenv("GEXEC_ORT_LIB");
+    if (env && *env) {
+        snprintf(path, sizeof path, "%s", env);
+    } else {
+        glob_t gl;
+        if (glob(GX_TEST_SRCDIR "/build/ort/node_modules/onnxruntime-node/bin/napi-v*/linux/"
+#if defined(__aarch64__)
+                                "arm64"
+#else
+                                "x64"
+#endif
+                                "/libonnxruntime.so.1",
+                 0, NULL, &gl) == 0) {
+            snprintf(path, sizeof path, "%s", gl.gl_pathv[0]);
+            globfree(&gl);
+        }
+    }
+    if (!*path) {
+        snprintf(why, len, "not found (set GEXEC_ORT_LIB or run bench/ort.sh)");
+        return NULL;
+    }
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        snprintf(why, len, "dlopen: %s", dlerror());
+        return NULL;
+    }
+    typedef struct {
+        const void *(*GetApi)(uint32_t v);
+        const char *(*GetVersionString)(void);
+    } base_t;
+    const base_t *(*get_base)(void);
+    *(void **)&get_base = dlsym(dl, "OrtGetApiBase");
+    const base_t *b = get_base ? get_base() : NULL;
+    const s_ort_api *api = b ? b->GetApi(22) : NULL;
+    if (!api) {
+        snprintf(why, len, "%s serves no API version 22", path);
+        return NULL; /* the library stays loaded */
+    }
+    s_ort = api;
+    s_ort_ok(api->CreateEnv(3, "check_ml", &s_ort_env), "CreateEnv");
+    s_ort_ok(api->CreateCpuMemoryInfo(1, 0, &s_ort_mem), "CreateCpuMemoryInfo");
+    printf("ml: ONNX Runtime %s from %s\n", b->GetVersionString(), path);
+    return api;
+}
+
+/* The input named by the model file: *_s string [5], *_i int64 [5], else
+ * float32 [8, 4] with zeros (the Imputer's) and values on both sides of
+ * the trees' thresholds. */
+static const char *const s_strs_in[5] = {"a", "b", "zz", "c", "a"};
+static const int64_t s_ints_in[5] = {0, 1, 5, 2, -1};
+
+static gx_tensor *s_model_input(const char *file)
+{
+    const char *end = strrchr(file, '.');
+    if (end - file > 2 && memcmp(end - 2, "_s", 2) == 0)
+        return gx_tensor_new_strings(1, (int64_t[]){5}, s_strs_in, NULL);
+    if (end - file > 2 && memcmp(end - 2, "_i", 2) == 0)
+        return gx_tensor_new_copy(GX_I64, 1, (int64_t[]){5}, s_ints_in, sizeof s_ints_in);
+    float x[32];
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)((i * 37 % 23) - 11) / 8.0f;
+    return gx_tensor_new_copy(GX_F32, 2, (int64_t[]){8, 4}, x, sizeof x);
+}
+
+/* The graph run in this process (compile, one frame); outputs copied into
+ * out[] (strings too: their records are copied with the tensor). */
+static void s_gexec_run(const gx_graph *g, const gx_tensor *x, gx_tensor **out)
+{
+    char err[512];
+    const gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 1 << 26,
+                                    .max_arena_bytes = 256ll << 20};
+    gx_view in = ot_view(gx_tensor_dtype(x), (void *)gx_tensor_cdata(x), gx_tensor_ndim(x),
+                         gx_tensor_shape(x));
+    gxd_plan *plan = NULL;
+    int rc = gxd_compile(g, &in, &lim, &plan, err, sizeof err);
+    ck_assert_msg(rc == GX_OK, "compile %s: %s", g->name, err);
+    void *arena = gx_aligned_alloc(plan->arena_bytes + 1);
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    gxd_frame f;
+    rc = gxd_frame_init(&f, plan, arena, &in, &lim, &stop, err, sizeof err);
+    if (rc == GX_OK)
+        rc = gxd_exec_seq(&f);
+    ck_assert_msg(rc == GX_OK, "run %s: %s", g->name, err);
+    for (size_t k = 0; k < plan->n_outputs; k++) {
+        const gx_view *v = gxd_frame_output(&f, k);
+        if (v->dtype == GX_STRING) {
+            const char *s[64];
+            size_t n[64];
+            ck_assert_int_le(v->numel, 64);
+            for (int64_t i = 0; i < v->numel; i++) {
+                const gx_strrec *r = ((const gx_strrec *const *)v->data)[i];
+                s[i] = gx_str_bytes(r), n[i] = gx_str_len(r);
+            }
+            out[k] = gx_tensor_new_strings(v->ndim, v->shape, s, n);
+        } else {
+            out[k] = gx_tensor_new_copy(v->dtype, v->ndim, v->shape, v->data,
+                                        (size_t)v->numel * gx_dtype_size(v->dtype));
+        }
+        ck_assert_ptr_nonnull(out[k]);
+    }
+    gxd_frame_fini(&f);
+    free(arena);
+    gxd_plan_destroy(&plan);
+}
+
+/* ONNX Runtime's output v against gexec's t. */
+static void s_compare(const char *model, const char *name, void *v, const gx_tensor *t)
+{
+    void *info;
+    int type;
+    size_t nd;
+    int64_t dims[8], numel = 1;
+    s_ort_ok(s_ort->GetTensorTypeAndShape(v, &info), "GetTensorTypeAndShape");
+    s_ort_ok(s_ort->GetTensorElementType(info, &type), "GetTensorElementType");
+    s_ort_ok(s_ort->GetDimensionsCount(info, &nd), "GetDimensionsCount");
+    ck_assert_uint_le(nd, 8);
+    s_ort_ok(s_ort->GetDimensions(info, dims, nd), "GetDimensions");
+    s_ort->ReleaseTensorTypeAndShapeInfo(info);
+    for (size_t d = 0; d < nd; d++)
+        numel *= dims[d];
+    ck_assert_msg((int)nd == gx_tensor_ndim(t) && numel == gx_tensor_numel(t),
+                  "%s %s: ONNX Runtime gives rank %zu, %lld elements; gexec rank %d, %lld",
+                  model, name, nd, (long long)numel, gx_tensor_ndim(t),
+                  (long long)gx_tensor_numel(t));
+    if (type == S_ORT_STRING) {
+        ck_assert_int_eq(gx_tensor_dtype(t), GX_STRING);
+        size_t len, offs[64];
+        s_ort_ok(s_ort->GetStringTensorDataLength(v, &len), "GetStringTensorDataLength");
+        char *buf = malloc(len + 1);
+        s_ort_ok(s_ort->GetStringTensorContent(v, buf, len, offs, (size_t)numel),
+                 "GetStringTensorContent");
+        for (int64_t i = 0; i < numel; i++) {
+            size_t n, end = i + 1 < numel ? offs[i + 1] : len;
+            const char *g = gx_tensor_string(t, i, &n);
+            ck_assert_msg(n == end - offs[i] && memcmp(g, buf + offs[i], n) == 0,
+                          "%s %s[%lld]: gexec \"%s\", ONNX Runtime \"%.*s\"", model, name,
+                          (long long)i, g, (int)(end - offs[i]), buf + offs[i]);
+        }
+        free(buf);
+        return;
+    }
+    void *data;
+    s_ort_ok(s_ort->GetTensorMutableData(v, &data), "GetTensorMutableData");
+    if (type == S_ORT_INT64) {
+        ck_assert_int_eq(gx_tensor_dtype(t), GX_I64);
+        for (int64_t i = 0; i < numel; i++)
+            ck_assert_msg(((int64_t *)data)[i] == ((const int64_t *)gx_tensor_cdata(t))[i],
+                          "%s %s[%lld]: gexec %lld, ONNX Runtime %lld", model, name,
+                          (long long)i, (long long)((const int64_t *)gx_tensor_cdata(t))[i],
+                          (long long)((int64_t *)data)[i]);
+        return;
+    }
+    ck_assert_int_eq(type, S_ORT_FLOAT);
+    ck_assert_int_eq(gx_tensor_dtype(t), GX_F32);
+    for (int64_t i = 0; i < numel; i++) {
+        const float a = ((const float *)gx_tensor_cdata(t))[i], b = ((float *)data)[i];
+        ck_assert_msg(fabsf(a - b) <= 1e-5f + 1e-5f * fabsf(b), "%s %s[%lld]: gexec %.9g, ONNX "
+                      "Runtime %.9g", model, name, (long long)i, a, b);
+    }
+}
+
+START_TEST(test_vs_ort)
+{
+    char why[600];
+    if (!s_ort_load(why, sizeof why)) {
+        printf("ml: ONNX Runtime: %s; the comparison is skipped\n", why);
+        return;
+    }
+    glob_t gl;
+    ck_assert_int_eq(glob(GX_TEST_SRCDIR "/tests/data/ml/*.onnx", 0, NULL, &gl), 0);
+    int outputs = 0;
+    for (size_t m = 0; m < gl.gl_pathc; m++) {
+        const char *file = gl.gl_pathv[m], *base = strrchr(file, '/') + 1;
+        FILE *fp = fopen(file, "rb");
+        ck_assert_ptr_nonnull(fp);
+        static char bytes[1 << 18];
+        size_t len = fread(bytes, 1, sizeof bytes, fp);
+        fclose(fp);
+        ck_assert_uint_lt(len, sizeof bytes);
+        gx_graph *g = NULL;
+        char err[1024];
+        ck_assert_msg(gx_graph_parse_onnx(bytes, len, NULL, &g, err, sizeof err) == GX_OK, "%s: %s",
+                      base, err);
+        gx_tensor *x = s_model_input(base), *mine[4] = {0};
+        ck_assert_ptr_nonnull(x);
+        s_gexec_run(g, x, mine);
+
+        void *sess = NULL, *so = NULL, *xin = NULL, *outs[4] = {0};
+        s_ort_ok(s_ort->CreateSessionOptions(&so), "CreateSessionOptions");
+        s_ort_ok(s_ort->CreateSessionFromArray(s_ort_env, bytes, len, so, &sess), base);
+        s_ort->ReleaseSessionOptions(so);
+        if (gx_tensor_dtype(x) == GX_STRING) {
+            void *alloc;
+            s_ort_ok(s_ort->GetAllocatorWithDefaultOptions(&alloc), "allocator");
+            s_ort_ok(s_ort->CreateTensorAsOrtValue(alloc, gx_tensor_shape(x), 1, S_ORT_STRING,
+                                                   &xin),
+                     "CreateTensorAsOrtValue");
+            s_ort_ok(s_ort->FillStringTensor(xin, s_strs_in, 5), "FillStringTensor");
+        } else {
+            s_ort_ok(s_ort->CreateTensorWithDataAsOrtValue(
+                         s_ort_mem, (void *)gx_tensor_cdata(x),
+                         (size_t)gx_tensor_numel(x) * gx_dtype_size(gx_tensor_dtype(x)),
+                         gx_tensor_shape(x), (size_t)gx_tensor_ndim(x),
+                         gx_tensor_dtype(x) == GX_I64 ? S_ORT_INT64 : S_ORT_FLOAT, &xin),
+                     "CreateTensorWithDataAsOrtValue");
+        }
+        const char *in_name = g->inputs[0].name, *out_names[4];
+        ck_assert_uint_le(g->n_outputs, 4);
+        for (size_t k = 0; k < g->n_outputs; k++)
+            out_names[k] = g->outputs[k].name;
+        s_ort_ok(s_ort->Run(sess, NULL, &in_name, (const void *const *)&xin, 1, out_names,
+                            g->n_outputs, outs),
+                 base);
+        for (size_t k = 0; k < g->n_outputs; k++) {
+            s_compare(base, out_names[k], outs[k], mine[k]);
+            s_ort->ReleaseValue(outs[k]);
+            gx_tensor_destroy(&mine[k]);
+            outputs++;
+        }
+        s_ort->ReleaseValue(xin);
+        s_ort->ReleaseSession(sess);
+        gx_tensor_destroy(&x);
+        gx_graph_destroy(&g);
+    }
+    printf("ml: %zu models, %d outputs equal to ONNX Runtime's\n", gl.gl_pathc, outputs);
+    ck_assert_uint_ge(gl.gl_pathc, 20);
+    globfree(&gl);
+}
+END_TEST
+
 Suite *ml_suite(void)
 {
     Suite *s = suite_create("ml");
@@ -383,6 +701,7 @@ Suite *ml_suite(void)
     tcase_add_test(tc, test_linear);
     tcase_add_test(tc, test_tree_regressor);
     tcase_add_test(tc, test_tree_classifier);
+    tcase_add_test(tc, test_vs_ort);
     suite_add_tcase(s, tc);
     return s;
 }

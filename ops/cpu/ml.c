@@ -437,8 +437,12 @@ void gx_cpu_LINEAR_CLASSIFIER(const gx_kargs *k)
         if (!z)
             continue;
         if (s) {
-            if (e == 1)
+            if (e == 1 && two && t == GX_ML_LOGISTIC) { /* as ONNX Runtime 1.2x */
+                s[0] = s_logistic(s[0]);
+                s_write_scores(s, 1, GX_ML_NONE, 1, z, 2);
+            } else if (e == 1) {
                 s_write_scores(s, 1, t, two ? 1 : -1, z, two ? 2 : 1);
+            }
             else
                 s_write_scores(s, e, t, -1, z, e);
         } else if (t == GX_ML_PROBIT || t == GX_ML_LOGISTIC) {
@@ -578,8 +582,8 @@ void gx_cpu_TREE_ENSEMBLE_REGRESSOR(const gx_kargs *k)
                 s /= (double)f.n_roots;
             if (e == 1) /* ONNX Runtime: one base value adds to the one target */
                 s += bv->n == 1 ? (float)bv->floats[0] : 0;
-            else if ((int64_t)bv->n == e)
-                s += (float)bv->floats[q];
+            else if ((int64_t)bv->n == e && (agg == 0 || f.has[q]))
+                s += (float)bv->floats[q]; /* MIN, MAX: a target no leaf scored stays 0 */
             f.score[q] = s;
         }
         s_transform(f.score, e, e == 1 && t != GX_ML_PROBIT ? GX_ML_NONE : t);
