@@ -2438,6 +2438,8 @@ static const struct {
     {"ai.onnx.ml", "Binarizer", 1, 5},
     {"ai.onnx.ml", "Imputer", 1, 5},
     {"ai.onnx.ml", "ArrayFeatureExtractor", 1, 5},
+    {"ai.onnx.ml", "OneHotEncoder", 1, 5},
+    {"ai.onnx.ml", "FeatureVectorizer", 1, 5},
     {"ai.onnx.ml", "LinearRegressor", 1, 5},
     {"ai.onnx.ml", "LinearClassifier", 1, 5},
     {"ai.onnx.ml", "TreeEnsembleRegressor", 1, 5},

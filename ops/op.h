@@ -246,6 +246,8 @@
     X(BINARIZER, "Binarizer")                                                 \
     X(IMPUTER, "Imputer")                                                     \
     X(ARRAY_FEATURE_EXTRACTOR, "ArrayFeatureExtractor")                       \
+    X(ONE_HOT_ENCODER, "OneHotEncoder")                                       \
+    X(FEATURE_VECTORIZER, "FeatureVectorizer")                                \
     X(LINEAR_REGRESSOR, "LinearRegressor")                                    \
     X(LINEAR_CLASSIFIER, "LinearClassifier")                                  \
     X(TREE_ENSEMBLE_REGRESSOR, "TreeEnsembleRegressor")                       \

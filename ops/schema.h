@@ -359,6 +359,11 @@ enum {
     GX_IMPUTER_REPLACED_VALUE_INT64,
     GX_IMPUTER_NATTRS
 };
+enum { GX_OHE_CATS_INT64S, GX_OHE_CATS_STRINGS, GX_OHE_ZEROS, GX_OHE_NATTRS };
+/* OneHotEncoder's category of element i of x (resolved attributes a); -1
+ * when it is none. */
+int64_t gx_ohe_find(const gx_attrval *a, const gx_view *x, int64_t i);
+enum { GX_FEATVEC_INPUTDIMENSIONS, GX_FEATVEC_NATTRS };
 enum {
     GX_LINREG_COEFFICIENTS,
     GX_LINREG_INTERCEPTS,

@@ -12,6 +12,8 @@
  *   Binarizer              x > threshold ? 1 : 0
  *   Imputer                replaced_value (or NaN) -> imputed_value per column
  *   ArrayFeatureExtractor  X[..., Y] (any dtype)
+ *   OneHotEncoder          X -> X.shape + [categories] of 0 and 1
+ *   FeatureVectorizer      inputs' columns side by side, each cut or padded to its size
  *   LinearRegressor        X coefficients^T + intercepts
  *   LinearClassifier       the same, then the best class's label
  *   TreeEnsembleRegressor / TreeEnsembleClassifier  ensembles of decision trees
@@ -373,6 +375,135 @@ static bool s_batch_afe(const gx_batch_ctx *bc)
 const gx_op_schema gx_schema_ARRAY_FEATURE_EXTRACTOR = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1, .flags = GX_OPF_STRINGS,
     .infer = s_infer_afe, .cost = s_cost_io, .batch = s_batch_afe,
+};
+
+/* ---- OneHotEncoder ---- */
+
+static const gx_attr_spec s_ohe_attrs[] = {
+    [GX_OHE_CATS_INT64S] = {.name = "cats_int64s", .type = GX_ATTR_INTS},
+    [GX_OHE_CATS_STRINGS] = {.name = "cats_strings", .type = GX_ATTR_TENSOR},
+    [GX_OHE_ZEROS] = {.name = "zeros", .type = GX_ATTR_INT, .def_i = 1},
+};
+_Static_assert(sizeof s_ohe_attrs / sizeof s_ohe_attrs[0] == GX_OHE_NATTRS, "OneHotEncoder attrs");
+
+int64_t gx_ohe_find(const gx_attrval *a, const gx_view *x, int64_t i)
+{
+    if (x->dtype == GX_STRING) {
+        const gx_tensor *cs = a[GX_OHE_CATS_STRINGS].t;
+        const gx_strrec *const *c = gx_tensor_cdata(cs);
+        const gx_strrec *v = ((const gx_strrec *const *)x->data)[i];
+        for (int64_t j = 0; j < gx_tensor_numel(cs); j++)
+            if (gx_str_eq(c[j], v))
+                return j;
+        return -1;
+    }
+    int64_t v; /* numbers are categories as int64 (truncated), as ONNX Runtime */
+    if (x->dtype == GX_F32)
+        v = (int64_t)((const float *)x->data)[i];
+    else if (x->dtype == GX_F64)
+        v = (int64_t)((const double *)x->data)[i];
+    else if (x->dtype == GX_I32)
+        v = ((const int32_t *)x->data)[i];
+    else
+        v = ((const int64_t *)x->data)[i];
+    for (size_t j = 0; j < a[GX_OHE_CATS_INT64S].n; j++)
+        if (a[GX_OHE_CATS_INT64S].ints[j] == v)
+            return (int64_t)j;
+    return -1;
+}
+
+/* With zeros = 0 an unknown category is an error: found when the values
+ * are (at run time, or for a constant). */
+static int s_infer_ohe(gx_infer *ic)
+{
+    const gx_view *x = &ic->in[0];
+    const gx_attrval *a = ic->attr;
+    const gx_tensor *cs = a[GX_OHE_CATS_STRINGS].t;
+    if (x->kind != GX_KIND_TENSOR || (!s_numeric(x->dtype) && x->dtype != GX_STRING))
+        return gx_infer_errf(ic, GX_EDTYPE, "OneHotEncoder: input is %s",
+                             gx_dtype_name(x->dtype));
+    if (!s_strings_ok(cs) || (x->dtype == GX_STRING) != (cs != NULL) ||
+        (cs ? gx_tensor_numel(cs) : (int64_t)a[GX_OHE_CATS_INT64S].n) < 1)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "OneHotEncoder: %s input needs categories in %s",
+                             gx_dtype_name(x->dtype),
+                             x->dtype == GX_STRING ? "cats_strings" : "cats_int64s");
+    if (x->ndim >= GX_MAX_DIMS)
+        return gx_infer_errf(ic, GX_ESHAPE, "OneHotEncoder: input of rank %d", x->ndim);
+    int64_t shape[GX_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    shape[x->ndim] = cs ? gx_tensor_numel(cs) : (int64_t)a[GX_OHE_CATS_INT64S].n;
+    gx_view_set(&ic->out[0], GX_F32, x->ndim + 1, shape);
+    if (a[GX_OHE_ZEROS].i)
+        return GX_OK;
+    if (!x->data)
+        return GX_INFER_DYNAMIC;
+    for (int64_t i = 0; i < x->numel; i++)
+        if (gx_ohe_find(a, x, i) < 0)
+            return gx_infer_errf(ic, GX_EINVAL,
+                                 "OneHotEncoder: element %lld is no category (zeros = 0)",
+                                 (long long)i);
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_ONE_HOT_ENCODER = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1, .attrs = s_ohe_attrs,
+    .n_attrs = GX_OHE_NATTRS, .flags = GX_OPF_STRINGS, .infer = s_infer_ohe, .cost = s_cost_io,
+    .batch = s_batch_same,
+};
+
+/* ---- FeatureVectorizer ---- */
+
+static const gx_attr_spec s_featvec_attrs[] = {
+    [GX_FEATVEC_INPUTDIMENSIONS] = {.name = "inputdimensions", .type = GX_ATTR_INTS},
+};
+_Static_assert(sizeof s_featvec_attrs / sizeof s_featvec_attrs[0] == GX_FEATVEC_NATTRS,
+               "FeatureVectorizer attrs");
+
+static int s_infer_featvec(gx_infer *ic)
+{
+    const gx_attrval *d = &ic->attr[GX_FEATVEC_INPUTDIMENSIONS];
+    if ((int)d->n != ic->n_in)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "FeatureVectorizer: %zu inputdimensions for %d inputs", d->n,
+                             ic->n_in);
+    int64_t n = -1, total = 0;
+    for (int i = 0; i < ic->n_in; i++) {
+        const gx_view *x = &ic->in[i];
+        if (!s_numeric(x->dtype) || x->kind != GX_KIND_TENSOR || x->ndim < 1 || x->ndim > 2)
+            return gx_infer_errf(ic, GX_EDTYPE,
+                                 "FeatureVectorizer: input %d is %s of rank %d; numbers [C] or "
+                                 "[N, C] needed",
+                                 i, gx_dtype_name(x->dtype), x->ndim);
+        const int64_t rows = x->ndim == 2 ? x->shape[0] : 1;
+        if (n >= 0 && rows != n)
+            return gx_infer_errf(ic, GX_ESHAPE, "FeatureVectorizer: input %d has %lld rows, "
+                                 "input 0 %lld", i, (long long)rows, (long long)n);
+        if (d->ints[i] < 0 || d->ints[i] > ((int64_t)1 << 24))
+            return gx_infer_errf(ic, GX_EATTR, "FeatureVectorizer: inputdimensions[%d] = %lld",
+                                 i, (long long)d->ints[i]);
+        n = rows;
+        total += d->ints[i];
+    }
+    gx_view_set(&ic->out[0], GX_F32, 2, (int64_t[]){n, total});
+    return GX_OK;
+}
+
+static bool s_batch_featvec(const gx_batch_ctx *bc)
+{
+    bool any = false, all = true;
+    for (int i = 0; i < bc->n_in; i++) {
+        any = any || bc->in_batched[i];
+        all = all && bc->in_batched[i] && bc->in[i].ndim == 2;
+    }
+    bc->out_batched[0] = any;
+    return !any || all;
+}
+
+const gx_op_schema gx_schema_FEATURE_VECTORIZER = {
+    .min_in = 1, .max_in = GX_MAX_OP_INPUTS, .min_out = 1, .max_out = 1,
+    .attrs = s_featvec_attrs, .n_attrs = GX_FEATVEC_NATTRS, .infer = s_infer_featvec,
+    .cost = s_cost_io, .batch = s_batch_featvec,
 };
 
 /* ---- LinearRegressor ---- */

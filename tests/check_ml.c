@@ -2,7 +2,7 @@
  * The ai.onnx.ml ops (ops/schema_ml.c, ops/cpu/ml.c), each on 1 and 3
  * shares against values worked by hand: LabelEncoder in each opset's form
  * and each key and value type, Scaler, Normalizer, Binarizer, Imputer,
- * ArrayFeatureExtractor, LinearRegressor and LinearClassifier with their
+ * ArrayFeatureExtractor, OneHotEncoder, FeatureVectorizer, LinearRegressor and LinearClassifier with their
  * post transforms and binary forms, the tree ensembles (nodes listed out of
  * order, every aggregate, missing values, the binary classifier's ONNX
  * Runtime scores), and the attribute errors. test_vs_ort runs the models
@@ -213,6 +213,25 @@ START_TEST(test_preprocess)
               0, 5, 0);
     ot_expect_error(GX_OP_IMPUTER, NODE(A_FLOATS("imputed_value_floats", 1, 2, 3)), 1, &im,
                     GX_EATTR, NULL);
+
+    gx_view oh = I64V(SHAPE(2, 2), 1, 7, 5, 3);
+    CHECK_F32(GX_OP_ONE_HOT_ENCODER, NODE(A_INTS("cats_int64s", 3, 1, 7)), 1, &oh, 0, 0, 1, 0,
+              0, 0, 1, 0, 0, 0, 1, 0, 0);
+    gx_view ohf = F32V(SHAPE(2), 1.9f, 3);
+    CHECK_F32(GX_OP_ONE_HOT_ENCODER, NODE(A_INTS("cats_int64s", 3, 1)), 1, &ohf, 0, 0, 1, 1, 0);
+    gx_view ohs = SV(SHAPE(2), "g", "b");
+    CHECK_F32(GX_OP_ONE_HOT_ENCODER, NODE(A_STRS("cats_strings", "r", "g")), 1, &ohs, 0, 0, 1, 0,
+              0);
+    ot_expect_error(GX_OP_ONE_HOT_ENCODER, NODE(A_STRS("cats_strings", "r", "g"), A_INT("zeros", 0)),
+                    1, &ohs, GX_EINVAL, "OneHotEncoder: element 1 is no category (zeros = 0)");
+    ot_expect_error(GX_OP_ONE_HOT_ENCODER, NODE(A_INTS("cats_int64s", 1)), 1, &ohs, GX_EATTR,
+                    "OneHotEncoder: string input needs categories in cats_strings");
+
+    gx_view fv[2] = {F32V(SHAPE(2, 2), 1, 2, 3, 4), I64V(SHAPE(2, 3), 5, 6, 7, 8, 9, 10)};
+    CHECK_F32(GX_OP_FEATURE_VECTORIZER, NODE(A_INTS("inputdimensions", 3, 2)), 2, fv, 0, 1, 2, 0,
+              5, 6, 3, 4, 0, 8, 9);
+    ot_expect_error(GX_OP_FEATURE_VECTORIZER, NODE(A_INTS("inputdimensions", 3)), 2, fv, GX_EATTR,
+                    "FeatureVectorizer: 1 inputdimensions for 2 inputs");
 
     gx_view afe[2] = {F32V(SHAPE(2, 3), 1, 2, 3, 4, 5, 6), I64V(SHAPE(2), 2, 0)};
     CHECK_F32(GX_OP_ARRAY_FEATURE_EXTRACTOR, NODE(), 2, afe, 0, 3, 1, 6, 4);

@@ -336,6 +336,44 @@ void gx_cpu_ARRAY_FEATURE_EXTRACTOR(const gx_kargs *k)
                es);
 }
 
+/* ---- OneHotEncoder, FeatureVectorizer ---- */
+
+void gx_cpu_ONE_HOT_ENCODER(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const int64_t m = y->shape[y->ndim - 1];
+    int64_t lo, hi;
+    gx_cpu_share(k, x->numel, 1, &lo, &hi);
+    float *yd = y->data;
+    for (int64_t i = lo; i < hi; i++) {
+        const int64_t j = gx_ohe_find(k->attr, x, i);
+        memset(yd + i * m, 0, (size_t)m * sizeof *yd);
+        if (j >= 0)
+            yd[i * m + j] = 1;
+    }
+}
+
+/* Each input's first inputdimensions[i] columns, zeros past its own. */
+void gx_cpu_FEATURE_VECTORIZER(const gx_kargs *k)
+{
+    const gx_view *y = &k->out[0];
+    const int64_t n = y->shape[0], w = y->shape[1];
+    const gx_attrval *d = &k->attr[GX_FEATVEC_INPUTDIMENSIONS];
+    int64_t lo, hi;
+    gx_cpu_share(k, n, 1, &lo, &hi);
+    float *yd = y->data;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t at = 0;
+        for (int i = 0; i < k->n_in; i++) {
+            const gx_view *x = &k->in[i];
+            const int64_t c = x->shape[x->ndim - 1];
+            for (int64_t j = 0; j < d->ints[i]; j++)
+                yd[r * w + at + j] = j < c ? (float)s_get(x, r * c + j) : 0.0f;
+            at += d->ints[i];
+        }
+    }
+}
+
 /* ---- LinearRegressor, LinearClassifier ---- */
 
 #define S_ROW_MAX 256 /* scores a row holds on the stack; more go in the output */

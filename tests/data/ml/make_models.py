@@ -151,3 +151,14 @@ save("pipe_preprocess",
                        intercepts=[1.0, 2.0, 3.0], targets=3)],
      fx(), [out("B"), out("Y")],
      [helper.make_tensor("idx", TensorProto.INT64, [2], [3, 1])])
+
+# sklearn's OneHotEncoder and ColumnTransformer's concatenation
+save("ohe_fv_s",
+     [helper.make_node("OneHotEncoder", ["X"], ["O"], domain=ML, cats_strings=["a", "b", "c"]),
+      helper.make_node("FeatureVectorizer", ["O"], ["Y"], domain=ML, inputdimensions=[4])],
+     [helper.make_tensor_value_info("X", TensorProto.STRING, [5])], [out("O"), out("Y")])
+save("ohe_fv",
+     [helper.make_node("OneHotEncoder", ["X"], ["O"], domain=ML, cats_int64s=[-1, 0, 1]),
+      helper.make_node("FeatureVectorizer", ["X", "X"], ["Y"], domain=ML,
+                       inputdimensions=[2, 5])],
+     fx(), [out("O"), out("Y")])
