@@ -237,14 +237,6 @@ static bool s_done_before(const gxd_plan *p, const bool *reach, size_t v, int de
     return true;
 }
 
-/* The value whose memory v's lies in: a view's source, a Concat input's
- * Concat (placed in place), else v. */
-static int s_home(const gxd_plan *p, int v)
-{
-    v = gxd_view_source(p, v);
-    return p->values[v].placed_in ? p->values[v].placed_in - 1 : v;
-}
-
 /* In the step-order arena, two values live at once share no memory unless
  * one lies in the other's by design (views, Concat inputs in place). */
 static void s_assert_step_order_disjoint(const gxd_plan *p)
@@ -260,7 +252,7 @@ static void s_assert_step_order_disjoint(const gxd_plan *p)
         for (size_t b = a + 1; b < p->n_values; b++) {
             const gxd_value *va = &p->values[a], *vb = &p->values[b];
             if (va->kind != GXD_VALUE_TEMP || vb->kind != GXD_VALUE_TEMP || !va->nbytes ||
-                !vb->nbytes || s_home(p, (int)a) == s_home(p, (int)b))
+                !vb->nbytes || gxd_memory_home(p, (int)a) == gxd_memory_home(p, (int)b))
                 continue;
             const bool live = def[a] <= vb->last_use && def[b] <= va->last_use;
             const bool mem = va->offset < vb->offset + vb->nbytes &&

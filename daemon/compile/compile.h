@@ -619,5 +619,8 @@ size_t gxd_memplan_assign(gxd_value *values, size_t n_values, int mem, size_t *n
 /* The value whose memory value v uses: v itself, or for a view the first
  * value up its chain of reshapes that is no view. */
 int gxd_view_source(const gxd_plan *plan, int v);
+/* The value whose memory value v's bytes lie in, in the step-order arena:
+ * v's view source, or the Concat output that source is placed in. */
+int gxd_memory_home(const gxd_plan *plan, int v);
 
 #endif

@@ -113,6 +113,12 @@ int gxd_view_source(const gxd_plan *plan, int v)
     return v;
 }
 
+int gxd_memory_home(const gxd_plan *plan, int v)
+{
+    v = gxd_view_source(plan, v);
+    return plan->values[v].placed_in ? plan->values[v].placed_in - 1 : v;
+}
+
 /* May step i's output be a view of its first input (see the top comment)?
  * Runs once mem and last_use are known. */
 static bool s_view_ok(const gxd_plan *p, size_t i)

@@ -80,22 +80,9 @@ static void s_broken(const char *what, const gxd_plan *plan, size_t a, size_t b)
     abort();
 }
 
-/* The value whose bytes v's are: up v's views (gxd_view_source), and from
- * a Concat's input placed in its output to that output. */
-static int s_home(const gxd_plan *plan, int v)
-{
-    for (int k = 0; k < 64; k++) {
-        v = gxd_view_source(plan, v);
-        if (plan->values[v].placed_in <= 0)
-            break;
-        v = plan->values[v].placed_in - 1;
-    }
-    return v;
-}
-
 /* Pass 8's contract (memplan.c): aligned offsets inside the arena, and no
  * two values that are live at the same step overlap, but for views and
- * Concat inputs placed in their output (s_home). */
+ * Concat inputs placed in their output (gxd_memory_home). */
 static void s_check_memplan(const gxd_plan *plan)
 {
     for (size_t a = 0; a < plan->n_values; a++) {
@@ -113,7 +100,7 @@ static void s_check_memplan(const gxd_plan *plan)
             /* a view and its source, a Concat's input written in place in
              * its output: the same bytes by design (two inputs placed in
              * one Concat are still checked) */
-            int ha = s_home(plan, (int)a), hb = s_home(plan, (int)b);
+            int ha = gxd_memory_home(plan, (int)a), hb = gxd_memory_home(plan, (int)b);
             if (ha == (int)b || hb == (int)a || (ha == hb && (va->is_view || vb->is_view)))
                 continue;
             bool live_together = va->def <= vb->last_use && vb->def <= va->last_use;
