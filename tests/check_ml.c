@@ -28,8 +28,6 @@
 #include "tests/optest.h"
 #include "tests/testutil.h"
 
-#define STRS(...) ((const char *const[]){__VA_ARGS__})
-#define NSTR(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))
 #define A_STR(key, v) ((gx_attr){.name = (char *)(key), .type = GX_ATTR_STRING, .s = (char *)(v)})
 #define A_FLOATS(key, ...)                                                    \
     ((gx_attr){.name = (char *)(key), .type = GX_ATTR_FLOATS,                 \
@@ -38,35 +36,7 @@
 #define I64V(shape, ...)                                                      \
     ot_view(GX_I64, ot_copy((int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__})), shape)
 
-static gx_tensor *s_keep[64];
-static int s_nkeep;
 
-static void s_teardown(void)
-{
-    while (s_nkeep > 0)
-        gx_tensor_destroy(&s_keep[--s_nkeep]);
-    ot_free_all();
-}
-
-static gx_tensor *s_kept(gx_tensor *t)
-{
-    ck_assert_ptr_nonnull(t);
-    ck_assert_int_lt(s_nkeep, 64);
-    return s_keep[s_nkeep++] = t;
-}
-
-/* A STRINGS attribute (a 1-D string tensor). */
-#define A_STRS(key, ...)                                                      \
-    ((gx_attr){.name = (char *)(key), .type = GX_ATTR_TENSOR,                 \
-               .t = s_kept(gx_tensor_new_strings(1, (int64_t[]){NSTR(__VA_ARGS__)},    \
-                                                 STRS(__VA_ARGS__), NULL))})
-#define SV(shape, ...) s_sv(shape, STRS(__VA_ARGS__))
-
-static gx_view s_sv(int ndim, const int64_t *shape, const char *const *strs)
-{
-    gx_tensor *t = s_kept(gx_tensor_new_strings(ndim, shape, strs, NULL));
-    return ot_view(GX_STRING, t->data, ndim, shape);
-}
 
 /* Runs op on 1 and 3 shares into out[0..n_out). */
 static void s_run(gx_op op, const gx_node *node, int n_in, const gx_view *in, int nth, int n_out,
@@ -156,15 +126,15 @@ START_TEST(test_label_encoder)
                NODE(A_STRS("classes_strings", "a", "b"), A_STR("default_string", "?")), 1, &j,
                "b", "?");
     /* opset 4: tensors */
-    gx_tensor *keys = s_kept(gx_tensor_new_copy(GX_I64, 1, (int64_t[]){2}, (int64_t[]){3, 4}, 16));
+    gx_tensor *keys = ot_keep(gx_tensor_new_copy(GX_I64, 1, (int64_t[]){2}, (int64_t[]){3, 4}, 16));
     gx_view k = I64V(SHAPE(2), 4, 0);
     CHECK_STRS(GX_OP_LABEL_ENCODER,
                NODE(((gx_attr){.name = "keys_tensor", .type = GX_ATTR_TENSOR, .t = keys}),
                     ((gx_attr){.name = "values_tensor", .type = GX_ATTR_TENSOR,
-                               .t = s_kept(gx_tensor_new_strings(1, (int64_t[]){2},
+                               .t = ot_keep(gx_tensor_new_strings(1, (int64_t[]){2},
                                                                  STRS("t", "f"), NULL))}),
                     ((gx_attr){.name = "default_tensor", .type = GX_ATTR_TENSOR,
-                               .t = s_kept(gx_tensor_new_strings(1, (int64_t[]){1}, STRS("none"),
+                               .t = ot_keep(gx_tensor_new_strings(1, (int64_t[]){1}, STRS("none"),
                                                                  NULL))})),
                1, &k, "f", "none");
     /* errors */
@@ -714,7 +684,7 @@ Suite *ml_suite(void)
 {
     Suite *s = suite_create("ml");
     TCase *tc = tcase_create("ops");
-    tcase_add_checked_fixture(tc, NULL, s_teardown);
+    tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_add_test(tc, test_label_encoder);
     tcase_add_test(tc, test_preprocess);
     tcase_add_test(tc, test_linear);

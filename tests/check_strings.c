@@ -20,37 +20,10 @@
 #include "tests/optest.h"
 #include "tests/testutil.h"
 
-#define STRS(...) ((const char *const[]){__VA_ARGS__})
-#define NSTR(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))
 #define I64V(shape, ...)                                                      \
     ot_view(GX_I64, ot_copy((int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__})), shape)
 #define A_STR(key, v) ((gx_attr){.name = (char *)(key), .type = GX_ATTR_STRING, .s = (char *)(v)})
 
-/* Tensors made by a test: their stores back the views' strings. */
-static gx_tensor *s_keep[64];
-static int s_nkeep;
-
-static void s_teardown(void)
-{
-    while (s_nkeep > 0)
-        gx_tensor_destroy(&s_keep[--s_nkeep]);
-    ot_free_all();
-}
-
-static gx_tensor *s_kept(gx_tensor *t)
-{
-    ck_assert_ptr_nonnull(t);
-    ck_assert_int_lt(s_nkeep, 64);
-    return s_keep[s_nkeep++] = t;
-}
-
-/* A string view of the given strings (numel of the shape of them). */
-static gx_view s_sv(int ndim, const int64_t *shape, const char *const *strs)
-{
-    gx_tensor *t = s_kept(gx_tensor_new_strings(ndim, shape, strs, NULL));
-    return ot_view(GX_STRING, t->data, ndim, shape);
-}
-#define SV(shape, ...) s_sv(shape, STRS(__VA_ARGS__))
 
 static const char *s_at(const gx_view *v, int64_t i, size_t *n)
 {
@@ -509,7 +482,7 @@ START_TEST(test_move)
     gx_view cs = I64V(SHAPE(2), 2, 1);
     EXPECT(GX_OP_CONSTANT_OF_SHAPE,
            NODE(((gx_attr){.name = (char *)"value", .type = GX_ATTR_TENSOR,
-                           .t = s_kept(gx_tensor_new_strings(1, (int64_t[]){1}, STRS("zz"),
+                           .t = ot_keep(gx_tensor_new_strings(1, (int64_t[]){1}, STRS("zz"),
                                                              NULL))})),
            1, &cs, SHAPE(2, 1), "zz", "zz");
     /* Split: two outputs */
@@ -527,24 +500,20 @@ START_TEST(test_move)
 }
 END_TEST
 
-#define STOP(...)                                                             \
-    ((gx_attr){.name = (char *)"stopwords", .type = GX_ATTR_TENSOR,             \
-               .t = s_kept(gx_tensor_new_strings(1, (int64_t[]){NSTR(__VA_ARGS__)}, \
-                                                 STRS(__VA_ARGS__), NULL))})
 
 START_TEST(test_normalizer)
 {
     gx_view x = SV(SHAPE(1, 5), "Monday", "tuesday", "MONDAY", "Ärger", "straße");
     /* case-insensitive stopwords; ß has no one-letter upper case */
     EXPECT(GX_OP_STRING_NORMALIZER,
-           NODE(A_STR("case_change_action", "UPPER"), STOP("monday")), 1, &x, SHAPE(1, 3),
+           NODE(A_STR("case_change_action", "UPPER"), A_STRS("stopwords", "monday")), 1, &x, SHAPE(1, 3),
            "TUESDAY", "ÄRGER", "STRAßE");
     EXPECT(GX_OP_STRING_NORMALIZER,
            NODE(A_STR("case_change_action", "LOWER"), A_INT("is_case_sensitive", 1),
-                STOP("monday", "MONDAY")),
+                A_STRS("stopwords", "monday", "MONDAY")),
            1, &x, SHAPE(1, 4), "monday", "tuesday", "ärger", "straße");
     gx_view y = SV(SHAPE(3), "a", "b", "a");
-    EXPECT(GX_OP_STRING_NORMALIZER, NODE(STOP("A", "b")), 1, &y, SHAPE(1), "");
+    EXPECT(GX_OP_STRING_NORMALIZER, NODE(A_STRS("stopwords", "A", "b")), 1, &y, SHAPE(1), "");
     EXPECT(GX_OP_STRING_NORMALIZER, NODE(), 1, &y, SHAPE(3), "a", "b", "a");
     /* bytes that are not UTF-8 pass as they are */
     gx_view bad = SV(SHAPE(1), "a\xff" "b");
@@ -661,7 +630,7 @@ static gx_graph *s_graph(void)
 START_TEST(test_graph)
 {
     gx_graph *g = s_graph();
-    gx_tensor *x = s_kept(gx_tensor_new_strings(1, (int64_t[]){3}, STRS("1.50", "skip", "2e2"),
+    gx_tensor *x = ot_keep(gx_tensor_new_strings(1, (int64_t[]){3}, STRS("1.50", "skip", "2e2"),
                                                 NULL));
     uint8_t c = 1;
     gx_view in[2] = {ot_view(GX_STRING, x->data, SHAPE(3)), ot_view(GX_BOOL, &c, 0, NULL)};
@@ -684,7 +653,7 @@ START_TEST(test_graph)
     for (int i = 0; i < 3; i++) {
         memset(longs[i], 'a' + i, sizeof longs[i] - 1);
     }
-    gx_tensor *lx = s_kept(gx_tensor_new_strings(1, (int64_t[]){3},
+    gx_tensor *lx = ot_keep(gx_tensor_new_strings(1, (int64_t[]){3},
                                                  STRS(longs[0], longs[1], longs[2]), NULL));
     in[0].data = lx->data;
     ck_assert_int_eq(s_run(g, in, 1024, out, err, sizeof err), GX_ELIMIT);
@@ -705,7 +674,7 @@ START_TEST(test_graph)
     gx_graph_add_output(g, "y");
     float v6[6] = {0};
     for (int round = 0; round < 2; round++) {
-        gx_tensor *sx = s_kept(gx_tensor_new_strings(
+        gx_tensor *sx = ot_keep(gx_tensor_new_strings(
             1, (int64_t[]){2}, round ? STRS("3", "2") : STRS("2", "3"), NULL));
         gx_view sin[2] = {ot_view(GX_STRING, sx->data, SHAPE(2)), ot_view(GX_F32, v6, SHAPE(6))};
         ck_assert_msg(s_run(g, sin, 64 << 20, out, err, sizeof err) == GX_OK, "%s", err);
@@ -784,7 +753,7 @@ Suite *strings_suite(void)
 {
     Suite *s = suite_create("strings");
     TCase *tc = tcase_create("strings");
-    tcase_add_checked_fixture(tc, NULL, s_teardown);
+    tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_add_test(tc, test_tensor);
     tcase_add_test(tc, test_heap);
     tcase_add_test(tc, test_wire);

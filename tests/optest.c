@@ -30,10 +30,28 @@ gx_strheap *ot_strs(void)
     return s_strs;
 }
 
+static gx_tensor *s_keep[64];
+static int s_nkeep;
+
+gx_tensor *ot_keep(gx_tensor *t)
+{
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_lt(s_nkeep, (int)(sizeof s_keep / sizeof s_keep[0]));
+    return s_keep[s_nkeep++] = t;
+}
+
+gx_view ot_strings(int ndim, const int64_t *shape, const char *const *strs)
+{
+    gx_tensor *t = ot_keep(gx_tensor_new_strings(ndim, shape, strs, NULL));
+    return ot_view(GX_STRING, t->data, ndim, shape);
+}
+
 void ot_free_all(void)
 {
     while (s_nmem > 0)
         free(s_mem[--s_nmem]);
+    while (s_nkeep > 0)
+        gx_tensor_destroy(&s_keep[--s_nkeep]);
     gx_strheap_destroy(&s_strs);
 }
 

@@ -59,6 +59,21 @@ void ot_unravel(int64_t flat, int nd, const int64_t *shape, int64_t *idx);
  * repeat). */
 int64_t ot_bcast_off(int ndo, const int64_t *idx, int nd, const int64_t *shape);
 
+/* t (checked non-NULL), destroyed by ot_free_all: a tensor whose store
+ * backs a test's views or attributes. */
+struct gx_tensor *ot_keep(struct gx_tensor *t);
+/* A string view of strs (as many as the shape holds), backed by a kept
+ * tensor. */
+gx_view ot_strings(int ndim, const int64_t *shape, const char *const *strs);
+#define STRS(...) ((const char *const[]){__VA_ARGS__})
+#define NSTR(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))
+#define SV(shape, ...) ot_strings(shape, STRS(__VA_ARGS__))
+/* A STRINGS attribute (a 1-D string tensor, kept). */
+#define A_STRS(key, ...)                                                      \
+    ((gx_attr){.name = (char *)(key), .type = GX_ATTR_TENSOR,                 \
+               .t = ot_keep(gx_tensor_new_strings(1, (int64_t[]){NSTR(__VA_ARGS__)}, \
+                                                  STRS(__VA_ARGS__), NULL))})
+
 /* The string heap kernels run by ot_run_n make strings in; freed (with
  * every string in it) by ot_free_all. */
 gx_strheap *ot_strs(void);
