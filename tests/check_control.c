@@ -227,6 +227,52 @@ START_TEST(test_if)
 }
 END_TEST
 
+/* a_0 = x, a_i = a_(i-1) + x (so (i + 1) x) for i < S_N_CAPTURED; y = If(c)
+ * then a_0 + ... + a_(S_N_CAPTURED-1) else a_(S_N_CAPTURED-1): the then
+ * branch captures more values than an op has inputs (GX_MAX_OP_INPUTS), as
+ * exported models whose branches hold whole networks do. */
+#define S_N_CAPTURED 100
+_Static_assert(S_N_CAPTURED > GX_MAX_OP_INPUTS, "more captures than an op's inputs");
+
+START_TEST(test_if_many_captures)
+{
+    gx_graph *then = gx_graph_new("then"), *els = gx_graph_new("else");
+    gx_graph *g = gx_graph_new("captures");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 1, (int64_t[]){3}), GX_OK);
+    ck_assert_int_eq(gx_graph_add_input(g, "c", GX_BOOL, 0, NULL), GX_OK);
+    char a[32], prev[32], t[32], tprev[32];
+    snprintf(a, sizeof a, "a0");
+    s_node(g, "Identity", NAMES("x"), NAMES(a));
+    snprintf(tprev, sizeof tprev, "a0");
+    for (int i = 1; i < S_N_CAPTURED; i++) {
+        snprintf(prev, sizeof prev, "a%d", i - 1);
+        snprintf(a, sizeof a, "a%d", i);
+        s_node(g, "Add", NAMES(prev, "x"), NAMES(a));
+        snprintf(t, sizeof t, "t%d", i);
+        s_node(then, "Add", NAMES(tprev, a), NAMES(t));
+        snprintf(tprev, sizeof tprev, "%s", t);
+    }
+    ck_assert_int_eq(gx_graph_add_output(then, tprev), GX_OK);
+    s_node(els, "Identity", NAMES(a), NAMES("e"));
+    ck_assert_int_eq(gx_graph_add_output(els, "e"), GX_OK);
+    gx_node *n = s_node(g, "If", NAMES("c"), NAMES("y"));
+    ck_assert_int_eq(gx_node_set_graph(n, "then_branch", &then), GX_OK);
+    ck_assert_int_eq(gx_node_set_graph(n, "else_branch", &els), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+
+    float x[3] = {1, 2, 3};
+    const float k[2] = {S_N_CAPTURED, S_N_CAPTURED * (S_N_CAPTURED + 1) / 2};
+    for (uint8_t c = 0; c < 2; c++) {
+        gx_view in[2] = {s_view(GX_F32, 1, (int64_t[]){3}, x), s_view(GX_BOOL, 0, NULL, &c)};
+        s_result r = s_run(g, in);
+        ck_assert_msg(r.rc == GX_OK, "%s", r.err);
+        ck_assert(gxt_allclose(r.y, (float[]){k[c], 2 * k[c], 3 * k[c]}, 3, 0, 0));
+        gxd_plan_destroy(&r.plan);
+    }
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 /* Loop(M, cond, v0) with body (i, c, v) -> (c, v + x, v + x): x is
  * captured from the outer graph; the scan output stacks every v. An If in
  * the body (always true) checks nested capture. */
@@ -489,6 +535,7 @@ Suite *control_suite(void)
     tcase_add_test(tc, test_dynamic_step);
     tcase_add_test(tc, test_folding);
     tcase_add_test(tc, test_if);
+    tcase_add_test(tc, test_if_many_captures);
     tcase_add_test(tc, test_loop);
     tcase_add_test(tc, test_loop_cancel);
     tcase_add_test(tc, test_scan);

@@ -207,7 +207,9 @@ int gxd_pass_infer(gxd_cstate *st)
     for (size_t i = 0; i < p->n_steps; i++) {
         gxd_step *s = &p->steps[i];
         const gx_op_schema *sc = gx_op_schema_get(s->op);
-        if (s->n_in > GX_MAX_OP_INPUTS || s->n_out > GX_MAX_OP_INPUTS)
+        /* values an If/Loop/Scan body captures from outside are inputs
+         * beyond the formal ones, passed on through the heap: any number */
+        if (s->n_formal > GX_MAX_OP_INPUTS || s->n_out > GX_MAX_OP_INPUTS)
             return gx_errf(st->err, st->errlen, GX_ELIMIT, "node '%s': more than %d inputs or outputs",
                            s->node->name, GX_MAX_OP_INPUTS);
         bool upstream_dynamic = false, known = true;

@@ -621,10 +621,16 @@ static int s_apply(s_build *b, const int *choice)
     int *lay = malloc((nv + 1) * sizeof *lay);         /* layout of each value */
     int *reord = malloc((nv * L + 1) * sizeof *reord); /* [v][l]: its copy in l, or -1 */
     int *renum = malloc((ns + 1) * sizeof *renum);
-    int *want = malloc((ns * GX_MAX_OP_INPUTS + 1) * sizeof *want); /* [step][k]: s_reads */
+    size_t *at = malloc((ns + 1) * sizeof *at); /* step i's reads start at want[at[i]] */
+    int *want = NULL;                           /* [step][k]: s_reads */
     int rc = GX_ENOMEM;
     size_t n_new = 0, n_extra = 0;
-    if (!lay || !reord || !renum || !want)
+    if (!lay || !reord || !renum || !at)
+        goto out;
+    at[0] = 0;
+    for (size_t i = 0; i < ns; i++)
+        at[i + 1] = at[i] + (size_t)p->steps[i].n_in;
+    if (!(want = malloc((at[ns] + 1) * sizeof *want)))
         goto out;
     for (size_t v = 0; v < nv; v++) {
         const int o = b->cand[(int)v] ? s_producer_op(b, (int)v) : -1;
@@ -636,7 +642,7 @@ static int s_apply(s_build *b, const int *choice)
     for (size_t i = 0; i < ns; i++) {
         const gxd_step *s = &p->steps[i];
         const int o = b->op_of_step[i];
-        int *w = &want[i * GX_MAX_OP_INPUTS];
+        int *w = &want[at[i]];
         for (int k = 0; o >= 0 && k < s->n_in; k++) {
             const int v = s->in[k];
             w[k] = s_reads(p, s, k, choice[o]);
@@ -705,7 +711,7 @@ static int s_apply(s_build *b, const int *choice)
     for (size_t i = 0; i < ns; i++) {
         gxd_step *s = &steps[renum[i]];
         const int o = b->op_of_step[i];
-        const int *w = &want[i * GX_MAX_OP_INPUTS];
+        const int *w = &want[at[i]];
         for (int k = 0; o >= 0 && k < s->n_in; k++) {
             const int v = s->in[k];
             if (v >= 0 && (size_t)v < nv && b->cand[v] && lay[v] != w[k])
@@ -727,7 +733,7 @@ static int s_apply(s_build *b, const int *choice)
             p->parts[k].exit = renum[p->parts[k].exit];
     }
 out:
-    free(lay), free(reord), free(renum), free(want);
+    free(lay), free(reord), free(renum), free(at), free(want);
     return rc;
 }
 
