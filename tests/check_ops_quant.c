@@ -712,6 +712,68 @@ START_TEST(test_packed_qlinearconv_direct)
 }
 END_TEST
 
+/* ConvInteger from W packed against its reference kernel, on each ISA:
+ * every dtype pairing, zero points absent, scalar and per output channel
+ * (W's), pads, dilations, strides, 1x1 windows, channels not a multiple
+ * of 4 and output channels not of 16, and a K above GX_QGEMM_MAX_K (in
+ * chunks of channels; a QLinearConv too). */
+START_TEST(test_packed_conv_integer)
+{
+    static const char *const isas[] = {"avx512", "baseline"};
+    static const struct {
+        int64_t x[4], w[4], pads[4], dil[2], st[2];
+    } cases[] = {
+        {{1, 3, 17, 23}, {11, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}},
+        {{2, 6, 13, 17}, {9, 6, 3, 5}, {0, 2, 1, 0}, {2, 1}, {1, 1}},
+        {{1, 37, 12, 9}, {19, 37, 1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}},
+        {{1, 7, 9, 31}, {33, 7, 3, 3}, {2, 1, 2, 1}, {2, 2}, {1, 3}},
+        {{1, 1843, 4, 5}, {20, 1843, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}},
+    };
+    _Static_assert(1843 * 9 > 2 * GX_QGEMM_MAX_K, "three chunks, the last a part one");
+    const char *was = gx_cpu_gemm_isa();
+    for (int is = 0; is < 2; is++) {
+        if (!gx_cpu_gemm_isa_set(isas[is]))
+            continue;
+        for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+            for (int t = 0; t < 4; t++)
+                for (int zp = 0; zp < 3; zp++) {
+                    gx_attr at[3] = {{.name = (char *)"pads", .type = GX_ATTR_INTS,
+                                      .ints = (int64_t *)cases[ci].pads, .n = 4},
+                                     {.name = (char *)"dilations", .type = GX_ATTR_INTS,
+                                      .ints = (int64_t *)cases[ci].dil, .n = 2},
+                                     {.name = (char *)"strides", .type = GX_ATTR_INTS,
+                                      .ints = (int64_t *)cases[ci].st, .n = 2}};
+                    const gx_node node = {.n_attr = 3, .attr = at};
+                    const gx_dtype tx = s_bytes[t & 1], tw = s_bytes[t >> 1];
+                    gx_view in[4];
+                    in[0] = s_rand_of(tx, 4, cases[ci].x);
+                    in[1] = s_rand_of(tw, 4, cases[ci].w);
+                    in[2] = s_rand_of(tx, SCALAR);
+                    in[3] = zp == 2 ? s_rand_of(tw, 1, (const int64_t[]){cases[ci].w[0]})
+                                    : s_rand_of(tw, SCALAR);
+                    char what[96];
+                    snprintf(what, sizeof what, "%s, ConvInteger case %zu, %s x %s, zp %d",
+                             isas[is], ci, gx_dtype_name(tx), gx_dtype_name(tw), zp);
+                    s_packed_same(GX_OP_CONVINTEGER, &node, zp ? 4 : 2, in, what);
+                }
+        /* the last case as a QLinearConv: W per channel, a bias */
+        const size_t last = sizeof cases / sizeof *cases - 1;
+        const int64_t m = cases[last].w[0];
+        gx_attr at = {.name = (char *)"pads", .type = GX_ATTR_INTS,
+                      .ints = (int64_t *)cases[last].pads, .n = 4};
+        gx_view in[9] = {s_rand_of(GX_U8, 4, cases[last].x), s_rand_of(GX_F32, SCALAR),
+                         s_rand_of(GX_U8, SCALAR), s_rand_of(GX_I8, 4, cases[last].w),
+                         s_rand_of(GX_F32, 1, (const int64_t[]){m}),
+                         s_rand_of(GX_I8, 1, (const int64_t[]){m}), s_rand_of(GX_F32, SCALAR),
+                         s_rand_of(GX_U8, SCALAR), s_rand_of(GX_I32, 1, (const int64_t[]){m})};
+        s_packed_same(GX_OP_QLINEAR_CONV, &(gx_node){.n_attr = 1, .attr = &at}, 9, in,
+                      isas[is]);
+        ot_free_all();
+    }
+    gx_cpu_gemm_isa_set(was);
+}
+END_TEST
+
 Suite *ops_quant_suite(void)
 {
     Suite *s = suite_create("ops_quant");
@@ -729,6 +791,7 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_packed_matmul_integer);
     tcase_add_test(tc, test_packed_qlinear);
     tcase_add_test(tc, test_packed_qlinearconv_direct);
+    tcase_add_test(tc, test_packed_conv_integer);
     tcase_add_test(tc, test_unique);
     tcase_add_test(tc, test_unique_errors);
     tcase_add_test(tc, test_nms);

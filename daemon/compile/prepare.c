@@ -132,7 +132,8 @@ void gxd_shared_drop(gxd_plan *p)
 /* Is op one of the integer products (qgemm_pack)? */
 static bool s_qop(gx_op op)
 {
-    return op == GX_OP_MATMUL_INTEGER || op == GX_OP_QLINEAR_MATMUL || op == GX_OP_QLINEAR_CONV;
+    return op == GX_OP_MATMUL_INTEGER || op == GX_OP_QLINEAR_MATMUL || op == GX_OP_QLINEAR_CONV ||
+           op == GX_OP_CONVINTEGER;
 }
 
 /* b's view in form f (*pv: dtype and shape, data untouched) and its bytes. */
@@ -489,7 +490,7 @@ int gxd_pass_prepare(gxd_cstate *st)
             const s_form f = {p->devices[s->device], s->op, false, GX_LAYOUT_PLAIN, s->attr};
             snprintf(what, sizeof what,
                      "%s as int8 in %d-column panels for the packed %s kernel (%.20s)",
-                     s->op == GX_OP_QLINEAR_CONV ? "W" : "B", GX_GEMM_PANEL, gx_op_name(s->op),
+                     s->op == GX_OP_MATMUL_INTEGER || s->op == GX_OP_QLINEAR_MATMUL ? "B" : "W", GX_GEMM_PANEL, gx_op_name(s->op),
                      q->impl());
             if ((rc = s_prepare_input(st, s, q->b_input(s->op), &f, "packed", what)) == GX_OK)
                 s->kernel = q->kernel(s->op);

@@ -62,6 +62,7 @@ static const struct {
     {"cpu.MatMulInteger.packed@1", S_QPACKED, GX_OP_MATMUL_INTEGER, NULL},
     {"cpu.QLinearMatMul.packed@1", S_QPACKED, GX_OP_QLINEAR_MATMUL, NULL},
     {"cpu.QLinearConv.packed@2", S_QPACKED, GX_OP_QLINEAR_CONV, NULL},
+    {"cpu.ConvInteger.packed@1", S_QPACKED, GX_OP_CONVINTEGER, NULL},
 };
 #define S_N_FIXED (sizeof s_fixed / sizeof s_fixed[0])
 

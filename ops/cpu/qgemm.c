@@ -44,19 +44,55 @@
 #define S_P 16 /* columns of a panel */
 #define S_R 8  /* rows of A a block takes */
 #define S_MB 8 /* output channels a block of the direct QLinearConv takes */
+/* Output channels of a conv whose K (C kh kw) is above GX_QGEMM_MAX_K at
+ * most: its sums gather over chunks of channels in S_R x S_MAXM int32. */
+#define S_MAXM 2048
+/* K of a conv at most (channels in chunks): d = sum of K products of at
+ * most 255 x 128 stays an exact int32. */
+#define S_MAXK_CONV 65536
 
 /* ---- what the packed kernels take ---- */
+
+/* Is op a convolution (W [M, C, kh, kw]: K = C kh kw, N = M)? */
+static bool s_conv(gx_op op)
+{
+    return op == GX_OP_QLINEAR_CONV || op == GX_OP_CONVINTEGER;
+}
 
 /* K and N of op's product with B (or W) b. */
 static void s_kn(gx_op op, const gx_view *b, int64_t *k, int64_t *n)
 {
-    if (op == GX_OP_QLINEAR_CONV) {
+    if (s_conv(op)) {
         *n = b->shape[0];
         *k = b->numel / (b->shape[0] ? b->shape[0] : 1);
     } else {
         *k = b->shape[0];
         *n = b->shape[1];
     }
+}
+
+/* A conv's K in chunks of whole channels, each at most GX_QGEMM_MAX_K
+ * (one chunk, all of K, for the products and for most convs): channels
+ * per chunk, and chunks. */
+static int64_t s_chunk_c(gx_op op, const gx_view *b, int64_t *chunks)
+{
+    int64_t k, n;
+    s_kn(op, b, &k, &n);
+    const int64_t c = s_conv(op) && b->ndim == 4 ? b->shape[1] : 1;
+    const int64_t taps = c ? k / c : 0;
+    int64_t cc = c;
+    if (s_conv(op) && k > GX_QGEMM_MAX_K && taps > 0)
+        cc = GX_QGEMM_MAX_K / taps;
+    *chunks = cc > 0 ? (c + cc - 1) / cc : 0;
+    return cc;
+}
+
+/* Quads of chunk ch (of cc channels of c, taps each): its K rounded up to
+ * 4. */
+static int64_t s_chunk_k4(int64_t c, int64_t cc, int64_t taps, int64_t ch)
+{
+    const int64_t c1 = (ch + 1) * cc < c ? (ch + 1) * cc : c;
+    return ((c1 - ch * cc) * taps + 3) / 4;
 }
 
 static bool s_byte_type(gx_dtype t)
@@ -66,7 +102,7 @@ static bool s_byte_type(gx_dtype t)
 
 int gx_cpu_qgemm_b_input(gx_op op)
 {
-    return op == GX_OP_MATMUL_INTEGER ? 1 : 3;
+    return op == GX_OP_MATMUL_INTEGER || op == GX_OP_CONVINTEGER ? 1 : 3;
 }
 
 /* Is optional input i of in present, with at most max elements? */
@@ -80,7 +116,7 @@ bool gx_cpu_qgemm_packable(gx_op op, const gx_attrval *attr, int n_in, const gx_
 {
     const int ib = gx_cpu_qgemm_b_input(op);
     const char *name = gx_op_name(op);
-    if (op != GX_OP_MATMUL_INTEGER && op != GX_OP_QLINEAR_MATMUL && op != GX_OP_QLINEAR_CONV) {
+    if (op != GX_OP_MATMUL_INTEGER && op != GX_OP_QLINEAR_MATMUL && !s_conv(op)) {
         snprintf(why, whylen, "%s: no packed integer kernel", name);
         return false;
     }
@@ -94,8 +130,9 @@ bool gx_cpu_qgemm_packable(gx_op op, const gx_attrval *attr, int n_in, const gx_
         return false;
     }
     int64_t k, n;
-    if (op == GX_OP_QLINEAR_CONV) {
-        if (a->ndim != 4 || b->ndim != 4 || attr[GX_QLINEARCONV_GROUP].i != 1) {
+    if (s_conv(op)) {
+        const int group = op == GX_OP_QLINEAR_CONV ? GX_QLINEARCONV_GROUP : GX_CONV_GROUP;
+        if (a->ndim != 4 || b->ndim != 4 || attr[group].i != 1) {
             snprintf(why, whylen, "%s: only 2-D convolutions of group 1", name);
             return false;
         }
@@ -104,14 +141,21 @@ bool gx_cpu_qgemm_packable(gx_op op, const gx_attrval *attr, int n_in, const gx_
         return false;
     }
     s_kn(op, b, &k, &n);
-    if (k < 1 || n < 1 || k > GX_QGEMM_MAX_K) {
-        snprintf(why, whylen, "%s: K of %lld (1 to %d)", name, (long long)k, GX_QGEMM_MAX_K);
+    const int64_t max_k = s_conv(op) ? S_MAXK_CONV : GX_QGEMM_MAX_K;
+    if (k < 1 || n < 1 || k > max_k || (s_conv(op) && k / b->shape[1] > GX_QGEMM_MAX_K)) {
+        snprintf(why, whylen, "%s: K of %lld (1 to %lld)", name, (long long)k,
+                 (long long)max_k);
+        return false;
+    }
+    if (k > GX_QGEMM_MAX_K && n > S_MAXM) {
+        snprintf(why, whylen, "%s: %lld output channels with K of %lld (at most %d above %d)",
+                 name, (long long)n, (long long)k, S_MAXM, GX_QGEMM_MAX_K);
         return false;
     }
     /* the reference kernels' parameters: per tensor, B's zero point also
      * per column (MatMulInteger), W's scale and zero point per channel */
     bool ok;
-    if (op == GX_OP_MATMUL_INTEGER)
+    if (op == GX_OP_MATMUL_INTEGER || op == GX_OP_CONVINTEGER)
         ok = s_small(in, n_in, 2, 1) && s_small(in, n_in, 3, n);
     else if (op == GX_OP_QLINEAR_MATMUL)
         ok = in[4].numel == 1 && in[5].numel == 1 && in[2].numel == 1;
@@ -126,12 +170,16 @@ bool gx_cpu_qgemm_packable(gx_op op, const gx_attrval *attr, int n_in, const gx_
     return true;
 }
 
-/* Bytes of the GEMM form (column sums and panels). */
+/* Bytes of the GEMM form (column sums, then each chunk's panels). */
 static size_t s_gemm_bytes(gx_op op, const gx_view *b)
 {
-    int64_t k, n;
+    int64_t k, n, chunks;
     s_kn(op, b, &k, &n);
-    const int64_t np = (n + S_P - 1) / S_P * S_P, k4 = (k + 3) / 4;
+    const int64_t cc = s_chunk_c(op, b, &chunks), c = s_conv(op) ? b->shape[1] : 1;
+    const int64_t np = (n + S_P - 1) / S_P * S_P;
+    int64_t k4 = chunks == 1 ? (k + 3) / 4 : 0;
+    for (int64_t ch = 0; chunks > 1 && ch < chunks; ch++)
+        k4 += s_chunk_k4(c, cc, k / c, ch);
     return (size_t)(np * 4 + np * k4 * 4);
 }
 
@@ -153,26 +201,33 @@ size_t gx_cpu_qgemm_packed_bytes(gx_op op, const gx_view *b)
 /* b'[k][j]: element (k, j) of the product's B as int8. */
 static int8_t s_b(gx_op op, const gx_view *b, int64_t k, int64_t n, int64_t kk, int64_t j)
 {
-    const int64_t e = op == GX_OP_QLINEAR_CONV ? j * k + kk : kk * n + j;
+    const int64_t e = s_conv(op) ? j * k + kk : kk * n + j;
     const uint8_t v = ((const uint8_t *)b->data)[e];
     return (int8_t)(b->dtype == GX_U8 ? v ^ 0x80 : v);
 }
 
 void gx_cpu_qgemm_pack(gx_op op, const gx_view *b, void *dst)
 {
-    int64_t k, n;
+    int64_t k, n, chunks;
     s_kn(op, b, &k, &n);
-    const int64_t np = (n + S_P - 1) / S_P * S_P, k4 = (k + 3) / 4;
+    const int64_t cc = s_chunk_c(op, b, &chunks), cin = s_conv(op) ? b->shape[1] : 1;
+    const int64_t np = (n + S_P - 1) / S_P * S_P, kc = chunks == 1 ? k : cc * (k / cin);
     int32_t *sums = dst;
     int8_t *panels = (int8_t *)(sums + np);
     memset(dst, 0, gx_cpu_qgemm_packed_bytes(op, b));
-    for (int64_t j = 0; j < n; j++) {
-        int8_t *col = panels + j / S_P * k4 * 64 + j % S_P * 4;
-        for (int64_t kk = 0; kk < k; kk++) {
-            const int8_t v = s_b(op, b, k, n, kk, j);
-            col[kk / 4 * 64 + kk % 4] = v;
-            sums[j] += v;
+    for (int64_t ch = 0, at = 0; ch < chunks; ch++) { /* at: the chunk's first k */
+        const int64_t k4 = chunks == 1 ? (k + 3) / 4 : s_chunk_k4(cin, cc, k / cin, ch);
+        const int64_t end = at + kc < k ? at + kc : k;
+        for (int64_t j = 0; j < n; j++) {
+            int8_t *col = panels + j / S_P * k4 * 64 + j % S_P * 4;
+            for (int64_t kk = at; kk < end; kk++) {
+                const int8_t v = s_b(op, b, k, n, kk, j);
+                col[(kk - at) / 4 * 64 + (kk - at) % 4] = v;
+                sums[j] += v;
+            }
         }
+        panels += np * k4 * 4;
+        at = end;
     }
     if (op != GX_OP_QLINEAR_CONV)
         return;
@@ -336,16 +391,22 @@ static inline int64_t s_exact(int32_t d, int32_t sa, int32_t sb, int32_t az, int
     return (int64_t)d - (int64_t)bz * sa - (int64_t)az * sb + k * az * bz;
 }
 
-/* s_exact for n columns of a row, as the int32 MatMulInteger writes: the
- * same sum modulo 2^32, in wrapping unsigned arithmetic (vectorised). */
+/* s_exact as the int32 MatMulInteger and ConvInteger write: the same sum
+ * modulo 2^32, in wrapping unsigned arithmetic. */
+static inline int32_t s_exact32(int32_t d, int32_t sa, int32_t sb, int32_t az, int32_t bz,
+                                int32_t k)
+{
+    return (int32_t)((uint32_t)d - (uint32_t)bz * (uint32_t)sa - (uint32_t)az * (uint32_t)sb +
+                     (uint32_t)k * (uint32_t)az * (uint32_t)bz);
+}
+
+/* s_exact32 for n columns of a row (vectorised). */
 GX_CPU_CLONES static void s_exact_row(int64_t n, const int32_t *restrict d, int32_t sa,
                                       int32_t az, const int32_t *restrict bz,
                                       const int32_t *restrict sb, int32_t k, int32_t *restrict y)
 {
     for (int64_t i = 0; i < n; i++)
-        y[i] = (int32_t)((uint32_t)d[i] - (uint32_t)bz[i] * (uint32_t)sa -
-                         (uint32_t)az * (uint32_t)sb[i] +
-                         (uint32_t)k * (uint32_t)az * (uint32_t)bz[i]);
+        y[i] = s_exact32(d[i], sa, sb[i], az, bz[i], k);
 }
 
 /* n sums requantized into y from element e on, stride apart: acc * scale
@@ -480,12 +541,14 @@ s_taps(uint8_t *restrict dst, const uint8_t *restrict row, int64_t iw0, int64_t 
 }
 
 /* The im2col rows of nr output positions from r0 (over images of pos
- * positions, C planes of IH x IW each at x): K = C * kh * kw bytes each,
- * as uint8, x_zp' where a tap is outside, zeros to k4 * 4, each row k4 * 4
- * bytes after the last in dst; their sums in sa. The walk takes each
- * window row (channel, kernel row) once for all nr rows. */
-static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t pos, int64_t r0,
-                     int nr, bool flip, uint8_t pad, int64_t k4, uint8_t *dst, int32_t *sa)
+ * positions, C planes of IH x IW each at x) over channels [c0, c1): K =
+ * (c1 - c0) kh kw bytes each, as uint8, x_zp' where a tap is outside,
+ * zeros to k4 * 4, each row k4 * 4 bytes after the last in dst; their sums
+ * in sa. The walk takes each window row (channel, kernel row) once for
+ * all nr rows. */
+static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t c0, int64_t c1,
+                     int64_t pos, int64_t r0, int nr, bool flip, uint8_t pad, int64_t k4,
+                     uint8_t *dst, int32_t *sa)
 {
     const int64_t IH = w->in[0], IW = w->in[1], KH = w->k[0], KW = w->k[1], ld = k4 * 4;
     const int64_t dw = w->dil[1];
@@ -500,7 +563,7 @@ static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t pos, 
         in[r] = iw0[r] >= 0 && iw0[r] + (KW - 1) * dw < IW;
     }
     int64_t at = 0;
-    for (int64_t ci = 0; ci < c; ci++)
+    for (int64_t ci = c0; ci < c1; ci++)
         for (int64_t i = 0; i < KH; i++, at += KW)
             for (int r = 0; r < nr; r++) {
                 const int64_t ih = ih0[r] + i * w->dil[0];
@@ -831,53 +894,87 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
 }
 #endif
 
-static void s_qlinear_conv(const gx_kargs *k)
+/* A 2-D conv of group 1 from W packed, by im2col rows and the GEMM's dot
+ * products, chunk by chunk of K (s_chunk_c), the sums gathered in sums:
+ * QLinearConv's requantized bytes (requant), or ConvInteger's exact int32
+ * sums (wrapping, as its reference kernel). */
+static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
 {
-    const gx_view *x = &k->in[0], *wt = &k->in[3], *y = &k->out[0];
-    gx_win w;
-    gx_win_init(&w, k->attr, "QLinearConv", x, wt->shape + 2, false, false, NULL, 0);
-    const int64_t c = x->shape[1], m = wt->shape[0], kk = c * w.k_size;
-    const int64_t np = (m + S_P - 1) / S_P * S_P, k4 = (kk + 3) / 4;
-    const int64_t pos = w.out_size, rows = x->shape[0] * pos;
+    const int iw = requant ? 3 : 1, iwz = requant ? 5 : 3;
+    const gx_view *x = &k->in[0], *wt = &k->in[iw], *y = &k->out[0];
+    const gx_op op = requant ? GX_OP_QLINEAR_CONV : GX_OP_CONVINTEGER;
+    const int64_t c = x->shape[1], m = wt->shape[0], kk = c * w->k_size;
+    const int64_t np = (m + S_P - 1) / S_P * S_P;
+    const int64_t pos = w->out_size, rows = x->shape[0] * pos;
+    int64_t chunks;
+    const int64_t cc = s_chunk_c(op, wt, &chunks);
     const int32_t *sb = wt->data;
-    const int8_t *pb = (const int8_t *)(sb + np);
     const bool xflip = x->dtype == GX_I8, wflip = wt->dtype == GX_U8;
     const int32_t xz = s_zp(k, 2, 0) + (xflip ? 128 : 0); /* x_zp' */
-    const float xs = *(const float *)k->in[1].data, ys = *(const float *)k->in[6].data;
-    const float yz = (float)s_zp(k, 7, 0);
-    const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
+    const float xs = requant ? *(const float *)k->in[1].data : 0;
+    const float ys = requant ? *(const float *)k->in[6].data : 1;
+    const float yz = requant ? (float)s_zp(k, 7, 0) : 0;
+    const int32_t *bias = requant && k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
     const s_dots_fn dots = s_dots_pick();
-#ifdef S_VNNI_OK
-    s_dgeom g;
-    if (dots == s_dots_vnni && s_dgeom_init(&w, x, wt, k->nth, &g)) {
-        s_qconv_direct(k, &w, &g, (const int8_t *)wt->data + s_gemm_bytes(GX_OP_QLINEAR_CONV, wt),
-                       sb, xz, xflip, wflip, xs, ys, yz);
-        return;
-    }
-#endif
     int64_t lo, hi;
     gx_cpu_share(k, (rows + S_R - 1) / S_R, 1, &lo, &hi);
     uint8_t abuf[S_R * GX_QGEMM_MAX_K + 64];
     int32_t cbuf[S_R * S_P * 2];
+    /* a single chunk's sums are its dot products (cbuf); more gather here */
+    int32_t sums[chunks > 1 ? S_R * S_MAXM : 1];
     for (int64_t blk = lo; blk < hi; blk++) {
         const int64_t r0 = blk * S_R;
         const int nr = (int)(rows - r0 < S_R ? rows - r0 : S_R);
-        int32_t sa[S_R];
-        s_im2col(&w, x->data, c, pos, r0, nr, xflip, (uint8_t)xz, k4, abuf, sa);
+        int32_t sa[S_R] = {0};
+        const int8_t *pb = (const int8_t *)(sb + np);
+        for (int64_t ch = 0; ch < chunks - 1; ch++) { /* all chunks but the last into sums */
+            const int64_t k4 = s_chunk_k4(c, cc, w->k_size, ch);
+            int32_t sc[S_R];
+            s_im2col(w, x->data, c, ch * cc, (ch + 1) * cc, pos, r0, nr, xflip, (uint8_t)xz, k4,
+                     abuf, sc);
+            for (int64_t p = 0; p < np / S_P; p += 2) {
+                const int64_t p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
+                dots(abuf, k4 * 4, nr, k4, pb, p, p1, cbuf, S_P * 2);
+                for (int r = 0; r < nr; r++)
+                    for (int64_t j = p * S_P; j < p1 * S_P && j < m; j++)
+                        sums[r * m + j] = (int32_t)((ch ? (uint32_t)sums[r * m + j] : 0u) +
+                                                    (uint32_t)cbuf[r * S_P * 2 + j - p * S_P]);
+            }
+            for (int r = 0; r < nr; r++)
+                sa[r] += sc[r];
+            pb += np * k4 * 4;
+        }
+        const int64_t clast = (chunks - 1) * cc;
+        const int64_t k4 = chunks == 1 ? (kk + 3) / 4 : s_chunk_k4(c, cc, w->k_size, chunks - 1);
+        int32_t sc[S_R];
+        s_im2col(w, x->data, c, clast, c, pos, r0, nr, xflip, (uint8_t)xz, k4, abuf, sc);
+        for (int r = 0; r < nr; r++)
+            sa[r] += sc[r];
         for (int64_t p = 0; p < np / S_P; p += 2) {
             const int64_t p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
             const int64_t j0 = p * S_P, j1 = p1 * S_P < m ? p1 * S_P : m;
             int32_t wz[S_P * 2];
             float scale[S_P * 2];
             for (int64_t j = j0; j < j1; j++) {
-                wz[j - j0] = s_zp(k, 5, j) - (wflip ? 128 : 0);
-                const float ws = ((const float *)k->in[4].data)[k->in[4].numel > 1 ? j : 0];
-                scale[j - j0] = xs * ws / ys;
+                wz[j - j0] = s_zp(k, iwz, j) - (wflip ? 128 : 0);
+                if (requant) {
+                    const float ws = ((const float *)k->in[4].data)[k->in[4].numel > 1 ? j : 0];
+                    scale[j - j0] = xs * ws / ys;
+                }
             }
             dots(abuf, k4 * 4, nr, k4, pb, p, p1, cbuf, S_P * 2);
             for (int r = 0; r < nr; r++) {
                 const int64_t n = (r0 + r) / pos, o = (r0 + r) % pos;
-                const int32_t *cr = cbuf + r * S_P * 2;
+                int32_t *cr = cbuf + r * S_P * 2;
+                for (int64_t j = j0; j < j1 && chunks > 1; j++)
+                    cr[j - j0] = (int32_t)((uint32_t)cr[j - j0] + (uint32_t)sums[r * m + j]);
+                if (!requant) {
+                    int32_t *yo = (int32_t *)y->data + (n * m + j0) * pos + o;
+                    for (int64_t j = j0; j < j1; j++)
+                        yo[(j - j0) * pos] =
+                            s_exact32(cr[j - j0], sa[r], sb[j], xz, wz[j - j0], (int32_t)kk);
+                    continue;
+                }
                 double acc[S_P * 2];
                 for (int64_t j = j0; j < j1; j++)
                     acc[j - j0] = (double)(s_exact(cr[j - j0], sa[r], sb[j], xz, wz[j - j0], kk) +
@@ -888,10 +985,37 @@ static void s_qlinear_conv(const gx_kargs *k)
     }
 }
 
+static void s_qlinear_conv(const gx_kargs *k)
+{
+    const gx_view *x = &k->in[0], *wt = &k->in[3];
+    gx_win w;
+    gx_win_init(&w, k->attr, "QLinearConv", x, wt->shape + 2, false, false, NULL, 0);
+#ifdef S_VNNI_OK
+    s_dgeom g;
+    if (s_dots_pick() == s_dots_vnni && s_dgeom_init(&w, x, wt, k->nth, &g)) {
+        const bool xflip = x->dtype == GX_I8;
+        s_qconv_direct(k, &w, &g, (const int8_t *)wt->data + s_gemm_bytes(GX_OP_QLINEAR_CONV, wt),
+                       wt->data, s_zp(k, 2, 0) + (xflip ? 128 : 0), xflip, wt->dtype == GX_U8,
+                       *(const float *)k->in[1].data, *(const float *)k->in[6].data,
+                       (float)s_zp(k, 7, 0));
+        return;
+    }
+#endif
+    s_conv_gemm(k, &w, true);
+}
+
+static void s_conv_integer(const gx_kargs *k)
+{
+    gx_win w;
+    gx_win_init(&w, k->attr, "ConvInteger", &k->in[0], k->in[1].shape + 2, false, false, NULL, 0);
+    s_conv_gemm(k, &w, false);
+}
+
 gx_kernel_fn gx_cpu_qgemm_kernel(gx_op op)
 {
     return op == GX_OP_MATMUL_INTEGER   ? s_matmul_integer
            : op == GX_OP_QLINEAR_MATMUL ? s_qlinear_matmul
            : op == GX_OP_QLINEAR_CONV   ? s_qlinear_conv
+           : op == GX_OP_CONVINTEGER   ? s_conv_integer
                                         : NULL;
 }
