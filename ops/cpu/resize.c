@@ -332,6 +332,101 @@ static void s_resize_row(const gx_resize *r, const gx_view *x, const int64_t *xs
             fy[c] = r->extrapolation;
 }
 
+/* ---- 2-D linear, as ONNX Runtime's bilinear kernel ----
+ * A linear Resize or Upsample of the last two dims of a float32 tensor
+ * (images in NCHW, or a matrix) is computed as ONNX Runtime computes it,
+ * bit for bit: each output element from its four neighbours, coordinates
+ * in float32, weights dx * dy, summed in one order. The separable walk
+ * below rounds in another order, a few ulps away; a quantized model
+ * requantizes such values, and one ulp there can move a level (ISNet's
+ * masks then differed from ONNX Runtime's by 17%). */
+
+/* One dim's two neighbours of an output index and their weights. */
+typedef struct s_bl {
+    int64_t i1, i2;
+    float d1, d2; /* d1: the distance to i1 (i2's weight), d2: to i2 */
+} s_bl;
+
+/* The input coordinate of output index o along dim d in float32, as
+ * ONNX Runtime's (the output length, as the reference's, scale * in). */
+static float s_coordf(const gx_resize *r, int d, int64_t o)
+{
+    const float x = (float)o, s = (float)r->scale[d];
+    const float in = (float)r->in[d], out = (float)(r->scale[d] * (double)r->in[d]);
+    switch (r->coord) {
+    case GX_COORD_PYTORCH_HALF_PIXEL:
+        return out > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
+    case GX_COORD_ALIGN_CORNERS:
+        return out == 1 ? 0.0f : x * (in - 1) / (out - 1);
+    case GX_COORD_ASYMMETRIC:
+        return x / s;
+    case GX_COORD_HALF_PIXEL:
+    case GX_COORD_HALF_PIXEL_SYMMETRIC: /* (not taken: s_bilinear_fits) */
+    case GX_COORD_TF_HALF_PIXEL_FOR_NN:
+    case GX_COORD_TF_CROP_AND_RESIZE:
+        break;
+    }
+    return (x + 0.5f) / s - 0.5f;
+}
+
+static s_bl s_bl_at(const gx_resize *r, int d, int64_t o)
+{
+    const int64_t in = r->in[d];
+    float v = r->scale[d] == 1 ? (float)o : s_coordf(r, d, o);
+    const float top = (float)(in - 1);
+    v = v < top ? v : top;
+    v = v > 0.0f ? v : 0.0f;
+    s_bl b;
+    b.i1 = (int64_t)v < in - 1 ? (int64_t)v : in - 1;
+    b.i2 = b.i1 + 1 < in - 1 ? b.i1 + 1 : in - 1;
+    b.d1 = fabsf(v - (float)b.i1);
+    b.d2 = fabsf(v - (float)b.i2);
+    if (b.i1 == b.i2)
+        b.d1 = b.d2 = 0.5f;
+    return b;
+}
+
+/* Does r resize the last two dims of a float32 x only, linearly, with a
+ * coordinate transformation where ONNX Runtime's bilinear kernel agrees
+ * with the ONNX reference (it does not for tf_half_pixel_for_nn, whose
+ * linear form the reference's tests check)? */
+static bool s_bilinear_fits(const gx_resize *r, const gx_view *x)
+{
+    if (r->mode != GX_INTERP_LINEAR || x->dtype != GX_F32 || r->ndim < 2 ||
+        r->coord == GX_COORD_TF_CROP_AND_RESIZE || r->coord == GX_COORD_HALF_PIXEL_SYMMETRIC ||
+        r->coord == GX_COORD_TF_HALF_PIXEL_FOR_NN)
+        return false;
+    for (int d = 0; d < r->ndim - 2; d++)
+        if (r->in[d] != r->out[d] || r->scale[d] != 1)
+            return false;
+    return true;
+}
+
+/* Rows [lo, hi) of the output (planes x OH rows of OW), columns a chunk
+ * at a time. */
+GX_CPU_CLONES static void s_bilinear_rows(const gx_resize *r, const float *restrict x,
+                                          float *restrict y, int64_t lo, int64_t hi)
+{
+    const int H = r->ndim - 2, W = r->ndim - 1;
+    const int64_t IH = r->in[H], IW = r->in[W], OH = r->out[H], OW = r->out[W];
+    s_bl col[S_CHUNK];
+    for (int64_t c0 = 0; c0 < OW; c0 += S_CHUNK) {
+        const int64_t n = OW - c0 < S_CHUNK ? OW - c0 : S_CHUNK;
+        for (int64_t c = 0; c < n; c++)
+            col[c] = s_bl_at(r, W, c0 + c);
+        for (int64_t row = lo; row < hi; row++) {
+            const s_bl b = s_bl_at(r, H, row % OH);
+            const float *x1 = x + (row / OH * IH + b.i1) * IW, *x2 = x + (row / OH * IH + b.i2) * IW;
+            float *yr = y + row * OW + c0;
+            for (int64_t c = 0; c < n; c++) {
+                const s_bl a = col[c];
+                yr[c] = a.d2 * b.d2 * x1[a.i1] + a.d1 * b.d2 * x1[a.i2] + a.d2 * b.d1 * x2[a.i1] +
+                        a.d1 * b.d1 * x2[a.i2];
+            }
+        }
+    }
+}
+
 static void s_resize(const gx_kargs *k, gx_op op)
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
@@ -343,6 +438,12 @@ static void s_resize(const gx_kargs *k, gx_op op)
                     op, &r);
     if (y->numel == 0)
         return;
+    if (s_bilinear_fits(&r, x)) {
+        int64_t lo, hi;
+        gx_cpu_share(k, y->numel / r.out[r.ndim - 1], 1, &lo, &hi);
+        s_bilinear_rows(&r, x->data, y->data, lo, hi);
+        return;
+    }
     const int L = r.ndim - 1;
     const int64_t W = r.out[L];
     const size_t es = gx_dtype_size(x->dtype);
