@@ -14,6 +14,8 @@
  * same row of x (an upsampled dim); linear and cubic are float32, and
  * interpolate each row of x they read along the last dim once for the
  * rows of output that read it (s_hcache), which then blend such rows.
+ * A linear resize of the last two dims alone takes ONNX Runtime's
+ * bilinear arithmetic instead (s_bilinear_rows, below), bit for bit.
  */
 #include <math.h>
 #include <stdio.h>
