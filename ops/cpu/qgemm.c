@@ -183,11 +183,11 @@ static size_t s_gemm_bytes(gx_op op, const gx_view *b)
     return (size_t)(np * 4 + np * k4 * 4);
 }
 
-/* Bytes of a QLinearConv's direct form (S_MB blocks of output channels,
- * each [C4][taps][S_MB][4] int8); 0 for the other ops. */
+/* Bytes of a conv's direct form (S_MB blocks of output channels, each
+ * [C4][taps][S_MB][4] int8); 0 for the products. */
 static size_t s_direct_bytes(gx_op op, const gx_view *w)
 {
-    if (op != GX_OP_QLINEAR_CONV)
+    if (!s_conv(op))
         return 0;
     const int64_t mb = (w->shape[0] + S_MB - 1) / S_MB, c4 = (w->shape[1] + 3) / 4;
     return (size_t)(mb * c4 * (w->numel / (w->shape[0] * w->shape[1])) * S_MB * 4);
@@ -229,7 +229,7 @@ void gx_cpu_qgemm_pack(gx_op op, const gx_view *b, void *dst)
         panels += np * k4 * 4;
         at = end;
     }
-    if (op != GX_OP_QLINEAR_CONV)
+    if (!s_conv(op))
         return;
     /* the direct form: element (m, c, tap) at [m / S_MB][c / 4][tap][m % S_MB][c % 4] */
     int8_t *direct = (int8_t *)dst + s_gemm_bytes(op, b);
@@ -771,10 +771,19 @@ typedef struct s_drq {
 } s_drq;
 
 /* Output channel j's s_drq: x_zp' xz, W's packed column sums sb, kk
- * products per sum. */
-static s_drq s_drq_of(const gx_kargs *k, int64_t j, int32_t xz, bool wflip, const int32_t *sb,
-                      int64_t kk, float xs, float ys, float yz, double lo, double hi)
+ * products per sum; a ConvInteger's (no requant: bz and cm only, in
+ * wrapping int32 as its sums are). */
+static s_drq s_drq_of(const gx_kargs *k, bool requant, int64_t j, int32_t xz, bool wflip,
+                      const int32_t *sb, int64_t kk, float xs, float ys, float yz, double lo,
+                      double hi)
 {
+    if (!requant) {
+        const int32_t bz = s_zp(k, 3, j) - (wflip ? 128 : 0);
+        return (s_drq){.bz = bz,
+                       .cm = (int32_t)((uint32_t)kk * (uint32_t)xz * (uint32_t)bz -
+                                       (uint32_t)xz * (uint32_t)sb[j]),
+                       .small = true};
+    }
     const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
     const float *ws = k->in[4].data;
     const double bz = s_zp(k, 5, j) - (wflip ? 128 : 0);
@@ -808,17 +817,26 @@ S_TVNNI static inline __m512i s_drequant(const int32_t *d, const int32_t *sa, co
     return gx_requant16(e[0], e[1], q->scale, q->lo, q->hi, q->yz);
 }
 
-/* The bytes of positions [p, p + 16) of a band (b, as int32; position p
- * is column c of the band's row r) that are output elements (column below
- * ow) into the channel's rows from yb (the band's first row), n positions
- * in the band in all. */
-S_TVNNI static inline void s_dput(const s_dgeom *g, __m512i b, int64_t p, int64_t r, int64_t c,
-                                  int64_t n, uint8_t *yb)
+/* 16 lanes of b to elements at y (bytes, or int32 when i32) under mask m. */
+S_TVNNI static inline void s_dstore(void *y, bool i32, __mmask16 m, __m512i b)
 {
-    const __m128i v = _mm512_cvtepi32_epi8(b);
+    if (i32)
+        _mm512_mask_storeu_epi32(y, m, b);
+    else
+        _mm_mask_storeu_epi8(y, m, _mm512_cvtepi32_epi8(b));
+}
+
+/* Positions [p, p + 16) of a band (b, as int32; position p is column c of
+ * the band's row r) that are output elements (column below ow) into the
+ * channel's rows from yb (the band's first row; bytes, or int32 when i32),
+ * n positions in the band in all. */
+S_TVNNI static inline void s_dput(const s_dgeom *g, __m512i b, int64_t p, int64_t r, int64_t c,
+                                  int64_t n, void *yb, bool i32)
+{
+    const size_t es = i32 ? 4 : 1;
     const int64_t end = p + 16 < n ? p + 16 : n;
     if (g->wq == g->ow) { /* no columns past a row's outputs: the band's rows are contiguous */
-        _mm_mask_storeu_epi8(yb + p, (__mmask16)((1u << (end - p)) - 1), v);
+        s_dstore((char *)yb + (size_t)p * es, i32, (__mmask16)((1u << (end - p)) - 1), b);
         return;
     }
     for (int64_t q = p; q < end;) {
@@ -829,17 +847,31 @@ S_TVNNI static inline void s_dput(const s_dgeom *g, __m512i b, int64_t p, int64_
         const int64_t len = g->ow - c < end - q ? g->ow - c : end - q;
         /* lanes [q - p, q - p + len) to columns c.. of row r */
         const __mmask16 m = (__mmask16)(((1u << len) - 1) << (q - p));
-        _mm_mask_storeu_epi8(yb + r * g->ow + c - (q - p), m, v);
+        s_dstore((char *)yb + (size_t)(r * g->ow + c - (q - p)) * es, i32, m, b);
         q += len, c += len;
     }
 }
 
-S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_dgeom *g,
-                                   const int8_t *wd, const int32_t *sb, int32_t xz, bool xflip,
-                                   bool wflip, float xs, float ys, float yz)
+/* A ConvInteger's 16 sums d (sa: their windows' sums of x) as q says, in
+ * wrapping int32: d - bz sa + cm. */
+S_TVNNI static inline __m512i s_dexact(const int32_t *d, const int32_t *sa, const s_drq *q)
+{
+    __m512i v = _mm512_add_epi32(_mm512_loadu_si512(d), _mm512_set1_epi32((int32_t)q->cm));
+    if (q->bz != 0)
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(sa),
+                                                   _mm512_set1_epi32((int32_t)q->bz)));
+    return v;
+}
+
+/* The direct path: QLinearConv's requantized bytes (requant), or
+ * ConvInteger's exact int32 sums. */
+S_TVNNI static void s_qconv_direct(const gx_kargs *k, bool requant, const gx_win *w,
+                                   const s_dgeom *g, const int8_t *wd, const int32_t *sb,
+                                   int32_t xz, bool xflip, bool wflip, float xs, float ys, float yz)
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
     const bool s8 = y->dtype == GX_I8;
+    const size_t es = requant ? 1 : 4;
     const double lo = s8 ? -128.0 : 0.0, hi = s8 ? 127.0 : 255.0;
     const int64_t bands = (g->oh + g->band - 1) / g->band, kk = g->c * g->taps;
     const int64_t in_img = g->c * w->in[0] * w->in[1], out_img = g->m * g->oh * g->ow;
@@ -847,7 +879,7 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
      * point is not 0 or whose sums take the double path */
     bool need_sa = false;
     for (int64_t j = 0; j < g->m && !need_sa; j++) {
-        const s_drq q = s_drq_of(k, j, xz, wflip, sb, kk, xs, ys, yz, lo, hi);
+        const s_drq q = s_drq_of(k, requant, j, xz, wflip, sb, kk, xs, ys, yz, lo, hi);
         need_sa = q.bz != 0 || !q.small;
     }
     int64_t off[S_DTAPS], ulo, uhi;
@@ -874,17 +906,23 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, const gx_win *w, const s_d
             const int nm = (int)(g->m - mb * S_MB < S_MB ? g->m - mb * S_MB : S_MB);
             s_drq rq[S_MB];
             for (int i = 0; i < nm; i++)
-                rq[i] = s_drq_of(k, mb * S_MB + i, xz, wflip, sb, kk, xs, ys, yz, lo, hi);
+                rq[i] = s_drq_of(k, requant, mb * S_MB + i, xz, wflip, sb, kk, xs, ys, yz, lo,
+                                 hi);
             /* position p is column c of the band's row r */
             for (int64_t p = 0, r = 0, c = 0; p < g->vpos; p += 32) {
                 s_dblock(g, pl, wb, off, p, d);
                 for (int h = 0; h < 32; h += 16) {
                     if (p + h < br * g->wq)
                         for (int i = 0; i < nm; i++)
-                            s_dput(g, s_drequant(d + i * 32 + h, sa + p + h, &rq[i]), p + h, r,
-                                   c, br * g->wq,
-                                   (uint8_t *)y->data + n * out_img +
-                                       (mb * S_MB + i) * g->oh * g->ow + oh0 * g->ow);
+                            s_dput(g,
+                                   requant ? s_drequant(d + i * 32 + h, sa + p + h, &rq[i])
+                                           : s_dexact(d + i * 32 + h, sa + p + h, &rq[i]),
+                                   p + h, r, c, br * g->wq,
+                                   (char *)y->data +
+                                       (size_t)(n * out_img + (mb * S_MB + i) * g->oh * g->ow +
+                                                oh0 * g->ow) *
+                                           es,
+                                   !requant);
                     for (c += 16; c >= g->wq; c -= g->wq)
                         r++;
                 }
@@ -994,7 +1032,8 @@ static void s_qlinear_conv(const gx_kargs *k)
     s_dgeom g;
     if (s_dots_pick() == s_dots_vnni && s_dgeom_init(&w, x, wt, k->nth, &g)) {
         const bool xflip = x->dtype == GX_I8;
-        s_qconv_direct(k, &w, &g, (const int8_t *)wt->data + s_gemm_bytes(GX_OP_QLINEAR_CONV, wt),
+        s_qconv_direct(k, true, &w, &g,
+                       (const int8_t *)wt->data + s_gemm_bytes(GX_OP_QLINEAR_CONV, wt),
                        wt->data, s_zp(k, 2, 0) + (xflip ? 128 : 0), xflip, wt->dtype == GX_U8,
                        *(const float *)k->in[1].data, *(const float *)k->in[6].data,
                        (float)s_zp(k, 7, 0));
@@ -1006,8 +1045,19 @@ static void s_qlinear_conv(const gx_kargs *k)
 
 static void s_conv_integer(const gx_kargs *k)
 {
+    const gx_view *x = &k->in[0], *wt = &k->in[1];
     gx_win w;
-    gx_win_init(&w, k->attr, "ConvInteger", &k->in[0], k->in[1].shape + 2, false, false, NULL, 0);
+    gx_win_init(&w, k->attr, "ConvInteger", x, wt->shape + 2, false, false, NULL, 0);
+#ifdef S_VNNI_OK
+    s_dgeom g;
+    if (s_dots_pick() == s_dots_vnni && s_dgeom_init(&w, x, wt, k->nth, &g)) {
+        const bool xflip = x->dtype == GX_I8;
+        s_qconv_direct(k, false, &w, &g,
+                       (const int8_t *)wt->data + s_gemm_bytes(GX_OP_CONVINTEGER, wt), wt->data,
+                       s_zp(k, 2, 0) + (xflip ? 128 : 0), xflip, wt->dtype == GX_U8, 0, 1, 0);
+        return;
+    }
+#endif
     s_conv_gemm(k, &w, false);
 }
 
