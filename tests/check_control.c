@@ -273,6 +273,63 @@ START_TEST(test_if_many_captures)
 }
 END_TEST
 
+/* gxd_subplans_each: counts the plans, and those with a prepared
+ * constant. */
+static void s_count_prepared(void *arg, const char *attr, const gxd_plan *p)
+{
+    (void)attr;
+    int *n = arg;
+    n[0]++;
+    n[1] += p->n_prepared > 0;
+}
+
+/* y = If(c) then MatMul(x, W) else x, x [1, 64], W [64, 64] a constant of the outer
+ * graph: the branch's plan takes W as a constant (packed once for its
+ * MatMul), as the outer plan would, not as an input it is handed. */
+START_TEST(test_if_captured_constants)
+{
+    gx_graph *then = gx_graph_new("then"), *els = gx_graph_new("else");
+    s_node(then, "MatMul", NAMES("x", "W"), NAMES("t"));
+    ck_assert_int_eq(gx_graph_add_output(then, "t"), GX_OK);
+    s_node(els, "Identity", NAMES("x"), NAMES("e"));
+    ck_assert_int_eq(gx_graph_add_output(els, "e"), GX_OK);
+    gx_graph *g = gx_graph_new("captured_const");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){1, 64}), GX_OK);
+    ck_assert_int_eq(gx_graph_add_input(g, "c", GX_BOOL, 0, NULL), GX_OK);
+    float w[64 * 64], x[64];
+    for (int i = 0; i < 64 * 64; i++)
+        w[i] = (float)(i % 7) - 3;
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)(i % 5) * 0.5f;
+    gx_tensor *wt = gx_tensor_new_copy(GX_F32, 2, (int64_t[]){64, 64}, w, sizeof w);
+    ck_assert_int_eq(gx_graph_add_const(g, "W", &wt), GX_OK);
+    gx_node *n = s_node(g, "If", NAMES("c"), NAMES("y"));
+    ck_assert_int_eq(gx_node_set_graph(n, "then_branch", &then), GX_OK);
+    ck_assert_int_eq(gx_node_set_graph(n, "else_branch", &els), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+
+    uint8_t c = 1;
+    gx_view in[2] = {s_view(GX_F32, 2, (int64_t[]){1, 64}, x), s_view(GX_BOOL, 0, NULL, &c)};
+    s_result r = s_run(g, in);
+    ck_assert_msg(r.rc == GX_OK, "%s", r.err);
+    float want[64]; /* x W */
+    for (int j = 0; j < 64; j++) {
+        want[j] = 0;
+        for (int k = 0; k < 64; k++)
+            want[j] += x[k] * w[k * 64 + j];
+    }
+    ck_assert(gxt_allclose(r.y, want, 64, 1e-5f, 1e-5f));
+    int counts[2] = {0, 0};
+    for (size_t i = 0; i < r.plan->n_steps; i++)
+        if (r.plan->steps[i].op == GX_OP_IF)
+            ck_assert(gxd_subplans_each(r.plan->steps[i].sub, false, s_count_prepared, counts));
+    ck_assert_int_eq(counts[0], 1);
+    ck_assert_msg(counts[1] == 1, "the branch's MatMul did not read W packed");
+    gxd_plan_destroy(&r.plan);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 /* Loop(M, cond, v0) with body (i, c, v) -> (c, v + x, v + x): x is
  * captured from the outer graph; the scan output stacks every v. An If in
  * the body (always true) checks nested capture. */
@@ -536,6 +593,7 @@ Suite *control_suite(void)
     tcase_add_test(tc, test_folding);
     tcase_add_test(tc, test_if);
     tcase_add_test(tc, test_if_many_captures);
+    tcase_add_test(tc, test_if_captured_constants);
     tcase_add_test(tc, test_loop);
     tcase_add_test(tc, test_loop_cancel);
     tcase_add_test(tc, test_scan);

@@ -394,7 +394,7 @@ START_TEST(captured_in_each_layout)
         gx_layout_reorder(&plain, &in, 0, 1);
         gxd_plan *p = NULL;
         char err[512];
-        ck_assert_msg(gxd_compile_sub(g, captured, 1, &in, &s_lim, &p, err, sizeof err) == GX_OK,
+        ck_assert_msg(gxd_compile_sub(g, captured, NULL, 1, &in, &s_lim, &p, err, sizeof err) == GX_OK,
                       "%s: %s", gx_layout_name((gx_layout)l), err);
         ck_assert(gxd_plan_matches(p, &in));
         gx_view other = gx_layout_physical((gx_layout)((l + 1) % GX_LAYOUT_COUNT), &plain);

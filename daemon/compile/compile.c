@@ -224,13 +224,14 @@ static int64_t s_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int s_run(const gx_graph *g, const char *const *captured, size_t n_captured,
-                 const gx_view *inputs, const gxd_plan *whole, const gxd_compile_limits *lim,
-                 size_t npasses, gxd_plan **out, char *err, size_t errlen)
+static int s_run(const gx_graph *g, const char *const *captured, const bool *konst,
+                 size_t n_captured, const gx_view *inputs, const gxd_plan *whole,
+                 const gxd_compile_limits *lim, size_t npasses, gxd_plan **out, char *err,
+                 size_t errlen)
 {
     gxd_cstate st = {.g = g, .lim = lim, .inputs = inputs, .captured = captured,
-                     .n_captured = n_captured, .slice = whole != NULL, .whole = whole,
-                     .err = err, .errlen = errlen};
+                     .captured_const = konst, .n_captured = n_captured, .slice = whole != NULL,
+                     .whole = whole, .err = err, .errlen = errlen};
     int rc = GX_ENOMEM;
     *out = NULL;
     if (!(st.plan = calloc(1, sizeof *st.plan)) || !(st.plan->slices = gxd_slices_new())) {
@@ -263,7 +264,7 @@ int gxd_verify_sub(const gx_graph *g, const char *const *captured, size_t n_capt
                    const gxd_compile_limits *lim, char *err, size_t errlen)
 {
     gxd_plan *p = NULL;
-    int rc = s_run(g, captured, n_captured, NULL, NULL, lim, 1, &p, err, errlen);
+    int rc = s_run(g, captured, NULL, n_captured, NULL, NULL, lim, 1, &p, err, errlen);
     gxd_plan_destroy(&p);
     return rc;
 }
@@ -277,25 +278,25 @@ int gxd_verify_keyed(const gx_graph *g, const gxd_compile_limits *lim, bool *key
                      size_t errlen)
 {
     gxd_plan *p = NULL;
-    int rc = s_run(g, NULL, 0, NULL, NULL, lim, 1, &p, err, errlen);
+    int rc = s_run(g, NULL, NULL, 0, NULL, NULL, lim, 1, &p, err, errlen);
     for (size_t i = 0; rc == GX_OK && i < p->n_inputs && i < g->n_inputs; i++)
         keyed[i] = p->values[p->inputs[i]].keyed;
     gxd_plan_destroy(&p);
     return rc;
 }
 
-int gxd_compile_sub(const gx_graph *g, const char *const *captured, size_t n_captured,
-                    const gx_view *inputs, const gxd_compile_limits *lim, gxd_plan **out,
-                    char *err, size_t errlen)
+int gxd_compile_sub(const gx_graph *g, const char *const *captured, const bool *konst,
+                    size_t n_captured, const gx_view *inputs, const gxd_compile_limits *lim,
+                    gxd_plan **out, char *err, size_t errlen)
 {
-    return s_run(g, captured, n_captured, inputs, NULL, lim, sizeof s_passes / sizeof s_passes[0],
-                 out, err, errlen);
+    return s_run(g, captured, konst, n_captured, inputs, NULL, lim,
+                 sizeof s_passes / sizeof s_passes[0], out, err, errlen);
 }
 
 int gxd_compile(const gx_graph *g, const gx_view *inputs, const gxd_compile_limits *lim,
                 gxd_plan **out, char *err, size_t errlen)
 {
-    return gxd_compile_sub(g, NULL, 0, inputs, lim, out, err, errlen);
+    return gxd_compile_sub(g, NULL, NULL, 0, inputs, lim, out, err, errlen);
 }
 
 int gxd_plan_slice(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
@@ -328,8 +329,8 @@ int gxd_plan_slice_stored(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
             goto out;
         }
     if (!store || !(*out = store->load(store->arg, p, inputs, size))) {
-        rc = s_run(g, NULL, 0, inputs, p, lim, sizeof s_passes / sizeof s_passes[0], out, err,
-                   errlen);
+        rc = s_run(g, NULL, NULL, 0, inputs, p, lim, sizeof s_passes / sizeof s_passes[0], out,
+                   err, errlen);
         *compiled = true;
         if (rc == GX_OK && store)
             store->save(store->arg, p, *out, size);
@@ -365,6 +366,8 @@ bool gxd_plan_matches(const gxd_plan *p, const gx_view *inputs)
             memcmp(a->shape, b->shape, (size_t)(a->ndim > 0 ? a->ndim : 0) * sizeof *a->shape))
             return false;
         if (v->keyed && (!b->data || memcmp(a->data, b->data, v->nbytes)))
+            return false;
+        if (v->kind == GXD_VALUE_CONST && a->data != b->data) /* a captured constant */
             return false;
     }
     return true;

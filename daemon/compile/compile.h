@@ -487,10 +487,14 @@ int gxd_compile(const gx_graph *g, const gx_view *inputs, const gxd_compile_limi
                 gxd_plan **out, char *err, size_t errlen);
 
 /* A subgraph's plan: inputs are the subgraph's declared inputs, then the
- * values it captures from enclosing graphs, named by captured[]. */
-int gxd_compile_sub(const gx_graph *g, const char *const *captured, size_t n_captured,
-                    const gx_view *inputs, const gxd_compile_limits *lim, gxd_plan **out,
-                    char *err, size_t errlen);
+ * values it captures from enclosing graphs, named by captured[]. A
+ * captured value whose konst[] is true (konst may be NULL) is a constant
+ * of the enclosing plan: the subplan takes it as a constant (its data
+ * from inputs, read in place: it must outlive the subplan), so its
+ * weights are packed and its constant steps folded as the outer plan's. */
+int gxd_compile_sub(const gx_graph *g, const char *const *captured, const bool *konst,
+                    size_t n_captured, const gx_view *inputs, const gxd_compile_limits *lim,
+                    gxd_plan **out, char *err, size_t errlen);
 
 /* gxd_verify for a subgraph that captures the named outer values. */
 int gxd_verify_sub(const gx_graph *g, const char *const *captured, size_t n_captured,
@@ -513,8 +517,13 @@ const gx_graph *gxd_subplans_graph(const gxd_subplans *sp, const char *attr, con
  * kept in the cache is charged to it until the cache is destroyed; one it
  * cannot take is refused (GX_ELIMIT). */
 int gxd_subplans_get(gxd_subplans *sp, const gx_graph *g, const gx_view *inputs,
-                     const gxd_compile_limits *lim, gxd_plan **plan, bool *owned, char *err,
-                     size_t errlen);
+                     const bool *konst, const gxd_compile_limits *lim, gxd_plan **plan,
+                     bool *owned, char *err, size_t errlen);
+/* konst[i] for the n values step s of plan p passes a subgraph (step
+ * inputs pos[i], gxd_subplans_graph): is it a constant of p with its data
+ * at hand (gxd_compile_sub)? */
+void gxd_subplans_consts(const gxd_plan *p, const gxd_step *s, const int *pos, size_t n,
+                         bool *konst);
 
 /* For the profile store: fn for each cached plan of sp with the subgraph
  * attribute it was compiled from ("body", "then_branch"), under the

@@ -91,6 +91,14 @@ static int s_bind_inputs(gxd_cstate *st)
                            gx_shape_str(v->view.ndim, v->view.shape, sh2, sizeof sh2));
         if ((rc = s_set_size(st, v)) < 0)
             return rc;
+        if (i >= g->n_inputs && st->captured_const && st->captured_const[i - g->n_inputs] &&
+            data && v->view.layout == GX_LAYOUT_PLAIN) {
+            /* the enclosing plan's constant: this plan's too, read in place */
+            v->kind = GXD_VALUE_CONST;
+            v->keyed = false;
+            v->view.data = (void *)data;
+            continue;
+        }
         if (v->view.dtype == GX_STRING) /* handles are addresses (verify.c, s_mark_keyed) */
             v->keyed = false;
         if (!v->keyed)

@@ -272,6 +272,7 @@ static void s_control(s_build *b, const gxd_step *s, gxd_layout_op *op, const gx
     if (!captures || !s->sub || (s->op != GX_OP_IF && s->op != GX_OP_LOOP))
         return;
     gx_view in[GX_MAX_OP_INPUTS + 2];
+    bool konst[GX_MAX_OP_INPUTS + 2];
     size_t n_formal = 0;
     if (s->op == GX_OP_LOOP) { /* the body's iteration number, condition, carried values */
         in[n_formal++] = (gx_view){.dtype = GX_I64, .ndim = 0, .numel = 1};
@@ -309,7 +310,11 @@ static void s_control(s_build *b, const gxd_step *s, gxd_layout_op *op, const gx
             gxd_plan *sp = NULL;
             bool owned = false;
             char err[256];
-            if (gxd_subplans_get(s->sub, g, in, b->lim, &sp, &owned, err, sizeof err) < 0) {
+            gxd_subplans_consts(p, s, pos, n_cap, konst);
+            for (size_t i = 0; i < n_cap; i++) /* a constant passed in another layout is not it */
+                konst[i] = konst[i] && in[n_formal + i].layout == GX_LAYOUT_PLAIN;
+            if (gxd_subplans_get(s->sub, g, in, konst, b->lim, &sp, &owned, err, sizeof err) <
+                0) {
                 if (l == GX_LAYOUT_PLAIN)
                     goto fixed;
                 goto next;

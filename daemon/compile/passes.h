@@ -18,6 +18,7 @@ typedef struct gxd_cstate {
     const gxd_compile_limits *lim;
     const gx_view *inputs; /* concrete input shapes; NULL when only verifying */
     const char *const *captured; /* a subgraph's captured outer values, by name */
+    const bool *captured_const;  /* which of them are the enclosing plan's constants, or NULL */
     size_t n_captured;
     bool slice; /* a slice of the batch: declared axis 0 of plain inputs is free */
     const gxd_plan *whole; /* a slice's plan of the whole batch (it outlives the slice) */

@@ -98,9 +98,18 @@ const gx_graph *gxd_subplans_graph(const gxd_subplans *sp, const char *attr, con
     return sg->g;
 }
 
+void gxd_subplans_consts(const gxd_plan *p, const gxd_step *s, const int *pos, size_t n,
+                         bool *konst)
+{
+    for (size_t i = 0; i < n; i++) {
+        const gxd_value *v = &p->values[s->in[pos[i]]];
+        konst[i] = v->kind == GXD_VALUE_CONST && v->view.data && v->view.kind == GX_KIND_TENSOR;
+    }
+}
+
 int gxd_subplans_get(gxd_subplans *sp, const gx_graph *g, const gx_view *inputs,
-                     const gxd_compile_limits *lim, gxd_plan **plan, bool *owned, char *err,
-                     size_t errlen)
+                     const bool *konst, const gxd_compile_limits *lim, gxd_plan **plan,
+                     bool *owned, char *err, size_t errlen)
 {
     const gxd_subgraph *sg = s_find(sp, g, NULL);
     *plan = NULL;
@@ -125,7 +134,8 @@ int gxd_subplans_get(gxd_subplans *sp, const gx_graph *g, const gx_view *inputs,
             slim.max_plan_what = what;
         }
     }
-    rc = gxd_compile_sub(g, sg->captured.v, sg->captured.n, inputs, &slim, plan, err, errlen);
+    rc = gxd_compile_sub(g, sg->captured.v, konst, sg->captured.n, inputs, &slim, plan, err,
+                         errlen);
     if (rc < 0)
         goto out;
     if (sp->n < GXD_MAX_SUBPLANS && !(*plan)->needs_keys) {

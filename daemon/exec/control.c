@@ -22,8 +22,12 @@ int gxd_exec_subgraph(gxd_frame *f, const gxd_step *s, const char *attr, const g
         return gx_errf(f->err, f->errlen, GX_EINTERNAL, "node '%s': no subgraph '%s'",
                        s->node->name, attr);
     gx_view *in = calloc(n_formal + n_cap + 1, sizeof *in);
-    if (!in)
+    bool *konst = calloc(n_cap + 1, sizeof *konst);
+    if (!in || !konst) {
+        free(in), free(konst);
         return gx_errf(f->err, f->errlen, GX_ENOMEM, "out of memory");
+    }
+    gxd_subplans_consts(f->plan, s, pos, n_cap, konst);
     if (n_formal)
         memcpy(in, formal, n_formal * sizeof *in);
     for (size_t i = 0; i < n_cap; i++)
@@ -35,7 +39,7 @@ int gxd_exec_subgraph(gxd_frame *f, const gxd_step *s, const char *attr, const g
     void *arena = NULL;
     gxd_frame sub = {0};
     size_t n_done = 0;
-    int rc = gxd_subplans_get(s->sub, g, in, f->lim, &plan, &owned, why, sizeof why);
+    int rc = gxd_subplans_get(s->sub, g, in, konst, f->lim, &plan, &owned, why, sizeof why);
     if (rc < 0) {
         rc = gx_errf(f->err, f->errlen, rc, "node '%s' (%s), subgraph '%s': %s", s->node->name,
                      s->node->op, attr, why);
@@ -68,6 +72,7 @@ out:
     if (owned)
         gxd_plan_destroy(&plan);
     free(in);
+    free(konst);
     return rc;
 }
 
