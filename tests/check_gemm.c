@@ -121,16 +121,18 @@ START_TEST(test_matmul_shapes)
 END_TEST
 
 /* gx_cpu_gemm_rows: B read in place with a row stride wider than N, N
- * with and without a partial last panel, K whole and in blocks, every
- * ISA; then accumulated. */
+ * with and without a partial last panel (and less than one: a conv of a
+ * few output positions), K whole and in blocks, every ISA; then
+ * accumulated. */
 START_TEST(test_plain_rows)
 {
     if (!gx_cpu_gemm_isa_set(s_isas[_i]))
         return;
-    static const int64_t ns[] = {16, 21, 40, 64};
-    for (size_t ni = 0; ni < 2 * sizeof ns / sizeof *ns; ni++) {
+    static const int64_t ns[] = {16, 21, 40, 64, 4};
+    enum { S_NS = sizeof ns / sizeof *ns };
+    for (size_t ni = 0; ni < 2 * S_NS; ni++) {
         /* the second time, K in blocks */
-        const int64_t m = 11, kk = ni < 4 ? 29 : 800, n = ns[ni % 4], ldb = n + 3;
+        const int64_t m = 11, kk = ni < S_NS ? 29 : 800, n = ns[ni % S_NS], ldb = n + 3;
         float *a = s_fill(m * kk), *b = s_fill(kk * ldb), ref[11 * 64], y[11 * 64];
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {

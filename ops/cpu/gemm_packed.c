@@ -311,21 +311,35 @@ static void s_packed_product(const s_isa *isa, int64_t r0, int64_t r1, int64_t p
     s_product(isa, r0, r1, p0, p1, kk, n, a, lda, bp, S_P, kk * S_P, y, ldy, alpha, beta);
 }
 
+/* Rows of B the panel of gx_cpu_gemm_rows's last columns takes at a time
+ * (on the stack). */
+#define S_TAIL_K 256
+
 void gx_cpu_gemm_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
                       const float *b, int64_t ldb, float *y, int64_t ldy, bool accumulate)
 {
-    const int64_t whole = n / S_P;
+    const int64_t whole = n / S_P, tail = n - whole * S_P;
     if (rows <= 0 || n <= 0)
         return;
-    s_product(s_isa_get(), 0, rows, 0, whole, kk, n, a, lda, b, ldb, S_P, y, ldy, 1.0f,
+    const s_isa *isa = s_isa_get();
+    s_product(isa, 0, rows, 0, whole, kk, n, a, lda, b, ldb, S_P, y, ldy, 1.0f,
               accumulate ? 1.0f : 0.0f);
-    for (int64_t i = 0; i < rows; i++) /* the columns past the last whole panel */
-        for (int64_t j = whole * S_P; j < n; j++) {
-            float s = 0.0f;
-            for (int64_t k = 0; k < kk; k++)
-                s += a[i * lda + k] * b[k * ldb + j];
-            y[i * ldy + j] = accumulate ? y[i * ldy + j] + s : s;
+    if (tail && kk == 0 && !accumulate)
+        for (int64_t i = 0; i < rows; i++)
+            memset(y + i * ldy + whole * S_P, 0, (size_t)tail * sizeof *y);
+    /* the columns past the last whole panel (all of them for a conv of a
+     * few output positions): copied into a panel padded with zeros,
+     * S_TAIL_K rows at a time, through the same kernels */
+    float panel[S_TAIL_K * S_P] __attribute__((aligned(64)));
+    for (int64_t k0 = 0; tail && k0 < kk; k0 += S_TAIL_K) {
+        const int64_t kn = kk - k0 < S_TAIL_K ? kk - k0 : S_TAIL_K;
+        for (int64_t k = 0; k < kn; k++) {
+            memcpy(panel + k * S_P, b + (k0 + k) * ldb + whole * S_P, (size_t)tail * sizeof *b);
+            memset(panel + k * S_P + tail, 0, (size_t)(S_P - tail) * sizeof *panel);
         }
+        s_product(isa, 0, rows, 0, 1, kn, tail, a + k0, lda, panel, S_P, S_P, y + whole * S_P,
+                  ldy, 1.0f, k0 || accumulate ? 1.0f : 0.0f);
+    }
 }
 
 void gx_cpu_gemm_packed_rows(int64_t rows, int64_t n, int64_t kk, const float *a, int64_t lda,
