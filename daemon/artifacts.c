@@ -199,7 +199,7 @@ int gxd_artifacts_save(gxd_artifacts *a, const char *key, const void *buf, size_
     }
     const char *op = "";
     pthread_mutex_lock(&a->mu);
-    int e = gxd_write_durable(a->dir, path + strlen(a->dir) + 1, buf, len, &op);
+    int e = gxd_write_atomic(a->dir, path + strlen(a->dir) + 1, buf, len, &op);
     if (e == 0)
         atomic_fetch_add(&a->writes, 1);
     s_evict_locked(a);

@@ -2,7 +2,9 @@
  * The artifact cache (seed 004; docs/artifact.md): compiled plans kept on
  * disk across restarts, one file per (graph id, input signature, device
  * set, build id) key (gxd_artifact_key), <dir>/<key>.gxa. Files are written
- * atomically (gxd_write_durable) and the directory is bounded: beyond
+ * atomically, not synced (gxd_write_atomic: a file a crash tears fails the
+ * reader's checksum and is compiled again; no job waits for a disk) and
+ * the directory is bounded: beyond
  * max_files files or max_bytes bytes the least recently used go (a load
  * counts as a use). Thread-safe: workers load and save, the re-planner
  * saves.

@@ -425,8 +425,8 @@ static int s_write_all(int fd, const char *text, size_t len)
     return 0;
 }
 
-int gxd_write_durable(const char *dir, const char *name, const void *buf, size_t len,
-                      const char **op)
+static int s_write_file(const char *dir, const char *name, const void *buf, size_t len,
+                        bool sync, const char **op)
 {
     char path[PATH_MAX], tmp[PATH_MAX];
     *op = "name the file";
@@ -444,7 +444,7 @@ int gxd_write_durable(const char *dir, const char *name, const void *buf, size_t
     int rc = s_write_all(fd, buf, len);
     if (rc == 0 && fchmod(fd, 0644) != 0)
         *op = "chmod", rc = errno;
-    if (rc == 0 && fsync(fd) != 0)
+    if (rc == 0 && sync && fsync(fd) != 0)
         *op = "fsync", rc = errno;
     if (close(fd) != 0 && rc == 0)
         *op = "close", rc = errno;
@@ -454,6 +454,8 @@ int gxd_write_durable(const char *dir, const char *name, const void *buf, size_t
         unlink(tmp);
         return rc;
     }
+    if (!sync)
+        return 0;
     /* the rename itself survives a crash once the directory is synced */
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
@@ -462,6 +464,18 @@ int gxd_write_durable(const char *dir, const char *name, const void *buf, size_t
         close(dfd);
     }
     return rc;
+}
+
+int gxd_write_durable(const char *dir, const char *name, const void *buf, size_t len,
+                      const char **op)
+{
+    return s_write_file(dir, name, buf, len, true, op);
+}
+
+int gxd_write_atomic(const char *dir, const char *name, const void *buf, size_t len,
+                     const char **op)
+{
+    return s_write_file(dir, name, buf, len, false, op);
 }
 
 /* <dir>/<graph>.json through gxd_write_durable. On failure *op names the

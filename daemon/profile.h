@@ -113,10 +113,16 @@ int gxd_profile_load(const char *dir, const char *hex, gxd_profile **out, char *
  * one, never part of one. GX_EIO with "path: step: reason" on failure. */
 int gxd_profile_save(const gxd_profile *p, const char *dir, char *err, size_t errlen);
 /* The same for any file: <dir>/<name> holds buf[0..len) afterwards, written
- * through <dir>/.<name>.XXXXXX (the artifact cache uses it too). 0, or an
- * errno with *op naming the step that failed ("write", "rename"...). */
+ * through <dir>/.<name>.XXXXXX. 0, or an errno with *op naming the step
+ * that failed ("write", "rename"...). */
 int gxd_write_durable(const char *dir, const char *name, const void *buf, size_t len,
                       const char **op);
+/* gxd_write_durable without the fsyncs, for files whose reader checks
+ * their contents (the artifact cache: a file a crash leaves torn fails its
+ * checksum and is compiled again): a process killed at any point still
+ * leaves the old file or the new one, and the writer waits for no disk. */
+int gxd_write_atomic(const char *dir, const char *name, const void *buf, size_t len,
+                     const char **op);
 
 /*
  * The store: the directory, bounded (docs/profile.md). It holds at most
