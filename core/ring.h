@@ -47,11 +47,24 @@ typedef struct gx_ring_tensor {
     int32_t ndim;
 } gx_ring_tensor;
 
-/* A submission: run the graph bound to slot on n_in inputs; the outputs go
- * to the output area, one after the other, each 64-byte aligned. */
+/* What a submission asks for (gx_ring_sqe.op). */
+#define GX_RING_RUN 0    /* run the graph bound to slot */
+#define GX_RING_CANCEL 1 /* cancel the job submitted at index target */
+
+/* A submission. GX_RING_RUN: run the graph bound to slot on n_in inputs;
+ * the outputs go to the output area, one after the other, each 64-byte
+ * aligned. GX_RING_CANCEL: cancel the run this client submitted at
+ * submission index target (the sq_tail it published it at, less one), as
+ * a socket CANCEL does: a queued job is taken out and completes with
+ * GX_ECANCELLED, a running one stops at its next step; the cancel's own
+ * completion says GX_OK, or GX_ENOTFOUND when that job was already
+ * answered (or never was). Either way the run gets exactly one
+ * completion. The other fields of a cancel are not read. */
 typedef struct gx_ring_sqe {
     uint64_t user; /* the client's tag, given back in the completion */
+    uint32_t op;   /* GX_RING_RUN, GX_RING_CANCEL */
     uint32_t slot; /* RING_BIND's answer */
+    uint32_t target; /* GX_RING_CANCEL: the run's submission index */
     uint32_t n_in;
     int32_t priority;
     int32_t pad;

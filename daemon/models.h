@@ -72,7 +72,7 @@ typedef struct gxd_model {
     gxd_plan *plans[GXD_MAX_PLANS_PER_MODEL]; /* found by gxd_plan_matches */
     size_t n_retired;
     gxd_plan *retired[GXD_MAX_RETIRED_PLANS]; /* swapped out, jobs still run them */
-    int64_t last_used; /* registry LRU, I/O thread */
+    _Atomic int64_t last_used; /* registry LRU: set by the I/O thread and ring threads */
     uint64_t serial; /* this model's number in its registry: never reused */
     /* the memory budget: what the graph and the cached and retired plans
      * were counted for (under mu, bytes also read by the I/O thread) */

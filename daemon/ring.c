@@ -15,6 +15,11 @@
 #define S_SLEEP_US 100000      /* and sleeps at most this long (a backstop, not a need) */
 #define S_ID_BIT (1ull << 63)  /* ring jobs' ids: never a socket request's */
 
+/* The id of the job a ring of serial made of its submission at index:
+ * unique per client (with the serial) and known again from the index
+ * alone, so a cancel needs no table of jobs in flight. */
+#define S_JOB_ID(serial, index) (S_ID_BIT | (uint64_t)(serial) << 32 | (uint32_t)(index))
+
 struct gxd_ring {
     gxd_rings *owner;
     gxd_shm_region *region; /* a reference */
@@ -27,13 +32,14 @@ struct gxd_ring {
     gx_ring_sqe *sq;
     gx_ring_cqe *cq;
     uint32_t sq_head;  /* submissions taken: the ring thread's own count */
-    uint64_t next_id;  /* the ring thread's */
+    uint32_t serial;   /* its jobs' ids carry it (S_JOB_ID) */
     pthread_mutex_t mu; /* posting completions, slots, closed */
     uint32_t posted;    /* completions posted */
     bool closed;
     struct gxd_model *slots[GX_RING_MAX_SLOTS]; /* references */
     uint32_t n_slots;
     pthread_t thread;
+    bool running;      /* thread not yet joined: the table's (I/O thread) */
     atomic_bool stop;
     atomic_int refs;
     struct gxd_ring *next;
@@ -161,21 +167,67 @@ static int s_input(gxd_ring *r, gxd_job *j, const gx_ring_tensor *t, size_t i, c
     return GX_OK;
 }
 
-/* One submission (copied out of the ring): a RUN job on the queue, or an
- * error completion. */
-static void s_submit(gxd_ring *r, const gx_ring_sqe *e)
+/* A GX_RING_CANCEL submission e (a copy): the job of submission index
+ * e->target out of the queue (answered GX_ECANCELLED through the hooks)
+ * or asked to stop; the cancel's own completion says which, or
+ * GX_ENOTFOUND. The job gets one completion whichever way: a queued one
+ * is taken out by one thread only, and a running one posts its own. */
+static void s_cancel(gxd_ring *r, const gx_ring_sqe *e)
+{
+    gxd_rings *rs = r->owner;
+    const uint64_t id = S_JOB_ID(r->serial, e->target);
+    gx_ring_cqe c;
+    memset(&c, 0, sizeof c);
+    c.user = e->user;
+    if (!rs->hooks.finished || !rs->hooks.cancel_running) {
+        s_post_error(r, e->user, GX_EUNSUPPORTED, "ring: this daemon cannot cancel ring jobs");
+        return;
+    }
+    atomic_fetch_add(&rs->stats.cancels, 1);
+    gxd_job *j = gxd_queue_remove(rs->queue, r->identity, r->identity_len, id);
+    if (j) {
+        j->t_end = gxd_now_us();
+        gxd_job_fail(j, GX_ECANCELLED, "cancelled by the client while queued");
+        rs->hooks.finished(rs->hooks.arg, j);
+        snprintf(c.message, sizeof c.message, "cancelled while queued");
+    } else if (rs->hooks.cancel_running(rs->hooks.arg, r->identity, r->identity_len, id)) {
+        snprintf(c.message, sizeof c.message,
+                 "cancellation requested; the job stops at its next step");
+    } else {
+        c.status = GX_ENOTFOUND;
+        snprintf(c.message, sizeof c.message,
+                 "ring: no queued or running job at submission %u (already answered?)",
+                 e->target);
+    }
+    s_post(r, &c);
+}
+
+/* One submission (copied out of the ring) at index: a RUN job on the
+ * queue, a cancel, or an error completion. */
+static void s_submit(gxd_ring *r, const gx_ring_sqe *e, uint32_t index)
 {
     char err[160];
     gxd_rings *rs = r->owner;
+    if (e->op == GX_RING_CANCEL) {
+        s_cancel(r, e);
+        return;
+    }
     atomic_fetch_add(&rs->stats.jobs, 1);
-    gxd_job *j = gxd_job_new(GXD_JOB_RUN, r->identity, r->identity_len, S_ID_BIT | r->next_id++);
+    if (e->op != GX_RING_RUN) {
+        s_post_error(r, e->user, GX_EINVAL, "ring: unknown op (0: run, 1: cancel)");
+        return;
+    }
+    gxd_job *j = gxd_job_new(GXD_JOB_RUN, r->identity, r->identity_len, S_JOB_ID(r->serial, index));
     int rc = j ? GX_OK : gx_errf(err, sizeof err, GX_ENOMEM, "out of memory");
     if (rc == GX_OK) {
         j->ring = s_ref(r);
         j->ring_user = e->user;
         pthread_mutex_lock(&r->mu);
-        if (e->slot < r->n_slots)
+        if (e->slot < r->n_slots && r->slots[e->slot]) {
             j->model = gxd_model_ref(r->slots[e->slot]);
+            /* a use, for the registry's LRU order, as a socket RUN's lookup */
+            atomic_store_explicit(&j->model->last_used, gxd_now_us(), memory_order_relaxed);
+        }
         pthread_mutex_unlock(&r->mu);
         if (!j->model)
             rc = gx_errf(err, sizeof err, GX_ENOTFOUND,
@@ -244,9 +296,9 @@ static void *s_thread(void *arg)
         if (tail != r->sq_head && r->sq_head - cq_head < r->entries) {
             gx_ring_sqe e;
             memcpy(&e, &r->sq[r->sq_head & r->mask], sizeof e); /* read once, then never */
-            r->sq_head++;
+            const uint32_t index = r->sq_head++;
             atomic_store_explicit(&h->sq_head, r->sq_head, memory_order_release);
-            s_submit(r, &e);
+            s_submit(r, &e, index);
             idle_since = 0;
             continue;
         }
@@ -312,6 +364,7 @@ int gxd_ring_open(gxd_rings *rs, gxd_shm_region *region, const void *identity,
     r->entries = entries;
     r->mask = entries - 1;
     r->elevated = elevated;
+    r->serial = rs->serials++;
     r->data_off = data_off;
     r->hdr = p;
     r->sq = (gx_ring_sqe *)((char *)p + gx_ring_sq_offset());
@@ -329,6 +382,7 @@ int gxd_ring_open(gxd_rings *rs, gxd_shm_region *region, const void *identity,
         s_release(&r);
         return gx_errf(err, errlen, GX_ENOMEM, "RING_OPEN: cannot start a thread");
     }
+    r->running = true;
     r->next = rs->head;
     rs->head = r;
     rs->n++;
@@ -394,6 +448,18 @@ void gxd_rings_unbind(void *arg, struct gxd_model *model)
     }
 }
 
+/* Stops r's thread (it takes no more submissions) and joins it. */
+static void s_stop(gxd_ring *r)
+{
+    if (!r->running)
+        return;
+    atomic_store(&r->stop, true);
+    atomic_fetch_add(&r->hdr->sq_futex, 1);
+    gx_ring_futex_wake(&r->hdr->sq_futex);
+    pthread_join(r->thread, NULL);
+    r->running = false;
+}
+
 /* Stops r's thread, unlinks it from the table (*pp) and drops the table's
  * reference; completions still to come are dropped. */
 static void s_close(gxd_rings *rs, gxd_ring **pp)
@@ -404,10 +470,7 @@ static void s_close(gxd_rings *rs, gxd_ring **pp)
     pthread_mutex_lock(&r->mu);
     r->closed = true;
     pthread_mutex_unlock(&r->mu);
-    atomic_store(&r->stop, true);
-    atomic_fetch_add(&r->hdr->sq_futex, 1);
-    gx_ring_futex_wake(&r->hdr->sq_futex);
-    pthread_join(r->thread, NULL);
+    s_stop(r);
     atomic_fetch_add(&rs->stats.closed, 1);
     s_release(&r);
 }
@@ -430,6 +493,12 @@ size_t gxd_ring_close(gxd_rings *rs, const void *identity, size_t identity_len,
 size_t gxd_rings_drop_client(gxd_rings *rs, const void *identity, size_t identity_len)
 {
     return gxd_ring_close(rs, identity, identity_len, NULL);
+}
+
+void gxd_rings_stop(gxd_rings *rs)
+{
+    for (gxd_ring *r = rs->head; r; r = r->next)
+        s_stop(r);
 }
 
 void gxd_rings_fini(gxd_rings *rs)

@@ -5,8 +5,10 @@
  * RING_OPEN (on the I/O thread) starts one thread per ring that copies
  * each submission out of the region, checks it, makes a RUN job of it and
  * pushes it on the daemon's queue, as a socket RUN is; the job's single
- * completion is posted by the I/O thread where it would have sent the
- * reply (gxd_ring_post). A ring belongs to the connection that opened it
+ * completion is posted by the worker that finished it, or by the I/O
+ * thread where it would have sent the reply (gxd_ring_post). A cancel
+ * submission takes a queued job out (answered through hooks.finished) or
+ * asks a running one to stop (hooks.cancel_running). A ring belongs to the connection that opened it
  * and goes with it (RING_CLOSE, SHM_UNREGISTER of its region, the client
  * disconnecting); jobs hold references, so a ring is freed after its last
  * job, and completions for a closed ring are dropped.
@@ -44,12 +46,28 @@ typedef struct gxd_ring_stats {
     atomic_uint_fast64_t opened, closed, hostile; /* rings; hostile: closed for bad indices */
     atomic_uint_fast64_t jobs, refused, dropped;  /* submissions; refused: error completions;
                                                    * dropped: completions of closed rings */
+    atomic_uint_fast64_t cancels;                 /* GX_RING_CANCEL submissions */
 } gxd_ring_stats;
+
+/* What a ring's thread needs of the daemon to cancel a job (a
+ * GX_RING_CANCEL submission), set before the first RING_OPEN (the server
+ * sets them once its pool runs). Called on ring threads: thread-safe. */
+typedef struct gxd_ring_hooks {
+    /* ask the running (or batch-held) job (identity, id) to stop at its
+     * next step; true if it was running (gxd_pool_cancel) */
+    bool (*cancel_running)(void *arg, const void *identity, size_t identity_len, uint64_t id);
+    /* a job that will not run (its status set): answer it as a finished
+     * one (the pool's done callback: posts its completion, counts it) */
+    void (*finished)(void *arg, gxd_job *j);
+    void *arg;
+} gxd_ring_hooks;
 
 typedef struct gxd_rings {
     gxd_ring *head;
     size_t n;
     gxd_queue *queue;
+    gxd_ring_hooks hooks; /* without them, a cancel is answered GX_EUNSUPPORTED */
+    uint32_t serials;     /* rings opened: each one's jobs' ids carry its serial */
     atomic_int max_priority; /* limits.max_client_priority: submissions above are refused */
     gxd_ring_stats stats;
 } gxd_rings;
@@ -57,6 +75,10 @@ typedef struct gxd_rings {
 void gxd_rings_init(gxd_rings *rs, gxd_queue *queue, int max_priority);
 /* Closes every ring (their threads are joined). */
 void gxd_rings_fini(gxd_rings *rs);
+/* Stops every ring's thread (joined): no submission is taken, and no hook
+ * called, from here on; completions of jobs still running are posted.
+ * Before the pool the hooks reach goes (shutdown). */
+void gxd_rings_stop(gxd_rings *rs);
 
 /* RING_OPEN: serve the ring laid out at the start of region (registered by
  * this client; the table takes its own reference); elevated: the client

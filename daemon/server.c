@@ -331,6 +331,14 @@ static void s_job_done(void *arg, gxd_job *j)
     (void)n; /* an eventfd write only fails on counter overflow */
 }
 
+/* A ring's cancel of a running job (gxd_ring_hooks), on its thread. */
+static bool s_ring_cancel_running(void *arg, const void *identity, size_t identity_len,
+                                  uint64_t id)
+{
+    gxd_ctx *ctx = arg;
+    return gxd_pool_cancel(ctx->pool, identity, identity_len, id);
+}
+
 static void s_flush_done(gxd_ctx *ctx)
 {
     uint64_t cnt;
@@ -951,7 +959,7 @@ static void s_pack_ring_stats(gxd_ctx *ctx, msgpack_packer *pk)
 {
     gxd_ring_stats *rs = &ctx->rings.stats;
     gx_mp_pack_str(pk, "ring");
-    msgpack_pack_map(pk, 7);
+    msgpack_pack_map(pk, 8);
     s_pack_kv(pk, "open", (int64_t)gxd_rings_count(&ctx->rings));
     s_pack_kv(pk, "opened", (int64_t)atomic_load(&rs->opened));
     s_pack_kv(pk, "closed", (int64_t)atomic_load(&rs->closed));
@@ -959,6 +967,7 @@ static void s_pack_ring_stats(gxd_ctx *ctx, msgpack_packer *pk)
     s_pack_kv(pk, "jobs", (int64_t)atomic_load(&rs->jobs));
     s_pack_kv(pk, "refused", (int64_t)atomic_load(&rs->refused));
     s_pack_kv(pk, "dropped", (int64_t)atomic_load(&rs->dropped));
+    s_pack_kv(pk, "cancels", (int64_t)atomic_load(&rs->cancels));
 }
 
 /* "artifacts": the artifact cache's counters (docs/artifact.md), an empty
@@ -1970,6 +1979,8 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     }
     if ((rc = gxd_pool_start(ctx, s_job_done, ctx, &ctx->pool, err, errlen)) < 0)
         return rc;
+    ctx->rings.hooks = (gxd_ring_hooks){.cancel_running = s_ring_cancel_running,
+                                        .finished = s_job_done, .arg = ctx};
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "%d workers started", gxd_pool_size(ctx->pool));
     if (ctx->tune && (rc = gxd_tune_explore_start(ctx->tune)) < 0)
         return gx_errf(err, errlen, rc, "cannot start the tune explorer thread");
@@ -2078,6 +2089,7 @@ int gxd_server_run(gxd_ctx *ctx)
         s_poll_once(ctx, 50);
     }
     gxd_tune_explore_stop(ctx->tune);
+    gxd_rings_stop(&ctx->rings); /* their cancels reach the pool */
     gxd_pool_join(&ctx->pool);
     s_flush_done(ctx);
     GXD_LOG(&ctx->log, GXD_LOG_INFO, "stopped");

@@ -1817,6 +1817,34 @@ static bool s_ring_fits(const gx_request *rq)
     return bytes <= S_RING_IN_MAX;
 }
 
+/* Publishes the submission written at r->sq_tail and wakes the daemon's
+ * ring thread if it sleeps. */
+static void s_ring_publish(struct s_ring *r)
+{
+    r->sq_tail++;
+    atomic_store_explicit(&r->hdr->sq_tail, r->sq_tail, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&r->hdr->sq_sleep)) {
+        atomic_fetch_add(&r->hdr->sq_futex, 1);
+        gx_ring_futex_wake(&r->hdr->sq_futex);
+    }
+}
+
+/* Asks the daemon to cancel the job submitted at index, when a submission
+ * slot is free (the client gives up on it: nobody reads its completion). */
+static void s_ring_cancel(struct s_ring *r, uint32_t index)
+{
+    if (r->sq_tail - atomic_load_explicit(&r->hdr->sq_head, memory_order_acquire) >=
+        S_RING_ENTRIES)
+        return;
+    gx_ring_sqe *e = &r->sq[r->sq_tail & (S_RING_ENTRIES - 1)];
+    memset(e, 0, sizeof *e);
+    e->op = GX_RING_CANCEL;
+    e->user = ++r->next_user;
+    e->target = index;
+    s_ring_publish(r);
+}
+
 /* Waits for the completion of the job just submitted; GX_OK with it in
  * *cqe, or GX_ECONNECT after the client's timeout. */
 static int s_ring_wait(gx_client *c, struct s_ring *r, gx_ring_cqe *cqe)
@@ -1862,8 +1890,10 @@ static int s_ring_run(gx_client *c, const gx_request *rq, gx_result **out)
         !s_ring_slot(c, r, &rq->graph_id, &slot))
         return S_RING_NOT_TAKEN;
     const uint64_t data = gx_ring_data_offset(S_RING_ENTRIES);
-    gx_ring_sqe *e = &r->sq[r->sq_tail & (S_RING_ENTRIES - 1)];
+    const uint32_t index = r->sq_tail;
+    gx_ring_sqe *e = &r->sq[index & (S_RING_ENTRIES - 1)];
     memset(e, 0, sizeof *e);
+    e->op = GX_RING_RUN;
     e->user = ++r->next_user;
     e->slot = slot;
     e->n_in = (uint32_t)rq->n_in;
@@ -1885,19 +1915,15 @@ static int s_ring_run(gx_client *c, const gx_request *rq, gx_result **out)
     }
     e->out_offset = at;
     e->out_bytes = data + S_RING_DATA - at;
-    r->sq_tail++;
-    atomic_store_explicit(&r->hdr->sq_tail, r->sq_tail, memory_order_release);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load(&r->hdr->sq_sleep)) {
-        atomic_fetch_add(&r->hdr->sq_futex, 1);
-        gx_ring_futex_wake(&r->hdr->sq_futex);
-    }
+    s_ring_publish(r);
     gx_ring_cqe cqe;
     int rc = s_ring_wait(c, r, &cqe);
     if (rc == GX_OK && cqe.user != e->user)
         rc = s_fail(c, GX_EPROTO, "the ring's completion is for job %llu, not %llu",
                     (unsigned long long)cqe.user, (unsigned long long)r->next_user);
     if (rc < 0) { /* the ring is out of step: the socket from now on */
+        if (rc == GX_ECONNECT) /* no answer in time: the daemon need not finish it */
+            s_ring_cancel(r, index);
         c->ring_failed = true;
         c->ring_on = false;
         return rc;

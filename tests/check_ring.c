@@ -533,6 +533,220 @@ START_TEST(test_ring_bound_evicted)
 }
 END_TEST
 
+/* A job through the ring is a use of its graph for the registry's LRU
+ * order (graphs.max 2), as a socket RUN is: g0 and g1 bound in that order,
+ * then g0 run through its slot (no request on the socket), so loading g2
+ * evicts g1, not g0. */
+START_TEST(test_ring_use_counts_for_lru)
+{
+    gxt_daemon d;
+    gxt_daemon_start_yaml(&d, "graphs:\n  max: 2\n", NULL);
+    gx_client *c = s_ring_client(&d), *watch = gxt_client(&d);
+    gx_graph *g[3];
+    gx_graph_id id[3];
+    gx_tensor *x[3];
+    for (int i = 0; i < 3; i++) {
+        g[i] = s_double(GX_F32, 4 + 4 * i);
+        x[i] = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4 + 4 * i});
+        memset(gx_tensor_data(x[i]), 0, gx_tensor_nbytes(x[i]));
+    }
+    for (int i = 0; i < 2; i++) { /* loaded and bound, g0 first */
+        ck_assert_int_eq(gx_client_load(c, g[i], &id[i]), GX_OK);
+        ck_assert_int_eq(s_run_status(c, &id[i], x[i]), GX_OK);
+    }
+    ck_assert_int_eq(s_run_status(c, &id[0], x[0]), GX_OK);
+    ck_assert_int_eq(gxt_stat(watch, "ring.jobs"), 3);
+    gxt_wait_stats(watch, "\"runs_ok\":3"); /* every job gone: both graphs idle */
+    ck_assert_int_eq(gx_client_load(c, g[2], &id[2]), GX_OK);
+    ck_assert_int_eq(gxt_stat(watch, "graphs_loaded"), 2);
+    ck_assert_int_eq(s_run_status(c, &id[0], x[0]), GX_OK);
+    ck_assert_int_eq(s_run_status(c, &id[1], x[1]), GX_ENOTFOUND); /* the one evicted */
+    ck_assert_int_eq(gxt_stat(watch, "ring.jobs"), 5);
+    for (int i = 0; i < 3; i++) {
+        gx_graph_destroy(&g[i]);
+        gx_tensor_destroy(&x[i]);
+    }
+    gx_client_destroy(&watch);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A submission of the endless graph (bound at slot 1): x [1] at the data
+ * area's start, c (true) 64 bytes on. */
+static void s_endless(s_raw *r, gx_ring_sqe *e, uint64_t user)
+{
+    memset(e, 0, sizeof *e);
+    e->user = user;
+    e->slot = 1;
+    e->n_in = 2;
+    snprintf(e->in[0].name, sizeof e->in[0].name, "x");
+    e->in[0].offset = r->data;
+    e->in[0].bytes = 4;
+    e->in[0].dtype = GX_F32;
+    e->in[0].ndim = 1;
+    e->in[0].shape[0] = 1;
+    snprintf(e->in[1].name, sizeof e->in[1].name, "c");
+    e->in[1].offset = r->data + 64;
+    e->in[1].bytes = 1;
+    e->in[1].dtype = GX_BOOL;
+    r->base[r->data + 64] = 1;
+    e->out_offset = r->data + 4096;
+    e->out_bytes = 4096;
+}
+
+/* A cancel of the submission at index target. */
+static void s_cancel_sqe(gx_ring_sqe *e, uint64_t user, uint32_t target)
+{
+    memset(e, 0, sizeof *e);
+    e->op = GX_RING_CANCEL;
+    e->user = user;
+    e->target = target;
+}
+
+/* c (a ring client of a daemon) with the double graph on 4 floats bound
+ * at slot 0 and, when endless, the endless graph at slot 1 (bound by a
+ * run that expires: it never ends by itself); its raw ring. */
+static s_raw s_ring_setup(gx_client *c, bool endless)
+{
+    gx_graph *g = s_double(GX_F32, 4);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4});
+    ck_assert_int_eq(s_run_status(c, &id, x), GX_OK);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    if (endless) {
+        gxt_endless e;
+        gxt_endless_init(&e);
+        ck_assert_int_eq(gx_client_load(c, e.g, &id), GX_OK);
+        gx_request *rq = gx_request_new();
+        gx_request_set_graph_id(rq, &id);
+        gx_request_add_input(rq, "x", e.x);
+        gx_request_add_input(rq, "c", e.c);
+        gx_request_set_deadline_ms(rq, 1);
+        gx_result *r = NULL;
+        ck_assert_int_eq(gx_client_run(c, rq, &r), GX_ETIMEDOUT);
+        gx_result_destroy(&r);
+        gx_request_destroy(&rq);
+        gxt_endless_fini(&e);
+        ck_assert_int_eq(gxt_stat(c, "ring.jobs"), 2); /* both through the ring */
+    }
+    return s_raw_of(c);
+}
+
+/* A ring job may be cancelled as a socket one may: queued, it is taken out
+ * and completes GX_ECANCELLED; running, it stops at its next step; each
+ * gets exactly one completion, and each cancel one of its own. One worker
+ * (--cpus 0) held by the endless job keeps the second job queued. */
+START_TEST(test_ring_cancel)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, (const char *[]){"--cpus", "0", NULL});
+    gx_client *c = s_ring_client(&d), *watch = gxt_client(&d);
+    s_raw r = s_ring_setup(c, true);
+    const uint32_t t0 = atomic_load(&r.h->sq_tail), m = r.entries - 1;
+    ck_assert_uint_ge(r.entries, 4);
+    s_endless(&r, &r.sq[t0 & m], 1);
+    s_publish(&r, 1);
+    gxt_wait_stats(watch, "\"workers_busy\":1");
+    /* a job behind it stays queued; cancelled there */
+    s_valid(&r, &r.sq[(t0 + 1) & m], 2);
+    s_cancel_sqe(&r.sq[(t0 + 2) & m], 3, t0 + 1);
+    s_publish(&r, 2);
+    s_wait_cq(&r, t0 + 2);
+    ck_assert_int_eq(s_cqe(&r, t0, 2, 2)->status, GX_ECANCELLED);
+    ck_assert_int_eq(s_cqe(&r, t0, 2, 3)->status, GX_OK);
+    ck_assert_str_eq(s_cqe(&r, t0, 2, 3)->message, "cancelled while queued");
+    /* the running one */
+    s_cancel_sqe(&r.sq[(t0 + 3) & m], 4, t0);
+    s_publish(&r, 1);
+    s_wait_cq(&r, t0 + 4);
+    ck_assert_int_eq(s_cqe(&r, t0, 4, 1)->status, GX_ECANCELLED);
+    ck_assert_int_eq(s_cqe(&r, t0, 4, 4)->status, GX_OK);
+    atomic_store(&r.h->cq_head, t0 + 4);
+    /* answered already, a cancel (not a run), never submitted, an unknown op */
+    s_cancel_sqe(&r.sq[(t0 + 4) & m], 5, t0);
+    s_cancel_sqe(&r.sq[(t0 + 5) & m], 6, t0 + 2);
+    s_cancel_sqe(&r.sq[(t0 + 6) & m], 7, t0 + 1000);
+    s_valid(&r, &r.sq[(t0 + 7) & m], 8);
+    r.sq[(t0 + 7) & m].op = 99;
+    s_publish(&r, 4);
+    s_wait_cq(&r, t0 + 8);
+    for (uint64_t u = 5; u <= 7; u++)
+        ck_assert_int_eq(s_cqe(&r, t0 + 4, 4, u)->status, GX_ENOTFOUND);
+    ck_assert_int_eq(s_cqe(&r, t0 + 4, 4, 8)->status, GX_EINVAL);
+    atomic_store(&r.h->cq_head, t0 + 8);
+    /* both answered (the I/O thread counted them after their one post) */
+    gxt_wait_stats(watch, "\"cancelled\":2");
+    ck_assert_uint_eq(atomic_load(&r.h->cq_tail), t0 + 8); /* no second completion */
+    ck_assert_int_eq(gxt_stat(watch, "ring.cancels"), 5);
+    /* the worker is free again */
+    s_valid(&r, &r.sq[(t0 + 8) & m], 9);
+    const float in[4] = {1, 2, 3, 4};
+    memcpy(r.base + r.data, in, sizeof in);
+    s_publish(&r, 1);
+    s_wait_cq(&r, t0 + 9);
+    const gx_ring_cqe *q = s_cqe(&r, t0 + 8, 1, 9);
+    ck_assert_int_eq(q->status, GX_OK);
+    ck_assert(((const float *)(r.base + q->out[0].offset))[3] == 8);
+    ck_assert_int_eq(gxt_stat(watch, "workers_busy"), 0);
+    gx_client_destroy(&watch);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Cancels racing their jobs (each right behind its job, on every worker):
+ * whichever wins, the job gets exactly one completion (finished or
+ * cancelled) and the cancel one (done or not found). */
+START_TEST(test_ring_cancel_race)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_ring_client(&d), *watch = gxt_client(&d);
+    s_raw r = s_ring_setup(c, false);
+    const uint32_t m = r.entries - 1, pairs = r.entries / 2;
+    uint32_t t = atomic_load(&r.h->sq_tail);
+    gxt_wait_stats(watch, "\"runs_ok\":1"); /* the set-up's job counted (after its post) */
+    const long long runs0 = gxt_stat(watch, "runs_ok") + gxt_stat(watch, "runs_failed");
+    int outcome[2][2] = {{0}};
+    enum { ROUNDS = 100 };
+    for (uint64_t k = 0; k < ROUNDS; k++) {
+        for (uint32_t p = 0; p < pairs; p++) {
+            uint64_t u = 1000 * (k + 1) + 2 * p;
+            s_valid(&r, &r.sq[(t + 2 * p) & m], u);
+            s_cancel_sqe(&r.sq[(t + 2 * p + 1) & m], u + 1, t + 2 * p);
+        }
+        s_publish(&r, 2 * pairs);
+        s_wait_cq(&r, t + 2 * pairs);
+        for (uint32_t p = 0; p < pairs; p++) {
+            uint64_t u = 1000 * (k + 1) + 2 * p;
+            int job = s_cqe(&r, t, 2 * pairs, u)->status;
+            int cancel = s_cqe(&r, t, 2 * pairs, u + 1)->status;
+            ck_assert_msg(job == GX_OK || job == GX_ECANCELLED, "job: %s", gx_status_name(job));
+            ck_assert_msg(cancel == GX_OK || cancel == GX_ENOTFOUND, "cancel: %s",
+                          gx_status_name(cancel));
+            if (job == GX_ECANCELLED) /* only a cancel that found it */
+                ck_assert_int_eq(cancel, GX_OK);
+            outcome[job == GX_OK][cancel == GX_OK]++;
+        }
+        t += 2 * pairs;
+        atomic_store(&r.h->cq_head, t);
+    }
+    const long long runs = ROUNDS * pairs;
+    while (gxt_stat(watch, "runs_ok") + gxt_stat(watch, "runs_failed") - runs0 < runs)
+        usleep(1000); /* the I/O thread counts them after their post; Check bounds it */
+    ck_assert_int_eq(gxt_stat(watch, "runs_ok") + gxt_stat(watch, "runs_failed") - runs0, runs);
+    ck_assert_uint_eq(atomic_load(&r.h->cq_tail), t); /* nothing posted twice */
+    fprintf(stderr, "ring cancel race: finished/not found %d, finished/found %d, cancelled %d\n",
+            outcome[1][0], outcome[1][1], outcome[0][1]);
+    gx_client_destroy(&watch);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(test_ring_full)
 {
     gxt_daemon d;
@@ -643,6 +857,9 @@ Suite *ring_suite(void)
     tcase_add_test(tc, test_ring_urgency_one_rule);
     tcase_add_test(tc, test_ring_bound_evicted);
     tcase_add_test(tc, test_ring_full);
+    tcase_add_test(tc, test_ring_use_counts_for_lru);
+    tcase_add_test(tc, test_ring_cancel);
+    tcase_add_test(tc, test_ring_cancel_race);
     tcase_add_test(tc, test_ring_killed_client);
     suite_add_tcase(s, tc);
     return s;
