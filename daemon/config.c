@@ -163,9 +163,12 @@ static const s_key s_keys[] = {
             "together (address space: the pages are the clients' files)"},
     {.name = "limits.max_memory_bytes", .type = S_SIZE, .off = S_OFF(limits_max_memory_bytes),
      .min = 0, .max = S_PIB, .def = "0",
-     .doc = "bytes held by loaded graphs and their compiled plans (constants, prepared weights, "
-            "one arena per plan); beyond it idle graphs are dropped, least recently used first, "
-            "and what still does not fit is refused with GX_ELIMIT; 0: 3/4 of physical memory"},
+     .doc = "bytes held by loaded graphs and their plans: each graph (constants, attributes, "
+            "nodes), each plan kept (tables, folded and prepared constants, one arena; those "
+            "made at run time and replica slices included), the graph's shared prepared "
+            "constants and the plans of its If/Loop/Scan bodies; beyond it idle graphs are "
+            "dropped, least recently used first, and what still does not fit is refused with "
+            "GX_ELIMIT; 0: 3/4 of physical memory"},
     {.name = "limits.client_graphs", .type = S_INT, .off = S_OFF(limits_client_graphs), .min = 0,
      .max = 1000000, .def = "128",
      .doc = "graphs one client (one connection) may hold loaded: LOADed or sent inline; "
