@@ -4,7 +4,9 @@
  * "<N>" priority prefix the journal understands, otherwise a timestamp.
  * A daemon that detaches (no --foreground) has no terminal left: its lines
  * go to the file log_file names (appended, with timestamps), or without
- * one to syslog (facility daemon, ident gexecd), never to /dev/null;
+ * one to syslog (facility daemon, ident gexecd: datagrams to /dev/log, or
+ * to the socket $GEXECD_SYSLOG_SOCKET names, a hook for tests), never to
+ * /dev/null;
  * SIGHUP opens log_file again (gxd_log_reopen, for logrotate).
  *
  *     GXD_LOG(&ctx->log, GXD_LOG_INFO, "listening on %s", ep);
@@ -12,6 +14,7 @@
 #ifndef GXD_LOG_H
 #define GXD_LOG_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -32,13 +35,20 @@ typedef enum gxd_log_level {
 typedef struct gxd_log {
     _Atomic gxd_log_level level; /* SIGHUP may change it while workers log */
     bool journal; /* stderr is connected to the journal */
-    bool syslog;  /* lines go to syslog(3) */
-    int fd;       /* log_file's descriptor; 0 (a zeroed struct too): stderr */
+    bool syslog;  /* lines go to syslog: fd is a socket to syslog_path */
+    int fd;       /* log_file's descriptor or the syslog socket; 0 (a zeroed struct
+                   * too): stderr */
+    /* syslog: its socket (/dev/log), whether it is a stream one, and the
+     * lock a reconnect takes */
+    char syslog_path[108];
+    bool syslog_stream;
+    pthread_mutex_t mu;
 } gxd_log;
 
 void gxd_log_init(gxd_log *lg, gxd_log_level level);
 /* The daemon detaches: lines go to path (appended; created 0640), or when
- * path is NULL or "" to syslog. GX_OK, or GX_EIO with why (lines then still
+ * path is NULL or "" to syslog (connected now, or at the first line when
+ * no syslog daemon listens yet). GX_OK, or GX_EIO with why (lines then still
  * go to stderr). Call before other threads log. */
 int gxd_log_detach(gxd_log *lg, const char *path, char *why, size_t whylen);
 /* SIGHUP (logrotate moved the file away): lines from now on go to path
@@ -50,7 +60,7 @@ int gxd_log_reopen(gxd_log *lg, const char *path, char *why, size_t whylen);
 /* "error", "warn", "info", "debug"; GX_OK or GX_EINVAL. */
 int gxd_log_level_parse(const char *name, gxd_log_level *out);
 const char *gxd_log_level_name(gxd_log_level level);
-void gxd_log_write(const gxd_log *lg, gxd_log_level level, const char *fmt, ...)
+void gxd_log_write(gxd_log *lg, gxd_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #define GXD_LOG(lg, lvl, ...)                                                 \
