@@ -34,8 +34,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/benchutil.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
+
+#define S_PROG "bench_dnnl"
 
 #define RUNS 5
 #define MIN_SECONDS 0.02 /* each run repeats the call for at least this long */
@@ -52,27 +55,9 @@
 static dnnl_engine_t s_eng;
 static dnnl_stream_t s_str;
 
-static double s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *s_alloc(size_t nbytes)
-{
-    void *p = aligned_alloc(64, (nbytes + 63) / 64 * 64 + 64);
-    if (!p) {
-        fprintf(stderr, "bench_dnnl: out of memory\n");
-        exit(1);
-    }
-    memset(p, 0, nbytes);
-    return p;
-}
-
 static float *s_values(int64_t n, int seed)
 {
-    float *p = s_alloc((size_t)n * sizeof *p);
+    float *p = gxb_alloc(S_PROG, (size_t)n * sizeof *p);
     for (int64_t i = 0; i < n; i++)
         p[i] = (float)(((i + seed) * 7919) % 1000) / 1000.0f - 0.5f;
     return p;
@@ -107,12 +92,12 @@ static double s_time(const s_call *c)
     s_once(c); /* warm */
     for (int r = 0; r < RUNS; r++) {
         int calls = 0;
-        const double t0 = s_now();
+        const double t0 = gxb_cpu_s();
         double t;
         do {
             s_once(c);
             calls++;
-        } while ((t = s_now() - t0) < MIN_SECONDS);
+        } while ((t = gxb_cpu_s() - t0) < MIN_SECONDS);
         if (t / calls < best)
             best = t / calls;
     }
@@ -229,19 +214,19 @@ static double s_gexec_conv(gx_layout l, const gx_attrval *attr, gx_infer *ic, co
     const gx_op_schema *s = gx_op_schema_get(GX_OP_CONV);
     if (l == GX_LAYOUT_PLAIN) {
         f = gx_cpu_kernel(GX_OP_CONV);
-        scratch = s_alloc(s->scratch(ic));
+        scratch = gxb_alloc(S_PROG, s->scratch(ic));
     } else {
         char why[256];
         if (!(f = gx_cpu_conv_layout(l, ic, why, sizeof why)))
             return NAN;
         kin[0] = gx_layout_physical(gx_cpu_layout_input(GX_OP_CONV, l, ic, 0), &in[0]);
-        kin[0].data = s_alloc((size_t)in[0].numel * sizeof(float));
+        kin[0].data = gxb_alloc(S_PROG, (size_t)in[0].numel * sizeof(float));
         gx_layout_reorder(&in[0], &kin[0], 0, 1);
         gx_cpu_conv_pack_shape(l, attr, &in[1], &kin[1]);
-        kin[1].data = s_alloc((size_t)kin[1].numel * sizeof(float));
+        kin[1].data = gxb_alloc(S_PROG, (size_t)kin[1].numel * sizeof(float));
         gx_cpu_conv_pack(l, attr, &in[1], &kin[1]);
         y = gx_layout_physical(l, out);
-        scratch = s_alloc(gx_cpu_conv_layout_scratch(l, ic));
+        scratch = gxb_alloc(S_PROG, gx_cpu_conv_layout_scratch(l, ic));
     }
     const gx_kargs k = {.attr = attr, .n_in = 3, .in = kin, .n_out = 1, .out = &y,
                         .scratch = scratch, .ith = 0, .nth = 1};
@@ -284,9 +269,9 @@ static void s_conv(const char *what, int nsp, int64_t n, int64_t c, int64_t m, i
         fprintf(stderr, "bench_dnnl: %s\n", err);
         exit(1);
     }
-    out.data = s_alloc((size_t)out.numel * sizeof(float));
-    float *ref = s_alloc((size_t)out.numel * sizeof(float));
-    float *got = s_alloc((size_t)out.numel * sizeof(float));
+    out.data = gxb_alloc(S_PROG, (size_t)out.numel * sizeof(float));
+    float *ref = gxb_alloc(S_PROG, (size_t)out.numel * sizeof(float));
+    float *got = gxb_alloc(S_PROG, (size_t)out.numel * sizeof(float));
     double us[GX_LAYOUT_COUNT];
     for (int l = 0; l < GX_LAYOUT_COUNT; l++)
         us[l] = s_gexec_conv((gx_layout)l, attr, &ic, in, &out, l == GX_LAYOUT_PLAIN ? ref : NULL);
@@ -342,17 +327,17 @@ static void s_matmul(const char *what, int64_t m, int64_t k, int64_t n)
     gx_view y = {.dtype = GX_F32, .ndim = 2, .shape = {m, n}, .numel = m * n};
     a.data = s_values(a.numel, 1);
     b.data = s_values(b.numel, 2);
-    y.data = s_alloc((size_t)y.numel * sizeof(float));
+    y.data = gxb_alloc(S_PROG, (size_t)y.numel * sizeof(float));
     gx_attrval attr[GX_MAX_ATTRS] = {0};
     gx_view bp = b;
-    bp.data = s_alloc(gx_cpu_gemm_packed_floats(GX_OP_MATMUL, attr, &b) * sizeof(float));
+    bp.data = gxb_alloc(S_PROG, gx_cpu_gemm_packed_floats(GX_OP_MATMUL, attr, &b) * sizeof(float));
     gx_cpu_gemm_pack(GX_OP_MATMUL, attr, &b, bp.data);
     gx_view kin[2] = {a, bp};
     const gx_kargs kg = {.attr = attr, .n_in = 2, .in = kin, .n_out = 1, .out = &y, .nth = 1};
     const s_call cg = {.f = gx_cpu_gemm_packed_kernel_isa(GX_OP_MATMUL, gx_cpu_gemm_isa()),
                        .k = &kg};
     const double tg = s_time(&cg);
-    float *ref = s_alloc((size_t)y.numel * sizeof(float));
+    float *ref = gxb_alloc(S_PROG, (size_t)y.numel * sizeof(float));
     memcpy(ref, y.data, (size_t)y.numel * sizeof(float));
     s_mm p = {m, k, n, a.data, b.data, y.data};
     const double tb = s_time(&(s_call){.fn = s_blas, .arg = &p});

@@ -29,11 +29,6 @@ static const gxd_compile_limits s_lim = {.max_nodes = 1000, .max_tensor_bytes = 
                                          .max_arena_bytes = 1ll << 32};
 
 /* Seconds of CLOCK_MONOTONIC. */
-static double s_now(void)
-{
-    return gxb_now_us() * 1e-6;
-}
-
 static void s_die(const char *what, const char *err)
 {
     gxb_die("bench_fuse", what, err);
@@ -84,10 +79,10 @@ static double s_time_n(const gxd_plan *p, const gx_view *in, float *check, size_
         gxd_frame f;
         if (gxd_frame_init(&f, p, arena, in, &s_lim, &stop, err, sizeof err) < 0)
             s_die("frame", err);
-        double t0 = s_now();
+        double t0 = gxb_now_s();
         for (size_t s = 0; s < p->n_steps; s++)
             gxd_exec_step(&f, s);
-        double t = s_now() - t0;
+        double t = gxb_now_s() - t0;
         best = t < best ? t : best;
         if (r == runs - 1)
             memcpy(check, gxd_frame_output(&f, 0)->data, n_check * sizeof(float));
@@ -317,9 +312,9 @@ int main(void)
     const double bytes = 3.0 * N * sizeof(float);
     double t_copy = 1e30;
     for (int r = 0; r < RUNS; r++) {
-        double t0 = s_now();
+        double t0 = gxb_now_s();
         memcpy(dst, src, 3 * (size_t)N / 2 * sizeof *dst);
-        double t = s_now() - t0;
+        double t = gxb_now_s() - t0;
         t_copy = t < t_copy ? t : t_copy;
     }
     const double copy_gbs = bytes / t_copy / 1e9;

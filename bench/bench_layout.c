@@ -36,11 +36,6 @@ static const gxd_compile_limits s_lim = {.max_nodes = 1000, .max_tensor_bytes = 
                                          .max_arena_bytes = 1ll << 32};
 
 /* Seconds of CLOCK_MONOTONIC. */
-static double s_now(void)
-{
-    return gxb_now_us() * 1e-6;
-}
-
 static void s_die(const char *what, const char *err)
 {
     gxb_die("bench_layout", what, err);
@@ -173,10 +168,10 @@ static double s_time(const gxd_plan *p, const gx_view *const *jobs, size_t n_job
             gxd_frame f;
             if (gxd_frame_init(&f, p, arena, jobs[j], &s_lim, &stop, err, sizeof err) < 0)
                 s_die("frame", err);
-            double t0 = s_now();
+            double t0 = gxb_now_s();
             if (gxd_exec_seq(&f) < 0)
                 s_die("run", err);
-            t += s_now() - t0;
+            t += gxb_now_s() - t0;
             if (j == n_jobs - 1 && check)
                 memcpy(check, gxd_frame_output(&f, 0)->data, n_check * sizeof *check);
             gxd_frame_fini(&f);

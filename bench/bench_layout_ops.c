@@ -22,32 +22,17 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/benchutil.h"
 #include "ops/layout.h"
+
+#define S_PROG "bench_layout_ops"
 
 #define RUNS 7
 #define MIN_SECONDS 0.02 /* each run repeats the call for at least this long */
 
-static double s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *s_alloc(size_t nbytes)
-{
-    void *p = aligned_alloc(64, (nbytes + 63) / 64 * 64 + 64);
-    if (!p) {
-        fprintf(stderr, "bench_layout_ops: out of memory\n");
-        exit(1);
-    }
-    memset(p, 0, nbytes);
-    return p;
-}
-
 static float *s_values(int64_t n)
 {
-    float *p = s_alloc((size_t)n * sizeof *p);
+    float *p = gxb_alloc(S_PROG, (size_t)n * sizeof *p);
     for (int64_t i = 0; i < n; i++)
         p[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     return p;
@@ -59,12 +44,12 @@ static double s_time(gx_kernel_fn f, const gx_kargs *k)
     double best = 1e30;
     for (int r = 0; r < RUNS; r++) {
         int calls = 0;
-        const double t0 = s_now();
+        const double t0 = gxb_cpu_s();
         double t;
         do {
             f(k);
             calls++;
-        } while ((t = s_now() - t0) < MIN_SECONDS);
+        } while ((t = gxb_cpu_s() - t0) < MIN_SECONDS);
         if (t / calls < best)
             best = t / calls;
     }
@@ -102,7 +87,7 @@ static void s_shape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, int
         fprintf(stderr, "bench_layout_ops: %s\n", err);
         exit(1);
     }
-    out.data = s_alloc((size_t)out.numel * sizeof(float));
+    out.data = gxb_alloc(S_PROG, (size_t)out.numel * sizeof(float));
     double us[GX_LAYOUT_COUNT], worst = 0.0;
     float *ref = NULL;
     for (int l = 0; l < GX_LAYOUT_COUNT; l++) {
@@ -111,7 +96,7 @@ static void s_shape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, int
         void *scratch;
         if (l == GX_LAYOUT_PLAIN) {
             f = gx_cpu_kernel(GX_OP_CONV);
-            scratch = s_alloc(s->scratch(&ic));
+            scratch = gxb_alloc(S_PROG, s->scratch(&ic));
         } else {
             char why[256];
             if (!(f = gx_cpu_conv_layout((gx_layout)l, &ic, why, sizeof why))) {
@@ -120,23 +105,23 @@ static void s_shape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, int
             }
             kin[0] = gx_layout_physical(gx_cpu_layout_input(GX_OP_CONV, (gx_layout)l, &ic, 0),
                                         &in[0]);
-            kin[0].data = s_alloc((size_t)in[0].numel * sizeof(float));
+            kin[0].data = gxb_alloc(S_PROG, (size_t)in[0].numel * sizeof(float));
             gx_layout_reorder(&in[0], &kin[0], 0, 1);
             gx_cpu_conv_pack_shape((gx_layout)l, attr, &in[1], &kin[1]);
-            kin[1].data = s_alloc((size_t)kin[1].numel * sizeof(float));
+            kin[1].data = gxb_alloc(S_PROG, (size_t)kin[1].numel * sizeof(float));
             gx_cpu_conv_pack((gx_layout)l, attr, &in[1], &kin[1]);
             y = gx_layout_physical((gx_layout)l, &out);
-            scratch = s_alloc(gx_cpu_conv_layout_scratch((gx_layout)l, &ic));
+            scratch = gxb_alloc(S_PROG, gx_cpu_conv_layout_scratch((gx_layout)l, &ic));
         }
         const gx_kargs k = {.attr = attr, .n_in = 3, .in = kin, .n_out = 1, .out = &y,
                             .scratch = scratch, .ith = 0, .nth = 1};
         us[l] = s_time(f, &k);
         if (l == GX_LAYOUT_PLAIN) {
-            ref = s_alloc((size_t)out.numel * sizeof(float));
+            ref = gxb_alloc(S_PROG, (size_t)out.numel * sizeof(float));
             memcpy(ref, out.data, (size_t)out.numel * sizeof(float));
         } else { /* the layout's result, back in plain, against plain's */
             gx_view back = out;
-            back.data = s_alloc((size_t)out.numel * sizeof(float));
+            back.data = gxb_alloc(S_PROG, (size_t)out.numel * sizeof(float));
             gx_layout_reorder(&y, &back, 0, 1);
             const float *b = back.data;
             for (int64_t i = 0; i < out.numel; i++) {

@@ -34,8 +34,8 @@
  *   cc -std=gnu11 -O2 -ffp-contract=off -pthread -Wall -Wextra -Wstrict-prototypes \
  *      -Wswitch-enum -Wmissing-prototypes -Wshadow -Wno-unused-parameter \
  *      -D_GNU_SOURCE -Iinclude -I. $(pkg-config --cflags openblas) \
- *      -o build/bench/bench_libs bench/bench_libs.c \
- *      build/ops/.libs/libgxops.a build/libclient/.libs/libgxcore.a \
+ *      -o build/bench/bench_libs bench/bench_libs.c bench/benchutil.c \
+ *      build/ops/.libs/libgxops.a build/libclient/.libs/libgxclient.a \
  *      -ldnnl $(pkg-config --libs libxsmm openblas) -lgomp -lm
  *
  *   OPENBLAS_CORETYPE=SkylakeX build/bench/bench_libs        # OpenBLAS as gexecd runs it
@@ -59,8 +59,11 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include "bench/benchutil.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
+
+#define S_PROG "bench_libs"
 
 #define RUNS 7
 #define MIN_SECONDS 0.02 /* each run repeats the call for at least this long */
@@ -69,29 +72,12 @@
 
 static void s_die(const char *what, const char *why)
 {
-    fprintf(stderr, "bench_libs: %s: %s\n", what, why);
-    exit(1);
-}
-
-static double s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *s_alloc(size_t nbytes)
-{
-    void *p = aligned_alloc(64, (nbytes + 63) / 64 * 64 + 64);
-    if (!p)
-        s_die("memory", "out of memory");
-    memset(p, 0, nbytes);
-    return p;
+    gxb_die(S_PROG, what, why);
 }
 
 static float *s_values(int64_t n, int64_t salt)
 {
-    float *p = s_alloc((size_t)n * sizeof *p);
+    float *p = gxb_alloc(S_PROG, (size_t)n * sizeof *p);
     for (int64_t i = 0; i < n; i++)
         p[i] = (float)(((i + salt) * 7919) % 1000) / 1000.0f - 0.5f;
     return p;
@@ -211,12 +197,12 @@ static double s_time(void (*fn)(void *), void *arg)
     fn(arg); /* warm up: caches, lazy JIT, page faults */
     for (int r = 0; r < RUNS; r++) {
         int calls = 0;
-        const double t0 = s_now();
+        const double t0 = gxb_now_s();
         double t;
         do {
             fn(arg);
             calls++;
-        } while ((t = s_now() - t0) < MIN_SECONDS);
+        } while ((t = gxb_now_s() - t0) < MIN_SECONDS);
         if (t / calls < best)
             best = t / calls;
     }
@@ -380,7 +366,7 @@ static void s_gemm_shape(const s_dnnl *d, s_pool *pool, int64_t m, int64_t k, in
     const int nth = pool->nth;
     s_gemm c = {.m = m, .k = k, .n = n};
     float *a = s_values(m * k, 1), *b = s_values(k * n, 2), *y = s_values(m * n, 3);
-    float *ref = s_alloc((size_t)(m * n) * sizeof *ref);
+    float *ref = gxb_alloc(S_PROG, (size_t)(m * n) * sizeof *ref);
     c.a = a, c.b = b, c.y = ref;
     openblas_set_num_threads(1);
     s_blas(&c); /* the reference */
@@ -391,7 +377,7 @@ static void s_gemm_shape(const s_dnnl *d, s_pool *pool, int64_t m, int64_t k, in
 
     /* gexec: B packed once, the packed MatMul kernel */
     const gx_view bv = {.dtype = GX_F32, .ndim = 2, .shape = {k, n}, .numel = k * n, .data = b};
-    float *bp = s_alloc(gx_cpu_gemm_packed_floats(GX_OP_MATMUL, NULL, &bv) * sizeof(float));
+    float *bp = gxb_alloc(S_PROG, gx_cpu_gemm_packed_floats(GX_OP_MATMUL, NULL, &bv) * sizeof(float));
     gx_cpu_gemm_pack(GX_OP_MATMUL, NULL, &bv, bp);
     const gx_view in[2] = {
         {.dtype = GX_F32, .ndim = 2, .shape = {m, k}, .numel = m * k, .data = a},
@@ -425,11 +411,11 @@ static void s_gemm_shape(const s_dnnl *d, s_pool *pool, int64_t m, int64_t k, in
     dnnl_matmul_desc_t md;
     dnnl_primitive_desc_t pd;
     S_DNNL(dnnl_matmul_desc_init(&md, &amd, &bany, NULL, &ymd));
-    const double c0 = s_now();
+    const double c0 = gxb_now_s();
     S_DNNL(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL));
     s_dprim p = {.d = d, .nargs = 3};
     S_DNNL(dnnl_primitive_create(&p.prim, pd));
-    const double create_us = (s_now() - c0) * 1e6;
+    const double create_us = (gxb_now_s() - c0) * 1e6;
     const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_memory_t am, ym, wm = s_dnnl_from(d, wmd, &bmd, b);
     S_DNNL(dnnl_memory_create(&am, &amd, d->eng, a));
@@ -459,10 +445,10 @@ static void s_gemm_shape(const s_dnnl *d, s_pool *pool, int64_t m, int64_t k, in
         const float one = 1.0f, zero = 0.0f;
         const libxsmm_blasint lda = (libxsmm_blasint)n, ldb = (libxsmm_blasint)k,
                               ldc = (libxsmm_blasint)n;
-        const double j0 = s_now();
+        const double j0 = gxb_now_s();
         c.jit = libxsmm_smmdispatch((libxsmm_blasint)n, (libxsmm_blasint)m, (libxsmm_blasint)k,
                                     &lda, &ldb, &ldc, &one, &zero, &flags, &prefetch);
-        jit_us = (s_now() - j0) * 1e6;
+        jit_us = (gxb_now_s() - j0) * 1e6;
         if (c.jit) {
             memset(y, 0, (size_t)(m * n) * sizeof *y);
             us[G_XJIT] = s_time(s_xjit, &c);
@@ -536,8 +522,8 @@ static void s_conv_shape(const s_dnnl *d, s_pool *pool, int64_t n, int64_t c, in
         s_die("Conv", err);
     const int64_t oh = out.shape[2], ow = out.shape[3];
     const size_t ybytes = (size_t)out.numel * sizeof(float);
-    float *ref = s_alloc(ybytes), *back = s_alloc(ybytes);
-    out.data = s_alloc(ybytes);
+    float *ref = gxb_alloc(S_PROG, ybytes), *back = gxb_alloc(S_PROG, ybytes);
+    out.data = gxb_alloc(S_PROG, ybytes);
     double us[C_COUNT], diff[C_COUNT];
     for (int i = 0; i < C_COUNT; i++)
         us[i] = NAN, diff[i] = 0.0;
@@ -552,20 +538,20 @@ static void s_conv_shape(const s_dnnl *d, s_pool *pool, int64_t n, int64_t c, in
         gx_kernel_fn f;
         if (l == GX_LAYOUT_PLAIN) {
             f = gx_cpu_kernel(GX_OP_CONV);
-            scratch = s_alloc(s->scratch(&ic));
+            scratch = gxb_alloc(S_PROG, s->scratch(&ic));
         } else {
             char why[256];
             if (!(f = gx_cpu_conv_layout((gx_layout)l, &ic, why, sizeof why)))
                 continue; /* no kernel in this layout */
             kin[0] = gx_layout_physical(gx_cpu_layout_input(GX_OP_CONV, (gx_layout)l, &ic, 0),
                                         &in[0]);
-            kin[0].data = s_alloc((size_t)in[0].numel * sizeof(float));
+            kin[0].data = gxb_alloc(S_PROG, (size_t)in[0].numel * sizeof(float));
             gx_layout_reorder(&in[0], &kin[0], 0, 1);
             gx_cpu_conv_pack_shape((gx_layout)l, attr, &in[1], &kin[1]);
-            kin[1].data = s_alloc((size_t)kin[1].numel * sizeof(float));
+            kin[1].data = gxb_alloc(S_PROG, (size_t)kin[1].numel * sizeof(float));
             gx_cpu_conv_pack((gx_layout)l, attr, &in[1], &kin[1]);
             y = gx_layout_physical((gx_layout)l, &out);
-            scratch = s_alloc(gx_cpu_conv_layout_scratch((gx_layout)l, &ic));
+            scratch = gxb_alloc(S_PROG, gx_cpu_conv_layout_scratch((gx_layout)l, &ic));
         }
         s_gx gk = {.pool = pool, .f = f,
                    .k = {.attr = attr, .n_in = 3, .in = kin, .n_out = 1, .out = &y,
@@ -609,11 +595,11 @@ static void s_conv_shape(const s_dnnl *d, s_pool *pool, int64_t n, int64_t c, in
                                               &xany, &wany, &bmd, &yany, (dnnl_dims_t){1, 1},
                                               (dnnl_dims_t){p, p}, (dnnl_dims_t){p, p}));
     dnnl_primitive_desc_t pd;
-    const double c0 = s_now();
+    const double c0 = gxb_now_s();
     S_DNNL(dnnl_primitive_desc_create(&pd, &cd, NULL, d->eng, NULL));
     s_dprim dp = {.d = d, .nargs = 4};
     S_DNNL(dnnl_primitive_create(&dp.prim, pd));
-    const double create_us = (s_now() - c0) * 1e6;
+    const double create_us = (gxb_now_s() - c0) * 1e6;
     const dnnl_memory_desc_t *xmd = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const dnnl_memory_desc_t *ymd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);

@@ -14,16 +14,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench/benchutil.h"
 #include "ops/op.h"
 
 #define RUNS 5
-
-static double s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static float *s_matrix(int64_t n)
 {
@@ -63,10 +57,10 @@ static double s_bench(int64_t n, int *calls)
     fn(&k); /* warm up: page faults, OpenBLAS buffers and threads */
     double best = 0;
     for (int r = 0; r < RUNS; r++) {
-        double t0 = s_now();
+        double t0 = gxb_now_s();
         for (int c = 0; c < *calls; c++)
             fn(&k);
-        double gflops = flop * *calls / (s_now() - t0) * 1e-9;
+        double gflops = flop * *calls / (gxb_now_s() - t0) * 1e-9;
         best = gflops > best ? gflops : best;
     }
     free(in[0].data);

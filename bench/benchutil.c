@@ -1,5 +1,6 @@
 /*
- * Helpers shared by the benchmarks that talk to gexecd (benchutil.h).
+ * Helpers shared by the benchmarks (benchutil.h): clocks, memory, order
+ * statistics, and for those that talk to gexecd, starting one.
  */
 #include "bench/benchutil.h"
 
@@ -18,6 +19,29 @@ double gxb_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+double gxb_now_s(void)
+{
+    return gxb_now_us() * 1e-6;
+}
+
+double gxb_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void *gxb_alloc(const char *prog, size_t nbytes)
+{
+    void *p = aligned_alloc(64, (nbytes + 63) / 64 * 64 + 64);
+    if (!p) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        exit(1);
+    }
+    memset(p, 0, nbytes);
+    return p;
 }
 
 static int s_cmp_double(const void *a, const void *b)

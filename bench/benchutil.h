@@ -26,8 +26,17 @@
 
 #include <gexec/gexec.h>
 
-/* CLOCK_MONOTONIC in microseconds. */
+/* CLOCK_MONOTONIC in microseconds; gxb_now_s: in seconds. */
 double gxb_now_us(void);
+double gxb_now_s(void);
+/* The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID): a
+ * single-threaded kernel's time that other processes on a busy machine
+ * do not inflate. */
+double gxb_cpu_s(void);
+/* nbytes zeroed, 64-byte aligned, with 64 bytes of slack after the end
+ * (kernels may read whole vectors); the caller frees it (free). Out of
+ * memory: "<prog>: out of memory" and exit 1. */
+void *gxb_alloc(const char *prog, size_t nbytes);
 
 /* The one copy of the benchmarks' order statistics. gxb_sort: v in
  * ascending order. gxb_median: sorts v, then its median (the mean of the

@@ -22,6 +22,7 @@
 #include "gexec/client.h"
 #include "libclient/onnx.pb-c.h"
 #include "ops/cpu/cpu.h"
+#include "tests/optest.h"
 #include "tests/testutil.h"
 
 /* What gexecd runs by default: every pass. */
@@ -104,7 +105,7 @@ static gx_node *s_node(s_model *m, const char *op, const char *name, int n_in,
     return n;
 }
 
-#define NODE(m, op, name, out, ...)                                                          \
+#define ADD_NODE(m, op, name, out, ...)                                                          \
     s_node(m, op, name, (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
            (const char *[]){__VA_ARGS__}, out)
 
@@ -127,12 +128,12 @@ static s_model s_mlp(gx_dtype dt)
     s_const(&m, "b1", 1, (const int64_t[]){32}, 0.2f, 0);
     s_const(&m, "W2", 2, (const int64_t[]){8, 32}, 0.4f, 0);
     s_const(&m, "b2", 1, (const int64_t[]){8}, 0.2f, 0);
-    NODE(&m, "MatMul", "fc1", "h1", "x", "W1");
-    NODE(&m, "Add", "fc1.bias", "h2", "h1", "b1");
-    NODE(&m, "Relu", "relu", "h3", "h2");
-    gx_node *n = NODE(&m, "Gemm", "fc2", "h4", "h3", "W2", "b2");
+    ADD_NODE(&m, "MatMul", "fc1", "h1", "x", "W1");
+    ADD_NODE(&m, "Add", "fc1.bias", "h2", "h1", "b1");
+    ADD_NODE(&m, "Relu", "relu", "h3", "h2");
+    gx_node *n = ADD_NODE(&m, "Gemm", "fc2", "h4", "h3", "W2", "b2");
     ck_assert_int_eq(gx_node_set_int(n, "transB", 1), GX_OK);
-    NODE(&m, "Softmax", "softmax", "y", "h4");
+    ADD_NODE(&m, "Softmax", "softmax", "y", "h4");
     ck_assert_int_eq(gx_graph_add_output(m.g, "y"), GX_OK);
     return m;
 }
@@ -155,21 +156,21 @@ static s_model s_cnn(gx_dtype dt)
     s_const(&m, "w2", 4, (const int64_t[]){8, 8, 3, 3}, 0.2f, 0);
     s_const(&m, "fc.w", 2, (const int64_t[]){8, 4}, 0.5f, 0);
     s_const(&m, "fc.b", 1, (const int64_t[]){4}, 0.1f, 0);
-    gx_node *n = NODE(&m, "Conv", "conv1", "c1", "x", "w1", "b1");
+    gx_node *n = ADD_NODE(&m, "Conv", "conv1", "c1", "x", "w1", "b1");
     gx_node_set_ints(n, "kernel_shape", k3, 2);
     gx_node_set_ints(n, "pads", p1, 4);
-    NODE(&m, "BatchNormalization", "bn1", "n1", "c1", "bn.scale", "bn.bias", "bn.mean",
+    ADD_NODE(&m, "BatchNormalization", "bn1", "n1", "c1", "bn.scale", "bn.bias", "bn.mean",
          "bn.var");
-    NODE(&m, "Relu", "relu1", "r1", "n1");
-    n = NODE(&m, "MaxPool", "pool1", "p1", "r1");
+    ADD_NODE(&m, "Relu", "relu1", "r1", "n1");
+    n = ADD_NODE(&m, "MaxPool", "pool1", "p1", "r1");
     gx_node_set_ints(n, "kernel_shape", k2, 2);
     gx_node_set_ints(n, "strides", k2, 2);
-    n = NODE(&m, "Conv", "conv2", "c2", "p1", "w2");
+    n = ADD_NODE(&m, "Conv", "conv2", "c2", "p1", "w2");
     gx_node_set_ints(n, "kernel_shape", k3, 2);
-    NODE(&m, "Relu", "relu2", "r2", "c2");
-    NODE(&m, "GlobalAveragePool", "gap", "g", "r2");
-    NODE(&m, "Flatten", "flat", "f", "g");
-    NODE(&m, "Gemm", "fc", "y", "f", "fc.w", "fc.b");
+    ADD_NODE(&m, "Relu", "relu2", "r2", "c2");
+    ADD_NODE(&m, "GlobalAveragePool", "gap", "g", "r2");
+    ADD_NODE(&m, "Flatten", "flat", "f", "g");
+    ADD_NODE(&m, "Gemm", "fc", "y", "f", "fc.w", "fc.b");
     ck_assert_int_eq(gx_graph_add_output(m.g, "y"), GX_OK);
     return m;
 }
@@ -186,19 +187,19 @@ static s_model s_block(gx_dtype dt)
     s_const(&m, "Wq", 2, (const int64_t[]){16, 16}, 0.3f, 0);
     s_const(&m, "Wk", 2, (const int64_t[]){16, 16}, 0.3f, 0);
     s_const(&m, "scale", 0, NULL, 0, 0.25f);
-    gx_node *n = NODE(&m, "LayerNormalization", "ln", "h", "x", "ln.scale", "ln.bias");
+    gx_node *n = ADD_NODE(&m, "LayerNormalization", "ln", "h", "x", "ln.scale", "ln.bias");
     gx_node_set_int(n, "axis", -1);
-    NODE(&m, "MatMul", "q", "q", "h", "Wq");
-    NODE(&m, "MatMul", "k", "k", "h", "Wk");
-    n = NODE(&m, "Transpose", "kT", "kT", "k");
+    ADD_NODE(&m, "MatMul", "q", "q", "h", "Wq");
+    ADD_NODE(&m, "MatMul", "k", "k", "h", "Wk");
+    n = ADD_NODE(&m, "Transpose", "kT", "kT", "k");
     gx_node_set_ints(n, "perm", (const int64_t[]){0, 2, 1}, 3);
-    NODE(&m, "MatMul", "qk", "s0", "q", "kT");
-    NODE(&m, "Mul", "scaled", "s1", "s0", "scale");
-    n = NODE(&m, "Softmax", "softmax", "a", "s1");
+    ADD_NODE(&m, "MatMul", "qk", "s0", "q", "kT");
+    ADD_NODE(&m, "Mul", "scaled", "s1", "s0", "scale");
+    n = ADD_NODE(&m, "Softmax", "softmax", "a", "s1");
     gx_node_set_int(n, "axis", -1);
-    NODE(&m, "MatMul", "av", "o", "a", "h");
-    NODE(&m, "Add", "residual", "r", "x", "o");
-    NODE(&m, "Gelu", "gelu", "y", "r");
+    ADD_NODE(&m, "MatMul", "av", "o", "a", "h");
+    ADD_NODE(&m, "Add", "residual", "r", "x", "o");
+    ADD_NODE(&m, "Gelu", "gelu", "y", "r");
     ck_assert_int_eq(gx_graph_add_output(m.g, "y"), GX_OK);
     return m;
 }
@@ -468,12 +469,12 @@ START_TEST(test_f16_mixed)
     t = s_tensor(GX_F16, 2, (const int64_t[]){8, 4}, w2);
     ck_assert_int_eq(gx_graph_add_const(g, "W2", &t), GX_OK);
     s_model m = {.g = g, .dt = GX_F16};
-    ck_assert_int_eq(gx_node_set_int(NODE(&m, "Cast", "to16", "x16", "x"), "to", 10), GX_OK);
-    NODE(&m, "MatMul", "mm1", "h", "x16", "W1");
-    NODE(&m, "Relu", "relu", "r", "h");
-    NODE(&m, "MatMul", "mm2", "z16", "r", "W2");
-    ck_assert_int_eq(gx_node_set_int(NODE(&m, "Cast", "to32", "z", "z16"), "to", 1), GX_OK);
-    NODE(&m, "Softmax", "softmax", "y", "z");
+    ck_assert_int_eq(gx_node_set_int(ADD_NODE(&m, "Cast", "to16", "x16", "x"), "to", 10), GX_OK);
+    ADD_NODE(&m, "MatMul", "mm1", "h", "x16", "W1");
+    ADD_NODE(&m, "Relu", "relu", "r", "h");
+    ADD_NODE(&m, "MatMul", "mm2", "z16", "r", "W2");
+    ck_assert_int_eq(gx_node_set_int(ADD_NODE(&m, "Cast", "to32", "z", "z16"), "to", 1), GX_OK);
+    ADD_NODE(&m, "Softmax", "softmax", "y", "z");
     ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
     ck_assert_int_eq(gx_graph_add_output(g, "r"), GX_OK);
 
@@ -587,7 +588,7 @@ START_TEST(test_f16_refusals)
     gx_tensor *t = s_tensor(GX_BF16, 2, ws, w);
     ck_assert_int_eq(gx_graph_add_const(g, "W", &t), GX_OK);
     s_model m = {.g = g};
-    NODE(&m, "MatMul", "mm", "y", "x", "W");
+    ADD_NODE(&m, "MatMul", "mm", "y", "x", "W");
     ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
     gx_view in = {.dtype = GX_F16, .ndim = 2, .shape = {2, 4}, .numel = 8};
     gxd_plan *p = NULL;
@@ -603,7 +604,7 @@ START_TEST(test_f16_refusals)
     t = s_tensor(GX_F16, 2, (const int64_t[]){3, 3}, w);
     ck_assert_int_eq(gx_graph_add_const(g, "W", &t), GX_OK);
     m.g = g;
-    NODE(&m, "MatMul", "mm", "y", "x", "W");
+    ADD_NODE(&m, "MatMul", "mm", "y", "x", "W");
     ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
     rc = gxd_compile(g, &in, &s_lim, &p, err, sizeof err);
     ck_assert_msg(rc == GX_ESHAPE && !strstr(err, "float16"), "%s: %s", gx_status_name(rc), err);
@@ -684,25 +685,16 @@ END_TEST
 
 /* ---- a float16 ONNX model ---- */
 
-/* Everything a model built here allocates; freed at the end of the test. */
-static void *s_keep[64];
-static size_t s_n_keep;
-
-static void *s_new(size_t size)
-{
-    ck_assert_uint_lt(s_n_keep, sizeof s_keep / sizeof s_keep[0]);
-    void *p = calloc(1, size);
-    ck_assert_ptr_nonnull(p);
-    return s_keep[s_n_keep++] = p;
-}
+/* Everything a model built here allocates is ot_alloc'd (zeroed), freed
+ * at the end of the test (ot_free_all). */
 
 static Onnx__ValueInfoProto *s_vi(const char *name, int64_t d0, int64_t d1)
 {
-    Onnx__ValueInfoProto *vi = s_new(sizeof *vi);
-    Onnx__TypeProto *tp = s_new(sizeof *tp);
-    Onnx__TypeProto__Tensor *tt = s_new(sizeof *tt);
-    Onnx__TensorShapeProto *sp = s_new(sizeof *sp);
-    Onnx__TensorShapeProto__Dimension *d = s_new(2 * sizeof *d), **dp = s_new(2 * sizeof *dp);
+    Onnx__ValueInfoProto *vi = ot_alloc(sizeof *vi);
+    Onnx__TypeProto *tp = ot_alloc(sizeof *tp);
+    Onnx__TypeProto__Tensor *tt = ot_alloc(sizeof *tt);
+    Onnx__TensorShapeProto *sp = ot_alloc(sizeof *sp);
+    Onnx__TensorShapeProto__Dimension *d = ot_alloc(2 * sizeof *d), **dp = ot_alloc(2 * sizeof *dp);
     onnx__value_info_proto__init(vi);
     onnx__type_proto__init(tp);
     onnx__type_proto__tensor__init(tt);
@@ -728,10 +720,10 @@ static Onnx__ValueInfoProto *s_vi(const char *name, int64_t d0, int64_t d1)
 /* A float16 initializer with raw data (the bit patterns, little endian). */
 static Onnx__TensorProto *s_init(const char *name, int64_t d0, int64_t d1, const float *v)
 {
-    Onnx__TensorProto *t = s_new(sizeof *t);
+    Onnx__TensorProto *t = ot_alloc(sizeof *t);
     onnx__tensor_proto__init(t);
-    int64_t *dims = s_new(2 * sizeof *dims);
-    uint16_t *raw = s_new((size_t)(d0 * d1) * sizeof *raw);
+    int64_t *dims = ot_alloc(2 * sizeof *dims);
+    uint16_t *raw = ot_alloc((size_t)(d0 * d1) * sizeof *raw);
     dims[0] = d0, dims[1] = d1;
     for (int64_t i = 0; i < d0 * d1; i++)
         raw[i] = gx_f32_to_f16(v[i]);
@@ -748,7 +740,7 @@ static Onnx__TensorProto *s_init(const char *name, int64_t d0, int64_t d1, const
 
 static Onnx__NodeProto *s_onode(const char *op, char **in, size_t n_in, char **out)
 {
-    Onnx__NodeProto *n = s_new(sizeof *n);
+    Onnx__NodeProto *n = ot_alloc(sizeof *n);
     onnx__node_proto__init(n);
     n->op_type = (char *)op;
     n->input = in;
@@ -767,22 +759,21 @@ START_TEST(test_f16_onnx)
     static const float xv[8] = {1, 2, -1, 0.5f, 0, -2, 1.5f, 1};
     static char *mm_in[2] = {"x", "W"}, *mm_out[1] = {"h"}, *add_in[2] = {"h", "b"},
                 *add_out[1] = {"z"}, *sm_in[1] = {"z"}, *sm_out[1] = {"y"};
-    s_n_keep = 0;
-    Onnx__GraphProto *gp = s_new(sizeof *gp);
+    Onnx__GraphProto *gp = ot_alloc(sizeof *gp);
     onnx__graph_proto__init(gp);
     gp->name = "f16mlp";
-    Onnx__NodeProto **nodes = s_new(3 * sizeof *nodes);
+    Onnx__NodeProto **nodes = ot_alloc(3 * sizeof *nodes);
     nodes[0] = s_onode("MatMul", mm_in, 2, mm_out);
     nodes[1] = s_onode("Add", add_in, 2, add_out);
     nodes[2] = s_onode("Softmax", sm_in, 1, sm_out);
     gp->node = nodes;
     gp->n_node = 3;
-    Onnx__TensorProto **inits = s_new(2 * sizeof *inits);
+    Onnx__TensorProto **inits = ot_alloc(2 * sizeof *inits);
     inits[0] = s_init("W", 4, 3, w);
     inits[1] = s_init("b", 1, 3, b);
     gp->initializer = inits;
     gp->n_initializer = 2;
-    Onnx__ValueInfoProto **ins = s_new(sizeof *ins), **outs = s_new(sizeof *outs);
+    Onnx__ValueInfoProto **ins = ot_alloc(sizeof *ins), **outs = ot_alloc(sizeof *outs);
     ins[0] = s_vi("x", 2, 4);
     outs[0] = s_vi("y", 2, 3);
     gp->input = ins;
@@ -803,7 +794,7 @@ START_TEST(test_f16_onnx)
     mp.n_opset_import = 1;
     mp.graph = gp;
     size_t len = protobuf_c_message_get_packed_size(&mp.base);
-    uint8_t *buf = s_new(len + 1);
+    uint8_t *buf = ot_alloc(len + 1);
     ck_assert_uint_eq(protobuf_c_message_pack(&mp.base, buf), len);
     gx_graph *g = NULL;
     char err[512];
@@ -833,9 +824,7 @@ START_TEST(test_f16_onnx)
     gx_tensor_destroy(&x);
     gxd_plan_destroy(&p);
     gx_graph_destroy(&g);
-    for (size_t i = 0; i < s_n_keep; i++)
-        free(s_keep[i]);
-    s_n_keep = 0;
+    ot_free_all();
 }
 END_TEST
 
