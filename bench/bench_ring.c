@@ -6,7 +6,9 @@
  * on one daemon; p50 and p90 of N round trips after a warm-up
  * (docs/shm.md, "Ring"; issue 16's goal: ring p50 under 20 us).
  *
- *     bench_ring [runs]        (default 5000)
+ *     bench_ring [runs [ring|socket|floor]]   (default 5000, all three)
+ *
+ * One of the three alone (with perf stat, say: context switches per job).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -96,6 +98,10 @@ int main(int argc, char **argv)
     int runs = argc > 1 ? atoi(argv[1]) : 5000;
     if (runs < 10)
         runs = 10;
+    const char *only = argc > 2 ? argv[2] : "";
+    if (*only && strcmp(only, "ring") != 0 && strcmp(only, "socket") != 0 &&
+        strcmp(only, "floor") != 0)
+        gxb_die(s_prog, only, "not one of ring, socket, floor");
     gxb_daemon d;
     gxb_daemon_start(&d, s_prog, NULL);
     char err[256];
@@ -116,9 +122,12 @@ int main(int argc, char **argv)
     gx_graph_id id;
     if (gx_client_load(sock, g, &id) != GX_OK)
         gxb_die(s_prog, "load", gx_client_last_error(sock));
-    s_jobs(ring, &id, "tiny graph, shared-memory ring", runs);
-    s_jobs(sock, &id, "tiny graph, ZeroMQ socket", runs);
-    s_zmq_floor(d.dir, runs);
+    if (!*only || strcmp(only, "ring") == 0)
+        s_jobs(ring, &id, "tiny graph, shared-memory ring", runs);
+    if (!*only || strcmp(only, "socket") == 0)
+        s_jobs(sock, &id, "tiny graph, ZeroMQ socket", runs);
+    if (!*only || strcmp(only, "floor") == 0)
+        s_zmq_floor(d.dir, runs);
     gx_graph_destroy(&g);
     gx_client_destroy(&ring);
     gx_client_destroy(&sock);

@@ -89,6 +89,7 @@ typedef struct gxd_ctx {
     int done_fd;   /* eventfd: workers finished jobs */
     pthread_mutex_t done_mu;
     gxd_job *done_head, *done_tail;
+    unsigned done_quiet; /* ring jobs put there without waking the I/O thread */
 
     bool stopping;
     int64_t started_us;

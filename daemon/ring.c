@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,13 +303,14 @@ static void *s_thread(void *arg)
             idle_since = 0;
             continue;
         }
-        if ((++spins & 63) == 0 || !idle_since) {
-            int64_t now = gxd_now_us();
-            if (!idle_since)
-                idle_since = now;
-            if (now - idle_since < S_SPIN_US)
-                continue;
-        } else {
+        /* nothing to take: poll for S_SPIN_US, yielding (the worker that
+         * runs the job just queued may be waiting for this core), then sleep */
+        if (!idle_since) {
+            idle_since = gxd_now_us();
+            continue;
+        }
+        if ((++spins & 15) != 0 || gxd_now_us() - idle_since < S_SPIN_US) {
+            sched_yield();
             continue;
         }
         uint32_t f = atomic_load(&h->sq_futex);

@@ -308,11 +308,20 @@ static void s_fail_list(gxd_ctx *ctx, gxd_job *list, int status, const char *why
     }
 }
 
+/* Ring jobs (answered already) a worker leaves for the I/O thread before
+ * it wakes it: their statistics and freeing wait for its next turn (a
+ * request, a signal, this many of them, or its tick, at least once a
+ * second), so a client of the ring does not pay for a wake-up of the I/O
+ * thread per job. */
+#define S_RING_QUIET_MAX 64
+
 /* The pool's done callback (gxd_pool_done_fn), on a worker thread: queue
- * the finished job for the I/O thread and wake it. */
+ * the finished job for the I/O thread and wake it (a ring job: see
+ * S_RING_QUIET_MAX). */
 static void s_job_done(void *arg, gxd_job *j)
 {
     gxd_ctx *ctx = arg;
+    bool wake = true;
     if (gxd_job_ring(j)) { /* the client waits on the ring: answer it now, not after a hop */
         s_shm_lost(j);
         gxd_ring_post(j);
@@ -325,7 +334,13 @@ static void s_job_done(void *arg, gxd_job *j)
     else
         ctx->done_head = j;
     ctx->done_tail = j;
+    if (gxd_job_ring(j) && ++ctx->done_quiet < S_RING_QUIET_MAX)
+        wake = false;
+    else
+        ctx->done_quiet = 0;
     pthread_mutex_unlock(&ctx->done_mu);
+    if (!wake)
+        return;
     uint64_t one = 1;
     ssize_t n = write(ctx->done_fd, &one, sizeof one);
     (void)n; /* an eventfd write only fails on counter overflow */
@@ -339,14 +354,18 @@ static bool s_ring_cancel_running(void *arg, const void *identity, size_t identi
     return gxd_pool_cancel(ctx->pool, identity, identity_len, id);
 }
 
+/* Answers (or, for ring jobs, counts) and frees the finished jobs; every
+ * turn of the I/O thread, before it reads requests, so a request sees
+ * every job a worker finished before it came. */
 static void s_flush_done(gxd_ctx *ctx)
 {
     uint64_t cnt;
-    ssize_t n = read(ctx->done_fd, &cnt, sizeof cnt);
+    ssize_t n = read(ctx->done_fd, &cnt, sizeof cnt); /* non-blocking */
     (void)n;
     pthread_mutex_lock(&ctx->done_mu);
     gxd_job *list = ctx->done_head;
     ctx->done_head = ctx->done_tail = NULL;
+    ctx->done_quiet = 0;
     pthread_mutex_unlock(&ctx->done_mu);
     while (list) {
         gxd_job *j = list;
@@ -2001,12 +2020,11 @@ static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
     int n = !ctx->monitor ? 3 : items[4].fd < 0 ? 4 : 5;
     if (zmq_poll(items, n, timeout_ms) < 0)
         return;
+    s_flush_done(ctx); /* woken by done_fd, or ring jobs left quietly: before a scrape too */
     if (n == 5) /* every turn, for its connection timeouts too */
         gxd_metrics_http_run(ctx->metrics);
     if (items[3].revents & ZMQ_POLLIN)
         s_monitor_drain(ctx);
-    if (items[1].revents & ZMQ_POLLIN)
-        s_flush_done(ctx);
     gxd_models_trim(&ctx->models); /* plans compiled since may exceed the memory budget */
     if (items[2].revents & ZMQ_POLLIN) {
         unsigned char sig;

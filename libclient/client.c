@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1868,8 +1869,10 @@ static int s_ring_wait(gx_client *c, struct s_ring *r, gx_ring_cqe *cqe)
         if (c->timeout_ms >= 0 && waited >= (int64_t)c->timeout_ms * 1000)
             return s_fail(c, GX_ECONNECT, "no completion on the ring from %s within %d ms",
                           c->endpoint, c->timeout_ms);
-        if (waited < S_RING_SPIN_US)
+        if (waited < S_RING_SPIN_US) { /* yielding: the daemon's threads may want this core */
+            sched_yield();
             continue;
+        }
         uint32_t f = atomic_load(&h->cq_futex);
         atomic_store(&h->cq_sleep, 1);
         if (atomic_load(&h->cq_tail) == r->cq_head) {
