@@ -294,6 +294,27 @@ static void s_run_replicas(gxt_team *e, gxd_plan *p, const gx_graph *g, const gx
             gxd_plan_destroy(&sp[r]);
 }
 
+/* The limits of these tests with partition options o (filled here) that
+ * put every step testdev takes on it; lim.part points at o. */
+static gxd_compile_limits s_testdev_lim(gxd_partition_opts *o)
+{
+    *o = (gxd_partition_opts){.min_nodes = 1, .n_backends = 1, .backends = {gx_testdev()}};
+    gxd_compile_limits lim = s_lim;
+    lim.part = o;
+    return lim;
+}
+
+/* g verified and compiled under lim for in: the plan (the caller
+ * destroys it). */
+static gxd_plan *s_plan_of(const gx_graph *g, const gx_view *in, const gxd_compile_limits *lim)
+{
+    char err[512];
+    gxd_plan *p = NULL;
+    ck_assert_msg(gxd_verify(g, lim, err, sizeof err) == GX_OK, "%s: %s", g->name, err);
+    ck_assert_msg(gxd_compile(g, in, lim, &p, err, sizeof err) == GX_OK, "%s: %s", g->name, err);
+    return p;
+}
+
 static const char *s_id(const gx_graph *g, gx_graph_id *id)
 {
     gx_wire_graph_id(g, id);
@@ -311,9 +332,7 @@ START_TEST(round_trip_runs_the_same_bytes)
     void *data[4];
     char err[512];
     s_inputs(g, in, data);
-    gxd_plan *p = NULL, *q = NULL;
-    ck_assert_msg(gxd_verify(g, &s_lim, err, sizeof err) == GX_OK, "%s", err);
-    ck_assert_msg(gxd_compile(g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s: %s", c->name, err);
+    gxd_plan *p = s_plan_of(g, in, &s_lim), *q = NULL;
     void *buf = NULL, *buf2 = NULL;
     size_t len = 0, len2 = 0;
     ck_assert_msg(gxd_artifact_write(p, g, s_id(g, &id), &buf, &len, err, sizeof err) == GX_OK,
@@ -411,12 +430,9 @@ START_TEST(device_plans_round_trip)
     char err[512];
     s_inputs(g, in, data);
     const gx_testdev_stats before = gx_testdev_stats_get();
-    gxd_partition_opts o = {.min_nodes = 1, .n_backends = 1, .backends = {gx_testdev()}};
-    gxd_compile_limits lim = s_lim;
-    lim.part = &o;
-    gxd_plan *p = NULL, *q = NULL;
-    ck_assert_msg(gxd_verify(g, &lim, err, sizeof err) == GX_OK, "%s", err);
-    ck_assert_msg(gxd_compile(g, in, &lim, &p, err, sizeof err) == GX_OK, "%s: %s", c->name, err);
+    gxd_partition_opts o;
+    const gxd_compile_limits lim = s_testdev_lim(&o);
+    gxd_plan *p = s_plan_of(g, in, &lim), *q = NULL;
     ck_assert_msg(gxd_plan_off_host(p), "%s: nothing on testdev", c->name);
     void *buf = NULL, *buf2 = NULL;
     size_t len = 0, len2 = 0;
@@ -495,10 +511,8 @@ static void s_file_make(s_file *f)
     gx_view in[1];
     void *data[1];
     char err[512];
-    gxd_plan *p = NULL;
     s_inputs(f->g, in, data);
-    ck_assert_int_eq(gxd_verify(f->g, &s_lim, err, sizeof err), GX_OK);
-    ck_assert_msg(gxd_compile(f->g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    gxd_plan *p = s_plan_of(f->g, in, &s_lim);
     ck_assert_int_eq(gxd_artifact_write(p, f->g, s_id(f->g, &f->id), (void **)&f->buf, &f->len,
                                         err, sizeof err),
                      GX_OK);
@@ -627,12 +641,9 @@ START_TEST(device_files_are_checked)
     char err[512];
     s_inputs(f.g, in, data);
     const gx_testdev_stats before = gx_testdev_stats_get();
-    gxd_partition_opts o = {.min_nodes = 1, .n_backends = 1, .backends = {gx_testdev()}};
-    gxd_compile_limits lim = s_lim;
-    lim.part = &o;
-    gxd_plan *p = NULL;
-    ck_assert_int_eq(gxd_verify(f.g, &lim, err, sizeof err), GX_OK);
-    ck_assert_msg(gxd_compile(f.g, in, &lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    gxd_partition_opts o;
+    const gxd_compile_limits lim = s_testdev_lim(&o);
+    gxd_plan *p = s_plan_of(f.g, in, &lim);
     ck_assert_msg(gxd_artifact_write(p, f.g, s_id(f.g, &f.id), (void **)&f.buf, &f.len, err,
                                      sizeof err) == GX_OK,
                   "%s", err);
@@ -708,9 +719,7 @@ START_TEST(artifact_plans_are_replanned_from_the_graph)
         void *data[1];
         char err[512], why[512];
         s_inputs(g, in, data);
-        gxd_plan *p = NULL, *q = NULL, *np = NULL;
-        ck_assert_int_eq(gxd_verify(g, &s_lim, err, sizeof err), GX_OK);
-        ck_assert_msg(gxd_compile(g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+        gxd_plan *p = s_plan_of(g, in, &s_lim), *q = NULL, *np = NULL;
         ck_assert(p->layout_open == !k);
         void *buf = NULL;
         size_t len = 0;
@@ -756,10 +765,8 @@ START_TEST(slice_plans_share_the_whole_plans_constants)
     void *data[1];
     char err[512];
     s_inputs(g, in, data);
-    gxd_plan *p = NULL, *sp = NULL, *q = NULL, *c = NULL;
+    gxd_plan *p = s_plan_of(g, in, &s_lim), *sp = NULL, *q = NULL, *c = NULL;
     bool owned = false;
-    ck_assert_int_eq(gxd_verify(g, &s_lim, err, sizeof err), GX_OK);
-    ck_assert_msg(gxd_compile(g, in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
     gx_view half = in[0];
     half.shape[0] = in[0].shape[0] / 2;
     half.numel = in[0].numel / 2;

@@ -42,6 +42,27 @@ static gx_graph *s_matmul_graph(void)
     return g;
 }
 
+/* *g (ownership moves in) as the model of registry m (initialised), under
+ * a budget of budget bytes; the caller releases the model. */
+static gxd_model *s_add(gxd_models *m, int64_t budget, gx_graph **g)
+{
+    gxd_models_set_budget(m, budget);
+    gxd_model *mdl = NULL;
+    char err[512];
+    ck_assert_msg(gxd_models_add(m, g, &mdl, err, sizeof err) == GX_OK, "%s", err);
+    return mdl;
+}
+
+/* A plan of the matmul graph's model for x [4, 64] of zeros: its status,
+ * the plan in *p. */
+static int s_mm_plan(gxd_model *mdl, gxd_plan **p, char *err, size_t errlen)
+{
+    float x[4 * 64] = {0};
+    gx_view in[1] = {{.dtype = GX_F32, .ndim = 2, .shape = {4, 64}, .numel = 256, .data = x}};
+    int64_t us;
+    return gxd_model_plan(mdl, in, &s_lim, p, &us, err, errlen);
+}
+
 /* What the model's count holds now. */
 static int64_t s_held(gxd_model *mdl)
 {
@@ -93,17 +114,12 @@ START_TEST(test_shared_constants_counted)
 {
     gxd_models m;
     gxd_models_init(&m, 8);
-    gxd_models_set_budget(&m, 1ll << 30);
     gx_graph *g = s_matmul_graph();
     const int64_t gb = gxd_graph_mem_bytes(g);
-    gxd_model *mdl = NULL;
+    gxd_model *mdl = s_add(&m, 1ll << 30, &g);
     char err[512];
-    ck_assert_int_eq(gxd_models_add(&m, &g, &mdl, err, sizeof err), GX_OK);
-    float x[4 * 64] = {0};
-    gx_view in[1] = {{.dtype = GX_F32, .ndim = 2, .shape = {4, 64}, .numel = 256, .data = x}};
     gxd_plan *p = NULL;
-    int64_t us;
-    ck_assert_msg(gxd_model_plan(mdl, in, &s_lim, &p, &us, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(s_mm_plan(mdl, &p, err, sizeof err) == GX_OK, "%s", err);
     const int64_t shared = gxd_shared_bytes(mdl->shared);
     ck_assert_int_ge(shared, 64 * 64 * 4); /* the packed W */
     ck_assert_uint_eq(mdl->n_plans, 1);
@@ -124,15 +140,10 @@ START_TEST(test_shared_constants_refused)
     gxd_models_init(&m, 8);
     gx_graph *g = s_matmul_graph();
     /* the graph and a plan's tables fit; the packed W (16 KiB) does not */
-    gxd_models_set_budget(&m, gxd_graph_mem_bytes(g) + 12000);
-    gxd_model *mdl = NULL;
+    gxd_model *mdl = s_add(&m, gxd_graph_mem_bytes(g) + 12000, &g);
     char err[512];
-    ck_assert_int_eq(gxd_models_add(&m, &g, &mdl, err, sizeof err), GX_OK);
-    float x[4 * 64] = {0};
-    gx_view in[1] = {{.dtype = GX_F32, .ndim = 2, .shape = {4, 64}, .numel = 256, .data = x}};
     gxd_plan *p = NULL;
-    int64_t us;
-    ck_assert_int_eq(gxd_model_plan(mdl, in, &s_lim, &p, &us, err, sizeof err), GX_ELIMIT);
+    ck_assert_int_eq(s_mm_plan(mdl, &p, err, sizeof err), GX_ELIMIT);
     ck_assert_msg(strstr(err, "limits.max_memory_bytes"), "%s", err);
     ck_assert_int_eq(gxd_shared_bytes(mdl->shared), 0);
     ck_assert_int_eq(s_held(mdl), gxd_graph_mem_bytes(mdl->graph));
@@ -150,12 +161,10 @@ START_TEST(test_subplans_counted)
 {
     gxd_models m;
     gxd_models_init(&m, 8);
-    gxd_models_set_budget(&m, 1ll << 30);
     gx_graph *g = gxt_nested_if(1);
     const int64_t gb = gxd_graph_mem_bytes(g);
-    gxd_model *mdl = NULL;
+    gxd_model *mdl = s_add(&m, 1ll << 30, &g);
     char err[768];
-    ck_assert_int_eq(gxd_models_add(&m, &g, &mdl, err, sizeof err), GX_OK);
     float x[2] = {1, 2};
     bool c = true;
     gx_view in[2] = {{.dtype = GX_F32, .ndim = 1, .shape = {2}, .numel = 2, .data = x},
@@ -222,9 +231,7 @@ START_TEST(test_artifact_checked_before_read)
         ck_assert_int_eq(gxd_models_set_artifacts(&m, dir, 100, 1ll << 30, NULL), GX_OK);
         gx_graph *g = s_wide_graph();
         /* round 0 writes the artifact; round 1 leaves the plan 100 KB */
-        gxd_models_set_budget(&m, round ? gxd_graph_mem_bytes(g) + 100000 : 1ll << 30);
-        gxd_model *mdl = NULL;
-        ck_assert_int_eq(gxd_models_add(&m, &g, &mdl, err, sizeof err), GX_OK);
+        gxd_model *mdl = s_add(&m, round ? gxd_graph_mem_bytes(g) + 100000 : 1ll << 30, &g);
         gxd_plan *p = NULL;
         const int rc = gxd_model_plan(mdl, in, &s_lim, &p, &us, err, sizeof err);
         if (round == 0) {
