@@ -19,3 +19,14 @@ void gx_ring_futex_wake(_Atomic uint32_t *word)
 {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }
+
+void gx_ring_store_wake(_Atomic uint32_t *word, uint32_t index, _Atomic uint32_t *sleep,
+                        _Atomic uint32_t *futex)
+{
+    atomic_store_explicit(word, index, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(sleep)) {
+        atomic_fetch_add(futex, 1);
+        gx_ring_futex_wake(futex);
+    }
+}

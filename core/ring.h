@@ -114,5 +114,10 @@ static inline uint64_t gx_ring_data_offset(uint32_t entries)
  * most timeout_us (< 0: no bound); FUTEX_WAKE of every waiter. */
 void gx_ring_futex_wait(_Atomic uint32_t *word, uint32_t val, int64_t timeout_us);
 void gx_ring_futex_wake(_Atomic uint32_t *word);
+/* A producer's (or consumer's) move: stores index to *word with release,
+ * then (sequentially consistent) wakes the other side when its sleep
+ * word is set: bumps futex and FUTEX_WAKEs it. */
+void gx_ring_store_wake(_Atomic uint32_t *word, uint32_t index, _Atomic uint32_t *sleep,
+                        _Atomic uint32_t *futex);
 
 #endif

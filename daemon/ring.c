@@ -101,12 +101,7 @@ static void s_post(gxd_ring *r, const gx_ring_cqe *c)
      * entries of its completions are unread (s_thread) */
     memcpy(&r->cq[r->posted & r->mask], c, sizeof *c);
     r->posted++;
-    atomic_store_explicit(&r->hdr->cq_tail, r->posted, memory_order_release);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load(&r->hdr->cq_sleep)) {
-        atomic_fetch_add(&r->hdr->cq_futex, 1);
-        gx_ring_futex_wake(&r->hdr->cq_futex);
-    }
+    gx_ring_store_wake(&r->hdr->cq_tail, r->posted, &r->hdr->cq_sleep, &r->hdr->cq_futex);
     pthread_mutex_unlock(&r->mu);
 }
 

@@ -1823,12 +1823,7 @@ static bool s_ring_fits(const gx_request *rq)
 static void s_ring_publish(struct s_ring *r)
 {
     r->sq_tail++;
-    atomic_store_explicit(&r->hdr->sq_tail, r->sq_tail, memory_order_release);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load(&r->hdr->sq_sleep)) {
-        atomic_fetch_add(&r->hdr->sq_futex, 1);
-        gx_ring_futex_wake(&r->hdr->sq_futex);
-    }
+    gx_ring_store_wake(&r->hdr->sq_tail, r->sq_tail, &r->hdr->sq_sleep, &r->hdr->sq_futex);
 }
 
 /* Asks the daemon to cancel the job submitted at index, when a submission
@@ -1857,12 +1852,8 @@ static int s_ring_wait(gx_client *c, struct s_ring *r, gx_ring_cqe *cqe)
         if (tail != r->cq_head) {
             memcpy(cqe, &r->cq[r->cq_head & (S_RING_ENTRIES - 1)], sizeof *cqe);
             r->cq_head++;
-            atomic_store_explicit(&h->cq_head, r->cq_head, memory_order_release);
-            atomic_thread_fence(memory_order_seq_cst);
-            if (atomic_load(&h->sq_sleep)) { /* it may wait for room in the completions */
-                atomic_fetch_add(&h->sq_futex, 1);
-                gx_ring_futex_wake(&h->sq_futex);
-            }
+            /* the daemon may wait for room in the completions */
+            gx_ring_store_wake(&h->cq_head, r->cq_head, &h->sq_sleep, &h->sq_futex);
             return GX_OK;
         }
         int64_t waited = s_now_us() - t0;
