@@ -14,7 +14,9 @@
 
 #include <check.h>
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@
 #include "gexec/client.h"
 #include "core/internal.h"
 #include "ops/cpu/cpu.h"
+#include "ops/fused.h"
 #include "ops/gemm.h"
 #include "tests/testutil.h"
 #include "tests/tunetest.h"
@@ -424,7 +427,9 @@ START_TEST(test_explore_builtin)
     for (size_t i = 0; i < n; i++) {
         char want[64];
         snprintf(want, sizeof want, "%s@%d:", im[i].name, im[i].version);
-        ck_assert_msg(strstr(r.others, want) != NULL, "%s not in %s", want, r.others);
+        /* every MatMul candidate, no other */
+        ck_assert_msg((strstr(r.others, want) != NULL) == (im[i].matmul != NULL),
+                      "%s in %s", want, r.others);
     }
     ck_assert_ptr_null(strstr(r.others, "rejected"));
     ck_assert_ptr_nonnull(gxd_tune_impl_find(t, r.impl, r.version));
@@ -706,6 +711,364 @@ START_TEST(test_dnnl_candidate)
 }
 END_TEST
 
+/* ---- Conv (docs/tune.md "Conv") ---- */
+
+/* A graph: y = Relu(Conv(x, W, bias) + r), x [S_CN, S_CC, S_CH, S_CW]
+ * (1-D: [S_CN, S_CC, S_CW]), W constant, r a second input of y's shape:
+ * the Add and Relu are the Conv's epilogue when it is fused. */
+#define S_CN 2
+#define S_CC 8
+#define S_CM 24
+#define S_CH 9
+#define S_CW 11
+
+static float s_cw[S_CM * S_CC * 9], s_cb[S_CM];
+static atomic_int s_conv_calls;
+
+/* Right: gexec's Conv kernel, counted. */
+static void s_conv_right(const gx_kargs *k)
+{
+    atomic_fetch_add(&s_conv_calls, 1);
+    gx_cpu_CONV(k);
+}
+
+/* Wrong: right but for the first element of each share's part. */
+static void s_conv_wrong(const gx_kargs *k)
+{
+    gx_cpu_CONV(k);
+    int64_t lo, hi;
+    gx_cpu_share(k, k->out[0].numel, 1, &lo, &hi);
+    if (lo < hi && k->ith == 0)
+        ((float *)k->out[0].data)[0] += 0.25f;
+}
+
+/* The planted candidates' scratch: 1 MiB, more than gexec's kernel needs
+ * on these shapes (its im2col columns), and not what its schema asks. */
+static int64_t s_conv_scratch(const gxd_tune_sig *sig)
+{
+    return sig->op == GX_OP_CONV ? (int64_t)1 << 20 : -1;
+}
+
+static const gxd_tune_impl s_conv_fast_wrong = {.name = "test.cwrong", .version = 1,
+                                                .source = "test", .conv = s_conv_wrong,
+                                                .scratch = s_conv_scratch, .fixed_ns = 1};
+static const gxd_tune_impl s_conv_fast_right = {.name = "test.cright", .version = 1,
+                                                .source = "test", .conv = s_conv_right,
+                                                .scratch = s_conv_scratch, .fixed_ns = 1};
+
+/* nsp 1 or 2 spatial dims; group g; residual: the Add and Relu after. */
+static gx_graph *s_conv_graph(int nsp, int64_t g, bool residual)
+{
+    for (int i = 0; i < S_CM * S_CC * 9; i++)
+        s_cw[i] = (float)((i * 37) % 23) / 16.0f - 0.7f;
+    for (int i = 0; i < S_CM; i++)
+        s_cb[i] = (float)(i % 5) / 4.0f - 0.5f;
+    gx_graph *gr = gx_graph_new("conv");
+    const int64_t xs[4] = {S_CN, S_CC, nsp == 1 ? S_CW : S_CH, S_CW};
+    const int64_t ws[4] = {S_CM, S_CC / g, 3, 3};
+    ck_assert_int_eq(gx_graph_add_input(gr, "x", GX_F32, nsp + 2, xs), GX_OK);
+    gxt_const(gr, "w", GX_F32, nsp + 2, ws, s_cw);
+    gxt_const(gr, "b", GX_F32, 1, (int64_t[]){S_CM}, s_cb);
+    gx_node *c = gx_graph_add_node(gr, "Conv", "conv", NAMES("x", "w", "b"),
+                                   NAMES(residual ? "c" : "y"));
+    ck_assert_ptr_nonnull(c);
+    const int64_t pads[4] = {1, 1, 1, 1}, strides[2] = {1, 2};
+    ck_assert_int_eq(gx_node_set_ints(c, "pads", pads, 2 * (size_t)nsp), GX_OK);
+    ck_assert_int_eq(gx_node_set_ints(c, "strides", strides + 2 - nsp, (size_t)nsp), GX_OK);
+    ck_assert_int_eq(gx_node_set_int(c, "group", g), GX_OK);
+    if (residual) {
+        const int64_t ys[4] = {S_CN, S_CM, nsp == 1 ? (S_CW + 1) / 2 : S_CH, (S_CW + 1) / 2};
+        ck_assert_int_eq(gx_graph_add_input(gr, "r", GX_F32, nsp + 2, ys), GX_OK);
+        ck_assert_ptr_nonnull(gx_graph_add_node(gr, "Add", "add", NAMES("c", "r"), NAMES("s")));
+        ck_assert_ptr_nonnull(gx_graph_add_node(gr, "Relu", "relu", NAMES("s"), NAMES("y")));
+    }
+    ck_assert_int_eq(gx_graph_add_output(gr, "y"), GX_OK);
+    return gr;
+}
+
+/* The inputs of s_conv_graph(nsp, ...): x and r (filled). */
+static void s_conv_inputs(int nsp, gx_view in[2], float *x, float *r)
+{
+    const int64_t h = nsp == 1 ? 1 : S_CH, oh = nsp == 1 ? 1 : S_CH, ow = (S_CW + 1) / 2;
+    for (int64_t i = 0; i < S_CN * S_CC * h * S_CW; i++)
+        x[i] = (float)((i * 13) % 29) / 9.0f - 1.4f;
+    for (int64_t i = 0; i < S_CN * S_CM * oh * ow; i++)
+        r[i] = (float)((i * 7) % 11) / 5.0f - 1.0f;
+    in[0] = (gx_view){.dtype = GX_F32, .ndim = nsp + 2, .shape = {S_CN, S_CC, h, S_CW},
+                      .numel = S_CN * S_CC * h * S_CW, .data = x};
+    in[1] = (gx_view){.dtype = GX_F32, .ndim = nsp + 2, .shape = {S_CN, S_CM, oh, ow},
+                      .numel = S_CN * S_CM * oh * ow, .data = r};
+    if (nsp == 1) {
+        in[0].shape[2] = S_CW;
+        in[1].shape[2] = ow;
+    }
+}
+
+static gxd_plan *s_conv_compile(const gx_graph *g, int nsp, bool residual, gxd_tune *t)
+{
+    char err[512];
+    static float x[S_CN * S_CC * S_CH * S_CW], r[S_CN * S_CM * S_CH * S_CW];
+    gx_view in[2];
+    s_conv_inputs(nsp, in, x, r);
+    gxd_compile_limits lim = s_lim0;
+    lim.tune = t;
+    lim.no_layout = true; /* plain: what the registry tunes */
+    gxd_plan *p = NULL;
+    (void)residual;
+    ck_assert_msg(gxd_compile(g, in, &lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_uint_eq(p->n_impls, 1);
+    ck_assert_int_eq(p->impls[0].op, GX_OP_CONV);
+    return p;
+}
+
+/* Run plan on s_conv_inputs and compare y with a float64 reference of
+ * Relu(Conv + bias + r) (residual) or Conv + bias, within tol. */
+static void s_conv_exec_check(const gxd_plan *plan, int nsp, int64_t g, bool residual, double tol)
+{
+    char err[512];
+    static float x[S_CN * S_CC * S_CH * S_CW], r[S_CN * S_CM * S_CH * S_CW];
+    gx_view in[2];
+    s_conv_inputs(nsp, in, x, r);
+    void *arena = gx_aligned_alloc(plan->arena_bytes + 1);
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    gxd_frame f;
+    ck_assert_msg(gxd_frame_init(&f, plan, arena, in, &s_lim0, &stop, err, sizeof err) == GX_OK,
+                  "%s", err);
+    ck_assert_int_eq(gxd_exec_seq(&f), GX_OK);
+    const gx_view *y = gxd_frame_output(&f, 0);
+    const int64_t h = nsp == 1 ? 1 : S_CH, oh = h, ow = (S_CW + 1) / 2, cg = S_CC / g,
+                  mg = S_CM / g, kh = nsp == 1 ? 1 : 3;
+    ck_assert_int_eq(y->numel, S_CN * S_CM * oh * ow);
+    for (int64_t n = 0; n < S_CN; n++)
+        for (int64_t m = 0; m < S_CM; m++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    double v = s_cb[m];
+                    for (int64_t c = 0; c < cg; c++)
+                        for (int64_t a = 0; a < kh; a++)
+                            for (int64_t b = 0; b < 3; b++) {
+                                const int64_t xi = nsp == 1 ? 0 : i - 1 + a, xj = j * 2 - 1 + b;
+                                if (xi < 0 || xi >= h || xj < 0 || xj >= S_CW)
+                                    continue;
+                                v += (double)x[((n * S_CC + m / mg * cg + c) * h + xi) * S_CW +
+                                               xj] *
+                                     s_cw[((m * cg + c) * kh + a) * 3 + b];
+                            }
+                    const int64_t o = ((n * S_CM + m) * oh + i) * ow + j;
+                    if (residual) {
+                        v += r[o];
+                        v = v > 0 ? v : 0;
+                    }
+                    ck_assert_msg(fabs(((const float *)y->data)[o] - v) <= tol,
+                                  "y[%lld] = %.9g, reference %.9g", (long long)o,
+                                  (double)((const float *)y->data)[o], v);
+                }
+    gxd_frame_fini(&f);
+    free(arena);
+}
+
+/* The step running the Conv: its kernel (fused: the group's head's). */
+static const gxd_step *s_conv_step(const gxd_plan *p, bool *fused_head)
+{
+    *fused_head = false;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        if (s->op == GX_OP_CONV && !s->fused)
+            return s;
+        if (s->fused && s->fused->has_head && s->fused->head.op == GX_OP_CONV) {
+            *fused_head = true;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* A Conv signature is explored: every built-in candidate (gexec's, and
+ * oneDNN's when built with it) validated and timed on 2-D, strided 1-D
+ * and grouped shapes; a miss at compile time runs gexec's kernel and is
+ * queued. */
+START_TEST(test_conv_explore)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_EXPLORE);
+    ck_assert_ptr_nonnull(gxd_tune_impl_find(t, "conv.plain", 1));
+    ck_assert_str_eq(gxd_tune_default(t, GX_OP_CONV)->name, "conv.plain");
+    const struct {
+        int nsp;
+        int64_t g;
+    } cases[] = {{2, 1}, {1, 1}, {2, 4}, {2, 8}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gx_graph *g = s_conv_graph(cases[c].nsp, cases[c].g, false);
+        gxd_plan *p = s_conv_compile(g, cases[c].nsp, false, t);
+        ck_assert_str_eq(p->impls[0].source, "default");
+        ck_assert_str_eq(p->impls[0].impl, "conv.plain");
+        ck_assert_ptr_nonnull(p->impls[0].sig);
+        char sig[512];
+        gxd_tune_sig_str(p->impls[0].sig, sig, sizeof sig);
+        ck_assert_msg(!strncmp(sig, "Conv f32 x[2,8,", 15) && strstr(sig, " bias plain"), "%s",
+                      sig);
+        gxd_tune_rec r;
+        ck_assert_int_eq(gxd_tune_explore_sig(t, p->impls[0].sig, &r), GX_OK);
+        ck_assert_msg(strstr(r.others, "conv.plain@1:") && !strstr(r.others, "rejected"),
+                      "%s: %s", sig, r.others);
+#ifdef HAVE_DNNL
+        ck_assert_msg(strstr(r.others, "dnnl.conv@1:"), "%s: %s", sig, r.others);
+#else
+        ck_assert_ptr_null(strstr(r.others, "dnnl.conv"));
+#endif
+        ck_assert_ptr_nonnull(strstr(r.validation, "C/group*taps"));
+        /* the next compile runs the winner, right */
+        gxd_plan *q = s_conv_compile(g, cases[c].nsp, false, t);
+        ck_assert_str_eq(q->impls[0].impl, r.impl);
+        ck_assert_str_eq(q->impls[0].source, "tuned (memory)");
+        s_conv_exec_check(q, cases[c].nsp, cases[c].g, false, 1e-4);
+        gxd_plan_destroy(&q);
+        gxd_plan_destroy(&p);
+        gx_graph_destroy(&g);
+    }
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.explored, 4);
+    ck_assert_int_eq(st.rejected, 0);
+    gxd_tune_destroy(&t);
+}
+END_TEST
+
+/* A planted Conv candidate that is faster but wrong is rejected with its
+ * reason stored; a faster right one wins, the next compile runs it (not
+ * fused: the Add and Relu run after it as their own group) and the output
+ * is right; the plan compiled before is stale. */
+START_TEST(test_conv_planted)
+{
+    char *dir = gxt_tmpdir();
+    gxd_tune *t = s_new(dir, GXD_TUNE_EXPLORE);
+    ck_assert(gxd_tune_add_impl(t, &s_conv_fast_wrong));
+    ck_assert(gxd_tune_add_impl(t, &s_conv_fast_right));
+    gx_graph *g = s_conv_graph(2, 1, true);
+    gxd_plan *old = s_conv_compile(g, 2, true, t);
+    bool head;
+    const gxd_step *cs = s_conv_step(old, &head);
+    ck_assert(cs && head); /* the default: the epilogue fused into gexec's kernel */
+    s_conv_exec_check(old, 2, 1, true, 1e-4);
+    gxd_tune_rec r;
+    ck_assert_int_eq(gxd_tune_explore_sig(t, old->impls[0].sig, &r), GX_OK);
+    ck_assert_str_eq(r.impl, "test.cright");
+    ck_assert_msg(strstr(r.others, "test.cwrong@1:rejected (y[0,0] = "), "%s", r.others);
+    char why[512];
+    ck_assert(gxd_tune_plan_stale(old, NULL, why, sizeof why));
+    ck_assert_msg(strstr(why, "'conv' (Conv): tuned test.cright@1"), "%s", why);
+    gxd_tune_destroy(&t);
+
+    /* after a restart, from tune.db */
+    t = s_new(dir, GXD_TUNE_CACHE);
+    ck_assert(gxd_tune_add_impl(t, &s_conv_fast_wrong));
+    ck_assert(gxd_tune_add_impl(t, &s_conv_fast_right));
+    bool found;
+    gxd_tune_lookup_batch(t, old->impls[0].sig, 1, &r, &found);
+    ck_assert(found);
+    ck_assert_ptr_nonnull(strstr(r.others, "test.cwrong@1:rejected"));
+    gxd_plan *p = s_conv_compile(g, 2, true, t);
+    ck_assert_str_eq(p->impls[0].impl, "test.cright");
+    ck_assert_str_eq(p->impls[0].source, "tuned (memory)");
+    cs = s_conv_step(p, &head);
+    ck_assert(cs && !head);
+    ck_assert(cs->kernel == s_conv_right);
+    ck_assert_uint_eq(cs->scratch_bytes, (size_t)1 << 20);
+    atomic_store(&s_conv_calls, 0);
+    s_conv_exec_check(p, 2, 1, true, 1e-4);
+    ck_assert_int_gt(atomic_load(&s_conv_calls), 0);
+    gxd_plan_destroy(&p);
+    gxd_plan_destroy(&old);
+    gx_graph_destroy(&g);
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* oneDNN's Conv candidate: present exactly when built with it; a record
+ * naming it makes the plan run it with the scratch it declares, the output
+ * within the registry's tolerance of a float64 reference, the epilogue
+ * right (run after it); the same bits in 1, 3, 5 and 40 shares, each share
+ * on its own thread held to one OpenMP thread. */
+START_TEST(test_dnnl_conv)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
+    const gxd_tune_impl *im = gxd_tune_impl_find(t, "dnnl.conv", 1);
+#ifndef HAVE_DNNL
+    ck_assert_ptr_null(im);
+#else
+    ck_assert_ptr_nonnull(im);
+    ck_assert_str_eq(im->source, "onednn");
+    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), " dnnl.conv@1"));
+    const struct {
+        int nsp;
+        int64_t g;
+        bool residual;
+    } cases[] = {{2, 1, true}, {1, 1, false}, {2, 4, true}, {2, 8, false}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gx_graph *g = s_conv_graph(cases[c].nsp, cases[c].g, cases[c].residual);
+        gxd_plan *p = s_conv_compile(g, cases[c].nsp, cases[c].residual, t);
+        const gxd_tune_sig sig = *p->impls[0].sig;
+        gxd_plan_destroy(&p);
+        gxd_tune_rec r = tt_rec("dnnl.conv", 10, "here");
+        ck_assert_int_eq(gxd_tune_store(t, &sig, &r), GX_OK);
+        p = s_conv_compile(g, cases[c].nsp, cases[c].residual, t);
+        ck_assert_str_eq(p->impls[0].impl, "dnnl.conv");
+        bool head;
+        const gxd_step *cs = s_conv_step(p, &head);
+        ck_assert(cs && !head && cs->kernel == im->conv);
+        ck_assert_int_eq((int64_t)cs->scratch_bytes, im->scratch(&sig));
+        s_conv_exec_check(p, cases[c].nsp, cases[c].g, cases[c].residual, 1e-4);
+        /* shares: the same bits whatever their count */
+        const gx_view *xv = &p->values[cs->in[0]].view;
+        float *x = malloc(sizeof(float) * (size_t)xv->numel);
+        const int64_t yn = p->values[cs->out[0]].view.numel;
+        float *y1 = malloc(sizeof(float) * (size_t)yn), *yk = malloc(sizeof(float) * (size_t)yn);
+        void *scratch = gx_aligned_alloc((size_t)im->scratch(&sig) + 1);
+        ck_assert(x && y1 && yk && scratch);
+        for (int64_t i = 0; i < xv->numel; i++)
+            x[i] = (float)((i * 31) % 37) / 7.0f - 2.5f;
+        gx_view in[3];
+        for (int k = 0; k < 3; k++)
+            in[k] = p->values[cs->in[k]].view;
+        in[0].data = x;
+        gx_view o1 = p->values[cs->out[0]].view, ok = o1;
+        o1.data = y1;
+        ok.data = yk;
+        gx_kargs k1 = {.attr = cs->attr, .n_in = 3, .in = in, .n_out = 1, .out = &o1,
+                       .scratch = scratch, .nth = 1};
+        im->conv(&k1);
+        const int nths[] = {3, 5, 40};
+        for (size_t q = 0; q < sizeof nths / sizeof nths[0]; q++) {
+            memset(yk, 0, sizeof(float) * (size_t)yn);
+            gx_kargs kk = k1;
+            kk.out = &ok;
+            kk.nth = nths[q];
+            s_share sh[40];
+            pthread_t th[40];
+            for (int i = 0; i < nths[q]; i++) {
+                sh[i] = (s_share){.f = im->conv, .k = &kk, .ith = i, .omp_after = -1};
+                ck_assert_int_eq(pthread_create(&th[i], NULL, s_share_run, &sh[i]), 0);
+            }
+            for (int i = 0; i < nths[q]; i++) {
+                pthread_join(th[i], NULL);
+                ck_assert(sh[i].omp_after == 1 || i >= 16); /* beyond the slots: nothing run */
+            }
+            ck_assert_mem_eq(y1, yk, sizeof(float) * (size_t)yn);
+        }
+        free(x);
+        free(y1);
+        free(yk);
+        free(scratch);
+        gxd_plan_destroy(&p);
+        gx_graph_destroy(&g);
+    }
+#endif
+    gxd_tune_destroy(&t);
+}
+END_TEST
+
 /* The plan of a slice of the batch (replicas) runs what the whole batch's
  * runs, whatever the registry holds for its own rows: the same bits. */
 START_TEST(test_slice_follows_whole)
@@ -925,6 +1288,9 @@ Suite *tune_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_explore_builtin);
     tcase_add_test(tc, test_dnnl_candidate);
+    tcase_add_test(tc, test_conv_explore);
+    tcase_add_test(tc, test_conv_planted);
+    tcase_add_test(tc, test_dnnl_conv);
     tcase_add_test(tc, test_fast_wrong_rejected);
     tcase_add_test(tc, test_fast_right_wins);
     tcase_add_test(tc, test_packed_winner);

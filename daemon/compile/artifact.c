@@ -294,7 +294,7 @@ static long s_node_index(const gx_graph *g, const gx_node *n)
 
 /* The kernel's stable name: its device's table (names carry the device,
  * "cpu.Conv@1"), then the tune registry's implementations
- * ("tune:<impl>@<version>:<MatMul|Gemm>"). */
+ * ("tune:<impl>@<version>:<MatMul|Gemm|Conv>"). */
 static const char *s_kernel_name(const gxd_plan *p, gx_kernel_fn fn, char *buf, size_t len)
 {
     const char *name = NULL;
@@ -306,11 +306,12 @@ static const char *s_kernel_name(const gxd_plan *p, gx_kernel_fn fn, char *buf, 
     size_t n = 0;
     const gxd_tune_impl *im = gxd_tune_impls(p->tune, &n);
     for (size_t i = 0; i < n; i++)
-        if (im[i].matmul == fn || im[i].gemm == fn) {
-            snprintf(buf, len, "tune:%s@%d:%s", im[i].name, im[i].version,
-                     im[i].matmul == fn ? "MatMul" : "Gemm");
-            return buf;
-        }
+        for (int op = 0; op < GX_OP_COUNT; op++)
+            if (gxd_tune_impl_kernel(&im[i], (gx_op)op) == fn) {
+                snprintf(buf, len, "tune:%s@%d:%s", im[i].name, im[i].version,
+                         gx_op_name((gx_op)op));
+                return buf;
+            }
     return NULL;
 }
 
@@ -820,7 +821,8 @@ static int s_kernel(s_r *r, const msgpack_object *o, gx_kernel_fn *fn)
     int version;
     if (sscanf(name, "tune:%39[^@]@%d:%15s", impl, &version, opn) == 3 && r->lim && r->lim->tune) {
         const gxd_tune_impl *im = gxd_tune_impl_find(r->lim->tune, impl, version);
-        if (im && (*fn = !strcmp(opn, "Gemm") ? im->gemm : im->matmul))
+        gx_op op;
+        if (im && gx_op_lookup(opn, &op) == GX_OK && (*fn = gxd_tune_impl_kernel(im, op)))
             return GX_OK;
     }
     return s_bad(r, GX_ENOTFOUND, "no kernel '%s' in this build on this CPU", name);

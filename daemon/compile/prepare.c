@@ -234,6 +234,17 @@ static bool s_trans_b(gx_op op, const gx_attrval *attr)
     return op == GX_OP_GEMM && attr[GX_GEMM_TRANSB].i != 0;
 }
 
+/* A float32 Conv left in the plain layout, on the CPU (the registry's
+ * candidates are CPU kernels): the registry chooses its kernel (seed
+ * 003); the blocked layouts' kernels are the layout pass's choice. */
+static bool s_tuned_conv(const gxd_plan *p, const gxd_step *s)
+{
+    return s->op == GX_OP_CONV && s->layout == GX_LAYOUT_PLAIN && !s->folded && !s->copy &&
+           !s->reorder && !s->dynamic && !s->fused && !s->sub && !s->kernel && s->n_in >= 2 &&
+           s->in[1] >= 0 && s->n_out == 1 && p->devices[s->device]->gemm_pack &&
+           p->values[s->in[0]].view.dtype == GX_F32;
+}
+
 /* A Conv in a layout of its own: its kernel (the layout pass's) reads the
  * weights packed. */
 static bool s_layout_conv(const gxd_plan *p, const gxd_step *s)
@@ -401,9 +412,13 @@ static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_im
                                .sig = ok[j] ? &sigs[j] : NULL};
         impl[j] = NULL;
         const gxd_impl_choice *w = st->whole ? s_whole_choice(st->whole, s) : NULL;
-        if (w && t && (impl[j] = gxd_tune_impl_find(t, w->impl, w->version))) {
+        if (w && t && (impl[j] = gxd_tune_impl_find(t, w->impl, w->version)) &&
+            gxd_tune_impl_kernel(impl[j], s->op) &&
+            (!ok[j] || gxd_tune_impl_scratch(impl[j], &sigs[j]) >= 0)) {
             snprintf(c->source, sizeof c->source, "whole batch");
-        } else if (found[j] && (impl[j] = gxd_tune_impl_find(t, recs[j].impl, recs[j].version))) {
+        } else if (found[j] && (impl[j] = gxd_tune_impl_find(t, recs[j].impl, recs[j].version)) &&
+                   gxd_tune_impl_kernel(impl[j], s->op) &&
+                   gxd_tune_impl_scratch(impl[j], &sigs[j]) >= 0) {
             snprintf(c->source, sizeof c->source, "tuned (%s)",
                      recs[j].level == GXD_TUNE_MEMORY  ? "memory"
                      : recs[j].level == GXD_TUNE_LOCAL ? "local"
@@ -417,7 +432,8 @@ static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_im
             snprintf(c->impl, sizeof c->impl, "%s", impl[j]->name);
             c->version = impl[j]->version;
         } else {
-            snprintf(c->impl, sizeof c->impl, "%s", p->devices[s->device]->gemm_pack->impl());
+            snprintf(c->impl, sizeof c->impl, "%s",
+                     s->op == GX_OP_CONV ? "conv.plain" : p->devices[s->device]->gemm_pack->impl());
             c->version = 1;
         }
     }
@@ -448,7 +464,7 @@ int gxd_pass_prepare(gxd_cstate *st)
     size_t n_new = 0;
     for (size_t i = 0; i < p->n_steps; i++)
         n_new += s_product_step(p, &p->steps[i]) || s_layout_conv(p, &p->steps[i]) ||
-                 s_qproduct_step(p, &p->steps[i]);
+                 s_qproduct_step(p, &p->steps[i]) || s_tuned_conv(p, &p->steps[i]);
     if (!n_new)
         return GX_OK;
     gxd_value *vals = realloc(p->values, (p->n_values + n_new + 1) * sizeof *vals);
@@ -471,7 +487,8 @@ int gxd_pass_prepare(gxd_cstate *st)
     size_t n_todo = 0;
     for (size_t i = 0; i < p->n_steps; i++) {
         char why[96];
-        if (s_product_step(p, &p->steps[i]) && s_packable(p, &p->steps[i], why, sizeof why))
+        if ((s_product_step(p, &p->steps[i]) && s_packable(p, &p->steps[i], why, sizeof why)) ||
+            s_tuned_conv(p, &p->steps[i]))
             todo[n_todo++] = (int)i;
     }
     if ((rc = s_choose(st, todo, n_todo, impl)) < 0)
@@ -494,6 +511,15 @@ int gxd_pass_prepare(gxd_cstate *st)
                      q->impl());
             if ((rc = s_prepare_input(st, s, q->b_input(s->op), &f, "packed", what)) == GX_OK)
                 s->kernel = q->kernel(s->op);
+        } else if (j < n_todo && todo[j] == (int)i && s->op == GX_OP_CONV) {
+            /* the candidate's kernel and the scratch it declares (s_choose
+             * checked it takes the shapes); gexec's own: as compiled */
+            const gxd_tune_impl *im = impl[j++];
+            const gxd_tune_sig *sig = p->impls[j - 1].sig;
+            if (im && sig && im->conv != p->devices[s->device]->kernel(GX_OP_CONV)) {
+                s->kernel = im->conv;
+                s->scratch_bytes = (size_t)gxd_tune_impl_scratch(im, sig);
+            }
         } else if (j < n_todo && todo[j] == (int)i) {
             const gxd_tune_impl *im = impl[j++];
             if (im && !im->packed) { /* reads B as it is: nothing to prepare */

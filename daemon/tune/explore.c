@@ -57,7 +57,7 @@ void gxd_tune_set_changed(gxd_tune *t, gxd_tune_changed_fn fn, void *arg)
 void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig, double weight)
 {
     if (!(weight > 0)) /* unknown: its multiply-adds */
-        weight = (double)sig->m * (double)sig->n * (double)sig->k;
+        weight = gxd_tune_op_of(sig->op)->madds(sig);
     for (size_t i = 0; i < t->n_pending; i++)
         if (!strcmp(t->pending[i].key, key)) {
             t->pending[i].hits++;
@@ -124,7 +124,7 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
     gxd_tune_rec rec = {.ns = -1};
     size_t n_try = 0;
     for (size_t i = 0; i < t->n_impls; i++)
-        n_try += (sig->op == GX_OP_GEMM ? t->impls[i].gemm : t->impls[i].matmul) != NULL;
+        n_try += gxd_tune_impl_kernel(&t->impls[i], sig->op) != NULL;
     const int64_t budget_ns = t->o.budget_ms * 1000000 / (int64_t)(n_try ? n_try : 1);
     int64_t rejected = 0, def_ns = -1;
     const gxd_tune_impl *best = NULL, *def = gxd_tune_default(t, sig->op);
@@ -139,7 +139,7 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
             order[n_order++] = &t->impls[i];
     for (size_t i = 0; i < n_order && !atomic_load(&t->stop); i++) {
         const gxd_tune_impl *im = order[i];
-        if (!(sig->op == GX_OP_GEMM ? im->gemm : im->matmul))
+        if (!gxd_tune_impl_kernel(im, sig->op))
             continue;
         char why[256];
         int64_t run_ns = 0;

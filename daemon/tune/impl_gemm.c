@@ -23,13 +23,59 @@
 
 /* ---- signatures ---- */
 
+/* ---- the table of tuned ops ---- */
+
+const gxd_tune_op *gxd_tune_op_of(gx_op op)
+{
+    static const gxd_tune_op *const ops[] = {&gxd_tune_op_matmul, &gxd_tune_op_gemm,
+                                             &gxd_tune_op_conv};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (ops[i]->op == op)
+            return ops[i];
+    return NULL;
+}
+
 bool gxd_tune_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *in,
                      const gx_view *y, gxd_tune_sig *sig, char *why, size_t whylen)
 {
-    if (op != GX_OP_MATMUL && op != GX_OP_GEMM) {
+    const gxd_tune_op *o = gxd_tune_op_of(op);
+    if (!o) {
         snprintf(why, whylen, "%s is not tuned", gx_op_name(op));
         return false;
     }
+    return o->sig_of(op, attr, n_in, in, y, sig, why, whylen);
+}
+
+void gxd_tune_sig_str(const gxd_tune_sig *s, char *buf, size_t len)
+{
+    gxd_tune_op_of(s->op)->sig_str(s, buf, len);
+}
+
+void gxd_tune_sig_family_str(const gxd_tune_sig *s, char *buf, size_t len)
+{
+    gxd_tune_op_of(s->op)->family_str(s, buf, len);
+}
+
+gx_kernel_fn gxd_tune_impl_kernel(const gxd_tune_impl *im, gx_op op)
+{
+    return op == GX_OP_MATMUL ? im->matmul
+           : op == GX_OP_GEMM ? im->gemm
+           : op == GX_OP_CONV ? im->conv
+                              : NULL;
+}
+
+int64_t gxd_tune_impl_scratch(const gxd_tune_impl *im, const gxd_tune_sig *sig)
+{
+    if (im->scratch)
+        return im->scratch(sig);
+    return 0;
+}
+
+/* ---- MatMul and Gemm signatures ---- */
+
+static bool s_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *in,
+                     const gx_view *y, gxd_tune_sig *sig, char *why, size_t whylen)
+{
     if (n_in < 2 || !gx_backend_cpu()->gemm_pack->packable(op, attr, &in[0], &in[1], y, true, why, whylen))
         return false;
     const gx_view *a = &in[0];
@@ -61,7 +107,7 @@ bool gxd_tune_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *
     return true;
 }
 
-void gxd_tune_sig_str(const gxd_tune_sig *s, char *buf, size_t len)
+static void s_sig_str(const gxd_tune_sig *s, char *buf, size_t len)
 {
     char a[128], c[64] = "";
     gx_shape_str(s->a_ndim, s->a_shape, a, sizeof a);
@@ -77,7 +123,7 @@ void gxd_tune_sig_str(const gxd_tune_sig *s, char *buf, size_t len)
              (long long)s->m, (long long)s->n);
 }
 
-void gxd_tune_sig_family_str(const gxd_tune_sig *s, char *buf, size_t len)
+static void s_family_str(const gxd_tune_sig *s, char *buf, size_t len)
 {
     char c[96] = "";
     if (s->op == GX_OP_GEMM) {
@@ -118,6 +164,8 @@ size_t gxd_tune_builtin_impls(gxd_tune_impl *out, size_t max)
     if (n < max)
         out[n++] = (gxd_tune_impl){.name = "blas", .version = 1, .source = "openblas",
                                    .matmul = gt->blas_matmul, .gemm = cpu->kernel(GX_OP_GEMM)};
+    if (n < max)
+        out[n++] = gxd_tune_conv_builtin();
     n += gxd_tune_dnnl_impls(out + n, max - n);
     return n;
 }
@@ -139,9 +187,7 @@ void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t
 
 /* ---- measuring ---- */
 
-/* Fixed pseudo-random floats in [-1, 1): the same for every candidate
- * and every run. */
-static void s_fill(float *p, int64_t n, uint64_t seed)
+void gxd_tune_fill(float *p, int64_t n, uint64_t seed)
 {
     uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
     for (int64_t i = 0; i < n; i++) {
@@ -165,10 +211,10 @@ static int s_cmp64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s)
+/* A product's inputs, B packed, and the reference rows. */
+static int s_bench_init(gxd_tune_bench *bn)
 {
-    memset(bn, 0, sizeof *bn);
-    bn->sig = *s;
+    const gxd_tune_sig *s = &bn->sig;
     const int64_t m = s->m, k = s->k, n = s->n;
     const int64_t cn = s->c_ndim < 0 ? 0 : gx_shape_numel(s->c_ndim, s->c_shape, INT64_MAX);
     bn->a = gx_aligned_alloc(sizeof(float) * (size_t)(m * k + 1));
@@ -176,13 +222,11 @@ int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s)
     bn->bp = gx_aligned_alloc(sizeof(float) * (size_t)(((n + 15) / 16) * 16 * k + 16));
     bn->c = gx_aligned_alloc(sizeof(float) * (size_t)(cn + 1));
     bn->y = gx_aligned_alloc(sizeof(float) * (size_t)(m * n + 1));
-    if (!bn->a || !bn->b || !bn->bp || !bn->c || !bn->y) {
-        gxd_tune_bench_fini(bn);
+    if (!bn->a || !bn->b || !bn->bp || !bn->c || !bn->y)
         return GX_ENOMEM;
-    }
-    s_fill(bn->a, m * k, 1);
-    s_fill(bn->b, k * n, 2);
-    s_fill(bn->c, cn, 3);
+    gxd_tune_fill(bn->a, m * k, 1);
+    gxd_tune_fill(bn->b, k * n, 2);
+    gxd_tune_fill(bn->c, cn, 3);
     for (int i = 0; i < GX_MAX_ATTRS; i++)
         bn->attr[i] = (gx_attrval){0};
     if (s->op == GX_OP_GEMM) {
@@ -190,13 +234,13 @@ int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s)
         bn->attr[GX_GEMM_BETA].f = s->beta;
         bn->attr[GX_GEMM_TRANSB].i = s->trans_b;
     }
-    bn->va = (gx_view){.dtype = GX_F32, .ndim = s->a_ndim, .numel = m * k, .data = bn->a};
-    memcpy(bn->va.shape, s->a_shape, sizeof s->a_shape);
-    bn->vb = (gx_view){.dtype = GX_F32, .ndim = 2, .numel = k * n, .data = bn->b};
-    bn->vb.shape[0] = s->trans_b ? n : k;
-    bn->vb.shape[1] = s->trans_b ? k : n;
-    bn->vc = (gx_view){.dtype = GX_F32, .ndim = s->c_ndim, .numel = cn, .data = bn->c};
-    memcpy(bn->vc.shape, s->c_shape, sizeof s->c_shape);
+    bn->in[0] = (gx_view){.dtype = GX_F32, .ndim = s->a_ndim, .numel = m * k, .data = bn->a};
+    memcpy(bn->in[0].shape, s->a_shape, sizeof s->a_shape);
+    bn->in[1] = (gx_view){.dtype = GX_F32, .ndim = 2, .numel = k * n, .data = bn->b};
+    bn->in[1].shape[0] = s->trans_b ? n : k;
+    bn->in[1].shape[1] = s->trans_b ? k : n;
+    bn->in[2] = (gx_view){.dtype = GX_F32, .ndim = s->c_ndim, .numel = cn, .data = bn->c};
+    memcpy(bn->in[2].shape, s->c_shape, sizeof s->c_shape);
     bn->vy = (gx_view){.dtype = GX_F32, .ndim = s->a_ndim, .numel = m * n, .data = bn->y};
     memcpy(bn->vy.shape, s->a_shape, sizeof s->a_shape);
     bn->vy.shape[s->a_ndim - 1] = n;
@@ -205,15 +249,16 @@ int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s)
         bn->vy.shape[0] = m;
         bn->vy.shape[1] = n;
     }
-    gx_backend_cpu()->gemm_pack->pack(s->op, bn->attr, &bn->vb, bn->bp);
+    gx_backend_cpu()->gemm_pack->pack(s->op, bn->attr, &bn->in[1], bn->bp);
     /* the reference on up to GXD_TUNE_CHECK_ROWS rows spread over A */
+    bn->n_in = s->op == GX_OP_GEMM ? 3 : 2;
+    bn->row_len = n;
+    bn->terms = k;
     bn->n_check = m < GXD_TUNE_CHECK_ROWS ? (int)m : GXD_TUNE_CHECK_ROWS;
     bn->ref = malloc(sizeof *bn->ref * (size_t)(bn->n_check * n + 1));
     bn->mag = malloc(sizeof *bn->mag * (size_t)(bn->n_check * n + 1));
-    if (!bn->ref || !bn->mag) {
-        gxd_tune_bench_fini(bn);
+    if (!bn->ref || !bn->mag)
         return GX_ENOMEM;
-    }
     int64_t cs[2] = {0, 0};
     if (s->c_ndim >= 0)
         gx_bcast_strides(2, s->c_ndim, s->c_shape, cs);
@@ -243,6 +288,27 @@ int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s)
     return GX_OK;
 }
 
+static double s_madds(const gxd_tune_sig *s)
+{
+    return (double)s->m * (double)s->n * (double)s->k;
+}
+
+const gxd_tune_op gxd_tune_op_matmul = {GX_OP_MATMUL, s_sig_of, s_sig_str, s_family_str,
+                                        s_madds, s_bench_init};
+const gxd_tune_op gxd_tune_op_gemm = {GX_OP_GEMM, s_sig_of, s_sig_str, s_family_str, s_madds,
+                                      s_bench_init};
+
+int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s)
+{
+    memset(bn, 0, sizeof *bn);
+    bn->sig = *s;
+    const gxd_tune_op *o = gxd_tune_op_of(s->op);
+    int rc = o ? o->bench_init(bn) : GX_EUNSUPPORTED;
+    if (rc != GX_OK)
+        gxd_tune_bench_fini(bn);
+    return rc;
+}
+
 void gxd_tune_bench_fini(gxd_tune_bench *bn)
 {
     free(bn->a);
@@ -252,6 +318,7 @@ void gxd_tune_bench_fini(gxd_tune_bench *bn)
     free(bn->y);
     free(bn->ref);
     free(bn->mag);
+    free(bn->scratch);
     memset(bn, 0, sizeof *bn);
 }
 
@@ -259,18 +326,18 @@ void gxd_tune_bench_fini(gxd_tune_bench *bn)
  * this thread. */
 static void s_piece(gxd_tune_bench *bn, const gxd_tune_impl *im, int ith, int nth)
 {
-    const gxd_tune_sig *s = &bn->sig;
-    gx_view in[3] = {bn->va, bn->vb, bn->vc};
+    gx_view in[3] = {bn->in[0], bn->in[1], bn->in[2]};
     if (im->packed)
         in[1].data = bn->bp;
     const gx_kargs k = {.attr = bn->attr,
-                        .n_in = s->op == GX_OP_GEMM ? 3 : 2,
+                        .n_in = bn->n_in,
                         .in = in,
                         .n_out = 1,
                         .out = &bn->vy,
+                        .scratch = bn->scratch,
                         .ith = ith,
                         .nth = nth};
-    (s->op == GX_OP_GEMM ? im->gemm : im->matmul)(&k);
+    gxd_tune_impl_kernel(im, bn->sig.op)(&k);
 }
 
 /* Pieces a run of about run_ns is cut into (GXD_TUNE_PIECE_NS each), at
@@ -278,7 +345,7 @@ static void s_piece(gxd_tune_bench *bn, const gxd_tune_impl *im, int ith, int nt
 int gxd_tune_bench_pieces(const gxd_tune_bench *bn, int64_t run_ns)
 {
     int64_t n = (run_ns + GXD_TUNE_PIECE_NS - 1) / GXD_TUNE_PIECE_NS;
-    const int64_t cap = bn->sig.m * bn->sig.n / 16;
+    const int64_t cap = bn->vy.numel / 16;
     if (n > cap)
         n = cap;
     if (n > GXD_TUNE_MAX_PIECES)
@@ -310,17 +377,41 @@ static bool s_run(gxd_tune_bench *bn, const gxd_tune_impl *im, int nth, gxd_tune
     return !atomic_load(stop);
 }
 
+/* The scratch im needs on bn's shapes, in bn->scratch; false with why
+ * when im cannot run them. */
+static bool s_scratch(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen)
+{
+    const int64_t bytes = gxd_tune_impl_scratch(im, &bn->sig);
+    if (bytes < 0) {
+        snprintf(why, whylen, "does not take this shape");
+        return false;
+    }
+    if (bytes > bn->scratch_bytes) {
+        free(bn->scratch);
+        bn->scratch_bytes = 0;
+        if (!(bn->scratch = gx_aligned_alloc((size_t)bytes + 1))) {
+            snprintf(why, whylen, "out of memory for its scratch (%lld bytes)", (long long)bytes);
+            return false;
+        }
+        bn->scratch_bytes = bytes;
+    }
+    return true;
+}
+
 bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen,
                           int64_t *run_ns, int *pieces, gxd_tune_idle_fn idle, void *idle_arg,
                           atomic_bool *stop)
 {
     const gxd_tune_sig *s = &bn->sig;
-    const int64_t n = s->n;
-    for (int64_t i = 0; i < s->m * n; i++) /* poison: a kernel that skips an element fails */
+    const int64_t n = bn->row_len;
+    *run_ns = 0;
+    if (!s_scratch(bn, im, why, whylen))
+        return false;
+    for (int64_t i = 0; i < bn->vy.numel; i++) /* poison: a kernel that skips an element fails */
         bn->y[i] = NAN;
     /* a first run of unknown length: pieces as if at GXD_TUNE_SLOW_FLOPS */
     *pieces = gxd_tune_bench_pieces(
-        bn, (int64_t)(2.0 * (double)s->m * (double)s->n * (double)s->k / GXD_TUNE_SLOW_FLOPS * 1e9));
+        bn, (int64_t)(2.0 * gxd_tune_op_of(s->op)->madds(s) / GXD_TUNE_SLOW_FLOPS * 1e9));
     const int64_t t0 = s_ns();
     if (!s_run(bn, im, *pieces, idle, idle_arg, true, stop)) {
         snprintf(why, whylen, "stopped");
@@ -331,16 +422,17 @@ bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why
     for (int r = 0; r < bn->n_check; r++)
         for (int64_t j = 0; j < n; j++) {
             const double got = bn->y[bn->rows[r] * n + j], want = bn->ref[r * n + j];
-            /* float32 sums of k terms: relative to the sum of magnitudes */
-            const double tol = 1e-5 * (double)(s->k + 8) * bn->mag[r * n + j] + 1e-6;
+            /* float32 sums of `terms` products: relative to the sum of magnitudes */
+            const double tol = 1e-5 * (double)(bn->terms + 8) * bn->mag[r * n + j] + 1e-6;
             if (!(fabs(got - want) <= tol)) {
                 snprintf(why, whylen, "y[%lld,%lld] = %.9g, reference %.9g (tolerance %.3g)",
                          (long long)bn->rows[r], (long long)j, got, want, tol);
                 return false;
             }
         }
-    snprintf(why, whylen, "%d rows of %lld against a float64 reference, tol 1e-5*(k+8)*|a||b|",
-             bn->n_check, (long long)s->m);
+    snprintf(why, whylen, "%d rows of %lld against a float64 reference, tol 1e-5*(%s+8)*%s",
+             bn->n_check, (long long)(bn->vy.numel / (n ? n : 1)),
+             s->op == GX_OP_CONV ? "C/group*taps" : "k", s->op == GX_OP_CONV ? "|x||w|" : "|a||b|");
     return true;
 }
 

@@ -154,8 +154,9 @@ const gxd_tune_impl *gxd_tune_impl_find(const gxd_tune *t, const char *name, int
 const gxd_tune_impl *gxd_tune_default(const gxd_tune *t, gx_op op)
 {
     char name[32];
+    if (op == GX_OP_CONV)
+        return gxd_tune_impl_find(t, "conv.plain", -1);
     snprintf(name, sizeof name, "packed.%s", gx_backend_cpu()->gemm_tune->isa());
-    (void)op;
     return gxd_tune_impl_find(t, name, -1);
 }
 

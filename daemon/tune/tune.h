@@ -60,11 +60,14 @@ typedef enum gxd_tune_mode {
 int gxd_tune_mode_parse(const char *s, gxd_tune_mode *out);
 const char *gxd_tune_mode_name(gxd_tune_mode m);
 
-/* A product the registry tunes: a float32 MatMul or Gemm whose B is a
- * constant 2-D matrix (ops/gemm.h's packable steps), plain layout. A's
- * leading dims are rows: y[m, n] = a[m, k] · op(b). */
+/* A step the registry tunes (docs/tune.md "Tuned ops"), plain layout:
+ * - a float32 MatMul or Gemm whose B is a constant 2-D matrix (ops/gemm.h's
+ *   packable steps). A's leading dims are rows: y[m, n] = a[m, k] · op(b);
+ * - a float32 Conv in the plain layout (NCHW and its 1-D/3-D kin) whose x
+ *   and y the layout pass left plain: x [N, C, in...], W [M, C/group,
+ *   k...], the geometry resolved (auto_pad applied). */
 typedef struct gxd_tune_sig {
-    gx_op op; /* GX_OP_MATMUL or GX_OP_GEMM */
+    gx_op op; /* GX_OP_MATMUL, GX_OP_GEMM or GX_OP_CONV */
     int a_ndim;
     int64_t a_shape[GX_MAX_DIMS];
     int64_t m, k, n;
@@ -73,6 +76,15 @@ typedef struct gxd_tune_sig {
     float alpha, beta;
     int c_ndim; /* -1: no C */
     int64_t c_shape[2];
+    /* Conv only: x's shape in a_shape (a_ndim = 2 + nsp), W's in w_shape */
+    struct {
+        int nsp;
+        int64_t w_shape[GX_MAX_DIMS];
+        int64_t group;
+        int64_t stride[GX_MAX_DIMS - 2], dil[GX_MAX_DIMS - 2];
+        int64_t pad_lo[GX_MAX_DIMS - 2], pad_hi[GX_MAX_DIMS - 2], out[GX_MAX_DIMS - 2];
+        bool bias;
+    } conv;
 } gxd_tune_sig;
 
 /* The sig of step (op, attr, inputs in[0..n_in), output y) or false when
@@ -91,19 +103,36 @@ void gxd_tune_sig_family_str(const gxd_tune_sig *sig, char *buf, size_t len);
 
 /* ---- implementations (candidates) ------------------------------------- */
 
-/* One implementation of a tuned op: a stable name and version, where it
- * comes from, and its kernels (NULL: not for that op). packed: its kernel
- * reads B packed by the prepare pass (ops/gemm.h); else B as it is. */
+/* One implementation (candidate): a row of the one candidate table,
+ * keyed by op through its kernels (gxd_tune_impl_kernel; NULL: not for
+ * that op). A stable name and version, where it comes from, and what the
+ * plan must give it besides the step's own inputs:
+ * - packed: (MatMul, Gemm) its kernel reads B packed by the prepare pass
+ *   (ops/gemm.h); else B as it is;
+ * - scratch: (Conv) the scratch bytes its kernel needs on sig's shapes
+ *   (the plan's scratch value for the step, in place of what the Conv
+ *   schema's path asks), or -1 when it cannot run sig (then it is no
+ *   candidate there). NULL: the Conv schema's own (gexec's kernel).
+ *   Called by the prepare pass and the explorer, never by a job: an
+ *   implementation that builds something per shape (a oneDNN primitive)
+ *   builds it here. */
 typedef struct gxd_tune_impl {
-    char name[32];    /* "packed.avx512", "blas", "plain" */
+    char name[32];    /* "packed.avx512", "blas", "plain", "conv.plain" */
     int version;
-    char source[16];  /* "gexec", "openblas", "test" */
+    char source[16];  /* "gexec", "openblas", "onednn", "test" */
     bool packed;
-    gx_kernel_fn matmul, gemm;
+    gx_kernel_fn matmul, gemm, conv;
+    int64_t (*scratch)(const struct gxd_tune_sig *sig);
     /* Tests: > 0, the time this implementation is measured at (its speed
      * is decided, not measured; its output is still checked). */
     int64_t fixed_ns;
 } gxd_tune_impl;
+
+/* im's kernel for op (NULL: none). */
+gx_kernel_fn gxd_tune_impl_kernel(const gxd_tune_impl *im, gx_op op);
+/* The scratch bytes im needs for sig (the schema's for gexec's own Conv
+ * kernel); -1: im cannot run sig. */
+int64_t gxd_tune_impl_scratch(const gxd_tune_impl *im, const gxd_tune_sig *sig);
 
 /* ---- records ----------------------------------------------------------- */
 
@@ -167,8 +196,9 @@ const gxd_tune_impl *gxd_tune_impls(const gxd_tune *t, size_t *n);
 bool gxd_tune_add_impl(gxd_tune *t, const gxd_tune_impl *im);
 /* The implementation called name at version (any version: -1), or NULL. */
 const gxd_tune_impl *gxd_tune_impl_find(const gxd_tune *t, const char *name, int version);
-/* The default for op (what runs without a record): the packed kernel on
- * the ISA the CPU table's gemm_tune->isa() names. */
+/* The default for op (what runs without a record): MatMul and Gemm the
+ * packed kernel on the ISA the CPU table's gemm_tune->isa() names, Conv
+ * gexec's plain-layout kernel ("conv.plain"). */
 const gxd_tune_impl *gxd_tune_default(const gxd_tune *t, gx_op op);
 
 /* The device model and build ids part of every key (borrowed). */

@@ -38,18 +38,51 @@ void gxd_tune_dnnl_build(char *buf, size_t len);
  * implementation's name@version. */
 void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t len);
 
-/* One signature's fixed inputs, B also packed, and the reference of
- * n_check rows (float64, and the sums of magnitudes for the tolerance).
- * Owned buffers: gxd_tune_bench_fini frees them. */
+/* One signature's fixed inputs (B also packed, for the packed product
+ * kernels), its output, the scratch of the candidate being run, and the
+ * reference of n_check rows of the output (a row: row_len contiguous
+ * elements; float64, and the sums of magnitudes for the tolerance, each
+ * element a sum of `terms` products). Owned buffers: gxd_tune_bench_fini
+ * frees them. */
 typedef struct gxd_tune_bench {
     gxd_tune_sig sig;
-    float *a, *b, *bp, *c, *y;
+    float *a, *b, *bp, *c, *y; /* Conv: x, W, the bias */
     gx_attrval attr[GX_MAX_ATTRS];
-    gx_view va, vb, vc, vy;
+    int64_t ints[4][GX_MAX_DIMS]; /* Conv's int-list attributes */
+    int n_in;
+    gx_view in[3], vy;
+    void *scratch;
+    int64_t scratch_bytes;
     int n_check;
+    int64_t row_len, terms;
     int64_t rows[GXD_TUNE_CHECK_ROWS];
     double *ref, *mag;
 } gxd_tune_bench;
+
+/* One tuned op: what differs between ops in signatures and measurement.
+ * The registry's one table of tuned ops (impl_gemm.c: MatMul, Gemm;
+ * impl_conv.c: Conv), keyed by op; everything else (keys, lookups, the
+ * queues, checking, timing, storing) is the same code for all. */
+typedef struct gxd_tune_op {
+    gx_op op;
+    bool (*sig_of)(gx_op op, const gx_attrval *attr, int n_in, const gx_view *in,
+                   const gx_view *y, gxd_tune_sig *sig, char *why, size_t whylen);
+    void (*sig_str)(const gxd_tune_sig *sig, char *buf, size_t len);
+    void (*family_str)(const gxd_tune_sig *sig, char *buf, size_t len);
+    double (*madds)(const gxd_tune_sig *sig); /* multiply-adds of one run */
+    /* inputs, attributes, views, reference (bn->sig set, the rest 0) */
+    int (*bench_init)(gxd_tune_bench *bn);
+} gxd_tune_op;
+
+/* The tuned op op, or NULL. */
+const gxd_tune_op *gxd_tune_op_of(gx_op op);
+extern const gxd_tune_op gxd_tune_op_matmul, gxd_tune_op_gemm, gxd_tune_op_conv;
+
+/* gexec's own Conv candidate ("conv.plain"; impl_conv.c). */
+gxd_tune_impl gxd_tune_conv_builtin(void);
+/* Fixed pseudo-random floats in [-1, 1): the same for every candidate
+ * and every run. */
+void gxd_tune_fill(float *p, int64_t n, uint64_t seed);
 
 /* GX_OK or GX_ENOMEM (then nothing is held). */
 int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s);
