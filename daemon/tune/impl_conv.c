@@ -262,5 +262,10 @@ static int s_bench_init(gxd_tune_bench *bn)
     return GX_OK;
 }
 
-const gxd_tune_op gxd_tune_op_conv = {GX_OP_CONV, s_sig_of, s_sig_str, s_family_str, s_madds,
-                                      s_bench_init};
+const gxd_tune_op gxd_tune_op_conv = {.op = GX_OP_CONV,
+                                      .sig_of = s_sig_of,
+                                      .sig_str = s_sig_str,
+                                      .family_str = s_family_str,
+                                      .madds = s_madds,
+                                      .bench_init = s_bench_init,
+                                      .whole = true};

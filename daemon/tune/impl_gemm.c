@@ -293,10 +293,18 @@ static double s_madds(const gxd_tune_sig *s)
     return (double)s->m * (double)s->n * (double)s->k;
 }
 
-const gxd_tune_op gxd_tune_op_matmul = {GX_OP_MATMUL, s_sig_of, s_sig_str, s_family_str,
-                                        s_madds, s_bench_init};
-const gxd_tune_op gxd_tune_op_gemm = {GX_OP_GEMM, s_sig_of, s_sig_str, s_family_str, s_madds,
-                                      s_bench_init};
+const gxd_tune_op gxd_tune_op_matmul = {.op = GX_OP_MATMUL,
+                                        .sig_of = s_sig_of,
+                                        .sig_str = s_sig_str,
+                                        .family_str = s_family_str,
+                                        .madds = s_madds,
+                                        .bench_init = s_bench_init};
+const gxd_tune_op gxd_tune_op_gemm = {.op = GX_OP_GEMM,
+                                      .sig_of = s_sig_of,
+                                      .sig_str = s_sig_str,
+                                      .family_str = s_family_str,
+                                      .madds = s_madds,
+                                      .bench_init = s_bench_init};
 
 int gxd_tune_bench_init(gxd_tune_bench *bn, const gxd_tune_sig *s)
 {
@@ -341,9 +349,12 @@ static void s_piece(gxd_tune_bench *bn, const gxd_tune_impl *im, int ith, int nt
 }
 
 /* Pieces a run of about run_ns is cut into (GXD_TUNE_PIECE_NS each), at
- * most one per 16 output elements and GXD_TUNE_MAX_PIECES. */
+ * most one per 16 output elements and GXD_TUNE_MAX_PIECES; 1 for an op
+ * whose candidates run whole (gxd_tune_op.whole). */
 int gxd_tune_bench_pieces(const gxd_tune_bench *bn, int64_t run_ns)
 {
+    if (gxd_tune_op_of(bn->sig.op)->whole)
+        return 1;
     int64_t n = (run_ns + GXD_TUNE_PIECE_NS - 1) / GXD_TUNE_PIECE_NS;
     const int64_t cap = bn->vy.numel / 16;
     if (n > cap)

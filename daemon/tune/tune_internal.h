@@ -72,6 +72,11 @@ typedef struct gxd_tune_op {
     double (*madds)(const gxd_tune_sig *sig); /* multiply-adds of one run */
     /* inputs, attributes, views, reference (bn->sig set, the rest 0) */
     int (*bench_init)(gxd_tune_bench *bn);
+    /* Its kernels' speed depends on the share count (a Conv kernel's
+     * blocking follows its share, e.g. its im2col columns per share), so
+     * runs cut into pieces would time something else: a candidate runs
+     * whole, and a job arriving waits for one run. */
+    bool whole;
 } gxd_tune_op;
 
 /* The tuned op op, or NULL. */
