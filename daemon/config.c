@@ -300,6 +300,11 @@ static const s_key s_keys[] = {
     {.name = "tune.max_records", .type = S_INT, .off = S_OFF(tune_max_records), .min = 1,
      .max = 100000000, .def = "100000",
      .doc = "records kept in tune.db; beyond it the oldest measurements are removed"},
+    {.name = "tune.upstream_max_records", .type = S_INT, .off = S_OFF(tune_upstream_max_records),
+     .min = 1, .max = 1000000000, .def = "1000000",
+     .doc = "records kept in the central registry (tune.upstream); beyond it the least "
+            "recently used (written or found by a lookup) are removed, checked every 64 "
+            "writes of each daemon"},
     {.name = "metrics.listen", .type = S_STRING, .off = S_OFF(metrics_listen),
      .check = s_check_listen, .def = "",
      .doc = "serve the Prometheus text exposition at http://ADDRESS/metrics (docs/metrics.md): "

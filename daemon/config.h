@@ -78,6 +78,7 @@ typedef struct gxd_config {
     int64_t tune_budget_ms;          /* "tune.budget_ms": measuring time per signature */
     int64_t tune_max_records;        /* "tune.max_records": rows of tune.db */
     char *tune_upstream;             /* "tune.upstream": PostgreSQL URL, "" none */
+    int64_t tune_upstream_max_records; /* "tune.upstream_max_records": rows kept there */
     char *metrics_listen;            /* "metrics.listen": Prometheus over HTTP; NULL off */
     char *security_server_secret_key; /* "security.server_secret_key": CURVE key file */
     char *security_client_keys;      /* "security.client_keys": allowed keys, file or dir */

@@ -878,7 +878,7 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
     }
     gxd_tune_stats ts;
     gxd_tune_get_stats(ctx->tune, &ts);
-    msgpack_pack_map(pk, 22);
+    msgpack_pack_map(pk, 23);
     gx_mp_pack_str(pk, "mode");
     gx_mp_pack_str(pk, gxd_tune_mode_name(gxd_tune_get_mode(ctx->tune)));
     s_pack_kv(pk, "lookups", ts.lookups);
@@ -890,6 +890,7 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
     s_pack_kv(pk, "upstream_written", ts.upstream_written);
     s_pack_kv(pk, "upstream_queued", ts.upstream_queued);
     s_pack_kv(pk, "upstream_dropped", ts.upstream_dropped);
+    s_pack_kv(pk, "upstream_trimmed", ts.upstream_trimmed);
     s_pack_kv(pk, "misses", ts.misses);
     s_pack_kv(pk, "queued", ts.queued);
     s_pack_kv(pk, "pending", ts.pending);
@@ -1842,7 +1843,8 @@ static int s_tune_start(gxd_ctx *ctx, char *err, size_t errlen)
                        .budget_ms = ctx->cfg.tune_budget_ms,
                        .max_records = ctx->cfg.tune_max_records,
                        .log = &ctx->log,
-                       .upstream = ctx->cfg.tune_upstream};
+                       .upstream = ctx->cfg.tune_upstream,
+                       .upstream_max_records = ctx->cfg.tune_upstream_max_records};
     if (!(ctx->tune = gxd_tune_new(&o, err, errlen)))
         return GX_ENOMEM;
     gxd_tune_set_idle(ctx->tune, s_tune_idle, ctx);

@@ -147,12 +147,14 @@ static void s_fresh(void)
 }
 
 /* A registry in mode cache on dir (NULL: memory only) with url upstream
- * (NULL: none), logging into lg when not NULL. */
+ * (NULL: none), logging into lg when not NULL; keeping at most
+ * s_up_max rows there (0: the default). */
+static int64_t s_up_max;
 static gxd_tune *s_new(const char *dir, const char *url, gxd_log *lg)
 {
     char err[256];
     gxd_tune_opts o = {.mode = GXD_TUNE_CACHE, .dir = dir, .budget_ms = 20, .upstream = url,
-                       .log = lg};
+                       .log = lg, .upstream_max_records = s_up_max};
     gxd_tune *t = gxd_tune_new(&o, err, sizeof err);
     ck_assert_msg(t != NULL, "%s", err);
     return t;
@@ -587,6 +589,55 @@ START_TEST(test_daemon)
 }
 END_TEST
 
+/* The central registry bounded (tune.upstream_max_records): beyond it the
+ * least recently used rows go (a lookup that found one uses it), fewest
+ * reuses first; a table made by an older gexecd (no reuse, no used_at)
+ * gets the columns. */
+START_TEST(test_trim)
+{
+    if (!s_have_pg())
+        return;
+    s_fresh();
+    s_sql("CREATE TABLE winners(key TEXT PRIMARY KEY, family TEXT NOT NULL, op TEXT NOT NULL,"
+          " impl TEXT NOT NULL, version INTEGER NOT NULL, ns BIGINT NOT NULL,"
+          " others TEXT NOT NULL, validation TEXT NOT NULL, host TEXT NOT NULL,"
+          " measured_at BIGINT NOT NULL)");
+    s_up_max = 4;
+    gxd_tune *a = s_new(NULL, s_url, NULL);
+    s_up_max = 0;
+    gxd_tune *b = s_new(NULL, s_url, NULL);
+    gxd_tune_sig sig[6];
+    for (int i = 0; i < 6; i++) {
+        sig[i] = tt_sig(i + 1, S_K, S_N);
+        if (i == 4) { /* k0 used by b; then two more written */
+            gxd_tune_rec got;
+            bool found;
+            ck_assert_int_eq(gxd_tune_upstream_sync(b), GX_OK);
+            gxd_tune_lookup_batch(b, &sig[0], 1, &got, &found);
+            ck_assert(found);
+            ck_assert_int_eq(got.level, GXD_TUNE_CENTRAL);
+        }
+        gxd_tune_rec r = tt_rec("blas", 100 + i, "a");
+        r.measured_at = 1700000000 + i;
+        ck_assert_int_eq(gxd_tune_store(a, &sig[i], &r), GX_OK);
+        ck_assert_int_eq(gxd_tune_upstream_sync(a), GX_OK);
+        ck_assert_int_eq(s_stats(a).upstream_trimmed, i < 4 ? 0 : i - 3);
+    }
+    /* kept: k0 (used), k3, k4, k5; gone: k1, k2 (least recently used) */
+    gxd_tune *c = s_new(NULL, s_url, NULL);
+    ck_assert_int_eq(gxd_tune_upstream_sync(c), GX_OK);
+    for (int i = 0; i < 6; i++) {
+        gxd_tune_rec got;
+        bool found;
+        gxd_tune_lookup_batch(c, &sig[i], 1, &got, &found);
+        ck_assert_msg(found == (i == 0 || i >= 3), "k%d %s", i, found ? "kept" : "removed");
+    }
+    gxd_tune_destroy(&c);
+    gxd_tune_destroy(&b);
+    gxd_tune_destroy(&a);
+}
+END_TEST
+
 Suite *tune_upstream_suite(void)
 {
     Suite *s = suite_create("tune_upstream");
@@ -599,6 +650,7 @@ Suite *tune_upstream_suite(void)
     tcase_add_test(tc, test_down_then_up);
     tcase_add_test(tc, test_goes_away);
     tcase_add_test(tc, test_bad_url);
+    tcase_add_test(tc, test_trim);
     tcase_add_test(tc, test_daemon);
     suite_add_tcase(s, tc);
     return s;

@@ -92,7 +92,7 @@ gxd_tune *gxd_tune_new(const gxd_tune_opts *o, char *err, size_t errlen)
     }
     if (o->mode != GXD_TUNE_OFF && o->upstream && o->upstream[0]) {
         char why[512];
-        if (!(t->up = gxd_tune_up_new(o->upstream, o->log, why, sizeof why))) {
+        if (!(t->up = gxd_tune_up_new(o->upstream, o->upstream_max_records, o->log, why, sizeof why))) {
             t->st.upstream_errors++;
             if (o->log)
                 GXD_LOG(o->log, GXD_LOG_ERROR, "tune: tune.upstream %s; no central registry", why);

@@ -177,6 +177,10 @@ typedef struct gxd_tune_opts {
      * (libpq's), NULL or "": none. Looked up after tune.db; winners are
      * written to it too (the faster record kept). */
     const char *upstream;
+    /* Rows kept in the central registry (0: 1000000): beyond it, the
+     * least recently used (written or found) are removed, fewest reuses
+     * first among equals; checked every 64 writes of this daemon. */
+    int64_t upstream_max_records;
 } gxd_tune_opts;
 
 /* A new registry with the built-in implementations this build and CPU
@@ -312,6 +316,7 @@ typedef struct gxd_tune_stats {
     int64_t upstream_written; /* winners sent (kept there only when faster) */
     int64_t upstream_queued;  /* winners waiting to be sent */
     int64_t upstream_dropped; /* winners not sent (queue full in an outage, refused) */
+    int64_t upstream_trimmed; /* rows this daemon removed there (tune.upstream_max_records) */
     /* winners stored by this daemon, per source of the winning
      * implementation ("gexec", "openblas", ...) */
     struct {

@@ -148,8 +148,11 @@ typedef struct gxd_tune_up gxd_tune_up;
 int gxd_tune_up_check_url(const char *url, char *err, size_t errlen);
 /* A central registry at url and its thread, which connects (now, and
  * after a failure with a backoff of 1 s doubling to 60 s) and sends the
- * queued writes. NULL with err on a bad URL or ENOMEM. */
-gxd_tune_up *gxd_tune_up_new(const char *url, gxd_log *log, char *err, size_t errlen);
+ * queued writes, keeping at most max_records rows there (0: 1000000; the
+ * least recently used beyond go, checked every 64 writes). NULL with err
+ * on a bad URL or ENOMEM. */
+gxd_tune_up *gxd_tune_up_new(const char *url, int64_t max_records, gxd_log *log, char *err,
+                             size_t errlen);
 /* Stops the thread, closes, frees (queued writes are lost). Accepts NULL. */
 void gxd_tune_up_destroy(gxd_tune_up **u);
 /* Queue key's winner for the thread (copied). */

@@ -1,8 +1,12 @@
 /*
  * The central registry (tune.upstream, docs/tune.md): one PostgreSQL
  * database shared by every gexecd of a site, behind tune.db. Its table is
- * tune.db's winners without the reuse count; a write is an upsert that
- * keeps the faster record, so daemons racing on a key leave the fastest.
+ * tune.db's winners with the site's reuse count (lookups that found the
+ * record there) and when it was last used (written or found); a write is
+ * an upsert that keeps the faster record, so daemons racing on a key leave
+ * the fastest. Bounded (tune.upstream_max_records): after writes, the rows
+ * beyond the bound go, least recently used first (fewest reuses first
+ * among those used at the same second).
  *
  * Never on the job path for long: the connection is made by this file's
  * thread (connect_timeout 2 s, TCP user timeout 2 s, statement_timeout
@@ -44,30 +48,51 @@ struct gxd_tune_up {
     bool started, stop, connecting;
     pthread_t thread;
     int64_t errors, written, dropped;
+    int64_t max_records; /* rows kept there */
+    int64_t since_trim;  /* writes since the last trim */
+    int64_t trimmed;     /* rows this daemon removed */
 };
 
+/* The table, and the columns a table made by an older gexecd lacks. */
 static const char s_schema[] =
     "CREATE TABLE IF NOT EXISTS winners("
     " key TEXT PRIMARY KEY, family TEXT NOT NULL, op TEXT NOT NULL, impl TEXT NOT NULL,"
     " version INTEGER NOT NULL, ns BIGINT NOT NULL, others TEXT NOT NULL,"
     " validation TEXT NOT NULL, host TEXT NOT NULL, measured_at BIGINT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS winners_family ON winners(family, measured_at);";
+    "ALTER TABLE winners ADD COLUMN IF NOT EXISTS reuse BIGINT NOT NULL DEFAULT 0;"
+    "ALTER TABLE winners ADD COLUMN IF NOT EXISTS used_at BIGINT NOT NULL DEFAULT 0;"
+    "CREATE INDEX IF NOT EXISTS winners_family ON winners(family, measured_at);"
+    "CREATE INDEX IF NOT EXISTS winners_used ON winners(used_at, reuse);";
 
-/* A lookup: every record of the asked keys, and the newest max of each
- * asked family (the prefetch tune.db does). */
+#define S_NOW "extract(epoch FROM now())::bigint"
+
+/* A lookup: every record of the asked keys (each found one counted as
+ * reused, and used now), and the newest max of each asked family (the
+ * prefetch tune.db does; not counted). */
 static const char s_get[] =
-    "SELECT key, impl, version, ns, others, validation, host, measured_at FROM"
+    "WITH hit AS (UPDATE winners SET reuse = reuse + 1, used_at = " S_NOW
+    "  WHERE key = ANY($3::text[]) RETURNING key)"
+    " SELECT key, impl, version, ns, others, validation, host, measured_at FROM"
     " (SELECT *, row_number() OVER (PARTITION BY family ORDER BY measured_at DESC) AS r"
     "  FROM winners WHERE family = ANY($1::text[])) s"
     " WHERE r <= $2::int OR key = ANY($3::text[])";
 
 static const char s_put[] =
     "INSERT INTO winners(key, family, op, impl, version, ns, others, validation, host,"
-    " measured_at) VALUES($1, $2, $3, $4, $5::int, $6::bigint, $7, $8, $9, $10::bigint)"
+    " measured_at, used_at) VALUES($1, $2, $3, $4, $5::int, $6::bigint, $7, $8, $9,"
+    " $10::bigint, " S_NOW ")"
     " ON CONFLICT (key) DO UPDATE SET family = excluded.family, op = excluded.op,"
     " impl = excluded.impl, version = excluded.version, ns = excluded.ns,"
     " others = excluded.others, validation = excluded.validation, host = excluded.host,"
-    " measured_at = excluded.measured_at WHERE excluded.ns < winners.ns";
+    " measured_at = excluded.measured_at, used_at = excluded.used_at"
+    " WHERE excluded.ns < winners.ns";
+
+/* The rows beyond $1, least recently used first, fewest reuses first
+ * among equals, then the oldest measurement. */
+static const char s_trim[] =
+    "DELETE FROM winners WHERE key IN (SELECT key FROM winners"
+    " ORDER BY used_at, reuse, measured_at, key"
+    " LIMIT greatest((SELECT count(*) FROM winners) - $1::bigint, 0))";
 
 static int64_t s_now_ms(void)
 {
@@ -177,7 +202,33 @@ static void s_write_free(s_write *w)
     memset(w, 0, sizeof *w);
 }
 
-/* Send the queued writes, oldest first, while connected. Under u->mu. */
+/* Remove the rows beyond u->max_records (s_trim). Under u->mu, connected. */
+static void s_trim_rows(gxd_tune_up *u)
+{
+    char max[24];
+    snprintf(max, sizeof max, "%lld", (long long)u->max_records);
+    const char *p[1] = {max};
+    PGresult *r = PQexecParams(u->pg, s_trim, 1, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+        const int64_t n = strtoll(PQcmdTuples(r), NULL, 10);
+        u->trimmed += n;
+        u->since_trim = 0;
+        if (n > 0 && u->log)
+            GXD_LOG(u->log, GXD_LOG_INFO,
+                    "tune: central registry trimmed to %lld records (%lld least recently used "
+                    "removed)",
+                    (long long)u->max_records, (long long)n);
+    } else {
+        u->errors++; /* tried again after the next write */
+        if (u->log)
+            GXD_LOG(u->log, GXD_LOG_WARN, "tune: central registry: trimming failed: %.*s",
+                    (int)strcspn(PQerrorMessage(u->pg), "\n"), PQerrorMessage(u->pg));
+    }
+    PQclear(r);
+}
+
+/* Send the queued writes, oldest first, while connected; then trim (every
+ * 64 writes, or each time under a bound below 64). Under u->mu. */
 static void s_flush(gxd_tune_up *u)
 {
     while (u->pg && u->n_q && !u->stop) {
@@ -209,6 +260,7 @@ static void s_flush(gxd_tune_up *u)
         } else {
             PQclear(r);
             u->written++;
+            u->since_trim++;
         }
         s_write_free(w);
         memmove(&u->q[0], &u->q[1], (u->n_q - 1) * sizeof u->q[0]);
@@ -220,6 +272,8 @@ static void s_flush(gxd_tune_up *u)
         sched_yield();
         pthread_mutex_lock(&u->mu);
     }
+    if (u->pg && !u->stop && u->since_trim && (u->since_trim >= 64 || u->max_records < 64))
+        s_trim_rows(u);
 }
 
 static void *s_main(void *arg)
@@ -257,7 +311,8 @@ static void *s_main(void *arg)
     return NULL;
 }
 
-gxd_tune_up *gxd_tune_up_new(const char *url, gxd_log *log, char *err, size_t errlen)
+gxd_tune_up *gxd_tune_up_new(const char *url, int64_t max_records, gxd_log *log, char *err,
+                             size_t errlen)
 {
     if (gxd_tune_up_check_url(url, err, errlen) != GX_OK)
         return NULL;
@@ -268,6 +323,7 @@ gxd_tune_up *gxd_tune_up_new(const char *url, gxd_log *log, char *err, size_t er
         return NULL;
     }
     u->log = log;
+    u->max_records = max_records > 0 ? max_records : 1000000;
     u->backoff_ms = S_BACKOFF_MIN_MS;
     pthread_mutex_init(&u->mu, NULL);
     pthread_cond_init(&u->cv, NULL);
@@ -418,5 +474,6 @@ void gxd_tune_up_stats(gxd_tune_up *u, gxd_tune_stats *s)
     s->upstream_written = u->written;
     s->upstream_queued = (int64_t)u->n_q;
     s->upstream_dropped = u->dropped;
+    s->upstream_trimmed = u->trimmed;
     pthread_mutex_unlock(&u->mu);
 }
