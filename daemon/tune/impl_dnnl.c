@@ -20,7 +20,8 @@
  * A share runs a contiguous range of blocks, held to one OpenMP thread like
  * dnnl.sgemm. The primitives (one per block shape: the full block and the
  * last) are made by the candidate's scratch hook (the prepare pass, the
- * explorer), never by a job unless the cache was full, and kept in a
+ * explorer; a plan read from an artifact makes it on its first job, as
+ * does every job when the cache is full), and kept in a
  * bounded process-wide cache; their scratchpad is the user's
  * (dnnl_scratchpad_mode_user): the step's scratch, one slot per share for
  * at most S_CONV_SLOTS shares at once (more shares: those beyond run
