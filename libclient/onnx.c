@@ -2031,8 +2031,44 @@ static int s_ms_swap_last(s_emit *e, const char *x, const char **y)
                : GX_ENOMEM;
 }
 
-/* FusedMatMul: alpha * MatMul(A or A^T, B or B^T) (transA/transB swap the
- * last two axes). */
+/* The rank of value name: s_rank_of's, else the one the graph's
+ * value_info declares (ORT writes it into the models it saves; the
+ * lowering checks it at run time with s_ms_rank_guard); -1 unknown. */
+static int s_ms_rank(const s_ctx *c, const char *name)
+{
+    int r = s_rank_of(c, name);
+    const Onnx__GraphProto *gp = c->graph;
+    for (size_t i = 0; r < 0 && gp && i < gp->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = gp->value_info[i];
+        if (!vi || !vi->name || strcmp(vi->name, name) != 0)
+            continue;
+        const Onnx__TypeProto *tp = vi->type;
+        if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+            tp->tensor_type->shape && tp->tensor_type->shape->n_dim <= GX_MAX_DIMS)
+            r = (int)tp->tensor_type->shape->n_dim;
+    }
+    return r;
+}
+
+/* x, checked to have r axes when the graph runs: Reshape(x,
+ * Reshape(Shape(x), [r])), which fails unless Shape(x) has r values (and
+ * folds away when the shape is known). */
+static int s_ms_rank_guard(s_emit *e, const char *x, int r, const char **y)
+{
+    int64_t rv = r;
+    const char *sh, *k, *sh2;
+    return s_aux(e, "Shape", 1, &x, NULL, &sh) && (k = s_aux_i64(e, "rank", false, 1, &rv)) &&
+                   s_aux(e, "Reshape", 2, (const char *[]){sh, k}, NULL, &sh2) &&
+                   s_aux(e, "Reshape", 2, (const char *[]){x, sh2}, NULL, y)
+               ? GX_OK
+               : GX_ENOMEM;
+}
+
+/* FusedMatMul: alpha * MatMul(A, B), each operand first permuted as ORT
+ * does: transBatchA moves A's first axis past its batch axes ([d1, ...,
+ * d(r-2), d0, d(r-1)]: d0 becomes the rows), transA then swaps the last
+ * two; the same for B. With transBatch the rank must be declared (checked
+ * when the graph runs). */
 static int s_ms_fused_matmul(s_emit *e)
 {
     static const char *const names[] = {"alpha", "transA", "transB", "transBatchA",
@@ -2041,17 +2077,35 @@ static int s_ms_fused_matmul(s_emit *e)
     int rc;
     if (e->n_in != 2 || !*e->in[0] || !*e->in[1] || e->n_out != 1)
         return s_fail(e->c, GX_EFORMAT, e->path, "FusedMatMul takes A and B, and gives Y");
-    if (s_find_int(e->np, "transBatchA", 0) || s_find_int(e->np, "transBatchB", 0))
-        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
-                      "FusedMatMul with transBatchA or transBatchB is not supported yet");
     if ((rc = s_float_attr(e, "alpha", 1.0f, &alpha)) < 0)
         return rc;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         s_skip(e, names[i]);
-    for (int i = 0; i < 2; i++)
-        if (s_find_int(e->np, i ? "transB" : "transA", 0) &&
-            (rc = s_ms_swap_last(e, e->in[i], &e->in[i])) < 0)
+    for (int i = 0; i < 2; i++) {
+        bool trans = s_find_int(e->np, i ? "transB" : "transA", 0) != 0;
+        if (!s_find_int(e->np, i ? "transBatchB" : "transBatchA", 0)) {
+            if (trans && (rc = s_ms_swap_last(e, e->in[i], &e->in[i])) < 0)
+                return rc;
+            continue;
+        }
+        int r = s_ms_rank(e->c, e->in[i]);
+        if (r < 2)
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "FusedMatMul with transBatch%c needs the rank of %c declared in the "
+                          "model (a graph input, an initializer or value_info), of 2 or more",
+                          i ? 'B' : 'A', i ? 'B' : 'A');
+        int64_t perm[GX_MAX_DIMS];
+        for (int d = 0; d < r - 2; d++)
+            perm[d] = d + 1;
+        perm[r - 2] = trans ? r - 1 : 0;
+        perm[r - 1] = trans ? 0 : r - 1;
+        gx_node *n;
+        if ((rc = s_ms_rank_guard(e, e->in[i], r, &e->in[i])) < 0)
             return rc;
+        if (!(n = s_aux(e, "Transpose", 1, &e->in[i], NULL, &e->in[i])) ||
+            (rc = s_set_rc(e, gx_node_set_ints(n, "perm", perm, (size_t)r), "perm")) < 0)
+            return n ? rc : GX_ENOMEM;
+    }
     e->op = "MatMul";
     if (alpha == 1.0f)
         return s_emit_node(e, NULL);
@@ -2307,6 +2361,326 @@ static int s_ms_qlinear(s_emit *e)
     return rc;
 }
 
+/* ---- com.microsoft Attention and MultiHeadAttention ---------------------
+ *
+ * Both become ai.onnx's Attention (opset 23, 3-D Q, K, V of num_heads
+ * heads), with ORT's CPU kernel's padding mask spelt out as an additive
+ * float mask [B, 1, 1 or S, T] (T the keys: past + new):
+ * mask_filter_value (default -10000) where a key is masked, plus
+ * attention_bias. unidirectional is the op's is_causal: ORT, too, leaves
+ * the keys after a query out entirely (a row whose visible keys are all
+ * padding then spreads over those, as ORT's does). */
+
+/* Dim axis of x as an int64 [1]. */
+static int s_ms_dim(s_emit *e, const char *x, int64_t axis, const char **d)
+{
+    const char *sh, *k;
+    if (!s_aux(e, "Shape", 1, &x, NULL, &sh) || !(k = s_aux_i64(e, "axis", false, 1, &axis)))
+        return GX_ENOMEM;
+    return s_aux_i(e, "Gather", 2, (const char *[]){sh, k}, NULL, d, "axis", 0);
+}
+
+/* Unsqueeze(x, axes) into y (NULL: fresh, in *made). */
+static int s_ms_unsqueeze(s_emit *e, const char *x, size_t n, const int64_t *axes,
+                          const char *y, const char **made)
+{
+    const char *k = s_aux_i64(e, "axes", false, n, axes);
+    return k && s_aux(e, "Unsqueeze", 2, (const char *[]){x, k}, y, made) ? GX_OK : GX_ENOMEM;
+}
+
+/* The padding mask (int32 mask of the given rank) as ORT's kernel reads
+ * it, additive [B, 1, 1 or S, T]: rank 1 [B] key lengths (keys from
+ * end[b] on masked) or [2B] the lengths then the starts (keys before
+ * start[b] masked too); rank 2 [B, T] and 3 [B, S, T] raw masks, 0
+ * masked. x: Q (its batch), t: T as [1], f and zero: Q-typed scalars. */
+static int s_ms_pad_mask(s_emit *e, const char *mask, int rank, const char *x, const char *t,
+                         const char *f, const char *zero, const char **y)
+{
+    const char *m, *w;
+    int rc;
+    if ((rc = s_ms_rank_guard(e, mask, rank, &m)) < 0)
+        return rc;
+    if (rank == 1) {
+        const char *m64, *b, *b2, *zeros, *cat, *ends, *starts, *ts, *ar, *e1, *s1, *ge, *lt, *cond;
+        const char *z0, *one, *zax, *scal;
+        int64_t zv = 0, ov = 1;
+        gx_node *cs;
+        if ((rc = s_aux_i(e, "Cast", 1, &m, NULL, &m64, "to",
+                          ONNX__TENSOR_PROTO__DATA_TYPE__INT64)) < 0 ||
+            (rc = s_ms_dim(e, x, 0, &b)) < 0)
+            return rc;
+        if (!(cs = s_aux(e, "ConstantOfShape", 1, &b, NULL, &zeros)))
+            return GX_ENOMEM;
+        gx_tensor *zt = gx_tensor_new_copy(GX_I64, 1, (int64_t[]){1}, &zv, sizeof zv);
+        if ((rc = s_set_rc(e, zt ? gx_node_set_tensor(cs, "value", &zt) : GX_ENOMEM, "value")) < 0 ||
+            (rc = s_aux_i(e, "Concat", 2, (const char *[]){m64, zeros}, NULL, &cat, "axis", 0)) < 0)
+            return rc;
+        if (!(z0 = s_aux_i64(e, "zero", false, 1, &zv)) ||
+            !s_aux(e, "Add", 2, (const char *[]){b, b}, NULL, &b2) ||
+            !s_aux(e, "Slice", 4, (const char *[]){cat, z0, b, z0}, NULL, &ends) ||
+            !s_aux(e, "Slice", 4, (const char *[]){cat, b, b2, z0}, NULL, &starts) ||
+            !(scal = s_aux_i64(e, "scalar", false, 0, &zv)) ||
+            !s_aux(e, "Reshape", 2, (const char *[]){t, scal}, NULL, &ts) ||
+            !(zax = s_aux_i64(e, "start", true, 1, &zv)) ||
+            !(one = s_aux_i64(e, "delta", true, 1, &ov)) ||
+            !s_aux(e, "Range", 3, (const char *[]){zax, ts, one}, NULL, &ar))
+            return GX_ENOMEM;
+        if ((rc = s_ms_unsqueeze(e, ends, 1, &ov, NULL, &e1)) < 0 ||
+            (rc = s_ms_unsqueeze(e, starts, 1, &ov, NULL, &s1)) < 0)
+            return rc;
+        if (!s_aux(e, "GreaterOrEqual", 2, (const char *[]){ar, e1}, NULL, &ge) ||
+            !s_aux(e, "Less", 2, (const char *[]){ar, s1}, NULL, &lt) ||
+            !s_aux(e, "Or", 2, (const char *[]){ge, lt}, NULL, &cond) ||
+            !s_aux(e, "Where", 3, (const char *[]){cond, f, zero}, NULL, &w))
+            return GX_ENOMEM;
+    } else {
+        int32_t zi = 0;
+        gx_tensor *zt = gx_tensor_new_copy(GX_I32, 0, NULL, &zi, sizeof zi);
+        const char *k = s_aux_const(e, "zero", &zt), *cond;
+        if (!k || !s_aux(e, "Greater", 2, (const char *[]){m, k}, NULL, &cond) ||
+            !s_aux(e, "Where", 3, (const char *[]){cond, zero, f}, NULL, &w))
+            return GX_ENOMEM;
+    }
+    return s_ms_unsqueeze(e, w, rank == 3 ? 1 : 2, (const int64_t[]){1, 2}, NULL, y);
+}
+
+/* What the two ops share, after their own inputs are ready: q, k, v 3-D;
+ * past_key, past_value 4-D or ""; mask (int32, its rank) and bias or "";
+ * the outputs y, present_key, present_value ("" or NULL: not asked). */
+typedef struct s_ms_attn {
+    const char *q, *k, *v, *mask, *bias, *pk, *pv;
+    int mask_rank;
+    const char *y, *present_k, *present_v;
+} s_ms_attn;
+
+static int s_ms_attend(s_emit *e, const s_ms_attn *a)
+{
+    int64_t heads = s_find_int(e->np, "num_heads", 0);
+    bool causal = s_find_int(e->np, "unidirectional", 0) != 0;
+    float scale, filter;
+    int rc;
+    if (heads <= 0)
+        return s_fail(e->c, GX_EATTR, e->path, "%s needs num_heads > 0", e->op);
+    if ((rc = s_float_attr(e, "scale", 0.0f, &scale)) < 0 ||
+        (rc = s_float_attr(e, "mask_filter_value", -10000.0f, &filter)) < 0)
+        return rc;
+    const char *mask = "";
+    if (*a->mask || *a->bias) {
+        const char *t = NULL, *p, *zero, *f, *parts[2];
+        size_t n = 0;
+        float zv = 0;
+        /* key lengths need T: K's length, plus the past's */
+        if (*a->mask && a->mask_rank == 1 &&
+            ((rc = s_ms_dim(e, a->k, 1, &t)) < 0 ||
+             (*a->pk && ((rc = s_ms_dim(e, a->pk, 2, &p)) < 0 ||
+                         !s_aux(e, "Add", 2, (const char *[]){p, t}, NULL, &t)))))
+            return rc < 0 ? rc : GX_ENOMEM;
+        if (!(zero = s_aux_like(e, "zero", 0, NULL, &zv, 1, a->q)) ||
+            !(f = s_aux_like(e, "mask_filter_value", 0, NULL, &filter, 1, a->q)))
+            return GX_ENOMEM;
+        if (*a->mask && (rc = s_ms_pad_mask(e, a->mask, a->mask_rank, a->q, t, f, zero,
+                                            &parts[n++])) < 0)
+            return rc;
+        if (*a->bias)
+            parts[n++] = a->bias;
+        mask = parts[0];
+        if (n == 2 && !s_aux(e, "Add", 2, parts, NULL, &mask))
+            return GX_ENOMEM;
+    }
+    const char *outs[3] = {a->y, a->present_k && *a->present_k ? a->present_k : NULL,
+                           a->present_v && *a->present_v ? a->present_v : NULL};
+    size_t n_out = outs[1] || outs[2] ? 3 : 1;
+    for (int i = 1; i < 3; i++)
+        if (n_out == 3 && !outs[i] && !(outs[i] = s_fresh_value(e, i == 1 ? "present_key"
+                                                                          : "present_value")))
+            return GX_ENOMEM;
+    const char *ins[6] = {a->q, a->k, a->v, mask, a->pk, a->pv};
+    size_t n_in = *a->pk ? 6 : *mask ? 4 : 3;
+    gx_node *n = gx_graph_add_node(e->g, "Attention", e->name, n_in, ins, n_out, outs);
+    if (!n)
+        return s_fail(e->c, GX_ENOMEM, e->path, "cannot add the node (out of memory)");
+    if ((rc = s_set_rc(e, gx_node_set_int(n, "q_num_heads", heads), "q_num_heads")) < 0 ||
+        (rc = s_set_rc(e, gx_node_set_int(n, "kv_num_heads", heads), "kv_num_heads")) < 0 ||
+        (causal && (rc = s_set_rc(e, gx_node_set_int(n, "is_causal", 1), "is_causal")) < 0))
+        return rc;
+    return scale != 0.0f ? s_set_rc(e, gx_node_set_float(n, "scale", scale), "scale") : GX_OK;
+}
+
+/* The rank of mask input name for e: declared (s_ms_rank) and one of lo
+ * to 3, else an error naming what is missing. */
+static int s_ms_mask_rank(s_emit *e, const char *name, const char *what, int *rank)
+{
+    *rank = s_ms_rank(e->c, name);
+    if (*rank < 1 || *rank > 3)
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "%s of %s must have a rank gexec can read in the model (a graph input, "
+                      "an initializer or value_info: [B] or [2B] lengths, [B, T] or [B, S, T]); "
+                      "%s", what, e->op, *rank < 0 ? "it is not declared" : "4-D masks are not supported");
+    return GX_OK;
+}
+
+/* Attention (input, weights, bias, mask_index, past, attention_bias,
+ * past_sequence_length; num_heads, qkv_hidden_sizes, unidirectional,
+ * scale, mask_filter_value): input x weights + bias split into Q, K and
+ * V (qkv_hidden_sizes, else three equal parts); past [2, B, N, P, H]
+ * gives past_key and past_value, present is the two presents stacked.
+ * do_rotary, past_present_share_buffer and past_sequence_length are
+ * refused. */
+static int s_ms_attention(s_emit *e)
+{
+    static const char *const attrs[] = {"num_heads", "unidirectional", "scale",
+                                        "mask_filter_value", "qkv_hidden_sizes"};
+    const Onnx__AttributeProto *qkv =
+        s_find_typed(e->np, "qkv_hidden_sizes", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    const char *in[7] = {"", "", "", "", "", "", ""};
+    int rc;
+    for (size_t i = 0; i < e->n_in && i < 7; i++)
+        in[i] = e->in[i];
+    if (e->n_in < 2 || e->n_in > 7 || !*in[0] || !*in[1] || e->n_out < 1 || e->n_out > 2)
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "Attention takes input, weights, bias, mask_index, past, attention_bias "
+                      "and gives output, present");
+    for (size_t i = 0; i < e->np->n_attribute; i++) {
+        const char *an = e->np->attribute[i]->name ? e->np->attribute[i]->name : "";
+        bool known = false;
+        for (size_t j = 0; j < sizeof attrs / sizeof attrs[0]; j++)
+            known = known || strcmp(an, attrs[j]) == 0;
+        if (!known && !((strcmp(an, "do_rotary") == 0 || strcmp(an, "rotary_embedding_dim") == 0 ||
+                         strcmp(an, "past_present_share_buffer") == 0) &&
+                        s_find_int(e->np, an, 0) == 0))
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "Attention: attribute '%.60s' is not supported (gexec runs num_heads, "
+                          "qkv_hidden_sizes, unidirectional, scale and mask_filter_value)", an);
+    }
+    if (*in[6])
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "Attention: input past_sequence_length (a shared past/present buffer) is "
+                      "not supported");
+    if (qkv && (qkv->n_ints != 3 || qkv->ints[0] != qkv->ints[1] || qkv->ints[0] <= 0 ||
+                qkv->ints[2] <= 0))
+        return s_fail(e->c, GX_EATTR, e->path,
+                      "Attention: qkv_hidden_sizes must be 3 positive sizes, Q's and K's equal");
+    s_ms_attn a = {.mask = in[3], .bias = in[5], .pk = "", .pv = "", .y = e->out[0],
+                   .present_k = NULL, .present_v = NULL};
+    if (*a.mask && (rc = s_ms_mask_rank(e, a.mask, "mask_index", &a.mask_rank)) < 0)
+        return rc;
+    const char *xw, *parts[3];
+    if (!s_aux(e, "MatMul", 2, (const char *[]){in[0], in[1]}, NULL, &xw) ||
+        (*in[2] && !s_aux(e, "Add", 2, (const char *[]){xw, in[2]}, NULL, &xw)))
+        return GX_ENOMEM;
+    for (int i = 0; i < 3; i++)
+        if (!(parts[i] = s_fresh_value(e, i == 0 ? "q" : i == 1 ? "k" : "v")))
+            return GX_ENOMEM;
+    char *sname = s_own(e->c, "%.200s/Split", e->name);
+    if (!sname || !s_set_add(e->node_names, sname))
+        return s_fail(e->c, GX_ENOMEM, e->path, "out of memory");
+    gx_node *sp = gx_graph_add_node(e->g, "Split", sname, 1, &xw, 3, parts);
+    if (!sp || (rc = gx_node_set_int(sp, "axis", -1)) < 0 ||
+        (qkv && (rc = gx_node_set_ints(sp, "split", qkv->ints, 3)) < 0))
+        return s_fail(e->c, GX_ENOMEM, e->path, "cannot add the Split (out of memory)");
+    a.q = parts[0], a.k = parts[1], a.v = parts[2];
+    if (*in[4]) {
+        for (int i = 0; i < 2; i++) {
+            int64_t iv = i;
+            const char *k = s_aux_i64(e, "index", true, 1, &iv);
+            if (!k || (rc = s_aux_i(e, "Gather", 2, (const char *[]){in[4], k}, NULL,
+                                    i ? &a.pv : &a.pk, "axis", 0)) < 0)
+                return k ? rc : GX_ENOMEM;
+        }
+    }
+    const char *pres[2] = {NULL, NULL};
+    if (e->n_out > 1 && *e->out[1])
+        for (int i = 0; i < 2; i++)
+            if (!(pres[i] = s_fresh_value(e, i ? "present_value" : "present_key")))
+                return GX_ENOMEM;
+    a.present_k = pres[0], a.present_v = pres[1];
+    if ((rc = s_ms_attend(e, &a)) < 0 || !pres[0])
+        return rc;
+    const char *u[2];
+    for (int i = 0; i < 2; i++)
+        if ((rc = s_ms_unsqueeze(e, pres[i], 1, (const int64_t[]){0}, NULL, &u[i])) < 0)
+            return rc;
+    return s_aux_i(e, "Concat", 2, u, e->out[1], NULL, "axis", 0);
+}
+
+/* MultiHeadAttention (query, key, value, bias, key_padding_mask,
+ * attention_bias, past_key, past_value; num_heads, unidirectional, scale,
+ * mask_filter_value): 3-D query, key and value (each plus its third of
+ * bias), 4-D past_key and past_value, outputs output, present_key and
+ * present_value. Packed QKV or KV, 4-D key and value,
+ * past_sequence_length, cache_indirection and output qk are refused. */
+static int s_ms_mha(s_emit *e)
+{
+    const char *in[10] = {"", "", "", "", "", "", "", "", "", ""};
+    int rc;
+    for (size_t i = 0; i < e->n_in && i < 10; i++)
+        in[i] = e->in[i];
+    if (e->n_in < 3 || !*in[0] || !*in[1] || !*in[2])
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "MultiHeadAttention with packed QKV or KV (key or value omitted) is not "
+                      "supported: gexec runs separate 3-D query, key and value");
+    if (e->n_in > 10 || e->n_out < 1 || e->n_out > 4)
+        return s_fail(e->c, GX_EFORMAT, e->path, "MultiHeadAttention: %zu inputs, %zu outputs",
+                      e->n_in, e->n_out);
+    if (*in[8] || *in[9] || (e->n_out > 3 && *e->out[3]))
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "MultiHeadAttention: past_sequence_length, cache_indirection and output qk "
+                      "are not supported");
+    if (!*in[6] != !*in[7])
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "MultiHeadAttention: past_key and past_value come together");
+    for (size_t i = 0; i < e->np->n_attribute; i++) {
+        const char *an = e->np->attribute[i]->name ? e->np->attribute[i]->name : "";
+        if (strcmp(an, "num_heads") && strcmp(an, "unidirectional") && strcmp(an, "scale") &&
+            strcmp(an, "mask_filter_value"))
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "MultiHeadAttention: attribute '%.60s' is not supported (gexec runs "
+                          "num_heads, unidirectional, scale and mask_filter_value)", an);
+    }
+    static const char *const names[3] = {"query", "key", "value"};
+    for (int i = 0; i < 3; i++) {
+        int r = s_ms_rank(e->c, in[i]);
+        if (r >= 0 && r != 3)
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "MultiHeadAttention with a %d-D %s is not supported (gexec runs 3-D "
+                          "query, key and value)", r, names[i]);
+    }
+    s_ms_attn a = {.mask = in[4], .bias = in[5], .pk = in[6], .pv = in[7], .y = e->out[0],
+                   .present_k = e->n_out > 1 ? e->out[1] : NULL,
+                   .present_v = e->n_out > 2 ? e->out[2] : NULL};
+    if (*a.mask && (rc = s_ms_mask_rank(e, a.mask, "key_padding_mask", &a.mask_rank)) < 0)
+        return rc;
+    const char *qkv[3];
+    for (int i = 0; i < 3; i++)
+        if ((rc = s_ms_rank_guard(e, in[i], 3, &qkv[i])) < 0)
+            return rc;
+    if (*in[3]) {
+        const char *parts[3];
+        for (int i = 0; i < 3; i++)
+            if (!(parts[i] = s_fresh_value(e, i == 0 ? "bias_q" : i == 1 ? "bias_k" : "bias_v")))
+                return GX_ENOMEM;
+        /* bias: [D + D + D_v], split at Q's and K's last dims */
+        const char *dq, *dk, *dv, *sizes;
+        if ((rc = s_ms_dim(e, qkv[0], 2, &dq)) < 0 || (rc = s_ms_dim(e, qkv[1], 2, &dk)) < 0 ||
+            (rc = s_ms_dim(e, qkv[2], 2, &dv)) < 0 ||
+            (rc = s_aux_i(e, "Concat", 3, (const char *[]){dq, dk, dv}, NULL, &sizes, "axis",
+                          0)) < 0)
+            return rc;
+        char *sname = s_own(e->c, "%.200s/Split", e->name);
+        if (!sname || !s_set_add(e->node_names, sname))
+            return s_fail(e->c, GX_ENOMEM, e->path, "out of memory");
+        gx_node *sp = gx_graph_add_node(e->g, "Split", sname, 2, (const char *[]){in[3], sizes},
+                                        3, parts);
+        if (!sp || gx_node_set_int(sp, "axis", 0) < 0)
+            return s_fail(e->c, GX_ENOMEM, e->path, "cannot add the Split (out of memory)");
+        for (int i = 0; i < 3; i++)
+            if (!s_aux(e, "Add", 2, (const char *[]){qkv[i], parts[i]}, NULL, &qkv[i]))
+                return GX_ENOMEM;
+    }
+    a.q = qkv[0], a.k = qkv[1], a.v = qkv[2];
+    return s_ms_attend(e, &a);
+}
+
 /* The lowering of each com.microsoft op that has one; the others of
  * s_other_ops run as the gexec op of their name. */
 static const struct {
@@ -2333,6 +2707,8 @@ static const struct {
     {"QLinearGlobalAveragePool", s_ms_qlinear},
     {"QLinearConcat", s_ms_qlinear},
     {"NhwcMaxPool", s_ms_nhwc_maxpool},
+    {"Attention", s_ms_attention},
+    {"MultiHeadAttention", s_ms_mha},
 };
 
 static const struct {
@@ -2432,6 +2808,8 @@ static const struct {
     {"com.microsoft", "QLinearGlobalAveragePool", 1, 1},
     {"com.microsoft", "QLinearConcat", 1, 1},
     {"com.microsoft", "NhwcMaxPool", 1, 1},
+    {"com.microsoft", "Attention", 1, 1},
+    {"com.microsoft", "MultiHeadAttention", 1, 1},
     {"ai.onnx.ml", "LabelEncoder", 1, 5},
     {"ai.onnx.ml", "Scaler", 1, 5},
     {"ai.onnx.ml", "Normalizer", 1, 5},

@@ -250,12 +250,181 @@ START_TEST(test_onnx_ms_ort_models)
 }
 END_TEST
 
+/* ---- com.microsoft ops as written by hand (tests/data/ms/gen.py DIRECT),
+ * run by ORT as they are and by gexec through its lowerings ---- */
+
+typedef struct s_in {
+    const char *name;
+    const int32_t *i32; /* int32 values; NULL: random float32 */
+    int ndim;
+    int64_t shape[5];
+} s_in;
+
+/* masks: key lengths; lengths then starts; raw [B, T] and [B, S, T];
+ * GPT-2's [B, past + S] with the first keys of sample 0 masked, so that
+ * the causal mask leaves its first query no key (ORT's additive mask
+ * then decides the row; with attention_bias such a row is the rounding
+ * of scores near -10000, so MultiHeadAttention's mask keeps a key) */
+static const int32_t s_lengths[] = {5, 3}, s_end_start[] = {4, 5, 1, 0},
+                     s_raw2[] = {1, 1, 1, 0, 0, 0, 1, 1, 1, 1},
+                     s_gpt2[] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+                     s_kv_len[] = {4, 6},
+                     s_mha[] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+static int32_t s_raw3[2 * 5 * 5];
+
+static const struct {
+    const char *model;
+    s_in in[5];
+    const char *out[3];
+} s_direct[] = {
+    {"attn_lengths", {{"x", NULL, 3, {2, 5, 8}}, {"mask", s_lengths, 1, {2}}}, {"y"}},
+    {"attn_end_start", {{"x", NULL, 3, {2, 5, 8}}, {"mask", s_end_start, 1, {4}}}, {"y"}},
+    {"attn_mask2d", {{"x", NULL, 3, {2, 5, 8}}, {"mask", s_raw2, 2, {2, 5}}}, {"y"}},
+    {"attn_mask3d", {{"x", NULL, 3, {2, 5, 8}}, {"mask", s_raw3, 3, {2, 5, 5}}}, {"y"}},
+    {"attn_causal", {{"x", NULL, 3, {2, 5, 8}}}, {"y"}},
+    {"attn_gpt2",
+     {{"x", NULL, 3, {2, 5, 8}}, {"mask", s_gpt2, 2, {2, 8}}, {"past", NULL, 5, {2, 2, 2, 3, 4}}},
+     {"y", "present"}},
+    {"attn_qkv", {{"x", NULL, 3, {2, 5, 8}}, {"attn_bias", NULL, 4, {1, 2, 5, 5}}}, {"y"}},
+    {"mha_cross",
+     {{"x", NULL, 3, {2, 5, 8}}, {"kv", NULL, 3, {2, 6, 8}}, {"mask", s_kv_len, 1, {2}}},
+     {"y"}},
+    {"mha_self",
+     {{"x", NULL, 3, {2, 5, 8}}, {"mask", s_mha, 2, {2, 8}},
+      {"attn_bias", NULL, 4, {2, 1, 5, 8}}, {"past_key", NULL, 4, {2, 2, 3, 4}}},
+     {"y", "present_key", "present_value"}},
+    {"fmm_batch", {{"x", NULL, 3, {2, 5, 8}}}, {"y"}},
+};
+
+START_TEST(test_onnx_ms_direct)
+{
+    if (!s_ort_load())
+        return;
+    for (size_t i = 0; i < sizeof s_raw3 / sizeof s_raw3[0]; i++)
+        s_raw3[i] = (i * 7 + 3) % 5 != 0;
+    gxt_daemon d;
+    char err[2048];
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_msg(c, "%s", err);
+    uint32_t seed = 777;
+    for (size_t m = 0; m < sizeof s_direct / sizeof s_direct[0]; m++) {
+        char src[1024];
+        snprintf(src, sizeof src, "%s", gxt_srcpath("tests/data/ms"));
+        snprintf(src + strlen(src), sizeof src - strlen(src), "/%s.onnx", s_direct[m].model);
+        s_in ins[6];
+        size_t n_in = 0;
+        for (; n_in < 5 && s_direct[m].in[n_in].name; n_in++)
+            ins[n_in] = s_direct[m].in[n_in];
+        /* mha_self's past_value is past_key's twin */
+        if (n_in && strcmp(ins[n_in - 1].name, "past_key") == 0) {
+            ins[n_in] = ins[n_in - 1];
+            ins[n_in++].name = "past_value";
+        }
+        void *data[6], *vals[6];
+        const char *names[6];
+        gx_tensor *ts[6];
+        gx_request *rq = gx_request_new();
+        for (size_t i = 0; i < n_in; i++) {
+            size_t cnt = 1;
+            for (int k = 0; k < ins[i].ndim; k++)
+                cnt *= (size_t)ins[i].shape[k];
+            data[i] = malloc(cnt * 4);
+            ck_assert_ptr_nonnull(data[i]);
+            if (ins[i].i32)
+                memcpy(data[i], ins[i].i32, cnt * 4);
+            else
+                for (size_t k = 0; k < cnt; k++) {
+                    seed = seed * 1103515245u + 12345u;
+                    ((float *)data[i])[k] = (float)((seed >> 8) % 2001) / 500.0f - 2.0f;
+                }
+            names[i] = ins[i].name;
+            vals[i] = NULL;
+            s_ok(S_FN(S_TENSOR, OrtStatus *, void *, void *, size_t, const int64_t *, size_t, int,
+                      void **)(s_mem, data[i], cnt * 4, ins[i].shape, (size_t)ins[i].ndim,
+                               ins[i].i32 ? 6 : 1, &vals[i]),
+                 "input tensor");
+            ts[i] = gx_tensor_new_copy(ins[i].i32 ? GX_I32 : GX_F32, ins[i].ndim, ins[i].shape,
+                                       data[i], cnt * 4);
+            ck_assert_int_eq(gx_request_add_input(rq, ins[i].name, ts[i]), GX_OK);
+        }
+        size_t n_out = 0;
+        while (n_out < 3 && s_direct[m].out[n_out])
+            n_out++;
+        void *outs[3] = {NULL, NULL, NULL};
+        void *sess = s_session(src, 0, NULL);
+        s_ok(S_FN(S_RUN, OrtStatus *, void *, void *, const char *const *, void *const *, size_t,
+                  const char *const *, size_t, void **)(sess, NULL, names, vals, n_in,
+                                                        s_direct[m].out, n_out, outs),
+             s_direct[m].model);
+        gx_graph *g = NULL;
+        int rc = gx_graph_load_onnx(src, &g, err, sizeof err);
+        ck_assert_msg(rc == GX_OK, "%s: %s", s_direct[m].model, err);
+        ck_assert_int_eq(gx_request_set_graph(rq, g), GX_OK);
+        gx_result *r = NULL;
+        rc = gx_client_run(c, rq, &r);
+        ck_assert_msg(rc == GX_OK, "%s: run: %s", s_direct[m].model,
+                      r ? gx_result_message(r) : gx_client_last_error(c));
+        double worst = 0;
+        size_t total = 0;
+        for (size_t o = 0; o < n_out; o++) {
+            const gx_tensor *y = NULL;
+            for (size_t k = 0; k < gx_result_output_count(r); k++)
+                if (strcmp(gx_result_output_name(r, k), s_direct[m].out[o]) == 0)
+                    y = gx_result_output(r, k);
+            ck_assert_msg(y, "%s: no output %s", s_direct[m].model, s_direct[m].out[o]);
+            void *info = NULL;
+            size_t nd, ny = 1;
+            int64_t dims[8];
+            float *want;
+            s_ok(S_FN(S_SHAPE, OrtStatus *, void *, void **)(outs[o], &info), "output shape");
+            s_ok(S_FN(S_NDIM, OrtStatus *, void *, size_t *)(info, &nd), "output rank");
+            ck_assert_uint_le(nd, 8);
+            s_ok(S_FN(S_DIMS, OrtStatus *, void *, int64_t *, size_t)(info, dims, nd), "dims");
+            s_ok(S_FN(S_DATA, OrtStatus *, void *, void **)(outs[o], (void **)&want), "data");
+            ck_assert_int_eq(gx_tensor_ndim(y), (int)nd);
+            for (size_t k = 0; k < nd; k++) {
+                ck_assert_int_eq(gx_tensor_shape(y)[k], dims[k]);
+                ny *= (size_t)dims[k];
+            }
+            const float *got = gx_tensor_cdata(y);
+            for (size_t i = 0; i < ny; i++) {
+                double e = fabs((double)got[i] - want[i]);
+                worst = fmax(worst, e);
+                ck_assert_msg(e <= 1e-4 * (1 + fabs(want[i])),
+                              "%s: %s element %zu is %.7g, ONNX Runtime gives %.7g",
+                              s_direct[m].model, s_direct[m].out[o], i, got[i], want[i]);
+            }
+            total += ny;
+            S_FN(S_REL_SHAPE, void, void *)(info);
+            S_FN(S_REL_VALUE, void, void *)(outs[o]);
+        }
+        printf("onnx_ms: %s matches ORT: %zu values, max abs diff %.3g\n", s_direct[m].model,
+               total, worst);
+        S_FN(S_REL_SESSION, void, void *)(sess);
+        for (size_t i = 0; i < n_in; i++) {
+            S_FN(S_REL_VALUE, void, void *)(vals[i]);
+            gx_tensor_destroy(&ts[i]);
+            free(data[i]);
+        }
+        gx_result_destroy(&r);
+        gx_request_destroy(&rq);
+        gx_graph_destroy(&g);
+    }
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    S_FN(S_REL_MEM, void, void *)(s_mem);
+    S_FN(S_REL_ENV, void, void *)(s_env);
+}
+END_TEST
+
 Suite *onnx_ms_suite(void)
 {
     Suite *s = suite_create("onnx_ms");
     TCase *tc = tcase_create("ort");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_onnx_ms_ort_models);
+    tcase_add_test(tc, test_onnx_ms_direct);
     suite_add_tcase(s, tc);
     return s;
 }

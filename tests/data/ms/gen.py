@@ -177,7 +177,115 @@ def qdq_ops(path):
     save(path, nodes, [vi("x", 1, 4, 4, 4)], [vi("y", 1, 8, 1, 1)], inits)
 
 
+# Models written with com.microsoft ops by hand, in the forms
+# onnxruntime.transformers' fusions write (ORT runs them as they are).
+
+
+def save_ms(path, nodes, inputs, outputs, inits):
+    g = helper.make_graph(nodes, path.split("/")[-1], inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def vi32(name, *shape):
+    return helper.make_tensor_value_info(name, TensorProto.INT32, list(shape))
+
+
+def attention(name, mask=None, past=False, attn_bias=False, qkv=None, present=False, **attrs):
+    """Attention on x [2, 5, 8] with packed weights and bias, 2 heads;
+    mask: the shape of the int32 input 'mask' (mask_index)"""
+    hq, hk, hv = qkv or (8, 8, 8)
+    ins = ["x", "w", "b", "mask" if mask else "", "past" if past else "",
+           "attn_bias" if attn_bias else ""]
+    while not ins[-1]:
+        ins.pop()
+    outs = ["y"] + (["present"] if present else [])
+    if qkv:
+        attrs["qkv_hidden_sizes"] = list(qkv)
+    node = helper.make_node("Attention", ins, outs, domain="com.microsoft", num_heads=2, **attrs)
+    inputs = [vi("x", 2, 5, 8)]
+    if mask:
+        inputs.append(vi32("mask", *mask))
+    if past:
+        inputs.append(vi("past", 2, 2, 2, 3, hk // 2))
+    if attn_bias:
+        inputs.append(vi("attn_bias", 1, 2, 5, 5 + (3 if past else 0)))
+    outputs = [vi("y", 2, 5, hv)] + ([vi("present", 2, 2, 2, 8, hk // 2)] if present else [])
+    return lambda path: save_ms(path, [node], inputs, outputs,
+                                [w("w", 8, hq + hk + hv), w("b", hq + hk + hv)])
+
+
+def mha(name, mask=None, past=False, attn_bias=False, present=False, bias=True, cross=True,
+        **attrs):
+    """MultiHeadAttention of x [2, 5, 8] (query) and kv [2, 6, 8] (cross)
+    or x projected by MatMuls (key, value), 2 heads"""
+    kv = "kv" if cross else "x"
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
+             helper.make_node("MatMul", [kv, "wk"], ["k"]),
+             helper.make_node("MatMul", [kv, "wv"], ["v"])]
+    ins = ["q", "k", "v", "b" if bias else "", "mask" if mask else "",
+           "attn_bias" if attn_bias else "", "past_key" if past else "",
+           "past_value" if past else ""]
+    while not ins[-1]:
+        ins.pop()
+    outs = ["y"] + (["present_key", "present_value"] if present else [])
+    nodes.append(helper.make_node("MultiHeadAttention", ins, outs, domain="com.microsoft",
+                                  num_heads=2, **attrs))
+    t = (6 if cross else 5) + (3 if past else 0)
+    inputs = [vi("x", 2, 5, 8)] + ([vi("kv", 2, 6, 8)] if cross else [])
+    if mask:
+        inputs.append(vi32("mask", *mask))
+    if attn_bias:
+        inputs.append(vi("attn_bias", 2, 1, 5, t))
+    if past:
+        inputs += [vi("past_key", 2, 2, 3, 4), vi("past_value", 2, 2, 3, 4)]
+    outputs = [vi("y", 2, 5, 8)]
+    if present:
+        outputs += [vi("present_key", 2, 2, t, 4), vi("present_value", 2, 2, t, 4)]
+    inits = [w("wq", 8, 8), w("wk", 8, 8), w("wv", 8, 8)] + ([w("b", 24)] if bias else [])
+    return lambda path: save_ms(path, nodes, inputs, outputs, inits)
+
+
+def fmm_batch(path):
+    """FusedMatMul with transBatchA/transBatchB (and transA/transB)"""
+    nodes = [helper.make_node("FusedMatMul", ["x", "a"], ["y1"], domain="com.microsoft",
+                              transBatchB=1, alpha=0.5),
+             helper.make_node("FusedMatMul", ["y1", "b"], ["y2"], domain="com.microsoft",
+                              transBatchA=1, transA=1),
+             helper.make_node("FusedMatMul", ["y2", "c"], ["y"], domain="com.microsoft",
+                              transBatchA=1, transBatchB=1, transB=1)]
+    # x [2, 5, 8] @ a [8, 2, 3] read [2, 8, 3] -> y1 [2, 5, 3], read [5, 3, 2]
+    # @ b [5, 2, 4] -> y2 [5, 3, 4], read [3, 5, 4] @ c [7, 3, 4] read
+    # [3, 4, 7] -> y [3, 5, 7]; y1 and y2 have their rank in value_info
+    g = helper.make_graph(nodes, "fmm_batch", [vi("x", 2, 5, 8)], [vi("y", 3, 5, 7)],
+                          [w("a", 8, 2, 3), w("b", 5, 2, 4), w("c", 7, 3, 4)],
+                          value_info=[vi("y1", 2, 5, 3), vi("y2", 5, 3, 4)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+DIRECT = {
+    "attn_lengths": attention("attn_lengths", mask=(2,)),
+    "attn_end_start": attention("attn_end_start", mask=(4,), mask_filter_value=-1000.0),
+    "attn_mask2d": attention("attn_mask2d", mask=(2, 5), scale=0.4),
+    "attn_mask3d": attention("attn_mask3d", mask=(2, 5, 5)),
+    "attn_causal": attention("attn_causal", unidirectional=1),
+    "attn_gpt2": attention("attn_gpt2", mask=(2, 8), past=True, present=True, unidirectional=1),
+    "attn_qkv": attention("attn_qkv", qkv=(8, 8, 12), attn_bias=True, unidirectional=1),
+    "mha_cross": mha("mha_cross", mask=(2,)),
+    "mha_self": mha("mha_self", mask=(2, 8), past=True, present=True, attn_bias=True,
+                    unidirectional=1, bias=False, cross=False),
+    "fmm_batch": fmm_batch,
+}
+
+
 if __name__ == "__main__":
     d = sys.argv[1] if len(sys.argv) > 1 else "."
     for f in (cnn, mlp, block, dq_mlp, qconv, qdq_ops):
         f(f"{d}/{f.__name__}.onnx")
+    for name, f in DIRECT.items():
+        f(f"{d}/{name}.onnx")
