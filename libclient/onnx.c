@@ -2711,6 +2711,268 @@ static const struct {
     {"MultiHeadAttention", s_ms_mha},
 };
 
+/* ---- com.microsoft.nchwc ------------------------------------------------
+ *
+ * ONNX Runtime's layout optimizations (ORT_ENABLE_ALL) put 2-D Convs and
+ * pools on NCHWc data: channels in blocks of 8 (AVX2) or 16 (AVX-512),
+ * the tensor's shape [N, C padded to the block, H, W]. gexec reads each
+ * such value as the plain NCHW tensor of that shape (the padded channels
+ * included), which every op here treats channel by channel as ORT does:
+ * ReorderInput pads the channels with zeros (after NHWC -> NCHW when
+ * channels_last), ReorderOutput cuts them to `channels` (then NCHW ->
+ * NHWC when channels_last), Conv's weights, which ORT saved reordered,
+ * are put back in OIHW order (folded when the graph compiles), and the
+ * ai.onnx ops ORT leaves between them (Add, Concat, ...) see the same
+ * padded tensors ORT's do. */
+
+/* Whether value name is NCHWc in the graph being read: made by a
+ * com.microsoft.nchwc node other than ReorderOutput, or by another node
+ * from such a value (ORT runs elementwise ops and Concat on them). */
+static bool s_nchwc_blocked(const s_ctx *c, const char *name, int depth)
+{
+    const Onnx__GraphProto *gp = c->graph;
+    for (size_t i = 0; gp && depth < 64 && i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        bool made = false;
+        for (size_t j = 0; n && j < n->n_output && !made; j++)
+            made = n->output[j] && strcmp(n->output[j], name) == 0;
+        if (!made)
+            continue;
+        if (n->domain && strcmp(n->domain, "com.microsoft.nchwc") == 0)
+            return !n->op_type || strcmp(n->op_type, "ReorderOutput") != 0;
+        for (size_t j = 0; j < n->n_input; j++)
+            if (n->input[j] && *n->input[j] && s_nchwc_blocked(c, n->input[j], depth + 1))
+                return true;
+        return false;
+    }
+    return false;
+}
+
+/* The dims of Conv node n's weights (an initializer, 4-D) into w; false
+ * when they are not there. */
+static bool s_nchwc_wdims(const s_ctx *c, const Onnx__NodeProto *n, int64_t w[4])
+{
+    const Onnx__TensorProto *t = n->n_input > 1 && n->input[1] ? s_const_named(c, n->input[1])
+                                                                : NULL;
+    if (!t || t->n_dims != 4)
+        return false;
+    for (int i = 0; i < 4; i++)
+        w[i] = t->dims[i];
+    return true;
+}
+
+/* The block size of the graph's NCHWc values (8 or 16) into *block: the
+ * one every nchwc Conv's saved weights fit (B divides the padded output
+ * channels; with NCHWc input, B divides the input channels too, but for
+ * depthwise; with NCHW input, fewer input channels than B). Where both
+ * fit, ORT's choice on this CPU (16 with AVX-512F, else 8), as the model
+ * was saved on a machine like it (ORT's NCHWc models do not move). */
+static int s_nchwc_block(s_emit *e, int *block)
+{
+    s_ctx *c = e->c;
+    const Onnx__GraphProto *gp = c->graph;
+    unsigned fits = 3; /* bit 0: 8, bit 1: 16 */
+    for (size_t i = 0; gp && i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        int64_t w[4];
+        if (!n || !n->domain || strcmp(n->domain, "com.microsoft.nchwc") != 0 || !n->op_type ||
+            strcmp(n->op_type, "Conv") != 0 || !s_nchwc_wdims(c, n, w))
+            continue;
+        int64_t group = s_find_int(n, "group", 1);
+        bool blocked = n->n_input > 0 && n->input[0] && s_nchwc_blocked(c, n->input[0], 0);
+        for (int b = 0; b < 2; b++) {
+            int64_t bs = b ? 16 : 8;
+            bool ok = w[0] % bs == 0;
+            if (blocked && !(group > 1 && w[1] == 1))
+                ok = ok && w[1] % bs == 0;
+            else if (!blocked)
+                ok = ok && group == 1 && w[1] < bs;
+            if (!ok)
+                fits &= ~(1u << b);
+        }
+    }
+    if (fits == 1 || fits == 2) {
+        *block = fits == 1 ? 8 : 16;
+        return GX_OK;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    if (fits == 3) {
+        *block = __builtin_cpu_supports("avx512f") ? 16 : 8;
+        return GX_OK;
+    }
+#endif
+    return s_fail(c, GX_EUNSUPPORTED, e->path,
+                  "the NCHWc block size of this model's com.microsoft.nchwc Convs %s; save the "
+                  "model at ORT_ENABLE_EXTENDED instead",
+                  fits ? "cannot be told from their weights on this CPU"
+                       : "is neither 8 nor 16 by their weights");
+}
+
+/* Reshape x to the n dims d, into a fresh value *y. */
+static int s_nchwc_reshape(s_emit *e, const char *x, size_t n, const int64_t *d, const char **y)
+{
+    const char *k = s_aux_i64(e, "shape", false, n, d);
+    return k && s_aux(e, "Reshape", 2, (const char *[]){x, k}, NULL, y) ? GX_OK : GX_ENOMEM;
+}
+
+/* Transpose x by perm (n axes), into y (NULL: fresh, in *made). */
+static int s_nchwc_transpose(s_emit *e, const char *x, size_t n, const int64_t *perm,
+                             const char *y, const char **made)
+{
+    gx_node *t = s_aux(e, "Transpose", 1, &x, y, made);
+    return t ? s_set_rc(e, gx_node_set_ints(t, "perm", perm, n), "perm") : GX_ENOMEM;
+}
+
+/* Conv (X, W, B, Sum; activation, activation_params and Conv's
+ * attributes): W, saved by ORT as [O padded, I, KH, KW] in blocks
+ * (OIHWBiBo: [O/B, I/B, KH, KW, Bi, Bo] for NCHWc input; OIHWBo: [O/B,
+ * I, KH, KW, Bo] for NCHW input or depthwise), put back in OIHW order;
+ * then FusedConv's Conv + Sum, activation. */
+static int s_nchwc_conv(s_emit *e)
+{
+    int64_t w[4];
+    int block, rc;
+    if (e->n_in < 2 || !*e->in[0] || !*e->in[1] || !s_nchwc_wdims(e->c, e->np, w) ||
+        w[0] <= 0 || w[1] <= 0)
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "nchwc Conv needs its weights as a 4-D initializer");
+    if ((rc = s_nchwc_block(e, &block)) < 0)
+        return rc;
+    int64_t group = s_find_int(e->np, "group", 1);
+    bool bibo = s_nchwc_blocked(e->c, e->in[0], 0) && !(group > 1 && w[1] == 1);
+    if (w[0] % block || (bibo && w[1] % block))
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "nchwc Conv weights [%" PRId64 ", %" PRId64 ", ...] are not in blocks of %d",
+                      w[0], w[1], block);
+    const char *r, *t, *back;
+    if (bibo) {
+        int64_t d[6] = {w[0] / block, w[1] / block, w[2], w[3], block, block};
+        if ((rc = s_nchwc_reshape(e, e->in[1], 6, d, &r)) < 0 ||
+            (rc = s_nchwc_transpose(e, r, 6, (const int64_t[]){0, 5, 1, 4, 2, 3}, NULL, &t)) < 0)
+            return rc;
+    } else {
+        int64_t d[5] = {w[0] / block, w[1], w[2], w[3], block};
+        if ((rc = s_nchwc_reshape(e, e->in[1], 5, d, &r)) < 0 ||
+            (rc = s_nchwc_transpose(e, r, 5, (const int64_t[]){0, 4, 1, 2, 3}, NULL, &t)) < 0)
+            return rc;
+    }
+    if ((rc = s_nchwc_reshape(e, t, 4, w, &back)) < 0)
+        return rc;
+    e->in[1] = back;
+    return s_ms_fused_conv(e);
+}
+
+/* ReorderInput (channels_last): NHWC -> NCHW when channels_last, then the
+ * channels padded with zeros to a multiple of the block. */
+static int s_nchwc_reorder_input(s_emit *e)
+{
+    const char *x = e->n_in == 1 ? e->in[0] : "", *ch, *k, *m, *s, *p, *pads;
+    int block, rc;
+    if (!*x || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "ReorderInput takes X and gives Y");
+    if ((rc = s_nchwc_block(e, &block)) < 0)
+        return rc;
+    if (s_find_int(e->np, "channels_last", 0) &&
+        (rc = s_nchwc_transpose(e, x, 4, (const int64_t[]){0, 3, 1, 2}, NULL, &x)) < 0)
+        return rc;
+    /* pad: (block - C % block) % block after the channels */
+    int64_t bv = block, zeros[5] = {0, 0, 0, 0, 0};
+    const char *z5, *z2;
+    if ((rc = s_ms_dim(e, x, 1, &ch)) < 0)
+        return rc;
+    if (!(k = s_aux_i64(e, "block", false, 1, &bv)) ||
+        !s_aux(e, "Mod", 2, (const char *[]){ch, k}, NULL, &m) ||
+        !s_aux(e, "Sub", 2, (const char *[]){k, m}, NULL, &s) ||
+        !s_aux(e, "Mod", 2, (const char *[]){s, k}, NULL, &p) ||
+        !(z5 = s_aux_i64(e, "zeros", false, 5, zeros)) ||
+        !(z2 = s_aux_i64(e, "zeros", false, 2, zeros)))
+        return GX_ENOMEM;
+    if ((rc = s_aux_i(e, "Concat", 3, (const char *[]){z5, p, z2}, NULL, &pads, "axis", 0)) < 0)
+        return rc;
+    return s_aux(e, "Pad", 2, (const char *[]){x, pads}, e->out[0], NULL) ? GX_OK : GX_ENOMEM;
+}
+
+/* ReorderOutput (channels, channels_last): the first `channels` channels,
+ * then NCHW -> NHWC when channels_last. */
+static int s_nchwc_reorder_output(s_emit *e)
+{
+    int64_t ch = s_find_int(e->np, "channels", 0), zero = 0, one = 1;
+    bool last = s_find_int(e->np, "channels_last", 0) != 0;
+    const char *x = e->n_in == 1 ? e->in[0] : "", *st, *en, *ax, *y;
+    if (!*x || e->n_out != 1 || ch <= 0)
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "ReorderOutput takes X, gives Y and needs channels > 0");
+    if (!(st = s_aux_i64(e, "start", false, 1, &zero)) ||
+        !(en = s_aux_i64(e, "channels", false, 1, &ch)) ||
+        !(ax = s_aux_i64(e, "axis", false, 1, &one)) ||
+        !s_aux(e, "Slice", 4, (const char *[]){x, st, en, ax}, last ? NULL : e->out[0], &y))
+        return GX_ENOMEM;
+    return last ? s_nchwc_transpose(e, y, 4, (const int64_t[]){0, 2, 3, 1}, e->out[0], NULL)
+                : GX_OK;
+}
+
+/* MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool: ai.onnx's, on
+ * the padded NCHW tensor. */
+static int s_nchwc_pool(s_emit *e)
+{
+    return s_emit_node(e, NULL);
+}
+
+/* Upsample (scales: integers, mode nearest or linear,
+ * coordinate_transformation_mode): Resize by those scales; nearest takes
+ * the input pixel out / scale (asymmetric, floor), linear interpolates
+ * with the given coordinate transformation (default asymmetric). */
+static int s_nchwc_upsample(s_emit *e)
+{
+    const Onnx__AttributeProto *sc =
+        s_find_typed(e->np, "scales", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    char mode[16], ctm[32];
+    int rc;
+    s_ms_string(e, "mode", mode, sizeof mode);
+    s_ms_string(e, "coordinate_transformation_mode", ctm, sizeof ctm);
+    bool linear = strcmp(mode, "linear") == 0;
+    if (e->n_in != 1 || !*e->in[0] || e->n_out != 1 || !sc || sc->n_ints != 4 ||
+        (!linear && *mode && strcmp(mode, "nearest") != 0))
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "nchwc Upsample needs X, 4 integer scales and mode nearest or linear");
+    float f[4];
+    for (int i = 0; i < 4; i++) {
+        if (sc->ints[i] <= 0)
+            return s_fail(e->c, GX_EATTR, e->path, "nchwc Upsample: scale %" PRId64,
+                          sc->ints[i]);
+        f[i] = (float)sc->ints[i];
+    }
+    gx_tensor *t = gx_tensor_new_copy(GX_F32, 1, (int64_t[]){4}, f, sizeof f);
+    const char *k = s_aux_const(e, "scales", &t);
+    gx_node *n;
+    if (!k || !(n = s_aux(e, "Resize", 3, (const char *[]){e->in[0], "", k}, e->out[0], NULL)))
+        return GX_ENOMEM;
+    if ((rc = s_set_rc(e, gx_node_set_string(n, "mode", linear ? "linear" : "nearest"),
+                       "mode")) < 0)
+        return rc;
+    if ((rc = s_set_rc(e, gx_node_set_string(n, "coordinate_transformation_mode",
+                                             linear && *ctm ? ctm : "asymmetric"),
+                       "coordinate_transformation_mode")) < 0)
+        return rc;
+    return linear ? GX_OK
+                  : s_set_rc(e, gx_node_set_string(n, "nearest_mode", "floor"), "nearest_mode");
+}
+
+/* The lowering of each com.microsoft.nchwc op. */
+static const struct {
+    const char *op;
+    int (*fn)(s_emit *e);
+} s_nchwc_lowerings[] = {
+    {"Conv", s_nchwc_conv},
+    {"ReorderInput", s_nchwc_reorder_input},
+    {"ReorderOutput", s_nchwc_reorder_output},
+    {"MaxPool", s_nchwc_pool},
+    {"AveragePool", s_nchwc_pool},
+    {"GlobalMaxPool", s_nchwc_pool},
+    {"GlobalAveragePool", s_nchwc_pool},
+    {"Upsample", s_nchwc_upsample},
+};
+
 static const struct {
     const char *op;
     int64_t from, below;
@@ -2810,6 +3072,14 @@ static const struct {
     {"com.microsoft", "NhwcMaxPool", 1, 1},
     {"com.microsoft", "Attention", 1, 1},
     {"com.microsoft", "MultiHeadAttention", 1, 1},
+    {"com.microsoft.nchwc", "Conv", 1, 1},
+    {"com.microsoft.nchwc", "ReorderInput", 1, 1},
+    {"com.microsoft.nchwc", "ReorderOutput", 1, 1},
+    {"com.microsoft.nchwc", "MaxPool", 1, 1},
+    {"com.microsoft.nchwc", "AveragePool", 1, 1},
+    {"com.microsoft.nchwc", "GlobalMaxPool", 1, 1},
+    {"com.microsoft.nchwc", "GlobalAveragePool", 1, 1},
+    {"com.microsoft.nchwc", "Upsample", 1, 1},
     {"ai.onnx.ml", "LabelEncoder", 1, 5},
     {"ai.onnx.ml", "Scaler", 1, 5},
     {"ai.onnx.ml", "Normalizer", 1, 5},
@@ -2875,12 +3145,8 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
         if (!dom_known)
             return s_fail(c, GX_EUNSUPPORTED, path,
                           "operator domain '%.100s' is not supported (op '%.60s', %s; gexec runs "
-                          "the ai.onnx ops)%s",
-                          dom, op, ver,
-                          strcmp(dom, "com.microsoft.nchwc") == 0
-                              ? "; ONNX Runtime writes this domain at ORT_ENABLE_ALL for its "
-                                "own CPU: save the model at ORT_ENABLE_EXTENDED"
-                              : "");
+                          "the ai.onnx ops)",
+                          dom, op, ver);
         int rc = strcmp(dom, "ai.onnx.ml") == 0 ? s_ml_node(c, np, op, path) : GX_OK;
         if (rc < 0)
             return rc;
@@ -2969,6 +3235,10 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
                        i < sizeof s_ms_lowerings / sizeof s_ms_lowerings[0] && !fn; i++)
         if (strcmp(op, s_ms_lowerings[i].op) == 0)
             fn = s_ms_lowerings[i].fn;
+    for (size_t i = 0; other && strcmp(dom, "com.microsoft.nchwc") == 0 &&
+                       i < sizeof s_nchwc_lowerings / sizeof s_nchwc_lowerings[0] && !fn; i++)
+        if (strcmp(op, s_nchwc_lowerings[i].op) == 0)
+            fn = s_nchwc_lowerings[i].fn;
     for (size_t i = 0; !other && i < sizeof s_convs / sizeof s_convs[0] && !fn; i++)
         if (strcmp(op, s_convs[i].op) == 0 && c->opset >= s_convs[i].from &&
             c->opset < s_convs[i].below)

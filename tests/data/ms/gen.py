@@ -177,6 +177,52 @@ def qdq_ops(path):
     save(path, nodes, [vi("x", 1, 4, 4, 4)], [vi("y", 1, 8, 1, 1)], inits)
 
 
+def nchwc_cnn(path):
+    """What ORT_ENABLE_ALL turns into com.microsoft.nchwc ops on CPUs with
+    NCHWc kernels: Conv 3->16 (NCHW input), Conv 16->32 + Relu, depthwise
+    Conv + Clip, a residual Add (the Conv's Sum input), MaxPool,
+    AveragePool, Conv 32->20 (padded output channels) + HardSigmoid,
+    Upsample (Resize nearest and linear), GlobalAveragePool and
+    GlobalMaxPool"""
+    nodes, inits = [], []
+
+    def conv(x, y, o, c, k=3, group=1, act=None, **attrs):
+        i = len(inits)
+        inits.extend([w(f"cw{i}", o, c // group, k, k), w(f"cb{i}", o)])
+        out = y if act is None else y + "_c"
+        nodes.append(helper.make_node("Conv", [x, f"cw{i}", f"cb{i}"], [out], group=group,
+                                      kernel_shape=[k, k], pads=[k // 2] * 4, **attrs))
+        if act == "Clip":
+            nodes.append(helper.make_node("Clip", [out, "lo", "hi"], [y]))
+        elif act is not None:
+            nodes.append(helper.make_node(act, [out], [y]))
+
+    inits_c = [numpy_helper.from_array(np.array(v, np.float32), n)
+               for n, v in (("lo", 0.0), ("hi", 6.0))]
+    conv("x", "a", 16, 3, act="Relu")
+    conv("a", "b", 32, 16, act="Relu")
+    conv("b", "c", 32, 32, group=32, act="Clip")
+    conv("c", "d", 32, 32, k=1)
+    nodes.append(helper.make_node("Add", ["d", "b"], ["e"]))
+    nodes.append(helper.make_node("Relu", ["e"], ["e2"]))
+    nodes.append(helper.make_node("MaxPool", ["e2"], ["f"], kernel_shape=[2, 2], strides=[2, 2]))
+    nodes.append(helper.make_node("AveragePool", ["f"], ["g"], kernel_shape=[3, 3],
+                                  pads=[1, 1, 1, 1], count_include_pad=0))
+    conv("g", "h", 20, 32, act="HardSigmoid", strides=[2, 2])
+    nodes.append(helper.make_node("Resize", ["h", "", "sc"], ["u"], mode="nearest"))
+    conv("u", "u1", 32, 20, k=1)
+    nodes.append(helper.make_node("Resize", ["u1", "", "sc"], ["u1r"], mode="nearest",
+                                  coordinate_transformation_mode="asymmetric",
+                                  nearest_mode="floor"))
+    conv("u1r", "u2", 32, 32, k=1, act="Relu")
+    nodes.append(helper.make_node("Resize", ["u2", "", "sc"], ["v"], mode="linear"))
+    nodes.append(helper.make_node("GlobalAveragePool", ["v"], ["ga"]))
+    nodes.append(helper.make_node("GlobalMaxPool", ["v"], ["gm"]))
+    nodes.append(helper.make_node("Concat", ["ga", "gm"], ["y"], axis=1))
+    inits_c.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc"))
+    save(path, nodes, [vi("x", 2, 3, 16, 16)], [vi("y", 2, 64, 1, 1)], inits + inits_c)
+
+
 # Models written with com.microsoft ops by hand, in the forms
 # onnxruntime.transformers' fusions write (ORT runs them as they are).
 
@@ -289,3 +335,4 @@ if __name__ == "__main__":
         f(f"{d}/{f.__name__}.onnx")
     for name, f in DIRECT.items():
         f(f"{d}/{name}.onnx")
+    nchwc_cnn(f"{d}/nchwc_cnn.onnx")
