@@ -2412,7 +2412,8 @@ static int s_ms_pad_mask(s_emit *e, const char *mask, int rank, const char *x, c
         if (!(cs = s_aux(e, "ConstantOfShape", 1, &b, NULL, &zeros)))
             return GX_ENOMEM;
         gx_tensor *zt = gx_tensor_new_copy(GX_I64, 1, (int64_t[]){1}, &zv, sizeof zv);
-        if ((rc = s_set_rc(e, zt ? gx_node_set_tensor(cs, "value", &zt) : GX_ENOMEM, "value")) < 0 ||
+        rc = zt ? gx_node_set_tensor(cs, "value", &zt) : GX_ENOMEM;
+        if ((rc = s_set_rc(e, rc, "value")) < 0 ||
             (rc = s_aux_i(e, "Concat", 2, (const char *[]){m64, zeros}, NULL, &cat, "axis", 0)) < 0)
             return rc;
         if (!(z0 = s_aux_i64(e, "zero", false, 1, &zv)) ||
@@ -2506,17 +2507,21 @@ static int s_ms_attend(s_emit *e, const s_ms_attn *a)
     return scale != 0.0f ? s_set_rc(e, gx_node_set_float(n, "scale", scale), "scale") : GX_OK;
 }
 
-/* The rank of mask input name for e: declared (s_ms_rank) and one of lo
- * to 3, else an error naming what is missing. */
+/* The rank of mask input name for e: declared (s_ms_rank) and 1 to 3,
+ * else an error naming what is missing. */
 static int s_ms_mask_rank(s_emit *e, const char *name, const char *what, int *rank)
 {
+    char got[32] = "it is not declared";
     *rank = s_ms_rank(e->c, name);
-    if (*rank < 1 || *rank > 3)
-        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
-                      "%s of %s must have a rank gexec can read in the model (a graph input, "
-                      "an initializer or value_info: [B] or [2B] lengths, [B, T] or [B, S, T]); "
-                      "%s", what, e->op, *rank < 0 ? "it is not declared" : "4-D masks are not supported");
-    return GX_OK;
+    if (*rank >= 1 && *rank <= 3)
+        return GX_OK;
+    if (*rank >= 0)
+        snprintf(got, sizeof got, "it has %d", *rank);
+    return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                  "%s of %s must have a rank gexec can read in the model (a graph input, an "
+                  "initializer or value_info) of 1 to 3 ([B] or [2B] lengths, [B, T], [B, S, "
+                  "T]); %s",
+                  what, e->op, got);
 }
 
 /* Attention (input, weights, bias, mask_index, past, attention_bias,
@@ -3159,6 +3164,16 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
     if (!other && !c->has_opset)
         return s_fail(c, GX_EUNSUPPORTED, path,
                       "op '%.60s' of ai.onnx, but the model imports no ai.onnx opset", op);
+    /* the ops of ai.onnx.ml and ai.onnx.preview.training (no ai.onnx op
+     * has their names) are gexec ops too: an ai.onnx node naming one is
+     * refused rather than run as the other domain's */
+    for (size_t i = 0; !other && i < sizeof s_other_ops / sizeof s_other_ops[0]; i++)
+        if (strcmp(op, s_other_ops[i].op) == 0 &&
+            strncmp(s_other_ops[i].domain, "ai.onnx.", 8) == 0)
+            return s_fail(c, GX_EUNSUPPORTED, path,
+                          "op '%.60s' is not an ai.onnx op (the node's domain is %s): it is an op "
+                          "of domain '%s'; set the node's domain",
+                          op, *dom ? "'ai.onnx'" : "empty, ai.onnx", s_other_ops[i].domain);
     if (!other && strcmp(op, "RegexFullMatch") == 0) /* docs/strings.md */
         return s_fail(c, GX_EUNSUPPORTED, path,
                       "RegexFullMatch is not supported: gexec has no regular expression engine "

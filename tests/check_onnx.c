@@ -954,6 +954,22 @@ START_TEST(test_onnx_unsupported)
                "not supported (opset 3 imported;",
                "graph.node[1] (ZipMap 'zm'): ZipMap is not supported: it outputs a sequence of "
                "maps", "export the model without ZipMap");
+    /* an ai.onnx node naming another domain's op is refused, not run as
+     * that op */
+    g = s_graph("foreign");
+    ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){2})));
+    ADD(g, node, s_node("Scaler", "sc", "x", "y"));
+    ADD(g, node, n = s_node("Adam", "ad", "y", "z"));
+    n->domain = s_str("ai.onnx");
+    ADD(g, node, s_node("Relu", "ok", "z", "w"));
+    ADD(g, output, s_vi("w", NULL));
+    ASSERT_ERR(s_parse(s_model(g, "", 13), &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "2 unsupported features",
+               "graph.node[0] (Scaler 'sc'): op 'Scaler' is not an ai.onnx op (the node's domain "
+               "is empty, ai.onnx): it is an op of domain 'ai.onnx.ml'; set the node's domain",
+               "graph.node[1] (Adam 'ad'): op 'Adam' is not an ai.onnx op (the node's domain is "
+               "'ai.onnx'): it is an op of domain 'ai.onnx.preview.training'");
+    ck_assert_ptr_null(strstr(err, "'ok'"));
 }
 END_TEST
 
@@ -2285,15 +2301,19 @@ END_TEST
 /* ---- com.microsoft contrib ops (the lowerings of libclient/onnx.c) ---- */
 
 /* A model importing ai.onnx 17 and com.microsoft 1 (version v). */
+/* A model of g importing ai.onnx 17, com.microsoft v and
+ * com.microsoft.nchwc 1. */
 static Onnx__ModelProto *s_ms_model(Onnx__GraphProto *g, int64_t v)
 {
     Onnx__ModelProto *m = s_model(g, "", 17);
-    Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
-    onnx__operator_set_id_proto__init(o);
-    o->domain = s_str("com.microsoft");
-    o->has_version = 1;
-    o->version = v;
-    m->opset_import[m->n_opset_import++] = o;
+    for (int i = 0; i < 2; i++) {
+        Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
+        onnx__operator_set_id_proto__init(o);
+        o->domain = s_str(i ? "com.microsoft.nchwc" : "com.microsoft");
+        o->has_version = 1;
+        o->version = i ? 1 : v;
+        m->opset_import[m->n_opset_import++] = o;
+    }
     return m;
 }
 
@@ -2547,23 +2567,33 @@ START_TEST(test_onnx_ms_refused)
     const int64_t d23[2] = {2, 3};
     Onnx__GraphProto *g = s_graph("r");
     s_cv_input(g, "x", F32, 2, d23);
-    s_ms_node(g, "Attention", "x", "a");
-    Onnx__NodeProto *n = s_ms_node(g, "FusedMatMul", "x,x", "b");
+    s_cv_input(g, "w", F32, 2, d23);
+    Onnx__NodeProto *n = s_ms_node(g, "Attention", "x,w", "a");
+    s_attr_i(n, "num_heads", 1);
+    s_attr_i(n, "do_rotary", 1);
+    ADD(g, node, s_node("Relu", "r", "x", "xr"));
+    n = s_ms_node(g, "Attention", "x,w,,xr", "a2");
+    s_attr_i(n, "num_heads", 1);
+    s_ms_node(g, "MultiHeadAttention", "x", "a3");
+    n = s_ms_node(g, "FusedMatMul", "xr,x", "b");
     s_attr_i(n, "transBatchA", 1);
     n = s_ms_node(g, "FusedConv", "x,x", "c");
     s_attr_s(n, "activation", "Elu");
-    n = s_ms_node(g, "ReorderInput", "x", "d");
+    n = s_ms_node(g, "Conv", "x,xr", "d");
+    n->domain = s_str("com.microsoft.nchwc");
+    n = s_ms_node(g, "Frob", "x", "d2");
     n->domain = s_str("com.microsoft.nchwc");
     ADD(g, node, s_node("Relu", "ok", "x", "e"));
     ADD(g, output, s_vi("e", NULL));
     ASSERT_ERR(s_parse(s_ms_model(g, 1), &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "4 unsupported features",
-               "graph.node[0] (Attention): op 'Attention' of domain 'com.microsoft' is not "
-               "supported (opset 1 imported",
-               "(FusedMatMul): FusedMatMul with transBatchA or transBatchB is not supported",
+               "7 unsupported features",
+               "graph.node[0] (Attention): Attention: attribute 'do_rotary' is not supported",
+               "(Attention): mask_index of Attention must have a rank gexec can read in the model",
+               "(MultiHeadAttention): MultiHeadAttention with packed QKV or KV",
+               "(FusedMatMul): FusedMatMul with transBatchA needs the rank of A declared",
                "(FusedConv): activation 'Elu' is not supported",
-               "(ReorderInput): operator domain 'com.microsoft.nchwc' is not supported",
-               "save the model at ORT_ENABLE_EXTENDED");
+               "(Conv): nchwc Conv needs its weights as a 4-D initializer",
+               "(Frob): op 'Frob' of domain 'com.microsoft.nchwc' is not supported (opset 1");
     ck_assert_ptr_null(strstr(err, "'ok'"));
     /* the contrib ops are read in com.microsoft's version 1 only */
     g = s_graph("v");
