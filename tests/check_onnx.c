@@ -2559,6 +2559,58 @@ START_TEST(test_onnx_convert_ms_nhwc)
 }
 END_TEST
 
+/* com.microsoft.nchwc without ONNX Runtime: a Conv on NCHW input of 10
+ * channels (so blocks of 16: weights OIHWBo [O/16, I, KH, KW, 16]) with
+ * Relu, cut to 12 channels; then ReorderInput padding 5 channels to 8, a
+ * Conv of 8 outputs (blocks of 8: OIHWBiBo [O/8, I/8, KH, KW, 8, 8]) and
+ * ReorderOutput to 6 channels, NHWC. */
+START_TEST(test_onnx_convert_nchwc)
+{
+    for (int m = 0; m < 2; m++) {
+        const int64_t c = m ? 5 : 10, o = m ? 8 : 16, keep = m ? 6 : 12, ci = m ? 8 : 10;
+        const int64_t dx[4] = {1, c, 2, 2}, dw[4] = {o, ci, 1, 1}, db[1] = {o};
+        float xv[40], wv[160], bv[16];
+        for (int i = 0; i < c * 4; i++)
+            xv[i] = (float)((i * 5) % 11 - 5) * 0.25f;
+        for (int i = 0; i < o * ci; i++)
+            wv[i] = (float)((i * 7) % 13 - 6) * 0.125f;
+        for (int i = 0; i < o; i++)
+            bv[i] = m ? 0.0f : (float)(i % 3) * 0.5f - 0.5f;
+        Onnx__GraphProto *g = s_graph("nchwc");
+        s_cv_input(g, "x", F32, 4, dx);
+        ADD(g, initializer, s_f32("w", 4, dw, wv, (size_t)(o * ci)));
+        ADD(g, initializer, s_f32("b", 1, db, bv, (size_t)o));
+        Onnx__NodeProto *n;
+        if (m) {
+            ADD(g, node, n = s_node("ReorderInput", "ri", "x", "xb"));
+            n->domain = s_str("com.microsoft.nchwc");
+        }
+        ADD(g, node, n = s_node("Conv", "conv", m ? "xb,w,b" : "x,w,b", "yb"));
+        n->domain = s_str("com.microsoft.nchwc");
+        s_attr_is(n, "kernel_shape", 2, (int64_t[]){1, 1});
+        if (!m)
+            s_attr_s(n, "activation", "Relu");
+        ADD(g, node, n = s_node("ReorderOutput", "ro", "yb", "y"));
+        n->domain = s_str("com.microsoft.nchwc");
+        s_attr_i(n, "channels", keep);
+        s_attr_i(n, "channels_last", m);
+        ADD(g, output, s_vi("y", NULL));
+        double want[48];
+        for (int k = 0; k < keep; k++)
+            for (int p = 0; p < 4; p++) {
+                double v = bv[k];
+                for (int i = 0; i < c; i++) /* W[k][i] at i * block + k */
+                    v += (double)wv[i * o + k] * xv[i * 4 + p];
+                want[m ? p * keep + k : k * 4 + p] = m ? v : fmax(v, 0.0);
+            }
+        const int64_t dy[4] = {1, m ? 2 : keep, 2, m ? keep : 2};
+        gx_tensor *x = s_cv_f32(4, dx, xv);
+        s_cv_check(m ? "nchwc OIHWBiBo, 8" : "nchwc OIHWBo, 16", s_ms_model(g, 1), 1, &x, 0,
+                   GX_F32, 4, dy, want);
+    }
+}
+END_TEST
+
 /* What the importer refuses of com.microsoft, node by node. */
 START_TEST(test_onnx_ms_refused)
 {
@@ -2646,6 +2698,7 @@ Suite *onnx_suite(void)
     tcase_add_test(tc, test_onnx_convert_ms_gelu);
     tcase_add_test(tc, test_onnx_convert_ms_norms);
     tcase_add_test(tc, test_onnx_convert_ms_nhwc);
+    tcase_add_test(tc, test_onnx_convert_nchwc);
     suite_add_tcase(s, tc);
     return s;
 }
