@@ -2032,9 +2032,12 @@ static int s_ms_swap_last(s_emit *e, const char *x, const char **y)
 }
 
 /* The rank of value name: s_rank_of's, else the one the graph's
- * value_info declares (ORT writes it into the models it saves; the
- * lowering checks it at run time with s_ms_rank_guard); -1 unknown. */
-static int s_ms_rank(const s_ctx *c, const char *name)
+ * value_info declares (ORT writes it into the models it saves), else
+ * what its maker gives: Cast, Identity and elementwise unary ops keep
+ * their input's, ReduceSum/ReduceMax with keepdims=0 drops its axes (how
+ * the transformer fusions make mask_index); -1 unknown. The lowerings
+ * check it when the graph runs (s_ms_rank_guard). depth bounds the walk. */
+static int s_ms_rank_at(const s_ctx *c, const char *name, int depth)
 {
     int r = s_rank_of(c, name);
     const Onnx__GraphProto *gp = c->graph;
@@ -2047,7 +2050,34 @@ static int s_ms_rank(const s_ctx *c, const char *name)
             tp->tensor_type->shape && tp->tensor_type->shape->n_dim <= GX_MAX_DIMS)
             r = (int)tp->tensor_type->shape->n_dim;
     }
+    for (size_t i = 0; r < 0 && gp && depth < 16 && i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        if (!n || n->n_output < 1 || !n->output[0] || strcmp(n->output[0], name) != 0 ||
+            n->n_input < 1 || !n->input[0] || !n->op_type || (n->domain && *n->domain))
+            continue;
+        const char *op = n->op_type;
+        bool reduce = strcmp(op, "ReduceSum") == 0 || strcmp(op, "ReduceMax") == 0;
+        if (!reduce && strcmp(op, "Cast") && strcmp(op, "Identity") && strcmp(op, "Not"))
+            return -1;
+        int in = s_ms_rank_at(c, n->input[0], depth + 1);
+        if (!reduce || in < 0)
+            return in;
+        if (s_find_int(n, "keepdims", 1))
+            return in;
+        const Onnx__AttributeProto *ax =
+            s_find_typed(n, "axes", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+        const Onnx__TensorProto *t = n->n_input > 1 && n->input[1] && *n->input[1]
+                                         ? s_const_named(c, n->input[1])
+                                         : NULL;
+        int64_t k = ax ? (int64_t)ax->n_ints : t && t->n_dims == 1 ? t->dims[0] : -1;
+        return k > 0 && k <= in ? in - (int)k : -1;
+    }
     return r;
+}
+
+static int s_ms_rank(const s_ctx *c, const char *name)
+{
+    return s_ms_rank_at(c, name, 0);
 }
 
 /* x, checked to have r axes when the graph runs: Reshape(x,

@@ -272,6 +272,7 @@ typedef struct s_in {
 } s_in;
 
 /* masks: key lengths; lengths then starts; raw [B, T] and [B, S, T];
+ * (attn_reduce: its [B, S] mask summed into lengths by the model);
  * GPT-2's [B, past + S] with the first keys of sample 0 masked, so that
  * the causal mask leaves its first query no key (ORT's additive mask
  * then decides the row; with attention_bias such a row is the rounding
@@ -305,6 +306,7 @@ static const struct {
       {"attn_bias", NULL, 4, {2, 1, 5, 8}}, {"past_key", NULL, 4, {2, 2, 3, 4}}},
      {"y", "present_key", "present_value"}},
     {"fmm_batch", {{"x", NULL, 3, {2, 5, 8}}}, {"y"}},
+    {"attn_reduce", {{"x", NULL, 3, {2, 5, 8}}, {"mask", s_raw2, 2, {2, 5}}}, {"y"}},
 };
 
 START_TEST(test_onnx_ms_direct)

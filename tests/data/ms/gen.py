@@ -263,6 +263,18 @@ def attention(name, mask=None, past=False, attn_bias=False, qkv=None, present=Fa
                                 [w("w", 8, hq + hk + hv), w("b", hq + hk + hv)])
 
 
+def attn_reduce(path):
+    """Attention whose mask_index is made as the transformer fusions make
+    it: ReduceSum of the [B, S] attention mask over axis 1, Cast to int32
+    (its rank known from no declaration, only from the nodes)"""
+    nodes = [helper.make_node("ReduceSum", ["mask", "ax"], ["len64"], keepdims=0),
+             helper.make_node("Cast", ["len64"], ["len"], to=TensorProto.INT32),
+             helper.make_node("Attention", ["x", "w", "b", "len"], ["y"], domain="com.microsoft",
+                              num_heads=2)]
+    inits = [w("w", 8, 24), w("b", 24), numpy_helper.from_array(np.array([1], np.int64), "ax")]
+    save_ms(path, nodes, [vi("x", 2, 5, 8), vi32("mask", 2, 5)], [vi("y", 2, 5, 8)], inits)
+
+
 def mha(name, mask=None, past=False, attn_bias=False, present=False, bias=True, cross=True,
         **attrs):
     """MultiHeadAttention of x [2, 5, 8] (query) and kv [2, 6, 8] (cross)
@@ -326,6 +338,7 @@ DIRECT = {
     "mha_self": mha("mha_self", mask=(2, 8), past=True, present=True, attn_bias=True,
                     unidirectional=1, bias=False, cross=False),
     "fmm_batch": fmm_batch,
+    "attn_reduce": attn_reduce,
 }
 
 
