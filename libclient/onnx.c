@@ -2418,6 +2418,21 @@ static int s_ms_unsqueeze(s_emit *e, const char *x, size_t n, const int64_t *axe
     return k && s_aux(e, "Unsqueeze", 2, (const char *[]){x, k}, y, made) ? GX_OK : GX_ENOMEM;
 }
 
+/* Reshape x to the n dims d, into a fresh value *y. */
+static int s_ms_reshape(s_emit *e, const char *x, size_t n, const int64_t *d, const char **y)
+{
+    const char *k = s_aux_i64(e, "shape", false, n, d);
+    return k && s_aux(e, "Reshape", 2, (const char *[]){x, k}, NULL, y) ? GX_OK : GX_ENOMEM;
+}
+
+/* Transpose x by perm (n axes), into y (NULL: fresh, in *made). */
+static int s_ms_transpose(s_emit *e, const char *x, size_t n, const int64_t *perm,
+                             const char *y, const char **made)
+{
+    gx_node *t = s_aux(e, "Transpose", 1, &x, y, made);
+    return t ? s_set_rc(e, gx_node_set_ints(t, "perm", perm, n), "perm") : GX_ENOMEM;
+}
+
 /* The padding mask (int32 mask of the given rank) as ORT's kernel reads
  * it, additive [B, 1, 1 or S, T]: rank 1 [B] key lengths (keys from
  * end[b] on masked) or [2B] the lengths then the starts (keys before
@@ -2481,6 +2496,7 @@ static int s_ms_pad_mask(s_emit *e, const char *mask, int rank, const char *x, c
 typedef struct s_ms_attn {
     const char *q, *k, *v, *mask, *bias, *pk, *pv;
     int mask_rank;
+    bool four; /* Q, K, V 4-D [B, N, seq, H] (else 3-D [B, seq, N * H]) */
     const char *y, *present_k, *present_v;
 } s_ms_attn;
 
@@ -2502,7 +2518,7 @@ static int s_ms_attend(s_emit *e, const s_ms_attn *a)
         float zv = 0;
         /* key lengths need T: K's length, plus the past's */
         if (*a->mask && a->mask_rank == 1 &&
-            ((rc = s_ms_dim(e, a->k, 1, &t)) < 0 ||
+            ((rc = s_ms_dim(e, a->k, a->four ? 2 : 1, &t)) < 0 ||
              (*a->pk && ((rc = s_ms_dim(e, a->pk, 2, &p)) < 0 ||
                          !s_aux(e, "Add", 2, (const char *[]){p, t}, NULL, &t)))))
             return rc < 0 ? rc : GX_ENOMEM;
@@ -2530,8 +2546,9 @@ static int s_ms_attend(s_emit *e, const s_ms_attn *a)
     gx_node *n = gx_graph_add_node(e->g, "Attention", e->name, n_in, ins, n_out, outs);
     if (!n)
         return s_fail(e->c, GX_ENOMEM, e->path, "cannot add the node (out of memory)");
-    if ((rc = s_set_rc(e, gx_node_set_int(n, "q_num_heads", heads), "q_num_heads")) < 0 ||
-        (rc = s_set_rc(e, gx_node_set_int(n, "kv_num_heads", heads), "kv_num_heads")) < 0 ||
+    if ((!a->four &&
+         ((rc = s_set_rc(e, gx_node_set_int(n, "q_num_heads", heads), "q_num_heads")) < 0 ||
+          (rc = s_set_rc(e, gx_node_set_int(n, "kv_num_heads", heads), "kv_num_heads")) < 0)) ||
         (causal && (rc = s_set_rc(e, gx_node_set_int(n, "is_causal", 1), "is_causal")) < 0))
         return rc;
     return scale != 0.0f ? s_set_rc(e, gx_node_set_float(n, "scale", scale), "scale") : GX_OK;
@@ -2638,6 +2655,38 @@ static int s_ms_attention(s_emit *e)
     return s_aux_i(e, "Concat", 2, u, e->out[1], NULL, "axis", 0);
 }
 
+/* MultiHeadAttention with 4-D key and value [B, N, L, H]: query (plus
+ * the first third of bias; key and value take none) split into heads
+ * [B, N, S, H], the 4-D Attention, its output back to [B, S, N * H_v]. */
+static int s_ms_mha4(s_emit *e, s_ms_attn *a, const char *const qkv[3], const char *bias)
+{
+    int64_t heads = s_find_int(e->np, "num_heads", 0), zero = 0;
+    const char *q = qkv[0], *r, *y4, *t;
+    int rc;
+    if (heads <= 0)
+        return s_fail(e->c, GX_EATTR, e->path, "%s needs num_heads > 0", e->op);
+    if (*bias) {
+        const char *d, *z = s_aux_i64(e, "start", false, 1, &zero), *bq;
+        if (!z || (rc = s_ms_dim(e, q, 2, &d)) < 0)
+            return z ? rc : GX_ENOMEM;
+        if (!s_aux(e, "Slice", 3, (const char *[]){bias, z, d}, NULL, &bq) ||
+            !s_aux(e, "Add", 2, (const char *[]){q, bq}, NULL, &q))
+            return GX_ENOMEM;
+    }
+    if ((rc = s_ms_reshape(e, q, 4, (const int64_t[]){0, 0, heads, -1}, &r)) < 0 ||
+        (rc = s_ms_transpose(e, r, 4, (const int64_t[]){0, 2, 1, 3}, NULL, &t)) < 0 ||
+        !(y4 = s_fresh_value(e, "y4")))
+        return rc < 0 ? rc : GX_ENOMEM;
+    a->q = t, a->k = qkv[1], a->v = qkv[2], a->four = true, a->y = y4;
+    if ((rc = s_ms_attend(e, a)) < 0 ||
+        (rc = s_ms_transpose(e, y4, 4, (const int64_t[]){0, 2, 1, 3}, NULL, &t)) < 0)
+        return rc;
+    const int64_t back[3] = {0, 0, -1};
+    const char *k = s_aux_i64(e, "shape", false, 3, back);
+    return k && s_aux(e, "Reshape", 2, (const char *[]){t, k}, e->out[0], NULL) ? GX_OK
+                                                                               : GX_ENOMEM;
+}
+
 /* MultiHeadAttention (query, key, value, bias, key_padding_mask,
  * attention_bias, past_key, past_value; num_heads, unidirectional, scale,
  * mask_filter_value): 3-D query, key and value (each plus its third of
@@ -2672,14 +2721,21 @@ static int s_ms_mha(s_emit *e)
                           "MultiHeadAttention: attribute '%.60s' is not supported (gexec runs "
                           "num_heads, unidirectional, scale and mask_filter_value)", an);
     }
+    /* key and value 4-D [B, N, L, H] (BNSH: a cross-attention cache) or
+     * 3-D like query */
     static const char *const names[3] = {"query", "key", "value"};
+    bool four = s_ms_rank(e->c, in[1]) == 4 && s_ms_rank(e->c, in[2]) == 4;
     for (int i = 0; i < 3; i++) {
         int r = s_ms_rank(e->c, in[i]);
-        if (r >= 0 && r != 3)
+        if (r >= 0 && r != (four && i ? 4 : 3))
             return s_fail(e->c, GX_EUNSUPPORTED, e->path,
                           "MultiHeadAttention with a %d-D %s is not supported (gexec runs 3-D "
-                          "query, key and value)", r, names[i]);
+                          "query, and 3-D or 4-D [B, N, L, H] key and value)", r, names[i]);
     }
+    if (four && *in[6])
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "MultiHeadAttention: past_key and past_value with 4-D key and value are "
+                      "not supported");
     s_ms_attn a = {.mask = in[4], .bias = in[5], .pk = in[6], .pv = in[7], .y = e->out[0],
                    .present_k = e->n_out > 1 ? e->out[1] : NULL,
                    .present_v = e->n_out > 2 ? e->out[2] : NULL};
@@ -2687,8 +2743,10 @@ static int s_ms_mha(s_emit *e)
         return rc;
     const char *qkv[3];
     for (int i = 0; i < 3; i++)
-        if ((rc = s_ms_rank_guard(e, in[i], 3, &qkv[i])) < 0)
+        if ((rc = s_ms_rank_guard(e, in[i], four && i ? 4 : 3, &qkv[i])) < 0)
             return rc;
+    if (four)
+        return s_ms_mha4(e, &a, qkv, in[3]);
     if (*in[3]) {
         const char *parts[3];
         for (int i = 0; i < 3; i++)
@@ -2843,21 +2901,6 @@ static int s_nchwc_block(s_emit *e, int *block)
                        : "is neither 8 nor 16 by their weights");
 }
 
-/* Reshape x to the n dims d, into a fresh value *y. */
-static int s_nchwc_reshape(s_emit *e, const char *x, size_t n, const int64_t *d, const char **y)
-{
-    const char *k = s_aux_i64(e, "shape", false, n, d);
-    return k && s_aux(e, "Reshape", 2, (const char *[]){x, k}, NULL, y) ? GX_OK : GX_ENOMEM;
-}
-
-/* Transpose x by perm (n axes), into y (NULL: fresh, in *made). */
-static int s_nchwc_transpose(s_emit *e, const char *x, size_t n, const int64_t *perm,
-                             const char *y, const char **made)
-{
-    gx_node *t = s_aux(e, "Transpose", 1, &x, y, made);
-    return t ? s_set_rc(e, gx_node_set_ints(t, "perm", perm, n), "perm") : GX_ENOMEM;
-}
-
 /* Conv (X, W, B, Sum; activation, activation_params and Conv's
  * attributes): W, saved by ORT as [O padded, I, KH, KW] in blocks
  * (OIHWBiBo: [O/B, I/B, KH, KW, Bi, Bo] for NCHWc input; OIHWBo: [O/B,
@@ -2882,16 +2925,16 @@ static int s_nchwc_conv(s_emit *e)
     const char *r, *t, *back;
     if (bibo) {
         int64_t d[6] = {w[0] / block, w[1] / block, w[2], w[3], block, block};
-        if ((rc = s_nchwc_reshape(e, e->in[1], 6, d, &r)) < 0 ||
-            (rc = s_nchwc_transpose(e, r, 6, (const int64_t[]){0, 5, 1, 4, 2, 3}, NULL, &t)) < 0)
+        if ((rc = s_ms_reshape(e, e->in[1], 6, d, &r)) < 0 ||
+            (rc = s_ms_transpose(e, r, 6, (const int64_t[]){0, 5, 1, 4, 2, 3}, NULL, &t)) < 0)
             return rc;
     } else {
         int64_t d[5] = {w[0] / block, w[1], w[2], w[3], block};
-        if ((rc = s_nchwc_reshape(e, e->in[1], 5, d, &r)) < 0 ||
-            (rc = s_nchwc_transpose(e, r, 5, (const int64_t[]){0, 4, 1, 2, 3}, NULL, &t)) < 0)
+        if ((rc = s_ms_reshape(e, e->in[1], 5, d, &r)) < 0 ||
+            (rc = s_ms_transpose(e, r, 5, (const int64_t[]){0, 4, 1, 2, 3}, NULL, &t)) < 0)
             return rc;
     }
-    if ((rc = s_nchwc_reshape(e, t, 4, w, &back)) < 0)
+    if ((rc = s_ms_reshape(e, t, 4, w, &back)) < 0)
         return rc;
     e->in[1] = back;
     return s_ms_fused_conv(e);
@@ -2908,7 +2951,7 @@ static int s_nchwc_reorder_input(s_emit *e)
     if ((rc = s_nchwc_block(e, &block)) < 0)
         return rc;
     if (s_find_int(e->np, "channels_last", 0) &&
-        (rc = s_nchwc_transpose(e, x, 4, (const int64_t[]){0, 3, 1, 2}, NULL, &x)) < 0)
+        (rc = s_ms_transpose(e, x, 4, (const int64_t[]){0, 3, 1, 2}, NULL, &x)) < 0)
         return rc;
     /* pad: (block - C % block) % block after the channels */
     int64_t bv = block, zeros[5] = {0, 0, 0, 0, 0};
@@ -2942,7 +2985,7 @@ static int s_nchwc_reorder_output(s_emit *e)
         !(ax = s_aux_i64(e, "axis", false, 1, &one)) ||
         !s_aux(e, "Slice", 4, (const char *[]){x, st, en, ax}, last ? NULL : e->out[0], &y))
         return GX_ENOMEM;
-    return last ? s_nchwc_transpose(e, y, 4, (const int64_t[]){0, 2, 3, 1}, e->out[0], NULL)
+    return last ? s_ms_transpose(e, y, 4, (const int64_t[]){0, 2, 3, 1}, e->out[0], NULL)
                 : GX_OK;
 }
 

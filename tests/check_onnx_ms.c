@@ -307,6 +307,10 @@ static const struct {
      {"y", "present_key", "present_value"}},
     {"fmm_batch", {{"x", NULL, 3, {2, 5, 8}}}, {"y"}},
     {"attn_reduce", {{"x", NULL, 3, {2, 5, 8}}, {"mask", s_raw2, 2, {2, 5}}}, {"y"}},
+    {"mha_bnsh",
+     {{"x", NULL, 3, {2, 5, 8}}, {"key", NULL, 4, {2, 2, 6, 4}}, {"value", NULL, 4, {2, 2, 6, 4}},
+      {"mask", s_kv_len, 1, {2}}},
+     {"y"}},
 };
 
 START_TEST(test_onnx_ms_direct)

@@ -275,6 +275,16 @@ def attn_reduce(path):
     save_ms(path, nodes, [vi("x", 2, 5, 8), vi32("mask", 2, 5)], [vi("y", 2, 5, 8)], inits)
 
 
+def mha_bnsh(path):
+    """MultiHeadAttention with 4-D key and value [B, N, L, H] (a cross
+    attention cache), bias and key lengths"""
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
+             helper.make_node("MultiHeadAttention", ["q", "key", "value", "b", "mask"], ["y"],
+                              domain="com.microsoft", num_heads=2)]
+    save_ms(path, nodes, [vi("x", 2, 5, 8), vi("key", 2, 2, 6, 4), vi("value", 2, 2, 6, 4),
+                          vi32("mask", 2)], [vi("y", 2, 5, 8)], [w("wq", 8, 8), w("b", 24)])
+
+
 def mha(name, mask=None, past=False, attn_bias=False, present=False, bias=True, cross=True,
         **attrs):
     """MultiHeadAttention of x [2, 5, 8] (query) and kv [2, 6, 8] (cross)
@@ -339,6 +349,7 @@ DIRECT = {
                     unidirectional=1, bias=False, cross=False),
     "fmm_batch": fmm_batch,
     "attn_reduce": attn_reduce,
+    "mha_bnsh": mha_bnsh,
 }
 
 
