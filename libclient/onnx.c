@@ -2690,8 +2690,8 @@ static int s_ms_mha4(s_emit *e, s_ms_attn *a, const char *const qkv[3], const ch
 /* MultiHeadAttention (query, key, value, bias, key_padding_mask,
  * attention_bias, past_key, past_value; num_heads, unidirectional, scale,
  * mask_filter_value): 3-D query, key and value (each plus its third of
- * bias), 4-D past_key and past_value, outputs output, present_key and
- * present_value. Packed QKV or KV, 4-D key and value,
+ * bias) or 4-D key and value (s_ms_mha4), 4-D past_key and past_value,
+ * outputs output, present_key and present_value. Packed QKV or KV,
  * past_sequence_length, cache_indirection and output qk are refused. */
 static int s_ms_mha(s_emit *e)
 {
@@ -2702,7 +2702,7 @@ static int s_ms_mha(s_emit *e)
     if (e->n_in < 3 || !*in[0] || !*in[1] || !*in[2])
         return s_fail(e->c, GX_EUNSUPPORTED, e->path,
                       "MultiHeadAttention with packed QKV or KV (key or value omitted) is not "
-                      "supported: gexec runs separate 3-D query, key and value");
+                      "supported: gexec runs a 3-D query with separate key and value");
     if (e->n_in > 10 || e->n_out < 1 || e->n_out > 4)
         return s_fail(e->c, GX_EFORMAT, e->path, "MultiHeadAttention: %zu inputs, %zu outputs",
                       e->n_in, e->n_out);
