@@ -2490,9 +2490,11 @@ static int s_ms_pad_mask(s_emit *e, const char *mask, int rank, const char *x, c
     return s_ms_unsqueeze(e, w, rank == 3 ? 1 : 2, (const int64_t[]){1, 2}, NULL, y);
 }
 
-/* What the two ops share, after their own inputs are ready: q, k, v 3-D;
- * past_key, past_value 4-D or ""; mask (int32, its rank) and bias or "";
- * the outputs y, present_key, present_value ("" or NULL: not asked). */
+/* What the two ops share, after their own inputs are ready: q, k, v (3-D,
+ * or 4-D with four); past_key, past_value 4-D or ""; mask (int32, its
+ * rank) and attention_bias or ""; the outputs y, present_key,
+ * present_value ("" or NULL: not asked). s_ms_attend emits the Attention
+ * node, its mask made as the section's comment says. */
 typedef struct s_ms_attn {
     const char *q, *k, *v, *mask, *bias, *pk, *pv;
     int mask_rank;
