@@ -88,6 +88,8 @@ typedef struct s_ctx {
     size_t n_domains;
     const Onnx__GraphProto *graph; /* the graph whose nodes are being read */
     const Onnx__GraphProto *main;  /* the model's graph */
+    const Onnx__GraphProto *nchwc_graph; /* the graph nchwc_block was found for */
+    int nchwc_block;                     /* its NCHWc block size (s_nchwc_block) */
     size_t n_unused;
     /* strings made here (node and value names), freed at the end */
     char **owned;
@@ -2867,6 +2869,10 @@ static int s_nchwc_block(s_emit *e, int *block)
     s_ctx *c = e->c;
     const Onnx__GraphProto *gp = c->graph;
     unsigned fits = 3; /* bit 0: 8, bit 1: 16 */
+    if (c->nchwc_graph == gp && c->nchwc_block) {
+        *block = c->nchwc_block;
+        return GX_OK;
+    }
     for (size_t i = 0; gp && i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         int64_t w[4];
@@ -2886,16 +2892,19 @@ static int s_nchwc_block(s_emit *e, int *block)
                 fits &= ~(1u << b);
         }
     }
-    if (fits == 1 || fits == 2) {
+    if (fits == 1 || fits == 2)
         *block = fits == 1 ? 8 : 16;
-        return GX_OK;
-    }
 #if defined(__x86_64__) || defined(__i386__)
-    if (fits == 3) {
+    else if (fits == 3)
         *block = __builtin_cpu_supports("avx512f") ? 16 : 8;
+#endif
+    else
+        *block = 0;
+    if (*block) {
+        c->nchwc_graph = gp;
+        c->nchwc_block = *block;
         return GX_OK;
     }
-#endif
     return s_fail(c, GX_EUNSUPPORTED, e->path,
                   "the NCHWc block size of this model's com.microsoft.nchwc Convs %s; save the "
                   "model at ORT_ENABLE_EXTENDED instead",
