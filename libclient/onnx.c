@@ -2035,8 +2035,8 @@ static int s_ms_swap_last(s_emit *e, const char *x, const char **y)
 
 /* The rank of value name: s_rank_of's, else the one the graph's
  * value_info declares (ORT writes it into the models it saves), else
- * what its maker gives: Cast, Identity and elementwise unary ops keep
- * their input's, ReduceSum/ReduceMax with keepdims=0 drops its axes (how
+ * what its maker gives: Cast, Identity and Not keep their input's,
+ * ReduceSum/ReduceMax with keepdims=0 drops its axes (how
  * the transformer fusions make mask_index); -1 unknown. The lowerings
  * check it when the graph runs (s_ms_rank_guard). depth bounds the walk. */
 static int s_ms_rank_at(const s_ctx *c, const char *name, int depth)
