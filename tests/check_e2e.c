@@ -923,20 +923,27 @@ START_TEST(test_replica_slices_counted)
     ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
     gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){8, 256});
     memset(gx_tensor_data(x), 0, 8 * 256 * sizeof(float));
+    /* a seq job; replica jobs until one ran in slices (a replica job runs
+     * whole when no helper is free at that moment: no timing assumed);
+     * then one more, which compiles nothing new */
     double bytes[3];
     static const gx_mode modes[] = {GX_MODE_SEQ, GX_MODE_REPLICA, GX_MODE_REPLICA};
     for (int m = 0; m < 3; m++) {
-        gx_request *rq = gx_request_new();
-        gx_request_set_graph_id(rq, &id);
-        gx_request_add_input(rq, "x", x);
-        gx_request_set_mode(rq, modes[m]);
-        gx_result *r = NULL;
-        ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
-        ck_assert_msg(gx_result_status(r) == GX_OK, "%s", gx_result_message(r));
-        if (modes[m] == GX_MODE_REPLICA)
-            ck_assert_int_gt(gx_result_info(r)->replicas, 1);
-        gx_result_destroy(&r);
-        gx_request_destroy(&rq);
+        int replicas = 0;
+        for (int tries = 0; tries < 10000 && (m == 1 ? replicas < 2 : tries == 0); tries++) {
+            gx_request *rq = gx_request_new();
+            gx_request_set_graph_id(rq, &id);
+            gx_request_add_input(rq, "x", x);
+            gx_request_set_mode(rq, modes[m]);
+            gx_result *r = NULL;
+            ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+            ck_assert_msg(gx_result_status(r) == GX_OK, "%s", gx_result_message(r));
+            replicas = gx_result_info(r)->replicas;
+            gx_result_destroy(&r);
+            gx_request_destroy(&rq);
+        }
+        if (m == 1)
+            ck_assert_int_gt(replicas, 1);
         bytes[m] = s_cpu_bytes(c);
     }
     ck_assert_msg(bytes[1] > bytes[0] && bytes[2] == bytes[1], "%.0f %.0f %.0f", bytes[0],
