@@ -1072,6 +1072,104 @@ static const char *s_build_conv1d(s_mb *b, const s_model *m)
     return h;
 }
 
+/* ---- quantized convolutions (QLinearConv, as ONNX Runtime's static
+ * quantization writes a MobileNetV2 block: uint8 activations, int8
+ * weights with per-channel scales, int32 bias) ---- */
+
+/* A uint8 scalar initializer. */
+static const char *s_u8(s_mb *b, uint8_t v)
+{
+    return s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, 0, NULL, &v, 1);
+}
+
+/* QLinearConv k x k (pad k/2, stride, group) from x (uint8, scale xs,
+ * zero point 128, c channels) to m channels of scale ys and zero point
+ * 128: random int8 weights (He uniform, per-channel scales), int32 bias. */
+static const char *s_qconv(s_mb *b, const char *x, float xs, int64_t c, int64_t m, int64_t k,
+                           int64_t stride, int64_t group, float ys)
+{
+    const int64_t cg = c / group, taps = cg * k * k, n = m * taps;
+    int8_t *w = malloc((size_t)n);
+    float *ws = malloc((size_t)m * sizeof *ws);
+    int32_t *bias = malloc((size_t)m * sizeof *bias);
+    if (!w || !ws || !bias)
+        gxb_die(S_PROG, "building a model", strerror(ENOMEM));
+    const float a = (float)sqrt(6.0 / (double)taps);
+    for (int64_t j = 0; j < m; j++) {
+        ws[j] = a / 127.0f * s_uniform(&b->rng, 0.8f, 1.2f);
+        bias[j] = (int32_t)(s_uniform(&b->rng, -0.1f, 0.1f) / (xs * ws[j]));
+    }
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (int8_t)s_uniform(&b->rng, -127.0f, 127.0f);
+    int8_t *wz = calloc((size_t)m, 1);
+    if (!wz)
+        gxb_die(S_PROG, "building a model", strerror(ENOMEM));
+    const char *wn = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 4,
+                            (int64_t[]){m, cg, k, k}, w, (size_t)n);
+    const char *wsn = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){m}, ws,
+                             (size_t)m * sizeof *ws);
+    const char *wzn = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 1, (int64_t[]){m}, wz,
+                             (size_t)m);
+    const char *bn = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, (int64_t[]){m}, bias,
+                            (size_t)m * sizeof *bias);
+    Onnx__NodeProto *q = s_node(b, "QLinearConv", 9,
+                                (const char *[]){x, s_scalar(b, xs), s_u8(b, 128), wn, wsn, wzn,
+                                                 s_scalar(b, ys), s_u8(b, 128), bn});
+    s_attr_ints(b, q, "kernel_shape", 2, (int64_t[]){k, k});
+    s_attr_ints(b, q, "pads", 4, (int64_t[]){k / 2, k / 2, k / 2, k / 2});
+    s_attr_ints(b, q, "strides", 2, (int64_t[]){stride, stride});
+    s_attr_int(b, q, "group", group);
+    free(w), free(ws), free(bias), free(wz);
+    return q->output[0];
+}
+
+/* QuantizeLinear of the float input to uint8 (scale s, zero point 128). */
+static const char *s_quant(s_mb *b, const char *x, float s)
+{
+    return s_node(b, "QuantizeLinear", 3, (const char *[]){x, s_scalar(b, s), s_u8(b, 128)})
+        ->output[0];
+}
+
+static const char *s_dequant(s_mb *b, const char *x, float s)
+{
+    return s_node(b, "DequantizeLinear", 3, (const char *[]){x, s_scalar(b, s), s_u8(b, 128)})
+        ->output[0];
+}
+
+#define S_QS (6.0f / 255.0f) /* the activations' scale: about [-3, 3] */
+
+/* A MobileNetV2 inverted residual block, quantized: 1x1 expand c -> 6c,
+ * depthwise 3x3, 1x1 project 6c -> c, residual Add in float. */
+static const char *s_build_qmbv2(s_mb *b, const s_model *m)
+{
+    const int64_t c = m->x[1];
+    const char *xq = s_quant(b, "x", S_QS);
+    const char *e = s_qconv(b, xq, S_QS, c, 6 * c, 1, 1, 1, S_QS);
+    const char *d = s_qconv(b, e, S_QS, 6 * c, 6 * c, 3, 1, 6 * c, S_QS);
+    const char *p = s_qconv(b, d, S_QS, 6 * c, c, 1, 1, 1, S_QS);
+    return s_op2(b, "Add", s_dequant(b, p, S_QS), s_dequant(b, xq, S_QS));
+}
+
+/* One QLinearConv between QuantizeLinear and DequantizeLinear: 1x1 to 6
+ * times the channels, or depthwise 3x3 (stride 1 or 2). */
+static const char *s_build_qconv1x1(s_mb *b, const s_model *m)
+{
+    const int64_t c = m->x[1];
+    return s_dequant(b, s_qconv(b, s_quant(b, "x", S_QS), S_QS, c, 6 * c, 1, 1, 1, S_QS), S_QS);
+}
+
+static const char *s_build_qdw(s_mb *b, const s_model *m)
+{
+    const int64_t c = m->x[1];
+    return s_dequant(b, s_qconv(b, s_quant(b, "x", S_QS), S_QS, c, c, 3, 1, c, S_QS), S_QS);
+}
+
+static const char *s_build_qdw_s2(s_mb *b, const s_model *m)
+{
+    const int64_t c = m->x[1];
+    return s_dequant(b, s_qconv(b, s_quant(b, "x", S_QS), S_QS, c, c, 3, 2, c, S_QS), S_QS);
+}
+
 static const s_model s_models[] = {
     {"mlp_b1", "x[1,512] -> 8 x (MatMul 512x512, Add bias, Relu)", s_build_mlp, 2, {1, 512}},
     {"mlp_b64", "x[64,512] -> the same 8 layers", s_build_mlp, 2, {64, 512}},
@@ -1103,6 +1201,15 @@ static const s_model s_models[] = {
     {"gru", "x[64,1,128] -> GRU, 256 units, 64 steps at batch 1", s_build_gru, 3, {64, 1, 128}},
     {"dq_mlp", "x[8,768] -> 4 x (DynamicQuantizeLinear, MatMulInteger int8 768x768, Cast, Mul "
      "scales, Add bias, Relu)", s_build_dq_mlp, 2, {8, 768}},
+    {"qmbv2", "x[1,24,56,56] -> QuantizeLinear u8, QLinearConv 1x1 24->144, depthwise 3x3, "
+     "1x1 144->24 (int8 weights, per-channel scales), DequantizeLinear, residual Add",
+     s_build_qmbv2, 4, {1, 24, 56, 56}},
+    {"qconv1x1", "x[1,24,56,56] -> QuantizeLinear u8, QLinearConv 1x1 24->144, "
+     "DequantizeLinear", s_build_qconv1x1, 4, {1, 24, 56, 56}},
+    {"qdw", "x[1,144,56,56] -> QuantizeLinear u8, depthwise 3x3 QLinearConv, "
+     "DequantizeLinear", s_build_qdw, 4, {1, 144, 56, 56}},
+    {"qdw_s2", "x[1,144,56,56] -> the same depthwise 3x3 at stride 2", s_build_qdw_s2, 4,
+     {1, 144, 56, 56}},
     {"conv1d", "x[1,1,16000] -> 5 x (Conv1d k7/k3, dilations 1-8, to 64/128 ch, Relu)",
      s_build_conv1d, 3, {1, 1, 16000}},
     {"transformer", "x[1,128,256] -> LN (torch pieces), 4-head attention, residual, FFN "

@@ -3,6 +3,9 @@
  * elementwise ops, and which CPU kernel runs an op in a layout.
  */
 #include <stdio.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
@@ -23,7 +26,12 @@ bool gx_layout_fits(gx_layout l, const gx_view *x)
 {
     if (l == GX_LAYOUT_PLAIN)
         return true;
-    if (x->dtype != GX_F32 || x->ndim != 4 || x->layout != GX_LAYOUT_PLAIN)
+    if (x->ndim != 4 || x->layout != GX_LAYOUT_PLAIN)
+        return false;
+    /* bytes (quantized activations) in NHWC only: QLinearConv's layout */
+    if (x->dtype == GX_U8 || x->dtype == GX_I8)
+        return l == GX_LAYOUT_NHWC;
+    if (x->dtype != GX_F32)
         return false;
     return l != GX_LAYOUT_NCHW16C || (x->shape[1] > 0 && x->shape[1] % GX_LAYOUT_BLOCK == 0);
 }
@@ -110,7 +118,39 @@ typedef struct s_tr {
             for (int64_t a = a0; a < a1; a++)                                 \
                 y[b * r + a] = x[a * k + b];                                  \
     }
-S_TILE_COPY(s_tile8, uint8_t)
+/* 1-byte items (quantized activations): 16 x 16 blocks as four rounds
+ * of byte interleaves of rows i and i + 8 (SSE2, every x86-64), the rest
+ * item by item. */
+static void s_tile8(const uint8_t *restrict x, uint8_t *restrict y, int64_t r, int64_t k,
+                    int64_t a0, int64_t a1, int64_t b0, int64_t b1)
+{
+    int64_t a = a0;
+#ifdef __SSE2__
+    for (; a + 16 <= a1; a += 16) {
+        int64_t b = b0;
+        for (; b + 16 <= b1; b += 16) {
+            __m128i v[16], t[16];
+            for (int i = 0; i < 16; i++)
+                v[i] = _mm_loadu_si128((const __m128i *)(x + (a + i) * k + b));
+            for (int round = 0; round < 4; round++) {
+                for (int i = 0; i < 8; i++) {
+                    t[2 * i] = _mm_unpacklo_epi8(v[i], v[i + 8]);
+                    t[2 * i + 1] = _mm_unpackhi_epi8(v[i], v[i + 8]);
+                }
+                memcpy(v, t, sizeof v);
+            }
+            for (int i = 0; i < 16; i++)
+                _mm_storeu_si128((__m128i *)(y + (b + i) * r + a), v[i]);
+        }
+        for (; b < b1; b++)
+            for (int64_t i = a; i < a + 16; i++)
+                y[b * r + i] = x[i * k + b];
+    }
+#endif
+    for (int64_t b = b0; b < b1; b++)
+        for (int64_t i = a; i < a1; i++)
+            y[b * r + i] = x[i * k + b];
+}
 S_TILE_COPY(s_tile16, uint16_t)
 S_TILE_COPY(s_tile64, uint64_t)
 
@@ -299,11 +339,16 @@ void gx_layout_operand_fill(gx_layout l, const gx_view *c, const int64_t nchw[4]
     memcpy(out->data, c->data, (size_t)c->numel * gx_dtype_size(c->dtype));
 }
 
+/* QLinearConv in NHWC against NCHW (gx_cpu_layout_factor) */
+#define S_Q1X1_NHWC 0.5
+#define S_QDW_NHWC 0.5
+
 bool gx_layout_sensitive(gx_op op)
 {
     return op == GX_OP_CONV || op == GX_OP_MAXPOOL || op == GX_OP_AVERAGEPOOL ||
            op == GX_OP_GLOBALAVERAGEPOOL || op == GX_OP_GLOBALMAXPOOL || op == GX_OP_BATCHNORM ||
-           op == GX_OP_INSTANCENORM || op == GX_OP_RESIZE || op == GX_OP_CONCAT;
+           op == GX_OP_INSTANCENORM || op == GX_OP_RESIZE || op == GX_OP_CONCAT ||
+           op == GX_OP_QLINEAR_CONV;
 }
 
 gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, char *why,
@@ -311,6 +356,19 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
 {
     if (l == GX_LAYOUT_PLAIN)
         return gx_cpu_kernel(op);
+    if (op == GX_OP_QLINEAR_CONV) {
+        /* Not yet: gx_cpu_qconv_layout's kernels are exact but ran slower
+         * than the NCHW ones (docs/layout.md) */
+        snprintf(why, len, "%s: QLinearConv not yet (its NHWC kernels are slower than NCHW's)",
+                 gx_layout_name(l));
+        return NULL;
+    }
+    /* the other kernels per layout are float32's */
+    if (ic->n_out > 0 && ic->out[0].dtype != GX_F32) {
+        snprintf(why, len, "%s: %s of %s has no kernel for it", gx_layout_name(l),
+                 gx_op_name(op), gx_dtype_name(ic->out[0].dtype));
+        return NULL;
+    }
     if (op == GX_OP_CONV)
         return gx_cpu_conv_layout(l, ic, why, len);
     if (op == GX_OP_RESIZE)
@@ -348,6 +406,14 @@ double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
         return 1.0;
     if (op == GX_OP_CONCAT) /* the same copies, in runs of a pixel's channels in NHWC */
         return nhwc ? 1.1 : 1.0;
+    if (op == GX_OP_QLINEAR_CONV && ic->n_in > 3 && ic->in[3].ndim == 4) {
+        /* bench_ort's qconv1x1 and qdw (56x56, 24 -> 144 channels and
+         * depthwise 3x3 over 144), one AVX-512 VNNI core, against the
+         * NCHW kernels (ops/cpu/qgemm.c's direct one, ops/cpu/conv.c's
+         * depthwise planes) */
+        return ic->in[3].shape[1] == 1 && ic->attr[GX_QLINEARCONV_GROUP].i > 1 ? S_QDW_NHWC
+                                                                                : S_Q1X1_NHWC;
+    }
     if (op == GX_OP_RESIZE) /* a memcpy of C floats per pixel against a gather per element */
         return 0.5;
     if (op == GX_OP_CONV && ic->n_in >= 2 && ic->in[1].ndim == 4) {

@@ -164,4 +164,11 @@ gx_kernel_fn gx_cpu_concat_layout(gx_layout l, const gx_infer *ic, char *why, si
  * of C floats copied; the same bytes as in NCHW. NULL with why otherwise. */
 gx_kernel_fn gx_cpu_resize_layout(gx_layout l, const gx_infer *ic, char *why, size_t len);
 
+/* QLinearConv in NHWC bytes (ops/cpu/qconv_layout.c): the kernel for
+ * layout l or NULL with why. 1x1 (group 1, no padding) and depthwise
+ * windows with constant weights, where AVX-512 (and VNNI for 1x1) runs.
+ * Its input 3 is W packed by the qgemm pack (ops/qgemm.h, the prepare
+ * pass), inputs 0 and output 0 physical NHWC views. */
+gx_kernel_fn gx_cpu_qconv_layout(gx_layout l, const gx_infer *ic, char *why, size_t len);
+
 #endif

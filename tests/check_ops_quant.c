@@ -11,6 +11,7 @@
 
 #include "ops/conv.h"
 #include "ops/gemm.h"
+#include "ops/layout.h"
 #include "ops/qgemm.h"
 #include "tests/optest.h"
 #include "tests/testutil.h"
@@ -774,6 +775,99 @@ START_TEST(test_packed_conv_integer)
 }
 END_TEST
 
+/* The NHWC kernels (ops/cpu/qconv_layout.c, gx_cpu_qconv_layout) against
+ * the reference on x and y reordered to NHWC: 1x1 (strides, channels not
+ * a multiple of 4 or 16) and depthwise (padding, stride 2, dilation, odd
+ * channel counts), u8 and i8 activations and weights, zero points not 0,
+ * per-tensor and per-channel scales, 1 and 3 shares, on AVX-512 and the
+ * plain loops. */
+START_TEST(test_qlinearconv_nhwc)
+{
+    static const struct {
+        int64_t x[4], w[4], pads[4], dil[2], st[2], group;
+    } cases[] = {
+        {{1, 24, 7, 9}, {37, 24, 1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}, 1},
+        {{2, 5, 6, 11}, {19, 5, 1, 1}, {0, 0, 0, 0}, {1, 1}, {2, 3}, 1},
+        {{1, 33, 9, 13}, {33, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 33},
+        {{2, 16, 10, 19}, {16, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}, 16},
+        {{1, 7, 12, 21}, {7, 1, 5, 3}, {2, 0, 1, 2}, {1, 2}, {1, 2}, 7},
+    };
+    static const char *const isas[] = {"avx512", "baseline"};
+    const char *was = gx_cpu_gemm_isa();
+    int ran = 0;
+    for (int is = 0; is < 2; is++) {
+        if (!gx_cpu_gemm_isa_set(isas[is]))
+            continue;
+        for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int pc = 0; pc < 2; pc++) {
+                    gx_attr at[4] = {
+                        {.name = (char *)"pads", .type = GX_ATTR_INTS,
+                         .ints = (int64_t *)cases[ci].pads, .n = 4},
+                        {.name = (char *)"dilations", .type = GX_ATTR_INTS,
+                         .ints = (int64_t *)cases[ci].dil, .n = 2},
+                        {.name = (char *)"strides", .type = GX_ATTR_INTS,
+                         .ints = (int64_t *)cases[ci].st, .n = 2},
+                        {.name = (char *)"group", .type = GX_ATTR_INT, .i = cases[ci].group}};
+                    const gx_node node = {.n_attr = 4, .attr = at};
+                    const int64_t m = cases[ci].w[0];
+                    gx_view in[9];
+                    in[0] = s_rand_of(s_bytes[ta], 4, cases[ci].x);
+                    in[1] = s_rand_of(GX_F32, SCALAR);
+                    in[2] = s_rand_of(s_bytes[ta], SCALAR);
+                    in[3] = s_rand_of(s_bytes[(ta + pc) % 2], 4, cases[ci].w);
+                    in[4] = pc ? s_rand_of(GX_F32, 1, (const int64_t[]){m})
+                               : s_rand_of(GX_F32, SCALAR);
+                    in[5] = pc ? s_rand_of(s_bytes[(ta + pc) % 2], 1, (const int64_t[]){m})
+                               : s_rand_of(s_bytes[(ta + pc) % 2], SCALAR);
+                    in[6] = s_rand_of(GX_F32, SCALAR);
+                    in[7] = s_rand_of(s_bytes[1 - ta], SCALAR);
+                    in[8] = s_rand_of(GX_I32, 1, (const int64_t[]){m});
+                    char what[96], err[ERRLEN], why[128];
+                    snprintf(what, sizeof what, "%s, NHWC QLinearConv case %zu, x %s, pc %d",
+                             isas[is], ci, gx_dtype_name(s_bytes[ta]), pc);
+                    gx_attrval av[GX_MAX_ATTRS];
+                    gx_view ref;
+                    ck_assert_msg(ot_run(GX_OP_QLINEAR_CONV, &node, 9, in, 1, av, &ref, err) ==
+                                      GX_OK,
+                                  "%s: %s", what, err);
+                    /* the pointwise kernel needs VNNI to be offered: take
+                     * it as gx_cpu_qconv_layout gives it on this CPU */
+                    const gx_infer ic = {.attr = av, .n_in = 9, .in = in, .n_out = 1, .out = &ref};
+                    gx_kernel_fn fn = gx_cpu_qconv_layout(GX_LAYOUT_NHWC, &ic, why, sizeof why);
+                    if (!fn)
+                        continue;
+                    ran++;
+                    gx_view pin[9];
+                    memcpy(pin, in, sizeof pin);
+                    pin[0] = gx_layout_physical(GX_LAYOUT_NHWC, &in[0]);
+                    pin[0].data = ot_alloc((size_t)in[0].numel);
+                    gx_layout_reorder(&in[0], &pin[0], 0, 1);
+                    pin[3].data = ot_alloc(gx_cpu_qgemm_packed_bytes(GX_OP_QLINEAR_CONV, &in[3]));
+                    gx_cpu_qgemm_pack(GX_OP_QLINEAR_CONV, &in[3], pin[3].data);
+                    for (int nth = 1; nth <= 3; nth += 2) {
+                        gx_view y = gx_layout_physical(GX_LAYOUT_NHWC, &ref);
+                        y.data = ot_alloc((size_t)ref.numel);
+                        memset(y.data, 0xA5, (size_t)ref.numel);
+                        for (int ith = 0; ith < nth; ith++) {
+                            const gx_kargs k = {.attr = av, .n_in = 9, .in = pin, .n_out = 1,
+                                                .out = &y, .ith = ith, .nth = nth};
+                            fn(&k);
+                        }
+                        gx_view back = ref;
+                        back.data = ot_alloc((size_t)ref.numel);
+                        gx_layout_reorder(&y, &back, 0, 1);
+                        s_assert_same(GX_OP_QLINEAR_CONV, &back, &ref, what);
+                    }
+                }
+        ot_free_all();
+    }
+    gx_cpu_gemm_isa_set(was);
+    if (!ran)
+        fprintf(stderr, "test_qlinearconv_nhwc: skipped, no AVX-512 on this CPU\n");
+}
+END_TEST
+
 Suite *ops_quant_suite(void)
 {
     Suite *s = suite_create("ops_quant");
@@ -792,6 +886,7 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_packed_qlinear);
     tcase_add_test(tc, test_packed_qlinearconv_direct);
     tcase_add_test(tc, test_packed_conv_integer);
+    tcase_add_test(tc, test_qlinearconv_nhwc);
     tcase_add_test(tc, test_unique);
     tcase_add_test(tc, test_unique_errors);
     tcase_add_test(tc, test_nms);

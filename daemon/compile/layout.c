@@ -45,14 +45,17 @@
 #define S_STALE_GAIN 0.03
 #define S_STALE_US 1.0
 
-/* Is value v one the pass may lay out: static, 4-D, float32, produced by
- * a step or a graph input (constants are rewritten per use instead)? */
+/* Is value v one the pass may lay out: static, 4-D, float32 (or 8-bit
+ * integers: quantized activations, NHWC only), produced by a step or a
+ * graph input (constants are rewritten per use instead)? */
 static bool s_candidate(const gxd_plan *p, int v)
 {
     const gxd_value *x = &p->values[v];
     if (x->kind != GXD_VALUE_TEMP && x->kind != GXD_VALUE_INPUT)
         return false;
-    return x->view.dtype == GX_F32 && x->view.ndim == 4 && x->view.numel > 0 && !x->keyed;
+    const gx_dtype t = x->view.dtype;
+    return (t == GX_F32 || t == GX_U8 || t == GX_I8) && x->view.ndim == 4 && x->view.numel > 0 &&
+           !x->keyed;
 }
 
 static double s_reorder_us(const gxd_plan *p, int v, size_t from, size_t to)
@@ -117,6 +120,14 @@ static gx_kernel_fn s_offer(const gxd_plan *p, const gxd_step *s, gx_layout l, d
             *factor = s_layouts(p, s)->factor(s->op, l, &ic);
         return fn;
     }
+    /* (De)QuantizeLinear's scale and zero point go along its axis, not
+     * by broadcasting: per tensor only */
+    if (s->op == GX_OP_QUANTIZE_LINEAR || s->op == GX_OP_DEQUANTIZE_LINEAR)
+        for (int k = 1; k < s->n_in; k++)
+            if (s->in[k] >= 0 && p->values[s->in[k]].view.numel != 1) {
+                snprintf(why, len, "%s: %s per axis", gx_layout_name(l), gx_op_name(s->op));
+                return NULL;
+            }
     /* elementwise: data inputs of the output's shape or broadcasting to it
      * dim by dim (a squeeze-and-excite scale [N, C, 1, 1]) and stored in
      * l too, constants that broadcast in l once rewritten */

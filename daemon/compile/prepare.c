@@ -8,7 +8,8 @@
  * kernel (ops/layout.h), which it needs; every MatMulInteger,
  * QLinearMatMul and QLinearConv step on a device with packed integer
  * operands (qgemm_pack) whose B (W) is a constant its packed kernel takes
- * (ops/qgemm.h) reads it packed and runs that kernel. Each copy is made here once and
+ * (ops/qgemm.h) reads it packed and runs that kernel, as does a
+ * QLinearConv the layout pass put in NHWC (its own kernel). Each copy is made here once and
  * shared by every job and worker: a graph constant's copy is the graph's
  * (one per source and form, for all its plans: input shapes, batch
  * slices, re-plans), another constant's (folded weights, a keyed input)
@@ -256,6 +257,15 @@ static bool s_layout_conv(const gxd_plan *p, const gxd_step *s)
 
 #define S_MAX_QIN 9 /* QLinearConv's inputs */
 
+/* A QLinearConv the layout pass put in NHWC: its kernel (the layout
+ * pass's) reads W in the qgemm packed form (ops/layout.h). */
+static bool s_layout_qconv(const gxd_plan *p, const gxd_step *s)
+{
+    return s->op == GX_OP_QLINEAR_CONV && s->layout != GX_LAYOUT_PLAIN && !s->folded &&
+           !s->fused && s->n_in > 3 && s->in[3] >= 0 &&
+           p->values[s->in[3]].kind == GXD_VALUE_CONST && p->devices[s->device]->qgemm_pack;
+}
+
 /* An integer product whose B (W) its device's packed kernel takes. */
 static bool s_qproduct_step(const gxd_plan *p, const gxd_step *s)
 {
@@ -464,7 +474,8 @@ int gxd_pass_prepare(gxd_cstate *st)
     size_t n_new = 0;
     for (size_t i = 0; i < p->n_steps; i++)
         n_new += s_product_step(p, &p->steps[i]) || s_layout_conv(p, &p->steps[i]) ||
-                 s_qproduct_step(p, &p->steps[i]) || s_tuned_conv(p, &p->steps[i]);
+                 s_qproduct_step(p, &p->steps[i]) || s_tuned_conv(p, &p->steps[i]) ||
+                 s_layout_qconv(p, &p->steps[i]);
     if (!n_new)
         return GX_OK;
     gxd_value *vals = realloc(p->values, (p->n_values + n_new + 1) * sizeof *vals);
@@ -502,6 +513,13 @@ int gxd_pass_prepare(gxd_cstate *st)
                                         "kernel",
                      gx_layout_name(s->layout), gx_layout_name(s->layout));
             rc = s_prepare_input(st, s, 1, &f, gx_layout_name(s->layout), what);
+        } else if (s_layout_qconv(p, s)) {
+            const s_form f = {p->devices[s->device], GX_OP_QLINEAR_CONV, false, s->layout,
+                              s->attr};
+            snprintf(what, sizeof what, "W as int8 in %d-column panels for the %s QLinearConv "
+                                        "kernel",
+                     GX_GEMM_PANEL, gx_layout_name(s->layout));
+            rc = s_prepare_input(st, s, 3, &f, gx_layout_name(s->layout), what);
         } else if (s_qproduct_step(p, s)) {
             const gx_backend_qgemm_pack *q = p->devices[s->device]->qgemm_pack;
             const s_form f = {p->devices[s->device], s->op, false, GX_LAYOUT_PLAIN, s->attr};

@@ -351,6 +351,11 @@ static s_dots_fn s_dots_pick(void)
     return s_dots;
 }
 
+gx_qgemm_dots_fn gx_cpu_qgemm_dots(void)
+{
+    return s_dots_pick();
+}
+
 const char *gx_cpu_qgemm_impl(void)
 {
     return s_dots_pick() == s_dots ? "qgemm.baseline" : "qgemm.avx512vnni";

@@ -1,0 +1,409 @@
+/*
+ * QLinearConv in NHWC bytes (ops/layout.h): the layout pass's kernel for a
+ * 2-D QLinearConv whose x and y it keeps channels-last, as ONNX Runtime
+ * runs quantized MobileNets. Two shapes have a kernel:
+ *
+ *   - 1x1, group 1, no padding (any stride): a GEMM of x's pixels (rows
+ *     of C bytes) by W, whose qgemm packed form (ops/qgemm.h: column sums,
+ *     16-column panels of 4-byte groups) the prepare pass made once; the
+ *     dot products are qgemm's (AVX512-VNNI where the CPU has it), and
+ *     each row's M sums are requantized 16 channels at a time straight
+ *     into y's pixel;
+ *   - depthwise (group = C = M, at most S_DW_TAPS taps): 16 channels a
+ *     vector, 8 output columns of a row in registers, each input column of
+ *     a tap row converted once to float (x - x_zp) and multiplied into
+ *     the outputs that read it. The float sums are exact integers (every
+ *     product and partial sum below 2^24), as in ops/cpu/conv.c.
+ *
+ * Arithmetic: the reference kernels' exact int32 sums, requantized as
+ * they do (rint of the sum times x_scale w_scale / y_scale, the product
+ * in double, plus y_zp, saturated): the same bytes on every ISA and
+ * split. Without AVX-512 both run plain loops; the layout pass offers
+ * this layout only where the vector kernels run (gx_cpu_qconv_layout).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/cpu/cpu.h"
+#include "ops/cpu/requant.h"
+#include "ops/conv.h"
+#include "ops/gemm.h"
+#include "ops/layout.h"
+#include "ops/qgemm.h"
+#include "ops/schema.h"
+
+#define S_P 16          /* columns of a qgemm panel */
+#define S_R 8           /* rows of x a block takes */
+#define S_MAXM 4096     /* output channels the kernels take (per-channel tables on the stack) */
+#define S_DW_TAPS 256   /* taps of a depthwise window: float sums stay exact */
+#define S_DW_FLOATS 16384 /* taps x channels of a depthwise W as float (64 KiB) */
+#define S_OB 8          /* output columns a depthwise block keeps in registers */
+#define S_DW_COLS 40    /* input columns a block's tap row reads, at most */
+
+/* Do the vector kernels run (AVX-512 F, BW, VL, DQ)? */
+static bool s_v512(void)
+{
+#ifdef GX_REQUANT_AVX512
+    return gx_requant_avx512() && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+    return false;
+#endif
+}
+
+/* ---- geometry ---- */
+
+typedef struct s_geom {
+    int64_t n, c, h, w, m, oh, ow; /* logical */
+    gx_win win;
+    bool dw;
+} s_geom;
+
+/* The node's geometry from its physical views (x NHWC, W logical). */
+static void s_geom_of(const gx_kargs *k, s_geom *g)
+{
+    const gx_view *x = &k->in[0], *wt = &k->in[3];
+    const gx_view xl = gx_layout_logical(x);
+    gx_win_init(&g->win, k->attr, "QLinearConv", &xl, wt->shape + 2, false, false, NULL, 0);
+    g->n = xl.shape[0], g->c = xl.shape[1], g->h = xl.shape[2], g->w = xl.shape[3];
+    g->m = wt->shape[0], g->oh = g->win.out[0], g->ow = g->win.out[1];
+    g->dw = k->attr[GX_QLINEARCONV_GROUP].i > 1;
+}
+
+/* Zero point i of the node (element e of a per-channel one) in its own
+ * dtype's value; 0 when absent. */
+static int32_t s_zp(const gx_kargs *k, int i, int64_t e)
+{
+    if (k->n_in <= i || k->in[i].ndim < 0 || k->in[i].numel == 0)
+        return 0;
+    const gx_view *z = &k->in[i];
+    const int64_t at = z->numel > 1 ? e : 0;
+    return z->dtype == GX_I8 ? ((const int8_t *)z->data)[at] : ((const uint8_t *)z->data)[at];
+}
+
+/* Per output channel: e = sum + cm - bz * sa (sa: the row's sum of x',
+ * read only when some bz is not 0), then rint(e * scale) + yz saturated. */
+typedef struct s_rq {
+    double scale[S_MAXM], cm[S_MAXM], bz[S_MAXM];
+    double lo, hi; /* the bounds less yz */
+    int32_t yz;
+    bool any_bz, s8;
+} s_rq;
+
+/* rq for k's node: kk products per sum; xz: x's zero point as the sums
+ * take it; sb: W's packed column sums (NULL: depthwise, whose sums are of
+ * x - x_zp already); wflip: W is uint8 (its packed form moved by 128). */
+static void s_rq_of(const gx_kargs *k, int64_t m, int64_t kk, int32_t xz, const int32_t *sb,
+                    bool wflip, s_rq *rq)
+{
+    const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
+    const float xs = *(const float *)k->in[1].data, ys = *(const float *)k->in[6].data;
+    const float *ws = k->in[4].data;
+    rq->s8 = k->out[0].dtype == GX_I8;
+    rq->yz = s_zp(k, 7, 0);
+    rq->lo = (rq->s8 ? -128.0 : 0.0) - rq->yz;
+    rq->hi = (rq->s8 ? 127.0 : 255.0) - rq->yz;
+    rq->any_bz = false;
+    for (int64_t j = 0; j < m; j++) {
+        const double bz = sb ? s_zp(k, 5, j) - (wflip ? 128 : 0) : 0;
+        rq->bz[j] = bz;
+        rq->any_bz |= bz != 0;
+        rq->cm[j] = (sb ? -(double)xz * sb[j] + (double)kk * xz * bz : 0) + (bias ? bias[j] : 0);
+        /* the scale as the reference kernels': in float, then double */
+        rq->scale[j] = (double)(xs * ws[k->in[4].numel > 1 ? j : 0] / ys);
+    }
+}
+
+/* Channels [j0, j0 + n) of a pixel: sums d, the pixel's x' sum sa, into y. */
+static void s_put(const s_rq *rq, int64_t j0, int n, const int32_t *d, int32_t sa, void *y)
+{
+    for (int i = 0; i < n; i++) {
+        const int64_t j = j0 + i;
+        double v = rint(((double)d[i] + rq->cm[j] - rq->bz[j] * sa) * rq->scale[j]);
+        v = !(v >= rq->lo) ? rq->lo : v > rq->hi ? rq->hi : v; /* NaN: lo */
+        const int32_t q = (int32_t)v + rq->yz;
+        if (rq->s8)
+            ((int8_t *)y)[i] = (int8_t)q;
+        else
+            ((uint8_t *)y)[i] = (uint8_t)q;
+    }
+}
+
+#ifdef GX_REQUANT_AVX512
+#define S_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+/* s_put for 16 channels (the first n stored) in AVX-512. */
+S_T512 static inline void s_put16(const s_rq *rq, int64_t j0, int n, __m512i d, int32_t sa,
+                                  void *y)
+{
+    const __mmask16 mk = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
+    const __mmask8 m0 = (__mmask8)mk, m1 = (__mmask8)(mk >> 8);
+    const __m512d lo = _mm512_set1_pd(rq->lo), hi = _mm512_set1_pd(rq->hi);
+    __m512d e[2];
+    gx_requant_halves(d, &e[0], &e[1]);
+    __m256i r[2];
+    for (int h = 0; h < 2; h++) {
+        const __mmask8 mh = h ? m1 : m0;
+        const double *cm = rq->cm + j0 + 8 * h, *sc = rq->scale + j0 + 8 * h;
+        __m512d v = _mm512_add_pd(e[h], _mm512_maskz_loadu_pd(mh, cm));
+        if (rq->any_bz)
+            v = _mm512_fnmadd_pd(_mm512_maskz_loadu_pd(mh, rq->bz + j0 + 8 * h),
+                                 _mm512_set1_pd((double)sa), v);
+        v = _mm512_mul_pd(v, _mm512_maskz_loadu_pd(mh, sc));
+        v = _mm512_min_pd(_mm512_max_pd(v, lo), hi); /* max first: NaN gives lo */
+        r[h] = _mm512_cvt_roundpd_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    const __m512i q = _mm512_add_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(r[0]), r[1], 1),
+                                       _mm512_set1_epi32(rq->yz));
+    _mm_mask_storeu_epi8(y, mk, _mm512_cvtepi32_epi8(q));
+}
+
+/* s_put16 of 16 sums in memory (callable from plain code). */
+S_T512 static void s_put16m(const s_rq *rq, int64_t j0, int n, const int32_t *d, int32_t sa,
+                            void *y)
+{
+    s_put16(rq, j0, n, _mm512_loadu_si512(d), sa, y);
+}
+#endif
+
+/* ---- 1x1: a GEMM over pixels ---- */
+
+static void s_pointwise(const gx_kargs *k, const s_geom *g)
+{
+    const gx_view *x = &k->in[0], *wt = &k->in[3], *y = &k->out[0];
+    const int64_t c = g->c, m = g->m, np = (m + S_P - 1) / S_P * S_P, k4 = (c + 3) / 4;
+    const int64_t rows = g->n * g->oh * g->ow, sh = g->win.stride[0], sw = g->win.stride[1];
+    const int32_t *sb = wt->data;
+    const int8_t *pb = (const int8_t *)(sb + np);
+    const bool xflip = x->dtype == GX_I8, wflip = wt->dtype == GX_U8;
+    const int32_t xz = s_zp(k, 2, 0) + (xflip ? 128 : 0);
+    s_rq rq;
+    s_rq_of(k, m, c, xz, sb, wflip, &rq);
+#ifdef GX_REQUANT_AVX512
+    const bool v512 = s_v512() && strcmp(gx_cpu_gemm_isa(), "baseline");
+#endif
+    int64_t lo, hi;
+    gx_cpu_share(k, (rows + S_R - 1) / S_R, 1, &lo, &hi);
+    uint8_t abuf[S_R * GX_QGEMM_MAX_K + 64];
+    int32_t cbuf[S_R * S_P * 2];
+    const gx_qgemm_dots_fn dots = gx_cpu_qgemm_dots();
+    for (int64_t blk = lo; blk < hi; blk++) {
+        const int64_t r0 = blk * S_R;
+        const int nr = (int)(rows - r0 < S_R ? rows - r0 : S_R);
+        int32_t sa[S_R];
+        for (int r = 0; r < nr; r++) {
+            const int64_t p = r0 + r, n = p / (g->oh * g->ow), o = p % (g->oh * g->ow);
+            const int64_t ih = o / g->ow * sh, iw = o % g->ow * sw;
+            const uint8_t *src = (const uint8_t *)x->data + ((n * g->h + ih) * g->w + iw) * c;
+            uint8_t *dst = abuf + r * k4 * 4;
+            int32_t s = 0;
+            for (int64_t i = 0; i < c; i++) {
+                dst[i] = xflip ? src[i] ^ 0x80 : src[i];
+                s += dst[i];
+            }
+            memset(dst + c, 0, (size_t)(k4 * 4 - c));
+            sa[r] = s;
+        }
+        for (int64_t p = 0; p < np / S_P; p += 2) {
+            const int64_t p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
+            const int64_t j0 = p * S_P, j1 = p1 * S_P < m ? p1 * S_P : m;
+            dots(abuf, k4 * 4, nr, k4, pb, p, p1, cbuf, S_P * 2);
+            for (int r = 0; r < nr; r++) {
+                uint8_t *yr = (uint8_t *)y->data + (r0 + r) * m;
+                for (int64_t j = j0; j < j1; j += 16) {
+                    const int n16 = (int)(j1 - j < 16 ? j1 - j : 16);
+                    const int32_t *d = cbuf + r * S_P * 2 + (j - j0);
+#ifdef GX_REQUANT_AVX512
+                    if (v512) {
+                        s_put16m(&rq, j, n16, d, sa[r], yr + j);
+                        continue;
+                    }
+#endif
+                    s_put(&rq, j, n16, d, sa[r], yr + j);
+                }
+            }
+        }
+    }
+}
+
+/* ---- depthwise ---- */
+
+/* W - w_zp as float, [taps][C rounded up to 16] (zeros past C), from
+ * W's qgemm packed form (element (tap t, channel j) in panel j / 16). */
+static void s_dw_weights(const gx_kargs *k, const s_geom *g, float *wf, int64_t cp)
+{
+    const gx_view *wt = &k->in[3];
+    const int64_t taps = g->win.k_size, np = (g->m + S_P - 1) / S_P * S_P, k4 = (taps + 3) / 4;
+    const int8_t *pb = (const int8_t *)((const int32_t *)wt->data + np);
+    const int32_t flip = wt->dtype == GX_U8 ? 128 : 0;
+    for (int64_t t = 0; t < taps; t++)
+        for (int64_t j = 0; j < cp; j++)
+            wf[t * cp + j] =
+                j < g->m ? (float)(pb[j / S_P * k4 * 64 + t / 4 * 64 + j % S_P * 4 + t % 4] -
+                                   (s_zp(k, 5, j) - flip))
+                         : 0.0f;
+}
+
+/* Output row (n, oh), channels [c0, c0 + nc), columns [ow0, ow0 + nb),
+ * exact sums into acc[nb][16] (plain loops). */
+static void s_dw_block(const s_geom *g, const uint8_t *x, bool sgn, int32_t xz, const float *wf,
+                       int64_t cp, int64_t n, int64_t oh, int64_t c0, int nc, int64_t ow0, int nb,
+                       int32_t *acc)
+{
+    const gx_win *w = &g->win;
+    memset(acc, 0, (size_t)nb * 16 * sizeof *acc);
+    for (int64_t kh = 0; kh < w->k[0]; kh++) {
+        const int64_t ih = oh * w->stride[0] - w->pad_lo[0] + kh * w->dil[0];
+        if (ih < 0 || ih >= g->h)
+            continue;
+        for (int64_t kw = 0; kw < w->k[1]; kw++) {
+            const float *wv = wf + (kh * w->k[1] + kw) * cp + c0;
+            for (int o = 0; o < nb; o++) {
+                const int64_t iw = (ow0 + o) * w->stride[1] - w->pad_lo[1] + kw * w->dil[1];
+                if (iw < 0 || iw >= g->w)
+                    continue;
+                const uint8_t *px = x + ((n * g->h + ih) * g->w + iw) * g->c + c0;
+                for (int i = 0; i < nc; i++) {
+                    const int32_t v = sgn ? (int8_t)px[i] : px[i];
+                    acc[o * 16 + i] += (v - xz) * (int32_t)wv[i];
+                }
+            }
+        }
+    }
+}
+
+#ifdef GX_REQUANT_AVX512
+/* s_dw_block in AVX-512: each input column a tap row reads converted
+ * once, S_OB accumulators of 16 channels. Requantizes into y's row. */
+S_T512 static void s_dw_block512(const s_geom *g, const uint8_t *x, bool sgn, int32_t xz,
+                                 const float *wf, int64_t cp, int64_t n, int64_t oh, int64_t c0,
+                                 int nc, int64_t ow0, int nb, const s_rq *rq, uint8_t *yrow)
+{
+    const gx_win *w = &g->win;
+    const int64_t sw = w->stride[1], dw = w->dil[1];
+    const int64_t cols = (nb - 1) * sw + (w->k[1] - 1) * dw + 1;
+    const int64_t iw0 = ow0 * sw - w->pad_lo[1];
+    const __mmask16 mk = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+    const __m512i zv = _mm512_set1_epi32(xz);
+    __m512 acc[S_OB];
+    for (int o = 0; o < S_OB; o++)
+        acc[o] = _mm512_setzero_ps();
+    __m512 xc[S_DW_COLS];
+    for (int64_t kh = 0; kh < w->k[0]; kh++) {
+        const int64_t ih = oh * w->stride[0] - w->pad_lo[0] + kh * w->dil[0];
+        if (ih < 0 || ih >= g->h)
+            continue;
+        const uint8_t *row = x + ((n * g->h + ih) * g->w) * g->c + c0;
+        for (int64_t i = 0; i < cols; i++) {
+            const int64_t iw = iw0 + i;
+            if (iw < 0 || iw >= g->w) {
+                xc[i] = _mm512_setzero_ps();
+                continue;
+            }
+            const __m128i b = _mm_maskz_loadu_epi8(mk, row + iw * g->c);
+            const __m512i v = sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+            xc[i] = _mm512_cvtepi32_ps(_mm512_sub_epi32(v, zv));
+        }
+        for (int64_t kw = 0; kw < w->k[1]; kw++) {
+            const __m512 wv = _mm512_loadu_ps(wf + (kh * w->k[1] + kw) * cp + c0);
+            for (int o = 0; o < nb; o++)
+                acc[o] = _mm512_fmadd_ps(xc[o * sw + kw * dw], wv, acc[o]);
+        }
+    }
+    for (int o = 0; o < nb; o++)
+        s_put16(rq, c0, nc, _mm512_cvtps_epi32(acc[o]), 0, yrow + (ow0 + o) * g->m + c0);
+}
+#endif
+
+static void s_depthwise(const gx_kargs *k, const s_geom *g)
+{
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const bool sgn = x->dtype == GX_I8;
+    const int32_t xz = s_zp(k, 2, 0);
+    const int64_t cp = (g->c + 15) / 16 * 16;
+    float wf[S_DW_FLOATS];
+    s_dw_weights(k, g, wf, cp);
+    s_rq rq;
+    s_rq_of(k, g->m, g->win.k_size, xz, NULL, false, &rq);
+#ifdef GX_REQUANT_AVX512
+    const int64_t cols = (S_OB - 1) * g->win.stride[1] + (g->win.k[1] - 1) * g->win.dil[1] + 1;
+    const bool v512 = s_v512() && strcmp(gx_cpu_gemm_isa(), "baseline") && cols <= S_DW_COLS;
+#endif
+    int64_t lo, hi;
+    gx_cpu_share(k, g->n * g->oh, 1, &lo, &hi);
+    int32_t acc[S_OB * 16];
+    for (int64_t u = lo; u < hi; u++) {
+        const int64_t n = u / g->oh, oh = u % g->oh;
+        uint8_t *yrow = (uint8_t *)y->data + u * g->ow * g->m;
+        for (int64_t c0 = 0; c0 < g->c; c0 += 16) {
+            const int nc = (int)(g->c - c0 < 16 ? g->c - c0 : 16);
+            for (int64_t ow0 = 0; ow0 < g->ow; ow0 += S_OB) {
+                const int nb = (int)(g->ow - ow0 < S_OB ? g->ow - ow0 : S_OB);
+#ifdef GX_REQUANT_AVX512
+                if (v512) {
+                    s_dw_block512(g, x->data, sgn, xz, wf, cp, n, oh, c0, nc, ow0, nb, &rq, yrow);
+                    continue;
+                }
+#endif
+                s_dw_block(g, x->data, sgn, xz, wf, cp, n, oh, c0, nc, ow0, nb, acc);
+                for (int o = 0; o < nb; o++)
+                    s_put(&rq, c0, nc, acc + o * 16, 0, yrow + (ow0 + o) * g->m + c0);
+            }
+        }
+    }
+}
+
+static void s_qconv_nhwc(const gx_kargs *k)
+{
+    s_geom g;
+    s_geom_of(k, &g);
+    if (g.dw)
+        s_depthwise(k, &g);
+    else
+        s_pointwise(k, &g);
+}
+
+/* ---- what the layout pass may choose ---- */
+
+gx_kernel_fn gx_cpu_qconv_layout(gx_layout l, const gx_infer *ic, char *why, size_t len)
+{
+    const gx_view *x = &ic->in[0], *w = ic->n_in > 3 ? &ic->in[3] : NULL;
+    if (l != GX_LAYOUT_NHWC) {
+        snprintf(why, len, "%s: QLinearConv runs in NHWC only", gx_layout_name(l));
+        return NULL;
+    }
+    if (!w || x->ndim != 4 || w->ndim != 4 || !w->data || ic->n_in < 8) {
+        snprintf(why, len, "nhwc: QLinearConv of 2-D windows with constant weights only");
+        return NULL;
+    }
+    if ((x->dtype != GX_U8 && x->dtype != GX_I8) || (w->dtype != GX_U8 && w->dtype != GX_I8) ||
+        ic->in[1].numel != 1 || ic->in[6].numel != 1 || ic->in[2].numel != 1 ||
+        ic->in[7].numel != 1 || ic->in[4].numel > w->shape[0] || ic->in[5].numel > w->shape[0]) {
+        snprintf(why, len, "nhwc: QLinearConv with scales or zero points of another shape");
+        return NULL;
+    }
+    const int64_t c = x->shape[1], m = w->shape[0], group = ic->attr[GX_QLINEARCONV_GROUP].i;
+    gx_win win;
+    if (gx_win_init(&win, ic->attr, "QLinearConv", x, w->shape + 2, false, false, NULL, 0) < 0) {
+        snprintf(why, len, "nhwc: QLinearConv of a window it cannot take");
+        return NULL;
+    }
+    const bool nopad = !win.pad_lo[0] && !win.pad_lo[1] && !win.pad_hi[0] && !win.pad_hi[1];
+    const bool pointwise = group == 1 && w->shape[2] == 1 && w->shape[3] == 1 && nopad &&
+                           c <= GX_QGEMM_MAX_K;
+    const bool dw = group == c && m == c && w->shape[1] == 1 && c > 1 &&
+                    w->shape[2] * w->shape[3] <= S_DW_TAPS &&
+                    w->shape[2] * w->shape[3] * ((c + 15) / 16 * 16) <= S_DW_FLOATS;
+    if ((!pointwise && !dw) || m > S_MAXM) {
+        snprintf(why, len, "nhwc: QLinearConv other than 1x1 (no padding) or depthwise");
+        return NULL;
+    }
+    if (!s_v512() || (pointwise && strcmp(gx_cpu_qgemm_impl(), "qgemm.avx512vnni"))) {
+        snprintf(why, len, "nhwc: QLinearConv's vector kernels need AVX-512%s",
+                 pointwise ? " VNNI" : "");
+        return NULL;
+    }
+    return s_qconv_nhwc;
+}
+
