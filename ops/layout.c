@@ -363,12 +363,6 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
                  gx_layout_name(l));
         return NULL;
     }
-    /* the other kernels per layout are float32's */
-    if (ic->n_out > 0 && ic->out[0].dtype != GX_F32) {
-        snprintf(why, len, "%s: %s of %s has no kernel for it", gx_layout_name(l),
-                 gx_op_name(op), gx_dtype_name(ic->out[0].dtype));
-        return NULL;
-    }
     if (op == GX_OP_CONV)
         return gx_cpu_conv_layout(l, ic, why, len);
     if (op == GX_OP_RESIZE)
