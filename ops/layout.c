@@ -118,9 +118,9 @@ typedef struct s_tr {
             for (int64_t a = a0; a < a1; a++)                                 \
                 y[b * r + a] = x[a * k + b];                                  \
     }
-/* 1-byte items (quantized activations): 16 x 16 blocks as four rounds
- * of byte interleaves of rows i and i + 8 (SSE2, every x86-64), the rest
- * item by item. */
+/* 1-byte items (quantized activations): 16 x 16 blocks transposed in
+ * registers by four rounds of byte interleaves in place, rows a and a + d
+ * for d = 8, 4, 2, 1 (SSE2, every x86-64), the rest item by item. */
 static void s_tile8(const uint8_t *restrict x, uint8_t *restrict y, int64_t r, int64_t k,
                     int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 {
@@ -129,16 +129,20 @@ static void s_tile8(const uint8_t *restrict x, uint8_t *restrict y, int64_t r, i
     for (; a + 16 <= a1; a += 16) {
         int64_t b = b0;
         for (; b + 16 <= b1; b += 16) {
-            __m128i v[16], t[16];
+            __m128i v[16];
+#pragma GCC unroll 16
             for (int i = 0; i < 16; i++)
                 v[i] = _mm_loadu_si128((const __m128i *)(x + (a + i) * k + b));
-            for (int round = 0; round < 4; round++) {
-                for (int i = 0; i < 8; i++) {
-                    t[2 * i] = _mm_unpacklo_epi8(v[i], v[i + 8]);
-                    t[2 * i + 1] = _mm_unpackhi_epi8(v[i], v[i + 8]);
-                }
-                memcpy(v, t, sizeof v);
-            }
+#pragma GCC unroll 4
+            for (int d = 8; d > 0; d /= 2)
+#pragma GCC unroll 16
+                for (int i = 0; i < 16; i++)
+                    if (!(i & d)) {
+                        const __m128i lo = _mm_unpacklo_epi8(v[i], v[i + d]);
+                        v[i + d] = _mm_unpackhi_epi8(v[i], v[i + d]);
+                        v[i] = lo;
+                    }
+#pragma GCC unroll 16
             for (int i = 0; i < 16; i++)
                 _mm_storeu_si128((__m128i *)(y + (b + i) * r + a), v[i]);
         }
@@ -147,7 +151,7 @@ static void s_tile8(const uint8_t *restrict x, uint8_t *restrict y, int64_t r, i
                 y[b * r + i] = x[i * k + b];
     }
 #endif
-    for (int64_t b = b0; b < b1; b++)
+    for (int64_t b = b0; b < b1 && a < a1; b++)
         for (int64_t i = a; i < a1; i++)
             y[b * r + i] = x[i * k + b];
 }
@@ -219,6 +223,16 @@ static void s_transpose(const s_tr *t, const char *x, char *y, int ith, int nth)
     const int64_t tr = (t->r + S_TILE - 1) / S_TILE, tk = (t->k + S_TILE - 1) / S_TILE;
     const gx_kargs share = {.ith = ith, .nth = nth};
     int64_t lo, hi;
+    if (t->ib == 1) { /* bytes: a tile is a few instructions, so a share is whole rows of them */
+        gx_cpu_share(&share, t->m * tr, 1, &lo, &hi);
+        for (int64_t u = lo; u < hi; u++) {
+            const int64_t i = u / tr, a0 = u % tr * S_TILE;
+            const int64_t a1 = a0 + S_TILE < t->r ? a0 + S_TILE : t->r;
+            s_tile8((const uint8_t *)x + (size_t)i * t->mstride,
+                    (uint8_t *)y + (size_t)i * t->mstride, t->r, t->k, a0, a1, 0, t->k);
+        }
+        return;
+    }
     gx_cpu_share(&share, t->m * tr * tk, 1, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         const int64_t i = u / (tr * tk), a0 = u / tk % tr * S_TILE, b0 = u % tk * S_TILE;
@@ -227,7 +241,6 @@ static void s_transpose(const s_tr *t, const char *x, char *y, int ith, int nth)
         const char *xm = x + (size_t)i * t->mstride;
         char *ym = y + (size_t)i * t->mstride;
         switch (t->ib) {
-        case 1: s_tile8((const void *)xm, (void *)ym, t->r, t->k, a0, a1, b0, b1); break;
         case 2: s_tile16((const void *)xm, (void *)ym, t->r, t->k, a0, a1, b0, b1); break;
         case 4: s_tile32((const void *)xm, (void *)ym, t->r, t->k, a0, a1, b0, b1); break;
         case 8: s_tile64((const void *)xm, (void *)ym, t->r, t->k, a0, a1, b0, b1); break;
@@ -339,10 +352,6 @@ void gx_layout_operand_fill(gx_layout l, const gx_view *c, const int64_t nchw[4]
     memcpy(out->data, c->data, (size_t)c->numel * gx_dtype_size(c->dtype));
 }
 
-/* QLinearConv in NHWC against NCHW (gx_cpu_layout_factor) */
-#define S_Q1X1_NHWC 0.5
-#define S_QDW_NHWC 0.5
-
 bool gx_layout_sensitive(gx_op op)
 {
     return op == GX_OP_CONV || op == GX_OP_MAXPOOL || op == GX_OP_AVERAGEPOOL ||
@@ -356,13 +365,8 @@ gx_kernel_fn gx_cpu_layout_kernel(gx_op op, gx_layout l, const gx_infer *ic, cha
 {
     if (l == GX_LAYOUT_PLAIN)
         return gx_cpu_kernel(op);
-    if (op == GX_OP_QLINEAR_CONV) {
-        /* Not yet: gx_cpu_qconv_layout's kernels are exact but ran slower
-         * than the NCHW ones (docs/layout.md) */
-        snprintf(why, len, "%s: QLinearConv not yet (its NHWC kernels are slower than NCHW's)",
-                 gx_layout_name(l));
-        return NULL;
-    }
+    if (op == GX_OP_QLINEAR_CONV)
+        return gx_cpu_qconv_layout(l, ic, why, len);
     if (op == GX_OP_CONV)
         return gx_cpu_conv_layout(l, ic, why, len);
     if (op == GX_OP_RESIZE)
@@ -401,12 +405,13 @@ double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
     if (op == GX_OP_CONCAT) /* the same copies, in runs of a pixel's channels in NHWC */
         return nhwc ? 1.1 : 1.0;
     if (op == GX_OP_QLINEAR_CONV && ic->n_in > 3 && ic->in[3].ndim == 4) {
-        /* bench_ort's qconv1x1 and qdw (56x56, 24 -> 144 channels and
-         * depthwise 3x3 over 144), one AVX-512 VNNI core, against the
-         * NCHW kernels (ops/cpu/qgemm.c's direct one, ops/cpu/conv.c's
-         * depthwise planes) */
-        return ic->in[3].shape[1] == 1 && ic->attr[GX_QLINEARCONV_GROUP].i > 1 ? S_QDW_NHWC
-                                                                                : S_Q1X1_NHWC;
+        /* perf of bench_ort's qconv1x1 and qdw (56x56, 24 -> 144
+         * channels; depthwise 3x3 over 144) on one AVX-512 VNNI core,
+         * the kernels' time against the NCHW ones (ops/cpu/qgemm.c's
+         * direct kernel, ops/cpu/conv.c's depthwise planes): 1x1 0.85,
+         * depthwise 0.47 (ops/cpu/qconv_layout.c) */
+        const bool dw = ic->in[3].shape[1] == 1 && ic->attr[GX_QLINEARCONV_GROUP].i > 1;
+        return dw ? 0.5 : 0.85;
     }
     if (op == GX_OP_RESIZE) /* a memcpy of C floats per pixel against a gather per element */
         return 0.5;

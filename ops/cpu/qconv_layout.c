@@ -159,15 +159,22 @@ S_T512 static inline void s_put16(const s_rq *rq, int64_t j0, int n, __m512i d, 
     _mm_mask_storeu_epi8(y, mk, _mm512_cvtepi32_epi8(q));
 }
 
-/* s_put16 of 16 sums in memory (callable from plain code). */
-S_T512 static void s_put16m(const s_rq *rq, int64_t j0, int n, const int32_t *d, int32_t sa,
-                            void *y)
-{
-    s_put16(rq, j0, n, _mm512_loadu_si512(d), sa, y);
-}
 #endif
 
 /* ---- 1x1: a GEMM over pixels ---- */
+
+#ifdef GX_REQUANT_AVX512
+/* The sums c (rows of 2 panels) of nr pixels' channels [j0, j1) into y's
+ * pixels from yb (m channels each). */
+S_T512 static void s_pw_put512(const s_rq *rq, int nr, int64_t j0, int64_t j1, int64_t m,
+                               const int32_t *c, const int32_t *sa, uint8_t *yb)
+{
+    for (int r = 0; r < nr; r++)
+        for (int64_t j = j0; j < j1; j += 16)
+            s_put16(rq, j, (int)(j1 - j < 16 ? j1 - j : 16),
+                    _mm512_loadu_si512(c + r * S_P * 2 + (j - j0)), sa[r], yb + r * m + j);
+}
+#endif
 
 static void s_pointwise(const gx_kargs *k, const s_geom *g)
 {
@@ -188,41 +195,48 @@ static void s_pointwise(const gx_kargs *k, const s_geom *g)
     uint8_t abuf[S_R * GX_QGEMM_MAX_K + 64];
     int32_t cbuf[S_R * S_P * 2];
     const gx_qgemm_dots_fn dots = gx_cpu_qgemm_dots();
+    /* rows of x read in place: uint8, whole groups of 4, every pixel, no
+     * row sums needed */
+    const bool direct = !xflip && c % 4 == 0 && sh == 1 && sw == 1 && !rq.any_bz;
     for (int64_t blk = lo; blk < hi; blk++) {
         const int64_t r0 = blk * S_R;
         const int nr = (int)(rows - r0 < S_R ? rows - r0 : S_R);
-        int32_t sa[S_R];
-        for (int r = 0; r < nr; r++) {
-            const int64_t p = r0 + r, n = p / (g->oh * g->ow), o = p % (g->oh * g->ow);
-            const int64_t ih = o / g->ow * sh, iw = o % g->ow * sw;
-            const uint8_t *src = (const uint8_t *)x->data + ((n * g->h + ih) * g->w + iw) * c;
-            uint8_t *dst = abuf + r * k4 * 4;
-            int32_t s = 0;
-            for (int64_t i = 0; i < c; i++) {
-                dst[i] = xflip ? src[i] ^ 0x80 : src[i];
-                s += dst[i];
+        int32_t sa[S_R] = {0};
+        const uint8_t *a = abuf;
+        int64_t lda = k4 * 4;
+        if (direct) { /* the pixels' rows as they are */
+            a = (const uint8_t *)x->data + r0 * c, lda = c;
+        } else {
+            for (int r = 0; r < nr; r++) {
+                const int64_t p = r0 + r, n = p / (g->oh * g->ow), o = p % (g->oh * g->ow);
+                const int64_t ih = o / g->ow * sh, iw = o % g->ow * sw;
+                const uint8_t *src =
+                    (const uint8_t *)x->data + ((n * g->h + ih) * g->w + iw) * c;
+                uint8_t *dst = abuf + r * k4 * 4;
+                int32_t t = 0;
+                for (int64_t i = 0; i < c; i++) {
+                    dst[i] = xflip ? src[i] ^ 0x80 : src[i];
+                    t += dst[i];
+                }
+                memset(dst + c, 0, (size_t)(k4 * 4 - c));
+                sa[r] = t;
             }
-            memset(dst + c, 0, (size_t)(k4 * 4 - c));
-            sa[r] = s;
         }
         for (int64_t p = 0; p < np / S_P; p += 2) {
             const int64_t p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
             const int64_t j0 = p * S_P, j1 = p1 * S_P < m ? p1 * S_P : m;
-            dots(abuf, k4 * 4, nr, k4, pb, p, p1, cbuf, S_P * 2);
-            for (int r = 0; r < nr; r++) {
-                uint8_t *yr = (uint8_t *)y->data + (r0 + r) * m;
-                for (int64_t j = j0; j < j1; j += 16) {
-                    const int n16 = (int)(j1 - j < 16 ? j1 - j : 16);
-                    const int32_t *d = cbuf + r * S_P * 2 + (j - j0);
+            dots(a, lda, nr, k4, pb, p, p1, cbuf, S_P * 2);
+            uint8_t *yb = (uint8_t *)y->data + r0 * m;
 #ifdef GX_REQUANT_AVX512
-                    if (v512) {
-                        s_put16m(&rq, j, n16, d, sa[r], yr + j);
-                        continue;
-                    }
-#endif
-                    s_put(&rq, j, n16, d, sa[r], yr + j);
-                }
+            if (v512) {
+                s_pw_put512(&rq, nr, j0, j1, m, cbuf, sa, yb);
+                continue;
             }
+#endif
+            for (int r = 0; r < nr; r++)
+                for (int64_t j = j0; j < j1; j += 16)
+                    s_put(&rq, j, (int)(j1 - j < 16 ? j1 - j : 16), cbuf + r * S_P * 2 + (j - j0),
+                          sa[r], yb + r * m + j);
         }
     }
 }
@@ -316,6 +330,81 @@ S_T512 static void s_dw_block512(const s_geom *g, const uint8_t *x, bool sgn, in
 }
 #endif
 
+#ifdef GX_REQUANT_AVX512
+/* 16 channels of x at column iw of row, minus x_zp, as float. */
+S_T512 static inline __attribute__((always_inline)) __m512 s_dw_x(const uint8_t *row, int64_t iw,
+                                                                   int64_t c, __mmask16 mk,
+                                                                   bool sgn, __m512i zv)
+{
+    const __m128i b = _mm_maskz_loadu_epi8(mk, row + iw * c);
+    const __m512i v = sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(v, zv));
+}
+
+/* s_dw_block512 for S_OB outputs with the window's width KW, stride SW
+ * and dilation DW constants once inlined: the input columns and the sums
+ * stay in registers. */
+S_T512 static inline __attribute__((always_inline)) void
+s_dw_tile(const s_geom *g, const uint8_t *x, bool sgn, __m512i zv, const float *wf, int64_t cp,
+          int64_t n, int64_t oh, int64_t c0, __mmask16 mk, int64_t ow0, const int KW,
+          const int SW, const int DW, __m512 *out)
+{
+    const gx_win *w = &g->win;
+    enum { S_MAXC = (S_OB - 1) * 2 + 2 * 1 + 1 };
+    const int cols = (S_OB - 1) * SW + (KW - 1) * DW + 1;
+    const int64_t iw0 = ow0 * SW - w->pad_lo[1];
+    const bool inside = iw0 >= 0 && iw0 + cols <= g->w;
+    __m512 acc[S_OB];
+#pragma GCC unroll 8
+    for (int o = 0; o < S_OB; o++)
+        acc[o] = _mm512_setzero_ps();
+    for (int64_t kh = 0; kh < w->k[0]; kh++) {
+        const int64_t ih = oh * w->stride[0] - w->pad_lo[0] + kh * w->dil[0];
+        if (ih < 0 || ih >= g->h)
+            continue;
+        const uint8_t *row = x + ((n * g->h + ih) * g->w) * g->c + c0;
+        __m512 xc[S_MAXC];
+#pragma GCC unroll 24
+        for (int i = 0; i < cols; i++)
+            xc[i] = inside || (iw0 + i >= 0 && iw0 + i < g->w)
+                        ? s_dw_x(row, iw0 + i, g->c, mk, sgn, zv)
+                        : _mm512_setzero_ps();
+        const float *wk = wf + kh * KW * cp + c0;
+#pragma GCC unroll 8
+        for (int kw = 0; kw < KW; kw++) {
+            const __m512 wv = _mm512_loadu_ps(wk + kw * cp);
+#pragma GCC unroll 8
+            for (int o = 0; o < S_OB; o++)
+                acc[o] = _mm512_fmadd_ps(xc[o * SW + kw * DW], wv, acc[o]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int o = 0; o < S_OB; o++)
+        out[o] = acc[o];
+}
+
+/* The 3-wide windows of stride 1 or 2 (MobileNets' depthwise 3x3), S_OB
+ * outputs: true when it took them. */
+S_T512 static bool s_dw_fast(const s_geom *g, const uint8_t *x, bool sgn, int32_t xz,
+                             const float *wf, int64_t cp, int64_t n, int64_t oh, int64_t c0,
+                             int nc, int64_t ow0, const s_rq *rq, uint8_t *yrow)
+{
+    const gx_win *w = &g->win;
+    if (w->k[1] != 3 || w->dil[1] != 1 || (w->stride[1] != 1 && w->stride[1] != 2))
+        return false;
+    const __mmask16 mk = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+    const __m512i zv = _mm512_set1_epi32(xz);
+    __m512 acc[S_OB];
+    if (w->stride[1] == 1)
+        s_dw_tile(g, x, sgn, zv, wf, cp, n, oh, c0, mk, ow0, 3, 1, 1, acc);
+    else
+        s_dw_tile(g, x, sgn, zv, wf, cp, n, oh, c0, mk, ow0, 3, 2, 1, acc);
+    for (int o = 0; o < S_OB; o++)
+        s_put16(rq, c0, nc, _mm512_cvtps_epi32(acc[o]), 0, yrow + (ow0 + o) * g->m + c0);
+    return true;
+}
+#endif
+
 static void s_depthwise(const gx_kargs *k, const s_geom *g)
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
@@ -341,6 +430,9 @@ static void s_depthwise(const gx_kargs *k, const s_geom *g)
             for (int64_t ow0 = 0; ow0 < g->ow; ow0 += S_OB) {
                 const int nb = (int)(g->ow - ow0 < S_OB ? g->ow - ow0 : S_OB);
 #ifdef GX_REQUANT_AVX512
+                if (v512 && nb == S_OB &&
+                    s_dw_fast(g, x->data, sgn, xz, wf, cp, n, oh, c0, nc, ow0, &rq, yrow))
+                    continue;
                 if (v512) {
                     s_dw_block512(g, x->data, sgn, xz, wf, cp, n, oh, c0, nc, ow0, nb, &rq, yrow);
                     continue;
