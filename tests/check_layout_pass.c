@@ -22,6 +22,7 @@
 #include "gexec/client.h"
 #include "gexec/io.h"
 #include "ops/layout.h"
+#include "ops/qgemm.h"
 #include "tests/testutil.h"
 
 static const gxd_compile_limits s_lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
@@ -230,6 +231,99 @@ START_TEST(cnn_same_results)
     s_cnn_case(2, 16, 32, 12);
     s_cnn_case(1, 8, 24, 9); /* 24 channels: no blocked layout */
     s_cnn_case(3, 32, 32, 7);
+}
+END_TEST
+
+/* A quantized MobileNetV2 block (QuantizeLinear, QLinearConv 1x1 24 ->
+ * 48, depthwise 3x3, 1x1 48 -> 24 with int8 per-channel weights,
+ * DequantizeLinear, residual Add): the plan with layouts gives the bytes
+ * of the plan without, and where the NHWC kernels run (AVX-512 VNNI) the
+ * three QLinearConvs run in NHWC from W packed for it. */
+static void s_qconv(gx_graph *g, const char *name, const char *x, int64_t c, int64_t m,
+                    int64_t k, int64_t group, const char *y)
+{
+    const int64_t cg = c / group, n = m * cg * k * k;
+    int8_t *w = malloc((size_t)n), *wz = calloc((size_t)m, 1);
+    float *ws = malloc((size_t)m * sizeof *ws);
+    int32_t *b = malloc((size_t)m * sizeof *b);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (int8_t)(s_rand() * 127.0f);
+    for (int64_t j = 0; j < m; j++) {
+        ws[j] = 0.002f + 0.001f * (s_rand() + 1.0f);
+        b[j] = (int32_t)(s_rand() * 300.0f);
+    }
+    char nw[64], nws[64], nwz[64], nb[64];
+    snprintf(nw, sizeof nw, "%s.w", name), snprintf(nws, sizeof nws, "%s.ws", name);
+    snprintf(nwz, sizeof nwz, "%s.wz", name), snprintf(nb, sizeof nb, "%s.b", name);
+    gxt_const(g, nw, GX_I8, 4, (int64_t[]){m, cg, k, k}, w);
+    gxt_const(g, nws, GX_F32, 1, (int64_t[]){m}, ws);
+    gxt_const(g, nwz, GX_I8, 1, (int64_t[]){m}, wz);
+    gxt_const(g, nb, GX_I32, 1, (int64_t[]){m}, b);
+    gx_node *q = gx_graph_add_node(g, "QLinearConv", name, 9,
+                                   (const char *[]){x, "qs", "qz", nw, nws, nwz, "qs", "qz", nb},
+                                   1, (const char *[]){y});
+    ck_assert_ptr_nonnull(q);
+    gx_node_set_ints(q, "pads", (int64_t[]){k / 2, k / 2, k / 2, k / 2}, 4);
+    gx_node_set_int(q, "group", group);
+    free(w), free(wz), free(ws), free(b);
+}
+
+START_TEST(qconv_block_in_nhwc)
+{
+    gx_graph *g = gx_graph_new("qblock");
+    const float qs = 6.0f / 255.0f;
+    const uint8_t qz = 128;
+    gxt_const(g, "qs", GX_F32, 0, NULL, &qs);
+    gxt_const(g, "qz", GX_U8, 0, NULL, &qz);
+    s_node(g, "QuantizeLinear", NAMES("x", "qs", "qz"), NAMES("xq"));
+    s_qconv(g, "expand", "xq", 24, 48, 1, 1, "e");
+    s_qconv(g, "dw", "e", 48, 48, 3, 48, "d");
+    s_qconv(g, "project", "d", 48, 24, 1, 1, "pq");
+    s_node(g, "DequantizeLinear", NAMES("pq", "qs", "qz"), NAMES("p"));
+    s_node(g, "Add", NAMES("p", "x"), NAMES("y"));
+    gx_graph_add_output(g, "y");
+    const int64_t shape[4] = {1, 24, 28, 28}, numel = 24 * 28 * 28;
+    gx_graph_add_input(g, "x", GX_F32, 4, shape);
+    float *x = malloc((size_t)numel * sizeof *x);
+    for (int64_t i = 0; i < numel; i++)
+        x[i] = s_rand() * 2.0f;
+    gx_view in = {.dtype = GX_F32, .ndim = 4, .numel = numel, .data = x};
+    memcpy(in.shape, shape, sizeof shape);
+    gxd_compile_limits off = s_lim;
+    off.no_layout = true;
+    gxd_plan *p_on = NULL, *p_off = NULL;
+    char err[512];
+    ck_assert_msg(gxd_compile(g, &in, &s_lim, &p_on, err, sizeof err) == GX_OK, "%s", err);
+    ck_assert_msg(gxd_compile(g, &in, &off, &p_off, err, sizeof err) == GX_OK, "%s", err);
+    s_check_plan(p_on);
+    size_t n_on, n_off;
+    float *y_on = s_run(p_on, &in, 0, &n_on), *y_off = s_run(p_off, &in, 0, &n_off);
+    ck_assert_uint_eq(n_on, n_off);
+    ck_assert_msg(memcmp(y_on, y_off, n_on * sizeof *y_on) == 0, "the block's output differs");
+    const bool vnni = !strcmp(gx_cpu_qgemm_impl(), "qgemm.avx512vnni");
+    int in_nhwc = 0;
+    for (size_t i = 0; i < p_on->n_steps; i++) {
+        const gxd_step *s = &p_on->steps[i];
+        if (s->op != GX_OP_QLINEAR_CONV || s->layout != GX_LAYOUT_NHWC)
+            continue;
+        in_nhwc++;
+        bool packed = false;
+        for (size_t j = 0; j < p_on->n_prepared; j++) {
+            const gxd_prepared *r = &p_on->prepared[j];
+            packed |= r->op == GX_OP_QLINEAR_CONV && r->layout == GX_LAYOUT_NHWC &&
+                      !strcmp(r->node, s->node->name) && s->in[3] == r->value;
+        }
+        ck_assert_msg(packed, "%s reads W packed for NHWC", s->node->name);
+    }
+    if (vnni)
+        ck_assert_int_eq(in_nhwc, 3);
+    else
+        fprintf(stderr, "qconv_block_in_nhwc: no AVX-512 VNNI, NCHW kernels only\n");
+    free(y_on), free(y_off);
+    gxd_plan_destroy(&p_on);
+    gxd_plan_destroy(&p_off);
+    gx_graph_destroy(&g);
+    free(x);
 }
 END_TEST
 
@@ -808,6 +902,7 @@ Suite *layout_pass_suite(void)
     TCase *tc = tcase_create("pass");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cnn_same_results);
+    tcase_add_test(tc, qconv_block_in_nhwc);
     tcase_add_test(tc, conv_weights_shared);
     tcase_add_test(tc, excite_in_layout);
     tcase_add_test(tc, resize_in_nhwc);
