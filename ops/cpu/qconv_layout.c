@@ -86,16 +86,19 @@ static int32_t s_zp(const gx_kargs *k, int i, int64_t e)
  * read only when some bz is not 0), then rint(e * scale) + yz saturated. */
 typedef struct s_rq {
     double scale[S_MAXM], cm[S_MAXM], bz[S_MAXM];
+    int32_t cmi[S_MAXM], bzi[S_MAXM]; /* cm and bz as int32, when small */
     double lo, hi; /* the bounds less yz */
     int32_t yz;
     bool any_bz, s8;
+    bool small; /* every e fits int32 and every e * scale is below 2^30 */
 } s_rq;
 
 /* rq for k's node: kk products per sum; xz: x's zero point as the sums
  * take it; sb: W's packed column sums (NULL: depthwise, whose sums are of
- * x - x_zp already); wflip: W is uint8 (its packed form moved by 128). */
+ * x - x_zp already); wflip: W is uint8 (its packed form moved by 128);
+ * dmax, samax: bounds of |sum| and of a pixel's x' sum. */
 static void s_rq_of(const gx_kargs *k, int64_t m, int64_t kk, int32_t xz, const int32_t *sb,
-                    bool wflip, s_rq *rq)
+                    bool wflip, double dmax, double samax, s_rq *rq)
 {
     const int32_t *bias = k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
     const float xs = *(const float *)k->in[1].data, ys = *(const float *)k->in[6].data;
@@ -105,6 +108,7 @@ static void s_rq_of(const gx_kargs *k, int64_t m, int64_t kk, int32_t xz, const 
     rq->lo = (rq->s8 ? -128.0 : 0.0) - rq->yz;
     rq->hi = (rq->s8 ? 127.0 : 255.0) - rq->yz;
     rq->any_bz = false;
+    rq->small = true;
     for (int64_t j = 0; j < m; j++) {
         const double bz = sb ? s_zp(k, 5, j) - (wflip ? 128 : 0) : 0;
         rq->bz[j] = bz;
@@ -112,6 +116,12 @@ static void s_rq_of(const gx_kargs *k, int64_t m, int64_t kk, int32_t xz, const 
         rq->cm[j] = (sb ? -(double)xz * sb[j] + (double)kk * xz * bz : 0) + (bias ? bias[j] : 0);
         /* the scale as the reference kernels': in float, then double */
         rq->scale[j] = (double)(xs * ws[k->in[4].numel > 1 ? j : 0] / ys);
+        /* then rint(e * scale) is exact in int32 and saturates after it
+         * (NaN or infinite scales fail the test) */
+        const double e = dmax + fabs(rq->cm[j]) + fabs(bz) * samax;
+        rq->small &= e < 0x1p31 && e * fabs(rq->scale[j]) < 0x1p30;
+        rq->cmi[j] = rq->small ? (int32_t)rq->cm[j] : 0;
+        rq->bzi[j] = (int32_t)bz;
     }
 }
 
@@ -139,6 +149,26 @@ S_T512 static inline void s_put16(const s_rq *rq, int64_t j0, int n, __m512i d, 
 {
     const __mmask16 mk = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
     const __mmask8 m0 = (__mmask8)mk, m1 = (__mmask8)(mk >> 8);
+    if (rq->small) { /* e in int32, rounded, then saturated in int32 */
+        __m512i v = _mm512_add_epi32(d, _mm512_maskz_loadu_epi32(mk, rq->cmi + j0));
+        if (rq->any_bz)
+            v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(mk, rq->bzi + j0),
+                                                       _mm512_set1_epi32(sa)));
+        const __m512d s0 = _mm512_maskz_loadu_pd(m0, rq->scale + j0);
+        const __m512d s1 = _mm512_maskz_loadu_pd(m1, rq->scale + j0 + 8);
+        const __m256i r0 = _mm512_cvt_roundpd_epi32(
+            _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), s0),
+            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256i r1 = _mm512_cvt_roundpd_epi32(
+            _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), s1),
+            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);
+        q = _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32((int32_t)rq->lo)),
+                             _mm512_set1_epi32((int32_t)rq->hi));
+        q = _mm512_add_epi32(q, _mm512_set1_epi32(rq->yz));
+        _mm_mask_storeu_epi8(y, mk, _mm512_cvtepi32_epi8(q));
+        return;
+    }
     const __m512d lo = _mm512_set1_pd(rq->lo), hi = _mm512_set1_pd(rq->hi);
     __m512d e[2];
     gx_requant_halves(d, &e[0], &e[1]);
@@ -186,7 +216,7 @@ static void s_pointwise(const gx_kargs *k, const s_geom *g)
     const bool xflip = x->dtype == GX_I8, wflip = wt->dtype == GX_U8;
     const int32_t xz = s_zp(k, 2, 0) + (xflip ? 128 : 0);
     s_rq rq;
-    s_rq_of(k, m, c, xz, sb, wflip, &rq);
+    s_rq_of(k, m, c, xz, sb, wflip, (double)c * 255 * 128, (double)c * 255, &rq);
 #ifdef GX_REQUANT_AVX512
     const bool v512 = s_v512() && strcmp(gx_cpu_gemm_isa(), "baseline");
 #endif
@@ -414,7 +444,7 @@ static void s_depthwise(const gx_kargs *k, const s_geom *g)
     float wf[S_DW_FLOATS];
     s_dw_weights(k, g, wf, cp);
     s_rq rq;
-    s_rq_of(k, g->m, g->win.k_size, xz, NULL, false, &rq);
+    s_rq_of(k, g->m, g->win.k_size, xz, NULL, false, (double)g->win.k_size * 255 * 255, 0, &rq);
 #ifdef GX_REQUANT_AVX512
     const int64_t cols = (S_OB - 1) * g->win.stride[1] + (g->win.k[1] - 1) * g->win.dil[1] + 1;
     const bool v512 = s_v512() && strcmp(gx_cpu_gemm_isa(), "baseline") && cols <= S_DW_COLS;
