@@ -14,6 +14,7 @@
  *
  *     bench/bench_layout_ops                    # the shapes below
  *     bench/bench_layout_ops N C M HW K S [G]   # one shape
+ *     bench/bench_layout_ops q [N C M HW K S [G]]  # QLinearConv: NCHW and NHWC
  */
 #include <cblas.h>
 #include <math.h>
@@ -24,6 +25,7 @@
 
 #include "bench/benchutil.h"
 #include "ops/layout.h"
+#include "ops/qgemm.h"
 
 #define S_PROG "bench_layout_ops"
 
@@ -148,9 +150,137 @@ static void s_shape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, int
     free(out.data);
 }
 
+/* One QLinearConv of the same geometry (uint8 x and y, int8 weights with
+ * per-channel scales, zero points 128 and 0, int32 bias; pad kk / 2 but
+ * none for 1x1): the plain kernel (qgemm's packed one for group 1,
+ * ops/cpu/conv.c's for depthwise) against the NHWC one
+ * (ops/cpu/qconv_layout.c), both from W packed by the qgemm pack; the
+ * last column counts the output bytes that differ (0: the same bytes). */
+static void s_qshape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, int64_t st,
+                     int64_t g)
+{
+    const int64_t p = kk / 2;
+    gx_attr at[] = {{.name = (char *)"pads", .type = GX_ATTR_INTS,
+                     .ints = (int64_t[]){p, p, p, p}, .n = 4},
+                    {.name = (char *)"group", .type = GX_ATTR_INT, .i = g},
+                    {.name = (char *)"strides", .type = GX_ATTR_INTS,
+                     .ints = (int64_t[]){st, st}, .n = 2}};
+    const gx_node node = {.n_attr = 3, .attr = at};
+    const float xs = 6.0f / 255.0f;
+    const uint8_t zp = 128;
+    gx_view in[9] = {
+        {.dtype = GX_U8, .ndim = 4, .shape = {n, c, hw, hw}},
+        {.dtype = GX_F32, .ndim = 0, .data = (void *)&xs},
+        {.dtype = GX_U8, .ndim = 0, .data = (void *)&zp},
+        {.dtype = GX_I8, .ndim = 4, .shape = {m, c / g, kk, kk}},
+        {.dtype = GX_F32, .ndim = 1, .shape = {m}},
+        {.dtype = GX_I8, .ndim = 1, .shape = {m}},
+        {.dtype = GX_F32, .ndim = 0, .data = (void *)&xs},
+        {.dtype = GX_U8, .ndim = 0, .data = (void *)&zp},
+        {.dtype = GX_I32, .ndim = 1, .shape = {m}}};
+    for (int i = 0; i < 9; i++) {
+        in[i].numel = gx_shape_numel(in[i].ndim, in[i].shape, INT64_MAX);
+        if (!in[i].data)
+            in[i].data = s_alloc((size_t)in[i].numel * gx_dtype_size(in[i].dtype));
+    }
+    for (int64_t i = 0; i < in[0].numel; i++)
+        ((uint8_t *)in[0].data)[i] = (uint8_t)(i * 7919 % 251);
+    for (int64_t i = 0; i < in[3].numel; i++)
+        ((int8_t *)in[3].data)[i] = (int8_t)(i * 104729 % 255 - 127);
+    for (int64_t j = 0; j < m; j++) {
+        ((float *)in[4].data)[j] = 0.3f / (float)(c / g * kk * kk) * (1.0f + (float)(j % 7) / 7);
+        ((int32_t *)in[8].data)[j] = (int32_t)(j * 37 % 2001) - 1000;
+    }
+    gx_view out = {0};
+    gx_attrval attr[GX_MAX_ATTRS];
+    char err[256];
+    gx_infer ic = {.attr = attr, .n_in = 9, .in = in, .n_out = 1, .out = &out, .err = err,
+                   .errlen = sizeof err};
+    if (gx_op_resolve_attrs(GX_OP_QLINEAR_CONV, &node, attr, err, sizeof err) < 0 ||
+        gx_op_schema_get(GX_OP_QLINEAR_CONV)->infer(&ic) < 0) {
+        fprintf(stderr, "bench_layout_ops: %s\n", err);
+        exit(1);
+    }
+    void *packed = s_alloc(gx_cpu_qgemm_packed_bytes(GX_OP_QLINEAR_CONV, &in[3]));
+    gx_cpu_qgemm_pack(GX_OP_QLINEAR_CONV, &in[3], packed);
+    uint8_t *ref = s_alloc((size_t)out.numel);
+    double us[2] = {NAN, NAN};
+    int64_t differ = 0;
+    for (int l = 0; l < 2; l++) {
+        gx_view kin[9], y = out;
+        memcpy(kin, in, sizeof kin);
+        gx_kernel_fn f;
+        char why[256];
+        if (l == 0) {
+            f = g == 1 ? gx_cpu_qgemm_kernel(GX_OP_QLINEAR_CONV) : gx_cpu_kernel(GX_OP_QLINEAR_CONV);
+            kin[3].data = g == 1 ? packed : in[3].data;
+            y.data = ref;
+        } else {
+            if (!(f = gx_cpu_qconv_layout(GX_LAYOUT_NHWC, &ic, why, sizeof why))) {
+                fprintf(stderr, "# %s\n", why);
+                break;
+            }
+            kin[0] = gx_layout_physical(GX_LAYOUT_NHWC, &in[0]);
+            kin[0].data = s_alloc((size_t)in[0].numel);
+            gx_layout_reorder(&in[0], &kin[0], 0, 1);
+            kin[3].data = packed;
+            y = gx_layout_physical(GX_LAYOUT_NHWC, &out);
+            y.data = s_alloc((size_t)out.numel);
+        }
+        const gx_kargs k = {.attr = attr, .n_in = 9, .in = kin, .n_out = 1, .out = &y,
+                            .ith = 0, .nth = 1};
+        us[l] = s_time(f, &k);
+        if (l == 1) {
+            gx_view back = out;
+            back.data = s_alloc((size_t)out.numel);
+            gx_layout_reorder(&y, &back, 0, 1);
+            for (int64_t i = 0; i < out.numel; i++)
+                differ += ((const uint8_t *)back.data)[i] != ref[i];
+            free(back.data);
+            free(y.data);
+            free(kin[0].data);
+        }
+    }
+    printf("%3lld %4lld %4lld %4lld  %lldx%lld%s s%lld %10.1f %10.1f   %6.2f  %lld\n",
+           (long long)n, (long long)c, (long long)m, (long long)hw, (long long)kk, (long long)kk,
+           g == c ? "dw" : g > 1 ? "g " : "  ", (long long)st, us[0], us[1], us[1] / us[0],
+           (long long)differ);
+    fflush(stdout);
+    for (int i = 0; i < 9; i++)
+        if (in[i].ndim > 0)
+            free(in[i].data);
+    free(packed);
+    free(ref);
+}
+
 int main(int argc, char **argv)
 {
     openblas_set_num_threads(1); /* as gexecd's workers run it */
+    if (argc > 1 && !strcmp(argv[1], "q")) { /* QLinearConv */
+        printf("# QLinearConv, u8 x int8 per channel, pad k/2 (1x1: none); one thread, best of "
+               "%d; microseconds\n", RUNS);
+        printf("  N    C    M   HW  kernel         plain       nhwc   nhwc/p  bytes differing\n");
+        if (argc == 8 || argc == 9) {
+            int64_t a[7] = {0, 0, 0, 0, 0, 0, 1};
+            for (int i = 2; i < argc; i++)
+                if ((a[i - 2] = strtoll(argv[i], NULL, 10)) <= 0) {
+                    fprintf(stderr, "usage: bench_layout_ops q [N C M HW K S [G]]\n");
+                    return 2;
+                }
+            s_qshape(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+            return 0;
+        }
+        /* MobileNetV2's inverted residual blocks */
+        static const int64_t blk[][2] = {{24, 56}, {32, 28}, {64, 14}, {96, 14}, {160, 7}};
+        for (size_t i = 0; i < sizeof blk / sizeof *blk; i++) {
+            const int64_t c = blk[i][0], hw = blk[i][1];
+            s_qshape(1, c, 6 * c, hw, 1, 1, 1);
+            s_qshape(1, 6 * c, 6 * c, hw, 3, 1, 6 * c);
+            s_qshape(1, 6 * c, 6 * c, hw, 3, 2, 6 * c);
+            s_qshape(1, 6 * c, c, hw, 1, 1, 1);
+        }
+        return 0;
+    }
     printf("# Conv, pad k/2, bias; one thread, best of %d; microseconds\n", RUNS);
     printf("  N    C    M   HW  kernel         plain       nhwc    nchw16c   nhwc/p 16c/p  "
            "maxdiff\n");

@@ -405,13 +405,18 @@ double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
     if (op == GX_OP_CONCAT) /* the same copies, in runs of a pixel's channels in NHWC */
         return nhwc ? 1.1 : 1.0;
     if (op == GX_OP_QLINEAR_CONV && ic->n_in > 3 && ic->in[3].ndim == 4) {
-        /* perf of bench_ort's qconv1x1 and qdw (56x56, 24 -> 144
-         * channels; depthwise 3x3 over 144) on one AVX-512 VNNI core,
-         * the kernels' time against the NCHW ones (ops/cpu/qgemm.c's
-         * direct kernel, ops/cpu/conv.c's depthwise planes): 1x1 0.85,
-         * depthwise 0.47 (ops/cpu/qconv_layout.c) */
-        const bool dw = ic->in[3].shape[1] == 1 && ic->attr[GX_QLINEARCONV_GROUP].i > 1;
-        return dw ? 0.5 : 0.85;
+        /* bench/bench_layout_ops q, MobileNetV2's blocks (7x7 to 56x56)
+         * on one AVX-512 VNNI core, against the NCHW kernels (qgemm's
+         * direct one, ops/cpu/conv.c's depthwise planes): 1x1 widening
+         * 0.54-0.66, narrowing 0.28-0.44; depthwise 3x3 0.44-0.48, at
+         * stride 2 0.23-0.29 */
+        const gx_view *w = &ic->in[3];
+        const bool dw = w->shape[1] == 1 && ic->attr[GX_QLINEARCONV_GROUP].i > 1;
+        const gx_attrval *st = &ic->attr[GX_WIN_STRIDES];
+        const bool strided = st->n > 0 && st->ints[0] > 1;
+        if (dw)
+            return strided ? 0.3 : 0.5;
+        return w->shape[0] > ic->in[0].shape[1] ? 0.65 : 0.4;
     }
     if (op == GX_OP_RESIZE) /* a memcpy of C floats per pixel against a gather per element */
         return 0.5;

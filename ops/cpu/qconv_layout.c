@@ -144,7 +144,8 @@ static void s_put(const s_rq *rq, int64_t j0, int n, const int32_t *d, int32_t s
 #define S_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 /* s_put for 16 channels (the first n stored) in AVX-512. */
-S_T512 static inline void s_put16(const s_rq *rq, int64_t j0, int n, __m512i d, int32_t sa,
+S_T512 static inline __attribute__((always_inline)) void
+s_put16(const s_rq *rq, int64_t j0, int n, __m512i d, int32_t sa,
                                   void *y)
 {
     const __mmask16 mk = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
@@ -199,10 +200,38 @@ S_T512 static inline void s_put16(const s_rq *rq, int64_t j0, int n, __m512i d, 
 S_T512 static void s_pw_put512(const s_rq *rq, int nr, int64_t j0, int64_t j1, int64_t m,
                                const int32_t *c, const int32_t *sa, uint8_t *yb)
 {
-    for (int r = 0; r < nr; r++)
-        for (int64_t j = j0; j < j1; j += 16)
-            s_put16(rq, j, (int)(j1 - j < 16 ? j1 - j : 16),
-                    _mm512_loadu_si512(c + r * S_P * 2 + (j - j0)), sa[r], yb + r * m + j);
+    if (!rq->small) {
+        for (int r = 0; r < nr; r++)
+            for (int64_t j = j0; j < j1; j += 16)
+                s_put16(rq, j, (int)(j1 - j < 16 ? j1 - j : 16),
+                        _mm512_loadu_si512(c + r * S_P * 2 + (j - j0)), sa[r], yb + r * m + j);
+        return;
+    }
+    /* s_put16's int32 path, each channel's parameters loaded once */
+    const __m512i lo = _mm512_set1_epi32((int32_t)rq->lo), hi = _mm512_set1_epi32((int32_t)rq->hi);
+    const __m512i yz = _mm512_set1_epi32(rq->yz);
+    for (int64_t j = j0; j < j1; j += 16) {
+        const int n = (int)(j1 - j < 16 ? j1 - j : 16);
+        const __mmask16 mk = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
+        const __m512i cm = _mm512_maskz_loadu_epi32(mk, rq->cmi + j);
+        const __m512i bz = _mm512_maskz_loadu_epi32(mk, rq->bzi + j);
+        const __m512d s0 = _mm512_maskz_loadu_pd((__mmask8)mk, rq->scale + j);
+        const __m512d s1 = _mm512_maskz_loadu_pd((__mmask8)(mk >> 8), rq->scale + j + 8);
+        for (int r = 0; r < nr; r++) {
+            __m512i v = _mm512_add_epi32(_mm512_loadu_si512(c + r * S_P * 2 + (j - j0)), cm);
+            if (rq->any_bz)
+                v = _mm512_sub_epi32(v, _mm512_mullo_epi32(bz, _mm512_set1_epi32(sa[r])));
+            const __m256i r0 = _mm512_cvt_roundpd_epi32(
+                _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), s0),
+                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256i r1 = _mm512_cvt_roundpd_epi32(
+                _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), s1),
+                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);
+            q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), yz);
+            _mm_mask_storeu_epi8(yb + r * m + j, mk, _mm512_cvtepi32_epi8(q));
+        }
+    }
 }
 #endif
 
@@ -429,8 +458,29 @@ S_T512 static bool s_dw_fast(const s_geom *g, const uint8_t *x, bool sgn, int32_
         s_dw_tile(g, x, sgn, zv, wf, cp, n, oh, c0, mk, ow0, 3, 1, 1, acc);
     else
         s_dw_tile(g, x, sgn, zv, wf, cp, n, oh, c0, mk, ow0, 3, 2, 1, acc);
-    for (int o = 0; o < S_OB; o++)
-        s_put16(rq, c0, nc, _mm512_cvtps_epi32(acc[o]), 0, yrow + (ow0 + o) * g->m + c0);
+    if (!rq->small) {
+        for (int o = 0; o < S_OB; o++)
+            s_put16(rq, c0, nc, _mm512_cvtps_epi32(acc[o]), 0, yrow + (ow0 + o) * g->m + c0);
+        return true;
+    }
+    /* s_put16's int32 path, the channels' parameters loaded once */
+    const __m512i cm = _mm512_maskz_loadu_epi32(mk, rq->cmi + c0);
+    const __m512d s0 = _mm512_maskz_loadu_pd((__mmask8)mk, rq->scale + c0);
+    const __m512d s1 = _mm512_maskz_loadu_pd((__mmask8)(mk >> 8), rq->scale + c0 + 8);
+    const __m512i lo = _mm512_set1_epi32((int32_t)rq->lo), hi = _mm512_set1_epi32((int32_t)rq->hi);
+    const __m512i yz = _mm512_set1_epi32(rq->yz);
+    for (int o = 0; o < S_OB; o++) {
+        const __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(acc[o]), cm);
+        const __m256i r0 = _mm512_cvt_roundpd_epi32(
+            _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), s0),
+            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256i r1 = _mm512_cvt_roundpd_epi32(
+            _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), s1),
+            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);
+        q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), yz);
+        _mm_mask_storeu_epi8(yrow + (ow0 + o) * g->m + c0, mk, _mm512_cvtepi32_epi8(q));
+    }
     return true;
 }
 #endif
