@@ -390,21 +390,21 @@ S_T512 static void s_dw_block512(const s_geom *g, const uint8_t *x, bool sgn, in
 #endif
 
 #ifdef GX_REQUANT_AVX512
-/* 16 channels of x at column iw of row, minus x_zp, as float. */
+/* 16 channels of x at column iw of row as float. */
 S_T512 static inline __attribute__((always_inline)) __m512 s_dw_x(const uint8_t *row, int64_t iw,
                                                                    int64_t c, __mmask16 mk,
-                                                                   bool sgn, __m512i zv)
+                                                                   bool sgn)
 {
     const __m128i b = _mm_maskz_loadu_epi8(mk, row + iw * c);
-    const __m512i v = sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
-    return _mm512_cvtepi32_ps(_mm512_sub_epi32(v, zv));
+    return _mm512_cvtepi32_ps(sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
 }
 
-/* s_dw_block512 for S_OB outputs with the window's width KW, stride SW
- * and dilation DW constants once inlined: the input columns and the sums
- * stay in registers. */
+/* The sums of x w' (x_zp in the padding) of S_OB outputs, with the
+ * window's width KW, stride SW and dilation DW constants once inlined:
+ * the input columns and the sums stay in registers. Exact: every
+ * product and partial sum an integer below 2^24. */
 S_T512 static inline __attribute__((always_inline)) void
-s_dw_tile(const s_geom *g, const uint8_t *x, bool sgn, __m512i zv, const float *wf, int64_t cp,
+s_dw_tile(const s_geom *g, const uint8_t *x, bool sgn, __m512 zf, const float *wf, int64_t cp,
           int64_t n, int64_t oh, int64_t c0, __mmask16 mk, int64_t ow0, const int KW,
           const int SW, const int DW, __m512 *out)
 {
@@ -419,15 +419,14 @@ s_dw_tile(const s_geom *g, const uint8_t *x, bool sgn, __m512i zv, const float *
         acc[o] = _mm512_setzero_ps();
     for (int64_t kh = 0; kh < w->k[0]; kh++) {
         const int64_t ih = oh * w->stride[0] - w->pad_lo[0] + kh * w->dil[0];
-        if (ih < 0 || ih >= g->h)
-            continue;
-        const uint8_t *row = x + ((n * g->h + ih) * g->w) * g->c + c0;
+        const bool row_in = ih >= 0 && ih < g->h;
+        const uint8_t *row = x + ((n * g->h + (row_in ? ih : 0)) * g->w) * g->c + c0;
         __m512 xc[S_MAXC];
 #pragma GCC unroll 24
         for (int i = 0; i < cols; i++)
-            xc[i] = inside || (iw0 + i >= 0 && iw0 + i < g->w)
-                        ? s_dw_x(row, iw0 + i, g->c, mk, sgn, zv)
-                        : _mm512_setzero_ps();
+            xc[i] = row_in && (inside || (iw0 + i >= 0 && iw0 + i < g->w))
+                        ? s_dw_x(row, iw0 + i, g->c, mk, sgn)
+                        : zf;
         const float *wk = wf + kh * KW * cp + c0;
 #pragma GCC unroll 8
         for (int kw = 0; kw < KW; kw++) {
@@ -445,19 +444,24 @@ s_dw_tile(const s_geom *g, const uint8_t *x, bool sgn, __m512i zv, const float *
 /* The 3-wide windows of stride 1 or 2 (MobileNets' depthwise 3x3), S_OB
  * outputs: true when it took them. */
 S_T512 static bool s_dw_fast(const s_geom *g, const uint8_t *x, bool sgn, int32_t xz,
-                             const float *wf, int64_t cp, int64_t n, int64_t oh, int64_t c0,
-                             int nc, int64_t ow0, const s_rq *rq, uint8_t *yrow)
+                             const float *wf, const float *wsum, int64_t cp, int64_t n,
+                             int64_t oh, int64_t c0, int nc, int64_t ow0, const s_rq *rq,
+                             uint8_t *yrow)
 {
     const gx_win *w = &g->win;
     if (w->k[1] != 3 || w->dil[1] != 1 || (w->stride[1] != 1 && w->stride[1] != 2))
         return false;
     const __mmask16 mk = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
-    const __m512i zv = _mm512_set1_epi32(xz);
+    const __m512 zf = _mm512_set1_ps((float)xz);
     __m512 acc[S_OB];
     if (w->stride[1] == 1)
-        s_dw_tile(g, x, sgn, zv, wf, cp, n, oh, c0, mk, ow0, 3, 1, 1, acc);
+        s_dw_tile(g, x, sgn, zf, wf, cp, n, oh, c0, mk, ow0, 3, 1, 1, acc);
     else
-        s_dw_tile(g, x, sgn, zv, wf, cp, n, oh, c0, mk, ow0, 3, 2, 1, acc);
+        s_dw_tile(g, x, sgn, zf, wf, cp, n, oh, c0, mk, ow0, 3, 2, 1, acc);
+    /* sum (x - x_zp) w' = sum x w' - x_zp sum w' */
+    const __m512 zs = _mm512_mul_ps(zf, _mm512_loadu_ps(wsum + c0));
+    for (int o = 0; o < S_OB; o++)
+        acc[o] = _mm512_sub_ps(acc[o], zs);
     if (!rq->small) {
         for (int o = 0; o < S_OB; o++)
             s_put16(rq, c0, nc, _mm512_cvtps_epi32(acc[o]), 0, yrow + (ow0 + o) * g->m + c0);
@@ -491,8 +495,11 @@ static void s_depthwise(const gx_kargs *k, const s_geom *g)
     const bool sgn = x->dtype == GX_I8;
     const int32_t xz = s_zp(k, 2, 0);
     const int64_t cp = (g->c + 15) / 16 * 16;
-    float wf[S_DW_FLOATS];
+    float wf[S_DW_FLOATS], wsum[S_MAXM] = {0}; /* cp <= S_MAXM (gx_cpu_qconv_layout) */
     s_dw_weights(k, g, wf, cp);
+    for (int64_t t = 0; t < g->win.k_size; t++) /* exact: integers below 2^24 */
+        for (int64_t j = 0; j < cp; j++)
+            wsum[j] += wf[t * cp + j];
     s_rq rq;
     s_rq_of(k, g->m, g->win.k_size, xz, NULL, false, (double)g->win.k_size * 255 * 255, 0, &rq);
 #ifdef GX_REQUANT_AVX512
@@ -511,7 +518,7 @@ static void s_depthwise(const gx_kargs *k, const s_geom *g)
                 const int nb = (int)(g->ow - ow0 < S_OB ? g->ow - ow0 : S_OB);
 #ifdef GX_REQUANT_AVX512
                 if (v512 && nb == S_OB &&
-                    s_dw_fast(g, x->data, sgn, xz, wf, cp, n, oh, c0, nc, ow0, &rq, yrow))
+                    s_dw_fast(g, x->data, sgn, xz, wf, wsum, cp, n, oh, c0, nc, ow0, &rq, yrow))
                     continue;
                 if (v512) {
                     s_dw_block512(g, x->data, sgn, xz, wf, cp, n, oh, c0, nc, ow0, nb, &rq, yrow);
