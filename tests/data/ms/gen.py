@@ -353,6 +353,47 @@ DIRECT = {
 }
 
 
+def qmbv2(path):
+    """A quantized MobileNetV2 block, static QDQ as ONNX Runtime writes it:
+    QLinearConv 1x1 21 -> 63 (uint8 weights, zero point 3), depthwise 3x3
+    and 1x1 63 -> 21 (int8, per-channel scales), the residual Add between
+    DequantizeLinear and QuantizeLinear (QLinearAdd at ORT_ENABLE_EXTENDED);
+    gexec runs the QLinearConvs in NHWC"""
+    c, e = 21, 63
+    sc = lambda n, v: numpy_helper.from_array(np.array(v, np.float32), n)
+    zp = lambda n, v, t: numpy_helper.from_array(np.array(v, t), n)
+    inits = [sc("s", 0.025), zp("z", 128, np.uint8), sc("s1", 0.03), zp("z1", 110, np.uint8),
+             sc("s2", 0.035), zp("z2", 140, np.uint8), sc("s3", 0.03), zp("z3", 125, np.uint8)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"])]
+
+    def qconv(x, xs, xz, y, ys, yz, m, cg, k, group, wdt, wzp):
+        n = y + "."
+        if wdt == np.uint8:
+            wq = rng.integers(0, 256, (m, cg, k, k)).astype(np.uint8)
+            ws, wz = sc(n + "ws", 0.004), zp(n + "wz", wzp, np.uint8)
+        else:
+            wq = rng.integers(-127, 128, (m, cg, k, k)).astype(np.int8)
+            ws = numpy_helper.from_array((rng.random(m) * 0.004 + 0.002).astype(np.float32),
+                                         n + "ws")
+            wz = numpy_helper.from_array(np.zeros(m, np.int8), n + "wz")
+        inits.extend([numpy_helper.from_array(wq, n + "w"), ws, wz,
+                      numpy_helper.from_array(rng.integers(-300, 300, m).astype(np.int32),
+                                              n + "b")])
+        nodes.append(helper.make_node(
+            "QLinearConv", [x, xs, xz, n + "w", n + "ws", n + "wz", ys, yz, n + "b"], [y],
+            kernel_shape=[k, k], pads=[k // 2] * 4, group=group))
+
+    qconv("xq", "s", "z", "eq", "s1", "z1", e, c, 1, 1, np.uint8, 3)
+    qconv("eq", "s1", "z1", "dq", "s2", "z2", e, 1, 3, e, np.int8, 0)
+    qconv("dq", "s2", "z2", "pq", "s3", "z3", c, e, 1, 1, np.int8, 0)
+    nodes += [helper.make_node("DequantizeLinear", ["pq", "s3", "z3"], ["p"]),
+              helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+              helper.make_node("Add", ["p", "xd"], ["a"]),
+              helper.make_node("QuantizeLinear", ["a", "s", "z"], ["aq"]),
+              helper.make_node("DequantizeLinear", ["aq", "s", "z"], ["y"])]
+    save(path, nodes, [vi("x", 1, c, 13, 11)], [vi("y", 1, c, 13, 11)], inits)
+
+
 if __name__ == "__main__":
     d = sys.argv[1] if len(sys.argv) > 1 else "."
     for f in (cnn, mlp, block, dq_mlp, qconv, qdq_ops):
@@ -360,3 +401,4 @@ if __name__ == "__main__":
     for name, f in DIRECT.items():
         f(f"{d}/{name}.onnx")
     nchwc_cnn(f"{d}/nchwc_cnn.onnx")
+    qmbv2(f"{d}/qmbv2.onnx")
