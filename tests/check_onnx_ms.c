@@ -174,8 +174,9 @@ static const struct {
      {2, 3, 16, 16}, 1e-4},
     /* a quantized MobileNetV2 block whose QLinearConvs gexec runs in NHWC
      * (odd channel counts, uint8 and int8 weights, zero points not 0):
-     * equal here; ORT requantizes in float, so allow one step of 0.025 */
-    {"qmbv2", 2, {"QLinearAdd"}, 4, {1, 21, 13, 11}, 0.026},
+     * equal to ORT 1.30 (bench/ort.sh), whose float requantization may
+     * differ from the ONNX reference by a step elsewhere */
+    {"qmbv2", 2, {"QLinearAdd"}, 4, {1, 21, 13, 11}, 1e-5},
 };
 
 START_TEST(test_onnx_ms_ort_models)
