@@ -170,5 +170,7 @@ gx_kernel_fn gx_cpu_resize_layout(gx_layout l, const gx_infer *ic, char *why, si
  * Its input 3 is W packed by the qgemm pack (ops/qgemm.h, the prepare
  * pass), inputs 0 and output 0 physical NHWC views. */
 gx_kernel_fn gx_cpu_qconv_layout(gx_layout l, const gx_infer *ic, char *why, size_t len);
+/* That kernel, whatever the node (ops/cpu/names.c names it). */
+gx_kernel_fn gx_cpu_qconv_layout_fn(void);
 
 #endif

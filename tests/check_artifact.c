@@ -21,6 +21,7 @@
 #include "ops/cpu/names.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
+#include "ops/qgemm.h"
 #include "gexec/client.h"
 #include "gexec/graph.h"
 #include "gexec/tensor.h"
@@ -180,11 +181,69 @@ static gx_graph *s_if(void)
     return gxt_nested_if(2);
 }
 
+/* A constant of dtype dt from bytes (n elements of size es, or one scalar). */
+static void s_tconst(gx_graph *g, const char *name, gx_dtype dt, int ndim, const int64_t *shape,
+                     const void *v)
+{
+    gx_tensor *t = gx_tensor_new(dt, ndim, shape);
+    ck_assert_ptr_nonnull(t);
+    memcpy(gx_tensor_data(t), v, (size_t)gx_tensor_numel(t) * gx_dtype_size(dt));
+    ck_assert_int_eq(gx_graph_add_const(g, name, &t), GX_OK);
+}
+
+/* x [2, 16, 12, 12] -> QuantizeLinear -> QLinearConv 1x1 16 -> 48 ->
+ * depthwise 3x3 -> 1x1 48 -> 16 (int8 weights) -> DequantizeLinear: the
+ * QLinearConvs in NHWC (on AVX-512 VNNI) from W packed for it. */
+static gx_graph *s_qblock(void)
+{
+    gx_graph *g = gx_graph_new("qblock");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 4, (const int64_t[]){2, 16, 12, 12}),
+                     GX_OK);
+    const float qs = 0.02f;
+    const uint8_t qz = 128;
+    s_tconst(g, "qs", GX_F32, 0, NULL, &qs);
+    s_tconst(g, "qz", GX_U8, 0, NULL, &qz);
+    s_node(g, "QuantizeLinear", IN("x", "qs", "qz"), "xq");
+    static const struct {
+        const char *x, *y;
+        int64_t m, cg, k, group;
+    } convs[] = {{"xq", "e", 48, 16, 1, 1}, {"e", "d", 48, 1, 3, 48}, {"d", "p", 16, 48, 1, 1}};
+    for (int i = 0; i < 3; i++) {
+        const int64_t m = convs[i].m, n = m * convs[i].cg * convs[i].k * convs[i].k;
+        int8_t w[48 * 48];
+        float ws[48];
+        int8_t wz[48] = {0};
+        int32_t b[48];
+        for (int64_t j = 0; j < n; j++)
+            w[j] = (int8_t)(s_randf() * 127.0f);
+        for (int64_t j = 0; j < m; j++)
+            ws[j] = 0.003f, b[j] = (int32_t)(s_randf() * 200.0f);
+        char nw[16], nws[16], nwz[16], nb[16];
+        snprintf(nw, sizeof nw, "w%d", i), snprintf(nws, sizeof nws, "ws%d", i);
+        snprintf(nwz, sizeof nwz, "wz%d", i), snprintf(nb, sizeof nb, "b%d", i);
+        s_tconst(g, nw, GX_I8, 4,
+                 (const int64_t[]){m, convs[i].cg, convs[i].k, convs[i].k}, w);
+        s_tconst(g, nws, GX_F32, 1, (const int64_t[]){m}, ws);
+        s_tconst(g, nwz, GX_I8, 1, (const int64_t[]){m}, wz);
+        s_tconst(g, nb, GX_I32, 1, (const int64_t[]){m}, b);
+        gx_node *q = s_node(g, "QLinearConv",
+                            IN(convs[i].x, "qs", "qz", nw, nws, nwz, "qs", "qz", nb), convs[i].y);
+        const int64_t pd = convs[i].k / 2;
+        ck_assert_int_eq(gx_node_set_ints(q, "pads", (const int64_t[]){pd, pd, pd, pd}, 4),
+                         GX_OK);
+        ck_assert_int_eq(gx_node_set_int(q, "group", convs[i].group), GX_OK);
+    }
+    s_node(g, "DequantizeLinear", IN("p", "qs", "qz"), "y");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    return g;
+}
+
 static const s_case s_cases[] = {
     {"mlp", s_mlp, true},
     {"cnn", s_cnn, true},
     {"dynamic", s_dynamic, false},
     {"if", s_if, false},
+    {"qblock", s_qblock, false},
 };
 
 /* Inputs for g: random floats, booleans true. */
@@ -385,6 +444,12 @@ START_TEST(round_trip_runs_the_same_bytes)
     }
     if (!strcmp(c->name, "dynamic"))
         ck_assert_uint_gt(q->n_dynamic, 0);
+    if (!strcmp(c->name, "qblock") && !strcmp(gx_cpu_qgemm_impl(), "qgemm.avx512vnni")) {
+        int nhwc = 0; /* the NHWC QLinearConv kernel has a stable name */
+        for (size_t i = 0; i < q->n_steps; i++)
+            nhwc += q->steps[i].op == GX_OP_QLINEAR_CONV && q->steps[i].layout == GX_LAYOUT_NHWC;
+        ck_assert_int_eq(nhwc, 3);
+    }
     if (!strcmp(c->name, "mlp")) {
         bool fused = false;
         for (size_t i = 0; i < q->n_steps; i++)

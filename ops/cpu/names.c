@@ -31,7 +31,8 @@ typedef enum s_kind {
     S_REORDER,
     S_PACKED,
     S_PACKED_ISA,
-    S_QPACKED
+    S_QPACKED,
+    S_QCONV_LAYOUT
 } s_kind;
 
 static const struct {
@@ -63,6 +64,7 @@ static const struct {
     {"cpu.QLinearMatMul.packed@1", S_QPACKED, GX_OP_QLINEAR_MATMUL, NULL},
     {"cpu.QLinearConv.packed@2", S_QPACKED, GX_OP_QLINEAR_CONV, NULL},
     {"cpu.ConvInteger.packed@1", S_QPACKED, GX_OP_CONVINTEGER, NULL},
+    {"cpu.QLinearConv.nhwc@1", S_QCONV_LAYOUT, GX_LAYOUT_NHWC, NULL},
 };
 #define S_N_FIXED (sizeof s_fixed / sizeof s_fixed[0])
 
@@ -99,6 +101,9 @@ static void s_init(void)
             break;
         case S_QPACKED:
             fn = gx_cpu_qgemm_kernel(op);
+            break;
+        case S_QCONV_LAYOUT:
+            fn = gx_cpu_qconv_layout_fn();
             break;
         }
         if (fn)

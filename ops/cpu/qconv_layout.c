@@ -586,3 +586,7 @@ gx_kernel_fn gx_cpu_qconv_layout(gx_layout l, const gx_infer *ic, char *why, siz
     return s_qconv_nhwc;
 }
 
+gx_kernel_fn gx_cpu_qconv_layout_fn(void)
+{
+    return s_qconv_nhwc;
+}
