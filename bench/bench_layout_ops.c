@@ -181,7 +181,7 @@ static void s_qshape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, in
     for (int i = 0; i < 9; i++) {
         in[i].numel = gx_shape_numel(in[i].ndim, in[i].shape, INT64_MAX);
         if (!in[i].data)
-            in[i].data = s_alloc((size_t)in[i].numel * gx_dtype_size(in[i].dtype));
+            in[i].data = gxb_alloc(S_PROG, (size_t)in[i].numel * gx_dtype_size(in[i].dtype));
     }
     for (int64_t i = 0; i < in[0].numel; i++)
         ((uint8_t *)in[0].data)[i] = (uint8_t)(i * 7919 % 251);
@@ -201,9 +201,9 @@ static void s_qshape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, in
         fprintf(stderr, "bench_layout_ops: %s\n", err);
         exit(1);
     }
-    void *packed = s_alloc(gx_cpu_qgemm_packed_bytes(GX_OP_QLINEAR_CONV, &in[3]));
+    void *packed = gxb_alloc(S_PROG, gx_cpu_qgemm_packed_bytes(GX_OP_QLINEAR_CONV, &in[3]));
     gx_cpu_qgemm_pack(GX_OP_QLINEAR_CONV, &in[3], packed);
-    uint8_t *ref = s_alloc((size_t)out.numel);
+    uint8_t *ref = gxb_alloc(S_PROG, (size_t)out.numel);
     double us[2] = {NAN, NAN};
     int64_t differ = 0;
     for (int l = 0; l < 2; l++) {
@@ -221,18 +221,18 @@ static void s_qshape(int64_t n, int64_t c, int64_t m, int64_t hw, int64_t kk, in
                 break;
             }
             kin[0] = gx_layout_physical(GX_LAYOUT_NHWC, &in[0]);
-            kin[0].data = s_alloc((size_t)in[0].numel);
+            kin[0].data = gxb_alloc(S_PROG, (size_t)in[0].numel);
             gx_layout_reorder(&in[0], &kin[0], 0, 1);
             kin[3].data = packed;
             y = gx_layout_physical(GX_LAYOUT_NHWC, &out);
-            y.data = s_alloc((size_t)out.numel);
+            y.data = gxb_alloc(S_PROG, (size_t)out.numel);
         }
         const gx_kargs k = {.attr = attr, .n_in = 9, .in = kin, .n_out = 1, .out = &y,
                             .ith = 0, .nth = 1};
         us[l] = s_time(f, &k);
         if (l == 1) {
             gx_view back = out;
-            back.data = s_alloc((size_t)out.numel);
+            back.data = gxb_alloc(S_PROG, (size_t)out.numel);
             gx_layout_reorder(&y, &back, 0, 1);
             for (int64_t i = 0; i < out.numel; i++)
                 differ += ((const uint8_t *)back.data)[i] != ref[i];
