@@ -1028,42 +1028,39 @@ static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
     }
 }
 
-static void s_qlinear_conv(const gx_kargs *k)
+/* A 2-D conv of group 1 from W packed: the direct path where the CPU has
+ * VNNI and a band fits, else im2col rows; QLinearConv's bytes (requant)
+ * or ConvInteger's int32 sums. */
+static void s_qconv(const gx_kargs *k, bool requant)
 {
-    const gx_view *x = &k->in[0], *wt = &k->in[3];
+    const gx_view *x = &k->in[0], *wt = &k->in[requant ? 3 : 1];
+    const char *op = requant ? "QLinearConv" : "ConvInteger";
     gx_win w;
-    gx_win_init(&w, k->attr, "QLinearConv", x, wt->shape + 2, false, false, NULL, 0);
+    gx_win_init(&w, k->attr, op, x, wt->shape + 2, false, false, NULL, 0);
 #ifdef S_VNNI_OK
     s_dgeom g;
     if (s_dots_pick() == s_dots_vnni && s_dgeom_init(&w, x, wt, k->nth, &g)) {
         const bool xflip = x->dtype == GX_I8;
-        s_qconv_direct(k, true, &w, &g,
-                       (const int8_t *)wt->data + s_gemm_bytes(GX_OP_QLINEAR_CONV, wt),
+        const gx_op o = requant ? GX_OP_QLINEAR_CONV : GX_OP_CONVINTEGER;
+        s_qconv_direct(k, requant, &w, &g, (const int8_t *)wt->data + s_gemm_bytes(o, wt),
                        wt->data, s_zp(k, 2, 0) + (xflip ? 128 : 0), xflip, wt->dtype == GX_U8,
-                       *(const float *)k->in[1].data, *(const float *)k->in[6].data,
-                       (float)s_zp(k, 7, 0));
+                       requant ? *(const float *)k->in[1].data : 0,
+                       requant ? *(const float *)k->in[6].data : 1,
+                       requant ? (float)s_zp(k, 7, 0) : 0);
         return;
     }
 #endif
-    s_conv_gemm(k, &w, true);
+    s_conv_gemm(k, &w, requant);
+}
+
+static void s_qlinear_conv(const gx_kargs *k)
+{
+    s_qconv(k, true);
 }
 
 static void s_conv_integer(const gx_kargs *k)
 {
-    const gx_view *x = &k->in[0], *wt = &k->in[1];
-    gx_win w;
-    gx_win_init(&w, k->attr, "ConvInteger", x, wt->shape + 2, false, false, NULL, 0);
-#ifdef S_VNNI_OK
-    s_dgeom g;
-    if (s_dots_pick() == s_dots_vnni && s_dgeom_init(&w, x, wt, k->nth, &g)) {
-        const bool xflip = x->dtype == GX_I8;
-        s_qconv_direct(k, false, &w, &g,
-                       (const int8_t *)wt->data + s_gemm_bytes(GX_OP_CONVINTEGER, wt), wt->data,
-                       s_zp(k, 2, 0) + (xflip ? 128 : 0), xflip, wt->dtype == GX_U8, 0, 1, 0);
-        return;
-    }
-#endif
-    s_conv_gemm(k, &w, false);
+    s_qconv(k, false);
 }
 
 gx_kernel_fn gx_cpu_qgemm_kernel(gx_op op)
