@@ -3130,7 +3130,8 @@ static const struct {
  * first_version to last_version. ai.onnx.ml: docs/onnx.md, "Other
  * domains"; the forms of its older opsets the schemas take as they are
  * (LabelEncoder's classes_strings of opset 1, keys_ and values_ lists of
- * 2, tensors of 4) or s_ml_node adjusts. */
+ * 2, tensors of 4, the trees' *_as_tensor of 3); s_ml_node refuses the ops
+ * of maps by name. */
 static const struct {
     const char *domain, *op;
     int64_t first_version, last_version;
@@ -3181,27 +3182,26 @@ static const struct {
     {"ai.onnx.ml", "LinearClassifier", 1, 5},
     {"ai.onnx.ml", "TreeEnsembleRegressor", 1, 5},
     {"ai.onnx.ml", "TreeEnsembleClassifier", 1, 5},
+    {"ai.onnx.ml", "TreeEnsemble", 5, 5},
+    {"ai.onnx.ml", "SVMRegressor", 1, 5},
+    {"ai.onnx.ml", "SVMClassifier", 1, 5},
+    {"ai.onnx.ml", "CategoryMapper", 1, 5},
 };
 
 /* An ai.onnx.ml node's forms gexec does not run, refused with what to do
  * instead; GX_OK for the others. */
-static int s_ml_node(s_ctx *c, const Onnx__NodeProto *np, const char *op, const char *path)
+static int s_ml_node(s_ctx *c, const char *op, const char *path)
 {
-    static const char *const as_tensor[] = {"base_values_as_tensor", "nodes_values_as_tensor",
-                                            "nodes_hitrates_as_tensor", "target_weights_as_tensor",
-                                            "class_weights_as_tensor"};
     if (strcmp(op, "ZipMap") == 0)
         return s_fail(c, GX_EUNSUPPORTED, path,
                       "ZipMap is not supported: it outputs a sequence of maps, a type gexec does "
                       "not have; export the model without ZipMap (sklearn-onnx: options "
                       "{'zipmap': False}) and read the probabilities tensor");
-    for (size_t i = 0; i < np->n_attribute; i++)
-        for (size_t j = 0; j < sizeof as_tensor / sizeof as_tensor[0]; j++)
-            if (np->attribute[i]->name && strcmp(np->attribute[i]->name, as_tensor[j]) == 0)
-                return s_fail(c, GX_EUNSUPPORTED, path,
-                              "attribute '%s' (float64 thresholds and weights, opset 3) is not "
-                              "supported; export with float32 ones",
-                              as_tensor[j]);
+    if (strcmp(op, "DictVectorizer") == 0 || strcmp(op, "CastMap") == 0)
+        return s_fail(c, GX_EUNSUPPORTED, path,
+                      "%s is not supported: it takes a map, a type gexec does not have; feed "
+                      "the values as a tensor (a DictVectorizer's as its [N, C] output)",
+                      op);
     return GX_OK;
 }
 
@@ -3236,7 +3236,7 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
                           "operator domain '%.100s' is not supported (op '%.60s', %s; gexec runs "
                           "the ai.onnx ops)",
                           dom, op, ver);
-        int rc = strcmp(dom, "ai.onnx.ml") == 0 ? s_ml_node(c, np, op, path) : GX_OK;
+        int rc = strcmp(dom, "ai.onnx.ml") == 0 ? s_ml_node(c, op, path) : GX_OK;
         if (rc < 0)
             return rc;
         if (!op_known)
@@ -3327,8 +3327,10 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
     if (!other && c->opset < 7)
         s_skip(&e, "consumed_inputs");
     /* the trees' nodes_hitrates are a hint for reordering, of no meaning */
-    if (other && strncmp(op, "TreeEnsemble", 12) == 0)
+    if (other && strncmp(op, "TreeEnsemble", 12) == 0) {
         s_skip(&e, "nodes_hitrates");
+        s_skip(&e, "nodes_hitrates_as_tensor");
+    }
     int (*fn)(s_emit *) = NULL;
     for (size_t i = 0; other && strcmp(dom, "com.microsoft") == 0 &&
                        i < sizeof s_ms_lowerings / sizeof s_ms_lowerings[0] && !fn; i++)

@@ -236,7 +236,7 @@
 
 
 /* The ai.onnx.ml domain's ops (docs/onnx.md, "Other domains"): the
- * preprocessing and the linear and tree models that sklearn-onnx and
+ * preprocessing and the linear, tree and SVM models that sklearn-onnx and
  * onnxmltools export, with ONNX Runtime's semantics where the spec is
  * silent. Schemas in ops/schema_ml.c, CPU kernels in ops/cpu/ml.c. */
 #define GX_OPS_ML(X)                                                          \
@@ -251,7 +251,11 @@
     X(LINEAR_REGRESSOR, "LinearRegressor")                                    \
     X(LINEAR_CLASSIFIER, "LinearClassifier")                                  \
     X(TREE_ENSEMBLE_REGRESSOR, "TreeEnsembleRegressor")                       \
-    X(TREE_ENSEMBLE_CLASSIFIER, "TreeEnsembleClassifier")
+    X(TREE_ENSEMBLE_CLASSIFIER, "TreeEnsembleClassifier")                     \
+    X(TREE_ENSEMBLE, "TreeEnsemble")                                          \
+    X(SVM_REGRESSOR, "SVMRegressor")                                          \
+    X(SVM_CLASSIFIER, "SVMClassifier")                                        \
+    X(CATEGORY_MAPPER, "CategoryMapper")
 
 
 /* The optimizer steps of the ai.onnx.preview.training domain (opset 1):
@@ -322,7 +326,7 @@ const char *gx_op_name(gx_op op);
 /* Find an op by ONNX name (case-sensitive). GX_OK or GX_EOP. */
 int gx_op_lookup(const char *name, gx_op *op);
 
-#define GX_MAX_ATTRS 16
+#define GX_MAX_ATTRS 24 /* the most of any schema (TreeEnsembleRegressor: 19) */
 #define GX_MAX_OP_INPUTS 64
 
 /* How the elements of a 4-D tensor lie in memory (ops/layout.h): plain

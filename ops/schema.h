@@ -392,20 +392,83 @@ enum {
     GX_TREE_NODES_TREEIDS,
     GX_TREE_NODES_TRUENODEIDS,
     GX_TREE_NODES_VALUES,
+    GX_TREE_NODES_VALUES_AS_TENSOR, /* float64 (opset 3): used instead when set */
     GX_TREE_POST_TRANSFORM,
     GX_TREE_BASE_VALUES,
+    GX_TREE_BASE_VALUES_AS_TENSOR,
     GX_TREE_W_IDS,     /* target_ids / class_ids */
     GX_TREE_W_NODEIDS, /* target_nodeids / class_nodeids */
     GX_TREE_W_TREEIDS,
     GX_TREE_W_WEIGHTS,
+    GX_TREE_W_WEIGHTS_AS_TENSOR,
     GX_TREE_REG_AGGREGATE_FUNCTION, /* regressor */
     GX_TREE_REG_N_TARGETS,
     GX_TREE_REG_NATTRS
 };
 enum {
-    GX_TREE_CLS_CLASSLABELS_INT64S = GX_TREE_W_WEIGHTS + 1, /* classifier */
+    GX_TREE_CLS_CLASSLABELS_INT64S = GX_TREE_W_WEIGHTS_AS_TENSOR + 1, /* classifier */
     GX_TREE_CLS_CLASSLABELS_STRINGS,
     GX_TREE_CLS_NATTRS
+};
+/* TreeEnsemble (opset 5): interior nodes (nodes_*) and leaves (leaf_*)
+ * apart, children by index, modes uint8 (GX_TREE_LEQ... GX_TREE_NEQ, 6
+ * BRANCH_MEMBER), splits, weights and membership values of the input's
+ * dtype, aggregate_function and post_transform as numbers. */
+enum {
+    GX_TREE5_AGGREGATE_FUNCTION, /* 0 AVERAGE, 1 SUM, 2 MIN, 3 MAX */
+    GX_TREE5_LEAF_TARGETIDS,
+    GX_TREE5_LEAF_WEIGHTS,
+    GX_TREE5_MEMBERSHIP_VALUES, /* the BRANCH_MEMBER nodes' sets in order, NaN between */
+    GX_TREE5_N_TARGETS,
+    GX_TREE5_NODES_FALSELEAFS,
+    GX_TREE5_NODES_FALSENODEIDS,
+    GX_TREE5_NODES_FEATUREIDS,
+    GX_TREE5_NODES_MISSING_VALUE_TRACKS_TRUE,
+    GX_TREE5_NODES_MODES,
+    GX_TREE5_NODES_SPLITS,
+    GX_TREE5_NODES_TRUELEAFS,
+    GX_TREE5_NODES_TRUENODEIDS,
+    GX_TREE5_POST_TRANSFORM, /* GX_ML_NONE... GX_ML_PROBIT */
+    GX_TREE5_TREE_ROOTS,
+    GX_TREE5_NATTRS
+};
+/* The ml ops' number lists given as FLOATS or as a float32/float64
+ * tensor (the *_as_tensor attributes): how many (the tensor's when set)
+ * and the i-th as a double (a FLOATS entry rounded to float32 first). */
+int64_t gx_ml_count(const gx_attrval *a, int floats, int tensor);
+double gx_ml_num(const gx_attrval *a, int floats, int tensor, int64_t i);
+/* SVMRegressor, SVMClassifier: ONNX's attributes, the shared ones first. */
+enum {
+    GX_SVM_COEFFICIENTS,
+    GX_SVM_KERNEL_PARAMS, /* gamma, coef0, degree */
+    GX_SVM_KERNEL_TYPE,
+    GX_SVM_POST_TRANSFORM,
+    GX_SVM_RHO,
+    GX_SVM_SUPPORT_VECTORS,
+    GX_SVMR_N_SUPPORTS = GX_SVM_SUPPORT_VECTORS + 1, /* regressor */
+    GX_SVMR_ONE_CLASS,
+    GX_SVMR_NATTRS
+};
+enum {
+    GX_SVMC_CLASSLABELS_INTS = GX_SVM_SUPPORT_VECTORS + 1, /* classifier */
+    GX_SVMC_CLASSLABELS_STRINGS,
+    GX_SVMC_PROB_A,
+    GX_SVMC_PROB_B,
+    GX_SVMC_VECTORS_PER_CLASS,
+    GX_SVMC_NATTRS
+};
+enum { GX_SVM_LINEAR, GX_SVM_POLY, GX_SVM_RBF, GX_SVM_SIGMOID };
+/* The kernel_type s as GX_SVM_*; -1 for none. */
+int gx_svm_kernel(const char *s);
+/* An SVMClassifier's sizes (its attributes accepted by infer): classes,
+ * support vectors (0: liblinear mode) and features. */
+void gx_svm_sizes(const gx_attrval *a, int64_t *classes, int64_t *vectors, int64_t *features);
+enum {
+    GX_CATMAP_CATS_INT64S,
+    GX_CATMAP_CATS_STRINGS,
+    GX_CATMAP_DEFAULT_INT64,
+    GX_CATMAP_DEFAULT_STRING,
+    GX_CATMAP_NATTRS
 };
 /* The post_transform names of the ml ops, in this order. */
 enum { GX_ML_NONE, GX_ML_LOGISTIC, GX_ML_SOFTMAX, GX_ML_SOFTMAX_ZERO, GX_ML_PROBIT };
@@ -424,8 +487,17 @@ typedef struct gx_labenc_list {
 int gx_labenc_side(const gx_attrval *a, bool values, gx_labenc_list *out);
 
 /* Tree nodes' modes, in the order of their names. */
-enum { GX_TREE_LEQ, GX_TREE_LT, GX_TREE_GTE, GX_TREE_GT, GX_TREE_EQ, GX_TREE_NEQ, GX_TREE_LEAF };
-/* The mode named by r; -1 for none. */
+enum {
+    GX_TREE_LEQ,
+    GX_TREE_LT,
+    GX_TREE_GTE,
+    GX_TREE_GT,
+    GX_TREE_EQ,
+    GX_TREE_NEQ,
+    GX_TREE_LEAF,
+    GX_TREE_MEMBER /* TreeEnsemble's BRANCH_MEMBER (no name in opsets 1-3) */
+};
+/* The mode named by r (BRANCH_LEQ... LEAF); -1 for none. */
 int gx_tree_mode(const gx_strrec *r);
 /* A node's or a leaf weight's (tree id, node id) and its position in its
  * attribute lists; sorted by gx_tree_sort (no allocation), looked up by
@@ -435,14 +507,28 @@ typedef struct gx_tree_key {
 } gx_tree_key;
 void gx_tree_sort(gx_tree_key *k, size_t n);
 int64_t gx_tree_find(const gx_tree_key *k, size_t n, int64_t tree, int64_t node);
-/* A node as the kernel walks it: its children's positions and the range
- * of its weights in the sorted weight keys. */
+/* A node as the kernel walks it, whichever opset's attributes it came
+ * from: its children's positions (-1: a leaf), the range of its weights in
+ * the weight table, of a BRANCH_MEMBER's set in the members, the feature
+ * it tests and the threshold (float32 attributes widened exactly). */
 typedef struct gx_tree_node {
-    int64_t yes, no, wlo, whi;
+    int64_t yes, no, wlo, whi, mlo, mhi, feature;
+    double value;
+    int mode;
+    bool nan_yes; /* nodes_missing_value_tracks_true */
 } gx_tree_node;
-/* The tree ensembles' scratch: node keys, weight keys, nodes, roots and
- * a row's n_out scores, built by the kernel (one share). */
-size_t gx_tree_scratch_bytes(size_t n_nodes, size_t n_weights, size_t n_out);
+/* A leaf's weight for output id. */
+typedef struct gx_tree_weight {
+    int64_t id;
+    double w;
+} gx_tree_weight;
+/* The tree ensembles' scratch: node keys, weight keys, nodes, roots,
+ * weights, membership values and a row's n_out scores, built by the
+ * kernel (one share). */
+size_t gx_tree_scratch_bytes(size_t n_nodes, size_t n_weights, size_t n_members, size_t n_out);
+/* Whether TreeEnsemble's (opset 5) tree at interior node root is one leaf
+ * (ONNX Runtime: its true and false ids are equal; the leaf is leaf root). */
+bool gx_tree5_root_is_leaf(const gx_attrval *a, int64_t root);
 
 /* training (ai.onnx.preview.training) */
 enum { GX_ADAGRAD_DECAY_FACTOR, GX_ADAGRAD_EPSILON, GX_ADAGRAD_NORM_COEFFICIENT,

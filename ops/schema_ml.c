@@ -16,7 +16,10 @@
  *   FeatureVectorizer      inputs' columns side by side, each cut or padded to its size
  *   LinearRegressor        X coefficients^T + intercepts
  *   LinearClassifier       the same, then the best class's label
- *   TreeEnsembleRegressor / TreeEnsembleClassifier  ensembles of decision trees
+ *   TreeEnsembleRegressor / TreeEnsembleClassifier  ensembles of decision trees (1, 3)
+ *   TreeEnsemble           the same in opset 5's form: targets only, float or double
+ *   SVMRegressor / SVMClassifier  support vector machines (or liblinear's linear ones)
+ *   CategoryMapper         strings <-> int64 by two parallel lists
  */
 #include <math.h>
 #include <stdlib.h>
@@ -622,9 +625,12 @@ const gx_op_schema gx_schema_LINEAR_CLASSIFIER = {
     [GX_TREE_NODES_TREEIDS] = {.name = "nodes_treeids", .type = GX_ATTR_INTS},                \
     [GX_TREE_NODES_TRUENODEIDS] = {.name = "nodes_truenodeids", .type = GX_ATTR_INTS},        \
     [GX_TREE_NODES_VALUES] = {.name = "nodes_values", .type = GX_ATTR_FLOATS},                \
+    [GX_TREE_NODES_VALUES_AS_TENSOR] = {.name = "nodes_values_as_tensor",                     \
+                                        .type = GX_ATTR_TENSOR},                              \
     [GX_TREE_POST_TRANSFORM] = {.name = "post_transform", .type = GX_ATTR_STRING,             \
                                 .def_s = "NONE"},                                             \
-    [GX_TREE_BASE_VALUES] = {.name = "base_values", .type = GX_ATTR_FLOATS}
+    [GX_TREE_BASE_VALUES] = {.name = "base_values", .type = GX_ATTR_FLOATS},                  \
+    [GX_TREE_BASE_VALUES_AS_TENSOR] = {.name = "base_values_as_tensor", .type = GX_ATTR_TENSOR}
 
 static const gx_attr_spec s_treereg_attrs[] = {
     S_TREE_NODE_ATTRS,
@@ -632,6 +638,7 @@ static const gx_attr_spec s_treereg_attrs[] = {
     [GX_TREE_W_NODEIDS] = {.name = "target_nodeids", .type = GX_ATTR_INTS},
     [GX_TREE_W_TREEIDS] = {.name = "target_treeids", .type = GX_ATTR_INTS},
     [GX_TREE_W_WEIGHTS] = {.name = "target_weights", .type = GX_ATTR_FLOATS},
+    [GX_TREE_W_WEIGHTS_AS_TENSOR] = {.name = "target_weights_as_tensor", .type = GX_ATTR_TENSOR},
     [GX_TREE_REG_AGGREGATE_FUNCTION] = {.name = "aggregate_function", .type = GX_ATTR_STRING,
                                         .def_s = "SUM"},
     [GX_TREE_REG_N_TARGETS] = {.name = "n_targets", .type = GX_ATTR_INT, .def_i = 1},
@@ -645,6 +652,7 @@ static const gx_attr_spec s_treecls_attrs[] = {
     [GX_TREE_W_NODEIDS] = {.name = "class_nodeids", .type = GX_ATTR_INTS},
     [GX_TREE_W_TREEIDS] = {.name = "class_treeids", .type = GX_ATTR_INTS},
     [GX_TREE_W_WEIGHTS] = {.name = "class_weights", .type = GX_ATTR_FLOATS},
+    [GX_TREE_W_WEIGHTS_AS_TENSOR] = {.name = "class_weights_as_tensor", .type = GX_ATTR_TENSOR},
     [GX_TREE_CLS_CLASSLABELS_INT64S] = {.name = "classlabels_int64s", .type = GX_ATTR_INTS},
     [GX_TREE_CLS_CLASSLABELS_STRINGS] = {.name = "classlabels_strings", .type = GX_ATTR_TENSOR},
 };
@@ -664,6 +672,29 @@ int gx_tree_mode(const gx_strrec *r)
             memcmp(gx_str_bytes(r), s_modes[i], gx_str_len(r)) == 0)
             return i;
     return -1;
+}
+
+/* A number tensor attribute: 1-D float32 or float64, or absent. */
+static bool s_nums_ok(const gx_tensor *t)
+{
+    return !t || ((gx_tensor_dtype(t) == GX_F32 || gx_tensor_dtype(t) == GX_F64) &&
+                  gx_tensor_ndim(t) == 1);
+}
+
+static double s_tensor_num(const gx_tensor *t, int64_t i)
+{
+    return gx_tensor_dtype(t) == GX_F64 ? ((const double *)gx_tensor_cdata(t))[i]
+                                        : ((const float *)gx_tensor_cdata(t))[i];
+}
+
+int64_t gx_ml_count(const gx_attrval *a, int floats, int tensor)
+{
+    return a[tensor].t ? gx_tensor_numel(a[tensor].t) : (int64_t)a[floats].n;
+}
+
+double gx_ml_num(const gx_attrval *a, int floats, int tensor, int64_t i)
+{
+    return a[tensor].t ? s_tensor_num(a[tensor].t, i) : (double)(float)a[floats].floats[i];
 }
 
 static int s_cmp_key(const void *a, const void *b)
@@ -694,16 +725,17 @@ int64_t gx_tree_find(const gx_tree_key *k, size_t n, int64_t tree, int64_t node)
     return lo < n && k[lo].tree == tree && k[lo].node == node ? (int64_t)lo : -1;
 }
 
-size_t gx_tree_scratch_bytes(size_t n_nodes, size_t n_weights, size_t n_out)
+size_t gx_tree_scratch_bytes(size_t n_nodes, size_t n_weights, size_t n_members, size_t n_out)
 {
     return (n_nodes + n_weights) * sizeof(gx_tree_key) +
-           n_nodes * (sizeof(gx_tree_node) + sizeof(int64_t)) + n_out * 16 + 64;
+           n_nodes * (sizeof(gx_tree_node) + sizeof(int64_t)) +
+           n_weights * sizeof(gx_tree_weight) + n_members * sizeof(double) + n_out * 16 + 64;
 }
 
 /* The scores of a row: the regressor's targets, the classifier's classes. */
 static size_t s_treereg_scratch(const gx_infer *ic)
 {
-    return gx_tree_scratch_bytes(ic->attr[GX_TREE_NODES_NODEIDS].n, ic->attr[GX_TREE_W_IDS].n,
+    return gx_tree_scratch_bytes(ic->attr[GX_TREE_NODES_NODEIDS].n, ic->attr[GX_TREE_W_IDS].n, 0,
                                  (size_t)ic->attr[GX_TREE_REG_N_TARGETS].i);
 }
 
@@ -711,13 +743,13 @@ static size_t s_treecls_scratch(const gx_infer *ic)
 {
     const gx_tensor *ls = ic->attr[GX_TREE_CLS_CLASSLABELS_STRINGS].t;
     const int64_t k = ls ? gx_tensor_numel(ls) : (int64_t)ic->attr[GX_TREE_CLS_CLASSLABELS_INT64S].n;
-    return gx_tree_scratch_bytes(ic->attr[GX_TREE_NODES_NODEIDS].n, ic->attr[GX_TREE_W_IDS].n,
+    return gx_tree_scratch_bytes(ic->attr[GX_TREE_NODES_NODEIDS].n, ic->attr[GX_TREE_W_IDS].n, 0,
                                  (size_t)k);
 }
 
 /* The trees and their leaves' weights: consistent lengths, known modes,
  * features below c, weight ids below n_out, every branch's children
- * present. */
+ * present. The *_as_tensor forms (float32 or float64) replace the lists. */
 static int s_check_trees(gx_infer *ic, const char *op, int64_t c, int64_t n_out)
 {
     const gx_attrval *a = ic->attr;
@@ -726,17 +758,25 @@ static int s_check_trees(gx_infer *ic, const char *op, int64_t c, int64_t n_out)
     int rc = s_transform_attr(ic, op, GX_TREE_POST_TRANSFORM);
     if (rc < 0)
         return rc;
+    if (!s_nums_ok(a[GX_TREE_NODES_VALUES_AS_TENSOR].t) ||
+        !s_nums_ok(a[GX_TREE_W_WEIGHTS_AS_TENSOR].t) ||
+        !s_nums_ok(a[GX_TREE_BASE_VALUES_AS_TENSOR].t))
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: the *_as_tensor attributes must be 1-D float64 or float32 "
+                             "tensors",
+                             op);
     if (n == 0 || a[GX_TREE_NODES_TREEIDS].n != n || a[GX_TREE_NODES_FEATUREIDS].n != n ||
-        a[GX_TREE_NODES_VALUES].n != n || a[GX_TREE_NODES_TRUENODEIDS].n != n ||
-        a[GX_TREE_NODES_FALSENODEIDS].n != n || !modes || !s_strings_ok(modes) ||
-        gx_tensor_numel(modes) != (int64_t)n ||
+        gx_ml_count(a, GX_TREE_NODES_VALUES, GX_TREE_NODES_VALUES_AS_TENSOR) != (int64_t)n ||
+        a[GX_TREE_NODES_TRUENODEIDS].n != n || a[GX_TREE_NODES_FALSENODEIDS].n != n || !modes ||
+        !s_strings_ok(modes) || gx_tensor_numel(modes) != (int64_t)n ||
         (a[GX_TREE_NODES_MISSING_VALUE_TRACKS_TRUE].n != 0 &&
          a[GX_TREE_NODES_MISSING_VALUE_TRACKS_TRUE].n != n))
         return gx_infer_errf(ic, GX_EATTR,
                              "%s: the nodes_ attributes must all have one entry a node (%zu "
                              "nodes_nodeids)",
                              op, n);
-    if (a[GX_TREE_W_NODEIDS].n != w || a[GX_TREE_W_TREEIDS].n != w || a[GX_TREE_W_WEIGHTS].n != w)
+    if (a[GX_TREE_W_NODEIDS].n != w || a[GX_TREE_W_TREEIDS].n != w ||
+        gx_ml_count(a, GX_TREE_W_WEIGHTS, GX_TREE_W_WEIGHTS_AS_TENSOR) != (int64_t)w)
         return gx_infer_errf(ic, GX_EATTR, "%s: the leaf weight attributes differ in length", op);
     const gx_strrec *const *ms = gx_tensor_cdata(modes);
     gx_tree_key *k = malloc((n ? n : 1) * sizeof *k);
@@ -833,11 +873,15 @@ static int s_infer_treecls(gx_infer *ic)
         return gx_infer_errf(ic, GX_EATTR,
                              "TreeEnsembleClassifier: two or more class labels needed, in "
                              "classlabels_int64s or classlabels_strings");
-    const size_t nb = a[GX_TREE_BASE_VALUES].n;
-    if (nb != 0 && (int64_t)nb != k && !(k == 2 && nb == 1))
+    if (!s_nums_ok(a[GX_TREE_BASE_VALUES_AS_TENSOR].t))
         return gx_infer_errf(ic, GX_EATTR,
-                             "TreeEnsembleClassifier: %zu base_values for %lld classes", nb,
-                             (long long)k);
+                             "TreeEnsembleClassifier: base_values_as_tensor must be a 1-D "
+                             "float64 or float32 tensor");
+    const int64_t nb = gx_ml_count(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR);
+    if (nb != 0 && nb != k && !(k == 2 && nb == 1))
+        return gx_infer_errf(ic, GX_EATTR,
+                             "TreeEnsembleClassifier: %lld base_values for %lld classes",
+                             (long long)nb, (long long)k);
     if ((rc = s_check_trees(ic, "TreeEnsembleClassifier", c, k)) < 0)
         return rc;
     gx_view_set(&ic->out[0], ls ? GX_STRING : GX_I64, 1, &n);
@@ -851,4 +895,383 @@ const gx_op_schema gx_schema_TREE_ENSEMBLE_CLASSIFIER = {
     .n_attrs = GX_TREE_CLS_NATTRS, .flags = GX_OPF_STRINGS, .infer = s_infer_treecls,
     .cost = s_cost_tree, .scratch = s_treecls_scratch, .shares = s_one_share,
     .batch = s_batch_rows,
+};
+
+/* ---- TreeEnsemble (opset 5) ---- */
+
+static const gx_attr_spec s_tree5_attrs[] = {
+    [GX_TREE5_AGGREGATE_FUNCTION] = {.name = "aggregate_function", .type = GX_ATTR_INT,
+                                     .def_i = 1},
+    [GX_TREE5_LEAF_TARGETIDS] = {.name = "leaf_targetids", .type = GX_ATTR_INTS},
+    [GX_TREE5_LEAF_WEIGHTS] = {.name = "leaf_weights", .type = GX_ATTR_TENSOR},
+    [GX_TREE5_MEMBERSHIP_VALUES] = {.name = "membership_values", .type = GX_ATTR_TENSOR},
+    [GX_TREE5_N_TARGETS] = {.name = "n_targets", .type = GX_ATTR_INT},
+    [GX_TREE5_NODES_FALSELEAFS] = {.name = "nodes_falseleafs", .type = GX_ATTR_INTS},
+    [GX_TREE5_NODES_FALSENODEIDS] = {.name = "nodes_falsenodeids", .type = GX_ATTR_INTS},
+    [GX_TREE5_NODES_FEATUREIDS] = {.name = "nodes_featureids", .type = GX_ATTR_INTS},
+    [GX_TREE5_NODES_MISSING_VALUE_TRACKS_TRUE] = {.name = "nodes_missing_value_tracks_true",
+                                                  .type = GX_ATTR_INTS},
+    [GX_TREE5_NODES_MODES] = {.name = "nodes_modes", .type = GX_ATTR_TENSOR},
+    [GX_TREE5_NODES_SPLITS] = {.name = "nodes_splits", .type = GX_ATTR_TENSOR},
+    [GX_TREE5_NODES_TRUELEAFS] = {.name = "nodes_trueleafs", .type = GX_ATTR_INTS},
+    [GX_TREE5_NODES_TRUENODEIDS] = {.name = "nodes_truenodeids", .type = GX_ATTR_INTS},
+    [GX_TREE5_POST_TRANSFORM] = {.name = "post_transform", .type = GX_ATTR_INT},
+    [GX_TREE5_TREE_ROOTS] = {.name = "tree_roots", .type = GX_ATTR_INTS},
+};
+_Static_assert(sizeof s_tree5_attrs / sizeof s_tree5_attrs[0] == GX_TREE5_NATTRS,
+               "TreeEnsemble attrs");
+
+static size_t s_tree5_scratch(const gx_infer *ic)
+{
+    const gx_attrval *a = ic->attr;
+    const size_t ni = a[GX_TREE5_NODES_FEATUREIDS].n, nl = a[GX_TREE5_LEAF_TARGETIDS].n;
+    const gx_tensor *mv = a[GX_TREE5_MEMBERSHIP_VALUES].t;
+    return gx_tree_scratch_bytes(ni + nl, nl, mv ? (size_t)gx_tensor_numel(mv) : 0,
+                                 (size_t)a[GX_TREE5_N_TARGETS].i);
+}
+
+static gx_cost s_cost_tree5(const gx_infer *ic)
+{
+    const double rows = ic->in[0].ndim == 2 ? (double)ic->in[0].shape[0] : 1;
+    return (gx_cost){.flops = rows * 16 * (double)ic->attr[GX_TREE5_NODES_FEATUREIDS].n,
+                     .bytes = gx_infer_io_bytes(ic)};
+}
+
+/* A child index: below the leaves' count or the interior nodes'. */
+static bool s_child_ok(int64_t id, int64_t is_leaf, int64_t ni, int64_t nl)
+{
+    return (is_leaf == 0 || is_leaf == 1) && id >= 0 && id < (is_leaf ? nl : ni);
+}
+
+/* ONNX Runtime reads a tree whose root's true and false ids are equal as
+ * a single leaf (that root's index into the leaves). */
+bool gx_tree5_root_is_leaf(const gx_attrval *a, int64_t root)
+{
+    return a[GX_TREE5_NODES_TRUENODEIDS].ints[root] == a[GX_TREE5_NODES_FALSENODEIDS].ints[root];
+}
+
+static int s_infer_tree5(gx_infer *ic)
+{
+    const char *op = "TreeEnsemble";
+    const gx_attrval *a = ic->attr;
+    const gx_view *x = &ic->in[0];
+    int64_t n, c;
+    if (x->dtype != GX_F32 && x->dtype != GX_F64)
+        return gx_infer_errf(ic, GX_EDTYPE, "%s: input is %s; float32 or float64 needed", op,
+                             gx_dtype_name(x->dtype));
+    int rc = s_rows(ic, op, &n, &c);
+    if (rc < 0)
+        return rc;
+    const int64_t e = a[GX_TREE5_N_TARGETS].i, agg = a[GX_TREE5_AGGREGATE_FUNCTION].i;
+    const int64_t pt = a[GX_TREE5_POST_TRANSFORM].i;
+    if (e < 1 || e > ((int64_t)1 << 24))
+        return gx_infer_errf(ic, GX_EATTR, "%s: n_targets %lld (1 or more needed)", op,
+                             (long long)e);
+    if (agg < 0 || agg > 3 || pt < 0 || pt > GX_ML_PROBIT)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: aggregate_function %lld (0-3) or post_transform %lld (0-4) "
+                             "out of range",
+                             op, (long long)agg, (long long)pt);
+    const size_t ni = a[GX_TREE5_NODES_FEATUREIDS].n, nl = a[GX_TREE5_LEAF_TARGETIDS].n;
+    const gx_tensor *modes = a[GX_TREE5_NODES_MODES].t, *splits = a[GX_TREE5_NODES_SPLITS].t;
+    const gx_tensor *lw = a[GX_TREE5_LEAF_WEIGHTS].t, *mv = a[GX_TREE5_MEMBERSHIP_VALUES].t;
+    if (ni == 0 || !modes || gx_tensor_dtype(modes) != GX_U8 || gx_tensor_ndim(modes) != 1 ||
+        gx_tensor_numel(modes) != (int64_t)ni || !splits || gx_tensor_ndim(splits) != 1 ||
+        gx_tensor_numel(splits) != (int64_t)ni || a[GX_TREE5_NODES_TRUENODEIDS].n != ni ||
+        a[GX_TREE5_NODES_FALSENODEIDS].n != ni || a[GX_TREE5_NODES_TRUELEAFS].n != ni ||
+        a[GX_TREE5_NODES_FALSELEAFS].n != ni ||
+        (a[GX_TREE5_NODES_MISSING_VALUE_TRACKS_TRUE].n != 0 &&
+         a[GX_TREE5_NODES_MISSING_VALUE_TRACKS_TRUE].n != ni))
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: the nodes_ attributes must all have one entry an interior node "
+                             "(%zu nodes_featureids; nodes_modes uint8)",
+                             op, ni);
+    if (nl == 0 || !lw || gx_tensor_ndim(lw) != 1 || gx_tensor_numel(lw) != (int64_t)nl)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: leaf_targetids and leaf_weights must have one entry a leaf "
+                             "(%zu leaf_targetids)",
+                             op, nl);
+    if (gx_tensor_dtype(splits) != x->dtype || gx_tensor_dtype(lw) != x->dtype ||
+        (mv && (gx_tensor_dtype(mv) != x->dtype || gx_tensor_ndim(mv) != 1)))
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: nodes_splits, leaf_weights and membership_values must be 1-D "
+                             "%s like the input",
+                             op, gx_dtype_name(x->dtype));
+    if (a[GX_TREE5_TREE_ROOTS].n == 0)
+        return gx_infer_errf(ic, GX_EATTR, "%s: no tree_roots", op);
+    for (size_t i = 0; i < nl; i++)
+        if (a[GX_TREE5_LEAF_TARGETIDS].ints[i] < 0 || a[GX_TREE5_LEAF_TARGETIDS].ints[i] >= e)
+            return gx_infer_errf(ic, GX_EATTR, "%s: leaf %zu is for target %lld of %lld", op, i,
+                                 (long long)a[GX_TREE5_LEAF_TARGETIDS].ints[i], (long long)e);
+    const uint8_t *md = gx_tensor_cdata(modes);
+    const int64_t nm = mv ? gx_tensor_numel(mv) : 0;
+    int64_t at = 0; /* the next set's start in membership_values */
+    for (size_t i = 0; i < ni; i++) {
+        const int64_t f = a[GX_TREE5_NODES_FEATUREIDS].ints[i];
+        if (md[i] > 6)
+            return gx_infer_errf(ic, GX_EATTR, "%s: node %zu has mode %d (0-6)", op, i, md[i]);
+        if (f < 0 || f >= c)
+            return gx_infer_errf(ic, GX_EATTR,
+                                 "%s: node %zu tests feature %lld; the input has %lld columns",
+                                 op, i, (long long)f, (long long)c);
+        if (!s_child_ok(a[GX_TREE5_NODES_TRUENODEIDS].ints[i], a[GX_TREE5_NODES_TRUELEAFS].ints[i],
+                        (int64_t)ni, (int64_t)nl) ||
+            !s_child_ok(a[GX_TREE5_NODES_FALSENODEIDS].ints[i],
+                        a[GX_TREE5_NODES_FALSELEAFS].ints[i], (int64_t)ni, (int64_t)nl))
+            return gx_infer_errf(ic, GX_EATTR,
+                                 "%s: node %zu has a child out of range (%zu interior nodes, "
+                                 "%zu leaves; the *leafs flags 0 or 1)",
+                                 op, i, ni, nl);
+        if (md[i] == 6) {
+            int64_t m = 0;
+            while (at + m < nm && !isnan(s_tensor_num(mv, at + m)))
+                m++;
+            if (m == 0)
+                return gx_infer_errf(ic, GX_EATTR,
+                                     "%s: node %zu is BRANCH_MEMBER but its set in "
+                                     "membership_values is empty or missing",
+                                     op, i);
+            at += m + 1;
+        }
+    }
+    for (size_t i = 0; i < a[GX_TREE5_TREE_ROOTS].n; i++) {
+        const int64_t r = a[GX_TREE5_TREE_ROOTS].ints[i];
+        if (r < 0 || r >= (int64_t)ni || (gx_tree5_root_is_leaf(a, r) && r >= (int64_t)nl))
+            return gx_infer_errf(ic, GX_EATTR,
+                                 "%s: tree_roots[%zu] is %lld; %zu interior nodes, %zu leaves",
+                                 op, i, (long long)r, ni, nl);
+    }
+    gx_view_set(&ic->out[0], x->dtype, 2, (int64_t[]){n, e});
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_TREE_ENSEMBLE = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1, .attrs = s_tree5_attrs,
+    .n_attrs = GX_TREE5_NATTRS, .infer = s_infer_tree5, .cost = s_cost_tree5,
+    .scratch = s_tree5_scratch, .shares = s_one_share, .batch = s_batch_rows,
+};
+
+/* ---- SVMRegressor / SVMClassifier ---- */
+
+#define S_SVM_ATTRS                                                                           \
+    [GX_SVM_COEFFICIENTS] = {.name = "coefficients", .type = GX_ATTR_FLOATS},                 \
+    [GX_SVM_KERNEL_PARAMS] = {.name = "kernel_params", .type = GX_ATTR_FLOATS},               \
+    [GX_SVM_KERNEL_TYPE] = {.name = "kernel_type", .type = GX_ATTR_STRING, .def_s = "LINEAR"}, \
+    [GX_SVM_POST_TRANSFORM] = {.name = "post_transform", .type = GX_ATTR_STRING,              \
+                               .def_s = "NONE"},                                              \
+    [GX_SVM_RHO] = {.name = "rho", .type = GX_ATTR_FLOATS},                                   \
+    [GX_SVM_SUPPORT_VECTORS] = {.name = "support_vectors", .type = GX_ATTR_FLOATS}
+
+static const gx_attr_spec s_svmr_attrs[] = {
+    S_SVM_ATTRS,
+    [GX_SVMR_N_SUPPORTS] = {.name = "n_supports", .type = GX_ATTR_INT},
+    [GX_SVMR_ONE_CLASS] = {.name = "one_class", .type = GX_ATTR_INT},
+};
+_Static_assert(sizeof s_svmr_attrs / sizeof s_svmr_attrs[0] == GX_SVMR_NATTRS,
+               "SVMRegressor attrs");
+
+static const gx_attr_spec s_svmc_attrs[] = {
+    S_SVM_ATTRS,
+    [GX_SVMC_CLASSLABELS_INTS] = {.name = "classlabels_ints", .type = GX_ATTR_INTS},
+    [GX_SVMC_CLASSLABELS_STRINGS] = {.name = "classlabels_strings", .type = GX_ATTR_TENSOR},
+    [GX_SVMC_PROB_A] = {.name = "prob_a", .type = GX_ATTR_FLOATS},
+    [GX_SVMC_PROB_B] = {.name = "prob_b", .type = GX_ATTR_FLOATS},
+    [GX_SVMC_VECTORS_PER_CLASS] = {.name = "vectors_per_class", .type = GX_ATTR_INTS},
+};
+_Static_assert(sizeof s_svmc_attrs / sizeof s_svmc_attrs[0] == GX_SVMC_NATTRS,
+               "SVMClassifier attrs");
+
+static const char *const s_kernels[] = {
+    [GX_SVM_LINEAR] = "LINEAR", [GX_SVM_POLY] = "POLY", [GX_SVM_RBF] = "RBF",
+    [GX_SVM_SIGMOID] = "SIGMOID",
+};
+
+int gx_svm_kernel(const char *s)
+{
+    for (int i = 0; i < (int)(sizeof s_kernels / sizeof s_kernels[0]); i++)
+        if (strcmp(s, s_kernels[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* kernel_type, kernel_params (none or gamma, coef0, degree), post_transform,
+ * at most 4096 columns (a row is read as float32 on the kernel's stack). */
+static int s_svm_common(gx_infer *ic, const char *op, int64_t c)
+{
+    const gx_attrval *a = ic->attr;
+    if (c > 4096)
+        return gx_infer_errf(ic, GX_EUNSUPPORTED, "%s: %lld columns; at most 4096", op,
+                             (long long)c);
+    if (gx_svm_kernel(a[GX_SVM_KERNEL_TYPE].s) < 0)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: kernel_type \"%s\" is not LINEAR, POLY, RBF or SIGMOID", op,
+                             a[GX_SVM_KERNEL_TYPE].s);
+    if (a[GX_SVM_KERNEL_PARAMS].n != 0 && a[GX_SVM_KERNEL_PARAMS].n != 3)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: %zu kernel_params; none or 3 (gamma, coef0, degree)", op,
+                             a[GX_SVM_KERNEL_PARAMS].n);
+    if (a[GX_SVM_COEFFICIENTS].n == 0 || a[GX_SVM_RHO].n == 0)
+        return gx_infer_errf(ic, GX_EATTR, "%s: coefficients and rho needed", op);
+    return s_transform_attr(ic, op, GX_SVM_POST_TRANSFORM);
+}
+
+static gx_cost s_cost_svm(const gx_infer *ic)
+{
+    const double rows = ic->in[0].ndim == 2 ? (double)ic->in[0].shape[0] : 1;
+    const double w = (double)(ic->attr[GX_SVM_SUPPORT_VECTORS].n + ic->attr[GX_SVM_COEFFICIENTS].n);
+    return (gx_cost){.flops = rows * 3 * w, .bytes = gx_infer_io_bytes(ic)};
+}
+
+static int s_infer_svmr(gx_infer *ic)
+{
+    const char *op = "SVMRegressor";
+    const gx_attrval *a = ic->attr;
+    int64_t n, c;
+    int rc = s_rows(ic, op, &n, &c);
+    if (rc < 0 || (rc = s_svm_common(ic, op, c)) < 0)
+        return rc;
+    const int64_t v = a[GX_SVMR_N_SUPPORTS].i;
+    const int64_t nsv = (int64_t)a[GX_SVM_SUPPORT_VECTORS].n, nco = (int64_t)a[GX_SVM_COEFFICIENTS].n;
+    if (v < 0 || (v > 0 && (nsv != v * c || nco != v)) || (v == 0 && nco != c))
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: n_supports %lld with %lld support_vectors values and %lld "
+                             "coefficients for %lld columns (n_supports x columns and n_supports, "
+                             "or no support vectors and a coefficient a column)",
+                             op, (long long)v, (long long)nsv, (long long)nco, (long long)c);
+    gx_view_set(&ic->out[0], GX_F32, 2, (int64_t[]){n, 1});
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_SVM_REGRESSOR = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1, .attrs = s_svmr_attrs,
+    .n_attrs = GX_SVMR_NATTRS, .infer = s_infer_svmr, .cost = s_cost_svm,
+    .batch = s_batch_rows,
+};
+
+void gx_svm_sizes(const gx_attrval *a, int64_t *classes, int64_t *vectors, int64_t *features)
+{
+    const gx_tensor *ls = a[GX_SVMC_CLASSLABELS_STRINGS].t;
+    *classes = ls ? gx_tensor_numel(ls) : (int64_t)a[GX_SVMC_CLASSLABELS_INTS].n;
+    *vectors = 0;
+    for (size_t i = 0; i < a[GX_SVMC_VECTORS_PER_CLASS].n; i++)
+        *vectors += a[GX_SVMC_VECTORS_PER_CLASS].ints[i];
+    *features = *vectors > 0 ? (int64_t)a[GX_SVM_SUPPORT_VECTORS].n / *vectors
+                             : (int64_t)a[GX_SVM_COEFFICIENTS].n / (*classes ? *classes : 1);
+}
+
+/* The score columns: one a class, but with support vectors and no
+ * prob_a one a pair of classes (2 for two classes), as ONNX Runtime. */
+static int64_t s_svmc_cols(const gx_attrval *a, int64_t k, int64_t v)
+{
+    if (v > 0 && a[GX_SVMC_PROB_A].n == 0)
+        return k > 2 ? k * (k - 1) / 2 : 2;
+    return k;
+}
+
+/* A row's working memory: kernels, pair scores, votes, the pairwise
+ * probabilities and the coupling's Q, Qp and p (ONNX Runtime's). */
+static size_t s_svmc_scratch(const gx_infer *ic)
+{
+    int64_t k, v, f;
+    gx_svm_sizes(ic->attr, &k, &v, &f);
+    const int64_t pairs = k * (k - 1) / 2;
+    return (size_t)(k > pairs ? k : pairs) * sizeof(double) +
+           (size_t)(v + pairs + 2 * k * k + 2 * k) * sizeof(float) + (size_t)k * sizeof(int64_t) +
+           64;
+}
+
+static int s_infer_svmc(gx_infer *ic)
+{
+    const char *op = "SVMClassifier";
+    const gx_attrval *a = ic->attr;
+    int64_t n, c;
+    int rc = s_rows(ic, op, &n, &c);
+    if (rc < 0 || (rc = s_svm_common(ic, op, c)) < 0)
+        return rc;
+    const gx_tensor *ls = a[GX_SVMC_CLASSLABELS_STRINGS].t;
+    if (!s_strings_ok(ls))
+        return gx_infer_errf(ic, GX_EATTR, "%s: classlabels_strings must be strings", op);
+    const int64_t k = ls ? gx_tensor_numel(ls) : (int64_t)a[GX_SVMC_CLASSLABELS_INTS].n;
+    if (k < 2 || k > 4096 || (ls && a[GX_SVMC_CLASSLABELS_INTS].n))
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: 2 to 4096 class labels needed, in classlabels_ints or "
+                             "classlabels_strings (%lld given)",
+                             op, (long long)k);
+    const size_t na = a[GX_SVMC_PROB_A].n, pairs = (size_t)(k * (k - 1) / 2);
+    if (na != a[GX_SVMC_PROB_B].n)
+        return gx_infer_errf(ic, GX_EATTR, "%s: %zu prob_a but %zu prob_b", op, na,
+                             a[GX_SVMC_PROB_B].n);
+    int64_t v = 0;
+    for (size_t i = 0; i < a[GX_SVMC_VECTORS_PER_CLASS].n; i++) {
+        const int64_t m = a[GX_SVMC_VECTORS_PER_CLASS].ints[i];
+        if (m < 0 || m > ((int64_t)1 << 24) || (v += m) > ((int64_t)1 << 24))
+            return gx_infer_errf(ic, GX_EATTR, "%s: vectors_per_class[%zu] is %lld", op, i,
+                                 (long long)m);
+    }
+    const int64_t nsv = (int64_t)a[GX_SVM_SUPPORT_VECTORS].n, nco = (int64_t)a[GX_SVM_COEFFICIENTS].n;
+    if (v > 0) {
+        if ((int64_t)a[GX_SVMC_VECTORS_PER_CLASS].n != k || nsv != v * c ||
+            nco != (k - 1) * v || a[GX_SVM_RHO].n < pairs || (na != 0 && na < pairs))
+            return gx_infer_errf(ic, GX_EATTR,
+                                 "%s: %lld classes and %lld support vectors of %lld columns need "
+                                 "vectors_per_class a class (%zu given), %lld support_vectors "
+                                 "values (%lld), %lld coefficients (%lld), %zu rho (%zu) and "
+                                 "none or %zu prob_a, prob_b (%zu)",
+                                 op, (long long)k, (long long)v, (long long)c,
+                                 a[GX_SVMC_VECTORS_PER_CLASS].n, (long long)(v * c),
+                                 (long long)nsv, (long long)((k - 1) * v), (long long)nco, pairs,
+                                 a[GX_SVM_RHO].n, pairs, na);
+    } else if (nco != k * c) {
+        return gx_infer_errf(ic, GX_EATTR,
+                             "%s: without support vectors %lld classes of %lld columns need %lld "
+                             "coefficients (%lld given)",
+                             op, (long long)k, (long long)c, (long long)(k * c), (long long)nco);
+    }
+    gx_view_set(&ic->out[0], ls ? GX_STRING : GX_I64, 1, &n);
+    if (ic->n_out > 1)
+        gx_view_set(&ic->out[1], GX_F32, 2, (int64_t[]){n, s_svmc_cols(a, k, v)});
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_SVM_CLASSIFIER = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 2, .attrs = s_svmc_attrs,
+    .n_attrs = GX_SVMC_NATTRS, .flags = GX_OPF_STRINGS, .infer = s_infer_svmc,
+    .cost = s_cost_svm, .scratch = s_svmc_scratch, .shares = s_one_share,
+    .batch = s_batch_rows,
+};
+
+/* ---- CategoryMapper ---- */
+
+static const gx_attr_spec s_catmap_attrs[] = {
+    [GX_CATMAP_CATS_INT64S] = {.name = "cats_int64s", .type = GX_ATTR_INTS},
+    [GX_CATMAP_CATS_STRINGS] = {.name = "cats_strings", .type = GX_ATTR_TENSOR},
+    [GX_CATMAP_DEFAULT_INT64] = {.name = "default_int64", .type = GX_ATTR_INT, .def_i = -1},
+    [GX_CATMAP_DEFAULT_STRING] = {.name = "default_string", .type = GX_ATTR_STRING,
+                                  .def_s = "_Unused"},
+};
+_Static_assert(sizeof s_catmap_attrs / sizeof s_catmap_attrs[0] == GX_CATMAP_NATTRS,
+               "CategoryMapper attrs");
+
+static int s_infer_catmap(gx_infer *ic)
+{
+    const gx_view *x = &ic->in[0];
+    const gx_attrval *a = ic->attr;
+    const gx_tensor *cs = a[GX_CATMAP_CATS_STRINGS].t;
+    if (x->kind != GX_KIND_TENSOR || (x->dtype != GX_STRING && x->dtype != GX_I64))
+        return gx_infer_errf(ic, GX_EDTYPE, "CategoryMapper: input is %s; strings or int64 needed",
+                             gx_dtype_name(x->dtype));
+    if (!cs || !s_strings_ok(cs) || gx_tensor_numel(cs) != (int64_t)a[GX_CATMAP_CATS_INT64S].n)
+        return gx_infer_errf(ic, GX_EATTR,
+                             "CategoryMapper: cats_strings and cats_int64s must be lists of the "
+                             "same length (%lld and %zu given)",
+                             cs ? (long long)gx_tensor_numel(cs) : 0LL,
+                             a[GX_CATMAP_CATS_INT64S].n);
+    gx_view_set(&ic->out[0], x->dtype == GX_STRING ? GX_I64 : GX_STRING, x->ndim, x->shape);
+    return GX_OK;
+}
+
+const gx_op_schema gx_schema_CATEGORY_MAPPER = {
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1, .attrs = s_catmap_attrs,
+    .n_attrs = GX_CATMAP_NATTRS, .flags = GX_OPF_STRINGS, .infer = s_infer_catmap,
+    .cost = s_cost_io, .batch = s_batch_same,
 };

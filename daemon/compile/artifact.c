@@ -189,8 +189,9 @@ static uint64_t s_fields_hash(uint64_t h, const s_field *f, size_t n)
 static void s_build_init(void)
 {
     uint64_t h = gx_backend_cpu()->kernels_id(); /* the kernels plans name */
-    const int v = GX_ARTIFACT_VERSION;
+    const int v = GX_ARTIFACT_VERSION, ma = GX_MAX_ATTRS; /* a step's attr array */
     h = s_fnv(h, &v, sizeof v);
+    h = s_fnv(h, &ma, sizeof ma);
     h = s_fields_hash(h, s_plan_fields, S_N(s_plan_fields));
     h = s_fields_hash(h, s_value_fields, S_N(s_value_fields));
     h = s_fields_hash(h, s_step_fields, S_N(s_step_fields));

@@ -492,84 +492,157 @@ void gx_cpu_LINEAR_CLASSIFIER(const gx_kargs *k)
 
 /* ---- tree ensembles ---- */
 
+/* One representation for every opset's trees (gx_tree_node): nodes, the
+ * roots' positions, the leaves' weights and BRANCH_MEMBER's sets, laid out
+ * in the scratch; one walker. */
 typedef struct s_forest {
-    const gx_attrval *a;
     gx_tree_key *nk, *wk;
     gx_tree_node *nodes;
+    gx_tree_weight *wt;
+    double *members;
     int64_t *roots;
-    int64_t n, w, n_roots;
+    int64_t n, n_roots;
     double *score; /* a row's scores */
     unsigned char *has;
 } s_forest;
 
-/* The lookups in the scratch (the schema checked every child exists). */
+static void s_forest_layout(const gx_kargs *k, s_forest *f, int64_t n, int64_t w, int64_t m,
+                            int64_t n_out)
+{
+    char *p = k->scratch;
+    f->n = n;
+    f->nk = (gx_tree_key *)p, p += n * sizeof(gx_tree_key);
+    f->wk = (gx_tree_key *)p, p += w * sizeof(gx_tree_key);
+    f->nodes = (gx_tree_node *)p, p += n * sizeof(gx_tree_node);
+    f->roots = (int64_t *)p, p += n * sizeof(int64_t);
+    f->wt = (gx_tree_weight *)p, p += w * sizeof(gx_tree_weight);
+    f->members = (double *)p, p += m * sizeof(double);
+    f->score = (double *)p, p += n_out * sizeof(double);
+    f->has = (unsigned char *)p;
+}
+
+/* Opsets 1 and 3: nodes found by (tree, node) ids (the schema checked
+ * every child exists); the roots are the nodes no branch leads to. */
 static void s_forest_build(const gx_kargs *k, s_forest *f, int64_t n_out)
 {
     const gx_attrval *a = k->attr;
-    f->a = a;
-    f->n = (int64_t)a[GX_TREE_NODES_NODEIDS].n;
-    f->w = (int64_t)a[GX_TREE_W_IDS].n;
-    char *p = k->scratch;
-    f->nk = (gx_tree_key *)p, p += f->n * sizeof(gx_tree_key);
-    f->wk = (gx_tree_key *)p, p += f->w * sizeof(gx_tree_key);
-    f->nodes = (gx_tree_node *)p, p += f->n * sizeof(gx_tree_node);
-    f->roots = (int64_t *)p, p += f->n * sizeof(int64_t);
-    f->score = (double *)p, p += n_out * sizeof(double);
-    f->has = (unsigned char *)p;
+    const int64_t n = (int64_t)a[GX_TREE_NODES_NODEIDS].n, w = (int64_t)a[GX_TREE_W_IDS].n;
+    s_forest_layout(k, f, n, w, 0, n_out);
     const int64_t *tid = a[GX_TREE_NODES_TREEIDS].ints, *nid = a[GX_TREE_NODES_NODEIDS].ints;
-    for (int64_t i = 0; i < f->n; i++)
+    for (int64_t i = 0; i < n; i++)
         f->nk[i] = (gx_tree_key){tid[i], nid[i], i};
-    for (int64_t i = 0; i < f->w; i++)
+    for (int64_t i = 0; i < w; i++)
         f->wk[i] = (gx_tree_key){a[GX_TREE_W_TREEIDS].ints[i], a[GX_TREE_W_NODEIDS].ints[i], i};
-    gx_tree_sort(f->nk, (size_t)f->n);
-    gx_tree_sort(f->wk, (size_t)f->w);
+    gx_tree_sort(f->nk, (size_t)n);
+    gx_tree_sort(f->wk, (size_t)w);
+    for (int64_t p = 0; p < w; p++)
+        f->wt[p] = (gx_tree_weight){a[GX_TREE_W_IDS].ints[f->wk[p].idx],
+                                    gx_ml_num(a, GX_TREE_W_WEIGHTS, GX_TREE_W_WEIGHTS_AS_TENSOR,
+                                              f->wk[p].idx)};
     const gx_strrec *const *modes = gx_tensor_cdata(a[GX_TREE_NODES_MODES].t);
-    memset(f->roots, 0, (size_t)f->n * sizeof *f->roots);
-    for (int64_t i = 0; i < f->n; i++) {
+    const gx_attrval *mv = &a[GX_TREE_NODES_MISSING_VALUE_TRACKS_TRUE];
+    memset(f->roots, 0, (size_t)n * sizeof *f->roots);
+    for (int64_t i = 0; i < n; i++) {
         gx_tree_node *nd = &f->nodes[i];
-        nd->yes = nd->no = -1;
-        if (gx_tree_mode(modes[i]) != GX_TREE_LEAF) {
-            nd->yes = f->nk[gx_tree_find(f->nk, (size_t)f->n, tid[i],
+        *nd = (gx_tree_node){.yes = -1, .no = -1, .mode = gx_tree_mode(modes[i]),
+                             .feature = a[GX_TREE_NODES_FEATUREIDS].ints[i],
+                             .value = gx_ml_num(a, GX_TREE_NODES_VALUES,
+                                                GX_TREE_NODES_VALUES_AS_TENSOR, i),
+                             .nan_yes = mv->n && mv->ints[i]};
+        if (nd->mode != GX_TREE_LEAF) {
+            nd->yes = f->nk[gx_tree_find(f->nk, (size_t)n, tid[i],
                                          a[GX_TREE_NODES_TRUENODEIDS].ints[i])]
                           .idx;
-            nd->no = f->nk[gx_tree_find(f->nk, (size_t)f->n, tid[i],
+            nd->no = f->nk[gx_tree_find(f->nk, (size_t)n, tid[i],
                                         a[GX_TREE_NODES_FALSENODEIDS].ints[i])]
                          .idx;
             f->roots[nd->yes] = f->roots[nd->no] = 1;
         }
-        int64_t lo = gx_tree_find(f->wk, (size_t)f->w, tid[i], nid[i]), hi = lo;
-        while (lo >= 0 && hi < f->w && f->wk[hi].tree == tid[i] && f->wk[hi].node == nid[i])
+        int64_t lo = gx_tree_find(f->wk, (size_t)w, tid[i], nid[i]), hi = lo;
+        while (lo >= 0 && hi < w && f->wk[hi].tree == tid[i] && f->wk[hi].node == nid[i])
             hi++;
         nd->wlo = lo < 0 ? 0 : lo;
         nd->whi = lo < 0 ? 0 : hi;
     }
     f->n_roots = 0; /* the nodes no branch leads to, in order */
-    for (int64_t i = 0; i < f->n; i++)
+    for (int64_t i = 0; i < n; i++)
         if (!f->roots[i])
             f->roots[f->n_roots++] = i;
+}
+
+/* Opset 5: interior node i at i, leaf j at ni + j with its one weight;
+ * BRANCH_MEMBER's sets copied in order (the schema checked each has one). */
+static void s_forest_build5(const gx_kargs *k, s_forest *f)
+{
+    const gx_attrval *a = k->attr;
+    const int64_t ni = (int64_t)a[GX_TREE5_NODES_FEATUREIDS].n;
+    const int64_t nl = (int64_t)a[GX_TREE5_LEAF_TARGETIDS].n;
+    const gx_tensor *mvt = a[GX_TREE5_MEMBERSHIP_VALUES].t, *lw = a[GX_TREE5_LEAF_WEIGHTS].t;
+    const gx_tensor *sp = a[GX_TREE5_NODES_SPLITS].t;
+    const int64_t nm = mvt ? gx_tensor_numel(mvt) : 0;
+    const bool dbl = gx_tensor_dtype(lw) == GX_F64;
+    s_forest_layout(k, f, ni + nl, nl, nm, a[GX_TREE5_N_TARGETS].i);
+#define S_NUM(t, i)                                                                           \
+    (dbl ? ((const double *)gx_tensor_cdata(t))[i] : (double)((const float *)gx_tensor_cdata(t))[i])
+    for (int64_t i = 0; i < nm; i++)
+        f->members[i] = S_NUM(mvt, i);
+    const uint8_t *md = gx_tensor_cdata(a[GX_TREE5_NODES_MODES].t);
+    const gx_attrval *mv = &a[GX_TREE5_NODES_MISSING_VALUE_TRACKS_TRUE];
+    int64_t at = 0;
+    for (int64_t i = 0; i < ni; i++) {
+        const int64_t t = a[GX_TREE5_NODES_TRUENODEIDS].ints[i];
+        const int64_t e = a[GX_TREE5_NODES_FALSENODEIDS].ints[i];
+        gx_tree_node *nd = &f->nodes[i];
+        *nd = (gx_tree_node){
+            .yes = a[GX_TREE5_NODES_TRUELEAFS].ints[i] ? ni + t : t,
+            .no = a[GX_TREE5_NODES_FALSELEAFS].ints[i] ? ni + e : e,
+            .mode = md[i] == 6 ? GX_TREE_MEMBER : md[i],
+            .feature = a[GX_TREE5_NODES_FEATUREIDS].ints[i],
+            .value = S_NUM(sp, i),
+            .nan_yes = mv->n && mv->ints[i],
+        };
+        if (md[i] == 6) {
+            nd->mlo = at;
+            while (at < nm && !isnan(f->members[at]))
+                at++;
+            nd->mhi = at++;
+        }
+    }
+    for (int64_t j = 0; j < nl; j++) {
+        f->nodes[ni + j] = (gx_tree_node){.yes = -1, .no = -1, .wlo = j, .whi = j + 1,
+                                          .mode = GX_TREE_LEAF};
+        f->wt[j] = (gx_tree_weight){a[GX_TREE5_LEAF_TARGETIDS].ints[j], S_NUM(lw, j)};
+    }
+#undef S_NUM
+    f->n_roots = (int64_t)a[GX_TREE5_TREE_ROOTS].n;
+    for (int64_t r = 0; r < f->n_roots; r++) {
+        const int64_t i = a[GX_TREE5_TREE_ROOTS].ints[r];
+        f->roots[r] = gx_tree5_root_is_leaf(a, i) ? ni + i : i;
+    }
 }
 
 /* The leaf row x reaches from root i (at most n steps: a cycle stops). */
 static int64_t s_walk(const s_forest *f, const gx_view *x, int64_t off, int64_t i)
 {
-    const gx_attrval *a = f->a;
-    const gx_strrec *const *modes = gx_tensor_cdata(a[GX_TREE_NODES_MODES].t);
-    const gx_attrval *mv = &a[GX_TREE_NODES_MISSING_VALUE_TRACKS_TRUE];
     for (int64_t step = 0; step < f->n && f->nodes[i].yes >= 0; step++) {
-        const double v = s_get(x, off + a[GX_TREE_NODES_FEATUREIDS].ints[i]);
-        const double th = (float)a[GX_TREE_NODES_VALUES].floats[i];
-        bool go;
-        switch (gx_tree_mode(modes[i])) {
+        const gx_tree_node *nd = &f->nodes[i];
+        const double v = s_get(x, off + nd->feature), th = nd->value;
+        bool go = false;
+        switch (nd->mode) {
         case GX_TREE_LEQ: go = v <= th; break;
         case GX_TREE_LT: go = v < th; break;
         case GX_TREE_GTE: go = v >= th; break;
         case GX_TREE_GT: go = v > th; break;
         case GX_TREE_EQ: go = v == th; break;
+        case GX_TREE_MEMBER:
+            for (int64_t p = nd->mlo; p < nd->mhi && !go; p++)
+                go = v == f->members[p];
+            break;
         default: go = v != th; break;
         }
-        if (isnan(v) && mv->n && mv->ints[i])
+        if (isnan(v) && nd->nan_yes)
             go = true;
-        i = go ? f->nodes[i].yes : f->nodes[i].no;
+        i = go ? nd->yes : nd->no;
     }
     return i;
 }
@@ -578,14 +651,13 @@ static int64_t s_walk(const s_forest *f, const gx_view *x, int64_t off, int64_t 
 static void s_forest_row(const s_forest *f, const gx_view *x, int64_t r, int64_t c, int64_t k,
                          int agg)
 {
-    const gx_attrval *a = f->a;
     memset(f->score, 0, (size_t)k * sizeof *f->score);
     memset(f->has, 0, (size_t)k);
     for (int64_t t = 0; t < f->n_roots; t++) {
         const gx_tree_node *leaf = &f->nodes[s_walk(f, x, r * c, f->roots[t])];
         for (int64_t p = leaf->wlo; p < leaf->whi; p++) {
-            const int64_t wi = f->wk[p].idx, id = a[GX_TREE_W_IDS].ints[wi];
-            const double w = (float)a[GX_TREE_W_WEIGHTS].floats[wi];
+            const int64_t id = f->wt[p].id;
+            const double w = f->wt[p].w;
             if (agg == 0 || !f->has[id])
                 f->score[id] = agg == 0 ? f->score[id] + w : w;
             else
@@ -595,39 +667,60 @@ static void s_forest_row(const s_forest *f, const gx_view *x, int64_t r, int64_t
     }
 }
 
+/* The regressors' rows: e targets aggregated (agg 0 sum, 1 min, 2 max;
+ * avg: the sum over the trees' count), base values a[] (opsets 1-3; NULL:
+ * none), the transform t, into y (float32 or float64). */
+static void s_regress(const gx_kargs *k, const s_forest *f, int64_t e, int agg, bool avg, int t,
+                      const gx_attrval *a)
+{
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const int64_t nb = a ? gx_ml_count(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR) : 0;
+    int64_t n, c;
+    s_shape(x, &n, &c);
+    for (int64_t r = 0; r < n; r++) {
+        s_forest_row(f, x, r, c, e, agg);
+        for (int64_t q = 0; q < e; q++) {
+            double s = f->score[q];
+            if (avg)
+                s /= (double)f->n_roots;
+            if (e == 1) /* ONNX Runtime: one base value adds to the one target */
+                s += nb == 1 ? gx_ml_num(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR, 0)
+                             : 0;
+            else if (nb == e && (agg == 0 || f->has[q])) /* MIN, MAX: a target no leaf scored stays 0 */
+                s += gx_ml_num(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR, q);
+            f->score[q] = s;
+        }
+        s_transform(f->score, e, e == 1 && t != GX_ML_PROBIT ? GX_ML_NONE : t);
+        for (int64_t q = 0; q < e; q++)
+            s_put(y, r * e + q, f->score[q]);
+    }
+}
+
 void gx_cpu_TREE_ENSEMBLE_REGRESSOR(const gx_kargs *k)
 {
     if (k->ith != 0)
         return;
     const gx_attrval *a = k->attr;
-    const gx_view *x = &k->in[0];
     const int64_t e = a[GX_TREE_REG_N_TARGETS].i;
     const char *af = a[GX_TREE_REG_AGGREGATE_FUNCTION].s;
-    const bool avg = strcmp(af, "AVERAGE") == 0;
     const int agg = strcmp(af, "MIN") == 0 ? 1 : strcmp(af, "MAX") == 0 ? 2 : 0;
-    const int t = gx_ml_transform(a[GX_TREE_POST_TRANSFORM].s);
-    const gx_attrval *bv = &a[GX_TREE_BASE_VALUES];
     s_forest f;
     s_forest_build(k, &f, e);
-    int64_t n, c;
-    s_shape(x, &n, &c);
-    float *yd = k->out[0].data;
-    for (int64_t r = 0; r < n; r++) {
-        s_forest_row(&f, x, r, c, e, agg);
-        for (int64_t q = 0; q < e; q++) {
-            double s = f.score[q];
-            if (avg)
-                s /= (double)f.n_roots;
-            if (e == 1) /* ONNX Runtime: one base value adds to the one target */
-                s += bv->n == 1 ? (float)bv->floats[0] : 0;
-            else if ((int64_t)bv->n == e && (agg == 0 || f.has[q]))
-                s += (float)bv->floats[q]; /* MIN, MAX: a target no leaf scored stays 0 */
-            f.score[q] = s;
-        }
-        s_transform(f.score, e, e == 1 && t != GX_ML_PROBIT ? GX_ML_NONE : t);
-        for (int64_t q = 0; q < e; q++)
-            yd[r * e + q] = (float)f.score[q];
-    }
+    s_regress(k, &f, e, agg, strcmp(af, "AVERAGE") == 0,
+              gx_ml_transform(a[GX_TREE_POST_TRANSFORM].s), a);
+}
+
+/* Opset 5: aggregate_function 0 AVERAGE, 1 SUM, 2 MIN, 3 MAX. */
+void gx_cpu_TREE_ENSEMBLE(const gx_kargs *k)
+{
+    if (k->ith != 0)
+        return;
+    const gx_attrval *a = k->attr;
+    const int64_t af = a[GX_TREE5_AGGREGATE_FUNCTION].i;
+    s_forest f;
+    s_forest_build5(k, &f);
+    s_regress(k, &f, a[GX_TREE5_N_TARGETS].i, af == 2 ? 1 : af == 3 ? 2 : 0, af == 0,
+              (int)a[GX_TREE5_POST_TRANSFORM].i, NULL);
 }
 
 /* ONNX Runtime's TreeAggregatorClassifier: with two classes and the
@@ -643,15 +736,17 @@ void gx_cpu_TREE_ENSEMBLE_CLASSIFIER(const gx_kargs *k)
     const gx_strrec *const *lstr = ls ? gx_tensor_cdata(ls) : NULL;
     const int64_t kc = ls ? gx_tensor_numel(ls) : (int64_t)a[GX_TREE_CLS_CLASSLABELS_INT64S].n;
     const int t = gx_ml_transform(a[GX_TREE_POST_TRANSFORM].s);
-    const gx_attrval *bv = &a[GX_TREE_BASE_VALUES];
-    bool all_pos = true, one_class = true;
-    for (size_t i = 0; i < a[GX_TREE_W_IDS].n; i++) {
-        all_pos = all_pos && (float)a[GX_TREE_W_WEIGHTS].floats[i] >= 0;
-        one_class = one_class && a[GX_TREE_W_IDS].ints[i] == a[GX_TREE_W_IDS].ints[0];
-    }
-    const bool binary = kc == 2 && one_class && a[GX_TREE_W_IDS].n > 0;
+    const int64_t nb = gx_ml_count(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR);
     s_forest f;
     s_forest_build(k, &f, kc);
+    bool all_pos = true, one_class = true;
+    const int64_t w = (int64_t)a[GX_TREE_W_IDS].n;
+    for (int64_t i = 0; i < w; i++) {
+        all_pos = all_pos && f.wt[i].w >= 0;
+        one_class = one_class && f.wt[i].id == f.wt[0].id;
+    }
+    const bool binary = kc == 2 && one_class && w > 0;
+#define S_BASE(q) gx_ml_num(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR, q)
     int64_t n, c;
     s_shape(x, &n, &c);
     for (int64_t r = 0; r < n; r++) {
@@ -661,24 +756,24 @@ void gx_cpu_TREE_ENSEMBLE_CLASSIFIER(const gx_kargs *k)
         int64_t m = kc, cls; /* cls: a label index, or -1 - v for the raw label v */
         int how = -1;
         if (kc > 2) {
-            for (int64_t q = 0; q < (int64_t)bv->n; q++)
-                s[q] += (float)bv->floats[q], has[q] = 1;
+            for (int64_t q = 0; q < nb; q++)
+                s[q] += S_BASE(q), has[q] = 1;
             cls = -1;
             for (int64_t q = 0; q < kc; q++)
                 if (has[q] && (cls < 0 || s[q] > s[cls]))
                     cls = q;
             cls = cls < 0 ? 0 : cls;
         } else {
-            if (bv->n == 2) {
+            if (nb == 2) {
                 if (has[1]) {
-                    s[1] = (float)bv->floats[1] + s[0];
+                    s[1] = S_BASE(1) + s[0];
                     s[0] = -s[1];
                 } else {
-                    s[1] += (float)bv->floats[1];
-                    s[0] += (float)bv->floats[0];
+                    s[1] += S_BASE(1);
+                    s[0] += S_BASE(0);
                 }
-            } else if (bv->n == 1) {
-                s[0] += (float)bv->floats[0];
+            } else if (nb == 1) {
+                s[0] += S_BASE(0);
                 m = has[1] ? 2 : 1;
             } else {
                 how = 3;
@@ -699,5 +794,256 @@ void gx_cpu_TREE_ENSEMBLE_CLASSIFIER(const gx_kargs *k)
                 cls >= 0 ? a[GX_TREE_CLS_CLASSLABELS_INT64S].ints[cls] : -1 - cls;
         if (k->n_out > 1)
             s_write_scores(s, m, t, how, (float *)k->out[1].data + r * kc, kc);
+    }
+#undef S_BASE
+}
+
+/* ---- SVMRegressor, SVMClassifier (ONNX Runtime's order of operations) ---- */
+
+/* The input row as float32 (ONNX Runtime casts every input so). */
+static void s_row_f32(const gx_view *x, int64_t r, int64_t c, float *xf)
+{
+    for (int64_t j = 0; j < c; j++)
+        xf[j] = (float)s_get(x, r * c + j);
+}
+
+/* The kernel of row xf and vector v (float lists, c columns): RBF in
+ * float32 as ONNX Runtime's loop, the others as its GEMM (alpha x.v + cc)
+ * then POLY's power or SIGMOID's tanh. */
+static float s_svm_kernel(int kt, const double *kp, const float *xf, const double *v, int64_t c,
+                          float cc)
+{
+    const float gamma = kp ? (float)kp[0] : 0, coef0 = kp ? (float)kp[1] : 0;
+    const float degree = kp ? (float)kp[2] : 0;
+    if (kt == GX_SVM_RBF) {
+        float sum = 0;
+        for (int64_t j = 0; j < c; j++) {
+            const float d = xf[j] - (float)v[j];
+            sum += d * d;
+        }
+        return expf(-gamma * sum);
+    }
+    double dot = 0;
+    for (int64_t j = 0; j < c; j++)
+        dot += (double)xf[j] * (float)v[j];
+    if (kt == GX_SVM_LINEAR)
+        return (float)(dot + cc);
+    const float g = (float)(gamma * dot + coef0);
+    if (kt == GX_SVM_POLY)
+        return degree == 2 ? g * g : degree == 3 ? g * g * g : powf(g, degree);
+    return tanhf(g);
+}
+
+#define S_SVM_MAX_COLS 4096 /* a row's columns as float32 on the stack (the schemas' bound) */
+
+void gx_cpu_SVM_REGRESSOR(const gx_kargs *k)
+{
+    const gx_attrval *a = k->attr;
+    const gx_view *x = &k->in[0];
+    const int64_t v = a[GX_SVMR_N_SUPPORTS].i;
+    const int kt = v > 0 ? gx_svm_kernel(a[GX_SVM_KERNEL_TYPE].s) : GX_SVM_LINEAR;
+    const double *kp = a[GX_SVM_KERNEL_PARAMS].n ? a[GX_SVM_KERNEL_PARAMS].floats : NULL;
+    const double *co = a[GX_SVM_COEFFICIENTS].floats, *sv = a[GX_SVM_SUPPORT_VECTORS].floats;
+    const float rho = (float)a[GX_SVM_RHO].floats[0];
+    int64_t n, c, lo, hi;
+    s_shape(x, &n, &c);
+    gx_cpu_share(k, n, 1, &lo, &hi);
+    float *yd = k->out[0].data, xf[S_SVM_MAX_COLS];
+    for (int64_t r = lo; r < hi; r++) {
+        double s = 0;
+        s_row_f32(x, r, c, xf);
+        if (v > 0) {
+            for (int64_t q = 0; q < v; q++)
+                s += (double)s_svm_kernel(kt, kp, xf, sv + q * c, c, 0) * (float)co[q];
+            s += rho;
+        } else {
+            s = s_svm_kernel(GX_SVM_LINEAR, NULL, xf, co, c, rho);
+        }
+        yd[r] = a[GX_SVMR_ONE_CLASS].i ? ((float)s > 0 ? 1.0f : -1.0f) : (float)s;
+    }
+}
+
+/* libsvm's pairwise coupling (Wu, Lin and Weng's second method) over the
+ * k x k pairwise probabilities r into p, in float32 as ONNX Runtime. */
+static void s_coupling(int64_t k, const float *r, float *q, float *qp, float *p)
+{
+    const float eps = 0.005f / (float)k;
+    memset(q, 0, (size_t)(k * k) * sizeof *q);
+    for (int64_t i = 0; i < k; i++) {
+        p[i] = 1.0f / (float)k;
+        for (int64_t j = 0; j < i; j++) {
+            q[i * k + i] += r[j * k + i] * r[j * k + i];
+            q[i * k + j] = q[j * k + i];
+        }
+        for (int64_t j = i + 1; j < k; j++) {
+            q[i * k + i] += r[j * k + i] * r[j * k + i];
+            q[i * k + j] = -r[j * k + i] * r[i * k + j];
+        }
+    }
+    for (int loop = 0; loop < 100; loop++) {
+        float pqp = 0, max_error = 0;
+        for (int64_t i = 0; i < k; i++) {
+            qp[i] = 0;
+            for (int64_t j = 0; j < k; j++)
+                qp[i] += q[i * k + j] * p[j];
+            pqp += p[i] * qp[i];
+        }
+        for (int64_t i = 0; i < k; i++) {
+            const float err = fabsf(qp[i] - pqp);
+            max_error = err > max_error ? err : max_error;
+        }
+        if (max_error < eps)
+            break;
+        for (int64_t i = 0; i < k; i++) {
+            const float diff = (-qp[i] + pqp) / q[i * k + i];
+            p[i] += diff;
+            pqp = (pqp + diff * (diff * q[i * k + i] + 2 * qp[i])) / (1 + diff) / (1 + diff);
+            for (int64_t j = 0; j < k; j++) {
+                qp[j] = (qp[j] + diff * q[i * k + j]) / (1 + diff);
+                p[j] /= (1 + diff);
+            }
+        }
+    }
+}
+
+static float s_logistic_f(float v)
+{
+    const float e = 1 / (1 + expf(-fabsf(v)));
+    return v < 0 ? 1 - e : e;
+}
+
+/* With support vectors (libsvm): a score per pair of classes, the label
+ * by votes, scores the pairs' (transformed) or, with prob_a and prob_b,
+ * the classes' probabilities by pairwise coupling (then transformed).
+ * Without (liblinear): a score per class, coefficients . x + rho[0]. */
+void gx_cpu_SVM_CLASSIFIER(const gx_kargs *k)
+{
+    if (k->ith != 0)
+        return;
+    const gx_attrval *a = k->attr;
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const gx_tensor *ls = a[GX_SVMC_CLASSLABELS_STRINGS].t;
+    const gx_strrec *const *lstr = ls ? gx_tensor_cdata(ls) : NULL;
+    int64_t kc, v, c, n;
+    gx_svm_sizes(a, &kc, &v, &c);
+    s_shape(x, &n, &c);
+    const int64_t pairs = kc * (kc - 1) / 2;
+    const bool proba = a[GX_SVMC_PROB_A].n > 0;
+    const int kt = v > 0 ? gx_svm_kernel(a[GX_SVM_KERNEL_TYPE].s) : GX_SVM_LINEAR;
+    const int t = gx_ml_transform(a[GX_SVM_POST_TRANSFORM].s);
+    const double *kp = a[GX_SVM_KERNEL_PARAMS].n ? a[GX_SVM_KERNEL_PARAMS].floats : NULL;
+    const double *co = a[GX_SVM_COEFFICIENTS].floats, *sv = a[GX_SVM_SUPPORT_VECTORS].floats;
+    const double *rho = a[GX_SVM_RHO].floats;
+    const int64_t *vpc = a[GX_SVMC_VECTORS_PER_CLASS].ints;
+    const int64_t cols = v > 0 && !proba ? (kc > 2 ? pairs : 2) : kc;
+    bool all_pos = true;
+    for (size_t i = 0; i < a[GX_SVM_COEFFICIENTS].n; i++)
+        all_pos = all_pos && (float)co[i] >= 0;
+    /* the scratch: a row's scores (doubles), then float32 kernels, pair
+     * scores, pairwise probabilities, the coupling's Q, Qp and p, votes */
+    double *s = k->scratch;
+    float *kern = (float *)(s + (kc > pairs ? kc : pairs)), *ps = kern + v, *r2 = ps + pairs;
+    float *q = r2 + kc * kc, *qp = q + kc * kc, *p = qp + kc;
+    int64_t *votes = (int64_t *)(((uintptr_t)(p + kc) + 7) & ~(uintptr_t)7);
+    float xs[S_SVM_MAX_COLS];
+    for (int64_t r = 0; r < n; r++) {
+        float *z = k->n_out > 1 ? (float *)k->out[1].data + r * cols : NULL;
+        int64_t best = 0;
+        s_row_f32(x, r, c, xs);
+        if (v == 0) { /* liblinear: every class's score takes rho[0] (ONNX Runtime) */
+            float mw = 0;
+            for (int64_t cl = 0; cl < kc; cl++) {
+                const float f = s_svm_kernel(GX_SVM_LINEAR, NULL, xs, co + cl * c, c,
+                                             (float)rho[0]);
+                if (cl == 0 || f > mw)
+                    mw = f, best = cl;
+                s[cl] = f;
+            }
+            if (kc == 2 && !proba && ((all_pos && mw >= 0.5f) || (!all_pos && mw > 0)))
+                best = 1;
+            if (z)
+                s_write_scores(s, kc, t, -1, z, kc);
+        } else {
+            for (int64_t j = 0; j < v; j++)
+                kern[j] = s_svm_kernel(kt, kp, xs, sv + j * c, c, 0);
+            memset(votes, 0, (size_t)kc * sizeof *votes);
+            int64_t idx = 0;
+            for (int64_t i = 0, si = 0; i < kc - 1; si += vpc[i], i++)
+                for (int64_t j = i + 1, sj = si + vpc[i]; j < kc; sj += vpc[j], j++) {
+                    double sum = 0;
+                    for (int64_t m = 0; m < vpc[i]; m++)
+                        sum += (float)((float)co[(j - 1) * v + si + m] * kern[si + m]);
+                    for (int64_t m = 0; m < vpc[j]; m++)
+                        sum += (float)((float)co[i * v + sj + m] * kern[sj + m]);
+                    sum += (float)rho[idx];
+                    ps[idx++] = (float)sum;
+                    votes[sum > 0 ? i : j]++;
+                }
+            for (int64_t i = 1; i < kc; i++)
+                if (votes[i] > votes[best])
+                    best = i;
+            if (z && proba) {
+                memset(r2, 0, (size_t)(kc * kc) * sizeof *r2);
+                idx = 0;
+                for (int64_t i = 0; i < kc - 1; i++)
+                    for (int64_t j = i + 1; j < kc; j++, idx++) {
+                        const float val = ps[idx] * (float)a[GX_SVMC_PROB_A].floats[idx] +
+                                          (float)a[GX_SVMC_PROB_B].floats[idx];
+                        float p2 = 1 - s_logistic_f(val);
+                        p2 = p2 < 1.0e-7f ? 1.0e-7f : p2;
+                        p2 = p2 > 1 - 1.0e-7f ? 1 - 1.0e-7f : p2;
+                        r2[i * kc + j] = p2;
+                        r2[j * kc + i] = 1 - p2;
+                    }
+                s_coupling(kc, r2, q, qp, p);
+                for (int64_t i = 0; i < kc; i++)
+                    s[i] = p[i];
+                s_write_scores(s, kc, t, -1, z, kc);
+            } else if (z && kc == 2) { /* one pair: ONNX Runtime's second column */
+                const float f = ps[0];
+                if (t == GX_ML_PROBIT)
+                    z[0] = (float)s_probit(f), z[1] = 0;
+                else if (t == GX_ML_NONE)
+                    z[0] = -f, z[1] = f;
+                else
+                    z[0] = 1 - f, z[1] = f;
+            } else if (z) {
+                for (int64_t i = 0; i < pairs; i++)
+                    s[i] = ps[i];
+                s_write_scores(s, pairs, t, -1, z, pairs);
+            }
+        }
+        if (ls)
+            ((const gx_strrec **)y->data)[r] = lstr[best];
+        else
+            ((int64_t *)y->data)[r] = a[GX_SVMC_CLASSLABELS_INTS].ints[best];
+    }
+}
+
+/* ---- CategoryMapper: the last equal entry wins (ONNX Runtime's maps) ---- */
+
+void gx_cpu_CATEGORY_MAPPER(const gx_kargs *k)
+{
+    const gx_attrval *a = k->attr;
+    const gx_view *x = &k->in[0], *y = &k->out[0];
+    const gx_strrec *const *cs = gx_tensor_cdata(a[GX_CATMAP_CATS_STRINGS].t);
+    const int64_t *ci = a[GX_CATMAP_CATS_INT64S].ints, m = (int64_t)a[GX_CATMAP_CATS_INT64S].n;
+    const gx_strrec *def = NULL;
+    int64_t lo, hi;
+    gx_cpu_share(k, x->numel, GX_CPU_LINE, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t j = m - 1;
+        if (x->dtype == GX_STRING) {
+            const gx_strrec *s = ((const gx_strrec *const *)x->data)[i];
+            while (j >= 0 && !gx_str_eq(cs[j], s))
+                j--;
+            ((int64_t *)y->data)[i] = j >= 0 ? ci[j] : a[GX_CATMAP_DEFAULT_INT64].i;
+        } else {
+            const int64_t v = ((const int64_t *)x->data)[i];
+            while (j >= 0 && ci[j] != v)
+                j--;
+            ((const gx_strrec **)y->data)[i] =
+                j >= 0 ? cs[j] : s_made(k, a[GX_CATMAP_DEFAULT_STRING].s, &def);
+        }
     }
 }
