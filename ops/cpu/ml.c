@@ -690,9 +690,13 @@ static void s_regress(const gx_kargs *k, const s_forest *f, int64_t e, int agg, 
                 s += gx_ml_num(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR, q);
             f->score[q] = s;
         }
-        s_transform(f->score, e, e == 1 && t != GX_ML_PROBIT ? GX_ML_NONE : t);
+        const int tt = e == 1 && t != GX_ML_PROBIT ? GX_ML_NONE : t;
+        s_transform(f->score, e, tt);
+        /* ONNX Runtime 1.30's float64 LOGISTIC, SOFTMAX and PROBIT give
+         * float32 values */
+        const bool f32 = y->dtype != GX_F64 || (tt != GX_ML_NONE && tt != GX_ML_SOFTMAX_ZERO);
         for (int64_t q = 0; q < e; q++)
-            s_put(y, r * e + q, f->score[q]);
+            s_put(y, r * e + q, f32 ? (float)f->score[q] : f->score[q]);
     }
 }
 
@@ -1003,6 +1007,8 @@ void gx_cpu_SVM_CLASSIFIER(const gx_kargs *k)
                 const float f = ps[0];
                 if (t == GX_ML_PROBIT)
                     z[0] = (float)s_probit(f), z[1] = 0;
+                else if (t == GX_ML_LOGISTIC)
+                    z[0] = s_logistic_f(-f), z[1] = s_logistic_f(f);
                 else if (t == GX_ML_NONE)
                     z[0] = -f, z[1] = f;
                 else
