@@ -33,6 +33,16 @@
     ((gx_attr){.name = (char *)(key), .type = GX_ATTR_FLOATS,                 \
                .floats = (double[]){__VA_ARGS__},                             \
                .n = sizeof((double[]){__VA_ARGS__}) / sizeof(double)})
+#define A_TENSOR(key, dt, ctype, ...)                                                         \
+    ((gx_attr){.name = (char *)(key), .type = GX_ATTR_TENSOR,                                 \
+               .t = ot_keep(gx_tensor_new_copy(                                                \
+                   dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)},        \
+                   (ctype[]){__VA_ARGS__}, sizeof((ctype[]){__VA_ARGS__})))})
+#define A_F32T(key, ...) A_TENSOR(key, GX_F32, float, __VA_ARGS__)
+#define A_F64T(key, ...) A_TENSOR(key, GX_F64, double, __VA_ARGS__)
+#define A_U8T(key, ...) A_TENSOR(key, GX_U8, uint8_t, __VA_ARGS__)
+#define F64V(shape, ...)                                                      \
+    ot_view(GX_F64, ot_copy((double[]){__VA_ARGS__}, sizeof((double[]){__VA_ARGS__})), shape)
 #define I64V(shape, ...)                                                      \
     ot_view(GX_I64, ot_copy((int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__})), shape)
 
@@ -81,6 +91,44 @@ static void s_check_f32(const gx_view *v, int64_t n, const float *want, float to
     }
 }
 
+/* base with over's attributes in place of those of the same names (and
+ * the others of over added): one attribute changed for an error case. */
+static const gx_node *s_with(const gx_node *base, const gx_node *over)
+{
+    gx_node *n = ot_alloc(sizeof *n);
+    gx_attr *a = ot_alloc((base->n_attr + over->n_attr) * sizeof *a);
+    size_t m = 0;
+    for (size_t i = 0; i < base->n_attr; i++)
+        a[m++] = base->attr[i];
+    for (size_t j = 0; j < over->n_attr; j++) {
+        size_t i = 0;
+        while (i < base->n_attr && strcmp(a[i].name, over->attr[j].name) != 0)
+            i++;
+        a[i < base->n_attr ? i : m++] = over->attr[j];
+    }
+    n->attr = a;
+    n->n_attr = m;
+    return n;
+}
+#define WITH(base, ...) s_with(base, NODE(__VA_ARGS__))
+
+static void s_check_f64(const gx_view *v, int64_t n, const double *want, double tol)
+{
+    ck_assert_int_eq(v->dtype, GX_F64);
+    ck_assert_int_eq(v->numel, n);
+    for (int64_t i = 0; i < n; i++) {
+        const double g = ((const double *)v->data)[i];
+        ck_assert_msg(fabs(g - want[i]) <= tol, "element %lld: %.17g, expected %.17g",
+                      (long long)i, g, want[i]);
+    }
+}
+
+#define CHECK_F64(op, node, n_in, in, tol, ...)                                               \
+    for (int nth = 1; nth <= 3; nth += 2) {                                                   \
+        gx_view o_[2];                                                                        \
+        s_run(op, node, n_in, in, nth, 1, o_);                                                \
+        s_check_f64(&o_[0], sizeof((double[]){__VA_ARGS__}) / 8, (double[]){__VA_ARGS__}, tol); \
+    }
 #define CHECK_STRS(op, node, n_in, in, ...)                                                   \
     for (int nth = 1; nth <= 3; nth += 2) {                                                   \
         gx_view o_[2];                                                                        \
@@ -371,6 +419,221 @@ START_TEST(test_tree_classifier)
                          A_INTS("class_ids", 3), A_FLOATS("class_weights", 1),
                          A_INTS("classlabels_int64s", 0, 1)),
                     1, &x, GX_EATTR, "TreeEnsembleClassifier: leaf weight 0 is for output 3 of 2");
+}
+END_TEST
+
+/* TreeEnsemble (opset 5): two trees over interior nodes 0-2 and leaves 0-4,
+ *   tree at 0: x0 in {1, 3} ? (x1 <= 0.5, NaN true ? leaf 1 : leaf 2) : leaf 0
+ *   tree at 2: x0 > 2 ? leaf 3 : leaf 4
+ * leaves 0, 3, 4 weigh target 0 (10, 100, 200), 1 and 2 target 1 (1, 2). */
+#define S_TREES5(dt, ctype, ...)                                                              \
+    A_INTS("nodes_featureids", 0, 1, 0), A_U8T("nodes_modes", 6, 0, 3),                       \
+        A_TENSOR("nodes_splits", dt, ctype, 0, 0.5, 2), A_INTS("nodes_truenodeids", 1, 1, 3), \
+        A_INTS("nodes_trueleafs", 0, 1, 1), A_INTS("nodes_falsenodeids", 0, 2, 4),            \
+        A_INTS("nodes_falseleafs", 1, 1, 1), A_INTS("nodes_missing_value_tracks_true", 0, 1, 0), \
+        A_TENSOR("membership_values", dt, ctype, 1, 3, NAN), A_INTS("tree_roots", 0, 2),      \
+        A_INTS("leaf_targetids", 0, 1, 1, 0, 0),                                              \
+        A_TENSOR("leaf_weights", dt, ctype, 10, 1, 2, 100, 200), A_INT("n_targets", 2),       \
+        ##__VA_ARGS__
+
+START_TEST(test_tree_ensemble5)
+{
+    gx_view x = F32V(SHAPE(4, 2), 1, 0, 3, NAN, 2, 5, 3, 1);
+    const gx_node *base = NODE(S_TREES5(GX_F32, float));
+#define T5(agg, ...) WITH(base, A_INT("aggregate_function", agg), ##__VA_ARGS__)
+    CHECK_F32(GX_OP_TREE_ENSEMBLE, T5(1), 1, &x, 0, 200, 1, 100, 1, 210, 0, 100, 2);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE, T5(0), 1, &x, 0, 100, 0.5f, 50, 0.5f, 105, 0, 50, 1);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE, T5(2), 1, &x, 0, 200, 1, 100, 1, 10, 0, 100, 2);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE, T5(3), 1, &x, 0, 200, 1, 100, 1, 200, 0, 100, 2);
+    const float a = 1 / (1 + expf(199)), b = 1 / (1 + expf(99)), c = 1 / (1 + expf(210));
+    CHECK_F32(GX_OP_TREE_ENSEMBLE, T5(1, A_INT("post_transform", 2)), 1, &x, 1e-7f, 1 - a, a,
+              1 - b, b, 1 - c, c, 1 - expf(-98), expf(-98));
+    /* float64 throughout: thresholds and weights of the input's dtype */
+    gx_view xd = F64V(SHAPE(4, 2), 1, 0, 3, NAN, 2, 5, 3, 1);
+    CHECK_F64(GX_OP_TREE_ENSEMBLE,
+              NODE(S_TREES5(GX_F64, double, A_INT("aggregate_function", 1))), 1, &xd, 0, 200, 1,
+              100, 1, 210, 0, 100, 2);
+    /* ONNX Runtime: a root whose true and false ids are equal is the leaf
+     * of the root's own index (leaf 1 here, not leaf 0) */
+    gx_view x1 = F32V(SHAPE(2, 1), -5, 5);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE,
+              NODE(A_INTS("nodes_featureids", 0, 0), A_U8T("nodes_modes", 0, 0),
+                   A_F32T("nodes_splits", 0, 0), A_INTS("nodes_truenodeids", 0, 0),
+                   A_INTS("nodes_trueleafs", 1, 1), A_INTS("nodes_falsenodeids", 1, 0),
+                   A_INTS("nodes_falseleafs", 1, 1), A_INTS("tree_roots", 1),
+                   A_INTS("leaf_targetids", 0, 0), A_F32T("leaf_weights", 5, 7),
+                   A_INT("n_targets", 1)),
+              1, &x1, 0, 7, 7);
+    /* a cycle (node 0's true child is node 0) stops after as many steps
+     * as there are nodes, at a node without weights */
+    CHECK_F32(GX_OP_TREE_ENSEMBLE,
+              NODE(A_INTS("nodes_featureids", 0), A_U8T("nodes_modes", 0), A_F32T("nodes_splits", 0),
+                   A_INTS("nodes_truenodeids", 0), A_INTS("nodes_trueleafs", 0),
+                   A_INTS("nodes_falsenodeids", 1), A_INTS("nodes_falseleafs", 1),
+                   A_INTS("tree_roots", 0), A_INTS("leaf_targetids", 0, 0),
+                   A_F32T("leaf_weights", 5, 6), A_INT("n_targets", 1)),
+              1, &x1, 0, 0, 6);
+    /* hostile attributes: refused at load, each with its reason */
+    ot_expect_error(GX_OP_TREE_ENSEMBLE, WITH(base, A_INT("n_targets", 1)), 1,
+                    &x, GX_EATTR, "TreeEnsemble: leaf 1 is for target 1 of 1");
+    ot_expect_error(GX_OP_TREE_ENSEMBLE,
+                    WITH(base, A_INTS("nodes_truenodeids", 1, 1, 9)), 1, &x,
+                    GX_EATTR, "TreeEnsemble: node 2 has a child out of range (3 interior nodes, "
+                              "5 leaves; the *leafs flags 0 or 1)");
+    ot_expect_error(GX_OP_TREE_ENSEMBLE,
+                    WITH(base, A_INTS("nodes_trueleafs", 0, 2, 1)), 1, &x,
+                    GX_EATTR, NULL);
+    ot_expect_error(GX_OP_TREE_ENSEMBLE, WITH(base, A_U8T("nodes_modes", 6, 7, 3)),
+                    1, &x, GX_EATTR, "TreeEnsemble: node 1 has mode 7 (0-6)");
+    ot_expect_error(GX_OP_TREE_ENSEMBLE,
+                    WITH(base, A_F32T("membership_values", NAN, 1)), 1, &x,
+                    GX_EATTR, "TreeEnsemble: node 0 is BRANCH_MEMBER but its set in "
+                              "membership_values is empty or missing");
+    ot_expect_error(GX_OP_TREE_ENSEMBLE, NODE(S_TREES5(GX_F64, double)), 1, &x, GX_EATTR,
+                    "TreeEnsemble: nodes_splits, leaf_weights and membership_values must be 1-D "
+                    "float32 like the input");
+    ot_expect_error(GX_OP_TREE_ENSEMBLE, WITH(base, A_INTS("tree_roots", 0, 3)),
+                    1, &x, GX_EATTR, "TreeEnsemble: tree_roots[1] is 3; 3 interior nodes, 5 leaves");
+    ot_expect_error(GX_OP_TREE_ENSEMBLE,
+                    WITH(base, A_INTS("nodes_falsenodeids", 0, 2)), 1, &x,
+                    GX_EATTR, NULL);
+    ot_expect_error(GX_OP_TREE_ENSEMBLE,
+                    WITH(base, A_INTS("nodes_featureids", 0, 1, 2)), 1, &x,
+                    GX_EATTR, "TreeEnsemble: node 2 tests feature 2; the input has 2 columns");
+    ot_expect_error(GX_OP_TREE_ENSEMBLE,
+                    WITH(base, A_INT("aggregate_function", 4)), 1, &x,
+                    GX_EATTR, NULL);
+    ot_expect_error(GX_OP_TREE_ENSEMBLE, WITH(base, A_INT("n_targets", 0)), 1,
+                    &x, GX_EATTR, "TreeEnsemble: n_targets 0 (1 or more needed)");
+    gx_view xi = I64V(SHAPE(1, 2), 1, 2);
+    ot_expect_error(GX_OP_TREE_ENSEMBLE, T5(1), 1, &xi, GX_EDTYPE, NULL);
+#undef T5
+}
+END_TEST
+
+/* Opset 3's float64 thresholds, weights and base values (*_as_tensor):
+ * 0.1 as float64 is below 0.1f, so x = 0.1f goes right where a float32
+ * threshold sends it left. */
+START_TEST(test_tree_as_tensor)
+{
+    gx_view x = F32V(SHAPE(2, 1), 0.1f, 0.0f);
+#define S_T3(vals)                                                                           \
+    A_INTS("nodes_treeids", 0, 0, 0), A_INTS("nodes_nodeids", 0, 1, 2),                      \
+        A_INTS("nodes_featureids", 0, 0, 0), vals,                                           \
+        A_STRS("nodes_modes", "BRANCH_LEQ", "LEAF", "LEAF"), A_INTS("nodes_truenodeids", 1, 0, 0), \
+        A_INTS("nodes_falsenodeids", 2, 0, 0), A_INTS("target_treeids", 0, 0),               \
+        A_INTS("target_nodeids", 1, 2), A_INTS("target_ids", 0, 0)
+    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR,
+              NODE(S_T3(A_F64T("nodes_values_as_tensor", 0.1, 0, 0)),
+                   A_F64T("target_weights_as_tensor", 1, 2), A_F64T("base_values_as_tensor", 0.5)),
+              1, &x, 0, 2.5f, 1.5f);
+    CHECK_F32(GX_OP_TREE_ENSEMBLE_REGRESSOR,
+              NODE(S_T3(A_FLOATS("nodes_values", 0.1, 0, 0)), A_FLOATS("target_weights", 1, 2),
+                   A_FLOATS("base_values", 0.5)),
+              1, &x, 0, 1.5f, 1.5f);
+    ot_expect_error(GX_OP_TREE_ENSEMBLE_REGRESSOR,
+                    NODE(S_T3(A_F64T("nodes_values_as_tensor", 0.1, 0)),
+                         A_FLOATS("target_weights", 1, 2)),
+                    1, &x, GX_EATTR, NULL);
+    ot_expect_error(GX_OP_TREE_ENSEMBLE_REGRESSOR,
+                    NODE(S_T3(A_FLOATS("nodes_values", 0.1, 0, 0)),
+                         A_TENSOR("target_weights_as_tensor", GX_I64, int64_t, 1, 2)),
+                    1, &x, GX_EATTR,
+                    "TreeEnsembleRegressor: the *_as_tensor attributes must be 1-D float64 or "
+                    "float32 tensors");
+#undef S_T3
+}
+END_TEST
+
+START_TEST(test_svm)
+{
+    gx_view x = F32V(SHAPE(2, 2), 2, 1, 0, 3);
+    /* regressors: liblinear (x . c + rho), RBF, one class */
+    CHECK_F32(GX_OP_SVM_REGRESSOR,
+              NODE(A_FLOATS("coefficients", 1, 2), A_FLOATS("rho", 0.5)), 1, &x, 0, 4.5f, 6.5f);
+    const float k1 = expf(-0.5f * 5), k2 = expf(-0.5f * 9);
+    const gx_node *rbf = NODE(A_STR("kernel_type", "RBF"), A_FLOATS("kernel_params", 0.5, 0, 0),
+                              A_INT("n_supports", 1), A_FLOATS("support_vectors", 0, 0),
+                              A_FLOATS("coefficients", 2), A_FLOATS("rho", -0.1));
+    CHECK_F32(GX_OP_SVM_REGRESSOR, rbf, 1, &x, 1e-7f, 2 * k1 - 0.1f, 2 * k2 - 0.1f);
+    CHECK_F32(GX_OP_SVM_REGRESSOR,
+              NODE(A_STR("kernel_type", "POLY"), A_FLOATS("kernel_params", 0.5, 1, 2),
+                   A_INT("n_supports", 1), A_FLOATS("support_vectors", 1, 1),
+                   A_FLOATS("coefficients", 1), A_FLOATS("rho", 0), A_INT("one_class", 1)),
+              1, &x, 0, 1, 1);
+    /* liblinear classifier: every class's score takes rho[0] */
+    const gx_node *lin = NODE(A_FLOATS("coefficients", 1, 0, 0, 1, -1, -1), A_FLOATS("rho", 0.5),
+                              A_INTS("classlabels_ints", 7, 8, 9),
+                              A_FLOATS("kernel_params", 0, 0, 0));
+    for (int nth = 1; nth <= 3; nth += 2) {
+        gx_view o[2];
+        s_run(GX_OP_SVM_CLASSIFIER, lin, 1, &x, nth, 2, o);
+        s_check_i64(&o[0], 2, (int64_t[]){7, 8});
+        s_check_f32(&o[1], 6, (float[]){2.5f, 1.5f, -2.5f, 0.5f, 3.5f, -2.5f}, 0);
+    }
+    /* libsvm, two classes of one vector each, LINEAR kernel: the pair's
+     * score 1 . k0 - 1 . k1; a positive one votes for the first class;
+     * scores [-s, s] (ONNX Runtime) */
+#define S_SVC2(...)                                                                           \
+    WITH(NODE(A_INTS("vectors_per_class", 1, 1), A_FLOATS("support_vectors", 1, 0, 0, 1),     \
+              A_FLOATS("coefficients", 1, -1), A_FLOATS("rho", 0),                            \
+              A_FLOATS("kernel_params", 0, 0, 0), A_STRS("classlabels_strings", "lo", "hi")), \
+         ##__VA_ARGS__)
+    for (int nth = 1; nth <= 3; nth += 2) {
+        gx_view o[2];
+        s_run(GX_OP_SVM_CLASSIFIER, S_SVC2(), 1, &x, nth, 2, o);
+        s_check_strs(&o[0], 2, STRS("lo", "hi"));
+        s_check_f32(&o[1], 4, (float[]){-1, 1, 3, -3}, 0);
+        /* Platt scaling: p = 1 - logistic(s a + b), the coupling of two
+         * classes gives [p, 1 - p] (to its tolerance) */
+        s_run(GX_OP_SVM_CLASSIFIER, S_SVC2(A_FLOATS("prob_a", -1), A_FLOATS("prob_b", 0)), 1, &x,
+              nth, 2, o);
+        const float p1 = 1 / (1 + expf(-1)), p2 = 1 / (1 + expf(3));
+        s_check_f32(&o[1], 4, (float[]){p1, 1 - p1, p2, 1 - p2}, 2e-3f);
+    }
+    /* hostile attributes */
+    ot_expect_error(GX_OP_SVM_CLASSIFIER, S_SVC2(A_INTS("vectors_per_class", 1, 2)), 1, &x,
+                    GX_EATTR, NULL);
+    ot_expect_error(GX_OP_SVM_CLASSIFIER, S_SVC2(A_INTS("vectors_per_class", 1, -1)), 1, &x,
+                    GX_EATTR, "SVMClassifier: vectors_per_class[1] is -1");
+    ot_expect_error(GX_OP_SVM_CLASSIFIER, S_SVC2(A_FLOATS("prob_a", -1)), 1, &x, GX_EATTR,
+                    "SVMClassifier: 1 prob_a but 0 prob_b");
+    ot_expect_error(GX_OP_SVM_CLASSIFIER, S_SVC2(A_STR("kernel_type", "CUBIC")), 1, &x, GX_EATTR,
+                    "SVMClassifier: kernel_type \"CUBIC\" is not LINEAR, POLY, RBF or SIGMOID");
+    ot_expect_error(GX_OP_SVM_CLASSIFIER, S_SVC2(A_FLOATS("kernel_params", 1, 2)), 1, &x,
+                    GX_EATTR, "SVMClassifier: 2 kernel_params; none or 3 (gamma, coef0, degree)");
+    ot_expect_error(GX_OP_SVM_CLASSIFIER, S_SVC2(A_STRS("classlabels_strings", "one")), 1, &x,
+                    GX_EATTR, NULL);
+    ot_expect_error(GX_OP_SVM_CLASSIFIER, S_SVC2(A_FLOATS("coefficients", 1)), 1, &x, GX_EATTR,
+                    NULL);
+    ot_expect_error(GX_OP_SVM_REGRESSOR,
+                    NODE(A_INT("n_supports", 3), A_FLOATS("support_vectors", 1, 0),
+                         A_FLOATS("coefficients", 1), A_FLOATS("rho", 0)),
+                    1, &x, GX_EATTR, NULL);
+    ot_expect_error(GX_OP_SVM_REGRESSOR, NODE(A_FLOATS("coefficients", 1, 2, 3), A_FLOATS("rho", 0)),
+                    1, &x, GX_EATTR, NULL);
+#undef S_SVC2
+}
+END_TEST
+
+START_TEST(test_category_mapper)
+{
+    gx_view s = SV(SHAPE(3), "a", "zz", "b");
+    const gx_node *m = NODE(A_STRS("cats_strings", "a", "b", "a"), A_INTS("cats_int64s", 1, 2, 3));
+    CHECK_I64(GX_OP_CATEGORY_MAPPER, m, 1, &s, 3, -1, 2); /* the last "a" wins */
+    gx_view i = I64V(SHAPE(2, 2), 2, 9, 3, 1);
+    CHECK_STRS(GX_OP_CATEGORY_MAPPER, m, 1, &i, "b", "_Unused", "a", "a");
+    CHECK_STRS(GX_OP_CATEGORY_MAPPER,
+               NODE(A_STRS("cats_strings", "a", "b"), A_INTS("cats_int64s", 1, 2),
+                    A_STR("default_string", "?")),
+               1, &i, "b", "?", "?", "a");
+    ot_expect_error(GX_OP_CATEGORY_MAPPER,
+                    NODE(A_STRS("cats_strings", "a", "b"), A_INTS("cats_int64s", 1)), 1, &s,
+                    GX_EATTR,
+                    "CategoryMapper: cats_strings and cats_int64s must be lists of the same "
+                    "length (2 and 1 given)");
+    gx_view f = F32V(SHAPE(1), 1);
+    ot_expect_error(GX_OP_CATEGORY_MAPPER, m, 1, &f, GX_EDTYPE, NULL);
 }
 END_TEST
 
@@ -709,6 +972,10 @@ Suite *ml_suite(void)
     tcase_add_test(tc, test_linear);
     tcase_add_test(tc, test_tree_regressor);
     tcase_add_test(tc, test_tree_classifier);
+    tcase_add_test(tc, test_tree_ensemble5);
+    tcase_add_test(tc, test_tree_as_tensor);
+    tcase_add_test(tc, test_svm);
+    tcase_add_test(tc, test_category_mapper);
     tcase_add_test(tc, test_vs_ort);
     suite_add_tcase(s, tc);
     return s;
