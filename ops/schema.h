@@ -523,8 +523,9 @@ typedef struct gx_tree_weight {
     double w;
 } gx_tree_weight;
 /* The tree ensembles' scratch: node keys, weight keys, nodes, roots,
- * weights, membership values and a row's n_out scores, built by the
- * kernel (one share). */
+ * weights, membership values, built by one share, and the n_out scores of
+ * a row for each of GX_TREE_BLOCKS blocks of rows the shares split. */
+#define GX_TREE_BLOCKS 16
 size_t gx_tree_scratch_bytes(size_t n_nodes, size_t n_weights, size_t n_members, size_t n_out);
 /* Whether TreeEnsemble's (opset 5) tree at interior node root is one leaf
  * (ONNX Runtime: its true and false ids are equal; the leaf is leaf root). */

@@ -729,7 +729,8 @@ size_t gx_tree_scratch_bytes(size_t n_nodes, size_t n_weights, size_t n_members,
 {
     return (n_nodes + n_weights) * sizeof(gx_tree_key) +
            n_nodes * (sizeof(gx_tree_node) + sizeof(int64_t)) +
-           n_weights * sizeof(gx_tree_weight) + n_members * sizeof(double) + n_out * 16 + 64;
+           n_weights * sizeof(gx_tree_weight) + n_members * sizeof(double) +
+           GX_TREE_BLOCKS * n_out * 16 + 128;
 }
 
 /* The scores of a row: the regressor's targets, the classifier's classes. */
@@ -821,7 +822,8 @@ static gx_cost s_cost_tree(const gx_infer *ic)
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
-/* Share 0 builds the node lookups in the scratch, then walks every row. */
+/* SVMClassifier: share 0 runs every row (a row's working memory is the
+ * scratch). */
 static int s_one_share(const gx_infer *ic)
 {
     (void)ic;
@@ -854,7 +856,7 @@ static int s_infer_treereg(gx_infer *ic)
 const gx_op_schema gx_schema_TREE_ENSEMBLE_REGRESSOR = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1, .attrs = s_treereg_attrs,
     .n_attrs = GX_TREE_REG_NATTRS, .infer = s_infer_treereg, .cost = s_cost_tree,
-    .scratch = s_treereg_scratch, .shares = s_one_share, .batch = s_batch_rows,
+    .scratch = s_treereg_scratch, .batch = s_batch_rows,
 };
 
 static int s_infer_treecls(gx_infer *ic)
@@ -893,8 +895,7 @@ static int s_infer_treecls(gx_infer *ic)
 const gx_op_schema gx_schema_TREE_ENSEMBLE_CLASSIFIER = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 2, .attrs = s_treecls_attrs,
     .n_attrs = GX_TREE_CLS_NATTRS, .flags = GX_OPF_STRINGS, .infer = s_infer_treecls,
-    .cost = s_cost_tree, .scratch = s_treecls_scratch, .shares = s_one_share,
-    .batch = s_batch_rows,
+    .cost = s_cost_tree, .scratch = s_treecls_scratch, .batch = s_batch_rows,
 };
 
 /* ---- TreeEnsemble (opset 5) ---- */
@@ -1048,7 +1049,7 @@ static int s_infer_tree5(gx_infer *ic)
 const gx_op_schema gx_schema_TREE_ENSEMBLE = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1, .attrs = s_tree5_attrs,
     .n_attrs = GX_TREE5_NATTRS, .infer = s_infer_tree5, .cost = s_cost_tree5,
-    .scratch = s_tree5_scratch, .shares = s_one_share, .batch = s_batch_rows,
+    .scratch = s_tree5_scratch, .batch = s_batch_rows,
 };
 
 /* ---- SVMRegressor / SVMClassifier ---- */

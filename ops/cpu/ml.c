@@ -5,11 +5,14 @@
  * binary classifiers' score columns follow ONNX Runtime (ml_common.h
  * there), which the spec leaves open: PROBIT is sqrt(2) erfinv(2x - 1) with
  * the same erfinv approximation, SOFTMAX_ZERO leaves zero scores zero.
- * Elementwise ops share elements, row ops rows; a tree ensemble runs in one
- * share, which first sorts its nodes' ids into the scratch to find
- * children and leaf weights by binary search.
+ * Elementwise ops share elements, row ops rows; a tree ensemble's shares
+ * cooperate: one builds its nodes in the scratch (sorting opsets 1-3's
+ * ids to find children and leaf weights by binary search), then they
+ * share blocks of rows. An SVMClassifier runs in one share.
  */
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
@@ -496,6 +499,7 @@ void gx_cpu_LINEAR_CLASSIFIER(const gx_kargs *k)
  * roots' positions, the leaves' weights and BRANCH_MEMBER's sets, laid out
  * in the scratch; one walker. */
 typedef struct s_forest {
+    int64_t *hdr; /* the roots' count, set by the share that builds */
     gx_tree_key *nk, *wk;
     gx_tree_node *nodes;
     gx_tree_weight *wt;
@@ -510,6 +514,7 @@ static void s_forest_layout(const gx_kargs *k, s_forest *f, int64_t n, int64_t w
                             int64_t n_out)
 {
     char *p = k->scratch;
+    f->hdr = (int64_t *)p, p += 64;
     f->n = n;
     f->nk = (gx_tree_key *)p, p += n * sizeof(gx_tree_key);
     f->wk = (gx_tree_key *)p, p += w * sizeof(gx_tree_key);
@@ -517,17 +522,19 @@ static void s_forest_layout(const gx_kargs *k, s_forest *f, int64_t n, int64_t w
     f->roots = (int64_t *)p, p += n * sizeof(int64_t);
     f->wt = (gx_tree_weight *)p, p += w * sizeof(gx_tree_weight);
     f->members = (double *)p, p += m * sizeof(double);
-    f->score = (double *)p, p += n_out * sizeof(double);
-    f->has = (unsigned char *)p;
+    f->score = (double *)p, p += GX_TREE_BLOCKS * n_out * sizeof(double);
+    f->has = (unsigned char *)p; /* GX_TREE_BLOCKS * n_out */
 }
 
 /* Opsets 1 and 3: nodes found by (tree, node) ids (the schema checked
  * every child exists); the roots are the nodes no branch leads to. */
-static void s_forest_build(const gx_kargs *k, s_forest *f, int64_t n_out)
+static void s_forest_build(const gx_kargs *k, s_forest *f, int64_t n_out, bool fill)
 {
     const gx_attrval *a = k->attr;
     const int64_t n = (int64_t)a[GX_TREE_NODES_NODEIDS].n, w = (int64_t)a[GX_TREE_W_IDS].n;
     s_forest_layout(k, f, n, w, 0, n_out);
+    if (!fill)
+        return;
     const int64_t *tid = a[GX_TREE_NODES_TREEIDS].ints, *nid = a[GX_TREE_NODES_NODEIDS].ints;
     for (int64_t i = 0; i < n; i++)
         f->nk[i] = (gx_tree_key){tid[i], nid[i], i};
@@ -568,11 +575,12 @@ static void s_forest_build(const gx_kargs *k, s_forest *f, int64_t n_out)
     for (int64_t i = 0; i < n; i++)
         if (!f->roots[i])
             f->roots[f->n_roots++] = i;
+    *f->hdr = f->n_roots;
 }
 
 /* Opset 5: interior node i at i, leaf j at ni + j with its one weight;
  * BRANCH_MEMBER's sets copied in order (the schema checked each has one). */
-static void s_forest_build5(const gx_kargs *k, s_forest *f)
+static void s_forest_build5(const gx_kargs *k, s_forest *f, int64_t n_out, bool fill)
 {
     const gx_attrval *a = k->attr;
     const int64_t ni = (int64_t)a[GX_TREE5_NODES_FEATUREIDS].n;
@@ -581,7 +589,9 @@ static void s_forest_build5(const gx_kargs *k, s_forest *f)
     const gx_tensor *sp = a[GX_TREE5_NODES_SPLITS].t;
     const int64_t nm = mvt ? gx_tensor_numel(mvt) : 0;
     const bool dbl = gx_tensor_dtype(lw) == GX_F64;
-    s_forest_layout(k, f, ni + nl, nl, nm, a[GX_TREE5_N_TARGETS].i);
+    s_forest_layout(k, f, ni + nl, nl, nm, n_out);
+    if (!fill)
+        return;
 #define S_NUM(t, i)                                                                           \
     (dbl ? ((const double *)gx_tensor_cdata(t))[i] : (double)((const float *)gx_tensor_cdata(t))[i])
     for (int64_t i = 0; i < nm; i++)
@@ -618,6 +628,57 @@ static void s_forest_build5(const gx_kargs *k, s_forest *f)
     for (int64_t r = 0; r < f->n_roots; r++) {
         const int64_t i = a[GX_TREE5_TREE_ROOTS].ints[r];
         f->roots[r] = gx_tree5_root_is_leaf(a, i) ? ni + i : i;
+    }
+    *f->hdr = f->n_roots;
+}
+
+/* Waits until done reaches n: the units claimed before are running. */
+static void s_wait(_Atomic int64_t *done, int64_t n)
+{
+    for (unsigned i = 1; atomic_load_explicit(done, memory_order_acquire) < n; i++) {
+        if (i % 256 == 0)
+            sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+        else
+            __builtin_ia32_pause();
+#endif
+    }
+}
+
+typedef void (*s_forest_build_fn)(const gx_kargs *k, s_forest *f, int64_t n_out, bool fill);
+typedef void (*s_forest_rows_fn)(const gx_kargs *k, const s_forest *f, int64_t lo, int64_t hi);
+
+/* The shares split the work into units (gx_coop): unit 0 builds the
+ * forest in the scratch, units 1 to GX_TREE_BLOCKS are blocks of rows,
+ * each with its own row scores, run once unit 0 is done. Without a
+ * gx_coop share 0 does it all. */
+static void s_forest_run(const gx_kargs *k, int64_t n_out, s_forest_build_fn build,
+                         s_forest_rows_fn rows)
+{
+    const bool coop = k->coop && k->nth > 1;
+    if (!coop && k->ith != 0)
+        return;
+    int64_t n, c;
+    s_shape(&k->in[0], &n, &c);
+    const int64_t blocks = n < GX_TREE_BLOCKS ? n : GX_TREE_BLOCKS;
+    gx_coop own = {0}, *co = coop ? k->coop : &own;
+    s_forest f;
+    build(k, &f, n_out, false);
+    for (;;) {
+        const int64_t u = atomic_fetch_add_explicit(&co->next, 1, memory_order_relaxed);
+        if (u > blocks)
+            return;
+        if (u == 0) {
+            build(k, &f, n_out, true);
+        } else {
+            s_wait(&co->done, 1);
+            s_forest b = f;
+            b.n_roots = *f.hdr;
+            b.score = f.score + (u - 1) * n_out;
+            b.has = f.has + (u - 1) * n_out;
+            rows(k, &b, n * (u - 1) / blocks, n * u / blocks);
+        }
+        atomic_fetch_add_explicit(&co->done, 1, memory_order_release);
     }
 }
 
@@ -667,17 +728,17 @@ static void s_forest_row(const s_forest *f, const gx_view *x, int64_t r, int64_t
     }
 }
 
-/* The regressors' rows: e targets aggregated (agg 0 sum, 1 min, 2 max;
- * avg: the sum over the trees' count), base values a[] (opsets 1-3; NULL:
- * none), the transform t, into y (float32 or float64). */
-static void s_regress(const gx_kargs *k, const s_forest *f, int64_t e, int agg, bool avg, int t,
-                      const gx_attrval *a)
+/* The regressors' rows lo..hi: e targets aggregated (agg 0 sum, 1 min, 2
+ * max; avg: the sum over the trees' count), base values a[] (opsets 1-3;
+ * NULL: none), the transform t, into y (float32 or float64). */
+static void s_regress(const gx_kargs *k, const s_forest *f, int64_t lo, int64_t hi, int64_t e,
+                      int agg, bool avg, int t, const gx_attrval *a)
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
     const int64_t nb = a ? gx_ml_count(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR) : 0;
     int64_t n, c;
     s_shape(x, &n, &c);
-    for (int64_t r = 0; r < n; r++) {
+    for (int64_t r = lo; r < hi; r++) {
         s_forest_row(f, x, r, c, e, agg);
         for (int64_t q = 0; q < e; q++) {
             double s = f->score[q];
@@ -700,40 +761,39 @@ static void s_regress(const gx_kargs *k, const s_forest *f, int64_t e, int agg, 
     }
 }
 
+static void s_treereg_rows(const gx_kargs *k, const s_forest *f, int64_t lo, int64_t hi)
+{
+    const gx_attrval *a = k->attr;
+    const char *af = a[GX_TREE_REG_AGGREGATE_FUNCTION].s;
+    s_regress(k, f, lo, hi, a[GX_TREE_REG_N_TARGETS].i,
+              strcmp(af, "MIN") == 0 ? 1 : strcmp(af, "MAX") == 0 ? 2 : 0,
+              strcmp(af, "AVERAGE") == 0, gx_ml_transform(a[GX_TREE_POST_TRANSFORM].s), a);
+}
+
 void gx_cpu_TREE_ENSEMBLE_REGRESSOR(const gx_kargs *k)
 {
-    if (k->ith != 0)
-        return;
-    const gx_attrval *a = k->attr;
-    const int64_t e = a[GX_TREE_REG_N_TARGETS].i;
-    const char *af = a[GX_TREE_REG_AGGREGATE_FUNCTION].s;
-    const int agg = strcmp(af, "MIN") == 0 ? 1 : strcmp(af, "MAX") == 0 ? 2 : 0;
-    s_forest f;
-    s_forest_build(k, &f, e);
-    s_regress(k, &f, e, agg, strcmp(af, "AVERAGE") == 0,
-              gx_ml_transform(a[GX_TREE_POST_TRANSFORM].s), a);
+    s_forest_run(k, k->attr[GX_TREE_REG_N_TARGETS].i, s_forest_build, s_treereg_rows);
 }
 
 /* Opset 5: aggregate_function 0 AVERAGE, 1 SUM, 2 MIN, 3 MAX. */
-void gx_cpu_TREE_ENSEMBLE(const gx_kargs *k)
+static void s_tree5_rows(const gx_kargs *k, const s_forest *f, int64_t lo, int64_t hi)
 {
-    if (k->ith != 0)
-        return;
     const gx_attrval *a = k->attr;
     const int64_t af = a[GX_TREE5_AGGREGATE_FUNCTION].i;
-    s_forest f;
-    s_forest_build5(k, &f);
-    s_regress(k, &f, a[GX_TREE5_N_TARGETS].i, af == 2 ? 1 : af == 3 ? 2 : 0, af == 0,
+    s_regress(k, f, lo, hi, a[GX_TREE5_N_TARGETS].i, af == 2 ? 1 : af == 3 ? 2 : 0, af == 0,
               (int)a[GX_TREE5_POST_TRANSFORM].i, NULL);
+}
+
+void gx_cpu_TREE_ENSEMBLE(const gx_kargs *k)
+{
+    s_forest_run(k, k->attr[GX_TREE5_N_TARGETS].i, s_forest_build5, s_tree5_rows);
 }
 
 /* ONNX Runtime's TreeAggregatorClassifier: with two classes and the
  * weights of only one, the second score comes from the first and the label
  * from its sign (or from 0.5 when no weight is negative). */
-void gx_cpu_TREE_ENSEMBLE_CLASSIFIER(const gx_kargs *k)
+static void s_treecls_rows(const gx_kargs *k, const s_forest *fp, int64_t lo, int64_t hi)
 {
-    if (k->ith != 0)
-        return;
     const gx_attrval *a = k->attr;
     const gx_view *x = &k->in[0], *y = &k->out[0];
     const gx_tensor *ls = a[GX_TREE_CLS_CLASSLABELS_STRINGS].t;
@@ -741,8 +801,7 @@ void gx_cpu_TREE_ENSEMBLE_CLASSIFIER(const gx_kargs *k)
     const int64_t kc = ls ? gx_tensor_numel(ls) : (int64_t)a[GX_TREE_CLS_CLASSLABELS_INT64S].n;
     const int t = gx_ml_transform(a[GX_TREE_POST_TRANSFORM].s);
     const int64_t nb = gx_ml_count(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR);
-    s_forest f;
-    s_forest_build(k, &f, kc);
+    const s_forest f = *fp;
     bool all_pos = true, one_class = true;
     const int64_t w = (int64_t)a[GX_TREE_W_IDS].n;
     for (int64_t i = 0; i < w; i++) {
@@ -753,7 +812,7 @@ void gx_cpu_TREE_ENSEMBLE_CLASSIFIER(const gx_kargs *k)
 #define S_BASE(q) gx_ml_num(a, GX_TREE_BASE_VALUES, GX_TREE_BASE_VALUES_AS_TENSOR, q)
     int64_t n, c;
     s_shape(x, &n, &c);
-    for (int64_t r = 0; r < n; r++) {
+    for (int64_t r = lo; r < hi; r++) {
         s_forest_row(&f, x, r, c, kc, 0);
         double *s = f.score;
         unsigned char *has = f.has;
@@ -800,6 +859,13 @@ void gx_cpu_TREE_ENSEMBLE_CLASSIFIER(const gx_kargs *k)
             s_write_scores(s, m, t, how, (float *)k->out[1].data + r * kc, kc);
     }
 #undef S_BASE
+}
+
+void gx_cpu_TREE_ENSEMBLE_CLASSIFIER(const gx_kargs *k)
+{
+    const gx_tensor *ls = k->attr[GX_TREE_CLS_CLASSLABELS_STRINGS].t;
+    s_forest_run(k, ls ? gx_tensor_numel(ls) : (int64_t)k->attr[GX_TREE_CLS_CLASSLABELS_INT64S].n,
+                 s_forest_build, s_treecls_rows);
 }
 
 /* ---- SVMRegressor, SVMClassifier (ONNX Runtime's order of operations) ---- */
