@@ -870,11 +870,16 @@ static void s_compare(const char *model, const char *name, void *v, const gx_ten
     }
     if (type == S_ORT_DOUBLE) {
         /* float64 throughout: equal to 1e-12; ONNX Runtime's transformed
-         * scores are float32 values (computed in float32): as float32 */
+         * scores are float32 values (computed in float32): float32 values
+         * too, equal as float32 */
         ck_assert_int_eq(gx_tensor_dtype(t), GX_F64);
         for (int64_t i = 0; i < numel; i++) {
             const double a = ((const double *)gx_tensor_cdata(t))[i], b = ((double *)data)[i];
-            const double tol = (double)(float)b == b ? 1e-5 : 1e-12;
+            const bool f32 = (double)(float)b == b;
+            const double tol = f32 ? 1e-5 : 1e-12;
+            ck_assert_msg(!f32 || (double)(float)a == a,
+                          "%s %s[%lld]: gexec %.17g is no float32 value like ONNX Runtime's", model,
+                          name, (long long)i, a);
             ck_assert_msg(fabs(a - b) <= tol + tol * fabs(b),
                           "%s %s[%lld]: gexec %.17g, ONNX Runtime %.17g", model, name,
                           (long long)i, a, b);

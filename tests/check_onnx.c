@@ -930,8 +930,8 @@ START_TEST(test_onnx_unsupported)
                "graph.node[0] (Frob 'fr'): operator domain 'com.example' is not supported (op "
                "'Frob', opset 3 imported; gexec runs the ai.onnx ops)");
     /* ai.onnx.ml: its ops of the table are read, every other one is
-     * refused by node with its op, domain and opset; ZipMap says what to do
-     * instead */
+     * refused by node with its op, domain and opset (TreeEnsemble is of
+     * opset 5); ZipMap and DictVectorizer say what to do instead */
     g = s_graph("ml");
     ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){2})));
     ADD(g, node, n = s_node("Scaler", "sc", "x", "y"));
@@ -943,16 +943,20 @@ START_TEST(test_onnx_unsupported)
                "supported (opset 6 imported; docs/onnx.md lists the ops");
     g = s_graph("ml");
     ADD(g, input, s_vi("x", s_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){2})));
-    ADD(g, node, n = s_node("SVMRegressor", "svm", "x", "y"));
+    ADD(g, node, n = s_node("TreeEnsemble", "te", "x", "y"));
     n->domain = s_str("ai.onnx.ml");
-    ADD(g, node, n = s_node("ZipMap", "zm", "y", "z"));
+    ADD(g, node, n = s_node("DictVectorizer", "dv", "y", "v"));
+    n->domain = s_str("ai.onnx.ml");
+    ADD(g, node, n = s_node("ZipMap", "zm", "v", "z"));
     n->domain = s_str("ai.onnx.ml");
     ADD(g, output, s_vi("z", NULL));
     ASSERT_ERR(s_parse(s_model(g, "ai.onnx.ml", 3), &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "2 unsupported features",
-               "graph.node[0] (SVMRegressor 'svm'): op 'SVMRegressor' of domain 'ai.onnx.ml' is "
+               "3 unsupported features",
+               "graph.node[0] (TreeEnsemble 'te'): op 'TreeEnsemble' of domain 'ai.onnx.ml' is "
                "not supported (opset 3 imported;",
-               "graph.node[1] (ZipMap 'zm'): ZipMap is not supported: it outputs a sequence of "
+               "graph.node[1] (DictVectorizer 'dv'): DictVectorizer is not supported: it takes a "
+               "map",
+               "graph.node[2] (ZipMap 'zm'): ZipMap is not supported: it outputs a sequence of "
                "maps", "export the model without ZipMap");
     /* an ai.onnx node naming another domain's op is refused, not run as
      * that op */
