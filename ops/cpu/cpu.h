@@ -118,6 +118,11 @@ static inline uint16_t gx_f32_to_bf16(float f)
  * multiples of align (except the end, n); shares of all ith tile [0, n). */
 void gx_cpu_share(const gx_kargs *k, int64_t n, int64_t align, int64_t *lo, int64_t *hi);
 
+/* A cooperating share (gx_coop) waits until done reaches n: the units
+ * claimed before its own are running on other shares; spins, yielding
+ * now and then. */
+void gx_cpu_coop_wait(_Atomic int64_t *done, int64_t n);
+
 /* Element strides of a contiguous tensor of shape in[0..nin) seen from an
  * output of rank nout >= nin it broadcasts to (dims aligned from the right):
  * strides[0..nout) is 0 where the input's dim is 1 or missing. */

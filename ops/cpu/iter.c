@@ -1,4 +1,6 @@
 /* Work shares and the strided iterator of the CPU kernels (ops/cpu/cpu.h). */
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
@@ -18,6 +20,18 @@ void gx_cpu_share(const gx_kargs *k, int64_t n, int64_t align, int64_t *lo, int6
     int nth = k->nth > 0 ? k->nth : 1;
     *lo = s_share_start(n, align, k->ith, nth);
     *hi = s_share_start(n, align, k->ith + 1, nth);
+}
+
+void gx_cpu_coop_wait(_Atomic int64_t *done, int64_t n)
+{
+    for (unsigned i = 1; atomic_load_explicit(done, memory_order_acquire) < n; i++) {
+        if (i % 256 == 0)
+            sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+        else
+            __builtin_ia32_pause();
+#endif
+    }
 }
 
 void gx_bcast_strides(int nout, int nin, const int64_t *in, int64_t *strides)

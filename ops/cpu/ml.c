@@ -11,7 +11,6 @@
  * share blocks of rows. An SVMClassifier runs in one share.
  */
 #include <math.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -632,19 +631,6 @@ static void s_forest_build5(const gx_kargs *k, s_forest *f, int64_t n_out, bool 
     *f->hdr = f->n_roots;
 }
 
-/* Waits until done reaches n: the units claimed before are running. */
-static void s_wait(_Atomic int64_t *done, int64_t n)
-{
-    for (unsigned i = 1; atomic_load_explicit(done, memory_order_acquire) < n; i++) {
-        if (i % 256 == 0)
-            sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-        else
-            __builtin_ia32_pause();
-#endif
-    }
-}
-
 typedef void (*s_forest_build_fn)(const gx_kargs *k, s_forest *f, int64_t n_out, bool fill);
 typedef void (*s_forest_rows_fn)(const gx_kargs *k, const s_forest *f, int64_t lo, int64_t hi);
 
@@ -671,7 +657,7 @@ static void s_forest_run(const gx_kargs *k, int64_t n_out, s_forest_build_fn bui
         if (u == 0) {
             build(k, &f, n_out, true);
         } else {
-            s_wait(&co->done, 1);
+            gx_cpu_coop_wait(&co->done, 1);
             s_forest b = f;
             b.n_roots = *f.hdr;
             b.score = f.score + (u - 1) * n_out;

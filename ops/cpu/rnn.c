@@ -11,7 +11,6 @@
  */
 #include <cblas.h>
 #include <math.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -370,19 +369,6 @@ static void s_unit(const s_dir *dr, int64_t ph, int64_t u)
         s_unit_step(dr, ci * dr->chunk + (in - 1) / dr->per, (in - 1) % dr->per, u);
 }
 
-/* Waits until done reaches n: the units claimed before are running. */
-static void s_wait(_Atomic int64_t *done, int64_t n)
-{
-    for (unsigned i = 1; atomic_load_explicit(done, memory_order_acquire) < n; i++) {
-        if (i % 256 == 0)
-            sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-        else
-            __builtin_ia32_pause();
-#endif
-    }
-}
-
 /* Claims and runs units until every unit of every phase is claimed. */
 static void s_dir_run(const s_dir *dr, gx_coop *co)
 {
@@ -391,7 +377,7 @@ static void s_dir_run(const s_dir *dr, gx_coop *co)
         const int64_t u = atomic_fetch_add_explicit(&co->next, 1, memory_order_relaxed);
         if (u >= total)
             return;
-        s_wait(&co->done, u / dr->units * dr->units); /* every unit of earlier phases */
+        gx_cpu_coop_wait(&co->done, u / dr->units * dr->units); /* every unit of earlier phases */
         s_unit(dr, u / dr->units, u % dr->units);
         atomic_fetch_add_explicit(&co->done, 1, memory_order_release);
     }
