@@ -244,8 +244,10 @@ static void s_valid(s_raw *r, gx_ring_sqe *e, uint64_t user)
     e->in[0].ndim = 2;
     e->in[0].shape[0] = 1;
     e->in[0].shape[1] = 4;
-    e->out_offset = r->data + 4096;
+    /* an output area of its own (jobs run at once on several workers) */
+    e->out_offset = r->data + 4096 * (1 + user % 64);
     e->out_bytes = 4096;
+    ck_assert_uint_le(e->out_offset + e->out_bytes, r->bytes);
 }
 
 START_TEST(test_ring_hostile)
