@@ -108,6 +108,7 @@ typedef enum gx_req {
     X(UNREGISTERED, "unregistered")                                           \
     X(JOBS, "jobs")                                                           \
     X(COMPILE_US, "compile_us")                                               \
+    X(LOAD, "load")                                                           \
     /* a RUN reply's "run" map */                                             \
     X(DEVICE, "device")                                                       \
     X(WORKERS, "workers")                                                     \

@@ -69,6 +69,18 @@ static void s_reply_begin(s_reply *r, const char *type, uint64_t id, int status,
     }
 }
 
+/* The daemon's load as a PING reply carries it, "load": [jobs queued,
+ * workers busy, workers]: what a client of several daemons weighs them by
+ * (docs/cluster.md). */
+static void s_pack_load(gxd_ctx *ctx, msgpack_packer *pk)
+{
+    gx_mp_pack_str(pk, GX_F(LOAD));
+    msgpack_pack_array(pk, 3);
+    msgpack_pack_uint64(pk, gxd_queue_len(&ctx->queue));
+    msgpack_pack_int(pk, ctx->pool ? gxd_pool_busy(ctx->pool) : 0);
+    msgpack_pack_int(pk, ctx->pool ? gxd_pool_size(ctx->pool) : 0);
+}
+
 static void s_free_buf(void *data, void *hint)
 {
     free(data);
@@ -429,7 +441,8 @@ static int s_decode_graph(gxd_ctx *ctx, s_req *rq, const msgpack_object *o, gxd_
 static int s_handle_ping(gxd_ctx *ctx, s_req *rq)
 {
     s_reply r;
-    s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 0);
+    s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
+    s_pack_load(ctx, &r.pk);
     s_reply_send(ctx, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), &r, NULL);
     return GX_OK;
 }

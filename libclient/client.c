@@ -64,6 +64,7 @@ struct gx_job {
     struct s_mjob *multi; /* a job of a client of several daemons: its own state */
     bool pool_extent;  /* it holds room in the client's region until its reply */
     uint64_t conn_gen; /* the client's conn_gen when it was sent */
+    uint64_t seq;      /* a member's job: its sent_seq when sent */
     gx_job *next;      /* client's list of pending jobs */
 };
 
@@ -102,6 +103,18 @@ struct gx_client {
     char endpoint[512];
     char last_error[1024];
     struct s_multi *multi; /* several daemons (gx_client_new_multi): members talk */
+    /* as a member of a client of several daemons: what its daemon said */
+    bool has_load;        /* a load figure came (a PING reply's "load") */
+    int64_t load_jobs;    /* its jobs queued and running then */
+    int64_t load_workers; /* its workers */
+    int64_t load_ms;      /* when it came */
+    uint64_t sent_seq;    /* jobs sent to it */
+    uint64_t ping_seq;    /* sent_seq when the latest PING was sent */
+    uint64_t load_base;   /* sent_seq when the PING of the figure was sent */
+    int64_t load_done;    /* jobs it counted (sent before that PING) answered since */
+    uint64_t probe_id;    /* a PING sent to learn its load and that it lives; 0: none */
+    int64_t probe_ms;     /* when it was sent */
+    bool silent;          /* that PING went unanswered for the liveness interval */
 };
 
 struct gx_request {
@@ -709,6 +722,29 @@ static int64_t s_now_ms(void)
 
 #define GX_MAX_REPLY_FRAMES 1025
 
+/* A PING reply's "load" ([queued, busy, workers], docs/protocol.md), kept
+ * as the daemon's latest load figure; it counts the jobs sent before that
+ * PING (the daemon reads a connection's requests in order). */
+static void s_take_load(gx_client *c, const msgpack_object *h)
+{
+    gx_req kind;
+    if (!gx_req_parse(gx_mp_find(h, GX_F(TYPE)), &kind) || kind != GX_REQ_PING)
+        return;
+    const msgpack_object *o = gx_mp_find(h, GX_F(LOAD));
+    if (!o || o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
+        return;
+    int64_t v[3];
+    for (uint32_t i = 0; i < 3; i++)
+        if (gx_mp_int(&o->via.array.ptr[i], "", 0, INT32_MAX, &v[i], NULL, 0) != GX_OK)
+            return;
+    c->has_load = true;
+    c->load_jobs = v[0] + v[1];
+    c->load_workers = v[2] > 0 ? v[2] : 1;
+    c->load_ms = s_now_ms();
+    c->load_base = c->ping_seq;
+    c->load_done = 0;
+}
+
 /* The socket monitor's events so far: a lost connection counts in
  * conn_gen, a failed handshake is kept until one succeeds. */
 static void s_monitor_drain(gx_client *c)
@@ -817,8 +853,15 @@ static int s_recv_one(gx_client *c, int timeout_ms)
         if (rc < 0)
             s_fail(c, rc, "bad reply from daemon: %s", err);
         int64_t id = 0;
-        if (rc == GX_OK &&
-            gx_mp_int(gx_mp_find(&up.data, GX_F(ID)), "id", 0, INT64_MAX, &id, NULL, 0) == GX_OK) {
+        if (rc == GX_OK) {
+            c->silent = false;
+            s_take_load(c, &up.data);
+        }
+        bool has_id = rc == GX_OK && gx_mp_int(gx_mp_find(&up.data, GX_F(ID)), "id", 0,
+                                                INT64_MAX, &id, NULL, 0) == GX_OK;
+        if (has_id && c->probe_id && (uint64_t)id == c->probe_id) {
+            c->probe_id = 0; /* the client's own PING (s_probe) */
+        } else if (has_id) {
             c->strays++; /* taken back below when a waiting job takes it */
             for (gx_job *j = c->pending; j; j = j->next) {
                 if (j->id != (uint64_t)id || j->result)
@@ -834,6 +877,8 @@ static int s_recv_one(gx_client *c, int timeout_ms)
                     snprintf(r->info.endpoint, sizeof r->info.endpoint, "%.*s",
                              (int)sizeof r->info.endpoint - 1, c->endpoint);
                 j->result = r;
+                /* a reply after the figure's: the daemon counted that job */
+                c->load_done += j->seq && j->seq <= c->load_base;
                 if (j->pool_extent) /* its outputs are copied out of the region */
                     c->pool_live--;
                 j->pool_extent = false;
@@ -1068,8 +1113,22 @@ GX_EXPORT int gx_client_ping(gx_client *c)
 {
     if (!c)
         return GX_EINVAL;
-    S_MULTI_FIRST(c, gx_client_ping(m));
+    if (c->multi) { /* each: GX_OK when one answers */
+        int rc = GX_ECONNECT;
+        for (size_t k = 0; k < s_multi_count(c); k++) {
+            gx_client *m = s_multi_member(c, k);
+            int rk = gx_client_ping(m);
+            if (rk == GX_OK) {
+                rc = GX_OK;
+            } else if (rc != GX_OK) {
+                s_multi_error(c, m);
+                rc = rk;
+            }
+        }
+        return rc;
+    }
     gx_result *r = NULL;
+    c->ping_seq = c->sent_seq;
     int rc = s_simple(c, GX_REQ_PING, NULL, 0, &r);
     gx_result_destroy(&r);
     return rc;
@@ -2082,6 +2141,8 @@ static int s_explain(gx_client *c, const gx_request *rq, char **json, gx_req typ
  * RUN answers GX_ENOTFOUND. */
 
 #define GX_MULTI_MAX 64                   /* members: the bits of s_mjob.tried */
+#define GX_LOAD_REFRESH_MS 1000           /* a member's load figure older: PING it */
+#define GX_DEFAULT_LIVENESS_MS 5000
 #define GX_MULTI_MEMBER_IDS ((uint64_t)1 << 48) /* members' own ids start here */
 
 typedef struct s_kept {
@@ -2096,6 +2157,7 @@ struct s_multi {
     gx_client **m;
     int *inflight; /* this client's jobs waiting for a reply from each member */
     size_t rr;     /* where the next tie is broken */
+    int liveness_ms; /* gx_client_set_liveness; 0: off */
     s_kept *kept;
     size_t n_kept, cap_kept;
 };
@@ -2152,6 +2214,11 @@ static gx_client *s_multi_new(const char *const *endpoints, size_t n, const char
     c->next_id = 1;
     c->shm_off = true;
     c->shm_threshold = SIZE_MAX;
+    const char *live = getenv("GEXEC_LIVENESS_MS");
+    char *end = NULL;
+    long lv = live && *live ? strtol(live, &end, 10) : -1;
+    mu->liveness_ms = end && *end == '\0' && lv >= 0 && lv <= INT32_MAX ? (int)lv
+                                                                         : GX_DEFAULT_LIVENESS_MS;
     /* daemons with key pairs of their own: a comma-separated server key
      * (or key file) per endpoint, in their order */
     const char *sk = server_key ? server_key : getenv("GEXEC_SERVER_KEY");
@@ -2237,29 +2304,93 @@ static void s_multi_destroy(gx_client *c)
 }
 
 /* Whether member m's daemon went away (connected once, not now). */
+/* A member whose connection is lost, or whose daemon left a PING
+ * unanswered for the liveness interval. */
 static bool s_member_down(gx_client *m)
 {
     s_monitor_drain(m);
-    return m->handshaken && !m->up;
+    return (m->handshaken && !m->up) || m->silent;
+}
+
+GX_EXPORT void gx_client_set_liveness(gx_client *c, int liveness_ms)
+{
+    if (c && c->multi)
+        c->multi->liveness_ms = liveness_ms > 0 ? liveness_ms : 0;
+}
+
+/* Send member m a PING without waiting: its reply (taken by whichever
+ * call reads m next) renews m's load figure and says it lives. */
+static void s_probe(gx_client *m)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    uint64_t id = m->next_id++;
+    s_pack_head(&pk, GX_REQ_PING, id, 0);
+    if (sb.data && zmq_send(m->sock, sb.data, sb.size, ZMQ_DONTWAIT) >= 0) {
+        m->probe_id = id;
+        m->probe_ms = s_now_ms();
+        m->ping_seq = m->sent_seq;
+    }
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* Member k's replies that came (their jobs keep them), then its PING: one
+ * when its load figure is missing or old, and silent when one went
+ * unanswered for the liveness interval. */
+static void s_member_poll(struct s_multi *mu, size_t k)
+{
+    gx_client *m = mu->m[k];
+    for (int i = 0; i < 64 && s_recv_one(m, 0) == GX_OK; i++)
+        ;
+    int64_t now = s_now_ms();
+    if (m->probe_id && mu->liveness_ms > 0 && now - m->probe_ms >= mu->liveness_ms)
+        m->silent = true;
+    if (!m->probe_id && (!m->has_load || now - m->load_ms >= GX_LOAD_REFRESH_MS))
+        s_probe(m);
+}
+
+/* Member k's load as this client sees it, jobs per worker: the daemon's
+ * latest figure, less this client's jobs it counted that were answered
+ * since (replies come in order: a job answered before the PING was read
+ * was answered before the figure came), plus this client's jobs sent
+ * after that PING still unanswered; before a figure came, this client's
+ * jobs in flight there. */
+static void s_member_load(const struct s_multi *mu, size_t k, int64_t *jobs, int64_t *workers)
+{
+    const gx_client *m = mu->m[k];
+    *jobs = m->has_load ? m->load_jobs - m->load_done : mu->inflight[k];
+    if (*jobs < 0)
+        *jobs = 0;
+    *workers = m->has_load ? m->load_workers : 1;
+    for (const gx_job *j = m->pending; m->has_load && j; j = j->next)
+        *jobs += j->seq > m->load_base && !j->result;
 }
 
 /* The member for the next job: of those not in tried, one that is not
- * down, with the fewest of this client's jobs in flight; ties in turn.
+ * down, with the least load per worker (s_member_load); ties in turn.
  * -1 when every member was tried. */
 static int s_pick(gx_client *c, uint64_t tried)
 {
     struct s_multi *mu = c->multi;
     int best = -1;
     bool best_down = true;
+    int64_t best_jobs = 0, best_workers = 1;
     for (size_t i = 0; i < mu->n; i++) {
         size_t k = (mu->rr + i) % mu->n;
         if (tried & ((uint64_t)1 << k))
             continue;
+        s_member_poll(mu, k);
         bool down = s_member_down(mu->m[k]);
+        int64_t jobs, workers;
+        s_member_load(mu, k, &jobs, &workers);
         if (best < 0 || (best_down && !down) ||
-            (best_down == down && mu->inflight[k] < mu->inflight[best])) {
+            (best_down == down && jobs * best_workers < best_jobs * workers)) {
             best = (int)k;
             best_down = down;
+            best_jobs = jobs;
+            best_workers = workers;
         }
     }
     if (best >= 0)
@@ -2393,6 +2524,7 @@ static int s_send_frames(gx_client *c, struct s_mjob *mj, size_t k)
     mj->inner = job;
     mj->at = k;
     c->multi->inflight[k]++;
+    job->seq = ++m->sent_seq;
     return GX_OK;
 }
 
@@ -2508,18 +2640,38 @@ static int s_mjob_wait(gx_job *job, int timeout_ms, bool gone_on_timeout, gx_res
     if (!c || !mj->inner)
         return GX_EINVAL;
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : s_now_ms() + timeout_ms;
+    const int live = c->multi->liveness_ms;
     for (;;) {
         gx_client *m = c->multi->m[mj->at];
-        int64_t left = timeout_ms < 0 ? -1 : deadline - s_now_ms();
+        int64_t now = s_now_ms(), left = timeout_ms < 0 ? -1 : deadline - now;
         if (timeout_ms >= 0 && left < 0)
             left = 0;
+        /* with a liveness interval: wait until the member's PING is due
+         * (none outstanding) or overdue (one is) */
+        int64_t wait = left, due = live > 0 ? (m->probe_id ? m->probe_ms : now) + live : -1;
+        if (due >= 0 && (left < 0 || due - now < left))
+            wait = due > now ? due - now : 0;
         gx_result *r = NULL;
-        int rc = s_member_down(m) ? s_fail(m, GX_ECONNECT, "the connection to %s was lost "
-                                                           "before the job's reply came",
-                                           m->endpoint)
-                                  : gx_job_wait(mj->inner, (int)(left > INT32_MAX ? INT32_MAX
-                                                                                 : left), &r);
+        int rc;
+        if (m->silent)
+            rc = s_fail(m, GX_ECONNECT, "%s answered no PING within %d ms: taken as gone",
+                        m->endpoint, live);
+        else if (s_member_down(m))
+            rc = s_fail(m, GX_ECONNECT, "the connection to %s was lost before the job's reply "
+                                        "came", m->endpoint);
+        else
+            rc = gx_job_wait(mj->inner, (int)(wait > INT32_MAX ? INT32_MAX : wait), &r);
+        if (rc == GX_ETIMEDOUT && !r && wait != left) { /* a liveness step, not the caller's */
+            if (!m->probe_id)
+                s_probe(m);
+            else if (s_now_ms() - m->probe_ms >= live)
+                m->silent = true;
+            continue;
+        }
         if (rc == GX_ETIMEDOUT && !r && !gone_on_timeout) {
+            if (live > 0) /* the latest step's wait was shorter */
+                s_fail(m, GX_ETIMEDOUT, "no reply from %s within %d ms (it answers PINGs: "
+                                        "the job waits or runs there)", m->endpoint, timeout_ms);
             s_multi_error(c, m);
             return rc; /* the job stays valid */
         }

@@ -91,17 +91,21 @@ GX_EXPORT gx_client *gx_client_new_curve(const char *endpoint, const char *serve
  * as gx_client_new's (CURVE keys from the environment). gx_client_new
  * makes one too when its endpoint (or $GEXEC_SOCKET) is a comma-separated
  * list ($GEXEC_SERVER_KEY, or gx_client_new_curve's server_key, may then
- * list one key per endpoint, comma-separated). RUN jobs go to the daemon with the fewest of this client's jobs in
- * flight (ties in turn); a graph loaded through the client is kept and
- * LOADed again on a daemon whose RUN answers GX_ENOTFOUND; a job whose
- * daemon goes away (GX_ECONNECT, GX_EPERM or no reply within the timeout)
+ * list one key per endpoint, comma-separated). RUN jobs go to the daemon
+ * with the least load per worker (the load each reported in its latest
+ * PING reply plus this client's jobs sent to it since; before a report,
+ * this client's jobs in flight), ties in turn; a graph loaded
+ * through the client is kept and LOADed again on a daemon whose RUN
+ * answers GX_ENOTFOUND; a job whose daemon goes away (GX_ECONNECT,
+ * GX_EPERM, no reply within the timeout in the synchronous calls, or no
+ * answer to a PING within the liveness interval, gx_client_set_liveness)
  * is sent to another daemon, never twice to one, and fails with the last
  * error once every daemon was tried (gx_run_info.endpoint says which one
  * ran it). A request's inputs are copied at submit for that; shared-memory
  * inputs and output areas (gx_request_add_input_shm,
  * gx_request_set_output_shm, gx_client_shm_register) are GX_EUNSUPPORTED.
- * PING, STATS, LIST, METRICS, EXPLAIN, TUNE and COMPILE go to the first
- * daemon that answers; UNLOAD to all. Caller owns the client; NULL with a
+ * STATS, LIST, METRICS, EXPLAIN, TUNE and COMPILE go to the first daemon
+ * that answers; PING and UNLOAD to all (PING: GX_OK when one answers). Caller owns the client; NULL with a
  * message in err on failure (n == 0, or any endpoint refused). */
 GX_EXPORT gx_client *gx_client_new_multi(const char *const *endpoints, size_t n, char *err,
                                          size_t errlen);
@@ -111,6 +115,14 @@ GX_EXPORT void gx_client_destroy(gx_client **c);
 /* Reply timeout of the synchronous calls in ms (-1: wait forever).
  * Default 60000. */
 GX_EXPORT void gx_client_set_timeout(gx_client *c, int timeout_ms);
+/* A client of several daemons: a daemon that answers neither the job a
+ * caller waits for nor a PING sent after liveness_ms without its reply
+ * within another liveness_ms is taken as gone: the job goes to another
+ * daemon (gx_job_wait included), and new jobs avoid it until it answers
+ * again. 0: never (only a lost connection, or the synchronous calls'
+ * timeout). Default $GEXEC_LIVENESS_MS, else 5000. No effect on a client
+ * of one daemon. */
+GX_EXPORT void gx_client_set_liveness(gx_client *c, int liveness_ms);
 /* Message of the latest failure on this client; owned by the client. */
 GX_EXPORT const char *gx_client_last_error(const gx_client *c);
 /* Replies received that answered no job still waiting for one (a second
