@@ -2341,13 +2341,17 @@ static bool s_ms_dq(s_emit *e, const char *x, const char *s, const char *z, cons
     return s_aux(e, "DequantizeLinear", *z ? 3 : 2, (const char *[]){x, s, z}, NULL, y) != NULL;
 }
 
+static int s_ms_transpose(s_emit *e, const char *x, size_t n, const int64_t *perm,
+                          const char *y, const char **made);
+
 /* The QLinear ops of com.microsoft (QLinearAdd, QLinearMul: A, A_scale,
  * A_zero_point, B, ..., C_scale, C_zero_point; QLinearSigmoid,
  * QLinearLeakyRelu, QLinearGlobalAveragePool: X, X_scale, X_zero_point,
  * Y_scale, Y_zero_point; QLinearConcat: Y_scale, Y_zero_point, then X,
  * scale, zero point per input) as what they are defined to be: the float
  * op between DequantizeLinear of the inputs and QuantizeLinear of the
- * result. */
+ * result (QLinearGlobalAveragePool with channels_last: the pool between
+ * Transposes from and back to channels last). */
 static int s_ms_qlinear(s_emit *e)
 {
     const char *op = e->op + strlen("QLinear");
@@ -2359,9 +2363,16 @@ static int s_ms_qlinear(s_emit *e)
         e->n_in > first + 3 * n_x + (concat ? 0 : 2) || !*e->in[ys])
         return s_fail(e->c, GX_EFORMAT, e->path, "%s: %zu inputs do not fit its signature",
                       e->op, e->n_in);
-    if (s_find_int(e->np, "channels_last", 0))
+    /* channels_last (QLinearGlobalAveragePool): X [N, spatial..., C], of
+     * the rank the model declares, else 4 (ORT's NHWC 2-D pools);
+     * checked when the graph runs */
+    int last = s_find_int(e->np, "channels_last", 0) ? s_ms_rank(e->c, e->in[0]) : 0;
+    if (last < 0)
+        last = 4;
+    if (last && (strcmp(op, "GlobalAveragePool") != 0 || last < 3))
         return s_fail(e->c, GX_EUNSUPPORTED, e->path,
-                      "%s with channels_last is not supported yet", e->op);
+                      "%s with channels_last is not supported (gexec runs it on "
+                      "QLinearGlobalAveragePool whose X has a rank of 3 or more)", e->op);
     const char *yz = e->n_in > ys + 1 ? e->in[ys + 1] : "", *f = NULL;
     const char **xs = calloc(n_x, sizeof *xs);
     if (!xs)
@@ -2378,7 +2389,16 @@ static int s_ms_qlinear(s_emit *e)
     if (rc == GX_OK) {
         if (concat)
             rc = s_aux_i(e, "Concat", n_x, xs, NULL, &f, "axis", s_find_int(e->np, "axis", 0));
-        else if (!(n = s_aux(e, op, n_x, xs, NULL, &f)))
+        else if (last) {
+            int64_t to[GX_MAX_DIMS], back[GX_MAX_DIMS];
+            to[0] = back[0] = 0, to[1] = last - 1, back[last - 1] = 1;
+            for (int i = 2; i < last; i++)
+                to[i] = i - 1, back[i - 1] = i;
+            if ((rc = s_ms_rank_guard(e, xs[0], last, &f)) == GX_OK &&
+                (rc = s_ms_transpose(e, f, (size_t)last, to, NULL, &f)) == GX_OK)
+                rc = s_aux(e, op, 1, &f, NULL, &f) ? s_ms_transpose(e, f, (size_t)last, back, NULL, &f)
+                                                   : GX_ENOMEM;
+        } else if (!(n = s_aux(e, op, n_x, xs, NULL, &f)))
             rc = GX_ENOMEM;
         else if (strcmp(op, "LeakyRelu") == 0) {
             float alpha;
@@ -2778,6 +2798,262 @@ static int s_ms_mha(s_emit *e)
     return s_ms_attend(e, &a);
 }
 
+/* ---- com.microsoft ops of exported LLMs ----------------------------------
+ *
+ * MatMulNBits, RotaryEmbedding and GemmFastGelu, as onnxruntime.transformers
+ * and the model builders of onnxruntime-genai write them. */
+
+/* The bits-wide fields of the uint8 x, each byte giving 8 / bits values
+ * low bits first, into a fresh [..., 8 / bits] *y (x unsqueezed on a new
+ * last axis, BitShift right by 0, bits, ..., BitwiseAnd 2^bits - 1);
+ * bits 8: x unsqueezed. */
+static int s_ms_unpack_bits(s_emit *e, const char *x, int64_t bits, const char **y)
+{
+    const int64_t last = -1, per = 8 / bits;
+    uint8_t shifts[8], mask = (uint8_t)((1u << bits) - 1);
+    int rc;
+    if ((rc = s_ms_unsqueeze(e, x, 1, &last, NULL, y)) < 0 || bits == 8)
+        return rc;
+    for (int64_t i = 0; i < per; i++)
+        shifts[i] = (uint8_t)(i * bits);
+    gx_tensor *st = gx_tensor_new_copy(GX_U8, 1, &per, shifts, (size_t)per);
+    gx_tensor *mt = gx_tensor_new_copy(GX_U8, 0, NULL, &mask, 1);
+    const char *sk = s_aux_const(e, "shifts", &st), *mk = sk ? s_aux_const(e, "mask", &mt) : NULL;
+    gx_node *n;
+    gx_tensor_destroy(&mt);
+    if (!mk || !(n = s_aux(e, "BitShift", 2, (const char *[]){*y, sk}, NULL, y)) ||
+        (rc = s_set_rc(e, gx_node_set_string(n, "direction", "RIGHT"), "direction")) < 0)
+        return mk ? rc : GX_ENOMEM;
+    return s_aux(e, "BitwiseAnd", 2, (const char *[]){*y, mk}, NULL, y) ? GX_OK : GX_ENOMEM;
+}
+
+/* x (integer) cast to float32 into a fresh *y. */
+static int s_ms_to_float(s_emit *e, const char *x, const char **y)
+{
+    return s_aux_i(e, "Cast", 1, &x, NULL, y, "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+}
+
+/* The data type of the constant name (0: not a constant of the model). */
+static int s_ms_const_type(const s_emit *e, const char *name)
+{
+    const Onnx__TensorProto *t = s_const_named(e->c, name);
+    return t && t->has_data_type ? (int)t->data_type : 0;
+}
+
+/* MatMulNBits (A, B, scales, zero_points, g_idx, bias; K, N, bits,
+ * block_size, accuracy_level): A times the [K, N] matrix B holds
+ * quantized, column n of it in N rows of k_blocks = ceil(K / block_size)
+ * blocks of block_size bits-wide values (uint8 bytes, low bits first):
+ * value (q - zero point) * scale of its block; the zero points default to
+ * 2^(bits - 1), are uint8 packed as B is (each row ceil(k_blocks * bits /
+ * 8) bytes) or of scales' type; then plus bias. The dequantization is ops
+ * on constants, which the daemon folds when the graph compiles: the node
+ * runs as a float32 MatMul. g_idx and types other than float32 are
+ * refused; accuracy_level (ORT's int8 compute at 4) is a hint, gexec
+ * computes in float32. */
+static int s_ms_matmul_nbits(s_emit *e)
+{
+    const int64_t K = s_find_int(e->np, "K", 0), N = s_find_int(e->np, "N", 0),
+                  bits = s_find_int(e->np, "bits", 4), bs = s_find_int(e->np, "block_size", 0);
+    const char *in[6] = {"", "", "", "", "", ""};
+    int rc;
+    for (size_t i = 0; i < e->n_in && i < 6; i++)
+        in[i] = e->in[i];
+    if (e->n_in < 3 || e->n_in > 6 || !*in[0] || !*in[1] || !*in[2] || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "MatMulNBits takes A, B, scales, zero_points, g_idx and bias, and gives Y");
+    for (size_t i = 0; i < e->np->n_attribute; i++) {
+        const char *an = e->np->attribute[i]->name ? e->np->attribute[i]->name : "";
+        if (strcmp(an, "K") && strcmp(an, "N") && strcmp(an, "bits") && strcmp(an, "block_size") &&
+            strcmp(an, "accuracy_level"))
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "MatMulNBits: attribute '%.60s' is not supported (gexec runs K, N, "
+                          "bits, block_size and accuracy_level)", an);
+    }
+    if (K <= 0 || N <= 0 || bs < 1 || K > INT32_MAX || N > INT32_MAX || bs > INT32_MAX ||
+        (bits != 2 && bits != 4 && bits != 8) || (bs * bits) % 8 != 0)
+        return s_fail(e->c, GX_EATTR, e->path,
+                      "MatMulNBits needs K, N > 0, bits 2, 4 or 8 and a block_size of whole "
+                      "bytes (K %" PRId64 ", N %" PRId64 ", bits %" PRId64 ", block_size %" PRId64
+                      ")", K, N, bits, bs);
+    if (*in[4])
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "MatMulNBits: input g_idx (act-order) is not supported");
+    int st = s_ms_const_type(e, in[2]);
+    if (st && st != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "MatMulNBits with scales of ONNX type %d is not supported (gexec runs "
+                      "float32)", st);
+    const int64_t kb = (K + bs - 1) / bs, per = 8 / bits, zrow = (kb * bits + 7) / 8;
+    const char *q, *zp, *sc, *w, *t;
+    if ((rc = s_ms_reshape(e, in[1], 3, (const int64_t[]){N, kb, bs * bits / 8}, &q)) < 0 ||
+        (rc = s_ms_unpack_bits(e, q, bits, &q)) < 0 ||
+        (rc = s_ms_reshape(e, q, 3, (const int64_t[]){N, kb, bs}, &q)) < 0 ||
+        (rc = s_ms_to_float(e, q, &q)) < 0 ||
+        (rc = s_ms_reshape(e, in[2], 3, (const int64_t[]){N, kb, 1}, &sc)) < 0)
+        return rc;
+    if (!*in[3]) {
+        float def = (float)(1 << (bits - 1));
+        gx_tensor *zt = gx_tensor_new_copy(GX_F32, 0, NULL, &def, sizeof def);
+        if (!(zp = s_aux_const(e, "zero_point", &zt)))
+            return GX_ENOMEM;
+    } else {
+        int zt = s_ms_const_type(e, in[3]);
+        zp = in[3];
+        if (zt == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8) {
+            const int64_t zero = 0, one = 1;
+            const char *s0, *s1, *ax;
+            if ((rc = s_ms_reshape(e, zp, 2, (const int64_t[]){N, zrow}, &zp)) < 0 ||
+                (rc = s_ms_unpack_bits(e, zp, bits, &zp)) < 0 ||
+                (rc = s_ms_reshape(e, zp, 2, (const int64_t[]){N, zrow * per}, &zp)) < 0)
+                return rc;
+            if (!(s0 = s_aux_i64(e, "start", false, 1, &zero)) ||
+                !(s1 = s_aux_i64(e, "end", false, 1, &kb)) ||
+                !(ax = s_aux_i64(e, "axis", false, 1, &one)) ||
+                !s_aux(e, "Slice", 4, (const char *[]){zp, s0, s1, ax}, NULL, &zp))
+                return GX_ENOMEM;
+            if ((rc = s_ms_to_float(e, zp, &zp)) < 0)
+                return rc;
+        } else if (zt != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "MatMulNBits: zero_points must be a constant of the model, uint8 or "
+                          "float32 (ONNX type %d)", zt);
+        }
+        if ((rc = s_ms_reshape(e, zp, 3, (const int64_t[]){N, kb, 1}, &zp)) < 0)
+            return rc;
+    }
+    if (!s_aux(e, "Sub", 2, (const char *[]){q, zp}, NULL, &w) ||
+        !s_aux(e, "Mul", 2, (const char *[]){w, sc}, NULL, &w))
+        return GX_ENOMEM;
+    if ((rc = s_ms_reshape(e, w, 2, (const int64_t[]){N, kb * bs}, &w)) < 0)
+        return rc;
+    if (kb * bs != K) {
+        const int64_t zero = 0, one = 1;
+        const char *s0 = s_aux_i64(e, "start", false, 1, &zero), *s1, *ax;
+        if (!s0 || !(s1 = s_aux_i64(e, "end", false, 1, &K)) ||
+            !(ax = s_aux_i64(e, "axis", false, 1, &one)) ||
+            !s_aux(e, "Slice", 4, (const char *[]){w, s0, s1, ax}, NULL, &w))
+            return GX_ENOMEM;
+    }
+    if ((rc = s_ms_transpose(e, w, 2, (const int64_t[]){1, 0}, NULL, &t)) < 0)
+        return rc;
+    if (!s_aux(e, "MatMul", 2, (const char *[]){in[0], t}, *in[5] ? NULL : e->out[0], &w) ||
+        (*in[5] && !s_aux(e, "Add", 2, (const char *[]){w, in[5]}, e->out[0], NULL)))
+        return GX_ENOMEM;
+    return GX_OK;
+}
+
+/* RotaryEmbedding of com.microsoft (input, position_ids, cos_cache,
+ * sin_cache; interleaved, num_heads, rotary_embedding_dim, scale,
+ * is_packed_batching): ai.onnx's RotaryEmbedding (opset 23, inputs in
+ * its order). position_ids [B, S] as they are, or [1] the first position
+ * (token s of every sample at position_ids[0] + s, expanded to [B, S]).
+ * A 3-D input without num_heads has heads of 2 * cos_cache's last dim
+ * (as ORT reads it): it is split into [B, N, S, H] and back. scale is
+ * read by ORT's CPU kernel but not applied; gexec does the same. The
+ * input's and position_ids' ranks must be known to the importer. */
+static int s_ms_rotary(s_emit *e)
+{
+    const int64_t heads = s_find_int(e->np, "num_heads", 0),
+                  dim = s_find_int(e->np, "rotary_embedding_dim", 0),
+                  inter = s_find_int(e->np, "interleaved", 0);
+    int rc;
+    if (e->n_in != 4 || !*e->in[0] || !*e->in[1] || !*e->in[2] || !*e->in[3] || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "RotaryEmbedding takes input, position_ids, cos_cache and sin_cache, and "
+                      "gives one output");
+    for (size_t i = 0; i < e->np->n_attribute; i++) {
+        const char *an = e->np->attribute[i]->name ? e->np->attribute[i]->name : "";
+        if (strcmp(an, "num_heads") && strcmp(an, "rotary_embedding_dim") &&
+            strcmp(an, "interleaved") && strcmp(an, "scale") &&
+            !(strcmp(an, "is_packed_batching") == 0 && s_find_int(e->np, an, 0) == 0))
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "RotaryEmbedding: attribute '%.60s' is not supported (gexec runs "
+                          "interleaved, num_heads, rotary_embedding_dim and scale)", an);
+    }
+    if (dim > 0 && heads <= 0)
+        return s_fail(e->c, GX_EATTR, e->path,
+                      "RotaryEmbedding: rotary_embedding_dim needs num_heads");
+    const int rx = s_ms_rank(e->c, e->in[0]), rp = s_ms_rank(e->c, e->in[1]);
+    if ((rx != 3 && rx != 4) || (rp != 1 && rp != 2))
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "RotaryEmbedding needs the ranks of input (3 or 4) and position_ids (1 or "
+                      "2) declared in the model (a graph input, an initializer or value_info); "
+                      "they are %d and %d", rx, rp);
+    const char *x, *pos, *y = e->out[0], *shape_x = NULL;
+    if ((rc = s_ms_rank_guard(e, e->in[0], rx, &x)) < 0 ||
+        (rc = s_ms_rank_guard(e, e->in[1], rp, &pos)) < 0)
+        return rc;
+    if (rp == 1) {
+        /* positions p[0] + s, s < S, for each of the B samples */
+        const char *b, *s, *ss, *scal, *z, *one, *ar, *p2, *bs;
+        const int64_t zero = 0, onev = 1;
+        if ((rc = s_ms_dim(e, x, 0, &b)) < 0 || (rc = s_ms_dim(e, x, rx == 4 ? 2 : 1, &s)) < 0)
+            return rc;
+        if (!(scal = s_aux_i64(e, "scalar", false, 0, &zero)) ||
+            !s_aux(e, "Reshape", 2, (const char *[]){s, scal}, NULL, &ss) ||
+            !(z = s_aux_i64(e, "start", true, 1, &zero)) ||
+            !(one = s_aux_i64(e, "delta", true, 1, &onev)) ||
+            !s_aux(e, "Range", 3, (const char *[]){z, ss, one}, NULL, &ar) ||
+            !s_aux(e, "Add", 2, (const char *[]){ar, pos}, NULL, &p2))
+            return GX_ENOMEM;
+        if ((rc = s_ms_unsqueeze(e, p2, 1, &zero, NULL, &p2)) < 0 ||
+            (rc = s_aux_i(e, "Concat", 2, (const char *[]){b, s}, NULL, &bs, "axis", 0)) < 0)
+            return rc;
+        if (!s_aux(e, "Expand", 2, (const char *[]){p2, bs}, NULL, &pos))
+            return GX_ENOMEM;
+    }
+    bool split = rx == 3 && heads <= 0;
+    if (split) {
+        /* [B, S, hidden] as [B, N, S, H], H = 2 * cos_cache's last dim */
+        const char *h, *two, *h2, *pre, *sh, *r;
+        const int64_t twov = 2, lead[3] = {0, 0, -1};
+        if ((rc = s_ms_dim(e, e->in[2], -1, &h)) < 0)
+            return rc;
+        if (!(two = s_aux_i64(e, "two", false, 1, &twov)) ||
+            !s_aux(e, "Mul", 2, (const char *[]){h, two}, NULL, &h2) ||
+            !(pre = s_aux_i64(e, "shape", false, 3, lead)) ||
+            !s_aux(e, "Shape", 1, &x, NULL, &shape_x))
+            return GX_ENOMEM;
+        if ((rc = s_aux_i(e, "Concat", 2, (const char *[]){pre, h2}, NULL, &sh, "axis", 0)) < 0)
+            return rc;
+        if (!s_aux(e, "Reshape", 2, (const char *[]){x, sh}, NULL, &r) ||
+            (rc = s_ms_transpose(e, r, 4, (const int64_t[]){0, 2, 1, 3}, NULL, &x)) < 0 ||
+            !(y = s_fresh_value(e, "rotated")))
+            return rc < 0 ? rc : GX_ENOMEM;
+    }
+    gx_node *n = s_aux(e, "RotaryEmbedding", 4, (const char *[]){x, e->in[2], e->in[3], pos}, y,
+                       NULL);
+    if (!n || (rc = s_set_rc(e, gx_node_set_int(n, "interleaved", inter), "interleaved")) < 0 ||
+        (rx == 3 && !split &&
+         (rc = s_set_rc(e, gx_node_set_int(n, "num_heads", heads), "num_heads")) < 0) ||
+        (dim > 0 &&
+         (rc = s_set_rc(e, gx_node_set_int(n, "rotary_embedding_dim", dim), "rotary_embedding_dim")) < 0))
+        return n ? rc : GX_ENOMEM;
+    if (!split)
+        return GX_OK;
+    const char *t;
+    if ((rc = s_ms_transpose(e, y, 4, (const int64_t[]){0, 2, 1, 3}, NULL, &t)) < 0)
+        return rc;
+    return s_aux(e, "Reshape", 2, (const char *[]){t, shape_x}, e->out[0], NULL) ? GX_OK
+                                                                                 : GX_ENOMEM;
+}
+
+/* GemmFastGelu (X, W, bias): FastGelu (tanh Gelu) of X W + bias. */
+static int s_ms_gemm_fast_gelu(s_emit *e)
+{
+    const char *t;
+    gx_node *n;
+    s_ms_trim(e);
+    if (e->n_in < 2 || e->n_in > 3 || !*e->in[0] || !*e->in[1] || e->n_out != 1)
+        return s_fail(e->c, GX_EFORMAT, e->path, "GemmFastGelu takes X, W and bias, and gives Y");
+    if (!s_aux(e, "MatMul", 2, (const char *[]){e->in[0], e->in[1]}, NULL, &t) ||
+        (e->n_in == 3 && !s_aux(e, "Add", 2, (const char *[]){t, e->in[2]}, NULL, &t)) ||
+        !(n = s_aux(e, "Gelu", 1, &t, e->out[0], NULL)))
+        return GX_ENOMEM;
+    return s_set_rc(e, gx_node_set_string(n, "approximate", "tanh"), "approximate");
+}
+
 /* The lowering of each com.microsoft op that has one; the others of
  * s_other_ops run as the gexec op of their name. */
 static const struct {
@@ -2806,6 +3082,9 @@ static const struct {
     {"NhwcMaxPool", s_ms_nhwc_maxpool},
     {"Attention", s_ms_attention},
     {"MultiHeadAttention", s_ms_mha},
+    {"MatMulNBits", s_ms_matmul_nbits},
+    {"RotaryEmbedding", s_ms_rotary},
+    {"GemmFastGelu", s_ms_gemm_fast_gelu},
 };
 
 /* ---- com.microsoft.nchwc ------------------------------------------------
@@ -3162,6 +3441,9 @@ static const struct {
     {"com.microsoft", "NhwcMaxPool", 1, 1},
     {"com.microsoft", "Attention", 1, 1},
     {"com.microsoft", "MultiHeadAttention", 1, 1},
+    {"com.microsoft", "MatMulNBits", 1, 1},
+    {"com.microsoft", "RotaryEmbedding", 1, 1},
+    {"com.microsoft", "GemmFastGelu", 1, 1},
     {"com.microsoft.nchwc", "Conv", 1, 1},
     {"com.microsoft.nchwc", "ReorderInput", 1, 1},
     {"com.microsoft.nchwc", "ReorderOutput", 1, 1},

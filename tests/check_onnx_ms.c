@@ -316,6 +316,17 @@ static const struct {
      {{"x", NULL, 3, {2, 5, 8}}, {"key", NULL, 4, {2, 2, 6, 4}}, {"value", NULL, 4, {2, 2, 6, 4}},
       {"mask", s_kv_len, 1, {2}}},
      {"y"}},
+    /* the ops of exported LLMs */
+    {"mnb4", {{"x", NULL, 3, {2, 3, 40}}}, {"y"}},
+    {"mnb4_plain", {{"x", NULL, 2, {4, 32}}}, {"y"}},
+    {"mnb8", {{"x", NULL, 3, {2, 3, 64}}}, {"y"}},
+    {"mnb2", {{"x", NULL, 3, {2, 3, 40}}}, {"y"}},
+    {"mnb4_f32zp", {{"x", NULL, 3, {2, 3, 48}}}, {"y"}},
+    {"rope_pos", {{"x", NULL, 3, {2, 5, 8}}}, {"y"}},
+    {"rope_offset", {{"x", NULL, 3, {2, 5, 8}}}, {"y"}},
+    {"rope_noheads", {{"x", NULL, 3, {2, 5, 8}}}, {"y"}},
+    {"rope_4d_part", {{"x", NULL, 4, {2, 2, 5, 8}}}, {"y"}},
+    {"qgap_nhwc", {{"x", NULL, 4, {1, 3, 4, 5}}}, {"y"}},
 };
 
 START_TEST(test_onnx_ms_direct)
@@ -440,6 +451,71 @@ START_TEST(test_onnx_ms_direct)
 }
 END_TEST
 
+/* MatMulNBits, RotaryEmbedding and GemmFastGelu by hand, without ONNX
+ * Runtime (tests/data/ms/hand_llm.onnx; gen.py's hand_llm says what it
+ * holds). MatMulNBits' B dequantizes to the rows (q - zero point) *
+ * scale: [(1-4)0.5, (3-4)0.5, (15-8)2, (5-8)2] = [-1.5, -0.5, 14, -6]
+ * and [(8-8)1, (0-8)1, (2-2)0.25, (10-2)0.25] = [0, -8, 0, 2]; the
+ * rotation of [x0, x1, x2, x3] at a position with cos [c0, c1], sin [s0,
+ * s1] is [x0 c0 - x2 s0, x1 c1 - x3 s1, x2 c0 + x0 s0, x3 c1 + x1 s1]. */
+START_TEST(test_onnx_ms_hand_llm)
+{
+    static const float a[8] = {1, 2, 3, 4, -1, 0, 0.5f, 1}, r[8] = {1, 2, 3, 4, 1, -1, 2, 0.5f},
+                       g[2] = {1, -1};
+    const double t = 1 * 1 - 1 * 2 + 0.5;
+    const double want[3][8] = {
+        /* [1, 2, 3, 4]: -1.5 - 1 + 42 - 24 + 0.5, -16 + 8 - 1; [-1, 0, 0.5, 1]:
+         * 1.5 + 7 - 6 + 0.5, 2 - 1 */
+        {16, -9, 3, 1},
+        /* position 1: cos [0, 1], sin [1, 0]; position 2: cos [0.5, 0], sin [0.5, 1] */
+        {-3, 2, 1, 4, -0.5, -0.5, 1.5, -1},
+        {0.5 * t * (1 + tanh(0.7978845608028654 * (t + 0.044715 * t * t * t)))},
+    };
+    static const char *const outs[3] = {"y", "ry", "gy"};
+    const int64_t sa[2] = {2, 4}, sr[3] = {1, 2, 4}, sg[2] = {1, 2};
+    gxt_daemon d;
+    char err[2048];
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_msg(c, "%s", err);
+    char src[1024];
+    snprintf(src, sizeof src, "%s/hand_llm.onnx", gxt_srcpath("tests/data/ms"));
+    gx_graph *gr = NULL;
+    ck_assert_msg(gx_graph_load_onnx(src, &gr, err, sizeof err) == GX_OK, "%s", err);
+    gx_tensor *ts[3] = {gx_tensor_new_copy(GX_F32, 2, sa, a, sizeof a),
+                        gx_tensor_new_copy(GX_F32, 3, sr, r, sizeof r),
+                        gx_tensor_new_copy(GX_F32, 2, sg, g, sizeof g)};
+    gx_request *rq = gx_request_new();
+    ck_assert_int_eq(gx_request_set_graph(rq, gr), GX_OK);
+    ck_assert_int_eq(gx_request_add_input(rq, "a", ts[0]), GX_OK);
+    ck_assert_int_eq(gx_request_add_input(rq, "r", ts[1]), GX_OK);
+    ck_assert_int_eq(gx_request_add_input(rq, "g", ts[2]), GX_OK);
+    gx_result *res = NULL;
+    int rc = gx_client_run(c, rq, &res);
+    ck_assert_msg(rc == GX_OK, "run: %s", res ? gx_result_message(res) : gx_client_last_error(c));
+    for (size_t o = 0; o < 3; o++) {
+        const gx_tensor *y = NULL;
+        for (size_t k = 0; k < gx_result_output_count(res); k++)
+            if (strcmp(gx_result_output_name(res, k), outs[o]) == 0)
+                y = gx_result_output(res, k);
+        ck_assert_msg(y, "no output %s", outs[o]);
+        const size_t n = (size_t)gx_tensor_numel(y);
+        ck_assert_uint_eq(n, o == 0 ? 4 : o == 1 ? 8 : 1);
+        const float *got = gx_tensor_cdata(y);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(fabs(got[i] - want[o][i]) <= 1e-5 * (1 + fabs(want[o][i])),
+                          "%s[%zu] is %.7g, want %.7g", outs[o], i, got[i], want[o][i]);
+    }
+    gx_result_destroy(&res);
+    gx_request_destroy(&rq);
+    for (int i = 0; i < 3; i++)
+        gx_tensor_destroy(&ts[i]);
+    gx_graph_destroy(&gr);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 Suite *onnx_ms_suite(void)
 {
     Suite *s = suite_create("onnx_ms");
@@ -447,6 +523,7 @@ Suite *onnx_ms_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_onnx_ms_ort_models);
     tcase_add_test(tc, test_onnx_ms_direct);
+    tcase_add_test(tc, test_onnx_ms_hand_llm);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -394,6 +394,75 @@ def qmbv2(path):
     save(path, nodes, [vi("x", 1, c, 13, 11)], [vi("y", 1, c, 13, 11)], inits)
 
 
+# ---- com.microsoft ops of exported LLMs (written by hand; each model with
+# its own random generator, so the models above stay as they are) ----
+
+
+def pack_bits(q, bits):
+    """uint8 values q [..., n] (each < 2^bits) packed low bits first"""
+    per = 8 // bits
+    q = q.reshape(*q.shape[:-1], -1, per).astype(np.uint32)
+    return sum(q[..., i] << (i * bits) for i in range(per)).astype(np.uint8)
+
+
+def matmul_nbits(name, K, N, bits, bs, zp=None, bias=False, shape=(2, 3), seed=0, **attrs):
+    """MatMulNBits of x [*shape, K] with random B [N, K] of bits-wide
+    values in blocks of bs; zp: None, "u8" (packed) or "f32" """
+    r = np.random.default_rng(seed)
+    kb = (K + bs - 1) // bs
+    q = r.integers(0, 1 << bits, (N, kb * bs)).astype(np.uint8)
+    inits = [numpy_helper.from_array(pack_bits(q, bits).reshape(N, kb, bs * bits // 8), "B"),
+             numpy_helper.from_array(r.uniform(0.02, 0.2, N * kb).astype(np.float32), "scales")]
+    ins = ["x", "B", "scales"]
+    if zp == "u8":
+        zrow = (kb * bits + 7) // 8
+        z = r.integers(0, 1 << bits, (N, zrow * (8 // bits))).astype(np.uint8)
+        inits.append(numpy_helper.from_array(pack_bits(z, bits).reshape(-1), "zp"))
+    elif zp == "f32":
+        inits.append(numpy_helper.from_array(
+            r.uniform(0, (1 << bits) - 1, N * kb).astype(np.float32), "zp"))
+    ins.append("zp" if zp else "")
+    if bias:
+        inits.append(numpy_helper.from_array(r.standard_normal(N).astype(np.float32), "bias"))
+        ins += ["", "bias"]
+    while not ins[-1]:
+        ins.pop()
+    node = helper.make_node("MatMulNBits", ins, ["y"], domain="com.microsoft", K=K, N=N,
+                            bits=bits, block_size=bs, **attrs)
+    return lambda path: save_ms(path, [node], [vi("x", *shape, K)], [vi("y", *shape, N)], inits)
+
+
+def rotary(name, x_shape, pos, max_pos=16, half=2, seed=0, **attrs):
+    """com.microsoft RotaryEmbedding of x with position_ids pos (a
+    constant of the model) and random caches [max_pos, half]"""
+    r = np.random.default_rng(seed)
+    pos = np.array(pos, np.int64)
+    inits = [numpy_helper.from_array(pos, "pos"),
+             numpy_helper.from_array(r.uniform(-1, 1, (max_pos, half)).astype(np.float32), "cos"),
+             numpy_helper.from_array(r.uniform(-1, 1, (max_pos, half)).astype(np.float32), "sin")]
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"],
+                            domain="com.microsoft", **attrs)
+    return lambda path: save_ms(path, [node], [vi("x", *x_shape)], [vi("y", *x_shape)], inits)
+
+
+LLM = {
+    "mnb4": matmul_nbits("mnb4", 40, 6, 4, 16, zp="u8", bias=True, seed=1),
+    "mnb4_plain": matmul_nbits("mnb4_plain", 32, 5, 4, 16, shape=(4,), seed=2),
+    "mnb8": matmul_nbits("mnb8", 64, 3, 8, 32, zp="u8", seed=3),
+    "mnb2": matmul_nbits("mnb2", 40, 5, 2, 16, zp="u8", bias=True, seed=10),
+    "mnb4_f32zp": matmul_nbits("mnb4_f32zp", 48, 7, 4, 32, zp="f32", bias=True, seed=4),
+    "rope_pos": rotary("rope_pos", (2, 5, 8), [[0, 1, 2, 3, 4], [7, 8, 9, 10, 11]], seed=6,
+                       num_heads=2),
+    "rope_offset": rotary("rope_offset", (2, 5, 8), [3], seed=7, num_heads=2, interleaved=1),
+    "rope_noheads": rotary("rope_noheads", (2, 5, 8), [[4, 3, 2, 1, 0], [0, 2, 4, 6, 8]],
+                           seed=8),
+    "rope_4d_part": rotary("rope_4d_part", (2, 2, 5, 8), [[1, 2, 3, 4, 5], [0, 0, 1, 1, 2]],
+                           seed=9, num_heads=2, rotary_embedding_dim=4),
+    "hand_llm": hand_llm,
+    "qgap_nhwc": qgap_nhwc,
+}
+
+
 if __name__ == "__main__":
     d = sys.argv[1] if len(sys.argv) > 1 else "."
     for f in (cnn, mlp, block, dq_mlp, qconv, qdq_ops):
@@ -402,3 +471,5 @@ if __name__ == "__main__":
         f(f"{d}/{name}.onnx")
     nchwc_cnn(f"{d}/nchwc_cnn.onnx")
     qmbv2(f"{d}/qmbv2.onnx")
+    for name, f in LLM.items():
+        f(f"{d}/{name}.onnx")
