@@ -434,6 +434,16 @@ static const s_case s_direct_cases[] = {
      .dw = 1, .pads = {1, 1, 1, 1}, .group = 8, .bias = true},
     {.n = 2, .c = 48, .m = 96, .h = 7, .w = 9, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
      .dw = 1, .group = 3},
+    /* position runs (rows narrower than 12 columns): ResNet's 7x7 planes
+     * with weights too large for 4 blocks at once (runs of 2, then 1),
+     * batch 2; strided and dilated with uneven pads; NHWC x with C not a
+     * multiple of 16 (one channel per broadcast) */
+    {.n = 2, .c = 320, .m = 80, .h = 7, .w = 7, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 1, 1, 1}, .bias = true},
+    {.n = 1, .c = 32, .m = 48, .h = 13, .w = 11, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 2,
+     .dw = 2, .pads = {2, 1, 0, 2}},
+    {.n = 3, .c = 24, .m = 16, .h = 5, .w = 9, .kh = 3, .kw = 5, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 2, 1, 2}, .bias = true},
     /* groups of 4 (ResNeXt 32x4d), 2 and 8 channels, stride 2, dilated */
     {.n = 1, .c = 128, .m = 128, .h = 14, .w = 15, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
      .dw = 1, .pads = {1, 1, 1, 1}, .group = 32, .bias = true},

@@ -23,7 +23,10 @@
  * wide broadcasts each x element once for the 3 columns that read it
  * (s_dk3_512). y's blocks are NCHW16c blocks or 16 channels of an NHWC
  * position (the last one masked when M is not a multiple of 16). A 1x1
- * window with stride 1 and no padding walks each plane as one row.
+ * window with stride 1 and no padding walks each plane as one row. With
+ * AVX-512, planes narrower than S_POS_MAX_OW columns run in position
+ * runs across rows instead (s_dkp512, s_dk_pos): a row's few columns
+ * would make short runs, each reading all the weights of its blocks.
  * Depthwise: 16 channels per vector, runs of R columns, each x vector
  * loaded once per window row when the window is 3 wide (s_dw3_512).
  * Groups of 2, 4 or 8 channels run as depthwise does, each x vector's
@@ -31,7 +34,8 @@
  *
  * Arithmetic: an output element is its bias (or 0) plus its products in
  * the order (kh, kw, input channel) (s_dk3_512: kh, channel, kw), window
- * rows in the padding skipped. A column whose window reaches into the
+ * rows in the padding skipped (position runs: read as zeros; whether a
+ * Conv runs them depends on its shapes alone). A column whose window reaches into the
  * padding along W (an edge) runs in a checked run that reads zeros there,
  * as NCHW's im2col has them; with one channel per broadcast it runs alone
  * over its own taps instead. Each column is computed the same way
@@ -219,6 +223,8 @@ typedef struct s_dk {
     float lo, hi;       /* S_ACT_CLIP's bounds */
     int64_t wmb;        /* weights' floats between output blocks */
     int64_t ymb, ycol;  /* y's floats between output blocks, columns */
+    int64_t kh, ih, dhi; /* position runs (s_dkp512): window rows, x's rows, their dilation */
+    int64_t xrow, xcol;  /* x's floats between rows, columns */
 } s_dk;
 
 /* One run: R columns (the first reading x at xn[off], its tap 0 in x's
@@ -419,6 +425,93 @@ S_DK3_S(2)
     {{S_DK3_ROW12(S, 1)}, {S_DK3_ROW8(S, 2)}, {S_DK3_ROW6(S, 3)}, {S_DK3_ROW4(S, 4)}}
 /* [S - 1][NB - 1][R - 1] */
 static const s_dk3_fn s_dk3_tab[2][4][12] = {S_DK3_TAB(1), S_DK3_TAB(2)};
+
+/* A run of R output positions that may span rows (small planes, where a
+ * row alone makes short runs that read the weights too often): position
+ * r's window starts at x's row pi[r] and column pj[r] (either may lie in
+ * the padding); y's position r at y + r * ycol. Every tap of the window
+ * is summed, in the order (kh, kw, input channel) as s_dk512's, a tap in
+ * the padding (rows included) reading zeros, so a position's arithmetic
+ * depends on neither the run nor the share. R <= 12 for NB <= 2, 8 for
+ * 3, 6 for 4. */
+S_INLINE S_T512 void s_dkp512(const int CL, const int NB, const int R, const s_dk *d,
+                              const float *xn, const int64_t *pi, const int64_t *pj,
+                              const float *w, const float *bias, int last, float *y)
+{
+    const __mmask16 lm = (__mmask16)((1u << last) - 1);
+    __m512 acc[4][12];
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++) {
+        const __mmask16 m = j == NB - 1 ? lm : (__mmask16)0xffff;
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + j * S_B) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++)
+            acc[j][r] = b;
+    }
+    const int64_t wmb = d->wmb;
+    const float *wg = w;
+    for (int64_t a = 0; a < d->kh; a++) {
+        for (int64_t b = 0; b < d->kw; b++) {
+            const float *xr[12];
+            int64_t msk[12];
+#pragma GCC unroll 12
+            for (int r = 0; r < R; r++) {
+                const int64_t i = pi[r] + a * d->dhi, j = pj[r] + b * d->dwj;
+                const bool in = (uint64_t)i < (uint64_t)d->ih && (uint64_t)j < (uint64_t)d->iw;
+                xr[r] = in ? xn + (i * d->xrow + j * d->xcol) : s_zeros;
+                msk[r] = in ? ~(int64_t)0 : 0;
+            }
+            for (int64_t g = 0, go = 0; g < d->G; g++, go += d->xg) {
+#pragma GCC unroll 16
+                for (int c = 0; c < CL; c++) {
+                    __m512 wv[4];
+#pragma GCC unroll 4
+                    for (int j = 0; j < NB; j++)
+                        wv[j] = _mm512_loadu_ps(wg + j * wmb + c * S_B);
+#pragma GCC unroll 12
+                    for (int r = 0; r < R; r++) {
+                        const __m512 xb = _mm512_set1_ps(S_XAT(1, xr, msk, r, go, c));
+#pragma GCC unroll 4
+                        for (int j = 0; j < NB; j++)
+                            acc[j][r] = _mm512_fmadd_ps(xb, wv[j], acc[j][r]);
+                    }
+                }
+                wg += CL * S_B;
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++) {
+        const __mmask16 m = j == NB - 1 ? lm : (__mmask16)0xffff;
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++)
+            _mm512_mask_storeu_ps(y + j * d->ymb + r * d->ycol, m, S_ACT512(d, acc[j][r]));
+    }
+}
+
+typedef void (*s_dkp_fn)(const s_dk *d, const float *xn, const int64_t *pi, const int64_t *pj,
+                         const float *w, const float *bias, int last, float *y);
+#define S_DKP(CL, NB, R)                                                                           \
+    static S_T512 void s_dkp512_##CL##_##NB##_##R(const s_dk *d, const float *xn,               \
+                                                  const int64_t *pi, const int64_t *pj,            \
+                                                  const float *w, const float *bias, int last,     \
+                                                  float *y)                                        \
+    {                                                                                              \
+        s_dkp512(CL, NB, R, d, xn, pi, pj, w, bias, last, y);                                      \
+    }
+#define S_DKP_M(K, CL, NB, R) S_DKP(CL, NB, R)
+#define S_DKP_CL(CL)                                                                               \
+    S_R12(S_DKP_M, 0, CL, 1) S_R12(S_DKP_M, 0, CL, 2) S_R8(S_DKP_M, 0, CL, 3)                     \
+        S_R6(S_DKP_M, 0, CL, 4)
+S_DKP_CL(1)
+S_DKP_CL(16)
+#define S_DKP_FN(K, CL, NB, R) s_dkp512_##CL##_##NB##_##R,
+#define S_DKP_ROW(CL, NB, RS) {RS(S_DKP_FN, 0, CL, NB)}
+#define S_DKP_TAB(CL)                                                                              \
+    {S_DKP_ROW(CL, 1, S_R12), S_DKP_ROW(CL, 2, S_R12), S_DKP_ROW(CL, 3, S_R8),                     \
+     S_DKP_ROW(CL, 4, S_R6)}
+/* [CL 1 or 16][NB - 1][R - 1] */
+static const s_dkp_fn s_dkp512_tab[2][4][12] = {S_DKP_TAB(1), S_DKP_TAB(16)};
 #endif
 
 /* Most columns of a run of NB blocks (index NB - 1): AVX-512, baseline. */
@@ -488,6 +581,7 @@ typedef struct s_cv {
     s_dk d;
     int cl;            /* 0: CL 1 (x in NCHW), 1: CL 16 */
     bool k3;           /* inside columns by s_dk3_512 (AVX-512) */
+    bool pos;          /* runs of positions across rows (s_dkp512, AVX-512): small planes */
     bool wide;         /* AVX-512 */
     int64_t mb, last;  /* output blocks; lanes of the last one */
     int64_t gblk, gx;  /* output blocks per channel group (all at group 1), x's floats
@@ -505,6 +599,60 @@ static int s_nb(const s_cv *cv, int64_t rem)
     if (!cv->wide)
         return 1;
     return rem <= 4 ? (int)rem : rem <= 6 ? 3 : 4;
+}
+
+/* Weights a run of blocks may read, in bytes, in position runs: they
+ * stay in L2 (1 MiB and more on AVX-512 cores) for all the runs of a
+ * stretch of positions. */
+#define S_POS_WBYTES (640 * 1024)
+/* Planes whose rows are narrower than this run in position runs. */
+#define S_POS_MAX_OW 12
+
+/* The blocks a position run takes at once out of rem: as s_nb, fewer
+ * while their weights are more than S_POS_WBYTES. */
+static int s_nb_pos(const s_cv *cv, int64_t rem)
+{
+    int nb = s_nb(cv, rem);
+    while (nb > 2 && nb * cv->d.wmb * (int64_t)sizeof(float) > S_POS_WBYTES)
+        nb = 2; /* 2 blocks run 12 positions (24 sums), fewer would not fill the registers */
+    return nb;
+}
+
+static int64_t s_run_len(bool wide, int64_t rmax, int64_t left);
+
+/* Positions [q0, q1) of image n's plane (row-major over (oh, ow)), blocks
+ * [m0, m1), in runs that span rows (cv->pos); for each run of blocks all
+ * its runs of positions, so that the blocks' weights stay in L2. */
+static void s_dk_pos(const s_cv *cv, int64_t n, int64_t q0, int64_t q1, int64_t m0, int64_t m1)
+{
+#ifdef S_X86
+    const gx_win *w = &cv->w;
+    const s_dk *d = &cv->d;
+    const int64_t OW = w->out[1];
+    const float *xi = cv->x + n * cv->x_img;
+    for (int64_t mb = m0; mb < m1;) {
+        const int64_t g = mb / cv->gblk, gend = (g + 1) * cv->gblk < m1 ? (g + 1) * cv->gblk : m1;
+        const float *xn = xi + g * cv->gx;
+        const int nb = s_nb_pos(cv, gend - mb);
+        const float *wm = cv->wp + mb * d->wmb, *bias = cv->bias ? cv->bias + mb * S_B : NULL;
+        const int last = mb + nb == cv->mb ? (int)cv->last : S_B;
+        float *ym = cv->y + n * cv->y_img + mb * d->ymb;
+        for (int64_t q = q0; q < q1;) {
+            const int64_t len = s_run_len(true, s_rmax512[nb - 1], q1 - q);
+            int64_t pi[12], pj[12];
+            for (int64_t r = 0; r < len; r++) {
+                pi[r] = (q + r) / OW * w->stride[0] - w->pad_lo[0];
+                pj[r] = (q + r) % OW * w->stride[1] - w->pad_lo[1];
+            }
+            s_dkp512_tab[cv->cl][nb - 1][len - 1](d, xn, pi, pj, wm, bias, last,
+                                                  ym + q * d->ycol);
+            q += len;
+        }
+        mb += nb;
+    }
+#else
+    (void)cv, (void)n, (void)q0, (void)q1, (void)m0, (void)m1;
+#endif
 }
 
 /* One run of r columns of nb blocks (r within the ISA's sizes). */
@@ -546,6 +694,10 @@ static void s_dk_cols(const s_cv *cv, int64_t n, int64_t oh, int64_t o0, int64_t
     const gx_win *w = &cv->w;
     const s_dk *d = &cv->d;
     const int64_t sw = w->stride[1], pw = w->pad_lo[1];
+    if (cv->pos) {
+        s_dk_pos(cv, n, oh * w->out[1] + o0, oh * w->out[1] + o1, m0, m1);
+        return;
+    }
     int64_t a0, a1;
     gx_win_taps(w, 0, oh, &a0, &a1);
     const float *xi = cv->x + n * cv->x_img;
@@ -662,6 +814,11 @@ static void s_cv_init(s_cv *cv, const gx_kargs *k, const s_act *act, bool *flat)
     s_inside(IW, OW, w->k[1], w->stride[1], w->dil[1], w->pad_lo[1], &cv->ci_lo, &cv->ci_hi);
     cv->k3 = cv->wide && lx == GX_LAYOUT_PLAIN && w->k[1] == 3 && w->dil[1] == 1 &&
              (w->stride[1] == 1 || w->stride[1] == 2);
+    d->kh = w->k[0], d->ih = IH, d->dhi = w->dil[0];
+    d->xrow = cv->xrow, d->xcol = cv->xcol;
+    /* rows too short for full runs: a run of 12 positions reads the
+     * weights once where a row's runs would read them twice or more */
+    cv->pos = cv->wide && !*flat && !cv->k3 && OW < S_POS_MAX_OW;
 }
 
 /* NCHW16c, output rows [r0, r1) over (n, block, oh): for each image and
@@ -712,7 +869,16 @@ static void s_dk_rows16(const s_cv *cv, bool flat, int64_t OH, int64_t OW, int64
 static void s_dk_positions(const s_cv *cv, int64_t p0, int64_t p1, int64_t m, const s_epi *epi)
 {
     const int64_t OH = cv->w.out[0], OW = cv->w.out[1];
-    for (int64_t p = p0; p < p1;) {
+    for (int64_t p = p0; p < p1 && cv->pos;) { /* S_EPI_COLS positions of a plane at a time */
+        const int64_t n = p / (OH * OW), q = p - n * OH * OW;
+        int64_t end = (n + 1) * OH * OW < p1 ? (n + 1) * OH * OW : p1;
+        end = end - p > S_EPI_COLS ? p + S_EPI_COLS : end;
+        s_dk_pos(cv, n, q, q + (end - p), 0, cv->mb);
+        if (epi->fn)
+            epi->fn(epi->ctx, p * m, end * m);
+        p = end;
+    }
+    for (int64_t p = p0; p < p1 && !cv->pos;) {
         const int64_t line = p / OW, o = p % OW;
         const int64_t end = (line + 1) * OW < p1 ? (line + 1) * OW : p1;
         s_dk_cols(cv, line / OH, line % OH, o, o + (end - p), 0, cv->mb);
@@ -1124,7 +1290,7 @@ static void s_16c(const gx_kargs *k, const s_act *act, const s_epi *epi)
     s_cv cv;
     bool flat;
     s_cv_init(&cv, k, act, &flat);
-    s_dk_rows16(&cv, flat, d[2], d[3], r0, r1, epi);
+    s_dk_rows16(&cv, flat || cv.pos, d[2], d[3], r0, r1, epi);
 }
 
 static void s_conv_nhwc(const gx_kargs *k)
