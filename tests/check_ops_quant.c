@@ -12,6 +12,7 @@
 #include "ops/conv.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
+#include "ops/cpu/requant.h"
 #include "ops/qgemm.h"
 #include "tests/optest.h"
 #include "tests/testutil.h"
@@ -518,6 +519,70 @@ START_TEST(test_nms_errors)
 }
 END_TEST
 
+/* ---- requantization in float (ops/cpu/requant.h) ---- */
+
+#ifdef GX_REQUANT_AVX512
+/* gx_requant16f on the 16 sums from e0 (step apart) against the double
+ * product's rint; counts in *ties the lanes whose float product was a
+ * half-integer while the exact one was not (the fix-up's cases). */
+__attribute__((target("avx512f"))) static void s_requant16f_check(int32_t e0, int32_t step,
+                                                                 float scale, float lo,
+                                                                 float hi, long *ties)
+{
+    int32_t e[16], got[16];
+    for (int i = 0; i < 16; i++)
+        e[i] = e0 + i * step;
+    _mm512_storeu_si512(got, gx_requant16f(_mm512_cvtepi32_ps(_mm512_loadu_si512(e)),
+                                           _mm512_set1_ps(scale), _mm512_set1_ps(lo),
+                                           _mm512_set1_ps(hi)));
+    for (int i = 0; i < 16; i++) {
+        const double x = (double)e[i] * (double)scale, r = rint(x);
+        const double want = !(r >= lo) ? lo : r > hi ? hi : r;
+        const float p = (float)e[i] * scale;
+        *ties += fabsf(p - rintf(p)) == 0.5f && (double)p != x;
+        ck_assert_msg(got[i] == (int32_t)want, "e %d scale %a: %d, want %g", e[i],
+                      (double)scale, got[i], want);
+    }
+}
+#endif
+
+/* Every sum below 2^24 of a sweep, against scales near the halves and
+ * thirds that put float products on half-integers, tiny and huge ones,
+ * 0, infinity and NaN: the double product's bytes, and some fix-ups run. */
+START_TEST(test_requant16f)
+{
+#ifdef GX_REQUANT_AVX512
+    if (!gx_requant_avx512()) {
+        fprintf(stderr, "test_requant16f: skipped, no AVX-512 on this CPU\n");
+        return;
+    }
+    const float base[] = {0.5f, 0.25f, 1.5f, 1.0f / 3, 0.1f, 0.0123f, 3e-6f, 6.0f / 255 / 7.0f};
+    long ties = 0;
+    for (size_t b = 0; b < sizeof base / sizeof *base; b++)
+        for (int u = -2; u <= 2; u++) {
+            float s = base[b];
+            for (int i = 0; i < (u < 0 ? -u : u); i++)
+                s = nextafterf(s, u < 0 ? 0.0f : 1.0f);
+            /* every sum up to 2^13, then sums to 2^24 strided */
+            for (int32_t e = -8192; e < 8192; e += 16)
+                s_requant16f_check(e, 1, s, -128.0f - 7, 127.0f - 7, &ties);
+            for (int32_t e = -(1 << 24) + 1; e + 15 * 4099 < (1 << 24); e += 16 * 4099 * 5)
+                s_requant16f_check(e, 4099, s, -0x1p22f, 0x1p22f, &ties);
+            for (int32_t e = -(1 << 20); e < (1 << 20); e += 16 * 37 * 5)
+                s_requant16f_check(e, 37, s, -0x1p22f, 0x1p22f, &ties);
+        }
+    ck_assert_msg(ties > 0, "no float product fell on a half-integer");
+    long none = 0;
+    const float odd[] = {0.0f, 1e-30f, 1e30f, INFINITY, -INFINITY, NAN, -0.5f};
+    for (size_t o = 0; o < sizeof odd / sizeof *odd; o++)
+        for (int32_t e = -4096; e < 4096; e += 16 * 7)
+            s_requant16f_check(e, 7, odd[o], -128.0f, 127.0f, &none);
+#else
+    fprintf(stderr, "test_requant16f: skipped, no AVX-512 build\n");
+#endif
+}
+END_TEST
+
 /* ---- the packed integer kernels (ops/qgemm.h) ---- */
 
 static unsigned s_seed = 7;
@@ -662,8 +727,9 @@ END_TEST
 /* The direct QLinearConv against the reference: bands of rows (a tall
  * image, several shares), asymmetric pads, dilation, 1x1 windows,
  * channels not a multiple of 4 and output channels not of 8, many input
- * channels (short bands), and strides (phases of the input: 2 x 2, 2 x 1,
- * 1 x 3 with dilation, a 1x1 downsampling). */
+ * channels (short bands), strides (phases of the input: 2 x 2, 2 x 1,
+ * 1 x 3 with dilation, a 1x1 downsampling), and rows too wide for a band
+ * of one row (tiles of columns, the last a part one). */
 START_TEST(test_packed_qlinearconv_direct)
 {
     static const struct {
@@ -678,6 +744,10 @@ START_TEST(test_packed_qlinearconv_direct)
         {{2, 8, 14, 15}, {8, 8, 3, 3}, {1, 0, 0, 2}, {1, 1}, {2, 1}},
         {{1, 7, 9, 31}, {10, 7, 3, 3}, {2, 1, 2, 1}, {2, 2}, {1, 3}},
         {{1, 64, 16, 16}, {32, 64, 1, 1}, {0, 0, 0, 0}, {1, 1}, {2, 2}},
+        /* rows too wide for a band: tiles of columns (stride 1, 2, a dilation) */
+        {{1, 16, 5, 700}, {8, 16, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}},
+        {{1, 64, 6, 300}, {5, 64, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}},
+        {{2, 40, 4, 400}, {9, 40, 3, 3}, {2, 2, 2, 2}, {2, 2}, {1, 1}},
     };
     const char *was = gx_cpu_gemm_isa();
     if (!gx_cpu_gemm_isa_set("avx512"))
@@ -716,7 +786,8 @@ END_TEST
 /* ConvInteger from W packed against its reference kernel, on each ISA:
  * every dtype pairing, zero points absent, scalar and per output channel
  * (W's), pads, dilations, strides, 1x1 windows, channels not a multiple
- * of 4 and output channels not of 16, and a K above GX_QGEMM_MAX_K (in
+ * of 4 and output channels not of 16, rows too wide for the direct
+ * path's band (tiles of columns), and a K above GX_QGEMM_MAX_K (in
  * chunks of channels; a QLinearConv too). */
 START_TEST(test_packed_conv_integer)
 {
@@ -728,6 +799,7 @@ START_TEST(test_packed_conv_integer)
         {{2, 6, 13, 17}, {9, 6, 3, 5}, {0, 2, 1, 0}, {2, 1}, {1, 1}},
         {{1, 37, 12, 9}, {19, 37, 1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}},
         {{1, 7, 9, 31}, {33, 7, 3, 3}, {2, 1, 2, 1}, {2, 2}, {1, 3}},
+        {{1, 5, 3, 1100}, {7, 5, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}}, /* tiles of columns */
         {{1, 1843, 4, 5}, {20, 1843, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}},
     };
     _Static_assert(1843 * 9 > 2 * GX_QGEMM_MAX_K, "three chunks, the last a part one");
@@ -738,6 +810,7 @@ START_TEST(test_packed_conv_integer)
         for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
             for (int t = 0; t < 4; t++)
                 for (int zp = 0; zp < 3; zp++) {
+                    ot_free_all(); /* the last case's tensors */
                     gx_attr at[3] = {{.name = (char *)"pads", .type = GX_ATTR_INTS,
                                       .ints = (int64_t *)cases[ci].pads, .n = 4},
                                      {.name = (char *)"dilations", .type = GX_ATTR_INTS,
@@ -800,7 +873,13 @@ START_TEST(test_qlinearconv_nhwc)
             continue;
         for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
             for (int ta = 0; ta < 2; ta++)
-                for (int pc = 0; pc < 2; pc++) {
+                for (int v = 0; v < 4; v++) {
+                    /* v 0: per tensor, 1: per channel; 2 and 3: per channel
+                     * with biases that put the sums past 2^24 (requantized
+                     * in double from int32 sums: 2, whose products stay
+                     * below 2^30, and 3, whose do not) */
+                    const int pc = v > 0, big = v > 1 ? v - 1 : 0;
+                    ot_free_all(); /* the last case's tensors */
                     gx_attr at[4] = {
                         {.name = (char *)"pads", .type = GX_ATTR_INTS,
                          .ints = (int64_t *)cases[ci].pads, .n = 4},
@@ -827,9 +906,15 @@ START_TEST(test_qlinearconv_nhwc)
                         *(float *)in[6].data = 1e-7f;
                     in[7] = s_rand_of(s_bytes[1 - ta], SCALAR);
                     in[8] = s_rand_of(GX_I32, 1, (const int64_t[]){m});
+                    for (int64_t j = 0; j < m && big; j++) {
+                        int32_t *b = in[8].data;
+                        b[j] += (j % 2 ? -1 : 1) * (big == 1 ? 1 << 25 : 1 << 29);
+                    }
+                    if (big == 2)
+                        *(float *)in[6].data = 1e-7f;
                     char what[96], err[ERRLEN], why[128];
-                    snprintf(what, sizeof what, "%s, NHWC QLinearConv case %zu, x %s, pc %d",
-                             isas[is], ci, gx_dtype_name(s_bytes[ta]), pc);
+                    snprintf(what, sizeof what, "%s, NHWC QLinearConv case %zu, x %s, pc %d, big %d",
+                             isas[is], ci, gx_dtype_name(s_bytes[ta]), pc, big);
                     gx_attrval av[GX_MAX_ATTRS];
                     gx_view ref;
                     ck_assert_msg(ot_run(GX_OP_QLINEAR_CONV, &node, 9, in, 1, av, &ref, err) ==
@@ -876,6 +961,7 @@ Suite *ops_quant_suite(void)
 {
     Suite *s = suite_create("ops_quant");
     TCase *tc = tcase_create("quant");
+    tcase_set_timeout(tc, 60); /* the packed kernels' sweeps, on a busy machine */
     tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_add_test(tc, test_quantize);
     tcase_add_test(tc, test_dequantize);
@@ -886,6 +972,7 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_qlinear_matmul_errors);
     tcase_add_test(tc, test_qlinearconv);
     tcase_add_test(tc, test_qlinearconv_errors);
+    tcase_add_test(tc, test_requant16f);
     tcase_add_test(tc, test_packed_matmul_integer);
     tcase_add_test(tc, test_packed_qlinear);
     tcase_add_test(tc, test_packed_qlinearconv_direct);

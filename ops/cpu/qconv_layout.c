@@ -86,11 +86,13 @@ static int32_t s_zp(const gx_kargs *k, int i, int64_t e)
  * read only when some bz is not 0), then rint(e * scale) + yz saturated. */
 typedef struct s_rq {
     double scale[S_MAXM], cm[S_MAXM], bz[S_MAXM];
-    int32_t cmi[S_MAXM], bzi[S_MAXM]; /* cm and bz as int32, when small */
+    int32_t cmi[S_MAXM], bzi[S_MAXM]; /* cm and bz as int32, when small or f24 */
+    float scalef[S_MAXM], cmf[S_MAXM];   /* scale and cm as floats, when f24 */
     double lo, hi; /* the bounds less yz */
     int32_t yz;
     bool any_bz, s8;
     bool small; /* every e fits int32 and every e * scale is below 2^30 */
+    bool f24;   /* every |e| below 2^24: requantized in float (gx_requant16f) */
 } s_rq;
 
 /* rq for k's node: kk products per sum; xz: x's zero point as the sums
@@ -109,18 +111,23 @@ static void s_rq_of(const gx_kargs *k, int64_t m, int64_t kk, int32_t xz, const 
     rq->hi = (rq->s8 ? 127.0 : 255.0) - rq->yz;
     rq->any_bz = false;
     rq->small = true;
+    rq->f24 = true;
     for (int64_t j = 0; j < m; j++) {
         const double bz = sb ? s_zp(k, 5, j) - (wflip ? 128 : 0) : 0;
         rq->bz[j] = bz;
         rq->any_bz |= bz != 0;
         rq->cm[j] = (sb ? -(double)xz * sb[j] + (double)kk * xz * bz : 0) + (bias ? bias[j] : 0);
         /* the scale as the reference kernels': in float, then double */
-        rq->scale[j] = (double)(xs * ws[k->in[4].numel > 1 ? j : 0] / ys);
+        rq->scalef[j] = xs * ws[k->in[4].numel > 1 ? j : 0] / ys;
+        rq->scale[j] = (double)rq->scalef[j];
         /* then rint(e * scale) is exact in int32 and saturates after it
          * (NaN or infinite scales fail the test) */
         const double e = dmax + fabs(rq->cm[j]) + fabs(bz) * samax;
         rq->small &= e < 0x1p31 && e * fabs(rq->scale[j]) < 0x1p30;
-        rq->cmi[j] = rq->small ? (int32_t)rq->cm[j] : 0;
+        /* or every e a float exactly, whatever the scale */
+        rq->f24 &= e < 0x1p24;
+        rq->cmi[j] = fabs(rq->cm[j]) < 0x1p31 ? (int32_t)rq->cm[j] : 0;
+        rq->cmf[j] = (float)rq->cm[j];
         rq->bzi[j] = (int32_t)bz;
     }
 }
@@ -150,6 +157,18 @@ s_put16(const s_rq *rq, int64_t j0, int n, __m512i d, int32_t sa,
 {
     const __mmask16 mk = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
     const __mmask8 m0 = (__mmask8)mk, m1 = (__mmask8)(mk >> 8);
+    if (rq->f24) { /* e in int32, then requantized in float */
+        __m512i v = _mm512_add_epi32(d, _mm512_maskz_loadu_epi32(mk, rq->cmi + j0));
+        if (rq->any_bz)
+            v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(mk, rq->bzi + j0),
+                                                       _mm512_set1_epi32(sa)));
+        const __m512i q = _mm512_add_epi32(
+            gx_requant16f(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(mk, rq->scalef + j0),
+                          _mm512_set1_ps((float)rq->lo), _mm512_set1_ps((float)rq->hi)),
+            _mm512_set1_epi32(rq->yz));
+        _mm_mask_storeu_epi8(y, mk, _mm512_cvtepi32_epi8(q));
+        return;
+    }
     if (rq->small) { /* e in int32, rounded, then saturated in int32 */
         __m512i v = _mm512_add_epi32(d, _mm512_maskz_loadu_epi32(mk, rq->cmi + j0));
         if (rq->any_bz)
@@ -200,16 +219,35 @@ s_put16(const s_rq *rq, int64_t j0, int n, __m512i d, int32_t sa,
 S_T512 static void s_pw_put512(const s_rq *rq, int nr, int64_t j0, int64_t j1, int64_t m,
                                const int32_t *c, const int32_t *sa, uint8_t *yb)
 {
-    if (!rq->small) {
+    if (!rq->small && !rq->f24) {
         for (int r = 0; r < nr; r++)
             for (int64_t j = j0; j < j1; j += 16)
                 s_put16(rq, j, (int)(j1 - j < 16 ? j1 - j : 16),
                         _mm512_loadu_si512(c + r * S_P * 2 + (j - j0)), sa[r], yb + r * m + j);
         return;
     }
-    /* s_put16's int32 path, each channel's parameters loaded once */
     const __m512i lo = _mm512_set1_epi32((int32_t)rq->lo), hi = _mm512_set1_epi32((int32_t)rq->hi);
     const __m512i yz = _mm512_set1_epi32(rq->yz);
+    if (rq->f24) { /* e in int32, then requantized in float */
+        const __m512 lof = _mm512_set1_ps((float)rq->lo), hif = _mm512_set1_ps((float)rq->hi);
+        for (int64_t j = j0; j < j1; j += 16) {
+            const int n = (int)(j1 - j < 16 ? j1 - j : 16);
+            const __mmask16 mk = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
+            const __m512i cm = _mm512_maskz_loadu_epi32(mk, rq->cmi + j);
+            const __m512i bz = _mm512_maskz_loadu_epi32(mk, rq->bzi + j);
+            const __m512 sc = _mm512_maskz_loadu_ps(mk, rq->scalef + j);
+            for (int r = 0; r < nr; r++) {
+                __m512i v = _mm512_add_epi32(_mm512_loadu_si512(c + r * S_P * 2 + (j - j0)), cm);
+                if (rq->any_bz)
+                    v = _mm512_sub_epi32(v, _mm512_mullo_epi32(bz, _mm512_set1_epi32(sa[r])));
+                const __m512i q = _mm512_add_epi32(
+                    gx_requant16f(_mm512_cvtepi32_ps(v), sc, lof, hif), yz);
+                _mm_mask_storeu_epi8(yb + r * m + j, mk, _mm512_cvtepi32_epi8(q));
+            }
+        }
+        return;
+    }
+    /* s_put16's int32 path, each channel's parameters loaded once */
     for (int64_t j = j0; j < j1; j += 16) {
         const int n = (int)(j1 - j < 16 ? j1 - j : 16);
         const __mmask16 mk = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
@@ -462,6 +500,18 @@ S_T512 static bool s_dw_fast(const s_geom *g, const uint8_t *x, bool sgn, int32_
     const __m512 zs = _mm512_mul_ps(zf, _mm512_loadu_ps(wsum + c0));
     for (int o = 0; o < S_OB; o++)
         acc[o] = _mm512_sub_ps(acc[o], zs);
+    if (rq->f24) { /* + cm in float too: every partial sum an integer below 2^24 */
+        const __m512 cmf = _mm512_maskz_loadu_ps(mk, rq->cmf + c0);
+        const __m512 sc = _mm512_maskz_loadu_ps(mk, rq->scalef + c0);
+        const __m512 lof = _mm512_set1_ps((float)rq->lo), hif = _mm512_set1_ps((float)rq->hi);
+        const __m512i yz = _mm512_set1_epi32(rq->yz);
+        for (int o = 0; o < S_OB; o++) {
+            const __m512i q = _mm512_add_epi32(
+                gx_requant16f(_mm512_add_ps(acc[o], cmf), sc, lof, hif), yz);
+            _mm_mask_storeu_epi8(yrow + (ow0 + o) * g->m + c0, mk, _mm512_cvtepi32_epi8(q));
+        }
+        return true;
+    }
     if (!rq->small) {
         for (int o = 0; o < S_OB; o++)
             s_put16(rq, c0, nc, _mm512_cvtps_epi32(acc[o]), 0, yrow + (ow0 + o) * g->m + c0);

@@ -602,7 +602,10 @@ static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t c0, i
  * consecutive positions are one 64-byte load per channel quad and tap,
  * multiplied by a broadcast quad of W's direct form. Registers: 2 x 16
  * positions by S_MB channels. The exact sums and the requantizing are
- * the GEMM path's (in double, exact for these integers). */
+ * the GEMM path's (exact for these integers). Rows too wide for a band
+ * of one row in S_DBYTES (ISNet's 512-1024 wide ones) are cut into tiles
+ * of TW output columns, each a band of its own whose planes start at
+ * the tile's first column (Wq = TW + (KW - 1) dw / sw). */
 
 #define S_DPOS 2048             /* plane positions of a band at most */
 #define S_DBYTES (64 * 1024)    /* interleaved bytes of a band at most */
@@ -611,6 +614,7 @@ static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t c0, i
 #ifdef S_VNNI_OK
 typedef struct s_dgeom {
     int64_t c, c4, m, taps, kw, dh, dw, sh, sw, nph, wq, ow, oh, band, plane, cqs, vpos;
+    int64_t tw, tiles; /* output columns of a tile (ow: whole rows), and tiles a row */
 } s_dgeom;
 
 /* A phase's positions with br output rows: the rows' positions rounded up
@@ -621,8 +625,10 @@ static int64_t s_dplane(const s_dgeom *g, int64_t br, int64_t *vpos)
     return *vpos + (g->taps / g->kw - 1) * g->dh / g->sh * g->wq + (g->kw - 1) * g->dw / g->sw;
 }
 
-/* Geometry of the direct path for w and nth shares; false when it does
- * not apply (rows too wide for a band of one row). */
+/* Geometry of the direct path for w and nth shares: whole rows where a
+ * band of one row fits, else tiles of columns (a multiple of 16 wide);
+ * false when it does not apply (not even 16 columns fit: channels too
+ * many). */
 static bool s_dgeom_init(const gx_win *w, const gx_view *x, const gx_view *wt, int nth,
                          s_dgeom *g)
 {
@@ -632,17 +638,29 @@ static bool s_dgeom_init(const gx_win *w, const gx_view *x, const gx_view *wt, i
                    .taps = w->k_size, .kw = w->k[1], .dh = w->dil[0], .dw = w->dil[1],
                    .sh = w->stride[0], .sw = w->stride[1], .ow = w->out[1], .oh = w->out[0]};
     g->nph = g->sh * g->sw;
-    g->wq = g->ow + (g->kw - 1) * g->dw / g->sw;
+    const int64_t xw = (g->kw - 1) * g->dw / g->sw; /* columns a row reads past its outputs */
+    g->tw = g->ow, g->tiles = 1;
+    g->wq = g->tw + xw;
     const int64_t per = g->c4 * 4 * g->nph; /* bytes per phase position */
     const int64_t cap = S_DBYTES / per < S_DPOS / g->nph ? S_DBYTES / per : S_DPOS / g->nph;
+    if (s_dplane(g, 1, &g->vpos) > cap) { /* the widest tile whose band of one row fits */
+        const int64_t xh = (g->taps / g->kw - 1) * g->dh / g->sh;
+        g->tw = ((cap - xw - 31) / (xh + 1) - xw) / 16 * 16;
+        if (g->tw < 16)
+            return false;
+        g->wq = g->tw + xw;
+        g->tiles = (g->ow + g->tw - 1) / g->tw;
+    }
     /* the tallest band that fits, then, with several shares, lower for
-     * about 2 bands a share (shorter bands waste more positions) */
+     * about 2 bands (of whole tiles) a share (shorter bands waste more
+     * positions) */
     int64_t br = 0;
     while (br < g->oh && s_dplane(g, br + 1, &g->vpos) <= cap)
         br++;
     if (br < 1)
         return false;
-    const int64_t want = nth > 1 ? (2 * (int64_t)nth + x->shape[0] - 1) / x->shape[0] : 1;
+    int64_t want = nth > 1 ? (2 * (int64_t)nth + x->shape[0] - 1) / x->shape[0] : 1;
+    want = (want + g->tiles - 1) / g->tiles;
     const int64_t even = (g->oh + want - 1) / want;
     g->band = even < br ? even : br;
     g->plane = s_dplane(g, g->band, &g->vpos);
@@ -651,14 +669,15 @@ static bool s_dgeom_init(const gx_win *w, const gx_view *x, const gx_view *wt, i
 }
 
 /* The interleaved planes of the band of output rows [oh0, oh0 + br) of
- * image xn (C planes of IH x IW), every phase, and in s (unless NULL) the
+ * image xn (C planes of IH x IW), its tile of output columns from ow0, every phase, and in s (unless NULL) the
  * sum of the real channels at each phase position (a dot product with
  * ones). 16
  * positions at a time: with stride 1 along W a masked load of each of
  * the four channels' rows (x_zp' where a tap is outside x, zeros past C),
  * else gathered byte by byte, interleaved by bytes. */
 S_TVNNI static void s_dplanes(const s_dgeom *g, const gx_win *w, const uint8_t *xn, int64_t oh0,
-                              bool flip, uint8_t pad, uint8_t *restrict pl, int32_t *restrict s)
+                              int64_t ow0, bool flip, uint8_t pad, uint8_t *restrict pl,
+                              int32_t *restrict s)
 {
     const int64_t IH = w->in[0], IW = w->in[1], lo = w->pad_lo[1];
     const __m128i padv = _mm_set1_epi8((char)pad), fx = _mm_set1_epi8(flip ? (char)0x80 : 0);
@@ -678,7 +697,8 @@ S_TVNNI static void s_dplanes(const s_dgeom *g, const gx_win *w, const uint8_t *
                                  ? xn + ((cq * 4 + c) * IH + ih) * IW
                                  : NULL;
                 for (int64_t j0 = 0; j0 < n; j0 += 16) {
-                    const int64_t iw0 = j0 * g->sw + pc - lo; /* x's column of position j0 */
+                    /* x's column of position j0 */
+                    const int64_t iw0 = (ow0 + j0) * g->sw + pc - lo;
                     /* positions i in [i0, i1) read a column of x: 0 <= iw0 + i sw < IW */
                     int64_t i0 = iw0 >= 0 ? 0 : (g->sw - 1 - iw0) / g->sw;
                     int64_t i1 = IW - iw0 <= 0 ? 0 : (IW - iw0 + g->sw - 1) / g->sw;
@@ -771,8 +791,10 @@ S_TVNNI static void s_dblock(const s_dgeom *g, const uint8_t *pl, const int8_t *
  * |d| + |bz sa| + |cm| below 2^31), else in double; both are exact. */
 typedef struct s_drq {
     double bz, cm, scale, lo, hi; /* lo, hi: the bounds less yz */
+    float scalef;                 /* scale as the float it is */
     int32_t yz;
     bool small;
+    bool f24; /* small, and every |e| below 2^24: requantized in float (gx_requant16f) */
 } s_drq;
 
 /* Output channel j's s_drq: x_zp' xz, W's packed column sums sb, kk
@@ -794,10 +816,11 @@ static s_drq s_drq_of(const gx_kargs *k, bool requant, int64_t j, int32_t xz, bo
     const double bz = s_zp(k, 5, j) - (wflip ? 128 : 0);
     const double cm = -(double)xz * sb[j] + (double)kk * xz * bz + (bias ? bias[j] : 0);
     /* the scale as the GEMM path's: in float, then double */
-    return (s_drq){.bz = bz, .cm = cm, .yz = (int32_t)yz,
-                   .scale = (double)(xs * ws[k->in[4].numel > 1 ? j : 0] / ys),
-                   .lo = lo - yz, .hi = hi - yz,
-                   .small = (double)kk * 255 * (128 + fabs(bz)) + fabs(cm) < 0x1p31};
+    const float scale = xs * ws[k->in[4].numel > 1 ? j : 0] / ys;
+    const double e = (double)kk * 255 * (128 + fabs(bz)) + fabs(cm);
+    return (s_drq){.bz = bz, .cm = cm, .yz = (int32_t)yz, .scale = (double)scale,
+                   .scalef = scale, .lo = lo - yz, .hi = hi - yz, .small = e < 0x1p31,
+                   .f24 = e < 0x1p24};
 }
 
 /* 16 sums d of a channel (sa: their windows' sums of x), requantized as
@@ -810,6 +833,12 @@ S_TVNNI static inline __m512i s_drequant(const int32_t *d, const int32_t *sa, co
         if (q->bz != 0)
             v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(sa),
                                                        _mm512_set1_epi32((int32_t)q->bz)));
+        if (q->f24)
+            return _mm512_add_epi32(gx_requant16f(_mm512_cvtepi32_ps(v),
+                                                  _mm512_set1_ps(q->scalef),
+                                                  _mm512_set1_ps((float)q->lo),
+                                                  _mm512_set1_ps((float)q->hi)),
+                                    _mm512_set1_epi32(q->yz));
         gx_requant_halves(v, &e[0], &e[1]);
     } else {
         for (int h = 0; h < 2; h++) {
@@ -832,24 +861,25 @@ S_TVNNI static inline void s_dstore(void *y, bool i32, __mmask16 m, __m512i b)
 }
 
 /* Positions [p, p + 16) of a band (b, as int32; position p is column c of
- * the band's row r) that are output elements (column below ow) into the
- * channel's rows from yb (the band's first row; bytes, or int32 when i32),
- * n positions in the band in all. */
+ * the band's row r) that are output elements (column below vw, the
+ * tile's output columns) into the channel's rows from yb (the band's
+ * first row at the tile's first column, rows ow apart; bytes, or int32
+ * when i32), n positions in the band in all. */
 S_TVNNI static inline void s_dput(const s_dgeom *g, __m512i b, int64_t p, int64_t r, int64_t c,
-                                  int64_t n, void *yb, bool i32)
+                                  int64_t n, int64_t vw, void *yb, bool i32)
 {
     const size_t es = i32 ? 4 : 1;
     const int64_t end = p + 16 < n ? p + 16 : n;
-    if (g->wq == g->ow) { /* no columns past a row's outputs: the band's rows are contiguous */
+    if (g->wq == g->ow && vw == g->ow) { /* whole rows, none past the outputs: contiguous */
         s_dstore((char *)yb + (size_t)p * es, i32, (__mmask16)((1u << (end - p)) - 1), b);
         return;
     }
     for (int64_t q = p; q < end;) {
-        if (c >= g->ow) { /* past the row's last output: the next row */
+        if (c >= vw) { /* past the row's last output: the next row */
             q += g->wq - c, r++, c = 0;
             continue;
         }
-        const int64_t len = g->ow - c < end - q ? g->ow - c : end - q;
+        const int64_t len = vw - c < end - q ? vw - c : end - q;
         /* lanes [q - p, q - p + len) to columns c.. of row r */
         const __mmask16 m = (__mmask16)(((1u << len) - 1) << (q - p));
         s_dstore((char *)yb + (size_t)(r * g->ow + c - (q - p)) * es, i32, m, b);
@@ -892,13 +922,14 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, bool requant, const gx_win
         const int64_t i = t / g->kw * g->dh, j = t % g->kw * g->dw; /* in padded x */
         off[t] = (i % g->sh * g->sw + j % g->sw) * g->plane + i / g->sh * g->wq + j / g->sw;
     }
-    gx_cpu_share(k, x->shape[0] * bands, 1, &ulo, &uhi);
+    gx_cpu_share(k, x->shape[0] * bands * g->tiles, 1, &ulo, &uhi);
     uint8_t pl[S_DBYTES] __attribute__((aligned(64)));
     int32_t ssum[S_DPOS], sa[S_DPOS], d[S_MB * 32];
     for (int64_t u = ulo; u < uhi; u++) {
-        const int64_t n = u / bands, oh0 = u % bands * g->band;
+        const int64_t n = u / (bands * g->tiles), oh0 = u / g->tiles % bands * g->band;
         const int64_t br = g->oh - oh0 < g->band ? g->oh - oh0 : g->band;
-        s_dplanes(g, w, (const uint8_t *)x->data + n * in_img, oh0, xflip, (uint8_t)xz, pl,
+        const int64_t ow0 = u % g->tiles * g->tw, vw = g->ow - ow0 < g->tw ? g->ow - ow0 : g->tw;
+        s_dplanes(g, w, (const uint8_t *)x->data + n * in_img, oh0, ow0, xflip, (uint8_t)xz, pl,
                   need_sa ? ssum : NULL);
         for (int64_t p = 0; p < g->vpos && need_sa; p++) {
             int32_t t = 0;
@@ -922,10 +953,10 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, bool requant, const gx_win
                             s_dput(g,
                                    requant ? s_drequant(d + i * 32 + h, sa + p + h, &rq[i])
                                            : s_dexact(d + i * 32 + h, sa + p + h, &rq[i]),
-                                   p + h, r, c, br * g->wq,
+                                   p + h, r, c, br * g->wq, vw,
                                    (char *)y->data +
                                        (size_t)(n * out_img + (mb * S_MB + i) * g->oh * g->ow +
-                                                oh0 * g->ow) *
+                                                oh0 * g->ow + ow0) *
                                            es,
                                    !requant);
                     for (c += 16; c >= g->wq; c -= g->wq)

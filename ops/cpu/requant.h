@@ -1,8 +1,24 @@
 /*
  * Requantization in AVX-512, as the quantized kernels' byte outputs take
- * it (ops/cpu/conv.c, ops/cpu/qgemm.c): an exact sum e, then rint(e *
- * scale) + y_zp saturated, the product in double as the ONNX reference's
- * numpy takes it. 16 sums at a time, given as two halves of 8 doubles.
+ * it (ops/cpu/conv.c, ops/cpu/qgemm.c, ops/cpu/qconv_layout.c): an exact
+ * sum e, then rint(e * scale) + y_zp saturated, the product in double as
+ * the ONNX reference's numpy takes it (scale a float widened). Two forms,
+ * the same bytes:
+ *
+ *   - gx_requant16: 16 sums as two halves of 8 doubles, any int32 e;
+ *   - gx_requant16f: 16 sums in float, for |e| < 2^24 (callers check a
+ *     bound of their sums once per node). Why it is exact: e and scale
+ *     have 24-bit significands, so e * scale has at most 48 bits and the
+ *     double product is the exact one, x; the reference is rne(x). The
+ *     float product p = fl(x) is rounded monotonically, so it can cross
+ *     a half-integer h only onto h itself: rne(p) = rne(x) unless p is a
+ *     half-integer (|p - rne(p)| = 0.5, exact below 2^23; above, p is an
+ *     integer, x within half an ulp of it, and the result saturates far
+ *     before). There the exact residual x - p (one FMA: the error of a
+ *     rounded product is a float) says which way x lies: same sign as p
+ *     - rne(p) moves the result one step that way, 0 keeps the tie's even
+ *     result. Rare, so behind a test of the tie mask.
+ *
  * Callers check the CPU (gx_requant_avx512) and have plain loops
  * elsewhere.
  */
@@ -35,6 +51,26 @@ gx_requant16(__m512d e0, __m512d e1, double scale, double lo, double hi, int32_t
     const __m256i r1 = _mm512_cvt_roundpd_epi32(v1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     return _mm512_add_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1),
                             _mm512_set1_epi32(yz));
+}
+
+/* rint(e * scale) clamped to [lo, hi] (integers of magnitude at most
+ * 2^22; NaN: lo), as 16 int32, for sums e given as floats that are
+ * integers below 2^24 in magnitude (exact: see above). */
+__attribute__((target("avx512f"))) static inline __m512i gx_requant16f(__m512 e, __m512 scale,
+                                                                       __m512 lo, __m512 hi)
+{
+    const __m512 p = _mm512_mul_ps(e, scale);
+    __m512 r = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 d = _mm512_sub_ps(p, r); /* exact; +-0.5 at a tie of p */
+    const __mmask16 tie = _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_set1_ps(0.5f), _CMP_EQ_OQ);
+    if (__builtin_expect(tie != 0, 0)) {
+        const __m512 err = _mm512_fmsub_ps(e, scale, p); /* x - p, exactly */
+        const __mmask16 step = _mm512_mask_cmp_ps_mask(tie, _mm512_mul_ps(d, err),
+                                                       _mm512_setzero_ps(), _CMP_GT_OQ);
+        r = _mm512_mask_add_ps(r, step, r, _mm512_add_ps(d, d)); /* +-1 */
+    }
+    /* max first: a NaN product gives lo */
+    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi));
 }
 
 /* The halves of 16 int32 as doubles, exactly. */
