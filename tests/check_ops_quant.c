@@ -913,8 +913,9 @@ START_TEST(test_qlinearconv_nhwc)
                     if (big == 2)
                         *(float *)in[6].data = 1e-7f;
                     char what[96], err[ERRLEN], why[128];
-                    snprintf(what, sizeof what, "%s, NHWC QLinearConv case %zu, x %s, pc %d, big %d",
-                             isas[is], ci, gx_dtype_name(s_bytes[ta]), pc, big);
+                    snprintf(what, sizeof what,
+                             "%s, NHWC QLinearConv case %zu, x %s, pc %d, big %d", isas[is], ci,
+                             gx_dtype_name(s_bytes[ta]), pc, big);
                     gx_attrval av[GX_MAX_ATTRS];
                     gx_view ref;
                     ck_assert_msg(ot_run(GX_OP_QLINEAR_CONV, &node, 9, in, 1, av, &ref, err) ==

@@ -669,9 +669,9 @@ static bool s_dgeom_init(const gx_win *w, const gx_view *x, const gx_view *wt, i
 }
 
 /* The interleaved planes of the band of output rows [oh0, oh0 + br) of
- * image xn (C planes of IH x IW), its tile of output columns from ow0, every phase, and in s (unless NULL) the
- * sum of the real channels at each phase position (a dot product with
- * ones). 16
+ * image xn (C planes of IH x IW), its tile of output columns from ow0,
+ * every phase, and in s (unless NULL) the sum of the real channels at
+ * each phase position (a dot product with ones). 16
  * positions at a time: with stride 1 along W a masked load of each of
  * the four channels' rows (x_zp' where a tap is outside x, zeros past C),
  * else gathered byte by byte, interleaved by bytes. */
