@@ -891,7 +891,7 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
     }
     gxd_tune_stats ts;
     gxd_tune_get_stats(ctx->tune, &ts);
-    msgpack_pack_map(pk, 23);
+    msgpack_pack_map(pk, 25);
     gx_mp_pack_str(pk, "mode");
     gx_mp_pack_str(pk, gxd_tune_mode_name(gxd_tune_get_mode(ctx->tune)));
     s_pack_kv(pk, "lookups", ts.lookups);
@@ -913,6 +913,8 @@ static void s_pack_tune_stats(gxd_ctx *ctx, msgpack_packer *pk)
     s_pack_kv(pk, "stored", ts.stored);
     s_pack_kv(pk, "cached", ts.cached);
     s_pack_kv(pk, "prefetched", ts.prefetched);
+    s_pack_kv(pk, "stale", ts.stale);
+    s_pack_kv(pk, "additive", ts.additive);
     s_pack_kv(pk, "db_errors", ts.db_errors);
     gx_mp_pack_str(pk, "wins");
     msgpack_pack_map(pk, (uint32_t)ts.n_wins);

@@ -38,6 +38,9 @@
 #ifdef HAVE_DNNL
 #include <omp.h>
 #endif
+#include <sqlite3.h>
+
+#include "daemon/tune/tune_internal.h" /* gxd_tune_buildinfo: a schema-2 key's builds */
 
 #define NAMES(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
                    (const char *[]) { __VA_ARGS__ }
@@ -202,22 +205,349 @@ START_TEST(test_lookup_order)
 }
 END_TEST
 
-/* The key holds the device model and the build ids: a record made with
- * other implementations is not found. */
+/* The key holds the device model, not the candidates: a record stays
+ * found when a candidate is added (test_additive measures it), and is
+ * stale once its winner's build id is not this daemon's. */
 START_TEST(test_key_builds)
 {
     char *dir = gxt_tmpdir();
     gxd_tune *t = s_new(dir, GXD_TUNE_CACHE);
-    const gxd_tune_sig a = tt_sig(8, 64, 32);
+    const gxd_tune_sig a = tt_sig(8, 64, 32), b = tt_sig(8, 64, 48);
     gxd_tune_rec r = tt_rec("blas", 100, "here");
     ck_assert_int_eq(gxd_tune_store(t, &a, &r), GX_OK);
     ck_assert_ptr_nonnull(strstr(gxd_tune_device(t), "isa="));
-    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), "blas@1"));
-    ck_assert(gxd_tune_add_impl(t, &s_fast_right)); /* another set of builds */
+    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), "blas@1=openblas-"));
+    const gxd_tune_impl *blas = gxd_tune_impl_find(t, "blas", 1);
+    ck_assert_ptr_nonnull(blas);
+    ck_assert(!strncmp(blas->build, "openblas-", 9));
+    ck_assert_ptr_null(strchr(blas->build, ' '));
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right)); /* another candidate */
+    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), "test.right@1=none"));
     bool found;
     gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+    ck_assert(found);
+    ck_assert_str_eq(r.impl, "blas");
+    ck_assert_str_eq(r.build, blas->build); /* gxd_tune_store filled it */
+    gxd_tune_cache_clear(t);
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found); /* from tune.db too */
+    ck_assert(found);
+    ck_assert_int_eq(r.level, GXD_TUNE_LOCAL);
+    /* a record of another OpenBLAS build: stale, in memory and tune.db */
+    r = tt_rec("blas", 50, "here");
+    snprintf(r.build, sizeof r.build, "openblas-0.0.1.Old");
+    ck_assert_int_eq(gxd_tune_store(t, &b, &r), GX_OK);
+    ck_assert(!gxd_tune_peek(t, &b, &r));
+    gxd_tune_lookup_batch(t, &b, 1, &r, &found);
     ck_assert(!found);
+    gxd_tune_cache_clear(t);
+    gxd_tune_lookup_batch(t, &b, 1, &r, &found);
+    ck_assert(!found);
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.stale, 2);
+    ck_assert_int_eq(st.misses, 2);
+    ck_assert_int_eq(st.hits[GXD_TUNE_MEMORY] + st.hits[GXD_TUNE_LOCAL], 2);
     gxd_tune_destroy(&t);
+    /* a planted candidate rebuilt (another build id): its record is stale
+     * and the plan runs the default */
+    gxd_tune_impl v1 = s_fast_right, v2 = s_fast_right;
+    snprintf(v1.build, sizeof v1.build, "test-1");
+    snprintf(v2.build, sizeof v2.build, "test-2");
+    t = s_new(dir, GXD_TUNE_CACHE);
+    ck_assert(gxd_tune_add_impl(t, &v1));
+    r = tt_rec("test.right", 1, "here");
+    const gxd_tune_sig c = tt_sig(S_M, S_K, S_N);
+    ck_assert_int_eq(gxd_tune_store(t, &c, &r), GX_OK);
+    gx_graph *g = s_graph();
+    gxd_plan *p = s_compile(g, t);
+    ck_assert_str_eq(p->impls[0].impl, "test.right");
+    gxd_plan_destroy(&p);
+    gxd_tune_destroy(&t);
+    t = s_new(dir, GXD_TUNE_CACHE);
+    ck_assert(gxd_tune_add_impl(t, &v2));
+    p = s_compile(g, t);
+    ck_assert_str_eq(p->impls[0].source, "default");
+    s_exec_check(p);
+    gxd_plan_destroy(&p);
+    gxd_tune_destroy(&t);
+    t = s_new(dir, GXD_TUNE_CACHE); /* v1 again: the record is good again */
+    ck_assert(gxd_tune_add_impl(t, &v1));
+    p = s_compile(g, t);
+    ck_assert_str_eq(p->impls[0].impl, "test.right");
+    ck_assert_str_eq(p->impls[0].source, "tuned (local)");
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&g);
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A candidate added after a record was made is measured additively: the
+ * lookup still finds the stored winner (it keeps running), the signature
+ * is queued, and the explorer measures the winner and the new candidate
+ * only, keeping the others' times of before. */
+static const gxd_tune_impl s_slow_right = {.name = "test.slow", .version = 1, .source = "test",
+                                           .matmul = s_right, .fixed_ns = 1000000000000LL};
+
+START_TEST(test_additive)
+{
+    char *dir = gxt_tmpdir();
+    gxd_tune *t = s_new(dir, GXD_TUNE_EXPLORE);
+    const gxd_tune_sig a = tt_sig(S_M, S_K, S_N);
+    size_t n_impls = 0, n_mm = 0;
+    const gxd_tune_impl *impls = gxd_tune_impls(t, &n_impls);
+    for (size_t i = 0; i < n_impls; i++)
+        n_mm += impls[i].matmul != NULL;
+    gxd_tune_rec r0, r;
+    ck_assert_int_eq(gxd_tune_explore_sig(t, &a, &r0), GX_OK);
+    ck_assert_int_eq(r0.n_cands, (int)n_mm);
+    for (int i = 0; i < r0.n_cands; i++) {
+        const gxd_tune_impl *im = gxd_tune_impl_find(t, r0.cands[i].name, r0.cands[i].version);
+        ck_assert_ptr_nonnull(im);
+        ck_assert_str_eq(r0.cands[i].build, im->build);
+        ck_assert_int_gt(r0.cands[i].ns, 0);
+    }
+    bool found;
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found); /* complete: nothing to queue */
+    ck_assert(found);
+    gxd_tune_stats st;
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.additive, 0);
+    ck_assert_int_eq(st.queued, 0);
+
+    /* a new candidate, faster: the old winner still runs meanwhile */
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right));
+    gx_graph *g = s_graph();
+    gxd_plan *p = s_compile(g, t);
+    ck_assert_str_eq(p->impls[0].impl, r0.impl);
+    ck_assert_str_eq(p->impls[0].source, "tuned (memory)");
+    gxd_plan_destroy(&p);
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.additive, 1);
+    ck_assert_int_eq(st.queued, 1);
+    ck_assert_int_eq(st.misses, 0);
+    ck_assert_int_eq(st.pending, 1);
+    /* the explorer thread takes it additively */
+    ck_assert_int_eq(gxd_tune_explore_start(t), GX_OK);
+    ck_assert(gxd_tune_explore_wait(t, 60000));
+    gxd_tune_explore_stop(t);
+    ck_assert(gxd_tune_peek(t, &a, &r));
+    ck_assert_str_eq(r.impl, "test.right");
+    ck_assert_str_eq(r.build, "none");
+    ck_assert_int_eq(r.n_cands, (int)n_mm + 1);
+    ck_assert_ptr_nonnull(strstr(r.others, "test.right@1:1"));
+    ck_assert_ptr_nonnull(strstr(r.others, "(earlier)"));
+    /* the others but the old winner keep their times of before */
+    int kept = 0;
+    for (int i = 0; i < r0.n_cands; i++) {
+        const gxd_tune_cand *c = gxd_tune_rec_cand(&r, r0.cands[i].name, r0.cands[i].version);
+        ck_assert_ptr_nonnull(c);
+        if (strcmp(r0.cands[i].name, r0.impl) != 0) {
+            ck_assert_int_eq(c->ns, r0.cands[i].ns);
+            ck_assert_int_eq(c->at, r0.cands[i].at);
+            kept++;
+        }
+    }
+    ck_assert_int_eq(kept, (int)n_mm - 1);
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.explored, 2);
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found); /* complete again */
+    ck_assert(found);
+    ck_assert_str_eq(r.impl, "test.right");
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.additive, 1);
+
+    /* a new candidate, slower: the winner stays; run on this thread */
+    ck_assert(gxd_tune_add_impl(t, &s_slow_right));
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+    ck_assert(found);
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.additive, 2);
+    int n_run = 0;
+    ck_assert_int_eq(gxd_tune_explore_more(t, &a, &r, &n_run), GX_OK);
+    ck_assert_int_eq(n_run, 2); /* test.right (the winner) and test.slow */
+    ck_assert_str_eq(r.impl, "test.right");
+    ck_assert_int_eq(r.n_cands, (int)n_mm + 2);
+    ck_assert_int_eq(gxd_tune_rec_cand(&r, "test.slow", 1)->ns, 1000000000000LL);
+
+    /* after a restart, the candidates come back from tune.db */
+    gxd_tune_destroy(&t);
+    t = s_new(dir, GXD_TUNE_EXPLORE);
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right));
+    ck_assert(gxd_tune_add_impl(t, &s_slow_right));
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+    ck_assert(found);
+    ck_assert_int_eq(r.level, GXD_TUNE_LOCAL);
+    ck_assert_int_eq(r.n_cands, (int)n_mm + 2);
+    for (int i = 0; i < r0.n_cands; i++)
+        if (strcmp(r0.cands[i].name, r0.impl) != 0)
+            ck_assert_int_eq(gxd_tune_rec_cand(&r, r0.cands[i].name, 1)->ns, r0.cands[i].ns);
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.additive, 0);
+    ck_assert_int_eq(st.queued, 0);
+    /* without test.slow: nothing lacks either (a record may hold more) */
+    gxd_tune_destroy(&t);
+    t = s_new(dir, GXD_TUNE_EXPLORE);
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right));
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+    ck_assert(found);
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.queued, 0);
+    /* queued additively, then asked for by TUNE: measured whole */
+    gxd_tune_destroy(&t);
+    t = s_new(dir, GXD_TUNE_EXPLORE);
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right));
+    gxd_tune_impl other = s_slow_right;
+    snprintf(other.name, sizeof other.name, "test.other");
+    ck_assert(gxd_tune_add_impl(t, &other));
+    p = s_compile(g, t); /* a hit lacking test.other */
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.additive, 1);
+    ck_assert_int_eq(gxd_tune_request_plan(t, p), 1);
+    gxd_plan_destroy(&p);
+    ck_assert(gxd_tune_explore_wait(t, 60000));
+    gxd_tune_explore_stop(t);
+    ck_assert(gxd_tune_peek(t, &a, &r));
+    ck_assert_str_eq(r.impl, "test.right");
+    ck_assert_int_eq(r.n_cands, (int)n_mm + 2); /* test.slow is not this daemon's */
+    ck_assert_ptr_null(gxd_tune_rec_cand(&r, "test.slow", 1));
+    ck_assert_ptr_null(strstr(r.others, "(earlier)"));
+    /* a record whose winner is rebuilt is a miss, explored whole */
+    gxd_tune_destroy(&t);
+    t = s_new(dir, GXD_TUNE_EXPLORE);
+    gxd_tune_impl v2 = s_fast_right;
+    snprintf(v2.build, sizeof v2.build, "test-2");
+    ck_assert(gxd_tune_add_impl(t, &v2));
+    gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+    ck_assert(!found);
+    gxd_tune_get_stats(t, &st);
+    ck_assert_int_eq(st.stale, 1);
+    ck_assert_int_eq(st.additive, 0);
+    ck_assert_int_eq(st.queued, 1);
+    ck_assert_int_eq(gxd_tune_explore_start(t), GX_OK);
+    ck_assert(gxd_tune_explore_wait(t, 60000));
+    gxd_tune_explore_stop(t);
+    ck_assert(gxd_tune_peek(t, &a, &r));
+    ck_assert_str_eq(r.impl, "test.right");
+    ck_assert_str_eq(r.build, "test-2");
+    ck_assert_int_eq(r.n_cands, (int)n_mm + 1); /* measured whole: test.slow is gone */
+    ck_assert_ptr_null(strstr(r.others, "(earlier)"));
+    gx_graph_destroy(&g);
+    gxd_tune_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A tune.db of schema 2 (keys "sig | device | builds", the builds
+ * holding every candidate's name): migrated at open. A record of this
+ * daemon's builds is found with its candidates' times; one whose
+ * winner's library was another build is stale; of two rows that become
+ * one key the newer stays; an unreadable row is dropped. */
+static void s_sql(sqlite3 *db, const char *sql)
+{
+    char *e = NULL;
+    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &e) == SQLITE_OK, "%s: %s", sql, e ? e : "");
+}
+
+START_TEST(test_migrate)
+{
+    char *dir = gxt_tmpdir(), path[512], sql[16384], sa[256], sb[256], fa[256];
+    snprintf(path, sizeof path, "%s/tune.db", dir);
+    gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
+    char device[256];
+    snprintf(device, sizeof device, "%s", gxd_tune_device(t));
+    gxd_tune_destroy(&t);
+    const gxd_tune_sig a = tt_sig(8, 64, 32), b = tt_sig(8, 64, 48), c = tt_sig(16, 64, 32);
+    gxd_tune_sig_str(&a, sa, sizeof sa);
+    gxd_tune_sig_str(&b, sb, sizeof sb);
+    gxd_tune_sig_family_str(&a, fa, sizeof fa);
+    gxd_tune_buildinfo bi;
+    gxd_tune_buildinfo_now(&bi);
+    char now[512], old[512];
+    snprintf(now, sizeof now, "gexec-%s gemm=%s [ OpenBLAS %s ] core=%s%s%s packed.%s@1 plain@1 blas@1",
+             bi.gexec, bi.isa, bi.openblas, bi.core, bi.onednn[0] ? " onednn=" : "", bi.onednn,
+             bi.isa);
+    snprintf(old, sizeof old, "gexec-%s gemm=%s [ OpenBLAS 0.0.1 ] core=%s packed.%s@1 blas@1",
+             bi.gexec, bi.isa, bi.core, bi.isa);
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    s_sql(db, "CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
+              "CREATE TABLE winners(key TEXT PRIMARY KEY, family TEXT NOT NULL, op TEXT NOT NULL,"
+              " impl TEXT NOT NULL, version INTEGER NOT NULL, ns INTEGER NOT NULL,"
+              " others TEXT NOT NULL, validation TEXT NOT NULL, host TEXT NOT NULL,"
+              " measured_at INTEGER NOT NULL, reuse INTEGER NOT NULL DEFAULT 0);"
+              "CREATE INDEX winners_age ON winners(measured_at);"
+              "CREATE INDEX winners_family ON winners(family);"
+              "INSERT INTO meta VALUES('schema', '2');");
+    /* a: this daemon's builds (newest) and another OpenBLAS's (older) */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO winners VALUES('%s | %s | %s', '%s | %s | %s', 'MatMul', 'blas', 1, 100,"
+             " 'plain@1:rejected (y[0,1] = 2 vs 3 (off), tol 1e-5), packed.%s@1:300, blas@1:100',"
+             " 'rows', 'there', 1700000200, 7);"
+             "INSERT INTO winners VALUES('%s | %s | %s', '%s | %s | %s', 'MatMul', 'packed.%s', 1,"
+             " 90, 'packed.%s@1:90, blas@1:95', 'rows', 'there', 1700000100, 1);",
+             sa, device, now, fa, device, now, bi.isa, sa, device, old, fa, device, old, bi.isa,
+             bi.isa);
+    s_sql(db, sql);
+    /* b: blas won with an older OpenBLAS; c: unreadable */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO winners VALUES('%s | %s | %s', 'f | %s | %s', 'MatMul', 'blas', 1, 50,"
+             " 'packed.%s@1:80, blas@1:50', 'rows', 'there', 1700000000, 0);"
+             "INSERT INTO winners VALUES('junk', 'junk', 'MatMul', 'blas', 1, 50, 'x', 'rows',"
+             " 'there', 1700000000, 0);",
+             sb, device, old, device, old, bi.isa);
+    s_sql(db, sql);
+    sqlite3_close(db);
+
+    for (int round = 0; round < 2; round++) { /* migrated, then read as it is */
+        t = s_new(dir, GXD_TUNE_CACHE);
+        gxd_tune_rec r;
+        bool found;
+        gxd_tune_lookup_batch(t, &a, 1, &r, &found);
+        ck_assert(found);
+        ck_assert_str_eq(r.impl, "blas");
+        ck_assert_int_eq(r.ns, 100);
+        ck_assert_str_eq(r.build, gxd_tune_impl_find(t, "blas", 1)->build);
+        ck_assert_str_eq(r.host, "there");
+        ck_assert_int_eq(r.measured_at, 1700000200);
+        ck_assert_int_eq(r.n_cands, 3);
+        char packed[32];
+        snprintf(packed, sizeof packed, "packed.%s", bi.isa);
+        ck_assert_int_eq(gxd_tune_rec_cand(&r, packed, 1)->ns, 300);
+        ck_assert_str_eq(gxd_tune_rec_cand(&r, packed, 1)->build,
+                         gxd_tune_impl_find(t, packed, 1)->build);
+        ck_assert_int_eq(gxd_tune_rec_cand(&r, "plain", 1)->ns, -1);
+        ck_assert_str_eq(gxd_tune_rec_cand(&r, "plain", 1)->build,
+                         gxd_tune_impl_find(t, "plain", 1)->build);
+        ck_assert_int_eq(gxd_tune_rec_cand(&r, "blas", 1)->at, 1700000200);
+        ck_assert(gxd_tune_rec_has(&r, gxd_tune_impl_find(t, "blas", 1)));
+        gxd_tune_lookup_batch(t, &b, 1, &r, &found);
+        ck_assert(!found); /* blas of OpenBLAS 0.0.1 */
+        gxd_tune_lookup_batch(t, &c, 1, &r, &found);
+        ck_assert(!found);
+        gxd_tune_stats st;
+        gxd_tune_get_stats(t, &st);
+        ck_assert_int_eq(st.stale, 1);
+        ck_assert_int_eq(st.hits[GXD_TUNE_LOCAL], 1);
+        gxd_tune_destroy(&t);
+    }
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT (SELECT v FROM meta WHERE k='schema'),"
+                                            " count(*), (SELECT reuse FROM winners WHERE ns=100)"
+                                            " FROM winners",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 3);
+    ck_assert_int_eq(sqlite3_column_int(q, 1), 2); /* a (the newer) and b; junk dropped */
+    ck_assert_int_eq(sqlite3_column_int(q, 2), 7 + 2); /* a's reuse kept, found twice since */
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    (void)gxt_sh(sql, sizeof sql, "ls %s | grep -c '^tune.db.corrupt-'", dir);
+    ck_assert_int_eq(atoi(sql), 0); /* migrated, not moved aside */
     gxt_rmtree(dir);
     free(dir);
 }
@@ -610,14 +940,14 @@ START_TEST(test_dnnl_candidate)
     const gxd_tune_impl *im = gxd_tune_impl_find(t, "dnnl.sgemm", 1);
 #ifndef HAVE_DNNL
     ck_assert_ptr_null(im);
-    ck_assert_ptr_null(strstr(gxd_tune_builds(t), "onednn="));
+    ck_assert_ptr_null(strstr(gxd_tune_builds(t), "onednn-"));
 #else
     ck_assert_ptr_nonnull(im);
     ck_assert_str_eq(im->source, "onednn");
     ck_assert(!im->packed);
     ck_assert_ptr_null(im->gemm);
-    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), " onednn="));
-    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), " dnnl.sgemm@1"));
+    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), " dnnl.sgemm@1=onednn-"));
+    ck_assert(!strncmp(im->build, "onednn-", 7));
     /* the registry's check on a shape of several panels and shares */
     gxd_tune_sig s = tt_sig(37, 300, 130);
     gxd_tune_rec r;
@@ -998,7 +1328,7 @@ START_TEST(test_dnnl_conv)
 #else
     ck_assert_ptr_nonnull(im);
     ck_assert_str_eq(im->source, "onednn");
-    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), " dnnl.conv@1"));
+    ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), " dnnl.conv@1=onednn-"));
     const struct {
         int nsp;
         int64_t g;
@@ -1274,6 +1604,7 @@ Suite *tune_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_lookup_order);
     tcase_add_test(tc, test_key_builds);
+    tcase_add_test(tc, test_migrate);
     tcase_add_test(tc, test_prefetch);
     tcase_add_test(tc, test_schema_version);
     tcase_add_test(tc, test_persist);
@@ -1291,6 +1622,7 @@ Suite *tune_suite(void)
     tcase_add_test(tc, test_dnnl_conv);
     tcase_add_test(tc, test_fast_wrong_rejected);
     tcase_add_test(tc, test_fast_right_wins);
+    tcase_add_test(tc, test_additive);
     tcase_add_test(tc, test_packed_winner);
     tcase_add_test(tc, test_slice_follows_whole);
     tcase_add_test(tc, test_explorer_thread);

@@ -1,11 +1,14 @@
 /*
  * tune.db: the registry's local level, one SQLite database under the
  * daemon's state directory. One table of winners keyed by the full key
- * text (signature, device model, build ids); WAL journal, so a daemon
+ * text (signature, device model), each with its candidates' build ids
+ * and times (the cands column); WAL journal, so a daemon
  * killed at any moment leaves a valid database (the last transaction is
  * either in or not). Bounded: beyond max_records rows the oldest
  * measurements are deleted. A file that is not a database, or fails
- * SQLite's quick check, is moved aside and replaced by an empty one.
+ * SQLite's quick check, is moved aside and replaced by an empty one. A
+ * database of schema 2 (whose keys held every candidate's name@version
+ * and the library builds) is migrated in place (s_migrate).
  */
 #include <errno.h>
 #include <sqlite3.h>
@@ -19,7 +22,7 @@
 #include "daemon/tune/tune_internal.h"
 #include "core/internal.h"
 
-#define S_SCHEMA_VERSION 2
+#define S_SCHEMA_VERSION 3
 
 struct gxd_tune_db {
     sqlite3 *db;
@@ -43,22 +46,25 @@ static const char s_schema[] =
     " validation TEXT NOT NULL,"
     " host TEXT NOT NULL,"
     " measured_at INTEGER NOT NULL,"
-    " reuse INTEGER NOT NULL DEFAULT 0);"
+    " reuse INTEGER NOT NULL DEFAULT 0,"
+    " build TEXT NOT NULL DEFAULT '',"  /* the winner's build id */
+    " cands TEXT NOT NULL DEFAULT '');" /* name@v build ns at; ... (gxd_tune_cands_str) */
     "CREATE INDEX IF NOT EXISTS winners_age ON winners(measured_at);"
     "CREATE INDEX IF NOT EXISTS winners_family ON winners(family);"
-    "INSERT OR IGNORE INTO meta VALUES('schema', '2');";
+    "INSERT OR IGNORE INTO meta VALUES('schema', '3');";
 
 static int s_prepare(gxd_tune_db *d, char *err, size_t errlen)
 {
     const char *sql[5] = {
-        "SELECT impl, version, ns, others, validation, host, measured_at FROM winners WHERE key=?",
+        "SELECT impl, version, ns, others, validation, host, measured_at, build, cands"
+        " FROM winners WHERE key=?",
         "INSERT OR REPLACE INTO winners(key, op, impl, version, ns, others, validation, host,"
-        " measured_at, family) VALUES(?,?,?,?,?,?,?,?,?,?)",
+        " measured_at, family, build, cands) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
         "UPDATE winners SET reuse=reuse+1 WHERE key=?",
         "DELETE FROM winners WHERE key IN (SELECT key FROM winners ORDER BY measured_at DESC"
         " LIMIT -1 OFFSET ?)",
-        "SELECT impl, version, ns, others, validation, host, measured_at, key FROM winners"
-        " WHERE family=? ORDER BY measured_at DESC LIMIT ?",
+        "SELECT impl, version, ns, others, validation, host, measured_at, build, cands, key"
+        " FROM winners WHERE family=? ORDER BY measured_at DESC LIMIT ?",
     };
     sqlite3_stmt **st[5] = {&d->get, &d->put, &d->reuse, &d->trim, &d->family};
     for (int i = 0; i < 5; i++)
@@ -80,9 +86,126 @@ static void s_finalize(gxd_tune_db *d)
     d->db = NULL;
 }
 
+static void s_text(sqlite3_stmt *q, int col, char *dst, size_t len)
+{
+    const unsigned char *v = sqlite3_column_text(q, col);
+    snprintf(dst, len, "%s", v ? (const char *)v : "");
+}
+
+/* The part of a schema-2 key after its n-th " | " (n = 2: the builds), or
+ * NULL. */
+static const char *s_part(const char *key, int n)
+{
+    const char *p = key;
+    for (int i = 0; i < n && p; i++)
+        if ((p = strstr(p, " | ")))
+            p += 3;
+    return p;
+}
+
+/* Schema 2 to 3, in one transaction: a key "sig | device | builds" becomes
+ * "sig | device" (the family likewise), the builds part gives the
+ * winner's and every candidate's build id (gxd_tune_build_id; the
+ * candidates from others), and of the rows that then share a key the
+ * newest measurement stays. A row whose key or others is not of schema
+ * 2's form is dropped (logged). GX_OK or GX_EFORMAT with err. */
+static int s_migrate(gxd_tune_db *d, const char *path, gxd_log *log, char *err, size_t errlen)
+{
+    static const char make[] =
+        "CREATE TABLE winners3("
+        " key TEXT PRIMARY KEY, family TEXT NOT NULL, op TEXT NOT NULL, impl TEXT NOT NULL,"
+        " version INTEGER NOT NULL, ns INTEGER NOT NULL, others TEXT NOT NULL,"
+        " validation TEXT NOT NULL, host TEXT NOT NULL, measured_at INTEGER NOT NULL,"
+        " reuse INTEGER NOT NULL DEFAULT 0, build TEXT NOT NULL DEFAULT '',"
+        " cands TEXT NOT NULL DEFAULT '');";
+    static const char finish[] =
+        "DROP TABLE winners;"
+        "ALTER TABLE winners3 RENAME TO winners;"
+        "CREATE INDEX winners_age ON winners(measured_at);"
+        "CREATE INDEX winners_family ON winners(family);"
+        "UPDATE meta SET v='3' WHERE k='schema';"
+        "COMMIT;";
+    sqlite3_stmt *get = NULL, *put = NULL;
+    int64_t moved = 0, dropped = 0;
+    char *emsg = NULL;
+    gxd_tune_rec *r = malloc(sizeof *r);
+    char cands[GXD_TUNE_MAX_IMPLS * 160];
+    if (!r || sqlite3_exec(d->db, "BEGIN", NULL, NULL, &emsg) != SQLITE_OK ||
+        sqlite3_exec(d->db, make, NULL, NULL, &emsg) != SQLITE_OK ||
+        sqlite3_prepare_v2(d->db,
+                           "SELECT key, family, op, impl, version, ns, others, validation, host,"
+                           " measured_at, reuse FROM winners ORDER BY measured_at, key",
+                           -1, &get, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(d->db,
+                           "INSERT OR REPLACE INTO winners3(key, family, op, impl, version, ns,"
+                           " others, validation, host, measured_at, reuse, build, cands)"
+                           " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &put, NULL) != SQLITE_OK)
+        goto fail;
+    int s;
+    while ((s = sqlite3_step(get)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(get, 0),
+                   *fam = (const char *)sqlite3_column_text(get, 1),
+                   *others = (const char *)sqlite3_column_text(get, 6);
+        const char *kb = key ? s_part(key, 2) : NULL, *fb = fam ? s_part(fam, 2) : NULL;
+        gxd_tune_buildinfo bi;
+        memset(r, 0, sizeof *r);
+        s_text(get, 3, r->impl, sizeof r->impl);
+        r->version = sqlite3_column_int(get, 4);
+        r->measured_at = sqlite3_column_int64(get, 9);
+        if (!kb || !fb || !others || !gxd_tune_buildinfo_parse_legacy(kb, &bi) ||
+            !gxd_tune_cands_from_others(others, &bi, r)) {
+            dropped++;
+            continue;
+        }
+        gxd_tune_build_id(r->impl, &bi, r->build, sizeof r->build);
+        if (!gxd_tune_rec_cand(r, r->impl, r->version) && r->n_cands < GXD_TUNE_MAX_IMPLS) {
+            gxd_tune_cand *c = &r->cands[r->n_cands++]; /* schema 2 kept the winner apart */
+            snprintf(c->name, sizeof c->name, "%s", r->impl);
+            c->version = r->version;
+            snprintf(c->build, sizeof c->build, "%s", r->build);
+            c->ns = sqlite3_column_int64(get, 5);
+            c->at = r->measured_at;
+        }
+        gxd_tune_cands_str(r, cands, sizeof cands);
+        sqlite3_reset(put);
+        sqlite3_bind_text(put, 1, key, (int)(kb - 3 - key), SQLITE_TRANSIENT);
+        sqlite3_bind_text(put, 2, fam, (int)(fb - 3 - fam), SQLITE_TRANSIENT);
+        for (int c = 2; c <= 10; c++)
+            sqlite3_bind_value(put, c + 1, sqlite3_column_value(get, c));
+        sqlite3_bind_text(put, 12, r->build, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(put, 13, cands, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(put) != SQLITE_DONE)
+            goto fail;
+        moved++;
+    }
+    if (s != SQLITE_DONE)
+        goto fail;
+    sqlite3_finalize(get);
+    sqlite3_finalize(put);
+    get = put = NULL;
+    if (sqlite3_exec(d->db, finish, NULL, NULL, &emsg) != SQLITE_OK)
+        goto fail;
+    if (log)
+        GXD_LOG(log, GXD_LOG_INFO,
+                "tune: %s migrated from schema 2: %lld records kept, %lld unreadable dropped",
+                path, (long long)moved, (long long)dropped);
+    free(r);
+    return GX_OK;
+fail:
+    gx_errf(err, errlen, GX_EFORMAT, "%s: migrating from schema 2: %s", path,
+            emsg ? emsg : sqlite3_errmsg(d->db));
+    sqlite3_free(emsg);
+    sqlite3_finalize(get);
+    sqlite3_finalize(put);
+    (void)sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+    free(r);
+    return GX_EFORMAT;
+}
+
 /* Open path and check it: GX_OK, GX_EFORMAT (not a database, or corrupt:
  * the caller moves it aside) or GX_EIO. */
-static int s_open(gxd_tune_db *d, const char *path, char *err, size_t errlen)
+static int s_open(gxd_tune_db *d, const char *path, gxd_log *log, char *err, size_t errlen)
 {
     int rc = sqlite3_open_v2(path, &d->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
@@ -113,21 +236,28 @@ static int s_open(gxd_tune_db *d, const char *path, char *err, size_t errlen)
         gx_errf(err, errlen, GX_EFORMAT, "%s: %s", path, emsg ? emsg : "schema");
     }
     sqlite3_free(emsg);
-    if (ok && s_prepare(d, err, errlen) != GX_OK)
-        ok = false;
     if (ok) {
-        /* a database of another schema version is not ours to read */
+        /* a database of another schema version is not ours to read, but
+         * schema 2's, which we migrate */
         sqlite3_stmt *v = NULL;
+        int version = S_SCHEMA_VERSION;
         if (sqlite3_prepare_v2(d->db, "SELECT v FROM meta WHERE k='schema'", -1, &v, NULL) ==
                 SQLITE_OK &&
-            sqlite3_step(v) == SQLITE_ROW &&
-            sqlite3_column_int(v, 0) != S_SCHEMA_VERSION) {
+            sqlite3_step(v) == SQLITE_ROW)
+            version = sqlite3_column_int(v, 0);
+        sqlite3_finalize(v);
+        if (version == 2) {
+            ok = s_migrate(d, path, log, err, errlen) == GX_OK;
+            if (!ok)
+                rc = SQLITE_CORRUPT; /* moved aside */
+        } else if (version != S_SCHEMA_VERSION) {
             ok = false;
             gx_errf(err, errlen, GX_EFORMAT, "%s: schema version %d, this gexecd reads %d", path,
-                    sqlite3_column_int(v, 0), S_SCHEMA_VERSION);
+                    version, S_SCHEMA_VERSION);
         }
-        sqlite3_finalize(v);
     }
+    if (ok && s_prepare(d, err, errlen) != GX_OK)
+        ok = false;
     if (ok)
         return GX_OK;
     s_finalize(d);
@@ -157,7 +287,7 @@ gxd_tune_db *gxd_tune_db_open(const char *dir, int64_t max_records, gxd_log *log
         return NULL;
     }
     d->max_records = max_records > 0 ? max_records : 100000;
-    int rc = s_open(d, path, err, errlen);
+    int rc = s_open(d, path, log, err, errlen);
     if (rc == GX_EFORMAT) {
         char aside[4200];
         snprintf(aside, sizeof aside, "%s.corrupt-%lld", path, (long long)time(NULL));
@@ -175,7 +305,7 @@ gxd_tune_db *gxd_tune_db_open(const char *dir, int64_t max_records, gxd_log *log
         (void)unlink(side);
         snprintf(side, sizeof side, "%s-shm", path);
         (void)unlink(side);
-        rc = s_open(d, path, err, errlen);
+        rc = s_open(d, path, log, err, errlen);
     }
     if (rc != GX_OK) {
         free(d);
@@ -194,13 +324,7 @@ void gxd_tune_db_close(gxd_tune_db **dp)
     *dp = NULL;
 }
 
-static void s_text(sqlite3_stmt *q, int col, char *dst, size_t len)
-{
-    const unsigned char *v = sqlite3_column_text(q, col);
-    snprintf(dst, len, "%s", v ? (const char *)v : "");
-}
-
-/* A record from the first 7 columns of a SELECT. */
+/* A record from the first 9 columns of a SELECT. */
 static void s_row(sqlite3_stmt *q, gxd_tune_rec *r)
 {
     memset(r, 0, sizeof *r);
@@ -211,6 +335,10 @@ static void s_row(sqlite3_stmt *q, gxd_tune_rec *r)
     s_text(q, 4, r->validation, sizeof r->validation);
     s_text(q, 5, r->host, sizeof r->host);
     r->measured_at = sqlite3_column_int64(q, 6);
+    s_text(q, 7, r->build, sizeof r->build);
+    const unsigned char *c = sqlite3_column_text(q, 8);
+    if (!gxd_tune_cands_parse(c ? (const char *)c : "", r))
+        r->n_cands = 0; /* damaged: every candidate is measured again */
     r->level = GXD_TUNE_LOCAL;
 }
 
@@ -224,7 +352,7 @@ int gxd_tune_db_family(gxd_tune_db *d, const char *family, int max,
     while ((s = sqlite3_step(d->family)) == SQLITE_ROW) {
         gxd_tune_rec r;
         s_row(d->family, &r);
-        const unsigned char *key = sqlite3_column_text(d->family, 7);
+        const unsigned char *key = sqlite3_column_text(d->family, 9);
         if (key)
             fn(arg, (const char *)key, &r);
     }
@@ -282,6 +410,10 @@ int gxd_tune_db_put(gxd_tune_db *d, const char *key, const char *family, const c
     sqlite3_bind_text(q, 8, r->host, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 9, r->measured_at);
     sqlite3_bind_text(q, 10, family, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 11, r->build, -1, SQLITE_STATIC);
+    char cands[GXD_TUNE_MAX_IMPLS * 160];
+    gxd_tune_cands_str(r, cands, sizeof cands);
+    sqlite3_bind_text(q, 12, cands, -1, SQLITE_TRANSIENT);
     int s = sqlite3_step(q);
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);

@@ -54,13 +54,15 @@ void gxd_tune_set_changed(gxd_tune *t, gxd_tune_changed_fn fn, void *arg)
     pthread_mutex_unlock(&t->qmu);
 }
 
-void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig, double weight)
+void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig, double weight,
+                        bool additive)
 {
     if (!(weight > 0)) /* unknown: its multiply-adds */
         weight = gxd_tune_op_of(sig->op)->madds(sig);
     for (size_t i = 0; i < t->n_pending; i++)
         if (!strcmp(t->pending[i].key, key)) {
             t->pending[i].hits++;
+            t->pending[i].additive &= additive;
             if (weight > t->pending[i].weight)
                 t->pending[i].weight = weight;
             return;
@@ -74,7 +76,7 @@ void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig, d
     if (!k)
         return;
     t->pending[t->n_pending++] =
-        (gxd_tune_pending){.key = k, .sig = *sig, .hits = 1, .weight = weight};
+        (gxd_tune_pending){.key = k, .sig = *sig, .hits = 1, .weight = weight, .additive = additive};
     pthread_mutex_lock(&t->mu);
     t->st.queued++;
     pthread_mutex_unlock(&t->mu);
@@ -108,7 +110,12 @@ static bool s_wait_idle(gxd_tune *t, gxd_tune_idle_fn idle, void *arg)
     return false;
 }
 
-int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out)
+/* Measure sig's candidates: every one (old NULL), or (additive) old's
+ * winner and those old lacks, keeping old's other candidates in the
+ * record; the incumbent (the default, or old's winner) is measured first
+ * and stays unless another is over GXD_TUNE_MARGIN faster. */
+static int s_explore(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *old,
+                     gxd_tune_rec *out, int *n_run)
 {
     pthread_mutex_lock(&t->qmu);
     gxd_tune_idle_fn idle = t->idle;
@@ -120,32 +127,39 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
     gxd_tune_bench bn;
     if (gxd_tune_bench_init(&bn, sig) != GX_OK)
         return GX_ENOMEM;
-    const int64_t t0 = s_now_us();
-    gxd_tune_rec rec = {.ns = -1};
-    size_t n_try = 0;
-    for (size_t i = 0; i < t->n_impls; i++)
-        n_try += gxd_tune_impl_kernel(&t->impls[i], sig->op) != NULL;
-    const int64_t budget_ns = t->o.budget_ms * 1000000 / (int64_t)(n_try ? n_try : 1);
-    int64_t rejected = 0, def_ns = -1;
-    const gxd_tune_impl *best = NULL, *def = gxd_tune_default(t, sig->op);
-    char def_why[256] = "";
-    /* the default first: the others are compared with it as they come */
+    const int64_t t0 = s_now_us(), now = (int64_t)time(NULL);
+    gxd_tune_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.ns = -1;
+    /* the incumbent first: the others are compared with it as they come */
+    const gxd_tune_impl *def = old ? gxd_tune_impl_find(t, old->impl, old->version)
+                                   : gxd_tune_default(t, sig->op);
     const gxd_tune_impl *order[GXD_TUNE_MAX_IMPLS];
     size_t n_order = 0;
-    if (def)
+    if (def && gxd_tune_impl_kernel(def, sig->op))
         order[n_order++] = def;
     for (size_t i = 0; i < t->n_impls; i++)
-        if (&t->impls[i] != def)
+        if (&t->impls[i] != def && gxd_tune_impl_kernel(&t->impls[i], sig->op) &&
+            (!old || !gxd_tune_rec_has(old, &t->impls[i])))
             order[n_order++] = &t->impls[i];
+    const int64_t budget_ns = t->o.budget_ms * 1000000 / (int64_t)(n_order ? n_order : 1);
+    int64_t rejected = 0, def_ns = -1;
+    const gxd_tune_impl *best = NULL;
+    char def_why[256] = "";
+    int run = 0;
     for (size_t i = 0; i < n_order && !atomic_load(&t->stop); i++) {
         const gxd_tune_impl *im = order[i];
-        if (!gxd_tune_impl_kernel(im, sig->op))
-            continue;
         char why[256];
         int64_t run_ns = 0;
         int pieces = 1;
         if (!s_wait_idle(t, idle, idle_arg))
             break;
+        gxd_tune_cand *c = &rec.cands[rec.n_cands];
+        snprintf(c->name, sizeof c->name, "%s", im->name);
+        c->version = im->version;
+        snprintf(c->build, sizeof c->build, "%s", im->build);
+        c->ns = -1;
+        c->at = now;
         if (!gxd_tune_bench_check(&bn, im, why, sizeof why, &run_ns, &pieces, idle, idle_arg,
                                   &t->stop)) {
             if (run_ns < 0)
@@ -153,6 +167,8 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
             s_append(rec.others, sizeof rec.others, "%s%s@%d:rejected (%s)", rec.others[0] ? ", " : "",
                      im->name, im->version, why);
             rejected++;
+            rec.n_cands++;
+            run++;
             continue;
         }
         int64_t ns;
@@ -164,6 +180,9 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
                                      idle_arg, &t->stop);
         if (ns < 0)
             break; /* stopping */
+        c->ns = ns;
+        rec.n_cands++;
+        run++;
         if (im == def) {
             def_ns = ns;
             snprintf(def_why, sizeof def_why, "%s", why);
@@ -177,10 +196,26 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
         }
     }
     gxd_tune_bench_fini(&bn);
+    if (n_run)
+        *n_run = run;
     if (best && def_ns > 0 && best != def && (double)def_ns <= (double)rec.ns * (1.0 + GXD_TUNE_MARGIN)) {
-        best = def; /* within the noise of the fastest: keep the default */
+        best = def; /* within the noise of the fastest: keep the incumbent */
         rec.ns = def_ns;
         snprintf(rec.validation, sizeof rec.validation, "%s", def_why);
+    }
+    /* additive: the candidates measured before and not now stay, with
+     * their times of then */
+    for (int i = 0; old && i < old->n_cands && rec.n_cands < GXD_TUNE_MAX_IMPLS; i++) {
+        const gxd_tune_cand *oc = &old->cands[i];
+        if (gxd_tune_rec_cand(&rec, oc->name, oc->version))
+            continue;
+        rec.cands[rec.n_cands++] = *oc;
+        if (oc->ns >= 0)
+            s_append(rec.others, sizeof rec.others, "%s%s@%d:%lld (earlier)",
+                     rec.others[0] ? ", " : "", oc->name, oc->version, (long long)oc->ns);
+        else
+            s_append(rec.others, sizeof rec.others, "%s%s@%d:rejected (earlier)",
+                     rec.others[0] ? ", " : "", oc->name, oc->version);
     }
     pthread_mutex_lock(&t->mu);
     t->st.explored++;
@@ -206,6 +241,7 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
     pthread_mutex_unlock(&t->mu);
     snprintf(rec.impl, sizeof rec.impl, "%s", best->name);
     rec.version = best->version;
+    snprintf(rec.build, sizeof rec.build, "%s", best->build);
     snprintf(rec.host, sizeof rec.host, "%s", t->host);
     rec.measured_at = (int64_t)time(NULL);
     rec.level = GXD_TUNE_MEMORY;
@@ -227,6 +263,22 @@ int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out
     if (fn)
         fn(arg);
     return GX_OK;
+}
+
+int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out)
+{
+    return s_explore(t, sig, NULL, out, NULL);
+}
+
+int gxd_tune_explore_more(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *out, int *n_run)
+{
+    gxd_tune_rec *old = malloc(sizeof *old);
+    if (!old)
+        return GX_ENOMEM;
+    const bool have = gxd_tune_peek(t, sig, old); /* valid records only */
+    const int rc = s_explore(t, sig, have ? old : NULL, out, n_run);
+    free(old);
+    return rc;
 }
 
 /* The waiting signature with the highest priority, taken out of the
@@ -263,7 +315,8 @@ static void *s_explore_main(void *arg)
         }
         t->busy = true;
         pthread_mutex_unlock(&t->qmu);
-        const int rc = gxd_tune_explore_sig(t, &p.sig, NULL);
+        const int rc = p.additive ? gxd_tune_explore_more(t, &p.sig, NULL, NULL)
+                                  : gxd_tune_explore_sig(t, &p.sig, NULL);
         pthread_mutex_lock(&t->qmu);
         t->busy = false;
         if (rc == GX_ENOTFOUND || rc == GX_ENOMEM) { /* not again this run */
@@ -317,7 +370,7 @@ int gxd_tune_request_plan(gxd_tune *t, const gxd_plan *p)
                 free(t->tried[k]);
                 t->tried[k] = NULL;
             }
-        gxd_tune_queue_sig(t, key, sig, 0.0);
+        gxd_tune_queue_sig(t, key, sig, 0.0, false);
         for (size_t k = 0; k < t->n_pending; k++)
             if (!strcmp(t->pending[k].key, key)) {
                 t->pending[k].hits = INT64_MAX / 4; /* ahead of the waiting ones */
@@ -340,6 +393,7 @@ void gxd_tune_explore_stop(gxd_tune *t)
     pthread_mutex_unlock(&t->qmu);
     pthread_join(t->thread, NULL);
     t->started = false;
+    atomic_store(&t->stop, false); /* gxd_tune_explore_sig on this thread runs again */
 }
 
 bool gxd_tune_explore_wait(gxd_tune *t, int64_t timeout_ms)

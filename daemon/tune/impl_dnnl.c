@@ -374,7 +374,7 @@ size_t gxd_tune_dnnl_impls(gxd_tune_impl *out, size_t max)
 void gxd_tune_dnnl_build(char *buf, size_t len)
 {
     const dnnl_version_t *v = dnnl_version();
-    snprintf(buf, len, " onednn=%d.%d.%d", v->major, v->minor, v->patch);
+    snprintf(buf, len, "%d.%d.%d", v->major, v->minor, v->patch);
 }
 
 #else

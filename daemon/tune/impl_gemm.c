@@ -170,21 +170,6 @@ size_t gxd_tune_builtin_impls(gxd_tune_impl *out, size_t max)
     return n;
 }
 
-void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t len)
-{
-    size_t o = 0;
-    /* the ISA in use: the default and "plain" run on it */
-    int w = snprintf(buf, len, "gexec-%s gemm=%s [%s] core=%s", PACKAGE_VERSION,
-                     gx_backend_cpu()->gemm_tune->isa(), OPENBLAS_VERSION, openblas_get_corename());
-    o = w > 0 && (size_t)w < len ? (size_t)w : len - 1;
-    gxd_tune_dnnl_build(buf + o, len - o);
-    o += strlen(buf + o);
-    for (size_t i = 0; i < n && o + 1 < len; i++) {
-        w = snprintf(buf + o, len - o, " %s@%d", impls[i].name, impls[i].version);
-        o = w > 0 && (size_t)w < len - o ? o + (size_t)w : len - 1;
-    }
-}
-
 /* ---- measuring ---- */
 
 void gxd_tune_fill(float *p, int64_t n, uint64_t seed)

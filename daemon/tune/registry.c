@@ -81,7 +81,8 @@ gxd_tune *gxd_tune_new(const gxd_tune_opts *o, char *err, size_t errlen)
     atomic_init(&t->stop, false);
     t->n_impls = gxd_tune_builtin_impls(t->impls, GXD_TUNE_MAX_IMPLS);
     s_device(t->device, sizeof t->device);
-    gxd_tune_builds_str(t->impls, t->n_impls, t->builds, sizeof t->builds);
+    gxd_tune_buildinfo_now(&t->bi);
+    gxd_tune_builds_update(t);
     if (gethostname(t->host, sizeof t->host - 1) != 0)
         snprintf(t->host, sizeof t->host, "unknown");
     if (o->mode != GXD_TUNE_OFF && o->dir && o->dir[0]) {
@@ -139,7 +140,7 @@ bool gxd_tune_add_impl(gxd_tune *t, const gxd_tune_impl *im)
     if (t->n_impls >= GXD_TUNE_MAX_IMPLS)
         return false;
     t->impls[t->n_impls++] = *im;
-    gxd_tune_builds_str(t->impls, t->n_impls, t->builds, sizeof t->builds);
+    gxd_tune_builds_update(t);
     return true;
 }
 
@@ -170,26 +171,28 @@ const char *gxd_tune_builds(const gxd_tune *t)
     return t->builds;
 }
 
+/* "<sig part> | <device>" (malloc'ed). */
+static char *s_key(const gxd_tune *t, const char *s)
+{
+    const size_t len = strlen(s) + strlen(t->device) + 4;
+    char *k = malloc(len);
+    if (k)
+        snprintf(k, len, "%s | %s", s, t->device);
+    return k;
+}
+
 char *gxd_tune_key(const gxd_tune *t, const gxd_tune_sig *sig)
 {
     char s[512];
     gxd_tune_sig_str(sig, s, sizeof s);
-    const size_t len = strlen(s) + strlen(t->device) + strlen(t->builds) + 8;
-    char *k = malloc(len);
-    if (k)
-        snprintf(k, len, "%s | %s | %s", s, t->device, t->builds);
-    return k;
+    return s_key(t, s);
 }
 
 char *gxd_tune_family(const gxd_tune *t, const gxd_tune_sig *sig)
 {
     char s[512];
     gxd_tune_sig_family_str(sig, s, sizeof s);
-    const size_t len = strlen(s) + strlen(t->device) + strlen(t->builds) + 8;
-    char *k = malloc(len);
-    if (k)
-        snprintf(k, len, "%s | %s | %s", s, t->device, t->builds);
-    return k;
+    return s_key(t, s);
 }
 
 /* ---- the cache (under t->mu) ---- */
@@ -365,6 +368,8 @@ static void s_central(gxd_tune *t, const gxd_tune_sig *sigs, char **keys, size_t
             for (size_t i = 0; i < n; i++)
                 if (keys[i] && !found[i] && !strcmp(keys[i], rows.keys[r])) {
                     asked = true;
+                    if (!gxd_tune_rec_valid(t, &rows.recs[r]))
+                        continue; /* its winner was rebuilt: stale here too */
                     found[i] = true;
                     recs[i] = rows.recs[r];
                     t->st.hits[GXD_TUNE_CENTRAL]++;
@@ -408,8 +413,8 @@ void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const dou
     if (!t || t->o.mode == GXD_TUNE_OFF || !n)
         return;
     char **keys = calloc(n, sizeof *keys);
-    bool *dbf = calloc(n, sizeof *dbf);
-    if (!keys || !dbf)
+    bool *dbf = calloc(n, sizeof *dbf), *stale = calloc(n, sizeof *stale);
+    if (!keys || !dbf || !stale)
         goto out;
     for (size_t i = 0; i < n; i++)
         keys[i] = gxd_tune_key(t, &sigs[i]);
@@ -420,7 +425,8 @@ void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const dou
             continue;
         t->st.lookups++;
         gxd_tune_slot *e = s_slot(t, keys[i]);
-        if (e->key) {
+        stale[i] = e->key && !gxd_tune_rec_valid(t, &e->rec);
+        if (e->key && !stale[i]) {
             e->used = ++t->clock;
             e->reuse++;
             recs[i] = e->rec;
@@ -443,7 +449,9 @@ void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const dou
                 t->db_warned = true;
             }
             for (size_t i = 0; i < n; i++)
-                if (dbf[i]) {
+                if (dbf[i] && !gxd_tune_rec_valid(t, &recs[i])) {
+                    stale[i] = true; /* its winner was rebuilt, or is gone */
+                } else if (dbf[i]) {
                     found[i] = true;
                     t->st.hits[GXD_TUNE_LOCAL]++;
                     s_cache_put(t, keys[i], &recs[i]);
@@ -456,15 +464,24 @@ void gxd_tune_lookup_batch_prio(gxd_tune *t, const gxd_tune_sig *sigs, const dou
     pthread_mutex_unlock(&t->mu);
     if (t->up)
         s_central(t, sigs, keys, n, recs, found);
+    /* hits whose records lack a candidate: measured additively (dbf[i]
+     * says so now) */
+    size_t n_add = 0;
     pthread_mutex_lock(&t->mu);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         t->st.misses += keys[i] && !found[i];
+        t->st.stale += keys[i] && !found[i] && stale[i];
+        dbf[i] = found[i] && t->o.mode == GXD_TUNE_EXPLORE &&
+                 gxd_tune_rec_lacks(t, sigs[i].op, &recs[i]);
+        n_add += dbf[i];
+    }
+    t->st.additive += (int64_t)n_add;
     pthread_mutex_unlock(&t->mu);
     if (t->o.mode == GXD_TUNE_EXPLORE) {
         pthread_mutex_lock(&t->qmu);
         for (size_t i = 0; i < n; i++)
-            if (keys[i] && !found[i])
-                gxd_tune_queue_sig(t, keys[i], &sigs[i], weight ? weight[i] : 0.0);
+            if (keys[i] && (!found[i] || dbf[i]))
+                gxd_tune_queue_sig(t, keys[i], &sigs[i], weight ? weight[i] : 0.0, found[i]);
         pthread_mutex_unlock(&t->qmu);
     }
 out:
@@ -472,9 +489,10 @@ out:
         free(keys[i]);
     free(keys);
     free(dbf);
+    free(stale);
 }
 
-int gxd_tune_store(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *rec)
+int gxd_tune_store(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *rec_in)
 {
     char *key = gxd_tune_key(t, sig), *fam = gxd_tune_family(t, sig);
     if (!key || !fam) {
@@ -482,6 +500,11 @@ int gxd_tune_store(gxd_tune *t, const gxd_tune_sig *sig, const gxd_tune_rec *rec
         free(fam);
         return GX_ENOMEM;
     }
+    gxd_tune_rec copy, *rec = &copy;
+    copy = *rec_in;
+    const gxd_tune_impl *im = gxd_tune_impl_find(t, rec->impl, rec->version);
+    if (!rec->build[0] && im) /* measured by this daemon's build */
+        snprintf(rec->build, sizeof rec->build, "%s", im->build);
     int rc = GX_OK;
     pthread_mutex_lock(&t->mu);
     s_cache_put(t, key, rec);
@@ -555,7 +578,7 @@ bool gxd_tune_peek(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec)
         return false;
     pthread_mutex_lock(&t->mu);
     const gxd_tune_slot *e = s_slot(t, key);
-    const bool found = e->key != NULL;
+    const bool found = e->key != NULL && gxd_tune_rec_valid(t, &e->rec);
     if (found)
         *rec = e->rec;
     pthread_mutex_unlock(&t->mu);

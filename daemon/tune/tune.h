@@ -12,11 +12,14 @@
  *   gxd_tune_destroy(&t);
  *
  * Key: op, dtypes, shapes, attributes, layout (gxd_tune_sig, written as a
- * canonical text), the device model (CPU model name and the ISAs the
- * kernels have on it) and the build ids of the candidate implementations
- * (their names and versions, OpenBLAS's version and configuration, the
- * gexec version): a record measured with another library build, or on
- * another CPU, is never used.
+ * canonical text) and the device model (CPU model name and the ISAs the
+ * kernels have on it). A record holds, per candidate measured, its name,
+ * version, build id (gexec's version, OpenBLAS's version and core,
+ * oneDNN's version: gxd_tune_impl.build) and time; a lookup finds it only
+ * while the winner's build id is the one this daemon has (another library
+ * build, or another CPU, is never used), and a candidate the record does
+ * not hold (added, or rebuilt, since) is measured later, additively, on
+ * idle time, while the stored winner keeps running.
  *
  * Lookup, one batch per plan: the in-memory cache (bounded), then the local
  * SQLite database tune.db (bounded in rows; a file that is not a valid
@@ -119,6 +122,12 @@ void gxd_tune_sig_family_str(const gxd_tune_sig *sig, char *buf, size_t len);
 typedef struct gxd_tune_impl {
     char name[32];    /* "packed.avx512", "blas", "plain", "conv.plain" */
     int version;
+    /* Its build id: the builds of the code it runs ("gexec-0.9",
+     * "openblas-0.3.21.SkylakeX", "onednn-2.6.3"; no spaces). Built-in
+     * ones get theirs from gxd_tune_build_id; "" in a row given to
+     * gxd_tune_add_impl: the same rule by name ("none" for a name it does
+     * not know). */
+    char build[64];
     char source[16];  /* "gexec", "openblas", "onednn", "test" */
     bool packed;
     gx_kernel_fn matmul, gemm, conv;
@@ -146,19 +155,40 @@ typedef enum gxd_tune_level {
     GXD_TUNE_LEVEL_COUNT
 } gxd_tune_level;
 
-/* A winner: the implementation (name, version), its median time, the
- * others' (text "name@v:ns,..." with rejected ones as "name@v:rejected"),
- * how it was validated and where and when it was measured. */
+/* One candidate measured for a record: name, version and build id as
+ * they were, its median time (-1: rejected, or it cannot run the
+ * signature) and when (seconds since the epoch). */
+typedef struct gxd_tune_cand {
+    char name[32];
+    int version;
+    char build[64];
+    int64_t ns;
+    int64_t at;
+} gxd_tune_cand;
+
+/* A winner: the implementation (name, version, build id), its median
+ * time, every candidate measured (cands: what decides which candidates
+ * are still to measure; others: the same as text for people,
+ * "name@v:ns,..." with rejected ones as "name@v:rejected (why)"), how it
+ * was validated and where and when it was measured. */
 typedef struct gxd_tune_rec {
     char impl[32];
     int version;
+    char build[64]; /* the winner's build id; "" in gxd_tune_store: this daemon's */
     int64_t ns;
+    gxd_tune_cand cands[GXD_TUNE_MAX_IMPLS];
+    int n_cands;
     char others[512];
     char validation[256];
     char host[64];
     int64_t measured_at; /* seconds since the epoch */
     gxd_tune_level level; /* where the lookup found it */
 } gxd_tune_rec;
+
+/* The candidate of rec called name at version, or NULL. */
+const gxd_tune_cand *gxd_tune_rec_cand(const gxd_tune_rec *rec, const char *name, int version);
+/* Does rec hold im, measured with its current version and build id? */
+bool gxd_tune_rec_has(const gxd_tune_rec *rec, const gxd_tune_impl *im);
 
 /* ---- the registry ------------------------------------------------------ */
 
@@ -205,13 +235,20 @@ const gxd_tune_impl *gxd_tune_impl_find(const gxd_tune *t, const char *name, int
  * gexec's plain-layout kernel ("conv.plain"). */
 const gxd_tune_impl *gxd_tune_default(const gxd_tune *t, gx_op op);
 
-/* The device model and build ids part of every key (borrowed). */
+/* The device model part of every key (borrowed). */
 const char *gxd_tune_device(const gxd_tune *t);
+/* The candidates and their build ids, "name@v=build ..." (borrowed; for
+ * listings: the key does not hold it). */
 const char *gxd_tune_builds(const gxd_tune *t);
 
 /* Look n signatures up at once: memory, then tune.db in one transaction.
- * found[i] true and recs[i] filled on a hit (recs[i].level says where);
- * a miss is queued for exploration (mode explore). Counts each lookup.
+ * found[i] true and recs[i] filled on a hit (recs[i].level says where): a
+ * record whose winner this daemon has with the same version and build id
+ * (one whose winner was rebuilt or removed is stale: no hit, counted
+ * `stale`, and the next level is asked). A miss is queued for
+ * exploration (mode explore); so is a hit whose record lacks a candidate
+ * this daemon has (its name, version and build id), for the additive
+ * exploration of the missing ones. Counts each lookup.
  * Mode off: every found[i] is false and nothing is counted or queued. */
 void gxd_tune_lookup_batch(gxd_tune *t, const gxd_tune_sig *sigs, size_t n, gxd_tune_rec *recs,
                            bool *found);
@@ -260,6 +297,14 @@ void gxd_tune_set_changed(gxd_tune *t, gxd_tune_changed_fn fn, void *arg);
  * between runs. GX_OK; GX_ENOTFOUND when no candidate passed (each
  * rejection in rec->others); GX_ENOMEM. */
 int gxd_tune_explore_sig(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec);
+/* The additive exploration: with a valid record of sig in memory, measure
+ * its winner and the candidates the record lacks (not yet measured with
+ * their current version and build id), and store the record with them
+ * added (the winner replaced only when another is over
+ * GXD_TUNE_MARGIN faster than it in this run); without one, as
+ * gxd_tune_explore_sig. *n_run: candidates measured (may be NULL). Same
+ * returns. What the explorer thread does for a hit that lacks some. */
+int gxd_tune_explore_more(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec, int *n_run);
 
 /* Start the explorer thread (mode explore only; no-op otherwise). GX_OK or
  * GX_EINTERNAL. */
@@ -279,7 +324,8 @@ int gxd_tune_request_plan(gxd_tune *t, const struct gxd_plan *p);
 bool gxd_tune_explore_wait(gxd_tune *t, int64_t timeout_ms);
 
 /* The record in memory for sig, without counting a lookup or queueing a
- * miss (the re-planner's question); false when none. */
+ * miss (the re-planner's question); false when none, or when its winner
+ * is not this daemon's (another version or build id). */
 bool gxd_tune_peek(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec);
 
 /* ---- plans ------------------------------------------------------------- */
@@ -310,6 +356,8 @@ typedef struct gxd_tune_stats {
     int64_t pending;      /* signatures waiting now (both queues) */
     int64_t cached;       /* records in memory now */
     int64_t prefetched;   /* records read into memory with another signature of their family */
+    int64_t stale;        /* lookups that found only records whose winner was rebuilt or is gone */
+    int64_t additive;     /* hits queued to measure candidates their record lacks */
     /* the central registry (all 0 without one) */
     bool upstream_up;         /* connected now */
     int64_t upstream_errors;  /* failed connections, reads and writes */

@@ -32,11 +32,41 @@ size_t gxd_tune_builtin_impls(gxd_tune_impl *out, size_t max);
 /* oneDNN's candidates (daemon/tune/impl_dnnl.c; none without oneDNN at
  * build time) into out (at most max); returns their count. */
 size_t gxd_tune_dnnl_impls(gxd_tune_impl *out, size_t max);
-/* oneDNN's part of the build ids (" onednn=2.6.3"; "" without it). */
+/* oneDNN's version ("2.6.3"; "" without it). */
 void gxd_tune_dnnl_build(char *buf, size_t len);
-/* The build ids part of the key: gexec's version, OpenBLAS's, and every
- * implementation's name@version. */
-void gxd_tune_builds_str(const gxd_tune_impl *impls, size_t n, char *buf, size_t len);
+
+/* ---- build ids (daemon/tune/builds.c) ---- */
+
+/* The library builds a candidate's build id is made of. */
+typedef struct gxd_tune_buildinfo {
+    char gexec[32];    /* PACKAGE_VERSION */
+    char isa[16];      /* the packed kernels' ISA in use (the default's and plain's) */
+    char openblas[32]; /* OpenBLAS's version ("0.3.21") */
+    char core[32];     /* its core in use ("SkylakeX") */
+    char onednn[16];   /* oneDNN's version, "" without it */
+} gxd_tune_buildinfo;
+
+/* This process's builds. */
+void gxd_tune_buildinfo_now(gxd_tune_buildinfo *b);
+/* The builds of a key of tune.db schema 2 (its third part, "gexec-0.9
+ * gemm=avx512 [ OpenBLAS 0.3.21 ] core=SkylakeX onednn=2.6.3 name@v...");
+ * false when it is not one. */
+bool gxd_tune_buildinfo_parse_legacy(const char *builds, gxd_tune_buildinfo *b);
+/* The build id of the implementation called name on builds b: gexec's
+ * kernels "gexec-<v>" (plain, and conv.plain, with the ISA in use; conv.plain
+ * with OpenBLAS's too: its 1x1 convs call it), OpenBLAS's "openblas-<v>.<core>",
+ * oneDNN's "onednn-<v>", another name "none". */
+void gxd_tune_build_id(const char *name, const gxd_tune_buildinfo *b, char *buf, size_t len);
+/* rec->cands as text ("name@v build ns at; ..."), what tune.db and the
+ * central registry keep; and back (false on a text that is not one: then
+ * rec->n_cands is what parsed before it). */
+void gxd_tune_cands_str(const gxd_tune_rec *rec, char *buf, size_t len);
+bool gxd_tune_cands_parse(const char *s, gxd_tune_rec *rec);
+/* rec->cands from a schema-2 record's others ("name@v:ns, name@v:rejected
+ * (why), ..."), each candidate's build id by gxd_tune_build_id on b, measured
+ * at rec->measured_at; false when others is not of that form. */
+bool gxd_tune_cands_from_others(const char *others, const gxd_tune_buildinfo *b,
+                                gxd_tune_rec *rec);
 
 /* One signature's fixed inputs (B also packed, for the packed product
  * kernels), its output, the scratch of the candidate being run, and the
@@ -188,6 +218,7 @@ typedef struct gxd_tune_pending {
     gxd_tune_sig sig;
     int64_t hits;
     double weight;
+    bool additive; /* a hit lacking candidates: gxd_tune_explore_more */
 } gxd_tune_pending;
 
 #define GXD_TUNE_MAX_PENDING 1024
@@ -196,6 +227,7 @@ struct gxd_tune {
     gxd_tune_opts o;
     gxd_log *log;
     char device[256], builds[1024], host[64];
+    gxd_tune_buildinfo bi;
     gxd_tune_impl impls[GXD_TUNE_MAX_IMPLS];
     size_t n_impls;
 
@@ -223,14 +255,22 @@ struct gxd_tune {
     void *changed_arg;
 };
 
-/* The full key of sig: signature | device | builds (malloc'ed). */
+/* The full key of sig: signature | device (malloc'ed). */
 char *gxd_tune_key(const gxd_tune *t, const gxd_tune_sig *sig);
 /* Its family: the same with gxd_tune_sig_family_str (malloc'ed). */
 char *gxd_tune_family(const gxd_tune *t, const gxd_tune_sig *sig);
 /* Records of one family read into the cache per lookup, at most. */
 #define GXD_TUNE_PREFETCH 64
 /* Queue sig (key owned by the caller) for exploration, unless queued,
- * tried already, or the queue is full. Under qmu. */
-void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig, double weight);
+ * tried already, or the queue is full; additive: only the candidates its
+ * record lacks (a queued full exploration stays full). Under qmu. */
+void gxd_tune_queue_sig(gxd_tune *t, const char *key, const gxd_tune_sig *sig, double weight,
+                        bool additive);
+/* Is rec's winner one of t's implementations, same version and build id? */
+bool gxd_tune_rec_valid(const gxd_tune *t, const gxd_tune_rec *rec);
+/* Does rec lack one of t's candidates for op (gxd_tune_rec_has)? */
+bool gxd_tune_rec_lacks(const gxd_tune *t, gx_op op, const gxd_tune_rec *rec);
+/* t->builds from t->impls, each given its build id when it has none. */
+void gxd_tune_builds_update(gxd_tune *t);
 
 #endif

@@ -61,6 +61,8 @@ static const char s_schema[] =
     " validation TEXT NOT NULL, host TEXT NOT NULL, measured_at BIGINT NOT NULL);"
     "ALTER TABLE winners ADD COLUMN IF NOT EXISTS reuse BIGINT NOT NULL DEFAULT 0;"
     "ALTER TABLE winners ADD COLUMN IF NOT EXISTS used_at BIGINT NOT NULL DEFAULT 0;"
+    "ALTER TABLE winners ADD COLUMN IF NOT EXISTS build TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE winners ADD COLUMN IF NOT EXISTS cands TEXT NOT NULL DEFAULT '';"
     "CREATE INDEX IF NOT EXISTS winners_family ON winners(family, measured_at);"
     "CREATE INDEX IF NOT EXISTS winners_used ON winners(used_at, reuse);";
 
@@ -72,19 +74,20 @@ static const char s_schema[] =
 static const char s_get[] =
     "WITH hit AS (UPDATE winners SET reuse = reuse + 1, used_at = " S_NOW
     "  WHERE key = ANY($3::text[]) RETURNING key)"
-    " SELECT key, impl, version, ns, others, validation, host, measured_at FROM"
+    " SELECT key, impl, version, ns, others, validation, host, measured_at, build, cands FROM"
     " (SELECT *, row_number() OVER (PARTITION BY family ORDER BY measured_at DESC) AS r"
     "  FROM winners WHERE family = ANY($1::text[])) s"
     " WHERE r <= $2::int OR key = ANY($3::text[])";
 
 static const char s_put[] =
     "INSERT INTO winners(key, family, op, impl, version, ns, others, validation, host,"
-    " measured_at, used_at) VALUES($1, $2, $3, $4, $5::int, $6::bigint, $7, $8, $9,"
-    " $10::bigint, " S_NOW ")"
+    " measured_at, build, cands, used_at) VALUES($1, $2, $3, $4, $5::int, $6::bigint, $7, $8,"
+    " $9, $10::bigint, $11, $12, " S_NOW ")"
     " ON CONFLICT (key) DO UPDATE SET family = excluded.family, op = excluded.op,"
     " impl = excluded.impl, version = excluded.version, ns = excluded.ns,"
     " others = excluded.others, validation = excluded.validation, host = excluded.host,"
-    " measured_at = excluded.measured_at, used_at = excluded.used_at"
+    " measured_at = excluded.measured_at, build = excluded.build, cands = excluded.cands,"
+    " used_at = excluded.used_at"
     " WHERE excluded.ns < winners.ns";
 
 /* The rows beyond $1, least recently used first, fewest reuses first
@@ -237,10 +240,13 @@ static void s_flush(gxd_tune_up *u)
         snprintf(version, sizeof version, "%d", w->rec.version);
         snprintf(ns, sizeof ns, "%lld", (long long)w->rec.ns);
         snprintf(at, sizeof at, "%lld", (long long)w->rec.measured_at);
-        const char *p[10] = {w->key,         w->family,        w->op,   w->rec.impl,
+        char cands[GXD_TUNE_MAX_IMPLS * 160];
+        gxd_tune_cands_str(&w->rec, cands, sizeof cands);
+        const char *p[12] = {w->key,         w->family,        w->op,   w->rec.impl,
                              version,        ns,               w->rec.others,
-                             w->rec.validation, w->rec.host,   at};
-        PGresult *r = PQexecParams(u->pg, s_put, 10, NULL, p, NULL, NULL, 0);
+                             w->rec.validation, w->rec.host,   at,
+                             w->rec.build,   cands};
+        PGresult *r = PQexecParams(u->pg, s_put, 12, NULL, p, NULL, NULL, 0);
         const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok) {
             char msg[512];
@@ -447,6 +453,9 @@ int gxd_tune_up_get(gxd_tune_up *u, const char *const *keys, size_t n_keys,
                 snprintf(rec.validation, sizeof rec.validation, "%s", PQgetvalue(r, i, 5));
                 snprintf(rec.host, sizeof rec.host, "%s", PQgetvalue(r, i, 6));
                 rec.measured_at = strtoll(PQgetvalue(r, i, 7), NULL, 10);
+                snprintf(rec.build, sizeof rec.build, "%s", PQgetvalue(r, i, 8));
+                if (!gxd_tune_cands_parse(PQgetvalue(r, i, 9), &rec))
+                    rec.n_cands = 0; /* damaged: every candidate is measured again */
                 rec.level = GXD_TUNE_CENTRAL;
                 fn(arg, PQgetvalue(r, i, 0), &rec);
             }
