@@ -945,7 +945,7 @@ START_TEST(test_dnnl_candidate)
     ck_assert_ptr_nonnull(im);
     ck_assert_str_eq(im->source, "onednn");
     ck_assert(!im->packed);
-    ck_assert_ptr_null(im->gemm);
+    ck_assert_ptr_nonnull(im->gemm); /* test_dnnl_gemm */
     ck_assert_ptr_nonnull(strstr(gxd_tune_builds(t), " dnnl.sgemm@1=onednn-"));
     ck_assert(!strncmp(im->build, "onednn-", 7));
     /* the registry's check on a shape of several panels and shares */
@@ -1038,6 +1038,94 @@ START_TEST(test_dnnl_candidate)
     gx_graph_destroy(&g);
 #endif
     gxd_tune_destroy(&t);
+}
+END_TEST
+
+/* dnnl.sgemm for Gemm: valid (the registry's float64 check) with transB,
+ * alpha, beta and every form of C, over several blocks of rows; the same
+ * bits in 1, 3 and 150 shares. */
+START_TEST(test_dnnl_gemm)
+{
+#ifndef HAVE_DNNL
+    fprintf(stderr, "tune: test_dnnl_gemm: built without oneDNN, nothing to test\n");
+#else
+    gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
+    const gxd_tune_impl *im = gxd_tune_impl_find(t, "dnnl.sgemm", 1);
+    ck_assert_ptr_nonnull(im);
+    ck_assert_ptr_nonnull(gxd_tune_impl_kernel(im, GX_OP_GEMM));
+    enum { M = 150, K = 70, N = 45 };
+    const struct {
+        bool tb;
+        float alpha, beta;
+        int c_ndim;
+        int64_t c0, c1;
+    } cases[] = {
+        {false, 1.0f, 1.0f, -1, 0, 0}, {true, 0.5f, 2.0f, 1, N, 0}, {false, 1.5f, -1.0f, 0, 0, 0},
+        {true, 1.0f, 0.5f, 2, M, N},   {false, 2.0f, 1.0f, 2, 1, N}, {true, -1.0f, 3.0f, 2, M, 1},
+        {false, 1.0f, 0.0f, 1, N, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gxd_tune_sig s = tt_sig(M, K, N);
+        s.op = GX_OP_GEMM;
+        s.trans_b = cases[c].tb;
+        s.alpha = cases[c].alpha;
+        s.beta = cases[c].beta;
+        s.c_ndim = cases[c].c_ndim;
+        s.c_shape[0] = cases[c].c0;
+        s.c_shape[1] = cases[c].c1;
+        gxd_tune_rec r;
+        ck_assert_int_eq(gxd_tune_explore_sig(t, &s, &r), GX_OK);
+        ck_assert_msg(strstr(r.others, "dnnl.sgemm@1:") && !strstr(r.others, "dnnl.sgemm@1:rejected"),
+                      "case %zu: %s", c, r.others);
+        ck_assert(gxd_tune_rec_cand(&r, "dnnl.sgemm", 1) != NULL);
+    }
+    /* the same bits in 1, 3 and 150 shares: transB, C [N], K long */
+    enum { K2 = 1000 };
+    float *a = malloc(sizeof(float) * M * K2), *b = malloc(sizeof(float) * K2 * N);
+    float *cv = malloc(sizeof(float) * N);
+    float *y1 = malloc(sizeof(float) * M * N), *y3 = malloc(sizeof(float) * M * N);
+    ck_assert(a && b && cv && y1 && y3);
+    for (int i = 0; i < M * K2; i++)
+        a[i] = (float)((i * 13) % 29) / 9.0f - 1.3f;
+    for (int i = 0; i < K2 * N; i++)
+        b[i] = (float)((i * 7) % 31) / 17.0f - 0.8f;
+    for (int i = 0; i < N; i++)
+        cv[i] = (float)i / 7.0f - 2.0f;
+    gx_view in[3] = {{.dtype = GX_F32, .ndim = 2, .shape = {M, K2}, .numel = M * K2, .data = a},
+                     {.dtype = GX_F32, .ndim = 2, .shape = {N, K2}, .numel = K2 * N, .data = b},
+                     {.dtype = GX_F32, .ndim = 1, .shape = {N}, .numel = N, .data = cv}};
+    gx_view o1 = {.dtype = GX_F32, .ndim = 2, .shape = {M, N}, .numel = M * N, .data = y1};
+    gx_view o3 = o1;
+    o3.data = y3;
+    gx_attrval attr[GX_MAX_ATTRS] = {0};
+    attr[GX_GEMM_ALPHA].f = 0.5;
+    attr[GX_GEMM_BETA].f = 2.0;
+    attr[GX_GEMM_TRANSB].i = 1;
+    im->gemm(&(gx_kargs){.attr = attr, .n_in = 3, .in = in, .n_out = 1, .out = &o1, .nth = 1});
+    for (int i = 0; i < M; i += 37) /* spot rows against float64 */
+        for (int j = 0; j < N; j++) {
+            double v = 0;
+            for (int l = 0; l < K2; l++)
+                v += (double)a[i * K2 + l] * b[j * K2 + l];
+            v = 0.5 * v + 2.0 * cv[j];
+            ck_assert_double_eq_tol(y1[i * N + j], v, 1e-3);
+        }
+    for (int i = 0; i < 3; i++)
+        im->gemm(&(gx_kargs){.attr = attr, .n_in = 3, .in = in, .n_out = 1, .out = &o3, .ith = i,
+                             .nth = 3});
+    ck_assert_mem_eq(y1, y3, sizeof(float) * M * N);
+    memset(y3, 0, sizeof(float) * M * N);
+    for (int i = 0; i < M; i++)
+        im->gemm(&(gx_kargs){.attr = attr, .n_in = 3, .in = in, .n_out = 1, .out = &o3, .ith = i,
+                             .nth = M});
+    ck_assert_mem_eq(y1, y3, sizeof(float) * M * N);
+    free(a);
+    free(b);
+    free(cv);
+    free(y1);
+    free(y3);
+    gxd_tune_destroy(&t);
+#endif
 }
 END_TEST
 
@@ -1617,6 +1705,7 @@ Suite *tune_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_explore_builtin);
     tcase_add_test(tc, test_dnnl_candidate);
+    tcase_add_test(tc, test_dnnl_gemm);
     tcase_add_test(tc, test_conv_explore);
     tcase_add_test(tc, test_conv_planted);
     tcase_add_test(tc, test_dnnl_conv);

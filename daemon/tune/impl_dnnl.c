@@ -40,6 +40,7 @@
 #include "daemon/tune/tune_internal.h"
 #include "ops/backend.h"
 #include "ops/conv.h"
+#include "ops/schema.h"
 
 #ifdef HAVE_DNNL
 #include <omp.h>
@@ -69,6 +70,51 @@ static void s_dnnl_matmul(const gx_kargs *k)
         float *yr = (float *)y->data + r0 * n;
         if (dnnl_sgemm('N', 'N', nr, n, kk, 1.0f, (const float *)a->data + r0 * kk, kk, b->data,
                        n, 0.0f, yr, n) != dnnl_success)
+            for (int64_t i = 0; i < nr * n; i++)
+                yr[i] = NAN;
+    }
+}
+
+/* This worker's blocks of rows of Gemm's y = alpha · a · op(b) + beta · C
+ * (transA is never tuned: ops/gemm.h's packable steps), the same blocks
+ * as MatMul's: C broadcast into the block's rows first, then one
+ * dnnl_sgemm with beta over them. */
+static void s_dnnl_gemm(const gx_kargs *k)
+{
+    const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    const gx_view *c = k->n_in > 2 && k->in[2].ndim >= 0 && k->in[2].data ? &k->in[2] : NULL;
+    const bool tb = k->attr[GX_GEMM_TRANSB].i != 0;
+    const float alpha = (float)k->attr[GX_GEMM_ALPHA].f;
+    const float beta = c ? (float)k->attr[GX_GEMM_BETA].f : 0.0f;
+    const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
+    const int64_t rows = kk > 0 ? a->numel / kk : y->numel / (n ? n : 1);
+    /* C's strides over y's [rows, n]: 0 where it broadcasts */
+    int64_t cs_r = 0, cs_c = 0;
+    if (c && c->ndim == 1)
+        cs_c = c->shape[0] == 1 ? 0 : 1;
+    else if (c && c->ndim == 2) {
+        cs_c = c->shape[1] == 1 ? 0 : 1;
+        cs_r = c->shape[0] == 1 ? 0 : c->shape[1];
+    }
+    int64_t lo, hi;
+    omp_set_num_threads(1); /* this share, on this worker: no OpenMP team */
+    gx_backend_cpu()->gemm_tune->share(k, (rows + S_ROWS - 1) / S_ROWS, 1, &lo, &hi);
+    if (lo >= hi || n == 0)
+        return;
+    for (int64_t blk = lo; blk < hi; blk++) {
+        const int64_t r0 = blk * S_ROWS, nr = rows - r0 < S_ROWS ? rows - r0 : S_ROWS;
+        float *yr = (float *)y->data + r0 * n;
+        if (beta != 0.0f)
+            for (int64_t i = 0; i < nr; i++)
+                for (int64_t j = 0; j < n; j++)
+                    yr[i * n + j] = ((const float *)c->data)[(r0 + i) * cs_r + j * cs_c];
+        if (kk == 0) { /* an empty sum: beta · C alone */
+            for (int64_t i = 0; i < nr * n; i++)
+                yr[i] = beta != 0.0f ? beta * yr[i] : 0.0f;
+            continue;
+        }
+        if (dnnl_sgemm('N', tb ? 'T' : 'N', nr, n, kk, alpha, (const float *)a->data + r0 * kk, kk,
+                       b->data, tb ? kk : n, beta, yr, n) != dnnl_success)
             for (int64_t i = 0; i < nr * n; i++)
                 yr[i] = NAN;
     }
@@ -364,7 +410,7 @@ size_t gxd_tune_dnnl_impls(gxd_tune_impl *out, size_t max)
     size_t n = 0;
     if (n < max)
         out[n++] = (gxd_tune_impl){.name = "dnnl.sgemm", .version = 1, .source = "onednn",
-                                   .matmul = s_dnnl_matmul};
+                                   .matmul = s_dnnl_matmul, .gemm = s_dnnl_gemm};
     if (n < max)
         out[n++] = (gxd_tune_impl){.name = "dnnl.conv", .version = 1, .source = "onednn",
                                    .conv = s_dnnl_conv, .scratch = s_conv_scratch};
