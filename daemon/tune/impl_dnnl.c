@@ -52,50 +52,16 @@
  * another order): seq, intra and replicas give the same bits. */
 #define S_ROWS 64
 
-/* This worker's blocks of rows of y = a · b (dnnl_sgemm is row-major). A
- * call oneDNN refuses leaves its rows NaN: the registry's check rejects
- * it. */
-static void s_dnnl_matmul(const gx_kargs *k)
+/* This worker's blocks of rows of y = alpha · a · op(b) + beta · C
+ * (dnnl_sgemm is row-major; C broadcast into the block's rows first, at
+ * strides cs_r, cs_c: 0 where it broadcasts; beta 0: no C). A call oneDNN
+ * refuses leaves its rows NaN: the registry's check rejects it. */
+static void s_sgemm_blocks(const gx_kargs *k, bool tb, float alpha, float beta, const gx_view *c,
+                           int64_t cs_r, int64_t cs_c)
 {
     const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
-    const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
-    const int64_t rows = kk > 0 ? a->numel / kk : 0;
-    int64_t lo, hi;
-    omp_set_num_threads(1); /* this share, on this worker: no OpenMP team */
-    gx_backend_cpu()->gemm_tune->share(k, (rows + S_ROWS - 1) / S_ROWS, 1, &lo, &hi);
-    if (lo >= hi || n == 0)
-        return;
-    for (int64_t blk = lo; blk < hi; blk++) {
-        const int64_t r0 = blk * S_ROWS, nr = rows - r0 < S_ROWS ? rows - r0 : S_ROWS;
-        float *yr = (float *)y->data + r0 * n;
-        if (dnnl_sgemm('N', 'N', nr, n, kk, 1.0f, (const float *)a->data + r0 * kk, kk, b->data,
-                       n, 0.0f, yr, n) != dnnl_success)
-            for (int64_t i = 0; i < nr * n; i++)
-                yr[i] = NAN;
-    }
-}
-
-/* This worker's blocks of rows of Gemm's y = alpha · a · op(b) + beta · C
- * (transA is never tuned: ops/gemm.h's packable steps), the same blocks
- * as MatMul's: C broadcast into the block's rows first, then one
- * dnnl_sgemm with beta over them. */
-static void s_dnnl_gemm(const gx_kargs *k)
-{
-    const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
-    const gx_view *c = k->n_in > 2 && k->in[2].ndim >= 0 && k->in[2].data ? &k->in[2] : NULL;
-    const bool tb = k->attr[GX_GEMM_TRANSB].i != 0;
-    const float alpha = (float)k->attr[GX_GEMM_ALPHA].f;
-    const float beta = c ? (float)k->attr[GX_GEMM_BETA].f : 0.0f;
     const int64_t kk = a->shape[a->ndim - 1], n = y->shape[y->ndim - 1];
     const int64_t rows = kk > 0 ? a->numel / kk : y->numel / (n ? n : 1);
-    /* C's strides over y's [rows, n]: 0 where it broadcasts */
-    int64_t cs_r = 0, cs_c = 0;
-    if (c && c->ndim == 1)
-        cs_c = c->shape[0] == 1 ? 0 : 1;
-    else if (c && c->ndim == 2) {
-        cs_c = c->shape[1] == 1 ? 0 : 1;
-        cs_r = c->shape[0] == 1 ? 0 : c->shape[1];
-    }
     int64_t lo, hi;
     omp_set_num_threads(1); /* this share, on this worker: no OpenMP team */
     gx_backend_cpu()->gemm_tune->share(k, (rows + S_ROWS - 1) / S_ROWS, 1, &lo, &hi);
@@ -118,6 +84,28 @@ static void s_dnnl_gemm(const gx_kargs *k)
             for (int64_t i = 0; i < nr * n; i++)
                 yr[i] = NAN;
     }
+}
+
+/* MatMul: y = a · b. */
+static void s_dnnl_matmul(const gx_kargs *k)
+{
+    s_sgemm_blocks(k, false, 1.0f, 0.0f, NULL, 0, 0);
+}
+
+/* Gemm: transA is never tuned (ops/gemm.h's packable steps); C of any
+ * form ONNX broadcasts (scalar, [N], [1,N], [M,1], [M,N]). */
+static void s_dnnl_gemm(const gx_kargs *k)
+{
+    const gx_view *c = k->n_in > 2 && k->in[2].ndim >= 0 && k->in[2].data ? &k->in[2] : NULL;
+    int64_t cs_r = 0, cs_c = 0;
+    if (c && c->ndim == 1)
+        cs_c = c->shape[0] == 1 ? 0 : 1;
+    else if (c && c->ndim == 2) {
+        cs_c = c->shape[1] == 1 ? 0 : 1;
+        cs_r = c->shape[0] == 1 ? 0 : c->shape[1];
+    }
+    s_sgemm_blocks(k, k->attr[GX_GEMM_TRANSB].i != 0, (float)k->attr[GX_GEMM_ALPHA].f,
+                   c ? (float)k->attr[GX_GEMM_BETA].f : 0.0f, c, cs_r, cs_c);
 }
 
 /* ---- Conv ---- */
