@@ -6,12 +6,19 @@
  * (the body) whose checksum the header holds:
  *
  *   offset  bytes  field
- *        0      8  magic "GXARTIF\0"
+ *        0      8  magic "GXARTIF\0" (a plan), "GXCONST\0" (a constants file)
  *        8      4  format version (little-endian)
  *       12      4  header bytes (GX_ARTIFACT_HEADER)
  *       16      8  body bytes
  *       24      8  FNV-1a 64 of the body, over 8-byte little-endian words
- *       32     64  build id, NUL-padded ("gexec-0.1.0 k0123456789abcdef")
+ *       32     32  build id, NUL-padded ("gexec-0.1.0 k0123456789abcdef")
+ *       64     32  constants file, NUL-padded: the name ("<16 hex>") of the
+ *                  constants file the plan's prepared constants are in
+ *                  (version 2; "": none, the file holds them), or a
+ *                  constants file's own
+ *
+ * A constants file's body is the prepared constants' bytes, each at an
+ * offset (GX_ARTIFACT_ALIGN-aligned) a plan that reads it names.
  *
  *   gx_artifact_header h;
  *   if (gx_artifact_header_read(buf, len, &h, err, sizeof err) == GX_OK)
@@ -27,15 +34,19 @@
 #include "gexec/status.h"
 
 #define GX_ARTIFACT_MAGIC "GXARTIF"
-#define GX_ARTIFACT_VERSION 1
+#define GX_ARTIFACT_CONSTS_MAGIC "GXCONST"
+#define GX_ARTIFACT_VERSION 2
 #define GX_ARTIFACT_HEADER 96
-#define GX_ARTIFACT_BUILD 64
+#define GX_ARTIFACT_BUILD 32
+#define GX_ARTIFACT_CONSTS 32
+#define GX_ARTIFACT_ALIGN 64
 
 typedef struct gx_artifact_header {
     uint32_t version;
     uint64_t body_bytes;
     uint64_t checksum;
     char build[GX_ARTIFACT_BUILD + 1];
+    char consts[GX_ARTIFACT_CONSTS + 1];
 } gx_artifact_header;
 
 static inline uint64_t gx_artifact_le(const unsigned char *p, int n)
@@ -66,15 +77,18 @@ static inline uint64_t gx_artifact_checksum(const void *body, size_t len)
     return (h ^ (uint64_t)len) * 1099511628211ull;
 }
 
-/* The header of a file of len bytes at buf: magic, sizes, checksum. The
- * version and build id are only read: the caller decides what it accepts.
- * GX_OK, or GX_EFORMAT with why ("truncated: ...", "checksum mismatch"). */
-static inline int gx_artifact_header_read(const void *buf, size_t len, gx_artifact_header *h,
-                                          char *err, size_t errlen)
+/* The header of a file of len bytes at buf with magic (GX_ARTIFACT_MAGIC,
+ * GX_ARTIFACT_CONSTS_MAGIC): magic, sizes, checksum. The version, build
+ * id and constants name are only read: the caller decides what it
+ * accepts. GX_OK, or GX_EFORMAT with why ("truncated: ...", "checksum
+ * mismatch"). */
+static inline int gx_artifact_header_read_magic(const void *buf, size_t len, const char *magic,
+                                                gx_artifact_header *h, char *err, size_t errlen)
 {
     const unsigned char *p = buf;
-    if (len < GX_ARTIFACT_HEADER || memcmp(p, GX_ARTIFACT_MAGIC, 8) != 0) {
-        snprintf(err, errlen, "not a gexec artifact (%s)",
+    if (len < GX_ARTIFACT_HEADER || memcmp(p, magic, 8) != 0) {
+        snprintf(err, errlen, "not a gexec %s (%s)",
+                 strcmp(magic, GX_ARTIFACT_MAGIC) ? "constants file" : "artifact",
                  len < GX_ARTIFACT_HEADER ? "shorter than its header" : "no magic");
         return GX_EFORMAT;
     }
@@ -83,6 +97,8 @@ static inline int gx_artifact_header_read(const void *buf, size_t len, gx_artifa
     h->checksum = gx_artifact_le(p + 24, 8);
     memcpy(h->build, p + 32, GX_ARTIFACT_BUILD);
     h->build[GX_ARTIFACT_BUILD] = '\0';
+    memcpy(h->consts, p + 32 + GX_ARTIFACT_BUILD, GX_ARTIFACT_CONSTS);
+    h->consts[GX_ARTIFACT_CONSTS] = '\0';
     if (gx_artifact_le(p + 12, 4) != GX_ARTIFACT_HEADER) {
         snprintf(err, errlen, "a header of %llu bytes (expected %d)",
                  (unsigned long long)gx_artifact_le(p + 12, 4), GX_ARTIFACT_HEADER);
@@ -100,19 +116,36 @@ static inline int gx_artifact_header_read(const void *buf, size_t len, gx_artifa
     return GX_OK;
 }
 
-/* Writes the header for a body of len bytes into p (GX_ARTIFACT_HEADER
- * bytes). */
-static inline void gx_artifact_header_write(unsigned char *p, const void *body, size_t len,
-                                            const char *build)
+/* gx_artifact_header_read_magic for a plan's file. */
+static inline int gx_artifact_header_read(const void *buf, size_t len, gx_artifact_header *h,
+                                          char *err, size_t errlen)
+{
+    return gx_artifact_header_read_magic(buf, len, GX_ARTIFACT_MAGIC, h, err, errlen);
+}
+
+/* Writes the header (magic, this version) for a body of len bytes whose
+ * checksum is sum into p (GX_ARTIFACT_HEADER bytes); consts: the
+ * constants file's name, or "". */
+static inline void gx_artifact_header_put(unsigned char *p, const char *magic, uint64_t len,
+                                          uint64_t sum, const char *build, const char *consts)
 {
     memset(p, 0, GX_ARTIFACT_HEADER);
-    memcpy(p, GX_ARTIFACT_MAGIC, 8);
+    memcpy(p, magic, 8);
     gx_artifact_put_le(p + 8, GX_ARTIFACT_VERSION, 4);
     gx_artifact_put_le(p + 12, GX_ARTIFACT_HEADER, 4);
     gx_artifact_put_le(p + 16, len, 8);
-    gx_artifact_put_le(p + 24, gx_artifact_checksum(body, len), 8);
+    gx_artifact_put_le(p + 24, sum, 8);
     size_t n = strlen(build);
     memcpy(p + 32, build, n < GX_ARTIFACT_BUILD ? n : GX_ARTIFACT_BUILD);
+    n = strlen(consts);
+    memcpy(p + 32 + GX_ARTIFACT_BUILD, consts, n < GX_ARTIFACT_CONSTS ? n : GX_ARTIFACT_CONSTS);
+}
+
+/* Writes the header of a plan's file for a body of len bytes into p. */
+static inline void gx_artifact_header_write(unsigned char *p, const void *body, size_t len,
+                                            const char *build)
+{
+    gx_artifact_header_put(p, GX_ARTIFACT_MAGIC, len, gx_artifact_checksum(body, len), build, "");
 }
 
 #endif

@@ -146,6 +146,8 @@ int gxs_artifact_json(const char *path, char **json, bool *intact, char *err, si
     s_str(f, path, strlen(path));
     fprintf(f, ",\"file_bytes\":%zu,\"version\":%" PRIu32 ",\"build\":", len, h.version);
     s_str(f, h.build, strlen(h.build));
+    fputs(",\"consts\":", f); /* the constants file it names ("": none) */
+    s_str(f, h.consts, strlen(h.consts));
     fprintf(f, ",\"body_bytes\":%" PRIu64 ",\"checksum\":\"%s\",\"body\":", h.body_bytes,
             sum_ok ? "ok" : "mismatch");
     msgpack_unpacked mp;

@@ -1157,6 +1157,10 @@ static void s_a_header(const gx_json *j, const gx_json *b)
            s_bytes(gx_json_num(gx_json_get(j, "file_bytes"), 0), b1, sizeof b1),
            gx_json_num(gx_json_get(j, "version"), 0), gx_json_str(gx_json_get(j, "build"), "?"),
            gx_json_str(gx_json_get(j, "checksum"), "?"));
+    const char *cf = gx_json_str(gx_json_get(j, "consts"), "");
+    if (*cf)
+        printf("prepared constants in %.64s-%s.gxc (next to it)\n",
+               gx_json_str(gx_json_get(b, "graph"), "?"), cf);
     if (!b)
         return;
     printf("graph %s on %s: %zu steps, %zu values, %.4g flops\n",
@@ -1242,7 +1246,7 @@ static void s_a_values_summary(const gx_json *b)
     static const char *const kinds[] = {"input", "const", "temp", "dynamic", "fused"};
     enum { NK = sizeof kinds / sizeof kinds[0] };
     const gx_json *values = gx_json_get(b, "values");
-    double n[NK] = {0}, bytes[NK] = {0}, held = 0, named = 0;
+    double n[NK] = {0}, bytes[NK] = {0}, held = 0, named = 0, shared = 0;
     s_table t = {.ncols = 5, .head = {"value", "dtype", "shape", "bytes", "data"},
                  .right = {false, false, false, true, false}};
     for (size_t i = 0; i < gx_json_len(values); i++) {
@@ -1255,9 +1259,14 @@ static void s_a_values_summary(const gx_json *b)
         if (!data || data->type == GX_JSON_NULL)
             continue;
         char sh[256], nbs[32], what[320];
+        const gx_json *cf = gx_json_get(data, "consts");
         if (data->type == GX_JSON_STR) {
             snprintf(what, sizeof what, "the graph's constant '%s'", data->str);
             named += nb;
+        } else if (cf && cf->type == GX_JSON_STR) {
+            snprintf(what, sizeof what, "in constants file %.32s at %.0f", cf->str,
+                     gx_json_num(gx_json_get(data, "at"), 0));
+            shared += nb;
         } else {
             char hb[32];
             snprintf(what, sizeof what, "in the file (%s%s)",
@@ -1277,8 +1286,11 @@ static void s_a_values_summary(const gx_json *b)
             printf(" %.0f %s (%s)", n[k], kinds[k], s_bytes(bytes[k], bb, sizeof bb));
     }
     char b1[32], b2[32];
-    printf("\nconstants: %s in the file, %s read from the graph's constants:\n",
-           s_bytes(held, b1, sizeof b1), s_bytes(named, b2, sizeof b2));
+    char b3[32];
+    printf("\nconstants: %s in the file, %s in its constants file, %s read from the graph's "
+           "constants:\n",
+           s_bytes(held, b1, sizeof b1), s_bytes(shared, b3, sizeof b3),
+           s_bytes(named, b2, sizeof b2));
     s_table_print(&t, "  ");
 }
 

@@ -216,6 +216,8 @@ typedef struct s_w {
     msgpack_packer pk;
     const gxd_plan *p;
     const gx_graph *g;
+    const size_t *at; /* per value: its offset in the constants file, or SIZE_MAX */
+    const char *consts; /* the constants file's name */
     char *err;
     size_t errlen;
 } s_w;
@@ -494,14 +496,24 @@ static void s_pack_value(s_w *w, size_t i)
         msgpack_pack_nil(pk);
     } else if (c) {
         gx_mp_pack_str(pk, c->name);
+    } else if (w->at && w->at[i] != SIZE_MAX) { /* in the constants file */
+        msgpack_pack_map(pk, 3);
+        gx_mp_pack_str(pk, "consts");
+        gx_mp_pack_str(pk, w->consts);
+        gx_mp_pack_str(pk, "at");
+        msgpack_pack_uint64(pk, w->at[i]);
+        gx_mp_pack_str(pk, "bytes");
+        msgpack_pack_uint64(pk, v->nbytes);
     } else {
         msgpack_pack_bin(pk, v->nbytes);
         msgpack_pack_bin_body(pk, v->view.data, v->nbytes);
     }
 }
 
-int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_id, void **buf,
-                       size_t *len, char *err, size_t errlen)
+/* The plan's file; with at (per value, SIZE_MAX: held in the file), its
+ * prepared constants are in the constants file named consts. */
+static int s_write(const gxd_plan *p, const gx_graph *g, const char *graph_id, const size_t *at,
+                   const char *consts, void **buf, size_t *len, char *err, size_t errlen)
 {
     *buf = NULL;
     *len = 0;
@@ -517,7 +529,7 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
             return gx_errf(err, errlen, GX_EUNSUPPORTED,
                            "value '%s' is a string tensor the plan made (not stored)", v->name);
     }
-    s_w w = {.p = p, .g = g, .err = err, .errlen = errlen};
+    s_w w = {.p = p, .g = g, .at = at, .consts = consts, .err = err, .errlen = errlen};
     msgpack_sbuffer_init(&w.sb);
     msgpack_packer_init(&w.pk, &w.sb, msgpack_sbuffer_write);
     msgpack_packer *pk = &w.pk;
@@ -582,13 +594,90 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
         rc = gx_errf(err, errlen, GX_ENOMEM, "out of memory for an artifact of %zu bytes",
                      w.sb.size);
     if (rc == GX_OK) {
-        gx_artifact_header_write(out, w.sb.data, w.sb.size, gxd_artifact_build_id());
+        gx_artifact_header_put(out, GX_ARTIFACT_MAGIC, w.sb.size,
+                               gx_artifact_checksum(w.sb.data, w.sb.size),
+                               gxd_artifact_build_id(), at ? consts : "");
         memcpy(out + GX_ARTIFACT_HEADER, w.sb.data, w.sb.size);
         *buf = out;
         *len = GX_ARTIFACT_HEADER + w.sb.size;
     }
     msgpack_sbuffer_destroy(&w.sb);
     return rc;
+}
+
+int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_id, void **buf,
+                       size_t *len, char *err, size_t errlen)
+{
+    return s_write(p, g, graph_id, NULL, "", buf, len, err, errlen);
+}
+
+/* Does value i's data go to the constants file: a prepared constant
+ * (packed weights) the host holds, of the plan's own bytes (not the
+ * graph's constant read in place)? */
+static bool s_to_consts(const gxd_plan *p, const gx_graph *g, size_t i)
+{
+    const gxd_value *v = &p->values[i];
+    if (!v->view.data || v->mem != 0 || v->kind != GXD_VALUE_CONST || v->keyed ||
+        v->view.dtype == GX_STRING || !v->nbytes || s_graph_const(g, v))
+        return false;
+    for (size_t k = 0; k < p->n_prepared; k++)
+        if (p->prepared[k].value == (int)i)
+            return true;
+    return false;
+}
+
+/* The name of a constants file of body bytes len with checksum sum in
+ * this build: 16 hex digits. */
+static void s_consts_name(uint64_t sum, uint64_t len, char *name, size_t n)
+{
+    uint64_t h = s_fnv_str(1469598103934665603ull, gxd_artifact_build_id());
+    h = s_fnv(h, &sum, sizeof sum);
+    h = s_fnv(h, &len, sizeof len);
+    snprintf(name, n, "%016llx", (unsigned long long)h);
+}
+
+int gxd_artifact_write_split(const gxd_plan *p, const gx_graph *g, const char *graph_id,
+                             void **buf, size_t *len, void **cbuf, size_t *clen, char *cname,
+                             char *err, size_t errlen)
+{
+    *cbuf = NULL;
+    *clen = 0;
+    cname[0] = '\0';
+    size_t *at = malloc((p->n_values + 1) * sizeof *at), total = 0;
+    if (!at)
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < p->n_values; i++) {
+        at[i] = SIZE_MAX;
+        if (s_to_consts(p, g, i)) {
+            at[i] = total;
+            total += (p->values[i].nbytes + GX_ARTIFACT_ALIGN - 1) & ~(size_t)(GX_ARTIFACT_ALIGN - 1);
+        }
+    }
+    if (!total) { /* nothing prepared: one file */
+        free(at);
+        return gxd_artifact_write(p, g, graph_id, buf, len, err, errlen);
+    }
+    unsigned char *c = calloc(1, GX_ARTIFACT_HEADER + total);
+    if (!c) {
+        free(at);
+        return gx_errf(err, errlen, GX_ENOMEM, "out of memory for constants of %zu bytes", total);
+    }
+    for (size_t i = 0; i < p->n_values; i++)
+        if (at[i] != SIZE_MAX)
+            memcpy(c + GX_ARTIFACT_HEADER + at[i], p->values[i].view.data, p->values[i].nbytes);
+    const uint64_t sum = gx_artifact_checksum(c + GX_ARTIFACT_HEADER, total);
+    s_consts_name(sum, total, cname, GX_ARTIFACT_CONSTS + 1);
+    gx_artifact_header_put(c, GX_ARTIFACT_CONSTS_MAGIC, total, sum, gxd_artifact_build_id(), cname);
+    int rc = s_write(p, g, graph_id, at, cname, buf, len, err, errlen);
+    free(at);
+    if (rc < 0) {
+        free(c);
+        cname[0] = '\0';
+        return rc;
+    }
+    *cbuf = c;
+    *clen = GX_ARTIFACT_HEADER + total;
+    return GX_OK;
 }
 
 /* ---- reading ------------------------------------------------------------------ */
@@ -598,6 +687,14 @@ typedef struct s_r {
     const gxd_plan *whole; /* a slice's plan: whole's constants are shared */
     const gx_graph *g;
     const gxd_compile_limits *lim;
+    /* the constants file (version 2): its name in the header, where it
+     * comes from, its body once read, and per value the offset of its
+     * bytes there (SIZE_MAX: none) */
+    const char *cname;
+    const gxd_artifact_consts *cs;
+    const unsigned char *cbody;
+    size_t cbody_len;
+    size_t *cat;
     char where[96]; /* "steps[3]" */
     char *err;
     size_t errlen;
@@ -1087,11 +1184,35 @@ static int s_step(s_r *r, const msgpack_object *o, size_t i)
     return GX_OK;
 }
 
-/* Value v's data: none, the graph's constant, or bytes the plan owns. */
+/* A reference to the constants file, {consts, at, bytes}: kept in
+ * r->cat until the steps are read (s_consts_resolve). */
+static int s_value_cref(s_r *r, const msgpack_object *o, gxd_value *v)
+{
+    char name[GX_ARTIFACT_CONSTS + 1];
+    int64_t at, bytes;
+    int rc;
+    if ((rc = s_str(r, gx_mp_find(o, "consts"), "consts", name, sizeof name)) < 0 ||
+        (rc = s_int_in(r, gx_mp_find(o, "at"), "at", 0, INT64_MAX, &at)) < 0 ||
+        (rc = s_int_in(r, gx_mp_find(o, "bytes"), "bytes", 0, INT64_MAX, &bytes)) < 0)
+        return rc;
+    if (!r->cname[0] || strcmp(name, r->cname))
+        return S_BAD(r, "data in constants file '%s', the header names '%s'", name, r->cname);
+    if ((size_t)bytes != v->nbytes || at % GX_ARTIFACT_ALIGN || v->kind != GXD_VALUE_CONST ||
+        v->keyed)
+        return S_BAD(r, "constants file data of %lld bytes at %lld for a %s value of %zu",
+                     (long long)bytes, (long long)at, s_kind_names[v->kind], v->nbytes);
+    r->cat[v - r->p->values] = (size_t)at;
+    return GX_OK;
+}
+
+/* Value v's data: none, the graph's constant, in the constants file, or
+ * bytes the plan owns. */
 static int s_value_data(s_r *r, const msgpack_object *o, gxd_value *v)
 {
     if (!o || o->type == MSGPACK_OBJECT_NIL)
         return GX_OK;
+    if (o->type == MSGPACK_OBJECT_MAP)
+        return s_value_cref(r, o, v);
     if (o->type == MSGPACK_OBJECT_STR) {
         char name[256];
         int rc = s_str(r, o, "data", name, sizeof name);
@@ -1186,7 +1307,7 @@ static int s_value(s_r *r, const msgpack_object *o, size_t i)
     }
     if ((rc = s_value_data(r, gx_mp_find(o, "data"), v)) < 0)
         return rc;
-    if (v->kind == GXD_VALUE_CONST && !v->view.data && v->view.numel > 0)
+    if (v->kind == GXD_VALUE_CONST && !v->view.data && v->view.numel > 0 && r->cat[i] == SIZE_MAX)
         return S_BAD(r, "a constant without data");
     if (v->keyed && (!v->view.data || v->kind != GXD_VALUE_INPUT))
         return S_BAD(r, "a keyed value without data");
@@ -1298,6 +1419,126 @@ static int s_check_plan(s_r *r)
         if (p->parts[i].device < 0 || (size_t)p->parts[i].device >= p->n_devices)
             rc = S_BAD(r, "parts[%zu] on device %d", i, p->parts[i].device);
     return rc;
+}
+
+/* The constants file's body, read and checked once (its header: magic,
+ * sizes, checksum, version, build, and its name, which is its contents'
+ * hash). */
+static int s_consts_body(s_r *r)
+{
+    if (r->cbody)
+        return GX_OK;
+    const void *buf = NULL;
+    size_t len = 0;
+    char why[256], want[GX_ARTIFACT_CONSTS + 1];
+    gx_artifact_header h;
+    int rc = r->cs ? r->cs->load(r->cs->arg, r->cname, &buf, &len)
+                   : gx_errf(why, sizeof why, GX_ENOTFOUND, "none given");
+    if (rc < 0)
+        return s_bad(r, GX_ENOTFOUND, "its constants file '%s' cannot be read", r->cname);
+    if ((rc = gx_artifact_header_read_magic(buf, len, GX_ARTIFACT_CONSTS_MAGIC, &h, why,
+                                            sizeof why)) < 0)
+        return s_bad(r, rc, "constants file '%s': %s", r->cname, why);
+    if (h.version != GX_ARTIFACT_VERSION || strcmp(h.build, gxd_artifact_build_id()))
+        return s_bad(r, GX_EVERSION, "constants file '%s' of version %u, build '%s'", r->cname,
+                     h.version, h.build);
+    s_consts_name(h.checksum, h.body_bytes, want, sizeof want);
+    if (strcmp(h.consts, r->cname) || strcmp(want, r->cname))
+        return s_bad(r, GX_ENOTFOUND, "constants file '%s' holds '%s' (contents '%s')", r->cname,
+                     h.consts, want);
+    r->cbody = (const unsigned char *)buf + GX_ARTIFACT_HEADER;
+    r->cbody_len = (size_t)h.body_bytes;
+    return GX_OK;
+}
+
+typedef struct s_fill {
+    s_r *r;
+    size_t i;
+} s_fill;
+
+/* Copies value i's bytes out of the constants file to dst. */
+static int s_consts_fill(void *arg, void *dst)
+{
+    s_fill *f = arg;
+    s_r *r = f->r;
+    const gxd_value *v = &r->p->values[f->i];
+    int rc = s_consts_body(r);
+    if (rc < 0)
+        return rc;
+    if (r->cat[f->i] > r->cbody_len || v->nbytes > r->cbody_len - r->cat[f->i])
+        return S_BAD(r, "value %zu: %zu bytes at %zu beyond its constants file of %zu", f->i,
+                     v->nbytes, r->cat[f->i], r->cbody_len);
+    memcpy(dst, r->cbody + r->cat[f->i], v->nbytes);
+    return GX_OK;
+}
+
+/* The device whose kernel reads value i (that of its first reader), or NULL. */
+static const gx_backend *s_reader_device(const gxd_plan *p, int i)
+{
+    for (size_t k = 0; k < p->n_steps; k++)
+        for (int j = 0; j < p->steps[k].n_in; j++)
+            if (p->steps[k].in[j] == i)
+                return p->devices[p->steps[k].device];
+    return NULL;
+}
+
+/* Data for the values in the constants file, after the steps: a prepared
+ * copy of a graph constant is the graph's table's (lim->shared: one copy
+ * for all the graph's plans, compiled or read; the file is not even read
+ * when the table has them all); a slice's is the whole batch's where the
+ * bytes are equal; else the plan's own. */
+static int s_consts_resolve(s_r *r)
+{
+    gxd_plan *p = r->p;
+    for (size_t i = 0; i < p->n_values; i++) {
+        if (r->cat[i] == SIZE_MAX)
+            continue;
+        gxd_value *v = &p->values[i];
+        s_fill f = {r, i};
+        snprintf(r->where, sizeof r->where, "values[%zu]", i);
+        gxd_prepared *pr = NULL;
+        for (size_t k = 0; k < p->n_prepared && !pr; k++)
+            if (p->prepared[k].value == (int)i)
+                pr = &p->prepared[k];
+        const gxd_value *src = pr ? &p->values[pr->source] : NULL;
+        const gx_backend *dev = s_reader_device(p, (int)i);
+        int rc = GX_OK;
+        if (pr && dev && r->lim && r->lim->shared && src->view.data && s_graph_const(r->g, src)) {
+            v->view.data = gxd_shared_get(r->lim->shared, p, src->view.data, src->nbytes, dev,
+                                          pr->op, pr->trans_b, pr->layout, v->nbytes,
+                                          s_consts_fill, &f, r->lim->budget, &rc, r->err,
+                                          r->errlen);
+            if (rc < 0)
+                return rc;
+            if (v->view.data) {
+                pr->shared = true;
+                continue;
+            }
+        }
+        if ((rc = s_consts_body(r)) < 0)
+            return rc;
+        if (r->cat[i] > r->cbody_len || v->nbytes > r->cbody_len - r->cat[i])
+            return S_BAD(r, "%zu bytes at %zu beyond its constants file of %zu", v->nbytes,
+                         r->cat[i], r->cbody_len);
+        for (size_t k = 0; r->whole && k < r->whole->n_values && !v->view.data; k++) {
+            const gxd_value *w = &r->whole->values[k];
+            if (w->view.data && w->nbytes == v->nbytes && w->view.dtype == v->view.dtype &&
+                w->kind == GXD_VALUE_CONST && !strcmp(w->name, v->name) &&
+                !memcmp(w->view.data, r->cbody + r->cat[i], v->nbytes)) {
+                v->view.data = w->view.data; /* whole's: the slice lives in its cache */
+                if (pr)
+                    pr->borrowed = true;
+            }
+        }
+        if (v->view.data)
+            continue;
+        if (!(v->view.data = gxd_plan_own(p, v->nbytes)))
+            return gx_errf(r->err, r->errlen, GX_ENOMEM, "artifact: out of memory");
+        if ((rc = s_consts_fill(&f, v->view.data)) < 0)
+            return rc;
+    }
+    r->where[0] = '\0';
+    return GX_OK;
 }
 
 /* The constants in devices' memory: each a constant value of that device
@@ -1439,10 +1680,13 @@ static int s_body(s_r *r, const msgpack_object *body, const char *graph_id)
                        r->lim->max_plan_what ? r->lim->max_plan_what : "its budget");
     }
     if (!(p->values = calloc(p->n_values + 1, sizeof *p->values)) ||
+        !(r->cat = malloc((p->n_values + 1) * sizeof *r->cat)) ||
         !(p->dag_offset = calloc(p->n_values + 1, sizeof *p->dag_offset)) ||
         !(p->steps = calloc(p->n_steps + 1, sizeof *p->steps)) ||
         !(p->stats = calloc(p->n_steps + 1, sizeof *p->stats)))
         return gx_errf(r->err, r->errlen, GX_ENOMEM, "artifact: out of memory");
+    for (size_t i = 0; i < p->n_values; i++)
+        r->cat[i] = SIZE_MAX;
     int n;
     if ((rc = s_ints(r, gx_mp_find(body, "inputs"), "inputs", 0, (int64_t)p->n_values,
                      GX_MAX_OP_INPUTS, &p->inputs, &n)) < 0)
@@ -1460,7 +1704,7 @@ static int s_body(s_r *r, const msgpack_object *body, const char *graph_id)
     for (size_t i = 0; i < p->n_steps; i++)
         if ((rc = s_step(r, &steps->via.array.ptr[i], i)) < 0)
             return rc;
-    if ((rc = s_dev_consts(r, dconsts)) < 0)
+    if ((rc = s_consts_resolve(r)) < 0 || (rc = s_dev_consts(r, dconsts)) < 0)
         return rc;
     return s_check_plan(r);
 }
@@ -1468,12 +1712,20 @@ static int s_body(s_r *r, const msgpack_object *body, const char *graph_id)
 int gxd_artifact_read(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
                       const gxd_compile_limits *lim, gxd_plan **out, char *err, size_t errlen)
 {
-    return gxd_artifact_read_slice(buf, len, g, graph_id, lim, NULL, out, err, errlen);
+    return gxd_artifact_read_ex(buf, len, g, graph_id, lim, NULL, NULL, out, err, errlen);
 }
 
 int gxd_artifact_read_slice(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
                             const gxd_compile_limits *lim, const gxd_plan *whole, gxd_plan **out,
                             char *err, size_t errlen)
+{
+    return gxd_artifact_read_ex(buf, len, g, graph_id, lim, whole, NULL, out, err, errlen);
+}
+
+int gxd_artifact_read_ex(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
+                         const gxd_compile_limits *lim, const gxd_plan *whole,
+                         const gxd_artifact_consts *consts, gxd_plan **out, char *err,
+                         size_t errlen)
 {
     *out = NULL;
     gx_artifact_header h;
@@ -1494,7 +1746,8 @@ int gxd_artifact_read_slice(const void *buf, size_t len, const gx_graph *g, cons
         msgpack_unpacked_destroy(&mp);
         return gx_errf(err, errlen, GX_EFORMAT, "artifact: %s", why);
     }
-    s_r r = {.g = g, .whole = whole, .lim = lim, .err = err, .errlen = errlen};
+    s_r r = {.g = g, .whole = whole, .lim = lim, .cname = h.consts, .cs = consts, .err = err,
+             .errlen = errlen};
     if (!(r.p = calloc(1, sizeof *r.p)) || !(r.p->slices = gxd_slices_new())) {
         free(r.p);
         msgpack_unpacked_destroy(&mp);
@@ -1503,6 +1756,7 @@ int gxd_artifact_read_slice(const void *buf, size_t len, const gx_graph *g, cons
     rc = mp.data.type == MSGPACK_OBJECT_MAP ? s_body(&r, &mp.data, graph_id)
                                             : S_BAD(&r, "the body is not a map");
     msgpack_unpacked_destroy(&mp);
+    free(r.cat);
     if (rc < 0) {
         gxd_plan_destroy(&r.p);
         return rc;

@@ -58,6 +58,38 @@ int gxd_artifact_read_slice(const void *buf, size_t len, const gx_graph *g, cons
                             const gxd_compile_limits *lim, const gxd_plan *whole, gxd_plan **out,
                             char *err, size_t errlen);
 
+/* gxd_artifact_write, with the plan's prepared constants (packed weights)
+ * in a constants file of their own (format version 2, docs/artifact.md):
+ * *buf, *len the plan's file, which names it; *cbuf, *clen (NULL, 0 when
+ * the plan has none: then *buf holds everything) the constants file,
+ * whose name (16 hex digits, a hash of its contents and the build: plans
+ * of the same constants name the same file) goes to cname (at least
+ * GX_ARTIFACT_CONSTS + 1 bytes). The caller frees both. */
+int gxd_artifact_write_split(const gxd_plan *p, const gx_graph *g, const char *graph_id,
+                             void **buf, size_t *len, void **cbuf, size_t *clen, char *cname,
+                             char *err, size_t errlen);
+
+/* Where a reader gets the constants file a plan's file names: load gives
+ * the whole file (header included) in *buf, *len, borrowed until the read
+ * returns; GX_OK or an error (the plan is then refused, GX_ENOTFOUND). It
+ * is called at most once per read, and not at all when the graph's table
+ * of shared constants (lim->shared) already holds every constant the
+ * plan reads from it. */
+typedef struct gxd_artifact_consts {
+    int (*load)(void *arg, const char *name, const void **buf, size_t *len);
+    void *arg;
+} gxd_artifact_consts;
+
+/* gxd_artifact_read_slice (whole may be NULL) for a file that may name a
+ * constants file (consts: where it comes from; NULL: such a file is
+ * refused). A prepared copy of a graph constant goes to lim->shared (the
+ * graph's table), shared with every other plan of the graph, compiled or
+ * read, instead of a copy per plan. */
+int gxd_artifact_read_ex(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
+                         const gxd_compile_limits *lim, const gxd_plan *whole,
+                         const gxd_artifact_consts *consts, gxd_plan **out, char *err,
+                         size_t errlen);
+
 /* The key of the artifact of plan inputs for graph graph_id on the
  * devices of lim (lim->part; NULL: the CPU) in this build:
  * "<graph id>-<16 hex digits>" into buf (at least 96 bytes). The hex digits

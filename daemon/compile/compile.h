@@ -421,6 +421,19 @@ typedef struct gxd_budget {
     void *arg;
 } gxd_budget;
 
+/* The table's copy of the graph constant whose data is src (src_bytes)
+ * prepared for dev's kernel of op (a Gemm's trans_b, a Conv's layout), of
+ * bytes bytes, for a plan read from an artifact (daemon/compile/
+ * artifact.c): the copy the table holds (a compile's or an earlier read's,
+ * of the same size), else a new one fill(arg, dst) writes, charged to
+ * budget (may be NULL). p gets a reference (freed with it). NULL with *rc:
+ * GX_OK (the table holds a copy of another size: the caller keeps its
+ * own), GX_ENOMEM, GX_ELIMIT (err filled) or fill's error. */
+void *gxd_shared_get(gxd_shared *s, gxd_plan *p, const void *src, size_t src_bytes,
+                     const gx_backend *dev, gx_op op, bool trans_b, gx_layout layout,
+                     size_t bytes, int (*fill)(void *arg, void *dst), void *arg,
+                     const gxd_budget *budget, int *rc, char *err, size_t errlen);
+
 typedef struct gxd_compile_limits {
     int64_t max_nodes;
     int64_t max_tensor_bytes;

@@ -121,6 +121,56 @@ int64_t gxd_shared_bytes(gxd_shared *s)
     return b;
 }
 
+void *gxd_shared_get(gxd_shared *s, gxd_plan *p, const void *src, size_t src_bytes,
+                     const gx_backend *dev, gx_op op, bool trans_b, gx_layout layout,
+                     size_t bytes, int (*fill)(void *arg, void *dst), void *arg,
+                     const gxd_budget *budget, int *rc, char *err, size_t errlen)
+{
+    gxd_shared_ref *refs = realloc(p->shared_refs, (p->n_shared_refs + 1) * sizeof *refs);
+    *rc = GX_OK;
+    if (!refs) {
+        *rc = GX_ENOMEM;
+        return NULL;
+    }
+    p->shared_refs = refs;
+    pthread_mutex_lock(&s->mu);
+    s_blob *blob = NULL;
+    for (size_t i = 0; i < s->n && !blob; i++)
+        if (s->e[i].src == src && s->e[i].src_bytes == src_bytes && s->e[i].dev == dev &&
+            s->e[i].op == op && s->e[i].trans_b == trans_b && s->e[i].layout == layout) {
+            blob = s->e[i].blob;
+            if (blob->bytes != bytes) { /* not the same form: the caller's own copy */
+                pthread_mutex_unlock(&s->mu);
+                return NULL;
+            }
+        }
+    if (!blob) {
+        if (budget && (*rc = budget->charge(budget->arg, (int64_t)bytes, err, errlen)) < 0)
+            goto out;
+        if (!gx_grow(&s->e, &s->cap, s->n + 1, sizeof *s->e) ||
+            !(blob = gx_aligned_alloc(S_BLOB_HEAD + bytes)))
+            *rc = GX_ENOMEM;
+        else if ((*rc = fill(arg, s_blob_data(blob))) < 0) {
+            free(blob);
+            blob = NULL;
+        }
+        if (!blob) {
+            if (budget)
+                (void)budget->charge(budget->arg, -(int64_t)bytes, NULL, 0);
+            goto out;
+        }
+        blob->bytes = bytes;
+        atomic_init(&blob->refs, 1); /* the table's */
+        s->e[s->n++] = (s_entry){src, src_bytes, dev, op, trans_b, layout, blob};
+        s->bytes += (int64_t)bytes;
+    }
+    atomic_fetch_add(&blob->refs, 1);
+    p->shared_refs[p->n_shared_refs++] = (gxd_shared_ref){blob};
+out:
+    pthread_mutex_unlock(&s->mu);
+    return blob ? s_blob_data(blob) : NULL;
+}
+
 void gxd_shared_drop(gxd_plan *p)
 {
     for (size_t i = 0; i < p->n_shared_refs; i++)
