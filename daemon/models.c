@@ -66,6 +66,21 @@ static int s_plan_key(const gxd_model *mdl, const gxd_plan *p, const gxd_compile
     return GX_OK;
 }
 
+/* The constants file a plan's file names, for the reader. */
+typedef struct s_consts_arg {
+    gxd_model *mdl;
+    void *buf; /* freed after the read */
+} s_consts_arg;
+
+static int s_consts_load(void *arg, const char *name, const void **buf, size_t *len)
+{
+    s_consts_arg *c = arg;
+    free(c->buf);
+    int rc = gxd_artifacts_load_consts(c->mdl->reg->artifacts, c->mdl->id.hex, name, &c->buf, len);
+    *buf = c->buf;
+    return rc;
+}
+
 /* The plan under key from the model's artifacts (whole: for a slice of
  * its batch, sharing its constants), if it serves inputs; or NULL (none;
  * one refused, which is logged and removed; or one larger than the room
@@ -82,9 +97,12 @@ static gxd_plan *s_artifact_load(gxd_model *mdl, const char *key, const gxd_plan
     gxd_plan *p = NULL;
     if (gxd_artifacts_load(m->artifacts, key, &buf, &len) < 0)
         return NULL;
-    int rc = gxd_artifact_read_slice(buf, len, mdl->graph, mdl->id.hex, lim, whole, &p, err,
-                                     sizeof err);
+    s_consts_arg ca = {mdl, NULL};
+    const gxd_artifact_consts cs = {s_consts_load, &ca};
+    int rc = gxd_artifact_read_ex(buf, len, mdl->graph, mdl->id.hex, lim, whole, &cs, &p, err,
+                                  sizeof err);
     free(buf);
+    free(ca.buf);
     if (rc == GX_ELIMIT) { /* a valid plan, too large now */
         if (rc_out)
             *rc_out = gx_errf(err_out, errlen, rc, "%s", err);
@@ -115,31 +133,69 @@ int gxd_model_artifact(const gxd_model *mdl, const gxd_plan *p, const gxd_compil
     return rc < 0 ? rc : gxd_artifact_write(p, mdl->graph, mdl->id.hex, buf, len, err, errlen);
 }
 
-/* Write p's artifact under key (a failure is logged: the plan serves
- * anyway). */
-static void s_artifact_save(gxd_model *mdl, const gxd_plan *p, const char *key)
+/* A write for the cache's writer thread: p's files under key; hold
+ * keeps p alive (p itself, or the whole plan whose slice it is). */
+typedef struct s_save {
+    gxd_model *mdl;
+    gxd_plan *hold;
+    const gxd_plan *p;
+    char key[128];
+} s_save;
+
+static int s_save_write(void *arg, gxd_artifacts *a)
+{
+    s_save *sv = arg;
+    const gxd_model *mdl = sv->mdl;
+    char err[512], cname[GX_ARTIFACT_CONSTS + 1];
+    void *buf = NULL, *cbuf = NULL;
+    size_t len = 0, clen = 0;
+    int rc = gxd_artifact_write_split(sv->p, mdl->graph, mdl->id.hex, &buf, &len, &cbuf, &clen,
+                                      cname, err, sizeof err);
+    if (rc == GX_OK)
+        rc = gxd_artifacts_save_split(a, sv->key, buf, len, cname, cbuf, clen); /* logs */
+    else if (rc == GX_EUNSUPPORTED && mdl->reg->log)
+        GXD_LOG(mdl->reg->log, GXD_LOG_INFO, "graph %.12s: no artifact: %s", mdl->id.hex, err);
+    else if (mdl->reg->log)
+        GXD_LOG(mdl->reg->log, GXD_LOG_WARN, "graph %.12s: artifact not written: %s",
+                mdl->id.hex, err);
+    free(buf);
+    free(cbuf);
+    return rc == GX_EUNSUPPORTED ? GX_OK : rc;
+}
+
+static void s_save_drop(void *arg)
+{
+    s_save *sv = arg;
+    gxd_plan_release(&sv->hold);
+    gxd_model_release(&sv->mdl); /* may be the last: after the cache's writer stops */
+    free(sv);
+}
+
+/* Write p's artifact under key, after the job (the cache's writer
+ * thread; a failure is logged: the plan serves anyway). hold: p, or the
+ * whole plan whose slice p is. */
+static void s_artifact_save(gxd_model *mdl, gxd_plan *hold, const gxd_plan *p, const char *key)
 {
     const gxd_models *m = mdl->reg;
     if (!m || !m->artifacts || p->needs_keys)
         return;
-    char err[512];
-    void *buf = NULL;
-    size_t len = 0;
-    int rc = gxd_artifact_write(p, mdl->graph, mdl->id.hex, &buf, &len, err, sizeof err);
-    if (rc == GX_OK)
-        (void)gxd_artifacts_save(m->artifacts, key, buf, len); /* logs its failures */
-    else if (m->log)
-        GXD_LOG(m->log, GXD_LOG_INFO, "graph %.12s: no artifact: %s", mdl->id.hex, err);
-    free(buf);
+    s_save *sv = calloc(1, sizeof *sv);
+    if (!sv)
+        return;
+    sv->mdl = gxd_model_ref(mdl);
+    sv->hold = gxd_plan_ref(hold);
+    sv->p = p;
+    snprintf(sv->key, sizeof sv->key, "%s", key);
+    (void)gxd_artifacts_post(m->artifacts, s_save_write, s_save_drop, sv); /* counts a drop */
 }
 
 /* p's artifact under its key. */
-static void s_plan_save(gxd_model *mdl, const gxd_plan *p, const gxd_compile_limits *lim)
+static void s_plan_save(gxd_model *mdl, gxd_plan *p, const gxd_compile_limits *lim)
 {
     char key[128], err[256];
     if (mdl->reg && mdl->reg->artifacts && s_plan_key(mdl, p, lim, 0, key, sizeof key, err,
                                                       sizeof err) == GX_OK)
-        s_artifact_save(mdl, p, key);
+        s_artifact_save(mdl, p, p, key);
 }
 
 /* ---- slice plans on disk (gxd_slice_store) ---- */
@@ -168,7 +224,7 @@ static void s_slice_save(void *arg, const gxd_plan *whole, const gxd_plan *slice
     s_slice_arg *a = arg;
     char key[128], err[256];
     if (s_plan_key(a->mdl, whole, a->lim, size, key, sizeof key, err, sizeof err) == GX_OK)
-        s_artifact_save(a->mdl, slice, key);
+        s_artifact_save(a->mdl, (gxd_plan *)whole, slice, key); /* whole's cache holds slice */
 }
 
 static void s_count(gxd_model *mdl, int64_t delta);
@@ -379,6 +435,8 @@ void gxd_models_save_profiles(gxd_models *m)
 void gxd_models_fini(gxd_models *m)
 {
     gxd_replanner *r = &m->replan;
+    /* the writes queued are done first: they hold models and plans */
+    gxd_artifacts_stop(m->artifacts, true);
     if (r->started) {
         pthread_mutex_lock(&r->mu);
         r->stop = true;

@@ -1016,16 +1016,23 @@ static void s_pack_artifact_stats(gxd_ctx *ctx, msgpack_packer *pk)
     }
     gxd_artifacts_stats as;
     gxd_artifacts_get_stats(ctx->models.artifacts, &as);
-    msgpack_pack_map(pk, 8);
+    msgpack_pack_map(pk, 16);
     gx_mp_pack_str(pk, "dir");
     gx_mp_pack_str(pk, gxd_artifacts_dir(ctx->models.artifacts));
     s_pack_kv(pk, "hits", as.hits);
     s_pack_kv(pk, "misses", as.misses);
     s_pack_kv(pk, "rejected", as.rejected);
     s_pack_kv(pk, "writes", as.writes);
+    s_pack_kv(pk, "consts_writes", as.consts_writes);
+    s_pack_kv(pk, "consts_reused", as.consts_reused);
     s_pack_kv(pk, "evicted", as.evicted);
+    s_pack_kv(pk, "queued", as.queued);
+    s_pack_kv(pk, "dropped", as.dropped);
+    s_pack_kv(pk, "write_errors", as.write_errors);
     s_pack_kv(pk, "files", as.files);
     s_pack_kv(pk, "bytes", as.bytes);
+    s_pack_kv(pk, "consts_files", as.consts_files);
+    s_pack_kv(pk, "consts_bytes", as.consts_bytes);
 }
 
 /* STATS with "format": "prometheus": the exposition text (daemon/metrics.h)

@@ -332,7 +332,8 @@ int gxd_plan_slice_stored(gxd_plan *p, const gx_graph *g, const gx_view *inputs,
         rc = s_run(g, NULL, NULL, 0, inputs, p, lim, sizeof s_passes / sizeof s_passes[0], out,
                    err, errlen);
         *compiled = true;
-        if (rc == GX_OK && store)
+        /* saved when the cache keeps it (a store's writer may read it later) */
+        if (rc == GX_OK && store && s->n < GXD_MAX_SLICES)
             store->save(store->arg, p, *out, size);
     }
     if (s->n == GXD_MAX_SLICES) {
