@@ -16,6 +16,12 @@
  * plan; needs a batch: the graph's input then has 8 rows).
  *
  *   bench/bench_artifact [blocks]    (default 100 residual blocks)
+ *
+ * And, alone: the disk bytes and the first-job latency of new input
+ * signatures of one model (a symbolic batch), this build's gexecd beside
+ * another's (GEXECD_BEFORE=<main's build>/daemon/gexecd):
+ *
+ *   bench/bench_artifact sigs [signatures=8] [repeats=3]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,8 +243,128 @@ static void s_bench_restart(const char *name, gx_graph *g, gx_mode mode)
     gx_graph_destroy(&g);
 }
 
+/* ---- signatures: one model, new input shapes (docs/artifact.md) ---- */
+
+/* x [B, 512] (B symbolic) -> MatMul 512x1024 + Relu -> MatMul 1024x2048 +
+ * Relu -> MatMul 2048x512: 14 MB of packed weights, the same for every B,
+ * as a text recogniser's for every line width. */
+static gx_graph *s_wide(void)
+{
+    gx_graph *g = gx_graph_new("wide");
+    gx_graph_add_input(g, "x", GX_F32, 2, (const int64_t[]){-1, 512});
+    s_const(g, "w1", 2, (const int64_t[]){512, 1024}, 0.05f);
+    s_const(g, "w2", 2, (const int64_t[]){1024, 2048}, 0.05f);
+    s_const(g, "w3", 2, (const int64_t[]){2048, 512}, 0.05f);
+    s_node(g, "MatMul", 2, (const char *[]){"x", "w1"}, "m1");
+    s_node(g, "Relu", 1, (const char *[]){"m1"}, "r1");
+    s_node(g, "MatMul", 2, (const char *[]){"r1", "w2"}, "m2");
+    s_node(g, "Relu", 1, (const char *[]){"m2"}, "r2");
+    s_node(g, "MatMul", 2, (const char *[]){"r2", "w3"}, "y");
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+/* The bytes and files in dir. */
+static void s_du(const char *dir, double *bytes, int *files)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "find %s -type f -name '*.gx?' -printf '%%s\\n' 2>/dev/null", dir);
+    FILE *p = popen(cmd, "r");
+    *bytes = 0;
+    *files = 0;
+    double b;
+    while (p && fscanf(p, "%lf", &b) == 1)
+        *bytes += b, (*files)++;
+    if (p)
+        pclose(p);
+}
+
+/* The daemon's artifact writer is idle (STATS "queued" 0; a daemon that
+ * writes in the job has no such field and is idle by then). */
+static void s_idle_writer(const gxb_daemon *d)
+{
+    char err[256];
+    for (;;) {
+        gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
+        char *json = NULL;
+        if (!c || gx_client_stats(c, &json) < 0)
+            gxb_die("bench_artifact", "stats", c ? gx_client_last_error(c) : err);
+        const bool idle = !strstr(json, "\"queued\":") || strstr(json, "\"queued\":0,");
+        free(json);
+        gx_client_destroy(&c);
+        if (idle)
+            return;
+    }
+}
+
+/* n signatures (B = 1..n) of s_wide on one daemon (gexecd binary bin):
+ * each signature's first job at the client (the first one also sends
+ * the graph: left out), then the artifact directory's bytes and files. */
+static void s_bench_sigs_one(const char *what, const char *bin, int n, double *first_ms,
+                             double *bytes, int *files)
+{
+    char dir[] = "/tmp/gexec-bench-sig-XXXXXX", conf[64], adir[64], cmd[128];
+    if (!mkdtemp(dir))
+        gxb_die("bench_artifact", "mkdtemp", "failed");
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    snprintf(adir, sizeof adir, "%s/artifacts", dir);
+    FILE *f = fopen(conf, "w");
+    if (!f || fprintf(f, "artifacts:\n  dir: %s\ncompiler:\n  replan: false\n", adir) < 0 ||
+        fclose(f) != 0)
+        gxb_die("bench_artifact", conf, "cannot write");
+    if (bin)
+        setenv("GEXECD", bin, 1);
+    const char *args[] = {"-c", conf, NULL};
+    gxb_daemon d;
+    gxb_daemon_start(&d, "bench_artifact", args);
+    gx_graph *g = s_wide();
+    double t[64];
+    for (int b = 1; b <= n && b <= 64; b++) {
+        gx_tensor *x = gx_tensor_new(GX_F32, 2, (const int64_t[]){b, 512});
+        float *px = gx_tensor_data(x);
+        for (int64_t i = 0; i < gx_tensor_numel(x); i++)
+            px[i] = (float)(i % 13) / 13.0f;
+        t[b - 1] = s_first_job(&d, g, x, GX_MODE_AUTO).us / 1000;
+        gx_tensor_destroy(&x);
+    }
+    s_idle_writer(&d);
+    gxb_daemon_stop(&d);
+    unsetenv("GEXECD");
+    s_du(adir, bytes, files);
+    gxb_sort(t + 1, (size_t)(n - 1));
+    *first_ms = t[1 + (n - 1) / 2];
+    printf("  %-7s first job of a new signature: median %6.1f ms (range %.1f-%.1f, %d "
+           "signatures); artifacts %6.1f MB in %d files\n",
+           what, *first_ms, t[1], t[n - 1], n - 1, *bytes / 1e6, *files);
+    gx_graph_destroy(&g);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        gxb_die("bench_artifact", cmd, "failed");
+}
+
+/* Before (GEXECD_BEFORE: another build's gexecd, e.g. main's) and after
+ * (this build's), alternating, reps times. */
+static void s_bench_sigs(int n, int reps)
+{
+    const char *before = getenv("GEXECD_BEFORE");
+    printf("signatures: a 5-node MLP of 14 MB packed weights, x [B, 512], B = 1..%d, "
+           "artifact cache on\n", n);
+    for (int r = 0; r < reps; r++) {
+        double ms, bytes;
+        int files;
+        if (before && *before)
+            s_bench_sigs_one("before", before, n, &ms, &bytes, &files);
+        s_bench_sigs_one("after", NULL, n, &ms, &bytes, &files);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "sigs")) {
+        s_bench_sigs(argc > 2 && atoi(argv[2]) > 2 ? atoi(argv[2]) : 8,
+                     argc > 3 && atoi(argv[3]) > 0 ? atoi(argv[3]) : 3);
+        return 0;
+    }
     const int blocks = argc > 1 && atoi(argv[1]) > 0 ? atoi(argv[1]) : 100;
     printf("bench_artifact: median of 5, one thread\n");
     s_bench("mlp", s_mlp());

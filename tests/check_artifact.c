@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "daemon/artifacts.h"
 #include "daemon/compile/artifact.h"
 #include "daemon/exec/exec.h"
 #include "daemon/profile.h"
@@ -1025,6 +1027,20 @@ static char *s_stats(const char *endpoint)
     return json;
 }
 
+/* Waits until the daemon's artifact writer has nothing queued or under
+ * way (it writes after the replies: a poll of what it says, no sleep). */
+static void s_wait_written(const char *endpoint)
+{
+    for (int i = 0;; i++) {
+        char *st = s_stats(endpoint);
+        const bool idle = strstr(st, "\"queued\":0,") != NULL;
+        ck_assert_msg(idle || i < 100000, "%s", st);
+        free(st);
+        if (idle)
+            return;
+    }
+}
+
 /* Modes of the restart test: the plan read back under the DAG executor;
  * replicas, whose slices' plans are read back too. */
 static const gx_mode s_modes[] = {GX_MODE_INTER, GX_MODE_REPLICA};
@@ -1058,6 +1074,7 @@ START_TEST(restarted_daemon_serves_from_artifact)
     gxt_daemon_start(&d, args);
     char *y0 = s_daemon_run(d.endpoint, g, x, s_modes[_i % 2], &n0, &us0, &ex0);
     ck_assert_msg(!strstr(ex0, "\"testdev\"") == !dev, "%.300s", ex0);
+    s_wait_written(d.endpoint);
     /* one file for the plan, and (replicas) one per slice size: "<key>-<rows>" */
     ck_assert_int_eq(gxt_sh(out, sizeof out, "ls %s/artifacts | grep -c '\\.gxa$'", dir), 0);
     const int files = atoi(out);
@@ -1091,6 +1108,7 @@ START_TEST(restarted_daemon_serves_from_artifact)
                      0);
     gxt_daemon_start(&d, args);
     char *y2 = s_daemon_run(d.endpoint, g, x, s_modes[_i % 2], &n2, &us2, &ex2);
+    s_wait_written(d.endpoint);
     st = s_stats(d.endpoint);
     ck_assert_msg(strstr(st, "\"rejected\":1") && strstr(st, "\"writes\":1"), "%s", st);
     free(st);
@@ -1241,10 +1259,18 @@ START_TEST(compile_request_answers_the_artifact)
     gx_graph_id id;
     ck_assert_int_eq(strncmp(key, s_id(g, &id), 64), 0);
     ck_assert_int_eq(key[64], '-');
+    /* the answer holds everything; the cache's file (written after the
+     * reply) names its constants file instead of holding them */
+    s_wait_written(d.endpoint);
     snprintf(path, sizeof path, "%s/a/artifacts/%s.gxa", dir, key);
     unsigned char *file = s_slurp(path, &m);
     ck_assert_msg(file != NULL, "no %s", path);
-    ck_assert(m == n && memcmp(file, buf, n) == 0); /* what the cache wrote */
+    gx_artifact_header ha, hc;
+    ck_assert_int_eq(gx_artifact_header_read(buf, n, &ha, err, sizeof err), GX_OK);
+    ck_assert_int_eq(gx_artifact_header_read(file, m, &hc, err, sizeof err), GX_OK);
+    ck_assert_str_eq(ha.consts, "");
+    ck_assert_uint_eq(strlen(hc.consts), 16);
+    ck_assert_uint_lt(m, n);
     free(file);
     /* cached now: the same bytes again */
     unsigned char *again = s_compile(d.endpoint, g, &m, key, &rc, err, sizeof err);
@@ -1358,6 +1384,676 @@ START_TEST(keyed_values_have_their_own_files)
 }
 END_TEST
 
+/* ---- shared constants files, the writer ------------------------------------------ */
+
+/* x [B, 64] (B symbolic) -> MatMul 64x256 + Relu -> MatMul 256x32: every
+ * batch size a signature of its own, the packed weights the same. */
+static gx_graph *s_wide(void)
+{
+    gx_graph *g = gx_graph_new("wide");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (const int64_t[]){-1, 64}), GX_OK);
+    s_rconst(g, "w1", 2, (const int64_t[]){64, 512}, 0.2f);
+    s_rconst(g, "w2", 2, (const int64_t[]){512, 32}, 0.2f);
+    s_node(g, "MatMul", IN("x", "w1"), "m1");
+    s_node(g, "Relu", IN("m1"), "r1");
+    s_node(g, "MatMul", IN("r1", "w2"), "y");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    return g;
+}
+
+/* An input of s_wide with rows rows (data: malloc'ed, the caller frees). */
+static void s_wide_in(int64_t rows, gx_view *in, void **data)
+{
+    *in = (gx_view){.dtype = GX_F32, .ndim = 2, .shape = {rows, 64}, .numel = rows * 64};
+    *data = gx_aligned_alloc((size_t)in->numel * sizeof(float));
+    for (int64_t k = 0; k < in->numel; k++)
+        ((float *)*data)[k] = s_randf();
+    in->data = *data;
+}
+
+/* A loader of constants files from an artifact cache, counting its calls. */
+typedef struct s_cl {
+    gxd_artifacts *a;
+    const char *gid;
+    void *buf;
+    int calls;
+} s_cl;
+
+static int s_cl_load(void *arg, const char *name, const void **buf, size_t *len)
+{
+    s_cl *c = arg;
+    c->calls++;
+    free(c->buf);
+    int rc = gxd_artifacts_load_consts(c->a, c->gid, name, &c->buf, len);
+    *buf = c->buf;
+    return rc;
+}
+
+/* The output bytes of p on in (sequential). */
+static s_out s_run1(gxt_team *e, gxd_plan *p, const gx_view *in)
+{
+    s_out o = {0};
+    s_run(e, &p, &in, 1, &s_cfgs[0], &o);
+    return o;
+}
+
+#define S_NSIG 4
+
+/* Plans of S_NSIG batch sizes of one graph: one constants file on disk
+ * (written once, then found), a plan file each of a few KB; read back in
+ * a new daemon's table, the file is read once and every plan reads the
+ * one copy of each packed weight; the outputs are the compiled plans'. */
+START_TEST(signatures_share_one_constants_file)
+{
+    char *dir = gxt_tmpdir(), err[512], key[128], cname[S_NSIG][GX_ARTIFACT_CONSTS + 1];
+    gx_graph *g = s_wide();
+    gx_graph_id id;
+    s_id(g, &id);
+    gxt_team e;
+    gxt_team_start(&e);
+    gxd_shared *t1 = gxd_shared_new();
+    gxd_compile_limits lim = s_lim;
+    lim.shared = t1;
+    gxd_artifacts *a = gxd_artifacts_new(dir, 1024, 1ll << 30, NULL);
+    gx_view in[S_NSIG];
+    void *data[S_NSIG];
+    gxd_plan *p[S_NSIG];
+    s_out want[S_NSIG];
+    size_t whole = 0, plan_bytes = 0, clen0 = 0;
+    for (int i = 0; i < S_NSIG; i++) {
+        s_wide_in(i + 1, &in[i], &data[i]);
+        p[i] = s_plan_of(g, &in[i], &lim);
+        ck_assert_uint_ge(p[i]->n_prepared, 2);
+        want[i] = s_run1(&e, p[i], &in[i]);
+        void *buf, *cbuf, *one;
+        size_t len, clen, onelen;
+        ck_assert_int_eq(gxd_artifact_write(p[i], g, id.hex, &one, &onelen, err, sizeof err), GX_OK);
+        ck_assert_int_eq(gxd_artifact_write_split(p[i], g, id.hex, &buf, &len, &cbuf, &clen,
+                                                  cname[i], err, sizeof err),
+                         GX_OK);
+        ck_assert_ptr_nonnull(cbuf);
+        ck_assert_str_eq(cname[i], cname[0]); /* the same weights: the same file */
+        ck_assert_uint_lt(len, 16384);
+        ck_assert_uint_gt(clen, 64 * 256 * 4);
+        ck_assert_uint_gt(onelen, clen); /* the one-file form holds them all */
+        whole += onelen;
+        plan_bytes += len;
+        clen0 = clen;
+        gxd_artifact_key(id.hex, &in[i], NULL, 1, &s_lim, key, sizeof key);
+        ck_assert_int_eq(gxd_artifacts_save_split(a, key, buf, len, cname[i], cbuf, clen), GX_OK);
+        free(buf), free(cbuf), free(one);
+    }
+    gxd_artifacts_stats st;
+    gxd_artifacts_get_stats(a, &st);
+    ck_assert_int_eq(st.writes, S_NSIG);
+    ck_assert_int_eq(st.consts_writes, 1);
+    ck_assert_int_eq(st.consts_reused, S_NSIG - 1);
+    ck_assert_int_eq(st.files, S_NSIG + 1);
+    ck_assert_int_eq(st.consts_files, 1);
+    ck_assert_int_eq(st.bytes, (int64_t)(plan_bytes + clen0));
+    ck_assert_int_lt(st.bytes * 3, (int64_t)whole); /* 4 signatures: under a third */
+    /* read back as a restarted daemon would: its own table */
+    gxd_shared *t2 = gxd_shared_new();
+    lim.shared = t2;
+    s_cl cl = {a, id.hex, NULL, 0};
+    const gxd_artifact_consts cs = {s_cl_load, &cl};
+    gxd_plan *q[S_NSIG];
+    for (int i = 0; i < S_NSIG; i++) {
+        gxd_artifact_key(id.hex, &in[i], NULL, 1, &s_lim, key, sizeof key);
+        void *buf;
+        size_t len;
+        ck_assert_int_eq(gxd_artifacts_load(a, key, &buf, &len), GX_OK);
+        ck_assert_msg(gxd_artifact_read_ex(buf, len, g, id.hex, &lim, NULL, &cs, &q[i], err,
+                                           sizeof err) == GX_OK,
+                      "%s", err);
+        free(buf);
+        ck_assert_int_eq(cl.calls, 1); /* the first read alone reads the constants file */
+        s_out got = s_run1(&e, q[i], &in[i]);
+        ck_assert_uint_eq(got.n, want[i].n);
+        ck_assert(memcmp(got.bytes, want[i].bytes, got.n) == 0);
+        free(got.bytes);
+        /* one copy per packed weight, for every plan */
+        ck_assert_uint_eq(q[i]->n_prepared, q[0]->n_prepared);
+        for (size_t k = 0; k < q[i]->n_prepared; k++) {
+            ck_assert(q[i]->prepared[k].shared);
+            ck_assert_ptr_eq(q[i]->values[q[i]->prepared[k].value].view.data,
+                             q[0]->values[q[0]->prepared[k].value].view.data);
+        }
+    }
+    ck_assert_int_le(gxd_shared_bytes(t2), (int64_t)clen0);
+    /* a plan compiled now (a new batch size) shares the copies read */
+    gx_view in5 = in[0];
+    in5.shape[0] = 5;
+    in5.numel = 5 * 64;
+    in5.data = NULL; /* compiled, not run */
+    gxd_plan *c5 = s_plan_of(g, &in5, &lim);
+    for (size_t k = 0; k < c5->n_prepared; k++)
+        ck_assert_ptr_eq(c5->values[c5->prepared[k].value].view.data,
+                         q[0]->values[q[0]->prepared[k].value].view.data);
+    gxd_plan_destroy(&c5);
+    for (int i = 0; i < S_NSIG; i++) {
+        gxd_plan_destroy(&q[i]);
+        gxd_plan_destroy(&p[i]);
+        free(want[i].bytes);
+        free(data[i]);
+    }
+    free(cl.buf);
+    gxd_shared_destroy(&t1);
+    gxd_shared_destroy(&t2);
+    gxd_artifacts_destroy(&a);
+    gxt_team_stop(&e);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A plan file and its constants file in memory. */
+typedef struct s_split {
+    gx_graph *g;
+    gx_graph_id id;
+    unsigned char *buf, *cbuf;
+    size_t len, clen;
+    char cname[GX_ARTIFACT_CONSTS + 1];
+} s_split;
+
+static void s_split_make(s_split *f)
+{
+    char err[512];
+    f->g = s_wide();
+    s_id(f->g, &f->id);
+    gx_view in;
+    void *data;
+    s_wide_in(3, &in, &data);
+    gxd_plan *p = s_plan_of(f->g, &in, &s_lim);
+    ck_assert_int_eq(gxd_artifact_write_split(p, f->g, f->id.hex, (void **)&f->buf, &f->len,
+                                              (void **)&f->cbuf, &f->clen, f->cname, err,
+                                              sizeof err),
+                     GX_OK);
+    gxd_plan_destroy(&p);
+    free(data);
+}
+
+/* What load gives: the constants file's bytes as arg says. */
+typedef struct s_given {
+    const void *buf;
+    size_t len;
+} s_given;
+
+static int s_given_load(void *arg, const char *name, const void **buf, size_t *len)
+{
+    (void)name;
+    const s_given *gv = arg;
+    if (!gv->buf)
+        return GX_ENOTFOUND;
+    *buf = gv->buf;
+    *len = gv->len;
+    return GX_OK;
+}
+
+static int s_read_with(const s_split *f, const void *cbuf, size_t clen, char *err, size_t errlen)
+{
+    s_given gv = {cbuf, clen};
+    const gxd_artifact_consts cs = {s_given_load, &gv};
+    gxd_plan *p = NULL;
+    int rc = gxd_artifact_read_ex(f->buf, f->len, f->g, f->id.hex, &s_lim, NULL, &cs, &p, err,
+                                  errlen);
+    ck_assert(rc == GX_OK ? p != NULL : p == NULL);
+    gxd_plan_destroy(&p);
+    return rc;
+}
+
+/* Torn, flipped, old, foreign and swapped constants files are refused,
+ * and so is a plan file of format version 1 or one whose constants file
+ * cannot be had; a plan file read without a loader says so. */
+START_TEST(bad_constants_files_are_refused)
+{
+    s_split f;
+    s_split_make(&f);
+    char err[512];
+    ck_assert_msg(s_read_with(&f, f.cbuf, f.clen, err, sizeof err) == GX_OK, "%s", err);
+    unsigned char *b = malloc(f.clen);
+    /* torn: cut anywhere */
+    const size_t cuts[] = {0, 8, GX_ARTIFACT_HEADER, f.clen / 2, f.clen - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        ck_assert_int_eq(s_read_with(&f, f.cbuf, cuts[i], err, sizeof err), GX_EFORMAT);
+        ck_assert_msg(strstr(err, "constants file"), "%s", err);
+    }
+    /* a flipped bit: the checksum */
+    for (size_t at = GX_ARTIFACT_HEADER; at < f.clen; at += f.clen / 13 + 1) {
+        memcpy(b, f.cbuf, f.clen);
+        b[at] ^= 4;
+        ck_assert_int_eq(s_read_with(&f, b, f.clen, err, sizeof err), GX_EFORMAT);
+        ck_assert_msg(strstr(err, "checksum"), "%s", err);
+    }
+    /* flipped and resealed: its name is its contents' hash, no more */
+    memcpy(b, f.cbuf, f.clen);
+    b[GX_ARTIFACT_HEADER + 100] ^= 4;
+    gx_artifact_put_le(b + 24, gx_artifact_checksum(b + GX_ARTIFACT_HEADER,
+                                                    f.clen - GX_ARTIFACT_HEADER), 8);
+    ck_assert_int_eq(s_read_with(&f, b, f.clen, err, sizeof err), GX_ENOTFOUND);
+    ck_assert_msg(strstr(err, "contents"), "%s", err);
+    /* another version, another build */
+    memcpy(b, f.cbuf, f.clen);
+    gx_artifact_put_le(b + 8, 1, 4);
+    ck_assert_int_eq(s_read_with(&f, b, f.clen, err, sizeof err), GX_EVERSION);
+    memcpy(b, f.cbuf, f.clen);
+    b[32 + 7] ^= 1;
+    ck_assert_int_eq(s_read_with(&f, b, f.clen, err, sizeof err), GX_EVERSION);
+    /* a plan's file where a constants file was asked for */
+    ck_assert_int_eq(s_read_with(&f, f.buf, f.len, err, sizeof err), GX_EFORMAT);
+    ck_assert_msg(strstr(err, "no magic"), "%s", err);
+    /* another graph's constants file (another name) */
+    s_file o;
+    s_file_make(&o);
+    gx_view oin[1];
+    void *od[1];
+    s_inputs(o.g, oin, od);
+    gxd_plan *op = s_plan_of(o.g, oin, &s_lim);
+    void *obuf, *ocbuf;
+    size_t olen, oclen;
+    char ocname[GX_ARTIFACT_CONSTS + 1];
+    ck_assert_int_eq(gxd_artifact_write_split(op, o.g, o.id.hex, &obuf, &olen, &ocbuf, &oclen,
+                                              ocname, err, sizeof err),
+                     GX_OK);
+    ck_assert_ptr_nonnull(ocbuf);
+    ck_assert_int_eq(s_read_with(&f, ocbuf, oclen, err, sizeof err), GX_ENOTFOUND);
+    ck_assert_msg(strstr(err, "holds"), "%s", err);
+    /* none to be had; no loader at all */
+    ck_assert_int_eq(s_read_with(&f, NULL, 0, err, sizeof err), GX_ENOTFOUND);
+    ck_assert_msg(strstr(err, "cannot be read"), "%s", err);
+    gxd_plan *p = NULL;
+    ck_assert_int_eq(gxd_artifact_read(f.buf, f.len, f.g, f.id.hex, &s_lim, &p, err, sizeof err),
+                     GX_ENOTFOUND);
+    ck_assert_ptr_null(p);
+    /* a plan file of format version 1 (resealed): refused as old, so the
+     * daemon removes it and compiles */
+    unsigned char *pb = malloc(f.len);
+    memcpy(pb, f.buf, f.len);
+    gx_artifact_put_le(pb + 8, 1, 4);
+    ck_assert_int_eq(gxd_artifact_read(pb, f.len, f.g, f.id.hex, &s_lim, &p, err, sizeof err),
+                     GX_EVERSION);
+    ck_assert_msg(strstr(err, "format version 1"), "%s", err);
+    /* the plan file naming another constants file than its body does */
+    memcpy(pb, f.buf, f.len);
+    pb[64] = pb[64] == 'a' ? 'b' : 'a';
+    s_given gv = {f.cbuf, f.clen};
+    const gxd_artifact_consts cs = {s_given_load, &gv};
+    ck_assert_int_eq(gxd_artifact_read_ex(pb, f.len, f.g, f.id.hex, &s_lim, NULL, &cs, &p, err,
+                                          sizeof err),
+                     GX_EFORMAT);
+    ck_assert_msg(strstr(err, "the header names"), "%s", err);
+    /* resealed corruption of the plan file around its references: refused
+     * or read within the checks (the sanitizer build checks "never more") */
+    unsigned x = 11;
+    for (size_t at = GX_ARTIFACT_HEADER; at < f.len; at += 1 + (x = x * 1103515245u + 12345u) % 7) {
+        memcpy(pb, f.buf, f.len);
+        pb[at] ^= (unsigned char)(1u << (x >> 16) % 8);
+        s_reseal(pb, f.len);
+        (void)gxd_artifact_read_ex(pb, f.len, f.g, f.id.hex, &s_lim, NULL, &cs, &p, err,
+                                   sizeof err);
+        gxd_plan_destroy(&p);
+    }
+    free(pb);
+    free(obuf), free(ocbuf), free(od[0]);
+    gxd_plan_destroy(&op);
+    s_file_free(&o);
+    free(b);
+    free(f.buf), free(f.cbuf);
+    gx_graph_destroy(&f.g);
+}
+END_TEST
+
+static char s_shout[1024]; /* what a shell command printed */
+
+/* The file names of dir ending in ext, counted. */
+static int s_count_files(const char *dir, const char *ext)
+{
+    char out[64];
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "ls -a %s | grep -c -- '%s$' || true", dir, ext), 0);
+    return atoi(out);
+}
+
+/* Eviction counts constants files and removes one with the last plan
+ * file naming it, never before; one no plan names goes at once. */
+START_TEST(eviction_keeps_shared_constants_while_named)
+{
+    char *dir = gxt_tmpdir(), key[128], path[4200];
+    s_split f;
+    s_split_make(&f);
+    const int64_t max = (int64_t)(f.clen + 3 * f.len + f.len / 2); /* consts + 3 plans */
+    gxd_artifacts *a = gxd_artifacts_new(dir, 1024, max, NULL);
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof key, "%s-%016x", f.id.hex, i);
+        ck_assert_int_eq(gxd_artifacts_save_split(a, key, f.buf, f.len, f.cname, f.cbuf, f.clen),
+                         GX_OK);
+        /* distinct times for the least recently used order */
+        snprintf(path, sizeof path, "touch -d '@%d' %s/%s.gxa", 1000000 + i, dir, key);
+        ck_assert_int_eq(gxt_sh(s_shout, sizeof s_shout, "%s", path), 0);
+    }
+    gxd_artifacts_stats st;
+    gxd_artifacts_get_stats(a, &st);
+    ck_assert_int_le(st.bytes, max);
+    ck_assert_int_eq(st.consts_files, 1);
+    ck_assert_int_eq(st.consts_bytes, (int64_t)f.clen);
+    ck_assert_int_eq(st.files, 4); /* 3 plans + their constants */
+    ck_assert_int_eq(s_count_files(dir, ".gxc"), 1);
+    ck_assert_int_eq(s_count_files(dir, ".gxa"), 3);
+    /* the oldest went: 0 and 1 */
+    snprintf(path, sizeof path, "%s/%s-%016x.gxa", dir, f.id.hex, 0);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/%s-%016x.gxa", dir, f.id.hex, 4);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    /* the bounds shrink to one plan's bytes: every plan goes, and with the
+     * last the constants file */
+    gxd_artifacts_destroy(&a);
+    a = gxd_artifacts_new(dir, 1024, (int64_t)f.len, NULL);
+    snprintf(key, sizeof key, "%s-%016x", f.id.hex, 9);
+    ck_assert_int_eq(gxd_artifacts_save(a, key, f.buf, f.len), GX_OK); /* names the same file */
+    gxd_artifacts_get_stats(a, &st);
+    ck_assert_int_eq(st.consts_files, 0);
+    ck_assert_int_eq(s_count_files(dir, ".gxc"), 0);
+    ck_assert_int_le(st.bytes, (int64_t)f.len);
+    /* a plan file with its constants file within bounds stays; an orphan
+     * constants file (a crash between the two writes) goes at the next save */
+    gxd_artifacts_destroy(&a);
+    a = gxd_artifacts_new(dir, 1024, 1ll << 30, NULL);
+    ck_assert_int_eq(gxt_sh(s_shout, sizeof s_shout, "echo x > %s/%s-%s.gxc && echo y > %s/%s-0123456789abcdef.gxc",
+                            dir, f.id.hex, f.cname, dir, f.id.hex),
+                     0);
+    snprintf(key, sizeof key, "%s-%016x", f.id.hex, 10);
+    ck_assert_int_eq(gxd_artifacts_save_split(a, key, f.buf, f.len, f.cname, f.cbuf, f.clen),
+                     GX_OK);
+    gxd_artifacts_get_stats(a, &st);
+    ck_assert_int_eq(s_count_files(dir, ".gxc"), 1); /* the orphan went, the named one stays */
+    ck_assert_int_eq(st.consts_files, 1);
+    ck_assert_int_eq(st.consts_writes, 1); /* "x" was not its size: written again */
+    void *cb;
+    size_t cl;
+    ck_assert_int_eq(gxd_artifacts_load_consts(a, f.id.hex, f.cname, &cb, &cl), GX_OK);
+    ck_assert(cl == f.clen && memcmp(cb, f.cbuf, cl) == 0);
+    free(cb);
+    /* one a disk corrupted (its size kept) is written again, not named */
+    ck_assert_int_eq(gxt_sh(s_shout, sizeof s_shout,
+                            "printf 'XY' | dd of=%s/%s-%s.gxc bs=1 seek=300 conv=notrunc "
+                            "2>/dev/null",
+                            dir, f.id.hex, f.cname),
+                     0);
+    snprintf(key, sizeof key, "%s-%016x", f.id.hex, 11);
+    ck_assert_int_eq(gxd_artifacts_save_split(a, key, f.buf, f.len, f.cname, f.cbuf, f.clen),
+                     GX_OK);
+    gxd_artifacts_get_stats(a, &st);
+    ck_assert_int_eq(st.consts_writes, 2);
+    ck_assert_int_eq(gxd_artifacts_load_consts(a, f.id.hex, f.cname, &cb, &cl), GX_OK);
+    ck_assert(cl == f.clen && memcmp(cb, f.cbuf, cl) == 0);
+    free(cb);
+    gxd_artifacts_destroy(&a);
+    free(f.buf), free(f.cbuf);
+    gx_graph_destroy(&f.g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* Hostile entries in the directory (a FIFO, a directory, links, garbage,
+ * a header naming a path): loads refuse them without blocking, eviction
+ * leaves them alone, names outside hex digits are never opened. */
+START_TEST(hostile_directory_entries)
+{
+    char *dir = gxt_tmpdir(), key[128];
+    s_split f;
+    s_split_make(&f);
+    snprintf(key, sizeof key, "%s-%016x", f.id.hex, 1);
+    ck_assert_int_eq(gxt_sh(s_shout, sizeof s_shout,
+                            "cd %s && mkfifo %s.gxa && mkdir %s-%s.gxc && "
+                            "ln -s /dev/zero %s-0000000000000000.gxc && "
+                            "ln -s /etc/passwd %s-%016x.gxa && "
+                            "head -c 5000 /dev/urandom > %s-%016x.gxa && echo z > .x.gxa",
+                            dir, key, f.id.hex, f.cname, f.id.hex, f.id.hex, 2, f.id.hex, 3),
+                     0);
+    gxd_artifacts *a = gxd_artifacts_new(dir, 1024, 1ll << 30, NULL);
+    void *b = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(gxd_artifacts_load(a, key, &b, &n), GX_EIO); /* the FIFO: no wait */
+    ck_assert_int_eq(gxd_artifacts_load_consts(a, f.id.hex, f.cname, &b, &n), GX_EIO);
+    ck_assert_int_eq(gxd_artifacts_load_consts(a, f.id.hex, "0000000000000000", &b, &n), GX_EIO);
+    snprintf(key, sizeof key, "%s-%016x", f.id.hex, 2);
+    ck_assert_int_eq(gxd_artifacts_load(a, key, &b, &n), GX_EIO); /* a link */
+    ck_assert_int_eq(gxd_artifacts_load_consts(a, f.id.hex, "../../etc/passwd", &b, &n),
+                     GX_ENOTFOUND);
+    ck_assert_int_eq(gxd_artifacts_load(a, "../../etc/passwd", &b, &n), GX_ENOTFOUND);
+    /* a plan file whose header names a path as its constants file */
+    unsigned char *pb = malloc(f.len);
+    memcpy(pb, f.buf, f.len);
+    memcpy(pb + 64, "../../../../../../../etc/passwd", 31);
+    snprintf(key, sizeof key, "%s-%016x", f.id.hex, 4);
+    ck_assert_int_eq(gxd_artifacts_save(a, key, pb, f.len), GX_OK); /* evicts: survives it */
+    snprintf(key, sizeof key, "%s-%016x", f.id.hex, 5); /* a good pair beside them */
+    ck_assert_int_eq(gxd_artifacts_save_split(a, key, f.buf, f.len, f.cname, f.cbuf, f.clen),
+                     GX_EIO); /* its constants file's name is a directory */
+    gxd_artifacts_stats st;
+    gxd_artifacts_get_stats(a, &st);
+    ck_assert_int_eq(st.files, 2); /* the garbage and the path-naming plan: regular files */
+    ck_assert_int_eq(gxt_sh(s_shout, sizeof s_shout, "test -p %s/%s-%016x.gxa && test -d %s/%s-%s.gxc && "
+                                     "test -L %s/%s-0000000000000000.gxc && test -e /etc/passwd",
+                            dir, f.id.hex, 1, dir, f.id.hex, f.cname, dir, f.id.hex),
+                     0);
+    gxd_artifacts_destroy(&a);
+    free(pb);
+    free(f.buf), free(f.cbuf);
+    gx_graph_destroy(&f.g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* The writer: a post returns at once while a write runs; writes run in
+ * order; flush waits for them; a full queue drops (and counts) a write;
+ * stop without flush drops what is queued; each drop is called once. */
+typedef struct s_wjob {
+    pthread_mutex_t *mu;
+    pthread_cond_t *cv;
+    bool *open; /* the gate the first write waits at */
+    int *done, *dropped, rc;
+} s_wjob;
+
+static int s_wjob_write(void *arg, gxd_artifacts *a)
+{
+    (void)a;
+    s_wjob *j = arg;
+    pthread_mutex_lock(j->mu);
+    while (!*j->open)
+        pthread_cond_wait(j->cv, j->mu);
+    (*j->done)++;
+    pthread_mutex_unlock(j->mu);
+    return j->rc;
+}
+
+static void s_wjob_drop(void *arg)
+{
+    s_wjob *j = arg;
+    pthread_mutex_lock(j->mu);
+    (*j->dropped)++;
+    pthread_mutex_unlock(j->mu);
+}
+
+START_TEST(writer_queue_flush_and_stop)
+{
+    char *dir = gxt_tmpdir();
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    bool open = false;
+    int done = 0, dropped = 0;
+    enum { N = 70 };
+    static s_wjob j[N];
+    for (int i = 0; i < N; i++)
+        j[i] = (s_wjob){&mu, &cv, &open, &done, &dropped, i == 1 ? GX_EIO : GX_OK};
+    gxd_artifacts *a = gxd_artifacts_new(dir, 1024, 1ll << 30, NULL);
+    /* the writer blocks on the first; 64 wait; the rest find it full */
+    int full = 0;
+    for (int i = 0; i < N; i++) {
+        const int rc = gxd_artifacts_post(a, s_wjob_write, s_wjob_drop, &j[i]);
+        ck_assert(rc == GX_OK || rc == GX_ELIMIT);
+        full += rc == GX_ELIMIT;
+        if (i == 0) /* the writer took it: the queue is empty again */
+            for (gxd_artifacts_stats st = {.queued = 1}; st.queued;)
+                gxd_artifacts_get_stats(a, &st);
+    }
+    gxd_artifacts_stats st;
+    gxd_artifacts_get_stats(a, &st);
+    ck_assert_int_eq(full, N - 65);
+    ck_assert_int_eq(st.dropped, full);
+    ck_assert_int_eq(st.queued, 64);
+    pthread_mutex_lock(&mu);
+    ck_assert_int_eq(done, 0);
+    ck_assert_int_eq(dropped, full); /* a refused post gives its hold back at once */
+    open = true;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    gxd_artifacts_flush(a);
+    gxd_artifacts_get_stats(a, &st);
+    ck_assert_int_eq(done, 65);
+    ck_assert_int_eq(dropped, N);
+    ck_assert_int_eq(st.write_errors, 1);
+    ck_assert_int_eq(st.queued, 0);
+    /* stop without flush: queued writes are dropped, later posts too */
+    pthread_mutex_lock(&mu);
+    open = false;
+    pthread_mutex_unlock(&mu);
+    ck_assert_int_eq(gxd_artifacts_post(a, s_wjob_write, s_wjob_drop, &j[0]), GX_OK);
+    for (gxd_artifacts_stats s2 = {.queued = 1}; s2.queued;)
+        gxd_artifacts_get_stats(a, &s2);
+    for (int i = 1; i < 5; i++)
+        ck_assert_int_eq(gxd_artifacts_post(a, s_wjob_write, s_wjob_drop, &j[i]), GX_OK);
+    pthread_mutex_lock(&mu);
+    open = true; /* let the one running finish; the stop drops the four */
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    gxd_artifacts_stop(a, false);
+    ck_assert_int_eq(gxd_artifacts_post(a, s_wjob_write, s_wjob_drop, &j[5]), GX_EBUSY);
+    ck_assert_int_ge(done, 66);
+    ck_assert_int_eq(dropped, N + 6);
+    gxd_artifacts_destroy(&a);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* STATS' artifacts counter name reaching want (the writer writes after
+ * the jobs: no sleep, a poll of what it says it did). */
+static void s_wait_stat(const char *endpoint, const char *name, int want)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":%d,", name, want);
+    for (int i = 0;; i++) {
+        char *st = s_stats(endpoint);
+        const bool ok = strstr(st, pat) && strstr(st, "\"queued\":0,");
+        ck_assert_msg(ok || i < 100000, "%s: %s", pat, st);
+        free(st);
+        if (ok)
+            return;
+    }
+}
+
+/* One RUN of s_wide with B rows on the daemon at endpoint: its output
+ * bytes (malloc'ed, *n), the compile time. */
+static char *s_wide_run(const char *endpoint, const gx_graph *g, int64_t rows, size_t *n,
+                        int64_t *compile_us)
+{
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (const int64_t[]){rows, 64});
+    for (int64_t i = 0; i < gx_tensor_numel(x); i++)
+        ((float *)gx_tensor_data(x))[i] = (float)((i * 37) % 19) / 19.0f - 0.4f;
+    char *ex = NULL;
+    char *y = s_daemon_run(endpoint, g, x, GX_MODE_INTER, n, compile_us, &ex);
+    free(ex);
+    gx_tensor_destroy(&x);
+    return y;
+}
+
+/* Through gexecd: S_NSIG signatures of one graph write S_NSIG plan files
+ * and one constants file (after the replies: the test waits for STATS'
+ * count); a restart serves every signature from them, the same bytes,
+ * compiling nothing. */
+START_TEST(restarted_daemon_serves_signatures_from_shared_constants)
+{
+    char *dir = gxt_tmpdir(), profiles[4200];
+    snprintf(profiles, sizeof profiles, "%s/profiles", dir);
+    const char *args[] = {"--profile-dir", profiles, NULL};
+    gx_graph *g = s_wide();
+    char *y[S_NSIG];
+    size_t n[S_NSIG];
+    int64_t us;
+    gxt_daemon d;
+    gxt_daemon_start(&d, args);
+    for (int i = 0; i < S_NSIG; i++)
+        y[i] = s_wide_run(d.endpoint, g, i + 1, &n[i], &us);
+    s_wait_stat(d.endpoint, "writes", S_NSIG);
+    char *st = s_stats(d.endpoint);
+    ck_assert_msg(strstr(st, "\"consts_writes\":1,") && strstr(st, "\"consts_files\":1") &&
+                      strstr(st, "\"write_errors\":0,"),
+                  "%s", st);
+    free(st);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    char adir[4300];
+    snprintf(adir, sizeof adir, "%s/artifacts", dir);
+    ck_assert_int_eq(s_count_files(adir, ".gxa"), S_NSIG);
+    ck_assert_int_eq(s_count_files(adir, ".gxc"), 1);
+    gxt_daemon_start(&d, args);
+    for (int i = S_NSIG - 1; i >= 0; i--) {
+        size_t m;
+        char *z = s_wide_run(d.endpoint, g, i + 1, &m, &us);
+        ck_assert_int_eq(us, 0);
+        ck_assert(m == n[i] && memcmp(z, y[i], m) == 0);
+        free(z);
+        free(y[i]);
+    }
+    st = s_stats(d.endpoint);
+    char want[64];
+    snprintf(want, sizeof want, "\"hits\":%d,", S_NSIG);
+    ck_assert_msg(strstr(st, want) && strstr(st, "\"plans_compiled\":0") &&
+                      strstr(st, "\"writes\":0,"),
+                  "%s", st);
+    free(st);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A directory the daemon cannot write (its path runs through a file):
+ * every job still runs, STATS counts the failed writes. */
+START_TEST(write_failures_never_fail_a_job)
+{
+    char *dir = gxt_tmpdir(), conf[4200], out[64];
+    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
+    FILE *cf = fopen(conf, "w");
+    ck_assert_ptr_nonnull(cf);
+    fprintf(cf, "profile:\n  dir: \"%s/profiles\"\nartifacts:\n  dir: \"%s/file/artifacts\"\n",
+            dir, dir);
+    fclose(cf);
+    ck_assert_int_eq(gxt_sh(out, sizeof out, "echo > %s/file", dir), 0);
+    const char *args[] = {"-c", conf, NULL};
+    gx_graph *g = s_wide();
+    gxt_daemon d;
+    gxt_daemon_start(&d, args);
+    for (int i = 0; i < 3; i++) {
+        size_t n;
+        int64_t us;
+        free(s_wide_run(d.endpoint, g, i + 1, &n, &us));
+        ck_assert_int_gt(us, 0);
+    }
+    s_wait_stat(d.endpoint, "write_errors", 3);
+    char *st = s_stats(d.endpoint);
+    ck_assert_msg(strstr(st, "\"writes\":0,"), "%s", st);
+    free(st);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    gx_graph_destroy(&g);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *artifact_suite(void)
 {
     Suite *s = suite_create("artifact");
@@ -1382,7 +2078,17 @@ Suite *artifact_suite(void)
     tcase_add_test(e2e, compile_request_answers_the_artifact);
     tcase_add_test(e2e, restarted_daemon_replans_artifact_plans);
     tcase_add_test(e2e, keyed_values_have_their_own_files);
+    tcase_add_test(e2e, restarted_daemon_serves_signatures_from_shared_constants);
+    tcase_add_test(e2e, write_failures_never_fail_a_job);
     suite_add_tcase(s, e2e);
+    TCase *sh = tcase_create("shared");
+    tcase_set_timeout(sh, 120);
+    tcase_add_test(sh, signatures_share_one_constants_file);
+    tcase_add_test(sh, bad_constants_files_are_refused);
+    tcase_add_test(sh, eviction_keeps_shared_constants_while_named);
+    tcase_add_test(sh, hostile_directory_entries);
+    tcase_add_test(sh, writer_queue_flush_and_stop);
+    suite_add_tcase(s, sh);
     return s;
 }
 
