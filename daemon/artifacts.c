@@ -233,7 +233,7 @@ static void s_names(int dfd, const char *file, char *out, size_t len)
     if (!dash || !s_name_ok(c, false))
         return;
     *dash = '\0';
-    snprintf(out, len, "%s-%s" S_CEXT, g, c);
+    snprintf(out, len, "%.200s-%.32s" S_CEXT, g, c);
 }
 
 static bool s_ends(const char *s, const char *ext)

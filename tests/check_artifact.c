@@ -916,7 +916,7 @@ START_TEST(explain_artifact_prints_the_file)
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     char want_graph[128];
     snprintf(want_graph, sizeof want_graph, "graph %s on cpu", f.id.hex);
-    const char *const want[] = {"format version 1", gxd_artifact_build_id(), "checksum ok",
+    const char *const want[] = {"format version 2", gxd_artifact_build_id(), "checksum ok",
                                 want_graph, "steps (in run order)", "cpu.Conv", "[fused ",
                                 "constants: ", "the graph's constant 'w1'", "in the file ("};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
@@ -960,6 +960,25 @@ START_TEST(explain_artifact_prints_the_file)
         ck_assert_msg((rc == 0 || rc == 1) && !strstr(out, "Sanitizer"), "exit %d: %s", rc, out);
     }
     free(b);
+    /* a plan file whose constants are in a constants file: named */
+    gx_view in[1];
+    void *data[1];
+    s_inputs(f.g, in, data);
+    gxd_plan *p = s_plan_of(f.g, in, &s_lim);
+    void *pb, *cb;
+    size_t pl, cl;
+    char cname[GX_ARTIFACT_CONSTS + 1], want_c[256];
+    ck_assert_int_eq(gxd_artifact_write_split(p, f.g, f.id.hex, &pb, &pl, &cb, &cl, cname, err,
+                                              sizeof err),
+                     GX_OK);
+    fp = fopen(path, "wb");
+    ck_assert(fp && fwrite(pb, 1, pl, fp) == pl && fclose(fp) == 0);
+    rc = gxt_sh(out, sizeof out, "%s explain --artifact %s 2>&1", bin, path);
+    snprintf(want_c, sizeof want_c, "prepared constants in %s-%s.gxc", f.id.hex, cname);
+    ck_assert_msg(rc == 0 && strstr(out, want_c) && strstr(out, "in constants file"), "exit %d: %s",
+                  rc, out);
+    free(pb), free(cb), free(data[0]);
+    gxd_plan_destroy(&p);
     s_file_free(&f);
     gxt_rmtree(dir);
     free(dir);
@@ -1854,7 +1873,7 @@ typedef struct s_wjob {
     pthread_mutex_t *mu;
     pthread_cond_t *cv;
     bool *open; /* the gate the first write waits at */
-    int *done, *dropped, rc;
+    int *started, *done, *dropped, rc;
 } s_wjob;
 
 static int s_wjob_write(void *arg, gxd_artifacts *a)
@@ -1862,6 +1881,8 @@ static int s_wjob_write(void *arg, gxd_artifacts *a)
     (void)a;
     s_wjob *j = arg;
     pthread_mutex_lock(j->mu);
+    (*j->started)++;
+    pthread_cond_broadcast(j->cv);
     while (!*j->open)
         pthread_cond_wait(j->cv, j->mu);
     (*j->done)++;
@@ -1877,17 +1898,26 @@ static void s_wjob_drop(void *arg)
     pthread_mutex_unlock(j->mu);
 }
 
+/* Waits until n writes have started. */
+static void s_wjob_started(const s_wjob *j, int n)
+{
+    pthread_mutex_lock(j->mu);
+    while (*j->started < n)
+        pthread_cond_wait(j->cv, j->mu);
+    pthread_mutex_unlock(j->mu);
+}
+
 START_TEST(writer_queue_flush_and_stop)
 {
     char *dir = gxt_tmpdir();
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     bool open = false;
-    int done = 0, dropped = 0;
+    int started = 0, done = 0, dropped = 0;
     enum { N = 70 };
     static s_wjob j[N];
     for (int i = 0; i < N; i++)
-        j[i] = (s_wjob){&mu, &cv, &open, &done, &dropped, i == 1 ? GX_EIO : GX_OK};
+        j[i] = (s_wjob){&mu, &cv, &open, &started, &done, &dropped, i == 1 ? GX_EIO : GX_OK};
     gxd_artifacts *a = gxd_artifacts_new(dir, 1024, 1ll << 30, NULL);
     /* the writer blocks on the first; 64 wait; the rest find it full */
     int full = 0;
@@ -1896,14 +1926,13 @@ START_TEST(writer_queue_flush_and_stop)
         ck_assert(rc == GX_OK || rc == GX_ELIMIT);
         full += rc == GX_ELIMIT;
         if (i == 0) /* the writer took it: the queue is empty again */
-            for (gxd_artifacts_stats st = {.queued = 1}; st.queued;)
-                gxd_artifacts_get_stats(a, &st);
+            s_wjob_started(&j[0], 1);
     }
     gxd_artifacts_stats st;
     gxd_artifacts_get_stats(a, &st);
     ck_assert_int_eq(full, N - 65);
     ck_assert_int_eq(st.dropped, full);
-    ck_assert_int_eq(st.queued, 64);
+    ck_assert_int_eq(st.queued, 65); /* 64 waiting, one under way */
     pthread_mutex_lock(&mu);
     ck_assert_int_eq(done, 0);
     ck_assert_int_eq(dropped, full); /* a refused post gives its hold back at once */
@@ -1921,8 +1950,7 @@ START_TEST(writer_queue_flush_and_stop)
     open = false;
     pthread_mutex_unlock(&mu);
     ck_assert_int_eq(gxd_artifacts_post(a, s_wjob_write, s_wjob_drop, &j[0]), GX_OK);
-    for (gxd_artifacts_stats s2 = {.queued = 1}; s2.queued;)
-        gxd_artifacts_get_stats(a, &s2);
+    s_wjob_started(&j[0], 66);
     for (int i = 1; i < 5; i++)
         ck_assert_int_eq(gxd_artifacts_post(a, s_wjob_write, s_wjob_drop, &j[i]), GX_OK);
     pthread_mutex_lock(&mu);

@@ -236,6 +236,7 @@ START_TEST(test_artifact_checked_before_read)
         const int rc = gxd_model_plan(mdl, in, &s_lim, &p, &us, err, sizeof err);
         if (round == 0) {
             ck_assert_msg(rc == GX_OK, "%s", err);
+            gxd_artifacts_flush(m.artifacts); /* written after the compile */
             ck_assert_int_eq(s_count_files(dir), 1);
         } else {
             ck_assert_int_eq(rc, GX_ELIMIT);
