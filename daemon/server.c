@@ -1016,7 +1016,7 @@ static void s_pack_artifact_stats(gxd_ctx *ctx, msgpack_packer *pk)
     }
     gxd_artifacts_stats as;
     gxd_artifacts_get_stats(ctx->models.artifacts, &as);
-    msgpack_pack_map(pk, 16);
+    msgpack_pack_map(pk, 15);
     gx_mp_pack_str(pk, "dir");
     gx_mp_pack_str(pk, gxd_artifacts_dir(ctx->models.artifacts));
     s_pack_kv(pk, "hits", as.hits);
