@@ -17,11 +17,12 @@
  *
  *   bench/bench_artifact [blocks]    (default 100 residual blocks)
  *
- * And, alone: the disk bytes and the first-job latency of new input
- * signatures of one model (a symbolic batch), this build's gexecd beside
- * another's (GEXECD_BEFORE=<main's build>/daemon/gexecd):
+ * And, alone: the disk bytes, the first-job latency and the memory after
+ * a restart of new input signatures of one model (a symbolic batch),
+ * with the constants shared and written off the job's path, against one
+ * file per signature written in the job (s_bench_sigs):
  *
- *   bench/bench_artifact sigs [signatures=8] [repeats=3]
+ *   bench/bench_artifact sigs [signatures=8]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 
 #include "bench/benchutil.h"
 #include "daemon/compile/artifact.h"
+#include "daemon/models.h"
 #include "gexec/client.h"
 #include "core/internal.h"
 #include "core/wire.h"
@@ -279,90 +281,125 @@ static void s_du(const char *dir, double *bytes, int *files)
         pclose(p);
 }
 
-/* The daemon's artifact writer is idle (STATS "queued" 0; a daemon that
- * writes in the job has no such field and is idle by then). */
-static void s_idle_writer(const gxb_daemon *d)
+/* n signatures (B = 1..n) of s_wide through a model registry with the
+ * artifact cache (gxd_model_plan: what a job asks when its shape is new),
+ * in process. The job's path now: the compile and a post to the writer.
+ * Before: the compile, then the one-file artifact written in the job
+ * (gxd_artifact_write and a save, as the daemon did), timed right after
+ * the same compile. Then the bytes on disk, one file per signature
+ * (before) against plan files and one constants file (after), and a
+ * restart: each signature's plan read back (after: through the graph's
+ * table; before: gxd_artifact_read of the one-file artifact, a copy of
+ * the weights per plan) and the memory the plans hold. */
+static void s_bench_sigs(int n)
 {
-    char err[256];
-    for (;;) {
-        gx_client *c = gx_client_new(d->endpoint, err, sizeof err);
-        char *json = NULL;
-        if (!c || gx_client_stats(c, &json) < 0)
-            gxb_die("bench_artifact", "stats", c ? gx_client_last_error(c) : err);
-        const bool idle = !strstr(json, "\"queued\":") || strstr(json, "\"queued\":0,");
-        free(json);
-        gx_client_destroy(&c);
-        if (idle)
-            return;
-    }
-}
-
-/* n signatures (B = 1..n) of s_wide on one daemon (gexecd binary bin):
- * each signature's first job at the client (the first one also sends
- * the graph: left out), then the artifact directory's bytes and files. */
-static void s_bench_sigs_one(const char *what, const char *bin, int n, double *first_ms,
-                             double *bytes, int *files)
-{
-    char dir[] = "/tmp/gexec-bench-sig-XXXXXX", conf[64], adir[64], cmd[128];
-    if (!mkdtemp(dir))
-        gxb_die("bench_artifact", "mkdtemp", "failed");
-    snprintf(conf, sizeof conf, "%s/gexecd.yaml", dir);
-    snprintf(adir, sizeof adir, "%s/artifacts", dir);
-    FILE *f = fopen(conf, "w");
-    if (!f || fprintf(f, "artifacts:\n  dir: %s\ncompiler:\n  replan: false\n", adir) < 0 ||
-        fclose(f) != 0)
-        gxb_die("bench_artifact", conf, "cannot write");
-    if (bin)
-        setenv("GEXECD", bin, 1);
-    const char *args[] = {"-c", conf, NULL};
-    gxb_daemon d;
-    gxb_daemon_start(&d, "bench_artifact", args);
+    enum { MAXN = 64 };
+    char dir[] = "/tmp/gexec-bench-sig-XXXXXX", adir[64], bdir[64], cmd[128], err[512];
+    if (!mkdtemp(dir) || n > MAXN)
+        gxb_die("bench_artifact", "sigs", "mkdtemp failed or too many signatures");
+    snprintf(adir, sizeof adir, "%s/after", dir);
+    snprintf(bdir, sizeof bdir, "%s/before", dir);
+    gxd_models m;
+    gxd_models_init(&m, 8);
+    if (gxd_models_set_artifacts(&m, adir, 1024, 4ll << 30, NULL) < 0)
+        gxb_die("bench_artifact", "sigs", "no cache");
+    gxd_artifacts *before = gxd_artifacts_new(bdir, 1024, 4ll << 30, NULL);
     gx_graph *g = s_wide();
-    double t[64];
-    for (int b = 1; b <= n && b <= 64; b++) {
-        gx_tensor *x = gx_tensor_new(GX_F32, 2, (const int64_t[]){b, 512});
-        float *px = gx_tensor_data(x);
-        for (int64_t i = 0; i < gx_tensor_numel(x); i++)
-            px[i] = (float)(i % 13) / 13.0f;
-        t[b - 1] = s_first_job(&d, g, x, GX_MODE_AUTO).us / 1000;
-        gx_tensor_destroy(&x);
+    gx_graph_id id;
+    gx_wire_graph_id(g, &id);
+    gxd_model *mdl = NULL;
+    if (gxd_models_add(&m, &g, &mdl, err, sizeof err) < 0 ||
+        gxd_model_verify(mdl, &s_lim, err, sizeof err) < 0)
+        gxb_die("bench_artifact", "sigs", err);
+    double now[MAXN], was[MAXN], one[MAXN];
+    gx_view in[MAXN];
+    for (int b = 1; b <= n; b++) {
+        in[b - 1] = (gx_view){.dtype = GX_F32, .ndim = 2, .shape = {b, 512}, .numel = b * 512};
+        gxd_plan *p = NULL;
+        int64_t cu = 0;
+        double t0 = gxb_now_us();
+        if (gxd_model_plan(mdl, &in[b - 1], &s_lim, &p, &cu, err, sizeof err) < 0)
+            gxb_die("bench_artifact", "sigs", err);
+        double t1 = gxb_now_us();
+        void *buf = NULL;
+        size_t len = 0;
+        char key[128];
+        if (gxd_artifact_write(p, mdl->graph, id.hex, &buf, &len, err, sizeof err) < 0)
+            gxb_die("bench_artifact", "sigs", err);
+        gxd_artifact_key(id.hex, &in[b - 1], NULL, 1, &s_lim, key, sizeof key);
+        if (gxd_artifacts_save(before, key, buf, len) < 0)
+            gxb_die("bench_artifact", "sigs", "write failed");
+        double t2 = gxb_now_us();
+        now[b - 1] = (t1 - t0) / 1000;
+        was[b - 1] = (t2 - t0) / 1000;
+        one[b - 1] = (t2 - t1) / 1000;
+        free(buf);
+        gxd_plan_release(&p);
     }
-    s_idle_writer(&d);
-    gxb_daemon_stop(&d);
-    unsetenv("GEXECD");
-    s_du(adir, bytes, files);
-    gxb_sort(t + 1, (size_t)(n - 1));
-    *first_ms = t[1 + (n - 1) / 2];
-    printf("  %-7s first job of a new signature: median %6.1f ms (range %.1f-%.1f, %d "
-           "signatures); artifacts %6.1f MB in %d files\n",
-           what, *first_ms, t[1], t[n - 1], n - 1, *bytes / 1e6, *files);
-    gx_graph_destroy(&g);
+    gxd_artifacts_flush(m.artifacts);
+    double ab, bb;
+    int af, bf;
+    s_du(adir, &ab, &af);
+    s_du(bdir, &bb, &bf);
+    gxb_sort(now, (size_t)n);
+    gxb_sort(was, (size_t)n);
+    gxb_sort(one, (size_t)n);
+    printf("signatures: a 5-node MLP of 14 MB packed weights, x [B, 512], B = 1..%d\n", n);
+    printf("  first job of a new signature (the job's compile and artifact): before median "
+           "%.1f ms (%.1f-%.1f), after %.1f ms (%.1f-%.1f); the write the job no longer waits "
+           "for: %.1f ms (%.1f-%.1f)\n",
+           was[n / 2], was[0], was[n - 1], now[n / 2], now[0], now[n - 1], one[n / 2], one[0],
+           one[n - 1]);
+    printf("  disk: before %.1f MB in %d files, after %.1f MB in %d files\n", bb / 1e6, bf,
+           ab / 1e6, af);
+    gxd_model_release(&mdl);
+    gxd_models_fini(&m);
+    /* the restart: a new registry on the same directory */
+    gxd_models_init(&m, 8);
+    gxd_models_set_artifacts(&m, adir, 1024, 4ll << 30, NULL);
+    g = s_wide();
+    if (gxd_models_add(&m, &g, &mdl, err, sizeof err) < 0 ||
+        gxd_model_verify(mdl, &s_lim, err, sizeof err) < 0)
+        gxb_die("bench_artifact", "sigs", err);
+    double rd_now = 0, rd_was = 0, mem_was = 0;
+    for (int b = 1; b <= n; b++) {
+        gxd_plan *p = NULL;
+        int64_t cu = 0;
+        double t0 = gxb_now_us();
+        if (gxd_model_plan(mdl, &in[b - 1], &s_lim, &p, &cu, err, sizeof err) < 0 || cu != 0 ||
+            !p->from_artifact)
+            gxb_die("bench_artifact", "sigs", "not read from the artifact");
+        rd_now += gxb_now_us() - t0;
+        gxd_plan_release(&p);
+        char key[128];
+        void *buf = NULL;
+        size_t len = 0;
+        gxd_artifact_key(id.hex, &in[b - 1], NULL, 1, &s_lim, key, sizeof key);
+        t0 = gxb_now_us();
+        if (gxd_artifacts_load(before, key, &buf, &len) < 0 ||
+            gxd_artifact_read(buf, len, mdl->graph, id.hex, &s_lim, &p, err, sizeof err) < 0)
+            gxb_die("bench_artifact", "sigs", err);
+        rd_was += gxb_now_us() - t0;
+        mem_was += (double)gxd_plan_mem_bytes(p);
+        free(buf);
+        gxd_plan_destroy(&p);
+    }
+    printf("  restart, every signature read back: before %.1f ms, %.1f MB held by the plans; "
+           "after %.1f ms, %.1f MB held by the model (graph and plans)\n",
+           rd_was / 1000, mem_was / 1e6, rd_now / 1000,
+           (double)atomic_load(&mdl->bytes) / 1e6);
+    gxd_model_release(&mdl);
+    gxd_models_fini(&m);
+    gxd_artifacts_destroy(&before);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
         gxb_die("bench_artifact", cmd, "failed");
 }
 
-/* Before (GEXECD_BEFORE: another build's gexecd, e.g. main's) and after
- * (this build's), alternating, reps times. */
-static void s_bench_sigs(int n, int reps)
-{
-    const char *before = getenv("GEXECD_BEFORE");
-    printf("signatures: a 5-node MLP of 14 MB packed weights, x [B, 512], B = 1..%d, "
-           "artifact cache on\n", n);
-    for (int r = 0; r < reps; r++) {
-        double ms, bytes;
-        int files;
-        if (before && *before)
-            s_bench_sigs_one("before", before, n, &ms, &bytes, &files);
-        s_bench_sigs_one("after", NULL, n, &ms, &bytes, &files);
-    }
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "sigs")) {
-        s_bench_sigs(argc > 2 && atoi(argv[2]) > 2 ? atoi(argv[2]) : 8,
-                     argc > 3 && atoi(argv[3]) > 0 ? atoi(argv[3]) : 3);
+        s_bench_sigs(argc > 2 && atoi(argv[2]) > 2 ? atoi(argv[2]) : 8);
         return 0;
     }
     const int blocks = argc > 1 && atoi(argv[1]) > 0 ? atoi(argv[1]) : 100;
