@@ -826,7 +826,11 @@ static void s_x_prepared(const gx_json *j)
     const gx_json *p = gx_json_get(j, "prepared"), *c = gx_json_get(p, "constants");
     if (!gx_json_len(c))
         return;
-    printf("\nprepared constants: %.0f bytes\n", gx_json_num(gx_json_get(p, "bytes"), 0));
+    printf("\nprepared constants: %.0f bytes", gx_json_num(gx_json_get(p, "bytes"), 0));
+    if (gx_json_num(gx_json_get(p, "freed"), 0) > 0) /* (no step reads them now) */
+        printf("; %.0f constants freed after preparing (%.0f bytes)",
+               gx_json_num(gx_json_get(p, "freed"), 0), gx_json_num(gx_json_get(p, "freed_bytes"), 0));
+    printf("\n");
     for (size_t i = 0; i < gx_json_len(c); i++) {
         const gx_json *q = &c->items[i];
         printf("  %s: %s as %s, %.0f bytes: %s\n", gx_json_str(gx_json_get(q, "node"), "?"),

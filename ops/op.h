@@ -69,7 +69,8 @@
     X(ACOSH, "Acosh")                                                         \
     X(ATANH, "Atanh")                                                         \
     X(MISH, "Mish")                                                           \
-    X(SWISH, "Swish")
+    X(SWISH, "Swish")                                                         \
+    X(ROUND_F16, "RoundToFloat16")
 
 
 #define GX_OPS_LOGIC(X)                                                       \

@@ -320,6 +320,10 @@ S_UNARY(ROUND, S_FLOAT, 4, NULL, 0)
 S_UNARY(HARDSWISH, S_FLOAT, 5, NULL, 0)
 S_UNARY(MISH, S_FLOAT, 40, NULL, 0)
 S_UNARY(SWISH, S_FLOAT, 13, s_swish_attrs, GX_SWISH_NATTRS)
+/* gexec's own: float32 rounded to the nearest float16 (ties to even,
+ * overflow to infinity, NaN to float16's quiet NaN), kept in float32; the
+ * widen pass puts it where a float16 graph's Casts round (docs/onnx.md) */
+S_UNARY(ROUND_F16, S_DT(F32), 2, NULL, 0)
 S_UNARY(SOFTPLUS, S_FLOAT, 28, NULL, 0)
 S_UNARY(SOFTSIGN, S_FLOAT, 3, NULL, 0)
 S_UNARY(SIN, S_FLOAT, 20, NULL, 0)

@@ -333,7 +333,7 @@ static gxd_plan *s_check(s_model (*build)(gx_dtype), int ndim, const int64_t *sh
         size_t twins = 0;
         for (size_t u = 0; u < p16->n_values; u++)
             twins += !strcmp(p16->values[u].name, twin) &&
-                     p16->values[u].kind == GXD_VALUE_CONST && p16->values[u].view.data;
+                     p16->values[u].kind == GXD_VALUE_CONST; /* (its data freed if packed) */
         ck_assert_msg(twins == 1, "%s: constant '%s' has %zu float32 twins", m16.g->name,
                       c->name, twins);
     }
@@ -392,8 +392,10 @@ START_TEST(test_f16_slice)
     ck_assert_msg(gxd_plan_slice(p, m.g, &in, &s_lim, &sl, &owned, err, sizeof err) == GX_OK,
                   "%s", err);
     ck_assert(!owned);
-    ck_assert_uint_eq(sl->widen_consts, 0);
-    size_t borrowed = 0;
+    /* the twins p still holds are borrowed; those it freed after packing
+     * (or folding) them are converted again and freed again after the
+     * slice's prepare pass (which borrows p's packed copies) */
+    size_t borrowed = 0, again = 0;
     for (size_t v = 0; v < sl->n_values; v++) {
         const gxd_value *c = &sl->values[v];
         const size_t len = strlen(c->name);
@@ -402,10 +404,18 @@ START_TEST(test_f16_slice)
         for (size_t u = 0; u < p->n_values; u++)
             if (!strcmp(p->values[u].name, c->name)) {
                 ck_assert_ptr_eq(p->values[u].view.data, c->view.data);
-                borrowed++;
+                if (c->view.data)
+                    borrowed++;
+                else
+                    again++;
             }
     }
-    ck_assert_uint_eq(borrowed, (size_t)m.n_consts);
+    ck_assert_uint_eq(borrowed + again, (size_t)m.n_consts);
+    ck_assert_uint_gt(again, 0); /* (the Gemm's weights, packed, and the folded Conv's) */
+    ck_assert_uint_eq(sl->widen_consts, again);
+    ck_assert_uint_gt(sl->n_prepared, 0);
+    for (size_t i = 0; i < sl->n_prepared; i++)
+        ck_assert(sl->prepared[i].borrowed);
     gxd_plan_destroy(&p); /* the slice's plan is p's (its cache) */
     gx_graph_destroy(&m.g);
 }
@@ -529,13 +539,15 @@ START_TEST(test_f16_mixed)
                       want_r[i]);
     gxd_frame_fini(&f);
     free(arena);
-    /* mm1, relu (its input is float32 already) and mm2 compute in float32:
-     * one Cast in (x16), one out for r (a graph output) and one for z16
-     * (read by the graph's Cast to float32) */
-    ck_assert_uint_eq(p->n_widened, 3);
-    ck_assert_str_eq(p->widened[1].node, "relu");
-    ck_assert_str_eq(p->widened[1].why, "its inputs are float32 already");
-    ck_assert_uint_eq(p->widen_casts, 3);
+    /* mm1, relu (its input is float32 already) and mm2 compute in float32,
+     * the graph's Casts round in float32 (to16 into x16's twin, to32 from
+     * z16's twin): one Cast out for r (a graph output) */
+    ck_assert_uint_eq(p->n_widened, 5);
+    ck_assert_str_eq(p->widened[0].node, "to16");
+    ck_assert_str_eq(p->widened[2].node, "relu");
+    ck_assert_str_eq(p->widened[2].why, "its inputs are float32 already");
+    ck_assert_str_eq(p->widened[4].node, "to32");
+    ck_assert_uint_eq(p->widen_casts, 1);
     ck_assert_uint_eq(p->widen_consts, 2);
     free(y);
     gx_tensor_destroy(&x);
@@ -609,6 +621,250 @@ START_TEST(test_f16_refusals)
     rc = gxd_compile(g, &in, &s_lim, &p, err, sizeof err);
     ck_assert_msg(rc == GX_ESHAPE && !strstr(err, "float16"), "%s: %s", gx_status_name(rc), err);
     ck_assert_ptr_null(p);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
+/* RoundToFloat16 (ops/cpu/cast.c, and in a fused group's register run,
+ * ops/cpu/fused.c) gives what a Cast to float16 and back gives, bit for
+ * bit: a stride through every float32 bit pattern and the edges (the
+ * whole range was checked once, bench note in docs/onnx.md). */
+START_TEST(test_f16_round_op)
+{
+    enum { N = 1 << 16 };
+    static const uint32_t edges[] = {
+        0, 0x80000000u, 0x33000000u, 0x33000001u, 0x337fffffu, 0x33800000u, 0x387fffffu,
+        0x38800000u, 0x38800fffu, 0x38801000u, 0x38803000u, 0x477fefffu, 0x477ff000u,
+        0x477fffffu, 0x7f7fffffu, 0x7f800000u, 0xff800000u, 0x7f800001u, 0xffc00123u,
+        0x7fffffffu, 0x00000001u, 0x807fffffu, 0x3f801000u, 0x3f803000u, 0xc77fefffu};
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *z = malloc(N * sizeof *z);
+    ck_assert(x && y && z);
+    for (uint64_t base = 0; base < (1ull << 32); base += (1ull << 32) / 64) {
+        for (int i = 0; i < N; i++) {
+            uint32_t b = (uint32_t)(base + (uint64_t)i * 977u);
+            if (i < (int)(sizeof edges / sizeof *edges))
+                b = edges[i];
+            memcpy(&x[i], &b, sizeof b);
+        }
+        gx_view in = {.dtype = GX_F32, .ndim = 1, .shape = {N}, .numel = N, .data = x};
+        gx_view out = in;
+        out.data = y;
+        const gx_kargs k = {.n_in = 1, .in = &in, .n_out = 1, .out = &out, .ith = 0, .nth = 1};
+        gx_cpu_ROUND_F16(&k);
+        /* a fused group Neg -> RoundToFloat16 -> Neg: one register run */
+        gx_fused f = {.n_in = 1, .n_ops = 3, .n_tmp = 2, .dtype = GX_F32};
+        f.op[0] = (gx_fused_op){GX_OP_NEG, gx_cpu_NEG, .n_in = 1, .in = {0}, .out = 0};
+        f.op[1] = (gx_fused_op){GX_OP_ROUND_F16, gx_cpu_ROUND_F16, .n_in = 1,
+                                .in = {GX_FUSED_TMP(0)}, .out = 1};
+        f.op[2] = (gx_fused_op){GX_OP_NEG, gx_cpu_NEG, .n_in = 1, .in = {GX_FUSED_TMP(1)},
+                                .out = -1};
+        out.data = z;
+        gx_cpu_fused(&f, &in, &out, NULL, 0, 1);
+        for (int i = 0; i < N; i++) {
+            const float want = gx_f16_to_f32(gx_f32_to_f16(x[i]));
+            const float nwant = -gx_f16_to_f32(gx_f32_to_f16(-x[i]));
+            uint32_t bx;
+            memcpy(&bx, &x[i], sizeof bx);
+            ck_assert_msg(!memcmp(&want, &y[i], 4), "kernel: %08x", bx);
+            ck_assert_msg(!memcmp(&nwant, &z[i], 4), "fused: %08x", bx);
+        }
+    }
+    free(x), free(y), free(z);
+}
+END_TEST
+
+/* ISNet's decoder as converters write a float16 model with float32
+ * Resize: x (float32) -> Cast to float16 -> Conv -> Relu (r1) -> Cast to
+ * float32 -> Resize x2 -> Cast to float16 -> Concat with a skip (r0) ->
+ * Conv -> Relu -> Cast to float32 (y), and a float32 Sigmoid side output
+ * (s) of the second Conv through Casts to float32, float16, float32. */
+static gx_graph *s_decoder(void)
+{
+    s_seed = 33;
+    s_model m = s_begin("decoder", GX_F32, 4, (const int64_t[]){1, 3, 8, 8});
+    m.dt = GX_F16;
+    static const int64_t k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1}, k2[2] = {2, 2};
+    s_const(&m, "w0", 4, (const int64_t[]){4, 3, 3, 3}, 0.4f, 0);
+    s_const(&m, "w1", 4, (const int64_t[]){4, 4, 3, 3}, 0.4f, 0);
+    s_const(&m, "w2", 4, (const int64_t[]){4, 8, 3, 3}, 0.3f, 0);
+    s_const(&m, "b2", 1, (const int64_t[]){4}, 0.1f, 0);
+    gx_tensor *sc = gx_tensor_new(GX_F32, 1, (const int64_t[]){4});
+    memcpy(gx_tensor_data(sc), (const float[]){1, 1, 2, 2}, 16);
+    ck_assert_int_eq(gx_graph_add_const(m.g, "scales", &sc), GX_OK);
+    gx_node_set_int(ADD_NODE(&m, "Cast", "in16", "x16", "x"), "to", 10);
+    gx_node *n = ADD_NODE(&m, "Conv", "conv0", "c0", "x16", "w0");
+    gx_node_set_ints(n, "kernel_shape", k3, 2);
+    gx_node_set_ints(n, "pads", p1, 4);
+    ADD_NODE(&m, "Relu", "relu0", "r0", "c0");
+    n = ADD_NODE(&m, "MaxPool", "pool", "q0", "r0");
+    gx_node_set_ints(n, "kernel_shape", k2, 2);
+    gx_node_set_ints(n, "strides", k2, 2);
+    n = ADD_NODE(&m, "Conv", "conv1", "c1", "q0", "w1");
+    gx_node_set_ints(n, "kernel_shape", k3, 2);
+    gx_node_set_ints(n, "pads", p1, 4);
+    ADD_NODE(&m, "Relu", "relu1", "r1", "c1");
+    gx_node_set_int(ADD_NODE(&m, "Cast", "up.in", "r1f", "r1"), "to", 1);
+    n = ADD_NODE(&m, "Resize", "up", "u", "r1f", "", "scales");
+    gx_node_set_string(n, "mode", "linear");
+    gx_node_set_int(ADD_NODE(&m, "Cast", "up.out", "u16", "u"), "to", 10);
+    gx_node_set_int(ADD_NODE(&m, "Concat", "cat", "k", "u16", "r0"), "axis", 1);
+    n = ADD_NODE(&m, "Conv", "conv2", "c2", "k", "w2", "b2");
+    gx_node_set_ints(n, "kernel_shape", k3, 2);
+    gx_node_set_ints(n, "pads", p1, 4);
+    ADD_NODE(&m, "Relu", "relu2", "r2", "c2");
+    gx_node_set_int(ADD_NODE(&m, "Cast", "out", "y", "r2"), "to", 1);
+    gx_node_set_int(ADD_NODE(&m, "Cast", "side.in", "c2f", "c2"), "to", 1);
+    gx_node_set_int(ADD_NODE(&m, "Cast", "side.h", "c2h", "c2f"), "to", 10);
+    gx_node_set_int(ADD_NODE(&m, "Cast", "side.f", "c2g", "c2h"), "to", 1);
+    ADD_NODE(&m, "Sigmoid", "side", "s", "c2g");
+    ck_assert_int_eq(gx_graph_add_output(m.g, "y"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(m.g, "s"), GX_OK);
+    return m.g;
+}
+
+/* Runs p on x to the end; the bytes of every output into out[] (malloc'd). */
+static void s_run_all(const gxd_plan *p, const gxd_compile_limits *lim, const float *x,
+                      void **out, size_t *bytes)
+{
+    char err[256];
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+    gx_view in = {.dtype = GX_F32, .ndim = 4, .shape = {1, 3, 8, 8}, .numel = 192,
+                  .data = (void *)x};
+    gxd_frame f;
+    ck_assert_int_eq(gxd_frame_init(&f, p, arena, &in, lim, &stop, err, sizeof err), GX_OK);
+    ck_assert_int_eq(gxd_exec_seq(&f), GX_OK);
+    for (size_t o = 0; o < p->n_outputs; o++) {
+        const gx_view *v = gxd_frame_output(&f, o);
+        bytes[o] = (size_t)v->numel * gx_dtype_size(v->dtype);
+        ck_assert_ptr_nonnull(out[o] = malloc(bytes[o] + 1));
+        memcpy(out[o], v->data, bytes[o]);
+    }
+    gxd_frame_fini(&f);
+    free(arena);
+}
+
+static size_t s_count_op(const gxd_plan *p, gx_op op)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        if (s->folded)
+            continue;
+        if (s->fused) {
+            for (int o = 0; o < s->fused->n_ops; o++)
+                n += s->fused->op[o].op == op;
+        } else {
+            n += s->op == op;
+        }
+    }
+    return n;
+}
+
+/* The graph's Casts between float16 and float32 round in float32
+ * (RoundToFloat16, fused with their neighbours where they can be), the
+ * Concat between them runs on exact float32 twins, a Cast pair is one
+ * rounding: the same bytes as the plan that keeps them as Casts
+ * (no_round), with fewer steps over memory. */
+START_TEST(test_f16_casts)
+{
+    gx_graph *g = s_decoder();
+    float x[192];
+    s_seed = 9;
+    for (int i = 0; i < 192; i++)
+        x[i] = 3.0f * s_randf() + 0.001f * (float)i; /* not float16-exact */
+    gxd_compile_limits off = s_lim;
+    off.no_round = true;
+    for (int fuse = 0; fuse < 2; fuse++) {
+        gxd_compile_limits on = s_lim;
+        on.no_fuse = off.no_fuse = fuse == 0;
+        gx_view in = {.dtype = GX_F32, .ndim = 4, .shape = {1, 3, 8, 8}, .numel = 192};
+        gxd_plan *p = NULL, *q = NULL;
+        char err[512];
+        ck_assert_msg(gxd_compile(g, &in, &on, &p, err, sizeof err) == GX_OK, "%s", err);
+        ck_assert_msg(gxd_compile(g, &in, &off, &q, err, sizeof err) == GX_OK, "%s", err);
+        void *a[2], *b[2];
+        size_t na[2], nb[2];
+        s_run_all(p, &on, x, a, na);
+        s_run_all(q, &off, x, b, nb);
+        for (int o = 0; o < 2; o++) {
+            ck_assert_uint_eq(na[o], nb[o]);
+            ck_assert_msg(!memcmp(a[o], b[o], na[o]), "fuse %d: output %d differs", fuse, o);
+            free(a[o]), free(b[o]);
+        }
+        /* the old plan: the graph's 6 Casts, widen: and narrow: Casts */
+        ck_assert_uint_ge(s_count_op(q, GX_OP_CAST), 8);
+        ck_assert_uint_eq(s_count_op(q, GX_OP_ROUND_F16), 0);
+        /* the new: every Cast rounds in float32 (in16, up.in, up.out, out,
+         * side.in, side.h; and r0's exact twin for the Concat); side.f is
+         * side.h's output's twin itself: no step */
+        ck_assert_uint_eq(s_count_op(p, GX_OP_CAST), 0);
+        ck_assert_uint_eq(s_count_op(p, GX_OP_ROUND_F16), 7);
+        bool cat = false;
+        for (size_t i = 0; i < p->n_widened; i++)
+            cat = cat || (!strcmp(p->widened[i].node, "cat") && strstr(p->widened[i].why, "exact"));
+        ck_assert_msg(cat, "the Concat does not run in float32");
+        if (fuse) { /* up.in rounds in relu1's Conv epilogue, out in relu2's */
+            size_t in_groups = 0;
+            for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].fused && p->steps[i].fused->has_head)
+                    for (int o = 0; o < p->steps[i].fused->n_ops; o++)
+                        in_groups += p->steps[i].fused->op[o].op == GX_OP_ROUND_F16;
+            ck_assert_uint_ge(in_groups, 1);
+        }
+        gxd_plan_destroy(&p);
+        gxd_plan_destroy(&q);
+    }
+    gx_graph_destroy(&g);
+}
+END_TEST
+
+/* A float16 model's float32 twins of its weights are dead once the
+ * prepare pass packed them: freed, counted, out of the plan's memory. */
+START_TEST(test_f16_freed)
+{
+    gx_graph *g = s_decoder();
+    gx_view in = {.dtype = GX_F32, .ndim = 4, .shape = {1, 3, 8, 8}, .numel = 192};
+    gxd_plan *p = NULL;
+    char err[512];
+    ck_assert_msg(gxd_compile(g, &in, &s_lim, &p, err, sizeof err) == GX_OK, "%s", err);
+    bool *read = calloc(p->n_values + 1, sizeof *read);
+    for (size_t i = 0; i < p->n_steps; i++)
+        for (int k = 0; k < p->steps[i].n_in; k++)
+            if (p->steps[i].in[k] >= 0)
+                read[p->steps[i].in[k]] = true;
+    size_t dead = 0, dead_bytes = 0;
+    for (size_t v = 0; v < p->n_values; v++) {
+        const gxd_value *c = &p->values[v];
+        const size_t len = strlen(c->name);
+        if (c->kind != GXD_VALUE_CONST || len < 4 || strcmp(c->name + len - 4, ":f32"))
+            continue;
+        if (!c->view.data) { /* freed: no step reads it */
+            ck_assert_msg(!read[v], "'%s' is read but freed", c->name);
+            dead++, dead_bytes += c->nbytes;
+        } else {
+            ck_assert_msg(read[v], "'%s' is kept but nothing reads it", c->name);
+        }
+    }
+    free(read);
+    ck_assert_uint_eq(p->freed_consts, dead);
+    ck_assert_uint_eq(p->freed_const_bytes, dead_bytes);
+    if (p->n_prepared) /* the Convs' weights packed for their layout */
+        ck_assert_uint_gt(dead, 0);
+    char *json = gxd_plan_explain_json(p, g);
+    char want[96];
+    snprintf(want, sizeof want, "\"freed\":%zu,\"freed_bytes\":%zu,", dead, dead_bytes);
+    ck_assert_msg(strstr(json, want), "%s", json);
+    free(json);
+    /* the plan's memory: what it still owns */
+    int64_t owned = 0;
+    for (size_t v = 0; v < p->n_values; v++)
+        if (p->values[v].kind == GXD_VALUE_CONST && p->values[v].view.data &&
+            strstr(p->values[v].name, ":f32"))
+            owned += (int64_t)p->values[v].nbytes;
+    ck_assert_int_ge(gxd_plan_mem_bytes(p), owned);
+    gxd_plan_destroy(&p);
     gx_graph_destroy(&g);
 }
 END_TEST
@@ -842,6 +1098,9 @@ Suite *f16_suite(void)
     tcase_add_test(tc, test_f16_explain);
     tcase_add_test(tc, test_f16_refusals);
     tcase_add_test(tc, test_f16_onnx);
+    tcase_add_test(tc, test_f16_round_op);
+    tcase_add_test(tc, test_f16_casts);
+    tcase_add_test(tc, test_f16_freed);
     suite_add_tcase(s, tc);
     tc = tcase_create("modes");
     tcase_set_timeout(tc, 300);

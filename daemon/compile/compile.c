@@ -79,6 +79,18 @@ void *gxd_plan_own(gxd_plan *p, size_t nbytes)
     return m;
 }
 
+bool gxd_plan_disown(gxd_plan *p, void *m, size_t nbytes)
+{
+    for (size_t i = p->n_owned; m && i-- > 0;)
+        if (p->owned[i] == m) {
+            free(m);
+            p->owned[i] = p->owned[--p->n_owned];
+            p->owned_bytes -= nbytes;
+            return true;
+        }
+    return false;
+}
+
 int64_t gxd_plan_mem_bytes(const gxd_plan *p)
 {
     return (int64_t)(sizeof *p + p->n_values * sizeof *p->values +

@@ -16,7 +16,9 @@
  *               wide step and anything else (never between two wide
  *               steps: a step with a half kernel whose inputs are float32
  *               already is widened too), so every later pass sees float32
- *               steps (docs/onnx.md, "float16 and bfloat16 models")
+ *               steps; the graph's Casts between float32 and float16 at
+ *               twins become RoundToFloat16 steps, which fuse
+ *               (docs/onnx.md, "float16 and bfloat16 models")
  *   3. rewrite  algebraic rewrites of the steps as exported: BatchNormalization,
  *               Mul and Add by per-channel constants folded into the Conv,
  *               Gemm or MatMul before them, Transposes into Gemm's flags,
@@ -313,6 +315,9 @@ typedef struct gxd_plan {
      * (packed weights), in step order; prepared_bytes their total */
     struct gxd_prepared *prepared;
     size_t n_prepared, prepared_bytes;
+    /* prepare pass: the plan's own constants no step reads any more (a
+     * float16 model's float32 twins, now packed), freed: how many, bytes */
+    size_t freed_consts, freed_const_bytes;
     /* prepare pass: the implementation each MatMul and Gemm it prepared
      * runs and where the choice came from (the tune registry, seed 003),
      * in step order (owned by the plan); tune: the registry it asked
@@ -452,6 +457,9 @@ typedef struct gxd_compile_limits {
     const char *max_plan_what;
     const gxd_partition_opts *part; /* NULL: the defaults (the CPU alone) */
     bool no_fuse; /* compiler.fuse: false: the fuse pass leaves the steps alone */
+    /* the widen pass leaves the graph's Casts between float32 and float16
+     * and the value-moving steps alone (phase 2 off: tests compare) */
+    bool no_round;
     bool no_rewrite; /* compiler.rewrite: false: the rewrite pass leaves the steps alone */
     /* The layout pass (seed 001): the graph's profile, whose runs give
      * each node's expected executions per job (NULL: every node runs

@@ -599,7 +599,8 @@ static void s_sec_layout(gx_strbuf *b, const s_ctx *x)
 static void s_sec_prepared(gx_strbuf *b, const s_ctx *x)
 {
     const gxd_plan *p = x->p;
-    gx_strbuf_printf(b, "{\"bytes\":%zu,\"constants\":[", p->prepared_bytes);
+    gx_strbuf_printf(b, "{\"bytes\":%zu,\"freed\":%zu,\"freed_bytes\":%zu,\"constants\":[",
+                     p->prepared_bytes, p->freed_consts, p->freed_const_bytes);
     for (size_t i = 0; i < p->n_prepared; i++) {
         const gxd_prepared *r = &p->prepared[i];
         gx_strbuf_printf(b, "%s{\"node\":", i ? "," : "");

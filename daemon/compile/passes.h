@@ -120,6 +120,9 @@ static inline size_t gxd_aligned(size_t n)
  * keyed copies, names of values a pass adds), freed with the plan; NULL on
  * ENOMEM. */
 void *gxd_plan_own(gxd_plan *p, size_t nbytes);
+/* Frees m (nbytes) if gxd_plan_own gave it to p: true; false (nothing
+ * freed) if p does not own it (a graph's or another plan's memory). */
+bool gxd_plan_disown(gxd_plan *p, void *m, size_t nbytes);
 /* Would the plan still fit lim->max_plan_bytes with more bytes (0: as it
  * is, at the end of a pass)? GX_OK, or GX_ELIMIT naming the pass, the need
  * and the limit. */

@@ -16,7 +16,9 @@
  * is the plan's own, or the whole batch's for the plan of a slice of the
  * batch (replicas). Other steps are untouched. Runs after layout (which
  * picks the Conv kernels) and before fuse (an epilogue's head runs the
- * step's kernel). Records each prepared constant for explain.
+ * step's kernel). Records each prepared constant for explain. Last, the
+ * plan's own constants no step reads any more (a float16 model's float32
+ * twins, now packed) are freed (s_free_dead), counted for explain.
  *
  * Which product kernel (seed 003): the tune registry (lim->tune,
  * daemon/tune/tune.h) is asked once per plan for all of them; a record
@@ -334,20 +336,69 @@ static bool s_qproduct_step(const gxd_plan *p, const gxd_step *s)
                        p->values[s->in[ib]].kind == GXD_VALUE_CONST, why, sizeof why);
 }
 
+/* Is copy c (a prepared constant) b in form f? (b in form f made here
+ * and compared: for a source the plan freed, s_free_dead.) */
+static bool s_same_form(const s_form *f, const gxd_value *b, const gxd_value *c)
+{
+    gx_view pv;
+    const size_t bytes = s_form_view(f, &b->view, &pv);
+    void *tmp = bytes == c->nbytes && c->view.data ? gx_aligned_alloc(bytes + 1) : NULL;
+    if (!tmp)
+        return false; /* (out of memory: the plan makes its own copy, also right) */
+    s_form_fill(f, &b->view, pv, tmp);
+    const bool same = !memcmp(tmp, c->view.data, bytes);
+    free(tmp);
+    return same;
+}
+
 /* The whole batch's copy of constant b in form f, or NULL: the same name
  * and the same contents (a constant a pass made, such as folded weights,
- * is each plan's own copy). */
+ * is each plan's own copy); where the whole batch's plan freed its source
+ * (s_free_dead), the same bytes in form f. */
 static void *s_borrow(const gxd_plan *whole, const gxd_value *b, const s_form *f)
 {
     for (size_t i = 0; whole && i < whole->n_prepared; i++) {
         const gxd_prepared *r = &whole->prepared[i];
         const gxd_value *src = &whole->values[r->source];
-        if (r->op == f->op && r->trans_b == f->trans_b && r->layout == f->layout &&
-            !strcmp(r->from, b->name) && src->nbytes == b->nbytes &&
-            (src->view.data == b->view.data || !memcmp(src->view.data, b->view.data, b->nbytes)))
+        if (r->op != f->op || r->trans_b != f->trans_b || r->layout != f->layout ||
+            strcmp(r->from, b->name) || src->nbytes != b->nbytes)
+            continue;
+        if (src->view.data ? src->view.data == b->view.data ||
+                                 !memcmp(src->view.data, b->view.data, b->nbytes)
+                           : s_same_form(f, b, &whole->values[r->value]))
             return whole->values[r->value].view.data;
     }
     return NULL;
+}
+
+/* After the pass: the plan's own constants that no step reads and that
+ * are no output (a float16 model's float32 twins whose readers now read
+ * them packed, the weights a fold replaced) are freed; their values stay
+ * (names, shapes, the records that name them) with no data. Counted in
+ * p->freed_consts and freed_const_bytes; the plan's memory no longer
+ * holds them (gxd_plan_mem_bytes). */
+static int s_free_dead(gxd_plan *p)
+{
+    bool *read = calloc(p->n_values + 1, sizeof *read);
+    if (!read)
+        return GX_ENOMEM;
+    for (size_t i = 0; i < p->n_steps; i++)
+        for (int k = 0; k < p->steps[i].n_in; k++)
+            if (p->steps[i].in[k] >= 0)
+                read[p->steps[i].in[k]] = true;
+    for (size_t i = 0; i < p->n_outputs; i++)
+        read[p->outputs[i]] = true;
+    for (size_t v = 0; v < p->n_values; v++) {
+        gxd_value *c = &p->values[v];
+        if (c->kind != GXD_VALUE_CONST || read[v] || !c->view.data || c->keyed ||
+            c->view.dtype == GX_STRING || !gxd_plan_disown(p, c->view.data, c->nbytes))
+            continue;
+        c->view.data = NULL;
+        p->freed_consts++;
+        p->freed_const_bytes += c->nbytes;
+    }
+    free(read);
+    return GX_OK;
 }
 
 /* Step s reads its input at (b) in form f from now on: the graph's
@@ -527,7 +578,9 @@ int gxd_pass_prepare(gxd_cstate *st)
                  s_qproduct_step(p, &p->steps[i]) || s_tuned_conv(p, &p->steps[i]) ||
                  s_layout_qconv(p, &p->steps[i]);
     if (!n_new)
-        return GX_OK;
+        return s_free_dead(p) < 0 ? gx_errf(st->err, st->errlen, GX_ENOMEM,
+                                            "prepare: out of memory")
+                                  : GX_OK;
     gxd_value *vals = realloc(p->values, (p->n_values + n_new + 1) * sizeof *vals);
     gxd_prepared *rec = realloc(p->prepared, (p->n_prepared + n_new + 1) * sizeof *rec);
     gxd_shared_ref *refs =
@@ -603,6 +656,8 @@ int gxd_pass_prepare(gxd_cstate *st)
                                : p->devices[s->device]->gemm_pack->kernel(s->op);
         }
     }
+    if (rc >= 0 && s_free_dead(p) < 0)
+        rc = gx_errf(st->err, st->errlen, GX_ENOMEM, "prepare: out of memory");
 out:
     free(todo);
     free(impl);

@@ -382,3 +382,21 @@ static void s_cast_any(const gx_kargs *k)
 
 void gx_cpu_CAST(const gx_kargs *k) { s_cast_any(k); }
 void gx_cpu_CAST_LIKE(const gx_kargs *k) { s_cast_any(k); }
+
+/* RoundToFloat16 (gexec's own, ops/schema_elementwise.c): float32 rounded
+ * to float16's precision, kept in float32; what a Cast to float16 and back
+ * gives, element for element (gx_f32_round_f16), in one pass that
+ * vectorizes. */
+GX_CPU_CLONES static void s_round_f16_row(int64_t n, float *restrict y, const float *restrict x)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = gx_f32_round_f16(x[i]);
+}
+
+void gx_cpu_ROUND_F16(const gx_kargs *k)
+{
+    int64_t lo, hi;
+    gx_cpu_share(k, k->out[0].numel, GX_CPU_LINE, &lo, &hi);
+    if (lo < hi)
+        s_round_f16_row(hi - lo, (float *)k->out[0].data + lo, (const float *)k->in[0].data + lo);
+}

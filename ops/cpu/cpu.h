@@ -81,6 +81,30 @@ static inline uint16_t gx_f32_to_f16(float f)
     return sign | (uint16_t)((r - 0x38000000u) >> 13);
 }
 
+/* f rounded to the nearest float16 and back: gx_f16_to_f32(gx_f32_to_f16(f))
+ * bit for bit (NaN becomes the quiet NaN 0x7fc00000 with f's sign), without
+ * branches so that loops over it vectorize: the normal range rounds the
+ * mantissa to 10 bits in the integer bits; below float16's smallest normal
+ * the float addition of 0.5 rounds to a multiple of 2^-24 (ties to even),
+ * which float16's subnormals are. */
+static inline float gx_f32_round_f16(float f)
+{
+    uint32_t x, s, r;
+    memcpy(&x, &f, sizeof x);
+    const uint32_t ax = x & 0x7fffffffu;
+    float a;
+    memcpy(&a, &ax, sizeof a);
+    const float sub = (a + 0.5f) - 0.5f;
+    memcpy(&s, &sub, sizeof s);
+    r = (ax + 0xfffu + ((ax >> 13) & 1u)) & 0xffffe000u;
+    r = ax < 0x38800000u ? s : r;
+    r = ax >= 0x477ff000u ? 0x7f800000u : r;
+    r = ax > 0x7f800000u ? 0x7fc00000u : r;
+    r |= x & 0x80000000u;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
 static inline float gx_bf16_to_f32(uint16_t h)
 {
     uint32_t bits = (uint32_t)h << 16;

@@ -11,7 +11,7 @@
  * float32 ops skip their kernel's set-up (share, broadcast walk) and run
  * their row expression here directly: the same expression as
  * ops/cpu/elementwise.c's, so the same bits. A chain of the cheapest
- * exact ones (arithmetic, Max, Min, Relu, Neg, Abs) goes over a tile in
+ * exact ones (arithmetic, Max, Min, Relu, Neg, Abs, RoundToFloat16) goes over a tile in
  * one pass with its values in registers: a separate pass per op over a
  * tile in L1 costs as much as the memory traffic of the whole chain
  * (bench/bench_fuse: a 5-op chain at 52% of memcpy's rate before, 75-90%
@@ -126,6 +126,7 @@ S_UN_ROW(sigmoid, gx_v_sigmoidf(v))
 S_UN_ROW(tanh, gx_v_tanhf(v))
 S_UN_ROW(exp, gx_v_expf(v))
 S_UN_ROW(erf, gx_v_erff(v))
+S_UN_ROW(round_f16, gx_f32_round_f16(v))
 
 typedef void (*s_bin_fn)(int64_t n, float *restrict y, const float *restrict a, int64_t sa,
                          const float *restrict b, int64_t sb);
@@ -139,7 +140,7 @@ static const s_bin_fn s_bins[GX_OP_COUNT] = {
 static const s_un_fn s_uns[GX_OP_COUNT] = {
     [GX_OP_RELU] = s_relu,       [GX_OP_NEG] = s_neg,   [GX_OP_ABS] = s_abs,
     [GX_OP_SIGMOID] = s_sigmoid, [GX_OP_TANH] = s_tanh, [GX_OP_EXP] = s_exp,
-    [GX_OP_ERF] = s_erf,
+    [GX_OP_ERF] = s_erf,         [GX_OP_ROUND_F16] = s_round_f16,
 };
 
 /* Runs op on a tile of n float32 elements if it has a row above and
@@ -178,11 +179,12 @@ typedef float s_vu __attribute__((vector_size(64), aligned(4)));
 #define S_VN 8  /* vectors in a strip */
 
 enum { S_R_NONE, S_R_ADD, S_R_SUB, S_R_MUL, S_R_DIV, S_R_MAX, S_R_MIN, S_R_RELU, S_R_NEG,
-       S_R_ABS };
+       S_R_ABS, S_R_RF16 };
 static const uint8_t s_rcode[GX_OP_COUNT] = {
     [GX_OP_ADD] = S_R_ADD, [GX_OP_SUB] = S_R_SUB,   [GX_OP_MUL] = S_R_MUL,
     [GX_OP_DIV] = S_R_DIV, [GX_OP_MAX] = S_R_MAX,   [GX_OP_MIN] = S_R_MIN,
     [GX_OP_RELU] = S_R_RELU, [GX_OP_NEG] = S_R_NEG, [GX_OP_ABS] = S_R_ABS,
+    [GX_OP_ROUND_F16] = S_R_RF16,
 };
 
 /* One op of a run on a tile: its code; its operand from memory (the first
@@ -217,6 +219,20 @@ typedef struct s_rop {
 #define S_V_RELU(v) ((s_v)((s_vi)(v) & ~(s_vi)((v) < 0)))
 #define S_V_NEG(v) (-(v))
 #define S_V_ABS(v) ((s_v)((s_vi)(v) & 0x7fffffff))
+/* RoundToFloat16: gx_f32_round_f16 lane by lane (the same integer and
+ * float steps, selects for its conditions) */
+typedef uint32_t s_vw __attribute__((vector_size(64)));
+#define S_V_RF16(v)                                                           \
+    ({                                                                        \
+        const s_vw x_ = (s_vw)(v), ax_ = x_ & 0x7fffffffu;                    \
+        const s_v a_ = (s_v)ax_, sub_ = (a_ + 0.5f) - 0.5f;                   \
+        const s_vw n_ = (ax_ + 0xfffu + ((ax_ >> 13) & 1u)) & 0xffffe000u;    \
+        const s_vw inf_ = n_ * 0u + 0x7f800000u, nan_ = n_ * 0u + 0x7fc00000u; \
+        s_v r_ = S_SEL((s_vi)(ax_ < 0x38800000u), sub_, (s_v)n_);             \
+        r_ = S_SEL((s_vi)(ax_ >= 0x477ff000u), (s_v)inf_, r_);                \
+        r_ = S_SEL((s_vi)(ax_ > 0x7f800000u), (s_v)nan_, r_);                 \
+        (s_v)((s_vw)r_ | (x_ & 0x80000000u));                                 \
+    })
 
 static inline __attribute__((always_inline)) bool s_unary(int code)
 {
@@ -276,6 +292,7 @@ static inline __attribute__((always_inline)) void s_strip(const s_rop *q, s_v *a
     S_STRIP_BIN(S_R_MIN, S_V_MIN);
     S_STRIP_UN(S_R_RELU, S_V_RELU);
     S_STRIP_UN(S_R_NEG, S_V_NEG);
+    S_STRIP_UN(S_R_RF16, S_V_RF16);
     default:
         _Pragma("GCC unroll 8") for (int j = 0; j < vn; j++) acc[j] = S_V_ABS(acc[j]);
         break;
