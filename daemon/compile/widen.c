@@ -597,6 +597,8 @@ static int s_rewire(s_wd *w)
     for (size_t i = 0; i < n_steps; i++) {
         const gxd_step *s = &p->steps[i];
         const bool rounds = w->role[i] == S_FROM_HALF || w->role[i] == S_EXACT;
+        if (s->folded && !(gx_op_schema_get(s->op)->flags & GX_OPF_CONTROL))
+            continue; /* evaluated already (a Shape of a half value): never reads it */
         for (int k = 0; k < s->n_in; k++)
             if (s->in[k] >= 0) {
                 if (s->wide && k < s->n_formal && w->role[i] != S_TO_HALF)
