@@ -1307,8 +1307,8 @@ static int s_value(s_r *r, const msgpack_object *o, size_t i)
     }
     if ((rc = s_value_data(r, gx_mp_find(o, "data"), v)) < 0)
         return rc;
-    if (v->kind == GXD_VALUE_CONST && !v->view.data && v->view.numel > 0 && r->cat[i] == SIZE_MAX)
-        return S_BAD(r, "a constant without data");
+    /* a constant without data: one the plan freed (prepare's s_free_dead),
+     * which no step may read (s_check_plan) */
     if (v->keyed && (!v->view.data || v->kind != GXD_VALUE_INPUT))
         return S_BAD(r, "a keyed value without data");
     return GX_OK;
@@ -1372,6 +1372,13 @@ static bool s_is_output(const gxd_plan *p, const char *vname, const char *gname)
     return false;
 }
 
+/* Value v (-1: none) is a constant of the host without its bytes. */
+static bool s_no_data(const gxd_plan *p, int v)
+{
+    return v >= 0 && p->values[v].kind == GXD_VALUE_CONST && p->values[v].mem == 0 &&
+           !p->values[v].view.data && p->values[v].view.numel > 0;
+}
+
 static int s_check_plan(s_r *r)
 {
     gxd_plan *p = r->p;
@@ -1406,6 +1413,14 @@ static int s_check_plan(s_r *r)
     free(preds);
     if (p->width < 0 || (size_t)p->width > p->n_steps + 1)
         return S_BAD(r, "width %d for %zu steps", p->width, p->n_steps);
+    for (size_t i = 0; i < p->n_steps && rc == GX_OK; i++)
+        for (int k = 0; k < p->steps[i].n_in && rc == GX_OK; k++)
+            if (s_no_data(p, p->steps[i].in[k]))
+                rc = S_BAD(r, "step %zu reads constant %d, which has no data", i,
+                           p->steps[i].in[k]);
+    for (size_t i = 0; i < p->n_outputs && rc == GX_OK; i++)
+        if (s_no_data(p, p->outputs[i]))
+            rc = S_BAD(r, "output %zu is a constant without data", i);
     for (size_t i = 0; i < p->n_values && rc == GX_OK; i++)
         rc = s_check_view(r, i);
     for (size_t i = 0; i < p->n_steps && rc == GX_OK; i++)
