@@ -142,7 +142,9 @@ static void s_execute(gxd_plan *plan)
         size_t off = 0;
         for (size_t i = 0; i < plan->n_values; i++) {
             gxd_value *v = &plan->values[i];
-            if (v->kind == GXD_VALUE_CONST) {
+            if (v->kind == GXD_VALUE_CONST && !v->view.data) {
+                /* freed by prepare: no step reads it */
+            } else if (v->kind == GXD_VALUE_CONST) {
                 if (v->nbytes)
                     memcpy(zone + off, v->view.data, v->nbytes);
                 v->view.data = zone + off;
