@@ -772,6 +772,9 @@ static void s_monitor_drain(gx_client *c)
         if (event == ZMQ_EVENT_DISCONNECTED) {
             c->conn_gen++;
             c->up = false;
+            c->probe_id = 0; /* a PING the daemon gone will not answer */
+            c->silent = false;
+            c->has_load = false;
             if (!c->handshaken && !c->refused_event) /* closed during the handshake */
                 c->refused_event = event;
         } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
@@ -2303,7 +2306,6 @@ static void s_multi_destroy(gx_client *c)
     c->multi = NULL;
 }
 
-/* Whether member m's daemon went away (connected once, not now). */
 /* A member whose connection is lost, or whose daemon left a PING
  * unanswered for the liveness interval. */
 static bool s_member_down(gx_client *m)
