@@ -114,6 +114,7 @@ typedef enum gx_req {
     X(WORKERS, "workers")                                                     \
     X(QUEUE_US, "queue_us")                                                   \
     X(COMPUTE_US, "compute_us")                                               \
+    X(DEVICE_US, "device_us")                                                 \
     X(REASON, "reason")                                                       \
     X(REPLICAS, "replicas")                                                   \
     X(BATCHED, "batched")                                                     \

@@ -32,7 +32,7 @@ typedef struct gxd_stats {
     /* dynamic batching (daemon/batcher.h): merged runs, and the jobs
      * answered from one */
     uint64_t batches, batched_jobs;
-    int64_t compute_us_total, queue_us_total;
+    int64_t compute_us_total, queue_us_total, device_us_total;
     /* jobs of clients that disconnected: dropped from the queue, and
      * running ones asked to stop at their next step */
     uint64_t gone_dropped, gone_cancelled;

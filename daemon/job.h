@@ -74,6 +74,7 @@ typedef struct gxd_job {
 
     /* timing (CLOCK_MONOTONIC us) */
     int64_t t_enqueue, t_start, t_exec, t_end, compile_us;
+    int64_t device_us; /* its kernels' time on a GPU (gxd_frame.device_ns), 0: none timed */
 
     /* result, written by the worker */
     int status;

@@ -524,6 +524,8 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
     if (rc == GX_OK && s_prepare_outputs(j, r.f, n) == GX_OK &&
         (rc = gxd_exec_par(rn->team, &cfg, r.f, n, &members, err, sizeof err)) == GX_OK)
         s_collect_outputs(j, r.f, n);
+    for (int i = 0; i < r.n; i++)
+        j->device_us += r.f[i].device_ns / 1000;
     if (rc < 0 || j->status < 0)
         s_drop_outputs(j);
     j->workers = members;

@@ -259,6 +259,7 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     int64_t compute_us = j->t_exec ? j->t_end - j->t_exec : 0;
     st->queue_us_total += queue_us;
     st->compute_us_total += compute_us;
+    st->device_us_total += j->device_us;
     if (ok && ctx->metrics)
         gxd_metrics_job(ctx->metrics, j->model ? j->model->id.hex : NULL, j->ran_mode, queue_us,
                         compute_us, j->t_end - j->t_enqueue);
@@ -269,7 +270,7 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     }
     s_reply_begin(&r, type, j->id, j->status, ok ? NULL : j->message, ok ? 2 : 1);
     gx_mp_pack_str(&r.pk, GX_F(RUN));
-    msgpack_pack_map(&r.pk, 10);
+    msgpack_pack_map(&r.pk, 11);
     gx_mp_pack_str(&r.pk, GX_F(MODE));
     gx_mp_pack_str(&r.pk, gx_mode_name(j->ran_mode));
     gx_mp_pack_str(&r.pk, GX_F(DEVICE));
@@ -282,6 +283,8 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     msgpack_pack_int64(&r.pk, compute_us);
     gx_mp_pack_str(&r.pk, GX_F(COMPILE_US));
     msgpack_pack_int64(&r.pk, j->compile_us);
+    gx_mp_pack_str(&r.pk, GX_F(DEVICE_US));
+    msgpack_pack_int64(&r.pk, j->device_us);
     gx_mp_pack_str(&r.pk, GX_F(REASON));
     gx_mp_pack_str(&r.pk, j->reason);
     gx_mp_pack_str(&r.pk, GX_F(REPLICAS));
@@ -1065,7 +1068,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_reply r;
     s_reply_begin(&r, rq->type, rq->id, GX_OK, NULL, 1);
     gx_mp_pack_str(&r.pk, GX_F(STATS));
-    msgpack_pack_map(&r.pk, 29 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
+    msgpack_pack_map(&r.pk, 30 + (ctx->metrics ? 1 : 0) + (url ? 1 : 0));
     gx_mp_pack_str(&r.pk, "version");
     gx_mp_pack_str(&r.pk, PACKAGE_VERSION);
     gx_mp_pack_str(&r.pk, "topology");
@@ -1090,6 +1093,7 @@ static int s_handle_stats(gxd_ctx *ctx, s_req *rq)
     s_pack_kv(&r.pk, "plans_compiled", (int64_t)st->compile_count);
     s_pack_kv(&r.pk, "queue_us_total", st->queue_us_total);
     s_pack_kv(&r.pk, "compute_us_total", st->compute_us_total);
+    s_pack_kv(&r.pk, "device_us_total", st->device_us_total);
     s_pack_kv(&r.pk, "config_reloads", (int64_t)st->reloads);
     s_pack_kv(&r.pk, "config_reload_failures", (int64_t)st->reload_failures);
     s_pack_tune_stats(ctx, &r.pk);

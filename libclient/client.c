@@ -518,6 +518,7 @@ static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
     info->queue_us = s_get_i64(gx_mp_find(run, GX_F(QUEUE_US)));
     info->compute_us = s_get_i64(gx_mp_find(run, GX_F(COMPUTE_US)));
     info->compile_us = s_get_i64(gx_mp_find(run, GX_F(COMPILE_US)));
+    info->device_us = s_get_i64(gx_mp_find(run, GX_F(DEVICE_US)));
     if (gx_mp_int(gx_mp_find(run, GX_F(REPLICAS)), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)
         info->replicas = (int)v;
     if (gx_mp_int(gx_mp_find(run, GX_F(BATCHED)), "", 1, INT32_MAX, &v, NULL, 0) == GX_OK)

@@ -395,9 +395,10 @@ static int s_cmd_run(const opts *o)
             if (info->est_us[m] >= 0)
                 printf("%s\"%s\":%.1f", k++ ? "," : "", gx_mode_name((gx_mode)m), info->est_us[m]);
         printf("},\"queue_us\":%" PRId64 ",\"compute_us\":%" PRId64 ",\"compile_us\":%" PRId64
-               ",\"repeat\":%ld,\"latency_us\":{\"p50\":%" PRId64 ",\"p99\":%" PRId64
+               ",\"device_us\":%" PRId64 ",\"repeat\":%ld,\"latency_us\":{\"p50\":%" PRId64 ",\"p99\":%" PRId64
                ",\"min\":%" PRId64 ",\"max\":%" PRId64 "},\"outputs\":[",
-               info->queue_us, info->compute_us, info->compile_us, n, p50, p99, lat[0], lat[n - 1]);
+               info->queue_us, info->compute_us, info->compile_us, info->device_us, n, p50, p99,
+               lat[0], lat[n - 1]);
         for (size_t i = 0; i < gx_result_output_count(r); i++) {
             const gx_tensor *t = gx_result_output(r, i);
             printf("%s{\"name\":", i ? "," : "");
@@ -418,9 +419,12 @@ static int s_cmd_run(const opts *o)
             printf("outputs written to %s%s\n", o->outdir, len && o->outdir[len - 1] == '/' ? "" : "/");
         }
         printf("ran: mode=%s device=%s workers=%d replicas=%d batched=%d queue=%" PRId64
-               "us compute=%" PRId64 "us compile=%" PRId64 "us\n",
+               "us compute=%" PRId64 "us compile=%" PRId64 "us",
                info->mode, info->device, info->workers, info->replicas, info->batched,
                info->queue_us, info->compute_us, info->compile_us);
+        if (info->device_us > 0) /* measured on a GPU */
+            printf(" (on the device %" PRId64 "us)", info->device_us);
+        printf("\n");
         if (o->explain_mode)
             s_explain_mode(o->mode, info);
         else

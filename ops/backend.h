@@ -26,6 +26,8 @@
  *   synchronisation queues (streams) made per worker and synchronised;
  *                  optional: without them every kernel and copy has
  *                  finished when it returns (the CPU);
+ *   device time    marks on a queue and the device's time between two
+ *                  (optional: CUDA events);
  *   graphs         a run of kernel steps recorded once and replayed as
  *                  one launch (optional: CUDA Graphs).
  *
@@ -236,6 +238,17 @@ struct gx_backend {
     void (*queue_free)(const gx_backend *b, void *queue);
     /* Waits until everything put on queue has finished. GX_OK or an error. */
     int (*queue_sync)(const gx_backend *b, void *queue);
+
+    /* ---- device time (optional, both or neither) ----
+     * mark: an event put on queue now (the device reaches it when the
+     * work put there before has finished), NULL when none can be made.
+     * elapsed_ns: waits until the device has passed `to`, frees both
+     * marks, and returns the device's nanoseconds from `from` to `to`
+     * (-1 when it cannot tell). The step-order executor brackets each
+     * stretch of kernel steps on the device with two marks (the job's
+     * device time: gxd_frame.device_ns); never called on a NULL queue. */
+    void *(*mark)(const gx_backend *b, void *queue);
+    int64_t (*elapsed_ns)(const gx_backend *b, void *from, void *to);
 
     /* ---- whole-run graphs (optional, all four or none; seed 004) ----
      * The sequential executor records a run of consecutive kernel steps

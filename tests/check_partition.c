@@ -573,6 +573,74 @@ START_TEST(test_device_graphs)
 }
 END_TEST
 
+/* Device time (daemon/exec/exec_seq.c): each stretch of testdev's kernel
+ * steps between copies gets two marks, every mark is freed, the run's
+ * device_ns is their spans' sum (> 0), graphs on or off; a plan on the
+ * CPU alone makes no mark and reports 0. */
+static int64_t s_device_ns(const gxd_plan *p, const gx_view *in, const gxd_devmem *dm,
+                           bool no_graphs)
+{
+    gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                              .max_arena_bytes = 256ll << 20, .no_graphs = no_graphs};
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+    gxd_frame f;
+    char err[256];
+    ck_assert_int_eq(gxd_frame_init_dev(&f, p, arena, dm, false, in, &lim, &stop, err, sizeof err),
+                     GX_OK);
+    f.device_ns = -7; /* the run sets it */
+    ck_assert_msg(gxd_exec_seq(&f) == GX_OK, "%s", err);
+    int64_t ns = f.device_ns;
+    gxd_frame_fini(&f);
+    free(arena);
+    return ns;
+}
+
+START_TEST(test_device_time)
+{
+    s_case c = {.g = s_matmul_chain("timed", 7)};
+    gx_graph_add_output(c.g, "b"); /* a copy to the host between MatMul and Neg */
+    s_inputs(&c, 1);
+    gxd_partition_opts o = s_opts(gx_testdev(), NULL, 1);
+    ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+    const gxd_plan *p = c.p;
+    const gx_backend *b = gx_testdev();
+    /* the stretches: kernel steps on testdev, no copy between */
+    uint64_t stretches = 0;
+    bool open = false;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *st = &p->steps[i];
+        if (st->folded)
+            continue;
+        bool k = p->devices[st->device] == b && !st->copy;
+        stretches += k && !open;
+        open = k;
+    }
+    ck_assert_uint_eq(stretches, 2);
+    gxd_devmem dm = {0};
+    ck_assert_ptr_nonnull(dm.arena[1] = b->alloc(b, p->dev_arena_bytes[1]));
+    ck_assert_ptr_nonnull(dm.queue[1] = b->queue_new(b));
+    for (int run = 0; run < 6; run++) {
+        const gx_testdev_stats t0 = gx_testdev_stats_get();
+        int64_t ns = s_device_ns(p, c.in, &dm, run < 3);
+        const gx_testdev_stats t1 = gx_testdev_stats_get();
+        ck_assert_int_gt(ns, 0);
+        ck_assert_uint_eq(t1.marks - t0.marks, 2 * stretches);
+        ck_assert_uint_eq(t1.marks_live, t0.marks_live);
+    }
+    ck_assert_int_gt(gxd_plan_graph_stats(p).replays, 0); /* the graphs ran too */
+    b->queue_free(b, dm.queue[1]);
+    b->free(b, dm.arena[1]);
+    gxd_plan_destroy(&c.p);
+    const gx_testdev_stats t0 = gx_testdev_stats_get();
+    ck_assert_msg(s_compile(&c, NULL) == GX_OK, "%s", c.err);
+    ck_assert_int_eq(s_device_ns(c.p, c.in, NULL, false), 0);
+    ck_assert_uint_eq(gx_testdev_stats_get().marks, t0.marks);
+    s_done(&c);
+}
+END_TEST
+
 /* The cost check: a device whose launches and copies cost more than the
  * chain's work on the CPU does not get it (explain says by how much),
  * unless the check is off; a device fast enough at both does. */
@@ -1156,6 +1224,7 @@ Suite *partition_suite(void)
     tcase_add_test(tc, test_fusion_stays_on_one_device);
     tcase_add_test(tc, test_own_memory);
     tcase_add_test(tc, test_device_graphs);
+    tcase_add_test(tc, test_device_time);
     tcase_add_test(tc, test_cost_check);
     tcase_add_test(tc, test_folded_not_copied);
     tcase_add_test(tc, test_prune_outputs);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ops/backend.h"
@@ -401,6 +402,37 @@ static int s_queue_sync(const gx_backend *b, void *queue)
     return GX_OK;
 }
 
+/* Device time: its kernels have run when they return, so a mark is the
+ * host's clock at the time it is made. */
+static void *s_mark(const gx_backend *b, void *queue)
+{
+    (void)b;
+    s_queue *q = queue;
+    if (!q || q->recording) {
+        fprintf(stderr, "testdev: a mark without a queue, or while it records\n");
+        abort();
+    }
+    int64_t *m = malloc(sizeof *m);
+    struct timespec ts;
+    if (!m)
+        return NULL;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *m = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    __atomic_add_fetch(&s_stats.marks, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s_stats.marks_live, 1, __ATOMIC_RELAXED);
+    return m;
+}
+
+static int64_t s_elapsed_ns(const gx_backend *b, void *from, void *to)
+{
+    (void)b;
+    int64_t ns = from && to ? *(int64_t *)to - *(int64_t *)from : -1;
+    __atomic_sub_fetch(&s_stats.marks_live, (from != NULL) + (to != NULL), __ATOMIC_RELAXED);
+    free(from);
+    free(to);
+    return ns;
+}
+
 static gx_backend s_testdev = {
     .name = "testdev",
     .rules = NULL, /* every op the schemas accept, as the CPU */
@@ -417,6 +449,8 @@ static gx_backend s_testdev = {
     .queue_new = s_queue_new,
     .queue_free = s_queue_free,
     .queue_sync = s_queue_sync,
+    .mark = s_mark,
+    .elapsed_ns = s_elapsed_ns,
     .capture_begin = s_capture_begin,
     .capture_end = s_capture_end,
     .replay = s_replay,

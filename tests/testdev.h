@@ -13,6 +13,7 @@ typedef struct gx_testdev_stats {
     uint64_t allocs, live;       /* arenas and constants given out, and not yet freed */
     uint64_t queues;             /* queues made */
     uint64_t captures, replays;  /* graphs recorded, and replayed */
+    uint64_t marks, marks_live;  /* marks made (device time), and not yet freed */
 } gx_testdev_stats;
 
 const gx_backend *gx_testdev(void);

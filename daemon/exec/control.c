@@ -53,6 +53,7 @@ int gxd_exec_subgraph(gxd_frame *f, const gxd_step *s, const char *attr, const g
     if ((rc = gxd_frame_init(&sub, plan, arena, in, f->lim, f->stop, why, sizeof why)) == GX_OK) {
         gxd_frame_borrow_strs(&sub, f); /* its strings may be among its outputs */
         rc = gxd_exec_seq(&sub);
+        f->device_ns += sub.device_ns;
     }
     if (rc < 0) {
         if (rc != GX_ECANCELLED && rc != GX_ETIMEDOUT)

@@ -51,6 +51,11 @@ typedef struct gxd_frame {
      * gives back outlive it. */
     gx_strheap *strs;
     bool own_strs;
+    /* After gxd_exec_seq: the nanoseconds the devices with marks
+     * (ops/backend.h: a GPU) spent on the run's kernel steps, its
+     * subgraphs' included; 0 when none was timed (the CPU's steps, the
+     * DAG executors). */
+    int64_t device_ns;
 } gxd_frame;
 
 /* Lays the plan over arena (plan->arena_bytes). Graph input i is read

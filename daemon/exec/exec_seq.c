@@ -16,6 +16,9 @@
  * no longer fits its queue (replay says 1) is dropped and recorded
  * again. Results never depend on the graphs: every failure falls back to
  * the steps one by one, before any of them ran.
+ *
+ * The run's device time (f->device_ns) is measured with marks on the
+ * devices' queues around each stretch of their kernel steps (below).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -248,10 +251,72 @@ out:
     return rc;
 }
 
+/* ---- device time ----
+ * Each stretch of kernel steps of one device with marks (ops/backend.h),
+ * no copy and no other device's step among them, is bracketed by two
+ * marks on that device's queue. The spans are added up when the run ends
+ * (by then the copies back to the host have waited for the device), or
+ * the oldest earlier when S_SPANS wait. */
+#define S_SPANS 32
+
+typedef struct s_timer {
+    const gxd_frame *f;
+    int dev; /* the open stretch's device; 0: none open */
+    void *from;
+    struct {
+        const gx_backend *b;
+        void *from, *to;
+    } done[S_SPANS];
+    int n;
+    int64_t ns;
+} s_timer;
+
+static void s_timer_settle(s_timer *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        const gx_backend *b = t->done[i].b;
+        int64_t ns = b->elapsed_ns(b, t->done[i].from, t->done[i].to);
+        if (ns > 0)
+            t->ns += ns;
+    }
+    t->n = 0;
+}
+
+static void s_timer_close(s_timer *t)
+{
+    if (!t->dev)
+        return;
+    const gx_backend *b = t->f->plan->devices[t->dev];
+    if (t->n == S_SPANS)
+        s_timer_settle(t);
+    t->done[t->n].b = b;
+    t->done[t->n].from = t->from;
+    t->done[t->n++].to = b->mark(b, t->f->dm.queue[t->dev]);
+    t->dev = 0;
+}
+
+/* Step s is next: closes the open stretch unless s continues it, opens
+ * one at a kernel step of a device with marks. */
+static void s_timer_step(s_timer *t, size_t s)
+{
+    const gxd_step *st = &t->f->plan->steps[s];
+    if (st->folded)
+        return;
+    const gx_backend *b = t->f->plan->devices[st->device];
+    void *q = t->f->dm.queue[st->device];
+    const bool timed = st->device > 0 && !st->copy && st->kernel && b->mark && b->elapsed_ns && q;
+    if (t->dev && (!timed || st->device != t->dev))
+        s_timer_close(t);
+    if (timed && !t->dev && (t->from = b->mark(b, q)))
+        t->dev = st->device;
+}
+
 /* Steps from..to-1 one by one. */
-static int s_steps(gxd_frame *f, size_t from, size_t to, bool timed)
+static int s_steps(gxd_frame *f, size_t from, size_t to, bool timed, s_timer *dt)
 {
     for (size_t s = from; s < to; s++) {
+        if (dt)
+            s_timer_step(dt, s);
         int rc = gxd_exec_should_stop(f->stop);
         int64_t t0 = timed ? gxd_now_ns() : 0;
         if (rc == GX_OK)
@@ -269,24 +334,30 @@ int gxd_exec_seq(gxd_frame *f)
     const gxd_plan *p = f->plan;
     bool timed = gxd_plan_wants_timing(p);
     const bool graphs = !(f->lim && f->lim->no_graphs) && p->n_devices > 1;
-    for (size_t s = 0; s < p->n_steps;) {
+    s_timer t = {.f = f}, *dt = p->n_devices > 1 ? &t : NULL;
+    int rc = GX_OK;
+    f->device_ns = 0; /* subgraphs' steps add theirs while it runs */
+    for (size_t s = 0; s < p->n_steps && rc == GX_OK;) {
         size_t end = graphs ? s_run_end(f, s) : s;
         if (end == s) {
-            int rc = s_steps(f, s, s + 1, timed);
-            if (rc < 0)
-                return rc;
+            rc = s_steps(f, s, s + 1, timed, dt);
             s++;
             continue;
         }
         bool done = false;
-        int rc = gxd_exec_should_stop(f->stop);
+        if (dt)
+            s_timer_step(dt, s); /* the run's steps are kernels of one device */
+        rc = gxd_exec_should_stop(f->stop);
         if (rc == GX_OK)
             rc = s_run_graph(f, s, end, &done);
         if (rc == GX_OK && !done)
-            rc = s_steps(f, s, end, timed);
-        if (rc < 0)
-            return rc;
+            rc = s_steps(f, s, end, timed, dt);
         s = end;
     }
-    return GX_OK;
+    if (dt) {
+        s_timer_close(dt);
+        s_timer_settle(dt);
+        f->device_ns += dt->ns;
+    }
+    return rc;
 }

@@ -275,6 +275,9 @@ typedef struct gx_run_info {
                           also when the reply did not say */
     char endpoint[256];/* the endpoint of the daemon that ran it (the client's
                           own, or one of several: gx_client_new_multi) */
+    int64_t device_us; /* of compute_us, the time its kernels took on a GPU,
+                          measured there (copies and host steps excluded);
+                          0: none measured (a plan on the CPU) */
 } gx_run_info;
 
 GX_EXPORT int gx_result_status(const gx_result *r);

@@ -458,6 +458,46 @@ uint64_t gx_cuda_serial(void)
     return atomic_fetch_add(&next, 1);
 }
 
+/* ---- device time: CUDA events ------------------------------------------ */
+
+static void *s_mark(const gx_backend *b, void *queue)
+{
+    (void)b;
+    gx_cuda_queue *q = queue;
+    gx_cuda_bind();
+    cudaEvent_t e;
+    if (cudaEventCreate(&e) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    pthread_mutex_lock(&q->mu);
+    cudaError_t r = cudaEventRecord(e, q->stream);
+    pthread_mutex_unlock(&q->mu);
+    if (r != cudaSuccess) {
+        cudaEventDestroy(e);
+        cudaGetLastError();
+        return NULL;
+    }
+    return e;
+}
+
+static int64_t s_elapsed_ns(const gx_backend *b, void *from, void *to)
+{
+    (void)b;
+    gx_cuda_bind();
+    float ms = -1;
+    if (from && to &&
+        (cudaEventSynchronize(to) != cudaSuccess || cudaEventElapsedTime(&ms, from, to) != cudaSuccess)) {
+        ms = -1;
+        cudaGetLastError();
+    }
+    if (from)
+        cudaEventDestroy(from);
+    if (to)
+        cudaEventDestroy(to);
+    return ms < 0 ? -1 : (int64_t)((double)ms * 1e6);
+}
+
 /* ---- whole-run graphs (CUDA Graphs) ------------------------------------
  * The executor records a run of kernels on a queue by stream capture in
  * thread-local mode (another thread's cudaMalloc does not break it; one
@@ -573,6 +613,8 @@ static const gx_backend s_cuda = {
     .queue_new = s_queue_new,
     .queue_free = s_queue_free,
     .queue_sync = s_queue_sync,
+    .mark = s_mark,
+    .elapsed_ns = s_elapsed_ns,
     .capture_begin = s_capture_begin,
     .capture_end = s_capture_end,
     .replay = s_replay,

@@ -192,4 +192,5 @@ class RunInfoStruct(ctypes.Structure):
                 ("replicas", c_int),
                 ("est_us", ctypes.c_double * MODE_COUNT),
                 ("batched", c_int),
-                ("endpoint", ctypes.c_char * 256)]
+                ("endpoint", ctypes.c_char * 256),
+                ("device_us", c_int64)]

@@ -307,7 +307,7 @@ class RunInfo:
     """How a job ran, as the daemon reported it (gx_run_info)."""
 
     __slots__ = ("mode", "device", "workers", "replicas", "batched", "queue_us", "compute_us",
-                 "compile_us", "reason", "estimates", "endpoint")
+                 "compile_us", "device_us", "reason", "estimates", "endpoint")
 
     def __init__(self, ri):
         self.mode = ri.mode.decode()
@@ -318,6 +318,7 @@ class RunInfo:
         self.queue_us = ri.queue_us
         self.compute_us = ri.compute_us
         self.compile_us = ri.compile_us
+        self.device_us = ri.device_us  # of compute_us, on a GPU (0: none measured)
         self.reason = ri.reason.decode(errors="replace")
         self.estimates = {lib.gx_mode_name(m).decode(): ri.est_us[m]
                           for m in range(_lib.MODE_COUNT) if ri.est_us[m] >= 0}

@@ -112,7 +112,17 @@ static int s_compile(s_case *c, const gx_backend *first, gxd_plan **p, char *err
     return gxd_compile(c->g, c->in, &lim, p, err, len);
 }
 
-/* Runs p; out gets a malloc'd copy of output 0 (n floats). */
+/* Does p run a kernel (not a copy) on a device without host memory? */
+static bool s_kernels_off_host(const gxd_plan *p)
+{
+    for (size_t i = 0; i < p->n_steps; i++)
+        if (!p->steps[i].copy && !p->steps[i].folded && !p->devices[p->steps[i].device]->host_memory)
+            return true;
+    return false;
+}
+
+/* Runs p; out gets a malloc'd copy of output 0 (n floats). A plan with
+ * kernels on the GPU must report their device time. */
 static int s_run(const gxd_plan *p, const gx_view *in, float **out, int64_t *n, char *err,
                  size_t len)
 {
@@ -128,6 +138,10 @@ static int s_run(const gxd_plan *p, const gx_view *in, float **out, int64_t *n, 
             *n = v->numel;
             *out = malloc((size_t)v->numel * sizeof(float) + 1);
             memcpy(*out, v->data, (size_t)v->numel * sizeof(float));
+            if ((f.device_ns > 0) != s_kernels_off_host(p))
+                rc = gx_errf(err, len, GX_EINTERNAL, "device time %lld ns for a plan %s kernels "
+                             "on the GPU", (long long)f.device_ns,
+                             s_kernels_off_host(p) ? "with" : "without");
         }
         gxd_frame_fini(&f);
     }
@@ -813,9 +827,11 @@ out:
  * over one frame (one arena and stream, as a daemon's worker: input and
  * output copies included), after two warm-up jobs (NVRTC; with graphs
  * on: the first job goes kernel by kernel, the second records); -1 with
- * err on failure. Prints a TIME line. */
+ * err on failure. *dev: the median of the jobs' device time (the
+ * kernels on the GPU, copies excluded: gxd_frame.device_ns). Prints a
+ * TIME line. */
 static double s_time_plan(s_case *c, const char *what, bool no_fuse, bool no_graphs, int reps,
-                          char *err, size_t len)
+                          double *dev, char *err, size_t len)
 {
     gxd_partition_opts o = {.min_nodes = 1, .no_cost_check = true};
     o.backends[o.n_backends++] = gx_backend_cuda();
@@ -824,6 +840,7 @@ static double s_time_plan(s_case *c, const char *what, bool no_fuse, bool no_gra
     lim.no_fuse = no_fuse;
     gxd_plan *p = NULL;
     double best = -1;
+    *dev = -1;
     if (reps > 64)
         reps = 64;
     if (gxd_compile(c->g, c->in, &lim, &p, err, len) == GX_OK) {
@@ -833,19 +850,23 @@ static double s_time_plan(s_case *c, const char *what, bool no_fuse, bool no_gra
         gxd_compile_limits rl = s_lim(NULL);
         rl.no_graphs = no_graphs;
         gxd_frame f;
-        double t[64];
+        double t[64], td[64];
         if (gxd_frame_init_ex(&f, p, arena, false, c->in, &rl, &stop, err, len) == GX_OK) {
             int rc = GX_OK;
             for (int r = -2; r < reps && rc == GX_OK; r++) {
                 double t0 = s_now();
                 rc = gxd_exec_seq(&f);
-                if (r >= 0)
+                if (r >= 0) {
                     t[r] = s_now() - t0;
+                    td[r] = (double)f.device_ns * 1e-9;
+                }
             }
             gxd_frame_fini(&f);
             if (rc == GX_OK) {
                 qsort(t, (size_t)reps, sizeof t[0], s_cmp_double);
+                qsort(td, (size_t)reps, sizeof td[0], s_cmp_double);
                 best = t[reps / 2];
+                *dev = td[reps / 2];
             } else {
                 snprintf(err, len, "run failed: %s", gx_status_name(rc));
             }
@@ -864,7 +885,8 @@ static double s_time_plan(s_case *c, const char *what, bool no_fuse, bool no_gra
                (long long)st.captures, (long long)st.replays, (long long)st.failed,
                best >= 0 ? "" : "\n");
         if (best >= 0)
-            printf(": %.3f ms per job (median of %d)\n", best * 1e3, reps);
+            printf(": %.3f ms per job, %.1f us of it on the GPU (medians of %d)\n", best * 1e3,
+                   *dev * 1e6, reps);
     }
     gxd_plan_destroy(&p);
     return best;
@@ -905,28 +927,31 @@ static void s_case_free(s_case *c)
 }
 
 /* The chain with the fuse pass on and off (one launch per op), and with
- * fuse off, as one CUDA Graph per job against one launch per op; a
- * small-batch MLP with graphs on and off. */
+ * fuse off, as one CUDA Graph per job against one launch per op; wall
+ * time per job (copies of 4 MiB in and out included) and the GPU's time
+ * (the kernels alone); a small-batch MLP with graphs on and off. */
 static void s_time_chain(void)
 {
     char err[512] = "";
     s_case c = s_chain_case();
     const char *ch = "chain of 200 ops, 2^20 floats";
-    double off = s_time_plan(&c, ch, true, true, 20, err, sizeof err);
-    if (off < 0)
-        printf("TIME chain (fuse off): %s\n", err);
-    double on = s_time_plan(&c, ch, false, true, 20, err, sizeof err);
-    if (on < 0)
-        printf("TIME chain (fuse on): %s\n", err);
-    if (on > 0 && off > 0)
-        printf("TIME chain of 200 ops: fused %.1fx faster per job (copies of 4 MiB in and out "
-               "included)\n", off / on);
-    double gr = s_time_plan(&c, ch, true, false, 20, err, sizeof err);
-    if (gr < 0)
-        printf("TIME chain (fuse off, graphs on): %s\n", err);
-    if (gr > 0 && off > 0)
-        printf("TIME chain of 200 ops, fuse off: one CUDA Graph per job %.1fx faster than one "
-               "launch per op (copies included)\n", off / gr);
+    static const struct {
+        bool no_fuse, no_graphs;
+        const char *name;
+    } cfg[] = {{true, true, "one launch per op"},
+               {true, false, "one CUDA Graph of 200 kernels"},
+               {false, true, "fused, one launch per group"},
+               {false, false, "fused, one CUDA Graph"}};
+    double wall[4], dev[4];
+    for (int i = 0; i < 4; i++)
+        if ((wall[i] = s_time_plan(&c, ch, cfg[i].no_fuse, cfg[i].no_graphs, 20, &dev[i], err,
+                                   sizeof err)) < 0)
+            printf("TIME chain (%s): %s\n", cfg[i].name, err);
+    for (int i = 1; i < 4; i++)
+        if (wall[0] > 0 && wall[i] > 0 && dev[i] > 0)
+            printf("TIME chain of 200 ops, %s vs one launch per op: GPU time %.1fx less (%.1f vs "
+                   "%.1f us), per job %.1fx faster (copies included)\n",
+                   cfg[i].name, dev[0] / dev[i], dev[i] * 1e6, dev[0] * 1e6, wall[0] / wall[i]);
     s_case_free(&c);
     for (int64_t batch = 1; batch <= 16; batch *= 16) {
         char what[64];
@@ -934,10 +959,10 @@ static void s_time_chain(void)
         c = s_new("mlp");
         s_mlp_graph(&c, batch);
         gx_graph_add_output(c.g, "y");
-        double g0 = s_time_plan(&c, what, false, true, 50, err, sizeof err);
+        double d0, d1, g0 = s_time_plan(&c, what, false, true, 50, &d0, err, sizeof err);
         if (g0 < 0)
             printf("TIME %s (graphs off): %s\n", what, err);
-        double g1 = s_time_plan(&c, what, false, false, 50, err, sizeof err);
+        double g1 = s_time_plan(&c, what, false, false, 50, &d1, err, sizeof err);
         if (g1 < 0)
             printf("TIME %s (graphs on): %s\n", what, err);
         if (g0 > 0 && g1 > 0)
