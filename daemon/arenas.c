@@ -1,16 +1,28 @@
 /* A worker's arena cache. See arenas.h. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/arenas.h"
 #include "core/internal.h"
 
 void gxd_arenas_init(gxd_arenas *a) { memset(a, 0, sizeof *a); }
 
+/* Frees host arena k, unpinned first. */
+static void s_host_free(gxd_arenas *a, int k)
+{
+    if (a->pinned[k])
+        a->pinned[k]->unpin(a->pinned[k], a->p[k]);
+    a->pinned[k] = NULL;
+    free(a->p[k]);
+    a->p[k] = NULL;
+    a->cap[k] = 0;
+}
+
 void gxd_arenas_fini(gxd_arenas *a)
 {
     for (int k = 0; k < GXD_MAX_TEAM; k++) {
-        free(a->p[k]);
+        s_host_free(a, k);
         for (int d = 0; d < GXD_MAX_DEVICES; d++) {
             gxd_dev_arena *e = &a->dev[k][d];
             if (e->queue) {
@@ -26,14 +38,17 @@ void gxd_arenas_fini(gxd_arenas *a)
 
 void *gxd_arenas_get(gxd_arenas *a, int k, size_t bytes)
 {
-    if (bytes > a->cap[k]) {
-        free(a->p[k]);
-        a->cap[k] = 0;
-        if (!(a->p[k] = gx_aligned_alloc(bytes)))
+    if (bytes > a->cap[k] || !a->p[k]) {
+        /* whole pages, page-aligned: a pin takes whole pages (and two
+         * arenas must not share one) */
+        const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        const size_t n = bytes ? (bytes + page - 1) / page * page : page;
+        s_host_free(a, k);
+        if (n < bytes || !(a->p[k] = aligned_alloc(page, n)))
             return NULL;
-        a->cap[k] = bytes;
+        a->cap[k] = n;
     }
-    return a->p[k] ? a->p[k] : (a->p[k] = gx_aligned_alloc(GX_ALIGN));
+    return a->p[k];
 }
 
 /* Slot k's entry for device b: its own, else a free one (NULL: none left). */
@@ -81,6 +96,11 @@ int gxd_arenas_devmem(gxd_arenas *a, int k, const gxd_plan *plan, bool dag, gxd_
             return gx_errf(err, errlen, GX_ENOMEM, "%s: cannot make a queue", b->name);
         dm->arena[d] = e->p;
         dm->queue[d] = e->queue;
+        /* a pin failing leaves the arena as it was: copies go through
+         * the device's staging */
+        if (!a->pinned[k] && b->pin && a->p[k] && a->cap[k] <= GXD_PIN_MAX &&
+            b->pin(b, a->p[k], a->cap[k]) == GX_OK)
+            a->pinned[k] = b;
     }
     return GX_OK;
 }

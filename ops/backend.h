@@ -22,6 +22,7 @@
  *   memory         arenas allocated and freed on the device; host_memory:
  *                  the CPU can read them (the CPU's own arenas; a device
  *                  without it gets arenas of its own and explicit copies);
+ *                  host memory pinned for its copies (optional);
  *   copies         host <-> device and within the device, on a queue;
  *   synchronisation queues (streams) made per worker and synchronised;
  *                  optional: without them every kernel and copy has
@@ -221,6 +222,14 @@ struct gx_backend {
     /* Optional: bytes its alloc has given out and free not yet taken back
      * (arenas, constants and prepared weights on the device), for STATS. */
     size_t (*in_use)(const gx_backend *b);
+
+    /* Optional (both or neither): page-locks the host memory [p, p+bytes)
+     * (page-aligned) so that copies between it and the device run at the
+     * bus's speed, with no staging: GX_OK, or an error (it stays as it
+     * was); unpin undoes it before the memory is freed. A worker's host
+     * arenas for plans using the device are pinned (daemon/arenas.c). */
+    int (*pin)(const gx_backend *b, void *p, size_t bytes);
+    void (*unpin)(const gx_backend *b, void *p);
 
     /* ---- copies (required when !host_memory) ---- */
     /* n bytes from src to dst, in order on queue (NULL: finished on return).

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/arenas.h"
 #include "daemon/compile/compile.h"
 #include "daemon/config.h"
 #include "daemon/exec/exec.h"
@@ -641,6 +642,62 @@ START_TEST(test_device_time)
 }
 END_TEST
 
+/* A worker's arena cache (daemon/arenas.c) pins a host arena once for a
+ * plan on a device that pins (whole pages: testdev aborts otherwise),
+ * unpins it before it grows and at the end, and never pins for a plan on
+ * the CPU alone; a run over the pinned arena gives the CPU's results. */
+START_TEST(test_pinned_arenas)
+{
+    s_case c = {.g = s_matmul_chain("pinned", 5)};
+    s_inputs(&c, 1);
+    s_case cpu = c;
+    cpu.p = NULL;
+    ck_assert_msg(s_compile(&cpu, NULL) == GX_OK, "%s", cpu.err);
+    float want[1][S_N], got[1][S_N];
+    s_exec(cpu.p, c.in, want);
+    gxd_partition_opts o = s_opts(gx_testdev(), NULL, 1);
+    ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+    const gx_testdev_stats t0 = gx_testdev_stats_get();
+    gxd_arenas a;
+    gxd_arenas_init(&a);
+    char err[256];
+    gxd_devmem dm;
+    gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                              .max_arena_bytes = 256ll << 20};
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    for (int job = 0; job < 3; job++) {
+        void *arena = gxd_arenas_get(&a, 0, c.p->arena_bytes);
+        ck_assert_ptr_nonnull(arena);
+        ck_assert_int_eq(gxd_arenas_devmem(&a, 0, c.p, false, &dm, err, sizeof err), GX_OK);
+        ck_assert_ptr_nonnull(gxd_arenas_get(&a, 1, cpu.p->arena_bytes)); /* no devmem: CPU */
+        gxd_frame f;
+        ck_assert_int_eq(gxd_frame_init_dev(&f, c.p, arena, &dm, false, c.in, &lim, &stop, err,
+                                            sizeof err), GX_OK);
+        ck_assert_msg(gxd_exec_seq(&f) == GX_OK, "%s", err);
+        memcpy(got[0], gxd_frame_output(&f, 0)->data, sizeof got[0]);
+        gxd_frame_fini(&f);
+        ck_assert(memcmp(got, want, sizeof got) == 0);
+    }
+    gx_testdev_stats t1 = gx_testdev_stats_get();
+    ck_assert_uint_eq(t1.pins - t0.pins, 1);
+    ck_assert_uint_eq(t1.pins_live - t0.pins_live, 1);
+    ck_assert_ptr_eq(a.pinned[0], gx_testdev());
+    ck_assert_ptr_null(a.pinned[1]);
+    /* a larger arena: the old one unpinned before it is freed, the new one pinned */
+    ck_assert_ptr_nonnull(gxd_arenas_get(&a, 0, a.cap[0] + 1));
+    ck_assert_uint_eq(gx_testdev_stats_get().pins_live, t0.pins_live);
+    ck_assert_int_eq(gxd_arenas_devmem(&a, 0, c.p, false, &dm, err, sizeof err), GX_OK);
+    t1 = gx_testdev_stats_get();
+    ck_assert_uint_eq(t1.pins - t0.pins, 2);
+    ck_assert_uint_eq(t1.pins_live - t0.pins_live, 1);
+    gxd_arenas_fini(&a);
+    ck_assert_uint_eq(gx_testdev_stats_get().pins_live, t0.pins_live);
+    gxd_plan_destroy(&cpu.p);
+    s_done(&c);
+}
+END_TEST
+
 /* The cost check: a device whose launches and copies cost more than the
  * chain's work on the CPU does not get it (explain says by how much),
  * unless the check is off; a device fast enough at both does. */
@@ -1225,6 +1282,7 @@ Suite *partition_suite(void)
     tcase_add_test(tc, test_own_memory);
     tcase_add_test(tc, test_device_graphs);
     tcase_add_test(tc, test_device_time);
+    tcase_add_test(tc, test_pinned_arenas);
     tcase_add_test(tc, test_cost_check);
     tcase_add_test(tc, test_folded_not_copied);
     tcase_add_test(tc, test_prune_outputs);

@@ -402,6 +402,59 @@ static int s_queue_sync(const gx_backend *b, void *queue)
     return GX_OK;
 }
 
+/* Pinned host memory: whole pages, never pinned twice, unpinned before it
+ * is freed (the arena cache's part; a GPU's driver refuses the rest). */
+#define S_PINS 256
+static struct {
+    void *p;
+    size_t bytes;
+} s_pinned[S_PINS];
+
+static int s_pin(const gx_backend *b, void *p, size_t bytes)
+{
+    (void)b;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if ((uintptr_t)p % page || bytes % page || !bytes) {
+        fprintf(stderr, "testdev: pinning %zu bytes at %p: not whole pages\n", bytes, p);
+        abort();
+    }
+    pthread_mutex_lock(&s_mu);
+    int free_at = -1;
+    for (int i = 0; i < S_PINS; i++) {
+        const char *q = s_pinned[i].p, *c = p;
+        if (q && c < q + s_pinned[i].bytes && q < c + bytes) {
+            fprintf(stderr, "testdev: %p pinned twice\n", p);
+            abort();
+        }
+        if (!q && free_at < 0)
+            free_at = i;
+    }
+    if (free_at >= 0) {
+        s_pinned[free_at].p = p;
+        s_pinned[free_at].bytes = bytes;
+        s_stats.pins++;
+        s_stats.pins_live++;
+    }
+    pthread_mutex_unlock(&s_mu);
+    return free_at >= 0 ? GX_OK : GX_ENOMEM;
+}
+
+static void s_unpin(const gx_backend *b, void *p)
+{
+    (void)b;
+    pthread_mutex_lock(&s_mu);
+    int i = 0;
+    while (i < S_PINS && s_pinned[i].p != p)
+        i++;
+    if (i == S_PINS) {
+        fprintf(stderr, "testdev: %p unpinned but not pinned\n", p);
+        abort();
+    }
+    s_pinned[i].p = NULL;
+    s_stats.pins_live--;
+    pthread_mutex_unlock(&s_mu);
+}
+
 /* Device time: its kernels have run when they return, so a mark is the
  * host's clock at the time it is made. */
 static void *s_mark(const gx_backend *b, void *queue)
@@ -445,6 +498,8 @@ static gx_backend s_testdev = {
     .alloc = s_alloc,
     .free = s_free,
     .in_use = s_in_use,
+    .pin = s_pin,
+    .unpin = s_unpin,
     .copy = s_copy,
     .queue_new = s_queue_new,
     .queue_free = s_queue_free,
