@@ -27,6 +27,7 @@ typedef struct gxd_config {
     char *gpus[GXD_MAX_ENDPOINTS];   /* "gpus": all, none or CUDA device numbers ([1]); */
     int n_gpus;                      /* one entry today (multi-GPU is not built) */
     int64_t gpu_memory_percent;      /* "gpu_memory_percent": of a GPU's memory for arenas */
+    bool gpu_tf32;                   /* "gpu_tf32": MatMul, Gemm, Conv may use TF32 on a GPU */
     gxd_log_level log_level;         /* "log_level" */
     char *log_file;                  /* "log_file": a detached daemon's log; "" syslog */
     int64_t queue_max_jobs;          /* "queue.max_jobs" */

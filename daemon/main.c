@@ -149,7 +149,8 @@ static void s_open_cuda(gxd_ctx *ctx)
         GXD_LOG(&ctx->log, GXD_LOG_INFO, "cuda: built without CUDA; serving on CPU");
         return;
     }
-    gx_cuda_configure(s_gpu_index(ctx), (double)ctx->cfg.gpu_memory_percent / 100.0);
+    gx_cuda_configure(s_gpu_index(ctx), (double)ctx->cfg.gpu_memory_percent / 100.0,
+                      ctx->cfg.gpu_tf32);
     char note[512] = "";
     int rc = cuda->open(cuda, note, sizeof note);
     GXD_LOG(&ctx->log, rc == GX_OK ? GXD_LOG_INFO : rc == GX_EUNSUPPORTED ? GXD_LOG_INFO

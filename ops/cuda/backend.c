@@ -21,6 +21,7 @@
 static struct {
     int device;
     double fraction;
+    bool tf32;           /* cuBLAS and cuDNN may use TF32 */
     bool ready;
     char why[400];       /* why it is not ready */
     int major, minor;    /* compute capability, for NVRTC */
@@ -39,13 +40,28 @@ static struct {
     bool fallback_made;
 } s_dev = {.fraction = 0.9, .why = "no CUDA device: not opened", .mu = PTHREAD_MUTEX_INITIALIZER};
 
-int gx_cuda_configure(int device, double mem_fraction)
+int gx_cuda_configure(int device, double mem_fraction, bool tf32)
 {
     if (device < 0 || !(mem_fraction > 0 && mem_fraction <= 1))
         return GX_EINVAL;
     s_dev.device = device;
     s_dev.fraction = mem_fraction;
+    s_dev.tf32 = tf32;
     return GX_OK;
+}
+
+bool gx_cuda_tf32(void)
+{
+    return s_dev.tf32;
+}
+
+/* A cuBLAS handle on stream (its math mode is set per product: s_gemm). */
+static bool s_blas_new(cublasHandle_t *h, cudaStream_t stream)
+{
+    if (cublasCreate(h) != CUBLAS_STATUS_SUCCESS)
+        return false;
+    cublasSetStream(*h, stream);
+    return true;
 }
 
 void gx_cuda_fail(gx_cuda_queue *q, const char *fmt, ...)
@@ -76,8 +92,7 @@ gx_cuda_queue *gx_cuda_queue_of(const gx_kargs *k)
     pthread_mutex_lock(&s_dev.mu);
     if (!s_dev.fallback_made) {
         s_dev.fallback.stream = cudaStreamLegacy;
-        if (cublasCreate(&s_dev.fallback.blas) == CUBLAS_STATUS_SUCCESS)
-            cublasSetStream(s_dev.fallback.blas, cudaStreamLegacy);
+        s_blas_new(&s_dev.fallback.blas, cudaStreamLegacy);
         s_dev.fallback_made = true;
     }
     return &s_dev.fallback; /* held until gx_cuda_done */
@@ -423,12 +438,11 @@ static void *s_queue_new(const gx_backend *b)
         free(q);
         return NULL;
     }
-    if (cublasCreate(&q->blas) != CUBLAS_STATUS_SUCCESS) {
+    if (!s_blas_new(&q->blas, q->stream)) {
         cudaStreamDestroy(q->stream);
         free(q);
         return NULL;
     }
-    cublasSetStream(q->blas, q->stream);
     q->id = gx_cuda_serial();
     return q;
 }

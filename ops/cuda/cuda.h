@@ -8,7 +8,7 @@
  * gx_backend_cuda() is its table, declared only in a build
  * without the CUDA toolkit and not usable until gx_cuda_open found a GPU.
  *
- *   gx_cuda_configure(0, 0.9);               // before open: GPU 0, 90 % of its memory
+ *   gx_cuda_configure(0, 0.9, false);        // before open: GPU 0, 90 % of its memory, no TF32
  *   const gx_backend *b = gx_backend_cuda();
  *   if (b->open && b->open(b, note, sizeof note) == GX_OK)
  *       gx_backend_register(...)             // not needed: cuda is built in
@@ -29,8 +29,11 @@
 #define GX_CUDA_N_RULES (GX_CUDA_N_BASE_RULES + GX_CUDA_N_DNN_RULES)
 extern const gx_op_rule gx_cuda_rules[GX_CUDA_N_RULES];
 
-/* Which GPU open readies and the fraction of its memory (0 < f <= 1)
- * arenas may take; call before open. GX_OK or GX_EINVAL. */
-int gx_cuda_configure(int device, double mem_fraction);
+/* Which GPU open readies, the fraction of its memory (0 < f <= 1) arenas
+ * may take, and whether MatMul, Gemm and Conv may use TF32 tensor cores
+ * (inputs rounded to 10 mantissa bits, float32 sums: several times faster
+ * on large products, about 1e-3 relative from float32); call before open.
+ * GX_OK or GX_EINVAL. */
+int gx_cuda_configure(int device, double mem_fraction, bool tf32);
 
 #endif

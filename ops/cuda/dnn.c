@@ -132,7 +132,7 @@ static s_win2 s_win2_of(const gx_win *w)
 
 /* The algorithm chosen per geometry. */
 typedef struct s_algo_key {
-    int x[4], w[4], y[4], group;
+    int x[4], w[4], y[4], group, tf32;
     s_win2 win;
 } s_algo_key;
 
@@ -166,7 +166,8 @@ static cudnnConvolutionFwdAlgo_t s_algo_for(cudnnHandle_t h, const s_algo_key *k
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
                                                perf) == CUDNN_STATUS_SUCCESS)
         for (int i = 0; i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+                (gx_cuda_tf32() || perf[i].mathType == CUDNN_FMA_MATH)) {
                 algo = perf[i].algo;
                 break;
             }
@@ -197,6 +198,7 @@ static void s_k_conv(const gx_kargs *k)
     s_nchw(w, key.w);
     s_nchw(y, key.y);
     key.group = (int)k->attr[GX_CONV_GROUP].i;
+    key.tf32 = gx_cuda_tf32();
     key.win = s_win2_of(&g);
     if (!s_tensor(q, &xd, key.x) || !s_tensor(q, &yd, key.y) ||
         !s_ok(q, cudnnCreateFilterDescriptor(&wd), "filter descriptor") ||
@@ -212,7 +214,9 @@ static void s_k_conv(const gx_kargs *k)
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
               "convolution geometry") ||
         !s_ok(q, cudnnSetConvolutionGroupCount(cd, key.group), "group count") ||
-        !s_ok(q, cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH), "math type"))
+        !s_ok(q,
+              cudnnSetConvolutionMathType(cd, gx_cuda_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+              "math type"))
         goto out;
     const cudnnConvolutionFwdAlgo_t algo = s_algo_for(h, &key, xd, wd, cd, yd);
     size_t ws = 0;

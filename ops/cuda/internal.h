@@ -40,6 +40,9 @@ typedef struct gx_cuda_queue {
 /* A fresh value for a queue's id or ws_gen (never 0). */
 uint64_t gx_cuda_serial(void);
 
+/* May MatMul, Gemm and Conv use TF32 (gx_cuda_configure)? */
+bool gx_cuda_tf32(void);
+
 /* Records a failure on q (the first one sticks). */
 void gx_cuda_fail(gx_cuda_queue *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The device's index; cudaSetDevice on the calling thread. */

@@ -236,9 +236,9 @@ const gx_backend *gx_backend_cuda(void)
     return &s_cuda;
 }
 
-int gx_cuda_configure(int device, double mem_fraction)
+int gx_cuda_configure(int device, double mem_fraction, bool tf32)
 {
-    (void)device, (void)mem_fraction;
+    (void)device, (void)mem_fraction, (void)tf32;
     return GX_OK;
 }
 #endif

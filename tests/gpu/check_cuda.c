@@ -29,6 +29,7 @@
 
 #include <gexec/io.h>
 
+#include "daemon/arenas.h"
 #include "daemon/compile/compile.h"
 #include "daemon/exec/exec.h"
 #include "ops/cuda/cuda.h"
@@ -725,9 +726,12 @@ static int s_cmp_double(const void *a, const void *b)
 }
 
 /* MatMul n^3: the plan (input copied in, output copied out) vs cuBLAS
- * alone on device buffers and cuBLAS plus the same two copies. */
-static void s_time_matmul(int64_t n, int reps)
+ * alone on device buffers and cuBLAS plus the same two copies, in float32
+ * or with TF32 (gpu_tf32) on both sides. A TF32 run's output is compared
+ * with the float32 run's before it (*ref: the last output, kept). */
+static void s_time_matmul(int64_t n, int reps, bool tf32, float **ref)
 {
+    gx_cuda_configure(0, 0.9, tf32);
     s_case c = s_new("time");
     s_input(&c, "a", 2, (int64_t[]){n, n}, false);
     s_const(c.g, "w", 2, (int64_t[]){n, n}, 3);
@@ -742,14 +746,20 @@ static void s_time_matmul(int64_t n, int reps)
     gxd_compile_limits lim = s_lim(NULL);
     atomic_bool cancel = false;
     gxd_exec_stop stop = {&cancel, 0};
-    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+    /* a worker's arenas (daemon/arenas.c): the host arena pinned */
+    gxd_arenas a;
+    gxd_arenas_init(&a);
+    void *arena = gxd_arenas_get(&a, 0, p->arena_bytes);
+    gxd_devmem dm;
     gxd_frame f;
     double t[32];
-    if (gxd_frame_init_ex(&f, p, arena, false, c.in, &lim, &stop, err, sizeof err) < 0) {
+    if (!arena || gxd_arenas_devmem(&a, 0, p, false, &dm, err, sizeof err) < 0 ||
+        gxd_frame_init_dev(&f, p, arena, &dm, false, c.in, &lim, &stop, err, sizeof err) < 0) {
         printf("TIME MatMul %lld^3: frame: %s\n", (long long)n, err);
-        free(arena);
+        gxd_arenas_fini(&a);
         goto out;
     }
+    const bool pinned = a.pinned[0] != NULL;
     int rc = GX_OK;
     for (int r = -1; r < reps && rc == GX_OK; r++) { /* -1: warm-up */
         double t0 = s_now();
@@ -757,8 +767,17 @@ static void s_time_matmul(int64_t n, int reps)
         if (r >= 0)
             t[r] = s_now() - t0;
     }
+    double diff = 0;
+    if (rc == GX_OK) {
+        const float *y = gxd_frame_output(&f, 0)->data;
+        for (int64_t i = 0; *ref && i < n * n; i++)
+            diff = fmax(diff, fabs((double)y[i] - (*ref)[i]) / fmax(1.0, fabs((double)(*ref)[i])));
+        free(*ref);
+        if ((*ref = malloc((size_t)(n * n) * sizeof(float))))
+            memcpy(*ref, y, (size_t)(n * n) * sizeof(float));
+    }
     gxd_frame_fini(&f);
-    free(arena);
+    gxd_arenas_fini(&a);
     if (rc < 0) {
         printf("TIME MatMul %lld^3: run: %s\n", (long long)n, err);
         goto out;
@@ -774,12 +793,17 @@ static void s_time_matmul(int64_t n, int reps)
     cudaStreamCreate(&st);
     cublasCreate(&h);
     cublasSetStream(h, st);
+    cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
     cudaMalloc((void **)&da, bytes);
     cudaMalloc((void **)&db, bytes);
     cudaMalloc((void **)&dy, bytes);
     cudaMemcpy(da, c.data[0], bytes, cudaMemcpyHostToDevice);
     cudaMemcpy(db, c.data[0], bytes, cudaMemcpyHostToDevice);
-    float *host = malloc(bytes);
+    float *host = NULL; /* the output's copy: pinned as the plan's host arena is */
+    if (cudaHostAlloc((void **)&host, bytes, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();
+        host = NULL;
+    }
     const float one = 1, zero = 0;
     double tk[32], tc[32];
     for (int r = -1; r < reps; r++) {
@@ -802,14 +826,18 @@ static void s_time_matmul(int64_t n, int reps)
     qsort(tk, (size_t)reps, sizeof tk[0], s_cmp_double);
     qsort(tc, (size_t)reps, sizeof tc[0], s_cmp_double);
     const double flop = 2.0 * (double)n * (double)n * (double)n;
-    printf("TIME MatMul %lld^3 f32 (median of %d): plan %.3f ms (%.1f TFLOP/s, copies "
-           "included) | cuBLAS alone %.3f ms (%.1f TFLOP/s) -> plan at %.0f%% of cuBLAS | "
+    printf("TIME MatMul %lld^3 %s (median of %d): plan %.3f ms (%.1f TFLOP/s, copies "
+           "included; host arena %s) | cuBLAS alone %.3f ms (%.1f TFLOP/s) -> plan at %.0f%% of cuBLAS | "
            "cuBLAS + the same copies %.3f ms -> plan at %.0f%%%s%s\n",
-           (long long)n, reps, plan * 1e3, flop / plan * 1e-12, tk[reps / 2] * 1e3,
+           (long long)n, tf32 ? "TF32" : "f32", reps, plan * 1e3, flop / plan * 1e-12,
+           pinned ? "pinned" : "pageable", tk[reps / 2] * 1e3,
            flop / tk[reps / 2] * 1e-12, 100.0 * tk[reps / 2] / plan, tc[reps / 2] * 1e3,
            100.0 * tc[reps / 2] / plan, e != cudaSuccess ? "; CUDA error: " : "",
            e != cudaSuccess ? cudaGetErrorString(e) : "");
-    free(host);
+    if (tf32)
+        printf("TIME MatMul %lld^3 TF32: largest relative difference from the float32 plan's "
+               "output %.2g\n", (long long)n, diff);
+    cudaFreeHost(host);
     cudaFree(da);
     cudaFree(db);
     cudaFree(dy);
@@ -817,6 +845,7 @@ static void s_time_matmul(int64_t n, int reps)
     cudaStreamDestroy(st);
 out:
     fflush(stdout);
+    gx_cuda_configure(0, 0.9, false);
     gxd_plan_destroy(&p);
     gx_graph_destroy(&c.g);
     free(c.data[0]);
@@ -1004,7 +1033,7 @@ int main(int argc, char **argv)
         return s_npy_close(argv[2], argv[3]);
     const gx_backend *cuda = gx_backend_cuda();
     char note[512] = "";
-    gx_cuda_configure(0, 0.9);
+    gx_cuda_configure(0, 0.9, false);
     if (cuda->open(cuda, note, sizeof note) < 0) {
         printf("SKIP check_cuda: %s\n", note);
         return 77;
@@ -1049,8 +1078,12 @@ int main(int argc, char **argv)
     printf("%d passed, %d failed\n", s_pass, s_fail);
     fflush(stdout);
     if (argc < 2 || strcmp(argv[1], "--no-timing") != 0) {
-        s_time_matmul(1024, 20);
-        s_time_matmul(4096, 10);
+        for (int64_t n = 1024; n <= 8192; n *= 2) {
+            float *ref = NULL;
+            s_time_matmul(n, n >= 8192 ? 5 : 10, false, &ref);
+            s_time_matmul(n, n >= 8192 ? 5 : 10, true, &ref);
+            free(ref);
+        }
         s_time_chain();
     }
     return s_fail ? 1 : 0;
