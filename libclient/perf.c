@@ -23,7 +23,7 @@ typedef struct s_stats {
     uint64_t ok, failed, late;
     uint64_t hist[S_NB];
     int64_t min_us, max_us;
-    double sum_us, sum_queue, sum_compile, sum_compute;
+    double sum_us, sum_queue, sum_compile, sum_compute, sum_device;
     uint64_t modes[GX_MODE_COUNT];
 } s_stats;
 
@@ -149,6 +149,7 @@ static void *s_worker(void *arg)
         s->sum_queue += (double)info->queue_us;
         s->sum_compile += (double)info->compile_us;
         s->sum_compute += (double)info->compute_us;
+        s->sum_device += (double)info->device_us;
         if (gx_mode_parse(info->mode, &m) == GX_OK)
             s->modes[m]++;
         if (t_done > sh->last_done)
@@ -235,7 +236,8 @@ static void s_report(const s_shared *sh, double window_s)
     const s_stats *s = &sh->st;
     double n = s->ok ? (double)s->ok : 1, tput = window_s > 0 ? (double)s->ok / window_s : 0;
     double mean = s->sum_us / n, queue = s->sum_queue / n, compile = s->sum_compile / n,
-           compute = s->sum_compute / n, client = mean - queue - compile - compute;
+           compute = s->sum_compute / n, client = mean - queue - compile - compute,
+           device = s->sum_device / n;
     const double qs[] = {0.5, 0.9, 0.99, 0.999};
     const char *qn[] = {"p50", "p90", "p99", "p99.9"};
     if (o->json) {
@@ -250,9 +252,10 @@ static void s_report(const s_shared *sh, double window_s)
             printf("\"%s\":%.1f,", qn[i], s_quantile(s, qs[i]));
         printf("\"min\":%" PRId64 ",\"max\":%" PRId64 ",\"mean\":%.1f},", s->ok ? s->min_us : 0,
                s->max_us, s->ok ? mean : 0);
-        printf("\"split_us\":{\"client\":%.1f,\"queue\":%.1f,\"compile\":%.1f,\"compute\":%.1f},"
-               "\"modes\":{",
-               s->ok ? client : 0, queue * (s->ok > 0), compile * (s->ok > 0), compute * (s->ok > 0));
+        printf("\"split_us\":{\"client\":%.1f,\"queue\":%.1f,\"compile\":%.1f,\"compute\":%.1f,"
+               "\"device\":%.1f},\"modes\":{",
+               s->ok ? client : 0, queue * (s->ok > 0), compile * (s->ok > 0), compute * (s->ok > 0),
+               device * (s->ok > 0));
         for (int m = 0, k = 0; m < GX_MODE_COUNT; m++)
             if (s->modes[m])
                 printf("%s\"%s\":%" PRIu64, k++ ? "," : "", gx_mode_name((gx_mode)m), s->modes[m]);
@@ -277,8 +280,11 @@ static void s_report(const s_shared *sh, double window_s)
            s_quantile(s, 0.5), s_quantile(s, 0.9), s_quantile(s, 0.99), s_quantile(s, 0.999),
            s->min_us, s->max_us, mean);
     printf("  mean split:  client %.0f us (encode, send, network, receive, decode) + queue %.0f us"
-           " + compile %.0f us + compute %.0f us\n",
+           " + compile %.0f us + compute %.0f us",
            client, queue, compile, compute);
+    if (device > 0)
+        printf(" (%.0f us of it on a GPU)", device);
+    printf("\n");
     printf("  modes:      ");
     for (int m = 0; m < GX_MODE_COUNT; m++)
         if (s->modes[m])

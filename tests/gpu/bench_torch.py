@@ -154,11 +154,13 @@ def main():
             lat = j.get("latency_us", {})
             p50 = lat.get("p50", float("nan")) / 1e3
             comp = j.get("split_us", {}).get("compute", float("nan")) / 1e3
+            dev = j.get("split_us", {}).get("device", float("nan")) / 1e3
             ok = err < 1e-3
             bad += not ok
             print(f"TIME {name}: PyTorch eager {t_eager:.3f} ms, PyTorch CUDA Graph "
                   f"{t_graph:.3f} ms (copies in and out included) | gexecd end to end p50 "
-                  f"{p50:.3f} ms, its compute {comp:.3f} ms ({on_cuda} steps on cuda); "
+                  f"{p50:.3f} ms, its compute {comp:.3f} ms, {dev:.3f} ms of it on the GPU "
+                  f"({on_cuda} steps on cuda); "
                   f"max relative difference {err:.2g} {'ok' if ok else 'DIFFERS'}")
             print(f"TIME {name}: gexecd compute / PyTorch eager {comp / t_eager:.2f}, "
                   f"/ PyTorch CUDA Graph {comp / t_graph:.2f}")

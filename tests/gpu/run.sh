@@ -122,7 +122,9 @@ if start gpu "cuda, cpu" all; then
     sed -n 1,40p "$tmp/explain.txt"
     grep -q "not offering backend 'cuda'" "$tmp/gpu.log" && fail "gexecd does not offer cuda (its log says why)"
     echo "explain mentions cuda: $(grep -c cuda "$tmp/explain.txt") line(s)"
-    timeout 30 "$submit" --socket "$sock" run "$graph" -i "$input" -o "$tmp/one" 2>&1 | grep -E "ran:|why:"
+    timeout 30 "$submit" --socket "$sock" run "$graph" -i "$input" -o "$tmp/one" > "$tmp/one.txt" 2>&1
+    grep -E "ran:|why:" "$tmp/one.txt"
+    grep -q "ran:.*(on the device [0-9]*us)" "$tmp/one.txt" || fail "the reply reports no device time"
     pids=()
     for i in 1 2 3 4; do
         timeout 45 "$submit" --socket "$sock" run "$graph" -i "$input" -o "$tmp/out$i" --repeat 250 \
