@@ -184,6 +184,15 @@ struct gx_backend {
     /* Optional: runs a fused group (ops/fused.h) as one step; k->in are the
      * group's inputs, k->out[0] its output. NULL: no fusion on the device. */
     void (*fused)(const gx_backend *b, const struct gx_fused *f, const gx_kargs *k);
+    /* Optional: readies a step's kernel before any job runs, e.g. compiles
+     * the code it generates for these attributes and shapes. k has the
+     * step's attributes and views (constants with data, other values
+     * without), no queue; f is its fused group or NULL. GX_OK, or an
+     * error with why (the plan is refused). Called by the plan pass once
+     * per step of the device (not for dynamic steps: their shapes come at
+     * run time). */
+    int (*ready)(const gx_backend *b, gx_op op, const struct gx_fused *f, const gx_kargs *k,
+                 char *why, size_t len);
     /* Does its fused slot refuse groups with a head (MatMul, Gemm, Conv:
      * ops/fused.h)? Then the fuse pass forms elementwise groups only. */
     bool no_fused_heads;

@@ -604,11 +604,13 @@ START_TEST(test_device_time)
     gx_graph_add_output(c.g, "b"); /* a copy to the host between MatMul and Neg */
     s_inputs(&c, 1);
     gxd_partition_opts o = s_opts(gx_testdev(), NULL, 1);
+    const uint64_t readied = gx_testdev_stats_get().readied;
     ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
     const gxd_plan *p = c.p;
     const gx_backend *b = gx_testdev();
-    /* the stretches: kernel steps on testdev, no copy between */
-    uint64_t stretches = 0;
+    /* the stretches: kernel steps on testdev, no copy between; each
+     * kernel step was readied once by the plan pass */
+    uint64_t stretches = 0, kernels = 0;
     bool open = false;
     for (size_t i = 0; i < p->n_steps; i++) {
         const gxd_step *st = &p->steps[i];
@@ -616,9 +618,11 @@ START_TEST(test_device_time)
             continue;
         bool k = p->devices[st->device] == b && !st->copy;
         stretches += k && !open;
+        kernels += k;
         open = k;
     }
     ck_assert_uint_eq(stretches, 2);
+    ck_assert_uint_eq(gx_testdev_stats_get().readied - readied, kernels);
     gxd_devmem dm = {0};
     ck_assert_ptr_nonnull(dm.arena[1] = b->alloc(b, p->dev_arena_bytes[1]));
     ck_assert_ptr_nonnull(dm.queue[1] = b->queue_new(b));

@@ -402,6 +402,25 @@ static int s_queue_sync(const gx_backend *b, void *queue)
     return GX_OK;
 }
 
+/* A step readied at plan time: its views are the plan's (no data but its
+ * constants', which are this device's memory). */
+static int s_ready(const gx_backend *b, gx_op op, const gx_fused *f, const gx_kargs *k, char *why,
+                   size_t len)
+{
+    (void)b, (void)op, (void)f, (void)why, (void)len;
+    if (k->queue) {
+        fprintf(stderr, "testdev: a step readied with a queue\n");
+        abort();
+    }
+    for (int i = 0; i < k->n_in; i++)
+        if (k->in[i].ndim >= 0 && k->in[i].data && !s_inside(k->in[i].data, 1)) {
+            fprintf(stderr, "testdev: a step readied with input %d in host memory\n", i);
+            abort();
+        }
+    __atomic_add_fetch(&s_stats.readied, 1, __ATOMIC_RELAXED);
+    return GX_OK;
+}
+
 /* Pinned host memory: whole pages, never pinned twice, unpinned before it
  * is freed (the arena cache's part; a GPU's driver refuses the rest). */
 #define S_PINS 256
@@ -492,6 +511,7 @@ static gx_backend s_testdev = {
     .kernel = s_kernel,
     .kernel_name = s_kernel_name,
     .kernel_by_name = s_kernel_by_name,
+    .ready = s_ready,
     .shares = true,
     .exact_slices = true,
     .host_memory = false,

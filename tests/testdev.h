@@ -15,6 +15,7 @@ typedef struct gx_testdev_stats {
     uint64_t captures, replays;  /* graphs recorded, and replayed */
     uint64_t marks, marks_live;  /* marks made (device time), and not yet freed */
     uint64_t pins, pins_live;    /* host memory pinned, and not yet unpinned */
+    uint64_t readied;            /* steps readied by the plan pass */
 } gx_testdev_stats;
 
 const gx_backend *gx_testdev(void);

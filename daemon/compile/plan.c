@@ -6,7 +6,9 @@
  * verify chose, copies included; every constant a step of a device without
  * host memory reads is copied into that device's memory once (a value
  * with mem == the device, in plan->dev_consts), and the step reads that
- * copy. After this pass the plan is immutable but for its run-time caches
+ * copy; every kernel step of a device with a ready slot (ops/backend.h)
+ * has been readied (a GPU's generated code compiled now, not in a job).
+ * After this pass the plan is immutable but for its run-time caches
  * (compile.h).
  */
 #include <stdlib.h>
@@ -88,7 +90,37 @@ out:
     free(twin);
     return rc;
 }
-
+/* Each kernel step of a device with a ready slot, readied with its
+ * attributes and views (after s_upload: constants on the device). */
+static int s_ready(gxd_cstate *st)
+{
+    const gxd_plan *p = st->plan;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        const gx_backend *b = p->devices[s->device];
+        if (!s_off_host(p, s) || !b->ready || !s->kernel || s->dynamic)
+            continue;
+        gx_view in[GX_MAX_OP_INPUTS], out[GX_MAX_OP_INPUTS];
+        for (int k = 0; k < s->n_formal; k++) {
+            if (s->in[k] >= 0) {
+                in[k] = p->values[s->in[k]].view;
+            } else {
+                memset(&in[k], 0, sizeof in[k]);
+                in[k].ndim = -1;
+            }
+        }
+        for (int k = 0; k < s->n_out; k++)
+            out[k] = p->values[s->out[k]].view;
+        gx_kargs ka = {.attr = s->attr, .n_in = s->n_formal, .in = in, .n_out = s->n_out,
+                       .out = out, .nth = 1};
+        char why[400];
+        int rc = b->ready(b, s->op, s->fused, &ka, why, sizeof why);
+        if (rc < 0)
+            return gx_errf(st->err, st->errlen, rc, "node '%s' (%s) on %s: %s", s->node->name,
+                           s->node->op, b->name, why);
+    }
+    return GX_OK;
+}
 
 int gxd_pass_plan(gxd_cstate *st)
 {
@@ -99,5 +131,6 @@ int gxd_pass_plan(gxd_cstate *st)
             continue; /* the layout or prepare pass chose the kernel */
         s->kernel = p->devices[s->device]->kernel(s->op);
     }
-    return s_upload(st);
+    int rc = s_upload(st);
+    return rc < 0 ? rc : s_ready(st);
 }

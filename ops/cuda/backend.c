@@ -195,6 +195,11 @@ const void *gx_cuda_jit(gx_cuda_queue *q, const char *src, const char *name)
     return fn;
 }
 
+size_t gx_cuda_jit_count(void)
+{
+    return s_dev.n_jit; /* read without the lock: a count for tests and logs */
+}
+
 unsigned gx_cuda_grid(int64_t n)
 {
     int64_t g = (n + 255) / 256;
@@ -493,6 +498,20 @@ uint64_t gx_cuda_serial(void)
     return atomic_fetch_add(&next, 1);
 }
 
+/* The code a step's kernel generates, compiled when the plan is made. */
+static int s_ready(const gx_backend *b, gx_op op, const struct gx_fused *f, const gx_kargs *k,
+                   char *why, size_t len)
+{
+    (void)b;
+    gx_cuda_bind();
+    gx_cuda_queue q = {.err = GX_OK}; /* collects the error; nothing runs on it */
+    if (f)
+        gx_cuda_fused_ready(&q, f, k);
+    else
+        gx_cuda_kernel_ready(&q, op, k);
+    return q.err < 0 ? gx_errf(why, len, q.err, "%s", q.msg) : GX_OK;
+}
+
 /* ---- device time: CUDA events ------------------------------------------ */
 
 static void *s_mark(const gx_backend *b, void *queue)
@@ -633,6 +652,7 @@ static const gx_backend s_cuda = {
     .usable = s_usable,
     .kernel = gx_cuda_kernel,
     .fused = gx_cuda_fused,
+    .ready = s_ready,
     .no_fused_heads = true,
     .shares = false,
     /* a kernel launch, a pageable copy (and its synchronisation), and a

@@ -36,4 +36,8 @@ extern const gx_op_rule gx_cuda_rules[GX_CUDA_N_RULES];
  * GX_OK or GX_EINVAL. */
 int gx_cuda_configure(int device, double mem_fraction, bool tf32);
 
+/* Kernels NVRTC has compiled so far (its cache's entries; builds with
+ * CUDA only). */
+size_t gx_cuda_jit_count(void);
+
 #endif

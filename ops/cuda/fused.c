@@ -6,8 +6,9 @@
  * by one; each thread reads its element of every input (the same index,
  * element 0 of a scalar, or an offset from broadcast strides), runs the
  * ops in registers and writes the output once. The source is compiled
- * with NVRTC at first use and cached by its hash (gx_cuda_jit), so groups
- * of the same program share one kernel. Groups with a head (MatMul, Gemm,
+ * with NVRTC when the plan is made (gx_cuda_fused_ready: the backend's
+ * ready slot) and cached by its hash (gx_cuda_jit), so groups of the same
+ * program share one kernel. Groups with a head (MatMul, Gemm,
  * Conv) are not formed on this device (its table's no_fused_heads).
  */
 #include <config.h>
@@ -161,35 +162,36 @@ static uint64_t s_hash(const char *p, size_t n)
     return h;
 }
 
-void gx_cuda_fused(const gx_backend *b, const gx_fused *f, const gx_kargs *k)
+/* The group's kernel over k's views (compiled at first use) and its
+ * parameter p (k's data pointers, NULL before a run); NULL with the
+ * reason on q. */
+static const void *s_fused_fn(gx_cuda_queue *q, const gx_fused *f, const gx_kargs *k,
+                              s_params *p)
 {
-    (void)b;
-    gx_cuda_queue *q = gx_cuda_queue_of(k);
     const gx_view *y = &k->out[0];
     static _Thread_local s_src src; /* 16 KiB: off the stack */
-    s_params p;
-    memset(&p, 0, sizeof p);
+    memset(p, 0, sizeof *p);
     int kinds[GX_FUSED_MAX_IN];
     char why[160];
     if (f->has_head || f->dtype != GX_F32 || f->n_in > GX_FUSED_MAX_IN || y->ndim > GX_MAX_DIMS) {
         gx_cuda_fail(q, "a fused group with a head or of another dtype than float32");
-        goto out;
+        return NULL;
     }
-    p.y = y->data;
-    p.n = (long long)y->numel;
-    p.nd = y->ndim;
+    p->y = y->data;
+    p->n = (long long)y->numel;
+    p->nd = y->ndim;
     for (int d = 0; d < y->ndim; d++)
-        p.dim[d] = y->shape[d];
+        p->dim[d] = y->shape[d];
     for (int i = 0; i < f->n_in; i++) {
         const gx_view *x = &k->in[i];
-        p.in[i] = x->data;
+        p->in[i] = x->data;
         kinds[i] = x->numel == y->numel ? 0 : x->numel == 1 ? 1 : 2;
         if (kinds[i] == 2) { /* numpy strides right-aligned, 0 on broadcast dims */
             long long st = 1;
             for (int d = y->ndim - 1; d >= 0; d--) {
                 const int xd = d - (y->ndim - x->ndim);
                 const int64_t n = xd >= 0 ? x->shape[xd] : 1;
-                p.st[i][d] = n == 1 && y->shape[d] != 1 ? 0 : st;
+                p->st[i][d] = n == 1 && y->shape[d] != 1 ? 0 : st;
                 st *= n;
             }
         }
@@ -199,17 +201,30 @@ void gx_cuda_fused(const gx_backend *b, const gx_fused *f, const gx_kargs *k)
     src.full = false;
     if (!s_source(f, kinds, "gx_fused_XXXXXXXXXXXXXXXX", &src, why, sizeof why)) {
         gx_cuda_fail(q, "%s", why);
-        goto out;
+        return NULL;
     }
     char name[40];
     snprintf(name, sizeof name, "gx_fused_%016llx",
              (unsigned long long)s_hash(src.buf, src.len));
     char *at = strstr(src.buf, "gx_fused_XXXXXXXXXXXXXXXX");
     memcpy(at, name, strlen(name));
-    const void *fn = gx_cuda_jit(q, src.buf, name);
+    return gx_cuda_jit(q, src.buf, name);
+}
+
+void gx_cuda_fused_ready(gx_cuda_queue *q, const gx_fused *f, const gx_kargs *k)
+{
+    s_params p;
+    s_fused_fn(q, f, k, &p);
+}
+
+void gx_cuda_fused(const gx_backend *b, const gx_fused *f, const gx_kargs *k)
+{
+    (void)b;
+    gx_cuda_queue *q = gx_cuda_queue_of(k);
+    s_params p;
+    const void *fn = s_fused_fn(q, f, k, &p);
     void *args[] = {&p};
-    if (p.n > 0)
+    if (fn && p.n > 0)
         gx_cuda_launch(q, fn, gx_cuda_grid(p.n), 256, args);
-out:
     gx_cuda_done(k, q);
 }

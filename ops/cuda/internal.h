@@ -82,6 +82,11 @@ void gx_cuda_fused(const gx_backend *b, const struct gx_fused *f, const gx_kargs
 
 /* The kernel of op (kernels.c), NULL where it has none. */
 gx_kernel_fn gx_cuda_kernel(gx_op op);
+/* Compile now (gx_cuda_jit) the code a step's kernel generates, for its
+ * attributes and views in k (data may be NULL): op's kernel, or the fused
+ * group f's; errors on q. Nothing runs. */
+void gx_cuda_kernel_ready(gx_cuda_queue *q, gx_op op, const gx_kargs *k);
+void gx_cuda_fused_ready(gx_cuda_queue *q, const struct gx_fused *f, const gx_kargs *k);
 /* Runs a small product and an elementwise kernel and checks them; GX_OK or
  * an error with why. */
 int gx_cuda_selfcheck(char *why, size_t len);

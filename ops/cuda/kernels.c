@@ -57,14 +57,19 @@ const char *gx_cuda_unary_expr(gx_op op, const gx_attrval *attr)
     return s_expr[op];
 }
 
+/* The generated kernel of unary op (compiled at first use). */
+static const void *s_unary_fn(gx_cuda_queue *q, gx_op op, const gx_attrval *attr)
+{
+    char src[sizeof s_unary_src + 256], name[48];
+    snprintf(name, sizeof name, "gx_%s", gx_op_name(op));
+    snprintf(src, sizeof src, s_unary_src, name, gx_cuda_unary_expr(op, attr));
+    return gx_cuda_jit(q, src, name);
+}
+
 static void s_unary(const gx_kargs *k, gx_op op)
 {
     gx_cuda_queue *q = gx_cuda_queue_of(k);
-    const char *expr = gx_cuda_unary_expr(op, k->attr);
-    char src[sizeof s_unary_src + 256], name[48];
-    snprintf(name, sizeof name, "gx_%s", gx_op_name(op));
-    snprintf(src, sizeof src, s_unary_src, name, expr);
-    const void *fn = gx_cuda_jit(q, src, name);
+    const void *fn = s_unary_fn(q, op, k->attr);
     const float *x = k->in[0].data;
     float *y = k->out[0].data;
     long long n = (long long)k->out[0].numel;
@@ -125,13 +130,19 @@ static void s_strides(const gx_view *v, int nd, const int64_t *dim, long long *s
     }
 }
 
-static void s_binary(const gx_kargs *k, gx_op op, const char *sym)
+/* The generated kernel of binary op (compiled at first use). */
+static const void *s_binary_fn(gx_cuda_queue *q, gx_op op)
 {
-    gx_cuda_queue *q = gx_cuda_queue_of(k);
     char src[sizeof s_binary_src + 64], name[48];
     snprintf(name, sizeof name, "gx_%s", gx_op_name(op));
-    snprintf(src, sizeof src, s_binary_src, name, sym);
-    const void *fn = gx_cuda_jit(q, src, name);
+    snprintf(src, sizeof src, s_binary_src, name, gx_cuda_binary_sym(op));
+    return gx_cuda_jit(q, src, name);
+}
+
+static void s_binary(const gx_kargs *k, gx_op op)
+{
+    gx_cuda_queue *q = gx_cuda_queue_of(k);
+    const void *fn = s_binary_fn(q, op);
     const gx_view *y = &k->out[0];
     s_bcast p = {.n = (long long)y->numel, .nd = y->ndim};
     if (k->in[0].numel == y->numel && k->in[1].numel == y->numel) { /* no broadcast */
@@ -402,6 +413,12 @@ static const char s_bias_src[] =
     "    }\n"
     "}\n";
 
+/* Does the Gemm add beta C? */
+static bool s_gemm_has_c(const gx_kargs *k)
+{
+    return k->n_in > 2 && k->in[2].ndim >= 0 && (float)k->attr[GX_GEMM_BETA].f != 0.f;
+}
+
 static void s_k_gemm(const gx_kargs *k)
 {
     gx_cuda_queue *q = gx_cuda_queue_of(k);
@@ -412,7 +429,7 @@ static void s_k_gemm(const gx_kargs *k)
     long long m = y->shape[0], n = y->shape[1];
     const int64_t kk = a->shape[ta ? 0 : 1];
     (void)b;
-    const bool has_c = k->n_in > 2 && k->in[2].ndim >= 0 && k->in[2].data && beta != 0.f;
+    const bool has_c = s_gemm_has_c(k) && k->in[2].data;
     if (has_c) {
         const gx_view *c = &k->in[2];
         long long cm = c->ndim == 2 ? c->shape[0] : 1;
@@ -476,15 +493,15 @@ const char *gx_cuda_binary_sym(gx_op op)
          : op == GX_OP_DIV ? "/" : NULL;
 }
 
-#define S_BINARY(e, sym)                                                                       \
+#define S_BINARY(e)                                                                            \
     static void s_k_##e(const gx_kargs *k)                                                     \
     {                                                                                          \
-        s_binary(k, GX_OP_##e, sym);                                                           \
+        s_binary(k, GX_OP_##e);                                                                \
     }
-S_BINARY(ADD, "+")
-S_BINARY(SUB, "-")
-S_BINARY(MUL, "*")
-S_BINARY(DIV, "/")
+S_BINARY(ADD)
+S_BINARY(SUB)
+S_BINARY(MUL)
+S_BINARY(DIV)
 #undef S_BINARY
 
 static const gx_kernel_fn s_kernels[GX_OP_COUNT] = {
@@ -500,6 +517,24 @@ static const gx_kernel_fn s_kernels[GX_OP_COUNT] = {
     [GX_OP_TRANSPOSE] = s_k_transpose, [GX_OP_CONCAT] = s_k_concat,
     [GX_OP_REDUCE_SUM] = s_k_reduce_sum, [GX_OP_REDUCE_MEAN] = s_k_reduce_mean,
 };
+
+void gx_cuda_kernel_ready(gx_cuda_queue *q, gx_op op, const gx_kargs *k)
+{
+    if ((unsigned)op >= GX_OP_COUNT || !s_kernels[op])
+        return; /* cuDNN's */
+    if (s_expr[op])
+        s_unary_fn(q, op, k->attr);
+    else if (gx_cuda_binary_sym(op))
+        s_binary_fn(q, op);
+    else if (op == GX_OP_SOFTMAX)
+        gx_cuda_jit(q, s_softmax_src, "gx_softmax");
+    else if (op == GX_OP_TRANSPOSE)
+        gx_cuda_jit(q, s_transpose_src, "gx_transpose");
+    else if (op == GX_OP_REDUCE_SUM || op == GX_OP_REDUCE_MEAN)
+        gx_cuda_jit(q, s_reduce_src, "gx_reduce_rows");
+    else if (op == GX_OP_GEMM && s_gemm_has_c(k))
+        gx_cuda_jit(q, s_bias_src, "gx_gemm_bias");
+}
 
 gx_kernel_fn gx_cuda_kernel(gx_op op)
 {

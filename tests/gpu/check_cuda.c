@@ -514,6 +514,40 @@ static void s_fused_chain(void)
     s_check(&c);
 }
 
+/* The plan pass compiles the code a plan's kernels generate (NVRTC)
+ * before any job: compiling a graph with a group and ops no case before
+ * it used adds kernels to the cache, its first run adds none. Runs first. */
+static void s_ready_at_compile(void)
+{
+    s_case c = s_new("kernels compiled with the plan");
+    s_input(&c, "x", 2, (int64_t[]){37, 41}, false);
+    s_input(&c, "b", 1, (int64_t[]){41}, false);
+    s_node(c.g, "Div", "div", 2, "x", "b", NULL, "t1");
+    s_node(c.g, "Erf", "erf", 1, "t1", NULL, NULL, "t2");
+    s_node(c.g, "Abs", "abs", 1, "t2", NULL, NULL, "t3");
+    s_node(c.g, "Softmax", "sm", 1, "t3", NULL, NULL, "y");
+    gx_graph_add_output(c.g, "y");
+    char err[512] = "", why[300];
+    gxd_plan *p = NULL;
+    float *y = NULL;
+    int64_t n = 0;
+    const size_t before = gx_cuda_jit_count();
+    bool ok = s_compile(&c, gx_backend_cuda(), &p, err, sizeof err) == GX_OK;
+    const size_t compiled = gx_cuda_jit_count();
+    ok = ok && s_run(p, c.in, &y, &n, err, sizeof err) == GX_OK;
+    const size_t ran = gx_cuda_jit_count();
+    snprintf(why, sizeof why, "%s%zu kernels compiled with the plan, %zu at its first run", err,
+             compiled - before, ran - compiled);
+    ok = ok && compiled > before && ran == compiled;
+    printf("%s %-28s %s\n", ok ? "PASS" : "FAIL", c.name, why);
+    ok ? s_pass++ : s_fail++;
+    free(y);
+    gxd_plan_destroy(&p);
+    gx_graph_destroy(&c.g);
+    for (int i = 0; i < c.n_in; i++)
+        free(c.data[i]);
+}
+
 /* ---- Transpose, Concat, Reduce ----------------------------------------- */
 
 static void s_transpose(const char *name, int nd, const int64_t *shape, const int64_t *perm)
@@ -1039,6 +1073,7 @@ int main(int argc, char **argv)
         return 77;
     }
     printf("cuda: %s\n", note);
+    s_ready_at_compile();
     s_matmul2d();
     s_matmul_batched();
     s_gemm(0, 0, 0, 1, 1);
