@@ -114,7 +114,8 @@ static const s_key s_keys[] = {
     {.name = "gpu_tf32", .type = S_BOOL, .off = S_OFF(gpu_tf32), .def = "false",
      .doc = "MatMul, Gemm and Conv on a GPU may use TF32 tensor cores (inputs rounded to 10 "
             "mantissa bits, float32 sums): several times faster on large products, results "
-            "about 1e-3 relative from float32's; false: float32 throughout"},
+            "further from float32's (about 1e-2 relative on long products); false: float32 "
+            "throughout"},
     {.name = "log_level", .type = S_LOGLEVEL, .off = S_OFF(log_level), .def = "info",
      .doc = "error, warn, info or debug"},
     {.name = "log_file", .type = S_STRING, .off = S_OFF(log_file), .check = s_check_log_file,

@@ -1,7 +1,7 @@
 /*
  * The CUDA backend (ops/backend.h) of one GPU: cudaMalloc'd arenas, copies
  * and kernels on a stream per worker, cuBLAS for MatMul and Gemm, kernels
- * generated as CUDA C and compiled with NVRTC at first use for the
+ * generated as CUDA C and compiled with NVRTC with the plan for the
  * elementwise ops, Softmax, Transpose, trailing reductions and fused
  * groups, cuDNN for Conv, pools and BatchNormalization (where configure
  * found it). What it claims is its rules table (rules.c);
@@ -32,7 +32,7 @@ extern const gx_op_rule gx_cuda_rules[GX_CUDA_N_RULES];
 /* Which GPU open readies, the fraction of its memory (0 < f <= 1) arenas
  * may take, and whether MatMul, Gemm and Conv may use TF32 tensor cores
  * (inputs rounded to 10 mantissa bits, float32 sums: several times faster
- * on large products, about 1e-3 relative from float32); call before open.
+ * on large products, further from float32's results); call before open.
  * GX_OK or GX_EINVAL. */
 int gx_cuda_configure(int device, double mem_fraction, bool tf32);
 

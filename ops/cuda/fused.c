@@ -162,7 +162,7 @@ static uint64_t s_hash(const char *p, size_t n)
     return h;
 }
 
-/* The group's kernel over k's views (compiled at first use) and its
+/* The group's kernel over k's views (compiled once: by ready) and its
  * parameter p (k's data pointers, NULL before a run); NULL with the
  * reason on q. */
 static const void *s_fused_fn(gx_cuda_queue *q, const gx_fused *f, const gx_kargs *k,

@@ -3,7 +3,8 @@
  * the worker's stream and handle; elementwise ops, broadcasting binary ops,
  * Softmax over the last axis, Gemm's C, Transpose (rank 6 at most) and
  * ReduceSum / ReduceMean over trailing axes as CUDA C compiled by NVRTC
- * at first use (gx_cuda_jit); the shape ops and Concat as copies within
+ * when the plan is made (gx_cuda_kernel_ready; cached: gx_cuda_jit); the
+ * shape ops and Concat as copies within
  * the device; Conv, pools and BatchNormalization through cuDNN (dnn.c).
  * Every kernel enqueues on its queue and returns; a failure is recorded
  * on the queue and reported by the next copy or sync.
@@ -57,7 +58,7 @@ const char *gx_cuda_unary_expr(gx_op op, const gx_attrval *attr)
     return s_expr[op];
 }
 
-/* The generated kernel of unary op (compiled at first use). */
+/* The generated kernel of unary op (compiled once: by ready). */
 static const void *s_unary_fn(gx_cuda_queue *q, gx_op op, const gx_attrval *attr)
 {
     char src[sizeof s_unary_src + 256], name[48];
@@ -130,7 +131,7 @@ static void s_strides(const gx_view *v, int nd, const int64_t *dim, long long *s
     }
 }
 
-/* The generated kernel of binary op (compiled at first use). */
+/* The generated kernel of binary op (compiled once: by ready). */
 static const void *s_binary_fn(gx_cuda_queue *q, gx_op op)
 {
     char src[sizeof s_binary_src + 64], name[48];
