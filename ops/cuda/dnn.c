@@ -225,16 +225,34 @@ static void s_k_conv(const gx_kargs *k)
         !s_workspace(q, ws))
         goto out;
     const float one = 1.f, zero = 0.f;
+    const int bdims[4] = {1, key.y[1], 1, 1};
+    if (b && !s_tensor(q, &bd, bdims))
+        goto out;
+    if (b && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
+        /* the bias in the convolution's kernel: one launch, not two (cuDNN
+         * takes an identity activation with this algorithm only) */
+        cudnnActivationDescriptor_t ad = NULL;
+        if (s_ok(q, cudnnCreateActivationDescriptor(&ad), "activation descriptor") &&
+            s_ok(q,
+                 cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_IDENTITY,
+                                              CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                 "identity activation"))
+            s_ok(q,
+                 cudnnConvolutionBiasActivationForward(h, &one, xd, x->data, wd, w->data, cd,
+                                                       algo, q->ws, ws, &zero, yd, y->data, bd,
+                                                       b->data, ad, yd, y->data),
+                 "convolution with its bias");
+        if (ad)
+            cudnnDestroyActivationDescriptor(ad);
+        goto out;
+    }
     if (!s_ok(q,
               cudnnConvolutionForward(h, &one, xd, x->data, wd, w->data, cd, algo, q->ws, ws,
                                       &zero, yd, y->data),
               "convolution"))
         goto out;
-    if (b) {
-        const int bdims[4] = {1, key.y[1], 1, 1};
-        if (s_tensor(q, &bd, bdims))
-            s_ok(q, cudnnAddTensor(h, &one, bd, b->data, &one, yd, y->data), "bias");
-    }
+    if (b)
+        s_ok(q, cudnnAddTensor(h, &one, bd, b->data, &one, yd, y->data), "bias");
 out:
     if (bd)
         cudnnDestroyTensorDescriptor(bd);
