@@ -90,6 +90,7 @@ out:
     free(twin);
     return rc;
 }
+
 /* Each kernel step of a device with a ready slot, readied with its
  * attributes and views (after s_upload: constants on the device). */
 static int s_ready(gxd_cstate *st)

@@ -540,8 +540,8 @@ static int64_t s_elapsed_ns(const gx_backend *b, void *from, void *to)
     (void)b;
     gx_cuda_bind();
     float ms = -1;
-    if (from && to &&
-        (cudaEventSynchronize(to) != cudaSuccess || cudaEventElapsedTime(&ms, from, to) != cudaSuccess)) {
+    if (from && to && (cudaEventSynchronize(to) != cudaSuccess ||
+                       cudaEventElapsedTime(&ms, from, to) != cudaSuccess)) {
         ms = -1;
         cudaGetLastError();
     }

@@ -360,8 +360,8 @@ static void s_gemm(gx_cuda_queue *q, bool ta, bool tb, int64_t m, int64_t n, int
     if (m <= 0 || n <= 0 || batch <= 0)
         return;
     const int lda = (int)(ta ? m : kk), ldb = (int)(tb ? kk : n);
-    cublasStatus_t s =
-        cublasSetMathMode(q->blas, gx_cuda_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    cublasStatus_t s = cublasSetMathMode(q->blas, gx_cuda_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                 : CUBLAS_DEFAULT_MATH);
     if (s == CUBLAS_STATUS_SUCCESS && batch == 1)
         s = cublasSgemm(q->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                         (int)n, (int)m, (int)kk, &alpha, b, ldb, a, lda, &beta, y, (int)n);

@@ -117,7 +117,8 @@ static int s_compile(s_case *c, const gx_backend *first, gxd_plan **p, char *err
 static bool s_kernels_off_host(const gxd_plan *p)
 {
     for (size_t i = 0; i < p->n_steps; i++)
-        if (!p->steps[i].copy && !p->steps[i].folded && !p->devices[p->steps[i].device]->host_memory)
+        if (!p->steps[i].copy && !p->steps[i].folded &&
+            !p->devices[p->steps[i].device]->host_memory)
             return true;
     return false;
 }
@@ -861,7 +862,8 @@ static void s_time_matmul(int64_t n, int reps, bool tf32, float **ref)
     qsort(tc, (size_t)reps, sizeof tc[0], s_cmp_double);
     const double flop = 2.0 * (double)n * (double)n * (double)n;
     printf("TIME MatMul %lld^3 %s (median of %d): plan %.3f ms (%.1f TFLOP/s, copies "
-           "included; host arena %s) | cuBLAS alone %.3f ms (%.1f TFLOP/s) -> plan at %.0f%% of cuBLAS | "
+           "included; host arena %s) | cuBLAS alone %.3f ms (%.1f TFLOP/s) -> plan at %.0f%% of "
+           "cuBLAS | "
            "cuBLAS + the same copies %.3f ms -> plan at %.0f%%%s%s\n",
            (long long)n, tf32 ? "TF32" : "f32", reps, plan * 1e3, flop / plan * 1e-12,
            pinned ? "pinned" : "pageable", tk[reps / 2] * 1e3,
