@@ -223,6 +223,10 @@ static const s_key s_keys[] = {
      .doc = "dynamic batching: a job with fewer than batch_max like it queued waits this long "
             "for more (us; never past a member's deadline, and not while a job of higher "
             "priority is queued); 0: merge only what is already queued"},
+    {.name = "scheduler.device_time", .type = S_BOOL, .off = S_OFF(sched_device_time),
+     .def = "true",
+     .doc = "a job run in step order measures its kernels' time on a GPU with events around each "
+            "stretch of them (the reply's device_us); false: no events, device_us 0"},
     {.name = "scheduler.device_graphs", .type = S_BOOL, .off = S_OFF(sched_device_graphs),
      .def = "true",
      .doc = "a job run in step order launches each run of consecutive kernel steps on a GPU as "

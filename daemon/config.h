@@ -57,6 +57,7 @@ typedef struct gxd_config {
     int64_t sched_batch_max;         /* "scheduler.batch_max": jobs merged into one (1: off) */
     int64_t sched_batch_delay_us;    /* "scheduler.batch_delay_us": wait for more to merge */
     bool sched_device_graphs;        /* "scheduler.device_graphs": runs of GPU steps as graphs */
+    bool sched_device_time;          /* "scheduler.device_time": jobs' GPU time measured */
     char *partition_prefer[GXD_MAX_ENDPOINTS]; /* "partition.prefer": backend names */
     int n_partition_prefer;
     int64_t partition_min_nodes;     /* "partition.min_nodes" */

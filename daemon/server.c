@@ -1915,6 +1915,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
                                        .no_rewrite = !ctx->cfg.compiler_rewrite,
                                        .no_fuse = !ctx->cfg.compiler_fuse,
                                        .no_graphs = !ctx->cfg.sched_device_graphs,
+                                       .no_device_time = !ctx->cfg.sched_device_time,
                                        .no_layout = !ctx->cfg.compiler_layout,
                                        .no_layout_times = !ctx->cfg.compiler_layout_measured};
     s_partition_opts(ctx);

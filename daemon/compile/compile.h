@@ -483,6 +483,9 @@ typedef struct gxd_compile_limits {
      * device's steps one by one, never as a recorded graph (read when a
      * plan runs, not by the passes) */
     bool no_graphs;
+    /* scheduler.device_time false: the sequential executor puts no marks
+     * on the devices' queues (jobs report no device time) */
+    bool no_device_time;
 } gxd_compile_limits;
 
 /* What a plan holds: its tables, folded and prepared constants and one

@@ -334,7 +334,8 @@ int gxd_exec_seq(gxd_frame *f)
     const gxd_plan *p = f->plan;
     bool timed = gxd_plan_wants_timing(p);
     const bool graphs = !(f->lim && f->lim->no_graphs) && p->n_devices > 1;
-    s_timer t = {.f = f}, *dt = p->n_devices > 1 ? &t : NULL;
+    const bool device_time = p->n_devices > 1 && !(f->lim && f->lim->no_device_time);
+    s_timer t = {.f = f}, *dt = device_time ? &t : NULL;
     int rc = GX_OK;
     f->device_ns = 0; /* subgraphs' steps add theirs while it runs */
     for (size_t s = 0; s < p->n_steps && rc == GX_OK;) {

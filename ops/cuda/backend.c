@@ -512,15 +512,37 @@ static int s_ready(const gx_backend *b, gx_op op, const struct gx_fused *f, cons
     return q.err < 0 ? gx_errf(why, len, q.err, "%s", q.msg) : GX_OK;
 }
 
-/* ---- device time: CUDA events ------------------------------------------ */
+/* ---- device time: CUDA events ------------------------------------------
+ * Events are kept for reuse (making one costs about as much as a small
+ * kernel's launch): at most S_EVENTS wait in the pool. */
+#define S_EVENTS 256
+static pthread_mutex_t s_ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static cudaEvent_t s_ev[S_EVENTS];
+static size_t s_n_ev;
+
+static void s_event_put(cudaEvent_t e)
+{
+    pthread_mutex_lock(&s_ev_mu);
+    if (s_n_ev < S_EVENTS) {
+        s_ev[s_n_ev++] = e;
+        e = NULL;
+    }
+    pthread_mutex_unlock(&s_ev_mu);
+    if (e)
+        cudaEventDestroy(e);
+}
 
 static void *s_mark(const gx_backend *b, void *queue)
 {
     (void)b;
     gx_cuda_queue *q = queue;
     gx_cuda_bind();
-    cudaEvent_t e;
-    if (cudaEventCreate(&e) != cudaSuccess) {
+    cudaEvent_t e = NULL;
+    pthread_mutex_lock(&s_ev_mu);
+    if (s_n_ev)
+        e = s_ev[--s_n_ev];
+    pthread_mutex_unlock(&s_ev_mu);
+    if (!e && cudaEventCreate(&e) != cudaSuccess) {
         cudaGetLastError();
         return NULL;
     }
@@ -540,15 +562,22 @@ static int64_t s_elapsed_ns(const gx_backend *b, void *from, void *to)
     (void)b;
     gx_cuda_bind();
     float ms = -1;
-    if (from && to && (cudaEventSynchronize(to) != cudaSuccess ||
-                       cudaEventElapsedTime(&ms, from, to) != cudaSuccess)) {
-        ms = -1;
-        cudaGetLastError();
+    if (from && to) {
+        cudaError_t e = cudaEventElapsedTime(&ms, from, to);
+        if (e == cudaErrorNotReady) { /* the device has not passed it yet */
+            cudaGetLastError();
+            if ((e = cudaEventSynchronize(to)) == cudaSuccess)
+                e = cudaEventElapsedTime(&ms, from, to);
+        }
+        if (e != cudaSuccess) {
+            ms = -1;
+            cudaGetLastError();
+        }
     }
     if (from)
-        cudaEventDestroy(from);
+        s_event_put(from);
     if (to)
-        cudaEventDestroy(to);
+        s_event_put(to);
     return ms < 0 ? -1 : (int64_t)((double)ms * 1e6);
 }
 

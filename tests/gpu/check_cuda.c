@@ -895,8 +895,8 @@ out:
  * err on failure. *dev: the median of the jobs' device time (the
  * kernels on the GPU, copies excluded: gxd_frame.device_ns). Prints a
  * TIME line. */
-static double s_time_plan(s_case *c, const char *what, bool no_fuse, bool no_graphs, int reps,
-                          double *dev, char *err, size_t len)
+static double s_time_plan(s_case *c, const char *what, bool no_fuse, bool no_graphs,
+                          bool no_time, int reps, double *dev, char *err, size_t len)
 {
     gxd_partition_opts o = {.min_nodes = 1, .no_cost_check = true};
     o.backends[o.n_backends++] = gx_backend_cuda();
@@ -914,6 +914,7 @@ static double s_time_plan(s_case *c, const char *what, bool no_fuse, bool no_gra
         void *arena = gx_aligned_alloc(p->arena_bytes + 1);
         gxd_compile_limits rl = s_lim(NULL);
         rl.no_graphs = no_graphs;
+        rl.no_device_time = no_time;
         gxd_frame f;
         double t[64], td[64];
         if (gxd_frame_init_ex(&f, p, arena, false, c->in, &rl, &stop, err, len) == GX_OK) {
@@ -944,9 +945,10 @@ static double s_time_plan(s_case *c, const char *what, bool no_fuse, bool no_gra
                 fused += p->steps[i].fused != NULL;
             }
         const gxd_graph_stats st = gxd_plan_graph_stats(p);
-        printf("TIME %s, fuse %s, graphs %s: %zu steps on cuda (%zu fused), %lld graphs "
+        printf("TIME %s, fuse %s, graphs %s%s: %zu steps on cuda (%zu fused), %lld graphs "
                "recorded, %lld replays, %lld failed%s",
-               what, no_fuse ? "off" : "on", no_graphs ? "off" : "on", kern, fused,
+               what, no_fuse ? "off" : "on", no_graphs ? "off" : "on",
+               no_time ? ", no device time" : "", kern, fused,
                (long long)st.captures, (long long)st.replays, (long long)st.failed,
                best >= 0 ? "" : "\n");
         if (best >= 0)
@@ -1009,8 +1011,8 @@ static void s_time_chain(void)
                {false, false, "fused, one CUDA Graph"}};
     double wall[4], dev[4];
     for (int i = 0; i < 4; i++)
-        if ((wall[i] = s_time_plan(&c, ch, cfg[i].no_fuse, cfg[i].no_graphs, 20, &dev[i], err,
-                                   sizeof err)) < 0)
+        if ((wall[i] = s_time_plan(&c, ch, cfg[i].no_fuse, cfg[i].no_graphs, false, 20, &dev[i],
+                                   err, sizeof err)) < 0)
             printf("TIME chain (%s): %s\n", cfg[i].name, err);
     for (int i = 1; i < 4; i++)
         if (wall[0] > 0 && wall[i] > 0 && dev[i] > 0)
@@ -1024,14 +1026,19 @@ static void s_time_chain(void)
         c = s_new("mlp");
         s_mlp_graph(&c, batch);
         gx_graph_add_output(c.g, "y");
-        double d0, d1, g0 = s_time_plan(&c, what, false, true, 50, &d0, err, sizeof err);
+        double d0, d1, d2;
+        double g0 = s_time_plan(&c, what, false, true, false, 50, &d0, err, sizeof err);
         if (g0 < 0)
             printf("TIME %s (graphs off): %s\n", what, err);
-        double g1 = s_time_plan(&c, what, false, false, 50, &d1, err, sizeof err);
+        double g1 = s_time_plan(&c, what, false, false, false, 50, &d1, err, sizeof err);
         if (g1 < 0)
             printf("TIME %s (graphs on): %s\n", what, err);
         if (g0 > 0 && g1 > 0)
             printf("TIME %s: graphs on %.2fx faster per job\n", what, g0 / g1);
+        double g2 = s_time_plan(&c, what, false, false, true, 50, &d2, err, sizeof err);
+        if (g1 > 0 && g2 > 0)
+            printf("TIME %s, graphs on: measuring device time costs %.1f us per job\n", what,
+                   (g1 - g2) * 1e6);
         s_case_free(&c);
     }
     fflush(stdout);
