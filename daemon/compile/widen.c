@@ -235,38 +235,31 @@ static int s_twin_const(s_wd *w, int v, int *out)
     return GX_OK;
 }
 
-/* Appends a Cast step from value `from` into value `to` (to's dtype), its
- * node named "<what>:<the half value's name>" (owned by the plan). */
-static int s_cast(s_wd *w, const char *what, int from, int to)
+/* Appends a converting step of op from value `from` into value `to`: one
+ * input, one output, no scratch, cost `cost`, its node (owned by the plan)
+ * named "<what>:<of>" with n_attr attributes attr (owned by the plan).
+ * The step, its attributes for the caller to resolve; NULL: GX_ENOMEM. */
+static gxd_step *s_unary_step(s_wd *w, gx_op op, const char *what, const char *of,
+                              gx_attr *attr, size_t n_attr, int from, int to, gx_cost cost)
 {
     gxd_plan *p = w->p;
-    const gxd_value *x = &p->values[from], *y = &p->values[to];
-    const gxd_value *h = gxd_widen_half(x->view.dtype) ? x : y;
     gx_node *node = gxd_plan_own(p, sizeof *node);
-    gx_attr *attr = gxd_plan_own(p, sizeof *attr);
-    size_t len = strlen(h->name) + strlen(what) + 2;
+    size_t len = strlen(of) + strlen(what) + 2;
     char *name = gxd_plan_own(p, len);
     gxd_step *s = &w->ns[w->n_ns];
     memset(s, 0, sizeof *s);
-    if (!node || !attr || !name || !(s->in = malloc(sizeof *s->in)) ||
+    if (!node || !name || !(s->in = malloc(sizeof *s->in)) ||
         !(s->out = malloc(sizeof *s->out))) {
         free(s->in);
         s->in = NULL;
-        return GX_ENOMEM;
+        return NULL;
     }
-    snprintf(name, len, "%s:%s", what, h->name);
-    /* ONNX's codes for Cast's `to` */
-    attr->name = (char *)"to";
-    attr->type = GX_ATTR_INT;
-    attr->i = y->view.dtype == GX_F32 ? 1 : y->view.dtype == GX_F16 ? 10 : 16;
+    snprintf(name, len, "%s:%s", what, of);
     node->name = name;
-    node->op = (char *)gx_op_name(GX_OP_CAST);
-    node->n_attr = 1;
+    node->op = (char *)gx_op_name(op);
+    node->n_attr = n_attr;
     node->attr = attr;
-    char err[160];
-    if (gx_op_resolve_attrs(GX_OP_CAST, node, s->attr, err, sizeof err) < 0)
-        abort(); /* "to" is an INT attribute with a valid code */
-    s->op = GX_OP_CAST;
+    s->op = op;
     s->node = node;
     s->n_in = s->n_out = s->n_formal = 1;
     s->in[0] = from;
@@ -274,9 +267,33 @@ static int s_cast(s_wd *w, const char *what, int from, int to)
     s->scratch = -1;
     s->part = -1;
     s->convert = true;
-    s->cost = (gx_cost){(double)x->view.numel, (double)(x->nbytes + y->nbytes)};
+    s->cost = cost;
     p->values[to].def = (int)w->n_ns++;
     p->widen_casts++;
+    return s;
+}
+
+/* Appends a Cast step from value `from` into value `to` (to's dtype), its
+ * node named "<what>:<the half value's name>" (owned by the plan). */
+static int s_cast(s_wd *w, const char *what, int from, int to)
+{
+    gxd_plan *p = w->p;
+    const gxd_value *x = &p->values[from], *y = &p->values[to];
+    const gxd_value *h = gxd_widen_half(x->view.dtype) ? x : y;
+    gx_attr *attr = gxd_plan_own(p, sizeof *attr);
+    if (!attr)
+        return GX_ENOMEM;
+    /* ONNX's codes for Cast's `to` */
+    attr->name = (char *)"to";
+    attr->type = GX_ATTR_INT;
+    attr->i = y->view.dtype == GX_F32 ? 1 : y->view.dtype == GX_F16 ? 10 : 16;
+    gxd_step *s = s_unary_step(w, GX_OP_CAST, what, h->name, attr, 1, from, to,
+                               (gx_cost){(double)x->view.numel, (double)(x->nbytes + y->nbytes)});
+    if (!s)
+        return GX_ENOMEM;
+    char err[160];
+    if (gx_op_resolve_attrs(GX_OP_CAST, s->node, s->attr, err, sizeof err) < 0)
+        abort(); /* "to" is an INT attribute with a valid code */
     return GX_OK;
 }
 
@@ -503,34 +520,12 @@ static int s_twin_of(s_wd *w, int v, int *out)
  * node named "round:<to's name>" (owned by the plan). */
 static int s_round(s_wd *w, int from, int to)
 {
-    gxd_plan *p = w->p;
-    const gxd_value *y = &p->values[to];
-    gx_node *node = gxd_plan_own(p, sizeof *node);
-    size_t len = strlen(y->name) + 7;
-    char *name = gxd_plan_own(p, len);
-    gxd_step *s = &w->ns[w->n_ns];
-    memset(s, 0, sizeof *s);
-    if (!node || !name || !(s->in = malloc(sizeof *s->in)) ||
-        !(s->out = malloc(sizeof *s->out))) {
-        free(s->in);
-        s->in = NULL;
+    const gxd_value *y = &w->p->values[to];
+    gxd_step *s = s_unary_step(w, GX_OP_ROUND_F16, "round", y->name, NULL, 0, from, to,
+                               (gx_cost){(double)y->view.numel, 2.0 * (double)y->nbytes});
+    if (!s)
         return GX_ENOMEM;
-    }
-    snprintf(name, len, "round:%s", y->name);
-    node->name = name;
-    node->op = (char *)gx_op_name(GX_OP_ROUND_F16);
-    s->op = GX_OP_ROUND_F16;
-    s->node = node;
-    s->n_in = s->n_out = s->n_formal = 1;
-    s->in[0] = from;
-    s->out[0] = to;
-    s->scratch = -1;
-    s->part = -1;
-    s->convert = true;
     s->wide = true;
-    s->cost = (gx_cost){(double)y->view.numel, 2.0 * (double)y->nbytes};
-    p->values[to].def = (int)w->n_ns++;
-    p->widen_casts++;
     return GX_OK;
 }
 
