@@ -112,7 +112,7 @@ static void s_check(const gx_kargs *k)
 typedef struct s_call {
     gx_kernel_fn fn;     /* the CPU's kernel, or NULL for a fused step */
     const gx_fused *fused;
-    gx_kargs k;          /* in, out point into the call's own views */
+    gx_kargs k;          /* in, out: NULL (v, set when replayed) */
     gx_view v[2 * GX_MAX_OP_INPUTS];
 } s_call;
 
@@ -160,8 +160,7 @@ static bool s_record(const gx_kargs *k, gx_kernel_fn fn, const gx_fused *fused)
     c->k = *k;
     memcpy(c->v, k->in, sizeof *k->in * (size_t)k->n_in);
     memcpy(c->v + k->n_in, k->out, sizeof *k->out * (size_t)k->n_out);
-    c->k.in = c->v;
-    c->k.out = c->v + k->n_in;
+    c->k.in = c->k.out = NULL; /* c->v's, set at replay: q->calls moves as it grows */
     return true;
 }
 
@@ -373,6 +372,8 @@ static int s_replay(const gx_backend *b, void *graph, void *queue)
     g->launched++;
     for (size_t i = 0; i < g->n; i++) {
         gx_kargs k = g->calls[i].k;
+        k.in = g->calls[i].v;
+        k.out = g->calls[i].v + k.n_in;
         k.queue = queue;
         if (g->calls[i].fused) {
             s_fused(NULL, g->calls[i].fused, &k);
