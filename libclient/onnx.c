@@ -2522,12 +2522,15 @@ typedef struct s_ms_attn {
     int mask_rank;
     bool four; /* Q, K, V 4-D [B, N, seq, H] (else 3-D [B, seq, N * H]) */
     const char *y, *present_k, *present_v;
+    int64_t kv_heads; /* key/value heads of 3-D K, V (0: num_heads) */
+    bool causal;      /* causal whatever unidirectional says */
+    float softcap;    /* 0: none */
 } s_ms_attn;
 
 static int s_ms_attend(s_emit *e, const s_ms_attn *a)
 {
     int64_t heads = s_find_int(e->np, "num_heads", 0);
-    bool causal = s_find_int(e->np, "unidirectional", 0) != 0;
+    bool causal = a->causal || s_find_int(e->np, "unidirectional", 0) != 0;
     float scale, filter;
     int rc;
     if (heads <= 0)
@@ -2572,8 +2575,11 @@ static int s_ms_attend(s_emit *e, const s_ms_attn *a)
         return s_fail(e->c, GX_ENOMEM, e->path, "cannot add the node (out of memory)");
     if ((!a->four &&
          ((rc = s_set_rc(e, gx_node_set_int(n, "q_num_heads", heads), "q_num_heads")) < 0 ||
-          (rc = s_set_rc(e, gx_node_set_int(n, "kv_num_heads", heads), "kv_num_heads")) < 0)) ||
-        (causal && (rc = s_set_rc(e, gx_node_set_int(n, "is_causal", 1), "is_causal")) < 0))
+          (rc = s_set_rc(e, gx_node_set_int(n, "kv_num_heads", a->kv_heads ? a->kv_heads : heads),
+                         "kv_num_heads")) < 0)) ||
+        (causal && (rc = s_set_rc(e, gx_node_set_int(n, "is_causal", 1), "is_causal")) < 0) ||
+        (a->softcap > 0.0f &&
+         (rc = s_set_rc(e, gx_node_set_float(n, "softcap", a->softcap), "softcap")) < 0))
         return rc;
     return scale != 0.0f ? s_set_rc(e, gx_node_set_float(n, "scale", scale), "scale") : GX_OK;
 }
@@ -2943,6 +2949,30 @@ static int s_ms_matmul_nbits(s_emit *e)
     return GX_OK;
 }
 
+/* The position ids [B, S] (int64) of tokens s < S starting at start (an
+ * int64 [1]) in every sample: start + s, B and S the dims 0 and seq_axis
+ * of x, into a fresh *y. */
+static int s_ms_positions(s_emit *e, const char *x, int64_t seq_axis, const char *start,
+                          const char **y)
+{
+    const char *b, *s, *ss, *scal, *z, *one, *ar, *p2, *bs;
+    const int64_t zero = 0, onev = 1;
+    int rc;
+    if ((rc = s_ms_dim(e, x, 0, &b)) < 0 || (rc = s_ms_dim(e, x, seq_axis, &s)) < 0)
+        return rc;
+    if (!(scal = s_aux_i64(e, "scalar", false, 0, &zero)) ||
+        !s_aux(e, "Reshape", 2, (const char *[]){s, scal}, NULL, &ss) ||
+        !(z = s_aux_i64(e, "start", true, 1, &zero)) ||
+        !(one = s_aux_i64(e, "delta", true, 1, &onev)) ||
+        !s_aux(e, "Range", 3, (const char *[]){z, ss, one}, NULL, &ar) ||
+        !s_aux(e, "Add", 2, (const char *[]){ar, start}, NULL, &p2))
+        return GX_ENOMEM;
+    if ((rc = s_ms_unsqueeze(e, p2, 1, &zero, NULL, &p2)) < 0 ||
+        (rc = s_aux_i(e, "Concat", 2, (const char *[]){b, s}, NULL, &bs, "axis", 0)) < 0)
+        return rc;
+    return s_aux(e, "Expand", 2, (const char *[]){p2, bs}, NULL, y) ? GX_OK : GX_ENOMEM;
+}
+
 /* RotaryEmbedding of com.microsoft (input, position_ids, cos_cache,
  * sin_cache; interleaved, num_heads, rotary_embedding_dim, scale,
  * is_packed_batching): ai.onnx's RotaryEmbedding (opset 23, inputs in
@@ -2984,25 +3014,8 @@ static int s_ms_rotary(s_emit *e)
     if ((rc = s_ms_rank_guard(e, e->in[0], rx, &x)) < 0 ||
         (rc = s_ms_rank_guard(e, e->in[1], rp, &pos)) < 0)
         return rc;
-    if (rp == 1) {
-        /* positions p[0] + s, s < S, for each of the B samples */
-        const char *b, *s, *ss, *scal, *z, *one, *ar, *p2, *bs;
-        const int64_t zero = 0, onev = 1;
-        if ((rc = s_ms_dim(e, x, 0, &b)) < 0 || (rc = s_ms_dim(e, x, rx == 4 ? 2 : 1, &s)) < 0)
-            return rc;
-        if (!(scal = s_aux_i64(e, "scalar", false, 0, &zero)) ||
-            !s_aux(e, "Reshape", 2, (const char *[]){s, scal}, NULL, &ss) ||
-            !(z = s_aux_i64(e, "start", true, 1, &zero)) ||
-            !(one = s_aux_i64(e, "delta", true, 1, &onev)) ||
-            !s_aux(e, "Range", 3, (const char *[]){z, ss, one}, NULL, &ar) ||
-            !s_aux(e, "Add", 2, (const char *[]){ar, pos}, NULL, &p2))
-            return GX_ENOMEM;
-        if ((rc = s_ms_unsqueeze(e, p2, 1, &zero, NULL, &p2)) < 0 ||
-            (rc = s_aux_i(e, "Concat", 2, (const char *[]){b, s}, NULL, &bs, "axis", 0)) < 0)
-            return rc;
-        if (!s_aux(e, "Expand", 2, (const char *[]){p2, bs}, NULL, &pos))
-            return GX_ENOMEM;
-    }
+    if (rp == 1 && (rc = s_ms_positions(e, x, rx == 4 ? 2 : 1, pos, &pos)) < 0)
+        return rc;
     bool split = rx == 3 && heads <= 0;
     if (split) {
         /* [B, S, hidden] as [B, N, S, H], H = 2 * cos_cache's last dim */
@@ -3037,6 +3050,270 @@ static int s_ms_rotary(s_emit *e)
         return rc;
     return s_aux(e, "Reshape", 2, (const char *[]){t, shape_x}, e->out[0], NULL) ? GX_OK
                                                                                  : GX_ENOMEM;
+}
+
+/* EmbedLayerNormalization (input_ids, segment_ids, word_embedding,
+ * position_embedding, segment_embedding, gamma, beta, mask,
+ * position_ids; epsilon, mask_index_type) as BERT's exports fuse it:
+ * Gather of the word, position (position_ids [B, S] or [1, S], else 0 ..
+ * S - 1) and segment embeddings (when segment_ids are given), their sum
+ * (output embedding_sum), LayerNormalization over the last axis (gamma,
+ * beta, epsilon) into output; mask_index [B] (int32) counts the entries
+ * of each row of mask equal to 1 (0 without mask), as ORT's CPU kernel
+ * does. Ids out of range fail the Gather when the graph runs. */
+static int s_ms_embed_norm(s_emit *e)
+{
+    const char *in[9] = {"", "", "", "", "", "", "", "", ""};
+    const char *out[3] = {"", "", ""};
+    float eps;
+    int rc;
+    for (size_t i = 0; i < e->n_in && i < 9; i++)
+        in[i] = e->in[i];
+    for (size_t i = 0; i < e->n_out && i < 3; i++)
+        out[i] = e->out[i];
+    if (e->n_in < 7 || e->n_in > 9 || !*in[0] || !*in[2] || !*in[3] || !*in[5] || !*in[6] ||
+        !*in[1] != !*in[4] || e->n_out < 1 || e->n_out > 3 || !*out[0])
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "EmbedLayerNormalization takes input_ids, segment_ids and "
+                      "segment_embedding (both or neither), word_embedding, position_embedding, "
+                      "gamma, beta, mask, position_ids, and gives output, mask_index, "
+                      "embedding_sum");
+    for (size_t i = 0; i < e->np->n_attribute; i++) {
+        const char *an = e->np->attribute[i]->name ? e->np->attribute[i]->name : "";
+        if (strcmp(an, "epsilon") && strcmp(an, "mask_index_type"))
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "EmbedLayerNormalization: attribute '%.60s' is not supported (gexec "
+                          "runs epsilon and mask_index_type)", an);
+    }
+    if ((rc = s_float_attr(e, "epsilon", 1e-12f, &eps)) < 0)
+        return rc;
+    const char *sum, *pos = in[8], *t;
+    if (!s_aux(e, "Gather", 2, (const char *[]){in[2], in[0]}, NULL, &sum))
+        return GX_ENOMEM;
+    if (!*pos) {
+        const int64_t zero = 0;
+        const char *z = s_aux_i64(e, "start", false, 1, &zero);
+        if (!z)
+            return GX_ENOMEM;
+        if ((rc = s_ms_positions(e, in[0], 1, z, &pos)) < 0)
+            return rc;
+    }
+    if (!s_aux(e, "Gather", 2, (const char *[]){in[3], pos}, NULL, &t) ||
+        !s_aux(e, "Add", 2, (const char *[]){sum, t}, *in[1] || !*out[2] ? NULL : out[2], &sum))
+        return GX_ENOMEM;
+    if (*in[1] && (!s_aux(e, "Gather", 2, (const char *[]){in[4], in[1]}, NULL, &t) ||
+                   !s_aux(e, "Add", 2, (const char *[]){sum, t}, *out[2] ? out[2] : NULL, &sum)))
+        return GX_ENOMEM;
+    gx_node *n = s_aux(e, "LayerNormalization", 3, (const char *[]){sum, in[5], in[6]}, out[0],
+                       NULL);
+    if (!n || (rc = s_set_rc(e, gx_node_set_int(n, "axis", -1), "axis")) < 0 ||
+        (rc = s_set_rc(e, gx_node_set_float(n, "epsilon", eps), "epsilon")) < 0)
+        return n ? rc : GX_ENOMEM;
+    if (!*out[1])
+        return GX_OK;
+    if (*in[7]) {
+        /* the count of ones in each row */
+        int32_t onev = 1;
+        const int64_t axis = 1;
+        gx_tensor *ot = gx_tensor_new_copy(GX_I32, 0, NULL, &onev, sizeof onev);
+        const char *k = s_aux_const(e, "one", &ot), *eq, *ax;
+        if (!k || !s_aux(e, "Equal", 2, (const char *[]){in[7], k}, NULL, &eq) ||
+            !(ax = s_aux_i64(e, "axes", false, 1, &axis)))
+            return GX_ENOMEM;
+        if ((rc = s_aux_i(e, "Cast", 1, &eq, NULL, &eq, "to",
+                          ONNX__TENSOR_PROTO__DATA_TYPE__INT32)) < 0)
+            return rc;
+        return s_aux_i(e, "ReduceSum", 2, (const char *[]){eq, ax}, out[1], NULL, "keepdims", 0);
+    }
+    const char *b;
+    gx_node *cs;
+    const int32_t zero = 0;
+    if ((rc = s_ms_dim(e, in[0], 0, &b)) < 0)
+        return rc;
+    if (!(cs = s_aux(e, "ConstantOfShape", 1, &b, out[1], NULL)))
+        return GX_ENOMEM;
+    gx_tensor *zt = gx_tensor_new_copy(GX_I32, 1, (int64_t[]){1}, &zero, sizeof zero);
+    return s_set_rc(e, zt ? gx_node_set_tensor(cs, "value", &zt) : GX_ENOMEM, "value");
+}
+
+/* GroupQueryAttention (query, key, value, past_key, past_value,
+ * seqlens_k, total_sequence_length, cos_cache, sin_cache; num_heads,
+ * kv_num_heads, scale, softcap, do_rotary, rotary_interleaved): ai.onnx's
+ * Attention on 3-D Q [B, S, N * H], K and V [B, S, kv_N * H] with
+ * kv_num_heads, is_causal, the KV cache past_key/past_value [B, kv_N, P,
+ * H] (BNSH) and present_key/present_value [B, kv_N, P + S, H]. Without key
+ * and value, query is packed [B, S, (N + 2 kv_N) * H] and Split. With
+ * do_rotary Q and K first go through ai.onnx's RotaryEmbedding at the
+ * positions P + s (rotary_embedding_dim twice cos_cache's last dim where
+ * cos_cache is a constant). gexec runs the form in which every sample
+ * holds the whole cache: seqlens_k[b] + 1 = total_sequence_length = P + S
+ * for every b, checked when the graph runs (a Reshape named
+ * <node>/check_seqlens_k fails otherwise); ORT's per-sample lengths
+ * (right-padded batches, a shared past/present buffer) are not run. */
+static int s_ms_gqa(s_emit *e)
+{
+    static const char *const attrs[] = {"num_heads", "kv_num_heads", "scale", "softcap",
+                                        "do_rotary", "rotary_interleaved"};
+    static const char *const zero_attrs[] = {"smooth_softmax", "qk_output"};
+    static const char *const refused_in[] = {"position_ids", "attention_bias", "head_sink"};
+    const int64_t heads = s_find_int(e->np, "num_heads", 0),
+                  kvh = s_find_int(e->np, "kv_num_heads", 0),
+                  rotary = s_find_int(e->np, "do_rotary", 0),
+                  inter = s_find_int(e->np, "rotary_interleaved", 0);
+    const char *in[12] = {"", "", "", "", "", "", "", "", "", "", "", ""};
+    int rc;
+    for (size_t i = 0; i < e->n_in && i < 12; i++)
+        in[i] = e->in[i];
+    if (e->n_in < 7 || e->n_in > 12 || !*in[0] || !*in[5] || !*in[6] || e->n_out < 1 ||
+        e->n_out > 4 || !*in[1] != !*in[2] || !*in[3] != !*in[4])
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "GroupQueryAttention takes query, key and value (both or neither), "
+                      "past_key and past_value (both or neither), seqlens_k, "
+                      "total_sequence_length, cos_cache, sin_cache, and gives output, "
+                      "present_key, present_value");
+    for (size_t i = 0; i < e->np->n_attribute; i++) {
+        const char *an = e->np->attribute[i]->name ? e->np->attribute[i]->name : "";
+        bool known = strcmp(an, "local_window_size") == 0 &&
+                     s_find_int(e->np, "local_window_size", -1) == -1;
+        for (size_t j = 0; j < sizeof attrs / sizeof attrs[0]; j++)
+            known = known || strcmp(an, attrs[j]) == 0;
+        for (size_t j = 0; j < sizeof zero_attrs / sizeof zero_attrs[0]; j++)
+            known = known || (strcmp(an, zero_attrs[j]) == 0 && s_find_int(e->np, an, 0) == 0);
+        if (!known)
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "GroupQueryAttention: attribute '%.60s' is not supported (gexec runs "
+                          "num_heads, kv_num_heads, scale, softcap, do_rotary, "
+                          "rotary_interleaved, local_window_size -1)", an);
+    }
+    for (size_t i = 9; i < 12; i++)
+        if (*in[i])
+            return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                          "GroupQueryAttention: input %s is not supported", refused_in[i - 9]);
+    if (e->n_out > 3 && *e->out[3])
+        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
+                      "GroupQueryAttention: output output_qk is not supported");
+    if (heads <= 0 || kvh <= 0 || heads % kvh != 0)
+        return s_fail(e->c, GX_EATTR, e->path,
+                      "GroupQueryAttention needs num_heads a multiple of kv_num_heads > 0 (%" PRId64
+                      ", %" PRId64 ")", heads, kvh);
+    if (rotary && (!*in[7] || !*in[8]))
+        return s_fail(e->c, GX_EFORMAT, e->path,
+                      "GroupQueryAttention: do_rotary needs cos_cache and sin_cache");
+    float softcap;
+    if ((rc = s_float_attr(e, "softcap", 0.0f, &softcap)) < 0)
+        return rc;
+    const char *q, *k = in[1], *v = in[2];
+    if ((rc = s_ms_rank_guard(e, in[0], 3, &q)) < 0)
+        return rc;
+    if (!*k) {
+        /* packed [B, S, (N + 2 kv_N) * H]: Q, K, V of N, kv_N, kv_N heads */
+        const int64_t parts = heads + 2 * kvh;
+        const char *d, *kp, *h, *kn, *kkv, *hq, *hkv, *sizes, *outs[3];
+        if ((rc = s_ms_dim(e, q, 2, &d)) < 0)
+            return rc;
+        if (!(kp = s_aux_i64(e, "parts", false, 1, &parts)) ||
+            !s_aux(e, "Div", 2, (const char *[]){d, kp}, NULL, &h) ||
+            !(kn = s_aux_i64(e, "num_heads", false, 1, &heads)) ||
+            !(kkv = s_aux_i64(e, "kv_num_heads", false, 1, &kvh)) ||
+            !s_aux(e, "Mul", 2, (const char *[]){h, kn}, NULL, &hq) ||
+            !s_aux(e, "Mul", 2, (const char *[]){h, kkv}, NULL, &hkv))
+            return GX_ENOMEM;
+        if ((rc = s_aux_i(e, "Concat", 3, (const char *[]){hq, hkv, hkv}, NULL, &sizes, "axis",
+                          0)) < 0)
+            return rc;
+        for (int i = 0; i < 3; i++)
+            if (!(outs[i] = s_fresh_value(e, i == 0 ? "q" : i == 1 ? "k" : "v")))
+                return GX_ENOMEM;
+        char *sname = s_own(e->c, "%.200s/Split", e->name);
+        if (!sname || !s_set_add(e->node_names, sname))
+            return s_fail(e->c, GX_ENOMEM, e->path, "out of memory");
+        gx_node *sp = gx_graph_add_node(e->g, "Split", sname, 2, (const char *[]){q, sizes}, 3,
+                                        outs);
+        if (!sp || gx_node_set_int(sp, "axis", 2) < 0)
+            return s_fail(e->c, GX_ENOMEM, e->path, "cannot add the Split (out of memory)");
+        q = outs[0], k = outs[1], v = outs[2];
+    }
+    /* P (0 without a past) and the check that every sample's length
+     * seqlens_k[b] + 1 and total_sequence_length are P + S: the count of
+     * those that are not is the length of a zero vector which, with Q's
+     * last dim after it, must Reshape to [1] (that dim, used below) */
+    const char *p, *sdim, *want, *lens, *tot, *all, *eq, *ne, *cnt, *zs, *cat, *qd, *one;
+    const int64_t zero = 0, onev = 1;
+    if (*in[3]) {
+        if ((rc = s_ms_dim(e, in[3], 2, &p)) < 0)
+            return rc;
+    } else if (!(p = s_aux_i64(e, "past", false, 1, &zero)))
+        return GX_ENOMEM;
+    if ((rc = s_ms_dim(e, q, 1, &sdim)) < 0 ||
+        (rc = s_ms_reshape(e, in[5], 1, (const int64_t[]){-1}, &lens)) < 0 ||
+        (rc = s_aux_i(e, "Cast", 1, &lens, NULL, &lens, "to",
+                      ONNX__TENSOR_PROTO__DATA_TYPE__INT64)) < 0 ||
+        (rc = s_ms_reshape(e, in[6], 1, (const int64_t[]){1}, &tot)) < 0 ||
+        (rc = s_aux_i(e, "Cast", 1, &tot, NULL, &tot, "to",
+                      ONNX__TENSOR_PROTO__DATA_TYPE__INT64)) < 0)
+        return rc;
+    if (!(one = s_aux_i64(e, "one", false, 1, &onev)) ||
+        !s_aux(e, "Add", 2, (const char *[]){p, sdim}, NULL, &want) ||
+        !s_aux(e, "Add", 2, (const char *[]){lens, one}, NULL, &lens))
+        return GX_ENOMEM;
+    if ((rc = s_aux_i(e, "Concat", 2, (const char *[]){lens, tot}, NULL, &all, "axis", 0)) < 0)
+        return rc;
+    gx_node *cs;
+    if (!s_aux(e, "Equal", 2, (const char *[]){all, want}, NULL, &eq) ||
+        !s_aux(e, "Not", 1, &eq, NULL, &ne))
+        return GX_ENOMEM;
+    if ((rc = s_aux_i(e, "Cast", 1, &ne, NULL, &ne, "to", ONNX__TENSOR_PROTO__DATA_TYPE__INT64)) <
+            0 ||
+        (rc = s_aux_i(e, "ReduceSum", 1, &ne, NULL, &cnt, "keepdims", 1)) < 0)
+        return rc;
+    if (!(cs = s_aux(e, "ConstantOfShape", 1, &cnt, NULL, &zs)))
+        return GX_ENOMEM;
+    gx_tensor *zt = gx_tensor_new_copy(GX_I64, 1, (int64_t[]){1}, &zero, sizeof zero);
+    if ((rc = s_set_rc(e, zt ? gx_node_set_tensor(cs, "value", &zt) : GX_ENOMEM, "value")) < 0 ||
+        (rc = s_ms_dim(e, q, 2, &qd)) < 0 ||
+        (rc = s_aux_i(e, "Concat", 2, (const char *[]){zs, qd}, NULL, &cat, "axis", 0)) < 0)
+        return rc;
+    {
+        const char *k1 = s_aux_i64(e, "shape", false, 1, &onev), *b, *s, *shape, *chk;
+        char *cname = s_own(e->c, "%.200s/check_seqlens_k", e->name);
+        if (!k1 || !(chk = s_fresh_value(e, "checked")) || !cname ||
+            !s_set_add(e->node_names, cname) ||
+            !gx_graph_add_node(e->g, "Reshape", cname, 2, (const char *[]){cat, k1}, 1, &chk))
+            return s_fail(e->c, GX_ENOMEM, e->path, "out of memory");
+        if ((rc = s_ms_dim(e, q, 0, &b)) < 0 || (rc = s_ms_dim(e, q, 1, &s)) < 0 ||
+            (rc = s_aux_i(e, "Concat", 3, (const char *[]){b, s, chk}, NULL, &shape, "axis", 0)) <
+                0)
+            return rc;
+        if (!s_aux(e, "Reshape", 2, (const char *[]){q, shape}, NULL, &q))
+            return GX_ENOMEM;
+    }
+    if (rotary) {
+        /* Q and K rotated at positions P + s, as ai.onnx's RotaryEmbedding
+         * with num_heads on 3-D input */
+        const Onnx__TensorProto *cc = s_const_named(e->c, in[7]);
+        const int64_t dim = cc && cc->n_dims == 2 ? 2 * cc->dims[1] : 0;
+        const char *pos, *xs[2] = {q, k};
+        if ((rc = s_ms_positions(e, q, 1, p, &pos)) < 0)
+            return rc;
+        for (int i = 0; i < 2; i++) {
+            gx_node *n = s_aux(e, "RotaryEmbedding", 4, (const char *[]){xs[i], in[7], in[8], pos},
+                               NULL, &xs[i]);
+            if (!n ||
+                (rc = s_set_rc(e, gx_node_set_int(n, "interleaved", inter != 0), "interleaved")) <
+                    0 ||
+                (rc = s_set_rc(e, gx_node_set_int(n, "num_heads", i ? kvh : heads), "num_heads")) <
+                    0 ||
+                (dim > 0 && (rc = s_set_rc(e, gx_node_set_int(n, "rotary_embedding_dim", dim),
+                                           "rotary_embedding_dim")) < 0))
+                return n ? rc : GX_ENOMEM;
+        }
+        q = xs[0], k = xs[1];
+    }
+    s_ms_attn a = {.q = q, .k = k, .v = v, .mask = "", .bias = "", .pk = in[3], .pv = in[4],
+                   .y = e->out[0], .present_k = e->n_out > 1 ? e->out[1] : NULL,
+                   .present_v = e->n_out > 2 ? e->out[2] : NULL, .kv_heads = kvh, .causal = true,
+                   .softcap = softcap};
+    return s_ms_attend(e, &a);
 }
 
 /* GemmFastGelu (X, W, bias): FastGelu (tanh Gelu) of X W + bias. */
@@ -3085,6 +3362,8 @@ static const struct {
     {"MatMulNBits", s_ms_matmul_nbits},
     {"RotaryEmbedding", s_ms_rotary},
     {"GemmFastGelu", s_ms_gemm_fast_gelu},
+    {"GroupQueryAttention", s_ms_gqa},
+    {"EmbedLayerNormalization", s_ms_embed_norm},
 };
 
 /* ---- com.microsoft.nchwc ------------------------------------------------
@@ -3444,6 +3723,8 @@ static const struct {
     {"com.microsoft", "MatMulNBits", 1, 1},
     {"com.microsoft", "RotaryEmbedding", 1, 1},
     {"com.microsoft", "GemmFastGelu", 1, 1},
+    {"com.microsoft", "GroupQueryAttention", 1, 1},
+    {"com.microsoft", "EmbedLayerNormalization", 1, 1},
     {"com.microsoft.nchwc", "Conv", 1, 1},
     {"com.microsoft.nchwc", "ReorderInput", 1, 1},
     {"com.microsoft.nchwc", "ReorderOutput", 1, 1},

@@ -288,10 +288,23 @@ static const int32_t s_lengths[] = {5, 3}, s_end_start[] = {4, 5, 1, 0},
                      s_kv_len[] = {4, 6},
                      s_mha[] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
 static int32_t s_raw3[2 * 5 * 5];
+/* GroupQueryAttention's seqlens_k (total - 1 for each sample) and
+ * total_sequence_length: prompts of 4 and 3 tokens, 2 after a past of 3
+ * (ORT runs more than one token after a past only for one sample), 1
+ * after 5 */
+static const int32_t s_gqa_sl4[] = {3, 3}, s_gqa_t4[] = {4}, s_gqa_sl5[] = {4},
+                     s_gqa_t5[] = {5}, s_gqa_sl6[] = {5, 5}, s_gqa_t6[] = {6},
+                     s_gqa_sl3[] = {2, 2}, s_gqa_t3[] = {3};
+/* EmbedLayerNormalization's ids, segments and mask (a 2 in it: ORT counts
+ * the ones) */
+static const int32_t s_eln_ids[] = {1, 5, 19, 0, 7, 3, 3, 12, 2, 0},
+                     s_eln_seg[] = {0, 0, 0, 1, 1, 0, 1, 1, 1, 1},
+                     s_eln_mask[] = {1, 1, 1, 1, 0, 1, 1, 2, 0, 0},
+                     s_eln_ids3[] = {4, 0, 19, 18, 2, 2, 2, 2, 7, 11, 13, 17};
 
 static const struct {
     const char *model;
-    s_in in[5];
+    s_in in[7];
     const char *out[3];
 } s_direct[] = {
     {"attn_lengths", {{"x", NULL, 3, {2, 5, 8}}, {"mask", s_lengths, 1, {2}}}, {"y"}},
@@ -327,6 +340,31 @@ static const struct {
     {"rope_noheads", {{"x", NULL, 3, {2, 5, 8}}}, {"y"}},
     {"rope_4d_part", {{"x", NULL, 4, {2, 2, 5, 8}}}, {"y"}},
     {"qgap_nhwc", {{"x", NULL, 4, {1, 3, 4, 5}}}, {"y"}},
+    {"gqa_prompt",
+     {{"query", NULL, 3, {2, 4, 32}}, {"key", NULL, 3, {2, 4, 16}},
+      {"value", NULL, 3, {2, 4, 16}}, {"seqlens_k", s_gqa_sl4, 1, {2}},
+      {"total", s_gqa_t4, 0, {0}}},
+     {"y", "present_key", "present_value"}},
+    {"gqa_past_rope",
+     {{"query", NULL, 3, {1, 2, 64}}, {"key", NULL, 3, {1, 2, 32}},
+      {"value", NULL, 3, {1, 2, 32}}, {"past_key", NULL, 4, {1, 2, 3, 16}},
+      {"past_value", NULL, 4, {1, 2, 3, 16}}, {"seqlens_k", s_gqa_sl5, 1, {1}},
+      {"total", s_gqa_t5, 0, {0}}},
+     {"y", "present_key", "present_value"}},
+    {"gqa_packed_inter",
+     {{"query", NULL, 3, {2, 1, 256}}, {"past_key", NULL, 4, {2, 2, 5, 32}},
+      {"past_value", NULL, 4, {2, 2, 5, 32}}, {"seqlens_k", s_gqa_sl6, 1, {2}},
+      {"total", s_gqa_t6, 0, {0}}},
+     {"y", "present_key", "present_value"}},
+    {"gqa_packed_softcap",
+     {{"query", NULL, 3, {2, 3, 96}}, {"seqlens_k", s_gqa_sl3, 1, {2}},
+      {"total", s_gqa_t3, 0, {0}}},
+     {"y", "present_key", "present_value"}},
+    {"eln_bert",
+     {{"input_ids", s_eln_ids, 2, {2, 5}}, {"segment_ids", s_eln_seg, 2, {2, 5}},
+      {"mask", s_eln_mask, 2, {2, 5}}},
+     {"y", "mask_index", "embedding_sum"}},
+    {"eln_distil", {{"input_ids", s_eln_ids3, 2, {3, 4}}}, {"y", "mask_index"}},
 };
 
 START_TEST(test_onnx_ms_direct)
@@ -345,18 +383,18 @@ START_TEST(test_onnx_ms_direct)
         char src[1024];
         snprintf(src, sizeof src, "%s", gxt_srcpath("tests/data/ms"));
         snprintf(src + strlen(src), sizeof src - strlen(src), "/%s.onnx", s_direct[m].model);
-        s_in ins[6];
+        s_in ins[8];
         size_t n_in = 0;
-        for (; n_in < 5 && s_direct[m].in[n_in].name; n_in++)
+        for (; n_in < 7 && s_direct[m].in[n_in].name; n_in++)
             ins[n_in] = s_direct[m].in[n_in];
         /* mha_self's past_value is past_key's twin */
         if (n_in && strcmp(ins[n_in - 1].name, "past_key") == 0) {
             ins[n_in] = ins[n_in - 1];
             ins[n_in++].name = "past_value";
         }
-        void *data[6], *vals[6];
-        const char *names[6];
-        gx_tensor *ts[6];
+        void *data[8], *vals[8];
+        const char *names[8];
+        gx_tensor *ts[8];
         gx_request *rq = gx_request_new();
         for (size_t i = 0; i < n_in; i++) {
             size_t cnt = 1;
@@ -421,6 +459,15 @@ START_TEST(test_onnx_ms_direct)
                 ny *= (size_t)dims[k];
             }
             const float *got = gx_tensor_cdata(y);
+            if (gx_tensor_dtype(y) == GX_I32) { /* mask_index */
+                for (size_t i = 0; i < ny; i++)
+                    ck_assert_msg(((const int32_t *)got)[i] == ((const int32_t *)want)[i],
+                                  "%s: %s element %zu is %d, ONNX Runtime gives %d",
+                                  s_direct[m].model, s_direct[m].out[o], i,
+                                  ((const int32_t *)got)[i], ((const int32_t *)want)[i]);
+                got = NULL, total += ny, ny = 0;
+            } else
+                ck_assert_int_eq(gx_tensor_dtype(y), GX_F32);
             for (size_t i = 0; i < ny; i++) {
                 double e = fabs((double)got[i] - want[i]);
                 worst = fmax(worst, e);
@@ -516,6 +563,169 @@ START_TEST(test_onnx_ms_hand_llm)
 }
 END_TEST
 
+/* GroupQueryAttention by hand, without ONNX Runtime
+ * (tests/data/ms/hand_gqa.onnx; gen.py's hand_gqa). g1: query heads 0
+ * and 1 share the one key/value head (K [1, 0], [0, 0]; V [4, 8], [0,
+ * -4]); token 0 sees key 0 only (causal): V0 for both heads; token 1's
+ * head 0 [0, 5] scores 0 and 0 (the mean of V), head 1 [1, 7] scores ln 3
+ * and 0 (weights 3/4, 1/4). g2: past key [0, 1], value [1, 0]; the new
+ * token is at position 1 (past 1), where the rotation is [x0, x1] ->
+ * [-x1, x0]: q [1, 0] -> [0, 1], k [0, 2] -> [-2, 0]; scores 1 (past) and
+ * 0, so y = [e, 1] / (e + 1) and present_key holds the rotated key. Then
+ * seqlens_k that is not total_sequence_length - 1 fails the run (gexec
+ * runs only whole caches), and local_window_size is refused by name. */
+START_TEST(test_onnx_ms_hand_gqa)
+{
+    static const float q1[8] = {0, 0, 0, 0, 0, 5, 1, 7}, k1[4] = {1, 0, 0, 0},
+                       v1[4] = {4, 8, 0, -4}, q2[2] = {1, 0}, k2[2] = {0, 2}, v2[2] = {0, 1},
+                       pk[2] = {0, 1}, pv[2] = {1, 0};
+    static const int32_t sl[1] = {1}, t[1] = {2}, bad[1] = {0};
+    const double e1 = exp(1.0);
+    const double want[6][8] = {{4, 8, 4, 8, 2, 2, 3, 5}, {1, 0, 0, 0}, {4, 8, 0, -4},
+                               {e1 / (e1 + 1), 1 / (e1 + 1)}, {0, 1, -2, 0}, {1, 0, 0, 1}};
+    static const size_t n_want[6] = {8, 4, 4, 2, 4, 4};
+    static const char *const outs[6] = {"y1", "pk1", "pv1", "y2", "pk2", "pv2"};
+    gxt_daemon d;
+    char err[2048];
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_msg(c, "%s", err);
+    char src[1024];
+    snprintf(src, sizeof src, "%s/hand_gqa.onnx", gxt_srcpath("tests/data/ms"));
+    gx_graph *gr = NULL;
+    ck_assert_msg(gx_graph_load_onnx(src, &gr, err, sizeof err) == GX_OK, "%s", err);
+    for (int pass = 0; pass < 2; pass++) {
+        gx_tensor *ts[12] = {
+            gx_tensor_new_copy(GX_F32, 3, (int64_t[]){1, 2, 4}, q1, sizeof q1),
+            gx_tensor_new_copy(GX_F32, 3, (int64_t[]){1, 2, 2}, k1, sizeof k1),
+            gx_tensor_new_copy(GX_F32, 3, (int64_t[]){1, 2, 2}, v1, sizeof v1),
+            gx_tensor_new_copy(GX_I32, 1, (int64_t[]){1}, pass ? bad : sl, sizeof sl),
+            gx_tensor_new_copy(GX_I32, 0, NULL, t, sizeof t),
+            gx_tensor_new_copy(GX_F32, 3, (int64_t[]){1, 1, 2}, q2, sizeof q2),
+            gx_tensor_new_copy(GX_F32, 3, (int64_t[]){1, 1, 2}, k2, sizeof k2),
+            gx_tensor_new_copy(GX_F32, 3, (int64_t[]){1, 1, 2}, v2, sizeof v2),
+            gx_tensor_new_copy(GX_F32, 4, (int64_t[]){1, 1, 1, 2}, pk, sizeof pk),
+            gx_tensor_new_copy(GX_F32, 4, (int64_t[]){1, 1, 1, 2}, pv, sizeof pv),
+            gx_tensor_new_copy(GX_I32, 1, (int64_t[]){1}, sl, sizeof sl),
+            gx_tensor_new_copy(GX_I32, 0, NULL, t, sizeof t)};
+        static const char *const names[12] = {"q1", "k1", "v1", "sl1", "t1", "q2",
+                                              "k2", "v2", "past_k2", "past_v2", "sl2", "t2"};
+        gx_request *rq = gx_request_new();
+        ck_assert_int_eq(gx_request_set_graph(rq, gr), GX_OK);
+        for (int i = 0; i < 12; i++)
+            ck_assert_int_eq(gx_request_add_input(rq, names[i], ts[i]), GX_OK);
+        gx_result *res = NULL;
+        int rc = gx_client_run(c, rq, &res);
+        if (pass) {
+            const char *msg = res ? gx_result_message(res) : gx_client_last_error(c);
+            ck_assert_msg(rc != GX_OK, "seqlens_k 0 with total_sequence_length 2 ran");
+            ck_assert_msg(msg && strstr(msg, "check_seqlens_k"), "message: %s", msg);
+        } else {
+            ck_assert_msg(rc == GX_OK, "run: %s",
+                          res ? gx_result_message(res) : gx_client_last_error(c));
+            for (size_t o = 0; o < 6; o++) {
+                const gx_tensor *y = NULL;
+                for (size_t k = 0; k < gx_result_output_count(res); k++)
+                    if (strcmp(gx_result_output_name(res, k), outs[o]) == 0)
+                        y = gx_result_output(res, k);
+                ck_assert_msg(y, "no output %s", outs[o]);
+                ck_assert_uint_eq((size_t)gx_tensor_numel(y), n_want[o]);
+                const float *got = gx_tensor_cdata(y);
+                for (size_t i = 0; i < n_want[o]; i++)
+                    ck_assert_msg(fabs(got[i] - want[o][i]) <= 1e-5 * (1 + fabs(want[o][i])),
+                                  "%s[%zu] is %.7g, want %.7g", outs[o], i, got[i], want[o][i]);
+            }
+        }
+        gx_result_destroy(&res);
+        gx_request_destroy(&rq);
+        for (int i = 0; i < 12; i++)
+            gx_tensor_destroy(&ts[i]);
+    }
+    gx_graph_destroy(&gr);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+    snprintf(src, sizeof src, "%s/gqa_refused.onnx", gxt_srcpath("tests/data/ms"));
+    ck_assert_int_eq(gx_graph_load_onnx(src, &gr, err, sizeof err), GX_EUNSUPPORTED);
+    ck_assert_msg(strstr(err, "GroupQueryAttention") && strstr(err, "local_window_size"), "%s",
+                  err);
+}
+END_TEST
+
+/* EmbedLayerNormalization by hand, without ONNX Runtime
+ * (tests/data/ms/hand_eln.onnx; gen.py's hand_eln): ids [3, 0, 1] at
+ * positions 0, 1, 2 with segments [1, 0, 1] sum to e3 + [1, 1, 0, 0] +
+ * [0, 0, 5, 0], e0 + [0, 2, 0, 0], e1 + [0, 0, 0, 3] + [0, 0, 5, 0];
+ * output is their layer norm (worked out here from the sums, epsilon
+ * 0.01, gamma [1, 2, 1, 1], beta [0, 0, 0, 1]); mask [1, 1, 0] has 2
+ * ones. */
+START_TEST(test_onnx_ms_hand_eln)
+{
+    static const int32_t ids[3] = {3, 0, 1}, seg[3] = {1, 0, 1}, mask[3] = {1, 1, 0};
+    static const float sums[12] = {1, 1, 5, 1, 1, 2, 0, 0, 0, 1, 5, 3};
+    static const float gamma[4] = {1, 2, 1, 1}, beta[4] = {0, 0, 0, 1};
+    double want[12];
+    for (int t = 0; t < 3; t++) {
+        double mean = 0, var = 0;
+        for (int i = 0; i < 4; i++)
+            mean += sums[t * 4 + i] / 4.0;
+        for (int i = 0; i < 4; i++)
+            var += (sums[t * 4 + i] - mean) * (sums[t * 4 + i] - mean) / 4.0;
+        for (int i = 0; i < 4; i++)
+            want[t * 4 + i] = (sums[t * 4 + i] - mean) / sqrt(var + 0.01) * gamma[i] + beta[i];
+    }
+    gxt_daemon d;
+    char err[2048];
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = gx_client_new(d.endpoint, err, sizeof err);
+    ck_assert_msg(c, "%s", err);
+    char src[1024];
+    snprintf(src, sizeof src, "%s/hand_eln.onnx", gxt_srcpath("tests/data/ms"));
+    gx_graph *gr = NULL;
+    ck_assert_msg(gx_graph_load_onnx(src, &gr, err, sizeof err) == GX_OK, "%s", err);
+    gx_tensor *ts[3] = {gx_tensor_new_copy(GX_I32, 2, (int64_t[]){1, 3}, ids, sizeof ids),
+                        gx_tensor_new_copy(GX_I32, 2, (int64_t[]){1, 3}, seg, sizeof seg),
+                        gx_tensor_new_copy(GX_I32, 2, (int64_t[]){1, 3}, mask, sizeof mask)};
+    gx_request *rq = gx_request_new();
+    ck_assert_int_eq(gx_request_set_graph(rq, gr), GX_OK);
+    ck_assert_int_eq(gx_request_add_input(rq, "ids", ts[0]), GX_OK);
+    ck_assert_int_eq(gx_request_add_input(rq, "seg", ts[1]), GX_OK);
+    ck_assert_int_eq(gx_request_add_input(rq, "mask", ts[2]), GX_OK);
+    gx_result *res = NULL;
+    int rc = gx_client_run(c, rq, &res);
+    ck_assert_msg(rc == GX_OK, "run: %s", res ? gx_result_message(res) : gx_client_last_error(c));
+    const gx_tensor *y = NULL, *mi = NULL, *sum = NULL;
+    for (size_t k = 0; k < gx_result_output_count(res); k++) {
+        const char *n = gx_result_output_name(res, k);
+        if (strcmp(n, "y") == 0)
+            y = gx_result_output(res, k);
+        else if (strcmp(n, "mask_index") == 0)
+            mi = gx_result_output(res, k);
+        else if (strcmp(n, "sum") == 0)
+            sum = gx_result_output(res, k);
+    }
+    ck_assert_msg(y && mi && sum, "outputs y, mask_index and sum");
+    ck_assert_int_eq(gx_tensor_numel(y), 12);
+    ck_assert_int_eq(gx_tensor_numel(sum), 12);
+    ck_assert_int_eq(gx_tensor_numel(mi), 1);
+    ck_assert_int_eq(gx_tensor_dtype(mi), GX_I32);
+    ck_assert_int_eq(((const int32_t *)gx_tensor_cdata(mi))[0], 2);
+    for (int i = 0; i < 12; i++) {
+        const float gs = ((const float *)gx_tensor_cdata(sum))[i],
+                    gy = ((const float *)gx_tensor_cdata(y))[i];
+        ck_assert_msg(gs == sums[i], "sum[%d] is %.7g, want %.7g", i, gs, sums[i]);
+        ck_assert_msg(fabs(gy - want[i]) <= 1e-5 * (1 + fabs(want[i])), "y[%d] is %.7g, want %.7g",
+                      i, gy, want[i]);
+    }
+    gx_result_destroy(&res);
+    gx_request_destroy(&rq);
+    for (int i = 0; i < 3; i++)
+        gx_tensor_destroy(&ts[i]);
+    gx_graph_destroy(&gr);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 Suite *onnx_ms_suite(void)
 {
     Suite *s = suite_create("onnx_ms");
@@ -524,6 +734,8 @@ Suite *onnx_ms_suite(void)
     tcase_add_test(tc, test_onnx_ms_ort_models);
     tcase_add_test(tc, test_onnx_ms_direct);
     tcase_add_test(tc, test_onnx_ms_hand_llm);
+    tcase_add_test(tc, test_onnx_ms_hand_gqa);
+    tcase_add_test(tc, test_onnx_ms_hand_eln);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -444,6 +444,128 @@ def rotary(name, x_shape, pos, max_pos=16, half=2, seed=0, **attrs):
                             domain="com.microsoft", **attrs)
     return lambda path: save_ms(path, [node], [vi("x", *x_shape)], [vi("y", *x_shape)], inits)
 
+def gqa(name, B=2, S=4, P=0, N=4, KV=2, H=8, packed=False, rot=0, seed=0, **attrs):
+    """com.microsoft GroupQueryAttention, N query and KV key/value heads of
+    size H, S new tokens after a past of P; rot: rotary caches [16, rot]
+    (0: no do_rotary). Inputs query (key, value unless packed), past_key,
+    past_value (P > 0), seqlens_k [B] and total_sequence_length (int32)."""
+    r = np.random.default_rng(seed)
+    ins = ["query", "" if packed else "key", "" if packed else "value",
+           "past_key" if P else "", "past_value" if P else "", "seqlens_k", "total"]
+    inputs = [vi("query", B, S, (N + 2 * KV) * H if packed else N * H)]
+    if not packed:
+        inputs += [vi("key", B, S, KV * H), vi("value", B, S, KV * H)]
+    if P:
+        inputs += [vi("past_key", B, KV, P, H), vi("past_value", B, KV, P, H)]
+    inputs += [vi32("seqlens_k", B), vi32("total")]
+    inits = []
+    if rot:
+        ins += ["cos", "sin"]
+        inits = [numpy_helper.from_array(r.uniform(-1, 1, (16, rot)).astype(np.float32), "cos"),
+                 numpy_helper.from_array(r.uniform(-1, 1, (16, rot)).astype(np.float32), "sin")]
+        attrs["do_rotary"] = 1
+    node = helper.make_node("GroupQueryAttention", ins, ["y", "present_key", "present_value"],
+                            domain="com.microsoft", num_heads=N, kv_num_heads=KV, **attrs)
+    outputs = [vi("y", B, S, N * H), vi("present_key", B, KV, P + S, H),
+               vi("present_value", B, KV, P + S, H)]
+    return lambda path: save_ms(path, [node], inputs, outputs, inits)
+
+
+def hand_gqa(path):
+    """Two GroupQueryAttention nodes small enough to work out by hand
+    (check_onnx_ms's test_onnx_ms_hand_gqa): g1 of 2 query heads on 1
+    key/value head of size 2, 2 tokens, no past, scale ln 3; g2 of one head
+    of size 2 with a past of 1 and do_rotary (caches [4, 1]: the new token
+    at position 1 has cos 0 and sin 1)."""
+    n1 = helper.make_node("GroupQueryAttention", ["q1", "k1", "v1", "", "", "sl1", "t1"],
+                          ["y1", "pk1", "pv1"], domain="com.microsoft", num_heads=2,
+                          kv_num_heads=1, scale=float(np.log(3.0)))
+    n2 = helper.make_node("GroupQueryAttention",
+                          ["q2", "k2", "v2", "past_k2", "past_v2", "sl2", "t2", "cos", "sin"],
+                          ["y2", "pk2", "pv2"], domain="com.microsoft", num_heads=1,
+                          kv_num_heads=1, scale=1.0, do_rotary=1)
+    inits = [numpy_helper.from_array(np.array([[1], [0], [-1], [0]], np.float32), "cos"),
+             numpy_helper.from_array(np.array([[0], [1], [0], [-1]], np.float32), "sin")]
+    inputs = [vi("q1", 1, 2, 4), vi("k1", 1, 2, 2), vi("v1", 1, 2, 2), vi32("sl1", 1),
+              vi32("t1"), vi("q2", 1, 1, 2), vi("k2", 1, 1, 2), vi("v2", 1, 1, 2),
+              vi("past_k2", 1, 1, 1, 2), vi("past_v2", 1, 1, 1, 2), vi32("sl2", 1), vi32("t2")]
+    outputs = [vi("y1", 1, 2, 4), vi("pk1", 1, 1, 2, 2), vi("pv1", 1, 1, 2, 2),
+               vi("y2", 1, 1, 2), vi("pk2", 1, 1, 2, 2), vi("pv2", 1, 1, 2, 2)]
+    save_ms(path, [n1, n2], inputs, outputs, inits)
+
+
+def gqa_refused(path):
+    """GroupQueryAttention with local_window_size 2 (gexec refuses it)"""
+    node = helper.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "sl", "t"], ["y"],
+                            domain="com.microsoft", num_heads=2, kv_num_heads=1,
+                            local_window_size=2)
+    save_ms(path, [node], [vi("q", 1, 2, 4), vi("k", 1, 2, 2), vi("v", 1, 2, 2),
+                           vi32("sl", 1), vi32("t")], [vi("y", 1, 2, 4)], [])
+
+def eln(name, B=2, S=5, V=20, P=8, H=8, seg=True, mask=True, pos_ids=None, sums=True, seed=0,
+        **attrs):
+    """com.microsoft EmbedLayerNormalization of input_ids [B, S] (int32)
+    with random embeddings (vocabulary V, P positions, 2 segments); seg:
+    segment_ids; mask: the int32 input mask; pos_ids: position_ids (a
+    constant); sums: the embedding_sum output too"""
+    r = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array(r.standard_normal((V, H)).astype(np.float32), "word"),
+             numpy_helper.from_array(r.standard_normal((P, H)).astype(np.float32), "pos"),
+             numpy_helper.from_array(r.uniform(0.5, 1.5, H).astype(np.float32), "gamma"),
+             numpy_helper.from_array(r.standard_normal(H).astype(np.float32), "beta")]
+    if seg:
+        inits.append(numpy_helper.from_array(r.standard_normal((2, H)).astype(np.float32),
+                                             "segment"))
+    if pos_ids is not None:
+        inits.append(numpy_helper.from_array(np.array(pos_ids, np.int32), "position_ids"))
+    ins = ["input_ids", "segment_ids" if seg else "", "word", "pos", "segment" if seg else "",
+           "gamma", "beta", "mask" if mask else "", "position_ids" if pos_ids is not None else ""]
+    while not ins[-1]:
+        ins.pop()
+    outs = ["y", "mask_index"] + (["embedding_sum"] if sums else [])
+    node = helper.make_node("EmbedLayerNormalization", ins, outs, domain="com.microsoft",
+                            **attrs)
+    inputs = [vi32("input_ids", B, S)] + ([vi32("segment_ids", B, S)] if seg else []) + \
+        ([vi32("mask", B, S)] if mask else [])
+    outputs = [vi("y", B, S, H), vi32("mask_index", B)] + \
+        ([vi("embedding_sum", B, S, H)] if sums else [])
+    return lambda path: save_ms(path, [node], inputs, outputs, inits)
+
+
+def hand_eln(path):
+    """EmbedLayerNormalization small enough to work out by hand
+    (check_onnx_ms's test_onnx_ms_hand_gqa): word i the unit vector e_i of
+    4 dims, positions [1, 1, 0, 0], [0, 2, 0, 0], [0, 0, 0, 3], segments
+    0 and [0, 0, 5, 0]; epsilon 0.01"""
+    word = np.eye(4, dtype=np.float32)
+    pos = np.array([[1, 1, 0, 0], [0, 2, 0, 0], [0, 0, 0, 3]], np.float32)
+    seg = np.array([[0, 0, 0, 0], [0, 0, 5, 0]], np.float32)
+    inits = [numpy_helper.from_array(word, "word"), numpy_helper.from_array(pos, "pos"),
+             numpy_helper.from_array(seg, "segment"),
+             numpy_helper.from_array(np.array([1, 2, 1, 1], np.float32), "gamma"),
+             numpy_helper.from_array(np.array([0, 0, 0, 1], np.float32), "beta")]
+    node = helper.make_node("EmbedLayerNormalization",
+                            ["ids", "seg", "word", "pos", "segment", "gamma", "beta", "mask"],
+                            ["y", "mask_index", "sum"], domain="com.microsoft", epsilon=0.01)
+    save_ms(path, [node], [vi32("ids", 1, 3), vi32("seg", 1, 3), vi32("mask", 1, 3)],
+            [vi("y", 1, 3, 4), vi32("mask_index", 1), vi("sum", 1, 3, 4)], inits)
+
+
+GQA = {
+    "gqa_prompt": gqa("gqa_prompt", seed=11),
+    "gqa_past_rope": gqa("gqa_past_rope", B=1, S=2, P=3, H=16, rot=8, seed=12),
+    "gqa_packed_inter": gqa("gqa_packed_inter", B=2, S=1, P=5, H=32, packed=True, rot=8, seed=13,
+                            rotary_interleaved=1, local_window_size=-1),
+    "gqa_packed_softcap": gqa("gqa_packed_softcap", S=3, N=6, KV=3, H=8, packed=True, seed=14,
+                              softcap=1.5, scale=0.7),
+    "hand_gqa": hand_gqa,
+    "gqa_refused": gqa_refused,
+    "eln_bert": eln("eln_bert", seed=21, epsilon=1e-5),
+    "eln_distil": eln("eln_distil", B=3, S=4, seg=False, mask=False, pos_ids=[[3, 2, 1, 0]],
+                      sums=False, seed=22),
+    "hand_eln": hand_eln,
+}
+
 
 LLM = {
     "mnb4": matmul_nbits("mnb4", 40, 6, 4, 16, zp="u8", bias=True, seed=1),
@@ -472,4 +594,6 @@ if __name__ == "__main__":
     nchwc_cnn(f"{d}/nchwc_cnn.onnx")
     qmbv2(f"{d}/qmbv2.onnx")
     for name, f in LLM.items():
+        f(f"{d}/{name}.onnx")
+    for name, f in GQA.items():
         f(f"{d}/{name}.onnx")
