@@ -3148,8 +3148,9 @@ static int s_ms_embed_norm(s_emit *e)
  * cos_cache is a constant). gexec runs the form in which every sample
  * holds the whole cache: seqlens_k[b] + 1 = total_sequence_length = P + S
  * for every b, checked when the graph runs (a Reshape named
- * <node>/check_seqlens_k fails otherwise); ORT's per-sample lengths
- * (right-padded batches, a shared past/present buffer) are not run. */
+ * <node>/check_seqlens_k_is_past_plus_new_minus_1 fails otherwise);
+ * ORT's per-sample lengths (right-padded batches, a shared past/present
+ * buffer) are not run. */
 static int s_ms_gqa(s_emit *e)
 {
     static const char *const attrs[] = {"num_heads", "kv_num_heads", "scale", "softcap",
@@ -3275,7 +3276,7 @@ static int s_ms_gqa(s_emit *e)
         return rc;
     {
         const char *k1 = s_aux_i64(e, "shape", false, 1, &onev), *b, *s, *shape, *chk;
-        char *cname = s_own(e->c, "%.200s/check_seqlens_k", e->name);
+        char *cname = s_own(e->c, "%.200s/check_seqlens_k_is_past_plus_new_minus_1", e->name);
         if (!k1 || !(chk = s_fresh_value(e, "checked")) || !cname ||
             !s_set_add(e->node_names, cname) ||
             !gx_graph_add_node(e->g, "Reshape", cname, 2, (const char *[]){cat, k1}, 1, &chk))
