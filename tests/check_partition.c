@@ -490,8 +490,9 @@ END_TEST
  * CPU plan's outputs; with graphs off nothing is recorded; a recording
  * that fails leaves the run step by step for good; a stale graph is
  * dropped and recorded again. */
-static void s_exec_dm(const gxd_plan *p, const gx_view *in, const gxd_devmem *dm, bool no_graphs,
-                      float out[][S_N])
+/* Returns the run's device time (gxd_frame.device_ns); out may be NULL. */
+static int64_t s_exec_dm(const gxd_plan *p, const gx_view *in, const gxd_devmem *dm,
+                         bool no_graphs, float out[][S_N])
 {
     gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
                               .max_arena_bytes = 256ll << 20, .no_graphs = no_graphs};
@@ -502,11 +503,14 @@ static void s_exec_dm(const gxd_plan *p, const gx_view *in, const gxd_devmem *dm
     char err[256];
     ck_assert_int_eq(gxd_frame_init_dev(&f, p, arena, dm, false, in, &lim, &stop, err, sizeof err),
                      GX_OK);
+    f.device_ns = -7; /* the run sets it */
     ck_assert_msg(gxd_exec_seq(&f) == GX_OK, "%s", err);
-    for (size_t o = 0; o < p->n_outputs; o++)
+    for (size_t o = 0; out && o < p->n_outputs; o++)
         memcpy(out[o], gxd_frame_output(&f, o)->data, sizeof out[o]);
+    const int64_t ns = f.device_ns;
     gxd_frame_fini(&f);
     free(arena);
+    return ns;
 }
 
 START_TEST(test_device_graphs)
@@ -578,26 +582,6 @@ END_TEST
  * steps between copies gets two marks, every mark is freed, the run's
  * device_ns is their spans' sum (> 0), graphs on or off; a plan on the
  * CPU alone makes no mark and reports 0. */
-static int64_t s_device_ns(const gxd_plan *p, const gx_view *in, const gxd_devmem *dm,
-                           bool no_graphs)
-{
-    gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
-                              .max_arena_bytes = 256ll << 20, .no_graphs = no_graphs};
-    atomic_bool cancel = false;
-    gxd_exec_stop stop = {&cancel, 0};
-    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
-    gxd_frame f;
-    char err[256];
-    ck_assert_int_eq(gxd_frame_init_dev(&f, p, arena, dm, false, in, &lim, &stop, err, sizeof err),
-                     GX_OK);
-    f.device_ns = -7; /* the run sets it */
-    ck_assert_msg(gxd_exec_seq(&f) == GX_OK, "%s", err);
-    int64_t ns = f.device_ns;
-    gxd_frame_fini(&f);
-    free(arena);
-    return ns;
-}
-
 START_TEST(test_device_time)
 {
     s_case c = {.g = s_matmul_chain("timed", 7)};
@@ -628,7 +612,7 @@ START_TEST(test_device_time)
     ck_assert_ptr_nonnull(dm.queue[1] = b->queue_new(b));
     for (int run = 0; run < 6; run++) {
         const gx_testdev_stats t0 = gx_testdev_stats_get();
-        int64_t ns = s_device_ns(p, c.in, &dm, run < 3);
+        int64_t ns = s_exec_dm(p, c.in, &dm, run < 3, NULL);
         const gx_testdev_stats t1 = gx_testdev_stats_get();
         ck_assert_int_gt(ns, 0);
         ck_assert_uint_eq(t1.marks - t0.marks, 2 * stretches);
@@ -640,7 +624,7 @@ START_TEST(test_device_time)
     gxd_plan_destroy(&c.p);
     const gx_testdev_stats t0 = gx_testdev_stats_get();
     ck_assert_msg(s_compile(&c, NULL) == GX_OK, "%s", c.err);
-    ck_assert_int_eq(s_device_ns(c.p, c.in, NULL, false), 0);
+    ck_assert_int_eq(s_exec_dm(c.p, c.in, NULL, false, NULL), 0);
     ck_assert_uint_eq(gx_testdev_stats_get().marks, t0.marks);
     s_done(&c);
 }
