@@ -498,6 +498,21 @@ START_TEST(test_onnx_ms_direct)
 }
 END_TEST
 
+/* Output `name` of res: n float32 values, each within 1e-5 relative of want. */
+static void s_assert_output(const gx_result *res, const char *name, const double *want, size_t n)
+{
+    const gx_tensor *y = NULL;
+    for (size_t k = 0; k < gx_result_output_count(res); k++)
+        if (strcmp(gx_result_output_name(res, k), name) == 0)
+            y = gx_result_output(res, k);
+    ck_assert_msg(y, "no output %s", name);
+    ck_assert_uint_eq((size_t)gx_tensor_numel(y), n);
+    const float *got = gx_tensor_cdata(y);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(fabs(got[i] - want[i]) <= 1e-5 * (1 + fabs(want[i])),
+                      "%s[%zu] is %.7g, want %.7g", name, i, got[i], want[i]);
+}
+
 /* MatMulNBits, RotaryEmbedding and GemmFastGelu by hand, without ONNX
  * Runtime (tests/data/ms/hand_llm.onnx; gen.py's hand_llm says what it
  * holds). MatMulNBits' B dequantizes to the rows (q - zero point) *
@@ -540,19 +555,8 @@ START_TEST(test_onnx_ms_hand_llm)
     gx_result *res = NULL;
     int rc = gx_client_run(c, rq, &res);
     ck_assert_msg(rc == GX_OK, "run: %s", res ? gx_result_message(res) : gx_client_last_error(c));
-    for (size_t o = 0; o < 3; o++) {
-        const gx_tensor *y = NULL;
-        for (size_t k = 0; k < gx_result_output_count(res); k++)
-            if (strcmp(gx_result_output_name(res, k), outs[o]) == 0)
-                y = gx_result_output(res, k);
-        ck_assert_msg(y, "no output %s", outs[o]);
-        const size_t n = (size_t)gx_tensor_numel(y);
-        ck_assert_uint_eq(n, o == 0 ? 4 : o == 1 ? 8 : 1);
-        const float *got = gx_tensor_cdata(y);
-        for (size_t i = 0; i < n; i++)
-            ck_assert_msg(fabs(got[i] - want[o][i]) <= 1e-5 * (1 + fabs(want[o][i])),
-                          "%s[%zu] is %.7g, want %.7g", outs[o], i, got[i], want[o][i]);
-    }
+    for (size_t o = 0; o < 3; o++)
+        s_assert_output(res, outs[o], want[o], o == 0 ? 4 : o == 1 ? 8 : 1);
     gx_result_destroy(&res);
     gx_request_destroy(&rq);
     for (int i = 0; i < 3; i++)
@@ -623,18 +627,8 @@ START_TEST(test_onnx_ms_hand_gqa)
         } else {
             ck_assert_msg(rc == GX_OK, "run: %s",
                           res ? gx_result_message(res) : gx_client_last_error(c));
-            for (size_t o = 0; o < 6; o++) {
-                const gx_tensor *y = NULL;
-                for (size_t k = 0; k < gx_result_output_count(res); k++)
-                    if (strcmp(gx_result_output_name(res, k), outs[o]) == 0)
-                        y = gx_result_output(res, k);
-                ck_assert_msg(y, "no output %s", outs[o]);
-                ck_assert_uint_eq((size_t)gx_tensor_numel(y), n_want[o]);
-                const float *got = gx_tensor_cdata(y);
-                for (size_t i = 0; i < n_want[o]; i++)
-                    ck_assert_msg(fabs(got[i] - want[o][i]) <= 1e-5 * (1 + fabs(want[o][i])),
-                                  "%s[%zu] is %.7g, want %.7g", outs[o], i, got[i], want[o][i]);
-            }
+            for (size_t o = 0; o < 6; o++)
+                s_assert_output(res, outs[o], want[o], n_want[o]);
         }
         gx_result_destroy(&res);
         gx_request_destroy(&rq);
