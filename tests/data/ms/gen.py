@@ -551,6 +551,45 @@ def hand_eln(path):
             [vi("y", 1, 3, 4), vi32("mask_index", 1), vi("sum", 1, 3, 4)], inits)
 
 
+
+def hand_llm(path):
+    """MatMulNBits, RotaryEmbedding and GemmFastGelu small enough to work
+    out by hand (check_onnx_ms's test_onnx_ms_hand_llm): a [2, 4] times B
+    of 4-bit blocks of 2 along K (N = 2: columns [1, 3, 15, 5] with zero
+    points 4 and 8, scales 0.5 and 2; [8, 0, 2, 10] with zero points 8 and
+    2, scales 1 and 0.25), plus a bias; one head of size 4 rotated at
+    position 1 (cos [0, 1], sin [1, 0]); a [1, 2] Gemm with FastGelu."""
+    nb = helper.make_node("MatMulNBits", ["a", "B", "sc", "zp", "", "bias"], ["y"],
+                          domain="com.microsoft", K=4, N=2, bits=4, block_size=2)
+    rope = helper.make_node("RotaryEmbedding", ["r", "pos", "cos", "sin"], ["ry"],
+                            domain="com.microsoft", num_heads=1)
+    gfg = helper.make_node("GemmFastGelu", ["g", "gw", "gb"], ["gy"], domain="com.microsoft")
+    inits = [numpy_helper.from_array(np.array([[[49], [95]], [[8], [162]]], np.uint8), "B"),
+             numpy_helper.from_array(np.array([0.5, 2, 1, 0.25], np.float32), "sc"),
+             numpy_helper.from_array(np.array([132, 40], np.uint8), "zp"),
+             numpy_helper.from_array(np.array([0.5, -1], np.float32), "bias"),
+             numpy_helper.from_array(np.array([1], np.int64), "pos"),
+             numpy_helper.from_array(np.array([[1, 1], [0, 1], [0.5, 0]], np.float32), "cos"),
+             numpy_helper.from_array(np.array([[0, 0], [1, 0], [0.5, 1]], np.float32), "sin"),
+             numpy_helper.from_array(np.array([[1], [2]], np.float32), "gw"),
+             numpy_helper.from_array(np.array([0.5], np.float32), "gb")]
+    save_ms(path, [nb, rope, gfg], [vi("a", 2, 4), vi("r", 1, 2, 4), vi("g", 1, 2)],
+            [vi("y", 2, 2), vi("ry", 1, 2, 4), vi("gy", 1, 1)], inits)
+
+
+def qgap_nhwc(path):
+    """QLinearGlobalAveragePool with channels_last between QuantizeLinear and
+    DequantizeLinear: x [1, 3, 4, 5] read as NHWC (5 channels)."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("QLinearGlobalAveragePool", ["xq", "s", "z", "s2", "z2"], ["yq"],
+                              domain="com.microsoft", channels_last=1),
+             helper.make_node("DequantizeLinear", ["yq", "s2", "z2"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "s"),
+             numpy_helper.from_array(np.array(128, np.uint8), "z"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "s2"),
+             numpy_helper.from_array(np.array(120, np.uint8), "z2")]
+    save_ms(path, nodes, [vi("x", 1, 3, 4, 5)], [vi("y", 1, 1, 1, 5)], inits)
+
 GQA = {
     "gqa_prompt": gqa("gqa_prompt", seed=11),
     "gqa_past_rope": gqa("gqa_past_rope", B=1, S=2, P=3, H=16, rot=8, seed=12),
