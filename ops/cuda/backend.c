@@ -265,15 +265,15 @@ static int s_open(const gx_backend *b, char *note, size_t len)
     s_dev.ready = true;
     snprintf(note, len,
              "GPU %d: %.64s, sm_%d%d, %zu MiB (%zu free; arenas up to %zu MiB); cuBLAS and NVRTC "
-             "kernels checked%s",
+             "kernels checked%s; %s",
              s_dev.device, prop.name, prop.major, prop.minor, total >> 20, avail >> 20,
              s_dev.limit >> 20,
 #ifdef HAVE_CUDNN
-             "; cuDNN ready"
+             "; cuDNN ready",
 #else
-             "; no cuDNN (Conv, pools, BatchNormalization stay on the CPU)"
+             "; no cuDNN (Conv, pools, BatchNormalization stay on the CPU)",
 #endif
-    );
+             s_dev.tf32 ? "MatMul, Gemm and Conv may use TF32 (gpu_tf32)" : "float32 throughout");
     return GX_OK;
 }
 

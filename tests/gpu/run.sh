@@ -13,7 +13,8 @@
 #    elementwise chain fused vs one launch per op (TIME lines)
 # 3. the real gexecd preferring cuda, 4 client processes running the MLP
 #    example at once: every job answered, outputs equal to a CPU-only
-#    gexecd's, nvidia-smi showing one context
+#    gexecd's, nvidia-smi showing one context, the reply's device time;
+#    then a gexecd with gpu_tf32 true says so and runs a job
 # 4. the ONNX node conformance run with cuda preferred for every subgraph
 #    it can take, in every mode (when pack.sh packed the test data)
 # 5. convnets (batch 32 and 1, a 100-block residual net) in PyTorch eager,
@@ -86,10 +87,11 @@ esac
 part "3. gexecd on cuda, 4 client processes"
 tmp=$(mktemp -d)
 submit=$bin/gexec-submit
-start() { # name prefer gpus -> pid in $tmp/$1.pid
+start() { # name prefer gpus [tf32] -> pid in $tmp/$1.pid
     cat > "$tmp/$1.yaml" <<EOC
 socket: "ipc://$tmp/$1.sock"
 gpus: "$3"
+gpu_tf32: ${4:-false}
 log_level: info
 partition:
   prefer: [$2]
@@ -157,6 +159,16 @@ if start gpu "cuda, cpu" all; then
     grep -i -E "cuda|warn|error" "$tmp/gpu.log" | head -30
 else
     fail "gexecd preferring cuda"
+fi
+if start tf32 "cuda, cpu" all true; then
+    grep -q "may use TF32" "$tmp/tf32.log" || fail "gexecd with gpu_tf32 true does not say so"
+    grep -i "cuda:" "$tmp/tf32.log" | head -2
+    timeout 30 "$submit" --socket "ipc://$tmp/tf32.sock" run "$graph" -i "$input" -o "$tmp/tf32" \
+        > "$tmp/tf32.txt" 2>&1 || fail "a job on gexecd with gpu_tf32 true"
+    grep -E "ran:" "$tmp/tf32.txt"
+    stop tf32
+else
+    fail "gexecd with gpu_tf32 true"
 fi
 rm -rf "$tmp"
 
