@@ -167,6 +167,7 @@ static void s_save_drop(void *arg)
 {
     s_save *sv = arg;
     gxd_plan_release(&sv->hold);
+    atomic_fetch_sub(&sv->mdl->writes, 1); /* before its reference goes: s_idle */
     gxd_model_release(&sv->mdl); /* may be the last: after the cache's writer stops */
     free(sv);
 }
@@ -183,6 +184,7 @@ static void s_artifact_save(gxd_model *mdl, gxd_plan *hold, const gxd_plan *p, c
     if (!sv)
         return;
     sv->mdl = gxd_model_ref(mdl);
+    atomic_fetch_add(&mdl->writes, 1); /* after its reference is taken: s_idle */
     sv->hold = gxd_plan_ref(hold);
     sv->p = p;
     snprintf(sv->key, sizeof sv->key, "%s", key);
@@ -565,14 +567,17 @@ void gxd_models_reap(gxd_models *m)
     }
 }
 
-/* Is mdl idle: held by the registry and, at most, ring slots (no job, no
- * request), and not pinned? A ring slot's reference is counted in
- * ring_binds before it is taken and after it is dropped, so refs never
- * reads below 1 + ring_binds. */
+/* Is mdl idle: held by the registry and, at most, ring slots and pending
+ * artifact writes (no job, no request), and not pinned? A ring slot's
+ * reference is counted in ring_binds before it is taken and after it is
+ * dropped, so refs never reads below 1 + ring_binds; a write's is counted
+ * in writes after it is taken and before it is dropped, so writes never
+ * counts a reference a job holds. */
 static bool s_idle(const gxd_models *m, gxd_model *mdl)
 {
-    const int binds = atomic_load(&mdl->ring_binds);
-    return !mdl->pinned && (binds == 0 || m->unbind) && atomic_load(&mdl->refs) == 1 + binds;
+    const int binds = atomic_load(&mdl->ring_binds), writes = atomic_load(&mdl->writes);
+    return !mdl->pinned && (binds == 0 || m->unbind) &&
+           atomic_load(&mdl->refs) == 1 + binds + writes;
 }
 
 /* Evict idle models, least recently used first, while the registry holds

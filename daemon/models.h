@@ -84,6 +84,10 @@ typedef struct gxd_model {
     /* ring slots that hold a reference to it (daemon/ring.c): they do not
      * keep it from eviction, which unbinds it (gxd_models.unbind) */
     atomic_int ring_binds;
+    /* artifact writes waiting for or in the cache's writer thread, each
+     * holding a reference: they do not keep it from eviction either (the
+     * write finishes on its own reference) */
+    atomic_int writes;
     /* The profile store (daemon/profile.h): what the graph's file held
      * when it was loaded (NULL: none) plus the counters of retired plans
      * freed since; the jobs counted at the last save (I/O thread). */
