@@ -25,6 +25,7 @@ typedef struct s_job {
     int W;  /* workers for this job (1..GXD_MAX_TEAM) */
     int WT; /* workers of the daemon (>= W) */
     size_t queued;
+    const double *seen; /* gxd_policy_job.seen */
     const gxd_policy_machine *m;
 } s_job;
 
@@ -32,6 +33,8 @@ typedef struct s_job {
 typedef struct s_cfg {
     bool ok; /* the mode applies */
     double us;
+    double model; /* the model's time of the job as it runs, before seen
+                   * (a queued replica: on its one worker, not amortised) */
     int replicas, per; /* r, wi */
     bool queued;       /* replica: this job on one worker, the queue on the others */
 } s_cfg;
@@ -86,6 +89,14 @@ static void s_normalise(const gxd_policy_job *job, const gxd_policy_machine *m, 
         j->W = m->workers_total;
     j->WT = m->workers_total > j->W ? s_min(m->workers_total, GXD_MAX_TEAM) : j->W;
     j->queued = m->queued;
+    j->seen = job->seen;
+}
+
+/* The seen ratio of mode on w workers: seq's for one worker; 1 if none. */
+static double s_seen(const s_job *j, gx_mode mode, int w)
+{
+    double r = j->seen[w <= 1 ? GX_MODE_SEQ : mode];
+    return r > 0 && isfinite(r) ? r : 1;
 }
 
 /* Work split into w shares: each share repeats part of the set-up (a
@@ -143,11 +154,18 @@ static double s_estimate_run(const s_job *j, gx_mode mode, int r, int wi)
     return j->total;
 }
 
-/* The estimate with the team formed: waking r * wi - 1 idle workers. */
-static double s_estimate(const s_job *j, gx_mode mode, int r, int wi)
+/* The model's estimate with the team formed: waking r * wi - 1 idle
+ * workers. */
+static double s_model(const s_job *j, gx_mode mode, int r, int wi)
 {
     double join = r * wi > 1 ? s_pos(j->m->join_us) : 0;
     return s_estimate_run(j, mode, r, wi) + join;
+}
+
+/* The estimate: the model's, corrected by what earlier jobs measured. */
+static double s_estimate(const s_job *j, gx_mode mode, int r, int wi)
+{
+    return s_model(j, mode, r, wi) * s_seen(j, mode, r * wi);
 }
 
 /* Two configurations' order when their estimates are within S_TOL: fewer
@@ -172,7 +190,11 @@ static bool s_best(const s_job *j, gx_mode mode, int r_lo, int r_hi, int wi_lo, 
     s_cfg pick = {.ok = false};
     for (int r = r_lo; r <= r_hi; r++)
         for (int wi = wi_lo; wi <= wi_hi && r * wi <= j->W; wi++) {
-            s_cfg c = {.ok = true, .us = s_estimate(j, mode, r, wi), .replicas = r, .per = wi};
+            s_cfg c = {.ok = true,
+                       .us = s_estimate(j, mode, r, wi),
+                       .model = s_model(j, mode, r, wi),
+                       .replicas = r,
+                       .per = wi};
             if (c.us > best * (1 + S_TOL))
                 continue;
             if (!pick.ok || s_fewer(&c, &pick) || (!s_fewer(&pick, &c) && c.us < pick.us))
@@ -188,7 +210,12 @@ static bool s_best(const s_job *j, gx_mode mode, int r_lo, int r_hi, int wi_lo, 
  * at the sequential time. */
 static s_cfg s_mode(const s_job *j, gx_mode mode)
 {
-    s_cfg c = {.ok = true, .us = j->total, .replicas = 1, .per = 1};
+    const s_cfg one = {.ok = true,
+                       .us = j->total * s_seen(j, GX_MODE_SEQ, 1),
+                       .model = j->total,
+                       .replicas = 1,
+                       .per = 1};
+    s_cfg c = one;
     int W = j->W;
     int rmax = j->can_split ? s_min(W, j->batch) : 1;
     switch (mode) {
@@ -213,8 +240,9 @@ static s_cfg s_mode(const s_job *j, gx_mode mode)
         if (j->queued > 0) {
             /* Each job on its own worker: time per job, amortised. */
             size_t n = j->queued < (size_t)j->WT ? j->queued + 1 : (size_t)j->WT;
-            s_cfg q = {
-                .ok = true, .us = j->total / (double)n, .replicas = 1, .per = 1, .queued = true};
+            s_cfg q = one;
+            q.us /= (double)n;
+            q.queued = true;
             if (c.replicas == 1 || q.us <= c.us * (1 + S_TOL))
                 c = q;
         }
@@ -292,6 +320,22 @@ static void s_rules(const gxd_policy_job *job, const s_job *j, char *buf, size_t
         n += (size_t)snprintf(buf + n, len - n, "%srule 3 (batch %lld)", n ? ", " : "", j->batch);
     if (n == 0)
         snprintf(buf, len, "no queue, no batch");
+}
+
+/* "; measured/model seq 1.02 intra 1.74": the seen ratios in use, after
+ * the reason (cut if the line is full). */
+static void s_seen_note(const s_job *j, char *buf, size_t len)
+{
+    size_t n = strlen(buf);
+    bool any = false;
+    for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT && n + 1 < len; k++) {
+        if (!(j->seen[k] > 0) || !isfinite(j->seen[k]))
+            continue;
+        int w = snprintf(buf + n, len - n, "%s %s %.2f", any ? "" : "; measured/model",
+                         gx_mode_name((gx_mode)k), j->seen[k]);
+        n = w > 0 && (size_t)w < len - n ? n + (size_t)w : len - 1;
+        any = true;
+    }
 }
 
 /* The mode auto picks among the applicable ones (the rules' filter): the
@@ -377,9 +421,7 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
                       job->sync_steps);
             else
                 s_say(why, sizeof why, "no batch to split%s", j.queued > 0 ? "" : ", no queue");
-            c = requested == GX_MODE_INTER_REPLICA
-                    ? cfg[GX_MODE_INTER]
-                    : (s_cfg){.ok = true, .us = j.total, .replicas = 1, .per = 1};
+            c = requested == GX_MODE_INTER_REPLICA ? cfg[GX_MODE_INTER] : cfg[GX_MODE_SEQ];
             s_say(out->reason, sizeof out->reason,
                   "requested %s: %s; 1 copy on %d worker%s: %s%s (auto: %s)",
                   gx_mode_name(requested), why, c.per, c.per > 1 ? "s" : "",
@@ -392,10 +434,62 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
         }
         out->workers = c.replicas * c.per;
         out->replicas = c.replicas;
+        out->model_us = c.model;
+        s_seen_note(&j, out->reason, sizeof out->reason);
         return;
     }
     out->workers = cfg[pick].replicas * cfg[pick].per;
     out->replicas = cfg[pick].replicas;
+    out->model_us = cfg[pick].model;
+    s_seen_note(&j, out->reason, sizeof out->reason);
+}
+
+/* A seen entry: the ratio's float bits, then the plan's run count when it
+ * was last renewed. */
+static uint64_t s_seen_pack(double ratio, uint64_t runs)
+{
+    float f = (float)ratio;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return (uint64_t)bits << 32 | (uint32_t)runs;
+}
+
+static double s_seen_unpack(uint64_t w, uint64_t runs)
+{
+    if (!w || (uint32_t)((uint32_t)runs - (uint32_t)w) > GXD_SEEN_STALE)
+        return 0;
+    uint32_t bits = (uint32_t)(w >> 32);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+void gxd_policy_seen_get(const _Atomic uint64_t *words, uint64_t runs, gxd_policy_job *job)
+{
+    for (int k = 0; k < GX_MODE_COUNT; k++)
+        job->seen[k] = s_seen_unpack(atomic_load_explicit(&words[k], memory_order_relaxed), runs);
+}
+
+/* A job's ratio counts within these bounds (a job stopped early, a
+ * preempted worker). */
+#define S_SEEN_MIN (1.0 / 16)
+#define S_SEEN_MAX 16.0
+
+void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, const gxd_policy_choice *choice,
+                         int workers, double took_us)
+{
+    if (!(choice->model_us > 0) || !(took_us > 0) || !isfinite(took_us))
+        return;
+    gx_mode k = workers <= 1 ? GX_MODE_SEQ : choice->mode;
+    if (k <= GX_MODE_AUTO || k >= GX_MODE_COUNT)
+        return;
+    double r = fmin(fmax(took_us / choice->model_us, S_SEEN_MIN), S_SEEN_MAX);
+    double old = s_seen_unpack(atomic_load_explicit(&words[k], memory_order_relaxed), runs);
+    /* as step times (gxd_step_record): quick to come down, slow to go up
+     * (a job whose worker was preempted) */
+    if (old > 0)
+        r = r < old ? (old + r) / 2 : old + (r - old) / 8;
+    atomic_store_explicit(&words[k], s_seen_pack(r, runs), memory_order_relaxed);
 }
 
 void gxd_policy_merge(const gxd_policy_job *one, const gxd_policy_job *merged, int n,

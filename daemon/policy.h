@@ -70,12 +70,27 @@
  * the team above (the estimates are reported either way, and the reason
  * names auto's choice); a split the job does not allow (no batch, or sync
  * steps) runs as one copy: replica on one worker, inter+replica as inter.
+ *
+ * What earlier jobs measured (profile-guided choice): the model above
+ * misses what a start-up calibration cannot see (team wake-ups and
+ * barriers slower under load or in a virtual machine, shares that do not
+ * scale with the cores' shared cache and memory bus). Each job of a plan
+ * records the compute time it took over the model's estimate for the
+ * configuration it ran in (gxd_policy_seen_put: a moving average per mode,
+ * kept with the plan); the next jobs' estimates of that mode are the
+ * model's times that ratio (gxd_policy_job.seen). A job on one worker
+ * (seq, a queued replica, a team mode left with one worker) counts for
+ * seq, whose ratio every one-worker configuration takes. An entry not
+ * renewed for GXD_SEEN_STALE runs of the plan is forgotten, so a mode that
+ * ran slowly once is tried again now and then.
  */
 #ifndef GXD_POLICY_H
 #define GXD_POLICY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gexec/client.h"
 
@@ -106,6 +121,9 @@ typedef struct gxd_policy_job {
                            * the batch: every slice of a split reads them again,
                            * all slices at once from the same memory */
     bool dynamic;         /* has dynamic or control-flow steps */
+    /* measured over modelled time of earlier jobs, per mode (see above;
+     * <= 0: none): every estimate of the mode is multiplied by it */
+    double seen[GX_MODE_COUNT];
 } gxd_policy_job;
 
 /* The machine right now, and its measured overheads. */
@@ -133,6 +151,9 @@ typedef struct gxd_policy_choice {
     /* Estimated time per mode in µs per job (see above; GX_MODE_AUTO: -1);
      * < 0 where the mode does not apply to this job. */
     double est_us[GX_MODE_COUNT];
+    /* the model's estimate of the configuration chosen, before the seen
+     * ratio: what gxd_policy_seen_put compares the job's time with */
+    double model_us;
     char reason[160];
 } gxd_policy_choice;
 
@@ -144,6 +165,20 @@ typedef struct gxd_policy_choice {
  * applied and the numbers that decided. Never fails. */
 void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, gx_mode requested,
                        gxd_policy_choice *out);
+
+/* Runs of a plan after which a seen entry not renewed is forgotten. */
+#define GXD_SEEN_STALE 256
+
+/* The seen ratios of a plan (its GX_MODE_COUNT words, gxd_plan.seen) at
+ * its run count `runs`, into job->seen. Without locks: each word holds one
+ * entry whole. */
+void gxd_policy_seen_get(const _Atomic uint64_t *words, uint64_t runs, gxd_policy_job *job);
+
+/* A job of the plan ran as choice said (on `workers` workers) and took
+ * took_us of compute: update the entry of its mode (seq for one worker).
+ * A lost update between two jobs finishing at once is harmless. */
+void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, const gxd_policy_choice *choice,
+                         int workers, double took_us);
 
 /* Dynamic batching (daemon/batcher.h): n jobs of one plan (one), or one
  * job of the plan for their inputs concatenated along axis 0 (merged)?

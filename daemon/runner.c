@@ -472,6 +472,8 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
     double split_min = s_split_min_us(rn);
     gxd_policy_job pj;
     s_describe(plan, split_min, false, &pj);
+    const uint64_t runs = atomic_fetch_add_explicit(&plan->seen_jobs, 1, memory_order_relaxed);
+    gxd_policy_seen_get(plan->seen, runs, &pj);
     gxd_policy_machine m;
     s_machine(rn, &m);
     gxd_policy_choice c;
@@ -522,8 +524,12 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
     snprintf(j->reason, sizeof j->reason, "%s", c.reason);
     int members = 1;
     if (rc == GX_OK && s_prepare_outputs(j, r.f, n) == GX_OK &&
-        (rc = gxd_exec_par(rn->team, &cfg, r.f, n, &members, err, sizeof err)) == GX_OK)
+        (rc = gxd_exec_par(rn->team, &cfg, r.f, n, &members, err, sizeof err)) == GX_OK) {
         s_collect_outputs(j, r.f, n);
+        if (j->status >= 0)
+            gxd_policy_seen_put(plan->seen, runs, &c, c.workers,
+                                (double)(gxd_now_us() - j->t_exec));
+    }
     for (int i = 0; i < r.n; i++)
         j->device_us += r.f[i].device_ns / 1000;
     if (rc < 0 || j->status < 0)

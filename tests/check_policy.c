@@ -100,7 +100,9 @@ static void s_check_sane(const gxd_policy_job *job, const gxd_policy_machine *m,
     ck_assert_uint_gt(strlen(c->reason), 0);
     ck_assert_uint_lt(strlen(c->reason), sizeof c->reason);
     ck_assert(c->est_us[GX_MODE_AUTO] < 0);
-    ck_assert(c->est_us[GX_MODE_SEQ] == job->total_us);
+    ck_assert(c->est_us[GX_MODE_SEQ] ==
+              job->total_us * (job->seen[GX_MODE_SEQ] > 0 ? job->seen[GX_MODE_SEQ] : 1));
+    ck_assert(c->model_us > 0 || job->total_us <= 0);
     ck_assert_int_gt(c->mode, GX_MODE_AUTO);
     ck_assert_int_lt(c->mode, GX_MODE_COUNT);
 }
@@ -497,6 +499,125 @@ START_TEST(test_hostile_inputs)
 }
 END_TEST
 
+/* Profile-guided choice: a mode whose jobs took longer than the model
+ * said is estimated that much slower, and loses to one that did not. */
+START_TEST(test_seen_ratio)
+{
+    gxd_policy_job job = s_matmul();
+    gxd_policy_choice c = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    const double model = c.est_us[GX_MODE_INTRA];
+    ck_assert_double_eq_tol(c.model_us, model, 1e-9);
+    ck_assert_ptr_null(strstr(c.reason, "measured"));
+
+    /* the team modes' jobs took 2.5 times the model: seq (as measured)
+     * wins */
+    job.seen[GX_MODE_INTRA] = job.seen[GX_MODE_INTER_INTRA] = 2.5;
+    job.seen[GX_MODE_SEQ] = 1.1;
+    c = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_SEQ);
+    ck_assert_int_eq(c.workers, 1);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_INTRA], model * 2.5, 1e-6);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_SEQ], job.total_us * 1.1, 1e-6);
+    ck_assert_double_eq_tol(c.model_us, job.total_us, 1e-9); /* before the ratio */
+    ck_assert_ptr_nonnull(strstr(c.reason, "measured/model seq 1.10 intra 2.50 inter+intra 2.50"));
+
+    /* a requested mode keeps its model time for the record */
+    c = s_choose(&job, 2, 0, GX_MODE_INTRA);
+    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    ck_assert_double_eq_tol(c.model_us, model, 1e-9);
+
+    /* a queued replica runs the job on one worker: seq's ratio, and its
+     * model time is the job's on that worker, not the amortised one */
+    job = s_cnn(0);
+    job.batch = 0; /* no split to compare with */
+    job.seen[GX_MODE_SEQ] = 2;
+    c = s_choose(&job, 4, 10, GX_MODE_REPLICA);
+    ck_assert_int_eq(c.workers, 1);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_REPLICA], job.total_us * 2 / 4, 1e-6);
+    ck_assert_double_eq_tol(c.model_us, job.total_us, 1e-9);
+
+    /* nonsense ratios are ignored */
+    job = s_matmul();
+    job.seen[GX_MODE_INTRA] = NAN;
+    job.seen[GX_MODE_SEQ] = -3;
+    c = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(c.mode, GX_MODE_INTRA);
+    ck_assert_double_eq_tol(c.est_us[GX_MODE_INTRA], model, 1e-9);
+}
+END_TEST
+
+/* The record kept with a plan: per mode, quick to come down, slow to go
+ * up, one-worker runs under seq, forgotten when stale. */
+START_TEST(test_seen_record)
+{
+    _Atomic uint64_t w[GX_MODE_COUNT];
+    for (int k = 0; k < GX_MODE_COUNT; k++)
+        atomic_init(&w[k], 0);
+    gxd_policy_job job = {0};
+    gxd_policy_choice c = {.mode = GX_MODE_INTRA, .model_us = 100};
+
+    gxd_policy_seen_get(w, 0, &job);
+    for (int k = 0; k < GX_MODE_COUNT; k++)
+        ck_assert(job.seen[k] == 0);
+    gxd_policy_seen_put(w, 1, &c, 2, 300); /* 3x */
+    gxd_policy_seen_get(w, 2, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 3, 1e-6);
+    ck_assert(job.seen[GX_MODE_SEQ] == 0);
+    gxd_policy_seen_put(w, 3, &c, 2, 100); /* 1x: halfway down at once */
+    gxd_policy_seen_get(w, 3, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 2, 1e-6);
+    gxd_policy_seen_put(w, 4, &c, 2, 1000); /* 10x: an eighth of the way up */
+    gxd_policy_seen_get(w, 4, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 3, 1e-6);
+
+    /* the same mode on one worker counts for seq */
+    gxd_policy_seen_put(w, 5, &c, 1, 150);
+    gxd_policy_seen_get(w, 5, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_SEQ], 1.5, 1e-6);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 3, 1e-6);
+
+    /* bounded: a job stopped at once, a worker preempted for ever */
+    c.mode = GX_MODE_INTER;
+    gxd_policy_seen_put(w, 6, &c, 2, 1e-3);
+    gxd_policy_seen_get(w, 6, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTER], 1.0 / 16, 1e-6);
+    c.mode = GX_MODE_REPLICA;
+    gxd_policy_seen_put(w, 6, &c, 2, 1e12);
+    gxd_policy_seen_get(w, 6, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_REPLICA], 16, 1e-6);
+
+    /* nothing to learn from: no model time, no time, no mode */
+    c.model_us = 0;
+    gxd_policy_seen_put(w, 7, &c, 2, 100);
+    c = (gxd_policy_choice){.mode = GX_MODE_AUTO, .model_us = 100};
+    gxd_policy_seen_put(w, 7, &c, 2, 100);
+    c.mode = GX_MODE_INTER_INTRA;
+    gxd_policy_seen_put(w, 7, &c, 2, NAN);
+    gxd_policy_seen_put(w, 7, &c, 2, -5);
+    gxd_policy_seen_get(w, 7, &job);
+    ck_assert(job.seen[GX_MODE_INTER_INTRA] == 0 && job.seen[GX_MODE_AUTO] == 0);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_REPLICA], 16, 1e-6);
+
+    /* stale: not renewed for GXD_SEEN_STALE runs of the plan */
+    gxd_policy_seen_get(w, 5 + GXD_SEEN_STALE, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_SEQ], 1.5, 1e-6);
+    gxd_policy_seen_get(w, 6 + GXD_SEEN_STALE, &job);
+    ck_assert(job.seen[GX_MODE_SEQ] == 0);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_REPLICA], 16, 1e-6);
+    /* a stale entry is replaced, not averaged */
+    c = (gxd_policy_choice){.mode = GX_MODE_SEQ, .model_us = 100};
+    gxd_policy_seen_put(w, 6 + GXD_SEEN_STALE, &c, 1, 400);
+    gxd_policy_seen_get(w, 6 + GXD_SEEN_STALE, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_SEQ], 4, 1e-6);
+    /* the run count wraps at 2^32 without ending an entry early */
+    c.mode = GX_MODE_INTRA;
+    gxd_policy_seen_put(w, 0xFFFFFFF0u, &c, 2, 200);
+    gxd_policy_seen_get(w, 0x100000010ull, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 2, 1e-6);
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
     Suite *s = suite_create("policy");
@@ -514,6 +635,8 @@ Suite *policy_suite(void)
     tcase_add_test(tc, test_scaling);
     tcase_add_test(tc, test_tolerance);
     tcase_add_test(tc, test_hostile_inputs);
+    tcase_add_test(tc, test_seen_ratio);
+    tcase_add_test(tc, test_seen_record);
     suite_add_tcase(s, tc);
     return s;
 }

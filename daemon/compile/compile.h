@@ -258,6 +258,11 @@ typedef struct gxd_plan {
     size_t dag_arena_bytes;
     int width;
     gxd_step_stats *stats; /* per step; stats[n_steps].runs counts the plan's runs */
+    /* what its jobs measured per parallel mode against the policy's model
+     * (daemon/policy.h gxd_policy_seen_get/put; index gx_mode), and the
+     * jobs that ran it: a seen entry's age */
+    _Atomic uint64_t seen[GX_MODE_COUNT];
+    _Atomic uint64_t seen_jobs;
     struct gxd_slices *slices; /* plans of slices of the batch (gxd_plan_slice) */
     /* runs of device steps recorded as graphs and replayed (made at first
      * use, daemon/exec/exec_seq.c; freed with the plan) */
