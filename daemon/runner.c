@@ -384,8 +384,13 @@ static int s_replicas_init(gxd_ctx *ctx, gxd_job *j, gxd_plan *plan, const gx_vi
     gx_view in[GX_MAX_OP_INPUTS];
     int64_t at = 0, B = n > 1 ? plan->batch : 0;
     size_t total = 0;
-    memset(r, 0, sizeof *r);
+    /* only the entries used are cleared: the whole table is some 150 KiB */
+    r->n = 0;
+    r->plan_us = 0;
     for (int i = 0; i < n; i++) {
+        memset(&r->f[i], 0, sizeof r->f[i]);
+        r->plan[i] = NULL;
+        r->owned[i] = false;
         gxd_plan *rp = plan;
         memcpy(in, inputs, plan->n_inputs * sizeof *in);
         if (n > 1) {
