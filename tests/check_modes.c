@@ -479,6 +479,33 @@ START_TEST(cancel_and_shutdown_in_parallel_modes)
 }
 END_TEST
 
+/* What a plan's jobs measured corrects the policy's estimates of later
+ * jobs (daemon/policy.h): the first job has nothing to go by, the next
+ * one's reason shows seq's measured/model ratio. */
+START_TEST(measured_modes_in_reason)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_client(&d);
+    gx_graph *g = s_matmul();
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = s_rand_tensor(2, (const int64_t[]){300, 256}, 1.0f);
+    gx_result *r = s_run(c, &id, x, GX_MODE_SEQ);
+    const gx_run_info *info = gx_result_info(r);
+    ck_assert_msg(strstr(info->reason, "measured") == NULL, "%s", info->reason);
+    gx_result_destroy(&r);
+    r = s_run(c, &id, x, GX_MODE_AUTO);
+    info = gx_result_info(r);
+    ck_assert_msg(strstr(info->reason, "measured/model seq ") != NULL, "%s", info->reason);
+    gx_result_destroy(&r);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 Suite *modes_suite(void)
 {
     Suite *s = suite_create("modes");
@@ -488,6 +515,7 @@ Suite *modes_suite(void)
     tcase_add_test(tc, failed_split_runs_whole);
     tcase_add_test(tc, concurrent_clients_random_modes);
     tcase_add_test(tc, cancel_and_shutdown_in_parallel_modes);
+    tcase_add_test(tc, measured_modes_in_reason);
     suite_add_tcase(s, tc);
     return s;
 }
