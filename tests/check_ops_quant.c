@@ -850,9 +850,10 @@ END_TEST
 
 /* The NHWC kernels (ops/cpu/qconv_layout.c, gx_cpu_qconv_layout) against
  * the reference on x and y reordered to NHWC: 1x1 (strides, channels not
- * a multiple of 4 or 16, x's rows read in place) and depthwise (padding, stride 2, dilation, odd
- * channel counts), u8 and i8 activations and weights, zero points not 0,
- * per-tensor and per-channel scales, requantized sums in and past int32,
+ * a multiple of 4 or 16, x's rows read in place) and depthwise (padding,
+ * stride 2, dilation, odd channel counts, rows converted once into a ring
+ * or too wide for it), u8 and i8 activations and weights, zero points not
+ * 0, per-tensor and per-channel scales, requantized sums in and past int32,
  * 1 and 3 shares, on AVX-512 and the plain loops. */
 START_TEST(test_qlinearconv_nhwc)
 {
@@ -864,6 +865,10 @@ START_TEST(test_qlinearconv_nhwc)
         {{1, 33, 9, 13}, {33, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 33},
         {{2, 16, 10, 19}, {16, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}, 16},
         {{1, 7, 12, 21}, {7, 1, 5, 3}, {2, 0, 1, 2}, {1, 2}, {1, 2}, 7},
+        /* rows converted once: a 5-high window of dilated rows, stride 2 */
+        {{2, 20, 11, 14}, {20, 1, 5, 3}, {2, 1, 2, 0}, {2, 1}, {2, 1}, 20},
+        /* rows too wide for the ring (converted per window) */
+        {{1, 17, 4, 300}, {17, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 17},
     };
     static const char *const isas[] = {"avx512", "baseline"};
     const char *was = gx_cpu_gemm_isa();

@@ -539,6 +539,139 @@ S_T512 static bool s_dw_fast(const s_geom *g, const uint8_t *x, bool sgn, int32_
 }
 #endif
 
+#ifdef GX_REQUANT_AVX512
+/* ---- depthwise 3-wide windows over rows converted once ----
+ *
+ * Each input row a block of 16 channels reads is converted once to float
+ * (x - x_zp: zeros in the padding) into a ring of the window's rows, and
+ * every output row that reads it takes it from there: per output the
+ * kernel loads floats instead of converting bytes three times (once per
+ * output row of a 3-high window). Exact as s_dw_tile: every product and
+ * partial sum is an integer below 2^24 (the sums start at cm when rq->f24
+ * says the whole sum stays below it). */
+
+#define S_DW_RING 12288 /* floats of the ring: 48 KiB on the stack */
+
+/* The ring's geometry for g, or false when its windows or rows do not fit
+ * it (3 wide, stride 1 or 2, no column dilation). */
+static bool s_ring_fits(const s_geom *g, int64_t *span, int64_t *wp)
+{
+    const gx_win *w = &g->win;
+    if (w->k[1] != 3 || w->dil[1] != 1 || (w->stride[1] != 1 && w->stride[1] != 2))
+        return false;
+    *span = (w->k[0] - 1) * w->dil[0] + 1;
+    /* columns the last (whole) tile of a row reads */
+    *wp = ((g->ow + S_OB - 1) / S_OB * S_OB - 1) * w->stride[1] + 3;
+    return *span * *wp * 16 <= S_DW_RING;
+}
+
+/* Row ih of image n, channels [c0, c0 + 16) masked by mk, as wp columns
+ * of 16 floats x - xz from column -pl on (zeros outside x). */
+S_T512 static void s_ring_fill(const s_geom *g, const uint8_t *x, bool sgn, __m512i zv,
+                               int64_t n, int64_t ih, int64_t c0, __mmask16 mk, int64_t pl,
+                               int64_t wp, float *dst)
+{
+    const uint8_t *row = x + (n * g->h + ih) * g->w * g->c + c0;
+    int64_t i = 0;
+    for (; i < pl && i < wp; i++)
+        _mm512_storeu_ps(dst + i * 16, _mm512_setzero_ps());
+    for (; i < pl + g->w && i < wp; i++) {
+        const __m128i b = _mm_maskz_loadu_epi8(mk, row + (i - pl) * g->c);
+        const __m512i v = sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        _mm512_storeu_ps(dst + i * 16, _mm512_cvtepi32_ps(_mm512_sub_epi32(v, zv)));
+    }
+    for (; i < wp; i++)
+        _mm512_storeu_ps(dst + i * 16, _mm512_setzero_ps());
+}
+
+/* S_OB sums from acc's values on: the nr rows (columns from col0, stride
+ * SW a constant once inlined) times their taps' weights wk[r][kw * cp]. */
+S_T512 static inline __attribute__((always_inline)) void
+s_ring_tile(const float *const *rows, const float *const *wk, int nr, int64_t cp, int64_t col0,
+            const int SW, __m512 *acc)
+{
+    enum { S_MAXC = (S_OB - 1) * 2 + 3 };
+    const int cols = (S_OB - 1) * SW + 3;
+    for (int r = 0; r < nr; r++) {
+        const float *src = rows[r] + col0 * 16;
+        __m512 xc[S_MAXC];
+#pragma GCC unroll 24
+        for (int i = 0; i < cols; i++)
+            xc[i] = _mm512_loadu_ps(src + i * 16);
+#pragma GCC unroll 3
+        for (int kw = 0; kw < 3; kw++) {
+            const __m512 wv = _mm512_loadu_ps(wk[r] + kw * cp);
+#pragma GCC unroll 8
+            for (int o = 0; o < S_OB; o++)
+                acc[o] = _mm512_fmadd_ps(xc[o * SW + kw], wv, acc[o]);
+        }
+    }
+}
+
+/* Output rows [lo, hi) (n * oh + row) of a depthwise QLinearConv whose
+ * window s_ring_fits, channel block by channel block. */
+S_T512 static void s_dw_rows512(const s_geom *g, const uint8_t *x, bool sgn, int32_t xz,
+                                const float *wf, int64_t cp, const s_rq *rq, int64_t lo,
+                                int64_t hi, int64_t span, int64_t wp, uint8_t *y)
+{
+    const gx_win *w = &g->win;
+    const int64_t sw = w->stride[1], pl = w->pad_lo[1];
+    const __m512i zv = _mm512_set1_epi32(xz);
+    float ring[S_DW_RING];
+    int64_t tag[S_DW_TAPS]; /* the row (n * h + ih) each slot holds, or -1 */
+    for (int64_t c0 = 0; c0 < g->c; c0 += 16) {
+        const int nc = (int)(g->c - c0 < 16 ? g->c - c0 : 16);
+        const __mmask16 mk = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+        for (int64_t s = 0; s < span; s++)
+            tag[s] = -1;
+        const __m512 init = rq->f24 ? _mm512_maskz_loadu_ps(mk, rq->cmf + c0) : _mm512_setzero_ps();
+        const __m512 sc = _mm512_maskz_loadu_ps(mk, rq->scalef + c0);
+        const __m512 lof = _mm512_set1_ps((float)rq->lo), hif = _mm512_set1_ps((float)rq->hi);
+        const __m512i yz = _mm512_set1_epi32(rq->yz);
+        for (int64_t u = lo; u < hi; u++) {
+            const int64_t n = u / g->oh, oh = u % g->oh;
+            const float *rows[S_DW_TAPS], *wk[S_DW_TAPS];
+            int nr = 0;
+            for (int64_t kh = 0; kh < w->k[0]; kh++) {
+                const int64_t ih = oh * w->stride[0] - w->pad_lo[0] + kh * w->dil[0];
+                if (ih < 0 || ih >= g->h)
+                    continue; /* zeros: adds nothing */
+                const int64_t slot = ih % span;
+                float *dst = ring + slot * wp * 16;
+                if (tag[slot] != n * g->h + ih) {
+                    s_ring_fill(g, x, sgn, zv, n, ih, c0, mk, pl, wp, dst);
+                    tag[slot] = n * g->h + ih;
+                }
+                rows[nr] = dst;
+                wk[nr++] = wf + kh * 3 * cp + c0;
+            }
+            uint8_t *yrow = y + u * g->ow * g->m + c0;
+            for (int64_t ow0 = 0; ow0 < g->ow; ow0 += S_OB) {
+                const int nb = (int)(g->ow - ow0 < S_OB ? g->ow - ow0 : S_OB);
+                __m512 acc[S_OB];
+#pragma GCC unroll 8
+                for (int o = 0; o < S_OB; o++)
+                    acc[o] = init;
+                if (sw == 1)
+                    s_ring_tile(rows, wk, nr, cp, ow0, 1, acc);
+                else
+                    s_ring_tile(rows, wk, nr, cp, ow0 * 2, 2, acc);
+                if (!rq->f24) { /* sums of (x - xz) w' as int32: s_put16 adds cm */
+                    for (int o = 0; o < nb; o++)
+                        s_put16(rq, c0, nc, _mm512_cvtps_epi32(acc[o]), 0,
+                                yrow + (ow0 + o) * g->m);
+                    continue;
+                }
+                for (int o = 0; o < nb; o++) {
+                    const __m512i q = _mm512_add_epi32(gx_requant16f(acc[o], sc, lof, hif), yz);
+                    _mm_mask_storeu_epi8(yrow + (ow0 + o) * g->m, mk, _mm512_cvtepi32_epi8(q));
+                }
+            }
+        }
+    }
+}
+#endif
+
 static void s_depthwise(const gx_kargs *k, const s_geom *g)
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
@@ -558,6 +691,13 @@ static void s_depthwise(const gx_kargs *k, const s_geom *g)
 #endif
     int64_t lo, hi;
     gx_cpu_share(k, g->n * g->oh, 1, &lo, &hi);
+#ifdef GX_REQUANT_AVX512
+    int64_t span, wp;
+    if (v512 && s_ring_fits(g, &span, &wp)) {
+        s_dw_rows512(g, x->data, sgn, xz, wf, cp, &rq, lo, hi, span, wp, y->data);
+        return;
+    }
+#endif
     int32_t acc[S_OB * 16];
     for (int64_t u = lo; u < hi; u++) {
         const int64_t n = u / g->oh, oh = u % g->oh;
