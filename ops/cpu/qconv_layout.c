@@ -551,6 +551,7 @@ S_T512 static bool s_dw_fast(const s_geom *g, const uint8_t *x, bool sgn, int32_
  * says the whole sum stays below it). */
 
 #define S_DW_RING 12288 /* floats of the ring: 48 KiB on the stack */
+#define S_DW_BAND 4     /* output rows a pass over the channel blocks takes */
 
 /* The ring's geometry for g, or false when its windows or rows do not fit
  * it (3 wide, stride 1 or 2, no column dilation). */
@@ -609,7 +610,10 @@ s_ring_tile(const float *const *rows, const float *const *wk, int nr, int64_t cp
 }
 
 /* Output rows [lo, hi) (n * oh + row) of a depthwise QLinearConv whose
- * window s_ring_fits, channel block by channel block. */
+ * window s_ring_fits, in bands of S_DW_BAND rows, each channel block by
+ * channel block: a band converts its first span - stride input rows
+ * again, but its x and y rows stay in cache across the blocks (a pass of
+ * each block over all the share's rows would fetch them once a block). */
 S_T512 static void s_dw_rows512(const s_geom *g, const uint8_t *x, bool sgn, int32_t xz,
                                 const float *wf, int64_t cp, const s_rq *rq, int64_t lo,
                                 int64_t hi, int64_t span, int64_t wp, uint8_t *y)
@@ -619,6 +623,9 @@ S_T512 static void s_dw_rows512(const s_geom *g, const uint8_t *x, bool sgn, int
     const __m512i zv = _mm512_set1_epi32(xz);
     float ring[S_DW_RING];
     int64_t tag[S_DW_TAPS]; /* the row (n * h + ih) each slot holds, or -1 */
+    /* bands of S_DW_BAND output rows, channel block by channel block: the
+     * band's x and y rows stay in cache across the blocks */
+    for (int64_t b0 = lo; b0 < hi; b0 += S_DW_BAND)
     for (int64_t c0 = 0; c0 < g->c; c0 += 16) {
         const int nc = (int)(g->c - c0 < 16 ? g->c - c0 : 16);
         const __mmask16 mk = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
@@ -628,7 +635,7 @@ S_T512 static void s_dw_rows512(const s_geom *g, const uint8_t *x, bool sgn, int
         const __m512 sc = _mm512_maskz_loadu_ps(mk, rq->scalef + c0);
         const __m512 lof = _mm512_set1_ps((float)rq->lo), hif = _mm512_set1_ps((float)rq->hi);
         const __m512i yz = _mm512_set1_epi32(rq->yz);
-        for (int64_t u = lo; u < hi; u++) {
+        for (int64_t u = b0; u < hi && u < b0 + S_DW_BAND; u++) {
             const int64_t n = u / g->oh, oh = u % g->oh;
             const float *rows[S_DW_TAPS], *wk[S_DW_TAPS];
             int nr = 0;
