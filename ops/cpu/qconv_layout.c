@@ -12,8 +12,11 @@
  *   - depthwise (group = C = M, at most S_DW_TAPS taps): 16 channels a
  *     vector, 8 output columns of a row in registers, each input column of
  *     a tap row converted once to float (x - x_zp) and multiplied into
- *     the outputs that read it. The float sums are exact integers (every
- *     product and partial sum below 2^24), as in ops/cpu/conv.c.
+ *     the outputs that read it; for 3-wide windows (MobileNets' 3x3,
+ *     stride 1 or 2) each input row once for all the output rows that
+ *     read it, into a ring of the window's rows (s_dw_rows512). The float
+ *     sums are exact integers (every product and partial sum below 2^24),
+ *     as in ops/cpu/conv.c.
  *
  * Arithmetic: the reference kernels' exact int32 sums, requantized as
  * they do (rint of the sum times x_scale w_scale / y_scale, the product
@@ -551,7 +554,7 @@ S_T512 static bool s_dw_fast(const s_geom *g, const uint8_t *x, bool sgn, int32_
  * says the whole sum stays below it). */
 
 #define S_DW_RING 12288 /* floats of the ring: 48 KiB on the stack */
-#define S_DW_BAND 4     /* output rows a pass over the channel blocks takes */
+#define S_DW_BAND 8     /* output rows a pass over the channel blocks takes */
 
 /* The ring's geometry for g, or false when its windows or rows do not fit
  * it (3 wide, stride 1 or 2, no column dilation). */
