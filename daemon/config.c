@@ -166,6 +166,16 @@ static const s_key s_keys[] = {
      .max = S_PIB, .def = "16G",
      .doc = "bytes of clients' shared-memory regions the daemon maps at once, every client's "
             "together (address space: the pages are the clients' files)"},
+    {.name = "limits.shm_regions_per_uid", .type = S_INT,
+     .off = S_OFF(limits_shm_regions_per_uid), .min = 0, .max = 1024, .def = "256",
+     .doc = "shared-memory regions the ipc clients of one user (uid) may have registered, all "
+            "their connections together, so more connections are no way around "
+            "limits.shm_regions_per_client; 0: no bound per user"},
+    {.name = "limits.shm_bytes_per_uid", .type = S_SIZE, .off = S_OFF(limits_shm_bytes_per_uid),
+     .min = 0, .max = S_PIB, .def = "0",
+     .doc = "bytes of shared-memory regions the ipc clients of one user (uid) may have "
+            "registered, all their connections together; 0: no bound per user but "
+            "limits.shm_bytes"},
     {.name = "limits.max_memory_bytes", .type = S_SIZE, .off = S_OFF(limits_max_memory_bytes),
      .min = 0, .max = S_PIB, .def = "0",
      .doc = "bytes held by loaded graphs and their plans: each graph (constants, attributes, "
@@ -190,6 +200,12 @@ static const s_key s_keys[] = {
      .doc = "jobs one client (one connection) may have waiting in the queue; beyond it a "
             "request is refused with GX_ELIMIT (other clients' are still queued); 0: no "
             "bound but queue.max_jobs"},
+    {.name = "limits.uid_jobs", .type = S_INT, .off = S_OFF(limits_uid_jobs), .min = 0,
+     .max = 1000000, .def = "0",
+     .doc = "jobs the ipc clients of one user (uid) may have waiting in the queue, all their "
+            "connections (and rings) together, so more connections are no way around "
+            "limits.client_jobs; beyond it a request is refused with GX_ELIMIT; tcp clients "
+            "are not identified and only limits.client_jobs holds them; 0: no bound per user"},
     {.name = "graphs.max", .type = S_INT, .off = S_OFF(graphs_max), .min = 1, .max = 1000000,
      .def = "256", .doc = "compiled graphs kept; the least recently used beyond are dropped"},
     {.name = "graphs.preload", .type = S_STRLIST, .off = S_OFF(graphs_preload),

@@ -43,6 +43,8 @@ typedef struct gxd_config {
     int n_limits_priority_users;
     int64_t limits_shm_regions_per_client; /* "limits.shm_regions_per_client": 0 = no shm */
     int64_t limits_shm_bytes;        /* "limits.shm_bytes": clients' regions mapped, in all */
+    int64_t limits_shm_regions_per_uid; /* "limits.shm_regions_per_uid": 0 = no bound */
+    int64_t limits_shm_bytes_per_uid;   /* "limits.shm_bytes_per_uid": 0 = no bound */
     int64_t graphs_max;              /* "graphs.max": loaded graphs kept (LRU beyond) */
     char *graphs_preload[GXD_MAX_ENDPOINTS]; /* "graphs.preload": [NAME=]PATH, warmed at start */
     int n_graphs_preload;
@@ -50,6 +52,7 @@ typedef struct gxd_config {
     int64_t limits_client_graphs;    /* "limits.client_graphs": loaded, per client; 0 = none */
     int64_t limits_client_memory_bytes; /* "limits.client_memory_bytes": per client; 0 = auto */
     int64_t limits_client_jobs;      /* "limits.client_jobs": queued, per client; 0 = none */
+    int64_t limits_uid_jobs;         /* "limits.uid_jobs": queued, per uid (ipc); 0 = none */
     int64_t shutdown_grace_ms;       /* "shutdown_grace_ms": wait for running jobs on SIGTERM */
     int64_t client_heartbeat_ms;     /* "client_heartbeat_ms": ZMTP heartbeats; 0 off */
     int64_t sched_split_min_ns;      /* "scheduler.split_min_ns": -1 = from the measured sync */

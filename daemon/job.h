@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <zmq.h>
 
 #include "ops/op.h"
@@ -54,6 +55,8 @@ typedef struct gxd_job {
     bool tune; /* EXPLAIN for TUNE: the plan's signatures are explored now (daemon/tune) */
     uint8_t identity[GXD_MAX_IDENTITY]; /* ROUTER routing id of the client */
     size_t identity_len;
+    bool has_uid; /* uid is the client's, from its ipc connection (limits.uid_jobs) */
+    uid_t uid;
     uint64_t id;                        /* client's correlation id */
     struct gxd_model *model;            /* a reference */
 

@@ -62,7 +62,20 @@ static gxd_queue_client *s_client(gxd_queue *q, const gxd_job *j, bool create)
     memset(c, 0, sizeof *c);
     memcpy(c->identity, j->identity, j->identity_len);
     c->identity_len = j->identity_len;
+    c->has_uid = j->has_uid;
+    c->uid = j->uid;
     return c;
+}
+
+/* Jobs queued by the clients of j's uid, all together (0 for a job with
+ * no uid). The clients with queued jobs are few: a walk over them. */
+static size_t s_uid_queued(const gxd_queue *q, const gxd_job *j)
+{
+    size_t n = 0;
+    for (size_t i = 0; j->has_uid && i < q->n_clients; i++)
+        if (q->clients[i].has_uid && q->clients[i].uid == j->uid)
+            n += q->clients[i].queued;
+    return n;
 }
 
 static void s_swap(gxd_queue *q, size_t i, size_t k)
@@ -132,6 +145,12 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen)
                      "this client has %zu jobs queued and limits.client_jobs is %zu; wait for "
                      "replies before sending more",
                      c->queued, q->max_client_jobs);
+    size_t uq = rc == GX_OK && q->max_uid_jobs ? s_uid_queued(q, j) : 0;
+    if (uq && uq >= q->max_uid_jobs)
+        rc = gx_errf(err, errlen, GX_ELIMIT,
+                     "uid %lu has %zu jobs queued over all its connections and limits.uid_jobs "
+                     "is %zu; wait for replies before sending more",
+                     (unsigned long)j->uid, uq, q->max_uid_jobs);
     if (rc == GX_OK && (!gx_grow(&q->heap, &q->cap, q->n + 1, sizeof *q->heap) ||
                         !(c = s_client(q, j, true))))
         rc = gx_errf(err, errlen, GX_ENOMEM, "out of memory queueing the job");
@@ -170,6 +189,13 @@ void gxd_queue_set_client_max(gxd_queue *q, size_t max_client_jobs)
 {
     pthread_mutex_lock(&q->mu);
     q->max_client_jobs = max_client_jobs;
+    pthread_mutex_unlock(&q->mu);
+}
+
+void gxd_queue_set_uid_max(gxd_queue *q, size_t max_uid_jobs)
+{
+    pthread_mutex_lock(&q->mu);
+    q->max_uid_jobs = max_uid_jobs;
     pthread_mutex_unlock(&q->mu);
 }
 

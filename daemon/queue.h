@@ -28,6 +28,8 @@ typedef struct gxd_queue_client {
     size_t identity_len;
     uint64_t last_tag; /* tag of its latest queued job */
     size_t queued;
+    bool has_uid; /* its jobs' uid (one connection: one uid) */
+    uid_t uid;
 } gxd_queue_client;
 
 typedef struct gxd_queue {
@@ -37,6 +39,7 @@ typedef struct gxd_queue {
     size_t n, cap;
     size_t max_jobs, max_bytes, bytes;
     size_t max_client_jobs; /* queued jobs per client (limits.client_jobs); 0: none */
+    size_t max_uid_jobs;    /* queued jobs per uid, its clients together (limits.uid_jobs); 0: none */
     uint64_t next_seq;
     uint64_t vtime; /* tag of the job popped last */
     gxd_queue_client *clients; /* the ones with queued jobs */
@@ -61,6 +64,11 @@ void gxd_queue_set_bounds(gxd_queue *q, size_t max_jobs, size_t max_bytes);
  * max_jobs): a push beyond it fails at once with GX_ELIMIT, and other
  * clients' pushes go on. New bound: as gxd_queue_set_bounds. */
 void gxd_queue_set_client_max(gxd_queue *q, size_t max_client_jobs);
+/* Jobs the clients of one uid may have queued together (limits.uid_jobs;
+ * 0: no bound per uid), counted over the jobs whose has_uid is set (ipc
+ * clients, rings); a push beyond it fails at once with GX_ELIMIT. New
+ * bound: as gxd_queue_set_bounds. */
+void gxd_queue_set_uid_max(gxd_queue *q, size_t max_uid_jobs);
 /* The queue must be empty (drained) and no worker waiting. */
 void gxd_queue_fini(gxd_queue *q);
 /* Enqueue; ownership moves in on GX_OK. GX_EQUEUEFULL, GX_ELIMIT (the

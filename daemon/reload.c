@@ -44,9 +44,11 @@ static void s_client_limits(gxd_ctx *ctx, gxd_config *next)
     ctx->cfg.limits_client_graphs = next->limits_client_graphs;
     ctx->cfg.limits_client_memory_bytes = next->limits_client_memory_bytes;
     ctx->cfg.limits_client_jobs = next->limits_client_jobs;
+    ctx->cfg.limits_uid_jobs = next->limits_uid_jobs;
     gxd_clients_set_limits(&ctx->clients, (size_t)next->limits_client_graphs,
                            gxd_config_client_memory(&ctx->cfg));
     gxd_queue_set_client_max(&ctx->queue, (size_t)next->limits_client_jobs);
+    gxd_queue_set_uid_max(&ctx->queue, (size_t)next->limits_uid_jobs);
 }
 
 static void s_grace(gxd_ctx *ctx, gxd_config *next)
@@ -113,6 +115,7 @@ static const struct {
     {"limits.client_graphs", s_client_limits},
     {"limits.client_memory_bytes", s_client_limits},
     {"limits.client_jobs", s_client_limits},
+    {"limits.uid_jobs", s_client_limits},
     {"shutdown_grace_ms", s_grace},
     {"metrics.listen", s_metrics},
     {"security.client_keys", s_client_keys},

@@ -218,6 +218,8 @@ static void s_submit(gxd_ring *r, const gx_ring_sqe *e, uint32_t index)
     if (rc == GX_OK) {
         j->ring = s_ref(r);
         j->ring_user = e->user;
+        j->has_uid = true; /* the region's owner: limits.uid_jobs counts ring jobs too */
+        j->uid = r->region->uid;
         pthread_mutex_lock(&r->mu);
         if (e->slot < r->n_slots && r->slots[e->slot]) {
             j->model = gxd_model_ref(r->slots[e->slot]);

@@ -401,9 +401,14 @@ static int s_enqueue(gxd_ctx *ctx, s_req *rq, gxd_job *j)
     return rc;
 }
 
+static bool s_peer_uid(s_req *rq, uid_t *uid);
+
 static gxd_job *s_new_job(s_req *rq, gxd_job_kind kind)
 {
-    return gxd_job_new(kind, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), rq->id);
+    gxd_job *j = gxd_job_new(kind, zmq_msg_data(&rq->identity), zmq_msg_size(&rq->identity), rq->id);
+    if (j) /* for limits.uid_jobs */
+        j->has_uid = s_peer_uid(rq, &j->uid);
+    return j;
 }
 
 static int s_decode_graph(gxd_ctx *ctx, s_req *rq, const msgpack_object *o, gxd_model **out)
@@ -1932,6 +1937,8 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
                      (size_t)ctx->cfg.limits_shm_bytes) < 0)
         return gx_errf(err, errlen, GX_EINTERNAL, "cannot install the SIGBUS handler: %s",
                        strerror(errno));
+    gxd_shm_set_uid_limits(&ctx->shm, (size_t)ctx->cfg.limits_shm_regions_per_uid,
+                           (size_t)ctx->cfg.limits_shm_bytes_per_uid);
     gxd_rings_init(&ctx->rings, &ctx->queue, (int)ctx->cfg.limits_max_client_priority);
     ctx->models.unbind = gxd_rings_unbind; /* ring-bound graphs are evicted too */
     ctx->models.unbind_arg = &ctx->rings;
@@ -1961,6 +1968,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
         return gx_errf(err, errlen, rc, "cannot create the job queue");
     gxd_queue_set_spin(&ctx->queue, ctx->cfg.sched_spin_us);
     gxd_queue_set_client_max(&ctx->queue, (size_t)ctx->cfg.limits_client_jobs);
+    gxd_queue_set_uid_max(&ctx->queue, (size_t)ctx->cfg.limits_uid_jobs);
     gxd_clients_init(&ctx->clients, (size_t)ctx->cfg.limits_client_graphs,
                      gxd_config_client_memory(&ctx->cfg));
 

@@ -85,6 +85,12 @@ int gxd_shm_init(gxd_shm *s, size_t max_per_client, size_t max_bytes)
     return GX_OK;
 }
 
+void gxd_shm_set_uid_limits(gxd_shm *s, size_t max_per_uid, size_t max_bytes_per_uid)
+{
+    s->max_per_uid = max_per_uid;
+    s->max_bytes_per_uid = max_bytes_per_uid;
+}
+
 static bool s_mine(const gxd_shm_region *r, const void *identity, size_t identity_len)
 {
     return r->identity_len == identity_len && memcmp(r->identity, identity, identity_len) == 0;
@@ -172,6 +178,26 @@ int gxd_shm_register(gxd_shm *s, const void *identity, size_t identity_len, uid_
         return S_REFUSE(s, err, errlen, GX_ELIMIT,
                         "SHM_REGISTER: %zu more bytes would map %zu in all, limits.shm_bytes "
                         "is %zu", bytes, mapped + bytes, s->max_bytes);
+    /* every connection of the uid together: more connections are no way
+     * around the limits (registered regions count, not those unregistered
+     * that a job still holds) */
+    size_t uid_regions = 0, uid_bytes = 0;
+    for (gxd_shm_region *r = s->head; r; r = r->next)
+        if (r->uid == uid) {
+            uid_regions++;
+            uid_bytes += r->bytes;
+        }
+    if (s->max_per_uid && uid_regions >= s->max_per_uid)
+        return S_REFUSE(s, err, errlen, GX_ELIMIT,
+                        "SHM_REGISTER: uid %lu has %zu regions over all its connections, "
+                        "limits.shm_regions_per_uid is %zu", (unsigned long)uid, uid_regions,
+                        s->max_per_uid);
+    if (s->max_bytes_per_uid &&
+        (bytes > s->max_bytes_per_uid || uid_bytes > s->max_bytes_per_uid - bytes))
+        return S_REFUSE(s, err, errlen, GX_ELIMIT,
+                        "SHM_REGISTER: %zu more bytes would give uid %lu %zu registered over all "
+                        "its connections, limits.shm_bytes_per_uid is %zu", bytes,
+                        (unsigned long)uid, uid_bytes + bytes, s->max_bytes_per_uid);
     int slot = 0;
     while (slot < GXD_SHM_MAX_MAPS && atomic_load(&s_maps[slot].base))
         slot++;
@@ -225,6 +251,7 @@ int gxd_shm_register(gxd_shm *s, const void *identity, size_t identity_len, uid_
     snprintf(r->name, sizeof r->name, "%s", name);
     memcpy(r->identity, identity, identity_len);
     r->identity_len = identity_len;
+    r->uid = uid;
     r->fd = fd;
     r->base = base;
     r->bytes = bytes;

@@ -53,6 +53,7 @@ typedef struct gxd_shm_region {
     char name[GX_WIRE_SHM_MAX_NAME];
     uint8_t identity[GXD_MAX_IDENTITY]; /* the client's routing id */
     size_t identity_len;
+    uid_t uid;    /* the client's, as the kernel gave it (limits per uid) */
     int fd;
     void *base;   /* mapped shared, bytes long */
     size_t bytes;
@@ -73,6 +74,8 @@ struct gxd_shm {
     gxd_shm_region *head; /* registered regions */
     size_t max_per_client;
     size_t max_bytes;
+    size_t max_per_uid;       /* limits.shm_regions_per_uid; 0: no bound per uid */
+    size_t max_bytes_per_uid; /* limits.shm_bytes_per_uid; 0: no bound per uid */
     atomic_size_t mapped;       /* regions mapped, registered or not */
     atomic_size_t mapped_bytes; /* their bytes */
     gxd_shm_stats stats;
@@ -82,13 +85,20 @@ struct gxd_shm {
  * client may register; limits.shm_bytes, every client's regions together);
  * installs the SIGBUS handler once per process. GX_OK or GX_EINTERNAL. */
 int gxd_shm_init(gxd_shm *s, size_t max_per_client, size_t max_bytes);
+/* The bounds over all the connections of one uid together
+ * (limits.shm_regions_per_uid, limits.shm_bytes_per_uid; 0: none beyond
+ * the per-client and the daemon's). Registered regions stay; later
+ * registrations see them. */
+void gxd_shm_set_uid_limits(gxd_shm *s, size_t max_per_uid, size_t max_bytes_per_uid);
 /* Drops every registered region (those jobs still hold go with them). */
 void gxd_shm_fini(gxd_shm *s);
 
 /* SHM_REGISTER: open /dev/shm/<name> (name checked by
  * gx_wire_shm_name_ok), check that uid owns it, that it is a regular file
  * with no permission for others and at least bytes long, and map its
- * first bytes. GX_OK, or GX_EPERM / GX_ENOTFOUND / GX_ELIMIT / GX_EINVAL /
+ * first bytes. The limits count the client's regions, and every region
+ * of its uid (any connection), and the bytes mapped in all and for its
+ * uid. GX_OK, or GX_EPERM / GX_ENOTFOUND / GX_ELIMIT / GX_EINVAL /
  * GX_EBUSY (the name is registered by this client already) with err. */
 int gxd_shm_register(gxd_shm *s, const void *identity, size_t identity_len, uid_t uid,
                      const char *name, size_t bytes, char *err, size_t errlen);

@@ -82,6 +82,7 @@ reads it again and applies
 .Cm limits.client_graphs ,
 .Cm limits.client_memory_bytes ,
 .Cm limits.client_jobs ,
+.Cm limits.uid_jobs ,
 .Cm shutdown_grace_ms
 and
 .Cm metrics.listen

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "daemon/queue.h"
+#include "gexec/client.h"
+#include "gexec/graph.h"
 #include "tests/testutil.h"
 
 static gxd_job *s_job(const char *client, uint64_t id, int prio, size_t bytes, int64_t deadline)
@@ -145,6 +147,116 @@ START_TEST(test_clients_take_turns)
 }
 END_TEST
 
+/* A job of client from the given uid (none: uid < 0). */
+static gxd_job *s_uid_job(const char *client, uint64_t id, long uid)
+{
+    gxd_job *j = s_job(client, id, 0, 1, 0);
+    j->has_uid = uid >= 0;
+    j->uid = uid >= 0 ? (uid_t)uid : 0;
+    return j;
+}
+
+/* limits.uid_jobs: the connections of one uid share the bound (a second
+ * connection is no way around it), another uid and the unidentified (tcp)
+ * are not held by it; a pop makes room again. */
+START_TEST(test_uid_bound)
+{
+    gxd_queue q;
+    char err[256];
+    gxd_queue_init(&q, 100, 1 << 20);
+    gxd_queue_set_client_max(&q, 2);
+    gxd_queue_set_uid_max(&q, 3);
+    ck_assert_int_eq(gxd_queue_push(&q, s_uid_job("a", 1, 1000), err, sizeof err), GX_OK);
+    ck_assert_int_eq(gxd_queue_push(&q, s_uid_job("a", 2, 1000), err, sizeof err), GX_OK);
+    ck_assert_int_eq(gxd_queue_push(&q, s_uid_job("b", 1, 1000), err, sizeof err), GX_OK);
+    gxd_job *j = s_uid_job("b", 2, 1000); /* b has 1 of 2, but uid 1000 has 3 of 3 */
+    ck_assert_int_eq(gxd_queue_push(&q, j, err, sizeof err), GX_ELIMIT);
+    ck_assert_msg(strstr(err, "uid 1000 has 3 jobs queued") && strstr(err, "limits.uid_jobs"),
+                  "%s", err);
+    gxd_job_destroy(&j);
+    j = s_uid_job("a", 3, 1000); /* the client's own bound speaks first */
+    ck_assert_int_eq(gxd_queue_push(&q, j, err, sizeof err), GX_ELIMIT);
+    ck_assert_ptr_nonnull(strstr(err, "limits.client_jobs"));
+    gxd_job_destroy(&j);
+    ck_assert_int_eq(gxd_queue_push(&q, s_uid_job("c", 1, 1001), err, sizeof err), GX_OK);
+    ck_assert_int_eq(gxd_queue_push(&q, s_uid_job("tcp", 1, -1), err, sizeof err), GX_OK);
+    ck_assert_int_eq(gxd_queue_push(&q, s_uid_job("tcp2", 1, -1), err, sizeof err), GX_OK);
+    j = gxd_queue_pop(&q);
+    gxd_job_destroy(&j);
+    ck_assert_int_eq(gxd_queue_push(&q, s_uid_job("b", 3, 1000), err, sizeof err), GX_OK);
+    gxd_queue_set_uid_max(&q, 0); /* off: only the client's bound */
+    ck_assert_int_eq(gxd_queue_push(&q, s_uid_job("d", 1, 1000), err, sizeof err), GX_OK);
+    s_free_list(gxd_queue_close(&q));
+    gxd_queue_fini(&q);
+}
+END_TEST
+
+/* A Relu job on x[1,4] from c (the caller waits for and destroys it). */
+static gx_job *s_submit(gx_client *c, const gx_graph *g, const gx_tensor *x)
+{
+    gx_request *rq = gx_request_new();
+    gx_request_set_graph(rq, g);
+    gx_request_add_input(rq, "x", x);
+    gx_job *j = NULL;
+    ck_assert_int_eq(gx_client_submit(c, rq, &j), GX_OK);
+    gx_request_destroy(&rq);
+    return j;
+}
+
+/* limits.uid_jobs against a daemon: the daemon takes the uid from each ipc
+ * connection, so two connections of this test's user share the bound
+ * while the one worker is held; the refusal names the limit, the queued
+ * jobs all run, and the connection that was refused is served after. */
+START_TEST(test_uid_jobs_daemon)
+{
+    gxt_daemon d;
+    gxt_daemon_start_yaml(&d, "limits:\n  client_jobs: 2\n  uid_jobs: 3\n",
+                          (const char *[]){"--cpus", "0", NULL});
+    gx_client *hold = gxt_client(&d), *watch = gxt_client(&d);
+    gx_client *c1 = gxt_client(&d), *c2 = gxt_client(&d);
+    gx_graph *g = gx_graph_new("relu");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){1, 4});
+    gx_graph_add_node(g, "Relu", NULL, 1, (const char *[]){"x"}, 1, (const char *[]){"y"});
+    gx_graph_add_output(g, "y");
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4});
+    float *xp = gx_tensor_data(x);
+    for (int i = 0; i < 4; i++)
+        xp[i] = (float)i - 2.0f;
+    gxt_hold h;
+    gxt_hold_start(&h, hold, watch); /* the hold is the worker's: not queued */
+    gx_job *j[4];
+    j[0] = s_submit(c1, g, x);
+    j[1] = s_submit(c1, g, x);
+    gxt_wait_stats(watch, "\"queue_length\":2");
+    j[2] = s_submit(c2, g, x);
+    gxt_wait_stats(watch, "\"queue_length\":3");
+    j[3] = s_submit(c2, g, x); /* c2 has 1 of its 2, the uid 3 of 3 */
+    gx_result *r = NULL;
+    ck_assert_int_eq(gx_job_wait(j[3], 60000, &r), GX_ELIMIT);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(strstr(gx_result_message(r), "limits.uid_jobs"), "%s", gx_result_message(r));
+    gx_result_destroy(&r);
+    gx_job_destroy(&j[3]);
+    gxt_hold_release(&h);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(gx_job_wait(j[i], 60000, &r), GX_OK);
+        ck_assert_float_eq(((const float *)gx_tensor_cdata(gx_result_output(r, 0)))[3], 1.0f);
+        gx_result_destroy(&r);
+        gx_job_destroy(&j[i]);
+    }
+    j[3] = s_submit(c2, g, x); /* room again */
+    ck_assert_int_eq(gx_job_wait(j[3], 60000, NULL), GX_OK);
+    gx_job_destroy(&j[3]);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c1);
+    gx_client_destroy(&c2);
+    gx_client_destroy(&hold);
+    gx_client_destroy(&watch);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 static void *s_popper(void *arg)
 {
     return gxd_queue_pop(arg);
@@ -175,7 +287,12 @@ Suite *queue_suite(void)
     tcase_add_test(tc, test_bounds);
     tcase_add_test(tc, test_remove_and_expire);
     tcase_add_test(tc, test_clients_take_turns);
+    tcase_add_test(tc, test_uid_bound);
     tcase_add_test(tc, test_close_wakes_poppers);
     suite_add_tcase(s, tc);
+    TCase *td = tcase_create("daemon");
+    tcase_set_timeout(td, 120);
+    tcase_add_test(td, test_uid_jobs_daemon);
+    suite_add_tcase(s, td);
     return s;
 }

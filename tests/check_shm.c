@@ -513,6 +513,63 @@ START_TEST(test_shm_limits)
 }
 END_TEST
 
+/* limits.shm_regions_per_uid and limits.shm_bytes_per_uid: two
+ * connections of one user (this test's) together hit them, each below its
+ * own limits.shm_regions_per_client; the refusal names the limit, and the
+ * daemon goes on serving both (a region unregistered makes room). */
+START_TEST(test_shm_uid_limits)
+{
+    gxt_daemon d;
+    gxt_daemon_start_yaml(&d,
+                          "limits:\n  shm_regions_per_client: 2\n  shm_regions_per_uid: 3\n"
+                          "  shm_bytes_per_uid: 3M\n  shm_bytes: 16M\n",
+                          NULL);
+    gx_client *c1 = gxt_client(&d), *c2 = gxt_client(&d);
+    char err[256];
+    gx_shm *s[5];
+    for (int i = 0; i < 5; i++)
+        ck_assert_ptr_nonnull(s[i] = gx_shm_new(i == 4 ? 2 << 20 : 1 << 20, err, sizeof err));
+    ck_assert_int_eq(gx_client_shm_register(c1, s[0]), GX_OK);
+    ck_assert_int_eq(gx_client_shm_register(c1, s[1]), GX_OK);
+    ck_assert_int_eq(gx_client_shm_register(c2, s[2]), GX_OK);
+    /* c2 has 1 of its 2, but the uid has 3 of 3 */
+    ck_assert_int_eq(gx_client_shm_register(c2, s[3]), GX_ELIMIT);
+    ck_assert_msg(strstr(gx_client_last_error(c2), "limits.shm_regions_per_uid"), "%s",
+                  gx_client_last_error(c2));
+    ck_assert_int_eq(gx_client_shm_unregister(c1, s[1]), GX_OK);
+    /* 2 regions now, 2 MiB: 2 MiB more is past the uid's 3 MiB */
+    ck_assert_int_eq(gx_client_shm_register(c2, s[4]), GX_ELIMIT);
+    ck_assert_msg(strstr(gx_client_last_error(c2), "limits.shm_bytes_per_uid"), "%s",
+                  gx_client_last_error(c2));
+    ck_assert_int_eq(gx_client_shm_register(c2, s[3]), GX_OK); /* 1 MiB fits */
+    ck_assert_int_eq(gxt_stat(c1, "shm.regions"), 3);
+    /* both connections still served: c2's own region for its 1 MiB input
+     * is refused too (the uid's 3 regions), so the input goes over the socket */
+    gx_graph *g = s_affine(1 << 18);
+    gx_tensor *x = s_random(GX_F32, 2, (int64_t[]){1, 1 << 18}, 5);
+    size_t len;
+    unsigned char *y = s_run(c2, g, 1, (const char *[]){"x"}, &x, &len);
+    const float *xp = gx_tensor_cdata(x), *yp = (const float *)y;
+    ck_assert_uint_eq(len, 1u << 20);
+    for (int i = 0; i < 1 << 18; i += 4099)
+        ck_assert_float_eq(yp[i], xp[i] * 2.0f + 1.0f);
+    free(y);
+    ck_assert_int_eq(gx_client_ping(c1), GX_OK);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    /* c1 gone: its region goes, and the uid may register again */
+    gx_client_destroy(&c1);
+    gx_client *c3 = gxt_client(&d);
+    gxt_wait_stats(c3, "\"regions\":2");
+    ck_assert_int_eq(gx_client_shm_register(c3, s[1]), GX_OK);
+    for (int i = 0; i < 5; i++)
+        gx_shm_destroy(&s[i]);
+    gx_client_destroy(&c2);
+    gx_client_destroy(&c3);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 /* A region truncated while mapped: touching it raises SIGBUS, which the
  * daemon's handler turns into zero pages and a fault mark; the region is
  * refused from then on. In process, so the access is not left to chance. */
@@ -560,6 +617,7 @@ Suite *shm_suite(void)
     tcase_add_test(tc, test_shm_hostile);
     tcase_add_test(tc, test_shm_killed_client);
     tcase_add_test(tc, test_shm_limits);
+    tcase_add_test(tc, test_shm_uid_limits);
     tcase_add_test(tc, test_shm_truncated_while_mapped);
     suite_add_tcase(s, tc);
     return s;
