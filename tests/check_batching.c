@@ -247,7 +247,8 @@ START_TEST(test_priority_deadline_bad_cancel)
     for (int i = 0; i < 3; i++) {
         ck_assert_msg(m[i].rc == GX_OK, "member %d: %s", i,
                       m[i].r ? gx_result_message(m[i].r) : "no reply");
-        ck_assert_int_eq(gx_result_info(m[i].r)->batched, 3);
+        ck_assert_msg(gx_result_info(m[i].r)->batched == 3, "member %d batched %d: %s", i,
+                      gx_result_info(m[i].r)->batched, gx_result_info(m[i].r)->reason);
         ck_assert(s_same(m[i].r, ref[i]));
         gx_result_destroy(&ref[i]);
     }
