@@ -187,9 +187,14 @@ int gxt_daemon_stop(gxt_daemon *d)
     if (d->pid > 0) {
         kill(d->pid, SIGTERM);
         int st = 0;
-        /* up to a minute: a loaded machine (two CPU hogs beside the suite)
-         * can stretch a clean shutdown well past a few seconds */
-        for (int i = 0; i < 3000; i++) {
+        /* up to a minute, times Check's CK_TIMEOUT_MULTIPLIER: a loaded
+         * machine (two CPU hogs beside the suite) can stretch a clean
+         * shutdown well past a few seconds, and a sanitizer build more (under
+         * ThreadSanitizer the artifact writes a clean stop finishes took over
+         * a minute after check_modes' shutdown test) */
+        const char *mul = getenv("CK_TIMEOUT_MULTIPLIER");
+        const int tries = 3000 * (mul && atoi(mul) > 1 ? atoi(mul) : 1);
+        for (int i = 0; i < tries; i++) {
             if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
                 result = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
                 d->pid = 0;
