@@ -56,6 +56,12 @@
 /* Far above any op's attribute count; bounds the builder's duplicate check,
  * which is quadratic. */
 #define S_MAX_ATTRS 256
+/* Model-local functions calling functions (a function calling itself ends
+ * here), and the nodes all calls may add, so that a few nested functions
+ * each calling the next many times cannot grow a small file without
+ * bound. */
+#define S_MAX_FN_DEPTH 16
+#define S_MAX_INLINED ((size_t)1 << 20)
 /* Room for the list of unsupported features in one message. */
 #define S_MAX_LIST 2048
 
@@ -91,6 +97,10 @@ typedef struct s_ctx {
     const Onnx__GraphProto *nchwc_graph; /* the graph nchwc_block was found for */
     int nchwc_block;                     /* its NCHWc block size (s_nchwc_block) */
     size_t n_unused;
+    /* the model's functions (ModelProto.functions), inlined where called */
+    Onnx__FunctionProto **functions;
+    size_t n_functions;
+    size_t n_inlined, n_calls; /* nodes inlined and calls so far */
     /* strings made here (node and value names), freed at the end */
     char **owned;
     size_t n_owned, cap_owned;
@@ -3915,6 +3925,302 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
     return rc;
 }
 
+/* ---- model-local functions ---------------------------------------------- */
+
+/* A node calling one of the model's functions (ModelProto.functions) is
+ * replaced by the function's body, as ONNX Runtime inlines it: the body's
+ * inputs and outputs become the caller's, every other name of the body
+ * gets the caller's name in front ("layer1/t3", made unique), attributes
+ * referring to the function's (ref_attr_name) take the caller's value, else
+ * the function's default, else are left out, and the body's nodes are read
+ * with the opsets the function imports. A body node may call a function in
+ * turn (S_MAX_FN_DEPTH deep); subgraph attributes inside a body (an If in a
+ * function) are refused. */
+
+/* The k-th length-delimited field numbered num of m that the generated
+ * code does not know (fields newer than Debian's onnx.proto:
+ * FunctionProto.attribute_proto is 11 and .overload 13, NodeProto.overload
+ * 8); false if there is none. */
+static bool s_unknown_field(const ProtobufCMessage *m, uint32_t num, size_t k,
+                            ProtobufCBinaryData *out)
+{
+    for (unsigned i = 0; i < m->n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *f = &m->unknown_fields[i];
+        if (f->tag != num || f->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED || k-- != 0)
+            continue;
+        /* protobuf-c keeps the length prefix in data */
+        const uint8_t *p = f->data, *end = f->data + f->len;
+        uint64_t len;
+        if (!s_varint(&p, end, &len) || len != (uint64_t)(end - p))
+            return false;
+        *out = (ProtobufCBinaryData){.len = (size_t)len, .data = (uint8_t *)p};
+        return true;
+    }
+    return false;
+}
+
+/* The function np calls (same domain, name and overload), or NULL. */
+static const Onnx__FunctionProto *s_function_find(const s_ctx *c, const Onnx__NodeProto *np)
+{
+    ProtobufCBinaryData want = {0}, have;
+    s_unknown_field(&np->base, 8, 0, &want);
+    for (size_t i = 0; i < c->n_functions; i++) {
+        const Onnx__FunctionProto *f = c->functions[i];
+        if (!f || strcmp(s_str(f->name), s_str(np->op_type)) != 0 ||
+            strcmp(s_str(f->domain), s_str(np->domain)) != 0)
+            continue;
+        have = (ProtobufCBinaryData){0};
+        s_unknown_field(&f->base, 13, 0, &have);
+        if (have.len == want.len && (!want.len || memcmp(have.data, want.data, want.len) == 0))
+            return f;
+    }
+    return NULL;
+}
+
+/* One call being inlined: the body's names and what they became. */
+typedef struct s_call {
+    const char *label; /* the caller's name, in front of the body's names */
+    struct {
+        const char *from, *to;
+    } *map;
+    size_t n, cap;
+    Onnx__AttributeProto **defaults; /* the function's attribute defaults */
+    size_t n_defaults;
+} s_call;
+
+static bool s_call_map(s_call *k, const char *from, const char *to)
+{
+    if (!gx_grow(&k->map, &k->cap, k->n + 1, sizeof *k->map))
+        return false;
+    k->map[k->n].from = from;
+    k->map[k->n++].to = to;
+    return true;
+}
+
+/* What the body's name `from` is in the caller's graph (a new name the
+ * first time); NULL on ENOMEM. */
+static const char *s_call_name(s_ctx *c, s_call *k, const char *from)
+{
+    if (!*from)
+        return from; /* an omitted optional input or output */
+    for (size_t i = 0; i < k->n; i++)
+        if (strcmp(k->map[i].from, from) == 0)
+            return k->map[i].to;
+    char *to = s_own(c, "%.200s/%.200s", k->label, from);
+    for (unsigned u = 2; to && s_set_has(&c->values, to); u++)
+        to = s_own(c, "%.200s/%.200s#%u", k->label, from, u);
+    if (!to || !s_set_add(&c->values, to) || !s_call_map(k, from, to))
+        return NULL;
+    return to;
+}
+
+static void s_call_fini(s_call *k)
+{
+    for (size_t i = 0; i < k->n_defaults; i++)
+        protobuf_c_message_free_unpacked(&k->defaults[i]->base, NULL);
+    free(k->defaults);
+    free(k->map);
+}
+
+/* The function's attribute defaults (attribute_proto, IR version 9). */
+static int s_call_defaults(s_ctx *c, s_call *k, const Onnx__FunctionProto *f, const char *path)
+{
+    ProtobufCBinaryData b = {0};
+    size_t n = 0;
+    while (s_unknown_field(&f->base, 11, n, &b))
+        n++;
+    if (n > S_MAX_ATTRS)
+        return s_fail(c, GX_ELIMIT, path, "%zu attribute defaults (at most %d)", n, S_MAX_ATTRS);
+    if (n && !(k->defaults = calloc(n, sizeof *k->defaults)))
+        return s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        int rc;
+        s_unknown_field(&f->base, 11, i, &b);
+        ProtobufCMessage *m = s_decode(c, b.data, b.len, &onnx__attribute_proto__descriptor, &rc);
+        if (!m)
+            return s_fail(c, rc, path, "attribute default %zu: %s", i, c->last);
+        k->defaults[k->n_defaults++] = (Onnx__AttributeProto *)m;
+    }
+    return GX_OK;
+}
+
+/* Attribute a of a body node as the call gives it: itself, or (a reference
+ * to the function's attribute) the caller's or the default's value under
+ * a's name in *tmp; NULL when the reference has neither. */
+static const Onnx__AttributeProto *s_call_attr(const s_call *k, const Onnx__NodeProto *caller,
+                                               const Onnx__AttributeProto *a,
+                                               Onnx__AttributeProto *tmp)
+{
+    if (!a->ref_attr_name || !*a->ref_attr_name)
+        return a;
+    const Onnx__AttributeProto *v = NULL;
+    for (size_t i = 0; i < caller->n_attribute && !v; i++)
+        if (caller->attribute[i] && caller->attribute[i]->name &&
+            strcmp(caller->attribute[i]->name, a->ref_attr_name) == 0)
+            v = caller->attribute[i];
+    for (size_t i = 0; i < k->n_defaults && !v; i++)
+        if (k->defaults[i]->name && strcmp(k->defaults[i]->name, a->ref_attr_name) == 0)
+            v = k->defaults[i];
+    if (!v)
+        return NULL;
+    *tmp = *v;
+    tmp->name = a->name;
+    return tmp;
+}
+
+/* The opsets a function's body is read with: its own imports, then the
+ * model's domains it does not name. The caller restores c's. */
+static int s_call_opsets(s_ctx *c, const Onnx__FunctionProto *f, const char *path,
+                         s_domain **doms)
+{
+    if (!f->n_opset_import)
+        return GX_OK;
+    if (!(*doms = calloc(f->n_opset_import + c->n_domains + 1, sizeof **doms)))
+        return s_fail(c, GX_ENOMEM, path, "out of memory");
+    size_t nd = 0;
+    for (size_t i = 0; i < f->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = f->opset_import[i];
+        if (!o)
+            return s_fail(c, GX_EFORMAT, path, "opset_import %zu is empty", i);
+        const char *dom = s_str(o->domain);
+        int64_t v = o->has_version ? o->version : 0;
+        if (!*dom || strcmp(dom, "ai.onnx") == 0) {
+            c->has_opset = true;
+            c->opset = v;
+        } else {
+            (*doms)[nd++] = (s_domain){.name = dom, .version = v};
+        }
+    }
+    for (size_t i = 0; i < c->n_domains; i++) {
+        bool named = false;
+        for (size_t j = 0; j < nd && !named; j++)
+            named = strcmp((*doms)[j].name, c->domains[i].name) == 0;
+        if (!named)
+            (*doms)[nd++] = c->domains[i];
+    }
+    c->domains = *doms;
+    c->n_domains = nd;
+    return GX_OK;
+}
+
+static int s_node_or_call(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
+                          const char *gpath, int depth, s_set *node_names, int level);
+
+/* Body node b of call k as a node of the caller's graph, read by s_node
+ * (or inlined in turn). */
+static int s_call_node(s_ctx *c, gx_graph *g, s_call *k, const Onnx__NodeProto *caller,
+                       const Onnx__NodeProto *b, size_t idx, const char *path, int depth,
+                       s_set *node_names, int level)
+{
+    Onnx__NodeProto n = *b;
+    Onnx__AttributeProto *tmp = calloc(b->n_attribute + 1, sizeof *tmp);
+    n.input = calloc(b->n_input + 1, sizeof *n.input);
+    n.output = calloc(b->n_output + 1, sizeof *n.output);
+    n.attribute = calloc(b->n_attribute + 1, sizeof *n.attribute);
+    n.n_attribute = 0;
+    int rc = GX_OK;
+    if (!tmp || !n.input || !n.output || !n.attribute)
+        rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < b->n_input && rc == GX_OK; i++)
+        if (b->input[i] && !(n.input[i] = (char *)s_call_name(c, k, b->input[i])))
+            rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < b->n_output && rc == GX_OK; i++)
+        if (b->output[i] && !(n.output[i] = (char *)s_call_name(c, k, b->output[i])))
+            rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < b->n_attribute && rc == GX_OK; i++) {
+        const Onnx__AttributeProto *a = b->attribute[i];
+        if (a && (a->g || a->n_graphs))
+            rc = s_fail(c, GX_EUNSUPPORTED, path,
+                        "node %zu (%.60s) of the function has a subgraph attribute '%.100s': "
+                        "subgraphs inside model-local functions are not supported",
+                        idx, s_str(b->op_type), s_str(a->name));
+        else if (!a)
+            n.attribute[n.n_attribute++] = NULL; /* s_node reports it */
+        else if ((a = s_call_attr(k, caller, a, &tmp[i])))
+            n.attribute[n.n_attribute++] = (Onnx__AttributeProto *)a;
+    }
+    /* the node's name: the caller's in front, unique in the graph */
+    const char *base = b->name && *b->name ? b->name : s_own(c, "%.60s_%zu", s_str(b->op_type), idx);
+    char *name = base ? s_own(c, "%.200s/%.200s", k->label, base) : NULL;
+    for (unsigned u = 2; name && s_set_has(node_names, name); u++)
+        name = s_own(c, "%.200s/%.200s#%u", k->label, base, u);
+    if (rc == GX_OK && (!name || !s_set_add(node_names, name)))
+        rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+    n.name = name;
+    if (rc == GX_OK)
+        rc = s_collect(c, s_node_or_call(c, g, &n, idx, path, depth, node_names, level + 1));
+    free(tmp);
+    free(n.input);
+    free(n.output);
+    free(n.attribute);
+    return rc;
+}
+
+/* np calls f: f's body into g (see above). */
+static int s_inline(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np,
+                    const Onnx__FunctionProto *f, size_t idx, const char *gpath, int depth,
+                    s_set *node_names, int level)
+{
+    char path[640];
+    const char *name = s_str(np->name);
+    snprintf(path, sizeof path, "%.400s.node[%zu] (%.60s '%.100s'): function '%.60s'", gpath,
+             idx, s_str(np->op_type), name, s_str(f->name));
+    if (level >= S_MAX_FN_DEPTH)
+        return s_fail(c, GX_ELIMIT, path,
+                      "functions called more than %d deep (does a function call itself?)",
+                      S_MAX_FN_DEPTH);
+    if (np->n_input > f->n_input || np->n_output > f->n_output)
+        return s_fail(c, GX_EFORMAT, path,
+                      "%zu inputs and %zu outputs for a function of %zu and %zu", np->n_input,
+                      np->n_output, f->n_input, f->n_output);
+    if (f->n_node > S_MAX_INLINED - c->n_inlined)
+        return s_fail(c, GX_ELIMIT, path,
+                      "the model's function calls add more than %zu nodes", S_MAX_INLINED);
+    c->n_inlined += f->n_node;
+    s_call k = {.label = *name ? name : s_own(c, "%.60s_%zu", s_str(f->name), c->n_calls)};
+    c->n_calls++;
+    int rc = k.label ? GX_OK : s_fail(c, GX_ENOMEM, path, "out of memory");
+    /* the body's inputs and outputs are the caller's */
+    for (size_t i = 0; i < f->n_input + f->n_output && rc == GX_OK; i++) {
+        bool in = i < f->n_input;
+        size_t j = in ? i : i - f->n_input;
+        const char *formal = in ? f->input[j] : f->output[j];
+        const char *actual = in ? (j < np->n_input ? np->input[j] : "")
+                                : (j < np->n_output ? np->output[j] : "");
+        if (!formal || !*formal || !actual)
+            rc = s_fail(c, GX_EFORMAT, path, "%s %zu has no name", in ? "input" : "output", j);
+        else if ((in || *actual) && !s_call_map(&k, formal, actual))
+            rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+    }
+    if (rc == GX_OK)
+        rc = s_call_defaults(c, &k, f, path);
+    bool has_opset = c->has_opset;
+    int64_t opset = c->opset;
+    s_domain *domains = c->domains, *doms = NULL;
+    size_t n_domains = c->n_domains;
+    if (rc == GX_OK)
+        rc = s_call_opsets(c, f, path, &doms);
+    for (size_t i = 0; i < f->n_node && rc == GX_OK; i++)
+        rc = f->node[i] ? s_call_node(c, g, &k, np, f->node[i], i, path, depth, node_names, level)
+                        : s_fail(c, GX_EFORMAT, path, "node %zu is empty", i);
+    c->has_opset = has_opset;
+    c->opset = opset;
+    c->domains = domains;
+    c->n_domains = n_domains;
+    free(doms);
+    s_call_fini(&k);
+    return rc;
+}
+
+/* np, or the body of the function it calls. */
+static int s_node_or_call(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
+                          const char *gpath, int depth, s_set *node_names, int level)
+{
+    const Onnx__FunctionProto *f = c->n_functions ? s_function_find(c, np) : NULL;
+    return f ? s_inline(c, g, np, f, idx, gpath, depth, node_names, level)
+             : s_node(c, g, np, idx, gpath, depth, node_names);
+}
+
 /* gp into a new graph (*out). Entries with missing features are collected
  * (then *out is NULL and GX_OK returned, unless another error ends it). */
 static int s_graph(s_ctx *c, const Onnx__GraphProto *gp, const char *path, int depth, bool top,
@@ -3964,7 +4270,7 @@ static int s_graph(s_ctx *c, const Onnx__GraphProto *gp, const char *path, int d
         if (!gp->node[i])
             rc = s_fail(c, GX_EFORMAT, path, "node %zu is empty", i);
         else
-            rc = s_collect(c, s_node(c, g, gp->node[i], i, path, depth, &node_names));
+            rc = s_collect(c, s_node_or_call(c, g, gp->node[i], i, path, depth, &node_names, 0));
     }
     c->graph = outer;
     for (size_t i = 0; i < gp->n_output && rc == GX_OK; i++) {
@@ -4030,6 +4336,8 @@ static int s_parse_model(const void *buf, size_t len, const char *base_dir, cons
     if (!m)
         return s_report(&c, rc, err, errlen);
     c.main = m->graph;
+    c.functions = m->functions;
+    c.n_functions = m->n_functions;
     if (!m->graph)
         rc = s_fail(&c, GX_EFORMAT, NULL, "the model has no graph");
     else if ((rc = s_opsets(&c, m)) == GX_OK) {

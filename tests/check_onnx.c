@@ -1584,6 +1584,164 @@ static gx_tensor *s_cv_f32(int ndim, const int64_t *shape, const float *v)
     return t;
 }
 
+/* ---- model-local functions ---------------------------------------------- */
+
+/* A function of domain local.fn in m (ins and outs as s_node's). */
+static Onnx__FunctionProto *s_function(Onnx__ModelProto *m, const char *name, const char *ins,
+                                       const char *outs)
+{
+    Onnx__FunctionProto *f = s_new(sizeof *f);
+    onnx__function_proto__init(f);
+    f->name = s_str(name);
+    f->domain = s_str("local.fn");
+    f->input = s_names(ins, &f->n_input);
+    f->output = s_names(outs, &f->n_output);
+    f->node = s_new(CAP * sizeof *f->node);
+    f->attribute = s_new(CAP * sizeof *f->attribute);
+    f->opset_import = s_new(CAP * sizeof *f->opset_import);
+    if (!m->functions)
+        m->functions = s_new(CAP * sizeof *m->functions);
+    m->functions[m->n_functions++] = f;
+    return f;
+}
+
+/* A node calling function op of local.fn. */
+static Onnx__NodeProto *s_call(const char *op, const char *name, const char *ins,
+                               const char *outs)
+{
+    Onnx__NodeProto *n = s_node(op, name, ins, outs);
+    n->domain = s_str("local.fn");
+    return n;
+}
+
+/* Attribute name of n referring to the function's attribute ref. */
+static void s_attr_ref(Onnx__NodeProto *n, const char *name, const char *ref, int type)
+{
+    s_attr(n, name, type)->ref_attr_name = s_str(ref);
+}
+
+static void s_opset(Onnx__OperatorSetIdProto ***list, size_t *n, const char *domain, int64_t v)
+{
+    Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
+    onnx__operator_set_id_proto__init(o);
+    o->domain = s_str(domain);
+    o->has_version = 1;
+    o->version = v;
+    (*list)[(*n)++] = o;
+}
+
+/* Functions are inlined where called: inputs, outputs and attributes
+ * (the caller's, else the default of IR 9's attribute_proto, a field
+ * Debian's onnx.proto lacks) passed, the body's names made unique beside
+ * the graph's, functions calling functions, and each body read with its
+ * own opsets; recursion, subgraphs in bodies and wrong arities refused. */
+START_TEST(test_onnx_functions)
+{
+    const int64_t d23[2] = {2, 3}, d1[1] = {1}, d2[1] = {2};
+    static const float xv[6] = {-1, 2, -3, 4, -5, 6};
+    Onnx__GraphProto *g = s_graph("fn");
+    Onnx__ModelProto *m = s_model(g, "", 18);
+    s_opset(&m->opset_import, &m->n_opset_import, "local.fn", 1);
+    s_cv_input(g, "x", F32, 2, d23);
+    ADD(g, initializer, s_f32("s", 1, d1, (float[]){2}, 1));
+    /* ScaledRelu(X, S) = LeakyRelu(X * S, alpha = slope), slope 0.5 by default */
+    Onnx__FunctionProto *f = s_function(m, "ScaledRelu", "X,S", "Y");
+    f->attribute[f->n_attribute++] = s_str("slope");
+    Onnx__NodeProto *n;
+    ADD(f, node, s_node("Mul", NULL, "X,S", "t"));
+    ADD(f, node, n = s_node("LeakyRelu", "act", "t", "Y"));
+    s_attr_ref(n, "alpha", "slope", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    Onnx__AttributeProto *def = s_new(sizeof *def);
+    onnx__attribute_proto__init(def);
+    def->name = s_str("slope");
+    def->has_type = 1;
+    def->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    def->has_f = 1;
+    def->f = 0.5f;
+    ProtobufCMessageUnknownField *uf = s_new(sizeof *uf);
+    uf->tag = 11;
+    uf->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+    size_t len;
+    uint8_t *bytes = s_pack(&def->base, &len);
+    ck_assert_uint_lt(len, 128); /* a one-byte length prefix */
+    uf->data = s_new(len + 1); /* protobuf-c keeps the prefix in data */
+    uf->data[0] = (uint8_t)len;
+    memcpy(uf->data + 1, bytes, len);
+    uf->len = len + 1;
+    f->base.n_unknown_fields = 1;
+    f->base.unknown_fields = uf;
+    /* Outer(X, S) = -ReduceSum(Softmax(ScaledRelu(X, S, slope = slope2),
+     * axis 0), axis 1), read with opset 12: Softmax over X as [1, 6] (from
+     * opset 13 on, over axis 0 alone) */
+    f = s_function(m, "Outer", "X,S", "Y");
+    f->attribute[f->n_attribute++] = s_str("slope2");
+    s_opset(&f->opset_import, &f->n_opset_import, "", 12);
+    ADD(f, node, n = s_call("ScaledRelu", "inner", "X,S", "u"));
+    s_attr_ref(n, "slope", "slope2", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    ADD(f, node, n = s_node("Softmax", NULL, "u", "sm"));
+    s_attr_i(n, "axis", 0);
+    ADD(f, node, n = s_node("ReduceSum", NULL, "sm", "r"));
+    s_attr_is(n, "axes", 1, (int64_t[]){1});
+    s_attr_i(n, "keepdims", 0);
+    ADD(f, node, s_node("Neg", NULL, "r", "Y"));
+    /* the graph: a value named as n1's t would be once inlined */
+    ADD(g, node, s_node("Sub", NULL, "x,x", "n1/t"));
+    ADD(g, node, n = s_call("ScaledRelu", "n1", "x,s", "a"));
+    s_attr_f(n, "slope", 0.1f);
+    ADD(g, node, s_node("Add", NULL, "a,n1/t", "a2"));
+    ADD(g, node, s_call("ScaledRelu", "n2", "a2,s", "y"));
+    ADD(g, node, n = s_call("Outer", NULL, "y,s", "z"));
+    s_attr_f(n, "slope2", 0.25f);
+    ADD(g, output, s_vi("z", NULL));
+    /* a = leaky_0.1(2x); y = leaky_0.5(2a); u = leaky_0.25(2y);
+     * z = -(row sums of the softmax of all six u) */
+    double u[6], total = 0, want[2] = {0, 0};
+    for (int i = 0; i < 6; i++) {
+        double v = 2.0 * xv[i];
+        v = v < 0 ? 0.1 * v : v;
+        v *= 2;
+        v = v < 0 ? 0.5 * v : v;
+        v *= 2;
+        u[i] = exp(v < 0 ? 0.25 * v : v);
+        total += u[i];
+    }
+    for (int i = 0; i < 6; i++)
+        want[i / 3] -= u[i] / total;
+    s_cv_check("functions", m, 1, (gx_tensor *[]){s_cv_f32(2, d23, xv)}, 0, GX_F32, 1, d2, want);
+
+    /* the refusals */
+    char err[2048];
+    gx_graph *out = NULL;
+    g = s_graph("fn");
+    m = s_model(g, "", 18);
+    s_cv_input(g, "x", F32, 2, d23);
+    ADD(g, node, s_call("Self", "me", "x", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    f = s_function(m, "Self", "X", "Y");
+    ADD(f, node, s_call("Self", "again", "X", "Y"));
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_ELIMIT, err, "function 'Self'",
+               "more than 16 deep");
+    f->node[0] = s_node("If", NULL, "X", "Y");
+    Onnx__AttributeProto *a = s_attr(f->node[0], "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = s_graph("then");
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err, "(If)",
+               "subgraphs inside model-local functions are not supported");
+    f->node[0] = s_node("Frob", NULL, "X", "Y");
+    f->node[0]->domain = s_str("com.example");
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err,
+               "graph.node[0] (Self 'me'): function 'Self'.node[0] (Frob 'me/Frob_0')",
+               "operator domain 'com.example' is not supported");
+    f->node[0] = s_node("Relu", NULL, "X", "Y");
+    g->node[0] = s_call("Self", "me", "x,x", "y");
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EFORMAT, err,
+               "2 inputs and 1 outputs for a function of 1 and 1");
+    g->node[0] = s_call("Self", "me", "x", "y");
+    ck_assert_int_eq(s_parse(m, &out, err, sizeof err), GX_OK);
+    ck_assert_uint_eq(gx_graph_node_count(out), 1);
+    gx_graph_destroy(&out);
+}
+END_TEST
+
 /* Softmax, LogSoftmax and Hardmax before 13 work on the input coerced to
  * 2-D at axis; from 13 on one axis. */
 START_TEST(test_onnx_convert_softmax)
@@ -2703,6 +2861,7 @@ Suite *onnx_suite(void)
     tcase_add_test(tc, test_onnx_convert_ms_norms);
     tcase_add_test(tc, test_onnx_convert_ms_nhwc);
     tcase_add_test(tc, test_onnx_convert_nchwc);
+    tcase_add_test(tc, test_onnx_functions);
     suite_add_tcase(s, tc);
     return s;
 }
