@@ -108,7 +108,7 @@ static int s_add_decl(gx_value_decl **arr, size_t *n, size_t *cap, const char *n
 GX_EXPORT int gx_graph_add_input(gx_graph *g, const char *name, gx_dtype dt, int ndim,
                                  const int64_t *shape)
 {
-    if (!g || ndim < 0)
+    if (!g || ndim < -1)
         return GX_EINVAL;
     return s_add_decl(&g->inputs, &g->n_inputs, &g->cap_inputs, name, dt, ndim, shape, false);
 }

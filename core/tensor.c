@@ -77,6 +77,10 @@ char *gx_shape_str(int ndim, const int64_t *shape, char *buf, size_t len)
     if (len == 0)
         return buf;
     buf[0] = '\0';
+    if (ndim < 0) { /* a declaration of unknown rank */
+        snprintf(buf, len, "of any shape");
+        return buf;
+    }
     off += (size_t)snprintf(buf, len, "[");
     for (int i = 0; i < ndim && off < len; i++)
         off += (size_t)snprintf(buf + off, len - off, i ? ",%lld" : "%lld",

@@ -20,6 +20,10 @@ static int s_declared_input(gxd_job *j, const gx_value_decl *d, gx_view *v)
 {
     memset(v, 0, sizeof *v);
     v->dtype = d->dtype;
+    if (d->ndim < 0)
+        return gxd_job_fail(j, GX_ESHAPE,
+                            "input '%s' is declared without a shape: give its shape (a tensor "
+                            "or a shape for it) to plan it", d->name);
     v->ndim = d->ndim; /* numel: infer computes it, within the limits */
     v->kind = d->kind;
     for (int k = 0; k < d->ndim; k++) {
@@ -771,6 +775,7 @@ void gxd_runner_execute(const gxd_runner *rn, gxd_arenas *a, gxd_job *j)
         bool concrete = g->n_inputs <= GX_MAX_OP_INPUTS;
         for (size_t i = 0; i < g->n_inputs && concrete; i++) {
             const gx_value_decl *d = &g->inputs[i];
+            concrete = d->ndim >= 0;
             memset(&inputs[i], 0, sizeof inputs[i]);
             inputs[i].dtype = d->dtype;
             inputs[i].ndim = d->ndim;

@@ -419,12 +419,12 @@ static int s_decode_graph(gxd_ctx *ctx, s_req *rq, const msgpack_object *o, gxd_
                                          sizeof rq->err);
     if (rc < 0)
         return rc;
-    /* Only subgraph inputs may leave their dtype or shape undeclared. */
+    /* Only subgraph inputs may leave their dtype undeclared (a graph input
+     * of unknown rank takes any shape at RUN). */
     for (size_t i = 0; i < g->n_inputs; i++) {
-        if (g->inputs[i].dtype == GX_DTYPE_COUNT || g->inputs[i].ndim < 0) {
+        if (g->inputs[i].dtype == GX_DTYPE_COUNT) {
             rc = gx_errf(rq->err, sizeof rq->err, GX_EGRAPH,
-                         "inputs[%zu]: graph input '%s' needs a dtype and a shape", i,
-                         g->inputs[i].name);
+                         "inputs[%zu]: graph input '%s' needs a dtype", i, g->inputs[i].name);
             gx_graph_destroy(&g);
             return rc;
         }

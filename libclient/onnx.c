@@ -726,10 +726,6 @@ static int s_decl(s_ctx *c, gx_graph *g, const Onnx__ValueInfoProto *vi, const c
     }
     if (input && top && dt == GX_DTYPE_COUNT)
         return s_fail(c, GX_EFORMAT, path, "graph input '%.100s' has no tensor element type", name);
-    if (input && top && ndim < 0)
-        return s_fail(c, GX_EUNSUPPORTED, path,
-                      "graph input '%.100s' has no shape (inputs of unknown rank are not supported)",
-                      name);
     if (!input && dt == GX_DTYPE_COUNT)
         ndim = -1; /* a shape without a dtype declares nothing gexec checks */
     rc = !input ? gx_graph_add_output_decl(g, name, dt, ndim, shape)

@@ -909,10 +909,14 @@ static const s_mp_case s_explain_cases[] = {
      "'float32', shape: [4]}], outputs: [{name: 'y'}], nodes: [{op: 'Frobnicate', name: 'n', "
      "inputs: ['x'], outputs: ['y']}]}}",
      0, 0, "EXPLAIN", 316, GX_EOP, "Frobnicate"},
-    {"an inline graph whose input has no shape",
+    {"an inline graph whose input has no shape, explained without it",
      "{v: 1, type: 'EXPLAIN', id: 317, graph: {name: 'g', inputs: [{name: 'x', dtype: "
      "'float32'}], outputs: [{name: 'x'}], nodes: []}}",
-     0, 0, "EXPLAIN", 317, GX_EGRAPH, "needs a dtype and a shape"},
+     0, 0, "EXPLAIN", 317, GX_ESHAPE, "input 'x' is declared without a shape"},
+    {"an inline graph whose input has no dtype",
+     "{v: 1, type: 'EXPLAIN', id: 318, graph: {name: 'g', inputs: [{name: 'x', shape: [4]}], "
+     "outputs: [{name: 'x'}], nodes: []}}",
+     0, 0, "EXPLAIN", 318, GX_EGRAPH, "graph input 'x' needs a dtype"},
 };
 
 START_TEST(test_explain_fields)

@@ -28,8 +28,8 @@
  * of the batch, gxd_compile_slice). */
 static bool s_matches(const gx_value_decl *d, const gx_view *v, bool any_dim0)
 {
-    if (d->ndim < 0) /* a subgraph input declared without a type */
-        return true;
+    if (d->ndim < 0) /* unknown rank (a subgraph input may lack its dtype too) */
+        return d->dtype == GX_DTYPE_COUNT || d->dtype == v->dtype;
     if ((d->dtype != GX_DTYPE_COUNT && d->dtype != v->dtype) || d->ndim != v->ndim)
         return false;
     for (int i = 0; i < d->ndim; i++)

@@ -37,7 +37,9 @@ GX_EXPORT gx_graph *gx_graph_new(const char *name);
 /* Frees the graph, its nodes and constants; accepts NULL; sets *g = NULL. */
 GX_EXPORT void gx_graph_destroy(gx_graph **g);
 
-/* Declare a graph input. A dim of -1 is symbolic (fixed per RUN). */
+/* Declare a graph input. A dim of -1 is symbolic (fixed per RUN); ndim -1
+ * leaves the rank unknown too (any shape at RUN, as ONNX's input without a
+ * shape). */
 GX_EXPORT int gx_graph_add_input(gx_graph *g, const char *name, gx_dtype dt,
                                  int ndim, const int64_t *shape);
 /* Declare a graph output by value name. */
