@@ -7,6 +7,8 @@
  * Test devices run on the host (their kernels are the CPU's), so every
  * partitioned plan also runs, and must give the CPU plan's results.
  */
+#include <config.h>
+
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +20,9 @@
 #include "daemon/config.h"
 #include "daemon/exec/exec.h"
 #include "ops/schema.h"
+#ifdef HAVE_CUDA
+#include "ops/cuda/cuda.h"
+#endif
 #include "tests/testdev.h"
 #include "tests/testutil.h"
 
@@ -404,6 +409,19 @@ START_TEST(test_cuda_not_offered)
     s_done(&c);
 }
 END_TEST
+
+#ifdef HAVE_CUDA
+/* cuBLAS is loaded when a GPU is opened, never linked (its initialisers
+ * would cost every process about a second): loading needs no GPU, finds
+ * every entry point the kernels call, and happens once. */
+START_TEST(test_cuda_blas_load)
+{
+    char why[256] = "";
+    ck_assert_msg(gx_cuda_blas_load(why, sizeof why) == GX_OK, "%s", why);
+    ck_assert_msg(gx_cuda_blas_load(why, sizeof why) == GX_OK, "%s", why);
+}
+END_TEST
+#endif
 
 /* ---- the passes --------------------------------------------------------- */
 
@@ -1265,6 +1283,9 @@ Suite *partition_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_cuda_rules);
     tcase_add_test(tc, test_cuda_not_offered);
+#ifdef HAVE_CUDA
+    tcase_add_test(tc, test_cuda_blas_load);
+#endif
     tcase_add_test(tc, test_chain_split);
     tcase_add_test(tc, test_fusion_stays_on_one_device);
     tcase_add_test(tc, test_own_memory);

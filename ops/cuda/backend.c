@@ -8,6 +8,8 @@
  */
 #include <config.h>
 
+#include <dlfcn.h>
+#include <stddef.h>
 #include <nvrtc.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,12 +57,62 @@ bool gx_cuda_tf32(void)
     return s_dev.tf32;
 }
 
+gx_cublas_api gx_cublas;
+
+int gx_cuda_blas_load(char *why, size_t len)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static bool loaded;
+    static const struct {
+        const char *sym;
+        size_t off;
+    } syms[] = {
+        {"cublasCreate_v2", offsetof(gx_cublas_api, create)},
+        {"cublasDestroy_v2", offsetof(gx_cublas_api, destroy)},
+        {"cublasSetStream_v2", offsetof(gx_cublas_api, set_stream)},
+        {"cublasSetMathMode", offsetof(gx_cublas_api, set_math_mode)},
+        {"cublasSgemm_v2", offsetof(gx_cublas_api, sgemm)},
+        {"cublasSgemmStridedBatched", offsetof(gx_cublas_api, sgemm_strided_batched)},
+        {"cublasGetStatusString", offsetof(gx_cublas_api, status_string)},
+    };
+    int rc = GX_OK;
+    pthread_mutex_lock(&mu);
+    if (loaded)
+        goto out;
+    /* the toolkit's copy configure found, else the loader's search
+     * (LD_LIBRARY_PATH: a build run on another machine) */
+    void *lib = dlopen(GX_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        lib = dlopen(GX_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        rc = gx_errf(why, len, GX_EUNSUPPORTED, "cuBLAS (%s) cannot be loaded: %s",
+                     GX_CUBLAS_SONAME, dlerror());
+        goto out;
+    }
+    gx_cublas_api api;
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        void *fn = dlsym(lib, syms[i].sym);
+        if (!fn) {
+            rc = gx_errf(why, len, GX_EUNSUPPORTED, "cuBLAS (%s) has no %s", GX_CUBLAS_SONAME,
+                         syms[i].sym);
+            dlclose(lib);
+            goto out;
+        }
+        memcpy((char *)&api + syms[i].off, &fn, sizeof fn);
+    }
+    gx_cublas = api;
+    loaded = true;
+out:
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
 /* A cuBLAS handle on stream (its math mode is set per product: s_gemm). */
 static bool s_blas_new(cublasHandle_t *h, cudaStream_t stream)
 {
-    if (cublasCreate(h) != CUBLAS_STATUS_SUCCESS)
+    if (gx_cublas.create(h) != CUBLAS_STATUS_SUCCESS)
         return false;
-    cublasSetStream(*h, stream);
+    gx_cublas.set_stream(*h, stream);
     return true;
 }
 
@@ -246,6 +298,11 @@ static int s_open(const gx_backend *b, char *note, size_t len)
     s_dev.total = total;
     s_dev.limit = (size_t)((double)total * s_dev.fraction);
     char why[240];
+    if (gx_cuda_blas_load(why, sizeof why) < 0) {
+        snprintf(s_dev.why, sizeof s_dev.why, "CUDA device %d (%.64s): %s", s_dev.device,
+                 prop.name, why);
+        return gx_errf(note, len, GX_EUNSUPPORTED, "%s; serving on CPU", s_dev.why);
+    }
     if (gx_cuda_selfcheck(why, sizeof why) < 0) {
         snprintf(s_dev.why, sizeof s_dev.why, "CUDA device %d (%.64s): self-check failed: %s",
                  s_dev.device, prop.name, why);
@@ -469,7 +526,7 @@ static void s_queue_free(const gx_backend *b, void *queue)
     pthread_mutex_unlock(&s_pool_mu);
     if (!q)
         return;
-    cublasDestroy(q->blas);
+    gx_cublas.destroy(q->blas);
 #ifdef HAVE_CUDNN
     gx_cuda_dnn_fini(q);
 #endif

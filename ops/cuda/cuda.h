@@ -36,6 +36,12 @@ extern const gx_op_rule gx_cuda_rules[GX_CUDA_N_RULES];
  * GX_OK or GX_EINVAL. */
 int gx_cuda_configure(int device, double mem_fraction, bool tf32);
 
+/* Loads cuBLAS (dlopen, once; open does it when it finds the GPU: linked,
+ * cuBLAS's initialisers cost every process about a second and 200 MiB at
+ * start, GPU or not). GX_OK, or GX_EUNSUPPORTED with why (builds with
+ * CUDA only). */
+int gx_cuda_blas_load(char *why, size_t len);
+
 /* Kernels NVRTC has compiled so far (its cache's entries; builds with
  * CUDA only). */
 size_t gx_cuda_jit_count(void);

@@ -15,6 +15,20 @@
 
 #include "ops/cuda/cuda.h"
 
+/* cuBLAS's entry points, loaded when a GPU is opened (gx_cuda_blas_load):
+ * linked, libcublas and libcublasLt run initialisers at every process's
+ * start that take about a second and 200 MiB, GPU or not. */
+typedef struct gx_cublas_api {
+    typeof(&cublasCreate_v2) create;
+    typeof(&cublasDestroy_v2) destroy;
+    typeof(&cublasSetStream_v2) set_stream;
+    typeof(&cublasSetMathMode) set_math_mode;
+    typeof(&cublasSgemm_v2) sgemm;
+    typeof(&cublasSgemmStridedBatched) sgemm_strided_batched;
+    typeof(&cublasGetStatusString) status_string;
+} gx_cublas_api;
+extern gx_cublas_api gx_cublas; /* set by gx_cuda_blas_load (cuda.h) */
+
 /* A worker's queue (gx_kargs.queue): its stream, a cuBLAS handle bound to
  * it, and the first error a kernel met on it (reported, then cleared, by
  * the next copy or queue_sync). The threads of one job (inter-op) share

@@ -348,7 +348,7 @@ static void s_k_reduce_mean(const gx_kargs *k)
 
 static const char *s_blas_err(cublasStatus_t s)
 {
-    return cublasGetStatusString(s);
+    return gx_cublas.status_string(s);
 }
 
 /* Y[M,N] = alpha op(A) op(B) + beta Y, row-major, as cuBLAS's column-major
@@ -360,16 +360,16 @@ static void s_gemm(gx_cuda_queue *q, bool ta, bool tb, int64_t m, int64_t n, int
     if (m <= 0 || n <= 0 || batch <= 0)
         return;
     const int lda = (int)(ta ? m : kk), ldb = (int)(tb ? kk : n);
-    cublasStatus_t s = cublasSetMathMode(q->blas, gx_cuda_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
+    cublasStatus_t s = gx_cublas.set_math_mode(q->blas, gx_cuda_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                  : CUBLAS_DEFAULT_MATH);
     if (s == CUBLAS_STATUS_SUCCESS && batch == 1)
-        s = cublasSgemm(q->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+        s = gx_cublas.sgemm(q->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                         (int)n, (int)m, (int)kk, &alpha, b, ldb, a, lda, &beta, y, (int)n);
     else if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasSgemmStridedBatched(q->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                      ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)kk,
-                                      &alpha, b, ldb, sb, a, lda, sa, &beta, y, (int)n, m * n,
-                                      (int)batch);
+        s = gx_cublas.sgemm_strided_batched(q->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                            ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,
+                                            (int)kk, &alpha, b, ldb, sb, a, lda, sa, &beta, y,
+                                            (int)n, m * n, (int)batch);
     if (s != CUBLAS_STATUS_SUCCESS)
         gx_cuda_fail(q, "cuBLAS SGEMM %lldx%lldx%lld (batch %lld): %s", (long long)m,
                      (long long)n, (long long)kk, (long long)batch, s_blas_err(s));
@@ -563,11 +563,13 @@ int gx_cuda_selfcheck(char *why, size_t len)
         rc = gx_errf(why, len, GX_EINTERNAL, "%s", cudaGetErrorString(e));
         goto out;
     }
-    if (cublasCreate(&q.blas) != CUBLAS_STATUS_SUCCESS) {
+    if ((rc = gx_cuda_blas_load(why, len)) < 0)
+        goto out;
+    if (gx_cublas.create(&q.blas) != CUBLAS_STATUS_SUCCESS) {
         rc = gx_errf(why, len, GX_EINTERNAL, "cuBLAS: cannot create a handle");
         goto out;
     }
-    cublasSetStream(q.blas, q.stream);
+    gx_cublas.set_stream(q.blas, q.stream);
     /* Relu of [1,-2,3,-4] into d+8, then [[1,-2],[3,-4]] x I into d+12 */
     gx_view in = {.dtype = GX_F32, .ndim = 1, .shape = {4}, .numel = 4, .data = d};
     gx_view o = {.dtype = GX_F32, .ndim = 1, .shape = {4}, .numel = 4, .data = d + 8};
@@ -592,7 +594,7 @@ int gx_cuda_selfcheck(char *why, size_t len)
                      out[1], out[2], out[3], out[4], out[5], out[6], out[7]);
 out:
     if (q.blas)
-        cublasDestroy(q.blas);
+        gx_cublas.destroy(q.blas);
     if (d)
         cudaFree(d);
     if (q.stream)
