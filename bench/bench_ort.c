@@ -1089,9 +1089,12 @@ static const char *s_u8(s_mb *b, uint8_t v)
 
 /* QLinearConv k x k (pad k/2, stride, group) from x (uint8, scale xs,
  * zero point 128, c channels) to m channels of scale ys and zero point
- * 128: random int8 weights (He uniform, per-channel scales), int32 bias. */
+ * 128: random int8 weights (He uniform, per-channel scales), int32 bias;
+ * qdq: the same in the QDQ form ORT's quantizer writes by default
+ * (DequantizeLinear of x, of the weights and of the bias, a float Conv,
+ * QuantizeLinear of its output). */
 static const char *s_qconv(s_mb *b, const char *x, float xs, int64_t c, int64_t m, int64_t k,
-                           int64_t stride, int64_t group, float ys)
+                           int64_t stride, int64_t group, float ys, bool qdq)
 {
     const int64_t cg = c / group, taps = cg * k * k, n = m * taps;
     int8_t *w = malloc((size_t)n);
@@ -1117,14 +1120,37 @@ static const char *s_qconv(s_mb *b, const char *x, float xs, int64_t c, int64_t 
                              (size_t)m);
     const char *bn = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, (int64_t[]){m}, bias,
                             (size_t)m * sizeof *bias);
-    Onnx__NodeProto *q = s_node(b, "QLinearConv", 9,
-                                (const char *[]){x, s_scalar(b, xs), s_u8(b, 128), wn, wsn, wzn,
-                                                 s_scalar(b, ys), s_u8(b, 128), bn});
+    Onnx__NodeProto *q;
+    if (qdq) {
+        float *bs = malloc((size_t)m * sizeof *bs);
+        if (!bs)
+            gxb_die(S_PROG, "building a model", strerror(ENOMEM));
+        for (int64_t j = 0; j < m; j++)
+            bs[j] = xs * ws[j];
+        const char *bsn = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, (int64_t[]){m}, bs,
+                                 (size_t)m * sizeof *bs);
+        free(bs);
+        const char *xf = s_node(b, "DequantizeLinear", 3,
+                                (const char *[]){x, s_scalar(b, xs), s_u8(b, 128)})->output[0];
+        Onnx__NodeProto *dw = s_node(b, "DequantizeLinear", 3, (const char *[]){wn, wsn, wzn});
+        s_attr_int(b, dw, "axis", 0);
+        Onnx__NodeProto *db = s_node(b, "DequantizeLinear", 2, (const char *[]){bn, bsn});
+        s_attr_int(b, db, "axis", 0);
+        q = s_node(b, "Conv", 3, (const char *[]){xf, dw->output[0], db->output[0]});
+    } else {
+        q = s_node(b, "QLinearConv", 9,
+                   (const char *[]){x, s_scalar(b, xs), s_u8(b, 128), wn, wsn, wzn,
+                                    s_scalar(b, ys), s_u8(b, 128), bn});
+    }
     s_attr_ints(b, q, "kernel_shape", 2, (int64_t[]){k, k});
     s_attr_ints(b, q, "pads", 4, (int64_t[]){k / 2, k / 2, k / 2, k / 2});
     s_attr_ints(b, q, "strides", 2, (int64_t[]){stride, stride});
     s_attr_int(b, q, "group", group);
     free(w), free(ws), free(bias), free(wz);
+    if (qdq)
+        return s_node(b, "QuantizeLinear", 3,
+                      (const char *[]){q->output[0], s_scalar(b, ys), s_u8(b, 128)})
+            ->output[0];
     return q->output[0];
 }
 
@@ -1145,14 +1171,25 @@ static const char *s_dequant(s_mb *b, const char *x, float s)
 
 /* A MobileNetV2 inverted residual block, quantized: 1x1 expand c -> 6c,
  * depthwise 3x3, 1x1 project 6c -> c, residual Add in float. */
-static const char *s_build_qmbv2(s_mb *b, const s_model *m)
+static const char *s_mbv2_block(s_mb *b, const s_model *m, bool qdq)
 {
     const int64_t c = m->x[1];
     const char *xq = s_quant(b, "x", S_QS);
-    const char *e = s_qconv(b, xq, S_QS, c, 6 * c, 1, 1, 1, S_QS);
-    const char *d = s_qconv(b, e, S_QS, 6 * c, 6 * c, 3, 1, 6 * c, S_QS);
-    const char *p = s_qconv(b, d, S_QS, 6 * c, c, 1, 1, 1, S_QS);
+    const char *e = s_qconv(b, xq, S_QS, c, 6 * c, 1, 1, 1, S_QS, qdq);
+    const char *d = s_qconv(b, e, S_QS, 6 * c, 6 * c, 3, 1, 6 * c, S_QS, qdq);
+    const char *p = s_qconv(b, d, S_QS, 6 * c, c, 1, 1, 1, S_QS, qdq);
     return s_op2(b, "Add", s_dequant(b, p, S_QS), s_dequant(b, xq, S_QS));
+}
+
+static const char *s_build_qmbv2(s_mb *b, const s_model *m)
+{
+    return s_mbv2_block(b, m, false);
+}
+
+/* The same block in QDQ form. */
+static const char *s_build_qdq_mbv2(s_mb *b, const s_model *m)
+{
+    return s_mbv2_block(b, m, true);
 }
 
 /* One QLinearConv between QuantizeLinear and DequantizeLinear: 1x1 to 6
@@ -1160,19 +1197,20 @@ static const char *s_build_qmbv2(s_mb *b, const s_model *m)
 static const char *s_build_qconv1x1(s_mb *b, const s_model *m)
 {
     const int64_t c = m->x[1];
-    return s_dequant(b, s_qconv(b, s_quant(b, "x", S_QS), S_QS, c, 6 * c, 1, 1, 1, S_QS), S_QS);
+    return s_dequant(b, s_qconv(b, s_quant(b, "x", S_QS), S_QS, c, 6 * c, 1, 1, 1, S_QS, false),
+                     S_QS);
 }
 
 static const char *s_build_qdw(s_mb *b, const s_model *m)
 {
     const int64_t c = m->x[1];
-    return s_dequant(b, s_qconv(b, s_quant(b, "x", S_QS), S_QS, c, c, 3, 1, c, S_QS), S_QS);
+    return s_dequant(b, s_qconv(b, s_quant(b, "x", S_QS), S_QS, c, c, 3, 1, c, S_QS, false), S_QS);
 }
 
 static const char *s_build_qdw_s2(s_mb *b, const s_model *m)
 {
     const int64_t c = m->x[1];
-    return s_dequant(b, s_qconv(b, s_quant(b, "x", S_QS), S_QS, c, c, 3, 2, c, S_QS), S_QS);
+    return s_dequant(b, s_qconv(b, s_quant(b, "x", S_QS), S_QS, c, c, 3, 2, c, S_QS, false), S_QS);
 }
 
 static const s_model s_models[] = {
@@ -1209,6 +1247,8 @@ static const s_model s_models[] = {
     {"qmbv2", "x[1,24,56,56] -> QuantizeLinear u8, QLinearConv 1x1 24->144, depthwise 3x3, "
      "1x1 144->24 (int8 weights, per-channel scales), DequantizeLinear, residual Add",
      s_build_qmbv2, 4, {1, 24, 56, 56}, S_QS},
+    {"qdq_mbv2", "x[1,24,56,56] -> the same block in QDQ form (DequantizeLinear, float Conv, "
+     "QuantizeLinear: ORT's quantizer's default)", s_build_qdq_mbv2, 4, {1, 24, 56, 56}, S_QS},
     {"qconv1x1", "x[1,24,56,56] -> QuantizeLinear u8, QLinearConv 1x1 24->144, "
      "DequantizeLinear", s_build_qconv1x1, 4, {1, 24, 56, 56}, S_QS},
     {"qdw", "x[1,144,56,56] -> QuantizeLinear u8, depthwise 3x3 QLinearConv, "

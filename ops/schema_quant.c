@@ -336,7 +336,7 @@ static gx_cost s_cost_qlinearconv(const gx_infer *ic)
 const gx_op_schema gx_schema_QLINEAR_CONV = {
     .min_in = 8, .max_in = 9, .min_out = 1, .max_out = 1,
     .attrs = s_qlinearconv_attrs, .n_attrs = GX_QLINEARCONV_NATTRS,
-    .infer = s_infer_qlinearconv, .cost = s_cost_qlinearconv,
+    .infer = s_infer_qlinearconv, .cost = s_cost_qlinearconv, .batch = gx_batch_samplewise,
 };
 
 /* ---- Unique ---- */

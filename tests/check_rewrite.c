@@ -1321,6 +1321,120 @@ START_TEST(test_block)
 }
 END_TEST
 
+/* ---- qdq ---- */
+
+/* A quantized Conv as ORT's quantizer writes it in QDQ form, reading the
+ * 8-bit value xq (scale xs, zero point 128): its weights int8 [M, C, k, k]
+ * dequantized per output channel (per tensor when !per_ch), its bias int32
+ * dequantized with scale xs * ws times bias_off (1: as the quantizer
+ * writes it), then QuantizeLinear of its output to uint8 (scale ys, zero
+ * point 128) as yq. */
+static void s_qdq_conv(gx_graph *g, const char *pre, const char *xq, float xs, int64_t c,
+                       int64_t m, int64_t k, bool per_ch, float bias_off, float ys,
+                       const char *yq)
+{
+    char n[16][80];
+    for (int i = 0; i < 16; i++)
+        snprintf(n[i], sizeof n[i], "%s.%d", pre, i);
+    const int64_t wn = m * c * k * k;
+    int8_t *wq = malloc((size_t)wn);
+    float *ws = malloc((size_t)m * sizeof *ws), *bs = malloc((size_t)m * sizeof *bs);
+    int32_t *bq = malloc((size_t)m * sizeof *bq);
+    ck_assert(wq && ws && bs && bq);
+    for (int64_t i = 0; i < wn; i++)
+        wq[i] = (int8_t)((int)(s_rand() % 255) - 127);
+    for (int64_t i = 0; i < m; i++) {
+        ws[i] = per_ch ? 0.002f + 0.0005f * (float)(s_rand() % 8) : 0.003f;
+        bs[i] = xs * ws[i] * bias_off;
+        bq[i] = (int32_t)(s_rand() % 2001) - 1000;
+    }
+    const uint8_t zp = 128;
+    NODE(g, "DequantizeLinear", n[0], n[1], xq, n[2], n[3]);
+    s_scalar(g, n[2], xs);
+    gxt_const(g, n[3], GX_U8, 0, NULL, &zp);
+    gxt_const(g, n[4], GX_I8, 4, (const int64_t[]){m, c, k, k}, wq);
+    gxt_const(g, n[5], GX_F32, per_ch ? 1 : 0, &m, ws);
+    gx_node *dw = NODE(g, "DequantizeLinear", n[6], n[7], n[4], n[5]);
+    gx_node_set_int(dw, "axis", 0);
+    gxt_const(g, n[8], GX_I32, 1, &m, bq);
+    gxt_const(g, n[9], GX_F32, 1, &m, bs);
+    gx_node_set_int(NODE(g, "DequantizeLinear", n[10], n[11], n[8], n[9]), "axis", 0);
+    s_conv(g, pre, n[1], n[7], n[11], n[12], k);
+    s_scalar(g, n[13], ys);
+    gxt_const(g, n[14], GX_U8, 0, NULL, &zp);
+    NODE(g, "QuantizeLinear", n[15], yq, n[12], n[13], n[14]);
+    free(wq), free(ws), free(bs), free(bq);
+}
+
+START_TEST(test_qdq)
+{
+    /* x -> Q -> [DQ, Conv, Q] -> DQ: one QLinearConv, within one step of
+     * the float path's output */
+    gx_graph *g = gx_graph_new("qdq");
+    const uint8_t zp = 128;
+    s_input(g, "x", 4, (const int64_t[]){1, 8, 10, 10});
+    s_scalar(g, "xs", 0.05f);
+    gxt_const(g, "xz", GX_U8, 0, NULL, &zp);
+    NODE(g, "QuantizeLinear", "qx", "xq", "x", "xs", "xz");
+    s_qdq_conv(g, "conv1", "xq", 0.05f, 8, 16, 3, true, 1, 0.1f, "y1q");
+    s_scalar(g, "ys", 0.1f);
+    NODE(g, "DequantizeLinear", "dqy", "y", "y1q", "ys", "xz");
+    gx_graph_add_output(g, "y");
+    gx_view *in = s_inputs(g);
+    gxd_plan *p = s_check(g, in, 0, 0.1f * 1.001f);
+    ck_assert_msg(s_count_op(p, GX_OP_QLINEAR_CONV) == 1 && s_count_op(p, GX_OP_CONV) == 0,
+                  "%s", s_records(p));
+    HAS(p, true, "qdq", "conv1.0, conv1, conv1.15 became one QLinearConv");
+    /* the input's DequantizeLinear ran for the Conv alone: it left too */
+    ck_assert_ptr_null(s_step(p, "conv1.0"));
+    ck_assert_int_eq(s_step(p, "conv1")->n_in, 9);
+    gxd_plan_destroy(&p);
+    s_free_inputs(g, in);
+    gx_graph_destroy(&g);
+
+    /* two in a row (per-tensor weights, no bias scale check to fail), the
+     * middle value read by both the second Conv and a graph output */
+    g = gx_graph_new("qdq2");
+    s_input(g, "x", 4, (const int64_t[]){2, 4, 9, 9});
+    s_scalar(g, "xs", 0.05f);
+    gxt_const(g, "xz", GX_U8, 0, NULL, &zp);
+    NODE(g, "QuantizeLinear", "qx", "xq", "x", "xs", "xz");
+    s_qdq_conv(g, "c1", "xq", 0.05f, 4, 8, 3, false, 1, 0.08f, "h");
+    s_qdq_conv(g, "c2", "h", 0.08f, 8, 8, 1, true, 1, 0.08f, "y2q");
+    s_scalar(g, "ys", 0.08f);
+    NODE(g, "DequantizeLinear", "dqh", "hf", "h", "ys", "xz");
+    NODE(g, "DequantizeLinear", "dqy", "y", "y2q", "ys", "xz");
+    gx_graph_add_output(g, "hf");
+    gx_graph_add_output(g, "y");
+    in = s_inputs(g);
+    /* a step of the first may move the second's sums by a few of its steps */
+    p = s_check(g, in, 0, 0.08f * 4.001f);
+    ck_assert_msg(s_count_op(p, GX_OP_QLINEAR_CONV) == 2 && s_count_op(p, GX_OP_CONV) == 0,
+                  "%s", s_records(p));
+    gxd_plan_destroy(&p);
+    s_free_inputs(g, in);
+    gx_graph_destroy(&g);
+
+    /* declined: a bias whose scale is not the input's times the weights' */
+    g = gx_graph_new("qdq3");
+    s_input(g, "x", 4, (const int64_t[]){1, 4, 6, 6});
+    s_scalar(g, "xs", 0.05f);
+    gxt_const(g, "xz", GX_U8, 0, NULL, &zp);
+    NODE(g, "QuantizeLinear", "qx", "xq", "x", "xs", "xz");
+    s_qdq_conv(g, "c1", "xq", 0.05f, 4, 4, 3, true, 1.5f, 0.1f, "y1q");
+    s_scalar(g, "ys", 0.1f);
+    NODE(g, "DequantizeLinear", "dqy", "y", "y1q", "ys", "xz");
+    gx_graph_add_output(g, "y");
+    in = s_inputs(g);
+    p = s_check(g, in, 0, 0);
+    ck_assert_uint_eq(s_count_op(p, GX_OP_QLINEAR_CONV), 0);
+    HAS(p, false, "qdq", "the bias's scale is not the input's times the weights'");
+    gxd_plan_destroy(&p);
+    s_free_inputs(g, in);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 Suite *rewrite_suite(void)
 {
     Suite *s = suite_create("rewrite");
@@ -1328,6 +1442,7 @@ Suite *rewrite_suite(void)
     tcase_add_test(tc, test_fold_bn_into_conv);
     tcase_add_test(tc, test_fold_chain_into_conv);
     tcase_add_test(tc, test_fold_declined);
+    tcase_add_test(tc, test_qdq);
     tcase_add_test(tc, test_fold_gemm);
     tcase_add_test(tc, test_fold_matmul);
     suite_add_tcase(s, tc);

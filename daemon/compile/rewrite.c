@@ -1,7 +1,8 @@
 /*
  * Pass 3, rewrite. Contract: after infer, before partition. Rewrites the
  * static steps of the plan into fewer, cheaper ones that compute every
- * graph output's value to within float rounding, as exporters spell
+ * graph output's value to within float rounding (qdq: one quantization
+ * step), as exporters spell
  * things out op by op:
  *
  *   fold       BatchNormalization (inference form) and Mul, Add, Sub, Div
@@ -45,7 +46,13 @@
  *   heads      a 4-D Attention whose Q, K and V are 3-D values reshaped
  *              to [B, S, H, D] and transposed to heads, and whose output
  *              is transposed back and reshaped to [B, S, H * Dv], becomes
- *              the Attention's 3-D form, which reads them in place.
+ *              the Attention's 3-D form, which reads them in place;
+ *   qdq        QuantizeLinear of a float32 Conv whose input is a
+ *              DequantizeLinear of 8-bit values and whose weights (and
+ *              int32 bias, of the input's scale times the weights') are
+ *              dequantized constants (ORT's QDQ form) becomes one
+ *              QLinearConv of the 8-bit values: within one quantization
+ *              step of the float path (exact int32 sums).
  *
  * A rewrite happens only when the values it removes are read by nothing
  * but the steps it replaces and are no graph outputs, every constant it
@@ -1756,6 +1763,165 @@ static int s_rule_activation(s_rw *w, int a, bool *hit)
     return GX_OK;
 }
 
+/* ---- qdq: DequantizeLinear, Conv, QuantizeLinear into QLinearConv ---- */
+
+/* The live DequantizeLinear step making v (plain, or folded at compile
+ * time: a constant's), else -1. */
+static int s_dq_step(const s_rw *w, int v)
+{
+    const int d = v >= 0 ? w->p->values[v].def : -1;
+    if (d < 0 || (size_t)d >= w->n || w->dead[d])
+        return -1;
+    const gxd_step *s = &w->p->steps[d];
+    if (s->op != GX_OP_DEQUANTIZE_LINEAR || s->n_out != 1 || s->dynamic || s->sub ||
+        s->fused || (!s->folded && !s_plain(w, d)))
+        return -1;
+    return s->attr[GX_DEQUANTIZE_BLOCK_SIZE].i == 0 ? d : -1;
+}
+
+/* Is v a constant of dtype dt with one element, or (n > 1) n along one
+ * dim? */
+static bool s_const_of(const gxd_plan *p, int v, gx_dtype dt, int64_t n)
+{
+    if (v < 0)
+        return false;
+    const gxd_value *x = &p->values[v];
+    return x->kind == GXD_VALUE_CONST && x->view.data && x->view.dtype == dt &&
+           (x->view.numel == 1 || (n > 1 && x->view.numel == n && x->view.ndim == 1));
+}
+
+/* Input k of step s, or -1 when it has none there. */
+static int s_in(const gxd_step *s, int k)
+{
+    return k < s->n_in ? s->in[k] : -1;
+}
+
+/* Zero point input k of quantizing step s, else a new scalar zero of dtype
+ * dt (the default); -1 on ENOMEM. */
+static int s_zero_point(s_rw *w, const gxd_step *s, int k, gx_dtype dt, const char *tag)
+{
+    if (s_in(s, k) >= 0)
+        return s->in[k];
+    int z;
+    return s_new_const(w, s_name(s), tag, dt, 0, NULL, &z) < 0 ? -1 : z;
+}
+
+/* Anchor a: QuantizeLinear of a float32 Conv whose input is a
+ * DequantizeLinear of 8-bit values and whose weights (and bias) are
+ * dequantized constants, as ONNX Runtime's quantizer writes a quantized
+ * model in its default QDQ format: one QLinearConv of the quantized values
+ * (ORT fuses the same). Exact int32 sums, requantized once; the float path
+ * can differ from it by one step where its float32 sums fall near half a
+ * step. */
+static int s_rule_qdq(s_rw *w, int a, bool *hit)
+{
+    gxd_plan *p = w->p;
+    const gxd_step *as = &p->steps[a];
+    if (as->op != GX_OP_QUANTIZE_LINEAR || as->attr[GX_QUANTIZE_BLOCK_SIZE].i != 0)
+        return GX_OK;
+    const int y = as->in[0], c = s_prod(w, y, GX_OP_CONV);
+    if (c < 0)
+        return GX_OK;
+    const gxd_step *cs = &p->steps[c];
+    const gx_dtype qt = p->values[as->out[0]].view.dtype;
+    const int dx = s_dq_step(w, cs->in[0]), dw = s_dq_step(w, cs->in[1]);
+    const int db = s_in(cs, 2) >= 0 ? s_dq_step(w, cs->in[2]) : -1;
+    if (dx < 0 || dw < 0)
+        return GX_OK; /* not the pattern: a float Conv beside quantized values */
+    const gxd_step *xs = &p->steps[dx], *ws = &p->steps[dw];
+    const gx_dtype xt = p->values[xs->in[0]].view.dtype, wt = p->values[ws->in[0]].view.dtype;
+    const gx_view *wv = &p->values[ws->in[0]].view;
+    const int64_t M = wv->ndim == 4 ? wv->shape[0] : 0;
+    const float *wsc = s_cf32(p, ws->in[1]);
+    double xscale = 0, yscale = 0;
+    const char *why = NULL;
+    if (!s_internal(w, y, 1))
+        why = "the Conv's output has another reader";
+    else if (p->values[y].view.dtype != GX_F32)
+        why = "the Conv is not float32";
+    else if ((qt != GX_U8 && qt != GX_I8) || (xt != GX_U8 && xt != GX_I8) ||
+             (wt != GX_U8 && wt != GX_I8))
+        why = "not 8-bit quantized";
+    else if (!s_scalar(p, as->in[1], &yscale) || !s_scalar(p, xs->in[1], &xscale) ||
+             !(yscale > 0) || !(xscale > 0) || p->values[as->in[1]].view.dtype != GX_F32 ||
+             p->values[xs->in[1]].view.dtype != GX_F32)
+        why = "the input or output scale is not one float32 constant";
+    else if ((s_in(as, 2) >= 0 && !s_const_of(p, as->in[2], qt, 1)) ||
+             (s_in(xs, 2) >= 0 && !s_const_of(p, xs->in[2], xt, 1)))
+        why = "the input or output zero point is not one constant";
+    else if (p->values[ws->in[0]].kind != GXD_VALUE_CONST || M <= 0)
+        why = "the weights are not 8-bit constants";
+    else if (!wsc || !s_const_of(p, ws->in[1], GX_F32, M) ||
+             (p->values[ws->in[1]].view.numel > 1 && ws->attr[GX_DEQUANTIZE_AXIS].i != 0 &&
+              ws->attr[GX_DEQUANTIZE_AXIS].i != -4))
+        why = "the weights' scales are not per tensor or per output channel";
+    else if (s_in(ws, 2) >= 0 && !s_const_of(p, ws->in[2], wt, M))
+        why = "the weights' zero points are not constants";
+    else if (s_in(cs, 2) >= 0 && db < 0)
+        why = "the bias is not dequantized int32";
+    if (!why && db >= 0) {
+        const gxd_step *bs = &p->steps[db];
+        const float *bsc = s_cf32(p, bs->in[1]);
+        const gxd_value *bz = s_in(bs, 2) >= 0 ? &p->values[bs->in[2]] : NULL;
+        if (!s_const_of(p, bs->in[0], GX_I32, M) || !bsc || !s_const_of(p, bs->in[1], GX_F32, M))
+            why = "the bias is not dequantized int32";
+        for (int64_t m = 0; !why && bz && m < bz->view.numel; m++)
+            if (bz->kind != GXD_VALUE_CONST || bz->view.dtype != GX_I32 ||
+                ((const int32_t *)bz->view.data)[m] != 0)
+                why = "the bias has a zero point";
+        const bool per_b = p->values[bs->in[1]].view.numel > 1,
+                   per_w = p->values[ws->in[1]].view.numel > 1;
+        for (int64_t m = 0; !why && m < M; m++) {
+            const double want = (double)(float)((float)xscale * wsc[per_w ? m : 0]);
+            if (fabs(bsc[per_b ? m : 0] - want) > 1e-6 * want)
+                why = "the bias's scale is not the input's times the weights'";
+        }
+    }
+    char names[160];
+    s_names(w, (const int[]){dx, c, a}, 3, names, sizeof names);
+    if (why) {
+        s_miss(w, "qdq", s_name(as), "%s not one QLinearConv: %s", names, why);
+        return GX_OK;
+    }
+    const size_t mark = p->n_values;
+    const int xz = s_zero_point(w, xs, 2, xt, "x_zero_point"),
+              wz = s_zero_point(w, ws, 2, wt, "w_zero_point"),
+              yz = s_zero_point(w, as, 2, qt, "y_zero_point");
+    if (xz < 0 || wz < 0 || yz < 0)
+        return GX_ENOMEM;
+    const int in[9] = {xs->in[0], xs->in[1], xz, ws->in[0], ws->in[1], wz, as->in[1], yz,
+                       db >= 0 ? p->steps[db].in[0] : -1};
+    gxd_step ns;
+    int rc = s_step_new(w, GX_OP_QLINEAR_CONV, s_name(cs), db >= 0 ? 9 : 8, in, as->out[0], &ns);
+    if (rc < 0) {
+        s_step_free(&ns);
+        return rc;
+    }
+    memcpy(ns.attr, cs->attr, GX_CONV_NATTRS * sizeof *ns.attr); /* the same attributes */
+    if (!s_reinfer(p, &ns)) {
+        s_step_free(&ns);
+        p->n_values = mark;
+        s_miss(w, "qdq", s_name(as), "%s not one QLinearConv: it infers to another shape",
+               names);
+        return GX_OK;
+    }
+    /* what leaves: the Conv, and the DequantizeLinear steps that ran per
+     * job for it alone (folded ones cost nothing at run time) */
+    int gone[4], n = 0;
+    gone[n++] = c;
+    if (!xs->folded && s_internal(w, cs->in[0], 1))
+        gone[n++] = dx;
+    if (!ws->folded && s_internal(w, cs->in[1], 1))
+        gone[n++] = dw;
+    if (db >= 0 && !p->steps[db].folded && s_internal(w, cs->in[2], 1))
+        gone[n++] = db;
+    s_pend(w, gone, n, a);
+    s_commit(w, a, &ns, gone, n);
+    s_done(w, "qdq", s_name(&p->steps[a]), "%s became one QLinearConv", names);
+    *hit = true;
+    return GX_OK;
+}
+
 /* ---- attention: MatMul, scale, [mask], Softmax, MatMul ---- */
 
 /* Is v attention's scores: made by a MatMul, or by a Mul or Div of one
@@ -2117,7 +2283,7 @@ static int s_round(s_rw *w)
     static int (*const rules[])(s_rw *, int, bool *) = {
         s_rule_attention, s_rule_heads,     s_rule_layernorm, s_rule_rmsnorm,
         s_rule_activation, s_rule_fold,     s_rule_transpose, s_rule_reduce,
-        s_rule_permute,    s_rule_reshape,
+        s_rule_permute,    s_rule_reshape,    s_rule_qdq,
     };
     for (size_t i = w->n; i-- > 0;) {
         bool hit = false;
