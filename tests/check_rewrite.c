@@ -1435,6 +1435,90 @@ START_TEST(test_qdq)
 }
 END_TEST
 
+/* DequantizeLinear of uint8 x of scale s, zero point 128, as `out`. */
+static void s_dq_u8(gx_graph *g, const char *name, const char *x, float s, const char *out)
+{
+    char sn[64], zn[64];
+    const uint8_t zp = 128;
+    snprintf(sn, sizeof sn, "%s.s", name);
+    snprintf(zn, sizeof zn, "%s.z", name);
+    s_scalar(g, sn, s);
+    gxt_const(g, zn, GX_U8, 0, NULL, &zp);
+    NODE(g, "DequantizeLinear", name, out, x, sn, zn);
+}
+
+/* QuantizeLinear of x to uint8 of scale s, zero point 128, as `out`. */
+static void s_q_u8(gx_graph *g, const char *name, const char *x, float s, const char *out)
+{
+    char sn[64], zn[64];
+    const uint8_t zp = 128;
+    snprintf(sn, sizeof sn, "%s.s", name);
+    snprintf(zn, sizeof zn, "%s.z", name);
+    s_scalar(g, sn, s);
+    gxt_const(g, zn, GX_U8, 0, NULL, &zp);
+    NODE(g, "QuantizeLinear", name, out, x, sn, zn);
+}
+
+START_TEST(test_qdq_matmul)
+{
+    /* x[4,16] quantized, times int8 weights [16,8] (per tensor), and the
+     * product of two quantized activations (attention's Q Kᵀ): each one
+     * QLinearMatMul, within one step of the float path */
+    gx_graph *g = gx_graph_new("qdqmm");
+    s_input(g, "x", 2, (const int64_t[]){4, 16});
+    s_input(g, "x2", 2, (const int64_t[]){16, 8});
+    int8_t wq[16 * 8];
+    for (int i = 0; i < 16 * 8; i++)
+        wq[i] = (int8_t)((int)(s_rand() % 255) - 127);
+    gxt_const(g, "wq", GX_I8, 2, (const int64_t[]){16, 8}, wq);
+    s_scalar(g, "ws", 0.004f);
+    NODE(g, "DequantizeLinear", "dqw", "w", "wq", "ws");
+    s_q_u8(g, "qx", "x", 0.05f, "xq");
+    s_dq_u8(g, "dqx", "xq", 0.05f, "xf");
+    NODE(g, "MatMul", "mm1", "m1", "xf", "w");
+    s_q_u8(g, "q1", "m1", 0.02f, "y1q");
+    s_dq_u8(g, "dq1", "y1q", 0.02f, "y1");
+    s_q_u8(g, "qx2", "x2", 0.05f, "x2q");
+    s_dq_u8(g, "dqx2", "x2q", 0.05f, "x2f");
+    NODE(g, "MatMul", "mm2", "m2", "xf", "x2f");
+    s_q_u8(g, "q2", "m2", 0.5f, "y2q");
+    s_dq_u8(g, "dq2", "y2q", 0.5f, "y2");
+    gx_graph_add_output(g, "y1");
+    gx_graph_add_output(g, "y2");
+    gx_view *in = s_inputs(g);
+    gxd_plan *p = s_check(g, in, 0, 0.5f * 1.001f);
+    ck_assert_msg(s_count_op(p, GX_OP_QLINEAR_MATMUL) == 2 && s_count_op(p, GX_OP_MATMUL) == 0,
+                  "%s", s_records(p));
+    HAS(p, true, "qdq", "dqw, dqx, mm1, q1 became one QLinearMatMul");
+    /* xf was read by both products: its DequantizeLinear left with the last */
+    ck_assert_ptr_null(s_step(p, "dqx"));
+    gxd_plan_destroy(&p);
+    s_free_inputs(g, in);
+    gx_graph_destroy(&g);
+
+    /* per-column weight scales: QLinearMatMul is per tensor, declined */
+    g = gx_graph_new("qdqmm2");
+    s_input(g, "x", 2, (const int64_t[]){4, 16});
+    gxt_const(g, "wq", GX_I8, 2, (const int64_t[]){16, 8}, wq);
+    const float ws[8] = {0.004f, 0.003f, 0.004f, 0.005f, 0.004f, 0.002f, 0.004f, 0.004f};
+    gxt_const(g, "ws", GX_F32, 1, (const int64_t[]){8}, ws);
+    NODE(g, "DequantizeLinear", "dqw", "w", "wq", "ws");
+    s_q_u8(g, "qx", "x", 0.05f, "xq");
+    s_dq_u8(g, "dqx", "xq", 0.05f, "xf");
+    NODE(g, "MatMul", "mm1", "m1", "xf", "w");
+    s_q_u8(g, "q1", "m1", 0.02f, "y1q");
+    s_dq_u8(g, "dq1", "y1q", 0.02f, "y1");
+    gx_graph_add_output(g, "y1");
+    in = s_inputs(g);
+    p = s_check(g, in, 0, 0);
+    ck_assert_uint_eq(s_count_op(p, GX_OP_QLINEAR_MATMUL), 0);
+    HAS(p, false, "qdq", "QLinearMatMul is per tensor");
+    gxd_plan_destroy(&p);
+    s_free_inputs(g, in);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 Suite *rewrite_suite(void)
 {
     Suite *s = suite_create("rewrite");
@@ -1443,6 +1527,7 @@ Suite *rewrite_suite(void)
     tcase_add_test(tc, test_fold_chain_into_conv);
     tcase_add_test(tc, test_fold_declined);
     tcase_add_test(tc, test_qdq);
+    tcase_add_test(tc, test_qdq_matmul);
     tcase_add_test(tc, test_fold_gemm);
     tcase_add_test(tc, test_fold_matmul);
     suite_add_tcase(s, tc);

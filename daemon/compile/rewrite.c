@@ -51,8 +51,10 @@
  *              DequantizeLinear of 8-bit values and whose weights (and
  *              int32 bias, of the input's scale times the weights') are
  *              dequantized constants (ORT's QDQ form) becomes one
- *              QLinearConv of the 8-bit values: within one quantization
- *              step of the float path (exact int32 sums).
+ *              QLinearConv of the 8-bit values, and QuantizeLinear of a
+ *              MatMul of two DequantizeLinear (per tensor) one
+ *              QLinearMatMul: within one quantization step of the float
+ *              path (exact int32 sums).
  *
  * A rewrite happens only when the values it removes are read by nothing
  * but the steps it replaces and are no graph outputs, every constant it
@@ -1806,6 +1808,83 @@ static int s_zero_point(s_rw *w, const gxd_step *s, int k, gx_dtype dt, const ch
     return s_new_const(w, s_name(s), tag, dt, 0, NULL, &z) < 0 ? -1 : z;
 }
 
+/* Is 8-bit quantizing step s (QuantizeLinear or DequantizeLinear) per
+ * tensor: one float32 scale constant (its value in *scale) and one zero
+ * point constant of dtype zt, or none? */
+static bool s_per_tensor(const gxd_plan *p, const gxd_step *s, gx_dtype zt, double *scale)
+{
+    return s_scalar(p, s->in[1], scale) && *scale > 0 && p->values[s->in[1]].view.dtype == GX_F32 &&
+           (s_in(s, 2) < 0 || s_const_of(p, s->in[2], zt, 1));
+}
+
+static bool s_8bit(gx_dtype t)
+{
+    return t == GX_U8 || t == GX_I8;
+}
+
+/* Anchor a, QuantizeLinear of MatMul c: both operands DequantizeLinear of
+ * 8-bit values (constants or not), everything per tensor: one
+ * QLinearMatMul. */
+static int s_qdq_matmul(s_rw *w, int a, int c, bool *hit)
+{
+    gxd_plan *p = w->p;
+    const gxd_step *as = &p->steps[a], *cs = &p->steps[c];
+    const int da = s_dq_step(w, cs->in[0]), db = s_dq_step(w, cs->in[1]);
+    if (da < 0 || db < 0)
+        return GX_OK;
+    const gxd_step *xa = &p->steps[da], *xb = &p->steps[db];
+    const gx_dtype qt = p->values[as->out[0]].view.dtype, at = p->values[xa->in[0]].view.dtype,
+                   bt = p->values[xb->in[0]].view.dtype;
+    double sc;
+    const char *why = NULL;
+    if (!s_internal(w, cs->out[0], 1))
+        why = "the MatMul's output has another reader";
+    else if (p->values[cs->out[0]].view.dtype != GX_F32)
+        why = "the MatMul is not float32";
+    else if (!s_8bit(qt) || !s_8bit(at) || !s_8bit(bt))
+        why = "not 8-bit quantized";
+    else if (!s_per_tensor(p, as, qt, &sc) || !s_per_tensor(p, xa, at, &sc) ||
+             !s_per_tensor(p, xb, bt, &sc))
+        why = "a scale or zero point is not one constant (QLinearMatMul is per tensor)";
+    char names[160];
+    s_names(w, (const int[]){da, db, c, a}, 4, names, sizeof names);
+    if (why) {
+        s_miss(w, "qdq", s_name(as), "%s not one QLinearMatMul: %s", names, why);
+        return GX_OK;
+    }
+    const size_t mark = p->n_values;
+    const int az = s_zero_point(w, xa, 2, at, "a_zero_point"),
+              bz = s_zero_point(w, xb, 2, bt, "b_zero_point"),
+              yz = s_zero_point(w, as, 2, qt, "y_zero_point");
+    if (az < 0 || bz < 0 || yz < 0)
+        return GX_ENOMEM;
+    const int in[8] = {xa->in[0], xa->in[1], az, xb->in[0], xb->in[1], bz, as->in[1], yz};
+    gxd_step ns;
+    int rc = s_step_new(w, GX_OP_QLINEAR_MATMUL, s_name(cs), 8, in, as->out[0], &ns);
+    if (rc < 0) {
+        s_step_free(&ns);
+        return rc;
+    }
+    if (!s_reinfer(p, &ns)) {
+        s_step_free(&ns);
+        p->n_values = mark;
+        s_miss(w, "qdq", s_name(as), "%s not one QLinearMatMul: it infers to another shape",
+               names);
+        return GX_OK;
+    }
+    int gone[3], n = 0;
+    gone[n++] = c;
+    if (!xa->folded && s_internal(w, cs->in[0], 1))
+        gone[n++] = da;
+    if (db != da && !xb->folded && s_internal(w, cs->in[1], 1))
+        gone[n++] = db;
+    s_pend(w, gone, n, a);
+    s_commit(w, a, &ns, gone, n);
+    s_done(w, "qdq", s_name(&p->steps[a]), "%s became one QLinearMatMul", names);
+    *hit = true;
+    return GX_OK;
+}
+
 /* Anchor a: QuantizeLinear of a float32 Conv whose input is a
  * DequantizeLinear of 8-bit values and whose weights (and bias) are
  * dequantized constants, as ONNX Runtime's quantizer writes a quantized
@@ -1820,8 +1899,10 @@ static int s_rule_qdq(s_rw *w, int a, bool *hit)
     if (as->op != GX_OP_QUANTIZE_LINEAR || as->attr[GX_QUANTIZE_BLOCK_SIZE].i != 0)
         return GX_OK;
     const int y = as->in[0], c = s_prod(w, y, GX_OP_CONV);
-    if (c < 0)
-        return GX_OK;
+    if (c < 0) {
+        const int mm = s_prod(w, y, GX_OP_MATMUL);
+        return mm >= 0 ? s_qdq_matmul(w, a, mm, hit) : GX_OK;
+    }
     const gxd_step *cs = &p->steps[c];
     const gx_dtype qt = p->values[as->out[0]].view.dtype;
     const int dx = s_dq_step(w, cs->in[0]), dw = s_dq_step(w, cs->in[1]);
@@ -1839,16 +1920,10 @@ static int s_rule_qdq(s_rw *w, int a, bool *hit)
         why = "the Conv's output has another reader";
     else if (p->values[y].view.dtype != GX_F32)
         why = "the Conv is not float32";
-    else if ((qt != GX_U8 && qt != GX_I8) || (xt != GX_U8 && xt != GX_I8) ||
-             (wt != GX_U8 && wt != GX_I8))
+    else if (!s_8bit(qt) || !s_8bit(xt) || !s_8bit(wt))
         why = "not 8-bit quantized";
-    else if (!s_scalar(p, as->in[1], &yscale) || !s_scalar(p, xs->in[1], &xscale) ||
-             !(yscale > 0) || !(xscale > 0) || p->values[as->in[1]].view.dtype != GX_F32 ||
-             p->values[xs->in[1]].view.dtype != GX_F32)
-        why = "the input or output scale is not one float32 constant";
-    else if ((s_in(as, 2) >= 0 && !s_const_of(p, as->in[2], qt, 1)) ||
-             (s_in(xs, 2) >= 0 && !s_const_of(p, xs->in[2], xt, 1)))
-        why = "the input or output zero point is not one constant";
+    else if (!s_per_tensor(p, as, qt, &yscale) || !s_per_tensor(p, xs, xt, &xscale))
+        why = "the input's or output's scale or zero point is not one constant";
     else if (p->values[ws->in[0]].kind != GXD_VALUE_CONST || M <= 0)
         why = "the weights are not 8-bit constants";
     else if (!wsc || !s_const_of(p, ws->in[1], GX_F32, M) ||
