@@ -4064,6 +4064,27 @@ static const Onnx__AttributeProto *s_call_attr(const s_call *k, const Onnx__Node
     return tmp;
 }
 
+/* Opset imports list[0..n) into c: the ai.onnx version, the other domains
+ * appended to doms[*nd...]. */
+static int s_opset_list(s_ctx *c, Onnx__OperatorSetIdProto *const *list, size_t n,
+                        const char *path, s_domain *doms, size_t *nd)
+{
+    for (size_t i = 0; i < n; i++) {
+        const Onnx__OperatorSetIdProto *o = list[i];
+        if (!o)
+            return s_fail(c, GX_EFORMAT, path, "opset_import %zu is empty", i);
+        const char *dom = s_str(o->domain);
+        int64_t v = o->has_version ? o->version : 0;
+        if (!*dom || strcmp(dom, "ai.onnx") == 0) {
+            c->has_opset = true;
+            c->opset = v;
+        } else {
+            doms[(*nd)++] = (s_domain){.name = dom, .version = v};
+        }
+    }
+    return GX_OK;
+}
+
 /* The opsets a function's body is read with: its own imports, then the
  * model's domains it does not name. The caller restores c's. */
 static int s_call_opsets(s_ctx *c, const Onnx__FunctionProto *f, const char *path,
@@ -4074,19 +4095,9 @@ static int s_call_opsets(s_ctx *c, const Onnx__FunctionProto *f, const char *pat
     if (!(*doms = calloc(f->n_opset_import + c->n_domains + 1, sizeof **doms)))
         return s_fail(c, GX_ENOMEM, path, "out of memory");
     size_t nd = 0;
-    for (size_t i = 0; i < f->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = f->opset_import[i];
-        if (!o)
-            return s_fail(c, GX_EFORMAT, path, "opset_import %zu is empty", i);
-        const char *dom = s_str(o->domain);
-        int64_t v = o->has_version ? o->version : 0;
-        if (!*dom || strcmp(dom, "ai.onnx") == 0) {
-            c->has_opset = true;
-            c->opset = v;
-        } else {
-            (*doms)[nd++] = (s_domain){.name = dom, .version = v};
-        }
-    }
+    int rc = s_opset_list(c, f->opset_import, f->n_opset_import, path, *doms, &nd);
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; i < c->n_domains; i++) {
         bool named = false;
         for (size_t j = 0; j < nd && !named; j++)
@@ -4293,19 +4304,9 @@ static int s_opsets(s_ctx *c, const Onnx__ModelProto *m)
 {
     if (!(c->domains = calloc(m->n_opset_import + 1, sizeof *c->domains)))
         return s_fail(c, GX_ENOMEM, "opset_import", "out of memory");
-    for (size_t i = 0; i < m->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
-        if (!o)
-            return s_fail(c, GX_EFORMAT, "opset_import", "entry %zu is empty", i);
-        const char *dom = s_str(o->domain);
-        int64_t v = o->has_version ? o->version : 0;
-        if (!*dom || strcmp(dom, "ai.onnx") == 0) {
-            c->has_opset = true;
-            c->opset = v;
-        } else {
-            c->domains[c->n_domains++] = (s_domain){.name = dom, .version = v};
-        }
-    }
+    int rc = s_opset_list(c, m->opset_import, m->n_opset_import, "", c->domains, &c->n_domains);
+    if (rc < 0)
+        return rc;
     if (!m->n_opset_import && m->has_ir_version && m->ir_version < 3) {
         c->has_opset = true;
         c->opset = 1;

@@ -1822,6 +1822,61 @@ static bool s_8bit(gx_dtype t)
     return t == GX_U8 || t == GX_I8;
 }
 
+/* The qdq rewrite's end: unless why (a near miss, recorded), anchor a
+ * (QuantizeLinear) becomes a step of op named as the product c, reading
+ * the 8-bit values d0 and d1 (DequantizeLinear steps) dequantize, their
+ * scales and zero points, a's scale and zero point, and bias (-1: none);
+ * c's first n_attr attributes (QLinearConv's are Conv's). c leaves, and
+ * so does each DequantizeLinear of d0, d1 and db (-1: none) that ran per
+ * job for c alone (folded ones cost nothing at run time). */
+static int s_qdq_make(s_rw *w, int a, int c, gx_op op, int d0, int d1, int db, int bias,
+                      int n_attr, const char *why, bool *hit)
+{
+    gxd_plan *p = w->p;
+    const gxd_step *as = &p->steps[a], *cs = &p->steps[c], *s0 = &p->steps[d0],
+                   *s1 = &p->steps[d1];
+    char names[200];
+    s_names(w, (const int[]){d0, d1, c, a}, d0 == d1 ? 3 : 4, names, sizeof names);
+    if (why) {
+        s_miss(w, "qdq", s_name(as), "%s not one %s: %s", names, gx_op_name(op), why);
+        return GX_OK;
+    }
+    const size_t mark = p->n_values;
+    const gx_dtype t0 = p->values[s0->in[0]].view.dtype, t1 = p->values[s1->in[0]].view.dtype,
+                   ty = p->values[as->out[0]].view.dtype;
+    const int z0 = s_zero_point(w, s0, 2, t0, "zero_point"),
+              z1 = s_zero_point(w, s1, 2, t1, "zero_point"),
+              zy = s_zero_point(w, as, 2, ty, "zero_point");
+    if (z0 < 0 || z1 < 0 || zy < 0)
+        return GX_ENOMEM;
+    const int in[9] = {s0->in[0], s0->in[1], z0, s1->in[0], s1->in[1], z1, as->in[1], zy, bias};
+    gxd_step ns;
+    int rc = s_step_new(w, op, s_name(cs), bias >= 0 ? 9 : 8, in, as->out[0], &ns);
+    if (rc < 0) {
+        s_step_free(&ns);
+        return rc;
+    }
+    memcpy(ns.attr, cs->attr, (size_t)n_attr * sizeof *ns.attr);
+    if (!s_reinfer(p, &ns)) {
+        s_step_free(&ns);
+        p->n_values = mark;
+        s_miss(w, "qdq", s_name(as), "%s not one %s: it infers to another shape", names,
+               gx_op_name(op));
+        return GX_OK;
+    }
+    int gone[4], n = 0;
+    gone[n++] = c;
+    const int dq[3] = {d0, d1 != d0 ? d1 : -1, db};
+    for (int i = 0; i < 3; i++)
+        if (dq[i] >= 0 && !p->steps[dq[i]].folded && s_internal(w, p->steps[dq[i]].out[0], 1))
+            gone[n++] = dq[i];
+    s_pend(w, gone, n, a);
+    s_commit(w, a, &ns, gone, n);
+    s_done(w, "qdq", s_name(&p->steps[a]), "%s became one %s", names, gx_op_name(op));
+    *hit = true;
+    return GX_OK;
+}
+
 /* Anchor a, QuantizeLinear of MatMul c: both operands DequantizeLinear of
  * 8-bit values (constants or not), everything per tensor: one
  * QLinearMatMul. */
@@ -1846,43 +1901,7 @@ static int s_qdq_matmul(s_rw *w, int a, int c, bool *hit)
     else if (!s_per_tensor(p, as, qt, &sc) || !s_per_tensor(p, xa, at, &sc) ||
              !s_per_tensor(p, xb, bt, &sc))
         why = "a scale or zero point is not one constant (QLinearMatMul is per tensor)";
-    char names[160];
-    s_names(w, (const int[]){da, db, c, a}, 4, names, sizeof names);
-    if (why) {
-        s_miss(w, "qdq", s_name(as), "%s not one QLinearMatMul: %s", names, why);
-        return GX_OK;
-    }
-    const size_t mark = p->n_values;
-    const int az = s_zero_point(w, xa, 2, at, "a_zero_point"),
-              bz = s_zero_point(w, xb, 2, bt, "b_zero_point"),
-              yz = s_zero_point(w, as, 2, qt, "y_zero_point");
-    if (az < 0 || bz < 0 || yz < 0)
-        return GX_ENOMEM;
-    const int in[8] = {xa->in[0], xa->in[1], az, xb->in[0], xb->in[1], bz, as->in[1], yz};
-    gxd_step ns;
-    int rc = s_step_new(w, GX_OP_QLINEAR_MATMUL, s_name(cs), 8, in, as->out[0], &ns);
-    if (rc < 0) {
-        s_step_free(&ns);
-        return rc;
-    }
-    if (!s_reinfer(p, &ns)) {
-        s_step_free(&ns);
-        p->n_values = mark;
-        s_miss(w, "qdq", s_name(as), "%s not one QLinearMatMul: it infers to another shape",
-               names);
-        return GX_OK;
-    }
-    int gone[3], n = 0;
-    gone[n++] = c;
-    if (!xa->folded && s_internal(w, cs->in[0], 1))
-        gone[n++] = da;
-    if (db != da && !xb->folded && s_internal(w, cs->in[1], 1))
-        gone[n++] = db;
-    s_pend(w, gone, n, a);
-    s_commit(w, a, &ns, gone, n);
-    s_done(w, "qdq", s_name(&p->steps[a]), "%s became one QLinearMatMul", names);
-    *hit = true;
-    return GX_OK;
+    return s_qdq_make(w, a, c, GX_OP_QLINEAR_MATMUL, da, db, -1, -1, 0, why, hit);
 }
 
 /* Anchor a: QuantizeLinear of a float32 Conv whose input is a
@@ -1952,49 +1971,8 @@ static int s_rule_qdq(s_rw *w, int a, bool *hit)
                 why = "the bias's scale is not the input's times the weights'";
         }
     }
-    char names[160];
-    s_names(w, (const int[]){dx, c, a}, 3, names, sizeof names);
-    if (why) {
-        s_miss(w, "qdq", s_name(as), "%s not one QLinearConv: %s", names, why);
-        return GX_OK;
-    }
-    const size_t mark = p->n_values;
-    const int xz = s_zero_point(w, xs, 2, xt, "x_zero_point"),
-              wz = s_zero_point(w, ws, 2, wt, "w_zero_point"),
-              yz = s_zero_point(w, as, 2, qt, "y_zero_point");
-    if (xz < 0 || wz < 0 || yz < 0)
-        return GX_ENOMEM;
-    const int in[9] = {xs->in[0], xs->in[1], xz, ws->in[0], ws->in[1], wz, as->in[1], yz,
-                       db >= 0 ? p->steps[db].in[0] : -1};
-    gxd_step ns;
-    int rc = s_step_new(w, GX_OP_QLINEAR_CONV, s_name(cs), db >= 0 ? 9 : 8, in, as->out[0], &ns);
-    if (rc < 0) {
-        s_step_free(&ns);
-        return rc;
-    }
-    memcpy(ns.attr, cs->attr, GX_CONV_NATTRS * sizeof *ns.attr); /* the same attributes */
-    if (!s_reinfer(p, &ns)) {
-        s_step_free(&ns);
-        p->n_values = mark;
-        s_miss(w, "qdq", s_name(as), "%s not one QLinearConv: it infers to another shape",
-               names);
-        return GX_OK;
-    }
-    /* what leaves: the Conv, and the DequantizeLinear steps that ran per
-     * job for it alone (folded ones cost nothing at run time) */
-    int gone[4], n = 0;
-    gone[n++] = c;
-    if (!xs->folded && s_internal(w, cs->in[0], 1))
-        gone[n++] = dx;
-    if (!ws->folded && s_internal(w, cs->in[1], 1))
-        gone[n++] = dw;
-    if (db >= 0 && !p->steps[db].folded && s_internal(w, cs->in[2], 1))
-        gone[n++] = db;
-    s_pend(w, gone, n, a);
-    s_commit(w, a, &ns, gone, n);
-    s_done(w, "qdq", s_name(&p->steps[a]), "%s became one QLinearConv", names);
-    *hit = true;
-    return GX_OK;
+    return s_qdq_make(w, a, c, GX_OP_QLINEAR_CONV, dx, dw, db, db >= 0 ? p->steps[db].in[0] : -1,
+                      GX_CONV_NATTRS, why, hit);
 }
 
 /* ---- attention: MatMul, scale, [mask], Softmax, MatMul ---- */
