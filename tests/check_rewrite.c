@@ -17,6 +17,7 @@
 #include "daemon/exec/exec.h"
 #include "core/internal.h"
 #include "ops/schema.h"
+#include "tests/testdev.h"
 #include "tests/testutil.h"
 
 /* Rewrites on, fuse and layout off: one step per op, no reorders, easy
@@ -1428,6 +1429,13 @@ START_TEST(test_qdq)
     /* the input's DequantizeLinear ran for the Conv alone: it left too */
     ck_assert_ptr_null(s_step(p, "conv1.0"));
     ck_assert_int_eq(s_step(p, "conv1")->n_in, 9);
+    gxd_plan_destroy(&p);
+    /* with a device offered, the float Conv stays for the partition pass */
+    gxd_partition_opts po = {.backends = {gx_testdev()}, .n_backends = 1, .min_nodes = 1};
+    gxd_compile_limits dev = s_lim;
+    dev.part = &po;
+    p = s_compile(g, in, &dev);
+    ck_assert_uint_eq(s_count_op(p, GX_OP_QLINEAR_CONV), 0);
     gxd_plan_destroy(&p);
     s_free_inputs(g, in);
     gx_graph_destroy(&g);

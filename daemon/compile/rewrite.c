@@ -54,7 +54,9 @@
  *              QLinearConv of the 8-bit values, and QuantizeLinear of a
  *              MatMul of two DequantizeLinear (per tensor) one
  *              QLinearMatMul: within one quantization step of the float
- *              path (exact int32 sums).
+ *              path (exact int32 sums). Not where a device other than
+ *              the CPU is offered: its float ops may beat the CPU's
+ *              8-bit ones.
  *
  * A rewrite happens only when the values it removes are read by nothing
  * but the steps it replaces and are no graph outputs, every constant it
@@ -1917,6 +1919,13 @@ static int s_rule_qdq(s_rw *w, int a, bool *hit)
     const gxd_step *as = &p->steps[a];
     if (as->op != GX_OP_QUANTIZE_LINEAR || as->attr[GX_QUANTIZE_BLOCK_SIZE].i != 0)
         return GX_OK;
+    /* the 8-bit ops run on the CPU alone: where a device is offered, its
+     * float Conv and MatMul may be faster than them (the partition pass
+     * decides after this one) */
+    const gxd_partition_opts *po = w->st->lim->part;
+    for (size_t i = 0; po && !po->off && i < po->n_backends; i++)
+        if (po->backends[i] != gx_backend_cpu())
+            return GX_OK;
     const int y = as->in[0], c = s_prod(w, y, GX_OP_CONV);
     if (c < 0) {
         const int mm = s_prod(w, y, GX_OP_MATMUL);
