@@ -1045,6 +1045,80 @@ START_TEST(test_onnx_malformed_models)
 END_TEST
 
 /* A model with a bit of everything, for the hostile-bytes tests. */
+/* ---- model-local functions ---------------------------------------------- */
+
+/* A function of domain local.fn in m (ins and outs as s_node's). */
+static Onnx__FunctionProto *s_function(Onnx__ModelProto *m, const char *name, const char *ins,
+                                       const char *outs)
+{
+    Onnx__FunctionProto *f = s_new(sizeof *f);
+    onnx__function_proto__init(f);
+    f->name = s_str(name);
+    f->domain = s_str("local.fn");
+    f->input = s_names(ins, &f->n_input);
+    f->output = s_names(outs, &f->n_output);
+    f->node = s_new(CAP * sizeof *f->node);
+    f->attribute = s_new(CAP * sizeof *f->attribute);
+    f->opset_import = s_new(CAP * sizeof *f->opset_import);
+    if (!m->functions)
+        m->functions = s_new(CAP * sizeof *m->functions);
+    m->functions[m->n_functions++] = f;
+    return f;
+}
+
+/* A node calling function op of local.fn. */
+static Onnx__NodeProto *s_call(const char *op, const char *name, const char *ins,
+                               const char *outs)
+{
+    Onnx__NodeProto *n = s_node(op, name, ins, outs);
+    n->domain = s_str("local.fn");
+    return n;
+}
+
+/* Attribute name of n referring to the function's attribute ref. */
+static void s_attr_ref(Onnx__NodeProto *n, const char *name, const char *ref, int type)
+{
+    s_attr(n, name, type)->ref_attr_name = s_str(ref);
+}
+
+static void s_opset(Onnx__OperatorSetIdProto ***list, size_t *n, const char *domain, int64_t v);
+
+/* Function f's default of attribute name: the float v (attribute_proto,
+ * field 11, which Debian's onnx.proto lacks: an unknown field, its length
+ * prefix in data as protobuf-c keeps it). */
+static void s_fn_default(Onnx__FunctionProto *f, const char *name, float v)
+{
+    Onnx__AttributeProto *def = s_new(sizeof *def);
+    onnx__attribute_proto__init(def);
+    def->name = s_str(name);
+    def->has_type = 1;
+    def->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    def->has_f = 1;
+    def->f = v;
+    ProtobufCMessageUnknownField *uf = s_new(sizeof *uf);
+    uf->tag = 11;
+    uf->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+    size_t len;
+    uint8_t *bytes = s_pack(&def->base, &len);
+    ck_assert_uint_lt(len, 128); /* a one-byte length prefix */
+    uf->data = s_new(len + 1);
+    uf->data[0] = (uint8_t)len;
+    memcpy(uf->data + 1, bytes, len);
+    uf->len = len + 1;
+    f->base.n_unknown_fields = 1;
+    f->base.unknown_fields = uf;
+}
+
+static void s_opset(Onnx__OperatorSetIdProto ***list, size_t *n, const char *domain, int64_t v)
+{
+    Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
+    onnx__operator_set_id_proto__init(o);
+    o->domain = s_str(domain);
+    o->has_version = 1;
+    o->version = v;
+    (*list)[(*n)++] = o;
+}
+
 static Onnx__ModelProto *s_rich_model(void)
 {
     Onnx__GraphProto *g = s_mlp();
@@ -1057,7 +1131,15 @@ static Onnx__ModelProto *s_rich_model(void)
     a = s_attr(n, "t", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
     a->t = s_tensor(NULL, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, (int64_t[]){2}, (int64_t[]){3, 4}, 16);
     ADD(g, node, n);
-    return s_model(g, "", 13);
+    /* a call of a model-local function with an attribute default */
+    Onnx__ModelProto *m = s_model(g, "", 13);
+    Onnx__FunctionProto *f = s_function(m, "Leaky", "X", "Y");
+    f->attribute[f->n_attribute++] = s_str("slope");
+    ADD(f, node, n = s_node("LeakyRelu", NULL, "X", "Y"));
+    s_attr(n, "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)->ref_attr_name = s_str("slope");
+    s_fn_default(f, "slope", 0.5f);
+    ADD(g, node, s_call("Leaky", "leaky", "y", "w"));
+    return m;
 }
 
 START_TEST(test_onnx_truncated_and_mutated)
@@ -1582,52 +1664,6 @@ static gx_tensor *s_cv_f32(int ndim, const int64_t *shape, const float *v)
     return t;
 }
 
-/* ---- model-local functions ---------------------------------------------- */
-
-/* A function of domain local.fn in m (ins and outs as s_node's). */
-static Onnx__FunctionProto *s_function(Onnx__ModelProto *m, const char *name, const char *ins,
-                                       const char *outs)
-{
-    Onnx__FunctionProto *f = s_new(sizeof *f);
-    onnx__function_proto__init(f);
-    f->name = s_str(name);
-    f->domain = s_str("local.fn");
-    f->input = s_names(ins, &f->n_input);
-    f->output = s_names(outs, &f->n_output);
-    f->node = s_new(CAP * sizeof *f->node);
-    f->attribute = s_new(CAP * sizeof *f->attribute);
-    f->opset_import = s_new(CAP * sizeof *f->opset_import);
-    if (!m->functions)
-        m->functions = s_new(CAP * sizeof *m->functions);
-    m->functions[m->n_functions++] = f;
-    return f;
-}
-
-/* A node calling function op of local.fn. */
-static Onnx__NodeProto *s_call(const char *op, const char *name, const char *ins,
-                               const char *outs)
-{
-    Onnx__NodeProto *n = s_node(op, name, ins, outs);
-    n->domain = s_str("local.fn");
-    return n;
-}
-
-/* Attribute name of n referring to the function's attribute ref. */
-static void s_attr_ref(Onnx__NodeProto *n, const char *name, const char *ref, int type)
-{
-    s_attr(n, name, type)->ref_attr_name = s_str(ref);
-}
-
-static void s_opset(Onnx__OperatorSetIdProto ***list, size_t *n, const char *domain, int64_t v)
-{
-    Onnx__OperatorSetIdProto *o = s_new(sizeof *o);
-    onnx__operator_set_id_proto__init(o);
-    o->domain = s_str(domain);
-    o->has_version = 1;
-    o->version = v;
-    (*list)[(*n)++] = o;
-}
-
 /* Functions are inlined where called: inputs, outputs and attributes
  * (the caller's, else the default of IR 9's attribute_proto, a field
  * Debian's onnx.proto lacks) passed, the body's names made unique beside
@@ -1649,25 +1685,7 @@ START_TEST(test_onnx_functions)
     ADD(f, node, s_node("Mul", NULL, "X,S", "t"));
     ADD(f, node, n = s_node("LeakyRelu", "act", "t", "Y"));
     s_attr_ref(n, "alpha", "slope", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
-    Onnx__AttributeProto *def = s_new(sizeof *def);
-    onnx__attribute_proto__init(def);
-    def->name = s_str("slope");
-    def->has_type = 1;
-    def->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-    def->has_f = 1;
-    def->f = 0.5f;
-    ProtobufCMessageUnknownField *uf = s_new(sizeof *uf);
-    uf->tag = 11;
-    uf->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
-    size_t len;
-    uint8_t *bytes = s_pack(&def->base, &len);
-    ck_assert_uint_lt(len, 128); /* a one-byte length prefix */
-    uf->data = s_new(len + 1); /* protobuf-c keeps the prefix in data */
-    uf->data[0] = (uint8_t)len;
-    memcpy(uf->data + 1, bytes, len);
-    uf->len = len + 1;
-    f->base.n_unknown_fields = 1;
-    f->base.unknown_fields = uf;
+    s_fn_default(f, "slope", 0.5f);
     /* Outer(X, S) = -ReduceSum(Softmax(ScaledRelu(X, S, slope = slope2),
      * axis 0), axis 1), read with opset 12: Softmax over X as [1, 6] (from
      * opset 13 on, over axis 0 alone) */
