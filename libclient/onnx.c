@@ -3930,8 +3930,8 @@ static int s_node(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
  * referring to the function's (ref_attr_name) take the caller's value, else
  * the function's default, else are left out, and the body's nodes are read
  * with the opsets the function imports. A body node may call a function in
- * turn (S_MAX_FN_DEPTH deep); subgraph attributes inside a body (an If in a
- * function) are refused. */
+ * turn (S_MAX_FN_DEPTH deep); a body node's subgraphs (an If in a
+ * function) are copied with the body's names they use renamed. */
 
 /* The k-th length-delimited field numbered num of m that the generated
  * code does not know (fields newer than Debian's onnx.proto:
@@ -3982,7 +3982,20 @@ typedef struct s_call {
     size_t n, cap;
     Onnx__AttributeProto **defaults; /* the function's attribute defaults */
     size_t n_defaults;
+    void **mem; /* the copies of body nodes and subgraphs, freed with the call */
+    size_t n_mem, cap_mem;
 } s_call;
+
+/* n zeroed elements of size, freed with the call; NULL on ENOMEM. */
+static void *s_call_alloc(s_call *k, size_t n, size_t size)
+{
+    void *p = calloc(n + 1, size);
+    if (!p || !gx_grow(&k->mem, &k->cap_mem, k->n_mem + 1, sizeof *k->mem)) {
+        free(p);
+        return NULL;
+    }
+    return k->mem[k->n_mem++] = p;
+}
 
 static bool s_call_map(s_call *k, const char *from, const char *to)
 {
@@ -4010,8 +4023,20 @@ static const char *s_call_name(s_ctx *c, s_call *k, const char *from)
     return to;
 }
 
+/* What the body's name `from` became, or itself (a subgraph's own). */
+static const char *s_call_lookup(const s_call *k, const char *from)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (strcmp(k->map[i].from, from) == 0)
+            return k->map[i].to;
+    return from;
+}
+
 static void s_call_fini(s_call *k)
 {
+    for (size_t i = 0; i < k->n_mem; i++)
+        free(k->mem[i]);
+    free(k->mem);
     for (size_t i = 0; i < k->n_defaults; i++)
         protobuf_c_message_free_unpacked(&k->defaults[i]->base, NULL);
     free(k->defaults);
@@ -4113,39 +4138,103 @@ static int s_call_opsets(s_ctx *c, const Onnx__FunctionProto *f, const char *pat
 static int s_node_or_call(s_ctx *c, gx_graph *g, const Onnx__NodeProto *np, size_t idx,
                           const char *gpath, int depth, s_set *node_names, int level);
 
+static int s_call_copy(s_ctx *c, s_call *k, const Onnx__NodeProto *caller,
+                       const Onnx__NodeProto *b, bool top, Onnx__NodeProto *n,
+                       const char *path);
+
+/* Subgraph gp of a body node as the call makes it (*out): its nodes by
+ * s_call_copy, its outputs renamed where they name the body's values. */
+static int s_call_graph(s_ctx *c, s_call *k, const Onnx__NodeProto *caller,
+                        const Onnx__GraphProto *gp, Onnx__GraphProto **out, const char *path)
+{
+    Onnx__GraphProto *ng = s_call_alloc(k, 1, sizeof *ng);
+    if (!ng)
+        return s_fail(c, GX_ENOMEM, path, "out of memory");
+    *ng = *gp;
+    ng->node = s_call_alloc(k, gp->n_node, sizeof *ng->node);
+    ng->output = s_call_alloc(k, gp->n_output, sizeof *ng->output);
+    if (!ng->node || !ng->output)
+        return s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < gp->n_node; i++) {
+        if (!gp->node[i])
+            continue; /* s_graph reports it */
+        if (!(ng->node[i] = s_call_alloc(k, 1, sizeof *ng->node[i])))
+            return s_fail(c, GX_ENOMEM, path, "out of memory");
+        int rc = s_call_copy(c, k, caller, gp->node[i], false, ng->node[i], path);
+        if (rc < 0)
+            return rc;
+    }
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = gp->output[i];
+        if (!vi || !vi->name)
+            continue;
+        if (!(ng->output[i] = s_call_alloc(k, 1, sizeof *ng->output[i])))
+            return s_fail(c, GX_ENOMEM, path, "out of memory");
+        *ng->output[i] = *vi;
+        ng->output[i]->name = (char *)s_call_lookup(k, vi->name);
+    }
+    *out = ng;
+    return GX_OK;
+}
+
+/* Body node b as the call makes it (*n, its arrays the call's): the
+ * body's own level (top) gets the body's names through the call's map,
+ * new ones with the caller's name in front; inside a subgraph only the
+ * body's names change (the subgraph's own stay). Attributes referring to
+ * the function's take the call's values; subgraphs are copied likewise. */
+static int s_call_copy(s_ctx *c, s_call *k, const Onnx__NodeProto *caller,
+                       const Onnx__NodeProto *b, bool top, Onnx__NodeProto *n, const char *path)
+{
+    *n = *b;
+    n->input = s_call_alloc(k, b->n_input, sizeof *n->input);
+    n->output = s_call_alloc(k, b->n_output, sizeof *n->output);
+    n->attribute = s_call_alloc(k, b->n_attribute, sizeof *n->attribute);
+    n->n_attribute = 0;
+    if (!n->input || !n->output || !n->attribute)
+        return s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < b->n_input; i++)
+        if (b->input[i] && !(n->input[i] = (char *)(top ? s_call_name(c, k, b->input[i])
+                                                        : s_call_lookup(k, b->input[i]))))
+            return s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < b->n_output; i++)
+        if (b->output[i] &&
+            !(n->output[i] = (char *)(top ? s_call_name(c, k, b->output[i]) : b->output[i])))
+            return s_fail(c, GX_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < b->n_attribute; i++) {
+        const Onnx__AttributeProto *a = b->attribute[i];
+        Onnx__AttributeProto *na = s_call_alloc(k, 1, sizeof *na);
+        if (!na)
+            return s_fail(c, GX_ENOMEM, path, "out of memory");
+        if (!a) {
+            n->attribute[n->n_attribute++] = NULL; /* s_node reports it */
+            continue;
+        }
+        if (!(a = s_call_attr(k, caller, a, na)))
+            continue; /* neither given nor defaulted: left out */
+        if (a != na)
+            *na = *a;
+        Onnx__GraphProto *const g = na->g, *const *const gs = na->graphs;
+        int rc = g ? s_call_graph(c, k, caller, g, &na->g, path) : GX_OK;
+        if (rc == GX_OK && na->n_graphs &&
+            !(na->graphs = s_call_alloc(k, na->n_graphs, sizeof *na->graphs)))
+            rc = s_fail(c, GX_ENOMEM, path, "out of memory");
+        for (size_t j = 0; j < na->n_graphs && rc == GX_OK; j++)
+            rc = gs[j] ? s_call_graph(c, k, caller, gs[j], &na->graphs[j], path) : GX_OK;
+        if (rc < 0)
+            return rc;
+        n->attribute[n->n_attribute++] = na;
+    }
+    return GX_OK;
+}
+
 /* Body node b of call k as a node of the caller's graph, read by s_node
  * (or inlined in turn). */
 static int s_call_node(s_ctx *c, gx_graph *g, s_call *k, const Onnx__NodeProto *caller,
                        const Onnx__NodeProto *b, size_t idx, const char *path, int depth,
                        s_set *node_names, int level)
 {
-    Onnx__NodeProto n = *b;
-    Onnx__AttributeProto *tmp = calloc(b->n_attribute + 1, sizeof *tmp);
-    n.input = calloc(b->n_input + 1, sizeof *n.input);
-    n.output = calloc(b->n_output + 1, sizeof *n.output);
-    n.attribute = calloc(b->n_attribute + 1, sizeof *n.attribute);
-    n.n_attribute = 0;
-    int rc = GX_OK;
-    if (!tmp || !n.input || !n.output || !n.attribute)
-        rc = s_fail(c, GX_ENOMEM, path, "out of memory");
-    for (size_t i = 0; i < b->n_input && rc == GX_OK; i++)
-        if (b->input[i] && !(n.input[i] = (char *)s_call_name(c, k, b->input[i])))
-            rc = s_fail(c, GX_ENOMEM, path, "out of memory");
-    for (size_t i = 0; i < b->n_output && rc == GX_OK; i++)
-        if (b->output[i] && !(n.output[i] = (char *)s_call_name(c, k, b->output[i])))
-            rc = s_fail(c, GX_ENOMEM, path, "out of memory");
-    for (size_t i = 0; i < b->n_attribute && rc == GX_OK; i++) {
-        const Onnx__AttributeProto *a = b->attribute[i];
-        if (a && (a->g || a->n_graphs))
-            rc = s_fail(c, GX_EUNSUPPORTED, path,
-                        "node %zu (%.60s) of the function has a subgraph attribute '%.100s': "
-                        "subgraphs inside model-local functions are not supported",
-                        idx, s_str(b->op_type), s_str(a->name));
-        else if (!a)
-            n.attribute[n.n_attribute++] = NULL; /* s_node reports it */
-        else if ((a = s_call_attr(k, caller, a, &tmp[i])))
-            n.attribute[n.n_attribute++] = (Onnx__AttributeProto *)a;
-    }
+    Onnx__NodeProto n;
+    int rc = s_call_copy(c, k, caller, b, true, &n, path);
     /* the node's name: the caller's in front, unique in the graph */
     const char *base = b->name && *b->name ? b->name : s_own(c, "%.60s_%zu", s_str(b->op_type), idx);
     char *name = base ? s_own(c, "%.200s/%.200s", k->label, base) : NULL;
@@ -4156,10 +4245,6 @@ static int s_call_node(s_ctx *c, gx_graph *g, s_call *k, const Onnx__NodeProto *
     n.name = name;
     if (rc == GX_OK)
         rc = s_collect(c, s_node_or_call(c, g, &n, idx, path, depth, node_names, level + 1));
-    free(tmp);
-    free(n.input);
-    free(n.output);
-    free(n.attribute);
     return rc;
 }
 

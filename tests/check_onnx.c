@@ -1725,6 +1725,42 @@ START_TEST(test_onnx_functions)
         want[i / 3] -= u[i] / total;
     s_cv_check("functions", m, 1, (gx_tensor *[]){s_cv_f32(2, d23, xv)}, 0, GX_F32, 1, d2, want);
 
+    /* an If in a function: Gate(X, C) = C ? Relu(X * K) : -X, K the
+     * function's Constant, called twice (its branches' names the same in
+     * both: each call's copy reads its own X and K) */
+    g = s_graph("gate");
+    m = s_model(g, "", 18);
+    s_opset(&m->opset_import, &m->n_opset_import, "local.fn", 1);
+    s_cv_input(g, "x", F32, 2, d23);
+    ADD(g, initializer, s_tensor("on", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL,
+                                 (uint8_t[]){1}, 1));
+    ADD(g, initializer, s_tensor("off", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL,
+                                 (uint8_t[]){0}, 1));
+    f = s_function(m, "Gate", "X,C", "Y");
+    Onnx__NodeProto *kn = s_node("Constant", NULL, "", "K");
+    s_attr(kn, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)->f = 3;
+    kn->attribute[0]->has_f = 1;
+    ADD(f, node, kn);
+    ADD(f, node, n = s_node("If", NULL, "C", "Y"));
+    Onnx__GraphProto *br = s_graph("then");
+    ADD(br, node, s_node("Mul", NULL, "X,K", "t"));
+    ADD(br, node, s_node("Relu", NULL, "t", "r"));
+    ADD(br, output, s_vi("r", NULL));
+    s_attr(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = br;
+    br = s_graph("else");
+    ADD(br, node, s_node("Neg", NULL, "X", "t"));
+    ADD(br, output, s_vi("t", NULL));
+    s_attr(n, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = br;
+    ADD(g, node, s_call("Gate", "g1", "x,on", "a"));
+    ADD(g, node, s_call("Gate", "g2", "x,off", "b"));
+    ADD(g, node, s_node("Add", NULL, "a,b", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    double gate[6];
+    for (int i = 0; i < 6; i++)
+        gate[i] = (xv[i] > 0 ? 3.0 * xv[i] : 0.0) - xv[i];
+    s_cv_check("an If in a function", m, 1, (gx_tensor *[]){s_cv_f32(2, d23, xv)}, 0, GX_F32, 2,
+               d23, gate);
+
     /* the refusals */
     char err[2048];
     gx_graph *out = NULL;
@@ -1737,11 +1773,6 @@ START_TEST(test_onnx_functions)
     ADD(f, node, s_call("Self", "again", "X", "Y"));
     ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_ELIMIT, err, "function 'Self'",
                "more than 16 deep");
-    f->node[0] = s_node("If", NULL, "X", "Y");
-    Onnx__AttributeProto *a = s_attr(f->node[0], "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
-    a->g = s_graph("then");
-    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err, "(If)",
-               "subgraphs inside model-local functions are not supported");
     f->node[0] = s_node("Frob", NULL, "X", "Y");
     f->node[0]->domain = s_str("com.example");
     ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_EUNSUPPORTED, err,
