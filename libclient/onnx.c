@@ -57,11 +57,11 @@
  * which is quadratic. */
 #define S_MAX_ATTRS 256
 /* Model-local functions calling functions (a function calling itself ends
- * here), and the nodes all calls may add, so that a few nested functions
- * each calling the next many times cannot grow a small file without
- * bound. */
+ * here), and the nodes all calls may add (their subgraphs' too), so that a
+ * few nested functions each calling the next many times cannot grow a
+ * small file without bound. */
 #define S_MAX_FN_DEPTH 16
-#define S_MAX_INLINED ((size_t)1 << 20)
+#define S_MAX_INLINED ((size_t)1 << 18)
 /* Room for the list of unsupported features in one message. */
 #define S_MAX_LIST 2048
 
@@ -4147,6 +4147,10 @@ static int s_call_copy(s_ctx *c, s_call *k, const Onnx__NodeProto *caller,
 static int s_call_graph(s_ctx *c, s_call *k, const Onnx__NodeProto *caller,
                         const Onnx__GraphProto *gp, Onnx__GraphProto **out, const char *path)
 {
+    if (gp->n_node > S_MAX_INLINED - c->n_inlined)
+        return s_fail(c, GX_ELIMIT, path,
+                      "the model's function calls add more than %zu nodes", S_MAX_INLINED);
+    c->n_inlined += gp->n_node;
     Onnx__GraphProto *ng = s_call_alloc(k, 1, sizeof *ng);
     if (!ng)
         return s_fail(c, GX_ENOMEM, path, "out of memory");

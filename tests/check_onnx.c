@@ -1786,6 +1786,25 @@ START_TEST(test_onnx_functions)
     ck_assert_int_eq(s_parse(m, &out, err, sizeof err), GX_OK);
     ck_assert_uint_eq(gx_graph_node_count(out), 1);
     gx_graph_destroy(&out);
+    /* a small file of five functions, each calling the next 16 times,
+     * would be a million nodes: refused at 2^18 */
+    g = s_graph("fan");
+    m = s_model(g, "", 18);
+    s_cv_input(g, "x", F32, 2, d23);
+    ADD(g, node, s_call("F0", "top", "x", "y"));
+    ADD(g, output, s_vi("y", NULL));
+    for (int lv = 0; lv < 5; lv++) {
+        char fname[8], next[8];
+        snprintf(fname, sizeof fname, "F%d", lv);
+        snprintf(next, sizeof next, "F%d", lv + 1);
+        f = s_function(m, fname, "X", "Y");
+        f->node = s_new(17 * sizeof *f->node);
+        for (int i = 0; i < 16; i++)
+            f->node[f->n_node++] = lv < 4 ? s_call(next, NULL, "X", i < 15 ? "" : "Y")
+                                          : s_node("Relu", NULL, "X", i < 15 ? "" : "Y");
+    }
+    ASSERT_ERR(s_parse(m, &out, err, sizeof err), GX_ELIMIT, err,
+               "the model's function calls add more than 262144 nodes");
 }
 END_TEST
 
