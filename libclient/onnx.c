@@ -4048,8 +4048,8 @@ static int s_call_defaults(s_ctx *c, s_call *k, const Onnx__FunctionProto *f, co
 {
     ProtobufCBinaryData b = {0};
     size_t n = 0;
-    while (s_unknown_field(&f->base, 11, n, &b))
-        n++;
+    while (n <= S_MAX_ATTRS && s_unknown_field(&f->base, 11, n, &b))
+        n++; /* each lookup walks the fields: stop past the limit */
     if (n > S_MAX_ATTRS)
         return s_fail(c, GX_ELIMIT, path, "%zu attribute defaults (at most %d)", n, S_MAX_ATTRS);
     if (n && !(k->defaults = calloc(n, sizeof *k->defaults)))

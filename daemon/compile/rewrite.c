@@ -1838,7 +1838,7 @@ static int s_qdq_make(s_rw *w, int a, int c, gx_op op, int d0, int d1, int db, i
     const gxd_step *as = &p->steps[a], *cs = &p->steps[c], *s0 = &p->steps[d0],
                    *s1 = &p->steps[d1];
     char names[200];
-    s_names(w, (const int[]){d0, d1, c, a}, d0 == d1 ? 3 : 4, names, sizeof names);
+    s_names(w, (const int[]){d0, c, a, d1}, d0 == d1 ? 3 : 4, names, sizeof names);
     if (why) {
         s_miss(w, "qdq", s_name(as), "%s not one %s: %s", names, gx_op_name(op), why);
         return GX_OK;

@@ -102,7 +102,7 @@ gx_kernel_fn gx_cuda_kernel(gx_op op);
 void gx_cuda_kernel_ready(gx_cuda_queue *q, gx_op op, const gx_kargs *k);
 void gx_cuda_fused_ready(gx_cuda_queue *q, const struct gx_fused *f, const gx_kargs *k);
 /* Runs a small product and an elementwise kernel and checks them; GX_OK or
- * an error with why. */
+ * an error with why. cuBLAS must be loaded (open loads it first). */
 int gx_cuda_selfcheck(char *why, size_t len);
 
 #endif

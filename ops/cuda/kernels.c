@@ -563,8 +563,6 @@ int gx_cuda_selfcheck(char *why, size_t len)
         rc = gx_errf(why, len, GX_EINTERNAL, "%s", cudaGetErrorString(e));
         goto out;
     }
-    if ((rc = gx_cuda_blas_load(why, len)) < 0)
-        goto out;
     if (gx_cublas.create(&q.blas) != CUBLAS_STATUS_SUCCESS) {
         rc = gx_errf(why, len, GX_EINTERNAL, "cuBLAS: cannot create a handle");
         goto out;
