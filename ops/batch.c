@@ -58,6 +58,36 @@ bool gx_batch_concat(const gx_batch_ctx *bc, int axis_attr)
     return true;
 }
 
+bool gx_batch_matmul(const gx_batch_ctx *bc, int ia, int ib, uint32_t per_row)
+{
+    if (!s_has_in(bc, ia) || !s_has_in(bc, ib) || bc->n_out != 1 || !s_has_out(bc, 0))
+        return false;
+    const gx_view *a = &bc->in[ia], *b = &bc->in[ib], *y = &bc->out[0];
+    const bool ba = gx_batch_in(bc, ia), bb = gx_batch_in(bc, ib);
+    const int r = y->ndim;
+    if (a->ndim < 1 || b->ndim < 1 || r < 1)
+        return false;
+    for (int i = 0; i < bc->n_in; i++) {
+        if (i == ia || i == ib || !s_has_in(bc, i))
+            continue;
+        /* a parameter per row of A's rows, when they are the batch */
+        if (gx_batch_in(bc, i) ||
+            ((per_row >> i & 1) && ba && a->ndim == 2 && gx_view_numel(&bc->in[i]) != 1))
+            return false;
+    }
+    if (ba && !((a->ndim == 2 && b->ndim <= 2 && !bb) || (a->ndim >= 3 && a->ndim == r)))
+        return false;
+    if (bb && !(b->ndim >= 3 && b->ndim == r))
+        return false;
+    if ((!ba && r >= 3 && a->ndim == r && a->shape[0] != 1) ||
+        (!bb && r >= 3 && b->ndim == r && b->shape[0] != 1))
+        return false;
+    if ((!ba && !bb) || y->shape[0] != (ba ? a : b)->shape[0])
+        return false;
+    bc->out_batched[0] = true;
+    return true;
+}
+
 bool gx_batch_broadcast(const gx_batch_ctx *bc)
 {
     if (bc->n_out != 1 || !s_has_out(bc, 0) || bc->out[0].ndim < 1)

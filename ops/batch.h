@@ -30,6 +30,16 @@ bool gx_batch_axis_not0(const gx_batch_ctx *bc, int axis_attr);
  * unbatched one would put its own rows beside each sample's). */
 bool gx_batch_concat(const gx_batch_ctx *bc, int axis_attr);
 
+/* The product of A (input ia) and B (input ib) in MatMul's batching:
+ * the batch may be A's rows (A [N, K] times an unbatched B of rank <= 2)
+ * or the leading broadcast dim of the output, carried by A, B or both at
+ * the output's rank >= 3; an unbatched operand of that rank must have dim
+ * 0 of 1. Anything else (a batched B [N, P] contracts over the batch)
+ * mixes. Every other input (zero points, scales) must be unbatched, and
+ * those of per_row (bit i: input i) hold one value when a 2-D A's rows are
+ * the batch (one per row would go with the samples). */
+bool gx_batch_matmul(const gx_batch_ctx *bc, int ia, int ib, uint32_t per_row);
+
 /* numpy broadcasting of elementwise ops (GX_OPF_ELEMENTWISE): a batched
  * input has the output's rank (its axis 0 is the output's axis 0); an
  * unbatched input of the output's rank has dim 0 of 1, a lower rank

@@ -125,28 +125,9 @@ static gx_cost s_cost_matmul(const gx_infer *ic)
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
-/* The batch may be A's rows (A [N, K] times an unbatched B of rank <= 2)
- * or the leading broadcast dim of the output, carried by A, B or both at
- * the output's rank >= 3; an unbatched operand of that rank must have dim 0
- * of 1. Anything else (a batched B [N, P] contracts over the batch) mixes. */
 static bool s_batch_matmul(const gx_batch_ctx *bc)
 {
-    const gx_view *a = &bc->in[0], *b = &bc->in[1], *y = &bc->out[0];
-    const bool ba = gx_batch_in(bc, 0), bb = gx_batch_in(bc, 1);
-    const int r = y->ndim;
-    if (bc->n_in != 2 || bc->n_out != 1 || a->ndim < 1 || b->ndim < 1 || r < 1)
-        return false;
-    if (ba && !((a->ndim == 2 && b->ndim <= 2 && !bb) || (a->ndim >= 3 && a->ndim == r)))
-        return false;
-    if (bb && !(b->ndim >= 3 && b->ndim == r))
-        return false;
-    if ((!ba && r >= 3 && a->ndim == r && a->shape[0] != 1) ||
-        (!bb && r >= 3 && b->ndim == r && b->shape[0] != 1))
-        return false;
-    if (y->shape[0] != (ba ? a : b)->shape[0])
-        return false;
-    bc->out_batched[0] = true;
-    return true;
+    return bc->n_in == 2 && gx_batch_matmul(bc, 0, 1, 0);
 }
 
 const gx_op_schema gx_schema_MATMUL = {
@@ -305,9 +286,15 @@ static int s_infer_matmul_integer(gx_infer *ic)
     return GX_OK;
 }
 
+/* MatMul's rule; a_zero_point per row of a batched 2-D A mixes. */
+static bool s_batch_matmul_integer(const gx_batch_ctx *bc)
+{
+    return gx_batch_matmul(bc, 0, 1, 1u << 2);
+}
+
 const gx_op_schema gx_schema_MATMUL_INTEGER = {
     .min_in = 2, .max_in = 4, .min_out = 1, .max_out = 1,
-    .infer = s_infer_matmul_integer, .cost = s_cost_matmul,
+    .infer = s_infer_matmul_integer, .cost = s_cost_matmul, .batch = s_batch_matmul_integer,
 };
 
 /* ---- Einsum ---- */

@@ -243,9 +243,17 @@ static gx_cost s_cost_qlinear_matmul(const gx_infer *ic)
                      .bytes = gx_infer_io_bytes(ic)};
 }
 
+/* MatMul's rule on a and b; a_scale and a_zero_point per row of a
+ * batched 2-D a mix. */
+static bool s_batch_qlinear_matmul(const gx_batch_ctx *bc)
+{
+    return gx_batch_matmul(bc, 0, 3, 1u << 1 | 1u << 2);
+}
+
 const gx_op_schema gx_schema_QLINEAR_MATMUL = {
     .min_in = 8, .max_in = 8, .min_out = 1, .max_out = 1,
     .infer = s_infer_qlinear_matmul, .cost = s_cost_qlinear_matmul,
+    .batch = s_batch_qlinear_matmul,
 };
 
 /* ---- QLinearConv ---- */

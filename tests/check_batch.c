@@ -189,6 +189,39 @@ START_TEST(test_matmul_gemm)
 }
 END_TEST
 
+/* A byte view with a shape and no data. */
+#define U8V(...) ot_view(GX_U8, NULL, SHAPE(__VA_ARGS__))
+
+START_TEST(test_quantized_matmuls)
+{
+    const gx_view zp = SCALAR(GX_U8, uint8_t, 3), sc = SCALAR(GX_F32, float, 0.5f);
+    WANT(s_sep(GX_OP_MATMUL_INTEGER, NODE(), VIEWS(U8V(32, 8), U8V(8, 4)), 1, 1), 1);
+    WANT(s_sep(GX_OP_MATMUL_INTEGER, NODE(), VIEWS(U8V(32, 8), U8V(8, 4), zp, U8V(4)), 1, 1),
+         1);
+    WANT(s_sep(GX_OP_MATMUL_INTEGER, NODE(), VIEWS(U8V(32, 3, 8), U8V(8, 4), zp), 1, 1), 1);
+    /* a zero point per row of A, whose rows are the samples */
+    WANT(s_sep(GX_OP_MATMUL_INTEGER, NODE(), VIEWS(U8V(32, 8), U8V(8, 4), U8V(32)), 1, 1),
+         MIXES);
+    WANT(s_sep(GX_OP_MATMUL_INTEGER, NODE(), VIEWS(U8V(32, 8), U8V(8, 4), U8V(32)), 5, 1),
+         MIXES);
+    WANT(s_sep(GX_OP_MATMUL_INTEGER, NODE(), VIEWS(U8V(4, 32), U8V(32, 5)), 2, 1), MIXES);
+
+    WANT(s_sep(GX_OP_QLINEAR_MATMUL, NODE(), VIEWS(U8V(32, 8), sc, zp, U8V(8, 4), sc, zp, sc, zp),
+               1, 1),
+         1);
+    WANT(s_sep(GX_OP_QLINEAR_MATMUL, NODE(),
+               VIEWS(U8V(32, 3, 8), sc, zp, U8V(32, 8, 4), sc, zp, sc, zp), 9, 1),
+         1);
+    /* b's rows are the batch; a batched output scale */
+    WANT(s_sep(GX_OP_QLINEAR_MATMUL, NODE(), VIEWS(U8V(4, 32), sc, zp, U8V(32, 8), sc, zp, sc, zp),
+               8, 1),
+         MIXES);
+    WANT(s_sep(GX_OP_QLINEAR_MATMUL, NODE(), VIEWS(U8V(32, 8), sc, zp, U8V(8, 4), sc, zp, sc, zp),
+               1 | 64, 1),
+         MIXES);
+}
+END_TEST
+
 START_TEST(test_reduce)
 {
     gx_view x = V(8, 5, 6);
@@ -926,6 +959,48 @@ START_TEST(test_split_int_mlp)
 }
 END_TEST
 
+/* A constant of n bytes of dtype dt and shape (ndim, shape), byte i = f(i). */
+static void s_byte_const(gx_graph *g, const char *name, gx_dtype dt, int ndim,
+                         const int64_t *shape, int mul, int mod, int off)
+{
+    gx_tensor *t = gx_tensor_new(dt, ndim, shape);
+    ck_assert(t);
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    for (int64_t i = 0; i < n; i++)
+        ((uint8_t *)gx_tensor_data(t))[i] = (uint8_t)((i * mul) % mod + off);
+    ck_assert_int_eq(gx_graph_add_const(g, name, &t), GX_OK);
+}
+
+/* A quantized MLP: QLinearMatMul, then MatMulInteger of its bytes; every
+ * sample of a split batch gets the whole batch's bytes and int32 sums. */
+START_TEST(test_split_quantized_mlp)
+{
+    gx_graph *g = gx_graph_new("q_mlp");
+    s_input(g, "x", GX_U8, 2, (int64_t[]){1, 16});
+    s_byte_const(g, "w1", GX_U8, 2, (int64_t[]){16, 8}, 37, 251, 0);
+    s_byte_const(g, "w2", GX_I8, 2, (int64_t[]){8, 4}, 11, 19, 0);
+    s_byte_const(g, "xz", GX_U8, 0, NULL, 0, 1, 120);
+    s_byte_const(g, "wz", GX_U8, 0, NULL, 0, 1, 128);
+    s_byte_const(g, "yz", GX_U8, 0, NULL, 0, 1, 7);
+    gx_tensor *sc = gx_tensor_new(GX_F32, 0, NULL);
+    ck_assert(sc);
+    *(float *)gx_tensor_data(sc) = 0.0625f;
+    ck_assert_int_eq(gx_graph_add_const(g, "sc", &sc), GX_OK);
+    s_node(g, "QLinearMatMul", "qmm", NAMES("x", "sc", "xz", "w1", "sc", "wz", "sc", "yz"),
+           NAMES("h"));
+    s_node(g, "MatMulInteger", "mmi", NAMES("h", "w2", "yz"), NAMES("y"));
+    ck_assert_int_eq(gx_graph_add_output(g, "h"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    gx_view x = ot_view(GX_U8, ot_alloc(6 * 16), SHAPE(6, 16));
+    for (int i = 0; i < 6 * 16; i++)
+        ((uint8_t *)x.data)[i] = (uint8_t)((i * 29) % 256);
+    s_check_split(g, &x, 1, 6, s_cuts, 3, true);
+    gx_graph_destroy(&g);
+}
+END_TEST
+
 Suite *batch_suite(void)
 {
     Suite *s = suite_create("batch");
@@ -936,6 +1011,7 @@ Suite *batch_suite(void)
     tcase_add_test(tc, test_softmax_and_norms);
     tcase_add_test(tc, test_conv_and_pools);
     tcase_add_test(tc, test_matmul_gemm);
+    tcase_add_test(tc, test_quantized_matmuls);
     tcase_add_test(tc, test_reduce);
     tcase_add_test(tc, test_reshape_family);
     tcase_add_test(tc, test_concat_split_slice);
@@ -953,6 +1029,7 @@ Suite *batch_suite(void)
     tcase_add_checked_fixture(tc, NULL, ot_free_all);
     tcase_add_test(tc, test_split_mlp);
     tcase_add_test(tc, test_split_int_mlp);
+    tcase_add_test(tc, test_split_quantized_mlp);
     tcase_add_test(tc, test_split_cnn);
     tcase_add_test(tc, test_split_attention);
     tcase_add_test(tc, test_split_image);
