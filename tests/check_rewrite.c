@@ -1325,17 +1325,23 @@ END_TEST
 /* ---- qdq ---- */
 
 /* op (QuantizeLinear or DequantizeLinear) of x, uint8 of scale s and zero
- * point 128, as `out`. */
-static void s_qop_u8(gx_graph *g, const char *op, const char *name, const char *x, float s,
-                     const char *out)
+ * point zp, as `out`. */
+static void s_qop(gx_graph *g, const char *op, const char *name, const char *x, float s,
+                  uint8_t zp, const char *out)
 {
     char sn[64], zn[64];
-    const uint8_t zp = 128;
     snprintf(sn, sizeof sn, "%s.s", name);
     snprintf(zn, sizeof zn, "%s.z", name);
     s_scalar(g, sn, s);
     gxt_const(g, zn, GX_U8, 0, NULL, &zp);
     NODE(g, op, name, out, x, sn, zn);
+}
+
+/* s_qop of zero point 128. */
+static void s_qop_u8(gx_graph *g, const char *op, const char *name, const char *x, float s,
+                     const char *out)
+{
+    s_qop(g, op, name, x, s, 128, out);
 }
 
 static void s_dq_u8(gx_graph *g, const char *name, const char *x, float s, const char *out)
@@ -1358,6 +1364,9 @@ static gx_graph *s_qdq_graph(const char *name, int ndim, const int64_t *shape)
     return g;
 }
 
+static void s_dq_conv(gx_graph *g, const char *pre, const char *xq, float xs, int64_t c,
+                      int64_t m, int64_t k, bool per_ch, float bias_off, const char *y);
+
 /* A quantized Conv as ORT's quantizer writes it in QDQ form, reading the
  * 8-bit value xq (scale xs, zero point 128): its weights int8 [M, C, k, k]
  * dequantized per output channel (per tensor when !per_ch), its bias int32
@@ -1368,8 +1377,25 @@ static void s_qdq_conv(gx_graph *g, const char *pre, const char *xq, float xs, i
                        int64_t m, int64_t k, bool per_ch, float bias_off, float ys,
                        const char *yq)
 {
-    char n[16][80];
-    for (int i = 0; i < 16; i++)
+    char y[80], n13[80], n14[80], n15[80];
+    snprintf(y, sizeof y, "%s.12", pre);
+    snprintf(n13, sizeof n13, "%s.13", pre);
+    snprintf(n14, sizeof n14, "%s.14", pre);
+    snprintf(n15, sizeof n15, "%s.15", pre);
+    s_dq_conv(g, pre, xq, xs, c, m, k, per_ch, bias_off, y);
+    const uint8_t zp = 128;
+    s_scalar(g, n13, ys);
+    gxt_const(g, n14, GX_U8, 0, NULL, &zp);
+    NODE(g, "QuantizeLinear", n15, yq, y, n13, n14);
+}
+
+/* s_qdq_conv's float Conv, as y (steps and constants named pre.0 to
+ * pre.11, the Conv pre). */
+static void s_dq_conv(gx_graph *g, const char *pre, const char *xq, float xs, int64_t c,
+                      int64_t m, int64_t k, bool per_ch, float bias_off, const char *y)
+{
+    char n[12][80];
+    for (int i = 0; i < 12; i++)
         snprintf(n[i], sizeof n[i], "%s.%d", pre, i);
     const int64_t wn = m * c * k * k;
     int8_t *wq = malloc((size_t)wn);
@@ -1394,18 +1420,18 @@ static void s_qdq_conv(gx_graph *g, const char *pre, const char *xq, float xs, i
     gxt_const(g, n[8], GX_I32, 1, &m, bq);
     gxt_const(g, n[9], GX_F32, 1, &m, bs);
     gx_node_set_int(NODE(g, "DequantizeLinear", n[10], n[11], n[8], n[9]), "axis", 0);
-    s_conv(g, pre, n[1], n[7], n[11], n[12], k);
-    s_scalar(g, n[13], ys);
-    gxt_const(g, n[14], GX_U8, 0, NULL, &zp);
-    NODE(g, "QuantizeLinear", n[15], yq, n[12], n[13], n[14]);
+    s_conv(g, pre, n[1], n[7], n[11], y, k);
     free(wq), free(ws), free(bs), free(bq);
 }
 
-/* g (destroyed here) runs as written: no op, a qdq near miss saying why. */
-static void s_qdq_declined(gx_graph *g, gx_op op, const char *why)
+/* g (destroyed here) runs as written: no op, a qdq near miss saying why.
+ * Its output, one quantization step of `step` apart at most: the other
+ * passes may sum the float Conv in another order (a fused Relu, a
+ * layout's kernel). */
+static void s_qdq_declined(gx_graph *g, gx_op op, float step, const char *why)
 {
     gx_view *in = s_inputs(g);
-    gxd_plan *p = s_check(g, in, 0, 0);
+    gxd_plan *p = s_check(g, in, 0, step * 1.001f);
     ck_assert_uint_eq(s_count_op(p, op), 0);
     HAS(p, false, "qdq", why);
     gxd_plan_destroy(&p);
@@ -1463,7 +1489,58 @@ START_TEST(test_qdq)
     s_qdq_conv(g, "c1", "xq", 0.05f, 4, 4, 3, true, 1.5f, 0.1f, "y1q");
     s_dq_u8(g, "dqy", "y1q", 0.1f, "y");
     gx_graph_add_output(g, "y");
-    s_qdq_declined(g, GX_OP_QLINEAR_CONV, "the bias's scale is not the input's times the weights'");
+    s_qdq_declined(g, GX_OP_QLINEAR_CONV, 0.1f, "the bias's scale is not the input's times the weights'");
+}
+END_TEST
+
+/* g: x quantized, a QDQ Conv, act (Relu, or Clip of 0 and 6) of its
+ * float output, QuantizeLinear to uint8 of scale ys and zero point yz,
+ * DequantizeLinear: the graph output y. */
+static gx_graph *s_qdq_act_graph(const char *act, float ys, uint8_t yz)
+{
+    gx_graph *g = s_qdq_graph(act, 4, (const int64_t[]){1, 8, 7, 7});
+    s_dq_conv(g, "conv", "xq", 0.05f, 8, 16, 3, true, 1, "c");
+    if (strcmp(act, "Relu") == 0) {
+        NODE(g, "Relu", "act", "r", "c");
+    } else {
+        s_scalar(g, "lo", 0.0f);
+        s_scalar(g, "hi", 6.0f);
+        NODE(g, "Clip", "act", "r", "c", "lo", "hi");
+    }
+    s_qop(g, "QuantizeLinear", "q", "r", ys, yz, "rq");
+    s_qop(g, "DequantizeLinear", "dq", "rq", ys, yz, "y");
+    gx_graph_add_output(g, "y");
+    return g;
+}
+
+START_TEST(test_qdq_activation)
+{
+    /* Relu before a QuantizeLinear whose zero point is uint8's bottom, Clip
+     * (0, 6) before one whose range ends at or below 0 and at or above 6:
+     * they change no byte, and leave with the Conv */
+    const struct {
+        const char *act;
+        float ys;
+        uint8_t yz;
+    } ok[] = {{"Relu", 0.05f, 0}, {"Clip", 6.0f / 255.0f, 0}, {"Clip", 0.02f, 0}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        gx_graph *g = s_qdq_act_graph(ok[i].act, ok[i].ys, ok[i].yz);
+        gx_view *in = s_inputs(g);
+        gxd_plan *p = s_check(g, in, 0, ok[i].ys * 1.001f);
+        ck_assert_msg(s_count_op(p, GX_OP_QLINEAR_CONV) == 1 && s_count_op(p, GX_OP_CONV) == 0 &&
+                          s_count_op(p, GX_OP_RELU) == 0 && s_count_op(p, GX_OP_CLIP) == 0,
+                      "%s %g: %s", ok[i].act, ok[i].ys, s_records(p));
+        HAS(p, true, "qdq", "conv.0, conv, act, q became one QLinearConv");
+        gxd_plan_destroy(&p);
+        s_free_inputs(g, in);
+        gx_graph_destroy(&g);
+    }
+    /* declined: the Relu's zero maps to 128, not the bottom; Clip's 6 maps
+     * to 200, inside the range */
+    s_qdq_declined(s_qdq_act_graph("Relu", 0.05f, 128), GX_OP_QLINEAR_CONV, 0.05f,
+                   "the Relu changes bytes");
+    s_qdq_declined(s_qdq_act_graph("Clip", 0.03f, 0), GX_OP_QLINEAR_CONV, 0.03f,
+                   "the Clip changes bytes");
 }
 END_TEST
 
@@ -1513,7 +1590,7 @@ START_TEST(test_qdq_matmul)
     s_q_u8(g, "q1", "m1", 0.02f, "y1q");
     s_dq_u8(g, "dq1", "y1q", 0.02f, "y1");
     gx_graph_add_output(g, "y1");
-    s_qdq_declined(g, GX_OP_QLINEAR_MATMUL, "QLinearMatMul is per tensor");
+    s_qdq_declined(g, GX_OP_QLINEAR_MATMUL, 0.02f, "QLinearMatMul is per tensor");
 }
 END_TEST
 
@@ -1526,6 +1603,7 @@ Suite *rewrite_suite(void)
     tcase_add_test(tc, test_fold_declined);
     tcase_add_test(tc, test_qdq);
     tcase_add_test(tc, test_qdq_matmul);
+    tcase_add_test(tc, test_qdq_activation);
     tcase_add_test(tc, test_fold_gemm);
     tcase_add_test(tc, test_fold_matmul);
     suite_add_tcase(s, tc);

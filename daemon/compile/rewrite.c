@@ -53,10 +53,11 @@
  *              dequantized constants (ORT's QDQ form) becomes one
  *              QLinearConv of the 8-bit values, and QuantizeLinear of a
  *              MatMul of two DequantizeLinear (per tensor) one
- *              QLinearMatMul: within one quantization step of the float
- *              path (exact int32 sums). Not where a device other than
- *              the CPU is offered: its float ops may beat the CPU's
- *              8-bit ones.
+ *              QLinearMatMul (a Relu or Clip before the QuantizeLinear
+ *              that changes no byte leaves too): within one
+ *              quantization step of the float path (exact int32 sums).
+ *              Not where a device other than the CPU is offered: its
+ *              float ops may beat the CPU's 8-bit ones.
  *
  * A rewrite happens only when the values it removes are read by nothing
  * but the steps it replaces and are no graph outputs, every constant it
@@ -184,14 +185,14 @@ static bool s_scalar(const gxd_plan *p, int v, double *c)
     case GX_F64: *c = *(const double *)x->view.data; return true;
     case GX_I32: *c = *(const int32_t *)x->view.data; return true;
     case GX_I64: *c = (double)*(const int64_t *)x->view.data; return true;
+    case GX_I8: *c = *(const int8_t *)x->view.data; return true;
+    case GX_U8: *c = *(const uint8_t *)x->view.data; return true;
     case GX_F16:
     case GX_BF16:
     case GX_I16:
-    case GX_I8:
     case GX_U64:
     case GX_U32:
     case GX_U16:
-    case GX_U8:
     case GX_BOOL:
     case GX_STRING:
     case GX_DTYPE_COUNT:
@@ -1824,21 +1825,79 @@ static bool s_8bit(gx_dtype t)
     return t == GX_U8 || t == GX_I8;
 }
 
+/* QuantizeLinear's byte of v as its kernel makes it (ops/cpu/quant.c:
+ * the quotient in float, rounded half to even, plus the zero point),
+ * before saturation. */
+static double s_quantized(double v, double scale, double zp)
+{
+    return (double)rintf((float)v / (float)scale) + zp;
+}
+
+/* A Relu or Clip (constant bounds) whose result anchor a (QuantizeLinear)
+ * alone reads, and which changes none of a's bytes: its step, else -1.
+ * Q is monotone, so Q(Clip(x, lo, hi)) = min(max(Q(x), Q(lo)), Q(hi)),
+ * which is Q(x) when Q(lo) saturates to the range's bottom and Q(hi) to
+ * its top (Relu: lo = 0, so a's zero point is the bottom; as ONNX
+ * Runtime's quantizer and PyTorch's observers leave it after a Relu).
+ * Where the step is there but changes bytes, *why says so. */
+static int s_qdq_act(const s_rw *w, int a, const char **why)
+{
+    const gxd_plan *p = w->p;
+    const gxd_step *as = &p->steps[a];
+    int r = s_prod(w, as->in[0], GX_OP_RELU);
+    if (r < 0)
+        r = s_prod(w, as->in[0], GX_OP_CLIP);
+    if (r < 0 || !s_internal(w, as->in[0], 1))
+        return -1;
+    const gxd_step *rs = &p->steps[r];
+    const gx_dtype qt = p->values[as->out[0]].view.dtype;
+    double scale, zp = 0, lo = 0, hi = INFINITY;
+    if (!s_8bit(qt) || !s_per_tensor(p, as, qt, &scale) ||
+        (s_in(as, 2) >= 0 && !s_scalar(p, as->in[2], &zp))) {
+        *why = "the QuantizeLinear is not 8-bit per tensor";
+        return r;
+    }
+    if (rs->op == GX_OP_CLIP)
+        for (int b = 0; b < 2; b++) {
+            const gx_attrval *at = &rs->attr[b ? GX_CLIP_MAX : GX_CLIP_MIN];
+            double *bound = b ? &hi : &lo;
+            *bound = b ? INFINITY : -INFINITY;
+            if (s_in(rs, b + 1) >= 0 ? !s_scalar(p, rs->in[b + 1], bound)
+                                     : at->set && isnan(*bound = at->f)) {
+                *why = "the Clip's bounds are not constants";
+                return r;
+            }
+        }
+    const double qmin = qt == GX_U8 ? 0 : -128, qmax = qt == GX_U8 ? 255 : 127;
+    if ((lo > -INFINITY && s_quantized(lo, scale, zp) > qmin) ||
+        (hi < INFINITY && s_quantized(hi, scale, zp) < qmax))
+        *why = rs->op == GX_OP_RELU
+                   ? "the Relu changes bytes (the zero point is above the range's bottom)"
+                   : "the Clip changes bytes (its bounds quantize inside the range)";
+    return r;
+}
+
 /* The qdq rewrite's end: unless why (a near miss, recorded), anchor a
  * (QuantizeLinear) becomes a step of op named as the product c, reading
  * the 8-bit values d0 and d1 (DequantizeLinear steps) dequantize, their
  * scales and zero points, a's scale and zero point, and bias (-1: none);
  * c's first n_attr attributes (QLinearConv's are Conv's). c leaves, and
- * so does each DequantizeLinear of d0, d1 and db (-1: none) that ran per
- * job for c alone (folded ones cost nothing at run time). */
-static int s_qdq_make(s_rw *w, int a, int c, gx_op op, int d0, int d1, int db, int bias,
+ * so does act (-1: none; s_qdq_act) and each DequantizeLinear of d0, d1
+ * and db (-1: none) that ran per job for c alone (folded ones cost
+ * nothing at run time). */
+static int s_qdq_make(s_rw *w, int a, int c, int act, gx_op op, int d0, int d1, int db, int bias,
                       int n_attr, const char *why, bool *hit)
 {
     gxd_plan *p = w->p;
     const gxd_step *as = &p->steps[a], *cs = &p->steps[c], *s0 = &p->steps[d0],
                    *s1 = &p->steps[d1];
     char names[200];
-    s_names(w, (const int[]){d0, c, a, d1}, d0 == d1 ? 3 : 4, names, sizeof names);
+    int named[5] = {d0, c, a}, n_named = 3;
+    if (d1 != d0)
+        named[n_named++] = d1;
+    if (act >= 0)
+        named[n_named++] = act;
+    s_names(w, named, n_named, names, sizeof names);
     if (why) {
         s_miss(w, "qdq", s_name(as), "%s not one %s: %s", names, gx_op_name(op), why);
         return GX_OK;
@@ -1866,8 +1925,10 @@ static int s_qdq_make(s_rw *w, int a, int c, gx_op op, int d0, int d1, int db, i
                gx_op_name(op));
         return GX_OK;
     }
-    int gone[4], n = 0;
+    int gone[5], n = 0;
     gone[n++] = c;
+    if (act >= 0)
+        gone[n++] = act;
     const int dq[3] = {d0, d1 != d0 ? d1 : -1, db};
     for (int i = 0; i < 3; i++)
         if (dq[i] >= 0 && !p->steps[dq[i]].folded && s_internal(w, p->steps[dq[i]].out[0], 1))
@@ -1879,10 +1940,10 @@ static int s_qdq_make(s_rw *w, int a, int c, gx_op op, int d0, int d1, int db, i
     return GX_OK;
 }
 
-/* Anchor a, QuantizeLinear of MatMul c: both operands DequantizeLinear of
- * 8-bit values (constants or not), everything per tensor: one
- * QLinearMatMul. */
-static int s_qdq_matmul(s_rw *w, int a, int c, bool *hit)
+/* Anchor a, QuantizeLinear of MatMul c (through act: s_qdq_act, which
+ * act_why may decline): both operands DequantizeLinear of 8-bit values
+ * (constants or not), everything per tensor: one QLinearMatMul. */
+static int s_qdq_matmul(s_rw *w, int a, int c, int act, const char *act_why, bool *hit)
 {
     gxd_plan *p = w->p;
     const gxd_step *as = &p->steps[a], *cs = &p->steps[c];
@@ -1894,7 +1955,9 @@ static int s_qdq_matmul(s_rw *w, int a, int c, bool *hit)
                    bt = p->values[xb->in[0]].view.dtype;
     double sc;
     const char *why = NULL;
-    if (!s_internal(w, cs->out[0], 1))
+    if (act_why)
+        why = act_why;
+    else if (!s_internal(w, cs->out[0], 1))
         why = "the MatMul's output has another reader";
     else if (p->values[cs->out[0]].view.dtype != GX_F32)
         why = "the MatMul is not float32";
@@ -1903,7 +1966,7 @@ static int s_qdq_matmul(s_rw *w, int a, int c, bool *hit)
     else if (!s_per_tensor(p, as, qt, &sc) || !s_per_tensor(p, xa, at, &sc) ||
              !s_per_tensor(p, xb, bt, &sc))
         why = "a scale or zero point is not one constant (QLinearMatMul is per tensor)";
-    return s_qdq_make(w, a, c, GX_OP_QLINEAR_MATMUL, da, db, -1, -1, 0, why, hit);
+    return s_qdq_make(w, a, c, act, GX_OP_QLINEAR_MATMUL, da, db, -1, -1, 0, why, hit);
 }
 
 /* Anchor a: QuantizeLinear of a float32 Conv whose input is a
@@ -1926,11 +1989,12 @@ static int s_rule_qdq(s_rw *w, int a, bool *hit)
     for (size_t i = 0; po && !po->off && i < po->n_backends; i++)
         if (po->backends[i] != gx_backend_cpu())
             return GX_OK;
-    const int y = as->in[0], c = s_prod(w, y, GX_OP_CONV);
-    if (c < 0) {
-        const int mm = s_prod(w, y, GX_OP_MATMUL);
-        return mm >= 0 ? s_qdq_matmul(w, a, mm, hit) : GX_OK;
-    }
+    const char *act_why = NULL;
+    const int act = s_qdq_act(w, a, &act_why);
+    const int y = act >= 0 ? p->steps[act].in[0] : as->in[0], c = s_prod(w, y, GX_OP_CONV);
+    const int mm = c < 0 ? s_prod(w, y, GX_OP_MATMUL) : -1;
+    if (c < 0)
+        return mm >= 0 ? s_qdq_matmul(w, a, mm, act, act_why, hit) : GX_OK;
     const gxd_step *cs = &p->steps[c];
     const gx_dtype qt = p->values[as->out[0]].view.dtype;
     const int dx = s_dq_step(w, cs->in[0]), dw = s_dq_step(w, cs->in[1]);
@@ -1944,7 +2008,9 @@ static int s_rule_qdq(s_rw *w, int a, bool *hit)
     const float *wsc = s_cf32(p, ws->in[1]);
     double xscale = 0, yscale = 0;
     const char *why = NULL;
-    if (!s_internal(w, y, 1))
+    if (act_why)
+        why = act_why;
+    else if (!s_internal(w, y, 1))
         why = "the Conv's output has another reader";
     else if (p->values[y].view.dtype != GX_F32)
         why = "the Conv is not float32";
@@ -1980,8 +2046,8 @@ static int s_rule_qdq(s_rw *w, int a, bool *hit)
                 why = "the bias's scale is not the input's times the weights'";
         }
     }
-    return s_qdq_make(w, a, c, GX_OP_QLINEAR_CONV, dx, dw, db, db >= 0 ? p->steps[db].in[0] : -1,
-                      GX_CONV_NATTRS, why, hit);
+    return s_qdq_make(w, a, c, act, GX_OP_QLINEAR_CONV, dx, dw, db,
+                      db >= 0 ? p->steps[db].in[0] : -1, GX_CONV_NATTRS, why, hit);
 }
 
 /* ---- attention: MatMul, scale, [mask], Softmax, MatMul ---- */
