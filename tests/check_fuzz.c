@@ -26,6 +26,7 @@ static const struct {
     {"onnx", gx_fuzz_onnx},
     {"config", gx_fuzz_config},
     {"artifact", gx_fuzz_artifact},
+    {"consts", gx_fuzz_consts},
 };
 
 /* The whole file in a buffer of exactly its size (so ASan sees overreads). */

@@ -626,9 +626,7 @@ static bool s_to_consts(const gxd_plan *p, const gx_graph *g, size_t i)
     return false;
 }
 
-/* The name of a constants file of body bytes len with checksum sum in
- * this build: 16 hex digits. */
-static void s_consts_name(uint64_t sum, uint64_t len, char *name, size_t n)
+void gxd_artifact_consts_name(uint64_t sum, uint64_t len, char *name, size_t n)
 {
     uint64_t h = s_fnv_str(1469598103934665603ull, gxd_artifact_build_id());
     h = s_fnv(h, &sum, sizeof sum);
@@ -666,7 +664,7 @@ int gxd_artifact_write_split(const gxd_plan *p, const gx_graph *g, const char *g
         if (at[i] != SIZE_MAX)
             memcpy(c + GX_ARTIFACT_HEADER + at[i], p->values[i].view.data, p->values[i].nbytes);
     const uint64_t sum = gx_artifact_checksum(c + GX_ARTIFACT_HEADER, total);
-    s_consts_name(sum, total, cname, GX_ARTIFACT_CONSTS + 1);
+    gxd_artifact_consts_name(sum, total, cname, GX_ARTIFACT_CONSTS + 1);
     gx_artifact_header_put(c, GX_ARTIFACT_CONSTS_MAGIC, total, sum, gxd_artifact_build_id(), cname);
     int rc = s_write(p, g, graph_id, at, cname, buf, len, err, errlen);
     free(at);
@@ -1457,7 +1455,7 @@ static int s_consts_body(s_r *r)
     if (h.version != GX_ARTIFACT_VERSION || strcmp(h.build, gxd_artifact_build_id()))
         return s_bad(r, GX_EVERSION, "constants file '%s' of version %u, build '%s'", r->cname,
                      h.version, h.build);
-    s_consts_name(h.checksum, h.body_bytes, want, sizeof want);
+    gxd_artifact_consts_name(h.checksum, h.body_bytes, want, sizeof want);
     if (strcmp(h.consts, r->cname) || strcmp(want, r->cname))
         return s_bad(r, GX_ENOTFOUND, "constants file '%s' holds '%s' (contents '%s')", r->cname,
                      h.consts, want);

@@ -69,6 +69,11 @@ int gxd_artifact_write_split(const gxd_plan *p, const gx_graph *g, const char *g
                              void **buf, size_t *len, void **cbuf, size_t *clen, char *cname,
                              char *err, size_t errlen);
 
+/* The name of a constants file whose body of len bytes has checksum sum
+ * (gx_artifact_checksum) in this build: 16 hex digits into name (at
+ * least GX_ARTIFACT_CONSTS + 1 bytes). */
+void gxd_artifact_consts_name(uint64_t sum, uint64_t len, char *name, size_t n);
+
 /* Where a reader gets the constants file a plan's file names: load gives
  * the whole file (header included) in *buf, *len, borrowed until the read
  * returns; GX_OK or an error (the plan is then refused, GX_ENOTFOUND). It

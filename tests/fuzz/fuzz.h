@@ -17,6 +17,9 @@
  *     gx_fuzz_artifact a compiled-plan artifact (gxd_artifact_read) against a
  *                     fixed graph, as a file and as a body behind a valid
  *                     header; an accepted plan must write and read back
+ *     gx_fuzz_consts  a constants file (the prepared constants a plan's file
+ *                     names) beside a valid plan file of that graph, as a
+ *                     file and as a body behind a valid header
  *
  * Each accepts any bytes, returns 0, and must neither crash, leak, trip a
  * sanitizer nor take long. A broken invariant (a canonical encoding that
@@ -40,8 +43,11 @@ int gx_fuzz_yaml(const uint8_t *data, size_t size);
 int gx_fuzz_onnx(const uint8_t *data, size_t size);
 int gx_fuzz_config(const uint8_t *data, size_t size);
 int gx_fuzz_artifact(const uint8_t *data, size_t size);
-/* The fixed graph gx_fuzz_artifact reads artifacts against (a new graph
- * the caller destroys; tests/fuzz/corpus/artifact/ holds its plans). */
+int gx_fuzz_consts(const uint8_t *data, size_t size);
+/* The fixed graph gx_fuzz_artifact and gx_fuzz_consts read artifacts
+ * against (tests/fuzz/fuzz_util.c; a new graph the caller destroys;
+ * tests/fuzz/corpus/artifact/ holds its plans, tests/fuzz/corpus/consts/
+ * its constants). */
 gx_graph *gx_fuzz_artifact_graph(void);
 
 /* ---- shared by the graph targets (tests/fuzz/fuzz_graph.c) ---- */

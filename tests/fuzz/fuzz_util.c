@@ -33,3 +33,30 @@ int gx_fuzz_memfd(const char *name, const void *data, size_t size, char *path, s
     }
     return fd;
 }
+
+/* ---- the artifact targets' graph ---- */
+
+static void s_artifact_const(gx_graph *g, const char *name, int ndim, const int64_t *shape)
+{
+    gx_tensor *t = gx_tensor_new(GX_F32, ndim, shape);
+    float *d = gx_tensor_data(t);
+    for (int64_t i = 0; i < gx_tensor_numel(t); i++)
+        d[i] = (float)(i % 7) * 0.25f - 0.5f;
+    gx_graph_add_const(g, name, &t);
+}
+
+gx_graph *gx_fuzz_artifact_graph(void)
+{
+    gx_graph *g = gx_graph_new("mlp");
+    gx_graph_add_input(g, "x", GX_F32, 2, (const int64_t[]){4, 16});
+    s_artifact_const(g, "w1", 2, (const int64_t[]){16, 24});
+    s_artifact_const(g, "b1", 1, (const int64_t[]){24});
+    s_artifact_const(g, "w2", 2, (const int64_t[]){24, 8});
+    const char *const n[][3] = {{"MatMul", "x", "w1"}, {"Add", "m1", "b1"}, {"Relu", "a1", NULL},
+                                {"MatMul", "r1", "w2"}, {"Softmax", "m2", NULL}};
+    const char *const out[] = {"m1", "a1", "r1", "m2", "y"};
+    for (size_t i = 0; i < 5; i++)
+        gx_graph_add_node(g, n[i][0], NULL, n[i][2] ? 2 : 1, &n[i][1], 1, &out[i]);
+    gx_graph_add_output(g, "y");
+    return g;
+}

@@ -4,7 +4,7 @@
 #
 #   tests/fuzz/run.sh [-j JOBS] [SECONDS] [TARGET...]
 #
-# Targets (tests/fuzz/fuzz.h): wire npy yaml onnx config artifact (default: all). Each is
+# Targets (tests/fuzz/fuzz.h): wire npy yaml onnx config artifact consts consts (default: all). Each is
 # built into build-fuzz/ with clang -fsanitize=fuzzer,address,undefined from
 # the sources (no configure needed) and runs SECONDS (default 60), JOBS
 # targets at a time (default 1). It starts from tests/fuzz/corpus/<target>
@@ -22,7 +22,8 @@
 #
 # Needs Debian's clang and libFuzzer, ASan and UBSan runtimes:
 #   apt-get install clang libclang-rt-14-dev
-# plus the build dependencies (bootstrap.sh deps). CC=clang-15 etc. to pick
+# plus a configured build (./bootstrap.sh build: build/config.h and the
+# dependencies' flags come from there). CC=clang-15 etc. to pick
 # another clang. Environment: GX_FUZZ_TIMEOUT (seconds per input, 1),
 # GX_FUZZ_FLAGS (extra libFuzzer flags), GX_FUZZ_MERGE=0 to leave the
 # committed corpus alone.
@@ -41,46 +42,65 @@ fi
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(wire npy yaml onnx config artifact)
+[ ${#targets[@]} -gt 0 ] || targets=(wire npy yaml onnx config artifact consts consts)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-# The library, op and daemon sources a target may reach; everything gexecd
-# links but main(), the request loop and the workers.
-sources=(
-    core/status.c core/tensor.c core/graph.c core/wire.c
-    libclient/npy.c libclient/yaml_graph.c libclient/onnx.c libclient/client.c
-    "$out/gen/libclient/onnx.pb-c.c"
-    ops/schema.c ops/schema_elementwise.c ops/schema_linalg.c ops/schema_nn.c
-    ops/schema_shape.c ops/cpu/kernels.c ops/cpu/iter.c ops/cpu/elementwise.c
-    ops/cpu/matmul.c ops/cpu/softmax.c ops/cpu/shape.c
-    daemon/compile/compile.c daemon/compile/verify.c daemon/compile/infer.c
-    daemon/compile/memplan.c daemon/compile/plan.c daemon/compile/artifact.c daemon/artifacts.c
-    ops/cpu/names.c
-    daemon/exec/exec.c daemon/exec/exec_seq.c daemon/job.c daemon/models.c
-    daemon/config.c daemon/log.c daemon/topo.c
-    tests/fuzz/fuzz_util.c tests/fuzz/fuzz_graph.c
-)
-pkgs="libzmq msgpack yaml-0.1 hwloc nettle openblas libsystemd libprotobuf-c"
-# shellcheck disable=SC2207
-pkg_cflags=($(pkg-config --cflags $pkgs))
-# shellcheck disable=SC2207
-pkg_libs=($(pkg-config --libs $pkgs))
+# The library, op and daemon sources a target may reach: every source
+# gexecd and libgexec build from but the two main()s, so that a new file
+# needs no list here; the configured build's config.h and its dependency
+# flags (build/Makefile's, as configure found them: CUDA where present).
+[ -f "$top/build/config.h" ] || { echo "run ./bootstrap.sh build first (build/config.h)" >&2; exit 2; }
+mkvar() { sed -n "s/^$1 = //p" "$top/build/Makefile" | head -1; }
+sources=() gcc_sources=()
+for f in core/*.c libclient/*.c daemon/*.c daemon/compile/*.c daemon/exec/*.c daemon/tune/*.c; do
+    [ "$f" = daemon/main.c ] || [ "$f" = libclient/submit.c ] || sources+=("$f")
+done
+# the kernels use GCC's vector builtins and target clones: built by gcc,
+# without the fuzzer's coverage (the parsers and the compiler are what
+# the targets explore)
+gcc_sources=(ops/*.c ops/cpu/*.c)
+grep -q '^#define HAVE_CUDA 1' "$top/build/config.h" && gcc_sources+=(ops/cuda/*.c)
+sources+=("$out/gen/libclient/onnx.pb-c.c" tests/fuzz/fuzz_util.c tests/fuzz/fuzz_graph.c)
+dep_flags=()
+for v in ZMQ MSGPACK YAML HWLOC NETTLE SYSTEMD BLAS PROTOBUF_C SQLITE PQ MHD CUDA; do
+    # shellcheck disable=SC2207
+    dep_flags+=($(mkvar "${v}_CFLAGS"))
+done
+dep_libs=()
+for v in ZMQ MSGPACK YAML HWLOC NETTLE SYSTEMD BLAS PROTOBUF_C SQLITE PQ MHD CUDA DNNL; do
+    # shellcheck disable=SC2207
+    dep_libs+=($(mkvar "${v}_LIBS"))
+done
 cflags=(
     -std=gnu11 -g -O1 -fno-omit-frame-pointer
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
     -Wall -Wextra -Wstrict-prototypes -Wswitch-enum -Wmissing-prototypes -Wshadow
     -Wno-unused-parameter
-    -D_GNU_SOURCE -DGX_LIBFUZZER -I"$top/include" -I"$top" -I"$out/gen"
+    -D_GNU_SOURCE -DGX_LIBFUZZER -I"$top/include" -I"$top" -I"$out/gen" -I"$top/build"
     -DGX_SYSCONFDIR='"/etc"' -DGX_TEST_SRCDIR="\"$top\""
-    "${pkg_cflags[@]}"
+    "${dep_flags[@]}"
 )
+
+# The kernels' objects, once per run.
+build_ops() {
+    log "building the kernels with gcc (build-fuzz/ops)"
+    mkdir -p "$out/ops"
+    local f objs=()
+    for f in "${gcc_sources[@]}"; do
+        gcc -std=gnu11 -g -O2 -D_GNU_SOURCE -I"$top/include" -I"$top" -I"$top/build" \
+            "${dep_flags[@]}" -c "$f" -o "$out/ops/$(echo "$f" | tr / _).o" || return 1
+        objs+=("$out/ops/$(echo "$f" | tr / _).o")
+    done
+    ops_objs=("${objs[@]}")
+}
 
 build() {
     local t=$1
     log "building build-fuzz/fuzz_$t"
     "$cc" "${cflags[@]}" -o "$out/fuzz_$t" "tests/fuzz/fuzz_$t.c" "${sources[@]}" \
-        "${pkg_libs[@]}" -lm -pthread
+        "${ops_objs[@]}" \
+        "${dep_libs[@]}" -ldl -lm -pthread
 }
 
 run() {
@@ -115,10 +135,11 @@ mkdir -p "$out/gen/libclient/pb"
 cp "${ONNX_PROTO:-/usr/include/onnx/onnx.proto}" "$out/gen/libclient/pb/onnx.proto"
 protoc-c --proto_path="$out/gen/libclient/pb" --c_out="$out/gen/libclient" \
     "$out/gen/libclient/pb/onnx.proto"
+build_ops
 for t in "${targets[@]}"; do
     case $t in
-    wire | npy | yaml | onnx | config | artifact) ;;
-    *) echo "unknown target '$t' (wire npy yaml onnx config artifact)" >&2; exit 2 ;;
+    wire | npy | yaml | onnx | config | artifact | consts) ;;
+    *) echo "unknown target '$t' (wire npy yaml onnx config artifact consts consts)" >&2; exit 2 ;;
     esac
     build "$t"
 done
