@@ -1992,9 +1992,10 @@ static int s_rule_qdq(s_rw *w, int a, bool *hit)
     const char *act_why = NULL;
     const int act = s_qdq_act(w, a, &act_why);
     const int y = act >= 0 ? p->steps[act].in[0] : as->in[0], c = s_prod(w, y, GX_OP_CONV);
-    const int mm = c < 0 ? s_prod(w, y, GX_OP_MATMUL) : -1;
-    if (c < 0)
+    if (c < 0) {
+        const int mm = s_prod(w, y, GX_OP_MATMUL);
         return mm >= 0 ? s_qdq_matmul(w, a, mm, act, act_why, hit) : GX_OK;
+    }
     const gxd_step *cs = &p->steps[c];
     const gx_dtype qt = p->values[as->out[0]].view.dtype;
     const int dx = s_dq_step(w, cs->in[0]), dw = s_dq_step(w, cs->in[1]);
