@@ -1364,32 +1364,7 @@ static gx_graph *s_qdq_graph(const char *name, int ndim, const int64_t *shape)
     return g;
 }
 
-static void s_dq_conv(gx_graph *g, const char *pre, const char *xq, float xs, int64_t c,
-                      int64_t m, int64_t k, bool per_ch, float bias_off, const char *y);
-
-/* A quantized Conv as ORT's quantizer writes it in QDQ form, reading the
- * 8-bit value xq (scale xs, zero point 128): its weights int8 [M, C, k, k]
- * dequantized per output channel (per tensor when !per_ch), its bias int32
- * dequantized with scale xs * ws times bias_off (1: as the quantizer
- * writes it), then QuantizeLinear of its output to uint8 (scale ys, zero
- * point 128) as yq. */
-static void s_qdq_conv(gx_graph *g, const char *pre, const char *xq, float xs, int64_t c,
-                       int64_t m, int64_t k, bool per_ch, float bias_off, float ys,
-                       const char *yq)
-{
-    char y[80], n13[80], n14[80], n15[80];
-    snprintf(y, sizeof y, "%s.12", pre);
-    snprintf(n13, sizeof n13, "%s.13", pre);
-    snprintf(n14, sizeof n14, "%s.14", pre);
-    snprintf(n15, sizeof n15, "%s.15", pre);
-    s_dq_conv(g, pre, xq, xs, c, m, k, per_ch, bias_off, y);
-    const uint8_t zp = 128;
-    s_scalar(g, n13, ys);
-    gxt_const(g, n14, GX_U8, 0, NULL, &zp);
-    NODE(g, "QuantizeLinear", n15, yq, y, n13, n14);
-}
-
-/* s_qdq_conv's float Conv, as y (steps and constants named pre.0 to
+/* The float Conv of s_qdq_conv, as y (steps and constants named pre.0 to
  * pre.11, the Conv pre). */
 static void s_dq_conv(gx_graph *g, const char *pre, const char *xq, float xs, int64_t c,
                       int64_t m, int64_t k, bool per_ch, float bias_off, const char *y)
@@ -1422,6 +1397,23 @@ static void s_dq_conv(gx_graph *g, const char *pre, const char *xq, float xs, in
     gx_node_set_int(NODE(g, "DequantizeLinear", n[10], n[11], n[8], n[9]), "axis", 0);
     s_conv(g, pre, n[1], n[7], n[11], y, k);
     free(wq), free(ws), free(bs), free(bq);
+}
+
+/* A quantized Conv as ORT's quantizer writes it in QDQ form, reading the
+ * 8-bit value xq (scale xs, zero point 128): its weights int8 [M, C, k, k]
+ * dequantized per output channel (per tensor when !per_ch), its bias int32
+ * dequantized with scale xs * ws times bias_off (1: as the quantizer
+ * writes it), then QuantizeLinear pre.15 of its output to uint8 (scale ys,
+ * zero point 128) as yq. */
+static void s_qdq_conv(gx_graph *g, const char *pre, const char *xq, float xs, int64_t c,
+                       int64_t m, int64_t k, bool per_ch, float bias_off, float ys,
+                       const char *yq)
+{
+    char y[80], q[80];
+    snprintf(y, sizeof y, "%s.12", pre);
+    snprintf(q, sizeof q, "%s.15", pre);
+    s_dq_conv(g, pre, xq, xs, c, m, k, per_ch, bias_off, y);
+    s_qop(g, "QuantizeLinear", q, y, ys, 128, yq);
 }
 
 /* g (destroyed here) runs as written: no op, a qdq near miss saying why.
