@@ -4,9 +4,9 @@
 #
 #   tests/fuzz/run.sh [-j JOBS] [SECONDS] [TARGET...]
 #
-# Targets (tests/fuzz/fuzz.h): wire npy yaml onnx config artifact consts consts (default: all). Each is
+# Targets (tests/fuzz/fuzz.h): wire npy yaml onnx config artifact consts (default: all). Each is
 # built into build-fuzz/ with clang -fsanitize=fuzzer,address,undefined from
-# the sources (no configure needed) and runs SECONDS (default 60), JOBS
+# the sources (the kernels by gcc, below) and runs SECONDS (default 60), JOBS
 # targets at a time (default 1). It starts from tests/fuzz/corpus/<target>
 # and works in build-fuzz/corpus/<target>; at the end the inputs that add
 # new edges are merged (-set_cover_merge=1) into tests/fuzz/corpus/<target>,
@@ -41,8 +41,13 @@ if [ "${1:-}" = -j ]; then
 fi
 secs=${1:-60}
 shift || true
+all_targets=(wire npy yaml onnx config artifact consts)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(wire npy yaml onnx config artifact consts consts)
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
+for t in "${targets[@]}"; do
+    [[ " ${all_targets[*]} " == *" $t "* ]] ||
+        { echo "unknown target '$t' (${all_targets[*]})" >&2; exit 2; }
+done
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -52,7 +57,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 # flags (build/Makefile's, as configure found them: CUDA where present).
 [ -f "$top/build/config.h" ] || { echo "run ./bootstrap.sh build first (build/config.h)" >&2; exit 2; }
 mkvar() { sed -n "s/^$1 = //p" "$top/build/Makefile" | head -1; }
-sources=() gcc_sources=()
+sources=()
 for f in core/*.c libclient/*.c daemon/*.c daemon/compile/*.c daemon/exec/*.c daemon/tune/*.c; do
     [ "$f" = daemon/main.c ] || [ "$f" = libclient/submit.c ] || sources+=("$f")
 done
@@ -86,21 +91,21 @@ cflags=(
 build_ops() {
     log "building the kernels with gcc (build-fuzz/ops)"
     mkdir -p "$out/ops"
-    local f objs=()
+    local f o
+    ops_objs=()
     for f in "${gcc_sources[@]}"; do
+        o=$out/ops/${f//\//_}.o
         gcc -std=gnu11 -g -O2 -D_GNU_SOURCE -I"$top/include" -I"$top" -I"$top/build" \
-            "${dep_flags[@]}" -c "$f" -o "$out/ops/$(echo "$f" | tr / _).o" || return 1
-        objs+=("$out/ops/$(echo "$f" | tr / _).o")
+            "${dep_flags[@]}" -c "$f" -o "$o"
+        ops_objs+=("$o")
     done
-    ops_objs=("${objs[@]}")
 }
 
 build() {
     local t=$1
     log "building build-fuzz/fuzz_$t"
     "$cc" "${cflags[@]}" -o "$out/fuzz_$t" "tests/fuzz/fuzz_$t.c" "${sources[@]}" \
-        "${ops_objs[@]}" \
-        "${dep_libs[@]}" -ldl -lm -pthread
+        "${ops_objs[@]}" "${dep_libs[@]}" -ldl -lm -pthread
 }
 
 run() {
@@ -137,10 +142,6 @@ protoc-c --proto_path="$out/gen/libclient/pb" --c_out="$out/gen/libclient" \
     "$out/gen/libclient/pb/onnx.proto"
 build_ops
 for t in "${targets[@]}"; do
-    case $t in
-    wire | npy | yaml | onnx | config | artifact | consts) ;;
-    *) echo "unknown target '$t' (wire npy yaml onnx config artifact consts consts)" >&2; exit 2 ;;
-    esac
     build "$t"
 done
 running=0
