@@ -164,6 +164,10 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen)
         s_up(q, q->n - 1);
         atomic_fetch_add_explicit(&q->posts, 1, memory_order_release);
         pthread_cond_signal(&q->cv);
+        for (int k = 1; k < j->team && q->warm + 1 < q->sleeping; k++) {
+            q->warm++;
+            pthread_cond_signal(&q->cv);
+        }
         if (q->batch_waiting)
             pthread_cond_broadcast(&q->batch_cv);
     }
@@ -201,7 +205,9 @@ void gxd_queue_set_uid_max(gxd_queue *q, size_t max_uid_jobs)
 
 void gxd_queue_set_spin(gxd_queue *q, int64_t us)
 {
+    pthread_mutex_lock(&q->mu);
     q->spin_us = us > 0 ? us : 0;
+    pthread_mutex_unlock(&q->mu);
 }
 
 /* Spin (mu not held) until posts moves past seen or wake(arg) holds
@@ -258,7 +264,13 @@ gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *w
             pthread_mutex_lock(&q->mu);
             continue;
         }
+        q->sleeping++;
         pthread_cond_wait(&q->cv, &q->mu);
+        q->sleeping--;
+        if (q->warm > 0 && !q->n) { /* woken for a team (whichever popper: they are alike) */
+            q->warm--;
+            spun = false;
+        }
     }
     pthread_mutex_unlock(&q->mu);
     return j;

@@ -55,6 +55,10 @@ typedef struct gxd_queue {
     atomic_uint_fast64_t posts;
     int64_t spin_us; /* how long a popper spins before it sleeps */
     atomic_int spinning; /* poppers spinning now */
+    int sleeping; /* poppers in cv (under mu) */
+    /* poppers woken for a job's team (gxd_job.team) that spin again when
+     * they find no job: their wake-up overlaps the leader's (under mu) */
+    int warm;
 } gxd_queue;
 
 int gxd_queue_init(gxd_queue *q, size_t max_jobs, size_t max_bytes);
@@ -75,6 +79,8 @@ void gxd_queue_fini(gxd_queue *q);
  * client's own bound) or GX_ESHUTDOWN (queue closed) with a message
  * otherwise; the caller keeps the job. */
 int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen);
+/* (A push wakes one sleeping popper, and j->team - 1 more while others
+ * sleep: they spin for a team call, as after a job of their own.) */
 /* An idle popper spins for up to us microseconds (0: never) watching for
  * a job or a kick before it sleeps on the condition variable: a job or
  * team call that comes within that time starts at once instead of after

@@ -256,6 +256,7 @@ static void s_submit(gxd_ring *r, const gx_ring_sqe *e, uint32_t index)
                                  sizeof err);
     if (rc == GX_OK) {
         j->mode = GX_MODE_AUTO;
+        j->team = atomic_load_explicit(&j->model->team, memory_order_relaxed);
         j->t_enqueue = gxd_now_us();
         rc = gxd_queue_push(rs->queue, j, err, sizeof err);
         if (rc == GX_OK)

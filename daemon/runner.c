@@ -489,6 +489,7 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
     gxd_policy_choose(&pj, &m, j->mode, &c);
     gxd_par_cfg cfg;
     s_config(&c, plan, split_min, &cfg);
+    atomic_store_explicit(&j->model->team, cfg.workers, memory_order_relaxed);
     int n = c.replicas > 1 && plan->batch > 1 ? c.replicas : 1;
     if (n > plan->batch && n > 1)
         n = (int)plan->batch;

@@ -395,6 +395,8 @@ static void s_flush_done(gxd_ctx *ctx)
 static int s_enqueue(gxd_ctx *ctx, s_req *rq, gxd_job *j)
 {
     j->t_enqueue = gxd_now_us();
+    if (j->kind == GXD_JOB_RUN && j->model)
+        j->team = atomic_load_explicit(&j->model->team, memory_order_relaxed);
     int rc = gxd_queue_push(&ctx->queue, j, rq->err, sizeof rq->err);
     if (rc == GX_EQUEUEFULL)
         ctx->stats.rejected_full++;

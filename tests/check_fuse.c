@@ -974,14 +974,15 @@ static void s_check_chain(const s_cop *prog, int n_ops)
 }
 
 /* Every op the fused kernel runs in registers (Add, Sub, Mul, Div, Max,
- * Min, Relu, Neg, Abs), first in a run or after another op, with the
+ * Min, Relu, Neg, Abs; Sigmoid, Tanh, Exp, Erf through a buffer), first in a run or after another op, with the
  * run's value as either input and a tensor or a scalar as the other: the
  * bits of the ops' kernels one by one. */
 START_TEST(test_kernel_register_runs)
 {
     static const gx_op bins[] = {GX_OP_ADD, GX_OP_SUB, GX_OP_MUL,
                                  GX_OP_DIV, GX_OP_MAX, GX_OP_MIN};
-    static const gx_op uns[] = {GX_OP_RELU, GX_OP_NEG, GX_OP_ABS};
+    static const gx_op uns[] = {GX_OP_RELU,    GX_OP_NEG,  GX_OP_ABS, GX_OP_SIGMOID,
+                                GX_OP_TANH,    GX_OP_EXP,  GX_OP_ERF, GX_OP_ROUND_F16};
     for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++) {
         const gx_op op = bins[i];
         for (int other = 1; other <= 2; other++) { /* after another op, at either input */

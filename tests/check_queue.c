@@ -1,5 +1,6 @@
 /* The job queue: order, bounds, removal, deadlines, close. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -279,6 +280,45 @@ START_TEST(test_close_wakes_poppers)
 }
 END_TEST
 
+static int s_sleeping(gxd_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    int n = q->sleeping;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+/* A job whose graph last ran on a team of two wakes two sleeping poppers:
+ * one takes it, the other spins (for the team call to come) instead of
+ * sleeping again. */
+START_TEST(test_push_wakes_team)
+{
+    gxd_queue q;
+    gxd_queue_init(&q, 10, 100);
+    gxd_queue_set_spin(&q, 0);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, s_popper, &q);
+    while (s_sleeping(&q) < 2)
+        sched_yield();
+    gxd_queue_set_spin(&q, 3600ll * 1000 * 1000); /* longer than any run of the test */
+    gxd_job *j = s_job("a", 1, 0, 1, 0);
+    j->team = 2;
+    char err[256];
+    ck_assert_int_eq(gxd_queue_push(&q, j, err, sizeof err), GX_OK);
+    while (gxd_queue_spinning(&q) < 1) /* never, if the second popper slept on */
+        sched_yield();
+    ck_assert_int_eq(s_sleeping(&q), 0);
+    s_free_list(gxd_queue_close(&q)); /* ends the spin */
+    void *r[2];
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], &r[i]);
+    ck_assert(r[0] == j ? r[1] == NULL : r[0] == NULL && r[1] == j);
+    gxd_job_destroy(&j);
+    gxd_queue_fini(&q);
+}
+END_TEST
+
 Suite *queue_suite(void)
 {
     Suite *s = suite_create("queue");
@@ -289,6 +329,7 @@ Suite *queue_suite(void)
     tcase_add_test(tc, test_clients_take_turns);
     tcase_add_test(tc, test_uid_bound);
     tcase_add_test(tc, test_close_wakes_poppers);
+    tcase_add_test(tc, test_push_wakes_team);
     suite_add_tcase(s, tc);
     TCase *td = tcase_create("daemon");
     tcase_set_timeout(td, 120);

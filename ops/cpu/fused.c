@@ -163,14 +163,15 @@ static bool s_fast(gx_op op, int n_in, const gx_view *a, int64_t n, float *y)
 }
 
 /* ---- float32 runs of ops in registers ----
- * A run of two or more ops of the cheap exact kinds below, each but the
- * first reading the one before's output (its only reader, as every value
- * inside a group), goes over the tile once: a strip of S_VN vectors stays
- * in registers from the run's first op to its last, and only the last one
- * stores (to a temporary or y). The expressions are those of the rows
- * above, element by element; IEEE +, -, *, / and the selects give the
- * same bits in a vector lane as in a scalar, so the run computes what its
- * ops compute one by one. */
+ * A run of two or more ops of the kinds below, each but the first reading
+ * the one before's output (its only reader, as every value inside a
+ * group), goes over the tile once: a strip of S_VN vectors stays in
+ * registers from the run's first op to its last (Sigmoid, Tanh, Exp and
+ * Erf: in a buffer in L1 while vmath.h's function goes over it), and only
+ * the last one stores (to a temporary or y). The expressions are those of
+ * the rows above, element by element; IEEE +, -, *, / and the selects
+ * give the same bits in a vector lane as in a scalar (no FMA contraction:
+ * Makefile.am), so the run computes what its ops compute one by one. */
 
 typedef float s_v __attribute__((vector_size(64)));
 typedef int32_t s_vi __attribute__((vector_size(64)));
@@ -179,12 +180,13 @@ typedef float s_vu __attribute__((vector_size(64), aligned(4)));
 #define S_VN 8  /* vectors in a strip */
 
 enum { S_R_NONE, S_R_ADD, S_R_SUB, S_R_MUL, S_R_DIV, S_R_MAX, S_R_MIN, S_R_RELU, S_R_NEG,
-       S_R_ABS, S_R_RF16 };
+       S_R_ABS, S_R_RF16, S_R_SIGMOID, S_R_TANH, S_R_EXP, S_R_ERF };
 static const uint8_t s_rcode[GX_OP_COUNT] = {
     [GX_OP_ADD] = S_R_ADD, [GX_OP_SUB] = S_R_SUB,   [GX_OP_MUL] = S_R_MUL,
     [GX_OP_DIV] = S_R_DIV, [GX_OP_MAX] = S_R_MAX,   [GX_OP_MIN] = S_R_MIN,
     [GX_OP_RELU] = S_R_RELU, [GX_OP_NEG] = S_R_NEG, [GX_OP_ABS] = S_R_ABS,
-    [GX_OP_ROUND_F16] = S_R_RF16,
+    [GX_OP_ROUND_F16] = S_R_RF16, [GX_OP_SIGMOID] = S_R_SIGMOID, [GX_OP_TANH] = S_R_TANH,
+    [GX_OP_EXP] = S_R_EXP,         [GX_OP_ERF] = S_R_ERF,
 };
 
 /* One op of a run on a tile: its code; its operand from memory (the first
@@ -279,6 +281,19 @@ static inline __attribute__((always_inline)) bool s_unary(int code)
         _Pragma("GCC unroll 8") for (int j = 0; j < vn; j++)                \
             acc[j] = EXPR(acc[j]);                                            \
         break
+/* The functions of vmath.h (those of the rows above) over the strip's
+ * elements in a buffer in L1: a plain loop, which gcc vectorises */
+#define S_STRIP_MATH(CODE, FN)                                                \
+    case CODE: {                                                              \
+        _Alignas(64) float t_[S_VN * S_VL];                                   \
+        _Pragma("GCC unroll 8") for (int j = 0; j < vn; j++)                \
+            *(s_v *)(t_ + j * S_VL) = acc[j];                                 \
+        for (int l = 0; l < vn * S_VL; l++)                                   \
+            t_[l] = FN(t_[l]);                                                \
+        _Pragma("GCC unroll 8") for (int j = 0; j < vn; j++)                \
+            acc[j] = *(const s_v *)(t_ + j * S_VL);                           \
+        break;                                                                \
+    }
 
 static inline __attribute__((always_inline)) void s_strip(const s_rop *q, s_v *acc, int64_t i,
                                                           int vn)
@@ -293,6 +308,10 @@ static inline __attribute__((always_inline)) void s_strip(const s_rop *q, s_v *a
     S_STRIP_UN(S_R_RELU, S_V_RELU);
     S_STRIP_UN(S_R_NEG, S_V_NEG);
     S_STRIP_UN(S_R_RF16, S_V_RF16);
+    S_STRIP_MATH(S_R_SIGMOID, gx_v_sigmoidf);
+    S_STRIP_MATH(S_R_TANH, gx_v_tanhf);
+    S_STRIP_MATH(S_R_EXP, gx_v_expf);
+    S_STRIP_MATH(S_R_ERF, gx_v_erff);
     default:
         _Pragma("GCC unroll 8") for (int j = 0; j < vn; j++) acc[j] = S_V_ABS(acc[j]);
         break;
