@@ -234,7 +234,8 @@ static bool s_spin(gxd_queue *q, uint_fast64_t seen, bool (*wake)(void *), void 
 
 int gxd_queue_spinning(gxd_queue *q)
 {
-    return atomic_load_explicit(&q->spinning, memory_order_relaxed);
+    return atomic_load_explicit(&q->spinning, memory_order_relaxed) +
+           atomic_load_explicit(&q->warm, memory_order_relaxed);
 }
 
 gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *woken)

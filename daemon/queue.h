@@ -58,7 +58,7 @@ typedef struct gxd_queue {
     int sleeping; /* poppers in cv (under mu) */
     /* poppers woken for a job's team (gxd_job.team) that spin again when
      * they find no job: their wake-up overlaps the leader's (under mu) */
-    int warm;
+    atomic_int warm;
 } gxd_queue;
 
 int gxd_queue_init(gxd_queue *q, size_t max_jobs, size_t max_bytes);
@@ -137,7 +137,8 @@ bool gxd_queue_cancel_held(gxd_queue *q, const void *identity, size_t identity_l
 /* Set the cancel flag of every held job of the client (identity_len 0:
  * of every client); returns how many were not set before. */
 int gxd_queue_cancel_held_client(gxd_queue *q, const void *identity, size_t identity_len);
-/* Poppers spinning right now (a hint: a kick reaches them at once). */
+/* Poppers spinning right now, or woken to spin for a job's team (a hint:
+ * a kick reaches them at once, or as soon as they are up). */
 int gxd_queue_spinning(gxd_queue *q);
 
 #endif

@@ -472,6 +472,25 @@ static void s_config(const gxd_policy_choice *c, const gxd_plan *plan, double sp
         cfg->workers = c->replicas; /* each replica runs in step order */
 }
 
+/* Workers the next job of the plan should find up (gxd_model.team): those
+ * of its configuration cfg, or where that is one worker because helpers
+ * would have had to be woken (m), those it would use with helpers already
+ * up: waking them as it is queued makes them so. */
+static int s_team_hint(const gxd_runner *rn, const gxd_policy_job *pj,
+                       const gxd_policy_machine *m, gx_mode mode, const gxd_plan *plan,
+                       double split_min, const gxd_par_cfg *cfg)
+{
+    if (cfg->workers > 1 || m->workers <= 1 || m->join_us <= rn->cal->join_spin_us)
+        return cfg->workers;
+    gxd_policy_machine up = *m;
+    up.join_us = rn->cal->join_spin_us;
+    gxd_policy_choice c;
+    gxd_policy_choose(pj, &up, mode, &c);
+    gxd_par_cfg hot;
+    s_config(&c, plan, split_min, &hot);
+    return hot.workers;
+}
+
 /* Choose the mode, lay out the replicas, run. Fills the job's result. */
 static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *plan,
                   const gx_view *inputs, const gxd_exec_stop *stop)
@@ -489,7 +508,9 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
     gxd_policy_choose(&pj, &m, j->mode, &c);
     gxd_par_cfg cfg;
     s_config(&c, plan, split_min, &cfg);
-    atomic_store_explicit(&j->model->team, cfg.workers, memory_order_relaxed);
+    atomic_store_explicit(&j->model->team,
+                          s_team_hint(rn, &pj, &m, j->mode, plan, split_min, &cfg),
+                          memory_order_relaxed);
     int n = c.replicas > 1 && plan->batch > 1 ? c.replicas : 1;
     if (n > plan->batch && n > 1)
         n = (int)plan->batch;

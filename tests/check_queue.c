@@ -306,7 +306,7 @@ START_TEST(test_push_wakes_team)
     j->team = 2;
     char err[256];
     ck_assert_int_eq(gxd_queue_push(&q, j, err, sizeof err), GX_OK);
-    while (gxd_queue_spinning(&q) < 1) /* never, if the second popper slept on */
+    while (atomic_load(&q.spinning) < 1) /* never, if the second popper slept on */
         sched_yield();
     ck_assert_int_eq(s_sleeping(&q), 0);
     s_free_list(gxd_queue_close(&q)); /* ends the spin */
