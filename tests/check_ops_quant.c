@@ -854,7 +854,10 @@ END_TEST
  * stride 2, dilation, odd channel counts, rows converted once into a ring
  * or too wide for it), u8 and i8 activations and weights, zero points not
  * 0, per-tensor and per-channel scales, requantized sums in and past int32,
- * 1 and 3 shares, on AVX-512 and the plain loops. */
+ * 1 and 3 shares, on AVX-512 (the depthwise ring in int8 dot products
+ * where the CPU has VNNI and W - w_zp fits int8: w8 sets W's zero point
+ * to 0 for int8 W, 128 for uint8), AVX-512 without those ("avx2": the
+ * depthwise ring in float) and the plain loops. */
 START_TEST(test_qlinearconv_nhwc)
 {
     static const struct {
@@ -869,16 +872,21 @@ START_TEST(test_qlinearconv_nhwc)
         {{2, 20, 11, 14}, {20, 1, 5, 3}, {2, 1, 2, 0}, {2, 1}, {2, 1}, 20},
         /* rows too wide for the ring (converted per window) */
         {{1, 17, 4, 300}, {17, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 17},
+        /* stride 2 padded at the end only (TF's SAME), odd width */
+        {{1, 24, 9, 15}, {24, 1, 3, 3}, {0, 0, 1, 1}, {1, 1}, {2, 2}, 24},
+        /* whole tiles of 8 columns, padding left and right */
+        {{1, 40, 6, 16}, {40, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 40},
     };
-    static const char *const isas[] = {"avx512", "baseline"};
+    static const char *const isas[] = {"avx512", "avx2", "baseline"};
     const char *was = gx_cpu_gemm_isa();
     int ran = 0;
-    for (int is = 0; is < 2; is++) {
+    for (int is = 0; is < 3; is++) {
         if (!gx_cpu_gemm_isa_set(isas[is]))
             continue;
         for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
             for (int ta = 0; ta < 2; ta++)
-                for (int v = 0; v < 4; v++) {
+                for (int vw = 0; vw < 8; vw++) {
+                    const int v = vw % 4, w8 = vw / 4;
                     /* v 0: per tensor, 1: per channel; 2 and 3: per channel
                      * with biases that put the sums past 2^24 (requantized
                      * in double from int32 sums: 2, whose products stay
@@ -906,6 +914,8 @@ START_TEST(test_qlinearconv_nhwc)
                                : s_rand_of(s_bytes[(ta + pc) % 2], SCALAR);
                     if (ta == 0) /* W's zero point 0: int8 W then needs no x sums */
                         memset(in[5].data, 0, (size_t)in[5].numel);
+                    if (w8) /* W - w_zp in int8's range */
+                        memset(in[5].data, in[3].dtype == GX_U8 ? 128 : 0, (size_t)in[5].numel);
                     in[6] = s_rand_of(GX_F32, SCALAR);
                     if (ta && pc) /* a tiny y_scale: products past int32, saturation */
                         *(float *)in[6].data = 1e-7f;
@@ -917,10 +927,10 @@ START_TEST(test_qlinearconv_nhwc)
                     }
                     if (big == 2)
                         *(float *)in[6].data = 1e-7f;
-                    char what[96], err[ERRLEN], why[128];
+                    char what[128], err[ERRLEN], why[128];
                     snprintf(what, sizeof what,
-                             "%s, NHWC QLinearConv case %zu, x %s, pc %d, big %d", isas[is], ci,
-                             gx_dtype_name(s_bytes[ta]), pc, big);
+                             "%s, NHWC QLinearConv case %zu, x %s, pc %d, big %d, w8 %d", isas[is],
+                             ci, gx_dtype_name(s_bytes[ta]), pc, big, w8);
                     gx_attrval av[GX_MAX_ATTRS];
                     gx_view ref;
                     ck_assert_msg(ot_run(GX_OP_QLINEAR_CONV, &node, 9, in, 1, av, &ref, err) ==

@@ -16,7 +16,10 @@
  *     stride 1 or 2) each input row once for all the output rows that
  *     read it, into a ring of the window's rows (s_dw_rows512). The float
  *     sums are exact integers (every product and partial sum below 2^24),
- *     as in ops/cpu/conv.c.
+ *     as in ops/cpu/conv.c. Where the CPU has AVX512-VNNI and W - w_zp
+ *     fits int8, the ring holds each window row's three input bytes as
+ *     one 4-byte group instead, summed by vpdpbusd in int32
+ *     (s_dw_rows_vnni).
  *
  * Arithmetic: the reference kernels' exact int32 sums, requantized as
  * they do (rint of the sum times x_scale w_scale / y_scale, the product
@@ -359,6 +362,17 @@ static void s_dw_weights(const gx_kargs *k, const s_geom *g, float *wf, int64_t 
                          : 0.0f;
 }
 
+#ifdef GX_REQUANT_AVX512
+/* Does every W - w_zp of wf (taps x cp) fit int8? */
+static bool s_w8_fits(const float *wf, int64_t taps, int64_t cp)
+{
+    for (int64_t i = 0; i < taps * cp; i++)
+        if (wf[i] < -128.0f || wf[i] > 127.0f)
+            return false;
+    return true;
+}
+#endif
+
 /* Output row (n, oh), channels [c0, c0 + nc), columns [ow0, ow0 + nb),
  * exact sums into acc[nb][16] (plain loops). */
 static void s_dw_block(const s_geom *g, const uint8_t *x, bool sgn, int32_t xz, const float *wf,
@@ -682,6 +696,244 @@ S_T512 static void s_dw_rows512(const s_geom *g, const uint8_t *x, bool sgn, int
 }
 #endif
 
+#ifdef GX_REQUANT_AVX512
+/* ---- depthwise 3-wide windows in int8 dot products (AVX512-VNNI) ----
+ *
+ * Where W - w_zp fits int8 (int8 weights of zero point 0, as quantizers
+ * write them; uint8 ones of zero point 128), a window row's three taps
+ * are one 4-byte group: each input row a block of 16 channels reads
+ * becomes, once, per output column o its window's bytes (x[o s - pl],
+ * x[o s - pl + 1], x[o s - pl + 2], 0) per channel (x_zp in the padding,
+ * int8 x moved by 128 to uint8), and one vpdpbusd adds a window row's
+ * three products into each channel's int32 sum: 3 instructions per
+ * output of a 3x3 window for s_dw_rows512's 9 FMAs, and no float
+ * conversion of the input. Rows outside x read x_zp's bytes. The sums
+ * are exact: sum x w' - x_zp sum w' = sum (x - x_zp) w' in int32. */
+
+#define S_TVNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+/* Does the VNNI kernel run (the GEMM's ISA AVX-512 and the CPU VNNI)? */
+static bool s_dw_vnni_ok(void)
+{
+    return !strcmp(gx_cpu_gemm_isa(), "avx512") && __builtin_cpu_supports("avx512vnni");
+}
+
+/* Column iw of row (16 channels masked by mk) as 16 int32 bytes, moved
+ * by 128 when flip; x_zp's (zv) outside x. */
+S_TVNNI static inline __attribute__((always_inline)) __m512i
+s_q4_col(const s_geom *g, const uint8_t *row, int64_t iw, __mmask16 mk, bool flip, __m512i zv)
+{
+    if (iw < 0 || iw >= g->w)
+        return zv;
+    const __m128i b = _mm_maskz_loadu_epi8(mk, row + iw * g->c);
+    return _mm512_cvtepu8_epi32(flip ? _mm_xor_si128(b, _mm_set1_epi8((char)0x80)) : b);
+}
+
+/* The group of a window's three columns z0, z1, z2. */
+S_TVNNI static inline __attribute__((always_inline)) __m512i s_q4(__m512i z0, __m512i z1,
+                                                                   __m512i z2)
+{
+    return _mm512_ternarylogic_epi32(z0, _mm512_slli_epi32(z1, 8), _mm512_slli_epi32(z2, 16),
+                                     0xFE);
+}
+
+/* s_q4_fill with flip and the stride constants once inlined. */
+S_TVNNI static inline __attribute__((always_inline)) void
+s_q4_fill_k(const s_geom *g, const uint8_t *row, bool flip, __m512i zv, __mmask16 mk, int64_t pl,
+            const int SW, int64_t owr, int32_t *dst)
+{
+    int64_t o = 0;
+    if (SW == 1) {
+        __m512i z0 = s_q4_col(g, row, -pl, mk, flip, zv);
+        __m512i z1 = s_q4_col(g, row, 1 - pl, mk, flip, zv);
+        /* outputs whose third column lies inside x: no test per column */
+        int64_t in0 = pl - 2 > 0 ? pl - 2 : 0, in1 = g->w + pl - 2 < owr ? g->w + pl - 2 : owr;
+        in0 = in0 < owr ? in0 : owr;
+        for (; o < in0; o++) {
+            const __m512i z2 = s_q4_col(g, row, o + 2 - pl, mk, flip, zv);
+            _mm512_storeu_si512(dst + o * 16, s_q4(z0, z1, z2));
+            z0 = z1, z1 = z2;
+        }
+        for (; o < in1; o++) {
+            const __m128i b = _mm_maskz_loadu_epi8(mk, row + (o + 2 - pl) * g->c);
+            const __m512i z2 =
+                _mm512_cvtepu8_epi32(flip ? _mm_xor_si128(b, _mm_set1_epi8((char)0x80)) : b);
+            _mm512_storeu_si512(dst + o * 16, s_q4(z0, z1, z2));
+            z0 = z1, z1 = z2;
+        }
+        for (; o < owr; o++) {
+            const __m512i z2 = s_q4_col(g, row, o + 2 - pl, mk, flip, zv);
+            _mm512_storeu_si512(dst + o * 16, s_q4(z0, z1, z2));
+            z0 = z1, z1 = z2;
+        }
+        return;
+    }
+    for (; o < owr; o++) {
+        const int64_t iw = o * SW - pl;
+        _mm512_storeu_si512(dst + o * 16, s_q4(s_q4_col(g, row, iw, mk, flip, zv),
+                                               s_q4_col(g, row, iw + 1, mk, flip, zv),
+                                               s_q4_col(g, row, iw + 2, mk, flip, zv)));
+    }
+}
+
+/* Row ih of image n, channels [c0, c0 + 16) masked by mk, as the groups
+ * of the owr output columns' windows (stride sw, 1 or 2, from column
+ * -pl); xz: x_zp's byte as uint8, flip: x is int8 (moved by 128). */
+S_TVNNI static void s_q4_fill(const s_geom *g, const uint8_t *x, bool flip, uint8_t xz,
+                              int64_t n, int64_t ih, int64_t c0, __mmask16 mk, int64_t pl,
+                              int64_t sw, int64_t owr, int32_t *dst)
+{
+    const uint8_t *row = x + (n * g->h + ih) * g->w * g->c + c0;
+    const __m512i zv = _mm512_set1_epi32(xz);
+    if (sw == 1 && flip)
+        s_q4_fill_k(g, row, true, zv, mk, pl, 1, owr, dst);
+    else if (sw == 1)
+        s_q4_fill_k(g, row, false, zv, mk, pl, 1, owr, dst);
+    else if (flip)
+        s_q4_fill_k(g, row, true, zv, mk, pl, 2, owr, dst);
+    else
+        s_q4_fill_k(g, row, false, zv, mk, pl, 2, owr, dst);
+}
+
+/* 4 vectors of 16 int32 bytes (u8: in [0, 255]; else [-128, 127]) into
+ * the 16-byte pixels at y, y + m, y + 2m, y + 3m (mk: the channels). */
+S_TVNNI static inline __attribute__((always_inline)) void
+s_store4(__m512i q0, __m512i q1, __m512i q2, __m512i q3, bool s8, __mmask16 mk, uint8_t *y,
+         int64_t m)
+{
+    const __m512i a = _mm512_packs_epi32(q0, q1), b = _mm512_packs_epi32(q2, q3);
+    __m512i p = s8 ? _mm512_packs_epi16(a, b) : _mm512_packus_epi16(a, b);
+    /* lane L: channels 4L..4L+3 of q0, q1, q2, q3: to q0's 16, q1's, ... */
+    p = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), p);
+    _mm_mask_storeu_epi8(y, mk, _mm512_castsi512_si128(p));
+    _mm_mask_storeu_epi8(y + m, mk, _mm512_extracti32x4_epi32(p, 1));
+    _mm_mask_storeu_epi8(y + 2 * m, mk, _mm512_extracti32x4_epi32(p, 2));
+    _mm_mask_storeu_epi8(y + 3 * m, mk, _mm512_extracti32x4_epi32(p, 3));
+}
+
+/* Output rows [lo, hi) (n * oh + row) of a depthwise QLinearConv whose
+ * window s_ring_fits and whose wf (W - w_zp) fits int8, as s_dw_rows512
+ * (bands of S_DW_BAND rows, channel block by channel block). */
+S_TVNNI static void s_dw_rows_vnni(const s_geom *g, const uint8_t *x, bool sgn, int32_t xz,
+                                   const float *wf, int64_t cp, const s_rq *rq, int64_t lo,
+                                   int64_t hi, int64_t span, uint8_t *y)
+{
+    const gx_win *w = &g->win;
+    const int64_t sw = w->stride[1], pl = w->pad_lo[1], kh_n = w->k[0];
+    const int64_t owr = (g->ow + S_OB - 1) / S_OB * S_OB;
+    const uint8_t xzb = (uint8_t)(sgn ? xz + 128 : xz); /* x_zp as the bytes take it */
+    int32_t ring[S_DW_RING], pad[S_OB * 16]; /* a row outside x: every column alike */
+    int32_t wq[S_DW_FLOATS / 3], zs[S_MAXM];
+    int64_t tag[S_DW_TAPS];
+    /* each window row's three weights a 4-byte group; zs: x_zp sum w' */
+    for (int64_t j = 0; j < cp; j++) {
+        int32_t t = 0;
+        for (int64_t kh = 0; kh < kh_n; kh++) {
+            uint32_t b = 0;
+            for (int kw = 0; kw < 3; kw++) {
+                const int32_t v = (int32_t)wf[(kh * 3 + kw) * cp + j];
+                b |= (uint32_t)(uint8_t)(int8_t)v << (8 * kw);
+                t += v;
+            }
+            wq[kh * cp + j] = (int32_t)b;
+        }
+        zs[j] = t * xzb;
+    }
+    memset(pad, xzb, sizeof pad);
+    for (int64_t b0 = lo; b0 < hi; b0 += S_DW_BAND)
+    for (int64_t c0 = 0; c0 < g->c; c0 += 16) {
+        const int nc = (int)(g->c - c0 < 16 ? g->c - c0 : 16);
+        const __mmask16 mk = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+        for (int64_t s = 0; s < span; s++)
+            tag[s] = -1;
+        /* the sums start at cm - x_zp sum w' (f24: cm as int32 exact) */
+        const __m512i zsv = _mm512_loadu_si512(zs + c0);
+        const __m512i init =
+            _mm512_sub_epi32(rq->f24 ? _mm512_maskz_loadu_epi32(mk, rq->cmi + c0)
+                                     : _mm512_setzero_si512(),
+                             zsv);
+        const __m512 sc = _mm512_maskz_loadu_ps(mk, rq->scalef + c0);
+        const __m512 lof = _mm512_set1_ps((float)rq->lo), hif = _mm512_set1_ps((float)rq->hi);
+        const __m512i yz = _mm512_set1_epi32(rq->yz);
+        for (int64_t u = b0; u < hi && u < b0 + S_DW_BAND; u++) {
+            const int64_t n = u / g->oh, oh = u % g->oh;
+            const int32_t *rows[S_DW_TAPS];
+            __m512i wv[S_DW_TAPS / 3];
+            for (int64_t kh = 0; kh < kh_n; kh++) {
+                const int64_t ih = oh * w->stride[0] - w->pad_lo[0] + kh * w->dil[0];
+                wv[kh] = _mm512_loadu_si512(wq + kh * cp + c0);
+                if (ih < 0 || ih >= g->h) {
+                    rows[kh] = pad;
+                    continue;
+                }
+                const int64_t slot = ih % span;
+                int32_t *dst = ring + slot * owr * 16;
+                if (tag[slot] != n * g->h + ih) {
+                    s_q4_fill(g, x, sgn, xzb, n, ih, c0, mk, pl, sw, owr, dst);
+                    tag[slot] = n * g->h + ih;
+                }
+                rows[kh] = dst;
+            }
+            uint8_t *yrow = y + u * g->ow * g->m + c0;
+            for (int64_t ow0 = 0; ow0 < g->ow; ow0 += S_OB) {
+                const int nb = (int)(g->ow - ow0 < S_OB ? g->ow - ow0 : S_OB);
+                __m512i acc[S_OB];
+#pragma GCC unroll 8
+                for (int o = 0; o < S_OB; o++)
+                    acc[o] = init;
+                for (int64_t kh = 0; kh < kh_n; kh++) {
+                    const int32_t *src = rows[kh] == pad ? pad : rows[kh] + ow0 * 16;
+#pragma GCC unroll 8
+                    for (int o = 0; o < S_OB; o++)
+                        acc[o] = _mm512_dpbusd_epi32(acc[o], _mm512_loadu_si512(src + o * 16),
+                                                     wv[kh]);
+                }
+                if (!rq->f24) { /* sums of (x - xz) w' as int32: s_put16 adds cm */
+#pragma GCC unroll 8
+                    for (int o = 0; o < S_OB; o++) /* constant indices: acc in registers */
+                        if (o < nb)
+                            s_put16(rq, c0, nc, acc[o], 0, yrow + (ow0 + o) * g->m);
+                    continue;
+                }
+                /* gx_requant16f on the 8 sums, its ties tested once */
+                __m512 r[S_OB];
+                __mmask16 tie = 0;
+#pragma GCC unroll 8
+                for (int o = 0; o < S_OB; o++) {
+                    const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[o]), sc);
+                    r[o] = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                    tie |= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(p, r[o])),
+                                              _mm512_set1_ps(0.5f), _CMP_EQ_OQ);
+                }
+                __m512i q[S_OB];
+                if (__builtin_expect(tie != 0, 0)) {
+#pragma GCC unroll 8
+                    for (int o = 0; o < S_OB; o++)
+                        q[o] = _mm512_add_epi32(
+                            gx_requant16f(_mm512_cvtepi32_ps(acc[o]), sc, lof, hif), yz);
+                } else {
+#pragma GCC unroll 8
+                    for (int o = 0; o < S_OB; o++) /* max first: a NaN product gives lo */
+                        q[o] = _mm512_add_epi32(
+                            _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r[o], lof), hif)), yz);
+                }
+                if (nb == S_OB) {
+                    s_store4(q[0], q[1], q[2], q[3], rq->s8, mk, yrow + ow0 * g->m, g->m);
+                    s_store4(q[4], q[5], q[6], q[7], rq->s8, mk, yrow + (ow0 + 4) * g->m, g->m);
+                    continue;
+                }
+#pragma GCC unroll 8
+                for (int o = 0; o < S_OB; o++)
+                    if (o < nb)
+                        _mm_mask_storeu_epi8(yrow + (ow0 + o) * g->m, mk,
+                                             _mm512_cvtepi32_epi8(q[o]));
+            }
+        }
+    }
+}
+#endif
+
 static void s_depthwise(const gx_kargs *k, const s_geom *g)
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
@@ -704,6 +956,10 @@ static void s_depthwise(const gx_kargs *k, const s_geom *g)
 #ifdef GX_REQUANT_AVX512
     int64_t span, wp;
     if (v512 && s_ring_fits(g, &span, &wp)) {
+        if (s_dw_vnni_ok() && s_w8_fits(wf, g->win.k_size, cp)) {
+            s_dw_rows_vnni(g, x->data, sgn, xz, wf, cp, &rq, lo, hi, span, y->data);
+            return;
+        }
         s_dw_rows512(g, x->data, sgn, xz, wf, cp, &rq, lo, hi, span, wp, y->data);
         return;
     }
