@@ -74,7 +74,7 @@ typedef struct gxd_job {
     uint64_t seq;        /* arrival order */
     uint64_t tag;        /* fair-queuing virtual time (queue.h) */
     atomic_bool cancel;
-    /* workers its graph's last job ran with (gxd_model.team, when queued):
+    /* workers its graph's jobs want up (gxd_model.team, when queued):
      * gxd_queue_push wakes as many, so that helpers are up when it starts */
     int team;
 

@@ -84,8 +84,9 @@ typedef struct gxd_model {
     /* ring slots that hold a reference to it (daemon/ring.c): they do not
      * keep it from eviction, which unbinds it (gxd_models.unbind) */
     atomic_int ring_binds;
-    /* workers its last job ran with (the runner): a RUN queued for it
-     * wakes as many (gxd_job.team) */
+    /* workers its next job should find up: its last job's team, or the
+     * team that job would have taken with helpers up (runner.c,
+     * s_team_hint); a RUN queued for it wakes as many (gxd_job.team) */
     atomic_int team;
     /* artifact writes waiting for or in the cache's writer thread, each
      * holding a reference: they do not keep it from eviction either (the
