@@ -718,15 +718,20 @@ static bool s_dw_vnni_ok(void)
     return !strcmp(gx_cpu_gemm_isa(), "avx512") && __builtin_cpu_supports("avx512vnni");
 }
 
-/* Column iw of row (16 channels masked by mk) as 16 int32 bytes, moved
- * by 128 when flip; x_zp's (zv) outside x. */
+/* Column iw (inside x) of row (16 channels masked by mk) as 16 int32
+ * bytes, moved by 128 when flip. */
+S_TVNNI static inline __attribute__((always_inline)) __m512i
+s_q4_load(const s_geom *g, const uint8_t *row, int64_t iw, __mmask16 mk, bool flip)
+{
+    const __m128i b = _mm_maskz_loadu_epi8(mk, row + iw * g->c);
+    return _mm512_cvtepu8_epi32(flip ? _mm_xor_si128(b, _mm_set1_epi8((char)0x80)) : b);
+}
+
+/* s_q4_load of any column: x_zp's bytes (zv) outside x. */
 S_TVNNI static inline __attribute__((always_inline)) __m512i
 s_q4_col(const s_geom *g, const uint8_t *row, int64_t iw, __mmask16 mk, bool flip, __m512i zv)
 {
-    if (iw < 0 || iw >= g->w)
-        return zv;
-    const __m128i b = _mm_maskz_loadu_epi8(mk, row + iw * g->c);
-    return _mm512_cvtepu8_epi32(flip ? _mm_xor_si128(b, _mm_set1_epi8((char)0x80)) : b);
+    return iw < 0 || iw >= g->w ? zv : s_q4_load(g, row, iw, mk, flip);
 }
 
 /* The group of a window's three columns z0, z1, z2. */
@@ -755,9 +760,7 @@ s_q4_fill_k(const s_geom *g, const uint8_t *row, bool flip, __m512i zv, __mmask1
             z0 = z1, z1 = z2;
         }
         for (; o < in1; o++) {
-            const __m128i b = _mm_maskz_loadu_epi8(mk, row + (o + 2 - pl) * g->c);
-            const __m512i z2 =
-                _mm512_cvtepu8_epi32(flip ? _mm_xor_si128(b, _mm_set1_epi8((char)0x80)) : b);
+            const __m512i z2 = s_q4_load(g, row, o + 2 - pl, mk, flip);
             _mm512_storeu_si512(dst + o * 16, s_q4(z0, z1, z2));
             z0 = z1, z1 = z2;
         }
@@ -896,28 +899,11 @@ S_TVNNI static void s_dw_rows_vnni(const s_geom *g, const uint8_t *x, bool sgn, 
                             s_put16(rq, c0, nc, acc[o], 0, yrow + (ow0 + o) * g->m);
                     continue;
                 }
-                /* gx_requant16f on the 8 sums, its ties tested once */
-                __m512 r[S_OB];
-                __mmask16 tie = 0;
-#pragma GCC unroll 8
-                for (int o = 0; o < S_OB; o++) {
-                    const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[o]), sc);
-                    r[o] = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                    tie |= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(p, r[o])),
-                                              _mm512_set1_ps(0.5f), _CMP_EQ_OQ);
-                }
                 __m512i q[S_OB];
-                if (__builtin_expect(tie != 0, 0)) {
 #pragma GCC unroll 8
-                    for (int o = 0; o < S_OB; o++)
-                        q[o] = _mm512_add_epi32(
-                            gx_requant16f(_mm512_cvtepi32_ps(acc[o]), sc, lof, hif), yz);
-                } else {
-#pragma GCC unroll 8
-                    for (int o = 0; o < S_OB; o++) /* max first: a NaN product gives lo */
-                        q[o] = _mm512_add_epi32(
-                            _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r[o], lof), hif)), yz);
-                }
+                for (int o = 0; o < S_OB; o++)
+                    q[o] = _mm512_add_epi32(gx_requant16f(_mm512_cvtepi32_ps(acc[o]), sc, lof, hif),
+                                            yz);
                 if (nb == S_OB) {
                     s_store4(q[0], q[1], q[2], q[3], rq->s8, mk, yrow + ow0 * g->m, g->m);
                     s_store4(q[4], q[5], q[6], q[7], rq->s8, mk, yrow + (ow0 + 4) * g->m, g->m);
