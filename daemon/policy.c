@@ -474,6 +474,8 @@ void gxd_policy_seen_get(const _Atomic uint64_t *words, uint64_t runs, gxd_polic
  * preempted worker). */
 #define S_SEEN_MIN (1.0 / 16)
 #define S_SEEN_MAX 16.0
+/* The most one job moves an entry, as a factor either way. */
+#define S_SEEN_STEP 1.125
 
 void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, const gxd_policy_choice *choice,
                          int workers, double took_us)
@@ -485,10 +487,13 @@ void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, const gxd_polic
         return;
     double r = fmin(fmax(took_us / choice->model_us, S_SEEN_MIN), S_SEEN_MAX);
     double old = s_seen_unpack(atomic_load_explicit(&words[k], memory_order_relaxed), runs);
-    /* as step times (gxd_step_record): quick to come down, slow to go up
-     * (a job whose worker was preempted) */
+    /* halfway to r (the geometric mean), by S_SEEN_STEP at most: where
+     * jobs scatter more widely than that (a preempted worker; a team that
+     * is fast only when its helpers happen to be up), the entry follows
+     * their median, not their best or their worst, and auto compares the
+     * modes' typical times */
     if (old > 0)
-        r = r < old ? (old + r) / 2 : old + (r - old) / 8;
+        r = old * fmin(fmax(sqrt(r / old), 1 / S_SEEN_STEP), S_SEEN_STEP);
     atomic_store_explicit(&words[k], s_seen_pack(r, runs), memory_order_relaxed);
 }
 

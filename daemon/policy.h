@@ -76,9 +76,10 @@
  * barriers slower under load or in a virtual machine, shares that do not
  * scale with the cores' shared cache and memory bus). Each job of a plan
  * records the compute time it took over the model's estimate for the
- * configuration it ran in (gxd_policy_seen_put: a moving average per mode,
- * kept with the plan); the next jobs' estimates of that mode are the
- * model's times that ratio (gxd_policy_job.seen). A job on one worker
+ * configuration it ran in (gxd_policy_seen_put: per mode, kept with the
+ * plan, following the median of jobs that scatter); the next jobs'
+ * estimates of that mode are the model's times that ratio
+ * (gxd_policy_job.seen). A job on one worker
  * (seq, a queued replica, a team mode left with one worker) counts for
  * seq, whose ratio every one-worker configuration takes. An entry not
  * renewed for GXD_SEEN_STALE runs of the plan is forgotten, so a mode that

@@ -547,8 +547,9 @@ START_TEST(test_seen_ratio)
 }
 END_TEST
 
-/* The record kept with a plan: per mode, quick to come down, slow to go
- * up, one-worker runs under seq, forgotten when stale. */
+/* The record kept with a plan: per mode, halfway to each job's ratio by
+ * a bounded step (so the median of jobs that scatter), one-worker runs
+ * under seq, forgotten when stale. */
 START_TEST(test_seen_record)
 {
     _Atomic uint64_t w[GX_MODE_COUNT];
@@ -564,18 +565,25 @@ START_TEST(test_seen_record)
     gxd_policy_seen_get(w, 2, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 3, 1e-6);
     ck_assert(job.seen[GX_MODE_SEQ] == 0);
-    gxd_policy_seen_put(w, 3, &c, 2, 100); /* 1x: halfway down at once */
+    gxd_policy_seen_put(w, 3, &c, 2, 310); /* near: the geometric mean */
     gxd_policy_seen_get(w, 3, &job);
-    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 2, 1e-6);
-    gxd_policy_seen_put(w, 4, &c, 2, 1000); /* 10x: an eighth of the way up */
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], sqrt(3 * 3.1), 1e-6);
+    gxd_policy_seen_put(w, 3, &c, 2, 100); /* far: one step down */
+    gxd_policy_seen_get(w, 3, &job);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], sqrt(3 * 3.1) / 1.125, 1e-6);
+    gxd_policy_seen_put(w, 4, &c, 2, 1000); /* far: one step up */
     gxd_policy_seen_get(w, 4, &job);
-    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 3, 1e-6);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], sqrt(3 * 3.1), 1e-6);
+    gxd_policy_seen_put(w, 4, &c, 2, 300);
+    gxd_policy_seen_get(w, 4, &job);
+    const double intra = sqrt(sqrt(3 * 3.1) * 3);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], intra, 1e-6);
 
     /* the same mode on one worker counts for seq */
     gxd_policy_seen_put(w, 5, &c, 1, 150);
     gxd_policy_seen_get(w, 5, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_SEQ], 1.5, 1e-6);
-    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 3, 1e-6);
+    ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], intra, 1e-6);
 
     /* bounded: a job stopped at once, a worker preempted for ever */
     c.mode = GX_MODE_INTER;
@@ -618,6 +626,32 @@ START_TEST(test_seen_record)
 }
 END_TEST
 
+/* Jobs of a mode that is fast now and then and slow mostly (a team
+ * whose helpers are up only sometimes), and the other way round: the
+ * entry ends near the ratio most jobs had, wherever it starts. */
+START_TEST(test_seen_median)
+{
+    static const double ratio[2][3] = {{1, 8, 8}, {8, 1, 1}};
+    for (int p = 0; p < 2; p++)
+        for (int start = 0; start < 2; start++) {
+            _Atomic uint64_t w[GX_MODE_COUNT];
+            for (int k = 0; k < GX_MODE_COUNT; k++)
+                atomic_init(&w[k], 0);
+            gxd_policy_choice c = {.mode = GX_MODE_INTRA, .model_us = 100};
+            gxd_policy_seen_put(w, 0, &c, 2, start ? 800 : 100);
+            for (int i = 0; i < 300; i++)
+                gxd_policy_seen_put(w, (uint64_t)i, &c, 2, 100 * ratio[p][i % 3]);
+            gxd_policy_job job = {0};
+            gxd_policy_seen_get(w, 300, &job);
+            const double want = ratio[p][1];
+            ck_assert_msg(job.seen[GX_MODE_INTRA] > want / 1.5 &&
+                              job.seen[GX_MODE_INTRA] < want * 1.5,
+                          "pattern %d from %s: %g, most jobs %g", p, start ? "8" : "1",
+                          job.seen[GX_MODE_INTRA], want);
+        }
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
     Suite *s = suite_create("policy");
@@ -637,6 +671,7 @@ Suite *policy_suite(void)
     tcase_add_test(tc, test_hostile_inputs);
     tcase_add_test(tc, test_seen_ratio);
     tcase_add_test(tc, test_seen_record);
+    tcase_add_test(tc, test_seen_median);
     suite_add_tcase(s, tc);
     return s;
 }
