@@ -79,9 +79,9 @@
  * configuration it ran in (gxd_policy_seen_put: per mode, kept with the
  * plan, following the median of jobs that scatter); the next jobs'
  * estimates of that mode are the model's times that ratio
- * (gxd_policy_job.seen). A job on one worker
- * (seq, a queued replica, a team mode left with one worker) counts for
- * seq, whose ratio every one-worker configuration takes. An entry not
+ * (gxd_policy_job.seen). A job on one worker (seq, a queued replica, a
+ * team mode left with one worker) counts for seq, whose ratio every
+ * one-worker configuration takes. An entry not
  * renewed for GXD_SEEN_STALE runs of the plan is forgotten, so a mode that
  * ran slowly once is tried again now and then.
  */
