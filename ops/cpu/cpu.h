@@ -130,8 +130,11 @@ static inline uint16_t gx_f32_to_bf16(float f)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_THREAD__) /* TSan's runtime is not up when ifuncs resolve */
 #define GX_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+/* The same without AVX-512: for code with a variant of its own there */
+#define GX_CPU_CLONES_256 __attribute__((target_clones("avx2", "default")))
 #else
 #define GX_CPU_CLONES
+#define GX_CPU_CLONES_256
 #endif
 
 /* Floats in a 64-byte cache line: element shares are multiples of this so

@@ -173,11 +173,23 @@ static bool s_fast(gx_op op, int n_in, const gx_view *a, int64_t n, float *y)
  * give the same bits in a vector lane as in a scalar (no FMA contraction:
  * Makefile.am), so the run computes what its ops compute one by one. */
 
-typedef float s_v __attribute__((vector_size(64)));
-typedef int32_t s_vi __attribute__((vector_size(64)));
-typedef float s_vu __attribute__((vector_size(64), aligned(4)));
-#define S_VL 16 /* floats in s_v */
-#define S_VN 8  /* vectors in a strip */
+/* The vectors, in two widths: 16 floats where the GEMM's ISA
+ * (gx_cpu_gemm_isa) is AVX-512, 8 elsewhere. gcc splits a wider vector's
+ * arithmetic over the registers the CPU has, but lowers its compares (the
+ * selects below) into scalar code lane by lane: with 16-float vectors on
+ * AVX2 a 5-op chain ran 4.4 times slower. fused_regs.h is the run's code,
+ * included once per width with s_v, s_vi, s_vu, s_vw and S_VL (floats in
+ * s_v) defined as that width's. */
+typedef float s_v16 __attribute__((vector_size(64)));
+typedef int32_t s_vi16 __attribute__((vector_size(64)));
+typedef uint32_t s_vw16 __attribute__((vector_size(64)));
+typedef float s_vu16 __attribute__((vector_size(64), aligned(4)));
+typedef float s_v8 __attribute__((vector_size(32)));
+typedef int32_t s_vi8 __attribute__((vector_size(32)));
+typedef uint32_t s_vw8 __attribute__((vector_size(32)));
+typedef float s_vu8 __attribute__((vector_size(32), aligned(4)));
+#define S_VN 8                 /* vectors in a strip */
+#define S_RUN_MIN (16 * S_VN)  /* elements in a tile a run goes over at least */
 
 enum { S_R_NONE, S_R_ADD, S_R_SUB, S_R_MUL, S_R_DIV, S_R_MAX, S_R_MIN, S_R_RELU, S_R_NEG,
        S_R_ABS, S_R_RF16, S_R_SIGMOID, S_R_TANH, S_R_EXP, S_R_ERF };
@@ -223,7 +235,6 @@ typedef struct s_rop {
 #define S_V_ABS(v) ((s_v)((s_vi)(v) & 0x7fffffff))
 /* RoundToFloat16: gx_f32_round_f16 lane by lane (the same integer and
  * float steps, selects for its conditions) */
-typedef uint32_t s_vw __attribute__((vector_size(64)));
 #define S_V_RF16(v)                                                           \
     ({                                                                        \
         const s_vw x_ = (s_vw)(v), ax_ = x_ & 0x7fffffffu;                    \
@@ -295,87 +306,51 @@ static inline __attribute__((always_inline)) bool s_unary(int code)
         break;                                                                \
     }
 
-static inline __attribute__((always_inline)) void s_strip(const s_rop *q, s_v *acc, int64_t i,
-                                                          int vn)
-{
-    switch (q->code) {
-    S_STRIP_COMM(S_R_ADD, S_V_ADD, S_V_ADD_ZW);
-    S_STRIP_BIN(S_R_SUB, S_V_SUB);
-    S_STRIP_COMM(S_R_MUL, S_V_MUL, S_V_MUL_ZW);
-    S_STRIP_BIN(S_R_DIV, S_V_DIV);
-    S_STRIP_BIN(S_R_MAX, S_V_MAX);
-    S_STRIP_BIN(S_R_MIN, S_V_MIN);
-    S_STRIP_UN(S_R_RELU, S_V_RELU);
-    S_STRIP_UN(S_R_NEG, S_V_NEG);
-    S_STRIP_UN(S_R_RF16, S_V_RF16);
-    S_STRIP_MATH(S_R_SIGMOID, gx_v_sigmoidf);
-    S_STRIP_MATH(S_R_TANH, gx_v_tanhf);
-    S_STRIP_MATH(S_R_EXP, gx_v_expf);
-    S_STRIP_MATH(S_R_ERF, gx_v_erff);
-    default:
-        _Pragma("GCC unroll 8") for (int j = 0; j < vn; j++) acc[j] = S_V_ABS(acc[j]);
-        break;
-    }
-}
+#define s_v s_v8
+#define s_vi s_vi8
+#define s_vu s_vu8
+#define s_vw s_vw8
+#define S_VL 8
+#define S_REGS s_run_regs8
+#define S_REGS_ATTR GX_CPU_CLONES_256
+#include "ops/cpu/fused_regs.h"
+#undef s_v
+#undef s_vi
+#undef s_vu
+#undef s_vw
+#undef S_VL
+#undef S_REGS
+#undef S_REGS_ATTR
 
-/* The run r[0..n_r) over n elements into y. */
-/* Elements [i, i + S_VL * vn) of the run r[0..n_r) into y (vn <= S_VN, a
- * constant once inlined). */
-static inline __attribute__((always_inline)) void s_strip_run(const s_rop *r, int n_r,
-                                                               int64_t i, float *y, int vn)
-{
-    s_v acc[S_VN];
-    _Pragma("GCC unroll 8") for (int j = 0; j < vn; j++)
-    {
-        if (r[0].sa) {
-            acc[j] = *(const s_vu *)(r[0].a + i + j * S_VL);
-        } else {
-            for (int l = 0; l < S_VL; l++)
-                acc[j][l] = *r[0].a;
-        }
-    }
-    /* the first op: its input 0 is in acc, its input 1 in b */
-    for (int o = 0; o < n_r; o++)
-        s_strip(&r[o], acc, i, vn);
-    _Pragma("GCC unroll 8") for (int j = 0; j < vn; j++)
-        *(s_vu *)(y + i + j * S_VL) = acc[j];
-}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define s_v s_v16
+#define s_vi s_vi16
+#define s_vu s_vu16
+#define s_vw s_vw16
+#define S_VL 16
+#define S_REGS s_run_regs16
+#define S_REGS_ATTR __attribute__((target("avx512f")))
+#include "ops/cpu/fused_regs.h"
+#undef s_v
+#undef s_vi
+#undef s_vu
+#undef s_vw
+#undef S_VL
+#undef S_REGS
+#undef S_REGS_ATTR
+#endif
 
-/* The run r[0..n_r) over n elements into y, a strip at a time, then a
- * vector at a time; the last few elements as one vector over zero-padded
- * copies of the operands. y may be an operand's memory (a strip's
- * elements are read before they are written over). */
-GX_CPU_CLONES static void s_run_regs(const s_rop *r, int n_r, int64_t n, float *y)
+/* The run r[0..n_r) over n elements into y, in the widest vectors the
+ * GEMM's ISA has (the same bits in either). */
+static void s_run_regs(const s_rop *r, int n_r, int64_t n, float *y)
 {
-    enum { S = S_VL * S_VN };
-    int64_t i = 0;
-    for (; i + S <= n; i += S)
-        s_strip_run(r, n_r, i, y, S_VN);
-    for (; i + S_VL <= n; i += S_VL)
-        s_strip_run(r, n_r, i, y, 1);
-    if (i == n)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (!strcmp(gx_cpu_gemm_isa(), "avx512")) {
+        s_run_regs16(r, n_r, n, y);
         return;
-    _Alignas(GX_ALIGN) float buf[GX_FUSED_MAX_OPS + 2][S_VL];
-    s_rop t[GX_FUSED_MAX_OPS];
-    const size_t m = (size_t)(n - i);
-    t[0] = r[0]; /* (n_r >= 2; said for the compiler) */
-    for (int o = 0; o < n_r; o++) {
-        t[o] = r[o];
-        if (o == 0 && r[0].sa) { /* the first op's input 0 */
-            float *d = buf[GX_FUSED_MAX_OPS];
-            memcpy(d, r[0].a + i, m * sizeof(float));
-            memset(d + m, 0, (S_VL - m) * sizeof(float));
-            t[0].a = d;
-        }
-        if (!s_unary(r[o].code) && r[o].sb) {
-            float *d = buf[o];
-            memcpy(d, r[o].b + i, m * sizeof(float));
-            memset(d + m, 0, (S_VL - m) * sizeof(float));
-            t[o].b = d;
-        }
     }
-    s_strip_run(t, n_r, 0, buf[GX_FUSED_MAX_OPS + 1], 1);
-    memcpy(y + i, buf[GX_FUSED_MAX_OPS + 1], m * sizeof(float));
+#endif
+    s_run_regs8(r, n_r, n, y);
 }
 
 /* Temporaries are this far apart: not a multiple of 4 KiB, so that
@@ -423,7 +398,7 @@ static bool s_run_op(const gx_fused *f, const gx_view *in, const gx_view *y, int
 static void s_runs(const gx_fused *f, const gx_view *in, const gx_view *y, s_run *R)
 {
     memset(R->run, 0, sizeof R->run);
-    if (f->dtype != GX_F32 || y->numel < S_VL * S_VN) /* no tile long enough */
+    if (f->dtype != GX_F32 || y->numel < S_RUN_MIN) /* no tile long enough */
         return;
     for (int o = 0; o < f->n_ops;) {
         int len = 0;
@@ -475,7 +450,7 @@ static void s_tiles(void *ctx, int64_t e_lo, int64_t e_hi)
             R->tv[k].shape[0] = R->tv[k].numel = n;
         for (int o = 0; o < f->n_ops; o++) {
             const gx_fused_op *op = &f->op[o];
-            if (R->run[o] && n >= S_VL * S_VN) { /* (a short tile: op by op is as fast) */
+            if (R->run[o] && n >= S_RUN_MIN) { /* (a short tile: op by op is as fast) */
                 s_rop r[GX_FUSED_MAX_OPS];
                 const int n_r = R->run[o];
                 for (int q = 0; q < n_r; q++) {
