@@ -92,35 +92,50 @@ s_micro512(const int mr, const int np, int64_t kk, const float *a, int64_t lda, 
     }
 }
 
-/* ---- AVX2 + FMA: up to 6 rows × 1 panel (two 8-lane halves: 12) ---- */
+/* ---- AVX2 + FMA: up to 6 rows × 1 panel (two 8-lane halves: 12), or
+ * one row × 4 panels (8) ---- */
 
 static inline S_T256 __attribute__((always_inline)) void
-s_micro256(const int mr, int64_t kk, const float *a, int64_t lda, const float *b, int64_t ldbk,
-           float *y, int64_t ldy, int64_t ncols, float alpha, float beta)
+s_micro256(const int mr, const int np, int64_t kk, const float *a, int64_t lda, const float *b,
+           int64_t ldbk, int64_t pstride, float *y, int64_t ldy, int64_t ncols, float alpha,
+           float beta)
 {
-    __m256 acc[6][2];
+    __m256 acc[6][4][2];
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++)
-        acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+        for (int p = 0; p < np; p++)
+            acc[i][p][0] = acc[i][p][1] = _mm256_setzero_ps();
     for (int64_t k = 0; k < kk; k++) {
-        const __m256 b0 = _mm256_loadu_ps(b + k * ldbk), b1 = _mm256_loadu_ps(b + k * ldbk + 8);
+        __m256 b0[4], b1[4];
+#pragma GCC unroll 4
+        for (int p = 0; p < np; p++) {
+            b0[p] = _mm256_loadu_ps(b + p * pstride + k * ldbk);
+            b1[p] = _mm256_loadu_ps(b + p * pstride + k * ldbk + 8);
+        }
 #pragma GCC unroll 6
         for (int i = 0; i < mr; i++) {
             const __m256 av = _mm256_broadcast_ss(a + i * lda + k);
-            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+#pragma GCC unroll 4
+            for (int p = 0; p < np; p++) {
+                acc[i][p][0] = _mm256_fmadd_ps(av, b0[p], acc[i][p][0]);
+                acc[i][p][1] = _mm256_fmadd_ps(av, b1[p], acc[i][p][1]);
+            }
         }
     }
-    const int64_t n = ncols < S_P ? ncols : S_P;
+#pragma GCC unroll 4
+    for (int p = 0; p < np; p++) {
+        const int64_t left = ncols - p * S_P, n = left < S_P ? left : S_P;
 #pragma GCC unroll 6
-    for (int i = 0; i < mr; i++) {
-        float tmp[S_P];
-        _mm256_storeu_ps(tmp, acc[i][0]);
-        _mm256_storeu_ps(tmp + 8, acc[i][1]);
-        float *yp = y + i * ldy;
-        for (int64_t j = 0; j < n; j++) {
-            float v = alpha == 1.0f ? tmp[j] : tmp[j] * alpha;
-            yp[j] = beta != 0.0f ? v + beta * yp[j] : v;
+        for (int i = 0; i < mr; i++) {
+            float tmp[S_P];
+            _mm256_storeu_ps(tmp, acc[i][p][0]);
+            _mm256_storeu_ps(tmp + 8, acc[i][p][1]);
+            float *yp = y + i * ldy + p * S_P;
+            for (int64_t j = 0; j < n; j++) {
+                float v = alpha == 1.0f ? tmp[j] : tmp[j] * alpha;
+                yp[j] = beta != 0.0f ? v + beta * yp[j] : v;
+            }
         }
     }
 }
@@ -143,19 +158,20 @@ S_K512_ROW(7)
 S_K512_ROW(8)
 S_K512(1, 4)
 
-#define S_K256(MR)                                                            \
-    static S_T256 void s_k256_##MR(int64_t kk, const float *a, int64_t lda, const float *b, \
-                                   int64_t lk, int64_t ps, float *y, int64_t ldy, int64_t nc, \
-                                   float al, float be)                        \
+#define S_K256(MR, NP)                                                        \
+    static S_T256 void s_k256_##MR##_##NP(int64_t kk, const float *a, int64_t lda, \
+                                          const float *b, int64_t lk, int64_t ps, float *y, \
+                                          int64_t ldy, int64_t nc, float al, float be) \
     {                                                                         \
-        s_micro256(MR, kk, a, lda, b, lk, y, ldy, nc, al, be);                \
+        s_micro256(MR, NP, kk, a, lda, b, lk, ps, y, ldy, nc, al, be);        \
     }
-S_K256(1)
-S_K256(2)
-S_K256(3)
-S_K256(4)
-S_K256(5)
-S_K256(6)
+S_K256(1, 1)
+S_K256(2, 1)
+S_K256(3, 1)
+S_K256(4, 1)
+S_K256(5, 1)
+S_K256(6, 1)
+S_K256(1, 4)
 
 static const s_isa s_avx512 = {
     "avx512", 8, 2,
@@ -164,8 +180,9 @@ static const s_isa s_avx512 = {
      {s_k512_7_1, s_k512_7_2}, {s_k512_8_1, s_k512_8_2}},
     s_k512_1_4, 4};
 static const s_isa s_avx2 = {
-    "avx2", 6, 1, {{s_k256_1}, {s_k256_2}, {s_k256_3}, {s_k256_4}, {s_k256_5}, {s_k256_6}}, NULL,
-    0};
+    "avx2", 6, 1,
+    {{s_k256_1_1}, {s_k256_2_1}, {s_k256_3_1}, {s_k256_4_1}, {s_k256_5_1}, {s_k256_6_1}},
+    s_k256_1_4, 4};
 #endif
 
 /* ---- baseline: 4 rows × 1 panel, plain C (no FMA: -ffp-contract=off) ---- */
