@@ -1928,6 +1928,15 @@ int main(int argc, char **argv)
            "max_abs, max_rel: gexec vs ORT output (rel to max |ORT|; > %.0e: MISMATCH, but "
            "one quantization step of a quantized output: ok (1 quantum))\n",
            S_REL_TOL);
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512vnni") && !__builtin_cpu_supports("avxvnni"))
+        printf("# this CPU has no VNNI: ONNX Runtime multiplies uint8 by int8 with vpmaddubsw, "
+               "whose int16 pair sums saturate, so its QLinearConv and MatMulInteger outputs "
+               "differ from the exact ones (its quantizer's reduce_range avoids this): a "
+               "MISMATCH on a model with such products is then ONNX Runtime's (gexec's "
+               "integer products are exact on every ISA)\n");
+#endif
     for (size_t m = 0; m < n_models; m++)
         if (s_selected(x.o.only, models[m].name))
             printf("#   %-12s %s\n", models[m].name, models[m].what);
