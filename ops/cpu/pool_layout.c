@@ -28,7 +28,7 @@
 #include "ops/cpu/rowsum.h"
 #include "ops/layout.h"
 
-#define S_VEC 16   /* lanes per inner loop */
+#define S_VEC 8    /* lanes per inner loop */
 #define S_PARTS 8  /* the global pools' partial results (S_LANES in pool.c) */
 #define S_BN_MAX 256 /* channels whose BatchNormalization factors are on the stack */
 
@@ -64,8 +64,10 @@ static int64_t s_padded(const gx_win *w, int d, int64_t o)
     return p1 < w->k[d] ? p1 : w->k[d];
 }
 
-/* S_VEC lanes as one value (GCC vector extensions): one AVX-512
- * register, two AVX2 ones, or four SSE ones in the baseline clone. */
+/* S_VEC lanes as one value (GCC vector extensions): one AVX2 register,
+ * half an AVX-512 one, or two SSE ones in the baseline clone. 16 lanes
+ * ran 5 times slower on AVX2: gcc lowers the compares of a vector wider
+ * than the CPU's registers lane by lane into scalar code. */
 typedef float s_vf __attribute__((vector_size(S_VEC * sizeof(float))));
 typedef int32_t s_vi __attribute__((vector_size(S_VEC * sizeof(float))));
 
