@@ -186,24 +186,25 @@ void gx_cpu_DEQUANTIZE_LINEAR(const gx_kargs *k)
 
 /* ---- DynamicQuantizeLinear ---- */
 
-typedef float s_v16 __attribute__((vector_size(64), aligned(4)));
-typedef int32_t s_vi16 __attribute__((vector_size(64), aligned(4)));
+typedef float s_v8 __attribute__((vector_size(32), aligned(4)));
+typedef int32_t s_vi8 __attribute__((vector_size(32), aligned(4)));
 
 /* The range of x with 0 in it: [min(0, min x), max(0, max x)]; NaN is
- * passed over. 16 lanes at a time, selected by compare masks (C has no
- * ?: on vectors). */
+ * passed over. 8 lanes at a time, selected by compare masks (C has no ?:
+ * on vectors; gcc lowers the compares of vectors wider than AVX2's
+ * registers lane by lane into scalar code). */
 GX_CPU_CLONES static void s_range(int64_t n, const float *restrict x, float *mn, float *mx)
 {
-    s_v16 lo = {0}, hi = {0};
+    s_v8 lo = {0}, hi = {0};
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const s_v16 v = *(const s_v16 *)(x + i);
-        const s_vi16 l = v < lo, h = v > hi;
-        lo = (s_v16)(((s_vi16)v & l) | ((s_vi16)lo & ~l));
-        hi = (s_v16)(((s_vi16)v & h) | ((s_vi16)hi & ~h));
+    for (; i + 8 <= n; i += 8) {
+        const s_v8 v = *(const s_v8 *)(x + i);
+        const s_vi8 l = v < lo, h = v > hi;
+        lo = (s_v8)(((s_vi8)v & l) | ((s_vi8)lo & ~l));
+        hi = (s_v8)(((s_vi8)v & h) | ((s_vi8)hi & ~h));
     }
     float a = 0.0f, b = 0.0f;
-    for (int l = 0; l < 16; l++) {
+    for (int l = 0; l < 8; l++) {
         a = lo[l] < a ? lo[l] : a;
         b = hi[l] > b ? hi[l] : b;
     }
