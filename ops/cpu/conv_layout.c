@@ -40,9 +40,12 @@
  * as NCHW's im2col has them; with one channel per broadcast it runs alone
  * over its own taps instead. Each column is computed the same way
  * whatever run, block group or share it falls in, so every nth gives the
- * same bits. With AVX-512 (the GEMM's ISA, gx_cpu_gemm_isa) each product
- * is fused into its sum (FMA); elsewhere 16-lane vector code (no FMA)
- * rounds each. As the head of a fused group (gx_cpu_conv_layout_epi) a
+ * same bits. With AVX-512 or AVX2 (the GEMM's ISA, gx_cpu_gemm_isa) each
+ * product is fused into its sum (FMA); on the baseline 16-lane vector
+ * code (no FMA) rounds each. AVX2 (s_dk256, s_dw256) runs each block as
+ * two 8-lane halves, runs of up to 6 columns of one block (12 sums in
+ * the 16 ymm registers), no s_dk3/position runs; groups of 2, 4 or 8
+ * channels run the baseline's code. As the head of a fused group (gx_cpu_conv_layout_epi) a
  * lone Relu or Clip is applied as each output is stored; other epilogues
  * run on each row (S_EPI_COLS columns of a plane) as soon as it is
  * written.
@@ -144,6 +147,16 @@ static bool s_wide(void)
 {
 #ifdef S_X86
     return !strcmp(gx_cpu_gemm_isa(), "avx512");
+#else
+    return false;
+#endif
+}
+
+/* Do they run their AVX2 + FMA code instead? */
+static bool s_avx2(void)
+{
+#ifdef S_X86
+    return !strcmp(gx_cpu_gemm_isa(), "avx2");
 #else
     return false;
 #endif
@@ -514,6 +527,120 @@ S_DKP_CL(16)
 static const s_dkp_fn s_dkp512_tab[2][4][12] = {S_DKP_TAB(1), S_DKP_TAB(16)};
 #endif
 
+#ifdef S_X86
+/* ---- AVX2 + FMA (gx_cpu_gemm_isa "avx2") ----
+ * A block of 16 channels is two 8-lane halves; a run holds 2 * NB * R
+ * sums in the 16 ymm registers: R <= 6 columns of one block, or 3 of
+ * two. Products fused into their sums in the same order as s_dk512's. */
+#define S_T256 __attribute__((target("avx2,fma")))
+
+/* S_ACT512 on 8 lanes. */
+#define S_ACT256(d, v)                                                                             \
+    ({                                                                                             \
+        __m256 a_ = (v);                                                                           \
+        if ((d)->act == S_ACT_RELU) {                                                              \
+            const __m256 z_ = _mm256_setzero_ps();                                                 \
+            a_ = _mm256_blendv_ps(a_, z_, _mm256_cmp_ps(a_, z_, _CMP_LT_OQ));                      \
+        } else if ((d)->act == S_ACT_CLIP) {                                                       \
+            const __m256 l_ = _mm256_set1_ps((d)->lo), h_ = _mm256_set1_ps((d)->hi);               \
+            a_ = _mm256_blendv_ps(a_, l_, _mm256_cmp_ps(a_, l_, _CMP_LT_OQ));                      \
+            a_ = _mm256_blendv_ps(a_, h_, _mm256_cmp_ps(a_, h_, _CMP_GT_OQ));                      \
+        }                                                                                          \
+        a_;                                                                                        \
+    })
+
+/* The lane mask of the first n of 8 lanes (none for n <= 0, all for n >= 8). */
+#define S_M8(n) _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+
+/* Half h of a run's blocks at p (block h / 2 at p + (h / 2) * stride):
+ * masked (lane mask m) in the last block when it is partial. */
+#define S_LD256(p, h, stride, part, m)                                                             \
+    ((part) ? _mm256_maskload_ps((p) + ((h) >> 1) * (stride) + ((h) & 1) * 8, (m))                 \
+            : _mm256_loadu_ps((p) + ((h) >> 1) * (stride) + ((h) & 1) * 8))
+
+S_INLINE S_T256 void s_dk256(const int CL, const int NB, const int R, const bool CHK,
+                             const s_dk *d, const float *xn, int64_t off, int64_t a0, int64_t a1,
+                             int64_t b0, int64_t b1, int64_t j0, const float *w,
+                             const float *bias, int last, float *y)
+{
+    const __m256i ml = S_M8(last), mh = S_M8(last - 8);
+    __m256 acc[4][6]; /* [2 * NB][R] */
+#pragma GCC unroll 4
+    for (int h = 0; h < 2 * NB; h++) {
+        const bool part = h >= 2 * NB - 2 && last < S_B;
+        const __m256 b =
+            bias ? S_LD256(bias, h, S_B, part, h & 1 ? mh : ml) : _mm256_setzero_ps();
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++)
+            acc[h][r] = b;
+    }
+    const int64_t wmb = d->wmb;
+    for (int64_t a = a0; a < a1; a++) {
+        for (int64_t b = b0; b < b1; b++) {
+            const float *wg = w + (a * d->kw + b) * d->C * S_B;
+            const float *xr[12];
+            int64_t msk[12];
+            S_TAP_PTRS(CHK, R, d, xn, off, a, b, j0, xr, msk);
+            for (int64_t g = 0, go = 0; g < d->G; g++, go += d->xg) {
+#pragma GCC unroll 4
+                for (int c = 0; c < CL; c++) {
+                    __m256 wv[4];
+#pragma GCC unroll 4
+                    for (int h = 0; h < 2 * NB; h++)
+                        wv[h] = S_LD256(wg + c * S_B, h, wmb, false, ml);
+#pragma GCC unroll 6
+                    for (int r = 0; r < R; r++) {
+                        const __m256 xb = _mm256_set1_ps(S_XAT(CHK, xr, msk, r, go, c));
+#pragma GCC unroll 4
+                        for (int h = 0; h < 2 * NB; h++)
+                            acc[h][r] = _mm256_fmadd_ps(xb, wv[h], acc[h][r]);
+                    }
+                }
+                wg += CL * S_B;
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < 2 * NB; h++) {
+        const bool part = h >= 2 * NB - 2 && last < S_B;
+        float *yh = y + (h >> 1) * d->ymb + (h & 1) * 8;
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const __m256 v = S_ACT256(d, acc[h][r]);
+            if (part)
+                _mm256_maskstore_ps(yh + r * d->ycol, h & 1 ? mh : ml, v);
+            else
+                _mm256_storeu_ps(yh + r * d->ycol, v);
+        }
+    }
+}
+
+#define S_DK256(CHK, CL, NB, R)                                                                    \
+    static S_T256 void s_dk256_##CHK##_##CL##_##NB##_##R(                                          \
+        const s_dk *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t b0,           \
+        int64_t b1, int64_t j0, const float *w, const float *bias, int last, float *y)             \
+    {                                                                                              \
+        s_dk256(CL, NB, R, CHK, d, xn, off, a0, a1, b0, b1, j0, w, bias, last, y);                 \
+    }
+#define S_R3(M, K, CL, NB) M(K, CL, NB, 1) M(K, CL, NB, 2) M(K, CL, NB, 3)
+#define S_DK256_CL(K, CL) S_R6(S_DK256, K, CL, 1) S_R3(S_DK256, K, CL, 2)
+S_DK256_CL(0, 1)
+S_DK256_CL(0, 16)
+S_DK256_CL(1, 1)
+S_DK256_CL(1, 16)
+#define S_FN256(K, CL, NB, R) s_dk256_##K##_##CL##_##NB##_##R,
+#define S_TAB256(K, CL) {{S_R6(S_FN256, K, CL, 1)}, {S_R3(S_FN256, K, CL, 2)}}
+/* [checked][CL 1 or 16][NB - 1][R - 1] */
+static const s_dk_fn s_dk256_tab[2][2][2][6] = {{S_TAB256(0, 1), S_TAB256(0, 16)},
+                                                 {S_TAB256(1, 1), S_TAB256(1, 16)}};
+#endif
+
+/* Most columns of a run of NB blocks (index NB - 1), AVX2. */
+static const int s_rmax256[2] = {6, 3};
+#ifndef S_NB256
+#define S_NB256 1 /* blocks a run takes at once */
+#endif
+
 /* Most columns of a run of NB blocks (index NB - 1): AVX-512, baseline. */
 static const int s_rmax512[4] = {12, 12, 8, 6};
 static const int s_rmax_k3[4] = {12, 8, 6, 4}; /* s_dk3_512 */
@@ -583,6 +710,7 @@ typedef struct s_cv {
     bool k3;           /* inside columns by s_dk3_512 (AVX-512) */
     bool pos;          /* runs of positions across rows (s_dkp512, AVX-512): small planes */
     bool wide;         /* AVX-512 */
+    bool avx2;         /* AVX2 + FMA (s_dk256) */
     int64_t mb, last;  /* output blocks; lanes of the last one */
     int64_t gblk, gx;  /* output blocks per channel group (all at group 1), x's floats
                         * between the groups' first input channels */
@@ -596,6 +724,8 @@ typedef struct s_cv {
  * 4 + 2; 1 without AVX-512. */
 static int s_nb(const s_cv *cv, int64_t rem)
 {
+    if (cv->avx2)
+        return rem >= 2 && S_NB256 == 2 ? 2 : 1;
     if (!cv->wide)
         return 1;
     return rem <= 4 ? (int)rem : rem <= 6 ? 3 : 4;
@@ -666,6 +796,11 @@ static void s_dk_run(const s_cv *cv, bool chk, int nb, int64_t r, const float *x
                                                  last, y);
         return;
     }
+    if (cv->avx2) {
+        s_dk256_tab[chk][cv->cl][nb - 1][r - 1](&cv->d, xn, off, a0, a1, b0, b1, j0, w, bias,
+                                                 last, y);
+        return;
+    }
 #endif
     const int lg = r == 8 ? 3 : r == 4 ? 2 : r == 2 ? 1 : 0;
     s_dkv_tab[chk][cv->cl][lg](&cv->d, xn, off, a0, a1, b0, b1, j0, w, bias, last, y);
@@ -721,8 +856,11 @@ static void s_dk_cols(const s_cv *cv, int64_t n, int64_t oh, int64_t o0, int64_t
                 o++;
                 continue;
             }
-            const int64_t rmax = cv->k3 ? s_rmax_k3[nb - 1] : s_rmax512[nb - 1];
-            const int64_t len = s_run_len(cv->wide, rmax, (cv->cl == 0 && o1 > hi ? hi : o1) - o);
+            const int64_t rmax = cv->k3     ? s_rmax_k3[nb - 1]
+                                 : cv->avx2 ? s_rmax256[nb - 1]
+                                            : s_rmax512[nb - 1];
+            const int64_t end = cv->cl == 0 && o1 > hi ? hi : o1;
+            const int64_t len = s_run_len(cv->wide || cv->avx2, rmax, end - o);
 #ifdef S_X86
             if (cv->k3) {
                 s_dk3_tab[sw - 1][nb - 1][len - 1](d, xn, off, a0, a1, wm, bias, last,
@@ -775,6 +913,7 @@ static void s_cv_init(s_cv *cv, const gx_kargs *k, const s_act *act, bool *flat)
     const int64_t IH = w->in[0], IW = w->in[1], OH = w->out[0], OW = w->out[1];
     const gx_layout lx = k->in[0].layout;
     cv->wide = s_wide();
+    cv->avx2 = s_avx2();
     cv->mb = (m + S_B - 1) / S_B;
     cv->last = m - (cv->mb - 1) * S_B;
     cv->x = k->in[0].data;
@@ -896,6 +1035,7 @@ static void s_dk_positions(const s_cv *cv, int64_t p0, int64_t p1, int64_t m, co
 typedef struct s_dw {
     gx_win w;
     bool wide;
+    bool avx2;            /* AVX2 + FMA (s_dw256): depthwise only, groups run s_dwv */
     int cg;               /* channels per group: 1 (depthwise), 2, 4 or 8 */
     int64_t wblk;         /* floats of a block's packed weights */
     int64_t nblk, last;   /* channel blocks, lanes of the last */
@@ -1066,6 +1206,80 @@ static const s_dwb_fn s_dw512_tab[6][2][2][8] = {S_DW512_TAB(0), S_DW512_TAB(1),
 #endif
 #define S_DW_RMAX 8
 
+#ifdef S_X86
+/* AVX2 + FMA, depthwise (groups of one channel), any window: blocks
+ * [0, nb) of a run as s_dw512, each 16 lanes two halves, R <= 6 columns
+ * (12 sums), per tap and column one load of x's two halves; products in
+ * tap order. */
+S_INLINE S_T256 void s_dw256(const int R, const bool CHK, const bool FULL, const s_dw *d,
+                             const float *x0, int64_t off, int64_t a0, int64_t a1, int64_t j0,
+                             const float *w0, const float *bias0, int last, int64_t nb,
+                             float *y0)
+{
+    const __m256i ml = S_M8(FULL ? S_B : last), mh = S_M8((FULL ? S_B : last) - 8);
+    for (int64_t blk = 0; blk < nb; blk++) {
+        const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->wblk;
+        const float *bias = bias0 ? bias0 + blk * S_B : NULL;
+        float *y = y0 + blk * d->ymb;
+        __m256 acc[2][6];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256 b =
+                bias ? S_LD256(bias, h, 0, !FULL, h ? mh : ml) : _mm256_setzero_ps();
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++)
+                acc[h][r] = b;
+        }
+        for (int64_t a = a0; a < a1; a++) {
+            for (int64_t t = 0; t < d->kw; t++) {
+                const float *wt = w + (a * d->kw + t) * S_B;
+                const __m256 w_lo = _mm256_loadu_ps(wt), w_hi = _mm256_loadu_ps(wt + 8);
+                const int64_t o = off + a * d->dhx + t * d->dwx, j = j0 + t * d->dwj;
+#pragma GCC unroll 6
+                for (int r = 0; r < R; r++) {
+                    const float *p = S_DW_XR(CHK, d, xn, o, j, r);
+                    acc[0][r] = _mm256_fmadd_ps(S_LD256(p, 0, 0, !FULL, ml), w_lo, acc[0][r]);
+                    acc[1][r] = _mm256_fmadd_ps(S_LD256(p, 1, 0, !FULL, mh), w_hi, acc[1][r]);
+                }
+            }
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                const __m256 v = S_ACT256(d, acc[h][r]);
+                if (FULL)
+                    _mm256_storeu_ps(y + r * d->ycol + h * 8, v);
+                else
+                    _mm256_maskstore_ps(y + r * d->ycol + h * 8, h ? mh : ml, v);
+            }
+        }
+    }
+}
+
+#define S_DW256(CHK, FULL, R)                                                                      \
+    static S_T256 void s_dw256_##CHK##_##FULL##_##R(                                               \
+        const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t j0,           \
+        const float *w, const float *bias, int last, int64_t nb, float *y)                         \
+    {                                                                                              \
+        s_dw256(R, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);                       \
+    }
+#define S_DW256_R(CHK, FULL)                                                                       \
+    S_DW256(CHK, FULL, 1) S_DW256(CHK, FULL, 2) S_DW256(CHK, FULL, 3) S_DW256(CHK, FULL, 4)        \
+    S_DW256(CHK, FULL, 5) S_DW256(CHK, FULL, 6)
+S_DW256_R(0, 0)
+S_DW256_R(0, 1)
+S_DW256_R(1, 0)
+S_DW256_R(1, 1)
+#define S_DW256_ROW(CHK, FULL)                                                                     \
+    {s_dw256_##CHK##_##FULL##_1, s_dw256_##CHK##_##FULL##_2, s_dw256_##CHK##_##FULL##_3,           \
+     s_dw256_##CHK##_##FULL##_4, s_dw256_##CHK##_##FULL##_5, s_dw256_##CHK##_##FULL##_6}
+/* [checked][full][R - 1] */
+static const s_dwb_fn s_dw256_tab[2][2][6] = {{S_DW256_ROW(0, 0), S_DW256_ROW(0, 1)},
+                                              {S_DW256_ROW(1, 0), S_DW256_ROW(1, 1)}};
+#endif
+#define S_DW_RMAX256 6
+
 /* 16 lanes at p, the first n of them (the rest 0); a macro: a function
  * returning the vector would change its ABI between the clones (-Wpsabi). */
 #define S_LDN(p, n)                                                                                \
@@ -1169,6 +1383,17 @@ static void s_dw_run(const s_dw *d, bool chk, int64_t r, int64_t b0, int64_t b1,
         }
         return;
     }
+    if (d->avx2) {
+        if (full > b0)
+            s_dw256_tab[chk][1][r - 1](d, xn, off, a0, a1, j0, w, bias, S_B, full - b0, y);
+        if (full < b1) {
+            const int64_t e = full - b0;
+            s_dw256_tab[chk][0][r - 1](d, xn + e * d->xblk, off, a0, a1, j0, w + e * d->wblk,
+                                       bias ? bias + e * S_B : NULL, (int)d->last, 1,
+                                       y + e * d->ymb);
+        }
+        return;
+    }
 #endif
     const s_dw_fn f = s_dwv_tab[chk][r == 8 ? 3 : r == 4 ? 2 : r == 2 ? 1 : 0];
     for (int64_t b = b0; b < b1; b++) {
@@ -1192,7 +1417,8 @@ static void s_dw_cols(const s_dw *d, int64_t n, int64_t oh, int64_t o0, int64_t 
     float *yr = d->y + n * d->y_img + oh * d->yrow + b0 * d->ymb;
     const int64_t row = (oh * w->stride[0] - w->pad_lo[0]) * d->xrow;
     for (int64_t o = o0; o < o1;) {
-        const int64_t len = s_run_len(d->wide, S_DW_RMAX, o1 - o);
+        const int64_t len =
+            s_run_len(d->wide || d->avx2, d->avx2 ? S_DW_RMAX256 : S_DW_RMAX, o1 - o);
         const int64_t j0 = o * sw - pw;
         s_dw_run(d, o < d->ci_lo || o + len > d->ci_hi, len, b0, b1, xn, row + j0 * d->xcol, a0,
                  a1, j0, wb, bias, yr + o * d->ycol);
@@ -1229,6 +1455,7 @@ static void s_dw_init(s_dw *d, const gx_kargs *k, const s_act *act)
     d->iw = IW, d->sw = w->stride[1], d->dwj = w->dil[1], d->ksz = w->k_size;
     d->cg = (int)k->in[1].shape[2];
     d->wblk = d->ksz * d->cg * S_B;
+    d->avx2 = d->cg == 1 && s_avx2();
     d->k3 = d->cg == 1 && w->k[1] == 3 && w->dil[1] == 1 && (w->stride[1] == 1 || w->stride[1] == 2);
     d->act = act->kind, d->lo = act->lo, d->hi = act->hi;
     s_inside(IW, OW, w->k[1], w->stride[1], w->dil[1], w->pad_lo[1], &d->ci_lo, &d->ci_hi);
