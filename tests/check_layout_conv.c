@@ -8,8 +8,9 @@
  * gx_cpu_conv_layout_rows range, byte for byte what nth = 1 writes, also
  * all at once on threads, and stay inside the scratch; group 1,
  * depthwise (group == C == M), groups of 2, 4 and 8 channels in and out,
- * and groups of 16 or more channels in and out, on the widest ISA and on the baseline
- * (gx_cpu_gemm_isa_set); a fused Relu or Clip applied as the kernel
+ * and groups of 16 or more channels in and out, on the widest ISA, on AVX2
+ * where the CPU has it (so that AVX-512 machines test it too) and on the
+ * baseline (gx_cpu_gemm_isa_set); a fused Relu or Clip applied as the kernel
  * stores, and the epilogue's ranges (gx_cpu_conv_layout_epi); and the
  * refusals.
  */
@@ -453,12 +454,14 @@ static const s_case s_direct_cases[] = {
      .dw = 1, .pads = {2, 2, 1, 2}, .group = 8, .bias = true},
 };
 
-static void s_direct(bool baseline)
+/* The cases on the ISA `force` (NULL: the one in use; false when the CPU
+ * lacks it), then random ones too. */
+static bool s_direct(const char *force)
 {
     char isa[32];
     snprintf(isa, sizeof isa, "%s", gx_cpu_gemm_isa());
-    if (baseline)
-        ck_assert(gx_cpu_gemm_isa_set("baseline"));
+    if (force && !gx_cpu_gemm_isa_set(force))
+        return false;
     for (size_t i = 0; i < sizeof s_direct_cases / sizeof s_direct_cases[0]; i++) {
         const s_case *t = &s_direct_cases[i];
         if (t->m % 16 == 0 && (!t->group || t->c % 16 == 0))
@@ -479,22 +482,31 @@ static void s_direct(bool baseline)
                        .sw = 1, .dh = 1, .dw = 1, .pads = {0, 1, 1, 1}, .group = 5};
     ck_assert(s_run_case(&g8, GX_LAYOUT_NHWC));
     ck_assert(s_run_case(&g4, GX_LAYOUT_NHWC));
-    if (baseline) {
+    if (force) {
         s_random_cases(GX_LAYOUT_NHWC, true, 10);
         s_random_cases(GX_LAYOUT_NCHW16C, true, 10);
     }
     ck_assert(gx_cpu_gemm_isa_set(isa));
+    return true;
 }
 
 START_TEST(direct_cases)
 {
-    s_direct(false);
+    s_direct(NULL);
 }
 END_TEST
 
 START_TEST(direct_cases_baseline)
 {
-    s_direct(true);
+    ck_assert(s_direct("baseline"));
+}
+END_TEST
+
+/* The AVX2 kernels (s_dk256, s_dw256), also on AVX-512 machines. */
+START_TEST(direct_cases_avx2)
+{
+    if (!s_direct("avx2"))
+        printf("direct_cases_avx2: no AVX2 + FMA here, skipped\n");
 }
 END_TEST
 
@@ -567,6 +579,7 @@ Suite *layout_conv_suite(void)
     tcase_add_test(tc, nchw16c_random_odd_c);
     tcase_add_test(tc, direct_cases);
     tcase_add_test(tc, direct_cases_baseline);
+    tcase_add_test(tc, direct_cases_avx2);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
     return s;
