@@ -24,7 +24,7 @@
  * (s_dk3_512). y's blocks are NCHW16c blocks or 16 channels of an NHWC
  * position (the last one masked when M is not a multiple of 16). A 1x1
  * window with stride 1 and no padding walks each plane as one row. With
- * AVX-512, planes narrower than S_POS_MAX_OW columns run in position
+ * AVX-512 or AVX2, planes narrower than S_POS_MAX_OW columns run in position
  * runs across rows instead (s_dkp512, s_dk_pos): a row's few columns
  * would make short runs, each reading all the weights of its blocks.
  * Depthwise: 16 channels per vector, runs of R columns, each x vector
@@ -44,11 +44,11 @@
  * product is fused into its sum (FMA); on the baseline 16-lane vector
  * code (no FMA) rounds each. AVX2 (s_dk256, s_dw256) runs each block as
  * two 8-lane halves, runs of up to 6 columns of one block (12 sums in
- * the 16 ymm registers), no s_dk3/position runs; groups of 2, 4 or 8
- * channels run the baseline's code. As the head of a fused group (gx_cpu_conv_layout_epi) a
- * lone Relu or Clip is applied as each output is stored; other epilogues
- * run on each row (S_EPI_COLS columns of a plane) as soon as it is
- * written.
+ * the 16 ymm registers), position runs of up to 6 (s_dkp256), no
+ * s_dk3; groups of 2, 4 or 8 channels run the baseline's code. As the
+ * head of a fused group (gx_cpu_conv_layout_epi) a lone Relu or Clip is
+ * applied as each output is stored; other epilogues run on each row
+ * (S_EPI_COLS columns of a plane) as soon as it is written.
  *
  * Shares (gx_cpu_conv_layout_rows): NHWC, chunks of S_CHUNK positions, at
  * most GX_CONV_LAYOUT_SHARES shares with work; NCHW16c, output rows (n,
@@ -633,6 +633,78 @@ S_DK256_CL(1, 16)
 /* [checked][CL 1 or 16][NB - 1][R - 1] */
 static const s_dk_fn s_dk256_tab[2][2][2][6] = {{S_TAB256(0, 1), S_TAB256(0, 16)},
                                                  {S_TAB256(1, 1), S_TAB256(1, 16)}};
+
+/* s_dkp512 on AVX2: a run of R <= 6 positions of one block that may
+ * span rows, every tap summed in s_dk256's order, taps in the padding
+ * (rows included) reading zeros. */
+S_INLINE S_T256 void s_dkp256(const int CL, const int R, const s_dk *d, const float *xn,
+                              const int64_t *pi, const int64_t *pj, const float *w,
+                              const float *bias, int last, float *y)
+{
+    const __m256i ml = S_M8(last), mh = S_M8(last - 8);
+    const bool part = last < S_B;
+    __m256 acc[2][6];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        const __m256 b = bias ? S_LD256(bias, h, S_B, part, h ? mh : ml) : _mm256_setzero_ps();
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++)
+            acc[h][r] = b;
+    }
+    const float *wg = w;
+    for (int64_t a = 0; a < d->kh; a++) {
+        for (int64_t b = 0; b < d->kw; b++) {
+            const float *xr[12];
+            int64_t msk[12];
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                const int64_t i = pi[r] + a * d->dhi, j = pj[r] + b * d->dwj;
+                const bool in = (uint64_t)i < (uint64_t)d->ih && (uint64_t)j < (uint64_t)d->iw;
+                xr[r] = in ? xn + (i * d->xrow + j * d->xcol) : s_zeros;
+                msk[r] = in ? ~(int64_t)0 : 0;
+            }
+            for (int64_t g = 0, go = 0; g < d->G; g++, go += d->xg) {
+#pragma GCC unroll 4
+                for (int c = 0; c < CL; c++) {
+                    const __m256 w_lo = _mm256_loadu_ps(wg + c * S_B);
+                    const __m256 w_hi = _mm256_loadu_ps(wg + c * S_B + 8);
+#pragma GCC unroll 6
+                    for (int r = 0; r < R; r++) {
+                        const __m256 xb = _mm256_set1_ps(S_XAT(1, xr, msk, r, go, c));
+                        acc[0][r] = _mm256_fmadd_ps(xb, w_lo, acc[0][r]);
+                        acc[1][r] = _mm256_fmadd_ps(xb, w_hi, acc[1][r]);
+                    }
+                }
+                wg += CL * S_B;
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const __m256 v = S_ACT256(d, acc[h][r]);
+            if (part)
+                _mm256_maskstore_ps(y + r * d->ycol + h * 8, h ? mh : ml, v);
+            else
+                _mm256_storeu_ps(y + r * d->ycol + h * 8, v);
+        }
+    }
+}
+
+#define S_DKP256(K, CL, NB, R)                                                                     \
+    static S_T256 void s_dkp256_##CL##_##R(const s_dk *d, const float *xn, const int64_t *pi,     \
+                                           const int64_t *pj, const float *w, const float *bias,  \
+                                           int last, float *y)                                     \
+    {                                                                                              \
+        s_dkp256(CL, R, d, xn, pi, pj, w, bias, last, y);                                          \
+    }
+S_R6(S_DKP256, 0, 1, 1)
+S_R6(S_DKP256, 0, 16, 1)
+#define S_DKP256_FN(K, CL, NB, R) s_dkp256_##CL##_##R,
+/* [CL 1 or 16][R - 1] */
+static const s_dkp_fn s_dkp256_tab[2][6] = {{S_R6(S_DKP256_FN, 0, 1, 1)},
+                                            {S_R6(S_DKP256_FN, 0, 16, 1)}};
 #endif
 
 /* Most columns of a run of NB blocks (index NB - 1), AVX2. */
@@ -708,7 +780,7 @@ typedef struct s_cv {
     s_dk d;
     int cl;            /* 0: CL 1 (x in NCHW), 1: CL 16 */
     bool k3;           /* inside columns by s_dk3_512 (AVX-512) */
-    bool pos;          /* runs of positions across rows (s_dkp512, AVX-512): small planes */
+    bool pos;          /* runs of positions across rows (s_dkp512, s_dkp256): small planes */
     bool wide;         /* AVX-512 */
     bool avx2;         /* AVX2 + FMA (s_dk256) */
     int64_t mb, last;  /* output blocks; lanes of the last one */
@@ -768,14 +840,18 @@ static void s_dk_pos(const s_cv *cv, int64_t n, int64_t q0, int64_t q1, int64_t 
         const int last = mb + nb == cv->mb ? (int)cv->last : S_B;
         float *ym = cv->y + n * cv->y_img + mb * d->ymb;
         for (int64_t q = q0; q < q1;) {
-            const int64_t len = s_run_len(true, s_rmax512[nb - 1], q1 - q);
+            const int64_t len =
+                s_run_len(true, cv->avx2 ? s_rmax256[nb - 1] : s_rmax512[nb - 1], q1 - q);
             int64_t pi[12], pj[12];
             for (int64_t r = 0; r < len; r++) {
                 pi[r] = (q + r) / OW * w->stride[0] - w->pad_lo[0];
                 pj[r] = (q + r) % OW * w->stride[1] - w->pad_lo[1];
             }
-            s_dkp512_tab[cv->cl][nb - 1][len - 1](d, xn, pi, pj, wm, bias, last,
-                                                  ym + q * d->ycol);
+            if (cv->avx2)
+                s_dkp256_tab[cv->cl][len - 1](d, xn, pi, pj, wm, bias, last, ym + q * d->ycol);
+            else
+                s_dkp512_tab[cv->cl][nb - 1][len - 1](d, xn, pi, pj, wm, bias, last,
+                                                      ym + q * d->ycol);
             q += len;
         }
         mb += nb;
@@ -957,7 +1033,7 @@ static void s_cv_init(s_cv *cv, const gx_kargs *k, const s_act *act, bool *flat)
     d->xrow = cv->xrow, d->xcol = cv->xcol;
     /* rows too short for full runs: a run of 12 positions reads the
      * weights once where a row's runs would read them twice or more */
-    cv->pos = cv->wide && !*flat && !cv->k3 && OW < S_POS_MAX_OW;
+    cv->pos = (cv->wide || cv->avx2) && !*flat && !cv->k3 && OW < S_POS_MAX_OW;
 }
 
 /* NCHW16c, output rows [r0, r1) over (n, block, oh): for each image and
