@@ -37,7 +37,8 @@ const char *gx_cpu_qgemm_impl(void);
 /* c[r * ldc + j - p0 * 16] = the int32 dot products of rows r < rows
  * (at most 8, each k4 groups of 4 uint8 at a + r * lda, zeros past K) by
  * the columns j of packed B's panels [p0, p1) (pb: past the column
- * sums), on the ISA the packed kernels use: VNNI or plain loops. */
+ * sums), on the ISA the packed kernels use: VNNI, AVX2 or plain loops;
+ * the same integers on each. */
 typedef void (*gx_qgemm_dots_fn)(const uint8_t *a, int64_t lda, int rows, int64_t k4,
                                  const int8_t *pb, int64_t p0, int64_t p1, int32_t *c,
                                  int64_t ldc);

@@ -638,15 +638,87 @@ static void s_packed_same(gx_op op, const gx_node *node, int n_in, gx_view *in, 
 
 static const gx_dtype s_bytes[2] = {GX_U8, GX_I8};
 
+/* A byte of test_qgemm_dots' A (isb: of B) for fill 0 to 4: 255 by
+ * -128, 0 by random, 255 by 127, random by -128, random by random. */
+static uint8_t s_dots_byte(int fill, bool isb)
+{
+    static const int as[5] = {255, 0, 255, -1, -1}, bs[5] = {0x80, -1, 127, 0x80, -1};
+    const int v = (isb ? bs : as)[fill];
+    s_seed = s_seed * 1103515245u + 12345u;
+    return v < 0 ? (uint8_t)(s_seed >> 8) : (uint8_t)v;
+}
+
+/* The dot products (gx_cpu_qgemm_dots) of each ISA against sums taken
+ * here: rows 1 to 8, K not a multiple of 4 (zeros past it, as packed)
+ * nor of 16, more quads than the AVX2 kernel widens at a time, windows
+ * of the panels, rows further apart than K, and the extreme bytes
+ * (s_dots_byte). */
+START_TEST(test_qgemm_dots)
+{
+    enum { P = 16, NP = 5 }; /* columns of a panel, panels */
+    static const char *const isas[] = {"avx512", "avx2", "baseline"};
+    static const int64_t ks[] = {1, 3, 4, 7, 17, 30, 64, 1023, 1025, 2050};
+    const char *was = gx_cpu_gemm_isa();
+    for (int is = 0; is < 3; is++) {
+        if (!gx_cpu_gemm_isa_set(isas[is]))
+            continue;
+        const gx_qgemm_dots_fn dots = gx_cpu_qgemm_dots();
+        for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+            for (int fill = 0; fill < 5; fill++) {
+                const int64_t kk = ks[ki], k4 = (kk + 3) / 4, lda = k4 * 4 + 12;
+                uint8_t *a = ot_alloc((size_t)(8 * lda));
+                int8_t *pb = ot_alloc((size_t)(NP * k4 * 64));
+                int32_t *want = ot_alloc(sizeof *want * 8 * NP * P);
+                int32_t *c = ot_alloc(sizeof *c * 8 * (NP * P + 3));
+                memset(a, 0xEE, (size_t)(8 * lda)); /* past K4 * 4: never read */
+                memset(pb, 0, (size_t)(NP * k4 * 64));
+                for (int r = 0; r < 8; r++)
+                    for (int64_t i = 0; i < k4 * 4; i++)
+                        a[r * lda + i] = i < kk ? s_dots_byte(fill, false) : 0;
+                for (int64_t j = 0; j < NP * P; j++)
+                    for (int64_t i = 0; i < kk; i++)
+                        pb[j / P * k4 * 64 + i / 4 * 64 + j % P * 4 + i % 4] =
+                            (int8_t)s_dots_byte(fill, true);
+                for (int r = 0; r < 8; r++)
+                    for (int64_t j = 0; j < NP * P; j++) {
+                        int64_t sum = 0;
+                        for (int64_t i = 0; i < kk; i++)
+                            sum += a[r * lda + i] *
+                                   pb[j / P * k4 * 64 + i / 4 * 64 + j % P * 4 + i % 4];
+                        want[r * NP * P + j] = (int32_t)sum;
+                    }
+                for (int rows = 1; rows <= 8; rows++)
+                    for (int64_t p0 = 0; p0 < NP; p0 += 2) {
+                        const int64_t p1 = p0 + 1 + rows % 3 < NP ? p0 + 1 + rows % 3 : NP;
+                        const int64_t ldc = (p1 - p0) * P + 3;
+                        memset(c, 0x5A, sizeof *c * (size_t)(rows * ldc));
+                        dots(a, lda, rows, k4, pb, p0, p1, c, ldc);
+                        for (int r = 0; r < rows; r++)
+                            for (int64_t j = p0 * P; j < p1 * P; j++)
+                                ck_assert_msg(c[r * ldc + j - p0 * P] == want[r * NP * P + j],
+                                              "%s (%s): K %lld, fill %d, rows %d, panels "
+                                              "[%lld, %lld): row %d column %lld is %d, want %d",
+                                              isas[is], gx_cpu_qgemm_impl(), (long long)kk, fill,
+                                              rows, (long long)p0, (long long)p1, r,
+                                              (long long)j, c[r * ldc + j - p0 * P],
+                                              want[r * NP * P + j]);
+                    }
+                ot_free_all();
+            }
+    }
+    gx_cpu_gemm_isa_set(was);
+}
+END_TEST
+
 /* On each ISA the GEMM may use (AVX-512 with VNNI where the CPU has it,
- * and the baseline loops), every dtype pairing, zero points absent,
+ * AVX2, and the baseline loops), every dtype pairing, zero points absent,
  * scalar and per column, K not a multiple of 4 and N of 16. */
 START_TEST(test_packed_matmul_integer)
 {
-    static const char *const isas[] = {"avx512", "baseline"};
+    static const char *const isas[] = {"avx512", "avx2", "baseline"};
     static const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 17}, {8, 768, 40}, {5, 33, 16}, {9, 7, 33}};
     const char *was = gx_cpu_gemm_isa();
-    for (int is = 0; is < 2; is++) {
+    for (int is = 0; is < 3; is++) {
         if (!gx_cpu_gemm_isa_set(isas[is]))
             continue;
         for (int ta = 0; ta < 2; ta++)
@@ -674,9 +746,9 @@ END_TEST
 
 START_TEST(test_packed_qlinear)
 {
-    static const char *const isas[] = {"avx512", "baseline"};
+    static const char *const isas[] = {"avx512", "avx2", "baseline"};
     const char *was = gx_cpu_gemm_isa();
-    for (int is = 0; is < 2; is++) {
+    for (int is = 0; is < 3; is++) {
         if (!gx_cpu_gemm_isa_set(isas[is]))
             continue;
         for (int ta = 0; ta < 2; ta++)
@@ -791,7 +863,7 @@ END_TEST
  * chunks of channels; a QLinearConv too). */
 START_TEST(test_packed_conv_integer)
 {
-    static const char *const isas[] = {"avx512", "baseline"};
+    static const char *const isas[] = {"avx512", "avx2", "baseline"};
     static const struct {
         int64_t x[4], w[4], pads[4], dil[2], st[2];
     } cases[] = {
@@ -804,7 +876,7 @@ START_TEST(test_packed_conv_integer)
     };
     _Static_assert(1843 * 9 > 2 * GX_QGEMM_MAX_K, "three chunks, the last a part one");
     const char *was = gx_cpu_gemm_isa();
-    for (int is = 0; is < 2; is++) {
+    for (int is = 0; is < 3; is++) {
         if (!gx_cpu_gemm_isa_set(isas[is]))
             continue;
         for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
@@ -989,6 +1061,7 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_qlinearconv);
     tcase_add_test(tc, test_qlinearconv_errors);
     tcase_add_test(tc, test_requant16f);
+    tcase_add_test(tc, test_qgemm_dots);
     tcase_add_test(tc, test_packed_matmul_integer);
     tcase_add_test(tc, test_packed_qlinear);
     tcase_add_test(tc, test_packed_qlinearconv_direct);

@@ -9,7 +9,8 @@
  * sum(a' b') - b_zp' sum(a') - a_zp' sum(b') + K a_zp' b_zp' with a' = a
  * as uint8 (int8 A flipped by 128, its zero point with it) and b' = b as
  * int8 (uint8 B flipped by 128): the form AVX512-VNNI's vpdpbusd takes,
- * four uint8 x int8 products added into each int32 lane.
+ * four uint8 x int8 products added into each int32 lane (AVX2 widens both
+ * to int16 for vpmaddwd: s_dots_avx2).
  *
  * Packed B (gx_cpu_qgemm_pack): the int32 column sums of b' (N rounded up
  * to 16, zeros past N), then panels of 16 columns, each K4 = ceil(K / 4)
@@ -39,6 +40,7 @@
 #include <immintrin.h>
 #define S_VNNI_OK 1
 #define S_TVNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#define S_TAVX2 __attribute__((target("avx2")))
 #endif
 
 #define S_P 16 /* columns of a panel */
@@ -336,17 +338,124 @@ S_TVNNI static void s_dots_vnni(const uint8_t *a, int64_t lda, int rows, int64_t
         }
     }
 }
+
+/* AVX2 has no uint8 x int8 product that is exact (vpmaddubsw saturates
+ * its int16 pair sums), so the dots widen both to int16 and take
+ * vpmaddwd: a pair of int16 products summed into an int32, exact (at
+ * most 2 x 255 x 128). A's rows are widened once per call, S_KC quads at
+ * a time, into a buffer a quad of which is one 8-byte broadcast; a
+ * panel's quad is four 16-byte groups of 4 columns x 4 k, each widened
+ * to a ymm whose int32 lanes are (column, k 0-1) and (column, k 2-3)
+ * pair sums, added together at the end (hadd). The int32 sums wrap as
+ * s_dots' do, so the bits are the same. */
+#define S_KC 256 /* quads of A widened at a time: S_R x 2 KiB */
+
+/* xs[r] for R rows (a constant once inlined, at most S_R) over nq quads
+ * of aw (R rows, each nq * 4 int16) and 4 columns of a panel (w: their
+ * first quad): each column's (k 0-1) and (k 2-3) pair sums. */
+S_TAVX2 static inline __attribute__((always_inline)) void
+s_avx2_quarter(const int16_t *aw, int64_t nq, const int R, const int8_t *w, __m256i *xs)
+{
+    /* named accumulators: an array of them would live on the stack */
+    __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0,
+            x7 = x0;
+#define S_ROW(r, x)                                                                                \
+    do {                                                                                           \
+        if (R > (r)) {                                                                             \
+            int64_t a4;                                                                            \
+            memcpy(&a4, aw + ((r) * nq + q) * 4, sizeof a4);                                       \
+            x = _mm256_add_epi32(x, _mm256_madd_epi16(_mm256_set1_epi64x(a4), b));                \
+        }                                                                                          \
+    } while (0)
+    for (int64_t q = 0; q < nq; q++) {
+        const __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + q * 64)));
+        S_ROW(0, x0);
+        S_ROW(1, x1);
+        S_ROW(2, x2);
+        S_ROW(3, x3);
+        S_ROW(4, x4);
+        S_ROW(5, x5);
+        S_ROW(6, x6);
+        S_ROW(7, x7);
+    }
+#undef S_ROW
+    xs[0] = x0, xs[1] = x1, xs[2] = x2, xs[3] = x3, xs[4] = x4, xs[5] = x5, xs[6] = x6, xs[7] = x7;
+}
+
+/* Columns [4 h, 4 h + 8) of a panel (w: its first quad) by R rows into c
+ * (add: onto what c holds). */
+S_TAVX2 static inline __attribute__((always_inline)) void
+s_avx2_rows(const int16_t *aw, int64_t nq, const int R, const int8_t *w, int h, int32_t *c,
+            int64_t ldc, bool add)
+{
+    __m256i lo[S_R], hi[S_R];
+    s_avx2_quarter(aw, nq, R, w + h * 16, lo);
+    s_avx2_quarter(aw, nq, R, w + h * 16 + 16, hi);
+    for (int r = 0; r < R; r++) {
+        /* lanes [0 1 4 5 | 2 3 6 7] of the 8 columns, then in order */
+        __m256i v = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), 0xD8);
+        if (add)
+            v = _mm256_add_epi32(v, _mm256_loadu_si256((const __m256i *)(c + r * ldc)));
+        _mm256_storeu_si256((__m256i *)(c + r * ldc), v);
+    }
+}
+
+S_TAVX2 static void s_dots_avx2(const uint8_t *a, int64_t lda, int rows, int64_t k4,
+                                const int8_t *pb, int64_t p0, int64_t p1, int32_t *c,
+                                int64_t ldc)
+{
+    int16_t aw[S_R * S_KC * 4];
+    for (int64_t q0 = 0; q0 < k4; q0 += S_KC) {
+        const int64_t nq = k4 - q0 < S_KC ? k4 - q0 : S_KC, n = nq * 4;
+        for (int r = 0; r < rows; r++) {
+            const uint8_t *src = a + r * lda + q0 * 4;
+            int16_t *dst = aw + r * n;
+            int64_t i = 0;
+            for (; i + 16 <= n; i += 16)
+                _mm256_storeu_si256(
+                    (__m256i *)(dst + i),
+                    _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
+            for (; i < n; i++)
+                dst[i] = src[i];
+        }
+        for (int64_t p = p0; p < p1; p++)
+            for (int h = 0; h < 4; h += 2) {
+                const int8_t *w = pb + p * k4 * 64 + q0 * 64;
+                int32_t *cp = c + (p - p0) * S_P + h * 4;
+                switch (rows) {
+#define S_CASE(n)                                                                                  \
+    case n:                                                                                        \
+        s_avx2_rows(aw, nq, n, w, h, cp, ldc, q0 > 0);                                             \
+        break;
+                    S_CASE(8)
+                    S_CASE(7)
+                    S_CASE(6)
+                    S_CASE(5)
+                    S_CASE(4)
+                    S_CASE(3)
+                    S_CASE(2)
+#undef S_CASE
+                default:
+                    s_avx2_rows(aw, nq, 1, w, h, cp, ldc, q0 > 0);
+                    break;
+                }
+            }
+    }
+}
 #endif
 
 /* The dot products for the ISA the GEMM uses (GEXEC_GEMM_ISA picks it for
- * tests too): VNNI where the CPU has it and the GEMM runs AVX-512. Every
- * path gives the same integers. */
+ * tests too): VNNI where the CPU has it and the GEMM runs AVX-512, else
+ * AVX2 unless the GEMM runs the baseline. Every path gives the same
+ * integers. */
 static s_dots_fn s_dots_pick(void)
 {
 #ifdef S_VNNI_OK
     if (!strcmp(gx_cpu_gemm_isa(), "avx512") && __builtin_cpu_supports("avx512vnni") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
         return s_dots_vnni;
+    if (strcmp(gx_cpu_gemm_isa(), "baseline") && __builtin_cpu_supports("avx2"))
+        return s_dots_avx2;
 #endif
     return s_dots;
 }
@@ -358,7 +467,15 @@ gx_qgemm_dots_fn gx_cpu_qgemm_dots(void)
 
 const char *gx_cpu_qgemm_impl(void)
 {
-    return s_dots_pick() == s_dots ? "qgemm.baseline" : "qgemm.avx512vnni";
+    const s_dots_fn f = s_dots_pick();
+#ifdef S_VNNI_OK
+    if (f == s_dots_vnni)
+        return "qgemm.avx512vnni";
+    if (f == s_dots_avx2)
+        return "qgemm.avx2";
+#endif
+    (void)f;
+    return "qgemm.baseline";
 }
 
 /* ---- the rows ---- */
