@@ -332,7 +332,7 @@ static void s_qlinearconv_ref(gx_dtype dt, const gx_node *node, int64_t c, int64
     s_qlinearconv_ref_hw(dt, node, c, group, kh, 5, 6);
 }
 
-START_TEST(test_qlinearconv)
+static void s_qlinearconv_cases(void)
 {
     /* test_qlinearconv's first row: a 1x1 kernel */
     gx_view in[8] = {U8V(SHAPE(1, 1, 1, 3), 255, 174, 162), F32V(SCALAR, 0.003692047f),
@@ -370,6 +370,20 @@ START_TEST(test_qlinearconv)
                                   A_INT("group", 6)),
                              6, 6, 3, 7, 75);
     }
+}
+
+/* On each ISA the GEMM may use (the depthwise rows have an AVX2 kernel
+ * of their own: ops/cpu/conv.c). */
+START_TEST(test_qlinearconv)
+{
+    char isa[32];
+    snprintf(isa, sizeof isa, "%s", gx_cpu_gemm_isa());
+    for (int i = 0; gx_cpu_gemm_isa_name(i); i++) {
+        ck_assert(gx_cpu_gemm_isa_set(gx_cpu_gemm_isa_name(i)));
+        s_qlinearconv_cases();
+        ot_free_all();
+    }
+    ck_assert(gx_cpu_gemm_isa_set(isa));
 }
 END_TEST
 

@@ -822,9 +822,9 @@ static void s_dw_fill(const void *x, bool sgn, int64_t IW, int64_t pl, const s_d
 
 /* acc[o] = sum over taps t of wv[t] * x[off[t] + o], for o < n (a
  * multiple of S_DW_V), as int32 (the float sums are exact integers). */
-GX_CPU_CLONES static void s_dw_row(int64_t n, int taps, const float *restrict wv,
-                                   const int64_t *restrict off, const float *restrict x,
-                                   int32_t *restrict acc)
+GX_CPU_CLONES static void s_dw_row_any(int64_t n, int taps, const float *restrict wv,
+                                       const int64_t *restrict off, const float *restrict x,
+                                       int32_t *restrict acc)
 {
     for (int64_t o = 0; o < n; o += S_DW_V) {
         s_dwv s = {0};
@@ -832,6 +832,45 @@ GX_CPU_CLONES static void s_dw_row(int64_t n, int taps, const float *restrict wv
             s += wv[t] * *(const s_dwv *)(x + off[t] + o);
         *(s_dwi *)(acc + o) = __builtin_convertvector(s, s_dwi);
     }
+}
+
+#ifdef GX_REQUANT_AVX512
+/* s_dw_row_any in two ymm of 8 sums: GCC's AVX2 clone of s_dw_row_any keeps
+ * its 64-byte vector on the stack, moved a quadword at a time. The same
+ * products and sums, in the same order. */
+__attribute__((target("avx2"))) static void s_dw_row_avx2(int64_t n, int taps,
+                                                           const float *restrict wv,
+                                                           const int64_t *restrict off,
+                                                           const float *restrict x,
+                                                           int32_t *restrict acc)
+{
+    for (int64_t o = 0; o < n; o += S_DW_V) {
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+        for (int t = 0; t < taps; t++) {
+            const __m256 wt = _mm256_set1_ps(wv[t]);
+            const float *xt = x + off[t] + o;
+            s0 = _mm256_add_ps(s0, _mm256_mul_ps(wt, _mm256_loadu_ps(xt)));
+            s1 = _mm256_add_ps(s1, _mm256_mul_ps(wt, _mm256_loadu_ps(xt + 8)));
+        }
+        _mm256_storeu_si256((__m256i *)(acc + o), _mm256_cvttps_epi32(s0));
+        _mm256_storeu_si256((__m256i *)(acc + o + 8), _mm256_cvttps_epi32(s1));
+    }
+}
+#endif
+
+/* s_dw_row_any, or s_dw_row_avx2 where the GEMM runs AVX2
+ * (gx_cpu_gemm_isa; tests set it to take each path): the same sums. */
+typedef void (*s_dw_row_fn)(int64_t n, int taps, const float *restrict wv,
+                            const int64_t *restrict off, const float *restrict x,
+                            int32_t *restrict acc);
+
+static s_dw_row_fn s_dw_row_pick(void)
+{
+#ifdef GX_REQUANT_AVX512
+    if (!strcmp(gx_cpu_gemm_isa(), "avx2"))
+        return s_dw_row_avx2;
+#endif
+    return s_dw_row_any;
 }
 
 /* What a QLinearConv's output channel is requantized with, and where its
@@ -891,8 +930,9 @@ static void s_qlinear_dw(const s_qconv *q, const s_dw *d, int64_t n, int64_t ch,
             }
         }
     const int64_t ow = w->out[1];
+    const s_dw_row_fn dw_row = s_dw_row_pick();
     for (int64_t oh = 0; oh < w->out[0]; oh++) {
-        s_dw_row(d->ow16, taps, wv, off, xp + oh * w->stride[0] * d->wq, acc);
+        dw_row(d->ow16, taps, wv, off, xp + oh * w->stride[0] * d->wq, acc);
         s_qout_put(o, ow, acc, oh * ow);
     }
 }
