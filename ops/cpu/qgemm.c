@@ -1089,6 +1089,88 @@ S_TVNNI static void s_qconv_direct(const gx_kargs *k, bool requant, const gx_win
  * products, chunk by chunk of K (s_chunk_c), the sums gathered in sums:
  * QLinearConv's requantized bytes (requant), or ConvInteger's exact int32
  * sums (wrapping, as its reference kernel). */
+#ifdef S_VNNI_OK
+/* K of a conv at most whose exact sums (|a - a_zp| |b - b_zp| <= 255 x
+ * 255 each) are int32: s_conv_put8 takes them modulo 2^32. */
+#define S_PUT8_MAXK (INT32_MAX / (255 * 255))
+
+/* What s_conv_put8 writes for columns [j0, j0 + n) of a block's 8 rows:
+ * their sums' corrections (s_exact) and requantization (s_requant). */
+typedef struct s_put8 {
+    const int32_t *sa, *sb, *wz, *bias; /* sb, wz, bias (or NULL): from column j0 */
+    const float *scale;
+    int32_t xz, kk;
+    float yz, lo, hi;
+    bool requant;
+} s_put8;
+
+/* s_conv_gemm's output for a block of S_R rows at consecutive positions
+ * of one image (c: their dot products, S_P * 2 a row) and n columns, at
+ * y + e (ConvInteger: int32) for the first, column j pos elements on:
+ * the rows' sums of a column are a vector, transposed from c eight
+ * columns at a time, so each column's 8 outputs are one store. The same
+ * arithmetic as s_exact32 and s_exact (exact in int32 for K up to
+ * S_PUT8_MAXK, so the same double, plus the bias) and s_requant: the
+ * product in double rounded half to even (rint's default mode), as float
+ * plus yz, NaN to lo by vmaxps' order, then clamped. */
+S_TAVX2 static void s_conv_put8(const int32_t *c, int n, const s_put8 *q, void *y, int64_t e,
+                                int64_t pos)
+{
+    const __m256i sa = _mm256_loadu_si256((const __m256i *)q->sa);
+    const __m256 yz = _mm256_set1_ps(q->yz), lo = _mm256_set1_ps(q->lo),
+                 hi = _mm256_set1_ps(q->hi);
+    /* byte 0 of each int32, in each 128-bit lane */
+    const __m256i low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                         -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                         -1, -1);
+    for (int g = 0; g < n; g += 8) {
+        __m256i r[S_R], t[S_R];
+        for (int i = 0; i < S_R; i++)
+            r[i] = _mm256_loadu_si256((const __m256i *)(c + i * S_P * 2 + g));
+        for (int i = 0; i < S_R; i += 4) { /* rows i..i+3: columns (k, k + 4) in t[i + k] */
+            const __m256i a0 = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+            const __m256i a1 = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+            const __m256i a2 = _mm256_unpacklo_epi32(r[i + 2], r[i + 3]);
+            const __m256i a3 = _mm256_unpackhi_epi32(r[i + 2], r[i + 3]);
+            t[i] = _mm256_unpacklo_epi64(a0, a2);
+            t[i + 1] = _mm256_unpackhi_epi64(a0, a2);
+            t[i + 2] = _mm256_unpacklo_epi64(a1, a3);
+            t[i + 3] = _mm256_unpackhi_epi64(a1, a3);
+        }
+        for (int k = 0; k < 8 && g + k < n; k++) {
+            const int j = g + k;
+            const __m256i d = k < 4 ? _mm256_permute2x128_si256(t[k], t[k + 4], 0x20)
+                                    : _mm256_permute2x128_si256(t[k - 4], t[k], 0x31);
+            const uint32_t cst = (uint32_t)q->kk * (uint32_t)q->xz * (uint32_t)q->wz[j] -
+                                 (uint32_t)q->xz * (uint32_t)q->sb[j];
+            const __m256i ex = _mm256_add_epi32(
+                _mm256_sub_epi32(d, _mm256_mullo_epi32(_mm256_set1_epi32(q->wz[j]), sa)),
+                _mm256_set1_epi32((int32_t)cst));
+            if (!q->requant) {
+                _mm256_storeu_si256((__m256i *)((int32_t *)y + e + j * pos), ex);
+                continue;
+            }
+            const __m256d b = _mm256_set1_pd(q->bias ? q->bias[j] : 0);
+            const __m256d sc = _mm256_set1_pd(q->scale[j]);
+            const int rm = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+            const __m256d v0 = _mm256_round_pd(
+                _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(ex)), b), sc),
+                rm);
+            const __m256d v1 = _mm256_round_pd(
+                _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(ex, 1)), b),
+                              sc),
+                rm);
+            __m256 v = _mm256_set_m128(_mm256_cvtpd_ps(v1), _mm256_cvtpd_ps(v0));
+            v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, yz), lo), hi);
+            const __m256i bytes = _mm256_shuffle_epi8(_mm256_cvttps_epi32(v), low);
+            const __m128i b8 = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes),
+                                                  _mm256_extracti128_si256(bytes, 1));
+            _mm_storel_epi64((__m128i *)((uint8_t *)y + e + j * pos), b8);
+        }
+    }
+}
+#endif
+
 static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
 {
     const int iw = requant ? 3 : 1, iwz = requant ? 5 : 3;
@@ -1107,6 +1189,9 @@ static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
     const float yz = requant ? (float)s_zp(k, 7, 0) : 0;
     const int32_t *bias = requant && k->n_in > 8 && k->in[8].ndim >= 0 ? k->in[8].data : NULL;
     const s_dots_fn dots = s_dots_pick();
+#ifdef S_VNNI_OK
+    const bool avx2 = dots == s_dots_avx2;
+#endif
     int64_t lo, hi;
     gx_cpu_share(k, (rows + S_R - 1) / S_R, 1, &lo, &hi);
     uint8_t abuf[S_R * GX_QGEMM_MAX_K + 64];
@@ -1141,6 +1226,11 @@ static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
         s_im2col(w, x->data, c, clast, c, pos, r0, nr, xflip, (uint8_t)xz, k4, abuf, sc);
         for (int r = 0; r < nr; r++)
             sa[r] += sc[r];
+#ifdef S_VNNI_OK
+        /* a whole block in one image: AVX2 stores a column's 8 outputs at once */
+        const bool put8 = avx2 && nr == S_R && r0 % pos + S_R <= pos &&
+                          (!requant || kk <= S_PUT8_MAXK);
+#endif
         for (int64_t p = 0; p < np / S_P; p += 2) {
             const int64_t p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
             const int64_t j0 = p * S_P, j1 = p1 * S_P < m ? p1 * S_P : m;
@@ -1154,11 +1244,24 @@ static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
                 }
             }
             dots(abuf, k4 * 4, nr, k4, pb, p, p1, cbuf, S_P * 2);
+            for (int r = 0; r < nr && chunks > 1; r++)
+                for (int64_t j = j0; j < j1; j++)
+                    cbuf[r * S_P * 2 + j - j0] = (int32_t)((uint32_t)cbuf[r * S_P * 2 + j - j0] +
+                                                           (uint32_t)sums[r * m + j]);
+#ifdef S_VNNI_OK
+            if (put8) {
+                const s_put8 q = {.sa = sa, .sb = sb + j0, .wz = wz, .bias = bias ? bias + j0 : NULL,
+                                  .scale = scale, .xz = xz, .kk = (int32_t)kk, .yz = yz,
+                                  .lo = y->dtype == GX_I8 ? -128.0f : 0.0f,
+                                  .hi = y->dtype == GX_I8 ? 127.0f : 255.0f, .requant = requant};
+                s_conv_put8(cbuf, (int)(j1 - j0), &q, y->data,
+                            (r0 / pos * m + j0) * pos + r0 % pos, pos);
+                continue;
+            }
+#endif
             for (int r = 0; r < nr; r++) {
                 const int64_t n = (r0 + r) / pos, o = (r0 + r) % pos;
                 int32_t *cr = cbuf + r * S_P * 2;
-                for (int64_t j = j0; j < j1 && chunks > 1; j++)
-                    cr[j - j0] = (int32_t)((uint32_t)cr[j - j0] + (uint32_t)sums[r * m + j]);
                 if (!requant) {
                     int32_t *yo = (int32_t *)y->data + (n * m + j0) * pos + o;
                     for (int64_t j = j0; j < j1; j++)
