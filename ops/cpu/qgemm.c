@@ -662,6 +662,38 @@ s_taps(uint8_t *restrict dst, const uint8_t *restrict row, int64_t iw0, int64_t 
     }
 }
 
+/* The rows of S_R consecutive positions of a 1x1 window (stride 1, no
+ * padding): channel i's byte of row r from src[i * plane + r], for nc
+ * channels, flipped when flip; rows ld apart in dst. Eight channels at a
+ * time are an 8x8 byte transpose. */
+static void s_cols8(const uint8_t *src, int64_t plane, int64_t nc, bool flip, uint8_t *dst,
+                    int64_t ld)
+{
+    int64_t i = 0;
+#ifdef S_VNNI_OK
+    const __m128i fx = _mm_set1_epi8(flip ? (char)0x80 : 0);
+    for (; i + 8 <= nc; i += 8) {
+        __m128i v[8];
+        for (int j = 0; j < 8; j++)
+            v[j] = _mm_loadl_epi64((const __m128i *)(src + (i + j) * plane));
+        const __m128i a0 = _mm_unpacklo_epi8(v[0], v[1]), a1 = _mm_unpacklo_epi8(v[2], v[3]);
+        const __m128i a2 = _mm_unpacklo_epi8(v[4], v[5]), a3 = _mm_unpacklo_epi8(v[6], v[7]);
+        const __m128i b0 = _mm_unpacklo_epi16(a0, a1), b1 = _mm_unpackhi_epi16(a0, a1);
+        const __m128i b2 = _mm_unpacklo_epi16(a2, a3), b3 = _mm_unpackhi_epi16(a2, a3);
+        const __m128i e[4] = {_mm_unpacklo_epi32(b0, b2), _mm_unpackhi_epi32(b0, b2),
+                              _mm_unpacklo_epi32(b1, b3), _mm_unpackhi_epi32(b1, b3)};
+        for (int r = 0; r < 4; r++) { /* rows 2 r and 2 r + 1 */
+            const __m128i t = _mm_xor_si128(e[r], fx);
+            _mm_storel_epi64((__m128i *)(dst + 2 * r * ld + i), t);
+            _mm_storel_epi64((__m128i *)(dst + (2 * r + 1) * ld + i), _mm_unpackhi_epi64(t, t));
+        }
+    }
+#endif
+    for (; i < nc; i++)
+        for (int r = 0; r < S_R; r++)
+            dst[r * ld + i] = src[i * plane + r] ^ (flip ? 0x80 : 0);
+}
+
 /* The im2col rows of nr output positions from r0 (over images of pos
  * positions, C planes of IH x IW each at x) over channels [c0, c1): K =
  * (c1 - c0) kh kw bytes each, as uint8, x_zp' where a tap is outside,
@@ -685,7 +717,14 @@ static void s_im2col(const gx_win *w, const uint8_t *x, int64_t c, int64_t c0, i
         in[r] = iw0[r] >= 0 && iw0[r] + (KW - 1) * dw < IW;
     }
     int64_t at = 0;
-    for (int64_t ci = c0; ci < c1; ci++)
+    /* a 1x1 window's rows: each channel's 8 positions are consecutive */
+    const bool cols8 = KH == 1 && KW == 1 && w->stride[0] == 1 && w->stride[1] == 1 &&
+                       w->out[0] == IH && w->out[1] == IW && nr == S_R && r0 % pos + S_R <= pos;
+    if (cols8) {
+        s_cols8(xn[0] + c0 * IH * IW + r0 % pos, IH * IW, c1 - c0, flip, dst, ld);
+        at = c1 - c0;
+    }
+    for (int64_t ci = c0; ci < c1 && !cols8; ci++)
         for (int64_t i = 0; i < KH; i++, at += KW)
             for (int r = 0; r < nr; r++) {
                 const int64_t ih = ih0[r] + i * w->dil[0];
