@@ -30,7 +30,7 @@ size_t gx_cpu_qgemm_packed_bytes(gx_op op, const gx_view *b);
 void gx_cpu_qgemm_pack(gx_op op, const gx_view *b, void *dst);
 
 /* The kernel that reads the packed B, and its implementation's name
- * ("qgemm.avx512vnni", "qgemm.baseline"). */
+ * ("qgemm.avx512vnni", "qgemm.avx2", "qgemm.baseline"). */
 gx_kernel_fn gx_cpu_qgemm_kernel(gx_op op);
 const char *gx_cpu_qgemm_impl(void);
 
