@@ -314,13 +314,6 @@ static inline __attribute__((always_inline)) bool s_unary(int code)
 #define S_REGS s_run_regs8
 #define S_REGS_ATTR GX_CPU_CLONES_256
 #include "ops/cpu/fused_regs.h"
-#undef s_v
-#undef s_vi
-#undef s_vu
-#undef s_vw
-#undef S_VL
-#undef S_REGS
-#undef S_REGS_ATTR
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define s_v s_v16
@@ -331,13 +324,6 @@ static inline __attribute__((always_inline)) bool s_unary(int code)
 #define S_REGS s_run_regs16
 #define S_REGS_ATTR __attribute__((target("avx512f")))
 #include "ops/cpu/fused_regs.h"
-#undef s_v
-#undef s_vi
-#undef s_vu
-#undef s_vw
-#undef S_VL
-#undef S_REGS
-#undef S_REGS_ATTR
 #endif
 
 /* The run r[0..n_r) over n elements into y, in the widest vectors the

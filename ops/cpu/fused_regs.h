@@ -2,8 +2,9 @@
  * A float32 run of fused ops in registers (ops/cpu/fused.c) for one
  * vector width: fused.c includes this once per width, with s_v, s_vi,
  * s_vu, s_vw (the vector types), S_VL (floats in s_v), S_REGS (the name of
- * the function this defines) and S_REGS_ATTR (its target) defined. No
- * include guard: each inclusion is another width.
+ * the function this defines) and S_REGS_ATTR (its target) defined; it
+ * undefines them at its end. No include guard: each inclusion is another
+ * width.
  */
 
 #define s_strip S_REGS_NAME(S_REGS, _strip)
@@ -34,7 +35,6 @@ static inline __attribute__((always_inline)) void s_strip(const s_rop *q, s_v *a
     }
 }
 
-/* The run r[0..n_r) over n elements into y. */
 /* Elements [i, i + S_VL * vn) of the run r[0..n_r) into y (vn <= S_VN, a
  * constant once inlined). */
 static inline __attribute__((always_inline)) void s_strip_run(const s_rop *r, int n_r,
@@ -98,3 +98,10 @@ S_REGS_ATTR static void S_REGS(const s_rop *r, int n_r, int64_t n, float *y)
 #undef s_strip_run
 #undef S_REGS_NAME
 #undef S_REGS_NAME_
+#undef s_v
+#undef s_vi
+#undef s_vu
+#undef s_vw
+#undef S_VL
+#undef S_REGS
+#undef S_REGS_ATTR
