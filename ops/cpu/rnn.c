@@ -66,28 +66,43 @@ typedef int32_t s_i16 __attribute__((vector_size(64)));
         s = d_ + __builtin_shuffle(d_, p1_);                                                       \
     } while (0)
 
+/* s0..s3 = the lane sums of the 16-lane a0..a3 (S_SUM4), and of the
+ * 8-lane ones (in lane order). */
+#define S_SUMS16(a0, a1, a2, a3, s0, s1, s2, s3)                                                   \
+    do {                                                                                           \
+        s_v16 s_;                                                                                  \
+        S_SUM4(s_, a0, a1, a2, a3);                                                                \
+        s0 = s_[0], s1 = s_[4], s2 = s_[8], s3 = s_[12];                                           \
+    } while (0)
+#define S_SUMS8(a0, a1, a2, a3, s0, s1, s2, s3)                                                    \
+    do {                                                                                           \
+        s0 = s1 = s2 = s3 = 0;                                                                     \
+        for (int l_ = 0; l_ < 8; l_++)                                                             \
+            s0 += a0[l_], s1 += a1[l_], s2 += a2[l_], s3 += a3[l_];                                \
+    } while (0)
+
 /* y[j] = m[j, :] . v for the n rows of m (k floats each), four rows at a
- * time in 16-lane sums added up at the end: one pass over m, which is
- * what a recurrent step's time is at batch 1 (R is read from L2 or L3). */
-#define S_DOTS(name, attr)                                                                         \
+ * time in sums of L-lane vectors V (SUMS adds up their lanes) added up at
+ * the end: one pass over m, which is what a recurrent step's time is at
+ * batch 1 (R is read from L2 or L3). */
+#define S_DOTS(name, attr, V, L, SUMS)                                                             \
     attr static void name(int64_t n, int64_t k, const float *m, const float *v, float *y)         \
     {                                                                                              \
-        const int64_t k16 = k / 16 * 16;                                                           \
+        const int64_t kl = k / (L) * (L);                                                          \
         int64_t j = 0;                                                                             \
         for (; j + 4 <= n; j += 4) {                                                               \
             const float *r0 = m + j * k, *r1 = r0 + k, *r2 = r1 + k, *r3 = r2 + k;                 \
-            s_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                          \
-            for (int64_t i = 0; i < k16; i += 16) {                                                \
-                const s_v16 x = *(const s_v16 *)(v + i);                                           \
-                a0 += *(const s_v16 *)(r0 + i) * x;                                                \
-                a1 += *(const s_v16 *)(r1 + i) * x;                                                \
-                a2 += *(const s_v16 *)(r2 + i) * x;                                                \
-                a3 += *(const s_v16 *)(r3 + i) * x;                                                \
+            V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                              \
+            for (int64_t i = 0; i < kl; i += (L)) {                                                \
+                const V x = *(const V *)(v + i);                                                   \
+                a0 += *(const V *)(r0 + i) * x;                                                    \
+                a1 += *(const V *)(r1 + i) * x;                                                    \
+                a2 += *(const V *)(r2 + i) * x;                                                    \
+                a3 += *(const V *)(r3 + i) * x;                                                    \
             }                                                                                      \
-            s_v16 s;                                                                               \
-            S_SUM4(s, a0, a1, a2, a3);                                                             \
-            float s0 = s[0], s1 = s[4], s2 = s[8], s3 = s[12];                                     \
-            for (int64_t i = k16; i < k; i++)                                                      \
+            float s0, s1, s2, s3;                                                                  \
+            SUMS(a0, a1, a2, a3, s0, s1, s2, s3);                                                  \
+            for (int64_t i = kl; i < k; i++)                                                       \
                 s0 += r0[i] * v[i], s1 += r1[i] * v[i], s2 += r2[i] * v[i], s3 += r3[i] * v[i];    \
             y[j] = s0, y[j + 1] = s1, y[j + 2] = s2, y[j + 3] = s3;                                \
         }                                                                                          \
@@ -99,44 +114,15 @@ typedef int32_t s_i16 __attribute__((vector_size(64)));
         }                                                                                          \
     }
 
-S_DOTS(s_dots, )
-#ifdef S_X86
-S_DOTS(s_dots_512, S_T512)
-
 typedef float s_v8 __attribute__((vector_size(32), aligned(4)));
 
-/* S_DOTS in 8-lane sums, for AVX2: there gcc keeps 16-lane vectors on the
- * stack, each add a load and a store (LSTM at batch 1 spent 80% of its
- * time in s_dots and took twice as long as with this). */
-__attribute__((target("avx2"))) static void s_dots_256(int64_t n, int64_t k, const float *m,
-                                                        const float *v, float *y)
-{
-    const int64_t k8 = k / 8 * 8;
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        const float *r0 = m + j * k, *r1 = r0 + k, *r2 = r1 + k, *r3 = r2 + k;
-        s_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (int64_t i = 0; i < k8; i += 8) {
-            const s_v8 x = *(const s_v8 *)(v + i);
-            a0 += *(const s_v8 *)(r0 + i) * x;
-            a1 += *(const s_v8 *)(r1 + i) * x;
-            a2 += *(const s_v8 *)(r2 + i) * x;
-            a3 += *(const s_v8 *)(r3 + i) * x;
-        }
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int l = 0; l < 8; l++)
-            s0 += a0[l], s1 += a1[l], s2 += a2[l], s3 += a3[l];
-        for (int64_t i = k8; i < k; i++)
-            s0 += r0[i] * v[i], s1 += r1[i] * v[i], s2 += r2[i] * v[i], s3 += r3[i] * v[i];
-        y[j] = s0, y[j + 1] = s1, y[j + 2] = s2, y[j + 3] = s3;
-    }
-    for (; j < n; j++) {
-        float s0 = 0;
-        for (int64_t i = 0; i < k; i++)
-            s0 += m[j * k + i] * v[i];
-        y[j] = s0;
-    }
-}
+S_DOTS(s_dots, , s_v16, 16, S_SUMS16)
+#ifdef S_X86
+S_DOTS(s_dots_512, S_T512, s_v16, 16, S_SUMS16)
+/* 8 lanes for AVX2: there gcc keeps 16-lane vectors on the stack, each add
+ * a load and a store (LSTM at batch 1 spent 80% of its time in s_dots and
+ * took twice as long as with 8) */
+S_DOTS(s_dots_256, __attribute__((target("avx2"))), s_v8, 8, S_SUMS8)
 #endif
 
 /* y[batch, n] (row stride ldy) = a[batch, k] (row stride lda) b[n, k]^T;
