@@ -201,9 +201,11 @@ static float s_rtol(gx_op op)
     case GX_OP_IDENTITY:
         return 0;
     case GX_OP_SIGMOID:
-    case GX_OP_TANH:
     case GX_OP_EXP:
         return 3e-7f; /* measured: at most 2.5 ulp */
+    case GX_OP_TANH:
+        return 5e-7f; /* the rational form (ops/cpu/vmath.h), measured over every
+                       * float: 2.9e-7 with FMA, 4.1e-7 without */
     case GX_OP_MATMUL:
     case GX_OP_GEMM:
     case GX_OP_SOFTMAX:

@@ -630,9 +630,10 @@ void gx_cpu_POW(const gx_kargs *k)
  * accurate where 1 + erf would cancel (within 2e-5: the rounding of
  * x / sqrt 2 grows in e^(-x^2 / 2)) */
 #define S_GELU_ERF(v) ((ct)0.5 * (v) * S_F(gx_v_erfcf, erfc, (v) * (ct)-0.70710678118654752440))
+/* x (1 + tanh u) / 2 as x sigmoid(2 u), the same function: no 1 + tanh
+ * to cancel in the negative tail */
 #define S_GELU_TANH(v)                                                        \
-    ((ct)0.5 * (v) *                                                          \
-     ((ct)1 + S_TANH((ct)0.79788456080286535588 * ((v) + (ct)0.044715 * (v) * (v) * (v)))))
+    ((v) * S_SIGMOID((ct)1.5957691216057307118 * ((v) + (ct)0.044715 * (v) * (v) * (v))))
 
 /* Clip: bounds in the storage type, absent ones the dtype's extremes;
  * min > max gives max (as numpy's clip); NaN stays NaN. */

@@ -94,18 +94,32 @@ GX_V_INLINE float gx_v_sigmoidf(float x)
     return 1.0f / (1.0f + gx_v_expf(-x));
 }
 
-/* tanh: Cephes odd polynomial for |x| < 0.625, else 1 - 2 / (e^2|x| + 1)
- * with the sign of x; +-1 at the extremes, NaN stays NaN. */
+/* tanh as the rational function of Eigen and ONNX Runtime's MLAS: x times
+ * a degree-6 polynomial in x^2 over a degree-3 one, x clamped to
+ * [-7.905, 7.905] (where the fit ends). One division and 11 FMAs, no
+ * exp: about half the time of 1 - 2 / (e^2|x| + 1) per vector. Within
+ * 2.9e-7 relative of libm (4.8 ulp at most, near |x| = 5.9; measured over
+ * every float); x itself below |x| = 4e-4, +-1 from |x| = 9.01 (where
+ * tanh rounds to 1), NaN stays NaN. */
 GX_V_INLINE float gx_v_tanhf(float x)
 {
-    const uint32_t sign = gx_v_bits(x) & 0x80000000u;
+    const float c = 7.90531110763549805f;
     const float ax = gx_v_float(gx_v_bits(x) & 0x7FFFFFFFu);
-    const float z = x * x;
-    const float small =
-        ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
-          1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
-    const float big = 1.0f - 2.0f / (gx_v_expf(ax + ax) + 1.0f);
-    return gx_v_select(ax < 0.625f, small, gx_v_float(gx_v_bits(big) | sign));
+    const float t = gx_v_select(x < -c, -c, gx_v_select(x > c, c, x));
+    const float z = t * t;
+    float p = -2.76076847742355e-16f;
+    p = p * z + 2.00018790482477e-13f;
+    p = p * z - 8.60467152213735e-11f;
+    p = p * z + 5.12229709037114e-08f;
+    p = p * z + 1.48572235717979e-05f;
+    p = p * z + 6.37261928875436e-04f;
+    p = p * z + 4.89352455891786e-03f;
+    float q = 1.19825839466702e-06f;
+    q = q * z + 1.18534705686654e-04f;
+    q = q * z + 2.26843463243900e-03f;
+    q = q * z + 4.89352518554385e-03f;
+    const float one = gx_v_float((gx_v_bits(x) & 0x80000000u) | 0x3F800000u); /* +-1 */
+    return gx_v_select(ax < 4e-4f, x, gx_v_select(ax >= 9.01f, one, t * p / q));
 }
 
 /* ln x within 2 ulp of libm (Cephes: x = m 2^e with m in [sqrt(1/2),
