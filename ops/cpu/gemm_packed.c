@@ -100,6 +100,11 @@ s_micro256(const int mr, const int np, int64_t kk, const float *a, int64_t lda, 
            int64_t ldbk, int64_t pstride, float *y, int64_t ldy, int64_t ncols, float alpha,
            float beta)
 {
+    /* alpha and beta through memory: held in registers across the K loop
+     * (GCC keeps them in two of the 16 ymm), 6 rows' 12 sums, two panel
+     * halves and a broadcast no longer fit, and one sum went to the stack
+     * and back every k (64x512x512: 38 GFLOP/s) */
+    volatile float ab[2] = {alpha, beta};
     __m256 acc[6][4][2];
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++)
@@ -123,19 +128,30 @@ s_micro256(const int mr, const int np, int64_t kk, const float *a, int64_t lda, 
             }
         }
     }
+    const float al = ab[0], be = ab[1];
+    const __m256 va = _mm256_set1_ps(al), vb = _mm256_set1_ps(be);
 #pragma GCC unroll 4
     for (int p = 0; p < np; p++) {
         const int64_t left = ncols - p * S_P, n = left < S_P ? left : S_P;
 #pragma GCC unroll 6
         for (int i = 0; i < mr; i++) {
-            float tmp[S_P];
-            _mm256_storeu_ps(tmp, acc[i][p][0]);
-            _mm256_storeu_ps(tmp + 8, acc[i][p][1]);
             float *yp = y + i * ldy + p * S_P;
-            for (int64_t j = 0; j < n; j++) {
-                float v = alpha == 1.0f ? tmp[j] : tmp[j] * alpha;
-                yp[j] = beta != 0.0f ? v + beta * yp[j] : v;
+            __m256 v0 = al == 1.0f ? acc[i][p][0] : _mm256_mul_ps(acc[i][p][0], va);
+            __m256 v1 = al == 1.0f ? acc[i][p][1] : _mm256_mul_ps(acc[i][p][1], va);
+            if (n == S_P) {
+                if (be != 0.0f) {
+                    v0 = _mm256_add_ps(v0, _mm256_mul_ps(vb, _mm256_loadu_ps(yp)));
+                    v1 = _mm256_add_ps(v1, _mm256_mul_ps(vb, _mm256_loadu_ps(yp + 8)));
+                }
+                _mm256_storeu_ps(yp, v0);
+                _mm256_storeu_ps(yp + 8, v1);
+                continue;
             }
+            float tmp[S_P];
+            _mm256_storeu_ps(tmp, v0);
+            _mm256_storeu_ps(tmp + 8, v1);
+            for (int64_t j = 0; j < n; j++)
+                yp[j] = be != 0.0f ? tmp[j] + be * yp[j] : tmp[j];
         }
     }
 }
