@@ -4,8 +4,8 @@
  * Conv (float32) takes one of four paths (gx_conv_path_of): a 1x1 window
  * with stride 1 and no padding multiplies W straight into x; a depthwise
  * conv runs directly, tap by tap along output lines; a 1-D conv with
- * stride 1 and at most 32 taps runs, with AVX-512, a direct kernel with
- * output positions in the lanes (s_conv_1d); everything else builds
+ * stride 1 and at most 32 taps runs, with AVX-512 or AVX2, a direct
+ * kernel with output positions in the lanes (s_conv_1d); everything else builds
  * im2col columns in the scratch, each tile of output positions its own
  * [channels x taps, tile] matrix small enough for L2, and multiplies W by
  * it with the GEMM's kernels (gx_cpu_gemm_rows, B read in place; a tile
@@ -234,155 +234,164 @@ static void s_conv_depthwise(const gx_kargs *k, const s_conv *cv)
     }
 }
 
-/* ---- 1-D, stride 1, AVX-512: positions in the lanes ----
- * A run is MR output channels of one group by S_C1_V vectors of 16
- * consecutive output positions, MR * S_C1_V sums in registers; for each
- * input channel and tap, the run's positions read consecutive x elements
- * (stride 1), loaded S_C1_V vectors at once, each multiplied by MR
- * broadcast weights, straight from x and W in their ONNX layouts (no
- * im2col, no packing). An output element is its bias (or 0) plus its
- * products in the order (input channel, tap), a tap in the padding
- * reading a zero (masked loads), so it is computed the same way whatever
- * the run, tile or share it falls in. */
+/* ---- 1-D, stride 1, AVX-512 or AVX2: positions in the lanes ----
+ * A run is MR output channels of one group by V vectors of consecutive
+ * output positions, MR * V sums in registers; for each input channel and
+ * tap, the run's positions read consecutive x elements (stride 1), loaded
+ * V vectors at once, each multiplied by MR broadcast weights, straight
+ * from x and W in their ONNX layouts (no im2col, no packing). An output
+ * element is its bias (or 0) plus its products in the order (input
+ * channel, tap), a tap in the padding reading a zero (masked loads), so
+ * it is computed the same way whatever the run, tile, share or vector
+ * width it falls in. conv1d_run.h is the run, included once per width:
+ * AVX-512, 6 channels x 4 vectors of 16 (24 sums, 4 x vectors and a
+ * broadcast in the 32 zmm registers); AVX2 + FMA, 4 channels x 3 vectors
+ * of 8 (12 sums, 3 x vectors and a broadcast in the 16 ymm registers). */
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define S_C1 1
 #define S_T512 __attribute__((target("avx512f")))
+#define S_T256 __attribute__((target("avx2,fma")))
 #endif
 
-#define S_C1_V 4       /* vectors of 16 positions in a run */
-#define S_C1_MR 6      /* output channels in a run at most */
+#define S_C1_MR 6      /* output channels in a run at most, any width */
 #define S_C1_KMAX 32   /* taps at most */
-#define S_C1_TILE 256  /* positions of a unit of the share split */
-
-/* Does the conv run on the 1-D kernel (s_conv_1d)? */
-static bool s_c1_fits(const s_conv *cv)
-{
-#ifdef S_C1
-    const gx_win *w = &cv->w;
-    return w->nsp == 1 && w->stride[0] == 1 && w->k[0] <= S_C1_KMAX && cv->cg > 0 &&
-           !strcmp(gx_cpu_gemm_isa(), "avx512");
-#else
-    (void)cv;
-    return false;
-#endif
-}
-
-#ifdef S_C1
-/* One run: channels [0, MR) of W at w (rows of cg * k weights, ldw apart),
- * positions [p0, p0 + n) (n <= 64) of y (rows P apart), x's rows of L
- * floats at x. CHK: some tap of the run reads outside [0, L) (or n <
- * 64): masked loads of the lanes inside, masked stores of n lanes. */
-static inline S_T512 __attribute__((always_inline)) void
-s_c1_512(const int MR, const bool CHK, const float *x, int64_t L, int64_t cg, int64_t k,
-         int64_t dil, int64_t pad, const float *w, int64_t ldw, const float *bias, int64_t p0,
-         int64_t n, float *y, int64_t P)
-{
-    __m512 acc[S_C1_MR][S_C1_V];
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; i++) {
-        const __m512 b = bias ? _mm512_set1_ps(bias[i]) : _mm512_setzero_ps();
-#pragma GCC unroll 4
-        for (int v = 0; v < S_C1_V; v++)
-            acc[i][v] = b;
-    }
-    __mmask16 mk[S_C1_KMAX][S_C1_V];
-    if (CHK) {
-        for (int64_t t = 0; t < k; t++)
-            for (int v = 0; v < S_C1_V; v++) {
-                uint32_t m = 0;
-                for (int l = 0; l < 16; l++) {
-                    const int64_t j = p0 - pad + t * dil + v * 16 + l;
-                    m |= (uint32_t)(j >= 0 && j < L && v * 16 + l < n) << l;
-                }
-                mk[t][v] = (__mmask16)m;
-            }
-    }
-    const int64_t s0 = p0 - pad;
-    for (int64_t c = 0; c < cg; c++) {
-        const float *xc = x + c * L;
-        const float *wc = w + c * k;
-        for (int64_t t = 0; t < k; t++) {
-            const int64_t s = s0 + t * dil;
-            __m512 xv[S_C1_V];
-#pragma GCC unroll 4
-            for (int v = 0; v < S_C1_V; v++)
-                xv[v] = CHK ? _mm512_maskz_loadu_ps(mk[t][v], xc + (s + v * 16))
-                            : _mm512_loadu_ps(xc + (s + v * 16));
-#pragma GCC unroll 6
-            for (int i = 0; i < MR; i++) {
-                const __m512 wb = _mm512_set1_ps(wc[i * ldw + t]);
-#pragma GCC unroll 4
-                for (int v = 0; v < S_C1_V; v++)
-                    acc[i][v] = _mm512_fmadd_ps(wb, xv[v], acc[i][v]);
-            }
-        }
-    }
-#pragma GCC unroll 4
-    for (int v = 0; v < S_C1_V; v++) {
-        const int64_t left = n - v * 16;
-        const __mmask16 m = left >= 16 ? (__mmask16)0xffff
-                            : left > 0 ? (__mmask16)((1u << left) - 1)
-                                       : (__mmask16)0;
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; i++)
-            _mm512_mask_storeu_ps(y + i * P + p0 + v * 16, m, acc[i][v]);
-    }
-}
+#define S_C1_TILE 256  /* positions of a unit of the share split at most */
 
 typedef void (*s_c1_fn)(const float *x, int64_t L, int64_t cg, int64_t k, int64_t dil,
                         int64_t pad, const float *w, int64_t ldw, const float *bias, int64_t p0,
-                        int64_t n, float *y, int64_t P);
-#define S_C1F(MR, CHK)                                                                             \
-    static S_T512 void s_c1_##MR##_##CHK(const float *x, int64_t L, int64_t cg, int64_t k,      \
-                                         int64_t dil, int64_t pad, const float *w, int64_t ldw,  \
-                                         const float *bias, int64_t p0, int64_t n, float *y,     \
-                                         int64_t P)                                               \
+                        int64_t n, float *y, int64_t P, bool more);
+
+/* A width's kernel: its runs' shape and functions. */
+typedef struct s_c1_isa {
+    int64_t mr;             /* output channels of a run at most */
+    int64_t run;            /* positions of a run */
+    int64_t cb;             /* input channels of a pass over a tile (0: all) */
+    s_c1_fn fn[2][S_C1_MR]; /* [checked][MR - 1] */
+} s_c1_isa;
+
+#ifdef S_C1
+#define S_C1_RUN s_c1_512
+#define S_C1_ATTR S_T512
+#define s_cv __m512
+#define s_cm __mmask16
+#define S_CL 16
+#define S_CV 4
+#define S_CMR 6
+#define S_CSET1(f) _mm512_set1_ps(f)
+#define S_CZERO() _mm512_setzero_ps()
+#define S_CLOAD(p) _mm512_loadu_ps(p)
+#define S_CSTORE(p, v) _mm512_storeu_ps((p), (v))
+#define S_CFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define S_CMASK(lo, hi) ((__mmask16)(((1u << (hi)) - 1) & ~((1u << (lo)) - 1)))
+#define S_CLOADM(m, p) _mm512_maskz_loadu_ps((m), (p))
+#define S_CSTOREM(p, m, v) _mm512_mask_storeu_ps((p), (m), (v))
+#include "ops/cpu/conv1d_run.h"
+
+#define S_C1_RUN s_c1_256
+#define S_C1_ATTR S_T256
+#define s_cv __m256
+#define s_cm __m256i
+#define S_CL 8
+#define S_CV 3
+#define S_CMR 4
+#define S_CSET1(f) _mm256_set1_ps(f)
+#define S_CZERO() _mm256_setzero_ps()
+#define S_CLOAD(p) _mm256_loadu_ps(p)
+#define S_CSTORE(p, v) _mm256_storeu_ps((p), (v))
+#define S_CFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define S_CMASK(lo, hi)                                                                            \
+    _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), s_c1_lane),                      \
+                        _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), s_c1_lane))
+#define S_CLOADM(m, p) _mm256_maskload_ps((p), (m))
+#define S_CSTOREM(p, m, v) _mm256_maskstore_ps((p), (m), (v))
+#define s_c1_lane _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)
+#include "ops/cpu/conv1d_run.h"
+#undef s_c1_lane
+
+#define S_C1F(W, MR, CHK)                                                                          \
+    static S_T##W void s_c1_##W##_##MR##_##CHK(const float *x, int64_t L, int64_t cg, int64_t k,  \
+                                               int64_t dil, int64_t pad, const float *w,          \
+                                               int64_t ldw, const float *bias, int64_t p0,        \
+                                               int64_t n, float *y, int64_t P, bool more)         \
     {                                                                                              \
-        s_c1_512(MR, CHK, x, L, cg, k, dil, pad, w, ldw, bias, p0, n, y, P);                      \
+        s_c1_##W(MR, CHK, x, L, cg, k, dil, pad, w, ldw, bias, p0, n, y, P, more);                 \
     }
-#define S_C1F_MR(MR) S_C1F(MR, 0) S_C1F(MR, 1)
-S_C1F_MR(1)
-S_C1F_MR(2)
-S_C1F_MR(3)
-S_C1F_MR(4)
-S_C1F_MR(5)
-S_C1F_MR(6)
-/* [checked][MR - 1] */
-static const s_c1_fn s_c1_tab[2][S_C1_MR] = {
-    {s_c1_1_0, s_c1_2_0, s_c1_3_0, s_c1_4_0, s_c1_5_0, s_c1_6_0},
-    {s_c1_1_1, s_c1_2_1, s_c1_3_1, s_c1_4_1, s_c1_5_1, s_c1_6_1}};
+#define S_C1F_MR(W, MR) S_C1F(W, MR, 0) S_C1F(W, MR, 1)
+#define S_C1F_4(W) S_C1F_MR(W, 1) S_C1F_MR(W, 2) S_C1F_MR(W, 3) S_C1F_MR(W, 4)
+S_C1F_4(512)
+S_C1F_MR(512, 5)
+S_C1F_MR(512, 6)
+S_C1F_4(256)
+#define S_C1_FN4(W, CHK)                                                                           \
+    s_c1_##W##_1_##CHK, s_c1_##W##_2_##CHK, s_c1_##W##_3_##CHK, s_c1_##W##_4_##CHK
+
+/* AVX-512: every input channel in one pass (passes not measured there) */
+static const s_c1_isa s_c1_isa512 = {6, 4 * 16, 0,
+                                      {{S_C1_FN4(512, 0), s_c1_512_5_0, s_c1_512_6_0},
+                                       {S_C1_FN4(512, 1), s_c1_512_5_1, s_c1_512_6_1}}};
+/* AVX2: 32 input channels a pass. x's rows are L floats apart, for L =
+ * 16000 a multiple of 512 bytes, so a run's stretches of 128 rows fell
+ * into 8 groups of L1 sets, 16 rows to a group of 8-way sets, and evicted
+ * each other (cachegrind: 3 times the L1 misses); bench_ort's conv1d
+ * 128->128 layers took 27-32 ms in one pass, 25 in passes of 32 (64:
+ * the same, 16: 29) on one Zen 3 core */
+static const s_c1_isa s_c1_isa256 = {4, 3 * 8, 32, {{S_C1_FN4(256, 0)}, {S_C1_FN4(256, 1)}}};
 #endif
 
-/* The 1-D kernel's share: units (image, group, tile of S_C1_TILE
- * positions); in a tile, for each run of 64 positions every run of
- * channels (x's stretch stays in L1), then the epilogue per channel. */
-static void s_conv_1d(const gx_kargs *k, const s_conv *cv)
+/* The 1-D kernel for the conv on this CPU's GEMM ISA (gx_cpu_gemm_isa;
+ * tests set it to take each), or NULL when the conv does not run on it. */
+static const s_c1_isa *s_c1_of(const s_conv *cv)
 {
 #ifdef S_C1
     const gx_win *w = &cv->w;
+    if (w->nsp != 1 || w->stride[0] != 1 || w->k[0] > S_C1_KMAX || cv->cg == 0)
+        return NULL;
+    const char *isa = gx_cpu_gemm_isa();
+    return !strcmp(isa, "avx512") ? &s_c1_isa512 : !strcmp(isa, "avx2") ? &s_c1_isa256 : NULL;
+#else
+    (void)cv;
+    return NULL;
+#endif
+}
+
+/* The 1-D kernel's share: units (image, group, tile of positions: the
+ * runs in S_C1_TILE); in a tile, for each pass over the input channels
+ * (is->cb of them), for each run of positions every run of output
+ * channels (x's stretch stays in L1); then the epilogue per channel, once
+ * the last pass has run. is: s_c1_of's answer. */
+static void s_conv_1d(const gx_kargs *k, const s_conv *cv, const s_c1_isa *is)
+{
+    const gx_win *w = &cv->w;
     const int64_t L = w->in[0], P = w->out[0], kk = w->k[0], dil = w->dil[0], pad = w->pad_lo[0];
-    const int64_t tiles = (P + S_C1_TILE - 1) / S_C1_TILE, ldw = cv->cg * kk;
-    const int64_t groups_m = (cv->mg + S_C1_MR - 1) / S_C1_MR;
+    const int64_t run = is->run, tile = S_C1_TILE / run * run;
+    const int64_t tiles = (P + tile - 1) / tile, ldw = cv->cg * kk;
+    const int64_t groups_m = (cv->mg + is->mr - 1) / is->mr;
+    const int64_t cb = is->cb ? is->cb : cv->cg;
     int64_t lo, hi;
     gx_cpu_share(k, cv->n * cv->g * tiles, 1, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
-        const int64_t seg = u / tiles, t0 = u % tiles * S_C1_TILE;
-        const int64_t t1 = P - t0 < S_C1_TILE ? P : t0 + S_C1_TILE;
+        const int64_t seg = u / tiles, t0 = u % tiles * tile;
+        const int64_t t1 = P - t0 < tile ? P : t0 + tile;
         const int64_t i = seg / cv->g, gi = seg % cv->g;
         const float *xg = cv->x + (i * cv->c + gi * cv->cg) * L;
         const float *wg = cv->wt + gi * cv->mg * ldw;
         const float *bg = cv->bias ? cv->bias + gi * cv->mg : NULL;
         float *yg = cv->y + (i * cv->m + gi * cv->mg) * P;
-        for (int64_t p0 = t0; p0 < t1; p0 += S_C1_V * 16) {
-            const int64_t n = t1 - p0 < S_C1_V * 16 ? t1 - p0 : S_C1_V * 16;
-            /* every tap of positions [p0, p0 + n) inside x? */
-            const bool chk = n < S_C1_V * 16 || p0 - pad < 0 || p0 + 63 - pad + (kk - 1) * dil >= L;
-            for (int64_t r = 0; r < groups_m; r++) {
-                const int64_t m0 = cv->mg * r / groups_m, m1 = cv->mg * (r + 1) / groups_m;
-                s_c1_tab[chk][m1 - m0 - 1](xg, L, cv->cg, kk, dil, pad, wg + m0 * ldw, ldw,
-                                           bg ? bg + m0 : NULL, p0, n, yg + m0 * P, P);
+        for (int64_t c0 = 0; c0 < cv->cg; c0 += cb) {
+            const int64_t cn = cv->cg - c0 < cb ? cv->cg - c0 : cb;
+            for (int64_t p0 = t0; p0 < t1; p0 += run) {
+                const int64_t n = t1 - p0 < run ? t1 - p0 : run;
+                /* every tap of positions [p0, p0 + n) inside x? */
+                const bool chk =
+                    n < run || p0 - pad < 0 || p0 + run - 1 - pad + (kk - 1) * dil >= L;
+                for (int64_t r = 0; r < groups_m; r++) {
+                    const int64_t m0 = cv->mg * r / groups_m, m1 = cv->mg * (r + 1) / groups_m;
+                    is->fn[chk][m1 - m0 - 1](xg + c0 * L, L, cn, kk, dil, pad,
+                                             wg + m0 * ldw + c0 * kk, ldw, bg ? bg + m0 : NULL,
+                                             p0, n, yg + m0 * P, P, c0 > 0);
+                }
             }
         }
         for (int64_t ch = 0; cv->epi && ch < cv->mg; ch++) {
@@ -390,9 +399,6 @@ static void s_conv_1d(const gx_kargs *k, const s_conv *cv)
             cv->epi(cv->epi_ctx, at + t0, at + t1);
         }
     }
-#else
-    (void)k, (void)cv;
-#endif
 }
 
 void gx_cpu_CONV(const gx_kargs *k)
@@ -415,8 +421,9 @@ void gx_cpu_conv_epi(const gx_kargs *k, gx_fused_epi_fn epi, void *ctx)
         s_conv_depthwise(k, &cv);
         return;
     }
-    if (path == GX_CONV_IM2COL && s_c1_fits(&cv)) {
-        s_conv_1d(k, &cv);
+    const s_c1_isa *c1 = path == GX_CONV_IM2COL ? s_c1_of(&cv) : NULL;
+    if (c1) {
+        s_conv_1d(k, &cv, c1);
         return;
     }
     /* units: (image of the pass, group, row block, tile of positions); the
