@@ -767,6 +767,56 @@ START_TEST(test_epilogue_conv)
 }
 END_TEST
 
+/* The GEMM's ISAs, which also choose the register runs' vector width
+ * (16 floats with AVX-512, 8 otherwise) and the 1-D Conv's kernel; those
+ * this CPU lacks are skipped. */
+static const char *const s_isas[] = {"avx512", "avx2", "baseline"};
+
+/* A 1-D Conv (stride 1, dilation 2, pads, its bias input) heading Relu,
+ * or a residual Add and Relu, on each GEMM ISA: ops/cpu/conv.c's 1-D
+ * kernel with AVX-512 and AVX2 (80 input channels: AVX2 sums them in
+ * passes of 32 over a tile, and the epilogue must run once, after the
+ * last), im2col on the baseline; 300 positions, more than a tile and a
+ * partial run. One step, the very bytes of the unfused plan for 1, 3 and
+ * 7 shares. */
+START_TEST(test_epilogue_conv_1d)
+{
+    char was[32];
+    snprintf(was, sizeof was, "%s", gx_cpu_gemm_isa());
+    if (!gx_cpu_gemm_isa_set(s_isas[_i]))
+        return;
+    const int64_t n = 2, c = 80, m = 10, l = 300;
+    for (int tail = 0; tail < 2; tail++) {
+        gx_graph *gr = gx_graph_new("conv_1d_epilogue");
+        s_input(gr, "x", GX_F32, 3, (const int64_t[]){n, c, l});
+        s_input(gr, "r", GX_F32, 3, (const int64_t[]){n, m, l});
+        s_const(gr, "W", 3, (const int64_t[]){m, c, 3});
+        s_const(gr, "cb", 1, (const int64_t[]){m});
+        gx_node *cv = NODE(gr, "Conv", "C", "cv", "x", "W", "cb");
+        ck_assert_int_eq(gx_node_set_ints(cv, "kernel_shape", (int64_t[]){3}, 1), GX_OK);
+        ck_assert_int_eq(gx_node_set_ints(cv, "dilations", (int64_t[]){2}, 1), GX_OK);
+        ck_assert_int_eq(gx_node_set_ints(cv, "pads", (int64_t[]){2, 2}, 2), GX_OK);
+        if (tail == 0) {
+            NODE(gr, "Relu", "R", "y", "cv");
+        } else {
+            NODE(gr, "Add", "S", "s", "cv", "r");
+            NODE(gr, "Relu", "R", "y", "s");
+        }
+        ck_assert_int_eq(gx_graph_add_output(gr, "y"), GX_OK);
+        gx_view *in = s_inputs(gr, (const int64_t[][GX_MAX_DIMS]){{n, c, l}, {n, m, l}},
+                               (const int[]){3, 3}, (const gx_dtype[]){GX_F32, GX_F32}, 2);
+        gxd_plan *p = s_check_same(gr, in, NULL);
+        ck_assert_uint_eq(p->n_steps, 1);
+        ck_assert(p->steps[0].fused->has_head);
+        ck_assert_int_eq(p->steps[0].fused->head.op, GX_OP_CONV);
+        gxd_plan_destroy(&p);
+        s_free_inputs(in, 2);
+        gx_graph_destroy(&gr);
+    }
+    ck_assert(gx_cpu_gemm_isa_set(was));
+}
+END_TEST
+
 /* The fuse pass on the steps of an unfused plan of y = Relu(Conv(x) + b)
  * whose Conv step runs kernel k with its input in layout lay (as the
  * layout pass may leave it): the op at the head of the group it forms for
@@ -974,11 +1024,6 @@ static void s_check_chain(const s_cop *prog, int n_ops)
     s_check_chain_sc(prog, n_ops, nan);
 }
 
-/* The GEMM's ISAs, which also choose the register runs' vector width
- * (16 floats with AVX-512, 8 otherwise); those this CPU lacks are
- * skipped. */
-static const char *const s_isas[] = {"avx512", "avx2", "baseline"};
-
 /* Every op the fused kernel runs in registers (Add, Sub, Mul, Div, Max,
  * Min, Relu, Neg, Abs; Sigmoid, Tanh, Exp, Erf through a buffer), first in
  * a run or after another op, with the run's value as either input and a
@@ -1040,6 +1085,7 @@ Suite *fuse_suite(void)
     tc = tcase_create("conv_epilogue");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_epilogue_conv, 0, 24);
+    tcase_add_loop_test(tc, test_epilogue_conv_1d, 0, (int)(sizeof s_isas / sizeof *s_isas));
     suite_add_tcase(s, tc);
     tc = tcase_create("same_bytes");
     tcase_set_timeout(tc, 120);
