@@ -11,7 +11,7 @@
  *       12      4  header bytes (GX_ARTIFACT_HEADER)
  *       16      8  body bytes
  *       24      8  FNV-1a 64 of the body, over 8-byte little-endian words
- *       32     32  build id, NUL-padded ("gexec-0.1.0 k0123456789abcdef")
+ *       32     32  build id, NUL-padded ("gexec-0.2.0 k0123456789abcdef")
  *       64     32  constants file, NUL-padded: the name ("<16 hex>") of the
  *                  constants file the plan's prepared constants are in
  *                  (version 2; "": none, the file holds them), or a

@@ -155,7 +155,7 @@ GX_EXPORT int gx_client_list(gx_client *c, char **json);
  * holding it have finished (they are not failed). GX_ENOTFOUND when no
  * such graph is loaded. */
 GX_EXPORT int gx_client_unload(gx_client *c, const char *graph);
-/* The version of this libgexec ("0.1.0"); static storage. */
+/* The version of this libgexec ("0.2.0"); static storage. */
 GX_EXPORT const char *gx_version(void);
 
 /* A CURVE key pair for tcp endpoints (docs/security.md): writes the secret
