@@ -535,20 +535,41 @@ END_TEST
 
 /* ---- requantization in float (ops/cpu/requant.h) ---- */
 
+/* 16 sums e requantized in float by one of requant.h's forms into got. */
+typedef void (*s_requantf_fn)(const int32_t *e, float scale, float lo, float hi, int32_t *got);
+
 #ifdef GX_REQUANT_AVX512
-/* gx_requant16f on the 16 sums from e0 (step apart) against the double
- * product's rint; counts in *ties the lanes whose float product was a
- * half-integer while the exact one was not (the fix-up's cases). */
-__attribute__((target("avx512f"))) static void s_requant16f_check(int32_t e0, int32_t step,
-                                                                 float scale, float lo,
-                                                                 float hi, long *ties)
+__attribute__((target("avx512f"))) static void s_requant16f_run(const int32_t *e, float scale,
+                                                               float lo, float hi, int32_t *got)
+{
+    _mm512_storeu_si512(got, gx_requant16f(_mm512_cvtepi32_ps(_mm512_loadu_si512(e)),
+                                           _mm512_set1_ps(scale), _mm512_set1_ps(lo),
+                                           _mm512_set1_ps(hi)));
+}
+#endif
+
+#ifdef GX_REQUANT_AVX2
+/* gx_requant8f, twice */
+__attribute__((target("avx2,fma"))) static void s_requant8f_run(const int32_t *e, float scale,
+                                                               float lo, float hi, int32_t *got)
+{
+    for (int h = 0; h < 16; h += 8)
+        _mm256_storeu_si256(
+            (__m256i *)(got + h),
+            gx_requant8f(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(e + h))),
+                         _mm256_set1_ps(scale), _mm256_set1_ps(lo), _mm256_set1_ps(hi)));
+}
+
+/* fn on the 16 sums from e0 (step apart) against the double product's
+ * rint; counts in *ties the lanes whose float product was a half-integer
+ * while the exact one was not (the fix-up's cases). */
+static void s_requantf_check(s_requantf_fn fn, int32_t e0, int32_t step, float scale, float lo,
+                             float hi, long *ties)
 {
     int32_t e[16], got[16];
     for (int i = 0; i < 16; i++)
         e[i] = e0 + i * step;
-    _mm512_storeu_si512(got, gx_requant16f(_mm512_cvtepi32_ps(_mm512_loadu_si512(e)),
-                                           _mm512_set1_ps(scale), _mm512_set1_ps(lo),
-                                           _mm512_set1_ps(hi)));
+    fn(e, scale, lo, hi, got);
     for (int i = 0; i < 16; i++) {
         const double x = (double)e[i] * (double)scale, r = rint(x);
         const double want = !(r >= lo) ? lo : r > hi ? hi : r;
@@ -558,18 +579,12 @@ __attribute__((target("avx512f"))) static void s_requant16f_check(int32_t e0, in
                       (double)scale, got[i], want);
     }
 }
-#endif
 
 /* Every sum below 2^24 of a sweep, against scales near the halves and
  * thirds that put float products on half-integers, tiny and huge ones,
  * 0, infinity and NaN: the double product's bytes, and some fix-ups run. */
-START_TEST(test_requant16f)
+static void s_requantf_sweep(s_requantf_fn fn)
 {
-#ifdef GX_REQUANT_AVX512
-    if (!gx_requant_avx512()) {
-        fprintf(stderr, "test_requant16f: skipped, no AVX-512 on this CPU\n");
-        return;
-    }
     const float base[] = {0.5f, 0.25f, 1.5f, 1.0f / 3, 0.1f, 0.0123f, 3e-6f, 6.0f / 255 / 7.0f};
     long ties = 0;
     for (size_t b = 0; b < sizeof base / sizeof *base; b++)
@@ -579,20 +594,47 @@ START_TEST(test_requant16f)
                 s = nextafterf(s, u < 0 ? 0.0f : 1.0f);
             /* every sum up to 2^13, then sums to 2^24 strided */
             for (int32_t e = -8192; e < 8192; e += 16)
-                s_requant16f_check(e, 1, s, -128.0f - 7, 127.0f - 7, &ties);
+                s_requantf_check(fn, e, 1, s, -128.0f - 7, 127.0f - 7, &ties);
             for (int32_t e = -(1 << 24) + 1; e + 15 * 4099 < (1 << 24); e += 16 * 4099 * 5)
-                s_requant16f_check(e, 4099, s, -0x1p22f, 0x1p22f, &ties);
+                s_requantf_check(fn, e, 4099, s, -0x1p22f, 0x1p22f, &ties);
             for (int32_t e = -(1 << 20); e < (1 << 20); e += 16 * 37 * 5)
-                s_requant16f_check(e, 37, s, -0x1p22f, 0x1p22f, &ties);
+                s_requantf_check(fn, e, 37, s, -0x1p22f, 0x1p22f, &ties);
         }
     ck_assert_msg(ties > 0, "no float product fell on a half-integer");
     long none = 0;
     const float odd[] = {0.0f, 1e-30f, 1e30f, INFINITY, -INFINITY, NAN, -0.5f};
     for (size_t o = 0; o < sizeof odd / sizeof *odd; o++)
         for (int32_t e = -4096; e < 4096; e += 16 * 7)
-            s_requant16f_check(e, 7, odd[o], -128.0f, 127.0f, &none);
+            s_requantf_check(fn, e, 7, odd[o], -128.0f, 127.0f, &none);
+}
+#endif
+
+/* gx_requant16f (AVX-512) through s_requantf_sweep. */
+START_TEST(test_requant16f)
+{
+#ifdef GX_REQUANT_AVX512
+    if (!gx_requant_avx512()) {
+        fprintf(stderr, "test_requant16f: skipped, no AVX-512 on this CPU\n");
+        return;
+    }
+    s_requantf_sweep(s_requant16f_run);
 #else
     fprintf(stderr, "test_requant16f: skipped, no AVX-512 build\n");
+#endif
+}
+END_TEST
+
+/* gx_requant8f (AVX2 + FMA) through s_requantf_sweep. */
+START_TEST(test_requant8f)
+{
+#ifdef GX_REQUANT_AVX2
+    if (!gx_requant_avx2()) {
+        fprintf(stderr, "test_requant8f: skipped, no AVX2 and FMA on this CPU\n");
+        return;
+    }
+    s_requantf_sweep(s_requant8f_run);
+#else
+    fprintf(stderr, "test_requant8f: skipped, no x86-64 build\n");
 #endif
 }
 END_TEST
@@ -1075,6 +1117,7 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_qlinearconv);
     tcase_add_test(tc, test_qlinearconv_errors);
     tcase_add_test(tc, test_requant16f);
+    tcase_add_test(tc, test_requant8f);
     tcase_add_test(tc, test_qgemm_dots);
     tcase_add_test(tc, test_packed_matmul_integer);
     tcase_add_test(tc, test_packed_qlinear);

@@ -1,9 +1,9 @@
 /*
- * Requantization in AVX-512, as the quantized kernels' byte outputs take
- * it (ops/cpu/conv.c, ops/cpu/qgemm.c, ops/cpu/qconv_layout.c): an exact
- * sum e, then rint(e * scale) + y_zp saturated, the product in double as
- * the ONNX reference's numpy takes it (scale a float widened). Two forms,
- * the same bytes:
+ * Requantization in AVX-512 and AVX2, as the quantized kernels' byte
+ * outputs take it (ops/cpu/conv.c, ops/cpu/qgemm.c,
+ * ops/cpu/qconv_layout.c): an exact sum e, then rint(e * scale) + y_zp
+ * saturated, the product in double as the ONNX reference's numpy takes
+ * it (scale a float widened). Two forms, the same bytes:
  *
  *   - gx_requant16: 16 sums as two halves of 8 doubles, any int32 e;
  *   - gx_requant16f: 16 sums in float, for |e| < 2^24 (callers check a
@@ -19,8 +19,13 @@
  *     - rne(p) moves the result one step that way, 0 keeps the tie's even
  *     result. Rare, so behind a test of the tie mask.
  *
- * Callers check the CPU (gx_requant_avx512) and have plain loops
- * elsewhere.
+ * AVX2 + FMA has the float form over 8 sums (gx_requant8f: the same
+ * argument and steps, the tie mask a vector compare) and the int32 one
+ * (gx_requant8d: 8 sums whose products stay below 2^30 as two halves of
+ * 4 doubles).
+ *
+ * Callers check the CPU (gx_requant_avx512, gx_requant_avx2) and have
+ * plain loops elsewhere.
  */
 #ifndef GX_OPS_CPU_REQUANT_H
 #define GX_OPS_CPU_REQUANT_H
@@ -79,6 +84,49 @@ __attribute__((target("avx512f"))) static inline void gx_requant_halves(__m512i 
 {
     *e0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(v));
     *e1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1));
+}
+
+#define GX_REQUANT_AVX2 1
+
+static inline bool gx_requant_avx2(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* gx_requant16f over 8 sums (AVX2 + FMA): the same product, ties and
+ * bounds, the same results. */
+__attribute__((target("avx2,fma"))) static inline __m256i gx_requant8f(__m256 e, __m256 scale,
+                                                                     __m256 lo, __m256 hi)
+{
+    const __m256 p = _mm256_mul_ps(e, scale);
+    __m256 r = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 d = _mm256_sub_ps(p, r); /* exact; +-0.5 at a tie of p */
+    const __m256 tie = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), d),
+                                     _mm256_set1_ps(0.5f), _CMP_EQ_OQ);
+    /* without a branch: small scales put many products on ties (e s
+     * within half an ulp of k + 1/2), and a mispredicted test costs more
+     * than the four instructions */
+    const __m256 err = _mm256_fmsub_ps(e, scale, p); /* x - p, exactly */
+    const __m256 step =
+        _mm256_and_ps(tie, _mm256_cmp_ps(_mm256_mul_ps(d, err), _mm256_setzero_ps(), _CMP_GT_OQ));
+    r = _mm256_add_ps(r, _mm256_and_ps(step, _mm256_add_ps(d, d))); /* +-1 */
+    /* max first: a NaN product gives lo */
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
+}
+
+/* rint(e * scale) as 8 int32, unclamped, for int32 sums e whose products
+ * with the scales s0 (lanes 0-3) and s1 (4-7) stay below 2^30 in
+ * magnitude: the double product rounded half to even, as rint. */
+__attribute__((target("avx2,fma"))) static inline __m256i gx_requant8d(__m256i e, __m256d s0,
+                                                                     __m256d s1)
+{
+    const int rm = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m256d v0 =
+        _mm256_round_pd(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(e)), s0), rm);
+    const __m256d v1 =
+        _mm256_round_pd(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(e, 1)), s1), rm);
+    /* integers: the conversion is exact whatever its rounding mode */
+    return _mm256_set_m128i(_mm256_cvtpd_epi32(v1), _mm256_cvtpd_epi32(v0));
 }
 #endif
 
