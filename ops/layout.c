@@ -409,7 +409,9 @@ double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
          * on one AVX-512 VNNI core, against the NCHW kernels (qgemm's
          * direct one, ops/cpu/conv.c's depthwise planes): 1x1 widening
          * 0.54-0.66, narrowing 0.28-0.44; depthwise 3x3 0.44-0.48, at
-         * stride 2 0.23-0.29 */
+         * stride 2 0.23-0.29. On one Zen 3 core (AVX2 + FMA kernels,
+         * 56x56, a shared machine: best of runs) 0.42-0.56, 0.42-0.61,
+         * 0.37-0.52 and 0.34-0.36: the same factors serve */
         const gx_view *w = &ic->in[3];
         const bool dw = w->shape[1] == 1 && ic->attr[GX_QLINEARCONV_GROUP].i > 1;
         const gx_attrval *st = &ic->attr[GX_WIN_STRIDES];

@@ -984,8 +984,9 @@ END_TEST
  * 0, per-tensor and per-channel scales, requantized sums in and past int32,
  * 1 and 3 shares, on AVX-512 (the depthwise ring in int8 dot products
  * where the CPU has VNNI and W - w_zp fits int8: w8 sets W's zero point
- * to 0 for int8 W, 128 for uint8), AVX-512 without those ("avx2": the
- * depthwise ring in float) and the plain loops. */
+ * to 0 for int8 W, 128 for uint8; else in float), AVX2 + FMA ("avx2",
+ * on an AVX-512 CPU too: 8 channels a vector, the depthwise ring in
+ * float) and the plain loops. */
 START_TEST(test_qlinearconv_nhwc)
 {
     static const struct {
@@ -1018,7 +1019,7 @@ START_TEST(test_qlinearconv_nhwc)
                     /* v 0: per tensor, 1: per channel; 2 and 3: per channel
                      * with biases that put the sums past 2^24 (requantized
                      * in double from int32 sums: 2, whose products stay
-                     * below 2^30, and 3, whose do not) */
+                     * below 2^30, and 3, one of whose does not) */
                     const int pc = v > 0, big = v > 1 ? v - 1 : 0;
                     ot_free_all(); /* the last case's tensors */
                     gx_attr at[4] = {
@@ -1049,12 +1050,20 @@ START_TEST(test_qlinearconv_nhwc)
                         *(float *)in[6].data = 1e-7f;
                     in[7] = s_rand_of(s_bytes[1 - ta], SCALAR);
                     in[8] = s_rand_of(GX_I32, 1, (const int64_t[]){m});
+                    /* big: sums about +-2^25 whose products (y_scale 200)
+                     * land inside y's range, so that each channel's
+                     * parameters show; big 2 puts channel 0's product past
+                     * 2^30 (its W scale 1e4, its bias 2^29 more), which
+                     * sends the whole node to the double form */
                     for (int64_t j = 0; j < m && big; j++) {
                         int32_t *b = in[8].data;
-                        b[j] += (j % 2 ? -1 : 1) * (big == 1 ? 1 << 25 : 1 << 29);
+                        b[j] += (j % 2 ? -1 : 1) * (1 << 25) + (big == 2 && !j ? 1 << 29 : 0);
                     }
-                    if (big == 2)
-                        *(float *)in[6].data = 1e-7f;
+                    if (big) {
+                        *(float *)in[6].data = 200.0f;
+                        if (big == 2)
+                            ((float *)in[4].data)[0] = 1e4f;
+                    }
                     char what[128], err[ERRLEN], why[128];
                     snprintf(what, sizeof what,
                              "%s, NHWC QLinearConv case %zu, x %s, pc %d, big %d, w8 %d", isas[is],
@@ -1097,7 +1106,7 @@ START_TEST(test_qlinearconv_nhwc)
     }
     gx_cpu_gemm_isa_set(was);
     if (!ran)
-        fprintf(stderr, "test_qlinearconv_nhwc: skipped, no AVX-512 on this CPU\n");
+        fprintf(stderr, "test_qlinearconv_nhwc: skipped, no AVX2 or AVX-512 on this CPU\n");
 }
 END_TEST
 

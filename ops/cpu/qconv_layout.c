@@ -24,8 +24,12 @@
  * Arithmetic: the reference kernels' exact int32 sums, requantized as
  * they do (rint of the sum times x_scale w_scale / y_scale, the product
  * in double, plus y_zp, saturated): the same bytes on every ISA and
- * split. Without AVX-512 both run plain loops; the layout pass offers
- * this layout only where the vector kernels run (gx_cpu_qconv_layout).
+ * split. With AVX2 and FMA (no AVX-512, or the GEMM's ISA set to
+ * "avx2") both take 8 channels a vector: the 1x1 through qgemm's AVX2
+ * dots (int16 pairs, exact) and s_pw_put256, the depthwise 3-wide
+ * windows through a float ring as s_dw_rows512 (s_dw_rows256). Elsewhere
+ * plain loops; the layout pass offers this layout only where the vector
+ * kernels run (gx_cpu_qconv_layout).
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,7 +51,7 @@
 #define S_OB 8          /* output columns a depthwise block keeps in registers */
 #define S_DW_COLS 40    /* input columns a block's tap row reads, at most */
 
-/* Do the vector kernels run (AVX-512 F, BW, VL, DQ)? */
+/* Does the CPU have the AVX-512 kernels' F, BW, VL, DQ? */
 static bool s_v512(void)
 {
 #ifdef GX_REQUANT_AVX512
@@ -56,6 +60,26 @@ static bool s_v512(void)
 #else
     return false;
 #endif
+}
+
+/* The kernels that run: by the GEMM's ISA (gx_cpu_gemm_isa, which tests
+ * set to run each path on one CPU): AVX-512's (16 channels a vector) for
+ * "avx512" on a CPU with them, AVX2 + FMA's (8 a vector) for "avx2" or
+ * an AVX-512 CPU without BW, VL or DQ, plain loops for "baseline". */
+typedef enum { S_PLAIN, S_V256, S_V512 } s_isa;
+
+static s_isa s_isa_of(void)
+{
+    const char *isa = gx_cpu_gemm_isa();
+    if (!strcmp(isa, "baseline"))
+        return S_PLAIN;
+    if (!strcmp(isa, "avx512") && s_v512())
+        return S_V512;
+#ifdef GX_REQUANT_AVX2
+    if (gx_requant_avx2())
+        return S_V256;
+#endif
+    return S_PLAIN;
 }
 
 /* ---- geometry ---- */
@@ -217,6 +241,81 @@ s_put16(const s_rq *rq, int64_t j0, int n, __m512i d, int32_t sa,
 
 #endif
 
+#ifdef GX_REQUANT_AVX2
+#define S_T256 __attribute__((target("avx2,fma")))
+
+/* Lanes [0, n) of 8 set. */
+S_T256 static inline __attribute__((always_inline)) __m256i s_mask8(int n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The mask of s_mask8 for lanes [4 h, 4 h + 4) as 4 doubles'. */
+S_T256 static inline __attribute__((always_inline)) __m256i s_mask4d(__m256i mk, int h)
+{
+    return _mm256_cvtepi32_epi64(h ? _mm256_extracti128_si256(mk, 1) : _mm256_castsi256_si128(mk));
+}
+
+/* 8 int32 bytes (each in [-128, 255]: the low byte is the value in
+ * either dtype) into y's first n (1 to 8) bytes. */
+S_T256 static inline __attribute__((always_inline)) void s_store8(void *y, int n, __m256i q)
+{
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    const __m128i b = _mm_shuffle_epi8(
+        w, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1));
+    if (n >= 8) {
+        _mm_storel_epi64((__m128i *)y, b);
+        return;
+    }
+    uint8_t t[16];
+    _mm_storeu_si128((__m128i *)t, b);
+    memcpy(y, t, (size_t)n);
+}
+
+/* s_put for 8 channels (the first n stored) in AVX2: s_put16's three
+ * forms (float for f24, int32 sums and double products for small, else
+ * all in double). */
+S_T256 static inline __attribute__((always_inline)) void
+s_put8(const s_rq *rq, int64_t j0, int n, __m256i d, int32_t sa, void *y)
+{
+    const __m256i mk = s_mask8(n), yz = _mm256_set1_epi32(rq->yz);
+    if (rq->f24 || rq->small) { /* e in int32 */
+        __m256i v = _mm256_add_epi32(d, _mm256_maskload_epi32(rq->cmi + j0, mk));
+        if (rq->any_bz)
+            v = _mm256_sub_epi32(v, _mm256_mullo_epi32(_mm256_maskload_epi32(rq->bzi + j0, mk),
+                                                       _mm256_set1_epi32(sa)));
+        __m256i q;
+        if (rq->f24) {
+            q = gx_requant8f(_mm256_cvtepi32_ps(v), _mm256_maskload_ps(rq->scalef + j0, mk),
+                             _mm256_set1_ps((float)rq->lo), _mm256_set1_ps((float)rq->hi));
+        } else {
+            q = gx_requant8d(v, _mm256_maskload_pd(rq->scale + j0, s_mask4d(mk, 0)),
+                             _mm256_maskload_pd(rq->scale + j0 + 4, s_mask4d(mk, 1)));
+            q = _mm256_min_epi32(_mm256_max_epi32(q, _mm256_set1_epi32((int32_t)rq->lo)),
+                                 _mm256_set1_epi32((int32_t)rq->hi));
+        }
+        s_store8(y, n, _mm256_add_epi32(q, yz));
+        return;
+    }
+    const __m256d lo = _mm256_set1_pd(rq->lo), hi = _mm256_set1_pd(rq->hi);
+    __m128i r[2];
+    for (int h = 0; h < 2; h++) {
+        const __m256i mh = s_mask4d(mk, h);
+        const __m128i dh = h ? _mm256_extracti128_si256(d, 1) : _mm256_castsi256_si128(d);
+        __m256d v =
+            _mm256_add_pd(_mm256_cvtepi32_pd(dh), _mm256_maskload_pd(rq->cm + j0 + 4 * h, mh));
+        if (rq->any_bz) /* bz sa is exact: a double product of small integers */
+            v = _mm256_sub_pd(v, _mm256_mul_pd(_mm256_maskload_pd(rq->bz + j0 + 4 * h, mh),
+                                               _mm256_set1_pd((double)sa)));
+        v = _mm256_mul_pd(v, _mm256_maskload_pd(rq->scale + j0 + 4 * h, mh));
+        v = _mm256_min_pd(_mm256_max_pd(v, lo), hi); /* max first: NaN gives lo */
+        r[h] = _mm256_cvtpd_epi32(
+            _mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    s_store8(y, n, _mm256_add_epi32(_mm256_set_m128i(r[1], r[0]), yz));
+}
+#endif
+
 /* ---- 1x1: a GEMM over pixels ---- */
 
 #ifdef GX_REQUANT_AVX512
@@ -279,6 +378,45 @@ S_T512 static void s_pw_put512(const s_rq *rq, int nr, int64_t j0, int64_t j1, i
 }
 #endif
 
+#ifdef GX_REQUANT_AVX2
+/* s_pw_put512 in AVX2, 8 channels at a time. */
+S_T256 static void s_pw_put256(const s_rq *rq, int nr, int64_t j0, int64_t j1, int64_t m,
+                               const int32_t *c, const int32_t *sa, uint8_t *yb)
+{
+    if (!rq->small && !rq->f24) {
+        for (int r = 0; r < nr; r++)
+            for (int64_t j = j0; j < j1; j += 8)
+                s_put8(rq, j, (int)(j1 - j < 8 ? j1 - j : 8),
+                       _mm256_loadu_si256((const __m256i *)(c + r * S_P * 2 + (j - j0))), sa[r],
+                       yb + r * m + j);
+        return;
+    }
+    /* s_put8's int32 forms, each channel's parameters loaded once */
+    const __m256i lo = _mm256_set1_epi32((int32_t)rq->lo), hi = _mm256_set1_epi32((int32_t)rq->hi);
+    const __m256i yz = _mm256_set1_epi32(rq->yz);
+    const __m256 lof = _mm256_set1_ps((float)rq->lo), hif = _mm256_set1_ps((float)rq->hi);
+    for (int64_t j = j0; j < j1; j += 8) {
+        const int n = (int)(j1 - j < 8 ? j1 - j : 8);
+        const __m256i mk = s_mask8(n);
+        const __m256i cm = _mm256_maskload_epi32(rq->cmi + j, mk);
+        const __m256i bz = _mm256_maskload_epi32(rq->bzi + j, mk);
+        const __m256 sc = _mm256_maskload_ps(rq->scalef + j, mk);
+        const __m256d s0 = _mm256_maskload_pd(rq->scale + j, s_mask4d(mk, 0));
+        const __m256d s1 = _mm256_maskload_pd(rq->scale + j + 4, s_mask4d(mk, 1));
+        for (int r = 0; r < nr; r++) {
+            __m256i v = _mm256_add_epi32(
+                _mm256_loadu_si256((const __m256i *)(c + r * S_P * 2 + (j - j0))), cm);
+            if (rq->any_bz)
+                v = _mm256_sub_epi32(v, _mm256_mullo_epi32(bz, _mm256_set1_epi32(sa[r])));
+            const __m256i q =
+                rq->f24 ? gx_requant8f(_mm256_cvtepi32_ps(v), sc, lof, hif)
+                        : _mm256_min_epi32(_mm256_max_epi32(gx_requant8d(v, s0, s1), lo), hi);
+            s_store8(yb + r * m + j, n, _mm256_add_epi32(q, yz));
+        }
+    }
+}
+#endif
+
 static void s_pointwise(const gx_kargs *k, const s_geom *g)
 {
     const gx_view *x = &k->in[0], *wt = &k->in[3], *y = &k->out[0];
@@ -290,9 +428,7 @@ static void s_pointwise(const gx_kargs *k, const s_geom *g)
     const int32_t xz = s_zp(k, 2, 0) + (xflip ? 128 : 0);
     s_rq rq;
     s_rq_of(k, m, c, xz, sb, wflip, (double)c * 255 * 128, (double)c * 255, &rq);
-#ifdef GX_REQUANT_AVX512
-    const bool v512 = s_v512() && strcmp(gx_cpu_gemm_isa(), "baseline");
-#endif
+    const s_isa isa = s_isa_of();
     int64_t lo, hi;
     gx_cpu_share(k, (rows + S_R - 1) / S_R, 1, &lo, &hi);
     uint8_t abuf[S_R * GX_QGEMM_MAX_K + 64];
@@ -331,8 +467,14 @@ static void s_pointwise(const gx_kargs *k, const s_geom *g)
             dots(a, lda, nr, k4, pb, p, p1, cbuf, S_P * 2);
             uint8_t *yb = (uint8_t *)y->data + r0 * m;
 #ifdef GX_REQUANT_AVX512
-            if (v512) {
+            if (isa == S_V512) {
                 s_pw_put512(&rq, nr, j0, j1, m, cbuf, sa, yb);
+                continue;
+            }
+#endif
+#ifdef GX_REQUANT_AVX2
+            if (isa == S_V256) {
+                s_pw_put256(&rq, nr, j0, j1, m, cbuf, sa, yb);
                 continue;
             }
 #endif
@@ -570,9 +712,10 @@ S_T512 static bool s_dw_fast(const s_geom *g, const uint8_t *x, bool sgn, int32_
 #define S_DW_RING 12288 /* floats of the ring: 48 KiB on the stack */
 #define S_DW_BAND 8     /* output rows a pass over the channel blocks takes */
 
-/* The ring's geometry for g, or false when its windows or rows do not fit
- * it (3 wide, stride 1 or 2, no column dilation). */
-static bool s_ring_fits(const s_geom *g, int64_t *span, int64_t *wp)
+/* The ring's geometry for g in vectors of lanes channels, or false when
+ * its windows or rows do not fit it (3 wide, stride 1 or 2, no column
+ * dilation). */
+static bool s_ring_fits(const s_geom *g, int lanes, int64_t *span, int64_t *wp)
 {
     const gx_win *w = &g->win;
     if (w->k[1] != 3 || w->dil[1] != 1 || (w->stride[1] != 1 && w->stride[1] != 2))
@@ -580,7 +723,7 @@ static bool s_ring_fits(const s_geom *g, int64_t *span, int64_t *wp)
     *span = (w->k[0] - 1) * w->dil[0] + 1;
     /* columns the last (whole) tile of a row reads */
     *wp = ((g->ow + S_OB - 1) / S_OB * S_OB - 1) * w->stride[1] + 3;
-    return *span * *wp * 16 <= S_DW_RING;
+    return *span * *wp * lanes <= S_DW_RING;
 }
 
 /* Row ih of image n, channels [c0, c0 + 16) masked by mk, as wp columns
@@ -920,6 +1063,128 @@ S_TVNNI static void s_dw_rows_vnni(const s_geom *g, const uint8_t *x, bool sgn, 
 }
 #endif
 
+#ifdef GX_REQUANT_AVX2
+/* ---- depthwise 3-wide windows over rows converted once, in AVX2 ----
+ *
+ * s_dw_rows512 with 8 channels a vector: the ring holds columns of 8
+ * floats x - x_zp, and a tile's 8 outputs take their input columns as
+ * FMA memory operands (8 sums and a weight in registers: AVX2 has 16 of
+ * them). Exact as s_dw_rows512. */
+
+/* Channels [0, nc) (1 to 8) of the pixel at px as 8 int32 (zeros past
+ * nc), widened as signed bytes when sgn. */
+S_T256 static inline __attribute__((always_inline)) __m256i s_px8(const uint8_t *px, int nc,
+                                                                   bool sgn)
+{
+    __m128i b;
+    if (nc >= 8) {
+        b = _mm_loadl_epi64((const __m128i *)px);
+    } else {
+        uint8_t t[16] = {0};
+        memcpy(t, px, (size_t)nc);
+        b = _mm_loadu_si128((const __m128i *)t);
+    }
+    return sgn ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+}
+
+/* s_ring_fill for 8 channels [c0, c0 + nc). */
+S_T256 static void s_ring_fill256(const s_geom *g, const uint8_t *x, bool sgn, __m256i zv,
+                                  int64_t n, int64_t ih, int64_t c0, int nc, int64_t pl,
+                                  int64_t wp, float *dst)
+{
+    const uint8_t *row = x + (n * g->h + ih) * g->w * g->c + c0;
+    int64_t i = 0;
+    for (; i < pl && i < wp; i++)
+        _mm256_storeu_ps(dst + i * 8, _mm256_setzero_ps());
+    for (; i < pl + g->w && i < wp; i++)
+        _mm256_storeu_ps(dst + i * 8, _mm256_cvtepi32_ps(_mm256_sub_epi32(
+                                          s_px8(row + (i - pl) * g->c, nc, sgn), zv)));
+    for (; i < wp; i++)
+        _mm256_storeu_ps(dst + i * 8, _mm256_setzero_ps());
+}
+
+/* s_ring_tile for 8 channels. */
+S_T256 static inline __attribute__((always_inline)) void
+s_ring_tile256(const float *const *rows, const float *const *wk, int nr, int64_t cp,
+               int64_t col0, const int SW, __m256 *acc)
+{
+    for (int r = 0; r < nr; r++) {
+        const float *src = rows[r] + col0 * 8;
+#pragma GCC unroll 3
+        for (int kw = 0; kw < 3; kw++) {
+            const __m256 wv = _mm256_loadu_ps(wk[r] + kw * cp);
+#pragma GCC unroll 8
+            for (int o = 0; o < S_OB; o++)
+                acc[o] = _mm256_fmadd_ps(_mm256_loadu_ps(src + (o * SW + kw) * 8), wv, acc[o]);
+        }
+    }
+}
+
+/* s_dw_rows512 for 8 channels a vector (the ring's geometry from
+ * s_ring_fits for 8 lanes). */
+S_T256 static void s_dw_rows256(const s_geom *g, const uint8_t *x, bool sgn, int32_t xz,
+                                const float *wf, int64_t cp, const s_rq *rq, int64_t lo,
+                                int64_t hi, int64_t span, int64_t wp, uint8_t *y)
+{
+    const gx_win *w = &g->win;
+    const int64_t sw = w->stride[1], pl = w->pad_lo[1];
+    const __m256i zv = _mm256_set1_epi32(xz);
+    float ring[S_DW_RING];
+    int64_t tag[S_DW_TAPS]; /* the row (n * h + ih) each slot holds, or -1 */
+    for (int64_t b0 = lo; b0 < hi; b0 += S_DW_BAND)
+    for (int64_t c0 = 0; c0 < g->c; c0 += 8) {
+        const int nc = (int)(g->c - c0 < 8 ? g->c - c0 : 8);
+        const __m256i mk = s_mask8(nc);
+        for (int64_t s = 0; s < span; s++)
+            tag[s] = -1;
+        const __m256 init =
+            rq->f24 ? _mm256_maskload_ps(rq->cmf + c0, mk) : _mm256_setzero_ps();
+        const __m256 sc = _mm256_maskload_ps(rq->scalef + c0, mk);
+        const __m256 lof = _mm256_set1_ps((float)rq->lo), hif = _mm256_set1_ps((float)rq->hi);
+        const __m256i yz = _mm256_set1_epi32(rq->yz);
+        for (int64_t u = b0; u < hi && u < b0 + S_DW_BAND; u++) {
+            const int64_t n = u / g->oh, oh = u % g->oh;
+            const float *rows[S_DW_TAPS], *wk[S_DW_TAPS];
+            int nr = 0;
+            for (int64_t kh = 0; kh < w->k[0]; kh++) {
+                const int64_t ih = oh * w->stride[0] - w->pad_lo[0] + kh * w->dil[0];
+                if (ih < 0 || ih >= g->h)
+                    continue; /* zeros: adds nothing */
+                const int64_t slot = ih % span;
+                float *dst = ring + slot * wp * 8;
+                if (tag[slot] != n * g->h + ih) {
+                    s_ring_fill256(g, x, sgn, zv, n, ih, c0, nc, pl, wp, dst);
+                    tag[slot] = n * g->h + ih;
+                }
+                rows[nr] = dst;
+                wk[nr++] = wf + kh * 3 * cp + c0;
+            }
+            uint8_t *yrow = y + u * g->ow * g->m + c0;
+            for (int64_t ow0 = 0; ow0 < g->ow; ow0 += S_OB) {
+                const int nb = (int)(g->ow - ow0 < S_OB ? g->ow - ow0 : S_OB);
+                __m256 acc[S_OB];
+#pragma GCC unroll 8
+                for (int o = 0; o < S_OB; o++)
+                    acc[o] = init;
+                if (sw == 1)
+                    s_ring_tile256(rows, wk, nr, cp, ow0, 1, acc);
+                else
+                    s_ring_tile256(rows, wk, nr, cp, ow0 * 2, 2, acc);
+                if (!rq->f24) { /* sums of (x - xz) w' as int32: s_put8 adds cm */
+                    for (int o = 0; o < nb; o++)
+                        s_put8(rq, c0, nc, _mm256_cvtps_epi32(acc[o]), 0,
+                               yrow + (ow0 + o) * g->m);
+                    continue;
+                }
+                for (int o = 0; o < nb; o++)
+                    s_store8(yrow + (ow0 + o) * g->m, nc,
+                             _mm256_add_epi32(gx_requant8f(acc[o], sc, lof, hif), yz));
+            }
+        }
+    }
+}
+#endif
+
 static void s_depthwise(const gx_kargs *k, const s_geom *g)
 {
     const gx_view *x = &k->in[0], *y = &k->out[0];
@@ -933,15 +1198,22 @@ static void s_depthwise(const gx_kargs *k, const s_geom *g)
             wsum[j] += wf[t * cp + j];
     s_rq rq;
     s_rq_of(k, g->m, g->win.k_size, xz, NULL, false, (double)g->win.k_size * 255 * 255, 0, &rq);
+    const s_isa isa = s_isa_of();
 #ifdef GX_REQUANT_AVX512
     const int64_t cols = (S_OB - 1) * g->win.stride[1] + (g->win.k[1] - 1) * g->win.dil[1] + 1;
-    const bool v512 = s_v512() && strcmp(gx_cpu_gemm_isa(), "baseline") && cols <= S_DW_COLS;
+    const bool v512 = isa == S_V512 && cols <= S_DW_COLS;
 #endif
     int64_t lo, hi;
     gx_cpu_share(k, g->n * g->oh, 1, &lo, &hi);
-#ifdef GX_REQUANT_AVX512
+#ifdef GX_REQUANT_AVX2
     int64_t span, wp;
-    if (v512 && s_ring_fits(g, &span, &wp)) {
+    if (isa == S_V256 && s_ring_fits(g, 8, &span, &wp)) {
+        s_dw_rows256(g, x->data, sgn, xz, wf, cp, &rq, lo, hi, span, wp, y->data);
+        return;
+    }
+#endif
+#ifdef GX_REQUANT_AVX512
+    if (v512 && s_ring_fits(g, 16, &span, &wp)) {
         if (s_dw_vnni_ok() && s_w8_fits(wf, g->win.k_size, cp)) {
             s_dw_rows_vnni(g, x->data, sgn, xz, wf, cp, &rq, lo, hi, span, y->data);
             return;
@@ -1020,12 +1292,22 @@ gx_kernel_fn gx_cpu_qconv_layout(gx_layout l, const gx_infer *ic, char *why, siz
         snprintf(why, len, "nhwc: QLinearConv other than 1x1 (no padding) or depthwise");
         return NULL;
     }
-    if (!s_v512() || (pointwise && strcmp(gx_cpu_qgemm_impl(), "qgemm.avx512vnni"))) {
-        snprintf(why, len, "nhwc: QLinearConv's vector kernels need AVX-512%s",
-                 pointwise ? " VNNI" : "");
-        return NULL;
+    const s_isa isa = s_isa_of();
+    if (isa == S_V512 && (!pointwise || !strcmp(gx_cpu_qgemm_impl(), "qgemm.avx512vnni")))
+        return s_qconv_nhwc;
+#ifdef GX_REQUANT_AVX2
+    if (isa == S_V256) {
+        s_geom g = {.win = win, .ow = win.out[1]};
+        int64_t span, wp;
+        if (pointwise ? strcmp(gx_cpu_qgemm_impl(), "qgemm.baseline") != 0
+                      : s_ring_fits(&g, 8, &span, &wp))
+            return s_qconv_nhwc;
     }
-    return s_qconv_nhwc;
+#endif
+    snprintf(why, len,
+             "nhwc: QLinearConv's vector kernels need AVX-512%s, or AVX2 and FMA%s",
+             pointwise ? " VNNI" : "", pointwise ? "" : " for 3-wide windows of stride 1 or 2");
+    return NULL;
 }
 
 gx_kernel_fn gx_cpu_qconv_layout_fn(void)
