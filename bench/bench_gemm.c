@@ -84,6 +84,7 @@ int main(void)
         {256, 512, 512},  {256, 1024, 1024}, {1024, 1024, 1024}, {2048, 1024, 1024},
         {4096, 512, 2048},
     };
+    openblas_set_num_threads(1); /* as gexecd's workers run it (daemon/pool.c) */
     const char *ct = getenv("OPENBLAS_CORETYPE");
     printf("# packed kernels: %s; OpenBLAS %s (OPENBLAS_CORETYPE=%s); 1 thread\n",
            gx_cpu_gemm_isa(), openblas_get_corename(), ct ? ct : "unset");
