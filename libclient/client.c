@@ -945,11 +945,20 @@ GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
     while (!job->result) {
         if (c->refused_event)
             return s_refused(c);
-        if (job->conn_gen != c->conn_gen)
+        if (job->conn_gen != c->conn_gen) {
+            /* a reply sent before the daemon closed the connection may
+             * still be queued on the socket: the monitor's event can be
+             * seen first (zmq_poll looks at the socket, then the monitor) */
+            int drc = GX_OK;
+            while (!job->result && drc == GX_OK)
+                drc = s_recv_one(c, 0);
+            if (job->result)
+                break;
             return s_fail(c, GX_ECONNECT,
                           "the connection to %s was lost before the job's reply came (the "
                           "daemon stopped or was killed): it may or may not have run there",
                           c->endpoint);
+        }
         int64_t left = timeout_ms < 0 ? -1 : deadline - s_now_ms();
         if (timeout_ms >= 0 && left < 0)
             left = 0;
