@@ -106,18 +106,23 @@ START_TEST(test_dequantize)
 }
 END_TEST
 
-/* Runs longer than a vector (37 elements: two of 16 and a tail), uint8 and
- * int8, against the formula element by element: values around half-
- * integers of x / s, NaN, and both ends saturating. */
+/* Runs longer than a vector (77 elements: two blocks of 32 and a tail of
+ * 13, four of 16 and a tail), uint8 and int8, against the formula element
+ * by element, with each ISA's kernels: values around half-integers of
+ * x / s, NaN, and both ends saturating. */
 START_TEST(test_quantize_runs)
 {
-    enum { N = 37 };
+    enum { N = 77 };
     float *x = ot_alloc(N * sizeof *x);
     for (int i = 0; i < N; i++)
-        x[i] = (float)(i - 18) * 0.75f + (i % 3 ? 0.125f : 0.0f);
-    x[5] = NAN, x[6] = 1e9f, x[7] = -1e9f;
+        x[i] = (float)(i - 38) * 0.75f + (i % 3 ? 0.125f : 0.0f);
+    x[5] = NAN, x[6] = 1e9f, x[7] = -1e9f, x[70] = NAN, x[75] = 1e9f, x[76] = -1e9f;
     const float sc = 0.25f;
-    for (int sgn = 0; sgn < 2; sgn++) {
+    char isa[32];
+    snprintf(isa, sizeof isa, "%s", gx_cpu_gemm_isa());
+    for (int r = 0; gx_cpu_gemm_isa_name(r / 2); r++) { /* ISA r / 2, signed when r is odd */
+        ck_assert(gx_cpu_gemm_isa_set(gx_cpu_gemm_isa_name(r / 2)));
+        const int sgn = r % 2;
         const gx_dtype dt = sgn ? GX_I8 : GX_U8;
         const int32_t z = sgn ? -3 : 100;
         const float lo = sgn ? -128.0f : 0.0f, hi = sgn ? 127.0f : 255.0f;
@@ -142,6 +147,7 @@ START_TEST(test_quantize_runs)
         gx_view din[3] = {ot_view(dt, q, SHAPE(N)), F32V(SCALAR, sc), ot_view(dt, zp, SCALAR)};
         s_expect(GX_OP_DEQUANTIZE_LINEAR, NODE(), 3, din, ot_view(GX_F32, dq, SHAPE(N)));
     }
+    ck_assert(gx_cpu_gemm_isa_set(isa));
 }
 END_TEST
 
