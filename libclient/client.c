@@ -930,6 +930,18 @@ GX_EXPORT void gx_job_destroy(gx_job **jp)
 
 GX_EXPORT uint64_t gx_job_id(const gx_job *job) { return job ? job->id : 0; }
 
+/* Take what c's socket holds until job has its reply or nothing is left;
+ * true when it has it. A reply sent before the daemon closed the
+ * connection may still be queued on the socket when the connection's loss
+ * is seen (zmq_poll looks at the socket, then at the monitor). */
+static bool s_reply_queued(gx_client *c, const gx_job *job)
+{
+    int rc = GX_OK;
+    while (!job->result && rc == GX_OK)
+        rc = s_recv_one(c, 0);
+    return job->result != NULL;
+}
+
 GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
 {
     if (out)
@@ -946,13 +958,7 @@ GX_EXPORT int gx_job_wait(gx_job *job, int timeout_ms, gx_result **out)
         if (c->refused_event)
             return s_refused(c);
         if (job->conn_gen != c->conn_gen) {
-            /* a reply sent before the daemon closed the connection may
-             * still be queued on the socket: the monitor's event can be
-             * seen first (zmq_poll looks at the socket, then the monitor) */
-            int drc = GX_OK;
-            while (!job->result && drc == GX_OK)
-                drc = s_recv_one(c, 0);
-            if (job->result)
+            if (s_reply_queued(c, job))
                 break;
             return s_fail(c, GX_ECONNECT,
                           "the connection to %s was lost before the job's reply came (the "
@@ -2668,7 +2674,7 @@ static int s_mjob_wait(gx_job *job, int timeout_ms, bool gone_on_timeout, gx_res
         if (m->silent)
             rc = s_fail(m, GX_ECONNECT, "%s answered no PING within %d ms: taken as gone",
                         m->endpoint, live);
-        else if (s_member_down(m))
+        else if (s_member_down(m) && !s_reply_queued(m, mj->inner))
             rc = s_fail(m, GX_ECONNECT, "the connection to %s was lost before the job's reply "
                                         "came", m->endpoint);
         else
