@@ -528,8 +528,7 @@ static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_im
             (!ok[j] || gxd_tune_impl_scratch(impl[j], &sigs[j]) >= 0)) {
             snprintf(c->source, sizeof c->source, "whole batch");
         } else if (found[j] && (impl[j] = gxd_tune_impl_find(t, recs[j].impl, recs[j].version)) &&
-                   gxd_tune_impl_kernel(impl[j], s->op) &&
-                   gxd_tune_impl_scratch(impl[j], &sigs[j]) >= 0) {
+                   gxd_tune_impl_kernel(impl[j], s->op) && gxd_tune_impl_takes(impl[j], &sigs[j])) {
             snprintf(c->source, sizeof c->source, "tuned (%s)",
                      recs[j].level == GXD_TUNE_MEMORY  ? "memory"
                      : recs[j].level == GXD_TUNE_LOCAL ? "local"

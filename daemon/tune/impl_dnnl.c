@@ -284,13 +284,7 @@ static int64_t s_slot(const s_conv *cv)
 
 static int64_t s_conv_scratch(const gxd_tune_sig *s)
 {
-    /* A batch of one is one block, run by one worker while the others
-     * wait: the registry times candidates on one thread, where oneDNN's
-     * conv can win (bench_ort conv1d's 64-channel layers: 9-13 ms against
-     * gexec's 11-18), and intra-op shares then ran the whole layer on one
-     * core (conv1d intra: 66 ms, 53 without oneDNN). So no candidate
-     * there; cutting an image into blocks of rows would make it one. */
-    if (s->conv.nsp < 1 || s->conv.nsp > 3 || s->a_shape[0] < 2)
+    if (s->conv.nsp < 1 || s->conv.nsp > 3)
         return -1;
     s_conv cv = {.nsp = s->conv.nsp, .n = s->a_shape[0], .c = s->a_shape[1],
                  .m = s->conv.w_shape[0], .g = s->conv.group, .bias = s->conv.bias};
@@ -406,8 +400,14 @@ size_t gxd_tune_dnnl_impls(gxd_tune_impl *out, size_t max)
         out[n++] = (gxd_tune_impl){.name = "dnnl.sgemm", .version = 1, .source = "onednn",
                                    .matmul = s_dnnl_matmul, .gemm = s_dnnl_gemm};
     if (n < max)
+        /* per_image: a batch of one is one block, run by one worker while
+         * the others wait; the registry times one thread, where oneDNN's
+         * conv can win (bench_ort conv1d's 64-channel layers: 9-13 ms
+         * against gexec's 11-18), and conv1d's intra-op run then took 66
+         * ms against 53 with gexec's kernel on every layer */
         out[n++] = (gxd_tune_impl){.name = "dnnl.conv", .version = 1, .source = "onednn",
-                                   .conv = s_dnnl_conv, .scratch = s_conv_scratch};
+                                   .conv = s_dnnl_conv, .scratch = s_conv_scratch,
+                                   .per_image = true};
     return n;
 }
 

@@ -71,6 +71,12 @@ int64_t gxd_tune_impl_scratch(const gxd_tune_impl *im, const gxd_tune_sig *sig)
     return 0;
 }
 
+bool gxd_tune_impl_takes(const gxd_tune_impl *im, const gxd_tune_sig *sig)
+{
+    return !(im->per_image && sig->op == GX_OP_CONV && sig->a_shape[0] < 2) &&
+           gxd_tune_impl_scratch(im, sig) >= 0;
+}
+
 /* ---- MatMul and Gemm signatures ---- */
 
 static bool s_sig_of(gx_op op, const gx_attrval *attr, int n_in, const gx_view *in,
@@ -378,8 +384,9 @@ static bool s_run(gxd_tune_bench *bn, const gxd_tune_impl *im, int nth, gxd_tune
 static bool s_scratch(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen)
 {
     const int64_t bytes = gxd_tune_impl_scratch(im, &bn->sig);
-    if (bytes < 0) {
-        snprintf(why, whylen, "does not take this shape");
+    if (!gxd_tune_impl_takes(im, &bn->sig)) {
+        snprintf(why, whylen, bytes < 0 ? "does not take this shape"
+                                        : "runs an image on one worker: no candidate for one image");
         return false;
     }
     if (bytes > bn->scratch_bytes) {

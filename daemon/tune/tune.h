@@ -132,6 +132,9 @@ typedef struct gxd_tune_impl {
     bool packed;
     gx_kernel_fn matmul, gemm, conv;
     int64_t (*scratch)(const struct gxd_tune_sig *sig);
+    /* (Conv) it runs each image on one worker: no candidate for a batch
+     * of one (gxd_tune_impl_takes) */
+    bool per_image;
     /* Tests: > 0, the time this implementation is measured at (its speed
      * is decided, not measured; its output is still checked). */
     int64_t fixed_ns;
@@ -142,6 +145,13 @@ gx_kernel_fn gxd_tune_impl_kernel(const gxd_tune_impl *im, gx_op op);
 /* The scratch bytes im needs for sig (the schema's for gexec's own Conv
  * kernel); -1: im cannot run sig. */
 int64_t gxd_tune_impl_scratch(const gxd_tune_impl *im, const gxd_tune_sig *sig);
+/* Is im a candidate for sig (the explorer measures it, a record naming it
+ * is run)? It can run sig, and, when it runs each image on one worker
+ * (per_image), sig has more than one: a batch of one would leave the
+ * job's other workers idle, which the registry, timing one thread, does
+ * not see. A slice of a batch (replicas) runs the whole batch's choice,
+ * which needs only gxd_tune_impl_scratch, so the bits stay the same. */
+bool gxd_tune_impl_takes(const gxd_tune_impl *im, const gxd_tune_sig *sig);
 
 /* ---- records ----------------------------------------------------------- */
 
