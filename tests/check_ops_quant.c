@@ -984,7 +984,8 @@ END_TEST
 
 /* The NHWC kernels (ops/cpu/qconv_layout.c, gx_cpu_qconv_layout) against
  * the reference on x and y reordered to NHWC: 1x1 (strides, channels not
- * a multiple of 4 or 16, x's rows read in place) and depthwise (padding,
+ * a multiple of 4 or 16, x's rows read in place, C past what AVX2's
+ * tiles take) and depthwise (padding,
  * stride 2, dilation, odd channel counts, rows converted once into a ring
  * or too wide for it), u8 and i8 activations and weights, zero points not
  * 0, per-tensor and per-channel scales, requantized sums in and past int32,
@@ -1000,6 +1001,8 @@ START_TEST(test_qlinearconv_nhwc)
     } cases[] = {
         {{1, 24, 7, 9}, {37, 24, 1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}, 1},
         {{2, 5, 6, 11}, {19, 5, 1, 1}, {0, 0, 0, 0}, {1, 1}, {2, 3}, 1},
+        /* more channels than AVX2's pixels widened in registers take */
+        {{1, 2101, 3, 2}, {11, 2101, 1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}, 1},
         {{1, 33, 9, 13}, {33, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 33},
         {{2, 16, 10, 19}, {16, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}, 16},
         {{1, 7, 12, 21}, {7, 1, 5, 3}, {2, 0, 1, 2}, {1, 2}, {1, 2}, 7},

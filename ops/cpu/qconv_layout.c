@@ -379,39 +379,159 @@ S_T512 static void s_pw_put512(const s_rq *rq, int nr, int64_t j0, int64_t j1, i
 #endif
 
 #ifdef GX_REQUANT_AVX2
+/* Channels [j, j + n) (n at most 8) of R rows' sums d (R a constant once
+ * inlined) into the pixels from y on, m bytes apart: s_put8's three forms,
+ * each channel's parameters loaded once for the R rows. */
+S_T256 static inline __attribute__((always_inline)) void
+s_pw_rows8(const s_rq *rq, int64_t j, int n, const __m256i *d, const int R, const int32_t *sa,
+           uint8_t *y, int64_t m)
+{
+    if (!rq->small && !rq->f24) {
+        for (int r = 0; r < R; r++)
+            s_put8(rq, j, n, d[r], sa[r], y + r * m);
+        return;
+    }
+    const __m256i mk = s_mask8(n);
+    const __m256i cm = _mm256_maskload_epi32(rq->cmi + j, mk);
+    const __m256i yz = _mm256_set1_epi32(rq->yz);
+    const __m256i bz = rq->any_bz ? _mm256_maskload_epi32(rq->bzi + j, mk) : yz;
+    if (rq->f24) {
+        const __m256 sc = _mm256_maskload_ps(rq->scalef + j, mk);
+        const __m256 lof = _mm256_set1_ps((float)rq->lo), hif = _mm256_set1_ps((float)rq->hi);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m256i v = _mm256_add_epi32(d[r], cm);
+            if (rq->any_bz)
+                v = _mm256_sub_epi32(v, _mm256_mullo_epi32(bz, _mm256_set1_epi32(sa[r])));
+            s_store8(y + r * m, n,
+                     _mm256_add_epi32(gx_requant8f(_mm256_cvtepi32_ps(v), sc, lof, hif), yz));
+        }
+        return;
+    }
+    const __m256d s0 = _mm256_maskload_pd(rq->scale + j, s_mask4d(mk, 0));
+    const __m256d s1 = _mm256_maskload_pd(rq->scale + j + 4, s_mask4d(mk, 1));
+    const __m256i lo = _mm256_set1_epi32((int32_t)rq->lo), hi = _mm256_set1_epi32((int32_t)rq->hi);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        __m256i v = _mm256_add_epi32(d[r], cm);
+        if (rq->any_bz)
+            v = _mm256_sub_epi32(v, _mm256_mullo_epi32(bz, _mm256_set1_epi32(sa[r])));
+        s_store8(y + r * m, n,
+                 _mm256_add_epi32(_mm256_min_epi32(_mm256_max_epi32(gx_requant8d(v, s0, s1), lo), hi),
+                                  yz));
+    }
+}
+
 /* s_pw_put512 in AVX2, 8 channels at a time. */
 S_T256 static void s_pw_put256(const s_rq *rq, int nr, int64_t j0, int64_t j1, int64_t m,
                                const int32_t *c, const int32_t *sa, uint8_t *yb)
 {
-    if (!rq->small && !rq->f24) {
-        for (int r = 0; r < nr; r++)
-            for (int64_t j = j0; j < j1; j += 8)
-                s_put8(rq, j, (int)(j1 - j < 8 ? j1 - j : 8),
-                       _mm256_loadu_si256((const __m256i *)(c + r * S_P * 2 + (j - j0))), sa[r],
-                       yb + r * m + j);
-        return;
-    }
-    /* s_put8's int32 forms, each channel's parameters loaded once */
-    const __m256i lo = _mm256_set1_epi32((int32_t)rq->lo), hi = _mm256_set1_epi32((int32_t)rq->hi);
-    const __m256i yz = _mm256_set1_epi32(rq->yz);
-    const __m256 lof = _mm256_set1_ps((float)rq->lo), hif = _mm256_set1_ps((float)rq->hi);
     for (int64_t j = j0; j < j1; j += 8) {
         const int n = (int)(j1 - j < 8 ? j1 - j : 8);
-        const __m256i mk = s_mask8(n);
-        const __m256i cm = _mm256_maskload_epi32(rq->cmi + j, mk);
-        const __m256i bz = _mm256_maskload_epi32(rq->bzi + j, mk);
-        const __m256 sc = _mm256_maskload_ps(rq->scalef + j, mk);
-        const __m256d s0 = _mm256_maskload_pd(rq->scale + j, s_mask4d(mk, 0));
-        const __m256d s1 = _mm256_maskload_pd(rq->scale + j + 4, s_mask4d(mk, 1));
+        __m256i d[S_R];
+        for (int r = 0; r < nr; r++)
+            d[r] = _mm256_loadu_si256((const __m256i *)(c + r * S_P * 2 + (j - j0)));
+        s_pw_rows8(rq, j, n, d, nr, sa, yb + j, m);
+    }
+}
+
+/* ---- 1x1 in AVX2, the sums in registers ----
+ *
+ * Where C (in quads) is at most S_PW_K: S_PW_R pixels' bytes widened once
+ * to int16 (int8 x moved by 128 first, as qgemm's rows), then per 8
+ * output channels their sums over those pixels in 12 registers: W's
+ * packed quad of 4 columns x 4 k widened to int16, times a pixel's 4 k
+ * broadcast (vpmaddwd: each column's k 0-1 and k 2-3 pair sums, exact),
+ * joined by one hadd at the end, and requantized from the registers. The
+ * same int32 sums as qgemm's dots, so the same bytes; no buffer of sums,
+ * and one pixel's widening serves every output channel. */
+#define S_PW_R 4    /* pixels a tile takes */
+#define S_PW_K 2048 /* C, rounded up to quads, at most */
+
+/* Output channels [j, j + n) (w: their half panel's first quad) of R
+ * pixels (aw: k4 quads of int16 each) into y's pixels. */
+S_T256 static inline __attribute__((always_inline)) void
+s_pw_tile256(const int16_t *aw, int64_t k4, const int R, const int8_t *w, const s_rq *rq,
+             int64_t j, int n, const int32_t *sa, uint8_t *y, int64_t m)
+{
+    /* named accumulators: an array of them would live on the stack */
+    __m256i l0 = _mm256_setzero_si256(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0,
+            h3 = l0;
+#define S_ROW(r, l, h)                                                                             \
+    do {                                                                                           \
+        if (R > (r)) {                                                                             \
+            int64_t a4;                                                                            \
+            memcpy(&a4, aw + ((r) * k4 + q) * 4, sizeof a4);                                       \
+            const __m256i av = _mm256_set1_epi64x(a4);                                             \
+            l = _mm256_add_epi32(l, _mm256_madd_epi16(av, bl));                                    \
+            h = _mm256_add_epi32(h, _mm256_madd_epi16(av, bh));                                    \
+        }                                                                                          \
+    } while (0)
+    for (int64_t q = 0; q < k4; q++) {
+        const __m256i bl = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + q * 64)));
+        const __m256i bh =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + q * 64 + 16)));
+        S_ROW(0, l0, h0);
+        S_ROW(1, l1, h1);
+        S_ROW(2, l2, h2);
+        S_ROW(3, l3, h3);
+    }
+#undef S_ROW
+    /* lanes [0 1 4 5 | 2 3 6 7] of the 8 columns, then in order */
+    const __m256i d[S_PW_R] = {
+        _mm256_permute4x64_epi64(_mm256_hadd_epi32(l0, h0), 0xD8),
+        _mm256_permute4x64_epi64(_mm256_hadd_epi32(l1, h1), 0xD8),
+        _mm256_permute4x64_epi64(_mm256_hadd_epi32(l2, h2), 0xD8),
+        _mm256_permute4x64_epi64(_mm256_hadd_epi32(l3, h3), 0xD8)};
+    s_pw_rows8(rq, j, n, d, R, sa, y, m);
+}
+
+/* Pixels [p0, p1) of y (rows of the GEMM) from x's bytes, W packed at pb
+ * (k4 quads a panel). */
+S_T256 static void s_pw_run256(const s_geom *g, const uint8_t *x, bool xflip, const int8_t *pb,
+                               int64_t k4, const s_rq *rq, int64_t p0, int64_t p1, uint8_t *y)
+{
+    const int64_t c = g->c, m = g->m, sh = g->win.stride[0], sw = g->win.stride[1];
+    int16_t aw[S_PW_R * S_PW_K];
+    for (int64_t r0 = p0; r0 < p1; r0 += S_PW_R) {
+        const int nr = (int)(p1 - r0 < S_PW_R ? p1 - r0 : S_PW_R);
+        int32_t sa[S_PW_R] = {0};
         for (int r = 0; r < nr; r++) {
-            __m256i v = _mm256_add_epi32(
-                _mm256_loadu_si256((const __m256i *)(c + r * S_P * 2 + (j - j0))), cm);
+            const int64_t p = r0 + r, n = p / (g->oh * g->ow), o = p % (g->oh * g->ow);
+            const uint8_t *src =
+                x + ((n * g->h + o / g->ow * sh) * g->w + o % g->ow * sw) * c;
+            int16_t *dst = aw + r * k4 * 4;
+            const __m128i flip = _mm_set1_epi8(xflip ? (char)0x80 : 0);
+            int64_t i = 0;
+            for (; i + 16 <= c; i += 16)
+                _mm256_storeu_si256((__m256i *)(dst + i),
+                                    _mm256_cvtepu8_epi16(_mm_xor_si128(
+                                        _mm_loadu_si128((const __m128i *)(src + i)), flip)));
+            for (; i < c; i++)
+                dst[i] = (uint8_t)(src[i] ^ (xflip ? 0x80 : 0));
+            for (; i < k4 * 4; i++)
+                dst[i] = 0;
             if (rq->any_bz)
-                v = _mm256_sub_epi32(v, _mm256_mullo_epi32(bz, _mm256_set1_epi32(sa[r])));
-            const __m256i q =
-                rq->f24 ? gx_requant8f(_mm256_cvtepi32_ps(v), sc, lof, hif)
-                        : _mm256_min_epi32(_mm256_max_epi32(gx_requant8d(v, s0, s1), lo), hi);
-            s_store8(yb + r * m + j, n, _mm256_add_epi32(q, yz));
+                for (i = 0; i < c; i++)
+                    sa[r] += dst[i];
+        }
+        uint8_t *yb = y + r0 * m;
+        for (int64_t j = 0; j < m; j += 8) {
+            const int n = (int)(m - j < 8 ? m - j : 8);
+            const int8_t *w = pb + j / S_P * k4 * 64 + j % S_P * 4;
+            switch (nr) {
+#define S_CASE(R)                                                                                  \
+    case R:                                                                                        \
+        s_pw_tile256(aw, k4, R, w, rq, j, n, sa, yb + j, m);                                       \
+        break;
+                S_CASE(4)
+                S_CASE(3)
+                S_CASE(2)
+#undef S_CASE
+            default:
+                s_pw_tile256(aw, k4, 1, w, rq, j, n, sa, yb + j, m);
+                break;
+            }
         }
     }
 }
@@ -431,6 +551,13 @@ static void s_pointwise(const gx_kargs *k, const s_geom *g)
     const s_isa isa = s_isa_of();
     int64_t lo, hi;
     gx_cpu_share(k, (rows + S_R - 1) / S_R, 1, &lo, &hi);
+#ifdef GX_REQUANT_AVX2
+    if (isa == S_V256 && k4 * 4 <= S_PW_K) {
+        s_pw_run256(g, x->data, xflip, pb, k4, &rq, lo * S_R, hi * S_R < rows ? hi * S_R : rows,
+                    y->data);
+        return;
+    }
+#endif
     uint8_t abuf[S_R * GX_QGEMM_MAX_K + 64];
     int32_t cbuf[S_R * S_P * 2];
     const gx_qgemm_dots_fn dots = gx_cpu_qgemm_dots();

@@ -19,10 +19,13 @@
  *     - rne(p) moves the result one step that way, 0 keeps the tie's even
  *     result. Rare, so behind a test of the tie mask.
  *
- * AVX2 + FMA has the float form over 8 sums (gx_requant8f: the same
- * argument and steps, the tie mask a vector compare) and the int32 one
- * (gx_requant8d: 8 sums whose products stay below 2^30 as two halves of
- * 4 doubles).
+ * AVX2 + FMA has the float form over 8 sums (gx_requant8f) and the
+ * int32 one (gx_requant8d: 8 sums whose products stay below 2^30 as two
+ * halves of 4 doubles). gx_requant8f needs no tie test: one FMA adds
+ * 1.5 x 2^23 to the exact product and rounds once, where floats are the
+ * integers, so the result is that constant plus rne(x) (the constant is
+ * even: a tie keeps its parity), and the clamp and the conversion are
+ * then a compare of floats and a subtraction of their bits.
  *
  * Callers check the CPU (gx_requant_avx512, gx_requant_avx2) and have
  * plain loops elsewhere.
@@ -93,25 +96,19 @@ static inline bool gx_requant_avx2(void)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-/* gx_requant16f over 8 sums (AVX2 + FMA): the same product, ties and
- * bounds, the same results. */
+/* gx_requant16f over 8 sums (AVX2 + FMA), the same results: t = x + M
+ * rounded once (M = 1.5 x 2^23), exact to the integer for |x| < 2^22,
+ * clamped to [M + lo, M + hi] (max first: a NaN product gives lo; |lo|,
+ * |hi| at most 2^22, so t stays in [2^23, 2^24], whose floats' bits are
+ * 0x4B000000 plus their distance from 2^23); products beyond 2^22 round
+ * coarser but stay beyond the bounds. */
 __attribute__((target("avx2,fma"))) static inline __m256i gx_requant8f(__m256 e, __m256 scale,
                                                                      __m256 lo, __m256 hi)
 {
-    const __m256 p = _mm256_mul_ps(e, scale);
-    __m256 r = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 d = _mm256_sub_ps(p, r); /* exact; +-0.5 at a tie of p */
-    const __m256 tie = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), d),
-                                     _mm256_set1_ps(0.5f), _CMP_EQ_OQ);
-    /* without a branch: small scales put many products on ties (e s
-     * within half an ulp of k + 1/2), and a mispredicted test costs more
-     * than the four instructions */
-    const __m256 err = _mm256_fmsub_ps(e, scale, p); /* x - p, exactly */
-    const __m256 step =
-        _mm256_and_ps(tie, _mm256_cmp_ps(_mm256_mul_ps(d, err), _mm256_setzero_ps(), _CMP_GT_OQ));
-    r = _mm256_add_ps(r, _mm256_and_ps(step, _mm256_add_ps(d, d))); /* +-1 */
-    /* max first: a NaN product gives lo */
-    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
+    const __m256 m = _mm256_set1_ps(0x1.8p23f);
+    const __m256 t = _mm256_fmadd_ps(e, scale, m);
+    const __m256 c = _mm256_min_ps(_mm256_max_ps(t, _mm256_add_ps(lo, m)), _mm256_add_ps(hi, m));
+    return _mm256_sub_epi32(_mm256_castps_si256(c), _mm256_set1_epi32(0x4B400000));
 }
 
 /* rint(e * scale) as 8 int32, unclamped, for int32 sums e whose products
