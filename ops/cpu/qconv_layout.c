@@ -272,6 +272,22 @@ S_T256 static inline __attribute__((always_inline)) void s_store8(void *y, int n
     memcpy(y, t, (size_t)n);
 }
 
+/* 4 vectors of 8 int32 bytes (as s_store8's: u8 in [0, 255], else in
+ * [-128, 127]) into the 8-byte pixels at y, y + m, y + 2m, y + 3m. */
+S_T256 static inline __attribute__((always_inline)) void
+s_store8x4(__m256i q0, __m256i q1, __m256i q2, __m256i q3, bool s8, uint8_t *y, int64_t m)
+{
+    const __m256i a = _mm256_packs_epi32(q0, q1), b = _mm256_packs_epi32(q2, q3);
+    /* 128-bit lane L, 4-byte group G: channels 4L..4L+3 of q(G) */
+    const __m256i p = s8 ? _mm256_packs_epi16(a, b) : _mm256_packus_epi16(a, b);
+    const __m256i o = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m128i lo = _mm256_castsi256_si128(o), hi = _mm256_extracti128_si256(o, 1);
+    _mm_storel_epi64((__m128i *)y, lo);
+    _mm_storeh_pd((double *)(y + m), _mm_castsi128_pd(lo));
+    _mm_storel_epi64((__m128i *)(y + 2 * m), hi);
+    _mm_storeh_pd((double *)(y + 3 * m), _mm_castsi128_pd(hi));
+}
+
 /* s_put for 8 channels (the first n stored) in AVX2: s_put16's three
  * forms (float for f24, int32 sums and double products for small, else
  * all in double). */
@@ -1214,20 +1230,37 @@ S_T256 static inline __attribute__((always_inline)) __m256i s_px8(const uint8_t 
     return sgn ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
 }
 
-/* s_ring_fill for 8 channels [c0, c0 + nc). */
+/* s_ring_fill for 8 channels [c0, c0 + nc); SGN and WHOLE (nc = 8)
+ * constants once inlined. */
+S_T256 static inline __attribute__((always_inline)) void
+s_ring_fill8(const uint8_t *row, int64_t c, const bool SGN, const bool WHOLE, int nc, __m256i zv,
+             int64_t pl, int64_t w, int64_t wp, float *dst)
+{
+    int64_t i = 0;
+    for (; i < pl && i < wp; i++)
+        _mm256_storeu_ps(dst + i * 8, _mm256_setzero_ps());
+    for (; i < pl + w && i < wp; i++) {
+        const uint8_t *px = row + (i - pl) * c;
+        const __m256i v = WHOLE ? (SGN ? _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)px))
+                                       : _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)px)))
+                                : s_px8(px, nc, SGN);
+        _mm256_storeu_ps(dst + i * 8, _mm256_cvtepi32_ps(_mm256_sub_epi32(v, zv)));
+    }
+    for (; i < wp; i++)
+        _mm256_storeu_ps(dst + i * 8, _mm256_setzero_ps());
+}
+
 S_T256 static void s_ring_fill256(const s_geom *g, const uint8_t *x, bool sgn, __m256i zv,
                                   int64_t n, int64_t ih, int64_t c0, int nc, int64_t pl,
                                   int64_t wp, float *dst)
 {
     const uint8_t *row = x + (n * g->h + ih) * g->w * g->c + c0;
-    int64_t i = 0;
-    for (; i < pl && i < wp; i++)
-        _mm256_storeu_ps(dst + i * 8, _mm256_setzero_ps());
-    for (; i < pl + g->w && i < wp; i++)
-        _mm256_storeu_ps(dst + i * 8, _mm256_cvtepi32_ps(_mm256_sub_epi32(
-                                          s_px8(row + (i - pl) * g->c, nc, sgn), zv)));
-    for (; i < wp; i++)
-        _mm256_storeu_ps(dst + i * 8, _mm256_setzero_ps());
+    if (nc == 8 && sgn)
+        s_ring_fill8(row, g->c, true, true, 8, zv, pl, g->w, wp, dst);
+    else if (nc == 8)
+        s_ring_fill8(row, g->c, false, true, 8, zv, pl, g->w, wp, dst);
+    else
+        s_ring_fill8(row, g->c, sgn, false, nc, zv, pl, g->w, wp, dst);
 }
 
 /* s_ring_tile for 8 channels. */
@@ -1254,7 +1287,7 @@ S_T256 static void s_dw_rows256(const s_geom *g, const uint8_t *x, bool sgn, int
                                 int64_t hi, int64_t span, int64_t wp, uint8_t *y)
 {
     const gx_win *w = &g->win;
-    const int64_t sw = w->stride[1], pl = w->pad_lo[1];
+    const int64_t sw = w->stride[1], pl = w->pad_lo[1], m = g->m;
     const __m256i zv = _mm256_set1_epi32(xz);
     float ring[S_DW_RING];
     int64_t tag[S_DW_TAPS]; /* the row (n * h + ih) each slot holds, or -1 */
@@ -1286,7 +1319,7 @@ S_T256 static void s_dw_rows256(const s_geom *g, const uint8_t *x, bool sgn, int
                 rows[nr] = dst;
                 wk[nr++] = wf + kh * 3 * cp + c0;
             }
-            uint8_t *yrow = y + u * g->ow * g->m + c0;
+            uint8_t *yrow = y + u * g->ow * m + c0;
             for (int64_t ow0 = 0; ow0 < g->ow; ow0 += S_OB) {
                 const int nb = (int)(g->ow - ow0 < S_OB ? g->ow - ow0 : S_OB);
                 __m256 acc[S_OB];
@@ -1297,15 +1330,25 @@ S_T256 static void s_dw_rows256(const s_geom *g, const uint8_t *x, bool sgn, int
                     s_ring_tile256(rows, wk, nr, cp, ow0, 1, acc);
                 else
                     s_ring_tile256(rows, wk, nr, cp, ow0 * 2, 2, acc);
+                uint8_t *yo = yrow + ow0 * m;
                 if (!rq->f24) { /* sums of (x - xz) w' as int32: s_put8 adds cm */
                     for (int o = 0; o < nb; o++)
-                        s_put8(rq, c0, nc, _mm256_cvtps_epi32(acc[o]), 0,
-                               yrow + (ow0 + o) * g->m);
+                        s_put8(rq, c0, nc, _mm256_cvtps_epi32(acc[o]), 0, yo + o * m);
                     continue;
                 }
-                for (int o = 0; o < nb; o++)
-                    s_store8(yrow + (ow0 + o) * g->m, nc,
-                             _mm256_add_epi32(gx_requant8f(acc[o], sc, lof, hif), yz));
+                __m256i q[S_OB];
+#pragma GCC unroll 8
+                for (int o = 0; o < S_OB; o++)
+                    q[o] = _mm256_add_epi32(gx_requant8f(acc[o], sc, lof, hif), yz);
+                if (nb == S_OB && nc == 8) {
+                    s_store8x4(q[0], q[1], q[2], q[3], rq->s8, yo, m);
+                    s_store8x4(q[4], q[5], q[6], q[7], rq->s8, yo + 4 * m, m);
+                    continue;
+                }
+#pragma GCC unroll 8
+                for (int o = 0; o < S_OB; o++) /* constant indices: q in registers */
+                    if (o < nb)
+                        s_store8(yo + o * m, nc, q[o]);
             }
         }
     }
