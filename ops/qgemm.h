@@ -34,14 +34,24 @@ void gx_cpu_qgemm_pack(gx_op op, const gx_view *b, void *dst);
 gx_kernel_fn gx_cpu_qgemm_kernel(gx_op op);
 const char *gx_cpu_qgemm_impl(void);
 
+/* The wide form of a packed B (packed: the packed value, which keeps B's
+ * view): its panels as int16, each quad of a panel's [16 columns][4 k]
+ * bytes as [2 pairs of k][16 columns][2 k] int16 at the same index (the
+ * quad at pb + o is at pw + o), which AVX2's dot products read; NULL
+ * where it is not packed: CPUs without AVX2, and MatMulInteger's and
+ * QLinearMatMul's B (few rows read it once: the int8 panels, half the
+ * bytes, are faster there). */
+const int16_t *gx_cpu_qgemm_wide(gx_op op, const gx_view *packed);
+
 /* c[r * ldc + j - p0 * 16] = the int32 dot products of rows r < rows
  * (at most 8, each k4 groups of 4 uint8 at a + r * lda, zeros past K) by
  * the columns j of packed B's panels [p0, p1) (pb: past the column
- * sums), on the ISA the packed kernels use: VNNI, AVX2 or plain loops;
- * the same integers on each. */
+ * sums; pw: the wide form at the same panel, gx_cpu_qgemm_wide), on the
+ * ISA the packed kernels use: VNNI, AVX2 (from pw where it is not NULL)
+ * or plain loops; the same integers on each. */
 typedef void (*gx_qgemm_dots_fn)(const uint8_t *a, int64_t lda, int rows, int64_t k4,
-                                 const int8_t *pb, int64_t p0, int64_t p1, int32_t *c,
-                                 int64_t ldc);
+                                 const int8_t *pb, const int16_t *pw, int64_t p0, int64_t p1,
+                                 int32_t *c, int64_t ldc);
 gx_qgemm_dots_fn gx_cpu_qgemm_dots(void);
 
 #endif

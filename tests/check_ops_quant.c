@@ -730,6 +730,7 @@ START_TEST(test_qgemm_dots)
                 const int64_t kk = ks[ki], k4 = (kk + 3) / 4, lda = k4 * 4 + 12;
                 uint8_t *a = ot_alloc((size_t)(8 * lda));
                 int8_t *pb = ot_alloc((size_t)(NP * k4 * 64));
+                int16_t *pw = ot_alloc(sizeof *pw * (size_t)(NP * k4 * 64));
                 int32_t *want = ot_alloc(sizeof *want * 8 * NP * P);
                 int32_t *c = ot_alloc(sizeof *c * 8 * (NP * P + 3));
                 memset(a, 0xEE, (size_t)(8 * lda)); /* past K4 * 4: never read */
@@ -741,6 +742,10 @@ START_TEST(test_qgemm_dots)
                     for (int64_t i = 0; i < kk; i++)
                         pb[j / P * k4 * 64 + i / 4 * 64 + j % P * 4 + i % 4] =
                             (int8_t)s_dots_byte(fill, true);
+                for (int64_t o = 0; o < NP * k4 * 64; o += 64) /* the wide form (ops/qgemm.h) */
+                    for (int j = 0; j < P; j++)
+                        for (int t = 0; t < 4; t++)
+                            pw[o + t / 2 * 32 + j * 2 + t % 2] = pb[o + j * 4 + t];
                 for (int r = 0; r < 8; r++)
                     for (int64_t j = 0; j < NP * P; j++) {
                         int64_t sum = 0;
@@ -749,19 +754,20 @@ START_TEST(test_qgemm_dots)
                                    pb[j / P * k4 * 64 + i / 4 * 64 + j % P * 4 + i % 4];
                         want[r * NP * P + j] = (int32_t)sum;
                     }
-                for (int rows = 1; rows <= 8; rows++)
-                    for (int64_t p0 = 0; p0 < NP; p0 += 2) {
+                for (int rw = 2; rw <= 17; rw++) /* rows 1 to 8, each from pw and from pb alone */
+                    for (int64_t p0 = 0, rows = rw / 2, wide = rw % 2; p0 < NP; p0 += 2) {
                         const int64_t p1 = p0 + 1 + rows % 3 < NP ? p0 + 1 + rows % 3 : NP;
                         const int64_t ldc = (p1 - p0) * P + 3;
                         memset(c, 0x5A, sizeof *c * (size_t)(rows * ldc));
-                        dots(a, lda, rows, k4, pb, p0, p1, c, ldc);
+                        dots(a, lda, (int)rows, k4, pb, wide ? pw : NULL, p0, p1, c, ldc);
                         for (int r = 0; r < rows; r++)
                             for (int64_t j = p0 * P; j < p1 * P; j++)
                                 ck_assert_msg(c[r * ldc + j - p0 * P] == want[r * NP * P + j],
-                                              "%s (%s): K %lld, fill %d, rows %d, panels "
+                                              "%s (%s%s): K %lld, fill %d, rows %d, panels "
                                               "[%lld, %lld): row %d column %lld is %d, want %d",
-                                              isas[is], gx_cpu_qgemm_impl(), (long long)kk, fill,
-                                              rows, (long long)p0, (long long)p1, r,
+                                              isas[is], gx_cpu_qgemm_impl(),
+                                              wide ? ", wide" : "", (long long)kk, fill,
+                                              (int)rows, (long long)p0, (long long)p1, r,
                                               (long long)j, c[r * ldc + j - p0 * P],
                                               want[r * NP * P + j]);
                     }

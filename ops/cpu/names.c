@@ -149,8 +149,9 @@ static uint64_t s_fnv(uint64_t h, const char *s)
 /* Raised when a kernel keeps its name but reads its scratch (or a packed
  * constant) differently: a plan stored in an artifact holds the sizes of
  * the build that compiled it, so that build's plans must not be read.
- * 2: RNN, GRU and LSTM keep H twice (their shares split a step). */
-#define S_KERNELS_REV "2"
+ * 2: RNN, GRU and LSTM keep H twice (their shares split a step); 3: the
+ * integer products' packed B adds its wide form (ops/qgemm.h). */
+#define S_KERNELS_REV "3"
 
 uint64_t gx_cpu_kernel_table_hash(void)
 {

@@ -454,20 +454,20 @@ S_T256 static void s_pw_put256(const s_rq *rq, int nr, int64_t j0, int64_t j1, i
 /* ---- 1x1 in AVX2, the sums in registers ----
  *
  * Where C (in quads) is at most S_PW_K: S_PW_R pixels' bytes widened once
- * to int16 (int8 x moved by 128 first, as qgemm's rows), then per 8
- * output channels their sums over those pixels in 12 registers: W's
- * packed quad of 4 columns x 4 k widened to int16, times a pixel's 4 k
- * broadcast (vpmaddwd: each column's k 0-1 and k 2-3 pair sums, exact),
- * joined by one hadd at the end, and requantized from the registers. The
- * same int32 sums as qgemm's dots, so the same bytes; no buffer of sums,
- * and one pixel's widening serves every output channel. */
+ * to int16 (int8 x moved by 128 first, as qgemm's rows), then per panel
+ * of 16 output channels their sums over those pixels in 8 registers (W's
+ * wide form, ops/qgemm.h: a pair of k of 16 columns is two vectors, times
+ * a pixel's pair broadcast, vpmaddwd: exact), requantized from the
+ * registers. The same int32 sums as qgemm's dots, so the same bytes; no
+ * buffer of sums, and one pixel's widening serves every output channel. */
 #define S_PW_R 4    /* pixels a tile takes */
 #define S_PW_K 2048 /* C, rounded up to quads, at most */
 
-/* Output channels [j, j + n) (w: their half panel's first quad) of R
- * pixels (aw: k4 quads of int16 each) into y's pixels. */
+/* Output channels [j, j + 16) (w: their panel's wide form, k4 quads; the
+ * first n stored) of R pixels (aw: k4 quads of int16 each) into y's
+ * pixels. */
 S_T256 static inline __attribute__((always_inline)) void
-s_pw_tile256(const int16_t *aw, int64_t k4, const int R, const int8_t *w, const s_rq *rq,
+s_pw_tile256(const int16_t *aw, int64_t k4, const int R, const int16_t *w, const s_rq *rq,
              int64_t j, int n, const int32_t *sa, uint8_t *y, int64_t m)
 {
     /* named accumulators: an array of them would live on the stack */
@@ -476,35 +476,31 @@ s_pw_tile256(const int16_t *aw, int64_t k4, const int R, const int8_t *w, const 
 #define S_ROW(r, l, h)                                                                             \
     do {                                                                                           \
         if (R > (r)) {                                                                             \
-            int64_t a4;                                                                            \
-            memcpy(&a4, aw + ((r) * k4 + q) * 4, sizeof a4);                                       \
-            const __m256i av = _mm256_set1_epi64x(a4);                                             \
+            int32_t a2;                                                                            \
+            memcpy(&a2, aw + (r) * k4 * 4 + q * 2, sizeof a2);                                     \
+            const __m256i av = _mm256_set1_epi32(a2);                                              \
             l = _mm256_add_epi32(l, _mm256_madd_epi16(av, bl));                                    \
             h = _mm256_add_epi32(h, _mm256_madd_epi16(av, bh));                                    \
         }                                                                                          \
     } while (0)
-    for (int64_t q = 0; q < k4; q++) {
-        const __m256i bl = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + q * 64)));
-        const __m256i bh =
-            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + q * 64 + 16)));
+    for (int64_t q = 0; q < k4 * 2; q++) { /* pairs of k */
+        const __m256i bl = _mm256_loadu_si256((const __m256i *)(w + q * 32));
+        const __m256i bh = _mm256_loadu_si256((const __m256i *)(w + q * 32 + 16));
         S_ROW(0, l0, h0);
         S_ROW(1, l1, h1);
         S_ROW(2, l2, h2);
         S_ROW(3, l3, h3);
     }
 #undef S_ROW
-    /* lanes [0 1 4 5 | 2 3 6 7] of the 8 columns, then in order */
-    const __m256i d[S_PW_R] = {
-        _mm256_permute4x64_epi64(_mm256_hadd_epi32(l0, h0), 0xD8),
-        _mm256_permute4x64_epi64(_mm256_hadd_epi32(l1, h1), 0xD8),
-        _mm256_permute4x64_epi64(_mm256_hadd_epi32(l2, h2), 0xD8),
-        _mm256_permute4x64_epi64(_mm256_hadd_epi32(l3, h3), 0xD8)};
-    s_pw_rows8(rq, j, n, d, R, sa, y, m);
+    const __m256i ls[S_PW_R] = {l0, l1, l2, l3}, hs[S_PW_R] = {h0, h1, h2, h3};
+    s_pw_rows8(rq, j, n < 8 ? n : 8, ls, R, sa, y, m);
+    if (n > 8)
+        s_pw_rows8(rq, j + 8, n - 8, hs, R, sa, y + 8, m);
 }
 
-/* Pixels [p0, p1) of y (rows of the GEMM) from x's bytes, W packed at pb
- * (k4 quads a panel). */
-S_T256 static void s_pw_run256(const s_geom *g, const uint8_t *x, bool xflip, const int8_t *pb,
+/* Pixels [p0, p1) of y (rows of the GEMM) from x's bytes, W's wide form
+ * at pw (k4 quads a panel). */
+S_T256 static void s_pw_run256(const s_geom *g, const uint8_t *x, bool xflip, const int16_t *pw,
                                int64_t k4, const s_rq *rq, int64_t p0, int64_t p1, uint8_t *y)
 {
     const int64_t c = g->c, m = g->m, sh = g->win.stride[0], sw = g->win.stride[1];
@@ -532,9 +528,9 @@ S_T256 static void s_pw_run256(const s_geom *g, const uint8_t *x, bool xflip, co
                     sa[r] += dst[i];
         }
         uint8_t *yb = y + r0 * m;
-        for (int64_t j = 0; j < m; j += 8) {
-            const int n = (int)(m - j < 8 ? m - j : 8);
-            const int8_t *w = pb + j / S_P * k4 * 64 + j % S_P * 4;
+        for (int64_t j = 0; j < m; j += S_P) {
+            const int n = (int)(m - j < S_P ? m - j : S_P);
+            const int16_t *w = pw + j / S_P * k4 * 64;
             switch (nr) {
 #define S_CASE(R)                                                                                  \
     case R:                                                                                        \
@@ -560,6 +556,7 @@ static void s_pointwise(const gx_kargs *k, const s_geom *g)
     const int64_t rows = g->n * g->oh * g->ow, sh = g->win.stride[0], sw = g->win.stride[1];
     const int32_t *sb = wt->data;
     const int8_t *pb = (const int8_t *)(sb + np);
+    const int16_t *pw = gx_cpu_qgemm_wide(GX_OP_QLINEAR_CONV, wt);
     const bool xflip = x->dtype == GX_I8, wflip = wt->dtype == GX_U8;
     const int32_t xz = s_zp(k, 2, 0) + (xflip ? 128 : 0);
     s_rq rq;
@@ -568,8 +565,8 @@ static void s_pointwise(const gx_kargs *k, const s_geom *g)
     int64_t lo, hi;
     gx_cpu_share(k, (rows + S_R - 1) / S_R, 1, &lo, &hi);
 #ifdef GX_REQUANT_AVX2
-    if (isa == S_V256 && k4 * 4 <= S_PW_K) {
-        s_pw_run256(g, x->data, xflip, pb, k4, &rq, lo * S_R, hi * S_R < rows ? hi * S_R : rows,
+    if (isa == S_V256 && pw && k4 * 4 <= S_PW_K) {
+        s_pw_run256(g, x->data, xflip, pw, k4, &rq, lo * S_R, hi * S_R < rows ? hi * S_R : rows,
                     y->data);
         return;
     }
@@ -607,7 +604,7 @@ static void s_pointwise(const gx_kargs *k, const s_geom *g)
         for (int64_t p = 0; p < np / S_P; p += 2) {
             const int64_t p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
             const int64_t j0 = p * S_P, j1 = p1 * S_P < m ? p1 * S_P : m;
-            dots(a, lda, nr, k4, pb, p, p1, cbuf, S_P * 2);
+            dots(a, lda, nr, k4, pb, pw, p, p1, cbuf, S_P * 2);
             uint8_t *yb = (uint8_t *)y->data + r0 * m;
 #ifdef GX_REQUANT_AVX512
             if (isa == S_V512) {

@@ -15,7 +15,8 @@
  * Packed B (gx_cpu_qgemm_pack): the int32 column sums of b' (N rounded up
  * to 16, zeros past N), then panels of 16 columns, each K4 = ceil(K / 4)
  * quads of [16 columns][4 k] int8 (zeros past K and N); a QLinearConv's
- * then also W's direct form (s_direct_bytes).
+ * then also W's direct form (s_direct_bytes) and, where the CPU has
+ * AVX2, its panels again as int16 pairs (the wide form, s_wide_bytes).
  *
  * A is copied eight rows at a time into a buffer of K4 * 4 bytes a row
  * (flipped to uint8, zeros past K); a QLinearConv's rows are its im2col
@@ -195,9 +196,39 @@ static size_t s_direct_bytes(gx_op op, const gx_view *w)
     return (size_t)(mb * c4 * (w->numel / (w->shape[0] * w->shape[1])) * S_MB * 4);
 }
 
+/* Is the wide form packed (AVX2's dots read it)? Where the CPU has AVX2. */
+static bool s_wide_packed(void)
+{
+#ifdef S_VNNI_OK
+    return __builtin_cpu_supports("avx2");
+#else
+    return false;
+#endif
+}
+
+/* Bytes of the wide form: a convolution's GEMM panels (every chunk's) as
+ * int16, each quad's [16 columns][4 k] bytes as [2 pairs of k][16
+ * columns][2 k], vpmaddwd's operands; 0 where it is not packed (and for
+ * the products: s_dots_avx2). */
+static size_t s_wide_bytes(gx_op op, const gx_view *b)
+{
+    int64_t k, n;
+    s_kn(op, b, &k, &n);
+    const int64_t np = (n + S_P - 1) / S_P * S_P;
+    return s_conv(op) && s_wide_packed() ? 2 * (s_gemm_bytes(op, b) - (size_t)np * 4) : 0;
+}
+
+const int16_t *gx_cpu_qgemm_wide(gx_op op, const gx_view *packed)
+{
+    if (!s_wide_bytes(op, packed))
+        return NULL;
+    return (const int16_t *)((const char *)packed->data + s_gemm_bytes(op, packed) +
+                             s_direct_bytes(op, packed));
+}
+
 size_t gx_cpu_qgemm_packed_bytes(gx_op op, const gx_view *b)
 {
-    return s_gemm_bytes(op, b) + s_direct_bytes(op, b);
+    return s_gemm_bytes(op, b) + s_direct_bytes(op, b) + s_wide_bytes(op, b);
 }
 
 /* b'[k][j]: element (k, j) of the product's B as int8. */
@@ -231,6 +262,14 @@ void gx_cpu_qgemm_pack(gx_op op, const gx_view *b, void *dst)
         panels += np * k4 * 4;
         at = end;
     }
+    if (s_wide_bytes(op, b)) { /* quad by quad: (column j, k t) to pair t / 2's column j */
+        const int8_t *from = (const int8_t *)(sums + np);
+        int16_t *wide = (int16_t *)((char *)dst + s_gemm_bytes(op, b) + s_direct_bytes(op, b));
+        for (size_t o = 0; o < (size_t)(panels - from); o += 64)
+            for (int j = 0; j < S_P; j++)
+                for (int t = 0; t < 4; t++)
+                    wide[o + t / 2 * 32 + j * 2 + t % 2] = from[o + j * 4 + t];
+    }
     if (!s_conv(op))
         return;
     /* the direct form: element (m, c, tap) at [m / S_MB][c / 4][tap][m % S_MB][c % 4] */
@@ -248,13 +287,13 @@ void gx_cpu_qgemm_pack(gx_op op, const gx_view *b, void *dst)
 /* c[r * ldc + j - p0 * 16] = sum over k of a[r][k] b'[k][j] for rows r <
  * rows (at most S_R, each of k4 quads at a + r * lda) and the columns j of
  * panels [p0, p1). */
-typedef void (*s_dots_fn)(const uint8_t *a, int64_t lda, int rows, int64_t k4, const int8_t *pb,
-                          int64_t p0, int64_t p1, int32_t *c, int64_t ldc);
+typedef gx_qgemm_dots_fn s_dots_fn;
 
 GX_CPU_CLONES static void s_dots(const uint8_t *a, int64_t lda, int rows, int64_t k4,
-                                 const int8_t *pb, int64_t p0, int64_t p1, int32_t *c,
-                                 int64_t ldc)
+                                 const int8_t *pb, const int16_t *pw, int64_t p0, int64_t p1,
+                                 int32_t *c, int64_t ldc)
 {
+    (void)pw;
     for (int r = 0; r < rows; r++)
         for (int64_t p = p0; p < p1; p++) {
             int32_t acc[S_P] = {0};
@@ -312,9 +351,10 @@ s_vnni_rows(const uint8_t *a, int64_t lda, const int R, int64_t k4, const int8_t
 }
 
 S_TVNNI static void s_dots_vnni(const uint8_t *a, int64_t lda, int rows, int64_t k4,
-                                const int8_t *pb, int64_t p0, int64_t p1, int32_t *c,
-                                int64_t ldc)
+                                const int8_t *pb, const int16_t *pw, int64_t p0, int64_t p1,
+                                int32_t *c, int64_t ldc)
 {
+    (void)pw;
     for (int64_t p = p0; p < p1; p += 2) {
         const bool two = p + 1 < p1;
         const int8_t *w0 = pb + p * k4 * 64, *w1 = two ? w0 + k4 * 64 : w0;
@@ -340,15 +380,24 @@ S_TVNNI static void s_dots_vnni(const uint8_t *a, int64_t lda, int rows, int64_t
 }
 
 /* AVX2 has no uint8 x int8 product that is exact (vpmaddubsw saturates
- * its int16 pair sums), so the dots widen both to int16 and take
- * vpmaddwd: a pair of int16 products summed into an int32, exact (at
- * most 2 x 255 x 128). A's rows are widened once per call, S_KC quads at
- * a time, into a buffer a quad of which is one 8-byte broadcast; a
- * panel's quad is four 16-byte groups of 4 columns x 4 k, each widened
- * to a ymm whose int32 lanes are (column, k 0-1) and (column, k 2-3)
- * pair sums, added together at the end (hadd). The int32 sums wrap as
- * s_dots' do, so the bits are the same. */
+ * its int16 pair sums), so the dots take both as int16 and vpmaddwd: a
+ * pair of int16 products summed into an int32, exact (at most 2 x 255 x
+ * 128). A's rows are widened per call, S_KC quads at a time, into a
+ * buffer. B is read one of two ways:
+ *   - a convolution's from the pack's wide form (pw: W's panels widened
+ *     once; widening them in each call cost a third of the time, as a
+ *     conv's many rows make it compute-bound): a pair of k of a panel is
+ *     two vectors of 8 columns, times a row's pair broadcast, so 4 rows
+ *     by 16 columns are 8 sums in registers, in column order;
+ *   - a product's (few rows, its B streamed once a job: the int16 form
+ *     would double the bytes read) from the int8 panels (pw NULL): a
+ *     panel's quad is four 16-byte groups of 4 columns x 4 k, each
+ *     widened to a ymm whose int32 lanes are (column, k 0-1) and
+ *     (column, k 2-3) pair sums against a row's quad broadcast, added
+ *     together at the end (hadd).
+ * The int32 sums wrap as s_dots' do, so the bits are the same. */
 #define S_KC 256 /* quads of A widened at a time: S_R x 2 KiB */
+#define S_WR 4   /* rows of a register tile */
 
 /* xs[r] for R rows (a constant once inlined, at most S_R) over nq quads
  * of aw (R rows, each nq * 4 int16) and 4 columns of a panel (w: their
@@ -400,9 +449,46 @@ s_avx2_rows(const int16_t *aw, int64_t nq, const int R, const int8_t *w, int h, 
     }
 }
 
+/* The 16 columns of a panel (w: its wide form's first quad) by R rows (a
+ * constant once inlined, at most S_WR) over nq quads of aw (R rows, each
+ * nq * 4 int16) into c (add: onto what c holds). */
+S_TAVX2 static inline __attribute__((always_inline)) void
+s_wide_rows(const int16_t *aw, int64_t nq, const int R, const int16_t *w, int32_t *c,
+            int64_t ldc, bool add)
+{
+    /* named accumulators: an array of them would live on the stack */
+    __m256i l0 = _mm256_setzero_si256(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0,
+            h3 = l0;
+#define S_ROW(r, l, h)                                                                             \
+    do {                                                                                           \
+        if (R > (r)) {                                                                             \
+            int32_t a2;                                                                            \
+            memcpy(&a2, aw + (r) * nq * 4 + q * 2, sizeof a2);                                     \
+            const __m256i av = _mm256_set1_epi32(a2);                                              \
+            l = _mm256_add_epi32(l, _mm256_madd_epi16(av, bl));                                    \
+            h = _mm256_add_epi32(h, _mm256_madd_epi16(av, bh));                                    \
+        }                                                                                          \
+    } while (0)
+    for (int64_t q = 0; q < nq * 2; q++) { /* pairs of k */
+        const __m256i bl = _mm256_loadu_si256((const __m256i *)(w + q * 32));
+        const __m256i bh = _mm256_loadu_si256((const __m256i *)(w + q * 32 + 16));
+        S_ROW(0, l0, h0);
+        S_ROW(1, l1, h1);
+        S_ROW(2, l2, h2);
+        S_ROW(3, l3, h3);
+    }
+#undef S_ROW
+    const __m256i ls[S_WR] = {l0, l1, l2, l3}, hs[S_WR] = {h0, h1, h2, h3};
+    for (int r = 0; r < R; r++) {
+        __m256i *cl = (__m256i *)(c + r * ldc), *ch = (__m256i *)(c + r * ldc + 8);
+        _mm256_storeu_si256(cl, add ? _mm256_add_epi32(ls[r], _mm256_loadu_si256(cl)) : ls[r]);
+        _mm256_storeu_si256(ch, add ? _mm256_add_epi32(hs[r], _mm256_loadu_si256(ch)) : hs[r]);
+    }
+}
+
 S_TAVX2 static void s_dots_avx2(const uint8_t *a, int64_t lda, int rows, int64_t k4,
-                                const int8_t *pb, int64_t p0, int64_t p1, int32_t *c,
-                                int64_t ldc)
+                                const int8_t *pb, const int16_t *pw, int64_t p0, int64_t p1,
+                                int32_t *c, int64_t ldc)
 {
     int16_t aw[S_R * S_KC * 4];
     for (int64_t q0 = 0; q0 < k4; q0 += S_KC) {
@@ -418,7 +504,18 @@ S_TAVX2 static void s_dots_avx2(const uint8_t *a, int64_t lda, int rows, int64_t
             for (; i < n; i++)
                 dst[i] = src[i];
         }
-        for (int64_t p = p0; p < p1; p++)
+        for (int64_t p = p0; p < p1 && pw; p++)
+            for (int r0 = 0; r0 < rows; r0 += S_WR) {
+                const int16_t *w = pw + p * k4 * 64 + q0 * 64, *ar = aw + r0 * n;
+                int32_t *cp = c + r0 * ldc + (p - p0) * S_P;
+                switch (rows - r0) {
+                case 1: s_wide_rows(ar, nq, 1, w, cp, ldc, q0 > 0); break;
+                case 2: s_wide_rows(ar, nq, 2, w, cp, ldc, q0 > 0); break;
+                case 3: s_wide_rows(ar, nq, 3, w, cp, ldc, q0 > 0); break;
+                default: s_wide_rows(ar, nq, 4, w, cp, ldc, q0 > 0); break;
+                }
+            }
+        for (int64_t p = p0; p < p1 && !pw; p++)
             for (int h = 0; h < 4; h += 2) {
                 const int8_t *w = pb + p * k4 * 64 + q0 * 64;
                 int32_t *cp = c + (p - p0) * S_P + h * 4;
@@ -568,6 +665,8 @@ static void s_matmul(const gx_kargs *k, bool requant)
     const int64_t np = (n + S_P - 1) / S_P * S_P, k4 = (kk + 3) / 4, rows = a->numel / kk;
     const int32_t *sb = b->data;
     const int8_t *pb = (const int8_t *)(sb + np);
+    const int16_t *pw =
+        gx_cpu_qgemm_wide(requant ? GX_OP_QLINEAR_MATMUL : GX_OP_MATMUL_INTEGER, b);
     const bool aflip = a->dtype == GX_I8, bflip = b->dtype == GX_U8;
     const s_dots_fn dots = s_dots_pick();
     float scale = 0, yz = 0;
@@ -601,7 +700,7 @@ static void s_matmul(const gx_kargs *k, bool requant)
             bz[j - j0] = s_zp(k, ibz, j) - (bflip ? 128 : 0);
             scales[j - j0] = scale;
         }
-        dots(abuf, k4 * 4, nr, k4, pb, p, p1, c, S_P * 2);
+        dots(abuf, k4 * 4, nr, k4, pb, pw, p, p1, c, S_P * 2);
         for (int r = 0; r < nr; r++) {
             const int64_t row = r0 + r;
             const int32_t *cr = c + r * S_P * 2;
@@ -1242,6 +1341,7 @@ static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
         const int nr = (int)(rows - r0 < S_R ? rows - r0 : S_R);
         int32_t sa[S_R] = {0};
         const int8_t *pb = (const int8_t *)(sb + np);
+        const int16_t *pw = gx_cpu_qgemm_wide(op, wt); /* from pb's panel on, as pb */
         for (int64_t ch = 0; ch < chunks - 1; ch++) { /* all chunks but the last into sums */
             const int64_t k4 = s_chunk_k4(c, cc, w->k_size, ch);
             int32_t sc[S_R];
@@ -1249,7 +1349,7 @@ static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
                      abuf, sc);
             for (int64_t p = 0; p < np / S_P; p += 2) {
                 const int64_t p1 = p + 2 < np / S_P ? p + 2 : np / S_P;
-                dots(abuf, k4 * 4, nr, k4, pb, p, p1, cbuf, S_P * 2);
+                dots(abuf, k4 * 4, nr, k4, pb, pw, p, p1, cbuf, S_P * 2);
                 for (int r = 0; r < nr; r++)
                     for (int64_t j = p * S_P; j < p1 * S_P && j < m; j++)
                         sums[r * m + j] = (int32_t)((ch ? (uint32_t)sums[r * m + j] : 0u) +
@@ -1258,6 +1358,7 @@ static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
             for (int r = 0; r < nr; r++)
                 sa[r] += sc[r];
             pb += np * k4 * 4;
+            pw = pw ? pw + np * k4 * 4 : NULL;
         }
         const int64_t clast = (chunks - 1) * cc;
         const int64_t k4 = chunks == 1 ? (kk + 3) / 4 : s_chunk_k4(c, cc, w->k_size, chunks - 1);
@@ -1282,7 +1383,7 @@ static void s_conv_gemm(const gx_kargs *k, const gx_win *w, bool requant)
                     scale[j - j0] = xs * ws / ys;
                 }
             }
-            dots(abuf, k4 * 4, nr, k4, pb, p, p1, cbuf, S_P * 2);
+            dots(abuf, k4 * 4, nr, k4, pb, pw, p, p1, cbuf, S_P * 2);
             for (int r = 0; r < nr && chunks > 1; r++)
                 for (int64_t j = j0; j < j1; j++)
                     cbuf[r * S_P * 2 + j - j0] = (int32_t)((uint32_t)cbuf[r * S_P * 2 + j - j0] +
