@@ -25,11 +25,12 @@
  * they do (rint of the sum times x_scale w_scale / y_scale, the product
  * in double, plus y_zp, saturated): the same bytes on every ISA and
  * split. With AVX2 and FMA (no AVX-512, or the GEMM's ISA set to
- * "avx2") both take 8 channels a vector: the 1x1 through qgemm's AVX2
- * dots (int16 pairs, exact) and s_pw_put256, the depthwise 3-wide
- * windows through a float ring as s_dw_rows512 (s_dw_rows256). Elsewhere
- * plain loops; the layout pass offers this layout only where the vector
- * kernels run (gx_cpu_qconv_layout).
+ * "avx2") both take 8 channels a vector: the 1x1 sums 4 pixels by 16
+ * channels in registers from W's wide form (s_pw_run256; int16 pairs,
+ * exact), the depthwise 3-wide windows run through a float ring as
+ * s_dw_rows512 (s_dw_rows256). Elsewhere plain loops; the layout pass
+ * offers this layout only where the vector kernels run
+ * (gx_cpu_qconv_layout).
  */
 #include <math.h>
 #include <stdio.h>
