@@ -486,27 +486,36 @@ s_wide_rows(const int16_t *aw, int64_t nq, const int R, const int16_t *w, int32_
     }
 }
 
-S_TAVX2 static void s_dots_avx2(const uint8_t *a, int64_t lda, int rows, int64_t k4,
-                                const int8_t *pb, const int16_t *pw, int64_t p0, int64_t p1,
-                                int32_t *c, int64_t ldc)
+/* Quads [q0, q0 + nq) of A's rows (rows of them, lda bytes apart) as
+ * int16, each row nq * 4 of them in aw. */
+S_TAVX2 static inline __attribute__((always_inline)) void
+s_widen_rows(const uint8_t *a, int64_t lda, int rows, int64_t q0, int64_t nq, int16_t *aw)
 {
-    int16_t aw[S_R * S_KC * 4];
+    const int64_t n = nq * 4;
+    for (int r = 0; r < rows; r++) {
+        const uint8_t *src = a + r * lda + q0 * 4;
+        int16_t *dst = aw + r * n;
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            _mm256_storeu_si256((__m256i *)(dst + i),
+                                _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
+        for (; i < n; i++)
+            dst[i] = src[i];
+    }
+}
+
+/* s_dots_avx2 from the wide form. */
+S_TAVX2 static void s_dots_wide(const uint8_t *a, int64_t lda, int rows, int64_t k4,
+                                const int16_t *pw, int64_t p0, int64_t p1, int32_t *c,
+                                int64_t ldc)
+{
+    int16_t aw[S_R * S_KC * 4] __attribute__((aligned(64)));
     for (int64_t q0 = 0; q0 < k4; q0 += S_KC) {
-        const int64_t nq = k4 - q0 < S_KC ? k4 - q0 : S_KC, n = nq * 4;
-        for (int r = 0; r < rows; r++) {
-            const uint8_t *src = a + r * lda + q0 * 4;
-            int16_t *dst = aw + r * n;
-            int64_t i = 0;
-            for (; i + 16 <= n; i += 16)
-                _mm256_storeu_si256(
-                    (__m256i *)(dst + i),
-                    _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
-            for (; i < n; i++)
-                dst[i] = src[i];
-        }
-        for (int64_t p = p0; p < p1 && pw; p++)
+        const int64_t nq = k4 - q0 < S_KC ? k4 - q0 : S_KC;
+        s_widen_rows(a, lda, rows, q0, nq, aw);
+        for (int64_t p = p0; p < p1; p++)
             for (int r0 = 0; r0 < rows; r0 += S_WR) {
-                const int16_t *w = pw + p * k4 * 64 + q0 * 64, *ar = aw + r0 * n;
+                const int16_t *w = pw + p * k4 * 64 + q0 * 64, *ar = aw + r0 * nq * 4;
                 int32_t *cp = c + r0 * ldc + (p - p0) * S_P;
                 switch (rows - r0) {
                 case 1: s_wide_rows(ar, nq, 1, w, cp, ldc, q0 > 0); break;
@@ -515,7 +524,22 @@ S_TAVX2 static void s_dots_avx2(const uint8_t *a, int64_t lda, int rows, int64_t
                 default: s_wide_rows(ar, nq, 4, w, cp, ldc, q0 > 0); break;
                 }
             }
-        for (int64_t p = p0; p < p1 && !pw; p++)
+    }
+}
+
+S_TAVX2 static void s_dots_avx2(const uint8_t *a, int64_t lda, int rows, int64_t k4,
+                                const int8_t *pb, const int16_t *pw, int64_t p0, int64_t p1,
+                                int32_t *c, int64_t ldc)
+{
+    if (pw) {
+        s_dots_wide(a, lda, rows, k4, pw, p0, p1, c, ldc);
+        return;
+    }
+    int16_t aw[S_R * S_KC * 4] __attribute__((aligned(64)));
+    for (int64_t q0 = 0; q0 < k4; q0 += S_KC) {
+        const int64_t nq = k4 - q0 < S_KC ? k4 - q0 : S_KC;
+        s_widen_rows(a, lda, rows, q0, nq, aw);
+        for (int64_t p = p0; p < p1; p++)
             for (int h = 0; h < 4; h += 2) {
                 const int8_t *w = pb + p * k4 * 64 + q0 * 64;
                 int32_t *cp = c + (p - p0) * S_P + h * 4;
