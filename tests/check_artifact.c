@@ -672,6 +672,40 @@ START_TEST(bad_files_are_refused)
 }
 END_TEST
 
+/* A prepared constant recorded as made from another graph constant
+ * (resealed): where this build would prepare that one to another size,
+ * refused (a plan of a build that packed differently never reaches the
+ * kernels); the same size reads. */
+START_TEST(prepared_constants_of_another_form_are_refused)
+{
+    s_file f;
+    s_file_make(&f);
+    unsigned char *b = malloc(f.len);
+    char err[512];
+    static const char key[] = "\xa6source";
+    int sources = 0, refused = 0;
+    for (size_t at = GX_ARTIFACT_HEADER; at + 8 <= f.len; at++) {
+        if (memcmp(f.buf + at, key, 7) != 0 || f.buf[at + 7] >= 0x80)
+            continue; /* a source as a positive fixint */
+        sources++;
+        for (unsigned char v = 0; v < 64; v++) {
+            if (v == f.buf[at + 7])
+                continue;
+            memcpy(b, f.buf, f.len);
+            b[at + 7] = v;
+            s_reseal(b, f.len);
+            const int rc = s_read(&f, b, f.len, err, sizeof err);
+            ck_assert_msg(rc == GX_OK || rc == GX_EFORMAT, "source %u: %d %s", v, rc, err);
+            refused += rc == GX_EFORMAT && strstr(err, "this build prepares") != NULL;
+        }
+    }
+    ck_assert_int_gt(sources, 0);
+    ck_assert_int_gt(refused, 0);
+    free(b);
+    s_file_free(&f);
+}
+END_TEST
+
 START_TEST(resealed_corruption_never_runs_wild)
 {
     /* a hostile file: bits flipped and the checksum made right again; the
@@ -2094,6 +2128,7 @@ Suite *artifact_suite(void)
     tcase_add_test(tc, bad_files_are_refused);
     tcase_add_test(tc, device_files_are_checked);
     tcase_add_test(tc, artifact_plans_are_replanned_from_the_graph);
+    tcase_add_test(tc, prepared_constants_of_another_form_are_refused);
     tcase_add_test(tc, resealed_corruption_never_runs_wild);
     tcase_add_test(tc, kernel_names_round_trip);
     tcase_add_test(tc, slice_plans_share_the_whole_plans_constants);

@@ -1377,6 +1377,42 @@ static bool s_no_data(const gxd_plan *p, int v)
            !p->values[v].view.data && p->values[v].view.numel > 0;
 }
 
+/* The first step that reads value i, or NULL. */
+static const gxd_step *s_reader(const gxd_plan *p, int i)
+{
+    for (size_t k = 0; k < p->n_steps; k++)
+        for (int j = 0; j < p->steps[k].n_in; j++)
+            if (p->steps[k].in[j] == i)
+                return &p->steps[k];
+    return NULL;
+}
+
+/* The device whose kernel reads value i (that of its first reader), or NULL. */
+static const gx_backend *s_reader_device(const gxd_plan *p, int i)
+{
+    const gxd_step *s = s_reader(p, i);
+    return s ? p->devices[s->device] : NULL;
+}
+
+/* Does prepared constant i hold the bytes this build's prepare pass
+ * writes for its reader's kernel? A build that packs a form differently
+ * without a new kernels id (ops/cpu/names.c, S_KERNELS_REV) would
+ * otherwise hand its kernels a constant of the old form. */
+static int s_check_prepared(s_r *r, size_t i)
+{
+    const gxd_plan *p = r->p;
+    const gxd_prepared *pr = &p->prepared[i];
+    const gxd_step *s = s_reader(p, pr->value);
+    if (!s)
+        return GX_OK; /* read by no step: never handed to a kernel */
+    const size_t want = gxd_prepare_bytes(p->devices[s->device], pr->op, pr->trans_b, pr->layout,
+                                          s->attr, &p->values[pr->source].view);
+    if (want != p->values[pr->value].nbytes)
+        return S_BAD(r, "prepared[%zu] holds %zu bytes where this build prepares %zu", i,
+                     p->values[pr->value].nbytes, want);
+    return GX_OK;
+}
+
 static int s_check_plan(s_r *r)
 {
     gxd_plan *p = r->p;
@@ -1428,6 +1464,8 @@ static int s_check_plan(s_r *r)
             p->prepared[i].source < 0 || (size_t)p->prepared[i].source >= p->n_values)
             rc = S_BAD(r, "prepared[%zu] names values %d and %d", i, p->prepared[i].value,
                        p->prepared[i].source);
+        else
+            rc = s_check_prepared(r, i);
     for (size_t i = 0; i < p->n_parts && rc == GX_OK; i++)
         if (p->parts[i].device < 0 || (size_t)p->parts[i].device >= p->n_devices)
             rc = S_BAD(r, "parts[%zu] on device %d", i, p->parts[i].device);
@@ -1483,16 +1521,6 @@ static int s_consts_fill(void *arg, void *dst)
                      v->nbytes, r->cat[f->i], r->cbody_len);
     memcpy(dst, r->cbody + r->cat[f->i], v->nbytes);
     return GX_OK;
-}
-
-/* The device whose kernel reads value i (that of its first reader), or NULL. */
-static const gx_backend *s_reader_device(const gxd_plan *p, int i)
-{
-    for (size_t k = 0; k < p->n_steps; k++)
-        for (int j = 0; j < p->steps[k].n_in; j++)
-            if (p->steps[k].in[j] == i)
-                return p->devices[p->steps[k].device];
-    return NULL;
 }
 
 /* Data for the values in the constants file, after the steps: a prepared

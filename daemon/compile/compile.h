@@ -444,6 +444,14 @@ void *gxd_shared_get(gxd_shared *s, gxd_plan *p, const void *src, size_t src_byt
                      size_t bytes, int (*fill)(void *arg, void *dst), void *arg,
                      const gxd_budget *budget, int *rc, char *err, size_t errlen);
 
+/* Bytes of graph constant b prepared for dev's kernel of op (a Gemm's
+ * trans_b, a Conv's layout, the reading step's attr), as this build's
+ * prepare pass writes them; 0 where dev has no such form. An artifact's
+ * plan whose prepared constants hold other sizes was compiled by a build
+ * that packed differently (daemon/compile/artifact.c refuses it). */
+size_t gxd_prepare_bytes(const gx_backend *dev, gx_op op, bool trans_b, gx_layout layout,
+                         const gx_attrval *attr, const gx_view *b);
+
 typedef struct gxd_compile_limits {
     int64_t max_nodes;
     int64_t max_tensor_bytes;

@@ -204,6 +204,24 @@ static size_t s_form_view(const s_form *f, const gx_view *b, gx_view *pv)
     return f->dev->gemm_pack->packed_floats(f->op, f->attr, b) * sizeof(float);
 }
 
+size_t gxd_prepare_bytes(const gx_backend *dev, gx_op op, bool trans_b, gx_layout layout,
+                         const gx_attrval *attr, const gx_view *b)
+{
+    const s_form f = {dev, op, trans_b, layout, attr};
+    /* W of a convolution [M, C, kh, kw], B of a product a matrix */
+    const bool conv = op == GX_OP_CONV || op == GX_OP_QLINEAR_CONV || op == GX_OP_CONVINTEGER;
+    if (!dev || b->ndim != (conv ? 4 : 2) ||
+        (s_qop(op) ? !dev->qgemm_pack
+                   : conv ? !dev->layouts
+                          : !dev->gemm_pack || (op != GX_OP_GEMM && op != GX_OP_MATMUL)))
+        return 0;
+    for (int d = 0; d < b->ndim; d++)
+        if (b->shape[d] < 1)
+            return 0;
+    gx_view pv;
+    return s_form_view(&f, b, &pv);
+}
+
 /* Writes b in form f (view pv of s_form_view) to dst. */
 static void s_form_fill(const s_form *f, const gx_view *b, gx_view pv, void *dst)
 {
