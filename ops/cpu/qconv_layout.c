@@ -283,10 +283,10 @@ s_store8x4(__m256i q0, __m256i q1, __m256i q2, __m256i q3, bool s8, uint8_t *y, 
     const __m256i p = s8 ? _mm256_packs_epi16(a, b) : _mm256_packus_epi16(a, b);
     const __m256i o = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     const __m128i lo = _mm256_castsi256_si128(o), hi = _mm256_extracti128_si256(o, 1);
-    _mm_storel_epi64((__m128i *)y, lo);
-    _mm_storeh_pd((double *)(y + m), _mm_castsi128_pd(lo));
+    _mm_storel_epi64((__m128i *)y, lo); /* movq: any alignment */
+    _mm_storel_epi64((__m128i *)(y + m), _mm_unpackhi_epi64(lo, lo));
     _mm_storel_epi64((__m128i *)(y + 2 * m), hi);
-    _mm_storeh_pd((double *)(y + 3 * m), _mm_castsi128_pd(hi));
+    _mm_storel_epi64((__m128i *)(y + 3 * m), _mm_unpackhi_epi64(hi, hi));
 }
 
 /* s_put for 8 channels (the first n stored) in AVX2: s_put16's three
@@ -411,7 +411,7 @@ s_pw_rows8(const s_rq *rq, int64_t j, int n, const __m256i *d, const int R, cons
     const __m256i mk = s_mask8(n);
     const __m256i cm = _mm256_maskload_epi32(rq->cmi + j, mk);
     const __m256i yz = _mm256_set1_epi32(rq->yz);
-    const __m256i bz = rq->any_bz ? _mm256_maskload_epi32(rq->bzi + j, mk) : yz;
+    const __m256i bz = rq->any_bz ? _mm256_maskload_epi32(rq->bzi + j, mk) : _mm256_setzero_si256();
     if (rq->f24) {
         const __m256 sc = _mm256_maskload_ps(rq->scalef + j, mk);
         const __m256 lof = _mm256_set1_ps((float)rq->lo), hif = _mm256_set1_ps((float)rq->hi);
