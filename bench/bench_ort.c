@@ -443,6 +443,23 @@ static float s_uniform(uint64_t *state, float lo, float hi)
     return lo + (hi - lo) * (float)((double)(z >> 11) * 0x1.0p-53);
 }
 
+/* n int8 weights from a normal distribution (Box-Muller), quantized
+ * symmetrically: the largest magnitude to 127. */
+static void s_normal_int8(uint64_t *state, int8_t *w, int64_t n)
+{
+    float *v = malloc(sizeof *v * (size_t)n), top = 0;
+    if (!v)
+        gxb_die(S_PROG, "building a model", strerror(ENOMEM));
+    for (int64_t i = 0; i < n; i++) {
+        const float u = s_uniform(state, 0x1.0p-24f, 1.0f), t = s_uniform(state, 0.0f, 1.0f);
+        v[i] = sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * t);
+        top = fabsf(v[i]) > top ? fabsf(v[i]) : top;
+    }
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (int8_t)lrintf(v[i] / top * 127.0f);
+    free(v);
+}
+
 static void s_mb_init(s_mb *b, const char *name, uint64_t seed)
 {
     memset(b, 0, sizeof *b);
@@ -1023,8 +1040,12 @@ static const char *s_build_gru(s_mb *b, const s_model *m)
 
 /* ONNX Runtime's quantize_dynamic form of a Linear layer: x ->
  * DynamicQuantizeLinear -> MatMulInteger by int8 weights -> Cast ->
- * Mul (x's scale times the weights') -> Add bias; four of them with Relu. */
-static const char *s_build_dq_mlp(s_mb *b, const s_model *m)
+ * Mul (x's scale times the weights') -> Add bias; four of them with Relu.
+ * normal: the weights a trained layer's are like, normally distributed,
+ * quantized by their largest magnitude to 127 (as quantize_dynamic does);
+ * else uniform over the whole int8 range (the worst case for a kernel
+ * whose pair sums must stay within int16). */
+static const char *s_dq_mlp(s_mb *b, bool normal)
 {
     const char *h = "x";
     const int64_t d = 768;
@@ -1033,8 +1054,11 @@ static const char *s_build_dq_mlp(s_mb *b, const s_model *m)
         gxb_die(S_PROG, "building a model", strerror(ENOMEM));
     const int8_t zero = 0;
     for (int layer = 0; layer < 4; layer++) {
-        for (int64_t i = 0; i < d * d; i++)
-            w[i] = (int8_t)(s_uniform(&b->rng, -127.0f, 127.0f));
+        if (normal)
+            s_normal_int8(&b->rng, w, d * d);
+        else
+            for (int64_t i = 0; i < d * d; i++)
+                w[i] = (int8_t)(s_uniform(&b->rng, -127.0f, 127.0f));
         const char *wq = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 2, (int64_t[]){d, d}, w,
                                 (size_t)(d * d));
         const char *wz = s_init(b, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 0, NULL, &zero, 1);
@@ -1053,6 +1077,18 @@ static const char *s_build_dq_mlp(s_mb *b, const s_model *m)
     }
     free(w);
     return h;
+}
+
+static const char *s_build_dq_mlp(s_mb *b, const s_model *m)
+{
+    (void)m;
+    return s_dq_mlp(b, false);
+}
+
+static const char *s_build_dq_mlp_n(s_mb *b, const s_model *m)
+{
+    (void)m;
+    return s_dq_mlp(b, true);
 }
 
 /* An audio front end: 1-D convolutions over 16000 samples (1 s at 16
@@ -1243,7 +1279,9 @@ static const s_model s_models[] = {
     {"lstm", "x[64,1,128] -> LSTM, 256 units, 64 steps at batch 1", s_build_lstm, 3, {64, 1, 128}, 0},
     {"gru", "x[64,1,128] -> GRU, 256 units, 64 steps at batch 1", s_build_gru, 3, {64, 1, 128}, 0},
     {"dq_mlp", "x[8,768] -> 4 x (DynamicQuantizeLinear, MatMulInteger int8 768x768, Cast, Mul "
-     "scales, Add bias, Relu)", s_build_dq_mlp, 2, {8, 768}, 0},
+     "scales, Add bias, Relu), weights uniform over int8", s_build_dq_mlp, 2, {8, 768}, 0},
+    {"dq_mlp_n", "the same, weights normal (a trained layer's) quantized to int8 by their "
+     "largest magnitude", s_build_dq_mlp_n, 2, {8, 768}, 0},
     {"qmbv2", "x[1,24,56,56] -> QuantizeLinear u8, QLinearConv 1x1 24->144, depthwise 3x3, "
      "1x1 144->24 (int8 weights, per-channel scales), DequantizeLinear, residual Add",
      s_build_qmbv2, 4, {1, 24, 56, 56}, S_QS},

@@ -40,7 +40,8 @@ const char *gx_cpu_qgemm_impl(void);
  * quad at pb + o is at pw + o), which AVX2's dot products read; NULL
  * where it is not packed: CPUs without AVX2, and MatMulInteger's and
  * QLinearMatMul's B (few rows read it once: the int8 panels, half the
- * bytes, are faster there). */
+ * bytes, are faster there; they have a narrow form instead, which only
+ * their kernel reads, ops/cpu/qgemm.c). */
 const int16_t *gx_cpu_qgemm_wide(gx_op op, const gx_view *packed);
 
 /* c[r * ldc + j - p0 * 16] = the int32 dot products of rows r < rows

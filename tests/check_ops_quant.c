@@ -812,6 +812,71 @@ START_TEST(test_packed_matmul_integer)
 }
 END_TEST
 
+/* B's byte for b' = v (ops/cpu/qgemm.c: uint8 B flipped by 128). */
+static uint8_t s_b_byte(gx_dtype t, int v)
+{
+    return (uint8_t)(t == GX_U8 ? (v + 128) : v);
+}
+
+/* MatMulInteger and QLinearMatMul whose B has pairs of k that
+ * vpmaddubsw's int16 sums could saturate on (|b0| + |b1| > 128) in every
+ * measure: none (weights of 7 bits), a few (a trained layer's, which the
+ * narrow form takes out and adds back), the bounds (128 kept, 129 taken
+ * out), and too many (a panel of the whole int8 range, which stays
+ * whole); A's rows at 255 where saturation would show. */
+START_TEST(test_packed_narrow)
+{
+    static const char *const isas[] = {"avx512", "avx2", "baseline"};
+    static const int64_t shapes[][3] = {{9, 768, 56}, {3, 1030, 40}, {1, 7, 17}, {8, 33, 16}};
+    static const int bounds[][2] = {{64, 64}, {-128, 0}, {127, 1}, {-128, 1}, {-128, -128},
+                                    {127, 127}, {-64, -65}, {100, -28}};
+    const char *was = gx_cpu_gemm_isa();
+    for (int is = 0; is < 3; is++) {
+        if (!gx_cpu_gemm_isa_set(isas[is]))
+            continue;
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+                    const int64_t m = shapes[si][0], kk = shapes[si][1], n = shapes[si][2];
+                    gx_view in[8];
+                    in[0] = s_rand_of(s_bytes[ta], 2, (const int64_t[]){m, kk});
+                    in[1] = s_rand_of(GX_F32, SCALAR);
+                    in[2] = s_rand_of(s_bytes[ta], SCALAR);
+                    in[3] = s_rand_of(s_bytes[tb], 2, (const int64_t[]){kk, n});
+                    in[4] = s_rand_of(GX_F32, SCALAR);
+                    in[5] = s_rand_of(s_bytes[tb], SCALAR);
+                    in[6] = s_rand_of(GX_F32, SCALAR);
+                    in[7] = s_rand_of(s_bytes[1 - ta], SCALAR);
+                    for (int64_t i = 0; i < kk; i++) /* row 0: a' = 255 */
+                        ((uint8_t *)in[0].data)[i] = ta ? 0x7F : 0xFF;
+                    uint8_t *b = in[3].data;
+                    for (int64_t i = 0; i < kk * n; i++) {
+                        const int64_t k = i / n, j = i % n;
+                        if (j / 16 == 2) /* panel 2: the whole int8 range */
+                            continue;
+                        s_seed = s_seed * 1103515245u + 12345u;
+                        const unsigned r = s_seed >> 8;
+                        int v = (int)(r % 81) - 40; /* 7 bits and less */
+                        if (j / 16 == 1 && r % 97 == 0) /* panel 1: a few large ones */
+                            v = r % 2 ? 127 : -128;
+                        if (j / 16 == 3 && (k / 2 + 5 * j) % 128 == 0) /* panel 3: the bounds */
+                            v = bounds[(k / 256 + j) % 8][k % 2];
+                        b[i] = s_b_byte(s_bytes[tb], v);
+                    }
+                    char what[96];
+                    snprintf(what, sizeof what, "%s, %s x %s, %lldx%lldx%lld", isas[is],
+                             gx_dtype_name(s_bytes[ta]), gx_dtype_name(s_bytes[tb]),
+                             (long long)m, (long long)kk, (long long)n);
+                    s_packed_same(GX_OP_MATMUL_INTEGER, &(gx_node){0}, 4,
+                                  (gx_view[]){in[0], in[3], in[2], in[5]}, what);
+                    s_packed_same(GX_OP_QLINEAR_MATMUL, &(gx_node){0}, 8, in, what);
+                    ot_free_all();
+                }
+    }
+    gx_cpu_gemm_isa_set(was);
+}
+END_TEST
+
 START_TEST(test_packed_qlinear)
 {
     static const char *const isas[] = {"avx512", "avx2", "baseline"};
@@ -1145,6 +1210,7 @@ Suite *ops_quant_suite(void)
     tcase_add_test(tc, test_qgemm_dots);
     tcase_add_test(tc, test_packed_matmul_integer);
     tcase_add_test(tc, test_packed_qlinear);
+    tcase_add_test(tc, test_packed_narrow);
     tcase_add_test(tc, test_packed_qlinearconv_direct);
     tcase_add_test(tc, test_packed_conv_integer);
     tcase_add_test(tc, test_qlinearconv_nhwc);

@@ -150,8 +150,9 @@ static uint64_t s_fnv(uint64_t h, const char *s)
  * constant) differently: a plan stored in an artifact holds the sizes of
  * the build that compiled it, so that build's plans must not be read.
  * 2: RNN, GRU and LSTM keep H twice (their shares split a step); 3: the
- * integer products' packed B adds its wide form (ops/qgemm.h). */
-#define S_KERNELS_REV "3"
+ * integer products' packed B adds its wide form (ops/qgemm.h); 4: a
+ * product's packed B, its narrow form. */
+#define S_KERNELS_REV "4"
 
 uint64_t gx_cpu_kernel_table_hash(void)
 {

@@ -16,7 +16,10 @@
  * to 16, zeros past N), then panels of 16 columns, each K4 = ceil(K / 4)
  * quads of [16 columns][4 k] int8 (zeros past K and N); a QLinearConv's
  * then also W's direct form (s_direct_bytes) and, where the CPU has
- * AVX2, its panels again as int16 pairs (the wide form, s_wide_bytes).
+ * AVX2, its panels again as int16 pairs (the wide form, s_wide_bytes); a
+ * product's, where the CPU has AVX2, then the narrow form
+ * (s_narrow_bytes): the pairs of k a panel took out so that the rest fit
+ * vpmaddubsw (s_pack_narrow), added back after the dots (s_block_dots).
  *
  * A is copied eight rows at a time into a buffer of K4 * 4 bytes a row
  * (flipped to uint8, zeros past K); a QLinearConv's rows are its im2col
@@ -28,6 +31,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/conv.h"
@@ -196,8 +200,9 @@ static size_t s_direct_bytes(gx_op op, const gx_view *w)
     return (size_t)(mb * c4 * (w->numel / (w->shape[0] * w->shape[1])) * S_MB * 4);
 }
 
-/* Is the wide form packed (AVX2's dots read it)? Where the CPU has AVX2. */
-static bool s_wide_packed(void)
+/* Are the AVX2 forms packed (the wide and the narrow one, which AVX2's
+ * dots read)? Where the CPU has AVX2. */
+static bool s_avx2_forms(void)
 {
 #ifdef S_VNNI_OK
     return __builtin_cpu_supports("avx2");
@@ -215,7 +220,7 @@ static size_t s_wide_bytes(gx_op op, const gx_view *b)
     int64_t k, n;
     s_kn(op, b, &k, &n);
     const int64_t np = (n + S_P - 1) / S_P * S_P;
-    return s_conv(op) && s_wide_packed() ? 2 * (s_gemm_bytes(op, b) - (size_t)np * 4) : 0;
+    return s_conv(op) && s_avx2_forms() ? 2 * (s_gemm_bytes(op, b) - (size_t)np * 4) : 0;
 }
 
 const int16_t *gx_cpu_qgemm_wide(gx_op op, const gx_view *packed)
@@ -226,9 +231,78 @@ const int16_t *gx_cpu_qgemm_wide(gx_op op, const gx_view *packed)
                              s_direct_bytes(op, packed));
 }
 
+/* A pair of a product's b' (column j, k and k + 1) that vpmaddubsw's
+ * int16 sum could saturate on (|b0| + |b1| > 128): the narrow form takes
+ * it out of its panel (zeros there) and s_matmul adds it back after the
+ * dots. */
+typedef struct {
+    int32_t k;     /* the pair's first k (even) */
+    uint8_t j;     /* its column in the panel */
+    int8_t b0, b1; /* b'[k][j], b'[k + 1][j] */
+    uint8_t pad;
+} s_fix;
+
+/* Pairs a panel of k4 quads (32 k4 pairs) may have taken out at most:
+ * past it the panel stays whole (weights of a full int8 range) and runs
+ * AVX2's widening dots. A trained layer's weights, quantized, have a few
+ * such pairs in a thousand. */
+static int64_t s_fix_cap(int64_t k4)
+{
+    return (k4 + 3) / 4;
+}
+
+/* Bytes of a product's narrow form (where the CPU has AVX2): a count per
+ * panel of the pairs it has taken out (-1: none, the panel is whole),
+ * then s_fix_cap fixes per panel; 0 for the convs. */
+static size_t s_narrow_bytes(gx_op op, const gx_view *b)
+{
+    if (s_conv(op) || !s_avx2_forms())
+        return 0;
+    int64_t k, n;
+    s_kn(op, b, &k, &n);
+    const int64_t panels = (n + S_P - 1) / S_P;
+    return (size_t)panels * (sizeof(int32_t) + (size_t)s_fix_cap((k + 3) / 4) * sizeof(s_fix));
+}
+
+/* The narrow form's counts (NULL where it is not packed); panel p's
+ * fixes are at s_fixes. */
+static const int32_t *s_narrow(gx_op op, const gx_view *packed)
+{
+    if (!s_narrow_bytes(op, packed))
+        return NULL;
+    return (const int32_t *)((const char *)packed->data + s_gemm_bytes(op, packed));
+}
+
+static const s_fix *s_fixes(const int32_t *counts, int64_t panels, int64_t k4, int64_t p)
+{
+    return (const s_fix *)(counts + panels) + p * s_fix_cap(k4);
+}
+
 size_t gx_cpu_qgemm_packed_bytes(gx_op op, const gx_view *b)
 {
-    return s_gemm_bytes(op, b) + s_direct_bytes(op, b) + s_wide_bytes(op, b);
+    return s_gemm_bytes(op, b) + s_direct_bytes(op, b) + s_wide_bytes(op, b) +
+           s_narrow_bytes(op, b);
+}
+
+/* Takes out of each of the panels (k4 quads each) the pairs vpmaddubsw
+ * could saturate on, into the narrow form at counts, where they are at
+ * most s_fix_cap; a panel with more stays whole (count -1). */
+static void s_pack_narrow(int8_t *pb, int64_t panels, int64_t k4, int32_t *counts)
+{
+    for (int64_t p = 0; p < panels; p++) {
+        int8_t *w = pb + p * k4 * 64;
+        s_fix *f = (s_fix *)(counts + panels) + p * s_fix_cap(k4);
+        int64_t nf = 0;
+        for (int64_t o = 0; o < k4 * 64; o += 2)
+            nf += abs(w[o]) + abs(w[o + 1]) > 128;
+        counts[p] = nf <= s_fix_cap(k4) ? (int32_t)nf : -1;
+        for (int64_t o = 0; counts[p] > 0 && o < k4 * 64; o += 2)
+            if (abs(w[o]) + abs(w[o + 1]) > 128) { /* quad o / 64, column o % 64 / 4 */
+                *f++ = (s_fix){.k = (int32_t)(o / 64 * 4 + o % 4), .j = (uint8_t)(o % 64 / 4),
+                               .b0 = w[o], .b1 = w[o + 1]};
+                w[o] = w[o + 1] = 0;
+            }
+    }
 }
 
 /* b'[k][j]: element (k, j) of the product's B as int8. */
@@ -270,6 +344,9 @@ void gx_cpu_qgemm_pack(gx_op op, const gx_view *b, void *dst)
                 for (int t = 0; t < 4; t++)
                     wide[o + t / 2 * 32 + j * 2 + t % 2] = from[o + j * 4 + t];
     }
+    if (s_narrow_bytes(op, b)) /* a product: one chunk */
+        s_pack_narrow((int8_t *)(sums + np), np / S_P, (k + 3) / 4,
+                      (int32_t *)((char *)dst + s_gemm_bytes(op, b)));
     if (!s_conv(op))
         return;
     /* the direct form: element (m, c, tap) at [m / S_MB][c / 4][tap][m % S_MB][c % 4] */
@@ -380,7 +457,8 @@ S_TVNNI static void s_dots_vnni(const uint8_t *a, int64_t lda, int rows, int64_t
 }
 
 /* AVX2 has no uint8 x int8 product that is exact (vpmaddubsw saturates
- * its int16 pair sums), so the dots take both as int16 and vpmaddwd: a
+ * its int16 pair sums, unless |b0| + |b1| <= 128: s_dots_narrow, for the
+ * panels of a product's narrow form), so the dots take both as int16 and vpmaddwd: a
  * pair of int16 products summed into an int32, exact (at most 2 x 255 x
  * 128). A's rows are widened per call, S_KC quads at a time, into a
  * buffer. B is read one of two ways:
@@ -563,7 +641,78 @@ S_TAVX2 static void s_dots_avx2(const uint8_t *a, int64_t lda, int rows, int64_t
             }
     }
 }
+
+/* The 16 columns of a narrow panel (w: its first quad, every pair of k
+ * of it |b0| + |b1| <= 128) by R rows (a constant once inlined, at most
+ * S_WR) of a (lda apart) over k4 quads into c: vpmaddubsw's int16 pair
+ * sums (at most 255 x 128, exact), vpmaddwd by 1 into the int32 quad
+ * sums; half the multiplications of the widening dots. */
+S_TAVX2 static inline __attribute__((always_inline)) void
+s_narrow_rows(const uint8_t *a, int64_t lda, const int R, int64_t k4, const int8_t *w,
+              int32_t *c, int64_t ldc)
+{
+    const __m256i one = _mm256_set1_epi16(1);
+    /* named accumulators: an array of them would live on the stack */
+    __m256i l0 = _mm256_setzero_si256(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0,
+            h3 = l0;
+#define S_ROW(r, l, h)                                                                             \
+    do {                                                                                           \
+        if (R > (r)) {                                                                             \
+            int32_t a4;                                                                            \
+            memcpy(&a4, a + (r) * lda + q * 4, sizeof a4);                                         \
+            const __m256i av = _mm256_set1_epi32(a4);                                              \
+            l = _mm256_add_epi32(l, _mm256_madd_epi16(_mm256_maddubs_epi16(av, bl), one));         \
+            h = _mm256_add_epi32(h, _mm256_madd_epi16(_mm256_maddubs_epi16(av, bh), one));         \
+        }                                                                                          \
+    } while (0)
+    for (int64_t q = 0; q < k4; q++) { /* columns 0-7, then 8-15, 4 k each */
+        const __m256i bl = _mm256_loadu_si256((const __m256i *)(w + q * 64));
+        const __m256i bh = _mm256_loadu_si256((const __m256i *)(w + q * 64 + 32));
+        S_ROW(0, l0, h0);
+        S_ROW(1, l1, h1);
+        S_ROW(2, l2, h2);
+        S_ROW(3, l3, h3);
+    }
+#undef S_ROW
+    const __m256i ls[S_WR] = {l0, l1, l2, l3}, hs[S_WR] = {h0, h1, h2, h3};
+    for (int r = 0; r < R; r++) {
+        _mm256_storeu_si256((__m256i *)(c + r * ldc), ls[r]);
+        _mm256_storeu_si256((__m256i *)(c + r * ldc + 8), hs[r]);
+    }
+}
+
+/* s_dots_avx2 for narrow panels (the narrow form, s_pack_narrow). */
+S_TAVX2 static void s_dots_narrow(const uint8_t *a, int64_t lda, int rows, int64_t k4,
+                                  const int8_t *pb, const int16_t *pw, int64_t p0, int64_t p1,
+                                  int32_t *c, int64_t ldc)
+{
+    (void)pw;
+    for (int64_t p = p0; p < p1; p++)
+        for (int r0 = 0; r0 < rows; r0 += S_WR) {
+            const uint8_t *ar = a + r0 * lda;
+            const int8_t *w = pb + p * k4 * 64;
+            int32_t *cp = c + r0 * ldc + (p - p0) * S_P;
+            switch (rows - r0) {
+            case 1: s_narrow_rows(ar, lda, 1, k4, w, cp, ldc); break;
+            case 2: s_narrow_rows(ar, lda, 2, k4, w, cp, ldc); break;
+            case 3: s_narrow_rows(ar, lda, 3, k4, w, cp, ldc); break;
+            default: s_narrow_rows(ar, lda, 4, k4, w, cp, ldc); break;
+            }
+        }
+}
 #endif
+
+/* The dots for narrow panels, given those for the others: AVX2's
+ * vpmaddubsw form where the AVX2 dots run, else the same dots (exact on
+ * any panel). */
+static s_dots_fn s_dots_narrow_pick(s_dots_fn dots)
+{
+#ifdef S_VNNI_OK
+    if (dots == s_dots_avx2)
+        return s_dots_narrow;
+#endif
+    return dots;
+}
 
 /* The dot products for the ISA the GEMM uses (GEXEC_GEMM_ISA picks it for
  * tests too): VNNI where the CPU has it and the GEMM runs AVX-512, else
@@ -681,6 +830,38 @@ static void s_store_q(const gx_view *y, int64_t e, int64_t stride, int n, const 
 
 /* ---- MatMulInteger and QLinearMatMul ---- */
 
+/* Adds the nf pairs a narrow panel took out (f) back onto c's rows (nr
+ * of them, ldc apart; a: their uint8 rows, lda apart), in the wrapping
+ * int32 the dots sum in. */
+static void s_add_fixes(const s_fix *f, int32_t nf, const uint8_t *a, int64_t lda, int nr,
+                        int32_t *c, int64_t ldc)
+{
+    for (int32_t i = 0; i < nf; i++)
+        for (int r = 0; r < nr; r++) {
+            const uint8_t *ar = a + r * lda + f[i].k;
+            int32_t *cr = c + r * ldc + f[i].j;
+            *cr = (int32_t)((uint32_t)*cr + (uint32_t)(ar[0] * f[i].b0 + ar[1] * f[i].b1));
+        }
+}
+
+/* The dots of a block's nr rows (abuf, k4 quads each) by panels [p, p1)
+ * into c (S_P * 2 a row), runs of narrow panels (counts: the narrow form's,
+ * or NULL) by narrow's dots and their fixes added back. */
+static void s_block_dots(s_dots_fn dots, s_dots_fn narrow, const uint8_t *abuf, int nr,
+                         int64_t k4, const int8_t *pb, const int16_t *pw, const int32_t *counts,
+                         int64_t panels, int64_t p, int64_t p1, int32_t *c)
+{
+    for (int64_t q = p, e; q < p1; q = e) {
+        const bool nar = counts && counts[q] >= 0;
+        for (e = q + 1; e < p1 && (counts && counts[e] >= 0) == nar; e++)
+            ;
+        (nar ? narrow : dots)(abuf, k4 * 4, nr, k4, pb, pw, q, e, c + (q - p) * S_P, S_P * 2);
+        for (int64_t i = q; nar && i < e; i++)
+            s_add_fixes(s_fixes(counts, panels, k4, i), counts[i], abuf, k4 * 4, nr,
+                        c + (i - p) * S_P, S_P * 2);
+    }
+}
+
 static void s_matmul(const gx_kargs *k, bool requant)
 {
     const int ib = requant ? 3 : 1, iaz = 2, ibz = requant ? 5 : 3;
@@ -689,10 +870,11 @@ static void s_matmul(const gx_kargs *k, bool requant)
     const int64_t np = (n + S_P - 1) / S_P * S_P, k4 = (kk + 3) / 4, rows = a->numel / kk;
     const int32_t *sb = b->data;
     const int8_t *pb = (const int8_t *)(sb + np);
-    const int16_t *pw =
-        gx_cpu_qgemm_wide(requant ? GX_OP_QLINEAR_MATMUL : GX_OP_MATMUL_INTEGER, b);
+    const gx_op op = requant ? GX_OP_QLINEAR_MATMUL : GX_OP_MATMUL_INTEGER;
+    const int16_t *pw = gx_cpu_qgemm_wide(op, b);
+    const int32_t *counts = s_narrow(op, b);
     const bool aflip = a->dtype == GX_I8, bflip = b->dtype == GX_U8;
-    const s_dots_fn dots = s_dots_pick();
+    const s_dots_fn dots = s_dots_pick(), narrow = s_dots_narrow_pick(dots);
     float scale = 0, yz = 0;
     if (requant) {
         scale = *(const float *)k->in[1].data * *(const float *)k->in[4].data /
@@ -724,7 +906,7 @@ static void s_matmul(const gx_kargs *k, bool requant)
             bz[j - j0] = s_zp(k, ibz, j) - (bflip ? 128 : 0);
             scales[j - j0] = scale;
         }
-        dots(abuf, k4 * 4, nr, k4, pb, pw, p, p1, c, S_P * 2);
+        s_block_dots(dots, narrow, abuf, nr, k4, pb, pw, counts, np / S_P, p, p1, c);
         for (int r = 0; r < nr; r++) {
             const int64_t row = r0 + r;
             const int32_t *cr = c + r * S_P * 2;
