@@ -42,6 +42,7 @@ static void *s_worker_main(void *arg)
         pthread_mutex_lock(&p->mu);
         w->current = j;
         pthread_mutex_unlock(&p->mu);
+        gxd_queue_release(&ctx->queue, j); /* a cancel finds it as current from now on */
         gxd_runner_execute(&p->runner, &w->arenas, j);
         pthread_mutex_lock(&p->mu);
         w->current = NULL;
@@ -122,6 +123,10 @@ int gxd_pool_size(const gxd_pool *p) { return p ? p->n : 0; }
 
 bool gxd_pool_cancel(gxd_pool *p, const void *identity, size_t identity_len, uint64_t id)
 {
+    /* held first: taken from the queue and not yet a worker's current
+     * (released only once it is), or into a running job's batch */
+    if (gxd_queue_cancel_held(&p->ctx->queue, identity, identity_len, id))
+        return true;
     bool found = false;
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < p->n && !found; i++) {
@@ -133,13 +138,13 @@ bool gxd_pool_cancel(gxd_pool *p, const void *identity, size_t identity_len, uin
         }
     }
     pthread_mutex_unlock(&p->mu);
-    /* taken from the queue into a running job's batch */
-    return found || gxd_queue_cancel_held(&p->ctx->queue, identity, identity_len, id);
+    return found;
 }
 
 int gxd_pool_cancel_client(gxd_pool *p, const void *identity, size_t identity_len)
 {
-    int n = 0;
+    /* held first, as gxd_pool_cancel */
+    int n = gxd_queue_cancel_held_client(&p->ctx->queue, identity, identity_len);
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < p->n; i++) {
         gxd_job *j = p->w[i].current;
@@ -149,7 +154,7 @@ int gxd_pool_cancel_client(gxd_pool *p, const void *identity, size_t identity_le
             n += !atomic_exchange(&j->cancel, true);
     }
     pthread_mutex_unlock(&p->mu);
-    return n + gxd_queue_cancel_held_client(&p->ctx->queue, identity, identity_len);
+    return n;
 }
 
 int gxd_pool_busy(gxd_pool *p)
@@ -164,10 +169,10 @@ int gxd_pool_busy(gxd_pool *p)
 
 void gxd_pool_cancel_all(gxd_pool *p)
 {
+    gxd_queue_cancel_held_client(&p->ctx->queue, NULL, 0); /* held first, as gxd_pool_cancel */
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < p->n; i++)
         if (p->w[i].current)
             atomic_store(&p->w[i].current->cancel, true);
     pthread_mutex_unlock(&p->mu);
-    gxd_queue_cancel_held_client(&p->ctx->queue, NULL, 0);
 }

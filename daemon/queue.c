@@ -178,7 +178,10 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen)
 gxd_job *gxd_queue_pop(gxd_queue *q)
 {
     bool woken;
-    return gxd_queue_pop_or(q, NULL, NULL, &woken);
+    gxd_job *j = gxd_queue_pop_or(q, NULL, NULL, &woken);
+    if (j)
+        gxd_queue_release(q, j);
+    return j;
 }
 
 void gxd_queue_set_bounds(gxd_queue *q, size_t max_jobs, size_t max_bytes)
@@ -251,6 +254,11 @@ gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *w
             j = s_take(q, 0);
             if (j->tag > q->vtime)
                 q->vtime = j->tag;
+            /* held until its worker has it (gxd_queue_release): a cancel
+             * in between finds it (without the memory, a cancel then
+             * finds nothing: "not found") */
+            if (gx_grow(&q->held, &q->cap_held, q->n_held + 1, sizeof *q->held))
+                q->held[q->n_held++] = j;
             break;
         }
         if (wake && wake(arg)) {

@@ -13,7 +13,10 @@
  * jobs like the one it took (gxd_queue_take_like). Those are "held" until
  * it releases each (it ran) or puts it back (it will not merge it): a held
  * job is no longer queued, but a cancel still reaches it
- * (gxd_queue_cancel_held*), which the worker sees in its cancel flag.
+ * (gxd_queue_cancel_held*), which the worker sees in its cancel flag. A
+ * job gxd_queue_pop_or returns is held too, until the worker releases it
+ * once a cancel reaches it where the worker runs it (daemon/pool.c): from
+ * the queue to the worker, a cancel never finds it nowhere.
  */
 #ifndef GXD_QUEUE_H
 #define GXD_QUEUE_H
@@ -91,7 +94,8 @@ void gxd_queue_set_spin(gxd_queue *q, int64_t us);
 /* Block until a job is available and take it (caller owns it), or return
  * NULL once the queue is closed. */
 gxd_job *gxd_queue_pop(gxd_queue *q);
-/* The same, but when no job is queued, also returns NULL with *woken true
+/* The same, the job held (see above: the caller releases it), but when
+ * no job is queued, also returns NULL with *woken true
  * as soon as wake(arg) holds (checked under the queue's lock, so a thread
  * that makes it true and then calls gxd_queue_kick is never missed). A
  * queued job comes first: independent jobs are worth more than helping one

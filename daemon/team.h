@@ -53,8 +53,9 @@ int gxd_team_idle(gxd_team *t);
  * that joined). */
 int gxd_team_run(gxd_team *t, int helpers, gxd_team_fn fn, void *arg);
 
-/* Worker: wait for the next job and return it (the caller owns it); while
- * waiting, join open calls as a helper. NULL once the queue is closed. */
+/* Worker: wait for the next job and return it (the caller owns it; the
+ * queue holds it until released, daemon/queue.h); while waiting, join
+ * open calls as a helper. NULL once the queue is closed. */
 gxd_job *gxd_team_next_job(gxd_team *t);
 
 #endif

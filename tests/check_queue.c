@@ -49,6 +49,36 @@ START_TEST(test_priority_then_fifo)
 }
 END_TEST
 
+/* A job a worker popped (gxd_queue_pop_or) is held until it releases it:
+ * a cancel in between (the job neither queued nor yet the worker's
+ * current) reaches it; after the release the queue no longer knows it. */
+START_TEST(test_popped_job_held_until_released)
+{
+    gxd_queue q;
+    char err[256];
+    ck_assert_int_eq(gxd_queue_init(&q, 10, 1 << 20), GX_OK);
+    ck_assert_int_eq(gxd_queue_push(&q, s_job("c", 7, 0, 1, 0), err, sizeof err), GX_OK);
+    bool woken;
+    gxd_job *j = gxd_queue_pop_or(&q, NULL, NULL, &woken);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_ptr_null(gxd_queue_remove(&q, "c", 1, 7)); /* not queued */
+    ck_assert(!atomic_load(&j->cancel));
+    ck_assert(gxd_queue_cancel_held(&q, "c", 1, 7));
+    ck_assert(atomic_load(&j->cancel));
+    ck_assert_int_eq(gxd_queue_cancel_held_client(&q, "c", 1), 0); /* already set */
+    gxd_queue_release(&q, j);
+    ck_assert(!gxd_queue_cancel_held(&q, "c", 1, 7));
+    gxd_job_destroy(&j);
+    /* gxd_queue_pop (no worker) holds nothing */
+    ck_assert_int_eq(gxd_queue_push(&q, s_job("c", 8, 0, 1, 0), err, sizeof err), GX_OK);
+    j = gxd_queue_pop(&q);
+    ck_assert(!gxd_queue_cancel_held(&q, "c", 1, 8));
+    gxd_job_destroy(&j);
+    s_free_list(gxd_queue_close(&q));
+    gxd_queue_fini(&q);
+}
+END_TEST
+
 START_TEST(test_bounds)
 {
     gxd_queue q;
@@ -324,6 +354,7 @@ Suite *queue_suite(void)
     Suite *s = suite_create("queue");
     TCase *tc = tcase_create("queue");
     tcase_add_test(tc, test_priority_then_fifo);
+    tcase_add_test(tc, test_popped_job_held_until_released);
     tcase_add_test(tc, test_bounds);
     tcase_add_test(tc, test_remove_and_expire);
     tcase_add_test(tc, test_clients_take_turns);

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/qwide.h"
 #include "ops/cpu/requant.h"
 #include "ops/conv.h"
 #include "ops/gemm.h"
@@ -461,7 +462,7 @@ S_T256 static void s_pw_put256(const s_rq *rq, int nr, int64_t j0, int64_t j1, i
  * a pixel's pair broadcast, vpmaddwd: exact), requantized from the
  * registers. The same int32 sums as qgemm's dots, so the same bytes; no
  * buffer of sums, and one pixel's widening serves every output channel. */
-#define S_PW_R 4    /* pixels a tile takes */
+#define S_PW_R GX_QWIDE_R /* pixels a tile takes */
 #define S_PW_K 2048 /* C, rounded up to quads, at most */
 
 /* Output channels [j, j + 16) (w: their panel's wide form, k4 quads; the
@@ -471,29 +472,8 @@ S_T256 static inline __attribute__((always_inline)) void
 s_pw_tile256(const int16_t *aw, int64_t k4, const int R, const int16_t *w, const s_rq *rq,
              int64_t j, int n, const int32_t *sa, uint8_t *y, int64_t m)
 {
-    /* named accumulators: an array of them would live on the stack */
-    __m256i l0 = _mm256_setzero_si256(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0,
-            h3 = l0;
-#define S_ROW(r, l, h)                                                                             \
-    do {                                                                                           \
-        if (R > (r)) {                                                                             \
-            int32_t a2;                                                                            \
-            memcpy(&a2, aw + (r) * k4 * 4 + q * 2, sizeof a2);                                     \
-            const __m256i av = _mm256_set1_epi32(a2);                                              \
-            l = _mm256_add_epi32(l, _mm256_madd_epi16(av, bl));                                    \
-            h = _mm256_add_epi32(h, _mm256_madd_epi16(av, bh));                                    \
-        }                                                                                          \
-    } while (0)
-    for (int64_t q = 0; q < k4 * 2; q++) { /* pairs of k */
-        const __m256i bl = _mm256_loadu_si256((const __m256i *)(w + q * 32));
-        const __m256i bh = _mm256_loadu_si256((const __m256i *)(w + q * 32 + 16));
-        S_ROW(0, l0, h0);
-        S_ROW(1, l1, h1);
-        S_ROW(2, l2, h2);
-        S_ROW(3, l3, h3);
-    }
-#undef S_ROW
-    const __m256i ls[S_PW_R] = {l0, l1, l2, l3}, hs[S_PW_R] = {h0, h1, h2, h3};
+    __m256i ls[S_PW_R], hs[S_PW_R];
+    gx_qwide_tile(aw, k4 * 4, k4, R, w, ls, hs);
     s_pw_rows8(rq, j, n < 8 ? n : 8, ls, R, sa, y, m);
     if (n > 8)
         s_pw_rows8(rq, j + 8, n - 8, hs, R, sa, y + 8, m);

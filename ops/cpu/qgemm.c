@@ -36,6 +36,7 @@
 
 #include "ops/conv.h"
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/qwide.h"
 #include "ops/cpu/requant.h"
 #include "ops/gemm.h"
 #include "ops/qgemm.h"
@@ -475,7 +476,7 @@ S_TVNNI static void s_dots_vnni(const uint8_t *a, int64_t lda, int rows, int64_t
  *     together at the end (hadd).
  * The int32 sums wrap as s_dots' do, so the bits are the same. */
 #define S_KC 256 /* quads of A widened at a time: S_R x 2 KiB */
-#define S_WR 4   /* rows of a register tile */
+#define S_WR GX_QWIDE_R /* rows of a register tile */
 
 /* xs[r] for R rows (a constant once inlined, at most S_R) over nq quads
  * of aw (R rows, each nq * 4 int16) and 4 columns of a panel (w: their
@@ -534,29 +535,8 @@ S_TAVX2 static inline __attribute__((always_inline)) void
 s_wide_rows(const int16_t *aw, int64_t nq, const int R, const int16_t *w, int32_t *c,
             int64_t ldc, bool add)
 {
-    /* named accumulators: an array of them would live on the stack */
-    __m256i l0 = _mm256_setzero_si256(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0,
-            h3 = l0;
-#define S_ROW(r, l, h)                                                                             \
-    do {                                                                                           \
-        if (R > (r)) {                                                                             \
-            int32_t a2;                                                                            \
-            memcpy(&a2, aw + (r) * nq * 4 + q * 2, sizeof a2);                                     \
-            const __m256i av = _mm256_set1_epi32(a2);                                              \
-            l = _mm256_add_epi32(l, _mm256_madd_epi16(av, bl));                                    \
-            h = _mm256_add_epi32(h, _mm256_madd_epi16(av, bh));                                    \
-        }                                                                                          \
-    } while (0)
-    for (int64_t q = 0; q < nq * 2; q++) { /* pairs of k */
-        const __m256i bl = _mm256_loadu_si256((const __m256i *)(w + q * 32));
-        const __m256i bh = _mm256_loadu_si256((const __m256i *)(w + q * 32 + 16));
-        S_ROW(0, l0, h0);
-        S_ROW(1, l1, h1);
-        S_ROW(2, l2, h2);
-        S_ROW(3, l3, h3);
-    }
-#undef S_ROW
-    const __m256i ls[S_WR] = {l0, l1, l2, l3}, hs[S_WR] = {h0, h1, h2, h3};
+    __m256i ls[S_WR], hs[S_WR];
+    gx_qwide_tile(aw, nq * 4, nq, R, w, ls, hs);
     for (int r = 0; r < R; r++) {
         __m256i *cl = (__m256i *)(c + r * ldc), *ch = (__m256i *)(c + r * ldc + 8);
         _mm256_storeu_si256(cl, add ? _mm256_add_epi32(ls[r], _mm256_loadu_si256(cl)) : ls[r]);
