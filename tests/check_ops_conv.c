@@ -426,7 +426,7 @@ END_TEST
  * counts (runs of 1 to 6 output channels with AVX-512, 1 to 4 with AVX2),
  * groups, batch > 1, dilations and asymmetric pads, lengths with a partial
  * last run and runs all inside x, outputs longer than a tile, more input
- * channels than AVX2's pass over a tile takes (sums continued from y), k
+ * channels than a pass over a tile takes (sums continued from y), k
  * up to 32 and past it (im2col). Each against the reference, byte for
  * byte the same for 1, 3 and 7 shares (ot_check_threads), and the 1-D
  * kernel's outputs the same bytes on AVX-512 and AVX2 (the same sums in
@@ -448,9 +448,9 @@ START_TEST(test_conv_1d)
         {2, 24, 24, 129, 3, 1, 1, 1, 4, true},   /* groups of 6, 1 position past 128 */
         {1, 3, 1, 45, 3, 2, 1, 3, 1, true},      /* one output channel */
         {1, 4, 2, 33, 2, 1, 1, 0, 1, false},     /* two, an even window */
-        {1, 70, 9, 251, 3, 4, 4, 4, 1, true},    /* 70 input channels: passes 32, 32, 6 */
-        {2, 80, 10, 61, 5, 2, 3, 5, 2, false},   /* groups of 40 (32, 8), batch 2 */
-        {1, 33, 5, 241, 3, 1, 1, 1, 1, true},    /* 33 (32, 1); 241 = a tile and one */
+        {1, 70, 9, 251, 3, 4, 4, 4, 1, true},    /* 70 input channels: passes 24, 24, 22 */
+        {2, 80, 10, 61, 5, 2, 3, 5, 2, false},   /* groups of 40 (24, 16), batch 2 */
+        {1, 33, 5, 241, 3, 1, 1, 1, 1, true},    /* 33 (24, 9); 241 = a tile and one */
     };
     char isa[32];
     snprintf(isa, sizeof isa, "%s", gx_cpu_gemm_isa());

@@ -267,7 +267,7 @@ typedef void (*s_c1_fn)(const float *x, int64_t L, int64_t cg, int64_t k, int64_
 typedef struct s_c1_isa {
     int64_t mr;             /* output channels of a run at most */
     int64_t run;            /* positions of a run */
-    int64_t cb;             /* input channels of a pass over a tile (0: all) */
+    int64_t cb;             /* input channels of a pass over a tile */
     s_c1_fn fn[2][S_C1_MR]; /* [checked][MR - 1] */
 } s_c1_isa;
 
@@ -327,17 +327,21 @@ S_C1F_4(256)
 #define S_C1_FN4(W, CHK)                                                                           \
     s_c1_##W##_1_##CHK, s_c1_##W##_2_##CHK, s_c1_##W##_3_##CHK, s_c1_##W##_4_##CHK
 
-/* AVX-512: every input channel in one pass (passes not measured there) */
-static const s_c1_isa s_c1_isa512 = {6, 4 * 16, 0,
+/* AVX-512: as AVX2 (below; not measured on an AVX-512 machine, whose L1
+ * of 48 KiB holds a pass's stretch of x too) */
+static const s_c1_isa s_c1_isa512 = {6, 4 * 16, 24,
                                       {{S_C1_FN4(512, 0), s_c1_512_5_0, s_c1_512_6_0},
                                        {S_C1_FN4(512, 1), s_c1_512_5_1, s_c1_512_6_1}}};
-/* AVX2: 32 input channels a pass. x's rows are L floats apart, for L =
- * 16000 a multiple of 512 bytes, so a run's stretches of 128 rows fell
- * into 8 groups of L1 sets, 16 rows to a group of 8-way sets, and evicted
- * each other (cachegrind: 3 times the L1 misses); bench_ort's conv1d
- * 128->128 layers took 27-32 ms in one pass, 25 in passes of 32 (64:
- * the same, 16: 29) on one Zen 3 core */
-static const s_c1_isa s_c1_isa256 = {4, 3 * 8, 32, {{S_C1_FN4(256, 0)}, {S_C1_FN4(256, 1)}}};
+/* AVX2: 24 input channels a pass, so that a tile's stretch of x (24 rows
+ * of S_C1_TILE positions and the window's reach, 24 KiB at most for 8
+ * taps' dilation) stays in L1 while each run of output channels sweeps
+ * it (W's rows of the run are a few hundred bytes). bench_ort's conv1d
+ * on one Zen 3 core: 99-101 ms when every run of positions read all of
+ * W's pass (48 KiB: in L2) per output-channel run, 86-95 after, with 16,
+ * 24 or 32 channels a pass (24: 88-89; the VM's noise is as large as the
+ * differences between them). x's rows are L floats apart, for L = 16000
+ * a multiple of 512 bytes, so long passes also fall into few L1 sets. */
+static const s_c1_isa s_c1_isa256 = {4, 3 * 8, 24, {{S_C1_FN4(256, 0)}, {S_C1_FN4(256, 1)}}};
 #endif
 
 /* The 1-D kernel for the conv on this CPU's GEMM ISA (gx_cpu_gemm_isa;
@@ -358,9 +362,10 @@ static const s_c1_isa *s_c1_of(const s_conv *cv)
 
 /* The 1-D kernel's share: units (image, group, tile of positions: the
  * runs in S_C1_TILE); in a tile, for each pass over the input channels
- * (is->cb of them), for each run of positions every run of output
- * channels (x's stretch stays in L1); then the epilogue per channel, once
- * the last pass has run. is: s_c1_of's answer. */
+ * (is->cb of them), for each run of output channels every run of
+ * positions (the pass's stretch of x stays in L1, and the run's rows of
+ * W); then the epilogue per channel, once the last pass has run. is:
+ * s_c1_of's answer. */
 static void s_conv_1d(const gx_kargs *k, const s_conv *cv, const s_c1_isa *is)
 {
     const gx_win *w = &cv->w;
@@ -368,7 +373,7 @@ static void s_conv_1d(const gx_kargs *k, const s_conv *cv, const s_c1_isa *is)
     const int64_t run = is->run, tile = S_C1_TILE / run * run;
     const int64_t tiles = (P + tile - 1) / tile, ldw = cv->cg * kk;
     const int64_t groups_m = (cv->mg + is->mr - 1) / is->mr;
-    const int64_t cb = is->cb ? is->cb : cv->cg;
+    const int64_t cb = is->cb;
     int64_t lo, hi;
     gx_cpu_share(k, cv->n * cv->g * tiles, 1, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
@@ -381,13 +386,13 @@ static void s_conv_1d(const gx_kargs *k, const s_conv *cv, const s_c1_isa *is)
         float *yg = cv->y + (i * cv->m + gi * cv->mg) * P;
         for (int64_t c0 = 0; c0 < cv->cg; c0 += cb) {
             const int64_t cn = cv->cg - c0 < cb ? cv->cg - c0 : cb;
-            for (int64_t p0 = t0; p0 < t1; p0 += run) {
-                const int64_t n = t1 - p0 < run ? t1 - p0 : run;
-                /* every tap of positions [p0, p0 + n) inside x? */
-                const bool chk =
-                    n < run || p0 - pad < 0 || p0 + run - 1 - pad + (kk - 1) * dil >= L;
-                for (int64_t r = 0; r < groups_m; r++) {
-                    const int64_t m0 = cv->mg * r / groups_m, m1 = cv->mg * (r + 1) / groups_m;
+            for (int64_t r = 0; r < groups_m; r++) {
+                const int64_t m0 = cv->mg * r / groups_m, m1 = cv->mg * (r + 1) / groups_m;
+                for (int64_t p0 = t0; p0 < t1; p0 += run) {
+                    const int64_t n = t1 - p0 < run ? t1 - p0 : run;
+                    /* every tap of positions [p0, p0 + n) inside x? */
+                    const bool chk =
+                        n < run || p0 - pad < 0 || p0 + run - 1 - pad + (kk - 1) * dil >= L;
                     is->fn[chk][m1 - m0 - 1](xg + c0 * L, L, cn, kk, dil, pad,
                                              wg + m0 * ldw + c0 * kk, ldw, bg ? bg + m0 : NULL,
                                              p0, n, yg + m0 * P, P, c0 > 0);
