@@ -549,9 +549,6 @@ static const s_dkp_fn s_dkp512_tab[2][4][12] = {S_DKP_TAB(1), S_DKP_TAB(16)};
         a_;                                                                                        \
     })
 
-/* The lane mask of the first n of 8 lanes (none for n <= 0, all for n >= 8). */
-#define S_M8(n) _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
-
 /* Half h of a run's blocks at p (block h / 2 at p + (h / 2) * stride):
  * masked (lane mask m) in the last block when it is partial. */
 #define S_LD256(p, h, stride, part, m)                                                             \
@@ -563,7 +560,7 @@ S_INLINE S_T256 void s_dk256(const int CL, const int NB, const int R, const bool
                              int64_t b0, int64_t b1, int64_t j0, const float *w,
                              const float *bias, int last, float *y)
 {
-    const __m256i ml = S_M8(last), mh = S_M8(last - 8);
+    const __m256i ml = gx_mask8(last), mh = gx_mask8(last - 8);
     __m256 acc[4][6]; /* [2 * NB][R] */
 #pragma GCC unroll 4
     for (int h = 0; h < 2 * NB; h++) {
@@ -641,7 +638,7 @@ S_INLINE S_T256 void s_dkp256(const int CL, const int R, const s_dk *d, const fl
                               const int64_t *pi, const int64_t *pj, const float *w,
                               const float *bias, int last, float *y)
 {
-    const __m256i ml = S_M8(last), mh = S_M8(last - 8);
+    const __m256i ml = gx_mask8(last), mh = gx_mask8(last - 8);
     const bool part = last < S_B;
     __m256 acc[2][6];
 #pragma GCC unroll 2
@@ -1292,7 +1289,7 @@ S_INLINE S_T256 void s_dw256(const int R, const bool CHK, const bool FULL, const
                              const float *w0, const float *bias0, int last, int64_t nb,
                              float *y0)
 {
-    const __m256i ml = S_M8(FULL ? S_B : last), mh = S_M8((FULL ? S_B : last) - 8);
+    const __m256i ml = gx_mask8(FULL ? S_B : last), mh = gx_mask8((FULL ? S_B : last) - 8);
     for (int64_t blk = 0; blk < nb; blk++) {
         const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->wblk;
         const float *bias = bias0 ? bias0 + blk * S_B : NULL;

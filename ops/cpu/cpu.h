@@ -137,6 +137,19 @@ static inline uint16_t gx_f32_to_bf16(float f)
 #define GX_CPU_CLONES_256
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+/* Lanes [0, n) of 8 int32 set (n <= 0: none; n >= 8: all): AVX2's mask
+ * of a partial vector's loads and stores. */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) __m256i
+gx_mask8(int64_t n)
+{
+    const int32_t m = n < 0 ? 0 : n > 8 ? 8 : (int32_t)n;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+
 /* Floats in a 64-byte cache line: element shares are multiples of this so
  * that two threads never write the same line. */
 #define GX_CPU_LINE 16

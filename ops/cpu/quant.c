@@ -84,13 +84,6 @@ __attribute__((target("avx512f"))) static void s_dequantize_512(int64_t n, const
         y[i] = (float)((sgn ? ((const int8_t *)x)[i] : ((const uint8_t *)x)[i]) - z) * s;
 }
 
-/* Lanes [0, n) of 8 (n <= 0: none; n >= 8: all). */
-__attribute__((target("avx2"))) static inline __m256i s_mask256(int64_t n)
-{
-    const int32_t m = n < 0 ? 0 : n > 8 ? 8 : (int32_t)n;
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* s_quantize_512 in AVX2, 32 at a time: four vectors of int32 packed to
  * bytes (signed when lo < 0; the values are in range, so the packs do
  * not saturate), their 4-byte groups put back in order. */
@@ -106,7 +99,7 @@ __attribute__((target("avx2"))) static void s_quantize_256(int64_t n, const floa
         for (int v = 0; v < 4; v++) {
             const int64_t left = n - i - v * 8;
             const __m256 xv = left >= 8 ? _mm256_loadu_ps(x + i + v * 8)
-                                        : _mm256_maskload_ps(x + i + v * 8, s_mask256(left));
+                                        : _mm256_maskload_ps(x + i + v * 8, gx_mask8(left));
             __m256 t = _mm256_round_ps(_mm256_div_ps(xv, sv),
                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             t = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(t, zv), lv), hv); /* NaN gives lo */
