@@ -245,8 +245,8 @@ typedef struct {
 
 /* Pairs a panel of k4 quads (32 k4 pairs) may have taken out at most:
  * past it the panel stays whole (weights of a full int8 range) and runs
- * AVX2's widening dots. A trained layer's weights, quantized, have a few
- * such pairs in a thousand. */
+ * AVX2's widening dots. A trained layer's weights, quantized by their
+ * largest magnitude, have about 5 such pairs in ten thousand. */
 static int64_t s_fix_cap(int64_t k4)
 {
     return (k4 + 3) / 4;
@@ -812,16 +812,24 @@ static void s_store_q(const gx_view *y, int64_t e, int64_t stride, int n, const 
 
 /* Adds the nf pairs a narrow panel took out (f) back onto c's rows (nr
  * of them, ldc apart; a: their uint8 rows, lda apart), in the wrapping
- * int32 the dots sum in. */
+ * int32 the dots sum in. A pair outside the rows or the panel (only a
+ * damaged plan's) is left out: the kernel reads no byte past them. */
 static void s_add_fixes(const s_fix *f, int32_t nf, const uint8_t *a, int64_t lda, int nr,
                         int32_t *c, int64_t ldc)
 {
     for (int32_t i = 0; i < nf; i++)
-        for (int r = 0; r < nr; r++) {
+        for (int r = 0; r < nr && f[i].k >= 0 && f[i].k + 1 < lda && f[i].j < S_P; r++) {
             const uint8_t *ar = a + r * lda + f[i].k;
             int32_t *cr = c + r * ldc + f[i].j;
             *cr = (int32_t)((uint32_t)*cr + (uint32_t)(ar[0] * f[i].b0 + ar[1] * f[i].b1));
         }
+}
+
+/* Is panel p narrow (counts: the narrow form's, or NULL)? A count past
+ * the cap (only a damaged plan's) reads as whole. */
+static bool s_is_narrow(const int32_t *counts, int64_t k4, int64_t p)
+{
+    return counts && counts[p] >= 0 && counts[p] <= s_fix_cap(k4);
 }
 
 /* The dots of a block's nr rows (abuf, k4 quads each) by panels [p, p1)
@@ -832,8 +840,8 @@ static void s_block_dots(s_dots_fn dots, s_dots_fn narrow, const uint8_t *abuf, 
                          int64_t panels, int64_t p, int64_t p1, int32_t *c)
 {
     for (int64_t q = p, e; q < p1; q = e) {
-        const bool nar = counts && counts[q] >= 0;
-        for (e = q + 1; e < p1 && (counts && counts[e] >= 0) == nar; e++)
+        const bool nar = s_is_narrow(counts, k4, q);
+        for (e = q + 1; e < p1 && s_is_narrow(counts, k4, e) == nar; e++)
             ;
         (nar ? narrow : dots)(abuf, k4 * 4, nr, k4, pb, pw, q, e, c + (q - p) * S_P, S_P * 2);
         for (int64_t i = q; nar && i < e; i++)
