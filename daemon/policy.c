@@ -1,7 +1,6 @@
 /* The scheduling policy (seed 002). See policy.h for the estimates and the
  * rules; this file keeps the formulas there and here in step. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -263,77 +262,139 @@ static s_cfg s_mode(const s_job *j, gx_mode mode)
     return c;
 }
 
-/* snprintf into the reason; a line too long is cut at len - 1 bytes. */
-__attribute__((format(printf, 3, 4))) static void s_say(char *buf, size_t len, const char *fmt, ...)
+/* ---- the reason line ----
+ * Written on every RUN (and again for a team hint or a batch), so with
+ * appends rather than printf, whose float conversion alone took most of
+ * a choice's 2.7 us. A line too long is cut at len - 1 bytes. */
+
+typedef struct s_line {
+    char *buf;
+    size_t len, n;
+} s_line;
+
+static s_line s_line_in(char *buf, size_t len)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
+    buf[0] = '\0';
+    return (s_line){.buf = buf, .len = len};
 }
 
-/* "1.5", "42.3", "1200": the estimate for a reason line. */
-static const char *s_us(double us, char *buf, size_t len)
+static void s_put(s_line *l, const char *s)
 {
-    snprintf(buf, len, us < 10 ? "%.2f" : us < 100 ? "%.1f" : "%.0f", us);
-    return buf;
+    size_t k = strlen(s);
+    if (l->n + k >= l->len)
+        k = l->len - 1 - l->n;
+    memcpy(l->buf + l->n, s, k);
+    l->n += k;
+    l->buf[l->n] = '\0';
+}
+
+/* v with d decimals (0 to 2), as printf's "%.*f" but rounded half away
+ * from zero (the line is read by people, not parsed back). */
+static void s_put_num(s_line *l, double v, int d)
+{
+    char t[48];
+    if (!(fabs(v) < 1e15)) { /* inf, nan, or past what the digits below take */
+        snprintf(t, sizeof t, "%.*f", d, v);
+        s_put(l, t);
+        return;
+    }
+    long long q = llround(fabs(v) * (d == 2 ? 100 : d == 1 ? 10 : 1));
+    char *p = t + sizeof t;
+    *--p = '\0';
+    for (int i = 0; i < d; i++, q /= 10)
+        *--p = (char)('0' + q % 10);
+    if (d > 0)
+        *--p = '.';
+    do
+        *--p = (char)('0' + q % 10);
+    while ((q /= 10) > 0);
+    if (v < 0)
+        *--p = '-';
+    s_put(l, p);
+}
+
+/* "1.52", "42.3", "1200": an estimate. */
+static void s_put_us(s_line *l, double us)
+{
+    s_put_num(l, us, us < 10 ? 2 : us < 100 ? 1 : 0);
 }
 
 /* "intra(4)", "replica 4 slices", "inter+replica 2x4": mode and team. */
-static const char *s_label(gx_mode mode, const s_cfg *c, char *buf, size_t len)
+static void s_put_label(s_line *l, gx_mode mode, const s_cfg *c)
 {
     switch (mode) {
     case GX_MODE_INTRA:
     case GX_MODE_INTER:
     case GX_MODE_INTER_INTRA:
-        snprintf(buf, len, "%s(%d)", gx_mode_name(mode), c->per);
+        s_put(l, gx_mode_name(mode));
+        s_put(l, "(");
+        s_put_num(l, c->per, 0);
+        s_put(l, ")");
         break;
     case GX_MODE_REPLICA:
-        if (c->queued)
-            snprintf(buf, len, "replica 1 worker/job");
-        else
-            snprintf(buf, len, "replica %d slice%s", c->replicas, c->replicas > 1 ? "s" : "");
+        if (c->queued) {
+            s_put(l, "replica 1 worker/job");
+            break;
+        }
+        s_put(l, "replica ");
+        s_put_num(l, c->replicas, 0);
+        s_put(l, c->replicas > 1 ? " slices" : " slice");
         break;
     case GX_MODE_INTER_REPLICA:
-        snprintf(buf, len, "inter+replica %dx%d", c->replicas, c->per);
+        s_put(l, "inter+replica ");
+        s_put_num(l, c->replicas, 0);
+        s_put(l, "x");
+        s_put_num(l, c->per, 0);
         break;
     case GX_MODE_AUTO:
     case GX_MODE_SEQ:
     case GX_MODE_COUNT:
-        snprintf(buf, len, "%s", gx_mode_name(mode));
+        s_put(l, gx_mode_name(mode));
         break;
     }
-    return buf;
+}
+
+/* " intra(2) 1.52us": a mode and its estimate, after a space. */
+static void s_put_est(s_line *l, gx_mode mode, const s_cfg *c, const char *unit)
+{
+    s_put(l, " ");
+    s_put_label(l, mode, c);
+    s_put(l, " ");
+    s_put_us(l, c->us);
+    s_put(l, unit);
 }
 
 /* "rule 1 (12 queued), rule 3 (batch 32)": the seed 002 rules that apply. */
-static void s_rules(const gxd_policy_job *job, const s_job *j, char *buf, size_t len)
+static void s_put_rules(s_line *l, const gxd_policy_job *job, const s_job *j)
 {
-    size_t n = 0;
-    buf[0] = '\0';
-    if (j->queued > 0)
-        n += (size_t)snprintf(buf + n, len - n, "rule 1 (%zu queued)", j->queued);
-    if (n < len && job->sync_steps > 0)
-        n += (size_t)snprintf(buf + n, len - n, "%srule 2 (%zu sync steps, no split)",
-                              n ? ", " : "", job->sync_steps);
-    else if (n < len && j->batch > 0)
-        n += (size_t)snprintf(buf + n, len - n, "%srule 3 (batch %lld)", n ? ", " : "", j->batch);
-    if (n == 0)
-        snprintf(buf, len, "no queue, no batch");
+    const size_t n0 = l->n;
+    if (j->queued > 0) {
+        s_put(l, "rule 1 (");
+        s_put_num(l, (double)j->queued, 0);
+        s_put(l, " queued)");
+    }
+    if (job->sync_steps > 0 || j->batch > 0) {
+        if (l->n > n0)
+            s_put(l, ", ");
+        s_put(l, job->sync_steps > 0 ? "rule 2 (" : "rule 3 (batch ");
+        s_put_num(l, job->sync_steps > 0 ? (double)job->sync_steps : (double)j->batch, 0);
+        s_put(l, job->sync_steps > 0 ? " sync steps, no split)" : ")");
+    }
+    if (l->n == n0)
+        s_put(l, "no queue, no batch");
 }
 
-/* "; measured/model seq 1.02 intra 1.74": the seen ratios in use, after
- * the reason (cut if the line is full). */
-static void s_seen_note(const s_job *j, char *buf, size_t len)
+/* "; measured/model seq 1.02 intra 1.74": the seen ratios in use. */
+static void s_put_seen(s_line *l, const s_job *j)
 {
-    size_t n = strlen(buf);
     bool any = false;
-    for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT && n + 1 < len; k++) {
+    for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT; k++) {
         if (!(j->seen[k] > 0) || !isfinite(j->seen[k]))
             continue;
-        int w = snprintf(buf + n, len - n, "%s %s %.2f", any ? "" : "; measured/model",
-                         gx_mode_name((gx_mode)k), j->seen[k]);
-        n = w > 0 && (size_t)w < len - n ? n + (size_t)w : len - 1;
+        s_put(l, any ? " " : "; measured/model ");
+        s_put(l, gx_mode_name((gx_mode)k));
+        s_put(l, " ");
+        s_put_num(l, j->seen[k], 2);
         any = true;
     }
 }
@@ -375,19 +436,19 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
 
     gx_mode best;
     gx_mode pick = s_auto(cfg, &best);
-    char rules[96], a[40], b[40], ua[16], ub[16];
     const char *unit = j.queued > 0 ? "us/job" : "us";
-    s_rules(job, &j, rules, sizeof rules);
+    s_line l = s_line_in(out->reason, sizeof out->reason);
 
     if (requested <= GX_MODE_AUTO || requested >= GX_MODE_COUNT) {
         out->mode = pick;
         const s_cfg *c = &cfg[pick];
-        s_label(pick, c, a, sizeof a);
+        s_put_rules(&l, job, &j);
+        s_put(&l, ":");
+        s_put_est(&l, pick, c, unit);
         if (pick != best) {
-            s_say(out->reason, sizeof out->reason,
-                  "%s: %s %s%s, within 3%% of %s %s%s: fewer workers", rules, a,
-                  s_us(c->us, ua, sizeof ua), unit, s_label(best, &cfg[best], b, sizeof b),
-                  s_us(cfg[best].us, ub, sizeof ub), unit);
+            s_put(&l, ", within 3% of");
+            s_put_est(&l, best, &cfg[best], unit);
+            s_put(&l, ": fewer workers");
         } else {
             /* The runner-up: the next smallest estimate among the others,
              * skipping those that run as the pick does (a team mode on one
@@ -400,48 +461,52 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
                 if (next < 0 || cfg[k].us < cfg[next].us)
                     next = k;
             }
-            if (next < 0)
-                s_say(out->reason, sizeof out->reason, "%s: %s %s%s", rules, a,
-                      s_us(c->us, ua, sizeof ua), unit);
-            else
-                s_say(out->reason, sizeof out->reason, "%s: %s %s%s vs %s %s%s", rules, a,
-                      s_us(c->us, ua, sizeof ua), unit,
-                      s_label((gx_mode)next, &cfg[next], b, sizeof b),
-                      s_us(cfg[next].us, ub, sizeof ub), unit);
+            if (next >= 0) {
+                s_put(&l, " vs");
+                s_put_est(&l, (gx_mode)next, &cfg[next], unit);
+            }
         }
     } else {
         out->mode = requested;
         s_cfg c = cfg[requested];
-        char why[64] = "";
+        s_put(&l, "requested ");
+        s_put(&l, gx_mode_name(requested));
+        s_put(&l, ":");
         if (!c.ok) {
             /* A split the job does not allow: one copy (inter inside for
              * inter+replica, as inter would run). */
-            if (job->sync_steps > 0 && j.batch > 0)
-                s_say(why, sizeof why, "%zu sync steps couple the batch, no split",
-                      job->sync_steps);
-            else
-                s_say(why, sizeof why, "no batch to split%s", j.queued > 0 ? "" : ", no queue");
+            if (job->sync_steps > 0 && j.batch > 0) {
+                s_put(&l, " ");
+                s_put_num(&l, (double)job->sync_steps, 0);
+                s_put(&l, " sync steps couple the batch, no split");
+            } else {
+                s_put(&l, j.queued > 0 ? " no batch to split" : " no batch to split, no queue");
+            }
             c = requested == GX_MODE_INTER_REPLICA ? cfg[GX_MODE_INTER] : cfg[GX_MODE_SEQ];
-            s_say(out->reason, sizeof out->reason,
-                  "requested %s: %s; 1 copy on %d worker%s: %s%s (auto: %s)",
-                  gx_mode_name(requested), why, c.per, c.per > 1 ? "s" : "",
-                  s_us(c.us, ua, sizeof ua), unit, s_label(pick, &cfg[pick], b, sizeof b));
+            s_put(&l, "; 1 copy on ");
+            s_put_num(&l, c.per, 0);
+            s_put(&l, c.per > 1 ? " workers: " : " worker: ");
+            s_put_us(&l, c.us);
+            s_put(&l, unit);
+            s_put(&l, " (auto: ");
+            s_put_label(&l, pick, &cfg[pick]);
+            s_put(&l, ")");
         } else {
-            s_say(out->reason, sizeof out->reason, "requested %s: %s %s%s (auto: %s %s%s)",
-                  gx_mode_name(requested), s_label(requested, &c, a, sizeof a),
-                  s_us(c.us, ua, sizeof ua), unit, s_label(pick, &cfg[pick], b, sizeof b),
-                  s_us(cfg[pick].us, ub, sizeof ub), unit);
+            s_put_est(&l, requested, &c, unit);
+            s_put(&l, " (auto:");
+            s_put_est(&l, pick, &cfg[pick], unit);
+            s_put(&l, ")");
         }
         out->workers = c.replicas * c.per;
         out->replicas = c.replicas;
         out->model_us = c.model;
-        s_seen_note(&j, out->reason, sizeof out->reason);
+        s_put_seen(&l, &j);
         return;
     }
     out->workers = cfg[pick].replicas * cfg[pick].per;
     out->replicas = cfg[pick].replicas;
     out->model_us = cfg[pick].model;
-    s_seen_note(&j, out->reason, sizeof out->reason);
+    s_put_seen(&l, &j);
 }
 
 /* A seen entry: the ratio's float bits, then the plan's run count when it
@@ -512,9 +577,18 @@ void gxd_policy_merge(const gxd_policy_job *one, const gxd_policy_job *merged, i
     gxd_policy_choose(merged, &mm, GX_MODE_AUTO, &out->run);
     out->merged_us = s_pos(out->run.est_us[out->run.mode]);
     out->merge = n > 1 && out->merged_us < out->apart_us;
-    char a[16], b[16];
-    s_say(out->reason, sizeof out->reason, "%s %d jobs: %s %sus vs %d apart on %d worker%s %sus",
-          out->merge ? "batched" : "not batched", n, gx_mode_name(out->run.mode),
-          s_us(out->merged_us, a, sizeof a), n, w, w > 1 ? "s" : "",
-          s_us(out->apart_us, b, sizeof b));
+    s_line l = s_line_in(out->reason, sizeof out->reason);
+    s_put(&l, out->merge ? "batched " : "not batched ");
+    s_put_num(&l, n, 0);
+    s_put(&l, " jobs: ");
+    s_put(&l, gx_mode_name(out->run.mode));
+    s_put(&l, " ");
+    s_put_us(&l, out->merged_us);
+    s_put(&l, "us vs ");
+    s_put_num(&l, n, 0);
+    s_put(&l, " apart on ");
+    s_put_num(&l, w, 0);
+    s_put(&l, w > 1 ? " workers " : " worker ");
+    s_put_us(&l, out->apart_us);
+    s_put(&l, "us");
 }
