@@ -652,6 +652,37 @@ START_TEST(test_seen_median)
 }
 END_TEST
 
+/* The estimates in a reason: two decimals under 10 us, one under 100,
+ * none from there (halves rounded away from zero; from 1e15 on, printf's
+ * digits); a reason that does not fit is cut, terminated. */
+START_TEST(test_reason_numbers)
+{
+    static const struct {
+        double us;
+        const char *says;
+    } cases[] = {{3.14159, "seq 3.14us"},  {9.999, "seq 10.00us"}, {0.004, "seq 0.00us"},
+                 {42.25, "seq 42.3us"},    {99.94, "seq 99.9us"},  {1234.5, "seq 1235us"},
+                 {1e18, "seq 1000000000000000000us"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gxd_policy_job job = s_chain();
+        job.total_us = job.critical_us = job.split_us = job.split_crit_us = cases[i].us;
+        gxd_policy_machine m = s_machine(1, 0);
+        gxd_policy_choice c;
+        gxd_policy_choose(&job, &m, GX_MODE_SEQ, &c);
+        ck_assert_msg(strstr(c.reason, cases[i].says) != NULL, "%g: %s", cases[i].us, c.reason);
+    }
+    /* every seen ratio and a long rule: past the line's 160 bytes */
+    gxd_policy_job job = s_chain();
+    for (int k = GX_MODE_SEQ; k < GX_MODE_COUNT; k++)
+        job.seen[k] = 1.0 + k / 100.0;
+    gxd_policy_machine m = s_machine(8, 123456789);
+    gxd_policy_choice c;
+    gxd_policy_choose(&job, &m, GX_MODE_AUTO, &c);
+    ck_assert_uint_eq(strlen(c.reason), sizeof c.reason - 1);
+    ck_assert_ptr_nonnull(strstr(c.reason, "rule 1 (123456789 queued)"));
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
     Suite *s = suite_create("policy");
@@ -672,6 +703,7 @@ Suite *policy_suite(void)
     tcase_add_test(tc, test_seen_ratio);
     tcase_add_test(tc, test_seen_record);
     tcase_add_test(tc, test_seen_median);
+    tcase_add_test(tc, test_reason_numbers);
     suite_add_tcase(s, tc);
     return s;
 }
