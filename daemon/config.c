@@ -228,7 +228,7 @@ static const s_key s_keys[] = {
     {.name = "scheduler.spin_us", .type = S_INT, .off = S_OFF(sched_spin_us), .min = 0,
      .max = 100000, .def = "200",
      .doc = "an idle worker spins this long for the next job or team call before it sleeps "
-            "(us), at most workers - 1 of them at once (1 with one worker); 0: it sleeps at once"},
+            "(us); 0: it sleeps at once"},
     {.name = "scheduler.batch_max", .type = S_INT, .off = S_OFF(sched_batch_max), .min = 1,
      .max = 256, .def = "8",
      .doc = "dynamic batching: a worker merges up to this many queued jobs of one graph and "

@@ -84,10 +84,6 @@ int gxd_pool_start(gxd_ctx *ctx, gxd_pool_done_fn done, void *done_arg, gxd_pool
                              .team_max = n < GXD_MAX_TEAM ? n : GXD_MAX_TEAM,
                              .cal = &p->cal};
     *out = p;
-    /* idle workers spin for the next job, all but one core's worth: with
-     * every worker idle, the threads that receive the next request and
-     * send the replies keep a core (docs/modes.md) */
-    gxd_queue_set_spin(&ctx->queue, ctx->cfg.sched_spin_us, n - 1);
     for (int i = 0; i < n; i++) {
         /* Calibrate with every worker but one started: this thread leads
          * the teams as a worker would, beside n - 1 helpers, on n cores

@@ -206,20 +206,19 @@ void gxd_queue_set_uid_max(gxd_queue *q, size_t max_uid_jobs)
     pthread_mutex_unlock(&q->mu);
 }
 
-void gxd_queue_set_spin(gxd_queue *q, int64_t us, int max_spinning)
+void gxd_queue_set_spin(gxd_queue *q, int64_t us)
 {
     pthread_mutex_lock(&q->mu);
     q->spin_us = us > 0 ? us : 0;
-    q->max_spinning = max_spinning > 1 ? max_spinning : 1;
     pthread_mutex_unlock(&q->mu);
 }
 
-/* Spin (mu not held; counted in q->spinning by the caller, under mu, so
- * that the count never passes q->max_spinning) until posts moves past
- * seen or wake(arg) holds (true), or q->spin_us have passed (false). */
+/* Spin (mu not held) until posts moves past seen or wake(arg) holds
+ * (true), or q->spin_us have passed (false). */
 static bool s_spin(gxd_queue *q, uint_fast64_t seen, bool (*wake)(void *), void *arg)
 {
     const int64_t end = gxd_now_us() + q->spin_us;
+    atomic_fetch_add_explicit(&q->spinning, 1, memory_order_relaxed);
     bool hit = false;
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(&q->posts, memory_order_acquire) != seen || (wake && wake(arg))) {
@@ -266,11 +265,8 @@ gxd_job *gxd_queue_pop_or(gxd_queue *q, bool (*wake)(void *), void *arg, bool *w
             *woken = true;
             break;
         }
-        if (!spun && q->spin_us &&
-            atomic_load_explicit(&q->spinning, memory_order_relaxed) < q->max_spinning) {
-            /* once per pop; then the conditions again, under mu */
+        if (!spun && q->spin_us) { /* once per pop; then the conditions again, under mu */
             const uint_fast64_t seen = atomic_load_explicit(&q->posts, memory_order_relaxed);
-            atomic_fetch_add_explicit(&q->spinning, 1, memory_order_relaxed);
             spun = true;
             pthread_mutex_unlock(&q->mu);
             s_spin(q, seen, wake, arg);

@@ -57,7 +57,6 @@ typedef struct gxd_queue {
      * idle popper watches while it spins */
     atomic_uint_fast64_t posts;
     int64_t spin_us; /* how long a popper spins before it sleeps */
-    int max_spinning; /* poppers that may spin at once (the others sleep at once) */
     atomic_int spinning; /* poppers spinning now */
     int sleeping; /* poppers in cv (under mu) */
     /* poppers woken for a job's team (gxd_job.team) that spin again when
@@ -89,12 +88,9 @@ int gxd_queue_push(gxd_queue *q, gxd_job *j, char *err, size_t errlen);
  * a job or a kick before it sleeps on the condition variable: a job or
  * team call that comes within that time starts at once instead of after
  * a wake-up (tens of microseconds), at the price of that much of a core
- * after each job. At most max_spinning poppers (>= 1) spin at once; the
- * others sleep at once. The daemon allows one fewer than its workers
- * (one a core), so that idle workers never take every core from the
- * threads that receive the next job and send the replies.
+ * after each job.
  * Before any popper waits. */
-void gxd_queue_set_spin(gxd_queue *q, int64_t us, int max_spinning);
+void gxd_queue_set_spin(gxd_queue *q, int64_t us);
 /* Block until a job is available and take it (caller owns it), or return
  * NULL once the queue is closed. */
 gxd_job *gxd_queue_pop(gxd_queue *q);

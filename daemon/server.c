@@ -1968,6 +1968,7 @@ int gxd_server_init(gxd_ctx *ctx, char *err, size_t errlen)
     if ((rc = gxd_queue_init(&ctx->queue, (size_t)ctx->cfg.queue_max_jobs,
                              (size_t)ctx->cfg.queue_max_bytes)) < 0)
         return gx_errf(err, errlen, rc, "cannot create the job queue");
+    gxd_queue_set_spin(&ctx->queue, ctx->cfg.sched_spin_us);
     gxd_queue_set_client_max(&ctx->queue, (size_t)ctx->cfg.limits_client_jobs);
     gxd_queue_set_uid_max(&ctx->queue, (size_t)ctx->cfg.limits_uid_jobs);
     gxd_clients_init(&ctx->clients, (size_t)ctx->cfg.limits_client_graphs,

@@ -325,13 +325,13 @@ START_TEST(test_push_wakes_team)
 {
     gxd_queue q;
     gxd_queue_init(&q, 10, 100);
-    gxd_queue_set_spin(&q, 0, 1);
+    gxd_queue_set_spin(&q, 0);
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
         pthread_create(&t[i], NULL, s_popper, &q);
     while (s_sleeping(&q) < 2)
         sched_yield();
-    gxd_queue_set_spin(&q, 3600ll * 1000 * 1000, 1); /* longer than any run of the test */
+    gxd_queue_set_spin(&q, 3600ll * 1000 * 1000); /* longer than any run of the test */
     gxd_job *j = s_job("a", 1, 0, 1, 0);
     j->team = 2;
     char err[256];
@@ -349,30 +349,6 @@ START_TEST(test_push_wakes_team)
 }
 END_TEST
 
-/* Two idle poppers where one may spin: the other sleeps at once. */
-START_TEST(test_spinners_bounded)
-{
-    gxd_queue q;
-    gxd_queue_init(&q, 10, 100);
-    gxd_queue_set_spin(&q, 3600ll * 1000 * 1000, 1); /* longer than any run of the test */
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, s_popper, &q);
-    int spinning;
-    while ((spinning = atomic_load(&q.spinning)) + s_sleeping(&q) < 2) /* both settled */
-        sched_yield();
-    ck_assert_int_eq(spinning, 1);
-    ck_assert_int_eq(s_sleeping(&q), 1);
-    s_free_list(gxd_queue_close(&q)); /* ends the spin and the sleep */
-    for (int i = 0; i < 2; i++) {
-        void *r;
-        pthread_join(t[i], &r);
-        ck_assert_ptr_null(r);
-    }
-    gxd_queue_fini(&q);
-}
-END_TEST
-
 Suite *queue_suite(void)
 {
     Suite *s = suite_create("queue");
@@ -385,7 +361,6 @@ Suite *queue_suite(void)
     tcase_add_test(tc, test_uid_bound);
     tcase_add_test(tc, test_close_wakes_poppers);
     tcase_add_test(tc, test_push_wakes_team);
-    tcase_add_test(tc, test_spinners_bounded);
     suite_add_tcase(s, tc);
     TCase *td = tcase_create("daemon");
     tcase_set_timeout(td, 120);
