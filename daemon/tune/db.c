@@ -161,9 +161,11 @@ static int s_migrate(gxd_tune_db *d, const char *path, gxd_log *log, char *err, 
         gxd_tune_build_id(r->impl, &bi, r->build, sizeof r->build);
         if (!gxd_tune_rec_cand(r, r->impl, r->version) && r->n_cands < GXD_TUNE_MAX_IMPLS) {
             gxd_tune_cand *c = &r->cands[r->n_cands++]; /* schema 2 kept the winner apart */
-            snprintf(c->name, sizeof c->name, "%s", r->impl);
+            _Static_assert(sizeof c->name == sizeof r->impl && sizeof c->build == sizeof r->build,
+                           "a candidate's name and build are the record's");
+            memcpy(c->name, r->impl, sizeof c->name);
             c->version = r->version;
-            snprintf(c->build, sizeof c->build, "%s", r->build);
+            memcpy(c->build, r->build, sizeof c->build);
             c->ns = sqlite3_column_int64(get, 5);
             c->at = r->measured_at;
         }
