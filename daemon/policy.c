@@ -376,9 +376,15 @@ static void s_put_rules(s_line *l, const gxd_policy_job *job, const s_job *j)
     if (job->sync_steps > 0 || j->batch > 0) {
         if (l->n > n0)
             s_put(l, ", ");
-        s_put(l, job->sync_steps > 0 ? "rule 2 (" : "rule 3 (batch ");
-        s_put_num(l, job->sync_steps > 0 ? (double)job->sync_steps : (double)j->batch, 0);
-        s_put(l, job->sync_steps > 0 ? " sync steps, no split)" : ")");
+        if (job->sync_steps > 0) {
+            s_put(l, "rule 2 (");
+            s_put_num(l, (double)job->sync_steps, 0);
+            s_put(l, " sync steps, no split)");
+        } else {
+            s_put(l, "rule 3 (batch ");
+            s_put_num(l, (double)j->batch, 0);
+            s_put(l, ")");
+        }
     }
     if (l->n == n0)
         s_put(l, "no queue, no batch");
