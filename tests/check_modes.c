@@ -422,6 +422,35 @@ static gx_graph *s_slow(int k)
     return g;
 }
 
+/* Two branches, each a Loop without end (its condition passed on) whose
+ * body is MatMul + Tanh on [256, 256], added: heavy steps on two branches,
+ * and a job that runs until it is cancelled however loaded the machine.
+ * Inputs x and c (bool scalar, true). */
+static gx_graph *s_endless_branches(void)
+{
+    gx_graph *g = gx_graph_new("endless_branches");
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, (const int64_t[]){256, 256}), GX_OK);
+    ck_assert_int_eq(gx_graph_add_input(g, "c", GX_BOOL, 0, NULL), GX_OK);
+    for (int b = 0; b < 2; b++) {
+        gx_graph *body = gx_graph_new("body");
+        ck_assert_int_eq(gx_graph_add_input(body, "i", GX_I64, 0, NULL), GX_OK);
+        ck_assert_int_eq(gx_graph_add_input(body, "c", GX_BOOL, 0, NULL), GX_OK);
+        ck_assert_int_eq(gx_graph_add_input(body, "v", GX_F32, 2, (const int64_t[]){256, 256}),
+                         GX_OK);
+        s_const(body, "w", 2, (const int64_t[]){256, 256}, 0.05f);
+        s_node(body, "Identity", IN("c"), "c_out");
+        s_node(body, "MatMul", IN("v", "w"), "m");
+        s_node(body, "Tanh", IN("m"), "v_out");
+        ck_assert_int_eq(gx_graph_add_output(body, "c_out"), GX_OK);
+        ck_assert_int_eq(gx_graph_add_output(body, "v_out"), GX_OK);
+        gx_node *n = s_node(g, "Loop", IN("", "c", "x"), b ? "y1" : "y0");
+        ck_assert_int_eq(gx_node_set_graph(n, "body", &body), GX_OK);
+    }
+    s_node(g, "Add", IN("y0", "y1"), "y");
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    return g;
+}
+
 START_TEST(cancel_and_shutdown_in_parallel_modes)
 {
     static const gx_mode modes[] = {GX_MODE_INTRA, GX_MODE_INTER, GX_MODE_INTER_INTRA,
@@ -429,24 +458,27 @@ START_TEST(cancel_and_shutdown_in_parallel_modes)
     const int n = (int)(sizeof modes / sizeof modes[0]);
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
-    gx_client *c = s_client(&d);
-    gx_graph *g = s_slow(60), *long_g = s_slow(500);
+    gx_client *c = s_client(&d), *watch = s_client(&d);
+    gx_graph *g = s_slow(60), *long_g = s_endless_branches();
     gx_graph_id id, long_id;
     ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
     ck_assert_int_eq(gx_client_load(c, long_g, &long_id), GX_OK);
     gx_tensor *x = s_rand_tensor(2, (const int64_t[]){256, 256}, 1.0f);
+    gx_tensor *on = gx_tensor_new(GX_BOOL, 0, NULL);
+    *(uint8_t *)gx_tensor_data(on) = 1;
 
-    /* a job in each parallel mode stops when cancelled (queued, or running:
-     * its members stop claiming steps); each would run for well over 100 ms,
-     * so the cancel comes first even on a loaded machine */
+    /* a job in each parallel mode stops when cancelled (running: its
+     * members stop claiming steps); it never ends by itself, so the cancel
+     * always finds it */
     for (int i = 0; i < n; i++) {
         gx_request *rq = s_request(&long_id, x, modes[i]);
+        ck_assert_int_eq(gx_request_add_input(rq, "c", on), GX_OK);
         gx_job *job = NULL;
         gx_result *r = NULL;
         ck_assert_int_eq(gx_client_submit(c, rq, &job), GX_OK);
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        ck_assert_int_eq(gx_job_cancel(job), GX_OK); /* a job takes tens of ms */
+        while (gxt_stat(watch, "workers_busy") < 1) /* it runs (the Check timeout bounds it) */
+            nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+        ck_assert_int_eq(gx_job_cancel(job), GX_OK);
         int rc = gx_job_wait(job, 60000, &r);
         ck_assert_msg(rc == GX_ECANCELLED, "mode %s: %s", gx_mode_name(modes[i]),
                       gx_result_message(r));
@@ -472,8 +504,10 @@ START_TEST(cancel_and_shutdown_in_parallel_modes)
         gx_job_destroy(&jobs[i]);
     }
     gx_tensor_destroy(&x);
+    gx_tensor_destroy(&on);
     gx_graph_destroy(&g);
     gx_graph_destroy(&long_g);
+    gx_client_destroy(&watch);
     gx_client_destroy(&c);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
 }
