@@ -386,8 +386,8 @@ START_TEST(test_cancel_queued_and_running)
     gxt_daemon d;
     gxt_daemon_start(&d, (const char *[]){"--cpus", "0", NULL}); /* one worker */
     gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
-    slow_job s;
-    s_slow_init(&s, 400);
+    gxt_endless s; /* runs until cancelled or its deadline */
+    gxt_endless_init(&s);
     gx_job *a = NULL, *b = NULL;
     gx_result *r = NULL;
     ck_assert_int_eq(gx_client_submit(c, s.rq, &a), GX_OK);
@@ -407,7 +407,7 @@ START_TEST(test_cancel_queued_and_running)
     gx_job_destroy(&a);
     gx_job_destroy(&b);
     ck_assert_int_eq(gx_client_ping(c), GX_OK);
-    s_slow_fini(&s);
+    gxt_endless_fini(&s);
     gx_client_destroy(&c);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
@@ -420,8 +420,8 @@ START_TEST(test_deadline_and_queue_full)
     gxt_daemon_start_yaml(&d, "# two queued jobs at most\nqueue:\n  max_jobs: 2\n",
                           (const char *[]){"--cpus", "0", NULL});
     gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
-    slow_job s;
-    s_slow_init(&s, 400);
+    gxt_endless s; /* runs until cancelled or its deadline */
+    gxt_endless_init(&s);
     gx_job *a = NULL, *b = NULL, *e = NULL, *full = NULL;
     gx_result *r = NULL;
     ck_assert_int_eq(gx_client_submit(c, s.rq, &a), GX_OK);
@@ -477,7 +477,7 @@ START_TEST(test_deadline_and_queue_full)
     gx_request_destroy(&quick);
     gx_graph_destroy(&g);
     gx_tensor_destroy(&x);
-    s_slow_fini(&s);
+    gxt_endless_fini(&s);
     gx_client_destroy(&c);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
