@@ -85,8 +85,20 @@ demo() {
 }
 
 # run_suite DIR: make check in DIR; prints the runner's log; sets passed/failed
+# and adds to failures
 passed=0
 failed=0
+# what failed, every suite's own line for it (the Check test, the ONNX case,
+# the pytest test), repeated before the summary: a log shown by its tail
+# still names them
+failures=
+# s_failures FILE PATTERN: FILE's lines that match PATTERN, added to $failures
+s_failures() {
+    local got
+    got=$(grep -E "$2" "$1" 2>/dev/null | cut -c1-300 || true)
+    [ -z "$got" ] || failures="$failures$got
+"
+}
 # s_count WORD: the number before WORD in $line ("40 passed" -> 40), else 0
 s_count() {
     echo "$line" | awk -v w="$1" '{for (i = 2; i <= NF; i++) if ($i ~ "^" w) s += $(i - 1)} END {print s + 0}'
@@ -97,6 +109,7 @@ run_suite() {
     local logf=$dir/tests/check_gexec.log
     if [ -f "$logf" ]; then
         grep -v '^PASS\|^FAIL' "$logf" | grep -E '^[^ ]' || true
+        s_failures "$logf" ':[0-9]+:[FE]:'
         local line
         line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logf" | tail -1)
         if [ -n "$line" ]; then
@@ -113,6 +126,7 @@ run_suite() {
     if [ -f "$conf" ] && line=$(grep -E '^conformance: [0-9]+ passed' "$conf" | tail -1); then
         echo "$line"
         failed=$((failed + $(echo "$line" | cut -d' ' -f4)))
+        s_failures "$conf" '^FAIL'
     fi
     # the Python client's tests (python/tests/check.sh): pytest's summary,
     # "2 failed, 40 passed, 1 skipped in 3.2s"; a run without one that failed
@@ -124,6 +138,7 @@ run_suite() {
             echo "python: $line"
             passed=$((passed + $(s_count passed)))
             failed=$((failed + $(s_count failed) + $(s_count error)))
+            s_failures "$py.log" '^(FAILED|ERROR) '
         elif grep -q ':test-result: FAIL' "$py.trs" 2>/dev/null; then
             failed=$((failed + 1))
         fi
@@ -141,6 +156,7 @@ test_all() {
     # the sanitizers slow everything several times: Check's timeouts too
     CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-5} ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
         UBSAN_OPTIONS=print_stacktrace=1 run_suite "$top/build-asan"
+    [ -z "$failures" ] || printf '==> what failed\n%s' "$failures"
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
 }

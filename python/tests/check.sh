@@ -70,7 +70,7 @@ done
 (cd "$top_srcdir/python/tests" &&
     GEXEC_LIBRARY=$lib GEXEC_SOCKET=$endpoint GEXECD=$gexecd GEXEC_TEST_TMP=$dir \
     GEXEC_SRCDIR=$top_srcdir PYTHONPATH=$top_srcdir/python${PYTHONPATH:+:$PYTHONPATH} \
-    PYTHONDONTWRITEBYTECODE=1 $py_env "$py" -m pytest -p no:cacheprovider -q -rs "$@")
+    PYTHONDONTWRITEBYTECODE=1 $py_env "$py" -m pytest -p no:cacheprovider -q -rfEs "$@")
 rc=$?
 
 kill -TERM "$pid"
