@@ -126,7 +126,7 @@ run_suite() {
     if [ -f "$conf" ] && line=$(grep -E '^conformance: [0-9]+ passed' "$conf" | tail -1); then
         echo "$line"
         failed=$((failed + $(echo "$line" | cut -d' ' -f4)))
-        s_failures "$conf" '^FAIL'
+        s_failures "$conf" '^FAIL [^ ]+: '
     fi
     # the Python client's tests (python/tests/check.sh): pytest's summary,
     # "2 failed, 40 passed, 1 skipped in 3.2s"; a run without one that failed

@@ -386,13 +386,13 @@ START_TEST(test_cancel_queued_and_running)
     gxt_daemon d;
     gxt_daemon_start(&d, (const char *[]){"--cpus", "0", NULL}); /* one worker */
     gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
-    gxt_endless s; /* runs until cancelled or its deadline */
-    gxt_endless_init(&s);
+    gxt_endless en; /* runs until cancelled or its deadline */
+    gxt_endless_init(&en);
     gx_job *a = NULL, *b = NULL;
     gx_result *r = NULL;
-    ck_assert_int_eq(gx_client_submit(c, s.rq, &a), GX_OK);
+    ck_assert_int_eq(gx_client_submit(c, en.rq, &a), GX_OK);
     gxt_wait_stats(watch, "\"workers_busy\":1");
-    ck_assert_int_eq(gx_client_submit(c, s.rq, &b), GX_OK);
+    ck_assert_int_eq(gx_client_submit(c, en.rq, &b), GX_OK);
     /* B is queued behind A: cancelling it answers it at once */
     ck_assert_int_eq(gx_job_cancel(b), GX_OK);
     ck_assert_int_eq(gx_job_wait(b, 10000, &r), GX_ECANCELLED);
@@ -407,7 +407,7 @@ START_TEST(test_cancel_queued_and_running)
     gx_job_destroy(&a);
     gx_job_destroy(&b);
     ck_assert_int_eq(gx_client_ping(c), GX_OK);
-    gxt_endless_fini(&s);
+    gxt_endless_fini(&en);
     gx_client_destroy(&c);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
@@ -420,11 +420,11 @@ START_TEST(test_deadline_and_queue_full)
     gxt_daemon_start_yaml(&d, "# two queued jobs at most\nqueue:\n  max_jobs: 2\n",
                           (const char *[]){"--cpus", "0", NULL});
     gx_client *c = gxt_client(&d), *watch = gxt_client(&d);
-    gxt_endless s; /* runs until cancelled or its deadline */
-    gxt_endless_init(&s);
+    gxt_endless en; /* runs until cancelled or its deadline */
+    gxt_endless_init(&en);
     gx_job *a = NULL, *b = NULL, *e = NULL, *full = NULL;
     gx_result *r = NULL;
-    ck_assert_int_eq(gx_client_submit(c, s.rq, &a), GX_OK);
+    ck_assert_int_eq(gx_client_submit(c, en.rq, &a), GX_OK);
     gxt_wait_stats(watch, "\"workers_busy\":1");
 
     /* deadline: B waits behind A and expires while queued */
@@ -460,8 +460,8 @@ START_TEST(test_deadline_and_queue_full)
     ck_assert_int_eq(gx_job_wait(q2, 60000, NULL), GX_OK);
     /* a deadline also stops a job that is already running */
     gx_job *late = NULL;
-    gx_request_set_deadline_ms(s.rq, 300);
-    ck_assert_int_eq(gx_client_submit(c, s.rq, &late), GX_OK);
+    gx_request_set_deadline_ms(en.rq, 300);
+    ck_assert_int_eq(gx_client_submit(c, en.rq, &late), GX_OK);
     ck_assert_int_eq(gx_job_wait(late, 60000, &r), GX_ETIMEDOUT);
     ck_assert_msg(strstr(gx_result_message(r), "deadline expired") != NULL, "%s", gx_result_message(r));
     gx_result_destroy(&r);
@@ -477,7 +477,7 @@ START_TEST(test_deadline_and_queue_full)
     gx_request_destroy(&quick);
     gx_graph_destroy(&g);
     gx_tensor_destroy(&x);
-    gxt_endless_fini(&s);
+    gxt_endless_fini(&en);
     gx_client_destroy(&c);
     gx_client_destroy(&watch);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
