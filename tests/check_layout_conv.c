@@ -422,6 +422,15 @@ static const s_case s_direct_cases[] = {
      .dw = 1, .pads = {1, 1, 1, 1}, .group = 64, .bias = true},
     {.n = 1, .c = 48, .m = 48, .h = 28, .w = 28, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
      .dw = 1, .pads = {1, 1, 1, 1}, .group = 48},
+    /* depthwise 3 and 5 wide at stride 1 along W (s_dw3_512, s_dwk256):
+     * runs of 8 and the rest, uneven pads, a masked last block of 8 lanes
+     * (C 24), batch 2 */
+    {.n = 2, .c = 24, .m = 24, .h = 9, .w = 29, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {0, 2, 1, 1}, .group = 24, .bias = true},
+    {.n = 1, .c = 32, .m = 32, .h = 6, .w = 37, .kh = 3, .kw = 3, .sh = 2, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 0, 1, 2}, .group = 32, .bias = true},
+    {.n = 2, .c = 40, .m = 40, .h = 11, .w = 23, .kh = 5, .kw = 5, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {2, 1, 2, 3}, .group = 40, .bias = true},
     {.n = 1, .c = 16, .m = 64, .h = 56, .w = 56, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
      .dw = 1, .bias = true},
     /* groups of 16 or more channels (ResNeXt, grouped 3x3): 2 groups of 16

@@ -1116,6 +1116,7 @@ typedef struct s_dw {
     int64_t x_img, xblk, xrow, xcol, y_img, ymb, yrow, ycol;
     int64_t dhx, dwx, xstep, kw, iw, sw, dwj, ksz;
     bool k3; /* 3 taps wide, undilated, stride 1 or 2 along W (s_dw3_512) */
+    int k256; /* AVX2, stride 1 and undilated along W, 3 or 5 taps wide: that width (s_dwk256), else 0 */
     int act; /* as in s_dk */
     float lo, hi;
     const float *x, *wp, *bias;
@@ -1350,6 +1351,89 @@ S_DW256_R(1, 1)
 /* [checked][full][R - 1] */
 static const s_dwb_fn s_dw256_tab[2][2][6] = {{S_DW256_ROW(0, 0), S_DW256_ROW(0, 1)},
                                               {S_DW256_ROW(1, 0), S_DW256_ROW(1, 1)}};
+
+/* Depthwise on AVX2, a window K = 3 or 5 taps wide, undilated, at stride
+ * 1 along W (s_dw3_512's way): R <= 8 columns of one block, each half of
+ * its 16 lanes on its own (R sums and the K taps' weights in the 16 ymm
+ * registers), x's half of each column loaded once per window row for the
+ * K columns that read it. Products in s_dw256's order (window row, then
+ * tap), so the same bits; s_dw256 loads x again per tap and column, and
+ * takes 1.2-1.5x as long (docs/kernels.md). */
+S_INLINE S_T256 void s_dwk256(const int K, const int R, const bool CHK, const bool FULL,
+                              const s_dw *d, const float *x0, int64_t off, int64_t a0,
+                              int64_t a1, int64_t j0, const float *wt, const float *bias0,
+                              int last, int64_t nb, float *y0)
+{
+    const __m256i ml = gx_mask8(FULL ? S_B : last), mh = gx_mask8((FULL ? S_B : last) - 8);
+    for (int64_t blk = 0; blk < nb; blk++) {
+        const float *xn = x0 + blk * d->xblk, *w = wt + blk * d->wblk;
+        const float *bias = bias0 ? bias0 + blk * S_B : NULL;
+        float *y = y0 + blk * d->ymb;
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256i mk = h ? mh : ml;
+            const __m256 b = bias ? S_LD256(bias, h, 0, !FULL, mk) : _mm256_setzero_ps();
+            __m256 acc[8], wk[5];
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++)
+                acc[r] = b;
+            for (int64_t a = a0; a < a1; a++) {
+#pragma GCC unroll 5
+                for (int t = 0; t < K; t++)
+                    wk[t] = _mm256_loadu_ps(w + (a * K + t) * S_B + h * 8);
+                /* x's columns one after the other (a running pointer: an
+                 * offset register per column would spill) */
+                const float *px = xn + off + a * d->dhx;
+#pragma GCC unroll 12
+                for (int q = 0; q < R + K - 1; q++, px += d->xcol) {
+                    const float *p =
+                        !CHK || (uint64_t)(j0 + q) < (uint64_t)d->iw ? px : s_zeros;
+                    const __m256 xv = S_LD256(p, h, 0, !FULL, mk);
+                    /* column r reads q at tap q - r: taps K - 1 .. 0 as q grows */
+#pragma GCC unroll 5
+                    for (int t = K - 1; t >= 0; t--)
+                        if (q - t >= 0 && q - t < R)
+                            acc[q - t] = _mm256_fmadd_ps(xv, wk[t], acc[q - t]);
+                }
+            }
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) {
+                const __m256 v = S_ACT256(d, acc[r]);
+                if (FULL)
+                    _mm256_storeu_ps(y + r * d->ycol + h * 8, v);
+                else
+                    _mm256_maskstore_ps(y + r * d->ycol + h * 8, mk, v);
+            }
+        }
+    }
+}
+
+#define S_DWK256(K, CHK, FULL, R)                                                                  \
+    static S_T256 void s_dwk256_##K##_##CHK##_##FULL##_##R(                                        \
+        const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t j0,           \
+        const float *w, const float *bias, int last, int64_t nb, float *y)                         \
+    {                                                                                              \
+        s_dwk256(K, R, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);                   \
+    }
+#define S_DWK256_R(K, CHK, FULL)                                                                   \
+    S_DWK256(K, CHK, FULL, 1) S_DWK256(K, CHK, FULL, 2) S_DWK256(K, CHK, FULL, 3)                  \
+    S_DWK256(K, CHK, FULL, 4) S_DWK256(K, CHK, FULL, 5) S_DWK256(K, CHK, FULL, 6)                  \
+    S_DWK256(K, CHK, FULL, 7) S_DWK256(K, CHK, FULL, 8)
+#define S_DWK256_K(K)                                                                              \
+    S_DWK256_R(K, 0, 0) S_DWK256_R(K, 0, 1) S_DWK256_R(K, 1, 0) S_DWK256_R(K, 1, 1)
+S_DWK256_K(3)
+S_DWK256_K(5)
+#define S_DWK256_ROW(K, CHK, FULL)                                                                 \
+    {s_dwk256_##K##_##CHK##_##FULL##_1, s_dwk256_##K##_##CHK##_##FULL##_2,                         \
+     s_dwk256_##K##_##CHK##_##FULL##_3, s_dwk256_##K##_##CHK##_##FULL##_4,                         \
+     s_dwk256_##K##_##CHK##_##FULL##_5, s_dwk256_##K##_##CHK##_##FULL##_6,                         \
+     s_dwk256_##K##_##CHK##_##FULL##_7, s_dwk256_##K##_##CHK##_##FULL##_8}
+#define S_DWK256_TAB(K)                                                                            \
+    {{S_DWK256_ROW(K, 0, 0), S_DWK256_ROW(K, 0, 1)}, {S_DWK256_ROW(K, 1, 0), S_DWK256_ROW(K, 1, 1)}}
+/* stride 1 only: at stride 2 the 3 wide window measured level with
+ * s_dw256 (x, four times y's size, streams from memory either way);
+ * [K == 5][checked][full][R - 1] */
+static const s_dwb_fn s_dwk256_tab[2][2][2][8] = {S_DWK256_TAB(3), S_DWK256_TAB(5)};
 #endif
 #define S_DW_RMAX256 6
 
@@ -1457,13 +1541,16 @@ static void s_dw_run(const s_dw *d, bool chk, int64_t r, int64_t b0, int64_t b1,
         return;
     }
     if (d->avx2) {
+        const s_dwb_fn(*tab)[6] = s_dw256_tab[chk];
+        const s_dwb_fn(*tabk)[8] = d->k256 ? s_dwk256_tab[d->k256 == 5][chk] : NULL;
         if (full > b0)
-            s_dw256_tab[chk][1][r - 1](d, xn, off, a0, a1, j0, w, bias, S_B, full - b0, y);
+            (tabk ? tabk[1][r - 1] : tab[1][r - 1])(d, xn, off, a0, a1, j0, w, bias, S_B,
+                                                     full - b0, y);
         if (full < b1) {
             const int64_t e = full - b0;
-            s_dw256_tab[chk][0][r - 1](d, xn + e * d->xblk, off, a0, a1, j0, w + e * d->wblk,
-                                       bias ? bias + e * S_B : NULL, (int)d->last, 1,
-                                       y + e * d->ymb);
+            (tabk ? tabk[0][r - 1] : tab[0][r - 1])(d, xn + e * d->xblk, off, a0, a1, j0,
+                                                     w + e * d->wblk, bias ? bias + e * S_B : NULL,
+                                                     (int)d->last, 1, y + e * d->ymb);
         }
         return;
     }
@@ -1491,7 +1578,7 @@ static void s_dw_cols(const s_dw *d, int64_t n, int64_t oh, int64_t o0, int64_t 
     const int64_t row = (oh * w->stride[0] - w->pad_lo[0]) * d->xrow;
     for (int64_t o = o0; o < o1;) {
         const int64_t len =
-            s_run_len(d->wide || d->avx2, d->avx2 ? S_DW_RMAX256 : S_DW_RMAX, o1 - o);
+            s_run_len(d->wide || d->avx2, d->avx2 && !d->k256 ? S_DW_RMAX256 : S_DW_RMAX, o1 - o);
         const int64_t j0 = o * sw - pw;
         s_dw_run(d, o < d->ci_lo || o + len > d->ci_hi, len, b0, b1, xn, row + j0 * d->xcol, a0,
                  a1, j0, wb, bias, yr + o * d->ycol);
@@ -1530,6 +1617,9 @@ static void s_dw_init(s_dw *d, const gx_kargs *k, const s_act *act)
     d->wblk = d->ksz * d->cg * S_B;
     d->avx2 = d->cg == 1 && s_avx2();
     d->k3 = d->cg == 1 && w->k[1] == 3 && w->dil[1] == 1 && (w->stride[1] == 1 || w->stride[1] == 2);
+    d->k256 = d->avx2 && w->stride[1] == 1 && w->dil[1] == 1 && (w->k[1] == 3 || w->k[1] == 5)
+                  ? (int)w->k[1]
+                  : 0;
     d->act = act->kind, d->lo = act->lo, d->hi = act->hi;
     s_inside(IW, OW, w->k[1], w->stride[1], w->dil[1], w->pad_lo[1], &d->ci_lo, &d->ci_hi);
 }
