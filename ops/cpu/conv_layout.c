@@ -45,7 +45,10 @@
  * code (no FMA) rounds each. AVX2 (s_dk256, s_dw256) runs each block as
  * two 8-lane halves, runs of up to 6 columns of one block (12 sums in
  * the 16 ymm registers), position runs of up to 6 (s_dkp256), no
- * s_dk3; groups of 2, 4 or 8 channels run the baseline's code. As the
+ * s_dk3; a depthwise window 3 or 5 wide at stride 1 in runs of up to 8
+ * columns of one half (s_dwk256), groups of 2, 4 or 8 channels in runs
+ * of up to 6 columns of one half, lanes permuted as s_dw512 does
+ * (s_dwg256). As the
  * head of a fused group (gx_cpu_conv_layout_epi) a lone Relu or Clip is
  * applied as each output is stored; other epilogues run on each row
  * (S_EPI_COLS columns of a plane) as soon as it is written.
@@ -1108,7 +1111,7 @@ static void s_dk_positions(const s_cv *cv, int64_t p0, int64_t p1, int64_t m, co
 typedef struct s_dw {
     gx_win w;
     bool wide;
-    bool avx2;            /* AVX2 + FMA (s_dw256): depthwise only, groups run s_dwv */
+    bool avx2;            /* AVX2 + FMA (s_dw256, s_dwk256, s_dwg256) */
     int cg;               /* channels per group: 1 (depthwise), 2, 4 or 8 */
     int64_t wblk;         /* floats of a block's packed weights */
     int64_t nblk, last;   /* channel blocks, lanes of the last */
@@ -1116,7 +1119,8 @@ typedef struct s_dw {
     int64_t x_img, xblk, xrow, xcol, y_img, ymb, yrow, ycol;
     int64_t dhx, dwx, xstep, kw, iw, sw, dwj, ksz;
     bool k3; /* 3 taps wide, undilated, stride 1 or 2 along W (s_dw3_512) */
-    int k256; /* AVX2, stride 1 and undilated along W, 3 or 5 taps wide: that width (s_dwk256), else 0 */
+    int k256; /* AVX2, depthwise, 3 or 5 taps wide, undilated, stride 1 along W: that width
+               * (s_dwk256); else 0 */
     int act; /* as in s_dk */
     float lo, hi;
     const float *x, *wp, *bias;
@@ -1352,6 +1356,91 @@ S_DW256_R(1, 1)
 static const s_dwb_fn s_dw256_tab[2][2][6] = {{S_DW256_ROW(0, 0), S_DW256_ROW(0, 1)},
                                               {S_DW256_ROW(1, 0), S_DW256_ROW(1, 1)}};
 
+/* Groups of CG = 2, 4 or 8 channels in and out (C == M) on AVX2:
+ * s_dw512's way in 8-lane halves (a group never crosses a half, 8 being a
+ * multiple of CG), each half on its own: R <= 6 sums, the tap's CG
+ * weights, and per input channel of the group x's lanes permuted
+ * (vpermps) so that each lane reads its group's channel. Products in
+ * s_dw512's order (window row, tap, input channel): the same bits. */
+S_INLINE S_T256 void s_dwg256(const int CG, const int R, const bool CHK, const bool FULL,
+                              const s_dw *d, const float *x0, int64_t off, int64_t a0,
+                              int64_t a1, int64_t j0, const float *w0, const float *bias0,
+                              int last, int64_t nb, float *y0)
+{
+    const __m256i ml = gx_mask8(FULL ? S_B : last), mh = gx_mask8((FULL ? S_B : last) - 8);
+    const __m256i base = _mm256_and_si256(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                          _mm256_set1_epi32(~(CG - 1)));
+    for (int64_t blk = 0; blk < nb; blk++) {
+        const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->wblk;
+        const float *bias = bias0 ? bias0 + blk * S_B : NULL;
+        float *y = y0 + blk * d->ymb;
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256i mk = h ? mh : ml;
+            const __m256 b = bias ? S_LD256(bias, h, 0, !FULL, mk) : _mm256_setzero_ps();
+            __m256 acc[6];
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++)
+                acc[r] = b;
+            for (int64_t a = a0; a < a1; a++) {
+                for (int64_t t = 0; t < d->kw; t++) {
+                    const float *wt = w + (a * d->kw + t) * CG * S_B + h * 8;
+                    __m256 wv[8];
+#pragma GCC unroll 8
+                    for (int ic = 0; ic < CG; ic++)
+                        wv[ic] = _mm256_loadu_ps(wt + ic * S_B);
+                    const int64_t o = off + a * d->dhx + t * d->dwx, j = j0 + t * d->dwj;
+#pragma GCC unroll 6
+                    for (int r = 0; r < R; r++) {
+                        const float *p = S_DW_XR(CHK, d, xn, o, j, r);
+                        const __m256 xv = S_LD256(p, h, 0, !FULL, mk);
+#pragma GCC unroll 8
+                        for (int ic = 0; ic < CG; ic++) {
+                            const __m256i idx = _mm256_add_epi32(base, _mm256_set1_epi32(ic));
+                            acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(xv, idx), wv[ic],
+                                                     acc[r]);
+                        }
+                    }
+                }
+            }
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                const __m256 v = S_ACT256(d, acc[r]);
+                if (FULL)
+                    _mm256_storeu_ps(y + r * d->ycol + h * 8, v);
+                else
+                    _mm256_maskstore_ps(y + r * d->ycol + h * 8, mk, v);
+            }
+        }
+    }
+}
+
+#define S_DWG256(CG, CHK, FULL, R)                                                                 \
+    static S_T256 void s_dwg256_##CG##_##CHK##_##FULL##_##R(                                       \
+        const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t j0,           \
+        const float *w, const float *bias, int last, int64_t nb, float *y)                         \
+    {                                                                                              \
+        s_dwg256(CG, R, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);                  \
+    }
+#define S_DWG256_R(CG, CHK, FULL)                                                                  \
+    S_DWG256(CG, CHK, FULL, 1) S_DWG256(CG, CHK, FULL, 2) S_DWG256(CG, CHK, FULL, 3)               \
+    S_DWG256(CG, CHK, FULL, 4) S_DWG256(CG, CHK, FULL, 5) S_DWG256(CG, CHK, FULL, 6)
+#define S_DWG256_CG(CG)                                                                            \
+    S_DWG256_R(CG, 0, 0) S_DWG256_R(CG, 0, 1) S_DWG256_R(CG, 1, 0) S_DWG256_R(CG, 1, 1)
+S_DWG256_CG(2)
+S_DWG256_CG(4)
+S_DWG256_CG(8)
+#define S_DWG256_ROW(CG, CHK, FULL)                                                                \
+    {s_dwg256_##CG##_##CHK##_##FULL##_1, s_dwg256_##CG##_##CHK##_##FULL##_2,                       \
+     s_dwg256_##CG##_##CHK##_##FULL##_3, s_dwg256_##CG##_##CHK##_##FULL##_4,                       \
+     s_dwg256_##CG##_##CHK##_##FULL##_5, s_dwg256_##CG##_##CHK##_##FULL##_6}
+#define S_DWG256_TAB(CG)                                                                           \
+    {{S_DWG256_ROW(CG, 0, 0), S_DWG256_ROW(CG, 0, 1)},                                             \
+     {S_DWG256_ROW(CG, 1, 0), S_DWG256_ROW(CG, 1, 1)}}
+/* [CG 2, 4, 8][checked][full][R - 1] */
+static const s_dwb_fn s_dwg256_tab[3][2][2][6] = {S_DWG256_TAB(2), S_DWG256_TAB(4),
+                                                  S_DWG256_TAB(8)};
+
 /* Depthwise on AVX2, a window K = 3 or 5 taps wide, undilated, at stride
  * 1 along W (s_dw3_512's way): R <= 8 columns of one block, each half of
  * its 16 lanes on its own (R sums and the K taps' weights in the 16 ymm
@@ -1541,7 +1630,8 @@ static void s_dw_run(const s_dw *d, bool chk, int64_t r, int64_t b0, int64_t b1,
         return;
     }
     if (d->avx2) {
-        const s_dwb_fn(*tab)[6] = s_dw256_tab[chk];
+        const s_dwb_fn(*tab)[6] = d->cg > 1 ? s_dwg256_tab[d->cg == 2 ? 0 : d->cg == 4 ? 1 : 2][chk]
+                                            : s_dw256_tab[chk];
         const s_dwb_fn(*tabk)[8] = d->k256 ? s_dwk256_tab[d->k256 == 5][chk] : NULL;
         if (full > b0)
             (tabk ? tabk[1][r - 1] : tab[1][r - 1])(d, xn, off, a0, a1, j0, w, bias, S_B,
@@ -1615,9 +1705,10 @@ static void s_dw_init(s_dw *d, const gx_kargs *k, const s_act *act)
     d->iw = IW, d->sw = w->stride[1], d->dwj = w->dil[1], d->ksz = w->k_size;
     d->cg = (int)k->in[1].shape[2];
     d->wblk = d->ksz * d->cg * S_B;
-    d->avx2 = d->cg == 1 && s_avx2();
+    d->avx2 = s_avx2();
     d->k3 = d->cg == 1 && w->k[1] == 3 && w->dil[1] == 1 && (w->stride[1] == 1 || w->stride[1] == 2);
-    d->k256 = d->avx2 && w->stride[1] == 1 && w->dil[1] == 1 && (w->k[1] == 3 || w->k[1] == 5)
+    d->k256 = d->avx2 && d->cg == 1 && w->stride[1] == 1 && w->dil[1] == 1 &&
+                      (w->k[1] == 3 || w->k[1] == 5)
                   ? (int)w->k[1]
                   : 0;
     d->act = act->kind, d->lo = act->lo, d->hi = act->hi;
