@@ -23,12 +23,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/compile/artifact.h"
 #include "daemon/compile/compile.h"
 #include "daemon/config.h"
 #include "daemon/exec/exec.h"
 #include "daemon/tune/tune.h"
 #include "gexec/client.h"
 #include "core/internal.h"
+#include "core/wire.h"
 #include "ops/cpu/cpu.h"
 #include "ops/fused.h"
 #include "ops/gemm.h"
@@ -910,6 +912,60 @@ START_TEST(test_packed_winner)
 }
 END_TEST
 
+/* A plan read from an artifact runs its choices only while the registry
+ * still names them: read back with the record it was compiled with, it is
+ * used, its choice with its signature (so the re-planner checks it as a
+ * compiled plan's); after another winner is stored (or with no record,
+ * whose default is another kernel) the file is refused as stale, and a
+ * compile then runs what the registry names. */
+START_TEST(test_artifact_choices)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
+    gx_graph *g = s_graph();
+    gx_graph_id id;
+    gx_wire_graph_id(g, &id);
+    gxd_tune_sig s = tt_sig(S_M, S_K, S_N);
+    gxd_tune_rec r = tt_rec("packed.baseline", 10, "here");
+    ck_assert_int_eq(gxd_tune_store(t, &s, &r), GX_OK);
+    gxd_plan *p = s_compile(g, t), *q = NULL;
+    ck_assert_str_eq(p->impls[0].impl, "packed.baseline");
+    char err[512], why[512] = "";
+    void *buf = NULL;
+    size_t len = 0;
+    ck_assert_msg(gxd_artifact_write(p, g, id.hex, &buf, &len, err, sizeof err) == GX_OK, "%s",
+                  err);
+    gxd_compile_limits lim = s_lim0;
+    lim.tune = t;
+    ck_assert_msg(gxd_artifact_read(buf, len, g, id.hex, &lim, &q, err, sizeof err) == GX_OK, "%s",
+                  err);
+    ck_assert(q->from_artifact);
+    ck_assert_str_eq(q->impls[0].impl, "packed.baseline");
+    ck_assert_ptr_nonnull(q->impls[0].sig);
+    char a[512], b[512];
+    gxd_tune_sig_str(q->impls[0].sig, a, sizeof a);
+    gxd_tune_sig_str(p->impls[0].sig, b, sizeof b);
+    ck_assert_str_eq(a, b);
+    ck_assert_msg(!gxd_tune_plan_stale(q, NULL, why, sizeof why), "%s", why);
+    s_exec_check(q);
+    gxd_plan_destroy(&q);
+
+    /* another winner: the file is stale */
+    ck_assert(gxd_tune_add_impl(t, &s_fast_right));
+    r = tt_rec("test.right", 1, "here");
+    ck_assert_int_eq(gxd_tune_store(t, &s, &r), GX_OK);
+    ck_assert_int_eq(gxd_artifact_read(buf, len, g, id.hex, &lim, &q, err, sizeof err),
+                     GX_ENOTFOUND);
+    ck_assert_ptr_null(q);
+    ck_assert_msg(strstr(err, "stale: 'mm' (MatMul) runs packed.baseline@1, the tune registry "
+                              "now names test.right@1") != NULL,
+                  "%s", err);
+    gxd_plan_destroy(&p);
+    free(buf);
+    gx_graph_destroy(&g);
+    gxd_tune_destroy(&t);
+}
+END_TEST
+
 /* oneDNN's candidate (daemon/tune/impl_dnnl.c): present exactly when
  * built with oneDNN, its version in the build ids; valid on a real shape;
  * each share run on its own thread at once (as gexec's workers run it),
@@ -1719,6 +1775,7 @@ Suite *tune_suite(void)
     tcase_add_test(tc, test_fast_right_wins);
     tcase_add_test(tc, test_additive);
     tcase_add_test(tc, test_packed_winner);
+    tcase_add_test(tc, test_artifact_choices);
     tcase_add_test(tc, test_slice_follows_whole);
     tcase_add_test(tc, test_explorer_thread);
     tcase_add_test(tc, test_explorer_waits_for_idle);

@@ -147,8 +147,8 @@ static const s_field s_dev_const_fields[] = {
     S_F(gxd_dev_const, source, S_INT),
 };
 
-/* An implementation choice; node by hand (sig is not saved: the
- * re-planner's tune check skips choices without one). */
+/* An implementation choice; node by hand (sig is not saved: the reader
+ * computes it from the choice's step, gxd_prepare_choices_current). */
 static const s_field s_impl_fields[] = {
     S_F(gxd_impl_choice, op, S_OP),         S_F(gxd_impl_choice, impl, S_CHARS),
     S_F(gxd_impl_choice, version, S_INT),   S_F(gxd_impl_choice, source, S_CHARS),
@@ -1798,11 +1798,14 @@ int gxd_artifact_read_ex(const void *buf, size_t len, const gx_graph *g, const c
                                             : S_BAD(&r, "the body is not a map");
     msgpack_unpacked_destroy(&mp);
     free(r.cat);
+    r.p->tune = lim ? lim->tune : NULL;
+    if (rc == GX_OK && r.p->tune && r.p->n_impls &&
+        !gxd_prepare_choices_current(r.p, r.p->tune, why, sizeof why))
+        rc = gx_errf(err, errlen, GX_ENOTFOUND, "artifact: stale: %s", why);
     if (rc < 0) {
         gxd_plan_destroy(&r.p);
         return rc;
     }
-    r.p->tune = lim ? lim->tune : NULL;
     r.p->from_artifact = true;
     *out = r.p;
     return GX_OK;

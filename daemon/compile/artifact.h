@@ -46,7 +46,8 @@ int gxd_artifact_write(const gxd_plan *p, const gx_graph *g, const char *graph_i
  * (truncated, corrupt, malformed, an index or size out of range),
  * GX_EVERSION (another format version or build), GX_ENOTFOUND (stale: for
  * another graph, or a node, constant, kernel or device it names is not
- * here), GX_ENOMEM; err says which and where. */
+ * here, or lim's tune registry now names another implementation for one
+ * of its steps), GX_ENOMEM; err says which and where. */
 int gxd_artifact_read(const void *buf, size_t len, const gx_graph *g, const char *graph_id,
                       const gxd_compile_limits *lim, gxd_plan **out, char *err, size_t errlen);
 

@@ -67,6 +67,11 @@ int gxd_pass_partition(gxd_cstate *st);
 int gxd_pass_layout(gxd_cstate *st);
 /* Pass 6 (daemon/compile/prepare.c). */
 int gxd_pass_prepare(gxd_cstate *st);
+/* A plan read from an artifact (no passes ran): gives each implementation
+ * choice its step's signature, as a compile does (the re-planner's check),
+ * and asks t what the prepare pass asks it. False with why when t now
+ * names another implementation than the plan runs for one of them. */
+bool gxd_prepare_choices_current(gxd_plan *p, struct gxd_tune *t, char *why, size_t len);
 /* Releases the shared constants plan p holds (gxd_plan_destroy). */
 void gxd_shared_drop(gxd_plan *p);
 /* Pass 7 (daemon/compile/fuse.c). */

@@ -481,6 +481,15 @@ static const gxd_impl_choice *s_whole_choice(const gxd_plan *whole, const gxd_st
     return NULL;
 }
 
+/* The winner rec names for a step of op with signature sig, when this
+ * daemon has it and it runs sig's shapes; NULL: the default runs. */
+static const gxd_tune_impl *s_tuned(gxd_tune *t, gx_op op, const gxd_tune_rec *rec,
+                                    const gxd_tune_sig *sig)
+{
+    const gxd_tune_impl *im = gxd_tune_impl_find(t, rec->impl, rec->version);
+    return im && gxd_tune_impl_kernel(im, op) && gxd_tune_impl_takes(im, sig) ? im : NULL;
+}
+
 /* Seed 003: the implementation of each packable product step todo[j]: a
  * slice's plan takes the whole batch's; else one batch of lookups in the
  * tune registry (lim->tune), whose hits name the winner; a miss (queued
@@ -545,8 +554,7 @@ static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_im
             gxd_tune_impl_kernel(impl[j], s->op) &&
             (!ok[j] || gxd_tune_impl_scratch(impl[j], &sigs[j]) >= 0)) {
             snprintf(c->source, sizeof c->source, "whole batch");
-        } else if (found[j] && (impl[j] = gxd_tune_impl_find(t, recs[j].impl, recs[j].version)) &&
-                   gxd_tune_impl_kernel(impl[j], s->op) && gxd_tune_impl_takes(impl[j], &sigs[j])) {
+        } else if (found[j] && (impl[j] = s_tuned(t, s->op, &recs[j], &sigs[j]))) {
             snprintf(c->source, sizeof c->source, "tuned (%s)",
                      recs[j].level == GXD_TUNE_MEMORY  ? "memory"
                      : recs[j].level == GXD_TUNE_LOCAL ? "local"
@@ -576,6 +584,60 @@ out:
     free(bfound);
     free(weight);
     return rc;
+}
+
+bool gxd_prepare_choices_current(gxd_plan *p, gxd_tune *t, char *why, size_t len)
+{
+    const size_t n = p->n_impls;
+    gxd_tune_sig *sigs = gxd_plan_own(p, (n + 1) * sizeof *sigs);
+    gxd_tune_sig *batch = calloc(n + 1, sizeof *batch);
+    gxd_tune_rec *recs = calloc(n + 1, sizeof *recs);
+    bool *found = calloc(n + 1, sizeof *found);
+    double *weight = calloc(n + 1, sizeof *weight);
+    size_t *ask = calloc(n + 1, sizeof *ask), n_ask = 0;
+    bool current = sigs && batch && recs && found && weight && ask;
+    if (!current)
+        snprintf(why, len, "out of memory");
+    for (size_t j = 0; current && j < n; j++) {
+        gxd_impl_choice *c = &p->impls[j];
+        const gxd_step *s = NULL;
+        for (size_t i = 0; c->node && !s && i < p->n_steps; i++)
+            if (p->steps[i].node && p->steps[i].op == c->op &&
+                !strcmp(p->steps[i].node->name, c->node))
+                s = &p->steps[i];
+        if (!s || !strcmp(c->source, "whole batch")) /* a slice follows its whole plan */
+            continue;
+        gx_view in[3];
+        for (int k = 0; k < 3; k++)
+            in[k] = k < s->n_in && s->in[k] >= 0 ? p->values[s->in[k]].view
+                                                 : (gx_view){.ndim = -1};
+        char no[128];
+        if (gxd_tune_sig_of(s->op, s->attr, s->n_in < 3 ? s->n_in : 3, in,
+                            &p->values[s->out[0]].view, &sigs[j], no, sizeof no)) {
+            c->sig = &sigs[j];
+            batch[n_ask] = sigs[j];
+            ask[n_ask++] = j;
+        }
+    }
+    if (current) /* the prepare pass's lookups: misses are queued for exploration */
+        gxd_tune_lookup_batch_prio(t, batch, weight, n_ask, recs, found);
+    for (size_t q = 0; current && q < n_ask; q++) {
+        const gxd_impl_choice *c = &p->impls[ask[q]];
+        const gxd_tune_impl *im = found[q] ? s_tuned(t, c->op, &recs[q], c->sig) : NULL;
+        if (!im)
+            im = gxd_tune_default(t, c->op);
+        if (im && (strcmp(im->name, c->impl) || im->version != c->version)) {
+            snprintf(why, len, "'%s' (%s) runs %s@%d, the tune registry now names %s@%d", c->node,
+                     gx_op_name(c->op), c->impl, c->version, im->name, im->version);
+            current = false;
+        }
+    }
+    free(batch);
+    free(recs);
+    free(found);
+    free(weight);
+    free(ask);
+    return current;
 }
 
 /* Is product step s packable (ops/gemm.h)? why when not. */

@@ -15,11 +15,6 @@ bool gxd_tune_plan_stale(const gxd_plan *p, const struct gxd_profile *prof, char
 {
     if (gxd_plan_layout_stale(p, prof, why, len))
         return true;
-    if (p->from_artifact && p->tune && p->n_impls) { /* choices without signatures */
-        snprintf(why, len, "read from an artifact, whose implementation choices keep no "
-                           "signatures: compiled from the graph");
-        return true;
-    }
     for (size_t i = 0; p->tune && i < p->n_impls; i++) {
         const gxd_impl_choice *c = &p->impls[i];
         gxd_tune_rec r;

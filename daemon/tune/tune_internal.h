@@ -134,11 +134,13 @@ int gxd_tune_bench_pieces(const gxd_tune_bench *bn, int64_t run_ns);
 /* Run im once, in *pieces pieces (from the product's size), waiting for
  * idle time between them, and compare its output with the reference;
  * false with why (the first element that differs; "stopped"), true with
- * how it was checked. *run_ns: how long that run took, waits included. */
+ * how it was checked. *run_ns: the CPU time of this thread that run took
+ * (waits and the time other threads had the core not counted). */
 bool gxd_tune_bench_check(gxd_tune_bench *bn, const gxd_tune_impl *im, char *why, size_t whylen,
                           int64_t *run_ns, int *pieces, gxd_tune_idle_fn idle, void *idle_arg,
                           atomic_bool *stop);
-/* The median of up to runs timed runs of im (ns; fixed_ns when set), each
+/* The median of up to runs timed runs of im (ns of this thread's CPU time;
+ * fixed_ns when set), each
  * in nth pieces, taken only while idle() says so; a run during which a job
  * arrived is given up at the next piece; stopping after budget_ns once 3
  * runs are in; -1 when *stop was set before any run. */
