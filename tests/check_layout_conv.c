@@ -431,6 +431,11 @@ static const s_case s_direct_cases[] = {
      .dw = 1, .pads = {1, 0, 1, 2}, .group = 32, .bias = true},
     {.n = 2, .c = 40, .m = 40, .h = 11, .w = 23, .kh = 5, .kw = 5, .sh = 1, .sw = 1, .dh = 1,
      .dw = 1, .pads = {2, 1, 2, 3}, .group = 40, .bias = true},
+    /* and at stride 2 along W: runs of 8 and the rest, uneven pads, C 24 and 40 */
+    {.n = 2, .c = 24, .m = 24, .h = 8, .w = 41, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1,
+     .dw = 1, .pads = {0, 1, 1, 2}, .group = 24, .bias = true},
+    {.n = 1, .c = 40, .m = 40, .h = 13, .w = 45, .kh = 5, .kw = 5, .sh = 2, .sw = 2, .dh = 1,
+     .dw = 1, .pads = {2, 2, 1, 3}, .group = 40},
     {.n = 1, .c = 16, .m = 64, .h = 56, .w = 56, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
      .dw = 1, .bias = true},
     /* groups of 16 or more channels (ResNeXt, grouped 3x3): 2 groups of 16

@@ -45,9 +45,9 @@
  * code (no FMA) rounds each. AVX2 (s_dk256, s_dw256) runs each block as
  * two 8-lane halves, runs of up to 6 columns of one block (12 sums in
  * the 16 ymm registers), position runs of up to 6 (s_dkp256), no
- * s_dk3; a depthwise window 3 or 5 wide at stride 1 in runs of up to 8
- * columns of one half (s_dwk256), groups of 2, 4 or 8 channels in runs
- * of up to 6 columns of one half, lanes permuted as s_dw512 does
+ * s_dk3; a depthwise window 3 or 5 wide at stride 1 or 2 in runs of up
+ * to 8 columns of one half (s_dwk256), groups of 2, 4 or 8 channels in
+ * runs of up to 6 columns of one half, lanes permuted as s_dw512 does
  * (s_dwg256). As the
  * head of a fused group (gx_cpu_conv_layout_epi) a lone Relu or Clip is
  * applied as each output is stored; other epilogues run on each row
@@ -1119,8 +1119,8 @@ typedef struct s_dw {
     int64_t x_img, xblk, xrow, xcol, y_img, ymb, yrow, ycol;
     int64_t dhx, dwx, xstep, kw, iw, sw, dwj, ksz;
     bool k3; /* 3 taps wide, undilated, stride 1 or 2 along W (s_dw3_512) */
-    int k256; /* AVX2, depthwise, 3 or 5 taps wide, undilated, stride 1 along W: that width
-               * (s_dwk256); else 0 */
+    int k256; /* AVX2, depthwise, 3 or 5 taps wide, undilated, stride 1 or 2 along W: that
+               * width (s_dwk256); else 0 */
     int act; /* as in s_dk */
     float lo, hi;
     const float *x, *wp, *bias;
@@ -1442,13 +1442,15 @@ static const s_dwb_fn s_dwg256_tab[3][2][2][6] = {S_DWG256_TAB(2), S_DWG256_TAB(
                                                   S_DWG256_TAB(8)};
 
 /* Depthwise on AVX2, a window K = 3 or 5 taps wide, undilated, at stride
- * 1 along W (s_dw3_512's way): R <= 8 columns of one block, each half of
- * its 16 lanes on its own (R sums and the K taps' weights in the 16 ymm
- * registers), x's half of each column loaded once per window row for the
- * K columns that read it. Products in s_dw256's order (window row, then
- * tap), so the same bits; s_dw256 loads x again per tap and column, and
- * takes 1.2-1.5x as long (docs/kernels.md). */
-S_INLINE S_T256 void s_dwk256(const int K, const int R, const bool CHK, const bool FULL,
+ * S = 1 or 2 along W (s_dw3_512's way): R <= 8 columns of one block, each
+ * half of its 16 lanes on its own (R sums and the K taps' weights in the
+ * 16 ymm registers), x's half of each column loaded once per window row
+ * for every column that reads it (K at stride 1, 1 or 2 at stride 2).
+ * Products in s_dw256's order (window row, then tap), so the same bits;
+ * s_dw256 loads x again per tap and column, and takes 1.2-1.5x as long
+ * (docs/kernels.md). */
+S_INLINE S_T256 void s_dwk256(const int K, const int S, const int R, const bool CHK,
+                              const bool FULL,
                               const s_dw *d, const float *x0, int64_t off, int64_t a0,
                               int64_t a1, int64_t j0, const float *wt, const float *bias0,
                               int last, int64_t nb, float *y0)
@@ -1473,16 +1475,17 @@ S_INLINE S_T256 void s_dwk256(const int K, const int R, const bool CHK, const bo
                 /* x's columns one after the other (a running pointer: an
                  * offset register per column would spill) */
                 const float *px = xn + off + a * d->dhx;
-#pragma GCC unroll 12
-                for (int q = 0; q < R + K - 1; q++, px += d->xcol) {
+#pragma GCC unroll 20
+                for (int q = 0; q < (R - 1) * S + K; q++, px += d->xcol) {
                     const float *p =
                         !CHK || (uint64_t)(j0 + q) < (uint64_t)d->iw ? px : s_zeros;
                     const __m256 xv = S_LD256(p, h, 0, !FULL, mk);
-                    /* column r reads q at tap q - r: taps K - 1 .. 0 as q grows */
+                    /* column r reads q at tap q - r * S: each column's taps in order as q
+                     * grows */
 #pragma GCC unroll 5
                     for (int t = K - 1; t >= 0; t--)
-                        if (q - t >= 0 && q - t < R)
-                            acc[q - t] = _mm256_fmadd_ps(xv, wk[t], acc[q - t]);
+                        if (q - t >= 0 && (q - t) % S == 0 && (q - t) / S < R)
+                            acc[(q - t) / S] = _mm256_fmadd_ps(xv, wk[t], acc[(q - t) / S]);
                 }
             }
 #pragma GCC unroll 8
@@ -1497,32 +1500,34 @@ S_INLINE S_T256 void s_dwk256(const int K, const int R, const bool CHK, const bo
     }
 }
 
-#define S_DWK256(K, CHK, FULL, R)                                                                  \
-    static S_T256 void s_dwk256_##K##_##CHK##_##FULL##_##R(                                        \
+#define S_DWK256(K, S, CHK, FULL, R)                                                               \
+    static S_T256 void s_dwk256_##K##_##S##_##CHK##_##FULL##_##R(                                  \
         const s_dw *d, const float *xn, int64_t off, int64_t a0, int64_t a1, int64_t j0,           \
         const float *w, const float *bias, int last, int64_t nb, float *y)                         \
     {                                                                                              \
-        s_dwk256(K, R, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);                   \
+        s_dwk256(K, S, R, CHK, FULL, d, xn, off, a0, a1, j0, w, bias, last, nb, y);                \
     }
-#define S_DWK256_R(K, CHK, FULL)                                                                   \
-    S_DWK256(K, CHK, FULL, 1) S_DWK256(K, CHK, FULL, 2) S_DWK256(K, CHK, FULL, 3)                  \
-    S_DWK256(K, CHK, FULL, 4) S_DWK256(K, CHK, FULL, 5) S_DWK256(K, CHK, FULL, 6)                  \
-    S_DWK256(K, CHK, FULL, 7) S_DWK256(K, CHK, FULL, 8)
-#define S_DWK256_K(K)                                                                              \
-    S_DWK256_R(K, 0, 0) S_DWK256_R(K, 0, 1) S_DWK256_R(K, 1, 0) S_DWK256_R(K, 1, 1)
-S_DWK256_K(3)
-S_DWK256_K(5)
-#define S_DWK256_ROW(K, CHK, FULL)                                                                 \
-    {s_dwk256_##K##_##CHK##_##FULL##_1, s_dwk256_##K##_##CHK##_##FULL##_2,                         \
-     s_dwk256_##K##_##CHK##_##FULL##_3, s_dwk256_##K##_##CHK##_##FULL##_4,                         \
-     s_dwk256_##K##_##CHK##_##FULL##_5, s_dwk256_##K##_##CHK##_##FULL##_6,                         \
-     s_dwk256_##K##_##CHK##_##FULL##_7, s_dwk256_##K##_##CHK##_##FULL##_8}
-#define S_DWK256_TAB(K)                                                                            \
-    {{S_DWK256_ROW(K, 0, 0), S_DWK256_ROW(K, 0, 1)}, {S_DWK256_ROW(K, 1, 0), S_DWK256_ROW(K, 1, 1)}}
-/* stride 1 only: at stride 2 the 3 wide window measured level with
- * s_dw256 (x, four times y's size, streams from memory either way);
- * [K == 5][checked][full][R - 1] */
-static const s_dwb_fn s_dwk256_tab[2][2][2][8] = {S_DWK256_TAB(3), S_DWK256_TAB(5)};
+#define S_DWK256_R(K, S, CHK, FULL)                                                                \
+    S_DWK256(K, S, CHK, FULL, 1) S_DWK256(K, S, CHK, FULL, 2) S_DWK256(K, S, CHK, FULL, 3)         \
+    S_DWK256(K, S, CHK, FULL, 4) S_DWK256(K, S, CHK, FULL, 5) S_DWK256(K, S, CHK, FULL, 6)         \
+    S_DWK256(K, S, CHK, FULL, 7) S_DWK256(K, S, CHK, FULL, 8)
+#define S_DWK256_K(K, S)                                                                           \
+    S_DWK256_R(K, S, 0, 0) S_DWK256_R(K, S, 0, 1) S_DWK256_R(K, S, 1, 0) S_DWK256_R(K, S, 1, 1)
+S_DWK256_K(3, 1)
+S_DWK256_K(5, 1)
+S_DWK256_K(3, 2)
+S_DWK256_K(5, 2)
+#define S_DWK256_ROW(K, S, CHK, FULL)                                                              \
+    {s_dwk256_##K##_##S##_##CHK##_##FULL##_1, s_dwk256_##K##_##S##_##CHK##_##FULL##_2,             \
+     s_dwk256_##K##_##S##_##CHK##_##FULL##_3, s_dwk256_##K##_##S##_##CHK##_##FULL##_4,             \
+     s_dwk256_##K##_##S##_##CHK##_##FULL##_5, s_dwk256_##K##_##S##_##CHK##_##FULL##_6,             \
+     s_dwk256_##K##_##S##_##CHK##_##FULL##_7, s_dwk256_##K##_##S##_##CHK##_##FULL##_8}
+#define S_DWK256_TAB(K, S)                                                                         \
+    {{S_DWK256_ROW(K, S, 0, 0), S_DWK256_ROW(K, S, 0, 1)},                                         \
+     {S_DWK256_ROW(K, S, 1, 0), S_DWK256_ROW(K, S, 1, 1)}}
+/* [stride - 1][K == 5][checked][full][R - 1] */
+static const s_dwb_fn s_dwk256_tab[2][2][2][2][8] = {{S_DWK256_TAB(3, 1), S_DWK256_TAB(5, 1)},
+                                                     {S_DWK256_TAB(3, 2), S_DWK256_TAB(5, 2)}};
 #endif
 #define S_DW_RMAX256 6
 
@@ -1632,7 +1637,8 @@ static void s_dw_run(const s_dw *d, bool chk, int64_t r, int64_t b0, int64_t b1,
     if (d->avx2) {
         const s_dwb_fn(*tab)[6] = d->cg > 1 ? s_dwg256_tab[d->cg == 2 ? 0 : d->cg == 4 ? 1 : 2][chk]
                                             : s_dw256_tab[chk];
-        const s_dwb_fn(*tabk)[8] = d->k256 ? s_dwk256_tab[d->k256 == 5][chk] : NULL;
+        const s_dwb_fn(*tabk)[8] =
+            d->k256 ? s_dwk256_tab[d->sw - 1][d->k256 == 5][chk] : NULL;
         if (full > b0)
             (tabk ? tabk[1][r - 1] : tab[1][r - 1])(d, xn, off, a0, a1, j0, w, bias, S_B,
                                                      full - b0, y);
@@ -1707,7 +1713,8 @@ static void s_dw_init(s_dw *d, const gx_kargs *k, const s_act *act)
     d->wblk = d->ksz * d->cg * S_B;
     d->avx2 = s_avx2();
     d->k3 = d->cg == 1 && w->k[1] == 3 && w->dil[1] == 1 && (w->stride[1] == 1 || w->stride[1] == 2);
-    d->k256 = d->avx2 && d->cg == 1 && w->stride[1] == 1 && w->dil[1] == 1 &&
+    d->k256 = d->avx2 && d->cg == 1 && (w->stride[1] == 1 || w->stride[1] == 2) &&
+                      w->dil[1] == 1 &&
                       (w->k[1] == 3 || w->k[1] == 5)
                   ? (int)w->k[1]
                   : 0;
