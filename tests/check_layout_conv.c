@@ -431,6 +431,13 @@ static const s_case s_direct_cases[] = {
      .dw = 1, .pads = {1, 0, 1, 2}, .group = 32, .bias = true},
     {.n = 2, .c = 40, .m = 40, .h = 11, .w = 23, .kh = 5, .kw = 5, .sh = 1, .sw = 1, .dh = 1,
      .dw = 1, .pads = {2, 1, 2, 3}, .group = 40, .bias = true},
+    /* one channel per broadcast, 5 and 7 wide at strides 1 and 2 (s_dkr256):
+     * ResNet's 7x7 stride-2 first conv with a last block of 8 lanes (M 24),
+     * a 5x5 over NHWC's C 20 with uneven pads, runs of 6 and the rest */
+    {.n = 2, .c = 3, .m = 24, .h = 21, .w = 37, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .dh = 1,
+     .dw = 1, .pads = {3, 3, 3, 3}, .bias = true},
+    {.n = 1, .c = 20, .m = 16, .h = 9, .w = 29, .kh = 5, .kw = 5, .sh = 1, .sw = 1, .dh = 1,
+     .dw = 1, .pads = {1, 2, 3, 1}},
     /* and at stride 2 along W: runs of 8 and the rest, uneven pads, C 24 and 40 */
     {.n = 2, .c = 24, .m = 24, .h = 8, .w = 41, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1,
      .dw = 1, .pads = {0, 1, 1, 2}, .group = 24, .bias = true},
