@@ -1003,6 +1003,29 @@ static const char *s_build_resnet18(s_mb *b, const s_model *m)
     return s_head(b, h, c, 1000);
 }
 
+/* ResNeXt's bottleneck: 1x1 Conv+BN+Relu to width, 3x3 Conv+BN+Relu in 32
+ * groups (stride), 1x1 Conv+BN to cout, the shortcut a 1x1 Conv+BN where
+ * the shape changes, Relu after the sum. */
+static const char *s_resnext_block(s_mb *b, const char *x, int64_t cin, int64_t width,
+                                   int64_t cout, int64_t stride)
+{
+    const char *t = s_op1(b, "Relu", s_conv_bn(b, x, cin, width, 1, 1, 1));
+    t = s_op1(b, "Relu", s_conv_bn(b, t, width, width, 3, stride, 32));
+    t = s_conv_bn(b, t, width, cout, 1, 1, 1);
+    const char *sc = stride != 1 || cin != cout ? s_conv_bn(b, x, cin, cout, 1, stride, 1) : x;
+    return s_op1(b, "Relu", s_op2(b, "Add", t, sc));
+}
+
+static const char *s_build_resnext(s_mb *b, const s_model *m)
+{
+    const char *h = s_maxpool2(b, s_op1(b, "Relu", s_conv_bn(b, "x", 3, 64, 7, 2, 1)));
+    h = s_resnext_block(b, h, 64, 128, 256, 1);
+    for (int i = 0; i < 2; i++)
+        h = s_resnext_block(b, h, 256, 128, 256, 1);
+    h = s_resnext_block(b, h, 256, 256, 512, 2);
+    return s_head(b, h, 512, 1000);
+}
+
 static const char *s_build_transformer(s_mb *b, const s_model *m)
 {
     const char *r1 = s_op2(b, "Add", "x", s_attention(b, s_layernorm(b, "x", 256), 128, 256, 4));
@@ -1276,6 +1299,10 @@ static const s_model s_models[] = {
      "top-down, 3x3 Conv, ConvTranspose 2x to 16 ch", s_build_fpn, 4, {1, 3, 128, 128}, 0},
     {"resnet18", "x[1,3,224,224] -> ResNet-18: Conv 7x7 s2 + BN + Relu, MaxPool, 8 basic "
      "blocks (64 to 512 ch) -> GAP -> Gemm 512->1000", s_build_resnet18, 4, {1, 3, 224, 224}, 0},
+    {"resnext", "x[1,3,224,224] -> ResNeXt-50's first stage and a stride-2 block: Conv 7x7 s2 "
+     "+ BN + Relu, MaxPool, 3 bottlenecks (1x1 to 128, 3x3 in 32 groups of 4, 1x1 to 256) at "
+     "56x56, one to 512 ch (32 groups of 8, stride 2) -> GAP -> Gemm 512->1000",
+     s_build_resnext, 4, {1, 3, 224, 224}, 0},
     {"lstm", "x[64,1,128] -> LSTM, 256 units, 64 steps at batch 1", s_build_lstm, 3, {64, 1, 128}, 0},
     {"gru", "x[64,1,128] -> GRU, 256 units, 64 steps at batch 1", s_build_gru, 3, {64, 1, 128}, 0},
     {"dq_mlp", "x[8,768] -> 4 x (DynamicQuantizeLinear, MatMulInteger int8 768x768, Cast, Mul "
