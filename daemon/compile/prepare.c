@@ -481,6 +481,18 @@ static const gxd_impl_choice *s_whole_choice(const gxd_plan *whole, const gxd_st
     return NULL;
 }
 
+/* The registry's signature of product step s (gxd_tune_sig_of); false
+ * when it does not tune it. */
+static bool s_step_sig(const gxd_plan *p, const gxd_step *s, gxd_tune_sig *sig)
+{
+    gx_view in[3];
+    for (int k = 0; k < 3; k++)
+        in[k] = k < s->n_in && s->in[k] >= 0 ? p->values[s->in[k]].view : (gx_view){.ndim = -1};
+    char why[128];
+    return gxd_tune_sig_of(s->op, s->attr, s->n_in < 3 ? s->n_in : 3, in,
+                           &p->values[s->out[0]].view, sig, why, sizeof why);
+}
+
 /* The winner rec names for a step of op with signature sig, when this
  * daemon has it and it runs sig's shapes; NULL: the default runs. */
 static const gxd_tune_impl *s_tuned(gxd_tune *t, gx_op op, const gxd_tune_rec *rec,
@@ -519,13 +531,7 @@ static int s_choose(gxd_cstate *st, const int *todo, size_t n, const gxd_tune_im
     size_t n_ask = 0;
     for (size_t j = 0; j < n; j++) {
         const gxd_step *s = &p->steps[todo[j]];
-        gx_view in[3];
-        for (int k = 0; k < 3; k++)
-            in[k] = k < s->n_in && s->in[k] >= 0 ? p->values[s->in[k]].view
-                                                 : (gx_view){.ndim = -1};
-        char why[128];
-        ok[j] = gxd_tune_sig_of(s->op, s->attr, s->n_in < 3 ? s->n_in : 3, in,
-                                &p->values[s->out[0]].view, &sigs[j], why, sizeof why);
+        ok[j] = s_step_sig(p, s, &sigs[j]);
         if (ok[j] && t && !st->whole) {
             /* its worth for exploration: the time it took in the profile */
             const gxd_profile_node *pn =
@@ -607,13 +613,7 @@ bool gxd_prepare_choices_current(gxd_plan *p, gxd_tune *t, char *why, size_t len
                 s = &p->steps[i];
         if (!s || !strcmp(c->source, "whole batch")) /* a slice follows its whole plan */
             continue;
-        gx_view in[3];
-        for (int k = 0; k < 3; k++)
-            in[k] = k < s->n_in && s->in[k] >= 0 ? p->values[s->in[k]].view
-                                                 : (gx_view){.ndim = -1};
-        char no[128];
-        if (gxd_tune_sig_of(s->op, s->attr, s->n_in < 3 ? s->n_in : 3, in,
-                            &p->values[s->out[0]].view, &sigs[j], no, sizeof no)) {
+        if (s_step_sig(p, s, &sigs[j])) {
             c->sig = &sigs[j];
             batch[n_ask] = sigs[j];
             ask[n_ask++] = j;
