@@ -882,6 +882,37 @@ START_TEST(test_fast_right_wins)
 }
 END_TEST
 
+/* Right, after a 20 ms wait: a candidate whose thread loses the core
+ * (another process's load) for that long. */
+#define S_WAIT_NS (20 * 1000 * 1000)
+static void s_waits(const gx_kargs *k)
+{
+    struct timespec ts = {0, S_WAIT_NS};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    s_right(k);
+}
+
+static const gxd_tune_impl s_waiting = {.name = "test.waits", .version = 1, .source = "test",
+                                        .matmul = s_waits};
+
+/* Candidates are timed by the explorer thread's CPU time: a wait of
+ * 20 ms per run (as while another process has the core) is not counted,
+ * so the candidate is not charged for load that came while it ran. */
+START_TEST(test_cpu_time)
+{
+    gxd_tune *t = s_new(NULL, GXD_TUNE_EXPLORE);
+    ck_assert(gxd_tune_add_impl(t, &s_waiting));
+    gxd_tune_sig s = tt_sig(S_M, S_K, S_N);
+    gxd_tune_rec r;
+    ck_assert_int_eq(gxd_tune_explore_sig(t, &s, &r), GX_OK);
+    const gxd_tune_cand *c = gxd_tune_rec_cand(&r, "test.waits", 1);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(c->ns > 0 && c->ns < S_WAIT_NS / 2, "%lld ns (%s)", (long long)c->ns, r.others);
+    gxd_tune_destroy(&t);
+}
+END_TEST
+
 /* A record naming a packed kernel on another ISA: the plan packs B and
  * runs that ISA's kernel. */
 START_TEST(test_packed_winner)
@@ -1776,6 +1807,7 @@ Suite *tune_suite(void)
     tcase_add_test(tc, test_additive);
     tcase_add_test(tc, test_packed_winner);
     tcase_add_test(tc, test_artifact_choices);
+    tcase_add_test(tc, test_cpu_time);
     tcase_add_test(tc, test_slice_follows_whole);
     tcase_add_test(tc, test_explorer_thread);
     tcase_add_test(tc, test_explorer_waits_for_idle);
