@@ -344,8 +344,9 @@ bool gxd_tune_peek(gxd_tune *t, const gxd_tune_sig *sig, gxd_tune_rec *rec);
  * would the layout pass decide differently (gxd_plan_layout_stale), or
  * does the registry now hold a winner other than the implementation a step
  * of p runs (a signature explored since p was compiled)? why says which.
- * A plan read from an artifact with implementation choices is stale: they
- * keep no signatures, so a compile from the graph answers. */
+ * A plan read from an artifact is asked the same: its reader gave each
+ * choice its signature and refused the file if the registry then named
+ * another (gxd_prepare_choices_current). */
 bool gxd_tune_plan_stale(const struct gxd_plan *p, const struct gxd_profile *prof, char *why,
                          size_t len);
 
