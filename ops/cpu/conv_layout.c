@@ -1450,10 +1450,9 @@ static const s_dwb_fn s_dwg256_tab[3][2][2][6] = {S_DWG256_TAB(2), S_DWG256_TAB(
  * s_dw256 loads x again per tap and column, and takes 1.2-1.5x as long
  * (docs/kernels.md). */
 S_INLINE S_T256 void s_dwk256(const int K, const int S, const int R, const bool CHK,
-                              const bool FULL,
-                              const s_dw *d, const float *x0, int64_t off, int64_t a0,
-                              int64_t a1, int64_t j0, const float *wt, const float *bias0,
-                              int last, int64_t nb, float *y0)
+                              const bool FULL, const s_dw *d, const float *x0, int64_t off,
+                              int64_t a0, int64_t a1, int64_t j0, const float *wt,
+                              const float *bias0, int last, int64_t nb, float *y0)
 {
     const __m256i ml = gx_mask8(FULL ? S_B : last), mh = gx_mask8((FULL ? S_B : last) - 8);
     for (int64_t blk = 0; blk < nb; blk++) {
