@@ -946,9 +946,8 @@ END_TEST
 /* A plan read from an artifact runs its choices only while the registry
  * still names them: read back with the record it was compiled with, it is
  * used, its choice with its signature (so the re-planner checks it as a
- * compiled plan's); after another winner is stored (or with no record,
- * whose default is another kernel) the file is refused as stale, and a
- * compile then runs what the registry names. */
+ * compiled plan's); after another winner is stored the file is refused as
+ * stale, saying which step and which implementations. */
 START_TEST(test_artifact_choices)
 {
     gxd_tune *t = s_new(NULL, GXD_TUNE_CACHE);
