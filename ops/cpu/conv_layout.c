@@ -552,6 +552,17 @@ static const s_dkp_fn s_dkp512_tab[2][4][12] = {S_DKP_TAB(1), S_DKP_TAB(16)};
         a_;                                                                                        \
     })
 
+/* v with d's activation, stored at p: the lanes of mask m alone when part
+ * (the last block of an M or C that is not a multiple of 16). */
+#define S_PUT256(d, p, v, part, m)                                                                 \
+    do {                                                                                           \
+        const __m256 v_ = S_ACT256(d, v);                                                          \
+        if (part)                                                                                  \
+            _mm256_maskstore_ps((p), (m), v_);                                                     \
+        else                                                                                       \
+            _mm256_storeu_ps((p), v_);                                                             \
+    } while (0)
+
 /* Half h of a run's blocks at p (block h / 2 at p + (h / 2) * stride):
  * masked (lane mask m) in the last block when it is partial. */
 #define S_LD256(p, h, stride, part, m)                                                             \
@@ -605,13 +616,8 @@ S_INLINE S_T256 void s_dk256(const int CL, const int NB, const int R, const bool
         const bool part = h >= 2 * NB - 2 && last < S_B;
         float *yh = y + (h >> 1) * d->ymb + (h & 1) * 8;
 #pragma GCC unroll 6
-        for (int r = 0; r < R; r++) {
-            const __m256 v = S_ACT256(d, acc[h][r]);
-            if (part)
-                _mm256_maskstore_ps(yh + r * d->ycol, h & 1 ? mh : ml, v);
-            else
-                _mm256_storeu_ps(yh + r * d->ycol, v);
-        }
+        for (int r = 0; r < R; r++)
+            S_PUT256(d, yh + r * d->ycol, acc[h][r], part, h & 1 ? mh : ml);
     }
 }
 
@@ -682,13 +688,8 @@ S_INLINE S_T256 void s_dkp256(const int CL, const int R, const s_dk *d, const fl
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
 #pragma GCC unroll 6
-        for (int r = 0; r < R; r++) {
-            const __m256 v = S_ACT256(d, acc[h][r]);
-            if (part)
-                _mm256_maskstore_ps(y + r * d->ycol + h * 8, h ? mh : ml, v);
-            else
-                _mm256_storeu_ps(y + r * d->ycol + h * 8, v);
-        }
+        for (int r = 0; r < R; r++)
+            S_PUT256(d, y + r * d->ycol + h * 8, acc[h][r], part, h ? mh : ml);
     }
 }
 
@@ -1324,13 +1325,8 @@ S_INLINE S_T256 void s_dw256(const int R, const bool CHK, const bool FULL, const
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
 #pragma GCC unroll 6
-            for (int r = 0; r < R; r++) {
-                const __m256 v = S_ACT256(d, acc[h][r]);
-                if (FULL)
-                    _mm256_storeu_ps(y + r * d->ycol + h * 8, v);
-                else
-                    _mm256_maskstore_ps(y + r * d->ycol + h * 8, h ? mh : ml, v);
-            }
+            for (int r = 0; r < R; r++)
+                S_PUT256(d, y + r * d->ycol + h * 8, acc[h][r], !FULL, h ? mh : ml);
         }
     }
 }
@@ -1404,13 +1400,8 @@ S_INLINE S_T256 void s_dwg256(const int CG, const int R, const bool CHK, const b
                 }
             }
 #pragma GCC unroll 6
-            for (int r = 0; r < R; r++) {
-                const __m256 v = S_ACT256(d, acc[r]);
-                if (FULL)
-                    _mm256_storeu_ps(y + r * d->ycol + h * 8, v);
-                else
-                    _mm256_maskstore_ps(y + r * d->ycol + h * 8, mk, v);
-            }
+            for (int r = 0; r < R; r++)
+                S_PUT256(d, y + r * d->ycol + h * 8, acc[r], !FULL, mk);
         }
     }
 }
@@ -1488,13 +1479,8 @@ S_INLINE S_T256 void s_dwk256(const int K, const int S, const int R, const bool 
                 }
             }
 #pragma GCC unroll 8
-            for (int r = 0; r < R; r++) {
-                const __m256 v = S_ACT256(d, acc[r]);
-                if (FULL)
-                    _mm256_storeu_ps(y + r * d->ycol + h * 8, v);
-                else
-                    _mm256_maskstore_ps(y + r * d->ycol + h * 8, mk, v);
-            }
+            for (int r = 0; r < R; r++)
+                S_PUT256(d, y + r * d->ycol + h * 8, acc[r], !FULL, mk);
         }
     }
 }
