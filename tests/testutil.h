@@ -122,8 +122,10 @@ void gxt_daemon_start_yaml(gxt_daemon *d, const char *yaml, const char *const *e
 /* SIGTERM, wait for exit; returns the exit status (or -1 if killed). */
 int gxt_daemon_stop(gxt_daemon *d);
 
-/* Threads of this process now (/proc/self/task), or -1. A test that
- * forks a child which goes on running code checks it is 1 first. */
+/* Threads of this process (/proc/self/task), or -1; while more than one,
+ * read again (every millisecond, for 10 s at most) for threads already
+ * joined that the kernel still lists. A test that forks a child which
+ * goes on running code checks it is 1 first. */
 int gxt_threads(void);
 /* A client of d with a 60 s timeout. Fails the test on error; the caller
  * destroys it. */
