@@ -1301,20 +1301,25 @@ static int s_cv_batchnorm(s_emit *e)
     return stats ? s_set_rc(e, gx_node_set_int(n, "training_mode", 1), "training_mode") : GX_OK;
 }
 
-/* Dropout before 12: is_test (before 7; 0 is training, which drops at
- * random) and, before 10, a mask of the input's type rather than bool.
- * ratio stays an attribute, which the daemon reads as 12's input. */
+/* Dropout before 12: is_test (before 7; 0, the default, is training,
+ * which drops at random: 12's training_mode input, true) and, before 10, a
+ * mask of the input's type rather than bool. ratio stays an attribute,
+ * which the daemon reads as 12's input. */
 static int s_cv_dropout(s_emit *e)
 {
-    const Onnx__AttributeProto *ratio =
-        s_find_typed(e->np, "ratio", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
     const char *mask = e->n_out > 1 ? e->out[1] : "", *m;
     int rc;
     s_skip(e, "is_test");
-    if (e->c->opset < 7 && !s_find_int(e->np, "is_test", 0) && (!ratio || ratio->f != 0))
-        return s_fail(e->c, GX_EUNSUPPORTED, e->path,
-                      "is_test=0 (training mode, the default before opset 7) drops random "
-                      "elements; random ops are not supported (is_test=1 is inference)");
+    if (e->c->opset < 7 && !s_find_int(e->np, "is_test", 0)) {
+        const bool yes = true;
+        gx_tensor *t = gx_tensor_new_copy(GX_BOOL, 0, NULL, &yes, sizeof yes);
+        const char *training = s_aux_const(e, "training_mode", &t);
+        if (!training)
+            return GX_ENOMEM;
+        e->in[1] = ""; /* no ratio input: the attribute */
+        e->in[2] = training;
+        e->n_in = 3;
+    }
     if (e->c->opset >= 10 || !*mask)
         return s_emit_node(e, NULL);
     if (!(m = s_fresh_value(e, "mask")))

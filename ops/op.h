@@ -266,6 +266,15 @@
     X(ADAM, "Adam")                                                           \
     X(MOMENTUM, "Momentum")
 
+/* Random numbers (ops/cpu/random.c): drawn at every run, never folded. */
+#define GX_OPS_RANDOM(X)                                                      \
+    X(RANDOM_UNIFORM, "RandomUniform")                                        \
+    X(RANDOM_NORMAL, "RandomNormal")                                          \
+    X(RANDOM_UNIFORM_LIKE, "RandomUniformLike")                               \
+    X(RANDOM_NORMAL_LIKE, "RandomNormalLike")                                 \
+    X(BERNOULLI, "Bernoulli")                                                 \
+    X(MULTINOMIAL, "Multinomial")
+
 
 #define GX_OPS_CONTROL(X)                                                     \
     X(IF, "If")                                                               \
@@ -308,7 +317,8 @@
     GX_OPS_VISION(X)                                                          \
     GX_OPS_TEXT(X)                                                            \
     GX_OPS_ML(X)                                                              \
-    GX_OPS_TRAINING(X)
+    GX_OPS_TRAINING(X)                                                        \
+    GX_OPS_RANDOM(X)
 
 #define GX_OP_LIST(X)                                                         \
     GX_KERNEL_OP_LIST(X)                                                      \

@@ -159,6 +159,12 @@ enum { GX_GROUPNORM_EPSILON, GX_GROUPNORM_NUM_GROUPS, GX_GROUPNORM_STASH_TYPE,
 enum { GX_MVN_AXES, GX_MVN_NATTRS };
 enum { GX_LRN_ALPHA, GX_LRN_BETA, GX_LRN_BIAS, GX_LRN_SIZE, GX_LRN_NATTRS };
 enum { GX_DROPOUT_RATIO, GX_DROPOUT_SEED, GX_DROPOUT_NATTRS };
+/* Dropout's ratio: its input 1 (opset 12+; the value must be known), else
+ * the attribute (before 12). */
+double gx_dropout_ratio(const gx_view *in, int n_in, const gx_attrval *attr);
+/* Whether a Dropout with these inputs (values known) drops elements at
+ * random: training_mode true and a ratio other than 0. */
+bool gx_dropout_draws(const gx_view *in, int n_in, const gx_attrval *attr);
 enum {
     GX_RESIZE_ANTIALIAS,
     GX_RESIZE_AXES,
@@ -538,6 +544,15 @@ enum { GX_ADAM_ALPHA, GX_ADAM_BETA, GX_ADAM_EPSILON, GX_ADAM_NORM_COEFFICIENT,
        GX_ADAM_NORM_COEFFICIENT_POST, GX_ADAM_NATTRS };
 enum { GX_MOMENTUM_ALPHA, GX_MOMENTUM_BETA, GX_MOMENTUM_MODE, GX_MOMENTUM_NORM_COEFFICIENT,
        GX_MOMENTUM_NATTRS };
+
+/* random: RandomUniform and RandomNormal take all five, their *Like forms
+ * the first four (A and B: low and high, or mean and scale) */
+enum { GX_RANDOM_DTYPE, GX_RANDOM_A, GX_RANDOM_B, GX_RANDOM_SEED, GX_RANDOM_SHAPE,
+       GX_RANDOM_NATTRS };
+#define GX_RANDOM_LIKE_NATTRS GX_RANDOM_SHAPE
+enum { GX_BERNOULLI_DTYPE, GX_BERNOULLI_SEED, GX_BERNOULLI_NATTRS };
+enum { GX_MULTINOMIAL_DTYPE, GX_MULTINOMIAL_SAMPLE_SIZE, GX_MULTINOMIAL_SEED,
+       GX_MULTINOMIAL_NATTRS };
 
 
 /* control */

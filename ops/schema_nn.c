@@ -6,6 +6,7 @@
  * LRN, Dropout (its inference form, which copies), and RotaryEmbedding
  * (opset 23). The spatial ops (Resize, Upsample, Pad,
  * DepthToSpace, SpaceToDepth) are in ops/schema_spatial.c. */
+#include <math.h>
 #include <string.h>
 
 #include "ops/batch.h"
@@ -681,37 +682,31 @@ static bool s_is_float(gx_dtype dt)
     return dt == GX_F32 || dt == GX_F16 || dt == GX_BF16 || dt == GX_F64;
 }
 
-/* Whether the scalar of a float tensor (any of the float dtypes) is
- * non-zero; for the 16-bit ones every bit but the sign counts. */
-static bool s_scalar_nonzero(const gx_view *v)
+/* The scalar of a float tensor of any float dtype. */
+static double s_scalar(const gx_view *v)
 {
-    switch (v->dtype) {
-    case GX_F32:
-        return *(const float *)v->data != 0;
-    case GX_F64:
-        return *(const double *)v->data != 0;
-    case GX_F16:
-    case GX_BF16:
-        return (*(const uint16_t *)v->data & 0x7fff) != 0;
-    case GX_I64:
-    case GX_I32:
-    case GX_I8:
-    case GX_U8:
-    case GX_BOOL:
-    case GX_I16:
-    case GX_U16:
-    case GX_U32:
-    case GX_U64:
-    case GX_STRING:
-    case GX_DTYPE_COUNT:
-        break;
+    if (v->dtype == GX_F32)
+        return *(const float *)v->data;
+    if (v->dtype == GX_F64)
+        return *(const double *)v->data;
+    const uint16_t h = *(const uint16_t *)v->data;
+    if (v->dtype == GX_BF16) {
+        const uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        return f;
     }
-    return true;
+    const int e = h >> 10 & 31, m = h & 1023;
+    const double x = e == 0    ? ldexp(m, -24)
+                     : e == 31 ? (m ? NAN : INFINITY)
+                               : ldexp(m + 1024, e - 25);
+    return h & 0x8000 ? -x : x;
 }
 
 /* Inference copies data (and the mask is all true). Training with a
- * non-zero ratio drops random elements, which gexec does not do; the
- * training_mode and ratio inputs are read to tell. */
+ * non-zero ratio drops elements at random (ops/cpu/random.c: with the seed
+ * attribute the same ones in every run); the ratio, in [0, 1), is the
+ * ratio input (12+), else the attribute (before 12). */
 static int s_infer_dropout(gx_infer *ic)
 {
     const char *op = "Dropout";
@@ -732,24 +727,37 @@ static int s_infer_dropout(gx_infer *ic)
         const bool *t = gx_infer_value(ic, 2);
         if (!t)
             return GX_INFER_DYNAMIC;
-        if (*t) {
-            bool drops = ic->attr[GX_DROPOUT_RATIO].f != 0;
-            if (has_ratio) {
-                if (!gx_infer_value(ic, 1))
-                    return GX_INFER_DYNAMIC;
-                drops = s_scalar_nonzero(&ic->in[1]);
-            }
-            if (drops)
-                return gx_infer_errf(ic, GX_EUNSUPPORTED,
-                                     "%s: training_mode=true with a non-zero ratio drops random "
-                                     "elements; random ops are not supported",
-                                     op);
+        double ratio = ic->attr[GX_DROPOUT_RATIO].f;
+        if (*t && has_ratio) {
+            if (!gx_infer_value(ic, 1))
+                return GX_INFER_DYNAMIC;
+            ratio = gx_dropout_ratio(ic->in, ic->n_in, ic->attr);
         }
+        if (*t && !(ratio >= 0 && ratio < 1))
+            return gx_infer_errf(ic, GX_EATTR, "%s: ratio %g is outside [0, 1)", op, ratio);
     }
     gx_view_set(&ic->out[0], x->dtype, x->ndim, x->shape);
     if (ic->n_out > 1)
         gx_view_set(&ic->out[1], GX_BOOL, x->ndim, x->shape);
     return GX_OK;
+}
+
+double gx_dropout_ratio(const gx_view *in, int n_in, const gx_attrval *attr)
+{
+    return n_in > 1 && in[1].ndim >= 0 ? s_scalar(&in[1]) : attr[GX_DROPOUT_RATIO].f;
+}
+
+bool gx_dropout_draws(const gx_view *in, int n_in, const gx_attrval *attr)
+{
+    return n_in > 2 && in[2].ndim >= 0 && in[2].data && *(const bool *)in[2].data &&
+           (in[1].ndim < 0 || in[1].data) && gx_dropout_ratio(in, n_in, attr) != 0;
+}
+
+/* Samples apart, but for the random form: its draws follow the element's
+ * index in the whole tensor, which a slice of the batch would move. */
+static bool s_batch_dropout(const gx_batch_ctx *bc)
+{
+    return !gx_dropout_draws(bc->in, bc->n_in, bc->attr) && gx_batch_samplewise(bc);
 }
 
 static gx_cost s_cost_dropout(const gx_infer *ic)
@@ -760,6 +768,7 @@ static gx_cost s_cost_dropout(const gx_infer *ic)
 const gx_op_schema gx_schema_DROPOUT = {
     .min_in = 1, .max_in = 3, .min_out = 1, .max_out = 2,
     .attrs = s_dropout_attrs, .n_attrs = GX_DROPOUT_NATTRS,
+    .flags = GX_OPF_NO_FOLD, /* the random form draws at every run */
     .value_inputs = 1u << 1 | 1u << 2, .infer = s_infer_dropout, .cost = s_cost_dropout,
-    .batch = gx_batch_samplewise, /* infer refuses the random (training) form */
+    .batch = s_batch_dropout,
 };

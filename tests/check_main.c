@@ -17,6 +17,7 @@ int main(void)
         ops_conv_suite,     ops_nn_suite,    ops_shape_suite,   ops_loss_suite,
         ops_quant_suite,    ops_rnn_suite,   ops_signal_suite,  ops_vision_suite,
         ops_new_suite,      sequence_suite,  strings_suite,  ops_text_suite, ml_suite, ops_training_suite,
+        ops_random_suite,
         control_suite,      par_suite,       modes_suite,       batch_suite,
         batching_suite,
         memplan_suite,      fuse_suite,      gemm_suite,     queue_suite,       config_suite,

@@ -540,6 +540,58 @@ START_TEST(measured_modes_in_reason)
 }
 END_TEST
 
+/* x [8,64] -> y = x + RandomNormalLike(x, seed 3) and u =
+ * RandomUniform([8,64]) without a seed: y is the same in every mode and
+ * every run (the draws are a function of the seed and the element), u
+ * differs from run to run (never folded into a constant) and stays in
+ * [0, 1). */
+START_TEST(random_ops_in_every_mode)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *c = s_client(&d);
+    gx_graph *g = gx_graph_new("random");
+    const int64_t shape[2] = {8, 64};
+    ck_assert_int_eq(gx_graph_add_input(g, "x", GX_F32, 2, shape), GX_OK);
+    ck_assert_int_eq(gx_node_set_float(s_node(g, "RandomNormalLike", IN("x"), "n"), "seed", 3),
+                     GX_OK);
+    s_node(g, "Add", IN("x", "n"), "y");
+    ck_assert_int_eq(gx_node_set_ints(s_node(g, "RandomUniform", 0, NULL, "u"), "shape", shape, 2),
+                     GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(g, "y"), GX_OK);
+    ck_assert_int_eq(gx_graph_add_output(g, "u"), GX_OK);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, g, &id), GX_OK);
+    gx_tensor *x = s_rand_tensor(2, shape, 1.0f);
+    gx_result *ref = s_run(c, &id, x, GX_MODE_SEQ);
+    const gx_tensor *u0 = gx_result_output(ref, 1);
+    const float *xv = gx_tensor_cdata(x), *yv = gx_tensor_cdata(gx_result_output(ref, 0));
+    int moved = 0;
+    for (int i = 0; i < 8 * 64; i++)
+        moved += yv[i] != xv[i];
+    ck_assert_int_gt(moved, 8 * 64 - 4);
+    for (int rep = 0; rep < 2; rep++)
+        for (int m = 0; m < GX_MODE_COUNT; m++) {
+            gx_result *r = s_run(c, &id, x, (gx_mode)m);
+            ck_assert_msg(s_same(r, ref), "mode %s: the seeded output differs from seq's",
+                          gx_mode_name((gx_mode)m));
+            const gx_tensor *u = gx_result_output(r, 1);
+            ck_assert_msg(memcmp(gx_tensor_cdata(u), gx_tensor_cdata(u0),
+                                 gx_tensor_nbytes(u)) != 0,
+                          "mode %s: the unseeded output repeats", gx_mode_name((gx_mode)m));
+            const float *uv = gx_tensor_cdata(u);
+            for (int i = 0; i < 8 * 64; i++)
+                ck_assert(uv[i] >= 0 && uv[i] < 1);
+            gx_result_destroy(&r);
+        }
+    gx_result_destroy(&ref);
+    gx_tensor_destroy(&x);
+    gx_graph_destroy(&g);
+    gx_client_destroy(&c);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
 Suite *modes_suite(void)
 {
     Suite *s = suite_create("modes");
@@ -550,6 +602,7 @@ Suite *modes_suite(void)
     tcase_add_test(tc, concurrent_clients_random_modes);
     tcase_add_test(tc, cancel_and_shutdown_in_parallel_modes);
     tcase_add_test(tc, measured_modes_in_reason);
+    tcase_add_test(tc, random_ops_in_every_mode);
     suite_add_tcase(s, tc);
     return s;
 }

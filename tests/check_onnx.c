@@ -2080,12 +2080,27 @@ START_TEST(test_onnx_convert_attrs)
                GX_F32, 3, dx, ones);
     s_cv_check("Dropout-10 mask", s_model(g, "", 10), 1, (gx_tensor *[]){s_cv_f32(3, dx, xv)}, 1,
                GX_BOOL, 3, dx, ones);
-    /* training mode before 7 drops at random: refused */
+    /* training mode before 7 (is_test=0) is 12's training_mode input,
+     * true, with the ratio attribute */
     s_attr_i(n, "is_test", 0);
-    char err[1024];
     gx_graph *out = NULL;
-    ASSERT_ERR(s_parse(s_model(g, "", 6), &out, err, sizeof err), GX_EUNSUPPORTED, err,
-               "(Dropout): is_test=0 (training mode", "is_test=1 is inference");
+    char err[1024];
+    ck_assert_msg(s_parse(s_model(g, "", 6), &out, err, sizeof err) == GX_OK, "%s", err);
+    const gx_node *dn = NULL;
+    for (size_t i = 0; i < out->n_nodes; i++)
+        if (strcmp(out->nodes[i]->op, "Dropout") == 0)
+            dn = out->nodes[i];
+    ck_assert_ptr_nonnull(dn);
+    ck_assert_int_eq(dn->n_in, 3);
+    ck_assert_str_eq(dn->in[1], "");
+    const gx_tensor *train = NULL;
+    for (size_t i = 0; i < out->n_consts; i++)
+        if (strcmp(out->consts[i].name, dn->in[2]) == 0)
+            train = out->consts[i].t;
+    ck_assert_ptr_nonnull(train);
+    ck_assert_int_eq(train->dtype, GX_BOOL);
+    ck_assert(*(const bool *)train->data);
+    gx_graph_destroy(&out);
 
     /* Concat-3 without axis joins along 1 */
     const int64_t d21[2] = {2, 1}, d22[2] = {2, 2};

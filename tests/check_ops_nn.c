@@ -1247,14 +1247,16 @@ START_TEST(test_errors)
     ot_expect_error(GX_OP_LRN, NODE(A_INT("size", 0)), 1, &x, GX_EATTR,
                     "LRN: size 0 is not positive");
     ot_expect_error(GX_OP_LRN, NULL, 1, &x, GX_EATTR, "LRN: attribute 'size' is required");
-    /* Dropout: random training refused, bad dtypes */
+    /* Dropout: a training ratio outside [0, 1) (check_ops_random.c runs
+     * it in [0, 1)), bad dtypes */
     const bool t = true;
-    gx_view dr[3] = {x, NONE, s_scalar(GX_BOOL, &t)};
-    ot_expect_error(GX_OP_DROPOUT, NULL, 3, dr, GX_EUNSUPPORTED,
-                    "Dropout: training_mode=true with a non-zero ratio drops random elements; "
-                    "random ops are not supported");
-    dr[1] = s_f32_scalar(0.5f);
-    ot_expect_error(GX_OP_DROPOUT, NULL, 3, dr, GX_EUNSUPPORTED, NULL);
+    gx_view dr[3] = {x, s_f32_scalar(1), s_scalar(GX_BOOL, &t)};
+    ot_expect_error(GX_OP_DROPOUT, NULL, 3, dr, GX_EATTR, "Dropout: ratio 1 is outside [0, 1)");
+    dr[1] = s_f32_scalar(-0.5f);
+    ot_expect_error(GX_OP_DROPOUT, NULL, 3, dr, GX_EATTR, "Dropout: ratio -0.5 is outside [0, 1)");
+    dr[1] = NONE;
+    ot_expect_error(GX_OP_DROPOUT, NODE(A_FLOAT("ratio", 2)), 3, dr, GX_EATTR,
+                    "Dropout: ratio 2 is outside [0, 1)");
     ot_expect_error(GX_OP_DROPOUT, NULL, 1, &i64, GX_EDTYPE,
                     "Dropout: data is int64, expected a float type");
     dr[2] = s_f32_scalar(1);

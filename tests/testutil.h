@@ -38,6 +38,7 @@ Suite *ops_vision_suite(void);
 Suite *ops_text_suite(void);
 Suite *ml_suite(void);
 Suite *ops_training_suite(void);
+Suite *ops_random_suite(void);
 Suite *ops_new_suite(void);
 Suite *control_suite(void);
 Suite *sequence_suite(void);

@@ -163,6 +163,9 @@ void gx_cpu_share(const gx_kargs *k, int64_t n, int64_t align, int64_t *lo, int6
  * now and then. */
 void gx_cpu_coop_wait(_Atomic int64_t *done, int64_t n);
 
+/* Dropout in training with a non-zero ratio (ops/cpu/random.c). */
+void gx_cpu_dropout_draw(const gx_kargs *k);
+
 /* Element strides of a contiguous tensor of shape in[0..nin) seen from an
  * output of rank nout >= nin it broadcasts to (dims aligned from the right):
  * strides[0..nout) is 0 where the input's dim is 1 or missing. */
