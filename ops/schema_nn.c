@@ -3,7 +3,7 @@
  * (opset 15, inference or training statistics), LayerNormalization,
  * RMSNormalization (opset 23), LpNormalization, GroupNormalization
  * (opsets 18 and 21), InstanceNormalization, MeanVarianceNormalization,
- * LRN, Dropout (its inference form, which copies), and RotaryEmbedding
+ * LRN, Dropout (inference copies; training draws, ops/cpu/random.c), and RotaryEmbedding
  * (opset 23). The spatial ops (Resize, Upsample, Pad,
  * DepthToSpace, SpaceToDepth) are in ops/schema_spatial.c. */
 #include <math.h>
