@@ -754,10 +754,16 @@ bool gx_dropout_draws(const gx_view *in, int n_in, const gx_attrval *attr)
 }
 
 /* Samples apart, but for the random form: its draws follow the element's
- * index in the whole tensor, which a slice of the batch would move. */
+ * index in the whole tensor, which a slice of the batch would move. With a
+ * training_mode whose value (or ratio's) the rule is not shown, it may be
+ * that form. */
 static bool s_batch_dropout(const gx_batch_ctx *bc)
 {
-    return !gx_dropout_draws(bc->in, bc->n_in, bc->attr) && gx_batch_samplewise(bc);
+    const bool training = bc->n_in > 2 && bc->in[2].ndim >= 0;
+    const bool known = training && bc->in[2].data && (bc->in[1].ndim < 0 || bc->in[1].data);
+    if (training && (!known || gx_dropout_draws(bc->in, bc->n_in, bc->attr)))
+        return false;
+    return gx_batch_samplewise(bc);
 }
 
 static gx_cost s_cost_dropout(const gx_infer *ic)
