@@ -6,10 +6,10 @@
  * LRN, Dropout (inference copies; training draws, ops/cpu/random.c), and RotaryEmbedding
  * (opset 23). The spatial ops (Resize, Upsample, Pad,
  * DepthToSpace, SpaceToDepth) are in ops/schema_spatial.c. */
-#include <math.h>
 #include <string.h>
 
 #include "ops/batch.h"
+#include "ops/cpu/cpu.h"
 #include "ops/schema.h"
 
 /* Bytes in and out, plus flops_per_elem for each element of output 0. */
@@ -682,27 +682,6 @@ static bool s_is_float(gx_dtype dt)
     return dt == GX_F32 || dt == GX_F16 || dt == GX_BF16 || dt == GX_F64;
 }
 
-/* The scalar of a float tensor of any float dtype. */
-static double s_scalar(const gx_view *v)
-{
-    if (v->dtype == GX_F32)
-        return *(const float *)v->data;
-    if (v->dtype == GX_F64)
-        return *(const double *)v->data;
-    const uint16_t h = *(const uint16_t *)v->data;
-    if (v->dtype == GX_BF16) {
-        const uint32_t u = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &u, sizeof f);
-        return f;
-    }
-    const int e = h >> 10 & 31, m = h & 1023;
-    const double x = e == 0    ? ldexp(m, -24)
-                     : e == 31 ? (m ? NAN : INFINITY)
-                               : ldexp(m + 1024, e - 25);
-    return h & 0x8000 ? -x : x;
-}
-
 /* Inference copies data (and the mask is all true). Training with a
  * non-zero ratio drops elements at random (ops/cpu/random.c: with the seed
  * attribute the same ones in every run); the ratio, in [0, 1), is the
@@ -744,7 +723,7 @@ static int s_infer_dropout(gx_infer *ic)
 
 double gx_dropout_ratio(const gx_view *in, int n_in, const gx_attrval *attr)
 {
-    return n_in > 1 && in[1].ndim >= 0 ? s_scalar(&in[1]) : attr[GX_DROPOUT_RATIO].f;
+    return n_in > 1 && in[1].ndim >= 0 ? gx_cpu_load_f64(in[1].data, in[1].dtype, 0) : attr[GX_DROPOUT_RATIO].f;
 }
 
 bool gx_dropout_draws(const gx_view *in, int n_in, const gx_attrval *attr)

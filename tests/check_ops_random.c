@@ -29,13 +29,7 @@ static gx_view s_out(gx_op op, const gx_node *node, int n_in, const gx_view *in)
 
 static double s_at(const gx_view *v, int64_t i)
 {
-    if (v->dtype == GX_F16)
-        return gx_f16_to_f32(((const uint16_t *)v->data)[i]);
-    if (v->dtype == GX_BF16)
-        return gx_bf16_to_f32(((const uint16_t *)v->data)[i]);
-    if (v->dtype == GX_F32)
-        return ((const float *)v->data)[i];
-    return ((const double *)v->data)[i];
+    return gx_cpu_load_f64(v->data, v->dtype, i);
 }
 
 /* Mean and standard deviation of v's elements. */

@@ -899,8 +899,9 @@ static result s_run_case(runner *r, const char *name, char *why, size_t len)
             out = R_FAIL;
         }
     }
-    bool seeded = false;
-    if (out == R_FAIL && s_draws(g, &seeded)) {
+    bool seeded;
+    const bool draws = s_draws(g, &seeded);
+    if (out == R_FAIL && draws) {
         out = R_UNSUPPORTED;
         for (size_t i = 0; i < n_want && out == R_UNSUPPORTED; i++) {
             const char *oname = gx_graph_output_name(g, i);
@@ -923,7 +924,7 @@ static result s_run_case(runner *r, const char *name, char *why, size_t len)
     r->seq_ran = true;
     r->case_seq = out;
     /* unseeded draws differ from run to run, so from mode to mode */
-    if (r->modes && (seeded || !s_draws(g, &seeded)) &&
+    if (r->modes && (!draws || seeded) &&
         s_compare_modes(r, rq, res, why, len) != R_PASS)
         out = R_FAIL;
 out:

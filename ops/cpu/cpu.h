@@ -163,6 +163,10 @@ void gx_cpu_share(const gx_kargs *k, int64_t n, int64_t align, int64_t *lo, int6
  * now and then. */
 void gx_cpu_coop_wait(_Atomic int64_t *done, int64_t n);
 
+/* Element i of p, of any dtype but string, as a double (bool: 0 or 1;
+ * ops/cpu/elementwise.c). */
+double gx_cpu_load_f64(const void *p, gx_dtype dt, int64_t i);
+
 /* Dropout in training with a non-zero ratio (ops/cpu/random.c). */
 void gx_cpu_dropout_draw(const gx_kargs *k);
 

@@ -415,8 +415,9 @@ void gx_cpu_MEAN(const gx_kargs *k)
 
 /* ---- Pow ---- */
 
-/* Element i of p (of dtype dt) as a double / an int64. */
-static double s_load_f64(const void *p, gx_dtype dt, int64_t i)
+/* Element i of p (of dtype dt) as a double (ops/cpu/cpu.h); as an int64:
+ * s_load_i64 below. */
+double gx_cpu_load_f64(const void *p, gx_dtype dt, int64_t i)
 {
     switch (dt) {
     case GX_F32: return ((const float *)p)[i];
@@ -528,7 +529,7 @@ static void s_pow_any(int64_t n, void *y, const void *a, int64_t sa, const void 
             s_store_pow(y, c->ta, i, 0, s_ipow(s_load_i64(a, c->ta, i * sa),
                                                s_load_i64(b, c->tb, i * sb)), true);
         else
-            s_store_pow(y, c->ta, i, pow(s_load_f64(a, c->ta, i * sa), s_load_f64(b, c->tb, i * sb)),
+            s_store_pow(y, c->ta, i, pow(gx_cpu_load_f64(a, c->ta, i * sa), gx_cpu_load_f64(b, c->tb, i * sb)),
                         0, false);
     }
 }

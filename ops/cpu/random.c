@@ -87,16 +87,10 @@ static uint64_t s_key_attr(const gx_attrval *seed)
     return s_key(seed->set, seed->f);
 }
 
-/* Element i of a float16/bfloat16/float32/float64 tensor. */
+/* Element i of v as a double. */
 static double s_get(const gx_view *v, int64_t i)
 {
-    if (v->dtype == GX_F16)
-        return gx_f16_to_f32(((const uint16_t *)v->data)[i]);
-    if (v->dtype == GX_BF16)
-        return gx_bf16_to_f32(((const uint16_t *)v->data)[i]);
-    if (v->dtype == GX_F32)
-        return ((const float *)v->data)[i];
-    return ((const double *)v->data)[i];
+    return gx_cpu_load_f64(v->data, v->dtype, i);
 }
 
 /* Stores x (a float dtype: rounded to nearest) as element i of v. */
