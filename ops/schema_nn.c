@@ -723,7 +723,8 @@ static int s_infer_dropout(gx_infer *ic)
 
 double gx_dropout_ratio(const gx_view *in, int n_in, const gx_attrval *attr)
 {
-    return n_in > 1 && in[1].ndim >= 0 ? gx_cpu_load_f64(in[1].data, in[1].dtype, 0) : attr[GX_DROPOUT_RATIO].f;
+    return n_in > 1 && in[1].ndim >= 0 ? gx_cpu_load_f64(in[1].data, in[1].dtype, 0)
+                                       : attr[GX_DROPOUT_RATIO].f;
 }
 
 bool gx_dropout_draws(const gx_view *in, int n_in, const gx_attrval *attr)

@@ -529,7 +529,8 @@ static void s_pow_any(int64_t n, void *y, const void *a, int64_t sa, const void 
             s_store_pow(y, c->ta, i, 0, s_ipow(s_load_i64(a, c->ta, i * sa),
                                                s_load_i64(b, c->tb, i * sb)), true);
         else
-            s_store_pow(y, c->ta, i, pow(gx_cpu_load_f64(a, c->ta, i * sa), gx_cpu_load_f64(b, c->tb, i * sb)),
+            s_store_pow(y, c->ta, i,
+                        pow(gx_cpu_load_f64(a, c->ta, i * sa), gx_cpu_load_f64(b, c->tb, i * sb)),
                         0, false);
     }
 }
