@@ -132,47 +132,57 @@ int gxd_topo_cpus_check(const char *cpus, char *err, size_t errlen)
 
 /* ---- GPUs --------------------------------------------------------------- */
 
-/* DRM device files (card0, renderD128) and GL displays (":0.0") also appear as
- * GPU OS devices, but so does a server's BMC display adapter; those count only
- * on a GPU vendor's PCI device. Compute OS devices (cuda0, nvml0, opencl0d0,
- * rsmi0, ze0, ...) always count. */
-static bool s_is_display_osdev(hwloc_obj_t osdev)
+/* GPU vendors: a display-class PCI device of another vendor is a server's BMC
+ * display adapter (ASPEED, Matrox), not a GPU. */
+static bool s_gpu_vendor(hwloc_obj_t pci)
 {
-    const char *n = osdev->name ? osdev->name : "";
-    return strncmp(n, "card", 4) == 0 || strncmp(n, "renderD", 7) == 0 ||
-           strncmp(n, "controlD", 8) == 0 || n[0] == ':';
+    unsigned vendor = pci->attr->pcidev.vendor_id;
+    return vendor == 0x10de /* NVIDIA */ || vendor == 0x1002 /* AMD */;
 }
 
+/* DRM device files (card0, renderD128) and GL displays (":0.0") also appear as
+ * GPU OS devices, but so does a BMC display adapter; those count only on a GPU
+ * vendor's PCI device. Compute OS devices (cuda0, nvml0, opencl0d0, rsmi0,
+ * ze0, ...) always count. */
 static bool s_is_gpu_osdev(hwloc_obj_t osdev)
 {
     hwloc_obj_osdev_type_t ty = osdev->attr->osdev.type;
     if (ty != HWLOC_OBJ_OSDEV_GPU && ty != HWLOC_OBJ_OSDEV_COPROC)
         return false;
-    if (!s_is_display_osdev(osdev))
+    const char *n = osdev->name ? osdev->name : "";
+    bool display = strncmp(n, "card", 4) == 0 || strncmp(n, "renderD", 7) == 0 ||
+                   strncmp(n, "controlD", 8) == 0 || n[0] == ':';
+    if (!display)
         return true;
     hwloc_obj_t pci = osdev->parent;
-    if (!pci || pci->type != HWLOC_OBJ_PCI_DEVICE)
-        return false;
-    unsigned vendor = pci->attr->pcidev.vendor_id;
-    return vendor == 0x10de /* NVIDIA */ || vendor == 0x1002 /* AMD */;
+    return pci && pci->type == HWLOC_OBJ_PCI_DEVICE && s_gpu_vendor(pci);
+}
+
+/* A PCI device is a GPU when it is a GPU vendor's display-class device (class
+ * 0x03xx: VGA, 3D or other display controller) or carries a GPU OS device. The
+ * class counts on its own because hwloc names NVIDIA GPUs' OS devices only
+ * through its CUDA/NVML plugins or DRM, none of which a container or a plain
+ * Debian install may have, while its Linux backend always lists PCI devices. */
+static bool s_is_gpu_pci(hwloc_obj_t pci)
+{
+    if ((pci->attr->pcidev.class_id >> 8) == 0x03 && s_gpu_vendor(pci))
+        return true;
+    for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling)
+        if (c->type == HWLOC_OBJ_OS_DEVICE && s_is_gpu_osdev(c))
+            return true;
+    return false;
 }
 
 /* One GPU may show up as several OS devices (card0, renderD128, cuda0,
- * nvml0, opencl0d0), all children of one PCI device: count PCI devices. An OS
- * device hwloc could not attach to a PCI device counts on its own. */
+ * nvml0, opencl0d0), all children of one PCI device: count PCI devices, and
+ * an OS device hwloc could not attach to a PCI device on its own. */
 static int s_count_gpus(hwloc_topology_t topo)
 {
     int n = 0;
-    for (hwloc_obj_t d = NULL; (d = hwloc_get_next_osdev(topo, d)) != NULL;) {
-        if (!s_is_gpu_osdev(d))
-            continue;
-        bool on_pci = d->parent && d->parent->type == HWLOC_OBJ_PCI_DEVICE;
-        bool seen = false;
-        for (hwloc_obj_t e = NULL; on_pci && !seen && (e = hwloc_get_next_osdev(topo, e)) != d;)
-            seen = e->parent == d->parent && s_is_gpu_osdev(e);
-        if (!seen)
-            n++;
-    }
+    for (hwloc_obj_t p = NULL; (p = hwloc_get_next_pcidev(topo, p)) != NULL;)
+        n += s_is_gpu_pci(p);
+    for (hwloc_obj_t d = NULL; (d = hwloc_get_next_osdev(topo, d)) != NULL;)
+        n += s_is_gpu_osdev(d) && !(d->parent && d->parent->type == HWLOC_OBJ_PCI_DEVICE);
     return n;
 }
 

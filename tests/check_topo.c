@@ -61,6 +61,78 @@ START_TEST(test_discover)
 }
 END_TEST
 
+/* GPUs as hwloc shows them (an XML topology): an NVIDIA 3D controller with
+ * no OS device (hwloc without its CUDA/NVML plugins, in a container), one
+ * whose OS devices are cuda1 and nvml1, an AMD card with two DRM devices
+ * (one GPU), a BMC's display adapter with a DRM device and a network card
+ * (none), and a compute OS device on no PCI device: 4 GPUs. */
+static const char s_gpu_xml[] =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+    "<topology version=\"2.0\">\n"
+    " <object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\""
+    " allowed_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\""
+    " allowed_nodeset=\"0x1\" gp_index=\"1\">\n"
+    "  <object type=\"Package\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\""
+    " nodeset=\"0x1\" complete_nodeset=\"0x1\" gp_index=\"2\">\n"
+    "   <object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\""
+    " nodeset=\"0x1\" complete_nodeset=\"0x1\" gp_index=\"3\" local_memory=\"1073741824\"/>\n"
+    "   <object type=\"Core\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\""
+    " nodeset=\"0x1\" complete_nodeset=\"0x1\" gp_index=\"4\">\n"
+    "    <object type=\"PU\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\""
+    " nodeset=\"0x1\" complete_nodeset=\"0x1\" gp_index=\"5\"/>\n"
+    "   </object>\n"
+    "  </object>\n"
+    "  <object type=\"Bridge\" gp_index=\"6\" bridge_type=\"0-1\" depth=\"0\""
+    " bridge_pci=\"0000:[00-06]\">\n"
+    "   <object type=\"PCIDev\" gp_index=\"7\" pci_busid=\"0000:01:00.0\""
+    " pci_type=\"0302 [10de:2335] [10de:18be] a1\" pci_link_speed=\"0.000000\"/>\n"
+    "   <object type=\"PCIDev\" gp_index=\"8\" pci_busid=\"0000:02:00.0\""
+    " pci_type=\"0302 [10de:2335] [10de:18be] a1\" pci_link_speed=\"0.000000\">\n"
+    "    <object type=\"OSDev\" gp_index=\"9\" name=\"cuda1\" osdev_type=\"5\"/>\n"
+    "    <object type=\"OSDev\" gp_index=\"10\" name=\"nvml1\" osdev_type=\"1\"/>\n"
+    "   </object>\n"
+    "   <object type=\"PCIDev\" gp_index=\"11\" pci_busid=\"0000:03:00.0\""
+    " pci_type=\"0380 [1002:740f] [1002:0c34] 02\" pci_link_speed=\"0.000000\">\n"
+    "    <object type=\"OSDev\" gp_index=\"12\" name=\"card1\" osdev_type=\"1\"/>\n"
+    "    <object type=\"OSDev\" gp_index=\"13\" name=\"renderD128\" osdev_type=\"1\"/>\n"
+    "   </object>\n"
+    "   <object type=\"PCIDev\" gp_index=\"14\" pci_busid=\"0000:04:00.0\""
+    " pci_type=\"0300 [1a03:2000] [1a03:2000] 41\" pci_link_speed=\"0.000000\">\n"
+    "    <object type=\"OSDev\" gp_index=\"15\" name=\"card0\" osdev_type=\"1\"/>\n"
+    "   </object>\n"
+    "   <object type=\"PCIDev\" gp_index=\"16\" pci_busid=\"0000:05:00.0\""
+    " pci_type=\"0200 [15b3:1021] [15b3:0041] 00\" pci_link_speed=\"0.000000\">\n"
+    "    <object type=\"OSDev\" gp_index=\"17\" name=\"ib0\" osdev_type=\"2\"/>\n"
+    "   </object>\n"
+    "  </object>\n"
+    "  <object type=\"OSDev\" gp_index=\"18\" name=\"opencl0d0\" osdev_type=\"5\"/>\n"
+    " </object>\n"
+    "</topology>\n";
+
+START_TEST(test_count_gpus)
+{
+    char *dir = gxt_tmpdir(), path[512], err[256], desc[256];
+    snprintf(path, sizeof path, "%s/topo.xml", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fputs(s_gpu_xml, f) >= 0, 1);
+    ck_assert_int_eq(fclose(f), 0);
+    setenv("HWLOC_XMLFILE", path, 1);
+    gxd_topo *t = NULL;
+    int rc = gxd_topo_new("all", &t, err, sizeof err);
+    unsetenv("HWLOC_XMLFILE");
+    ck_assert_msg(rc == GX_OK, "%s", err);
+    ck_assert_int_eq(gxd_topo_ncores(t), 1);
+    ck_assert_int_eq(gxd_topo_ngpus(t), 4);
+    gxd_topo_describe(t, desc, sizeof desc);
+    ck_assert_msg(strstr(desc, "4 GPUs"), "describe: %s", desc);
+    gxd_topo_destroy(&t);
+    gxt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_one_cpu)
 {
     int first = s_first_allowed_cpu();
@@ -243,6 +315,7 @@ Suite *topo_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_discover);
     tcase_add_test(tc, test_one_cpu);
+    tcase_add_test(tc, test_count_gpus);
     tcase_add_test(tc, test_bad_lists);
     tcase_add_test(tc, test_pin);
     tcase_add_test(tc, test_pin_threads);

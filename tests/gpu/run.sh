@@ -13,7 +13,8 @@
 #    elementwise chain fused vs one launch per op (TIME lines)
 # 3. the real gexecd preferring cuda, 4 client processes running the MLP
 #    example at once: every job answered, outputs equal to a CPU-only
-#    gexecd's, nvidia-smi showing one context, the reply's device time;
+#    gexecd's, nvidia-smi showing one context, the reply's device time,
+#    STATS' topology line counting the GPU;
 #    then a gexecd with gpu_tf32 true says so and runs a job
 # 4. the ONNX node conformance run with cuda preferred for every subgraph
 #    it can take, in every mode (when pack.sh packed the test data)
@@ -152,7 +153,10 @@ if start gpu "cuda, cpu" all; then
         fi
     done
     echo "-- daemon stats:"
-    timeout 20 "$submit" --socket "$sock" stats 2>&1 | head -30
+    timeout 20 "$submit" --socket "$sock" stats > "$tmp/stats.txt" 2>&1
+    head -30 "$tmp/stats.txt"
+    grep -q "^topology:.*, [1-9][0-9]* GPUs*$" "$tmp/stats.txt" ||
+        fail "the topology line counts no GPU"
     timeout 20 "$submit" --socket "$sock" perf "$graph" -i "$input" --concurrency 4 --duration 3 2>&1 | tail -12
     stop gpu
     echo "-- gexecd log (cuda lines, warnings, errors):"
