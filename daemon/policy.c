@@ -390,7 +390,8 @@ static void s_put_rules(s_line *l, const gxd_policy_job *job, const s_job *j)
         s_put(l, "no queue, no batch");
 }
 
-/* "; measured/model seq 1.02 intra 1.74": the seen ratios in use. */
+/* "; measured/model seq 1.02 intra 1.74": the seen ratios in use, and
+ * " (helpers spinning)" when they are the hot set. */
 static void s_put_seen(s_line *l, const s_job *j)
 {
     bool any = false;
@@ -403,6 +404,8 @@ static void s_put_seen(s_line *l, const s_job *j)
         s_put_num(l, j->seen[k], 2);
         any = true;
     }
+    if (any && j->m->hot)
+        s_put(l, " (helpers spinning)");
 }
 
 /* The mode auto picks among the applicable ones (the rules' filter): the
@@ -535,10 +538,20 @@ static double s_seen_unpack(uint64_t w, uint64_t runs)
     return f;
 }
 
-void gxd_policy_seen_get(const _Atomic uint64_t *words, uint64_t runs, gxd_policy_job *job)
+/* The word of mode k's entry: seq's is one for hot and cold (one worker
+ * has no helpers). */
+static int s_seen_word(gx_mode k, bool hot)
+{
+    return hot && k != GX_MODE_SEQ ? GX_MODE_COUNT + (int)k : (int)k;
+}
+
+void gxd_policy_seen_get(const _Atomic uint64_t *words, uint64_t runs, bool hot,
+                         gxd_policy_job *job)
 {
     for (int k = 0; k < GX_MODE_COUNT; k++)
-        job->seen[k] = s_seen_unpack(atomic_load_explicit(&words[k], memory_order_relaxed), runs);
+        job->seen[k] = s_seen_unpack(
+            atomic_load_explicit(&words[s_seen_word((gx_mode)k, hot)], memory_order_relaxed),
+            runs);
 }
 
 /* A job's ratio counts within these bounds (a job stopped early, a
@@ -548,8 +561,8 @@ void gxd_policy_seen_get(const _Atomic uint64_t *words, uint64_t runs, gxd_polic
 /* The most one job moves an entry, as a factor either way. */
 #define S_SEEN_STEP 1.125
 
-void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, const gxd_policy_choice *choice,
-                         int workers, double took_us)
+void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, bool hot,
+                         const gxd_policy_choice *choice, int workers, double took_us)
 {
     if (!(choice->model_us > 0) || !(took_us > 0) || !isfinite(took_us))
         return;
@@ -557,7 +570,8 @@ void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, const gxd_polic
     if (k <= GX_MODE_AUTO || k >= GX_MODE_COUNT)
         return;
     double r = fmin(fmax(took_us / choice->model_us, S_SEEN_MIN), S_SEEN_MAX);
-    double old = s_seen_unpack(atomic_load_explicit(&words[k], memory_order_relaxed), runs);
+    _Atomic uint64_t *w = &words[s_seen_word(k, hot)];
+    double old = s_seen_unpack(atomic_load_explicit(w, memory_order_relaxed), runs);
     /* halfway to r (the geometric mean), by S_SEEN_STEP at most: where
      * jobs scatter more widely than that (a preempted worker; a team that
      * is fast only when its helpers happen to be up), the entry follows
@@ -565,7 +579,7 @@ void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, const gxd_polic
      * modes' typical times */
     if (old > 0)
         r = old * fmin(fmax(sqrt(r / old), 1 / S_SEEN_STEP), S_SEEN_STEP);
-    atomic_store_explicit(&words[k], s_seen_pack(r, runs), memory_order_relaxed);
+    atomic_store_explicit(w, s_seen_pack(r, runs), memory_order_relaxed);
 }
 
 void gxd_policy_merge(const gxd_policy_job *one, const gxd_policy_job *merged, int n,

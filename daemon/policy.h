@@ -81,7 +81,12 @@
  * estimates of that mode are the model's times that ratio
  * (gxd_policy_job.seen). A job on one worker (seq, a queued replica, a
  * team mode left with one worker) counts for seq, whose ratio every
- * one-worker configuration takes. An entry not
+ * one-worker configuration takes. A team's ratio is kept twice, for jobs
+ * that found their helpers spinning (hot) and for jobs that had to wake
+ * them (cold): the model's join costs are start-up measurements, and on a
+ * loaded or virtual machine a team often runs faster cold and slower hot
+ * than they say; one entry for both swung between the two and kept auto
+ * off a team that beat one worker either way. An entry not
  * renewed for GXD_SEEN_STALE runs of the plan is forgotten, so a mode that
  * ran slowly once is tried again now and then.
  */
@@ -140,6 +145,8 @@ typedef struct gxd_policy_machine {
     double dispatch_us; /* handing one ready step to another worker */
     double join_us;     /* forming a team: waking idle workers, once per job */
     double copy_gbps;   /* memory copy rate, for the slices of a split (<= 0: not charged) */
+    bool hot;           /* the helpers are spinning (join_us is the spinning join): the
+                         * job's seen ratios are those of hot teams (explain says so) */
 } gxd_policy_machine;
 
 typedef struct gxd_policy_choice {
@@ -170,16 +177,22 @@ void gxd_policy_choose(const gxd_policy_job *job, const gxd_policy_machine *m, g
 /* Runs of a plan after which a seen entry not renewed is forgotten. */
 #define GXD_SEEN_STALE 256
 
-/* The seen ratios of a plan (its GX_MODE_COUNT words, gxd_plan.seen) at
- * its run count `runs`, into job->seen. Without locks: each word holds one
- * entry whole. */
-void gxd_policy_seen_get(const _Atomic uint64_t *words, uint64_t runs, gxd_policy_job *job);
+/* Words of a plan's seen record (gxd_plan.seen): per mode, cold teams'
+ * (and seq's) entries, then hot teams'. */
+#define GXD_SEEN_WORDS (2 * GX_MODE_COUNT)
 
-/* A job of the plan ran as choice said (on `workers` workers) and took
- * took_us of compute: update the entry of its mode (seq for one worker).
- * A lost update between two jobs finishing at once is harmless. */
-void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, const gxd_policy_choice *choice,
-                         int workers, double took_us);
+/* The seen ratios of a plan (its GXD_SEEN_WORDS words) at its run count
+ * `runs`, for a job whose helpers are spinning or not (hot), into
+ * job->seen. Without locks: each word holds one entry whole. */
+void gxd_policy_seen_get(const _Atomic uint64_t *words, uint64_t runs, bool hot,
+                         gxd_policy_job *job);
+
+/* A job of the plan ran as choice said (on `workers` workers; its helpers
+ * were spinning when it started: hot) and took took_us of compute: update
+ * the entry of its mode (seq for one worker, hot or not). A lost update
+ * between two jobs finishing at once is harmless. */
+void gxd_policy_seen_put(_Atomic uint64_t *words, uint64_t runs, bool hot,
+                         const gxd_policy_choice *choice, int workers, double took_us);
 
 /* Dynamic batching (daemon/batcher.h): n jobs of one plan (one), or one
  * job of the plan for their inputs concatenated along axis 0 (merged)?

@@ -345,7 +345,8 @@ static void s_machine(const gxd_runner *rn, gxd_policy_machine *m)
                               .sync_us = rn->cal->sync_us,
                               .dispatch_us = rn->cal->dispatch_us,
                               .join_us = hot ? rn->cal->join_spin_us : rn->cal->join_us,
-                              .copy_gbps = rn->cal->copy_gbps};
+                              .copy_gbps = rn->cal->copy_gbps,
+                              .hot = hot};
 }
 
 /* Has any step of p been timed yet? */
@@ -475,21 +476,28 @@ static void s_config(const gxd_policy_choice *c, const gxd_plan *plan, double sp
 /* Workers the next job of the plan should find up (gxd_model.team): those
  * of its configuration cfg, or where that is one worker because helpers
  * would have had to be woken (m), those it would use with helpers already
- * up: waking them as it is queued makes them so. */
-static int s_team_hint(const gxd_runner *rn, const gxd_policy_job *pj,
+ * up (and hot teams' seen ratios, at the plan's run count runs): waking
+ * them as it is queued makes them so. */
+static int s_team_hint(const gxd_runner *rn, const gxd_policy_job *pj, uint64_t runs,
                        const gxd_policy_machine *m, gx_mode mode, const gxd_plan *plan,
                        double split_min, const gxd_par_cfg *cfg)
 {
-    if (cfg->workers > 1 || m->workers <= 1 || m->join_us <= rn->cal->join_spin_us)
+    if (cfg->workers > 1 || m->workers <= 1 || m->hot)
         return cfg->workers;
     gxd_policy_machine up = *m;
     up.join_us = rn->cal->join_spin_us;
+    up.hot = true;
+    gxd_policy_job hot = *pj;
+    gxd_policy_seen_get(plan->seen, runs, true, &hot);
     gxd_policy_choice c;
-    gxd_policy_choose(pj, &up, mode, &c);
-    gxd_par_cfg hot;
-    s_config(&c, plan, split_min, &hot);
-    return hot.workers;
+    gxd_policy_choose(&hot, &up, mode, &c);
+    gxd_par_cfg team;
+    s_config(&c, plan, split_min, &team);
+    return team.workers;
 }
+
+_Static_assert(sizeof ((gxd_plan *)0)->seen == GXD_SEEN_WORDS * sizeof(uint64_t),
+               "gxd_plan.seen holds the policy's seen record");
 
 /* Choose the mode, lay out the replicas, run. Fills the job's result. */
 static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *plan,
@@ -501,15 +509,15 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
     gxd_policy_job pj;
     s_describe(plan, split_min, false, &pj);
     const uint64_t runs = atomic_fetch_add_explicit(&plan->seen_jobs, 1, memory_order_relaxed);
-    gxd_policy_seen_get(plan->seen, runs, &pj);
     gxd_policy_machine m;
     s_machine(rn, &m);
+    gxd_policy_seen_get(plan->seen, runs, m.hot, &pj);
     gxd_policy_choice c;
     gxd_policy_choose(&pj, &m, j->mode, &c);
     gxd_par_cfg cfg;
     s_config(&c, plan, split_min, &cfg);
     atomic_store_explicit(&j->model->team,
-                          s_team_hint(rn, &pj, &m, j->mode, plan, split_min, &cfg),
+                          s_team_hint(rn, &pj, runs, &m, j->mode, plan, split_min, &cfg),
                           memory_order_relaxed);
     int n = c.replicas > 1 && plan->batch > 1 ? c.replicas : 1;
     if (n > plan->batch && n > 1)
@@ -558,7 +566,7 @@ static void s_run(const gxd_runner *rn, gxd_arenas *a, gxd_job *j, gxd_plan *pla
         (rc = gxd_exec_par(rn->team, &cfg, r.f, n, &members, err, sizeof err)) == GX_OK) {
         s_collect_outputs(j, r.f, n);
         if (j->status >= 0)
-            gxd_policy_seen_put(plan->seen, runs, &c, c.workers,
+            gxd_policy_seen_put(plan->seen, runs, m.hot, &c, c.workers,
                                 (double)(gxd_now_us() - j->t_exec));
     }
     for (int i = 0; i < r.n; i++)

@@ -552,77 +552,122 @@ END_TEST
  * under seq, forgotten when stale. */
 START_TEST(test_seen_record)
 {
-    _Atomic uint64_t w[GX_MODE_COUNT];
-    for (int k = 0; k < GX_MODE_COUNT; k++)
+    _Atomic uint64_t w[GXD_SEEN_WORDS];
+    for (int k = 0; k < GXD_SEEN_WORDS; k++)
         atomic_init(&w[k], 0);
     gxd_policy_job job = {0};
     gxd_policy_choice c = {.mode = GX_MODE_INTRA, .model_us = 100};
 
-    gxd_policy_seen_get(w, 0, &job);
+    gxd_policy_seen_get(w, 0, false, &job);
     for (int k = 0; k < GX_MODE_COUNT; k++)
         ck_assert(job.seen[k] == 0);
-    gxd_policy_seen_put(w, 1, &c, 2, 300); /* 3x */
-    gxd_policy_seen_get(w, 2, &job);
+    gxd_policy_seen_put(w, 1, false, &c, 2, 300); /* 3x */
+    gxd_policy_seen_get(w, 2, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 3, 1e-6);
     ck_assert(job.seen[GX_MODE_SEQ] == 0);
-    gxd_policy_seen_put(w, 3, &c, 2, 310); /* near: the geometric mean */
-    gxd_policy_seen_get(w, 3, &job);
+    gxd_policy_seen_put(w, 3, false, &c, 2, 310); /* near: the geometric mean */
+    gxd_policy_seen_get(w, 3, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], sqrt(3 * 3.1), 1e-6);
-    gxd_policy_seen_put(w, 3, &c, 2, 100); /* far: one step down */
-    gxd_policy_seen_get(w, 3, &job);
+    gxd_policy_seen_put(w, 3, false, &c, 2, 100); /* far: one step down */
+    gxd_policy_seen_get(w, 3, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], sqrt(3 * 3.1) / 1.125, 1e-6);
-    gxd_policy_seen_put(w, 4, &c, 2, 1000); /* far: one step up */
-    gxd_policy_seen_get(w, 4, &job);
+    gxd_policy_seen_put(w, 4, false, &c, 2, 1000); /* far: one step up */
+    gxd_policy_seen_get(w, 4, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], sqrt(3 * 3.1), 1e-6);
-    gxd_policy_seen_put(w, 4, &c, 2, 300);
-    gxd_policy_seen_get(w, 4, &job);
+    gxd_policy_seen_put(w, 4, false, &c, 2, 300);
+    gxd_policy_seen_get(w, 4, false, &job);
     const double intra = sqrt(sqrt(3 * 3.1) * 3);
     ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], intra, 1e-6);
 
     /* the same mode on one worker counts for seq */
-    gxd_policy_seen_put(w, 5, &c, 1, 150);
-    gxd_policy_seen_get(w, 5, &job);
+    gxd_policy_seen_put(w, 5, false, &c, 1, 150);
+    gxd_policy_seen_get(w, 5, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_SEQ], 1.5, 1e-6);
     ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], intra, 1e-6);
 
     /* bounded: a job stopped at once, a worker preempted for ever */
     c.mode = GX_MODE_INTER;
-    gxd_policy_seen_put(w, 6, &c, 2, 1e-3);
-    gxd_policy_seen_get(w, 6, &job);
+    gxd_policy_seen_put(w, 6, false, &c, 2, 1e-3);
+    gxd_policy_seen_get(w, 6, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_INTER], 1.0 / 16, 1e-6);
     c.mode = GX_MODE_REPLICA;
-    gxd_policy_seen_put(w, 6, &c, 2, 1e12);
-    gxd_policy_seen_get(w, 6, &job);
+    gxd_policy_seen_put(w, 6, false, &c, 2, 1e12);
+    gxd_policy_seen_get(w, 6, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_REPLICA], 16, 1e-6);
 
     /* nothing to learn from: no model time, no time, no mode */
     c.model_us = 0;
-    gxd_policy_seen_put(w, 7, &c, 2, 100);
+    gxd_policy_seen_put(w, 7, false, &c, 2, 100);
     c = (gxd_policy_choice){.mode = GX_MODE_AUTO, .model_us = 100};
-    gxd_policy_seen_put(w, 7, &c, 2, 100);
+    gxd_policy_seen_put(w, 7, false, &c, 2, 100);
     c.mode = GX_MODE_INTER_INTRA;
-    gxd_policy_seen_put(w, 7, &c, 2, NAN);
-    gxd_policy_seen_put(w, 7, &c, 2, -5);
-    gxd_policy_seen_get(w, 7, &job);
+    gxd_policy_seen_put(w, 7, false, &c, 2, NAN);
+    gxd_policy_seen_put(w, 7, false, &c, 2, -5);
+    gxd_policy_seen_get(w, 7, false, &job);
     ck_assert(job.seen[GX_MODE_INTER_INTRA] == 0 && job.seen[GX_MODE_AUTO] == 0);
     ck_assert_double_eq_tol(job.seen[GX_MODE_REPLICA], 16, 1e-6);
 
     /* stale: not renewed for GXD_SEEN_STALE runs of the plan */
-    gxd_policy_seen_get(w, 5 + GXD_SEEN_STALE, &job);
+    gxd_policy_seen_get(w, 5 + GXD_SEEN_STALE, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_SEQ], 1.5, 1e-6);
-    gxd_policy_seen_get(w, 6 + GXD_SEEN_STALE, &job);
+    gxd_policy_seen_get(w, 6 + GXD_SEEN_STALE, false, &job);
     ck_assert(job.seen[GX_MODE_SEQ] == 0);
     ck_assert_double_eq_tol(job.seen[GX_MODE_REPLICA], 16, 1e-6);
     /* a stale entry is replaced, not averaged */
     c = (gxd_policy_choice){.mode = GX_MODE_SEQ, .model_us = 100};
-    gxd_policy_seen_put(w, 6 + GXD_SEEN_STALE, &c, 1, 400);
-    gxd_policy_seen_get(w, 6 + GXD_SEEN_STALE, &job);
+    gxd_policy_seen_put(w, 6 + GXD_SEEN_STALE, false, &c, 1, 400);
+    gxd_policy_seen_get(w, 6 + GXD_SEEN_STALE, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_SEQ], 4, 1e-6);
     /* the run count wraps at 2^32 without ending an entry early */
     c.mode = GX_MODE_INTRA;
-    gxd_policy_seen_put(w, 0xFFFFFFF0u, &c, 2, 200);
-    gxd_policy_seen_get(w, 0x100000010ull, &job);
+    gxd_policy_seen_put(w, 0xFFFFFFF0u, false, &c, 2, 200);
+    gxd_policy_seen_get(w, 0x100000010ull, false, &job);
     ck_assert_double_eq_tol(job.seen[GX_MODE_INTRA], 2, 1e-6);
+}
+END_TEST
+
+/* Teams that found their helpers spinning and teams that woke them keep
+ * entries of their own (on a VM, cold teams ran at 0.7 of the model and
+ * hot ones at 1.4); one worker has no helpers: seq's entry is one. */
+START_TEST(test_seen_hot_cold)
+{
+    _Atomic uint64_t w[GXD_SEEN_WORDS];
+    for (int k = 0; k < GXD_SEEN_WORDS; k++)
+        atomic_init(&w[k], 0);
+    gxd_policy_job cold = {0}, hot = {0};
+    gxd_policy_choice c = {.mode = GX_MODE_INTRA, .model_us = 100};
+    gxd_policy_seen_put(w, 1, true, &c, 2, 140);
+    gxd_policy_seen_put(w, 1, false, &c, 2, 70);
+    c.mode = GX_MODE_INTER;
+    gxd_policy_seen_put(w, 1, true, &c, 2, 300);
+    c.mode = GX_MODE_SEQ;
+    gxd_policy_seen_put(w, 1, true, &c, 1, 110);
+    gxd_policy_seen_get(w, 2, false, &cold);
+    gxd_policy_seen_get(w, 2, true, &hot);
+    ck_assert_double_eq_tol(hot.seen[GX_MODE_INTRA], 1.4, 1e-6);
+    ck_assert_double_eq_tol(cold.seen[GX_MODE_INTRA], 0.7, 1e-6);
+    ck_assert_double_eq_tol(hot.seen[GX_MODE_INTER], 3, 1e-6);
+    ck_assert(cold.seen[GX_MODE_INTER] == 0);
+    ck_assert_double_eq_tol(hot.seen[GX_MODE_SEQ], 1.1, 1e-6);
+    ck_assert_double_eq_tol(cold.seen[GX_MODE_SEQ], 1.1, 1e-6);
+
+    /* each set steers its own choice: a matmul whose team beats one worker
+     * cold (0.7) stays on it; hot at 3x it does not */
+    gxd_policy_job job = s_matmul();
+    memcpy(job.seen, cold.seen, sizeof job.seen);
+    gxd_policy_choice a = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_ne(a.mode, GX_MODE_SEQ);
+    for (int k = GX_MODE_SEQ + 1; k < GX_MODE_COUNT; k++)
+        job.seen[k] = 3;
+    a = s_choose(&job, 2, 0, GX_MODE_AUTO);
+    ck_assert_int_eq(a.mode, GX_MODE_SEQ);
+    ck_assert_msg(!strstr(a.reason, "spinning"), "%s", a.reason);
+    /* the reason says which set it used */
+    memcpy(job.seen, hot.seen, sizeof job.seen);
+    gxd_policy_machine m = s_machine(2, 0);
+    m.hot = true;
+    gxd_policy_choose(&job, &m, GX_MODE_AUTO, &a);
+    ck_assert_msg(strstr(a.reason, "measured/model seq 1.10 intra 1.40 inter 3.00 (helpers spinning)"), "%s", a.reason);
 }
 END_TEST
 
@@ -634,15 +679,15 @@ START_TEST(test_seen_median)
     static const double ratio[2][3] = {{1, 8, 8}, {8, 1, 1}};
     for (int p = 0; p < 2; p++)
         for (int start = 0; start < 2; start++) {
-            _Atomic uint64_t w[GX_MODE_COUNT];
-            for (int k = 0; k < GX_MODE_COUNT; k++)
+            _Atomic uint64_t w[GXD_SEEN_WORDS];
+            for (int k = 0; k < GXD_SEEN_WORDS; k++)
                 atomic_init(&w[k], 0);
             gxd_policy_choice c = {.mode = GX_MODE_INTRA, .model_us = 100};
-            gxd_policy_seen_put(w, 0, &c, 2, start ? 800 : 100);
+            gxd_policy_seen_put(w, 0, false, &c, 2, start ? 800 : 100);
             for (int i = 0; i < 300; i++)
-                gxd_policy_seen_put(w, (uint64_t)i, &c, 2, 100 * ratio[p][i % 3]);
+                gxd_policy_seen_put(w, (uint64_t)i, false, &c, 2, 100 * ratio[p][i % 3]);
             gxd_policy_job job = {0};
-            gxd_policy_seen_get(w, 300, &job);
+            gxd_policy_seen_get(w, 300, false, &job);
             const double want = ratio[p][1];
             ck_assert_msg(job.seen[GX_MODE_INTRA] > want / 1.5 &&
                               job.seen[GX_MODE_INTRA] < want * 1.5,
@@ -702,6 +747,7 @@ Suite *policy_suite(void)
     tcase_add_test(tc, test_hostile_inputs);
     tcase_add_test(tc, test_seen_ratio);
     tcase_add_test(tc, test_seen_record);
+    tcase_add_test(tc, test_seen_hot_cold);
     tcase_add_test(tc, test_seen_median);
     tcase_add_test(tc, test_reason_numbers);
     suite_add_tcase(s, tc);

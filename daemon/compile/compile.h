@@ -259,9 +259,9 @@ typedef struct gxd_plan {
     int width;
     gxd_step_stats *stats; /* per step; stats[n_steps].runs counts the plan's runs */
     /* what its jobs measured per parallel mode against the policy's model
-     * (daemon/policy.h gxd_policy_seen_get/put; index gx_mode), and the
-     * jobs that ran it: a seen entry's age */
-    _Atomic uint64_t seen[GX_MODE_COUNT];
+     * (daemon/policy.h gxd_policy_seen_get/put: GXD_SEEN_WORDS, cold and
+     * hot teams), and the jobs that ran it: a seen entry's age */
+    _Atomic uint64_t seen[2 * GX_MODE_COUNT];
     _Atomic uint64_t seen_jobs;
     struct gxd_slices *slices; /* plans of slices of the batch (gxd_plan_slice) */
     /* runs of device steps recorded as graphs and replayed (made at first
