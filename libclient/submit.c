@@ -743,11 +743,19 @@ static void s_x_folded(const gx_json *j)
     }
 }
 
-/* The widen pass: float16/bfloat16 steps run on float32 kernels. Printed
- * only for a plan that has any. */
+/* The widen pass: float16/bfloat16 steps run on float32 kernels, and
+ * those kept in half for a device. Printed only for a plan that has any. */
 static void s_x_widen(const gx_json *j)
 {
     const gx_json *w = gx_json_get(j, "widen"), *a = gx_json_get(w, "steps");
+    const gx_json *dh = gx_json_get(w, "device_half");
+    if (gx_json_len(dh))
+        printf("\nkept in half precision for a device (no CPU kernel in that dtype):\n");
+    for (size_t i = 0; i < gx_json_len(dh); i++)
+        printf("  %s (%s), %s on %s\n", gx_json_str(gx_json_get(&dh->items[i], "node"), "?"),
+               gx_json_str(gx_json_get(&dh->items[i], "op"), "?"),
+               gx_json_str(gx_json_get(&dh->items[i], "dtype"), "?"),
+               gx_json_str(gx_json_get(&dh->items[i], "device"), "?"));
     if (!gx_json_len(a))
         return;
     char cb[32];

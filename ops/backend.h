@@ -199,6 +199,11 @@ struct gx_backend {
     /* Does its fused slot run Cast in a group (of one of the group's inputs,
      * of any dtype but strings, to the group's dtype)? */
     bool fused_casts;
+    /* Do its kernels run the 16-bit float dtypes its rules list? Then a
+     * step the CPU would compute in float32 (the widen pass) keeps its
+     * float16 or bfloat16 values where this device's rules take it
+     * (daemon/compile/widen.c: device half steps). */
+    bool half_kernels;
     /* Optional: packed constant GEMM operands, float32 and integer. */
     const gx_backend_gemm_pack *gemm_pack;
     const gx_backend_qgemm_pack *qgemm_pack;

@@ -580,7 +580,8 @@ START_TEST(test_f16_explain)
     p = s_compile(m.g, GX_F32, 2, s_mlp_x, NULL);
     json = gxd_plan_explain_json(p, m.g);
     ck_assert_ptr_nonnull(strstr(json, "\"widen\":{\"casts\":0,\"constants\":0,"
-                                       "\"constant_bytes\":0,\"steps\":[]}"));
+                                       "\"constant_bytes\":0,\"steps\":[],"
+                                       "\"device_half\":[]}"));
     free(json);
     gxd_plan_destroy(&p);
     gx_graph_destroy(&m.g);

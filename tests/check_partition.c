@@ -19,6 +19,7 @@
 #include "daemon/compile/compile.h"
 #include "daemon/config.h"
 #include "daemon/exec/exec.h"
+#include "ops/cpu/cpu.h"
 #include "ops/schema.h"
 #ifdef HAVE_CUDA
 #include "ops/cuda/cuda.h"
@@ -1010,6 +1011,114 @@ START_TEST(test_min_nodes)
 }
 END_TEST
 
+/* A device whose kernels run MatMul over float16 (half_kernels), which
+ * the CPU's kernels do not: in float, each output rounded to float16. */
+static void s_half_matmul(const gx_kargs *k)
+{
+    const gx_view *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    ck_assert_int_eq(a->dtype, GX_F16);
+    const int64_t m = a->shape[0], kk = a->shape[1], n = b->shape[1];
+    const uint16_t *pa = a->data, *pb = b->data;
+    uint16_t *py = y->data;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float acc = 0;
+            for (int64_t t = 0; t < kk; t++)
+                acc += gx_f16_to_f32(pa[i * kk + t]) * gx_f16_to_f32(pb[t * n + j]);
+            py[i * n + j] = gx_f32_to_f16(acc);
+        }
+}
+
+static gx_kernel_fn s_half_kernel(gx_op op)
+{
+    return op == GX_OP_MATMUL ? s_half_matmul : gx_cpu_kernel(op);
+}
+
+static const gx_op_rule s_h16_rules[] = {{GX_OP_MATMUL, GX_DT_FLOAT, 0, NULL, "h16lib"}};
+static const gx_backend s_h16 = {
+    .name = "h16", .rules = s_h16_rules, .n_rules = 1, .kernel = s_half_kernel,
+    .fused = s_fused, .host_memory = true, .alloc = s_alloc, .free = s_free,
+    .half_kernels = true};
+
+/* b = MatMul(x, w) over float16, run on p: its output as floats. */
+static void s_half_run(const gxd_plan *p, const gx_view *in, float *out)
+{
+    gxd_compile_limits lim = {.max_nodes = 1000, .max_tensor_bytes = 64ll << 20,
+                              .max_arena_bytes = 256ll << 20};
+    atomic_bool cancel = false;
+    gxd_exec_stop stop = {&cancel, 0};
+    void *arena = gx_aligned_alloc(p->arena_bytes + 1);
+    gxd_frame f;
+    char err[256];
+    ck_assert_int_eq(gxd_frame_init_ex(&f, p, arena, false, in, &lim, &stop, err, sizeof err),
+                     GX_OK);
+    ck_assert_msg(gxd_exec_seq(&f) == GX_OK, "%s", err);
+    const gx_view *v = gxd_frame_output(&f, 0);
+    ck_assert_int_eq(v->dtype, GX_F16);
+    ck_assert_int_eq(v->numel, S_N);
+    for (int i = 0; i < S_N; i++)
+        out[i] = gx_f16_to_f32(((const uint16_t *)v->data)[i]);
+    gxd_frame_fini(&f);
+    free(arena);
+}
+
+/* A float16 MatMul, which the CPU computes in float32 (the widen pass),
+ * stays float16 on a device whose kernels run it (gxd_step.dev_half: no
+ * Casts); where partition leaves it to the CPU (below the minimum of
+ * nodes), the compile starts again with it widened. */
+START_TEST(test_device_half)
+{
+    s_case c = {.g = gx_graph_new("half")};
+    int64_t s[2] = {S_R, S_C}, ws[2] = {S_C, S_C};
+    gx_graph_add_input(c.g, "x", GX_F16, 2, s);
+    gx_tensor *w = gx_tensor_new(GX_F16, 2, ws);
+    uint16_t *wd = gx_tensor_data(w);
+    for (int i = 0; i < S_C * S_C; i++)
+        wd[i] = gx_f32_to_f16((float)(i % 7) * 0.375f - 1.0f);
+    gx_graph_add_const(c.g, "w", &w);
+    s_op(c.g, "MatMul", "b", "x", "w");
+    gx_graph_add_output(c.g, "b");
+    uint16_t xd[S_N];
+    for (int i = 0; i < S_N; i++)
+        xd[i] = gx_f32_to_f16((float)((i * 5) % 9) * 0.25f - 1.0f);
+    c.in[0] = (gx_view){.dtype = GX_F16, .ndim = 2, .shape = {S_R, S_C}, .numel = S_N,
+                        .data = xd};
+    float dev[S_N], cpu[S_N], want[S_N];
+    for (int i = 0; i < S_R; i++)
+        for (int j = 0; j < S_C; j++) {
+            float acc = 0;
+            for (int t = 0; t < S_C; t++)
+                acc += gx_f16_to_f32(xd[i * S_C + t]) * gx_f16_to_f32(wd[t * S_C + j]);
+            want[i * S_C + j] = gx_f16_to_f32(gx_f32_to_f16(acc));
+        }
+
+    gxd_partition_opts o = s_opts(&s_h16, NULL, 1);
+    ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+    int b = s_step(c.p, "b");
+    ck_assert_str_eq(s_dev(c.p, "b"), "h16");
+    ck_assert(c.p->steps[b].dev_half && !c.p->steps[b].wide);
+    ck_assert_int_eq(c.p->values[c.p->steps[b].out[0]].view.dtype, GX_F16);
+    for (size_t i = 0; i < c.p->n_steps; i++)
+        ck_assert_msg(!c.p->steps[i].convert, "a Cast step '%s'", c.p->steps[i].node->name);
+    s_half_run(c.p, c.in, dev);
+    gxd_plan_destroy(&c.p);
+
+    /* a subgraph of one step is below a minimum of 2: widened on the CPU */
+    o.min_nodes = 2;
+    ck_assert_msg(s_compile(&c, &o) == GX_OK, "%s", c.err);
+    b = s_step(c.p, "b");
+    ck_assert_str_eq(s_dev(c.p, "b"), "cpu");
+    ck_assert(c.p->steps[b].wide && !c.p->steps[b].dev_half);
+    s_half_run(c.p, c.in, cpu);
+    for (int i = 0; i < S_N; i++) {
+        ck_assert_msg(dev[i] == want[i], "[%d]: %g on h16, %g expected", i, dev[i], want[i]);
+        ck_assert_msg(fabsf(cpu[i] - want[i]) <= 1e-3f * fmaxf(1.f, fabsf(want[i])),
+                      "[%d]: %g on the CPU, %g expected", i, cpu[i], want[i]);
+    }
+    s_done(&c);
+}
+END_TEST
+
 /* Preference order: a Relu, b Exp, c Neg, d Neg. t1 has Relu and Exp, t2
  * Exp, Neg and Relu. [t1, t2]: t1 takes {a,b}, t2 the rest {c,d}.
  * [t2, t1]: t2 takes all four. [cpu, t1]: the cpu comes first and takes
@@ -1300,6 +1409,7 @@ Suite *partition_suite(void)
     tcase_add_test(tc, test_rule_fails);
     tcase_add_test(tc, test_rule_dtype);
     tcase_add_test(tc, test_min_nodes);
+    tcase_add_test(tc, test_device_half);
     tcase_add_test(tc, test_preference);
     tcase_add_test(tc, test_second_device_after_fallout);
     tcase_add_test(tc, test_control_capture);

@@ -123,6 +123,7 @@ static const s_field s_step_fields[] = {
     S_F(gxd_step, reorder, S_BOOL),
     S_F(gxd_step, wide, S_BOOL),
     S_F(gxd_step, convert, S_BOOL),
+    S_F(gxd_step, dev_half, S_BOOL),
 };
 
 static const s_field s_part_fields[] = {

@@ -236,6 +236,38 @@ static int64_t s_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The first npasses passes over st (a fresh plan); GX_OK or the first
+ * error, the plan left as it is. */
+static int s_passes_run(gxd_cstate *st, size_t npasses)
+{
+    int rc = GX_ENOMEM;
+    st->names = (gxd_names){0};
+    if (!(st->plan = calloc(1, sizeof *st->plan)) || !(st->plan->slices = gxd_slices_new())) {
+        free(st->plan);
+        st->plan = NULL;
+        return gx_errf(st->err, st->errlen, rc, "out of memory");
+    }
+    const gxd_compile_limits *lim = st->lim;
+    int64_t t0 = s_now_us();
+    for (size_t i = 0; i < npasses; i++) {
+        if ((rc = s_passes[i].run(st)) < 0 ||
+            (rc = gxd_plan_room(st, s_passes[i].name, 0)) < 0)
+            break;
+        int64_t took = s_now_us() - t0;
+        if (lim && lim->max_compile_us > 0 && took > lim->max_compile_us && i + 1 < npasses) {
+            rc = gx_errf(st->err, st->errlen, GX_ELIMIT,
+                         "compiling the graph took %lld ms by the end of pass '%s', more than "
+                         "limits.max_compile_ms (%lld)",
+                         (long long)(took / 1000), s_passes[i].name,
+                         (long long)(lim->max_compile_us / 1000));
+            break;
+        }
+    }
+    free(st->names.key);
+    free(st->names.val);
+    return rc;
+}
+
 static int s_run(const gx_graph *g, const char *const *captured, const bool *konst,
                  size_t n_captured, const gx_view *inputs, const gxd_plan *whole,
                  const gxd_compile_limits *lim, size_t npasses, gxd_plan **out, char *err,
@@ -244,28 +276,16 @@ static int s_run(const gx_graph *g, const char *const *captured, const bool *kon
     gxd_cstate st = {.g = g, .lim = lim, .inputs = inputs, .captured = captured,
                      .captured_const = konst, .n_captured = n_captured, .slice = whole != NULL,
                      .whole = whole, .err = err, .errlen = errlen};
-    int rc = GX_ENOMEM;
     *out = NULL;
-    if (!(st.plan = calloc(1, sizeof *st.plan)) || !(st.plan->slices = gxd_slices_new())) {
-        free(st.plan);
-        return gx_errf(err, errlen, rc, "out of memory");
+    int rc = s_passes_run(&st, npasses);
+    if (rc < 0 && st.half_left) {
+        /* a device half step no device took (partition.c): again, every
+         * such step widened */
+        gxd_plan_destroy(&st.plan);
+        st.no_dev_half = true;
+        st.half_left = false;
+        rc = s_passes_run(&st, npasses);
     }
-    int64_t t0 = s_now_us();
-    for (size_t i = 0; i < npasses; i++) {
-        if ((rc = s_passes[i].run(&st)) < 0 || (rc = gxd_plan_room(&st, s_passes[i].name, 0)) < 0)
-            break;
-        int64_t took = s_now_us() - t0;
-        if (lim && lim->max_compile_us > 0 && took > lim->max_compile_us && i + 1 < npasses) {
-            rc = gx_errf(err, errlen, GX_ELIMIT,
-                         "compiling the graph took %lld ms by the end of pass '%s', more than "
-                         "limits.max_compile_ms (%lld)",
-                         (long long)(took / 1000), s_passes[i].name,
-                         (long long)(lim->max_compile_us / 1000));
-            break;
-        }
-    }
-    free(st.names.key);
-    free(st.names.val);
     if (rc < 0)
         gxd_plan_destroy(&st.plan);
     *out = st.plan;

@@ -182,6 +182,11 @@ typedef struct gxd_step {
      * a half value and its twin (node synthetic, owned by the plan) */
     bool wide;
     bool convert;
+    /* infer: a step the CPU has no kernel for in its 16-bit float dtype
+     * that a device's rules take at that dtype (a backend with
+     * half_kernels): not widened, it must run on such a device (else the
+     * compile starts again with every such step widened) */
+    bool dev_half;
 } gxd_step;
 
 /* A step the widen pass runs in float32, for explain: its node, op, the

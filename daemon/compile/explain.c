@@ -368,7 +368,9 @@ static void s_sec_folded(gx_strbuf *b, const s_ctx *x)
 
 /* The widen pass's records: each step that computes in float32 what the
  * graph has in float16 or bfloat16 (its node, op, that dtype and why),
- * the Cast steps it inserted and the constants it converted. */
+ * the Cast steps it inserted and the constants it converted; and the
+ * steps kept at that dtype for a device whose kernels run it
+ * (device_half: node, op, dtype, device). */
 static void s_sec_widen(gx_strbuf *b, const s_ctx *x)
 {
     const gxd_plan *p = x->p;
@@ -387,6 +389,25 @@ static void s_sec_widen(gx_strbuf *b, const s_ctx *x)
         S_LIT(b, ",\"why\":");
         s_str(b, w->why);
         S_LIT(b, "}");
+    }
+    S_LIT(b, "],\"device_half\":[");
+    bool any = false;
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const gxd_step *s = &p->steps[i];
+        if (!s->dev_half)
+            continue;
+        if (any)
+            S_LIT(b, ",");
+        S_LIT(b, "{\"node\":");
+        s_str(b, s->node->name);
+        S_LIT(b, ",\"op\":");
+        s_str(b, gx_op_name(s->op));
+        S_LIT(b, ",\"dtype\":");
+        s_str(b, gx_dtype_name(p->values[s->out[0]].view.dtype));
+        S_LIT(b, ",\"device\":");
+        s_str(b, p->devices[s->device]->name);
+        S_LIT(b, "}");
+        any = true;
     }
     S_LIT(b, "]}");
 }

@@ -249,7 +249,18 @@ int gxd_pass_infer(gxd_cstate *st)
             char msg2[384] = "";
             gx_infer ic2 = {s->attr, s->n_formal, in, s->n_out, out, msg2, sizeof msg2};
             int rc2 = sc->infer(&ic2);
-            if (rc2 == GX_OK) {
+            gx_view hout[GX_MAX_OP_INPUTS];
+            for (int k = 0; rc2 == GX_OK && k < s->n_out; k++) {
+                hout[k] = out[k];
+                if (out[k].dtype == GX_F32 && wt.outs_half)
+                    hout[k].dtype = wt.half;
+            }
+            if (rc2 == GX_OK && !known && gxd_widen_device_half(st, s, wt.orig, hout)) {
+                /* a device runs it at half: it keeps the graph's dtypes */
+                gxd_widen_undo(s, in, &wt);
+                memcpy(out, hout, sizeof out[0] * (size_t)s->n_out);
+                rc = GX_OK, s->dev_half = true;
+            } else if (rc2 == GX_OK) {
                 rc = GX_OK, s->wide = true;
             } else {
                 gxd_widen_undo(s, in, &wt);

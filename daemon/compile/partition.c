@@ -25,7 +25,11 @@
  *             opts->no_cost_check (partition.cost_check false).
  *
  * Steps dropped (or never taken) stay free for the next device and end on
- * the fallback; each drop is recorded in plan->fell with its reason.
+ * the fallback; each drop is recorded in plan->fell with its reason. A
+ * device half step (step.dev_half: a 16-bit float step the CPU has no
+ * kernel for, kept at that dtype for a device) that no device took ends
+ * the pass with st->half_left: the compile starts again with such steps
+ * widened (float32 on the CPU, or on a device that takes float32).
  * Dynamic and control-flow steps always run on the fallback (rules cannot
  * be checked without shapes; the executor runs control flow), and so do
  * steps that read or write string tensors (a string's bytes live in host
@@ -792,6 +796,15 @@ int gxd_pass_partition(gxd_cstate *st)
     for (size_t d = 1; d < p->n_devices; d++)
         if ((rc = s_device(&w, (int)d, &n_parts)) < 0)
             goto out;
+    for (size_t i = 0; i < w.n; i++)
+        if (p->steps[i].dev_half && w.dev[i] < 1) { /* the CPU has no kernel for it */
+            st->half_left = true;
+            rc = gx_errf(st->err, st->errlen, GX_EDTYPE,
+                         "node '%s' (%s): no device took its %s step, which the CPU runs in "
+                         "float32 only", s_name(&p->steps[i]), p->steps[i].node->op,
+                         gx_dtype_name(p->values[p->steps[i].out[0]].view.dtype));
+            goto out;
+        }
     if ((rc = s_fallback(&w, &n_parts)) < 0 || (rc = s_copies(&w)) < 0 ||
         (rc = s_records(&w, n_parts)) < 0)
         goto out;

@@ -26,6 +26,10 @@ typedef struct gxd_cstate {
     gxd_names names; /* value name -> index in plan->values */
     char *err;
     size_t errlen;
+    /* device half steps (gxd_step.dev_half): off for the compile's second
+     * try; half_left: partition left one on the fallback (try again) */
+    bool no_dev_half;
+    bool half_left;
 } gxd_cstate;
 
 /* The passes, in order (see compile.h). Each returns GX_OK or an error
@@ -35,6 +39,12 @@ int gxd_pass_infer(gxd_cstate *st);
 /* Pass 2b (daemon/compile/widen.c): float16 and bfloat16 steps without a
  * kernel in that dtype compute in float32. */
 int gxd_pass_widen(gxd_cstate *st);
+
+/* Does a device offered to the compile (lim->part, with half_kernels) take
+ * step s at its 16-bit float dtype: inputs in, outputs out (the half
+ * views)? daemon/compile/widen.c. */
+bool gxd_widen_device_half(const gxd_cstate *st, const gxd_step *s, const gx_view *in,
+                           const gx_view *out);
 
 /* Infer's second try at a step whose schema refused its 16-bit float
  * inputs (GX_EDTYPE), daemon/compile/widen.c. */

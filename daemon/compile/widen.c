@@ -125,6 +125,23 @@ bool gxd_widen_views(const gxd_step *s, gx_view *in, bool all_data, gxd_widen_tr
     return true;
 }
 
+bool gxd_widen_device_half(const gxd_cstate *st, const gxd_step *s, const gx_view *in,
+                           const gx_view *out)
+{
+    const gxd_partition_opts *o = st->lim ? st->lim->part : NULL;
+    if (st->no_dev_half || !o || o->off)
+        return false;
+    char why[160];
+    const gx_rule_ctx rc = {s->op, s->attr, s->n_formal, in, s->n_out, out};
+    for (size_t d = 0; d < o->n_backends; d++) {
+        const gx_backend *b = o->backends[d];
+        if (b && b->half_kernels && gx_backend_runnable(b, why, sizeof why) &&
+            gx_backend_accepts(b, &rc, why, sizeof why))
+            return true;
+    }
+    return false;
+}
+
 void gxd_widen_undo(const gxd_step *s, gx_view *in, gxd_widen_try *t)
 {
     for (int k = 0; k < s->n_formal; k++) {

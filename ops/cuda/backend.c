@@ -73,6 +73,8 @@ int gx_cuda_blas_load(char *why, size_t len)
         {"cublasSetMathMode", offsetof(gx_cublas_api, set_math_mode)},
         {"cublasSgemm_v2", offsetof(gx_cublas_api, sgemm)},
         {"cublasSgemmStridedBatched", offsetof(gx_cublas_api, sgemm_strided_batched)},
+        {"cublasGemmEx", offsetof(gx_cublas_api, gemm_ex)},
+        {"cublasGemmStridedBatchedEx", offsetof(gx_cublas_api, gemm_strided_batched_ex)},
         {"cublasGetStatusString", offsetof(gx_cublas_api, status_string)},
     };
     int rc = GX_OK;
@@ -330,7 +332,8 @@ static int s_open(const gx_backend *b, char *note, size_t len)
 #else
              "; no cuDNN (Conv, pools, BatchNormalization stay on the CPU)",
 #endif
-             s_dev.tf32 ? "MatMul, Gemm and Conv may use TF32 (gpu_tf32)" : "float32 throughout");
+             s_dev.tf32 ? "float32 MatMul, Gemm and Conv may use TF32 (gpu_tf32); float16 kept"
+                        : "float32 in full precision; float16 kept");
     return GX_OK;
 }
 
@@ -740,6 +743,7 @@ static const gx_backend s_cuda = {
     .fused = gx_cuda_fused,
     .ready = s_ready,
     .no_fused_heads = true,
+    .half_kernels = true,
     .shares = false,
     /* a kernel launch, a pageable copy (and its synchronisation), and a
      * data-centre GPU's float32 and memory rates */

@@ -1,6 +1,8 @@
 /*
  * The CUDA backend's fused slot (ops/backend.h, ops/fused.h): a fused
- * elementwise group runs as ONE generated kernel. Its CUDA C is built from
+ * elementwise group runs as ONE generated kernel, over float32 or float16
+ * tensors (kernels.c's prelude: loads and stores of the storage type, the
+ * ops in float). Its CUDA C is built from
  * the group's ops with the expressions of the backend's own unary and
  * binary kernels (kernels.c), so that it computes what they compute one
  * by one; each thread reads its element of every input (the same index,
@@ -27,8 +29,8 @@
 /* The kernel's parameter: the inputs, the output, the output's dims and
  * each input's strides over them (0 where it broadcasts). */
 typedef struct s_params {
-    const float *in[GX_FUSED_MAX_IN];
-    float *y;
+    const void *in[GX_FUSED_MAX_IN];
+    void *y;
     long long n, nd;
     long long dim[GX_MAX_DIMS];
     long long st[GX_FUSED_MAX_IN][GX_MAX_DIMS];
@@ -80,8 +82,9 @@ static void s_literal(s_src *s, double v)
 static bool s_source(const gx_fused *f, const int *kinds, const char *name, s_src *s, char *why,
                      size_t len)
 {
+    s_put(s, "%s", gx_cuda_prelude(f->dtype));
     s_put(s,
-          "struct P { const float *in[%d]; float *y; long long n, nd; long long dim[%d];\n"
+          "struct P { const T *in[%d]; T *y; long long n, nd; long long dim[%d];\n"
           "    long long st[%d][%d]; };\n"
           "extern \"C\" __global__ void %s(const P p)\n{\n"
           "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.n;\n"
@@ -89,9 +92,9 @@ static bool s_source(const gx_fused *f, const int *kinds, const char *name, s_sr
           GX_FUSED_MAX_IN, GX_MAX_DIMS, GX_FUSED_MAX_IN, GX_MAX_DIMS, name);
     for (int i = 0; i < f->n_in; i++) {
         if (kinds[i] == 0) {
-            s_put(s, "        const float i%d = p.in[%d][i];\n", i, i);
+            s_put(s, "        const float i%d = LD(p.in[%d][i]);\n", i, i);
         } else if (kinds[i] == 1) {
-            s_put(s, "        const float i%d = p.in[%d][0];\n", i, i);
+            s_put(s, "        const float i%d = LD(p.in[%d][0]);\n", i, i);
         } else {
             s_put(s,
                   "        long long o%d = 0;\n"
@@ -99,7 +102,7 @@ static bool s_source(const gx_fused *f, const int *kinds, const char *name, s_sr
                   "            o%d += (r %% p.dim[d]) * p.st[%d][d];\n"
                   "            r /= p.dim[d];\n"
                   "        }\n"
-                  "        const float i%d = p.in[%d][o%d];\n",
+                  "        const float i%d = LD(p.in[%d][o%d]);\n",
                   i, i, i, i, i, i);
         }
     }
@@ -147,7 +150,7 @@ static bool s_source(const gx_fused *f, const int *kinds, const char *name, s_sr
             return false;
         }
     }
-    s_put(s, "        p.y[i] = r;\n    }\n}\n");
+    s_put(s, "        p.y[i] = ST(r);\n    }\n}\n");
     if (s->full)
         snprintf(why, len, "the fused kernel's source is over %d bytes", S_SRC_MAX);
     return !s->full;
@@ -173,8 +176,9 @@ static const void *s_fused_fn(gx_cuda_queue *q, const gx_fused *f, const gx_karg
     memset(p, 0, sizeof *p);
     int kinds[GX_FUSED_MAX_IN];
     char why[160];
-    if (f->has_head || f->dtype != GX_F32 || f->n_in > GX_FUSED_MAX_IN || y->ndim > GX_MAX_DIMS) {
-        gx_cuda_fail(q, "a fused group with a head or of another dtype than float32");
+    if (f->has_head || (f->dtype != GX_F32 && f->dtype != GX_F16) || f->n_in > GX_FUSED_MAX_IN ||
+        y->ndim > GX_MAX_DIMS) {
+        gx_cuda_fail(q, "a fused group with a head or of another dtype than float32 or float16");
         return NULL;
     }
     p->y = y->data;

@@ -25,6 +25,8 @@ typedef struct gx_cublas_api {
     typeof(&cublasSetMathMode) set_math_mode;
     typeof(&cublasSgemm_v2) sgemm;
     typeof(&cublasSgemmStridedBatched) sgemm_strided_batched;
+    typeof(&cublasGemmEx) gemm_ex;
+    typeof(&cublasGemmStridedBatchedEx) gemm_strided_batched_ex;
     typeof(&cublasGetStatusString) status_string;
 } gx_cublas_api;
 extern gx_cublas_api gx_cublas; /* set by gx_cuda_blas_load (cuda.h) */
@@ -72,6 +74,10 @@ void gx_cuda_done(const gx_kargs *k, gx_cuda_queue *q);
  * at first use and cached by the source's hash; NULL with the reason
  * recorded on q. */
 const void *gx_cuda_jit(gx_cuda_queue *q, const char *src, const char *name);
+/* What a generated kernel's source starts with for tensors of dt (float32
+ * or float16): their storage type T, LD(x) (an element as a float) and
+ * ST(v) (a float rounded to T). Sources compute in float over these. */
+const char *gx_cuda_prelude(gx_dtype dt);
 /* Launches fn over n elements (grid-stride loops), or grid x block. */
 void gx_cuda_launch(gx_cuda_queue *q, const void *fn, unsigned grid, unsigned block, void **args);
 unsigned gx_cuda_grid(int64_t n);

@@ -1,5 +1,5 @@
 /*
- * The CUDA backend's kernels (float32): MatMul and Gemm through cuBLAS on
+ * The CUDA backend's kernels (float32 and float16): MatMul and Gemm through cuBLAS on
  * the worker's stream and handle; elementwise ops, broadcasting binary ops,
  * Softmax over the last axis, Gemm's C, Transpose (rank 6 at most) and
  * ReduceSum / ReduceMean over trailing axes as CUDA C compiled by NVRTC
@@ -18,20 +18,53 @@
 #include "ops/cuda/internal.h"
 #include "ops/schema.h"
 
+/* ---- generated kernels: the storage type ------------------------------- */
+
+/* Every generated kernel is written over T, the tensors' storage type, and
+ * computes in float: LD(x) reads an element as a float, ST(v) rounds one
+ * to T. float16 converts with PTX's cvt (round to nearest even), so NVRTC
+ * needs no header. */
+static const char s_prelude_f32[] = "typedef float T;\n"
+                                    "#define LD(x) (x)\n"
+                                    "#define ST(v) (v)\n";
+static const char s_prelude_f16[] =
+    "typedef unsigned short T;\n"
+    "__device__ __forceinline__ float LD(T h)\n"
+    "{ float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+    "__device__ __forceinline__ T ST(float f)\n"
+    "{ T h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+
+const char *gx_cuda_prelude(gx_dtype dt)
+{
+    return dt == GX_F16 ? s_prelude_f16 : s_prelude_f32;
+}
+
+/* The kernel `name` of body over dt's storage type (gx_cuda_jit). */
+static const void *s_jit(gx_cuda_queue *q, gx_dtype dt, const char *body, const char *name)
+{
+    static _Thread_local char src[8192];
+    int n = snprintf(src, sizeof src, "%s%s", gx_cuda_prelude(dt), body);
+    if (n < 0 || (size_t)n >= sizeof src) {
+        gx_cuda_fail(q, "the source of %s is over %zu bytes", name, sizeof src);
+        return NULL;
+    }
+    return gx_cuda_jit(q, src, name);
+}
+
 /* ---- generated elementwise kernels -------------------------------------- */
 
 /* y = f(x) over n elements; a, b: the op's scalars; lo/hi: Clip's bound
  * inputs (device pointers) or NULL. */
 static const char s_unary_src[] =
-    "extern \"C\" __global__ void %s(const float *__restrict__ x, float *__restrict__ y,\n"
-    "    long long n, float a, float b, const float *lo, const float *hi)\n"
+    "extern \"C\" __global__ void %s(const T *__restrict__ x, T *__restrict__ y,\n"
+    "    long long n, float a, float b, const T *lo, const T *hi)\n"
     "{\n"
-    "    const float lov = lo ? *lo : a, hiv = hi ? *hi : b;\n"
+    "    const float lov = lo ? LD(*lo) : a, hiv = hi ? LD(*hi) : b;\n"
     "    (void)lov, (void)hiv;\n"
     "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
     "         i += (long long)gridDim.x * blockDim.x) {\n"
-    "        const float v = x[i];\n"
-    "        y[i] = %s;\n"
+    "        const float v = LD(x[i]);\n"
+    "        y[i] = ST(%s);\n"
     "    }\n"
     "}\n";
 
@@ -58,24 +91,24 @@ const char *gx_cuda_unary_expr(gx_op op, const gx_attrval *attr)
     return s_expr[op];
 }
 
-/* The generated kernel of unary op (compiled once: by ready). */
-static const void *s_unary_fn(gx_cuda_queue *q, gx_op op, const gx_attrval *attr)
+/* The generated kernel of unary op over dt (compiled once: by ready). */
+static const void *s_unary_fn(gx_cuda_queue *q, gx_op op, const gx_attrval *attr, gx_dtype dt)
 {
     char src[sizeof s_unary_src + 256], name[48];
     snprintf(name, sizeof name, "gx_%s", gx_op_name(op));
     snprintf(src, sizeof src, s_unary_src, name, gx_cuda_unary_expr(op, attr));
-    return gx_cuda_jit(q, src, name);
+    return s_jit(q, dt, src, name);
 }
 
 static void s_unary(const gx_kargs *k, gx_op op)
 {
     gx_cuda_queue *q = gx_cuda_queue_of(k);
-    const void *fn = s_unary_fn(q, op, k->attr);
-    const float *x = k->in[0].data;
-    float *y = k->out[0].data;
+    const void *fn = s_unary_fn(q, op, k->attr, k->out[0].dtype);
+    const void *x = k->in[0].data;
+    void *y = k->out[0].data;
     long long n = (long long)k->out[0].numel;
     float a = 0, b = 0;
-    const float *lo = NULL, *hi = NULL;
+    const void *lo = NULL, *hi = NULL;
     if (op == GX_OP_LEAKYRELU)
         a = (float)k->attr[GX_LEAKYRELU_ALPHA].f;
     if (op == GX_OP_CLIP) {
@@ -102,8 +135,8 @@ typedef struct s_bcast {
 
 static const char s_binary_src[] =
     "struct bc { long long n, nd; long long dim[6], sa[6], sb[6]; };\n"
-    "extern \"C\" __global__ void %s(const float *__restrict__ a, const float *__restrict__ b,\n"
-    "    float *__restrict__ y, bc p)\n"
+    "extern \"C\" __global__ void %s(const T *__restrict__ a, const T *__restrict__ b,\n"
+    "    T *__restrict__ y, bc p)\n"
     "{\n"
     "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.n;\n"
     "         i += (long long)gridDim.x * blockDim.x) {\n"
@@ -114,8 +147,8 @@ static const char s_binary_src[] =
     "            ia += c * p.sa[d];\n"
     "            ib += c * p.sb[d];\n"
     "        }\n"
-    "        const float u = a[ia], v = b[ib];\n"
-    "        y[i] = u %s v;\n"
+    "        const float u = LD(a[ia]), v = LD(b[ib]);\n"
+    "        y[i] = ST(u %s v);\n"
     "    }\n"
     "}\n";
 
@@ -131,20 +164,20 @@ static void s_strides(const gx_view *v, int nd, const int64_t *dim, long long *s
     }
 }
 
-/* The generated kernel of binary op (compiled once: by ready). */
-static const void *s_binary_fn(gx_cuda_queue *q, gx_op op)
+/* The generated kernel of binary op over dt (compiled once: by ready). */
+static const void *s_binary_fn(gx_cuda_queue *q, gx_op op, gx_dtype dt)
 {
     char src[sizeof s_binary_src + 64], name[48];
     snprintf(name, sizeof name, "gx_%s", gx_op_name(op));
     snprintf(src, sizeof src, s_binary_src, name, gx_cuda_binary_sym(op));
-    return gx_cuda_jit(q, src, name);
+    return s_jit(q, dt, src, name);
 }
 
 static void s_binary(const gx_kargs *k, gx_op op)
 {
     gx_cuda_queue *q = gx_cuda_queue_of(k);
-    const void *fn = s_binary_fn(q, op);
     const gx_view *y = &k->out[0];
+    const void *fn = s_binary_fn(q, op, y->dtype);
     s_bcast p = {.n = (long long)y->numel, .nd = y->ndim};
     if (k->in[0].numel == y->numel && k->in[1].numel == y->numel) { /* no broadcast */
         p.nd = 1;
@@ -156,8 +189,8 @@ static void s_binary(const gx_kargs *k, gx_op op)
         s_strides(&k->in[0], y->ndim, y->shape, p.sa);
         s_strides(&k->in[1], y->ndim, y->shape, p.sb);
     }
-    const float *a = k->in[0].data, *b = k->in[1].data;
-    float *yp = y->data;
+    const void *a = k->in[0].data, *b = k->in[1].data;
+    void *yp = y->data;
     void *args[] = {&a, &b, &yp, &p};
     if (p.n > 0)
         gx_cuda_launch(q, fn, gx_cuda_grid(p.n), 256, args);
@@ -166,15 +199,15 @@ static void s_binary(const gx_kargs *k, gx_op op)
 
 /* One block of 256 threads per row of `cols`. */
 static const char s_softmax_src[] =
-    "extern \"C\" __global__ void gx_softmax(const float *__restrict__ x,\n"
-    "    float *__restrict__ y, long long cols)\n"
+    "extern \"C\" __global__ void gx_softmax(const T *__restrict__ x,\n"
+    "    T *__restrict__ y, long long cols)\n"
     "{\n"
     "    __shared__ float sh[256];\n"
-    "    const float *xr = x + (long long)blockIdx.x * cols;\n"
-    "    float *yr = y + (long long)blockIdx.x * cols;\n"
+    "    const T *xr = x + (long long)blockIdx.x * cols;\n"
+    "    T *yr = y + (long long)blockIdx.x * cols;\n"
     "    const int t = threadIdx.x;\n"
     "    float m = __int_as_float(0xff800000);\n"
-    "    for (long long j = t; j < cols; j += blockDim.x) m = fmaxf(m, xr[j]);\n"
+    "    for (long long j = t; j < cols; j += blockDim.x) m = fmaxf(m, LD(xr[j]));\n"
     "    sh[t] = m;\n"
     "    __syncthreads();\n"
     "    for (int s = blockDim.x / 2; s > 0; s >>= 1) {\n"
@@ -184,7 +217,7 @@ static const char s_softmax_src[] =
     "    m = sh[0];\n"
     "    __syncthreads();\n"
     "    float sum = 0.f;\n"
-    "    for (long long j = t; j < cols; j += blockDim.x) sum += expf(xr[j] - m);\n"
+    "    for (long long j = t; j < cols; j += blockDim.x) sum += expf(LD(xr[j]) - m);\n"
     "    sh[t] = sum;\n"
     "    __syncthreads();\n"
     "    for (int s = blockDim.x / 2; s > 0; s >>= 1) {\n"
@@ -192,18 +225,19 @@ static const char s_softmax_src[] =
     "        __syncthreads();\n"
     "    }\n"
     "    const float inv = 1.f / sh[0];\n"
-    "    for (long long j = t; j < cols; j += blockDim.x) yr[j] = expf(xr[j] - m) * inv;\n"
+    "    for (long long j = t; j < cols; j += blockDim.x)\n"
+    "        yr[j] = ST(expf(LD(xr[j]) - m) * inv);\n"
     "}\n";
 
 static void s_k_softmax(const gx_kargs *k)
 {
     gx_cuda_queue *q = gx_cuda_queue_of(k);
-    const void *fn = gx_cuda_jit(q, s_softmax_src, "gx_softmax");
     const gx_view *x = &k->in[0];
+    const void *fn = s_jit(q, x->dtype, s_softmax_src, "gx_softmax");
     long long cols = x->ndim ? (long long)x->shape[x->ndim - 1] : 1;
     long long rows = cols ? (long long)x->numel / cols : 0;
-    const float *xp = x->data;
-    float *yp = k->out[0].data;
+    const void *xp = x->data;
+    void *yp = k->out[0].data;
     void *args[] = {&xp, &yp, &cols};
     if (rows > 0 && cols > 0)
         gx_cuda_launch(q, fn, (unsigned)rows, 256, args);
@@ -221,8 +255,8 @@ typedef struct s_perm {
 
 static const char s_transpose_src[] =
     "struct pm { long long n, nd; long long dim[6], st[6]; };\n"
-    "extern \"C\" __global__ void gx_transpose(const float *__restrict__ x,\n"
-    "    float *__restrict__ y, pm p)\n"
+    "extern \"C\" __global__ void gx_transpose(const T *__restrict__ x,\n"
+    "    T *__restrict__ y, pm p)\n"
     "{\n"
     "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.n;\n"
     "         i += (long long)gridDim.x * blockDim.x) {\n"
@@ -253,12 +287,12 @@ static void s_k_transpose(const gx_kargs *k)
         p.dim[d] = y->shape[d];
         p.st[d] = xst[from < 0 ? from + x->ndim : from];
     }
-    const float *xp = x->data;
-    float *yp = y->data;
+    const void *xp = x->data;
+    void *yp = y->data;
     void *args[] = {&xp, &yp, &p};
     if (p.n > 0)
-        gx_cuda_launch(q, gx_cuda_jit(q, s_transpose_src, "gx_transpose"), gx_cuda_grid(p.n),
-                       256, args);
+        gx_cuda_launch(q, s_jit(q, x->dtype, s_transpose_src, "gx_transpose"),
+                       gx_cuda_grid(p.n), 256, args);
     gx_cuda_done(k, q);
 }
 
@@ -297,22 +331,22 @@ static void s_k_concat(const gx_kargs *k)
 /* y[r] = the sum (times scale) of x's row r of cols elements: one block
  * of 256 threads per row. */
 static const char s_reduce_src[] =
-    "extern \"C\" __global__ void gx_reduce_rows(const float *__restrict__ x,\n"
-    "    float *__restrict__ y, long long rows, long long cols, float scale)\n"
+    "extern \"C\" __global__ void gx_reduce_rows(const T *__restrict__ x,\n"
+    "    T *__restrict__ y, long long rows, long long cols, float scale)\n"
     "{\n"
     "    __shared__ float sh[256];\n"
     "    const int t = threadIdx.x;\n"
     "    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {\n"
-    "        const float *xr = x + r * cols;\n"
+    "        const T *xr = x + r * cols;\n"
     "        float s = 0.f;\n"
-    "        for (long long j = t; j < cols; j += blockDim.x) s += xr[j];\n"
+    "        for (long long j = t; j < cols; j += blockDim.x) s += LD(xr[j]);\n"
     "        sh[t] = s;\n"
     "        __syncthreads();\n"
     "        for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
     "            if (t < h) sh[t] += sh[t + h];\n"
     "            __syncthreads();\n"
     "        }\n"
-    "        if (t == 0) y[r] = sh[0] * scale;\n"
+    "        if (t == 0) y[r] = ST(sh[0] * scale);\n"
     "        __syncthreads();\n"
     "    }\n"
     "}\n";
@@ -325,11 +359,11 @@ static void s_reduce(const gx_kargs *k, bool mean)
     long long rows = (long long)k->out[0].numel;
     long long cols = rows ? (long long)k->in[0].numel / rows : 0;
     float scale = mean && cols ? 1.f / (float)cols : 1.f;
-    const float *xp = k->in[0].data;
-    float *yp = k->out[0].data;
+    const void *xp = k->in[0].data;
+    void *yp = k->out[0].data;
     void *args[] = {&xp, &yp, &rows, &cols, &scale};
     if (rows > 0)
-        gx_cuda_launch(q, gx_cuda_jit(q, s_reduce_src, "gx_reduce_rows"),
+        gx_cuda_launch(q, s_jit(q, k->in[0].dtype, s_reduce_src, "gx_reduce_rows"),
                        (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8), 256, args);
     gx_cuda_done(k, q);
 }
@@ -351,28 +385,41 @@ static const char *s_blas_err(cublasStatus_t s)
     return gx_cublas.status_string(s);
 }
 
-/* Y[M,N] = alpha op(A) op(B) + beta Y, row-major, as cuBLAS's column-major
- * Y^T = op(B)^T op(A)^T; batch products with strides sa, sb (0: shared). */
-static void s_gemm(gx_cuda_queue *q, bool ta, bool tb, int64_t m, int64_t n, int64_t kk,
-                   float alpha, const float *a, int64_t sa, const float *b, int64_t sb, float beta,
-                   float *y, int64_t batch)
+/* Y[M,N] = alpha op(A) op(B) + beta Y over dt, row-major, as cuBLAS's
+ * column-major Y^T = op(B)^T op(A)^T; batch products with strides sa, sb
+ * (0: shared). float32: SGEMM (TF32 where allowed); float16: GemmEx with
+ * float accumulation (tensor cores), Y rounded to float16 once. */
+static void s_gemm(gx_cuda_queue *q, gx_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
+                   int64_t kk, float alpha, const void *a, int64_t sa, const void *b, int64_t sb,
+                   float beta, void *y, int64_t batch)
 {
     if (m <= 0 || n <= 0 || batch <= 0)
         return;
     const int lda = (int)(ta ? m : kk), ldb = (int)(tb ? kk : n);
+    const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasStatus_t s = gx_cublas.set_math_mode(q->blas, gx_cuda_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                  : CUBLAS_DEFAULT_MATH);
-    if (s == CUBLAS_STATUS_SUCCESS && batch == 1)
-        s = gx_cublas.sgemm(q->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                        (int)n, (int)m, (int)kk, &alpha, b, ldb, a, lda, &beta, y, (int)n);
+    if (s == CUBLAS_STATUS_SUCCESS && dt == GX_F16 && batch == 1)
+        s = gx_cublas.gemm_ex(q->blas, ob, oa, (int)n, (int)m, (int)kk, &alpha, b, CUDA_R_16F, ldb,
+                              a, CUDA_R_16F, lda, &beta, y, CUDA_R_16F, (int)n,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    else if (s == CUBLAS_STATUS_SUCCESS && dt == GX_F16)
+        s = gx_cublas.gemm_strided_batched_ex(q->blas, ob, oa, (int)n, (int)m, (int)kk, &alpha, b,
+                                              CUDA_R_16F, ldb, sb, a, CUDA_R_16F, lda, sa, &beta,
+                                              y, CUDA_R_16F, (int)n, m * n, (int)batch,
+                                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    else if (s == CUBLAS_STATUS_SUCCESS && batch == 1)
+        s = gx_cublas.sgemm(q->blas, ob, oa, (int)n, (int)m, (int)kk, &alpha, b, ldb, a, lda,
+                            &beta, y, (int)n);
     else if (s == CUBLAS_STATUS_SUCCESS)
-        s = gx_cublas.sgemm_strided_batched(q->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                            ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,
-                                            (int)kk, &alpha, b, ldb, sb, a, lda, sa, &beta, y,
-                                            (int)n, m * n, (int)batch);
+        s = gx_cublas.sgemm_strided_batched(q->blas, ob, oa, (int)n, (int)m, (int)kk, &alpha, b,
+                                            ldb, sb, a, lda, sa, &beta, y, (int)n, m * n,
+                                            (int)batch);
     if (s != CUBLAS_STATUS_SUCCESS)
-        gx_cuda_fail(q, "cuBLAS SGEMM %lldx%lldx%lld (batch %lld): %s", (long long)m,
-                     (long long)n, (long long)kk, (long long)batch, s_blas_err(s));
+        gx_cuda_fail(q, "cuBLAS %s %lldx%lldx%lld (batch %lld): %s",
+                     dt == GX_F16 ? "GemmEx (float16)" : "SGEMM", (long long)m, (long long)n,
+                     (long long)kk, (long long)batch, s_blas_err(s));
 }
 
 static int64_t s_batch(const gx_view *v)
@@ -391,26 +438,27 @@ static void s_k_matmul(const gx_kargs *k)
     const int64_t n = b->shape[b->ndim - 1];
     int64_t ba = s_batch(a), bb = s_batch(b);
     if (kk == 0) { /* an empty sum */
-        cudaMemsetAsync(y->data, 0, (size_t)y->numel * sizeof(float), q->stream);
+        cudaMemsetAsync(y->data, 0, (size_t)y->numel * gx_dtype_size(y->dtype), q->stream);
     } else if (b->ndim == 2) { /* the batch folds into the rows */
-        s_gemm(q, false, false, m * ba, n, kk, 1.f, a->data, 0, b->data, 0, 0.f, y->data, 1);
+        s_gemm(q, y->dtype, false, false, m * ba, n, kk, 1.f, a->data, 0, b->data, 0, 0.f,
+               y->data, 1);
     } else {
         const int64_t batch = ba > bb ? ba : bb;
-        s_gemm(q, false, false, m, n, kk, 1.f, a->data, a->ndim == 2 ? 0 : m * kk, b->data,
-               kk * n, 0.f, y->data, batch);
+        s_gemm(q, y->dtype, false, false, m, n, kk, 1.f, a->data, a->ndim == 2 ? 0 : m * kk,
+               b->data, kk * n, 0.f, y->data, batch);
     }
     gx_cuda_done(k, q);
 }
 
 /* Y = beta * C broadcast to [M,N] (C of shape [], [N], [1,N], [M,1], [M,N]). */
 static const char s_bias_src[] =
-    "extern \"C\" __global__ void gx_gemm_bias(const float *__restrict__ c, float *__restrict__ y,\n"
+    "extern \"C\" __global__ void gx_gemm_bias(const T *__restrict__ c, T *__restrict__ y,\n"
     "    long long m, long long n, long long cm, long long cn, float beta)\n"
     "{\n"
     "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m * n;\n"
     "         i += (long long)gridDim.x * blockDim.x) {\n"
     "        const long long r = i / n, col = i - r * n;\n"
-    "        y[i] = beta * c[(cm > 1 ? r : 0) * cn + (cn > 1 ? col : 0)];\n"
+    "        y[i] = ST(beta * LD(c[(cm > 1 ? r : 0) * cn + (cn > 1 ? col : 0)]));\n"
     "    }\n"
     "}\n";
 
@@ -435,19 +483,19 @@ static void s_k_gemm(const gx_kargs *k)
         const gx_view *c = &k->in[2];
         long long cm = c->ndim == 2 ? c->shape[0] : 1;
         long long cn = c->ndim >= 1 ? c->shape[c->ndim - 1] : 1;
-        const float *cp = c->data;
-        float *yp = y->data;
+        const void *cp = c->data;
+        void *yp = y->data;
         void *args[] = {&cp, &yp, &m, &n, &cm, &cn, &beta};
         if (m * n > 0)
-            gx_cuda_launch(q, gx_cuda_jit(q, s_bias_src, "gx_gemm_bias"), gx_cuda_grid(m * n),
-                           256, args);
+            gx_cuda_launch(q, s_jit(q, y->dtype, s_bias_src, "gx_gemm_bias"),
+                           gx_cuda_grid(m * n), 256, args);
     }
     if (kk == 0 || alpha == 0.f) {
         if (!has_c)
-            cudaMemsetAsync(y->data, 0, (size_t)y->numel * sizeof(float), q->stream);
+            cudaMemsetAsync(y->data, 0, (size_t)y->numel * gx_dtype_size(y->dtype), q->stream);
     } else {
-        s_gemm(q, ta, tb, m, n, kk, alpha, a->data, 0, k->in[1].data, 0, has_c ? 1.f : 0.f,
-               y->data, 1);
+        s_gemm(q, y->dtype, ta, tb, m, n, kk, alpha, a->data, 0, k->in[1].data, 0,
+               has_c ? 1.f : 0.f, y->data, 1);
     }
     gx_cuda_done(k, q);
 }
@@ -523,18 +571,19 @@ void gx_cuda_kernel_ready(gx_cuda_queue *q, gx_op op, const gx_kargs *k)
 {
     if ((unsigned)op >= GX_OP_COUNT || !s_kernels[op])
         return; /* cuDNN's */
+    const gx_dtype dt = k->n_in > 0 ? k->in[0].dtype : GX_F32;
     if (s_expr[op])
-        s_unary_fn(q, op, k->attr);
+        s_unary_fn(q, op, k->attr, k->out[0].dtype);
     else if (gx_cuda_binary_sym(op))
-        s_binary_fn(q, op);
+        s_binary_fn(q, op, k->out[0].dtype);
     else if (op == GX_OP_SOFTMAX)
-        gx_cuda_jit(q, s_softmax_src, "gx_softmax");
+        s_jit(q, dt, s_softmax_src, "gx_softmax");
     else if (op == GX_OP_TRANSPOSE)
-        gx_cuda_jit(q, s_transpose_src, "gx_transpose");
+        s_jit(q, dt, s_transpose_src, "gx_transpose");
     else if (op == GX_OP_REDUCE_SUM || op == GX_OP_REDUCE_MEAN)
-        gx_cuda_jit(q, s_reduce_src, "gx_reduce_rows");
+        s_jit(q, dt, s_reduce_src, "gx_reduce_rows");
     else if (op == GX_OP_GEMM && s_gemm_has_c(k))
-        gx_cuda_jit(q, s_bias_src, "gx_gemm_bias");
+        s_jit(q, k->out[0].dtype, s_bias_src, "gx_gemm_bias");
 }
 
 gx_kernel_fn gx_cuda_kernel(gx_op op)
@@ -575,7 +624,7 @@ int gx_cuda_selfcheck(char *why, size_t len)
     gx_kargs ka = {.attr = attr, .n_in = 1, .in = &in, .n_out = 1, .out = &o, .nth = 1,
                    .queue = &q};
     s_k_RELU(&ka);
-    s_gemm(&q, false, false, 2, 2, 2, 1.f, d, 0, d + 4, 0, 0.f, d + 12, 1);
+    s_gemm(&q, GX_F32, false, false, 2, 2, 2, 1.f, d, 0, d + 4, 0, 0.f, d + 12, 1);
     if ((e = cudaStreamSynchronize(q.stream)) != cudaSuccess ||
         (e = cudaMemcpy(out, d + 8, sizeof out, cudaMemcpyDeviceToHost)) != cudaSuccess) {
         rc = gx_errf(why, len, GX_EINTERNAL, "%s", cudaGetErrorString(e));

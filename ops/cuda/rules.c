@@ -1,6 +1,8 @@
 /*
  * What the CUDA backend claims (seed 000's device library rules): exactly
- * the ops and instances its kernels in ops/cuda/ run, float32 only. A
+ * the ops and instances its kernels in ops/cuda/ run: float32 and float16
+ * (cuBLAS's GemmEx, the generated kernels' float16 storage, copies), but
+ * cuDNN's ops float32 only. A
  * build without the CUDA toolkit declares the same table with no kernels
  * (gx_backend_runnable: "declared only"), so explain and the partition
  * tests see one truth.
@@ -197,12 +199,12 @@ static bool s_batchnorm(const gx_rule_ctx *rc, char *why, size_t len)
 }
 #endif
 
-#define S_GEN(op, fn) {GX_OP_##op, GX_DT(F32), 0, fn, "NVRTC"}
-#define S_COPY(op, free) {GX_OP_##op, GX_DT(F32), free, NULL, "cudart"}
+#define S_GEN(op, fn) {GX_OP_##op, GX_DT_FLOAT, 0, fn, "NVRTC"}
+#define S_COPY(op, free) {GX_OP_##op, GX_DT_FLOAT, free, NULL, "cudart"}
 
 const gx_op_rule gx_cuda_rules[GX_CUDA_N_RULES] = {
-    {GX_OP_MATMUL, GX_DT(F32), 0, s_matmul, "cuBLAS"},
-    {GX_OP_GEMM, GX_DT(F32), 0, NULL, "cuBLAS"},
+    {GX_OP_MATMUL, GX_DT_FLOAT, 0, s_matmul, "cuBLAS"},
+    {GX_OP_GEMM, GX_DT_FLOAT, 0, NULL, "cuBLAS"},
     S_GEN(RELU, NULL), S_GEN(SIGMOID, NULL), S_GEN(TANH, NULL), S_GEN(EXP, NULL),
     S_GEN(LOG, NULL), S_GEN(SQRT, NULL), S_GEN(NEG, NULL), S_GEN(ABS, NULL), S_GEN(ERF, NULL),
     S_GEN(GELU, NULL), S_GEN(LEAKYRELU, NULL), S_GEN(CLIP, NULL),
@@ -213,9 +215,9 @@ const gx_op_rule gx_cuda_rules[GX_CUDA_N_RULES] = {
     S_COPY(IDENTITY, 0), S_COPY(RESHAPE, 1u << 1), S_COPY(FLATTEN, 0), S_COPY(SQUEEZE, 1u << 1),
     S_COPY(UNSQUEEZE, 1u << 1),
     S_GEN(TRANSPOSE, s_transpose),
-    {GX_OP_CONCAT, GX_DT(F32), 0, NULL, "cudart"},
-    {GX_OP_REDUCE_SUM, GX_DT(F32), 1u << 1, s_reduce, "NVRTC"},
-    {GX_OP_REDUCE_MEAN, GX_DT(F32), 1u << 1, s_reduce, "NVRTC"},
+    {GX_OP_CONCAT, GX_DT_FLOAT, 0, NULL, "cudart"},
+    {GX_OP_REDUCE_SUM, GX_DT_FLOAT, 1u << 1, s_reduce, "NVRTC"},
+    {GX_OP_REDUCE_MEAN, GX_DT_FLOAT, 1u << 1, s_reduce, "NVRTC"},
 #ifdef HAVE_CUDNN
     {GX_OP_CONV, GX_DT(F32), 0, s_conv, "cuDNN"},
     {GX_OP_MAXPOOL, GX_DT(F32), 0, s_maxpool, "cuDNN"},

@@ -5,11 +5,14 @@
  * (partition.min_nodes 1) and once on the CPU only, runs both with the
  * sequential executor, checks that the nodes ran on cuda and that the
  * outputs agree within 1e-4 relative (and, for fused cases, that the
- * plan has a fused step on cuda), and prints PASS or FAIL; the MLP and
+ * plan has a fused step on cuda), and prints PASS or FAIL; the cases
+ * without cuDNN run again over float16 tensors ("f16" lines: 8e-3, the
+ * CPU rounding each op's output to float16, a fused group on the GPU only
+ * its last); the MLP and
  * the convnet also run 5 times over one arena and stream as CUDA Graphs
  * (scheduler.device_graphs), each run checked and the graph counters
- * showing recordings and replays; then MatMul 1024^3 and 4096^3 through a
- * plan against cuBLAS alone, a 200-op elementwise chain with the fuse
+ * showing recordings and replays; then MatMul 1024^3 to 8192^3 through a
+ * plan against cuBLAS alone (float32, TF32, float16), a 200-op elementwise chain with the fuse
  * pass on and off and, fuse off, as one CUDA Graph per job against one
  * launch per op, and a small-batch MLP with graphs on and off.
  *
@@ -32,9 +35,27 @@
 #include "daemon/arenas.h"
 #include "daemon/compile/compile.h"
 #include "daemon/exec/exec.h"
+#include "ops/cpu/cpu.h"
 #include "ops/cuda/cuda.h"
 
 #define S_TOL 1e-4
+#define S_TOL_F16 8e-3
+
+/* The dtype of the cases' tensors (s_input, s_const, s_scalar): float32,
+ * then float16 for the second pass. */
+static gx_dtype s_dt = GX_F32;
+
+static double s_tol(void)
+{
+    return s_dt == GX_F16 ? S_TOL_F16 : S_TOL;
+}
+
+/* Element i of a float32 or float16 view, as a float. */
+static float s_at(const gx_view *v, int64_t i)
+{
+    return v->dtype == GX_F16 ? gx_f16_to_f32(((const uint16_t *)v->data)[i])
+                              : ((const float *)v->data)[i];
+}
 
 static int s_pass, s_fail;
 
@@ -56,13 +77,36 @@ static void s_fill(float *p, int64_t n, unsigned seed, bool positive)
     }
 }
 
+/* n deterministic values of s_dt into p (s_fill's, rounded to float16). */
+static void s_fill_dt(void *p, int64_t n, unsigned seed, bool positive)
+{
+    if (s_dt != GX_F16) {
+        s_fill(p, n, seed, positive);
+        return;
+    }
+    float *f = malloc((size_t)n * sizeof *f + 1);
+    s_fill(f, n, seed, positive);
+    for (int64_t i = 0; i < n; i++)
+        ((uint16_t *)p)[i] = gx_f32_to_f16(f[i]);
+    free(f);
+}
+
 static gx_tensor *s_const(gx_graph *g, const char *name, int nd, const int64_t *shape,
                           unsigned seed)
 {
-    gx_tensor *t = gx_tensor_new(GX_F32, nd, shape);
-    s_fill(gx_tensor_data(t), gx_tensor_numel(t), seed, false);
+    gx_tensor *t = gx_tensor_new(s_dt, nd, shape);
+    s_fill_dt(gx_tensor_data(t), gx_tensor_numel(t), seed, false);
     gx_graph_add_const(g, name, &t);
     return NULL;
+}
+
+/* A scalar constant v of s_dt. */
+static void s_scalar(gx_graph *g, const char *name, float v)
+{
+    uint16_t h = gx_f32_to_f16(v);
+    gx_tensor *t = s_dt == GX_F16 ? gx_tensor_new_copy(GX_F16, 0, NULL, &h, sizeof h)
+                                  : gx_tensor_new_copy(GX_F32, 0, NULL, &v, sizeof v);
+    gx_graph_add_const(g, name, &t);
 }
 
 typedef struct s_case {
@@ -70,7 +114,7 @@ typedef struct s_case {
     gx_graph *g;
     int n_in;
     gx_view in[3];
-    float *data[3];
+    void *data[3];
     const char *on_cuda[8]; /* nodes that must run on cuda */
     int want_fused;         /* fused steps the cuda plan must have on cuda */
     int graph_runs;         /* also run the cuda plan this many times over one
@@ -80,13 +124,13 @@ typedef struct s_case {
 
 static void s_input(s_case *c, const char *name, int nd, const int64_t *shape, bool positive)
 {
-    gx_graph_add_input(c->g, name, GX_F32, nd, shape);
+    gx_graph_add_input(c->g, name, s_dt, nd, shape);
     gx_view *v = &c->in[c->n_in];
-    *v = (gx_view){.dtype = GX_F32, .ndim = nd, .numel = 1};
+    *v = (gx_view){.dtype = s_dt, .ndim = nd, .numel = 1};
     for (int i = 0; i < nd; i++)
         v->numel *= v->shape[i] = shape[i];
-    c->data[c->n_in] = malloc((size_t)v->numel * sizeof(float));
-    s_fill(c->data[c->n_in], v->numel, 7u + (unsigned)c->n_in, positive);
+    c->data[c->n_in] = malloc((size_t)v->numel * gx_dtype_size(s_dt));
+    s_fill_dt(c->data[c->n_in], v->numel, 7u + (unsigned)c->n_in, positive);
     v->data = c->data[c->n_in++];
 }
 
@@ -123,7 +167,7 @@ static bool s_kernels_off_host(const gxd_plan *p)
     return false;
 }
 
-/* Runs p; out gets a malloc'd copy of output 0 (n floats). A plan with
+/* Runs p; out gets a malloc'd copy of output 0 as n floats. A plan with
  * kernels on the GPU must report their device time. */
 static int s_run(const gxd_plan *p, const gx_view *in, float **out, int64_t *n, char *err,
                  size_t len)
@@ -139,7 +183,8 @@ static int s_run(const gxd_plan *p, const gx_view *in, float **out, int64_t *n, 
             const gx_view *v = gxd_frame_output(&f, 0);
             *n = v->numel;
             *out = malloc((size_t)v->numel * sizeof(float) + 1);
-            memcpy(*out, v->data, (size_t)v->numel * sizeof(float));
+            for (int64_t i = 0; i < v->numel; i++)
+                (*out)[i] = s_at(v, i);
             if ((f.device_ns > 0) != s_kernels_off_host(p))
                 rc = gx_errf(err, len, GX_EINTERNAL, "device time %lld ns for a plan %s kernels "
                              "on the GPU", (long long)f.device_ns,
@@ -182,12 +227,11 @@ static bool s_graph_runs(const gxd_plan *p, const gx_view *in, int runs, const f
         int rc = gxd_frame_init_dev(&f, p, arena, &dm, false, in, &lim, &stop, err, sizeof err);
         if (rc == GX_OK && (rc = gxd_exec_seq(&f)) == GX_OK) {
             const gx_view *v = gxd_frame_output(&f, 0);
-            const float *y = v->data;
             for (int64_t i = 0; i < n && ok; i++)
-                if (v->numel != n ||
-                    !(fabs((double)y[i] - want[i]) <= S_TOL * fmax(1.0, fabs((double)want[i])))) {
+                if (v->numel != n || !(fabs((double)s_at(v, i) - want[i]) <=
+                                       s_tol() * fmax(1.0, fabs((double)want[i])))) {
                     snprintf(why, len, "graph run %d: element %lld: cuda %.9g, cpu %.9g", r,
-                             (long long)i, v->numel == n ? y[i] : NAN, want[i]);
+                             (long long)i, v->numel == n ? s_at(v, i) : NAN, want[i]);
                     ok = false;
                 }
         }
@@ -262,6 +306,12 @@ static void s_check(s_case *c)
                      s_device_of(pg, c->on_cuda[i]));
             goto out;
         }
+    for (size_t i = 0; s_dt == GX_F16 && i < pg->n_steps; i++)
+        if (pg->steps[i].wide) { /* cuda runs every op of the f16 cases in float16 */
+            snprintf(why, sizeof why, "step of node %s computes in float32 (widened)",
+                     pg->steps[i].node->name);
+            goto out;
+        }
     int fused = 0;
     for (size_t i = 0; i < pg->n_steps; i++)
         fused += pg->steps[i].fused && strcmp(pg->devices[pg->steps[i].device]->name, "cuda") == 0;
@@ -291,7 +341,7 @@ static void s_check(s_case *c)
             at = i;
         }
     }
-    if (!(worst <= S_TOL)) {
+    if (!(worst <= s_tol())) {
         snprintf(why, sizeof why, "element %lld: cuda %.9g, cpu %.9g (relative error %.3g)",
                  (long long)at, yg[at], yc[at], worst);
         goto out;
@@ -305,7 +355,8 @@ static void s_check(s_case *c)
         snprintf(why + wl, sizeof why - wl, "; %s", gw);
     }
 out:
-    printf("%s %-28s %s\n", ok ? "PASS" : "FAIL", c->name, why);
+    printf("%s %s%-28s %s\n", ok ? "PASS" : "FAIL", s_dt == GX_F16 ? "f16 " : "", c->name,
+           why);
     fflush(stdout);
     ok ? s_pass++ : s_fail++;
     free(yg);
@@ -392,10 +443,8 @@ static void s_clip_inputs(void)
 {
     s_case c = s_new("Clip min/max inputs");
     s_input(&c, "x", 2, (int64_t[]){31, 70}, false);
-    gx_tensor *lo = gx_tensor_new_copy(GX_F32, 0, NULL, (float[]){-0.25f}, sizeof(float));
-    gx_tensor *hi = gx_tensor_new_copy(GX_F32, 0, NULL, (float[]){0.5f}, sizeof(float));
-    gx_graph_add_const(c.g, "lo", &lo);
-    gx_graph_add_const(c.g, "hi", &hi);
+    s_scalar(c.g, "lo", -0.25f);
+    s_scalar(c.g, "hi", 0.5f);
     s_node(c.g, "Clip", "u", 3, "x", "lo", "hi", "y");
     c.on_cuda[0] = "u";
     s_check(&c);
@@ -489,8 +538,7 @@ static void s_fused_chain(void)
     s_input(&c, "x", 3, (int64_t[]){4, 33, 65}, false);
     s_input(&c, "b", 3, (int64_t[]){4, 33, 65}, false);
     s_const(c.g, "row", 2, (int64_t[]){1, 65}, 51);
-    gx_tensor *two = gx_tensor_new_copy(GX_F32, 0, NULL, (float[]){2.5f}, sizeof(float));
-    gx_graph_add_const(c.g, "two", &two);
+    s_scalar(c.g, "two", 2.5f);
     s_node(c.g, "Add", "add", 2, "x", "b", NULL, "t1");
     s_node(c.g, "Relu", "relu", 1, "t1", NULL, NULL, "t2");
     s_node(c.g, "Mul", "mul", 2, "t2", "row", NULL, "t3");
@@ -761,12 +809,17 @@ static int s_cmp_double(const void *a, const void *b)
 }
 
 /* MatMul n^3: the plan (input copied in, output copied out) vs cuBLAS
- * alone on device buffers and cuBLAS plus the same two copies, in float32
- * or with TF32 (gpu_tf32) on both sides. A TF32 run's output is compared
- * with the float32 run's before it (*ref: the last output, kept). */
-static void s_time_matmul(int64_t n, int reps, bool tf32, float **ref)
+ * alone on device buffers and cuBLAS plus the same two copies, in float32,
+ * with TF32 (gpu_tf32) on both sides, or over float16 tensors (GemmEx,
+ * float accumulation, on both sides). A TF32 or float16 run's output is
+ * compared with the float32 run's before it (*ref: float32's output). */
+typedef enum { S_F32, S_TF32, S_F16 } s_kind;
+
+static void s_time_matmul(int64_t n, int reps, s_kind kind, float **ref)
 {
-    gx_cuda_configure(0, 0.9, tf32);
+    static const char *const kname[] = {"f32", "TF32", "f16"};
+    gx_cuda_configure(0, 0.9, kind == S_TF32);
+    s_dt = kind == S_F16 ? GX_F16 : GX_F32;
     s_case c = s_new("time");
     s_input(&c, "a", 2, (int64_t[]){n, n}, false);
     s_const(c.g, "w", 2, (int64_t[]){n, n}, 3);
@@ -775,7 +828,7 @@ static void s_time_matmul(int64_t n, int reps, bool tf32, float **ref)
     char err[512];
     gxd_plan *p = NULL;
     if (s_compile(&c, gx_backend_cuda(), &p, err, sizeof err) < 0) {
-        printf("TIME MatMul %lld^3: compile: %s\n", (long long)n, err);
+        printf("TIME MatMul %lld^3 %s: compile: %s\n", (long long)n, kname[kind], err);
         goto out;
     }
     gxd_compile_limits lim = s_lim(NULL);
@@ -790,7 +843,7 @@ static void s_time_matmul(int64_t n, int reps, bool tf32, float **ref)
     double t[32];
     if (!arena || gxd_arenas_devmem(&a, 0, p, false, &dm, err, sizeof err) < 0 ||
         gxd_frame_init_dev(&f, p, arena, &dm, false, c.in, &lim, &stop, err, sizeof err) < 0) {
-        printf("TIME MatMul %lld^3: frame: %s\n", (long long)n, err);
+        printf("TIME MatMul %lld^3 %s: frame: %s\n", (long long)n, kname[kind], err);
         gxd_arenas_fini(&a);
         goto out;
     }
@@ -804,57 +857,64 @@ static void s_time_matmul(int64_t n, int reps, bool tf32, float **ref)
     }
     double diff = 0;
     if (rc == GX_OK) {
-        const float *y = gxd_frame_output(&f, 0)->data;
+        const gx_view *y = gxd_frame_output(&f, 0);
         for (int64_t i = 0; *ref && i < n * n; i++)
-            diff = fmax(diff, fabs((double)y[i] - (*ref)[i]) / fmax(1.0, fabs((double)(*ref)[i])));
-        free(*ref);
-        if ((*ref = malloc((size_t)(n * n) * sizeof(float))))
-            memcpy(*ref, y, (size_t)(n * n) * sizeof(float));
+            diff = fmax(diff, fabs((double)s_at(y, i) - (*ref)[i]) /
+                                  fmax(1.0, fabs((double)(*ref)[i])));
+        if (kind == S_F32) {
+            free(*ref);
+            if ((*ref = malloc((size_t)(n * n) * sizeof(float))))
+                memcpy(*ref, y->data, (size_t)(n * n) * sizeof(float));
+        }
     }
     gxd_frame_fini(&f);
     gxd_arenas_fini(&a);
     if (rc < 0) {
-        printf("TIME MatMul %lld^3: run: %s\n", (long long)n, err);
+        printf("TIME MatMul %lld^3 %s: run: %s\n", (long long)n, kname[kind], err);
         goto out;
     }
     qsort(t, (size_t)reps, sizeof t[0], s_cmp_double);
     const double plan = t[reps / 2];
 
     /* cuBLAS alone */
-    const size_t bytes = (size_t)(n * n) * sizeof(float);
-    float *da, *db, *dy;
+    const size_t bytes = (size_t)(n * n) * gx_dtype_size(s_dt);
+    void *da, *db, *dy;
     cublasHandle_t h;
     cudaStream_t st;
     cudaStreamCreate(&st);
     cublasCreate(&h);
     cublasSetStream(h, st);
-    cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
-    cudaMalloc((void **)&da, bytes);
-    cudaMalloc((void **)&db, bytes);
-    cudaMalloc((void **)&dy, bytes);
+    cublasSetMathMode(h, kind == S_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    cudaMalloc(&da, bytes);
+    cudaMalloc(&db, bytes);
+    cudaMalloc(&dy, bytes);
     cudaMemcpy(da, c.data[0], bytes, cudaMemcpyHostToDevice);
     cudaMemcpy(db, c.data[0], bytes, cudaMemcpyHostToDevice);
-    float *host = NULL; /* the output's copy: pinned as the plan's host arena is */
-    if (cudaHostAlloc((void **)&host, bytes, cudaHostAllocDefault) != cudaSuccess) {
+    void *host = NULL; /* the output's copy: pinned as the plan's host arena is */
+    if (cudaHostAlloc(&host, bytes, cudaHostAllocDefault) != cudaSuccess) {
         cudaGetLastError();
         host = NULL;
     }
     const float one = 1, zero = 0;
+    const int ni = (int)n;
     double tk[32], tc[32];
     for (int r = -1; r < reps; r++) {
-        double t0 = s_now();
-        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, db, (int)n, da,
-                    (int)n, &zero, dy, (int)n);
-        cudaStreamSynchronize(st);
-        double t1 = s_now();
-        cudaMemcpyAsync(da, c.data[0], bytes, cudaMemcpyHostToDevice, st);
-        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, db, (int)n, da,
-                    (int)n, &zero, dy, (int)n);
-        cudaMemcpyAsync(host, dy, bytes, cudaMemcpyDeviceToHost, st);
-        cudaStreamSynchronize(st);
-        if (r >= 0) {
-            tk[r] = t1 - t0;
-            tc[r] = s_now() - t1;
+        for (int copies = 0; copies < 2; copies++) {
+            double t0 = s_now();
+            if (copies)
+                cudaMemcpyAsync(da, c.data[0], bytes, cudaMemcpyHostToDevice, st);
+            if (kind == S_F16)
+                cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, db, CUDA_R_16F, ni,
+                             da, CUDA_R_16F, ni, &zero, dy, CUDA_R_16F, ni, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT);
+            else
+                cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, db, ni, da, ni, &zero,
+                            dy, ni);
+            if (copies)
+                cudaMemcpyAsync(host, dy, bytes, cudaMemcpyDeviceToHost, st);
+            cudaStreamSynchronize(st);
+            if (r >= 0)
+                (copies ? tc : tk)[r] = s_now() - t0;
         }
     }
     cudaError_t e = cudaGetLastError();
@@ -865,14 +925,14 @@ static void s_time_matmul(int64_t n, int reps, bool tf32, float **ref)
            "included; host arena %s) | cuBLAS alone %.3f ms (%.1f TFLOP/s) -> plan at %.0f%% of "
            "cuBLAS | "
            "cuBLAS + the same copies %.3f ms -> plan at %.0f%%%s%s\n",
-           (long long)n, tf32 ? "TF32" : "f32", reps, plan * 1e3, flop / plan * 1e-12,
+           (long long)n, kname[kind], reps, plan * 1e3, flop / plan * 1e-12,
            pinned ? "pinned" : "pageable", tk[reps / 2] * 1e3,
            flop / tk[reps / 2] * 1e-12, 100.0 * tk[reps / 2] / plan, tc[reps / 2] * 1e3,
            100.0 * tc[reps / 2] / plan, e != cudaSuccess ? "; CUDA error: " : "",
            e != cudaSuccess ? cudaGetErrorString(e) : "");
-    if (tf32)
-        printf("TIME MatMul %lld^3 TF32: largest relative difference from the float32 plan's "
-               "output %.2g\n", (long long)n, diff);
+    if (kind != S_F32)
+        printf("TIME MatMul %lld^3 %s: largest relative difference from the float32 plan's "
+               "output %.2g\n", (long long)n, kname[kind], diff);
     cudaFreeHost(host);
     cudaFree(da);
     cudaFree(db);
@@ -882,6 +942,7 @@ static void s_time_matmul(int64_t n, int reps, bool tf32, float **ref)
 out:
     fflush(stdout);
     gx_cuda_configure(0, 0.9, false);
+    s_dt = GX_F32;
     gxd_plan_destroy(&p);
     gx_graph_destroy(&c.g);
     free(c.data[0]);
@@ -966,10 +1027,8 @@ static s_case s_chain_case(void)
     s_case c = s_new("chain");
     const int64_t n = 1 << 20;
     s_input(&c, "x", 1, (int64_t[]){n}, false);
-    gx_tensor *a = gx_tensor_new_copy(GX_F32, 0, NULL, (float[]){0.01f}, sizeof(float));
-    gx_tensor *m = gx_tensor_new_copy(GX_F32, 0, NULL, (float[]){0.99f}, sizeof(float));
-    gx_graph_add_const(c.g, "a", &a);
-    gx_graph_add_const(c.g, "m", &m);
+    s_scalar(c.g, "a", 0.01f);
+    s_scalar(c.g, "m", 0.99f);
     char prev[16] = "x", cur[16], nm[16];
     for (int i = 0; i < 200; i++) {
         snprintf(cur, sizeof cur, i == 199 ? "y" : "t%d", i);
@@ -1119,13 +1178,39 @@ int main(int argc, char **argv)
 #ifdef HAVE_CUDNN
     s_dnn_cases();
 #endif
+    /* the cases over float16 (cuDNN's ops run float32 only) */
+    s_dt = GX_F16;
+    s_matmul2d();
+    s_matmul_batched();
+    s_gemm(0, 0, 0, 1, 1);
+    s_gemm(1, 0, 2, 0.5, 2);
+    s_gemm(1, 1, 1, 1.5, 0.25);
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        s_unary(plain[i], false, NULL, 0);
+    s_unary("Log", true, NULL, 0);
+    s_unary("Sqrt", true, NULL, 0);
+    s_unary("Gelu", false, "tanh", 0);
+    s_unary("LeakyRelu", false, "alpha", 0.2);
+    s_clip_inputs();
+    for (size_t i = 0; i < 4; i++)
+        s_binary(bin[i], 3, (int64_t[]){5, 12, 37});
+    s_binary("Mul", 2, (int64_t[]){12, 1});
+    s_softmax();
+    s_reshape();
+    s_mlp();
+    s_fused_chain();
+    s_transpose("Transpose 4-D 0231", 4, (int64_t[]){2, 3, 17, 19}, (int64_t[]){0, 2, 3, 1});
+    s_concat();
+    s_reduce("ReduceSum", 1, 1, (int64_t[]){-1});
+    s_reduce("ReduceMean", 0, 2, (int64_t[]){1, 2});
+    s_dt = GX_F32;
     printf("%d passed, %d failed\n", s_pass, s_fail);
     fflush(stdout);
     if (argc < 2 || strcmp(argv[1], "--no-timing") != 0) {
         for (int64_t n = 1024; n <= 8192; n *= 2) {
             float *ref = NULL;
-            s_time_matmul(n, n >= 8192 ? 5 : 10, false, &ref);
-            s_time_matmul(n, n >= 8192 ? 5 : 10, true, &ref);
+            for (s_kind k = S_F32; k <= S_F16; k++)
+                s_time_matmul(n, n >= 8192 ? 5 : 10, k, &ref);
             free(ref);
         }
         s_time_chain();
