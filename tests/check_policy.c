@@ -667,7 +667,9 @@ START_TEST(test_seen_hot_cold)
     gxd_policy_machine m = s_machine(2, 0);
     m.hot = true;
     gxd_policy_choose(&job, &m, GX_MODE_AUTO, &a);
-    ck_assert_msg(strstr(a.reason, "measured/model seq 1.10 intra 1.40 inter 3.00 (helpers spinning)"), "%s", a.reason);
+    ck_assert_msg(
+        strstr(a.reason, "measured/model seq 1.10 intra 1.40 inter 3.00 (helpers spinning)"), "%s",
+        a.reason);
 }
 END_TEST
 
