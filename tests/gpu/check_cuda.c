@@ -1103,6 +1103,44 @@ static void s_time_chain(void)
     fflush(stdout);
 }
 
+/* The cases of the kernels besides cuDNN's, over s_dt's tensors. */
+static void s_cases(void)
+{
+    s_matmul2d();
+    s_matmul_batched();
+    s_gemm(0, 0, 0, 1, 1);
+    s_gemm(0, 1, 1, 1, 1);
+    s_gemm(1, 0, 2, 0.5, 2);
+    s_gemm(1, 1, 1, 1.5, 0.25);
+    const char *plain[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Erf",
+                           "Gelu", "Identity"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        s_unary(plain[i], false, NULL, 0);
+    s_unary("Log", true, NULL, 0);
+    s_unary("Sqrt", true, NULL, 0);
+    s_unary("Gelu", false, "tanh", 0);
+    s_unary("LeakyRelu", false, "alpha", 0.2);
+    s_clip_inputs();
+    const char *bin[] = {"Add", "Sub", "Mul", "Div"};
+    for (size_t i = 0; i < 4; i++) {
+        s_binary(bin[i], 3, (int64_t[]){5, 12, 37});
+        s_binary(bin[i], 2, (int64_t[]){12, 1});
+    }
+    s_binary("Add", 1, (int64_t[]){37});
+    s_softmax();
+    s_reshape();
+    s_mlp();
+    s_fused_chain();
+    s_transpose("Transpose 2-D default perm", 2, (int64_t[]){37, 53}, NULL);
+    s_transpose("Transpose 4-D 0231", 4, (int64_t[]){2, 3, 17, 19}, (int64_t[]){0, 2, 3, 1});
+    s_transpose("Transpose 6-D 531420", 6, (int64_t[]){2, 3, 4, 5, 3, 2},
+                (int64_t[]){5, 3, 1, 4, 2, 0});
+    s_concat();
+    s_reduce("ReduceSum", 1, 1, (int64_t[]){-1});
+    s_reduce("ReduceMean", 0, 2, (int64_t[]){1, 2});
+    s_reduce("ReduceMean", 1, 1, (int64_t[]){2});
+}
+
 /* --npy-close A B: same shape and every value within S_TOL relative. */
 static int s_npy_close(const char *a, const char *b)
 {
@@ -1142,67 +1180,12 @@ int main(int argc, char **argv)
     }
     printf("cuda: %s\n", note);
     s_ready_at_compile();
-    s_matmul2d();
-    s_matmul_batched();
-    s_gemm(0, 0, 0, 1, 1);
-    s_gemm(0, 1, 1, 1, 1);
-    s_gemm(1, 0, 2, 0.5, 2);
-    s_gemm(1, 1, 1, 1.5, 0.25);
-    const char *plain[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Erf",
-                           "Gelu", "Identity"};
-    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
-        s_unary(plain[i], false, NULL, 0);
-    s_unary("Log", true, NULL, 0);
-    s_unary("Sqrt", true, NULL, 0);
-    s_unary("Gelu", false, "tanh", 0);
-    s_unary("LeakyRelu", false, "alpha", 0.2);
-    s_clip_inputs();
-    const char *bin[] = {"Add", "Sub", "Mul", "Div"};
-    for (size_t i = 0; i < 4; i++) {
-        s_binary(bin[i], 3, (int64_t[]){5, 12, 37});
-        s_binary(bin[i], 2, (int64_t[]){12, 1});
-    }
-    s_binary("Add", 1, (int64_t[]){37});
-    s_softmax();
-    s_reshape();
-    s_mlp();
-    s_fused_chain();
-    s_transpose("Transpose 2-D default perm", 2, (int64_t[]){37, 53}, NULL);
-    s_transpose("Transpose 4-D 0231", 4, (int64_t[]){2, 3, 17, 19}, (int64_t[]){0, 2, 3, 1});
-    s_transpose("Transpose 6-D 531420", 6, (int64_t[]){2, 3, 4, 5, 3, 2},
-                (int64_t[]){5, 3, 1, 4, 2, 0});
-    s_concat();
-    s_reduce("ReduceSum", 1, 1, (int64_t[]){-1});
-    s_reduce("ReduceMean", 0, 2, (int64_t[]){1, 2});
-    s_reduce("ReduceMean", 1, 1, (int64_t[]){2});
+    s_cases();
 #ifdef HAVE_CUDNN
     s_dnn_cases();
 #endif
-    /* the cases over float16 (cuDNN's ops run float32 only) */
-    s_dt = GX_F16;
-    s_matmul2d();
-    s_matmul_batched();
-    s_gemm(0, 0, 0, 1, 1);
-    s_gemm(1, 0, 2, 0.5, 2);
-    s_gemm(1, 1, 1, 1.5, 0.25);
-    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
-        s_unary(plain[i], false, NULL, 0);
-    s_unary("Log", true, NULL, 0);
-    s_unary("Sqrt", true, NULL, 0);
-    s_unary("Gelu", false, "tanh", 0);
-    s_unary("LeakyRelu", false, "alpha", 0.2);
-    s_clip_inputs();
-    for (size_t i = 0; i < 4; i++)
-        s_binary(bin[i], 3, (int64_t[]){5, 12, 37});
-    s_binary("Mul", 2, (int64_t[]){12, 1});
-    s_softmax();
-    s_reshape();
-    s_mlp();
-    s_fused_chain();
-    s_transpose("Transpose 4-D 0231", 4, (int64_t[]){2, 3, 17, 19}, (int64_t[]){0, 2, 3, 1});
-    s_concat();
-    s_reduce("ReduceSum", 1, 1, (int64_t[]){-1});
-    s_reduce("ReduceMean", 0, 2, (int64_t[]){1, 2});
+    s_dt = GX_F16; /* again over float16 (cuDNN's ops run float32 only) */
+    s_cases();
     s_dt = GX_F32;
     printf("%d passed, %d failed\n", s_pass, s_fail);
     fflush(stdout);
