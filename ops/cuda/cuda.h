@@ -20,7 +20,7 @@
 
 /* The rules of what the kernels run (rules.c; static storage); the cuDNN
  * rows only in a build with cuDNN (config.h's HAVE_CUDNN). */
-#define GX_CUDA_N_BASE_RULES 28
+#define GX_CUDA_N_BASE_RULES 29
 #ifdef HAVE_CUDNN
 #define GX_CUDA_N_DNN_RULES 6
 #else

@@ -2,7 +2,8 @@
  * The CUDA backend's kernels (float32 and float16): MatMul and Gemm through cuBLAS on
  * the worker's stream and handle; elementwise ops, broadcasting binary ops,
  * Softmax over the last axis, Gemm's C, Transpose (rank 6 at most) and
- * ReduceSum / ReduceMean over trailing axes as CUDA C compiled by NVRTC
+ * ReduceSum / ReduceMean over trailing axes and Cast between float32
+ * and float16 as CUDA C compiled by NVRTC
  * when the plan is made (gx_cuda_kernel_ready; cached: gx_cuda_jit); the
  * shape ops and Concat as copies within
  * the device; Conv, pools and BatchNormalization through cuDNN (dnn.c).
@@ -500,6 +501,52 @@ static void s_k_gemm(const gx_kargs *k)
     gx_cuda_done(k, q);
 }
 
+/* ---- Cast between float32 and float16 --------------------------------- */
+
+/* y = x converted: LD and ST of the float16 prelude (round to nearest
+ * even, overflow to infinity). */
+static const char s_cast_f16_to_f32_src[] =
+    "extern \"C\" __global__ void gx_cast_f16_f32(const T *__restrict__ x,\n"
+    "    float *__restrict__ y, long long n)\n"
+    "{\n"
+    "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "         i += (long long)gridDim.x * blockDim.x)\n"
+    "        y[i] = LD(x[i]);\n"
+    "}\n";
+static const char s_cast_f32_to_f16_src[] =
+    "extern \"C\" __global__ void gx_cast_f32_f16(const float *__restrict__ x,\n"
+    "    T *__restrict__ y, long long n)\n"
+    "{\n"
+    "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "         i += (long long)gridDim.x * blockDim.x)\n"
+    "        y[i] = ST(x[i]);\n"
+    "}\n";
+
+/* The kernel converting from to to (float32 and float16 either way). */
+static const void *s_cast_fn(gx_cuda_queue *q, gx_dtype from)
+{
+    return from == GX_F16 ? s_jit(q, GX_F16, s_cast_f16_to_f32_src, "gx_cast_f16_f32")
+                          : s_jit(q, GX_F16, s_cast_f32_to_f16_src, "gx_cast_f32_f16");
+}
+
+static void s_k_copy(const gx_kargs *k);
+
+static void s_k_cast(const gx_kargs *k)
+{
+    if (k->in[0].dtype == k->out[0].dtype) {
+        s_k_copy(k);
+        return;
+    }
+    gx_cuda_queue *q = gx_cuda_queue_of(k);
+    const void *x = k->in[0].data;
+    void *y = k->out[0].data;
+    long long n = (long long)k->out[0].numel;
+    void *args[] = {&x, &y, &n};
+    if (n > 0)
+        gx_cuda_launch(q, s_cast_fn(q, k->in[0].dtype), gx_cuda_grid(n), 256, args);
+    gx_cuda_done(k, q);
+}
+
 /* ---- the shape ops: the same bytes ------------------------------------ */
 
 static void s_k_copy(const gx_kargs *k)
@@ -565,6 +612,7 @@ static const gx_kernel_fn s_kernels[GX_OP_COUNT] = {
     [GX_OP_SQUEEZE] = s_k_copy, [GX_OP_UNSQUEEZE] = s_k_copy,
     [GX_OP_TRANSPOSE] = s_k_transpose, [GX_OP_CONCAT] = s_k_concat,
     [GX_OP_REDUCE_SUM] = s_k_reduce_sum, [GX_OP_REDUCE_MEAN] = s_k_reduce_mean,
+    [GX_OP_CAST] = s_k_cast,
 };
 
 void gx_cuda_kernel_ready(gx_cuda_queue *q, gx_op op, const gx_kargs *k)
@@ -584,6 +632,8 @@ void gx_cuda_kernel_ready(gx_cuda_queue *q, gx_op op, const gx_kargs *k)
         s_jit(q, dt, s_reduce_src, "gx_reduce_rows");
     else if (op == GX_OP_GEMM && s_gemm_has_c(k))
         s_jit(q, k->out[0].dtype, s_bias_src, "gx_gemm_bias");
+    else if (op == GX_OP_CAST && k->in[0].dtype != k->out[0].dtype)
+        s_cast_fn(q, k->in[0].dtype);
 }
 
 gx_kernel_fn gx_cuda_kernel(gx_op op)

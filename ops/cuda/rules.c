@@ -216,6 +216,9 @@ const gx_op_rule gx_cuda_rules[GX_CUDA_N_RULES] = {
     S_COPY(UNSQUEEZE, 1u << 1),
     S_GEN(TRANSPOSE, s_transpose),
     {GX_OP_CONCAT, GX_DT_FLOAT, 0, NULL, "cudart"},
+    /* float32 <-> float16 (the widen pass's Casts around what cuDNN runs
+     * in float32 only) */
+    {GX_OP_CAST, GX_DT_FLOAT, 0, NULL, "NVRTC"},
     {GX_OP_REDUCE_SUM, GX_DT_FLOAT, 1u << 1, s_reduce, "NVRTC"},
     {GX_OP_REDUCE_MEAN, GX_DT_FLOAT, 1u << 1, s_reduce, "NVRTC"},
 #ifdef HAVE_CUDNN

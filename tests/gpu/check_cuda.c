@@ -44,6 +44,10 @@
 /* The dtype of the cases' tensors (s_input, s_const, s_scalar): float32,
  * then float16 for the second pass. */
 static gx_dtype s_dt = GX_F32;
+/* In the float16 pass: may the cuda plan compute steps in float32 (the
+ * widen pass: cuDNN's ops)? Then every step but the copies must run on
+ * cuda, the widen pass's Casts included; else none may be widened. */
+static bool s_may_widen;
 
 static double s_tol(void)
 {
@@ -98,6 +102,14 @@ static gx_tensor *s_const(gx_graph *g, const char *name, int nd, const int64_t *
     s_fill_dt(gx_tensor_data(t), gx_tensor_numel(t), seed, false);
     gx_graph_add_const(g, name, &t);
     return NULL;
+}
+
+/* A constant of n positive values of s_dt (a variance). */
+static void s_positive(gx_graph *g, const char *name, int64_t n, unsigned seed)
+{
+    gx_tensor *t = gx_tensor_new(s_dt, 1, &n);
+    s_fill_dt(gx_tensor_data(t), n, seed, true);
+    gx_graph_add_const(g, name, &t);
 }
 
 /* A scalar constant v of s_dt. */
@@ -306,12 +318,20 @@ static void s_check(s_case *c)
                      s_device_of(pg, c->on_cuda[i]));
             goto out;
         }
-    for (size_t i = 0; s_dt == GX_F16 && i < pg->n_steps; i++)
-        if (pg->steps[i].wide) { /* cuda runs every op of the f16 cases in float16 */
+    for (size_t i = 0; s_dt == GX_F16 && i < pg->n_steps; i++) {
+        const gxd_step *st = &pg->steps[i];
+        if (st->wide && !s_may_widen) { /* cuda runs every op of these in float16 */
             snprintf(why, sizeof why, "step of node %s computes in float32 (widened)",
-                     pg->steps[i].node->name);
+                     st->node->name);
             goto out;
         }
+        if (s_may_widen && !st->copy && !st->folded &&
+            strcmp(pg->devices[st->device]->name, "cuda") != 0) {
+            snprintf(why, sizeof why, "step of node %s (%s) runs on %s", st->node->name,
+                     st->node->op, pg->devices[st->device]->name);
+            goto out;
+        }
+    }
     int fused = 0;
     for (size_t i = 0; i < pg->n_steps; i++)
         fused += pg->steps[i].fused && strcmp(pg->devices[pg->steps[i].device]->name, "cuda") == 0;
@@ -727,9 +747,7 @@ static void s_batchnorm(int rank)
     s_const(cs.g, "scale", 1, (int64_t[]){16}, 31);
     s_const(cs.g, "bias", 1, (int64_t[]){16}, 32);
     s_const(cs.g, "mean", 1, (int64_t[]){16}, 33);
-    gx_tensor *var = gx_tensor_new(GX_F32, 1, (int64_t[]){16});
-    s_fill(gx_tensor_data(var), 16, 34, true);
-    gx_graph_add_const(cs.g, "var", &var);
+    s_positive(cs.g, "var", 16, 34);
     gx_node *nd = gx_graph_add_node(cs.g, "BatchNormalization", "bn", 5,
                                     (const char *[]){"x", "scale", "bias", "mean", "var"}, 1,
                                     (const char *[]){"y"});
@@ -748,9 +766,7 @@ static void s_convnet(const char *name, int graph_runs)
     s_const(cs.g, "scale", 1, (int64_t[]){16}, 43);
     s_const(cs.g, "bias", 1, (int64_t[]){16}, 44);
     s_const(cs.g, "mean", 1, (int64_t[]){16}, 45);
-    gx_tensor *var = gx_tensor_new(GX_F32, 1, (int64_t[]){16});
-    s_fill(gx_tensor_data(var), 16, 46, true);
-    gx_graph_add_const(cs.g, "var", &var);
+    s_positive(cs.g, "var", 16, 46);
     s_const(cs.g, "w2", 4, (int64_t[]){32, 16, 3, 3}, 47);
     s_const(cs.g, "wf", 2, (int64_t[]){32, 10}, 48);
     gx_node *nd = s_node(cs.g, "Conv", "conv1", 3, "x", "w1", "b1", "c1");
@@ -1103,6 +1119,21 @@ static void s_time_chain(void)
     fflush(stdout);
 }
 
+/* The model's own Casts between float16 and float32 run on cuda. */
+static void s_casts(void)
+{
+    s_case c = s_new("Cast f16-f32-Sigmoid-f16");
+    s_input(&c, "x", 2, (int64_t[]){33, 65}, false);
+    gx_node *n = s_node(c.g, "Cast", "up", 1, "x", NULL, NULL, "x32");
+    gx_node_set_int(n, "to", 1); /* FLOAT */
+    s_node(c.g, "Sigmoid", "sig", 1, "x32", NULL, NULL, "s");
+    n = s_node(c.g, "Cast", "down", 1, "s", NULL, NULL, "y");
+    gx_node_set_int(n, "to", 10); /* FLOAT16 */
+    c.on_cuda[0] = "up";
+    c.on_cuda[1] = "down";
+    s_check(&c);
+}
+
 /* The cases of the kernels besides cuDNN's, over s_dt's tensors. */
 static void s_cases(void)
 {
@@ -1184,8 +1215,19 @@ int main(int argc, char **argv)
 #ifdef HAVE_CUDNN
     s_dnn_cases();
 #endif
-    s_dt = GX_F16; /* again over float16 (cuDNN's ops run float32 only) */
+    s_dt = GX_F16; /* again over float16 */
     s_cases();
+#ifdef HAVE_CUDNN
+    /* cuDNN's ops run float32 only: widened, on the GPU with their Casts
+     * (not the pools: the CPU has float16 pools, so they stay on it) */
+    s_may_widen = true;
+    s_conv("Conv 3x3 pad1 bias", 4, 8, 16, 1, 3, 1, 1, 1, true);
+    s_conv("Conv depthwise 3x3", 4, 8, 8, 8, 3, 1, 1, 1, true);
+    s_batchnorm(4);
+    s_convnet("convnet Conv-BN-Relu-Pool-Conv-GAP-Gemm", 0);
+    s_may_widen = false;
+#endif
+    s_casts();
     s_dt = GX_F32;
     printf("%d passed, %d failed\n", s_pass, s_fail);
     fflush(stdout);
