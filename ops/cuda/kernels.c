@@ -501,6 +501,21 @@ static void s_k_gemm(const gx_kargs *k)
     gx_cuda_done(k, q);
 }
 
+/* ---- the shape ops: the same bytes ------------------------------------ */
+
+static void s_k_copy(const gx_kargs *k)
+{
+    gx_cuda_queue *q = gx_cuda_queue_of(k);
+    const size_t n = (size_t)k->out[0].numel * gx_dtype_size(k->out[0].dtype);
+    cudaError_t e = cudaSuccess;
+    if (n && k->out[0].data != k->in[0].data)
+        e = cudaMemcpyAsync(k->out[0].data, k->in[0].data, n, cudaMemcpyDeviceToDevice,
+                            q->stream);
+    if (e != cudaSuccess)
+        gx_cuda_fail(q, "device copy of %zu bytes: %s", n, cudaGetErrorString(e));
+    gx_cuda_done(k, q);
+}
+
 /* ---- Cast between float32 and float16 --------------------------------- */
 
 /* y = x converted: LD and ST of the float16 prelude (round to nearest
@@ -529,8 +544,6 @@ static const void *s_cast_fn(gx_cuda_queue *q, gx_dtype from)
                           : s_jit(q, GX_F16, s_cast_f32_to_f16_src, "gx_cast_f32_f16");
 }
 
-static void s_k_copy(const gx_kargs *k);
-
 static void s_k_cast(const gx_kargs *k)
 {
     if (k->in[0].dtype == k->out[0].dtype) {
@@ -544,21 +557,6 @@ static void s_k_cast(const gx_kargs *k)
     void *args[] = {&x, &y, &n};
     if (n > 0)
         gx_cuda_launch(q, s_cast_fn(q, k->in[0].dtype), gx_cuda_grid(n), 256, args);
-    gx_cuda_done(k, q);
-}
-
-/* ---- the shape ops: the same bytes ------------------------------------ */
-
-static void s_k_copy(const gx_kargs *k)
-{
-    gx_cuda_queue *q = gx_cuda_queue_of(k);
-    const size_t n = (size_t)k->out[0].numel * gx_dtype_size(k->out[0].dtype);
-    cudaError_t e = cudaSuccess;
-    if (n && k->out[0].data != k->in[0].data)
-        e = cudaMemcpyAsync(k->out[0].data, k->in[0].data, n, cudaMemcpyDeviceToDevice,
-                            q->stream);
-    if (e != cudaSuccess)
-        gx_cuda_fail(q, "device copy of %zu bytes: %s", n, cudaGetErrorString(e));
     gx_cuda_done(k, q);
 }
 

@@ -57,8 +57,7 @@ static double s_tol(void)
 /* Element i of a float32 or float16 view, as a float. */
 static float s_at(const gx_view *v, int64_t i)
 {
-    return v->dtype == GX_F16 ? gx_f16_to_f32(((const uint16_t *)v->data)[i])
-                              : ((const float *)v->data)[i];
+    return (float)gx_cpu_load_f64(v->data, v->dtype, i);
 }
 
 static int s_pass, s_fail;
