@@ -1988,7 +1988,9 @@ int main(int argc, char **argv)
     printf("# medians in us; per model and configuration %d warm-up runs, then %.2f s or %d "
            "runs in %d rounds\n", x.o.warmup, x.o.seconds, x.o.max_runs, x.o.rounds);
     printf("# ORT_*: Run(); gx_seq, gx_auto: the daemon's compute_us in mode seq and auto "
-           "(auto_ran: mode/workers auto chose); gx_e2e: auto's client round trip;\n"
+           "(auto_ran: mode/workers auto chose); gx_e2e: auto's client round trip (libgexec's "
+           "shared-memory ring for inputs up to 256 KiB on a local daemon; GEXEC_RING=0: the "
+           "socket);\n"
            "# seq/ORT, auto/ORT: gexec compute_us over the faster ORT (< 1: gexec faster); "
            "max_abs, max_rel: gexec vs ORT output (rel to max |ORT|; > %.0e: MISMATCH, but "
            "one quantization step of a quantized output: ok (1 quantum))\n",

@@ -30,13 +30,20 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "gexec/client.h"
 #include "gexec/tensor.h"
 
-#define GX_RING_MAGIC 0x676e6972u /* "ring", written by the client */
+#define GX_RING_MAGIC 0x32676e72u /* "rng2" (completions say how the job ran, and
+                                   * GX_RING_CQE_SOCKET), written by the client */
 #define GX_RING_MAX_ENTRIES 1024  /* a power of two, at most this */
 #define GX_RING_MAX_IO 4          /* inputs, and outputs, of one job through the ring */
 #define GX_RING_MAX_SLOTS 16      /* graphs bound to one ring */
 #define GX_RING_NAME 32           /* an input's or output's name, NUL included */
+/* gx_ring_cqe.flags: the job ran, but the ring cannot carry its outputs
+ * (more than GX_RING_MAX_IO, strings or sequences, or more bytes than the
+ * output area): its status says why, and the client runs the job again
+ * over the socket, which carries any output */
+#define GX_RING_CQE_SOCKET 1u
 
 typedef struct gx_ring_tensor {
     char name[GX_RING_NAME];
@@ -73,14 +80,20 @@ typedef struct gx_ring_sqe {
     gx_ring_tensor in[GX_RING_MAX_IO];
 } gx_ring_sqe;
 
-/* A completion: status (a gx_status), and on success the outputs where
- * they lie in the output area; on failure a message. */
+/* A completion: status (a gx_status), how the job ran (what a socket
+ * RUN's reply says of it: docs/protocol.md "run"), and on success the
+ * outputs where they lie in the output area; on failure a message. */
 typedef struct gx_ring_cqe {
     uint64_t user;
     int32_t status;
     uint32_t n_out;
-    int64_t queue_us, compute_us;
+    uint32_t flags; /* GX_RING_CQE_* */
+    int32_t workers, replicas, batched;
+    int64_t queue_us, compute_us, compile_us, device_us;
+    double est_us[GX_MODE_COUNT]; /* the policy's estimate per mode; < 0: none */
     char mode[16];
+    char device[32];
+    char reason[160];
     gx_ring_tensor out[GX_RING_MAX_IO];
     char message[160];
 } gx_ring_cqe;

@@ -531,11 +531,21 @@ void gxd_ring_post(gxd_job *j)
     c.status = j->status;
     c.queue_us = (j->t_start ? j->t_start : j->t_end) - j->t_enqueue;
     c.compute_us = j->t_exec ? j->t_end - j->t_exec : 0;
+    c.compile_us = j->compile_us;
+    c.device_us = j->device_us;
+    c.workers = j->workers;
+    c.replicas = j->replicas;
+    c.batched = j->batched;
+    memcpy(c.est_us, j->est_us, sizeof c.est_us);
     snprintf(c.mode, sizeof c.mode, "%s", gx_mode_name(j->ran_mode));
-    if (c.status == GX_OK && j->n_out > GX_RING_MAX_IO)
+    snprintf(c.device, sizeof c.device, "%s", j->device[0] ? j->device : "cpu");
+    snprintf(c.reason, sizeof c.reason, "%s", j->reason);
+    if (c.status == GX_OK && j->n_out > GX_RING_MAX_IO) {
         c.status = gx_errf(c.message, sizeof c.message, GX_EUNSUPPORTED,
                            "ring: the graph has %zu outputs, the ring carries %d (use the socket)",
                            j->n_out, GX_RING_MAX_IO);
+        c.flags |= GX_RING_CQE_SOCKET;
+    }
     for (size_t i = 0; c.status == GX_OK && i < j->n_out; i++) {
         gxd_job_output *o = &j->out[i];
         gx_ring_tensor *t = &c.out[i];
@@ -543,6 +553,7 @@ void gxd_ring_post(gxd_job *j)
             c.status = gx_errf(c.message, sizeof c.message, GX_EUNSUPPORTED,
                                "ring: output '%.40s' is not a tensor of numbers with a name of "
                                "at most %d bytes (use the socket)", o->name, GX_RING_NAME - 1);
+            c.flags |= GX_RING_CQE_SOCKET;
             break;
         }
         if (!o->in_shm) { /* it did not go to the area in the run (a merged batch): copy */
@@ -552,6 +563,7 @@ void gxd_ring_post(gxd_job *j)
                 c.status = gx_errf(c.message, sizeof c.message, GX_ELIMIT,
                                    "ring: the outputs need more than the %llu bytes of the "
                                    "output area", (unsigned long long)j->out_shm_bytes);
+                c.flags |= GX_RING_CQE_SOCKET;
                 break;
             }
             memcpy((char *)j->out_shm->base + j->out_shm_offset + at, o->view.data, o->nbytes);

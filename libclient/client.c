@@ -289,12 +289,14 @@ GX_EXPORT gx_client *gx_client_new_curve(const char *endpoint, const char *serve
     char *end = NULL;
     unsigned long long thv = th && *th ? strtoull(th, &end, 10) : GX_SHM_THRESHOLD_DEFAULT;
     c->shm_threshold = end && *end ? SIZE_MAX : (size_t)thv; /* "off" and the like: never */
-    const char *ring = getenv("GEXEC_RING");
-    c->ring_on = ring && strcmp(ring, "1") == 0;
     if (endpoint)
         snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     else
         gx_default_endpoint(c->endpoint, sizeof c->endpoint);
+    /* the ring: on for a daemon on this machine (ipc), unless $GEXEC_RING
+     * says 0; $GEXEC_RING=1 asks for it anywhere (a tcp daemon refuses it) */
+    const char *ring = getenv("GEXEC_RING");
+    c->ring_on = ring && *ring ? strcmp(ring, "0") != 0 : strncmp(c->endpoint, "ipc://", 6) == 0;
     /* an ipc socket (or its directory) another user could own is refused
      * before connecting: whoever listens there gets the graphs and tensors */
     char why[768];
@@ -1766,6 +1768,7 @@ struct s_ring {
     struct {
         gx_graph_id id;
         uint32_t slot;
+        bool socket; /* its outputs do not fit the ring (GX_RING_CQE_SOCKET) */
     } slots[GX_RING_MAX_SLOTS];
     size_t n_slots;
 };
@@ -1862,7 +1865,7 @@ static bool s_ring_slot(gx_client *c, struct s_ring *r, const gx_graph_id *id, u
     for (size_t k = 0; k < r->n_slots; k++)
         if (strcmp(r->slots[k].id.hex, id->hex) == 0) {
             *slot = r->slots[k].slot;
-            return true;
+            return !r->slots[k].socket;
         }
     if (r->n_slots == GX_RING_MAX_SLOTS)
         return false;
@@ -1872,6 +1875,7 @@ static bool s_ring_slot(gx_client *c, struct s_ring *r, const gx_graph_id *id, u
         return false;
     }
     r->slots[r->n_slots].id = *id;
+    r->slots[r->n_slots].socket = false;
     *slot = r->slots[r->n_slots++].slot = res->ring_slot;
     gx_result_destroy(&res);
     return true;
@@ -1953,7 +1957,9 @@ static int s_ring_wait(gx_client *c, struct s_ring *r, gx_ring_cqe *cqe)
 }
 
 /* gx_client_run through the ring when it is on and rq fits: its status
- * (the result in *out), else S_RING_NOT_TAKEN. */
+ * (the result in *out), else S_RING_NOT_TAKEN: also when the job ran but
+ * the ring could not carry its outputs (GX_RING_CQE_SOCKET), and then the
+ * graph's jobs go over the socket from now on. */
 static int s_ring_run(gx_client *c, const gx_request *rq, gx_result **out)
 {
     struct s_ring *r;
@@ -2000,6 +2006,11 @@ static int s_ring_run(gx_client *c, const gx_request *rq, gx_result **out)
         c->ring_on = false;
         return rc;
     }
+    if (cqe.flags & GX_RING_CQE_SOCKET) { /* the graph's outputs need the socket, from now on */
+        for (size_t k = 0; k < r->n_slots; k++)
+            r->slots[k].socket |= r->slots[k].slot == slot;
+        return S_RING_NOT_TAKEN;
+    }
     gx_result *res = calloc(1, sizeof *res);
     if (!res)
         return s_fail(c, GX_ENOMEM, "out of memory");
@@ -2012,14 +2023,24 @@ static int s_ring_run(gx_client *c, const gx_request *rq, gx_result **out)
             }
     cqe.message[sizeof cqe.message - 1] = '\0';
     res->message = strdup(res->status == GX_OK ? "" : cqe.message);
+    /* how it ran, read as a socket reply's "run" is (s_parse_run_info) */
     gx_run_info *ri = &res->info;
     memcpy(ri->mode, cqe.mode, sizeof ri->mode - 1);
-    snprintf(ri->device, sizeof ri->device, "cpu");
+    cqe.device[sizeof cqe.device - 1] = '\0';
+    cqe.reason[sizeof cqe.reason - 1] = '\0';
+    snprintf(ri->device, sizeof ri->device, "%s", cqe.device);
+    snprintf(ri->reason, sizeof ri->reason, "%s", cqe.reason);
+    ri->workers = cqe.workers > 0 ? cqe.workers : 0;
     ri->queue_us = cqe.queue_us;
     ri->compute_us = cqe.compute_us;
-    ri->replicas = ri->batched = 1;
+    ri->compile_us = cqe.compile_us;
+    ri->device_us = cqe.device_us;
+    ri->replicas = cqe.replicas > 0 ? cqe.replicas : 1;
+    ri->batched = cqe.batched > 0 ? cqe.batched : 1;
     for (int m = 0; m < GX_MODE_COUNT; m++)
-        ri->est_us[m] = -1;
+        ri->est_us[m] = m != GX_MODE_AUTO && cqe.est_us[m] >= 0 && isfinite(cqe.est_us[m])
+                            ? cqe.est_us[m]
+                            : -1;
     snprintf(ri->endpoint, sizeof ri->endpoint, "%.255s", c->endpoint);
     size_t n = res->status == GX_OK ? cqe.n_out : 0;
     if (n > GX_RING_MAX_IO)

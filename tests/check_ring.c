@@ -41,18 +41,26 @@ static gx_client *s_ring_client(const gxt_daemon *d)
     return c;
 }
 
-/* y of one run of graph id on x through c. */
-static gx_tensor *s_run(gx_client *c, const gx_graph_id *id, const gx_tensor *x)
+/* y of one run of graph id on x through c; the devices the reply names
+ * into device (32 bytes) when not NULL. */
+static gx_tensor *s_run_on(gx_client *c, const gx_graph_id *id, const gx_tensor *x, char *device)
 {
     gx_request *rq = gx_request_new();
     gx_request_set_graph_id(rq, id);
     gx_request_add_input(rq, "x", x);
     gx_result *r = NULL;
     ck_assert_msg(gx_client_run(c, rq, &r) == GX_OK, "%s", gx_client_last_error(c));
+    if (device)
+        snprintf(device, 32, "%s", gx_result_info(r)->device);
     gx_tensor *y = gx_result_take_output(r, 0);
     gx_result_destroy(&r);
     gx_request_destroy(&rq);
     return y;
+}
+
+static gx_tensor *s_run(gx_client *c, const gx_graph_id *id, const gx_tensor *x)
+{
+    return s_run_on(c, id, x, NULL);
 }
 
 START_TEST(test_ring_identical)
@@ -71,8 +79,12 @@ START_TEST(test_ring_identical)
         unsigned char *p = gx_tensor_data(x);
         for (size_t i = 0; i < gx_tensor_nbytes(x); i++)
             p[i] = (unsigned char)(i * 7 + (size_t)k);
-        gx_tensor *a = s_run(sock, &id, x), *b = s_run(ring, &id, x);
+        char dev_sock[32], dev_ring[32];
+        gx_tensor *a = s_run_on(sock, &id, x, dev_sock), *b = s_run_on(ring, &id, x, dev_ring);
         ck_assert_int_eq(gx_tensor_dtype(b), dts[k]);
+        /* the reply names the devices the job ran on, as the socket's does */
+        ck_assert_str_ne(dev_ring, "");
+        ck_assert_str_eq(dev_ring, dev_sock);
         ck_assert_uint_eq(gx_tensor_nbytes(a), gx_tensor_nbytes(b));
         ck_assert_int_eq(memcmp(gx_tensor_cdata(a), gx_tensor_cdata(b), gx_tensor_nbytes(a)), 0);
         ck_assert_int_eq(gxt_stat(sock, "ring.jobs"), ++jobs); /* the ring carried it */
@@ -105,6 +117,82 @@ START_TEST(test_ring_identical)
     gx_tensor_destroy(&x);
     gx_tensor_destroy(&y);
     gx_graph_destroy(&g);
+    gx_client_destroy(&ring);
+    gx_client_destroy(&sock);
+    ck_assert_int_eq(gxt_daemon_stop(&d), 0);
+}
+END_TEST
+
+/* x [1, 4] in; five outputs x + x (five: more than the ring carries), or
+ * one, x tiled 2^17 times along axis 1 (2 MiB: more than the output
+ * area) */
+static gx_graph *s_wide_outputs(bool five)
+{
+    gx_graph *g = gx_graph_new(five ? "five" : "tiled");
+    gx_graph_add_input(g, "x", GX_F32, 2, (int64_t[]){1, 4});
+    if (!five) {
+        gx_tensor *reps = gx_tensor_new(GX_I64, 1, (int64_t[]){2});
+        int64_t *rp = gx_tensor_data(reps);
+        rp[0] = 1, rp[1] = 1 << 17;
+        gx_graph_add_const(g, "reps", &reps);
+        gx_graph_add_node(g, "Tile", "tile", 2, (const char *[]){"x", "reps"}, 1,
+                          (const char *[]){"y0"});
+        gx_graph_add_output(g, "y0");
+        return g;
+    }
+    for (int i = 0; i < 5; i++) {
+        char y[8];
+        snprintf(y, sizeof y, "y%d", i);
+        gx_graph_add_node(g, "Add", NULL, 2, (const char *[]){"x", "x"}, 1,
+                          (const char *[]){y});
+        gx_graph_add_output(g, y);
+    }
+    return g;
+}
+
+/* A job whose outputs the ring cannot carry ran there, and runs again
+ * over the socket: the caller gets its outputs, not the ring's refusal,
+ * and the graph's later jobs go over the socket at once. */
+START_TEST(test_ring_outputs_to_socket)
+{
+    gxt_daemon d;
+    gxt_daemon_start(&d, NULL);
+    gx_client *sock = gxt_client(&d), *ring = s_ring_client(&d);
+    gx_client_set_ring(sock, false);
+    gx_tensor *x = gx_tensor_new(GX_F32, 2, (int64_t[]){1, 4});
+    float *px = gx_tensor_data(x);
+    for (int i = 0; i < 4; i++)
+        px[i] = (float)i + 0.5f;
+    long long jobs = gxt_stat(sock, "ring.jobs");
+    for (int five = 0; five < 2; five++) {
+        gx_graph *g = s_wide_outputs(five);
+        gx_graph_id id;
+        ck_assert_int_eq(gx_client_load(sock, g, &id), GX_OK);
+        for (int run = 0; run < 2; run++) {
+            gx_request *rq = gx_request_new();
+            gx_request_set_graph_id(rq, &id);
+            gx_request_add_input(rq, "x", x);
+            gx_result *r = NULL;
+            ck_assert_msg(gx_client_run(ring, rq, &r) == GX_OK, "%s", gx_client_last_error(ring));
+            ck_assert_uint_eq(gx_result_output_count(r), five ? 5 : 1);
+            for (size_t o = 0; o < gx_result_output_count(r); o++) {
+                const gx_tensor *y = gx_result_output(r, o);
+                const float *py = gx_tensor_cdata(y);
+                const size_t n = gx_tensor_nbytes(y) / sizeof(float);
+                ck_assert_uint_eq(n, five ? 4 : 4u << 17);
+                for (size_t i = 0; i < n; i++)
+                    ck_assert_float_eq(py[i], five ? 2 * px[i] : px[i % 4]);
+            }
+            /* the first run was taken by the ring (and refused there), the
+             * second went straight to the socket */
+            ck_assert_int_eq(gxt_stat(sock, "ring.jobs"), jobs + 1);
+            gx_result_destroy(&r);
+            gx_request_destroy(&rq);
+        }
+        jobs++;
+        gx_graph_destroy(&g);
+    }
+    gx_tensor_destroy(&x);
     gx_client_destroy(&ring);
     gx_client_destroy(&sock);
     ck_assert_int_eq(gxt_daemon_stop(&d), 0);
@@ -854,6 +942,7 @@ Suite *ring_suite(void)
     TCase *tc = tcase_create("ring");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_ring_identical);
+    tcase_add_test(tc, test_ring_outputs_to_socket);
     tcase_add_test(tc, test_ring_many_threads);
     tcase_add_test(tc, test_ring_hostile);
     tcase_add_test(tc, test_ring_urgency_one_rule);

@@ -153,6 +153,7 @@ def _declare(lib):
         "gx_client_shm_register": (c_int, [P, P]),
         "gx_client_shm_unregister": (c_int, [P, P]),
         "gx_client_set_shm_threshold": (None, [P, S]),
+        "gx_client_set_ring": (None, [P, ctypes.c_bool]),
         "gx_request_add_input_shm": (c_int, [P, c_char_p, c_int, c_int,
                                              ctypes.POINTER(c_int64), P, S]),
         "gx_request_set_output_shm": (c_int, [P, P, S, S]),

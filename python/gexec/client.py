@@ -475,14 +475,19 @@ class Client:
     library's default, $GEXEC_SHM_THRESHOLD or 65536). Arrays in a region
     of your own go in place: see register() and run()'s output_shm.
 
+    ring: small runs through libgexec's shared-memory ring (docs/shm.md,
+    "Ring") rather than the socket (None: the library's default, on for a
+    local ipc:// daemon unless $GEXEC_RING is "0").
+
     Use it from any number of threads (see the module's notes); close() it,
     or use it as a context manager, to close its connections.
     """
 
     def __init__(self, endpoint=None, timeout_ms=60000, server_key=None, client_secret=None,
-                 shm_threshold=None):
+                 shm_threshold=None, ring=None):
         self.endpoint = endpoint if endpoint is not None else default_endpoint()
         self.shm_threshold = shm_threshold
+        self.ring = ring
         self._regions = {}  # name: SharedMemory registered with this client (under _lock)
         self._keys = tuple(None if k is None else os.fsencode(k)
                            for k in (server_key, client_secret))
@@ -520,6 +525,8 @@ class Client:
                     lib.gx_client_set_shm_threshold(
                         ptr, 2**64 - 1 if self.shm_threshold is False else
                         max(0, int(self.shm_threshold)))
+                if self.ring is not None:
+                    lib.gx_client_set_ring(ptr, bool(self.ring))
                 conn = _Conn(ptr, self._pid)
                 self._conns.append(conn)
             conn.busy = True

@@ -76,12 +76,12 @@ def test_output_area_too_small_comes_back_as_usual(daemon):
 
 
 def test_automatic_threshold(daemon):
-    x = _x(20000)  # 240 kB
-    with gexec.Client(daemon.endpoint, shm_threshold=1 << 30) as c:
+    x = _x(20000)  # 240 kB (the ring, with its own region, is off here)
+    with gexec.Client(daemon.endpoint, shm_threshold=1 << 30, ring=False) as c:
         g = c.load(data("affine.yaml"))
         np.testing.assert_array_equal(c.run(g, {"x": x})["y"], x * 2 + 1)
         assert c.stats()["shm"]["regions"] == 0  # below the threshold: the socket
-    with gexec.Client(daemon.endpoint, shm_threshold=1024) as c:
+    with gexec.Client(daemon.endpoint, shm_threshold=1024, ring=False) as c:
         np.testing.assert_array_equal(c.run(g, {"x": x})["y"], x * 2 + 1)
         assert c.stats()["shm"]["regions"] == 1  # libgexec's own region took it
     assert _regions(daemon.endpoint) == 0  # gone with the client
@@ -203,15 +203,20 @@ def test_input_is_read_in_the_region(daemon):
 
 
 def test_small_jobs_through_the_ring(daemon, monkeypatch):
-    """GEXEC_RING=1: libgexec sends small runs through its shared-memory
-    ring (docs/shm.md, "Ring"); results are the socket's."""
+    """On a local daemon libgexec sends small runs through its shared-memory
+    ring (docs/shm.md, "Ring") by default; results are the socket's.
+    GEXEC_RING=0 or ring=False keeps them on the socket."""
     x = _x(4)
-    with gexec.Client(daemon.endpoint, shm_threshold=False) as sock:
+    with gexec.Client(daemon.endpoint, shm_threshold=False, ring=False) as sock:
         g = sock.load(data("affine.yaml"))
-        want = sock.run(g, {"x": x})["y"]
         before = sock.stats()["ring"]["jobs"]
-        monkeypatch.setenv("GEXEC_RING", "1")
+        want = sock.run(g, {"x": x})["y"]
+        assert sock.stats()["ring"]["jobs"] == before  # ring=False: the socket
         with gexec.Client(daemon.endpoint) as c:
             for _ in range(5):
                 assert c.run(g, {"x": x})["y"].tobytes() == want.tobytes()
+        assert sock.stats()["ring"]["jobs"] == before + 5
+        monkeypatch.setenv("GEXEC_RING", "0")
+        with gexec.Client(daemon.endpoint) as c:
+            assert c.run(g, {"x": x})["y"].tobytes() == want.tobytes()
         assert sock.stats()["ring"]["jobs"] == before + 5
