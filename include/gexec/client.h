@@ -344,11 +344,13 @@ GX_EXPORT int gx_client_shm_register(gx_client *c, gx_shm *s);
 GX_EXPORT int gx_client_shm_unregister(gx_client *c, gx_shm *s);
 /* Small jobs of gx_client_run through a submission/completion ring in
  * shared memory (docs/shm.md, "Ring") when the daemon is local: a graph
- * by id, at most 4 tensors of numbers (256 KiB in all) in, every output
- * back (up to 4, fitting in 1 MiB with the inputs), no mode or output area
- * of its own; others, and everything when the daemon refuses the ring,
- * go over the socket. Default: on for an ipc:// endpoint, unless
- * $GEXEC_RING is "0" (any other value: on for every endpoint). */
+ * by id, at most 4 tensors of numbers (256 KiB in all) in, no mode or
+ * output area of its own; others, and everything when the daemon refuses
+ * the ring, go over the socket. A job whose outputs the ring cannot carry
+ * (more than 4, not numbers, more than 1 MiB with the inputs) runs again
+ * over the socket, and so do its graph's later jobs. Default: on for an
+ * ipc:// endpoint, unless $GEXEC_RING is "0" (any other value: on for
+ * every endpoint). */
 GX_EXPORT void gx_client_set_ring(gx_client *c, bool on);
 /* Inputs of at least bytes go through the client's own region when the
  * daemon is local; SIZE_MAX: never. Default: $GEXEC_SHM_THRESHOLD, else
