@@ -70,6 +70,21 @@ void gxd_job_destroy(gxd_job **jp)
     *jp = NULL;
 }
 
+int64_t gxd_job_queue_us(const gxd_job *j)
+{
+    return (j->t_start ? j->t_start : j->t_end) - j->t_enqueue;
+}
+
+int64_t gxd_job_compute_us(const gxd_job *j)
+{
+    return j->t_exec ? j->t_end - j->t_exec : 0;
+}
+
+const char *gxd_job_device(const gxd_job *j)
+{
+    return j->device[0] ? j->device : "cpu";
+}
+
 int gxd_job_fail(gxd_job *j, int status, const char *fmt, ...)
 {
     if (j->status < 0)

@@ -121,6 +121,14 @@ int gxd_job_fail(gxd_job *j, int status, const char *fmt, ...) __attribute__((fo
 /* Monotonic clock in microseconds. */
 int64_t gxd_now_us(void);
 
+/* What a finished job's reply says of it, whichever way it goes (socket
+ * RUN, daemon/server.c; ring completion, daemon/ring.c): its time in the
+ * queue, its time executing (0 when it never started), and the devices
+ * its plan ran on ("cpu" when none was recorded). */
+int64_t gxd_job_queue_us(const gxd_job *j);
+int64_t gxd_job_compute_us(const gxd_job *j);
+const char *gxd_job_device(const gxd_job *j);
+
 /* The one rule for a RUN's priority and deadline (core/proto.h), for every
  * way a job comes in (socket RUN, daemon/server.c; ring submission,
  * daemon/ring.c): sets j->priority and j->deadline_us (from now), or

@@ -529,8 +529,8 @@ void gxd_ring_post(gxd_job *j)
     memset(&c, 0, sizeof c);
     c.user = j->ring_user;
     c.status = j->status;
-    c.queue_us = (j->t_start ? j->t_start : j->t_end) - j->t_enqueue;
-    c.compute_us = j->t_exec ? j->t_end - j->t_exec : 0;
+    c.queue_us = gxd_job_queue_us(j);
+    c.compute_us = gxd_job_compute_us(j);
     c.compile_us = j->compile_us;
     c.device_us = j->device_us;
     c.workers = j->workers;
@@ -538,7 +538,7 @@ void gxd_ring_post(gxd_job *j)
     c.batched = j->batched;
     memcpy(c.est_us, j->est_us, sizeof c.est_us);
     snprintf(c.mode, sizeof c.mode, "%s", gx_mode_name(j->ran_mode));
-    snprintf(c.device, sizeof c.device, "%s", j->device[0] ? j->device : "cpu");
+    snprintf(c.device, sizeof c.device, "%s", gxd_job_device(j));
     snprintf(c.reason, sizeof c.reason, "%s", j->reason);
     if (c.status == GX_OK && j->n_out > GX_RING_MAX_IO) {
         c.status = gx_errf(c.message, sizeof c.message, GX_EUNSUPPORTED,

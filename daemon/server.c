@@ -255,8 +255,7 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     } else {
         st->runs_failed++;
     }
-    int64_t queue_us = (j->t_start ? j->t_start : j->t_end) - j->t_enqueue;
-    int64_t compute_us = j->t_exec ? j->t_end - j->t_exec : 0;
+    const int64_t queue_us = gxd_job_queue_us(j), compute_us = gxd_job_compute_us(j);
     st->queue_us_total += queue_us;
     st->compute_us_total += compute_us;
     st->device_us_total += j->device_us;
@@ -274,7 +273,7 @@ static void s_reply_job(gxd_ctx *ctx, gxd_job *j)
     gx_mp_pack_str(&r.pk, GX_F(MODE));
     gx_mp_pack_str(&r.pk, gx_mode_name(j->ran_mode));
     gx_mp_pack_str(&r.pk, GX_F(DEVICE));
-    gx_mp_pack_str(&r.pk, j->device[0] ? j->device : "cpu");
+    gx_mp_pack_str(&r.pk, gxd_job_device(j));
     gx_mp_pack_str(&r.pk, GX_F(WORKERS));
     msgpack_pack_int(&r.pk, j->workers);
     gx_mp_pack_str(&r.pk, GX_F(QUEUE_US));

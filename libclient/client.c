@@ -499,16 +499,31 @@ static int64_t s_get_i64(const msgpack_object *o)
     return v;
 }
 
-/* The "run" map of a RUN reply into info. A field that is missing or of the
- * wrong type keeps its default (replicas and batched 1, estimates -1); estimates under
- * names that are not modes (or that are auto) are ignored, as are negative
- * or non-finite ones. */
-static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
+/* A run info's defaults, where a reply says nothing: replicas and batched
+ * 1, no estimates (-1). */
+static void s_run_info_init(gx_run_info *info)
 {
     info->replicas = 1;
     info->batched = 1;
     for (int m = 0; m < GX_MODE_COUNT; m++)
         info->est_us[m] = -1;
+}
+
+/* The estimate us for mode m, unless m is auto or us is negative or not
+ * finite (then the default stays). */
+static void s_run_info_est(gx_run_info *info, int m, double us)
+{
+    if (m > GX_MODE_AUTO && m < GX_MODE_COUNT && us >= 0 && isfinite(us))
+        info->est_us[m] = us;
+}
+
+/* The "run" map of a RUN reply into info. A field that is missing or of the
+ * wrong type keeps its default (s_run_info_init); estimates under names
+ * that are not modes (or that are auto) are ignored, as are negative or
+ * non-finite ones (s_run_info_est). */
+static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
+{
+    s_run_info_init(info);
     if (!run || run->type != MSGPACK_OBJECT_MAP)
         return;
     s_copy_str(gx_mp_find(run, GX_F(MODE)), info->mode, sizeof info->mode);
@@ -537,11 +552,9 @@ static void s_parse_run_info(const msgpack_object *run, gx_run_info *info)
             us = (double)val->via.u64;
         else
             continue;
-        if (!(us >= 0) || !isfinite(us))
-            continue;
         for (int m = GX_MODE_AUTO + 1; m < GX_MODE_COUNT; m++)
             if (gx_mp_streq(&est->via.map.ptr[i].key, gx_mode_name((gx_mode)m)))
-                info->est_us[m] = us;
+                s_run_info_est(info, m, us);
     }
 }
 
@@ -2025,6 +2038,7 @@ static int s_ring_run(gx_client *c, const gx_request *rq, gx_result **out)
     res->message = strdup(res->status == GX_OK ? "" : cqe.message);
     /* how it ran, read as a socket reply's "run" is (s_parse_run_info) */
     gx_run_info *ri = &res->info;
+    s_run_info_init(ri);
     memcpy(ri->mode, cqe.mode, sizeof ri->mode - 1);
     cqe.device[sizeof cqe.device - 1] = '\0';
     cqe.reason[sizeof cqe.reason - 1] = '\0';
@@ -2035,12 +2049,12 @@ static int s_ring_run(gx_client *c, const gx_request *rq, gx_result **out)
     ri->compute_us = cqe.compute_us;
     ri->compile_us = cqe.compile_us;
     ri->device_us = cqe.device_us;
-    ri->replicas = cqe.replicas > 0 ? cqe.replicas : 1;
-    ri->batched = cqe.batched > 0 ? cqe.batched : 1;
+    if (cqe.replicas > 0)
+        ri->replicas = cqe.replicas;
+    if (cqe.batched > 0)
+        ri->batched = cqe.batched;
     for (int m = 0; m < GX_MODE_COUNT; m++)
-        ri->est_us[m] = m != GX_MODE_AUTO && cqe.est_us[m] >= 0 && isfinite(cqe.est_us[m])
-                            ? cqe.est_us[m]
-                            : -1;
+        s_run_info_est(ri, m, cqe.est_us[m]);
     snprintf(ri->endpoint, sizeof ri->endpoint, "%.255s", c->endpoint);
     size_t n = res->status == GX_OK ? cqe.n_out : 0;
     if (n > GX_RING_MAX_IO)
