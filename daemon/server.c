@@ -331,18 +331,21 @@ static void s_fail_list(gxd_ctx *ctx, gxd_job *list, int status, const char *why
 
 /* The pool's done callback (gxd_pool_done_fn), on a worker thread: queue
  * the finished job for the I/O thread and wake it (a ring job: see
- * S_RING_QUIET_MAX). */
+ * S_RING_QUIET_MAX). A ring job's completion is posted under done_mu, with
+ * the job on the list: a request its client sends once it reads the
+ * completion finds the job flushed (s_flush_done), its graph no longer
+ * held (an eviction, an unload). */
 static void s_job_done(void *arg, gxd_job *j)
 {
     gxd_ctx *ctx = arg;
     bool wake = true;
+    j->next = NULL;
+    pthread_mutex_lock(&ctx->done_mu);
     if (gxd_job_ring(j)) { /* the client waits on the ring: answer it now, not after a hop */
         s_shm_lost(j);
         gxd_ring_post(j);
         j->ring_posted = true;
     }
-    j->next = NULL;
-    pthread_mutex_lock(&ctx->done_mu);
     if (ctx->done_tail)
         ctx->done_tail->next = j;
     else
@@ -368,9 +371,9 @@ static bool s_ring_cancel_running(void *arg, const void *identity, size_t identi
     return gxd_pool_cancel(ctx->pool, identity, identity_len, id);
 }
 
-/* Answers (or, for ring jobs, counts) and frees the finished jobs; every
- * turn of the I/O thread, before it reads requests, so a request sees
- * every job a worker finished before it came. */
+/* Answers (or, for ring jobs, counts) and frees the finished jobs; before
+ * every request the I/O thread reads, so a request sees every job a worker
+ * finished before it came. */
 static void s_flush_done(gxd_ctx *ctx)
 {
     uint64_t cnt;
@@ -2083,6 +2086,8 @@ static void s_poll_once(gxd_ctx *ctx, long timeout_ms)
         size_t len = sizeof events;
         if (zmq_getsockopt(ctx->router, ZMQ_EVENTS, &events, &len) != 0 || !(events & ZMQ_POLLIN))
             break;
+        if (i > 0)
+            s_flush_done(ctx);
         s_on_request(ctx);
     }
     s_fail_list(ctx, gxd_queue_expire(&ctx->queue, gxd_now_us()), GX_ETIMEDOUT,
