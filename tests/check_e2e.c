@@ -94,15 +94,28 @@ static example s_example(const char *name)
     return e;
 }
 
-/* Run the example through a new client; the result is the caller's. */
-static gx_result *s_run_example(const gxt_daemon *d, const example *e)
+/* The transports a small job of gx_client_run takes (a loop test's _i):
+ * the shared-memory ring (libgexec's default on an ipc socket) and the
+ * socket. */
+#define S_TRANSPORTS 2
+static const char *const s_transport[S_TRANSPORTS] = {"ring", "socket"};
+
+/* Load the example and run it by id (the ring takes graphs by id only)
+ * through a new client, over transport t (the ring's counter in STATS
+ * says which carried it); the result is the caller's. */
+static gx_result *s_run_example(const gxt_daemon *d, const example *e, int t)
 {
     gx_client *c = gxt_client(d);
+    gx_client_set_ring(c, t == 0);
+    gx_graph_id id;
+    ck_assert_int_eq(gx_client_load(c, e->g, &id), GX_OK);
     gx_request *rq = gx_request_new();
-    gx_request_set_graph(rq, e->g);
+    gx_request_set_graph_id(rq, &id);
     gx_request_add_input(rq, "x", e->x);
     gx_result *r = NULL;
     ck_assert_int_eq(gx_client_run(c, rq, &r), GX_OK);
+    ck_assert_msg(gxt_stat(c, "ring.jobs") == (t == 0), "the %s did not carry the job",
+                  s_transport[t]);
     gx_request_destroy(&rq);
     gx_client_destroy(&c);
     return r;
@@ -114,6 +127,7 @@ static void s_example_fini(example *e)
     gx_graph_destroy(&e->g);
 }
 
+/* The mlp example against its reference, over each transport. */
 START_TEST(test_mlp_example_matches_reference)
 {
     gxt_daemon d;
@@ -150,7 +164,7 @@ START_TEST(test_mlp_example_matches_reference)
     for (int j = 0; j < 3; j++)
         want[j] /= sum;
 
-    gx_result *r = s_run_example(&d, &e);
+    gx_result *r = s_run_example(&d, &e, _i);
     ck_assert_str_eq(gx_result_output_name(r, 0), "y");
     ck_assert(gxt_allclose(gx_tensor_cdata(gx_result_output(r, 0)), want, 3, 1e-5f, 1e-6f));
     const gx_run_info *info = gx_result_info(r);
@@ -166,12 +180,13 @@ START_TEST(test_mlp_example_matches_reference)
 }
 END_TEST
 
+/* The broadcast example, over each transport. */
 START_TEST(test_broadcast_example)
 {
     gxt_daemon d;
     gxt_daemon_start(&d, NULL);
     example e = s_example("broadcast");
-    gx_result *r = s_run_example(&d, &e);
+    gx_result *r = s_run_example(&d, &e, _i);
     const float want[6] = {11, 22, 33, -7, -12.5f, -18};
     const gx_tensor *y = gx_result_output(r, 0);
     ck_assert_int_eq(gx_tensor_ndim(y), 2);
@@ -1445,8 +1460,8 @@ Suite *e2e_suite(void)
     Suite *s = suite_create("e2e");
     TCase *tc = tcase_create("daemon");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_mlp_example_matches_reference);
-    tcase_add_test(tc, test_broadcast_example);
+    tcase_add_loop_test(tc, test_mlp_example_matches_reference, 0, S_TRANSPORTS);
+    tcase_add_loop_test(tc, test_broadcast_example, 0, S_TRANSPORTS);
     tcase_add_test(tc, test_load_shares_one_plan);
     tcase_add_test(tc, test_many_clients_every_job_answered_once);
     tcase_add_test(tc, test_cancel_queued_and_running);
