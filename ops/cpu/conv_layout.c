@@ -1094,9 +1094,10 @@ static void s_dk_positions(const s_cv *cv, int64_t p0, int64_t p1, int64_t m, co
             epi->fn(epi->ctx, p * m, end * m);
         p = end;
     }
-    for (int64_t p = p0; p < p1 && !cv->pos;) {
+    for (int64_t p = p0; p < p1 && !cv->pos;) { /* a row, or S_EPI_COLS columns of one */
         const int64_t line = p / OW, o = p % OW;
-        const int64_t end = (line + 1) * OW < p1 ? (line + 1) * OW : p1;
+        int64_t end = (line + 1) * OW < p1 ? (line + 1) * OW : p1;
+        end = end - p > S_EPI_COLS ? p + S_EPI_COLS : end;
         s_dk_cols(cv, line / OH, line % OH, o, o + (end - p), 0, cv->mb);
         if (epi->fn)
             epi->fn(epi->ctx, p * m, end * m);
