@@ -47,10 +47,11 @@
  * the 16 ymm registers), position runs of up to 6 (s_dkp256), no
  * s_dk3; a depthwise window 3 or 5 wide at stride 1 or 2 in runs of up
  * to 8 columns of one half (s_dwk256), groups of 2, 4 or 8 channels in
- * runs of up to 6 columns of one half, lanes permuted as s_dw512 does
- * (s_dwg256). As the
- * head of a fused group (gx_cpu_conv_layout_epi) a lone Relu or Clip is
- * applied as each output is stored; other epilogues run on each row
+ * runs of up to 6 columns of one half, each lane reading its group's
+ * channel as s_dw512's permutes do, through in-lane shuffles or a
+ * broadcast load (s_dwg256). As the head of a fused group
+ * (gx_cpu_conv_layout_epi) a lone Relu or Clip is applied as each output
+ * is stored; other epilogues run on each row
  * (S_EPI_COLS columns of a plane) as soon as it is written.
  *
  * Shares (gx_cpu_conv_layout_rows): NHWC, chunks of S_CHUNK positions, at
@@ -1353,11 +1354,39 @@ S_DW256_R(1, 1)
 static const s_dwb_fn s_dw256_tab[2][2][6] = {{S_DW256_ROW(0, 0), S_DW256_ROW(0, 1)},
                                               {S_DW256_ROW(1, 0), S_DW256_ROW(1, 1)}};
 
+/* Channel ic of each group of CG lanes of xv (the 8 lanes of x at p) in
+ * every lane of that group: within 128-bit lanes for CG 2 and 4
+ * (moveldup, movehdup, vpermilps: two a cycle on Zen 3, where vpermps is
+ * one, beside the FMAs; one on Intel cores, as vpermps); for CG 8 a
+ * broadcast load from p (the load ports, not the shuffle's) where all 8
+ * lanes are the tensor's (FULL), else vpermps. The same values
+ * as _mm256_permutevar8x32_ps with lane index (lane & ~(CG - 1)) + ic. */
+S_INLINE S_T256 __m256 s_gsplat256(const int CG, const bool FULL, __m256 xv, const float *p,
+                                   int ic)
+{
+    if (CG == 2)
+        return ic ? _mm256_movehdup_ps(xv) : _mm256_moveldup_ps(xv);
+    if (CG == 4)
+        switch (ic) { /* vpermilps takes its pattern as an immediate */
+        case 0:
+            return _mm256_permute_ps(xv, 0x00);
+        case 1:
+            return _mm256_permute_ps(xv, 0x55);
+        case 2:
+            return _mm256_permute_ps(xv, 0xaa);
+        default:
+            return _mm256_permute_ps(xv, 0xff);
+        }
+    if (FULL)
+        return _mm256_broadcast_ss(p + ic);
+    return _mm256_permutevar8x32_ps(xv, _mm256_set1_epi32(ic));
+}
+
 /* Groups of CG = 2, 4 or 8 channels in and out (C == M) on AVX2:
  * s_dw512's way in 8-lane halves (a group never crosses a half, 8 being a
  * multiple of CG), each half on its own: R <= 6 sums, the tap's CG
- * weights, and per input channel of the group x's lanes permuted
- * (vpermps) so that each lane reads its group's channel. Products in
+ * weights, and per input channel of the group x's lanes spread so that
+ * each lane reads its group's channel (s_gsplat256). Products in
  * s_dw512's order (window row, tap, input channel): the same bits. */
 S_INLINE S_T256 void s_dwg256(const int CG, const int R, const bool CHK, const bool FULL,
                               const s_dw *d, const float *x0, int64_t off, int64_t a0,
@@ -1365,8 +1394,6 @@ S_INLINE S_T256 void s_dwg256(const int CG, const int R, const bool CHK, const b
                               int last, int64_t nb, float *y0)
 {
     const __m256i ml = gx_mask8(FULL ? S_B : last), mh = gx_mask8((FULL ? S_B : last) - 8);
-    const __m256i base = _mm256_and_si256(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                          _mm256_set1_epi32(~(CG - 1)));
     for (int64_t blk = 0; blk < nb; blk++) {
         const float *xn = x0 + blk * d->xblk, *w = w0 + blk * d->wblk;
         const float *bias = bias0 ? bias0 + blk * S_B : NULL;
@@ -1392,11 +1419,9 @@ S_INLINE S_T256 void s_dwg256(const int CG, const int R, const bool CHK, const b
                         const float *p = S_DW_XR(CHK, d, xn, o, j, r);
                         const __m256 xv = S_LD256(p, h, 0, !FULL, mk);
 #pragma GCC unroll 8
-                        for (int ic = 0; ic < CG; ic++) {
-                            const __m256i idx = _mm256_add_epi32(base, _mm256_set1_epi32(ic));
-                            acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(xv, idx), wv[ic],
-                                                     acc[r]);
-                        }
+                        for (int ic = 0; ic < CG; ic++)
+                            acc[r] = _mm256_fmadd_ps(s_gsplat256(CG, FULL, xv, p + h * 8, ic),
+                                                     wv[ic], acc[r]);
                     }
                 }
             }
