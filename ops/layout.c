@@ -440,8 +440,14 @@ double gx_cpu_layout_factor(gx_op op, gx_layout l, const gx_infer *ic)
             return (nhwc ? 0.07 : 0.08) * wide;
         if (pointwise)
             return (nhwc ? 0.5 : 0.52) * wide;
-        /* groups of 16 or more channels: 0.45-0.68 (3x3, 2 to 8 groups) */
-        if (ic->attr[GX_CONV_GROUP].i > 1)
+        /* groups of 16 or more channels: 0.45-0.68 (3x3, 2 to 8 groups);
+         * of 2, 4 or 8 channels on AVX2 (s_dwg256; 3x3, 32 groups, 28x28
+         * and 56x56, stride 1 and 2): 0.25-0.43 */
+        const int64_t groups = ic->attr[GX_CONV_GROUP].i, cg = w->shape[1];
+        if (groups > 1 && wide > 1.0 && (cg == 2 || cg == 4 || cg == 8) &&
+            w->shape[0] == ic->in[0].shape[1])
+            return 0.35;
+        if (groups > 1)
             return 0.6 * wide;
         return 0.3 * wide;
     }
